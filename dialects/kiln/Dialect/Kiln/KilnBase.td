@@ -1,0 +1,53 @@
+//===- KilnBase.td - the kiln dialect and its type constraints -*- tablegen -*-===//
+//
+// The `kiln` dialect holds ONNX semantics in a normalized form: attributes typed
+// and explicit, optional inputs resolved, broadcasting checked by verifiers.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_DIALECT_KILN_KILNBASE_TD
+#define KILN_DIALECT_KILN_KILNBASE_TD
+
+include "mlir/IR/OpBase.td"
+include "mlir/IR/AttrTypeBase.td"
+include "mlir/IR/EnumAttr.td"
+
+def Kiln_Dialect : Dialect {
+  let name = "kiln";
+  let summary = "Tensor-level ops for compiling ONNX Transformer models";
+  let description = [{
+    Ops on ranked tensors with ONNX semantics normalized: every attribute is
+    explicit and typed, optional inputs are resolved, and broadcasting is checked
+    by the verifiers. Shape inference lives in one free function per op, shared by
+    the verifier, the builders and the ONNX importer. `kiln.kernel` holds one fused
+    group of ops that the CUDA target turns into one launch.
+  }];
+  let cppNamespace = "::kiln";
+  let useDefaultAttributePrinterParser = 1;
+  let hasConstantMaterializer = 1;
+}
+
+/// Element types Kiln computes with.
+def Kiln_FloatType : AnyTypeOf<[F32, F16, BF16]>;
+def Kiln_ElementType : AnyTypeOf<[F32, F16, BF16, I64, I32, I8, I1]>;
+def Kiln_Tensor : RankedTensorOf<[Kiln_ElementType]>;
+def Kiln_FloatTensor : RankedTensorOf<[Kiln_FloatType]>;
+def Kiln_NumericTensor : RankedTensorOf<[F32, F16, BF16, I64, I32, I8]>;
+
+/// What a `kiln.kernel` computes; picks the CUDA code generator.
+def Kiln_KernelKind : I32EnumAttr<"KernelKind", "the code generator of a kernel", [
+    I32EnumAttrCase<"elementwise", 0>,
+    I32EnumAttrCase<"reduction", 1>,
+    I32EnumAttrCase<"gemm", 2>,
+    I32EnumAttrCase<"attention", 3>,
+    I32EnumAttrCase<"copy", 4>
+  ]> {
+  let cppNamespace = "::kiln";
+  let genSpecializedAttr = 0;
+}
+def Kiln_KernelKindAttr : EnumAttr<Kiln_Dialect, Kiln_KernelKind, "kernel_kind">;
+
+class Kiln_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Kiln_Dialect, mnemonic, traits>;
+
+#endif // KILN_DIALECT_KILN_KILNBASE_TD

@@ -1,0 +1,77 @@
+//===- KilnFolds.cpp - folders of kiln ops --------------------------------===//
+//
+// Folds are local and never needed for correctness: canonicalization and the
+// constant folder use them to shrink graphs before fusion.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/Dialect/Kiln/KilnOps.h"
+
+#include "mlir/IR/Matchers.h"
+
+using namespace mlir;
+using namespace kiln;
+
+OpFoldResult ConstantOp::fold(FoldAdaptor) { return getValue(); }
+
+/// True when `attr` is a splat equal to `value` (integer or float).
+static bool isSplatOf(Attribute attr, double value) {
+  auto splat = dyn_cast_if_present<SplatElementsAttr>(attr);
+  if (!splat)
+    return false;
+  Type elementType = splat.getElementType();
+  if (isa<FloatType>(elementType))
+    return splat.getSplatValue<APFloat>().convertToDouble() == value;
+  if (isa<IntegerType>(elementType))
+    return splat.getSplatValue<APInt>().getSExtValue() ==
+           static_cast<int64_t>(value);
+  return false;
+}
+
+/// `x op c` folds to `x` when `c` is the identity of op and broadcasting does
+/// not change x's type.
+static OpFoldResult foldIdentity(Value lhs, Value rhs, Attribute lhsAttr,
+                                 Attribute rhsAttr, Type resultType,
+                                 double identity) {
+  if (isSplatOf(rhsAttr, identity) && lhs.getType() == resultType)
+    return lhs;
+  if (isSplatOf(lhsAttr, identity) && rhs.getType() == resultType)
+    return rhs;
+  return {};
+}
+
+OpFoldResult AddOp::fold(FoldAdaptor adaptor) {
+  return foldIdentity(getLhs(), getRhs(), adaptor.getLhs(), adaptor.getRhs(),
+                      getType(), 0.0);
+}
+
+OpFoldResult MulOp::fold(FoldAdaptor adaptor) {
+  return foldIdentity(getLhs(), getRhs(), adaptor.getLhs(), adaptor.getRhs(),
+                      getType(), 1.0);
+}
+
+OpFoldResult CastOp::fold(FoldAdaptor) {
+  if (getInput().getType() == getType())
+    return getInput();
+  return {};
+}
+
+OpFoldResult TransposeOp::fold(FoldAdaptor) {
+  for (auto [i, p] : llvm::enumerate(getPermutation()))
+    if (static_cast<int64_t>(i) != p)
+      return {};
+  return getInput();
+}
+
+OpFoldResult ReshapeOp::fold(FoldAdaptor adaptor) {
+  if (getInput().getType() == getType())
+    return getInput();
+  // A reshape of a reshape reads the original tensor.
+  if (auto producer = getInput().getDefiningOp<ReshapeOp>()) {
+    getInputMutable().assign(producer.getInput());
+    return getResult();
+  }
+  if (auto splat = dyn_cast_if_present<SplatElementsAttr>(adaptor.getInput()))
+    return splat.reshape(getType());
+  return {};
+}

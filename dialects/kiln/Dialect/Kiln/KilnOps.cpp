@@ -1,0 +1,146 @@
+//===- KilnOps.cpp - kiln op verifiers and type inference -----------------===//
+
+#include "kiln/Dialect/Kiln/KilnOps.h"
+
+#include "kiln/Dialect/Kiln/KilnDialect.h"
+#include "mlir/IR/OpImplementation.h"
+
+using namespace mlir;
+using namespace kiln;
+
+/// Pushes an inferred type or propagates the failure.
+static LogicalResult pushInferred(FailureOr<RankedTensorType> type,
+                                  SmallVectorImpl<Type> &types) {
+  if (failed(type))
+    return failure();
+  types.push_back(*type);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// ConstantOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult ConstantOp::inferReturnTypes(MLIRContext *,
+                                           std::optional<Location> loc,
+                                           Adaptor adaptor,
+                                           SmallVectorImpl<Type> &types) {
+  auto type = dyn_cast<RankedTensorType>(adaptor.getValue().getType());
+  if (!type)
+    return emitOptionalError(loc, "expected a ranked tensor value");
+  types.push_back(type);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// CastOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult CastOp::verify() {
+  if (getInput().getType().getShape() != getResult().getType().getShape())
+    return emitOpError("expected the same shape, got ")
+           << getInput().getType() << " and " << getResult().getType();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions and normalizations
+//===----------------------------------------------------------------------===//
+
+LogicalResult ReduceMeanOp::inferReturnTypes(MLIRContext *,
+                                             std::optional<Location> loc,
+                                             Adaptor adaptor,
+                                             SmallVectorImpl<Type> &types) {
+  return pushInferred(
+      inferReduceMeanType(loc,
+                          cast<RankedTensorType>(adaptor.getInput().getType()),
+                          adaptor.getAxes(), adaptor.getKeepdims()),
+      types);
+}
+
+LogicalResult SoftmaxOp::verify() {
+  int64_t rank = getInput().getType().getRank();
+  if (getAxis() < 0 || getAxis() >= rank)
+    return emitOpError("axis ") << getAxis() << " out of range for rank "
+                                << rank;
+  return success();
+}
+
+LogicalResult LayerNormOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &types) {
+  RankedTensorType bias;
+  if (adaptor.getBias())
+    bias = cast<RankedTensorType>(adaptor.getBias().getType());
+  return pushInferred(
+      inferLayerNormType(loc,
+                         cast<RankedTensorType>(adaptor.getInput().getType()),
+                         cast<RankedTensorType>(adaptor.getScale().getType()),
+                         bias, adaptor.getAxis()),
+      types);
+}
+
+//===----------------------------------------------------------------------===//
+// MatmulOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult MatmulOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &types) {
+  return pushInferred(
+      inferMatmulType(loc, cast<RankedTensorType>(adaptor.getLhs().getType()),
+                      cast<RankedTensorType>(adaptor.getRhs().getType()),
+                      adaptor.getTransposeLhs(), adaptor.getTransposeRhs()),
+      types);
+}
+
+//===----------------------------------------------------------------------===//
+// Data movement
+//===----------------------------------------------------------------------===//
+
+LogicalResult TransposeOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &types) {
+  return pushInferred(
+      inferTransposeType(loc,
+                         cast<RankedTensorType>(adaptor.getInput().getType()),
+                         adaptor.getPermutation()),
+      types);
+}
+
+LogicalResult ReshapeOp::verify() {
+  return verifyReshapeTypes(getLoc(), getInput().getType(),
+                            getResult().getType());
+}
+
+//===----------------------------------------------------------------------===//
+// KernelOp
+//===----------------------------------------------------------------------===//
+
+YieldOp KernelOp::getYield() {
+  return cast<YieldOp>(getBody().front().getTerminator());
+}
+
+LogicalResult KernelOp::verify() {
+  Block &body = getBody().front();
+  if (body.getNumArguments() != getInputs().size())
+    return emitOpError("expected ")
+           << getInputs().size() << " block arguments, got "
+           << body.getNumArguments();
+  for (auto [input, arg] : llvm::zip(getInputs(), body.getArguments()))
+    if (input.getType() != arg.getType())
+      return emitOpError("expected block argument of type ")
+             << input.getType() << ", got " << arg.getType();
+  auto yield = dyn_cast<YieldOp>(body.getTerminator());
+  if (!yield)
+    return emitOpError("expected the body to end in kiln.yield");
+  if (yield.getValues().getTypes() != getResultTypes())
+    return emitOpError("expected yielded types to match the results");
+  return success();
+}
+
+#define GET_OP_CLASSES
+#include "kiln/Dialect/Kiln/KilnOps.cpp.inc"

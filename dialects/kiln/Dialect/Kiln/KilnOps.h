@@ -1,0 +1,38 @@
+//===- KilnOps.h - kiln dialect ops -----------------------------*- C++ -*-===//
+
+#ifndef KILN_DIALECT_KILN_KILNOPS_H
+#define KILN_DIALECT_KILN_KILNOPS_H
+
+#include "kiln/Dialect/Kiln/KilnDialect.h"
+#include "kiln/Dialect/Kiln/ShapeInference.h"
+#include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/Interfaces/ControlFlowInterfaces.h"
+#include "mlir/Interfaces/InferTypeOpInterface.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include "kiln/Dialect/Kiln/KilnEnums.h.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "kiln/Dialect/Kiln/KilnAttrs.h.inc"
+
+namespace kiln::OpTrait {
+/// Ops computed element by element with ONNX broadcasting of their operands.
+template <typename ConcreteType>
+class Elementwise : public mlir::OpTrait::TraitBase<ConcreteType, Elementwise> {
+};
+} // namespace kiln::OpTrait
+
+namespace kiln {
+/// True for ops that carry the kiln Elementwise trait.
+inline bool isElementwise(mlir::Operation *op) {
+  return op->hasTrait<OpTrait::Elementwise>();
+}
+} // namespace kiln
+
+#define GET_OP_CLASSES
+#include "kiln/Dialect/Kiln/KilnOps.h.inc"
+
+#endif // KILN_DIALECT_KILN_KILNOPS_H

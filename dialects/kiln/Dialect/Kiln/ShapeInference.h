@@ -1,0 +1,66 @@
+//===- ShapeInference.h - one shape function per kiln op --------*- C++ -*-===//
+//
+// The verifiers, the builders (through InferTypeOpInterface) and the ONNX
+// importer all call these, so an op's shape rule is written once. Each returns
+// failure after emitting a diagnostic at `loc` when one is given.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_DIALECT_KILN_SHAPEINFERENCE_H
+#define KILN_DIALECT_KILN_SHAPEINFERENCE_H
+
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Location.h"
+#include "mlir/Support/LLVM.h"
+
+#include <optional>
+
+namespace kiln {
+
+/// Numpy-style broadcast of two shapes; dynamic dims broadcast with 1 or with
+/// an equal dynamic dim only.
+mlir::FailureOr<llvm::SmallVector<int64_t>>
+broadcastShapes(std::optional<mlir::Location> loc, llvm::ArrayRef<int64_t> lhs,
+                llvm::ArrayRef<int64_t> rhs);
+
+/// Result of an elementwise binary op: both element types equal, shapes
+/// broadcast.
+mlir::FailureOr<mlir::RankedTensorType>
+inferBroadcastType(std::optional<mlir::Location> loc,
+                   mlir::RankedTensorType lhs, mlir::RankedTensorType rhs);
+
+/// Result of `kiln.matmul`: ranks >= 2, contracting dims equal, batch dims
+/// broadcast.
+mlir::FailureOr<mlir::RankedTensorType>
+inferMatmulType(std::optional<mlir::Location> loc, mlir::RankedTensorType lhs,
+                mlir::RankedTensorType rhs, bool transposeLhs,
+                bool transposeRhs);
+
+/// Result of `kiln.reduce_mean`: axes sorted, unique and in range.
+mlir::FailureOr<mlir::RankedTensorType>
+inferReduceMeanType(std::optional<mlir::Location> loc,
+                    mlir::RankedTensorType input, llvm::ArrayRef<int64_t> axes,
+                    bool keepdims);
+
+/// Result of `kiln.transpose`: `permutation` is a permutation of the dims.
+mlir::FailureOr<mlir::RankedTensorType>
+inferTransposeType(std::optional<mlir::Location> loc,
+                   mlir::RankedTensorType input,
+                   llvm::ArrayRef<int64_t> permutation);
+
+/// Result of `kiln.layer_norm`: axis in range, scale and bias broadcast to the
+/// normalized dims, one element type.
+mlir::FailureOr<mlir::RankedTensorType>
+inferLayerNormType(std::optional<mlir::Location> loc,
+                   mlir::RankedTensorType input, mlir::RankedTensorType scale,
+                   mlir::RankedTensorType bias, int64_t axis);
+
+/// Checks a `kiln.reshape`: same element type and, when static, same number of
+/// elements.
+mlir::LogicalResult verifyReshapeTypes(std::optional<mlir::Location> loc,
+                                       mlir::RankedTensorType input,
+                                       mlir::RankedTensorType result);
+
+} // namespace kiln
+
+#endif // KILN_DIALECT_KILN_SHAPEINFERENCE_H

@@ -1,0 +1,30 @@
+//===- Pipeline.cpp - the one Kiln pass pipeline --------------------------===//
+
+#include "kiln/Compiler/Pipeline.h"
+
+#include "kiln/Transforms/Passes.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/Passes.h"
+
+using namespace mlir;
+
+namespace kiln {
+
+void buildKilnPipeline(OpPassManager &pm, const PipelineOptions &options) {
+  OpPassManager &fpm = pm.nest<func::FuncOp>();
+  fpm.addPass(createCanonicalizerPass());
+  fpm.addPass(createCSEPass());
+  fpm.addPass(createKilnFusePass());
+  KilnPlanMemoryPassOptions planOptions;
+  planOptions.alignment = options.alignment;
+  fpm.addPass(createKilnPlanMemoryPass(planOptions));
+}
+
+void registerKilnPipeline() {
+  PassPipelineRegistration<PipelineOptions>(
+      "kiln-pipeline", "the kilnc pipeline from imported IR to planned kernels",
+      buildKilnPipeline);
+}
+
+} // namespace kiln

@@ -1,0 +1,163 @@
+//===- Fuse.cpp - group ops into kiln.kernel regions ----------------------===//
+//
+// Groups are grown without duplicating work: a producer joins a group only
+// when every use of its result is inside the group, so each op lands in
+// exactly one kernel. Every op of a group computes at the same iteration
+// shape (the root's, or the reduced input's for a prologue); only the kernel's
+// inputs broadcast, which keeps the generated indexing simple.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/Transforms/Passes.h"
+
+#include "kiln/Dialect/Kiln/KilnOps.h"
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/SetVector.h"
+
+namespace kiln {
+#define GEN_PASS_DEF_KILNFUSEPASS
+#include "kiln/Transforms/Passes.h.inc"
+} // namespace kiln
+
+using namespace mlir;
+using namespace kiln;
+
+namespace {
+
+/// Ops that a reduction kernel is built around.
+bool isReduction(Operation *op) {
+  return isa<SoftmaxOp, LayerNormOp, ReduceMeanOp>(op);
+}
+
+/// The shape at which an op computes.
+ArrayRef<int64_t> resultShape(Operation *op) {
+  return cast<RankedTensorType>(op->getResult(0).getType()).getShape();
+}
+
+/// One fused group being built.
+struct Group {
+  KernelKind kind;
+  /// The op whose result the kernel yields; the kernel is placed at it.
+  Operation *root;
+  llvm::SetVector<Operation *> members;
+
+  bool allUsesInside(Operation *op) const {
+    return llvm::all_of(op->getUsers(),
+                        [&](Operation *user) { return members.contains(user); });
+  }
+
+  /// Absorbs elementwise producers of `seeds`' operands, transitively, that
+  /// compute at `shape` and feed only this group.
+  void absorbProducers(ArrayRef<Value> seeds, ArrayRef<int64_t> shape,
+                       const llvm::DenseSet<Operation *> &taken) {
+    SmallVector<Value> worklist(seeds.begin(), seeds.end());
+    while (!worklist.empty()) {
+      Operation *producer = worklist.pop_back_val().getDefiningOp();
+      if (!producer || members.contains(producer) || taken.contains(producer) ||
+          !isElementwise(producer) || resultShape(producer) != shape ||
+          !allUsesInside(producer))
+        continue;
+      members.insert(producer);
+      worklist.append(producer->operand_begin(), producer->operand_end());
+    }
+  }
+};
+
+/// Builds a reduction group: the reduction, its single-use elementwise
+/// epilogue chain, then its elementwise prologue.
+Group buildReductionGroup(Operation *reduction,
+                          const llvm::DenseSet<Operation *> &taken) {
+  Group group{KernelKind::reduction, reduction, {}};
+  group.members.insert(reduction);
+  ArrayRef<int64_t> shape = resultShape(reduction);
+  while (group.root->getResult(0).hasOneUse()) {
+    Operation *user = *group.root->getUsers().begin();
+    if (!isElementwise(user) || taken.contains(user) ||
+        user->getBlock() != reduction->getBlock() ||
+        resultShape(user) != shape)
+      break;
+    group.members.insert(user);
+    group.root = user;
+  }
+  Value input = reduction->getOperand(0);
+  group.absorbProducers({input}, cast<RankedTensorType>(input.getType()).getShape(),
+                        taken);
+  return group;
+}
+
+/// Replaces the group's ops by one kiln.kernel placed at the root.
+void outlineGroup(Group &group) {
+  SmallVector<Operation *> ops = group.members.takeVector();
+  llvm::sort(ops, [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
+  llvm::DenseSet<Operation *> inside(ops.begin(), ops.end());
+
+  llvm::SetVector<Value> inputs;
+  for (Operation *op : ops)
+    for (Value operand : op->getOperands())
+      if (!inside.contains(operand.getDefiningOp()))
+        inputs.insert(operand);
+
+  OpBuilder builder(group.root);
+  Value result = group.root->getResult(0);
+  auto kernel = KernelOp::create(builder, group.root->getLoc(),
+                                 TypeRange{result.getType()}, group.kind,
+                                 inputs.getArrayRef());
+  Block *body = builder.createBlock(&kernel.getBody());
+  IRMapping mapping;
+  for (Value input : inputs)
+    mapping.map(input, body->addArgument(input.getType(), input.getLoc()));
+  for (Operation *op : ops)
+    builder.clone(*op, mapping);
+  YieldOp::create(builder, group.root->getLoc(), mapping.lookup(result));
+
+  result.replaceAllUsesWith(kernel.getResult(0));
+  for (Operation *op : llvm::reverse(ops))
+    op->erase();
+}
+
+struct KilnFusePass : public kiln::impl::KilnFusePassBase<KilnFusePass> {
+  void runOnOperation() override {
+    func::FuncOp func = getOperation();
+    llvm::DenseSet<Operation *> taken;
+    SmallVector<Group> groups;
+
+    // Reductions first, so that they claim their epilogues before the
+    // elementwise groups below see them.
+    func.walk([&](Operation *op) {
+      if (!isReduction(op) || isa<KernelOp>(op->getParentOp()))
+        return;
+      groups.push_back(buildReductionGroup(op, taken));
+      taken.insert(groups.back().members.begin(), groups.back().members.end());
+    });
+
+    // Then elementwise chains, consumers first so that each chain is grown
+    // from its last op.
+    SmallVector<Operation *> ops;
+    func.walk([&](Operation *op) {
+      if (!isa<KernelOp>(op->getParentOp()) && op->getParentOp() == func)
+        ops.push_back(op);
+    });
+    for (Operation *op : llvm::reverse(ops)) {
+      if (taken.contains(op))
+        continue;
+      if (isElementwise(op)) {
+        Group group{KernelKind::elementwise, op, {}};
+        group.members.insert(op);
+        group.absorbProducers(SmallVector<Value>(op->getOperands()),
+                              resultShape(op), taken);
+        taken.insert(group.members.begin(), group.members.end());
+        groups.push_back(std::move(group));
+      } else if (isa<TransposeOp>(op)) {
+        Group group{KernelKind::copy, op, {}};
+        group.members.insert(op);
+        taken.insert(op);
+        groups.push_back(std::move(group));
+      }
+    }
+
+    for (Group &group : groups)
+      outlineGroup(group);
+  }
+};
+
+} // namespace

@@ -1,0 +1,118 @@
+//===- PlanMemory.cpp - arena offsets for every materialized tensor -------===//
+//
+// Buffers are the results of ops that write memory (kernels and matmuls). A
+// reshape is a view: it extends the life of the buffer it reads and gets no
+// storage. Graph inputs and weights live outside the arena. A buffer that a
+// graph output views is written straight into the caller's output.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/Transforms/Passes.h"
+
+#include "kiln/Analysis/ArenaPlanner.h"
+#include "kiln/Dialect/Kiln/KilnOps.h"
+#include "mlir/IR/Builders.h"
+
+namespace kiln {
+#define GEN_PASS_DEF_KILNPLANMEMORYPASS
+#include "kiln/Transforms/Passes.h.inc"
+} // namespace kiln
+
+using namespace mlir;
+using namespace kiln;
+
+namespace {
+
+/// Ops whose results occupy memory of their own.
+bool materializes(Operation *op) { return isa<KernelOp, MatmulOp>(op); }
+
+/// The value whose storage `value` shares, looking through reshapes.
+Value storageRoot(Value value) {
+  while (auto reshape = value.getDefiningOp<ReshapeOp>())
+    value = reshape.getInput();
+  return value;
+}
+
+struct KilnPlanMemoryPass
+    : public kiln::impl::KilnPlanMemoryPassBase<KilnPlanMemoryPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    func::FuncOp func = getOperation();
+    if (alignment <= 0 || (alignment & (alignment - 1)) != 0) {
+      func.emitError("alignment must be a positive power of two, got ")
+          << alignment;
+      return signalPassFailure();
+    }
+    Block &body = func.getBody().front();
+
+    llvm::DenseMap<Operation *, int64_t> index;
+    for (Operation &op : body)
+      index[&op] = index.size();
+
+    // A graph output whose storage is a buffer of this function gets written
+    // in place; a buffer returned twice is written into the first output only
+    // (the runtime copies it into the second).
+    auto ret = cast<func::ReturnOp>(body.getTerminator());
+    llvm::DenseMap<Value, int64_t> outputOf;
+    for (auto [i, operand] : llvm::enumerate(ret.getOperands())) {
+      Value root = storageRoot(operand);
+      if (root.getDefiningOp() && materializes(root.getDefiningOp()))
+        outputOf.try_emplace(root, i);
+    }
+
+    // Live intervals: from the defining op to the last use of the value or
+    // of any view of it.
+    SmallVector<Value> values;
+    SmallVector<BufferInterval> intervals;
+    llvm::DenseMap<Value, size_t> slot;
+    for (Operation &op : body) {
+      if (!materializes(&op))
+        continue;
+      for (Value result : op.getResults()) {
+        if (outputOf.count(result))
+          continue;
+        auto type = cast<RankedTensorType>(result.getType());
+        if (!type.hasStaticShape()) {
+          op.emitError("cannot plan memory for a dynamic shape ") << type;
+          return signalPassFailure();
+        }
+        uint64_t bytes = type.getNumElements() *
+                         ((type.getElementTypeBitWidth() + 7) / 8);
+        slot[result] = values.size();
+        values.push_back(result);
+        intervals.push_back({index[&op], index[&op], bytes});
+      }
+    }
+    for (Operation &op : body)
+      for (Value operand : op.getOperands()) {
+        auto it = slot.find(storageRoot(operand));
+        if (it != slot.end())
+          intervals[it->second].end =
+              std::max(intervals[it->second].end, index[&op]);
+      }
+
+    ArenaPlan plan = planArena(intervals, alignment);
+
+    Builder builder(func.getContext());
+    for (Operation &op : body) {
+      if (!materializes(&op))
+        continue;
+      SmallVector<int64_t> offsets;
+      for (Value result : op.getResults()) {
+        auto out = outputOf.find(result);
+        offsets.push_back(out != outputOf.end()
+                              ? -1 - out->second
+                              : static_cast<int64_t>(
+                                    plan.offsets[slot[result]]));
+      }
+      op.setAttr(kOffsetsAttr, builder.getDenseI64ArrayAttr(offsets));
+    }
+    func->setAttr(kArenaBytesAttr,
+                  builder.getI64IntegerAttr(plan.arenaBytes));
+    func->setAttr(kLiveLowerBoundAttr,
+                  builder.getI64IntegerAttr(plan.liveLowerBound));
+  }
+};
+
+} // namespace

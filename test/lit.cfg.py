@@ -1,0 +1,38 @@
+# -*- Python -*-
+# Lit configuration of Kiln's regression tests.
+
+import os
+import shutil
+
+import lit.formats
+from lit.llvm import llvm_config
+
+config.name = "Kiln"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir", ".onnxtxt", ".test"]
+config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "Inputs"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.kiln_obj_root, "test")
+
+config.environment["FILECHECK_OPTS"] = "-enable-var-scope"
+# Keep NVRTC and host caches inside the build tree during tests.
+config.environment["KILN_CACHE_DIR"] = os.path.join(config.kiln_obj_root, "test", "cache")
+corpus = os.environ.get(
+    "KILN_CORPUS_DIR", os.path.join(config.kiln_src_root, "..", "shared", "corpus"))
+config.environment["KILN_CORPUS_DIR"] = corpus
+config.substitutions.append(("%corpus", corpus))
+config.substitutions.append(("%python", config.python_executable))
+config.substitutions.append(("%kiln_src", config.kiln_src_root))
+
+llvm_config.with_system_environment(["HOME", "PATH"])
+llvm_config.use_default_substitutions()
+tool_dirs = [config.kiln_tools_dir, config.llvm_tools_dir]
+llvm_config.add_tool_substitutions(
+    ["kiln-opt", "kilnc", "kiln-run"], tool_dirs)
+
+# NVRTC needs no GPU: it is present wherever the CUDA toolkit is.
+config.available_features.add("nvrtc")
+if shutil.which("nvidia-smi") and os.system("nvidia-smi -L > /dev/null 2>&1") == 0:
+    config.available_features.add("cuda-device")
+if os.path.isdir(corpus):
+    config.available_features.add("corpus")
