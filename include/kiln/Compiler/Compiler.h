@@ -1,0 +1,70 @@
+//===- Compiler.h - ONNX to a runnable Kiln artifact ------------*- C++ -*-===//
+//
+// The stages kilnc, the JIT API and the tests share: import, the pass
+// pipeline, lowering to a Plan with CUDA source, NVRTC, and writing the `.so`.
+// Each stage emits diagnostics and returns failure; nothing is written on
+// failure.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_COMPILER_COMPILER_H
+#define KILN_COMPILER_COMPILER_H
+
+#include "kiln/Importer/ONNX/Importer.h"
+#include "kiln/runtime/ArtifactFormat.h"
+#include "mlir/IR/BuiltinOps.h"
+
+#include <string>
+
+namespace kiln {
+
+/// The Kiln version written into artifacts.
+inline constexpr const char *kKilnVersion = "0.1.0";
+
+/// Options of one compilation.
+struct CompileOptions {
+  ImportOptions import;
+  /// NVRTC target; PTX for its generation is kept as well.
+  std::string arch = "sm_90a";
+  /// When set, every stage's IR and the CUDA source are written here.
+  std::string dumpDir;
+  /// Byte alignment of arena buffers.
+  int64_t alignment = 256;
+};
+
+/// Imports `path`: binary or text ONNX, or `.mlir` holding kiln IR.
+mlir::OwningOpRef<mlir::ModuleOp> loadModel(mlir::MLIRContext *context,
+                                            llvm::StringRef path,
+                                            const CompileOptions &options);
+
+/// Runs the Kiln pipeline on `module` in place.
+mlir::LogicalResult runPipeline(mlir::ModuleOp module,
+                                const CompileOptions &options);
+
+/// Lowers a pipelined module to a Plan with CUDA source; with `compile`, also
+/// runs NVRTC for the cubin and PTX.
+mlir::LogicalResult lowerToArtifact(mlir::ModuleOp module,
+                                    const CompileOptions &options,
+                                    bool compile, rt::Artifact &artifact);
+
+/// All of the above for one model file.
+mlir::LogicalResult compileModel(mlir::MLIRContext *context,
+                                 llvm::StringRef path,
+                                 const CompileOptions &options,
+                                 rt::Artifact &artifact);
+
+/// Writes `bytes` to `path` through a temporary file in the same folder, so
+/// that a failure leaves no partial file.
+mlir::LogicalResult writeFileAtomically(mlir::Location loc,
+                                        llvm::StringRef path,
+                                        llvm::StringRef bytes);
+
+/// Writes the self-contained `.so`: the runtime template with the serialized
+/// artifact appended.
+mlir::LogicalResult writeArtifactLibrary(mlir::Location loc,
+                                         const rt::Artifact &artifact,
+                                         llvm::StringRef path);
+
+} // namespace kiln
+
+#endif // KILN_COMPILER_COMPILER_H

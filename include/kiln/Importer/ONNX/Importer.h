@@ -1,0 +1,51 @@
+//===- Importer.h - ONNX models to kiln IR ----------------------*- C++ -*-===//
+//
+// Imports a binary `.onnx` or an ONNX text-format model into one `func.func
+// @main` of `kiln` ops. Weights become `dense_resource` blobs, every op gets a
+// NameLoc of its ONNX node inside a FileLineColLoc of the model file, and all
+// shapes are inferred through the dialect's shape functions.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_IMPORTER_ONNX_IMPORTER_H
+#define KILN_IMPORTER_ONNX_IMPORTER_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringMap.h"
+
+#include <string>
+
+namespace kiln {
+
+/// What the importer needs besides the model.
+struct ImportOptions {
+  /// Static shapes for graph inputs by name (`--input-shape NAME=2x128`); they
+  /// bind the model's symbolic or unknown dims.
+  llvm::StringMap<llvm::SmallVector<int64_t>> inputShapes;
+};
+
+/// Name of the argument and result attribute holding the ONNX tensor name.
+inline constexpr llvm::StringLiteral kNameAttr = "kiln.name";
+
+/// Parses `NAME=2x128` (or `NAME=` for a scalar) into `options`; returns an
+/// error message, empty on success.
+std::string parseInputShape(llvm::StringRef spec, ImportOptions &options);
+
+/// Imports the model in `bytes` (binary protobuf, or text format when it
+/// starts with `<`). `filename` names the model in locations and messages.
+/// Emits diagnostics and returns null on failure.
+mlir::OwningOpRef<mlir::ModuleOp> importONNX(mlir::MLIRContext *context,
+                                             llvm::StringRef bytes,
+                                             llvm::StringRef filename,
+                                             const ImportOptions &options);
+
+/// Reads `path` and imports it; a missing or empty file is an error.
+mlir::OwningOpRef<mlir::ModuleOp>
+importONNXFile(mlir::MLIRContext *context, llvm::StringRef path,
+               const ImportOptions &options);
+
+} // namespace kiln
+
+#endif // KILN_IMPORTER_ONNX_IMPORTER_H

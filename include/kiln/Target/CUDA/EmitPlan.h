@@ -1,0 +1,25 @@
+//===- EmitPlan.h - planned kiln IR to CUDA C++ and a runtime Plan -*- C++ -*-===//
+//
+// The input is the output of the Kiln pipeline: every compute op is inside a
+// `kiln.kernel` or is a `kiln.matmul`, and memory planning has placed every
+// buffer. Each kernel becomes one `extern "C" __global__` function in one CUDA
+// C++ source, each matmul a cuBLASLt step, each reshape a view.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_TARGET_CUDA_EMITPLAN_H
+#define KILN_TARGET_CUDA_EMITPLAN_H
+
+#include "kiln/runtime/ArtifactFormat.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+namespace kiln {
+
+/// Lowers `func` into `artifact`: CUDA source, kernel names, buffers, steps and
+/// weights. Cubin and PTX are left for the NVRTC driver. Emits an error at the
+/// offending op and returns failure for anything it cannot lower.
+mlir::LogicalResult emitPlan(mlir::func::FuncOp func, rt::Artifact &artifact);
+
+} // namespace kiln
+
+#endif // KILN_TARGET_CUDA_EMITPLAN_H

@@ -1,0 +1,187 @@
+//===- Nvrtc.cpp - CUDA C++ to cubin and PTX, cached on disk --------------===//
+
+#include "kiln/Compiler/Nvrtc.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Process.h"
+#include "llvm/Support/raw_ostream.h"
+#include "llvm/Support/xxhash.h"
+
+#include <nvrtc.h>
+
+#include <cstring>
+
+using namespace mlir;
+
+namespace kiln {
+
+namespace {
+
+constexpr char kCacheMagic[8] = {'K', 'I', 'L', 'N', 'C', 'U', 'B', '1'};
+
+std::string nvrtcVersionString() {
+  int major = 0, minor = 0;
+  ::nvrtcVersion(&major, &minor);
+  return std::to_string(major) + "." + std::to_string(minor);
+}
+
+/// The CUDA toolkit's include folder, for cuda_fp16.h and cuda_bf16.h:
+/// $KILN_CUDA_INCLUDE, $CUDA_HOME/include, $CUDA_PATH/include, the toolkit
+/// Kiln was built with, then /usr/local/cuda/include.
+std::string cudaIncludeDir() {
+  SmallVector<std::string> candidates;
+  if (auto dir = llvm::sys::Process::GetEnv("KILN_CUDA_INCLUDE"))
+    candidates.push_back(*dir);
+  for (const char *var : {"CUDA_HOME", "CUDA_PATH"})
+    if (auto dir = llvm::sys::Process::GetEnv(var))
+      candidates.push_back(*dir + "/include");
+  candidates.push_back(KILN_CUDA_INCLUDE_DIR);
+  candidates.push_back("/usr/local/cuda/include");
+  for (const std::string &dir : candidates)
+    if (llvm::sys::fs::exists(dir + "/cuda_fp16.h"))
+      return dir;
+  return "";
+}
+
+/// Runs NVRTC once; fills `out` with the cubin or PTX, or `log` on failure.
+bool runNvrtc(StringRef source, StringRef arch, bool wantCubin,
+              std::string &out, std::string &log) {
+  nvrtcProgram program;
+  std::string src = source.str();
+  if (nvrtcCreateProgram(&program, src.c_str(), "kiln_kernels.cu", 0, nullptr,
+                         nullptr) != NVRTC_SUCCESS) {
+    log = "nvrtcCreateProgram failed";
+    return false;
+  }
+  std::string archOpt = "--gpu-architecture=" + arch.str();
+  std::string includeOpt = "-I" + cudaIncludeDir();
+  SmallVector<const char *> options = {archOpt.c_str(), "--std=c++17",
+                                       "-default-device"};
+  if (includeOpt.size() > 2)
+    options.push_back(includeOpt.c_str());
+  nvrtcResult result =
+      nvrtcCompileProgram(program, options.size(), options.data());
+  size_t logSize = 0;
+  nvrtcGetProgramLogSize(program, &logSize);
+  log.assign(logSize, '\0');
+  if (logSize)
+    nvrtcGetProgramLog(program, log.data());
+  bool ok = result == NVRTC_SUCCESS;
+  if (ok) {
+    size_t size = 0;
+    if (wantCubin) {
+      nvrtcGetCUBINSize(program, &size);
+      out.assign(size, '\0');
+      ok = nvrtcGetCUBIN(program, out.data()) == NVRTC_SUCCESS;
+    } else {
+      nvrtcGetPTXSize(program, &size);
+      out.assign(size, '\0');
+      ok = nvrtcGetPTX(program, out.data()) == NVRTC_SUCCESS;
+    }
+  } else {
+    log = std::string(nvrtcGetErrorString(result)) + "\n" + log;
+  }
+  nvrtcDestroyProgram(&program);
+  return ok;
+}
+
+void appendU64(std::string &s, uint64_t v) {
+  s.append(reinterpret_cast<const char *>(&v), sizeof(v));
+}
+
+/// Reads a cache entry; false when absent, short or failing its checksum.
+bool readEntry(const std::string &path, CompiledCuda &out) {
+  auto buffer = llvm::MemoryBuffer::getFile(path, false, false);
+  if (!buffer)
+    return false;
+  StringRef data = (*buffer)->getBuffer();
+  if (data.size() < 32 || std::memcmp(data.data(), kCacheMagic, 8) != 0)
+    return false;
+  uint64_t checksum, cubinSize, ptxSize;
+  std::memcpy(&checksum, data.data() + 8, 8);
+  std::memcpy(&cubinSize, data.data() + 16, 8);
+  std::memcpy(&ptxSize, data.data() + 24, 8);
+  StringRef payload = data.drop_front(32);
+  if (cubinSize > payload.size() || ptxSize != payload.size() - cubinSize ||
+      llvm::xxh3_64bits(payload) != checksum)
+    return false;
+  out.cubin = payload.take_front(cubinSize).str();
+  out.ptx = payload.drop_front(cubinSize).str();
+  return true;
+}
+
+/// Writes a cache entry through a temporary file so a reader never sees a
+/// partial entry; failures only cost a recompile later.
+void writeEntry(const std::string &path, const CompiledCuda &compiled) {
+  std::string payload = compiled.cubin + compiled.ptx;
+  std::string data(kCacheMagic, 8);
+  appendU64(data, llvm::xxh3_64bits(payload));
+  appendU64(data, compiled.cubin.size());
+  appendU64(data, compiled.ptx.size());
+  data += payload;
+  auto temp = llvm::sys::fs::TempFile::create(path + "-%%%%%%.tmp");
+  if (!temp) {
+    llvm::consumeError(temp.takeError());
+    return;
+  }
+  {
+    llvm::raw_fd_ostream os(temp->FD, /*shouldClose=*/false);
+    os << data;
+  }
+  if (llvm::Error err = temp->keep(path))
+    llvm::consumeError(std::move(err));
+}
+
+} // namespace
+
+std::string cudaCacheDir() {
+  if (auto dir = llvm::sys::Process::GetEnv("KILN_CACHE_DIR"))
+    return *dir;
+  llvm::SmallString<256> path;
+  if (auto xdg = llvm::sys::Process::GetEnv("XDG_CACHE_HOME")) {
+    path = *xdg;
+  } else if (llvm::sys::path::home_directory(path)) {
+    llvm::sys::path::append(path, ".cache");
+  } else {
+    return "";
+  }
+  llvm::sys::path::append(path, "kiln");
+  return std::string(path);
+}
+
+FailureOr<CompiledCuda> compileCuda(Location loc, StringRef source,
+                                    StringRef arch) {
+  if (!arch.starts_with("sm_"))
+    return emitError(loc, "expected an arch like sm_90a, got '") << arch << "'";
+  // sm_90a is arch-specific and cannot be JIT'ed forward; the PTX targets the
+  // portable virtual architecture of the same generation.
+  std::string virtualArch = "compute_" + arch.drop_front(3).rtrim('a').str();
+  std::string key = source.str() + "\n" + arch.str() + "\n" + virtualArch +
+                    "\n" + nvrtcVersionString();
+  std::string dir = cudaCacheDir();
+  std::string entry;
+  if (!dir.empty()) {
+    entry = dir + "/" + llvm::utohexstr(llvm::xxh3_64bits(key), true) + ".kcache";
+    CompiledCuda cached;
+    if (readEntry(entry, cached))
+      return cached;
+  }
+  CompiledCuda compiled;
+  std::string log;
+  if (!runNvrtc(source, arch, /*wantCubin=*/true, compiled.cubin, log) ||
+      !runNvrtc(source, virtualArch, /*wantCubin=*/false, compiled.ptx, log)) {
+    auto diag = emitError(loc, "NVRTC failed to compile the generated CUDA:\n")
+                << log;
+    diag.attachNote() << "source:\n" << source;
+    return failure();
+  }
+  if (!entry.empty() && !llvm::sys::fs::create_directories(dir))
+    writeEntry(entry, compiled);
+  return compiled;
+}
+
+} // namespace kiln

@@ -1,0 +1,457 @@
+//===- ConvertOps.cpp - one converter per ONNX op -------------------------===//
+//
+// Each converter normalizes ONNX semantics into kiln ops: defaults made
+// explicit, negative axes resolved, opset differences removed. Shapes come from
+// the dialect's shape functions, which report errors at the node's location.
+//
+//===----------------------------------------------------------------------===//
+
+#include "GraphImporter.h"
+
+#include "kiln/Importer/ONNX/TensorProto.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Diagnostics.h"
+#include "llvm/ADT/StringSwitch.h"
+#include "llvm/Support/CheckedArithmetic.h"
+
+using namespace mlir;
+
+namespace kiln {
+
+const onnx::AttributeProto *findAttribute(const onnx::NodeProto &node,
+                                          StringRef name) {
+  for (const onnx::AttributeProto &attr : node.attribute())
+    if (attr.name() == name)
+      return &attr;
+  return nullptr;
+}
+
+namespace {
+
+/// Converts one node; holds what every converter needs.
+struct NodeConverter {
+  GraphImporter &importer;
+  const onnx::NodeProto &node;
+  Location loc;
+  OpBuilder &b;
+
+  NodeConverter(GraphImporter &importer, const onnx::NodeProto &node)
+      : importer(importer), node(node), loc(importer.nodeLoc(node)),
+        b(importer.builder()) {}
+
+  InFlightDiagnostic error() { return emitError(loc) << node.op_type() << ": "; }
+
+  int64_t intAttr(StringRef name, int64_t fallback) {
+    const onnx::AttributeProto *attr = findAttribute(node, name);
+    return attr ? attr->i() : fallback;
+  }
+  float floatAttr(StringRef name, float fallback) {
+    const onnx::AttributeProto *attr = findAttribute(node, name);
+    return attr ? attr->f() : fallback;
+  }
+  std::optional<SmallVector<int64_t>> intsAttr(StringRef name) {
+    const onnx::AttributeProto *attr = findAttribute(node, name);
+    if (!attr)
+      return std::nullopt;
+    return SmallVector<int64_t>(attr->ints().begin(), attr->ints().end());
+  }
+
+  /// Input `i`, which must be present.
+  FailureOr<Value> required(int i) {
+    Value value = importer.input(node, i);
+    if (!value)
+      return error() << "missing required input " << i;
+    return value;
+  }
+
+  static RankedTensorType typeOf(Value v) {
+    return llvm::cast<RankedTensorType>(v.getType());
+  }
+
+  /// Resolves a possibly negative axis against `rank`.
+  FailureOr<int64_t> axis(int64_t axis, int64_t rank) {
+    if (axis < -rank || axis >= std::max<int64_t>(rank, 1))
+      return error() << "axis " << axis << " out of range for rank " << rank;
+    return axis < 0 ? axis + rank : axis;
+  }
+
+  LogicalResult output(Value value, int i = 0) {
+    importer.setOutput(node, i, value);
+    return success();
+  }
+
+  template <typename OpTy>
+  LogicalResult binary() {
+    auto lhs = required(0), rhs = required(1);
+    if (failed(lhs) || failed(rhs))
+      return failure();
+    Value r = *rhs;
+    // ONNX Pow lets the exponent have its own type; kiln.pow does not.
+    if (std::is_same_v<OpTy, PowOp> &&
+        typeOf(r).getElementType() != typeOf(*lhs).getElementType())
+      r = CastOp::create(b, loc,
+                         typeOf(r).clone(typeOf(*lhs).getElementType()), r);
+    auto type = inferBroadcastType(loc, typeOf(*lhs), typeOf(r));
+    if (failed(type))
+      return failure();
+    return output(OpTy::create(b, loc, *type, *lhs, r));
+  }
+
+  template <typename OpTy>
+  LogicalResult unary() {
+    auto x = required(0);
+    if (failed(x))
+      return failure();
+    return output(OpTy::create(b, loc, *x));
+  }
+
+  LogicalResult convertCast() {
+    auto x = required(0);
+    if (failed(x))
+      return failure();
+    int64_t to = intAttr("to", 0);
+    Type elementType = convertONNXElementType(b.getContext(), to);
+    if (!elementType)
+      return error() << "unsupported element type " << onnxElementTypeName(to);
+    return output(
+        CastOp::create(b, loc, typeOf(*x).clone(elementType), *x));
+  }
+
+  Value reshape(Value x, ArrayRef<int64_t> shape) {
+    auto type = RankedTensorType::get(shape, typeOf(x).getElementType());
+    if (type == x.getType())
+      return x;
+    return ReshapeOp::create(b, loc, type, x);
+  }
+
+  FailureOr<Value> matmul(Value lhs, Value rhs, bool transLhs, bool transRhs) {
+    auto type = inferMatmulType(loc, typeOf(lhs), typeOf(rhs), transLhs,
+                                transRhs);
+    if (failed(type))
+      return failure();
+    return MatmulOp::create(b, loc, *type, lhs, rhs, transLhs, transRhs)
+        .getResult();
+  }
+
+  LogicalResult convertMatmul() {
+    auto lhs = required(0), rhs = required(1);
+    if (failed(lhs) || failed(rhs))
+      return failure();
+    // numpy.matmul: a 1-D operand gains a unit dim for the product, which is
+    // removed from the result again.
+    ArrayRef<int64_t> ls = typeOf(*lhs).getShape(), rs = typeOf(*rhs).getShape();
+    if (ls.empty() || rs.empty())
+      return error() << "expected operands of rank >= 1";
+    Value l = ls.size() == 1 ? reshape(*lhs, {1, ls[0]}) : *lhs;
+    Value r = rs.size() == 1 ? reshape(*rhs, {rs[0], 1}) : *rhs;
+    auto product = matmul(l, r, false, false);
+    if (failed(product))
+      return failure();
+    SmallVector<int64_t> shape(typeOf(*product).getShape());
+    if (rs.size() == 1)
+      shape.erase(shape.end() - 1);
+    if (ls.size() == 1)
+      shape.erase(shape.end() - (rs.size() == 1 ? 1 : 2));
+    return output(reshape(*product, shape));
+  }
+
+  LogicalResult convertGemm() {
+    auto a = required(0), bMat = required(1);
+    if (failed(a) || failed(bMat))
+      return failure();
+    if (typeOf(*a).getRank() != 2 || typeOf(*bMat).getRank() != 2)
+      return error() << "expected 2-D A and B";
+    auto product = matmul(*a, *bMat, intAttr("transA", 0), intAttr("transB", 0));
+    if (failed(product))
+      return failure();
+    Type elementType = typeOf(*product).getElementType();
+    Value y = *product;
+    float alpha = floatAttr("alpha", 1.0f), beta = floatAttr("beta", 1.0f);
+    if (alpha != 1.0f)
+      y = MulOp::create(b, loc, typeOf(y), y,
+                        importer.scalar(loc, elementType, alpha));
+    if (Value c = importer.input(node, 2)) {
+      if (beta != 1.0f) {
+        auto scaled = inferBroadcastType(loc, typeOf(c),
+                                         RankedTensorType::get({}, elementType));
+        if (failed(scaled))
+          return failure();
+        c = MulOp::create(b, loc, *scaled, c,
+                          importer.scalar(loc, elementType, beta));
+      }
+      auto type = inferBroadcastType(loc, typeOf(y), typeOf(c));
+      if (failed(type))
+        return failure();
+      if (*type != typeOf(y))
+        return error() << "C does not broadcast to the result shape";
+      y = AddOp::create(b, loc, *type, y, c);
+    }
+    return output(y);
+  }
+
+  LogicalResult convertSoftmax() {
+    auto x = required(0);
+    if (failed(x))
+      return failure();
+    int64_t rank = typeOf(*x).getRank();
+    bool legacy = importer.opset() < 13;
+    auto ax = axis(intAttr("axis", legacy ? 1 : -1), rank);
+    if (failed(ax))
+      return failure();
+    if (!legacy || *ax == rank - 1)
+      return output(SoftmaxOp::create(b, loc, *x, *ax));
+    // Before opset 13, softmax normalizes the input flattened to 2-D at axis.
+    ArrayRef<int64_t> shape = typeOf(*x).getShape();
+    int64_t outer = 1, inner = 1;
+    for (int64_t i = 0; i < rank; ++i)
+      (i < *ax ? outer : inner) *= shape[i];
+    Value flat = reshape(*x, {outer, inner});
+    Value y = SoftmaxOp::create(b, loc, flat, 1);
+    return output(reshape(y, shape));
+  }
+
+  LogicalResult convertLayerNorm() {
+    auto x = required(0), scale = required(1);
+    if (failed(x) || failed(scale))
+      return failure();
+    RankedTensorType xType = typeOf(*x);
+    auto ax = axis(intAttr("axis", -1), xType.getRank());
+    if (failed(ax))
+      return failure();
+    Value bias = importer.input(node, 2);
+    float epsilon = floatAttr("epsilon", 1e-5f);
+    auto type = inferLayerNormType(loc, xType, typeOf(*scale),
+                                   bias ? typeOf(bias) : RankedTensorType(), *ax);
+    if (failed(type))
+      return failure();
+    Value y = LayerNormOp::create(b, loc, *type, *x, *scale, bias,
+                                  b.getI64IntegerAttr(*ax),
+                                  b.getF32FloatAttr(epsilon));
+    if (failed(output(y)))
+      return failure();
+    bool wantsStats = (node.output_size() > 1 && !node.output(1).empty()) ||
+                      (node.output_size() > 2 && !node.output(2).empty());
+    if (!wantsStats)
+      return success();
+    // The optional Mean and InvStdDev outputs, spelled out with kiln ops.
+    SmallVector<int64_t> axes;
+    for (int64_t d = *ax; d < xType.getRank(); ++d)
+      axes.push_back(d);
+    auto statType = inferReduceMeanType(loc, xType, axes, true);
+    if (failed(statType))
+      return failure();
+    Type et = xType.getElementType();
+    Value mean = ReduceMeanOp::create(b, loc, *statType, *x, axes, true);
+    Value centered = SubOp::create(b, loc, xType, *x, mean);
+    Value squared = MulOp::create(b, loc, xType, centered, centered);
+    Value variance =
+        ReduceMeanOp::create(b, loc, *statType, squared, axes, true);
+    Value shifted = AddOp::create(b, loc, *statType, variance,
+                                  importer.scalar(loc, et, epsilon));
+    Value stddev = SqrtOp::create(b, loc, shifted);
+    Value invStdDev = DivOp::create(b, loc, *statType,
+                                    importer.scalar(loc, et, 1.0), stddev);
+    output(mean, 1);
+    return output(invStdDev, 2);
+  }
+
+  LogicalResult convertReduceMean() {
+    auto x = required(0);
+    if (failed(x))
+      return failure();
+    int64_t rank = typeOf(*x).getRank();
+    std::optional<SmallVector<int64_t>> axes;
+    if (importer.opset() >= 18) {
+      if (Value axesInput = importer.input(node, 1)) {
+        auto ints = importer.constantInts(axesInput);
+        if (failed(ints))
+          return error() << "axes must be a constant";
+        axes = *ints;
+      }
+    } else {
+      axes = intsAttr("axes");
+    }
+    if (!axes || axes->empty()) {
+      if (importer.opset() >= 18 && intAttr("noop_with_empty_axes", 0))
+        return output(*x);
+      axes = SmallVector<int64_t>();
+      for (int64_t d = 0; d < rank; ++d)
+        axes->push_back(d);
+    }
+    for (int64_t &a : *axes) {
+      auto resolved = axis(a, rank);
+      if (failed(resolved))
+        return failure();
+      a = *resolved;
+    }
+    llvm::sort(*axes);
+    axes->erase(std::unique(axes->begin(), axes->end()), axes->end());
+    bool keepdims = intAttr("keepdims", 1) != 0;
+    auto type = inferReduceMeanType(loc, typeOf(*x), *axes, keepdims);
+    if (failed(type))
+      return failure();
+    return output(ReduceMeanOp::create(b, loc, *type, *x, *axes, keepdims));
+  }
+
+  LogicalResult convertTranspose() {
+    auto x = required(0);
+    if (failed(x))
+      return failure();
+    int64_t rank = typeOf(*x).getRank();
+    SmallVector<int64_t> perm;
+    if (auto given = intsAttr("perm"))
+      perm = *given;
+    else
+      for (int64_t d = rank - 1; d >= 0; --d)
+        perm.push_back(d);
+    auto type = inferTransposeType(loc, typeOf(*x), perm);
+    if (failed(type))
+      return failure();
+    return output(TransposeOp::create(b, loc, *type, *x, perm));
+  }
+
+  LogicalResult convertReshape() {
+    auto x = required(0), shapeInput = required(1);
+    if (failed(x) || failed(shapeInput))
+      return failure();
+    auto requested = importer.constantInts(*shapeInput);
+    if (failed(requested))
+      return error() << "the shape input must be a constant";
+    RankedTensorType xType = typeOf(*x);
+    bool allowZero = intAttr("allowzero", 0) != 0;
+    SmallVector<int64_t> shape;
+    int64_t inferred = -1, known = 1;
+    for (auto [i, dim] : llvm::enumerate(*requested)) {
+      if (dim == 0 && !allowZero) {
+        if (static_cast<int64_t>(i) >= xType.getRank())
+          return error() << "shape entry 0 at " << i << " has no input dim";
+        dim = xType.getDimSize(i);
+      }
+      if (dim == -1) {
+        if (inferred >= 0)
+          return error() << "more than one -1 in the shape";
+        inferred = i;
+        shape.push_back(1);
+        continue;
+      }
+      if (dim < 0)
+        return error() << "invalid shape entry " << dim;
+      auto next = llvm::checkedMul(known, dim);
+      if (!next)
+        return error() << "shape too large";
+      known = *next;
+      shape.push_back(dim);
+    }
+    int64_t total = xType.getNumElements();
+    if (inferred >= 0) {
+      if (known == 0 || total % known != 0)
+        return error() << "cannot infer -1 for " << total << " elements";
+      shape[inferred] = total / known;
+    }
+    auto type = RankedTensorType::get(shape, xType.getElementType());
+    if (failed(verifyReshapeTypes(loc, xType, type)))
+      return failure();
+    return output(reshape(*x, shape));
+  }
+
+  LogicalResult convertConstant() {
+    if (const onnx::AttributeProto *value = findAttribute(node, "value")) {
+      auto attr = convertTensorProto(loc, value->t());
+      if (failed(attr))
+        return failure();
+      return output(ConstantOp::create(b, loc, *attr));
+    }
+    Builder builder(b.getContext());
+    Attribute attr;
+    if (const onnx::AttributeProto *a = findAttribute(node, "value_float"))
+      attr = DenseElementsAttr::get(RankedTensorType::get({}, b.getF32Type()),
+                                    a->f());
+    else if (const onnx::AttributeProto *a = findAttribute(node, "value_int"))
+      attr = DenseElementsAttr::get(RankedTensorType::get({}, b.getI64Type()),
+                                    static_cast<int64_t>(a->i()));
+    else if (const onnx::AttributeProto *a = findAttribute(node, "value_floats"))
+      attr = DenseElementsAttr::get(
+          RankedTensorType::get({a->floats_size()}, b.getF32Type()),
+          ArrayRef<float>(a->floats().data(), a->floats_size()));
+    else if (const onnx::AttributeProto *a = findAttribute(node, "value_ints"))
+      attr = DenseElementsAttr::get(
+          RankedTensorType::get({a->ints_size()}, b.getI64Type()),
+          ArrayRef<int64_t>(a->ints().data(), a->ints_size()));
+    else
+      return error() << "unsupported value attribute";
+    return output(ConstantOp::create(b, loc, llvm::cast<ElementsAttr>(attr)));
+  }
+
+  LogicalResult convertIdentity() {
+    auto x = required(0);
+    if (failed(x))
+      return failure();
+    return output(*x);
+  }
+
+  LogicalResult convert() {
+    StringRef op = node.op_type();
+    if (op == "Add")
+      return binary<AddOp>();
+    if (op == "Sub")
+      return binary<SubOp>();
+    if (op == "Mul")
+      return binary<MulOp>();
+    if (op == "Div")
+      return binary<DivOp>();
+    if (op == "Pow")
+      return binary<PowOp>();
+    if (op == "Neg")
+      return unary<NegOp>();
+    if (op == "Sqrt")
+      return unary<SqrtOp>();
+    if (op == "Erf")
+      return unary<ErfOp>();
+    if (op == "Tanh")
+      return unary<TanhOp>();
+    if (op == "Exp")
+      return unary<ExpOp>();
+    if (op == "Relu")
+      return unary<ReluOp>();
+    if (op == "Sigmoid")
+      return unary<SigmoidOp>();
+    if (op == "Cast")
+      return convertCast();
+    if (op == "MatMul")
+      return convertMatmul();
+    if (op == "Gemm")
+      return convertGemm();
+    if (op == "Softmax")
+      return convertSoftmax();
+    if (op == "LayerNormalization")
+      return convertLayerNorm();
+    if (op == "ReduceMean")
+      return convertReduceMean();
+    if (op == "Transpose")
+      return convertTranspose();
+    if (op == "Reshape")
+      return convertReshape();
+    if (op == "Constant")
+      return convertConstant();
+    if (op == "Identity")
+      return convertIdentity();
+    return error() << "no converter";
+  }
+};
+
+} // namespace
+
+bool isSupportedOp(StringRef opType) {
+  return llvm::StringSwitch<bool>(opType)
+      .Cases({"Add", "Sub", "Mul", "Div", "Pow", "Neg", "Sqrt", "Erf"}, true)
+      .Cases({"Tanh", "Exp", "Relu", "Sigmoid", "Cast", "MatMul", "Gemm"}, true)
+      .Cases({"Softmax", "LayerNormalization", "ReduceMean", "Transpose"}, true)
+      .Cases({"Reshape", "Constant", "Identity"}, true)
+      .Default(false);
+}
+
+LogicalResult convertNode(GraphImporter &importer, const onnx::NodeProto &node) {
+  return NodeConverter(importer, node).convert();
+}
+
+} // namespace kiln

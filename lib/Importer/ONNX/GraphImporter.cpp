@@ -1,0 +1,312 @@
+//===- GraphImporter.cpp - ONNX graphs to func.func -----------------------===//
+
+#include "GraphImporter.h"
+
+#include "kiln/Importer/ONNX/TensorProto.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/Verifier.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/MemoryBuffer.h"
+
+#include <onnx/defs/parser.h>
+
+using namespace mlir;
+
+namespace kiln {
+
+/// Graphs with more nodes than this are rejected as hostile.
+static constexpr int kMaxNodes = 1 << 20;
+
+GraphImporter::GraphImporter(ModuleOp module, StringRef filename,
+                             const onnx::ModelProto &model,
+                             const ImportOptions &options)
+    : module(module), b(module.getContext()),
+      fileLoc(FileLineColLoc::get(module.getContext(), filename, 0, 0)),
+      model(model), options(options) {
+  for (const onnx::OperatorSetIdProto &opset : model.opset_import())
+    if (opset.domain().empty() || opset.domain() == "ai.onnx")
+      defaultOpset = opset.version();
+}
+
+Location GraphImporter::nodeLoc(const onnx::NodeProto &node) {
+  std::string name = node.name();
+  if (name.empty())
+    name = node.op_type() + (node.output_size() ? "->" + node.output(0) : "");
+  return NameLoc::get(b.getStringAttr(name), fileLoc);
+}
+
+Value GraphImporter::input(const onnx::NodeProto &node, int i) {
+  if (i >= node.input_size() || node.input(i).empty())
+    return {};
+  return values.lookup(node.input(i));
+}
+
+void GraphImporter::setOutput(const onnx::NodeProto &node, int i, Value value) {
+  if (i < node.output_size() && !node.output(i).empty())
+    values[node.output(i)] = value;
+}
+
+FailureOr<SmallVector<int64_t>> GraphImporter::constantInts(Value value) {
+  auto constant = value ? value.getDefiningOp<ConstantOp>() : ConstantOp();
+  if (!constant)
+    return failure();
+  auto dense = dyn_cast<DenseIntElementsAttr>(constant.getValue());
+  if (!dense)
+    return failure();
+  SmallVector<int64_t> result;
+  for (const APInt &v : dense.getValues<APInt>())
+    result.push_back(v.getSExtValue());
+  return result;
+}
+
+Value GraphImporter::scalar(Location loc, Type elementType, double value) {
+  auto type = RankedTensorType::get({}, elementType);
+  Attribute attr;
+  if (isa<FloatType>(elementType))
+    attr = DenseElementsAttr::get(type, b.getFloatAttr(elementType, value));
+  else
+    attr = DenseElementsAttr::get(
+        type, b.getIntegerAttr(elementType, static_cast<int64_t>(value)));
+  return ConstantOp::create(b, loc, cast<ElementsAttr>(attr));
+}
+
+/// The full list of ops Kiln cannot import, so that the user sees them all at
+/// once.
+LogicalResult GraphImporter::checkSupported() {
+  const onnx::GraphProto &graph = model.graph();
+  std::string list;
+  llvm::raw_string_ostream os(list);
+  int count = 0;
+  for (const onnx::NodeProto &node : graph.node()) {
+    bool defaultDomain = node.domain().empty() || node.domain() == "ai.onnx";
+    if (defaultDomain && isSupportedOp(node.op_type()))
+      continue;
+    int64_t version = 0;
+    for (const onnx::OperatorSetIdProto &opset : model.opset_import())
+      if (opset.domain() == node.domain() ||
+          (defaultDomain && (opset.domain().empty() || opset.domain() == "ai.onnx")))
+        version = opset.version();
+    os << "\n  " << node.op_type() << " (domain '"
+       << (defaultDomain ? "ai.onnx" : node.domain()) << "', opset " << version
+       << ") at node '" << node.name() << "'";
+    ++count;
+  }
+  if (count == 0)
+    return success();
+  return emitError(fileLoc) << "model has " << count << " unsupported op"
+                            << (count == 1 ? "" : "s") << ":" << list;
+}
+
+LogicalResult GraphImporter::importInitializers() {
+  for (const onnx::TensorProto &tensor : model.graph().initializer()) {
+    Location loc = NameLoc::get(b.getStringAttr(tensor.name()), fileLoc);
+    FailureOr<ElementsAttr> value = convertTensorProto(loc, tensor);
+    if (failed(value))
+      return failure();
+    values[tensor.name()] = ConstantOp::create(b, loc, *value);
+  }
+  return success();
+}
+
+/// Prints a dims list for messages.
+static std::string dimsStr(ArrayRef<int64_t> dims) {
+  std::string s;
+  for (int64_t d : dims)
+    s += (s.empty() ? "" : "x") + (d < 0 ? std::string("?") : std::to_string(d));
+  return s.empty() ? "scalar" : s;
+}
+
+LogicalResult GraphImporter::importInputs(SmallVectorImpl<Type> &types,
+                                          SmallVectorImpl<std::string> &names) {
+  const onnx::GraphProto &graph = model.graph();
+  llvm::StringSet<> initializers;
+  for (const onnx::TensorProto &tensor : graph.initializer())
+    initializers.insert(tensor.name());
+  std::string unbound;
+  for (const onnx::ValueInfoProto &info : graph.input()) {
+    // Models before IR version 4 list their weights among the inputs.
+    if (initializers.contains(info.name()))
+      continue;
+    Location loc = NameLoc::get(b.getStringAttr(info.name()), fileLoc);
+    if (!info.type().has_tensor_type())
+      return emitError(loc, "input '") << info.name() << "' is not a tensor";
+    const onnx::TypeProto::Tensor &tensorType = info.type().tensor_type();
+    Type elementType =
+        convertONNXElementType(b.getContext(), tensorType.elem_type());
+    if (!elementType)
+      return emitError(loc, "unsupported element type ")
+             << onnxElementTypeName(tensorType.elem_type()) << " of input '"
+             << info.name() << "'";
+    SmallVector<int64_t> shape;
+    auto bound = options.inputShapes.find(info.name());
+    if (bound != options.inputShapes.end()) {
+      shape = bound->second;
+      if (tensorType.has_shape()) {
+        const auto &dims = tensorType.shape().dim();
+        bool fits = dims.size() == static_cast<int>(shape.size());
+        for (int i = 0; fits && i < dims.size(); ++i)
+          fits = !dims[i].has_dim_value() || dims[i].dim_value() == shape[i];
+        if (!fits)
+          return emitError(loc, "--input-shape ")
+                 << info.name() << "=" << dimsStr(shape)
+                 << " does not fit the model's shape for that input";
+      }
+    } else if (!tensorType.has_shape()) {
+      unbound += "\n  " + info.name() + " (rank unknown)";
+      continue;
+    } else {
+      std::string symbols;
+      for (const onnx::TensorShapeProto::Dimension &dim :
+           tensorType.shape().dim()) {
+        if (dim.has_dim_value() && dim.dim_value() >= 0) {
+          shape.push_back(dim.dim_value());
+          continue;
+        }
+        shape.push_back(-1);
+        symbols += (symbols.empty() ? "" : ", ") +
+                   (dim.dim_param().empty() ? std::string("?") : dim.dim_param());
+      }
+      if (!symbols.empty()) {
+        unbound += "\n  " + info.name() + " (" + dimsStr(shape) + "; " +
+                   symbols + ")";
+        continue;
+      }
+    }
+    types.push_back(RankedTensorType::get(shape, elementType));
+    names.push_back(info.name());
+  }
+  if (!unbound.empty())
+    return emitError(fileLoc)
+           << "inputs with dynamic dims need static shapes; bind them with "
+              "--input-shape NAME=DIMxDIM:"
+           << unbound;
+  return success();
+}
+
+LogicalResult GraphImporter::importGraph() {
+  const onnx::GraphProto &graph = model.graph();
+  if (graph.node_size() > kMaxNodes)
+    return emitError(fileLoc, "graph has ")
+           << graph.node_size() << " nodes, more than the limit " << kMaxNodes;
+  if (graph.output_size() == 0)
+    return emitError(fileLoc, "graph has no outputs");
+  if (failed(checkSupported()))
+    return failure();
+
+  SmallVector<Type> inputTypes;
+  SmallVector<std::string> inputNames;
+  if (failed(importInputs(inputTypes, inputNames)))
+    return failure();
+
+  b.setInsertionPointToEnd(module.getBody());
+  auto func = func::FuncOp::create(b, fileLoc, "main",
+                                   b.getFunctionType(inputTypes, {}));
+  Block *entry = func.addEntryBlock();
+  for (auto [i, name] : llvm::enumerate(inputNames)) {
+    values[name] = entry->getArgument(i);
+    func.setArgAttr(i, kNameAttr, b.getStringAttr(name));
+  }
+  b.setInsertionPointToStart(entry);
+  if (failed(importInitializers()))
+    return failure();
+
+  // ONNX requires nodes in topological order, so one pass in order suffices
+  // and no recursion over the graph is needed.
+  for (const onnx::NodeProto &node : graph.node()) {
+    for (int i = 0; i < node.input_size(); ++i)
+      if (!node.input(i).empty() && !values.count(node.input(i)))
+        return emitError(nodeLoc(node), "input '")
+               << node.input(i)
+               << "' is not produced by any earlier node (graph not in "
+                  "topological order, or a cycle)";
+    if (failed(convertNode(*this, node)))
+      return failure();
+  }
+
+  SmallVector<Value> results;
+  for (const onnx::ValueInfoProto &info : graph.output()) {
+    Value value = values.lookup(info.name());
+    if (!value)
+      return emitError(fileLoc, "graph output '")
+             << info.name() << "' is not produced by any node";
+    results.push_back(value);
+  }
+  func::ReturnOp::create(b, fileLoc, results);
+  func.setFunctionType(
+      b.getFunctionType(inputTypes, ValueRange(results).getTypes()));
+  for (auto [i, info] : llvm::enumerate(graph.output()))
+    func.setResultAttr(i, kNameAttr, b.getStringAttr(info.name()));
+  return success();
+}
+
+std::string parseInputShape(StringRef spec, ImportOptions &options) {
+  auto [name, dims] = spec.rsplit('=');
+  if (name.empty() || name.size() == spec.size())
+    return "expected NAME=DIMxDIM..., got '" + spec.str() + "'";
+  SmallVector<int64_t> shape;
+  if (!dims.empty()) {
+    SmallVector<StringRef> parts;
+    dims.split(parts, 'x');
+    for (StringRef part : parts) {
+      int64_t dim;
+      if (part.getAsInteger(10, dim) || dim < 0)
+        return "invalid dim '" + part.str() + "' in '" + spec.str() + "'";
+      shape.push_back(dim);
+    }
+  }
+  options.inputShapes[name] = shape;
+  return "";
+}
+
+OwningOpRef<ModuleOp> importONNX(MLIRContext *context, StringRef bytes,
+                                 StringRef filename,
+                                 const ImportOptions &options) {
+  context->loadDialect<KilnDialect, func::FuncDialect>();
+  Location fileLoc = FileLineColLoc::get(context, filename, 0, 0);
+  if (bytes.empty()) {
+    emitError(fileLoc, "empty file: not an ONNX model");
+    return {};
+  }
+  onnx::ModelProto model;
+  if (bytes.ltrim().starts_with("<")) {
+    std::string text = bytes.str();
+    onnx::Common::Status status = onnx::OnnxParser::Parse(model, text.c_str());
+    if (!status.IsOK()) {
+      emitError(fileLoc, "cannot parse ONNX text format: ")
+          << status.ErrorMessage();
+      return {};
+    }
+  } else if (bytes.size() > static_cast<size_t>(INT32_MAX) ||
+             !model.ParseFromArray(bytes.data(),
+                                   static_cast<int>(bytes.size()))) {
+    emitError(fileLoc, "cannot parse ONNX model: the file is truncated or not "
+                       "an ONNX protobuf");
+    return {};
+  }
+  if (!model.has_graph() || model.graph().node_size() == 0) {
+    emitError(fileLoc, "not an ONNX model: it has no graph nodes");
+    return {};
+  }
+
+  OwningOpRef<ModuleOp> module = ModuleOp::create(fileLoc);
+  GraphImporter importer(*module, filename, model, options);
+  if (failed(importer.importGraph()) || failed(verify(*module)))
+    return {};
+  return module;
+}
+
+OwningOpRef<ModuleOp> importONNXFile(MLIRContext *context, StringRef path,
+                                     const ImportOptions &options) {
+  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                            /*RequiresNullTerminator=*/false);
+  if (!buffer) {
+    emitError(FileLineColLoc::get(context, path, 0, 0), "cannot read '")
+        << path << "': " << buffer.getError().message();
+    return {};
+  }
+  return importONNX(context, (*buffer)->getBuffer(), path, options);
+}
+
+} // namespace kiln

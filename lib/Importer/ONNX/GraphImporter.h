@@ -1,0 +1,71 @@
+//===- GraphImporter.h - state of one ONNX graph import ---------*- C++ -*-===//
+
+#ifndef KILN_LIB_IMPORTER_ONNX_GRAPHIMPORTER_H
+#define KILN_LIB_IMPORTER_ONNX_GRAPHIMPORTER_H
+
+#include "kiln/Dialect/Kiln/KilnOps.h"
+#include "kiln/Importer/ONNX/Importer.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/StringMap.h"
+
+#include <onnx/onnx_pb.h>
+
+namespace kiln {
+
+/// Imports one ONNX graph into a func.func, node by node in graph order.
+class GraphImporter {
+public:
+  GraphImporter(mlir::ModuleOp module, llvm::StringRef filename,
+                const onnx::ModelProto &model, const ImportOptions &options);
+
+  /// Builds `@main`; emits diagnostics and returns failure on any problem.
+  mlir::LogicalResult importGraph();
+
+  //===--------------------------------------------------------------------===//
+  // Used by the op converters (ConvertOps.cpp)
+  //===--------------------------------------------------------------------===//
+
+  mlir::OpBuilder &builder() { return b; }
+  /// The location of `node`: its name inside the model file's location.
+  mlir::Location nodeLoc(const onnx::NodeProto &node);
+  /// The opset of the default domain the model imports.
+  int64_t opset() const { return defaultOpset; }
+  /// The value of input `i` of `node`, or null when absent or empty.
+  mlir::Value input(const onnx::NodeProto &node, int i);
+  /// Binds output `i` of `node` to `value`.
+  void setOutput(const onnx::NodeProto &node, int i, mlir::Value value);
+  /// The integers of a constant value (e.g. Reshape's shape), or failure.
+  mlir::FailureOr<llvm::SmallVector<int64_t>> constantInts(mlir::Value value);
+  /// A scalar (rank 0) constant of `elementType`.
+  mlir::Value scalar(mlir::Location loc, mlir::Type elementType, double value);
+
+private:
+  mlir::LogicalResult checkSupported();
+  mlir::LogicalResult importInputs(llvm::SmallVectorImpl<mlir::Type> &types,
+                                   llvm::SmallVectorImpl<std::string> &names);
+  mlir::LogicalResult importInitializers();
+
+  mlir::ModuleOp module;
+  mlir::OpBuilder b;
+  mlir::Location fileLoc;
+  const onnx::ModelProto &model;
+  const ImportOptions &options;
+  int64_t defaultOpset = 0;
+  llvm::StringMap<mlir::Value> values;
+};
+
+/// Converts one node whose op type is supported; emits errors on failure.
+mlir::LogicalResult convertNode(GraphImporter &importer,
+                                const onnx::NodeProto &node);
+
+/// True when `opType` of the default domain has a converter.
+bool isSupportedOp(llvm::StringRef opType);
+
+/// Reads an attribute of `node` by name.
+const onnx::AttributeProto *findAttribute(const onnx::NodeProto &node,
+                                          llvm::StringRef name);
+
+} // namespace kiln
+
+#endif // KILN_LIB_IMPORTER_ONNX_GRAPHIMPORTER_H

@@ -1,0 +1,153 @@
+//===- TensorProto.cpp - ONNX TensorProto to MLIR attributes --------------===//
+
+#include "kiln/Importer/ONNX/TensorProto.h"
+
+#include "mlir/IR/AsmState.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Diagnostics.h"
+#include "llvm/Support/CheckedArithmetic.h"
+
+#include <onnx/onnx_pb.h>
+
+using namespace mlir;
+
+namespace kiln {
+
+/// Tensors bigger than this are refused before anything is allocated.
+static constexpr int64_t kMaxTensorBytes = int64_t(1) << 34;
+
+Type convertONNXElementType(MLIRContext *context, int dataType) {
+  Builder b(context);
+  switch (dataType) {
+  case onnx::TensorProto::FLOAT:
+    return b.getF32Type();
+  case onnx::TensorProto::FLOAT16:
+    return b.getF16Type();
+  case onnx::TensorProto::BFLOAT16:
+    return b.getBF16Type();
+  case onnx::TensorProto::INT64:
+    return b.getI64Type();
+  case onnx::TensorProto::INT32:
+    return b.getI32Type();
+  case onnx::TensorProto::INT8:
+    return b.getI8Type();
+  case onnx::TensorProto::BOOL:
+    return b.getI1Type();
+  default:
+    return {};
+  }
+}
+
+StringRef onnxElementTypeName(int dataType) {
+  // Numbers as in onnx.proto; newer ones than this libonnx knows included.
+  static const char *const names[] = {
+      "undefined", "float",      "uint8",      "int8",         "uint16",
+      "int16",     "int32",      "int64",      "string",       "bool",
+      "float16",   "double",     "uint32",     "uint64",       "complex64",
+      "complex128", "bfloat16",  "float8e4m3fn", "float8e4m3fnuz",
+      "float8e5m2", "float8e5m2fnuz", "uint4",  "int4",         "float4e2m1",
+      "float8e8m0", "uint2",     "int2"};
+  if (dataType >= 0 && dataType < static_cast<int>(std::size(names)))
+    return names[dataType];
+  return "unknown";
+}
+
+/// Bytes per element of a supported type in Kiln's storage (i1 is one byte).
+static int64_t storageBytes(Type type) {
+  if (type.isInteger(1))
+    return 1;
+  return type.getIntOrFloatBitWidth() / 8;
+}
+
+FailureOr<ElementsAttr> convertTensorProto(Location loc,
+                                           const onnx::TensorProto &tensor,
+                                           int64_t inlineLimit) {
+  MLIRContext *context = loc.getContext();
+  Type elementType = convertONNXElementType(context, tensor.data_type());
+  if (!elementType)
+    return emitError(loc, "unsupported element type ")
+           << onnxElementTypeName(tensor.data_type()) << " of tensor '"
+           << tensor.name() << "'";
+  if (tensor.data_location() == onnx::TensorProto::EXTERNAL)
+    return emitError(loc, "tensor '")
+           << tensor.name() << "' uses external data, which is not supported yet";
+
+  SmallVector<int64_t> shape;
+  int64_t count = 1;
+  for (int64_t dim : tensor.dims()) {
+    std::optional<int64_t> next = llvm::checkedMul(count, dim);
+    if (dim < 0 || !next)
+      return emitError(loc, "tensor '") << tensor.name() << "' has invalid dims";
+    count = *next;
+    shape.push_back(dim);
+  }
+  int64_t elemBytes = storageBytes(elementType);
+  std::optional<int64_t> bytes = llvm::checkedMul(count, elemBytes);
+  if (!bytes || *bytes > kMaxTensorBytes)
+    return emitError(loc, "tensor '") << tensor.name() << "' is too large";
+
+  std::vector<char> data(*bytes);
+  auto mismatch = [&](int64_t got) {
+    return emitError(loc, "tensor '")
+           << tensor.name() << "' holds " << got << " values, expected "
+           << count;
+  };
+  if (tensor.has_raw_data()) {
+    if (static_cast<int64_t>(tensor.raw_data().size()) != *bytes)
+      return mismatch(tensor.raw_data().size() / std::max<int64_t>(elemBytes, 1));
+    std::memcpy(data.data(), tensor.raw_data().data(), *bytes);
+  } else {
+    switch (tensor.data_type()) {
+    case onnx::TensorProto::FLOAT:
+      if (tensor.float_data_size() != count)
+        return mismatch(tensor.float_data_size());
+      std::memcpy(data.data(), tensor.float_data().data(), *bytes);
+      break;
+    case onnx::TensorProto::INT64:
+      if (tensor.int64_data_size() != count)
+        return mismatch(tensor.int64_data_size());
+      std::memcpy(data.data(), tensor.int64_data().data(), *bytes);
+      break;
+    default: {
+      // int32, int8, bool, float16 and bfloat16 all travel in int32_data,
+      // one value (or one 16-bit pattern) per entry.
+      if (tensor.int32_data_size() != count)
+        return mismatch(tensor.int32_data_size());
+      for (int64_t i = 0; i < count; ++i) {
+        int32_t v = tensor.int32_data(i);
+        std::memcpy(data.data() + i * elemBytes, &v, elemBytes);
+      }
+      break;
+    }
+    }
+  }
+
+  auto type = RankedTensorType::get(shape, elementType);
+  if (count <= inlineLimit) {
+    if (elementType.isInteger(1)) {
+      SmallVector<bool> values(data.begin(), data.end());
+      return cast<ElementsAttr>(DenseElementsAttr::get(type, values));
+    }
+    return cast<ElementsAttr>(
+        DenseElementsAttr::getFromRawBuffer(type, ArrayRef<char>(data)));
+  }
+  std::string blobName = tensor.name().empty() ? "tensor" : tensor.name();
+  AsmResourceBlob blob = HeapAsmResourceBlob::allocateAndCopyWithAlign(
+      ArrayRef<char>(data), alignof(uint64_t));
+  return cast<ElementsAttr>(
+      DenseResourceElementsAttr::get(type, blobName, std::move(blob)));
+}
+
+FailureOr<ElementsAttr> parseTensorProtoFile(Location loc, StringRef bytes,
+                                             std::string &name) {
+  onnx::TensorProto tensor;
+  if (bytes.size() > static_cast<size_t>(INT32_MAX) ||
+      !tensor.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
+    return emitError(loc, "not a valid serialized ONNX TensorProto");
+  name = tensor.name();
+  return convertTensorProto(loc, tensor, /*inlineLimit=*/INT64_MAX);
+}
+
+} // namespace kiln

@@ -1,0 +1,326 @@
+//===- EmitPlan.cpp - planned kiln IR to CUDA C++ and a runtime Plan ------===//
+
+#include "kiln/Target/CUDA/EmitPlan.h"
+
+#include "KernelEmitter.h"
+#include "kiln/Dialect/Kiln/KilnOps.h"
+#include "kiln/Importer/ONNX/Importer.h"
+#include "kiln/Transforms/Passes.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/DialectResourceBlobManager.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/xxhash.h"
+
+using namespace mlir;
+
+namespace kiln {
+
+namespace {
+
+/// Weights are aligned like arena buffers, for vector loads and cuBLASLt.
+constexpr uint64_t kWeightAlign = 256;
+
+FailureOr<rt::DType> dtypeOf(Location loc, Type t) {
+  if (t.isF32())
+    return rt::DType::F32;
+  if (t.isF16())
+    return rt::DType::F16;
+  if (t.isBF16())
+    return rt::DType::BF16;
+  if (t.isInteger(64))
+    return rt::DType::I64;
+  if (t.isInteger(32))
+    return rt::DType::I32;
+  if (t.isInteger(8))
+    return rt::DType::I8;
+  if (t.isInteger(1))
+    return rt::DType::Bool;
+  return emitError(loc, "unsupported element type ") << t;
+}
+
+/// The bytes of a constant in Kiln's storage layout (i1 as one byte each,
+/// splats expanded).
+FailureOr<std::string> constantBytes(Location loc, ElementsAttr value) {
+  auto type = cast<RankedTensorType>(value.getType());
+  int64_t count = type.getNumElements();
+  Type et = type.getElementType();
+  if (auto resource = dyn_cast<DenseResourceElementsAttr>(value)) {
+    AsmResourceBlob *blob = resource.getRawHandle().getBlob();
+    if (!blob)
+      return emitError(loc, "weight blob '")
+             << resource.getRawHandle().getKey() << "' has no data";
+    ArrayRef<char> data = blob->getData();
+    return std::string(data.begin(), data.end());
+  }
+  auto dense = dyn_cast<DenseElementsAttr>(value);
+  if (!dense)
+    return emitError(loc, "unsupported constant attribute");
+  if (et.isInteger(1)) {
+    std::string bytes;
+    for (bool b : dense.getValues<bool>())
+      bytes.push_back(b ? 1 : 0);
+    return bytes;
+  }
+  ArrayRef<char> raw = dense.getRawData();
+  if (!dense.isSplat())
+    return std::string(raw.begin(), raw.end());
+  std::string bytes;
+  bytes.reserve(raw.size() * count);
+  for (int64_t i = 0; i < count; ++i)
+    bytes.append(raw.begin(), raw.end());
+  return bytes;
+}
+
+/// Builds the artifact's buffers and steps while walking the function.
+class PlanBuilder {
+public:
+  PlanBuilder(func::FuncOp func, rt::Artifact &artifact)
+      : func(func), artifact(artifact) {}
+
+  LogicalResult build() {
+    Block &body = func.getBody().front();
+    auto arenaBytes = func->getAttrOfType<IntegerAttr>(kArenaBytesAttr);
+    if (!arenaBytes)
+      return func.emitError("memory is not planned (run kiln-plan-memory)");
+    artifact.arenaBytes = arenaBytes.getInt();
+
+    for (auto [i, arg] : llvm::enumerate(func.getArguments())) {
+      auto id = addBuffer(arg, rt::BufferKind::Input, i,
+                          argName(i, func.getArgAttrOfType<StringAttr>(i, kNameAttr)));
+      if (failed(id))
+        return failure();
+      artifact.inputs.push_back(*id);
+    }
+
+    llvm::raw_string_ostream source(artifact.cudaSource);
+    bool needsHalfTypes = false;
+    func.walk([&](Operation *op) {
+      for (Type t : op->getResultTypes())
+        if (auto tensor = dyn_cast<RankedTensorType>(t))
+          needsHalfTypes |= tensor.getElementType().isF16() ||
+                            tensor.getElementType().isBF16();
+    });
+    for (Type t : func.getArgumentTypes())
+      needsHalfTypes |= cast<RankedTensorType>(t).getElementType().isF16() ||
+                        cast<RankedTensorType>(t).getElementType().isBF16();
+    source << cudaPrelude(needsHalfTypes);
+    for (Operation &op : body) {
+      if (auto constant = dyn_cast<ConstantOp>(op)) {
+        if (failed(addWeight(constant)))
+          return failure();
+      } else if (auto reshape = dyn_cast<ReshapeOp>(op)) {
+        if (failed(addView(reshape)))
+          return failure();
+      } else if (auto kernel = dyn_cast<KernelOp>(op)) {
+        if (failed(addLaunch(kernel, source)))
+          return failure();
+      } else if (auto matmul = dyn_cast<MatmulOp>(op)) {
+        if (failed(addMatmul(matmul)))
+          return failure();
+      } else if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+        if (failed(addOutputs(ret)))
+          return failure();
+      } else {
+        return op.emitOpError("is not lowered by the CUDA target; expected it "
+                              "inside a kiln.kernel (run kiln-fuse)");
+      }
+    }
+    return success();
+  }
+
+private:
+  std::string argName(size_t i, StringAttr name) {
+    return name ? name.str() : "input" + std::to_string(i);
+  }
+
+  FailureOr<uint32_t> addBuffer(Value value, rt::BufferKind kind,
+                                uint64_t offset, std::string name) {
+    auto type = cast<RankedTensorType>(value.getType());
+    Location loc = value.getLoc();
+    if (!type.hasStaticShape())
+      return emitError(loc, "dynamic shape ") << type << " cannot be lowered";
+    auto dtype = dtypeOf(loc, type.getElementType());
+    if (failed(dtype))
+      return failure();
+    rt::Buffer buffer;
+    buffer.kind = kind;
+    buffer.dtype = *dtype;
+    buffer.name = std::move(name);
+    buffer.shape.assign(type.getShape().begin(), type.getShape().end());
+    buffer.offset = offset;
+    buffer.bytes = type.getNumElements() * rt::dtypeSize(*dtype);
+    artifact.buffers.push_back(std::move(buffer));
+    uint32_t id = artifact.buffers.size() - 1;
+    bufferOf[value] = id;
+    return id;
+  }
+
+  LogicalResult addWeight(ConstantOp constant) {
+    auto bytes = constantBytes(constant.getLoc(), constant.getValue());
+    if (failed(bytes))
+      return failure();
+    uint64_t offset = (artifact.weights.size() + kWeightAlign - 1) /
+                      kWeightAlign * kWeightAlign;
+    artifact.weights.resize(offset, '\0');
+    artifact.weights += *bytes;
+    std::string name = "weight" + std::to_string(weightCount++);
+    return addBuffer(constant, rt::BufferKind::Weight, offset, name);
+  }
+
+  /// A reshape reads and writes nothing: a second buffer over the same bytes.
+  LogicalResult addView(ReshapeOp reshape) {
+    const rt::Buffer &source = artifact.buffers[bufferOf.at(reshape.getInput())];
+    rt::BufferKind kind = source.kind;
+    uint64_t offset = source.offset;
+    std::string name = source.name + ".view";
+    return addBuffer(reshape, kind, offset, name);
+  }
+
+  /// Buffers for the results of an op that memory planning placed.
+  LogicalResult addResults(Operation *op) {
+    auto offsets = op->getAttrOfType<DenseI64ArrayAttr>(kOffsetsAttr);
+    if (!offsets || offsets.size() != static_cast<int64_t>(op->getNumResults()))
+      return op->emitOpError("has no memory plan (run kiln-plan-memory)");
+    for (auto [result, offset] : llvm::zip(op->getResults(), offsets.asArrayRef())) {
+      FailureOr<uint32_t> id =
+          offset >= 0
+              ? addBuffer(result, rt::BufferKind::Arena, offset,
+                          "t" + std::to_string(artifact.buffers.size()))
+              : addBuffer(result, rt::BufferKind::Output, -1 - offset,
+                          outputName(-1 - offset));
+      if (failed(id))
+        return failure();
+    }
+    return success();
+  }
+
+  std::string outputName(int64_t i) {
+    auto name = func.getResultAttrOfType<StringAttr>(i, kNameAttr);
+    return name ? name.str() : "output" + std::to_string(i);
+  }
+
+  LogicalResult addLaunch(KernelOp kernel, llvm::raw_ostream &source) {
+    std::string name = "kiln_" + std::string(stringifyKernelKind(kernel.getKind())) +
+                       "_" + std::to_string(artifact.kernelNames.size());
+    auto geometry = emitKernel(kernel, name, source);
+    if (failed(geometry) || failed(addResults(kernel)))
+      return failure();
+    rt::Step step;
+    step.kind = rt::Step::Kind::Launch;
+    step.launch.kernel = artifact.kernelNames.size();
+    for (int i = 0; i < 3; ++i) {
+      step.launch.grid[i] = geometry->grid[i];
+      step.launch.block[i] = geometry->block[i];
+    }
+    step.launch.sharedBytes = geometry->sharedBytes;
+    for (Value input : kernel.getInputs())
+      step.launch.args.push_back(bufferOf.at(input));
+    step.launch.args.push_back(bufferOf.at(kernel.getResult(0)));
+    artifact.kernelNames.push_back(name);
+    artifact.steps.push_back(std::move(step));
+    return success();
+  }
+
+  /// Elements between consecutive batch matrices of `operand`, or 0 when it
+  /// broadcasts over the whole batch.
+  FailureOr<int64_t> batchStride(MatmulOp op, Value operand,
+                                 ArrayRef<int64_t> resultBatch) {
+    ArrayRef<int64_t> shape = cast<RankedTensorType>(operand.getType()).getShape();
+    ArrayRef<int64_t> batch = shape.drop_back(2);
+    int64_t count = 1;
+    for (int64_t d : batch)
+      count *= d;
+    if (count == 1)
+      return 0;
+    if (batch.size() != resultBatch.size() || batch != resultBatch)
+      return op.emitOpError("partially broadcast batch dims are not supported "
+                            "by the CUDA target yet");
+    return shape[shape.size() - 1] * shape[shape.size() - 2];
+  }
+
+  LogicalResult addMatmul(MatmulOp op) {
+    if (failed(addResults(op)))
+      return failure();
+    auto resultType = op.getType();
+    ArrayRef<int64_t> shape = resultType.getShape();
+    ArrayRef<int64_t> batchDims = shape.drop_back(2);
+    rt::MatmulStep step;
+    auto dtype = dtypeOf(op.getLoc(), resultType.getElementType());
+    if (failed(dtype))
+      return failure();
+    if (*dtype != rt::DType::F32 && *dtype != rt::DType::F16 &&
+        *dtype != rt::DType::BF16)
+      return op.emitOpError("integer matmul is not supported by the CUDA target");
+    step.dtype = *dtype;
+    step.transA = op.getTransposeLhs();
+    step.transB = op.getTransposeRhs();
+    step.batch = 1;
+    for (int64_t d : batchDims)
+      step.batch *= d;
+    step.m = shape[shape.size() - 2];
+    step.n = shape[shape.size() - 1];
+    ArrayRef<int64_t> lhs = op.getLhs().getType().getShape();
+    step.k = lhs[lhs.size() - (step.transA ? 2 : 1)];
+    auto strideA = batchStride(op, op.getLhs(), batchDims);
+    auto strideB = batchStride(op, op.getRhs(), batchDims);
+    if (failed(strideA) || failed(strideB))
+      return failure();
+    step.strideA = *strideA;
+    step.strideB = *strideB;
+    step.strideC = step.m * step.n;
+    step.a = bufferOf.at(op.getLhs());
+    step.b = bufferOf.at(op.getRhs());
+    step.c = bufferOf.at(op.getResult());
+    step.alpha = 1.0f;
+    step.beta = 0.0f;
+    rt::Step s;
+    s.kind = rt::Step::Kind::Matmul;
+    s.matmul = step;
+    artifact.steps.push_back(std::move(s));
+    return success();
+  }
+
+  /// Outputs that memory planning could not write in place (graph inputs,
+  /// weights, or a buffer returned twice) are copied at the end.
+  LogicalResult addOutputs(func::ReturnOp ret) {
+    for (auto [i, value] : llvm::enumerate(ret.getOperands())) {
+      uint32_t id = bufferOf.at(value);
+      const rt::Buffer &buffer = artifact.buffers[id];
+      if (buffer.kind == rt::BufferKind::Output && buffer.offset == i) {
+        artifact.outputs.push_back(id);
+        continue;
+      }
+      auto out = addBuffer(value, rt::BufferKind::Output, i, outputName(i));
+      if (failed(out))
+        return failure();
+      // addBuffer rebinds `value`; the copy reads the original buffer.
+      bufferOf[value] = id;
+      rt::Step step;
+      step.kind = rt::Step::Kind::Copy;
+      step.copy.src = id;
+      step.copy.dst = *out;
+      step.copy.bytes = artifact.buffers[*out].bytes;
+      artifact.steps.push_back(std::move(step));
+      artifact.outputs.push_back(*out);
+    }
+    return success();
+  }
+
+  func::FuncOp func;
+  rt::Artifact &artifact;
+  llvm::DenseMap<Value, uint32_t> bufferOf;
+  int weightCount = 0;
+};
+
+} // namespace
+
+LogicalResult emitPlan(func::FuncOp func, rt::Artifact &artifact) {
+  if (failed(PlanBuilder(func, artifact).build()))
+    return failure();
+  uint64_t hash = llvm::xxh3_64bits(artifact.cudaSource);
+  hash ^= llvm::xxh3_64bits(artifact.weights) * 31;
+  artifact.modelHash = llvm::utohexstr(hash, /*LowerCase=*/true);
+  return success();
+}
+
+} // namespace kiln

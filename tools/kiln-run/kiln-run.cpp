@@ -1,0 +1,409 @@
+//===- kiln-run.cpp - run a model on a backend and save its outputs -------===//
+//
+//   kiln-run model.onnx --backend reference --output-dir out/
+//   kiln-run model.so --backend cuda --input x=x.npy --compare-reference
+//
+// Inputs not given on the command line are filled with seeded random data
+// (the seed is printed). Outputs are written as DIR/NAME.npy.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/Compiler/Compiler.h"
+#include "kiln/Importer/ONNX/TensorProto.h"
+#include "kiln/Interpreter/Interpreter.h"
+#include "kiln/kiln_model.h"
+#include "kiln/runtime/Model.h"
+#include "kiln/runtime/Npy.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/MLIRContext.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <dlfcn.h>
+
+#include <cmath>
+
+using namespace mlir;
+namespace cl = llvm::cl;
+using kiln::HostTensor;
+
+namespace {
+
+enum class BackendKind { Reference, Cuda };
+
+cl::opt<std::string> modelPath(cl::Positional, cl::desc("<model.onnx|model.so>"),
+                               cl::Required);
+cl::opt<BackendKind> backend(
+    "backend", cl::desc("where to run"), cl::init(BackendKind::Reference),
+    cl::values(clEnumValN(BackendKind::Reference, "reference",
+                          "the reference interpreter (.onnx only)"),
+               clEnumValN(BackendKind::Cuda, "cuda", "the GPU")));
+cl::list<std::string> inputFiles("input", cl::desc("an input from a file"),
+                                 cl::value_desc("NAME=FILE.npy|FILE.pb"));
+cl::list<std::string> inputShapes("input-shape",
+                                  cl::desc("static shape of a graph input"),
+                                  cl::value_desc("NAME=DIMxDIM"));
+cl::opt<std::string> outputDir("output-dir", cl::desc("write outputs here"),
+                               cl::value_desc("dir"));
+cl::opt<bool> compareReference(
+    "compare-reference",
+    cl::desc("also run the reference interpreter and print the error"));
+cl::opt<std::string> referenceModel(
+    "reference-model",
+    cl::desc("the .onnx model a .so came from, for --compare-reference"),
+    cl::value_desc("model.onnx"));
+cl::opt<unsigned> seed("seed", cl::desc("seed of random inputs"), cl::init(0));
+
+int fail(const llvm::Twine &message) {
+  llvm::errs() << "kiln-run: " << message << "\n";
+  return 1;
+}
+
+FailureOr<kiln::rt::DType> toDType(Type t) {
+  if (t.isF32())
+    return kiln::rt::DType::F32;
+  if (t.isF16())
+    return kiln::rt::DType::F16;
+  if (t.isBF16())
+    return kiln::rt::DType::BF16;
+  if (t.isInteger(64))
+    return kiln::rt::DType::I64;
+  if (t.isInteger(32))
+    return kiln::rt::DType::I32;
+  if (t.isInteger(8))
+    return kiln::rt::DType::I8;
+  if (t.isInteger(1))
+    return kiln::rt::DType::Bool;
+  return failure();
+}
+
+Type fromDType(MLIRContext *ctx, kiln::rt::DType d) {
+  Builder b(ctx);
+  switch (d) {
+  case kiln::rt::DType::F32:
+    return b.getF32Type();
+  case kiln::rt::DType::F16:
+    return b.getF16Type();
+  case kiln::rt::DType::BF16:
+    return b.getBF16Type();
+  case kiln::rt::DType::I64:
+    return b.getI64Type();
+  case kiln::rt::DType::I32:
+    return b.getI32Type();
+  case kiln::rt::DType::I8:
+    return b.getI8Type();
+  case kiln::rt::DType::Bool:
+    return b.getI1Type();
+  }
+  return {};
+}
+
+/// Reads `NAME=FILE` inputs (.npy or serialized TensorProto).
+LogicalResult readInputs(MLIRContext *ctx,
+                         llvm::StringMap<HostTensor> &inputs) {
+  for (const std::string &spec : inputFiles) {
+    auto [name, path] = StringRef(spec).split('=');
+    if (path.empty()) {
+      fail("--input expects NAME=FILE, got '" + spec + "'");
+      return failure();
+    }
+    if (path.ends_with(".pb")) {
+      auto buffer = llvm::MemoryBuffer::getFile(path, false, false);
+      if (!buffer) {
+        fail("cannot read '" + path + "'");
+        return failure();
+      }
+      std::string protoName;
+      auto attr = kiln::parseTensorProtoFile(
+          FileLineColLoc::get(ctx, path, 0, 0), (*buffer)->getBuffer(),
+          protoName);
+      if (failed(attr))
+        return failure();
+      auto tensor = HostTensor::fromElementsAttr(*attr);
+      if (failed(tensor))
+        return failure();
+      inputs[name] = std::move(*tensor);
+      continue;
+    }
+    kiln::rt::NpyArray array;
+    std::string error;
+    if (!kiln::rt::readNpy(path.str(), array, error)) {
+      fail(error);
+      return failure();
+    }
+    auto tensor = HostTensor::allocate(fromDType(ctx, array.dtype),
+                                       SmallVector<int64_t>(array.shape.begin(),
+                                                            array.shape.end()));
+    if (failed(tensor) || tensor->bytes.size() != array.data.size()) {
+      fail("bad input '" + path + "'");
+      return failure();
+    }
+    std::memcpy(tensor->bytes.data(), array.data.data(), array.data.size());
+    inputs[name] = std::move(*tensor);
+  }
+  return success();
+}
+
+/// The graph inputs in order: from files where given, random otherwise.
+FailureOr<SmallVector<HostTensor>>
+gatherInputs(ArrayRef<std::pair<std::string, RankedTensorType>> signature,
+             llvm::StringMap<HostTensor> &given, std::mt19937 &rng) {
+  SmallVector<HostTensor> result;
+  for (auto &[name, type] : signature) {
+    auto it = given.find(name);
+    if (it == given.end()) {
+      result.push_back(kiln::randomTensor(type, rng));
+      continue;
+    }
+    if (it->second.getType() != type) {
+      fail("input '" + name + "' has the wrong type or shape");
+      return failure();
+    }
+    result.push_back(it->second);
+  }
+  return result;
+}
+
+/// Writes outputs as DIR/NAME.npy.
+LogicalResult writeOutputs(ArrayRef<std::string> names,
+                           ArrayRef<HostTensor> outputs) {
+  if (outputDir.empty())
+    return success();
+  if (std::error_code ec = llvm::sys::fs::create_directories(outputDir)) {
+    fail("cannot create '" + outputDir + "': " + ec.message());
+    return failure();
+  }
+  for (auto [name, tensor] : llvm::zip(names, outputs)) {
+    kiln::rt::NpyArray array;
+    array.dtype = *toDType(tensor.elementType);
+    array.shape.assign(tensor.shape.begin(), tensor.shape.end());
+    array.data.assign(tensor.bytes.begin(), tensor.bytes.end());
+    std::string safe = name;
+    for (char &c : safe)
+      if (c == '/' || c == '\\')
+        c = '_';
+    std::string error;
+    if (!kiln::rt::writeNpy(outputDir + "/" + safe + ".npy", array, error)) {
+      fail(error);
+      return failure();
+    }
+  }
+  return success();
+}
+
+/// Prints the largest absolute and relative error of each output.
+bool printComparison(ArrayRef<std::string> names, ArrayRef<HostTensor> got,
+                     ArrayRef<HostTensor> want) {
+  bool finite = true;
+  for (auto [name, g, w] : llvm::zip(names, got, want)) {
+    double maxAbs = 0, maxRel = 0;
+    for (int64_t i = 0, e = g.numElements(); i < e; ++i) {
+      double a = g.getAsDouble(i), b = w.getAsDouble(i);
+      if (std::isfinite(b) && !std::isfinite(a))
+        finite = false;
+      double diff = std::fabs(a - b);
+      maxAbs = std::max(maxAbs, diff);
+      maxRel = std::max(maxRel, diff / std::max(std::fabs(b), 1e-30));
+    }
+    llvm::outs() << "compare " << name << ": max_abs " << llvm::format("%.3e", maxAbs)
+                 << " max_rel " << llvm::format("%.3e", maxRel) << "\n";
+  }
+  return finite;
+}
+
+struct Signature {
+  SmallVector<std::pair<std::string, RankedTensorType>> inputs;
+  SmallVector<std::string> outputNames;
+};
+
+Signature signatureOf(func::FuncOp func) {
+  Signature s;
+  for (auto [i, type] : llvm::enumerate(func.getArgumentTypes())) {
+    auto name = func.getArgAttrOfType<StringAttr>(i, kiln::kNameAttr);
+    s.inputs.push_back({name ? name.str() : "input" + std::to_string(i),
+                        cast<RankedTensorType>(type)});
+  }
+  for (size_t i = 0; i < func.getNumResults(); ++i) {
+    auto name = func.getResultAttrOfType<StringAttr>(i, kiln::kNameAttr);
+    s.outputNames.push_back(name ? name.str() : "output" + std::to_string(i));
+  }
+  return s;
+}
+
+/// Runs a `.so` through its own C ABI, as a user's program would.
+FailureOr<SmallVector<HostTensor>>
+runLibrary(MLIRContext *ctx, Signature &signature,
+           llvm::StringMap<HostTensor> &given, std::mt19937 &rng) {
+  void *lib = dlopen(modelPath.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!lib) {
+    fail(std::string("cannot load '") + modelPath + "': " + dlerror());
+    return failure();
+  }
+  auto create = (decltype(&kiln_model_create))dlsym(lib, "kiln_model_create");
+  auto destroy = (decltype(&kiln_model_destroy))dlsym(lib, "kiln_model_destroy");
+  auto run = (decltype(&kiln_model_run))dlsym(lib, "kiln_model_run");
+  auto lastError = (decltype(&kiln_last_error))dlsym(lib, "kiln_last_error");
+  auto numIn = (decltype(&kiln_model_num_inputs))dlsym(lib, "kiln_model_num_inputs");
+  auto numOut = (decltype(&kiln_model_num_outputs))dlsym(lib, "kiln_model_num_outputs");
+  auto inDesc = (decltype(&kiln_model_input_desc))dlsym(lib, "kiln_model_input_desc");
+  auto outDesc = (decltype(&kiln_model_output_desc))dlsym(lib, "kiln_model_output_desc");
+  if (!create || !destroy || !run || !lastError || !numIn || !numOut ||
+      !inDesc || !outDesc) {
+    fail("'" + modelPath + "' is not a Kiln artifact (missing kiln_* symbols)");
+    return failure();
+  }
+  kiln_model *model = nullptr;
+  if (create(KILN_BACKEND_CUDA, &model) != KILN_OK) {
+    fail(lastError());
+    return failure();
+  }
+  auto describe = [&](const kiln_tensor_desc &d) {
+    SmallVector<int64_t> shape(d.shape, d.shape + d.rank);
+    return RankedTensorType::get(shape,
+                                 fromDType(ctx, kiln::rt::DType(d.dtype)));
+  };
+  for (int32_t i = 0; i < numIn(model); ++i) {
+    kiln_tensor_desc d;
+    inDesc(model, i, &d);
+    signature.inputs.push_back({d.name, describe(d)});
+  }
+  SmallVector<HostTensor> outputs;
+  for (int32_t i = 0; i < numOut(model); ++i) {
+    kiln_tensor_desc d;
+    outDesc(model, i, &d);
+    signature.outputNames.push_back(d.name);
+    RankedTensorType type = describe(d);
+    outputs.push_back(*HostTensor::allocate(type.getElementType(), type.getShape()));
+  }
+  auto inputs = gatherInputs(signature.inputs, given, rng);
+  if (failed(inputs)) {
+    destroy(model);
+    return failure();
+  }
+  SmallVector<const void *> in;
+  SmallVector<void *> out;
+  for (HostTensor &t : *inputs)
+    in.push_back(t.bytes.data());
+  for (HostTensor &t : outputs)
+    out.push_back(t.bytes.data());
+  kiln_status status = run(model, in.data(), out.data(), KILN_MEMORY_HOST);
+  if (status != KILN_OK)
+    fail(lastError());
+  destroy(model);
+  if (status != KILN_OK)
+    return failure();
+  given.clear();
+  for (auto [i, t] : llvm::enumerate(*inputs))
+    given[signature.inputs[i].first] = t;
+  return outputs;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM init(argc, argv);
+  cl::ParseCommandLineOptions(argc, argv,
+                              "kiln-run: run a model and save its outputs\n");
+  MLIRContext context;
+  llvm::SourceMgr sourceMgr;
+  SourceMgrDiagnosticHandler handler(sourceMgr, &context);
+  context.loadDialect<kiln::KilnDialect, func::FuncDialect>();
+
+  kiln::CompileOptions options;
+  for (const std::string &spec : inputShapes) {
+    std::string error = kiln::parseInputShape(spec, options.import);
+    if (!error.empty())
+      return fail("--input-shape: " + error);
+  }
+  unsigned usedSeed = seed ? seed : std::random_device{}();
+  llvm::outs() << "seed " << usedSeed << "\n";
+  std::mt19937 rng(usedSeed);
+
+  llvm::StringMap<HostTensor> given;
+  if (failed(readInputs(&context, given)))
+    return 1;
+
+  bool isLibrary = StringRef(modelPath).ends_with(".so");
+  Signature signature;
+  SmallVector<HostTensor> outputs;
+  OwningOpRef<ModuleOp> module;
+  if (isLibrary) {
+    if (backend != BackendKind::Cuda)
+      return fail("a .so runs on --backend cuda");
+    auto result = runLibrary(&context, signature, given, rng);
+    if (failed(result))
+      return 1;
+    outputs = std::move(*result);
+  } else {
+    module = kiln::loadModel(&context, modelPath, options);
+    if (!module)
+      return 1;
+    func::FuncOp func = *module->getOps<func::FuncOp>().begin();
+    signature = signatureOf(func);
+    auto inputs = gatherInputs(signature.inputs, given, rng);
+    if (failed(inputs))
+      return 1;
+    given.clear();
+    for (auto [i, t] : llvm::enumerate(*inputs))
+      given[signature.inputs[i].first] = t;
+    if (backend == BackendKind::Reference) {
+      auto result = kiln::interpretFunction(func, *inputs);
+      if (failed(result))
+        return 1;
+      outputs = std::move(*result);
+    } else {
+      OwningOpRef<ModuleOp> compiled = module->clone();
+      kiln::rt::Artifact artifact;
+      if (failed(kiln::runPipeline(*compiled, options)) ||
+          failed(kiln::lowerToArtifact(*compiled, options, true, artifact)))
+        return 1;
+      std::unique_ptr<kiln::rt::Model> model;
+      kiln::rt::Status status = kiln::rt::Model::create(
+          std::move(artifact), kiln::rt::Backend::Cuda, model);
+      if (!status.isOk())
+        return fail(status.message);
+      SmallVector<const void *> in;
+      SmallVector<void *> out;
+      for (HostTensor &t : *inputs)
+        in.push_back(t.bytes.data());
+      for (size_t i = 0; i < model->numOutputs(); ++i) {
+        const kiln::rt::Buffer &b = model->output(i);
+        outputs.push_back(*HostTensor::allocate(
+            fromDType(&context, b.dtype),
+            SmallVector<int64_t>(b.shape.begin(), b.shape.end())));
+      }
+      for (HostTensor &t : outputs)
+        out.push_back(t.bytes.data());
+      status = model->run(in.data(), out.data(), kiln::rt::Memory::Host);
+      if (!status.isOk())
+        return fail(status.message);
+    }
+  }
+
+  if (failed(writeOutputs(signature.outputNames, outputs)))
+    return 1;
+  if (!compareReference)
+    return 0;
+  std::string refPath = isLibrary ? referenceModel.getValue() : modelPath.getValue();
+  if (refPath.empty())
+    return fail("--compare-reference on a .so needs --reference-model");
+  OwningOpRef<ModuleOp> refModule =
+      isLibrary ? kiln::loadModel(&context, refPath, options) : module->clone();
+  if (!refModule)
+    return 1;
+  func::FuncOp refFunc = *refModule->getOps<func::FuncOp>().begin();
+  SmallVector<HostTensor> refInputs;
+  for (auto &[name, type] : signature.inputs)
+    refInputs.push_back(given[name]);
+  auto expected = kiln::interpretFunction(refFunc, refInputs);
+  if (failed(expected))
+    return 1;
+  if (!printComparison(signature.outputNames, outputs, *expected))
+    return fail("non-finite output where the reference is finite");
+  return 0;
+}

@@ -1,0 +1,141 @@
+//===- kilnc.cpp - compile an ONNX model into a self-contained .so --------===//
+
+#include "kiln/Compiler/Compiler.h"
+#include "kiln/Dialect/Kiln/KilnDialect.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Support/FileUtilities.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir;
+namespace cl = llvm::cl;
+
+namespace {
+
+enum class Emit { So, Mlir, Cuda, Plan };
+
+cl::opt<std::string> inputPath(cl::Positional, cl::desc("<model.onnx>"),
+                               cl::Required);
+cl::opt<std::string> outputPath("o", cl::desc("output file ('-' for stdout "
+                                              "with --emit=mlir|cuda|plan)"),
+                                cl::value_desc("path"), cl::init("-"));
+cl::opt<Emit> emit(
+    "emit", cl::desc("what to write"), cl::init(Emit::So),
+    cl::values(clEnumValN(Emit::So, "so", "the self-contained shared library"),
+               clEnumValN(Emit::Mlir, "mlir", "kiln IR after the pipeline"),
+               clEnumValN(Emit::Cuda, "cuda", "the generated CUDA C++"),
+               clEnumValN(Emit::Plan, "plan", "the runtime plan as text")));
+cl::list<std::string> inputShapes(
+    "input-shape", cl::desc("static shape of a graph input, e.g. ids=1x128"),
+    cl::value_desc("NAME=DIMxDIM"));
+cl::opt<std::string> dumpDir("dump-dir",
+                             cl::desc("write every stage's IR and the CUDA "
+                                      "source into this folder"),
+                             cl::value_desc("dir"));
+cl::opt<std::string> arch("arch", cl::desc("GPU architecture for NVRTC"),
+                          cl::init("sm_90a"));
+
+/// Prints the plan for --emit=plan.
+void printPlan(const kiln::rt::Artifact &a, llvm::raw_ostream &os) {
+  os << "arena_bytes " << a.arenaBytes << "\nweight_bytes " << a.weights.size()
+     << "\n";
+  for (auto [i, b] : llvm::enumerate(a.buffers)) {
+    static const char *kinds[] = {"arena", "weight", "input", "output"};
+    os << "buffer " << i << " " << kinds[static_cast<int>(b.kind)] << " "
+       << b.name << " " << kiln::rt::dtypeName(b.dtype) << "[";
+    llvm::interleave(b.shape, os, "x");
+    os << "] offset " << b.offset << " bytes " << b.bytes << "\n";
+  }
+  for (const kiln::rt::Step &s : a.steps) {
+    switch (s.kind) {
+    case kiln::rt::Step::Kind::Launch:
+      os << "launch " << a.kernelNames[s.launch.kernel] << " grid "
+         << s.launch.grid[0] << " block " << s.launch.block[0] << " args";
+      for (uint32_t arg : s.launch.args)
+        os << " " << arg;
+      os << "\n";
+      break;
+    case kiln::rt::Step::Kind::Matmul:
+      os << "matmul " << kiln::rt::dtypeName(s.matmul.dtype) << " batch "
+         << s.matmul.batch << " m " << s.matmul.m << " n " << s.matmul.n
+         << " k " << s.matmul.k << " transA " << s.matmul.transA << " transB "
+         << s.matmul.transB << " a " << s.matmul.a << " b " << s.matmul.b
+         << " c " << s.matmul.c << "\n";
+      break;
+    case kiln::rt::Step::Kind::Copy:
+      os << "copy " << s.copy.src << " -> " << s.copy.dst << " bytes "
+         << s.copy.bytes << "\n";
+      break;
+    }
+  }
+}
+
+/// Writes text output to `-o` (stdout by default), atomically for files.
+LogicalResult writeText(Location loc, StringRef text) {
+  if (outputPath == "-") {
+    llvm::outs() << text;
+    return success();
+  }
+  return kiln::writeFileAtomically(loc, outputPath, text);
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM init(argc, argv);
+  cl::ParseCommandLineOptions(
+      argc, argv,
+      "kilnc: compile an ONNX model into a self-contained shared library\n\n"
+      "  kilnc model.onnx -o model.so\n");
+
+  kiln::CompileOptions options;
+  options.arch = arch;
+  options.dumpDir = dumpDir;
+  for (const std::string &spec : inputShapes) {
+    std::string error = kiln::parseInputShape(spec, options.import);
+    if (!error.empty()) {
+      llvm::errs() << "kilnc: --input-shape: " << error << "\n";
+      return 1;
+    }
+  }
+  if (emit == Emit::So && outputPath == "-") {
+    llvm::errs() << "kilnc: give the output .so with -o\n";
+    return 1;
+  }
+
+  MLIRContext context;
+  llvm::SourceMgr sourceMgr;
+  SourceMgrDiagnosticHandler handler(sourceMgr, &context);
+  Location loc = FileLineColLoc::get(&context, inputPath, 0, 0);
+
+  OwningOpRef<ModuleOp> module = kiln::loadModel(&context, inputPath, options);
+  if (!module || failed(kiln::runPipeline(*module, options)))
+    return 1;
+  if (emit == Emit::Mlir) {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    module->print(os, OpPrintingFlags().elideLargeResourceString());
+    return failed(writeText(loc, text)) ? 1 : 0;
+  }
+  kiln::rt::Artifact artifact;
+  bool needsCubin = emit == Emit::So;
+  if (failed(kiln::lowerToArtifact(*module, options, needsCubin, artifact)))
+    return 1;
+  if (emit == Emit::Cuda)
+    return failed(writeText(loc, artifact.cudaSource)) ? 1 : 0;
+  if (emit == Emit::Plan) {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    printPlan(artifact, os);
+    return failed(writeText(loc, text)) ? 1 : 0;
+  }
+  if (failed(kiln::writeArtifactLibrary(loc, artifact, outputPath)))
+    return 1;
+  llvm::errs() << "kilnc: wrote " << outputPath << " (" << artifact.steps.size()
+               << " steps, peak arena " << artifact.arenaBytes
+               << " bytes, weights " << artifact.weights.size() << " bytes)\n";
+  return 0;
+}
