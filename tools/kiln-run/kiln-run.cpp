@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "kiln/Compiler/Compiler.h"
+#include "kiln/Dialect/Kiln/KilnDialect.h"
 #include "kiln/Importer/ONNX/TensorProto.h"
 #include "kiln/Interpreter/Interpreter.h"
 #include "kiln/kiln_model.h"
@@ -183,8 +184,11 @@ LogicalResult writeOutputs(ArrayRef<std::string> names,
     array.dtype = *toDType(tensor.elementType);
     array.shape.assign(tensor.shape.begin(), tensor.shape.end());
     array.data.assign(tensor.bytes.begin(), tensor.bytes.end());
+    // Tensor names may hold any character; only the inputs/ prefix that
+    // kiln-run itself adds may make a folder.
     std::string safe = name;
-    for (char &c : safe)
+    size_t keep = StringRef(name).starts_with("inputs/") ? 7 : 0;
+    for (char &c : MutableArrayRef<char>(safe).drop_front(keep))
       if (c == '/' || c == '\\')
         c = '_';
     std::string error;
@@ -387,6 +391,20 @@ int main(int argc, char **argv) {
 
   if (failed(writeOutputs(signature.outputNames, outputs)))
     return 1;
+  if (!outputDir.empty()) {
+    // The inputs the model ran on, so that other tools can replay them.
+    SmallVector<std::string> names;
+    SmallVector<HostTensor> values;
+    for (auto &[name, type] : signature.inputs) {
+      names.push_back("inputs/" + name);
+      values.push_back(given[name]);
+    }
+    if (std::error_code ec =
+            llvm::sys::fs::create_directories(outputDir + "/inputs"))
+      return fail("cannot create '" + outputDir + "/inputs': " + ec.message());
+    if (failed(writeOutputs(names, values)))
+      return 1;
+  }
   if (!compareReference)
     return 0;
   std::string refPath = isLibrary ? referenceModel.getValue() : modelPath.getValue();

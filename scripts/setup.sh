@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs everything Kiln needs to build and test on Debian bookworm (run as
+# root, or with sudo available). Safe to run again: installed packages are
+# skipped.
+set -euo pipefail
+
+apt_packages=(
+  cmake ninja-build ccache g++ git python3 python3-pip
+  llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools
+  libzstd-dev zlib1g-dev libxml2-dev libedit-dev libcurl4-openssl-dev
+  libonnx-dev libprotobuf-dev protobuf-compiler libgtest-dev
+)
+missing=()
+for p in "${apt_packages[@]}"; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  SUDO=""
+  [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}"
+fi
+
+if [ ! -x /usr/local/cuda/bin/nvcc ] && [ ! -f /usr/local/cuda/include/nvrtc.h ]; then
+  echo "setup: the CUDA 13 toolkit (NVRTC) is expected under /usr/local/cuda" >&2
+  exit 1
+fi
+
+# Test oracles and tools; numpy and onnx read the conformance data.
+python3 -m pip install -q --disable-pip-version-check onnx onnxruntime numpy pytest lit

@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# The README's test command: set everything up, build, run every test.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+scripts/build.sh
+# Unit tests (gtest) and the corpus conformance run, through ctest; the lit
+# suite through its own target.
+(cd build && ctest --output-on-failure -j"$(nproc)")
+ninja -C build check-kiln

@@ -1,0 +1,37 @@
+#!/usr/bin/env python3
+"""Checks Kiln's outputs against onnxruntime (CPU) on the same inputs.
+
+  compare_ort.py MODEL.onnx DIR
+
+DIR is a `kiln-run --output-dir`: it holds inputs/NAME.npy (the inputs Kiln
+ran on) and NAME.npy per output. Passes within the fp32 numerics contract
+(rtol 1e-4, atol 1e-5; no NaN where the reference is finite).
+"""
+import os
+import sys
+
+import numpy as np
+import onnxruntime as ort
+
+
+def main():
+    model, folder = sys.argv[1], sys.argv[2]
+    session = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
+    feeds = {i.name: np.load(os.path.join(folder, "inputs", i.name + ".npy"))
+             for i in session.get_inputs()}
+    expected = session.run(None, feeds)
+    ok = True
+    for info, want in zip(session.get_outputs(), expected):
+        got = np.load(os.path.join(folder, info.name + ".npy"))
+        diff = np.abs(got.astype(np.float64) - want.astype(np.float64))
+        worst = float(diff.max()) if diff.size else 0.0
+        close = np.allclose(got, want, rtol=1e-4, atol=1e-5, equal_nan=True)
+        finite = not np.any(np.isfinite(want) & ~np.isfinite(got))
+        print(f"onnxruntime vs kiln: {info.name} max_abs {worst:.3e} "
+              f"{'ok' if close and finite else 'MISMATCH'}")
+        ok &= close and finite
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
