@@ -41,7 +41,7 @@ struct KilnPlanMemoryPass
     func::FuncOp func = getOperation();
     if (alignment <= 0 || (alignment & (alignment - 1)) != 0) {
       func.emitError("alignment must be a positive power of two, got ")
-          << alignment;
+          << alignment.getValue();
       return signalPassFailure();
     }
     Block &body = func.getBody().front();

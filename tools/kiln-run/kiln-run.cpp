@@ -49,6 +49,10 @@ cl::list<std::string> inputFiles("input", cl::desc("an input from a file"),
 cl::list<std::string> inputShapes("input-shape",
                                   cl::desc("static shape of a graph input"),
                                   cl::value_desc("NAME=DIMxDIM"));
+cl::list<std::string> constInputs(
+    "const-input",
+    cl::desc("freeze a graph input to the value in a file at compile time"),
+    cl::value_desc("NAME=FILE.npy|FILE.pb"));
 cl::opt<std::string> outputDir("output-dir", cl::desc("write outputs here"),
                                cl::value_desc("dir"));
 cl::opt<bool> compareReference(
@@ -58,6 +62,11 @@ cl::opt<std::string> referenceModel(
     "reference-model",
     cl::desc("the .onnx model a .so came from, for --compare-reference"),
     cl::value_desc("model.onnx"));
+cl::opt<bool> comparePipeline(
+    "compare-pipeline",
+    cl::desc("run the reference interpreter on the IR before and after the "
+             "Kiln pipeline and fail when they differ beyond the fp32 "
+             "contract (rtol 1e-4, atol 1e-5)"));
 cl::opt<unsigned> seed("seed", cl::desc("seed of random inputs"), cl::init(0));
 
 int fail(const llvm::Twine &message) {
@@ -105,9 +114,9 @@ Type fromDType(MLIRContext *ctx, kiln::rt::DType d) {
 }
 
 /// Reads `NAME=FILE` inputs (.npy or serialized TensorProto).
-LogicalResult readInputs(MLIRContext *ctx,
+LogicalResult readInputs(MLIRContext *ctx, ArrayRef<std::string> specs,
                          llvm::StringMap<HostTensor> &inputs) {
-  for (const std::string &spec : inputFiles) {
+  for (const std::string &spec : specs) {
     auto [name, path] = StringRef(spec).split('=');
     if (path.empty()) {
       fail("--input expects NAME=FILE, got '" + spec + "'");
@@ -328,9 +337,16 @@ int main(int argc, char **argv) {
   llvm::outs() << "seed " << usedSeed << "\n";
   std::mt19937 rng(usedSeed);
 
-  llvm::StringMap<HostTensor> given;
-  if (failed(readInputs(&context, given)))
+  llvm::StringMap<HostTensor> given, frozen;
+  if (failed(readInputs(&context, inputFiles, given)) ||
+      failed(readInputs(&context, constInputs, frozen)))
     return 1;
+  for (auto &entry : frozen) {
+    const HostTensor &t = entry.getValue();
+    options.import.constantInputs[entry.getKey()] =
+        llvm::cast<ElementsAttr>(DenseElementsAttr::getFromRawBuffer(
+            t.getType(), ArrayRef<char>(t.bytes.data(), t.bytes.size())));
+  }
 
   bool isLibrary = StringRef(modelPath).ends_with(".so");
   Signature signature;
@@ -355,6 +371,28 @@ int main(int argc, char **argv) {
     given.clear();
     for (auto [i, t] : llvm::enumerate(*inputs))
       given[signature.inputs[i].first] = t;
+    if (comparePipeline) {
+      // The semantics check of every pass: same inputs, IR before and after.
+      OwningOpRef<ModuleOp> after = module->clone();
+      if (failed(kiln::runPipeline(*after, options)))
+        return 1;
+      auto before = kiln::interpretFunction(func, *inputs);
+      auto planned = kiln::interpretFunction(
+          *after->getOps<func::FuncOp>().begin(), *inputs);
+      if (failed(before) || failed(planned))
+        return 1;
+      printComparison(signature.outputNames, *planned, *before);
+      for (auto [got, want] : llvm::zip(*planned, *before))
+        for (int64_t i = 0, e = got.numElements(); i < e; ++i) {
+          double a = got.getAsDouble(i), b = want.getAsDouble(i);
+          if (!(std::fabs(a - b) <= 1e-5 + 1e-4 * std::fabs(b)) &&
+              !(std::isnan(a) && std::isnan(b)))
+            return fail("the pipeline changed the result at element " +
+                        llvm::Twine(i));
+        }
+      llvm::outs() << "pipeline keeps semantics\n";
+      return 0;
+    }
     if (backend == BackendKind::Reference) {
       auto result = kiln::interpretFunction(func, *inputs);
       if (failed(result))

@@ -15,7 +15,7 @@ namespace cl = llvm::cl;
 
 namespace {
 
-enum class Emit { So, Mlir, Cuda, Plan };
+enum class Emit { So, Imported, Mlir, Cuda, Plan };
 
 cl::opt<std::string> inputPath(cl::Positional, cl::desc("<model.onnx>"),
                                cl::Required);
@@ -25,6 +25,8 @@ cl::opt<std::string> outputPath("o", cl::desc("output file ('-' for stdout "
 cl::opt<Emit> emit(
     "emit", cl::desc("what to write"), cl::init(Emit::So),
     cl::values(clEnumValN(Emit::So, "so", "the self-contained shared library"),
+               clEnumValN(Emit::Imported, "imported",
+                          "kiln IR as imported, before any pass"),
                clEnumValN(Emit::Mlir, "mlir", "kiln IR after the pipeline"),
                clEnumValN(Emit::Cuda, "cuda", "the generated CUDA C++"),
                clEnumValN(Emit::Plan, "plan", "the runtime plan as text")));
@@ -112,9 +114,11 @@ int main(int argc, char **argv) {
   Location loc = FileLineColLoc::get(&context, inputPath, 0, 0);
 
   OwningOpRef<ModuleOp> module = kiln::loadModel(&context, inputPath, options);
-  if (!module || failed(kiln::runPipeline(*module, options)))
+  if (!module)
     return 1;
-  if (emit == Emit::Mlir) {
+  if (emit != Emit::Imported && failed(kiln::runPipeline(*module, options)))
+    return 1;
+  if (emit == Emit::Imported || emit == Emit::Mlir) {
     std::string text;
     llvm::raw_string_ostream os(text);
     module->print(os, OpPrintingFlags().elideLargeResourceString());

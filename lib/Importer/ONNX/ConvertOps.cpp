@@ -86,6 +86,11 @@ struct NodeConverter {
     if (failed(lhs) || failed(rhs))
       return failure();
     Value r = *rhs;
+    if (std::is_same_v<OpTy, PowOp> &&
+        !isa<FloatType>(typeOf(*lhs).getElementType()))
+      return error() << "integer powers (base of type "
+                     << typeOf(*lhs).getElementType()
+                     << ") are not supported yet";
     // ONNX Pow lets the exponent have its own type; kiln.pow does not.
     if (std::is_same_v<OpTy, PowOp> &&
         typeOf(r).getElementType() != typeOf(*lhs).getElementType())

@@ -127,7 +127,8 @@ LogicalResult GraphImporter::importInputs(SmallVectorImpl<Type> &types,
   std::string unbound;
   for (const onnx::ValueInfoProto &info : graph.input()) {
     // Models before IR version 4 list their weights among the inputs.
-    if (initializers.contains(info.name()))
+    if (initializers.contains(info.name()) ||
+        options.constantInputs.count(info.name()))
       continue;
     Location loc = NameLoc::get(b.getStringAttr(info.name()), fileLoc);
     if (!info.type().has_tensor_type())
@@ -211,6 +212,13 @@ LogicalResult GraphImporter::importGraph() {
   b.setInsertionPointToStart(entry);
   if (failed(importInitializers()))
     return failure();
+  for (const onnx::ValueInfoProto &info : graph.input()) {
+    auto frozen = options.constantInputs.find(info.name());
+    if (frozen != options.constantInputs.end())
+      values[info.name()] = ConstantOp::create(
+          b, NameLoc::get(b.getStringAttr(info.name()), fileLoc),
+          frozen->second);
+  }
 
   // ONNX requires nodes in topological order, so one pass in order suffices
   // and no recursion over the graph is needed.

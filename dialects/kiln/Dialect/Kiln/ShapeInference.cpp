@@ -139,7 +139,7 @@ static LogicalResult checkNormParam(std::optional<Location> loc,
     return emitOptionalError(loc, "expected ", what, " of element type ",
                              input.getElementType(), ", got ",
                              param.getElementType());
-  auto shape = broadcastShapes(loc, normDims, param.getShape());
+  auto shape = broadcastShapes(std::nullopt, normDims, param.getShape());
   if (failed(shape) || ArrayRef<int64_t>(*shape) != normDims)
     return emitOptionalError(loc, "expected ", what, " of shape ",
                              shapeStr(param.getShape()),

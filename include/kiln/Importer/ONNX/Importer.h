@@ -10,6 +10,7 @@
 #ifndef KILN_IMPORTER_ONNX_IMPORTER_H
 #define KILN_IMPORTER_ONNX_IMPORTER_H
 
+#include "mlir/IR/BuiltinAttributeInterfaces.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
 #include "llvm/ADT/SmallVector.h"
@@ -24,6 +25,10 @@ struct ImportOptions {
   /// Static shapes for graph inputs by name (`--input-shape NAME=2x128`); they
   /// bind the model's symbolic or unknown dims.
   llvm::StringMap<llvm::SmallVector<int64_t>> inputShapes;
+  /// Graph inputs frozen to a value at compile time (`--const-input`): they
+  /// become constants, as a shape that arrives as an input must be for a
+  /// static-shape compiler.
+  llvm::StringMap<mlir::ElementsAttr> constantInputs;
 };
 
 /// Name of the argument and result attribute holding the ONNX tensor name.

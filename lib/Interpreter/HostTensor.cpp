@@ -1,0 +1,541 @@
+//===- HostTensor.cpp - host tensors of the reference interpreter ---------===//
+//
+// Element access converts through double (floats) or int64_t (integers) so
+// that every op of the interpreter is written once for all element types.
+// Rounding to f16 and bf16 goes through llvm::APFloat: slower than bit tricks,
+// but round-to-nearest-even from double is then obviously right.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/Interpreter/Interpreter.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/DialectResourceBlobManager.h"
+#include "llvm/ADT/APFloat.h"
+#include "llvm/ADT/APInt.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/CheckedArithmetic.h"
+#include "llvm/Support/ErrorHandling.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/MathExtras.h"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+using namespace mlir;
+using namespace kiln;
+
+// Casting double to float is only defined for out-of-range values (giving
+// infinity) on IEEE 754 hosts; every host Kiln supports is one.
+static_assert(std::numeric_limits<float>::is_iec559 &&
+                  std::numeric_limits<double>::is_iec559,
+              "the interpreter needs IEEE 754 float and double");
+
+namespace {
+/// The element types the interpreter stores, decoded once per access.
+enum class ElementKind { F32, F16, BF16, I64, I32, I8, I1, Unsupported };
+} // namespace
+
+/// Classifies `type`; Kiln's integers are signless.
+static ElementKind getElementKind(Type type) {
+  if (!type)
+    return ElementKind::Unsupported;
+  if (type.isF32())
+    return ElementKind::F32;
+  if (type.isF16())
+    return ElementKind::F16;
+  if (type.isBF16())
+    return ElementKind::BF16;
+  if (type.isSignlessInteger(64))
+    return ElementKind::I64;
+  if (type.isSignlessInteger(32))
+    return ElementKind::I32;
+  if (type.isSignlessInteger(8))
+    return ElementKind::I8;
+  if (type.isSignlessInteger(1))
+    return ElementKind::I1;
+  return ElementKind::Unsupported;
+}
+
+/// Bit width of an integer kind; 0 for floats.
+static unsigned getIntegerWidth(ElementKind kind) {
+  switch (kind) {
+  case ElementKind::I64:
+    return 64;
+  case ElementKind::I32:
+    return 32;
+  case ElementKind::I8:
+    return 8;
+  case ElementKind::I1:
+    return 1;
+  default:
+    return 0;
+  }
+}
+
+/// Reads element `i` of `bytes` as a `T`; memcpy because the buffer of a
+/// std::vector<char> carries no alignment for T.
+template <typename T>
+static T loadElement(const std::vector<char> &bytes, int64_t i) {
+  assert(i >= 0 && static_cast<size_t>(i + 1) * sizeof(T) <= bytes.size() &&
+         "element index out of range");
+  T value;
+  std::memcpy(&value, bytes.data() + i * sizeof(T), sizeof(T));
+  return value;
+}
+
+/// Writes `value` as element `i` of `bytes`.
+template <typename T>
+static void storeElement(std::vector<char> &bytes, int64_t i, T value) {
+  assert(i >= 0 && static_cast<size_t>(i + 1) * sizeof(T) <= bytes.size() &&
+         "element index out of range");
+  std::memcpy(bytes.data() + i * sizeof(T), &value, sizeof(T));
+}
+
+/// Decodes 16 bits of a 16-bit float format into a double (exact).
+static double decodeFloat16(const llvm::fltSemantics &semantics,
+                            uint16_t bits) {
+  return llvm::APFloat(semantics, llvm::APInt(16, bits)).convertToDouble();
+}
+
+/// Rounds `value` to nearest even in a 16-bit float format and returns the
+/// bits; overflow gives infinity and NaN stays NaN.
+static uint16_t encodeFloat16(const llvm::fltSemantics &semantics,
+                              double value) {
+  llvm::APFloat converted(value);
+  bool losesInfo = false;
+  (void)converted.convert(semantics, llvm::APFloat::rmNearestTiesToEven,
+                          &losesInfo);
+  return static_cast<uint16_t>(converted.bitcastToAPInt().getZExtValue());
+}
+
+/// Converts a float value to a signed integer of `width` bits as `kiln.cast`
+/// does: truncation toward zero, saturation at the type's range, NaN to 0.
+/// Every case is decided before the conversion, which is then always in range
+/// (a plain cast of NaN or an out-of-range value is undefined behaviour).
+static int64_t floatToInteger(double value, unsigned width) {
+  if (std::isnan(value))
+    return 0;
+  double truncated = std::trunc(value);
+  // 2^(width-1) is exact in double for every width up to 64.
+  double limit = std::ldexp(1.0, static_cast<int>(width) - 1);
+  int64_t maxValue = static_cast<int64_t>((uint64_t(1) << (width - 1)) - 1);
+  if (truncated >= limit)
+    return maxValue;
+  if (truncated < -limit)
+    return -maxValue - 1;
+  return static_cast<int64_t>(truncated);
+}
+
+/// Rounds an integer to nearest even in a float format; APFloat converts the
+/// integer directly, so a large i64 is rounded once, not through double.
+static llvm::APFloat integerToFloat(const llvm::fltSemantics &semantics,
+                                    int64_t value) {
+  llvm::APFloat converted(semantics);
+  (void)converted.convertFromAPInt(
+      llvm::APInt(64, static_cast<uint64_t>(value), /*isSigned=*/true),
+      /*IsSigned=*/true, llvm::APFloat::rmNearestTiesToEven);
+  return converted;
+}
+
+/// Prints `shape` as `2x3`, `?` for dynamic dims, `scalar` for rank 0.
+static std::string formatShape(ArrayRef<int64_t> shape) {
+  if (shape.empty())
+    return "scalar";
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  llvm::interleave(
+      shape, os,
+      [&](int64_t dim) {
+        if (ShapedType::isDynamic(dim))
+          os << '?';
+        else
+          os << dim;
+      },
+      "x");
+  return text;
+}
+
+int64_t kiln::getHostElementByteWidth(Type elementType) {
+  switch (getElementKind(elementType)) {
+  case ElementKind::F32:
+  case ElementKind::I32:
+    return 4;
+  case ElementKind::F16:
+  case ElementKind::BF16:
+    return 2;
+  case ElementKind::I64:
+    return 8;
+  case ElementKind::I8:
+  case ElementKind::I1:
+    return 1;
+  case ElementKind::Unsupported:
+    return 0;
+  }
+  return 0;
+}
+
+FailureOr<int64_t> kiln::getCheckedNumElements(ArrayRef<int64_t> shape,
+                                               std::optional<Location> loc) {
+  // The bound applies to the product with zero dims counted as one, so that
+  // no stride or partial product of an empty tensor can overflow either.
+  int64_t bound = 1;
+  bool empty = false;
+  for (auto [index, dim] : llvm::enumerate(shape)) {
+    if (ShapedType::isDynamic(dim))
+      return emitOptionalError(loc, "expected a static dim at index ", index,
+                               " of a runtime shape");
+    if (dim < 0)
+      return emitOptionalError(loc, "invalid dim ", dim, " at index ", index);
+    if (dim == 0) {
+      empty = true;
+      continue;
+    }
+    std::optional<int64_t> product = llvm::checkedMul(bound, dim);
+    if (!product || *product > kMaxHostTensorElements)
+      return emitOptionalError(loc, "tensor of shape ", formatShape(shape),
+                               " exceeds the interpreter's limit of ",
+                               kMaxHostTensorElements, " elements");
+    bound = *product;
+  }
+  return empty ? 0 : bound;
+}
+
+FailureOr<HostTensor> HostTensor::allocate(Type elementType,
+                                           ArrayRef<int64_t> shape,
+                                           std::optional<Location> loc) {
+  int64_t width = getHostElementByteWidth(elementType);
+  if (width == 0)
+    return emitOptionalError(loc, "unsupported element type ", elementType);
+  FailureOr<int64_t> count = getCheckedNumElements(shape, loc);
+  if (failed(count))
+    return failure();
+  HostTensor tensor;
+  tensor.elementType = elementType;
+  tensor.shape.assign(shape.begin(), shape.end());
+  // At most 2^31 elements of 8 bytes: no overflow.
+  tensor.bytes.assign(static_cast<size_t>(*count * width), 0);
+  return tensor;
+}
+
+FailureOr<HostTensor>
+HostTensor::fromElementsAttr(ElementsAttr attr, std::optional<Location> loc) {
+  auto type = dyn_cast<RankedTensorType>(attr.getShapedType());
+  if (!type)
+    return emitOptionalError(loc, "expected a ranked tensor constant, got ",
+                             attr.getShapedType());
+  FailureOr<HostTensor> tensor =
+      allocate(type.getElementType(), type.getShape(), loc);
+  if (failed(tensor))
+    return failure();
+  ElementKind kind = getElementKind(type.getElementType());
+  size_t width =
+      static_cast<size_t>(getHostElementByteWidth(tensor->elementType));
+  int64_t count = tensor->numElements();
+
+  if (auto resource = dyn_cast<DenseResourceElementsAttr>(attr)) {
+    DenseResourceElementsHandle handle = resource.getRawHandle();
+    AsmResourceBlob *blob = handle.getBlob();
+    if (!blob)
+      return emitOptionalError(loc, "dense_resource blob '", handle.getKey(),
+                               "' has no data");
+    ArrayRef<char> data = blob->getData();
+    if (data.size() != tensor->bytes.size())
+      return emitOptionalError(loc, "dense_resource blob '", handle.getKey(),
+                               "' holds ", data.size(), " bytes, expected ",
+                               tensor->bytes.size(), " for ", type);
+    if (!data.empty())
+      std::memcpy(tensor->bytes.data(), data.data(), data.size());
+    // Resource blobs hold one byte per bool; any nonzero byte is true.
+    if (kind == ElementKind::I1)
+      for (char &byte : tensor->bytes)
+        byte = byte != 0 ? 1 : 0;
+    return tensor;
+  }
+
+  if (auto dense = dyn_cast<DenseElementsAttr>(attr)) {
+    // MLIR bit-packs i1 in its raw storage; enumerate bools instead.
+    if (kind == ElementKind::I1) {
+      for (auto [index, value] : llvm::enumerate(dense.getValues<bool>()))
+        tensor->bytes[index] = value ? 1 : 0;
+      return tensor;
+    }
+    ArrayRef<char> raw = dense.getRawData();
+    if (dense.isSplat()) {
+      if (raw.size() < width)
+        return emitOptionalError(loc, "malformed splat constant of ", type);
+      for (int64_t i = 0; i < count; ++i)
+        std::memcpy(tensor->bytes.data() + i * width, raw.data(), width);
+      return tensor;
+    }
+    if (raw.size() != tensor->bytes.size())
+      return emitOptionalError(loc, "dense constant holds ", raw.size(),
+                               " bytes, expected ", tensor->bytes.size(),
+                               " for ", type);
+    if (!raw.empty())
+      std::memcpy(tensor->bytes.data(), raw.data(), raw.size());
+    return tensor;
+  }
+
+  // Other ElementsAttr implementations: enumerate values generically.
+  if (isa<FloatType>(type.getElementType())) {
+    if (auto values = attr.tryGetValues<llvm::APFloat>()) {
+      for (auto [index, value] : llvm::enumerate(*values)) {
+        bool losesInfo = false;
+        llvm::APFloat wide = value;
+        (void)wide.convert(llvm::APFloat::IEEEdouble(),
+                           llvm::APFloat::rmNearestTiesToEven, &losesInfo);
+        tensor->setFromDouble(index, wide.convertToDouble());
+      }
+      return tensor;
+    }
+  } else if (auto values = attr.tryGetValues<llvm::APInt>()) {
+    for (auto [index, value] : llvm::enumerate(*values))
+      tensor->setFromInt(index, kind == ElementKind::I1
+                                    ? static_cast<int64_t>(!value.isZero())
+                                    : value.getSExtValue());
+    return tensor;
+  }
+  return emitOptionalError(loc, "cannot read the elements of constant ", attr);
+}
+
+FailureOr<HostTensor> HostTensor::fromDoubles(Type elementType,
+                                              ArrayRef<int64_t> shape,
+                                              ArrayRef<double> values,
+                                              std::optional<Location> loc) {
+  FailureOr<HostTensor> tensor = allocate(elementType, shape, loc);
+  if (failed(tensor))
+    return failure();
+  if (static_cast<int64_t>(values.size()) != tensor->numElements())
+    return emitOptionalError(loc, "expected ", tensor->numElements(),
+                             " values, got ", values.size());
+  for (auto [index, value] : llvm::enumerate(values))
+    tensor->setFromDouble(index, value);
+  return tensor;
+}
+
+FailureOr<HostTensor> HostTensor::fromInts(Type elementType,
+                                           ArrayRef<int64_t> shape,
+                                           ArrayRef<int64_t> values,
+                                           std::optional<Location> loc) {
+  FailureOr<HostTensor> tensor = allocate(elementType, shape, loc);
+  if (failed(tensor))
+    return failure();
+  if (static_cast<int64_t>(values.size()) != tensor->numElements())
+    return emitOptionalError(loc, "expected ", tensor->numElements(),
+                             " values, got ", values.size());
+  for (auto [index, value] : llvm::enumerate(values))
+    tensor->setFromInt(index, value);
+  return tensor;
+}
+
+int64_t HostTensor::numElements() const {
+  int64_t count = 1;
+  for (int64_t dim : shape) {
+    if (dim < 0)
+      return -1;
+    std::optional<int64_t> product = llvm::checkedMul(count, dim);
+    if (!product)
+      return -1;
+    count = *product;
+  }
+  return count;
+}
+
+RankedTensorType HostTensor::getType() const {
+  return RankedTensorType::get(shape, elementType);
+}
+
+double HostTensor::getAsDouble(int64_t i) const {
+  switch (getElementKind(elementType)) {
+  case ElementKind::F32:
+    return loadElement<float>(bytes, i);
+  case ElementKind::F16:
+    return decodeFloat16(llvm::APFloat::IEEEhalf(),
+                         loadElement<uint16_t>(bytes, i));
+  case ElementKind::BF16:
+    return decodeFloat16(llvm::APFloat::BFloat(),
+                         loadElement<uint16_t>(bytes, i));
+  case ElementKind::I64:
+    return static_cast<double>(loadElement<int64_t>(bytes, i));
+  case ElementKind::I32:
+    return loadElement<int32_t>(bytes, i);
+  case ElementKind::I8:
+    return loadElement<int8_t>(bytes, i);
+  case ElementKind::I1:
+    return loadElement<uint8_t>(bytes, i) != 0 ? 1.0 : 0.0;
+  case ElementKind::Unsupported:
+    break;
+  }
+  // Reached only for a tensor built by hand with an unsupported type.
+  return std::numeric_limits<double>::quiet_NaN();
+}
+
+void HostTensor::setFromDouble(int64_t i, double value) {
+  ElementKind kind = getElementKind(elementType);
+  switch (kind) {
+  case ElementKind::F32:
+    storeElement<float>(bytes, i, static_cast<float>(value));
+    return;
+  case ElementKind::F16:
+    storeElement<uint16_t>(bytes, i,
+                           encodeFloat16(llvm::APFloat::IEEEhalf(), value));
+    return;
+  case ElementKind::BF16:
+    storeElement<uint16_t>(bytes, i,
+                           encodeFloat16(llvm::APFloat::BFloat(), value));
+    return;
+  case ElementKind::I1:
+    // `x != 0`, so NaN is true as in numpy's bool(nan).
+    storeElement<uint8_t>(bytes, i, value != 0.0 ? 1 : 0);
+    return;
+  case ElementKind::I64:
+  case ElementKind::I32:
+  case ElementKind::I8:
+    setFromInt(i, floatToInteger(value, getIntegerWidth(kind)));
+    return;
+  case ElementKind::Unsupported:
+    return;
+  }
+}
+
+int64_t HostTensor::getAsInt(int64_t i) const {
+  switch (getElementKind(elementType)) {
+  case ElementKind::I64:
+    return loadElement<int64_t>(bytes, i);
+  case ElementKind::I32:
+    return loadElement<int32_t>(bytes, i);
+  case ElementKind::I8:
+    return loadElement<int8_t>(bytes, i);
+  case ElementKind::I1:
+    return loadElement<uint8_t>(bytes, i) != 0 ? 1 : 0;
+  case ElementKind::F32:
+  case ElementKind::F16:
+  case ElementKind::BF16:
+    return floatToInteger(getAsDouble(i), 64);
+  case ElementKind::Unsupported:
+    break;
+  }
+  return 0;
+}
+
+void HostTensor::setFromInt(int64_t i, int64_t value) {
+  switch (getElementKind(elementType)) {
+  case ElementKind::I64:
+    storeElement<int64_t>(bytes, i, value);
+    return;
+  case ElementKind::I32:
+    storeElement<int32_t>(bytes, i,
+                          static_cast<int32_t>(llvm::SignExtend64(value, 32)));
+    return;
+  case ElementKind::I8:
+    storeElement<int8_t>(bytes, i,
+                         static_cast<int8_t>(llvm::SignExtend64(value, 8)));
+    return;
+  case ElementKind::I1:
+    storeElement<uint8_t>(bytes, i, value != 0 ? 1 : 0);
+    return;
+  case ElementKind::F32:
+    storeElement<float>(
+        bytes, i,
+        integerToFloat(llvm::APFloat::IEEEsingle(), value).convertToFloat());
+    return;
+  case ElementKind::F16:
+    storeElement<uint16_t>(
+        bytes, i,
+        static_cast<uint16_t>(integerToFloat(llvm::APFloat::IEEEhalf(), value)
+                                  .bitcastToAPInt()
+                                  .getZExtValue()));
+    return;
+  case ElementKind::BF16:
+    storeElement<uint16_t>(
+        bytes, i,
+        static_cast<uint16_t>(integerToFloat(llvm::APFloat::BFloat(), value)
+                                  .bitcastToAPInt()
+                                  .getZExtValue()));
+    return;
+  case ElementKind::Unsupported:
+    return;
+  }
+}
+
+DenseElementsAttr HostTensor::toDenseElementsAttr() const {
+  RankedTensorType type = getType();
+  if (getElementKind(elementType) == ElementKind::I1) {
+    SmallVector<bool> values;
+    values.reserve(bytes.size());
+    for (char byte : bytes)
+      values.push_back(byte != 0);
+    return DenseElementsAttr::get(type, values);
+  }
+  // MLIR's raw-buffer check rejects the empty buffer of an empty tensor.
+  if (bytes.empty())
+    return DenseElementsAttr::get(type, ArrayRef<Attribute>());
+  return DenseElementsAttr::getFromRawBuffer(type, bytes);
+}
+
+void HostTensor::print(llvm::raw_ostream &os) const {
+  os << getType() << " [";
+  bool isFloat = isa<FloatType>(elementType);
+  int64_t count = numElements();
+  for (int64_t i = 0; i < count; ++i) {
+    if (i > 0)
+      os << ", ";
+    // Nine significant digits distinguish every f32 value.
+    if (isFloat)
+      os << llvm::format("%.9g", getAsDouble(i));
+    else
+      os << getAsInt(i);
+  }
+  os << "]";
+}
+
+FailureOr<HostTensor> kiln::tryRandomTensor(RankedTensorType type,
+                                            std::mt19937 &rng,
+                                            std::optional<Location> loc) {
+  SmallVector<int64_t> shape;
+  for (int64_t dim : type.getShape())
+    shape.push_back(ShapedType::isDynamic(dim) ? 1 : dim);
+  FailureOr<HostTensor> tensor =
+      HostTensor::allocate(type.getElementType(), shape, loc);
+  if (failed(tensor))
+    return failure();
+  ElementKind kind = getElementKind(tensor->elementType);
+  bool isFloat = isa<FloatType>(tensor->elementType);
+  int64_t count = tensor->numElements();
+  bool allZero = true;
+  for (int64_t i = 0; i < count; ++i) {
+    if (kind == ElementKind::I1) {
+      tensor->setFromInt(i, rng() & 1);
+    } else if (isFloat) {
+      // 24 random bits map to a multiple of 2^-23 in [-1, 1), exact in every
+      // float type up to rounding; a draw that a 16-bit type rounds up to 1
+      // is drawn again so the range stays half-open. The arithmetic is done
+      // here rather than by std::uniform_real_distribution, whose output
+      // differs between standard libraries.
+      do {
+        uint32_t bits = static_cast<uint32_t>(rng()) >> 8;
+        tensor->setFromDouble(i,
+                              std::ldexp(static_cast<double>(bits), -23) - 1.0);
+      } while (tensor->getAsDouble(i) >= 1.0);
+    } else {
+      tensor->setFromInt(i, static_cast<uint32_t>(rng()) % 4);
+    }
+    if (tensor->getAsDouble(i) != 0.0)
+      allZero = false;
+  }
+  // An all-zero input hides whole classes of bugs (a dropped operand, a
+  // missing scale); bools stay uniform since false is as valid as true.
+  if (allZero && count > 0 && kind != ElementKind::I1)
+    tensor->setFromDouble(0, isFloat ? 0.5 : 1.0);
+  return tensor;
+}
+
+HostTensor kiln::randomTensor(RankedTensorType type, std::mt19937 &rng) {
+  FailureOr<HostTensor> tensor = tryRandomTensor(type, rng);
+  if (failed(tensor))
+    llvm::report_fatal_error("randomTensor: unsupported element type or too "
+                             "many elements; check with tryRandomTensor");
+  return std::move(*tensor);
+}

@@ -1,0 +1,114 @@
+// RUN: kiln-opt %s -split-input-file -verify-diagnostics
+
+func.func @broadcast_mismatch(%a: tensor<2x3xf32>, %b: tensor<4xf32>) -> tensor<2x3xf32> {
+  // expected-error@+2 {{shapes 2x3 and 4 do not broadcast at dim 1}}
+  // expected-error@+1 {{failed to infer returned types}}
+  %0 = kiln.add %a, %b : (tensor<2x3xf32>, tensor<4xf32>) -> tensor<2x3xf32>
+  return %0 : tensor<2x3xf32>
+}
+
+// -----
+
+func.func @element_type_mismatch(%a: tensor<3xf32>, %b: tensor<3xf16>) -> tensor<3xf32> {
+  // expected-error@+2 {{expected operands of one element type, got 'f32' and 'f16'}}
+  // expected-error@+1 {{failed to infer returned types}}
+  %0 = kiln.mul %a, %b : (tensor<3xf32>, tensor<3xf16>) -> tensor<3xf32>
+  return %0 : tensor<3xf32>
+}
+
+// -----
+
+func.func @wrong_result(%a: tensor<2x3xf32>, %b: tensor<3xf32>) -> tensor<3xf32> {
+  // expected-error@+2 {{inferred type(s) 'tensor<2x3xf32>' are incompatible with return type(s) of operation 'tensor<3xf32>'}}
+  // expected-error@+1 {{failed to infer returned types}}
+  %0 = kiln.add %a, %b : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<3xf32>
+  return %0 : tensor<3xf32>
+}
+
+// -----
+
+func.func @matmul_contracting(%a: tensor<4x8xf32>, %b: tensor<7x16xf32>) -> tensor<4x16xf32> {
+  // expected-error@+2 {{expected contracting dims to match, got 8 vs 7}}
+  // expected-error@+1 {{failed to infer returned types}}
+  %0 = kiln.matmul %a, %b : (tensor<4x8xf32>, tensor<7x16xf32>) -> tensor<4x16xf32>
+  return %0 : tensor<4x16xf32>
+}
+
+// -----
+
+func.func @matmul_rank(%a: tensor<8xf32>, %b: tensor<8x16xf32>) -> tensor<16xf32> {
+  // expected-error@+2 {{expected operands of rank >= 2, got 1 and 2}}
+  // expected-error@+1 {{failed to infer returned types}}
+  %0 = kiln.matmul %a, %b : (tensor<8xf32>, tensor<8x16xf32>) -> tensor<16xf32>
+  return %0 : tensor<16xf32>
+}
+
+// -----
+
+func.func @reshape_count(%a: tensor<2x3xf32>) -> tensor<7xf32> {
+  // expected-error@+1 {{cannot reshape 6 elements (2x3) into 7 (7)}}
+  %0 = kiln.reshape %a : tensor<2x3xf32> -> tensor<7xf32>
+  return %0 : tensor<7xf32>
+}
+
+// -----
+
+func.func @transpose_perm(%a: tensor<2x3xf32>) -> tensor<3x2xf32> {
+  // expected-error@+2 {{invalid permutation entry 0}}
+  // expected-error@+1 {{failed to infer returned types}}
+  %0 = kiln.transpose %a {permutation = array<i64: 0, 0>} : tensor<2x3xf32> -> tensor<3x2xf32>
+  return %0 : tensor<3x2xf32>
+}
+
+// -----
+
+func.func @softmax_axis(%a: tensor<2x3xf32>) -> tensor<2x3xf32> {
+  // expected-error@+1 {{axis 2 out of range for rank 2}}
+  %0 = kiln.softmax %a {axis = 2 : i64} : tensor<2x3xf32>
+  return %0 : tensor<2x3xf32>
+}
+
+// -----
+
+func.func @reduce_axes(%a: tensor<2x3xf32>) -> tensor<2xf32> {
+  // expected-error@+2 {{expected sorted unique axes}}
+  // expected-error@+1 {{failed to infer returned types}}
+  %0 = kiln.reduce_mean %a {axes = array<i64: 1, 1>, keepdims = false} : tensor<2x3xf32> -> tensor<2xf32>
+  return %0 : tensor<2xf32>
+}
+
+// -----
+
+func.func @layer_norm_scale(%a: tensor<2x8xf32>, %g: tensor<4xf32>) -> tensor<2x8xf32> {
+  // expected-error@+2 {{expected scale of shape 4 to broadcast to the normalized dims 8}}
+  // expected-error@+1 {{failed to infer returned types}}
+  %0 = kiln.layer_norm %a, %g {axis = 1 : i64, epsilon = 1.0e-5 : f32} : (tensor<2x8xf32>, tensor<4xf32>) -> tensor<2x8xf32>
+  return %0 : tensor<2x8xf32>
+}
+
+// -----
+
+func.func @cast_shape(%a: tensor<2x3xf32>) -> tensor<6xf16> {
+  // expected-error@+1 {{expected the same shape}}
+  %0 = kiln.cast %a : tensor<2x3xf32> -> tensor<6xf16>
+  return %0 : tensor<6xf16>
+}
+
+// -----
+
+func.func @kernel_yield(%a: tensor<4xf32>) -> tensor<4xf16> {
+  // expected-error@+1 {{expected yielded types to match the results}}
+  %0 = kiln.kernel elementwise (%a) : (tensor<4xf32>) -> tensor<4xf16> {
+  ^bb0(%x: tensor<4xf32>):
+    kiln.yield %x : tensor<4xf32>
+  }
+  return %0 : tensor<4xf16>
+}
+
+// -----
+
+func.func @pow_int(%a: tensor<4xi32>) -> tensor<4xi32> {
+  // expected-error@+1 {{operand #0 must be ranked tensor of 32-bit float or 16-bit float or bfloat16 type values}}
+  %0 = kiln.pow %a, %a : (tensor<4xi32>, tensor<4xi32>) -> tensor<4xi32>
+  return %0 : tensor<4xi32>
+}

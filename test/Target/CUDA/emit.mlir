@@ -1,0 +1,35 @@
+// RUN: kilnc %s --emit=cuda | FileCheck %s
+// RUN: kilnc %s --emit=plan | FileCheck %s --check-prefix=PLAN
+// REQUIRES: nvrtc
+// RUN: kilnc %s -o %t.so && nm -D --defined-only %t.so | FileCheck %s --check-prefix=SYMS
+
+// CHECK: extern "C" __global__ void kiln_reduction_0(const float *__restrict__ in0, const float *__restrict__ in1, float *__restrict__ out0)
+// CHECK: __shared__ float scratch[32];
+// CHECK: row_max = kiln_block_max(row_max, scratch);
+// CHECK: row_sum = kiln_block_sum(row_sum, scratch);
+// The epilogue (mul, add, erf) runs on each normalized element.
+// CHECK: float [[P:v[0-9]+]] = expf(v{{[0-9]+}} - row_max) / row_sum;
+// CHECK: in1[((x_idx / 1LL) % 5LL) * 1LL]
+// CHECK: [[P]] *
+// CHECK: erff(
+// CHECK: out0[x_idx] =
+// CHECK: extern "C" __global__ void kiln_copy_1(
+// CHECK: out0[i] = in0[((i / 3LL) % 5LL) * 1LL + ((i / 1LL) % 3LL) * 5LL];
+
+// PLAN: matmul float32 batch 1 m 3 n 5 k 4 transA 0 transB 0
+// PLAN: launch kiln_reduction_0 grid 3 block 32
+// PLAN: launch kiln_copy_1 grid 1 block 256
+
+// SYMS-DAG: T kiln_model_create
+// SYMS-DAG: T kiln_model_run
+// SYMS-DAG: T kiln_model_destroy
+
+func.func @main(%x: tensor<3x4xf32>, %w: tensor<4x5xf32>, %b: tensor<5xf32>) -> tensor<5x3xf32> {
+  %m = kiln.matmul %x, %w : (tensor<3x4xf32>, tensor<4x5xf32>) -> tensor<3x5xf32>
+  %s = kiln.softmax %m {axis = 1 : i64} : tensor<3x5xf32>
+  %c = kiln.mul %s, %b : (tensor<3x5xf32>, tensor<5xf32>) -> tensor<3x5xf32>
+  %a = kiln.add %c, %b : (tensor<3x5xf32>, tensor<5xf32>) -> tensor<3x5xf32>
+  %e = kiln.erf %a : tensor<3x5xf32>
+  %t = kiln.transpose %e {permutation = array<i64: 1, 0>} : tensor<3x5xf32> -> tensor<5x3xf32>
+  return %t : tensor<5x3xf32>
+}

@@ -1,0 +1,89 @@
+// RUN: kiln-opt %s -split-input-file -kiln-fuse | FileCheck %s
+// RUN: kiln-run %s --compare-pipeline --seed 7 | FileCheck %s --check-prefix=SEMANTICS
+// SEMANTICS: pipeline keeps semantics
+
+// CHECK-LABEL: func @elementwise_chain
+// CHECK: %[[K:.*]] = kiln.kernel elementwise(%arg0, %arg1)
+// CHECK-NEXT: ^bb0(%[[X:.*]]: tensor<4x8xf32>, %[[B:.*]]: tensor<8xf32>):
+// CHECK-NEXT: %[[S:.*]] = kiln.add %[[X]], %[[B]]
+// CHECK-NEXT: %[[R:.*]] = kiln.relu %[[S]]
+// CHECK-NEXT: kiln.yield %[[R]]
+// CHECK: return %[[K]]
+func.func @elementwise_chain(%x: tensor<4x8xf32>, %b: tensor<8xf32>) -> tensor<4x8xf32> {
+  %s = kiln.add %x, %b : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+  %r = kiln.relu %s : tensor<4x8xf32>
+  return %r : tensor<4x8xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func @reduction_prologue_epilogue
+// CHECK: kiln.kernel reduction
+// CHECK: kiln.add
+// CHECK: kiln.layer_norm
+// CHECK: kiln.exp
+// CHECK: kiln.yield
+// CHECK-NOT: kiln.kernel
+func.func @reduction_prologue_epilogue(%x: tensor<4x8xf32>, %b: tensor<8xf32>, %g: tensor<8xf32>) -> tensor<4x8xf32> {
+  %s = kiln.add %x, %b : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+  %n = kiln.layer_norm %s, %g {axis = 1 : i64, epsilon = 1.0e-5 : f32} : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+  %e = kiln.exp %n : tensor<4x8xf32>
+  return %e : tensor<4x8xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func @softmax_then_scale
+// CHECK: kiln.kernel reduction
+// CHECK: kiln.softmax
+// CHECK: kiln.mul
+// CHECK: kiln.yield
+func.func @softmax_then_scale(%x: tensor<2x3x5xf32>, %c: tensor<f32>) -> tensor<2x3x5xf32> {
+  %p = kiln.softmax %x {axis = 1 : i64} : tensor<2x3x5xf32>
+  %m = kiln.mul %p, %c : (tensor<2x3x5xf32>, tensor<f32>) -> tensor<2x3x5xf32>
+  return %m : tensor<2x3x5xf32>
+}
+
+// -----
+
+/// A value with a use outside the chain is computed once, in its own kernel,
+/// and read by the other: fusing it twice would duplicate work.
+// CHECK-LABEL: func @negative_shared_producer
+// CHECK: %[[E:.*]] = kiln.kernel elementwise(%arg0)
+// CHECK: kiln.exp
+// CHECK: kiln.kernel elementwise(%[[E]])
+// CHECK: kiln.kernel elementwise(%[[E]])
+func.func @negative_shared_producer(%x: tensor<16xf32>) -> (tensor<16xf32>, tensor<16xf32>) {
+  %e = kiln.exp %x : tensor<16xf32>
+  %a = kiln.relu %e : tensor<16xf32>
+  %b = kiln.neg %e : tensor<16xf32>
+  return %a, %b : tensor<16xf32>, tensor<16xf32>
+}
+
+// -----
+
+/// Matmuls stay outside kernels (cuBLASLt steps) and reshapes are views.
+// CHECK-LABEL: func @negative_matmul_reshape
+// CHECK-NOT: kiln.kernel
+// CHECK: kiln.matmul
+// CHECK: kiln.reshape
+func.func @negative_matmul_reshape(%a: tensor<4x8xf32>, %b: tensor<8x2xf32>) -> tensor<8xf32> {
+  %m = kiln.matmul %a, %b : (tensor<4x8xf32>, tensor<8x2xf32>) -> tensor<4x2xf32>
+  %r = kiln.reshape %m : tensor<4x2xf32> -> tensor<8xf32>
+  return %r : tensor<8xf32>
+}
+
+// -----
+
+/// A producer at a broadcast (smaller) shape is not pulled into a kernel that
+/// iterates over a larger one.
+// CHECK-LABEL: func @negative_broadcast_producer
+// CHECK: kiln.kernel elementwise(%arg1)
+// CHECK: kiln.exp
+// CHECK: kiln.kernel elementwise
+// CHECK: kiln.add
+func.func @negative_broadcast_producer(%x: tensor<4x8xf32>, %b: tensor<8xf32>) -> tensor<4x8xf32> {
+  %e = kiln.exp %b : tensor<8xf32>
+  %s = kiln.add %x, %e : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+  return %s : tensor<4x8xf32>
+}

@@ -1,0 +1,48 @@
+// RUN: kiln-opt %s -split-input-file -kiln-fuse -kiln-plan-memory | FileCheck %s
+// RUN: not kiln-opt %s -kiln-fuse -kiln-plan-memory=alignment=3 -o /dev/null 2>&1 | FileCheck %s --check-prefix=BADALIGN
+// BADALIGN: alignment must be a positive power of two, got 3
+
+// Three 4 KiB buffers in a chain: each dies when the next is written, so two
+// slots suffice; the last writes straight into the output.
+// CHECK-LABEL: func @chain
+// CHECK-SAME: kiln.arena_bytes = 8192
+// CHECK-SAME: kiln.live_lower_bound_bytes = 8192
+// CHECK: kiln.matmul {{.*}}kiln.offsets = array<i64: [[A:[0-9]+]]>
+// CHECK: kiln.matmul {{.*}}kiln.offsets = array<i64: [[B:[0-9]+]]>
+// CHECK: kiln.matmul {{.*}}kiln.offsets = array<i64: [[A]]>
+// CHECK: kiln.matmul {{.*}}kiln.offsets = array<i64: -1>
+func.func @chain(%x: tensor<32x32xf32>) -> tensor<32x32xf32> {
+  %0 = kiln.matmul %x, %x : (tensor<32x32xf32>, tensor<32x32xf32>) -> tensor<32x32xf32>
+  %1 = kiln.matmul %0, %x : (tensor<32x32xf32>, tensor<32x32xf32>) -> tensor<32x32xf32>
+  %2 = kiln.matmul %1, %x : (tensor<32x32xf32>, tensor<32x32xf32>) -> tensor<32x32xf32>
+  %3 = kiln.matmul %2, %x : (tensor<32x32xf32>, tensor<32x32xf32>) -> tensor<32x32xf32>
+  return %3 : tensor<32x32xf32>
+}
+
+// -----
+
+/// A reshape is a view: its source stays live until the view's last use, so
+/// the third buffer may not reuse the first's slot.
+// CHECK-LABEL: func @negative_view_extends_life
+// CHECK: kiln.matmul {{.*}}kiln.offsets = array<i64: [[A:[0-9]+]]>
+// CHECK: kiln.reshape
+// CHECK: kiln.matmul {{.*}}kiln.offsets = array<i64: [[B:[0-9]+]]>
+// CHECK-NOT: kiln.offsets = array<i64: [[A]]>
+// CHECK: kiln.kernel
+func.func @negative_view_extends_life(%x: tensor<32x32xf32>) -> tensor<1024xf32> {
+  %0 = kiln.matmul %x, %x : (tensor<32x32xf32>, tensor<32x32xf32>) -> tensor<32x32xf32>
+  %v = kiln.reshape %0 : tensor<32x32xf32> -> tensor<1024xf32>
+  %1 = kiln.matmul %x, %x : (tensor<32x32xf32>, tensor<32x32xf32>) -> tensor<32x32xf32>
+  %r = kiln.reshape %1 : tensor<32x32xf32> -> tensor<1024xf32>
+  %s = kiln.add %v, %r : (tensor<1024xf32>, tensor<1024xf32>) -> tensor<1024xf32>
+  return %s : tensor<1024xf32>
+}
+
+// -----
+
+/// Returning a graph input needs no arena at all.
+// CHECK-LABEL: func @negative_identity
+// CHECK-SAME: kiln.arena_bytes = 0
+func.func @negative_identity(%x: tensor<4xf32>) -> tensor<4xf32> {
+  return %x : tensor<4xf32>
+}
