@@ -3,6 +3,7 @@
 #include "kiln/Compiler/Compiler.h"
 #include "kiln/Dialect/Kiln/KilnDialect.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/AsmState.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/CommandLine.h"
@@ -88,6 +89,8 @@ LogicalResult writeText(Location loc, StringRef text) {
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
+  // --mlir-print-debuginfo and friends, for --emit=imported|mlir.
+  mlir::registerAsmPrinterCLOptions();
   cl::ParseCommandLineOptions(
       argc, argv,
       "kilnc: compile an ONNX model into a self-contained shared library\n\n"

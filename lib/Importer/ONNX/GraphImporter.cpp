@@ -30,11 +30,15 @@ GraphImporter::GraphImporter(ModuleOp module, StringRef filename,
       defaultOpset = opset.version();
 }
 
+/// The node's name, or `OpType->first_output` for unnamed nodes.
+static std::string nodeName(const onnx::NodeProto &node) {
+  if (!node.name().empty())
+    return node.name();
+  return node.op_type() + (node.output_size() ? "->" + node.output(0) : "");
+}
+
 Location GraphImporter::nodeLoc(const onnx::NodeProto &node) {
-  std::string name = node.name();
-  if (name.empty())
-    name = node.op_type() + (node.output_size() ? "->" + node.output(0) : "");
-  return NameLoc::get(b.getStringAttr(name), fileLoc);
+  return NameLoc::get(b.getStringAttr(nodeName(node)), fileLoc);
 }
 
 Value GraphImporter::input(const onnx::NodeProto &node, int i) {
@@ -90,7 +94,7 @@ LogicalResult GraphImporter::checkSupported() {
         version = opset.version();
     os << "\n  " << node.op_type() << " (domain '"
        << (defaultDomain ? "ai.onnx" : node.domain()) << "', opset " << version
-       << ") at node '" << node.name() << "'";
+       << ") at node '" << nodeName(node) << "'";
     ++count;
   }
   if (count == 0)

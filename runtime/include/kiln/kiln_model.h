@@ -1,0 +1,150 @@
+/*===- kiln_model.h - C ABI of a compiled Kiln model ---------------*- C -*-===*
+ *
+ * The one public header of a Kiln artifact. A `.so` written by `kilnc` embeds
+ * a compiled model (plan, kernels, weights) and exports exactly the functions
+ * declared here; link it or `dlopen` it from C or C++ with no Kiln build tree,
+ * no MLIR and no Python at run time.
+ *
+ * Conventions:
+ *  - Every function that can fail returns a `kiln_status`; on failure the
+ *    message is available from `kiln_last_error()` on the same thread.
+ *  - Nothing here aborts the process, and a failed call leaves the model
+ *    usable (a later call may succeed, e.g. once a device is available).
+ *  - Calls on one `kiln_model` are serialized internally; distinct models may
+ *    be used from distinct threads concurrently.
+ *
+ *===----------------------------------------------------------------------===*/
+
+#ifndef KILN_KILN_MODEL_H
+#define KILN_KILN_MODEL_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Version of this C ABI. An artifact records the version it was compiled
+ *  for and refuses to load when it differs from the runtime embedded in it. */
+#define KILN_ABI_VERSION 1
+
+/** Marks the functions that a Kiln artifact exports. */
+#if defined(__GNUC__)
+#define KILN_API __attribute__((visibility("default")))
+#else
+#define KILN_API
+#endif
+
+/** Result of every fallible call; details come from `kiln_last_error()`. */
+typedef enum kiln_status {
+  KILN_OK = 0,                     /**< Success. */
+  KILN_ERROR_INVALID_ARGUMENT = 1, /**< A null pointer, bad index or enum. */
+  KILN_ERROR_CORRUPT_ARTIFACT = 2, /**< The embedded artifact is damaged. */
+  KILN_ERROR_VERSION_MISMATCH = 3, /**< Artifact built for another ABI. */
+  KILN_ERROR_NO_DEVICE = 4,        /**< No CUDA driver or no GPU found. */
+  KILN_ERROR_CUDA = 5,        /**< A CUDA driver or cuBLASLt call failed. */
+  KILN_ERROR_UNSUPPORTED = 6, /**< Feature or backend not available. */
+  KILN_ERROR_INTERNAL = 7     /**< A bug or an allocation failure. */
+} kiln_status;
+
+/** Element type of a tensor; same order as `kiln::rt::DType`. */
+typedef enum kiln_dtype {
+  KILN_DTYPE_F32 = 0,  /**< IEEE float32. */
+  KILN_DTYPE_F16 = 1,  /**< IEEE float16. */
+  KILN_DTYPE_BF16 = 2, /**< bfloat16. */
+  KILN_DTYPE_I64 = 3,  /**< int64_t. */
+  KILN_DTYPE_I32 = 4,  /**< int32_t. */
+  KILN_DTYPE_I8 = 5,   /**< int8_t. */
+  KILN_DTYPE_BOOL = 6  /**< One byte per element, 0 or 1. */
+} kiln_dtype;
+
+/** Where a model executes. */
+typedef enum kiln_backend {
+  KILN_BACKEND_AUTO = 0, /**< CUDA when a driver and a GPU are present. */
+  KILN_BACKEND_CUDA = 1, /**< The CUDA driver API and cuBLASLt. */
+  KILN_BACKEND_HOST = 2  /**< CPU emulation of the compiled plan. */
+} kiln_backend;
+
+/** Where the tensors passed to `kiln_model_run` live. */
+typedef enum kiln_memory {
+  KILN_MEMORY_HOST = 0,  /**< Ordinary host memory. */
+  KILN_MEMORY_DEVICE = 1 /**< CUDA device pointers (`CUdeviceptr` values). */
+} kiln_memory;
+
+/** Description of one graph input or output. All pointers are owned by the
+ *  model and stay valid until `kiln_model_destroy`. */
+typedef struct kiln_tensor_desc {
+  const char *name;     /**< The ONNX name, NUL-terminated. */
+  kiln_dtype dtype;     /**< Element type. */
+  int32_t rank;         /**< Number of dimensions (0 for a scalar). */
+  const int64_t *shape; /**< `rank` dimensions, row-major (C order). */
+} kiln_tensor_desc;
+
+/** An opaque loaded model. */
+typedef struct kiln_model kiln_model;
+
+/** Creates the model embedded in this shared object.
+ *
+ *  Reads and verifies the artifact appended to this `.so` (checksum, format
+ *  and ABI version). The device is initialized lazily by the first
+ *  `kiln_model_run`, so creation succeeds on a machine without a GPU.
+ *
+ *  @param backend Which backend runs the model.
+ *  @param out     Receives the new model; set to NULL on failure.
+ *  @return KILN_OK, KILN_ERROR_CORRUPT_ARTIFACT, KILN_ERROR_VERSION_MISMATCH,
+ *          KILN_ERROR_UNSUPPORTED (backend not available) or
+ *          KILN_ERROR_INVALID_ARGUMENT. */
+KILN_API kiln_status kiln_model_create(kiln_backend backend, kiln_model **out);
+
+/** Releases a model and all its host and device memory. NULL is a no-op. */
+KILN_API void kiln_model_destroy(kiln_model *model);
+
+/** Returns the number of graph inputs, or -1 when `model` is NULL. */
+KILN_API int32_t kiln_model_num_inputs(const kiln_model *model);
+
+/** Returns the number of graph outputs, or -1 when `model` is NULL. */
+KILN_API int32_t kiln_model_num_outputs(const kiln_model *model);
+
+/** Describes graph input `index` (0-based, graph order) into `*out`.
+ *  @return KILN_OK or KILN_ERROR_INVALID_ARGUMENT. */
+KILN_API kiln_status kiln_model_input_desc(const kiln_model *model,
+                                           int32_t index,
+                                           kiln_tensor_desc *out);
+
+/** Describes graph output `index` (0-based, graph order) into `*out`.
+ *  @return KILN_OK or KILN_ERROR_INVALID_ARGUMENT. */
+KILN_API kiln_status kiln_model_output_desc(const kiln_model *model,
+                                            int32_t index,
+                                            kiln_tensor_desc *out);
+
+/** Runs the model once and waits for it to finish.
+ *
+ *  @param inputs  `kiln_model_num_inputs` pointers in graph order, each to a
+ *                 dense row-major tensor of the described dtype and shape.
+ *  @param outputs `kiln_model_num_outputs` pointers in graph order, each to
+ *                 writable storage of the described size.
+ *  @param memory  Whether all the pointers are host or device memory.
+ *  @return KILN_OK, KILN_ERROR_INVALID_ARGUMENT, KILN_ERROR_NO_DEVICE,
+ *          KILN_ERROR_CUDA, KILN_ERROR_UNSUPPORTED or KILN_ERROR_INTERNAL. */
+KILN_API kiln_status kiln_model_run(kiln_model *model,
+                                    const void *const *inputs,
+                                    void *const *outputs, kiln_memory memory);
+
+/** Returns the message of the last failed call on this thread ("" if none).
+ *  Successful calls do not clear it. Valid until the next failing call on
+ *  this thread. */
+KILN_API const char *kiln_last_error(void);
+
+/** Returns KILN_ABI_VERSION of the runtime inside this shared object. */
+KILN_API uint32_t kiln_abi_version(void);
+
+/** Returns a short human-readable summary of the model: Kiln version, target
+ *  arch, model hash and peak arena bytes. Owned by the model; "" when `model`
+ *  is NULL. */
+KILN_API const char *kiln_model_info(const kiln_model *model);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* KILN_KILN_MODEL_H */

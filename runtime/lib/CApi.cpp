@@ -1,0 +1,192 @@
+//===- CApi.cpp - The C ABI of a Kiln artifact ----------------------------===//
+//
+// Thin wrappers over `Model`: arguments checked, every exception caught, and
+// failures recorded in a thread-local message, so that nothing but status
+// codes crosses the C boundary.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/kiln_model.h"
+
+#include "kiln/runtime/ArtifactFile.h"
+#include "kiln/runtime/Model.h"
+
+#include <exception>
+#include <new>
+#include <string>
+#include <vector>
+
+using namespace kiln::rt;
+
+static_assert(static_cast<int>(StatusCode::Internal) == KILN_ERROR_INTERNAL &&
+                  static_cast<int>(StatusCode::NoDevice) ==
+                      KILN_ERROR_NO_DEVICE,
+              "StatusCode must mirror kiln_status");
+static_assert(static_cast<int>(DType::Bool) == KILN_DTYPE_BOOL &&
+                  static_cast<int>(DType::BF16) == KILN_DTYPE_BF16,
+              "DType must mirror kiln_dtype");
+static_assert(static_cast<int>(Backend::Host) == KILN_BACKEND_HOST &&
+                  static_cast<int>(Memory::Device) == KILN_MEMORY_DEVICE,
+              "Backend and Memory must mirror kiln_backend and kiln_memory");
+
+/// The C handle: a model plus the strings and shapes its descriptors point
+/// to, which must live as long as the model.
+struct kiln_model {
+  /// The model.
+  std::unique_ptr<Model> model;
+  /// Descriptors of the inputs, in graph order.
+  std::vector<kiln_tensor_desc> inputs;
+  /// Descriptors of the outputs, in graph order.
+  std::vector<kiln_tensor_desc> outputs;
+  /// What `kiln_model_info` returns.
+  std::string info;
+};
+
+/// The message of the last failure on this thread.
+static thread_local std::string lastError;
+
+/// Records `status` as this thread's last error and returns its code.
+static kiln_status fail(const Status &status) {
+  try {
+    lastError = status.message;
+  } catch (...) {
+    // Out of memory while recording the message: keep the code.
+  }
+  return static_cast<kiln_status>(status.code);
+}
+
+/// Records an error with `code` and `message`.
+static kiln_status fail(StatusCode code, const char *message) {
+  return fail(Status::error(code, message));
+}
+
+/// Runs `body`, turning any escaping exception into KILN_ERROR_INTERNAL.
+template <typename Fn> static kiln_status guarded(Fn body) {
+  try {
+    return body();
+  } catch (const std::bad_alloc &) {
+    return fail(StatusCode::Internal, "out of host memory");
+  } catch (const std::exception &e) {
+    try {
+      return fail(Status::error(StatusCode::Internal,
+                                std::string("internal error: ") + e.what()));
+    } catch (...) {
+      return KILN_ERROR_INTERNAL;
+    }
+  } catch (...) {
+    return fail(StatusCode::Internal, "internal error: unknown exception");
+  }
+}
+
+/// Fills `desc` from `buffer`; the pointers stay owned by the model.
+static kiln_tensor_desc describe(const Buffer &buffer) {
+  kiln_tensor_desc desc;
+  desc.name = buffer.name.c_str();
+  desc.dtype = static_cast<kiln_dtype>(buffer.dtype);
+  desc.rank = static_cast<int32_t>(buffer.shape.size());
+  desc.shape = buffer.shape.data();
+  return desc;
+}
+
+extern "C" {
+
+KILN_API kiln_status kiln_model_create(kiln_backend backend, kiln_model **out) {
+  return guarded([&]() -> kiln_status {
+    if (!out)
+      return fail(StatusCode::InvalidArgument, "out is null");
+    *out = nullptr;
+    if (backend != KILN_BACKEND_AUTO && backend != KILN_BACKEND_CUDA &&
+        backend != KILN_BACKEND_HOST)
+      return fail(Status::error(StatusCode::InvalidArgument,
+                                "invalid backend " +
+                                    std::to_string(static_cast<int>(backend))));
+    Artifact artifact;
+    if (Status s = loadEmbeddedArtifact(artifact); !s.isOk())
+      return fail(s);
+    auto handle = std::make_unique<kiln_model>();
+    if (Status s = Model::create(std::move(artifact),
+                                 static_cast<Backend>(backend), handle->model);
+        !s.isOk())
+      return fail(s);
+    const Model &model = *handle->model;
+    for (size_t i = 0; i < model.numInputs(); ++i)
+      handle->inputs.push_back(describe(model.input(i)));
+    for (size_t i = 0; i < model.numOutputs(); ++i)
+      handle->outputs.push_back(describe(model.output(i)));
+    handle->info = model.info();
+    *out = handle.release();
+    return KILN_OK;
+  });
+}
+
+KILN_API void kiln_model_destroy(kiln_model *model) {
+  try {
+    delete model;
+  } catch (...) {
+    // Destructors do not throw; this only keeps exceptions out of C.
+  }
+}
+
+KILN_API int32_t kiln_model_num_inputs(const kiln_model *model) {
+  return model ? static_cast<int32_t>(model->inputs.size()) : -1;
+}
+
+KILN_API int32_t kiln_model_num_outputs(const kiln_model *model) {
+  return model ? static_cast<int32_t>(model->outputs.size()) : -1;
+}
+
+/// Shared body of the two descriptor queries.
+static kiln_status describeAt(const kiln_model *model, int32_t index,
+                              kiln_tensor_desc *out, bool input) {
+  return guarded([&]() -> kiln_status {
+    if (!model || !out)
+      return fail(StatusCode::InvalidArgument, "model or out is null");
+    const std::vector<kiln_tensor_desc> &descs =
+        input ? model->inputs : model->outputs;
+    if (index < 0 || static_cast<size_t>(index) >= descs.size())
+      return fail(Status::error(StatusCode::InvalidArgument,
+                                std::string(input ? "input" : "output") +
+                                    " index " + std::to_string(index) +
+                                    " out of range (the model has " +
+                                    std::to_string(descs.size()) + ")"));
+    *out = descs[static_cast<size_t>(index)];
+    return KILN_OK;
+  });
+}
+
+KILN_API kiln_status kiln_model_input_desc(const kiln_model *model,
+                                           int32_t index,
+                                           kiln_tensor_desc *out) {
+  return describeAt(model, index, out, /*input=*/true);
+}
+
+KILN_API kiln_status kiln_model_output_desc(const kiln_model *model,
+                                            int32_t index,
+                                            kiln_tensor_desc *out) {
+  return describeAt(model, index, out, /*input=*/false);
+}
+
+KILN_API kiln_status kiln_model_run(kiln_model *model,
+                                    const void *const *inputs,
+                                    void *const *outputs, kiln_memory memory) {
+  return guarded([&]() -> kiln_status {
+    if (!model)
+      return fail(StatusCode::InvalidArgument, "model is null");
+    if (memory != KILN_MEMORY_HOST && memory != KILN_MEMORY_DEVICE)
+      return fail(Status::error(StatusCode::InvalidArgument,
+                                "invalid memory kind " +
+                                    std::to_string(static_cast<int>(memory))));
+    Status s = model->model->run(inputs, outputs, static_cast<Memory>(memory));
+    return s.isOk() ? KILN_OK : fail(s);
+  });
+}
+
+KILN_API const char *kiln_last_error(void) { return lastError.c_str(); }
+
+KILN_API uint32_t kiln_abi_version(void) { return KILN_ABI_VERSION; }
+
+KILN_API const char *kiln_model_info(const kiln_model *model) {
+  return model ? model->info.c_str() : "";
+}
+
+} // extern "C"

@@ -1,0 +1,125 @@
+//===- CudaDriver.h - The CUDA driver API, opened at run time ---*- C++ -*-===//
+//
+// The few driver types and entry points the runtime uses, declared here so
+// that the runtime builds without the CUDA toolkit and the artifact does not
+// link libcuda: `loadCudaDriver` opens libcuda.so.1 with dlopen at first use.
+// Values and signatures follow cuda.h (CUDA 12/13); a unit test checks them
+// against the real header where it is installed.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_RUNTIME_LIB_CUDADRIVER_H
+#define KILN_RUNTIME_LIB_CUDADRIVER_H
+
+#include "kiln/runtime/Status.h"
+
+#include <cstddef>
+#include <string>
+
+namespace kiln {
+namespace rt {
+namespace cu {
+
+/// `CUresult`: 0 is success.
+using Result = int;
+/// `CUdevice`: a device ordinal handle.
+using Device = int;
+/// `CUdeviceptr`: a device address.
+using DevicePtr = unsigned long long;
+/// `CUcontext`.
+using Context = struct CUctx_st *;
+/// `CUmodule`.
+using Module = struct CUmod_st *;
+/// `CUfunction`.
+using Function = struct CUfunc_st *;
+/// `CUstream`; also what cuBLASLt takes as `cudaStream_t`.
+using Stream = struct CUstream_st *;
+
+/// `CUDA_SUCCESS`.
+constexpr Result kSuccess = 0;
+/// `CUDA_ERROR_NO_DEVICE`.
+constexpr Result kErrorNoDevice = 100;
+/// `CU_STREAM_NON_BLOCKING`.
+constexpr unsigned kStreamNonBlocking = 0x1;
+/// `CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES`.
+constexpr int kFuncAttributeMaxDynamicSharedSizeBytes = 8;
+/// `CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR`.
+constexpr int kDeviceAttributeComputeCapabilityMajor = 75;
+/// `CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR`.
+constexpr int kDeviceAttributeComputeCapabilityMinor = 76;
+/// Dynamic shared memory a kernel may use without opting in.
+constexpr unsigned kDefaultMaxDynamicShared = 48 * 1024;
+
+/// Entry points of libcuda.so.1, resolved by their exported (versioned) names.
+struct DriverApi {
+  /// cuInit.
+  Result (*init)(unsigned flags);
+  /// cuDeviceGetCount.
+  Result (*deviceGetCount)(int *count);
+  /// cuDeviceGet.
+  Result (*deviceGet)(Device *device, int ordinal);
+  /// cuDeviceGetAttribute.
+  Result (*deviceGetAttribute)(int *value, int attribute, Device device);
+  /// cuDevicePrimaryCtxRetain.
+  Result (*primaryCtxRetain)(Context *ctx, Device device);
+  /// cuDevicePrimaryCtxRelease_v2.
+  Result (*primaryCtxRelease)(Device device);
+  /// cuCtxPushCurrent_v2.
+  Result (*ctxPushCurrent)(Context ctx);
+  /// cuCtxPopCurrent_v2.
+  Result (*ctxPopCurrent)(Context *ctx);
+  /// cuModuleLoadData.
+  Result (*moduleLoadData)(Module *module, const void *image);
+  /// cuModuleUnload.
+  Result (*moduleUnload)(Module module);
+  /// cuModuleGetFunction.
+  Result (*moduleGetFunction)(Function *function, Module module,
+                              const char *name);
+  /// cuFuncSetAttribute.
+  Result (*funcSetAttribute)(Function function, int attribute, int value);
+  /// cuMemAlloc_v2.
+  Result (*memAlloc)(DevicePtr *ptr, size_t bytes);
+  /// cuMemFree_v2.
+  Result (*memFree)(DevicePtr ptr);
+  /// cuMemcpyHtoDAsync_v2.
+  Result (*memcpyHtoDAsync)(DevicePtr dst, const void *src, size_t bytes,
+                            Stream stream);
+  /// cuMemcpyDtoHAsync_v2.
+  Result (*memcpyDtoHAsync)(void *dst, DevicePtr src, size_t bytes,
+                            Stream stream);
+  /// cuMemcpyDtoDAsync_v2.
+  Result (*memcpyDtoDAsync)(DevicePtr dst, DevicePtr src, size_t bytes,
+                            Stream stream);
+  /// cuStreamCreate.
+  Result (*streamCreate)(Stream *stream, unsigned flags);
+  /// cuStreamDestroy_v2.
+  Result (*streamDestroy)(Stream stream);
+  /// cuStreamSynchronize.
+  Result (*streamSynchronize)(Stream stream);
+  /// cuLaunchKernel.
+  Result (*launchKernel)(Function function, unsigned gridX, unsigned gridY,
+                         unsigned gridZ, unsigned blockX, unsigned blockY,
+                         unsigned blockZ, unsigned sharedBytes, Stream stream,
+                         void **params, void **extra);
+  /// cuGetErrorName.
+  Result (*getErrorName)(Result error, const char **name);
+  /// cuGetErrorString.
+  Result (*getErrorString)(Result error, const char **text);
+};
+
+/// Opens libcuda.so.1 and calls cuInit once per process, then returns the
+/// shared table in `out`. Fails with `NoDevice` when the driver is missing,
+/// or when it reports no device; a failure is retried on the next call.
+Status loadCudaDriver(const DriverApi *&out);
+
+/// Returns "CUDA_ERROR_X (text)" for `result`.
+std::string cudaErrorText(const DriverApi &api, Result result);
+
+/// Returns a `Cuda` status "`what` failed: CUDA_ERROR_X (text)".
+Status cudaError(const DriverApi &api, Result result, const std::string &what);
+
+} // namespace cu
+} // namespace rt
+} // namespace kiln
+
+#endif // KILN_RUNTIME_LIB_CUDADRIVER_H

@@ -1,0 +1,632 @@
+//===- CudaExecutor.cpp - Run a plan with the CUDA driver API -------------===//
+//
+// One arena, the weights, the kernels of the cubin (or PTX) and one stream
+// per model. Steps are issued in order on the stream; the only host
+// synchronization is at the end of a run.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CublasLt.h"
+#include "CudaDriver.h"
+#include "Executor.h"
+
+#include <algorithm>
+#include <climits>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+using namespace kiln::rt;
+
+namespace {
+
+/// Alignment cuMemAlloc guarantees, and the most cuBLASLt ever asks for.
+constexpr uint32_t kMaxAlign = 256;
+
+/// cuBLASLt workspace; NVIDIA recommends 32 MiB on Hopper.
+constexpr size_t kWorkspaceBytes = 32u << 20;
+
+/// Returns the largest power of two (at most `kMaxAlign`) dividing `value`.
+static uint32_t alignmentOf(uint64_t value) {
+  if (value == 0)
+    return kMaxAlign;
+  uint64_t lowBit = value & (~value + 1);
+  return static_cast<uint32_t>(std::min<uint64_t>(lowBit, kMaxAlign));
+}
+
+/// Makes a context current on this thread for one scope, restoring the
+/// caller's context afterwards so that an application's own CUDA work is not
+/// disturbed.
+class ContextScope {
+public:
+  /// Pushes `ctx`; `ok()` says whether it worked.
+  ContextScope(const cu::DriverApi &api, cu::Context ctx) : api(api) {
+    result = api.ctxPushCurrent(ctx);
+  }
+  /// Pops the context pushed by the constructor.
+  ~ContextScope() {
+    if (result == cu::kSuccess) {
+      cu::Context popped;
+      api.ctxPopCurrent(&popped);
+    }
+  }
+  /// The result of the push.
+  cu::Result result;
+
+private:
+  const cu::DriverApi &api;
+};
+
+/// The cuBLASLt objects of one matmul step, in cuBLAS's column-major terms.
+struct MatmulPlan {
+  /// Index of the step in the plan.
+  size_t step = 0;
+  /// The operation: fp32 compute and scale, transposes.
+  lt::MatmulDesc desc = nullptr;
+  /// Layout of cuBLAS's A, which is the plan's B (see `prepareMatmul`).
+  lt::MatrixLayout aLayout = nullptr;
+  /// Layout of cuBLAS's B, which is the plan's A.
+  lt::MatrixLayout bLayout = nullptr;
+  /// Layout of C and D (the same memory).
+  lt::MatrixLayout cLayout = nullptr;
+  /// Batch strides in bytes, which limit the alignment of later matrices.
+  uint64_t strideBytes[3] = {0, 0, 0};
+
+  /// An algorithm chosen by the heuristic for one alignment class of the
+  /// operand pointers (cuBLAS's A, B, C order).
+  struct Choice {
+    /// Guaranteed alignments the algorithm was chosen for.
+    uint32_t align[3];
+    /// The algorithm.
+    lt::MatmulAlgo algo;
+  };
+  /// Algorithms chosen so far; usually one.
+  std::vector<Choice> choices;
+};
+
+/// The CUDA driver backend; see `createCudaExecutor`.
+class CudaExecutor : public Executor {
+public:
+  /// Binds to `artifact`; touches no driver yet.
+  explicit CudaExecutor(Artifact &artifact) : artifact(artifact) {}
+  /// Releases device resources.
+  ~CudaExecutor() override { release(); }
+
+  /// Runs the plan; see `Executor::run`.
+  Status run(const void *const *inputs, void *const *outputs,
+             Memory memory) override;
+
+private:
+  Status initialize();
+  Status initializeInContext();
+  Status loadKernels();
+  Status prepareMatmul(size_t stepIndex, MatmulPlan &plan);
+  Status chooseAlgo(MatmulPlan &plan, const uint32_t align[3],
+                    const lt::MatmulAlgo *&algo);
+  Status ensureStaging(std::vector<cu::DevicePtr> &staging,
+                       const std::vector<uint32_t> &ids);
+  Status issueSteps(const std::vector<cu::DevicePtr> &in,
+                    const std::vector<cu::DevicePtr> &out);
+  cu::DevicePtr address(uint32_t id, const std::vector<cu::DevicePtr> &in,
+                        const std::vector<cu::DevicePtr> &out) const;
+  void release();
+
+  Artifact &artifact;
+  const cu::DriverApi *api = nullptr;
+  const lt::LtApi *ltApi = nullptr;
+  bool ready = false;
+  bool hasContext = false;
+  cu::Device device = 0;
+  cu::Context context = nullptr;
+  cu::Stream stream = nullptr;
+  cu::Module module = nullptr;
+  std::vector<cu::Function> functions;
+  cu::DevicePtr arena = 0;
+  cu::DevicePtr weights = 0;
+  cu::DevicePtr workspace = 0;
+  lt::Handle ltHandle = nullptr;
+  std::vector<MatmulPlan> matmuls;
+  std::vector<size_t> matmulOfStep;
+  std::vector<cu::DevicePtr> inputStaging;
+  std::vector<cu::DevicePtr> outputStaging;
+};
+
+} // namespace
+
+Executor::~Executor() = default;
+
+std::unique_ptr<Executor> kiln::rt::createCudaExecutor(Artifact &artifact) {
+  return std::make_unique<CudaExecutor>(artifact);
+}
+
+Status CudaExecutor::initialize() {
+  if (Status s = cu::loadCudaDriver(api); !s.isOk())
+    return s;
+  // Device 0 of what CUDA_VISIBLE_DEVICES exposes; the primary context is
+  // shared with the CUDA runtime API, so applications interoperate.
+  if (cu::Result r = api->deviceGet(&device, 0); r != cu::kSuccess)
+    return cu::cudaError(*api, r, "cuDeviceGet");
+  if (cu::Result r = api->primaryCtxRetain(&context, device); r != cu::kSuccess)
+    return cu::cudaError(*api, r, "cuDevicePrimaryCtxRetain");
+  hasContext = true;
+  Status s;
+  {
+    ContextScope scope(*api, context);
+    if (scope.result != cu::kSuccess)
+      s = cu::cudaError(*api, scope.result, "cuCtxPushCurrent");
+    else
+      s = initializeInContext();
+  }
+  if (!s.isOk()) {
+    release();
+    return s;
+  }
+  ready = true;
+  // The device holds the weights now; do not keep a second host copy.
+  std::string().swap(artifact.weights);
+  return Status::ok();
+}
+
+Status CudaExecutor::initializeInContext() {
+  if (cu::Result r = api->streamCreate(&stream, cu::kStreamNonBlocking);
+      r != cu::kSuccess)
+    return cu::cudaError(*api, r, "cuStreamCreate");
+  if (Status s = loadKernels(); !s.isOk())
+    return s;
+  if (artifact.arenaBytes) {
+    if (cu::Result r = api->memAlloc(&arena, artifact.arenaBytes);
+        r != cu::kSuccess)
+      return cu::cudaError(*api, r,
+                           "allocating the arena (" +
+                               std::to_string(artifact.arenaBytes) + " bytes)");
+  }
+  if (!artifact.weights.empty()) {
+    if (cu::Result r = api->memAlloc(&weights, artifact.weights.size());
+        r != cu::kSuccess)
+      return cu::cudaError(*api, r,
+                           "allocating the weights (" +
+                               std::to_string(artifact.weights.size()) +
+                               " bytes)");
+    if (cu::Result r = api->memcpyHtoDAsync(weights, artifact.weights.data(),
+                                            artifact.weights.size(), stream);
+        r != cu::kSuccess)
+      return cu::cudaError(*api, r, "uploading the weights");
+    if (cu::Result r = api->streamSynchronize(stream); r != cu::kSuccess)
+      return cu::cudaError(*api, r, "uploading the weights");
+  }
+  matmulOfStep.assign(artifact.steps.size(), SIZE_MAX);
+  for (size_t i = 0; i < artifact.steps.size(); ++i) {
+    if (artifact.steps[i].kind != Step::Kind::Matmul)
+      continue;
+    if (!ltApi) {
+      if (Status s = lt::loadCublasLt(ltApi); !s.isOk())
+        return s;
+      if (lt::LtStatus st = ltApi->create(&ltHandle); st != lt::kSuccess)
+        return lt::cublasError(*ltApi, st, "cublasLtCreate");
+      if (cu::Result r = api->memAlloc(&workspace, kWorkspaceBytes);
+          r != cu::kSuccess)
+        return cu::cudaError(*api, r, "allocating the cuBLASLt workspace");
+    }
+    matmulOfStep[i] = matmuls.size();
+    matmuls.emplace_back();
+    if (Status s = prepareMatmul(i, matmuls.back()); !s.isOk())
+      return s;
+  }
+  return Status::ok();
+}
+
+Status CudaExecutor::loadKernels() {
+  // Validation guarantees code whenever a step launches a kernel.
+  if (artifact.kernelNames.empty() ||
+      (artifact.cubin.empty() && artifact.ptx.empty()))
+    return Status::ok();
+  // The cubin is exact for `arch`; PTX lets a newer GPU JIT-compile the same
+  // kernels when the cubin does not match it.
+  std::string errors;
+  if (!artifact.cubin.empty()) {
+    cu::Result r = api->moduleLoadData(&module, artifact.cubin.data());
+    if (r != cu::kSuccess) {
+      module = nullptr;
+      errors = "cubin for " + artifact.arch + ": " + cu::cudaErrorText(*api, r);
+    }
+  }
+  if (!module && !artifact.ptx.empty()) {
+    // cuModuleLoadData needs NUL-terminated PTX text.
+    std::string ptx = artifact.ptx;
+    ptx.push_back('\0');
+    cu::Result r = api->moduleLoadData(&module, ptx.data());
+    if (r != cu::kSuccess) {
+      module = nullptr;
+      errors += (errors.empty() ? "" : "; ") + std::string("PTX: ") +
+                cu::cudaErrorText(*api, r);
+    }
+  }
+  if (!module)
+    return Status::error(StatusCode::Cuda,
+                         "could not load the model's kernels on this GPU (" +
+                             errors + ")");
+  functions.resize(artifact.kernelNames.size());
+  std::vector<uint32_t> sharedNeeded(functions.size(), 0);
+  for (const Step &step : artifact.steps)
+    if (step.kind == Step::Kind::Launch)
+      sharedNeeded[step.launch.kernel] =
+          std::max(sharedNeeded[step.launch.kernel], step.launch.sharedBytes);
+  for (size_t i = 0; i < functions.size(); ++i) {
+    const std::string &name = artifact.kernelNames[i];
+    if (cu::Result r =
+            api->moduleGetFunction(&functions[i], module, name.c_str());
+        r != cu::kSuccess)
+      return cu::cudaError(*api, r, "finding kernel '" + name + "'");
+    // Above 48 KiB a kernel must opt in to its dynamic shared memory.
+    if (sharedNeeded[i] > cu::kDefaultMaxDynamicShared) {
+      if (sharedNeeded[i] > static_cast<uint32_t>(INT_MAX))
+        return Status::error(StatusCode::Unsupported,
+                             "kernel '" + name + "' asks for " +
+                                 std::to_string(sharedNeeded[i]) +
+                                 " bytes of shared memory");
+      if (cu::Result r = api->funcSetAttribute(
+              functions[i], cu::kFuncAttributeMaxDynamicSharedSizeBytes,
+              static_cast<int>(sharedNeeded[i]));
+          r != cu::kSuccess)
+        return cu::cudaError(*api, r,
+                             "allowing " + std::to_string(sharedNeeded[i]) +
+                                 " bytes of shared memory for kernel '" + name +
+                                 "'");
+    }
+  }
+  return Status::ok();
+}
+
+/// Returns the cuBLASLt data type of `dtype`.
+static int ltType(DType dtype) {
+  switch (dtype) {
+  case DType::F16:
+    return lt::kR16F;
+  case DType::BF16:
+    return lt::kR16BF;
+  default:
+    return lt::kR32F;
+  }
+}
+
+Status CudaExecutor::prepareMatmul(size_t stepIndex, MatmulPlan &plan) {
+  const MatmulStep &m = artifact.steps[stepIndex].matmul;
+  plan.step = stepIndex;
+  std::string where = "matmul step " + std::to_string(stepIndex);
+  for (int64_t v : {m.batch, m.m, m.n, m.k})
+    if (v > INT32_MAX)
+      return Status::error(StatusCode::Unsupported,
+                           where + ": extents above 2^31-1 are not supported "
+                                   "by cuBLASLt");
+  auto check = [&](lt::LtStatus st, const char *what) {
+    return st == lt::kSuccess
+               ? Status::ok()
+               : lt::cublasError(*ltApi, st, where + ": " + what);
+  };
+  if (Status s =
+          check(ltApi->matmulDescCreate(&plan.desc, lt::kCompute32F, lt::kR32F),
+                "cublasLtMatmulDescCreate");
+      !s.isOk())
+    return s;
+  // cuBLAS is column-major and a row-major matrix is its column-major
+  // transpose, so compute C^T = op(B)^T op(A)^T: cuBLAS's A is our B and its
+  // B is our A, each with the same transpose flag, and nothing is moved.
+  int32_t opA = m.transB ? lt::kOpT : lt::kOpN;
+  int32_t opB = m.transA ? lt::kOpT : lt::kOpN;
+  if (Status s = check(ltApi->matmulDescSetAttribute(plan.desc, lt::kDescTransA,
+                                                     &opA, sizeof(opA)),
+                       "setting TRANSA");
+      !s.isOk())
+    return s;
+  if (Status s = check(ltApi->matmulDescSetAttribute(plan.desc, lt::kDescTransB,
+                                                     &opB, sizeof(opB)),
+                       "setting TRANSB");
+      !s.isOk())
+    return s;
+  int type = ltType(m.dtype);
+  uint64_t elem = dtypeSize(m.dtype);
+  // Our B is stored row-major as (k x n), or (n x k) when transposed; its
+  // column-major view swaps rows and columns.
+  uint64_t bRows = m.transB ? m.n : m.k, bCols = m.transB ? m.k : m.n;
+  uint64_t aRows = m.transA ? m.k : m.m, aCols = m.transA ? m.m : m.k;
+  struct LayoutSpec {
+    lt::MatrixLayout *layout;
+    uint64_t rows, cols;
+    int64_t stride;
+  } specs[3] = {
+      {&plan.aLayout, bCols, bRows, m.strideB},
+      {&plan.bLayout, aCols, aRows, m.strideA},
+      {&plan.cLayout, static_cast<uint64_t>(m.n), static_cast<uint64_t>(m.m),
+       m.strideC},
+  };
+  for (int i = 0; i < 3; ++i) {
+    LayoutSpec &spec = specs[i];
+    if (Status s = check(
+            ltApi->matrixLayoutCreate(spec.layout, type, spec.rows, spec.cols,
+                                      static_cast<int64_t>(spec.rows)),
+            "cublasLtMatrixLayoutCreate");
+        !s.isOk())
+      return s;
+    plan.strideBytes[i] = static_cast<uint64_t>(spec.stride) * elem;
+    if (m.batch == 1)
+      continue;
+    int32_t batch = static_cast<int32_t>(m.batch);
+    // A stride of 0 makes every batch read the same matrix (broadcast).
+    int64_t stride = spec.stride;
+    if (Status s = check(ltApi->matrixLayoutSetAttribute(*spec.layout,
+                                                         lt::kLayoutBatchCount,
+                                                         &batch, sizeof(batch)),
+                         "setting the batch count");
+        !s.isOk())
+      return s;
+    if (Status s = check(ltApi->matrixLayoutSetAttribute(
+                             *spec.layout, lt::kLayoutStridedBatchOffset,
+                             &stride, sizeof(stride)),
+                         "setting the batch stride");
+        !s.isOk())
+      return s;
+  }
+  // Pick the algorithm for the alignment the arena gives now, so that a
+  // shape cuBLASLt cannot run fails at the first run, not later.
+  uint32_t align[3] = {kMaxAlign, kMaxAlign, kMaxAlign};
+  const lt::MatmulAlgo *algo = nullptr;
+  return chooseAlgo(plan, align, algo);
+}
+
+Status CudaExecutor::chooseAlgo(MatmulPlan &plan, const uint32_t align[3],
+                                const lt::MatmulAlgo *&algo) {
+  for (const MatmulPlan::Choice &c : plan.choices)
+    if (std::equal(c.align, c.align + 3, align)) {
+      algo = &c.algo;
+      return Status::ok();
+    }
+  std::string where = "matmul step " + std::to_string(plan.step);
+  lt::MatmulPreference pref = nullptr;
+  if (lt::LtStatus st = ltApi->preferenceCreate(&pref); st != lt::kSuccess)
+    return lt::cublasError(*ltApi, st, where + ": creating a preference");
+  uint64_t maxWorkspace = kWorkspaceBytes;
+  lt::LtStatus st = ltApi->preferenceSetAttribute(
+      pref, lt::kPrefMaxWorkspaceBytes, &maxWorkspace, sizeof(maxWorkspace));
+  // MIN_ALIGNMENT_{A,B,C,D}_BYTES are attributes 5..8 (uint32_t).
+  for (int i = 0; i < 4 && st == lt::kSuccess; ++i) {
+    uint32_t a = align[i < 3 ? i : 2];
+    st = ltApi->preferenceSetAttribute(pref, 5 + i, &a, sizeof(a));
+  }
+  lt::HeuristicResult result{};
+  int returned = 0;
+  if (st == lt::kSuccess)
+    st = ltApi->algoGetHeuristic(ltHandle, plan.desc, plan.aLayout,
+                                 plan.bLayout, plan.cLayout, plan.cLayout, pref,
+                                 1, &result, &returned);
+  ltApi->preferenceDestroy(pref);
+  if (st != lt::kSuccess)
+    return lt::cublasError(*ltApi, st, where + ": choosing an algorithm");
+  if (returned < 1 || result.state != lt::kSuccess) {
+    const MatmulStep &m = artifact.steps[plan.step].matmul;
+    return Status::error(
+        StatusCode::Unsupported,
+        where + ": cuBLASLt has no algorithm for " + dtypeName(m.dtype) +
+            " batch " + std::to_string(m.batch) + " m " + std::to_string(m.m) +
+            " n " + std::to_string(m.n) + " k " + std::to_string(m.k) +
+            " with operands aligned to " + std::to_string(align[0]) + "/" +
+            std::to_string(align[1]) + "/" + std::to_string(align[2]) +
+            " bytes");
+  }
+  MatmulPlan::Choice choice;
+  std::copy(align, align + 3, choice.align);
+  choice.algo = result.algo;
+  plan.choices.push_back(choice);
+  algo = &plan.choices.back().algo;
+  return Status::ok();
+}
+
+Status CudaExecutor::ensureStaging(std::vector<cu::DevicePtr> &staging,
+                                   const std::vector<uint32_t> &ids) {
+  if (staging.size() == ids.size())
+    return Status::ok();
+  staging.assign(ids.size(), 0);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    uint64_t bytes = artifact.buffers[ids[i]].bytes;
+    if (bytes == 0)
+      continue;
+    if (cu::Result r = api->memAlloc(&staging[i], bytes); r != cu::kSuccess) {
+      Status s = cu::cudaError(*api, r,
+                               "allocating " + std::to_string(bytes) +
+                                   " bytes of staging for '" +
+                                   artifact.buffers[ids[i]].name + "'");
+      for (cu::DevicePtr p : staging)
+        if (p)
+          api->memFree(p);
+      staging.clear();
+      return s;
+    }
+  }
+  return Status::ok();
+}
+
+cu::DevicePtr
+CudaExecutor::address(uint32_t id, const std::vector<cu::DevicePtr> &in,
+                      const std::vector<cu::DevicePtr> &out) const {
+  const Buffer &b = artifact.buffers[id];
+  switch (b.kind) {
+  case BufferKind::Arena:
+    return arena + b.offset;
+  case BufferKind::Weight:
+    return weights + b.offset;
+  case BufferKind::Input:
+    return in[b.offset];
+  case BufferKind::Output:
+    return out[b.offset];
+  }
+  return 0;
+}
+
+Status CudaExecutor::issueSteps(const std::vector<cu::DevicePtr> &in,
+                                const std::vector<cu::DevicePtr> &out) {
+  std::vector<cu::DevicePtr> argValues;
+  std::vector<void *> argPointers;
+  for (size_t i = 0; i < artifact.steps.size(); ++i) {
+    const Step &step = artifact.steps[i];
+    std::string where = "step " + std::to_string(i);
+    switch (step.kind) {
+    case Step::Kind::Launch: {
+      const LaunchStep &l = step.launch;
+      argValues.clear();
+      for (uint32_t id : l.args)
+        argValues.push_back(address(id, in, out));
+      // cuLaunchKernel takes a pointer to each argument's value.
+      argPointers.clear();
+      for (cu::DevicePtr &v : argValues)
+        argPointers.push_back(&v);
+      if (cu::Result r = api->launchKernel(
+              functions[l.kernel], l.grid[0], l.grid[1], l.grid[2], l.block[0],
+              l.block[1], l.block[2], l.sharedBytes, stream,
+              argPointers.empty() ? nullptr : argPointers.data(), nullptr);
+          r != cu::kSuccess)
+        return cu::cudaError(*api, r,
+                             where + ": launching kernel '" +
+                                 artifact.kernelNames[l.kernel] + "'");
+      break;
+    }
+    case Step::Kind::Matmul: {
+      const MatmulStep &m = step.matmul;
+      MatmulPlan &plan = matmuls[matmulOfStep[i]];
+      // cuBLAS's A, B, C are our B, A, C.
+      cu::DevicePtr ptrs[3] = {address(m.b, in, out), address(m.a, in, out),
+                               address(m.c, in, out)};
+      uint32_t align[3];
+      for (int j = 0; j < 3; ++j)
+        align[j] =
+            std::min(alignmentOf(ptrs[j]), alignmentOf(plan.strideBytes[j]));
+      const lt::MatmulAlgo *algo = nullptr;
+      if (Status s = chooseAlgo(plan, align, algo); !s.isOk())
+        return s;
+      void *c = reinterpret_cast<void *>(ptrs[2]);
+      if (lt::LtStatus st = ltApi->matmul(
+              ltHandle, plan.desc, &m.alpha,
+              reinterpret_cast<const void *>(ptrs[0]), plan.aLayout,
+              reinterpret_cast<const void *>(ptrs[1]), plan.bLayout, &m.beta, c,
+              plan.cLayout, c, plan.cLayout, algo,
+              reinterpret_cast<void *>(workspace), kWorkspaceBytes, stream);
+          st != lt::kSuccess)
+        return lt::cublasError(*ltApi, st, where + ": cublasLtMatmul");
+      break;
+    }
+    case Step::Kind::Copy: {
+      const CopyStep &c = step.copy;
+      if (c.bytes == 0)
+        break;
+      if (cu::Result r =
+              api->memcpyDtoDAsync(address(c.dst, in, out),
+                                   address(c.src, in, out), c.bytes, stream);
+          r != cu::kSuccess)
+        return cu::cudaError(*api, r, where + ": copy");
+      break;
+    }
+    }
+  }
+  return Status::ok();
+}
+
+Status CudaExecutor::run(const void *const *inputs, void *const *outputs,
+                         Memory memory) {
+  if (!ready)
+    if (Status s = initialize(); !s.isOk())
+      return s;
+  ContextScope scope(*api, context);
+  if (scope.result != cu::kSuccess)
+    return cu::cudaError(*api, scope.result, "cuCtxPushCurrent");
+
+  std::vector<cu::DevicePtr> in(artifact.inputs.size());
+  std::vector<cu::DevicePtr> out(artifact.outputs.size());
+  Status status;
+  if (memory == Memory::Device) {
+    for (size_t i = 0; i < in.size(); ++i)
+      in[i] = reinterpret_cast<cu::DevicePtr>(inputs[i]);
+    for (size_t i = 0; i < out.size(); ++i)
+      out[i] = reinterpret_cast<cu::DevicePtr>(outputs[i]);
+  } else {
+    if (Status s = ensureStaging(inputStaging, artifact.inputs); !s.isOk())
+      return s;
+    if (Status s = ensureStaging(outputStaging, artifact.outputs); !s.isOk())
+      return s;
+    in = inputStaging;
+    out = outputStaging;
+    for (size_t i = 0; i < in.size() && status.isOk(); ++i) {
+      uint64_t bytes = artifact.buffers[artifact.inputs[i]].bytes;
+      if (!bytes)
+        continue;
+      if (cu::Result r = api->memcpyHtoDAsync(in[i], inputs[i], bytes, stream);
+          r != cu::kSuccess)
+        status = cu::cudaError(
+            *api, r, "copying input " + std::to_string(i) + " to the device");
+    }
+  }
+  if (status.isOk())
+    status = issueSteps(in, out);
+  if (status.isOk() && memory == Memory::Host) {
+    for (size_t i = 0; i < out.size() && status.isOk(); ++i) {
+      uint64_t bytes = artifact.buffers[artifact.outputs[i]].bytes;
+      if (!bytes)
+        continue;
+      if (cu::Result r =
+              api->memcpyDtoHAsync(outputs[i], out[i], bytes, stream);
+          r != cu::kSuccess)
+        status = cu::cudaError(
+            *api, r, "copying output " + std::to_string(i) + " to the host");
+    }
+  }
+  // Always wait, also after a failure: work already queued may still read
+  // the caller's buffers.
+  cu::Result r = api->streamSynchronize(stream);
+  if (status.isOk() && r != cu::kSuccess)
+    status = cu::cudaError(*api, r,
+                           "running the model (an error here may come from "
+                           "any step of this run)");
+  return status;
+}
+
+void CudaExecutor::release() {
+  if (!api || !hasContext)
+    return;
+  {
+    ContextScope scope(*api, context);
+    if (stream)
+      api->streamSynchronize(stream);
+    for (MatmulPlan &plan : matmuls) {
+      for (lt::MatrixLayout layout : {plan.aLayout, plan.bLayout, plan.cLayout})
+        if (layout)
+          ltApi->matrixLayoutDestroy(layout);
+      if (plan.desc)
+        ltApi->matmulDescDestroy(plan.desc);
+    }
+    matmuls.clear();
+    matmulOfStep.clear();
+    if (ltHandle)
+      ltApi->destroy(ltHandle);
+    ltHandle = nullptr;
+    for (std::vector<cu::DevicePtr> *staging :
+         {&inputStaging, &outputStaging}) {
+      for (cu::DevicePtr p : *staging)
+        if (p)
+          api->memFree(p);
+      staging->clear();
+    }
+    for (cu::DevicePtr *p : {&arena, &weights, &workspace}) {
+      if (*p)
+        api->memFree(*p);
+      *p = 0;
+    }
+    functions.clear();
+    if (module)
+      api->moduleUnload(module);
+    module = nullptr;
+    if (stream)
+      api->streamDestroy(stream);
+    stream = nullptr;
+  }
+  api->primaryCtxRelease(device);
+  hasContext = false;
+  context = nullptr;
+  ready = false;
+}

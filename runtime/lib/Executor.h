@@ -1,0 +1,42 @@
+//===- Executor.h - Backend interface of the runtime ------------*- C++ -*-===//
+//
+// A backend executes one model's plan. `Model` owns exactly one executor and
+// serializes calls to it; executors need no locking of their own.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_RUNTIME_LIB_EXECUTOR_H
+#define KILN_RUNTIME_LIB_EXECUTOR_H
+
+#include "kiln/runtime/ArtifactFormat.h"
+#include "kiln/runtime/Model.h"
+#include "kiln/runtime/Status.h"
+
+#include <memory>
+
+namespace kiln {
+namespace rt {
+
+/// Runs the steps of one artifact on some backend.
+class Executor {
+public:
+  /// Releases every resource the executor acquired.
+  virtual ~Executor();
+
+  /// Runs the plan once and waits for it; see `Model::run`. Pointers have
+  /// been checked for null where the tensor is not empty.
+  virtual Status run(const void *const *inputs, void *const *outputs,
+                     Memory memory) = 0;
+};
+
+/// Returns an executor for the CUDA driver backend. It touches no driver
+/// until the first `run`, which opens libcuda and cuBLASLt, loads the kernels,
+/// allocates the arena and uploads the weights; a failed first run is retried
+/// on the next one. `artifact` must outlive the executor; its `weights` are
+/// released once uploaded.
+std::unique_ptr<Executor> createCudaExecutor(Artifact &artifact);
+
+} // namespace rt
+} // namespace kiln
+
+#endif // KILN_RUNTIME_LIB_EXECUTOR_H

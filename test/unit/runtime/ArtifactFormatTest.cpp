@@ -1,0 +1,521 @@
+//===- ArtifactFormatTest.cpp - Serialization and validation of plans -----===//
+
+#include "kiln/runtime/ArtifactFormat.h"
+
+#include "TestArtifacts.h"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <random>
+
+using namespace kiln::rt;
+using namespace kiln::rt::test;
+
+namespace {
+
+/// Deserializes a copy of [data, data + size) held in a heap block of
+/// exactly that size, so that AddressSanitizer flags any read past it.
+bool parseExact(const std::string &bytes, size_t size, Artifact &out,
+                std::string &error) {
+  std::unique_ptr<char[]> copy(new char[size == 0 ? 1 : size]);
+  std::memcpy(copy.get(), bytes.data(), size);
+  return deserializeArtifact(copy.get(), size, out, error);
+}
+
+/// Serializes `a` and expects deserialization to fail mentioning `needle`.
+void expectRejected(const Artifact &a, const std::string &needle) {
+  std::string bytes = serializeArtifact(a);
+  Artifact out;
+  std::string error;
+  EXPECT_FALSE(parseExact(bytes, bytes.size(), out, error));
+  EXPECT_NE(error.find(needle), std::string::npos)
+      << "error '" << error << "' lacks '" << needle << "'";
+  // The same verdict without the encoding round trip.
+  std::string direct;
+  EXPECT_FALSE(validateArtifact(a, direct));
+}
+
+void expectSameBuffer(const Buffer &x, const Buffer &y) {
+  EXPECT_EQ(x.kind, y.kind);
+  EXPECT_EQ(x.dtype, y.dtype);
+  EXPECT_EQ(x.name, y.name);
+  EXPECT_EQ(x.shape, y.shape);
+  EXPECT_EQ(x.offset, y.offset);
+  EXPECT_EQ(x.bytes, y.bytes);
+}
+
+void expectSameStep(const Step &x, const Step &y) {
+  ASSERT_EQ(x.kind, y.kind);
+  switch (x.kind) {
+  case Step::Kind::Launch:
+    EXPECT_EQ(x.launch.kernel, y.launch.kernel);
+    for (int d = 0; d < 3; ++d) {
+      EXPECT_EQ(x.launch.grid[d], y.launch.grid[d]);
+      EXPECT_EQ(x.launch.block[d], y.launch.block[d]);
+    }
+    EXPECT_EQ(x.launch.sharedBytes, y.launch.sharedBytes);
+    EXPECT_EQ(x.launch.args, y.launch.args);
+    break;
+  case Step::Kind::Matmul:
+    EXPECT_EQ(x.matmul.dtype, y.matmul.dtype);
+    EXPECT_EQ(x.matmul.transA, y.matmul.transA);
+    EXPECT_EQ(x.matmul.transB, y.matmul.transB);
+    EXPECT_EQ(x.matmul.batch, y.matmul.batch);
+    EXPECT_EQ(x.matmul.m, y.matmul.m);
+    EXPECT_EQ(x.matmul.n, y.matmul.n);
+    EXPECT_EQ(x.matmul.k, y.matmul.k);
+    EXPECT_EQ(x.matmul.strideA, y.matmul.strideA);
+    EXPECT_EQ(x.matmul.strideB, y.matmul.strideB);
+    EXPECT_EQ(x.matmul.strideC, y.matmul.strideC);
+    EXPECT_EQ(x.matmul.a, y.matmul.a);
+    EXPECT_EQ(x.matmul.b, y.matmul.b);
+    EXPECT_EQ(x.matmul.c, y.matmul.c);
+    EXPECT_EQ(x.matmul.alpha, y.matmul.alpha);
+    EXPECT_EQ(x.matmul.beta, y.matmul.beta);
+    break;
+  case Step::Kind::Copy:
+    EXPECT_EQ(x.copy.src, y.copy.src);
+    EXPECT_EQ(x.copy.dst, y.copy.dst);
+    EXPECT_EQ(x.copy.bytes, y.copy.bytes);
+    break;
+  }
+}
+
+} // namespace
+
+TEST(ArtifactFormat, DTypeSizesAndNames) {
+  EXPECT_EQ(dtypeSize(DType::F32), 4u);
+  EXPECT_EQ(dtypeSize(DType::F16), 2u);
+  EXPECT_EQ(dtypeSize(DType::BF16), 2u);
+  EXPECT_EQ(dtypeSize(DType::I64), 8u);
+  EXPECT_EQ(dtypeSize(DType::I32), 4u);
+  EXPECT_EQ(dtypeSize(DType::I8), 1u);
+  EXPECT_EQ(dtypeSize(DType::Bool), 1u);
+  EXPECT_STREQ(dtypeName(DType::F32), "float32");
+  EXPECT_STREQ(dtypeName(DType::F16), "float16");
+  EXPECT_STREQ(dtypeName(DType::BF16), "bfloat16");
+  EXPECT_STREQ(dtypeName(DType::I64), "int64");
+  EXPECT_STREQ(dtypeName(DType::I32), "int32");
+  EXPECT_STREQ(dtypeName(DType::I8), "int8");
+  EXPECT_STREQ(dtypeName(DType::Bool), "bool");
+  EXPECT_EQ(dtypeSize(static_cast<DType>(99)), 0u);
+}
+
+TEST(ArtifactFormat, RoundTrip) {
+  Artifact a = makeRichArtifact();
+  a.steps[0].matmul.transA = false;
+  a.steps[0].matmul.alpha = 0.5f;
+  a.steps[0].matmul.beta = -1.25f;
+  a.steps[1].launch.sharedBytes = 4096;
+  a.steps[1].launch.grid[2] = 3;
+  std::string bytes = serializeArtifact(a);
+  Artifact b;
+  std::string error;
+  ASSERT_TRUE(parseExact(bytes, bytes.size(), b, error)) << error;
+  EXPECT_EQ(b.abiVersion, a.abiVersion);
+  EXPECT_EQ(b.kilnVersion, a.kilnVersion);
+  EXPECT_EQ(b.arch, a.arch);
+  EXPECT_EQ(b.modelHash, a.modelHash);
+  EXPECT_EQ(b.kernelNames, a.kernelNames);
+  EXPECT_EQ(b.cubin, a.cubin);
+  EXPECT_EQ(b.ptx, a.ptx);
+  EXPECT_EQ(b.cudaSource, a.cudaSource);
+  EXPECT_EQ(b.arenaBytes, a.arenaBytes);
+  ASSERT_EQ(b.buffers.size(), a.buffers.size());
+  for (size_t i = 0; i < a.buffers.size(); ++i)
+    expectSameBuffer(a.buffers[i], b.buffers[i]);
+  EXPECT_EQ(b.inputs, a.inputs);
+  EXPECT_EQ(b.outputs, a.outputs);
+  ASSERT_EQ(b.steps.size(), a.steps.size());
+  for (size_t i = 0; i < a.steps.size(); ++i)
+    expectSameStep(a.steps[i], b.steps[i]);
+  EXPECT_EQ(b.weights, a.weights);
+  // Serialization is deterministic.
+  EXPECT_EQ(serializeArtifact(b), bytes);
+}
+
+TEST(ArtifactFormat, EmptyArtifactRoundTrips) {
+  Artifact a;
+  std::string bytes = serializeArtifact(a), error;
+  Artifact b;
+  ASSERT_TRUE(parseExact(bytes, bytes.size(), b, error)) << error;
+  EXPECT_EQ(b.abiVersion, static_cast<uint32_t>(KILN_ABI_VERSION));
+  EXPECT_TRUE(b.buffers.empty());
+}
+
+TEST(ArtifactFormat, TruncationAtEveryOffsetIsRejected) {
+  std::string bytes = serializeArtifact(makeRichArtifact());
+  for (size_t size = 0; size < bytes.size(); ++size) {
+    Artifact out;
+    std::string error;
+    EXPECT_FALSE(parseExact(bytes, size, out, error)) << "size " << size;
+    EXPECT_FALSE(error.empty()) << "size " << size;
+  }
+}
+
+TEST(ArtifactFormat, TrailingBytesAreRejected) {
+  std::string bytes = serializeArtifact(makeRichArtifact()) + "x";
+  Artifact out;
+  std::string error;
+  EXPECT_FALSE(parseExact(bytes, bytes.size(), out, error));
+  EXPECT_NE(error.find("trailing"), std::string::npos) << error;
+}
+
+TEST(ArtifactFormat, CorruptedBytesNeverCrash) {
+  // Every byte set to a few hostile values, then random multi-byte damage:
+  // the reader may accept or reject, but must stay in bounds (ASan) and
+  // leave a message when it rejects.
+  std::string bytes = serializeArtifact(makeRichArtifact());
+  auto check = [&](const std::string &damaged) {
+    Artifact out;
+    std::string error;
+    if (!parseExact(damaged, damaged.size(), out, error)) {
+      EXPECT_FALSE(error.empty());
+    }
+  };
+  for (size_t i = 0; i < bytes.size(); ++i)
+    for (unsigned char v : {0x00, 0x01, 0x7f, 0x80, 0xff}) {
+      std::string damaged = bytes;
+      damaged[i] = static_cast<char>(v);
+      check(damaged);
+    }
+  std::mt19937 rng(1234);
+  for (int round = 0; round < 2000; ++round) {
+    std::string damaged = bytes;
+    for (int j = 0; j < 4; ++j)
+      damaged[rng() % damaged.size()] = static_cast<char>(rng());
+    check(damaged);
+  }
+}
+
+TEST(ArtifactFormat, BadMagicAndVersion) {
+  std::string bytes = serializeArtifact(makeRichArtifact());
+  Artifact out;
+  std::string error;
+  std::string badMagic = bytes;
+  badMagic[0] = 'X';
+  EXPECT_FALSE(parseExact(badMagic, badMagic.size(), out, error));
+  EXPECT_NE(error.find("magic"), std::string::npos) << error;
+  std::string badVersion = bytes;
+  badVersion[8] = 9;
+  EXPECT_FALSE(parseExact(badVersion, badVersion.size(), out, error));
+  EXPECT_NE(error.find("format version 9"), std::string::npos) << error;
+}
+
+TEST(ArtifactFormat, HugeCountsAreRejectedBeforeAllocating) {
+  // A header, then a kernel-name count of 2^60: it cannot fit in what
+  // remains, so it must be rejected without trying to allocate.
+  detail::ByteWriter w;
+  w.raw(kArtifactMagic, sizeof(kArtifactMagic));
+  w.u32(kArtifactFormatVersion);
+  w.u32(KILN_ABI_VERSION);
+  w.str("v");
+  w.str("sm_90a");
+  w.str("hash");
+  std::string prefix = w.out;
+  w.u64(1ull << 60);
+  w.out.append(64, '\0');
+  Artifact out;
+  std::string error;
+  EXPECT_FALSE(parseExact(w.out, w.out.size(), out, error));
+  EXPECT_NE(error.find("count of kernel names"), std::string::npos) << error;
+
+  // A string length of 2^63.
+  detail::ByteWriter s;
+  s.raw(prefix.data(), prefix.size() - 8 - 4);
+  s.u64(1ull << 63);
+  s.out.append(32, 'a');
+  EXPECT_FALSE(parseExact(s.out, s.out.size(), out, error));
+  EXPECT_NE(error.find("exceeds"), std::string::npos) << error;
+
+  // A buffer count that passes the first bound but not the real data.
+  Artifact a = makeRichArtifact();
+  std::string bytes = serializeArtifact(a);
+  // Find the buffer count: it follows arenaBytes (512) right after the
+  // CUDA source; rebuild the prefix to locate it.
+  detail::ByteWriter p;
+  p.raw(kArtifactMagic, 8);
+  p.u32(kArtifactFormatVersion);
+  p.u32(a.abiVersion);
+  p.str(a.kilnVersion);
+  p.str(a.arch);
+  p.str(a.modelHash);
+  p.u64(a.kernelNames.size());
+  for (const std::string &name : a.kernelNames)
+    p.str(name);
+  p.str(a.cubin);
+  p.str(a.ptx);
+  p.str(a.cudaSource);
+  p.u64(a.arenaBytes);
+  size_t countAt = p.out.size();
+  ASSERT_EQ(bytes.substr(0, countAt), p.out);
+  for (uint64_t count : {uint64_t(9), uint64_t(1000), ~uint64_t(0)}) {
+    std::string damaged = bytes;
+    for (int i = 0; i < 8; ++i)
+      damaged[countAt + i] = static_cast<char>((count >> (8 * i)) & 0xff);
+    EXPECT_FALSE(parseExact(damaged, damaged.size(), out, error)) << count;
+  }
+}
+
+TEST(ArtifactFormat, RejectsOutOfRangeIds) {
+  {
+    Artifact a = makeRichArtifact();
+    a.steps[1].launch.args[1] = 99;
+    expectRejected(a, "buffer id 99 out of range");
+  }
+  {
+    Artifact a = makeRichArtifact();
+    a.steps[1].launch.kernel = 2;
+    expectRejected(a, "kernel index 2 out of range");
+  }
+  {
+    Artifact a = makeRichArtifact();
+    a.inputs[0] = 1000;
+    expectRejected(a, "out of range");
+  }
+  {
+    Artifact a = makeRichArtifact();
+    a.steps[0].matmul.c = 8;
+    expectRejected(a, "out of range");
+  }
+  {
+    Artifact a = makeRichArtifact();
+    a.steps[2].copy.src = 12345;
+    expectRejected(a, "out of range");
+  }
+  {
+    // Output 1 does not exist.
+    Artifact a = makeRichArtifact();
+    a.buffers[7].offset = 1;
+    expectRejected(a, "not a view of output 0");
+  }
+  {
+    // A graph input list entry must be an Input buffer.
+    Artifact a = makeRichArtifact();
+    a.inputs[0] = 4;
+    expectRejected(a, "is not a view of input 0");
+  }
+  {
+    // An input view whose index is past the inputs.
+    Artifact a = makeRichArtifact();
+    a.buffers[1].offset = 3;
+    expectRejected(a, "input index 3 out of range");
+  }
+}
+
+TEST(ArtifactFormat, RejectsOversizeBuffers) {
+  {
+    Artifact a = makeRichArtifact();
+    a.buffers[5].offset = 500; // 500 + 32 > 512
+    expectRejected(a, "exceeds the arena");
+  }
+  {
+    Artifact a = makeRichArtifact();
+    a.buffers[5].offset = ~uint64_t(0) - 8; // offset + bytes overflows
+    expectRejected(a, "exceeds the arena");
+  }
+  {
+    Artifact a = makeRichArtifact();
+    a.buffers[3].offset = 60; // weights are 80 bytes
+    expectRejected(a, "exceeds the weights");
+  }
+  {
+    Artifact a = makeRichArtifact();
+    a.buffers[4].bytes = 16;
+    expectRejected(a, "does not match its shape");
+  }
+  {
+    Artifact a = makeRichArtifact();
+    a.buffers[4].shape = {int64_t(1) << 40, int64_t(1) << 40};
+    expectRejected(a, "overflows");
+  }
+  {
+    Artifact a = makeRichArtifact();
+    a.buffers[4].shape = {-2, -4};
+    expectRejected(a, "negative dimension");
+  }
+  {
+    Artifact a = makeRichArtifact();
+    a.buffers[4].shape.assign(kMaxRank + 1, 1);
+    a.buffers[4].bytes = 4;
+    expectRejected(a, "rank");
+  }
+  {
+    // A view of input 0 larger than input 0 itself.
+    Artifact a = makeRichArtifact();
+    a.buffers[1] = makeBuffer(BufferKind::Input, "x.big", {7}, 0);
+    expectRejected(a, "larger than it");
+  }
+  {
+    Artifact a = makeRichArtifact();
+    a.buffers[0].name = std::string("x\0y", 3);
+    expectRejected(a, "NUL");
+  }
+}
+
+TEST(ArtifactFormat, RejectsBadSteps) {
+  {
+    Artifact a = makeRichArtifact();
+    a.steps[2].copy.bytes = 33;
+    expectRejected(a, "copy of 33 bytes exceeds");
+  }
+  {
+    // Overlapping copy within the arena: t (0..32) to a view at 16.
+    Artifact a = makeRichArtifact();
+    a.buffers.push_back(makeBuffer(BufferKind::Arena, "t.shifted", {8}, 16));
+    a.steps[2].copy = CopyStep{4, 8, 32};
+    expectRejected(a, "overlap");
+  }
+  {
+    // Copies into weights or inputs are refused: they are read-only.
+    Artifact a = makeRichArtifact();
+    a.steps[2].copy = CopyStep{5, 3, 32};
+    expectRejected(a, "not writable");
+  }
+  {
+    Artifact a = makeRichArtifact();
+    a.steps[0].matmul.k = 4; // x holds 2x3, not 2x4
+    expectRejected(a, "matmul a does not fit");
+  }
+  {
+    Artifact a = makeRichArtifact();
+    a.steps[0].matmul.batch = 2;
+    a.steps[0].matmul.strideC = 8;
+    expectRejected(a, "matmul c does not fit");
+  }
+  {
+    Artifact a = makeRichArtifact();
+    a.steps[0].matmul.batch = 2;
+    a.steps[0].matmul.strideC = 4; // < m * n: batches would overlap
+    expectRejected(a, "overlap");
+  }
+  {
+    Artifact a = makeRichArtifact();
+    a.steps[0].matmul.strideA = -1;
+    expectRejected(a, "negative");
+  }
+  {
+    Artifact a = makeRichArtifact();
+    a.steps[0].matmul.m = 0;
+    expectRejected(a, "at least 1");
+  }
+  {
+    Artifact a = makeRichArtifact();
+    a.steps[0].matmul.dtype = DType::F16;
+    expectRejected(a, "must all be float16");
+  }
+  {
+    Artifact a = makeRichArtifact();
+    a.steps[0].matmul.dtype = DType::I8;
+    expectRejected(a, "matmul dtype");
+  }
+  {
+    // C aliasing A: t = t * w is not a legal cuBLAS call.
+    Artifact a = makeRichArtifact();
+    a.buffers.push_back(makeBuffer(BufferKind::Arena, "t.sq", {2, 3}, 0));
+    a.steps[0].matmul.a = 8;
+    expectRejected(a, "overlaps an operand");
+  }
+  {
+    Artifact a = makeRichArtifact();
+    a.steps[1].launch.block[1] = 0;
+    expectRejected(a, "at least 1");
+  }
+  {
+    Artifact a = makeRichArtifact();
+    a.cubin.clear();
+    a.ptx.clear();
+    expectRejected(a, "neither a cubin nor PTX");
+  }
+  {
+    Artifact a = makeRichArtifact();
+    a.kernelNames[1].clear();
+    expectRejected(a, "kernel name 1");
+  }
+}
+
+TEST(ArtifactFormat, AcceptsLegalAliasing) {
+  // Distinct arena buffers may share storage (the planner reuses memory)
+  // and adjacent ranges do not overlap.
+  Artifact a = makeRichArtifact();
+  a.buffers.push_back(makeBuffer(BufferKind::Arena, "t.next", {8}, 32));
+  a.steps[2].copy = CopyStep{4, 8, 32};
+  std::string error;
+  EXPECT_TRUE(validateArtifact(a, error)) << error;
+}
+
+TEST(ArtifactFormat, BroadcastMatmulFits) {
+  Artifact a = makeRichArtifact();
+  // Two batches of 1x3 rows of x against the same w: stride B = 0.
+  MatmulStep &m = a.steps[0].matmul;
+  m.batch = 2;
+  m.m = 1;
+  m.strideA = 3;
+  m.strideB = 0;
+  m.strideC = 4;
+  std::string error;
+  EXPECT_TRUE(validateArtifact(a, error)) << error;
+  m.strideA = 4; // second row would start at element 4 and end at 7 > 6
+  EXPECT_FALSE(validateArtifact(a, error));
+}
+
+TEST(ArtifactContainer, AppendAndFindPayload) {
+  std::string payload = serializeArtifact(makeRichArtifact());
+  std::string so = appendArtifactPayload(std::string(1001, 'E'), payload);
+  const char *found = nullptr;
+  size_t foundSize = 0;
+  std::string error;
+  ASSERT_TRUE(
+      findArtifactPayload(so.data(), so.size(), found, foundSize, error))
+      << error;
+  EXPECT_EQ(std::string(found, foundSize), payload);
+  EXPECT_EQ((found - so.data()) % kArtifactPayloadAlign, 0);
+  EXPECT_EQ(so.substr(so.size() - 8), std::string(kArtifactTrailerMagic, 8));
+}
+
+TEST(ArtifactContainer, RejectsDamage) {
+  std::string payload = serializeArtifact(makeRichArtifact());
+  std::string so = appendArtifactPayload(std::string(64, 'E'), payload);
+  const char *found = nullptr;
+  size_t foundSize = 0;
+  std::string error;
+  {
+    std::string damaged = so;
+    damaged[64 + 20] ^= 1;
+    EXPECT_FALSE(findArtifactPayload(damaged.data(), damaged.size(), found,
+                                     foundSize, error));
+    EXPECT_NE(error.find("checksum"), std::string::npos) << error;
+  }
+  {
+    std::string damaged = so;
+    damaged[damaged.size() - 1] = 'X';
+    EXPECT_FALSE(findArtifactPayload(damaged.data(), damaged.size(), found,
+                                     foundSize, error));
+    EXPECT_NE(error.find("no Kiln trailer"), std::string::npos) << error;
+  }
+  {
+    // Payload size pointing past the trailer.
+    std::string damaged = so;
+    damaged[damaged.size() - kArtifactTrailerSize + 8] += 1;
+    EXPECT_FALSE(findArtifactPayload(damaged.data(), damaged.size(), found,
+                                     foundSize, error));
+    EXPECT_NE(error.find("does not end at the trailer"), std::string::npos)
+        << error;
+  }
+  {
+    // Offset + size overflowing 64 bits.
+    std::string damaged = so;
+    for (int i = 0; i < 8; ++i)
+      damaged[damaged.size() - kArtifactTrailerSize + i] = '\xff';
+    EXPECT_FALSE(findArtifactPayload(damaged.data(), damaged.size(), found,
+                                     foundSize, error));
+  }
+  // Every truncation of the file.
+  for (size_t size = 0; size < so.size(); ++size) {
+    std::unique_ptr<char[]> copy(new char[size == 0 ? 1 : size]);
+    std::memcpy(copy.get(), so.data(), size);
+    EXPECT_FALSE(findArtifactPayload(copy.get(), size, found, foundSize, error))
+        << size;
+  }
+}

@@ -1,0 +1,274 @@
+//===- CApiTest.cpp - The C ABI of an artifact .so ------------------------===//
+//
+// Builds real artifacts: a copy of the model template with a hand-built plan
+// appended, written to a temporary directory and opened with dlopen, exactly
+// as a user would load a `kilnc` output.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/kiln_model.h"
+#include "kiln/runtime/ArtifactFormat.h"
+
+#include "TestArtifacts.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <dlfcn.h>
+#include <thread>
+#include <unistd.h>
+
+using namespace kiln::rt;
+using namespace kiln::rt::test;
+
+namespace {
+
+/// Returns true when a real CUDA driver can be opened in this process.
+bool haveCudaDriver() {
+  void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (h)
+    dlclose(h);
+  return h != nullptr;
+}
+
+/// Loads `artifact` appended to the template; fails the test on error.
+void load(const Artifact &artifact, LoadedArtifact &out) {
+  std::string so =
+      appendArtifactPayload(templateBytes(), serializeArtifact(artifact));
+  std::string error;
+  ASSERT_TRUE(loadArtifactSo(so, out, error)) << error;
+}
+
+/// Expects creating the model of `so` to fail with `code` and `needle`.
+void expectCreateFails(const std::string &so, kiln_status code,
+                       const std::string &needle) {
+  LoadedArtifact lib;
+  std::string error;
+  ASSERT_TRUE(loadArtifactSo(so, lib, error)) << error;
+  kiln_model *model = reinterpret_cast<kiln_model *>(&lib);
+  EXPECT_EQ(lib.create(KILN_BACKEND_CUDA, &model), code);
+  EXPECT_EQ(model, nullptr);
+  std::string message = lib.lastError();
+  EXPECT_NE(message.find(needle), std::string::npos)
+      << "error '" << message << "' lacks '" << needle << "'";
+}
+
+class CApi : public ::testing::Test {
+protected:
+  // The real driver is wanted here, never a stand-in another test set.
+  void SetUp() override { unsetenv("KILN_CUDA_DRIVER"); }
+};
+
+} // namespace
+
+TEST_F(CApi, BareTemplateHasNoModel) {
+  ASSERT_FALSE(templateBytes().empty()) << KILN_MODEL_TEMPLATE_PATH;
+  expectCreateFails(templateBytes(), KILN_ERROR_CORRUPT_ARTIFACT,
+                    "no Kiln trailer");
+}
+
+TEST_F(CApi, DescribesAZeroStepModel) {
+  LoadedArtifact lib;
+  ASSERT_NO_FATAL_FAILURE(load(makeIdentityShell({2, 3}), lib));
+  EXPECT_EQ(lib.abiVersion(), static_cast<uint32_t>(KILN_ABI_VERSION));
+  kiln_model *model = nullptr;
+  ASSERT_EQ(lib.create(KILN_BACKEND_CUDA, &model), KILN_OK) << lib.lastError();
+  ASSERT_NE(model, nullptr);
+  EXPECT_EQ(lib.numInputs(model), 1);
+  EXPECT_EQ(lib.numOutputs(model), 1);
+  kiln_tensor_desc desc;
+  ASSERT_EQ(lib.inputDesc(model, 0, &desc), KILN_OK);
+  EXPECT_STREQ(desc.name, "x");
+  EXPECT_EQ(desc.dtype, KILN_DTYPE_F32);
+  ASSERT_EQ(desc.rank, 2);
+  EXPECT_EQ(desc.shape[0], 2);
+  EXPECT_EQ(desc.shape[1], 3);
+  ASSERT_EQ(lib.outputDesc(model, 0, &desc), KILN_OK);
+  EXPECT_STREQ(desc.name, "y");
+  EXPECT_EQ(lib.inputDesc(model, 1, &desc), KILN_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(lib.lastError()).find("input index 1 out of range"),
+            std::string::npos)
+      << lib.lastError();
+  EXPECT_EQ(lib.outputDesc(model, -1, &desc), KILN_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(lib.inputDesc(model, 0, nullptr), KILN_ERROR_INVALID_ARGUMENT);
+  std::string info = lib.info(model);
+  for (const char *part :
+       {"kiln 0.1.0-test", "arch sm_90a", "model feedface", "arena 0 bytes"})
+    EXPECT_NE(info.find(part), std::string::npos) << info;
+  lib.destroy(model);
+}
+
+TEST_F(CApi, RunWithoutDriverReportsNoDeviceAndStaysUsable) {
+  if (haveCudaDriver())
+    GTEST_SKIP() << "a CUDA driver is installed; see KilnRuntimeGpuTests";
+  for (kiln_backend backend : {KILN_BACKEND_CUDA, KILN_BACKEND_AUTO}) {
+    LoadedArtifact lib;
+    ASSERT_NO_FATAL_FAILURE(load(makeCopyArtifact({2, 3}), lib));
+    kiln_model *model = nullptr;
+    ASSERT_EQ(lib.create(backend, &model), KILN_OK) << lib.lastError();
+    std::vector<float> x(6, 1.0f), y(6, 0.0f);
+    const void *in[] = {x.data()};
+    void *out[] = {y.data()};
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      EXPECT_EQ(lib.run(model, in, out, KILN_MEMORY_HOST),
+                KILN_ERROR_NO_DEVICE);
+      std::string message = lib.lastError();
+      EXPECT_NE(message.find("no CUDA driver found (libcuda.so.1)"),
+                std::string::npos)
+          << message;
+    }
+    // Still usable: descriptors and info answer, destroy is clean.
+    EXPECT_EQ(lib.numInputs(model), 1);
+    kiln_tensor_desc desc;
+    EXPECT_EQ(lib.outputDesc(model, 0, &desc), KILN_OK);
+    EXPECT_STREQ(desc.name, "y");
+    EXPECT_EQ(lib.run(model, in, out, KILN_MEMORY_DEVICE),
+              KILN_ERROR_NO_DEVICE);
+    lib.destroy(model);
+  }
+}
+
+TEST_F(CApi, RunsThroughTheStandInDriver) {
+  // The whole C path with the host stand-in driver: the artifact's own
+  // runtime reads KILN_CUDA_DRIVER at its first run.
+  LoadedArtifact lib;
+  ASSERT_NO_FATAL_FAILURE(load(makeCopyArtifact({5}), lib));
+  kiln_model *model = nullptr;
+  ASSERT_EQ(lib.create(KILN_BACKEND_CUDA, &model), KILN_OK) << lib.lastError();
+  setenv("KILN_CUDA_DRIVER", KILN_FAKE_CUDA_PATH, 1);
+  std::vector<float> x = {1, 2, 3, 4, 5}, y(5, 0.0f);
+  const void *in[] = {x.data()};
+  void *out[] = {y.data()};
+  kiln_status status = lib.run(model, in, out, KILN_MEMORY_HOST);
+  unsetenv("KILN_CUDA_DRIVER");
+  ASSERT_EQ(status, KILN_OK) << lib.lastError();
+  EXPECT_EQ(y, x);
+  lib.destroy(model);
+}
+
+TEST_F(CApi, HostBackendIsUnsupported) {
+  LoadedArtifact lib;
+  ASSERT_NO_FATAL_FAILURE(load(makeCopyArtifact({2}), lib));
+  kiln_model *model = nullptr;
+  EXPECT_EQ(lib.create(KILN_BACKEND_HOST, &model), KILN_ERROR_UNSUPPORTED);
+  EXPECT_EQ(model, nullptr);
+  EXPECT_NE(std::string(lib.lastError()).find("host backend"),
+            std::string::npos)
+      << lib.lastError();
+}
+
+TEST_F(CApi, RejectsInvalidArguments) {
+  LoadedArtifact lib;
+  ASSERT_NO_FATAL_FAILURE(load(makeCopyArtifact({2}), lib));
+  EXPECT_EQ(lib.create(KILN_BACKEND_CUDA, nullptr),
+            KILN_ERROR_INVALID_ARGUMENT);
+  kiln_model *model = nullptr;
+  EXPECT_EQ(lib.create(static_cast<kiln_backend>(7), &model),
+            KILN_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(lib.lastError()).find("invalid backend 7"),
+            std::string::npos);
+  EXPECT_EQ(lib.run(nullptr, nullptr, nullptr, KILN_MEMORY_HOST),
+            KILN_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(lib.numInputs(nullptr), -1);
+  EXPECT_EQ(lib.numOutputs(nullptr), -1);
+  EXPECT_STREQ(lib.info(nullptr), "");
+  lib.destroy(nullptr);
+  ASSERT_EQ(lib.create(KILN_BACKEND_CUDA, &model), KILN_OK);
+  std::vector<float> x(2), y(2);
+  const void *in[] = {x.data()};
+  void *out[] = {y.data()};
+  EXPECT_EQ(lib.run(model, in, out, static_cast<kiln_memory>(3)),
+            KILN_ERROR_INVALID_ARGUMENT);
+  const void *nullIn[] = {nullptr};
+  EXPECT_EQ(lib.run(model, nullIn, out, KILN_MEMORY_HOST),
+            KILN_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(lib.lastError()).find("input 0 ('x') is null"),
+            std::string::npos)
+      << lib.lastError();
+  lib.destroy(model);
+}
+
+TEST_F(CApi, CorruptionIsDetected) {
+  std::string payload = serializeArtifact(makeCopyArtifact({2, 3}));
+  std::string so = appendArtifactPayload(templateBytes(), payload);
+  size_t payloadAt = so.size() - kArtifactTrailerSize - payload.size();
+  {
+    std::string damaged = so;
+    damaged[payloadAt + payload.size() / 2] ^= 0x10;
+    expectCreateFails(damaged, KILN_ERROR_CORRUPT_ARTIFACT, "checksum");
+  }
+  {
+    std::string damaged = so;
+    damaged[so.size() - 3] = '?';
+    expectCreateFails(damaged, KILN_ERROR_CORRUPT_ARTIFACT, "no Kiln trailer");
+  }
+  {
+    std::string damaged = so;
+    damaged[so.size() - kArtifactTrailerSize] ^= 0x01; // payload offset
+    expectCreateFails(damaged, KILN_ERROR_CORRUPT_ARTIFACT,
+                      "does not end at the trailer");
+  }
+  {
+    // A payload that checksums but does not validate.
+    Artifact a = makeCopyArtifact({2, 3});
+    a.steps[0].copy.dst = 42;
+    expectCreateFails(
+        appendArtifactPayload(templateBytes(), serializeArtifact(a)),
+        KILN_ERROR_CORRUPT_ARTIFACT, "buffer id 42 out of range");
+  }
+}
+
+TEST_F(CApi, VersionMismatchNamesBothVersions) {
+  Artifact a = makeCopyArtifact({2});
+  a.abiVersion = 99;
+  expectCreateFails(
+      appendArtifactPayload(templateBytes(), serializeArtifact(a)),
+      KILN_ERROR_VERSION_MISMATCH,
+      "compiled for Kiln C ABI version 99 but this runtime implements "
+      "version 1");
+  std::string payload = serializeArtifact(makeCopyArtifact({2}));
+  payload[8] = 7; // format version
+  expectCreateFails(appendArtifactPayload(templateBytes(), payload),
+                    KILN_ERROR_VERSION_MISMATCH, "format version 7");
+}
+
+TEST_F(CApi, FindsItselfAfterChdirFromARelativePath) {
+  std::string so = appendArtifactPayload(
+      templateBytes(), serializeArtifact(makeCopyArtifact({3})));
+  std::string dir = makeTempDir();
+  ASSERT_TRUE(writeFile(dir + "/librel.so", so));
+  char cwd[4096];
+  ASSERT_NE(getcwd(cwd, sizeof(cwd)), nullptr);
+  ASSERT_EQ(chdir(dir.c_str()), 0);
+  void *handle = dlopen("./librel.so", RTLD_NOW | RTLD_LOCAL);
+  ASSERT_EQ(chdir("/"), 0);
+  ASSERT_NE(handle, nullptr) << dlerror();
+  auto create = reinterpret_cast<decltype(&kiln_model_create)>(
+      dlsym(handle, "kiln_model_create"));
+  auto destroy = reinterpret_cast<decltype(&kiln_model_destroy)>(
+      dlsym(handle, "kiln_model_destroy"));
+  auto lastError = reinterpret_cast<decltype(&kiln_last_error)>(
+      dlsym(handle, "kiln_last_error"));
+  kiln_model *model = nullptr;
+  EXPECT_EQ(create(KILN_BACKEND_CUDA, &model), KILN_OK) << lastError();
+  destroy(model);
+  // Not closed: see ~LoadedArtifact.
+  ASSERT_EQ(chdir(cwd), 0);
+}
+
+TEST_F(CApi, LastErrorIsPerThread) {
+  LoadedArtifact lib;
+  ASSERT_NO_FATAL_FAILURE(load(makeCopyArtifact({2}), lib));
+  kiln_model *model = nullptr;
+  EXPECT_EQ(lib.create(KILN_BACKEND_CUDA, nullptr),
+            KILN_ERROR_INVALID_ARGUMENT);
+  std::string mine = lib.lastError();
+  std::string theirs = "unset";
+  std::thread other([&] {
+    theirs = lib.lastError();
+    lib.create(KILN_BACKEND_HOST, &model);
+  });
+  other.join();
+  EXPECT_EQ(theirs, "");
+  EXPECT_EQ(std::string(lib.lastError()), mine);
+}

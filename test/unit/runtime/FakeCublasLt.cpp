@@ -1,0 +1,178 @@
+//===- FakeCublasLt.cpp - A host stand-in for libcublasLt -----------------===//
+//
+// Implements the cuBLASLt entry points the runtime resolves with the
+// documented column-major semantics, in float32 on host memory (device
+// pointers from the fake driver are host pointers):
+//   D_i = alpha * op(A_i) * op(B_i) + beta * C_i,
+// each matrix column-major with its layout's rows, cols and leading
+// dimension, and batch i at `i * stride` elements. The tests compare the
+// runtime's row-major plan against a row-major reference through it, which
+// checks the operand swap, transposes, leading dimensions and batch strides.
+//
+//===----------------------------------------------------------------------===//
+
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+namespace {
+using LtStatus = int;
+constexpr LtStatus kOk = 0, kInvalid = 7, kNotSupported = 15;
+
+struct Layout {
+  int type;
+  uint64_t rows, cols;
+  int64_t ld;
+  int32_t batch = 1;
+  int64_t stride = 0;
+};
+struct Desc {
+  int32_t transA = 0, transB = 0;
+};
+struct HeuristicResult {
+  uint64_t algo[8];
+  size_t workspaceSize;
+  int state;
+  float wavesCount;
+  int reserved[4];
+};
+int handleMarker = 0;
+int preferenceMarker = 0;
+} // namespace
+
+extern "C" {
+
+LtStatus cublasLtCreate(void **handle) {
+  *handle = &handleMarker;
+  return kOk;
+}
+LtStatus cublasLtDestroy(void *) { return kOk; }
+const char *cublasLtGetStatusString(LtStatus) { return "FAKE_STATUS"; }
+LtStatus cublasLtMatmulDescCreate(void **desc, int computeType, int scaleType) {
+  if (computeType != 68 || scaleType != 0)
+    return kNotSupported;
+  *desc = new Desc();
+  return kOk;
+}
+LtStatus cublasLtMatmulDescDestroy(void *desc) {
+  delete static_cast<Desc *>(desc);
+  return kOk;
+}
+LtStatus cublasLtMatmulDescSetAttribute(void *desc, int attr, const void *buf,
+                                        size_t size) {
+  if (size != sizeof(int32_t))
+    return kInvalid;
+  Desc *d = static_cast<Desc *>(desc);
+  if (attr == 3)
+    std::memcpy(&d->transA, buf, size);
+  else if (attr == 4)
+    std::memcpy(&d->transB, buf, size);
+  else
+    return kNotSupported;
+  return kOk;
+}
+LtStatus cublasLtMatrixLayoutCreate(void **layout, int type, uint64_t rows,
+                                    uint64_t cols, int64_t ld) {
+  // Column-major: the leading dimension covers at least the rows.
+  if (ld < static_cast<int64_t>(rows))
+    return kInvalid;
+  *layout = new Layout{type, rows, cols, ld};
+  return kOk;
+}
+LtStatus cublasLtMatrixLayoutDestroy(void *layout) {
+  delete static_cast<Layout *>(layout);
+  return kOk;
+}
+LtStatus cublasLtMatrixLayoutSetAttribute(void *layout, int attr,
+                                          const void *buf, size_t size) {
+  Layout *l = static_cast<Layout *>(layout);
+  if (attr == 5 && size == sizeof(int32_t))
+    std::memcpy(&l->batch, buf, size);
+  else if (attr == 6 && size == sizeof(int64_t))
+    std::memcpy(&l->stride, buf, size);
+  else
+    return kInvalid;
+  return kOk;
+}
+LtStatus cublasLtMatmulPreferenceCreate(void **pref) {
+  *pref = &preferenceMarker;
+  return kOk;
+}
+LtStatus cublasLtMatmulPreferenceDestroy(void *) { return kOk; }
+LtStatus cublasLtMatmulPreferenceSetAttribute(void *, int attr, const void *,
+                                              size_t size) {
+  bool ok = (attr == 1 && size == 8) || (attr >= 5 && attr <= 8 && size == 4);
+  return ok ? kOk : kInvalid;
+}
+
+/// Returns the (rows x cols) shape of op(layout).
+static void opShape(const Layout &l, int32_t trans, uint64_t &rows,
+                    uint64_t &cols) {
+  rows = trans ? l.cols : l.rows;
+  cols = trans ? l.rows : l.cols;
+}
+
+LtStatus cublasLtMatmulAlgoGetHeuristic(void *, void *desc, void *a, void *b,
+                                        void *c, void *d, void *, int requested,
+                                        HeuristicResult *results,
+                                        int *returned) {
+  const Desc &op = *static_cast<Desc *>(desc);
+  const Layout &la = *static_cast<Layout *>(a), &lb = *static_cast<Layout *>(b),
+               &lc = *static_cast<Layout *>(c);
+  uint64_t ar, ac, br, bc;
+  opShape(la, op.transA, ar, ac);
+  opShape(lb, op.transB, br, bc);
+  if (requested < 1 || c != d || ac != br || lc.rows != ar || lc.cols != bc ||
+      la.batch != lc.batch || lb.batch != lc.batch || la.type != 0)
+    return kInvalid;
+  std::memset(&results[0], 0, sizeof(HeuristicResult));
+  results[0].algo[0] = 42;
+  *returned = 1;
+  return kOk;
+}
+
+LtStatus cublasLtMatmul(void *, void *desc, const void *alpha, const void *a,
+                        void *aDesc, const void *b, void *bDesc,
+                        const void *beta, const void *c, void *cDesc, void *d,
+                        void *dDesc, const void *algo, void *, size_t, void *) {
+  if (!algo || static_cast<const uint64_t *>(algo)[0] != 42 || c != d ||
+      cDesc != dDesc)
+    return kInvalid;
+  const Desc &op = *static_cast<Desc *>(desc);
+  const Layout &la = *static_cast<Layout *>(aDesc),
+               &lb = *static_cast<Layout *>(bDesc),
+               &lc = *static_cast<Layout *>(cDesc);
+  float al = *static_cast<const float *>(alpha);
+  float be = *static_cast<const float *>(beta);
+  uint64_t m, k, k2, n;
+  opShape(la, op.transA, m, k);
+  opShape(lb, op.transB, k2, n);
+  auto *A = static_cast<const float *>(a);
+  auto *B = static_cast<const float *>(b);
+  auto *C = static_cast<float *>(d);
+  for (int32_t batch = 0; batch < lc.batch; ++batch) {
+    const float *Ai = A + batch * la.stride;
+    const float *Bi = B + batch * lb.stride;
+    float *Ci = C + batch * lc.stride;
+    std::vector<float> result(m * n);
+    for (uint64_t i = 0; i < m; ++i)
+      for (uint64_t j = 0; j < n; ++j) {
+        float acc = 0;
+        for (uint64_t p = 0; p < k; ++p) {
+          float x = op.transA ? Ai[p + i * la.ld] : Ai[i + p * la.ld];
+          float y = op.transB ? Bi[j + p * lb.ld] : Bi[p + j * lb.ld];
+          acc += x * y;
+        }
+        result[i + j * m] = acc;
+      }
+    for (uint64_t i = 0; i < m; ++i)
+      for (uint64_t j = 0; j < n; ++j) {
+        float &out = Ci[i + j * lc.ld];
+        // As in BLAS, C is not read when beta is zero.
+        out = al * result[i + j * m] + (be == 0 ? 0.0f : be * out);
+      }
+  }
+  return kOk;
+}
+
+} // extern "C"

@@ -1,0 +1,344 @@
+//===- ModelTest.cpp - The Model API and the CUDA backend's plumbing ------===//
+//
+// Runs plans through the real CUDA executor against host stand-ins for
+// libcuda and cuBLASLt (FakeCudaDriver.cpp, FakeCublasLt.cpp), so staging,
+// buffer addressing, kernel arguments, copies and the row-major matmul
+// mapping are exercised without a GPU.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/runtime/Model.h"
+
+#include "TestArtifacts.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <dlfcn.h>
+#include <random>
+
+using namespace kiln::rt;
+using namespace kiln::rt::test;
+
+TEST(Model, HostBackendIsNotAvailableYet) {
+  std::unique_ptr<Model> model;
+  Status s = Model::create(makeCopyArtifact({2}), Backend::Host, model);
+  EXPECT_EQ(s.code, StatusCode::Unsupported);
+  EXPECT_NE(s.message.find("host backend"), std::string::npos) << s.message;
+  EXPECT_EQ(model, nullptr);
+}
+
+TEST(Model, CreateValidatesTheArtifact) {
+  Artifact a = makeCopyArtifact({2});
+  a.steps[0].copy.bytes = 1000;
+  std::unique_ptr<Model> model;
+  Status s = Model::create(a, Backend::Cuda, model);
+  EXPECT_EQ(s.code, StatusCode::CorruptArtifact);
+  EXPECT_NE(s.message.find("exceeds"), std::string::npos) << s.message;
+  s = Model::create(makeCopyArtifact({2}), static_cast<Backend>(9), model);
+  EXPECT_EQ(s.code, StatusCode::InvalidArgument);
+}
+
+TEST(Model, DescribesItself) {
+  std::unique_ptr<Model> model;
+  ASSERT_TRUE(Model::create(makeRichArtifact(), Backend::Auto, model).isOk());
+  EXPECT_EQ(model->numInputs(), 1u);
+  EXPECT_EQ(model->numOutputs(), 1u);
+  EXPECT_EQ(model->input(0).name, "x");
+  EXPECT_EQ(model->output(0).shape, (std::vector<int64_t>{2, 4}));
+  std::string info = model->info();
+  for (const char *part : {"0.1.0-test", "sm_90a", "0123456789abcdef",
+                           "arena 512 bytes", "backend auto"})
+    EXPECT_NE(info.find(part), std::string::npos) << info;
+}
+
+namespace {
+
+/// Points the runtime at the host stand-ins for the duration of a test.
+class FakeCuda : public ::testing::Test {
+protected:
+  void SetUp() override {
+    setenv("KILN_CUDA_DRIVER", KILN_FAKE_CUDA_PATH, 1);
+    setenv("KILN_CUBLASLT", KILN_FAKE_CUBLASLT_PATH, 1);
+    fake = dlopen(KILN_FAKE_CUDA_PATH, RTLD_NOW | RTLD_LOCAL);
+    ASSERT_NE(fake, nullptr) << dlerror();
+    liveAllocations =
+        reinterpret_cast<int (*)()>(dlsym(fake, "fakeCudaLiveAllocations"));
+    contextDepth =
+        reinterpret_cast<int (*)()>(dlsym(fake, "fakeCudaContextDepth"));
+    ASSERT_NE(liveAllocations, nullptr);
+    ASSERT_NE(contextDepth, nullptr);
+    ASSERT_EQ(liveAllocations(), 0);
+  }
+  void TearDown() override {
+    // Every model of the test is gone: nothing may remain allocated or
+    // current.
+    if (liveAllocations) {
+      EXPECT_EQ(liveAllocations(), 0);
+    }
+    if (contextDepth) {
+      EXPECT_EQ(contextDepth(), 0);
+    }
+    unsetenv("KILN_CUDA_DRIVER");
+    unsetenv("KILN_CUBLASLT");
+    if (fake)
+      dlclose(fake);
+  }
+
+  void *fake = nullptr;
+  int (*liveAllocations)() = nullptr;
+  int (*contextDepth)() = nullptr;
+};
+
+/// Runs `model` on float inputs in host memory; returns the float outputs.
+std::vector<std::vector<float>>
+runHost(Model &model, const std::vector<std::vector<float>> &inputs,
+        Status &status) {
+  std::vector<const void *> in;
+  for (const std::vector<float> &v : inputs)
+    in.push_back(v.data());
+  std::vector<std::vector<float>> outputs;
+  std::vector<void *> out;
+  for (size_t i = 0; i < model.numOutputs(); ++i)
+    outputs.emplace_back(model.output(i).bytes / sizeof(float), -1.0f);
+  for (std::vector<float> &v : outputs)
+    out.push_back(v.data());
+  status = model.run(in.data(), out.data(), Memory::Host);
+  return outputs;
+}
+
+/// Returns the expected output of `makeRichArtifact` for input `x`.
+std::vector<float> richReference(const Artifact &a,
+                                 const std::vector<float> &x) {
+  std::vector<float> weights = floatsOf(a.weights);
+  const float *w = weights.data(), *r = weights.data() + 12;
+  std::vector<float> y(8);
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 4; ++j) {
+      float acc = 0;
+      for (int p = 0; p < 3; ++p)
+        acc += x[i * 3 + p] * w[p * 4 + j];
+      y[i * 4 + j] = acc + r[i * 4 + j];
+    }
+  return y;
+}
+
+} // namespace
+
+TEST_F(FakeCuda, CopyThroughHostMemory) {
+  std::unique_ptr<Model> model;
+  ASSERT_TRUE(
+      Model::create(makeCopyArtifact({2, 3}), Backend::Cuda, model).isOk());
+  for (float base : {1.0f, -7.5f}) {
+    std::vector<float> x = {base, 2, 3, 4, 5, 6};
+    Status s;
+    auto y = runHost(*model, {x}, s);
+    ASSERT_TRUE(s.isOk()) << s.message;
+    EXPECT_EQ(y[0], x);
+  }
+}
+
+TEST_F(FakeCuda, RunsLaunchMatmulAndCopySteps) {
+  Artifact a = makeRichArtifact();
+  std::vector<float> x = {1, -2, 3, 0.5f, 4, -1};
+  std::vector<float> expected = richReference(a, x);
+  std::unique_ptr<Model> model;
+  ASSERT_TRUE(Model::create(a, Backend::Cuda, model).isOk());
+  Status s;
+  auto y = runHost(*model, {x}, s);
+  ASSERT_TRUE(s.isOk()) << s.message;
+  EXPECT_EQ(y[0], expected);
+  // The weights went to the device and left the host.
+  EXPECT_TRUE(model->artifact().weights.empty());
+
+  // Device memory: the stand-in driver's device pointers are host pointers.
+  std::vector<float> out(8, 0.0f);
+  const void *in[] = {x.data()};
+  void *outs[] = {out.data()};
+  s = model->run(in, outs, Memory::Device);
+  ASSERT_TRUE(s.isOk()) << s.message;
+  EXPECT_EQ(out, expected);
+}
+
+TEST_F(FakeCuda, FailedRunLeavesTheModelUsable) {
+  std::unique_ptr<Model> model;
+  ASSERT_TRUE(
+      Model::create(makeCopyArtifact({4}), Backend::Cuda, model).isOk());
+  std::vector<float> y(4);
+  const void *nullInput[] = {nullptr};
+  void *outs[] = {y.data()};
+  Status s = model->run(nullInput, outs, Memory::Host);
+  EXPECT_EQ(s.code, StatusCode::InvalidArgument);
+  EXPECT_NE(s.message.find("input 0 ('x') is null"), std::string::npos)
+      << s.message;
+  s = model->run(nullptr, outs, Memory::Host);
+  EXPECT_EQ(s.code, StatusCode::InvalidArgument);
+  s = model->run(nullInput, outs, static_cast<Memory>(5));
+  EXPECT_EQ(s.code, StatusCode::InvalidArgument);
+  auto out = runHost(*model, {{1, 2, 3, 4}}, s);
+  ASSERT_TRUE(s.isOk()) << s.message;
+  EXPECT_EQ(out[0], (std::vector<float>{1, 2, 3, 4}));
+}
+
+TEST_F(FakeCuda, FallsBackToPtxWhenTheCubinDoesNotLoad) {
+  Artifact a = makeRichArtifact();
+  a.cubin = "NOT A CUBIN";
+  std::vector<float> x = {1, 2, 3, 4, 5, 6};
+  std::vector<float> expected = richReference(a, x);
+  std::unique_ptr<Model> model;
+  ASSERT_TRUE(Model::create(a, Backend::Cuda, model).isOk());
+  Status s;
+  auto y = runHost(*model, {x}, s);
+  ASSERT_TRUE(s.isOk()) << s.message;
+  EXPECT_EQ(y[0], expected);
+}
+
+TEST_F(FakeCuda, ReportsKernelsThatDoNotLoad) {
+  Artifact a = makeRichArtifact();
+  a.cubin = "NOT A CUBIN";
+  a.ptx = "NOT PTX";
+  std::unique_ptr<Model> model;
+  ASSERT_TRUE(Model::create(a, Backend::Cuda, model).isOk());
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    Status s;
+    runHost(*model, {{1, 2, 3, 4, 5, 6}}, s);
+    EXPECT_EQ(s.code, StatusCode::Cuda);
+    EXPECT_NE(s.message.find("cubin for sm_90a: CUDA_ERROR_NO_BINARY_FOR_GPU"),
+              std::string::npos)
+        << s.message;
+    EXPECT_NE(s.message.find("PTX: CUDA_ERROR_NO_BINARY_FOR_GPU"),
+              std::string::npos)
+        << s.message;
+    // A failed setup releases what it had allocated.
+    EXPECT_EQ(liveAllocations(), 0);
+  }
+  // Weights stay on the host until a setup succeeds.
+  EXPECT_FALSE(model->artifact().weights.empty());
+}
+
+TEST_F(FakeCuda, ReportsMissingKernels) {
+  Artifact a = makeRichArtifact();
+  a.kernelNames[1] = "no_such_kernel";
+  std::unique_ptr<Model> model;
+  ASSERT_TRUE(Model::create(a, Backend::Cuda, model).isOk());
+  Status s;
+  runHost(*model, {{1, 2, 3, 4, 5, 6}}, s);
+  EXPECT_EQ(s.code, StatusCode::Cuda);
+  EXPECT_NE(s.message.find("finding kernel 'no_such_kernel' failed: "
+                           "CUDA_ERROR_NOT_FOUND"),
+            std::string::npos)
+      << s.message;
+}
+
+namespace {
+
+/// One matmul configuration for `FakeCudaMatmul`.
+struct MatmulCase {
+  bool transA, transB;
+  int64_t batch, m, n, k;
+  bool broadcastA, broadcastB;
+  float alpha, beta;
+};
+
+/// Prints a case in test names and failures.
+std::ostream &operator<<(std::ostream &os, const MatmulCase &c) {
+  return os << "transA=" << c.transA << " transB=" << c.transB
+            << " batch=" << c.batch << " m=" << c.m << " n=" << c.n
+            << " k=" << c.k << " bcastA=" << c.broadcastA
+            << " bcastB=" << c.broadcastB << " alpha=" << c.alpha
+            << " beta=" << c.beta;
+}
+
+class FakeCudaMatmul : public FakeCuda,
+                       public ::testing::WithParamInterface<MatmulCase> {};
+
+} // namespace
+
+TEST_P(FakeCudaMatmul, MatchesRowMajorReference) {
+  const MatmulCase &c = GetParam();
+  int64_t aBatch = c.broadcastA ? 1 : c.batch;
+  int64_t bBatch = c.broadcastB ? 1 : c.batch;
+  std::vector<int64_t> aShape = c.transA
+                                    ? std::vector<int64_t>{aBatch, c.k, c.m}
+                                    : std::vector<int64_t>{aBatch, c.m, c.k};
+  std::vector<int64_t> bShape = c.transB
+                                    ? std::vector<int64_t>{bBatch, c.n, c.k}
+                                    : std::vector<int64_t>{bBatch, c.k, c.n};
+  std::vector<int64_t> cShape = {c.batch, c.m, c.n};
+  Artifact a;
+  a.kilnVersion = "test";
+  a.buffers.push_back(makeBuffer(BufferKind::Input, "a", aShape, 0));
+  a.buffers.push_back(makeBuffer(BufferKind::Input, "b", bShape, 1));
+  a.buffers.push_back(makeBuffer(BufferKind::Input, "r", cShape, 2));
+  a.buffers.push_back(makeBuffer(BufferKind::Arena, "acc", cShape, 0));
+  a.buffers.push_back(makeBuffer(BufferKind::Output, "y", cShape, 0));
+  a.arenaBytes = a.buffers[3].bytes;
+  a.inputs = {0, 1, 2};
+  a.outputs = {4};
+  // acc = r; acc = alpha * op(a) op(b) + beta * acc; y = acc
+  a.steps.push_back(Step::ofCopy(CopyStep{2, 3, a.buffers[3].bytes}));
+  MatmulStep mm;
+  mm.transA = c.transA;
+  mm.transB = c.transB;
+  mm.batch = c.batch;
+  mm.m = c.m;
+  mm.n = c.n;
+  mm.k = c.k;
+  mm.strideA = c.broadcastA ? 0 : c.m * c.k;
+  mm.strideB = c.broadcastB ? 0 : c.k * c.n;
+  mm.strideC = c.m * c.n;
+  mm.a = 0;
+  mm.b = 1;
+  mm.c = 3;
+  mm.alpha = c.alpha;
+  mm.beta = c.beta;
+  a.steps.push_back(Step::ofMatmul(mm));
+  a.steps.push_back(Step::ofCopy(CopyStep{3, 4, a.buffers[3].bytes}));
+
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int> small(-4, 4);
+  auto fill = [&](const Buffer &b) {
+    std::vector<float> v(b.bytes / 4);
+    for (float &x : v)
+      x = static_cast<float>(small(rng)) * 0.5f;
+    return v;
+  };
+  std::vector<float> A = fill(a.buffers[0]), B = fill(a.buffers[1]),
+                     R = fill(a.buffers[2]);
+  // Row-major reference, written from the MatmulStep contract.
+  std::vector<float> expected(R.size());
+  for (int64_t i = 0; i < c.batch; ++i) {
+    const float *Ai = A.data() + (c.broadcastA ? 0 : i * c.m * c.k);
+    const float *Bi = B.data() + (c.broadcastB ? 0 : i * c.k * c.n);
+    for (int64_t r = 0; r < c.m; ++r)
+      for (int64_t col = 0; col < c.n; ++col) {
+        float acc = 0;
+        for (int64_t p = 0; p < c.k; ++p) {
+          float x = c.transA ? Ai[p * c.m + r] : Ai[r * c.k + p];
+          float y = c.transB ? Bi[col * c.k + p] : Bi[p * c.n + col];
+          acc += x * y;
+        }
+        size_t at = static_cast<size_t>((i * c.m + r) * c.n + col);
+        expected[at] = c.alpha * acc + c.beta * R[at];
+      }
+  }
+  std::unique_ptr<Model> model;
+  Status s = Model::create(a, Backend::Cuda, model);
+  ASSERT_TRUE(s.isOk()) << s.message;
+  auto y = runHost(*model, {A, B, R}, s);
+  ASSERT_TRUE(s.isOk()) << s.message;
+  EXPECT_EQ(y[0], expected) << c;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Layouts, FakeCudaMatmul,
+    ::testing::Values(
+        MatmulCase{false, false, 1, 2, 3, 4, false, false, 1, 0},
+        MatmulCase{true, false, 1, 2, 3, 4, false, false, 1, 0},
+        MatmulCase{false, true, 1, 2, 3, 4, false, false, 1, 0},
+        MatmulCase{true, true, 1, 3, 2, 5, false, false, 1, 0},
+        MatmulCase{false, false, 3, 2, 3, 4, false, false, 1, 0},
+        MatmulCase{false, true, 4, 5, 3, 2, false, false, 0.5f, 1},
+        MatmulCase{true, false, 2, 3, 3, 3, true, false, 1, 0},
+        MatmulCase{false, false, 3, 4, 2, 3, false, true, 2, 1},
+        MatmulCase{false, false, 1, 1, 7, 1, false, false, 1, 1}));

@@ -1,0 +1,212 @@
+//===- TestArtifacts.cpp - Artifacts and helpers for runtime tests --------===//
+
+#include "TestArtifacts.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <dlfcn.h>
+#include <fstream>
+#include <iterator>
+#include <type_traits>
+#include <unistd.h>
+
+using namespace kiln::rt;
+using namespace kiln::rt::test;
+
+Buffer test::makeBuffer(BufferKind kind, const std::string &name,
+                        std::vector<int64_t> shape, uint64_t offset,
+                        DType dtype) {
+  Buffer b;
+  b.kind = kind;
+  b.dtype = dtype;
+  b.name = name;
+  b.offset = offset;
+  b.bytes = dtypeSize(dtype);
+  for (int64_t dim : shape)
+    b.bytes *= static_cast<uint64_t>(dim);
+  b.shape = std::move(shape);
+  return b;
+}
+
+Artifact test::makeIdentityShell(std::vector<int64_t> shape) {
+  Artifact a;
+  a.kilnVersion = "0.1.0-test";
+  a.arch = "sm_90a";
+  a.modelHash = "feedface";
+  a.arenaBytes = 0;
+  a.buffers.push_back(makeBuffer(BufferKind::Input, "x", shape, 0));
+  a.buffers.push_back(makeBuffer(BufferKind::Output, "y", shape, 0));
+  a.inputs = {0};
+  a.outputs = {1};
+  return a;
+}
+
+Artifact test::makeCopyArtifact(std::vector<int64_t> shape) {
+  Artifact a = makeIdentityShell(shape);
+  CopyStep copy;
+  copy.src = 0;
+  copy.dst = 1;
+  copy.bytes = a.buffers[0].bytes;
+  a.steps.push_back(Step::ofCopy(copy));
+  return a;
+}
+
+Artifact test::makeRichArtifact() {
+  Artifact a;
+  a.kilnVersion = "0.1.0-test";
+  a.arch = "sm_90a";
+  a.modelHash = "0123456789abcdef";
+  a.kernelNames = {"add_f32", "double_f32"};
+  a.cubin = "FAKECUBIN";
+  a.ptx = "FAKEPTX .version 8.0";
+  a.cudaSource = "__global__ void add_f32(...) {}";
+  a.arenaBytes = 512;
+  // 0: input x (2x3); 1: its view as 6 elements.
+  a.buffers.push_back(makeBuffer(BufferKind::Input, "x", {2, 3}, 0));
+  a.buffers.push_back(makeBuffer(BufferKind::Input, "x.flat", {6}, 0));
+  // 2: weight w (3x4) at 0; 3: bias-like weight (8) after it.
+  a.buffers.push_back(makeBuffer(BufferKind::Weight, "w", {3, 4}, 0));
+  a.buffers.push_back(makeBuffer(BufferKind::Weight, "r", {8}, 48));
+  // 4: arena t (2x4) at 0; 5: arena u (2x4) at 256; 6: t flat.
+  a.buffers.push_back(makeBuffer(BufferKind::Arena, "t", {2, 4}, 0));
+  a.buffers.push_back(makeBuffer(BufferKind::Arena, "u", {2, 4}, 256));
+  a.buffers.push_back(makeBuffer(BufferKind::Arena, "t.flat", {8}, 0));
+  // 7: output y (2x4).
+  a.buffers.push_back(makeBuffer(BufferKind::Output, "y", {2, 4}, 0));
+  a.inputs = {0};
+  a.outputs = {7};
+  std::vector<float> w, r;
+  for (int i = 0; i < 12; ++i)
+    w.push_back(0.5f * static_cast<float>(i) - 2.0f);
+  for (int i = 0; i < 8; ++i)
+    r.push_back(static_cast<float>(i) * 0.25f);
+  a.weights = bytesOf(w) + bytesOf(r);
+
+  // t = x (2x3) * w (3x4)
+  MatmulStep mm;
+  mm.dtype = DType::F32;
+  mm.m = 2;
+  mm.n = 4;
+  mm.k = 3;
+  mm.a = 0;
+  mm.b = 2;
+  mm.c = 4;
+  a.steps.push_back(Step::ofMatmul(mm));
+  // u = t + r (8 threads)
+  LaunchStep add;
+  add.kernel = 0;
+  add.grid[0] = 2;
+  add.block[0] = 4;
+  add.args = {6, 3, 5};
+  a.steps.push_back(Step::ofLaunch(add));
+  // y = u
+  CopyStep copy;
+  copy.src = 5;
+  copy.dst = 7;
+  copy.bytes = 32;
+  a.steps.push_back(Step::ofCopy(copy));
+  return a;
+}
+
+std::string test::bytesOf(const std::vector<float> &values) {
+  return std::string(reinterpret_cast<const char *>(values.data()),
+                     values.size() * sizeof(float));
+}
+
+std::vector<float> test::floatsOf(const std::string &bytes) {
+  std::vector<float> out(bytes.size() / sizeof(float));
+  std::memcpy(out.data(), bytes.data(), out.size() * sizeof(float));
+  return out;
+}
+
+std::string test::readFile(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)),
+                     std::istreambuf_iterator<char>());
+}
+
+bool test::writeFile(const std::string &path, const std::string &bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  return static_cast<bool>(out);
+}
+
+/// Removes the temporary directories at exit.
+static std::vector<std::string> &tempDirs() {
+  static std::vector<std::string> *dirs = [] {
+    auto *d = new std::vector<std::string>();
+    std::atexit([] {
+      for (const std::string &dir : tempDirs())
+        std::system(("rm -rf '" + dir + "'").c_str());
+    });
+    return d;
+  }();
+  return *dirs;
+}
+
+std::string test::makeTempDir() {
+  const char *base = std::getenv("TMPDIR");
+  std::string pattern =
+      std::string(base && *base ? base : "/tmp") + "/kiln-rt-test-XXXXXX";
+  std::vector<char> buf(pattern.begin(), pattern.end());
+  buf.push_back('\0');
+  if (!mkdtemp(buf.data()))
+    return "";
+  tempDirs().push_back(buf.data());
+  return buf.data();
+}
+
+const std::string &test::templateBytes() {
+  static const std::string bytes = readFile(KILN_MODEL_TEMPLATE_PATH);
+  return bytes;
+}
+
+LoadedArtifact::~LoadedArtifact() {
+  // Artifacts stay loaded until exit: each carries its own static
+  // libstdc++, whose exception-handling pool (about 71 KiB, allocated at
+  // load) is never freed, so dlclose would show up as a leak under LSan.
+}
+
+bool test::loadArtifactSo(const std::string &soBytes, LoadedArtifact &out,
+                          std::string &error) {
+  static int counter = 0;
+  std::string dir = makeTempDir();
+  if (dir.empty()) {
+    error = "cannot create a temporary directory";
+    return false;
+  }
+  // A distinct path per artifact: dlopen would return the first library
+  // again for a path it has already loaded.
+  out.path = dir + "/libmodel" + std::to_string(counter++) + ".so";
+  if (!writeFile(out.path, soBytes)) {
+    error = "cannot write " + out.path;
+    return false;
+  }
+  out.handle = dlopen(out.path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!out.handle) {
+    const char *why = dlerror();
+    error = why ? why : "dlopen failed";
+    return false;
+  }
+  bool ok = true;
+  auto get = [&](auto &fn, const char *name) {
+    fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(
+        dlsym(out.handle, name));
+    if (!fn) {
+      ok = false;
+      error = std::string("missing symbol ") + name;
+    }
+  };
+  get(out.create, "kiln_model_create");
+  get(out.destroy, "kiln_model_destroy");
+  get(out.numInputs, "kiln_model_num_inputs");
+  get(out.numOutputs, "kiln_model_num_outputs");
+  get(out.inputDesc, "kiln_model_input_desc");
+  get(out.outputDesc, "kiln_model_output_desc");
+  get(out.run, "kiln_model_run");
+  get(out.lastError, "kiln_last_error");
+  get(out.abiVersion, "kiln_abi_version");
+  get(out.info, "kiln_model_info");
+  return ok;
+}
