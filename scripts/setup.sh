@@ -27,4 +27,4 @@ if [ ! -x /usr/local/cuda/bin/nvcc ] && [ ! -f /usr/local/cuda/include/nvrtc.h ]
 fi
 
 # Test oracles and tools; numpy and onnx read the conformance data.
-python3 -m pip install -q --disable-pip-version-check onnx onnxruntime numpy pytest lit
+python3 -m pip install -q --disable-pip-version-check onnx onnxruntime numpy pytest
