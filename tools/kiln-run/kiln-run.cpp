@@ -12,6 +12,7 @@
 #include "kiln/Dialect/Kiln/KilnDialect.h"
 #include "kiln/Importer/ONNX/TensorProto.h"
 #include "kiln/Interpreter/Interpreter.h"
+#include "kiln/Target/CUDA/EmitPlan.h"
 #include "kiln/kiln_model.h"
 #include "kiln/runtime/Model.h"
 #include "kiln/runtime/Npy.h"
@@ -74,45 +75,6 @@ int fail(const llvm::Twine &message) {
   return 1;
 }
 
-FailureOr<kiln::rt::DType> toDType(Type t) {
-  if (t.isF32())
-    return kiln::rt::DType::F32;
-  if (t.isF16())
-    return kiln::rt::DType::F16;
-  if (t.isBF16())
-    return kiln::rt::DType::BF16;
-  if (t.isInteger(64))
-    return kiln::rt::DType::I64;
-  if (t.isInteger(32))
-    return kiln::rt::DType::I32;
-  if (t.isInteger(8))
-    return kiln::rt::DType::I8;
-  if (t.isInteger(1))
-    return kiln::rt::DType::Bool;
-  return failure();
-}
-
-Type fromDType(MLIRContext *ctx, kiln::rt::DType d) {
-  Builder b(ctx);
-  switch (d) {
-  case kiln::rt::DType::F32:
-    return b.getF32Type();
-  case kiln::rt::DType::F16:
-    return b.getF16Type();
-  case kiln::rt::DType::BF16:
-    return b.getBF16Type();
-  case kiln::rt::DType::I64:
-    return b.getI64Type();
-  case kiln::rt::DType::I32:
-    return b.getI32Type();
-  case kiln::rt::DType::I8:
-    return b.getI8Type();
-  case kiln::rt::DType::Bool:
-    return b.getI1Type();
-  }
-  return {};
-}
-
 /// Reads `NAME=FILE` inputs (.npy or serialized TensorProto).
 LogicalResult readInputs(MLIRContext *ctx, ArrayRef<std::string> specs,
                          llvm::StringMap<HostTensor> &inputs) {
@@ -146,7 +108,7 @@ LogicalResult readInputs(MLIRContext *ctx, ArrayRef<std::string> specs,
       fail(error);
       return failure();
     }
-    auto tensor = HostTensor::allocate(fromDType(ctx, array.dtype),
+    auto tensor = HostTensor::allocate(kiln::fromRuntimeDType(ctx, array.dtype),
                                        SmallVector<int64_t>(array.shape.begin(),
                                                             array.shape.end()));
     if (failed(tensor) || tensor->bytes.size() != array.data.size()) {
@@ -190,7 +152,7 @@ LogicalResult writeOutputs(ArrayRef<std::string> names,
   }
   for (auto [name, tensor] : llvm::zip(names, outputs)) {
     kiln::rt::NpyArray array;
-    array.dtype = *toDType(tensor.elementType);
+    array.dtype = *kiln::toRuntimeDType(tensor.elementType);
     array.shape.assign(tensor.shape.begin(), tensor.shape.end());
     array.data.assign(tensor.bytes.begin(), tensor.bytes.end());
     // Tensor names may hold any character; only the inputs/ prefix that
@@ -278,7 +240,7 @@ runLibrary(MLIRContext *ctx, Signature &signature,
   auto describe = [&](const kiln_tensor_desc &d) {
     SmallVector<int64_t> shape(d.shape, d.shape + d.rank);
     return RankedTensorType::get(shape,
-                                 fromDType(ctx, kiln::rt::DType(d.dtype)));
+                                 kiln::fromRuntimeDType(ctx, kiln::rt::DType(d.dtype)));
   };
   for (int32_t i = 0; i < numIn(model); ++i) {
     kiln_tensor_desc d;
@@ -416,7 +378,7 @@ int main(int argc, char **argv) {
       for (size_t i = 0; i < model->numOutputs(); ++i) {
         const kiln::rt::Buffer &b = model->output(i);
         outputs.push_back(*HostTensor::allocate(
-            fromDType(&context, b.dtype),
+            kiln::fromRuntimeDType(&context, b.dtype),
             SmallVector<int64_t>(b.shape.begin(), b.shape.end())));
       }
       for (HostTensor &t : outputs)

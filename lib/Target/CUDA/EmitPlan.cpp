@@ -6,6 +6,7 @@
 #include "kiln/Dialect/Kiln/KilnOps.h"
 #include "kiln/Importer/ONNX/Importer.h"
 #include "kiln/Transforms/Passes.h"
+#include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/DialectResourceBlobManager.h"
 #include "llvm/ADT/StringExtras.h"
@@ -20,23 +21,6 @@ namespace {
 /// Weights are aligned like arena buffers, for vector loads and cuBLASLt.
 constexpr uint64_t kWeightAlign = 256;
 
-FailureOr<rt::DType> dtypeOf(Location loc, Type t) {
-  if (t.isF32())
-    return rt::DType::F32;
-  if (t.isF16())
-    return rt::DType::F16;
-  if (t.isBF16())
-    return rt::DType::BF16;
-  if (t.isInteger(64))
-    return rt::DType::I64;
-  if (t.isInteger(32))
-    return rt::DType::I32;
-  if (t.isInteger(8))
-    return rt::DType::I8;
-  if (t.isInteger(1))
-    return rt::DType::Bool;
-  return emitError(loc, "unsupported element type ") << t;
-}
 
 /// The bytes of a constant in Kiln's storage layout (i1 as one byte each,
 /// splats expanded).
@@ -139,7 +123,7 @@ private:
     Location loc = value.getLoc();
     if (!type.hasStaticShape())
       return emitError(loc, "dynamic shape ") << type << " cannot be lowered";
-    auto dtype = dtypeOf(loc, type.getElementType());
+    auto dtype = toRuntimeDType(type.getElementType(), loc);
     if (failed(dtype))
       return failure();
     rt::Buffer buffer;
@@ -245,7 +229,7 @@ private:
     ArrayRef<int64_t> shape = resultType.getShape();
     ArrayRef<int64_t> batchDims = shape.drop_back(2);
     rt::MatmulStep step;
-    auto dtype = dtypeOf(op.getLoc(), resultType.getElementType());
+    auto dtype = toRuntimeDType(resultType.getElementType(), op.getLoc());
     if (failed(dtype))
       return failure();
     if (*dtype != rt::DType::F32 && *dtype != rt::DType::F16 &&
@@ -313,6 +297,45 @@ private:
 };
 
 } // namespace
+
+FailureOr<rt::DType> toRuntimeDType(Type t, std::optional<Location> loc) {
+  if (t.isF32())
+    return rt::DType::F32;
+  if (t.isF16())
+    return rt::DType::F16;
+  if (t.isBF16())
+    return rt::DType::BF16;
+  if (t.isInteger(64))
+    return rt::DType::I64;
+  if (t.isInteger(32))
+    return rt::DType::I32;
+  if (t.isInteger(8))
+    return rt::DType::I8;
+  if (t.isInteger(1))
+    return rt::DType::Bool;
+  return emitOptionalError(loc, "unsupported element type ", t);
+}
+
+Type fromRuntimeDType(MLIRContext *context, rt::DType dtype) {
+  Builder b(context);
+  switch (dtype) {
+  case rt::DType::F32:
+    return b.getF32Type();
+  case rt::DType::F16:
+    return b.getF16Type();
+  case rt::DType::BF16:
+    return b.getBF16Type();
+  case rt::DType::I64:
+    return b.getI64Type();
+  case rt::DType::I32:
+    return b.getI32Type();
+  case rt::DType::I8:
+    return b.getI8Type();
+  case rt::DType::Bool:
+    return b.getI1Type();
+  }
+  return {};
+}
 
 LogicalResult emitPlan(func::FuncOp func, rt::Artifact &artifact) {
   if (failed(PlanBuilder(func, artifact).build()))

@@ -15,6 +15,14 @@
 
 namespace kiln {
 
+/// The runtime element type of `type`, or failure (with an error at `loc`
+/// when given) for types the runtime does not have.
+mlir::FailureOr<rt::DType> toRuntimeDType(mlir::Type type,
+                                          std::optional<mlir::Location> loc = {});
+
+/// The MLIR element type of a runtime element type.
+mlir::Type fromRuntimeDType(mlir::MLIRContext *context, rt::DType dtype);
+
 /// Lowers `func` into `artifact`: CUDA source, kernel names, buffers, steps and
 /// weights. Cubin and PTX are left for the NVRTC driver. Emits an error at the
 /// offending op and returns failure for anything it cannot lower.
