@@ -105,7 +105,8 @@ KILN_API kiln_status kiln_model_create(kiln_backend backend, kiln_model **out) {
       return fail(s);
     auto handle = std::make_unique<kiln_model>();
     if (Status s = Model::create(std::move(artifact),
-                                 static_cast<Backend>(backend), handle->model);
+                                 static_cast<Backend>(backend), handle->model,
+                                 HostOptions::fromEnvironment());
         !s.isOk())
       return fail(s);
     const Model &model = *handle->model;

@@ -36,6 +36,17 @@ public:
 /// released once uploaded.
 std::unique_ptr<Executor> createCudaExecutor(Artifact &artifact);
 
+/// Returns an executor for the host backend. The first `run` compiles (or
+/// finds in the cache) the artifact's CUDA source for the host and allocates
+/// host memory; a failed first run is retried on the next one. `artifact`
+/// must outlive the executor.
+std::unique_ptr<Executor> createHostExecutor(const Artifact &artifact,
+                                             const HostOptions &options);
+
+/// Returns whether the CUDA driver is present and reports a GPU; otherwise
+/// sets `why`.
+bool cudaDeviceAvailable(std::string &why);
+
 } // namespace rt
 } // namespace kiln
 

@@ -2,7 +2,12 @@
 
 #include "kiln/runtime/Model.h"
 
+#include "CudaDriver.h"
 #include "Executor.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 
 #include <sstream>
 
@@ -25,29 +30,62 @@ Model::Model(Artifact artifact, Backend backend)
 
 Model::~Model() = default;
 
+HostOptions HostOptions::fromEnvironment() {
+  HostOptions options;
+  if (const char *seed = std::getenv("KILN_HOST_SEED")) {
+    char *end = nullptr;
+    unsigned long long value = std::strtoull(seed, &end, 10);
+    if (end != seed && *end == '\0')
+      options.seed = value;
+  }
+  if (const char *check = std::getenv("KILN_HOST_CHECK"))
+    options.checking = std::strcmp(check, "1") == 0;
+  return options;
+}
+
+bool kiln::rt::cudaDeviceAvailable(std::string &why) {
+  const cu::DriverApi *api = nullptr;
+  Status s = cu::loadCudaDriver(api);
+  why = s.message;
+  return s.isOk();
+}
+
 Status Model::create(Artifact artifact, Backend backend,
-                     std::unique_ptr<Model> &out) {
+                     std::unique_ptr<Model> &out,
+                     const HostOptions &hostOptions) {
   out.reset();
   std::string error;
   if (!validateArtifact(artifact, error))
     return Status::error(StatusCode::CorruptArtifact, error);
+  std::string fallbackReason;
   switch (backend) {
-  case Backend::Auto:
   case Backend::Cuda:
-    break;
   case Backend::Host:
-    return Status::error(StatusCode::Unsupported,
-                         "the host backend is not available yet in this "
-                         "runtime; use the cuda backend");
+    break;
+  case Backend::Auto:
+    // The driver is opened here rather than at the first run, since the
+    // choice of backend depends on it.
+    backend = cudaDeviceAvailable(fallbackReason) ? Backend::Cuda
+                                                  : Backend::Host;
+    break;
   default:
     return Status::error(StatusCode::InvalidArgument,
                          "invalid backend " +
                              std::to_string(static_cast<int>(backend)));
   }
   std::unique_ptr<Model> model(new Model(std::move(artifact), backend));
-  // Until the host backend exists, Auto means CUDA; the device itself is
-  // opened by the first run, so this cannot fail for lack of a GPU.
-  model->executor = createCudaExecutor(model->plan);
+  if (backend == Backend::Host) {
+    if (!fallbackReason.empty()) {
+      model->fallbackReason = fallbackReason;
+      std::fprintf(stderr,
+                   "kiln: %s; running on the host backend (the generated "
+                   "kernels emulated on the CPU)\n",
+                   fallbackReason.c_str());
+    }
+    model->executor = createHostExecutor(model->plan, hostOptions);
+  } else {
+    model->executor = createCudaExecutor(model->plan);
+  }
   out = std::move(model);
   return Status::ok();
 }
@@ -88,5 +126,7 @@ std::string Model::info() const {
      << plan.arenaBytes << " bytes; " << plan.inputs.size() << " inputs, "
      << plan.outputs.size() << " outputs, " << plan.steps.size()
      << " steps; backend " << backendName(selectedBackend);
+  if (!fallbackReason.empty())
+    os << " (auto: " << fallbackReason << ")";
   return os.str();
 }

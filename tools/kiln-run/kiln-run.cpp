@@ -2,9 +2,12 @@
 //
 //   kiln-run model.onnx --backend reference --output-dir out/
 //   kiln-run model.so --backend cuda --input x=x.npy --compare-reference
+//   kiln-run model.so --backend host --check --reference-model model.onnx
 //
 // Inputs not given on the command line are filled with seeded random data
-// (the seed is printed). Outputs are written as DIR/NAME.npy.
+// (the seed is printed). Outputs are written as DIR/NAME.npy. With
+// --compare-reference the run fails when an output leaves the fp32 numerics
+// contract (--rtol, --atol).
 //
 //===----------------------------------------------------------------------===//
 
@@ -21,12 +24,16 @@
 #include "mlir/IR/MLIRContext.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include "llvm/Support/Program.h"
+
 #include <dlfcn.h>
+#include <unistd.h>
 
 #include <cmath>
 
@@ -36,7 +43,7 @@ using kiln::HostTensor;
 
 namespace {
 
-enum class BackendKind { Reference, Cuda };
+enum class BackendKind { Reference, Cuda, Host, Auto };
 
 cl::opt<std::string> modelPath(cl::Positional, cl::desc("<model.onnx|model.so>"),
                                cl::Required);
@@ -44,7 +51,11 @@ cl::opt<BackendKind> backend(
     "backend", cl::desc("where to run"), cl::init(BackendKind::Reference),
     cl::values(clEnumValN(BackendKind::Reference, "reference",
                           "the reference interpreter (.onnx only)"),
-               clEnumValN(BackendKind::Cuda, "cuda", "the GPU")));
+               clEnumValN(BackendKind::Cuda, "cuda", "the GPU"),
+               clEnumValN(BackendKind::Host, "host",
+                          "the generated kernels emulated on the CPU"),
+               clEnumValN(BackendKind::Auto, "auto",
+                          "the GPU if there is one, else the host backend")));
 cl::list<std::string> inputFiles("input", cl::desc("an input from a file"),
                                  cl::value_desc("NAME=FILE.npy|FILE.pb"));
 cl::list<std::string> inputShapes("input-shape",
@@ -69,6 +80,19 @@ cl::opt<bool> comparePipeline(
              "Kiln pipeline and fail when they differ beyond the fp32 "
              "contract (rtol 1e-4, atol 1e-5)"));
 cl::opt<unsigned> seed("seed", cl::desc("seed of random inputs"), cl::init(0));
+cl::opt<uint64_t> hostSeed(
+    "host-seed",
+    cl::desc("host backend: seed of the order in which emulated threads run "
+             "between barriers"),
+    cl::init(0));
+cl::opt<bool> checkMode(
+    "check",
+    cl::desc("host backend: checking mode (each buffer in its own poisoned "
+             "allocation, kernels built with AddressSanitizer)"));
+cl::opt<double> relTolerance("rtol", cl::desc("relative tolerance of the comparison"),
+                     cl::init(1e-4));
+cl::opt<double> absTolerance("atol", cl::desc("absolute tolerance of the comparison"),
+                     cl::init(1e-5));
 
 int fail(const llvm::Twine &message) {
   llvm::errs() << "kiln-run: " << message << "\n";
@@ -171,24 +195,58 @@ LogicalResult writeOutputs(ArrayRef<std::string> names,
   return success();
 }
 
-/// Prints the largest absolute and relative error of each output.
+/// Prints the largest absolute and relative error of each output and
+/// returns whether every element is within atol + rtol * |reference| (NaN
+/// only where the reference is NaN). The first offending element of each
+/// output is named.
 bool printComparison(ArrayRef<std::string> names, ArrayRef<HostTensor> got,
                      ArrayRef<HostTensor> want) {
-  bool finite = true;
+  bool within = true;
   for (auto [name, g, w] : llvm::zip(names, got, want)) {
     double maxAbs = 0, maxRel = 0;
+    int64_t firstBad = -1;
     for (int64_t i = 0, e = g.numElements(); i < e; ++i) {
       double a = g.getAsDouble(i), b = w.getAsDouble(i);
-      if (std::isfinite(b) && !std::isfinite(a))
-        finite = false;
       double diff = std::fabs(a - b);
+      bool ok = (std::isnan(a) && std::isnan(b)) || a == b ||
+                diff <= absTolerance + relTolerance * std::fabs(b);
+      if (!ok && firstBad < 0)
+        firstBad = i;
+      if (std::isnan(diff))
+        diff = INFINITY;
       maxAbs = std::max(maxAbs, diff);
       maxRel = std::max(maxRel, diff / std::max(std::fabs(b), 1e-30));
     }
     llvm::outs() << "compare " << name << ": max_abs " << llvm::format("%.3e", maxAbs)
-                 << " max_rel " << llvm::format("%.3e", maxRel) << "\n";
+                 << " max_rel " << llvm::format("%.3e", maxRel);
+    if (firstBad >= 0) {
+      within = false;
+      llvm::outs() << " FAIL at element " << firstBad << ": got "
+                   << llvm::format("%.9g", g.getAsDouble(firstBad))
+                   << ", reference "
+                   << llvm::format("%.9g", w.getAsDouble(firstBad));
+    }
+    llvm::outs() << "\n";
   }
-  return finite;
+  return within;
+}
+
+kiln::rt::HostOptions hostOptions() {
+  kiln::rt::HostOptions options;
+  options.seed = hostSeed;
+  options.checking = checkMode;
+  return options;
+}
+
+kiln::rt::Backend runtimeBackend() {
+  switch (backend) {
+  case BackendKind::Cuda:
+    return kiln::rt::Backend::Cuda;
+  case BackendKind::Host:
+    return kiln::rt::Backend::Host;
+  default:
+    return kiln::rt::Backend::Auto;
+  }
 }
 
 struct Signature {
@@ -232,8 +290,11 @@ runLibrary(MLIRContext *ctx, Signature &signature,
     fail("'" + modelPath + "' is not a Kiln artifact (missing kiln_* symbols)");
     return failure();
   }
+  // The artifact's own runtime reads the host options from the environment.
+  setenv("KILN_HOST_SEED", std::to_string(hostSeed).c_str(), 1);
+  setenv("KILN_HOST_CHECK", checkMode ? "1" : "0", 1);
   kiln_model *model = nullptr;
-  if (create(KILN_BACKEND_CUDA, &model) != KILN_OK) {
+  if (create(static_cast<kiln_backend>(runtimeBackend()), &model) != KILN_OK) {
     fail(lastError());
     return failure();
   }
@@ -278,12 +339,56 @@ runLibrary(MLIRContext *ctx, Signature &signature,
   return outputs;
 }
 
+/// The checking mode needs AddressSanitizer's runtime first in the process;
+/// kiln-run is not built with it, so it runs itself again with the runtime
+/// preloaded: the one of the compiler that builds the kernels, so the two
+/// match. Returns only on failure.
+int reexecWithAddressSanitizer(char **argv) {
+  const char *named = getenv("KILN_HOST_CXX");
+  auto compiler = llvm::sys::findProgramByName(named && *named ? named : "c++");
+  if (!compiler)
+    return fail("--check needs a C++ compiler to find AddressSanitizer's "
+                "runtime (c++ on PATH, or KILN_HOST_CXX)");
+  llvm::SmallString<128> outPath;
+  if (llvm::sys::fs::createTemporaryFile("kiln-run-asan", "txt", outPath))
+    return fail("--check: cannot create a temporary file");
+  std::optional<StringRef> redirects[] = {std::nullopt, StringRef(outPath),
+                                          std::nullopt};
+  int rc = llvm::sys::ExecuteAndWait(
+      *compiler, {*compiler, "-print-file-name=libasan.so"}, std::nullopt,
+      redirects);
+  auto text = llvm::MemoryBuffer::getFile(outPath);
+  llvm::sys::fs::remove(outPath);
+  std::string runtime = text ? (*text)->getBuffer().trim().str() : "";
+  if (rc != 0 || runtime.empty() || !llvm::sys::fs::exists(runtime))
+    return fail("--check: " + *compiler +
+                " does not know AddressSanitizer's runtime (libasan.so)");
+  std::string preload = runtime;
+  if (const char *old = getenv("LD_PRELOAD"); old && *old)
+    preload += std::string(":") + old;
+  setenv("LD_PRELOAD", preload.c_str(), 1);
+  // kiln-run's own allocations are not what the check is about.
+  std::string options = "detect_leaks=0";
+  if (const char *old = getenv("ASAN_OPTIONS"); old && *old)
+    options = std::string(old) + ":" + options;
+  setenv("ASAN_OPTIONS", options.c_str(), 1);
+  setenv("KILN_RUN_REEXEC", "1", 1);
+  execv("/proc/self/exe", argv);
+  return fail("--check: cannot run kiln-run again under AddressSanitizer: " +
+              llvm::Twine(strerror(errno)));
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   cl::ParseCommandLineOptions(argc, argv,
                               "kiln-run: run a model and save its outputs\n");
+  if (checkMode && !dlsym(RTLD_DEFAULT, "__asan_region_is_poisoned")) {
+    if (getenv("KILN_RUN_REEXEC"))
+      return fail("--check: AddressSanitizer did not load");
+    return reexecWithAddressSanitizer(argv);
+  }
   MLIRContext context;
   llvm::SourceMgr sourceMgr;
   SourceMgrDiagnosticHandler handler(sourceMgr, &context);
@@ -315,8 +420,8 @@ int main(int argc, char **argv) {
   SmallVector<HostTensor> outputs;
   OwningOpRef<ModuleOp> module;
   if (isLibrary) {
-    if (backend != BackendKind::Cuda)
-      return fail("a .so runs on --backend cuda");
+    if (backend == BackendKind::Reference)
+      return fail("a .so runs on --backend cuda, host or auto");
     auto result = runLibrary(&context, signature, given, rng);
     if (failed(result))
       return 1;
@@ -343,15 +448,8 @@ int main(int argc, char **argv) {
           *after->getOps<func::FuncOp>().begin(), *inputs);
       if (failed(before) || failed(planned))
         return 1;
-      printComparison(signature.outputNames, *planned, *before);
-      for (auto [got, want] : llvm::zip(*planned, *before))
-        for (int64_t i = 0, e = got.numElements(); i < e; ++i) {
-          double a = got.getAsDouble(i), b = want.getAsDouble(i);
-          if (!(std::fabs(a - b) <= 1e-5 + 1e-4 * std::fabs(b)) &&
-              !(std::isnan(a) && std::isnan(b)))
-            return fail("the pipeline changed the result at element " +
-                        llvm::Twine(i));
-        }
+      if (!printComparison(signature.outputNames, *planned, *before))
+        return fail("the pipeline changed the result");
       llvm::outs() << "pipeline keeps semantics\n";
       return 0;
     }
@@ -368,7 +466,7 @@ int main(int argc, char **argv) {
         return 1;
       std::unique_ptr<kiln::rt::Model> model;
       kiln::rt::Status status = kiln::rt::Model::create(
-          std::move(artifact), kiln::rt::Backend::Cuda, model);
+          std::move(artifact), runtimeBackend(), model, hostOptions());
       if (!status.isOk())
         return fail(status.message);
       SmallVector<const void *> in;
@@ -422,6 +520,9 @@ int main(int argc, char **argv) {
   if (failed(expected))
     return 1;
   if (!printComparison(signature.outputNames, outputs, *expected))
-    return fail("non-finite output where the reference is finite");
+    return fail(llvm::formatv("outputs differ from the reference beyond rtol "
+                              "{0} / atol {1}",
+                              relTolerance.getValue(), absTolerance.getValue())
+                    .str());
   return 0;
 }

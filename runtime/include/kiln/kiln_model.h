@@ -60,9 +60,14 @@ typedef enum kiln_dtype {
 
 /** Where a model executes. */
 typedef enum kiln_backend {
-  KILN_BACKEND_AUTO = 0, /**< CUDA when a driver and a GPU are present. */
+  KILN_BACKEND_AUTO = 0, /**< CUDA when a driver and a GPU are present,
+                              else HOST (with a message on stderr). */
   KILN_BACKEND_CUDA = 1, /**< The CUDA driver API and cuBLASLt. */
-  KILN_BACKEND_HOST = 2  /**< CPU emulation of the compiled plan. */
+  KILN_BACKEND_HOST = 2  /**< The generated kernels compiled with the system
+                              C++ compiler and run on the CPU; environment:
+                              KILN_HOST_SEED (thread-order seed),
+                              KILN_HOST_CHECK=1 (AddressSanitizer checking
+                              mode), KILN_HOST_CXX (the compiler). */
 } kiln_backend;
 
 /** Where the tensors passed to `kiln_model_run` live. */
@@ -86,8 +91,10 @@ typedef struct kiln_model kiln_model;
 /** Creates the model embedded in this shared object.
  *
  *  Reads and verifies the artifact appended to this `.so` (checksum, format
- *  and ABI version). The device is initialized lazily by the first
- *  `kiln_model_run`, so creation succeeds on a machine without a GPU.
+ *  and ABI version). The device (or, for the host backend, the host build
+ *  of the kernels) is initialized lazily by the first `kiln_model_run`, so
+ *  creation succeeds on a machine without a GPU. AUTO opens the CUDA driver
+ *  here to choose the backend.
  *
  *  @param backend Which backend runs the model.
  *  @param out     Receives the new model; set to NULL on failure.

@@ -426,7 +426,8 @@ TEST(ArtifactFormat, RejectsBadSteps) {
     Artifact a = makeRichArtifact();
     a.cubin.clear();
     a.ptx.clear();
-    expectRejected(a, "neither a cubin nor PTX");
+    a.cudaSource.clear();
+    expectRejected(a, "no cubin, PTX or CUDA source");
   }
   {
     Artifact a = makeRichArtifact();

@@ -20,12 +20,19 @@
 using namespace kiln::rt;
 using namespace kiln::rt::test;
 
-TEST(Model, HostBackendIsNotAvailableYet) {
+TEST(Model, HostBackendRunsACopyPlanOnHostMemoryOnly) {
   std::unique_ptr<Model> model;
-  Status s = Model::create(makeCopyArtifact({2}), Backend::Host, model);
-  EXPECT_EQ(s.code, StatusCode::Unsupported);
-  EXPECT_NE(s.message.find("host backend"), std::string::npos) << s.message;
-  EXPECT_EQ(model, nullptr);
+  Status s = Model::create(makeCopyArtifact({3}), Backend::Host, model);
+  ASSERT_TRUE(s.isOk()) << s.message;
+  EXPECT_EQ(model->backend(), Backend::Host);
+  std::vector<float> x = {1, 2, 3}, y(3, 0.0f);
+  const void *in[] = {x.data()};
+  void *out[] = {y.data()};
+  ASSERT_TRUE(model->run(in, out, Memory::Host).isOk());
+  EXPECT_EQ(y, x);
+  s = model->run(in, out, Memory::Device);
+  EXPECT_EQ(s.code, StatusCode::InvalidArgument);
+  EXPECT_NE(s.message.find("host memory"), std::string::npos) << s.message;
 }
 
 TEST(Model, CreateValidatesTheArtifact) {
@@ -41,14 +48,14 @@ TEST(Model, CreateValidatesTheArtifact) {
 
 TEST(Model, DescribesItself) {
   std::unique_ptr<Model> model;
-  ASSERT_TRUE(Model::create(makeRichArtifact(), Backend::Auto, model).isOk());
+  ASSERT_TRUE(Model::create(makeRichArtifact(), Backend::Cuda, model).isOk());
   EXPECT_EQ(model->numInputs(), 1u);
   EXPECT_EQ(model->numOutputs(), 1u);
   EXPECT_EQ(model->input(0).name, "x");
   EXPECT_EQ(model->output(0).shape, (std::vector<int64_t>{2, 4}));
   std::string info = model->info();
   for (const char *part : {"0.1.0-test", "sm_90a", "0123456789abcdef",
-                           "arena 512 bytes", "backend auto"})
+                           "arena 512 bytes", "backend cuda"})
     EXPECT_NE(info.find(part), std::string::npos) << info;
 }
 

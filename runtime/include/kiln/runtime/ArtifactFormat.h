@@ -236,7 +236,7 @@ struct Artifact {
   std::string cubin;
   /// The same kernels as PTX, loaded when the cubin does not fit the GPU.
   std::string ptx;
-  /// The generated CUDA C++ source, kept for diagnostics.
+  /// The generated CUDA C++ source; the host backend compiles it.
   std::string cudaSource;
   /// Size in bytes of the device arena; also the peak activation memory.
   uint64_t arenaBytes = 0;
@@ -665,8 +665,8 @@ inline bool validateArtifact(const Artifact &a, std::string &error) {
       return fail(where + "invalid step kind");
     }
   }
-  if (hasLaunch && a.cubin.empty() && a.ptx.empty())
-    return fail("launch steps but neither a cubin nor PTX");
+  if (hasLaunch && a.cubin.empty() && a.ptx.empty() && a.cudaSource.empty())
+    return fail("launch steps but no cubin, PTX or CUDA source");
   for (size_t i = 0; i < a.kernelNames.size(); ++i)
     if (a.kernelNames[i].empty() ||
         a.kernelNames[i].find('\0') != std::string::npos)

@@ -24,9 +24,24 @@ class Executor;
 
 /// Which backend executes a model; same values as `kiln_backend`.
 enum class Backend : uint8_t {
-  Auto, ///< CUDA; later, the host backend when no GPU is present.
+  Auto, ///< CUDA when a driver and a GPU are present, else Host.
   Cuda, ///< The CUDA driver API and cuBLASLt, opened with dlopen.
-  Host, ///< CPU emulation of the plan (not available yet).
+  Host, ///< The generated kernels compiled for and run on the CPU.
+};
+
+/// Settings of the host backend.
+struct HostOptions {
+  /// Seeds the order in which the emulated threads of a block run between
+  /// barriers; a kernel that lacks a barrier fails under some seeds.
+  uint64_t seed = 0;
+  /// Checking mode: every planned buffer in its own allocation, the kernels
+  /// built with AddressSanitizer (which must be loaded in the process), so
+  /// an out-of-bounds access stops the run with a report.
+  bool checking = false;
+
+  /// Reads KILN_HOST_SEED and KILN_HOST_CHECK (1 enables it), as the C ABI
+  /// does; unset or unparsable variables leave the defaults.
+  static HostOptions fromEnvironment();
 };
 
 /// Where the tensors passed to `Model::run` live; same values as
@@ -45,10 +60,12 @@ const char *backendName(Backend backend);
 class Model {
 public:
   /// Creates a model for `artifact` (validated again here) on `backend`.
-  /// Fails with `Unsupported` for a backend that does not exist yet and with
-  /// `InvalidArgument` / `CorruptArtifact` for bad arguments.
+  /// `Auto` picks CUDA when the driver finds a GPU and otherwise the host
+  /// backend, saying so once on stderr. Fails with `InvalidArgument` /
+  /// `CorruptArtifact` for bad arguments.
   static Status create(Artifact artifact, Backend backend,
-                       std::unique_ptr<Model> &out);
+                       std::unique_ptr<Model> &out,
+                       const HostOptions &hostOptions = HostOptions());
 
   /// Releases host and device resources.
   ~Model();
@@ -78,7 +95,7 @@ public:
   /// Returns the plan. The CUDA backend releases `weights` once they are on
   /// the device, so that host memory is not held twice.
   const Artifact &artifact() const { return plan; }
-  /// Returns the backend chosen at creation.
+  /// Returns the backend that runs the model: Cuda or Host (Auto resolved).
   Backend backend() const { return selectedBackend; }
   /// Returns a one-line summary: Kiln version, arch, model hash, arena size.
   std::string info() const;
@@ -89,8 +106,10 @@ private:
 
   /// The plan; see `artifact()`.
   Artifact plan;
-  /// The backend chosen at creation.
+  /// The backend that runs the model.
   Backend selectedBackend;
+  /// Why `Auto` chose the host backend; empty otherwise.
+  std::string fallbackReason;
   /// Runs the plan on the chosen backend.
   std::unique_ptr<Executor> executor;
   /// Serializes runs: the arena and stream are shared by all of them.

@@ -1,0 +1,63 @@
+/*===- kiln_host_abi.h - Contract between host kernels and the launcher ---===*
+ *
+ * The host backend compiles generated CUDA C++ as a host shared library (a
+ * *kernel module*) against kiln_cuda_host.h. The runtime's launcher runs each
+ * CUDA thread of a block as a fiber and hands it a `kiln_host_thread`; the
+ * emulated `threadIdx`, `__syncthreads` and warp shuffles read and call
+ * through it. This header is the whole interface between the two sides, so it
+ * is plain C and carries a version that both check.
+ *
+ * A kernel module exports, for each kernel NAME:
+ *   unsigned kiln_host_arity_NAME(void);   -- number of pointer parameters
+ *   void kiln_host_entry_NAME(void *const *args, kiln_host_thread *self);
+ * and `unsigned kiln_host_abi_version(void)`.
+ *
+ *===----------------------------------------------------------------------===*/
+
+#ifndef KILN_HOST_ABI_H
+#define KILN_HOST_ABI_H
+
+/* Bumped on any change to the structures or entry points below. */
+#define KILN_HOST_ABI_VERSION 1u
+
+/* What a waiting thread waits for. */
+#define KILN_HOST_WAIT_BLOCK 0 /* __syncthreads: every live thread of the block */
+#define KILN_HOST_WAIT_WARP 1  /* warp collectives: every live lane of the warp */
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* CUDA's uint3 / dim3 layout. */
+typedef struct kiln_host_dim3 {
+  unsigned x, y, z;
+} kiln_host_dim3;
+
+/* One emulated CUDA thread, owned by the launcher. */
+typedef struct kiln_host_thread {
+  kiln_host_dim3 threadIdx;
+  kiln_host_dim3 blockIdx;
+  kiln_host_dim3 blockDim;
+  kiln_host_dim3 gridDim;
+  /* Lane of this thread in its warp (linear thread index % 32). */
+  unsigned lane;
+  /* The 32 exchange slots of this thread's warp; shuffles write their value
+   * to slot `lane`, wait for the warp, then read the source lane's slot. */
+  unsigned long long *warpSlots;
+  /* Opaque to kernels; passed back to `wait`. */
+  void *scheduler;
+  /* Suspends this thread until every live thread of the scope has called
+   * `wait` with the same scope (KILN_HOST_WAIT_*). */
+  void (*wait)(void *scheduler, int scope);
+} kiln_host_thread;
+
+/* Entry points of a kernel module, as the launcher resolves them. */
+typedef unsigned (*kiln_host_abi_version_fn)(void);
+typedef unsigned (*kiln_host_arity_fn)(void);
+typedef void (*kiln_host_entry_fn)(void *const *args, kiln_host_thread *self);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* KILN_HOST_ABI_H */

@@ -1,0 +1,266 @@
+//===- HostExecutor.cpp - Run a plan on the CPU ---------------------------===//
+//
+// The host backend: launches run the artifact's own CUDA source compiled for
+// the host (HostModule) under the fiber launcher (HostLauncher), matmuls run
+// as a CPU GEMM (HostGemm), copies as copies. Inputs and outputs are staged
+// in aligned buffers, as the CUDA backend stages them in device memory.
+//
+// Storage, in the normal mode, is laid out as on the GPU: one arena at the
+// planned offsets and one weights block. In the checking mode every planned
+// buffer gets its own allocation, exactly its size, so AddressSanitizer (in
+// the process, and compiled into the kernels) reports an access one element
+// past any buffer. Buffers with the same offset and size share storage (they
+// are views of one tensor, or reuse it). In both modes the arena and the
+// outputs are filled with 0xff bytes before every run: a read of memory no
+// step wrote yields NaN for floats and -1 for integers, which the comparison
+// with the reference then shows.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Executor.h"
+#include "HostGemm.h"
+#include "HostLauncher.h"
+#include "HostModule.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <utility>
+
+using namespace kiln::rt;
+using namespace kiln::rt::host;
+
+namespace {
+
+/// Alignment of every allocation, as cuMemAlloc gives.
+constexpr size_t kAlign = 256;
+
+/// The byte every run fills unwritten memory with.
+constexpr int kPoison = 0xff;
+
+/// An aligned heap allocation of exactly `bytes` bytes (at least one).
+class Allocation {
+public:
+  Allocation() = default;
+  Allocation(Allocation &&other) noexcept
+      : data(std::exchange(other.data, nullptr)), size(other.size) {}
+  Allocation &operator=(Allocation &&other) noexcept {
+    std::swap(data, other.data);
+    std::swap(size, other.size);
+    return *this;
+  }
+  ~Allocation() { std::free(data); }
+
+  /// Allocates; false when out of memory.
+  bool allocate(size_t bytes) {
+    size = bytes;
+    // posix_memalign takes any size, so the allocation ends exactly at the
+    // buffer's end and AddressSanitizer's redzone starts right after it.
+    return posix_memalign(&data, kAlign, bytes ? bytes : 1) == 0;
+  }
+  void poison() { std::memset(data, kPoison, size); }
+
+  void *data = nullptr;
+  size_t size = 0;
+};
+
+/// The host backend; see `createHostExecutor`.
+class HostExecutor : public Executor {
+public:
+  HostExecutor(const Artifact &artifact, const HostOptions &options)
+      : artifact(artifact), options(options),
+        launcher(options.checking ? 256 << 10 : 64 << 10) {}
+
+  Status run(const void *const *inputs, void *const *outputs,
+             Memory memory) override;
+
+private:
+  Status initialize();
+  Status allocate(Allocation &a, size_t bytes, const std::string &what);
+  Status runSteps();
+
+  const Artifact &artifact;
+  HostOptions options;
+  Launcher launcher;
+  std::unique_ptr<KernelModule> module;
+  bool ready = false;
+  /// Input and output staging, one per graph input/output.
+  std::vector<Allocation> inputs, outputs;
+  /// Arena and weight storage: one of each, or one per distinct buffer.
+  std::vector<Allocation> arena, weights;
+  /// Address of each buffer id.
+  std::vector<char *> address;
+};
+
+} // namespace
+
+std::unique_ptr<Executor>
+kiln::rt::createHostExecutor(const Artifact &artifact,
+                             const HostOptions &options) {
+  return std::make_unique<HostExecutor>(artifact, options);
+}
+
+Status HostExecutor::allocate(Allocation &a, size_t bytes,
+                              const std::string &what) {
+  if (a.allocate(bytes))
+    return Status::ok();
+  return Status::error(StatusCode::Internal,
+                       "out of host memory allocating " + what + " (" +
+                           std::to_string(bytes) + " bytes)");
+}
+
+Status HostExecutor::initialize() {
+  // A plan of copies and matmuls needs no compiler.
+  if (!artifact.kernelNames.empty())
+    if (Status s = loadKernelModule(artifact, options.checking, module);
+        !s.isOk())
+      return s;
+  for (size_t i = 0; i < artifact.steps.size(); ++i) {
+    const Step &step = artifact.steps[i];
+    if (step.kind != Step::Kind::Launch)
+      continue;
+    unsigned arity = module->arity(step.launch.kernel);
+    if (arity != step.launch.args.size())
+      return Status::error(
+          StatusCode::CorruptArtifact,
+          "step " + std::to_string(i) + ": kernel " +
+              artifact.kernelNames[step.launch.kernel] + " takes " +
+              std::to_string(arity) + " pointers, the plan passes " +
+              std::to_string(step.launch.args.size()));
+  }
+
+  inputs.resize(artifact.inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (Status s = allocate(inputs[i],
+                            artifact.buffers[artifact.inputs[i]].bytes,
+                            "input " + std::to_string(i));
+        !s.isOk())
+      return s;
+  outputs.resize(artifact.outputs.size());
+  for (size_t i = 0; i < outputs.size(); ++i)
+    if (Status s = allocate(outputs[i],
+                            artifact.buffers[artifact.outputs[i]].bytes,
+                            "output " + std::to_string(i));
+        !s.isOk())
+      return s;
+
+  // Storage of arena and weight buffers, keyed by (offset, size) in the
+  // checking mode and shared whole otherwise.
+  std::map<std::pair<uint64_t, uint64_t>, size_t> arenaSlot, weightSlot;
+  if (!options.checking) {
+    arena.resize(1);
+    weights.resize(1);
+    if (Status s = allocate(arena[0], artifact.arenaBytes, "the arena");
+        !s.isOk())
+      return s;
+    if (Status s =
+            allocate(weights[0], artifact.weights.size(), "the weights");
+        !s.isOk())
+      return s;
+    std::memcpy(weights[0].data, artifact.weights.data(),
+                artifact.weights.size());
+  }
+  address.assign(artifact.buffers.size(), nullptr);
+  for (size_t id = 0; id < artifact.buffers.size(); ++id) {
+    const Buffer &b = artifact.buffers[id];
+    switch (b.kind) {
+    case BufferKind::Input:
+      address[id] = static_cast<char *>(inputs[b.offset].data);
+      break;
+    case BufferKind::Output:
+      address[id] = static_cast<char *>(outputs[b.offset].data);
+      break;
+    case BufferKind::Arena:
+    case BufferKind::Weight: {
+      bool isArena = b.kind == BufferKind::Arena;
+      std::vector<Allocation> &pool = isArena ? arena : weights;
+      if (!options.checking) {
+        address[id] = static_cast<char *>(pool[0].data) + b.offset;
+        break;
+      }
+      auto &slots = isArena ? arenaSlot : weightSlot;
+      auto [it, inserted] = slots.insert({{b.offset, b.bytes}, pool.size()});
+      if (inserted) {
+        pool.emplace_back();
+        if (Status s = allocate(pool.back(), b.bytes, "buffer " + b.name);
+            !s.isOk())
+          return s;
+        if (!isArena)
+          std::memcpy(pool.back().data, artifact.weights.data() + b.offset,
+                      b.bytes);
+      }
+      address[id] = static_cast<char *>(pool[it->second].data);
+      break;
+    }
+    }
+  }
+  ready = true;
+  return Status::ok();
+}
+
+Status HostExecutor::run(const void *const *in, void *const *out,
+                         Memory memory) {
+  if (memory != Memory::Host)
+    return Status::error(StatusCode::InvalidArgument,
+                         "the host backend runs on host memory; pass "
+                         "KILN_MEMORY_HOST tensors");
+  if (!ready) {
+    if (Status s = initialize(); !s.isOk()) {
+      module.reset();
+      return s;
+    }
+  }
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (inputs[i].size)
+      std::memcpy(inputs[i].data, in[i], inputs[i].size);
+  for (Allocation &a : outputs)
+    a.poison();
+  // Only arena storage is poisoned; weights are read-only by validation.
+  for (Allocation &a : arena)
+    a.poison();
+  if (Status s = runSteps(); !s.isOk())
+    return s;
+  for (size_t i = 0; i < outputs.size(); ++i)
+    if (outputs[i].size)
+      std::memcpy(out[i], outputs[i].data, outputs[i].size);
+  return Status::ok();
+}
+
+Status HostExecutor::runSteps() {
+  std::vector<void *> args;
+  for (size_t i = 0; i < artifact.steps.size(); ++i) {
+    const Step &step = artifact.steps[i];
+    switch (step.kind) {
+    case Step::Kind::Launch: {
+      const LaunchStep &l = step.launch;
+      args.clear();
+      for (uint32_t id : l.args)
+        args.push_back(address[id]);
+      Launch launch;
+      launch.entry = module->entry(l.kernel);
+      launch.name = artifact.kernelNames[l.kernel];
+      launch.args = args.data();
+      std::copy(l.grid, l.grid + 3, launch.grid);
+      std::copy(l.block, l.block + 3, launch.block);
+      // Each launch gets its own stream of shuffles from the run's seed.
+      launch.seed = options.seed * 0x9e3779b97f4a7c15ull + i;
+      if (Status s = launcher.run(launch); !s.isOk())
+        return Status::error(s.code, "step " + std::to_string(i) + ": " +
+                                         s.message);
+      break;
+    }
+    case Step::Kind::Matmul: {
+      const MatmulStep &m = step.matmul;
+      runGemm(m, address[m.a], address[m.b], address[m.c]);
+      break;
+    }
+    case Step::Kind::Copy: {
+      const CopyStep &c = step.copy;
+      if (c.bytes)
+        std::memcpy(address[c.dst], address[c.src], c.bytes);
+      break;
+    }
+    }
+  }
+  return Status::ok();
+}

@@ -1,0 +1,81 @@
+//===- HostGemm.cpp - fp32-accumulating batched GEMM on the CPU -----------===//
+//
+// Each batch converts its operands to fp32 row-major panels once, then
+// accumulates a row of C at a time over k (i-k-j order, so the inner loop
+// streams through B and C contiguously and vectorizes).
+//
+//===----------------------------------------------------------------------===//
+
+#include "HostGemm.h"
+
+// The same fp16/bf16 conversions as the emulated kernels use.
+#include "kiln_cuda_host_math.h"
+
+#include <algorithm>
+#include <vector>
+
+using namespace kiln::rt;
+
+namespace {
+
+float load(DType dtype, const void *base, int64_t index) {
+  switch (dtype) {
+  case DType::F16:
+    return __half2float(static_cast<const __half *>(base)[index]);
+  case DType::BF16:
+    return __bfloat162float(static_cast<const __nv_bfloat16 *>(base)[index]);
+  default:
+    return static_cast<const float *>(base)[index];
+  }
+}
+
+void store(DType dtype, void *base, int64_t index, float value) {
+  switch (dtype) {
+  case DType::F16:
+    static_cast<__half *>(base)[index] = __float2half_rn(value);
+    break;
+  case DType::BF16:
+    static_cast<__nv_bfloat16 *>(base)[index] = __float2bfloat16_rn(value);
+    break;
+  default:
+    static_cast<float *>(base)[index] = value;
+  }
+}
+
+} // namespace
+
+void kiln::rt::host::runGemm(const MatmulStep &s, const void *a, const void *b,
+                             void *c) {
+  const int64_t m = s.m, n = s.n, k = s.k;
+  std::vector<float> lhs(static_cast<size_t>(m * k)),
+      rhs(static_cast<size_t>(k * n)), row(static_cast<size_t>(n));
+  for (int64_t batch = 0; batch < s.batch; ++batch) {
+    int64_t aBase = batch * s.strideA, bBase = batch * s.strideB,
+            cBase = batch * s.strideC;
+    // lhs[i][p] = op(A)[i][p]; A is stored m x k, or k x m when transposed.
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t p = 0; p < k; ++p)
+        lhs[i * k + p] =
+            load(s.dtype, a, aBase + (s.transA ? p * m + i : i * k + p));
+    // rhs[p][j] = op(B)[p][j]; B is stored k x n, or n x k when transposed.
+    for (int64_t p = 0; p < k; ++p)
+      for (int64_t j = 0; j < n; ++j)
+        rhs[p * n + j] =
+            load(s.dtype, b, bBase + (s.transB ? j * k + p : p * n + j));
+    for (int64_t i = 0; i < m; ++i) {
+      std::fill(row.begin(), row.end(), 0.0f);
+      for (int64_t p = 0; p < k; ++p) {
+        float x = lhs[i * k + p];
+        const float *r = &rhs[p * n];
+        for (int64_t j = 0; j < n; ++j)
+          row[j] += x * r[j];
+      }
+      for (int64_t j = 0; j < n; ++j) {
+        float value = s.alpha * row[j];
+        if (s.beta != 0.0f)
+          value += s.beta * load(s.dtype, c, cBase + i * n + j);
+        store(s.dtype, c, cBase + i * n + j, value);
+      }
+    }
+  }
+}

@@ -1,0 +1,21 @@
+//===- HostGemm.h - The host backend's stand-in for cuBLASLt ----*- C++ -*-===//
+
+#ifndef KILN_RUNTIME_LIB_HOSTGEMM_H
+#define KILN_RUNTIME_LIB_HOSTGEMM_H
+
+#include "kiln/runtime/ArtifactFormat.h"
+
+namespace kiln {
+namespace rt {
+namespace host {
+
+/// Runs `step` on the CPU as cuBLASLt would on the GPU: the same transposes,
+/// batch strides, alpha and beta, products accumulated in fp32 and rounded
+/// once to the element type. C is not read when beta is 0.
+void runGemm(const MatmulStep &step, const void *a, const void *b, void *c);
+
+} // namespace host
+} // namespace rt
+} // namespace kiln
+
+#endif // KILN_RUNTIME_LIB_HOSTGEMM_H

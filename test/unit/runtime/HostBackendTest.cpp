@@ -1,0 +1,297 @@
+//===- HostBackendTest.cpp - The host backend on hand-written kernels -----===//
+//
+// Kernels written here, not by Kiln, each probing one property of the
+// emulation: barriers order memory, shuffles move lane values, the seed
+// changes the interleaving, divergent barriers are reported, the checking
+// mode catches an access past a buffer, and unwritten memory reads as
+// poison. The test binary runs with AddressSanitizer, so the checking mode
+// is available in-process.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Executor.h"
+#include "HostGemm.h"
+#include "TestArtifacts.h"
+#include "kiln/runtime/Model.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <random>
+
+using namespace kiln::rt;
+using namespace kiln::rt::test;
+
+namespace {
+
+/// Keeps the compiled modules of this test out of the user's cache.
+class HostBackend : public ::testing::Test {
+protected:
+  static void SetUpTestSuite() {
+    setenv("KILN_CACHE_DIR", (makeTempDir() + "/cache").c_str(), 1);
+  }
+};
+
+/// An artifact running `source`'s kernel `name` once over float input x and
+/// output y of `n` elements, with `blocks` blocks of `threads` threads.
+Artifact kernelArtifact(const std::string &source, const std::string &name,
+                        int64_t n, uint32_t blocks, uint32_t threads) {
+  Artifact a = makeIdentityShell({n});
+  a.cudaSource = source;
+  a.kernelNames = {name};
+  LaunchStep launch;
+  launch.grid[0] = blocks;
+  launch.block[0] = threads;
+  launch.args = {0, 1};
+  a.steps.push_back(Step::ofLaunch(launch));
+  return a;
+}
+
+/// Runs `artifact` on the host backend; returns y.
+std::vector<float> runOnHost(Artifact artifact, const std::vector<float> &x,
+                             HostOptions options, Status *status = nullptr) {
+  std::unique_ptr<Model> model;
+  Status s = Model::create(std::move(artifact), Backend::Host, model, options);
+  EXPECT_TRUE(s.isOk()) << s.message;
+  std::vector<float> y(model->output(0).bytes / sizeof(float), 0.0f);
+  const void *in[] = {x.data()};
+  void *out[] = {y.data()};
+  s = model->run(in, out, Memory::Host);
+  if (status)
+    *status = s;
+  else
+    EXPECT_TRUE(s.isOk()) << s.message;
+  return y;
+}
+
+std::vector<float> iota(size_t n) {
+  std::vector<float> v(n);
+  for (size_t i = 0; i < n; ++i)
+    v[i] = static_cast<float>(i) + 0.5f;
+  return v;
+}
+
+/// Each block reverses its tile through shared memory; BARRIER separates
+/// the writes from the reads.
+const char *kReverseSource = R"cuda(
+extern "C" __global__ void reverse(const float *in, float *out) {
+  __shared__ float tile[256];
+  unsigned base = blockIdx.x * blockDim.x;
+  tile[threadIdx.x] = in[base + threadIdx.x];
+  BARRIER;
+  out[base + threadIdx.x] = tile[blockDim.x - 1 - threadIdx.x];
+}
+)cuda";
+
+std::string withBarrier(const char *barrier) {
+  return std::string("#define BARRIER ") + barrier + "\n" + kReverseSource;
+}
+
+TEST_F(HostBackend, BarrierOrdersSharedMemoryUnderEverySeed) {
+  std::vector<float> x = iota(512), want(512);
+  for (size_t i = 0; i < 512; ++i)
+    want[i] = x[i / 256 * 256 + 255 - i % 256];
+  for (uint64_t seed = 0; seed < 8; ++seed) {
+    HostOptions options;
+    options.seed = seed;
+    EXPECT_EQ(runOnHost(kernelArtifact(withBarrier("__syncthreads()"),
+                                       "reverse", 512, 2, 256),
+                        x, options),
+              want)
+        << "seed " << seed;
+  }
+}
+
+TEST_F(HostBackend, MissingBarrierGivesWrongAndSeedDependentResults) {
+  std::vector<float> x = iota(512), want(512);
+  for (size_t i = 0; i < 512; ++i)
+    want[i] = x[i / 256 * 256 + 255 - i % 256];
+  std::vector<std::vector<float>> results;
+  size_t wrong = 0;
+  for (uint64_t seed = 0; seed < 8; ++seed) {
+    HostOptions options;
+    options.seed = seed;
+    results.push_back(runOnHost(
+        kernelArtifact(withBarrier("(void)0"), "reverse", 512, 2, 256), x,
+        options));
+    wrong += results.back() != want;
+  }
+  EXPECT_GT(wrong, 0u) << "a kernel without its barrier passed every seed";
+  bool differ = false;
+  for (const auto &r : results)
+    differ |= r != results.front();
+  EXPECT_TRUE(differ) << "the seed does not change the interleaving";
+}
+
+TEST_F(HostBackend, WarpShufflesMoveLaneValues) {
+  // out[i] = sum of the warp (xor butterfly) + value of lane+1 (down) +
+  // value of lane 3 (indexed); blocks of 64 threads = two warps.
+  const char *source = R"cuda(
+extern "C" __global__ void lanes(const float *in, float *out) {
+  unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+  float v = in[i], sum = v;
+  for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+  float next = __shfl_down_sync(0xffffffffu, v, 1);
+  float third = __shfl_sync(0xffffffffu, v, 3);
+  unsigned ballot = __ballot_sync(0xffffffffu, (threadIdx.x & 1) != 0);
+  out[i] = sum + next + third + (ballot == 0xaaaaaaaau ? 1000.0f : 0.0f);
+}
+)cuda";
+  std::vector<float> x = iota(128), want(128);
+  for (size_t i = 0; i < 128; ++i) {
+    size_t warp = i / 32 * 32, lane = i % 32;
+    float sum = 0;
+    for (size_t l = 0; l < 32; ++l)
+      sum += x[warp + l];
+    float next = lane < 31 ? x[i + 1] : x[i];
+    want[i] = sum + next + x[warp + 3] + 1000.0f;
+  }
+  for (uint64_t seed : {0u, 5u}) {
+    HostOptions options;
+    options.seed = seed;
+    std::vector<float> got =
+        runOnHost(kernelArtifact(source, "lanes", 128, 2, 64), x, options);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < 128; ++i)
+      EXPECT_NEAR(got[i], want[i], 1e-3f * std::fabs(want[i])) << i;
+  }
+}
+
+TEST_F(HostBackend, DivergentBarrierIsReported) {
+  const char *source = R"cuda(
+extern "C" __global__ void diverge(const float *in, float *out) {
+  if (threadIdx.x < 16) __syncthreads();
+  else __syncwarp();
+  out[threadIdx.x] = in[threadIdx.x];
+}
+)cuda";
+  Status status;
+  runOnHost(kernelArtifact(source, "diverge", 32, 1, 32), iota(32),
+            HostOptions(), &status);
+  EXPECT_FALSE(status.isOk());
+  EXPECT_NE(status.message.find("divergent"), std::string::npos)
+      << status.message;
+}
+
+TEST_F(HostBackend, UnwrittenOutputReadsAsPoison) {
+  const char *source = R"cuda(
+extern "C" __global__ void half_copy(const float *in, float *out) {
+  if (threadIdx.x % 2 == 0) out[threadIdx.x] = in[threadIdx.x];
+}
+)cuda";
+  std::vector<float> y = runOnHost(
+      kernelArtifact(source, "half_copy", 8, 1, 8), iota(8), HostOptions());
+  for (size_t i = 0; i < 8; ++i) {
+    if (i % 2 == 0)
+      EXPECT_EQ(y[i], iota(8)[i]);
+    else
+      EXPECT_TRUE(std::isnan(y[i])) << i;
+  }
+}
+
+TEST_F(HostBackend, CompileErrorsNameTheSource) {
+  Status status;
+  runOnHost(kernelArtifact("extern \"C\" __global__ void broken(const float *a, "
+                           "float *b) { b[0] = undeclared; }",
+                           "broken", 4, 1, 1),
+            iota(4), HostOptions(), &status);
+  EXPECT_FALSE(status.isOk());
+  EXPECT_NE(status.message.find("undeclared"), std::string::npos)
+      << status.message;
+}
+
+TEST_F(HostBackend, ArityMismatchIsCorruptArtifact) {
+  Artifact a = kernelArtifact(withBarrier("__syncthreads()"), "reverse", 256,
+                              1, 256);
+  a.steps[0].launch.args = {0};
+  Status status;
+  runOnHost(a, iota(256), HostOptions(), &status);
+  EXPECT_EQ(status.code, StatusCode::CorruptArtifact) << status.message;
+}
+
+/// Writes one element past the output: the classic off-by-one of a guard
+/// written `<=` instead of `<`.
+const char *kOverrunSource = R"cuda(
+extern "C" __global__ void overrun(const float *in, float *out) {
+  for (unsigned i = threadIdx.x; i <= 64; i += blockDim.x) out[i] = in[i % 64];
+}
+)cuda";
+
+TEST_F(HostBackend, CheckingModeCatchesAWritePastTheBuffer) {
+  HostOptions options;
+  options.checking = true;
+  EXPECT_DEATH(runOnHost(kernelArtifact(kOverrunSource, "overrun", 64, 1, 32),
+                         iota(64), options),
+               "heap-buffer-overflow");
+}
+
+TEST(HostGemm, MatchesADoubleReference) {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  for (bool transA : {false, true})
+    for (bool transB : {false, true}) {
+      MatmulStep s;
+      s.transA = transA;
+      s.transB = transB;
+      s.batch = 3;
+      s.m = 5;
+      s.n = 7;
+      s.k = 9;
+      s.strideA = s.m * s.k;
+      s.strideB = 0; // one B for every batch
+      s.strideC = s.m * s.n;
+      s.alpha = 0.5f;
+      s.beta = 1.0f;
+      std::vector<float> a(s.batch * s.m * s.k), b(s.k * s.n),
+          c(s.batch * s.m * s.n);
+      for (float &v : a)
+        v = dist(rng);
+      for (float &v : b)
+        v = dist(rng);
+      for (float &v : c)
+        v = dist(rng);
+      std::vector<float> want = c;
+      for (int64_t q = 0; q < s.batch; ++q)
+        for (int64_t i = 0; i < s.m; ++i)
+          for (int64_t j = 0; j < s.n; ++j) {
+            double acc = 0;
+            for (int64_t p = 0; p < s.k; ++p) {
+              double x = a[q * s.strideA +
+                           (transA ? p * s.m + i : i * s.k + p)];
+              double y = b[transB ? j * s.k + p : p * s.n + j];
+              acc += x * y;
+            }
+            want[q * s.strideC + i * s.n + j] = static_cast<float>(
+                s.alpha * acc + s.beta * c[q * s.strideC + i * s.n + j]);
+          }
+      kiln::rt::host::runGemm(s, a.data(), b.data(), c.data());
+      for (size_t i = 0; i < c.size(); ++i)
+        EXPECT_NEAR(c[i], want[i], 1e-5) << "transA " << transA << " transB "
+                                         << transB << " element " << i;
+    }
+}
+
+TEST(Model, AutoFallsBackToHostWithoutADriver) {
+  setenv("KILN_CUDA_DRIVER", "/nonexistent/libcuda.so.1", 1);
+  std::string why;
+  if (cudaDeviceAvailable(why)) {
+    unsetenv("KILN_CUDA_DRIVER");
+    GTEST_SKIP() << "a CUDA driver is loaded in this process already";
+  }
+  std::unique_ptr<Model> model;
+  Status s = Model::create(makeCopyArtifact({4}), Backend::Auto, model);
+  unsetenv("KILN_CUDA_DRIVER");
+  ASSERT_TRUE(s.isOk()) << s.message;
+  EXPECT_EQ(model->backend(), Backend::Host);
+  EXPECT_NE(model->info().find("backend host (auto: no CUDA driver found"),
+            std::string::npos)
+      << model->info();
+  std::vector<float> x = iota(4), y(4);
+  const void *in[] = {x.data()};
+  void *out[] = {y.data()};
+  ASSERT_TRUE(model->run(in, out, Memory::Host).isOk());
+  EXPECT_EQ(y, x);
+}
+
+} // namespace
