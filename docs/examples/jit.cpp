@@ -2,7 +2,9 @@
 //
 // The C++ JIT path: kiln::compileModel builds the same artifact kilnc writes,
 // and kiln::rt::Model runs it on host buffers (device pointers work the same
-// with rt::Memory::Device).
+// with rt::Memory::Device on the CUDA backend). Backend::Auto runs on the GPU
+// when there is one and otherwise on the host backend, which compiles the
+// generated kernels for the CPU.
 //
 //   kiln-jit-example model.onnx
 //
@@ -28,7 +30,7 @@ int main(int argc, char **argv) {
 
   std::unique_ptr<kiln::rt::Model> model;
   kiln::rt::Status status =
-      kiln::rt::Model::create(std::move(artifact), kiln::rt::Backend::Cuda, model);
+      kiln::rt::Model::create(std::move(artifact), kiln::rt::Backend::Auto, model);
   if (!status.isOk()) {
     llvm::errs() << status.message << "\n";
     return 1;

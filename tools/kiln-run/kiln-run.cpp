@@ -24,7 +24,6 @@
 #include "mlir/IR/MLIRContext.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
-#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
@@ -519,10 +518,11 @@ int main(int argc, char **argv) {
   auto expected = kiln::interpretFunction(refFunc, refInputs);
   if (failed(expected))
     return 1;
-  if (!printComparison(signature.outputNames, outputs, *expected))
-    return fail(llvm::formatv("outputs differ from the reference beyond rtol "
-                              "{0} / atol {1}",
-                              relTolerance.getValue(), absTolerance.getValue())
-                    .str());
-  return 0;
+  if (printComparison(signature.outputNames, outputs, *expected))
+    return 0;
+  char tolerance[64];
+  std::snprintf(tolerance, sizeof(tolerance), "rtol %g / atol %g",
+                relTolerance.getValue(), absTolerance.getValue());
+  return fail(llvm::Twine("outputs differ from the reference beyond ") +
+              tolerance);
 }
