@@ -129,20 +129,22 @@ Status HostExecutor::initialize() {
               std::to_string(step.launch.args.size()));
   }
 
-  inputs.resize(artifact.inputs.size());
-  for (size_t i = 0; i < inputs.size(); ++i)
-    if (Status s = allocate(inputs[i],
-                            artifact.buffers[artifact.inputs[i]].bytes,
-                            "input " + std::to_string(i));
-        !s.isOk())
-      return s;
-  outputs.resize(artifact.outputs.size());
-  for (size_t i = 0; i < outputs.size(); ++i)
-    if (Status s = allocate(outputs[i],
-                            artifact.buffers[artifact.outputs[i]].bytes,
-                            "output " + std::to_string(i));
-        !s.isOk())
-      return s;
+  // One staging buffer per graph input and output, of its canonical size.
+  auto stage = [&](std::vector<Allocation> &pool,
+                   const std::vector<uint32_t> &ids,
+                   const char *what) -> Status {
+    pool.resize(ids.size());
+    for (size_t i = 0; i < ids.size(); ++i)
+      if (Status s = allocate(pool[i], artifact.buffers[ids[i]].bytes,
+                              what + std::to_string(i));
+          !s.isOk())
+        return s;
+    return Status::ok();
+  };
+  if (Status s = stage(inputs, artifact.inputs, "input "); !s.isOk())
+    return s;
+  if (Status s = stage(outputs, artifact.outputs, "output "); !s.isOk())
+    return s;
 
   // Storage of arena and weight buffers, keyed by (offset, size) in the
   // checking mode and shared whole otherwise.
