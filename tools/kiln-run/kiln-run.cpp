@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "kiln/Compiler/Compiler.h"
+#include "kiln/Compiler/TensorFile.h"
 #include "kiln/Dialect/Kiln/KilnDialect.h"
 #include "kiln/Importer/ONNX/TensorProto.h"
 #include "kiln/Interpreter/Interpreter.h"
@@ -96,52 +97,6 @@ cl::opt<double> absTolerance("atol", cl::desc("absolute tolerance of the compari
 int fail(const llvm::Twine &message) {
   llvm::errs() << "kiln-run: " << message << "\n";
   return 1;
-}
-
-/// Reads `NAME=FILE` inputs (.npy or serialized TensorProto).
-LogicalResult readInputs(MLIRContext *ctx, ArrayRef<std::string> specs,
-                         llvm::StringMap<HostTensor> &inputs) {
-  for (const std::string &spec : specs) {
-    auto [name, path] = StringRef(spec).split('=');
-    if (path.empty()) {
-      fail("--input expects NAME=FILE, got '" + spec + "'");
-      return failure();
-    }
-    if (path.ends_with(".pb")) {
-      auto buffer = llvm::MemoryBuffer::getFile(path, false, false);
-      if (!buffer) {
-        fail("cannot read '" + path + "'");
-        return failure();
-      }
-      std::string protoName;
-      auto attr = kiln::parseTensorProtoFile(
-          FileLineColLoc::get(ctx, path, 0, 0), (*buffer)->getBuffer(),
-          protoName);
-      if (failed(attr))
-        return failure();
-      auto tensor = HostTensor::fromElementsAttr(*attr);
-      if (failed(tensor))
-        return failure();
-      inputs[name] = std::move(*tensor);
-      continue;
-    }
-    kiln::rt::NpyArray array;
-    std::string error;
-    if (!kiln::rt::readNpy(path.str(), array, error)) {
-      fail(error);
-      return failure();
-    }
-    auto tensor = HostTensor::allocate(kiln::fromRuntimeDType(ctx, array.dtype),
-                                       SmallVector<int64_t>(array.shape.begin(),
-                                                            array.shape.end()));
-    if (failed(tensor) || tensor->bytes.size() != array.data.size()) {
-      fail("bad input '" + path + "'");
-      return failure();
-    }
-    std::memcpy(tensor->bytes.data(), array.data.data(), array.data.size());
-    inputs[name] = std::move(*tensor);
-  }
-  return success();
 }
 
 /// The graph inputs in order: from files where given, random otherwise.
@@ -271,7 +226,11 @@ Signature signatureOf(func::FuncOp func) {
 FailureOr<SmallVector<HostTensor>>
 runLibrary(MLIRContext *ctx, Signature &signature,
            llvm::StringMap<HostTensor> &given, std::mt19937 &rng) {
-  void *lib = dlopen(modelPath.c_str(), RTLD_NOW | RTLD_LOCAL);
+  // dlopen searches the library path for a name without a slash.
+  std::string path = modelPath.getValue();
+  if (path.find('/') == std::string::npos)
+    path = "./" + path;
+  void *lib = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!lib) {
     fail(std::string("cannot load '") + modelPath + "': " + dlerror());
     return failure();
@@ -404,8 +363,10 @@ int main(int argc, char **argv) {
   std::mt19937 rng(usedSeed);
 
   llvm::StringMap<HostTensor> given, frozen;
-  if (failed(readInputs(&context, inputFiles, given)) ||
-      failed(readInputs(&context, constInputs, frozen)))
+  if (failed(kiln::readNamedTensorFiles(&context, inputFiles, "input",
+                                        given)) ||
+      failed(kiln::readNamedTensorFiles(&context, constInputs, "const-input",
+                                        frozen)))
     return 1;
   for (auto &entry : frozen) {
     const HostTensor &t = entry.getValue();

@@ -1,9 +1,12 @@
 //===- kilnc.cpp - compile an ONNX model into a self-contained .so --------===//
 
 #include "kiln/Compiler/Compiler.h"
+#include "kiln/Compiler/TensorFile.h"
 #include "kiln/Dialect/Kiln/KilnDialect.h"
+#include "kiln/Target/CUDA/EmitPlan.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/AsmState.h"
+#include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/CommandLine.h"
@@ -34,6 +37,10 @@ cl::opt<Emit> emit(
 cl::list<std::string> inputShapes(
     "input-shape", cl::desc("static shape of a graph input, e.g. ids=1x128"),
     cl::value_desc("NAME=DIMxDIM"));
+cl::list<std::string> constInputs(
+    "const-input",
+    cl::desc("freeze a graph input to the value in a file at compile time"),
+    cl::value_desc("NAME=FILE.npy|FILE.pb"));
 cl::opt<std::string> dumpDir("dump-dir",
                              cl::desc("write every stage's IR and the CUDA "
                                       "source into this folder"),
@@ -94,7 +101,8 @@ int main(int argc, char **argv) {
   cl::ParseCommandLineOptions(
       argc, argv,
       "kilnc: compile an ONNX model into a self-contained shared library\n\n"
-      "  kilnc model.onnx -o model.so\n");
+      "  kilnc model.onnx -o model.so\n"
+      "  kilnc model.onnx -o model.so --const-input shape=shape.pb\n");
 
   kiln::CompileOptions options;
   options.arch = arch;
@@ -115,6 +123,15 @@ int main(int argc, char **argv) {
   llvm::SourceMgr sourceMgr;
   SourceMgrDiagnosticHandler handler(sourceMgr, &context);
   Location loc = FileLineColLoc::get(&context, inputPath, 0, 0);
+  llvm::StringMap<kiln::HostTensor> frozen;
+  if (failed(kiln::readNamedTensorFiles(&context, constInputs, "const-input",
+                                        frozen)))
+    return 1;
+  // Plain `dense` attributes, so that the importer can read shapes and axes
+  // out of them whatever their size.
+  for (auto &entry : frozen)
+    options.import.constantInputs[entry.getKey()] =
+        llvm::cast<ElementsAttr>(entry.getValue().toDenseElementsAttr());
 
   OwningOpRef<ModuleOp> module = kiln::loadModel(&context, inputPath, options);
   if (!module)

@@ -271,6 +271,9 @@ private:
       uint32_t id = bufferOf.at(value);
       const rt::Buffer &buffer = artifact.buffers[id];
       if (buffer.kind == rt::BufferKind::Output && buffer.offset == i) {
+        // Possibly a reshape view of the kernel's result: the buffer users
+        // see carries the graph output's name and shape.
+        artifact.buffers[id].name = outputName(i);
         artifact.outputs.push_back(id);
         continue;
       }

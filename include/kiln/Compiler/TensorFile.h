@@ -1,0 +1,33 @@
+//===- TensorFile.h - Tensors from .npy and TensorProto files ---*- C++ -*-===//
+//
+// The files tools take tensors from: NumPy `.npy` arrays and serialized ONNX
+// TensorProtos (`.pb`, as in the ONNX conformance tests).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_COMPILER_TENSORFILE_H
+#define KILN_COMPILER_TENSORFILE_H
+
+#include "kiln/Interpreter/Interpreter.h"
+
+#include "llvm/ADT/StringMap.h"
+
+#include <string>
+
+namespace kiln {
+
+/// Reads the tensor in `path` (`.pb`: a TensorProto, else `.npy`). Errors are
+/// emitted as diagnostics at the file's location.
+mlir::FailureOr<HostTensor> readTensorFile(mlir::MLIRContext *context,
+                                           llvm::StringRef path);
+
+/// Reads `NAME=FILE` specs (the `--input` and `--const-input` flags) into
+/// `tensors`; `flag` names the flag in the error for a malformed spec.
+mlir::LogicalResult readNamedTensorFiles(mlir::MLIRContext *context,
+                                         llvm::ArrayRef<std::string> specs,
+                                         llvm::StringRef flag,
+                                         llvm::StringMap<HostTensor> &tensors);
+
+} // namespace kiln
+
+#endif // KILN_COMPILER_TENSORFILE_H

@@ -1,0 +1,708 @@
+#!/usr/bin/env python3
+"""Runs every kernel family Kiln emits on the host backend against the reference.
+
+  kernel_families.py --kilnc build/bin/kilnc --kiln-run build/bin/kiln-run
+                     [--seed N] [--jobs N] [--filter TEXT] [--no-check]
+
+Builds small ONNX models with onnx.helper in a temporary folder, one per
+(family, shape): elementwise (unary chains, broadcasting binaries, casts,
+integer and 16-bit float arithmetic), reduction (Softmax on the last and a
+middle axis, LayerNormalization with and without bias, ReduceMean, each with
+fused prologues and epilogues), copy (Transpose of rank 2 to 4, Identity
+outputs), matmul (2-D, batched, broadcast batch, 1-D operands, Gemm) and
+FFN / attention chains. Shapes are ragged on purpose: sizes that are not
+multiples of the 256-thread block or of a warp (1, 7, 31, 33, 255, 257, 1000,
+4099); one elementwise, one reduction and one copy case are larger than one
+launch (65535 blocks), so that the kernels' grid-stride loops take a second
+turn. Weights are drawn
+from a generator seeded by the case's name; inputs are kiln-run's seeded
+random draws.
+
+Each case is compiled with `kilnc` and run with
+`kiln-run x.so --backend host --reference-model x.onnx --compare-reference
+--seed S --host-seed H` (the fp32 contract, rtol 1e-4 / atol 1e-5, unless the
+case says why not); a subset also runs with `--check` (AddressSanitizer). A
+self-check compiles one model and compares it with a slightly different
+reference model: kiln-run must fail there, which shows that a mismatch is
+caught. One line per case, then a summary; exit code 1 when anything failed.
+On failure the temporary folder is kept so that the printed commands can be
+run again.
+"""
+import argparse
+import concurrent.futures
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import types
+import zlib
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+F32, F16, BF16 = TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.BFLOAT16
+I64, I32, I8, BOOL = TensorProto.INT64, TensorProto.INT32, TensorProto.INT8, TensorProto.BOOL
+OPSET = 17
+
+# Ragged sizes: neither multiples of the 256-thread block nor of 32.
+RAGGED = [1, 7, 31, 33, 255, 257, 1000, 4099]
+# Launches are capped at 65535 blocks; beyond that, kernels loop.
+MAX_GRID = 65535
+GRID_STRIDE_ELEMENTS = 256 * MAX_GRID + 7
+
+# Tolerances other than the fp32 contract, each with its reason.
+# The kernels compute 16-bit floats in fp32 and round only where the IR stores
+# or casts; the reference rounds after every op. A fused chain of 16-bit ops
+# therefore differs by up to an ulp of the type, plus cancellation near 0.
+F16_TOL = (2e-3, 5e-4, "f16 chain: kernel rounds only at stores (1 f16 ulp)")
+BF16_TOL = (1.6e-2, 4e-3, "bf16 chain: kernel rounds only at stores (1 bf16 ulp)")
+
+
+class Case:
+    """One model at one shape."""
+
+    def __init__(self, family, name, build, check=False, tol=None):
+        self.family = family
+        self.name = name
+        self.build = build  # () -> ModelProto
+        self.check = check
+        self.tol = tol  # (rtol, atol, why) or None for the contract
+
+    @property
+    def id(self):
+        return f"{self.family}/{self.name}"
+
+    def make_model(self):
+        _weights.rng = np.random.default_rng(zlib.crc32(self.id.encode()))
+        return self.build()
+
+
+# ----------------------------------------------------------------------------
+# Model building
+# ----------------------------------------------------------------------------
+
+# Weights are part of the model, so they do not depend on the run's seed: each
+# case draws them from a generator seeded by its name (models are built in
+# worker threads, hence one generator per thread).
+_weights = threading.local()
+
+
+def weight(name, shape, dtype=np.float32, scale=1.0):
+    """A random initializer, uniform in [-scale, scale)."""
+    value = (_weights.rng.uniform(-1, 1, size=shape) * scale).astype(dtype)
+    return numpy_helper.from_array(value, name)
+
+
+def const(name, value, dtype=np.float32):
+    return numpy_helper.from_array(np.array(value, dtype=dtype), name)
+
+
+def ints(name, values):
+    return numpy_helper.from_array(np.array(values, dtype=np.int64), name)
+
+
+def model(nodes, inputs, outputs, inits=(), opset=OPSET):
+    """A checked model; inputs are (name, elem_type, shape), outputs names.
+
+    Output types and shapes come from ONNX shape inference, so that a model
+    built wrong is caught here rather than blamed on Kiln."""
+    graph = helper.make_graph(
+        nodes, "g",
+        [helper.make_tensor_value_info(n, t, s) for n, t, s in inputs],
+        [helper.make_tensor_value_info(n, TensorProto.UNDEFINED, None) for n in outputs],
+        list(inits))
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    m.ir_version = 8
+    inferred = onnx.shape_inference.infer_shapes(m, strict_mode=True)
+    known = {v.name: v for v in list(inferred.graph.value_info) + list(inferred.graph.output)}
+    del m.graph.output[:]
+    for name in outputs:
+        info = known[name]
+        if not info.type.tensor_type.HasField("shape"):
+            raise RuntimeError(f"no inferred shape for output {name}")
+        m.graph.output.append(info)
+    onnx.checker.check_model(m, full_check=True)
+    return m
+
+
+def node(op, ins, outs, **attrs):
+    if isinstance(outs, str):
+        outs = [outs]
+    return helper.make_node(op, ins, outs, name=f"{op}_{outs[0]}", **attrs)
+
+
+# ----------------------------------------------------------------------------
+# Families
+# ----------------------------------------------------------------------------
+
+def elementwise_cases():
+    cases = []
+
+    # A unary chain through every transcendental, fused into one kernel.
+    def unary(shape):
+        nodes = [
+            node("Erf", ["x"], "a"), node("Tanh", ["a"], "b"),
+            node("Neg", ["b"], "c"), node("Sigmoid", ["c"], "d"),
+            node("Exp", ["x"], "e"), node("Sqrt", ["e"], "f"),
+            node("Mul", ["d", "f"], "g"), node("Sub", ["g", "half"], "h"),
+            node("Relu", ["h"], "y"),
+        ]
+        return model(nodes, [("x", F32, shape)], ["y"], [const("half", 0.5)])
+
+    for n in RAGGED:
+        cases.append(Case("elementwise", f"unary_chain_{n}", lambda n=n: unary([n]),
+                          check=(n == 33)))
+    cases.append(Case("elementwise", "unary_chain_7x257x3", lambda: unary([7, 257, 3])))
+
+    # More elements than one launch has threads (65535 blocks of 256): each
+    # thread takes a second turn of the grid-stride loop.
+    def grid_stride(n):
+        nodes = [node("Relu", ["x"], "a"), node("Mul", ["a", "y"], "z")]
+        return model(nodes, [("x", F32, [n]), ("y", F32, [1])], ["z"])
+
+    cases.append(Case("elementwise", f"grid_stride_{GRID_STRIDE_ELEMENTS}",
+                      lambda: grid_stride(GRID_STRIDE_ELEMENTS)))
+
+    # Broadcasting binaries: every op, an operand of each broadcast pattern.
+    def binary(xs, ys):
+        nodes = [
+            node("Add", ["x", "y"], "a"), node("Mul", ["a", "y"], "b"),
+            node("Sub", ["b", "x"], "c"), node("Div", ["c", "y"], "d"),
+            node("Exp", ["d"], "e"), node("Pow", ["e", "y"], "f"),
+            node("Add", ["f", "w"], "z"),
+        ]
+        out = np.broadcast_shapes(tuple(xs), tuple(ys))
+        return model(nodes, [("x", F32, xs), ("y", F32, ys)], ["z"],
+                     [weight("w", [out[-1]])])
+
+    for xs, ys in [([1000], [1000]), ([7, 257], [257]), ([3, 1, 33], [31, 1]),
+                   ([1], [5, 4099]), ([2, 7, 33], [1, 1, 1]), ([255, 1], [1, 33])]:
+        label = "x".join(map(str, xs)) + "_by_" + "x".join(map(str, ys))
+        cases.append(Case("elementwise", f"binary_bcast_{label}",
+                          lambda xs=xs, ys=ys: binary(xs, ys),
+                          check=(xs == [3, 1, 33])))
+
+    # Pow with constant exponents (squares of negative bases) and a scalar
+    # rank-0 operand.
+    def powers(n):
+        nodes = [node("Pow", ["x", "two"], "a"), node("Pow", ["x", "three"], "b"),
+                 node("Add", ["a", "b"], "c"), node("Div", ["c", "s"], "y")]
+        return model(nodes, [("x", F32, [n])], ["y"],
+                     [const("two", 2.0), const("three", 3.0), const("s", 0.3)])
+
+    cases.append(Case("elementwise", "pow_const_257", lambda: powers(257)))
+
+    # Casts through every element type Kiln supports.
+    def casts(shape):
+        nodes = [
+            node("Cast", ["x"], "h", to=F16), node("Cast", ["h"], "hf", to=F32),
+            node("Cast", ["x"], "bh", to=BF16), node("Cast", ["bh"], "bf", to=F32),
+            node("Mul", ["x", "hundred"], "big"),
+            node("Cast", ["big"], "i32", to=I32), node("Cast", ["i32"], "i32f", to=F32),
+            node("Cast", ["big"], "i64", to=I64), node("Cast", ["i64"], "i64f", to=F32),
+            node("Cast", ["big"], "i8", to=I8), node("Cast", ["i8"], "i8f", to=F32),
+            node("Cast", ["x"], "b", to=BOOL), node("Cast", ["b"], "bfl", to=F32),
+        ]
+        outs = ["hf", "bf", "i32f", "i64f", "i8f", "bfl"]
+        return model(nodes, [("x", F32, shape)], outs, [const("hundred", 100.0)])
+
+    for shape in [[1], [33], [4099], [3, 257]]:
+        label = "x".join(map(str, shape))
+        cases.append(Case("elementwise", f"casts_{label}", lambda s=shape: casts(s),
+                          check=(shape == [33])))
+
+    # Casts whose outputs keep the narrow type (stores of f16, bf16, ints).
+    def narrow_outputs(n):
+        nodes = [node("Cast", ["x"], "h", to=F16), node("Cast", ["x"], "bh", to=BF16),
+                 node("Mul", ["x", "hundred"], "big"),
+                 node("Cast", ["big"], "i32", to=I32), node("Cast", ["big"], "i8", to=I8),
+                 node("Cast", ["x"], "b", to=BOOL)]
+        return model(nodes, [("x", F32, [n])], ["h", "bh", "i32", "i8", "b"],
+                     [const("hundred", 100.0)])
+
+    cases.append(Case("elementwise", "narrow_outputs_257", lambda: narrow_outputs(257)))
+
+    # Integer inputs (random draws in [0, 4), so Div meets zero divisors,
+    # which Kiln defines as 0) and a bool input.
+    def integers(dtype, n):
+        nodes = [node("Add", ["x", "y"], "a"), node("Mul", ["a", "y"], "b"),
+                 node("Sub", ["b", "x"], "c"), node("Div", ["c", "y"], "d"),
+                 node("Neg", ["d"], "e"), node("Relu", ["e"], "r"),
+                 node("Add", ["e", "r"], "z"),
+                 node("Cast", ["x"], "xf", to=F32), node("Cast", ["m"], "mf", to=F32),
+                 node("Mul", ["xf", "mf"], "w")]
+        return model(nodes, [("x", dtype, [n]), ("y", dtype, [n]), ("m", BOOL, [n])],
+                     ["z", "w"])
+
+    for dtype, label in [(I32, "int32"), (I64, "int64"), (I8, "int8")]:
+        for n in [7, 1000]:
+            cases.append(Case("elementwise", f"{label}_arith_{n}",
+                              lambda d=dtype, n=n: integers(d, n),
+                              check=(dtype == I64 and n == 7)))
+
+    # Arithmetic in 16-bit floats: inputs given as f16 / bf16.
+    def narrow_arith(dtype, shape):
+        nodes = [node("Mul", ["x", "y"], "a"), node("Add", ["a", "x"], "b"),
+                 node("Tanh", ["b"], "c"), node("Sub", ["c", "y"], "z")]
+        return model(nodes, [("x", dtype, shape), ("y", dtype, shape[-1:])], ["z"])
+
+    for shape in [[1], [7, 257]]:
+        label = "x".join(map(str, shape))
+        cases.append(Case("elementwise", f"f16_arith_{label}",
+                          lambda s=shape: narrow_arith(F16, s), tol=F16_TOL))
+        cases.append(Case("elementwise", f"bf16_arith_{label}",
+                          lambda s=shape: narrow_arith(BF16, s), tol=BF16_TOL))
+    return cases
+
+
+def reduction_cases():
+    cases = []
+
+    def softmax(shape, axis):
+        return model([node("Softmax", ["x"], "y", axis=axis)], [("x", F32, shape)], ["y"])
+
+    for n in RAGGED:
+        cases.append(Case("reduction", f"softmax_last_3x{n}",
+                          lambda n=n: softmax([3, n], -1), check=(n == 33)))
+    for shape, axis in [([2, 7, 5], 1), ([2, 257, 3], 1), ([33, 4], 0),
+                        ([3, 1000, 1], 1), ([2, 31, 3, 5], -3)]:
+        label = "x".join(map(str, shape))
+        cases.append(Case("reduction", f"softmax_axis{axis}_{label}",
+                          lambda s=shape, a=axis: softmax(s, a),
+                          check=(shape == [2, 7, 5])))
+
+    # Masked softmax: a broadcast additive mask and a scale fused as prologue.
+    def masked_softmax(s):
+        mask = np.triu(np.full((s, s), -10000.0, np.float32), 1)
+        nodes = [node("Mul", ["x", "scale"], "a"), node("Add", ["a", "mask"], "b"),
+                 node("Softmax", ["b"], "y", axis=-1)]
+        return model(nodes, [("x", F32, [2, 3, s, s])], ["y"],
+                     [const("scale", 0.125), numpy_helper.from_array(mask, "mask")])
+
+    for s in [7, 33]:
+        cases.append(Case("reduction", f"masked_softmax_{s}",
+                          lambda s=s: masked_softmax(s)))
+
+    def layernorm(shape, axis, bias):
+        normalized = shape[axis:]
+        inits = [weight("gamma", normalized)]
+        ins = ["x", "gamma"]
+        if bias:
+            inits.append(weight("beta", normalized))
+            ins.append("beta")
+        return model([node("LayerNormalization", ins, "y", axis=axis, epsilon=1e-5)],
+                     [("x", F32, shape)], ["y"], inits)
+
+    for n in RAGGED:
+        cases.append(Case("reduction", f"layernorm_bias_5x{n}",
+                          lambda n=n: layernorm([5, n], -1, True), check=(n == 33)))
+    for n in [1, 33, 257, 4099]:
+        cases.append(Case("reduction", f"layernorm_nobias_3x{n}",
+                          lambda n=n: layernorm([3, n], -1, False)))
+    cases.append(Case("reduction", "layernorm_axis-2_2x7x33",
+                      lambda: layernorm([2, 7, 33], -2, True)))
+    cases.append(Case("reduction", "layernorm_axis1_2x3x5x7",
+                      lambda: layernorm([2, 3, 5, 7], 1, False)))
+
+    # Add before LayerNorm (residual), Mul and Add after it.
+    def layernorm_fused(shape):
+        n = shape[-1]
+        nodes = [node("Add", ["x", "r"], "h"),
+                 node("LayerNormalization", ["h", "gamma", "beta"], "n", axis=-1),
+                 node("Mul", ["n", "s"], "m"), node("Add", ["m", "t"], "y")]
+        return model(nodes, [("x", F32, shape), ("r", F32, shape)], ["y"],
+                     [weight("gamma", [n]), weight("beta", [n]), weight("s", [n]),
+                      const("t", 0.25)])
+
+    for shape in [[2, 7, 33], [3, 257], [1, 4099]]:
+        label = "x".join(map(str, shape))
+        cases.append(Case("reduction", f"layernorm_fused_{label}",
+                          lambda s=shape: layernorm_fused(s), check=(shape == [2, 7, 33])))
+
+    def reduce_mean(shape, axes, keepdims, opset=OPSET):
+        if opset >= 18:
+            nodes = [node("ReduceMean", ["x", "axes"], "y", keepdims=keepdims)]
+            inits = [ints("axes", axes)]
+        else:
+            nodes = [node("ReduceMean", ["x"], "y", axes=axes, keepdims=keepdims)]
+            inits = []
+        return model(nodes, [("x", F32, shape)], ["y"], inits, opset=opset)
+
+    for shape, axes in [([5, 1], [-1]), ([3, 33], [-1]), ([2, 4099], [1]),
+                        ([3, 7, 257], [-2, -1]), ([2, 31, 33], [1]),
+                        ([2, 3, 255, 4], [1, 2]), ([1000, 7], [0])]:
+        for keepdims in [0, 1]:
+            label = "x".join(map(str, shape)) + "_axes" + "_".join(map(str, axes))
+            cases.append(Case("reduction", f"reducemean_k{keepdims}_{label}",
+                              lambda s=shape, a=axes, k=keepdims: reduce_mean(s, a, k),
+                              check=(shape == [3, 33] and keepdims == 1)))
+    # More rows than blocks in a launch: each block takes a second row.
+    cases.append(Case("reduction", f"reducemean_k1_{MAX_GRID + 2}x3_axes-1",
+                      lambda: reduce_mean([MAX_GRID + 2, 3], [-1], 1)))
+    cases.append(Case("reduction", "reducemean_opset18_3x7x33",
+                      lambda: reduce_mean([3, 7, 33], [-1], 1, opset=18)))
+
+    # RMS-style: Mul prologue, Add/Sqrt/Div epilogue over the reduced row.
+    def rms(shape):
+        nodes = [node("Mul", ["x", "x"], "sq"),
+                 node("ReduceMean", ["sq"], "ms", axes=[-1], keepdims=1),
+                 node("Add", ["ms", "eps"], "a"), node("Sqrt", ["a"], "r"),
+                 node("Div", ["one", "r"], "y")]
+        return model(nodes, [("x", F32, shape)], ["y"],
+                     [const("eps", 1e-6), const("one", 1.0)])
+
+    for shape in [[7, 33], [2, 3, 1000]]:
+        label = "x".join(map(str, shape))
+        cases.append(Case("reduction", f"rms_fused_{label}", lambda s=shape: rms(s)))
+    return cases
+
+
+def copy_cases():
+    cases = []
+
+    def transpose(shape, perm):
+        attrs = {} if perm is None else {"perm": perm}
+        return model([node("Transpose", ["x"], "y", **attrs)], [("x", F32, shape)], ["y"])
+
+    for shape in [[1, 7], [33, 257], [257, 31], [1000, 7], [4099, 1]]:
+        label = "x".join(map(str, shape))
+        cases.append(Case("copy", f"transpose_{label}_perm1_0",
+                          lambda s=shape: transpose(s, [1, 0]),
+                          check=(shape == [33, 257])))
+    for perm in [[0, 2, 1], [1, 0, 2], [1, 2, 0], [2, 0, 1], [2, 1, 0]]:
+        for shape in [[3, 7, 33], [1, 257, 5]]:
+            label = "x".join(map(str, shape)) + "_perm" + "_".join(map(str, perm))
+            cases.append(Case("copy", f"transpose_{label}",
+                              lambda s=shape, p=perm: transpose(s, p)))
+    # More elements than one launch has threads (grid-stride loop).
+    cases.append(Case("copy", "transpose_4097x4097_perm1_0",
+                      lambda: transpose([4097, 4097], [1, 0])))
+    cases.append(Case("copy", "transpose_default_perm_3x7x33",
+                      lambda: transpose([3, 7, 33], None)))
+    for perm in [[0, 2, 1, 3], [3, 2, 1, 0], [0, 3, 1, 2], [2, 0, 3, 1], [1, 3, 0, 2]]:
+        label = "2x7x5x33_perm" + "_".join(map(str, perm))
+        cases.append(Case("copy", f"transpose_{label}",
+                          lambda p=perm: transpose([2, 7, 5, 33], p),
+                          check=(perm == [0, 2, 1, 3])))
+
+    # Attention's head split and merge: Reshape, Transpose, elementwise use.
+    def heads(b, s, h, d):
+        nodes = [node("Reshape", ["x", "split"], "r"),
+                 node("Transpose", ["r"], "t", perm=[0, 2, 1, 3]),
+                 node("Mul", ["t", "k"], "m"),
+                 node("Transpose", ["m"], "u", perm=[0, 2, 1, 3]),
+                 node("Reshape", ["u", "merge"], "y")]
+        return model(nodes, [("x", F32, [b, s, h * d])], ["y"],
+                     [ints("split", [b, s, h, d]), ints("merge", [b, s, h * d]),
+                      weight("k", [h, 1, d])])
+
+    cases.append(Case("copy", "head_split_merge_2x7x3x11", lambda: heads(2, 7, 3, 11)))
+    cases.append(Case("copy", "head_split_merge_1x33x2x65", lambda: heads(1, 33, 2, 65)))
+
+    # Outputs that are not computed by a kernel: an input returned through
+    # Identity, a value returned twice, a weight returned.
+    def passthrough(n):
+        nodes = [node("Identity", ["x"], "y"), node("Relu", ["x"], "r"),
+                 node("Identity", ["r"], "r2"), node("Identity", ["w"], "wy")]
+        return model(nodes, [("x", F32, [n])], ["y", "r", "r2", "wy"], [weight("w", [n])])
+
+    cases.append(Case("copy", "passthrough_outputs_33", lambda: passthrough(33),
+                      check=True))
+    cases.append(Case("copy", "passthrough_outputs_4099", lambda: passthrough(4099)))
+    return cases
+
+
+def matmul_cases():
+    cases = []
+    # The contraction stays at or below 257: a sequential fp32 sum over more
+    # terms of inputs in [-1, 1) approaches the contract's atol 1e-5 near zero
+    # results (simulated worst error / tolerance: 0.3 at K=257, 0.97 at
+    # K=1000), which would make the check flaky rather than stricter.
+
+    def matmul(a_shape, b_shape):
+        return model([node("MatMul", ["a", "b"], "y")],
+                     [("a", F32, a_shape), ("b", F32, b_shape)], ["y"])
+
+    for m, k, n in [(1, 1, 1), (7, 33, 31), (33, 257, 1), (1, 255, 1000),
+                    (257, 7, 257), (31, 33, 4099)]:
+        cases.append(Case("matmul", f"matmul_{m}x{k}x{n}",
+                          lambda m=m, k=k, n=n: matmul([m, k], [k, n]),
+                          check=((m, k, n) == (7, 33, 31))))
+    for a_shape, b_shape in [
+            ([3, 7, 33], [3, 33, 31]), ([2, 257, 31], [2, 31, 33]),
+            ([2, 3, 7, 33], [2, 3, 33, 5]), ([1, 2, 1, 255], [1, 2, 255, 7]),
+            # Broadcast batch: one side's batch is all ones or missing.
+            ([4, 7, 33], [33, 31]), ([7, 33], [4, 33, 31]), ([1, 7, 33], [4, 33, 31]),
+            ([2, 3, 5, 31], [31, 7]), ([1, 1, 5, 31], [2, 3, 31, 7]),
+            # 1-D operands.
+            ([33], [33, 257]), ([257, 33], [33]), ([3, 7, 31], [31]), ([31], [2, 31, 7])]:
+        label = "x".join(map(str, a_shape)) + "_by_" + "x".join(map(str, b_shape))
+        cases.append(Case("matmul", f"matmul_{label}",
+                          lambda a=a_shape, b=b_shape: matmul(a, b),
+                          check=(a_shape == [3, 7, 33])))
+
+    def gemm(m, k, n, trans_a, trans_b, c_shape, alpha=1.0, beta=1.0):
+        a_shape = [k, m] if trans_a else [m, k]
+        b_shape = [n, k] if trans_b else [k, n]
+        ins, inits = ["a", "w"], [weight("w", b_shape)]
+        if c_shape is not None:
+            ins.append("c")
+            inits.append(weight("c", c_shape))
+        return model([node("Gemm", ins, "y", transA=trans_a, transB=trans_b,
+                           alpha=alpha, beta=beta)],
+                     [("a", F32, a_shape)], ["y"], inits)
+
+    for ta in [0, 1]:
+        for tb in [0, 1]:
+            cases.append(Case("matmul", f"gemm_tA{ta}_tB{tb}_7x33x31_biasN",
+                              lambda ta=ta, tb=tb: gemm(7, 33, 31, ta, tb, [31]),
+                              check=(ta == 1 and tb == 1)))
+    cases.append(Case("matmul", "gemm_alpha_beta_257x31x33_biasMN",
+                      lambda: gemm(257, 31, 33, 0, 1, [257, 33], alpha=0.5, beta=2.0)))
+    cases.append(Case("matmul", "gemm_noC_1x257x1000",
+                      lambda: gemm(1, 257, 1000, 0, 0, None, alpha=1.5)))
+    cases.append(Case("matmul", "gemm_biasM1_33x7x5",
+                      lambda: gemm(33, 7, 5, 1, 0, [33, 1])))
+
+    # 16-bit matmuls: the reference accumulates in double, the host GEMM in
+    # fp32; both round the result once, so they can differ by an ulp.
+    def narrow_matmul(dtype, m, k, n):
+        nodes = [node("Cast", ["a"], "ah", to=dtype), node("Cast", ["b"], "bh", to=dtype),
+                 node("MatMul", ["ah", "bh"], "yh"), node("Cast", ["yh"], "y", to=F32)]
+        return model(nodes, [("a", F32, [m, k]), ("b", F32, [k, n])], ["y"])
+
+    cases.append(Case("matmul", "f16_matmul_7x33x31",
+                      lambda: narrow_matmul(F16, 7, 33, 31), tol=F16_TOL))
+    cases.append(Case("matmul", "bf16_matmul_33x257x7",
+                      lambda: narrow_matmul(BF16, 33, 257, 7), tol=BF16_TOL))
+    return cases
+
+
+def chain_cases():
+    cases = []
+
+    def ffn(batch, seq, hidden, inner):
+        inits = [weight("w1", [hidden, inner], scale=0.2), weight("b1", [inner]),
+                 weight("w2", [inner, hidden], scale=0.2), weight("b2", [hidden]),
+                 weight("gamma", [hidden]), weight("beta", [hidden]),
+                 const("inv_sqrt2", np.sqrt(0.5)), const("one", 1.0), const("half", 0.5)]
+        nodes = [
+            node("MatMul", ["x", "w1"], "h0"), node("Add", ["h0", "b1"], "h1"),
+            node("Mul", ["h1", "inv_sqrt2"], "g0"), node("Erf", ["g0"], "g1"),
+            node("Add", ["g1", "one"], "g2"), node("Mul", ["h1", "g2"], "g3"),
+            node("Mul", ["g3", "half"], "g4"), node("MatMul", ["g4", "w2"], "h2"),
+            node("Add", ["h2", "b2"], "h3"), node("Add", ["h3", "x"], "h4"),
+            node("LayerNormalization", ["h4", "gamma", "beta"], "y", axis=-1),
+        ]
+        return model(nodes, [("x", F32, [batch, seq, hidden])], ["y"], inits)
+
+    def attention(batch, seq, heads, dim):
+        d = heads * dim
+        mask = np.triu(np.full((seq, seq), -10000.0, np.float32), 1)
+        inits = [weight(n, [d, d], scale=0.3) for n in ("wq", "wk", "wv", "wo")]
+        inits += [ints("split", [batch, seq, heads, dim]), ints("merge", [batch, seq, d]),
+                  const("scale", 1.0 / np.sqrt(dim)), numpy_helper.from_array(mask, "mask"),
+                  weight("gamma", [d]), weight("beta", [d])]
+        nodes = []
+        for p in "qkv":
+            nodes += [node("MatMul", ["x", f"w{p}"], f"{p}0"),
+                      node("Reshape", [f"{p}0", "split"], f"{p}1")]
+        nodes += [
+            node("Transpose", ["q1"], "q", perm=[0, 2, 1, 3]),
+            node("Transpose", ["k1"], "kt", perm=[0, 2, 3, 1]),
+            node("Transpose", ["v1"], "v", perm=[0, 2, 1, 3]),
+            node("MatMul", ["q", "kt"], "s0"), node("Mul", ["s0", "scale"], "s1"),
+            node("Add", ["s1", "mask"], "s2"), node("Softmax", ["s2"], "p", axis=-1),
+            node("MatMul", ["p", "v"], "o0"),
+            node("Transpose", ["o0"], "o1", perm=[0, 2, 1, 3]),
+            node("Reshape", ["o1", "merge"], "o2"), node("MatMul", ["o2", "wo"], "o3"),
+            node("Add", ["o3", "x"], "r"),
+            node("LayerNormalization", ["r", "gamma", "beta"], "y", axis=-1),
+        ]
+        return model(nodes, [("x", F32, [batch, seq, d])], ["y", "p"], inits)
+
+    cases.append(Case("chain", "ffn_2x7x33x65", lambda: ffn(2, 7, 33, 65), check=True))
+    cases.append(Case("chain", "ffn_1x31x32x257", lambda: ffn(1, 31, 32, 257)))
+    cases.append(Case("chain", "attention_2x7x3x11", lambda: attention(2, 7, 3, 11),
+                      check=True))
+    cases.append(Case("chain", "attention_1x33x2x16", lambda: attention(1, 33, 2, 16)))
+    return cases
+
+
+# ----------------------------------------------------------------------------
+# Running
+# ----------------------------------------------------------------------------
+
+def run(args, timeout=600):
+    """Runs a tool; a tool that cannot start or times out is a failed run."""
+    start = time.monotonic()
+    try:
+        proc = subprocess.run(args, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc = subprocess.CompletedProcess(args, 124, "", f"timed out after {timeout}s")
+    except OSError as e:
+        proc = subprocess.CompletedProcess(args, 127, "", f"cannot run: {e}")
+    return proc, time.monotonic() - start
+
+
+def quote(args):
+    return " ".join(a if a and all(c.isalnum() or c in "/._=-+," for c in a) else repr(a)
+                    for a in args)
+
+
+def run_case(tools, work, case, seed, host_seed, check):
+    """Returns (ok, line, details)."""
+    folder = os.path.join(work, case.id.replace("/", "__") + ("__check" if check else ""))
+    os.makedirs(folder, exist_ok=True)
+    onnx_path = os.path.join(folder, "x.onnx")
+    so_path = os.path.join(folder, "x.so")
+    try:
+        m = case.make_model()
+    except Exception as e:  # a harness bug, not Kiln's
+        return False, f"cannot build the model: {e}", ""
+    onnx.save(m, onnx_path)
+    outputs = [o.name for o in m.graph.output]
+
+    compile_cmd = [tools.kilnc, onnx_path, "-o", so_path]
+    proc, compile_s = run(compile_cmd)
+    if proc.returncode != 0:
+        return False, "kilnc failed", f"$ {quote(compile_cmd)}\n{proc.stdout}{proc.stderr}"
+
+    run_cmd = [tools.kiln_run, so_path, "--backend", "host", "--reference-model",
+               onnx_path, "--compare-reference", "--seed", str(seed),
+               "--host-seed", str(host_seed)]
+    if case.tol:
+        run_cmd += ["--rtol", str(case.tol[0]), "--atol", str(case.tol[1])]
+    if check:
+        run_cmd.append("--check")
+    proc, run_s = run(run_cmd)
+    text = proc.stdout + proc.stderr
+    details = f"$ {quote(compile_cmd)}\n$ {quote(run_cmd)}\n{text}"
+    if proc.returncode != 0:
+        first = next((l for l in text.splitlines() if "FAIL" in l or "error" in l.lower()),
+                     f"exit code {proc.returncode}")
+        return False, first.strip(), details
+    # A pass must have compared every output, not merely exited 0.
+    missing = [o for o in outputs if f"compare {o}:" not in proc.stdout]
+    if missing:
+        compared = [l.split(":")[0][len("compare "):] for l in proc.stdout.splitlines()
+                    if l.startswith("compare ")]
+        return False, (f"kiln-run printed no comparison of output(s) {missing}; "
+                       f"it compared {compared}"), details
+    worst = max((l.split("max_abs ")[1].split()[0] for l in proc.stdout.splitlines()
+                 if l.startswith("compare ")), key=float)
+    timing = f"{compile_s + run_s:.1f}s"
+    return True, f"max_abs {worst} ({timing})", details
+
+
+def self_check(tools, work):
+    """kiln-run must fail when the reference differs: y = x + 1 compiled, checked
+    against y = x + 1.001 (an error of 1e-3, above atol 1e-5 + rtol 1e-4 * 2)."""
+    folder = os.path.join(work, "self_check")
+    os.makedirs(folder)
+    paths = {}
+    for label, c in [("compiled", 1.0), ("wrong", 1.001)]:
+        m = model([node("Add", ["x", "c"], "y")], [("x", F32, [257])], ["y"],
+                  [const("c", c)])
+        paths[label] = os.path.join(folder, f"{label}.onnx")
+        onnx.save(m, paths[label])
+    so_path = os.path.join(folder, "compiled.so")
+    compile_cmd = [tools.kilnc, paths["compiled"], "-o", so_path]
+    proc, _ = run(compile_cmd)
+    if proc.returncode != 0:
+        return False, "kilnc failed", f"$ {quote(compile_cmd)}\n{proc.stderr}"
+    details = ""
+    for label, must_fail in [("compiled", False), ("wrong", True)]:
+        cmd = [tools.kiln_run, so_path, "--backend", "host", "--reference-model",
+               paths[label], "--compare-reference", "--seed", "1"]
+        proc, _ = run(cmd)
+        details += f"$ {quote(cmd)}\n{proc.stdout}{proc.stderr}"
+        failed = proc.returncode != 0 and "FAIL at element" in proc.stdout
+        if failed != must_fail:
+            what = "did not detect" if must_fail else "rejected"
+            return False, f"kiln-run {what} the {label} reference model", details
+    return True, "a wrong reference model is caught", details
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--kilnc", required=True)
+    parser.add_argument("--kiln-run", required=True)
+    parser.add_argument("--seed", type=int, default=None,
+                        help="base seed of the per-case seeds (default: random)")
+    parser.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1))
+    parser.add_argument("--filter", default="",
+                        help="run only cases whose family/name contains this")
+    parser.add_argument("--no-check", action="store_true",
+                        help="skip the --check (AddressSanitizer) runs")
+    parser.add_argument("--keep", action="store_true",
+                        help="keep the temporary folder even when all passes")
+    args = parser.parse_args()
+
+    tools = types.SimpleNamespace(kilnc=os.path.abspath(args.kilnc),
+                                  kiln_run=os.path.abspath(args.kiln_run))
+
+    base = args.seed if args.seed is not None else random.SystemRandom().randrange(1, 2**31)
+    print(f"base seed {base} (rerun with --seed {base})")
+    rng = random.Random(base)
+
+    cases = (elementwise_cases() + reduction_cases() + copy_cases() + matmul_cases()
+             + chain_cases())
+    ids = [c.id for c in cases]
+    assert len(ids) == len(set(ids)), "duplicate case names"
+    cases = [c for c in cases if args.filter in c.id]
+    runs = []  # (case, seed, host seed, check)
+    for c in cases:
+        runs.append((c, rng.randrange(1, 2**31), rng.randrange(1, 2**31), False))
+    if not args.no_check:
+        for c in cases:
+            if c.check:
+                runs.append((c, rng.randrange(1, 2**31), rng.randrange(1, 2**31), True))
+
+    work = tempfile.mkdtemp(prefix="kiln-host-families-")
+    os.environ["KILN_CACHE_DIR"] = os.path.join(work, "cache")
+    start = time.monotonic()
+    failures = 0
+    counts = {}
+
+    ok, line, details = self_check(tools, work)
+    print(f"{'PASS' if ok else 'FAIL':4} self-check: {line}")
+    if not ok:
+        failures += 1
+        print("    " + details.replace("\n", "\n    "))
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        futures = [pool.submit(run_case, tools, work, c, s, h, chk) for c, s, h, chk in runs]
+        for (c, s, h, chk), future in zip(runs, futures):
+            ok, line, details = future.result()
+            mode = " --check" if chk else ""
+            tol = f" rtol {c.tol[0]} atol {c.tol[1]} ({c.tol[2]})" if c.tol else ""
+            print(f"{'PASS' if ok else 'FAIL':4} {c.id}{mode} seed {s} host-seed {h}"
+                  f"{tol}: {line}", flush=True)
+            key = c.family + (" --check" if chk else "")
+            passed, total = counts.get(key, (0, 0))
+            counts[key] = (passed + ok, total + 1)
+            if not ok:
+                failures += 1
+                print("    " + details.rstrip().replace("\n", "\n    "))
+
+    elapsed = time.monotonic() - start
+    print("\nsummary:")
+    for key, (passed, total) in counts.items():
+        print(f"  {key:22} {passed}/{total} passed")
+    print(f"{len(runs) + 1 - failures}/{len(runs) + 1} passed (self-check included) "
+          f"in {elapsed:.0f}s, base seed {base}")
+    if failures or args.keep:
+        print(f"models and artifacts kept in {work}")
+    else:
+        shutil.rmtree(work, ignore_errors=True)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
