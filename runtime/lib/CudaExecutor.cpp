@@ -491,25 +491,34 @@ Status CudaExecutor::issueSteps(const std::vector<cu::DevicePtr> &in,
     case Step::Kind::Matmul: {
       const MatmulStep &m = step.matmul;
       MatmulPlan &plan = matmuls[matmulOfStep[i]];
-      // cuBLAS's A, B, C are our B, A, C.
-      cu::DevicePtr ptrs[3] = {address(m.b, in, out), address(m.a, in, out),
+      // cuBLAS's A, B, C are our B, A, C. One cuBLASLt call per repetition
+      // of the inner batch.
+      uint64_t elem = dtypeSize(m.dtype);
+      const int64_t outerStrides[3] = {m.outerStrideB, m.outerStrideA,
+                                       m.outerStrideC};
+      cu::DevicePtr base[3] = {address(m.b, in, out), address(m.a, in, out),
                                address(m.c, in, out)};
-      uint32_t align[3];
-      for (int j = 0; j < 3; ++j)
-        align[j] =
-            std::min(alignmentOf(ptrs[j]), alignmentOf(plan.strideBytes[j]));
-      const lt::MatmulAlgo *algo = nullptr;
-      if (Status s = chooseAlgo(plan, align, algo); !s.isOk())
-        return s;
-      void *c = reinterpret_cast<void *>(ptrs[2]);
-      if (lt::LtStatus st = ltApi->matmul(
-              ltHandle, plan.desc, &m.alpha,
-              reinterpret_cast<const void *>(ptrs[0]), plan.aLayout,
-              reinterpret_cast<const void *>(ptrs[1]), plan.bLayout, &m.beta, c,
-              plan.cLayout, c, plan.cLayout, algo,
-              reinterpret_cast<void *>(workspace), kWorkspaceBytes, stream);
-          st != lt::kSuccess)
-        return lt::cublasError(*ltApi, st, where + ": cublasLtMatmul");
+      for (int64_t o = 0; o < m.outerBatch; ++o) {
+        cu::DevicePtr ptrs[3];
+        uint32_t align[3];
+        for (int j = 0; j < 3; ++j) {
+          ptrs[j] = base[j] + static_cast<uint64_t>(o * outerStrides[j]) * elem;
+          align[j] =
+              std::min(alignmentOf(ptrs[j]), alignmentOf(plan.strideBytes[j]));
+        }
+        const lt::MatmulAlgo *algo = nullptr;
+        if (Status s = chooseAlgo(plan, align, algo); !s.isOk())
+          return s;
+        void *c = reinterpret_cast<void *>(ptrs[2]);
+        if (lt::LtStatus st = ltApi->matmul(
+                ltHandle, plan.desc, &m.alpha,
+                reinterpret_cast<const void *>(ptrs[0]), plan.aLayout,
+                reinterpret_cast<const void *>(ptrs[1]), plan.bLayout, &m.beta,
+                c, plan.cLayout, c, plan.cLayout, algo,
+                reinterpret_cast<void *>(workspace), kWorkspaceBytes, stream);
+            st != lt::kSuccess)
+          return lt::cublasError(*ltApi, st, where + ": cublasLtMatmul");
+      }
       break;
     }
     case Step::Kind::Copy: {

@@ -49,9 +49,11 @@ void kiln::rt::host::runGemm(const MatmulStep &s, const void *a, const void *b,
   const int64_t m = s.m, n = s.n, k = s.k;
   std::vector<float> lhs(static_cast<size_t>(m * k)),
       rhs(static_cast<size_t>(k * n)), row(static_cast<size_t>(n));
-  for (int64_t batch = 0; batch < s.batch; ++batch) {
-    int64_t aBase = batch * s.strideA, bBase = batch * s.strideB,
-            cBase = batch * s.strideC;
+  for (int64_t matrix = 0; matrix < s.outerBatch * s.batch; ++matrix) {
+    int64_t outer = matrix / s.batch, inner = matrix % s.batch;
+    int64_t aBase = outer * s.outerStrideA + inner * s.strideA,
+            bBase = outer * s.outerStrideB + inner * s.strideB,
+            cBase = outer * s.outerStrideC + inner * s.strideC;
     // lhs[i][p] = op(A)[i][p]; A is stored m x k, or k x m when transposed.
     for (int64_t i = 0; i < m; ++i)
       for (int64_t p = 0; p < k; ++p)

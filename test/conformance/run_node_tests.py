@@ -43,12 +43,6 @@ KNOWN_GAPS = {
     for base, exp in [("int32", "float32"), ("int32", "int32"),
                       ("int64", "float32"), ("int64", "int64")]
 }
-# Gaps of the compiled path only (kilnc + a backend); the reference
-# interpreter passes these.
-COMPILED_GAPS = {
-    "test_matmul_bcast": "partially broadcast matmul batch dims are not "
-                         "lowered by the CUDA target",
-}
 
 
 def wanted(name, ops):
@@ -176,11 +170,9 @@ def main():
                                    os.path.join(node_dir, test)) for test in tests]
             for test, future in zip(tests, futures):
                 status, message = future.result()
-                gaps = KNOWN_GAPS if args.backend == "reference" else {
-                    **KNOWN_GAPS, **COMPILED_GAPS}
-                if test in gaps:
+                if test in KNOWN_GAPS:
                     if status == "fail":
-                        status, message = "known-gap", gaps[test]
+                        status, message = "known-gap", KNOWN_GAPS[test]
                     else:
                         status, message = "fail", "passes now: remove it from KNOWN_GAPS"
                 counts[status] = counts.get(status, 0) + 1

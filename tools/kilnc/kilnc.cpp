@@ -73,7 +73,13 @@ void printPlan(const kiln::rt::Artifact &a, llvm::raw_ostream &os) {
          << s.matmul.batch << " m " << s.matmul.m << " n " << s.matmul.n
          << " k " << s.matmul.k << " transA " << s.matmul.transA << " transB "
          << s.matmul.transB << " a " << s.matmul.a << " b " << s.matmul.b
-         << " c " << s.matmul.c << "\n";
+         << " c " << s.matmul.c << " strides " << s.matmul.strideA << " "
+         << s.matmul.strideB << " " << s.matmul.strideC;
+      if (s.matmul.outerBatch > 1)
+        os << " outer " << s.matmul.outerBatch << " strides "
+           << s.matmul.outerStrideA << " " << s.matmul.outerStrideB << " "
+           << s.matmul.outerStrideC;
+      os << "\n";
       break;
     case kiln::rt::Step::Kind::Copy:
       os << "copy " << s.copy.src << " -> " << s.copy.dst << " bytes "

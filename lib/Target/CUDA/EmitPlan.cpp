@@ -9,6 +9,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/DialectResourceBlobManager.h"
+#include "llvm/ADT/Sequence.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/xxhash.h"
 
@@ -205,21 +206,57 @@ private:
     return success();
   }
 
-  /// Elements between consecutive batch matrices of `operand`, or 0 when it
-  /// broadcasts over the whole batch.
-  FailureOr<int64_t> batchStride(MatmulOp op, Value operand,
-                                 ArrayRef<int64_t> resultBatch) {
-    ArrayRef<int64_t> shape = cast<RankedTensorType>(operand.getType()).getShape();
-    ArrayRef<int64_t> batch = shape.drop_back(2);
+  /// One loop over batch matrices: how many, and the elements between
+  /// consecutive matrices of A, B and C (0 when the operand broadcasts).
+  struct BatchLevel {
     int64_t count = 1;
-    for (int64_t d : batch)
-      count *= d;
-    if (count == 1)
-      return 0;
-    if (batch.size() != resultBatch.size() || batch != resultBatch)
-      return op.emitOpError("partially broadcast batch dims are not supported "
-                            "by the CUDA target yet");
-    return shape[shape.size() - 1] * shape[shape.size() - 2];
+    int64_t stride[3] = {0, 0, 0};
+  };
+
+  /// The batch dims of `op` as at most two levels (the plan's inner and
+  /// outer batch). Adjacent dims merge into one level when every operand
+  /// continues its stride across them (or broadcasts over both), so
+  /// [2, 3] x [2, 3] is one level and [2, 1] x [1, 3] two.
+  FailureOr<SmallVector<BatchLevel, 2>> batchLevels(MatmulOp op) {
+    ArrayRef<int64_t> result = op.getType().getShape();
+    ArrayRef<int64_t> shapes[3] = {op.getLhs().getType().getShape(),
+                                   op.getRhs().getType().getShape(), result};
+    size_t batchRank = result.size() - 2;
+    int64_t matrixSize[3];
+    for (int x = 0; x < 3; ++x)
+      matrixSize[x] = shapes[x].back() * shapes[x][shapes[x].size() - 2];
+    SmallVector<BatchLevel, 2> levels;
+    int64_t contiguous[3] = {matrixSize[0], matrixSize[1], matrixSize[2]};
+    for (size_t j = batchRank; j-- > 0;) {
+      if (result[j] == 1)
+        continue;
+      BatchLevel dim;
+      dim.count = result[j];
+      for (int x = 0; x < 3; ++x) {
+        // Operands are aligned to the result from the right.
+        size_t fromEnd = result.size() - j;
+        bool present = shapes[x].size() >= fromEnd &&
+                       shapes[x][shapes[x].size() - fromEnd] != 1;
+        dim.stride[x] = present ? contiguous[x] : 0;
+        if (present)
+          contiguous[x] *= result[j];
+      }
+      if (!levels.empty()) {
+        BatchLevel &inner = levels.back();
+        bool continues = llvm::all_of(llvm::seq(0, 3), [&](int x) {
+          return dim.stride[x] == inner.stride[x] * inner.count;
+        });
+        if (continues) {
+          inner.count *= dim.count;
+          continue;
+        }
+      }
+      levels.push_back(dim);
+    }
+    if (levels.size() > 2)
+      return op.emitOpError("batch dims broadcast in more than two patterns "
+                            "are not supported by the CUDA target yet");
+    return levels;
   }
 
   LogicalResult addMatmul(MatmulOp op) {
@@ -227,7 +264,6 @@ private:
       return failure();
     auto resultType = op.getType();
     ArrayRef<int64_t> shape = resultType.getShape();
-    ArrayRef<int64_t> batchDims = shape.drop_back(2);
     rt::MatmulStep step;
     auto dtype = toRuntimeDType(resultType.getElementType(), op.getLoc());
     if (failed(dtype))
@@ -238,20 +274,23 @@ private:
     step.dtype = *dtype;
     step.transA = op.getTransposeLhs();
     step.transB = op.getTransposeRhs();
-    step.batch = 1;
-    for (int64_t d : batchDims)
-      step.batch *= d;
     step.m = shape[shape.size() - 2];
     step.n = shape[shape.size() - 1];
     ArrayRef<int64_t> lhs = op.getLhs().getType().getShape();
     step.k = lhs[lhs.size() - (step.transA ? 2 : 1)];
-    auto strideA = batchStride(op, op.getLhs(), batchDims);
-    auto strideB = batchStride(op, op.getRhs(), batchDims);
-    if (failed(strideA) || failed(strideB))
+    auto levels = batchLevels(op);
+    if (failed(levels))
       return failure();
-    step.strideA = *strideA;
-    step.strideB = *strideB;
-    step.strideC = step.m * step.n;
+    BatchLevel inner = levels->empty() ? BatchLevel() : (*levels)[0];
+    BatchLevel outer = levels->size() < 2 ? BatchLevel() : (*levels)[1];
+    step.batch = inner.count;
+    step.strideA = inner.stride[0];
+    step.strideB = inner.stride[1];
+    step.strideC = inner.count > 1 ? inner.stride[2] : step.m * step.n;
+    step.outerBatch = outer.count;
+    step.outerStrideA = outer.stride[0];
+    step.outerStrideB = outer.stride[1];
+    step.outerStrideC = outer.stride[2];
     step.a = bufferOf.at(op.getLhs());
     step.b = bufferOf.at(op.getRhs());
     step.c = bufferOf.at(op.getResult());

@@ -68,6 +68,10 @@ void expectSameStep(const Step &x, const Step &y) {
     EXPECT_EQ(x.matmul.strideA, y.matmul.strideA);
     EXPECT_EQ(x.matmul.strideB, y.matmul.strideB);
     EXPECT_EQ(x.matmul.strideC, y.matmul.strideC);
+    EXPECT_EQ(x.matmul.outerBatch, y.matmul.outerBatch);
+    EXPECT_EQ(x.matmul.outerStrideA, y.matmul.outerStrideA);
+    EXPECT_EQ(x.matmul.outerStrideB, y.matmul.outerStrideB);
+    EXPECT_EQ(x.matmul.outerStrideC, y.matmul.outerStrideC);
     EXPECT_EQ(x.matmul.a, y.matmul.a);
     EXPECT_EQ(x.matmul.b, y.matmul.b);
     EXPECT_EQ(x.matmul.c, y.matmul.c);
@@ -458,6 +462,31 @@ TEST(ArtifactFormat, BroadcastMatmulFits) {
   std::string error;
   EXPECT_TRUE(validateArtifact(a, error)) << error;
   m.strideA = 4; // second row would start at element 4 and end at 7 > 6
+  EXPECT_FALSE(validateArtifact(a, error));
+}
+
+TEST(ArtifactFormat, TwoLevelBatchFitsAndDoesNotOverlap) {
+  // x (2x3) as two 1x3 rows; the outer level walks x's rows, the inner one
+  // repeats each row (stride 0) against w: y gets 2 x 1 rows of 1x4.
+  Artifact a = makeRichArtifact();
+  MatmulStep &m = a.steps[0].matmul;
+  m.m = 1;
+  m.batch = 1;
+  m.outerBatch = 2;
+  m.outerStrideA = 3;
+  m.outerStrideB = 0;
+  m.outerStrideC = 4;
+  std::string error;
+  EXPECT_TRUE(validateArtifact(a, error)) << error;
+  m.outerStrideA = 4; // the second row would end past x
+  EXPECT_FALSE(validateArtifact(a, error));
+  EXPECT_NE(error.find("matmul a does not fit"), std::string::npos) << error;
+  m.outerStrideA = 3;
+  m.outerStrideC = 2; // the two outputs would overlap
+  EXPECT_FALSE(validateArtifact(a, error));
+  EXPECT_NE(error.find("overlap"), std::string::npos) << error;
+  m.outerStrideC = 4;
+  m.outerBatch = 0;
   EXPECT_FALSE(validateArtifact(a, error));
 }
 

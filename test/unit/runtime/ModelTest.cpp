@@ -349,3 +349,54 @@ INSTANTIATE_TEST_SUITE_P(
         MatmulCase{true, false, 2, 3, 3, 3, true, false, 1, 0},
         MatmulCase{false, false, 3, 4, 2, 3, false, true, 2, 1},
         MatmulCase{false, false, 1, 1, 7, 1, false, false, 1, 1}));
+
+namespace {
+
+/// y[o][i] = a[o] . b[i] for 2 rows of `a` and 3 columns of `b`: a matmul
+/// whose inner batch walks b (a fixed) and whose outer batch walks a.
+Artifact makeTwoLevelMatmul() {
+  Artifact a;
+  a.kilnVersion = "0.1.0-test";
+  a.buffers.push_back(makeBuffer(BufferKind::Input, "a", {2, 1, 1, 2}, 0));
+  a.buffers.push_back(makeBuffer(BufferKind::Input, "b", {1, 3, 2, 1}, 1));
+  a.buffers.push_back(makeBuffer(BufferKind::Output, "y", {2, 3, 1, 1}, 0));
+  a.inputs = {0, 1};
+  a.outputs = {2};
+  MatmulStep m;
+  m.m = 1;
+  m.n = 1;
+  m.k = 2;
+  m.batch = 3;
+  m.strideA = 0;
+  m.strideB = 2;
+  m.strideC = 1;
+  m.outerBatch = 2;
+  m.outerStrideA = 2;
+  m.outerStrideB = 0;
+  m.outerStrideC = 3;
+  m.a = 0;
+  m.b = 1;
+  m.c = 2;
+  a.steps.push_back(Step::ofMatmul(m));
+  return a;
+}
+
+void expectTwoLevelMatmul(Backend backend) {
+  std::unique_ptr<Model> model;
+  Status s = Model::create(makeTwoLevelMatmul(), backend, model);
+  ASSERT_TRUE(s.isOk()) << s.message;
+  std::vector<float> a = {1, 2, 3, 4}, b = {1, 0, 0, 1, 1, 1};
+  auto y = runHost(*model, {a, b}, s);
+  ASSERT_TRUE(s.isOk()) << s.message;
+  EXPECT_EQ(y[0], (std::vector<float>{1, 2, 3, 3, 4, 7}));
+}
+
+} // namespace
+
+TEST_F(FakeCuda, RunsATwoLevelBatchMatmul) {
+  expectTwoLevelMatmul(Backend::Cuda);
+}
+
+TEST(Model, HostBackendRunsATwoLevelBatchMatmul) {
+  expectTwoLevelMatmul(Backend::Host);
+}

@@ -28,6 +28,7 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace kiln {
@@ -134,6 +135,10 @@ struct LaunchStep {
 /// C_i (m x n) = alpha * op(A_i) * op(B_i) + beta * C_i, where op transposes
 /// when the flag is set. A_i is stored row-major as m x k (k x m when
 /// `transA`), B_i as k x n (n x k when `transB`). Accumulation is in fp32.
+/// The batch has two levels: `outerBatch` repetitions of a strided batch of
+/// `batch` matrices, which expresses any broadcast of two batch patterns
+/// (e.g. [2, 1] x [1, 3] batch dims); matrix (o, i) of X starts at element
+/// o * outerStrideX + i * strideX.
 struct MatmulStep {
   /// Element type of A, B and C; F32, F16 or BF16.
   DType dtype = DType::F32;
@@ -155,6 +160,15 @@ struct MatmulStep {
   int64_t strideB = 0;
   /// Elements between consecutive C matrices; at least m * n if batch > 1.
   int64_t strideC = 0;
+  /// Repetitions of the inner batch; at least 1.
+  int64_t outerBatch = 1;
+  /// Elements between consecutive inner batches of A; 0 broadcasts.
+  int64_t outerStrideA = 0;
+  /// Elements between consecutive inner batches of B; 0 broadcasts.
+  int64_t outerStrideB = 0;
+  /// Elements between consecutive inner batches of C; large enough that no
+  /// two C matrices overlap.
+  int64_t outerStrideC = 0;
   /// Buffer id of A.
   uint32_t a = 0;
   /// Buffer id of B.
@@ -260,7 +274,7 @@ struct Artifact {
 constexpr char kArtifactMagic[8] = {'K', 'I', 'L', 'N', 'P', 'L', 'A', 'N'};
 
 /// Version of the serialized layout; bumped on any change to the encoding.
-constexpr uint32_t kArtifactFormatVersion = 1;
+constexpr uint32_t kArtifactFormatVersion = 2;
 
 /// Most dimensions a buffer may have.
 constexpr uint32_t kMaxRank = 32;
@@ -456,16 +470,23 @@ inline bool sameStorageOverlap(const Buffer &x, const Buffer &y) {
 }
 
 /// Checks that `elements` elements of `buf`'s dtype fit in `buf`.
-inline bool matmulOperandFits(const Buffer &buf, int64_t batch, int64_t stride,
-                              int64_t rows, int64_t cols) {
-  uint64_t need = 0, tail = 0;
+inline bool matmulOperandFits(const Buffer &buf, int64_t outerBatch,
+                              int64_t outerStride, int64_t batch,
+                              int64_t stride, int64_t rows, int64_t cols) {
+  uint64_t need = 0;
   if (!checkedMul(static_cast<uint64_t>(rows), static_cast<uint64_t>(cols),
                   need))
     return false;
-  if (batch > 1 && stride > 0) {
-    if (!checkedMul(static_cast<uint64_t>(batch - 1),
-                    static_cast<uint64_t>(stride), tail) ||
-        !checkedAdd(need, tail, need))
+  // The last matrix starts at (outerBatch - 1) * outerStride +
+  // (batch - 1) * stride.
+  for (auto [count, step] : {std::pair<int64_t, int64_t>{batch, stride},
+                             std::pair<int64_t, int64_t>{outerBatch,
+                                                         outerStride}}) {
+    uint64_t tail = 0;
+    if (count > 1 && step > 0 &&
+        (!checkedMul(static_cast<uint64_t>(count - 1),
+                     static_cast<uint64_t>(step), tail) ||
+         !checkedAdd(need, tail, need)))
       return false;
   }
   uint64_t needBytes = 0;
@@ -618,13 +639,26 @@ inline bool validateArtifact(const Artifact &a, std::string &error) {
                     std::to_string(m.batch) + ", m " + std::to_string(m.m) +
                     ", n " + std::to_string(m.n) + ", k " +
                     std::to_string(m.k) + ")");
-      if (m.strideA < 0 || m.strideB < 0 || m.strideC < 0)
+      if (m.strideA < 0 || m.strideB < 0 || m.strideC < 0 ||
+          m.outerStrideA < 0 || m.outerStrideB < 0 || m.outerStrideC < 0)
         return fail(where + "matmul strides must not be negative");
+      if (m.outerBatch < 1)
+        return fail(where + "matmul outer batch must be at least 1");
       uint64_t mn = 0;
       if (!checkedMul(static_cast<uint64_t>(m.m), static_cast<uint64_t>(m.n),
                       mn) ||
           (m.batch > 1 && static_cast<uint64_t>(m.strideC) < mn))
         return fail(where + "matmul strideC " + std::to_string(m.strideC) +
+                    " makes the batch outputs overlap");
+      // One inner batch of C spans (batch - 1) * strideC + m * n elements.
+      uint64_t innerSpan = 0;
+      if (m.outerBatch > 1 &&
+          (!checkedMul(static_cast<uint64_t>(m.batch - 1),
+                       static_cast<uint64_t>(m.strideC), innerSpan) ||
+           !checkedAdd(innerSpan, mn, innerSpan) ||
+           static_cast<uint64_t>(m.outerStrideC) < innerSpan))
+        return fail(where + "matmul outerStrideC " +
+                    std::to_string(m.outerStrideC) +
                     " makes the batch outputs overlap");
       if (!checkId(m.a, "matmul a") || !checkId(m.b, "matmul b") ||
           !checkId(m.c, "matmul c") || !checkWritable(m.c, "matmul c"))
@@ -634,11 +668,14 @@ inline bool validateArtifact(const Artifact &a, std::string &error) {
       if (ba.dtype != m.dtype || bb.dtype != m.dtype || bc.dtype != m.dtype)
         return fail(where + "matmul operands must all be " +
                     dtypeName(m.dtype));
-      if (!detail::matmulOperandFits(ba, m.batch, m.strideA, m.m, m.k))
+      if (!detail::matmulOperandFits(ba, m.outerBatch, m.outerStrideA,
+                                     m.batch, m.strideA, m.m, m.k))
         return fail(where + "matmul a does not fit in " + bufName(m.a));
-      if (!detail::matmulOperandFits(bb, m.batch, m.strideB, m.k, m.n))
+      if (!detail::matmulOperandFits(bb, m.outerBatch, m.outerStrideB,
+                                     m.batch, m.strideB, m.k, m.n))
         return fail(where + "matmul b does not fit in " + bufName(m.b));
-      if (!detail::matmulOperandFits(bc, m.batch, m.strideC, m.m, m.n))
+      if (!detail::matmulOperandFits(bc, m.outerBatch, m.outerStrideC,
+                                     m.batch, m.strideC, m.m, m.n))
         return fail(where + "matmul c does not fit in " + bufName(m.c));
       if (detail::sameStorageOverlap(bc, ba) ||
           detail::sameStorageOverlap(bc, bb))
@@ -731,7 +768,8 @@ inline std::string serializeArtifact(const Artifact &a) {
       w.u8(m.transA);
       w.u8(m.transB);
       for (int64_t v :
-           {m.batch, m.m, m.n, m.k, m.strideA, m.strideB, m.strideC})
+           {m.batch, m.m, m.n, m.k, m.strideA, m.strideB, m.strideC,
+            m.outerBatch, m.outerStrideA, m.outerStrideB, m.outerStrideC})
         w.i64(v);
       w.u32(m.a);
       w.u32(m.b);
@@ -869,7 +907,8 @@ inline bool deserializeArtifact(const char *data, size_t size, Artifact &out,
       m.transA = transA;
       m.transB = transB;
       for (int64_t *v :
-           {&m.batch, &m.m, &m.n, &m.k, &m.strideA, &m.strideB, &m.strideC})
+           {&m.batch, &m.m, &m.n, &m.k, &m.strideA, &m.strideB, &m.strideC,
+            &m.outerBatch, &m.outerStrideA, &m.outerStrideB, &m.outerStrideC})
         if (!r.i64(*v, "matmul extent"))
           return fail();
       if (!r.u32(m.a, "matmul a") || !r.u32(m.b, "matmul b") ||
