@@ -16,6 +16,8 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/TypeSwitch.h"
 
+#include "ExecuteIndexing.h"
+
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -128,7 +130,7 @@ static LogicalResult checkFloat(Operation *op, const HostTensor &tensor) {
 }
 
 /// Applies `floatFn` or `intFn` to the numpy-broadcast operands. `intFn` is
-/// null for float-only ops.
+/// null for float-only ops, `floatFn` for integer-only ones.
 static FailureOr<HostTensor> executeBinary(Operation *op, const HostTensor &lhs,
                                            const HostTensor &rhs,
                                            FloatBinaryFn floatFn,
@@ -139,6 +141,9 @@ static FailureOr<HostTensor> executeBinary(Operation *op, const HostTensor &lhs,
   bool isFloat = isa<FloatType>(lhs.elementType);
   if (!intFn && failed(checkFloat(op, lhs)))
     return failure();
+  if (!floatFn && isFloat)
+    return op->emitOpError("expected an integer element type, got ")
+           << lhs.elementType;
   FailureOr<SmallVector<int64_t>> shape =
       broadcastShapes(op->getLoc(), lhs.shape, rhs.shape);
   if (failed(shape))
@@ -162,7 +167,7 @@ static FailureOr<HostTensor> executeBinary(Operation *op, const HostTensor &lhs,
 }
 
 /// Applies `floatFn` or `intFn` to each element. `intFn` is null for
-/// float-only ops.
+/// float-only ops, `floatFn` for integer-only ones.
 static FailureOr<HostTensor> executeUnary(Operation *op,
                                           const HostTensor &input,
                                           FloatUnaryFn floatFn,
@@ -170,6 +175,9 @@ static FailureOr<HostTensor> executeUnary(Operation *op,
   bool isFloat = isa<FloatType>(input.elementType);
   if (!intFn && failed(checkFloat(op, input)))
     return failure();
+  if (!floatFn && isFloat)
+    return op->emitOpError("expected an integer element type, got ")
+           << input.elementType;
   FailureOr<HostTensor> result =
       HostTensor::allocate(input.elementType, input.shape, op->getLoc());
   if (failed(result))
@@ -180,6 +188,172 @@ static FailureOr<HostTensor> executeUnary(Operation *op,
       result->setFromDouble(i, floatFn(input.getAsDouble(i)));
     else
       result->setFromInt(i, intFn(input.getAsInt(i)));
+  }
+  return result;
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise math and comparisons
+//===----------------------------------------------------------------------===//
+
+/// `|a|`, wrapping: the most negative value stays itself, as in two's
+/// complement hardware.
+static int64_t wrappingAbs(int64_t a) { return a < 0 ? wrappingSub(0, a) : a; }
+
+/// The remainder of `a / b` with the sign of `a` (C's `%`, ONNX Mod with
+/// fmod = 1). A remainder by zero is 0, as a division by zero is.
+static int64_t truncatingRem(int64_t a, int64_t b) {
+  // b == -1 always leaves 0; testing it first avoids INT64_MIN % -1, which
+  // traps on x86.
+  if (b == 0 || b == -1)
+    return 0;
+  return a % b;
+}
+
+/// The remainder of `a / b` with the sign of `b` (Python's `%`, ONNX Mod
+/// with fmod = 0).
+static int64_t flooringRem(int64_t a, int64_t b) {
+  int64_t r = truncatingRem(a, b);
+  if (r != 0 && (r < 0) != (b < 0))
+    r += b;
+  return r;
+}
+
+/// `x` rounded to the nearest integer, halves to even, keeping the sign of
+/// a zero result (`round(-0.4) = -0`). Spelled out rather than left to
+/// std::nearbyint so it does not depend on the rounding mode.
+static double roundHalfToEven(double x) {
+  if (!std::isfinite(x))
+    return x;
+  double lower = std::floor(x);
+  double fraction = x - lower;
+  double rounded;
+  if (fraction < 0.5)
+    rounded = lower;
+  else if (fraction > 0.5)
+    rounded = lower + 1.0;
+  else
+    rounded = std::fmod(lower, 2.0) == 0.0 ? lower : lower + 1.0;
+  return rounded == 0.0 ? std::copysign(0.0, x) : rounded;
+}
+
+/// -1, 0 or 1 by the sign of `x`; NaN and zeros are returned as they are.
+static double floatSign(double x) {
+  if (x > 0.0)
+    return 1.0;
+  if (x < 0.0)
+    return -1.0;
+  return x;
+}
+
+/// The larger of `a` and `b`; NaN if either is NaN (numpy.maximum).
+static double nanMax(double a, double b) {
+  if (std::isnan(a) || std::isnan(b))
+    return std::numeric_limits<double>::quiet_NaN();
+  return a > b ? a : b;
+}
+
+/// The smaller of `a` and `b`; NaN if either is NaN (numpy.minimum).
+static double nanMin(double a, double b) {
+  if (std::isnan(a) || std::isnan(b))
+    return std::numeric_limits<double>::quiet_NaN();
+  return a < b ? a : b;
+}
+
+/// Gelu with the exact Gaussian CDF: `0.5 x (1 + erf(x / sqrt(2)))`.
+static double geluErf(double x) {
+  return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
+}
+
+/// Gelu with the tanh approximation of the CDF.
+static double geluTanh(double x) {
+  const double kSqrt2OverPi = 0.79788456080286535588; // sqrt(2 / pi)
+  return 0.5 * x * (1.0 + std::tanh(kSqrt2OverPi * (x + 0.044715 * x * x * x)));
+}
+
+/// Applies the float test `test` to each element; the result is i1.
+static FailureOr<HostTensor>
+executePredicate(Operation *op, const HostTensor &input,
+                 llvm::function_ref<bool(double)> test) {
+  if (failed(checkFloat(op, input)))
+    return failure();
+  FailureOr<HostTensor> result = HostTensor::allocate(
+      IntegerType::get(op->getContext(), 1), input.shape, op->getLoc());
+  if (failed(result))
+    return failure();
+  int64_t count = result->numElements();
+  for (int64_t i = 0; i < count; ++i)
+    result->setFromInt(i, test(input.getAsDouble(i)) ? 1 : 0);
+  return result;
+}
+
+/// Compares the numpy-broadcast operands with `floatFn` or `intFn` (i1
+/// operands compare as 0 and 1); the result is i1.
+static FailureOr<HostTensor>
+executeCompare(Operation *op, const HostTensor &lhs, const HostTensor &rhs,
+               llvm::function_ref<bool(double, double)> floatFn,
+               llvm::function_ref<bool(int64_t, int64_t)> intFn) {
+  if (lhs.elementType != rhs.elementType)
+    return op->emitOpError("expected operands of one element type, got ")
+           << lhs.elementType << " and " << rhs.elementType;
+  bool isFloat = isa<FloatType>(lhs.elementType);
+  FailureOr<SmallVector<int64_t>> shape =
+      broadcastShapes(op->getLoc(), lhs.shape, rhs.shape);
+  if (failed(shape))
+    return failure();
+  FailureOr<HostTensor> result = HostTensor::allocate(
+      IntegerType::get(op->getContext(), 1), *shape, op->getLoc());
+  if (failed(result))
+    return failure();
+  SmallVector<int64_t> lhsStrides = getBroadcastStrides(lhs.shape, *shape);
+  SmallVector<int64_t> rhsStrides = getBroadcastStrides(rhs.shape, *shape);
+  int64_t count = result->numElements();
+  for (int64_t i = 0; i < count; ++i) {
+    int64_t l = getOffset(i, *shape, lhsStrides);
+    int64_t r = getOffset(i, *shape, rhsStrides);
+    bool value = isFloat ? floatFn(lhs.getAsDouble(l), rhs.getAsDouble(r))
+                         : intFn(lhs.getAsInt(l), rhs.getAsInt(r));
+    result->setFromInt(i, value ? 1 : 0);
+  }
+  return result;
+}
+
+/// `condition ? lhs : rhs` per element, all three numpy-broadcast. Elements
+/// are copied as bytes, so every element type is exact.
+static FailureOr<HostTensor> executeWhere(Operation *op,
+                                          const HostTensor &condition,
+                                          const HostTensor &lhs,
+                                          const HostTensor &rhs) {
+  if (!condition.elementType.isInteger(1))
+    return op->emitOpError("expected an i1 condition, got ")
+           << condition.elementType;
+  if (lhs.elementType != rhs.elementType)
+    return op->emitOpError("expected operands of one element type, got ")
+           << lhs.elementType << " and " << rhs.elementType;
+  FailureOr<SmallVector<int64_t>> values =
+      broadcastShapes(op->getLoc(), lhs.shape, rhs.shape);
+  if (failed(values))
+    return failure();
+  FailureOr<SmallVector<int64_t>> shape =
+      broadcastShapes(op->getLoc(), condition.shape, *values);
+  if (failed(shape))
+    return failure();
+  FailureOr<HostTensor> result =
+      HostTensor::allocate(lhs.elementType, *shape, op->getLoc());
+  if (failed(result))
+    return failure();
+  size_t width = getHostElementByteWidth(lhs.elementType);
+  SmallVector<int64_t> condStrides =
+      getBroadcastStrides(condition.shape, *shape);
+  SmallVector<int64_t> lhsStrides = getBroadcastStrides(lhs.shape, *shape);
+  SmallVector<int64_t> rhsStrides = getBroadcastStrides(rhs.shape, *shape);
+  int64_t count = result->numElements();
+  for (int64_t i = 0; i < count; ++i) {
+    bool choose = condition.getAsInt(getOffset(i, *shape, condStrides)) != 0;
+    const HostTensor &source = choose ? lhs : rhs;
+    int64_t offset = getOffset(i, *shape, choose ? lhsStrides : rhsStrides);
+    std::memcpy(result->bytes.data() + i * width,
+                source.bytes.data() + offset * width, width);
   }
   return result;
 }
@@ -550,8 +724,15 @@ static FailureOr<HostTensor> executeOp(Operation *op,
   unsigned needed = 1;
   if (isa<ConstantOp>(op))
     needed = 0;
-  else if (isa<AddOp, SubOp, MulOp, DivOp, PowOp, MatmulOp, LayerNormOp>(op))
+  else if (isa<AddOp, SubOp, MulOp, DivOp, PowOp, MatmulOp, LayerNormOp,
+               GatherOp>(op))
     needed = 2;
+  // Elementwise math and comparisons.
+  if (isa<MaxOp, MinOp, ModOp, AndOp, OrOp, XorOp, EqualOp, LessOp, LessEqualOp,
+          GreaterOp, GreaterEqualOp>(op))
+    needed = 2;
+  else if (isa<WhereOp>(op))
+    needed = 3;
   if (operands.size() < needed)
     return op->emitOpError("expected at least ")
            << needed << " operands, got " << operands.size();
@@ -619,6 +800,139 @@ static FailureOr<HostTensor> executeOp(Operation *op,
             op, operand(0), [](double x) { return 1.0 / (1.0 + std::exp(-x)); },
             nullptr);
       })
+      // Elementwise math and comparisons.
+      .Case([&](ReciprocalOp) {
+        return executeUnary(
+            op, operand(0), [](double x) { return 1.0 / x; }, nullptr);
+      })
+      .Case([&](LogOp) {
+        return executeUnary(
+            op, operand(0), [](double x) { return std::log(x); }, nullptr);
+      })
+      .Case([&](FloorOp) {
+        return executeUnary(
+            op, operand(0), [](double x) { return std::floor(x); }, nullptr);
+      })
+      .Case([&](CeilOp) {
+        return executeUnary(
+            op, operand(0), [](double x) { return std::ceil(x); }, nullptr);
+      })
+      .Case([&](RoundOp) {
+        return executeUnary(op, operand(0), roundHalfToEven, nullptr);
+      })
+      .Case([&](SinOp) {
+        return executeUnary(
+            op, operand(0), [](double x) { return std::sin(x); }, nullptr);
+      })
+      .Case([&](CosOp) {
+        return executeUnary(
+            op, operand(0), [](double x) { return std::cos(x); }, nullptr);
+      })
+      .Case([&](SoftsignOp) {
+        return executeUnary(
+            op, operand(0), [](double x) { return x / (1.0 + std::fabs(x)); },
+            nullptr);
+      })
+      .Case([&](AbsOp) {
+        return executeUnary(
+            op, operand(0), [](double x) { return std::fabs(x); }, wrappingAbs);
+      })
+      .Case([&](SignOp) {
+        return executeUnary(op, operand(0), floatSign, [](int64_t x) {
+          return static_cast<int64_t>((x > 0) - (x < 0));
+        });
+      })
+      .Case([&](NotOp) {
+        return executeUnary(op, operand(0), nullptr,
+                            [](int64_t x) { return int64_t(x == 0); });
+      })
+      .Case([&](GeluOp gelu) {
+        return executeUnary(op, operand(0),
+                            gelu.getApproximate() == GeluApproximation::tanh
+                                ? geluTanh
+                                : geluErf,
+                            nullptr);
+      })
+      .Case([&](IsNaNOp) {
+        return executePredicate(op, operand(0),
+                                [](double x) { return std::isnan(x); });
+      })
+      .Case([&](IsInfOp isInf) {
+        bool positive = isInf.getDetectPositive();
+        bool negative = isInf.getDetectNegative();
+        return executePredicate(op, operand(0), [&](double x) {
+          return std::isinf(x) && (x > 0 ? positive : negative);
+        });
+      })
+      .Case([&](MaxOp) {
+        return executeBinary(
+            op, operand(0), operand(1), nanMax,
+            [](int64_t a, int64_t b) { return a > b ? a : b; });
+      })
+      .Case([&](MinOp) {
+        return executeBinary(
+            op, operand(0), operand(1), nanMin,
+            [](int64_t a, int64_t b) { return a < b ? a : b; });
+      })
+      .Case([&](ModOp mod) -> FailureOr<HostTensor> {
+        if (mod.getFmod())
+          return executeBinary(
+              op, operand(0), operand(1),
+              [](double a, double b) { return std::fmod(a, b); },
+              truncatingRem);
+        if (isa<FloatType>(operand(0).elementType))
+          return op->emitOpError("expected fmod = true for float operands");
+        return executeBinary(op, operand(0), operand(1), nullptr, flooringRem);
+      })
+      .Case([&](AndOp) {
+        return executeBinary(
+            op, operand(0), operand(1), nullptr,
+            [](int64_t a, int64_t b) -> int64_t { return a != 0 && b != 0; });
+      })
+      .Case([&](OrOp) {
+        return executeBinary(
+            op, operand(0), operand(1), nullptr,
+            [](int64_t a, int64_t b) -> int64_t { return a != 0 || b != 0; });
+      })
+      .Case([&](XorOp) {
+        return executeBinary(op, operand(0), operand(1), nullptr,
+                             [](int64_t a, int64_t b) -> int64_t {
+                               return (a != 0) != (b != 0);
+                             });
+      })
+      .Case([&](EqualOp) {
+        return executeCompare(
+            op, operand(0), operand(1),
+            [](double a, double b) { return a == b; },
+            [](int64_t a, int64_t b) { return a == b; });
+      })
+      .Case([&](LessOp) {
+        return executeCompare(
+            op, operand(0), operand(1),
+            [](double a, double b) { return a < b; },
+            [](int64_t a, int64_t b) { return a < b; });
+      })
+      .Case([&](LessEqualOp) {
+        return executeCompare(
+            op, operand(0), operand(1),
+            [](double a, double b) { return a <= b; },
+            [](int64_t a, int64_t b) { return a <= b; });
+      })
+      .Case([&](GreaterOp) {
+        return executeCompare(
+            op, operand(0), operand(1),
+            [](double a, double b) { return a > b; },
+            [](int64_t a, int64_t b) { return a > b; });
+      })
+      .Case([&](GreaterEqualOp) {
+        return executeCompare(
+            op, operand(0), operand(1),
+            [](double a, double b) { return a >= b; },
+            [](int64_t a, int64_t b) { return a >= b; });
+      })
+      .Case([&](WhereOp) {
+        return executeWhere(op, operand(0), operand(1), operand(2));
+      })
       .Case([&](CastOp cast) { return executeCast(cast, operand(0)); })
       .Case([&](ReduceMeanOp reduce) {
         return executeReduceMean(reduce, operand(0));
@@ -639,10 +953,23 @@ static FailureOr<HostTensor> executeOp(Operation *op,
       .Case([&](ReshapeOp reshape) {
         return executeReshape(reshape, operand(0));
       })
+      .Case([&](ConcatOp concat) { return executeConcat(concat, operands); })
+      .Case([&](SliceOp slice) { return executeSlice(slice, operand(0)); })
+      .Case([&](GatherOp gather) {
+        return executeGather(gather, operand(0), operand(1));
+      })
+      .Case([&](ExpandOp expand) { return executeExpand(expand, operand(0)); })
       .Default([&](Operation *unknown) -> FailureOr<HostTensor> {
         return unknown->emitOpError(
             "is not supported by the reference interpreter");
       });
+}
+
+FailureOr<HostTensor> kiln::evaluateOp(Operation *op,
+                                       ArrayRef<const HostTensor *> operands) {
+  if (op->getNumResults() != 1 || op->getNumRegions() != 0)
+    return op->emitOpError("cannot be evaluated on its own");
+  return executeOp(op, operands);
 }
 
 //===----------------------------------------------------------------------===//

@@ -27,6 +27,75 @@ func.func @wrong_result(%a: tensor<2x3xf32>, %b: tensor<3xf32>) -> tensor<3xf32>
 
 // -----
 
+// Elementwise math and comparisons.
+
+func.func @mod_float_without_fmod(%a: tensor<3xf32>, %b: tensor<3xf32>) -> tensor<3xf32> {
+  // expected-error@+1 {{expected fmod = true for float element type 'f32'}}
+  %0 = kiln.mod %a, %b : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>
+  return %0 : tensor<3xf32>
+}
+
+// -----
+
+func.func @compare_element_types(%a: tensor<3xf32>, %b: tensor<3xf16>) -> tensor<3xi1> {
+  // expected-error@+2 {{expected operands of one element type, got 'f32' and 'f16'}}
+  // expected-error@+1 {{failed to infer returned types}}
+  %0 = kiln.less %a, %b : (tensor<3xf32>, tensor<3xf16>) -> tensor<3xi1>
+  return %0 : tensor<3xi1>
+}
+
+// -----
+
+func.func @compare_result_type(%a: tensor<3xf32>, %b: tensor<3xf32>) -> tensor<3xf32> {
+  // expected-error@+1 {{result #0 must be ranked tensor of 1-bit signless integer values}}
+  %0 = kiln.equal %a, %b : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>
+  return %0 : tensor<3xf32>
+}
+
+// -----
+
+func.func @where_condition_type(%c: tensor<3xf32>, %a: tensor<3xf32>) -> tensor<3xf32> {
+  // expected-error@+1 {{operand #0 must be ranked tensor of 1-bit signless integer values}}
+  %0 = kiln.where %c, %a, %a : (tensor<3xf32>, tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>
+  return %0 : tensor<3xf32>
+}
+
+// -----
+
+func.func @where_broadcast(%c: tensor<2xi1>, %a: tensor<3xf32>) -> tensor<3xf32> {
+  // expected-error@+2 {{shapes 2 and 3 do not broadcast at dim 0}}
+  // expected-error@+1 {{failed to infer returned types}}
+  %0 = kiln.where %c, %a, %a : (tensor<2xi1>, tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>
+  return %0 : tensor<3xf32>
+}
+
+// -----
+
+func.func @where_value_types(%c: tensor<3xi1>, %a: tensor<3xf32>, %b: tensor<3xi64>) -> tensor<3xf32> {
+  // expected-error@+2 {{expected operands of one element type, got 'f32' and 'i64'}}
+  // expected-error@+1 {{failed to infer returned types}}
+  %0 = kiln.where %c, %a, %b : (tensor<3xi1>, tensor<3xf32>, tensor<3xi64>) -> tensor<3xf32>
+  return %0 : tensor<3xf32>
+}
+
+// -----
+
+func.func @logic_on_floats(%a: tensor<3xf32>) -> tensor<3xf32> {
+  // expected-error@+1 {{operand #0 must be ranked tensor of 1-bit signless integer values}}
+  %0 = kiln.not %a : tensor<3xf32>
+  return %0 : tensor<3xf32>
+}
+
+// -----
+
+func.func @is_nan_of_integers(%a: tensor<3xi64>) -> tensor<3xi1> {
+  // expected-error@+1 {{operand #0 must be ranked tensor of 32-bit float or 16-bit float or bfloat16 type values}}
+  %0 = kiln.is_nan %a : tensor<3xi64> -> tensor<3xi1>
+  return %0 : tensor<3xi1>
+}
+
+// -----
+
 func.func @matmul_contracting(%a: tensor<4x8xf32>, %b: tensor<7x16xf32>) -> tensor<4x16xf32> {
   // expected-error@+2 {{expected contracting dims to match, got 8 vs 7}}
   // expected-error@+1 {{failed to infer returned types}}

@@ -20,6 +20,66 @@ func.func @elementwise(%a: tensor<2x3xf32>, %b: tensor<3xf32>) -> tensor<2x3xf32
   return %11 : tensor<2x3xf32>
 }
 
+// Elementwise math and comparisons.
+// CHECK-LABEL: func @math
+func.func @math(%x: tensor<2x3xf32>, %i: tensor<2x3xi64>, %s: tensor<i64>) -> (tensor<2x3xf32>, tensor<2x3xi64>) {
+  // CHECK: kiln.reciprocal %{{.*}} : tensor<2x3xf32>
+  %0 = kiln.reciprocal %x : tensor<2x3xf32>
+  %1 = kiln.log %0 : tensor<2x3xf32>
+  %2 = kiln.floor %1 : tensor<2x3xf32>
+  %3 = kiln.ceil %2 : tensor<2x3xf32>
+  // CHECK: kiln.round
+  %4 = kiln.round %3 : tensor<2x3xf32>
+  %5 = kiln.sin %4 : tensor<2x3xf32>
+  %6 = kiln.cos %5 : tensor<2x3xf32>
+  %7 = kiln.softsign %6 : tensor<2x3xf32>
+  %8 = kiln.abs %7 : tensor<2x3xf32>
+  %9 = kiln.sign %8 : tensor<2x3xf32>
+  // CHECK: kiln.gelu %{{.*}} : tensor<2x3xf32>
+  %10 = kiln.gelu %9 : tensor<2x3xf32>
+  // CHECK: kiln.gelu %{{.*}} approximate = tanh : tensor<2x3xf32>
+  %11 = kiln.gelu %10 approximate = tanh : tensor<2x3xf32>
+  // CHECK: kiln.max %{{.*}}, %{{.*}} : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+  %12 = kiln.max %11, %x : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+  %13 = kiln.min %12, %x : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+  // CHECK: kiln.mod %{{.*}}, %{{.*}} {fmod = true} : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+  %14 = kiln.mod %13, %x {fmod = true} : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+  // CHECK: kiln.mod %{{.*}}, %{{.*}} : (tensor<2x3xi64>, tensor<i64>) -> tensor<2x3xi64>
+  %15 = kiln.mod %i, %s : (tensor<2x3xi64>, tensor<i64>) -> tensor<2x3xi64>
+  %16 = kiln.abs %15 : tensor<2x3xi64>
+  %17 = kiln.sign %16 : tensor<2x3xi64>
+  %18 = kiln.max %17, %s : (tensor<2x3xi64>, tensor<i64>) -> tensor<2x3xi64>
+  return %14, %18 : tensor<2x3xf32>, tensor<2x3xi64>
+}
+
+// CHECK-LABEL: func @logic
+func.func @logic(%x: tensor<2x3xf32>, %y: tensor<3xf32>, %i: tensor<2x1xi64>, %j: tensor<3xi64>, %b: tensor<3xi1>) -> (tensor<2x3xi1>, tensor<2x3xf32>) {
+  // CHECK: kiln.equal %{{.*}}, %{{.*}} : (tensor<2x1xi64>, tensor<3xi64>) -> tensor<2x3xi1>
+  %0 = kiln.equal %i, %j : (tensor<2x1xi64>, tensor<3xi64>) -> tensor<2x3xi1>
+  // CHECK: kiln.less %{{.*}}, %{{.*}} : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xi1>
+  %1 = kiln.less %x, %y : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xi1>
+  %2 = kiln.less_equal %x, %y : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xi1>
+  %3 = kiln.greater %x, %y : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xi1>
+  %4 = kiln.greater_equal %i, %j : (tensor<2x1xi64>, tensor<3xi64>) -> tensor<2x3xi1>
+  // CHECK: kiln.and %{{.*}}, %{{.*}} : (tensor<2x3xi1>, tensor<3xi1>) -> tensor<2x3xi1>
+  %5 = kiln.and %0, %b : (tensor<2x3xi1>, tensor<3xi1>) -> tensor<2x3xi1>
+  %6 = kiln.or %5, %1 : (tensor<2x3xi1>, tensor<2x3xi1>) -> tensor<2x3xi1>
+  %7 = kiln.xor %6, %2 : (tensor<2x3xi1>, tensor<2x3xi1>) -> tensor<2x3xi1>
+  // CHECK: kiln.not %{{.*}} : tensor<2x3xi1>
+  %8 = kiln.not %7 : tensor<2x3xi1>
+  %9 = kiln.and %8, %3 : (tensor<2x3xi1>, tensor<2x3xi1>) -> tensor<2x3xi1>
+  %10 = kiln.or %9, %4 : (tensor<2x3xi1>, tensor<2x3xi1>) -> tensor<2x3xi1>
+  // CHECK: kiln.is_nan %{{.*}} : tensor<2x3xf32> -> tensor<2x3xi1>
+  %11 = kiln.is_nan %x : tensor<2x3xf32> -> tensor<2x3xi1>
+  // CHECK: kiln.is_inf %{{.*}} {detect_negative = false} : tensor<2x3xf32> -> tensor<2x3xi1>
+  %12 = kiln.is_inf %x {detect_negative = false} : tensor<2x3xf32> -> tensor<2x3xi1>
+  %13 = kiln.or %11, %12 : (tensor<2x3xi1>, tensor<2x3xi1>) -> tensor<2x3xi1>
+  // CHECK: kiln.where %{{.*}}, %{{.*}}, %{{.*}} : (tensor<3xi1>, tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+  %14 = kiln.where %b, %x, %y : (tensor<3xi1>, tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+  %15 = kiln.where %13, %14, %x : (tensor<2x3xi1>, tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+  return %10, %15 : tensor<2x3xi1>, tensor<2x3xf32>
+}
+
 // CHECK-LABEL: func @structured
 func.func @structured(%x: tensor<2x4x8xf32>, %g: tensor<8xf32>, %w: tensor<16x8xf32>) -> tensor<2x4x1xf32> {
   // CHECK: kiln.cast %{{.*}} : tensor<2x4x8xf32> -> tensor<2x4x8xf16>

@@ -363,9 +363,7 @@ int main(int argc, char **argv) {
   std::mt19937 rng(usedSeed);
 
   llvm::StringMap<HostTensor> given, frozen;
-  if (failed(kiln::readNamedTensorFiles(&context, inputFiles, "input",
-                                        given)) ||
-      failed(kiln::readNamedTensorFiles(&context, constInputs, "const-input",
+  if (failed(kiln::readNamedTensorFiles(&context, constInputs, "const-input",
                                         frozen)))
     return 1;
   for (auto &entry : frozen) {
@@ -382,13 +380,20 @@ int main(int argc, char **argv) {
   if (isLibrary) {
     if (backend == BackendKind::Reference)
       return fail("a .so runs on --backend cuda, host or auto");
+    if (failed(kiln::readNamedTensorFiles(&context, inputFiles, "input",
+                                          given)))
+      return 1;
     auto result = runLibrary(&context, signature, given, rng);
     if (failed(result))
       return 1;
     outputs = std::move(*result);
   } else {
+    // The model first: it says what its inputs are (a file holding a
+    // sequence or optional value is no tensor, and the import says so).
     module = kiln::loadModel(&context, modelPath, options);
-    if (!module)
+    if (!module ||
+        failed(kiln::readNamedTensorFiles(&context, inputFiles, "input",
+                                          given)))
       return 1;
     func::FuncOp func = *module->getOps<func::FuncOp>().begin();
     signature = signatureOf(func);

@@ -134,6 +134,11 @@ struct HostTensor {
 mlir::FailureOr<llvm::SmallVector<HostTensor>>
 interpretFunction(mlir::func::FuncOp func, llvm::ArrayRef<HostTensor> inputs);
 
+/// Evaluates one kiln op with one result and no region on `operands` (in
+/// operand order), e.g. to fold an op whose operands are constants.
+mlir::FailureOr<HostTensor>
+evaluateOp(mlir::Operation *op, llvm::ArrayRef<const HostTensor *> operands);
+
 /// A random tensor of `type`: floats uniform in [-1, 1) (and never all zeros),
 /// integers uniform in [0, 4) (never all zeros when there are any elements),
 /// i1 uniform. Dynamic dims are drawn as 1. The draws depend only on `rng`'s

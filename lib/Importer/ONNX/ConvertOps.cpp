@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "GraphImporter.h"
+#include "NodeConverter.h"
 
 #include "kiln/Importer/ONNX/TensorProto.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -28,57 +29,9 @@ const onnx::AttributeProto *findAttribute(const onnx::NodeProto &node,
 
 namespace {
 
-/// Converts one node; holds what every converter needs.
-struct NodeConverter {
-  GraphImporter &importer;
-  const onnx::NodeProto &node;
-  Location loc;
-  OpBuilder &b;
-
-  NodeConverter(GraphImporter &importer, const onnx::NodeProto &node)
-      : importer(importer), node(node), loc(importer.nodeLoc(node)),
-        b(importer.builder()) {}
-
-  InFlightDiagnostic error() { return emitError(loc) << node.op_type() << ": "; }
-
-  int64_t intAttr(StringRef name, int64_t fallback) {
-    const onnx::AttributeProto *attr = findAttribute(node, name);
-    return attr ? attr->i() : fallback;
-  }
-  float floatAttr(StringRef name, float fallback) {
-    const onnx::AttributeProto *attr = findAttribute(node, name);
-    return attr ? attr->f() : fallback;
-  }
-  std::optional<SmallVector<int64_t>> intsAttr(StringRef name) {
-    const onnx::AttributeProto *attr = findAttribute(node, name);
-    if (!attr)
-      return std::nullopt;
-    return SmallVector<int64_t>(attr->ints().begin(), attr->ints().end());
-  }
-
-  /// Input `i`, which must be present.
-  FailureOr<Value> required(int i) {
-    Value value = importer.input(node, i);
-    if (!value)
-      return error() << "missing required input " << i;
-    return value;
-  }
-
-  static RankedTensorType typeOf(Value v) {
-    return llvm::cast<RankedTensorType>(v.getType());
-  }
-
-  /// Resolves a possibly negative axis against `rank`.
-  FailureOr<int64_t> axis(int64_t axis, int64_t rank) {
-    if (axis < -rank || axis >= std::max<int64_t>(rank, 1))
-      return error() << "axis " << axis << " out of range for rank " << rank;
-    return axis < 0 ? axis + rank : axis;
-  }
-
-  LogicalResult output(Value value, int i = 0) {
-    importer.setOutput(node, i, value);
-    return success();
-  }
+/// Converts one node of the ops in this file (math, reductions, matmul).
+struct NodeConverter : NodeConverterBase {
+  using NodeConverterBase::NodeConverterBase;
 
   template <typename OpTy>
   LogicalResult binary() {
@@ -120,13 +73,6 @@ struct NodeConverter {
       return error() << "unsupported element type " << onnxElementTypeName(to);
     return output(
         CastOp::create(b, loc, typeOf(*x).clone(elementType), *x));
-  }
-
-  Value reshape(Value x, ArrayRef<int64_t> shape) {
-    auto type = RankedTensorType::get(shape, typeOf(x).getElementType());
-    if (type == x.getType())
-      return x;
-    return ReshapeOp::create(b, loc, type, x);
   }
 
   FailureOr<Value> matmul(Value lhs, Value rhs, bool transLhs, bool transRhs) {
@@ -396,6 +342,10 @@ struct NodeConverter {
 
   LogicalResult convert() {
     StringRef op = node.op_type();
+    if (isSupportedShapeOp(op))
+      return convertShapeNode(importer, node);
+    if (isSupportedElementwiseOp(op))
+      return convertElementwiseNode(importer, node);
     if (op == "Add")
       return binary<AddOp>();
     if (op == "Sub")
@@ -447,6 +397,10 @@ struct NodeConverter {
 } // namespace
 
 bool isSupportedOp(StringRef opType) {
+  if (isSupportedShapeOp(opType))
+    return true;
+  if (isSupportedElementwiseOp(opType))
+    return true;
   return llvm::StringSwitch<bool>(opType)
       .Cases({"Add", "Sub", "Mul", "Div", "Pow", "Neg", "Sqrt", "Erf"}, true)
       .Cases({"Tanh", "Exp", "Relu", "Sigmoid", "Cast", "MatMul", "Gemm"}, true)

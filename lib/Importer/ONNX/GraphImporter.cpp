@@ -2,12 +2,16 @@
 
 #include "GraphImporter.h"
 
+#include "kiln/Interpreter/Interpreter.h"
+
 #include "kiln/Importer/ONNX/TensorProto.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Verifier.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
+
+#include <queue>
 #include "llvm/Support/MemoryBuffer.h"
 
 #include <onnx/defs/parser.h>
@@ -49,19 +53,66 @@ Value GraphImporter::input(const onnx::NodeProto &node, int i) {
 
 void GraphImporter::setOutput(const onnx::NodeProto &node, int i, Value value) {
   if (i < node.output_size() && !node.output(i).empty())
-    values[node.output(i)] = value;
+    values[node.output(i)] = value ? foldConstant(value) : value;
+}
+
+/// Shape subgraphs compute small integer tensors from constants; folding
+/// them as they are imported lets later nodes (Reshape, Expand, Slice) read
+/// their shapes and axes. Float computations are left to the compiler, and
+/// the size cap bounds the work a hostile model can ask for.
+static constexpr int64_t kMaxFoldElements = int64_t(1) << 16;
+
+Value GraphImporter::foldConstant(Value value, int depth) {
+  Operation *op = value.getDefiningOp();
+  auto type = dyn_cast<RankedTensorType>(value.getType());
+  if (!op || isa<ConstantOp>(op) || depth > 8 || op->getNumResults() != 1 ||
+      op->getNumRegions() != 0 || !type || !type.hasStaticShape() ||
+      !isa<IntegerType>(type.getElementType()) ||
+      type.getNumElements() > kMaxFoldElements)
+    return value;
+  SmallVector<HostTensor> operands;
+  for (Value operand : op->getOperands()) {
+    Value folded = foldConstant(operand, depth + 1);
+    auto constant = folded.getDefiningOp<ConstantOp>();
+    if (!constant)
+      return value;
+    auto tensor = HostTensor::fromElementsAttr(constant.getValue());
+    if (failed(tensor))
+      return value;
+    operands.push_back(std::move(*tensor));
+  }
+  SmallVector<const HostTensor *> pointers;
+  for (const HostTensor &t : operands)
+    pointers.push_back(&t);
+  // A failure here (a constant index out of range, say) is an error of the
+  // model, already reported at the op; the import fails.
+  auto result = evaluateOp(op, pointers);
+  if (failed(result)) {
+    foldFailed = true;
+    return value;
+  }
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(op);
+  Value constant = ConstantOp::create(
+      b, op->getLoc(), cast<ElementsAttr>(result->toDenseElementsAttr()));
+  value.replaceAllUsesWith(constant);
+  if (op->use_empty())
+    op->erase();
+  return constant;
 }
 
 FailureOr<SmallVector<int64_t>> GraphImporter::constantInts(Value value) {
   auto constant = value ? value.getDefiningOp<ConstantOp>() : ConstantOp();
-  if (!constant)
+  if (!constant || !isa<IntegerType>(
+                       cast<ShapedType>(constant.getType()).getElementType()))
     return failure();
-  auto dense = dyn_cast<DenseIntElementsAttr>(constant.getValue());
-  if (!dense)
+  // Initializers above a few elements are dense_resource blobs.
+  auto tensor = HostTensor::fromElementsAttr(constant.getValue());
+  if (failed(tensor))
     return failure();
   SmallVector<int64_t> result;
-  for (const APInt &v : dense.getValues<APInt>())
-    result.push_back(v.getSExtValue());
+  for (int64_t i = 0, e = tensor->numElements(); i < e; ++i)
+    result.push_back(tensor->getAsInt(i));
   return result;
 }
 
@@ -136,7 +187,13 @@ LogicalResult GraphImporter::importInputs(SmallVectorImpl<Type> &types,
       continue;
     Location loc = NameLoc::get(b.getStringAttr(info.name()), fileLoc);
     if (!info.type().has_tensor_type())
-      return emitError(loc, "input '") << info.name() << "' is not a tensor";
+      return emitError(loc, "unsupported element type of input '")
+             << info.name() << "': "
+             << (info.type().has_sequence_type()   ? "a sequence"
+                 : info.type().has_optional_type() ? "an optional"
+                 : info.type().has_map_type()      ? "a map"
+                                                   : "a non-tensor")
+             << " value (Kiln compiles tensors only)";
     const onnx::TypeProto::Tensor &tensorType = info.type().tensor_type();
     Type elementType =
         convertONNXElementType(b.getContext(), tensorType.elem_type());
@@ -190,6 +247,56 @@ LogicalResult GraphImporter::importInputs(SmallVectorImpl<Type> &types,
   return success();
 }
 
+/// ONNX requires nodes in topological order, but some exporters and
+/// rewriters write them out of order (onnxruntime sorts them too). Kahn's
+/// algorithm, taking ready nodes in file order, keeps a sorted graph as it
+/// is; an input that nothing produces and a cycle are errors.
+FailureOr<SmallVector<int>> GraphImporter::topologicalOrder() {
+  const onnx::GraphProto &graph = model.graph();
+  int count = graph.node_size();
+  llvm::StringMap<int> producer;
+  for (int i = 0; i < count; ++i)
+    for (const std::string &output : graph.node(i).output())
+      if (!output.empty())
+        producer.try_emplace(output, i);
+  SmallVector<int> waiting(count, 0);
+  SmallVector<SmallVector<int, 2>> consumers(count);
+  for (int i = 0; i < count; ++i) {
+    const onnx::NodeProto &node = graph.node(i);
+    for (const std::string &input : node.input()) {
+      if (input.empty() || values.count(input))
+        continue;
+      auto it = producer.find(input);
+      if (it == producer.end())
+        return emitError(nodeLoc(node), "input '")
+               << input << "' is not produced by any node, graph input or "
+                  "initializer";
+      ++waiting[i];
+      consumers[it->second].push_back(i);
+    }
+  }
+  std::priority_queue<int, std::vector<int>, std::greater<int>> ready;
+  for (int i = 0; i < count; ++i)
+    if (waiting[i] == 0)
+      ready.push(i);
+  SmallVector<int> order;
+  while (!ready.empty()) {
+    int i = ready.top();
+    ready.pop();
+    order.push_back(i);
+    for (int consumer : consumers[i])
+      if (--waiting[consumer] == 0)
+        ready.push(consumer);
+  }
+  if (static_cast<int>(order.size()) != count) {
+    for (int i = 0; i < count; ++i)
+      if (waiting[i] > 0)
+        return emitError(nodeLoc(graph.node(i)), "graph has a cycle through ")
+               << "this node";
+  }
+  return order;
+}
+
 LogicalResult GraphImporter::importGraph() {
   const onnx::GraphProto &graph = model.graph();
   if (graph.node_size() > kMaxNodes)
@@ -224,16 +331,12 @@ LogicalResult GraphImporter::importGraph() {
           frozen->second);
   }
 
-  // ONNX requires nodes in topological order, so one pass in order suffices
-  // and no recursion over the graph is needed.
-  for (const onnx::NodeProto &node : graph.node()) {
-    for (int i = 0; i < node.input_size(); ++i)
-      if (!node.input(i).empty() && !values.count(node.input(i)))
-        return emitError(nodeLoc(node), "input '")
-               << node.input(i)
-               << "' is not produced by any earlier node (graph not in "
-                  "topological order, or a cycle)";
-    if (failed(convertNode(*this, node)))
+  auto order = topologicalOrder();
+  if (failed(order))
+    return failure();
+  for (int index : *order) {
+    const onnx::NodeProto &node = graph.node(index);
+    if (failed(convertNode(*this, node)) || foldFailed)
       return failure();
   }
 

@@ -33,7 +33,8 @@ public:
   int64_t opset() const { return defaultOpset; }
   /// The value of input `i` of `node`, or null when absent or empty.
   mlir::Value input(const onnx::NodeProto &node, int i);
-  /// Binds output `i` of `node` to `value`.
+  /// Binds output `i` of `node` to `value`, folded to a constant first when
+  /// it is a small integer tensor computed from constants (see foldConstant).
   void setOutput(const onnx::NodeProto &node, int i, mlir::Value value);
   /// The integers of a constant value (e.g. Reshape's shape), or failure.
   mlir::FailureOr<llvm::SmallVector<int64_t>> constantInts(mlir::Value value);
@@ -41,6 +42,8 @@ public:
   mlir::Value scalar(mlir::Location loc, mlir::Type elementType, double value);
 
 private:
+  mlir::Value foldConstant(mlir::Value value, int depth = 0);
+  mlir::FailureOr<llvm::SmallVector<int>> topologicalOrder();
   mlir::LogicalResult checkSupported();
   mlir::LogicalResult importInputs(llvm::SmallVectorImpl<mlir::Type> &types,
                                    llvm::SmallVectorImpl<std::string> &names);
@@ -53,6 +56,8 @@ private:
   const ImportOptions &options;
   int64_t defaultOpset = 0;
   llvm::StringMap<mlir::Value> values;
+  /// Set when folding a constant op failed with a diagnostic.
+  bool foldFailed = false;
 };
 
 /// Converts one node whose op type is supported; emits errors on failure.
@@ -61,6 +66,21 @@ mlir::LogicalResult convertNode(GraphImporter &importer,
 
 /// True when `opType` of the default domain has a converter.
 bool isSupportedOp(llvm::StringRef opType);
+
+/// Converts a shape, view or indexing node (ConvertShapeOps.cpp).
+mlir::LogicalResult convertShapeNode(GraphImporter &importer,
+                                     const onnx::NodeProto &node);
+
+/// True for the ops convertShapeNode converts.
+bool isSupportedShapeOp(llvm::StringRef opType);
+
+/// Converts an elementwise math, logic or comparison node, Where, Clip or
+/// Dropout (ConvertElementwiseOps.cpp).
+mlir::LogicalResult convertElementwiseNode(GraphImporter &importer,
+                                           const onnx::NodeProto &node);
+
+/// True for the ops convertElementwiseNode converts.
+bool isSupportedElementwiseOp(llvm::StringRef opType);
 
 /// Reads an attribute of `node` by name.
 const onnx::AttributeProto *findAttribute(const onnx::NodeProto &node,

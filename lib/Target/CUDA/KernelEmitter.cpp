@@ -17,6 +17,8 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 
+#include <optional>
+
 using namespace mlir;
 
 namespace kiln {
@@ -160,7 +162,11 @@ public:
     else if (isa<PowOp>(op))
       expr = "powf(" + in[0] + ", " + in[1] + ")";
     else if (isa<NegOp>(op))
-      expr = "-" + in[0];
+      // Integers negate through unsigned arithmetic: `-x` overflows on the
+      // most negative value.
+      expr = isFloat ? "-" + in[0]
+                     : "(" + computeType(et) + ")(0ULL - (unsigned long long)" +
+                           in[0] + ")";
     else if (isa<SqrtOp>(op))
       expr = "sqrtf(" + in[0] + ")";
     else if (isa<ErfOp>(op))
@@ -174,6 +180,9 @@ public:
                      : "(" + in[0] + " > 0 ? " + in[0] + " : 0)";
     else if (isa<SigmoidOp>(op))
       expr = "1.0f / (1.0f + expf(-" + in[0] + "))";
+    // Elementwise math and comparisons.
+    else if (std::optional<std::string> math = mathExpr(op, in))
+      expr = *math;
     else if (auto cast = dyn_cast<CastOp>(op))
       expr = castExpr(tensorType(cast.getInput()).getElementType(), et, in[0]);
     else
@@ -187,6 +196,114 @@ public:
   std::string fresh() { return "v" + std::to_string(counter++); }
 
 private:
+  /// The C expression of an elementwise math, logic, comparison or choice op
+  /// on the operand names `in`; none for other ops. Floats are fp32 values;
+  /// integers are their own C type, with wrapping negation and a remainder
+  /// by zero of 0 (as the reference interpreter defines them).
+  static std::optional<std::string> mathExpr(Operation *op,
+                                             ArrayRef<std::string> in) {
+    Type et = tensorType(op->getResult(0)).getElementType();
+    bool isFloat =
+        isa<FloatType>(tensorType(op->getOperand(0)).getElementType());
+    std::string x = in[0];
+    std::string y = in.size() > 1 ? in[1] : "";
+    // `0 - x` through unsigned arithmetic: C's `-x` overflows on the most
+    // negative value.
+    std::string negated =
+        "(" + computeType(et) + ")(0ULL - (unsigned long long)" + x + ")";
+    if (isa<ReciprocalOp>(op))
+      return "1.0f / " + x;
+    if (isa<LogOp>(op))
+      return "logf(" + x + ")";
+    if (isa<FloorOp>(op))
+      return "floorf(" + x + ")";
+    if (isa<CeilOp>(op))
+      return "ceilf(" + x + ")";
+    if (isa<RoundOp>(op))
+      // rintf rounds halves to even in the default rounding mode.
+      return "rintf(" + x + ")";
+    if (isa<SinOp>(op))
+      return "sinf(" + x + ")";
+    if (isa<CosOp>(op))
+      return "cosf(" + x + ")";
+    if (isa<SoftsignOp>(op))
+      return x + " / (1.0f + fabsf(" + x + "))";
+    if (isa<AbsOp>(op))
+      return isFloat ? "fabsf(" + x + ")"
+                     : "(" + x + " < 0 ? " + negated + " : " + x + ")";
+    if (isa<SignOp>(op))
+      return isFloat ? "(" + x + " > 0.0f ? 1.0f : " + x +
+                           " < 0.0f ? -1.0f : " + x + ")"
+                     : "(" + computeType(et) + ")((" + x + " > 0) - (" + x +
+                           " < 0))";
+    if (isa<NotOp>(op))
+      return "!" + x;
+    if (auto gelu = dyn_cast<GeluOp>(op)) {
+      if (gelu.getApproximate() == GeluApproximation::tanh)
+        return "0.5f * " + x + " * (1.0f + tanhf(0.7978845608028654f * (" + x +
+               " + 0.044715f * " + x + " * " + x + " * " + x + ")))";
+      return "0.5f * " + x + " * (1.0f + erff(" + x +
+             " * 0.7071067811865476f))";
+    }
+    if (isa<IsNaNOp>(op))
+      return "(" + x + " != " + x + ")";
+    if (auto isInf = dyn_cast<IsInfOp>(op)) {
+      std::string positive = "(" + x + " == __int_as_float(0x7f800000))";
+      std::string negative = "(" + x + " == __int_as_float(0xff800000))";
+      if (isInf.getDetectPositive() && isInf.getDetectNegative())
+        return "(" + positive + " || " + negative + ")";
+      if (isInf.getDetectPositive())
+        return positive;
+      if (isInf.getDetectNegative())
+        return negative;
+      return std::string("false");
+    }
+    // A NaN operand wins, as in numpy.maximum / numpy.minimum (fmaxf and
+    // fminf would drop it).
+    if (isa<MaxOp>(op))
+      return isFloat ? "(" + x + " != " + x + " || " + x + " > " + y + " ? " +
+                           x + " : " + y + ")"
+                     : "(" + x + " > " + y + " ? " + x + " : " + y + ")";
+    if (isa<MinOp>(op))
+      return isFloat ? "(" + x + " != " + x + " || " + x + " < " + y + " ? " +
+                           x + " : " + y + ")"
+                     : "(" + x + " < " + y + " ? " + x + " : " + y + ")";
+    if (auto mod = dyn_cast<ModOp>(op)) {
+      if (isFloat)
+        return "fmodf(" + x + ", " + y + ")";
+      // A divisor of -1 always leaves 0 and would overflow on the most
+      // negative dividend.
+      std::string rem = "(" + x + " % " + y + ")";
+      std::string truncated =
+          "(" + y + " == 0 || " + y + " == -1 ? 0 : " + rem + ")";
+      if (mod.getFmod())
+        return truncated;
+      // Python's sign rule: a nonzero remainder takes the divisor's sign.
+      return "(" + y + " == 0 || " + y + " == -1 ? 0 : " + rem + " != 0 && (" +
+             rem + " < 0) != (" + y + " < 0) ? " + rem + " + " + y + " : " +
+             rem + ")";
+    }
+    if (isa<AndOp>(op))
+      return "(" + x + " && " + y + ")";
+    if (isa<OrOp>(op))
+      return "(" + x + " || " + y + ")";
+    if (isa<XorOp>(op))
+      return "(" + x + " != " + y + ")";
+    if (isa<EqualOp>(op))
+      return "(" + x + " == " + y + ")";
+    if (isa<LessOp>(op))
+      return "(" + x + " < " + y + ")";
+    if (isa<LessEqualOp>(op))
+      return "(" + x + " <= " + y + ")";
+    if (isa<GreaterOp>(op))
+      return "(" + x + " > " + y + ")";
+    if (isa<GreaterEqualOp>(op))
+      return "(" + x + " >= " + y + ")";
+    if (isa<WhereOp>(op))
+      return "(" + x + " ? " + y + " : " + in[2] + ")";
+    return std::nullopt;
+  }
+
   /// A value of compute type `from` as compute type `to`, rounded to `to`'s
   /// storage precision.
   static std::string castExpr(Type from, Type to, const std::string &v) {
@@ -248,32 +365,119 @@ FailureOr<LaunchGeometry> emitElementwise(KernelOp kernel, StringRef name,
   return geometry;
 }
 
+/// `(i / stride) % size`: the coordinate of flat result index `i` along a
+/// dim with that row-major stride and size.
+std::string coordinate(int64_t stride, int64_t size) {
+  return llvm::formatv("((i / {0}LL) % {1}LL)", stride, size);
+}
+
+/// The C expression reading the element of the copy `op` that lands at flat
+/// result index `i`; `arg(k)` names the kernel parameter of operand k.
+FailureOr<std::string>
+copySource(Operation *op, function_ref<std::string(unsigned)> arg) {
+  ArrayRef<int64_t> shape = tensorType(op->getResult(0)).getShape();
+  SmallVector<int64_t> outStrides = stridesOf(shape);
+  auto sum = [](SmallVector<std::string> terms) {
+    std::string text;
+    for (const std::string &t : terms)
+      text += (text.empty() ? "" : " + ") + t;
+    return text.empty() ? std::string("0") : text;
+  };
+  if (auto transpose = dyn_cast<TransposeOp>(op)) {
+    SmallVector<int64_t> inStrides =
+        stridesOf(transpose.getInput().getType().getShape());
+    SmallVector<std::string> terms;
+    for (auto [d, p] : llvm::enumerate(transpose.getPermutation()))
+      terms.push_back(llvm::formatv("{0} * {1}LL",
+                                    coordinate(outStrides[d], shape[d]),
+                                    inStrides[p]));
+    return arg(0) + "[" + sum(terms) + "]";
+  }
+  if (auto slice = dyn_cast<SliceOp>(op)) {
+    SmallVector<int64_t> inStrides =
+        stridesOf(slice.getInput().getType().getShape());
+    SmallVector<std::string> terms;
+    for (size_t d = 0; d < shape.size(); ++d)
+      terms.push_back(llvm::formatv(
+          "({0}LL + {1} * {2}LL) * {3}LL", slice.getStarts()[d],
+          coordinate(outStrides[d], shape[d]), slice.getStrides()[d],
+          inStrides[d]));
+    return arg(0) + "[" + sum(terms) + "]";
+  }
+  if (auto expand = dyn_cast<ExpandOp>(op)) {
+    ArrayRef<int64_t> in = expand.getInput().getType().getShape();
+    SmallVector<int64_t> inStrides = stridesOf(in);
+    size_t lead = shape.size() - in.size();
+    SmallVector<std::string> terms;
+    for (size_t d = 0; d < in.size(); ++d)
+      if (in[d] != 1)
+        terms.push_back(llvm::formatv("{0} * {1}LL",
+                                      coordinate(outStrides[lead + d],
+                                                 shape[lead + d]),
+                                      inStrides[d]));
+    return arg(0) + "[" + sum(terms) + "]";
+  }
+  if (auto gather = dyn_cast<GatherOp>(op)) {
+    ArrayRef<int64_t> data = gather.getData().getType().getShape();
+    int64_t axis = gather.getAxis(), extent = data[axis], inner = 1;
+    for (size_t d = axis + 1; d < data.size(); ++d)
+      inner *= data[d];
+    int64_t count = gather.getIndices().getType().getNumElements();
+    // Negative indices count from the end; out-of-range ones are clamped
+    // (the reference interpreter reports them).
+    std::string index = llvm::formatv(
+        "kiln_gather_index((long long){0}[(i / {1}LL) % {2}LL], {3}LL)",
+        arg(1), inner, count, extent);
+    return llvm::formatv("{0}[((i / {1}LL) * {2}LL + {3}) * {4}LL + i % {4}LL]",
+                         arg(0), count * inner, extent, index, inner)
+        .str();
+  }
+  if (auto concat = dyn_cast<ConcatOp>(op)) {
+    int64_t axis = concat.getAxis(), inner = 1;
+    for (size_t d = axis + 1; d < shape.size(); ++d)
+      inner *= shape[d];
+    std::string a = coordinate(inner, shape[axis]);
+    std::string outer = llvm::formatv("(i / {0}LL)", shape[axis] * inner);
+    // A chain of conditionals, one per input, by the coordinate on the axis.
+    std::string text;
+    int64_t offset = 0;
+    for (auto [k, input] : llvm::enumerate(concat.getInputs())) {
+      int64_t extent = tensorType(input).getDimSize(axis);
+      std::string read = llvm::formatv(
+          "{0}[({1} * {2}LL + ({3} - {4}LL)) * {5}LL + i % {5}LL]", arg(k),
+          outer, extent, a, offset, inner);
+      offset += extent;
+      bool last = k + 1 == concat.getInputs().size();
+      text += last ? read
+                   : llvm::formatv("{0} < {1}LL ? {2} : ", a, offset, read)
+                         .str();
+    }
+    return "(" + text + ")";
+  }
+  return op->emitOpError("is not a copy the CUDA target can generate");
+}
+
 FailureOr<LaunchGeometry> emitCopy(KernelOp kernel, StringRef name,
                                    llvm::raw_ostream &os) {
   auto ops = kernel.getBody().front().without_terminator();
-  auto transpose = dyn_cast<TransposeOp>(&*ops.begin());
-  if (!transpose || std::next(ops.begin()) != ops.end() ||
-      transpose.getInput() != kernel.getBody().getArgument(0))
-    return kernel.emitOpError("copy kernels hold exactly one kiln.transpose of "
-                              "their input");
-  RankedTensorType resultType = transpose.getType();
-  ArrayRef<int64_t> shape = resultType.getShape();
-  SmallVector<int64_t> inStrides =
-      stridesOf(transpose.getInput().getType().getShape());
-  SmallVector<int64_t> outStrides = stridesOf(shape);
-  std::string offset;
-  for (auto [d, p] : llvm::enumerate(transpose.getPermutation()))
-    offset += llvm::formatv("{0}((i / {1}LL) % {2}LL) * {3}LL",
-                            offset.empty() ? "" : " + ", outStrides[d],
-                            shape[d], inStrides[p]);
-  if (offset.empty())
-    offset = "0";
+  Operation *op = &*ops.begin();
+  if (std::next(ops.begin()) != ops.end() ||
+      !llvm::all_of(op->getOperands(), llvm::IsaPred<BlockArgument>))
+    return kernel.emitOpError("copy kernels hold exactly one data-movement op "
+                              "of their inputs");
+  auto source = copySource(op, [&](unsigned k) {
+    return "in" + std::to_string(
+                      cast<BlockArgument>(op->getOperand(k)).getArgNumber());
+  });
+  if (failed(source))
+    return failure();
+  RankedTensorType resultType = tensorType(op->getResult(0));
   int64_t n = resultType.getNumElements();
   emitSignature(kernel, name, os);
   os << "  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; "
         "i < "
      << n << "LL; i += (long long)gridDim.x * blockDim.x)\n"
-     << "    out0[i] = in0[" << offset << "];\n}\n";
+     << "    out0[i] = " << *source << ";\n}\n";
   LaunchGeometry geometry;
   geometry.grid[0] = gridFor(n);
   geometry.block[0] = kBlockSize;

@@ -23,6 +23,11 @@ __device__ __forceinline__ float kiln_warp_max(float v) {
   for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
   return v;
 }
+__device__ __forceinline__ long long kiln_gather_index(long long index,
+                                                      long long extent) {
+  if (index < 0) index += extent;
+  return index < 0 ? 0 : (index >= extent ? extent - 1 : index);
+}
 __device__ float kiln_block_sum(float v, float *scratch) {
   v = kiln_warp_sum(v);
   __syncthreads();

@@ -739,3 +739,205 @@ TEST_F(InterpreterTest, ToDenseElementsAttrRoundTrips) {
   ASSERT_TRUE(succeeded(back));
   EXPECT_EQ(back->bytes, bools.bytes);
 }
+
+//===----------------------------------------------------------------------===//
+// Elementwise math and comparisons
+//===----------------------------------------------------------------------===//
+
+TEST_F(InterpreterTest, IntegerModFollowsTheSignRuleOfItsFmod) {
+  StringRef source = R"mlir(
+    func.func @main(%a: tensor<8xi32>, %b: tensor<8xi32>) -> (tensor<8xi32>, tensor<8xi32>) {
+      %0 = kiln.mod %a, %b : (tensor<8xi32>, tensor<8xi32>) -> tensor<8xi32>
+      %1 = kiln.mod %a, %b {fmod = true} : (tensor<8xi32>, tensor<8xi32>) -> tensor<8xi32>
+      return %0, %1 : tensor<8xi32>, tensor<8xi32>
+    })mlir";
+  auto results =
+      runOk(source, {ints(i32(), {8}, {7, -7, 7, -7, 6, -6, 5, INT32_MIN}),
+                     ints(i32(), {8}, {3, 3, -3, -3, 3, -3, 0, -1})});
+  ASSERT_EQ(results.size(), 2u);
+  // fmod = 0 is Python's %: the remainder takes the divisor's sign.
+  expectInts(results[0], {8}, {1, 2, -2, -1, 0, 0, 0, 0});
+  // fmod = 1 is C's %: the remainder takes the dividend's sign. A divisor of
+  // zero gives 0 and INT32_MIN % -1 does not trap.
+  expectInts(results[1], {8}, {1, -1, 1, -1, 0, 0, 0, 0});
+}
+
+TEST_F(InterpreterTest, FloatModIsFmod) {
+  StringRef source = R"mlir(
+    func.func @main(%a: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<4xf32> {
+      %0 = kiln.mod %a, %b {fmod = true} : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+      return %0 : tensor<4xf32>
+    })mlir";
+  auto results = runOk(source, {floats(f32(), {4}, {5.5, -5.5, 5.5, -5.5}),
+                                floats(f32(), {4}, {2, 2, -2, -2})});
+  ASSERT_EQ(results.size(), 1u);
+  expectValues(results[0], {4}, {1.5, -1.5, 1.5, -1.5});
+}
+
+TEST_F(InterpreterTest, RoundTakesHalvesToEven) {
+  StringRef source = R"mlir(
+    func.func @main(%x: tensor<10xf32>) -> tensor<10xf32> {
+      %0 = kiln.round %x : tensor<10xf32>
+      return %0 : tensor<10xf32>
+    })mlir";
+  auto results = runOk(source, {floats(f32(), {10},
+                                       {-2.5, -1.5, -0.5, 0.5, 1.5, 2.5, 2.4,
+                                        2.6, -2.6, 1e9 + 0.5})});
+  ASSERT_EQ(results.size(), 1u);
+  expectValues(results[0], {10}, {-2, -2, 0, 0, 2, 2, 2, 3, -3, 1e9});
+  // -0.5 rounds to negative zero.
+  EXPECT_TRUE(std::signbit(results[0].getAsDouble(2)));
+}
+
+TEST_F(InterpreterTest, MaxAndMinPropagateNaN) {
+  StringRef source = R"mlir(
+    func.func @main(%a: tensor<4xf32>, %b: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
+      %0 = kiln.max %a, %b : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+      %1 = kiln.min %a, %b : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+      return %0, %1 : tensor<4xf32>, tensor<4xf32>
+    })mlir";
+  double nan = std::numeric_limits<double>::quiet_NaN();
+  auto results = runOk(source, {floats(f32(), {4}, {nan, 1, 3, -1}),
+                                floats(f32(), {4}, {1, nan, 2, 4})});
+  ASSERT_EQ(results.size(), 2u);
+  for (const HostTensor &result : results) {
+    EXPECT_TRUE(std::isnan(result.getAsDouble(0)));
+    EXPECT_TRUE(std::isnan(result.getAsDouble(1)));
+  }
+  EXPECT_EQ(results[0].getAsDouble(2), 3);
+  EXPECT_EQ(results[0].getAsDouble(3), 4);
+  EXPECT_EQ(results[1].getAsDouble(2), 2);
+  EXPECT_EQ(results[1].getAsDouble(3), -1);
+}
+
+TEST_F(InterpreterTest, ClipWithMinAboveMaxGivesMax) {
+  // The importer's Clip: a max with the lower bound, then a min with the
+  // upper one, as numpy.clip computes it.
+  StringRef source = R"mlir(
+    func.func @main(%x: tensor<3xf32>, %lo: tensor<f32>, %hi: tensor<f32>) -> tensor<3xf32> {
+      %0 = kiln.max %x, %lo : (tensor<3xf32>, tensor<f32>) -> tensor<3xf32>
+      %1 = kiln.min %0, %hi : (tensor<3xf32>, tensor<f32>) -> tensor<3xf32>
+      return %1 : tensor<3xf32>
+    })mlir";
+  auto results =
+      runOk(source, {floats(f32(), {3}, {-5, 1.5, 5}), floats(f32(), {}, {2}),
+                     floats(f32(), {}, {1})});
+  ASSERT_EQ(results.size(), 1u);
+  expectValues(results[0], {3}, {1, 1, 1});
+}
+
+TEST_F(InterpreterTest, IntegerAbsNegAndSignWrapAtTheMostNegativeValue) {
+  StringRef source = R"mlir(
+    func.func @main(%x: tensor<4xi8>) -> (tensor<4xi8>, tensor<4xi8>, tensor<4xi8>) {
+      %0 = kiln.abs %x : tensor<4xi8>
+      %1 = kiln.neg %x : tensor<4xi8>
+      %2 = kiln.sign %x : tensor<4xi8>
+      return %0, %1, %2 : tensor<4xi8>, tensor<4xi8>, tensor<4xi8>
+    })mlir";
+  auto results = runOk(source, {ints(i8(), {4}, {-128, -3, 0, 127})});
+  ASSERT_EQ(results.size(), 3u);
+  expectInts(results[0], {4}, {-128, 3, 0, 127});
+  expectInts(results[1], {4}, {-128, 3, 0, -127});
+  expectInts(results[2], {4}, {-1, -1, 0, 1});
+}
+
+TEST_F(InterpreterTest, ComparisonsAreFalseOnNaNAndWhereBroadcastsAllThree) {
+  StringRef source = R"mlir(
+    func.func @main(%a: tensor<2x1xf32>, %b: tensor<3xf32>, %x: tensor<2x3xi64>, %y: tensor<i64>) -> (tensor<2x3xi1>, tensor<2x3xi1>, tensor<2x3xi1>, tensor<2x3xi64>) {
+      %lt = kiln.less %a, %b : (tensor<2x1xf32>, tensor<3xf32>) -> tensor<2x3xi1>
+      %ge = kiln.greater_equal %a, %b : (tensor<2x1xf32>, tensor<3xf32>) -> tensor<2x3xi1>
+      %eq = kiln.equal %lt, %ge : (tensor<2x3xi1>, tensor<2x3xi1>) -> tensor<2x3xi1>
+      %w = kiln.where %lt, %x, %y : (tensor<2x3xi1>, tensor<2x3xi64>, tensor<i64>) -> tensor<2x3xi64>
+      return %lt, %ge, %eq, %w : tensor<2x3xi1>, tensor<2x3xi1>, tensor<2x3xi1>, tensor<2x3xi64>
+    })mlir";
+  double nan = std::numeric_limits<double>::quiet_NaN();
+  auto results = runOk(source, {floats(f32(), {2, 1}, {1, nan}),
+                                floats(f32(), {3}, {0, 1, 2}),
+                                ints(i64(), {2, 3}, {10, 11, 12, 13, 14, 15}),
+                                ints(i64(), {}, {-1})});
+  ASSERT_EQ(results.size(), 4u);
+  expectInts(results[0], {2, 3}, {0, 0, 1, 0, 0, 0});
+  expectInts(results[1], {2, 3}, {1, 1, 0, 0, 0, 0});
+  // Neither less nor greater-or-equal holds for NaN.
+  expectInts(results[2], {2, 3}, {0, 0, 0, 1, 1, 1});
+  expectInts(results[3], {2, 3}, {-1, -1, 12, -1, -1, -1});
+}
+
+TEST_F(InterpreterTest, LogicOnBooleans) {
+  StringRef source = R"mlir(
+    func.func @main(%a: tensor<4xi1>, %b: tensor<4xi1>) -> (tensor<4xi1>, tensor<4xi1>, tensor<4xi1>, tensor<4xi1>) {
+      %0 = kiln.and %a, %b : (tensor<4xi1>, tensor<4xi1>) -> tensor<4xi1>
+      %1 = kiln.or %a, %b : (tensor<4xi1>, tensor<4xi1>) -> tensor<4xi1>
+      %2 = kiln.xor %a, %b : (tensor<4xi1>, tensor<4xi1>) -> tensor<4xi1>
+      %3 = kiln.not %a : tensor<4xi1>
+      return %0, %1, %2, %3 : tensor<4xi1>, tensor<4xi1>, tensor<4xi1>, tensor<4xi1>
+    })mlir";
+  auto results = runOk(
+      source, {ints(i1(), {4}, {0, 0, 1, 1}), ints(i1(), {4}, {0, 1, 0, 1})});
+  ASSERT_EQ(results.size(), 4u);
+  expectInts(results[0], {4}, {0, 0, 0, 1});
+  expectInts(results[1], {4}, {0, 1, 1, 1});
+  expectInts(results[2], {4}, {0, 1, 1, 0});
+  expectInts(results[3], {4}, {1, 1, 0, 0});
+}
+
+TEST_F(InterpreterTest, IsInfHonoursItsDetectFlagsAndIsNaN) {
+  StringRef source = R"mlir(
+    func.func @main(%x: tensor<4xf16>) -> (tensor<4xi1>, tensor<4xi1>, tensor<4xi1>, tensor<4xi1>) {
+      %0 = kiln.is_inf %x : tensor<4xf16> -> tensor<4xi1>
+      %1 = kiln.is_inf %x {detect_negative = false} : tensor<4xf16> -> tensor<4xi1>
+      %2 = kiln.is_inf %x {detect_positive = false} : tensor<4xf16> -> tensor<4xi1>
+      %3 = kiln.is_nan %x : tensor<4xf16> -> tensor<4xi1>
+      return %0, %1, %2, %3 : tensor<4xi1>, tensor<4xi1>, tensor<4xi1>, tensor<4xi1>
+    })mlir";
+  double inf = std::numeric_limits<double>::infinity();
+  double nan = std::numeric_limits<double>::quiet_NaN();
+  auto results = runOk(source, {floats(f16(), {4}, {inf, -inf, nan, 65504})});
+  ASSERT_EQ(results.size(), 4u);
+  expectInts(results[0], {4}, {1, 1, 0, 0});
+  expectInts(results[1], {4}, {1, 0, 0, 0});
+  expectInts(results[2], {4}, {0, 1, 0, 0});
+  expectInts(results[3], {4}, {0, 0, 1, 0});
+}
+
+TEST_F(InterpreterTest, GeluFormsMatchTheirFormulas) {
+  StringRef source = R"mlir(
+    func.func @main(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
+      %0 = kiln.gelu %x : tensor<4xf32>
+      %1 = kiln.gelu %x approximate = tanh : tensor<4xf32>
+      return %0, %1 : tensor<4xf32>, tensor<4xf32>
+    })mlir";
+  std::vector<double> xs = {-3, -0.5, 0.75, 2};
+  auto results = runOk(source, {floats(f32(), {4}, xs)});
+  ASSERT_EQ(results.size(), 2u);
+  std::vector<double> exact, approximate;
+  for (double x : xs) {
+    exact.push_back(0.5 * x * (1 + std::erf(x / std::sqrt(2.0))));
+    approximate.push_back(
+        0.5 * x *
+        (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x))));
+  }
+  expectValues(results[0], {4}, exact, 1e-6);
+  expectValues(results[1], {4}, approximate, 1e-6);
+  // The two forms differ measurably at -3, so the test tells them apart.
+  EXPECT_GT(std::fabs(exact[0] - approximate[0]), 1e-5);
+}
+
+TEST_F(InterpreterTest, UnaryMathOps) {
+  StringRef source = R"mlir(
+    func.func @main(%x: tensor<3xf32>) -> (tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>) {
+      %0 = kiln.reciprocal %x : tensor<3xf32>
+      %1 = kiln.floor %x : tensor<3xf32>
+      %2 = kiln.ceil %x : tensor<3xf32>
+      %3 = kiln.softsign %x : tensor<3xf32>
+      %4 = kiln.sign %x : tensor<3xf32>
+      return %0, %1, %2, %3, %4 : tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>
+    })mlir";
+  auto results = runOk(source, {floats(f32(), {3}, {-2.5, 0.5, 4})});
+  ASSERT_EQ(results.size(), 5u);
+  expectValues(results[0], {3}, {-0.4, 2, 0.25}, 1e-7);
+  expectValues(results[1], {3}, {-3, 0, 4});
+  expectValues(results[2], {3}, {-2, 1, 4});
+  expectValues(results[3], {3}, {-2.5 / 3.5, 0.5 / 1.5, 0.8}, 1e-7);
+  expectValues(results[4], {3}, {-1, 1, 1});
+}

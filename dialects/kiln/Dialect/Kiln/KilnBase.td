@@ -33,6 +33,7 @@ def Kiln_ElementType : AnyTypeOf<[F32, F16, BF16, I64, I32, I8, I1]>;
 def Kiln_Tensor : RankedTensorOf<[Kiln_ElementType]>;
 def Kiln_FloatTensor : RankedTensorOf<[Kiln_FloatType]>;
 def Kiln_NumericTensor : RankedTensorOf<[F32, F16, BF16, I64, I32, I8]>;
+def Kiln_BoolTensor : RankedTensorOf<[I1]>;
 
 /// What a `kiln.kernel` computes; picks the CUDA code generator.
 def Kiln_KernelKind : I32EnumAttr<"KernelKind", "the code generator of a kernel", [
@@ -46,6 +47,15 @@ def Kiln_KernelKind : I32EnumAttr<"KernelKind", "the code generator of a kernel"
   let genSpecializedAttr = 0;
 }
 def Kiln_KernelKindAttr : EnumAttr<Kiln_Dialect, Kiln_KernelKind, "kernel_kind">;
+
+/// How `kiln.gelu` evaluates the Gaussian CDF (ONNX Gelu's `approximate`).
+def Kiln_GeluApproximation : I32EnumAttr<"GeluApproximation",
+    "the form of the Gaussian CDF in kiln.gelu", [
+    I32EnumAttrCase<"none", 0>,
+    I32EnumAttrCase<"tanh", 1>
+  ]> {
+  let cppNamespace = "::kiln";
+}
 
 class Kiln_Op<string mnemonic, list<Trait> traits = []>
     : Op<Kiln_Dialect, mnemonic, traits>;

@@ -44,6 +44,32 @@ LogicalResult CastOp::verify() {
 }
 
 //===----------------------------------------------------------------------===//
+// Elementwise math and comparisons
+//===----------------------------------------------------------------------===//
+
+LogicalResult ModOp::verify() {
+  Type elementType = getType().getElementType();
+  // ONNX Mod: "If the input type is floating point, then fmod attribute must
+  // be set to 1".
+  if (!getFmod() && isa<FloatType>(elementType))
+    return emitOpError("expected fmod = true for float element type ")
+           << elementType;
+  return success();
+}
+
+LogicalResult WhereOp::inferReturnTypes(MLIRContext *,
+                                        std::optional<Location> loc,
+                                        Adaptor adaptor,
+                                        SmallVectorImpl<Type> &types) {
+  return pushInferred(
+      inferWhereType(loc,
+                     cast<RankedTensorType>(adaptor.getCondition().getType()),
+                     cast<RankedTensorType>(adaptor.getLhs().getType()),
+                     cast<RankedTensorType>(adaptor.getRhs().getType())),
+      types);
+}
+
+//===----------------------------------------------------------------------===//
 // Reductions and normalizations
 //===----------------------------------------------------------------------===//
 

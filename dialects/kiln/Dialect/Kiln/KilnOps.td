@@ -157,6 +157,230 @@ def Kiln_CastOp : Kiln_Op<"cast", [Pure, Kiln_Elementwise]> {
 }
 
 //===----------------------------------------------------------------------===//
+// Elementwise math and comparisons
+//===----------------------------------------------------------------------===//
+
+def Kiln_ReciprocalOp : Kiln_UnaryOp<"reciprocal", Kiln_FloatTensor, "Reciprocal">;
+def Kiln_LogOp : Kiln_UnaryOp<"log", Kiln_FloatTensor, "Log">;
+def Kiln_FloorOp : Kiln_UnaryOp<"floor", Kiln_FloatTensor, "Floor">;
+def Kiln_CeilOp : Kiln_UnaryOp<"ceil", Kiln_FloatTensor, "Ceil">;
+def Kiln_SinOp : Kiln_UnaryOp<"sin", Kiln_FloatTensor, "Sin">;
+def Kiln_CosOp : Kiln_UnaryOp<"cos", Kiln_FloatTensor, "Cos">;
+def Kiln_SoftsignOp : Kiln_UnaryOp<"softsign", Kiln_FloatTensor, "Softsign">;
+def Kiln_AbsOp : Kiln_UnaryOp<"abs", Kiln_NumericTensor, "Abs">;
+def Kiln_NotOp : Kiln_UnaryOp<"not", Kiln_BoolTensor, "Not">;
+
+def Kiln_RoundOp : Kiln_UnaryOp<"round", Kiln_FloatTensor, "Round"> {
+  let description = [{
+    Rounds to the nearest integer, halves to even (`round(2.5) = 2`).
+
+    ```mlir
+    %y = kiln.round %x : tensor<2x3xf32>
+    ```
+  }];
+}
+
+def Kiln_SignOp : Kiln_UnaryOp<"sign", Kiln_NumericTensor, "Sign"> {
+  let description = [{
+    -1, 0 or 1 by the sign of each element; NaN stays NaN.
+
+    ```mlir
+    %y = kiln.sign %x : tensor<2x3xi64>
+    ```
+  }];
+}
+
+def Kiln_GeluOp : Kiln_Op<"gelu",
+    [Pure, Kiln_Elementwise, SameOperandsAndResultType]> {
+  let summary = "Gaussian error linear unit (ONNX Gelu-20)";
+  let description = [{
+    `x * Phi(x)`: with `approximate = none`, `0.5 * x * (1 + erf(x / sqrt(2)))`;
+    with `approximate = tanh`,
+    `0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x^3)))`.
+
+    ```mlir
+    %y = kiln.gelu %x : tensor<2x3xf32>
+    %z = kiln.gelu %x approximate = tanh : tensor<2x3xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_FloatTensor:$input,
+                   DefaultValuedAttr<Kiln_GeluApproximation,
+                       "::kiln::GeluApproximation::none">:$approximate);
+  let results = (outs Kiln_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input (`approximate` `=` $approximate^)? attr-dict `:` type($input)
+  }];
+}
+
+/// A test of each float element that gives an i1 tensor of the same shape.
+class Kiln_PredicateOp<string mnemonic, list<Trait> traits = []>
+    : Kiln_Op<mnemonic, !listconcat(traits,
+        [Pure, Kiln_Elementwise, InferTypeOpAdaptor])> {
+  let results = (outs Kiln_BoolTensor:$result);
+  let assemblyFormat = [{
+    $input attr-dict `:` type($input) `->` type($result)
+  }];
+  let extraClassDefinition = [{
+    ::llvm::LogicalResult $cppClass::inferReturnTypes(
+        ::mlir::MLIRContext *, std::optional<::mlir::Location>,
+        Adaptor adaptor, ::llvm::SmallVectorImpl<::mlir::Type> &types) {
+      types.push_back(inferPredicateType(
+          ::llvm::cast<::mlir::RankedTensorType>(adaptor.getInput().getType())));
+      return ::mlir::success();
+    }
+  }];
+}
+
+def Kiln_IsNaNOp : Kiln_PredicateOp<"is_nan"> {
+  let summary = "true where an element is NaN (ONNX IsNaN)";
+  let description = [{
+    ```mlir
+    %m = kiln.is_nan %x : tensor<4xf32> -> tensor<4xi1>
+    ```
+  }];
+  let arguments = (ins Kiln_FloatTensor:$input);
+}
+
+def Kiln_IsInfOp : Kiln_PredicateOp<"is_inf"> {
+  let summary = "true where an element is infinite (ONNX IsInf)";
+  let description = [{
+    `detect_positive` and `detect_negative` choose which infinities count.
+
+    ```mlir
+    %m = kiln.is_inf %x {detect_negative = false} : tensor<4xf32> -> tensor<4xi1>
+    ```
+  }];
+  let arguments = (ins Kiln_FloatTensor:$input,
+                   DefaultValuedAttr<BoolAttr, "true">:$detect_positive,
+                   DefaultValuedAttr<BoolAttr, "true">:$detect_negative);
+}
+
+def Kiln_MaxOp : Kiln_BinaryOp<"max", Kiln_NumericTensor, [Commutative]> {
+  let summary = "elementwise maximum with broadcasting (ONNX Max)";
+  let description = [{
+    A NaN operand gives NaN, as numpy.maximum does. The importer folds ONNX's
+    N inputs into a chain.
+
+    ```mlir
+    %y = kiln.max %a, %b : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+    ```
+  }];
+}
+def Kiln_MinOp : Kiln_BinaryOp<"min", Kiln_NumericTensor, [Commutative]> {
+  let summary = "elementwise minimum with broadcasting (ONNX Min)";
+  let description = [{
+    A NaN operand gives NaN, as numpy.minimum does.
+
+    ```mlir
+    %y = kiln.min %a, %b : (tensor<2x3xi64>, tensor<i64>) -> tensor<2x3xi64>
+    ```
+  }];
+}
+
+def Kiln_ModOp : Kiln_BinaryOp<"mod", Kiln_NumericTensor> {
+  let summary = "elementwise remainder with broadcasting (ONNX Mod)";
+  let description = [{
+    With `fmod = true` the remainder takes the sign of the dividend (C's
+    `fmod` and `%`); with `fmod = false`, which ONNX allows for integers only,
+    it takes the sign of the divisor (Python's `%`). An integer remainder by
+    zero is 0, as Kiln defines integer division by zero.
+
+    ```mlir
+    %r = kiln.mod %a, %b : (tensor<4xi64>, tensor<4xi64>) -> tensor<4xi64>
+    %f = kiln.mod %x, %y {fmod = true} : (tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_NumericTensor:$lhs, Kiln_NumericTensor:$rhs,
+                   DefaultValuedAttr<BoolAttr, "false">:$fmod);
+  let hasVerifier = 1;
+}
+
+def Kiln_AndOp : Kiln_BinaryOp<"and", Kiln_BoolTensor, [Commutative]> {
+  let summary = "elementwise logical and with broadcasting (ONNX And)";
+  let description = [{
+    ```mlir
+    %y = kiln.and %a, %b : (tensor<2x3xi1>, tensor<3xi1>) -> tensor<2x3xi1>
+    ```
+  }];
+}
+def Kiln_OrOp : Kiln_BinaryOp<"or", Kiln_BoolTensor, [Commutative]> {
+  let summary = "elementwise logical or with broadcasting (ONNX Or)";
+  let description = [{
+    ```mlir
+    %y = kiln.or %a, %b : (tensor<2x3xi1>, tensor<3xi1>) -> tensor<2x3xi1>
+    ```
+  }];
+}
+def Kiln_XorOp : Kiln_BinaryOp<"xor", Kiln_BoolTensor, [Commutative]> {
+  let summary = "elementwise exclusive or with broadcasting (ONNX Xor)";
+  let description = [{
+    ```mlir
+    %y = kiln.xor %a, %b : (tensor<2x3xi1>, tensor<3xi1>) -> tensor<2x3xi1>
+    ```
+  }];
+}
+
+/// A comparison of two operands of one element type with broadcasting; the
+/// result is an i1 tensor. NaN compares false, as in IEEE 754.
+class Kiln_CompareOp<string mnemonic, Type operandType, string onnxName,
+                     list<Trait> traits = []>
+    : Kiln_Op<mnemonic, !listconcat(traits,
+        [Pure, Kiln_Elementwise, InferTypeOpAdaptor])> {
+  let summary = "elementwise comparison with broadcasting (ONNX " # onnxName # ")";
+  let description = [{
+    ```mlir
+    %m = kiln.}] # mnemonic # [{ %a, %b : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xi1>
+    ```
+  }];
+  let arguments = (ins operandType:$lhs, operandType:$rhs);
+  let results = (outs Kiln_BoolTensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs attr-dict `:` functional-type(operands, results)
+  }];
+  let extraClassDefinition = [{
+    ::llvm::LogicalResult $cppClass::inferReturnTypes(
+        ::mlir::MLIRContext *, std::optional<::mlir::Location> location,
+        Adaptor adaptor, ::llvm::SmallVectorImpl<::mlir::Type> &types) {
+      auto type = inferCompareType(location,
+          ::llvm::cast<::mlir::RankedTensorType>(adaptor.getLhs().getType()),
+          ::llvm::cast<::mlir::RankedTensorType>(adaptor.getRhs().getType()));
+      if (failed(type))
+        return ::mlir::failure();
+      types.push_back(*type);
+      return ::mlir::success();
+    }
+  }];
+}
+
+def Kiln_EqualOp : Kiln_CompareOp<"equal", Kiln_Tensor, "Equal", [Commutative]>;
+def Kiln_LessOp : Kiln_CompareOp<"less", Kiln_NumericTensor, "Less">;
+def Kiln_LessEqualOp
+    : Kiln_CompareOp<"less_equal", Kiln_NumericTensor, "LessOrEqual">;
+def Kiln_GreaterOp : Kiln_CompareOp<"greater", Kiln_NumericTensor, "Greater">;
+def Kiln_GreaterEqualOp
+    : Kiln_CompareOp<"greater_equal", Kiln_NumericTensor, "GreaterOrEqual">;
+
+def Kiln_WhereOp : Kiln_Op<"where",
+    [Pure, Kiln_Elementwise, InferTypeOpAdaptor]> {
+  let summary = "elementwise choice by a condition (ONNX Where)";
+  let description = [{
+    `condition ? lhs : rhs` per element; all three operands broadcast to the
+    result, `lhs` and `rhs` share its element type.
+
+    ```mlir
+    %y = kiln.where %c, %a, %b
+        : (tensor<2x1xi1>, tensor<2x3xf32>, tensor<f32>) -> tensor<2x3xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_BoolTensor:$condition, Kiln_Tensor:$lhs,
+                   Kiln_Tensor:$rhs);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = [{
+    $condition `,` $lhs `,` $rhs attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
 // Reductions and normalizations
 //===----------------------------------------------------------------------===//
 
@@ -274,6 +498,86 @@ def Kiln_ReshapeOp : Kiln_Op<"reshape", [Pure]> {
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
   let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Indexing: concat, slice, gather, expand. The importer folds them away when
+// their operands are constants (shape subgraphs).
+//===----------------------------------------------------------------------===//
+
+def Kiln_ConcatOp : Kiln_Op<"concat", [Pure]> {
+  let summary = "join tensors along one dim (ONNX Concat)";
+  let description = [{
+    All operands have the result's rank and element type and agree on every
+    dim but `axis`, along which the result is their concatenation in order.
+
+    ```mlir
+    %c = kiln.concat %a, %b {axis = 0 : i64}
+        : (tensor<1xi64>, tensor<2xi64>) -> tensor<3xi64>
+    ```
+  }];
+  let arguments = (ins Variadic<Kiln_Tensor>:$inputs, I64Attr:$axis);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = "$inputs attr-dict `:` functional-type($inputs, $result)";
+  let hasVerifier = 1;
+}
+
+def Kiln_SliceOp : Kiln_Op<"slice", [Pure]> {
+  let summary = "strided window of a tensor (ONNX Slice, Split)";
+  let description = [{
+    Result element `i` (per dim `d`) is input element
+    `starts[d] + i * strides[d]`; strides are nonzero and may be negative.
+    The importer resolves ONNX's clamping and negative indices, so every index
+    read is in bounds.
+
+    ```mlir
+    %s = kiln.slice %x {starts = array<i64: 0, 1>, strides = array<i64: 1, 2>}
+        : tensor<2x5xf32> -> tensor<2x2xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_Tensor:$input, DenseI64ArrayAttr:$starts,
+                   DenseI64ArrayAttr:$strides);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Kiln_GatherOp : Kiln_Op<"gather", [Pure]> {
+  let summary = "pick slices along one dim by index (ONNX Gather)";
+  let description = [{
+    The result's shape is `data.shape[:axis] + indices.shape +
+    data.shape[axis+1:]`. Negative indices count from the end; an index out
+    of range is an error at run time (the reference interpreter reports it;
+    kernels clamp).
+
+    ```mlir
+    %e = kiln.gather %table, %ids {axis = 0 : i64}
+        : (tensor<100x8xf32>, tensor<2x3xi64>) -> tensor<2x3x8xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_Tensor:$data, RankedTensorOf<[I64, I32]>:$indices,
+                   I64Attr:$axis);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = [{
+    $data `,` $indices attr-dict `:` functional-type(operands, $result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Kiln_ExpandOp : Kiln_Op<"expand", [Pure]> {
+  let summary = "broadcast a tensor to a larger shape (ONNX Expand)";
+  let description = [{
+    The result shape is the numpy broadcast of the input's shape and the
+    requested one, which the importer has resolved into the result type.
+
+    ```mlir
+    %e = kiln.expand %x : tensor<1x4xf32> -> tensor<3x4xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_Tensor:$input);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
 }
 
 //===----------------------------------------------------------------------===//

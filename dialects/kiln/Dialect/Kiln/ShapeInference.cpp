@@ -60,6 +60,39 @@ FailureOr<RankedTensorType> inferBroadcastType(std::optional<Location> loc,
   return RankedTensorType::get(*shape, lhs.getElementType());
 }
 
+//===----------------------------------------------------------------------===//
+// Elementwise math and comparisons
+//===----------------------------------------------------------------------===//
+
+RankedTensorType inferPredicateType(RankedTensorType input) {
+  return input.clone(IntegerType::get(input.getContext(), 1));
+}
+
+FailureOr<RankedTensorType> inferCompareType(std::optional<Location> loc,
+                                             RankedTensorType lhs,
+                                             RankedTensorType rhs) {
+  auto type = inferBroadcastType(loc, lhs, rhs);
+  if (failed(type))
+    return failure();
+  return inferPredicateType(*type);
+}
+
+FailureOr<RankedTensorType> inferWhereType(std::optional<Location> loc,
+                                           RankedTensorType condition,
+                                           RankedTensorType lhs,
+                                           RankedTensorType rhs) {
+  if (!condition.getElementType().isInteger(1))
+    return emitOptionalError(loc, "expected an i1 condition, got ",
+                             condition.getElementType());
+  auto values = inferBroadcastType(loc, lhs, rhs);
+  if (failed(values))
+    return failure();
+  auto shape = broadcastShapes(loc, condition.getShape(), values->getShape());
+  if (failed(shape))
+    return failure();
+  return RankedTensorType::get(*shape, lhs.getElementType());
+}
+
 FailureOr<RankedTensorType> inferMatmulType(std::optional<Location> loc,
                                             RankedTensorType lhs,
                                             RankedTensorType rhs,

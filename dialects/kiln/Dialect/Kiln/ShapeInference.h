@@ -29,6 +29,25 @@ mlir::FailureOr<mlir::RankedTensorType>
 inferBroadcastType(std::optional<mlir::Location> loc,
                    mlir::RankedTensorType lhs, mlir::RankedTensorType rhs);
 
+// Elementwise math and comparisons.
+
+/// Result of a per-element test such as `kiln.is_nan`: an i1 tensor of the
+/// input's shape.
+mlir::RankedTensorType inferPredicateType(mlir::RankedTensorType input);
+
+/// Result of a comparison such as `kiln.less`: both element types equal,
+/// shapes broadcast, i1 elements.
+mlir::FailureOr<mlir::RankedTensorType>
+inferCompareType(std::optional<mlir::Location> loc, mlir::RankedTensorType lhs,
+                 mlir::RankedTensorType rhs);
+
+/// Result of `kiln.where`: an i1 condition, `lhs` and `rhs` of one element
+/// type, all three shapes broadcast.
+mlir::FailureOr<mlir::RankedTensorType>
+inferWhereType(std::optional<mlir::Location> loc,
+               mlir::RankedTensorType condition, mlir::RankedTensorType lhs,
+               mlir::RankedTensorType rhs);
+
 /// Result of `kiln.matmul`: ranks >= 2, contracting dims equal, batch dims
 /// broadcast.
 mlir::FailureOr<mlir::RankedTensorType>
@@ -60,6 +79,31 @@ inferLayerNormType(std::optional<mlir::Location> loc,
 mlir::LogicalResult verifyReshapeTypes(std::optional<mlir::Location> loc,
                                        mlir::RankedTensorType input,
                                        mlir::RankedTensorType result);
+
+/// Result of `kiln.concat`: one rank and element type, dims equal except
+/// `axis` (in range), which adds up.
+mlir::FailureOr<mlir::RankedTensorType>
+inferConcatType(std::optional<mlir::Location> loc,
+                llvm::ArrayRef<mlir::RankedTensorType> inputs, int64_t axis);
+
+/// Result of `kiln.gather`: `data.shape[:axis] + indices.shape +
+/// data.shape[axis+1:]`, axis in range.
+mlir::FailureOr<mlir::RankedTensorType>
+inferGatherType(std::optional<mlir::Location> loc, mlir::RankedTensorType data,
+                mlir::RankedTensorType indices, int64_t axis);
+
+/// Checks a `kiln.slice`: one start and nonzero stride per dim, and every
+/// index read (`starts[d] + i * strides[d]` for i < result dim) in bounds.
+mlir::LogicalResult verifySliceTypes(std::optional<mlir::Location> loc,
+                                     mlir::RankedTensorType input,
+                                     mlir::RankedTensorType result,
+                                     llvm::ArrayRef<int64_t> starts,
+                                     llvm::ArrayRef<int64_t> strides);
+
+/// Checks a `kiln.expand`: the input broadcasts to the result.
+mlir::LogicalResult verifyExpandTypes(std::optional<mlir::Location> loc,
+                                      mlir::RankedTensorType input,
+                                      mlir::RankedTensorType result);
 
 } // namespace kiln
 

@@ -1,0 +1,109 @@
+//===- IndexingShapes.cpp - shape rules of concat, slice, gather, expand --===//
+
+#include "kiln/Dialect/Kiln/ShapeInference.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "llvm/ADT/STLExtras.h"
+
+using namespace mlir;
+
+namespace kiln {
+
+/// Emits at `loc` when there is one; always returns failure.
+static LogicalResult fail(std::optional<Location> loc, const Twine &message) {
+  if (loc)
+    emitError(*loc) << message;
+  return failure();
+}
+
+FailureOr<RankedTensorType>
+inferConcatType(std::optional<Location> loc, ArrayRef<RankedTensorType> inputs,
+                int64_t axis) {
+  if (inputs.empty())
+    return fail(loc, "concat needs at least one input");
+  RankedTensorType first = inputs.front();
+  int64_t rank = first.getRank();
+  if (axis < 0 || axis >= std::max<int64_t>(rank, 1) || rank == 0)
+    return fail(loc, "concat axis " + Twine(axis) + " out of range for rank " +
+                         Twine(rank));
+  SmallVector<int64_t> shape(first.getShape());
+  shape[axis] = 0;
+  for (RankedTensorType t : inputs) {
+    if (t.getRank() != rank || t.getElementType() != first.getElementType())
+      return fail(loc, "concat inputs differ in rank or element type");
+    for (int64_t d = 0; d < rank; ++d) {
+      if (d == axis)
+        continue;
+      if (t.getDimSize(d) != shape[d])
+        return fail(loc, "concat inputs differ in dim " + Twine(d) +
+                             " (" + Twine(t.getDimSize(d)) + " vs " +
+                             Twine(shape[d]) + ")");
+    }
+    if (t.isDynamicDim(axis) || ShapedType::isDynamic(shape[axis]))
+      shape[axis] = ShapedType::kDynamic;
+    else
+      shape[axis] += t.getDimSize(axis);
+  }
+  return RankedTensorType::get(shape, first.getElementType());
+}
+
+FailureOr<RankedTensorType> inferGatherType(std::optional<Location> loc,
+                                            RankedTensorType data,
+                                            RankedTensorType indices,
+                                            int64_t axis) {
+  int64_t rank = data.getRank();
+  if (axis < 0 || axis >= rank)
+    return fail(loc, "gather axis " + Twine(axis) + " out of range for rank " +
+                         Twine(rank));
+  if (!indices.getElementType().isInteger(64) &&
+      !indices.getElementType().isInteger(32))
+    return fail(loc, "gather indices must be int32 or int64");
+  SmallVector<int64_t> shape(data.getShape().take_front(axis));
+  llvm::append_range(shape, indices.getShape());
+  llvm::append_range(shape, data.getShape().drop_front(axis + 1));
+  return RankedTensorType::get(shape, data.getElementType());
+}
+
+LogicalResult verifySliceTypes(std::optional<Location> loc,
+                               RankedTensorType input, RankedTensorType result,
+                               ArrayRef<int64_t> starts,
+                               ArrayRef<int64_t> strides) {
+  int64_t rank = input.getRank();
+  if (result.getRank() != rank ||
+      result.getElementType() != input.getElementType())
+    return fail(loc, "slice result differs from its input in rank or "
+                     "element type");
+  if (static_cast<int64_t>(starts.size()) != rank ||
+      static_cast<int64_t>(strides.size()) != rank)
+    return fail(loc, "slice needs one start and one stride per dim");
+  for (int64_t d = 0; d < rank; ++d) {
+    if (strides[d] == 0)
+      return fail(loc, "slice stride of dim " + Twine(d) + " is 0");
+    int64_t n = result.getDimSize(d), size = input.getDimSize(d);
+    if (n == 0 || ShapedType::isDynamic(n) || ShapedType::isDynamic(size))
+      continue;
+    // The first and last index read; computed in 128 bits against overflow.
+    __int128 first = starts[d];
+    __int128 last = first + static_cast<__int128>(n - 1) * strides[d];
+    if (first < 0 || first >= size || last < 0 || last >= size)
+      return fail(loc, "slice of dim " + Twine(d) + " reads outside [0, " +
+                           Twine(size) + ")");
+  }
+  return success();
+}
+
+LogicalResult verifyExpandTypes(std::optional<Location> loc,
+                                RankedTensorType input,
+                                RankedTensorType result) {
+  if (input.getElementType() != result.getElementType())
+    return fail(loc, "expand changes the element type");
+  auto shape = broadcastShapes(loc, input.getShape(), result.getShape());
+  if (failed(shape))
+    return failure();
+  if (ArrayRef<int64_t>(*shape) != result.getShape())
+    return fail(loc, "expand result is not the broadcast of its input and "
+                     "the requested shape");
+  return success();
+}
+
+} // namespace kiln

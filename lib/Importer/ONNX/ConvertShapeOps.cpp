@@ -1,0 +1,482 @@
+//===- ConvertShapeOps.cpp - shapes, views and indexing -------------------===//
+//
+// The ops of shape subgraphs (Shape, Gather, Unsqueeze, Concat, Slice, ...)
+// and of data movement. Shapes are static once inputs are bound, so Shape
+// and Size become constants, and the importer folds every integer op whose
+// operands are constants (GraphImporter::setOutput): a subgraph such as
+// Shape -> Gather -> Unsqueeze -> Concat -> Reshape leaves only the Reshape.
+// Inputs that ONNX passes as tensors but that decide a result's shape (axes,
+// starts, the shape of Expand) must therefore be constants after folding.
+//
+//===----------------------------------------------------------------------===//
+
+#include "GraphImporter.h"
+#include "NodeConverter.h"
+
+#include "kiln/Dialect/Kiln/ShapeInference.h"
+#include "kiln/Importer/ONNX/TensorProto.h"
+#include "kiln/Interpreter/Interpreter.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "llvm/ADT/StringSwitch.h"
+
+#include <cmath>
+
+using namespace mlir;
+
+namespace kiln {
+
+namespace {
+
+struct ShapeOpConverter : NodeConverterBase {
+  using NodeConverterBase::NodeConverterBase;
+
+  /// The integers of constant input `i` (`what` names it in the error).
+  FailureOr<SmallVector<int64_t>> constantInput(int i, StringRef what) {
+    Value value = importer.input(node, i);
+    if (!value)
+      return error() << "missing " << what;
+    auto ints = importer.constantInts(value);
+    if (failed(ints))
+      return error() << what
+                     << " must be a constant (or computed from shapes only)";
+    return ints;
+  }
+
+  /// Axes from the `axes` attribute (before `inputOpset`) or from input
+  /// `inputIndex` (from then on); empty when absent.
+  FailureOr<SmallVector<int64_t>> axesOperand(int64_t inputOpset,
+                                              int inputIndex) {
+    if (importer.opset() < inputOpset)
+      return intsAttr("axes").value_or(SmallVector<int64_t>());
+    if (!importer.input(node, inputIndex))
+      return SmallVector<int64_t>();
+    return constantInput(inputIndex, "axes");
+  }
+
+  Value constant(RankedTensorType type, ArrayRef<int64_t> values) {
+    SmallVector<APInt> ints;
+    unsigned width = type.getElementType().getIntOrFloatBitWidth();
+    for (int64_t v : values)
+      ints.push_back(APInt(width, v, /*isSigned=*/true));
+    return ConstantOp::create(
+        b, loc, cast<ElementsAttr>(DenseElementsAttr::get(type, ints)));
+  }
+
+  LogicalResult convertShape() {
+    auto x = required(0);
+    if (failed(x))
+      return failure();
+    ArrayRef<int64_t> shape = typeOf(*x).getShape();
+    int64_t rank = shape.size();
+    // Opset 15 start/end: clamped, negative counting from the end.
+    auto clampDim = [&](int64_t d) {
+      if (d < 0)
+        d += rank;
+      return std::clamp<int64_t>(d, 0, rank);
+    };
+    int64_t start = clampDim(intAttr("start", 0));
+    int64_t end = clampDim(intAttr("end", rank));
+    SmallVector<int64_t> dims;
+    for (int64_t d = start; d < end; ++d) {
+      if (ShapedType::isDynamic(shape[d]))
+        return error() << "dim " << d
+                       << " of the input is not bound; give the model's "
+                          "inputs static shapes with --input-shape";
+      dims.push_back(shape[d]);
+    }
+    auto type = RankedTensorType::get({static_cast<int64_t>(dims.size())},
+                                      b.getI64Type());
+    return output(constant(type, dims));
+  }
+
+  LogicalResult convertSize() {
+    auto x = required(0);
+    if (failed(x))
+      return failure();
+    if (!typeOf(*x).hasStaticShape())
+      return error() << "the input has unbound dims";
+    return output(constant(RankedTensorType::get({}, b.getI64Type()),
+                           {typeOf(*x).getNumElements()}));
+  }
+
+  LogicalResult convertUnsqueeze() {
+    auto x = required(0);
+    auto axes = axesOperand(13, 1);
+    if (failed(x) || failed(axes))
+      return failure();
+    ArrayRef<int64_t> in = typeOf(*x).getShape();
+    int64_t rank = in.size() + axes->size();
+    SmallVector<bool> inserted(rank, false);
+    for (int64_t a : *axes) {
+      auto resolved = axis(a, rank);
+      if (failed(resolved))
+        return failure();
+      if (inserted[*resolved])
+        return error() << "axis " << a << " given twice";
+      inserted[*resolved] = true;
+    }
+    SmallVector<int64_t> shape;
+    for (int64_t d = 0, next = 0; d < rank; ++d)
+      shape.push_back(inserted[d] ? 1 : in[next++]);
+    return output(reshape(*x, shape));
+  }
+
+  LogicalResult convertSqueeze() {
+    auto x = required(0);
+    auto axes = axesOperand(13, 1);
+    if (failed(x) || failed(axes))
+      return failure();
+    ArrayRef<int64_t> in = typeOf(*x).getShape();
+    int64_t rank = in.size();
+    SmallVector<bool> removed(rank, false);
+    for (int64_t a : *axes) {
+      auto resolved = axis(a, rank);
+      if (failed(resolved))
+        return failure();
+      if (in[*resolved] != 1)
+        return error() << "cannot squeeze dim " << a << " of size "
+                       << in[*resolved];
+      removed[*resolved] = true;
+    }
+    SmallVector<int64_t> shape;
+    for (int64_t d = 0; d < rank; ++d)
+      if (!(axes->empty() ? in[d] == 1 : removed[d]))
+        shape.push_back(in[d]);
+    return output(reshape(*x, shape));
+  }
+
+  LogicalResult convertFlatten() {
+    auto x = required(0);
+    if (failed(x))
+      return failure();
+    ArrayRef<int64_t> in = typeOf(*x).getShape();
+    int64_t rank = in.size();
+    // Flatten's axis may equal the rank.
+    int64_t a = intAttr("axis", 1);
+    if (a < -rank || a > rank)
+      return error() << "axis " << a << " out of range for rank " << rank;
+    if (a < 0)
+      a += rank;
+    if (!typeOf(*x).hasStaticShape())
+      return error() << "the input has unbound dims";
+    int64_t outer = 1, inner = 1;
+    for (int64_t d = 0; d < rank; ++d)
+      (d < a ? outer : inner) *= in[d];
+    return output(reshape(*x, {outer, inner}));
+  }
+
+  LogicalResult convertConcat() {
+    SmallVector<Value> inputs;
+    SmallVector<RankedTensorType> types;
+    for (int i = 0; i < node.input_size(); ++i) {
+      Value v = importer.input(node, i);
+      if (!v)
+        continue;
+      // Empty inputs add nothing (exporters write them for empty shapes).
+      if (typeOf(v).hasStaticShape() && typeOf(v).getNumElements() == 0 &&
+          typeOf(v).getRank() == 1)
+        continue;
+      inputs.push_back(v);
+      types.push_back(typeOf(v));
+    }
+    if (inputs.empty())
+      return error() << "no non-empty inputs";
+    auto ax = axis(intAttr("axis", 0), types.front().getRank());
+    if (failed(ax))
+      return failure();
+    if (inputs.size() == 1)
+      return output(inputs.front());
+    auto type = inferConcatType(loc, types, *ax);
+    if (failed(type))
+      return failure();
+    return output(ConcatOp::create(b, loc, *type, inputs, *ax));
+  }
+
+  /// A kiln.slice of `x`, or `x` itself when the window is everything.
+  Value slice(Value x, ArrayRef<int64_t> starts, ArrayRef<int64_t> counts,
+              ArrayRef<int64_t> steps) {
+    RankedTensorType type = typeOf(x);
+    bool whole = llvm::equal(counts, type.getShape()) &&
+                 llvm::all_of(starts, [](int64_t s) { return s == 0; }) &&
+                 llvm::all_of(steps, [](int64_t s) { return s == 1; });
+    if (whole)
+      return x;
+    return SliceOp::create(
+        b, loc, RankedTensorType::get(counts, type.getElementType()), x,
+        starts, steps);
+  }
+
+  LogicalResult convertSlice() {
+    auto x = required(0);
+    if (failed(x))
+      return failure();
+    RankedTensorType type = typeOf(*x);
+    if (!type.hasStaticShape())
+      return error() << "the input has unbound dims";
+    int64_t rank = type.getRank();
+    FailureOr<SmallVector<int64_t>> starts = failure(), ends = failure(),
+                                    axes = SmallVector<int64_t>(),
+                                    steps = SmallVector<int64_t>();
+    if (importer.opset() < 10) {
+      starts = intsAttr("starts").value_or(SmallVector<int64_t>());
+      ends = intsAttr("ends").value_or(SmallVector<int64_t>());
+      axes = intsAttr("axes").value_or(SmallVector<int64_t>());
+    } else {
+      starts = constantInput(1, "starts");
+      ends = constantInput(2, "ends");
+      if (importer.input(node, 3))
+        axes = constantInput(3, "axes");
+      if (importer.input(node, 4))
+        steps = constantInput(4, "steps");
+    }
+    if (failed(starts) || failed(ends) || failed(axes) || failed(steps))
+      return failure();
+    size_t n = starts->size();
+    if (ends->size() != n || (!axes->empty() && axes->size() != n) ||
+        (!steps->empty() && steps->size() != n))
+      return error() << "starts, ends, axes and steps differ in length";
+    SmallVector<int64_t> first(rank, 0), count(type.getShape()),
+        step(rank, 1);
+    SmallVector<bool> seen(rank, false);
+    for (size_t i = 0; i < n; ++i) {
+      auto d = axis(axes->empty() ? static_cast<int64_t>(i) : (*axes)[i], rank);
+      if (failed(d))
+        return failure();
+      if (seen[*d])
+        return error() << "axis " << *d << " given twice";
+      seen[*d] = true;
+      int64_t dim = type.getDimSize(*d);
+      int64_t s = steps->empty() ? 1 : (*steps)[i];
+      if (s == 0)
+        return error() << "step 0 on axis " << *d;
+      // ONNX's clamping: negative indices count from the end, then the
+      // window is clipped to the dim (to [-1, dim - 1] when stepping back).
+      // Starts and ends may be INT64_MIN/MAX, so add the dim only when
+      // negative and clamp before any other arithmetic.
+      int64_t start = (*starts)[i], end = (*ends)[i];
+      if (start < 0)
+        start = start < -dim ? -1 - dim : start + dim;
+      if (end < 0)
+        end = end < -dim ? -1 - dim : end + dim;
+      if (s > 0) {
+        start = std::clamp<int64_t>(start, 0, dim);
+        end = std::clamp<int64_t>(end, 0, dim);
+      } else {
+        start = std::clamp<int64_t>(start, -1, dim - 1);
+        end = std::clamp<int64_t>(end, -1, dim - 1);
+      }
+      int64_t span = s > 0 ? end - start : start - end;
+      int64_t magnitude = s > 0 ? s : (s == INT64_MIN ? INT64_MAX : -s);
+      int64_t c = span <= 0 ? 0 : (span - 1) / magnitude + 1;
+      first[*d] = c ? start : 0;
+      count[*d] = c;
+      step[*d] = s;
+    }
+    return output(slice(*x, first, count, step));
+  }
+
+  LogicalResult convertSplit() {
+    auto x = required(0);
+    if (failed(x))
+      return failure();
+    RankedTensorType type = typeOf(*x);
+    auto ax = axis(intAttr("axis", 0), type.getRank());
+    if (failed(ax))
+      return failure();
+    int64_t dim = type.getDimSize(*ax);
+    if (ShapedType::isDynamic(dim))
+      return error() << "the split dim is not bound";
+    SmallVector<int64_t> sizes;
+    if (importer.opset() < 13) {
+      sizes = intsAttr("split").value_or(SmallVector<int64_t>());
+    } else if (importer.input(node, 1)) {
+      auto given = constantInput(1, "split");
+      if (failed(given))
+        return failure();
+      sizes = *given;
+    }
+    int64_t outputs = node.output_size();
+    if (sizes.empty()) {
+      // Equal parts; from opset 18 num_outputs allows a smaller last part.
+      int64_t parts = intAttr("num_outputs", outputs);
+      if (parts < 1 || parts != outputs)
+        return error() << "num_outputs " << parts << " but " << outputs
+                       << " outputs";
+      int64_t part = (dim + parts - 1) / parts;
+      if (importer.opset() < 18 && dim % parts != 0)
+        return error() << "dim " << dim << " does not split into " << parts
+                       << " equal parts";
+      for (int64_t i = 0; i < parts; ++i)
+        sizes.push_back(std::clamp<int64_t>(dim - i * part, 0, part));
+    }
+    if (static_cast<int64_t>(sizes.size()) != outputs)
+      return error() << sizes.size() << " split sizes for " << outputs
+                     << " outputs";
+    int64_t offset = 0;
+    for (auto [i, size] : llvm::enumerate(sizes)) {
+      if (size < 0 || offset + size > dim)
+        return error() << "split sizes exceed the dim of " << dim;
+      SmallVector<int64_t> first(type.getRank(), 0), count(type.getShape()),
+          step(type.getRank(), 1);
+      first[*ax] = size ? offset : 0;
+      count[*ax] = size;
+      output(slice(*x, first, count, step), i);
+      offset += size;
+    }
+    if (offset != dim)
+      return error() << "split sizes add up to " << offset << ", not " << dim;
+    return success();
+  }
+
+  LogicalResult convertGather() {
+    auto data = required(0), indices = required(1);
+    if (failed(data) || failed(indices))
+      return failure();
+    auto ax = axis(intAttr("axis", 0), typeOf(*data).getRank());
+    if (failed(ax))
+      return failure();
+    auto type = inferGatherType(loc, typeOf(*data), typeOf(*indices), *ax);
+    if (failed(type))
+      return failure();
+    return output(GatherOp::create(b, loc, *type, *data, *indices, *ax));
+  }
+
+  LogicalResult convertExpand() {
+    auto x = required(0);
+    auto shape = constantInput(1, "shape");
+    if (failed(x) || failed(shape))
+      return failure();
+    auto target = broadcastShapes(loc, typeOf(*x).getShape(), *shape);
+    if (failed(target))
+      return failure();
+    auto type = RankedTensorType::get(*target, typeOf(*x).getElementType());
+    if (type == typeOf(*x))
+      return output(*x);
+    return output(ExpandOp::create(b, loc, type, *x));
+  }
+
+  LogicalResult convertConstantOfShape() {
+    auto shape = constantInput(0, "shape");
+    if (failed(shape))
+      return failure();
+    if (failed(getCheckedShape(*shape)))
+      return failure();
+    Attribute value;
+    if (const onnx::AttributeProto *attr = findAttribute(node, "value")) {
+      auto parsed = convertTensorProto(loc, attr->t());
+      if (failed(parsed))
+        return failure();
+      auto dense = dyn_cast<DenseElementsAttr>(*parsed);
+      if (!dense || dense.getNumElements() != 1)
+        return error() << "value must hold one element";
+      value = dense.getSplatValue<Attribute>();
+    } else {
+      value = b.getF32FloatAttr(0.0f);
+    }
+    auto elementType = cast<TypedAttr>(value).getType();
+    auto type = RankedTensorType::get(*shape, elementType);
+    return output(ConstantOp::create(
+        b, loc, cast<ElementsAttr>(DenseElementsAttr::get(type, value))));
+  }
+
+  /// Dims must be non-negative and the tensor of bounded size.
+  LogicalResult getCheckedShape(ArrayRef<int64_t> shape) {
+    int64_t count = 1;
+    for (int64_t d : shape)
+      if (d < 0 || llvm::MulOverflow(count, d, count) ||
+          count > (int64_t(1) << 31))
+        return error() << "shape is negative or too large";
+    return success();
+  }
+
+  LogicalResult convertRange() {
+    auto start = required(0), limit = required(1), delta = required(2);
+    if (failed(start) || failed(limit) || failed(delta))
+      return failure();
+    RankedTensorType scalarType = typeOf(*start);
+    // The result's length depends on the values, so they must be constants;
+    // the elements are computed as ONNX specifies, start + i * delta.
+    auto s = scalarValue(*start), l = scalarValue(*limit),
+         d = scalarValue(*delta);
+    if (failed(s) || failed(l) || failed(d))
+      return error() << "start, limit and delta must be constant scalars";
+    if (*d == 0)
+      return error() << "delta is 0";
+    double n = std::max(std::ceil((*l - *s) / *d), 0.0);
+    if (!(n <= (int64_t(1) << 20)))
+      return error() << "range of more than 2^20 elements is larger than "
+                        "Kiln folds";
+    auto count = static_cast<int64_t>(n);
+    auto result = HostTensor::allocate(scalarType.getElementType(), {count},
+                                       loc);
+    if (failed(result))
+      return failure();
+    bool integral = isa<IntegerType>(scalarType.getElementType());
+    for (int64_t i = 0; i < count; ++i) {
+      if (integral)
+        result->setFromInt(i, static_cast<int64_t>(*s) +
+                                  i * static_cast<int64_t>(*d));
+      else
+        result->setFromDouble(i, *s + i * *d);
+    }
+    return output(ConstantOp::create(
+        b, loc, cast<ElementsAttr>(result->toDenseElementsAttr())));
+  }
+
+  /// The one element of a constant scalar, as a double.
+  FailureOr<double> scalarValue(Value value) {
+    auto constant = value.getDefiningOp<ConstantOp>();
+    if (!constant)
+      return failure();
+    auto tensor = HostTensor::fromElementsAttr(constant.getValue());
+    if (failed(tensor) || tensor->numElements() != 1)
+      return failure();
+    return tensor->getAsDouble(0);
+  }
+
+  LogicalResult convert() {
+    StringRef op = node.op_type();
+    if (op == "Shape")
+      return convertShape();
+    if (op == "Size")
+      return convertSize();
+    if (op == "Unsqueeze")
+      return convertUnsqueeze();
+    if (op == "Squeeze")
+      return convertSqueeze();
+    if (op == "Flatten")
+      return convertFlatten();
+    if (op == "Concat")
+      return convertConcat();
+    if (op == "Slice")
+      return convertSlice();
+    if (op == "Split")
+      return convertSplit();
+    if (op == "Gather")
+      return convertGather();
+    if (op == "Expand")
+      return convertExpand();
+    if (op == "ConstantOfShape")
+      return convertConstantOfShape();
+    if (op == "Range")
+      return convertRange();
+    return error() << "no converter";
+  }
+};
+
+} // namespace
+
+bool isSupportedShapeOp(StringRef opType) {
+  return llvm::StringSwitch<bool>(opType)
+      .Cases({"Shape", "Size", "Unsqueeze", "Squeeze", "Flatten"}, true)
+      .Cases({"Concat", "Slice", "Split", "Gather", "Expand"}, true)
+      .Cases({"ConstantOfShape", "Range"}, true)
+      .Default(false);
+}
+
+LogicalResult convertShapeNode(GraphImporter &importer,
+                               const onnx::NodeProto &node) {
+  return ShapeOpConverter(importer, node).convert();
+}
+
+} // namespace kiln

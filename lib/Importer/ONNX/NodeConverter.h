@@ -1,0 +1,81 @@
+//===- NodeConverter.h - what every ONNX op converter needs -----*- C++ -*-===//
+
+#ifndef KILN_LIB_IMPORTER_ONNX_NODECONVERTER_H
+#define KILN_LIB_IMPORTER_ONNX_NODECONVERTER_H
+
+#include "GraphImporter.h"
+
+#include "mlir/IR/Diagnostics.h"
+
+#include <optional>
+
+namespace kiln {
+
+/// The node being converted, its location and builder, and the attribute,
+/// input and axis helpers the converters share.
+struct NodeConverterBase {
+  GraphImporter &importer;
+  const onnx::NodeProto &node;
+  mlir::Location loc;
+  mlir::OpBuilder &b;
+
+  NodeConverterBase(GraphImporter &importer, const onnx::NodeProto &node)
+      : importer(importer), node(node), loc(importer.nodeLoc(node)),
+        b(importer.builder()) {}
+
+  mlir::InFlightDiagnostic error() {
+    return mlir::emitError(loc) << node.op_type() << ": ";
+  }
+
+  int64_t intAttr(llvm::StringRef name, int64_t fallback) {
+    const onnx::AttributeProto *attr = findAttribute(node, name);
+    return attr ? attr->i() : fallback;
+  }
+  float floatAttr(llvm::StringRef name, float fallback) {
+    const onnx::AttributeProto *attr = findAttribute(node, name);
+    return attr ? attr->f() : fallback;
+  }
+  std::optional<llvm::SmallVector<int64_t>> intsAttr(llvm::StringRef name) {
+    const onnx::AttributeProto *attr = findAttribute(node, name);
+    if (!attr)
+      return std::nullopt;
+    return llvm::SmallVector<int64_t>(attr->ints().begin(),
+                                      attr->ints().end());
+  }
+
+  /// Input `i`, which must be present.
+  mlir::FailureOr<mlir::Value> required(int i) {
+    mlir::Value value = importer.input(node, i);
+    if (!value)
+      return error() << "missing required input " << i;
+    return value;
+  }
+
+  static mlir::RankedTensorType typeOf(mlir::Value v) {
+    return llvm::cast<mlir::RankedTensorType>(v.getType());
+  }
+
+  /// Resolves a possibly negative axis against `rank`.
+  mlir::FailureOr<int64_t> axis(int64_t axis, int64_t rank) {
+    if (axis < -rank || axis >= std::max<int64_t>(rank, 1))
+      return error() << "axis " << axis << " out of range for rank " << rank;
+    return axis < 0 ? axis + rank : axis;
+  }
+
+  mlir::LogicalResult output(mlir::Value value, int i = 0) {
+    importer.setOutput(node, i, value);
+    return mlir::success();
+  }
+
+  /// `x` viewed with `shape` (no op when it already has it).
+  mlir::Value reshape(mlir::Value x, llvm::ArrayRef<int64_t> shape) {
+    auto type = mlir::RankedTensorType::get(shape, typeOf(x).getElementType());
+    if (type == x.getType())
+      return x;
+    return ReshapeOp::create(b, loc, type, x);
+  }
+};
+
+} // namespace kiln
+
+#endif // KILN_LIB_IMPORTER_ONNX_NODECONVERTER_H

@@ -1,0 +1,167 @@
+//===- ExecuteIndexing.cpp - concat, slice, gather, expand on the host ----===//
+//
+// Each op maps every result element to one input element; elements move as
+// raw bytes, so every element type is handled alike. Result shapes come from
+// the op's (static) result type, checked against the operands at run time.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ExecuteIndexing.h"
+
+#include "kiln/Dialect/Kiln/ShapeInference.h"
+
+#include <cstring>
+
+using namespace mlir;
+
+namespace kiln {
+
+namespace {
+
+SmallVector<int64_t> rowMajorStrides(ArrayRef<int64_t> shape) {
+  SmallVector<int64_t> strides(shape.size(), 1);
+  for (int64_t d = static_cast<int64_t>(shape.size()) - 2; d >= 0; --d)
+    strides[d] = strides[d + 1] * shape[d + 1];
+  return strides;
+}
+
+/// The result tensor of `op`, allocated from its static result type.
+FailureOr<HostTensor> allocateResult(Operation *op) {
+  auto type = cast<RankedTensorType>(op->getResult(0).getType());
+  if (!type.hasStaticShape())
+    return op->emitOpError("needs a static result shape in the interpreter");
+  return HostTensor::allocate(type.getElementType(), type.getShape(),
+                              op->getLoc());
+}
+
+/// Calls `fn(i, index)` for every element of `shape` in row-major order, with
+/// `index` the element's coordinates.
+void forEachIndex(ArrayRef<int64_t> shape,
+                  function_ref<void(int64_t, ArrayRef<int64_t>)> fn) {
+  int64_t count = 1;
+  for (int64_t d : shape)
+    count *= d;
+  SmallVector<int64_t> index(shape.size(), 0);
+  for (int64_t i = 0; i < count; ++i) {
+    fn(i, index);
+    for (int64_t d = static_cast<int64_t>(shape.size()) - 1; d >= 0; --d) {
+      if (++index[d] < shape[d])
+        break;
+      index[d] = 0;
+    }
+  }
+}
+
+/// Copies element `from` of `src` to element `to` of `dst`.
+void copyElement(HostTensor &dst, int64_t to, const HostTensor &src,
+                 int64_t from) {
+  size_t width = getHostElementByteWidth(dst.elementType);
+  std::memcpy(dst.bytes.data() + to * width, src.bytes.data() + from * width,
+              width);
+}
+
+} // namespace
+
+FailureOr<HostTensor> executeConcat(ConcatOp op,
+                                    ArrayRef<const HostTensor *> inputs) {
+  FailureOr<HostTensor> result = allocateResult(op);
+  if (failed(result))
+    return failure();
+  int64_t axis = op.getAxis();
+  ArrayRef<int64_t> shape = result->shape;
+  // outer x (axis dim) x inner, with each input a contiguous run along axis.
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < axis; ++d)
+    outer *= shape[d];
+  for (size_t d = axis + 1; d < shape.size(); ++d)
+    inner *= shape[d];
+  int64_t offset = 0;
+  for (const HostTensor *input : inputs) {
+    if (input->shape.size() != shape.size())
+      return op.emitOpError("input rank differs from the result's");
+    int64_t extent = input->shape[axis];
+    if (offset + extent > shape[axis])
+      return op.emitOpError("inputs overflow the result along the axis");
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t a = 0; a < extent; ++a)
+        for (int64_t i = 0; i < inner; ++i)
+          copyElement(*result, (o * shape[axis] + offset + a) * inner + i,
+                      *input, (o * extent + a) * inner + i);
+    offset += extent;
+  }
+  if (offset != shape[axis])
+    return op.emitOpError("inputs do not fill the result along the axis");
+  return result;
+}
+
+FailureOr<HostTensor> executeSlice(SliceOp op, const HostTensor &input) {
+  FailureOr<HostTensor> result = allocateResult(op);
+  if (failed(result))
+    return failure();
+  ArrayRef<int64_t> starts = op.getStarts(), steps = op.getStrides();
+  RankedTensorType inputType =
+      RankedTensorType::get(input.shape, input.elementType);
+  if (failed(verifySliceTypes(op.getLoc(), inputType, op.getType(), starts,
+                              steps)))
+    return failure();
+  SmallVector<int64_t> inStrides = rowMajorStrides(input.shape);
+  forEachIndex(result->shape, [&](int64_t i, ArrayRef<int64_t> index) {
+    int64_t from = 0;
+    for (size_t d = 0; d < index.size(); ++d)
+      from += (starts[d] + index[d] * steps[d]) * inStrides[d];
+    copyElement(*result, i, input, from);
+  });
+  return result;
+}
+
+FailureOr<HostTensor> executeGather(GatherOp op, const HostTensor &data,
+                                    const HostTensor &indices) {
+  FailureOr<HostTensor> result = allocateResult(op);
+  if (failed(result))
+    return failure();
+  int64_t axis = op.getAxis();
+  int64_t outer = 1, inner = 1, extent = data.shape[axis];
+  for (int64_t d = 0; d < axis; ++d)
+    outer *= data.shape[d];
+  for (size_t d = axis + 1; d < data.shape.size(); ++d)
+    inner *= data.shape[d];
+  int64_t count = indices.numElements();
+  if (outer * count * inner != result->numElements())
+    return op.emitOpError("result size does not match the gather");
+  for (int64_t n = 0; n < count; ++n) {
+    int64_t index = indices.getAsInt(n);
+    if (index < -extent || index >= extent)
+      return op.emitOpError("index ")
+             << index << " out of range for a dim of " << extent;
+    if (index < 0)
+      index += extent;
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t i = 0; i < inner; ++i)
+        copyElement(*result, (o * count + n) * inner + i, data,
+                    (o * extent + index) * inner + i);
+  }
+  return result;
+}
+
+FailureOr<HostTensor> executeExpand(ExpandOp op, const HostTensor &input) {
+  FailureOr<HostTensor> result = allocateResult(op);
+  if (failed(result))
+    return failure();
+  ArrayRef<int64_t> shape = result->shape;
+  size_t lead = shape.size() - input.shape.size();
+  // Broadcast dims read with stride 0.
+  SmallVector<int64_t> inStrides = rowMajorStrides(input.shape);
+  SmallVector<int64_t> readStrides(shape.size(), 0);
+  for (size_t d = 0; d < input.shape.size(); ++d)
+    if (input.shape[d] != 1)
+      readStrides[lead + d] = inStrides[d];
+  forEachIndex(shape, [&](int64_t i, ArrayRef<int64_t> index) {
+    int64_t from = 0;
+    for (size_t d = 0; d < index.size(); ++d)
+      from += index[d] * readStrides[d];
+    copyElement(*result, i, input, from);
+  });
+  return result;
+}
+
+} // namespace kiln

@@ -1,0 +1,165 @@
+#!/usr/bin/env python3
+"""Checks Kiln on the whole-model and layer exports of ../shared/corpus/models.
+
+  check_corpus.py --kilnc build/bin/kilnc --kiln-run build/bin/kiln-run
+                  [--corpus DIR] [--seed N]
+
+The corpus holds no expected outputs: onnxruntime (CPU) is the oracle. Each
+model gets static shapes for its symbolic dims and seeded inputs in the range
+its inputs mean (token ids below the vocabulary, 0/1 masks, sequence lengths
+for 1-D mask indices, floats uniform in [-1, 1)). Kiln runs the model on the
+reference interpreter and, compiled by kilnc, on the host backend; both must
+match onnxruntime within the fp32 numerics contract (rtol 1e-4, atol 1e-5).
+Models in KNOWN_GAPS must fail with the reason given. The corpus folder is
+$KILN_CORPUS_DIR or ../shared/corpus; without it the run is skipped (exit 77).
+"""
+import argparse
+import os
+import sys
+import tempfile
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+
+from oracle import compare_output, run
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+
+# Values of the models' symbolic dims.
+DIMS = {"batch": 2, "sequence": 8, "seq_len": 8, "max_seq_len_in_batch": 8,
+        "seqlen": 8, "dynamic_prediction_count": 3, "batch_size": 2,
+        "past_seq_len": 4, "None": 16}
+
+# Models Kiln does not pass yet, with a substring of the reason.
+KNOWN_GAPS = {
+    "attention_mask1d_fp16.onnx": "unsupported op",  # CumSum
+    "attention_mask1d_fp32.onnx": "unsupported op",  # CumSum
+    # A BERT-base attention layer (hidden 768) with its unnormalized random
+    # weights: Q.K^T sums 64 products of magnitude ~50, and fp32 rounding in
+    # onnxruntime alone differs from an exact sum by more than the per-element
+    # contract (rtol 1e-4, atol 1e-5) near zero crossings. The reference
+    # interpreter (fp64 sums) and the host backend (fp32 sums) both land
+    # 2e-4..9e-4 from onnxruntime. The contract needs a K-aware tolerance.
+    "attention_mask2d_fp32.onnx": "outside rtol",
+    "attention_mha.onnx": "unsupported op",  # com.microsoft ops
+    # fp16 end to end: the fp16 contract (relative L2) is the mixed-precision
+    # issue's; this checker applies the fp32 one.
+    "attention_no_mask_fp16.onnx": "outside rtol",
+    "bert_3d_attention_opt.onnx": "unsupported op",  # com.microsoft ops
+    # Slice ends computed from a runtime value (the input mask).
+    "bert_toy_optimized.onnx": "ends must be a constant",
+    "computation_reduction_transformer.onnx": "unsupported op",
+    "gemma3-vision-attention_fp32.onnx": "unsupported op",
+    "phi-3.5-v-instruct-vision-attention.onnx": "unsupported op",
+}
+
+
+def make_inputs(model, rng):
+    """Seeded inputs whose values make sense for what each input is."""
+    initializers = {t.name for t in model.graph.initializer}
+    shapes, feeds = {}, {}
+    for info in model.graph.input:
+        if info.name in initializers:
+            continue
+        dims = [d.dim_value if d.dim_value else DIMS[d.dim_param]
+                for d in info.type.tensor_type.shape.dim]
+        elem = info.type.tensor_type.elem_type
+        name = info.name.lower()
+        if elem in (onnx.TensorProto.INT64, onnx.TensorProto.INT32):
+            dtype = np.int64 if elem == onnx.TensorProto.INT64 else np.int32
+            if "mask" in name and len(dims) == 1:
+                value = rng.integers(1, DIMS["sequence"] + 1, dims)  # lengths
+            elif "mask" in name:
+                value = (rng.random(dims) < 0.8).astype(np.int64)
+                value[..., 0] = 1  # never a fully masked row
+            elif "type" in name:
+                value = rng.integers(0, 2, dims)
+            elif "position" in name or "positions" in name:
+                value = rng.integers(0, dims[-1] if dims else 1, dims)
+            else:
+                value = rng.integers(0, 8, dims)  # token ids in any vocab
+            feeds[info.name] = value.astype(dtype)
+        elif elem == onnx.TensorProto.FLOAT16:
+            feeds[info.name] = rng.uniform(-1, 1, dims).astype(np.float16)
+        else:
+            feeds[info.name] = rng.uniform(-1, 1, dims).astype(np.float32)
+        shapes[info.name] = dims
+    return shapes, feeds
+
+
+def compare(out_dir, names, expected):
+    for name, want in zip(names, expected):
+        why = compare_output(out_dir, name, want)
+        if why:
+            return why
+    return None
+
+
+def check(tools, path, seed, work):
+    model = onnx.load(path)
+    shapes, feeds = make_inputs(model, np.random.default_rng(seed))
+    session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    names = [o.name for o in session.get_outputs()]
+    expected = session.run(None, feeds)
+    input_args, shape_args = [], []
+    for i, (name, value) in enumerate(feeds.items()):
+        file = os.path.join(work, f"input{i}.npy")
+        np.save(file, value)
+        input_args += ["--input", f"{name}={file}"]
+        if shapes[name]:
+            shape_args += ["--input-shape",
+                           f"{name}={'x'.join(map(str, shapes[name]))}"]
+    ref = os.path.join(work, "reference")
+    reference = run([tools.kiln_run, path, "--backend", "reference",
+                     "--output-dir", ref] + input_args + shape_args) or compare(
+                         ref, names, expected)
+    so, host_dir = os.path.join(work, "model.so"), os.path.join(work, "host")
+    host = (run([tools.kilnc, path, "-o", so] + shape_args)
+            or run([tools.kiln_run, so, "--backend", "host", "--output-dir",
+                    host_dir] + input_args)
+            or compare(host_dir, names, expected))
+    return reference, host
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--kilnc", required=True)
+    parser.add_argument("--kiln-run", required=True)
+    parser.add_argument("--corpus", default=os.environ.get(
+        "KILN_CORPUS_DIR", os.path.join(REPO, "..", "shared", "corpus")))
+    parser.add_argument("--seed", type=int, default=5)
+    tools = parser.parse_args()
+    folder = os.path.join(tools.corpus, "models")
+    if not os.path.isdir(folder):
+        print(f"skipped: no corpus at {folder} (set KILN_CORPUS_DIR)")
+        return 77
+    print(f"seed {tools.seed}")
+    unexpected = 0
+    models = sorted(f for f in os.listdir(folder) if f.endswith(".onnx"))
+    with tempfile.TemporaryDirectory(prefix="kiln-corpus-") as scratch:
+        os.environ.setdefault("KILN_CACHE_DIR", os.path.join(scratch, "cache"))
+        for name in models:
+            work = os.path.join(scratch, name)
+            os.makedirs(work)
+            reference, host = check(tools, os.path.join(folder, name),
+                                    tools.seed, work)
+            gap = KNOWN_GAPS.get(name)
+            results = f"reference: {reference or 'pass'}; host: {host or 'pass'}"
+            if gap and reference and gap in reference:
+                print(f"known-gap  {name}: {results}")
+            elif gap:
+                unexpected += 1
+                print(f"FAIL       {name}: listed as a gap ({gap}) but {results}")
+            elif reference or host:
+                unexpected += 1
+                print(f"FAIL       {name}: {results}")
+            else:
+                print(f"pass       {name} (reference and host backend)")
+    print(f"\n{len(models)} corpus models, {unexpected} unexpected results")
+    return 1 if unexpected else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

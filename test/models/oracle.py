@@ -1,0 +1,34 @@
+"""What the model checks share: running a tool, and comparing an output that
+Kiln wrote with onnxruntime's under the fp32 numerics contract."""
+import os
+import subprocess
+
+import numpy as np
+
+RTOL, ATOL = 1e-4, 1e-5
+
+
+def run(cmd):
+    """Runs `cmd`; returns None on success, else its first lines of error."""
+    result = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    if result.returncode != 0:
+        lines = (result.stderr or result.stdout).strip().splitlines()
+        return "; ".join(lines[:3]) or f"exit code {result.returncode}"
+    return None
+
+
+def compare_output(out_dir, name, want):
+    """None when out_dir/name.npy matches `want`, else why not."""
+    path = os.path.join(out_dir, name + ".npy")
+    if not os.path.exists(path):
+        return f"output {name} not written"
+    got = np.load(path)
+    if got.shape != want.shape:
+        return f"{name}: shape {got.shape}, expected {want.shape}"
+    if (np.isfinite(want) & ~np.isfinite(got)).any():
+        return f"{name}: non-finite where onnxruntime is finite"
+    if not np.allclose(got, want, rtol=RTOL, atol=ATOL, equal_nan=True):
+        diff = np.abs(got.astype(np.float64) - want.astype(np.float64))
+        return (f"{name}: max_abs {diff.max():.3e} outside rtol {RTOL:g} / "
+                f"atol {ATOL:g}")
+    return None
