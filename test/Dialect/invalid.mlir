@@ -131,6 +131,14 @@ func.func @transpose_perm(%a: tensor<2x3xf32>) -> tensor<3x2xf32> {
 
 // -----
 
+func.func @negative_softmax_axis(%a: tensor<2x3xf32>) -> tensor<2x3xf32> {
+  // expected-error@+1 {{axis -1 out of range for rank 2}}
+  %0 = kiln.softmax %a {axis = -1 : i64} : tensor<2x3xf32>
+  return %0 : tensor<2x3xf32>
+}
+
+// -----
+
 func.func @softmax_axis(%a: tensor<2x3xf32>) -> tensor<2x3xf32> {
   // expected-error@+1 {{axis 2 out of range for rank 2}}
   %0 = kiln.softmax %a {axis = 2 : i64} : tensor<2x3xf32>

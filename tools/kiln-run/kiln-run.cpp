@@ -166,7 +166,10 @@ bool printComparison(ArrayRef<std::string> names, ArrayRef<HostTensor> got,
                 diff <= absTolerance + relTolerance * std::fabs(b);
       if (!ok && firstBad < 0)
         firstBad = i;
-      if (std::isnan(diff))
+      // A NaN that matches a NaN is no error; any other NaN is the worst.
+      if (std::isnan(a) && std::isnan(b))
+        diff = 0;
+      else if (std::isnan(diff))
         diff = INFINITY;
       maxAbs = std::max(maxAbs, diff);
       maxRel = std::max(maxRel, diff / std::max(std::fabs(b), 1e-30));

@@ -155,10 +155,14 @@ public:
     else if (isa<MulOp>(op))
       expr = in[0] + " * " + in[1];
     else if (isa<DivOp>(op))
-      // Integer division by zero is undefined in C++; Kiln defines it as 0,
-      // as the reference interpreter does.
+      // Integer division by zero, and of the most negative value by -1, are
+      // undefined in C++ (and trap on x86); Kiln defines them as the
+      // reference interpreter does: 0, and wrapping negation.
       expr = isFloat ? in[0] + " / " + in[1]
-                     : "(" + in[1] + " == 0 ? 0 : " + in[0] + " / " + in[1] + ")";
+                     : "(" + in[1] + " == 0 ? (" + computeType(et) + ")0 : " +
+                           in[1] + " == -1 ? (" + computeType(et) +
+                           ")(0ULL - (unsigned long long)" + in[0] + ") : " +
+                           in[0] + " / " + in[1] + ")";
     else if (isa<PowOp>(op))
       expr = "powf(" + in[0] + ", " + in[1] + ")";
     else if (isa<NegOp>(op))

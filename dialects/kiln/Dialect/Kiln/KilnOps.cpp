@@ -86,9 +86,10 @@ LogicalResult ReduceMeanOp::inferReturnTypes(MLIRContext *,
 
 LogicalResult SoftmaxOp::verify() {
   int64_t rank = getInput().getType().getRank();
-  if (getAxis() < 0 || getAxis() >= rank)
-    return emitOpError("axis ") << getAxis() << " out of range for rank "
-                                << rank;
+  // getAxis() is unsigned; read the attribute's signed value.
+  int64_t axis = getAxisAttr().getValue().getSExtValue();
+  if (axis < 0 || axis >= rank)
+    return emitOpError("axis ") << axis << " out of range for rank " << rank;
   return success();
 }
 
