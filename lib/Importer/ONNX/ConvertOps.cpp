@@ -206,6 +206,46 @@ struct NodeConverter : NodeConverterBase {
     return output(invStdDev, 2);
   }
 
+  /// RMSNormalization (opset 23) as its ONNX function body spells it:
+  /// statistics in `stash_type` (fp32 by default), the normalized value cast
+  /// back to the input's type, then scaled. kiln-fuse makes the mean a
+  /// reduction kernel with the square as its prologue.
+  LogicalResult convertRMSNorm() {
+    auto x = required(0), scale = required(1);
+    if (failed(x) || failed(scale))
+      return failure();
+    RankedTensorType xType = typeOf(*x);
+    int64_t rank = xType.getRank();
+    auto ax = axis(intAttr("axis", -1), rank);
+    if (failed(ax))
+      return failure();
+    Type stash = convertONNXElementType(b.getContext(), intAttr("stash_type", 1));
+    if (!stash || !isa<FloatType>(stash))
+      return error() << "stash_type must be a float type Kiln supports";
+    float epsilon = floatAttr("epsilon", 1e-5f);
+    Type et = xType.getElementType();
+    RankedTensorType wide = xType.clone(stash);
+    Value xs = et == stash ? *x : CastOp::create(b, loc, wide, *x).getResult();
+    SmallVector<int64_t> axes;
+    for (int64_t d = *ax; d < rank; ++d)
+      axes.push_back(d);
+    auto statType = inferReduceMeanType(loc, wide, axes, true);
+    if (failed(statType))
+      return failure();
+    Value squared = MulOp::create(b, loc, wide, xs, xs);
+    Value meanSquare = ReduceMeanOp::create(b, loc, *statType, squared, axes, true);
+    Value shifted = AddOp::create(b, loc, *statType, meanSquare,
+                                  importer.scalar(loc, stash, epsilon));
+    Value rms = SqrtOp::create(b, loc, shifted);
+    Value normalized = DivOp::create(b, loc, wide, xs, rms);
+    if (et != stash)
+      normalized = CastOp::create(b, loc, xType, normalized);
+    auto type = inferBroadcastType(loc, xType, typeOf(*scale));
+    if (failed(type))
+      return failure();
+    return output(MulOp::create(b, loc, *type, normalized, *scale));
+  }
+
   LogicalResult convertReduceMean() {
     auto x = required(0);
     if (failed(x))
@@ -380,6 +420,8 @@ struct NodeConverter : NodeConverterBase {
       return convertSoftmax();
     if (op == "LayerNormalization")
       return convertLayerNorm();
+    if (op == "RMSNormalization")
+      return convertRMSNorm();
     if (op == "ReduceMean")
       return convertReduceMean();
     if (op == "Transpose")
@@ -405,6 +447,7 @@ bool isSupportedOp(StringRef opType) {
       .Cases({"Add", "Sub", "Mul", "Div", "Pow", "Neg", "Sqrt", "Erf"}, true)
       .Cases({"Tanh", "Exp", "Relu", "Sigmoid", "Cast", "MatMul", "Gemm"}, true)
       .Cases({"Softmax", "LayerNormalization", "ReduceMean", "Transpose"}, true)
+      .Case("RMSNormalization", true)
       .Cases({"Reshape", "Constant", "Identity"}, true)
       .Default(false);
 }
