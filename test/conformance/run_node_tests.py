@@ -66,7 +66,7 @@ SKELETON_OPS = [
     # Shapes, views and indexing.
     "shape", "size", "unsqueeze", "squeeze", "flatten", "concat", "slice",
     "split", "gather", "expand", "constantofshape", "range",
-    "rms_normalization",
+    "rms_normalization", "tril", "triu", "tile",
     # Elementwise math, logic and comparisons, Where, Clip, Dropout. And, Or
     # and Xor tests are also named test_and2d etc., without an underscore.
     "neg", "reciprocal", "log", "abs", "floor", "ceil", "round", "sin", "cos",

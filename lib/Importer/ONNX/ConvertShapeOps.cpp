@@ -434,6 +434,75 @@ struct ShapeOpConverter : NodeConverterBase {
     return tensor->getAsDouble(0);
   }
 
+  /// Trilu keeps a triangle of the last two dims: a constant mask (the
+  /// shapes are static) chooses between the input and zero.
+  LogicalResult convertTrilu() {
+    auto x = required(0);
+    if (failed(x))
+      return failure();
+    RankedTensorType type = typeOf(*x);
+    if (type.getRank() < 2 || !type.hasStaticShape())
+      return error() << "expected a static input of rank >= 2";
+    int64_t k = 0;
+    if (importer.input(node, 1)) {
+      auto given = constantInput(1, "k");
+      if (failed(given))
+        return failure();
+      if (given->size() != 1)
+        return error() << "k must be a scalar";
+      k = (*given)[0];
+    }
+    bool upper = intAttr("upper", 1) != 0;
+    int64_t rows = type.getDimSize(type.getRank() - 2);
+    int64_t cols = type.getDimSize(type.getRank() - 1);
+    if (failed(getCheckedShape({rows, cols})))
+      return failure();
+    // Column j of row i is kept when j - i >= k (upper) or <= k (lower);
+    // compared in 128 bits since k may be any int64.
+    SmallVector<bool> keep;
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t j = 0; j < cols; ++j) {
+        __int128 diagonal = static_cast<__int128>(j) - i;
+        keep.push_back(upper ? diagonal >= k : diagonal <= k);
+      }
+    auto maskType = RankedTensorType::get({rows, cols}, b.getI1Type());
+    Value mask = ConstantOp::create(
+        b, loc, cast<ElementsAttr>(DenseElementsAttr::get(maskType, keep)));
+    Value zero = importer.scalar(loc, type.getElementType(), 0.0);
+    return output(WhereOp::create(b, loc, type, mask, *x, zero));
+  }
+
+  /// Tile as a broadcast: x viewed as [1, d0, 1, d1, ...] expands to
+  /// [r0, d0, r1, d1, ...], which is the tiled tensor once flattened pairwise.
+  LogicalResult convertTile() {
+    auto x = required(0);
+    auto repeats = constantInput(1, "repeats");
+    if (failed(x) || failed(repeats))
+      return failure();
+    RankedTensorType type = typeOf(*x);
+    if (!type.hasStaticShape())
+      return error() << "the input has unbound dims";
+    if (static_cast<int64_t>(repeats->size()) != type.getRank())
+      return error() << "expected one repeat per dim, got " << repeats->size();
+    SmallVector<int64_t> spread, expanded, tiled;
+    for (auto [dim, repeat] : llvm::zip(type.getShape(), *repeats)) {
+      if (repeat < 0)
+        return error() << "negative repeat " << repeat;
+      spread.append({1, dim});
+      expanded.append({repeat, dim});
+      tiled.push_back(repeat * dim);
+    }
+    if (failed(getCheckedShape(expanded)))
+      return failure();
+    Value viewed = reshape(*x, spread);
+    auto expandedType = RankedTensorType::get(expanded, type.getElementType());
+    Value broadcast = expandedType == typeOf(viewed)
+                          ? viewed
+                          : ExpandOp::create(b, loc, expandedType, viewed)
+                                .getResult();
+    return output(reshape(broadcast, tiled));
+  }
+
   LogicalResult convert() {
     StringRef op = node.op_type();
     if (op == "Shape")
@@ -460,6 +529,10 @@ struct ShapeOpConverter : NodeConverterBase {
       return convertConstantOfShape();
     if (op == "Range")
       return convertRange();
+    if (op == "Trilu")
+      return convertTrilu();
+    if (op == "Tile")
+      return convertTile();
     return error() << "no converter";
   }
 };
@@ -470,7 +543,7 @@ bool isSupportedShapeOp(StringRef opType) {
   return llvm::StringSwitch<bool>(opType)
       .Cases({"Shape", "Size", "Unsqueeze", "Squeeze", "Flatten"}, true)
       .Cases({"Concat", "Slice", "Split", "Gather", "Expand"}, true)
-      .Cases({"ConstantOfShape", "Range"}, true)
+      .Cases({"ConstantOfShape", "Range", "Trilu", "Tile"}, true)
       .Default(false);
 }
 
