@@ -143,6 +143,37 @@ FailureOr<HostTensor> executeGather(GatherOp op, const HostTensor &data,
   return result;
 }
 
+FailureOr<HostTensor> executeGatherElements(GatherElementsOp op,
+                                            const HostTensor &data,
+                                            const HostTensor &indices) {
+  FailureOr<HostTensor> result = allocateResult(op);
+  if (failed(result))
+    return failure();
+  int64_t axis = op.getAxis(), extent = data.shape[axis];
+  SmallVector<int64_t> dataStrides = rowMajorStrides(data.shape);
+  LogicalResult status = success();
+  forEachIndex(result->shape, [&](int64_t i, ArrayRef<int64_t> index) {
+    if (failed(status))
+      return;
+    int64_t picked = indices.getAsInt(i);
+    if (picked < -extent || picked >= extent) {
+      status = op.emitOpError("index ")
+               << picked << " out of range for a dim of " << extent;
+      return;
+    }
+    int64_t from = 0;
+    for (size_t d = 0; d < index.size(); ++d)
+      from += (static_cast<int64_t>(d) == axis
+                   ? (picked < 0 ? picked + extent : picked)
+                   : index[d]) *
+              dataStrides[d];
+    copyElement(*result, i, data, from);
+  });
+  if (failed(status))
+    return failure();
+  return result;
+}
+
 FailureOr<HostTensor> executeExpand(ExpandOp op, const HostTensor &input) {
   FailureOr<HostTensor> result = allocateResult(op);
   if (failed(result))

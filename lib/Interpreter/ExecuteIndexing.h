@@ -13,6 +13,9 @@ executeConcat(ConcatOp op, llvm::ArrayRef<const HostTensor *> inputs);
 mlir::FailureOr<HostTensor> executeSlice(SliceOp op, const HostTensor &input);
 mlir::FailureOr<HostTensor> executeGather(GatherOp op, const HostTensor &data,
                                           const HostTensor &indices);
+mlir::FailureOr<HostTensor> executeGatherElements(GatherElementsOp op,
+                                                  const HostTensor &data,
+                                                  const HostTensor &indices);
 mlir::FailureOr<HostTensor> executeExpand(ExpandOp op, const HostTensor &input);
 
 } // namespace kiln

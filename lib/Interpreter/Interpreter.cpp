@@ -725,7 +725,7 @@ static FailureOr<HostTensor> executeOp(Operation *op,
   if (isa<ConstantOp>(op))
     needed = 0;
   else if (isa<AddOp, SubOp, MulOp, DivOp, PowOp, MatmulOp, LayerNormOp,
-               GatherOp>(op))
+               GatherOp, GatherElementsOp>(op))
     needed = 2;
   // Elementwise math and comparisons.
   if (isa<MaxOp, MinOp, ModOp, AndOp, OrOp, XorOp, EqualOp, LessOp, LessEqualOp,
@@ -959,6 +959,9 @@ static FailureOr<HostTensor> executeOp(Operation *op,
         return executeGather(gather, operand(0), operand(1));
       })
       .Case([&](ExpandOp expand) { return executeExpand(expand, operand(0)); })
+      .Case([&](GatherElementsOp gather) {
+        return executeGatherElements(gather, operand(0), operand(1));
+      })
       .Default([&](Operation *unknown) -> FailureOr<HostTensor> {
         return unknown->emitOpError(
             "is not supported by the reference interpreter");

@@ -147,7 +147,8 @@ struct KilnFusePass : public kiln::impl::KilnFusePassBase<KilnFusePass> {
                               resultShape(op), taken);
         taken.insert(group.members.begin(), group.members.end());
         groups.push_back(std::move(group));
-      } else if (isa<TransposeOp, SliceOp, ExpandOp, GatherOp, ConcatOp>(op)) {
+      } else if (isa<TransposeOp, SliceOp, ExpandOp, GatherOp, GatherElementsOp,
+                     ConcatOp>(op)) {
         Group group{KernelKind::copy, op, {}};
         group.members.insert(op);
         taken.insert(op);

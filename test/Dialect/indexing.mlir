@@ -63,3 +63,20 @@ func.func @negative_expand(%r: tensor<2x4xf32>) -> tensor<3x4xf32> {
   %e = kiln.expand %r : tensor<2x4xf32> -> tensor<3x4xf32>
   return %e : tensor<3x4xf32>
 }
+
+// -----
+
+// CHECK-LABEL: func.func @gather_elements
+// CHECK: kiln.gather_elements %{{.*}}, %{{.*}} {axis = 1 : i64} : (tensor<2x5xf32>, tensor<2x3xi64>) -> tensor<2x3xf32>
+func.func @gather_elements(%d: tensor<2x5xf32>, %i: tensor<2x3xi64>) -> tensor<2x3xf32> {
+  %g = kiln.gather_elements %d, %i {axis = 1 : i64} : (tensor<2x5xf32>, tensor<2x3xi64>) -> tensor<2x3xf32>
+  return %g : tensor<2x3xf32>
+}
+
+// -----
+
+func.func @negative_gather_elements_dims(%d: tensor<2x5xf32>, %i: tensor<3x1xi64>) -> tensor<3x1xf32> {
+  // expected-error@+1 {{gather_elements indices exceed the data in dim 0}}
+  %g = kiln.gather_elements %d, %i {axis = 1 : i64} : (tensor<2x5xf32>, tensor<3x1xi64>) -> tensor<3x1xf32>
+  return %g : tensor<3x1xf32>
+}

@@ -111,9 +111,7 @@ def wanted(name, ops):
                     (prefix + "_example", prefix + "_bcast", prefix + "_int",
                      prefix + "_uint")):
                 continue
-            # GatherElements is another op than Gather.
-            return not name.startswith(("test_softmax_cross_entropy",
-                                        "test_gather_elements"))
+            return not name.startswith("test_softmax_cross_entropy")
     return False
 
 

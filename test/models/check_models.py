@@ -27,8 +27,6 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 # Models Kiln cannot compile yet, with the reason; the substring must appear
 # in the failure.
 KNOWN_GAPS = {
-    "bert-torchscript-opset14": "GatherElements",
-    "bert-torchscript-opset17": "GatherElements",
     "bert-dynamo-opset18": "GatherND",
     "distilbert-dynamo-opset18": "GatherND",
     "vit-torchscript-opset14": "Conv",

@@ -341,6 +341,21 @@ struct ShapeOpConverter : NodeConverterBase {
     return output(GatherOp::create(b, loc, *type, *data, *indices, *ax));
   }
 
+  LogicalResult convertGatherElements() {
+    auto data = required(0), indices = required(1);
+    if (failed(data) || failed(indices))
+      return failure();
+    auto ax = axis(intAttr("axis", 0), typeOf(*data).getRank());
+    if (failed(ax))
+      return failure();
+    auto type = inferGatherElementsType(loc, typeOf(*data), typeOf(*indices),
+                                        *ax);
+    if (failed(type))
+      return failure();
+    return output(
+        GatherElementsOp::create(b, loc, *type, *data, *indices, *ax));
+  }
+
   LogicalResult convertExpand() {
     auto x = required(0);
     auto shape = constantInput(1, "shape");
@@ -523,6 +538,8 @@ struct ShapeOpConverter : NodeConverterBase {
       return convertSplit();
     if (op == "Gather")
       return convertGather();
+    if (op == "GatherElements")
+      return convertGatherElements();
     if (op == "Expand")
       return convertExpand();
     if (op == "ConstantOfShape")
@@ -543,6 +560,7 @@ bool isSupportedShapeOp(StringRef opType) {
   return llvm::StringSwitch<bool>(opType)
       .Cases({"Shape", "Size", "Unsqueeze", "Squeeze", "Flatten"}, true)
       .Cases({"Concat", "Slice", "Split", "Gather", "Expand"}, true)
+      .Case("GatherElements", true)
       .Cases({"ConstantOfShape", "Range", "Trilu", "Tile"}, true)
       .Default(false);
 }

@@ -436,6 +436,22 @@ copySource(Operation *op, function_ref<std::string(unsigned)> arg) {
                          arg(0), count * inner, extent, index, inner)
         .str();
   }
+  if (auto gather = dyn_cast<GatherElementsOp>(op)) {
+    ArrayRef<int64_t> data = gather.getData().getType().getShape();
+    SmallVector<int64_t> dataStrides = stridesOf(data);
+    int64_t axis = gather.getAxis();
+    SmallVector<std::string> terms;
+    for (size_t d = 0; d < shape.size(); ++d) {
+      std::string coord =
+          static_cast<int64_t>(d) == axis
+              ? llvm::formatv("kiln_gather_index((long long){0}[i], {1}LL)",
+                              arg(1), data[d])
+                    .str()
+              : coordinate(outStrides[d], shape[d]);
+      terms.push_back(llvm::formatv("{0} * {1}LL", coord, dataStrides[d]));
+    }
+    return arg(0) + "[" + sum(terms) + "]";
+  }
   if (auto concat = dyn_cast<ConcatOp>(op)) {
     int64_t axis = concat.getAxis(), inner = 1;
     for (size_t d = axis + 1; d < shape.size(); ++d)

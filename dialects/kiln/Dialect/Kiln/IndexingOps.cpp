@@ -36,6 +36,17 @@ LogicalResult GatherOp::verify() {
   return success();
 }
 
+LogicalResult GatherElementsOp::verify() {
+  auto type = inferGatherElementsType(getLoc(), getData().getType(),
+                                      getIndices().getType(), getAxis());
+  if (failed(type))
+    return failure();
+  if (*type != getType())
+    return emitOpError("result type ")
+           << getType() << " differs from the gathered " << *type;
+  return success();
+}
+
 LogicalResult ExpandOp::verify() {
   return verifyExpandTypes(getLoc(), getInput().getType(), getType());
 }

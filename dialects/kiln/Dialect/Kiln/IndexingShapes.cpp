@@ -64,6 +64,22 @@ FailureOr<RankedTensorType> inferGatherType(std::optional<Location> loc,
   return RankedTensorType::get(shape, data.getElementType());
 }
 
+FailureOr<RankedTensorType>
+inferGatherElementsType(std::optional<Location> loc, RankedTensorType data,
+                        RankedTensorType indices, int64_t axis) {
+  int64_t rank = data.getRank();
+  if (axis < 0 || axis >= rank)
+    return fail(loc, "gather_elements axis " + Twine(axis) +
+                         " out of range for rank " + Twine(rank));
+  if (indices.getRank() != rank)
+    return fail(loc, "gather_elements indices must have the data's rank");
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != axis && indices.getDimSize(d) > data.getDimSize(d))
+      return fail(loc, "gather_elements indices exceed the data in dim " +
+                           Twine(d));
+  return RankedTensorType::get(indices.getShape(), data.getElementType());
+}
+
 LogicalResult verifySliceTypes(std::optional<Location> loc,
                                RankedTensorType input, RankedTensorType result,
                                ArrayRef<int64_t> starts,

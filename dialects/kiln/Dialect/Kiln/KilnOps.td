@@ -564,6 +564,28 @@ def Kiln_GatherOp : Kiln_Op<"gather", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Kiln_GatherElementsOp : Kiln_Op<"gather_elements", [Pure]> {
+  let summary = "pick elements along one dim by index (ONNX GatherElements)";
+  let description = [{
+    The result has the shape of `indices`: element `p` is `data[p']` where
+    `p'` is `p` with its `axis` coordinate replaced by `indices[p]`.
+    Negative indices count from the end; an index out of range is an error at
+    run time (the reference interpreter reports it; kernels clamp).
+
+    ```mlir
+    %e = kiln.gather_elements %data, %ids {axis = 1 : i64}
+        : (tensor<2x5xf32>, tensor<2x3xi64>) -> tensor<2x3xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_Tensor:$data, RankedTensorOf<[I64, I32]>:$indices,
+                   I64Attr:$axis);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = [{
+    $data `,` $indices attr-dict `:` functional-type(operands, $result)
+  }];
+  let hasVerifier = 1;
+}
+
 def Kiln_ExpandOp : Kiln_Op<"expand", [Pure]> {
   let summary = "broadcast a tensor to a larger shape (ONNX Expand)";
   let description = [{

@@ -92,6 +92,13 @@ mlir::FailureOr<mlir::RankedTensorType>
 inferGatherType(std::optional<mlir::Location> loc, mlir::RankedTensorType data,
                 mlir::RankedTensorType indices, int64_t axis);
 
+/// Result of `kiln.gather_elements`: indices of the data's rank, no larger
+/// than the data in any dim but `axis` (in range); the indices' shape.
+mlir::FailureOr<mlir::RankedTensorType>
+inferGatherElementsType(std::optional<mlir::Location> loc,
+                        mlir::RankedTensorType data,
+                        mlir::RankedTensorType indices, int64_t axis);
+
 /// Checks a `kiln.slice`: one start and nonzero stride per dim, and every
 /// index read (`starts[d] + i * strides[d]` for i < result dim) in bounds.
 mlir::LogicalResult verifySliceTypes(std::optional<mlir::Location> loc,
