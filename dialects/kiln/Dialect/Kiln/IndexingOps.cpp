@@ -7,17 +7,26 @@ using namespace mlir;
 
 namespace kiln {
 
+/// Checks that `op`'s result type is `inferred`, the `what` its shape rule
+/// computes (the rule itself reported a failure to infer).
+static LogicalResult verifyResultType(Operation *op,
+                                      FailureOr<RankedTensorType> inferred,
+                                      StringRef what) {
+  if (failed(inferred))
+    return failure();
+  Type result = op->getResult(0).getType();
+  if (*inferred != result)
+    return op->emitOpError("result type ")
+           << result << " differs from the " << what << " " << *inferred;
+  return success();
+}
+
 LogicalResult ConcatOp::verify() {
   SmallVector<RankedTensorType> types;
   for (Value v : getInputs())
     types.push_back(cast<RankedTensorType>(v.getType()));
-  auto type = inferConcatType(getLoc(), types, getAxis());
-  if (failed(type))
-    return failure();
-  if (*type != getType())
-    return emitOpError("result type ")
-           << getType() << " differs from the concatenation " << *type;
-  return success();
+  return verifyResultType(*this, inferConcatType(getLoc(), types, getAxis()),
+                          "concatenation");
 }
 
 LogicalResult SliceOp::verify() {
@@ -26,25 +35,17 @@ LogicalResult SliceOp::verify() {
 }
 
 LogicalResult GatherOp::verify() {
-  auto type = inferGatherType(getLoc(), getData().getType(),
-                              getIndices().getType(), getAxis());
-  if (failed(type))
-    return failure();
-  if (*type != getType())
-    return emitOpError("result type ")
-           << getType() << " differs from the gathered " << *type;
-  return success();
+  return verifyResultType(*this,
+                          inferGatherType(getLoc(), getData().getType(),
+                                          getIndices().getType(), getAxis()),
+                          "gathered");
 }
 
 LogicalResult GatherElementsOp::verify() {
-  auto type = inferGatherElementsType(getLoc(), getData().getType(),
-                                      getIndices().getType(), getAxis());
-  if (failed(type))
-    return failure();
-  if (*type != getType())
-    return emitOpError("result type ")
-           << getType() << " differs from the gathered " << *type;
-  return success();
+  return verifyResultType(
+      *this, inferGatherElementsType(getLoc(), getData().getType(),
+                                     getIndices().getType(), getAxis()),
+      "gathered");
 }
 
 LogicalResult ExpandOp::verify() {
