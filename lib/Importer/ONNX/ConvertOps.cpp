@@ -202,7 +202,7 @@ struct NodeConverter : NodeConverterBase {
     Value stddev = SqrtOp::create(b, loc, shifted);
     Value invStdDev = DivOp::create(b, loc, *statType,
                                     importer.scalar(loc, et, 1.0), stddev);
-    output(mean, 1);
+    (void)output(mean, 1);
     return output(invStdDev, 2);
   }
 
@@ -382,10 +382,6 @@ struct NodeConverter : NodeConverterBase {
 
   LogicalResult convert() {
     StringRef op = node.op_type();
-    if (isSupportedShapeOp(op))
-      return convertShapeNode(importer, node);
-    if (isSupportedElementwiseOp(op))
-      return convertElementwiseNode(importer, node);
     if (op == "Add")
       return binary<AddOp>();
     if (op == "Sub")
@@ -438,11 +434,11 @@ struct NodeConverter : NodeConverterBase {
 
 } // namespace
 
-bool isSupportedOp(StringRef opType) {
-  if (isSupportedShapeOp(opType))
-    return true;
-  if (isSupportedElementwiseOp(opType))
-    return true;
+bool isDefaultDomain(StringRef domain) {
+  return domain.empty() || domain == "ai.onnx";
+}
+
+bool isSupportedCoreOp(StringRef opType) {
   return llvm::StringSwitch<bool>(opType)
       .Cases({"Add", "Sub", "Mul", "Div", "Pow", "Neg", "Sqrt", "Erf"}, true)
       .Cases({"Tanh", "Exp", "Relu", "Sigmoid", "Cast", "MatMul", "Gemm"}, true)
@@ -452,7 +448,26 @@ bool isSupportedOp(StringRef opType) {
       .Default(false);
 }
 
+bool isSupportedOp(const onnx::NodeProto &node) {
+  if (isSupportedAttentionOp(node) || isSupportedFusedOp(node))
+    return true;
+  if (!isDefaultDomain(node.domain()))
+    return false;
+  StringRef op = node.op_type();
+  return isSupportedShapeOp(op) || isSupportedElementwiseOp(op) ||
+         isSupportedCoreOp(op);
+}
+
 LogicalResult convertNode(GraphImporter &importer, const onnx::NodeProto &node) {
+  if (isSupportedAttentionOp(node))
+    return convertAttentionNode(importer, node);
+  if (isSupportedFusedOp(node))
+    return convertFusedNode(importer, node);
+  StringRef op = node.op_type();
+  if (isSupportedShapeOp(op))
+    return convertShapeNode(importer, node);
+  if (isSupportedElementwiseOp(op))
+    return convertElementwiseNode(importer, node);
   return NodeConverter(importer, node).convert();
 }
 

@@ -320,7 +320,7 @@ struct ShapeOpConverter : NodeConverterBase {
           step(type.getRank(), 1);
       first[*ax] = size ? offset : 0;
       count[*ax] = size;
-      output(slice(*x, first, count, step), i);
+      (void)output(slice(*x, first, count, step), i);
       offset += size;
     }
     if (offset != dim)

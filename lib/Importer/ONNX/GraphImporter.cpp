@@ -30,7 +30,7 @@ GraphImporter::GraphImporter(ModuleOp module, StringRef filename,
       fileLoc(FileLineColLoc::get(module.getContext(), filename, 0, 0)),
       model(model), options(options) {
   for (const onnx::OperatorSetIdProto &opset : model.opset_import())
-    if (opset.domain().empty() || opset.domain() == "ai.onnx")
+    if (isDefaultDomain(opset.domain()))
       defaultOpset = opset.version();
 }
 
@@ -135,13 +135,13 @@ LogicalResult GraphImporter::checkSupported() {
   llvm::raw_string_ostream os(list);
   int count = 0;
   for (const onnx::NodeProto &node : graph.node()) {
-    bool defaultDomain = node.domain().empty() || node.domain() == "ai.onnx";
-    if (defaultDomain && isSupportedOp(node.op_type()))
+    if (isSupportedOp(node))
       continue;
+    bool defaultDomain = isDefaultDomain(node.domain());
     int64_t version = 0;
     for (const onnx::OperatorSetIdProto &opset : model.opset_import())
       if (opset.domain() == node.domain() ||
-          (defaultDomain && (opset.domain().empty() || opset.domain() == "ai.onnx")))
+          (defaultDomain && isDefaultDomain(opset.domain())))
         version = opset.version();
     os << "\n  " << node.op_type() << " (domain '"
        << (defaultDomain ? "ai.onnx" : node.domain()) << "', opset " << version

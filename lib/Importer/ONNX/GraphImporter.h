@@ -60,12 +60,21 @@ private:
   bool foldFailed = false;
 };
 
-/// Converts one node whose op type is supported; emits errors on failure.
+/// Converts one node whose op is supported; emits errors on failure.
 mlir::LogicalResult convertNode(GraphImporter &importer,
                                 const onnx::NodeProto &node);
 
-/// True when `opType` of the default domain has a converter.
-bool isSupportedOp(llvm::StringRef opType);
+/// True when the node's op (type and domain) has a converter.
+bool isSupportedOp(const onnx::NodeProto &node);
+
+/// True for the default ONNX domain ("" or "ai.onnx").
+bool isDefaultDomain(llvm::StringRef domain);
+
+/// The domain of ONNX Runtime's contrib ops.
+inline constexpr llvm::StringLiteral kMicrosoftDomain = "com.microsoft";
+
+/// True for the ops convertNode of ConvertOps.cpp handles itself.
+bool isSupportedCoreOp(llvm::StringRef opType);
 
 /// Converts a shape, view or indexing node (ConvertShapeOps.cpp).
 mlir::LogicalResult convertShapeNode(GraphImporter &importer,
@@ -81,6 +90,22 @@ mlir::LogicalResult convertElementwiseNode(GraphImporter &importer,
 
 /// True for the ops convertElementwiseNode converts.
 bool isSupportedElementwiseOp(llvm::StringRef opType);
+
+/// Converts an attention node: ONNX Attention and the com.microsoft
+/// attention ops (ConvertAttentionOps.cpp).
+mlir::LogicalResult convertAttentionNode(GraphImporter &importer,
+                                         const onnx::NodeProto &node);
+
+/// True for the nodes convertAttentionNode converts.
+bool isSupportedAttentionOp(const onnx::NodeProto &node);
+
+/// Converts a fused-form node: ONNX RotaryEmbedding and the com.microsoft
+/// normalization, GELU, rotary and embedding ops (ConvertFusedOps.cpp).
+mlir::LogicalResult convertFusedNode(GraphImporter &importer,
+                                     const onnx::NodeProto &node);
+
+/// True for the nodes convertFusedNode converts.
+bool isSupportedFusedOp(const onnx::NodeProto &node);
 
 /// Reads an attribute of `node` by name.
 const onnx::AttributeProto *findAttribute(const onnx::NodeProto &node,
