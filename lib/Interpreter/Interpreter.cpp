@@ -17,6 +17,7 @@
 #include "llvm/ADT/TypeSwitch.h"
 
 #include "ExecuteIndexing.h"
+#include "ExecuteReductions.h"
 
 #include <cmath>
 #include <cstring>
@@ -373,91 +374,6 @@ static FailureOr<HostTensor> executeCast(CastOp op, const HostTensor &input) {
       result->setFromDouble(i, input.getAsDouble(i));
     else
       result->setFromInt(i, input.getAsInt(i));
-  }
-  return result;
-}
-
-/// Mean over `axes`, summed in double. A mean over an empty slice is 0/0 =
-/// NaN, as in numpy.
-static FailureOr<HostTensor> executeReduceMean(ReduceMeanOp op,
-                                               const HostTensor &input) {
-  if (failed(checkFloat(op, input)))
-    return failure();
-  int64_t rank = input.shape.size();
-  ArrayRef<int64_t> axes = op.getAxes();
-  SmallVector<bool> reduced(rank, false);
-  for (auto [index, axis] : llvm::enumerate(axes)) {
-    if (axis < 0 || axis >= rank)
-      return op.emitOpError("axis ")
-             << axis << " out of range for rank " << rank;
-    if (index > 0 && axes[index - 1] >= axis)
-      return op.emitOpError("expected sorted unique axes");
-    reduced[axis] = true;
-  }
-  // `kept` is the result shape with reduced dims kept as 1; it has the same
-  // elements in the same order as the result with or without keepdims.
-  SmallVector<int64_t> kept, resultShape;
-  int64_t reducedCount = 1;
-  for (int64_t d = 0; d < rank; ++d) {
-    if (reduced[d]) {
-      kept.push_back(1);
-      reducedCount *= input.shape[d];
-      if (op.getKeepdims())
-        resultShape.push_back(1);
-    } else {
-      kept.push_back(input.shape[d]);
-      resultShape.push_back(input.shape[d]);
-    }
-  }
-  FailureOr<HostTensor> result =
-      HostTensor::allocate(input.elementType, resultShape, op.getLoc());
-  if (failed(result))
-    return failure();
-  SmallVector<int64_t> toResult = getBroadcastStrides(kept, input.shape);
-  std::vector<double> sums(result->numElements(), 0.0);
-  int64_t count = input.numElements();
-  for (int64_t i = 0; i < count; ++i)
-    sums[getOffset(i, input.shape, toResult)] += input.getAsDouble(i);
-  for (auto [index, sum] : llvm::enumerate(sums))
-    result->setFromDouble(index, sum / static_cast<double>(reducedCount));
-  return result;
-}
-
-/// Softmax along `axis` in double, shifted by the row maximum so that exp
-/// cannot overflow.
-static FailureOr<HostTensor> executeSoftmax(SoftmaxOp op,
-                                            const HostTensor &input) {
-  if (failed(checkFloat(op, input)))
-    return failure();
-  int64_t rank = input.shape.size();
-  int64_t axis = op.getAxis();
-  if (axis < 0 || axis >= rank)
-    return op.emitOpError("axis ") << axis << " out of range for rank " << rank;
-  FailureOr<HostTensor> result =
-      HostTensor::allocate(input.elementType, input.shape, op.getLoc());
-  if (failed(result))
-    return failure();
-  ArrayRef<int64_t> shape = input.shape;
-  int64_t outer = getProduct(shape.take_front(axis));
-  int64_t length = shape[axis];
-  int64_t inner = getProduct(shape.drop_front(axis + 1));
-  std::vector<double> row(length);
-  for (int64_t o = 0; o < outer; ++o) {
-    for (int64_t in = 0; in < inner; ++in) {
-      int64_t base = o * length * inner + in;
-      double maxValue = -std::numeric_limits<double>::infinity();
-      for (int64_t k = 0; k < length; ++k) {
-        row[k] = input.getAsDouble(base + k * inner);
-        maxValue = std::max(maxValue, row[k]);
-      }
-      double sum = 0.0;
-      for (int64_t k = 0; k < length; ++k) {
-        row[k] = std::exp(row[k] - maxValue);
-        sum += row[k];
-      }
-      for (int64_t k = 0; k < length; ++k)
-        result->setFromDouble(base + k * inner, row[k] / sum);
-    }
   }
   return result;
 }
@@ -934,10 +850,12 @@ static FailureOr<HostTensor> executeOp(Operation *op,
         return executeWhere(op, operand(0), operand(1), operand(2));
       })
       .Case([&](CastOp cast) { return executeCast(cast, operand(0)); })
-      .Case([&](ReduceMeanOp reduce) {
-        return executeReduceMean(reduce, operand(0));
-      })
-      .Case([&](SoftmaxOp softmax) {
+      .Case<ReduceSumOp, ReduceMeanOp, ReduceMaxOp, ReduceMinOp,
+            ReduceProdOp>(
+          [&](Operation *reduce) { return executeReduce(reduce, operand(0)); })
+      .Case<ArgMaxOp, ArgMinOp>(
+          [&](Operation *arg) { return executeArgReduce(arg, operand(0)); })
+      .Case<SoftmaxOp, LogSoftmaxOp>([&](Operation *softmax) {
         return executeSoftmax(softmax, operand(0));
       })
       .Case([&](LayerNormOp norm) {

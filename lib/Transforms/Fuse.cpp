@@ -24,11 +24,6 @@ using namespace kiln;
 
 namespace {
 
-/// Ops that a reduction kernel is built around.
-bool isReduction(Operation *op) {
-  return isa<SoftmaxOp, LayerNormOp, ReduceMeanOp>(op);
-}
-
 /// The shape at which an op computes.
 ArrayRef<int64_t> resultShape(Operation *op) {
   return cast<RankedTensorType>(op->getResult(0).getType()).getShape();

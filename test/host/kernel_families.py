@@ -6,8 +6,10 @@
 
 Builds small ONNX models with onnx.helper in a temporary folder, one per
 (family, shape): elementwise (unary chains, broadcasting binaries, casts,
-integer and 16-bit float arithmetic), reduction (Softmax on the last and a
-middle axis, LayerNormalization with and without bias, ReduceMean, each with
+integer and 16-bit float arithmetic), reduction (Softmax and LogSoftmax on
+the last and a middle axis, LayerNormalization with and without bias,
+ReduceMean/Sum/Max/Min/Prod over adjacent and non-adjacent axes on floats and
+integers, ReduceL1/L2/LogSumExp/SumSquare, ArgMax/ArgMin with ties, each with
 fused prologues and epilogues), copy (Transpose of rank 2 to 4, Identity
 outputs), matmul (2-D, batched, broadcast batch, 1-D operands, Gemm) and
 FFN / attention chains. Shapes are ragged on purpose: sizes that are not
@@ -359,6 +361,63 @@ def reduction_cases():
     for shape in [[7, 33], [2, 3, 1000]]:
         label = "x".join(map(str, shape))
         cases.append(Case("reduction", f"rms_fused_{label}", lambda s=shape: rms(s)))
+
+    # The other reduce ops (opset 18: axes as an input), over trailing, middle
+    # and non-adjacent axes, on floats and integers (random ints are 0..3).
+    def reduce(op, dtype, shape, axes, keepdims, opset=18):
+        nodes = [node(op, ["x", "axes"], "y", keepdims=keepdims)]
+        return model(nodes, [("x", dtype, shape)], ["y"], [ints("axes", axes)], opset=opset)
+
+    for op in ["ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd"]:
+        for dtype, label in [(F32, "f32"), (I64, "i64"), (I32, "i32")]:
+            for shape, axes in [([3, 33], [-1]), ([2, 257, 3], [1]),
+                                ([2, 7, 5, 3], [0, 2]), ([4099], [0])]:
+                if op == "ReduceProd" and shape[axes[0]] > 33:
+                    continue  # a product of hundreds of values in [-1, 1) is 0
+                slabel = "x".join(map(str, shape)) + "_axes" + "_".join(map(str, axes))
+                cases.append(Case(
+                    "reduction", f"{op.lower()}_{label}_{slabel}",
+                    lambda o=op, d=dtype, s=shape, a=axes: reduce(o, d, s, a, 1),
+                    check=(shape == [2, 7, 5, 3] and dtype == F32)))
+    cases.append(Case("reduction", "reducemax_bool_5x33",
+                      lambda: reduce("ReduceMax", BOOL, [5, 33], [1], 0, opset=20)))
+    cases.append(Case("reduction", "reducemin_f16_7x257",
+                      lambda: reduce("ReduceMin", F16, [7, 257], [1], 0)))
+    cases.append(Case("reduction", "reducesum_f16_3x1000",
+                      lambda: reduce("ReduceSum", F16, [3, 1000], [1], 1),
+                      tol=(2e-3, 2e-3, "f16 output of a 1000-term fp32 sum: 1 f16 ulp")))
+    for op in ["ReduceL1", "ReduceL2", "ReduceLogSumExp", "ReduceSumSquare"]:
+        cases.append(Case("reduction", f"{op.lower()}_3x7x33_axes0_2",
+                          lambda o=op: reduce(o, F32, [3, 7, 33], [0, 2], 0)))
+
+    # ArgMax/ArgMin; Floor(2x) makes ties, which select_last_index decides.
+    def arg(op, dtype, shape, axis, last, ties):
+        nodes = [node(op, ["t" if ties else "x"], "y", axis=axis, keepdims=0,
+                      select_last_index=last)]
+        if ties:
+            nodes[:0] = [node("Mul", ["x", "two"], "d"), node("Floor", ["d"], "t")]
+        return model(nodes, [("x", dtype, shape)], ["y"],
+                     [const("two", 2.0)] if ties else [])
+
+    for op in ["ArgMax", "ArgMin"]:
+        for last in [0, 1]:
+            for shape, axis in [([3, 1000], 1), ([2, 257, 3], 1), ([33, 7], 0)]:
+                slabel = "x".join(map(str, shape)) + f"_axis{axis}"
+                cases.append(Case(
+                    "reduction", f"{op.lower()}_ties_last{last}_{slabel}",
+                    lambda o=op, s=shape, a=axis, l=last: arg(o, F32, s, a, l, True),
+                    check=(shape == [33, 7])))
+            cases.append(Case("reduction", f"{op.lower()}_i32_last{last}_5x257",
+                              lambda o=op, l=last: arg(o, I32, [5, 257], 1, l, False)))
+
+    def log_softmax(shape, axis):
+        return model([node("LogSoftmax", ["x"], "y", axis=axis)],
+                     [("x", F32, shape)], ["y"])
+
+    for shape, axis in [([3, 33], -1), ([2, 4099], -1), ([2, 257, 3], 1)]:
+        label = "x".join(map(str, shape))
+        cases.append(Case("reduction", f"logsoftmax_axis{axis}_{label}",
+                          lambda s=shape, a=axis: log_softmax(s, a)))
     return cases
 
 

@@ -29,7 +29,7 @@ const onnx::AttributeProto *findAttribute(const onnx::NodeProto &node,
 
 namespace {
 
-/// Converts one node of the ops in this file (math, reductions, matmul).
+/// Converts one node of the ops in this file (math, norms, matmul).
 struct NodeConverter : NodeConverterBase {
   using NodeConverterBase::NodeConverterBase;
 
@@ -140,27 +140,6 @@ struct NodeConverter : NodeConverterBase {
     return output(y);
   }
 
-  LogicalResult convertSoftmax() {
-    auto x = required(0);
-    if (failed(x))
-      return failure();
-    int64_t rank = typeOf(*x).getRank();
-    bool legacy = importer.opset() < 13;
-    auto ax = axis(intAttr("axis", legacy ? 1 : -1), rank);
-    if (failed(ax))
-      return failure();
-    if (!legacy || *ax == rank - 1)
-      return output(SoftmaxOp::create(b, loc, *x, *ax));
-    // Before opset 13, softmax normalizes the input flattened to 2-D at axis.
-    ArrayRef<int64_t> shape = typeOf(*x).getShape();
-    int64_t outer = 1, inner = 1;
-    for (int64_t i = 0; i < rank; ++i)
-      (i < *ax ? outer : inner) *= shape[i];
-    Value flat = reshape(*x, {outer, inner});
-    Value y = SoftmaxOp::create(b, loc, flat, 1);
-    return output(reshape(y, shape));
-  }
-
   LogicalResult convertLayerNorm() {
     auto x = required(0), scale = required(1);
     if (failed(x) || failed(scale))
@@ -188,7 +167,7 @@ struct NodeConverter : NodeConverterBase {
     SmallVector<int64_t> axes;
     for (int64_t d = *ax; d < xType.getRank(); ++d)
       axes.push_back(d);
-    auto statType = inferReduceMeanType(loc, xType, axes, true);
+    auto statType = inferReduceType(loc, xType, axes, true);
     if (failed(statType))
       return failure();
     Type et = xType.getElementType();
@@ -229,7 +208,7 @@ struct NodeConverter : NodeConverterBase {
     SmallVector<int64_t> axes;
     for (int64_t d = *ax; d < rank; ++d)
       axes.push_back(d);
-    auto statType = inferReduceMeanType(loc, wide, axes, true);
+    auto statType = inferReduceType(loc, wide, axes, true);
     if (failed(statType))
       return failure();
     Value squared = MulOp::create(b, loc, wide, xs, xs);
@@ -244,44 +223,6 @@ struct NodeConverter : NodeConverterBase {
     if (failed(type))
       return failure();
     return output(MulOp::create(b, loc, *type, normalized, *scale));
-  }
-
-  LogicalResult convertReduceMean() {
-    auto x = required(0);
-    if (failed(x))
-      return failure();
-    int64_t rank = typeOf(*x).getRank();
-    std::optional<SmallVector<int64_t>> axes;
-    if (importer.opset() >= 18) {
-      if (Value axesInput = importer.input(node, 1)) {
-        auto ints = importer.constantInts(axesInput);
-        if (failed(ints))
-          return error() << "axes must be a constant";
-        axes = *ints;
-      }
-    } else {
-      axes = intsAttr("axes");
-    }
-    if (!axes || axes->empty()) {
-      if (importer.opset() >= 18 && intAttr("noop_with_empty_axes", 0))
-        return output(*x);
-      axes = SmallVector<int64_t>();
-      for (int64_t d = 0; d < rank; ++d)
-        axes->push_back(d);
-    }
-    for (int64_t &a : *axes) {
-      auto resolved = axis(a, rank);
-      if (failed(resolved))
-        return failure();
-      a = *resolved;
-    }
-    llvm::sort(*axes);
-    axes->erase(std::unique(axes->begin(), axes->end()), axes->end());
-    bool keepdims = intAttr("keepdims", 1) != 0;
-    auto type = inferReduceMeanType(loc, typeOf(*x), *axes, keepdims);
-    if (failed(type))
-      return failure();
-    return output(ReduceMeanOp::create(b, loc, *type, *x, *axes, keepdims));
   }
 
   LogicalResult convertTranspose() {
@@ -412,14 +353,10 @@ struct NodeConverter : NodeConverterBase {
       return convertMatmul();
     if (op == "Gemm")
       return convertGemm();
-    if (op == "Softmax")
-      return convertSoftmax();
     if (op == "LayerNormalization")
       return convertLayerNorm();
     if (op == "RMSNormalization")
       return convertRMSNorm();
-    if (op == "ReduceMean")
-      return convertReduceMean();
     if (op == "Transpose")
       return convertTranspose();
     if (op == "Reshape")
@@ -442,7 +379,7 @@ bool isSupportedCoreOp(StringRef opType) {
   return llvm::StringSwitch<bool>(opType)
       .Cases({"Add", "Sub", "Mul", "Div", "Pow", "Neg", "Sqrt", "Erf"}, true)
       .Cases({"Tanh", "Exp", "Relu", "Sigmoid", "Cast", "MatMul", "Gemm"}, true)
-      .Cases({"Softmax", "LayerNormalization", "ReduceMean", "Transpose"}, true)
+      .Cases({"LayerNormalization", "Transpose"}, true)
       .Case("RMSNormalization", true)
       .Cases({"Reshape", "Constant", "Identity"}, true)
       .Default(false);
@@ -455,7 +392,7 @@ bool isSupportedOp(const onnx::NodeProto &node) {
     return false;
   StringRef op = node.op_type();
   return isSupportedShapeOp(op) || isSupportedElementwiseOp(op) ||
-         isSupportedCoreOp(op);
+         isSupportedReductionOp(op) || isSupportedCoreOp(op);
 }
 
 LogicalResult convertNode(GraphImporter &importer, const onnx::NodeProto &node) {
@@ -468,6 +405,8 @@ LogicalResult convertNode(GraphImporter &importer, const onnx::NodeProto &node) 
     return convertShapeNode(importer, node);
   if (isSupportedElementwiseOp(op))
     return convertElementwiseNode(importer, node);
+  if (isSupportedReductionOp(op))
+    return convertReductionNode(importer, node);
   return NodeConverter(importer, node).convert();
 }
 

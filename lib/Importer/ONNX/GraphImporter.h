@@ -91,6 +91,14 @@ mlir::LogicalResult convertElementwiseNode(GraphImporter &importer,
 /// True for the ops convertElementwiseNode converts.
 bool isSupportedElementwiseOp(llvm::StringRef opType);
 
+/// Converts a Reduce*, ArgMax/ArgMin, Softmax or LogSoftmax node
+/// (ConvertReductionOps.cpp).
+mlir::LogicalResult convertReductionNode(GraphImporter &importer,
+                                         const onnx::NodeProto &node);
+
+/// True for the ops convertReductionNode converts.
+bool isSupportedReductionOp(llvm::StringRef opType);
+
 /// Converts an attention node: ONNX Attention and the com.microsoft
 /// attention ops (ConvertAttentionOps.cpp).
 mlir::LogicalResult convertAttentionNode(GraphImporter &importer,

@@ -46,6 +46,71 @@ __device__ float kiln_block_max(float v, float *scratch) {
   v = (threadIdx.x & 31) < warps ? scratch[threadIdx.x & 31] : __int_as_float(0xff800000);
   return kiln_warp_max(v);
 }
+
+// The reduce ops' combining functions. Max and min let a NaN win, as numpy
+// does (fmaxf and fminf would drop it); for integers `a != a` is false.
+struct kiln_sum_op {
+  template <class T> __device__ T operator()(T a, T b) const { return a + b; }
+};
+struct kiln_prod_op {
+  template <class T> __device__ T operator()(T a, T b) const { return a * b; }
+};
+struct kiln_max_op {
+  template <class T> __device__ T operator()(T a, T b) const {
+    return a != a || a >= b ? a : b;
+  }
+};
+struct kiln_min_op {
+  template <class T> __device__ T operator()(T a, T b) const {
+    return a != a || a <= b ? a : b;
+  }
+};
+template <class T, class Op>
+__device__ T kiln_block_reduce(T v, T identity, T *scratch, Op op) {
+  for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
+  __syncthreads();
+  if ((threadIdx.x & 31) == 0) scratch[threadIdx.x >> 5] = v;
+  __syncthreads();
+  int warps = (blockDim.x + 31) >> 5;
+  v = (threadIdx.x & 31) < warps ? scratch[threadIdx.x & 31] : identity;
+  for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+// Whether candidate x at position i beats the best y at position j (j < 0:
+// none yet). A NaN beats every number; ties go to the first position, or to
+// the last with Last, so the answer does not depend on the thread order.
+template <bool Max, bool Last, class T>
+__device__ bool kiln_arg_better(T x, long long i, T y, long long j) {
+  if (i < 0) return false;
+  if (j < 0) return true;
+  bool x_nan = x != x, y_nan = y != y;
+  if (x_nan != y_nan) return x_nan;
+  if (x_nan || x == y) return Last ? i > j : i < j;
+  return Max ? x > y : x < y;
+}
+template <bool Max, bool Last, class T>
+__device__ long long kiln_block_arg(T v, long long i, T *values,
+                                    long long *positions) {
+  for (int pass = 0; pass < 2; ++pass) {
+    for (int o = 16; o > 0; o >>= 1) {
+      T other = __shfl_xor_sync(0xffffffffu, v, o);
+      long long other_i = __shfl_xor_sync(0xffffffffu, i, o);
+      if (kiln_arg_better<Max, Last>(other, other_i, v, i)) { v = other; i = other_i; }
+    }
+    if (pass == 1) break;
+    __syncthreads();
+    if ((threadIdx.x & 31) == 0) {
+      values[threadIdx.x >> 5] = v;
+      positions[threadIdx.x >> 5] = i;
+    }
+    __syncthreads();
+    int warps = (blockDim.x + 31) >> 5;
+    bool has = (threadIdx.x & 31) < warps;
+    v = has ? values[threadIdx.x & 31] : v;
+    i = has ? positions[threadIdx.x & 31] : -1;
+  }
+  return i;
+}
 )cuda";
 }
 

@@ -73,24 +73,40 @@ LogicalResult WhereOp::inferReturnTypes(MLIRContext *,
 // Reductions and normalizations
 //===----------------------------------------------------------------------===//
 
-LogicalResult ReduceMeanOp::inferReturnTypes(MLIRContext *,
-                                             std::optional<Location> loc,
-                                             Adaptor adaptor,
-                                             SmallVectorImpl<Type> &types) {
-  return pushInferred(
-      inferReduceMeanType(loc,
-                          cast<RankedTensorType>(adaptor.getInput().getType()),
-                          adaptor.getAxes(), adaptor.getKeepdims()),
-      types);
+/// Checks an axis attribute read as signed (I64Attr getters are unsigned).
+static LogicalResult verifyAxis(Operation *op, IntegerAttr attr,
+                                int64_t rank) {
+  int64_t axis = attr.getValue().getSExtValue();
+  if (axis < 0 || axis >= rank)
+    return op->emitOpError("axis ") << axis << " out of range for rank " << rank;
+  return success();
+}
+
+/// The result of an arg reduction: the input's shape without (or with 1 at)
+/// `axis`.
+template <typename ArgOp>
+static LogicalResult verifyArgReduce(ArgOp op) {
+  auto input = cast<RankedTensorType>(op.getInput().getType());
+  if (failed(verifyAxis(op, op.getAxisAttr(), input.getRank())))
+    return failure();
+  int64_t axis = op.getAxis();
+  auto expected = inferReduceType(op.getLoc(), input, {axis}, op.getKeepdims());
+  if (failed(expected))
+    return failure();
+  if (op.getType().getShape() != expected->getShape())
+    return op.emitOpError("result shape does not match the reduced input");
+  return success();
+}
+
+LogicalResult ArgMaxOp::verify() { return verifyArgReduce(*this); }
+LogicalResult ArgMinOp::verify() { return verifyArgReduce(*this); }
+
+LogicalResult LogSoftmaxOp::verify() {
+  return verifyAxis(*this, getAxisAttr(), getInput().getType().getRank());
 }
 
 LogicalResult SoftmaxOp::verify() {
-  int64_t rank = getInput().getType().getRank();
-  // getAxis() is unsigned; read the attribute's signed value.
-  int64_t axis = getAxisAttr().getValue().getSExtValue();
-  if (axis < 0 || axis >= rank)
-    return emitOpError("axis ") << axis << " out of range for rank " << rank;
-  return success();
+  return verifyAxis(*this, getAxisAttr(), getInput().getType().getRank());
 }
 
 LogicalResult LayerNormOp::inferReturnTypes(MLIRContext *,

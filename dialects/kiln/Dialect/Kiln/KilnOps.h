@@ -23,12 +23,19 @@ namespace kiln::OpTrait {
 template <typename ConcreteType>
 class Elementwise : public mlir::OpTrait::TraitBase<ConcreteType, Elementwise> {
 };
+/// Ops a reduction kernel is built around (reductions, softmax, norms).
+template <typename ConcreteType>
+class Reduction : public mlir::OpTrait::TraitBase<ConcreteType, Reduction> {};
 } // namespace kiln::OpTrait
 
 namespace kiln {
 /// True for ops that carry the kiln Elementwise trait.
 inline bool isElementwise(mlir::Operation *op) {
   return op->hasTrait<OpTrait::Elementwise>();
+}
+/// True for ops that carry the kiln Reduction trait.
+inline bool isReduction(mlir::Operation *op) {
+  return op->hasTrait<OpTrait::Reduction>();
 }
 } // namespace kiln
 

@@ -384,24 +384,107 @@ def Kiln_WhereOp : Kiln_Op<"where",
 // Reductions and normalizations
 //===----------------------------------------------------------------------===//
 
-def Kiln_ReduceMeanOp : Kiln_Op<"reduce_mean", [Pure, InferTypeOpAdaptor]> {
-  let summary = "mean over axes (ONNX ReduceMean)";
+/// Marks the ops a reduction kernel can be built around.
+def Kiln_Reduction : NativeOpTrait<"Reduction"> {
+  let cppNamespace = "::kiln::OpTrait";
+}
+
+/// A reduction over `axes` (ONNX Reduce*). `axes` are non-negative, sorted and
+/// unique; the importer resolves ONNX's "no axes means all axes", the
+/// axes-as-input forms and `noop_with_empty_axes`.
+class Kiln_ReduceOp<string mnemonic, Type tensorType, string what>
+    : Kiln_Op<mnemonic, [Pure, InferTypeOpAdaptor, Kiln_Reduction]> {
+  let summary = what # " over axes";
+  let arguments = (ins tensorType:$input, DenseI64ArrayAttr:$axes,
+                   BoolAttr:$keepdims);
+  let results = (outs tensorType:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let extraClassDefinition = [{
+    ::llvm::LogicalResult $cppClass::inferReturnTypes(
+        ::mlir::MLIRContext *, std::optional<::mlir::Location> location,
+        Adaptor adaptor, ::llvm::SmallVectorImpl<::mlir::Type> &types) {
+      auto type = inferReduceType(location,
+          ::llvm::cast<::mlir::RankedTensorType>(adaptor.getInput().getType()),
+          adaptor.getAxes(), adaptor.getKeepdims());
+      if (failed(type))
+        return ::mlir::failure();
+      types.push_back(*type);
+      return ::mlir::success();
+    }
+  }];
+}
+
+def Kiln_ReduceSumOp : Kiln_ReduceOp<"reduce_sum", Kiln_NumericTensor, "sum"> {
   let description = [{
-    `axes` are non-negative, sorted and unique; the importer resolves ONNX's
-    "no axes means all axes" and the axes-as-input form of opset 18.
+    The sum of an empty set is 0.
+
+    ```mlir
+    %s = kiln.reduce_sum %x {axes = array<i64: 1>, keepdims = false}
+        : tensor<2x8xf32> -> tensor<2xf32>
+    ```
+  }];
+}
+def Kiln_ReduceMeanOp : Kiln_ReduceOp<"reduce_mean", Kiln_FloatTensor, "mean"> {
+  let description = [{
+    The mean of an empty set is NaN (0/0), as in numpy.
 
     ```mlir
     %m = kiln.reduce_mean %x {axes = array<i64: 1>, keepdims = true}
         : tensor<2x8xf32> -> tensor<2x1xf32>
     ```
   }];
-  let arguments = (ins Kiln_FloatTensor:$input, DenseI64ArrayAttr:$axes,
-                   BoolAttr:$keepdims);
-  let results = (outs Kiln_FloatTensor:$result);
-  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+}
+def Kiln_ReduceMaxOp : Kiln_ReduceOp<"reduce_max", Kiln_Tensor, "maximum"> {
+  let description = [{
+    The maximum of an empty set is the element type's lowest value (-inf for
+    floats, false for booleans), as ONNX ReduceMax-20 specifies.
+  }];
+}
+def Kiln_ReduceMinOp : Kiln_ReduceOp<"reduce_min", Kiln_Tensor, "minimum"> {
+  let description = [{
+    The minimum of an empty set is the element type's highest value (+inf for
+    floats, true for booleans).
+  }];
+}
+def Kiln_ReduceProdOp : Kiln_ReduceOp<"reduce_prod", Kiln_NumericTensor,
+                                      "product"> {
+  let description = [{
+    The product of an empty set is 1.
+  }];
 }
 
-def Kiln_SoftmaxOp : Kiln_Op<"softmax", [Pure, SameOperandsAndResultType]> {
+/// The index of the largest (arg_max) or smallest (arg_min) element along
+/// `axis` (ONNX ArgMax/ArgMin); ties pick the first index, or the last with
+/// `select_last_index`.
+class Kiln_ArgReduceOp<string mnemonic, string what>
+    : Kiln_Op<mnemonic, [Pure, Kiln_Reduction]> {
+  let summary = "index of the " # what # " element along an axis";
+  let arguments = (ins Kiln_NumericTensor:$input, I64Attr:$axis,
+                   BoolAttr:$keepdims, BoolAttr:$select_last_index);
+  let results = (outs RankedTensorOf<[I64]>:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Kiln_ArgMaxOp : Kiln_ArgReduceOp<"arg_max", "largest"> {
+  let description = [{
+    A NaN counts as larger than every number, as in numpy.
+
+    ```mlir
+    %i = kiln.arg_max %x {axis = 1 : i64, keepdims = false,
+                          select_last_index = false}
+        : tensor<2x8xf32> -> tensor<2xi64>
+    ```
+  }];
+}
+def Kiln_ArgMinOp : Kiln_ArgReduceOp<"arg_min", "smallest"> {
+  let description = [{
+    A NaN counts as smaller than every number, as in numpy.
+  }];
+}
+
+def Kiln_SoftmaxOp : Kiln_Op<"softmax",
+    [Pure, SameOperandsAndResultType, Kiln_Reduction]> {
   let summary = "softmax along one axis (ONNX Softmax-13)";
   let description = [{
     `axis` is non-negative. The importer rewrites opset < 13's "flatten to 2-D"
@@ -417,7 +500,25 @@ def Kiln_SoftmaxOp : Kiln_Op<"softmax", [Pure, SameOperandsAndResultType]> {
   let hasVerifier = 1;
 }
 
-def Kiln_LayerNormOp : Kiln_Op<"layer_norm", [Pure, InferTypeOpAdaptor]> {
+def Kiln_LogSoftmaxOp : Kiln_Op<"log_softmax",
+    [Pure, SameOperandsAndResultType, Kiln_Reduction]> {
+  let summary = "log of softmax along one axis (ONNX LogSoftmax-13)";
+  let description = [{
+    Computed as x - max - log(sum(exp(x - max))), which stays finite where
+    log(softmax(x)) would underflow to -inf.
+
+    ```mlir
+    %p = kiln.log_softmax %x {axis = 1 : i64} : tensor<2x8xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_FloatTensor:$input, I64Attr:$axis);
+  let results = (outs Kiln_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
+def Kiln_LayerNormOp : Kiln_Op<"layer_norm",
+    [Pure, InferTypeOpAdaptor, Kiln_Reduction]> {
   let summary = "layer normalization (ONNX LayerNormalization-17)";
   let description = [{
     Normalizes over the dims from `axis` to the last; `scale` and the optional

@@ -122,10 +122,10 @@ FailureOr<RankedTensorType> inferMatmulType(std::optional<Location> loc,
   return RankedTensorType::get(shape, lhs.getElementType());
 }
 
-FailureOr<RankedTensorType> inferReduceMeanType(std::optional<Location> loc,
-                                                RankedTensorType input,
-                                                ArrayRef<int64_t> axes,
-                                                bool keepdims) {
+FailureOr<RankedTensorType> inferReduceType(std::optional<Location> loc,
+                                            RankedTensorType input,
+                                            ArrayRef<int64_t> axes,
+                                            bool keepdims) {
   int64_t rank = input.getRank();
   for (auto [i, axis] : llvm::enumerate(axes)) {
     if (axis < 0 || axis >= rank)

@@ -55,11 +55,11 @@ inferMatmulType(std::optional<mlir::Location> loc, mlir::RankedTensorType lhs,
                 mlir::RankedTensorType rhs, bool transposeLhs,
                 bool transposeRhs);
 
-/// Result of `kiln.reduce_mean`: axes sorted, unique and in range.
+/// Result of the `kiln.reduce_*` ops: axes sorted, unique and in range.
 mlir::FailureOr<mlir::RankedTensorType>
-inferReduceMeanType(std::optional<mlir::Location> loc,
-                    mlir::RankedTensorType input, llvm::ArrayRef<int64_t> axes,
-                    bool keepdims);
+inferReduceType(std::optional<mlir::Location> loc,
+                mlir::RankedTensorType input, llvm::ArrayRef<int64_t> axes,
+                bool keepdims);
 
 /// Result of `kiln.transpose`: `permutation` is a permutation of the dims.
 mlir::FailureOr<mlir::RankedTensorType>

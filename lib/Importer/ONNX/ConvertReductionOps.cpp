@@ -1,0 +1,231 @@
+//===- ConvertReductionOps.cpp - Reduce*, ArgMax/ArgMin, (Log)Softmax -----===//
+//
+// The five primitive reductions map to kiln.reduce_*; ReduceL1, L2, LogSum,
+// LogSumExp and SumSquare are written as their definitions around a
+// reduce_sum (or reduce_max), which kiln-fuse folds back into one kernel as
+// the reduction's prologue and epilogue.
+//
+//===----------------------------------------------------------------------===//
+
+#include "GraphImporter.h"
+#include "NodeConverter.h"
+
+#include "llvm/ADT/StringSwitch.h"
+
+using namespace mlir;
+
+namespace kiln {
+
+namespace {
+
+struct ReductionConverter : NodeConverterBase {
+  using NodeConverterBase::NodeConverterBase;
+
+  /// The opset from which the op takes `axes` as its second input instead
+  /// of an attribute.
+  int64_t axesInputOpset() const {
+    return node.op_type() == "ReduceSum" ? 13 : 18;
+  }
+
+  /// The reduced axes, sorted and unique; an empty list when the node asks
+  /// for no reduction at all (noop_with_empty_axes).
+  FailureOr<SmallVector<int64_t>> reducedAxes(int64_t rank) {
+    std::optional<SmallVector<int64_t>> axes;
+    bool axesInput = importer.opset() >= axesInputOpset();
+    if (axesInput) {
+      if (Value given = importer.input(node, 1)) {
+        auto ints = importer.constantInts(given);
+        if (failed(ints))
+          return error() << "axes must be a constant";
+        axes = *ints;
+      }
+    } else {
+      axes = intsAttr("axes");
+    }
+    if (!axes || axes->empty()) {
+      if (axesInput && intAttr("noop_with_empty_axes", 0))
+        return SmallVector<int64_t>();
+      axes = SmallVector<int64_t>();
+      for (int64_t d = 0; d < rank; ++d)
+        axes->push_back(d);
+    }
+    for (int64_t &a : *axes) {
+      auto resolved = axis(a, rank);
+      if (failed(resolved))
+        return failure();
+      a = *resolved;
+    }
+    llvm::sort(*axes);
+    axes->erase(std::unique(axes->begin(), axes->end()), axes->end());
+    return *axes;
+  }
+
+  template <typename OpTy>
+  FailureOr<Value> reduce(Value x, ArrayRef<int64_t> axes, bool keepdims) {
+    auto type = inferReduceType(loc, typeOf(x), axes, keepdims);
+    if (failed(type))
+      return failure();
+    return OpTy::create(b, loc, *type, x, axes, keepdims).getResult();
+  }
+
+  LogicalResult requireFloat(Value x) {
+    if (!isa<FloatType>(typeOf(x).getElementType()))
+      return error() << "integer inputs are not supported (got "
+                     << typeOf(x).getElementType() << ")";
+    return success();
+  }
+
+  LogicalResult convertReduce() {
+    auto x = required(0);
+    if (failed(x))
+      return failure();
+    auto axes = reducedAxes(typeOf(*x).getRank());
+    if (failed(axes))
+      return failure();
+    StringRef op = node.op_type();
+    bool keepdims = intAttr("keepdims", 1) != 0;
+    // noop_with_empty_axes: the primitive reductions pass the input through;
+    // the composite ones still apply their element functions.
+    bool noop = axes->empty();
+    if (noop && (op == "ReduceSum" || op == "ReduceMean" ||
+                 op == "ReduceMax" || op == "ReduceMin" || op == "ReduceProd"))
+      return output(*x);
+
+    if (op == "ReduceL1" || op == "ReduceSumSquare" || op == "ReduceL2") {
+      if (op == "ReduceL2" && failed(requireFloat(*x)))
+        return failure();
+      Value term = op == "ReduceL1" ? AbsOp::create(b, loc, *x).getResult()
+                                    : MulOp::create(b, loc, *x, *x).getResult();
+      if (noop)
+        return output(op == "ReduceL2" ? SqrtOp::create(b, loc, term) : term);
+      auto sum = reduce<ReduceSumOp>(term, *axes, keepdims);
+      if (failed(sum))
+        return failure();
+      return output(op == "ReduceL2" ? SqrtOp::create(b, loc, *sum) : *sum);
+    }
+    if (op == "ReduceLogSum") {
+      if (failed(requireFloat(*x)))
+        return failure();
+      if (noop)
+        return output(LogOp::create(b, loc, *x));
+      auto sum = reduce<ReduceSumOp>(*x, *axes, keepdims);
+      if (failed(sum))
+        return failure();
+      return output(LogOp::create(b, loc, *sum));
+    }
+    if (op == "ReduceLogSumExp")
+      return convertLogSumExp(*x, *axes, keepdims);
+
+    FailureOr<Value> result = failure();
+    if (op == "ReduceSum")
+      result = reduce<ReduceSumOp>(*x, *axes, keepdims);
+    else if (op == "ReduceMean")
+      result = reduce<ReduceMeanOp>(*x, *axes, keepdims);
+    else if (op == "ReduceMax")
+      result = reduce<ReduceMaxOp>(*x, *axes, keepdims);
+    else if (op == "ReduceMin")
+      result = reduce<ReduceMinOp>(*x, *axes, keepdims);
+    else if (op == "ReduceProd")
+      result = reduce<ReduceProdOp>(*x, *axes, keepdims);
+    else
+      return error() << "no converter";
+    if (failed(result))
+      return failure();
+    return output(*result);
+  }
+
+  /// log(sum(exp(x))) shifted by the maximum, m + log(sum(exp(x - m))), so
+  /// that exp cannot overflow.
+  LogicalResult convertLogSumExp(Value x, ArrayRef<int64_t> axes,
+                                 bool keepdims) {
+    if (failed(requireFloat(x)))
+      return failure();
+    if (axes.empty())
+      return output(x); // log(exp(x)) element by element
+    auto max = reduce<ReduceMaxOp>(x, axes, /*keepdims=*/true);
+    if (failed(max))
+      return failure();
+    Value shifted = ExpOp::create(b, loc, SubOp::create(b, loc, x, *max));
+    auto sum = reduce<ReduceSumOp>(shifted, axes, keepdims);
+    if (failed(sum))
+      return failure();
+    Value maxAtResult = reshape(*max, typeOf(*sum).getShape());
+    return output(
+        AddOp::create(b, loc, LogOp::create(b, loc, *sum), maxAtResult));
+  }
+
+  template <typename OpTy>
+  LogicalResult convertArgReduce() {
+    auto x = required(0);
+    if (failed(x))
+      return failure();
+    RankedTensorType type = typeOf(*x);
+    auto ax = axis(intAttr("axis", 0), type.getRank());
+    if (failed(ax))
+      return failure();
+    if (type.getDimSize(*ax) == 0)
+      return error() << "axis " << *ax << " has no elements to pick from";
+    bool keepdims = intAttr("keepdims", 1) != 0;
+    bool last = intAttr("select_last_index", 0) != 0;
+    auto shape = inferReduceType(loc, type, {*ax}, keepdims);
+    if (failed(shape))
+      return failure();
+    auto resultType =
+        RankedTensorType::get(shape->getShape(), b.getIntegerType(64));
+    return output(OpTy::create(b, loc, resultType, *x, *ax, keepdims, last));
+  }
+
+  /// Softmax and LogSoftmax; before opset 13 they normalize the input
+  /// flattened to 2-D at `axis`.
+  template <typename OpTy>
+  LogicalResult convertSoftmax() {
+    auto x = required(0);
+    if (failed(x))
+      return failure();
+    int64_t rank = typeOf(*x).getRank();
+    bool legacy = importer.opset() < 13;
+    auto ax = axis(intAttr("axis", legacy ? 1 : -1), rank);
+    if (failed(ax))
+      return failure();
+    if (!legacy || *ax == rank - 1)
+      return output(OpTy::create(b, loc, *x, *ax));
+    ArrayRef<int64_t> shape = typeOf(*x).getShape();
+    int64_t outer = 1, inner = 1;
+    for (int64_t i = 0; i < rank; ++i)
+      (i < *ax ? outer : inner) *= shape[i];
+    Value flat = reshape(*x, {outer, inner});
+    Value y = OpTy::create(b, loc, flat, 1);
+    return output(reshape(y, shape));
+  }
+
+  LogicalResult convert() {
+    StringRef op = node.op_type();
+    if (op == "ArgMax")
+      return convertArgReduce<ArgMaxOp>();
+    if (op == "ArgMin")
+      return convertArgReduce<ArgMinOp>();
+    if (op == "Softmax")
+      return convertSoftmax<SoftmaxOp>();
+    if (op == "LogSoftmax")
+      return convertSoftmax<LogSoftmaxOp>();
+    return convertReduce();
+  }
+};
+
+} // namespace
+
+bool isSupportedReductionOp(StringRef opType) {
+  return llvm::StringSwitch<bool>(opType)
+      .Cases({"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin"}, true)
+      .Cases({"ReduceProd", "ReduceL1", "ReduceL2", "ReduceLogSum"}, true)
+      .Cases({"ReduceLogSumExp", "ReduceSumSquare", "ArgMax", "ArgMin"}, true)
+      .Cases({"Softmax", "LogSoftmax"}, true)
+      .Default(false);
+}
+
+LogicalResult convertReductionNode(GraphImporter &importer,
+                                   const onnx::NodeProto &node) {
+  return ReductionConverter(importer, node).convert();
+}
+
+} // namespace kiln

@@ -1,0 +1,290 @@
+//===- ExecuteReductions.cpp - reductions and softmax on the host ---------===//
+//
+// Floats accumulate in double and integers in int64 (wrapping, as the
+// generated kernels do), so the reference is at least as accurate as any
+// kernel. NaN propagates through max and min, as in numpy.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ExecuteReductions.h"
+
+#include "llvm/ADT/TypeSwitch.h"
+
+#include <cmath>
+#include <limits>
+
+using namespace mlir;
+
+namespace kiln {
+
+namespace {
+
+enum class ReduceKind { Sum, Mean, Max, Min, Prod };
+
+/// How an input of `shape` is walked by a reduction over the dims marked in
+/// `reduced`: element i lands in result element resultIndex(i).
+struct ReducedView {
+  SmallVector<int64_t> shape;
+  /// Row-major strides of the result with reduced dims kept as 1; 0 on
+  /// reduced dims.
+  SmallVector<int64_t> resultStrides;
+
+  ReducedView(ArrayRef<int64_t> shape, ArrayRef<bool> reduced)
+      : shape(shape), resultStrides(shape.size(), 0) {
+    int64_t stride = 1;
+    for (int64_t d = static_cast<int64_t>(shape.size()) - 1; d >= 0; --d) {
+      if (reduced[d])
+        continue;
+      resultStrides[d] = stride;
+      stride *= shape[d];
+    }
+  }
+
+  int64_t resultIndex(int64_t linear) const {
+    int64_t offset = 0;
+    for (int64_t d = static_cast<int64_t>(shape.size()) - 1; d >= 0; --d) {
+      offset += (linear % shape[d]) * resultStrides[d];
+      linear /= shape[d];
+    }
+    return offset;
+  }
+};
+
+/// Marks `axes` in a rank-`rank` mask; fails on unsorted or out-of-range
+/// axes, which the verifier rejects in well-formed IR.
+FailureOr<SmallVector<bool>> reducedDims(Operation *op, ArrayRef<int64_t> axes,
+                                         int64_t rank) {
+  SmallVector<bool> reduced(rank, false);
+  for (auto [index, axis] : llvm::enumerate(axes)) {
+    if (axis < 0 || axis >= rank)
+      return op->emitOpError("axis ") << axis << " out of range for rank "
+                                      << rank;
+    if (index > 0 && axes[index - 1] >= axis)
+      return op->emitOpError("expected sorted unique axes");
+    reduced[axis] = true;
+  }
+  return reduced;
+}
+
+/// The smallest and largest values of an integer element type; i1 is
+/// unsigned (false, true).
+std::pair<int64_t, int64_t> intRange(Type elementType) {
+  unsigned width = elementType.getIntOrFloatBitWidth();
+  if (width == 1)
+    return {0, 1};
+  if (width >= 64)
+    return {std::numeric_limits<int64_t>::min(),
+            std::numeric_limits<int64_t>::max()};
+  int64_t high = (int64_t{1} << (width - 1)) - 1;
+  return {-high - 1, high};
+}
+
+double combine(ReduceKind kind, double acc, double x) {
+  switch (kind) {
+  case ReduceKind::Sum:
+  case ReduceKind::Mean:
+    return acc + x;
+  case ReduceKind::Prod:
+    return acc * x;
+  case ReduceKind::Max:
+    return std::isnan(acc) || acc >= x ? acc : x;
+  case ReduceKind::Min:
+    return std::isnan(acc) || acc <= x ? acc : x;
+  }
+  llvm_unreachable("unknown reduce kind");
+}
+
+int64_t combine(ReduceKind kind, int64_t acc, int64_t x) {
+  // Unsigned arithmetic wraps where signed overflow would be undefined.
+  switch (kind) {
+  case ReduceKind::Sum:
+  case ReduceKind::Mean:
+    return static_cast<int64_t>(static_cast<uint64_t>(acc) +
+                                static_cast<uint64_t>(x));
+  case ReduceKind::Prod:
+    return static_cast<int64_t>(static_cast<uint64_t>(acc) *
+                                static_cast<uint64_t>(x));
+  case ReduceKind::Max:
+    return std::max(acc, x);
+  case ReduceKind::Min:
+    return std::min(acc, x);
+  }
+  llvm_unreachable("unknown reduce kind");
+}
+
+} // namespace
+
+FailureOr<HostTensor> executeReduce(Operation *op, const HostTensor &input) {
+  auto kind = llvm::TypeSwitch<Operation *, std::optional<ReduceKind>>(op)
+                  .Case([](ReduceSumOp) { return ReduceKind::Sum; })
+                  .Case([](ReduceMeanOp) { return ReduceKind::Mean; })
+                  .Case([](ReduceMaxOp) { return ReduceKind::Max; })
+                  .Case([](ReduceMinOp) { return ReduceKind::Min; })
+                  .Case([](ReduceProdOp) { return ReduceKind::Prod; })
+                  .Default([](Operation *) { return std::nullopt; });
+  if (!kind)
+    return op->emitOpError("is not a reduce op");
+  auto axes = op->getAttrOfType<DenseI64ArrayAttr>("axes").asArrayRef();
+  bool keepdims = op->getAttrOfType<BoolAttr>("keepdims").getValue();
+  int64_t rank = input.shape.size();
+  auto reduced = reducedDims(op, axes, rank);
+  if (failed(reduced))
+    return failure();
+  SmallVector<int64_t> resultShape;
+  int64_t reducedCount = 1;
+  for (int64_t d = 0; d < rank; ++d) {
+    if ((*reduced)[d])
+      reducedCount *= input.shape[d];
+    if (!(*reduced)[d] || keepdims)
+      resultShape.push_back((*reduced)[d] ? 1 : input.shape[d]);
+  }
+  FailureOr<HostTensor> result =
+      HostTensor::allocate(input.elementType, resultShape, op->getLoc());
+  if (failed(result))
+    return failure();
+  ReducedView view(input.shape, *reduced);
+  int64_t count = input.numElements(), resultCount = result->numElements();
+
+  if (isa<FloatType>(input.elementType)) {
+    double init = 0.0;
+    double inf = std::numeric_limits<double>::infinity();
+    if (*kind == ReduceKind::Prod)
+      init = 1.0;
+    else if (*kind == ReduceKind::Max)
+      init = -inf;
+    else if (*kind == ReduceKind::Min)
+      init = inf;
+    std::vector<double> acc(resultCount, init);
+    for (int64_t i = 0; i < count; ++i) {
+      double &slot = acc[view.resultIndex(i)];
+      slot = combine(*kind, slot, input.getAsDouble(i));
+    }
+    for (auto [index, value] : llvm::enumerate(acc))
+      result->setFromDouble(index, *kind == ReduceKind::Mean
+                                       ? value / static_cast<double>(reducedCount)
+                                       : value);
+    return result;
+  }
+
+  if (*kind == ReduceKind::Mean)
+    return op->emitOpError("expected a float element type, got ")
+           << input.elementType;
+  auto [lowest, highest] = intRange(input.elementType);
+  int64_t init = *kind == ReduceKind::Prod  ? 1
+                 : *kind == ReduceKind::Max ? lowest
+                 : *kind == ReduceKind::Min ? highest
+                                            : 0;
+  std::vector<int64_t> acc(resultCount, init);
+  for (int64_t i = 0; i < count; ++i) {
+    int64_t &slot = acc[view.resultIndex(i)];
+    slot = combine(*kind, slot, input.getAsInt(i));
+  }
+  for (auto [index, value] : llvm::enumerate(acc))
+    result->setFromInt(index, value);
+  return result;
+}
+
+FailureOr<HostTensor> executeArgReduce(Operation *op, const HostTensor &input) {
+  bool isMax = isa<ArgMaxOp>(op);
+  if (!isMax && !isa<ArgMinOp>(op))
+    return op->emitOpError("is not an arg reduce op");
+  int64_t axis = op->getAttrOfType<IntegerAttr>("axis").getInt();
+  bool keepdims = op->getAttrOfType<BoolAttr>("keepdims").getValue();
+  bool last = op->getAttrOfType<BoolAttr>("select_last_index").getValue();
+  int64_t rank = input.shape.size();
+  auto reduced = reducedDims(op, {axis}, rank);
+  if (failed(reduced))
+    return failure();
+  if (input.shape[axis] == 0)
+    return op->emitOpError("has no element to pick along axis ") << axis;
+  SmallVector<int64_t> resultShape(input.shape);
+  if (keepdims)
+    resultShape[axis] = 1;
+  else
+    resultShape.erase(resultShape.begin() + axis);
+  auto result = HostTensor::allocate(
+      IntegerType::get(op->getContext(), 64), resultShape, op->getLoc());
+  if (failed(result))
+    return failure();
+  ReducedView view(input.shape, *reduced);
+  int64_t inner = 1;
+  for (int64_t d = axis + 1; d < rank; ++d)
+    inner *= input.shape[d];
+  int64_t length = input.shape[axis];
+  bool isFloat = isa<FloatType>(input.elementType);
+  std::vector<int64_t> best(result->numElements(), -1);
+  // A candidate replaces the best so far when it is strictly better, or
+  // equal and `last` asks for the last index (elements arrive in index
+  // order). NaN beats every number, so the first NaN wins (numpy).
+  auto better = [&](int64_t candidate, int64_t current) {
+    if (isFloat) {
+      double x = input.getAsDouble(candidate), y = input.getAsDouble(current);
+      if (std::isnan(y))
+        return last && std::isnan(x);
+      if (std::isnan(x))
+        return true;
+      return isMax ? x > y || (last && x == y) : x < y || (last && x == y);
+    }
+    int64_t x = input.getAsInt(candidate), y = input.getAsInt(current);
+    return isMax ? x > y || (last && x == y) : x < y || (last && x == y);
+  };
+  int64_t count = input.numElements();
+  for (int64_t i = 0; i < count; ++i) {
+    int64_t &slot = best[view.resultIndex(i)];
+    if (slot < 0 || better(i, slot))
+      slot = i;
+  }
+  for (auto [index, flat] : llvm::enumerate(best))
+    result->setFromInt(index, (flat / inner) % length);
+  return result;
+}
+
+FailureOr<HostTensor> executeSoftmax(Operation *op, const HostTensor &input) {
+  bool isLog = isa<LogSoftmaxOp>(op);
+  if (!isLog && !isa<SoftmaxOp>(op))
+    return op->emitOpError("is not a softmax op");
+  if (!isa<FloatType>(input.elementType))
+    return op->emitOpError("expected a float element type, got ")
+           << input.elementType;
+  int64_t rank = input.shape.size();
+  int64_t axis = op->getAttrOfType<IntegerAttr>("axis").getInt();
+  if (axis < 0 || axis >= rank)
+    return op->emitOpError("axis ") << axis << " out of range for rank " << rank;
+  FailureOr<HostTensor> result =
+      HostTensor::allocate(input.elementType, input.shape, op->getLoc());
+  if (failed(result))
+    return failure();
+  ArrayRef<int64_t> shape = input.shape;
+  int64_t outer = 1, inner = 1, length = shape[axis];
+  for (int64_t d = 0; d < rank; ++d) {
+    if (d < axis)
+      outer *= shape[d];
+    else if (d > axis)
+      inner *= shape[d];
+  }
+  std::vector<double> row(length);
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t in = 0; in < inner; ++in) {
+      int64_t base = o * length * inner + in;
+      // Shifted by the row maximum so that exp cannot overflow.
+      double maxValue = -std::numeric_limits<double>::infinity();
+      for (int64_t k = 0; k < length; ++k) {
+        row[k] = input.getAsDouble(base + k * inner);
+        maxValue = std::max(maxValue, row[k]);
+      }
+      double sum = 0.0;
+      for (int64_t k = 0; k < length; ++k)
+        sum += std::exp(row[k] - maxValue);
+      double logSum = std::log(sum);
+      for (int64_t k = 0; k < length; ++k) {
+        double shifted = row[k] - maxValue;
+        result->setFromDouble(base + k * inner,
+                              isLog ? shifted - logSum
+                                    : std::exp(shifted) / sum);
+      }
+    }
+  }
+  return result;
+}
+
+} // namespace kiln

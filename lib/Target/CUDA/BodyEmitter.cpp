@@ -1,0 +1,308 @@
+//===- BodyEmitter.cpp - fused ops to C statements ------------------------===//
+//
+// Values are computed in fp32 for every float type, and in their own type for
+// integers; f16/bf16 round only where the IR stores or casts.
+//
+//===----------------------------------------------------------------------===//
+
+#include "EmitterSupport.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/FormatVariadic.h"
+
+using namespace mlir;
+
+namespace kiln {
+
+/// The C type values of `t` are stored as.
+std::string storageType(Type t) {
+  if (t.isF32())
+    return "float";
+  if (t.isF16())
+    return "__half";
+  if (t.isBF16())
+    return "__nv_bfloat16";
+  if (t.isInteger(1))
+    return "bool";
+  if (t.isInteger(8))
+    return "signed char";
+  if (t.isInteger(32))
+    return "int";
+  return "long long";
+}
+
+/// The C type values of `t` are computed in.
+std::string computeType(Type t) {
+  return isa<FloatType>(t) ? "float" : storageType(t);
+}
+
+/// Converts a stored element to its compute type.
+std::string loadExpr(Type t, const std::string &element) {
+  if (t.isF16())
+    return "__half2float(" + element + ")";
+  if (t.isBF16())
+    return "__bfloat162float(" + element + ")";
+  return element;
+}
+
+/// Converts a computed value to its storage type.
+std::string storeExpr(Type t, const std::string &value) {
+  if (t.isF16())
+    return "__float2half_rn(" + value + ")";
+  if (t.isBF16())
+    return "__float2bfloat16_rn(" + value + ")";
+  return value;
+}
+
+/// Row-major strides of `shape`.
+SmallVector<int64_t> stridesOf(ArrayRef<int64_t> shape) {
+  SmallVector<int64_t> strides(shape.size(), 1);
+  for (int64_t d = static_cast<int64_t>(shape.size()) - 2; d >= 0; --d)
+    strides[d] = strides[d + 1] * shape[d + 1];
+  return strides;
+}
+
+/// The offset into an input of shape `arg` that broadcasts into `shape`, at
+/// flat index `idx` of `shape`.
+std::string broadcastOffset(ArrayRef<int64_t> arg, ArrayRef<int64_t> shape,
+                            const std::string &idx) {
+  if (arg == shape)
+    return idx;
+  int64_t count = 1;
+  for (int64_t d : arg)
+    count *= d;
+  if (count == 1)
+    return "0";
+  SmallVector<int64_t> argStrides = stridesOf(arg);
+  SmallVector<int64_t> strides = stridesOf(shape);
+  size_t lead = shape.size() - arg.size();
+  std::string expr;
+  for (size_t d = lead; d < shape.size(); ++d) {
+    if (arg[d - lead] == 1)
+      continue;
+    std::string coord = llvm::formatv("(({0} / {1}LL) % {2}LL)", idx,
+                                      strides[d], shape[d]);
+    expr += (expr.empty() ? "" : " + ") + coord + " * " +
+            std::to_string(argStrides[d - lead]) + "LL";
+  }
+  return expr.empty() ? "0" : expr;
+}
+
+BodyEmitter::BodyEmitter(KernelOp kernel, llvm::raw_ostream &os)
+    : kernel(kernel), os(os) {
+  for (auto [i, arg] : llvm::enumerate(kernel.getBody().getArguments()))
+    argIndex[arg] = i;
+}
+
+std::string BodyEmitter::get(Value value, const std::string &idx,
+                             ArrayRef<int64_t> shape,
+                             const std::string &indent) {
+  auto it = names.find(value);
+  if (it != names.end())
+    return it->second;
+  auto arg = cast<BlockArgument>(value);
+  Type et = tensorType(arg).getElementType();
+  std::string name = fresh();
+  os << indent << computeType(et) << " " << name << " = "
+     << loadExpr(et, llvm::formatv("in{0}[{1}]", argIndex[arg],
+                                   broadcastOffset(tensorType(arg).getShape(),
+                                                   shape, idx)))
+     << ";\n";
+  names[value] = name;
+  return name;
+}
+
+LogicalResult BodyEmitter::emit(Operation *op, const std::string &idx,
+                                ArrayRef<int64_t> shape,
+                                const std::string &indent) {
+  SmallVector<std::string> in;
+  for (Value operand : op->getOperands())
+    in.push_back(get(operand, idx, shape, indent));
+  Type et = tensorType(op->getResult(0)).getElementType();
+  bool isFloat = isa<FloatType>(et);
+  std::string expr;
+  if (isa<AddOp>(op))
+    expr = in[0] + " + " + in[1];
+  else if (isa<SubOp>(op))
+    expr = in[0] + " - " + in[1];
+  else if (isa<MulOp>(op))
+    expr = in[0] + " * " + in[1];
+  else if (isa<DivOp>(op))
+    // Integer division by zero, and of the most negative value by -1, are
+    // undefined in C++ (and trap on x86); Kiln defines them as the
+    // reference interpreter does: 0, and wrapping negation.
+    expr = isFloat ? in[0] + " / " + in[1]
+                   : "(" + in[1] + " == 0 ? (" + computeType(et) + ")0 : " +
+                         in[1] + " == -1 ? (" + computeType(et) +
+                         ")(0ULL - (unsigned long long)" + in[0] + ") : " +
+                         in[0] + " / " + in[1] + ")";
+  else if (isa<PowOp>(op))
+    expr = "powf(" + in[0] + ", " + in[1] + ")";
+  else if (isa<NegOp>(op))
+    // Integers negate through unsigned arithmetic: `-x` overflows on the
+    // most negative value.
+    expr = isFloat ? "-" + in[0]
+                   : "(" + computeType(et) + ")(0ULL - (unsigned long long)" +
+                         in[0] + ")";
+  else if (isa<SqrtOp>(op))
+    expr = "sqrtf(" + in[0] + ")";
+  else if (isa<ErfOp>(op))
+    expr = "erff(" + in[0] + ")";
+  else if (isa<TanhOp>(op))
+    expr = "tanhf(" + in[0] + ")";
+  else if (isa<ExpOp>(op))
+    expr = "expf(" + in[0] + ")";
+  else if (isa<ReluOp>(op))
+    expr = isFloat ? "fmaxf(" + in[0] + ", 0.0f)"
+                   : "(" + in[0] + " > 0 ? " + in[0] + " : 0)";
+  else if (isa<SigmoidOp>(op))
+    expr = "1.0f / (1.0f + expf(-" + in[0] + "))";
+  // Elementwise math and comparisons.
+  else if (std::optional<std::string> math = mathExpr(op, in))
+    expr = *math;
+  else if (auto cast = dyn_cast<CastOp>(op))
+    expr = castExpr(tensorType(cast.getInput()).getElementType(), et, in[0]);
+  else
+    return op->emitOpError("has no CUDA elementwise lowering");
+  std::string name = fresh();
+  os << indent << computeType(et) << " " << name << " = " << expr << ";\n";
+  names[op->getResult(0)] = name;
+  return success();
+}
+
+/// The C expression of an elementwise math, logic, comparison or choice op
+/// on the operand names `in`; none for other ops. Floats are fp32 values;
+/// integers are their own C type, with wrapping negation and a remainder
+/// by zero of 0 (as the reference interpreter defines them).
+std::optional<std::string> BodyEmitter::mathExpr(Operation *op,
+                                               ArrayRef<std::string> in) {
+  Type et = tensorType(op->getResult(0)).getElementType();
+  bool isFloat =
+      isa<FloatType>(tensorType(op->getOperand(0)).getElementType());
+  std::string x = in[0];
+  std::string y = in.size() > 1 ? in[1] : "";
+  // `0 - x` through unsigned arithmetic: C's `-x` overflows on the most
+  // negative value.
+  std::string negated =
+      "(" + computeType(et) + ")(0ULL - (unsigned long long)" + x + ")";
+  if (isa<ReciprocalOp>(op))
+    return "1.0f / " + x;
+  if (isa<LogOp>(op))
+    return "logf(" + x + ")";
+  if (isa<FloorOp>(op))
+    return "floorf(" + x + ")";
+  if (isa<CeilOp>(op))
+    return "ceilf(" + x + ")";
+  if (isa<RoundOp>(op))
+    // rintf rounds halves to even in the default rounding mode.
+    return "rintf(" + x + ")";
+  if (isa<SinOp>(op))
+    return "sinf(" + x + ")";
+  if (isa<CosOp>(op))
+    return "cosf(" + x + ")";
+  if (isa<SoftsignOp>(op))
+    return x + " / (1.0f + fabsf(" + x + "))";
+  if (isa<AbsOp>(op))
+    return isFloat ? "fabsf(" + x + ")"
+                   : "(" + x + " < 0 ? " + negated + " : " + x + ")";
+  if (isa<SignOp>(op))
+    return isFloat ? "(" + x + " > 0.0f ? 1.0f : " + x +
+                         " < 0.0f ? -1.0f : " + x + ")"
+                   : "(" + computeType(et) + ")((" + x + " > 0) - (" + x +
+                         " < 0))";
+  if (isa<NotOp>(op))
+    return "!" + x;
+  if (auto gelu = dyn_cast<GeluOp>(op)) {
+    if (gelu.getApproximate() == GeluApproximation::tanh)
+      return "0.5f * " + x + " * (1.0f + tanhf(0.7978845608028654f * (" + x +
+             " + 0.044715f * " + x + " * " + x + " * " + x + ")))";
+    return "0.5f * " + x + " * (1.0f + erff(" + x +
+           " * 0.7071067811865476f))";
+  }
+  if (isa<IsNaNOp>(op))
+    return "(" + x + " != " + x + ")";
+  if (auto isInf = dyn_cast<IsInfOp>(op)) {
+    std::string positive = "(" + x + " == __int_as_float(0x7f800000))";
+    std::string negative = "(" + x + " == __int_as_float(0xff800000))";
+    if (isInf.getDetectPositive() && isInf.getDetectNegative())
+      return "(" + positive + " || " + negative + ")";
+    if (isInf.getDetectPositive())
+      return positive;
+    if (isInf.getDetectNegative())
+      return negative;
+    return std::string("false");
+  }
+  // A NaN operand wins, as in numpy.maximum / numpy.minimum (fmaxf and
+  // fminf would drop it).
+  if (isa<MaxOp>(op))
+    return isFloat ? "(" + x + " != " + x + " || " + x + " > " + y + " ? " +
+                         x + " : " + y + ")"
+                   : "(" + x + " > " + y + " ? " + x + " : " + y + ")";
+  if (isa<MinOp>(op))
+    return isFloat ? "(" + x + " != " + x + " || " + x + " < " + y + " ? " +
+                         x + " : " + y + ")"
+                   : "(" + x + " < " + y + " ? " + x + " : " + y + ")";
+  if (auto mod = dyn_cast<ModOp>(op)) {
+    if (isFloat)
+      return "fmodf(" + x + ", " + y + ")";
+    // A divisor of -1 always leaves 0 and would overflow on the most
+    // negative dividend.
+    std::string rem = "(" + x + " % " + y + ")";
+    std::string truncated =
+        "(" + y + " == 0 || " + y + " == -1 ? 0 : " + rem + ")";
+    if (mod.getFmod())
+      return truncated;
+    // Python's sign rule: a nonzero remainder takes the divisor's sign.
+    return "(" + y + " == 0 || " + y + " == -1 ? 0 : " + rem + " != 0 && (" +
+           rem + " < 0) != (" + y + " < 0) ? " + rem + " + " + y + " : " +
+           rem + ")";
+  }
+  if (isa<AndOp>(op))
+    return "(" + x + " && " + y + ")";
+  if (isa<OrOp>(op))
+    return "(" + x + " || " + y + ")";
+  if (isa<XorOp>(op))
+    return "(" + x + " != " + y + ")";
+  if (isa<EqualOp>(op))
+    return "(" + x + " == " + y + ")";
+  if (isa<LessOp>(op))
+    return "(" + x + " < " + y + ")";
+  if (isa<LessEqualOp>(op))
+    return "(" + x + " <= " + y + ")";
+  if (isa<GreaterOp>(op))
+    return "(" + x + " > " + y + ")";
+  if (isa<GreaterEqualOp>(op))
+    return "(" + x + " >= " + y + ")";
+  if (isa<WhereOp>(op))
+    return "(" + x + " ? " + y + " : " + in[2] + ")";
+  return std::nullopt;
+}
+
+/// A value of compute type `from` as compute type `to`, rounded to `to`'s
+/// storage precision.
+std::string BodyEmitter::castExpr(Type from, Type to, const std::string &v) {
+  if (to.isInteger(1))
+    return "(" + v + " != 0)";
+  if (to.isF16())
+    return "__half2float(__float2half_rn((float)" + v + "))";
+  if (to.isBF16())
+    return "__bfloat162float(__float2bfloat16_rn((float)" + v + "))";
+  return "(" + computeType(to) + ")" + v;
+}
+
+/// `extern "C" __global__ void name(const T *in0, ..., T *out0)`.
+void emitSignature(KernelOp kernel, StringRef name, llvm::raw_ostream &os) {
+  os << "\nextern \"C\" __global__ void " << name << "(";
+  for (auto [i, input] : llvm::enumerate(kernel.getInputs()))
+    os << "const " << storageType(tensorType(input).getElementType())
+       << " *__restrict__ in" << i << ", ";
+  os << storageType(tensorType(kernel.getResult(0)).getElementType())
+     << " *__restrict__ out0) {\n";
+}
+
+uint32_t gridFor(int64_t elements) {
+  return static_cast<uint32_t>(
+      std::clamp<int64_t>((elements + kBlockSize - 1) / kBlockSize, 1, kMaxGrid));
+}
+
+} // namespace kiln

@@ -1,0 +1,101 @@
+//===- EmitterSupport.h - what the CUDA kernel generators share -*- C++ -*-===//
+//
+// Internal to the CUDA target: C types and conversions of kiln element types,
+// broadcast indexing, the body emitter that turns fused ops into C
+// statements, and one generator entry point per kernel family.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_LIB_TARGET_CUDA_EMITTERSUPPORT_H
+#define KILN_LIB_TARGET_CUDA_EMITTERSUPPORT_H
+
+#include "KernelEmitter.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <optional>
+#include <string>
+
+namespace kiln {
+
+constexpr int64_t kBlockSize = 256;
+constexpr int64_t kMaxGrid = 65535;
+
+inline mlir::RankedTensorType tensorType(mlir::Value v) {
+  return llvm::cast<mlir::RankedTensorType>(v.getType());
+}
+
+/// The C type values of `t` are stored as.
+std::string storageType(mlir::Type t);
+/// The C type values of `t` are computed in: fp32 for every float type.
+std::string computeType(mlir::Type t);
+/// Converts a stored element to its compute type.
+std::string loadExpr(mlir::Type t, const std::string &element);
+/// Converts a computed value to its storage type.
+std::string storeExpr(mlir::Type t, const std::string &value);
+/// Row-major strides of `shape`.
+llvm::SmallVector<int64_t> stridesOf(llvm::ArrayRef<int64_t> shape);
+/// The offset into an input of shape `arg` that broadcasts into `shape`, at
+/// flat index `idx` of `shape`.
+std::string broadcastOffset(llvm::ArrayRef<int64_t> arg,
+                            llvm::ArrayRef<int64_t> shape,
+                            const std::string &idx);
+
+/// Emits the statements of body ops, naming each value once per emission.
+class BodyEmitter {
+public:
+  BodyEmitter(KernelOp kernel, llvm::raw_ostream &os);
+
+  /// Starts a fresh scope: values computed by an earlier pass are forgotten.
+  void reset() { names.clear(); }
+
+  /// Binds `value` to the C expression `name`.
+  void bind(mlir::Value value, const std::string &name) { names[value] = name; }
+
+  /// The C name of `value` computed at flat index `idx` of `shape`; loads
+  /// block arguments on first use.
+  std::string get(mlir::Value value, const std::string &idx,
+                  llvm::ArrayRef<int64_t> shape, const std::string &indent);
+
+  /// Emits `op` at flat index `idx` of `shape`.
+  mlir::LogicalResult emit(mlir::Operation *op, const std::string &idx,
+                           llvm::ArrayRef<int64_t> shape,
+                           const std::string &indent);
+
+  std::string fresh() { return "v" + std::to_string(counter++); }
+
+private:
+  static std::optional<std::string> mathExpr(mlir::Operation *op,
+                                             llvm::ArrayRef<std::string> in);
+  static std::string castExpr(mlir::Type from, mlir::Type to,
+                              const std::string &v);
+
+  KernelOp kernel;
+  llvm::raw_ostream &os;
+  llvm::DenseMap<mlir::Value, std::string> names;
+  llvm::DenseMap<mlir::Value, unsigned> argIndex;
+  int counter = 0;
+};
+
+/// `extern "C" __global__ void name(const T *in0, ..., T *out0) {`.
+void emitSignature(KernelOp kernel, llvm::StringRef name,
+                   llvm::raw_ostream &os);
+
+/// Blocks of kBlockSize threads for a grid-stride loop over `elements`.
+uint32_t gridFor(int64_t elements);
+
+/// The kernel families, one generator each (KernelEmitter.cpp and
+/// ReductionEmitter.cpp).
+mlir::FailureOr<LaunchGeometry> emitElementwise(KernelOp kernel,
+                                                llvm::StringRef name,
+                                                llvm::raw_ostream &os);
+mlir::FailureOr<LaunchGeometry> emitCopy(KernelOp kernel, llvm::StringRef name,
+                                         llvm::raw_ostream &os);
+mlir::FailureOr<LaunchGeometry> emitReduction(KernelOp kernel,
+                                              llvm::StringRef name,
+                                              llvm::raw_ostream &os);
+
+} // namespace kiln
+
+#endif // KILN_LIB_TARGET_CUDA_EMITTERSUPPORT_H

@@ -1,0 +1,331 @@
+//===- ReductionEmitter.cpp - reduction kernels ---------------------------===//
+//
+// One block per row: a row is one result element of a reduce or arg op, or
+// one normalized slice of a softmax or layer_norm. The elementwise prologue is
+// recomputed in each pass over the row (cheaper than a round trip through
+// memory); the epilogue runs on each result element. Floats accumulate in
+// fp32, integers and booleans in 64 bits.
+//
+//===----------------------------------------------------------------------===//
+
+#include "EmitterSupport.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FormatVariadic.h"
+
+using namespace mlir;
+
+namespace kiln {
+
+namespace {
+
+/// How a reduction walks its input: row `row` (row-major over the kept dims)
+/// and position `j` (row-major over the reduced dims) read the input element
+/// at flat index `inputIndex`.
+struct RowLayout {
+  int64_t rows = 1, length = 1;
+  std::string inputIndex;
+};
+
+/// The layout of an input of `shape` reduced over the dims marked in
+/// `reduced`. Adjacent dims of the same kind merge, so a reduction over
+/// trailing dims indexes as `row * length + j`.
+RowLayout rowLayout(ArrayRef<int64_t> shape, ArrayRef<bool> reduced) {
+  struct Run {
+    bool reduced;
+    int64_t size, stride;
+  };
+  SmallVector<Run> runs;
+  int64_t stride = 1;
+  for (int64_t d = static_cast<int64_t>(shape.size()) - 1; d >= 0; --d) {
+    if (shape[d] != 1) {
+      if (!runs.empty() && runs.back().reduced == reduced[d])
+        runs.back().size *= shape[d];
+      else
+        runs.push_back({reduced[d], shape[d], stride});
+    }
+    stride *= shape[d];
+  }
+  RowLayout layout;
+  for (int64_t d : shape)
+    if (d == 0) {
+      // No rows, or empty rows: the loops never read the input.
+      for (auto [d, size] : llvm::enumerate(shape))
+        (reduced[d] ? layout.length : layout.rows) *= size;
+      layout.inputIndex = "0";
+      return layout;
+    }
+  // `runs` is innermost first: each run's coordinate divides by the product
+  // of the same-kind runs inside it; the outermost run of each kind needs no
+  // modulo.
+  SmallVector<std::string> terms;
+  for (auto [i, run] : llvm::enumerate(runs)) {
+    int64_t &inner = run.reduced ? layout.length : layout.rows;
+    bool outermost = llvm::none_of(ArrayRef(runs).drop_front(i + 1),
+                                   [&](const Run &other) {
+                                     return other.reduced == run.reduced;
+                                   });
+    std::string coord = run.reduced ? "j" : "row";
+    if (inner != 1)
+      coord = llvm::formatv("({0} / {1}LL)", coord, inner);
+    if (!outermost)
+      coord = llvm::formatv("({0} % {1}LL)", coord, run.size);
+    terms.push_back(run.stride == 1
+                        ? coord
+                        : llvm::formatv("{0} * {1}LL", coord, run.stride).str());
+    inner *= run.size;
+  }
+  layout.inputIndex =
+      terms.empty() ? "0" : llvm::join(llvm::reverse(terms), " + ");
+  return layout;
+}
+
+/// The dims `reduction` reduces over its input.
+SmallVector<bool> reducedDims(Operation *reduction) {
+  int64_t rank = tensorType(reduction->getOperand(0)).getRank();
+  SmallVector<bool> reduced(rank, false);
+  if (auto axes = reduction->getAttrOfType<DenseI64ArrayAttr>("axes")) {
+    for (int64_t axis : axes.asArrayRef())
+      reduced[axis] = true;
+  } else if (auto norm = dyn_cast<LayerNormOp>(reduction)) {
+    for (int64_t d = norm.getAxis(); d < rank; ++d)
+      reduced[d] = true;
+  } else {
+    reduced[reduction->getAttrOfType<IntegerAttr>("axis").getInt()] = true;
+  }
+  return reduced;
+}
+
+/// The C pieces of a reduce op: accumulator type, identity and combining
+/// functor (see the prelude).
+struct Accumulator {
+  std::string type, identity, combine;
+};
+
+Accumulator accumulatorFor(Operation *reduction) {
+  Type et = tensorType(reduction->getOperand(0)).getElementType();
+  bool isFloat = isa<FloatType>(et);
+  Accumulator acc;
+  acc.type = isFloat ? "float" : "long long";
+  std::string lowest = isFloat ? "__int_as_float(0xff800000)"
+                       : et.isInteger(1)
+                           ? "0LL"
+                           : llvm::formatv("(-{0}LL - 1)",
+                                           (uint64_t{1} << (et.getIntOrFloatBitWidth() - 1)) - 1)
+                                 .str();
+  std::string highest = isFloat ? "__int_as_float(0x7f800000)"
+                        : et.isInteger(1)
+                            ? "1LL"
+                            : llvm::formatv("{0}LL",
+                                            (uint64_t{1} << (et.getIntOrFloatBitWidth() - 1)) - 1)
+                                  .str();
+  if (isa<ReduceMaxOp>(reduction))
+    acc.identity = lowest, acc.combine = "kiln_max_op()";
+  else if (isa<ReduceMinOp>(reduction))
+    acc.identity = highest, acc.combine = "kiln_min_op()";
+  else if (isa<ReduceProdOp>(reduction))
+    acc.identity = isFloat ? "1.0f" : "1LL", acc.combine = "kiln_prod_op()";
+  else
+    acc.identity = isFloat ? "0.0f" : "0LL", acc.combine = "kiln_sum_op()";
+  return acc;
+}
+
+} // namespace
+
+FailureOr<LaunchGeometry> emitReduction(KernelOp kernel, StringRef name,
+                                        llvm::raw_ostream &os) {
+  Block &block = kernel.getBody().front();
+  Operation *reduction = nullptr;
+  for (Operation &op : block.without_terminator())
+    if (isReduction(&op)) {
+      if (reduction)
+        return kernel.emitOpError("holds more than one reduction");
+      reduction = &op;
+    }
+  if (!reduction)
+    return kernel.emitOpError("reduction kernel without a reduction");
+  Value input = reduction->getOperand(0);
+  ArrayRef<int64_t> inShape = tensorType(input).getShape();
+  ArrayRef<int64_t> outShape = tensorType(reduction->getResult(0)).getShape();
+  RowLayout layout = rowLayout(inShape, reducedDims(reduction));
+  // Softmax and layer_norm produce one result per input element; the others
+  // one per row.
+  bool perElement = isa<SoftmaxOp, LogSoftmaxOp, LayerNormOp>(reduction);
+
+  // Prologue ops come before the reduction, epilogue ops after it.
+  SmallVector<Operation *> prologue, epilogue;
+  bool after = false;
+  for (Operation &op : block.without_terminator()) {
+    if (&op == reduction) {
+      after = true;
+      continue;
+    }
+    ArrayRef<int64_t> shape = tensorType(op.getResult(0)).getShape();
+    if (shape != (after ? outShape : inShape))
+      return op.emitOpError("does not compute at its reduction's shape");
+    (after ? epilogue : prologue).push_back(&op);
+  }
+
+  BodyEmitter body(kernel, os);
+  auto emitPrologue = [&](const std::string &indent) -> FailureOr<std::string> {
+    body.reset();
+    for (Operation *op : prologue)
+      if (failed(body.emit(op, "x_idx", inShape, indent)))
+        return failure();
+    return body.get(input, "x_idx", inShape, indent);
+  };
+  auto loopOpen = [&](const std::string &what) {
+    os << "    // " << what << "\n"
+       << "    for (long long j = threadIdx.x; j < " << layout.length
+       << "LL; j += blockDim.x) {\n"
+       << "      long long x_idx = " << layout.inputIndex << ";\n";
+  };
+
+  emitSignature(kernel, name, os);
+  std::string valueName;
+  auto fail = [&]() -> FailureOr<LaunchGeometry> { return failure(); };
+  if (isa<SoftmaxOp, LogSoftmaxOp>(reduction)) {
+    os << "  __shared__ float scratch[32];\n"
+       << "  for (long long row = blockIdx.x; row < " << layout.rows
+       << "LL; row += gridDim.x) {\n"
+       << "    float row_max = __int_as_float(0xff800000);\n";
+    loopOpen("pass 1: the row's maximum, for a stable exponent");
+    auto x = emitPrologue("      ");
+    if (failed(x))
+      return fail();
+    os << "      row_max = fmaxf(row_max, " << *x << ");\n    }\n"
+       << "    row_max = kiln_block_max(row_max, scratch);\n"
+       << "    float row_sum = 0.0f;\n";
+    loopOpen("pass 2: the sum of exponents");
+    x = emitPrologue("      ");
+    if (failed(x))
+      return fail();
+    os << "      row_sum += expf(" << *x << " - row_max);\n    }\n"
+       << "    row_sum = kiln_block_sum(row_sum, scratch);\n";
+    loopOpen("pass 3: normalize");
+    x = emitPrologue("      ");
+    if (failed(x))
+      return fail();
+    valueName = body.fresh();
+    if (isa<LogSoftmaxOp>(reduction))
+      os << "      float " << valueName << " = " << *x
+         << " - row_max - logf(row_sum);\n";
+    else
+      os << "      float " << valueName << " = expf(" << *x
+         << " - row_max) / row_sum;\n";
+  } else if (auto norm = dyn_cast<LayerNormOp>(reduction)) {
+    if (!isa<BlockArgument>(norm.getScale()) ||
+        (norm.getBias() && !isa<BlockArgument>(norm.getBias())))
+      return norm.emitOpError("needs scale and bias as kernel inputs");
+    os << "  __shared__ float scratch[32];\n"
+       << "  for (long long row = blockIdx.x; row < " << layout.rows
+       << "LL; row += gridDim.x) {\n"
+       << "    float row_sum = 0.0f;\n";
+    loopOpen("pass 1: mean");
+    auto x = emitPrologue("      ");
+    if (failed(x))
+      return fail();
+    os << "      row_sum += " << *x << ";\n    }\n"
+       << "    float mean = kiln_block_sum(row_sum, scratch) / "
+       << layout.length << ".0f;\n"
+       << "    float row_sq = 0.0f;\n";
+    // Two passes over the row: the centered variance loses nothing to
+    // cancellation when the mean is large.
+    loopOpen("pass 2: variance");
+    x = emitPrologue("      ");
+    if (failed(x))
+      return fail();
+    os << "      float centered = " << *x << " - mean;\n"
+       << "      row_sq += centered * centered;\n    }\n"
+       << "    float inv_std = rsqrtf(kiln_block_sum(row_sq, scratch) / "
+       << layout.length << ".0f + "
+       << llvm::formatv("{0:e}", norm.getEpsilon().convertToFloat())
+       << "f);\n";
+    loopOpen("pass 3: normalize, scale and shift");
+    x = emitPrologue("      ");
+    if (failed(x))
+      return fail();
+    std::string scale = body.get(norm.getScale(), "x_idx", inShape, "      ");
+    std::string shift =
+        norm.getBias() ? body.get(norm.getBias(), "x_idx", inShape, "      ")
+                       : "0.0f";
+    valueName = body.fresh();
+    os << "      float " << valueName << " = (" << *x << " - mean) * inv_std * "
+       << scale << " + " << shift << ";\n";
+  } else if (isa<ArgMaxOp, ArgMinOp>(reduction)) {
+    Type et = tensorType(input).getElementType();
+    std::string type = isa<FloatType>(et) ? "float" : "long long";
+    std::string params = llvm::formatv(
+        "<{0}, {1}>", isa<ArgMaxOp>(reduction) ? "true" : "false",
+        reduction->getAttrOfType<BoolAttr>("select_last_index").getValue()
+            ? "true"
+            : "false");
+    os << "  __shared__ " << type << " scratch_value[32];\n"
+       << "  __shared__ long long scratch_index[32];\n"
+       << "  for (long long row = blockIdx.x; row < " << layout.rows
+       << "LL; row += gridDim.x) {\n"
+       << "    " << type << " best = 0;\n"
+       << "    long long best_j = -1;\n";
+    loopOpen("the best element of the row and its position");
+    auto x = emitPrologue("      ");
+    if (failed(x))
+      return fail();
+    os << "      if (kiln_arg_better" << params << "((" << type << ")" << *x
+       << ", j, best, best_j)) {\n"
+       << "        best = " << *x << ";\n        best_j = j;\n      }\n    }\n"
+       << "    best_j = kiln_block_arg" << params
+       << "(best, best_j, scratch_value, scratch_index);\n"
+       << "    if (threadIdx.x == 0) {\n"
+       << "      long long out_idx = row;\n";
+    valueName = body.fresh();
+    os << "      long long " << valueName << " = best_j;\n";
+  } else {
+    Accumulator acc = accumulatorFor(reduction);
+    os << "  __shared__ " << acc.type << " scratch[32];\n"
+       << "  for (long long row = blockIdx.x; row < " << layout.rows
+       << "LL; row += gridDim.x) {\n"
+       << "    " << acc.type << " acc = " << acc.identity << ";\n";
+    loopOpen("the row's reduction");
+    auto x = emitPrologue("      ");
+    if (failed(x))
+      return fail();
+    os << "      acc = " << acc.combine << "(acc, (" << acc.type << ")" << *x
+       << ");\n    }\n"
+       << "    acc = kiln_block_reduce(acc, (" << acc.type << ")"
+       << acc.identity << ", scratch, " << acc.combine << ");\n"
+       << "    if (threadIdx.x == 0) {\n"
+       << "      long long out_idx = row;\n";
+    valueName = body.fresh();
+    Type resultType = tensorType(reduction->getResult(0)).getElementType();
+    std::string value = "acc";
+    if (isa<ReduceMeanOp>(reduction))
+      value = llvm::formatv("acc / {0}.0f", layout.length);
+    os << "      " << computeType(resultType) << " " << valueName << " = ("
+       << computeType(resultType) << ")" << value << ";\n";
+  }
+
+  // The epilogue computes at the reduction's result shape.
+  std::string outIdx = perElement ? "x_idx" : "out_idx";
+  body.reset();
+  body.bind(reduction->getResult(0), valueName);
+  for (Operation *op : epilogue)
+    if (failed(body.emit(op, outIdx, outShape, "      ")))
+      return fail();
+  Value yielded = kernel.getYield().getValues()[0];
+  os << "      out0[" << outIdx << "] = "
+     << storeExpr(tensorType(yielded).getElementType(),
+                  body.get(yielded, outIdx, outShape, "      "))
+     << ";\n    }\n  }\n}\n";
+
+  LaunchGeometry geometry;
+  geometry.grid[0] = static_cast<uint32_t>(
+      std::clamp<int64_t>(layout.rows, 1, kMaxGrid));
+  // Short rows get a short block; always whole warps (at least one) for the
+  // block reductions.
+  geometry.block[0] = static_cast<uint32_t>(std::clamp<int64_t>(
+      (layout.length + 31) / 32 * 32, 32, kBlockSize));
+  return geometry;
+}
+
+} // namespace kiln
