@@ -1,4 +1,4 @@
-//===- ExecuteReductions.cpp - reductions and softmax on the host ---------===//
+//===- ExecuteReductions.cpp - reductions, scans and top-k on the host ----===//
 //
 // Floats accumulate in double and integers in int64 (wrapping, as the
 // generated kernels do), so the reference is at least as accurate as any
@@ -236,6 +236,112 @@ FailureOr<HostTensor> executeArgReduce(Operation *op, const HostTensor &input) {
   }
   for (auto [index, flat] : llvm::enumerate(best))
     result->setFromInt(index, (flat / inner) % length);
+  return result;
+}
+
+/// Calls `fn(base, inner)` for each row along `axis` of `shape`: the row's
+/// elements are at base + k * inner for k in 0..shape[axis].
+static void forEachRow(ArrayRef<int64_t> shape, int64_t axis,
+                       function_ref<void(int64_t, int64_t)> fn) {
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < static_cast<int64_t>(shape.size()); ++d) {
+    if (d < axis)
+      outer *= shape[d];
+    else if (d > axis)
+      inner *= shape[d];
+  }
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t in = 0; in < inner; ++in)
+      fn(o * shape[axis] * inner + in, inner);
+}
+
+FailureOr<HostTensor> executeCumSum(CumSumOp op, const HostTensor &input) {
+  int64_t rank = input.shape.size();
+  int64_t axis = op.getAxis();
+  if (axis < 0 || axis >= rank)
+    return op.emitOpError("axis ") << axis << " out of range for rank " << rank;
+  FailureOr<HostTensor> result =
+      HostTensor::allocate(input.elementType, input.shape, op.getLoc());
+  if (failed(result))
+    return failure();
+  bool isFloat = isa<FloatType>(input.elementType);
+  int64_t length = input.shape[axis];
+  forEachRow(input.shape, axis, [&](int64_t base, int64_t inner) {
+    double sum = 0.0;
+    int64_t intSum = 0;
+    auto store = [&](int64_t at) {
+      if (isFloat)
+        result->setFromDouble(at, sum);
+      else
+        result->setFromInt(at, intSum);
+    };
+    for (int64_t step = 0; step < length; ++step) {
+      int64_t k = op.getReverse() ? length - 1 - step : step;
+      int64_t at = base + k * inner;
+      // Exclusive: the sum so far is stored before this element joins it.
+      if (op.getExclusive())
+        store(at);
+      if (isFloat)
+        sum += input.getAsDouble(at);
+      else
+        intSum = static_cast<int64_t>(static_cast<uint64_t>(intSum) +
+                                      static_cast<uint64_t>(input.getAsInt(at)));
+      if (!op.getExclusive())
+        store(at);
+    }
+  });
+  return result;
+}
+
+FailureOr<HostTensor> executeTopK(TopKOp op, const HostTensor &input) {
+  int64_t rank = input.shape.size();
+  int64_t axis = op.getAxis();
+  if (axis < 0 || axis >= rank)
+    return op.emitOpError("axis ") << axis << " out of range for rank " << rank;
+  int64_t k = op.getK(), length = input.shape[axis];
+  if (k > length)
+    return op.emitOpError("k = ") << k << " exceeds the axis' " << length
+                                  << " elements";
+  SmallVector<int64_t> resultShape(input.shape);
+  resultShape[axis] = k;
+  auto result = HostTensor::allocate(IntegerType::get(op.getContext(), 64),
+                                     resultShape, op.getLoc());
+  if (failed(result))
+    return failure();
+  bool isFloat = isa<FloatType>(input.elementType);
+  bool largest = op.getLargest();
+  int64_t outInner = 1;
+  for (int64_t d = axis + 1; d < rank; ++d)
+    outInner *= input.shape[d];
+  std::vector<int64_t> order(length);
+  int64_t row = 0;
+  forEachRow(input.shape, axis, [&](int64_t base, int64_t inner) {
+    // Whether the element at position a comes before the one at b: NaN
+    // first, then by value, equal values by position.
+    auto before = [&](int64_t a, int64_t b) {
+      if (isFloat) {
+        double x = input.getAsDouble(base + a * inner);
+        double y = input.getAsDouble(base + b * inner);
+        if (std::isnan(x) != std::isnan(y))
+          return std::isnan(x);
+        if (x != y && !std::isnan(x))
+          return largest ? x > y : x < y;
+        return a < b;
+      }
+      int64_t x = input.getAsInt(base + a * inner);
+      int64_t y = input.getAsInt(base + b * inner);
+      if (x != y)
+        return largest ? x > y : x < y;
+      return a < b;
+    };
+    for (int64_t i = 0; i < length; ++i)
+      order[i] = i;
+    std::sort(order.begin(), order.end(), before);
+    int64_t outBase = (row / outInner) * k * outInner + row % outInner;
+    for (int64_t i = 0; i < k; ++i)
+      result->setFromInt(outBase + i * outInner, order[i]);
+    ++row;
+  });
   return result;
 }
 

@@ -1,4 +1,4 @@
-//===- ExecuteReductions.h - reductions and softmax on the host -*- C++ -*-===//
+//===- ExecuteReductions.h - reductions, scans, top-k -*- C++ -*-===//
 
 #ifndef KILN_LIB_INTERPRETER_EXECUTEREDUCTIONS_H
 #define KILN_LIB_INTERPRETER_EXECUTEREDUCTIONS_H
@@ -14,6 +14,10 @@ mlir::FailureOr<HostTensor> executeReduce(mlir::Operation *op,
 /// kiln.arg_max and kiln.arg_min.
 mlir::FailureOr<HostTensor> executeArgReduce(mlir::Operation *op,
                                              const HostTensor &input);
+/// kiln.cumsum.
+mlir::FailureOr<HostTensor> executeCumSum(CumSumOp op, const HostTensor &input);
+/// kiln.top_k.
+mlir::FailureOr<HostTensor> executeTopK(TopKOp op, const HostTensor &input);
 /// kiln.softmax and kiln.log_softmax.
 mlir::FailureOr<HostTensor> executeSoftmax(mlir::Operation *op,
                                            const HostTensor &input);

@@ -855,6 +855,8 @@ static FailureOr<HostTensor> executeOp(Operation *op,
           [&](Operation *reduce) { return executeReduce(reduce, operand(0)); })
       .Case<ArgMaxOp, ArgMinOp>(
           [&](Operation *arg) { return executeArgReduce(arg, operand(0)); })
+      .Case([&](CumSumOp cumsum) { return executeCumSum(cumsum, operand(0)); })
+      .Case([&](TopKOp topK) { return executeTopK(topK, operand(0)); })
       .Case<SoftmaxOp, LogSoftmaxOp>([&](Operation *softmax) {
         return executeSoftmax(softmax, operand(0));
       })

@@ -143,8 +143,9 @@ struct KilnFusePass : public kiln::impl::KilnFusePassBase<KilnFusePass> {
         taken.insert(group.members.begin(), group.members.end());
         groups.push_back(std::move(group));
       } else if (isa<TransposeOp, SliceOp, ExpandOp, GatherOp, GatherElementsOp,
-                     ConcatOp>(op)) {
-        Group group{KernelKind::copy, op, {}};
+                     ConcatOp, TopKOp>(op)) {
+        Group group{isa<TopKOp>(op) ? KernelKind::sort : KernelKind::copy, op,
+                    {}};
         group.members.insert(op);
         taken.insert(op);
         groups.push_back(std::move(group));

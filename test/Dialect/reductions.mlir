@@ -70,3 +70,38 @@ func.func @negative_log_softmax_axis(%a: tensor<2x3xf32>) -> tensor<2x3xf32> {
   %0 = kiln.log_softmax %a {axis = 2 : i64} : tensor<2x3xf32>
   return %0 : tensor<2x3xf32>
 }
+
+// -----
+
+// CHECK-LABEL: func.func @scans
+// CHECK: kiln.cumsum %{{.*}} {axis = 1 : i64, exclusive = true, reverse = false} : tensor<2x3xi32>
+// CHECK: kiln.top_k %{{.*}} {axis = 1 : i64, k = 2 : i64, largest = false} : tensor<2x3xf32> -> tensor<2x2xi64>
+func.func @scans(%i: tensor<2x3xi32>, %x: tensor<2x3xf32>) -> (tensor<2x3xi32>, tensor<2x2xi64>) {
+  %c = kiln.cumsum %i {axis = 1 : i64, exclusive = true, reverse = false} : tensor<2x3xi32>
+  %t = kiln.top_k %x {axis = 1 : i64, k = 2 : i64, largest = false} : tensor<2x3xf32> -> tensor<2x2xi64>
+  return %c, %t : tensor<2x3xi32>, tensor<2x2xi64>
+}
+
+// -----
+
+func.func @negative_cumsum_axis(%a: tensor<2x3xf32>) -> tensor<2x3xf32> {
+  // expected-error@+1 {{axis 2 out of range for rank 2}}
+  %0 = kiln.cumsum %a {axis = 2 : i64, exclusive = false, reverse = false} : tensor<2x3xf32>
+  return %0 : tensor<2x3xf32>
+}
+
+// -----
+
+func.func @negative_top_k_k(%a: tensor<2x3xf32>) -> tensor<2x4xi64> {
+  // expected-error@+1 {{k = 4 is outside 0..3}}
+  %0 = kiln.top_k %a {axis = 1 : i64, k = 4 : i64, largest = true} : tensor<2x3xf32> -> tensor<2x4xi64>
+  return %0 : tensor<2x4xi64>
+}
+
+// -----
+
+func.func @negative_top_k_shape(%a: tensor<2x3xf32>) -> tensor<2x3xi64> {
+  // expected-error@+1 {{result shape must be the input's with k along the axis}}
+  %0 = kiln.top_k %a {axis = 1 : i64, k = 2 : i64, largest = true} : tensor<2x3xf32> -> tensor<2x3xi64>
+  return %0 : tensor<2x3xi64>
+}

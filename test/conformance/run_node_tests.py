@@ -25,9 +25,10 @@ differs from the file, so a stale page is noticed.
 
 Outputs are compared with the expected ones with the tolerances of ONNX's own
 backend runner (rtol 1e-3, atol 1e-7) unless TOLERANCES says otherwise;
-shapes and element types must match, integers and booleans exactly. Integer
-(int64) inputs are frozen as compile-time constants (--const-input of kiln-run
-or kilnc). Each result is one of:
+shapes and element types must match, integers and booleans exactly. Inputs
+that decide a shape, an axis or a count (COMPILE_TIME_OPERANDS, followed back
+through the nodes computing them) are frozen as compile-time constants
+(--const-input of kiln-run or kilnc); all other inputs stay run-time inputs. Each result is one of:
   pass               the outputs match;
   unsupported-dtype  Kiln rejected an element type it declares unsupported
                      with its clear "unsupported element type" error;
@@ -61,7 +62,7 @@ from onnx import numpy_helper
 
 SKELETON_OPS = [
     "matmul", "gemm", "add", "sub", "mul", "div", "pow", "sqrt", "erf", "tanh",
-    "exp", "relu", "sigmoid", "softmax", "layer_normalization", "reduce_mean",
+    "exp", "relu", "sigmoid", "softmax", "layer_normalization",
     "transpose", "reshape", "cast_FLOAT_to_FLOAT16", "cast_FLOAT16_to_FLOAT",
     # Shapes, views and indexing.
     "shape", "size", "unsqueeze", "squeeze", "flatten", "concat", "slice",
@@ -74,6 +75,8 @@ SKELETON_OPS = [
     "and", "and2d", "and3d", "and4d", "or", "or2d", "or3d", "or4d",
     "xor", "xor2d", "xor3d", "xor4d", "equal", "less", "greater", "where",
     "clip", "dropout", "castlike",
+    # Reductions (every Reduce* op), ArgMax/ArgMin, LogSoftmax, CumSum, TopK.
+    "reduce", "argmax", "argmin", "logsoftmax", "cumsum", "top_k",
 ]
 # Known gaps, each failing for the reason given; they are reported, and a
 # test that starts passing is reported too so the entry can go.
@@ -113,6 +116,40 @@ def wanted(name, ops):
                 continue
             return not name.startswith("test_softmax_cross_entropy")
     return False
+
+
+# Per op, the input positions Kiln needs at compile time: shapes, axes,
+# counts and bounds.
+COMPILE_TIME_OPERANDS = {
+    "Reshape": {1}, "Expand": {1}, "Tile": {1}, "ConstantOfShape": {0},
+    "Slice": {1, 2, 3, 4}, "Squeeze": {1}, "Unsqueeze": {1}, "Split": {1},
+    "TopK": {1}, "CumSum": {1}, "Range": {0, 1, 2}, "Pad": {1, 2, 3},
+    "Trilu": {1}, "OneHot": {1}, "ReduceSum": {1}, "ReduceMean": {1},
+    "ReduceMax": {1}, "ReduceMin": {1}, "ReduceProd": {1}, "ReduceL1": {1},
+    "ReduceL2": {1}, "ReduceLogSum": {1}, "ReduceLogSumExp": {1},
+    "ReduceSumSquare": {1},
+}
+
+
+def compile_time_values(graph):
+    """The names of the values that must be known at compile time: the
+    operands above and, transitively, every input of the nodes computing
+    them (an `_expanded` test computes its shapes from its inputs)."""
+    needed = set()
+    for n in graph.node:
+        for k in COMPILE_TIME_OPERANDS.get(n.op_type, ()):
+            if k < len(n.input) and n.input[k]:
+                needed.add(n.input[k])
+    changed = True
+    while changed:
+        changed = False
+        for n in graph.node:
+            if any(o in needed for o in n.output):
+                for i in n.input:
+                    if i and i not in needed:
+                        needed.add(i)
+                        changed = True
+    return needed
 
 
 def parse_index(path):
@@ -247,16 +284,14 @@ def run_test(tools, backend, folder, timeout=300):
         return "fail", f"runner: cannot load model.onnx: {e}"
     data = os.path.join(folder, "test_data_set_0")
     initializers = {t.name for t in model.graph.initializer}
-    # Integer inputs (shapes, axes) are frozen as compile-time constants:
-    # Kiln compiles for static shapes.
+    # Inputs that decide a shape, an axis or a count are frozen as
+    # compile-time constants (Kiln compiles for static shapes); every other
+    # input, integer data included, stays a run-time input.
+    needed = compile_time_values(model.graph)
     inputs, frozen = [], []
     for i, info in enumerate(i for i in model.graph.input if i.name not in initializers):
         spec = f"{info.name}={os.path.join(data, f'input_{i}.pb')}"
-        is_int64 = info.type.tensor_type.elem_type == onnx.TensorProto.INT64
-        # Range's operands decide its result's shape: Kiln folds it at
-        # compile time, so all of them are frozen.
-        decides_shape = any(n.op_type == "Range" for n in model.graph.node)
-        (frozen if is_int64 or decides_shape else inputs).append(spec)
+        (frozen if info.name in needed else inputs).append(spec)
     with tempfile.TemporaryDirectory(prefix="kiln-conformance-") as out:
         clean = Sanitizer(folder, os.path.dirname(folder), REPO, out)
         if backend == "reference":
@@ -393,7 +428,9 @@ def render_doc(commit, ops, results, paths):
                      "this page shows it only when written there (`--cuda on`).")
     lines += [
         "",
-        "Int64 inputs are frozen as compile-time constants (`--const-input`). Outputs "
+        "Inputs that decide a shape, an axis or a count are frozen as compile-time "
+        "constants (`--const-input`); the others, integer data included, stay "
+        "run-time inputs. Outputs "
         f"are compared with ONNX's own backend runner's tolerances (rtol {num(DEFAULT_RTOL)}, "
         f"atol {num(DEFAULT_ATOL)}); shapes and element types must match (bfloat16 outputs "
         "are written as float32 by kiln-run) and integers and booleans must be exact.",

@@ -9,8 +9,9 @@ Builds small ONNX models with onnx.helper in a temporary folder, one per
 integer and 16-bit float arithmetic), reduction (Softmax and LogSoftmax on
 the last and a middle axis, LayerNormalization with and without bias,
 ReduceMean/Sum/Max/Min/Prod over adjacent and non-adjacent axes on floats and
-integers, ReduceL1/L2/LogSumExp/SumSquare, ArgMax/ArgMin with ties, each with
-fused prologues and epilogues), copy (Transpose of rank 2 to 4, Identity
+integers, ReduceL1/L2/LogSumExp/SumSquare, ArgMax/ArgMin with ties, CumSum
+over several chunks, each with fused prologues and epilogues), sort (TopK,
+with ties), copy (Transpose of rank 2 to 4, Identity
 outputs), matmul (2-D, batched, broadcast batch, 1-D operands, Gemm) and
 FFN / attention chains. Shapes are ragged on purpose: sizes that are not
 multiples of the 256-thread block or of a warp (1, 7, 31, 33, 255, 257, 1000,
@@ -409,6 +410,46 @@ def reduction_cases():
                     check=(shape == [33, 7])))
             cases.append(Case("reduction", f"{op.lower()}_i32_last{last}_5x257",
                               lambda o=op, l=last: arg(o, I32, [5, 257], 1, l, False)))
+
+    # CumSum: rows longer than a block take several chunks with a carry.
+    def cumsum(dtype, shape, axis, exclusive, reverse):
+        nodes = [node("CumSum", ["x", "axis"], "y", exclusive=exclusive, reverse=reverse)]
+        return model(nodes, [("x", dtype, shape)], ["y"], [ints("axis", [axis])])
+
+    scan_tol = (1e-4, 1e-4, "fp32 running sums of up to 1000 terms in [-1, 1): "
+                "the absolute error grows with the partial sums")
+    for dtype, label, shape, axis, tol in [
+            (F32, "f32", [3, 1000], 1, scan_tol), (F32, "f32", [2, 257, 3], 1, None),
+            (F32, "f32", [33, 7], 0, None), (I32, "i32", [5, 33], 1, None),
+            (I64, "i64", [4099], 0, None)]:
+        for exclusive, reverse in [(0, 0), (1, 1)]:
+            slabel = "x".join(map(str, shape)) + f"_axis{axis}_e{exclusive}r{reverse}"
+            cases.append(Case(
+                "reduction", f"cumsum_{label}_{slabel}",
+                lambda d=dtype, s=shape, a=axis, e=exclusive, r=reverse: cumsum(d, s, a, e, r),
+                check=(shape == [2, 257, 3]), tol=tol))
+
+    # TopK: the positions (sort kernel) and the values gathered at them;
+    # Floor(2x) makes ties, which keep their order.
+    def top_k(dtype, shape, axis, k, largest, ties):
+        nodes = [node("TopK", ["t" if ties else "x", "k"], ["v", "i"], axis=axis,
+                      largest=largest)]
+        if ties:
+            nodes[:0] = [node("Mul", ["x", "two"], "d"), node("Floor", ["d"], "t")]
+        inits = [ints("k", [k])] + ([const("two", 2.0)] if ties else [])
+        return model(nodes, [("x", dtype, shape)], ["v", "i"], inits)
+
+    for dtype, label, shape, axis, k, largest, ties in [
+            (F32, "f32", [3, 1000], 1, 5, 1, False),
+            (F32, "f32", [2, 257, 3], 1, 257, 0, False),
+            (F32, "f32", [7, 33], 1, 10, 1, True),
+            (F32, "f32", [33, 7], 0, 3, 0, True),
+            (I32, "i32", [5, 257], 1, 7, 1, False)]:
+        slabel = "x".join(map(str, shape)) + f"_axis{axis}_k{k}_l{largest}"
+        cases.append(Case(
+            "sort", f"topk_{label}{'_ties' if ties else ''}_{slabel}",
+            lambda d=dtype, s=shape, a=axis, k=k, l=largest, t=ties: top_k(d, s, a, k, l, t),
+            check=(shape == [7, 33])))
 
     def log_softmax(shape, axis):
         return model([node("LogSoftmax", ["x"], "y", axis=axis)],

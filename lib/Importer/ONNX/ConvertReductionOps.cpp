@@ -1,4 +1,4 @@
-//===- ConvertReductionOps.cpp - Reduce*, ArgMax/ArgMin, (Log)Softmax -----===//
+//===- ConvertReductionOps.cpp - reductions, scans, top-k, (Log)Softmax ---===//
 //
 // The five primitive reductions map to kiln.reduce_*; ReduceL1, L2, LogSum,
 // LogSumExp and SumSquare are written as their definitions around a
@@ -198,8 +198,67 @@ struct ReductionConverter : NodeConverterBase {
     return output(reshape(y, shape));
   }
 
+  /// A constant integer input holding one value (CumSum's axis, TopK's K).
+  FailureOr<int64_t> constantScalar(int i, StringRef what) {
+    auto value = required(i);
+    if (failed(value))
+      return failure();
+    auto ints = importer.constantInts(*value);
+    if (failed(ints) || ints->size() != 1)
+      return error() << what << " must be a constant holding one integer";
+    return ints->front();
+  }
+
+  LogicalResult convertCumSum() {
+    auto x = required(0);
+    auto given = constantScalar(1, "axis");
+    if (failed(x) || failed(given))
+      return failure();
+    auto ax = axis(*given, typeOf(*x).getRank());
+    if (failed(ax))
+      return failure();
+    return output(CumSumOp::create(b, loc, *x, *ax, intAttr("exclusive", 0) != 0,
+                                   intAttr("reverse", 0) != 0));
+  }
+
+  /// TopK as kiln.top_k (the positions), then the values gathered at them.
+  LogicalResult convertTopK() {
+    auto x = required(0);
+    if (failed(x))
+      return failure();
+    RankedTensorType type = typeOf(*x);
+    auto ax = axis(intAttr("axis", -1), type.getRank());
+    if (failed(ax))
+      return failure();
+    FailureOr<int64_t> k = importer.opset() >= 10 ? constantScalar(1, "K")
+                                                  : intAttr("k", -1);
+    if (failed(k))
+      return failure();
+    int64_t extent = type.getDimSize(*ax);
+    if (*k < 0 || *k > extent)
+      return error() << "K = " << *k << " is outside 0.." << extent
+                     << " (the size of axis " << *ax << ")";
+    SmallVector<int64_t> shape(type.getShape());
+    shape[*ax] = *k;
+    auto indicesType = RankedTensorType::get(shape, b.getIntegerType(64));
+    Value indices = TopKOp::create(b, loc, indicesType, *x, *ax, *k,
+                                   intAttr("largest", 1) != 0);
+    Value values = GatherElementsOp::create(
+        b, loc, RankedTensorType::get(shape, type.getElementType()), *x,
+        indices, *ax);
+    // Indices first: binding them may fold top_k into a constant (constant
+    // input), which rewrites the gather's operand before it is folded too.
+    if (failed(output(indices, 1)))
+      return failure();
+    return output(values);
+  }
+
   LogicalResult convert() {
     StringRef op = node.op_type();
+    if (op == "CumSum")
+      return convertCumSum();
+    if (op == "TopK")
+      return convertTopK();
     if (op == "ArgMax")
       return convertArgReduce<ArgMaxOp>();
     if (op == "ArgMin")
@@ -219,7 +278,7 @@ bool isSupportedReductionOp(StringRef opType) {
       .Cases({"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin"}, true)
       .Cases({"ReduceProd", "ReduceL1", "ReduceL2", "ReduceLogSum"}, true)
       .Cases({"ReduceLogSumExp", "ReduceSumSquare", "ArgMax", "ArgMin"}, true)
-      .Cases({"Softmax", "LogSoftmax"}, true)
+      .Cases({"Softmax", "LogSoftmax", "CumSum", "TopK"}, true)
       .Default(false);
 }
 

@@ -91,8 +91,8 @@ mlir::LogicalResult convertElementwiseNode(GraphImporter &importer,
 /// True for the ops convertElementwiseNode converts.
 bool isSupportedElementwiseOp(llvm::StringRef opType);
 
-/// Converts a Reduce*, ArgMax/ArgMin, Softmax or LogSoftmax node
-/// (ConvertReductionOps.cpp).
+/// Converts a Reduce*, ArgMax/ArgMin, CumSum, TopK, Softmax or LogSoftmax
+/// node (ConvertReductionOps.cpp).
 mlir::LogicalResult convertReductionNode(GraphImporter &importer,
                                          const onnx::NodeProto &node);
 

@@ -95,6 +95,8 @@ mlir::FailureOr<LaunchGeometry> emitCopy(KernelOp kernel, llvm::StringRef name,
 mlir::FailureOr<LaunchGeometry> emitReduction(KernelOp kernel,
                                               llvm::StringRef name,
                                               llvm::raw_ostream &os);
+mlir::FailureOr<LaunchGeometry> emitSort(KernelOp kernel, llvm::StringRef name,
+                                         llvm::raw_ostream &os);
 
 } // namespace kiln
 

@@ -4,6 +4,7 @@
 // - elementwise: a grid-stride loop over the result; every body op computes at
 //   the result's shape, kernel inputs broadcast into it;
 // - reduction (ReductionEmitter.cpp): one block per row of the reduced op;
+// - sort (ReductionEmitter.cpp): top_k, one block per row;
 // - copy: one data-movement op (transpose, slice, concat, gather, expand) as
 //   a gather of each result element from its source element.
 //
@@ -202,6 +203,8 @@ FailureOr<LaunchGeometry> emitKernel(KernelOp kernel, StringRef name,
     return emitReduction(kernel, name, os);
   case KernelKind::copy:
     return emitCopy(kernel, name, os);
+  case KernelKind::sort:
+    return emitSort(kernel, name, os);
   default:
     return kernel.emitOpError("kind ")
            << stringifyKernelKind(kernel.getKind())

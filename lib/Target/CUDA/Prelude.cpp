@@ -88,6 +88,32 @@ __device__ bool kiln_arg_better(T x, long long i, T y, long long j) {
   if (x_nan || x == y) return Last ? i > j : i < j;
   return Max ? x > y : x < y;
 }
+// Inclusive prefix sum over the block in thread order; *total gets the sum
+// of all threads' values.
+template <class T>
+__device__ T kiln_block_inclusive_scan(T v, T *scratch, T *total) {
+  int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  int warps = (blockDim.x + 31) >> 5;
+  for (int o = 1; o < 32; o <<= 1) {
+    T up = __shfl_up_sync(0xffffffffu, v, o);
+    if (lane >= o) v += up;
+  }
+  __syncthreads();
+  if (lane == 31) scratch[warp] = v;
+  __syncthreads();
+  if (warp == 0) {
+    T w = lane < warps ? scratch[lane] : T(0);
+    for (int o = 1; o < 32; o <<= 1) {
+      T up = __shfl_up_sync(0xffffffffu, w, o);
+      if (lane >= o) w += up;
+    }
+    if (lane < warps) scratch[lane] = w;
+  }
+  __syncthreads();
+  if (warp > 0) v += scratch[warp - 1];
+  *total = scratch[warps - 1];
+  return v;
+}
 template <bool Max, bool Last, class T>
 __device__ long long kiln_block_arg(T v, long long i, T *values,
                                     long long *positions) {

@@ -253,6 +253,62 @@ FailureOr<LaunchGeometry> emitReduction(KernelOp kernel, StringRef name,
     valueName = body.fresh();
     os << "      float " << valueName << " = (" << *x << " - mean) * inv_std * "
        << scale << " + " << shift << ";\n";
+  } else if (auto cumsum = dyn_cast<CumSumOp>(reduction)) {
+    // The row in chunks of blockDim.x: a block-wide inclusive scan of each
+    // chunk plus the carry of the chunks before it. Scan position p reads
+    // row position p (p - 1 when exclusive), mirrored when reversed.
+    Type et = tensorType(input).getElementType();
+    std::string type = isa<FloatType>(et) ? "float" : "long long";
+    int64_t length = layout.length;
+    auto position = [&](const std::string &p) {
+      return cumsum.getReverse()
+                 ? llvm::formatv("({0}LL - 1 - {1})", length, p).str()
+                 : p;
+    };
+    os << "  __shared__ " << type << " scratch[32];\n"
+       << "  for (long long row = blockIdx.x; row < " << layout.rows
+       << "LL; row += gridDim.x) {\n"
+       << "    " << type << " carry = 0;\n"
+       << "    for (long long chunk = 0; chunk < " << length
+       << "LL; chunk += blockDim.x) {\n"
+       << "      long long p = chunk + threadIdx.x;\n"
+       << "      long long source = p" << (cumsum.getExclusive() ? " - 1" : "")
+       << ";\n"
+       << "      " << type << " term = 0;\n"
+       << "      if (p < " << length << "LL && source >= 0) {\n"
+       << "        long long j = " << position("source") << ";\n"
+       << "        long long x_idx = " << layout.inputIndex << ";\n";
+    auto x = emitPrologue("        ");
+    if (failed(x))
+      return fail();
+    os << "        term = (" << type << ")" << *x << ";\n      }\n"
+       << "      " << type << " total;\n"
+       << "      " << type
+       << " scanned = carry + kiln_block_inclusive_scan(term, scratch, &total);\n"
+       << "      carry += total;\n"
+       << "      if (p < " << length << "LL) {\n"
+       << "        long long j = " << position("p") << ";\n"
+       << "        long long x_idx = " << layout.inputIndex << ";\n";
+    valueName = body.fresh();
+    os << "        " << computeType(et) << " " << valueName << " = ("
+       << computeType(et) << ")scanned;\n";
+    // Per element like softmax, one nesting level deeper.
+    body.reset();
+    body.bind(reduction->getResult(0), valueName);
+    for (Operation *op : epilogue)
+      if (failed(body.emit(op, "x_idx", outShape, "        ")))
+        return fail();
+    Value yielded = kernel.getYield().getValues()[0];
+    os << "        out0[x_idx] = "
+       << storeExpr(tensorType(yielded).getElementType(),
+                    body.get(yielded, "x_idx", outShape, "        "))
+       << ";\n      }\n    }\n  }\n}\n";
+    LaunchGeometry geometry;
+    geometry.grid[0] =
+        static_cast<uint32_t>(std::clamp<int64_t>(layout.rows, 1, kMaxGrid));
+    geometry.block[0] = static_cast<uint32_t>(
+        std::clamp<int64_t>((length + 31) / 32 * 32, 32, kBlockSize));
+    return geometry;
   } else if (isa<ArgMaxOp, ArgMinOp>(reduction)) {
     Type et = tensorType(input).getElementType();
     std::string type = isa<FloatType>(et) ? "float" : "long long";
@@ -325,6 +381,53 @@ FailureOr<LaunchGeometry> emitReduction(KernelOp kernel, StringRef name,
   // block reductions.
   geometry.block[0] = static_cast<uint32_t>(std::clamp<int64_t>(
       (layout.length + 31) / 32 * 32, 32, kBlockSize));
+  return geometry;
+}
+
+FailureOr<LaunchGeometry> emitSort(KernelOp kernel, StringRef name,
+                                   llvm::raw_ostream &os) {
+  auto ops = kernel.getBody().front().without_terminator();
+  auto topK = dyn_cast<TopKOp>(*ops.begin());
+  if (!topK || std::next(ops.begin()) != ops.end() ||
+      !isa<BlockArgument>(topK.getInput()))
+    return kernel.emitOpError("sort kernels hold exactly one top_k of an input");
+  ArrayRef<int64_t> inShape = topK.getInput().getType().getShape();
+  int64_t axis = topK.getAxis(), k = topK.getK();
+  SmallVector<bool> reduced(inShape.size(), false);
+  reduced[axis] = true;
+  RowLayout in = rowLayout(inShape, reduced);
+  RowLayout out = rowLayout(topK.getType().getShape(), reduced);
+  Type et = topK.getInput().getType().getElementType();
+  std::string type = isa<FloatType>(et) ? "float" : "long long";
+  // Each element's rank is the number of elements that come before it; the
+  // first k ranks are the result. Quadratic in the row, but with no
+  // synchronization and the same order as the reference's stable sort.
+  emitSignature(kernel, name, os);
+  os << "  for (long long row = blockIdx.x; row < " << in.rows
+     << "LL; row += gridDim.x) {\n"
+     << "    for (long long candidate = threadIdx.x; candidate < " << in.length
+     << "LL; candidate += blockDim.x) {\n"
+     << "      " << type << " x;\n"
+     << "      { long long j = candidate; x = (" << type << ")"
+     << loadExpr(et, "in0[" + in.inputIndex + "]") << "; }\n"
+     << "      long long rank = 0;\n"
+     << "      for (long long other = 0; other < " << in.length
+     << "LL && rank < " << k << "LL; ++other) {\n"
+     << "        long long j = other;\n"
+     << "        " << type << " y = (" << type << ")"
+     << loadExpr(et, "in0[" + in.inputIndex + "]") << ";\n"
+     << "        rank += kiln_arg_better<" << (topK.getLargest() ? "true" : "false")
+     << ", false>(y, other, x, candidate);\n"
+     << "      }\n"
+     << "      if (rank < " << k << "LL) {\n"
+     << "        long long j = rank;\n"
+     << "        out0[" << out.inputIndex << "] = candidate;\n"
+     << "      }\n    }\n  }\n}\n";
+  LaunchGeometry geometry;
+  geometry.grid[0] =
+      static_cast<uint32_t>(std::clamp<int64_t>(in.rows, 1, kMaxGrid));
+  geometry.block[0] = static_cast<uint32_t>(
+      std::clamp<int64_t>((in.length + 31) / 32 * 32, 32, kBlockSize));
   return geometry;
 }
 

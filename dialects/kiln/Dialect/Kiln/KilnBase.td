@@ -41,7 +41,8 @@ def Kiln_KernelKind : I32EnumAttr<"KernelKind", "the code generator of a kernel"
     I32EnumAttrCase<"reduction", 1>,
     I32EnumAttrCase<"gemm", 2>,
     I32EnumAttrCase<"attention", 3>,
-    I32EnumAttrCase<"copy", 4>
+    I32EnumAttrCase<"copy", 4>,
+    I32EnumAttrCase<"sort", 5>
   ]> {
   let cppNamespace = "::kiln";
   let genSpecializedAttr = 0;

@@ -101,6 +101,25 @@ static LogicalResult verifyArgReduce(ArgOp op) {
 LogicalResult ArgMaxOp::verify() { return verifyArgReduce(*this); }
 LogicalResult ArgMinOp::verify() { return verifyArgReduce(*this); }
 
+LogicalResult CumSumOp::verify() {
+  return verifyAxis(*this, getAxisAttr(), getInput().getType().getRank());
+}
+
+LogicalResult TopKOp::verify() {
+  RankedTensorType input = getInput().getType();
+  if (failed(verifyAxis(*this, getAxisAttr(), input.getRank())))
+    return failure();
+  int64_t axis = getAxis();
+  int64_t k = getKAttr().getValue().getSExtValue();
+  if (k < 0 || (!input.isDynamicDim(axis) && k > input.getDimSize(axis)))
+    return emitOpError("k = ") << k << " is outside 0.." << input.getDimSize(axis);
+  SmallVector<int64_t> shape(input.getShape());
+  shape[axis] = k;
+  if (getType().getShape() != ArrayRef<int64_t>(shape))
+    return emitOpError("result shape must be the input's with k along the axis");
+  return success();
+}
+
 LogicalResult LogSoftmaxOp::verify() {
   return verifyAxis(*this, getAxisAttr(), getInput().getType().getRank());
 }

@@ -517,6 +517,44 @@ def Kiln_LogSoftmaxOp : Kiln_Op<"log_softmax",
   let hasVerifier = 1;
 }
 
+def Kiln_CumSumOp : Kiln_Op<"cumsum",
+    [Pure, SameOperandsAndResultType, Kiln_Reduction]> {
+  let summary = "running sum along one axis (ONNX CumSum)";
+  let description = [{
+    Element j is the sum of elements 0..j along `axis` (0..j-1 with
+    `exclusive`); `reverse` sums from the end instead.
+
+    ```mlir
+    %c = kiln.cumsum %x {axis = 1 : i64, exclusive = false, reverse = false}
+        : tensor<2x8xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_NumericTensor:$input, I64Attr:$axis,
+                   BoolAttr:$exclusive, BoolAttr:$reverse);
+  let results = (outs Kiln_NumericTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
+def Kiln_TopKOp : Kiln_Op<"top_k", [Pure]> {
+  let summary = "positions of the k largest or smallest elements along an axis";
+  let description = [{
+    The indices half of ONNX TopK (the importer gathers the values with
+    kiln.gather_elements). Sorted best first; equal values keep their order
+    (lower index first), and a NaN comes before every number.
+
+    ```mlir
+    %i = kiln.top_k %x {axis = 1 : i64, k = 3 : i64, largest = true}
+        : tensor<2x8xf32> -> tensor<2x3xi64>
+    ```
+  }];
+  let arguments = (ins Kiln_NumericTensor:$input, I64Attr:$axis, I64Attr:$k,
+                   BoolAttr:$largest);
+  let results = (outs RankedTensorOf<[I64]>:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
 def Kiln_LayerNormOp : Kiln_Op<"layer_norm",
     [Pure, InferTypeOpAdaptor, Kiln_Reduction]> {
   let summary = "layer normalization (ONNX LayerNormalization-17)";
