@@ -392,7 +392,7 @@ bool isSupportedOp(const onnx::NodeProto &node) {
     return false;
   StringRef op = node.op_type();
   return isSupportedShapeOp(op) || isSupportedElementwiseOp(op) ||
-         isSupportedReductionOp(op) || isSupportedCoreOp(op);
+         isSupportedReductionOp(op) || isSupportedCoreOp(op) || op == "Einsum";
 }
 
 LogicalResult convertNode(GraphImporter &importer, const onnx::NodeProto &node) {
@@ -407,6 +407,8 @@ LogicalResult convertNode(GraphImporter &importer, const onnx::NodeProto &node) 
     return convertElementwiseNode(importer, node);
   if (isSupportedReductionOp(op))
     return convertReductionNode(importer, node);
+  if (op == "Einsum")
+    return convertEinsumNode(importer, node);
   return NodeConverter(importer, node).convert();
 }
 

@@ -99,6 +99,10 @@ mlir::LogicalResult convertReductionNode(GraphImporter &importer,
 /// True for the ops convertReductionNode converts.
 bool isSupportedReductionOp(llvm::StringRef opType);
 
+/// Converts an Einsum node (ConvertEinsum.cpp).
+mlir::LogicalResult convertEinsumNode(GraphImporter &importer,
+                                      const onnx::NodeProto &node);
+
 /// Converts an attention node: ONNX Attention and the com.microsoft
 /// attention ops (ConvertAttentionOps.cpp).
 mlir::LogicalResult convertAttentionNode(GraphImporter &importer,
