@@ -96,6 +96,15 @@ def architectures():
     yield "llama", llama, text_inputs(False), "logits"
 
 
+def strip_provenance(m):
+    """Drops the dynamo exporter's per-node metadata (stack traces with this
+    machine's absolute paths, FX node dumps): it is not part of the model."""
+    for n in m.graph.node:
+        del n.metadata_props[:]
+        n.doc_string = ""
+    del m.metadata_props[:]
+
+
 def export(name, model, inputs, key, exporter, opset, folder):
     # Eager attention exports as plain MatMul/Softmax, as older exports do.
     model.config._attn_implementation = "eager"
@@ -112,6 +121,7 @@ def export(name, model, inputs, key, exporter, opset, folder):
     for f in os.listdir(folder):
         if f != "model.onnx":
             os.remove(os.path.join(folder, f))
+    strip_provenance(m)
     onnx.save(m, path, save_as_external_data=False)
     session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
     expected = session.run(None, inputs)
