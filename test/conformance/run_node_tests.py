@@ -77,6 +77,8 @@ SKELETON_OPS = [
     "clip", "dropout", "castlike",
     # Reductions (every Reduce* op), ArgMax/ArgMin, LogSoftmax, CumSum, TopK.
     "reduce", "argmax", "argmin", "logsoftmax", "cumsum", "top_k",
+    # GatherND and Pad (each Pad mode's tests are named after the mode).
+    "gathernd", "constant_pad", "edge_pad", "reflect_pad", "wrap_pad",
 ]
 # Known gaps, each failing for the reason given; they are reported, and a
 # test that starts passing is reported too so the entry can go.

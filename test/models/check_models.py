@@ -26,13 +26,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 # Models Kiln cannot compile yet, with the reason; the substring must appear
 # in the failure.
-KNOWN_GAPS = {
-    "bert-dynamo-opset18": "GatherND",
-    "distilbert-dynamo-opset18": "GatherND",
-    "vit-torchscript-opset14": "Conv",
-    "vit-torchscript-opset17": "Conv",
-    "vit-dynamo-opset18": "Conv",
-}
+KNOWN_GAPS = {}
 
 
 def compare(out_dir, folder):

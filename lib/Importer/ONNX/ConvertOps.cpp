@@ -392,7 +392,8 @@ bool isSupportedOp(const onnx::NodeProto &node) {
     return false;
   StringRef op = node.op_type();
   return isSupportedShapeOp(op) || isSupportedElementwiseOp(op) ||
-         isSupportedReductionOp(op) || isSupportedCoreOp(op) || op == "Einsum";
+         isSupportedReductionOp(op) || isSupportedDataMovementOp(op) ||
+         isSupportedCoreOp(op) || op == "Einsum" || op == "Conv";
 }
 
 LogicalResult convertNode(GraphImporter &importer, const onnx::NodeProto &node) {
@@ -407,8 +408,12 @@ LogicalResult convertNode(GraphImporter &importer, const onnx::NodeProto &node) 
     return convertElementwiseNode(importer, node);
   if (isSupportedReductionOp(op))
     return convertReductionNode(importer, node);
+  if (isSupportedDataMovementOp(op))
+    return convertDataMovementNode(importer, node);
   if (op == "Einsum")
     return convertEinsumNode(importer, node);
+  if (op == "Conv")
+    return convertConvNode(importer, node);
   return NodeConverter(importer, node).convert();
 }
 

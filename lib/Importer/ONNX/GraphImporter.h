@@ -99,6 +99,17 @@ mlir::LogicalResult convertReductionNode(GraphImporter &importer,
 /// True for the ops convertReductionNode converts.
 bool isSupportedReductionOp(llvm::StringRef opType);
 
+/// Converts a GatherND or Pad node (ConvertDataMovementOps.cpp).
+mlir::LogicalResult convertDataMovementNode(GraphImporter &importer,
+                                            const onnx::NodeProto &node);
+
+/// True for the ops convertDataMovementNode converts.
+bool isSupportedDataMovementOp(llvm::StringRef opType);
+
+/// Converts a Conv node (ConvertConv.cpp).
+mlir::LogicalResult convertConvNode(GraphImporter &importer,
+                                    const onnx::NodeProto &node);
+
 /// Converts an Einsum node (ConvertEinsum.cpp).
 mlir::LogicalResult convertEinsumNode(GraphImporter &importer,
                                       const onnx::NodeProto &node);

@@ -1,0 +1,214 @@
+//===- ConvertConv.cpp - Conv as a gather of patches and one matmul -------===//
+//
+// im2col in kiln ops: the input, zero-padded, is viewed with its spatial dims
+// flattened; one kiln.gather with a compile-time index table picks every
+// kernel tap of every output position; the weights, viewed as a matrix,
+// multiply the patches in one batched matmul; the bias is added. Groups are
+// convolved one by one and concatenated. A later layout pass may replace the
+// gather by a pure view where kernel and stride agree (ViT's patches).
+//
+//===----------------------------------------------------------------------===//
+
+#include "GraphImporter.h"
+#include "NodeConverter.h"
+
+#include "llvm/ADT/STLExtras.h"
+
+using namespace mlir;
+
+namespace kiln {
+
+namespace {
+
+/// Index tables larger than this are refused rather than built.
+constexpr int64_t kMaxTableEntries = int64_t{1} << 24;
+
+struct ConvConverter : NodeConverterBase {
+  using NodeConverterBase::NodeConverterBase;
+
+  SmallVector<int64_t> intsOr(StringRef name, int64_t count, int64_t fallback) {
+    return intsAttr(name).value_or(SmallVector<int64_t>(count, fallback));
+  }
+
+  Value sliceChannels(Value x, int64_t axis, int64_t start, int64_t count) {
+    RankedTensorType type = typeOf(x);
+    if (start == 0 && count == type.getDimSize(axis))
+      return x;
+    SmallVector<int64_t> starts(type.getRank(), 0), steps(type.getRank(), 1);
+    SmallVector<int64_t> shape(type.getShape());
+    starts[axis] = start;
+    shape[axis] = count;
+    return SliceOp::create(
+        b, loc, RankedTensorType::get(shape, type.getElementType()), x, starts,
+        steps);
+  }
+
+  LogicalResult convert() {
+    auto x = required(0), w = required(1);
+    if (failed(x) || failed(w))
+      return failure();
+    Value bias = importer.input(node, 2);
+    ArrayRef<int64_t> xShape = typeOf(*x).getShape();
+    ArrayRef<int64_t> wShape = typeOf(*w).getShape();
+    int64_t rank = xShape.size(), spatial = rank - 2;
+    if (rank < 3 || static_cast<int64_t>(wShape.size()) != rank)
+      return error() << "expected input and weights of the same rank >= 3";
+    int64_t batch = xShape[0], channels = xShape[1], filters = wShape[0];
+    int64_t group = intAttr("group", 1);
+    if (group < 1 || channels % group || filters % group ||
+        wShape[1] * group != channels)
+      return error() << "group " << group << " does not divide " << channels
+                     << " input channels into the weights' " << wShape[1];
+    SmallVector<int64_t> kernel(wShape.drop_front(2));
+    if (auto given = intsAttr("kernel_shape"); given && *given != kernel)
+      return error() << "kernel_shape does not match the weights";
+    SmallVector<int64_t> strides = intsOr("strides", spatial, 1);
+    SmallVector<int64_t> dilations = intsOr("dilations", spatial, 1);
+    SmallVector<int64_t> pads = intsOr("pads", 2 * spatial, 0);
+    if (static_cast<int64_t>(strides.size()) != spatial ||
+        static_cast<int64_t>(dilations.size()) != spatial ||
+        static_cast<int64_t>(pads.size()) != 2 * spatial)
+      return error() << "strides, dilations and pads must cover " << spatial
+                     << " spatial dims";
+    const onnx::AttributeProto *autoPad = findAttribute(node, "auto_pad");
+    std::string padMode = autoPad ? autoPad->s() : "NOTSET";
+
+    // Output size and padding per spatial dim.
+    SmallVector<int64_t> outShape, padded;
+    for (int64_t d = 0; d < spatial; ++d) {
+      int64_t in = xShape[2 + d], extent = (kernel[d] - 1) * dilations[d] + 1;
+      if (strides[d] < 1 || dilations[d] < 1)
+        return error() << "strides and dilations must be positive";
+      if (padMode == "SAME_UPPER" || padMode == "SAME_LOWER") {
+        int64_t out = (in + strides[d] - 1) / strides[d];
+        int64_t total =
+            std::max<int64_t>((out - 1) * strides[d] + extent - in, 0);
+        int64_t small = total / 2;
+        pads[d] = padMode == "SAME_UPPER" ? small : total - small;
+        pads[d + spatial] = total - pads[d];
+      } else if (padMode == "VALID") {
+        pads[d] = pads[d + spatial] = 0;
+      } else if (padMode != "NOTSET") {
+        return error() << "unknown auto_pad '" << padMode << "'";
+      }
+      if (pads[d] < 0 || pads[d + spatial] < 0)
+        return error() << "negative pads are not supported";
+      int64_t size = in + pads[d] + pads[d + spatial];
+      if (size < extent)
+        return error() << "kernel extent " << extent
+                       << " exceeds the padded input " << size;
+      padded.push_back(size);
+      outShape.push_back((size - extent) / strides[d] + 1);
+    }
+
+    // Zero padding as concatenations with zero blocks, dim by dim.
+    Value input = *x;
+    Type et = typeOf(input).getElementType();
+    auto zeros = [&](int64_t d, int64_t count) -> Value {
+      SmallVector<int64_t> shape(typeOf(input).getShape());
+      shape[2 + d] = count;
+      return ExpandOp::create(b, loc, RankedTensorType::get(shape, et),
+                              reshape(importer.scalar(loc, et, 0.0),
+                                      SmallVector<int64_t>(rank, 1)));
+    };
+    for (int64_t d = 0; d < spatial; ++d) {
+      int64_t before = pads[d], after = pads[d + spatial];
+      if (before == 0 && after == 0)
+        continue;
+      SmallVector<Value> parts;
+      if (before > 0)
+        parts.push_back(zeros(d, before));
+      parts.push_back(input);
+      if (after > 0)
+        parts.push_back(zeros(d, after));
+      SmallVector<RankedTensorType> types;
+      for (Value p : parts)
+        types.push_back(typeOf(p));
+      auto type = inferConcatType(loc, types, 2 + d);
+      if (failed(type))
+        return failure();
+      input = ConcatOp::create(b, loc, *type, parts, 2 + d);
+    }
+
+    // The index table: entry (tap, position) is the flat padded-spatial
+    // offset that kernel tap `tap` reads for output position `position`.
+    int64_t taps = 1, positions = 1, area = 1;
+    for (int64_t d = 0; d < spatial; ++d) {
+      taps *= kernel[d];
+      positions *= outShape[d];
+      area *= padded[d];
+    }
+    if (taps * positions > kMaxTableEntries)
+      return error() << "needs a patch table of " << taps * positions
+                     << " entries, more than Kiln builds ("
+                     << kMaxTableEntries << ")";
+    SmallVector<APInt> table;
+    table.reserve(taps * positions);
+    for (int64_t tap = 0; tap < taps; ++tap)
+      for (int64_t pos = 0; pos < positions; ++pos) {
+        int64_t offset = 0, t = tap, p = pos;
+        SmallVector<int64_t> tapIndex(spatial), posIndex(spatial);
+        for (int64_t d = spatial - 1; d >= 0; --d) {
+          tapIndex[d] = t % kernel[d];
+          t /= kernel[d];
+          posIndex[d] = p % outShape[d];
+          p /= outShape[d];
+        }
+        for (int64_t d = 0; d < spatial; ++d)
+          offset = offset * padded[d] + posIndex[d] * strides[d] +
+                   tapIndex[d] * dilations[d];
+        table.push_back(APInt(64, offset));
+      }
+    auto tableType = RankedTensorType::get({taps, positions}, b.getI64Type());
+    Value indices = ConstantOp::create(
+        b, loc, cast<ElementsAttr>(DenseElementsAttr::get(tableType, table)));
+
+    Value flat = reshape(input, {batch, channels, area});
+    auto patchType = inferGatherType(loc, typeOf(flat), tableType, 2);
+    if (failed(patchType))
+      return failure();
+    Value patches = GatherOp::create(b, loc, *patchType, flat, indices, 2);
+    // [N, C, taps, positions] -> [N, C * taps, positions], channel-major as
+    // the weights are.
+    int64_t perGroup = channels / group, filtersPerGroup = filters / group;
+    Value columns = reshape(patches, {batch, channels * taps, positions});
+    Value weights = reshape(*w, {filters, perGroup * taps});
+    SmallVector<Value> outputs;
+    for (int64_t g = 0; g < group; ++g) {
+      Value cols = sliceChannels(columns, 1, g * perGroup * taps, perGroup * taps);
+      Value wg = sliceChannels(weights, 0, g * filtersPerGroup, filtersPerGroup);
+      auto type = inferMatmulType(loc, typeOf(wg), typeOf(cols), false, false);
+      if (failed(type))
+        return failure();
+      outputs.push_back(MatmulOp::create(b, loc, *type, wg, cols, false, false));
+    }
+    Value y = outputs.front();
+    if (group > 1) {
+      SmallVector<RankedTensorType> types;
+      for (Value o : outputs)
+        types.push_back(typeOf(o));
+      auto type = inferConcatType(loc, types, 1);
+      if (failed(type))
+        return failure();
+      y = ConcatOp::create(b, loc, *type, outputs, 1);
+    }
+    if (bias) {
+      if (typeOf(bias).getRank() != 1 || typeOf(bias).getDimSize(0) != filters)
+        return error() << "bias must have one value per filter (" << filters
+                       << ")";
+      y = AddOp::create(b, loc, y, reshape(bias, {filters, 1}));
+    }
+    SmallVector<int64_t> resultShape{batch, filters};
+    resultShape.append(outShape);
+    return output(reshape(y, resultShape));
+  }
+};
+
+} // namespace
+
+LogicalResult convertConvNode(GraphImporter &importer,
+                              const onnx::NodeProto &node) {
+  return ConvConverter(importer, node).convert();
+}
+
+} // namespace kiln

@@ -1,0 +1,95 @@
+#!/usr/bin/env python3
+"""Checks Conv against onnxruntime on the reference interpreter and the host backend.
+
+  check_conv.py --kilnc build/bin/kilnc --kiln-run build/bin/kiln-run
+
+The conformance corpus holds no Conv tests, so this builds Conv nodes of the
+forms models use (ViT's patch embedding with kernel = stride, padded 3x3,
+strided and dilated kernels, groups and depthwise, auto_pad, 1-D and 3-D,
+with and without bias), runs onnxruntime (CPU) as the oracle and Kiln on the
+reference interpreter and, compiled, on the host backend. Outputs must match
+within the fp32 numerics contract. Exit code 1 on any mismatch.
+"""
+import argparse
+import os
+import sys
+import tempfile
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import TensorProto, helper, numpy_helper
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "models"))
+from oracle import compare_output, run  # noqa: E402
+
+# (name, input shape, weight shape, bias, attributes)
+CASES = [
+    ("vit_patches", (2, 3, 16, 16), (8, 3, 4, 4), True, dict(strides=[4, 4])),
+    ("padded_3x3", (1, 4, 9, 7), (5, 4, 3, 3), True, dict(pads=[1, 1, 1, 1])),
+    ("strided_asym_pads", (2, 3, 11, 10), (4, 3, 3, 2), False,
+     dict(strides=[2, 3], pads=[0, 1, 2, 0])),
+    ("dilated", (1, 2, 12, 12), (3, 2, 3, 3), True, dict(dilations=[2, 3])),
+    ("groups", (2, 6, 8, 8), (4, 3, 3, 3), True, dict(group=2, pads=[1, 1, 1, 1])),
+    ("depthwise", (1, 4, 7, 7), (4, 1, 3, 3), False, dict(group=4)),
+    ("same_upper", (1, 3, 10, 9), (2, 3, 4, 3), True, dict(auto_pad="SAME_UPPER", strides=[3, 2])),
+    ("same_lower", (1, 3, 10, 9), (2, 3, 4, 3), False, dict(auto_pad="SAME_LOWER", strides=[2, 2])),
+    ("valid", (1, 3, 8, 8), (2, 3, 3, 3), True, dict(auto_pad="VALID")),
+    ("conv1d", (2, 5, 33), (7, 5, 3), True, dict(pads=[1, 1])),
+    ("conv3d", (1, 2, 5, 6, 4), (3, 2, 2, 3, 2), True, dict(strides=[1, 2, 1])),
+]
+
+
+def build(x_shape, w_shape, bias, attrs, rng):
+    w = rng.uniform(-1, 1, w_shape).astype(np.float32)
+    inits = [numpy_helper.from_array(w, "w")]
+    ins = ["x", "w"]
+    if bias:
+        inits.append(numpy_helper.from_array(
+            rng.uniform(-1, 1, w_shape[0]).astype(np.float32), "b"))
+        ins.append("b")
+    node = helper.make_node("Conv", ins, ["y"], **attrs)
+    graph = helper.make_graph(
+        [node], "conv", [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(x_shape))],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    return onnx.shape_inference.infer_shapes(model)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--kilnc", required=True)
+    parser.add_argument("--kiln-run", required=True)
+    tools = parser.parse_args()
+    rng = np.random.default_rng(11)
+    failures = 0
+    with tempfile.TemporaryDirectory(prefix="kiln-conv-") as scratch:
+        os.environ.setdefault("KILN_CACHE_DIR", os.path.join(scratch, "cache"))
+        for name, x_shape, w_shape, bias, attrs in CASES:
+            work = os.path.join(scratch, name)
+            os.makedirs(work)
+            path = os.path.join(work, "model.onnx")
+            onnx.save(build(x_shape, w_shape, bias, attrs, rng), path)
+            x = rng.uniform(-1, 1, x_shape).astype(np.float32)
+            want = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(
+                None, {"x": x})[0]
+            np.save(os.path.join(work, "x.npy"), x)
+            args = ["--input", f"x={os.path.join(work, 'x.npy')}"]
+            ref, host, so = (os.path.join(work, d) for d in ("ref", "host", "model.so"))
+            reference = (run([tools.kiln_run, path, "--backend", "reference",
+                              "--output-dir", ref] + args)
+                         or compare_output(ref, "y", want))
+            hosted = (run([tools.kilnc, path, "-o", so])
+                      or run([tools.kiln_run, so, "--backend", "host", "--output-dir", host]
+                             + args)
+                      or compare_output(host, "y", want))
+            ok = not reference and not hosted
+            failures += not ok
+            print(f"{'pass' if ok else 'FAIL':5} {name} x{list(x_shape)} w{list(w_shape)} {attrs}"
+                  + ("" if ok else f": reference: {reference or 'pass'}; host: {hosted or 'pass'}"))
+    print(f"\n{len(CASES)} Conv cases, {failures} failed")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
