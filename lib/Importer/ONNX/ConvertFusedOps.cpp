@@ -89,9 +89,11 @@ struct FusedNodeConverter : FusedOpConverter {
     if (stash != 1)
       return error() << "stash_type " << stash
                      << " is not supported (only 1, float)";
+    // Casts are made in turn: argument evaluation order is unspecified.
+    Value wideX = castTo(*x, wideType());
+    Value wideScale = castTo(*scale, wideType());
     auto result =
-        rmsNormalize(castTo(*x, wideType()), castTo(*scale, wideType()), *ax,
-                     *epsilon, wantsOutput(1));
+        rmsNormalize(wideX, wideScale, *ax, *epsilon, wantsOutput(1));
     if (failed(result))
       return failure();
     (void)output(castTo(result->y, typeOf(*scale).getElementType()));
@@ -147,14 +149,16 @@ struct FusedNodeConverter : FusedOpConverter {
       return error() << "output 1 (mean) is not supported: the simplified "
                         "form has no mean";
     Type et = typeOf(*x).getElementType(), wide = wideType();
-    Value sum = AddOp::create(b, loc, typeOf(castTo(*x, wide)),
-                              castTo(*x, wide), castTo(*skip, wide));
+    Value wideX = castTo(*x, wide);
+    Value wideSkip = castTo(*skip, wide);
+    Value sum = AddOp::create(b, loc, typeOf(wideX), wideX, wideSkip);
     if (bias)
       sum = AddOp::create(b, loc, typeOf(sum), sum, castTo(bias, wide));
+    Value wideGamma = castTo(*gamma, wide);
     int64_t axis = typeOf(sum).getRank() - 1;
     Value y, mean, invStdDev;
     if (simplified) {
-      auto result = rmsNormalize(sum, castTo(*gamma, wide), axis, *epsilon,
+      auto result = rmsNormalize(sum, wideGamma, axis, *epsilon,
                                  wantsOutput(2));
       if (failed(result))
         return failure();
@@ -162,7 +166,7 @@ struct FusedNodeConverter : FusedOpConverter {
       invStdDev = result->invStdDev;
     } else {
       Value wideBeta = beta ? castTo(beta, wide) : Value();
-      y = LayerNormOp::create(b, loc, typeOf(sum), sum, castTo(*gamma, wide),
+      y = LayerNormOp::create(b, loc, typeOf(sum), sum, wideGamma,
                               wideBeta, b.getI64IntegerAttr(axis),
                               b.getF32FloatAttr(*epsilon));
       if (wantsOutput(1) || wantsOutput(2)) {
@@ -303,7 +307,8 @@ struct FusedNodeConverter : FusedOpConverter {
     auto positions = positionEmbeddings(tokens, et, hidden);
     if (failed(words) || failed(positions))
       return failure();
-    auto sum = binary<AddOp>(castTo(*words, wide), castTo(*positions, wide));
+    Value wideWords = castTo(*words, wide);
+    auto sum = binary<AddOp>(wideWords, castTo(*positions, wide));
     if (failed(sum))
       return failure();
     if (*segmentIds) {
@@ -314,8 +319,10 @@ struct FusedNodeConverter : FusedOpConverter {
       if (failed(sum))
         return failure();
     }
+    Value wideGamma = castTo(*gamma, wide);
+    Value wideBeta = castTo(*beta, wide);
     Value normalized = LayerNormOp::create(
-        b, loc, typeOf(*sum), *sum, castTo(*gamma, wide), castTo(*beta, wide),
+        b, loc, typeOf(*sum), *sum, wideGamma, wideBeta,
         b.getI64IntegerAttr(2), b.getF32FloatAttr(*epsilon));
     (void)output(castTo(normalized, et));
     if (wantsOutput(1))

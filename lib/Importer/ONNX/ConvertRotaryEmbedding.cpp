@@ -93,16 +93,17 @@ struct RotaryConverter : FusedOpConverter {
     return x;
   }
 
-  /// The cos and sin caches (inputs `cosIndex`, `cosIndex + 1`): of the
-  /// input's element type, one shape, of rank `rank`.
-  LogicalResult checkCaches(Value x, Value cos, Value sin, int64_t rank) {
+  /// Checks that the cos and sin caches have the input's element type, one
+  /// shape, and rank `rank`; `form` describes that shape in the message.
+  LogicalResult checkCaches(Value x, Value cos, Value sin, int64_t rank,
+                            StringRef form) {
     Type et = typeOf(x).getElementType();
     if (failed(expectType(cos, "cos_cache", et)) ||
         failed(expectType(sin, "sin_cache", et, typeOf(cos).getShape())))
       return failure();
     if (typeOf(cos).getRank() != rank)
-      return error() << "cos_cache must be " << rank << "-D here, got rank "
-                     << typeOf(cos).getRank();
+      return error() << "cos_cache must be " << rank << "-D " << form
+                     << ", got rank " << typeOf(cos).getRank();
     return success();
   }
 
@@ -161,7 +162,11 @@ struct RotaryConverter : FusedOpConverter {
 
     int64_t batch = shape[0], sequence = shape[shape.size() == 4 ? 2 : 1];
     Value ids = importer.input(node, 3);
-    if (failed(checkCaches(*x, *cos, *sin, ids ? 2 : 3)) ||
+    StringRef form = ids ? "(max_position, rotary_embedding_dim / 2) with "
+                           "position_ids"
+                         : "(batch, sequence, rotary_embedding_dim / 2) "
+                           "without position_ids";
+    if (failed(checkCaches(*x, *cos, *sin, ids ? 2 : 3, form)) ||
         failed(checkCacheWidth(*cos, layout.rotaryDim)))
       return failure();
     if (!ids) {
@@ -227,7 +232,8 @@ struct RotaryConverter : FusedOpConverter {
       return failure();
     if (!ids)
       return error() << "missing required input 1 (position_ids)";
-    if (failed(checkCaches(*x, *cos, *sin, 2)))
+    if (failed(checkCaches(*x, *cos, *sin, 2,
+                           "(max_sequence_length, rotary_embedding_dim / 2)")))
       return failure();
     ArrayRef<int64_t> shape = typeOf(*x).getShape();
     bool headsFirst = shape.size() == 4;
@@ -235,7 +241,8 @@ struct RotaryConverter : FusedOpConverter {
     RotaryLayout layout{intAttr("num_heads", 0), 0,
                         intAttr("rotary_embedding_dim", 0),
                         intAttr("interleaved", 0) != 0};
-    if (layout.rotaryDim > 0) {
+    bool headFromCache = layout.rotaryDim == 0;
+    if (!headFromCache) {
       if (layout.numHeads <= 0 || hidden % layout.numHeads != 0)
         return error() << "rotary_embedding_dim needs num_heads dividing the "
                           "hidden size "
@@ -247,10 +254,15 @@ struct RotaryConverter : FusedOpConverter {
       if (layout.numHeads <= 0 && layout.headSize > 0)
         layout.numHeads = hidden / layout.headSize;
     }
-    if (layout.numHeads * layout.headSize != hidden ||
-        (headsFirst && layout.headSize != shape[3]))
+    // A 4-D input fixes both; a 3-D one only their product.
+    bool fits = layout.numHeads * layout.headSize == hidden &&
+                (!headsFirst || layout.headSize == shape[3]);
+    if (!fits)
       return error() << "num_heads " << layout.numHeads << " and head size "
-                     << layout.headSize << " do not fit the input's shape";
+                     << layout.headSize
+                     << (headFromCache ? " (twice the cos_cache width)" : "")
+                     << " do not fit the input's "
+                     << (headsFirst ? "heads and head size" : "hidden size");
     if (failed(checkRotaryDim(layout.rotaryDim, layout.headSize)) ||
         failed(checkCacheWidth(*cos, layout.rotaryDim)))
       return failure();

@@ -18,6 +18,14 @@ namespace kiln {
 struct FusedOpConverter : NodeConverterBase {
   using NodeConverterBase::NodeConverterBase;
 
+  /// An error naming the op and the node: diagnostics print only the model
+  /// file's part of the node's location.
+  mlir::InFlightDiagnostic error() {
+    llvm::StringRef name = llvm::cast<mlir::NameLoc>(loc).getName().strref();
+    return mlir::emitError(loc)
+           << node.op_type() << " at node '" << name << "': ";
+  }
+
   /// True when the node names output `i`; optional outputs may be absent or
   /// given as "".
   bool wantsOutput(int i) const {
