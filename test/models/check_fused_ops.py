@@ -2,7 +2,7 @@
 """Checks Kiln's import of the com.microsoft fused ops against onnxruntime.
 
   check_fused_ops.py --kilnc build/bin/kilnc --kiln-run build/bin/kiln-run
-                     [--only NAME] [--seed N]
+                     [--only NAME] [--seed N] [--corpus DIR]
 
 Builds one small graph per op and variant that onnxruntime's optimizer and
 model builder write (SkipLayerNormalization, SkipSimplifiedLayerNormalization,
@@ -12,6 +12,10 @@ position ids given at run time): with and without the optional inputs, with
 the optional outputs, in fp32 and, where the op is used with it, fp16.
 Weights are initializers; activations, token ids and position ids are graph
 inputs drawn from a seeded generator in the range they mean.
+
+The corpus graphs that hold these ops (onnxruntime's microbenchmarks of
+SkipLayerNormalization and FastGelu, a GPT-2 layer with FastGelu) are checked
+too where the corpus ($KILN_CORPUS_DIR or ../shared/corpus) is present.
 
 onnxruntime (CPU) is the oracle. Kiln runs each graph on the reference
 interpreter and, compiled by kilnc, on the host backend. fp32 outputs must be
@@ -32,6 +36,8 @@ from onnx import helper, numpy_helper
 
 from oracle import compare_output, run
 
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
 MS = "com.microsoft"
 FP16_REL_L2 = 1e-2
 
@@ -242,6 +248,18 @@ CASES = [
 ]
 
 
+# Corpus graphs (under $KILN_CORPUS_DIR or ../shared/corpus) that hold these
+# ops, with values for their symbolic dims.
+MICROBENCH = {"batch": 2, "seq_len": 5, "hidden_size": 64, "inter_dim": 96}
+CORPUS = [
+    ("ort-fusion/microbench_skip_layer_norm_fp32.onnx", MICROBENCH),
+    ("ort-fusion/microbench_skip_layer_norm_fp16.onnx", MICROBENCH),
+    ("ort-fusion/microbench_fast_gelu_fp32.onnx", MICROBENCH),
+    ("ort-fusion/microbench_fast_gelu_fp16.onnx", MICROBENCH),
+    ("ort-fusion/gpt2_one_layer.onnx", {"batch_size": 2, "seq_len": 4}),
+]
+
+
 def oracle(model, feeds):
     session = ort.InferenceSession(model.SerializeToString(),
                                    providers=["CPUExecutionProvider"])
@@ -282,19 +300,10 @@ def compare_exact_or_fp32(out_dir, name, want):
     return None
 
 
-def check(tools, build, dtype, seed, work):
-    """Returns (reference, host): None where Kiln matches, else why not."""
-    g = Graph(np.random.default_rng(seed), dtype)
-    build(g)
-    model, feeds = g.model(dtype)
-    path = os.path.join(work, "model.onnx")
-    onnx.save(model, path)
-    if dtype == np.float16:
-        expected = oracle(*g.model(np.float32))
-        compare = compare_fp16
-    else:
-        expected = oracle(model, feeds)
-        compare = compare_exact_or_fp32
+def run_kiln(tools, path, feeds, shape_args, expected, compare, work):
+    """Runs `path` on the reference interpreter and, compiled by kilnc, on
+    the host backend; returns (reference, host), None where every output
+    matches `expected` under `compare`, else why not."""
     inputs = []
     for name, value in feeds.items():
         file = os.path.join(work, f"in_{name}.npy")
@@ -310,13 +319,50 @@ def check(tools, build, dtype, seed, work):
 
     ref = os.path.join(work, "reference")
     reference = run([tools.kiln_run, path, "--backend", "reference",
-                     "--output-dir", ref] + inputs) or outputs_match(ref)
+                     "--output-dir", ref] + inputs + shape_args) or \
+        outputs_match(ref)
     so, host_dir = os.path.join(work, "model.so"), os.path.join(work, "host")
-    host = (run([tools.kilnc, path, "-o", so])
+    host = (run([tools.kilnc, path, "-o", so] + shape_args)
             or run([tools.kiln_run, so, "--backend", "host", "--output-dir",
                     host_dir] + inputs)
             or outputs_match(host_dir))
     return reference, host
+
+
+def check_case(tools, build, dtype, seed, work):
+    """Checks one built graph; an fp16 one against its fp32 twin."""
+    g = Graph(np.random.default_rng(seed), dtype)
+    build(g)
+    model, feeds = g.model(dtype)
+    path = os.path.join(work, "model.onnx")
+    onnx.save(model, path)
+    if dtype == np.float16:
+        expected, compare = oracle(*g.model(np.float32)), compare_fp16
+    else:
+        expected, compare = oracle(model, feeds), compare_exact_or_fp32
+    return run_kiln(tools, path, feeds, [], expected, compare, work)
+
+
+def check_corpus_graph(tools, path, dims, seed, work):
+    """Checks a corpus graph on seeded inputs: floats in [-1, 1), integers
+    (token ids) in [0, 4). Its fp16 outputs are held to the fp16 contract
+    against onnxruntime's fp16 run, whose own error is far below it."""
+    model = onnx.load(path)
+    rng = np.random.default_rng(seed)
+    feeds, shape_args = {}, []
+    for info in model.graph.input:
+        shape = [d.dim_value or dims[d.dim_param]
+                 for d in info.type.tensor_type.shape.dim]
+        dtype = helper.tensor_dtype_to_np_dtype(info.type.tensor_type.elem_type)
+        if np.issubdtype(dtype, np.floating):
+            feeds[info.name] = rng.uniform(-1, 1, shape).astype(dtype)
+        else:
+            feeds[info.name] = rng.integers(0, 4, shape).astype(dtype)
+        shape_args += ["--input-shape", f"{info.name}={'x'.join(map(str, shape))}"]
+    expected = oracle(model, feeds)
+    fp16 = any(v.dtype == np.float16 for v in expected.values())
+    compare = compare_fp16 if fp16 else compare_exact_or_fp32
+    return run_kiln(tools, path, feeds, shape_args, expected, compare, work)
 
 
 def main():
@@ -325,27 +371,40 @@ def main():
     parser.add_argument("--kiln-run", required=True)
     parser.add_argument("--only", default="")
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--corpus", default=os.environ.get(
+        "KILN_CORPUS_DIR", os.path.join(REPO, "..", "shared", "corpus")))
     tools = parser.parse_args()
     print(f"seed {tools.seed}")
+    checks = []
+    for index, (name, build, fp16) in enumerate(CASES):
+        for dtype in [np.float32] + ([np.float16] if fp16 else []):
+            label = f"{name}_{'fp16' if dtype == np.float16 else 'fp32'}"
+            checks.append((label, lambda work, b=build, d=dtype, i=index:
+                           check_case(tools, b, d, tools.seed + i, work)))
+    if os.path.isdir(tools.corpus):
+        for index, (file, dims) in enumerate(CORPUS):
+            checks.append((file, lambda work, f=file, d=dims, i=index:
+                           check_corpus_graph(tools,
+                                              os.path.join(tools.corpus, f),
+                                              d, tools.seed + i, work)))
+    else:
+        print(f"no corpus at {tools.corpus}: its graphs are not checked")
     failures = count = 0
     with tempfile.TemporaryDirectory(prefix="kiln-fused-") as scratch:
         os.environ.setdefault("KILN_CACHE_DIR", os.path.join(scratch, "cache"))
-        for index, (name, build, fp16) in enumerate(CASES):
-            for dtype in [np.float32] + ([np.float16] if fp16 else []):
-                label = f"{name}_{'fp16' if dtype == np.float16 else 'fp32'}"
-                if tools.only and tools.only not in label:
-                    continue
-                work = os.path.join(scratch, label)
-                os.makedirs(work)
-                count += 1
-                reference, host = check(tools, build, dtype,
-                                        tools.seed + index, work)
-                if reference or host:
-                    failures += 1
-                    print(f"FAIL  {label}: reference: {reference or 'pass'}; "
-                          f"host: {host or 'pass'}")
-                else:
-                    print(f"pass  {label} (reference and host backend)")
+        for label, check in checks:
+            if tools.only and tools.only not in label:
+                continue
+            work = os.path.join(scratch, label.replace("/", "_"))
+            os.makedirs(work)
+            count += 1
+            reference, host = check(work)
+            if reference or host:
+                failures += 1
+                print(f"FAIL  {label}: reference: {reference or 'pass'}; "
+                      f"host: {host or 'pass'}")
+            else:
+                print(f"pass  {label} (reference and host backend)")
     print(f"\n{count} graphs, {failures} failed")
     return 1 if failures or not count else 0
 

@@ -71,7 +71,8 @@ struct FusedNodeConverter : FusedOpConverter {
       return error() << "scale does not broadcast to the normalized dims";
     Value inv;
     if (wantsInv)
-      inv = DivOp::create(b, loc, *statType, importer.scalar(loc, et, 1.0), rms);
+      inv =
+          DivOp::create(b, loc, *statType, importer.scalar(loc, et, 1.0), rms);
     return RMSNormalized{*scaled, inv};
   }
 
@@ -92,8 +93,7 @@ struct FusedNodeConverter : FusedOpConverter {
     // Casts are made in turn: argument evaluation order is unspecified.
     Value wideX = castTo(*x, wideType());
     Value wideScale = castTo(*scale, wideType());
-    auto result =
-        rmsNormalize(wideX, wideScale, *ax, *epsilon, wantsOutput(1));
+    auto result = rmsNormalize(wideX, wideScale, *ax, *epsilon, wantsOutput(1));
     if (failed(result))
       return failure();
     (void)output(castTo(result->y, typeOf(*scale).getElementType()));
@@ -116,8 +116,9 @@ struct FusedNodeConverter : FusedOpConverter {
     ArrayRef<int64_t> xShape = xType.getShape();
     bool fits = skipShape.size() >= 2 && skipShape.size() <= xShape.size() &&
                 skipShape.take_back(2) == xShape.take_back(2) &&
-                llvm::all_of(skipShape.drop_back(2),
-                             [&](int64_t d) { return d == 1 || d == xShape[0]; });
+                llvm::all_of(skipShape.drop_back(2), [&](int64_t d) {
+                  return d == 1 || d == xShape[0];
+                });
     if (!fits)
       return error() << "skip must have the input's shape, or its last two "
                         "dims with leading 1s";
@@ -138,9 +139,8 @@ struct FusedNodeConverter : FusedOpConverter {
       return failure();
     Value beta = simplified ? Value() : importer.input(node, 3);
     Value bias = importer.input(node, simplified ? 3 : 4);
-    if (failed(checkSkipInputs(*x, *skip,
-                               {{*gamma, "gamma"}, {beta, "beta"},
-                                {bias, "bias"}})))
+    if (failed(checkSkipInputs(
+            *x, *skip, {{*gamma, "gamma"}, {beta, "beta"}, {bias, "bias"}})))
       return failure();
     auto epsilon = epsilonAttr(kContribEpsilon);
     if (failed(epsilon))
@@ -158,19 +158,20 @@ struct FusedNodeConverter : FusedOpConverter {
     int64_t axis = typeOf(sum).getRank() - 1;
     Value y, mean, invStdDev;
     if (simplified) {
-      auto result = rmsNormalize(sum, wideGamma, axis, *epsilon,
-                                 wantsOutput(2));
+      auto result =
+          rmsNormalize(sum, wideGamma, axis, *epsilon, wantsOutput(2));
       if (failed(result))
         return failure();
       y = result->y;
       invStdDev = result->invStdDev;
     } else {
       Value wideBeta = beta ? castTo(beta, wide) : Value();
-      y = LayerNormOp::create(b, loc, typeOf(sum), sum, wideGamma,
-                              wideBeta, b.getI64IntegerAttr(axis),
+      y = LayerNormOp::create(b, loc, typeOf(sum), sum, wideGamma, wideBeta,
+                              b.getI64IntegerAttr(axis),
                               b.getF32FloatAttr(*epsilon));
       if (wantsOutput(1) || wantsOutput(2)) {
-        auto stats = buildLayerNormStatistics(importer, loc, sum, axis, *epsilon);
+        auto stats =
+            buildLayerNormStatistics(importer, loc, sum, axis, *epsilon);
         if (failed(stats))
           return failure();
         mean = stats->mean;
@@ -227,8 +228,7 @@ struct FusedNodeConverter : FusedOpConverter {
   }
 
   /// Input `i`, an int32 tensor of `shape` when present.
-  FailureOr<Value> optionalIds(int i, StringRef name,
-                               ArrayRef<int64_t> shape) {
+  FailureOr<Value> optionalIds(int i, StringRef name, ArrayRef<int64_t> shape) {
     Value ids = importer.input(node, i);
     if (ids && failed(expectType(ids, name, b.getI32Type(), shape)))
       return failure();
@@ -243,9 +243,9 @@ struct FusedNodeConverter : FusedOpConverter {
       return failure();
     if (typeOf(*table).getRank() != 2)
       return error() << name << " must be 2-D";
-    if (failed(expectType(*table, name, et,
-                          ArrayRef<int64_t>{typeOf(*table).getDimSize(0),
-                                            hidden})))
+    if (failed(expectType(
+            *table, name, et,
+            ArrayRef<int64_t>{typeOf(*table).getDimSize(0), hidden})))
       return failure();
     auto type = inferGatherType(loc, typeOf(*table), typeOf(ids), 0);
     if (failed(type))
@@ -260,8 +260,8 @@ struct FusedNodeConverter : FusedOpConverter {
     RankedTensorType maskType = typeOf(mask);
     int64_t batch = maskType.getDimSize(0), sequence = maskType.getDimSize(1);
     Value one = importer.scalar(loc, b.getI32Type(), 1);
-    Value isOne = EqualOp::create(b, loc, maskType.clone(b.getI1Type()), mask,
-                                  one);
+    Value isOne =
+        EqualOp::create(b, loc, maskType.clone(b.getI1Type()), mask, one);
     Value ones = castTo(isOne, b.getF32Type());
     auto column = RankedTensorType::get({sequence, 1}, b.getF32Type());
     Value all = ConstantOp::create(
@@ -322,8 +322,8 @@ struct FusedNodeConverter : FusedOpConverter {
     Value wideGamma = castTo(*gamma, wide);
     Value wideBeta = castTo(*beta, wide);
     Value normalized = LayerNormOp::create(
-        b, loc, typeOf(*sum), *sum, wideGamma, wideBeta,
-        b.getI64IntegerAttr(2), b.getF32FloatAttr(*epsilon));
+        b, loc, typeOf(*sum), *sum, wideGamma, wideBeta, b.getI64IntegerAttr(2),
+        b.getF32FloatAttr(*epsilon));
     (void)output(castTo(normalized, et));
     if (wantsOutput(1))
       (void)output(*mask ? maskIndex(*mask) : zeroCounts(tokens[0]), 1);
@@ -363,9 +363,8 @@ struct FusedNodeConverter : FusedOpConverter {
                           ArrayRef<int64_t>{rows, hidden})))
       return failure();
     if (rows < tokens[1])
-      return error() << "sequence length " << tokens[1]
-                     << " exceeds the " << rows
-                     << " rows of position_embedding";
+      return error() << "sequence length " << tokens[1] << " exceeds the "
+                     << rows << " rows of position_embedding";
     return sliceAlong(*table, 0, 0, tokens[1]);
   }
 

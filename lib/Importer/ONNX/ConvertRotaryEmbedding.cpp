@@ -138,7 +138,8 @@ struct RotaryConverter : FusedOpConverter {
   /// position_ids; without position_ids the caches are per token already.
   LogicalResult convertOnnx() {
     auto x = rotaryInput();
-    auto cos = requiredFloat(1, "cos_cache"), sin = requiredFloat(2, "sin_cache");
+    auto cos = requiredFloat(1, "cos_cache"),
+         sin = requiredFloat(2, "sin_cache");
     if (failed(x) || failed(cos) || failed(sin))
       return failure();
     ArrayRef<int64_t> shape = typeOf(*x).getShape();
@@ -171,8 +172,7 @@ struct RotaryConverter : FusedOpConverter {
       return failure();
     if (!ids) {
       ArrayRef<int64_t> perToken = typeOf(*cos).getShape();
-      if ((perToken[0] != 1 && perToken[0] != batch) ||
-          perToken[1] != sequence)
+      if ((perToken[0] != 1 && perToken[0] != batch) || perToken[1] != sequence)
         return error() << "without position_ids, cos_cache must be (batch, "
                           "sequence, rotary_embedding_dim / 2)";
       return rotate(*x, *cos, *sin, layout);
@@ -209,9 +209,10 @@ struct RotaryConverter : FusedOpConverter {
     for (int64_t i = 0; i < sequence; ++i)
       steps.push_back(i);
     auto stepType = RankedTensorType::get({1, sequence}, b.getI64Type());
-    Value offsets = ConstantOp::create(
-        b, loc, cast<ElementsAttr>(DenseElementsAttr::get(
-                    stepType, ArrayRef<int64_t>(steps))));
+    Value offsets =
+        ConstantOp::create(b, loc,
+                           cast<ElementsAttr>(DenseElementsAttr::get(
+                               stepType, ArrayRef<int64_t>(steps))));
     return binary<AddOp>(reshape(ids, {1, 1}), offsets);
   }
 
@@ -227,7 +228,8 @@ struct RotaryConverter : FusedOpConverter {
                      << " (ragged batches) is not supported";
     auto x = rotaryInput();
     Value ids = importer.input(node, 1);
-    auto cos = requiredFloat(2, "cos_cache"), sin = requiredFloat(3, "sin_cache");
+    auto cos = requiredFloat(2, "cos_cache"),
+         sin = requiredFloat(3, "sin_cache");
     if (failed(x) || failed(cos) || failed(sin))
       return failure();
     if (!ids)
@@ -267,8 +269,8 @@ struct RotaryConverter : FusedOpConverter {
         failed(checkCacheWidth(*cos, layout.rotaryDim)))
       return failure();
     int64_t batch = shape[0], sequence = shape[headsFirst ? 2 : 1];
-    auto positions = microsoftPositions(ids, batch, sequence,
-                                        typeOf(*cos).getDimSize(0));
+    auto positions =
+        microsoftPositions(ids, batch, sequence, typeOf(*cos).getDimSize(0));
     if (failed(positions))
       return failure();
     auto c = gatherRows(*cos, *positions), s = gatherRows(*sin, *positions);

@@ -1,4 +1,4 @@
-//===- FusedOpConverter.h - helpers of the fused-form converters -*- C++ -*-===//
+//===- FusedOpConverter.h - helpers of fused-form converters ----*- C++ -*-===//
 //
 // What the converters of ConvertFusedOps.cpp and ConvertRotaryEmbedding.cpp
 // share: checked elementwise ops, casts, slices and input checks that name

@@ -8,9 +8,10 @@ using namespace mlir;
 
 namespace kiln {
 
-FailureOr<LayerNormStatistics>
-buildLayerNormStatistics(GraphImporter &importer, Location loc, Value x,
-                         int64_t axis, float epsilon) {
+FailureOr<LayerNormStatistics> buildLayerNormStatistics(GraphImporter &importer,
+                                                        Location loc, Value x,
+                                                        int64_t axis,
+                                                        float epsilon) {
   OpBuilder &b = importer.builder();
   auto xType = cast<RankedTensorType>(x.getType());
   SmallVector<int64_t> axes;
