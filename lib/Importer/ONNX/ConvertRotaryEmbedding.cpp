@@ -14,6 +14,7 @@
 #include "FusedOpConverter.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
+#include "llvm/Support/CheckedArithmetic.h"
 
 using namespace mlir;
 
@@ -205,6 +206,12 @@ struct RotaryConverter : FusedOpConverter {
     if (sequence > cacheRows)
       return error() << "sequence length " << sequence << " exceeds the "
                      << cacheRows << " rows of cos_cache";
+    // The offsets 0 .. S - 1 are a constant; its size is bounded as the
+    // importer bounds Range.
+    if (sequence > (int64_t(1) << 20))
+      return error() << "sequence length " << sequence
+                     << " is more than the 2^20 positions Kiln makes a "
+                        "constant of";
     SmallVector<int64_t> steps;
     for (int64_t i = 0; i < sequence; ++i)
       steps.push_back(i);
@@ -239,25 +246,33 @@ struct RotaryConverter : FusedOpConverter {
       return failure();
     ArrayRef<int64_t> shape = typeOf(*x).getShape();
     bool headsFirst = shape.size() == 4;
-    int64_t hidden = headsFirst ? shape[1] * shape[3] : shape[2];
+    // Dims come from the model: products are checked.
+    std::optional<int64_t> hidden =
+        headsFirst ? llvm::checkedMul(shape[1], shape[3]) : shape[2];
+    std::optional<int64_t> cacheHead =
+        llvm::checkedMul<int64_t>(2, typeOf(*cos).getDimSize(1));
+    if (!hidden || !cacheHead)
+      return error() << "the input's or the caches' dims overflow int64";
     RotaryLayout layout{intAttr("num_heads", 0), 0,
                         intAttr("rotary_embedding_dim", 0),
                         intAttr("interleaved", 0) != 0};
     bool headFromCache = layout.rotaryDim == 0;
     if (!headFromCache) {
-      if (layout.numHeads <= 0 || hidden % layout.numHeads != 0)
+      if (layout.numHeads <= 0 || *hidden % layout.numHeads != 0)
         return error() << "rotary_embedding_dim needs num_heads dividing the "
                           "hidden size "
-                       << hidden << ", got " << layout.numHeads;
-      layout.headSize = hidden / layout.numHeads;
+                       << *hidden << ", got " << layout.numHeads;
+      layout.headSize = *hidden / layout.numHeads;
     } else {
-      layout.headSize = 2 * typeOf(*cos).getDimSize(1);
+      layout.headSize = *cacheHead;
       layout.rotaryDim = layout.headSize;
       if (layout.numHeads <= 0 && layout.headSize > 0)
-        layout.numHeads = hidden / layout.headSize;
+        layout.numHeads = *hidden / layout.headSize;
     }
-    // A 4-D input fixes both; a 3-D one only their product.
-    bool fits = layout.numHeads * layout.headSize == hidden &&
+    // A 4-D input fixes both; a 3-D one only their product (compared by
+    // division, which cannot overflow).
+    bool fits = layout.headSize > 0 && *hidden % layout.headSize == 0 &&
+                *hidden / layout.headSize == layout.numHeads &&
                 (!headsFirst || layout.headSize == shape[3]);
     if (!fits)
       return error() << "num_heads " << layout.numHeads << " and head size "
