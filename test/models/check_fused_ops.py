@@ -14,7 +14,8 @@ Weights are initializers; activations, token ids and position ids are graph
 inputs drawn from a seeded generator in the range they mean.
 
 The corpus graphs that hold these ops (onnxruntime's microbenchmarks of
-SkipLayerNormalization and FastGelu, a GPT-2 layer with FastGelu) are checked
+LayerNormalization at opset 12, SkipLayerNormalization and FastGelu, a GPT-2
+layer with FastGelu) are checked
 too where the corpus ($KILN_CORPUS_DIR or ../shared/corpus) is present.
 
 onnxruntime (CPU) is the oracle. Kiln runs each graph on the reference
@@ -250,8 +251,14 @@ CASES = [
 
 # Corpus graphs (under $KILN_CORPUS_DIR or ../shared/corpus) that hold these
 # ops, with values for their symbolic dims.
-MICROBENCH = {"batch": 2, "seq_len": 5, "hidden_size": 64, "inter_dim": 96}
+MICROBENCH = {"batch": 2, "seq_len": 5, "hidden_size": 64, "inter_dim": 96,
+              "feature": 64, "seqlen": 5}
 CORPUS = [
+    # onnxruntime's LayerNormalization fusion writes the default domain's
+    # LayerNormalization at opsets before 17 (its own schema), not a
+    # com.microsoft one.
+    ("ort-fusion/microbench_layer_norm_fp32.onnx", MICROBENCH),
+    ("ort-fusion/microbench_layer_norm_fp16.onnx", MICROBENCH),
     ("ort-fusion/microbench_skip_layer_norm_fp32.onnx", MICROBENCH),
     ("ort-fusion/microbench_skip_layer_norm_fp16.onnx", MICROBENCH),
     ("ort-fusion/microbench_fast_gelu_fp32.onnx", MICROBENCH),
