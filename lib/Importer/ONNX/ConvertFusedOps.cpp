@@ -1,22 +1,421 @@
 //===- ConvertFusedOps.cpp - fused forms written as one node --------------===//
 //
 // ONNX RotaryEmbedding and the com.microsoft normalization, GELU, rotary and
-// embedding ops are written out as the kiln ops they stand for.
+// embedding ops are written out as the kiln ops they stand for; kiln-fuse
+// groups them again. The semantics are onnxruntime's CPU kernels, the oracle
+// of these ops: fp16 and bf16 inputs are normalized with fp32 sums and
+// statistics, as there. Forms those kernels reject, or whose result they
+// leave undefined, are rejected here with the node and the feature named.
+// RotaryEmbedding is in ConvertRotaryEmbedding.cpp.
 //
 //===----------------------------------------------------------------------===//
 
+#include "FusedOpConverter.h"
 #include "GraphImporter.h"
-#include "NodeConverter.h"
+#include "Normalization.h"
+
+#include "mlir/IR/BuiltinAttributes.h"
+#include "llvm/ADT/StringSwitch.h"
 
 using namespace mlir;
 
 namespace kiln {
 
-bool isSupportedFusedOp(const onnx::NodeProto &node) { return false; }
+namespace {
+
+/// The default epsilon of onnxruntime's Skip*, Embed* normalizations.
+constexpr float kContribEpsilon = 1e-12f;
+
+/// An RMS-normalized tensor and the statistic it was divided by.
+struct RMSNormalized {
+  Value y;
+  Value invStdDev;
+};
+
+struct FusedNodeConverter : FusedOpConverter {
+  using FusedOpConverter::FusedOpConverter;
+
+  /// The element type of normalization sums and statistics.
+  Type wideType() { return b.getF32Type(); }
+
+  /// The epsilon attribute (`fallback` when absent), which must not be
+  /// negative.
+  FailureOr<float> epsilonAttr(float fallback) {
+    float epsilon = floatAttr("epsilon", fallback);
+    if (!(epsilon >= 0))
+      return error() << "epsilon must be >= 0, got " << epsilon;
+    return epsilon;
+  }
+
+  /// `x / sqrt(mean(x^2) + epsilon) * scale` over the dims from `axis` on,
+  /// with x and scale already wide; also `1 / sqrt(...)` when `wantsInv`.
+  FailureOr<RMSNormalized> rmsNormalize(Value x, Value scale, int64_t axis,
+                                        float epsilon, bool wantsInv) {
+    RankedTensorType type = typeOf(x);
+    SmallVector<int64_t> axes;
+    for (int64_t d = axis; d < type.getRank(); ++d)
+      axes.push_back(d);
+    auto statType = inferReduceType(loc, type, axes, true);
+    if (failed(statType))
+      return failure();
+    Type et = type.getElementType();
+    Value squared = MulOp::create(b, loc, type, x, x);
+    Value meanSquare =
+        ReduceMeanOp::create(b, loc, *statType, squared, axes, true);
+    Value shifted = AddOp::create(b, loc, *statType, meanSquare,
+                                  importer.scalar(loc, et, epsilon));
+    Value rms = SqrtOp::create(b, loc, shifted);
+    Value normalized = DivOp::create(b, loc, type, x, rms);
+    auto scaled = binary<MulOp>(normalized, scale);
+    if (failed(scaled))
+      return failure();
+    if (typeOf(*scaled) != type)
+      return error() << "scale does not broadcast to the normalized dims";
+    Value inv;
+    if (wantsInv)
+      inv =
+          DivOp::create(b, loc, *statType, importer.scalar(loc, et, 1.0), rms);
+    return RMSNormalized{*scaled, inv};
+  }
+
+  /// SimplifiedLayerNormalization (onnxruntime, default domain): RMSNorm
+  /// with fp32 statistics; the result has the scale's element type.
+  LogicalResult convertSimplifiedLayerNorm() {
+    auto x = requiredFloat(0, "X"), scale = requiredFloat(1, "scale");
+    if (failed(x) || failed(scale))
+      return failure();
+    auto ax = axis(intAttr("axis", -1), typeOf(*x).getRank());
+    auto epsilon = epsilonAttr(1e-5f);
+    if (failed(ax) || failed(epsilon))
+      return failure();
+    int64_t stash = intAttr("stash_type", 1);
+    if (stash != 1)
+      return error() << "stash_type " << stash
+                     << " is not supported (only 1, float)";
+    // Casts are made in turn: argument evaluation order is unspecified.
+    Value wideX = castTo(*x, wideType());
+    Value wideScale = castTo(*scale, wideType());
+    auto result = rmsNormalize(wideX, wideScale, *ax, *epsilon, wantsOutput(1));
+    if (failed(result))
+      return failure();
+    (void)output(castTo(result->y, typeOf(*scale).getElementType()));
+    return output(result->invStdDev, 1);
+  }
+
+  /// Checks the skip and the per-channel inputs of the Skip*Normalization
+  /// ops against the input `x`.
+  LogicalResult checkSkipInputs(Value x, Value skip,
+                                ArrayRef<std::pair<Value, StringRef>> vectors) {
+    RankedTensorType xType = typeOf(x);
+    int64_t rank = xType.getRank();
+    if (rank != 2 && rank != 3)
+      return error() << "expected a 2-D or 3-D input, got rank " << rank;
+    Type et = xType.getElementType();
+    if (failed(expectType(skip, "skip", et)))
+      return failure();
+    // onnxruntime repeats a smaller skip over the batch: (1, S, H) or (S, H).
+    ArrayRef<int64_t> skipShape = typeOf(skip).getShape();
+    ArrayRef<int64_t> xShape = xType.getShape();
+    bool fits = skipShape.size() >= 2 && skipShape.size() <= xShape.size() &&
+                skipShape.take_back(2) == xShape.take_back(2) &&
+                llvm::all_of(skipShape.drop_back(2), [&](int64_t d) {
+                  return d == 1 || d == xShape[0];
+                });
+    if (!fits)
+      return error() << "skip must have the input's shape, or its last two "
+                        "dims with leading 1s";
+    int64_t hidden = xShape.back();
+    for (auto [value, name] : vectors)
+      if (value && failed(expectType(value, name, et, ArrayRef(hidden))))
+        return failure();
+    return success();
+  }
+
+  /// SkipLayerNormalization and SkipSimplifiedLayerNormalization: the
+  /// normalization of `input + skip (+ bias)` over the last dim.
+  LogicalResult convertSkipNorm(bool simplified) {
+    auto x = requiredFloat(0, "input");
+    auto skip = requiredFloat(1, "skip");
+    auto gamma = requiredFloat(2, "gamma");
+    if (failed(x) || failed(skip) || failed(gamma))
+      return failure();
+    Value beta = simplified ? Value() : importer.input(node, 3);
+    Value bias = importer.input(node, simplified ? 3 : 4);
+    if (failed(checkSkipInputs(
+            *x, *skip, {{*gamma, "gamma"}, {beta, "beta"}, {bias, "bias"}})))
+      return failure();
+    auto epsilon = epsilonAttr(kContribEpsilon);
+    if (failed(epsilon))
+      return failure();
+    if (simplified && wantsOutput(1))
+      return error() << "output 1 (mean) is not supported: the simplified "
+                        "form has no mean";
+    Type et = typeOf(*x).getElementType(), wide = wideType();
+    Value wideX = castTo(*x, wide);
+    Value wideSkip = castTo(*skip, wide);
+    Value sum = AddOp::create(b, loc, typeOf(wideX), wideX, wideSkip);
+    if (bias)
+      sum = AddOp::create(b, loc, typeOf(sum), sum, castTo(bias, wide));
+    Value wideGamma = castTo(*gamma, wide);
+    int64_t axis = typeOf(sum).getRank() - 1;
+    Value y, mean, invStdDev;
+    if (simplified) {
+      auto result =
+          rmsNormalize(sum, wideGamma, axis, *epsilon, wantsOutput(2));
+      if (failed(result))
+        return failure();
+      y = result->y;
+      invStdDev = result->invStdDev;
+    } else {
+      Value wideBeta = beta ? castTo(beta, wide) : Value();
+      y = LayerNormOp::create(b, loc, typeOf(sum), sum, wideGamma, wideBeta,
+                              b.getI64IntegerAttr(axis),
+                              b.getF32FloatAttr(*epsilon));
+      if (wantsOutput(1) || wantsOutput(2)) {
+        auto stats =
+            buildLayerNormStatistics(importer, loc, sum, axis, *epsilon);
+        if (failed(stats))
+          return failure();
+        mean = stats->mean;
+        invStdDev = stats->invStdDev;
+      }
+    }
+    (void)output(castTo(y, et));
+    (void)output(mean, 1);
+    (void)output(invStdDev, 2);
+    if (wantsOutput(3))
+      (void)output(castTo(sum, et), 3);
+    return success();
+  }
+
+  /// `x + bias` where the optional input `biasIndex` is given.
+  FailureOr<Value> withBias(Value x, int biasIndex) {
+    Value bias = importer.input(node, biasIndex);
+    if (!bias)
+      return x;
+    if (failed(expectType(bias, "bias", typeOf(x).getElementType())))
+      return failure();
+    auto sum = binary<AddOp>(x, bias);
+    if (succeeded(sum) && typeOf(*sum) != typeOf(x))
+      return error() << "bias does not broadcast to the input's shape";
+    return sum;
+  }
+
+  /// Gelu (erf form), BiasGelu (erf form of A + B) and FastGelu (tanh form
+  /// of X + bias?).
+  LogicalResult convertGelu(GeluApproximation form) {
+    auto x = requiredFloat(0, "X");
+    if (failed(x))
+      return failure();
+    StringRef op = node.op_type();
+    if (op == "BiasGelu" && !importer.input(node, 1))
+      return error() << "missing required input 1 (B)";
+    auto biased = op == "Gelu" ? FailureOr<Value>(*x) : withBias(*x, 1);
+    if (failed(biased))
+      return failure();
+    return output(GeluOp::create(b, loc, typeOf(*biased), *biased, form));
+  }
+
+  /// QuickGelu: `x * sigmoid(alpha * x)`.
+  LogicalResult convertQuickGelu() {
+    auto x = requiredFloat(0, "X");
+    if (failed(x))
+      return failure();
+    float alpha = floatAttr("alpha", 1.702f);
+    Value scaled = *x;
+    if (alpha != 1.0f)
+      scaled = MulOp::create(
+          b, loc, typeOf(*x), *x,
+          importer.scalar(loc, typeOf(*x).getElementType(), alpha));
+    Value gate = SigmoidOp::create(b, loc, scaled);
+    return output(MulOp::create(b, loc, typeOf(*x), *x, gate));
+  }
+
+  /// Input `i`, an int32 tensor of `shape` when present.
+  FailureOr<Value> optionalIds(int i, StringRef name, ArrayRef<int64_t> shape) {
+    Value ids = importer.input(node, i);
+    if (ids && failed(expectType(ids, name, b.getI32Type(), shape)))
+      return failure();
+    return ids;
+  }
+
+  /// Rows `ids` of the 2-D table input `i` (hidden size `hidden`).
+  FailureOr<Value> lookup(int i, StringRef name, Value ids, Type et,
+                          int64_t hidden) {
+    auto table = requiredFloat(i, name);
+    if (failed(table))
+      return failure();
+    if (typeOf(*table).getRank() != 2)
+      return error() << name << " must be 2-D";
+    if (failed(expectType(
+            *table, name, et,
+            ArrayRef<int64_t>{typeOf(*table).getDimSize(0), hidden})))
+      return failure();
+    auto type = inferGatherType(loc, typeOf(*table), typeOf(ids), 0);
+    if (failed(type))
+      return failure();
+    return GatherOp::create(b, loc, *type, *table, ids, 0).getResult();
+  }
+
+  /// The per-batch count of mask entries equal to 1, as int32 (onnxruntime's
+  /// mask_index). Summed as a product with a ones vector in fp32, exact for
+  /// sequences shorter than 2^24.
+  Value maskIndex(Value mask) {
+    RankedTensorType maskType = typeOf(mask);
+    int64_t batch = maskType.getDimSize(0), sequence = maskType.getDimSize(1);
+    Value one = importer.scalar(loc, b.getI32Type(), 1);
+    Value isOne =
+        EqualOp::create(b, loc, maskType.clone(b.getI1Type()), mask, one);
+    Value ones = castTo(isOne, b.getF32Type());
+    auto column = RankedTensorType::get({sequence, 1}, b.getF32Type());
+    Value all = ConstantOp::create(
+        b, loc, cast<ElementsAttr>(DenseElementsAttr::get(column, 1.0f)));
+    Value counts = MatmulOp::create(
+        b, loc, RankedTensorType::get({batch, 1}, b.getF32Type()), ones, all);
+    return castTo(reshape(counts, {batch}), b.getI32Type());
+  }
+
+  /// EmbedLayerNormalization: LayerNorm of the sum of word, position and
+  /// (optional) segment embeddings, summed in fp32 like the statistics;
+  /// mask_index counts the mask's ones per batch (zeros without a mask);
+  /// embedding_sum is the sum itself.
+  LogicalResult convertEmbedLayerNorm() {
+    Value ids = importer.input(node, 0);
+    if (!ids)
+      return error() << "missing required input 0 (input_ids)";
+    if (typeOf(ids).getRank() != 2)
+      return error() << "input_ids must be 2-D (batch, sequence)";
+    ArrayRef<int64_t> tokens = typeOf(ids).getShape();
+    if (failed(expectType(ids, "input_ids", b.getI32Type())))
+      return failure();
+    auto word = requiredFloat(2, "word_embedding");
+    auto gamma = requiredFloat(5, "gamma"), beta = requiredFloat(6, "beta");
+    auto segmentIds = optionalIds(1, "segment_ids", tokens);
+    auto mask = optionalIds(7, "mask", tokens);
+    auto epsilon = epsilonAttr(kContribEpsilon);
+    if (failed(word) || failed(gamma) || failed(beta) || failed(segmentIds) ||
+        failed(mask) || failed(epsilon))
+      return failure();
+    if (typeOf(*word).getRank() != 2)
+      return error() << "word_embedding must be 2-D";
+    Type et = typeOf(*word).getElementType(), wide = wideType();
+    int64_t hidden = typeOf(*word).getDimSize(1);
+    if (failed(expectType(*gamma, "gamma", et, ArrayRef(hidden))) ||
+        failed(expectType(*beta, "beta", et, ArrayRef(hidden))))
+      return failure();
+    if (bool(*segmentIds) != bool(importer.input(node, 4)))
+      return error() << "segment_ids and segment_embedding must be given "
+                        "together";
+
+    auto words = lookup(2, "word_embedding", ids, et, hidden);
+    auto positions = positionEmbeddings(tokens, et, hidden);
+    if (failed(words) || failed(positions))
+      return failure();
+    Value wideWords = castTo(*words, wide);
+    auto sum = binary<AddOp>(wideWords, castTo(*positions, wide));
+    if (failed(sum))
+      return failure();
+    if (*segmentIds) {
+      auto segments = lookup(4, "segment_embedding", *segmentIds, et, hidden);
+      if (failed(segments))
+        return failure();
+      sum = binary<AddOp>(*sum, castTo(*segments, wide));
+      if (failed(sum))
+        return failure();
+    }
+    Value wideGamma = castTo(*gamma, wide);
+    Value wideBeta = castTo(*beta, wide);
+    Value normalized = LayerNormOp::create(
+        b, loc, typeOf(*sum), *sum, wideGamma, wideBeta, b.getI64IntegerAttr(2),
+        b.getF32FloatAttr(*epsilon));
+    (void)output(castTo(normalized, et));
+    if (wantsOutput(1))
+      (void)output(*mask ? maskIndex(*mask) : zeroCounts(tokens[0]), 1);
+    if (wantsOutput(2))
+      (void)output(castTo(*sum, et), 2);
+    return success();
+  }
+
+  /// An int32 vector of `size` zeros.
+  Value zeroCounts(int64_t size) {
+    auto type = RankedTensorType::get({size}, b.getI32Type());
+    return ConstantOp::create(b, loc,
+                              cast<ElementsAttr>(DenseElementsAttr::get(
+                                  type, b.getI32IntegerAttr(0))));
+  }
+
+  /// The position embedding of every token: rows position_ids (input 8,
+  /// (1 or batch, sequence)) of the table, else rows 0 .. sequence - 1.
+  FailureOr<Value> positionEmbeddings(ArrayRef<int64_t> tokens, Type et,
+                                      int64_t hidden) {
+    if (Value ids = importer.input(node, 8)) {
+      ArrayRef<int64_t> shape = typeOf(ids).getShape();
+      if (shape.size() != 2 || (shape[0] != 1 && shape[0] != tokens[0]) ||
+          shape[1] != tokens[1])
+        return error() << "position_ids must have shape (1 or batch, "
+                          "sequence)";
+      if (failed(expectType(ids, "position_ids", b.getI32Type())))
+        return failure();
+      return lookup(3, "position_embedding", ids, et, hidden);
+    }
+    auto table = requiredFloat(3, "position_embedding");
+    if (failed(table))
+      return failure();
+    RankedTensorType tableType = typeOf(*table);
+    if (tableType.getRank() != 2)
+      return error() << "position_embedding must be 2-D";
+    int64_t rows = tableType.getDimSize(0);
+    if (failed(expectType(*table, "position_embedding", et,
+                          ArrayRef<int64_t>{rows, hidden})))
+      return failure();
+    if (rows < tokens[1])
+      return error() << "sequence length " << tokens[1] << " exceeds the "
+                     << rows << " rows of position_embedding";
+    return sliceAlong(*table, 0, 0, tokens[1]);
+  }
+
+  LogicalResult convert() {
+    StringRef op = node.op_type();
+    if (isDefaultDomain(node.domain())) {
+      if (op == "SimplifiedLayerNormalization")
+        return convertSimplifiedLayerNorm();
+      return convertRotaryEmbedding(importer, node);
+    }
+    if (op == "SkipLayerNormalization")
+      return convertSkipNorm(/*simplified=*/false);
+    if (op == "SkipSimplifiedLayerNormalization")
+      return convertSkipNorm(/*simplified=*/true);
+    if (op == "Gelu" || op == "BiasGelu")
+      return convertGelu(GeluApproximation::none);
+    if (op == "FastGelu")
+      return convertGelu(GeluApproximation::tanh);
+    if (op == "QuickGelu")
+      return convertQuickGelu();
+    if (op == "EmbedLayerNormalization")
+      return convertEmbedLayerNorm();
+    return convertRotaryEmbedding(importer, node);
+  }
+};
+
+} // namespace
+
+bool isSupportedFusedOp(const onnx::NodeProto &node) {
+  StringRef op = node.op_type();
+  if (isDefaultDomain(node.domain()))
+    return op == "RotaryEmbedding" || op == "SimplifiedLayerNormalization";
+  if (node.domain() != kMicrosoftDomain)
+    return false;
+  return llvm::StringSwitch<bool>(op)
+      .Cases({"SkipLayerNormalization", "SkipSimplifiedLayerNormalization"},
+             true)
+      .Cases({"Gelu", "BiasGelu", "FastGelu", "QuickGelu"}, true)
+      .Cases({"RotaryEmbedding", "EmbedLayerNormalization"}, true)
+      .Default(false);
+}
 
 LogicalResult convertFusedNode(GraphImporter &importer,
                                const onnx::NodeProto &node) {
-  return NodeConverterBase(importer, node).error() << "no converter";
+  return FusedNodeConverter(importer, node).convert();
 }
 
 } // namespace kiln

@@ -8,6 +8,7 @@
 
 #include "GraphImporter.h"
 #include "NodeConverter.h"
+#include "Normalization.h"
 
 #include "kiln/Importer/ONNX/TensorProto.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -164,25 +165,11 @@ struct NodeConverter : NodeConverterBase {
     if (!wantsStats)
       return success();
     // The optional Mean and InvStdDev outputs, spelled out with kiln ops.
-    SmallVector<int64_t> axes;
-    for (int64_t d = *ax; d < xType.getRank(); ++d)
-      axes.push_back(d);
-    auto statType = inferReduceType(loc, xType, axes, true);
-    if (failed(statType))
+    auto stats = buildLayerNormStatistics(importer, loc, *x, *ax, epsilon);
+    if (failed(stats))
       return failure();
-    Type et = xType.getElementType();
-    Value mean = ReduceMeanOp::create(b, loc, *statType, *x, axes, true);
-    Value centered = SubOp::create(b, loc, xType, *x, mean);
-    Value squared = MulOp::create(b, loc, xType, centered, centered);
-    Value variance =
-        ReduceMeanOp::create(b, loc, *statType, squared, axes, true);
-    Value shifted = AddOp::create(b, loc, *statType, variance,
-                                  importer.scalar(loc, et, epsilon));
-    Value stddev = SqrtOp::create(b, loc, shifted);
-    Value invStdDev = DivOp::create(b, loc, *statType,
-                                    importer.scalar(loc, et, 1.0), stddev);
-    (void)output(mean, 1);
-    return output(invStdDev, 2);
+    (void)output(stats->mean, 1);
+    return output(stats->invStdDev, 2);
   }
 
   /// RMSNormalization (opset 23) as its ONNX function body spells it:
