@@ -58,7 +58,8 @@ LogicalResult runPipeline(ModuleOp module, const CompileOptions &options) {
 }
 
 LogicalResult lowerToArtifact(ModuleOp module, const CompileOptions &options,
-                              bool compile, rt::Artifact &artifact) {
+                              bool compile, rt::Artifact &artifact,
+                              StepOrigins *origins) {
   auto funcs = module.getOps<func::FuncOp>();
   if (std::distance(funcs.begin(), funcs.end()) != 1)
     return emitError(module.getLoc(), "expected exactly one function");
@@ -66,7 +67,7 @@ LogicalResult lowerToArtifact(ModuleOp module, const CompileOptions &options,
   artifact.abiVersion = KILN_ABI_VERSION;
   artifact.kilnVersion = kKilnVersion;
   artifact.arch = options.arch;
-  if (failed(emitPlan(func, artifact)))
+  if (failed(emitPlan(func, artifact, origins)))
     return failure();
   if (!options.dumpDir.empty() &&
       failed(writeFileAtomically(module.getLoc(),

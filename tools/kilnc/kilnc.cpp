@@ -1,6 +1,7 @@
 //===- kilnc.cpp - compile an ONNX model into a self-contained .so --------===//
 
 #include "kiln/Compiler/Compiler.h"
+#include "kiln/Compiler/Report.h"
 #include "kiln/Compiler/TensorFile.h"
 #include "kiln/Dialect/Kiln/KilnDialect.h"
 #include "kiln/Target/CUDA/EmitPlan.h"
@@ -20,6 +21,7 @@ namespace cl = llvm::cl;
 namespace {
 
 enum class Emit { So, Imported, Mlir, Cuda, Plan };
+enum class Report { None, Text, Json };
 
 cl::opt<std::string> inputPath(cl::Positional, cl::desc("<model.onnx>"),
                                cl::Required);
@@ -47,6 +49,14 @@ cl::opt<std::string> dumpDir("dump-dir",
                              cl::value_desc("dir"));
 cl::opt<std::string> arch("arch", cl::desc("GPU architecture for NVRTC"),
                           cl::init("sm_90a"));
+cl::opt<Report> report(
+    "report",
+    cl::desc("print every launch and library call with the ONNX nodes it "
+             "covers, and the memory plan, to stdout"),
+    cl::ValueOptional, cl::init(Report::None),
+    cl::values(clEnumValN(Report::Text, "", "as text (the default)"),
+               clEnumValN(Report::Text, "text", "as text"),
+               clEnumValN(Report::Json, "json", "as JSON, for tools")));
 
 /// Prints the plan for --emit=plan.
 void printPlan(const kiln::rt::Artifact &a, llvm::raw_ostream &os) {
@@ -124,6 +134,12 @@ int main(int argc, char **argv) {
     llvm::errs() << "kilnc: give the output .so with -o\n";
     return 1;
   }
+  if (report != Report::None &&
+      (emit == Emit::Imported || emit == Emit::Mlir || outputPath == "-")) {
+    llvm::errs() << "kilnc: --report prints to stdout; write the output to a "
+                    "file with -o (and not --emit=imported|mlir)\n";
+    return 1;
+  }
 
   MLIRContext context;
   llvm::SourceMgr sourceMgr;
@@ -152,8 +168,16 @@ int main(int argc, char **argv) {
   }
   kiln::rt::Artifact artifact;
   bool needsCubin = emit == Emit::So;
-  if (failed(kiln::lowerToArtifact(*module, options, needsCubin, artifact)))
+  kiln::CompileReport compileReport;
+  compileReport.model = inputPath;
+  compileReport.liveLowerBoundBytes = kiln::liveLowerBoundOf(*module);
+  if (failed(kiln::lowerToArtifact(*module, options, needsCubin, artifact,
+                                   &compileReport.origins)))
     return 1;
+  if (report == Report::Text)
+    kiln::printReportText(artifact, compileReport, llvm::outs());
+  else if (report == Report::Json)
+    kiln::printReportJson(artifact, compileReport, llvm::outs());
   if (emit == Emit::Cuda)
     return failed(writeText(loc, artifact.cudaSource)) ? 1 : 0;
   if (emit == Emit::Plan) {

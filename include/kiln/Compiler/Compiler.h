@@ -11,6 +11,7 @@
 #define KILN_COMPILER_COMPILER_H
 
 #include "kiln/Importer/ONNX/Importer.h"
+#include "kiln/Target/CUDA/EmitPlan.h"
 #include "kiln/runtime/ArtifactFormat.h"
 #include "mlir/IR/BuiltinOps.h"
 
@@ -42,10 +43,12 @@ mlir::LogicalResult runPipeline(mlir::ModuleOp module,
                                 const CompileOptions &options);
 
 /// Lowers a pipelined module to a Plan with CUDA source; with `compile`, also
-/// runs NVRTC for the cubin and PTX.
+/// runs NVRTC for the cubin and PTX. `origins`, when given, receives the ONNX
+/// nodes of each step (see emitPlan).
 mlir::LogicalResult lowerToArtifact(mlir::ModuleOp module,
                                     const CompileOptions &options,
-                                    bool compile, rt::Artifact &artifact);
+                                    bool compile, rt::Artifact &artifact,
+                                    StepOrigins *origins = nullptr);
 
 /// All of the above for one model file.
 mlir::LogicalResult compileModel(mlir::MLIRContext *context,

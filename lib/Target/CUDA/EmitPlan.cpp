@@ -11,6 +11,7 @@
 #include "mlir/IR/DialectResourceBlobManager.h"
 #include "llvm/ADT/Sequence.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/xxhash.h"
 
 using namespace mlir;
@@ -59,8 +60,8 @@ FailureOr<std::string> constantBytes(Location loc, ElementsAttr value) {
 /// Builds the artifact's buffers and steps while walking the function.
 class PlanBuilder {
 public:
-  PlanBuilder(func::FuncOp func, rt::Artifact &artifact)
-      : func(func), artifact(artifact) {}
+  PlanBuilder(func::FuncOp func, rt::Artifact &artifact, StepOrigins *origins)
+      : func(func), artifact(artifact), origins(origins) {}
 
   LogicalResult build() {
     Block &body = func.getBody().front();
@@ -90,6 +91,19 @@ public:
                         cast<RankedTensorType>(t).getElementType().isBF16();
     source << cudaPrelude(needsHalfTypes);
     for (Operation &op : body) {
+      size_t stepsBefore = artifact.steps.size();
+      if (failed(addOp(op, source)))
+        return failure();
+      if (origins)
+        for (size_t i = stepsBefore; i < artifact.steps.size(); ++i)
+          origins->push_back(onnxNodesOf(op));
+    }
+    return success();
+  }
+
+private:
+  LogicalResult addOp(Operation &op, llvm::raw_ostream &source) {
+    {
       if (auto constant = dyn_cast<ConstantOp>(op)) {
         if (failed(addWeight(constant)))
           return failure();
@@ -113,7 +127,22 @@ public:
     return success();
   }
 
-private:
+  /// The ONNX node names in the locations of `op` and the ops nested in it
+  /// (the importer names each op after its node), first appearance first.
+  static std::vector<std::string> onnxNodesOf(Operation &op) {
+    std::vector<std::string> names;
+    llvm::StringSet<> seen;
+    op.walk([&](Operation *inner) {
+      inner->getLoc()->walk([&](Location loc) {
+        if (auto named = dyn_cast<NameLoc>(loc))
+          if (seen.insert(named.getName().getValue()).second)
+            names.push_back(named.getName().str());
+        return WalkResult::advance();
+      });
+    });
+    return names;
+  }
+
   std::string argName(size_t i, StringAttr name) {
     return name ? name.str() : "input" + std::to_string(i);
   }
@@ -334,6 +363,7 @@ private:
 
   func::FuncOp func;
   rt::Artifact &artifact;
+  StepOrigins *origins;
   llvm::DenseMap<Value, uint32_t> bufferOf;
   int weightCount = 0;
 };
@@ -379,8 +409,9 @@ Type fromRuntimeDType(MLIRContext *context, rt::DType dtype) {
   return {};
 }
 
-LogicalResult emitPlan(func::FuncOp func, rt::Artifact &artifact) {
-  if (failed(PlanBuilder(func, artifact).build()))
+LogicalResult emitPlan(func::FuncOp func, rt::Artifact &artifact,
+                       StepOrigins *origins) {
+  if (failed(PlanBuilder(func, artifact, origins).build()))
     return failure();
   uint64_t hash = llvm::xxh3_64bits(artifact.cudaSource);
   hash ^= llvm::xxh3_64bits(artifact.weights) * 31;

@@ -23,10 +23,16 @@ mlir::FailureOr<rt::DType> toRuntimeDType(mlir::Type type,
 /// The MLIR element type of a runtime element type.
 mlir::Type fromRuntimeDType(mlir::MLIRContext *context, rt::DType dtype);
 
+/// For each step of a plan, the ONNX nodes (location names) of the ops it
+/// computes, in program order; what `kilnc --report` prints.
+using StepOrigins = std::vector<std::vector<std::string>>;
+
 /// Lowers `func` into `artifact`: CUDA source, kernel names, buffers, steps and
 /// weights. Cubin and PTX are left for the NVRTC driver. Emits an error at the
-/// offending op and returns failure for anything it cannot lower.
-mlir::LogicalResult emitPlan(mlir::func::FuncOp func, rt::Artifact &artifact);
+/// offending op and returns failure for anything it cannot lower. When
+/// `origins` is given, it receives one entry per step.
+mlir::LogicalResult emitPlan(mlir::func::FuncOp func, rt::Artifact &artifact,
+                             StepOrigins *origins = nullptr);
 
 } // namespace kiln
 

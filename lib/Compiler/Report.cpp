@@ -1,0 +1,167 @@
+//===- Report.cpp - what a compilation produced, for kilnc --report -------===//
+
+#include "kiln/Compiler/Report.h"
+
+#include "kiln/Transforms/Passes.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+
+using namespace mlir;
+
+namespace kiln {
+
+namespace {
+
+/// A launch kind as the report names it: the kernel family for kernels,
+/// `matmul` for cuBLASLt calls, `memcpy` for output copies.
+std::string kindOf(const rt::Artifact &artifact, const rt::Step &step) {
+  switch (step.kind) {
+  case rt::Step::Kind::Launch: {
+    // Kernel names are kiln_<family>_<index>.
+    llvm::StringRef name = artifact.kernelNames[step.launch.kernel];
+    return name.drop_front(5).rsplit('_').first.str();
+  }
+  case rt::Step::Kind::Matmul:
+    return "matmul";
+  case rt::Step::Kind::Copy:
+    return "memcpy";
+  }
+  return "unknown";
+}
+
+std::string nameOf(const rt::Artifact &artifact, const rt::Step &step) {
+  switch (step.kind) {
+  case rt::Step::Kind::Launch:
+    return artifact.kernelNames[step.launch.kernel];
+  case rt::Step::Kind::Matmul:
+    return "cublasLtMatmul";
+  case rt::Step::Kind::Copy:
+    return "cuMemcpyDtoDAsync";
+  }
+  return "";
+}
+
+/// The shape of the work, for people: grid and block, or the GEMM sizes.
+std::string detailOf(const rt::Step &step) {
+  switch (step.kind) {
+  case rt::Step::Kind::Launch:
+    return llvm::formatv("grid {0} block {1}", step.launch.grid[0],
+                         step.launch.block[0]);
+  case rt::Step::Kind::Matmul: {
+    const rt::MatmulStep &m = step.matmul;
+    return llvm::formatv("{0} batch {1} m {2} n {3} k {4}",
+                         rt::dtypeName(m.dtype), m.batch * m.outerBatch, m.m,
+                         m.n, m.k);
+  }
+  case rt::Step::Kind::Copy:
+    return llvm::formatv("{0} bytes", step.copy.bytes);
+  }
+  return "";
+}
+
+struct Counts {
+  int64_t kernels = 0, libraryCalls = 0, copies = 0, nodes = 0;
+};
+
+Counts countsOf(const rt::Artifact &artifact, const CompileReport &report) {
+  Counts counts;
+  for (const rt::Step &step : artifact.steps) {
+    counts.kernels += step.kind == rt::Step::Kind::Launch;
+    counts.libraryCalls += step.kind == rt::Step::Kind::Matmul;
+    counts.copies += step.kind == rt::Step::Kind::Copy;
+  }
+  llvm::StringSet<> nodes;
+  for (const auto &names : report.origins)
+    for (const std::string &name : names)
+      nodes.insert(name);
+  counts.nodes = nodes.size();
+  return counts;
+}
+
+} // namespace
+
+int64_t liveLowerBoundOf(ModuleOp module) {
+  for (auto func : module.getOps<func::FuncOp>())
+    if (auto bound = func->getAttrOfType<IntegerAttr>(kLiveLowerBoundAttr))
+      return bound.getInt();
+  return -1;
+}
+
+void printReportText(const rt::Artifact &artifact, const CompileReport &report,
+                     llvm::raw_ostream &os) {
+  Counts counts = countsOf(artifact, report);
+  os << "kiln report: " << report.model << "\n"
+     << "launches: " << artifact.steps.size() << " (" << counts.kernels
+     << " kernels, " << counts.libraryCalls << " cuBLASLt matmuls, "
+     << counts.copies << " copies) covering " << counts.nodes
+     << " ONNX nodes\n";
+  for (auto [i, step] : llvm::enumerate(artifact.steps)) {
+    os << llvm::formatv("  #{0,-3} {1,-11} {2,-22} {3}", i,
+                        kindOf(artifact, step), nameOf(artifact, step),
+                        detailOf(step));
+    if (i < report.origins.size() && !report.origins[i].empty()) {
+      os << "  <- ";
+      llvm::interleave(report.origins[i], os, ", ");
+    }
+    os << "\n";
+  }
+  os << "memory: peak arena " << artifact.arenaBytes << " bytes";
+  if (report.liveLowerBoundBytes > 0)
+    os << llvm::formatv(" (live lower bound {0} bytes, {1:f2}x)",
+                        report.liveLowerBoundBytes,
+                        double(artifact.arenaBytes) /
+                            double(report.liveLowerBoundBytes));
+  else if (report.liveLowerBoundBytes == 0)
+    os << " (live lower bound 0 bytes)";
+  os << ", weights " << artifact.weights.size() << " bytes\n";
+}
+
+void printReportJson(const rt::Artifact &artifact, const CompileReport &report,
+                     llvm::raw_ostream &os) {
+  Counts counts = countsOf(artifact, report);
+  llvm::json::Array launches;
+  for (auto [i, step] : llvm::enumerate(artifact.steps)) {
+    llvm::json::Array nodes;
+    if (i < report.origins.size())
+      for (const std::string &name : report.origins[i])
+        nodes.push_back(name);
+    llvm::json::Object launch{{"index", static_cast<int64_t>(i)},
+                              {"kind", kindOf(artifact, step)},
+                              {"name", nameOf(artifact, step)},
+                              {"onnx_nodes", std::move(nodes)}};
+    if (step.kind == rt::Step::Kind::Launch) {
+      launch["grid"] = llvm::json::Array{step.launch.grid[0],
+                                         step.launch.grid[1],
+                                         step.launch.grid[2]};
+      launch["block"] = llvm::json::Array{step.launch.block[0],
+                                          step.launch.block[1],
+                                          step.launch.block[2]};
+    } else if (step.kind == rt::Step::Kind::Matmul) {
+      const rt::MatmulStep &m = step.matmul;
+      launch["dtype"] = rt::dtypeName(m.dtype);
+      launch["batch"] = static_cast<int64_t>(m.batch * m.outerBatch);
+      launch["m"] = static_cast<int64_t>(m.m);
+      launch["n"] = static_cast<int64_t>(m.n);
+      launch["k"] = static_cast<int64_t>(m.k);
+    } else {
+      launch["bytes"] = static_cast<int64_t>(step.copy.bytes);
+    }
+    launches.push_back(std::move(launch));
+  }
+  llvm::json::Object root{
+      {"model", report.model},
+      {"launches", std::move(launches)},
+      {"kernel_count", counts.kernels},
+      {"library_call_count", counts.libraryCalls},
+      {"copy_count", counts.copies},
+      {"onnx_node_count", counts.nodes},
+      {"peak_arena_bytes", static_cast<int64_t>(artifact.arenaBytes)},
+      {"live_lower_bound_bytes", report.liveLowerBoundBytes},
+      {"weight_bytes", static_cast<int64_t>(artifact.weights.size())}};
+  os << llvm::formatv("{0:2}", llvm::json::Value(std::move(root))) << "\n";
+}
+
+} // namespace kiln
