@@ -15,6 +15,10 @@ void buildKilnPipeline(OpPassManager &pm, const PipelineOptions &options) {
   OpPassManager &fpm = pm.nest<func::FuncOp>();
   fpm.addPass(createCanonicalizerPass());
   fpm.addPass(createCSEPass());
+  fpm.addPass(createKilnRecomposePass());
+  fpm.addPass(createKilnLayoutPass());
+  // Composes the transposes recomposition put around keys and values.
+  fpm.addPass(createCanonicalizerPass());
   fpm.addPass(createKilnFusePass());
   KilnPlanMemoryPassOptions planOptions;
   planOptions.alignment = options.alignment;

@@ -16,6 +16,7 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/TypeSwitch.h"
 
+#include "ExecuteAttention.h"
 #include "ExecuteIndexing.h"
 #include "ExecuteReductions.h"
 
@@ -863,6 +864,10 @@ static FailureOr<HostTensor> executeOp(Operation *op,
       .Case([&](LayerNormOp norm) {
         return executeLayerNorm(norm, operand(0), operand(1),
                                 operands.size() > 2 ? operands[2] : nullptr);
+      })
+      .Case([&](AttentionOp attention) {
+        return executeAttention(attention, operand(0), operand(1), operand(2),
+                                operands.size() > 3 ? operands[3] : nullptr);
       })
       .Case([&](MatmulOp matmul) {
         return executeMatmul(matmul, operand(0), operand(1));

@@ -80,6 +80,36 @@ Group buildReductionGroup(Operation *reduction,
   return group;
 }
 
+/// Builds an attention group: the attention, the data movement and
+/// elementwise ops that produce its operands for it alone (head splits,
+/// slices of a packed projection, bias adds, mask arithmetic), and a
+/// transpose of its result (heads merged back).
+Group buildAttentionGroup(AttentionOp attention,
+                          const llvm::DenseSet<Operation *> &taken) {
+  Group group{KernelKind::attention, attention, {}};
+  group.members.insert(attention);
+  if (attention->hasOneUse())
+    if (auto transpose = dyn_cast<TransposeOp>(*attention->getUsers().begin());
+        transpose && !taken.contains(transpose)) {
+      group.members.insert(transpose);
+      group.root = transpose;
+    }
+  SmallVector<Value> worklist(attention->getOperands());
+  while (!worklist.empty()) {
+    Operation *producer = worklist.pop_back_val().getDefiningOp();
+    if (!producer || group.members.contains(producer) ||
+        taken.contains(producer) ||
+        producer->getBlock() != attention->getBlock() ||
+        !(isElementwise(producer) ||
+          isa<ReshapeOp, TransposeOp, SliceOp>(producer)) ||
+        !group.allUsesInside(producer))
+      continue;
+    group.members.insert(producer);
+    worklist.append(producer->operand_begin(), producer->operand_end());
+  }
+  return group;
+}
+
 /// Replaces the group's ops by one kiln.kernel placed at the root.
 void outlineGroup(Group &group) {
   SmallVector<Operation *> ops = group.members.takeVector();
@@ -116,7 +146,16 @@ struct KilnFusePass : public kiln::impl::KilnFusePassBase<KilnFusePass> {
     llvm::DenseSet<Operation *> taken;
     SmallVector<Group> groups;
 
-    // Reductions first, so that they claim their epilogues before the
+    // Attention first: it claims the data movement around it, which would
+    // otherwise become copy kernels.
+    func.walk([&](AttentionOp attention) {
+      if (isa<KernelOp>(attention->getParentOp()))
+        return;
+      groups.push_back(buildAttentionGroup(attention, taken));
+      taken.insert(groups.back().members.begin(), groups.back().members.end());
+    });
+
+    // Reductions next, so that they claim their epilogues before the
     // elementwise groups below see them.
     func.walk([&](Operation *op) {
       if (!isReduction(op) || isa<KernelOp>(op->getParentOp()))

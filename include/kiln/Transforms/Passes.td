@@ -6,6 +6,76 @@
 include "mlir/Pass/PassBase.td"
 
 //===----------------------------------------------------------------------===//
+// Recomposition
+//===----------------------------------------------------------------------===//
+
+def KilnRecomposePass : Pass<"kiln-recompose", "mlir::func::FuncOp"> {
+  let summary = "Replace the decomposed forms exporters write with kiln ops";
+  let description = [{
+    Scaled dot-product attention, as every exporter and Kiln's own importer
+    write it, becomes one `kiln.attention`. One matcher covers the variants,
+    starting at a last-axis `kiln.softmax` whose only user multiplies it by
+    the values:
+    - the scores are a rank-4 `kiln.matmul` of queries and transposed keys
+      (a `kiln.transpose` of the last two dims, or `transpose_rhs`);
+    - the scale is a scalar constant multiplied into (or divided out of) the
+      scores, the queries or the keys, or several of them;
+    - an additive mask is added to the scaled scores, or a boolean mask
+      selects them against a fill of -inf or a float lowest (~-3.4e38): the
+      select becomes an additive mask, which is exact for such fills;
+    - keys and values may have fewer heads than the queries (grouped-query
+      attention), when the export does not repeat them itself.
+    Every intermediate must have no other use. Anything else is left alone.
+
+    Before:
+    ```mlir
+    %kt = kiln.transpose %k {permutation = array<i64: 0, 1, 3, 2>} ...
+    %s = kiln.matmul %q, %kt ...
+    %c = kiln.mul %s, %scale ...
+    %a = kiln.add %c, %mask ...
+    %p = kiln.softmax %a {axis = 3 : i64} ...
+    %o = kiln.matmul %p, %v ...
+    ```
+    After:
+    ```mlir
+    %o = kiln.attention %q, %k, %v, %mask {scale = 1.250000e-01 : f32} ...
+    ```
+  }];
+  let dependentDialects = ["kiln::KilnDialect"];
+}
+
+//===----------------------------------------------------------------------===//
+// Layout
+//===----------------------------------------------------------------------===//
+
+def KilnLayoutPass : Pass<"kiln-layout", "mlir::func::FuncOp"> {
+  let summary = "Pack projections that share an input into one matmul";
+  let description = [{
+    Matmuls of one input by constant 2-D weights of the same depth, whose
+    results each feed a `kiln.attention` operand only (through reshapes,
+    transposes, slices and single-use elementwise ops such as a bias add),
+    become one matmul by the weights concatenated at compile time, followed
+    by a slice per original result. kiln-fuse folds those slices into the
+    attention kernel's reads, so the query, key and value projections of a
+    layer cost one GEMM. Transpose pairs cancel by canonicalization (a
+    transpose of a transpose composes).
+
+    Before:
+    ```mlir
+    %q = kiln.matmul %x, %wq : (tensor<2x8x32xf32>, tensor<32x32xf32>) -> tensor<2x8x32xf32>
+    %k = kiln.matmul %x, %wk : (tensor<2x8x32xf32>, tensor<32x32xf32>) -> tensor<2x8x32xf32>
+    ```
+    After:
+    ```mlir
+    %qk = kiln.matmul %x, %wqk : (tensor<2x8x32xf32>, tensor<32x64xf32>) -> tensor<2x8x64xf32>
+    %q = kiln.slice %qk {starts = array<i64: 0, 0, 0>, strides = array<i64: 1, 1, 1>} ...
+    %k = kiln.slice %qk {starts = array<i64: 0, 0, 32>, strides = array<i64: 1, 1, 1>} ...
+    ```
+  }];
+  let dependentDialects = ["kiln::KilnDialect"];
+}
+
+//===----------------------------------------------------------------------===//
 // Fusion
 //===----------------------------------------------------------------------===//
 

@@ -112,6 +112,60 @@ std::string BodyEmitter::get(Value value, const std::string &idx,
   return name;
 }
 
+FailureOr<std::string> BodyEmitter::getAt(Value value, const std::string &idx,
+                                          const std::string &indent) {
+  auto it = names.find(value);
+  if (it != names.end())
+    return it->second;
+  ArrayRef<int64_t> shape = tensorType(value).getShape();
+  Operation *op = value.getDefiningOp();
+  if (!op)
+    return get(value, idx, shape, indent);
+  // The index is named once: the remaps below use it several times.
+  std::string index = "i" + fresh();
+  os << indent << "long long " << index << " = " << idx << ";\n";
+  auto coordinate = [&](int64_t d) {
+    SmallVector<int64_t> strides = stridesOf(shape);
+    return llvm::formatv("(({0} / {1}LL) % {2}LL)", index, strides[d], shape[d])
+        .str();
+  };
+  if (auto reshape = dyn_cast<ReshapeOp>(op))
+    return getAt(reshape.getInput(), index, indent);
+  if (auto transpose = dyn_cast<TransposeOp>(op)) {
+    // Result dim d is input dim perm[d].
+    SmallVector<int64_t> inStrides =
+        stridesOf(transpose.getInput().getType().getShape());
+    std::string source = "0";
+    for (auto [d, p] : llvm::enumerate(transpose.getPermutation()))
+      source += llvm::formatv(" + {0} * {1}LL", coordinate(d), inStrides[p]);
+    return getAt(transpose.getInput(), source, indent);
+  }
+  if (auto slice = dyn_cast<SliceOp>(op)) {
+    SmallVector<int64_t> inStrides =
+        stridesOf(slice.getInput().getType().getShape());
+    std::string source = "0";
+    for (size_t d = 0; d < shape.size(); ++d)
+      source += llvm::formatv(" + ({0}LL + {1} * {2}LL) * {3}LL",
+                              slice.getStarts()[d], coordinate(d),
+                              slice.getStrides()[d], inStrides[d]);
+    return getAt(slice.getInput(), source, indent);
+  }
+  if (!isElementwise(op))
+    return op->emitOpError("cannot be computed inside this kernel");
+  for (Value operand : op->getOperands()) {
+    auto name = getAt(operand,
+                      broadcastOffset(tensorType(operand).getShape(), shape,
+                                      index),
+                      indent);
+    if (failed(name))
+      return failure();
+    names[operand] = *name;
+  }
+  if (failed(emit(op, index, shape, indent)))
+    return failure();
+  return names.at(value);
+}
+
 LogicalResult BodyEmitter::emit(Operation *op, const std::string &idx,
                                 ArrayRef<int64_t> shape,
                                 const std::string &indent) {

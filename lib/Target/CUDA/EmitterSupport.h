@@ -58,6 +58,13 @@ public:
   std::string get(mlir::Value value, const std::string &idx,
                   llvm::ArrayRef<int64_t> shape, const std::string &indent);
 
+  /// The C name of `value` at flat index `idx` (a C expression) of its own
+  /// shape, computing on demand the kernel-body ops that produce it: views
+  /// (reshape, transpose, slice) remap the index, elementwise ops broadcast
+  /// it to their operands. Call reset() before each use site.
+  mlir::FailureOr<std::string> getAt(mlir::Value value, const std::string &idx,
+                                     const std::string &indent);
+
   /// Emits `op` at flat index `idx` of `shape`.
   mlir::LogicalResult emit(mlir::Operation *op, const std::string &idx,
                            llvm::ArrayRef<int64_t> shape,
@@ -85,8 +92,8 @@ void emitSignature(KernelOp kernel, llvm::StringRef name,
 /// Blocks of kBlockSize threads for a grid-stride loop over `elements`.
 uint32_t gridFor(int64_t elements);
 
-/// The kernel families, one generator each (KernelEmitter.cpp and
-/// ReductionEmitter.cpp).
+/// The kernel families, one generator each (KernelEmitter.cpp,
+/// ReductionEmitter.cpp and AttentionEmitter.cpp).
 mlir::FailureOr<LaunchGeometry> emitElementwise(KernelOp kernel,
                                                 llvm::StringRef name,
                                                 llvm::raw_ostream &os);
@@ -97,6 +104,9 @@ mlir::FailureOr<LaunchGeometry> emitReduction(KernelOp kernel,
                                               llvm::raw_ostream &os);
 mlir::FailureOr<LaunchGeometry> emitSort(KernelOp kernel, llvm::StringRef name,
                                          llvm::raw_ostream &os);
+mlir::FailureOr<LaunchGeometry> emitAttention(KernelOp kernel,
+                                              llvm::StringRef name,
+                                              llvm::raw_ostream &os);
 
 } // namespace kiln
 

@@ -5,6 +5,7 @@
 //   the result's shape, kernel inputs broadcast into it;
 // - reduction (ReductionEmitter.cpp): one block per row of the reduced op;
 // - sort (ReductionEmitter.cpp): top_k, one block per row;
+// - attention (AttentionEmitter.cpp): kiln.attention, one block per query;
 // - copy: one data-movement op (transpose, slice, concat, gather, expand) as
 //   a gather of each result element from its source element.
 //
@@ -205,6 +206,8 @@ FailureOr<LaunchGeometry> emitKernel(KernelOp kernel, StringRef name,
     return emitCopy(kernel, name, os);
   case KernelKind::sort:
     return emitSort(kernel, name, os);
+  case KernelKind::attention:
+    return emitAttention(kernel, name, os);
   default:
     return kernel.emitOpError("kind ")
            << stringifyKernelKind(kernel.getKind())

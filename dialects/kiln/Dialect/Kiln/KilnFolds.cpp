@@ -57,6 +57,17 @@ OpFoldResult CastOp::fold(FoldAdaptor) {
 }
 
 OpFoldResult TransposeOp::fold(FoldAdaptor) {
+  // A transpose of a transpose reads the original tensor through the
+  // composed permutation: result dim i is producer dim perm[i], which is
+  // input dim inner[perm[i]].
+  if (auto producer = getInput().getDefiningOp<TransposeOp>()) {
+    SmallVector<int64_t> composed;
+    for (int64_t p : getPermutation())
+      composed.push_back(producer.getPermutation()[p]);
+    getInputMutable().assign(producer.getInput());
+    setPermutation(composed);
+    return getResult();
+  }
   for (auto [i, p] : llvm::enumerate(getPermutation()))
     if (static_cast<int64_t>(i) != p)
       return {};

@@ -128,6 +128,22 @@ LogicalResult SoftmaxOp::verify() {
   return verifyAxis(*this, getAxisAttr(), getInput().getType().getRank());
 }
 
+LogicalResult AttentionOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &types) {
+  RankedTensorType mask;
+  if (adaptor.getMask())
+    mask = cast<RankedTensorType>(adaptor.getMask().getType());
+  return pushInferred(
+      inferAttentionType(loc,
+                         cast<RankedTensorType>(adaptor.getQuery().getType()),
+                         cast<RankedTensorType>(adaptor.getKey().getType()),
+                         cast<RankedTensorType>(adaptor.getValue().getType()),
+                         mask),
+      types);
+}
+
 LogicalResult LayerNormOp::inferReturnTypes(MLIRContext *,
                                             std::optional<Location> loc,
                                             Adaptor adaptor,

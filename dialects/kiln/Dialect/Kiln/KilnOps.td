@@ -606,6 +606,32 @@ def Kiln_MatmulOp : Kiln_Op<"matmul", [Pure, InferTypeOpAdaptor]> {
 // Data movement
 //===----------------------------------------------------------------------===//
 
+def Kiln_AttentionOp : Kiln_Op<"attention", [Pure, InferTypeOpAdaptor]> {
+  let summary = "scaled dot-product attention, softmax(scale * q.k^T + mask).v";
+  let description = [{
+    `query` is [B, H, Sq, D], `key` [B, Hk, Sk, D] and `value` [B, Hk, Sk, Dv]
+    with H a multiple of Hk (grouped-query attention: query head h reads key
+    and value head h / (H / Hk)). The optional additive `mask` broadcasts to
+    [B, H, Sq, Sk]. The result is [B, H, Sq, Dv]. kiln-recompose builds it from
+    the matmul/softmax form exporters write; the CUDA target computes it in one
+    kernel with an online softmax, never storing the Sq x Sk scores.
+
+    ```mlir
+    %o = kiln.attention %q, %k, %v, %m {scale = 1.250000e-01 : f32}
+        : (tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>,
+           tensor<2x1x1x8xf32>) -> tensor<2x4x8x16xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_FloatTensor:$query, Kiln_FloatTensor:$key,
+                   Kiln_FloatTensor:$value, Optional<Kiln_FloatTensor>:$mask,
+                   F32Attr:$scale);
+  let results = (outs Kiln_FloatTensor:$result);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value (`,` $mask^)? attr-dict `:`
+    functional-type(operands, results)
+  }];
+}
+
 def Kiln_TransposeOp : Kiln_Op<"transpose", [Pure, InferTypeOpAdaptor]> {
   let summary = "permute dims (ONNX Transpose)";
   let description = [{

@@ -144,6 +144,41 @@ FailureOr<RankedTensorType> inferReduceType(std::optional<Location> loc,
   return RankedTensorType::get(shape, input.getElementType());
 }
 
+FailureOr<RankedTensorType> inferAttentionType(std::optional<Location> loc,
+                                               RankedTensorType query,
+                                               RankedTensorType key,
+                                               RankedTensorType value,
+                                               RankedTensorType mask) {
+  if (query.getRank() != 4 || key.getRank() != 4 || value.getRank() != 4)
+    return emitOptionalError(loc, "expected rank-4 query, key and value "
+                                  "([batch, heads, sequence, head size])");
+  Type et = query.getElementType();
+  if (key.getElementType() != et || value.getElementType() != et ||
+      (mask && mask.getElementType() != et))
+    return emitOptionalError(loc, "expected one element type");
+  ArrayRef<int64_t> q = query.getShape(), k = key.getShape(),
+                    v = value.getShape();
+  if (k[0] != q[0] || v[0] != q[0])
+    return emitOptionalError(loc, "batch sizes differ");
+  if (k[1] != v[1] || k[1] < 1 || q[1] % k[1] != 0)
+    return emitOptionalError(loc, "query heads (", q[1],
+                             ") must be a multiple of key/value heads (",
+                             k[1], ")");
+  if (k[2] != v[2])
+    return emitOptionalError(loc, "key and value sequence lengths differ");
+  if (k[3] != q[3])
+    return emitOptionalError(loc, "query and key head sizes differ");
+  SmallVector<int64_t> scores{q[0], q[1], q[2], k[2]};
+  if (mask) {
+    auto shape = broadcastShapes(loc, mask.getShape(), scores);
+    if (failed(shape))
+      return failure();
+    if (ArrayRef<int64_t>(*shape) != ArrayRef<int64_t>(scores))
+      return emitOptionalError(loc, "mask does not broadcast to the scores");
+  }
+  return RankedTensorType::get({q[0], q[1], q[2], v[3]}, et);
+}
+
 FailureOr<RankedTensorType> inferTransposeType(std::optional<Location> loc,
                                                RankedTensorType input,
                                                ArrayRef<int64_t> permutation) {

@@ -61,6 +61,13 @@ inferReduceType(std::optional<mlir::Location> loc,
                 mlir::RankedTensorType input, llvm::ArrayRef<int64_t> axes,
                 bool keepdims);
 
+/// Result of `kiln.attention`: rank-4 query, key and value of one element
+/// type, heads grouped evenly, the mask broadcasting to the scores.
+mlir::FailureOr<mlir::RankedTensorType>
+inferAttentionType(std::optional<mlir::Location> loc,
+                   mlir::RankedTensorType query, mlir::RankedTensorType key,
+                   mlir::RankedTensorType value, mlir::RankedTensorType mask);
+
 /// Result of `kiln.transpose`: `permutation` is a permutation of the dims.
 mlir::FailureOr<mlir::RankedTensorType>
 inferTransposeType(std::optional<mlir::Location> loc,

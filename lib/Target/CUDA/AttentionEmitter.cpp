@@ -1,0 +1,175 @@
+//===- AttentionEmitter.cpp - kiln.attention as one kernel ----------------===//
+//
+// Flash-attention style, in its simplest form: one block per query row walks
+// the keys in tiles of blockDim.x with an online softmax (running maximum and
+// sum, earlier partial results rescaled when the maximum grows), accumulating
+// in fp32; the Sq x Sk scores never reach memory. Each thread scores one key
+// of the tile, then owns a few output features. The operands' in-kernel
+// producers (reshapes, transposes and slices of a packed projection, a bias
+// add) are computed at each element read, so head splitting costs no copy;
+// a transpose of the result (heads merged back) becomes the store index.
+// Tensor-core tiling over query blocks is left for when a GPU is there to
+// measure it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "EmitterSupport.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+using namespace mlir;
+
+namespace kiln {
+
+FailureOr<LaunchGeometry> emitAttention(KernelOp kernel, StringRef name,
+                                        llvm::raw_ostream &os) {
+  Block &body = kernel.getBody().front();
+  AttentionOp attention;
+  for (Operation &op : body.without_terminator())
+    if (auto found = dyn_cast<AttentionOp>(op)) {
+      if (attention)
+        return kernel.emitOpError("holds more than one kiln.attention");
+      attention = found;
+    }
+  if (!attention)
+    return kernel.emitOpError("attention kernel without a kiln.attention");
+  // The result is the attention's, or a transpose of it (heads merged back
+  // in sequence-major order), written at the transposed index.
+  Value yielded = kernel.getYield().getValues()[0];
+  auto outTranspose = yielded.getDefiningOp<TransposeOp>();
+  if (yielded != attention.getResult() &&
+      (!outTranspose || outTranspose.getInput() != attention.getResult()))
+    return kernel.emitOpError("must yield its attention or a transpose of it");
+
+  ArrayRef<int64_t> q = attention.getQuery().getType().getShape();
+  ArrayRef<int64_t> k = attention.getKey().getType().getShape();
+  ArrayRef<int64_t> v = attention.getValue().getType().getShape();
+  int64_t heads = q[1], queries = q[2], size = q[3];
+  int64_t kvHeads = k[1], keys = k[2], valueSize = v[3];
+  int64_t rows = q[0] * heads * queries;
+  int64_t block = std::clamp<int64_t>((keys + 31) / 32 * 32, 32, 128);
+  int64_t perThread = (valueSize + block - 1) / block;
+  Type et = attention.getType().getElementType();
+  BodyEmitter values(kernel, os);
+  // Loads `operand` (computing its in-kernel producers) at a flat index of
+  // its [B, H, S, D] shape.
+  auto load = [&](Value operand, const std::string &index,
+                  const std::string &indent) -> FailureOr<std::string> {
+    values.reset();
+    return values.getAt(operand, index, indent);
+  };
+
+  // Mask element (b, h, i, j) under broadcasting: stride 0 on size-1 dims.
+  std::string maskIndex;
+  if (Value mask = attention.getMask()) {
+    ArrayRef<int64_t> m = cast<RankedTensorType>(mask.getType()).getShape();
+    SmallVector<int64_t> strides(4, 0);
+    int64_t lead = 4 - static_cast<int64_t>(m.size()), stride = 1;
+    for (int64_t d = 3; d >= lead; --d) {
+      strides[d] = m[d - lead] == 1 ? 0 : stride;
+      stride *= m[d - lead];
+    }
+    maskIndex = llvm::formatv("b * {0}LL + h * {1}LL + i * {2}LL + j * {3}LL",
+                              strides[0], strides[1], strides[2], strides[3]);
+  }
+  // Where output feature d of row (b, h, i) is stored.
+  std::string outIndex = llvm::formatv("row * {0}LL + d", valueSize);
+  if (outTranspose) {
+    SmallVector<int64_t> outStrides =
+        stridesOf(outTranspose.getType().getShape());
+    const char *coords[] = {"b", "h", "i", "d"};
+    outIndex = "0";
+    for (auto [r, p] : llvm::enumerate(outTranspose.getPermutation()))
+      outIndex += llvm::formatv(" + {0} * {1}LL", coords[p], outStrides[r]);
+  }
+
+  emitSignature(kernel, name, os);
+  os << "  __shared__ float q_row[" << std::max<int64_t>(size, 1) << "];\n"
+     << "  __shared__ float weights[" << block << "];\n"
+     << "  __shared__ float scratch[32];\n"
+     << "  const float neg_inf = __int_as_float(0xff800000);\n"
+     << "  for (long long row = blockIdx.x; row < " << rows
+     << "LL; row += gridDim.x) {\n"
+     << "    long long i = row % " << queries << "LL;\n"
+     << "    long long h = (row / " << queries << "LL) % " << heads << "LL;\n"
+     << "    long long b = row / " << queries * heads << "LL;\n"
+     << "    // Grouped-query attention: query head h reads key/value head\n"
+     << "    // h / (heads / kv heads).\n"
+     << "    long long kv = b * " << kvHeads << "LL + h / " << heads / kvHeads
+     << "LL;\n"
+     << "    __syncthreads();\n"
+     << "    for (long long d = threadIdx.x; d < " << size
+     << "LL; d += blockDim.x) {\n";
+  auto queryValue = load(attention.getQuery(),
+                         "row * " + std::to_string(size) + "LL + d", "      ");
+  if (failed(queryValue))
+    return failure();
+  os << "      q_row[d] = " << *queryValue << ";\n    }\n"
+     << "    __syncthreads();\n"
+     << "    float running_max = neg_inf, running_sum = 0.0f;\n"
+     << "    float acc[" << perThread << "];\n"
+     << "    for (int r = 0; r < " << perThread << "; ++r) acc[r] = 0.0f;\n"
+     << "    for (long long tile = 0; tile < " << keys << "LL; tile += "
+     << block << "LL) {\n"
+     << "      long long j = tile + threadIdx.x;\n"
+     << "      float score = neg_inf;\n"
+     << "      if (j < " << keys << "LL) {\n"
+     << "        float dot = 0.0f;\n"
+     << "        for (long long d = 0; d < " << size << "LL; ++d) {\n";
+  auto keyValue = load(attention.getKey(),
+                       llvm::formatv("(kv * {0}LL + j) * {1}LL + d", keys, size),
+                       "          ");
+  if (failed(keyValue))
+    return failure();
+  os << "          dot += q_row[d] * " << *keyValue << ";\n        }\n"
+     << "        score = "
+     << llvm::formatv("{0:e}", attention.getScale().convertToFloat())
+     << "f * dot;\n";
+  if (Value mask = attention.getMask()) {
+    auto maskValue = load(mask, maskIndex, "        ");
+    if (failed(maskValue))
+      return failure();
+    os << "        score += " << *maskValue << ";\n";
+  }
+  os << "      }\n"
+     << "      float tile_max = kiln_block_max(score, scratch);\n"
+     << "      float new_max = fmaxf(running_max, tile_max);\n"
+     << "      // Rows masked with -inf so far contribute nothing (and no NaN).\n"
+     << "      float weight = new_max == neg_inf ? 0.0f : expf(score - new_max);\n"
+     << "      float rescale = running_max == neg_inf ? 0.0f : expf(running_max - new_max);\n"
+     << "      running_sum = running_sum * rescale + kiln_block_sum(weight, scratch);\n"
+     << "      running_max = new_max;\n"
+     << "      __syncthreads();\n"
+     << "      weights[threadIdx.x] = weight;\n"
+     << "      __syncthreads();\n"
+     << "      long long count = " << keys << "LL - tile < " << block << "LL ? "
+     << keys << "LL - tile : " << block << "LL;\n"
+     << "      for (int r = 0; r < " << perThread << "; ++r) {\n"
+     << "        long long d = threadIdx.x + r * " << block << "LL;\n"
+     << "        if (d >= " << valueSize << "LL) break;\n"
+     << "        float sum = 0.0f;\n"
+     << "        for (long long t = 0; t < count; ++t) {\n";
+  auto valueValue = load(attention.getValue(),
+                         llvm::formatv("(kv * {0}LL + tile + t) * {1}LL + d",
+                                       keys, valueSize),
+                         "          ");
+  if (failed(valueValue))
+    return failure();
+  os << "          sum += weights[t] * " << *valueValue << ";\n        }\n"
+     << "        acc[r] = acc[r] * rescale + sum;\n"
+     << "      }\n"
+     << "    }\n"
+     << "    for (int r = 0; r < " << perThread << "; ++r) {\n"
+     << "      long long d = threadIdx.x + r * " << block << "LL;\n"
+     << "      if (d < " << valueSize << "LL)\n"
+     << "        out0[" << outIndex << "] = "
+     << storeExpr(et, "acc[r] / running_sum") << ";\n"
+     << "    }\n  }\n}\n";
+  LaunchGeometry geometry;
+  geometry.grid[0] =
+      static_cast<uint32_t>(std::clamp<int64_t>(rows, 1, kMaxGrid));
+  geometry.block[0] = static_cast<uint32_t>(block);
+  return geometry;
+}
+
+} // namespace kiln

@@ -1,0 +1,123 @@
+//===- Layout.cpp - packed projections ------------------------------------===//
+
+#include "kiln/Transforms/Passes.h"
+
+#include "kiln/Dialect/Kiln/KilnOps.h"
+#include "kiln/Interpreter/Interpreter.h"
+#include "llvm/ADT/MapVector.h"
+
+namespace kiln {
+#define GEN_PASS_DEF_KILNLAYOUTPASS
+#include "kiln/Transforms/Passes.h.inc"
+} // namespace kiln
+
+using namespace mlir;
+using namespace kiln;
+
+namespace {
+
+/// True when `value` reaches an operand of a kiln.attention through ops
+/// that kiln-fuse folds into the attention kernel, each used once.
+bool feedsAttention(Value value) {
+  while (value.hasOneUse()) {
+    Operation *user = *value.getUsers().begin();
+    if (isa<AttentionOp>(user))
+      return true;
+    if (!isElementwise(user) && !isa<ReshapeOp, TransposeOp, SliceOp>(user))
+      return false;
+    value = user->getResult(0);
+  }
+  return false;
+}
+
+/// The 2-D constant weights of a packable projection, or null.
+ConstantOp packableWeights(MatmulOp matmul) {
+  auto weights = matmul.getRhs().getDefiningOp<ConstantOp>();
+  if (!weights || matmul.getTransposeLhs() || matmul.getTransposeRhs() ||
+      cast<RankedTensorType>(weights.getType()).getRank() != 2 ||
+      !feedsAttention(matmul.getResult()))
+    return {};
+  return weights;
+}
+
+/// Replaces `group` (matmuls of one input) by one matmul of the concatenated
+/// weights and a slice per original result.
+LogicalResult pack(ArrayRef<MatmulOp> group) {
+  SmallVector<HostTensor> weights;
+  SmallVector<const HostTensor *> pointers;
+  SmallVector<RankedTensorType> types;
+  for (MatmulOp matmul : group) {
+    auto constant = matmul.getRhs().getDefiningOp<ConstantOp>();
+    auto tensor = HostTensor::fromElementsAttr(constant.getValue(),
+                                               constant.getLoc());
+    if (failed(tensor))
+      return failure();
+    weights.push_back(std::move(*tensor));
+    types.push_back(cast<RankedTensorType>(constant.getType()));
+  }
+  for (const HostTensor &t : weights)
+    pointers.push_back(&t);
+  MatmulOp first = group.front();
+  OpBuilder b(first);
+  // The concatenation is evaluated once, here, by the reference interpreter.
+  auto concatType = inferConcatType(first.getLoc(), types, 1);
+  if (failed(concatType))
+    return failure();
+  SmallVector<Value> rhs;
+  for (MatmulOp matmul : group)
+    rhs.push_back(matmul.getRhs());
+  auto concat = ConcatOp::create(b, first.getLoc(), *concatType, rhs, 1);
+  auto packed = evaluateOp(concat, pointers);
+  concat->erase();
+  if (failed(packed))
+    return failure();
+  SmallVector<Location> locs;
+  for (MatmulOp matmul : group)
+    locs.push_back(matmul.getLoc());
+  Location loc = b.getFusedLoc(locs);
+  Value packedWeights = ConstantOp::create(
+      b, loc, cast<ElementsAttr>(packed->toDenseElementsAttr()));
+  auto resultType = inferMatmulType(loc, first.getLhs().getType(),
+                                    *concatType, false, false);
+  if (failed(resultType))
+    return failure();
+  Value product = MatmulOp::create(b, loc, *resultType, first.getLhs(),
+                                   packedWeights, false, false);
+  int64_t offset = 0, rank = resultType->getRank();
+  for (MatmulOp matmul : group) {
+    SmallVector<int64_t> starts(rank, 0), strides(rank, 1);
+    starts.back() = offset;
+    offset += matmul.getType().getShape().back();
+    b.setInsertionPoint(matmul);
+    Value part = SliceOp::create(b, matmul.getLoc(), matmul.getType(), product,
+                                 starts, strides);
+    matmul.getResult().replaceAllUsesWith(part);
+    matmul->erase();
+  }
+  return success();
+}
+
+struct KilnLayoutPass : public kiln::impl::KilnLayoutPassBase<KilnLayoutPass> {
+  void runOnOperation() override {
+    // Projections by input and weight depth, in program order.
+    llvm::MapVector<std::pair<Value, int64_t>, SmallVector<MatmulOp>> groups;
+    getOperation().walk([&](MatmulOp matmul) {
+      if (ConstantOp weights = packableWeights(matmul))
+        groups[{matmul.getLhs(),
+                cast<RankedTensorType>(weights.getType()).getDimSize(0)}]
+            .push_back(matmul);
+    });
+    for (auto &[key, group] : groups) {
+      Type elementType = group.front().getType().getElementType();
+      if (group.size() < 2 ||
+          llvm::any_of(group, [&](MatmulOp m) {
+            return m.getType().getElementType() != elementType;
+          }))
+        continue;
+      if (failed(pack(group)))
+        return signalPassFailure();
+    }
+  }
+};
+
+} // namespace

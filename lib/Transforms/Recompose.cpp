@@ -1,0 +1,187 @@
+//===- Recompose.cpp - decomposed exporter forms back into kiln ops -------===//
+//
+// One generic matcher per pattern, on canonicalized IR; the ONNX importer
+// writes its own Attention nodes in the same form, so they are matched too.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/Transforms/Passes.h"
+
+#include "kiln/Dialect/Kiln/KilnOps.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+#include <cmath>
+
+namespace kiln {
+#define GEN_PASS_DEF_KILNRECOMPOSEPASS
+#include "kiln/Transforms/Passes.h.inc"
+} // namespace kiln
+
+using namespace mlir;
+using namespace kiln;
+
+namespace {
+
+/// The value of a splat float constant, if `v` is one.
+std::optional<double> splatValue(Value v) {
+  auto constant = v.getDefiningOp<ConstantOp>();
+  if (!constant)
+    return std::nullopt;
+  auto splat = dyn_cast<SplatElementsAttr>(constant.getValue());
+  if (!splat || !isa<FloatType>(splat.getElementType()))
+    return std::nullopt;
+  return splat.getSplatValue<APFloat>().convertToDouble();
+}
+
+/// Peels `x * c`, `c * x` and `x / c` by scalar constants off `v` (each with
+/// no other use, unless `v` is the start), multiplying `scale` by them.
+Value peelScale(Value v, double &scale) {
+  while (Operation *op = v.getDefiningOp()) {
+    if (op->getNumOperands() != 2 || !v.hasOneUse())
+      break;
+    Value lhs = op->getOperand(0), rhs = op->getOperand(1);
+    auto rank = [](Value x) { return cast<RankedTensorType>(x.getType()).getRank(); };
+    if (isa<MulOp>(op) && splatValue(rhs) && rank(rhs) == 0) {
+      scale *= *splatValue(rhs);
+      v = lhs;
+    } else if (isa<MulOp>(op) && splatValue(lhs) && rank(lhs) == 0) {
+      scale *= *splatValue(lhs);
+      v = rhs;
+    } else if (isa<DivOp>(op) && splatValue(rhs) && rank(rhs) == 0 &&
+               *splatValue(rhs) != 0.0) {
+      scale /= *splatValue(rhs);
+      v = lhs;
+    } else {
+      break;
+    }
+  }
+  return v;
+}
+
+/// `x` with its last two dims swapped, through a new transpose (which
+/// canonicalization composes with a transpose that produced `x`).
+Value swapLastTwo(PatternRewriter &rewriter, Location loc, Value x) {
+  auto type = cast<RankedTensorType>(x.getType());
+  SmallVector<int64_t> perm{0, 1, 3, 2};
+  SmallVector<int64_t> shape{type.getDimSize(0), type.getDimSize(1),
+                             type.getDimSize(3), type.getDimSize(2)};
+  return TransposeOp::create(
+      rewriter, loc, RankedTensorType::get(shape, type.getElementType()), x,
+      perm);
+}
+
+/// softmax(scale * q.k^T + mask).v, from the softmax out.
+struct RecomposeAttention : OpRewritePattern<SoftmaxOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(SoftmaxOp softmax,
+                                PatternRewriter &rewriter) const override {
+    auto probsType = softmax.getType();
+    if (probsType.getRank() != 4 || softmax.getAxis() != 3 ||
+        !softmax->hasOneUse())
+      return rewriter.notifyMatchFailure(softmax, "not a 4-D last-axis softmax");
+    auto context = dyn_cast<MatmulOp>(*softmax->getUsers().begin());
+    if (!context || context.getLhs() != softmax.getResult() ||
+        context.getTransposeLhs() || context.getType().getRank() != 4)
+      return rewriter.notifyMatchFailure(softmax, "not multiplied by values");
+
+    // Mask: an add with the masked side leading to the scores, or a select
+    // against a fill that swamps every score.
+    double scale = 1.0;
+    Value scores = softmax.getInput(), mask;
+    Value selectCondition;
+    double fill = 0.0;
+    if (auto add = scores.getDefiningOp<AddOp>(); add && scores.hasOneUse()) {
+      for (int side = 0; side < 2; ++side) {
+        Value candidate = add->getOperand(side);
+        double s = 1.0;
+        if (peelScale(candidate, s).getDefiningOp<MatmulOp>() ||
+            candidate.getDefiningOp<MatmulOp>()) {
+          scores = candidate;
+          mask = add->getOperand(1 - side);
+          break;
+        }
+      }
+      if (!mask)
+        return rewriter.notifyMatchFailure(softmax, "no scores under the add");
+    } else if (auto where = scores.getDefiningOp<WhereOp>();
+               where && scores.hasOneUse()) {
+      std::optional<double> value = splatValue(where.getRhs());
+      if (!value || !(std::isinf(*value) || *value <= -1e30) || *value > 0)
+        return rewriter.notifyMatchFailure(softmax, "select fill is not -inf");
+      selectCondition = where.getCondition();
+      fill = *value;
+      scores = where.getLhs();
+    }
+    if (scores != softmax.getInput() && !scores.hasOneUse())
+      return rewriter.notifyMatchFailure(softmax, "scores used elsewhere");
+    scores = peelScale(scores, scale);
+    auto product = scores.getDefiningOp<MatmulOp>();
+    if (!product || !product->hasOneUse() || product.getTransposeLhs() ||
+        product.getType().getRank() != 4 ||
+        product.getType() != probsType)
+      return rewriter.notifyMatchFailure(softmax, "no q.k^T matmul");
+
+    Value query = product.getLhs(), keyT = product.getRhs();
+    auto rank4 = [](Value v) {
+      return cast<RankedTensorType>(v.getType()).getRank() == 4;
+    };
+    if (!rank4(query) || !rank4(keyT) || !rank4(context.getRhs()))
+      return rewriter.notifyMatchFailure(softmax, "operands are not 4-D");
+    Location loc = softmax.getLoc();
+    rewriter.setInsertionPoint(context);
+    // Scale factors on the queries or the keys, when nothing else uses them.
+    query = peelScale(query, scale);
+    keyT = peelScale(keyT, scale);
+    Value key = product.getTransposeRhs() ? keyT : swapLastTwo(rewriter, loc, keyT);
+    Value value = context.getRhs();
+    if (context.getTransposeRhs())
+      value = swapLastTwo(rewriter, loc, value);
+    if (selectCondition) {
+      // where(c, s, fill) as s + where(c, 0, fill): the fill swamps any
+      // score, so both give the fill (or -inf) where c is false.
+      auto maskType = RankedTensorType::get(
+          cast<RankedTensorType>(selectCondition.getType()).getShape(),
+          probsType.getElementType());
+      auto scalarType = RankedTensorType::get({}, probsType.getElementType());
+      Value zero = ConstantOp::create(
+          rewriter, loc,
+          cast<ElementsAttr>(DenseElementsAttr::get(
+              scalarType, rewriter.getFloatAttr(probsType.getElementType(), 0.0))));
+      Value fillValue = ConstantOp::create(
+          rewriter, loc,
+          cast<ElementsAttr>(DenseElementsAttr::get(
+              scalarType,
+              rewriter.getFloatAttr(probsType.getElementType(), fill))));
+      mask = WhereOp::create(rewriter, loc, maskType, selectCondition, zero,
+                             fillValue);
+    }
+    auto resultType = inferAttentionType(
+        std::nullopt, cast<RankedTensorType>(query.getType()),
+        cast<RankedTensorType>(key.getType()),
+        cast<RankedTensorType>(value.getType()),
+        mask ? cast<RankedTensorType>(mask.getType()) : RankedTensorType());
+    if (failed(resultType) || *resultType != context.getType())
+      return rewriter.notifyMatchFailure(softmax, "shapes do not fit");
+    auto attention = AttentionOp::create(
+        rewriter, rewriter.getFusedLoc({product.getLoc(), loc, context.getLoc()}),
+        *resultType, query, key, value, mask,
+        rewriter.getF32FloatAttr(static_cast<float>(scale)));
+    rewriter.replaceOp(context, attention.getResult());
+    return success();
+  }
+};
+
+struct KilnRecomposePass
+    : public kiln::impl::KilnRecomposePassBase<KilnRecomposePass> {
+  void runOnOperation() override {
+    RewritePatternSet patterns(&getContext());
+    patterns.add<RecomposeAttention>(&getContext());
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+      signalPassFailure();
+  }
+};
+
+} // namespace
