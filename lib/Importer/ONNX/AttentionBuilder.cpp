@@ -11,14 +11,10 @@ namespace kiln {
 LogicalResult AttentionBuilder::checkFloatTensor(Value x, int64_t rank,
                                                  StringRef what) {
   RankedTensorType type = typeOf(x);
-  if (type.getRank() != rank)
-    return error() << "expected " << what << " of rank " << rank << ", got "
-                   << type;
-  if (!type.hasStaticShape())
-    return error() << what << " has unbound dims (" << type
-                   << "); bind them with --input-shape";
-  if (!isa<FloatType>(type.getElementType()))
-    return error() << "expected a float " << what << ", got " << type;
+  if (type.getRank() != rank || !type.hasStaticShape() ||
+      !isa<FloatType>(type.getElementType()))
+    return error() << "expected " << what << " of rank " << rank
+                   << " with float elements and a static shape, got " << type;
   return success();
 }
 

@@ -67,8 +67,8 @@ struct AttentionBuilder : NodeConverterBase {
   /// Writes out the attention of `operands` (see the file comment).
   mlir::FailureOr<SdpaValues> buildSdpa(const SdpaOperands &operands);
 
-  /// Fails with an error naming `what` unless `x` has a static shape of
-  /// rank `rank` and a float element type.
+  /// Fails with an error naming `what` unless `x` has rank `rank`, float
+  /// elements and a static shape.
   mlir::LogicalResult checkFloatTensor(mlir::Value x, int64_t rank,
                                        llvm::StringRef what);
 

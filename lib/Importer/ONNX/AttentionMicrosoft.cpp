@@ -189,8 +189,11 @@ struct MicrosoftAttentionConverter : AttentionBuilder {
     SmallVector<int64_t> sizes(3, packed / 3);
     if (auto given = intsAttr("qkv_hidden_sizes"))
       sizes = *given;
-    if (sizes.size() != 3 || sizes[0] != sizes[1] || sizes[0] <= 0 ||
-        sizes[2] <= 0 || sizes[0] + sizes[1] + sizes[2] != packed)
+    // Each size is checked against the total before the sum, which then
+    // cannot overflow.
+    auto fits = [&](int64_t size) { return size > 0 && size <= packed; };
+    if (sizes.size() != 3 || sizes[0] != sizes[1] ||
+        !llvm::all_of(sizes, fits) || sizes[0] + sizes[1] + sizes[2] != packed)
       return error() << "weights of " << packed
                      << " columns do not split into Q, K and V of "
                         "qkv_hidden_sizes (Q and K equal)";
