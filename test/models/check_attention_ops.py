@@ -14,7 +14,11 @@ generated kernels emulated on the CPU). Every output must match onnxruntime
 within the fp32 numerics contract (rtol 1e-4, atol 1e-5, finite where
 onnxruntime is finite). The Megatron mask [batch, 1, max, max], which
 onnxruntime's CPU kernel does not run, is checked against onnxruntime on the
-equivalent [batch, seq, total] mask. Exit code 1 on any mismatch.
+equivalent [batch, seq, total] mask. The attention nodes of the corpus models
+that use these ops (../shared/corpus/models, or $KILN_CORPUS_DIR) are checked
+too, each on the inputs onnxruntime computes for it in its model; they are
+skipped with a message where the corpus is absent. Exit code 1 on any
+mismatch.
 """
 import argparse
 import os
@@ -24,9 +28,17 @@ import tempfile
 import numpy as np
 import onnx
 import onnxruntime as ort
-from onnx import TensorProto, helper
+from onnx import TensorProto, helper, numpy_helper
 
 from oracle import compare_output, run
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+# Corpus models with com.microsoft attention nodes (and SkipLayerNormalization
+# or Einsum around them, which Kiln may not import: only the node is checked).
+CORPUS_MODELS = ["attention_mha", "bert_3d_attention_opt",
+                 "gemma3-vision-attention_fp32",
+                 "phi-3.5-v-instruct-vision-attention"]
 
 B, S, N, HEAD = 2, 5, 2, 4  # batch, sequence, heads, head size
 HIDDEN = N * HEAD
@@ -59,8 +71,7 @@ class Case:
             [node], self.name, graph_inputs,
             [helper.make_tensor_value_info(o, TensorProto.FLOAT, None)
              for o in self.outputs],
-            [helper.make_tensor(n, TensorProto.FLOAT, a.shape, a.flatten())
-             for n, a in self.weights.items()])
+            [numpy_helper.from_array(a, n) for n, a in self.weights.items()])
         return helper.make_model(
             graph, ir_version=8,
             opset_imports=[helper.make_opsetid("", 17),
@@ -163,6 +174,40 @@ def cases(rng):
                 ("mask", lengths(2, kv_len, B))], heads)
 
 
+def corpus_cases(folder, rng):
+    """The attention node of each corpus model, on the values onnxruntime
+    computes for its inputs from seeded model inputs (0/1 masks with the
+    first key set, floats uniform in [-1, 1))."""
+    for name in CORPUS_MODELS:
+        model = onnx.load(os.path.join(folder, name + ".onnx"))
+        node = next(n for n in model.graph.node if n.domain == "com.microsoft"
+                    and n.op_type in ("Attention", "MultiHeadAttention"))
+        weights = {t.name: numpy_helper.to_array(t)
+                   for t in model.graph.initializer if t.name in node.input}
+        feeds = {}
+        for info in model.graph.input:
+            shape = [d.dim_value for d in info.type.tensor_type.shape.dim]
+            if info.type.tensor_type.elem_type == TensorProto.FLOAT:
+                feeds[info.name] = rng.uniform(-1, 1, shape).astype(np.float32)
+            else:
+                mask = (rng.random(shape) < 0.7).astype(np.int64)
+                mask[..., 0] = 1
+                feeds[info.name] = mask
+        # The node's inputs as onnxruntime computes them in the model.
+        wanted = [x for x in node.input if x and x not in weights]
+        for x in wanted:
+            model.graph.output.append(onnx.ValueInfoProto(name=x))
+        session = ort.InferenceSession(model.SerializeToString(),
+                                       providers=["CPUExecutionProvider"])
+        values = dict(zip([o.name for o in session.get_outputs()],
+                          session.run(None, feeds)))
+        inputs = [(x, weights[x] if x in weights else values.get(x))
+                  for x in node.input]
+        attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+        yield Case("corpus_" + name, node.op_type, inputs, attrs,
+                   weights=weights)
+
+
 def check(tools, case, work):
     """Returns (reference, host): None or why that path failed."""
     path = os.path.join(work, "model.onnx")
@@ -201,12 +246,22 @@ def main():
     parser.add_argument("--kiln-run", required=True)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--only", help="run the case of this name only")
+    parser.add_argument("--corpus", default=os.environ.get(
+        "KILN_CORPUS_DIR", os.path.join(REPO, "..", "shared", "corpus")))
     tools = parser.parse_args()
     print(f"seed {tools.seed}")
+    rng = np.random.default_rng(tools.seed)
+    all_cases = list(cases(rng))
+    folder = os.path.join(tools.corpus, "models")
+    if os.path.isdir(folder):
+        all_cases += corpus_cases(folder, rng)
+    else:
+        print(f"corpus cases skipped: no corpus at {folder} "
+              "(set KILN_CORPUS_DIR)")
     failures = count = 0
     with tempfile.TemporaryDirectory(prefix="kiln-attention-") as scratch:
         os.environ.setdefault("KILN_CACHE_DIR", os.path.join(scratch, "cache"))
-        for case in cases(np.random.default_rng(tools.seed)):
+        for case in all_cases:
             if tools.only and case.name != tools.only:
                 continue
             count += 1
