@@ -37,8 +37,8 @@ Value AttentionBuilder::mergeHeads(Value x) {
   ArrayRef<int64_t> shape = typeOf(x).getShape();
   auto type = RankedTensorType::get({shape[0], shape[2], shape[1], shape[3]},
                                     typeOf(x).getElementType());
-  Value transposed = TransposeOp::create(b, loc, type, x,
-                                         ArrayRef<int64_t>{0, 2, 1, 3});
+  Value transposed =
+      TransposeOp::create(b, loc, type, x, ArrayRef<int64_t>{0, 2, 1, 3});
   return reshape(transposed, {shape[0], shape[2], shape[1] * shape[3]});
 }
 
@@ -155,8 +155,8 @@ FailureOr<Value> AttentionBuilder::where(Value condition, Value lhs,
 
 FailureOr<Value> AttentionBuilder::matmul(Value lhs, Value rhs,
                                           bool transposeRhs) {
-  auto type = inferMatmulType(loc, typeOf(lhs), typeOf(rhs), false,
-                              transposeRhs);
+  auto type =
+      inferMatmulType(loc, typeOf(lhs), typeOf(rhs), false, transposeRhs);
   if (failed(type))
     return failure();
   return MatmulOp::create(b, loc, *type, lhs, rhs, false, transposeRhs)
@@ -202,11 +202,11 @@ FailureOr<SdpaValues> AttentionBuilder::buildSdpa(const SdpaOperands &in) {
     r.biased = *biased;
   }
   Type softmaxType = in.softmaxType ? in.softmaxType : et;
-  Value probs =
-      SoftmaxOp::create(b, loc, castTo(r.biased, softmaxType), scoresType.getRank() - 1);
+  Value probs = SoftmaxOp::create(b, loc, castTo(r.biased, softmaxType),
+                                  scoresType.getRank() - 1);
   if (in.rowFullyMasked) {
-    auto guarded = where(in.rowFullyMasked,
-                         importer.scalar(loc, softmaxType, 0.0), probs);
+    auto guarded =
+        where(in.rowFullyMasked, importer.scalar(loc, softmaxType, 0.0), probs);
     if (failed(guarded))
       return failure();
     probs = *guarded;

@@ -92,15 +92,14 @@ struct MicrosoftAttentionConverter : AttentionBuilder {
                      << 2 * batch << "], [" << batch << ", " << total << "], ["
                      << batch << ", " << qLen << ", " << total << "]"
                      << (megatron ? ", [batch, 1, max_len, max_len]" : "");
-    return compare<GreaterOp>(
-        rows, importer.scalar(loc, type.getElementType(), 0.0));
+    return compare<GreaterOp>(rows,
+                              importer.scalar(loc, type.getElementType(), 0.0));
   }
 
   /// The additive bias of the mask, causality and attention_bias, or null;
   /// `newKeys` is the key length without the past.
-  FailureOr<Value> bias(Value mask, Value attentionBias, Type et,
-                        int64_t batch, int64_t qLen, int64_t newKeys,
-                        int64_t past) {
+  FailureOr<Value> bias(Value mask, Value attentionBias, Type et, int64_t batch,
+                        int64_t qLen, int64_t newKeys, int64_t past) {
     int64_t total = past + newKeys;
     Value bias;
     if (mask) {
@@ -122,10 +121,10 @@ struct MicrosoftAttentionConverter : AttentionBuilder {
       auto causal = causalMask(qLen, total, past);
       if (failed(causal))
         return failure();
-      double lowest =
-          llvm::APFloat::getLargest(llvm::cast<FloatType>(et).getFloatSemantics(),
-                                    /*Negative=*/true)
-              .convertToDouble();
+      double lowest = llvm::APFloat::getLargest(
+                          llvm::cast<FloatType>(et).getFloatSemantics(),
+                          /*Negative=*/true)
+                          .convertToDouble();
       auto masked = maskBias(*causal, et, lowest, bias);
       if (failed(masked))
         return failure();
@@ -241,9 +240,9 @@ struct MicrosoftAttentionConverter : AttentionBuilder {
         return failure();
       (void)output(ConcatOp::create(b, loc, *type, present, 0), 1);
     }
-    auto bias = this->bias(importer.input(node, 3), importer.input(node, 5),
-                           typeOf(*x).getElementType(), batch, qLen, qLen,
-                           past);
+    auto bias =
+        this->bias(importer.input(node, 3), importer.input(node, 5),
+                   typeOf(*x).getElementType(), batch, qLen, qLen, past);
     if (failed(bias))
       return failure();
     SdpaOperands operands;
@@ -300,7 +299,8 @@ struct MicrosoftAttentionConverter : AttentionBuilder {
         return failure();
     }
     int64_t newKeys = typeOf(*key).getDimSize(2), past = 0;
-    Value pastKey = importer.input(node, 6), pastValue = importer.input(node, 7);
+    Value pastKey = importer.input(node, 6),
+          pastValue = importer.input(node, 7);
     if (!pastKey != !pastValue)
       return error() << "past_key and past_value must be given together";
     if (pastKey) {
@@ -316,9 +316,9 @@ struct MicrosoftAttentionConverter : AttentionBuilder {
     (void)output(*key, 1);
     (void)output(*value, 2);
     int64_t batch = typeOf(*q).getDimSize(0), qLen = typeOf(*q).getDimSize(1);
-    auto allBias = this->bias(importer.input(node, 4), importer.input(node, 5),
-                              typeOf(*q).getElementType(), batch, qLen,
-                              newKeys, past);
+    auto allBias =
+        this->bias(importer.input(node, 4), importer.input(node, 5),
+                   typeOf(*q).getElementType(), batch, qLen, newKeys, past);
     if (failed(allBias))
       return failure();
     SdpaOperands operands;

@@ -90,9 +90,8 @@ struct OnnxAttentionConverter : AttentionBuilder {
   /// The rows of [batch or 1, 1, q_len, 1] the structural mask leaves
   /// without keys, when nonpad_kv_seqlen is absent or constant: a constant,
   /// or null when there are none. Failure when it is known at run time only.
-  FailureOr<Value> emptyStructuralRows(bool causal, int64_t batch,
-                                       int64_t qLen, int64_t past,
-                                       Value nonpad) {
+  FailureOr<Value> emptyStructuralRows(bool causal, int64_t batch, int64_t qLen,
+                                       int64_t past, Value nonpad) {
     if (!nonpad)
       return Value(); // Key 0 is always visible: j <= i + past holds.
     auto lengths = importer.constantInts(nonpad);
@@ -106,8 +105,7 @@ struct OnnxAttentionConverter : AttentionBuilder {
       return Value();
     auto type = RankedTensorType::get({batch, 1, qLen, 1}, b.getI1Type());
     return ConstantOp::create(
-               b, loc,
-               cast<ElementsAttr>(DenseElementsAttr::get(type, empty)))
+               b, loc, cast<ElementsAttr>(DenseElementsAttr::get(type, empty)))
         .getResult();
   }
 
@@ -189,10 +187,10 @@ struct OnnxAttentionConverter : AttentionBuilder {
       if (failed(padded))
         return failure();
       result.bias = *padded;
-      auto finite = IsInfOp::create(b, loc, inferPredicateType(typeOf(*padded)),
-                                    *padded, b.getBoolAttr(false),
-                                    b.getBoolAttr(true));
-      attendable = NotOp::create(b, loc, finite);
+      auto minusInf =
+          IsInfOp::create(b, loc, inferPredicateType(typeOf(*padded)), *padded,
+                          b.getBoolAttr(false), b.getBoolAttr(true));
+      attendable = NotOp::create(b, loc, minusInf);
       if (*allowed) {
         auto structural = maskBias(*allowed, et, negInf);
         if (failed(structural))
@@ -212,16 +210,10 @@ struct OnnxAttentionConverter : AttentionBuilder {
     return result;
   }
 
-  LogicalResult convert() {
-    if (importer.opset() < 23)
-      return error() << "Attention needs opset 23 or later, the model "
-                        "imports opset "
-                     << importer.opset();
-    // Attention-25's sliding windows.
-    for (StringRef name : {"left_window_size", "right_window_size"})
-      if (intAttr(name, -1) != -1)
-        return error() << name << " (sliding-window attention) is not "
-                                  "supported";
+  /// Q, K and V head-major ([batch, heads, seq, head_size]), checked to
+  /// agree, K and V joined with past_key and past_value when given (`past`
+  /// receives the past length).
+  FailureOr<SdpaOperands> headMajorInputs(int64_t &past) {
     auto q = required(0), k = required(1), v = required(2);
     if (failed(q) || failed(k) || failed(v))
       return failure();
@@ -229,8 +221,7 @@ struct OnnxAttentionConverter : AttentionBuilder {
     if ((rank != 3 && rank != 4) || typeOf(*k).getRank() != rank ||
         typeOf(*v).getRank() != rank)
       return error() << "expected Q, K and V all of rank 3 or all of rank 4, "
-                        "got "
-                     << typeOf(*q) << ", " << typeOf(*k) << ", "
+                     << "got " << typeOf(*q) << ", " << typeOf(*k) << ", "
                      << typeOf(*v);
     auto query = headMajor(*q, "Q", "q_num_heads");
     auto key = headMajor(*k, "K", "kv_num_heads");
@@ -240,28 +231,21 @@ struct OnnxAttentionConverter : AttentionBuilder {
     Type et = typeOf(*query).getElementType();
     if (typeOf(*key).getElementType() != et ||
         typeOf(*value).getElementType() != et)
-      return error() << "Q, K and V of different element types ("
-                     << typeOf(*q) << ", " << typeOf(*k) << ", "
-                     << typeOf(*v) << ") are not supported";
+      return error() << "Q, K and V of different element types (" << typeOf(*q)
+                     << ", " << typeOf(*k) << ", " << typeOf(*v)
+                     << ") are not supported";
     ArrayRef<int64_t> qs = typeOf(*query).getShape(),
                       ks = typeOf(*key).getShape(),
                       vs = typeOf(*value).getShape();
     if (ks[0] != qs[0] || vs[0] != qs[0] || ks[2] != vs[2] || ks[3] != qs[3])
       return error() << "Q, K and V do not agree on batch, key sequence or "
-                        "head size: "
-                     << typeOf(*query) << ", " << typeOf(*key) << ", "
-                     << typeOf(*value) << " (head-major)";
-
-    Value pastKey = importer.input(node, 4), pastValue = importer.input(node, 5);
-    Value nonpad = importer.input(node, 6);
+                     << "head size: " << typeOf(*query) << ", " << typeOf(*key)
+                     << ", " << typeOf(*value) << " (head-major)";
+    Value pastKey = importer.input(node, 4);
+    Value pastValue = importer.input(node, 5);
     if (!pastKey != !pastValue)
       return error() << "past_key and past_value must be given together";
-    if (nonpad && importer.opset() < 24)
-      return error() << "nonpad_kv_seqlen needs opset 24";
-    if (nonpad && pastKey)
-      return error() << "nonpad_kv_seqlen cannot be combined with past_key "
-                        "and past_value";
-    int64_t past = 0;
+    past = 0;
     if (pastKey) {
       if (failed(checkFloatTensor(pastKey, 4, "past_key")) ||
           failed(checkFloatTensor(pastValue, 4, "past_value")))
@@ -272,53 +256,91 @@ struct OnnxAttentionConverter : AttentionBuilder {
       if (failed(key) || failed(value))
         return failure();
     }
-    int64_t batch = qs[0], qLen = qs[2], total = typeOf(*key).getDimSize(2);
-    if (nonpad) {
-      RankedTensorType type = typeOf(nonpad);
-      if (type.getRank() != 1 || type.getDimSize(0) != batch ||
-          !type.getElementType().isInteger(64))
-        return error() << "expected nonpad_kv_seqlen of type tensor<" << batch
-                       << "xi64>, got " << type;
-    }
-
-    auto masks = this->masks(et, batch, qLen, total, past, nonpad);
-    if (failed(masks))
-      return failure();
     SdpaOperands operands;
     operands.query = *query;
     operands.key = *key;
     operands.value = *value;
-    operands.bias = masks->bias;
-    operands.rowFullyMasked = masks->rowFullyMasked;
+    return operands;
+  }
+
+  /// nonpad_kv_seqlen (opset 24), checked; null when absent.
+  FailureOr<Value> nonpadKvSeqlen(int64_t batch) {
+    Value nonpad = importer.input(node, 6);
+    if (!nonpad)
+      return Value();
+    if (importer.opset() < 24)
+      return error() << "nonpad_kv_seqlen needs opset 24";
+    if (importer.input(node, 4))
+      return error() << "nonpad_kv_seqlen cannot be combined with past_key "
+                        "and past_value";
+    RankedTensorType type = typeOf(nonpad);
+    if (type.getRank() != 1 || type.getDimSize(0) != batch ||
+        !type.getElementType().isInteger(64))
+      return error() << "expected nonpad_kv_seqlen of type tensor<" << batch
+                     << "xi64>, got " << type;
+    return nonpad;
+  }
+
+  /// scale, softcap and softmax_precision into `operands`.
+  LogicalResult readScoreOptions(SdpaOperands &operands) {
+    int64_t headSize = typeOf(operands.query).getDimSize(3);
     operands.scale = findAttribute(node, "scale")
                          ? floatAttr("scale", 1.0f)
-                         : 1.0 / std::sqrt(static_cast<double>(qs[3]));
+                         : 1.0 / std::sqrt(static_cast<double>(headSize));
     operands.softcap = floatAttr("softcap", 0.0f);
-    if (const onnx::AttributeProto *precision =
-            findAttribute(node, "softmax_precision")) {
-      Type type = convertONNXElementType(b.getContext(), precision->i());
-      if (!type)
-        return error() << "unsupported element type "
-                       << onnxElementTypeName(precision->i())
-                       << " for softmax_precision";
-      if (!isa<FloatType>(type))
-        return error() << "softmax_precision must be a float type, got "
-                       << type;
-      operands.softmaxType = type;
-    }
+    const onnx::AttributeProto *precision =
+        findAttribute(node, "softmax_precision");
+    if (!precision)
+      return success();
+    Type type = convertONNXElementType(b.getContext(), precision->i());
+    if (!type)
+      return error() << "unsupported element type "
+                     << onnxElementTypeName(precision->i())
+                     << " for softmax_precision";
+    if (!isa<FloatType>(type))
+      return error() << "softmax_precision must be a float type, got " << type;
+    operands.softmaxType = type;
+    return success();
+  }
+
+  LogicalResult convert() {
+    if (importer.opset() < 23)
+      return error() << "Attention needs opset 23 or later, the model "
+                     << "imports opset " << importer.opset();
+    // Attention-25's sliding windows.
+    for (StringRef name : {"left_window_size", "right_window_size"})
+      if (intAttr(name, -1) != -1)
+        return error() << name
+                       << " (sliding-window attention) is not supported";
     int64_t mode = intAttr("qk_matmul_output_mode", 0);
     if (mode < 0 || mode > 3)
       return error() << "qk_matmul_output_mode " << mode
                      << " is not one of 0, 1, 2, 3";
+    int64_t past;
+    auto operands = headMajorInputs(past);
+    if (failed(operands) || failed(readScoreOptions(*operands)))
+      return failure();
+    ArrayRef<int64_t> qs = typeOf(operands->query).getShape();
+    int64_t batch = qs[0], qLen = qs[2];
+    int64_t total = typeOf(operands->key).getDimSize(2);
+    auto nonpad = nonpadKvSeqlen(batch);
+    if (failed(nonpad))
+      return failure();
+    auto masks = this->masks(typeOf(operands->query).getElementType(), batch,
+                             qLen, total, past, *nonpad);
+    if (failed(masks))
+      return failure();
+    operands->bias = masks->bias;
+    operands->rowFullyMasked = masks->rowFullyMasked;
 
-    auto sdpa = buildSdpa(operands);
+    auto sdpa = buildSdpa(*operands);
     if (failed(sdpa))
       return failure();
-    Value y = rank == 3 ? mergeHeads(sdpa->output) : sdpa->output;
+    bool threeD = typeOf(importer.input(node, 0)).getRank() == 3;
     Value qk[] = {sdpa->scores, sdpa->capped, sdpa->biased, sdpa->probs};
-    (void)output(y, 0);
-    (void)output(*key, 1);
-    (void)output(*value, 2);
+    (void)output(threeD ? mergeHeads(sdpa->output) : sdpa->output, 0);
+    (void)output(operands->key, 1);
+    (void)output(operands->value, 2);
     return output(qk[mode], 3);
   }
 };
