@@ -18,6 +18,19 @@ LogicalResult AttentionBuilder::checkFloatTensor(Value x, int64_t rank,
   return success();
 }
 
+LogicalResult
+AttentionBuilder::checkBroadcastsToScores(ArrayRef<int64_t> shape,
+                                          ArrayRef<int64_t> scores,
+                                          StringRef what, Type type) {
+  auto joint = broadcastShapes(std::nullopt, shape, scores);
+  if (succeeded(joint) && llvm::equal(*joint, scores))
+    return success();
+  auto diag = error() << what << " of type " << type
+                      << " does not broadcast to the scores [";
+  llvm::interleaveComma(scores, diag);
+  return diag << "]";
+}
+
 FailureOr<Value> AttentionBuilder::splitHeads(Value x, int64_t heads,
                                               StringRef what) {
   ArrayRef<int64_t> shape = typeOf(x).getShape();

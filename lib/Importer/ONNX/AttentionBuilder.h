@@ -72,6 +72,13 @@ struct AttentionBuilder : NodeConverterBase {
   mlir::LogicalResult checkFloatTensor(mlir::Value x, int64_t rank,
                                        llvm::StringRef what);
 
+  /// Fails with an error naming `what` (of `type`) unless `shape`
+  /// broadcasts to the scores' `scores` shape without growing it.
+  mlir::LogicalResult checkBroadcastsToScores(llvm::ArrayRef<int64_t> shape,
+                                              llvm::ArrayRef<int64_t> scores,
+                                              llvm::StringRef what,
+                                              mlir::Type type);
+
   /// [batch, seq, heads * size] viewed as [batch, seq, heads, size] and
   /// transposed to [batch, heads, seq, size].
   mlir::FailureOr<mlir::Value> splitHeads(mlir::Value x, int64_t heads,

@@ -99,7 +99,8 @@ struct MicrosoftAttentionConverter : AttentionBuilder {
   /// The additive bias of the mask, causality and attention_bias, or null;
   /// `newKeys` is the key length without the past.
   FailureOr<Value> bias(Value mask, Value attentionBias, Type et, int64_t batch,
-                        int64_t qLen, int64_t newKeys, int64_t past) {
+                        int64_t heads, int64_t qLen, int64_t newKeys,
+                        int64_t past) {
     int64_t total = past + newKeys;
     Value bias;
     if (mask) {
@@ -132,7 +133,11 @@ struct MicrosoftAttentionConverter : AttentionBuilder {
     }
     if (!attentionBias)
       return bias;
-    if (failed(checkFloatTensor(attentionBias, 4, "attention_bias")))
+    int64_t scores[] = {batch, heads, qLen, total};
+    if (failed(checkFloatTensor(attentionBias, 4, "attention_bias")) ||
+        failed(checkBroadcastsToScores(typeOf(attentionBias).getShape(), scores,
+                                       "attention_bias",
+                                       attentionBias.getType())))
       return failure();
     if (!bias)
       return attentionBias;
@@ -240,9 +245,9 @@ struct MicrosoftAttentionConverter : AttentionBuilder {
         return failure();
       (void)output(ConcatOp::create(b, loc, *type, present, 0), 1);
     }
-    auto bias =
-        this->bias(importer.input(node, 3), importer.input(node, 5),
-                   typeOf(*x).getElementType(), batch, qLen, qLen, past);
+    auto bias = this->bias(importer.input(node, 3), importer.input(node, 5),
+                           typeOf(*x).getElementType(), batch, *heads, qLen,
+                           qLen, past);
     if (failed(bias))
       return failure();
     SdpaOperands operands;
@@ -316,9 +321,9 @@ struct MicrosoftAttentionConverter : AttentionBuilder {
     (void)output(*key, 1);
     (void)output(*value, 2);
     int64_t batch = typeOf(*q).getDimSize(0), qLen = typeOf(*q).getDimSize(1);
-    auto allBias =
-        this->bias(importer.input(node, 4), importer.input(node, 5),
-                   typeOf(*q).getElementType(), batch, qLen, newKeys, past);
+    auto allBias = this->bias(importer.input(node, 4), importer.input(node, 5),
+                              typeOf(*q).getElementType(), batch, *heads, qLen,
+                              newKeys, past);
     if (failed(allBias))
       return failure();
     SdpaOperands operands;

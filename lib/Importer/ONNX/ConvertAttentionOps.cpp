@@ -131,9 +131,11 @@ struct OnnxAttentionConverter : AttentionBuilder {
         .getResult();
   }
 
-  /// Combines attn_mask (input 3), causality and nonpad_kv_seqlen.
-  FailureOr<AttentionMasks> masks(Type et, int64_t batch, int64_t qLen,
-                                  int64_t total, int64_t past, Value nonpad) {
+  /// Combines attn_mask (input 3), causality and nonpad_kv_seqlen for
+  /// scores of shape [batch, q_heads, q_len, total].
+  FailureOr<AttentionMasks> masks(Type et, ArrayRef<int64_t> scores,
+                                  int64_t past, Value nonpad) {
+    int64_t batch = scores[0], qLen = scores[2], total = scores[3];
     bool causal = intAttr("is_causal", 0) != 0;
     auto allowed = structuralMask(causal, batch, qLen, total, past, nonpad);
     if (failed(allowed))
@@ -163,6 +165,11 @@ struct OnnxAttentionConverter : AttentionBuilder {
       return error() << "expected attn_mask of rank 1 to 4 with a static "
                         "shape, got "
                      << maskType;
+    // Checked with its key axis as padded (or refused) below.
+    SmallVector<int64_t> padded(maskType.getShape());
+    padded.back() = total;
+    if (failed(checkBroadcastsToScores(padded, scores, "attn_mask", maskType)))
+      return failure();
     // attendable: the keys each query may see, for the row guard.
     Value attendable;
     if (maskType.getElementType().isInteger(1)) {
@@ -321,13 +328,14 @@ struct OnnxAttentionConverter : AttentionBuilder {
     if (failed(operands) || failed(readScoreOptions(*operands)))
       return failure();
     ArrayRef<int64_t> qs = typeOf(operands->query).getShape();
-    int64_t batch = qs[0], qLen = qs[2];
-    int64_t total = typeOf(operands->key).getDimSize(2);
+    int64_t batch = qs[0];
+    int64_t scores[] = {batch, qs[1], qs[2],
+                        typeOf(operands->key).getDimSize(2)};
     auto nonpad = nonpadKvSeqlen(batch);
     if (failed(nonpad))
       return failure();
-    auto masks = this->masks(typeOf(operands->query).getElementType(), batch,
-                             qLen, total, past, *nonpad);
+    auto masks = this->masks(typeOf(operands->query).getElementType(), scores,
+                             past, *nonpad);
     if (failed(masks))
       return failure();
     operands->bias = masks->bias;
