@@ -67,7 +67,13 @@ Value AttentionBuilder::repeatHeads(Value x, int64_t groups) {
   return reshape(expanded, {s[0], s[1] * groups, s[2], s[3]});
 }
 
-FailureOr<Value> AttentionBuilder::concatSequence(Value past, Value x) {
+FailureOr<Value> AttentionBuilder::concatSequence(Value past, Value x,
+                                                  StringRef what) {
+  ArrayRef<int64_t> p = typeOf(past).getShape(), s = typeOf(x).getShape();
+  if (p.size() != 4 || p[0] != s[0] || p[1] != s[1] || p[3] != s[3])
+    return error() << what << " of type " << past.getType()
+                   << " does not fit the new entries "
+                   << "(head-major: " << x.getType() << ")";
   auto type = inferConcatType(loc, {typeOf(past), typeOf(x)}, 2);
   if (failed(type))
     return failure();
@@ -178,6 +184,12 @@ FailureOr<Value> AttentionBuilder::matmul(Value lhs, Value rhs,
 
 FailureOr<SdpaValues> AttentionBuilder::buildSdpa(const SdpaOperands &in) {
   RankedTensorType queryType = typeOf(in.query);
+  ArrayRef<int64_t> qs = queryType.getShape(), ks = typeOf(in.key).getShape(),
+                    vs = typeOf(in.value).getShape();
+  if (ks[0] != qs[0] || vs[0] != qs[0] || ks[2] != vs[2] || ks[3] != qs[3])
+    return error() << "Q, K and V do not agree on batch, key sequence or "
+                   << "head size: " << queryType << ", " << in.key.getType()
+                   << ", " << in.value.getType() << " (head-major)";
   int64_t qHeads = queryType.getDimSize(1);
   int64_t kvHeads = typeOf(in.key).getDimSize(1);
   if (kvHeads <= 0 || qHeads % kvHeads != 0 ||

@@ -92,9 +92,10 @@ struct AttentionBuilder : NodeConverterBase {
   /// row (h0, h0, h1, h1, ...), as grouped-query attention pairs them.
   mlir::Value repeatHeads(mlir::Value x, int64_t groups);
 
-  /// `past` and `x` joined along the sequence axis (2) of head-major
-  /// tensors.
-  mlir::FailureOr<mlir::Value> concatSequence(mlir::Value past, mlir::Value x);
+  /// `past` (named `what` in errors) and `x` joined along the sequence axis
+  /// (2) of head-major tensors; batch, heads and head size must agree.
+  mlir::FailureOr<mlir::Value> concatSequence(mlir::Value past, mlir::Value x,
+                                              llvm::StringRef what);
 
   /// `count` elements of `x` from `start` along `axis`.
   mlir::Value slice(mlir::Value x, int64_t axis, int64_t start, int64_t count);

@@ -189,6 +189,9 @@ struct MicrosoftAttentionConverter : AttentionBuilder {
         failed(checkFloatTensor(*x, 3, "input")) ||
         failed(checkFloatTensor(*weights, 2, "weights")))
       return failure();
+    if (typeOf(*weights).getDimSize(0) != typeOf(*x).getDimSize(2))
+      return error() << "weights of type " << weights->getType()
+                     << " do not fit the input " << x->getType();
     int64_t packed = typeOf(*weights).getDimSize(1);
     SmallVector<int64_t> sizes(3, packed / 3);
     if (auto given = intsAttr("qkv_hidden_sizes"))
@@ -230,8 +233,8 @@ struct MicrosoftAttentionConverter : AttentionBuilder {
       past = s[3];
       Value pastKey = reshape(slice(state, 0, 0, 1), s.drop_front());
       Value pastValue = reshape(slice(state, 0, 1, 1), s.drop_front());
-      key = concatSequence(pastKey, *key);
-      value = concatSequence(pastValue, *value);
+      key = concatSequence(pastKey, *key, "past");
+      value = concatSequence(pastValue, *value, "past");
       if (failed(key) || failed(value))
         return failure();
     }
@@ -313,8 +316,8 @@ struct MicrosoftAttentionConverter : AttentionBuilder {
           failed(checkFloatTensor(pastValue, 4, "past_value")))
         return failure();
       past = typeOf(pastKey).getDimSize(2);
-      key = concatSequence(pastKey, *key);
-      value = concatSequence(pastValue, *value);
+      key = concatSequence(pastKey, *key, "past_key");
+      value = concatSequence(pastValue, *value, "past_value");
       if (failed(key) || failed(value))
         return failure();
     }

@@ -241,13 +241,6 @@ struct OnnxAttentionConverter : AttentionBuilder {
       return error() << "Q, K and V of different element types (" << typeOf(*q)
                      << ", " << typeOf(*k) << ", " << typeOf(*v)
                      << ") are not supported";
-    ArrayRef<int64_t> qs = typeOf(*query).getShape(),
-                      ks = typeOf(*key).getShape(),
-                      vs = typeOf(*value).getShape();
-    if (ks[0] != qs[0] || vs[0] != qs[0] || ks[2] != vs[2] || ks[3] != qs[3])
-      return error() << "Q, K and V do not agree on batch, key sequence or "
-                     << "head size: " << typeOf(*query) << ", " << typeOf(*key)
-                     << ", " << typeOf(*value) << " (head-major)";
     Value pastKey = importer.input(node, 4);
     Value pastValue = importer.input(node, 5);
     if (!pastKey != !pastValue)
@@ -258,8 +251,8 @@ struct OnnxAttentionConverter : AttentionBuilder {
           failed(checkFloatTensor(pastValue, 4, "past_value")))
         return failure();
       past = typeOf(pastKey).getDimSize(2);
-      key = concatSequence(pastKey, *key);
-      value = concatSequence(pastValue, *value);
+      key = concatSequence(pastKey, *key, "past_key");
+      value = concatSequence(pastValue, *value, "past_value");
       if (failed(key) || failed(value))
         return failure();
     }
