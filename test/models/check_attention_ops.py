@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Checks Kiln's import of ONNX Runtime's com.microsoft attention ops.
+"""Checks Kiln's import of attention ops against an oracle.
 
   check_attention_ops.py --kilnc build/bin/kilnc --kiln-run build/bin/kiln-run
                          [--seed N] [--only NAME]
@@ -14,7 +14,11 @@ generated kernels emulated on the CPU). Every output must match onnxruntime
 within the fp32 numerics contract (rtol 1e-4, atol 1e-5, finite where
 onnxruntime is finite). The Megatron mask [batch, 1, max, max], which
 onnxruntime's CPU kernel does not run, is checked against onnxruntime on the
-equivalent [batch, seq, total] mask. The attention nodes of the corpus models
+equivalent [batch, seq, total] mask. ONNX Attention (opset 24) is checked
+against onnx's reference implementation where the conformance tests cannot
+reach: a nonpad_kv_seqlen given at run time (the conformance runner freezes
+int64 inputs as constants) and masks that hide whole rows at run time.
+The attention nodes of the corpus models
 that use these ops (../shared/corpus/models, or $KILN_CORPUS_DIR) are checked
 too, each on the inputs onnxruntime computes for it in its model; they are
 skipped with a message where the corpus is absent. Exit code 1 on any
@@ -29,6 +33,7 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 from onnx import TensorProto, helper, numpy_helper
+from onnx.reference import ReferenceEvaluator
 
 from oracle import compare_output, run
 
@@ -54,8 +59,8 @@ class Case:
     """One graph of one attention node: its inputs, initializers, outputs."""
 
     def __init__(self, name, op, inputs, attrs, outputs=("y",), weights=None,
-                 oracle_inputs=None):
-        self.name, self.op, self.attrs = name, op, attrs
+                 oracle_inputs=None, domain="com.microsoft"):
+        self.name, self.op, self.attrs, self.domain = name, op, attrs, domain
         self.inputs = inputs  # [(name or "", array or None)], node order
         self.weights = weights or {}  # initializers: name -> array
         self.outputs = list(outputs)
@@ -66,16 +71,29 @@ class Case:
         graph_inputs = [value_info(n, a) for n, a in inputs
                         if n and n not in self.weights]
         node = helper.make_node(self.op, [n for n, _ in inputs], self.outputs,
-                                domain="com.microsoft", **self.attrs)
+                                domain=self.domain, **self.attrs)
         graph = helper.make_graph(
             [node], self.name, graph_inputs,
             [helper.make_tensor_value_info(o, TensorProto.FLOAT, None)
              for o in self.outputs],
             [numpy_helper.from_array(a, n) for n, a in self.weights.items()])
-        return helper.make_model(
-            graph, ir_version=8,
-            opset_imports=[helper.make_opsetid("", 17),
-                           helper.make_opsetid("com.microsoft", 1)])
+        if self.domain == "com.microsoft":
+            opsets = [helper.make_opsetid("", 17),
+                      helper.make_opsetid("com.microsoft", 1)]
+        else:
+            opsets = [helper.make_opsetid("", 24)]
+        return helper.make_model(graph, ir_version=10, opset_imports=opsets)
+
+    def expected(self):
+        """The oracle's outputs: onnx's reference implementation for ONNX
+        ops, onnxruntime (CPU) for its contrib ops."""
+        inputs = self.oracle_inputs or self.inputs
+        model = self.model(inputs)
+        if self.domain != "com.microsoft":
+            return ReferenceEvaluator(model).run(None, self.feeds(inputs))
+        session = ort.InferenceSession(model.SerializeToString(),
+                                       providers=["CPUExecutionProvider"])
+        return session.run(None, self.feeds(inputs))
 
     def feeds(self, inputs):
         return {n: a for n, a in inputs if n and n not in self.weights}
@@ -174,6 +192,40 @@ def cases(rng):
                 ("mask", lengths(2, kv_len, B))], heads)
 
 
+def onnx_cases(rng):
+    """ONNX Attention with masks known at run time only."""
+    def f32(*shape):
+        return rng.uniform(-1, 1, shape).astype(np.float32)
+
+    def attention(name, inputs, **attrs):
+        return Case(name, "Attention", inputs, attrs, outputs=("Y",),
+                    domain="")
+
+    # Batch 1 has 2 valid keys for 3 queries: causality leaves its first
+    # query without keys (a zero row), and GQA pairs 4 query heads with 2.
+    yield attention("onnx_attention_run_time_nonpad_causal",
+                    [("Q", f32(2, 4, 3, 8)), ("K", f32(2, 2, 6, 8)),
+                     ("V", f32(2, 2, 6, 8)), ("", None), ("", None),
+                     ("", None), ("nonpad", np.array([6, 2], np.int64))],
+                    is_causal=1)
+    mask = rng.random((3, 5)) < 0.6
+    mask[1] = False  # a row without keys
+    yield attention("onnx_attention_run_time_nonpad_bool_mask_3d",
+                    [("Q", f32(2, 3, 16)), ("K", f32(2, 7, 8)),
+                     ("V", f32(2, 7, 8)), ("mask", mask), ("", None),
+                     ("", None), ("nonpad", np.array([4, 7], np.int64))],
+                    q_num_heads=4, kv_num_heads=2, softcap=1.5)
+    float_mask = f32(2, 1, 4, 6)
+    float_mask[0, 0, 3] = -np.inf  # a row without keys
+    float_mask[1, 0, :, 2] = -np.inf
+    yield attention("onnx_attention_float_mask_causal_past",
+                    [("Q", f32(2, 2, 4, 8)), ("K", f32(2, 2, 4, 8)),
+                     ("V", f32(2, 2, 4, 8)), ("mask", float_mask),
+                     ("past_key", f32(2, 2, 2, 8)),
+                     ("past_value", f32(2, 2, 2, 8))],
+                    is_causal=1, scale=0.25)
+
+
 def corpus_cases(folder, rng):
     """The attention node of each corpus model, on the values onnxruntime
     computes for its inputs from seeded model inputs (0/1 masks with the
@@ -212,10 +264,7 @@ def check(tools, case, work):
     """Returns (reference, host): None or why that path failed."""
     path = os.path.join(work, "model.onnx")
     onnx.save(case.model(case.inputs), path)
-    oracle = case.model(case.oracle_inputs or case.inputs)
-    session = ort.InferenceSession(oracle.SerializeToString(),
-                                   providers=["CPUExecutionProvider"])
-    expected = session.run(None, case.feeds(case.oracle_inputs or case.inputs))
+    expected = case.expected()
     args = []
     for i, (name, value) in enumerate(case.feeds(case.inputs).items()):
         file = os.path.join(work, f"input{i}.npy")
@@ -251,7 +300,7 @@ def main():
     tools = parser.parse_args()
     print(f"seed {tools.seed}")
     rng = np.random.default_rng(tools.seed)
-    all_cases = list(cases(rng))
+    all_cases = list(cases(rng)) + list(onnx_cases(rng))
     folder = os.path.join(tools.corpus, "models")
     if os.path.isdir(folder):
         all_cases += corpus_cases(folder, rng)

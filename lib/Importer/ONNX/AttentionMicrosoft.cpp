@@ -283,6 +283,10 @@ struct MicrosoftAttentionConverter : AttentionBuilder {
         failed(checkFloatTensor(k, headMajorKV ? 4 : 3, "key")) ||
         failed(checkFloatTensor(v, headMajorKV ? 4 : 3, "value")))
       return failure();
+    if (headMajorKV && (typeOf(k).getDimSize(1) != *heads ||
+                        typeOf(v).getDimSize(1) != *heads))
+      return error() << "head-major key and value need num_heads (" << *heads
+                     << ") heads, got " << k.getType() << ", " << v.getType();
     int64_t hidden = typeOf(*q).getDimSize(2);
     int64_t kHidden = headMajorKV ? hidden : typeOf(k).getDimSize(2);
     int64_t vHidden = headMajorKV ? hidden : typeOf(v).getDimSize(2);
