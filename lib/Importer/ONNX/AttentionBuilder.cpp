@@ -150,11 +150,8 @@ FailureOr<Value> AttentionBuilder::rowsWithoutKeys(Value attendable) {
   Type f32 = b.getF32Type();
   Value counted = castTo(attendable, f32);
   int64_t last = typeOf(counted).getRank() - 1;
-  auto meanType = inferReduceMeanType(loc, typeOf(counted), {last}, true);
-  if (failed(meanType))
-    return failure();
-  Value mean = ReduceMeanOp::create(b, loc, *meanType, counted,
-                                    ArrayRef<int64_t>{last}, true);
+  Value mean =
+      ReduceMeanOp::create(b, loc, counted, ArrayRef<int64_t>{last}, true);
   return compare<EqualOp>(mean, importer.scalar(loc, f32, 0.0));
 }
 
