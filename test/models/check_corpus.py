@@ -43,12 +43,15 @@ KNOWN_GAPS = {
     # 2e-4..9e-4 from onnxruntime. The contract needs a K-aware tolerance.
     "attention_mask1d_fp32.onnx": "outside rtol",
     "attention_mask2d_fp32.onnx": "outside rtol",
-    "attention_mha.onnx": "unsupported op",  # com.microsoft ops
-    "bert_3d_attention_opt.onnx": "unsupported op",  # com.microsoft ops
+    # The same kind of layer fused by onnxruntime's optimizer
+    # (SkipLayerNormalization around com.microsoft (MultiHead)Attention):
+    # the fp64 reference interpreter is 5.6e-5 from onnxruntime's fp32
+    # result at a LayerNorm output near zero; the same K-aware tolerance
+    # question.
+    "attention_mha.onnx": "outside rtol",
+    "bert_3d_attention_opt.onnx": "outside rtol",
     # Slice ends computed from a runtime value (the input mask).
     "bert_toy_optimized.onnx": "ends must be a constant",
-    "gemma3-vision-attention_fp32.onnx": "unsupported op",
-    "phi-3.5-v-instruct-vision-attention.onnx": "unsupported op",
 }
 
 

@@ -114,33 +114,42 @@ std::string BodyEmitter::get(Value value, const std::string &idx,
 
 FailureOr<std::string> BodyEmitter::getAt(Value value, const std::string &idx,
                                           const std::string &indent) {
-  auto it = names.find(value);
-  if (it != names.end())
-    return it->second;
+  // Keyed by index too: one value may be read at several indices (two
+  // slices of one input, say) while computing one element.
+  std::pair<void *, std::string> key{value.getAsOpaquePointer(), idx};
+  auto cached = computedAt.find(key);
+  if (cached != computedAt.end())
+    return cached->second;
   ArrayRef<int64_t> shape = tensorType(value).getShape();
   Operation *op = value.getDefiningOp();
-  if (!op)
-    return get(value, idx, shape, indent);
+  if (!op) {
+    auto arg = cast<BlockArgument>(value);
+    Type et = tensorType(arg).getElementType();
+    std::string name = fresh();
+    os << indent << computeType(et) << " " << name << " = "
+       << loadExpr(et, llvm::formatv("in{0}[{1}]", argIndex[arg], idx)) << ";\n";
+    return computedAt[key] = name;
+  }
   // The index is named once: the remaps below use it several times.
   std::string index = "i" + fresh();
   os << indent << "long long " << index << " = " << idx << ";\n";
+  SmallVector<int64_t> strides = stridesOf(shape);
   auto coordinate = [&](int64_t d) {
-    SmallVector<int64_t> strides = stridesOf(shape);
     return llvm::formatv("(({0} / {1}LL) % {2}LL)", index, strides[d], shape[d])
         .str();
   };
-  if (auto reshape = dyn_cast<ReshapeOp>(op))
-    return getAt(reshape.getInput(), index, indent);
-  if (auto transpose = dyn_cast<TransposeOp>(op)) {
+  FailureOr<std::string> name = failure();
+  if (auto reshape = dyn_cast<ReshapeOp>(op)) {
+    name = getAt(reshape.getInput(), index, indent);
+  } else if (auto transpose = dyn_cast<TransposeOp>(op)) {
     // Result dim d is input dim perm[d].
     SmallVector<int64_t> inStrides =
         stridesOf(transpose.getInput().getType().getShape());
     std::string source = "0";
     for (auto [d, p] : llvm::enumerate(transpose.getPermutation()))
       source += llvm::formatv(" + {0} * {1}LL", coordinate(d), inStrides[p]);
-    return getAt(transpose.getInput(), source, indent);
-  }
-  if (auto slice = dyn_cast<SliceOp>(op)) {
+    name = getAt(transpose.getInput(), source, indent);
+  } else if (auto slice = dyn_cast<SliceOp>(op)) {
     SmallVector<int64_t> inStrides =
         stridesOf(slice.getInput().getType().getShape());
     std::string source = "0";
@@ -148,22 +157,29 @@ FailureOr<std::string> BodyEmitter::getAt(Value value, const std::string &idx,
       source += llvm::formatv(" + ({0}LL + {1} * {2}LL) * {3}LL",
                               slice.getStarts()[d], coordinate(d),
                               slice.getStrides()[d], inStrides[d]);
-    return getAt(slice.getInput(), source, indent);
-  }
-  if (!isElementwise(op))
-    return op->emitOpError("cannot be computed inside this kernel");
-  for (Value operand : op->getOperands()) {
-    auto name = getAt(operand,
-                      broadcastOffset(tensorType(operand).getShape(), shape,
-                                      index),
-                      indent);
-    if (failed(name))
+    name = getAt(slice.getInput(), source, indent);
+  } else if (isElementwise(op)) {
+    SmallVector<std::string> operands;
+    for (Value operand : op->getOperands()) {
+      auto operandName = getAt(
+          operand, broadcastOffset(tensorType(operand).getShape(), shape, index),
+          indent);
+      if (failed(operandName))
+        return failure();
+      operands.push_back(*operandName);
+    }
+    // emit() reads its operands' names from `names`: bind them for this use.
+    for (auto [operand, operandName] : llvm::zip(op->getOperands(), operands))
+      names[operand] = operandName;
+    if (failed(emit(op, index, shape, indent)))
       return failure();
-    names[operand] = *name;
+    name = names.at(value);
+  } else {
+    return op->emitOpError("cannot be computed inside this kernel");
   }
-  if (failed(emit(op, index, shape, indent)))
+  if (failed(name))
     return failure();
-  return names.at(value);
+  return computedAt[key] = *name;
 }
 
 LogicalResult BodyEmitter::emit(Operation *op, const std::string &idx,

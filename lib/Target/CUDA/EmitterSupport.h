@@ -14,6 +14,7 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <map>
 #include <optional>
 #include <string>
 
@@ -48,7 +49,10 @@ public:
   BodyEmitter(KernelOp kernel, llvm::raw_ostream &os);
 
   /// Starts a fresh scope: values computed by an earlier pass are forgotten.
-  void reset() { names.clear(); }
+  void reset() {
+    names.clear();
+    computedAt.clear();
+  }
 
   /// Binds `value` to the C expression `name`.
   void bind(mlir::Value value, const std::string &name) { names[value] = name; }
@@ -81,6 +85,8 @@ private:
   KernelOp kernel;
   llvm::raw_ostream &os;
   llvm::DenseMap<mlir::Value, std::string> names;
+  /// getAt's values by (value, index expression).
+  std::map<std::pair<void *, std::string>, std::string> computedAt;
   llvm::DenseMap<mlir::Value, unsigned> argIndex;
   int counter = 0;
 };

@@ -1,0 +1,244 @@
+//===- AttentionBuilder.cpp - attention written out in kiln ops -----------===//
+
+#include "AttentionBuilder.h"
+
+#include "mlir/IR/BuiltinAttributes.h"
+
+using namespace mlir;
+
+namespace kiln {
+
+LogicalResult AttentionBuilder::checkFloatTensor(Value x, int64_t rank,
+                                                 StringRef what) {
+  RankedTensorType type = typeOf(x);
+  if (type.getRank() != rank || !type.hasStaticShape() ||
+      !isa<FloatType>(type.getElementType()))
+    return error() << "expected " << what << " of rank " << rank
+                   << " with float elements and a static shape, got " << type;
+  return success();
+}
+
+LogicalResult
+AttentionBuilder::checkBroadcastsToScores(ArrayRef<int64_t> shape,
+                                          ArrayRef<int64_t> scores,
+                                          StringRef what, Type type) {
+  auto joint = broadcastShapes(std::nullopt, shape, scores);
+  if (succeeded(joint) && llvm::equal(*joint, scores))
+    return success();
+  auto diag = error() << what << " of type " << type
+                      << " does not broadcast to the scores [";
+  llvm::interleaveComma(scores, diag);
+  return diag << "]";
+}
+
+FailureOr<Value> AttentionBuilder::splitHeads(Value x, int64_t heads,
+                                              StringRef what) {
+  ArrayRef<int64_t> shape = typeOf(x).getShape();
+  if (heads <= 0 || shape[2] % heads != 0)
+    return error() << what << " hidden size " << shape[2]
+                   << " is not a multiple of the head count " << heads;
+  Value viewed = reshape(x, {shape[0], shape[1], heads, shape[2] / heads});
+  auto type = inferTransposeType(loc, typeOf(viewed), {0, 2, 1, 3});
+  if (failed(type))
+    return failure();
+  return TransposeOp::create(b, loc, *type, viewed,
+                             ArrayRef<int64_t>{0, 2, 1, 3})
+      .getResult();
+}
+
+Value AttentionBuilder::mergeHeads(Value x) {
+  ArrayRef<int64_t> shape = typeOf(x).getShape();
+  auto type = RankedTensorType::get({shape[0], shape[2], shape[1], shape[3]},
+                                    typeOf(x).getElementType());
+  Value transposed =
+      TransposeOp::create(b, loc, type, x, ArrayRef<int64_t>{0, 2, 1, 3});
+  return reshape(transposed, {shape[0], shape[2], shape[1] * shape[3]});
+}
+
+Value AttentionBuilder::repeatHeads(Value x, int64_t groups) {
+  if (groups == 1)
+    return x;
+  RankedTensorType type = typeOf(x);
+  ArrayRef<int64_t> s = type.getShape();
+  Value viewed = reshape(x, {s[0], s[1], 1, s[2], s[3]});
+  auto expandedType = RankedTensorType::get({s[0], s[1], groups, s[2], s[3]},
+                                            type.getElementType());
+  Value expanded = ExpandOp::create(b, loc, expandedType, viewed);
+  return reshape(expanded, {s[0], s[1] * groups, s[2], s[3]});
+}
+
+FailureOr<Value> AttentionBuilder::concatSequence(Value past, Value x,
+                                                  StringRef what) {
+  ArrayRef<int64_t> p = typeOf(past).getShape(), s = typeOf(x).getShape();
+  if (p.size() != 4 || p[0] != s[0] || p[1] != s[1] || p[3] != s[3])
+    return error() << what << " of type " << past.getType()
+                   << " does not fit the new entries "
+                   << "(head-major: " << x.getType() << ")";
+  auto type = inferConcatType(loc, {typeOf(past), typeOf(x)}, 2);
+  if (failed(type))
+    return failure();
+  return ConcatOp::create(b, loc, *type, ValueRange{past, x}, 2).getResult();
+}
+
+Value AttentionBuilder::slice(Value x, int64_t axis, int64_t start,
+                              int64_t count) {
+  RankedTensorType type = typeOf(x);
+  if (start == 0 && count == type.getDimSize(axis))
+    return x;
+  SmallVector<int64_t> starts(type.getRank(), 0), strides(type.getRank(), 1);
+  SmallVector<int64_t> shape(type.getShape());
+  starts[axis] = start;
+  shape[axis] = count;
+  return SliceOp::create(b, loc, type.clone(shape), x, starts, strides);
+}
+
+Value AttentionBuilder::iota(ArrayRef<int64_t> shape, int64_t start,
+                             Type elementType) {
+  auto type = RankedTensorType::get(shape, elementType);
+  unsigned width = elementType.getIntOrFloatBitWidth();
+  SmallVector<APInt> values;
+  for (int64_t i = 0, e = type.getNumElements(); i < e; ++i)
+    values.push_back(APInt(width, start + i, /*isSigned=*/true));
+  return ConstantOp::create(
+      b, loc, cast<ElementsAttr>(DenseElementsAttr::get(type, values)));
+}
+
+FailureOr<Value> AttentionBuilder::causalMask(int64_t qLen, int64_t kvLen,
+                                              int64_t offset) {
+  // Two small ranges compared with broadcasting, not a [q, kv] constant: the
+  // mask of a long sequence costs no weight memory.
+  Type i64 = b.getI64Type();
+  Value keys = iota({1, kvLen}, 0, i64);
+  Value lastVisible = iota({qLen, 1}, offset, i64);
+  return compare<LessEqualOp>(keys, lastVisible);
+}
+
+FailureOr<Value> AttentionBuilder::causalMask(int64_t qLen, int64_t kvLen,
+                                              Value offsets) {
+  Type i64 = b.getI64Type();
+  Value keys = iota({1, 1, 1, kvLen}, 0, i64);
+  auto lastVisible = broadcast<AddOp>(iota({1, 1, qLen, 1}, 0, i64), offsets);
+  if (failed(lastVisible))
+    return failure();
+  return compare<LessEqualOp>(keys, *lastVisible);
+}
+
+FailureOr<Value> AttentionBuilder::keyRangeMask(Value end, Value start,
+                                                int64_t kvLen) {
+  Type elementType = typeOf(end).getElementType();
+  int64_t batch = typeOf(end).getDimSize(0);
+  Value keys = iota({1, kvLen}, 0, elementType);
+  auto allowed = compare<LessOp>(keys, reshape(end, {batch, 1}));
+  if (failed(allowed) || !start)
+    return allowed;
+  auto started = compare<GreaterEqualOp>(keys, reshape(start, {batch, 1}));
+  if (failed(started))
+    return failure();
+  return broadcast<AndOp>(*allowed, *started);
+}
+
+FailureOr<Value> AttentionBuilder::maskBias(Value allowed, Type elementType,
+                                            double masked, Value unmasked) {
+  if (!unmasked)
+    unmasked = importer.scalar(loc, elementType, 0.0);
+  return where(allowed, unmasked, importer.scalar(loc, elementType, masked));
+}
+
+FailureOr<Value> AttentionBuilder::rowsWithoutKeys(Value attendable) {
+  // Kiln has no boolean "any": the mean of the row as 0/1 is 0 exactly when
+  // no key is attendable (sums of small integers are exact in fp32).
+  Type f32 = b.getF32Type();
+  Value counted = castTo(attendable, f32);
+  int64_t last = typeOf(counted).getRank() - 1;
+  Value mean =
+      ReduceMeanOp::create(b, loc, counted, ArrayRef<int64_t>{last}, true);
+  return compare<EqualOp>(mean, importer.scalar(loc, f32, 0.0));
+}
+
+Value AttentionBuilder::castTo(Value x, Type elementType) {
+  if (typeOf(x).getElementType() == elementType)
+    return x;
+  return CastOp::create(b, loc, typeOf(x).clone(elementType), x);
+}
+
+FailureOr<Value> AttentionBuilder::where(Value condition, Value lhs,
+                                         Value rhs) {
+  auto type = inferWhereType(loc, typeOf(condition), typeOf(lhs), typeOf(rhs));
+  if (failed(type))
+    return failure();
+  return WhereOp::create(b, loc, *type, condition, lhs, rhs).getResult();
+}
+
+FailureOr<Value> AttentionBuilder::matmul(Value lhs, Value rhs,
+                                          bool transposeRhs) {
+  auto type =
+      inferMatmulType(loc, typeOf(lhs), typeOf(rhs), false, transposeRhs);
+  if (failed(type))
+    return failure();
+  return MatmulOp::create(b, loc, *type, lhs, rhs, false, transposeRhs)
+      .getResult();
+}
+
+FailureOr<SdpaValues> AttentionBuilder::buildSdpa(const SdpaOperands &in) {
+  RankedTensorType queryType = typeOf(in.query);
+  ArrayRef<int64_t> qs = queryType.getShape(), ks = typeOf(in.key).getShape(),
+                    vs = typeOf(in.value).getShape();
+  if (ks[0] != qs[0] || vs[0] != qs[0] || ks[2] != vs[2] || ks[3] != qs[3])
+    return error() << "Q, K and V do not agree on batch, key sequence or "
+                   << "head size: " << queryType << ", " << in.key.getType()
+                   << ", " << in.value.getType() << " (head-major)";
+  int64_t qHeads = queryType.getDimSize(1);
+  int64_t kvHeads = typeOf(in.key).getDimSize(1);
+  if (kvHeads <= 0 || qHeads % kvHeads != 0 ||
+      typeOf(in.value).getDimSize(1) != kvHeads)
+    return error() << "query heads (" << qHeads
+                   << ") must be a multiple of the key and value heads ("
+                   << kvHeads << ", " << typeOf(in.value).getDimSize(1) << ")";
+  Value key = repeatHeads(in.key, qHeads / kvHeads);
+  Value value = repeatHeads(in.value, qHeads / kvHeads);
+  Type et = queryType.getElementType();
+
+  SdpaValues r;
+  auto product = matmul(in.query, key, /*transposeRhs=*/true);
+  if (failed(product))
+    return failure();
+  RankedTensorType scoresType = typeOf(*product);
+  r.scores = MulOp::create(b, loc, scoresType, *product,
+                           importer.scalar(loc, et, in.scale));
+  r.capped = r.scores;
+  if (in.softcap != 0.0) {
+    Value cap = importer.scalar(loc, et, in.softcap);
+    Value ratio = DivOp::create(b, loc, scoresType, r.scores, cap);
+    Value squashed = TanhOp::create(b, loc, ratio);
+    r.capped = MulOp::create(b, loc, scoresType, squashed, cap);
+  }
+  r.biased = r.capped;
+  if (in.bias) {
+    auto biased = broadcast<AddOp>(r.capped, castTo(in.bias, et));
+    if (failed(biased))
+      return failure();
+    if (typeOf(*biased) != scoresType)
+      return error() << "the attention mask or bias of type "
+                     << in.bias.getType()
+                     << " does not broadcast to the scores " << scoresType;
+    r.biased = *biased;
+  }
+  Type softmaxType = in.softmaxType ? in.softmaxType : et;
+  Value probs = SoftmaxOp::create(b, loc, castTo(r.biased, softmaxType),
+                                  scoresType.getRank() - 1);
+  if (in.rowFullyMasked) {
+    auto guarded =
+        where(in.rowFullyMasked, importer.scalar(loc, softmaxType, 0.0), probs);
+    if (failed(guarded))
+      return failure();
+    probs = *guarded;
+  }
+  r.probs = castTo(probs, et);
+  auto output = matmul(r.probs, value, /*transposeRhs=*/false);
+  if (failed(output))
+    return failure();
+  r.output = *output;
+  return r;
+}
+
+} // namespace kiln

@@ -1,0 +1,360 @@
+//===- AttentionMicrosoft.cpp - com.microsoft Attention and MHA -----------===//
+//
+// ONNX Runtime's contrib attention ops, as its transformer optimizer writes
+// them, in the canonical form of AttentionBuilder.h:
+//
+// - Attention: one packed Q/K/V projection (weights [in, q + k + v], bias),
+//   self-attention over it, an optional past [2, batch, heads, past, size].
+// - MultiHeadAttention: separate 3-D Q, K and V (the projections' outputs)
+//   with their packed bias, or K and V already head-major (4-D; the bias
+//   then applies to Q only), optional past_key and past_value.
+//
+// Both take a mask_index / key_padding_mask of int32 as ONNX Runtime's CPU
+// kernel reads it: key lengths [batch], end and start positions [2 * batch],
+// a 0/1 mask [batch, total] or [batch, q_len, total], and for Attention the
+// Megatron form [batch, 1, max_len, max_len]. Masked keys get
+// mask_filter_value (finite, -10000 by default), as in ONNX Runtime; with
+// `unidirectional` the keys after a query get the element type's lowest value
+// instead. attention_bias is added to the scores too.
+//
+// Forms that ONNX Runtime's CPU kernel cannot run, so that no oracle checks
+// them (packed QKV and KV for MultiHeadAttention, past_present_share_buffer,
+// rotary embedding, the qk output, unidirectional cross attention, where the
+// CPU kernel leaves the last query unmasked), are rejected with an error
+// that names them.
+//
+//===----------------------------------------------------------------------===//
+
+#include "AttentionBuilder.h"
+#include "GraphImporter.h"
+
+#include "llvm/ADT/APFloat.h"
+
+#include <cmath>
+
+using namespace mlir;
+
+namespace kiln {
+
+namespace {
+
+/// Converts one com.microsoft Attention or MultiHeadAttention node.
+struct MicrosoftAttentionConverter : AttentionBuilder {
+  using AttentionBuilder::AttentionBuilder;
+
+  /// Fails with an error naming `feature` when input `i` is given.
+  LogicalResult rejectInput(int i, StringRef feature) {
+    if (importer.input(node, i))
+      return error() << feature << " is not supported";
+    return success();
+  }
+
+  /// Fails with an error naming `feature` when output `i` is asked for.
+  LogicalResult rejectOutput(int i, StringRef feature) {
+    if (i < node.output_size() && !node.output(i).empty())
+      return error() << feature << " is not supported";
+    return success();
+  }
+
+  /// The keys each query sees by `mask` (i1, broadcasting to [batch, 1,
+  /// q_len, total]).
+  FailureOr<Value> keyMask(Value mask, int64_t batch, int64_t qLen,
+                           int64_t total, int64_t past) {
+    RankedTensorType type = typeOf(mask);
+    if (!isa<IntegerType>(type.getElementType()) ||
+        type.getElementType().isInteger(1) || !type.hasStaticShape())
+      return error() << "expected an integer mask with a static shape, got "
+                     << type;
+    ArrayRef<int64_t> s = type.getShape();
+    int64_t rank = s.size();
+    if (rank == 1 && (s[0] == batch || s[0] == 2 * batch)) {
+      Value end = slice(mask, 0, 0, batch);
+      Value start = s[0] == 2 * batch ? slice(mask, 0, batch, batch) : Value();
+      auto seen = keyRangeMask(end, start, total);
+      if (failed(seen))
+        return failure();
+      return reshape(*seen, {batch, 1, 1, total});
+    }
+    bool megatron = node.op_type() == "Attention";
+    Value rows;
+    if (rank == 2 && s[0] == batch && s[1] == total)
+      rows = reshape(mask, {batch, 1, 1, total});
+    else if (rank == 3 && s[0] == batch && s[1] == qLen && s[2] == total)
+      rows = reshape(mask, {batch, 1, qLen, total});
+    else if (megatron && rank == 4 && s[0] == batch && s[1] == 1 &&
+             s[2] == s[3] && s[2] >= total)
+      // Megatron's causal mask for the longest sequence: this block's
+      // queries and the keys seen so far.
+      rows = slice(slice(mask, 2, past, qLen), 3, 0, total);
+    if (!rows)
+      return error() << "mask of type " << type
+                     << " is none of the supported forms [" << batch << "], ["
+                     << 2 * batch << "], [" << batch << ", " << total << "], ["
+                     << batch << ", " << qLen << ", " << total << "]"
+                     << (megatron ? ", [batch, 1, max_len, max_len]" : "");
+    return compare<GreaterOp>(rows,
+                              importer.scalar(loc, type.getElementType(), 0.0));
+  }
+
+  /// The additive bias of the mask, causality and attention_bias, or null;
+  /// `newKeys` is the key length without the past.
+  FailureOr<Value> bias(Value mask, Value attentionBias, Type et, int64_t batch,
+                        int64_t heads, int64_t qLen, int64_t newKeys,
+                        int64_t past) {
+    int64_t total = past + newKeys;
+    Value bias;
+    if (mask) {
+      auto seen = keyMask(mask, batch, qLen, total, past);
+      if (failed(seen))
+        return failure();
+      auto masked =
+          maskBias(*seen, et, floatAttr("mask_filter_value", -10000.0f));
+      if (failed(masked))
+        return failure();
+      bias = *masked;
+    }
+    // ONNX Runtime masks nothing for a single query: it sees every key.
+    if (intAttr("unidirectional", 0) != 0 && qLen > 1) {
+      if (qLen != newKeys)
+        return error() << "unidirectional attention of " << qLen
+                       << " queries over " << newKeys
+                       << " new keys (cross attention) is not supported";
+      auto causal = causalMask(qLen, total, past);
+      if (failed(causal))
+        return failure();
+      double lowest = llvm::APFloat::getLargest(
+                          llvm::cast<FloatType>(et).getFloatSemantics(),
+                          /*Negative=*/true)
+                          .convertToDouble();
+      auto masked = maskBias(*causal, et, lowest, bias);
+      if (failed(masked))
+        return failure();
+      bias = *masked;
+    }
+    if (!attentionBias)
+      return bias;
+    int64_t scores[] = {batch, heads, qLen, total};
+    if (failed(checkFloatTensor(attentionBias, 4, "attention_bias")) ||
+        failed(checkBroadcastsToScores(typeOf(attentionBias).getShape(), scores,
+                                       "attention_bias",
+                                       attentionBias.getType())))
+      return failure();
+    if (!bias)
+      return attentionBias;
+    return broadcast<AddOp>(castTo(attentionBias, et), bias);
+  }
+
+  /// The scale of the scores: the attribute, or 1/sqrt(head_size).
+  double scale(int64_t headSize) {
+    float given = floatAttr("scale", 0.0f);
+    if (given != 0.0f)
+      return given;
+    return 1.0 / std::sqrt(static_cast<double>(headSize));
+  }
+
+  /// `x` plus `count` elements of the packed `bias` from `start`.
+  FailureOr<Value> addBias(Value x, Value bias, int64_t start, int64_t count) {
+    if (!bias)
+      return x;
+    return broadcast<AddOp>(x, slice(bias, 0, start, count));
+  }
+
+  /// num_heads, which must be positive.
+  FailureOr<int64_t> heads() {
+    int64_t heads = intAttr("num_heads", 0);
+    if (heads <= 0)
+      return error() << "num_heads must be positive, got " << heads;
+    return heads;
+  }
+
+  /// Runs the attention and binds output 0 ([batch, q_len, v_hidden]).
+  LogicalResult attend(const SdpaOperands &operands) {
+    auto sdpa = buildSdpa(operands);
+    if (failed(sdpa))
+      return failure();
+    return output(mergeHeads(sdpa->output), 0);
+  }
+
+  LogicalResult convertAttention() {
+    if (intAttr("do_rotary", 0) != 0)
+      return error() << "do_rotary (rotary embedding inside Attention) is "
+                        "not supported";
+    if (intAttr("past_present_share_buffer", 0) != 0)
+      return error() << "past_present_share_buffer is not supported";
+    if (failed(rejectInput(6, "past_sequence_length")))
+      return failure();
+    auto x = required(0), weights = required(1);
+    auto heads = this->heads();
+    if (failed(x) || failed(weights) || failed(heads) ||
+        failed(checkFloatTensor(*x, 3, "input")) ||
+        failed(checkFloatTensor(*weights, 2, "weights")))
+      return failure();
+    if (typeOf(*weights).getDimSize(0) != typeOf(*x).getDimSize(2))
+      return error() << "weights of type " << weights->getType()
+                     << " do not fit the input " << x->getType();
+    int64_t packed = typeOf(*weights).getDimSize(1);
+    SmallVector<int64_t> sizes(3, packed / 3);
+    if (auto given = intsAttr("qkv_hidden_sizes"))
+      sizes = *given;
+    // Each size is checked against the total before the sum, which then
+    // cannot overflow.
+    auto fits = [&](int64_t size) { return size > 0 && size <= packed; };
+    if (sizes.size() != 3 || sizes[0] != sizes[1] ||
+        !llvm::all_of(sizes, fits) || sizes[0] + sizes[1] + sizes[2] != packed)
+      return error() << "weights of " << packed
+                     << " columns do not split into Q, K and V of "
+                        "qkv_hidden_sizes (Q and K equal)";
+    auto qkv = matmul(*x, *weights, /*transposeRhs=*/false);
+    if (failed(qkv))
+      return failure();
+    if (Value bias = importer.input(node, 2)) {
+      if (failed(checkFloatTensor(bias, 1, "bias")))
+        return failure();
+      qkv = broadcast<AddOp>(*qkv, bias);
+      if (failed(qkv))
+        return failure();
+    }
+    auto query = splitHeads(slice(*qkv, 2, 0, sizes[0]), *heads, "Q");
+    auto key = splitHeads(slice(*qkv, 2, sizes[0], sizes[1]), *heads, "K");
+    auto value =
+        splitHeads(slice(*qkv, 2, sizes[0] + sizes[1], sizes[2]), *heads, "V");
+    if (failed(query) || failed(key) || failed(value))
+      return failure();
+    int64_t batch = typeOf(*x).getDimSize(0), qLen = typeOf(*x).getDimSize(1);
+    int64_t past = 0;
+    if (Value state = importer.input(node, 4)) {
+      // past: [2, batch, heads, past_len, head_size], keys then values.
+      if (failed(checkFloatTensor(state, 5, "past")))
+        return failure();
+      ArrayRef<int64_t> s = typeOf(state).getShape();
+      if (s[0] != 2)
+        return error() << "expected past of shape [2, ...], got "
+                       << typeOf(state);
+      past = s[3];
+      Value pastKey = reshape(slice(state, 0, 0, 1), s.drop_front());
+      Value pastValue = reshape(slice(state, 0, 1, 1), s.drop_front());
+      key = concatSequence(pastKey, *key, "past");
+      value = concatSequence(pastValue, *value, "past");
+      if (failed(key) || failed(value))
+        return failure();
+    }
+    if (node.output_size() > 1 && !node.output(1).empty()) {
+      SmallVector<int64_t> shape(typeOf(*key).getShape());
+      shape.insert(shape.begin(), 1);
+      Value present[] = {reshape(*key, shape), reshape(*value, shape)};
+      auto type =
+          inferConcatType(loc, {typeOf(present[0]), typeOf(present[1])}, 0);
+      if (failed(type))
+        return failure();
+      (void)output(ConcatOp::create(b, loc, *type, present, 0), 1);
+    }
+    auto bias = this->bias(importer.input(node, 3), importer.input(node, 5),
+                           typeOf(*x).getElementType(), batch, *heads, qLen,
+                           qLen, past);
+    if (failed(bias))
+      return failure();
+    SdpaOperands operands;
+    operands.query = *query;
+    operands.key = *key;
+    operands.value = *value;
+    operands.bias = *bias;
+    operands.scale = scale(sizes[0] / *heads);
+    return attend(operands);
+  }
+
+  LogicalResult convertMultiHeadAttention() {
+    if (failed(rejectInput(8, "past_sequence_length")) ||
+        failed(rejectInput(9, "cache_indirection")) ||
+        failed(rejectOutput(3, "the qk output")))
+      return failure();
+    auto q = required(0);
+    auto heads = this->heads();
+    if (failed(q) || failed(heads))
+      return failure();
+    Value k = importer.input(node, 1), v = importer.input(node, 2);
+    if (typeOf(*q).getRank() == 5)
+      return error() << "packed QKV (query of rank 5) is not supported";
+    if (!k || !v)
+      return error() << (k ? "packed KV (key without value)"
+                           : "a query without key and value")
+                     << " is not supported";
+    bool headMajorKV = typeOf(k).getRank() == 4;
+    if (failed(checkFloatTensor(*q, 3, "query")) ||
+        failed(checkFloatTensor(k, headMajorKV ? 4 : 3, "key")) ||
+        failed(checkFloatTensor(v, headMajorKV ? 4 : 3, "value")))
+      return failure();
+    if (headMajorKV && (typeOf(k).getDimSize(1) != *heads ||
+                        typeOf(v).getDimSize(1) != *heads))
+      return error() << "head-major key and value need num_heads (" << *heads
+                     << ") heads, got " << k.getType() << ", " << v.getType();
+    int64_t hidden = typeOf(*q).getDimSize(2);
+    int64_t kHidden = headMajorKV ? hidden : typeOf(k).getDimSize(2);
+    int64_t vHidden = headMajorKV ? hidden : typeOf(v).getDimSize(2);
+    Value bias = importer.input(node, 3);
+    if (bias && (failed(checkFloatTensor(bias, 1, "bias")) ||
+                 typeOf(bias).getDimSize(0) != hidden + kHidden + vHidden))
+      return error() << "expected a bias of " << hidden + kHidden + vHidden
+                     << " elements (the Q, K and V biases), got "
+                     << bias.getType();
+    auto query = addBias(*q, bias, 0, hidden);
+    if (failed(query) || failed(query = splitHeads(*query, *heads, "query")))
+      return failure();
+    // Head-major K and V (a cross-attention cache) are used as they are:
+    // ONNX Runtime adds the bias to the query only.
+    FailureOr<Value> key = k, value = v;
+    if (!headMajorKV) {
+      key = addBias(k, bias, hidden, kHidden);
+      value = addBias(v, bias, hidden + kHidden, vHidden);
+      if (failed(key) || failed(value) ||
+          failed(key = splitHeads(*key, *heads, "key")) ||
+          failed(value = splitHeads(*value, *heads, "value")))
+        return failure();
+    }
+    int64_t newKeys = typeOf(*key).getDimSize(2), past = 0;
+    Value pastKey = importer.input(node, 6),
+          pastValue = importer.input(node, 7);
+    if (!pastKey != !pastValue)
+      return error() << "past_key and past_value must be given together";
+    if (pastKey) {
+      if (failed(checkFloatTensor(pastKey, 4, "past_key")) ||
+          failed(checkFloatTensor(pastValue, 4, "past_value")))
+        return failure();
+      past = typeOf(pastKey).getDimSize(2);
+      key = concatSequence(pastKey, *key, "past_key");
+      value = concatSequence(pastValue, *value, "past_value");
+      if (failed(key) || failed(value))
+        return failure();
+    }
+    (void)output(*key, 1);
+    (void)output(*value, 2);
+    int64_t batch = typeOf(*q).getDimSize(0), qLen = typeOf(*q).getDimSize(1);
+    auto allBias = this->bias(importer.input(node, 4), importer.input(node, 5),
+                              typeOf(*q).getElementType(), batch, *heads, qLen,
+                              newKeys, past);
+    if (failed(allBias))
+      return failure();
+    SdpaOperands operands;
+    operands.query = *query;
+    operands.key = *key;
+    operands.value = *value;
+    operands.bias = *allBias;
+    operands.scale = scale(hidden / *heads);
+    return attend(operands);
+  }
+};
+
+} // namespace
+
+bool isSupportedMicrosoftAttention(StringRef opType) {
+  return opType == "Attention" || opType == "MultiHeadAttention";
+}
+
+LogicalResult convertMicrosoftAttention(GraphImporter &importer,
+                                        const onnx::NodeProto &node) {
+  MicrosoftAttentionConverter converter(importer, node);
+  if (node.op_type() == "Attention")
+    return converter.convertAttention();
+  return converter.convertMultiHeadAttention();
+}
+
+} // namespace kiln
