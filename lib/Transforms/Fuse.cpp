@@ -82,7 +82,8 @@ Group buildReductionGroup(Operation *reduction,
 
 /// Builds an attention group: the attention, the data movement and
 /// elementwise ops that produce its operands for it alone (head splits,
-/// slices of a packed projection, bias adds, mask arithmetic), and a
+/// slices of a packed projection, key/value heads repeated for grouped-query
+/// attention, bias adds, mask arithmetic), and a
 /// transpose of its result (heads merged back).
 Group buildAttentionGroup(AttentionOp attention,
                           const llvm::DenseSet<Operation *> &taken) {
@@ -101,7 +102,7 @@ Group buildAttentionGroup(AttentionOp attention,
         taken.contains(producer) ||
         producer->getBlock() != attention->getBlock() ||
         !(isElementwise(producer) ||
-          isa<ReshapeOp, TransposeOp, SliceOp>(producer)) ||
+          isa<ReshapeOp, TransposeOp, SliceOp, ExpandOp>(producer)) ||
         !group.allUsesInside(producer))
       continue;
     group.members.insert(producer);

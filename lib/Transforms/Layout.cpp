@@ -23,7 +23,8 @@ bool feedsAttention(Value value) {
     Operation *user = *value.getUsers().begin();
     if (isa<AttentionOp>(user))
       return true;
-    if (!isElementwise(user) && !isa<ReshapeOp, TransposeOp, SliceOp>(user))
+    if (!isElementwise(user) &&
+        !isa<ReshapeOp, TransposeOp, SliceOp, ExpandOp>(user))
       return false;
     value = user->getResult(0);
   }

@@ -87,3 +87,37 @@ func.func @negative_broadcast_producer(%x: tensor<4x8xf32>, %b: tensor<8xf32>) -
   %s = kiln.add %x, %e : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
   return %s : tensor<4x8xf32>
 }
+
+// -----
+
+// An attention kernel takes the head split of its operands (reshape,
+// transpose, the slice of a packed projection, a bias add) and the transpose
+// merging heads back; the packed projection itself stays a matmul.
+// CHECK-LABEL: func @attention_group
+// CHECK: %[[P:.*]] = kiln.matmul
+// CHECK: %[[K:.*]] = kiln.kernel attention(%[[P]], %arg1)
+// CHECK: kiln.add
+// CHECK: kiln.slice
+// CHECK: kiln.reshape
+// CHECK: kiln.transpose
+// CHECK: %[[A:.*]] = kiln.attention
+// CHECK: %[[T:.*]] = kiln.transpose %[[A]]
+// CHECK: kiln.yield %[[T]]
+// CHECK: kiln.reshape %[[K]]
+func.func @attention_group(%x: tensor<2x3x8xf32>, %b: tensor<12xf32>, %w: tensor<8x12xf32>) -> tensor<2x3x4xf32> {
+  %p = kiln.matmul %x, %w : (tensor<2x3x8xf32>, tensor<8x12xf32>) -> tensor<2x3x12xf32>
+  %pb = kiln.add %p, %b : (tensor<2x3x12xf32>, tensor<12xf32>) -> tensor<2x3x12xf32>
+  %q = kiln.slice %pb {starts = array<i64: 0, 0, 0>, strides = array<i64: 1, 1, 1>} : tensor<2x3x12xf32> -> tensor<2x3x4xf32>
+  %k = kiln.slice %pb {starts = array<i64: 0, 0, 4>, strides = array<i64: 1, 1, 1>} : tensor<2x3x12xf32> -> tensor<2x3x4xf32>
+  %v = kiln.slice %pb {starts = array<i64: 0, 0, 8>, strides = array<i64: 1, 1, 1>} : tensor<2x3x12xf32> -> tensor<2x3x4xf32>
+  %q4 = kiln.reshape %q : tensor<2x3x4xf32> -> tensor<2x3x2x2xf32>
+  %k4 = kiln.reshape %k : tensor<2x3x4xf32> -> tensor<2x3x2x2xf32>
+  %v4 = kiln.reshape %v : tensor<2x3x4xf32> -> tensor<2x3x2x2xf32>
+  %qt = kiln.transpose %q4 {permutation = array<i64: 0, 2, 1, 3>} : tensor<2x3x2x2xf32> -> tensor<2x2x3x2xf32>
+  %kt = kiln.transpose %k4 {permutation = array<i64: 0, 2, 1, 3>} : tensor<2x3x2x2xf32> -> tensor<2x2x3x2xf32>
+  %vt = kiln.transpose %v4 {permutation = array<i64: 0, 2, 1, 3>} : tensor<2x3x2x2xf32> -> tensor<2x2x3x2xf32>
+  %o = kiln.attention %qt, %kt, %vt {scale = 0.7 : f32} : (tensor<2x2x3x2xf32>, tensor<2x2x3x2xf32>, tensor<2x2x3x2xf32>) -> tensor<2x2x3x2xf32>
+  %ot = kiln.transpose %o {permutation = array<i64: 0, 2, 1, 3>} : tensor<2x2x3x2xf32> -> tensor<2x3x2x2xf32>
+  %r = kiln.reshape %ot : tensor<2x3x2x2xf32> -> tensor<2x3x4xf32>
+  return %r : tensor<2x3x4xf32>
+}

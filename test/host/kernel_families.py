@@ -11,7 +11,8 @@ the last and a middle axis, LayerNormalization with and without bias,
 ReduceMean/Sum/Max/Min/Prod over adjacent and non-adjacent axes on floats and
 integers, ReduceL1/L2/LogSumExp/SumSquare, ArgMax/ArgMin with ties, CumSum
 over several chunks, each with fused prologues and epilogues), sort (TopK,
-with ties), copy (Transpose of rank 2 to 4, Identity
+with ties), attention (recomposed layers with packed, biased projections
+and ONNX Attention with grouped-query heads, one kernel each), copy (Transpose of rank 2 to 4, Identity
 outputs), matmul (2-D, batched, broadcast batch, 1-D operands, Gemm) and
 FFN / attention chains. Shapes are ragged on purpose: sizes that are not
 multiples of the 256-thread block or of a warp (1, 7, 31, 33, 255, 257, 1000,
@@ -625,6 +626,52 @@ def chain_cases():
             node("LayerNormalization", ["r", "gamma", "beta"], "y", axis=-1),
         ]
         return model(nodes, [("x", F32, [batch, seq, d])], ["y", "p"], inits)
+
+    # The same layer without the probabilities as an output, with biased
+    # projections: kiln-recompose makes one kiln.attention, kiln-layout packs
+    # the projections, and the attention kernel reads the packed, biased,
+    # head-split operands itself. Key counts above 128 take several tiles of
+    # the online softmax; head sizes above 128 several outputs per thread.
+    def attention_kernel(batch, seq, heads, dim):
+        d = heads * dim
+        mask = np.triu(np.full((seq, seq), -10000.0, np.float32), 1)
+        inits = [weight(n, [d, d], scale=0.3) for n in ("wq", "wk", "wv")]
+        inits += [weight(f"b{p}", [d]) for p in "qkv"]
+        inits += [ints("split", [batch, seq, heads, dim]), ints("merge", [batch, seq, d]),
+                  const("scale", 1.0 / np.sqrt(dim)), numpy_helper.from_array(mask, "mask")]
+        nodes = []
+        for p in "qkv":
+            nodes += [node("MatMul", ["x", f"w{p}"], f"{p}0"),
+                      node("Add", [f"{p}0", f"b{p}"], f"{p}b"),
+                      node("Reshape", [f"{p}b", "split"], f"{p}1")]
+        nodes += [
+            node("Transpose", ["q1"], "q", perm=[0, 2, 1, 3]),
+            node("Transpose", ["k1"], "kt", perm=[0, 2, 3, 1]),
+            node("Transpose", ["v1"], "v", perm=[0, 2, 1, 3]),
+            node("MatMul", ["q", "kt"], "s0"), node("Mul", ["s0", "scale"], "s1"),
+            node("Add", ["s1", "mask"], "s2"), node("Softmax", ["s2"], "p", axis=-1),
+            node("MatMul", ["p", "v"], "o0"),
+            node("Transpose", ["o0"], "o1", perm=[0, 2, 1, 3]),
+            node("Reshape", ["o1", "merge"], "y"),
+        ]
+        return model(nodes, [("x", F32, [batch, seq, d])], ["y"], inits)
+
+    for shape in [(2, 7, 3, 11), (1, 257, 2, 16), (1, 33, 1, 200), (2, 1, 4, 8)]:
+        label = "x".join(map(str, shape))
+        cases.append(Case("attention", f"attention_kernel_{label}",
+                          lambda s=shape: attention_kernel(*s), check=(shape[1] == 7)))
+
+    # ONNX Attention-23 with grouped-query heads and a causal mask.
+    def onnx_attention(batch, heads, kv_heads, seq, dim):
+        n = node("Attention", ["q", "k", "v"], "y", is_causal=1)
+        return model([n], [("q", F32, [batch, heads, seq, dim]),
+                           ("k", F32, [batch, kv_heads, seq, dim]),
+                           ("v", F32, [batch, kv_heads, seq, dim])], ["y"], opset=23)
+
+    for shape in [(2, 4, 2, 9, 8), (1, 6, 1, 130, 16)]:
+        label = "x".join(map(str, shape))
+        cases.append(Case("attention", f"onnx_attention_gqa_causal_{label}",
+                          lambda s=shape: onnx_attention(*s)))
 
     cases.append(Case("chain", "ffn_2x7x33x65", lambda: ffn(2, 7, 33, 65), check=True))
     cases.append(Case("chain", "ffn_1x31x32x257", lambda: ffn(1, 31, 32, 257)))

@@ -149,6 +149,11 @@ FailureOr<std::string> BodyEmitter::getAt(Value value, const std::string &idx,
     for (auto [d, p] : llvm::enumerate(transpose.getPermutation()))
       source += llvm::formatv(" + {0} * {1}LL", coordinate(d), inStrides[p]);
     name = getAt(transpose.getInput(), source, indent);
+  } else if (auto expand = dyn_cast<ExpandOp>(op)) {
+    name = getAt(expand.getInput(),
+                 broadcastOffset(expand.getInput().getType().getShape(), shape,
+                                 index),
+                 indent);
   } else if (auto slice = dyn_cast<SliceOp>(op)) {
     SmallVector<int64_t> inStrides =
         stridesOf(slice.getInput().getType().getShape());

@@ -64,8 +64,8 @@ public:
 
   /// The C name of `value` at flat index `idx` (a C expression) of its own
   /// shape, computing on demand the kernel-body ops that produce it: views
-  /// (reshape, transpose, slice) remap the index, elementwise ops broadcast
-  /// it to their operands. Call reset() before each use site.
+  /// (reshape, transpose, slice, expand) remap the index, elementwise ops
+  /// broadcast it to their operands. Call reset() before each use site.
   mlir::FailureOr<std::string> getAt(mlir::Value value, const std::string &idx,
                                      const std::string &indent);
 

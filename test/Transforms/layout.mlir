@@ -1,0 +1,79 @@
+// RUN: kiln-opt %s -split-input-file -kiln-layout | FileCheck %s
+// RUN: split-file %s %t
+// RUN: kiln-run %t/packed.mlir --compare-pipeline --seed 5 | FileCheck %s --check-prefix=SEMANTICS
+// SEMANTICS: pipeline keeps semantics
+
+// Three projections of one input, each feeding an attention operand through
+// a head split: one matmul by the weights concatenated at compile time.
+// CHECK-LABEL: func @packed
+// CHECK: %[[W:.*]] = kiln.constant dense<{{.*}}> : tensor<4x6xf32>
+// CHECK: %[[P:.*]] = kiln.matmul %arg0, %[[W]] : (tensor<1x2x4xf32>, tensor<4x6xf32>) -> tensor<1x2x6xf32>
+// CHECK: kiln.slice %[[P]] {starts = array<i64: 0, 0, 0>, strides = array<i64: 1, 1, 1>} : tensor<1x2x6xf32> -> tensor<1x2x2xf32>
+// CHECK: kiln.slice %[[P]] {starts = array<i64: 0, 0, 2>, strides = array<i64: 1, 1, 1>} : tensor<1x2x6xf32> -> tensor<1x2x2xf32>
+// CHECK: kiln.slice %[[P]] {starts = array<i64: 0, 0, 4>, strides = array<i64: 1, 1, 1>} : tensor<1x2x6xf32> -> tensor<1x2x2xf32>
+// CHECK-NOT: kiln.matmul
+// CHECK: kiln.attention
+
+// -----
+
+// negative_: the key projection is also returned, so it stays a matmul of
+// its own (packing would need a copy); the other two still pack.
+// CHECK-LABEL: func @negative_projection_used_twice
+// The query and value weights (4x2 each) pack into one 4x4 matmul; the key
+// projection (also 4x4) stays on its own.
+// CHECK-COUNT-2: kiln.matmul %arg0, %{{.*}} : (tensor<1x2x4xf32>, tensor<4x4xf32>) -> tensor<1x2x4xf32>
+// CHECK-NOT: kiln.matmul
+
+// -----
+
+// negative_: weights that are inputs cannot be concatenated at compile time.
+// CHECK-LABEL: func @negative_weights_not_constant
+// CHECK-COUNT-3: kiln.matmul %arg0, %arg
+// CHECK-NOT: kiln.slice
+
+//--- packed.mlir
+func.func @packed(%x: tensor<1x2x4xf32>) -> tensor<1x1x2x2xf32> {
+  %wq = kiln.constant dense<[[0.1, 0.2], [0.3, 0.4], [0.5, 0.6], [0.7, 0.8]]> : tensor<4x2xf32>
+  %wk = kiln.constant dense<[[-0.1, 0.2], [0.3, -0.4], [0.5, 0.6], [-0.7, 0.8]]> : tensor<4x2xf32>
+  %wv = kiln.constant dense<[[0.9, -0.2], [0.1, 0.4], [-0.5, 0.3], [0.2, 0.1]]> : tensor<4x2xf32>
+  %b = kiln.constant dense<[0.5, -0.5]> : tensor<2xf32>
+  %q = kiln.matmul %x, %wq : (tensor<1x2x4xf32>, tensor<4x2xf32>) -> tensor<1x2x2xf32>
+  %k = kiln.matmul %x, %wk : (tensor<1x2x4xf32>, tensor<4x2xf32>) -> tensor<1x2x2xf32>
+  %v = kiln.matmul %x, %wv : (tensor<1x2x4xf32>, tensor<4x2xf32>) -> tensor<1x2x2xf32>
+  %qb = kiln.add %q, %b : (tensor<1x2x2xf32>, tensor<2xf32>) -> tensor<1x2x2xf32>
+  %q4 = kiln.reshape %qb : tensor<1x2x2xf32> -> tensor<1x1x2x2xf32>
+  %k4 = kiln.reshape %k : tensor<1x2x2xf32> -> tensor<1x1x2x2xf32>
+  %v4 = kiln.reshape %v : tensor<1x2x2xf32> -> tensor<1x1x2x2xf32>
+  %o = kiln.attention %q4, %k4, %v4 {scale = 0.5 : f32} : (tensor<1x1x2x2xf32>, tensor<1x1x2x2xf32>, tensor<1x1x2x2xf32>) -> tensor<1x1x2x2xf32>
+  return %o : tensor<1x1x2x2xf32>
+}
+
+// -----
+
+func.func @negative_projection_used_twice(%x: tensor<1x2x4xf32>) -> (tensor<1x1x2x2xf32>, tensor<1x2x4xf32>) {
+  %wq = kiln.constant dense<0.1> : tensor<4x2xf32>
+  %wk = kiln.constant dense<0.2> : tensor<4x4xf32>
+  %wv = kiln.constant dense<0.3> : tensor<4x2xf32>
+  %q = kiln.matmul %x, %wq : (tensor<1x2x4xf32>, tensor<4x2xf32>) -> tensor<1x2x2xf32>
+  %k = kiln.matmul %x, %wk : (tensor<1x2x4xf32>, tensor<4x4xf32>) -> tensor<1x2x4xf32>
+  %v = kiln.matmul %x, %wv : (tensor<1x2x4xf32>, tensor<4x2xf32>) -> tensor<1x2x2xf32>
+  %q4 = kiln.reshape %q : tensor<1x2x2xf32> -> tensor<1x1x2x2xf32>
+  %k4 = kiln.reshape %k : tensor<1x2x4xf32> -> tensor<1x2x2x2xf32>
+  %v4 = kiln.reshape %v : tensor<1x2x2xf32> -> tensor<1x1x2x2xf32>
+  %k1 = kiln.slice %k4 {starts = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1, 1, 1>} : tensor<1x2x2x2xf32> -> tensor<1x1x2x2xf32>
+  %o = kiln.attention %q4, %k1, %v4 {scale = 0.5 : f32} : (tensor<1x1x2x2xf32>, tensor<1x1x2x2xf32>, tensor<1x1x2x2xf32>) -> tensor<1x1x2x2xf32>
+  return %o, %k : tensor<1x1x2x2xf32>, tensor<1x2x4xf32>
+}
+
+// -----
+
+func.func @negative_weights_not_constant(%x: tensor<1x2x4xf32>, %wq: tensor<4x2xf32>, %wk: tensor<4x2xf32>, %wv: tensor<4x2xf32>) -> tensor<1x1x2x2xf32> {
+  %q = kiln.matmul %x, %wq : (tensor<1x2x4xf32>, tensor<4x2xf32>) -> tensor<1x2x2xf32>
+  %k = kiln.matmul %x, %wk : (tensor<1x2x4xf32>, tensor<4x2xf32>) -> tensor<1x2x2xf32>
+  %v = kiln.matmul %x, %wv : (tensor<1x2x4xf32>, tensor<4x2xf32>) -> tensor<1x2x2xf32>
+  %q4 = kiln.reshape %q : tensor<1x2x2xf32> -> tensor<1x1x2x2xf32>
+  %k4 = kiln.reshape %k : tensor<1x2x2xf32> -> tensor<1x1x2x2xf32>
+  %v4 = kiln.reshape %v : tensor<1x2x2xf32> -> tensor<1x1x2x2xf32>
+  %o = kiln.attention %q4, %k4, %v4 {scale = 0.5 : f32} : (tensor<1x1x2x2xf32>, tensor<1x1x2x2xf32>, tensor<1x1x2x2xf32>) -> tensor<1x1x2x2xf32>
+  return %o : tensor<1x1x2x2xf32>
+}

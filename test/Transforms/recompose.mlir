@@ -1,0 +1,118 @@
+// RUN: kiln-opt %s -split-input-file -kiln-recompose -canonicalize | FileCheck %s
+// Semantics: recompose-semantics.test runs each positive form.
+
+// The TorchScript BERT form: keys transposed to [b, h, d, s] for the scores,
+// a scalar scale multiplied in, an additive mask broadcast over heads.
+// CHECK-LABEL: func @bert_form
+// CHECK: %[[K:.*]] = kiln.transpose %arg1 {permutation = array<i64: 0, 2, 1, 3>}
+// CHECK: %[[O:.*]] = kiln.attention %arg0, %[[K]], %arg2, %arg3 {scale = 2.500000e-01 : f32}
+// CHECK-NOT: kiln.softmax
+// CHECK: return %[[O]]
+func.func @bert_form(%q: tensor<2x4x8x16xf32>, %k: tensor<2x8x4x16xf32>, %v: tensor<2x4x8x16xf32>, %m: tensor<2x1x8x8xf32>) -> tensor<2x4x8x16xf32> {
+  %kt = kiln.transpose %k {permutation = array<i64: 0, 2, 3, 1>} : tensor<2x8x4x16xf32> -> tensor<2x4x16x8xf32>
+  %s = kiln.matmul %q, %kt : (tensor<2x4x8x16xf32>, tensor<2x4x16x8xf32>) -> tensor<2x4x8x8xf32>
+  %c = kiln.constant dense<2.500000e-01> : tensor<f32>
+  %x = kiln.mul %s, %c : (tensor<2x4x8x8xf32>, tensor<f32>) -> tensor<2x4x8x8xf32>
+  %a = kiln.add %x, %m : (tensor<2x4x8x8xf32>, tensor<2x1x8x8xf32>) -> tensor<2x4x8x8xf32>
+  %p = kiln.softmax %a {axis = 3 : i64} : tensor<2x4x8x8xf32>
+  %o = kiln.matmul %p, %v : (tensor<2x4x8x8xf32>, tensor<2x4x8x16xf32>) -> tensor<2x4x8x16xf32>
+  return %o : tensor<2x4x8x16xf32>
+}
+
+// -----
+
+// Kiln's own importer form: transpose_rhs, the scale divided out of the
+// queries and the keys each (sqrt(d) twice), the mask first in the add.
+// CHECK-LABEL: func @importer_form
+// CHECK: kiln.attention %arg0, %arg1, %arg2, %arg3 {scale = 6.250000e-02 : f32}
+func.func @importer_form(%q: tensor<1x2x5x16xf32>, %k: tensor<1x2x7x16xf32>, %v: tensor<1x2x7x4xf32>, %m: tensor<5x7xf32>) -> tensor<1x2x5x4xf32> {
+  %c = kiln.constant dense<4.000000e+00> : tensor<f32>
+  %qs = kiln.div %q, %c : (tensor<1x2x5x16xf32>, tensor<f32>) -> tensor<1x2x5x16xf32>
+  %ks = kiln.div %k, %c : (tensor<1x2x7x16xf32>, tensor<f32>) -> tensor<1x2x7x16xf32>
+  %s = kiln.matmul %qs, %ks {transpose_rhs = true} : (tensor<1x2x5x16xf32>, tensor<1x2x7x16xf32>) -> tensor<1x2x5x7xf32>
+  %a = kiln.add %m, %s : (tensor<5x7xf32>, tensor<1x2x5x7xf32>) -> tensor<1x2x5x7xf32>
+  %p = kiln.softmax %a {axis = 3 : i64} : tensor<1x2x5x7xf32>
+  %o = kiln.matmul %p, %v : (tensor<1x2x5x7xf32>, tensor<1x2x7x4xf32>) -> tensor<1x2x5x4xf32>
+  return %o : tensor<1x2x5x4xf32>
+}
+
+// -----
+
+// GPT-2's causal select against the float's lowest value becomes an additive
+// mask; the keys broadcast over the query heads (multi-query attention).
+// CHECK-LABEL: func @select_mask_mqa
+// CHECK: %[[M:.*]] = kiln.where %arg3, %{{.*}}, %{{.*}} : (tensor<6x6xi1>, tensor<f32>, tensor<f32>) -> tensor<6x6xf32>
+// CHECK: kiln.attention %arg0, %arg1, %arg2, %[[M]] {scale = 1.000000e+00 : f32} : (tensor<2x4x6x8xf32>, tensor<2x1x6x8xf32>, tensor<2x1x6x8xf32>, tensor<6x6xf32>)
+func.func @select_mask_mqa(%q: tensor<2x4x6x8xf32>, %k: tensor<2x1x6x8xf32>, %v: tensor<2x1x6x8xf32>, %causal: tensor<6x6xi1>) -> tensor<2x4x6x8xf32> {
+  %s = kiln.matmul %q, %k {transpose_rhs = true} : (tensor<2x4x6x8xf32>, tensor<2x1x6x8xf32>) -> tensor<2x4x6x6xf32>
+  %low = kiln.constant dense<-3.40282347E+38> : tensor<f32>
+  %w = kiln.where %causal, %s, %low : (tensor<6x6xi1>, tensor<2x4x6x6xf32>, tensor<f32>) -> tensor<2x4x6x6xf32>
+  %p = kiln.softmax %w {axis = 3 : i64} : tensor<2x4x6x6xf32>
+  %o = kiln.matmul %p, %v : (tensor<2x4x6x6xf32>, tensor<2x1x6x8xf32>) -> tensor<2x4x6x8xf32>
+  return %o : tensor<2x4x6x8xf32>
+}
+
+// -----
+
+// negative_: the probabilities are also an output.
+// CHECK-LABEL: func @negative_probs_used_twice
+// CHECK-NOT: kiln.attention
+// CHECK: kiln.softmax
+func.func @negative_probs_used_twice(%q: tensor<1x1x4x8xf32>, %k: tensor<1x1x4x8xf32>, %v: tensor<1x1x4x8xf32>) -> (tensor<1x1x4x8xf32>, tensor<1x1x4x4xf32>) {
+  %s = kiln.matmul %q, %k {transpose_rhs = true} : (tensor<1x1x4x8xf32>, tensor<1x1x4x8xf32>) -> tensor<1x1x4x4xf32>
+  %p = kiln.softmax %s {axis = 3 : i64} : tensor<1x1x4x4xf32>
+  %o = kiln.matmul %p, %v : (tensor<1x1x4x4xf32>, tensor<1x1x4x8xf32>) -> tensor<1x1x4x8xf32>
+  return %o, %p : tensor<1x1x4x8xf32>, tensor<1x1x4x4xf32>
+}
+
+// -----
+
+// negative_: a select against -10000 is not an additive mask (a fully masked
+// row would differ), so it stays.
+// CHECK-LABEL: func @negative_finite_fill
+// CHECK-NOT: kiln.attention
+func.func @negative_finite_fill(%q: tensor<1x1x4x8xf32>, %k: tensor<1x1x4x8xf32>, %v: tensor<1x1x4x8xf32>, %c: tensor<4x4xi1>) -> tensor<1x1x4x8xf32> {
+  %s = kiln.matmul %q, %k {transpose_rhs = true} : (tensor<1x1x4x8xf32>, tensor<1x1x4x8xf32>) -> tensor<1x1x4x4xf32>
+  %fill = kiln.constant dense<-1.000000e+04> : tensor<f32>
+  %w = kiln.where %c, %s, %fill : (tensor<4x4xi1>, tensor<1x1x4x4xf32>, tensor<f32>) -> tensor<1x1x4x4xf32>
+  %p = kiln.softmax %w {axis = 3 : i64} : tensor<1x1x4x4xf32>
+  %o = kiln.matmul %p, %v : (tensor<1x1x4x4xf32>, tensor<1x1x4x8xf32>) -> tensor<1x1x4x8xf32>
+  return %o : tensor<1x1x4x8xf32>
+}
+
+// -----
+
+// negative_: softmax over another axis than the keys.
+// CHECK-LABEL: func @negative_softmax_axis
+// CHECK-NOT: kiln.attention
+func.func @negative_softmax_axis(%q: tensor<1x1x4x8xf32>, %k: tensor<1x1x4x8xf32>, %v: tensor<1x1x4x8xf32>) -> tensor<1x1x4x8xf32> {
+  %s = kiln.matmul %q, %k {transpose_rhs = true} : (tensor<1x1x4x8xf32>, tensor<1x1x4x8xf32>) -> tensor<1x1x4x4xf32>
+  %p = kiln.softmax %s {axis = 2 : i64} : tensor<1x1x4x4xf32>
+  %o = kiln.matmul %p, %v : (tensor<1x1x4x4xf32>, tensor<1x1x4x8xf32>) -> tensor<1x1x4x8xf32>
+  return %o : tensor<1x1x4x8xf32>
+}
+
+// -----
+
+// negative_: a scale that is a tensor, not a scalar constant.
+// CHECK-LABEL: func @negative_tensor_scale
+// CHECK-NOT: kiln.attention
+func.func @negative_tensor_scale(%q: tensor<1x1x4x8xf32>, %k: tensor<1x1x4x8xf32>, %v: tensor<1x1x4x8xf32>, %t: tensor<4xf32>) -> tensor<1x1x4x8xf32> {
+  %s = kiln.matmul %q, %k {transpose_rhs = true} : (tensor<1x1x4x8xf32>, tensor<1x1x4x8xf32>) -> tensor<1x1x4x4xf32>
+  %x = kiln.mul %s, %t : (tensor<1x1x4x4xf32>, tensor<4xf32>) -> tensor<1x1x4x4xf32>
+  %p = kiln.softmax %x {axis = 3 : i64} : tensor<1x1x4x4xf32>
+  %o = kiln.matmul %p, %v : (tensor<1x1x4x4xf32>, tensor<1x1x4x8xf32>) -> tensor<1x1x4x8xf32>
+  return %o : tensor<1x1x4x8xf32>
+}
+
+// -----
+
+// negative_: 3-D (heads folded into the batch) is not matched.
+// CHECK-LABEL: func @negative_rank3
+// CHECK-NOT: kiln.attention
+func.func @negative_rank3(%q: tensor<8x4x16xf32>, %k: tensor<8x4x16xf32>, %v: tensor<8x4x16xf32>) -> tensor<8x4x16xf32> {
+  %s = kiln.matmul %q, %k {transpose_rhs = true} : (tensor<8x4x16xf32>, tensor<8x4x16xf32>) -> tensor<8x4x4xf32>
+  %p = kiln.softmax %s {axis = 2 : i64} : tensor<8x4x4xf32>
+  %o = kiln.matmul %p, %v : (tensor<8x4x4xf32>, tensor<8x4x16xf32>) -> tensor<8x4x16xf32>
+  return %o : tensor<8x4x16xf32>
+}
