@@ -174,11 +174,113 @@ struct RecomposeAttention : OpRewritePattern<SoftmaxOp> {
   }
 };
 
+/// True when `axes` are the trailing dims of a rank-`rank` tensor.
+bool areTrailingAxes(ArrayRef<int64_t> axes, int64_t rank) {
+  if (axes.empty())
+    return false;
+  for (auto [i, axis] : llvm::enumerate(axes))
+    if (axis != rank - static_cast<int64_t>(axes.size()) + static_cast<int64_t>(i))
+      return false;
+  return true;
+}
+
+/// LayerNorm as exporters before opset 17 write it:
+///   d = x - mean(x); n = d / sqrt(mean(d^2) + eps); [n * gamma] [+ beta]
+/// over the trailing axes, from the division out.
+struct RecomposeLayerNorm : OpRewritePattern<DivOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(DivOp div,
+                                PatternRewriter &rewriter) const override {
+    auto centered = div.getLhs().getDefiningOp<SubOp>();
+    auto sqrt = div.getRhs().getDefiningOp<SqrtOp>();
+    if (!centered || !sqrt || !sqrt->hasOneUse())
+      return rewriter.notifyMatchFailure(div, "not d / sqrt(...)");
+    auto mean = centered.getRhs().getDefiningOp<ReduceMeanOp>();
+    Value x = centered.getLhs();
+    if (!mean || mean.getInput() != x || !mean.getKeepdims() ||
+        !mean->hasOneUse() || x.getType() != centered.getType())
+      return rewriter.notifyMatchFailure(div, "not x - mean(x)");
+    auto type = cast<RankedTensorType>(x.getType());
+    if (!areTrailingAxes(mean.getAxes(), type.getRank()))
+      return rewriter.notifyMatchFailure(div, "not over trailing axes");
+    auto shifted = sqrt.getInput().getDefiningOp<AddOp>();
+    if (!shifted || !shifted->hasOneUse())
+      return rewriter.notifyMatchFailure(div, "no epsilon");
+    std::optional<double> epsilon = splatValue(shifted.getRhs());
+    Value varianceValue = shifted.getLhs();
+    if (!epsilon) {
+      epsilon = splatValue(shifted.getLhs());
+      varianceValue = shifted.getRhs();
+    }
+    auto variance = varianceValue.getDefiningOp<ReduceMeanOp>();
+    if (!epsilon || !variance || !variance->hasOneUse() ||
+        variance.getAxes() != mean.getAxes() || !variance.getKeepdims())
+      return rewriter.notifyMatchFailure(div, "not mean(d^2) + eps");
+    Operation *square = variance.getInput().getDefiningOp();
+    bool isSquare =
+        square && square->hasOneUse() &&
+        ((isa<MulOp>(square) && square->getOperand(0) == centered.getResult() &&
+          square->getOperand(1) == centered.getResult()) ||
+         (isa<PowOp>(square) && square->getOperand(0) == centered.getResult() &&
+          splatValue(square->getOperand(1)) == 2.0));
+    // d feeds the square and the division, nothing else.
+    if (!isSquare || !llvm::all_of(centered->getUsers(), [&](Operation *user) {
+          return user == square || user == div.getOperation();
+        }))
+      return rewriter.notifyMatchFailure(div, "not d^2 of the same d");
+
+    // Optional scale and shift that broadcast over the normalized dims only.
+    int64_t axis = mean.getAxes().front();
+    ArrayRef<int64_t> normalized = type.getShape().drop_front(axis);
+    auto fitsNormalized = [&](Value v) {
+      auto t = cast<RankedTensorType>(v.getType());
+      return t.getRank() <= static_cast<int64_t>(normalized.size()) &&
+             t.getElementType() == type.getElementType() &&
+             llvm::equal(t.getShape(),
+                         normalized.take_back(t.getRank()));
+    };
+    Operation *root = div;
+    Value gamma, beta;
+    auto otherOperand = [](Operation *op, Value v) {
+      return op->getOperand(0) == v ? op->getOperand(1) : op->getOperand(0);
+    };
+    if (div->hasOneUse())
+      if (auto mul = dyn_cast<MulOp>(*div->getUsers().begin());
+          mul && fitsNormalized(otherOperand(mul, div.getResult())) &&
+          mul.getType() == type) {
+        gamma = otherOperand(mul, div.getResult());
+        root = mul;
+      }
+    if (gamma && root->hasOneUse())
+      if (auto add = dyn_cast<AddOp>(*root->getUsers().begin());
+          add && fitsNormalized(otherOperand(add, root->getResult(0))) &&
+          add.getType() == type) {
+        beta = otherOperand(add, root->getResult(0));
+        root = add;
+      }
+    rewriter.setInsertionPoint(root);
+    if (!gamma) {
+      auto onesType = RankedTensorType::get(normalized, type.getElementType());
+      gamma = ConstantOp::create(
+          rewriter, div.getLoc(),
+          cast<ElementsAttr>(DenseElementsAttr::get(
+              onesType, rewriter.getFloatAttr(type.getElementType(), 1.0))));
+    }
+    auto norm = LayerNormOp::create(
+        rewriter, rewriter.getFusedLoc({mean.getLoc(), div.getLoc(), root->getLoc()}),
+        type, x, gamma, beta, rewriter.getI64IntegerAttr(axis),
+        rewriter.getF32FloatAttr(static_cast<float>(*epsilon)));
+    rewriter.replaceOp(root, norm.getResult());
+    return success();
+  }
+};
+
 struct KilnRecomposePass
     : public kiln::impl::KilnRecomposePassBase<KilnRecomposePass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
-    patterns.add<RecomposeAttention>(&getContext());
+    patterns.add<RecomposeAttention, RecomposeLayerNorm>(&getContext());
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();
   }

@@ -116,3 +116,78 @@ func.func @negative_rank3(%q: tensor<8x4x16xf32>, %k: tensor<8x4x16xf32>, %v: te
   %o = kiln.matmul %p, %v : (tensor<8x4x4xf32>, tensor<8x4x16xf32>) -> tensor<8x4x16xf32>
   return %o : tensor<8x4x16xf32>
 }
+
+// -----
+
+// LayerNorm before opset 17: Pow form, with scale and shift.
+// CHECK-LABEL: func @layer_norm_pow
+// CHECK: %[[N:.*]] = kiln.layer_norm %arg0, %arg1, %arg2 {axis = 2 : i64, epsilon = 9.99999996E-13 : f32}
+// CHECK-NOT: kiln.reduce_mean
+// CHECK: return %[[N]]
+func.func @layer_norm_pow(%x: tensor<2x8x32xf32>, %g: tensor<32xf32>, %b: tensor<32xf32>) -> tensor<2x8x32xf32> {
+  %m = kiln.reduce_mean %x {axes = array<i64: 2>, keepdims = true} : tensor<2x8x32xf32> -> tensor<2x8x1xf32>
+  %d = kiln.sub %x, %m : (tensor<2x8x32xf32>, tensor<2x8x1xf32>) -> tensor<2x8x32xf32>
+  %two = kiln.constant dense<2.000000e+00> : tensor<f32>
+  %sq = kiln.pow %d, %two : (tensor<2x8x32xf32>, tensor<f32>) -> tensor<2x8x32xf32>
+  %v = kiln.reduce_mean %sq {axes = array<i64: 2>, keepdims = true} : tensor<2x8x32xf32> -> tensor<2x8x1xf32>
+  %eps = kiln.constant dense<9.99999996E-13> : tensor<f32>
+  %ve = kiln.add %v, %eps : (tensor<2x8x1xf32>, tensor<f32>) -> tensor<2x8x1xf32>
+  %s = kiln.sqrt %ve : tensor<2x8x1xf32>
+  %n = kiln.div %d, %s : (tensor<2x8x32xf32>, tensor<2x8x1xf32>) -> tensor<2x8x32xf32>
+  %y = kiln.mul %n, %g : (tensor<2x8x32xf32>, tensor<32xf32>) -> tensor<2x8x32xf32>
+  %z = kiln.add %y, %b : (tensor<2x8x32xf32>, tensor<32xf32>) -> tensor<2x8x32xf32>
+  return %z : tensor<2x8x32xf32>
+}
+
+// -----
+
+// Mul form over the last two dims, no scale or shift: unit scale.
+// CHECK-LABEL: func @layer_norm_mul_two_axes
+// CHECK: %[[ONES:.*]] = kiln.constant dense<1.000000e+00> : tensor<3x4xf32>
+// CHECK: kiln.layer_norm %arg0, %[[ONES]] {axis = 1 : i64, epsilon = 9.99999974E-6 : f32}
+func.func @layer_norm_mul_two_axes(%x: tensor<2x3x4xf32>) -> tensor<2x3x4xf32> {
+  %m = kiln.reduce_mean %x {axes = array<i64: 1, 2>, keepdims = true} : tensor<2x3x4xf32> -> tensor<2x1x1xf32>
+  %d = kiln.sub %x, %m : (tensor<2x3x4xf32>, tensor<2x1x1xf32>) -> tensor<2x3x4xf32>
+  %sq = kiln.mul %d, %d : (tensor<2x3x4xf32>, tensor<2x3x4xf32>) -> tensor<2x3x4xf32>
+  %v = kiln.reduce_mean %sq {axes = array<i64: 1, 2>, keepdims = true} : tensor<2x3x4xf32> -> tensor<2x1x1xf32>
+  %eps = kiln.constant dense<9.99999974E-6> : tensor<f32>
+  %ve = kiln.add %eps, %v : (tensor<f32>, tensor<2x1x1xf32>) -> tensor<2x1x1xf32>
+  %s = kiln.sqrt %ve : tensor<2x1x1xf32>
+  %n = kiln.div %d, %s : (tensor<2x3x4xf32>, tensor<2x1x1xf32>) -> tensor<2x3x4xf32>
+  return %n : tensor<2x3x4xf32>
+}
+
+// -----
+
+// negative_: normalized over a leading axis, which kiln.layer_norm does not
+// express.
+// CHECK-LABEL: func @negative_layer_norm_leading_axis
+// CHECK-NOT: kiln.layer_norm
+func.func @negative_layer_norm_leading_axis(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %m = kiln.reduce_mean %x {axes = array<i64: 0>, keepdims = true} : tensor<4x8xf32> -> tensor<1x8xf32>
+  %d = kiln.sub %x, %m : (tensor<4x8xf32>, tensor<1x8xf32>) -> tensor<4x8xf32>
+  %sq = kiln.mul %d, %d : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %v = kiln.reduce_mean %sq {axes = array<i64: 0>, keepdims = true} : tensor<4x8xf32> -> tensor<1x8xf32>
+  %eps = kiln.constant dense<1.0E-5> : tensor<f32>
+  %ve = kiln.add %v, %eps : (tensor<1x8xf32>, tensor<f32>) -> tensor<1x8xf32>
+  %s = kiln.sqrt %ve : tensor<1x8xf32>
+  %n = kiln.div %d, %s : (tensor<4x8xf32>, tensor<1x8xf32>) -> tensor<4x8xf32>
+  return %n : tensor<4x8xf32>
+}
+
+// -----
+
+// negative_: the centered values are also an output.
+// CHECK-LABEL: func @negative_layer_norm_centered_used
+// CHECK-NOT: kiln.layer_norm
+func.func @negative_layer_norm_centered_used(%x: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>) {
+  %m = kiln.reduce_mean %x {axes = array<i64: 1>, keepdims = true} : tensor<4x8xf32> -> tensor<4x1xf32>
+  %d = kiln.sub %x, %m : (tensor<4x8xf32>, tensor<4x1xf32>) -> tensor<4x8xf32>
+  %sq = kiln.mul %d, %d : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %v = kiln.reduce_mean %sq {axes = array<i64: 1>, keepdims = true} : tensor<4x8xf32> -> tensor<4x1xf32>
+  %eps = kiln.constant dense<1.0E-5> : tensor<f32>
+  %ve = kiln.add %v, %eps : (tensor<4x1xf32>, tensor<f32>) -> tensor<4x1xf32>
+  %s = kiln.sqrt %ve : tensor<4x1xf32>
+  %n = kiln.div %d, %s : (tensor<4x8xf32>, tensor<4x1xf32>) -> tensor<4x8xf32>
+  return %n, %d : tensor<4x8xf32>, tensor<4x8xf32>
+}

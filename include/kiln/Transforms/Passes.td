@@ -27,6 +27,11 @@ def KilnRecomposePass : Pass<"kiln-recompose", "mlir::func::FuncOp"> {
       attention), when the export does not repeat them itself.
     Every intermediate must have no other use. Anything else is left alone.
 
+    LayerNorm as exporters before opset 17 write it (ReduceMean, Sub,
+    Pow or Mul, ReduceMean, Add epsilon, Sqrt, Div, then an optional scale
+    Mul and shift Add over the normalized dims) becomes one `kiln.layer_norm`
+    over the trailing axes.
+
     Before:
     ```mlir
     %kt = kiln.transpose %k {permutation = array<i64: 0, 1, 3, 2>} ...
