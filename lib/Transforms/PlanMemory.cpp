@@ -3,7 +3,9 @@
 // Buffers are the results of ops that write memory (kernels and matmuls). A
 // reshape is a view: it extends the life of the buffer it reads and gets no
 // storage. Graph inputs and weights live outside the arena. A buffer that a
-// graph output views is written straight into the caller's output.
+// graph output views is written straight into the caller's output. An
+// elementwise kernel writes in place over an input of its own shape that dies
+// at it: element i is read before element i is written, by the same thread.
 //
 //===----------------------------------------------------------------------===//
 
@@ -92,7 +94,46 @@ struct KilnPlanMemoryPass
               std::max(intervals[it->second].end, index[&op]);
       }
 
-    ArenaPlan plan = planArena(intervals, alignment);
+    // In place: the result takes over the storage of a dying input, whose
+    // interval then lasts as long as the result's.
+    SmallVector<size_t> storageOf(values.size());
+    for (size_t i = 0; i < values.size(); ++i)
+      storageOf[i] = i;
+    for (auto [i, result] : llvm::enumerate(values)) {
+      auto kernel = result.getDefiningOp<KernelOp>();
+      if (!kernel || kernel.getKind() != KernelKind::elementwise)
+        continue;
+      for (Value input : kernel.getInputs()) {
+        Value root = storageRoot(input);
+        auto it = slot.find(root);
+        if (it == slot.end() || input.getType() != result.getType())
+          continue;
+        // Every read of that storage must be at the written index.
+        if (llvm::any_of(kernel.getInputs(), [&](Value other) {
+              return storageRoot(other) == root &&
+                     other.getType() != result.getType();
+            }))
+          continue;
+        size_t donor = storageOf[it->second];
+        if (intervals[donor].end != index[kernel] ||
+            intervals[donor].bytes != intervals[i].bytes)
+          continue;
+        intervals[donor].end = intervals[i].end;
+        storageOf[i] = donor;
+        break;
+      }
+    }
+    SmallVector<BufferInterval> owned;
+    SmallVector<size_t> ownedIndex(values.size());
+    for (size_t i = 0; i < values.size(); ++i)
+      if (storageOf[i] == i) {
+        ownedIndex[i] = owned.size();
+        owned.push_back(intervals[i]);
+      }
+    ArenaPlan plan = planArena(owned, alignment);
+    auto offsetOf = [&](Value result) {
+      return plan.offsets[ownedIndex[storageOf[slot[result]]]];
+    };
 
     Builder builder(func.getContext());
     for (Operation &op : body) {
@@ -103,8 +144,7 @@ struct KilnPlanMemoryPass
         auto out = outputOf.find(result);
         offsets.push_back(out != outputOf.end()
                               ? -1 - out->second
-                              : static_cast<int64_t>(
-                                    plan.offsets[slot[result]]));
+                              : static_cast<int64_t>(offsetOf(result)));
       }
       op.setAttr(kOffsetsAttr, builder.getDenseI64ArrayAttr(offsets));
     }

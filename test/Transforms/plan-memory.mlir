@@ -46,3 +46,54 @@ func.func @negative_view_extends_life(%x: tensor<32x32xf32>) -> tensor<1024xf32>
 func.func @negative_identity(%x: tensor<4xf32>) -> tensor<4xf32> {
   return %x : tensor<4xf32>
 }
+
+// -----
+
+/// In place: the elementwise kernel's input dies at it and has its shape, so
+/// the result takes the input's slot (the matmul after it then needs only
+/// one more): 2 slots instead of 3.
+// CHECK-LABEL: func @in_place_elementwise
+// CHECK-SAME: kiln.arena_bytes = 8192
+// CHECK-SAME: kiln.live_lower_bound_bytes = 8192
+// CHECK: kiln.matmul {{.*}}kiln.offsets = array<i64: [[A:[0-9]+]]>
+// CHECK: kiln.kernel elementwise{{.*}}kiln.offsets = array<i64: [[A]]>
+func.func @in_place_elementwise(%x: tensor<32x32xf32>) -> tensor<32x32xf32> {
+  %0 = kiln.matmul %x, %x : (tensor<32x32xf32>, tensor<32x32xf32>) -> tensor<32x32xf32>
+  %1 = kiln.relu %0 : tensor<32x32xf32>
+  %2 = kiln.matmul %1, %x : (tensor<32x32xf32>, tensor<32x32xf32>) -> tensor<32x32xf32>
+  %3 = kiln.matmul %2, %1 : (tensor<32x32xf32>, tensor<32x32xf32>) -> tensor<32x32xf32>
+  return %3 : tensor<32x32xf32>
+}
+
+// -----
+
+/// negative_: the input is read again later, so the result needs a slot of
+/// its own.
+// CHECK-LABEL: func @negative_in_place_input_lives_on
+// CHECK: kiln.matmul {{.*}}kiln.offsets = array<i64: [[A:[0-9]+]]>
+// CHECK: kiln.kernel elementwise
+// CHECK-NOT: kiln.offsets = array<i64: [[A]]>
+// CHECK-SAME: kiln.offsets
+func.func @negative_in_place_input_lives_on(%x: tensor<32x32xf32>) -> tensor<32x32xf32> {
+  %0 = kiln.matmul %x, %x : (tensor<32x32xf32>, tensor<32x32xf32>) -> tensor<32x32xf32>
+  %1 = kiln.relu %0 : tensor<32x32xf32>
+  %2 = kiln.matmul %1, %0 : (tensor<32x32xf32>, tensor<32x32xf32>) -> tensor<32x32xf32>
+  %3 = kiln.matmul %2, %1 : (tensor<32x32xf32>, tensor<32x32xf32>) -> tensor<32x32xf32>
+  return %3 : tensor<32x32xf32>
+}
+
+// -----
+
+/// negative_: a broadcast input (another shape than the result) is read at
+/// other indices than the one written, so it is never overwritten in place.
+// CHECK-LABEL: func @negative_in_place_broadcast
+// CHECK: kiln.matmul {{.*}}kiln.offsets = array<i64: [[A:[0-9]+]]>
+// CHECK: kiln.kernel elementwise
+// CHECK-NOT: kiln.offsets = array<i64: [[A]]>
+// CHECK-SAME: kiln.offsets
+func.func @negative_in_place_broadcast(%x: tensor<1x32xf32>, %y: tensor<32x32xf32>) -> tensor<32x32xf32> {
+  %0 = kiln.matmul %x, %y : (tensor<1x32xf32>, tensor<32x32xf32>) -> tensor<1x32xf32>
+  %1 = kiln.add %0, %y : (tensor<1x32xf32>, tensor<32x32xf32>) -> tensor<32x32xf32>
+  %2 = kiln.matmul %1, %y : (tensor<32x32xf32>, tensor<32x32xf32>) -> tensor<32x32xf32>
+  return %2 : tensor<32x32xf32>
+}
