@@ -35,21 +35,26 @@ std::optional<double> splatValue(Value v) {
   return splat.getSplatValue<APFloat>().convertToDouble();
 }
 
-/// Peels `x * c`, `c * x` and `x / c` by scalar constants off `v` (each with
-/// no other use, unless `v` is the start), multiplying `scale` by them.
+/// Peels `x * c`, `c * x` and `x / c` by one-element constants that do not
+/// change x's shape (each with no other use) off `v`, multiplying `scale` by
+/// them.
 Value peelScale(Value v, double &scale) {
+  auto isScalar = [](Value c, Value x, Operation *op) {
+    auto type = cast<RankedTensorType>(c.getType());
+    return splatValue(c) && type.getNumElements() == 1 &&
+           op->getResult(0).getType() == x.getType();
+  };
   while (Operation *op = v.getDefiningOp()) {
     if (op->getNumOperands() != 2 || !v.hasOneUse())
       break;
     Value lhs = op->getOperand(0), rhs = op->getOperand(1);
-    auto rank = [](Value x) { return cast<RankedTensorType>(x.getType()).getRank(); };
-    if (isa<MulOp>(op) && splatValue(rhs) && rank(rhs) == 0) {
+    if (isa<MulOp>(op) && isScalar(rhs, lhs, op)) {
       scale *= *splatValue(rhs);
       v = lhs;
-    } else if (isa<MulOp>(op) && splatValue(lhs) && rank(lhs) == 0) {
+    } else if (isa<MulOp>(op) && isScalar(lhs, rhs, op)) {
       scale *= *splatValue(lhs);
       v = rhs;
-    } else if (isa<DivOp>(op) && splatValue(rhs) && rank(rhs) == 0 &&
+    } else if (isa<DivOp>(op) && isScalar(rhs, lhs, op) &&
                *splatValue(rhs) != 0.0) {
       scale /= *splatValue(rhs);
       v = lhs;

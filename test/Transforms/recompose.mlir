@@ -54,6 +54,34 @@ func.func @select_mask_mqa(%q: tensor<2x4x6x8xf32>, %k: tensor<2x1x6x8xf32>, %v:
 
 // -----
 
+// A one-element (rank-1) scale, as opset-11 exports write it.
+// CHECK-LABEL: func @one_element_scale
+// CHECK: kiln.attention %arg0, %{{.*}}, %arg2 {scale = 5.000000e-01 : f32}
+func.func @one_element_scale(%q: tensor<1x2x3x4xf32>, %kt: tensor<1x2x4x3xf32>, %v: tensor<1x2x3x4xf32>) -> tensor<1x2x3x4xf32> {
+  %s = kiln.matmul %q, %kt : (tensor<1x2x3x4xf32>, tensor<1x2x4x3xf32>) -> tensor<1x2x3x3xf32>
+  %c = kiln.constant dense<2.000000e+00> : tensor<1xf32>
+  %d = kiln.div %s, %c : (tensor<1x2x3x3xf32>, tensor<1xf32>) -> tensor<1x2x3x3xf32>
+  %p = kiln.softmax %d {axis = 3 : i64} : tensor<1x2x3x3xf32>
+  %o = kiln.matmul %p, %v : (tensor<1x2x3x3xf32>, tensor<1x2x3x4xf32>) -> tensor<1x2x3x4xf32>
+  return %o : tensor<1x2x3x4xf32>
+}
+
+// -----
+
+// negative_: a scale that broadcasts the scores to a larger shape.
+// CHECK-LABEL: func @negative_broadcasting_scale
+// CHECK-NOT: kiln.attention
+func.func @negative_broadcasting_scale(%q: tensor<1x1x4x8xf32>, %k: tensor<1x1x4x8xf32>, %v: tensor<1x1x4x8xf32>) -> tensor<2x1x4x8xf32> {
+  %s = kiln.matmul %q, %k {transpose_rhs = true} : (tensor<1x1x4x8xf32>, tensor<1x1x4x8xf32>) -> tensor<1x1x4x4xf32>
+  %c = kiln.constant dense<5.000000e-01> : tensor<2x1x1x1xf32>
+  %x = kiln.mul %s, %c : (tensor<1x1x4x4xf32>, tensor<2x1x1x1xf32>) -> tensor<2x1x4x4xf32>
+  %p = kiln.softmax %x {axis = 3 : i64} : tensor<2x1x4x4xf32>
+  %o = kiln.matmul %p, %v : (tensor<2x1x4x4xf32>, tensor<1x1x4x8xf32>) -> tensor<2x1x4x8xf32>
+  return %o : tensor<2x1x4x8xf32>
+}
+
+// -----
+
 // negative_: the probabilities are also an output.
 // CHECK-LABEL: func @negative_probs_used_twice
 // CHECK-NOT: kiln.attention
