@@ -88,13 +88,19 @@ def KilnFusePass : Pass<"kiln-fuse", "mlir::func::FuncOp"> {
   let summary = "Group ops into kiln.kernel regions, one launch each";
   let description = [{
     Every compute op except `kiln.matmul` ends up in exactly one `kiln.kernel`:
+    - `kiln.attention` becomes an `attention` kernel together with the ops
+      that produce its operands for it alone (reshapes, transposes, slices of
+      a packed projection, expands repeating key/value heads, elementwise ops
+      such as a bias add) and a transpose of its result;
+    - the ops with the Reduction trait (reduce ops, arg ops, softmax,
+      log_softmax, layer_norm, cumsum) become a `reduction` kernel together
+      with their elementwise prologue (producers of the reduced input with no
+      other use and the input's shape) and epilogue (single-use elementwise
+      consumers with the result's shape);
     - a chain of elementwise ops whose intermediate values have no other use
       becomes one `elementwise` kernel;
-    - `kiln.softmax`, `kiln.layer_norm` and `kiln.reduce_mean` become a
-      `reduction` kernel together with their elementwise prologue (producers of
-      the reduced input with no other use and the input's shape) and epilogue
-      (single-use elementwise consumers with the result's shape);
-    - `kiln.transpose` becomes a `copy` kernel.
+    - transpose, slice, concat, gather, gather_elements and expand each become
+      a `copy` kernel, top_k a `sort` kernel.
     Reshapes and constants stay outside: they are views and weights.
 
     Before:
@@ -128,7 +134,10 @@ def KilnPlanMemoryPass : Pass<"kiln-plan-memory", "mlir::func::FuncOp"> {
     largest first, each at the lowest aligned offset that overlaps no buffer
     live at the same time (the greedy-by-size approach of TFLite's and TVM's
     planners). Values returned by the function are written straight into the
-    caller's output buffers instead.
+    caller's output buffers instead. The result of an elementwise kernel takes
+    the storage of an input of the same type that dies at that kernel (each
+    element is read before it is written, by the same thread), unless another
+    input reads that storage at other indices.
 
     Each op that materializes tensors gets `kiln.offsets` (one entry per
     result: an arena offset, or -1 - i for graph output i); the function gets
