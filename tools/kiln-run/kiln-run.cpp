@@ -369,12 +369,10 @@ int main(int argc, char **argv) {
   if (failed(kiln::readNamedTensorFiles(&context, constInputs, "const-input",
                                         frozen)))
     return 1;
-  for (auto &entry : frozen) {
-    const HostTensor &t = entry.getValue();
+  // toDenseElementsAttr, not the raw bytes: MLIR bit-packs booleans.
+  for (auto &entry : frozen)
     options.import.constantInputs[entry.getKey()] =
-        llvm::cast<ElementsAttr>(DenseElementsAttr::getFromRawBuffer(
-            t.getType(), ArrayRef<char>(t.bytes.data(), t.bytes.size())));
-  }
+        llvm::cast<ElementsAttr>(entry.getValue().toDenseElementsAttr());
 
   bool isLibrary = StringRef(modelPath).ends_with(".so");
   Signature signature;

@@ -58,17 +58,21 @@ void GraphImporter::setOutput(const onnx::NodeProto &node, int i, Value value) {
 
 /// Shape subgraphs compute small integer tensors from constants; folding
 /// them as they are imported lets later nodes (Reshape, Expand, Slice) read
-/// their shapes and axes. Float computations are left to the compiler, and
-/// the size cap bounds the work a hostile model can ask for.
+/// their shapes and axes. Larger float computations are left to the
+/// compiler, and the size caps bound the work a hostile model can ask for.
 static constexpr int64_t kMaxFoldElements = int64_t(1) << 16;
+/// Float results fold only this small: shape arithmetic that exporters route
+/// through floats (Shape -> Cast -> Min -> Cast), not weights or activations.
+static constexpr int64_t kMaxFoldFloatElements = 64;
 
 Value GraphImporter::foldConstant(Value value, int depth) {
   Operation *op = value.getDefiningOp();
   auto type = dyn_cast<RankedTensorType>(value.getType());
   if (!op || isa<ConstantOp>(op) || depth > 8 || op->getNumResults() != 1 ||
       op->getNumRegions() != 0 || !type || !type.hasStaticShape() ||
-      !isa<IntegerType>(type.getElementType()) ||
-      type.getNumElements() > kMaxFoldElements)
+      type.getNumElements() > (isa<IntegerType>(type.getElementType())
+                                   ? kMaxFoldElements
+                                   : kMaxFoldFloatElements))
     return value;
   SmallVector<HostTensor> operands;
   for (Value operand : op->getOperands()) {

@@ -34,7 +34,8 @@ public:
   /// The value of input `i` of `node`, or null when absent or empty.
   mlir::Value input(const onnx::NodeProto &node, int i);
   /// Binds output `i` of `node` to `value`, folded to a constant first when
-  /// it is a small integer tensor computed from constants (see foldConstant).
+  /// it is computed from constants and small: integers up to 65536 elements,
+  /// floats up to 64 (see foldConstant).
   void setOutput(const onnx::NodeProto &node, int i, mlir::Value value);
   /// The integers of a constant value (e.g. Reshape's shape), or failure.
   mlir::FailureOr<llvm::SmallVector<int64_t>> constantInts(mlir::Value value);
