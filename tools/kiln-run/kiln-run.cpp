@@ -179,7 +179,8 @@ bool printComparison(ArrayRef<std::string> names, ArrayRef<HostTensor> got,
     bool isFloat = isa<FloatType>(w.elementType);
     for (int64_t i = 0, e = g.numElements(); i < e; ++i) {
       double a = g.getAsDouble(i), b = w.getAsDouble(i);
-      double diff = std::fabs(a - b);
+      // Equal infinities are no error (their difference would be NaN).
+      double diff = a == b ? 0.0 : std::fabs(a - b);
       bool ok = isFloat ? (std::isnan(a) && std::isnan(b)) || a == b ||
                               diff <= absTolerance + relTolerance * std::fabs(b)
                         : g.getAsInt(i) == w.getAsInt(i);
