@@ -7,7 +7,8 @@
 Builds small ONNX models with onnx.helper in a temporary folder, one per
 (family, shape): elementwise (unary chains, broadcasting binaries, casts,
 integer and 16-bit float arithmetic, unsigned and int16 arithmetic at the
-types' limits, casts through uint64 and double, double math), reduction
+types' limits, every cast between two element types, casts through uint64
+and double, double math), reduction
 (Softmax and LogSoftmax on the last and a middle axis, LayerNormalization
 with and without bias, ReduceMean/Sum/Max/Min/Prod over adjacent and
 non-adjacent axes on floats and integers, ReduceL1/L2/LogSumExp/SumSquare,
@@ -318,6 +319,25 @@ def elementwise_cases():
     for n in [7, 1000]:
         cases.append(Case("elementwise", f"wide_casts_{n}", lambda n=n: wide_casts(n),
                           check=(n == 7)))
+
+    # Every Cast between two element types Kiln supports, from doubles scaled
+    # so that the values fit every type (300) or overflow most of them (1e19,
+    # which saturate, wrap or become infinity); all exact.
+    ALL_TYPES = [F64, F32, F16, BF16, I64, I32, I16, I8, U64, U32, U16, U8, BOOL]
+
+    def cast_matrix(scale, n):
+        nodes = [node("Mul", ["x", "scale"], "s")]
+        nodes += [node("Cast", ["s"], f"t{a}", to=a) for a in ALL_TYPES]
+        nodes += [node("Cast", [f"t{a}"], f"t{a}_{b}", to=b)
+                  for a in ALL_TYPES for b in ALL_TYPES if a != b]
+        outs = [f"t{a}" for a in ALL_TYPES] + [
+            f"t{a}_{b}" for a in ALL_TYPES for b in ALL_TYPES if a != b]
+        return model(nodes, [("x", F64, [n])], outs,
+                     [const("scale", scale, np.float64)])
+
+    for scale in [300.0, 1e19]:
+        cases.append(Case("elementwise", f"cast_matrix_scale{scale:g}_33",
+                          lambda sc=scale: cast_matrix(sc, 33)))
 
     # Double math: every transcendental in double, checked to 1e-12.
     def double_math(shape):
