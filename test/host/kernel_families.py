@@ -8,13 +8,14 @@ Builds small ONNX models with onnx.helper in a temporary folder, one per
 (family, shape): elementwise (unary chains, broadcasting binaries, casts,
 integer and 16-bit float arithmetic, unsigned and int16 arithmetic at the
 types' limits, every cast between two element types, casts through uint64
-and double, double math), reduction
-(Softmax and LogSoftmax on the last and a middle axis, LayerNormalization
-with and without bias, ReduceMean/Sum/Max/Min/Prod over adjacent and
-non-adjacent axes on floats and integers, ReduceL1/L2/LogSumExp/SumSquare,
-ArgMax/ArgMin with ties, CumSum over several chunks, each with fused
-prologues and epilogues; double and unsigned reductions), sort (TopK, with
-ties), copy (Transpose of rank 2 to 4, Identity outputs), matmul (2-D, batched, broadcast batch, 1-D operands, Gemm) and
+and double, double math), reduction (Softmax and LogSoftmax on the last and
+a middle axis, LayerNormalization with and without bias,
+ReduceMean/Sum/Max/Min/Prod over adjacent and non-adjacent axes on floats
+and integers, ReduceL1/L2/LogSumExp/SumSquare, ArgMax/ArgMin with ties,
+CumSum over several chunks, each with fused prologues and epilogues; double
+and unsigned reductions), sort (TopK, with ties), copy (Transpose of rank 2
+to 4, Identity outputs), matmul (2-D, batched, broadcast batch, 1-D
+operands, Gemm) and
 FFN / attention chains. Shapes are ragged on purpose: sizes that are not
 multiples of the 256-thread block or of a warp (1, 7, 31, 33, 255, 257, 1000,
 4099); one elementwise, one reduction and one copy case are larger than one
