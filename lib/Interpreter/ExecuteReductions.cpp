@@ -1,8 +1,9 @@
 //===- ExecuteReductions.cpp - reductions, scans and top-k on the host ----===//
 //
-// Floats accumulate in double and integers in int64 (wrapping, as the
+// Floats accumulate in double and integers in 64 bits (wrapping, as the
 // generated kernels do), so the reference is at least as accurate as any
-// kernel. NaN propagates through max and min, as in numpy.
+// kernel; unsigned integers are ordered as uint64_t. NaN propagates through
+// max and min, as in numpy.
 //
 //===----------------------------------------------------------------------===//
 
@@ -12,6 +13,7 @@
 
 #include <cmath>
 #include <limits>
+#include <type_traits>
 
 using namespace mlir;
 
@@ -66,17 +68,33 @@ FailureOr<SmallVector<bool>> reducedDims(Operation *op, ArrayRef<int64_t> axes,
   return reduced;
 }
 
-/// The smallest and largest values of an integer element type; i1 is
-/// unsigned (false, true).
-std::pair<int64_t, int64_t> intRange(Type elementType) {
+/// The smallest and largest values of an integer element type, as `T`
+/// (int64_t for signed types and i1, uint64_t for unsigned ones); i1 holds
+/// false and true.
+template <typename T> std::pair<T, T> intRange(Type elementType) {
   unsigned width = elementType.getIntOrFloatBitWidth();
   if (width == 1)
     return {0, 1};
+  if constexpr (std::is_unsigned_v<T>)
+    return {0, static_cast<T>(~uint64_t(0) >> (64 - width))};
   if (width >= 64)
-    return {std::numeric_limits<int64_t>::min(),
-            std::numeric_limits<int64_t>::max()};
-  int64_t high = (int64_t{1} << (width - 1)) - 1;
+    return {std::numeric_limits<T>::min(), std::numeric_limits<T>::max()};
+  T high = (T{1} << (width - 1)) - 1;
   return {-high - 1, high};
+}
+
+/// Integer element `i` of `tensor` as `T`: uint64_t for unsigned types (so
+/// that a ui64 value of 2^63 or more orders above the others), else int64_t.
+template <typename T> T getInteger(const HostTensor &tensor, int64_t i) {
+  return static_cast<T>(tensor.getAsInt(i));
+}
+
+/// Whether integer element `a` of `tensor` is below element `b`, in the
+/// order of the tensor's signedness.
+bool integerLess(const HostTensor &tensor, int64_t a, int64_t b) {
+  if (tensor.elementType.isUnsignedInteger())
+    return getInteger<uint64_t>(tensor, a) < getInteger<uint64_t>(tensor, b);
+  return tensor.getAsInt(a) < tensor.getAsInt(b);
 }
 
 double combine(ReduceKind kind, double acc, double x) {
@@ -94,22 +112,41 @@ double combine(ReduceKind kind, double acc, double x) {
   llvm_unreachable("unknown reduce kind");
 }
 
-int64_t combine(ReduceKind kind, int64_t acc, int64_t x) {
+/// Combines integers as int64_t or uint64_t (see intRange).
+template <typename T> T combine(ReduceKind kind, T acc, T x) {
   // Unsigned arithmetic wraps where signed overflow would be undefined.
   switch (kind) {
   case ReduceKind::Sum:
   case ReduceKind::Mean:
-    return static_cast<int64_t>(static_cast<uint64_t>(acc) +
-                                static_cast<uint64_t>(x));
+    return static_cast<T>(static_cast<uint64_t>(acc) +
+                          static_cast<uint64_t>(x));
   case ReduceKind::Prod:
-    return static_cast<int64_t>(static_cast<uint64_t>(acc) *
-                                static_cast<uint64_t>(x));
+    return static_cast<T>(static_cast<uint64_t>(acc) *
+                          static_cast<uint64_t>(x));
   case ReduceKind::Max:
     return std::max(acc, x);
   case ReduceKind::Min:
     return std::min(acc, x);
   }
   llvm_unreachable("unknown reduce kind");
+}
+
+/// Reduces the integers of `input` into `result` as `T` (see intRange).
+template <typename T>
+void reduceIntegers(ReduceKind kind, const HostTensor &input,
+                    const ReducedView &view, HostTensor &result) {
+  auto [lowest, highest] = intRange<T>(input.elementType);
+  T init = kind == ReduceKind::Prod  ? T(1)
+           : kind == ReduceKind::Max ? lowest
+           : kind == ReduceKind::Min ? highest
+                                     : T(0);
+  std::vector<T> acc(result.numElements(), init);
+  for (int64_t i = 0, e = input.numElements(); i < e; ++i) {
+    T &slot = acc[view.resultIndex(i)];
+    slot = combine<T>(kind, slot, getInteger<T>(input, i));
+  }
+  for (auto [index, value] : llvm::enumerate(acc))
+    result.setFromInt(index, static_cast<int64_t>(value));
 }
 
 } // namespace
@@ -169,18 +206,10 @@ FailureOr<HostTensor> executeReduce(Operation *op, const HostTensor &input) {
   if (*kind == ReduceKind::Mean)
     return op->emitOpError("expected a float element type, got ")
            << input.elementType;
-  auto [lowest, highest] = intRange(input.elementType);
-  int64_t init = *kind == ReduceKind::Prod  ? 1
-                 : *kind == ReduceKind::Max ? lowest
-                 : *kind == ReduceKind::Min ? highest
-                                            : 0;
-  std::vector<int64_t> acc(resultCount, init);
-  for (int64_t i = 0; i < count; ++i) {
-    int64_t &slot = acc[view.resultIndex(i)];
-    slot = combine(*kind, slot, input.getAsInt(i));
-  }
-  for (auto [index, value] : llvm::enumerate(acc))
-    result->setFromInt(index, value);
+  if (input.elementType.isUnsignedInteger())
+    reduceIntegers<uint64_t>(*kind, input, view, *result);
+  else
+    reduceIntegers<int64_t>(*kind, input, view, *result);
   return result;
 }
 
@@ -225,8 +254,9 @@ FailureOr<HostTensor> executeArgReduce(Operation *op, const HostTensor &input) {
         return true;
       return isMax ? x > y || (last && x == y) : x < y || (last && x == y);
     }
-    int64_t x = input.getAsInt(candidate), y = input.getAsInt(current);
-    return isMax ? x > y || (last && x == y) : x < y || (last && x == y);
+    bool equal = input.getAsInt(candidate) == input.getAsInt(current);
+    return isMax ? integerLess(input, current, candidate) || (last && equal)
+                 : integerLess(input, candidate, current) || (last && equal);
   };
   int64_t count = input.numElements();
   for (int64_t i = 0; i < count; ++i) {
@@ -328,10 +358,9 @@ FailureOr<HostTensor> executeTopK(TopKOp op, const HostTensor &input) {
           return largest ? x > y : x < y;
         return a < b;
       }
-      int64_t x = input.getAsInt(base + a * inner);
-      int64_t y = input.getAsInt(base + b * inner);
-      if (x != y)
-        return largest ? x > y : x < y;
+      int64_t x = base + a * inner, y = base + b * inner;
+      if (input.getAsInt(x) != input.getAsInt(y))
+        return largest ? integerLess(input, y, x) : integerLess(input, x, y);
       return a < b;
     };
     for (int64_t i = 0; i < length; ++i)

@@ -34,13 +34,31 @@ static_assert(std::numeric_limits<float>::is_iec559 &&
 
 namespace {
 /// The element types the interpreter stores, decoded once per access.
-enum class ElementKind { F32, F16, BF16, I64, I32, I8, I1, Unsupported };
+enum class ElementKind {
+  F64,
+  F32,
+  F16,
+  BF16,
+  I64,
+  I32,
+  I16,
+  I8,
+  U64,
+  U32,
+  U16,
+  U8,
+  I1,
+  Unsupported
+};
 } // namespace
 
-/// Classifies `type`; Kiln's integers are signless.
+/// Classifies `type`: Kiln's signed integers are signless, its unsigned ones
+/// MLIR's unsigned integer types.
 static ElementKind getElementKind(Type type) {
   if (!type)
     return ElementKind::Unsupported;
+  if (type.isF64())
+    return ElementKind::F64;
   if (type.isF32())
     return ElementKind::F32;
   if (type.isF16())
@@ -51,24 +69,50 @@ static ElementKind getElementKind(Type type) {
     return ElementKind::I64;
   if (type.isSignlessInteger(32))
     return ElementKind::I32;
+  if (type.isSignlessInteger(16))
+    return ElementKind::I16;
   if (type.isSignlessInteger(8))
     return ElementKind::I8;
+  if (type.isUnsignedInteger(64))
+    return ElementKind::U64;
+  if (type.isUnsignedInteger(32))
+    return ElementKind::U32;
+  if (type.isUnsignedInteger(16))
+    return ElementKind::U16;
+  if (type.isUnsignedInteger(8))
+    return ElementKind::U8;
   if (type.isSignlessInteger(1))
     return ElementKind::I1;
   return ElementKind::Unsupported;
 }
 
-/// Bit width of an integer kind; 0 for floats.
-static unsigned getIntegerWidth(ElementKind kind) {
+/// Bit width of a signed integer kind; 0 for the other kinds.
+static unsigned getSignedWidth(ElementKind kind) {
   switch (kind) {
   case ElementKind::I64:
     return 64;
   case ElementKind::I32:
     return 32;
+  case ElementKind::I16:
+    return 16;
   case ElementKind::I8:
     return 8;
-  case ElementKind::I1:
-    return 1;
+  default:
+    return 0;
+  }
+}
+
+/// Bit width of an unsigned integer kind; 0 for the other kinds.
+static unsigned getUnsignedWidth(ElementKind kind) {
+  switch (kind) {
+  case ElementKind::U64:
+    return 64;
+  case ElementKind::U32:
+    return 32;
+  case ElementKind::U16:
+    return 16;
+  case ElementKind::U8:
+    return 8;
   default:
     return 0;
   }
@@ -128,14 +172,30 @@ static int64_t floatToInteger(double value, unsigned width) {
   return static_cast<int64_t>(truncated);
 }
 
+/// Converts a float value to an unsigned integer of `width` bits by the same
+/// rules: truncation toward zero, saturation at 0 and 2^width - 1 (so a
+/// negative value gives 0), NaN to 0.
+static uint64_t floatToUnsigned(double value, unsigned width) {
+  if (std::isnan(value))
+    return 0;
+  double truncated = std::trunc(value);
+  // 2^width is exact in double for every width up to 64.
+  double limit = std::ldexp(1.0, static_cast<int>(width));
+  if (truncated >= limit)
+    return width == 64 ? ~uint64_t(0) : (uint64_t(1) << width) - 1;
+  if (truncated <= 0.0)
+    return 0;
+  return static_cast<uint64_t>(truncated);
+}
+
 /// Rounds an integer to nearest even in a float format; APFloat converts the
-/// integer directly, so a large i64 is rounded once, not through double.
+/// integer directly, so a large i64 or ui64 is rounded once, not through
+/// double. `bits` holds the value, read as signed when `isSigned`.
 static llvm::APFloat integerToFloat(const llvm::fltSemantics &semantics,
-                                    int64_t value) {
+                                    uint64_t bits, bool isSigned) {
   llvm::APFloat converted(semantics);
-  (void)converted.convertFromAPInt(
-      llvm::APInt(64, static_cast<uint64_t>(value), /*isSigned=*/true),
-      /*IsSigned=*/true, llvm::APFloat::rmNearestTiesToEven);
+  (void)converted.convertFromAPInt(llvm::APInt(64, bits, isSigned), isSigned,
+                                   llvm::APFloat::rmNearestTiesToEven);
   return converted;
 }
 
@@ -161,13 +221,19 @@ int64_t kiln::getHostElementByteWidth(Type elementType) {
   switch (getElementKind(elementType)) {
   case ElementKind::F32:
   case ElementKind::I32:
+  case ElementKind::U32:
     return 4;
   case ElementKind::F16:
   case ElementKind::BF16:
+  case ElementKind::I16:
+  case ElementKind::U16:
     return 2;
+  case ElementKind::F64:
   case ElementKind::I64:
+  case ElementKind::U64:
     return 8;
   case ElementKind::I8:
+  case ElementKind::U8:
   case ElementKind::I1:
     return 1;
   case ElementKind::Unsupported:
@@ -349,6 +415,8 @@ RankedTensorType HostTensor::getType() const {
 
 double HostTensor::getAsDouble(int64_t i) const {
   switch (getElementKind(elementType)) {
+  case ElementKind::F64:
+    return loadElement<double>(bytes, i);
   case ElementKind::F32:
     return loadElement<float>(bytes, i);
   case ElementKind::F16:
@@ -361,8 +429,18 @@ double HostTensor::getAsDouble(int64_t i) const {
     return static_cast<double>(loadElement<int64_t>(bytes, i));
   case ElementKind::I32:
     return loadElement<int32_t>(bytes, i);
+  case ElementKind::I16:
+    return loadElement<int16_t>(bytes, i);
   case ElementKind::I8:
     return loadElement<int8_t>(bytes, i);
+  case ElementKind::U64:
+    return static_cast<double>(loadElement<uint64_t>(bytes, i));
+  case ElementKind::U32:
+    return loadElement<uint32_t>(bytes, i);
+  case ElementKind::U16:
+    return loadElement<uint16_t>(bytes, i);
+  case ElementKind::U8:
+    return loadElement<uint8_t>(bytes, i);
   case ElementKind::I1:
     return loadElement<uint8_t>(bytes, i) != 0 ? 1.0 : 0.0;
   case ElementKind::Unsupported:
@@ -375,6 +453,9 @@ double HostTensor::getAsDouble(int64_t i) const {
 void HostTensor::setFromDouble(int64_t i, double value) {
   ElementKind kind = getElementKind(elementType);
   switch (kind) {
+  case ElementKind::F64:
+    storeElement<double>(bytes, i, value);
+    return;
   case ElementKind::F32:
     storeElement<float>(bytes, i, static_cast<float>(value));
     return;
@@ -392,8 +473,15 @@ void HostTensor::setFromDouble(int64_t i, double value) {
     return;
   case ElementKind::I64:
   case ElementKind::I32:
+  case ElementKind::I16:
   case ElementKind::I8:
-    setFromInt(i, floatToInteger(value, getIntegerWidth(kind)));
+    setFromInt(i, floatToInteger(value, getSignedWidth(kind)));
+    return;
+  case ElementKind::U64:
+  case ElementKind::U32:
+  case ElementKind::U16:
+  case ElementKind::U8:
+    setFromUnsigned(i, floatToUnsigned(value, getUnsignedWidth(kind)));
     return;
   case ElementKind::Unsupported:
     return;
@@ -406,10 +494,21 @@ int64_t HostTensor::getAsInt(int64_t i) const {
     return loadElement<int64_t>(bytes, i);
   case ElementKind::I32:
     return loadElement<int32_t>(bytes, i);
+  case ElementKind::I16:
+    return loadElement<int16_t>(bytes, i);
   case ElementKind::I8:
     return loadElement<int8_t>(bytes, i);
+  case ElementKind::U64:
+    return static_cast<int64_t>(loadElement<uint64_t>(bytes, i));
+  case ElementKind::U32:
+    return loadElement<uint32_t>(bytes, i);
+  case ElementKind::U16:
+    return loadElement<uint16_t>(bytes, i);
+  case ElementKind::U8:
+    return loadElement<uint8_t>(bytes, i);
   case ElementKind::I1:
     return loadElement<uint8_t>(bytes, i) != 0 ? 1 : 0;
+  case ElementKind::F64:
   case ElementKind::F32:
   case ElementKind::F16:
   case ElementKind::BF16:
@@ -420,44 +519,66 @@ int64_t HostTensor::getAsInt(int64_t i) const {
   return 0;
 }
 
-void HostTensor::setFromInt(int64_t i, int64_t value) {
-  switch (getElementKind(elementType)) {
+/// Stores the integer whose 64 bits are `bits` (read as signed when
+/// `isSigned`) at element `i` of `tensor`: integers wrap modulo 2^width, i1
+/// is `value != 0`, floats round to nearest even.
+static void storeInteger(HostTensor &tensor, int64_t i, uint64_t bits,
+                         bool isSigned) {
+  std::vector<char> &bytes = tensor.bytes;
+  auto toFloat16 = [&](const llvm::fltSemantics &semantics) {
+    return static_cast<uint16_t>(integerToFloat(semantics, bits, isSigned)
+                                     .bitcastToAPInt()
+                                     .getZExtValue());
+  };
+  switch (getElementKind(tensor.elementType)) {
   case ElementKind::I64:
-    storeElement<int64_t>(bytes, i, value);
+  case ElementKind::U64:
+    storeElement<uint64_t>(bytes, i, bits);
     return;
   case ElementKind::I32:
-    storeElement<int32_t>(bytes, i,
-                          static_cast<int32_t>(llvm::SignExtend64(value, 32)));
+  case ElementKind::U32:
+    storeElement<uint32_t>(bytes, i, static_cast<uint32_t>(bits));
+    return;
+  case ElementKind::I16:
+  case ElementKind::U16:
+    storeElement<uint16_t>(bytes, i, static_cast<uint16_t>(bits));
     return;
   case ElementKind::I8:
-    storeElement<int8_t>(bytes, i,
-                         static_cast<int8_t>(llvm::SignExtend64(value, 8)));
+  case ElementKind::U8:
+    storeElement<uint8_t>(bytes, i, static_cast<uint8_t>(bits));
     return;
   case ElementKind::I1:
-    storeElement<uint8_t>(bytes, i, value != 0 ? 1 : 0);
+    storeElement<uint8_t>(bytes, i, bits != 0 ? 1 : 0);
+    return;
+  case ElementKind::F64:
+    storeElement<double>(
+        bytes, i,
+        integerToFloat(llvm::APFloat::IEEEdouble(), bits, isSigned)
+            .convertToDouble());
     return;
   case ElementKind::F32:
     storeElement<float>(
         bytes, i,
-        integerToFloat(llvm::APFloat::IEEEsingle(), value).convertToFloat());
+        integerToFloat(llvm::APFloat::IEEEsingle(), bits, isSigned)
+            .convertToFloat());
     return;
   case ElementKind::F16:
-    storeElement<uint16_t>(
-        bytes, i,
-        static_cast<uint16_t>(integerToFloat(llvm::APFloat::IEEEhalf(), value)
-                                  .bitcastToAPInt()
-                                  .getZExtValue()));
+    storeElement<uint16_t>(bytes, i, toFloat16(llvm::APFloat::IEEEhalf()));
     return;
   case ElementKind::BF16:
-    storeElement<uint16_t>(
-        bytes, i,
-        static_cast<uint16_t>(integerToFloat(llvm::APFloat::BFloat(), value)
-                                  .bitcastToAPInt()
-                                  .getZExtValue()));
+    storeElement<uint16_t>(bytes, i, toFloat16(llvm::APFloat::BFloat()));
     return;
   case ElementKind::Unsupported:
     return;
   }
+}
+
+void HostTensor::setFromInt(int64_t i, int64_t value) {
+  storeInteger(*this, i, static_cast<uint64_t>(value), /*isSigned=*/true);
+}
+
+void HostTensor::setFromUnsigned(int64_t i, uint64_t value) {
+  storeInteger(*this, i, value, /*isSigned=*/false);
 }
 
 DenseElementsAttr HostTensor::toDenseElementsAttr() const {
@@ -478,13 +599,19 @@ DenseElementsAttr HostTensor::toDenseElementsAttr() const {
 void HostTensor::print(llvm::raw_ostream &os) const {
   os << getType() << " [";
   bool isFloat = isa<FloatType>(elementType);
+  bool isUnsigned = elementType.isUnsignedInteger();
   int64_t count = numElements();
   for (int64_t i = 0; i < count; ++i) {
     if (i > 0)
       os << ", ";
-    // Nine significant digits distinguish every f32 value.
-    if (isFloat)
+    // Nine significant digits distinguish every f32 value, seventeen every
+    // f64 value.
+    if (elementType.isF64())
+      os << llvm::format("%.17g", getAsDouble(i));
+    else if (isFloat)
       os << llvm::format("%.9g", getAsDouble(i));
+    else if (isUnsigned)
+      os << static_cast<uint64_t>(getAsInt(i));
     else
       os << getAsInt(i);
   }

@@ -110,6 +110,23 @@ static int64_t truncatingDiv(int64_t a, int64_t b) {
   return a / b;
 }
 
+/// `a / b` of unsigned values; a division by zero is 0, as for signed ones.
+static uint64_t unsignedDiv(uint64_t a, uint64_t b) {
+  return b == 0 ? 0 : a / b;
+}
+
+/// The remainder of unsigned `a / b` (ONNX Mod with either fmod, which agree
+/// on values without a sign); a remainder by zero is 0.
+static uint64_t unsignedRem(uint64_t a, uint64_t b) {
+  return b == 0 ? 0 : a % b;
+}
+
+/// The larger of `a` and `b`, for integers of either signedness.
+template <typename T> static T larger(T a, T b) { return a > b ? a : b; }
+
+/// The smaller of `a` and `b`, for integers of either signedness.
+template <typename T> static T smaller(T a, T b) { return a < b ? a : b; }
+
 //===----------------------------------------------------------------------===//
 // Op implementations
 //===----------------------------------------------------------------------===//
@@ -122,6 +139,10 @@ using IntBinaryFn = int64_t (*)(int64_t, int64_t);
 using FloatUnaryFn = double (*)(double);
 /// An elementwise integer function of one operand.
 using IntUnaryFn = int64_t (*)(int64_t);
+/// An elementwise function of two unsigned integer operands.
+using UnsignedBinaryFn = uint64_t (*)(uint64_t, uint64_t);
+/// An elementwise function of one unsigned integer operand.
+using UnsignedUnaryFn = uint64_t (*)(uint64_t);
 
 /// Fails on an integer tensor given to an op defined on floats only.
 static LogicalResult checkFloat(Operation *op, const HostTensor &tensor) {
@@ -132,11 +153,14 @@ static LogicalResult checkFloat(Operation *op, const HostTensor &tensor) {
 }
 
 /// Applies `floatFn` or `intFn` to the numpy-broadcast operands. `intFn` is
-/// null for float-only ops, `floatFn` for integer-only ones.
-static FailureOr<HostTensor> executeBinary(Operation *op, const HostTensor &lhs,
-                                           const HostTensor &rhs,
-                                           FloatBinaryFn floatFn,
-                                           IntBinaryFn intFn) {
+/// null for float-only ops, `floatFn` for integer-only ones. Unsigned
+/// operands go to `unsignedFn` where their results differ from the signed
+/// ones (order, division); without it, `intFn` gets their bits, which is
+/// right for the ops that wrap modulo 2^width (add, sub, mul).
+static FailureOr<HostTensor>
+executeBinary(Operation *op, const HostTensor &lhs, const HostTensor &rhs,
+              FloatBinaryFn floatFn, IntBinaryFn intFn,
+              UnsignedBinaryFn unsignedFn = nullptr) {
   if (lhs.elementType != rhs.elementType)
     return op->emitOpError("expected operands of one element type, got ")
            << lhs.elementType << " and " << rhs.elementType;
@@ -156,12 +180,17 @@ static FailureOr<HostTensor> executeBinary(Operation *op, const HostTensor &lhs,
     return failure();
   SmallVector<int64_t> lhsStrides = getBroadcastStrides(lhs.shape, *shape);
   SmallVector<int64_t> rhsStrides = getBroadcastStrides(rhs.shape, *shape);
+  bool useUnsigned = unsignedFn && lhs.elementType.isUnsignedInteger();
   int64_t count = result->numElements();
   for (int64_t i = 0; i < count; ++i) {
     int64_t l = getOffset(i, *shape, lhsStrides);
     int64_t r = getOffset(i, *shape, rhsStrides);
     if (isFloat)
       result->setFromDouble(i, floatFn(lhs.getAsDouble(l), rhs.getAsDouble(r)));
+    else if (useUnsigned)
+      result->setFromUnsigned(
+          i, unsignedFn(static_cast<uint64_t>(lhs.getAsInt(l)),
+                        static_cast<uint64_t>(rhs.getAsInt(r))));
     else
       result->setFromInt(i, intFn(lhs.getAsInt(l), rhs.getAsInt(r)));
   }
@@ -169,11 +198,11 @@ static FailureOr<HostTensor> executeBinary(Operation *op, const HostTensor &lhs,
 }
 
 /// Applies `floatFn` or `intFn` to each element. `intFn` is null for
-/// float-only ops, `floatFn` for integer-only ones.
-static FailureOr<HostTensor> executeUnary(Operation *op,
-                                          const HostTensor &input,
-                                          FloatUnaryFn floatFn,
-                                          IntUnaryFn intFn) {
+/// float-only ops, `floatFn` for integer-only ones. Unsigned elements go to
+/// `unsignedFn` where given, as in executeBinary.
+static FailureOr<HostTensor>
+executeUnary(Operation *op, const HostTensor &input, FloatUnaryFn floatFn,
+             IntUnaryFn intFn, UnsignedUnaryFn unsignedFn = nullptr) {
   bool isFloat = isa<FloatType>(input.elementType);
   if (!intFn && failed(checkFloat(op, input)))
     return failure();
@@ -184,10 +213,14 @@ static FailureOr<HostTensor> executeUnary(Operation *op,
       HostTensor::allocate(input.elementType, input.shape, op->getLoc());
   if (failed(result))
     return failure();
+  bool useUnsigned = unsignedFn && input.elementType.isUnsignedInteger();
   int64_t count = result->numElements();
   for (int64_t i = 0; i < count; ++i) {
     if (isFloat)
       result->setFromDouble(i, floatFn(input.getAsDouble(i)));
+    else if (useUnsigned)
+      result->setFromUnsigned(
+          i, unsignedFn(static_cast<uint64_t>(input.getAsInt(i))));
     else
       result->setFromInt(i, intFn(input.getAsInt(i)));
   }
@@ -289,12 +322,14 @@ executePredicate(Operation *op, const HostTensor &input,
   return result;
 }
 
-/// Compares the numpy-broadcast operands with `floatFn` or `intFn` (i1
-/// operands compare as 0 and 1); the result is i1.
+/// Compares the numpy-broadcast operands with `compare`, a generic callable
+/// applied to two doubles (floats), two uint64_t (unsigned integers) or two
+/// int64_t (other integers; i1 operands compare as 0 and 1); the result is
+/// i1.
+template <typename Compare>
 static FailureOr<HostTensor>
 executeCompare(Operation *op, const HostTensor &lhs, const HostTensor &rhs,
-               llvm::function_ref<bool(double, double)> floatFn,
-               llvm::function_ref<bool(int64_t, int64_t)> intFn) {
+               Compare compare) {
   if (lhs.elementType != rhs.elementType)
     return op->emitOpError("expected operands of one element type, got ")
            << lhs.elementType << " and " << rhs.elementType;
@@ -309,12 +344,19 @@ executeCompare(Operation *op, const HostTensor &lhs, const HostTensor &rhs,
     return failure();
   SmallVector<int64_t> lhsStrides = getBroadcastStrides(lhs.shape, *shape);
   SmallVector<int64_t> rhsStrides = getBroadcastStrides(rhs.shape, *shape);
+  bool isUnsigned = lhs.elementType.isUnsignedInteger();
   int64_t count = result->numElements();
   for (int64_t i = 0; i < count; ++i) {
     int64_t l = getOffset(i, *shape, lhsStrides);
     int64_t r = getOffset(i, *shape, rhsStrides);
-    bool value = isFloat ? floatFn(lhs.getAsDouble(l), rhs.getAsDouble(r))
-                         : intFn(lhs.getAsInt(l), rhs.getAsInt(r));
+    bool value;
+    if (isFloat)
+      value = compare(lhs.getAsDouble(l), rhs.getAsDouble(r));
+    else if (isUnsigned)
+      value = compare(static_cast<uint64_t>(lhs.getAsInt(l)),
+                      static_cast<uint64_t>(rhs.getAsInt(r)));
+    else
+      value = compare(lhs.getAsInt(l), rhs.getAsInt(r));
     result->setFromInt(i, value ? 1 : 0);
   }
   return result;
@@ -361,18 +403,21 @@ static FailureOr<HostTensor> executeWhere(Operation *op,
 }
 
 /// Converts each element as `kiln.cast` specifies; HostTensor's setters hold
-/// those rules, so a float source goes through double and an integer source
-/// through int64_t.
+/// those rules, so a float source goes through double, a signed integer
+/// source through int64_t and an unsigned one through uint64_t.
 static FailureOr<HostTensor> executeCast(CastOp op, const HostTensor &input) {
   FailureOr<HostTensor> result = HostTensor::allocate(
       op.getType().getElementType(), input.shape, op.getLoc());
   if (failed(result))
     return failure();
   bool isFloat = isa<FloatType>(input.elementType);
+  bool isUnsigned = input.elementType.isUnsignedInteger();
   int64_t count = result->numElements();
   for (int64_t i = 0; i < count; ++i) {
     if (isFloat)
       result->setFromDouble(i, input.getAsDouble(i));
+    else if (isUnsigned)
+      result->setFromUnsigned(i, static_cast<uint64_t>(input.getAsInt(i)));
     else
       result->setFromInt(i, input.getAsInt(i));
   }
@@ -677,7 +722,8 @@ static FailureOr<HostTensor> executeOp(Operation *op,
       .Case([&](DivOp) {
         return executeBinary(
             op, operand(0), operand(1),
-            [](double a, double b) { return a / b; }, truncatingDiv);
+            [](double a, double b) { return a / b; }, truncatingDiv,
+            unsignedDiv);
       })
       .Case([&](PowOp) {
         return executeBinary(
@@ -706,11 +752,13 @@ static FailureOr<HostTensor> executeOp(Operation *op,
             op, operand(0), [](double x) { return std::exp(x); }, nullptr);
       })
       .Case([&](ReluOp) {
-        // NaN propagates, as numpy's maximum does.
+        // NaN propagates, as numpy's maximum does; an unsigned value is
+        // never negative.
         return executeUnary(
             op, operand(0),
             [](double x) { return std::isnan(x) || x > 0.0 ? x : 0.0; },
-            [](int64_t x) { return x > 0 ? x : int64_t(0); });
+            [](int64_t x) { return x > 0 ? x : int64_t(0); },
+            [](uint64_t x) { return x; });
       })
       .Case([&](SigmoidOp) {
         return executeUnary(
@@ -752,12 +800,14 @@ static FailureOr<HostTensor> executeOp(Operation *op,
       })
       .Case([&](AbsOp) {
         return executeUnary(
-            op, operand(0), [](double x) { return std::fabs(x); }, wrappingAbs);
+            op, operand(0), [](double x) { return std::fabs(x); }, wrappingAbs,
+            [](uint64_t x) { return x; });
       })
       .Case([&](SignOp) {
-        return executeUnary(op, operand(0), floatSign, [](int64_t x) {
-          return static_cast<int64_t>((x > 0) - (x < 0));
-        });
+        return executeUnary(
+            op, operand(0), floatSign,
+            [](int64_t x) { return static_cast<int64_t>((x > 0) - (x < 0)); },
+            [](uint64_t x) { return static_cast<uint64_t>(x != 0); });
       })
       .Case([&](NotOp) {
         return executeUnary(op, operand(0), nullptr,
@@ -782,24 +832,23 @@ static FailureOr<HostTensor> executeOp(Operation *op,
         });
       })
       .Case([&](MaxOp) {
-        return executeBinary(
-            op, operand(0), operand(1), nanMax,
-            [](int64_t a, int64_t b) { return a > b ? a : b; });
+        return executeBinary(op, operand(0), operand(1), nanMax,
+                             larger<int64_t>, larger<uint64_t>);
       })
       .Case([&](MinOp) {
-        return executeBinary(
-            op, operand(0), operand(1), nanMin,
-            [](int64_t a, int64_t b) { return a < b ? a : b; });
+        return executeBinary(op, operand(0), operand(1), nanMin,
+                             smaller<int64_t>, smaller<uint64_t>);
       })
       .Case([&](ModOp mod) -> FailureOr<HostTensor> {
         if (mod.getFmod())
           return executeBinary(
               op, operand(0), operand(1),
-              [](double a, double b) { return std::fmod(a, b); },
-              truncatingRem);
+              [](double a, double b) { return std::fmod(a, b); }, truncatingRem,
+              unsignedRem);
         if (isa<FloatType>(operand(0).elementType))
           return op->emitOpError("expected fmod = true for float operands");
-        return executeBinary(op, operand(0), operand(1), nullptr, flooringRem);
+        return executeBinary(op, operand(0), operand(1), nullptr, flooringRem,
+                             unsignedRem);
       })
       .Case([&](AndOp) {
         return executeBinary(
@@ -818,41 +867,30 @@ static FailureOr<HostTensor> executeOp(Operation *op,
                              });
       })
       .Case([&](EqualOp) {
-        return executeCompare(
-            op, operand(0), operand(1),
-            [](double a, double b) { return a == b; },
-            [](int64_t a, int64_t b) { return a == b; });
+        return executeCompare(op, operand(0), operand(1),
+                              [](auto a, auto b) { return a == b; });
       })
       .Case([&](LessOp) {
-        return executeCompare(
-            op, operand(0), operand(1),
-            [](double a, double b) { return a < b; },
-            [](int64_t a, int64_t b) { return a < b; });
+        return executeCompare(op, operand(0), operand(1),
+                              [](auto a, auto b) { return a < b; });
       })
       .Case([&](LessEqualOp) {
-        return executeCompare(
-            op, operand(0), operand(1),
-            [](double a, double b) { return a <= b; },
-            [](int64_t a, int64_t b) { return a <= b; });
+        return executeCompare(op, operand(0), operand(1),
+                              [](auto a, auto b) { return a <= b; });
       })
       .Case([&](GreaterOp) {
-        return executeCompare(
-            op, operand(0), operand(1),
-            [](double a, double b) { return a > b; },
-            [](int64_t a, int64_t b) { return a > b; });
+        return executeCompare(op, operand(0), operand(1),
+                              [](auto a, auto b) { return a > b; });
       })
       .Case([&](GreaterEqualOp) {
-        return executeCompare(
-            op, operand(0), operand(1),
-            [](double a, double b) { return a >= b; },
-            [](int64_t a, int64_t b) { return a >= b; });
+        return executeCompare(op, operand(0), operand(1),
+                              [](auto a, auto b) { return a >= b; });
       })
       .Case([&](WhereOp) {
         return executeWhere(op, operand(0), operand(1), operand(2));
       })
       .Case([&](CastOp cast) { return executeCast(cast, operand(0)); })
-      .Case<ReduceSumOp, ReduceMeanOp, ReduceMaxOp, ReduceMinOp,
-            ReduceProdOp>(
+      .Case<ReduceSumOp, ReduceMeanOp, ReduceMaxOp, ReduceMinOp, ReduceProdOp>(
           [&](Operation *reduce) { return executeReduce(reduce, operand(0)); })
       .Case<ArgMaxOp, ArgMinOp>(
           [&](Operation *arg) { return executeArgReduce(arg, operand(0)); })

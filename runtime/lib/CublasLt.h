@@ -56,8 +56,12 @@ struct HeuristicResult {
 constexpr LtStatus kSuccess = 0;
 /// `CUBLAS_COMPUTE_32F`.
 constexpr int kCompute32F = 68;
+/// `CUBLAS_COMPUTE_64F`.
+constexpr int kCompute64F = 70;
 /// `CUDA_R_32F`.
 constexpr int kR32F = 0;
+/// `CUDA_R_64F`.
+constexpr int kR64F = 1;
 /// `CUDA_R_16F`.
 constexpr int kR16F = 2;
 /// `CUDA_R_16BF`.

@@ -284,6 +284,8 @@ static int ltType(DType dtype) {
     return lt::kR16F;
   case DType::BF16:
     return lt::kR16BF;
+  case DType::F64:
+    return lt::kR64F;
   default:
     return lt::kR32F;
   }
@@ -303,8 +305,12 @@ Status CudaExecutor::prepareMatmul(size_t stepIndex, MatmulPlan &plan) {
                ? Status::ok()
                : lt::cublasError(*ltApi, st, where + ": " + what);
   };
+  // Double matrices compute and scale in fp64, all others in fp32.
+  bool isDouble = m.dtype == DType::F64;
   if (Status s =
-          check(ltApi->matmulDescCreate(&plan.desc, lt::kCompute32F, lt::kR32F),
+          check(ltApi->matmulDescCreate(
+                    &plan.desc, isDouble ? lt::kCompute64F : lt::kCompute32F,
+                    isDouble ? lt::kR64F : lt::kR32F),
                 "cublasLtMatmulDescCreate");
       !s.isOk())
     return s;
@@ -510,11 +516,18 @@ Status CudaExecutor::issueSteps(const std::vector<cu::DevicePtr> &in,
         if (Status s = chooseAlgo(plan, align, algo); !s.isOk())
           return s;
         void *c = reinterpret_cast<void *>(ptrs[2]);
+        // The scale type of a double matmul is fp64: alpha and beta too.
+        double alpha64 = m.alpha, beta64 = m.beta;
+        bool isDouble = m.dtype == DType::F64;
+        const void *alpha = isDouble ? static_cast<const void *>(&alpha64)
+                                     : static_cast<const void *>(&m.alpha);
+        const void *beta = isDouble ? static_cast<const void *>(&beta64)
+                                    : static_cast<const void *>(&m.beta);
         if (lt::LtStatus st = ltApi->matmul(
-                ltHandle, plan.desc, &m.alpha,
+                ltHandle, plan.desc, alpha,
                 reinterpret_cast<const void *>(ptrs[0]), plan.aLayout,
-                reinterpret_cast<const void *>(ptrs[1]), plan.bLayout, &m.beta,
-                c, plan.cLayout, c, plan.cLayout, algo,
+                reinterpret_cast<const void *>(ptrs[1]), plan.bLayout, beta, c,
+                plan.cLayout, c, plan.cLayout, algo,
                 reinterpret_cast<void *>(workspace), kWorkspaceBytes, stream);
             st != lt::kSuccess)
           return lt::cublasError(*ltApi, st, where + ": cublasLtMatmul");

@@ -1,8 +1,10 @@
 //===- HostGemm.cpp - fp32-accumulating batched GEMM on the CPU -----------===//
 //
-// Each batch converts its operands to fp32 row-major panels once, then
-// accumulates a row of C at a time over k (i-k-j order, so the inner loop
-// streams through B and C contiguously and vectorizes).
+// Each batch converts its operands to row-major panels of the accumulation
+// type (fp32, or fp64 for double matrices, as cuBLASLt's COMPUTE_32F and
+// COMPUTE_64F) once, then accumulates a row of C at a time over k (i-k-j
+// order, so the inner loop streams through B and C contiguously and
+// vectorizes).
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,18 +20,23 @@ using namespace kiln::rt;
 
 namespace {
 
-float load(DType dtype, const void *base, int64_t index) {
+/// Element `index` of a float matrix of `dtype`, widened exactly to `Acc`.
+template <class Acc> Acc load(DType dtype, const void *base, int64_t index) {
   switch (dtype) {
   case DType::F16:
     return __half2float(static_cast<const __half *>(base)[index]);
   case DType::BF16:
     return __bfloat162float(static_cast<const __nv_bfloat16 *>(base)[index]);
+  case DType::F64:
+    return static_cast<Acc>(static_cast<const double *>(base)[index]);
   default:
     return static_cast<const float *>(base)[index];
   }
 }
 
-void store(DType dtype, void *base, int64_t index, float value) {
+/// Rounds `value` once to `dtype` and stores it as element `index`.
+template <class Acc>
+void store(DType dtype, void *base, int64_t index, Acc value) {
   switch (dtype) {
   case DType::F16:
     static_cast<__half *>(base)[index] = __float2half_rn(value);
@@ -37,17 +44,20 @@ void store(DType dtype, void *base, int64_t index, float value) {
   case DType::BF16:
     static_cast<__nv_bfloat16 *>(base)[index] = __float2bfloat16_rn(value);
     break;
+  case DType::F64:
+    static_cast<double *>(base)[index] = value;
+    break;
   default:
-    static_cast<float *>(base)[index] = value;
+    static_cast<float *>(base)[index] = static_cast<float>(value);
   }
 }
 
-} // namespace
-
-void kiln::rt::host::runGemm(const MatmulStep &s, const void *a, const void *b,
-                             void *c) {
+/// The GEMM with products accumulated in `Acc`.
+template <class Acc>
+void runGemmIn(const MatmulStep &s, const void *a, const void *b, void *c) {
   const int64_t m = s.m, n = s.n, k = s.k;
-  std::vector<float> lhs(static_cast<size_t>(m * k)),
+  const Acc alpha = s.alpha, beta = s.beta;
+  std::vector<Acc> lhs(static_cast<size_t>(m * k)),
       rhs(static_cast<size_t>(k * n)), row(static_cast<size_t>(n));
   for (int64_t matrix = 0; matrix < s.outerBatch * s.batch; ++matrix) {
     int64_t outer = matrix / s.batch, inner = matrix % s.batch;
@@ -58,26 +68,36 @@ void kiln::rt::host::runGemm(const MatmulStep &s, const void *a, const void *b,
     for (int64_t i = 0; i < m; ++i)
       for (int64_t p = 0; p < k; ++p)
         lhs[i * k + p] =
-            load(s.dtype, a, aBase + (s.transA ? p * m + i : i * k + p));
+            load<Acc>(s.dtype, a, aBase + (s.transA ? p * m + i : i * k + p));
     // rhs[p][j] = op(B)[p][j]; B is stored k x n, or n x k when transposed.
     for (int64_t p = 0; p < k; ++p)
       for (int64_t j = 0; j < n; ++j)
         rhs[p * n + j] =
-            load(s.dtype, b, bBase + (s.transB ? j * k + p : p * n + j));
+            load<Acc>(s.dtype, b, bBase + (s.transB ? j * k + p : p * n + j));
     for (int64_t i = 0; i < m; ++i) {
-      std::fill(row.begin(), row.end(), 0.0f);
+      std::fill(row.begin(), row.end(), Acc(0));
       for (int64_t p = 0; p < k; ++p) {
-        float x = lhs[i * k + p];
-        const float *r = &rhs[p * n];
+        Acc x = lhs[i * k + p];
+        const Acc *r = &rhs[p * n];
         for (int64_t j = 0; j < n; ++j)
           row[j] += x * r[j];
       }
       for (int64_t j = 0; j < n; ++j) {
-        float value = s.alpha * row[j];
-        if (s.beta != 0.0f)
-          value += s.beta * load(s.dtype, c, cBase + i * n + j);
-        store(s.dtype, c, cBase + i * n + j, value);
+        Acc value = alpha * row[j];
+        if (beta != Acc(0))
+          value += beta * load<Acc>(s.dtype, c, cBase + i * n + j);
+        store<Acc>(s.dtype, c, cBase + i * n + j, value);
       }
     }
   }
+}
+
+} // namespace
+
+void kiln::rt::host::runGemm(const MatmulStep &s, const void *a, const void *b,
+                             void *c) {
+  if (s.dtype == DType::F64)
+    runGemmIn<double>(s, a, b, c);
+  else
+    runGemmIn<float>(s, a, b, c);
 }

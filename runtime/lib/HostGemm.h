@@ -10,8 +10,9 @@ namespace rt {
 namespace host {
 
 /// Runs `step` on the CPU as cuBLASLt would on the GPU: the same transposes,
-/// batch strides, alpha and beta, products accumulated in fp32 and rounded
-/// once to the element type. C is not read when beta is 0.
+/// batch strides, alpha and beta, products accumulated in fp32 (fp64 for
+/// float64 matrices) and rounded once to the element type. C is not read
+/// when beta is 0.
 void runGemm(const MatmulStep &step, const void *a, const void *b, void *c);
 
 } // namespace host

@@ -187,10 +187,12 @@ static bool dtypeOfDescr(const std::string &descr, DType &out) {
     const char *descr;
     DType dtype;
   } table[] = {
-      {"<f4", DType::F32},  {"<f2", DType::F16},  {"<i8", DType::I64},
-      {"<i4", DType::I32},  {"|i1", DType::I8},   {"<i1", DType::I8},
-      {"=i1", DType::I8},   {"|b1", DType::Bool}, {"<b1", DType::Bool},
-      {"=b1", DType::Bool},
+      {"<f4", DType::F32},  {"<f2", DType::F16},  {"<f8", DType::F64},
+      {"<i8", DType::I64},  {"<i4", DType::I32},  {"<i2", DType::I16},
+      {"|i1", DType::I8},   {"<i1", DType::I8},   {"=i1", DType::I8},
+      {"<u8", DType::U64},  {"<u4", DType::U32},  {"<u2", DType::U16},
+      {"|u1", DType::U8},   {"<u1", DType::U8},   {"=u1", DType::U8},
+      {"|b1", DType::Bool}, {"<b1", DType::Bool}, {"=b1", DType::Bool},
   };
   for (const auto &entry : table)
     if (descr == entry.descr) {
@@ -216,6 +218,18 @@ static const char *descrOf(DType dtype) {
     return "|i1";
   case DType::Bool:
     return "|b1";
+  case DType::F64:
+    return "<f8";
+  case DType::I16:
+    return "<i2";
+  case DType::U8:
+    return "|u1";
+  case DType::U16:
+    return "<u2";
+  case DType::U32:
+    return "<u4";
+  case DType::U64:
+    return "<u8";
   }
   return "";
 }

@@ -89,7 +89,7 @@ func.func @logic_on_floats(%a: tensor<3xf32>) -> tensor<3xf32> {
 // -----
 
 func.func @is_nan_of_integers(%a: tensor<3xi64>) -> tensor<3xi1> {
-  // expected-error@+1 {{operand #0 must be ranked tensor of 32-bit float or 16-bit float or bfloat16 type values}}
+  // expected-error@+1 {{operand #0 must be ranked tensor of 64-bit float or 32-bit float or 16-bit float or bfloat16 type values}}
   %0 = kiln.is_nan %a : tensor<3xi64> -> tensor<3xi1>
   return %0 : tensor<3xi1>
 }
@@ -185,7 +185,7 @@ func.func @kernel_yield(%a: tensor<4xf32>) -> tensor<4xf16> {
 // -----
 
 func.func @pow_int(%a: tensor<4xi32>) -> tensor<4xi32> {
-  // expected-error@+1 {{operand #0 must be ranked tensor of 32-bit float or 16-bit float or bfloat16 type values}}
+  // expected-error@+1 {{operand #0 must be ranked tensor of 64-bit float or 32-bit float or 16-bit float or bfloat16 type values}}
   %0 = kiln.pow %a, %a : (tensor<4xi32>, tensor<4xi32>) -> tensor<4xi32>
   return %0 : tensor<4xi32>
 }

@@ -6,14 +6,17 @@
 
 Builds small ONNX models with onnx.helper in a temporary folder, one per
 (family, shape): elementwise (unary chains, broadcasting binaries, casts,
-integer and 16-bit float arithmetic), reduction (Softmax and LogSoftmax on
-the last and a middle axis, LayerNormalization with and without bias,
-ReduceMean/Sum/Max/Min/Prod over adjacent and non-adjacent axes on floats and
-integers, ReduceL1/L2/LogSumExp/SumSquare, ArgMax/ArgMin with ties, CumSum
-over several chunks, each with fused prologues and epilogues), sort (TopK,
-with ties), attention (recomposed layers with packed, biased projections
-and ONNX Attention with grouped-query heads, one kernel each), copy (Transpose of rank 2 to 4, Identity
-outputs), matmul (2-D, batched, broadcast batch, 1-D operands, Gemm) and
+integer and 16-bit float arithmetic, unsigned and int16 arithmetic at the
+types' limits, every cast between two element types, casts through uint64
+and double, double math), reduction (Softmax and LogSoftmax on the last and
+a middle axis, LayerNormalization with and without bias,
+ReduceMean/Sum/Max/Min/Prod over adjacent and non-adjacent axes on floats
+and integers, ReduceL1/L2/LogSumExp/SumSquare, ArgMax/ArgMin with ties,
+CumSum over several chunks, each with fused prologues and epilogues; double
+and unsigned reductions), sort (TopK, with ties), attention (recomposed
+layers with packed, biased projections and ONNX Attention with grouped-query
+heads, one kernel each), copy (Transpose of rank 2 to 4, Identity outputs),
+matmul (2-D, batched, broadcast batch, 1-D operands, Gemm) and
 FFN / attention chains. Shapes are ragged on purpose: sizes that are not
 multiples of the 256-thread block or of a warp (1, 7, 31, 33, 255, 257, 1000,
 4099); one elementwise, one reduction and one copy case are larger than one
@@ -50,7 +53,10 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 F32, F16, BF16 = TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.BFLOAT16
-I64, I32, I8, BOOL = TensorProto.INT64, TensorProto.INT32, TensorProto.INT8, TensorProto.BOOL
+F64 = TensorProto.DOUBLE
+I64, I32, I16, I8 = TensorProto.INT64, TensorProto.INT32, TensorProto.INT16, TensorProto.INT8
+U64, U32, U16, U8 = TensorProto.UINT64, TensorProto.UINT32, TensorProto.UINT16, TensorProto.UINT8
+BOOL = TensorProto.BOOL
 OPSET = 17
 
 # Ragged sizes: neither multiples of the 256-thread block nor of 32.
@@ -65,6 +71,28 @@ GRID_STRIDE_ELEMENTS = 256 * MAX_GRID + 7
 # therefore differs by up to an ulp of the type, plus cancellation near 0.
 F16_TOL = (2e-3, 5e-4, "f16 chain: kernel rounds only at stores (1 f16 ulp)")
 BF16_TOL = (1.6e-2, 4e-3, "bf16 chain: kernel rounds only at stores (1 bf16 ulp)")
+# Doubles compute in double in the kernels as in the reference: the same libm
+# functions in the same order, only the order of a block's sums differs. An
+# fp32 computation would be ~1e-7 off and fail this.
+F64_TOL = (1e-12, 1e-14, "f64 computes in double: only summation order differs")
+
+# Values at and near each integer type's limits, tiled over a weight: against
+# kiln-run's random inputs in [0, 4) they make sums wrap past the maximum,
+# differences wrap below zero (below the minimum for int16), and put uint64
+# values at and above 2^63, which order wrongly if read as signed.
+LIMITS = {
+    U8: (np.uint8, [255, 254, 128, 127, 1, 0, 200]),
+    U16: (np.uint16, [65535, 65534, 32768, 32767, 1, 0, 40000]),
+    U32: (np.uint32, [2**32 - 1, 2**32 - 2, 2**31, 2**31 - 1, 1, 0, 3 * 10**9]),
+    U64: (np.uint64, [2**64 - 1, 2**64 - 2, 2**63, 2**63 - 1, 1, 0, 10**19]),
+    I16: (np.int16, [32767, -32768, -1, 1, 30000, -30000, 0]),
+}
+
+
+def limits(name, dtype, n):
+    """A weight of `n` values at and near the limits of `dtype`."""
+    np_type, pattern = LIMITS[dtype]
+    return numpy_helper.from_array(np.resize(np.array(pattern, dtype=np_type), n), name)
 
 
 class Case:
@@ -248,6 +276,86 @@ def elementwise_cases():
             cases.append(Case("elementwise", f"{label}_arith_{n}",
                               lambda d=dtype, n=n: integers(d, n),
                               check=(dtype == I64 and n == 7)))
+
+    # Unsigned and int16 arithmetic at the types' limits (see LIMITS): Add,
+    # Sub and Mul wrap, Div and Mod by zero give 0, and comparisons, Max and
+    # Min, Abs and Sign treat unsigned values as unsigned.
+    def integer_limits(dtype, n):
+        nodes = [node("Add", ["x", "w"], "sum"), node("Sub", ["x", "w"], "diff"),
+                 node("Mul", ["w", "w"], "sq"), node("Div", ["w", "x"], "quot"),
+                 node("Mod", ["w", "x"], "rem"), node("Max", ["x", "sum"], "hi"),
+                 node("Min", ["diff", "w"], "lo"), node("Less", ["x", "w"], "lt"),
+                 node("Greater", ["sum", "diff"], "gt"),
+                 node("Equal", ["diff", "w"], "eq"), node("Abs", ["diff"], "abs"),
+                 node("Sign", ["diff"], "sign")]
+        outs = ["sum", "sq", "quot", "rem", "hi", "lo", "lt", "gt", "eq", "abs", "sign"]
+        return model(nodes, [("x", dtype, [n])], outs, [limits("w", dtype, n)])
+
+    for dtype, label in [(U8, "uint8"), (U16, "uint16"), (U32, "uint32"),
+                         (U64, "uint64"), (I16, "int16")]:
+        for n in [7, 1000]:
+            cases.append(Case("elementwise", f"{label}_limits_{n}",
+                              lambda d=dtype, n=n: integer_limits(d, n),
+                              check=(dtype == U64 and n == 7)))
+
+    # Casts to and from the new types: doubles scaled past each integer range
+    # (negative values saturate to 0 in unsigned types, large ones to the
+    # maximum), uint64 values at 2^64 - 1 and 2^63 to float, double and f16,
+    # doubles to f16 and f32 rounded once.
+    def wide_casts(n):
+        nodes = [node("Cast", ["x"], "xd", to=F64),
+                 node("Mul", ["xd", "small"], "s"), node("Mul", ["xd", "large"], "t"),
+                 node("Cast", ["s"], "u8", to=U8), node("Cast", ["s"], "u16", to=U16),
+                 node("Cast", ["s"], "i16", to=I16), node("Cast", ["t"], "u32", to=U32),
+                 node("Cast", ["t"], "u64", to=U64), node("Cast", ["t"], "i64", to=I64),
+                 node("Cast", ["s"], "sh", to=F16), node("Cast", ["t"], "tf", to=F32),
+                 node("Add", ["u", "w"], "big"), node("Cast", ["big"], "bf", to=F32),
+                 node("Cast", ["big"], "bd", to=F64), node("Cast", ["big"], "bh", to=F16),
+                 node("Cast", ["big"], "b8", to=U8), node("Cast", ["u8"], "u8d", to=F64)]
+        outs = ["u8", "u16", "i16", "u32", "u64", "i64", "sh", "tf", "bf", "bd", "bh",
+                "b8", "u8d"]
+        return model(nodes, [("x", F32, [n]), ("u", U64, [n])], outs,
+                     [const("small", 3e5, np.float64), const("large", 3e19, np.float64),
+                      limits("w", U64, n)])
+
+    for n in [7, 1000]:
+        cases.append(Case("elementwise", f"wide_casts_{n}", lambda n=n: wide_casts(n),
+                          check=(n == 7)))
+
+    # Every Cast between two element types Kiln supports, from doubles scaled
+    # so that the values fit every type (300) or overflow most of them (1e19,
+    # which saturate, wrap or become infinity); all exact.
+    ALL_TYPES = [F64, F32, F16, BF16, I64, I32, I16, I8, U64, U32, U16, U8, BOOL]
+
+    def cast_matrix(scale, n):
+        nodes = [node("Mul", ["x", "scale"], "s")]
+        nodes += [node("Cast", ["s"], f"t{a}", to=a) for a in ALL_TYPES]
+        nodes += [node("Cast", [f"t{a}"], f"t{a}_{b}", to=b)
+                  for a in ALL_TYPES for b in ALL_TYPES if a != b]
+        outs = [f"t{a}" for a in ALL_TYPES] + [
+            f"t{a}_{b}" for a in ALL_TYPES for b in ALL_TYPES if a != b]
+        return model(nodes, [("x", F64, [n])], outs,
+                     [const("scale", scale, np.float64)])
+
+    for scale in [300.0, 1e19]:
+        cases.append(Case("elementwise", f"cast_matrix_scale{scale:g}_33",
+                          lambda sc=scale: cast_matrix(sc, 33)))
+
+    # Double math: every transcendental in double, checked to 1e-12.
+    def double_math(shape):
+        nodes = [node("Erf", ["x"], "a"), node("Tanh", ["a"], "b"),
+                 node("Sigmoid", ["b"], "c"), node("Exp", ["x"], "e"),
+                 node("Sqrt", ["e"], "f"), node("Log", ["f"], "g"),
+                 node("Mul", ["c", "g"], "h"), node("Div", ["h", "e"], "i"),
+                 node("Pow", ["e", "y"], "p"), node("Sin", ["p"], "q"),
+                 node("Cos", ["i"], "k"), node("Add", ["q", "k"], "z")]
+        return model(nodes, [("x", F64, shape), ("y", F64, shape[-1:])], ["z"])
+
+    for shape in [[7], [3, 1000]]:
+        label = "x".join(map(str, shape))
+        cases.append(Case("elementwise", f"f64_math_{label}",
+                          lambda s=shape: double_math(s), tol=F64_TOL,
+                          check=(shape == [7])))
 
     # Arithmetic in 16-bit floats: inputs given as f16 / bf16.
     def narrow_arith(dtype, shape):
@@ -451,6 +559,50 @@ def reduction_cases():
             "sort", f"topk_{label}{'_ties' if ties else ''}_{slabel}",
             lambda d=dtype, s=shape, a=axis, k=k, l=largest, t=ties: top_k(d, s, a, k, l, t),
             check=(shape == [7, 33])))
+
+    # Doubles reduce, normalize and scan in double (F64_TOL).
+    def double_reductions(shape):
+        n = shape[-1]
+        nodes = [node("ReduceSum", ["x", "axes"], "sum", keepdims=1),
+                 node("ReduceMax", ["x", "axes"], "max", keepdims=0),
+                 node("ReduceMean", ["x", "axes"], "mean", keepdims=1),
+                 node("Softmax", ["x"], "soft", axis=-1),
+                 node("LayerNormalization", ["x", "gamma", "beta"], "norm", axis=-1),
+                 node("CumSum", ["x", "axis"], "scan")]
+        return model(nodes, [("x", F64, shape)], ["sum", "max", "mean", "soft", "norm", "scan"],
+                     [ints("axes", [-1]), ints("axis", [1]),
+                      weight("gamma", [n], np.float64), weight("beta", [n], np.float64)],
+                     opset=18)
+
+    for shape in [[3, 33], [2, 1000]]:
+        label = "x".join(map(str, shape))
+        cases.append(Case("reduction", f"f64_reductions_{label}",
+                          lambda s=shape: double_reductions(s), tol=F64_TOL,
+                          check=(shape == [3, 33])))
+
+    # Unsigned reductions, arg reductions, scans and top-k over values at the
+    # top of the range (a fused Add of LIMITS): uint64 values at and above
+    # 2^63 must be the maxima, sums wrap.
+    def unsigned_reductions(dtype, shape):
+        nodes = [node("Add", ["x", "w"], "v"),
+                 node("ReduceMax", ["v", "axes"], "max", keepdims=1),
+                 node("ReduceMin", ["v", "axes"], "min", keepdims=0),
+                 node("ReduceSum", ["v", "axes"], "sum", keepdims=0),
+                 node("ArgMax", ["v"], "argmax", axis=-1, keepdims=0),
+                 node("ArgMin", ["v"], "argmin", axis=-1, keepdims=0),
+                 node("CumSum", ["v", "axis"], "scan"),
+                 node("TopK", ["v", "k"], ["top", "pos"], axis=-1)]
+        outs = ["max", "min", "sum", "argmax", "argmin", "scan", "top", "pos"]
+        return model(nodes, [("x", dtype, shape)], outs,
+                     [limits("w", dtype, shape[-1]), ints("axes", [-1]),
+                      ints("axis", [len(shape) - 1]), ints("k", [3])], opset=18)
+
+    for dtype, label in [(U32, "uint32"), (U64, "uint64")]:
+        for shape in [[5, 7], [3, 257]]:
+            slabel = "x".join(map(str, shape))
+            cases.append(Case("reduction", f"{label}_reductions_{slabel}",
+                              lambda d=dtype, s=shape: unsigned_reductions(d, s),
+                              check=(dtype == U64 and shape == [5, 7])))
 
     def log_softmax(shape, axis):
         return model([node("LogSoftmax", ["x"], "y", axis=axis)],

@@ -3,10 +3,11 @@
 
   check_einsum.py --kilnc build/bin/kilnc --kiln-run build/bin/kiln-run
 
-The ONNX node tests of Einsum are all float64, which Kiln does not compile, so
-this runs the same equations in float32, and the forms Transformer exports
-write (attention scores and context, projections, outer products), ellipsis
-broadcasting, implicit outputs, diagonals and a three-operand contraction.
+The ONNX node tests of Einsum are all float64 (the conformance runner checks
+them); this runs the same equations in float32, and the forms Transformer
+exports write (attention scores and context, projections, outer products),
+ellipsis broadcasting, implicit outputs, diagonals and a three-operand
+contraction.
 numpy.einsum in float64 is the oracle; outputs must match within the fp32
 numerics contract. Exit code 1 on any mismatch.
 """

@@ -25,6 +25,7 @@
 #include "mlir/IR/MLIRContext.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
@@ -149,21 +150,40 @@ LogicalResult writeOutputs(ArrayRef<std::string> names,
   return success();
 }
 
+/// Element `i` of `tensor` as text: floats with nine significant digits
+/// (seventeen for f64), integers exactly (unsigned ones as unsigned).
+std::string formatElement(const HostTensor &tensor, int64_t i) {
+  Type type = tensor.elementType;
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  if (isa<FloatType>(type))
+    os << llvm::format(type.isF64() ? "%.17g" : "%.9g", tensor.getAsDouble(i));
+  else if (type.isUnsignedInteger())
+    os << static_cast<uint64_t>(tensor.getAsInt(i));
+  else
+    os << tensor.getAsInt(i);
+  return text;
+}
+
 /// Prints the largest absolute and relative error of each output and
 /// returns whether every element is within atol + rtol * |reference| (NaN
-/// only where the reference is NaN). The first offending element of each
-/// output is named.
+/// only where the reference is NaN); integers and booleans must be equal,
+/// compared as integers (a double holds no i64 or ui64 beyond 2^53
+/// exactly). The first offending element of each output is named.
 bool printComparison(ArrayRef<std::string> names, ArrayRef<HostTensor> got,
                      ArrayRef<HostTensor> want) {
   bool within = true;
   for (auto [name, g, w] : llvm::zip(names, got, want)) {
     double maxAbs = 0, maxRel = 0;
     int64_t firstBad = -1;
+    bool isFloat = isa<FloatType>(w.elementType);
     for (int64_t i = 0, e = g.numElements(); i < e; ++i) {
       double a = g.getAsDouble(i), b = w.getAsDouble(i);
-      double diff = std::fabs(a - b);
-      bool ok = (std::isnan(a) && std::isnan(b)) || a == b ||
-                diff <= absTolerance + relTolerance * std::fabs(b);
+      // Equal infinities are no error (their difference would be NaN).
+      double diff = a == b ? 0.0 : std::fabs(a - b);
+      bool ok = isFloat ? (std::isnan(a) && std::isnan(b)) || a == b ||
+                              diff <= absTolerance + relTolerance * std::fabs(b)
+                        : g.getAsInt(i) == w.getAsInt(i);
       if (!ok && firstBad < 0)
         firstBad = i;
       // A NaN that matches a NaN is no error; any other NaN is the worst.
@@ -179,9 +199,8 @@ bool printComparison(ArrayRef<std::string> names, ArrayRef<HostTensor> got,
     if (firstBad >= 0) {
       within = false;
       llvm::outs() << " FAIL at element " << firstBad << ": got "
-                   << llvm::format("%.9g", g.getAsDouble(firstBad))
-                   << ", reference "
-                   << llvm::format("%.9g", w.getAsDouble(firstBad));
+                   << formatElement(g, firstBad) << ", reference "
+                   << formatElement(w, firstBad);
     }
     llvm::outs() << "\n";
   }

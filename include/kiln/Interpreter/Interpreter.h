@@ -6,14 +6,17 @@
 // `kiln-run`. It favours being obviously correct over being fast: every float
 // op computes in double and rounds once to the storage type.
 //
-// Storage: tensors are dense, row-major and little-endian; f32 is 4 bytes,
-// f16 and bf16 are 2 bytes of their IEEE bit patterns, i64/i32/i8 are two's
-// complement, and i1 is one byte holding 0 or 1 (as in numpy and ONNX, not
-// MLIR's bit-packed attribute storage).
+// Storage: tensors are dense, row-major and little-endian; f64 and f32 are
+// IEEE doubles and floats, f16 and bf16 are 2 bytes of their IEEE bit
+// patterns, i64/i32/i16/i8 are two's complement, ui64/ui32/ui16/ui8 plain
+// binary, and i1 is one byte holding 0 or 1 (as in numpy and ONNX, not MLIR's
+// bit-packed attribute storage).
 //
 // Integer semantics: arithmetic wraps modulo 2^width; integer division
 // truncates toward zero, and division by zero yields 0 (ONNX leaves it
-// undefined; the interpreter must not trap on hostile inputs).
+// undefined; the interpreter must not trap on hostile inputs). Unsigned
+// integers compare, divide, take remainders and convert as unsigned values
+// (ui64 values of 2^63 and above included).
 //
 //===----------------------------------------------------------------------===//
 
@@ -43,8 +46,8 @@ namespace kiln {
 inline constexpr int64_t kMaxHostTensorElements = int64_t(1) << 31;
 
 /// Bytes one element of `elementType` takes in a HostTensor; 0 when the
-/// interpreter does not support the type (anything but f32, f16, bf16, i64,
-/// i32, i8 and i1).
+/// interpreter does not support the type (anything but f64, f32, f16, bf16,
+/// i64, i32, i16, i8, ui64, ui32, ui16, ui8 and i1).
 int64_t getHostElementByteWidth(mlir::Type elementType);
 
 /// The number of elements of `shape`, with checked arithmetic. Fails, with a
@@ -56,7 +59,7 @@ getCheckedNumElements(llvm::ArrayRef<int64_t> shape,
 
 /// A dense tensor in host memory; see the file comment for the layout.
 struct HostTensor {
-  /// One of f32, f16, bf16, i64, i32, i8, i1.
+  /// One of the types getHostElementByteWidth supports.
   mlir::Type elementType;
   /// Static dims, row-major.
   llvm::SmallVector<int64_t> shape;
@@ -100,22 +103,31 @@ struct HostTensor {
   mlir::RankedTensorType getType() const;
 
   /// Element `i` (row-major) as a double: floats exactly, integers converted
-  /// (i64 beyond 2^53 rounds), i1 as 0 or 1.
+  /// (i64 and ui64 beyond 2^53 round), i1 as 0 or 1.
   double getAsDouble(int64_t i) const;
 
   /// Stores `value` at element `i` with the semantics of `kiln.cast` from a
   /// float: floats round to nearest even; integers truncate toward zero and
-  /// saturate, NaN gives 0; i1 is `value != 0`.
+  /// saturate at the type's range (a negative value gives 0 in an unsigned
+  /// type), NaN gives 0; i1 is `value != 0`.
   void setFromDouble(int64_t i, double value);
 
-  /// Element `i` as an integer: integers sign-extended, i1 as 0 or 1, floats
-  /// converted as setFromDouble converts to i64.
+  /// Element `i` as an integer: signed integers sign-extended, unsigned ones
+  /// zero-extended, i1 as 0 or 1, floats converted as setFromDouble converts
+  /// to i64. A ui64 value of 2^63 or more comes back as the int64_t of the
+  /// same bits: read unsigned types as `static_cast<uint64_t>(getAsInt(i))`
+  /// wherever order or magnitude matters.
   int64_t getAsInt(int64_t i) const;
 
-  /// Stores `value` at element `i` with the semantics of `kiln.cast` from an
-  /// integer: integers wrap modulo 2^width, i1 is `value != 0`, floats round
-  /// to nearest even.
+  /// Stores `value` at element `i` with the semantics of `kiln.cast` from a
+  /// signed integer: integers wrap modulo 2^width, i1 is `value != 0`,
+  /// floats round to nearest even.
   void setFromInt(int64_t i, int64_t value);
+
+  /// Stores `value` at element `i` with the semantics of `kiln.cast` from an
+  /// unsigned integer: as setFromInt, but a float gets the unsigned value
+  /// (2^64 - 1 rounds to 2^64 in f32, not to -1).
+  void setFromUnsigned(int64_t i, uint64_t value);
 
   /// The value as a DenseElementsAttr of getType() (for printing and constant
   /// folding).

@@ -126,8 +126,14 @@ Value GraphImporter::scalar(Location loc, Type elementType, double value) {
   if (isa<FloatType>(elementType))
     attr = DenseElementsAttr::get(type, b.getFloatAttr(elementType, value));
   else
+    // Wrapped to the type's width, so that a negative value (a pad value,
+    // say) is well defined for an unsigned type too.
     attr = DenseElementsAttr::get(
-        type, b.getIntegerAttr(elementType, static_cast<int64_t>(value)));
+        type, b.getIntegerAttr(
+                  elementType,
+                  APInt(elementType.getIntOrFloatBitWidth(),
+                        static_cast<uint64_t>(static_cast<int64_t>(value)),
+                        /*isSigned=*/false, /*implicitTrunc=*/true)));
   return ConstantOp::create(b, loc, cast<ElementsAttr>(attr));
 }
 

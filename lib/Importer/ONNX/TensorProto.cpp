@@ -20,7 +20,12 @@ static constexpr int64_t kMaxTensorBytes = int64_t(1) << 34;
 
 Type convertONNXElementType(MLIRContext *context, int dataType) {
   Builder b(context);
+  auto unsignedType = [&](unsigned width) {
+    return IntegerType::get(context, width, IntegerType::Unsigned);
+  };
   switch (dataType) {
+  case onnx::TensorProto::DOUBLE:
+    return b.getF64Type();
   case onnx::TensorProto::FLOAT:
     return b.getF32Type();
   case onnx::TensorProto::FLOAT16:
@@ -31,8 +36,18 @@ Type convertONNXElementType(MLIRContext *context, int dataType) {
     return b.getI64Type();
   case onnx::TensorProto::INT32:
     return b.getI32Type();
+  case onnx::TensorProto::INT16:
+    return b.getI16Type();
   case onnx::TensorProto::INT8:
     return b.getI8Type();
+  case onnx::TensorProto::UINT64:
+    return unsignedType(64);
+  case onnx::TensorProto::UINT32:
+    return unsignedType(32);
+  case onnx::TensorProto::UINT16:
+    return unsignedType(16);
+  case onnx::TensorProto::UINT8:
+    return unsignedType(8);
   case onnx::TensorProto::BOOL:
     return b.getI1Type();
   default:
@@ -99,20 +114,37 @@ FailureOr<ElementsAttr> convertTensorProto(Location loc,
       return mismatch(tensor.raw_data().size() / std::max<int64_t>(elemBytes, 1));
     std::memcpy(data.data(), tensor.raw_data().data(), *bytes);
   } else {
+    // Where onnx.proto puts the values of each type when raw_data is unset.
     switch (tensor.data_type()) {
     case onnx::TensorProto::FLOAT:
       if (tensor.float_data_size() != count)
         return mismatch(tensor.float_data_size());
       std::memcpy(data.data(), tensor.float_data().data(), *bytes);
       break;
+    case onnx::TensorProto::DOUBLE:
+      if (tensor.double_data_size() != count)
+        return mismatch(tensor.double_data_size());
+      std::memcpy(data.data(), tensor.double_data().data(), *bytes);
+      break;
     case onnx::TensorProto::INT64:
       if (tensor.int64_data_size() != count)
         return mismatch(tensor.int64_data_size());
       std::memcpy(data.data(), tensor.int64_data().data(), *bytes);
       break;
+    case onnx::TensorProto::UINT32:
+    case onnx::TensorProto::UINT64:
+      // One value per uint64 entry; a uint32 keeps its low four bytes.
+      if (tensor.uint64_data_size() != count)
+        return mismatch(tensor.uint64_data_size());
+      for (int64_t i = 0; i < count; ++i) {
+        uint64_t v = tensor.uint64_data(i);
+        std::memcpy(data.data() + i * elemBytes, &v, elemBytes);
+      }
+      break;
     default: {
-      // int32, int8, bool, float16 and bfloat16 all travel in int32_data,
-      // one value (or one 16-bit pattern) per entry.
+      // int32, int16, uint16, int8, uint8, bool, float16 and bfloat16 all
+      // travel in int32_data, one value (or one 16-bit pattern) per entry;
+      // each keeps its low bytes (the host is little-endian).
       if (tensor.int32_data_size() != count)
         return mismatch(tensor.int32_data_size());
       for (int64_t i = 0; i < count; ++i) {

@@ -1,13 +1,20 @@
 //===- BodyEmitter.cpp - fused ops to C statements ------------------------===//
 //
-// Values are computed in fp32 for every float type, and in their own type for
-// integers; f16/bf16 round only where the IR stores or casts.
+// Values are computed in fp64 for f64, in fp32 for the other float types and
+// in their own type for integers; f16/bf16 round only where the IR stores or
+// casts. Integer arithmetic wraps modulo 2^width through unsigned C types
+// (signed overflow is undefined in C), and unsigned types divide, take
+// remainders and order as unsigned values, as the reference interpreter
+// defines them.
 //
 //===----------------------------------------------------------------------===//
 
 #include "EmitterSupport.h"
 
+#include "llvm/ADT/APInt.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/ErrorHandling.h"
 #include "llvm/Support/FormatVariadic.h"
 
 using namespace mlir;
@@ -16,6 +23,8 @@ namespace kiln {
 
 /// The C type values of `t` are stored as.
 std::string storageType(Type t) {
+  if (t.isF64())
+    return "double";
   if (t.isF32())
     return "float";
   if (t.isF16())
@@ -24,16 +33,25 @@ std::string storageType(Type t) {
     return "__nv_bfloat16";
   if (t.isInteger(1))
     return "bool";
-  if (t.isInteger(8))
-    return "signed char";
-  if (t.isInteger(32))
-    return "int";
-  return "long long";
+  if (auto integer = dyn_cast<IntegerType>(t)) {
+    bool isUnsigned = integer.isUnsigned();
+    switch (integer.getWidth()) {
+    case 8:
+      return isUnsigned ? "unsigned char" : "signed char";
+    case 16:
+      return isUnsigned ? "unsigned short" : "short";
+    case 32:
+      return isUnsigned ? "unsigned int" : "int";
+    case 64:
+      return isUnsigned ? "unsigned long long" : "long long";
+    }
+  }
+  llvm_unreachable("element type outside the kiln dialect's");
 }
 
 /// The C type values of `t` are computed in.
 std::string computeType(Type t) {
-  return isa<FloatType>(t) ? "float" : storageType(t);
+  return isa<FloatType>(t) ? FloatSpelling(t).type() : storageType(t);
 }
 
 /// Converts a stored element to its compute type.
@@ -195,43 +213,51 @@ LogicalResult BodyEmitter::emit(Operation *op, const std::string &idx,
     in.push_back(get(operand, idx, shape, indent));
   Type et = tensorType(op->getResult(0)).getElementType();
   bool isFloat = isa<FloatType>(et);
+  FloatSpelling f(et);
+  std::string t = computeType(et);
   std::string expr;
   if (isa<AddOp>(op))
-    expr = in[0] + " + " + in[1];
+    expr =
+        isFloat ? in[0] + " + " + in[1] : wrappingExpr(et, in[0], "+", in[1]);
   else if (isa<SubOp>(op))
-    expr = in[0] + " - " + in[1];
+    expr =
+        isFloat ? in[0] + " - " + in[1] : wrappingExpr(et, in[0], "-", in[1]);
   else if (isa<MulOp>(op))
-    expr = in[0] + " * " + in[1];
+    expr =
+        isFloat ? in[0] + " * " + in[1] : wrappingExpr(et, in[0], "*", in[1]);
   else if (isa<DivOp>(op))
     // Integer division by zero, and of the most negative value by -1, are
     // undefined in C++ (and trap on x86); Kiln defines them as the
-    // reference interpreter does: 0, and wrapping negation.
+    // reference interpreter does: 0, and wrapping negation. An unsigned
+    // divisor is never -1 (comparing it with -1 would convert the -1).
     expr = isFloat ? in[0] + " / " + in[1]
-                   : "(" + in[1] + " == 0 ? (" + computeType(et) + ")0 : " +
-                         in[1] + " == -1 ? (" + computeType(et) +
-                         ")(0ULL - (unsigned long long)" + in[0] + ") : " +
-                         in[0] + " / " + in[1] + ")";
+           : et.isUnsignedInteger()
+               ? "(" + in[1] + " == 0 ? (" + t + ")0 : (" + t + ")(" + in[0] +
+                     " / " + in[1] + "))"
+               : "(" + in[1] + " == 0 ? (" + t + ")0 : " + in[1] +
+                     " == -1 ? (" + t + ")(0ULL - (unsigned long long)" +
+                     in[0] + ") : " + in[0] + " / " + in[1] + ")";
   else if (isa<PowOp>(op))
-    expr = "powf(" + in[0] + ", " + in[1] + ")";
+    expr = f.fn("pow") + "(" + in[0] + ", " + in[1] + ")";
   else if (isa<NegOp>(op))
     // Integers negate through unsigned arithmetic: `-x` overflows on the
     // most negative value.
     expr = isFloat ? "-" + in[0]
-                   : "(" + computeType(et) + ")(0ULL - (unsigned long long)" +
-                         in[0] + ")";
+                   : "(" + t + ")(0ULL - (unsigned long long)" + in[0] + ")";
   else if (isa<SqrtOp>(op))
-    expr = "sqrtf(" + in[0] + ")";
+    expr = f.fn("sqrt") + "(" + in[0] + ")";
   else if (isa<ErfOp>(op))
-    expr = "erff(" + in[0] + ")";
+    expr = f.fn("erf") + "(" + in[0] + ")";
   else if (isa<TanhOp>(op))
-    expr = "tanhf(" + in[0] + ")";
+    expr = f.fn("tanh") + "(" + in[0] + ")";
   else if (isa<ExpOp>(op))
-    expr = "expf(" + in[0] + ")";
+    expr = f.fn("exp") + "(" + in[0] + ")";
   else if (isa<ReluOp>(op))
-    expr = isFloat ? "fmaxf(" + in[0] + ", 0.0f)"
+    expr = isFloat ? f.fn("fmax") + "(" + in[0] + ", " + f.literal("0.0") + ")"
                    : "(" + in[0] + " > 0 ? " + in[0] + " : 0)";
   else if (isa<SigmoidOp>(op))
-    expr = "1.0f / (1.0f + expf(-" + in[0] + "))";
+    expr = f.literal("1.0") + " / (" + f.literal("1.0") + " + " + f.fn("exp") +
+           "(-" + in[0] + "))";
   // Elementwise math and comparisons.
   else if (std::optional<std::string> math = mathExpr(op, in))
     expr = *math;
@@ -240,65 +266,76 @@ LogicalResult BodyEmitter::emit(Operation *op, const std::string &idx,
   else
     return op->emitOpError("has no CUDA elementwise lowering");
   std::string name = fresh();
-  os << indent << computeType(et) << " " << name << " = " << expr << ";\n";
+  os << indent << t << " " << name << " = " << expr << ";\n";
   names[op->getResult(0)] = name;
   return success();
 }
 
 /// The C expression of an elementwise math, logic, comparison or choice op
-/// on the operand names `in`; none for other ops. Floats are fp32 values;
-/// integers are their own C type, with wrapping negation and a remainder
-/// by zero of 0 (as the reference interpreter defines them).
+/// on the operand names `in`; none for other ops. Floats are values of their
+/// compute type; integers are their own C type, with wrapping negation and
+/// a remainder by zero of 0 (as the reference interpreter defines them).
 std::optional<std::string> BodyEmitter::mathExpr(Operation *op,
-                                               ArrayRef<std::string> in) {
+                                                 ArrayRef<std::string> in) {
   Type et = tensorType(op->getResult(0)).getElementType();
-  bool isFloat =
-      isa<FloatType>(tensorType(op->getOperand(0)).getElementType());
+  Type operandType = tensorType(op->getOperand(0)).getElementType();
+  bool isFloat = isa<FloatType>(operandType);
+  bool isUnsigned = operandType.isUnsignedInteger();
+  FloatSpelling f(operandType);
   std::string x = in[0];
   std::string y = in.size() > 1 ? in[1] : "";
   // `0 - x` through unsigned arithmetic: C's `-x` overflows on the most
   // negative value.
   std::string negated =
       "(" + computeType(et) + ")(0ULL - (unsigned long long)" + x + ")";
+  auto call = [&](StringRef name) { return f.fn(name) + "(" + x + ")"; };
   if (isa<ReciprocalOp>(op))
-    return "1.0f / " + x;
+    return f.literal("1.0") + " / " + x;
   if (isa<LogOp>(op))
-    return "logf(" + x + ")";
+    return call("log");
   if (isa<FloorOp>(op))
-    return "floorf(" + x + ")";
+    return call("floor");
   if (isa<CeilOp>(op))
-    return "ceilf(" + x + ")";
+    return call("ceil");
   if (isa<RoundOp>(op))
-    // rintf rounds halves to even in the default rounding mode.
-    return "rintf(" + x + ")";
+    // rint rounds halves to even in the default rounding mode.
+    return call("rint");
   if (isa<SinOp>(op))
-    return "sinf(" + x + ")";
+    return call("sin");
   if (isa<CosOp>(op))
-    return "cosf(" + x + ")";
+    return call("cos");
   if (isa<SoftsignOp>(op))
-    return x + " / (1.0f + fabsf(" + x + "))";
+    return x + " / (" + f.literal("1.0") + " + " + call("fabs") + ")";
   if (isa<AbsOp>(op))
-    return isFloat ? "fabsf(" + x + ")"
-                   : "(" + x + " < 0 ? " + negated + " : " + x + ")";
-  if (isa<SignOp>(op))
-    return isFloat ? "(" + x + " > 0.0f ? 1.0f : " + x +
-                         " < 0.0f ? -1.0f : " + x + ")"
-                   : "(" + computeType(et) + ")((" + x + " > 0) - (" + x +
-                         " < 0))";
+    return isFloat      ? call("fabs")
+           : isUnsigned ? x
+                        : "(" + x + " < 0 ? " + negated + " : " + x + ")";
+  if (isa<SignOp>(op)) {
+    if (isFloat)
+      return "(" + x + " > " + f.literal("0.0") + " ? " + f.literal("1.0") +
+             " : " + x + " < " + f.literal("0.0") + " ? " + f.literal("-1.0") +
+             " : " + x + ")";
+    if (isUnsigned)
+      return "(" + computeType(et) + ")(" + x + " != 0)";
+    return "(" + computeType(et) + ")((" + x + " > 0) - (" + x + " < 0))";
+  }
   if (isa<NotOp>(op))
     return "!" + x;
   if (auto gelu = dyn_cast<GeluOp>(op)) {
+    std::string half =
+        f.literal("0.5") + " * " + x + " * (" + f.literal("1.0") + " + ";
     if (gelu.getApproximate() == GeluApproximation::tanh)
-      return "0.5f * " + x + " * (1.0f + tanhf(0.7978845608028654f * (" + x +
-             " + 0.044715f * " + x + " * " + x + " * " + x + ")))";
-    return "0.5f * " + x + " * (1.0f + erff(" + x +
-           " * 0.7071067811865476f))";
+      return half + f.fn("tanh") + "(" + f.literal("0.7978845608028654") +
+             " * (" + x + " + " + f.literal("0.044715") + " * " + x + " * " +
+             x + " * " + x + ")))";
+    return half + f.fn("erf") + "(" + x + " * " +
+           f.literal("0.7071067811865476") + "))";
   }
   if (isa<IsNaNOp>(op))
     return "(" + x + " != " + x + ")";
   if (auto isInf = dyn_cast<IsInfOp>(op)) {
-    std::string positive = "(" + x + " == __int_as_float(0x7f800000))";
-    std::string negative = "(" + x + " == __int_as_float(0xff800000))";
+    std::string positive = "(" + x + " == " + f.infinity() + ")";
+    std::string negative = "(" + x + " == " + f.infinity(true) + ")";
     if (isInf.getDetectPositive() && isInf.getDetectNegative())
       return "(" + positive + " || " + negative + ")";
     if (isInf.getDetectPositive())
@@ -319,10 +356,13 @@ std::optional<std::string> BodyEmitter::mathExpr(Operation *op,
                    : "(" + x + " < " + y + " ? " + x + " : " + y + ")";
   if (auto mod = dyn_cast<ModOp>(op)) {
     if (isFloat)
-      return "fmodf(" + x + ", " + y + ")";
+      return f.fn("fmod") + "(" + x + ", " + y + ")";
+    std::string rem = "(" + x + " % " + y + ")";
+    // Without signs both remainders agree.
+    if (isUnsigned)
+      return "(" + y + " == 0 ? 0 : " + rem + ")";
     // A divisor of -1 always leaves 0 and would overflow on the most
     // negative dividend.
-    std::string rem = "(" + x + " % " + y + ")";
     std::string truncated =
         "(" + y + " == 0 || " + y + " == -1 ? 0 : " + rem + ")";
     if (mod.getFmod())
@@ -353,15 +393,73 @@ std::optional<std::string> BodyEmitter::mathExpr(Operation *op,
   return std::nullopt;
 }
 
+/// `x op y` for integers of type `t`, wrapping modulo 2^width: computed in
+/// an unsigned C type at least as wide as int, since signed overflow is
+/// undefined in C and narrow operands would promote to (signed) int.
+std::string wrappingExpr(Type t, const std::string &x, StringRef op,
+                         const std::string &y) {
+  std::string wide =
+      t.getIntOrFloatBitWidth() > 32 ? "unsigned long long" : "unsigned int";
+  return "(" + computeType(t) + ")((" + wide + ")" + x + " " + op.str() + " (" +
+         wide + ")" + y + ")";
+}
+
+/// 2^n as a decimal integer, for n up to 64.
+static std::string powerOfTwo(unsigned n) {
+  return llvm::toString(llvm::APInt::getOneBitSet(65, n), 10,
+                        /*Signed=*/false);
+}
+
+/// A float compute value `v` of element type `from` as the integer type
+/// `to`, as kiln.cast defines it (see kiln_float_to_int in the prelude): the
+/// bounds are powers of two, exact in float and double.
+static std::string floatToIntExpr(Type from, Type to, const std::string &v) {
+  FloatSpelling f(from);
+  unsigned width = to.getIntOrFloatBitWidth();
+  std::string t = computeType(to);
+  std::string low, high, lowest, highest;
+  if (to.isUnsignedInteger()) {
+    low = "0.0";
+    high = powerOfTwo(width) + ".0";
+    lowest = "0";
+    highest =
+        llvm::toString(llvm::APInt::getMaxValue(width), 10, false) + "ULL";
+  } else {
+    low = "-" + powerOfTwo(width - 1) + ".0";
+    high = powerOfTwo(width - 1) + ".0";
+    std::string max =
+        llvm::toString(llvm::APInt::getSignedMaxValue(width), 10, true);
+    lowest = "(-" + max + "LL - 1)";
+    highest = max + "LL";
+  }
+  return "kiln_float_to_int<" + t + ">(" + v + ", " + f.literal(low) + ", " +
+         f.literal(high) + ", (" + t + ")" + lowest + ", (" + t + ")" +
+         highest + ")";
+}
+
 /// A value of compute type `from` as compute type `to`, rounded to `to`'s
-/// storage precision.
+/// storage precision: once, from any type (a 16-bit float gets a double or a
+/// 64-bit integer directly, not through float).
 std::string BodyEmitter::castExpr(Type from, Type to, const std::string &v) {
   if (to.isInteger(1))
     return "(" + v + " != 0)";
-  if (to.isF16())
-    return "__half2float(__float2half_rn((float)" + v + "))";
-  if (to.isBF16())
-    return "__bfloat162float(__float2bfloat16_rn((float)" + v + "))";
+  bool fromFloat = isa<FloatType>(from);
+  if (to.isF16() || to.isBF16()) {
+    std::string name = to.isF16() ? "half" : "bfloat16";
+    std::string widen = to.isF16() ? "__half2float" : "__bfloat162float";
+    std::string narrowed;
+    if (from.isF64())
+      narrowed = "__double2" + name + "(" + v + ")";
+    else if (fromFloat || from.isInteger(1))
+      narrowed = "__float2" + name + "_rn((float)" + v + ")";
+    else if (from.isUnsignedInteger())
+      narrowed = "__ull2" + name + "_rn((unsigned long long)" + v + ")";
+    else
+      narrowed = "__ll2" + name + "_rn((long long)" + v + ")";
+    return widen + "(" + narrowed + ")";
+  }
+  if (fromFloat && !isa<FloatType>(to))
+    return floatToIntExpr(from, to, v);
   return "(" + computeType(to) + ")" + v;
 }
 

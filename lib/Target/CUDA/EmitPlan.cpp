@@ -297,9 +297,11 @@ private:
     auto dtype = toRuntimeDType(resultType.getElementType(), op.getLoc());
     if (failed(dtype))
       return failure();
-    if (*dtype != rt::DType::F32 && *dtype != rt::DType::F16 &&
-        *dtype != rt::DType::BF16)
-      return op.emitOpError("integer matmul is not supported by the CUDA target");
+    // cuBLASLt (and the host backend's GEMM) multiply float matrices only.
+    if (!rt::isFloatDType(*dtype))
+      return op.emitOpError("integer matmul is not supported by the CUDA "
+                            "target, got element type ")
+             << resultType.getElementType();
     step.dtype = *dtype;
     step.transA = op.getTransposeLhs();
     step.transB = op.getTransposeRhs();
@@ -371,19 +373,31 @@ private:
 } // namespace
 
 FailureOr<rt::DType> toRuntimeDType(Type t, std::optional<Location> loc) {
+  if (t.isF64())
+    return rt::DType::F64;
   if (t.isF32())
     return rt::DType::F32;
   if (t.isF16())
     return rt::DType::F16;
   if (t.isBF16())
     return rt::DType::BF16;
-  if (t.isInteger(64))
+  if (t.isSignlessInteger(64))
     return rt::DType::I64;
-  if (t.isInteger(32))
+  if (t.isSignlessInteger(32))
     return rt::DType::I32;
-  if (t.isInteger(8))
+  if (t.isSignlessInteger(16))
+    return rt::DType::I16;
+  if (t.isSignlessInteger(8))
     return rt::DType::I8;
-  if (t.isInteger(1))
+  if (t.isUnsignedInteger(64))
+    return rt::DType::U64;
+  if (t.isUnsignedInteger(32))
+    return rt::DType::U32;
+  if (t.isUnsignedInteger(16))
+    return rt::DType::U16;
+  if (t.isUnsignedInteger(8))
+    return rt::DType::U8;
+  if (t.isSignlessInteger(1))
     return rt::DType::Bool;
   return emitOptionalError(loc, "unsupported element type ", t);
 }
@@ -405,6 +419,16 @@ Type fromRuntimeDType(MLIRContext *context, rt::DType dtype) {
     return b.getI8Type();
   case rt::DType::Bool:
     return b.getI1Type();
+  case rt::DType::F64:
+    return b.getF64Type();
+  case rt::DType::I16:
+    return b.getI16Type();
+  case rt::DType::U8:
+  case rt::DType::U16:
+  case rt::DType::U32:
+  case rt::DType::U64:
+    return IntegerType::get(context, rt::dtypeSize(dtype) * 8,
+                            IntegerType::Unsigned);
   }
   return {};
 }

@@ -29,12 +29,51 @@ inline mlir::RankedTensorType tensorType(mlir::Value v) {
 
 /// The C type values of `t` are stored as.
 std::string storageType(mlir::Type t);
-/// The C type values of `t` are computed in: fp32 for every float type.
+/// The C type values of `t` are computed in: fp64 for f64, fp32 for the
+/// other float types, integers in their own type.
 std::string computeType(mlir::Type t);
+
+/// How C spells float math in the compute type of a float element type:
+/// fp32 uses the `f`-suffixed libm functions and literals (`expf`, `1.0f`),
+/// fp64 the plain ones (`exp`, `1.0`). Emitters build every float
+/// expression through one of these, so a double kernel never rounds
+/// through float.
+class FloatSpelling {
+public:
+  explicit FloatSpelling(mlir::Type elementType)
+      : isDouble(elementType.isF64()) {}
+
+  /// The compute type: `float` or `double`.
+  std::string type() const { return isDouble ? "double" : "float"; }
+  /// The libm function `name`, given by its double name: `exp` -> `expf`.
+  std::string fn(llvm::StringRef name) const {
+    return isDouble ? name.str() : (name + "f").str();
+  }
+  /// A literal written with a decimal point: `0.5` -> `0.5f`.
+  std::string literal(llvm::StringRef digits) const {
+    return isDouble ? digits.str() : (digits + "f").str();
+  }
+  /// Positive or negative infinity, from its bit pattern.
+  std::string infinity(bool negative = false) const {
+    if (isDouble)
+      return negative ? "__longlong_as_double(0xfff0000000000000LL)"
+                      : "__longlong_as_double(0x7ff0000000000000LL)";
+    return negative ? "__int_as_float(0xff800000)"
+                    : "__int_as_float(0x7f800000)";
+  }
+
+private:
+  bool isDouble;
+};
+
 /// Converts a stored element to its compute type.
 std::string loadExpr(mlir::Type t, const std::string &element);
 /// Converts a computed value to its storage type.
 std::string storeExpr(mlir::Type t, const std::string &value);
+/// `x op y` (op one of + - *) for integers of type `t`, wrapping modulo
+/// 2^width.
+std::string wrappingExpr(mlir::Type t, const std::string &x, llvm::StringRef op,
+                         const std::string &y);
 /// Row-major strides of `shape`.
 llvm::SmallVector<int64_t> stridesOf(llvm::ArrayRef<int64_t> shape);
 /// The offset into an input of shape `arg` that broadcasts into `shape`, at

@@ -15,12 +15,16 @@ std::string cudaPrelude(bool needsHalfTypes) {
     prelude += "#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n";
   return prelude + R"cuda(
 
-__device__ __forceinline__ float kiln_warp_sum(float v) {
+// The softmax and layer_norm statistics, in the kernel's float compute type
+// (float, or double for f64).
+__device__ __forceinline__ float kiln_fmax(float a, float b) { return fmaxf(a, b); }
+__device__ __forceinline__ double kiln_fmax(double a, double b) { return fmax(a, b); }
+template <class T> __device__ __forceinline__ T kiln_warp_sum(T v) {
   for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
   return v;
 }
-__device__ __forceinline__ float kiln_warp_max(float v) {
-  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+template <class T> __device__ __forceinline__ T kiln_warp_max(T v) {
+  for (int o = 16; o > 0; o >>= 1) v = kiln_fmax(v, __shfl_xor_sync(0xffffffffu, v, o));
   return v;
 }
 __device__ __forceinline__ long long kiln_gather_index(long long index,
@@ -28,23 +32,33 @@ __device__ __forceinline__ long long kiln_gather_index(long long index,
   if (index < 0) index += extent;
   return index < 0 ? 0 : (index >= extent ? extent - 1 : index);
 }
-__device__ float kiln_block_sum(float v, float *scratch) {
+template <class T> __device__ T kiln_block_sum(T v, T *scratch) {
   v = kiln_warp_sum(v);
   __syncthreads();
   if ((threadIdx.x & 31) == 0) scratch[threadIdx.x >> 5] = v;
   __syncthreads();
   int warps = (blockDim.x + 31) >> 5;
-  v = (threadIdx.x & 31) < warps ? scratch[threadIdx.x & 31] : 0.0f;
+  v = (threadIdx.x & 31) < warps ? scratch[threadIdx.x & 31] : T(0);
   return kiln_warp_sum(v);
 }
-__device__ float kiln_block_max(float v, float *scratch) {
+template <class T> __device__ T kiln_block_max(T v, T *scratch) {
   v = kiln_warp_max(v);
   __syncthreads();
   if ((threadIdx.x & 31) == 0) scratch[threadIdx.x >> 5] = v;
   __syncthreads();
   int warps = (blockDim.x + 31) >> 5;
-  v = (threadIdx.x & 31) < warps ? scratch[threadIdx.x & 31] : __int_as_float(0xff800000);
+  v = (threadIdx.x & 31) < warps ? scratch[threadIdx.x & 31] : T(__int_as_float(0xff800000));
   return kiln_warp_max(v);
+}
+// Float to integer as kiln.cast defines it (and the reference interpreter
+// computes it): NaN gives 0, values beyond [low, high) saturate to the
+// integer type's lowest or highest value, the rest truncate toward zero. A
+// plain C cast is undefined for NaN and out-of-range values (the host
+// backend would get x86's answers), and PTX's cvt turns NaN into the most
+// negative 64-bit integer.
+template <class I, class F>
+__device__ __forceinline__ I kiln_float_to_int(F x, F low, F high, I lowest, I highest) {
+  return x != x ? I(0) : x < low ? lowest : x >= high ? highest : (I)x;
 }
 
 // The reduce ops' combining functions. Max and min let a NaN win, as numpy

@@ -4,7 +4,9 @@
 // one normalized slice of a softmax or layer_norm. The elementwise prologue is
 // recomputed in each pass over the row (cheaper than a round trip through
 // memory); the epilogue runs on each result element. Floats accumulate in
-// fp32, integers and booleans in 64 bits.
+// their compute type (fp64 for f64, fp32 for the others), integers and
+// booleans in 64 bits: unsigned long long for unsigned types, so that they
+// order as unsigned values, long long for the others.
 //
 //===----------------------------------------------------------------------===//
 
@@ -97,6 +99,14 @@ SmallVector<bool> reducedDims(Operation *reduction) {
   return reduced;
 }
 
+/// The C type a reduction, scan or sort over elements of `et` accumulates
+/// and compares in.
+std::string accumulatorType(Type et) {
+  if (isa<FloatType>(et))
+    return FloatSpelling(et).type();
+  return et.isUnsignedInteger() ? "unsigned long long" : "long long";
+}
+
 /// The C pieces of a reduce op: accumulator type, identity and combining
 /// functor (see the prelude).
 struct Accumulator {
@@ -105,29 +115,38 @@ struct Accumulator {
 
 Accumulator accumulatorFor(Operation *reduction) {
   Type et = tensorType(reduction->getOperand(0)).getElementType();
-  bool isFloat = isa<FloatType>(et);
   Accumulator acc;
-  acc.type = isFloat ? "float" : "long long";
-  std::string lowest = isFloat ? "__int_as_float(0xff800000)"
-                       : et.isInteger(1)
-                           ? "0LL"
-                           : llvm::formatv("(-{0}LL - 1)",
-                                           (uint64_t{1} << (et.getIntOrFloatBitWidth() - 1)) - 1)
-                                 .str();
-  std::string highest = isFloat ? "__int_as_float(0x7f800000)"
-                        : et.isInteger(1)
-                            ? "1LL"
-                            : llvm::formatv("{0}LL",
-                                            (uint64_t{1} << (et.getIntOrFloatBitWidth() - 1)) - 1)
-                                  .str();
+  acc.type = accumulatorType(et);
+  std::string lowest, highest, zero, one;
+  if (isa<FloatType>(et)) {
+    FloatSpelling f(et);
+    lowest = f.infinity(/*negative=*/true);
+    highest = f.infinity();
+    zero = f.literal("0.0");
+    one = f.literal("1.0");
+  } else if (et.isInteger(1)) {
+    lowest = zero = "0LL";
+    highest = one = "1LL";
+  } else if (et.isUnsignedInteger()) {
+    unsigned width = et.getIntOrFloatBitWidth();
+    lowest = zero = "0ULL";
+    highest = llvm::formatv("{0}ULL", ~uint64_t{0} >> (64 - width)).str();
+    one = "1ULL";
+  } else {
+    uint64_t max = (uint64_t{1} << (et.getIntOrFloatBitWidth() - 1)) - 1;
+    lowest = llvm::formatv("(-{0}LL - 1)", max).str();
+    highest = llvm::formatv("{0}LL", max).str();
+    zero = "0LL";
+    one = "1LL";
+  }
   if (isa<ReduceMaxOp>(reduction))
     acc.identity = lowest, acc.combine = "kiln_max_op()";
   else if (isa<ReduceMinOp>(reduction))
     acc.identity = highest, acc.combine = "kiln_min_op()";
   else if (isa<ReduceProdOp>(reduction))
-    acc.identity = isFloat ? "1.0f" : "1LL", acc.combine = "kiln_prod_op()";
+    acc.identity = one, acc.combine = "kiln_prod_op()";
   else
-    acc.identity = isFloat ? "0.0f" : "0LL", acc.combine = "kiln_sum_op()";
+    acc.identity = zero, acc.combine = "kiln_sum_op()";
   return acc;
 }
 
@@ -185,23 +204,28 @@ FailureOr<LaunchGeometry> emitReduction(KernelOp kernel, StringRef name,
   emitSignature(kernel, name, os);
   std::string valueName;
   auto fail = [&]() -> FailureOr<LaunchGeometry> { return failure(); };
+  // Softmax, layer_norm and reduce_mean compute in their float compute type.
+  FloatSpelling f(tensorType(input).getElementType());
+  std::string ft = f.type();
   if (isa<SoftmaxOp, LogSoftmaxOp>(reduction)) {
-    os << "  __shared__ float scratch[32];\n"
+    os << "  __shared__ " << ft << " scratch[32];\n"
        << "  for (long long row = blockIdx.x; row < " << layout.rows
        << "LL; row += gridDim.x) {\n"
-       << "    float row_max = __int_as_float(0xff800000);\n";
+       << "    " << ft << " row_max = " << f.infinity(/*negative=*/true)
+       << ";\n";
     loopOpen("pass 1: the row's maximum, for a stable exponent");
     auto x = emitPrologue("      ");
     if (failed(x))
       return fail();
-    os << "      row_max = fmaxf(row_max, " << *x << ");\n    }\n"
+    os << "      row_max = kiln_fmax(row_max, " << *x << ");\n    }\n"
        << "    row_max = kiln_block_max(row_max, scratch);\n"
-       << "    float row_sum = 0.0f;\n";
+       << "    " << ft << " row_sum = " << f.literal("0.0") << ";\n";
     loopOpen("pass 2: the sum of exponents");
     x = emitPrologue("      ");
     if (failed(x))
       return fail();
-    os << "      row_sum += expf(" << *x << " - row_max);\n    }\n"
+    os << "      row_sum += " << f.fn("exp") << "(" << *x
+       << " - row_max);\n    }\n"
        << "    row_sum = kiln_block_sum(row_sum, scratch);\n";
     loopOpen("pass 3: normalize");
     x = emitPrologue("      ");
@@ -209,39 +233,45 @@ FailureOr<LaunchGeometry> emitReduction(KernelOp kernel, StringRef name,
       return fail();
     valueName = body.fresh();
     if (isa<LogSoftmaxOp>(reduction))
-      os << "      float " << valueName << " = " << *x
-         << " - row_max - logf(row_sum);\n";
+      os << "      " << ft << " " << valueName << " = " << *x << " - row_max - "
+         << f.fn("log") << "(row_sum);\n";
     else
-      os << "      float " << valueName << " = expf(" << *x
-         << " - row_max) / row_sum;\n";
+      os << "      " << ft << " " << valueName << " = " << f.fn("exp") << "("
+         << *x << " - row_max) / row_sum;\n";
   } else if (auto norm = dyn_cast<LayerNormOp>(reduction)) {
     if (!isa<BlockArgument>(norm.getScale()) ||
         (norm.getBias() && !isa<BlockArgument>(norm.getBias())))
       return norm.emitOpError("needs scale and bias as kernel inputs");
-    os << "  __shared__ float scratch[32];\n"
+    std::string length = f.literal(std::to_string(layout.length) + ".0");
+    // Epsilon is an f32 attribute; a double kernel gets its exact value.
+    std::string epsilon =
+        ft == "double"
+            ? llvm::formatv("{0:e16}", norm.getEpsilon().convertToDouble())
+                  .str()
+            : llvm::formatv("{0:e}f", norm.getEpsilon().convertToFloat()).str();
+    os << "  __shared__ " << ft << " scratch[32];\n"
        << "  for (long long row = blockIdx.x; row < " << layout.rows
        << "LL; row += gridDim.x) {\n"
-       << "    float row_sum = 0.0f;\n";
+       << "    " << ft << " row_sum = " << f.literal("0.0") << ";\n";
     loopOpen("pass 1: mean");
     auto x = emitPrologue("      ");
     if (failed(x))
       return fail();
     os << "      row_sum += " << *x << ";\n    }\n"
-       << "    float mean = kiln_block_sum(row_sum, scratch) / "
-       << layout.length << ".0f;\n"
-       << "    float row_sq = 0.0f;\n";
+       << "    " << ft << " mean = kiln_block_sum(row_sum, scratch) / "
+       << length << ";\n"
+       << "    " << ft << " row_sq = " << f.literal("0.0") << ";\n";
     // Two passes over the row: the centered variance loses nothing to
     // cancellation when the mean is large.
     loopOpen("pass 2: variance");
     x = emitPrologue("      ");
     if (failed(x))
       return fail();
-    os << "      float centered = " << *x << " - mean;\n"
+    os << "      " << ft << " centered = " << *x << " - mean;\n"
        << "      row_sq += centered * centered;\n    }\n"
-       << "    float inv_std = rsqrtf(kiln_block_sum(row_sq, scratch) / "
-       << layout.length << ".0f + "
-       << llvm::formatv("{0:e}", norm.getEpsilon().convertToFloat())
-       << "f);\n";
+       << "    " << ft << " inv_std = " << f.fn("rsqrt")
+       << "(kiln_block_sum(row_sq, scratch) / " << length << " + " << epsilon
+       << ");\n";
     loopOpen("pass 3: normalize, scale and shift");
     x = emitPrologue("      ");
     if (failed(x))
@@ -249,16 +279,16 @@ FailureOr<LaunchGeometry> emitReduction(KernelOp kernel, StringRef name,
     std::string scale = body.get(norm.getScale(), "x_idx", inShape, "      ");
     std::string shift =
         norm.getBias() ? body.get(norm.getBias(), "x_idx", inShape, "      ")
-                       : "0.0f";
+                       : f.literal("0.0");
     valueName = body.fresh();
-    os << "      float " << valueName << " = (" << *x << " - mean) * inv_std * "
-       << scale << " + " << shift << ";\n";
+    os << "      " << ft << " " << valueName << " = (" << *x
+       << " - mean) * inv_std * " << scale << " + " << shift << ";\n";
   } else if (auto cumsum = dyn_cast<CumSumOp>(reduction)) {
     // The row in chunks of blockDim.x: a block-wide inclusive scan of each
     // chunk plus the carry of the chunks before it. Scan position p reads
     // row position p (p - 1 when exclusive), mirrored when reversed.
     Type et = tensorType(input).getElementType();
-    std::string type = isa<FloatType>(et) ? "float" : "long long";
+    std::string type = accumulatorType(et);
     int64_t length = layout.length;
     auto position = [&](const std::string &p) {
       return cumsum.getReverse()
@@ -310,8 +340,7 @@ FailureOr<LaunchGeometry> emitReduction(KernelOp kernel, StringRef name,
         std::clamp<int64_t>((length + 31) / 32 * 32, 32, kBlockSize));
     return geometry;
   } else if (isa<ArgMaxOp, ArgMinOp>(reduction)) {
-    Type et = tensorType(input).getElementType();
-    std::string type = isa<FloatType>(et) ? "float" : "long long";
+    std::string type = accumulatorType(tensorType(input).getElementType());
     std::string params = llvm::formatv(
         "<{0}, {1}>", isa<ArgMaxOp>(reduction) ? "true" : "false",
         reduction->getAttrOfType<BoolAttr>("select_last_index").getValue()
@@ -356,7 +385,7 @@ FailureOr<LaunchGeometry> emitReduction(KernelOp kernel, StringRef name,
     Type resultType = tensorType(reduction->getResult(0)).getElementType();
     std::string value = "acc";
     if (isa<ReduceMeanOp>(reduction))
-      value = llvm::formatv("acc / {0}.0f", layout.length);
+      value = "acc / " + f.literal(std::to_string(layout.length) + ".0");
     os << "      " << computeType(resultType) << " " << valueName << " = ("
        << computeType(resultType) << ")" << value << ";\n";
   }
@@ -398,7 +427,7 @@ FailureOr<LaunchGeometry> emitSort(KernelOp kernel, StringRef name,
   RowLayout in = rowLayout(inShape, reduced);
   RowLayout out = rowLayout(topK.getType().getShape(), reduced);
   Type et = topK.getInput().getType().getElementType();
-  std::string type = isa<FloatType>(et) ? "float" : "long long";
+  std::string type = accumulatorType(et);
   // Each element's rank is the number of elements that come before it; the
   // first k ranks are the result. Quadratic in the row, but with no
   // synchronization and the same order as the reference's stable sort.

@@ -55,7 +55,13 @@ typedef enum kiln_dtype {
   KILN_DTYPE_I64 = 3,  /**< int64_t. */
   KILN_DTYPE_I32 = 4,  /**< int32_t. */
   KILN_DTYPE_I8 = 5,   /**< int8_t. */
-  KILN_DTYPE_BOOL = 6  /**< One byte per element, 0 or 1. */
+  KILN_DTYPE_BOOL = 6, /**< One byte per element, 0 or 1. */
+  KILN_DTYPE_F64 = 7,  /**< IEEE float64 (double). */
+  KILN_DTYPE_I16 = 8,  /**< int16_t. */
+  KILN_DTYPE_U8 = 9,   /**< uint8_t. */
+  KILN_DTYPE_U16 = 10, /**< uint16_t. */
+  KILN_DTYPE_U32 = 11, /**< uint32_t. */
+  KILN_DTYPE_U64 = 12  /**< uint64_t. */
 } kiln_dtype;
 
 /** Where a model executes. */

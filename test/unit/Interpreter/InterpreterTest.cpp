@@ -81,6 +81,19 @@ protected:
     return succeeded(tensor) ? std::move(*tensor) : HostTensor();
   }
 
+  /// A tensor from unsigned values, stored with setFromUnsigned.
+  HostTensor unsigneds(Type type, ArrayRef<int64_t> shape,
+                       ArrayRef<uint64_t> values) {
+    FailureOr<HostTensor> tensor = HostTensor::allocate(type, shape);
+    EXPECT_TRUE(succeeded(tensor));
+    if (failed(tensor))
+      return HostTensor();
+    EXPECT_EQ(tensor->numElements(), static_cast<int64_t>(values.size()));
+    for (auto [index, value] : llvm::enumerate(values))
+      tensor->setFromUnsigned(index, value);
+    return std::move(*tensor);
+  }
+
   /// Every diagnostic so far, one per line.
   std::string allDiagnostics() const {
     std::string text;
@@ -106,8 +119,16 @@ protected:
   Type i64() { return IntegerType::get(&context, 64); }
   /// i32.
   Type i32() { return IntegerType::get(&context, 32); }
+  /// i16.
+  Type i16() { return IntegerType::get(&context, 16); }
   /// i8.
   Type i8() { return IntegerType::get(&context, 8); }
+  /// f64.
+  Type f64() { return Float64Type::get(&context); }
+  /// ui64, ui32, ui16 or ui8.
+  Type ui(unsigned width) {
+    return IntegerType::get(&context, width, IntegerType::Unsigned);
+  }
   /// i1.
   Type i1() { return IntegerType::get(&context, 1); }
 
@@ -140,6 +161,16 @@ static void expectInts(const HostTensor &tensor, ArrayRef<int64_t> shape,
   ASSERT_EQ(tensor.numElements(), static_cast<int64_t>(values.size()));
   for (auto [index, expected] : llvm::enumerate(values))
     EXPECT_EQ(tensor.getAsInt(index), expected) << "at element " << index;
+}
+
+/// Expects an unsigned integer tensor of `shape` holding `values`.
+static void expectUnsigned(const HostTensor &tensor, ArrayRef<int64_t> shape,
+                           ArrayRef<uint64_t> values) {
+  EXPECT_EQ(ArrayRef<int64_t>(tensor.shape), shape);
+  ASSERT_EQ(tensor.numElements(), static_cast<int64_t>(values.size()));
+  for (auto [index, expected] : llvm::enumerate(values))
+    EXPECT_EQ(static_cast<uint64_t>(tensor.getAsInt(index)), expected)
+        << "at element " << index;
 }
 
 TEST_F(InterpreterTest, AddBroadcastsTrailingDims) {
@@ -940,4 +971,199 @@ TEST_F(InterpreterTest, UnaryMathOps) {
   expectValues(results[2], {3}, {-2, 1, 4});
   expectValues(results[3], {3}, {-2.5 / 3.5, 0.5 / 1.5, 0.8}, 1e-7);
   expectValues(results[4], {3}, {-1, 1, 1});
+}
+
+//===----------------------------------------------------------------------===//
+// Unsigned, int16 and float64 element types
+//===----------------------------------------------------------------------===//
+
+TEST_F(InterpreterTest, Uint64OrdersDividesAndWrapsAsUnsigned) {
+  // 2^64 - 1 and 2^63 read as negative int64_t values: every op here would
+  // get them wrong through int64_t.
+  constexpr uint64_t kMax = ~uint64_t(0), kHigh = uint64_t(1) << 63;
+  StringRef source = R"mlir(
+    func.func @main(%a: tensor<5xui64>, %b: tensor<5xui64>) -> (tensor<5xi1>, tensor<5xi1>, tensor<5xui64>, tensor<5xui64>, tensor<5xui64>, tensor<5xui64>, tensor<5xui64>, tensor<5xui64>) {
+      %0 = kiln.greater %a, %b : (tensor<5xui64>, tensor<5xui64>) -> tensor<5xi1>
+      %1 = kiln.less_equal %a, %b : (tensor<5xui64>, tensor<5xui64>) -> tensor<5xi1>
+      %2 = kiln.sub %a, %b : (tensor<5xui64>, tensor<5xui64>) -> tensor<5xui64>
+      %3 = kiln.div %a, %b : (tensor<5xui64>, tensor<5xui64>) -> tensor<5xui64>
+      %4 = kiln.mod %a, %b : (tensor<5xui64>, tensor<5xui64>) -> tensor<5xui64>
+      %5 = kiln.mod %a, %b {fmod = true} : (tensor<5xui64>, tensor<5xui64>) -> tensor<5xui64>
+      %6 = kiln.max %a, %b : (tensor<5xui64>, tensor<5xui64>) -> tensor<5xui64>
+      %7 = kiln.min %a, %b : (tensor<5xui64>, tensor<5xui64>) -> tensor<5xui64>
+      return %0, %1, %2, %3, %4, %5, %6, %7 : tensor<5xi1>, tensor<5xi1>, tensor<5xui64>, tensor<5xui64>, tensor<5xui64>, tensor<5xui64>, tensor<5xui64>, tensor<5xui64>
+    })mlir";
+  auto results =
+      runOk(source, {unsigneds(ui(64), {5}, {kMax, 0, 10, kHigh, kMax}),
+                     unsigneds(ui(64), {5}, {1, 1, 3, kHigh - 1, 0})});
+  ASSERT_EQ(results.size(), 8u);
+  expectInts(results[0], {5}, {1, 0, 1, 1, 1});
+  expectInts(results[1], {5}, {0, 1, 0, 0, 0});
+  // 0 - 1 wraps to 2^64 - 1.
+  expectUnsigned(results[2], {5}, {kMax - 1, kMax, 7, 1, kMax});
+  // A division by zero gives 0, as for signed integers.
+  expectUnsigned(results[3], {5}, {kMax, 0, 3, 1, 0});
+  // Both Mod forms agree on unsigned values; a remainder by zero is 0.
+  expectUnsigned(results[4], {5}, {0, 0, 1, 1, 0});
+  expectUnsigned(results[5], {5}, {0, 0, 1, 1, 0});
+  expectUnsigned(results[6], {5}, {kMax, 1, 10, kHigh, kMax});
+  expectUnsigned(results[7], {5}, {1, 0, 3, kHigh - 1, 0});
+}
+
+TEST_F(InterpreterTest, NarrowUnsignedAndInt16Wrap) {
+  StringRef source = R"mlir(
+    func.func @main(%a: tensor<3xui8>, %b: tensor<3xui8>, %c: tensor<2xui16>, %d: tensor<2xui32>, %e: tensor<2xi16>) -> (tensor<3xui8>, tensor<3xui8>, tensor<3xui8>, tensor<3xui8>, tensor<3xui8>, tensor<3xi1>, tensor<2xui16>, tensor<2xui32>, tensor<2xi16>, tensor<2xi16>) {
+      %0 = kiln.add %a, %b : (tensor<3xui8>, tensor<3xui8>) -> tensor<3xui8>
+      %1 = kiln.sub %b, %a : (tensor<3xui8>, tensor<3xui8>) -> tensor<3xui8>
+      %2 = kiln.neg %b : tensor<3xui8>
+      %3 = kiln.abs %a : tensor<3xui8>
+      %4 = kiln.sign %a : tensor<3xui8>
+      %5 = kiln.greater %a, %b : (tensor<3xui8>, tensor<3xui8>) -> tensor<3xi1>
+      %6 = kiln.mul %c, %c : (tensor<2xui16>, tensor<2xui16>) -> tensor<2xui16>
+      %7 = kiln.div %d, %d : (tensor<2xui32>, tensor<2xui32>) -> tensor<2xui32>
+      %8 = kiln.add %e, %e : (tensor<2xi16>, tensor<2xi16>) -> tensor<2xi16>
+      %9 = kiln.div %e, %e : (tensor<2xi16>, tensor<2xi16>) -> tensor<2xi16>
+      return %0, %1, %2, %3, %4, %5, %6, %7, %8, %9 : tensor<3xui8>, tensor<3xui8>, tensor<3xui8>, tensor<3xui8>, tensor<3xui8>, tensor<3xi1>, tensor<2xui16>, tensor<2xui32>, tensor<2xi16>, tensor<2xi16>
+    })mlir";
+  auto results = runOk(source, {unsigneds(ui(8), {3}, {255, 200, 0}),
+                                unsigneds(ui(8), {3}, {1, 100, 1}),
+                                unsigneds(ui(16), {2}, {65535, 300}),
+                                unsigneds(ui(32), {2}, {4294967295u, 0}),
+                                ints(i16(), {2}, {-32768, 20000})});
+  ASSERT_EQ(results.size(), 10u);
+  expectUnsigned(results[0], {3}, {0, 44, 1});
+  expectUnsigned(results[1], {3}, {2, 156, 1});
+  expectUnsigned(results[2], {3}, {255, 156, 255});
+  // A ui8 of 200 is no negative number.
+  expectUnsigned(results[3], {3}, {255, 200, 0});
+  expectUnsigned(results[4], {3}, {1, 1, 0});
+  expectInts(results[5], {3}, {1, 1, 0});
+  // 65535^2 = 2^32 - 2^17 + 1, and 300^2 = 90000, modulo 2^16.
+  expectUnsigned(results[6], {2}, {1, 24464});
+  // 2^32 - 1 divides as itself (no -1 special case); 0 / 0 is 0.
+  expectUnsigned(results[7], {2}, {1, 0});
+  expectInts(results[8], {2}, {0, -25536});
+  expectInts(results[9], {2}, {1, 1});
+}
+
+TEST_F(InterpreterTest, CastsOfUnsignedAndDoubleValues) {
+  constexpr uint64_t kMax = ~uint64_t(0);
+  double nan = std::numeric_limits<double>::quiet_NaN();
+  StringRef source = R"mlir(
+    func.func @main(%u: tensor<3xui64>, %x: tensor<6xf64>, %i: tensor<2xi8>) -> (tensor<3xf32>, tensor<3xf64>, tensor<3xi64>, tensor<3xui8>, tensor<6xui8>, tensor<6xui32>, tensor<6xi16>, tensor<6xui64>, tensor<2xui64>, tensor<6xf32>) {
+      %0 = kiln.cast %u : tensor<3xui64> -> tensor<3xf32>
+      %1 = kiln.cast %u : tensor<3xui64> -> tensor<3xf64>
+      %2 = kiln.cast %u : tensor<3xui64> -> tensor<3xi64>
+      %3 = kiln.cast %u : tensor<3xui64> -> tensor<3xui8>
+      %4 = kiln.cast %x : tensor<6xf64> -> tensor<6xui8>
+      %5 = kiln.cast %x : tensor<6xf64> -> tensor<6xui32>
+      %6 = kiln.cast %x : tensor<6xf64> -> tensor<6xi16>
+      %7 = kiln.cast %x : tensor<6xf64> -> tensor<6xui64>
+      %8 = kiln.cast %i : tensor<2xi8> -> tensor<2xui64>
+      %9 = kiln.cast %x : tensor<6xf64> -> tensor<6xf32>
+      return %0, %1, %2, %3, %4, %5, %6, %7, %8, %9 : tensor<3xf32>, tensor<3xf64>, tensor<3xi64>, tensor<3xui8>, tensor<6xui8>, tensor<6xui32>, tensor<6xi16>, tensor<6xui64>, tensor<2xui64>, tensor<6xf32>
+    })mlir";
+  auto results = runOk(
+      source, {unsigneds(ui(64), {3}, {kMax, uint64_t(1) << 63, 300}),
+               floats(f64(), {6}, {-1.5, 300.7, nan, 1e30, 4294967295.9, 2.5}),
+               ints(i8(), {2}, {-1, 5})});
+  ASSERT_EQ(results.size(), 10u);
+  // A large ui64 converts as the unsigned value, not as -1.
+  expectValues(results[0], {3},
+               {std::ldexp(1.0, 64), std::ldexp(1.0, 63), 300});
+  expectValues(results[1], {3},
+               {std::ldexp(1.0, 64), std::ldexp(1.0, 63), 300});
+  // Integer to integer wraps modulo 2^width.
+  expectInts(results[2], {3}, {-1, INT64_MIN, 300});
+  expectUnsigned(results[3], {3}, {255, 0, 44});
+  // Float to unsigned truncates toward zero and saturates: a negative value
+  // gives 0, NaN gives 0.
+  expectUnsigned(results[4], {6}, {0, 255, 0, 255, 255, 2});
+  expectUnsigned(results[5], {6}, {0, 300, 0, 4294967295u, 4294967295u, 2});
+  expectInts(results[6], {6}, {-1, 300, 0, 32767, 32767, 2});
+  expectUnsigned(results[7], {6}, {0, 300, 0, kMax, 4294967295u, 2});
+  expectUnsigned(results[8], {2}, {kMax, 5});
+  // Double to float rounds once; NaN stays NaN.
+  double rounded[] = {-1.5,  static_cast<float>(300.7),        nan,
+                      1e30f, static_cast<float>(4294967295.9), 2.5};
+  for (int64_t i = 0; i < 6; ++i)
+    if (i == 2)
+      EXPECT_TRUE(std::isnan(results[9].getAsDouble(i)));
+    else
+      EXPECT_EQ(results[9].getAsDouble(i), rounded[i]) << "at element " << i;
+}
+
+TEST_F(InterpreterTest, Uint64ReductionsArgAndTopKOrderAsUnsigned) {
+  constexpr uint64_t kMax = ~uint64_t(0);
+  StringRef source = R"mlir(
+    func.func @main(%u: tensor<4xui64>) -> (tensor<1xui64>, tensor<1xui64>, tensor<i64>, tensor<i64>, tensor<2xi64>, tensor<4xui64>) {
+      %0 = kiln.reduce_max %u {axes = array<i64: 0>, keepdims = true} : tensor<4xui64> -> tensor<1xui64>
+      %1 = kiln.reduce_min %u {axes = array<i64: 0>, keepdims = true} : tensor<4xui64> -> tensor<1xui64>
+      %2 = kiln.arg_max %u {axis = 0 : i64, keepdims = false, select_last_index = false} : tensor<4xui64> -> tensor<i64>
+      %3 = kiln.arg_min %u {axis = 0 : i64, keepdims = false, select_last_index = false} : tensor<4xui64> -> tensor<i64>
+      %4 = kiln.top_k %u {axis = 0 : i64, k = 2 : i64, largest = true} : tensor<4xui64> -> tensor<2xi64>
+      %5 = kiln.cumsum %u {axis = 0 : i64, exclusive = false, reverse = false} : tensor<4xui64>
+      return %0, %1, %2, %3, %4, %5 : tensor<1xui64>, tensor<1xui64>, tensor<i64>, tensor<i64>, tensor<2xi64>, tensor<4xui64>
+    })mlir";
+  auto results =
+      runOk(source, {unsigneds(ui(64), {4}, {5, kMax, 1, uint64_t(1) << 63})});
+  ASSERT_EQ(results.size(), 6u);
+  expectUnsigned(results[0], {1}, {kMax});
+  expectUnsigned(results[1], {1}, {1});
+  expectInts(results[2], {}, {1});
+  expectInts(results[3], {}, {2});
+  expectInts(results[4], {2}, {1, 3});
+  // 5 + (2^64 - 1) wraps to 4.
+  expectUnsigned(results[5], {4}, {5, 4, 5, (uint64_t(1) << 63) + 5});
+}
+
+TEST_F(InterpreterTest, DoubleMathKeepsDoublePrecision) {
+  // 1 + 2^-40 is exact in double and rounds to 1 in float; exp(1) in double
+  // is the double libm value.
+  StringRef source = R"mlir(
+    func.func @main(%a: tensor<1xf64>, %b: tensor<1xf64>) -> (tensor<1xf64>, tensor<1xf64>, tensor<1xf64>) {
+      %0 = kiln.add %a, %b : (tensor<1xf64>, tensor<1xf64>) -> tensor<1xf64>
+      %1 = kiln.sub %0, %a : (tensor<1xf64>, tensor<1xf64>) -> tensor<1xf64>
+      %2 = kiln.exp %a : tensor<1xf64>
+      %3 = kiln.reduce_sum %0 {axes = array<i64: 0>, keepdims = true} : tensor<1xf64> -> tensor<1xf64>
+      return %1, %2, %3 : tensor<1xf64>, tensor<1xf64>, tensor<1xf64>
+    })mlir";
+  auto results = runOk(source, {floats(f64(), {1}, {1.0}),
+                                floats(f64(), {1}, {std::ldexp(1.0, -40)})});
+  ASSERT_EQ(results.size(), 3u);
+  EXPECT_EQ(results[0].getAsDouble(0), std::ldexp(1.0, -40));
+  EXPECT_EQ(results[1].getAsDouble(0), std::exp(1.0));
+  EXPECT_EQ(results[2].getAsDouble(0), 1.0 + std::ldexp(1.0, -40));
+}
+
+TEST_F(InterpreterTest, NewElementTypesAllocateRandomizeAndRoundTrip) {
+  std::mt19937 rng(7);
+  for (Type type : {f64(), i16(), ui(8), ui(16), ui(32), ui(64)}) {
+    HostTensor tensor = randomTensor(RankedTensorType::get({32}, type), rng);
+    EXPECT_EQ(tensor.bytes.size(),
+              32u * static_cast<size_t>(getHostElementByteWidth(type)));
+    bool anyNonZero = false;
+    for (int64_t i = 0; i < 32; ++i) {
+      double value = tensor.getAsDouble(i);
+      EXPECT_GE(value, isa<FloatType>(type) ? -1.0 : 0.0);
+      EXPECT_LT(value, isa<FloatType>(type) ? 1.0 : 4.0);
+      anyNonZero |= value != 0.0;
+    }
+    EXPECT_TRUE(anyNonZero);
+    FailureOr<HostTensor> back =
+        HostTensor::fromElementsAttr(tensor.toDenseElementsAttr());
+    ASSERT_TRUE(succeeded(back));
+    EXPECT_EQ(back->bytes, tensor.bytes);
+  }
+  EXPECT_EQ(getHostElementByteWidth(f64()), 8);
+  EXPECT_EQ(getHostElementByteWidth(ui(16)), 2);
+  // Signed 16 and 64-bit types that Kiln does not use stay unsupported.
+  EXPECT_EQ(getHostElementByteWidth(
+                IntegerType::get(&context, 16, IntegerType::Signed)),
+            0);
+  EXPECT_EQ(getHostElementByteWidth(Float8E4M3FNType::get(&context)), 0);
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  unsigneds(ui(64), {2}, {~uint64_t(0), 1}).print(os);
+  EXPECT_EQ(text, "tensor<2xui64> [18446744073709551615, 1]");
 }

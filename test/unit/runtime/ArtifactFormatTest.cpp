@@ -103,6 +103,22 @@ TEST(ArtifactFormat, DTypeSizesAndNames) {
   EXPECT_STREQ(dtypeName(DType::I32), "int32");
   EXPECT_STREQ(dtypeName(DType::I8), "int8");
   EXPECT_STREQ(dtypeName(DType::Bool), "bool");
+  EXPECT_EQ(dtypeSize(DType::F64), 8u);
+  EXPECT_EQ(dtypeSize(DType::I16), 2u);
+  EXPECT_EQ(dtypeSize(DType::U8), 1u);
+  EXPECT_EQ(dtypeSize(DType::U16), 2u);
+  EXPECT_EQ(dtypeSize(DType::U32), 4u);
+  EXPECT_EQ(dtypeSize(DType::U64), 8u);
+  EXPECT_STREQ(dtypeName(DType::F64), "float64");
+  EXPECT_STREQ(dtypeName(DType::I16), "int16");
+  EXPECT_STREQ(dtypeName(DType::U8), "uint8");
+  EXPECT_STREQ(dtypeName(DType::U16), "uint16");
+  EXPECT_STREQ(dtypeName(DType::U32), "uint32");
+  EXPECT_STREQ(dtypeName(DType::U64), "uint64");
+  // Appended after Bool: the encoded values of the older types are stable.
+  EXPECT_EQ(static_cast<int>(DType::Bool), 6);
+  EXPECT_EQ(static_cast<int>(DType::F64), 7);
+  EXPECT_EQ(kLastDType, DType::U64);
   EXPECT_EQ(dtypeSize(static_cast<DType>(99)), 0u);
 }
 
@@ -413,6 +429,12 @@ TEST(ArtifactFormat, RejectsBadSteps) {
     Artifact a = makeRichArtifact();
     a.steps[0].matmul.dtype = DType::I8;
     expectRejected(a, "matmul dtype");
+  }
+  {
+    Artifact a = makeRichArtifact();
+    a.steps[0].matmul.dtype = DType::U32;
+    expectRejected(a, "matmul dtype must be float32, float16, bfloat16 or "
+                      "float64, got uint32");
   }
   {
     // C aliasing A: t = t * w is not a legal cuBLAS call.

@@ -272,6 +272,22 @@ TEST(HostGemm, MatchesADoubleReference) {
     }
 }
 
+TEST(HostGemm, Float64AccumulatesInDouble) {
+  // Row [1, 2^-30, -1] times a column of ones: 2^-30 survives a double sum
+  // and vanishes in a float one (1 + 2^-30 rounds to 1 in fp32).
+  MatmulStep s;
+  s.dtype = DType::F64;
+  s.m = 1;
+  s.n = 1;
+  s.k = 3;
+  s.alpha = 2.0f;
+  s.beta = 1.0f;
+  std::vector<double> a = {1.0, std::ldexp(1.0, -30), -1.0}, b = {1, 1, 1},
+                      c = {std::ldexp(1.0, -40)};
+  kiln::rt::host::runGemm(s, a.data(), b.data(), c.data());
+  EXPECT_EQ(c[0], std::ldexp(1.0, -29) + std::ldexp(1.0, -40));
+}
+
 TEST(Model, AutoFallsBackToHostWithoutADriver) {
   setenv("KILN_CUDA_DRIVER", "/nonexistent/libcuda.so.1", 1);
   std::string why;

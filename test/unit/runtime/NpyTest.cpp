@@ -8,6 +8,7 @@
 
 #include <cstring>
 #include <memory>
+#include <utility>
 
 using namespace kiln::rt;
 using namespace kiln::rt::test;
@@ -58,7 +59,8 @@ void expectRejected(const std::string &bytes, const std::string &needle) {
 
 TEST(Npy, RoundTripEveryDType) {
   for (DType dtype : {DType::F32, DType::F16, DType::I64, DType::I32, DType::I8,
-                      DType::Bool}) {
+                      DType::Bool, DType::F64, DType::I16, DType::U8,
+                      DType::U16, DType::U32, DType::U64}) {
     for (std::vector<int64_t> shape :
          {std::vector<int64_t>{}, {5}, {2, 3, 4}, {0, 7}, {1, 1, 1, 1, 3}}) {
       NpyArray a = makeArray(dtype, shape);
@@ -102,6 +104,32 @@ TEST(Npy, MatchesNumPyBytes) {
   a.data.assign(4, '\0');
   ASSERT_TRUE(encodeNpy(a, bytes, error));
   EXPECT_NE(bytes.find("'shape': (), }"), std::string::npos);
+}
+
+TEST(Npy, NewDTypesUseNumPysDescrs) {
+  // The descr NumPy writes for each type, so that np.load reads the values
+  // back as numbers of that type; '<u1' and '=u1' read like '|u1'.
+  const std::pair<DType, const char *> descrs[] = {
+      {DType::F64, "'<f8'"}, {DType::I16, "'<i2'"}, {DType::U8, "'|u1'"},
+      {DType::U16, "'<u2'"}, {DType::U32, "'<u4'"}, {DType::U64, "'<u8'"}};
+  for (auto [dtype, descr] : descrs) {
+    NpyArray a = makeArray(dtype, {3});
+    std::string bytes, error;
+    ASSERT_TRUE(encodeNpy(a, bytes, error)) << error;
+    EXPECT_NE(bytes.find(std::string("'descr': ") + descr), std::string::npos)
+        << dtypeName(dtype);
+  }
+  for (const char *descr : {"<u1", "=u1"}) {
+    NpyArray out;
+    std::string error;
+    ASSERT_TRUE(parseExact(npyWithHeader(std::string("{'descr': '") + descr +
+                                             "', 'fortran_order': False, "
+                                             "'shape': (2,)}",
+                                         "ab"),
+                           out, error))
+        << error;
+    EXPECT_EQ(out.dtype, DType::U8);
+  }
 }
 
 TEST(Npy, BFloat16IsWrittenAsFloat32) {
@@ -179,11 +207,15 @@ TEST(Npy, RejectsMalformedFiles) {
                                "'shape': (2,)}",
                                data),
                  "unsupported .npy dtype '>f4'");
-  expectRejected(npyWithHeader("{'descr': '<u2', 'fortran_order': False, "
+  expectRejected(npyWithHeader("{'descr': '>u2', 'fortran_order': False, "
                                "'shape': (4,)}",
                                data),
-                 "unsupported .npy dtype '<u2'");
-  expectRejected(npyWithHeader("{'descr': '<f8', 'fortran_order': False, "
+                 "unsupported .npy dtype '>u2'");
+  expectRejected(npyWithHeader("{'descr': '<c8', 'fortran_order': False, "
+                               "'shape': (1,)}",
+                               data),
+                 "unsupported .npy dtype");
+  expectRejected(npyWithHeader("{'descr': '<U2', 'fortran_order': False, "
                                "'shape': (1,)}",
                                data),
                  "unsupported .npy dtype");

@@ -18,7 +18,8 @@ def Kiln_Dialect : Dialect {
   let description = [{
     Ops on ranked tensors with ONNX semantics normalized: every attribute is
     explicit and typed, optional inputs are resolved, and broadcasting is checked
-    by the verifiers. Shape inference lives in one free function per op, shared by
+    by the verifiers. Element types are f64, f32, f16, bf16, the signless
+    integers i64, i32, i16, i8, the unsigned ui64, ui32, ui16, ui8, and i1. Shape inference lives in one free function per op, shared by
     the verifier, the builders and the ONNX importer. `kiln.kernel` holds one fused
     group of ops that the CUDA target turns into one launch.
   }];
@@ -27,12 +28,17 @@ def Kiln_Dialect : Dialect {
   let hasConstantMaterializer = 1;
 }
 
-/// Element types Kiln computes with.
-def Kiln_FloatType : AnyTypeOf<[F32, F16, BF16]>;
-def Kiln_ElementType : AnyTypeOf<[F32, F16, BF16, I64, I32, I8, I1]>;
+/// Element types Kiln computes with. Signed integers are signless (i8, i32),
+/// as in MLIR's own dialects; ONNX's unsigned integers keep MLIR's unsigned
+/// types (ui8 ... ui64), so that ops know to compare, divide and convert
+/// them as unsigned.
+def Kiln_FloatType : AnyTypeOf<[F64, F32, F16, BF16]>;
+def Kiln_IntegerType
+    : AnyTypeOf<[I64, I32, I16, I8, UI64, UI32, UI16, UI8]>;
+def Kiln_ElementType : AnyTypeOf<[Kiln_FloatType, Kiln_IntegerType, I1]>;
 def Kiln_Tensor : RankedTensorOf<[Kiln_ElementType]>;
 def Kiln_FloatTensor : RankedTensorOf<[Kiln_FloatType]>;
-def Kiln_NumericTensor : RankedTensorOf<[F32, F16, BF16, I64, I32, I8]>;
+def Kiln_NumericTensor : RankedTensorOf<[Kiln_FloatType, Kiln_IntegerType]>;
 def Kiln_BoolTensor : RankedTensorOf<[I1]>;
 
 /// What a `kiln.kernel` computes; picks the CUDA code generator.

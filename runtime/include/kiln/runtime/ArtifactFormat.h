@@ -38,24 +38,52 @@ namespace rt {
 // Element types and buffers
 //===----------------------------------------------------------------------===//
 
-/// Element type of a buffer; same order and values as `kiln_dtype`.
-enum class DType : uint8_t { F32, F16, BF16, I64, I32, I8, Bool };
+/// Element type of a buffer; same order and values as `kiln_dtype`. New
+/// types are appended, so the encoding of existing artifacts keeps its
+/// meaning (an older reader rejects the new values as out of range).
+enum class DType : uint8_t {
+  F32,
+  F16,
+  BF16,
+  I64,
+  I32,
+  I8,
+  Bool,
+  F64,
+  I16,
+  U8,
+  U16,
+  U32,
+  U64
+};
 
 /// The last valid `DType`, for range checks of decoded values.
-constexpr DType kLastDType = DType::Bool;
+constexpr DType kLastDType = DType::U64;
+
+/// Whether `dtype` is a floating-point type (the types a matmul step takes).
+inline bool isFloatDType(DType dtype) {
+  return dtype == DType::F32 || dtype == DType::F16 || dtype == DType::BF16 ||
+         dtype == DType::F64;
+}
 
 /// Returns the size in bytes of one element of `dtype`, or 0 if invalid.
 inline size_t dtypeSize(DType dtype) {
   switch (dtype) {
   case DType::F32:
   case DType::I32:
+  case DType::U32:
     return 4;
   case DType::F16:
   case DType::BF16:
+  case DType::I16:
+  case DType::U16:
     return 2;
   case DType::I64:
+  case DType::U64:
+  case DType::F64:
     return 8;
   case DType::I8:
+  case DType::U8:
   case DType::Bool:
     return 1;
   }
@@ -79,6 +107,18 @@ inline const char *dtypeName(DType dtype) {
     return "int8";
   case DType::Bool:
     return "bool";
+  case DType::F64:
+    return "float64";
+  case DType::I16:
+    return "int16";
+  case DType::U8:
+    return "uint8";
+  case DType::U16:
+    return "uint16";
+  case DType::U32:
+    return "uint32";
+  case DType::U64:
+    return "uint64";
   }
   return "invalid";
 }
@@ -134,13 +174,14 @@ struct LaunchStep {
 /// A (batched) GEMM run by cuBLASLt: for each batch i, row-major
 /// C_i (m x n) = alpha * op(A_i) * op(B_i) + beta * C_i, where op transposes
 /// when the flag is set. A_i is stored row-major as m x k (k x m when
-/// `transA`), B_i as k x n (n x k when `transB`). Accumulation is in fp32.
+/// `transA`), B_i as k x n (n x k when `transB`). Accumulation is in fp32,
+/// or fp64 for F64 matrices.
 /// The batch has two levels: `outerBatch` repetitions of a strided batch of
 /// `batch` matrices, which expresses any broadcast of two batch patterns
 /// (e.g. [2, 1] x [1, 3] batch dims); matrix (o, i) of X starts at element
 /// o * outerStrideX + i * strideX.
 struct MatmulStep {
-  /// Element type of A, B and C; F32, F16 or BF16.
+  /// Element type of A, B and C; F32, F16, BF16 or F64.
   DType dtype = DType::F32;
   /// Whether A is stored transposed (k x m).
   bool transA = false;
@@ -628,11 +669,10 @@ inline bool validateArtifact(const Artifact &a, std::string &error) {
     }
     case Step::Kind::Matmul: {
       const MatmulStep &m = step.matmul;
-      if (m.dtype != DType::F32 && m.dtype != DType::F16 &&
-          m.dtype != DType::BF16)
+      if (!isFloatDType(m.dtype))
         return fail(where +
-                    "matmul dtype must be float32, float16 or "
-                    "bfloat16, got " +
+                    "matmul dtype must be float32, float16, bfloat16 or "
+                    "float64, got " +
                     dtypeName(m.dtype));
       if (m.batch < 1 || m.m < 1 || m.n < 1 || m.k < 1)
         return fail(where + "matmul extents must be at least 1 (batch " +

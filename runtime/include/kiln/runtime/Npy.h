@@ -32,10 +32,11 @@ struct NpyArray {
 /// by default).
 constexpr size_t kMaxNpyHeaderBytes = 65536;
 
-/// Decodes a `.npy` image. Accepts descr '<f4', '<f2', '<i8', '<i4', '|i1',
-/// '|b1' (and '<' / '=' spellings of the one-byte types); rejects other
-/// dtypes, big-endian data, Fortran order, malformed or oversized headers and
-/// data whose size does not match the shape. Returns false with `error`.
+/// Decodes a `.npy` image. Accepts descr '<f4', '<f2', '<f8', '<i8', '<i4',
+/// '<i2', '|i1', '<u8', '<u4', '<u2', '|u1', '|b1' (and '<' / '=' spellings
+/// of the one-byte types); rejects other dtypes, big-endian data, Fortran
+/// order, malformed or oversized headers and data whose size does not match
+/// the shape. Returns false with `error`.
 bool parseNpy(const char *data, size_t size, NpyArray &out, std::string &error);
 
 /// Reads and decodes the `.npy` file at `path`.
