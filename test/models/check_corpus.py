@@ -50,8 +50,6 @@ KNOWN_GAPS = {
     # question.
     "attention_mha.onnx": "outside rtol",
     "bert_3d_attention_opt.onnx": "outside rtol",
-    # Slice ends computed from a runtime value (the input mask).
-    "bert_toy_optimized.onnx": "ends must be a constant",
 }
 
 
