@@ -86,11 +86,7 @@ SKELETON_OPS = [
 ]
 # Known gaps, each failing for the reason given; they are reported, and a
 # test that starts passing is reported too so the entry can go.
-KNOWN_GAPS = {
-    f"test_pow_types_{base}_{exp}": "integer Pow bases are not implemented"
-    for base, exp in [("int32", "float32"), ("int32", "int32"),
-                      ("int64", "float32"), ("int64", "int64")]
-}
+KNOWN_GAPS = {}
 # ONNX's own backend runner's tolerances, and the tests that need looser ones:
 # test name -> (rtol, atol, why). The report lists each with its reason.
 DEFAULT_RTOL, DEFAULT_ATOL = 1e-3, 1e-7

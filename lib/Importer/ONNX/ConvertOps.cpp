@@ -42,9 +42,7 @@ struct NodeConverter : NodeConverterBase {
     Value r = *rhs;
     if (std::is_same_v<OpTy, PowOp> &&
         !isa<FloatType>(typeOf(*lhs).getElementType()))
-      return error() << "integer powers (base of type "
-                     << typeOf(*lhs).getElementType()
-                     << ") are not supported yet";
+      return integerPow(*lhs, r);
     // ONNX Pow lets the exponent have its own type; kiln.pow does not.
     if (std::is_same_v<OpTy, PowOp> &&
         typeOf(r).getElementType() != typeOf(*lhs).getElementType())
@@ -54,6 +52,22 @@ struct NodeConverter : NodeConverterBase {
     if (failed(type))
       return failure();
     return output(OpTy::create(b, loc, *type, *lhs, r));
+  }
+
+  /// Pow with an integer base: computed in f64, exact for results below
+  /// 2^53, then converted back to the base's type (truncating, as a
+  /// negative exponent's fraction goes to 0).
+  LogicalResult integerPow(Value base, Value exponent) {
+    Type f64 = b.getF64Type();
+    Value wideBase = CastOp::create(b, loc, typeOf(base).clone(f64), base);
+    Value wideExponent =
+        CastOp::create(b, loc, typeOf(exponent).clone(f64), exponent);
+    auto type = inferBroadcastType(loc, typeOf(wideBase), typeOf(wideExponent));
+    if (failed(type))
+      return failure();
+    Value power = PowOp::create(b, loc, *type, wideBase, wideExponent);
+    return output(CastOp::create(
+        b, loc, type->clone(typeOf(base).getElementType()), power));
   }
 
   template <typename OpTy>
