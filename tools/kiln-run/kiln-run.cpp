@@ -343,6 +343,7 @@ int reexecWithAddressSanitizer(char **argv) {
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
+  kiln::registerPrecisionCLOptions();
   cl::ParseCommandLineOptions(argc, argv,
                               "kiln-run: run a model and save its outputs\n");
   if (checkMode && !dlsym(RTLD_DEFAULT, "__asan_region_is_poisoned")) {
@@ -356,6 +357,7 @@ int main(int argc, char **argv) {
   context.loadDialect<kiln::KilnDialect, func::FuncDialect>();
 
   kiln::CompileOptions options;
+  kiln::applyPrecisionCLOptions(options);
   for (const std::string &spec : inputShapes) {
     std::string error = kiln::parseInputShape(spec, options.import);
     if (!error.empty())
