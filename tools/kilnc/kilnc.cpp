@@ -173,6 +173,8 @@ int main(int argc, char **argv) {
   kiln::CompileReport compileReport;
   compileReport.model = inputPath;
   compileReport.liveLowerBoundBytes = kiln::liveLowerBoundOf(*module);
+  compileReport.precision = options.precision;
+  compileReport.fp32Kept = kiln::collectFp32Kept(*module);
   if (failed(kiln::lowerToArtifact(*module, options, needsCubin, artifact,
                                    &compileReport.origins)))
     return 1;
