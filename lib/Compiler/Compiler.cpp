@@ -53,12 +53,13 @@ struct PrecisionCLOptions {
       llvm::cl::desc("with --precision fp16|bf16: ONNX node names whose ops "
                      "are kept in fp32"),
       llvm::cl::CommaSeparated, llvm::cl::value_desc("name,...")};
-  llvm::cl::opt<bool> noFp32Islands{
-      "no-fp32-islands",
-      llvm::cl::desc("with --precision fp16|bf16: compute the fp32 islands in "
-                     "the low precision too, and convert masks and weights "
-                     "without clamping (to measure what the islands buy; "
-                     "results may overflow)")};
+  llvm::cl::list<std::string> disableFp32Islands{
+      "disable-fp32-islands",
+      llvm::cl::desc("with --precision fp16|bf16: fp32 islands to turn off, "
+                     "to measure what they buy (results may overflow): all, "
+                     "softmax, norm-statistics, reduction, mask, "
+                     "from-integer"),
+      llvm::cl::CommaSeparated, llvm::cl::value_desc("island,...")};
 };
 } // namespace
 
@@ -85,7 +86,9 @@ void applyPrecisionCLOptions(CompileOptions &options) {
                              precisionCLOptions->keepFp32Ops.end());
   options.keepFp32Nodes.assign(precisionCLOptions->keepFp32Nodes.begin(),
                                precisionCLOptions->keepFp32Nodes.end());
-  options.fp32Islands = !precisionCLOptions->noFp32Islands;
+  options.disableFp32Islands.assign(
+      precisionCLOptions->disableFp32Islands.begin(),
+      precisionCLOptions->disableFp32Islands.end());
 }
 
 OwningOpRef<ModuleOp> loadModel(MLIRContext *context, StringRef path,
@@ -123,7 +126,7 @@ LogicalResult runPipeline(ModuleOp module, const CompileOptions &options) {
   pipeline.keepIoTypes = options.keepIoTypes;
   pipeline.keepFp32Ops = options.keepFp32Ops;
   pipeline.keepFp32Nodes = options.keepFp32Nodes;
-  pipeline.fp32Islands = options.fp32Islands;
+  pipeline.disableFp32Islands = options.disableFp32Islands;
   buildKilnPipeline(pm, pipeline);
   if (failed(pm.run(module)))
     return failure();

@@ -30,7 +30,8 @@ void buildKilnPipeline(OpPassManager &pm, const PipelineOptions &options) {
                                          options.keepFp32Ops.end());
     precisionOptions.keepNodeNames.assign(options.keepFp32Nodes.begin(),
                                            options.keepFp32Nodes.end());
-    precisionOptions.fp32Islands = options.fp32Islands;
+    precisionOptions.disableIslands.assign(options.disableFp32Islands.begin(),
+                                           options.disableFp32Islands.end());
     fpm.addPass(createKilnMixedPrecisionPass(precisionOptions));
   }
   fpm.addPass(createKilnFusePass());

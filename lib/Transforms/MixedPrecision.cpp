@@ -287,12 +287,13 @@ struct Decision {
 /// Assigns types over one function body.
 class Assigner {
 public:
-  Assigner(func::FuncOp func, FloatType low, bool keepIoTypes, bool islands,
+  Assigner(func::FuncOp func, FloatType low, bool keepIoTypes,
+           const llvm::StringSet<> &disabledIslands,
            const llvm::StringSet<> &keepOpTypes,
            const llvm::StringSet<> &keepNodeNames)
       : func(func), block(func.getBody().front()), low(low),
         f32(Float32Type::get(func.getContext())), keepIoTypes(keepIoTypes),
-        islands(islands), keepOpTypes(keepOpTypes),
+        disabledIslands(disabledIslands), keepOpTypes(keepOpTypes),
         keepNodeNames(keepNodeNames) {}
 
   /// Decides and converts every op; returns the node names that matched
@@ -310,13 +311,15 @@ private:
                 bool shared);
   Value convertConstant(ConstantOp constant, FloatType type, Conversion how);
   Value scalar(OpBuilder &b, Location loc, double value);
+  /// Whether the island of `rule` is on.
+  bool isOn(StringRef rule) const { return !disabledIslands.contains(rule); }
 
   func::FuncOp func;
   Block &block;
   FloatType low;
   Type f32;
-  bool keepIoTypes, islands;
-  const llvm::StringSet<> &keepOpTypes, &keepNodeNames;
+  bool keepIoTypes;
+  const llvm::StringSet<> &disabledIslands, &keepOpTypes, &keepNodeNames;
   llvm::StringSet<> matchedNodes;
   /// Values that were f32 before the pass: the ones it may retype.
   llvm::DenseSet<Value> wasF32;
@@ -439,15 +442,18 @@ Decision Assigner::decide(Operation *op) {
     if (isa<FloatType>(from) && !wasF32.contains(cast.getInput()))
       // The model's own widening of 16-bit values: its choice.
       return {f32, "explicit-cast"};
-    if (islands && isa<IntegerType>(from)) {
-      auto it = islandRules.find(op);
-      return {f32, it != islandRules.end() ? it->second.str() : "from-integer"};
+    if (isa<IntegerType>(from)) {
+      if (auto it = islandRules.find(op);
+          it != islandRules.end() && isOn(it->second))
+        return {f32, it->second.str()};
+      if (isOn("from-integer"))
+        return {f32, "from-integer"};
     }
     return {low, ""};
   }
-  if (islands)
-    if (auto it = islandRules.find(op); it != islandRules.end())
-      return {f32, it->second.str()};
+  if (auto it = islandRules.find(op);
+      it != islandRules.end() && isOn(it->second))
+    return {f32, it->second.str()};
   if (auto norm = dyn_cast<LayerNormOp>(op)) {
     // Statistics are fp32 in the kernel whatever the input type.
     Value x = norm.getInput();
@@ -491,10 +497,8 @@ Value Assigner::convert(Value value, Type type, Conversion how, Operation *user,
                         bool shared) {
   bool narrowing = type != f32;
   if (auto constant = value.getDefiningOp<ConstantOp>()) {
-    // Without islands, constants convert as kiln.cast would.
-    Conversion constantHow = narrowing && how == Conversion::Round && islands
-                                 ? Conversion::Saturate
-                                 : how;
+    Conversion constantHow =
+        narrowing && how == Conversion::Round ? Conversion::Saturate : how;
     if (Value converted =
             convertConstant(constant, cast<FloatType>(type), constantHow))
       return converted;
@@ -541,7 +545,8 @@ void Assigner::apply(Operation *op, const Decision &decision) {
       if (!wasF32.contains(v) || elementTypeOf(v) == type)
         continue;
       Conversion how = Conversion::Round;
-      if (islands && isa<AttentionOp>(op) && operand.getOperandNumber() == 3)
+      if (isOn("mask") && isa<AttentionOp>(op) &&
+          operand.getOperandNumber() == 3)
         how = Conversion::Clamp;
       operand.set(convert(v, type, how, op, shared));
     }
@@ -568,10 +573,8 @@ llvm::StringSet<> Assigner::run() {
     for (Value result : op.getResults())
       if (isa<ShapedType>(result.getType()) && elementTypeOf(result) == f32)
         wasF32.insert(result);
-  if (islands) {
-    collectStatistics();
-    collectMasks();
-  }
+  collectStatistics();
+  collectMasks();
 
   auto keepIoRule = StringAttr::get(context, "keep-io-types");
   for (BlockArgument arg : block.getArguments()) {
@@ -642,6 +645,20 @@ struct KilnMixedPrecisionPass
     }
     for (const std::string &name : keepNodeNames)
       keepNodes.insert(name);
+    static constexpr llvm::StringLiteral rules[] = {
+        "softmax", "norm-statistics", "reduction", "mask", "from-integer"};
+    for (const std::string &rule : disableIslands) {
+      if (rule == "all") {
+        for (StringRef each : rules)
+          disabled.insert(each);
+      } else if (llvm::is_contained(rules, rule)) {
+        disabled.insert(rule);
+      } else {
+        return emitError(loc, "kiln-mixed-precision: unknown island '")
+               << rule << "' in disable-islands; expected all, softmax, "
+                          "norm-statistics, reduction, mask or from-integer";
+      }
+    }
     return success();
   }
 
@@ -649,8 +666,7 @@ struct KilnMixedPrecisionPass
     func::FuncOp func = getOperation();
     if (!func.getBody().hasOneBlock())
       return;
-    Assigner assigner(func, low, keepIoTypes, fp32Islands, keepTypes,
-                      keepNodes);
+    Assigner assigner(func, low, keepIoTypes, disabled, keepTypes, keepNodes);
     llvm::StringSet<> matched = assigner.run();
 
     RewritePatternSet patterns(&getContext());
@@ -672,7 +688,7 @@ struct KilnMixedPrecisionPass
   }
 
   FloatType low;
-  llvm::StringSet<> keepTypes, keepNodes;
+  llvm::StringSet<> keepTypes, keepNodes, disabled;
 };
 
 } // namespace

@@ -43,13 +43,14 @@ struct CompileOptions {
   std::vector<std::string> keepFp32Ops;
   /// ONNX node names whose ops are kept in fp32.
   std::vector<std::string> keepFp32Nodes;
-  /// The fp32 islands; false only to measure what they buy.
-  bool fp32Islands = true;
+  /// fp32 islands turned off ("all", "softmax", "norm-statistics",
+  /// "reduction", "mask", "from-integer"), only to measure what they buy.
+  std::vector<std::string> disableFp32Islands;
 };
 
 /// Registers the precision flags that kilnc and kiln-run share with
 /// llvm::cl: --precision, --keep-io-types, --keep-fp32-ops, --keep-fp32-nodes
-/// and --no-fp32-islands. Call before parsing the command line.
+/// and --disable-fp32-islands. Call before parsing the command line.
 void registerPrecisionCLOptions();
 
 /// Copies the parsed precision flags into `options`.

@@ -31,11 +31,11 @@ struct PipelineOptions : public mlir::PassPipelineOptions<PipelineOptions> {
   ListOption<std::string> keepFp32Nodes{
       *this, "keep-fp32-nodes",
       llvm::cl::desc("ONNX node names whose ops are kept in f32")};
-  Option<bool> fp32Islands{
-      *this, "fp32-islands",
-      llvm::cl::desc("keep softmax, norm statistics, reductions, masks and "
-                     "values from integers in f32 (off only to measure them)"),
-      llvm::cl::init(true)};
+  ListOption<std::string> disableFp32Islands{
+      *this, "disable-fp32-islands",
+      llvm::cl::desc("fp32 islands turned off, to measure what they buy: all, "
+                     "softmax, norm-statistics, reduction, mask, "
+                     "from-integer")};
 };
 
 /// Adds the passes from imported `kiln` IR to planned kernels, the input of

@@ -124,9 +124,10 @@ def KilnMixedPrecisionPass : Pass<"kiln-mixed-precision", "mlir::func::FuncOp"> 
     `kilnc --report` lists. Tensors of other types (integers, a model's own
     f16) are left alone.
 
-    With `fp32-islands=false` the islands are off: everything but the
-    overrides computes in the low type and masks convert without clamping.
-    That is for measuring what the islands buy, not for use.
+    `disable-islands` turns islands off by rule (`all` for every one): their
+    ops then compute like any other, and with `mask` off masks convert
+    without clamping. That is for measuring what an island buys, not for
+    use.
 
     Before:
     ```mlir
@@ -151,9 +152,9 @@ def KilnMixedPrecisionPass : Pass<"kiln-mixed-precision", "mlir::func::FuncOp"> 
                "op types kept in f32 (kiln op names)">,
     ListOption<"keepNodeNames", "keep-node-names", "std::string",
                "ONNX node names whose ops are kept in f32">,
-    Option<"fp32Islands", "fp32-islands", "bool", /*default=*/"true",
-           "keep softmax, norm statistics, reductions, masks and values "
-           "from integers in f32">,
+    ListOption<"disableIslands", "disable-islands", "std::string",
+               "fp32 islands turned off: all, softmax, norm-statistics, "
+               "reduction, mask, from-integer">,
   ];
   let dependentDialects = ["kiln::KilnDialect"];
 }
