@@ -153,6 +153,13 @@ bool isDataMovement(Operation *op) {
   return isa<ReshapeOp, TransposeOp, SliceOp, ExpandOp>(op);
 }
 
+/// True for ops whose result can leave the 16-bit range though their input
+/// is in it: exponentials and squares.
+bool expandsRange(Operation *op) {
+  return isa<ExpOp, PowOp>(op) ||
+         (isa<MulOp>(op) && op->getOperand(0) == op->getOperand(1));
+}
+
 /// True for `x * x` and `x ^ 2`.
 bool isSquare(Operation *op) {
   if (isa<MulOp>(op))
@@ -333,7 +340,8 @@ private:
 /// Reductions that lose range or precision in a 16-bit type, and softmax,
 /// each with the elementwise ops that feed it alone (the square of a
 /// variance, the scale and mask of attention scores), as kiln-fuse would
-/// put them in its prologue.
+/// put them in its prologue, and the exponentials and squares that feed it
+/// even when they have other users (an exp shared by a sum and a division).
 void Assigner::collectStatistics() {
   for (Operation &op : block) {
     bool isSoftmax = isa<SoftmaxOp, LogSoftmaxOp>(op);
@@ -343,27 +351,38 @@ void Assigner::collectStatistics() {
       continue;
     llvm::SetVector<Operation *> island;
     island.insert(&op);
-    bool square = false;
+    bool square = false, exponential = false;
     SmallVector<Value> worklist{op.getOperand(0)};
     while (!worklist.empty()) {
       Operation *producer = worklist.pop_back_val().getDefiningOp();
       if (!producer || island.contains(producer) || !isElementwise(producer) ||
-          isa<CastOp>(producer) || !wasF32.contains(producer->getResult(0)) ||
-          !llvm::all_of(producer->getUsers(), [&](Operation *user) {
-            return island.contains(user);
-          }))
+          isa<CastOp>(producer) || !wasF32.contains(producer->getResult(0)))
+        continue;
+      bool private_ = llvm::all_of(producer->getUsers(), [&](Operation *user) {
+        return island.contains(user);
+      });
+      if (!private_ && !expandsRange(producer))
         continue;
       island.insert(producer);
       square |= isSquare(producer);
-      worklist.append(producer->operand_begin(), producer->operand_end());
+      exponential |= isa<ExpOp>(producer);
+      if (private_)
+        worklist.append(producer->operand_begin(), producer->operand_end());
     }
-    // A LayerNorm mean: x - mean(x).
+    // A LayerNorm mean: x - mean(x), the mean possibly reshaped first.
     Value input = op.getOperand(0);
-    bool centers = isa<ReduceMeanOp>(op) &&
-                   llvm::any_of(op.getUsers(), [&](Operation *user) {
-                     return isa<SubOp>(user) && user->getOperand(0) == input;
-                   });
-    StringRef rule = isSoftmax ? "softmax"
+    bool centers = false;
+    if (isa<ReduceMeanOp>(op)) {
+      SmallVector<Value> means{op.getResult(0)};
+      while (!means.empty() && !centers) {
+        for (Operation *user : means.pop_back_val().getUsers()) {
+          if (isa<ReshapeOp>(user))
+            means.push_back(user->getResult(0));
+          centers |= isa<SubOp>(user) && user->getOperand(0) == input;
+        }
+      }
+    }
+    StringRef rule = isSoftmax || exponential ? "softmax"
                      : (square || centers) && isa<ReduceMeanOp, ReduceSumOp>(op)
                          ? "norm-statistics"
                          : "reduction";

@@ -196,6 +196,23 @@ func.func @layer_norm_follows(%x: tensor<2x8xf32>, %w: tensor<8x8xf32>) -> tenso
 
 // -----
 
+// Softmax as some exporters write it: the exponential is in the island even
+// though the division shares it (stored in f16 it would overflow above
+// x = 11), and the division follows its f32 operands.
+// CHECK-LABEL: func @decomposed_softmax
+// CHECK: %[[E:.*]] = kiln.exp %{{.*}} {kiln.fp32 = "softmax"} : tensor<2x8xf32>
+// CHECK: %[[S:.*]] = kiln.reduce_sum %[[E]] {axes = array<i64: 1>, keepdims = true, kiln.fp32 = "softmax"}
+// CHECK: kiln.div %[[E]], %[[S]] {kiln.fp32 = "propagated"} : (tensor<2x8xf32>, tensor<2x1xf32>) -> tensor<2x8xf32>
+func.func @decomposed_softmax(%x: tensor<2x8xf32>, %w: tensor<8x8xf32>) -> tensor<2x8xf32> {
+  %h = kiln.matmul %x, %w : (tensor<2x8xf32>, tensor<8x8xf32>) -> tensor<2x8xf32>
+  %e = kiln.exp %h : tensor<2x8xf32>
+  %s = kiln.reduce_sum %e {axes = array<i64: 1>, keepdims = true} : tensor<2x8xf32> -> tensor<2x1xf32>
+  %p = kiln.div %e, %s : (tensor<2x8xf32>, tensor<2x1xf32>) -> tensor<2x8xf32>
+  return %p : tensor<2x8xf32>
+}
+
+// -----
+
 // CHECK-LABEL: func @sum_reduction
 // CHECK: kiln.reduce_sum %{{.*}} {axes = array<i64: 1>, keepdims = false, kiln.fp32 = "reduction"} : tensor<2x8xf32> -> tensor<2xf32>
 func.func @sum_reduction(%x: tensor<2x8xf32>, %w: tensor<8x8xf32>) -> tensor<2xf32> {

@@ -192,7 +192,8 @@ bool printComparison(ArrayRef<std::string> names, ArrayRef<HostTensor> got,
                  << llvm::format("%.3e", relL2);
     if (relL2Tolerance > 0 && firstBad < 0 && !(relL2 <= relL2Tolerance)) {
       within = false;
-      llvm::outs() << " FAIL: rel_l2 above " << relL2Tolerance.getValue();
+      llvm::outs() << " FAIL: rel_l2 above "
+                   << llvm::format("%g", relL2Tolerance.getValue());
     } else if (firstBad >= 0) {
       within = false;
       llvm::outs() << " FAIL at element " << firstBad << ": got "
