@@ -27,9 +27,9 @@ void buildKilnPipeline(OpPassManager &pm, const PipelineOptions &options) {
     precisionOptions.precision = options.precision;
     precisionOptions.keepIoTypes = options.keepIoTypes;
     precisionOptions.keepOpTypes.assign(options.keepFp32Ops.begin(),
-                                         options.keepFp32Ops.end());
+                                        options.keepFp32Ops.end());
     precisionOptions.keepNodeNames.assign(options.keepFp32Nodes.begin(),
-                                           options.keepFp32Nodes.end());
+                                          options.keepFp32Nodes.end());
     precisionOptions.disableIslands.assign(options.disableFp32Islands.begin(),
                                            options.disableFp32Islands.end());
     fpm.addPass(createKilnMixedPrecisionPass(precisionOptions));

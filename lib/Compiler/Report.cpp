@@ -114,12 +114,12 @@ std::vector<Fp32Kept> collectFp32Kept(ModuleOp module) {
     };
     for (unsigned i = 0; i < func.getNumArguments(); ++i)
       if (auto rule = func.getArgAttrOfType<StringAttr>(i, kFp32RuleAttr))
-        kept.push_back(
-            {"input",
-             nameOf(func.getArgAttrOfType<StringAttr>(i, kNameAttr), "input", i),
-             typeString(func.getArgumentTypes()[i]),
-             {},
-             rule.str()});
+        kept.push_back({"input",
+                        nameOf(func.getArgAttrOfType<StringAttr>(i, kNameAttr),
+                               "input", i),
+                        typeString(func.getArgumentTypes()[i]),
+                        {},
+                        rule.str()});
     func.walk<WalkOrder::PreOrder>([&](Operation *op) {
       auto rule = op->getAttrOfType<StringAttr>(kFp32RuleAttr);
       if (!rule || op->getNumResults() == 0)
@@ -127,7 +127,8 @@ std::vector<Fp32Kept> collectFp32Kept(ModuleOp module) {
       std::string kind = "op", name = op->getName().getStringRef().str();
       if (auto constant = dyn_cast<ConstantOp>(op)) {
         kind = "weight";
-        auto resource = dyn_cast<DenseResourceElementsAttr>(constant.getValue());
+        auto resource =
+            dyn_cast<DenseResourceElementsAttr>(constant.getValue());
         name = resource ? resource.getRawHandle().getKey().str() : "constant";
       }
       kept.push_back({kind, name, typeString(op->getResult(0).getType()),
@@ -137,12 +138,13 @@ std::vector<Fp32Kept> collectFp32Kept(ModuleOp module) {
     });
     for (unsigned i = 0; i < func.getNumResults(); ++i)
       if (auto rule = func.getResultAttrOfType<StringAttr>(i, kFp32RuleAttr))
-        kept.push_back({"output",
-                        nameOf(func.getResultAttrOfType<StringAttr>(i, kNameAttr),
-                               "output", i),
-                        typeString(func.getResultTypes()[i]),
-                        {},
-                        rule.str()});
+        kept.push_back(
+            {"output",
+             nameOf(func.getResultAttrOfType<StringAttr>(i, kNameAttr),
+                    "output", i),
+             typeString(func.getResultTypes()[i]),
+             {},
+             rule.str()});
   }
   return kept;
 }

@@ -17,8 +17,8 @@
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/SetVector.h"
-#include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
 
 #include <algorithm>
@@ -93,7 +93,8 @@ FailureOr<ElementsAttr> convertElements(ElementsAttr value, FloatType to,
   if (!isa<FloatType>(type.getElementType()))
     return failure();
   auto newType = withElementType(type, to);
-  double largest = APFloat::getLargest(to.getFloatSemantics()).convertToDouble();
+  double largest =
+      APFloat::getLargest(to.getFloatSemantics()).convertToDouble();
   if (auto splat = dyn_cast<SplatElementsAttr>(value)) {
     APFloat v(limitToRange(splat.getSplatValue<APFloat>().convertToDouble(),
                            largest, how));
@@ -108,7 +109,8 @@ FailureOr<ElementsAttr> convertElements(ElementsAttr value, FloatType to,
   if (failed(result))
     return failure();
   for (int64_t i = 0, e = source->numElements(); i < e; ++i)
-    result->setFromDouble(i, limitToRange(source->getAsDouble(i), largest, how));
+    result->setFromDouble(i,
+                          limitToRange(source->getAsDouble(i), largest, how));
   auto resource = dyn_cast<DenseResourceElementsAttr>(value);
   if (!resource && type.getNumElements() <= kInlineLimit)
     return cast<ElementsAttr>(result->toDenseElementsAttr());
@@ -491,10 +493,9 @@ Decision Assigner::decide(Operation *op) {
 
 Value Assigner::scalar(OpBuilder &b, Location loc, double value) {
   auto type = RankedTensorType::get({}, f32);
-  return ConstantOp::create(
-      b, loc,
-      cast<ElementsAttr>(
-          DenseElementsAttr::get(type, b.getFloatAttr(f32, value))));
+  return ConstantOp::create(b, loc,
+                            cast<ElementsAttr>(DenseElementsAttr::get(
+                                type, b.getFloatAttr(f32, value))));
 }
 
 Value Assigner::convertConstant(ConstantOp constant, FloatType type,
@@ -577,10 +578,10 @@ void Assigner::apply(Operation *op, const Decision &decision) {
         retyped = true;
       }
   if (type == f32 && !decision.rule.empty() &&
-      (retyped || llvm::any_of(op->getResults(), [&](Value r) {
-         return wasF32.contains(r);
-       })))
-    op->setAttr(kFp32RuleAttr, StringAttr::get(op->getContext(), decision.rule));
+      (retyped || llvm::any_of(op->getResults(),
+                               [&](Value r) { return wasF32.contains(r); })))
+    op->setAttr(kFp32RuleAttr,
+                StringAttr::get(op->getContext(), decision.rule));
 }
 
 llvm::StringSet<> Assigner::run() {
@@ -658,8 +659,10 @@ struct KilnMixedPrecisionPass
       std::string normalized = normalizeOpType(type);
       if (!known.contains(normalized))
         return emitError(loc, "kiln-mixed-precision: unknown op type '")
-               << type << "' in keep-op-types; expected a kiln op name such "
-                          "as matmul, attention, layer_norm or softmax";
+               << type
+               << "' in keep-op-types (kilnc --keep-fp32-ops); expected a kiln "
+                  "op name such "
+                  "as matmul, attention, layer_norm or softmax";
       keepTypes.insert(normalized);
     }
     for (const std::string &name : keepNodeNames)
@@ -674,8 +677,11 @@ struct KilnMixedPrecisionPass
         disabled.insert(rule);
       } else {
         return emitError(loc, "kiln-mixed-precision: unknown island '")
-               << rule << "' in disable-islands; expected all, softmax, "
-                          "norm-statistics, reduction, mask or from-integer";
+               << rule
+               << "' in disable-islands (kilnc --disable-fp32-islands); "
+                  "expected "
+                  "all, softmax, "
+                  "norm-statistics, reduction, mask or from-integer";
       }
     }
     return success();
@@ -702,8 +708,9 @@ struct KilnMixedPrecisionPass
     });
     for (const auto &name : keepNodes)
       if (!matched.contains(name.getKey()))
-        func.emitWarning("kiln-mixed-precision: no op comes from ONNX node '")
-            << name.getKey() << "' (keep-node-names)";
+        emitWarning(func.getLoc(),
+                    "kiln-mixed-precision: no op comes from ONNX node '")
+            << name.getKey() << "' (keep-node-names, kilnc --keep-fp32-nodes)";
   }
 
   FloatType low;

@@ -173,9 +173,9 @@ bool printComparison(ArrayRef<std::string> names, ArrayRef<HostTensor> got,
         referenceSquares += b * b;
       }
       bool ok = (std::isnan(a) && std::isnan(b)) || a == b ||
-                (relL2Tolerance > 0 ? std::isfinite(a) || !std::isfinite(b)
-                                    : diff <= absTolerance +
-                                                  relTolerance * std::fabs(b));
+                (relL2Tolerance > 0
+                     ? std::isfinite(a) || !std::isfinite(b)
+                     : diff <= absTolerance + relTolerance * std::fabs(b));
       if (!ok && firstBad < 0)
         firstBad = i;
       // A NaN that matches a NaN is no error; any other NaN is the worst.
@@ -186,9 +186,11 @@ bool printComparison(ArrayRef<std::string> names, ArrayRef<HostTensor> got,
       maxAbs = std::max(maxAbs, diff);
       maxRel = std::max(maxRel, diff / std::max(std::fabs(b), 1e-30));
     }
-    double relL2 = std::sqrt(errorSquares) / std::max(std::sqrt(referenceSquares), 1e-30);
-    llvm::outs() << "compare " << name << ": max_abs " << llvm::format("%.3e", maxAbs)
-                 << " max_rel " << llvm::format("%.3e", maxRel) << " rel_l2 "
+    double relL2 =
+        std::sqrt(errorSquares) / std::max(std::sqrt(referenceSquares), 1e-30);
+    llvm::outs() << "compare " << name << ": max_abs "
+                 << llvm::format("%.3e", maxAbs) << " max_rel "
+                 << llvm::format("%.3e", maxRel) << " rel_l2 "
                  << llvm::format("%.3e", relL2);
     if (relL2Tolerance > 0 && firstBad < 0 && !(relL2 <= relL2Tolerance)) {
       within = false;

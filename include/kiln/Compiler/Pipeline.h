@@ -26,8 +26,8 @@ struct PipelineOptions : public mlir::PassPipelineOptions<PipelineOptions> {
       *this, "keep-io-types",
       llvm::cl::desc("keep the types of the graph's inputs and outputs"),
       llvm::cl::init(true)};
-  ListOption<std::string> keepFp32Ops{
-      *this, "keep-fp32-ops", llvm::cl::desc("op types kept in f32")};
+  ListOption<std::string> keepFp32Ops{*this, "keep-fp32-ops",
+                                      llvm::cl::desc("op types kept in f32")};
   ListOption<std::string> keepFp32Nodes{
       *this, "keep-fp32-nodes",
       llvm::cl::desc("ONNX node names whose ops are kept in f32")};
