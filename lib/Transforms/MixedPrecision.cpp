@@ -559,6 +559,8 @@ void Assigner::apply(Operation *op, const Decision &decision) {
   // into their kernel.
   bool shared = decision.opaque || isa<MatmulOp>(op);
   Type type = decision.opaque ? f32 : decision.type;
+  // An operand used twice (x * x) is converted once.
+  llvm::DenseMap<std::pair<Value, int>, Value> converted;
   if (!isa<CastOp>(op))
     for (OpOperand &operand : op->getOpOperands()) {
       Value v = operand.get();
@@ -568,7 +570,10 @@ void Assigner::apply(Operation *op, const Decision &decision) {
       if (isOn("mask") && isa<AttentionOp>(op) &&
           operand.getOperandNumber() == 3)
         how = Conversion::Clamp;
-      operand.set(convert(v, type, how, op, shared));
+      Value &to = converted[{v, static_cast<int>(how)}];
+      if (!to)
+        to = convert(v, type, how, op, shared);
+      operand.set(to);
     }
   bool retyped = false;
   if (!decision.opaque)
