@@ -360,15 +360,15 @@ void Assigner::collectStatistics() {
       if (!producer || island.contains(producer) || !isElementwise(producer) ||
           isa<CastOp>(producer) || !wasF32.contains(producer->getResult(0)))
         continue;
-      bool private_ = llvm::all_of(producer->getUsers(), [&](Operation *user) {
-        return island.contains(user);
-      });
-      if (!private_ && !expandsRange(producer))
+      bool onlyFeedsIsland =
+          llvm::all_of(producer->getUsers(),
+                       [&](Operation *user) { return island.contains(user); });
+      if (!onlyFeedsIsland && !expandsRange(producer))
         continue;
       island.insert(producer);
       square |= isSquare(producer);
       exponential |= isa<ExpOp>(producer);
-      if (private_)
+      if (onlyFeedsIsland)
         worklist.append(producer->operand_begin(), producer->operand_end());
     }
     // A LayerNorm mean: x - mean(x), the mean possibly reshaped first.
