@@ -13,7 +13,9 @@ be within the 16-bit numerics contract of DESIGN.md: relative L2 error at most
 the same argmax on classification heads (outputs computed by a MatMul or Gemm,
 such as language-model logits: argmax over the last dim at every position).
 The report must show every matmul in the low type, so that a compile that
-left the model in fp32 cannot pass.
+left the model in fp32 cannot pass. The reference interpreter also runs the IR
+before and after the pipeline (kiln-run --compare-pipeline), rounding every
+op to its type, within the same relative L2 bound.
 
 Then a BERT layer with activations near 1e3 (a few outlier channels, as real
 BERT checkpoints have, ahead of both LayerNorms; their variance is checked to
@@ -154,6 +156,21 @@ def check_exported(tools, name, folder, scratch, precisions):
         note = ""
         if not why:
             why, note = compare(outputs, expected, heads)
+        if not why:
+            # The IR's own semantics: the reference interpreter (which
+            # rounds every op to its type) on the IR before and after the
+            # pipeline, same inputs.
+            args = [a for n, f in inputs.items()
+                    for a in ("--input", f"{n}={f}")]
+            failed, stdout = run([tools.kiln_run, model, "--compare-pipeline",
+                                  "--precision", precision, "--rel-l2",
+                                  str(REL_L2), *args])
+            errors = [line.split("rel_l2 ")[1].split()[0]
+                      for line in stdout.splitlines() if "rel_l2" in line]
+            if failed:
+                why = f"reference interpreter: {failed}"
+            else:
+                note += f"; interpreter rel_l2 {', '.join(errors)}"
         kept = len(report.get("fp32_kept", []))
         if why:
             failures += 1
