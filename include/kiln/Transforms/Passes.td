@@ -96,12 +96,14 @@ def KilnMixedPrecisionPass : Pass<"kiln-mixed-precision", "mlir::func::FuncOp"> 
       log_softmax with the elementwise ops that feed them alone),
       `norm-statistics` (reductions that compute a LayerNorm or RMSNorm
       mean or mean square, with the square that feeds them),
-      `reduction` (other sums, means, products and running sums), `mask`
+      `reduction` (other sums, means, products and running sums; an
+      exponential or square that feeds one joins it even when shared), `mask`
       (the arithmetic that computes an attention mask; converted to the low
       type with every value, -inf included, clamped to its finite range, so
       that a fully masked row stays finite), `from-integer` (values cast
       from integers: positions and masks, which bf16 holds exactly only up
-      to 256);
+      to 256); a model's own casts from 16 bits to f32 stay
+      (`explicit-cast`);
     - `kiln.layer_norm` computes in the type its input arrives in: its
       kernel keeps the statistics in fp32 either way;
     - every other op computes in the type its float inputs arrive in (f32
@@ -120,9 +122,11 @@ def KilnMixedPrecisionPass : Pass<"kiln-mixed-precision", "mlir::func::FuncOp"> 
     it there, shared otherwise. Casts then cancel where the round trip is
     exact (f16 -> f32 -> f16), narrowing casts move above and widening casts
     below reshapes, transposes, slices and expands. Ops kept in f32 carry
-    `kiln.fp32 = "<rule>"` (graph inputs and outputs too), which
-    `kilnc --report` lists. Tensors of other types (integers, a model's own
-    f16) are left alone.
+    `kiln.fp32 = "<rule>"` (graph inputs and outputs too, and f32 weights
+    of f32 users: `fp32-user`), which `kilnc --report` lists. Tensors of
+    other types (integers, a model's own f16) are left alone, and so are
+    ops the pass does not know (`unconverted`: their operands come back to
+    f32). docs/precision.md has the reasons.
 
     `disable-islands` turns islands off by rule (`all` for every one): their
     ops then compute like any other, and with `mask` off masks convert
