@@ -11,7 +11,9 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
+#include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/ManagedStatic.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
@@ -19,6 +21,75 @@
 using namespace mlir;
 
 namespace kiln {
+
+namespace {
+/// The precision flags, created when a tool registers them.
+struct PrecisionCLOptions {
+  enum class Precision { FP32, FP16, BF16 };
+  llvm::cl::opt<Precision> precision{
+      "precision", llvm::cl::desc("compute precision"),
+      llvm::cl::init(Precision::FP32),
+      llvm::cl::values(
+          clEnumValN(Precision::FP32, "fp32", "fp32 throughout (the default)"),
+          clEnumValN(Precision::FP16, "fp16",
+                     "matmuls and attention in fp16 with fp32 accumulation; "
+                     "fp32 islands (softmax, norm statistics, reductions, "
+                     "masks)"),
+          clEnumValN(Precision::BF16, "bf16", "as fp16, in bf16"))};
+  llvm::cl::opt<bool> keepIoTypes{
+      "keep-io-types",
+      llvm::cl::desc("with --precision fp16|bf16: keep the model's input and "
+                     "output types (default true; =false makes fp32 inputs "
+                     "and outputs fp16/bf16)"),
+      llvm::cl::init(true)};
+  llvm::cl::list<std::string> keepFp32Ops{
+      "keep-fp32-ops",
+      llvm::cl::desc("with --precision fp16|bf16: op types kept in fp32 "
+                     "(kiln op names: matmul, attention, layer_norm, softmax, "
+                     "...)"),
+      llvm::cl::CommaSeparated, llvm::cl::value_desc("op,...")};
+  llvm::cl::list<std::string> keepFp32Nodes{
+      "keep-fp32-nodes",
+      llvm::cl::desc("with --precision fp16|bf16: ONNX node names whose ops "
+                     "are kept in fp32"),
+      llvm::cl::CommaSeparated, llvm::cl::value_desc("name,...")};
+  llvm::cl::list<std::string> disableFp32Islands{
+      "disable-fp32-islands",
+      llvm::cl::desc("with --precision fp16|bf16: fp32 islands to turn off, "
+                     "to measure what they buy (results may overflow): all, "
+                     "softmax, norm-statistics, reduction, mask, "
+                     "from-integer"),
+      llvm::cl::CommaSeparated, llvm::cl::value_desc("island,...")};
+};
+} // namespace
+
+static llvm::ManagedStatic<PrecisionCLOptions> precisionCLOptions;
+
+void registerPrecisionCLOptions() { *precisionCLOptions; }
+
+void applyPrecisionCLOptions(CompileOptions &options) {
+  if (!precisionCLOptions.isConstructed())
+    return;
+  switch (precisionCLOptions->precision) {
+  case PrecisionCLOptions::Precision::FP32:
+    options.precision = "fp32";
+    break;
+  case PrecisionCLOptions::Precision::FP16:
+    options.precision = "fp16";
+    break;
+  case PrecisionCLOptions::Precision::BF16:
+    options.precision = "bf16";
+    break;
+  }
+  options.keepIoTypes = precisionCLOptions->keepIoTypes;
+  options.keepFp32Ops.assign(precisionCLOptions->keepFp32Ops.begin(),
+                             precisionCLOptions->keepFp32Ops.end());
+  options.keepFp32Nodes.assign(precisionCLOptions->keepFp32Nodes.begin(),
+                               precisionCLOptions->keepFp32Nodes.end());
+  options.disableFp32Islands.assign(
+      precisionCLOptions->disableFp32Islands.begin(),
+      precisionCLOptions->disableFp32Islands.end());
+}
 
 OwningOpRef<ModuleOp> loadModel(MLIRContext *context, StringRef path,
                                 const CompileOptions &options) {
@@ -51,6 +122,11 @@ LogicalResult runPipeline(ModuleOp module, const CompileOptions &options) {
   PassManager pm(module.getContext());
   PipelineOptions pipeline;
   pipeline.alignment = options.alignment;
+  pipeline.precision = options.precision;
+  pipeline.keepIoTypes = options.keepIoTypes;
+  pipeline.keepFp32Ops = options.keepFp32Ops;
+  pipeline.keepFp32Nodes = options.keepFp32Nodes;
+  pipeline.disableFp32Islands = options.disableFp32Islands;
   buildKilnPipeline(pm, pipeline);
   if (failed(pm.run(module)))
     return failure();

@@ -19,6 +19,21 @@ void buildKilnPipeline(OpPassManager &pm, const PipelineOptions &options) {
   fpm.addPass(createKilnLayoutPass());
   // Composes the transposes recomposition put around keys and values.
   fpm.addPass(createCanonicalizerPass());
+  // On recomposed ops and packed weights (converted once, after packing), and
+  // before fusion, so that conversions fuse into the kernels around them.
+  // fp32 leaves the pipeline as it was.
+  if (options.precision != "fp32") {
+    KilnMixedPrecisionPassOptions precisionOptions;
+    precisionOptions.precision = options.precision;
+    precisionOptions.keepIoTypes = options.keepIoTypes;
+    precisionOptions.keepOpTypes.assign(options.keepFp32Ops.begin(),
+                                        options.keepFp32Ops.end());
+    precisionOptions.keepNodeNames.assign(options.keepFp32Nodes.begin(),
+                                          options.keepFp32Nodes.end());
+    precisionOptions.disableIslands.assign(options.disableFp32Islands.begin(),
+                                           options.disableFp32Islands.end());
+    fpm.addPass(createKilnMixedPrecisionPass(precisionOptions));
+  }
   fpm.addPass(createKilnFusePass());
   KilnPlanMemoryPassOptions planOptions;
   planOptions.alignment = options.alignment;

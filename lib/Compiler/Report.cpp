@@ -2,9 +2,12 @@
 
 #include "kiln/Compiler/Report.h"
 
+#include "kiln/Dialect/Kiln/KilnOps.h"
+#include "kiln/Importer/ONNX/Importer.h"
 #include "kiln/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/DialectResourceBlobManager.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
@@ -83,6 +86,69 @@ Counts countsOf(const rt::Artifact &artifact, const CompileReport &report) {
 
 } // namespace
 
+/// The ONNX node names in `loc`, first appearance first.
+static std::vector<std::string> nodeNamesOf(Location loc) {
+  std::vector<std::string> names;
+  llvm::StringSet<> seen;
+  loc->walk([&](Location inner) {
+    if (auto named = dyn_cast<NameLoc>(inner))
+      if (seen.insert(named.getName().getValue()).second)
+        names.push_back(named.getName().str());
+    return WalkResult::advance();
+  });
+  return names;
+}
+
+static std::string typeString(Type type) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  type.print(os);
+  return text;
+}
+
+std::vector<Fp32Kept> collectFp32Kept(ModuleOp module) {
+  std::vector<Fp32Kept> kept;
+  for (auto func : module.getOps<func::FuncOp>()) {
+    auto nameOf = [](StringAttr name, StringRef fallback, size_t i) {
+      return name ? name.str() : (fallback + llvm::Twine(i)).str();
+    };
+    for (unsigned i = 0; i < func.getNumArguments(); ++i)
+      if (auto rule = func.getArgAttrOfType<StringAttr>(i, kFp32RuleAttr))
+        kept.push_back({"input",
+                        nameOf(func.getArgAttrOfType<StringAttr>(i, kNameAttr),
+                               "input", i),
+                        typeString(func.getArgumentTypes()[i]),
+                        {},
+                        rule.str()});
+    func.walk<WalkOrder::PreOrder>([&](Operation *op) {
+      auto rule = op->getAttrOfType<StringAttr>(kFp32RuleAttr);
+      if (!rule || op->getNumResults() == 0)
+        return;
+      std::string kind = "op", name = op->getName().getStringRef().str();
+      if (auto constant = dyn_cast<ConstantOp>(op)) {
+        kind = "weight";
+        auto resource =
+            dyn_cast<DenseResourceElementsAttr>(constant.getValue());
+        name = resource ? resource.getRawHandle().getKey().str() : "constant";
+      }
+      kept.push_back({kind, name, typeString(op->getResult(0).getType()),
+                      kind == "weight" ? std::vector<std::string>()
+                                       : nodeNamesOf(op->getLoc()),
+                      rule.str()});
+    });
+    for (unsigned i = 0; i < func.getNumResults(); ++i)
+      if (auto rule = func.getResultAttrOfType<StringAttr>(i, kFp32RuleAttr))
+        kept.push_back(
+            {"output",
+             nameOf(func.getResultAttrOfType<StringAttr>(i, kNameAttr),
+                    "output", i),
+             typeString(func.getResultTypes()[i]),
+             {},
+             rule.str()});
+  }
+  return kept;
+}
+
 int64_t liveLowerBoundOf(ModuleOp module) {
   for (auto func : module.getOps<func::FuncOp>())
     if (auto bound = func->getAttrOfType<IntegerAttr>(kLiveLowerBoundAttr))
@@ -117,6 +183,19 @@ void printReportText(const rt::Artifact &artifact, const CompileReport &report,
   else if (report.liveLowerBoundBytes == 0)
     os << " (live lower bound 0 bytes)";
   os << ", weights " << artifact.weights.size() << " bytes\n";
+  os << "precision: " << report.precision;
+  if (report.precision != "fp32")
+    os << " (" << report.fp32Kept.size() << " tensors kept in fp32)";
+  os << "\n";
+  for (const Fp32Kept &k : report.fp32Kept) {
+    os << llvm::formatv("  {0,-24} {1,-6} {2} {3}", k.rule, k.kind, k.name,
+                        k.type);
+    if (!k.onnxNodes.empty()) {
+      os << "  <- ";
+      llvm::interleave(k.onnxNodes, os, ", ");
+    }
+    os << "\n";
+  }
 }
 
 void printReportJson(const rt::Artifact &artifact, const CompileReport &report,
@@ -160,7 +239,20 @@ void printReportJson(const rt::Artifact &artifact, const CompileReport &report,
       {"onnx_node_count", counts.nodes},
       {"peak_arena_bytes", static_cast<int64_t>(artifact.arenaBytes)},
       {"live_lower_bound_bytes", report.liveLowerBoundBytes},
-      {"weight_bytes", static_cast<int64_t>(artifact.weights.size())}};
+      {"weight_bytes", static_cast<int64_t>(artifact.weights.size())},
+      {"precision", report.precision}};
+  llvm::json::Array kept;
+  for (const Fp32Kept &k : report.fp32Kept) {
+    llvm::json::Array nodes;
+    for (const std::string &name : k.onnxNodes)
+      nodes.push_back(name);
+    kept.push_back(llvm::json::Object{{"kind", k.kind},
+                                      {"name", k.name},
+                                      {"type", k.type},
+                                      {"onnx_nodes", std::move(nodes)},
+                                      {"rule", k.rule}});
+  }
+  root["fp32_kept"] = std::move(kept);
   os << llvm::formatv("{0:2}", llvm::json::Value(std::move(root))) << "\n";
 }
 

@@ -79,7 +79,7 @@ cl::opt<bool> comparePipeline(
     "compare-pipeline",
     cl::desc("run the reference interpreter on the IR before and after the "
              "Kiln pipeline and fail when they differ beyond the fp32 "
-             "contract (rtol 1e-4, atol 1e-5)"));
+             "contract (rtol 1e-4, atol 1e-5), or --rtol/--atol/--rel-l2"));
 cl::opt<unsigned> seed("seed", cl::desc("seed of random inputs"), cl::init(0));
 cl::opt<uint64_t> hostSeed(
     "host-seed",
@@ -94,6 +94,12 @@ cl::opt<double> relTolerance("rtol", cl::desc("relative tolerance of the compari
                      cl::init(1e-4));
 cl::opt<double> absTolerance("atol", cl::desc("absolute tolerance of the comparison"),
                      cl::init(1e-5));
+cl::opt<double> relL2Tolerance(
+    "rel-l2",
+    cl::desc("compare by the relative L2 error of each output instead (the "
+             "fp16/bf16 contract: 1e-2); non-finite values where the "
+             "reference is finite still fail"),
+    cl::init(0.0));
 
 int fail(const llvm::Twine &message) {
   llvm::errs() << "kiln-run: " << message << "\n";
@@ -174,16 +180,22 @@ bool printComparison(ArrayRef<std::string> names, ArrayRef<HostTensor> got,
                      ArrayRef<HostTensor> want) {
   bool within = true;
   for (auto [name, g, w] : llvm::zip(names, got, want)) {
-    double maxAbs = 0, maxRel = 0;
+    double maxAbs = 0, maxRel = 0, errorSquares = 0, referenceSquares = 0;
     int64_t firstBad = -1;
     bool isFloat = isa<FloatType>(w.elementType);
     for (int64_t i = 0, e = g.numElements(); i < e; ++i) {
       double a = g.getAsDouble(i), b = w.getAsDouble(i);
       // Equal infinities are no error (their difference would be NaN).
       double diff = a == b ? 0.0 : std::fabs(a - b);
-      bool ok = isFloat ? (std::isnan(a) && std::isnan(b)) || a == b ||
-                              diff <= absTolerance + relTolerance * std::fabs(b)
-                        : g.getAsInt(i) == w.getAsInt(i);
+      if (std::isfinite(b)) {
+        errorSquares += std::isfinite(a) ? diff * diff : INFINITY;
+        referenceSquares += b * b;
+      }
+      bool ok = !isFloat ? g.getAsInt(i) == w.getAsInt(i)
+                : (std::isnan(a) && std::isnan(b)) || a == b ||
+                    (relL2Tolerance > 0
+                         ? std::isfinite(a) || !std::isfinite(b)
+                         : diff <= absTolerance + relTolerance * std::fabs(b));
       if (!ok && firstBad < 0)
         firstBad = i;
       // A NaN that matches a NaN is no error; any other NaN is the worst.
@@ -194,9 +206,17 @@ bool printComparison(ArrayRef<std::string> names, ArrayRef<HostTensor> got,
       maxAbs = std::max(maxAbs, diff);
       maxRel = std::max(maxRel, diff / std::max(std::fabs(b), 1e-30));
     }
-    llvm::outs() << "compare " << name << ": max_abs " << llvm::format("%.3e", maxAbs)
-                 << " max_rel " << llvm::format("%.3e", maxRel);
-    if (firstBad >= 0) {
+    double relL2 =
+        std::sqrt(errorSquares) / std::max(std::sqrt(referenceSquares), 1e-30);
+    llvm::outs() << "compare " << name << ": max_abs "
+                 << llvm::format("%.3e", maxAbs) << " max_rel "
+                 << llvm::format("%.3e", maxRel) << " rel_l2 "
+                 << llvm::format("%.3e", relL2);
+    if (relL2Tolerance > 0 && firstBad < 0 && !(relL2 <= relL2Tolerance)) {
+      within = false;
+      llvm::outs() << " FAIL: rel_l2 above "
+                   << llvm::format("%g", relL2Tolerance.getValue());
+    } else if (firstBad >= 0) {
       within = false;
       llvm::outs() << " FAIL at element " << firstBad << ": got "
                    << formatElement(g, firstBad) << ", reference "
@@ -362,6 +382,7 @@ int reexecWithAddressSanitizer(char **argv) {
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
+  kiln::registerPrecisionCLOptions();
   cl::ParseCommandLineOptions(argc, argv,
                               "kiln-run: run a model and save its outputs\n");
   if (checkMode && !dlsym(RTLD_DEFAULT, "__asan_region_is_poisoned")) {
@@ -375,6 +396,7 @@ int main(int argc, char **argv) {
   context.loadDialect<kiln::KilnDialect, func::FuncDialect>();
 
   kiln::CompileOptions options;
+  kiln::applyPrecisionCLOptions(options);
   for (const std::string &spec : inputShapes) {
     std::string error = kiln::parseInputShape(spec, options.import);
     if (!error.empty())
@@ -507,8 +529,12 @@ int main(int argc, char **argv) {
   if (printComparison(signature.outputNames, outputs, *expected))
     return 0;
   char tolerance[64];
-  std::snprintf(tolerance, sizeof(tolerance), "rtol %g / atol %g",
-                relTolerance.getValue(), absTolerance.getValue());
+  if (relL2Tolerance > 0)
+    std::snprintf(tolerance, sizeof(tolerance), "relative L2 %g",
+                  relL2Tolerance.getValue());
+  else
+    std::snprintf(tolerance, sizeof(tolerance), "rtol %g / atol %g",
+                  relTolerance.getValue(), absTolerance.getValue());
   return fail(llvm::Twine("outputs differ from the reference beyond ") +
               tolerance);
 }

@@ -114,6 +114,7 @@ int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   // --mlir-print-debuginfo and friends, for --emit=imported|mlir.
   mlir::registerAsmPrinterCLOptions();
+  kiln::registerPrecisionCLOptions();
   cl::ParseCommandLineOptions(
       argc, argv,
       "kilnc: compile an ONNX model into a self-contained shared library\n\n"
@@ -121,6 +122,7 @@ int main(int argc, char **argv) {
       "  kilnc model.onnx -o model.so --const-input shape=shape.pb\n");
 
   kiln::CompileOptions options;
+  kiln::applyPrecisionCLOptions(options);
   options.arch = arch;
   options.dumpDir = dumpDir;
   for (const std::string &spec : inputShapes) {
@@ -171,6 +173,8 @@ int main(int argc, char **argv) {
   kiln::CompileReport compileReport;
   compileReport.model = inputPath;
   compileReport.liveLowerBoundBytes = kiln::liveLowerBoundOf(*module);
+  compileReport.precision = options.precision;
+  compileReport.fp32Kept = kiln::collectFp32Kept(*module);
   if (failed(kiln::lowerToArtifact(*module, options, needsCubin, artifact,
                                    &compileReport.origins)))
     return 1;

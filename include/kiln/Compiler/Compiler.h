@@ -16,6 +16,7 @@
 #include "mlir/IR/BuiltinOps.h"
 
 #include <string>
+#include <vector>
 
 namespace kiln {
 
@@ -31,7 +32,29 @@ struct CompileOptions {
   std::string dumpDir;
   /// Byte alignment of arena buffers.
   int64_t alignment = 256;
+  /// Compute precision: "fp32" (the default: kiln-mixed-precision does not
+  /// run), "fp16" or "bf16" (matmuls and attention in that type with fp32
+  /// accumulation, fp32 islands; see kiln-mixed-precision).
+  std::string precision = "fp32";
+  /// Keep the graph's input and output types (f32 stays f32 at the
+  /// interface); false makes f32 inputs and outputs the low type.
+  bool keepIoTypes = true;
+  /// Op types (kiln op names, e.g. "matmul", "layer_norm") kept in fp32.
+  std::vector<std::string> keepFp32Ops;
+  /// ONNX node names whose ops are kept in fp32.
+  std::vector<std::string> keepFp32Nodes;
+  /// fp32 islands turned off ("all", "softmax", "norm-statistics",
+  /// "reduction", "mask", "from-integer"), only to measure what they buy.
+  std::vector<std::string> disableFp32Islands;
 };
+
+/// Registers the precision flags that kilnc and kiln-run share with
+/// llvm::cl: --precision, --keep-io-types, --keep-fp32-ops, --keep-fp32-nodes
+/// and --disable-fp32-islands. Call before parsing the command line.
+void registerPrecisionCLOptions();
+
+/// Copies the parsed precision flags into `options`.
+void applyPrecisionCLOptions(CompileOptions &options);
 
 /// Imports `path`: binary or text ONNX, or `.mlir` holding kiln IR.
 mlir::OwningOpRef<mlir::ModuleOp> loadModel(mlir::MLIRContext *context,

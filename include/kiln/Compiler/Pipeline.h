@@ -18,6 +18,24 @@ struct PipelineOptions : public mlir::PassPipelineOptions<PipelineOptions> {
   Option<int64_t> alignment{*this, "alignment",
                             llvm::cl::desc("arena buffer alignment in bytes"),
                             llvm::cl::init(256)};
+  Option<std::string> precision{
+      *this, "precision",
+      llvm::cl::desc("fp32 (kiln-mixed-precision does not run), fp16 or bf16"),
+      llvm::cl::init("fp32")};
+  Option<bool> keepIoTypes{
+      *this, "keep-io-types",
+      llvm::cl::desc("keep the types of the graph's inputs and outputs"),
+      llvm::cl::init(true)};
+  ListOption<std::string> keepFp32Ops{*this, "keep-fp32-ops",
+                                      llvm::cl::desc("op types kept in f32")};
+  ListOption<std::string> keepFp32Nodes{
+      *this, "keep-fp32-nodes",
+      llvm::cl::desc("ONNX node names whose ops are kept in f32")};
+  ListOption<std::string> disableFp32Islands{
+      *this, "disable-fp32-islands",
+      llvm::cl::desc("fp32 islands turned off, to measure what they buy: all, "
+                     "softmax, norm-statistics, reduction, mask, "
+                     "from-integer")};
 };
 
 /// Adds the passes from imported `kiln` IR to planned kernels, the input of

@@ -13,7 +13,25 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <string>
+#include <vector>
+
 namespace kiln {
+
+/// A tensor that kiln-mixed-precision kept in fp32, and why.
+struct Fp32Kept {
+  /// "input" or "output" (a graph tensor), "weight" (a constant) or "op" (the
+  /// result of a kiln op).
+  std::string kind;
+  /// The graph tensor's name, the weight's blob name, or the kiln op.
+  std::string name;
+  /// The tensor type, e.g. tensor<2x8x1xf32>.
+  std::string type;
+  /// The ONNX nodes the op came from.
+  std::vector<std::string> onnxNodes;
+  /// The rule that kept it (kiln-mixed-precision in Passes.td lists them).
+  std::string rule;
+};
 
 /// The inputs of a report.
 struct CompileReport {
@@ -24,7 +42,16 @@ struct CompileReport {
   int64_t liveLowerBoundBytes = -1;
   /// One entry per step of the artifact.
   StepOrigins origins;
+  /// The compute precision: fp32, fp16 or bf16.
+  std::string precision = "fp32";
+  /// Every tensor kept in fp32 under a low precision, in program order.
+  std::vector<Fp32Kept> fp32Kept;
 };
+
+/// The tensors of a pipelined module that kiln-mixed-precision kept in fp32
+/// (the `kiln.fp32` attributes it left): graph inputs, ops and weights in
+/// program order (ops inside kernels included), then graph outputs.
+std::vector<Fp32Kept> collectFp32Kept(mlir::ModuleOp module);
 
 /// The live-set lower bound kiln-plan-memory recorded on the module's
 /// function, or -1.
@@ -36,7 +63,8 @@ void printReportText(const rt::Artifact &artifact, const CompileReport &report,
 
 /// Writes the report as JSON: `launches` (each with `kind`, `name` and
 /// `onnx_nodes`), `peak_arena_bytes`, `live_lower_bound_bytes`,
-/// `weight_bytes` and counts.
+/// `weight_bytes`, counts, `precision` and `fp32_kept` (each with `kind`,
+/// `name`, `type`, `onnx_nodes` and `rule`).
 void printReportJson(const rt::Artifact &artifact, const CompileReport &report,
                      llvm::raw_ostream &os);
 

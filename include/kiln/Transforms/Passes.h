@@ -5,6 +5,7 @@
 
 #include "kiln/Dialect/Kiln/KilnDialect.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/PatternMatch.h"
 #include "mlir/Pass/Pass.h"
 
 namespace kiln {
@@ -20,6 +21,15 @@ inline constexpr llvm::StringLiteral kOffsetsAttr = "kiln.offsets";
 inline constexpr llvm::StringLiteral kArenaBytesAttr = "kiln.arena_bytes";
 inline constexpr llvm::StringLiteral kLiveLowerBoundAttr =
     "kiln.live_lower_bound_bytes";
+
+/// The attribute kiln-mixed-precision puts on each op (and graph input or
+/// output) it keeps in f32: the rule that kept it.
+inline constexpr llvm::StringLiteral kFp32RuleAttr = "kiln.fp32";
+
+/// Adds kiln-mixed-precision's cast cleanups: casts of casts whose first step
+/// is exact, casts of constants folded at compile time, narrowing casts moved
+/// above and widening casts below single-use data movement.
+void populateKilnMixedPrecisionPatterns(mlir::RewritePatternSet &patterns);
 
 } // namespace kiln
 

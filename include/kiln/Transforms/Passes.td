@@ -81,6 +81,89 @@ def KilnLayoutPass : Pass<"kiln-layout", "mlir::func::FuncOp"> {
 }
 
 //===----------------------------------------------------------------------===//
+// Mixed precision
+//===----------------------------------------------------------------------===//
+
+def KilnMixedPrecisionPass : Pass<"kiln-mixed-precision", "mlir::func::FuncOp"> {
+  let summary = "Compute in fp16 or bf16 with fp32 islands";
+  let description = [{
+    Chooses, for every op that computes on f32 tensors, whether it computes
+    in the low type (`precision`: fp16 or bf16) or stays in f32, in one walk
+    in program order:
+    - `kiln.matmul` and `kiln.attention` compute in the low type (their
+      kernels accumulate in fp32 whatever the element type);
+    - fp32 islands, each recorded with its rule: `softmax` (softmax and
+      log_softmax with the elementwise ops that feed them alone),
+      `norm-statistics` (reductions that compute a LayerNorm or RMSNorm
+      mean or mean square, with the square that feeds them),
+      `reduction` (other sums, means, products and running sums; an
+      exponential or square that feeds one joins it even when shared), `mask`
+      (the arithmetic that computes an attention mask; converted to the low
+      type with every value, -inf included, clamped to its finite range, so
+      that a fully masked row stays finite), `from-integer` (values cast
+      from integers: positions and masks, which bf16 holds exactly only up
+      to 256); a model's own casts from 16 bits to f32 stay
+      (`explicit-cast`);
+    - `kiln.layer_norm` computes in the type its input arrives in: its
+      kernel keeps the statistics in fp32 either way;
+    - every other op computes in the type its float inputs arrive in (f32
+      when any of them is f32: rule `propagated`), constants and graph
+      inputs taking whichever type their user computes in;
+    - overrides keep ops in f32 by op type (`keep-op-types`, kiln op names
+      such as `matmul` or `layer_norm`, written in any case with or without
+      underscores; ONNX's `LayerNormalization` and `Gemm` name their kiln
+      ops) or by ONNX node name (`keep-node-names`, any node an op came
+      from);
+    - with `keep-io-types` (the default) the graph's inputs and outputs keep
+      their types; otherwise f32 inputs and outputs become the low type.
+    Constants are converted at compile time (finite values saturate to the
+    low type's range). A conversion is inserted where a value's type differs
+    from what its user computes in: before the user when kiln-fuse can fuse
+    it there, shared otherwise. Casts then cancel where the round trip is
+    exact (f16 -> f32 -> f16), narrowing casts move above and widening casts
+    below reshapes, transposes, slices and expands. Ops kept in f32 carry
+    `kiln.fp32 = "<rule>"` (graph inputs and outputs too, and f32 weights
+    of f32 users: `fp32-user`), which `kilnc --report` lists. Tensors of
+    other types (integers, a model's own f16) are left alone, and so are
+    ops the pass does not know (`unconverted`: their operands come back to
+    f32). docs/precision.md has the reasons.
+
+    `disable-islands` turns islands off by rule (`all` for every one): their
+    ops then compute like any other, and with `mask` off masks convert
+    without clamping. That is for measuring what an island buys, not for
+    use.
+
+    Before:
+    ```mlir
+    %h = kiln.matmul %x, %w : (tensor<2x8x32xf32>, tensor<32x32xf32>) -> tensor<2x8x32xf32>
+    %p = kiln.softmax %h {axis = 2 : i64} : tensor<2x8x32xf32>
+    ```
+    After (precision=fp16):
+    ```mlir
+    %w16 = kiln.constant dense_resource<w_fp16> : tensor<32x32xf16>
+    %x16 = kiln.cast %x : tensor<2x8x32xf32> -> tensor<2x8x32xf16>
+    %h = kiln.matmul %x16, %w16 : (tensor<2x8x32xf16>, tensor<32x32xf16>) -> tensor<2x8x32xf16>
+    %h32 = kiln.cast %h : tensor<2x8x32xf16> -> tensor<2x8x32xf32>
+    %p = kiln.softmax %h32 {axis = 2 : i64, kiln.fp32 = "softmax"} : tensor<2x8x32xf32>
+    ```
+  }];
+  let options = [
+    Option<"precision", "precision", "std::string", /*default=*/"\"fp16\"",
+           "the low type: fp16 or bf16">,
+    Option<"keepIoTypes", "keep-io-types", "bool", /*default=*/"true",
+           "keep the types of the graph's inputs and outputs">,
+    ListOption<"keepOpTypes", "keep-op-types", "std::string",
+               "op types kept in f32 (kiln op names)">,
+    ListOption<"keepNodeNames", "keep-node-names", "std::string",
+               "ONNX node names whose ops are kept in f32">,
+    ListOption<"disableIslands", "disable-islands", "std::string",
+               "fp32 islands turned off: all, softmax, norm-statistics, "
+               "reduction, mask, from-integer">,
+  ];
+  let dependentDialects = ["kiln::KilnDialect"];
+}
+
+//===----------------------------------------------------------------------===//
 // Fusion
 //===----------------------------------------------------------------------===//
 

@@ -1,0 +1,335 @@
+// RUN: kiln-opt %s -split-input-file -kiln-mixed-precision | FileCheck %s
+// RUN: kiln-opt %s -split-input-file -kiln-mixed-precision='precision=bf16 keep-io-types=false' | FileCheck %s --check-prefix=BF16
+// RUN: kiln-opt %s -split-input-file -kiln-mixed-precision='keep-op-types=LayerNormalization keep-node-names=proj' 2>/dev/null | FileCheck %s --check-prefix=KEEP
+// RUN: kiln-opt %s -split-input-file -kiln-mixed-precision='disable-islands=all' | FileCheck %s --check-prefix=OFF
+// RUN: kiln-opt %s -split-input-file -kiln-mixed-precision='keep-node-names=no_such_node' 2>&1 >/dev/null | FileCheck %s --check-prefix=WARN
+// RUN: not kiln-opt %s -split-input-file -kiln-mixed-precision='precision=fp8' 2>&1 | FileCheck %s --check-prefix=BADPREC
+// RUN: not kiln-opt %s -split-input-file -kiln-mixed-precision='keep-op-types=Convolution' 2>&1 | FileCheck %s --check-prefix=BADOP
+// RUN: not kiln-opt %s -split-input-file -kiln-mixed-precision='disable-islands=layer_norm' 2>&1 | FileCheck %s --check-prefix=BADISLAND
+// Semantics: mixed-precision-semantics.test runs models of these forms on the
+// reference interpreter and the host backend against fp32.
+
+// WARN: warning: kiln-mixed-precision: no op comes from ONNX node 'no_such_node' (keep-node-names, kilnc --keep-fp32-nodes)
+// BADPREC: error: kiln-mixed-precision: unknown precision 'fp8'; expected fp16 or bf16
+// BADOP: error: kiln-mixed-precision: unknown op type 'Convolution' in keep-op-types (kilnc --keep-fp32-ops); expected a kiln op name
+// BADISLAND: error: kiln-mixed-precision: unknown island 'layer_norm' in disable-islands (kilnc --disable-fp32-islands); expected all, softmax, norm-statistics, reduction, mask or from-integer
+
+// Cast insertion: the matmul computes in f16 on its input converted at run
+// time and its weights converted at compile time (saturating to f16's range);
+// the softmax is an fp32 island; the output keeps its type.
+// CHECK-LABEL: func @matmul_softmax
+// CHECK-SAME: %[[X:.*]]: tensor<2x4xf32> {kiln.fp32 = "keep-io-types"}
+// CHECK-SAME: -> (tensor<2x3xf32> {kiln.fp32 = "keep-io-types"})
+// CHECK: %[[W:.*]] = kiln.constant dense<{{\[}}[1.000000e+00, 2.000000e+00, 3.000000e+00], {{.*}}, [6.550400e+04, -6.550400e+04, 5.000000e-01]]> : tensor<4x3xf16>
+// CHECK: %[[X16:.*]] = kiln.cast %[[X]] : tensor<2x4xf32> -> tensor<2x4xf16>
+// CHECK: %[[H:.*]] = kiln.matmul %[[X16]], %[[W]] : (tensor<2x4xf16>, tensor<4x3xf16>) -> tensor<2x3xf16>
+// CHECK: %[[H32:.*]] = kiln.cast %[[H]] : tensor<2x3xf16> -> tensor<2x3xf32>
+// CHECK: %[[P:.*]] = kiln.softmax %[[H32]] {axis = 1 : i64, kiln.fp32 = "softmax"} : tensor<2x3xf32>
+// CHECK: return %[[P]] : tensor<2x3xf32>
+// Without keep-io-types the interface takes bf16 too.
+// BF16-LABEL: func @matmul_softmax
+// BF16-SAME: %[[X:.*]]: tensor<2x4xbf16>) -> tensor<2x3xbf16>
+// BF16: kiln.constant {{.*}} : tensor<4x3xbf16>
+// BF16: %[[H:.*]] = kiln.matmul %[[X]]
+// BF16: %[[H32:.*]] = kiln.cast %[[H]] : tensor<2x3xbf16> -> tensor<2x3xf32>
+// BF16: %[[P:.*]] = kiln.softmax %[[H32]] {axis = 1 : i64, kiln.fp32 = "softmax"}
+// BF16: %[[P16:.*]] = kiln.cast %[[P]] : tensor<2x3xf32> -> tensor<2x3xbf16>
+// BF16: return %[[P16]] : tensor<2x3xbf16>
+// OFF-LABEL: func @matmul_softmax
+// OFF: kiln.softmax %{{.*}} {axis = 1 : i64} : tensor<2x3xf16>
+func.func @matmul_softmax(%x: tensor<2x4xf32>) -> tensor<2x3xf32> {
+  %w = kiln.constant dense<[[1.0, 2.0, 3.0], [4.0, 5.0, 6.0], [7.0, 8.0, 9.0], [1.0e5, -1.0e5, 0.5]]> : tensor<4x3xf32>
+  %h = kiln.matmul %x, %w : (tensor<2x4xf32>, tensor<4x3xf32>) -> tensor<2x3xf32>
+  %p = kiln.softmax %h {axis = 1 : i64} : tensor<2x3xf32>
+  return %p : tensor<2x3xf32>
+}
+
+// -----
+
+// Cancellation: f16 -> f32 -> f16 is the identity.
+// CHECK-LABEL: func @round_trip
+// CHECK-SAME: (%[[X:.*]]: tensor<4x8xf16>)
+// CHECK-NEXT: return %[[X]] : tensor<4x8xf16>
+func.func @round_trip(%x: tensor<4x8xf16>) -> tensor<4x8xf16> {
+  %a = kiln.cast %x : tensor<4x8xf16> -> tensor<4x8xf32>
+  %b = kiln.cast %a : tensor<4x8xf32> -> tensor<4x8xf16>
+  return %b : tensor<4x8xf16>
+}
+
+// -----
+
+/// f32 -> f16 -> f32 rounds: both casts stay.
+// CHECK-LABEL: func @negative_lossy_round_trip
+// CHECK: %[[A:.*]] = kiln.cast %arg0 : tensor<4x8xf32> -> tensor<4x8xf16>
+// CHECK: %[[B:.*]] = kiln.cast %[[A]] {kiln.fp32 = "explicit-cast"} : tensor<4x8xf16> -> tensor<4x8xf32>
+// CHECK: return %[[B]]
+func.func @negative_lossy_round_trip(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %a = kiln.cast %x : tensor<4x8xf32> -> tensor<4x8xf16>
+  %b = kiln.cast %a : tensor<4x8xf16> -> tensor<4x8xf32>
+  return %b : tensor<4x8xf32>
+}
+
+// -----
+
+// Propagation: the transpose follows the f16 matmul; the cast back to f16
+// after the softmax moves above the reshape (into the softmax's kernel).
+// CHECK-LABEL: func @hoist_through_reshape
+// CHECK: %[[H:.*]] = kiln.matmul {{.*}} -> tensor<2x4x8xf16>
+// CHECK: %[[T:.*]] = kiln.transpose %[[H]] {permutation = array<i64: 0, 2, 1>} : tensor<2x4x8xf16> -> tensor<2x8x4xf16>
+// CHECK: %[[T32:.*]] = kiln.cast %[[T]] : tensor<2x8x4xf16> -> tensor<2x8x4xf32>
+// CHECK: %[[P:.*]] = kiln.softmax %[[T32]]
+// CHECK: %[[P16:.*]] = kiln.cast %[[P]] : tensor<2x8x4xf32> -> tensor<2x8x4xf16>
+// CHECK: %[[R:.*]] = kiln.reshape %[[P16]] : tensor<2x8x4xf16> -> tensor<2x4x8xf16>
+// CHECK: kiln.matmul %[[R]]
+func.func @hoist_through_reshape(%x: tensor<2x4x8xf32>, %w: tensor<8x8xf32>, %v: tensor<2x8x4xf32>) -> tensor<2x4x4xf32> {
+  %h = kiln.matmul %x, %w : (tensor<2x4x8xf32>, tensor<8x8xf32>) -> tensor<2x4x8xf32>
+  %t = kiln.transpose %h {permutation = array<i64: 0, 2, 1>} : tensor<2x4x8xf32> -> tensor<2x8x4xf32>
+  %p = kiln.softmax %t {axis = 2 : i64} : tensor<2x8x4xf32>
+  %r = kiln.reshape %p : tensor<2x8x4xf32> -> tensor<2x4x8xf32>
+  %o = kiln.matmul %r, %v : (tensor<2x4x8xf32>, tensor<2x8x4xf32>) -> tensor<2x4x4xf32>
+  return %o : tensor<2x4x4xf32>
+}
+
+// -----
+
+// A widening cast moves below the transpose, where it meets the matmul's
+// narrowing one and both cancel.
+// CHECK-LABEL: func @sink_through_transpose
+// CHECK: %[[T:.*]] = kiln.transpose %arg0 {permutation = array<i64: 1, 0>} : tensor<4x8xf16> -> tensor<8x4xf16>
+// CHECK: kiln.matmul %[[T]], %{{.*}} : (tensor<8x4xf16>, tensor<4x2xf16>) -> tensor<8x2xf16>
+func.func @sink_through_transpose(%x: tensor<4x8xf16>, %w: tensor<4x2xf32>) -> tensor<8x2xf32> {
+  %a = kiln.cast %x : tensor<4x8xf16> -> tensor<4x8xf32>
+  %t = kiln.transpose %a {permutation = array<i64: 1, 0>} : tensor<4x8xf32> -> tensor<8x4xf32>
+  %m = kiln.matmul %t, %w : (tensor<8x4xf32>, tensor<4x2xf32>) -> tensor<8x2xf32>
+  return %m : tensor<8x2xf32>
+}
+
+// -----
+
+// RMSNorm as exporters write it: the square and the mean are an fp32 island
+// (x^2 would overflow f16 at |x| > 256); the normalization after them
+// follows their fp32 result; the weight stays f32 for its f32 user.
+// CHECK-LABEL: func @rms_norm
+// CHECK: %[[G:.*]] = kiln.constant {{.*}} : tensor<8xf32> {kiln.fp32 = "fp32-user"}
+// CHECK: %[[H:.*]] = kiln.matmul {{.*}} -> tensor<2x8xf16>
+// CHECK: %[[H32:.*]] = kiln.cast %[[H]] : tensor<2x8xf16> -> tensor<2x8xf32>
+// CHECK: %[[SQ:.*]] = kiln.pow %[[H32]], %{{.*}} {kiln.fp32 = "norm-statistics"} : (tensor<2x8xf32>, tensor<f32>) -> tensor<2x8xf32>
+// CHECK: kiln.reduce_mean %[[SQ]] {axes = array<i64: 1>, keepdims = true, kiln.fp32 = "norm-statistics"} : tensor<2x8xf32> -> tensor<2x1xf32>
+// CHECK: kiln.add {{.*}} {kiln.fp32 = "propagated"} : (tensor<2x1xf32>, tensor<f32>) -> tensor<2x1xf32>
+// CHECK: kiln.sqrt {{.*}} {kiln.fp32 = "propagated"} : tensor<2x1xf32>
+// CHECK: %[[R:.*]] = kiln.reciprocal {{.*}} {kiln.fp32 = "propagated"} : tensor<2x1xf32>
+// CHECK: %[[HB:.*]] = kiln.cast %[[H]] : tensor<2x8xf16> -> tensor<2x8xf32>
+// CHECK: %[[N:.*]] = kiln.mul %[[HB]], %[[R]] {kiln.fp32 = "propagated"}
+// CHECK: %[[Y:.*]] = kiln.mul %[[N]], %[[G]] {kiln.fp32 = "propagated"}
+// CHECK: %[[Y16:.*]] = kiln.cast %[[Y]] : tensor<2x8xf32> -> tensor<2x8xf16>
+// CHECK: kiln.matmul %[[Y16]]
+// OFF-LABEL: func @rms_norm
+// OFF-NOT: norm-statistics
+// OFF: kiln.pow {{.*}} : (tensor<2x8xf16>, tensor<f16>) -> tensor<2x8xf16>
+// OFF: kiln.reduce_mean {{.*}} : tensor<2x8xf16> -> tensor<2x1xf16>
+func.func @rms_norm(%x: tensor<2x8xf32>, %w: tensor<8x8xf32>) -> tensor<2x8xf32> {
+  %h = kiln.matmul %x, %w : (tensor<2x8xf32>, tensor<8x8xf32>) -> tensor<2x8xf32>
+  %two = kiln.constant dense<2.0> : tensor<f32>
+  %sq = kiln.pow %h, %two : (tensor<2x8xf32>, tensor<f32>) -> tensor<2x8xf32>
+  %ms = kiln.reduce_mean %sq {axes = array<i64: 1>, keepdims = true} : tensor<2x8xf32> -> tensor<2x1xf32>
+  %eps = kiln.constant dense<1.0e-6> : tensor<f32>
+  %v = kiln.add %ms, %eps : (tensor<2x1xf32>, tensor<f32>) -> tensor<2x1xf32>
+  %s = kiln.sqrt %v : tensor<2x1xf32>
+  %r = kiln.reciprocal %s : tensor<2x1xf32>
+  %n = kiln.mul %h, %r : (tensor<2x8xf32>, tensor<2x1xf32>) -> tensor<2x8xf32>
+  %g = kiln.constant dense<[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]> : tensor<8xf32>
+  %y = kiln.mul %n, %g : (tensor<2x8xf32>, tensor<8xf32>) -> tensor<2x8xf32>
+  %o = kiln.matmul %y, %w : (tensor<2x8xf32>, tensor<8x8xf32>) -> tensor<2x8xf32>
+  return %o : tensor<2x8xf32>
+}
+
+// -----
+
+// LayerNorm that recomposition left decomposed: the mean (x - mean(x)) and
+// the mean of squares are fp32 statistics.
+// CHECK-LABEL: func @layer_norm_statistics
+// CHECK: %[[H:.*]] = kiln.matmul {{.*}} -> tensor<2x8xf16>
+// CHECK: %[[M:.*]] = kiln.reduce_mean %{{.*}} {axes = array<i64: 1>, keepdims = true, kiln.fp32 = "norm-statistics"} : tensor<2x8xf32>
+// CHECK: %[[D:.*]] = kiln.sub %{{.*}}, %[[M]] {kiln.fp32 = "propagated"} : (tensor<2x8xf32>, tensor<2x1xf32>) -> tensor<2x8xf32>
+// CHECK: %[[DD:.*]] = kiln.mul %[[D]], %[[D]] {kiln.fp32 = "norm-statistics"}
+// CHECK: kiln.reduce_mean %[[DD]] {axes = array<i64: 1>, keepdims = true, kiln.fp32 = "norm-statistics"}
+func.func @layer_norm_statistics(%x: tensor<2x8xf32>, %w: tensor<8x8xf32>) -> tensor<2x8xf32> {
+  %h = kiln.matmul %x, %w : (tensor<2x8xf32>, tensor<8x8xf32>) -> tensor<2x8xf32>
+  %m = kiln.reduce_mean %h {axes = array<i64: 1>, keepdims = true} : tensor<2x8xf32> -> tensor<2x1xf32>
+  %d = kiln.sub %h, %m : (tensor<2x8xf32>, tensor<2x1xf32>) -> tensor<2x8xf32>
+  %dd = kiln.mul %d, %d : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
+  %var = kiln.reduce_mean %dd {axes = array<i64: 1>, keepdims = true} : tensor<2x8xf32> -> tensor<2x1xf32>
+  %eps = kiln.constant dense<1.0e-5> : tensor<f32>
+  %ve = kiln.add %var, %eps : (tensor<2x1xf32>, tensor<f32>) -> tensor<2x1xf32>
+  %s = kiln.sqrt %ve : tensor<2x1xf32>
+  %r = kiln.reciprocal %s : tensor<2x1xf32>
+  %n = kiln.mul %d, %r : (tensor<2x8xf32>, tensor<2x1xf32>) -> tensor<2x8xf32>
+  %o = kiln.matmul %n, %w : (tensor<2x8xf32>, tensor<8x8xf32>) -> tensor<2x8xf32>
+  return %o : tensor<2x8xf32>
+}
+
+// -----
+
+// kiln.layer_norm computes in the type its input arrives in (its kernel
+// keeps the statistics in fp32); scale and bias are converted with it.
+// The op-type override keeps it in f32 (ONNX's name for it works too), and
+// the residual add after it follows its f32 result.
+// CHECK-LABEL: func @layer_norm_follows
+// CHECK-DAG: %[[B:.*]] = kiln.constant dense<5.000000e-01> : tensor<8xf16>
+// CHECK-DAG: %[[G:.*]] = kiln.constant dense<{{.*}}> : tensor<8xf16>
+// CHECK: %[[H:.*]] = kiln.matmul {{.*}} -> tensor<2x8xf16>
+// CHECK: %[[N:.*]] = kiln.layer_norm %[[H]], %[[G]], %[[B]] {axis = 1 : i64, epsilon = {{.*}}} : (tensor<2x8xf16>, tensor<8xf16>, tensor<8xf16>) -> tensor<2x8xf16>
+// CHECK: kiln.add %[[N]], %[[H]] : (tensor<2x8xf16>, tensor<2x8xf16>) -> tensor<2x8xf16>
+// KEEP-LABEL: func @layer_norm_follows
+// KEEP: %[[H:.*]] = kiln.matmul {{.*}} -> tensor<2x8xf16>
+// KEEP: %[[H32:.*]] = kiln.cast %[[H]] : tensor<2x8xf16> -> tensor<2x8xf32>
+// KEEP: %[[N:.*]] = kiln.layer_norm %[[H32]], {{.*}} kiln.fp32 = "keep-op-types=layer_norm"} : (tensor<2x8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<2x8xf32>
+// KEEP: kiln.add %[[N]], %{{.*}} {kiln.fp32 = "propagated"} : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
+func.func @layer_norm_follows(%x: tensor<2x8xf32>, %w: tensor<8x8xf32>) -> tensor<2x8xf32> {
+  %h = kiln.matmul %x, %w : (tensor<2x8xf32>, tensor<8x8xf32>) -> tensor<2x8xf32>
+  %g = kiln.constant dense<[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]> : tensor<8xf32>
+  %b = kiln.constant dense<0.5> : tensor<8xf32>
+  %n = kiln.layer_norm %h, %g, %b {axis = 1 : i64, epsilon = 1.0e-5 : f32} : (tensor<2x8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<2x8xf32>
+  %a = kiln.add %n, %h : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
+  return %a : tensor<2x8xf32>
+}
+
+// -----
+
+// Softmax as some exporters write it: the exponential is in the island even
+// though the division shares it (stored in f16 it would overflow above
+// x = 11), and the division follows its f32 operands.
+// CHECK-LABEL: func @decomposed_softmax
+// CHECK: %[[E:.*]] = kiln.exp %{{.*}} {kiln.fp32 = "softmax"} : tensor<2x8xf32>
+// CHECK: %[[S:.*]] = kiln.reduce_sum %[[E]] {axes = array<i64: 1>, keepdims = true, kiln.fp32 = "softmax"}
+// CHECK: kiln.div %[[E]], %[[S]] {kiln.fp32 = "propagated"} : (tensor<2x8xf32>, tensor<2x1xf32>) -> tensor<2x8xf32>
+func.func @decomposed_softmax(%x: tensor<2x8xf32>, %w: tensor<8x8xf32>) -> tensor<2x8xf32> {
+  %h = kiln.matmul %x, %w : (tensor<2x8xf32>, tensor<8x8xf32>) -> tensor<2x8xf32>
+  %e = kiln.exp %h : tensor<2x8xf32>
+  %s = kiln.reduce_sum %e {axes = array<i64: 1>, keepdims = true} : tensor<2x8xf32> -> tensor<2x1xf32>
+  %p = kiln.div %e, %s : (tensor<2x8xf32>, tensor<2x1xf32>) -> tensor<2x8xf32>
+  return %p : tensor<2x8xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func @sum_reduction
+// CHECK: kiln.reduce_sum %{{.*}} {axes = array<i64: 1>, keepdims = false, kiln.fp32 = "reduction"} : tensor<2x8xf32> -> tensor<2xf32>
+func.func @sum_reduction(%x: tensor<2x8xf32>, %w: tensor<8x8xf32>) -> tensor<2xf32> {
+  %h = kiln.matmul %x, %w : (tensor<2x8xf32>, tensor<8x8xf32>) -> tensor<2x8xf32>
+  %s = kiln.reduce_sum %h {axes = array<i64: 1>, keepdims = false} : tensor<2x8xf32> -> tensor<2xf32>
+  return %s : tensor<2xf32>
+}
+
+// -----
+
+// Mask arithmetic is an fp32 island; each attention clamps the mask to f16's
+// finite range before converting it (in its own kernel), so -3.4e38 and -inf
+// become -65504 and a fully masked row stays finite. A constant mask is
+// converted at compile time, -inf included. Without the island, the mask is
+// computed in f16 (constants saturate to its range, as weights do, but -inf
+// stays -inf) and converted without clamping.
+// CHECK-LABEL: func @attention_mask
+// CHECK-DAG: %[[CAUSAL:.*]] = kiln.constant dense<{{\[\[\[}}[0.000000e+00, -6.550400e+04, -6.550400e+04, -6.550400e+04], {{.*}}> : tensor<1x1x4x4xf16>
+// CHECK-DAG: %[[HI:.*]] = kiln.constant dense<6.550400e+04> : tensor<f32>
+// CHECK-DAG: %[[LO:.*]] = kiln.constant dense<-6.550400e+04> : tensor<f32>
+// CHECK: %[[Q:.*]] = kiln.matmul {{.*}} -> tensor<1x2x4x8xf16>
+// CHECK: %[[MF:.*]] = kiln.cast %arg3 {kiln.fp32 = "mask"} : tensor<1x4xi64> -> tensor<1x4xf32>
+// CHECK: %[[INV:.*]] = kiln.sub %{{.*}}, %[[MF]] {kiln.fp32 = "mask"}
+// CHECK: %[[ADD:.*]] = kiln.mul %[[INV]], %{{.*}} {kiln.fp32 = "mask"}
+// CHECK: %[[M:.*]] = kiln.reshape %[[ADD]] {kiln.fp32 = "mask"} : tensor<1x4xf32> -> tensor<1x1x1x4xf32>
+// CHECK: %[[CL:.*]] = kiln.max %[[M]], %[[LO]]
+// CHECK: %[[CH:.*]] = kiln.min %[[CL]], %[[HI]]
+// CHECK: %[[M16:.*]] = kiln.cast %[[CH]] : tensor<1x1x1x4xf32> -> tensor<1x1x1x4xf16>
+// CHECK: kiln.attention %[[Q]], %{{.*}}, %{{.*}}, %[[M16]] {scale = {{.*}}} : (tensor<1x2x4x8xf16>, tensor<1x2x4x8xf16>, tensor<1x2x4x8xf16>, tensor<1x1x1x4xf16>) -> tensor<1x2x4x8xf16>
+// CHECK: kiln.attention %[[Q]], %{{.*}}, %{{.*}}, %[[CAUSAL]]
+// BF16-LABEL: func @attention_mask
+// BF16: kiln.constant dense<{{\[\[\[}}[0.000000e+00, -3.389530e+38, -3.389530e+38, -3.389530e+38], {{.*}}> : tensor<1x1x4x4xbf16>
+// OFF-LABEL: func @attention_mask
+// OFF-DAG: kiln.constant dense<{{\[\[\[}}[0.000000e+00, -6.550400e+04, -6.550400e+04, 0xFC00], {{.*}}> : tensor<1x1x4x4xf16>
+// OFF-DAG: %[[LOW:.*]] = kiln.constant dense<-6.550400e+04> : tensor<f16>
+// OFF: %[[MF:.*]] = kiln.cast %arg3 : tensor<1x4xi64> -> tensor<1x4xf16>
+// OFF: kiln.mul %{{.*}}, %[[LOW]] : (tensor<1x4xf16>, tensor<f16>) -> tensor<1x4xf16>
+// OFF-NOT: kiln.max
+func.func @attention_mask(%q: tensor<1x2x4x8xf32>, %k: tensor<1x2x4x8xf32>, %v: tensor<1x2x4x8xf32>, %ids: tensor<1x4xi64>) -> (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>) {
+  %wq = kiln.constant dense<0.25> : tensor<8x8xf32>
+  %qp = kiln.matmul %q, %wq : (tensor<1x2x4x8xf32>, tensor<8x8xf32>) -> tensor<1x2x4x8xf32>
+  %one = kiln.constant dense<1.0> : tensor<f32>
+  %low = kiln.constant dense<-3.40282347E+38> : tensor<f32>
+  %mf = kiln.cast %ids : tensor<1x4xi64> -> tensor<1x4xf32>
+  %inv = kiln.sub %one, %mf : (tensor<f32>, tensor<1x4xf32>) -> tensor<1x4xf32>
+  %add = kiln.mul %inv, %low : (tensor<1x4xf32>, tensor<f32>) -> tensor<1x4xf32>
+  %m = kiln.reshape %add : tensor<1x4xf32> -> tensor<1x1x1x4xf32>
+  %o1 = kiln.attention %qp, %k, %v, %m {scale = 0.35355338 : f32} : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x1x1x4xf32>) -> tensor<1x2x4x8xf32>
+  %causal = kiln.constant dense<[[[[0.0, -3.40282347E+38, -3.40282347E+38, 0xFF800000], [0.0, 0.0, -3.40282347E+38, -3.40282347E+38], [0.0, 0.0, 0.0, -3.40282347E+38], [0.0, 0.0, 0.0, 0.0]]]]> : tensor<1x1x4x4xf32>
+  %o2 = kiln.attention %qp, %k, %v, %causal {scale = 0.35355338 : f32} : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x1x4x4xf32>) -> tensor<1x2x4x8xf32>
+  return %o1, %o2 : tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>
+}
+
+// -----
+
+// Positions cast from integers stay fp32 (bf16 holds integers exactly only
+// up to 256), and so does the rotary angle computed from them.
+// CHECK-LABEL: func @positions
+// CHECK: %[[P:.*]] = kiln.cast %arg0 {kiln.fp32 = "from-integer"} : tensor<8xi64> -> tensor<8xf32>
+// CHECK: %[[PR:.*]] = kiln.reshape %[[P]] {kiln.fp32 = "propagated"} : tensor<8xf32> -> tensor<8x1xf32>
+// CHECK: %[[A:.*]] = kiln.mul %[[PR]], %{{.*}} {kiln.fp32 = "propagated"} : (tensor<8x1xf32>, tensor<4xf32>) -> tensor<8x4xf32>
+// CHECK: kiln.cos %[[A]] {kiln.fp32 = "propagated"} : tensor<8x4xf32>
+func.func @positions(%pos: tensor<8xi64>, %q: tensor<8x4xf32>, %w: tensor<4x4xf32>) -> tensor<8x4xf32> {
+  %h = kiln.matmul %q, %w : (tensor<8x4xf32>, tensor<4x4xf32>) -> tensor<8x4xf32>
+  %p = kiln.cast %pos : tensor<8xi64> -> tensor<8xf32>
+  %pr = kiln.reshape %p : tensor<8xf32> -> tensor<8x1xf32>
+  %f = kiln.constant dense<[1.0, 0.1, 0.01, 0.001]> : tensor<4xf32>
+  %angle = kiln.mul %pr, %f : (tensor<8x1xf32>, tensor<4xf32>) -> tensor<8x4xf32>
+  %c = kiln.cos %angle : tensor<8x4xf32>
+  %r = kiln.mul %h, %c : (tensor<8x4xf32>, tensor<8x4xf32>) -> tensor<8x4xf32>
+  %o = kiln.matmul %r, %w : (tensor<8x4xf32>, tensor<4x4xf32>) -> tensor<8x4xf32>
+  return %o : tensor<8x4xf32>
+}
+
+// -----
+
+// Override by ONNX node name: the matmul from node "proj" stays in f32 on
+// its f32 inputs; the next one converts its result.
+// CHECK-LABEL: func @keep_matmul_by_node
+// CHECK: kiln.matmul {{.*}} -> tensor<2x8xf16>
+// CHECK: kiln.matmul {{.*}} -> tensor<2x8xf16>
+// KEEP-LABEL: func @keep_matmul_by_node
+// KEEP: %[[W16:.*]] = kiln.cast %arg1 : tensor<8x8xf32> -> tensor<8x8xf16>
+// KEEP: %[[H:.*]] = kiln.matmul %arg0, %arg1 {kiln.fp32 = "keep-node-names=proj"} : (tensor<2x8xf32>, tensor<8x8xf32>) -> tensor<2x8xf32>
+// KEEP: %[[H16:.*]] = kiln.cast %[[H]] : tensor<2x8xf32> -> tensor<2x8xf16>
+// KEEP: kiln.matmul %[[H16]], %[[W16]] : (tensor<2x8xf16>, tensor<8x8xf16>) -> tensor<2x8xf16>
+func.func @keep_matmul_by_node(%x: tensor<2x8xf32>, %w: tensor<8x8xf32>) -> tensor<2x8xf32> {
+  %h = kiln.matmul %x, %w : (tensor<2x8xf32>, tensor<8x8xf32>) -> tensor<2x8xf32> loc("proj")
+  %o = kiln.matmul %h, %w : (tensor<2x8xf32>, tensor<8x8xf32>) -> tensor<2x8xf32> loc("out")
+  return %o : tensor<2x8xf32>
+}
+
+// -----
+
+/// Integers are not the pass's business: nothing changes.
+// CHECK-LABEL: func @negative_integers
+// CHECK-NOT: kiln.cast
+// CHECK-NOT: kiln.fp32
+// CHECK: kiln.gather %arg1, %arg0 {axis = 0 : i64} : (tensor<16x4xi64>, tensor<2x4xi64>) -> tensor<2x4x4xi64>
+// CHECK: kiln.add {{.*}} : (tensor<2x4x4xi64>, tensor<i64>) -> tensor<2x4x4xi64>
+func.func @negative_integers(%ids: tensor<2x4xi64>, %table: tensor<16x4xi64>) -> tensor<2x4x4xi64> {
+  %g = kiln.gather %table, %ids {axis = 0 : i64} : (tensor<16x4xi64>, tensor<2x4xi64>) -> tensor<2x4x4xi64>
+  %one = kiln.constant dense<1> : tensor<i64>
+  %a = kiln.add %g, %one : (tensor<2x4x4xi64>, tensor<i64>) -> tensor<2x4x4xi64>
+  return %a : tensor<2x4x4xi64>
+}
+
+// -----
+
+/// A model's own f16 ops are its choice: nothing changes, not even its
+/// f16 softmax.
+// CHECK-LABEL: func @negative_own_fp16
+// CHECK-NOT: kiln.cast
+// CHECK: kiln.matmul %arg0, %arg1 : (tensor<2x8xf16>, tensor<8x8xf16>) -> tensor<2x8xf16>
+// CHECK: kiln.softmax %{{.*}} {axis = 1 : i64} : tensor<2x8xf16>
+func.func @negative_own_fp16(%x: tensor<2x8xf16>, %w: tensor<8x8xf16>) -> tensor<2x8xf16> {
+  %h = kiln.matmul %x, %w : (tensor<2x8xf16>, tensor<8x8xf16>) -> tensor<2x8xf16>
+  %p = kiln.softmax %h {axis = 1 : i64} : tensor<2x8xf16>
+  return %p : tensor<2x8xf16>
+}
