@@ -129,7 +129,7 @@ COMPILE_TIME_OPERANDS = {
     "Trilu": {1}, "OneHot": {1}, "ReduceSum": {1}, "ReduceMean": {1},
     "ReduceMax": {1}, "ReduceMin": {1}, "ReduceProd": {1}, "ReduceL1": {1},
     "ReduceL2": {1}, "ReduceLogSum": {1}, "ReduceLogSumExp": {1},
-    "ReduceSumSquare": {1},
+    "ReduceSumSquare": {1}, "Loop": {0, 1},
 }
 
 

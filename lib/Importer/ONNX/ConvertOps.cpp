@@ -394,7 +394,8 @@ bool isSupportedOp(const onnx::NodeProto &node) {
   StringRef op = node.op_type();
   return isSupportedShapeOp(op) || isSupportedElementwiseOp(op) ||
          isSupportedReductionOp(op) || isSupportedDataMovementOp(op) ||
-         isSupportedCoreOp(op) || op == "Einsum" || op == "Conv";
+         isSupportedCoreOp(op) || op == "Einsum" || op == "Conv" ||
+         op == "Loop";
 }
 
 LogicalResult convertNode(GraphImporter &importer, const onnx::NodeProto &node) {
@@ -415,6 +416,8 @@ LogicalResult convertNode(GraphImporter &importer, const onnx::NodeProto &node) 
     return convertEinsumNode(importer, node);
   if (op == "Conv")
     return convertConvNode(importer, node);
+  if (op == "Loop")
+    return convertLoopNode(importer, node);
   return NodeConverter(importer, node).convert();
 }
 

@@ -37,6 +37,14 @@ public:
   /// it is computed from constants and small: integers up to 65536 elements,
   /// floats up to 64 (see foldConstant).
   void setOutput(const onnx::NodeProto &node, int i, mlir::Value value);
+  /// The value bound to `name` (null when none); subgraph converters (Loop)
+  /// bind their bodies' inputs and restore the outer bindings afterwards.
+  mlir::Value lookupValue(llvm::StringRef name) const {
+    return values.lookup(name);
+  }
+  void bindValue(llvm::StringRef name, mlir::Value value) {
+    values[name] = value;
+  }
   /// The integers of a constant value (e.g. Reshape's shape), or failure.
   mlir::FailureOr<llvm::SmallVector<int64_t>> constantInts(mlir::Value value);
   /// A scalar (rank 0) constant of `elementType`.
@@ -109,6 +117,10 @@ bool isSupportedDataMovementOp(llvm::StringRef opType);
 
 /// Converts a Conv node (ConvertConv.cpp).
 mlir::LogicalResult convertConvNode(GraphImporter &importer,
+                                    const onnx::NodeProto &node);
+
+/// Converts a Loop node by unrolling it (ConvertLoop.cpp).
+mlir::LogicalResult convertLoopNode(GraphImporter &importer,
                                     const onnx::NodeProto &node);
 
 /// Converts an Einsum node (ConvertEinsum.cpp).
