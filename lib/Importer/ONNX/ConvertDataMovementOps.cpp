@@ -21,15 +21,6 @@ namespace {
 struct DataMovementConverter : NodeConverterBase {
   using NodeConverterBase::NodeConverterBase;
 
-  Value intConstant(RankedTensorType type, ArrayRef<int64_t> values) {
-    SmallVector<APInt> ints;
-    unsigned width = type.getElementType().getIntOrFloatBitWidth();
-    for (int64_t v : values)
-      ints.push_back(APInt(width, v, /*isSigned=*/true));
-    return ConstantOp::create(
-        b, loc, cast<ElementsAttr>(DenseElementsAttr::get(type, ints)));
-  }
-
   /// `x` along `axis` from `start`, `count` elements `step` apart.
   Value sliceAxis(Value x, int64_t axis, int64_t start, int64_t count,
                   int64_t step = 1) {

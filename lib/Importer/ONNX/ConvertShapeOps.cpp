@@ -53,15 +53,6 @@ struct ShapeOpConverter : NodeConverterBase {
     return constantInput(inputIndex, "axes");
   }
 
-  Value constant(RankedTensorType type, ArrayRef<int64_t> values) {
-    SmallVector<APInt> ints;
-    unsigned width = type.getElementType().getIntOrFloatBitWidth();
-    for (int64_t v : values)
-      ints.push_back(APInt(width, v, /*isSigned=*/true));
-    return ConstantOp::create(
-        b, loc, cast<ElementsAttr>(DenseElementsAttr::get(type, ints)));
-  }
-
   LogicalResult convertShape() {
     auto x = required(0);
     if (failed(x))
@@ -86,7 +77,7 @@ struct ShapeOpConverter : NodeConverterBase {
     }
     auto type = RankedTensorType::get({static_cast<int64_t>(dims.size())},
                                       b.getI64Type());
-    return output(constant(type, dims));
+    return output(intConstant(type, dims));
   }
 
   LogicalResult convertSize() {
@@ -95,7 +86,7 @@ struct ShapeOpConverter : NodeConverterBase {
       return failure();
     if (!typeOf(*x).hasStaticShape())
       return error() << "the input has unbound dims";
-    return output(constant(RankedTensorType::get({}, b.getI64Type()),
+    return output(intConstant(RankedTensorType::get({}, b.getI64Type()),
                            {typeOf(*x).getNumElements()}));
   }
 

@@ -67,6 +67,18 @@ struct NodeConverterBase {
     return mlir::success();
   }
 
+  /// A constant of integer `type` holding `values` (row-major).
+  mlir::Value intConstant(mlir::RankedTensorType type,
+                          llvm::ArrayRef<int64_t> values) {
+    llvm::SmallVector<llvm::APInt> ints;
+    unsigned width = type.getElementType().getIntOrFloatBitWidth();
+    for (int64_t v : values)
+      ints.push_back(llvm::APInt(width, v, /*isSigned=*/true));
+    return ConstantOp::create(b, loc,
+                              llvm::cast<mlir::ElementsAttr>(
+                                  mlir::DenseElementsAttr::get(type, ints)));
+  }
+
   /// `x` viewed with `shape` (no op when it already has it).
   mlir::Value reshape(mlir::Value x, llvm::ArrayRef<int64_t> shape) {
     auto type = mlir::RankedTensorType::get(shape, typeOf(x).getElementType());
