@@ -42,3 +42,30 @@ def compare_output(out_dir, name, want):
         return (f"{name}: max_abs {diff.max():.3e} outside rtol {RTOL:g} / "
                 f"atol {ATOL:g}")
     return None
+
+
+def check_both_paths(tools, path, feeds, expected, work):
+    """Runs the model at `path` on the reference interpreter and, compiled by
+    kilnc, on the host backend with the inputs `feeds` (name -> array), and
+    compares every output with `expected` (name -> array). Returns
+    (reference, host): None or why that path failed."""
+    args = []
+    for name, value in feeds.items():
+        file = os.path.join(work, f"input_{name}.npy")
+        np.save(file, value)
+        args += ["--input", f"{name}={file}"]
+
+    def compare(out_dir):
+        for name, want in expected.items():
+            why = compare_output(out_dir, name, want)
+            if why:
+                return why
+        return None
+
+    ref, host, so = (os.path.join(work, d) for d in ("reference", "host", "model.so"))
+    reference = (run([tools.kiln_run, path, "--backend", "reference", "--output-dir", ref]
+                     + args) or compare(ref))
+    hosted = (run([tools.kilnc, path, "-o", so])
+              or run([tools.kiln_run, so, "--backend", "host", "--output-dir", host] + args)
+              or compare(host))
+    return reference, hosted

@@ -21,7 +21,7 @@ import onnxruntime as ort
 from onnx import TensorProto, helper, numpy_helper
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "models"))
-from oracle import compare_output, run  # noqa: E402
+from oracle import check_both_paths  # noqa: E402
 
 # (name, input shape, weight shape, bias, attributes)
 CASES = [
@@ -73,16 +73,7 @@ def main():
             x = rng.uniform(-1, 1, x_shape).astype(np.float32)
             want = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(
                 None, {"x": x})[0]
-            np.save(os.path.join(work, "x.npy"), x)
-            args = ["--input", f"x={os.path.join(work, 'x.npy')}"]
-            ref, host, so = (os.path.join(work, d) for d in ("ref", "host", "model.so"))
-            reference = (run([tools.kiln_run, path, "--backend", "reference",
-                              "--output-dir", ref] + args)
-                         or compare_output(ref, "y", want))
-            hosted = (run([tools.kilnc, path, "-o", so])
-                      or run([tools.kiln_run, so, "--backend", "host", "--output-dir", host]
-                             + args)
-                      or compare_output(host, "y", want))
+            reference, hosted = check_both_paths(tools, path, {"x": x}, {"y": want}, work)
             ok = not reference and not hosted
             failures += not ok
             print(f"{'pass' if ok else 'FAIL':5} {name} x{list(x_shape)} w{list(w_shape)} {attrs}"

@@ -21,7 +21,7 @@ import onnx
 from onnx import TensorProto, helper
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "models"))
-from oracle import compare_output, run  # noqa: E402
+from oracle import check_both_paths  # noqa: E402
 
 # (equation, operand shapes)
 CASES = [
@@ -65,17 +65,9 @@ def check(tools, equation, shapes, work, rng):
     onnx.save(build(equation, shapes), path)
     values = [rng.uniform(-1, 1, s).astype(np.float32) for s in shapes]
     want = np.einsum(equation.replace(" ", ""), *[v.astype(np.float64) for v in values])
-    args = []
-    for i, v in enumerate(values):
-        file = os.path.join(work, f"x{i}.npy")
-        np.save(file, v)
-        args += ["--input", f"x{i}={file}"]
-    ref, host, so = (os.path.join(work, d) for d in ("ref", "host", "model.so"))
-    reference = (run([tools.kiln_run, path, "--backend", "reference", "--output-dir", ref] + args)
-                 or compare_output(ref, "y", want.astype(np.float32)))
-    hosted = (run([tools.kilnc, path, "-o", so])
-              or run([tools.kiln_run, so, "--backend", "host", "--output-dir", host] + args)
-              or compare_output(host, "y", want.astype(np.float32)))
+    feeds = {f"x{i}": v for i, v in enumerate(values)}
+    reference, hosted = check_both_paths(tools, path, feeds,
+                                         {"y": want.astype(np.float32)}, work)
     return reference, hosted
 
 

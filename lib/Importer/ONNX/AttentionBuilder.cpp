@@ -67,6 +67,28 @@ Value AttentionBuilder::repeatHeads(Value x, int64_t groups) {
   return reshape(expanded, {s[0], s[1] * groups, s[2], s[3]});
 }
 
+LogicalResult AttentionBuilder::appendPast(int pastKeyInput, Value &key,
+                                           Value &value, int64_t &past) {
+  Value pastKey = importer.input(node, pastKeyInput);
+  Value pastValue = importer.input(node, pastKeyInput + 1);
+  past = 0;
+  if (!pastKey != !pastValue)
+    return error() << "past_key and past_value must be given together";
+  if (!pastKey)
+    return success();
+  if (failed(checkFloatTensor(pastKey, 4, "past_key")) ||
+      failed(checkFloatTensor(pastValue, 4, "past_value")))
+    return failure();
+  past = typeOf(pastKey).getDimSize(2);
+  auto joinedKey = concatSequence(pastKey, key, "past_key");
+  auto joinedValue = concatSequence(pastValue, value, "past_value");
+  if (failed(joinedKey) || failed(joinedValue))
+    return failure();
+  key = *joinedKey;
+  value = *joinedValue;
+  return success();
+}
+
 FailureOr<Value> AttentionBuilder::concatSequence(Value past, Value x,
                                                   StringRef what) {
   ArrayRef<int64_t> p = typeOf(past).getShape(), s = typeOf(x).getShape();

@@ -97,6 +97,12 @@ struct AttentionBuilder : NodeConverterBase {
   mlir::FailureOr<mlir::Value> concatSequence(mlir::Value past, mlir::Value x,
                                               llvm::StringRef what);
 
+  /// Prepends the past keys and values of inputs `pastKeyInput` and
+  /// `pastKeyInput + 1` (absent together, or both [batch, heads, past,
+  /// size]) to `key` and `value`; `past` gets their length (0 without).
+  mlir::LogicalResult appendPast(int pastKeyInput, mlir::Value &key,
+                                 mlir::Value &value, int64_t &past);
+
   /// `count` elements of `x` from `start` along `axis`.
   mlir::Value slice(mlir::Value x, int64_t axis, int64_t start, int64_t count);
 

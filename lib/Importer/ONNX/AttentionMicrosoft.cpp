@@ -311,20 +311,8 @@ struct MicrosoftAttentionConverter : AttentionBuilder {
         return failure();
     }
     int64_t newKeys = typeOf(*key).getDimSize(2), past = 0;
-    Value pastKey = importer.input(node, 6),
-          pastValue = importer.input(node, 7);
-    if (!pastKey != !pastValue)
-      return error() << "past_key and past_value must be given together";
-    if (pastKey) {
-      if (failed(checkFloatTensor(pastKey, 4, "past_key")) ||
-          failed(checkFloatTensor(pastValue, 4, "past_value")))
-        return failure();
-      past = typeOf(pastKey).getDimSize(2);
-      key = concatSequence(pastKey, *key, "past_key");
-      value = concatSequence(pastValue, *value, "past_value");
-      if (failed(key) || failed(value))
-        return failure();
-    }
+    if (failed(appendPast(6, *key, *value, past)))
+      return failure();
     (void)output(*key, 1);
     (void)output(*value, 2);
     int64_t batch = typeOf(*q).getDimSize(0), qLen = typeOf(*q).getDimSize(1);

@@ -241,21 +241,8 @@ struct OnnxAttentionConverter : AttentionBuilder {
       return error() << "Q, K and V of different element types (" << typeOf(*q)
                      << ", " << typeOf(*k) << ", " << typeOf(*v)
                      << ") are not supported";
-    Value pastKey = importer.input(node, 4);
-    Value pastValue = importer.input(node, 5);
-    if (!pastKey != !pastValue)
-      return error() << "past_key and past_value must be given together";
-    past = 0;
-    if (pastKey) {
-      if (failed(checkFloatTensor(pastKey, 4, "past_key")) ||
-          failed(checkFloatTensor(pastValue, 4, "past_value")))
-        return failure();
-      past = typeOf(pastKey).getDimSize(2);
-      key = concatSequence(pastKey, *key, "past_key");
-      value = concatSequence(pastValue, *value, "past_value");
-      if (failed(key) || failed(value))
-        return failure();
-    }
+    if (failed(appendPast(4, *key, *value, past)))
+      return failure();
     SdpaOperands operands;
     operands.query = *query;
     operands.key = *key;
