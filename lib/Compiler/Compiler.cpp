@@ -127,6 +127,7 @@ LogicalResult runPipeline(ModuleOp module, const CompileOptions &options) {
   pipeline.keepFp32Ops = options.keepFp32Ops;
   pipeline.keepFp32Nodes = options.keepFp32Nodes;
   pipeline.disableFp32Islands = options.disableFp32Islands;
+  pipeline.exposeTensors = options.exposeTensors;
   buildKilnPipeline(pm, pipeline);
   if (failed(pm.run(module)))
     return failure();

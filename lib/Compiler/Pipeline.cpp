@@ -35,6 +35,9 @@ void buildKilnPipeline(OpPassManager &pm, const PipelineOptions &options) {
     fpm.addPass(createKilnMixedPrecisionPass(precisionOptions));
   }
   fpm.addPass(createKilnFusePass());
+  // After fusion, so that the kernels are those of a normal build.
+  if (options.exposeTensors)
+    fpm.addPass(createKilnExposeTensorsPass());
   KilnPlanMemoryPassOptions planOptions;
   planOptions.alignment = options.alignment;
   fpm.addPass(createKilnPlanMemoryPass(planOptions));

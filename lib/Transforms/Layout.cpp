@@ -3,6 +3,7 @@
 #include "kiln/Transforms/Passes.h"
 
 #include "kiln/Dialect/Kiln/KilnOps.h"
+#include "kiln/Dialect/Kiln/TensorNames.h"
 #include "kiln/Interpreter/Interpreter.h"
 #include "llvm/ADT/MapVector.h"
 
@@ -92,6 +93,7 @@ LogicalResult pack(ArrayRef<MatmulOp> group) {
     b.setInsertionPoint(matmul);
     Value part = SliceOp::create(b, matmul.getLoc(), matmul.getType(), product,
                                  starts, strides);
+    copyTensorNames(matmul, part.getDefiningOp());
     matmul.getResult().replaceAllUsesWith(part);
     matmul->erase();
   }

@@ -8,6 +8,7 @@
 #include "kiln/Transforms/Passes.h"
 
 #include "kiln/Dialect/Kiln/KilnOps.h"
+#include "kiln/Dialect/Kiln/TensorNames.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
@@ -174,6 +175,7 @@ struct RecomposeAttention : OpRewritePattern<SoftmaxOp> {
         rewriter, rewriter.getFusedLoc({product.getLoc(), loc, context.getLoc()}),
         *resultType, query, key, value, mask,
         rewriter.getF32FloatAttr(static_cast<float>(scale)));
+    copyTensorNames(context, attention);
     rewriter.replaceOp(context, attention.getResult());
     return success();
   }
@@ -276,6 +278,7 @@ struct RecomposeLayerNorm : OpRewritePattern<DivOp> {
         rewriter, rewriter.getFusedLoc({mean.getLoc(), div.getLoc(), root->getLoc()}),
         type, x, gamma, beta, rewriter.getI64IntegerAttr(axis),
         rewriter.getF32FloatAttr(static_cast<float>(*epsilon)));
+    copyTensorNames(root, norm);
     rewriter.replaceOp(root, norm.getResult());
     return success();
   }

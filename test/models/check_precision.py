@@ -196,6 +196,8 @@ class Layer:
     def __init__(self, rng, unsqueezed_norm):
         self.rng, self.unsqueezed = rng, unsqueezed_norm
         self.nodes, self.inits, self.count = [], [], 0
+        # Per LayerNorm, the tensors its variance passes through.
+        self.variance_tensors = []
 
     def tmp(self, base):
         self.count += 1
@@ -228,16 +230,23 @@ class Layer:
         two = self.init(self.tmp("two"), np.array(2.0, np.float32))
         eps = self.init(self.tmp("eps"), np.array(1e-12, np.float32))
 
-        def mean(v):
+        def mean(v, tensors):
             if not self.unsqueezed:
-                return self.node("ReduceMean", [v], axes=[-1], keepdims=1)
+                tensors.append(self.node("ReduceMean", [v], axes=[-1],
+                                         keepdims=1))
+                return tensors[-1]
             dropped = self.node("ReduceMean", [v], axes=[-1], keepdims=0)
             axes = self.init(self.tmp("axes"), np.array([-1], np.int64))
-            return self.node("Unsqueeze", [dropped, axes])
+            tensors += [dropped, self.node("Unsqueeze", [dropped, axes])]
+            return tensors[-1]
 
-        centered = self.node("Sub", [x, mean(x)])
-        variance = mean(self.node("Pow", [centered, two]))
-        std = self.node("Sqrt", [self.node("Add", [variance, eps])])
+        centered = self.node("Sub", [x, mean(x, [])])
+        statistics = []
+        variance = mean(self.node("Pow", [centered, two]), statistics)
+        shifted = self.node("Add", [variance, eps])
+        std = self.node("Sqrt", [shifted])
+        # The tensors that hold the variance, for check_per_layer.py.
+        self.variance_tensors.append(statistics + [shifted, std])
         normalized = self.node("Div", [centered, std])
         return self.node("Add", [self.node("Mul", [normalized, gamma]), beta])
 

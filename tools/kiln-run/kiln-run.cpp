@@ -3,11 +3,14 @@
 //   kiln-run model.onnx --backend reference --output-dir out/
 //   kiln-run model.so --backend cuda --input x=x.npy --compare-reference
 //   kiln-run model.so --backend host --check --reference-model model.onnx
+//   kiln-run model.onnx --backend host --precision fp16 --compare-reference \
+//            --per-layer --rel-l2 1e-2
 //
 // Inputs not given on the command line are filled with seeded random data
 // (the seed is printed). Outputs are written as DIR/NAME.npy. With
 // --compare-reference the run fails when an output leaves the fp32 numerics
-// contract (--rtol, --atol).
+// contract (--rtol, --atol); --per-layer also compares every tensor the
+// kernels write and names the first that leaves it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,21 +20,22 @@
 #include "kiln/Importer/ONNX/TensorProto.h"
 #include "kiln/Interpreter/Interpreter.h"
 #include "kiln/Target/CUDA/EmitPlan.h"
+#include "kiln/Transforms/Passes.h"
 #include "kiln/kiln_model.h"
 #include "kiln/runtime/Model.h"
 #include "kiln/runtime/Npy.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/MLIRContext.h"
+#include "mlir/Pass/PassManager.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Program.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
-
-#include "llvm/Support/Program.h"
 
 #include <dlfcn.h>
 #include <unistd.h>
@@ -75,6 +79,13 @@ cl::opt<std::string> referenceModel(
     "reference-model",
     cl::desc("the .onnx model a .so came from, for --compare-reference"),
     cl::value_desc("model.onnx"));
+cl::opt<bool> perLayer(
+    "per-layer",
+    cl::desc("with --compare-reference on an .onnx: compile a debugging build "
+             "that keeps every tensor the kernels write, compare each with "
+             "the fp32 reference's tensor of the same name in the order the "
+             "model computes them, and name the first beyond the tolerance "
+             "with its ONNX node (the exit status still follows the outputs)"));
 cl::opt<bool> comparePipeline(
     "compare-pipeline",
     cl::desc("run the reference interpreter on the IR before and after the "
@@ -102,6 +113,8 @@ cl::opt<double> relL2Tolerance(
     cl::init(0.0));
 
 int fail(const llvm::Twine &message) {
+  // After what was printed so far, also where both streams meet.
+  llvm::outs().flush();
   llvm::errs() << "kiln-run: " << message << "\n";
   return 1;
 }
@@ -171,60 +184,169 @@ std::string formatElement(const HostTensor &tensor, int64_t i) {
   return text;
 }
 
-/// Prints the largest absolute and relative error of each output and
-/// returns whether every element is within atol + rtol * |reference| (NaN
-/// only where the reference is NaN); integers and booleans must be equal,
-/// compared as integers (a double holds no i64 or ui64 beyond 2^53
-/// exactly). The first offending element of each output is named.
+/// How far one tensor is from its reference.
+struct TensorError {
+  double maxAbs = 0, maxRel = 0, relL2 = 0;
+  /// The first element outside the per-element check, or -1.
+  int64_t firstBad = -1;
+  /// Whether the tensor meets the tolerance.
+  bool within = true;
+};
+
+/// Compares `got` with `want` (same element count): every element within
+/// atol + rtol * |reference| (NaN only where the reference is NaN), or with
+/// --rel-l2 the relative L2 error (non-finite only where the reference is);
+/// integers and booleans must be equal, compared as integers (a double holds
+/// no i64 or ui64 beyond 2^53 exactly).
+TensorError compareTensor(const HostTensor &got, const HostTensor &want) {
+  TensorError e;
+  double errorSquares = 0, referenceSquares = 0;
+  bool isFloat = isa<FloatType>(want.elementType);
+  for (int64_t i = 0, n = got.numElements(); i < n; ++i) {
+    double a = got.getAsDouble(i), b = want.getAsDouble(i);
+    // Equal infinities are no error (their difference would be NaN).
+    double diff = a == b ? 0.0 : std::fabs(a - b);
+    if (std::isfinite(b)) {
+      errorSquares += std::isfinite(a) ? diff * diff : INFINITY;
+      referenceSquares += b * b;
+    }
+    bool ok = !isFloat ? got.getAsInt(i) == want.getAsInt(i)
+              : (std::isnan(a) && std::isnan(b)) || a == b ||
+                  (relL2Tolerance > 0
+                       ? std::isfinite(a) || !std::isfinite(b)
+                       : diff <= absTolerance + relTolerance * std::fabs(b));
+    if (!ok && e.firstBad < 0)
+      e.firstBad = i;
+    // A NaN that matches a NaN is no error; any other NaN is the worst.
+    if (std::isnan(a) && std::isnan(b))
+      diff = 0;
+    else if (std::isnan(diff))
+      diff = INFINITY;
+    e.maxAbs = std::max(e.maxAbs, diff);
+    e.maxRel = std::max(e.maxRel, diff / std::max(std::fabs(b), 1e-30));
+  }
+  e.relL2 =
+      std::sqrt(errorSquares) / std::max(std::sqrt(referenceSquares), 1e-30);
+  e.within = e.firstBad < 0 && (relL2Tolerance <= 0 || e.relL2 <= relL2Tolerance);
+  return e;
+}
+
+/// Prints `label: max_abs .. max_rel .. rel_l2 ..` and, outside the
+/// tolerance, why (with the first offending element).
+void printError(const llvm::Twine &label, const TensorError &e,
+                const HostTensor &got, const HostTensor &want) {
+  llvm::outs() << label << ": max_abs " << llvm::format("%.3e", e.maxAbs)
+               << " max_rel " << llvm::format("%.3e", e.maxRel) << " rel_l2 "
+               << llvm::format("%.3e", e.relL2);
+  if (e.firstBad >= 0)
+    llvm::outs() << " FAIL at element " << e.firstBad << ": got "
+                 << formatElement(got, e.firstBad) << ", reference "
+                 << formatElement(want, e.firstBad);
+  else if (!e.within)
+    llvm::outs() << " FAIL: rel_l2 above "
+                 << llvm::format("%g", relL2Tolerance.getValue());
+  llvm::outs() << "\n";
+}
+
+/// Prints the error of each output and returns whether all are within the
+/// tolerance.
 bool printComparison(ArrayRef<std::string> names, ArrayRef<HostTensor> got,
                      ArrayRef<HostTensor> want) {
   bool within = true;
   for (auto [name, g, w] : llvm::zip(names, got, want)) {
-    double maxAbs = 0, maxRel = 0, errorSquares = 0, referenceSquares = 0;
-    int64_t firstBad = -1;
-    bool isFloat = isa<FloatType>(w.elementType);
-    for (int64_t i = 0, e = g.numElements(); i < e; ++i) {
-      double a = g.getAsDouble(i), b = w.getAsDouble(i);
-      // Equal infinities are no error (their difference would be NaN).
-      double diff = a == b ? 0.0 : std::fabs(a - b);
-      if (std::isfinite(b)) {
-        errorSquares += std::isfinite(a) ? diff * diff : INFINITY;
-        referenceSquares += b * b;
-      }
-      bool ok = !isFloat ? g.getAsInt(i) == w.getAsInt(i)
-                : (std::isnan(a) && std::isnan(b)) || a == b ||
-                    (relL2Tolerance > 0
-                         ? std::isfinite(a) || !std::isfinite(b)
-                         : diff <= absTolerance + relTolerance * std::fabs(b));
-      if (!ok && firstBad < 0)
-        firstBad = i;
-      // A NaN that matches a NaN is no error; any other NaN is the worst.
-      if (std::isnan(a) && std::isnan(b))
-        diff = 0;
-      else if (std::isnan(diff))
-        diff = INFINITY;
-      maxAbs = std::max(maxAbs, diff);
-      maxRel = std::max(maxRel, diff / std::max(std::fabs(b), 1e-30));
-    }
-    double relL2 =
-        std::sqrt(errorSquares) / std::max(std::sqrt(referenceSquares), 1e-30);
-    llvm::outs() << "compare " << name << ": max_abs "
-                 << llvm::format("%.3e", maxAbs) << " max_rel "
-                 << llvm::format("%.3e", maxRel) << " rel_l2 "
-                 << llvm::format("%.3e", relL2);
-    if (relL2Tolerance > 0 && firstBad < 0 && !(relL2 <= relL2Tolerance)) {
-      within = false;
-      llvm::outs() << " FAIL: rel_l2 above "
-                   << llvm::format("%g", relL2Tolerance.getValue());
-    } else if (firstBad >= 0) {
-      within = false;
-      llvm::outs() << " FAIL at element " << firstBad << ": got "
-                   << formatElement(g, firstBad) << ", reference "
-                   << formatElement(w, firstBad);
-    }
-    llvm::outs() << "\n";
+    TensorError e = compareTensor(g, w);
+    printError("compare " + name, e, g, w);
+    within &= e.within;
   }
   return within;
+}
+
+/// The tolerance in words, for messages.
+std::string toleranceText() {
+  char text[64];
+  if (relL2Tolerance > 0)
+    std::snprintf(text, sizeof(text), "relative L2 %g",
+                  relL2Tolerance.getValue());
+  else
+    std::snprintf(text, sizeof(text), "rtol %g / atol %g",
+                  relTolerance.getValue(), absTolerance.getValue());
+  return text;
+}
+
+/// The first ONNX node name in `value`'s location (the importer names each op
+/// after its node), or "?".
+std::string onnxNodeOf(Value value) {
+  std::string node = "?";
+  value.getLoc()->walk([&](Location loc) {
+    if (auto named = dyn_cast<NameLoc>(loc)) {
+      node = named.getName().str();
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  return node;
+}
+
+/// The reference's tensors for --per-layer, by ONNX tensor name.
+struct ReferenceTensors {
+  llvm::StringMap<HostTensor> values;
+  llvm::StringMap<std::string> nodes;
+};
+
+/// Exposes every named tensor of the imported `func` as an output, runs the
+/// reference interpreter, and returns the model's own outputs in `outputs`
+/// and the rest by name.
+FailureOr<ReferenceTensors> interpretAllTensors(func::FuncOp func,
+                                                ArrayRef<HostTensor> inputs,
+                                                size_t numOutputs,
+                                                SmallVector<HostTensor> &outputs) {
+  PassManager pm(func.getContext(), func::FuncOp::getOperationName());
+  pm.addPass(kiln::createKilnExposeTensorsPass());
+  if (failed(pm.run(func)))
+    return failure();
+  auto all = kiln::interpretFunction(func, inputs);
+  if (failed(all))
+    return failure();
+  ReferenceTensors reference;
+  auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
+  for (auto [i, tensor] : llvm::enumerate(*all)) {
+    if (i < numOutputs) {
+      outputs.push_back(std::move(tensor));
+      continue;
+    }
+    auto name = func.getResultAttrOfType<StringAttr>(i, kiln::kNameAttr);
+    reference.nodes[name.getValue()] = onnxNodeOf(ret.getOperand(i));
+    reference.values[name.getValue()] = std::move(tensor);
+  }
+  return reference;
+}
+
+/// --per-layer: prints the error of each tensor the compiled model kept, in
+/// the order it computed them, and names the first beyond the tolerance.
+void printPerLayer(ArrayRef<std::string> names, ArrayRef<HostTensor> got,
+                   const ReferenceTensors &reference) {
+  llvm::outs() << "per-layer: " << names.size()
+               << " tensors in memory, in the order the model computes them\n";
+  std::string first;
+  for (auto [name, g] : llvm::zip(names, got)) {
+    auto it = reference.values.find(name);
+    if (it == reference.values.end() ||
+        it->second.numElements() != g.numElements()) {
+      llvm::outs() << "layer " << name << ": no reference tensor of its size\n";
+      continue;
+    }
+    std::string node = reference.nodes.lookup(name);
+    TensorError e = compareTensor(g, it->second);
+    printError("layer " + name + " (node " + node + ")", e, g, it->second);
+    if (!e.within && first.empty())
+      first = "'" + name + "' from ONNX node '" + node + "'";
+  }
+  if (first.empty())
+    llvm::outs() << "per-layer: every tensor is within " << toleranceText()
+                 << "\n";
+  else
+    llvm::outs() << "per-layer: first tensor beyond " << toleranceText()
+                 << ": " << first << "\n";
 }
 
 kiln::rt::HostOptions hostOptions() {
@@ -395,8 +517,23 @@ int main(int argc, char **argv) {
   SourceMgrDiagnosticHandler handler(sourceMgr, &context);
   context.loadDialect<kiln::KilnDialect, func::FuncDialect>();
 
+  bool isLibrary = StringRef(modelPath).ends_with(".so");
+  if (perLayer) {
+    if (isLibrary)
+      return fail("--per-layer compiles the model again in a debugging build "
+                  "that keeps every tensor: give the .onnx, not a .so");
+    if (backend == BackendKind::Reference)
+      return fail("--per-layer compares a compiled model with the reference: "
+                  "use --backend host, cuda or auto");
+    if (comparePipeline)
+      return fail("--per-layer and --compare-pipeline do not go together");
+    compareReference = true;
+  }
+
   kiln::CompileOptions options;
   kiln::applyPrecisionCLOptions(options);
+  options.import.recordTensorNames = perLayer;
+  options.exposeTensors = perLayer;
   for (const std::string &spec : inputShapes) {
     std::string error = kiln::parseInputShape(spec, options.import);
     if (!error.empty())
@@ -415,9 +552,9 @@ int main(int argc, char **argv) {
     options.import.constantInputs[entry.getKey()] =
         llvm::cast<ElementsAttr>(entry.getValue().toDenseElementsAttr());
 
-  bool isLibrary = StringRef(modelPath).ends_with(".so");
   Signature signature;
-  SmallVector<HostTensor> outputs;
+  SmallVector<HostTensor> outputs, layerOutputs;
+  SmallVector<std::string> layerNames;
   OwningOpRef<ModuleOp> module;
   if (isLibrary) {
     if (backend == BackendKind::Reference)
@@ -491,6 +628,12 @@ int main(int argc, char **argv) {
       status = model->run(in.data(), out.data(), kiln::rt::Memory::Host);
       if (!status.isOk())
         return fail(status.message);
+      // --per-layer: the tensors kept after the model's own outputs.
+      for (size_t i = signature.outputNames.size(); i < outputs.size(); ++i)
+        layerNames.push_back(model->output(i).name);
+      layerOutputs.assign(outputs.begin() + signature.outputNames.size(),
+                          outputs.end());
+      outputs.truncate(signature.outputNames.size());
     }
   }
 
@@ -523,18 +666,20 @@ int main(int argc, char **argv) {
   SmallVector<HostTensor> refInputs;
   for (auto &[name, type] : signature.inputs)
     refInputs.push_back(given[name]);
-  auto expected = kiln::interpretFunction(refFunc, refInputs);
-  if (failed(expected))
-    return 1;
-  if (printComparison(signature.outputNames, outputs, *expected))
+  SmallVector<HostTensor> expected;
+  if (perLayer) {
+    auto reference = interpretAllTensors(
+        refFunc, refInputs, signature.outputNames.size(), expected);
+    if (failed(reference))
+      return 1;
+    printPerLayer(layerNames, layerOutputs, *reference);
+  } else {
+    auto result = kiln::interpretFunction(refFunc, refInputs);
+    if (failed(result))
+      return 1;
+    expected = std::move(*result);
+  }
+  if (printComparison(signature.outputNames, outputs, expected))
     return 0;
-  char tolerance[64];
-  if (relL2Tolerance > 0)
-    std::snprintf(tolerance, sizeof(tolerance), "relative L2 %g",
-                  relL2Tolerance.getValue());
-  else
-    std::snprintf(tolerance, sizeof(tolerance), "rtol %g / atol %g",
-                  relTolerance.getValue(), absTolerance.getValue());
-  return fail(llvm::Twine("outputs differ from the reference beyond ") +
-              tolerance);
+  return fail("outputs differ from the reference beyond " + toleranceText());
 }

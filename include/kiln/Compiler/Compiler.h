@@ -46,6 +46,10 @@ struct CompileOptions {
   /// fp32 islands turned off ("all", "softmax", "norm-statistics",
   /// "reduction", "mask", "from-integer"), only to measure what they buy.
   std::vector<std::string> disableFp32Islands;
+  /// Debugging: every named tensor in memory becomes an extra graph output
+  /// after the model's own (kiln-expose-tensors; needs
+  /// `import.recordTensorNames`).
+  bool exposeTensors = false;
 };
 
 /// Registers the precision flags that kilnc and kiln-run share with

@@ -36,6 +36,11 @@ struct PipelineOptions : public mlir::PassPipelineOptions<PipelineOptions> {
       llvm::cl::desc("fp32 islands turned off, to measure what they buy: all, "
                      "softmax, norm-statistics, reduction, mask, "
                      "from-integer")};
+  Option<bool> exposeTensors{
+      *this, "expose-tensors",
+      llvm::cl::desc("debugging: return every named tensor in memory after "
+                     "fusion (kiln-expose-tensors), for kiln-run --per-layer"),
+      llvm::cl::init(false)};
 };
 
 /// Adds the passes from imported `kiln` IR to planned kernels, the input of

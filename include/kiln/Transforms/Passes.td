@@ -241,4 +241,42 @@ def KilnPlanMemoryPass : Pass<"kiln-plan-memory", "mlir::func::FuncOp"> {
   ];
 }
 
+//===----------------------------------------------------------------------===//
+// Debugging
+//===----------------------------------------------------------------------===//
+
+def KilnExposeTensorsPass : Pass<"kiln-expose-tensors", "mlir::func::FuncOp"> {
+  let summary = "Return every named tensor in memory, for a per-layer comparison";
+  let description = [{
+    Appends to the function's results each value that carries an ONNX tensor
+    name (`kiln.tensors`, recorded by the importer when asked) and has
+    storage of its own: the results of matmuls and other top-level ops, and
+    what a `kiln.kernel` yields (named after the op inside that computes it).
+    Values inside a kernel body never reach memory and are not exposed; nor
+    are constants, reshapes (views of a tensor that is exposed already),
+    values the function returns already, or a second value of the same name.
+    Each new result is named after its tensor (`kiln.name`).
+
+    `kiln-run --per-layer` runs it after kiln-fuse, so that the kernels are
+    the ones of a normal build, and on the imported IR for the reference.
+    The new outputs are never overwritten, so memory planning gives each its
+    own storage and the arena grows; this is a debugging build.
+
+    Before:
+    ```mlir
+    %0 = kiln.matmul %x, %w {kiln.tensors = ["mm"]} ...
+    %1 = kiln.kernel elementwise (%0) ... {
+      %r = kiln.relu %a {kiln.tensors = ["act"]} ...
+      kiln.yield %r ...
+    }
+    return %1
+    ```
+    After:
+    ```mlir
+    return %1, %0 ...  // the second result named "mm"
+    ```
+  }];
+  let dependentDialects = ["kiln::KilnDialect"];
+}
+
 #endif // KILN_TRANSFORMS_PASSES_TD

@@ -2,19 +2,19 @@
 
 #include "GraphImporter.h"
 
-#include "kiln/Interpreter/Interpreter.h"
-
+#include "kiln/Dialect/Kiln/TensorNames.h"
 #include "kiln/Importer/ONNX/TensorProto.h"
+#include "kiln/Interpreter/Interpreter.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Verifier.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
-
-#include <queue>
 #include "llvm/Support/MemoryBuffer.h"
 
 #include <onnx/defs/parser.h>
+
+#include <queue>
 
 using namespace mlir;
 
@@ -52,8 +52,15 @@ Value GraphImporter::input(const onnx::NodeProto &node, int i) {
 }
 
 void GraphImporter::setOutput(const onnx::NodeProto &node, int i, Value value) {
-  if (i < node.output_size() && !node.output(i).empty())
-    values[node.output(i)] = value ? foldConstant(value) : value;
+  if (i >= node.output_size() || node.output(i).empty())
+    return;
+  if (value)
+    value = foldConstant(value);
+  values[node.output(i)] = value;
+  auto result = dyn_cast_or_null<OpResult>(value);
+  if (options.recordTensorNames && result &&
+      !isa<ConstantOp>(result.getOwner()))
+    setTensorName(result, b.getStringAttr(node.output(i)));
 }
 
 /// Shape subgraphs compute small integer tensors from constants; folding

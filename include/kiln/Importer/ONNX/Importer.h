@@ -10,6 +10,7 @@
 #ifndef KILN_IMPORTER_ONNX_IMPORTER_H
 #define KILN_IMPORTER_ONNX_IMPORTER_H
 
+#include "kiln/Dialect/Kiln/TensorNames.h"
 #include "mlir/IR/BuiltinAttributeInterfaces.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
@@ -29,10 +30,10 @@ struct ImportOptions {
   /// become constants, as a shape that arrives as an input must be for a
   /// static-shape compiler.
   llvm::StringMap<mlir::ElementsAttr> constantInputs;
+  /// Name the op results that are ONNX tensors (`kiln.tensors`, see
+  /// TensorNames.h), for a tensor-by-tensor comparison (`--per-layer`).
+  bool recordTensorNames = false;
 };
-
-/// Name of the argument and result attribute holding the ONNX tensor name.
-inline constexpr llvm::StringLiteral kNameAttr = "kiln.name";
 
 /// Parses `NAME=2x128` (or `NAME=` for a scalar) into `options`; returns an
 /// error message, empty on success.

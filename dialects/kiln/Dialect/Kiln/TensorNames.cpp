@@ -1,0 +1,42 @@
+//===- TensorNames.cpp - ONNX tensor names on op results ------------------===//
+
+#include "kiln/Dialect/Kiln/TensorNames.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+
+using namespace mlir;
+
+namespace kiln {
+
+StringAttr getTensorName(Value value) {
+  auto result = dyn_cast<OpResult>(value);
+  if (!result)
+    return {};
+  auto names = result.getOwner()->getAttrOfType<ArrayAttr>(kTensorNamesAttr);
+  if (!names || result.getResultNumber() >= names.size())
+    return {};
+  auto name = dyn_cast<StringAttr>(names[result.getResultNumber()]);
+  return name && !name.empty() ? name : StringAttr();
+}
+
+void setTensorName(OpResult result, StringAttr name) {
+  if (!name || name.empty() || getTensorName(result))
+    return;
+  Operation *op = result.getOwner();
+  Builder b(op->getContext());
+  SmallVector<Attribute> names(op->getNumResults(), b.getStringAttr(""));
+  if (auto old = op->getAttrOfType<ArrayAttr>(kTensorNamesAttr))
+    for (auto [i, attr] : llvm::enumerate(old.getValue()))
+      if (i < names.size())
+        names[i] = attr;
+  names[result.getResultNumber()] = name;
+  op->setAttr(kTensorNamesAttr, b.getArrayAttr(names));
+}
+
+void copyTensorNames(Operation *from, Operation *to) {
+  for (auto [source, target] : llvm::zip(from->getResults(), to->getResults()))
+    setTensorName(target, getTensorName(source));
+}
+
+} // namespace kiln
