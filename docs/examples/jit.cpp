@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "kiln/Compiler/Compiler.h"
+#include "kiln/Compiler/Diagnostics.h"
 #include "kiln/runtime/Model.h"
 #include "mlir/IR/MLIRContext.h"
 #include "llvm/Support/raw_ostream.h"
@@ -23,6 +24,8 @@ int main(int argc, char **argv) {
     return 2;
   }
   mlir::MLIRContext context;
+  // Errors name the ONNX node they are at.
+  kiln::ModelDiagnosticHandler diagnostics(&context);
   kiln::CompileOptions options;
   kiln::rt::Artifact artifact;
   if (mlir::failed(kiln::compileModel(&context, argv[1], options, artifact)))

@@ -209,9 +209,10 @@ class Sanitizer:
             line = line.replace(d + os.sep, "").replace(d, ".")
         line = re.sub(r"(?<![\w.])/(?:[\w.+-]+/)+", "", line)  # other absolute paths
         line = re.sub(r"0x[0-9a-fA-F]{6,}", "0x...", line)
-        # 'DIR/model.onnx:0:0: error: X' -> 'X'; 'DIR/input_0.pb:0:0: error: X'
-        # -> 'input_0.pb: X'.
+        # 'DIR/model.onnx: at 'NODE': error: X' -> 'X';
+        # 'DIR/input_0.pb:0:0: error: X' -> 'input_0.pb: X'.
         line = re.sub(r"^(\S+?):\d+:\d+: ", r"\1: ", line)
+        line = re.sub(r"^(\S+): at '.*?': (error|warning): ", r"\1: \2: ", line)
         line = re.sub(r"^model\.onnx: error: ", "", line)
         line = re.sub(r"^(\S+): error: ", r"\1: ", line)
         return line.strip()

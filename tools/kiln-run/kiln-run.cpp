@@ -15,6 +15,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "kiln/Compiler/Compiler.h"
+#include "kiln/Compiler/Diagnostics.h"
 #include "kiln/Compiler/TensorFile.h"
 #include "kiln/Dialect/Kiln/KilnDialect.h"
 #include "kiln/Importer/ONNX/TensorProto.h"
@@ -515,6 +516,8 @@ int main(int argc, char **argv) {
   MLIRContext context;
   llvm::SourceMgr sourceMgr;
   SourceMgrDiagnosticHandler handler(sourceMgr, &context);
+  // Registered last, so asked first: model locations name their node.
+  kiln::ModelDiagnosticHandler modelHandler(&context);
   context.loadDialect<kiln::KilnDialect, func::FuncDialect>();
 
   bool isLibrary = StringRef(modelPath).ends_with(".so");

@@ -1,6 +1,7 @@
 //===- kilnc.cpp - compile an ONNX model into a self-contained .so --------===//
 
 #include "kiln/Compiler/Compiler.h"
+#include "kiln/Compiler/Diagnostics.h"
 #include "kiln/Compiler/Report.h"
 #include "kiln/Compiler/TensorFile.h"
 #include "kiln/Dialect/Kiln/KilnDialect.h"
@@ -146,6 +147,8 @@ int main(int argc, char **argv) {
   MLIRContext context;
   llvm::SourceMgr sourceMgr;
   SourceMgrDiagnosticHandler handler(sourceMgr, &context);
+  // Registered last, so asked first: model locations name their node.
+  kiln::ModelDiagnosticHandler modelHandler(&context);
   Location loc = FileLineColLoc::get(&context, inputPath, 0, 0);
   llvm::StringMap<kiln::HostTensor> frozen;
   if (failed(kiln::readNamedTensorFiles(&context, constInputs, "const-input",

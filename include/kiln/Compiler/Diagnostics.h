@@ -1,0 +1,36 @@
+//===- Diagnostics.h - diagnostics that name the ONNX node ------*- C++ -*-===//
+//
+// The importer locates each op at NameLoc(node or tensor name) inside a
+// FileLineColLoc(model, 0, 0): a protobuf has no lines. MLIR's own printer
+// shows such a location as `model.onnx:0:0`, which says nothing; the tools
+// print `model.onnx: at 'MatMul_3': error: ...` instead.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_COMPILER_DIAGNOSTICS_H
+#define KILN_COMPILER_DIAGNOSTICS_H
+
+#include "mlir/IR/Diagnostics.h"
+#include "llvm/Support/raw_ostream.h"
+
+namespace kiln {
+
+/// While alive, prints the diagnostics whose location is in a model file
+/// without lines (an ONNX model) as `FILE: at 'NAME': SEVERITY: MESSAGE`, or
+/// `FILE: SEVERITY: MESSAGE` when no node or tensor is named, with their
+/// notes; any other diagnostic (kiln IR from an `.mlir` file, which has
+/// lines) goes on to the handlers registered before it.
+class ModelDiagnosticHandler : public mlir::ScopedDiagnosticHandler {
+public:
+  explicit ModelDiagnosticHandler(mlir::MLIRContext *context,
+                                  llvm::raw_ostream &os = llvm::errs());
+
+private:
+  mlir::LogicalResult print(mlir::Diagnostic &diag);
+
+  llvm::raw_ostream &os;
+};
+
+} // namespace kiln
+
+#endif // KILN_COMPILER_DIAGNOSTICS_H

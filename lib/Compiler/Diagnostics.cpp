@@ -1,0 +1,86 @@
+//===- Diagnostics.cpp - diagnostics that name the ONNX node --------------===//
+
+#include "kiln/Compiler/Diagnostics.h"
+
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Location.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringSet.h"
+
+using namespace mlir;
+
+namespace kiln {
+
+namespace {
+
+/// Where a diagnostic is, as the importer writes locations.
+struct ModelPlace {
+  std::string file;
+  llvm::SmallVector<std::string> names;
+};
+
+/// The file and the node or tensor names of `loc`, or nothing when it is not
+/// a model location: none in a file, or one with a real line.
+std::optional<ModelPlace> modelPlaceOf(Location loc) {
+  ModelPlace place;
+  llvm::StringSet<> seen;
+  bool hasLine = false;
+  loc->walk([&](Location inner) {
+    if (auto named = dyn_cast<NameLoc>(inner)) {
+      if (seen.insert(named.getName().getValue()).second)
+        place.names.push_back(named.getName().str());
+    } else if (auto file = dyn_cast<FileLineColLoc>(inner)) {
+      hasLine |= file.getLine() != 0;
+      if (place.file.empty())
+        place.file = file.getFilename().str();
+    }
+    return WalkResult::advance();
+  });
+  if (hasLine || place.file.empty())
+    return std::nullopt;
+  return place;
+}
+
+const char *severityName(DiagnosticSeverity severity) {
+  switch (severity) {
+  case DiagnosticSeverity::Error:
+    return "error";
+  case DiagnosticSeverity::Warning:
+    return "warning";
+  case DiagnosticSeverity::Note:
+    return "note";
+  case DiagnosticSeverity::Remark:
+    return "remark";
+  }
+  return "error";
+}
+
+} // namespace
+
+ModelDiagnosticHandler::ModelDiagnosticHandler(MLIRContext *context,
+                                               llvm::raw_ostream &os)
+    : ScopedDiagnosticHandler(context), os(os) {
+  setHandler([this](Diagnostic &diag) { return print(diag); });
+}
+
+LogicalResult ModelDiagnosticHandler::print(Diagnostic &diag) {
+  std::optional<ModelPlace> place = modelPlaceOf(diag.getLocation());
+  if (!place)
+    return failure();
+  // After what the tool printed so far, also where both streams meet.
+  llvm::outs().flush();
+  os << place->file << ": ";
+  if (!place->names.empty()) {
+    os << "at ";
+    for (auto [i, name] : llvm::enumerate(place->names))
+      os << (i ? ", '" : "'") << name << "'";
+    os << ": ";
+  }
+  os << severityName(diag.getSeverity()) << ": " << diag << "\n";
+  for (Diagnostic &note : diag.getNotes())
+    os << "  note: " << note << "\n";
+  os.flush();
+  return success();
+}
+
+} // namespace kiln
