@@ -2,11 +2,12 @@
 
 #include "kiln/Compiler/Nvrtc.h"
 
+#include "kiln/runtime/CacheDirectory.h"
+
 #include "mlir/IR/Diagnostics.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
-#include "llvm/Support/Path.h"
 #include "llvm/Support/Process.h"
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/Support/xxhash.h"
@@ -138,21 +139,6 @@ void writeEntry(const std::string &path, const CompiledCuda &compiled) {
 
 } // namespace
 
-std::string cudaCacheDir() {
-  if (auto dir = llvm::sys::Process::GetEnv("KILN_CACHE_DIR"))
-    return *dir;
-  llvm::SmallString<256> path;
-  if (auto xdg = llvm::sys::Process::GetEnv("XDG_CACHE_HOME")) {
-    path = *xdg;
-  } else if (llvm::sys::path::home_directory(path)) {
-    llvm::sys::path::append(path, ".cache");
-  } else {
-    return "";
-  }
-  llvm::sys::path::append(path, "kiln");
-  return std::string(path);
-}
-
 FailureOr<CompiledCuda> compileCuda(Location loc, StringRef source,
                                     StringRef arch) {
   if (!arch.starts_with("sm_"))
@@ -162,7 +148,7 @@ FailureOr<CompiledCuda> compileCuda(Location loc, StringRef source,
   std::string virtualArch = "compute_" + arch.drop_front(3).rtrim('a').str();
   std::string key = source.str() + "\n" + arch.str() + "\n" + virtualArch +
                     "\n" + nvrtcVersionString();
-  std::string dir = cudaCacheDir();
+  std::string dir = rt::cacheDirectory();
   std::string entry;
   if (!dir.empty()) {
     entry = dir + "/" + llvm::utohexstr(llvm::xxh3_64bits(key), true) + ".kcache";

@@ -1,11 +1,11 @@
 //===- CublasLt.cpp - Open cuBLASLt with dlopen ---------------------------===//
 
 #include "CublasLt.h"
+#include "SymbolResolver.h"
 
 #include <cstdlib>
 #include <dlfcn.h>
 #include <mutex>
-#include <type_traits>
 
 using namespace kiln::rt;
 using namespace kiln::rt::lt;
@@ -13,15 +13,8 @@ using namespace kiln::rt::lt;
 /// Resolves every entry point of `api` in `handle`; on failure names the
 /// first missing symbol in `missing`.
 static bool resolveAll(void *handle, LtApi &api, std::string &missing) {
-  bool ok = true;
-  auto get = [&](auto &fn, const char *name) {
-    void *sym = dlsym(handle, name);
-    if (!sym && ok) {
-      ok = false;
-      missing = name;
-    }
-    fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(sym);
-  };
+  SymbolResolver resolver(handle);
+  auto get = [&](auto &fn, const char *name) { resolver.get(fn, name); };
   get(api.create, "cublasLtCreate");
   get(api.destroy, "cublasLtDestroy");
   get(api.getStatusString, "cublasLtGetStatusString");
@@ -36,7 +29,8 @@ static bool resolveAll(void *handle, LtApi &api, std::string &missing) {
   get(api.preferenceSetAttribute, "cublasLtMatmulPreferenceSetAttribute");
   get(api.algoGetHeuristic, "cublasLtMatmulAlgoGetHeuristic");
   get(api.matmul, "cublasLtMatmul");
-  return ok;
+  missing = resolver.firstMissing();
+  return resolver.ok();
 }
 
 Status kiln::rt::lt::loadCublasLt(const LtApi *&out) {

@@ -1,11 +1,11 @@
 //===- CudaDriver.cpp - Open the CUDA driver with dlopen ------------------===//
 
 #include "CudaDriver.h"
+#include "SymbolResolver.h"
 
 #include <cstdlib>
 #include <dlfcn.h>
 #include <mutex>
-#include <type_traits>
 
 using namespace kiln::rt;
 using namespace kiln::rt::cu;
@@ -20,16 +20,8 @@ static const char *driverPath() {
 /// Resolves every entry point of `api` in `handle`; on failure names the
 /// first missing symbol in `missing`.
 static bool resolveAll(void *handle, DriverApi &api, std::string &missing) {
-  bool ok = true;
-  auto get = [&](auto &fn, const char *name) {
-    void *sym = dlsym(handle, name);
-    if (!sym && ok) {
-      ok = false;
-      missing = name;
-    }
-    // POSIX guarantees that data and function pointers convert.
-    fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(sym);
-  };
+  SymbolResolver resolver(handle);
+  auto get = [&](auto &fn, const char *name) { resolver.get(fn, name); };
   get(api.init, "cuInit");
   get(api.deviceGetCount, "cuDeviceGetCount");
   get(api.deviceGet, "cuDeviceGet");
@@ -53,7 +45,8 @@ static bool resolveAll(void *handle, DriverApi &api, std::string &missing) {
   get(api.launchKernel, "cuLaunchKernel");
   get(api.getErrorName, "cuGetErrorName");
   get(api.getErrorString, "cuGetErrorString");
-  return ok;
+  missing = resolver.firstMissing();
+  return resolver.ok();
 }
 
 Status kiln::rt::cu::loadCudaDriver(const DriverApi *&out) {

@@ -12,6 +12,8 @@
 
 #include "HostModule.h"
 
+#include "kiln/runtime/CacheDirectory.h"
+
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <spawn.h>
@@ -169,16 +171,8 @@ bool makeDirectories(const std::string &path) {
 }
 
 /// The cache folder, created if needed; empty when there is none usable.
-std::string cacheDirectory() {
-  std::string dir = getEnv("KILN_CACHE_DIR");
-  if (dir.empty()) {
-    std::string xdg = getEnv("XDG_CACHE_HOME");
-    std::string home = getEnv("HOME");
-    if (!xdg.empty())
-      dir = xdg + "/kiln";
-    else if (!home.empty())
-      dir = home + "/.cache/kiln";
-  }
+std::string usableCacheDirectory() {
+  std::string dir = cacheDirectory();
   if (dir.empty() || !makeDirectories(dir))
     return "";
   return dir;
@@ -337,7 +331,7 @@ Status kiln::rt::host::loadKernelModule(const Artifact &artifact, bool checking,
     key = hashMore(hashMore(key, h.name), h.text);
   key = hashMore(hashMore(key, artifact.cudaSource), module);
 
-  std::string cache = cacheDirectory();
+  std::string cache = usableCacheDirectory();
   std::string cached =
       cache.empty() ? "" : cache + "/host-" + hex64(key) + ".so";
   std::string image;

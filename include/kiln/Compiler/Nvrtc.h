@@ -15,14 +15,11 @@ struct CompiledCuda {
   std::string ptx;
 };
 
-/// The cache folder: $KILN_CACHE_DIR, else $XDG_CACHE_HOME/kiln, else
-/// ~/.cache/kiln.
-std::string cudaCacheDir();
-
 /// Compiles `source` for `arch` (e.g. "sm_90a") to a cubin, and for the
 /// matching virtual architecture to PTX so that newer GPUs can JIT it. Results
-/// are cached by a hash of source, options and NVRTC version; a corrupt cache
-/// entry is rebuilt. On failure the error at `loc` carries the NVRTC log.
+/// are cached in rt::cacheDirectory() by a hash of source, options and NVRTC
+/// version; a corrupt cache entry is rebuilt. On failure the error at `loc`
+/// carries the NVRTC log.
 mlir::FailureOr<CompiledCuda> compileCuda(mlir::Location loc,
                                           llvm::StringRef source,
                                           llvm::StringRef arch);
