@@ -3,7 +3,7 @@
 #include "kiln/Compiler/Report.h"
 
 #include "kiln/Dialect/Kiln/KilnOps.h"
-#include "kiln/Importer/ONNX/Importer.h"
+#include "kiln/Dialect/Kiln/TensorNames.h"
 #include "kiln/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinAttributes.h"

@@ -4,11 +4,11 @@
 
 #include "KernelEmitter.h"
 #include "kiln/Dialect/Kiln/KilnOps.h"
-#include "kiln/Importer/ONNX/Importer.h"
+#include "kiln/Dialect/Kiln/TensorNames.h"
+#include "kiln/Interpreter/Interpreter.h"
 #include "kiln/Transforms/Passes.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
-#include "mlir/IR/DialectResourceBlobManager.h"
 #include "llvm/ADT/Sequence.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
@@ -23,39 +23,6 @@ namespace {
 /// Weights are aligned like arena buffers, for vector loads and cuBLASLt.
 constexpr uint64_t kWeightAlign = 256;
 
-
-/// The bytes of a constant in Kiln's storage layout (i1 as one byte each,
-/// splats expanded).
-FailureOr<std::string> constantBytes(Location loc, ElementsAttr value) {
-  auto type = cast<RankedTensorType>(value.getType());
-  int64_t count = type.getNumElements();
-  Type et = type.getElementType();
-  if (auto resource = dyn_cast<DenseResourceElementsAttr>(value)) {
-    AsmResourceBlob *blob = resource.getRawHandle().getBlob();
-    if (!blob)
-      return emitError(loc, "weight blob '")
-             << resource.getRawHandle().getKey() << "' has no data";
-    ArrayRef<char> data = blob->getData();
-    return std::string(data.begin(), data.end());
-  }
-  auto dense = dyn_cast<DenseElementsAttr>(value);
-  if (!dense)
-    return emitError(loc, "unsupported constant attribute");
-  if (et.isInteger(1)) {
-    std::string bytes;
-    for (bool b : dense.getValues<bool>())
-      bytes.push_back(b ? 1 : 0);
-    return bytes;
-  }
-  ArrayRef<char> raw = dense.getRawData();
-  if (!dense.isSplat())
-    return std::string(raw.begin(), raw.end());
-  std::string bytes;
-  bytes.reserve(raw.size() * count);
-  for (int64_t i = 0; i < count; ++i)
-    bytes.append(raw.begin(), raw.end());
-  return bytes;
-}
 
 /// Builds the artifact's buffers and steps while walking the function.
 class PlanBuilder {
@@ -170,13 +137,16 @@ private:
   }
 
   LogicalResult addWeight(ConstantOp constant) {
-    auto bytes = constantBytes(constant.getLoc(), constant.getValue());
-    if (failed(bytes))
+    // Checked against the type (a resource blob of the wrong size is an
+    // error); splats expanded, booleans one byte each.
+    auto tensor =
+        HostTensor::fromElementsAttr(constant.getValue(), constant.getLoc());
+    if (failed(tensor))
       return failure();
     uint64_t offset = (artifact.weights.size() + kWeightAlign - 1) /
                       kWeightAlign * kWeightAlign;
     artifact.weights.resize(offset, '\0');
-    artifact.weights += *bytes;
+    artifact.weights.append(tensor->bytes.begin(), tensor->bytes.end());
     std::string name = "weight" + std::to_string(weightCount++);
     return addBuffer(constant, rt::BufferKind::Weight, offset, name);
   }
