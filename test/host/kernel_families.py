@@ -13,7 +13,7 @@ a middle axis, LayerNormalization with and without bias,
 ReduceMean/Sum/Max/Min/Prod over adjacent and non-adjacent axes on floats
 and integers, ReduceL1/L2/LogSumExp/SumSquare, ArgMax/ArgMin with ties,
 CumSum over several chunks, each with fused prologues and epilogues; double
-and unsigned reductions), sort (TopK, with ties), attention (recomposed
+and unsigned reductions; int64 sums, products and scans that wrap), sort (TopK, with ties), attention (recomposed
 layers with packed, biased projections and ONNX Attention with grouped-query
 heads, one kernel each), copy (Transpose of rank 2 to 4, Identity outputs),
 matmul (2-D, batched, broadcast batch, 1-D operands, Gemm) and
@@ -86,6 +86,7 @@ LIMITS = {
     U32: (np.uint32, [2**32 - 1, 2**32 - 2, 2**31, 2**31 - 1, 1, 0, 3 * 10**9]),
     U64: (np.uint64, [2**64 - 1, 2**64 - 2, 2**63, 2**63 - 1, 1, 0, 10**19]),
     I16: (np.int16, [32767, -32768, -1, 1, 30000, -30000, 0]),
+    I64: (np.int64, [2**63 - 1, -2**63, -1, 1, 2**62, -2**62, 0]),
 }
 
 
@@ -603,6 +604,23 @@ def reduction_cases():
             cases.append(Case("reduction", f"{label}_reductions_{slabel}",
                               lambda d=dtype, s=shape: unsigned_reductions(d, s),
                               check=(dtype == U64 and shape == [5, 7])))
+
+    # int64 sums, products and scans that overflow: two's complement wrap,
+    # as the reference computes them (signed overflow is undefined in C++,
+    # so the kernels add and multiply through unsigned long long).
+    def signed_wrap(shape):
+        nodes = [node("Add", ["x", "w"], "v"),
+                 node("ReduceSum", ["v", "axes"], "sum", keepdims=0),
+                 node("ReduceProd", ["v", "axes"], "prod", keepdims=0),
+                 node("CumSum", ["v", "axis"], "scan")]
+        return model(nodes, [("x", I64, shape)], ["sum", "prod", "scan"],
+                     [limits("w", I64, shape[-1]), ints("axes", [-1]),
+                      ints("axis", [len(shape) - 1])], opset=18)
+
+    for shape in [[5, 7], [3, 257]]:
+        slabel = "x".join(map(str, shape))
+        cases.append(Case("reduction", f"int64_wrap_{slabel}",
+                          lambda s=shape: signed_wrap(s), check=(shape == [5, 7])))
 
     def log_softmax(shape, axis):
         return model([node("LogSoftmax", ["x"], "y", axis=axis)],

@@ -61,13 +61,24 @@ __device__ __forceinline__ I kiln_float_to_int(F x, F low, F high, I lowest, I h
   return x != x ? I(0) : x < low ? lowest : x >= high ? highest : (I)x;
 }
 
+// Sums and products. Signed integers (accumulated as long long) wrap as two's
+// complement, as the reference interpreter computes them: signed overflow is
+// undefined in C++, so they go through unsigned long long.
+template <class T> __device__ __forceinline__ T kiln_add(T a, T b) { return a + b; }
+__device__ __forceinline__ long long kiln_add(long long a, long long b) {
+  return (long long)((unsigned long long)a + (unsigned long long)b);
+}
+template <class T> __device__ __forceinline__ T kiln_mul(T a, T b) { return a * b; }
+__device__ __forceinline__ long long kiln_mul(long long a, long long b) {
+  return (long long)((unsigned long long)a * (unsigned long long)b);
+}
 // The reduce ops' combining functions. Max and min let a NaN win, as numpy
 // does (fmaxf and fminf would drop it); for integers `a != a` is false.
 struct kiln_sum_op {
-  template <class T> __device__ T operator()(T a, T b) const { return a + b; }
+  template <class T> __device__ T operator()(T a, T b) const { return kiln_add(a, b); }
 };
 struct kiln_prod_op {
-  template <class T> __device__ T operator()(T a, T b) const { return a * b; }
+  template <class T> __device__ T operator()(T a, T b) const { return kiln_mul(a, b); }
 };
 struct kiln_max_op {
   template <class T> __device__ T operator()(T a, T b) const {
@@ -110,7 +121,7 @@ __device__ T kiln_block_inclusive_scan(T v, T *scratch, T *total) {
   int warps = (blockDim.x + 31) >> 5;
   for (int o = 1; o < 32; o <<= 1) {
     T up = __shfl_up_sync(0xffffffffu, v, o);
-    if (lane >= o) v += up;
+    if (lane >= o) v = kiln_add(v, up);
   }
   __syncthreads();
   if (lane == 31) scratch[warp] = v;
@@ -119,12 +130,12 @@ __device__ T kiln_block_inclusive_scan(T v, T *scratch, T *total) {
     T w = lane < warps ? scratch[lane] : T(0);
     for (int o = 1; o < 32; o <<= 1) {
       T up = __shfl_up_sync(0xffffffffu, w, o);
-      if (lane >= o) w += up;
+      if (lane >= o) w = kiln_add(w, up);
     }
     if (lane < warps) scratch[lane] = w;
   }
   __syncthreads();
-  if (warp > 0) v += scratch[warp - 1];
+  if (warp > 0) v = kiln_add(v, scratch[warp - 1]);
   *total = scratch[warps - 1];
   return v;
 }

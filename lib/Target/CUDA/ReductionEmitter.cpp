@@ -314,8 +314,9 @@ FailureOr<LaunchGeometry> emitReduction(KernelOp kernel, StringRef name,
     os << "        term = (" << type << ")" << *x << ";\n      }\n"
        << "      " << type << " total;\n"
        << "      " << type
-       << " scanned = carry + kiln_block_inclusive_scan(term, scratch, &total);\n"
-       << "      carry += total;\n"
+       << " scanned = kiln_add(carry, kiln_block_inclusive_scan(term, "
+          "scratch, &total));\n"
+       << "      carry = kiln_add(carry, total);\n"
        << "      if (p < " << length << "LL) {\n"
        << "        long long j = " << position("p") << ";\n"
        << "        long long x_idx = " << layout.inputIndex << ";\n";
