@@ -71,8 +71,12 @@ cl::list<std::string> constInputs(
     "const-input",
     cl::desc("freeze a graph input to the value in a file at compile time"),
     cl::value_desc("NAME=FILE.npy|FILE.pb"));
-cl::opt<std::string> outputDir("output-dir", cl::desc("write outputs here"),
-                               cl::value_desc("dir"));
+cl::opt<std::string> outputDir(
+    "output-dir",
+    cl::desc("write the outputs here as NAME.npy, the inputs used under "
+             "inputs/ and, with --per-layer, the tensors compared under "
+             "layers/"),
+    cl::value_desc("dir"));
 cl::opt<bool> compareReference(
     "compare-reference",
     cl::desc("also run the reference interpreter and print the error"));
@@ -140,29 +144,29 @@ gatherInputs(ArrayRef<std::pair<std::string, RankedTensorType>> signature,
   return result;
 }
 
-/// Writes outputs as DIR/NAME.npy.
-LogicalResult writeOutputs(ArrayRef<std::string> names,
-                           ArrayRef<HostTensor> outputs) {
-  if (outputDir.empty())
+/// Writes tensors as DIR/FOLDER/NAME.npy (DIR/NAME.npy without a folder).
+LogicalResult writeTensors(ArrayRef<std::string> names,
+                           ArrayRef<HostTensor> tensors,
+                           StringRef folder = "") {
+  if (outputDir.empty() || (tensors.empty() && !folder.empty()))
     return success();
-  if (std::error_code ec = llvm::sys::fs::create_directories(outputDir)) {
-    fail("cannot create '" + outputDir + "': " + ec.message());
+  std::string dir = outputDir + (folder.empty() ? "" : "/" + folder.str());
+  if (std::error_code ec = llvm::sys::fs::create_directories(dir)) {
+    fail("cannot create '" + dir + "': " + ec.message());
     return failure();
   }
-  for (auto [name, tensor] : llvm::zip(names, outputs)) {
+  for (auto [name, tensor] : llvm::zip(names, tensors)) {
     kiln::rt::NpyArray array;
     array.dtype = *kiln::toRuntimeDType(tensor.elementType);
     array.shape.assign(tensor.shape.begin(), tensor.shape.end());
     array.data.assign(tensor.bytes.begin(), tensor.bytes.end());
-    // Tensor names may hold any character; only the inputs/ prefix that
-    // kiln-run itself adds may make a folder.
+    // Tensor names may hold any character; they make no folders.
     std::string safe = name;
-    size_t keep = StringRef(name).starts_with("inputs/") ? 7 : 0;
-    for (char &c : MutableArrayRef<char>(safe).drop_front(keep))
+    for (char &c : safe)
       if (c == '/' || c == '\\')
         c = '_';
     std::string error;
-    if (!kiln::rt::writeNpy(outputDir + "/" + safe + ".npy", array, error)) {
+    if (!kiln::rt::writeNpy(dir + "/" + safe + ".npy", array, error)) {
       fail(error);
       return failure();
     }
@@ -640,22 +644,18 @@ int main(int argc, char **argv) {
     }
   }
 
-  if (failed(writeOutputs(signature.outputNames, outputs)))
-    return 1;
-  if (!outputDir.empty()) {
-    // The inputs the model ran on, so that other tools can replay them.
-    SmallVector<std::string> names;
-    SmallVector<HostTensor> values;
-    for (auto &[name, type] : signature.inputs) {
-      names.push_back("inputs/" + name);
-      values.push_back(given[name]);
-    }
-    if (std::error_code ec =
-            llvm::sys::fs::create_directories(outputDir + "/inputs"))
-      return fail("cannot create '" + outputDir + "/inputs': " + ec.message());
-    if (failed(writeOutputs(names, values)))
-      return 1;
+  // The outputs; the inputs the model ran on, so that other tools can replay
+  // them; with --per-layer, the tensors the kernels wrote.
+  SmallVector<std::string> inputNames;
+  SmallVector<HostTensor> inputValues;
+  for (auto &[name, type] : signature.inputs) {
+    inputNames.push_back(name);
+    inputValues.push_back(given[name]);
   }
+  if (failed(writeTensors(signature.outputNames, outputs)) ||
+      failed(writeTensors(inputNames, inputValues, "inputs")) ||
+      failed(writeTensors(layerNames, layerOutputs, "layers")))
+    return 1;
   if (!compareReference)
     return 0;
   std::string refPath = isLibrary ? referenceModel.getValue() : modelPath.getValue();

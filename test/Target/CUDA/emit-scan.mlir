@@ -10,8 +10,8 @@
 // CHECK: for (long long chunk = 0; chunk < 300LL; chunk += blockDim.x)
 // CHECK: long long source = p - 1;
 // CHECK: long long j = (300LL - 1 - source);
-// CHECK: float scanned = carry + kiln_block_inclusive_scan(term, scratch, &total);
-// CHECK: carry += total;
+// CHECK: float scanned = kiln_add(carry, kiln_block_inclusive_scan(term, scratch, &total));
+// CHECK: carry = kiln_add(carry, total);
 // CHECK: long long j = (300LL - 1 - p);
 // CHECK: out0[x_idx] =
 // Each candidate's rank counts the elements before it; ranks below k land.
