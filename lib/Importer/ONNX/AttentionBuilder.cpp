@@ -246,8 +246,24 @@ FailureOr<SdpaValues> AttentionBuilder::buildSdpa(const SdpaOperands &in) {
     r.biased = *biased;
   }
   Type softmaxType = in.softmaxType ? in.softmaxType : et;
-  Value probs = SoftmaxOp::create(b, loc, castTo(r.biased, softmaxType),
-                                  scoresType.getRank() - 1);
+  int64_t last = scoresType.getRank() - 1;
+  Value logits = castTo(r.biased, softmaxType);
+  if (in.sink) {
+    // The sink is one more key whose probability is dropped: appended to
+    // every row, normalized with it, sliced off again.
+    SmallVector<int64_t> column(scoresType.getShape());
+    column.back() = 1;
+    auto columnType = RankedTensorType::get(column, softmaxType);
+    Value sink =
+        ExpandOp::create(b, loc, columnType, castTo(in.sink, softmaxType));
+    auto joined = inferConcatType(loc, {typeOf(logits), columnType}, last);
+    if (failed(joined))
+      return failure();
+    logits = ConcatOp::create(b, loc, *joined, ValueRange{logits, sink}, last);
+  }
+  Value probs = SoftmaxOp::create(b, loc, logits, last);
+  if (in.sink)
+    probs = slice(probs, last, 0, scoresType.getShape().back());
   if (in.rowFullyMasked) {
     auto guarded =
         where(in.rowFullyMasked, importer.scalar(loc, softmaxType, 0.0), probs);

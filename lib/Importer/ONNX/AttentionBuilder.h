@@ -8,6 +8,7 @@
 //   scores = softcap * tanh(scores / softcap)        (when capped)
 //   scores = scores + bias                           (masks as additive bias)
 //   probs  = softmax(scores, last axis)
+//            (with a sink: softmax(concat(scores, sink))[..., :keys])
 //   probs  = where(row_fully_masked, 0, probs)       (ONNX Attention only)
 //   Y      = matmul(probs, V)
 //
@@ -42,6 +43,10 @@ struct SdpaOperands {
   double scale = 1.0;
   /// Caps the scores at +-softcap with tanh before the bias; 0 for none.
   double softcap = 0.0;
+  /// One extra logit per row that takes part in the softmax's normalization
+  /// but attends no value (an attention sink), broadcasting to [batch,
+  /// q_heads, q_len, 1]; null for none.
+  mlir::Value sink;
   /// The element type the softmax runs in; null for the query's.
   mlir::Type softmaxType;
 };
@@ -164,6 +169,10 @@ struct AttentionBuilder : NodeConverterBase {
   mlir::FailureOr<mlir::Value> matmul(mlir::Value lhs, mlir::Value rhs,
                                       bool transposeRhs);
 };
+
+/// Converts com.microsoft GroupQueryAttention (GroupQueryAttention.cpp).
+mlir::LogicalResult convertGroupQueryAttention(GraphImporter &importer,
+                                               const onnx::NodeProto &node);
 
 /// Converts com.microsoft Attention and MultiHeadAttention
 /// (AttentionMicrosoft.cpp).

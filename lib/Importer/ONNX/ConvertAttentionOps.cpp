@@ -3,7 +3,8 @@
 // Attention nodes are written out as the kiln ops of scaled dot-product
 // attention (AttentionBuilder.h); kiln-recompose and kiln-fuse turn them back
 // into one attention kernel. This file converts ONNX Attention (opsets 23
-// and 24) and dispatches the com.microsoft ops (AttentionMicrosoft.cpp).
+// and 24) and dispatches the com.microsoft ops (AttentionMicrosoft.cpp,
+// GroupQueryAttention.cpp).
 //
 // ONNX Attention's masks all become one additive bias of 0 and -inf: the
 // boolean or float attn_mask (its key axis padded to the total length), the
@@ -339,13 +340,16 @@ bool isSupportedAttentionOp(const onnx::NodeProto &node) {
   if (isDefaultDomain(node.domain()))
     return node.op_type() == "Attention";
   return node.domain() == kMicrosoftDomain &&
-         isSupportedMicrosoftAttention(node.op_type());
+         (node.op_type() == "GroupQueryAttention" ||
+          isSupportedMicrosoftAttention(node.op_type()));
 }
 
 LogicalResult convertAttentionNode(GraphImporter &importer,
                                    const onnx::NodeProto &node) {
   if (isDefaultDomain(node.domain()))
     return OnnxAttentionConverter(importer, node).convert();
+  if (node.op_type() == "GroupQueryAttention")
+    return convertGroupQueryAttention(importer, node);
   return convertMicrosoftAttention(importer, node);
 }
 

@@ -20,67 +20,66 @@ using namespace mlir;
 
 namespace kiln {
 
-namespace {
+FailureOr<Value> FusedOpConverter::rotated(Value x, Value cos, Value sin,
+                                           const RotaryLayout &layout) {
+  ArrayRef<int64_t> shape = typeOf(x).getShape();
+  bool headsFirst = shape.size() == 4;
+  int64_t batch = shape[0], sequence = headsFirst ? shape[2] : shape[1];
+  int64_t angleBatch = typeOf(cos).getDimSize(0);
+  int64_t half = layout.rotaryDim / 2;
+  SmallVector<int64_t> heads =
+      headsFirst ? SmallVector<int64_t>(shape)
+                 : SmallVector<int64_t>{batch, sequence, layout.numHeads,
+                                        layout.headSize};
+  Value byHead = reshape(x, heads);
+  Value part = sliceAlong(byHead, 3, 0, layout.rotaryDim);
 
-/// How the features of the input split into heads and rotated pairs.
-struct RotaryLayout {
-  int64_t numHeads;
-  int64_t headSize;
-  int64_t rotaryDim;
-  bool interleaved;
-};
+  // x1 and x2 are the two entries of the pair dim; cos and sin gain unit
+  // dims for the heads and the pair dim.
+  SmallVector<int64_t> pairs(heads.begin(), heads.begin() + 3);
+  SmallVector<int64_t> angles =
+      headsFirst ? SmallVector<int64_t>{angleBatch, 1, sequence}
+                 : SmallVector<int64_t>{angleBatch, sequence, 1};
+  int64_t pairAxis = layout.interleaved ? 4 : 3;
+  pairs.append(layout.interleaved ? SmallVector<int64_t>{half, 2}
+                                  : SmallVector<int64_t>{2, half});
+  angles.append(layout.interleaved ? SmallVector<int64_t>{half, 1}
+                                   : SmallVector<int64_t>{1, half});
+  Value paired = reshape(part, pairs);
+  Value x1 = sliceAlong(paired, pairAxis, 0, 1);
+  Value x2 = sliceAlong(paired, pairAxis, 1, 1);
+  Value c = reshape(cos, angles), s = reshape(sin, angles);
+  auto x1c = binary<MulOp>(x1, c), x2s = binary<MulOp>(x2, s);
+  auto x1s = binary<MulOp>(x1, s), x2c = binary<MulOp>(x2, c);
+  if (failed(x1c) || failed(x2s) || failed(x1s) || failed(x2c))
+    return failure();
+  auto real = binary<SubOp>(*x1c, *x2s), imag = binary<AddOp>(*x1s, *x2c);
+  if (failed(real) || failed(imag))
+    return failure();
+  Value joined = ConcatOp::create(b, loc, typeOf(paired),
+                                  ValueRange{*real, *imag}, pairAxis);
+  Value result = reshape(joined, typeOf(part).getShape());
+  if (layout.rotaryDim < layout.headSize) {
+    Value passed = sliceAlong(byHead, 3, layout.rotaryDim,
+                              layout.headSize - layout.rotaryDim);
+    result =
+        ConcatOp::create(b, loc, typeOf(byHead), ValueRange{result, passed}, 3);
+  }
+  return reshape(result, shape);
+}
+
+namespace {
 
 struct RotaryConverter : FusedOpConverter {
   using FusedOpConverter::FusedOpConverter;
 
-  /// Rotates `x`, [B, N, S, D] or [B, S, N * D], by the angles `cos` and
-  /// `sin`, [1 or B, S, rotaryDim / 2], and binds the result.
+  /// Rotates `x` (see FusedOpConverter::rotated) and binds the result.
   LogicalResult rotate(Value x, Value cos, Value sin,
                        const RotaryLayout &layout) {
-    ArrayRef<int64_t> shape = typeOf(x).getShape();
-    bool headsFirst = shape.size() == 4;
-    int64_t batch = shape[0], sequence = headsFirst ? shape[2] : shape[1];
-    int64_t angleBatch = typeOf(cos).getDimSize(0);
-    int64_t half = layout.rotaryDim / 2;
-    SmallVector<int64_t> heads =
-        headsFirst ? SmallVector<int64_t>(shape)
-                   : SmallVector<int64_t>{batch, sequence, layout.numHeads,
-                                          layout.headSize};
-    Value byHead = reshape(x, heads);
-    Value rotated = sliceAlong(byHead, 3, 0, layout.rotaryDim);
-
-    // x1 and x2 are the two entries of the pair dim; cos and sin gain unit
-    // dims for the heads and the pair dim.
-    SmallVector<int64_t> pairs(heads.begin(), heads.begin() + 3);
-    SmallVector<int64_t> angles =
-        headsFirst ? SmallVector<int64_t>{angleBatch, 1, sequence}
-                   : SmallVector<int64_t>{angleBatch, sequence, 1};
-    int64_t pairAxis = layout.interleaved ? 4 : 3;
-    pairs.append(layout.interleaved ? SmallVector<int64_t>{half, 2}
-                                    : SmallVector<int64_t>{2, half});
-    angles.append(layout.interleaved ? SmallVector<int64_t>{half, 1}
-                                     : SmallVector<int64_t>{1, half});
-    Value paired = reshape(rotated, pairs);
-    Value x1 = sliceAlong(paired, pairAxis, 0, 1);
-    Value x2 = sliceAlong(paired, pairAxis, 1, 1);
-    Value c = reshape(cos, angles), s = reshape(sin, angles);
-    auto x1c = binary<MulOp>(x1, c), x2s = binary<MulOp>(x2, s);
-    auto x1s = binary<MulOp>(x1, s), x2c = binary<MulOp>(x2, c);
-    if (failed(x1c) || failed(x2s) || failed(x1s) || failed(x2c))
+    auto result = rotated(x, cos, sin, layout);
+    if (failed(result))
       return failure();
-    auto real = binary<SubOp>(*x1c, *x2s), imag = binary<AddOp>(*x1s, *x2c);
-    if (failed(real) || failed(imag))
-      return failure();
-    Value joined = ConcatOp::create(b, loc, typeOf(paired),
-                                    ValueRange{*real, *imag}, pairAxis);
-    Value result = reshape(joined, typeOf(rotated).getShape());
-    if (layout.rotaryDim < layout.headSize) {
-      Value passed = sliceAlong(byHead, 3, layout.rotaryDim,
-                                layout.headSize - layout.rotaryDim);
-      result = ConcatOp::create(b, loc, typeOf(byHead),
-                                ValueRange{result, passed}, 3);
-    }
-    return output(reshape(result, shape));
+    return output(*result);
   }
 
   /// The input, 3-D or 4-D, of floats.

@@ -14,9 +14,26 @@
 
 namespace kiln {
 
+/// How the features of a rotary embedding's input split into heads and
+/// rotated pairs.
+struct RotaryLayout {
+  int64_t numHeads;
+  int64_t headSize;
+  int64_t rotaryDim;
+  bool interleaved;
+};
+
 /// A NodeConverterBase with the helpers that the fused-form converters use.
 struct FusedOpConverter : NodeConverterBase {
   using NodeConverterBase::NodeConverterBase;
+
+  /// `x`, [B, N, S, D] or [B, S, N * D], with its first `rotaryDim` features
+  /// of each head rotated by the angles `cos` and `sin`, [1 or B, S,
+  /// rotaryDim / 2] (ConvertRotaryEmbedding.cpp). GroupQueryAttention's
+  /// do_rotary uses it too.
+  mlir::FailureOr<mlir::Value> rotated(mlir::Value x, mlir::Value cos,
+                                       mlir::Value sin,
+                                       const RotaryLayout &layout);
 
   /// An error naming the op and the node: diagnostics print only the model
   /// file's part of the node's location.

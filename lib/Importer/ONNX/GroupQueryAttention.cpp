@@ -1,0 +1,646 @@
+//===- GroupQueryAttention.cpp - com.microsoft GroupQueryAttention --------===//
+//
+// ONNX Runtime's GroupQueryAttention, as its model builder and transformer
+// optimizer write it for decoder LLMs, in the canonical form of
+// AttentionBuilder.h. The semantics are those of ONNX Runtime's CPU kernel:
+//
+// - Q, K and V come separately ([batch, seq, heads * head_size]) or packed
+//   in the query ([batch, seq, (num_heads + 2 * kv_num_heads) * head_size]);
+//   query head h reads key and value head h / (num_heads / kv_num_heads).
+// - seqlens_k[b] + 1 is batch b's valid length, a run-time value, so every
+//   mask and position below that depends on it is computed in the graph.
+//   total_sequence_length must be a constant (it always is where it comes
+//   from shapes); with S new tokens and a past of P it decides the form:
+//   S == total is the first prompt (nothing valid in the past: batch b
+//   holds its tokens at 0 .. S - 1, the keys from seqlens_k[b] + 1 on are
+//   padding); otherwise batch b's past holds past_b = seqlens_k[b] + 1 - S
+//   valid keys and the new ones follow them.
+// - present_key/present_value have P + S rows when total == P + S, or P
+//   when total <= P (past and present are one buffer of the maximum length).
+//   Row t of batch b is past[t] below past_b, new[t - past_b] for the next
+//   S rows, and 0 after them, as ONNX Runtime writes a present that is not
+//   the past's buffer (in the first prompt past_b is 0). The rows come from
+//   one gather over concat(past, new) with indices computed from
+//   seqlens_k. Attention reads the first `total` rows: seqlens_k[b] is
+//   below total, as ONNX Runtime requires, so the others are never seen.
+// - Query i of batch b sits at position p = past_b + i and sees the keys
+//   j <= min(p, seqlens_k[b]) (the minimum only bites in a padded first
+//   prompt), with local_window_size w also j > p - w; with causal = 0 it
+//   sees every valid key j <= seqlens_k[b]. A padded first-prompt query
+//   whose window holds no valid key yields zeros, as in ONNX Runtime.
+// - do_rotary rotates Q and the new K (interleaved or halves; the rotary
+//   dim is twice the caches' width) at positions p, or at position_ids:
+//   per token, or in the first prompt position_ids[0][0] + i for every
+//   batch, as ONNX Runtime reads them.
+// - scores = scale * Q.K^T, capped by softcap, plus attention_bias
+//   ([batch or 1, heads or 1, S, total]), masked with -inf; the softmax
+//   takes one more logit per head when head_sink (or, with zeros,
+//   smooth_softmax) is given. qk_output 1 is the biased scores with masked
+//   keys 0, 2 the probabilities, both [batch, heads, S, total]; the columns
+//   after a batch's valid length, which ONNX Runtime leaves unwritten, are 0.
+//
+// Forms ONNX Runtime's CPU kernel does not run, or that need state Kiln does
+// not keep, are rejected with an error naming them: a window-sized cache
+// (sliding_window_cache), a quantized cache (k_scale, v_scale, the quant
+// type attributes), the per-head Q/K RMS norm (q_norm_weight,
+// k_norm_weight), and a total_sequence_length known only at run time.
+//
+//===----------------------------------------------------------------------===//
+
+#include "AttentionBuilder.h"
+#include "FusedOpConverter.h"
+#include "GraphImporter.h"
+
+#include "mlir/IR/BuiltinAttributes.h"
+#include "llvm/Support/CheckedArithmetic.h"
+
+#include <cmath>
+#include <limits>
+
+using namespace mlir;
+
+namespace kiln {
+
+namespace {
+
+/// The most key positions (rows of the present) Kiln writes as constants.
+constexpr int64_t kMaxPositions = int64_t(1) << 20;
+
+/// The inputs of GroupQueryAttention, by position.
+enum GqaInput {
+  kQuery = 0,
+  kKey,
+  kValue,
+  kPastKey,
+  kPastValue,
+  kSeqlensK,
+  kTotalSequenceLength,
+  kCosCache,
+  kSinCache,
+  kPositionIds,
+  kAttentionBias,
+  kHeadSink,
+  kKScale,
+  kVScale,
+  kQNormWeight,
+  kKNormWeight,
+};
+
+/// What the shapes and total_sequence_length fix at compile time.
+struct GqaShape {
+  int64_t batch = 0;
+  /// New tokens (S).
+  int64_t sequence = 0;
+  int64_t heads = 0;
+  int64_t kvHeads = 0;
+  int64_t headSize = 0;
+  /// Rows of past_key (0 without one).
+  int64_t past = 0;
+  /// total_sequence_length.
+  int64_t total = 0;
+  /// Rows of present_key.
+  int64_t present = 0;
+  /// S == total: no valid past key in any batch.
+  bool firstPrompt = false;
+};
+
+/// Converts one com.microsoft GroupQueryAttention node.
+struct GroupQueryAttentionConverter : AttentionBuilder {
+  using AttentionBuilder::AttentionBuilder;
+
+  GqaShape shape;
+  /// Batch b's valid past keys (past_b), i64 [batch, 1, 1, 1]; null in the
+  /// first prompt, where it is 0.
+  Value pastLengths;
+  /// seqlens_k as i64 [batch, 1, 1, 1]: the last valid key of each batch.
+  Value lastKeys;
+
+  /// True when the node names output `i`.
+  bool wantsOutput(int i) const {
+    return i < node.output_size() && !node.output(i).empty();
+  }
+
+  /// Fails naming the feature of every input and attribute Kiln does not
+  /// support.
+  LogicalResult rejectUnsupported() {
+    if (int64_t window = intAttr("sliding_window_cache", 0))
+      return error() << "sliding_window_cache = " << window
+                     << " (a window-sized KV cache the op evicts itself) is "
+                        "not supported";
+    const onnx::AttributeProto *bits =
+        findAttribute(node, "kv_cache_bit_width");
+    bool quantized = importer.input(node, kKScale) ||
+                     importer.input(node, kVScale) || (bits && bits->i() != 0);
+    for (StringRef name : {"k_quant_type", "v_quant_type"})
+      if (const onnx::AttributeProto *type = findAttribute(node, name))
+        quantized |= type->s() != "NONE";
+    if (quantized)
+      return error() << "a quantized KV cache (k_scale, v_scale, "
+                        "k_quant_type, v_quant_type, kv_cache_bit_width) is "
+                        "not supported";
+    if (importer.input(node, kQNormWeight) ||
+        importer.input(node, kKNormWeight))
+      return error() << "q_norm_weight and k_norm_weight (RMS norm of Q and K "
+                        "per head) are not supported";
+    int64_t qk = intAttr("qk_output", 0);
+    if (qk < 0 || qk > 2)
+      return error() << "qk_output must be 0, 1 or 2, got " << qk;
+    if (qk == 0 && wantsOutput(3))
+      return error() << "output_qk is named but qk_output is 0";
+    int64_t causal = intAttr("causal", 1);
+    if (causal != 0 && causal != 1)
+      return error() << "causal must be 0 or 1, got " << causal;
+    if (causal == 0 && intAttr("local_window_size", -1) > 0)
+      return error() << "local_window_size needs causal = 1";
+    return success();
+  }
+
+  /// total_sequence_length, which must be a constant of one element.
+  FailureOr<int64_t> totalLength() {
+    auto total = required(kTotalSequenceLength);
+    if (failed(total))
+      return failure();
+    auto values = importer.constantInts(*total);
+    if (failed(values))
+      return error() << "total_sequence_length must be a constant at compile "
+                        "time (computed from shapes, or a graph input frozen "
+                        "with --const-input)";
+    if (values->size() != 1)
+      return error() << "total_sequence_length must hold one integer, got "
+                     << values->size();
+    return values->front();
+  }
+
+  /// Q, K and V of the new tokens, head-major; fills the head counts and
+  /// sizes of `shape`.
+  LogicalResult splitInputs(Value &query, Value &key, Value &value) {
+    auto q = required(kQuery);
+    if (failed(q) || failed(checkFloatTensor(*q, 3, "query")))
+      return failure();
+    shape.heads = intAttr("num_heads", 0);
+    shape.kvHeads = intAttr("kv_num_heads", 0);
+    if (shape.heads <= 0 || shape.kvHeads <= 0 ||
+        shape.heads % shape.kvHeads != 0)
+      return error() << "num_heads (" << shape.heads
+                     << ") must be a positive multiple of kv_num_heads ("
+                     << shape.kvHeads << ")";
+    ArrayRef<int64_t> qs = typeOf(*q).getShape();
+    shape.batch = qs[0];
+    shape.sequence = qs[1];
+    Value k = importer.input(node, kKey), v = importer.input(node, kValue);
+    if (!k != !v)
+      return error() << "key and value must be given together";
+    if (!k) {
+      // Packed: [Q heads | K heads | V heads] per token; the head counts
+      // come from the model, so their sum is checked.
+      auto twiceKv = llvm::checkedMul<int64_t>(2, shape.kvHeads);
+      auto slots =
+          twiceKv ? llvm::checkedAdd(shape.heads, *twiceKv) : std::nullopt;
+      if (!slots || qs[2] % *slots != 0)
+        return error() << "packed QKV hidden size " << qs[2]
+                       << " is not a multiple of num_heads + 2 * "
+                          "kv_num_heads ("
+                       << shape.heads << " + 2 * " << shape.kvHeads << ")";
+      shape.headSize = qs[2] / *slots;
+      int64_t qHidden = shape.heads * shape.headSize;
+      int64_t kvHidden = shape.kvHeads * shape.headSize;
+      Value packed = *q;
+      q = slice(packed, 2, 0, qHidden);
+      k = slice(packed, 2, qHidden, kvHidden);
+      v = slice(packed, 2, qHidden + kvHidden, kvHidden);
+    } else {
+      if (failed(checkFloatTensor(k, 3, "key")) ||
+          failed(checkFloatTensor(v, 3, "value")))
+        return failure();
+      if (qs[2] % shape.heads != 0)
+        return error() << "query hidden size " << qs[2]
+                       << " is not a multiple of num_heads " << shape.heads;
+      shape.headSize = qs[2] / shape.heads;
+      SmallVector<int64_t> kvShape{shape.batch, shape.sequence,
+                                   shape.kvHeads * shape.headSize};
+      if (typeOf(k).getShape() != ArrayRef<int64_t>(kvShape) ||
+          typeOf(v).getShape() != ArrayRef<int64_t>(kvShape))
+        return error() << "key and value must be [" << shape.batch << ", "
+                       << shape.sequence << ", "
+                       << shape.kvHeads * shape.headSize
+                       << "] (the query's batch and sequence, kv_num_heads * "
+                          "head size), got "
+                       << k.getType() << ", " << v.getType();
+    }
+    auto qh = splitHeads(*q, shape.heads, "query");
+    auto kh = splitHeads(k, shape.kvHeads, "key");
+    auto vh = splitHeads(v, shape.kvHeads, "value");
+    if (failed(qh) || failed(kh) || failed(vh))
+      return failure();
+    query = *qh;
+    key = *kh;
+    value = *vh;
+    return success();
+  }
+
+  /// Checks past_key and past_value and total_sequence_length against the
+  /// new tokens; fills the lengths of `shape`.
+  LogicalResult readLengths(Value pastKey, Value pastValue) {
+    if (!pastKey != !pastValue)
+      return error() << "past_key and past_value must be given together";
+    if (pastKey) {
+      if (failed(checkFloatTensor(pastKey, 4, "past_key")) ||
+          failed(checkFloatTensor(pastValue, 4, "past_value")))
+        return failure();
+      ArrayRef<int64_t> p = typeOf(pastKey).getShape();
+      if (p[0] != shape.batch || p[1] != shape.kvHeads ||
+          p[3] != shape.headSize || typeOf(pastValue) != typeOf(pastKey))
+        return error() << "past_key and past_value must be [" << shape.batch
+                       << ", " << shape.kvHeads << ", past, " << shape.headSize
+                       << "], got " << pastKey.getType() << ", "
+                       << pastValue.getType();
+      shape.past = p[2];
+    }
+    auto total = totalLength();
+    if (failed(total))
+      return failure();
+    shape.total = *total;
+    // ONNX Runtime's two cache forms: a past of exactly the earlier tokens,
+    // or a buffer of the maximum length that already holds the total.
+    int64_t s = shape.sequence, p = shape.past, t = shape.total;
+    std::optional<int64_t> sum = llvm::checkedAdd(p, s);
+    if (sum && t == *sum)
+      shape.present = t;
+    else if (p > 0 && t >= s && t <= p)
+      shape.present = p;
+    else
+      return error() << "total_sequence_length " << t << " fits neither "
+                     << "past + new tokens (" << p << " + " << s
+                     << ") nor a past buffer of the maximum length (at "
+                        "least "
+                     << t << " rows)";
+    // The key positions become constants; their size is bounded as the
+    // rotary converters bound theirs.
+    if (shape.present > kMaxPositions)
+      return error() << "a KV cache of " << shape.present
+                     << " rows is more than the 2^20 positions Kiln makes "
+                        "constants of";
+    shape.firstPrompt = s == t;
+    return success();
+  }
+
+  /// Reads seqlens_k into `lastKeys` and `pastLengths`.
+  LogicalResult readKeyLengths() {
+    auto lengths = required(kSeqlensK);
+    if (failed(lengths))
+      return failure();
+    RankedTensorType type = typeOf(*lengths);
+    if (!isa<IntegerType>(type.getElementType()) ||
+        type.getElementType().isInteger(1) ||
+        type.getShape() != ArrayRef<int64_t>{shape.batch})
+      return error() << "seqlens_k must be integers of shape [" << shape.batch
+                     << "], got " << type;
+    Type i64 = b.getI64Type();
+    lastKeys = reshape(castTo(*lengths, i64), {shape.batch, 1, 1, 1});
+    if (shape.firstPrompt)
+      return success();
+    pastLengths = lastKeys;
+    if (shape.sequence == 1)
+      return success();
+    auto past = broadcast<AddOp>(
+        lastKeys,
+        importer.scalar(loc, i64, static_cast<double>(1 - shape.sequence)));
+    if (failed(past))
+      return failure();
+    pastLengths = *past;
+    return success();
+  }
+
+  /// The rotary positions of the new tokens, i64 [1 or batch, S].
+  FailureOr<Value> rotaryPositions() {
+    int64_t s = shape.sequence;
+    Value ids = importer.input(node, kPositionIds);
+    Value first;
+    if (ids) {
+      RankedTensorType type = typeOf(ids);
+      if (!type.getElementType().isInteger(64) ||
+          type.getShape() != ArrayRef<int64_t>{shape.batch, s})
+        return error() << "position_ids must be i64 of shape [" << shape.batch
+                       << ", " << s << "], got " << type;
+      if (!shape.firstPrompt)
+        return ids;
+      // The first prompt reads the first id only, for every batch.
+      first = reshape(slice(slice(ids, 0, 0, 1), 1, 0, 1), {1, 1});
+    } else if (!shape.firstPrompt) {
+      first = reshape(pastLengths, {shape.batch, 1});
+    }
+    // The tokens follow the first one: first + 0, 1, ..., S - 1.
+    if (!first)
+      return iota({1, s}, 0, b.getI64Type());
+    if (s == 1)
+      return first;
+    return broadcast<AddOp>(first, iota({1, s}, 0, b.getI64Type()));
+  }
+
+  /// Rotates the new queries and keys by their positions (do_rotary).
+  LogicalResult rotate(Value &query, Value &key) {
+    Value cos = importer.input(node, kCosCache);
+    Value sin = importer.input(node, kSinCache);
+    if (!cos || !sin)
+      return error() << "do_rotary needs cos_cache and sin_cache";
+    Type et = typeOf(query).getElementType();
+    RankedTensorType cosType = typeOf(cos);
+    if (cosType.getRank() != 2 || !cosType.hasStaticShape() ||
+        cosType.getElementType() != et || typeOf(sin) != cosType)
+      return error() << "cos_cache and sin_cache must be one 2-D type of " << et
+                     << " elements, got " << cos.getType() << ", "
+                     << sin.getType();
+    int64_t half = cosType.getDimSize(1);
+    if (half <= 0 || half > shape.headSize / 2)
+      return error() << "cos_cache has " << half
+                     << " columns, expected 1 to head size / 2 = "
+                     << shape.headSize / 2;
+    // Without position_ids the positions are below total; position_ids
+    // are known at run time only (out of range, the reference interpreter
+    // reports them and the kernels clamp).
+    int64_t rows = cosType.getDimSize(0);
+    if (!importer.input(node, kPositionIds) && rows < shape.total)
+      return error() << "cos_cache has " << rows
+                     << " rows, fewer than total_sequence_length "
+                     << shape.total;
+    auto positions = rotaryPositions();
+    if (failed(positions))
+      return failure();
+    auto rowsAt = [&](Value cache) -> FailureOr<Value> {
+      auto type = inferGatherType(loc, typeOf(cache), typeOf(*positions), 0);
+      if (failed(type))
+        return failure();
+      return GatherOp::create(b, loc, *type, cache, *positions, 0).getResult();
+    };
+    auto c = rowsAt(cos), s = rowsAt(sin);
+    if (failed(c) || failed(s))
+      return failure();
+    // The rotation is written by the rotary converters' helper, which
+    // names this node in its messages.
+    FusedOpConverter rotary(importer, node);
+    bool interleaved = intAttr("rotary_interleaved", 0) != 0;
+    auto rq = rotary.rotated(
+        query, *c, *s, {shape.heads, shape.headSize, 2 * half, interleaved});
+    auto rk = rotary.rotated(
+        key, *c, *s, {shape.kvHeads, shape.headSize, 2 * half, interleaved});
+    if (failed(rq) || failed(rk))
+      return failure();
+    query = *rq;
+    key = *rk;
+    return success();
+  }
+
+  /// A zero tensor of shape `dims` and element type `et`.
+  Value zeros(ArrayRef<int64_t> dims, Type et) {
+    Value zero = reshape(importer.scalar(loc, et, 0.0),
+                         SmallVector<int64_t>(dims.size(), 1));
+    return ExpandOp::create(b, loc, RankedTensorType::get(dims, et), zero);
+  }
+
+  /// Which row of concat(past, new) each row t of the present reads, i64
+  /// [batch, 1, rows, 1]: row t of the past below past_b, row P + t -
+  /// past_b (the new entries) for the next S rows, 0 after them. `kept`
+  /// gets the rows that are not zeroed. Every index is in [0, P + S)
+  /// whatever seqlens_k holds.
+  FailureOr<Value> presentSources(Value &kept) {
+    Type i64 = b.getI64Type();
+    Value t = iota({1, 1, shape.present, 1}, 0, i64);
+    auto fromPast = compare<LessOp>(t, pastLengths);
+    auto shifted = broadcast<SubOp>(t, pastLengths);
+    if (failed(fromPast) || failed(shifted))
+      return failure();
+    auto fromNew = broadcast<AddOp>(
+        *shifted, importer.scalar(loc, i64, static_cast<double>(shape.past)));
+    auto inNew = compare<LessOp>(
+        *shifted,
+        importer.scalar(loc, i64, static_cast<double>(shape.sequence)));
+    if (failed(fromNew) || failed(inNew))
+      return failure();
+    auto source = where(*fromPast, t, *fromNew);
+    if (failed(source))
+      return failure();
+    kept = *inNew;
+    return where(kept, *source, importer.scalar(loc, i64, 0.0));
+  }
+
+  /// present_key and present_value: the past (null without) with the new
+  /// entries written after each batch's valid past (see the file comment).
+  LogicalResult present(Value pastKey, Value pastValue, Value key, Value value,
+                        Value &presentKey, Value &presentValue) {
+    ArrayRef<int64_t> xs = typeOf(key).getShape();
+    Type et = typeOf(key).getElementType();
+    SmallVector<int64_t> dims{xs[0], xs[1], shape.present, xs[3]};
+    if (shape.firstPrompt) {
+      presentKey = key;
+      presentValue = value;
+      if (shape.present == shape.sequence)
+        return success();
+      SmallVector<int64_t> tail(dims);
+      tail[2] = shape.present - shape.sequence;
+      auto k = concatAlong(key, zeros(tail, et), 2);
+      auto v = concatAlong(value, zeros(tail, et), 2);
+      if (failed(k) || failed(v))
+        return failure();
+      presentKey = *k;
+      presentValue = *v;
+      return success();
+    }
+    Value kept;
+    auto sources = presentSources(kept);
+    if (failed(sources))
+      return failure();
+    Value indices = ExpandOp::create(
+        b, loc, RankedTensorType::get(dims, b.getI64Type()), *sources);
+    auto gather = [&](Value past, Value x) -> FailureOr<Value> {
+      auto joined = concatSequence(past, x, "past");
+      if (failed(joined))
+        return failure();
+      auto type =
+          inferGatherElementsType(loc, typeOf(*joined), typeOf(indices), 2);
+      if (failed(type))
+        return failure();
+      Value rows = GatherElementsOp::create(b, loc, *type, *joined, indices, 2);
+      return where(kept, rows, importer.scalar(loc, et, 0.0));
+    };
+    auto k = gather(pastKey, key), v = gather(pastValue, value);
+    if (failed(k) || failed(v))
+      return failure();
+    presentKey = *k;
+    presentValue = *v;
+    return success();
+  }
+
+  /// The keys query i sees, i1 [batch, 1, S, keys]; `rowEmpty` gets the
+  /// rows that see none (i1 [batch, 1, S, 1]) where valid lengths can leave
+  /// any, else null.
+  FailureOr<Value> visibleKeys(int64_t keys, Value &rowEmpty) {
+    Type i64 = b.getI64Type();
+    Value j = iota({1, 1, 1, keys}, 0, i64);
+    if (intAttr("causal", 1) == 0)
+      return compare<LessEqualOp>(j, lastKeys);
+    // p = past_b + i; in a padded first prompt keys after the batch's last
+    // valid one stay hidden too.
+    Value position, newest;
+    if (pastLengths && shape.sequence == 1) {
+      position = newest = pastLengths;
+    } else {
+      Value i = iota({1, 1, shape.sequence, 1}, 0, i64);
+      auto p = pastLengths ? broadcast<AddOp>(pastLengths, i) : i;
+      auto clamped = pastLengths ? p : broadcast<MinOp>(i, lastKeys);
+      if (failed(p) || failed(clamped))
+        return failure();
+      position = *p;
+      newest = *clamped;
+    }
+    auto visible = compare<LessEqualOp>(j, newest);
+    int64_t window = intAttr("local_window_size", -1);
+    if (failed(visible) || window <= 0)
+      return visible;
+    auto oldest = broadcast<SubOp>(
+        position, importer.scalar(loc, i64, static_cast<double>(window)));
+    if (failed(oldest))
+      return failure();
+    auto inWindow = compare<GreaterOp>(j, *oldest);
+    if (failed(inWindow))
+      return failure();
+    // Only a padded first prompt longer than the window can leave a row
+    // without keys: p - w >= min(p, last valid key).
+    if (shape.firstPrompt && shape.sequence > window) {
+      auto empty = compare<GreaterEqualOp>(*oldest, newest);
+      if (failed(empty))
+        return failure();
+      rowEmpty = *empty;
+    }
+    return broadcast<AndOp>(*visible, *inWindow);
+  }
+
+  /// attention_bias ([batch or 1, heads or 1, S, total]), or null.
+  FailureOr<Value> attentionBias(Type et) {
+    Value bias = importer.input(node, kAttentionBias);
+    if (!bias)
+      return Value();
+    int64_t scores[] = {shape.batch, shape.heads, shape.sequence, shape.total};
+    if (failed(checkFloatTensor(bias, 4, "attention_bias")) ||
+        failed(checkBroadcastsToScores(typeOf(bias).getShape(), scores,
+                                       "attention_bias", bias.getType())))
+      return failure();
+    return castTo(bias, et);
+  }
+
+  /// `lhs` and `rhs` joined along `axis`.
+  FailureOr<Value> concatAlong(Value lhs, Value rhs, int64_t axis) {
+    auto type = inferConcatType(loc, {typeOf(lhs), typeOf(rhs)}, axis);
+    if (failed(type))
+      return failure();
+    return ConcatOp::create(b, loc, *type, ValueRange{lhs, rhs}, axis)
+        .getResult();
+  }
+
+  /// The sink logit per head, [1, heads, 1, 1], or null.
+  FailureOr<Value> sink(Type et) {
+    if (Value given = importer.input(node, kHeadSink)) {
+      RankedTensorType type = typeOf(given);
+      if (type.getRank() != 1 || type.getDimSize(0) != shape.heads ||
+          !isa<FloatType>(type.getElementType()))
+        return error() << "head_sink must be float of shape [" << shape.heads
+                       << "], got " << type;
+      return reshape(castTo(given, et), {1, shape.heads, 1, 1});
+    }
+    if (intAttr("smooth_softmax", 0) != 0)
+      return reshape(importer.scalar(loc, et, 0.0), {1, 1, 1, 1});
+    return Value();
+  }
+
+  /// `x` with the rows `rowEmpty` (null for none) zeroed.
+  FailureOr<Value> zeroRows(Value x, Value rowEmpty) {
+    if (!rowEmpty)
+      return x;
+    return where(rowEmpty,
+                 importer.scalar(loc, typeOf(x).getElementType(), 0.0), x);
+  }
+
+  LogicalResult convert() {
+    if (failed(rejectUnsupported()))
+      return failure();
+    Value query, key, value;
+    if (failed(splitInputs(query, key, value)))
+      return failure();
+    Value pastKey = importer.input(node, kPastKey);
+    Value pastValue = importer.input(node, kPastValue);
+    if (failed(readLengths(pastKey, pastValue)) || failed(readKeyLengths()))
+      return failure();
+    if (intAttr("do_rotary", 0) != 0 && failed(rotate(query, key)))
+      return failure();
+    Value presentKey, presentValue;
+    if (failed(
+            present(pastKey, pastValue, key, value, presentKey, presentValue)))
+      return failure();
+    (void)output(presentKey, 1);
+    (void)output(presentValue, 2);
+
+    // The keys are the first `total` rows of the present: a valid
+    // seqlens_k (below total, as ONNX Runtime requires) hides the rest of a
+    // maximum-length buffer, and the qk output has `total` columns. In the
+    // first prompt they are the new keys themselves.
+    int64_t qkOutput = intAttr("qk_output", 0);
+    int64_t keys = shape.total;
+    Type et = typeOf(query).getElementType();
+    Value rowEmpty;
+    auto visible = visibleKeys(keys, rowEmpty);
+    if (failed(visible))
+      return failure();
+    double inf = std::numeric_limits<double>::infinity();
+    auto bias = maskBias(*visible, et, -inf);
+    auto given = attentionBias(et);
+    if (failed(bias) || failed(given))
+      return failure();
+    if (*given) {
+      bias = broadcast<AddOp>(*given, *bias);
+      if (failed(bias))
+        return failure();
+    }
+    auto sinkLogit = sink(et);
+    if (failed(sinkLogit))
+      return failure();
+
+    SdpaOperands operands;
+    operands.query = query;
+    operands.key = shape.firstPrompt ? key : slice(presentKey, 2, 0, keys);
+    operands.value =
+        shape.firstPrompt ? value : slice(presentValue, 2, 0, keys);
+    operands.bias = *bias;
+    operands.sink = *sinkLogit;
+    float scale = floatAttr("scale", 0.0f);
+    operands.scale = scale != 0.0f
+                         ? scale
+                         : 1.0 / std::sqrt(static_cast<double>(shape.headSize));
+    float softcap = floatAttr("softcap", 0.0f);
+    operands.softcap = softcap > 0.0f ? softcap : 0.0;
+    auto sdpa = buildSdpa(operands);
+    if (failed(sdpa))
+      return failure();
+    // The guard goes on the output, not the probabilities, so that the
+    // softmax-matmul chain stays one attention for kiln-recompose.
+    auto result = zeroRows(sdpa->output, rowEmpty);
+    if (failed(result))
+      return failure();
+    if (qkOutput != 0) {
+      FailureOr<Value> qk = qkOutput == 1 ? where(*visible, sdpa->biased,
+                                                  importer.scalar(loc, et, 0.0))
+                                          : zeroRows(sdpa->probs, rowEmpty);
+      if (failed(qk))
+        return failure();
+      (void)output(*qk, 3);
+    }
+    return output(mergeHeads(*result), 0);
+  }
+};
+
+} // namespace
+
+LogicalResult convertGroupQueryAttention(GraphImporter &importer,
+                                         const onnx::NodeProto &node) {
+  return GroupQueryAttentionConverter(importer, node).convert();
+}
+
+} // namespace kiln
