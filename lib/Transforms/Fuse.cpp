@@ -2,9 +2,13 @@
 //
 // Groups are grown without duplicating work: a producer joins a group only
 // when every use of its result is inside the group, so each op lands in
-// exactly one kernel. Every op of a group computes at the same iteration
-// shape (the root's, or the reduced input's for a prologue); only the kernel's
-// inputs broadcast, which keeps the generated indexing simple.
+// exactly one kernel. Elementwise ops join only where their users in the
+// group read them at their own shape (a broadcast would compute them again
+// for every element that reads them); data movement (transposes, slices,
+// expands, gathers, concats) joins elementwise and attention groups at any
+// shape: the generated code reads through it at a remapped index instead of
+// writing it to memory. A reduction's prologue computes at the reduced
+// input's shape.
 //
 //===----------------------------------------------------------------------===//
 
@@ -29,6 +33,13 @@ ArrayRef<int64_t> resultShape(Operation *op) {
   return cast<RankedTensorType>(op->getResult(0).getType()).getShape();
 }
 
+/// Ops that only move data: each result element is one element of an
+/// operand, at an index computed from its own.
+bool movesData(Operation *op) {
+  return isa<ReshapeOp, TransposeOp, SliceOp, ExpandOp, GatherOp,
+             GatherElementsOp, ConcatOp>(op);
+}
+
 /// One fused group being built.
 struct Group {
   KernelKind kind;
@@ -51,6 +62,29 @@ struct Group {
       if (!producer || members.contains(producer) || taken.contains(producer) ||
           !isElementwise(producer) || resultShape(producer) != shape ||
           !allUsesInside(producer))
+        continue;
+      members.insert(producer);
+      worklist.append(producer->operand_begin(), producer->operand_end());
+    }
+  }
+
+  /// Absorbs producers of `seeds`' operands, transitively, that feed only
+  /// this group: data movement at any shape, and elementwise ops that their
+  /// elementwise users in the group read at their own shape.
+  void absorbProducersThroughMoves(ArrayRef<Value> seeds,
+                                   const llvm::DenseSet<Operation *> &taken) {
+    SmallVector<Value> worklist(seeds.begin(), seeds.end());
+    while (!worklist.empty()) {
+      Operation *producer = worklist.pop_back_val().getDefiningOp();
+      if (!producer || members.contains(producer) || taken.contains(producer) ||
+          !(isElementwise(producer) || movesData(producer)) ||
+          !allUsesInside(producer))
+        continue;
+      if (isElementwise(producer) &&
+          llvm::any_of(producer->getUsers(), [&](Operation *user) {
+            return isElementwise(user) &&
+                   resultShape(user) != resultShape(producer);
+          }))
         continue;
       members.insert(producer);
       worklist.append(producer->operand_begin(), producer->operand_end());
@@ -101,8 +135,7 @@ Group buildAttentionGroup(AttentionOp attention,
     if (!producer || group.members.contains(producer) ||
         taken.contains(producer) ||
         producer->getBlock() != attention->getBlock() ||
-        !(isElementwise(producer) ||
-          isa<ReshapeOp, TransposeOp, SliceOp, ExpandOp>(producer)) ||
+        !(isElementwise(producer) || movesData(producer)) ||
         !group.allUsesInside(producer))
       continue;
     group.members.insert(producer);
@@ -175,17 +208,19 @@ struct KilnFusePass : public kiln::impl::KilnFusePassBase<KilnFusePass> {
     for (Operation *op : llvm::reverse(ops)) {
       if (taken.contains(op))
         continue;
-      if (isElementwise(op)) {
+      if (isElementwise(op) || (movesData(op) && !isa<ReshapeOp>(op))) {
+        // A lone data-movement op is a copy kernel; with producers fused in,
+        // the elementwise generator reads through it.
         Group group{KernelKind::elementwise, op, {}};
         group.members.insert(op);
-        group.absorbProducers(SmallVector<Value>(op->getOperands()),
-                              resultShape(op), taken);
+        group.absorbProducersThroughMoves(SmallVector<Value>(op->getOperands()),
+                                          taken);
+        if (!isElementwise(op) && group.members.size() == 1)
+          group.kind = KernelKind::copy;
         taken.insert(group.members.begin(), group.members.end());
         groups.push_back(std::move(group));
-      } else if (isa<TransposeOp, SliceOp, ExpandOp, GatherOp, GatherElementsOp,
-                     ConcatOp, TopKOp>(op)) {
-        Group group{isa<TopKOp>(op) ? KernelKind::sort : KernelKind::copy, op,
-                    {}};
+      } else if (isa<TopKOp>(op)) {
+        Group group{KernelKind::sort, op, {}};
         group.members.insert(op);
         taken.insert(op);
         groups.push_back(std::move(group));

@@ -5,7 +5,9 @@
 // storage. Graph inputs and weights live outside the arena. A buffer that a
 // graph output views is written straight into the caller's output. An
 // elementwise kernel writes in place over an input of its own shape that dies
-// at it: element i is read before element i is written, by the same thread.
+// at it and that it reads only at the written index (not through data
+// movement fused into it): element i is read before element i is written, by
+// the same thread.
 //
 //===----------------------------------------------------------------------===//
 
@@ -33,6 +35,30 @@ Value storageRoot(Value value) {
   while (auto reshape = value.getDefiningOp<ReshapeOp>())
     value = reshape.getInput();
   return value;
+}
+
+/// Whether `a` and `b` hold the same elements in the same flat order: one
+/// element type and count (a reshape changes neither).
+bool sameLayout(Value a, Value b) {
+  auto x = cast<RankedTensorType>(a.getType());
+  auto y = cast<RankedTensorType>(b.getType());
+  return x.getElementType() == y.getElementType() &&
+         x.getNumElements() == y.getNumElements();
+}
+
+/// Whether the body of elementwise `kernel` reads every input only at the
+/// flat index of the element being written: elementwise ops and reshapes,
+/// all with the result's element count. Data movement fused into the kernel
+/// (a transpose, a slice) reads other elements.
+bool readsAtWrittenIndex(KernelOp kernel) {
+  int64_t count =
+      cast<RankedTensorType>(kernel.getResult(0).getType()).getNumElements();
+  return llvm::all_of(
+      kernel.getBody().front().without_terminator(), [&](Operation &op) {
+        return (isElementwise(&op) || isa<ReshapeOp>(op)) &&
+               cast<RankedTensorType>(op.getResult(0).getType())
+                       .getNumElements() == count;
+      });
 }
 
 struct KilnPlanMemoryPass
@@ -106,12 +132,12 @@ struct KilnPlanMemoryPass
       for (Value input : kernel.getInputs()) {
         Value root = storageRoot(input);
         auto it = slot.find(root);
-        if (it == slot.end() || input.getType() != result.getType())
+        if (it == slot.end() || !sameLayout(input, result))
           continue;
         // Every read of that storage must be at the written index.
-        if (llvm::any_of(kernel.getInputs(), [&](Value other) {
-              return storageRoot(other) == root &&
-                     other.getType() != result.getType();
+        if (!readsAtWrittenIndex(kernel) ||
+            llvm::any_of(kernel.getInputs(), [&](Value other) {
+              return storageRoot(other) == root && !sameLayout(other, result);
             }))
           continue;
         size_t donor = storageOf[it->second];

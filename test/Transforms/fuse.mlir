@@ -121,3 +121,77 @@ func.func @attention_group(%x: tensor<2x3x8xf32>, %b: tensor<12xf32>, %w: tensor
   %r = kiln.reshape %ot : tensor<2x3x2x2xf32> -> tensor<2x3x4xf32>
   return %r : tensor<2x3x4xf32>
 }
+
+// -----
+
+// Data movement read only by an elementwise chain is fused into it: the
+// rotate-half of rotary embeddings (two slices, a negation and a concat)
+// and the multiply-add around it make one kernel. The negation computes at
+// the slice's shape, behind the concat.
+// CHECK-LABEL: func @rotate_half
+// CHECK: %[[K:.*]] = kiln.kernel elementwise(%arg0, %arg1, %arg2)
+// CHECK-DAG: kiln.slice
+// CHECK-DAG: kiln.neg
+// CHECK: kiln.concat
+// CHECK: kiln.yield
+// CHECK-NOT: kiln.kernel
+// CHECK: return %[[K]]
+func.func @rotate_half(%x: tensor<2x8xf32>, %cos: tensor<2x8xf32>, %sin: tensor<2x8xf32>) -> tensor<2x8xf32> {
+  %lo = kiln.slice %x {starts = array<i64: 0, 0>, strides = array<i64: 1, 1>} : tensor<2x8xf32> -> tensor<2x4xf32>
+  %hi = kiln.slice %x {starts = array<i64: 0, 4>, strides = array<i64: 1, 1>} : tensor<2x8xf32> -> tensor<2x4xf32>
+  %n = kiln.neg %hi : tensor<2x4xf32>
+  %r = kiln.concat %n, %lo {axis = 1 : i64} : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<2x8xf32>
+  %a = kiln.mul %x, %cos : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
+  %b = kiln.mul %r, %sin : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
+  %s = kiln.add %a, %b : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
+  return %s : tensor<2x8xf32>
+}
+
+// -----
+
+// A gather with elementwise producers of its data becomes one elementwise
+// kernel rooted at the gather (not a copy kernel of the gather alone).
+// CHECK-LABEL: func @gather_of_elementwise
+// CHECK: %[[K:.*]] = kiln.kernel elementwise(%arg0, %arg1)
+// CHECK: kiln.exp
+// CHECK: kiln.gather_elements
+// CHECK-NOT: kiln.kernel
+// CHECK: return %[[K]]
+func.func @gather_of_elementwise(%x: tensor<4x6xf32>, %i: tensor<4x3xi64>) -> tensor<4x3xf32> {
+  %e = kiln.exp %x : tensor<4x6xf32>
+  %g = kiln.gather_elements %e, %i {axis = 1 : i64} : (tensor<4x6xf32>, tensor<4x3xi64>) -> tensor<4x3xf32>
+  return %g : tensor<4x3xf32>
+}
+
+// -----
+
+/// A transpose with another user outside the group is written once, by its
+/// own copy kernel, and read by both: fusing it would duplicate it.
+// CHECK-LABEL: func @negative_shared_transpose
+// CHECK: %[[T:.*]] = kiln.kernel copy(%arg0)
+// CHECK: kiln.kernel elementwise(%[[T]])
+// CHECK: kiln.kernel elementwise(%[[T]])
+func.func @negative_shared_transpose(%x: tensor<4x8xf32>) -> (tensor<8x4xf32>, tensor<8x4xf32>) {
+  %t = kiln.transpose %x {permutation = array<i64: 1, 0>} : tensor<4x8xf32> -> tensor<8x4xf32>
+  %a = kiln.relu %t : tensor<8x4xf32>
+  %b = kiln.neg %t : tensor<8x4xf32>
+  return %a, %b : tensor<8x4xf32>, tensor<8x4xf32>
+}
+
+// -----
+
+/// Behind data movement as in front of it, an elementwise producer that its
+/// consumer broadcasts stays in its own kernel: fused, it would be computed
+/// again for every element that reads it.
+// CHECK-LABEL: func @negative_broadcast_behind_move
+// CHECK: %[[E:.*]] = kiln.kernel elementwise(%arg1)
+// CHECK: kiln.exp
+// CHECK: kiln.kernel elementwise(%arg0, %[[E]])
+// CHECK: kiln.transpose
+// CHECK: kiln.add
+func.func @negative_broadcast_behind_move(%x: tensor<4x8xf32>, %b: tensor<4xf32>) -> tensor<8x4xf32> {
+  %t = kiln.transpose %x {permutation = array<i64: 1, 0>} : tensor<4x8xf32> -> tensor<8x4xf32>
+  %e = kiln.exp %b : tensor<4xf32>
+  %s = kiln.add %t, %e : (tensor<8x4xf32>, tensor<4xf32>) -> tensor<8x4xf32>
+  return %s : tensor<8x4xf32>
+}

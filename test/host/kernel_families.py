@@ -688,6 +688,84 @@ def copy_cases():
     return cases
 
 
+def fused_move_cases():
+    """Data movement fused into elementwise kernels, read through at a
+    remapped index (one kernel each)."""
+    cases = []
+
+    # Rotary's rotate-half: slices, a negation at the half shape, a concat,
+    # and the multiply-add with the cos/sin tables.
+    def rotate_half(shape):
+        half = shape[-1] // 2
+        last = len(shape) - 1
+        nodes = [node("Slice", ["x", "zero", "mid", "axis"], "lo"),
+                 node("Slice", ["x", "mid", "end", "axis"], "hi"),
+                 node("Neg", ["hi"], "n"),
+                 node("Concat", ["n", "lo"], "r", axis=-1),
+                 node("Mul", ["x", "cos"], "a"), node("Mul", ["r", "sin"], "b"),
+                 node("Add", ["a", "b"], "y")]
+        return model(nodes, [("x", F32, shape)], ["y"],
+                     [ints("zero", [0]), ints("mid", [half]), ints("end", [shape[-1]]),
+                      ints("axis", [last]), weight("cos", shape[-2:]),
+                      weight("sin", shape[-2:])])
+
+    for shape in [[2, 3, 7, 16], [1, 2, 257, 6]]:
+        label = "x".join(map(str, shape))
+        cases.append(Case("elementwise", f"fused_rotate_half_{label}",
+                          lambda s=shape: rotate_half(s), check=(shape[0] == 2)))
+
+    # An embedding lookup plus positions: Gather fused into the Add.
+    def embed(vocab, seq, width):
+        nodes = [node("Gather", ["table", "ids"], "g", axis=0),
+                 node("Add", ["g", "pos"], "y")]
+        return model(nodes, [("ids", I64, [2, seq])], ["y"],
+                     [weight("table", [vocab, width]), weight("pos", [seq, width])])
+
+    cases.append(Case("elementwise", "fused_gather_add_2x7x33",
+                      lambda: embed(50, 7, 33), check=True))
+
+    # A transpose, strided slice and expand feeding an elementwise chain, at
+    # ragged sizes; Where with a condition expanded along a row.
+    def moves(rows, cols):
+        nodes = [node("Transpose", ["x"], "t", perm=[1, 0]),
+                 node("Slice", ["t", "zero", "end", "axis", "two"], "s"),
+                 node("Expand", ["c", "shape"], "e"),
+                 node("Relu", ["s"], "r"),
+                 node("Where", ["e", "r", "s"], "y")]
+        return model(nodes, [("x", F32, [rows, cols]), ("c", BOOL, [(cols + 1) // 2, 1])],
+                     ["y"],
+                     [ints("zero", [0]), ints("end", [cols]), ints("axis", [0]),
+                      ints("two", [2]), ints("shape", [(cols + 1) // 2, rows])])
+
+    for rows, cols in [(33, 257), (7, 31)]:
+        cases.append(Case("elementwise", f"fused_transpose_slice_expand_{rows}x{cols}",
+                          lambda r=rows, c=cols: moves(r, c), check=(rows == 7)))
+
+    # GatherElements of an elementwise result: the gather is the root.
+    def gather_elements(rows, cols, picks):
+        nodes = [node("Exp", ["x"], "e"),
+                 node("GatherElements", ["e", "i"], "y", axis=1)]
+        return model(nodes, [("x", F32, [rows, cols]), ("i", I64, [rows, picks])], ["y"])
+
+    cases.append(Case("elementwise", "fused_exp_gather_elements_5x257x3",
+                      lambda: gather_elements(5, 257, 3), check=True))
+
+    # A concat of three inputs with a computation in each branch (only the
+    # branch that holds an element is read), at widths 1, 255 and 257.
+    def concat_branches(rows):
+        nodes = [node("Exp", ["a"], "ea"), node("Neg", ["b"], "nb"),
+                 node("Sigmoid", ["c"], "sc"),
+                 node("Concat", ["ea", "nb", "sc"], "cat", axis=1),
+                 node("Mul", ["cat", "w"], "y")]
+        return model(nodes, [("a", F32, [rows, 1]), ("b", F32, [rows, 255]),
+                             ("c", F32, [rows, 257])], ["y"],
+                     [weight("w", [513])])
+
+    cases.append(Case("elementwise", "fused_concat_branches_3x513",
+                      lambda: concat_branches(3), check=True))
+    return cases
+
+
 def matmul_cases():
     cases = []
     # The contraction stays at or below 257: a sequential fp32 sum over more
@@ -968,8 +1046,8 @@ def main():
     print(f"base seed {base} (rerun with --seed {base})")
     rng = random.Random(base)
 
-    cases = (elementwise_cases() + reduction_cases() + copy_cases() + matmul_cases()
-             + chain_cases())
+    cases = (elementwise_cases() + reduction_cases() + copy_cases()
+             + fused_move_cases() + matmul_cases() + chain_cases())
     ids = [c.id for c in cases]
     assert len(ids) == len(set(ids)), "duplicate case names"
     cases = [c for c in cases if args.filter in c.id]

@@ -173,18 +173,26 @@ def KilnFusePass : Pass<"kiln-fuse", "mlir::func::FuncOp"> {
     Every compute op except `kiln.matmul` ends up in exactly one `kiln.kernel`:
     - `kiln.attention` becomes an `attention` kernel together with the ops
       that produce its operands for it alone (reshapes, transposes, slices of
-      a packed projection, expands repeating key/value heads, elementwise ops
-      such as a bias add) and a transpose of its result;
+      a packed projection, expands repeating key/value heads, concats and
+      gathers such as rotary embedding's rotate-half, elementwise ops such as
+      a bias add) and a transpose of its result;
     - the ops with the Reduction trait (reduce ops, arg ops, softmax,
       log_softmax, layer_norm, cumsum) become a `reduction` kernel together
       with their elementwise prologue (producers of the reduced input with no
       other use and the input's shape) and epilogue (single-use elementwise
       consumers with the result's shape);
     - a chain of elementwise ops whose intermediate values have no other use
-      becomes one `elementwise` kernel;
-    - transpose, slice, concat, gather, gather_elements and expand each become
-      a `copy` kernel, top_k a `sort` kernel.
-    Reshapes and constants stay outside: they are views and weights.
+      becomes one `elementwise` kernel, together with the data movement
+      (reshape, transpose, slice, expand, concat, gather, gather_elements)
+      that feeds it alone, at any shape: the kernel reads through it at a
+      remapped index. An elementwise producer joins only where its users
+      read it at its own shape (not broadcast, which would compute it again
+      per element read);
+    - a data-movement op left over roots such a group too (an `elementwise`
+      kernel with its producers), or alone a `copy` kernel; top_k is a
+      `sort` kernel.
+    Reshapes outside any group and constants stay outside: they are views
+    and weights.
 
     Before:
     ```mlir

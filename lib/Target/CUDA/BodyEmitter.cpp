@@ -181,6 +181,46 @@ FailureOr<std::string> BodyEmitter::getAt(Value value, const std::string &idx,
                               slice.getStarts()[d], coordinate(d),
                               slice.getStrides()[d], inStrides[d]);
     name = getAt(slice.getInput(), source, indent);
+  } else if (auto gather = dyn_cast<GatherOp>(op)) {
+    // Result coordinates: outer dims, the indices' dims, inner dims.
+    ArrayRef<int64_t> data = gather.getData().getType().getShape();
+    int64_t axis = gather.getAxis(), inner = 1;
+    for (size_t d = axis + 1; d < data.size(); ++d)
+      inner *= data[d];
+    int64_t count = gather.getIndices().getType().getNumElements();
+    auto position = getAt(
+        gather.getIndices(),
+        llvm::formatv("({0} / {1}LL) % {2}LL", index, inner, count), indent);
+    if (failed(position))
+      return failure();
+    // Negative indices count from the end; out-of-range ones are clamped
+    // (the reference interpreter reports them).
+    name = getAt(
+        gather.getData(),
+        llvm::formatv("(({0} / {1}LL) * {2}LL + kiln_gather_index((long "
+                      "long){3}, {2}LL)) * {4}LL + {0} % {4}LL",
+                      index, count * inner, data[axis], *position, inner),
+        indent);
+  } else if (auto gather = dyn_cast<GatherElementsOp>(op)) {
+    ArrayRef<int64_t> data = gather.getData().getType().getShape();
+    SmallVector<int64_t> dataStrides = stridesOf(data);
+    int64_t axis = gather.getAxis();
+    auto position = getAt(gather.getIndices(), index, indent);
+    if (failed(position))
+      return failure();
+    std::string source = "0";
+    for (size_t d = 0; d < shape.size(); ++d) {
+      std::string c =
+          static_cast<int64_t>(d) == axis
+              ? llvm::formatv("kiln_gather_index((long long){0}, {1}LL)",
+                              *position, data[d])
+                    .str()
+              : coordinate(d);
+      source += llvm::formatv(" + {0} * {1}LL", c, dataStrides[d]);
+    }
+    name = getAt(gather.getData(), source, indent);
+  } else if (auto concat = dyn_cast<ConcatOp>(op)) {
+    name = getConcatAt(concat, index, indent);
   } else if (isElementwise(op)) {
     SmallVector<std::string> operands;
     for (Value operand : op->getOperands()) {
@@ -203,6 +243,49 @@ FailureOr<std::string> BodyEmitter::getAt(Value value, const std::string &idx,
   if (failed(name))
     return failure();
   return computedAt[key] = *name;
+}
+
+FailureOr<std::string> BodyEmitter::getConcatAt(ConcatOp concat,
+                                                const std::string &index,
+                                                const std::string &indent) {
+  ArrayRef<int64_t> shape = concat.getType().getShape();
+  int64_t axis = concat.getAxis(), inner = 1;
+  for (size_t d = axis + 1; d < shape.size(); ++d)
+    inner *= shape[d];
+  std::string along =
+      llvm::formatv("(({0} / {1}LL) % {2}LL)", index, inner, shape[axis]);
+  std::string outer = llvm::formatv("({0} / {1}LL)", index, shape[axis] * inner);
+  // Only the input that holds the element is read: each branch computes in
+  // its own block (another input would be read out of bounds), so what it
+  // computes is forgotten after it.
+  std::string name = fresh();
+  os << indent << computeType(concat.getType().getElementType()) << " " << name
+     << ";\n";
+  int64_t offset = 0;
+  size_t count = concat.getInputs().size();
+  for (auto [k, input] : llvm::enumerate(concat.getInputs())) {
+    int64_t extent = tensorType(input).getDimSize(axis);
+    offset += extent;
+    if (k == 0)
+      os << indent << "if (" << along << " < " << offset << "LL) {\n";
+    else if (k + 1 < count)
+      os << indent << "} else if (" << along << " < " << offset << "LL) {\n";
+    else
+      os << indent << "} else {\n";
+    auto saved = computedAt;
+    auto value = getAt(input,
+                       llvm::formatv("({0} * {1}LL + ({2} - {3}LL)) * {4}LL + "
+                                     "{5} % {4}LL",
+                                     outer, extent, along, offset - extent,
+                                     inner, index),
+                       indent + "  ");
+    computedAt = std::move(saved);
+    if (failed(value))
+      return failure();
+    os << indent << "  " << name << " = " << *value << ";\n";
+  }
+  os << indent << "}\n";
+  return name;
 }
 
 LogicalResult BodyEmitter::emit(Operation *op, const std::string &idx,

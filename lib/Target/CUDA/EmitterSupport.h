@@ -102,9 +102,10 @@ public:
                   llvm::ArrayRef<int64_t> shape, const std::string &indent);
 
   /// The C name of `value` at flat index `idx` (a C expression) of its own
-  /// shape, computing on demand the kernel-body ops that produce it: views
-  /// (reshape, transpose, slice, expand) remap the index, elementwise ops
-  /// broadcast it to their operands. Call reset() before each use site.
+  /// shape, computing on demand the kernel-body ops that produce it: data
+  /// movement (reshape, transpose, slice, expand, gather, gather_elements,
+  /// concat) remaps the index, elementwise ops broadcast it to their
+  /// operands. Call reset() before each use site.
   mlir::FailureOr<std::string> getAt(mlir::Value value, const std::string &idx,
                                      const std::string &indent);
 
@@ -116,6 +117,10 @@ public:
   std::string fresh() { return "v" + std::to_string(counter++); }
 
 private:
+  /// getAt for a concat: the element of the one input that holds it.
+  mlir::FailureOr<std::string> getConcatAt(ConcatOp concat,
+                                           const std::string &index,
+                                           const std::string &indent);
   static std::optional<std::string> mathExpr(mlir::Operation *op,
                                              llvm::ArrayRef<std::string> in);
   static std::string castExpr(mlir::Type from, mlir::Type to,

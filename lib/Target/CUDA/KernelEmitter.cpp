@@ -1,8 +1,9 @@
 //===- KernelEmitter.cpp - one kiln.kernel to one CUDA function -----------===//
 //
-// Three families:
-// - elementwise: a grid-stride loop over the result; every body op computes at
-//   the result's shape, kernel inputs broadcast into it;
+// The families:
+// - elementwise: a grid-stride loop over the result; the body ops compute at
+//   the result's shape, kernel inputs broadcast into it, or, when data
+//   movement was fused in, each value at the index it is read at;
 // - reduction (ReductionEmitter.cpp): one block per row of the reduced op;
 // - sort (ReductionEmitter.cpp): top_k, one block per row;
 // - attention (AttentionEmitter.cpp): kiln.attention, one block per query;
@@ -30,16 +31,27 @@ FailureOr<LaunchGeometry> emitElementwise(KernelOp kernel, StringRef name,
         "i < "
      << n << "LL; i += (long long)gridDim.x * blockDim.x) {\n";
   BodyEmitter body(kernel, os);
-  for (Operation &op : kernel.getBody().front().without_terminator()) {
-    if (tensorType(op.getResult(0)).getShape() != shape)
-      return op.emitOpError("computes at another shape than its elementwise "
-                            "kernel, which the CUDA target cannot generate");
-    if (failed(body.emit(&op, "i", shape, "    ")))
-      return failure();
-  }
   Value yielded = kernel.getYield().getValues()[0];
-  os << "    out0[i] = "
-     << storeExpr(resultType.getElementType(), body.get(yielded, "i", shape, "    "))
+  auto ops = kernel.getBody().front().without_terminator();
+  std::string value;
+  if (llvm::all_of(ops, [&](Operation &op) {
+        return isElementwise(&op) &&
+               tensorType(op.getResult(0)).getShape() == shape;
+      })) {
+    // Every op at the result's index, in order.
+    for (Operation &op : ops)
+      if (failed(body.emit(&op, "i", shape, "    ")))
+        return failure();
+    value = body.get(yielded, "i", shape, "    ");
+  } else {
+    // Data movement inside: each value at the index it is read at, from
+    // the result back to the kernel's inputs.
+    auto computed = body.getAt(yielded, "i", "    ");
+    if (failed(computed))
+      return failure();
+    value = *computed;
+  }
+  os << "    out0[i] = " << storeExpr(resultType.getElementType(), value)
      << ";\n  }\n}\n";
   LaunchGeometry geometry;
   geometry.grid[0] = gridFor(n);
