@@ -34,6 +34,7 @@ FailureOr<HostTensor> executeAttention(AttentionOp op, const HostTensor &query,
   int64_t kvHeads = k[1], keys = k[2], valueSize = value.shape[3];
   int64_t group = heads / kvHeads;
   double scale = op.getScale().convertToDouble();
+  double softcap = op.getSoftcap().convertToDouble();
   // Mask element (b, h, i, j) under broadcasting: stride 0 on size-1 dims.
   SmallVector<int64_t> maskStrides(4, 0);
   if (mask) {
@@ -58,6 +59,8 @@ FailureOr<HostTensor> executeAttention(AttentionOp op, const HostTensor &query,
           for (int64_t d = 0; d < size; ++d)
             dot += query.getAsDouble(qBase + d) * key.getAsDouble(kBase + d);
           scores[j] = scale * dot;
+          if (softcap > 0.0)
+            scores[j] = softcap * std::tanh(scores[j] / softcap);
           if (mask)
             scores[j] += mask->getAsDouble(b * maskStrides[0] + h * maskStrides[1] +
                                            i * maskStrides[2] + j * maskStrides[3]);

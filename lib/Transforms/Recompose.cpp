@@ -66,6 +66,41 @@ Value peelScale(Value v, double &scale) {
   return v;
 }
 
+/// Peels a softcap, `c * tanh(x / c)` or `c * tanh(x * (1 / c))` with c a
+/// positive one-element constant and each step of no other use, off `v`:
+/// returns x and sets `softcap` to c, or returns `v` when it is not capped.
+Value peelSoftcap(Value v, double &softcap) {
+  auto mul = v.getDefiningOp<MulOp>();
+  if (!mul || !v.hasOneUse())
+    return v;
+  auto scalar = [](Value c) -> std::optional<double> {
+    auto value = splatValue(c);
+    if (!value || cast<RankedTensorType>(c.getType()).getNumElements() != 1)
+      return std::nullopt;
+    return value;
+  };
+  for (int side = 0; side < 2; ++side) {
+    std::optional<double> cap = scalar(mul->getOperand(side));
+    auto tanh = mul->getOperand(1 - side).getDefiningOp<TanhOp>();
+    if (!cap || *cap <= 0.0 || !tanh || !tanh->hasOneUse() ||
+        tanh.getType() != mul.getType())
+      continue;
+    Operation *ratio = tanh.getInput().getDefiningOp();
+    if (!ratio || !ratio->hasOneUse() || ratio->getNumOperands() != 2 ||
+        ratio->getResult(0).getType() != mul.getType())
+      continue;
+    std::optional<double> by = scalar(ratio->getOperand(1));
+    bool divides = isa<DivOp>(ratio) && by && *by == *cap;
+    bool multiplies = isa<MulOp>(ratio) && by &&
+                      std::fabs(*by * *cap - 1.0) <= 1e-6;
+    if (!divides && !multiplies)
+      continue;
+    softcap = *cap;
+    return ratio->getOperand(0);
+  }
+  return v;
+}
+
 /// `x` with its last two dims swapped, through a new transpose (which
 /// canonicalization composes with a transpose that produced `x`).
 Value swapLastTwo(PatternRewriter &rewriter, Location loc, Value x) {
@@ -102,8 +137,8 @@ struct RecomposeAttention : OpRewritePattern<SoftmaxOp> {
     if (auto add = scores.getDefiningOp<AddOp>(); add && scores.hasOneUse()) {
       for (int side = 0; side < 2; ++side) {
         Value candidate = add->getOperand(side);
-        double s = 1.0;
-        if (peelScale(candidate, s).getDefiningOp<MatmulOp>() ||
+        double s = 1.0, c = 0.0;
+        if (peelScale(peelSoftcap(candidate, c), s).getDefiningOp<MatmulOp>() ||
             candidate.getDefiningOp<MatmulOp>()) {
           scores = candidate;
           mask = add->getOperand(1 - side);
@@ -123,7 +158,8 @@ struct RecomposeAttention : OpRewritePattern<SoftmaxOp> {
     }
     if (scores != softmax.getInput() && !scores.hasOneUse())
       return rewriter.notifyMatchFailure(softmax, "scores used elsewhere");
-    scores = peelScale(scores, scale);
+    double softcap = 0.0;
+    scores = peelScale(peelSoftcap(scores, softcap), scale);
     auto product = scores.getDefiningOp<MatmulOp>();
     if (!product || !product->hasOneUse() || product.getTransposeLhs() ||
         product.getType().getRank() != 4 ||
@@ -174,7 +210,8 @@ struct RecomposeAttention : OpRewritePattern<SoftmaxOp> {
     auto attention = AttentionOp::create(
         rewriter, rewriter.getFusedLoc({product.getLoc(), loc, context.getLoc()}),
         *resultType, query, key, value, mask,
-        rewriter.getF32FloatAttr(static_cast<float>(scale)));
+        rewriter.getF32FloatAttr(static_cast<float>(scale)),
+        rewriter.getF32FloatAttr(static_cast<float>(softcap)));
     copyTensorNames(context, attention);
     rewriter.replaceOp(context, attention.getResult());
     return success();

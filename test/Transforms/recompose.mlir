@@ -219,3 +219,44 @@ func.func @negative_layer_norm_centered_used(%x: tensor<4x8xf32>) -> (tensor<4x8
   %n = kiln.div %d, %s : (tensor<4x8xf32>, tensor<4x1xf32>) -> tensor<4x8xf32>
   return %n, %d : tensor<4x8xf32>, tensor<4x8xf32>
 }
+
+// -----
+
+// A softcap between the scale and the mask (ONNX Attention's and
+// GroupQueryAttention's softcap as Kiln imports it): c * tanh(s / c).
+// CHECK-LABEL: func @softcap_form
+// CHECK: kiln.attention %arg0, %arg1, %arg2, %arg3 {scale = 2.500000e-01 : f32, softcap = 5.000000e+00 : f32}
+// CHECK-NOT: kiln.tanh
+func.func @softcap_form(%q: tensor<1x2x5x16xf32>, %k: tensor<1x2x7x16xf32>, %v: tensor<1x2x7x4xf32>, %m: tensor<5x7xf32>) -> tensor<1x2x5x4xf32> {
+  %s = kiln.matmul %q, %k {transpose_rhs = true} : (tensor<1x2x5x16xf32>, tensor<1x2x7x16xf32>) -> tensor<1x2x5x7xf32>
+  %c = kiln.constant dense<2.500000e-01> : tensor<f32>
+  %x = kiln.mul %s, %c : (tensor<1x2x5x7xf32>, tensor<f32>) -> tensor<1x2x5x7xf32>
+  %cap = kiln.constant dense<5.000000e+00> : tensor<f32>
+  %r = kiln.div %x, %cap : (tensor<1x2x5x7xf32>, tensor<f32>) -> tensor<1x2x5x7xf32>
+  %t = kiln.tanh %r : tensor<1x2x5x7xf32>
+  %y = kiln.mul %t, %cap : (tensor<1x2x5x7xf32>, tensor<f32>) -> tensor<1x2x5x7xf32>
+  %a = kiln.add %y, %m : (tensor<1x2x5x7xf32>, tensor<5x7xf32>) -> tensor<1x2x5x7xf32>
+  %p = kiln.softmax %a {axis = 3 : i64} : tensor<1x2x5x7xf32>
+  %o = kiln.matmul %p, %v : (tensor<1x2x5x7xf32>, tensor<1x2x7x4xf32>) -> tensor<1x2x5x4xf32>
+  return %o : tensor<1x2x5x4xf32>
+}
+
+// -----
+
+/// tanh of the scores divided by one constant and multiplied by another is no
+/// softcap: left alone.
+// CHECK-LABEL: func @negative_softcap_mismatched
+// CHECK-NOT: kiln.attention
+// CHECK: kiln.tanh
+// CHECK: kiln.softmax
+func.func @negative_softcap_mismatched(%q: tensor<1x2x5x16xf32>, %k: tensor<1x2x7x16xf32>, %v: tensor<1x2x7x4xf32>) -> tensor<1x2x5x4xf32> {
+  %s = kiln.matmul %q, %k {transpose_rhs = true} : (tensor<1x2x5x16xf32>, tensor<1x2x7x16xf32>) -> tensor<1x2x5x7xf32>
+  %d = kiln.constant dense<5.000000e+00> : tensor<f32>
+  %e = kiln.constant dense<3.000000e+00> : tensor<f32>
+  %r = kiln.div %s, %d : (tensor<1x2x5x7xf32>, tensor<f32>) -> tensor<1x2x5x7xf32>
+  %t = kiln.tanh %r : tensor<1x2x5x7xf32>
+  %y = kiln.mul %t, %e : (tensor<1x2x5x7xf32>, tensor<f32>) -> tensor<1x2x5x7xf32>
+  %p = kiln.softmax %y {axis = 3 : i64} : tensor<1x2x5x7xf32>
+  %o = kiln.matmul %p, %v : (tensor<1x2x5x7xf32>, tensor<1x2x7x4xf32>) -> tensor<1x2x5x4xf32>
+  return %o : tensor<1x2x5x4xf32>
+}

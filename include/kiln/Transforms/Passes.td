@@ -20,6 +20,9 @@ def KilnRecomposePass : Pass<"kiln-recompose", "mlir::func::FuncOp"> {
       (a `kiln.transpose` of the last two dims, or `transpose_rhs`);
     - the scale is a scalar constant multiplied into (or divided out of) the
       scores, the queries or the keys, or several of them;
+    - the scaled scores may be capped, `c * tanh(s / c)` with a positive
+      scalar constant c (Gemma 2's softcap, as ONNX Attention and
+      GroupQueryAttention import), which becomes the op's `softcap`;
     - an additive mask is added to the scaled scores, or a boolean mask
       selects them against a fill of -inf or a float lowest (~-3.4e38): the
       select becomes an additive mask, which is exact for such fills;

@@ -125,6 +125,10 @@ FailureOr<LaunchGeometry> emitAttention(KernelOp kernel, StringRef name,
      << "        score = "
      << llvm::formatv("{0:e}", attention.getScale().convertToFloat())
      << "f * dot;\n";
+  if (float softcap = attention.getSoftcap().convertToFloat(); softcap > 0.0f) {
+    std::string cap = llvm::formatv("{0:e}f", softcap);
+    os << "        score = " << cap << " * tanhf(score / " << cap << ");\n";
+  }
   if (Value mask = attention.getMask()) {
     auto maskValue = load(mask, maskIndex, "        ");
     if (failed(maskValue))

@@ -612,7 +612,9 @@ def Kiln_AttentionOp : Kiln_Op<"attention", [Pure, InferTypeOpAdaptor]> {
     `query` is [B, H, Sq, D], `key` [B, Hk, Sk, D] and `value` [B, Hk, Sk, Dv]
     with H a multiple of Hk (grouped-query attention: query head h reads key
     and value head h / (H / Hk)). The optional additive `mask` broadcasts to
-    [B, H, Sq, Sk]. The result is [B, H, Sq, Dv]. kiln-recompose builds it from
+    [B, H, Sq, Sk]. A positive `softcap` caps the scaled scores before the
+    mask, s -> softcap * tanh(s / softcap) (Gemma 2; 0, the default, leaves
+    them). The result is [B, H, Sq, Dv]. kiln-recompose builds it from
     the matmul/softmax form exporters write; the CUDA target computes it in one
     kernel with an online softmax, never storing the Sq x Sk scores.
 
@@ -624,7 +626,8 @@ def Kiln_AttentionOp : Kiln_Op<"attention", [Pure, InferTypeOpAdaptor]> {
   }];
   let arguments = (ins Kiln_FloatTensor:$query, Kiln_FloatTensor:$key,
                    Kiln_FloatTensor:$value, Optional<Kiln_FloatTensor>:$mask,
-                   F32Attr:$scale);
+                   F32Attr:$scale,
+                   DefaultValuedAttr<F32Attr, "0.0f">:$softcap);
   let results = (outs Kiln_FloatTensor:$result);
   let assemblyFormat = [{
     $query `,` $key `,` $value (`,` $mask^)? attr-dict `:`
