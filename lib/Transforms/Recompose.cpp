@@ -161,7 +161,7 @@ struct RecomposeAttention : OpRewritePattern<SoftmaxOp> {
     double softcap = 0.0;
     scores = peelScale(peelSoftcap(scores, softcap), scale);
     auto product = scores.getDefiningOp<MatmulOp>();
-    if (!product || !product->hasOneUse() || product.getTransposeLhs() ||
+    if (!product || !product->hasOneUse() ||
         product.getType().getRank() != 4 ||
         product.getType() != probsType)
       return rewriter.notifyMatchFailure(softmax, "no q.k^T matmul");
@@ -177,6 +177,9 @@ struct RecomposeAttention : OpRewritePattern<SoftmaxOp> {
     // Scale factors on the queries or the keys, when nothing else uses them.
     query = peelScale(query, scale);
     keyT = peelScale(keyT, scale);
+    // Queries stored transposed (the transpose folded into the product).
+    if (product.getTransposeLhs())
+      query = swapLastTwo(rewriter, loc, query);
     Value key = product.getTransposeRhs() ? keyT : swapLastTwo(rewriter, loc, keyT);
     Value value = context.getRhs();
     if (context.getTransposeRhs())

@@ -93,15 +93,16 @@ func.func @hoist_through_reshape(%x: tensor<2x4x8xf32>, %w: tensor<8x8xf32>, %v:
 // -----
 
 // A widening cast moves below the transpose, where it meets the matmul's
-// narrowing one and both cancel.
+// narrowing one and both cancel. (The transpose moves a batch dim: one of the
+// last two dims would fold into the matmul's transpose_lhs.)
 // CHECK-LABEL: func @sink_through_transpose
-// CHECK: %[[T:.*]] = kiln.transpose %arg0 {permutation = array<i64: 1, 0>} : tensor<4x8xf16> -> tensor<8x4xf16>
-// CHECK: kiln.matmul %[[T]], %{{.*}} : (tensor<8x4xf16>, tensor<4x2xf16>) -> tensor<8x2xf16>
-func.func @sink_through_transpose(%x: tensor<4x8xf16>, %w: tensor<4x2xf32>) -> tensor<8x2xf32> {
-  %a = kiln.cast %x : tensor<4x8xf16> -> tensor<4x8xf32>
-  %t = kiln.transpose %a {permutation = array<i64: 1, 0>} : tensor<4x8xf32> -> tensor<8x4xf32>
-  %m = kiln.matmul %t, %w : (tensor<8x4xf32>, tensor<4x2xf32>) -> tensor<8x2xf32>
-  return %m : tensor<8x2xf32>
+// CHECK: %[[T:.*]] = kiln.transpose %arg0 {permutation = array<i64: 1, 0, 2>} : tensor<4x8x3xf16> -> tensor<8x4x3xf16>
+// CHECK: kiln.matmul %[[T]], %{{.*}} : (tensor<8x4x3xf16>, tensor<3x2xf16>) -> tensor<8x4x2xf16>
+func.func @sink_through_transpose(%x: tensor<4x8x3xf16>, %w: tensor<3x2xf32>) -> tensor<8x4x2xf32> {
+  %a = kiln.cast %x : tensor<4x8x3xf16> -> tensor<4x8x3xf32>
+  %t = kiln.transpose %a {permutation = array<i64: 1, 0, 2>} : tensor<4x8x3xf32> -> tensor<8x4x3xf32>
+  %m = kiln.matmul %t, %w : (tensor<8x4x3xf32>, tensor<3x2xf32>) -> tensor<8x4x2xf32>
+  return %m : tensor<8x4x2xf32>
 }
 
 // -----

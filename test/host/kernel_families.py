@@ -818,6 +818,17 @@ def matmul_cases():
     cases.append(Case("matmul", "gemm_biasM1_33x7x5",
                       lambda: gemm(33, 7, 5, 1, 0, [33, 1])))
 
+    # Transposes of an operand's last two dims fold into the matmul's flags
+    # (batched, with a broadcast weight): no copy kernel.
+    def transposed_matmul(batch, m, k, n):
+        nodes = [node("Transpose", ["a"], "at", perm=[0, 2, 1]),
+                 node("Transpose", ["w"], "wt", perm=[1, 0]),
+                 node("MatMul", ["at", "wt"], "y")]
+        return model(nodes, [("a", F32, [batch, k, m])], ["y"], [weight("w", [n, k])])
+
+    cases.append(Case("matmul", "matmul_transposed_operands_3x7x33x31",
+                      lambda: transposed_matmul(3, 7, 33, 31), check=True))
+
     # 16-bit matmuls: the reference accumulates in double, the host GEMM in
     # fp32; both round the result once, so they can differ by an ulp.
     def narrow_matmul(dtype, m, k, n):

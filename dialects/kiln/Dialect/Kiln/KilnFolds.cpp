@@ -74,6 +74,37 @@ OpFoldResult TransposeOp::fold(FoldAdaptor) {
   return getInput();
 }
 
+/// Whether `permutation` swaps the last two dims and keeps the others.
+static bool swapsLastTwo(ArrayRef<int64_t> permutation) {
+  int64_t rank = permutation.size();
+  if (rank < 2 || permutation[rank - 2] != rank - 1 ||
+      permutation[rank - 1] != rank - 2)
+    return false;
+  for (int64_t d = 0; d + 2 < rank; ++d)
+    if (permutation[d] != d)
+      return false;
+  return true;
+}
+
+OpFoldResult MatmulOp::fold(FoldAdaptor) {
+  // A transpose of an operand's last two dims is the product's own flag:
+  // cuBLASLt reads the operand transposed, and no copy kernel writes it.
+  bool changed = false;
+  if (auto transpose = getLhs().getDefiningOp<TransposeOp>();
+      transpose && swapsLastTwo(transpose.getPermutation())) {
+    getLhsMutable().assign(transpose.getInput());
+    setTransposeLhs(!getTransposeLhs());
+    changed = true;
+  }
+  if (auto transpose = getRhs().getDefiningOp<TransposeOp>();
+      transpose && swapsLastTwo(transpose.getPermutation())) {
+    getRhsMutable().assign(transpose.getInput());
+    setTransposeRhs(!getTransposeRhs());
+    changed = true;
+  }
+  return changed ? OpFoldResult(getResult()) : OpFoldResult();
+}
+
 OpFoldResult ReshapeOp::fold(FoldAdaptor adaptor) {
   if (getInput().getType() == getType())
     return getInput();

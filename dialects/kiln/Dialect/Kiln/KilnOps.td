@@ -585,7 +585,8 @@ def Kiln_MatmulOp : Kiln_Op<"matmul", [Pure, InferTypeOpAdaptor]> {
   let description = [{
     Both operands have rank >= 2; the last two dims are the matrix, the leading
     dims broadcast. `transpose_lhs` / `transpose_rhs` swap an operand's last two
-    dims before the product (Gemm's transA / transB). The importer lowers 1-D
+    dims before the product (Gemm's transA / transB); a `kiln.transpose` of
+    an operand's last two dims folds into them. The importer lowers 1-D
     MatMul operands and Gemm's alpha, beta and C to reshapes, mul and add.
 
     ```mlir
@@ -600,6 +601,7 @@ def Kiln_MatmulOp : Kiln_Op<"matmul", [Pure, InferTypeOpAdaptor]> {
   let assemblyFormat = [{
     $lhs `,` $rhs attr-dict `:` functional-type(operands, results)
   }];
+  let hasFolder = 1;
 }
 
 //===----------------------------------------------------------------------===//
