@@ -35,6 +35,7 @@ FailureOr<HostTensor> executeAttention(AttentionOp op, const HostTensor &query,
   int64_t group = heads / kvHeads;
   double scale = op.getScale().convertToDouble();
   double softcap = op.getSoftcap().convertToDouble();
+  ArrayRef<float> sinks = op.getSink().value_or(ArrayRef<float>());
   // Mask element (b, h, i, j) under broadcasting: stride 0 on size-1 dims.
   SmallVector<int64_t> maskStrides(4, 0);
   if (mask) {
@@ -52,7 +53,10 @@ FailureOr<HostTensor> executeAttention(AttentionOp op, const HostTensor &query,
       int64_t kvHead = h / group;
       for (int64_t i = 0; i < queries; ++i) {
         int64_t qBase = ((b * heads + h) * queries + i) * size;
-        double maxScore = -std::numeric_limits<double>::infinity();
+        // A sink joins the normalization as one more logit.
+        double sink = sinks.empty() ? -std::numeric_limits<double>::infinity()
+                                    : sinks[sinks.size() == 1 ? 0 : h];
+        double maxScore = sink;
         for (int64_t j = 0; j < keys; ++j) {
           int64_t kBase = ((b * kvHeads + kvHead) * keys + j) * size;
           double dot = 0.0;
@@ -66,7 +70,7 @@ FailureOr<HostTensor> executeAttention(AttentionOp op, const HostTensor &query,
                                            i * maskStrides[2] + j * maskStrides[3]);
           maxScore = std::max(maxScore, scores[j]);
         }
-        double sum = 0.0;
+        double sum = sinks.empty() ? 0.0 : std::exp(sink - maxScore);
         for (int64_t j = 0; j < keys; ++j) {
           scores[j] = std::exp(scores[j] - maxScore);
           sum += scores[j];

@@ -9,6 +9,7 @@
 
 #include "kiln/Dialect/Kiln/KilnOps.h"
 #include "kiln/Dialect/Kiln/TensorNames.h"
+#include "kiln/Interpreter/Interpreter.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
@@ -113,25 +114,85 @@ Value swapLastTwo(PatternRewriter &rewriter, Location loc, Value x) {
       perm);
 }
 
+/// The attention sink as AttentionBuilder writes it: the softmax over the
+/// scores joined (last axis) by one more column, a constant that varies by
+/// head at most, its result sliced back to the scores' columns. Returns the
+/// sink per query head (one value when all heads share it) and sets
+/// `logits` to the scores and `probs` to the slice; fails otherwise.
+FailureOr<SmallVector<float>> matchSink(SoftmaxOp softmax, Value &logits,
+                                        Value &probs) {
+  auto concat = softmax.getInput().getDefiningOp<ConcatOp>();
+  auto slice = dyn_cast<SliceOp>(*softmax->getUsers().begin());
+  if (!concat || concat.getAxis() != 3 || concat.getInputs().size() != 2 ||
+      !concat->hasOneUse() || !slice || !slice->hasOneUse())
+    return failure();
+  Value scores = concat.getInputs()[0], column = concat.getInputs()[1];
+  auto scoresType = cast<RankedTensorType>(scores.getType());
+  if (slice.getType() != scoresType ||
+      llvm::any_of(slice.getStarts(), [](int64_t s) { return s != 0; }) ||
+      llvm::any_of(slice.getStrides(), [](int64_t s) { return s != 1; }))
+    return failure();
+  if (auto expand = column.getDefiningOp<ExpandOp>())
+    column = expand.getInput();
+  // A reshape of the constant (a per-head vector to [1, h, 1, 1]) keeps its
+  // elements in order: read them at the reshaped shape.
+  ArrayRef<int64_t> columnShape =
+      cast<RankedTensorType>(column.getType()).getShape();
+  while (auto reshape = column.getDefiningOp<ReshapeOp>())
+    column = reshape.getInput();
+  auto constant = column.getDefiningOp<ConstantOp>();
+  if (!constant || columnShape.size() > 4)
+    return failure();
+  auto values = HostTensor::fromElementsAttr(constant.getValue());
+  if (failed(values))
+    return failure();
+  // The constant broadcasts to [b, h, i, 1]; it must not vary with b or i.
+  SmallVector<int64_t> shape(4 - columnShape.size(), 1);
+  shape.append(columnShape.begin(), columnShape.end());
+  int64_t heads = scoresType.getDimSize(1);
+  if (shape[3] != 1 || (shape[1] != 1 && shape[1] != heads))
+    return failure();
+  SmallVector<float> sink;
+  for (int64_t h = 0; h < shape[1]; ++h) {
+    double first = values->getAsDouble(h * shape[2]);
+    for (int64_t b = 0; b < shape[0]; ++b)
+      for (int64_t i = 0; i < shape[2]; ++i)
+        if (values->getAsDouble((b * shape[1] + h) * shape[2] + i) != first)
+          return failure();
+    if (!std::isfinite(first))
+      return failure();
+    sink.push_back(static_cast<float>(first));
+  }
+  if (llvm::all_equal(sink))
+    sink.resize(1);
+  logits = scores;
+  probs = slice.getResult();
+  return sink;
+}
+
 /// softmax(scale * q.k^T + mask).v, from the softmax out.
 struct RecomposeAttention : OpRewritePattern<SoftmaxOp> {
   using OpRewritePattern::OpRewritePattern;
 
   LogicalResult matchAndRewrite(SoftmaxOp softmax,
                                 PatternRewriter &rewriter) const override {
-    auto probsType = softmax.getType();
-    if (probsType.getRank() != 4 || softmax.getAxis() != 3 ||
+    if (softmax.getType().getRank() != 4 || softmax.getAxis() != 3 ||
         !softmax->hasOneUse())
       return rewriter.notifyMatchFailure(softmax, "not a 4-D last-axis softmax");
-    auto context = dyn_cast<MatmulOp>(*softmax->getUsers().begin());
-    if (!context || context.getLhs() != softmax.getResult() ||
+    // The softmax's input and result, or with a sink the scores and the
+    // probabilities sliced out of it.
+    Value logits = softmax.getInput(), probs = softmax.getResult();
+    FailureOr<SmallVector<float>> sink = matchSink(softmax, logits, probs);
+    auto probsType = cast<RankedTensorType>(probs.getType());
+    auto context = dyn_cast<MatmulOp>(*probs.getUsers().begin());
+    if (!context || context.getLhs() != probs || !probs.hasOneUse() ||
         context.getTransposeLhs() || context.getType().getRank() != 4)
       return rewriter.notifyMatchFailure(softmax, "not multiplied by values");
 
     // Mask: an add with the masked side leading to the scores, or a select
     // against a fill that swamps every score.
     double scale = 1.0;
-    Value scores = softmax.getInput(), mask;
+    Value scores = logits, mask;
     Value selectCondition;
     double fill = 0.0;
     if (auto add = scores.getDefiningOp<AddOp>(); add && scores.hasOneUse()) {
@@ -156,7 +217,7 @@ struct RecomposeAttention : OpRewritePattern<SoftmaxOp> {
       fill = *value;
       scores = where.getLhs();
     }
-    if (scores != softmax.getInput() && !scores.hasOneUse())
+    if (scores != logits && !scores.hasOneUse())
       return rewriter.notifyMatchFailure(softmax, "scores used elsewhere");
     double softcap = 0.0;
     scores = peelScale(peelSoftcap(scores, softcap), scale);
@@ -214,7 +275,9 @@ struct RecomposeAttention : OpRewritePattern<SoftmaxOp> {
         rewriter, rewriter.getFusedLoc({product.getLoc(), loc, context.getLoc()}),
         *resultType, query, key, value, mask,
         rewriter.getF32FloatAttr(static_cast<float>(scale)),
-        rewriter.getF32FloatAttr(static_cast<float>(softcap)));
+        rewriter.getF32FloatAttr(static_cast<float>(softcap)),
+        succeeded(sink) ? rewriter.getDenseF32ArrayAttr(*sink)
+                        : DenseF32ArrayAttr());
     copyTensorNames(context, attention);
     rewriter.replaceOp(context, attention.getResult());
     return success();

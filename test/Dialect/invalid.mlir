@@ -189,3 +189,19 @@ func.func @pow_int(%a: tensor<4xi32>) -> tensor<4xi32> {
   %0 = kiln.pow %a, %a : (tensor<4xi32>, tensor<4xi32>) -> tensor<4xi32>
   return %0 : tensor<4xi32>
 }
+
+// -----
+
+func.func @attention_sink_size(%q: tensor<1x4x2x8xf32>, %k: tensor<1x2x3x8xf32>, %v: tensor<1x2x3x8xf32>) -> tensor<1x4x2x8xf32> {
+  // expected-error@+1 {{sink holds 2 logits; expected 1 or one per query head (4)}}
+  %0 = kiln.attention %q, %k, %v {scale = 1.0 : f32, sink = array<f32: 0.5, 0.25>} : (tensor<1x4x2x8xf32>, tensor<1x2x3x8xf32>, tensor<1x2x3x8xf32>) -> tensor<1x4x2x8xf32>
+  return %0 : tensor<1x4x2x8xf32>
+}
+
+// -----
+
+func.func @attention_negative_softcap(%q: tensor<1x4x2x8xf32>, %k: tensor<1x2x3x8xf32>, %v: tensor<1x2x3x8xf32>) -> tensor<1x4x2x8xf32> {
+  // expected-error@+1 {{softcap must not be negative}}
+  %0 = kiln.attention %q, %k, %v {scale = 1.0 : f32, softcap = -2.0 : f32} : (tensor<1x4x2x8xf32>, tensor<1x2x3x8xf32>, tensor<1x2x3x8xf32>) -> tensor<1x4x2x8xf32>
+  return %0 : tensor<1x4x2x8xf32>
+}

@@ -260,3 +260,41 @@ func.func @negative_softcap_mismatched(%q: tensor<1x2x5x16xf32>, %k: tensor<1x2x
   %o = kiln.matmul %p, %v : (tensor<1x2x5x7xf32>, tensor<1x2x7x4xf32>) -> tensor<1x2x5x4xf32>
   return %o : tensor<1x2x5x4xf32>
 }
+
+// -----
+
+// An attention sink as the importer writes it (GroupQueryAttention's
+// head_sink from an initializer): softmax over the scores joined by one
+// logit per head, sliced back to the keys.
+// CHECK-LABEL: func @sink_form
+// CHECK: kiln.attention %arg0, %arg1, %arg2 {scale = 2.500000e-01 : f32, sink = array<f32: 5.000000e-01, -1.000000e+00>}
+// CHECK-NOT: kiln.softmax
+func.func @sink_form(%q: tensor<1x2x5x16xf32>, %k: tensor<1x2x7x16xf32>, %v: tensor<1x2x7x4xf32>) -> tensor<1x2x5x4xf32> {
+  %s = kiln.matmul %q, %k {transpose_rhs = true} : (tensor<1x2x5x16xf32>, tensor<1x2x7x16xf32>) -> tensor<1x2x5x7xf32>
+  %c = kiln.constant dense<2.500000e-01> : tensor<f32>
+  %x = kiln.mul %s, %c : (tensor<1x2x5x7xf32>, tensor<f32>) -> tensor<1x2x5x7xf32>
+  %h = kiln.constant dense<[[[[5.000000e-01]], [[-1.000000e+00]]]]> : tensor<1x2x1x1xf32>
+  %e = kiln.expand %h : tensor<1x2x1x1xf32> -> tensor<1x2x5x1xf32>
+  %j = kiln.concat %x, %e {axis = 3 : i64} : (tensor<1x2x5x7xf32>, tensor<1x2x5x1xf32>) -> tensor<1x2x5x8xf32>
+  %p = kiln.softmax %j {axis = 3 : i64} : tensor<1x2x5x8xf32>
+  %ps = kiln.slice %p {starts = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1, 1, 1>} : tensor<1x2x5x8xf32> -> tensor<1x2x5x7xf32>
+  %o = kiln.matmul %ps, %v : (tensor<1x2x5x7xf32>, tensor<1x2x7x4xf32>) -> tensor<1x2x5x4xf32>
+  return %o : tensor<1x2x5x4xf32>
+}
+
+// -----
+
+/// A joined column that varies along the queries is no sink: left alone.
+// CHECK-LABEL: func @negative_sink_varies_by_query
+// CHECK-NOT: kiln.attention
+// CHECK: kiln.softmax
+func.func @negative_sink_varies_by_query(%q: tensor<1x2x2x16xf32>, %k: tensor<1x2x7x16xf32>, %v: tensor<1x2x7x4xf32>) -> tensor<1x2x2x4xf32> {
+  %s = kiln.matmul %q, %k {transpose_rhs = true} : (tensor<1x2x2x16xf32>, tensor<1x2x7x16xf32>) -> tensor<1x2x2x7xf32>
+  %h = kiln.constant dense<[[[[5.000000e-01], [2.000000e+00]]]]> : tensor<1x1x2x1xf32>
+  %e = kiln.expand %h : tensor<1x1x2x1xf32> -> tensor<1x2x2x1xf32>
+  %j = kiln.concat %s, %e {axis = 3 : i64} : (tensor<1x2x2x7xf32>, tensor<1x2x2x1xf32>) -> tensor<1x2x2x8xf32>
+  %p = kiln.softmax %j {axis = 3 : i64} : tensor<1x2x2x8xf32>
+  %ps = kiln.slice %p {starts = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1, 1, 1>} : tensor<1x2x2x8xf32> -> tensor<1x2x2x7xf32>
+  %o = kiln.matmul %ps, %v : (tensor<1x2x2x7xf32>, tensor<1x2x7x4xf32>) -> tensor<1x2x2x4xf32>
+  return %o : tensor<1x2x2x4xf32>
+}

@@ -70,10 +70,10 @@ class Case:
                            helper.make_opsetid(MS, 1)])
 
 
-def gqa_case(name, inputs, total, outputs=OUTPUTS, **attrs):
+def gqa_case(name, inputs, total, outputs=OUTPUTS, initializers=(), **attrs):
     """A graph of one GroupQueryAttention node. `inputs` maps input names
-    (query, key, ..., head_sink) to values, all graph inputs;
-    total_sequence_length is an initializer."""
+    (query, key, ..., head_sink) to values, graph inputs except those named
+    in `initializers`; total_sequence_length is an initializer."""
     order = ["query", "key", "value", "past_key", "past_value", "seqlens_k",
              "total_sequence_length", "cos_cache", "sin_cache",
              "position_ids", "attention_bias", "head_sink"]
@@ -84,6 +84,7 @@ def gqa_case(name, inputs, total, outputs=OUTPUTS, **attrs):
     node = helper.make_node("GroupQueryAttention", names, list(outputs),
                             domain=MS, **attrs)
     weights = {"total_sequence_length": inputs.pop("total_sequence_length")}
+    weights.update({n: inputs.pop(n) for n in initializers})
     return Case(name, [node], inputs, weights, [o for o in outputs if o])
 
 
@@ -218,6 +219,10 @@ def cases(rng):
                         attention_bias=f32(1, 1, 1, P + 1)), P + 1)
     yield gqa_case("gqa_head_sink", dict(qkv(), seqlens_k=padded,
                                          head_sink=f32(N)), S)
+    # Learned sinks are weights (gpt-oss): the attention kernel takes them.
+    yield gqa_case("gqa_head_sink_weights", dict(qkv(), seqlens_k=padded,
+                                                 head_sink=f32(N)), S,
+                   initializers=["head_sink"])
     yield gqa_case("gqa_smooth_softmax_decode",
                    dict(qkv(1), **past(P), seqlens_k=ragged), P + 1,
                    smooth_softmax=1)

@@ -23,6 +23,10 @@ def KilnRecomposePass : Pass<"kiln-recompose", "mlir::func::FuncOp"> {
     - the scaled scores may be capped, `c * tanh(s / c)` with a positive
       scalar constant c (Gemma 2's softcap, as ONNX Attention and
       GroupQueryAttention import), which becomes the op's `softcap`;
+    - the softmax may take one more column, a constant logit per head at
+      most (an attention sink, GroupQueryAttention's head_sink from weights
+      or smooth_softmax), with the probabilities sliced back to the keys:
+      it becomes the op's `sink`;
     - an additive mask is added to the scaled scores, or a boolean mask
       selects them against a fill of -inf or a float lowest (~-3.4e38): the
       select becomes an additive mask, which is exact for such fills;

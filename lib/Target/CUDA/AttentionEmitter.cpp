@@ -83,7 +83,21 @@ FailureOr<LaunchGeometry> emitAttention(KernelOp kernel, StringRef name,
       outIndex += llvm::formatv(" + {0} * {1}LL", coords[p], outStrides[r]);
   }
 
+  // The sink logit of head h: a literal, or a table with one per head.
+  ArrayRef<float> sinks = attention.getSink().value_or(ArrayRef<float>());
+  std::string sinkTable, sinkValue = "neg_inf";
+  if (sinks.size() == 1) {
+    sinkValue = llvm::formatv("{0:e}f", sinks[0]).str();
+  } else if (!sinks.empty()) {
+    sinkTable = "  const float sink_logits[] = {";
+    for (auto [n, v] : llvm::enumerate(sinks))
+      sinkTable += llvm::formatv("{0}{1:e}f", n ? ", " : "", v).str();
+    sinkTable += "};\n";
+    sinkValue = "sink_logits[h]";
+  }
+
   emitSignature(kernel, name, os);
+  os << sinkTable;
   os << "  __shared__ float q_row[" << std::max<int64_t>(size, 1) << "];\n"
      << "  __shared__ float weights[" << block << "];\n"
      << "  __shared__ float scratch[32];\n"
@@ -106,7 +120,9 @@ FailureOr<LaunchGeometry> emitAttention(KernelOp kernel, StringRef name,
     return failure();
   os << "      q_row[d] = " << *queryValue << ";\n    }\n"
      << "    __syncthreads();\n"
-     << "    float running_max = neg_inf, running_sum = 0.0f;\n"
+     << "    // A sink starts the normalization as one more logit.\n"
+     << "    float running_max = " << sinkValue
+     << ", running_sum = " << (sinks.empty() ? "0.0f" : "1.0f") << ";\n"
      << "    float acc[" << perThread << "];\n"
      << "    for (int r = 0; r < " << perThread << "; ++r) acc[r] = 0.0f;\n"
      << "    for (long long tile = 0; tile < " << keys << "LL; tile += "

@@ -128,6 +128,19 @@ LogicalResult SoftmaxOp::verify() {
   return verifyAxis(*this, getAxisAttr(), getInput().getType().getRank());
 }
 
+LogicalResult AttentionOp::verify() {
+  if (getSoftcap().isNegative())
+    return emitOpError("softcap must not be negative");
+  if (std::optional<ArrayRef<float>> sink = getSink()) {
+    int64_t heads = cast<RankedTensorType>(getQuery().getType()).getDimSize(1);
+    if (sink->size() != 1 && static_cast<int64_t>(sink->size()) != heads)
+      return emitOpError("sink holds ")
+             << sink->size() << " logits; expected 1 or one per query head ("
+             << heads << ")";
+  }
+  return success();
+}
+
 LogicalResult AttentionOp::inferReturnTypes(MLIRContext *,
                                             std::optional<Location> loc,
                                             Adaptor adaptor,

@@ -616,7 +616,10 @@ def Kiln_AttentionOp : Kiln_Op<"attention", [Pure, InferTypeOpAdaptor]> {
     and value head h / (H / Hk)). The optional additive `mask` broadcasts to
     [B, H, Sq, Sk]. A positive `softcap` caps the scaled scores before the
     mask, s -> softcap * tanh(s / softcap) (Gemma 2; 0, the default, leaves
-    them). The result is [B, H, Sq, Dv]. kiln-recompose builds it from
+    them). `sink`, one logit per query head (or one for all), joins every
+    row's softmax normalization without attending a value (an attention
+    sink; zero is smooth softmax). The result is [B, H, Sq, Dv].
+    kiln-recompose builds it from
     the matmul/softmax form exporters write; the CUDA target computes it in one
     kernel with an online softmax, never storing the Sq x Sk scores.
 
@@ -629,12 +632,14 @@ def Kiln_AttentionOp : Kiln_Op<"attention", [Pure, InferTypeOpAdaptor]> {
   let arguments = (ins Kiln_FloatTensor:$query, Kiln_FloatTensor:$key,
                    Kiln_FloatTensor:$value, Optional<Kiln_FloatTensor>:$mask,
                    F32Attr:$scale,
-                   DefaultValuedAttr<F32Attr, "0.0f">:$softcap);
+                   DefaultValuedAttr<F32Attr, "0.0f">:$softcap,
+                   OptionalAttr<DenseF32ArrayAttr>:$sink);
   let results = (outs Kiln_FloatTensor:$result);
   let assemblyFormat = [{
     $query `,` $key `,` $value (`,` $mask^)? attr-dict `:`
     functional-type(operands, results)
   }];
+  let hasVerifier = 1;
 }
 
 def Kiln_TransposeOp : Kiln_Op<"transpose", [Pure, InferTypeOpAdaptor]> {
