@@ -7,8 +7,7 @@
 // for every element that reads them); data movement (transposes, slices,
 // expands, gathers, concats) joins elementwise and attention groups at any
 // shape: the generated code reads through it at a remapped index instead of
-// writing it to memory. A reduction's prologue computes at the reduced
-// input's shape.
+// writing it to memory; so does a reduction's prologue.
 //
 //===----------------------------------------------------------------------===//
 
@@ -52,22 +51,6 @@ struct Group {
                         [&](Operation *user) { return members.contains(user); });
   }
 
-  /// Absorbs elementwise producers of `seeds`' operands, transitively, that
-  /// compute at `shape` and feed only this group.
-  void absorbProducers(ArrayRef<Value> seeds, ArrayRef<int64_t> shape,
-                       const llvm::DenseSet<Operation *> &taken) {
-    SmallVector<Value> worklist(seeds.begin(), seeds.end());
-    while (!worklist.empty()) {
-      Operation *producer = worklist.pop_back_val().getDefiningOp();
-      if (!producer || members.contains(producer) || taken.contains(producer) ||
-          !isElementwise(producer) || resultShape(producer) != shape ||
-          !allUsesInside(producer))
-        continue;
-      members.insert(producer);
-      worklist.append(producer->operand_begin(), producer->operand_end());
-    }
-  }
-
   /// Absorbs producers of `seeds`' operands, transitively, that feed only
   /// this group: data movement at any shape, and elementwise ops that their
   /// elementwise users in the group read at their own shape.
@@ -93,7 +76,8 @@ struct Group {
 };
 
 /// Builds a reduction group: the reduction, its single-use elementwise
-/// epilogue chain, then its elementwise prologue.
+/// epilogue chain, then its prologue: the elementwise ops and data movement
+/// (embedding gathers before a LayerNorm) that feed its input alone.
 Group buildReductionGroup(Operation *reduction,
                           const llvm::DenseSet<Operation *> &taken) {
   Group group{KernelKind::reduction, reduction, {}};
@@ -109,8 +93,7 @@ Group buildReductionGroup(Operation *reduction,
     group.root = user;
   }
   Value input = reduction->getOperand(0);
-  group.absorbProducers({input}, cast<RankedTensorType>(input.getType()).getShape(),
-                        taken);
+  group.absorbProducersThroughMoves({input}, taken);
   return group;
 }
 

@@ -195,3 +195,23 @@ func.func @negative_broadcast_behind_move(%x: tensor<4x8xf32>, %b: tensor<4xf32>
   %s = kiln.add %t, %e : (tensor<8x4xf32>, tensor<4xf32>) -> tensor<8x4xf32>
   return %s : tensor<8x4xf32>
 }
+
+// -----
+
+// BERT's embeddings: word and position gathers summed into the LayerNorm's
+// input are the reduction kernel's prologue, read through per element.
+// CHECK-LABEL: func @embedding_layer_norm
+// CHECK: %[[K:.*]] = kiln.kernel reduction(%arg0, %arg1, %arg2, %arg3, %arg4, %arg5)
+// CHECK-DAG: kiln.gather
+// CHECK-DAG: kiln.gather
+// CHECK: kiln.add
+// CHECK: kiln.layer_norm
+// CHECK-NOT: kiln.kernel
+// CHECK: return %[[K]]
+func.func @embedding_layer_norm(%words: tensor<50x8xf32>, %ids: tensor<2x5xi64>, %positions: tensor<16x8xf32>, %pos: tensor<2x5xi64>, %g: tensor<8xf32>, %b: tensor<8xf32>) -> tensor<2x5x8xf32> {
+  %w = kiln.gather %words, %ids {axis = 0 : i64} : (tensor<50x8xf32>, tensor<2x5xi64>) -> tensor<2x5x8xf32>
+  %p = kiln.gather %positions, %pos {axis = 0 : i64} : (tensor<16x8xf32>, tensor<2x5xi64>) -> tensor<2x5x8xf32>
+  %s = kiln.add %w, %p : (tensor<2x5x8xf32>, tensor<2x5x8xf32>) -> tensor<2x5x8xf32>
+  %n = kiln.layer_norm %s, %g, %b {axis = 2 : i64, epsilon = 1.0e-5 : f32} : (tensor<2x5x8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<2x5x8xf32>
+  return %n : tensor<2x5x8xf32>
+}

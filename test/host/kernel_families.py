@@ -689,8 +689,8 @@ def copy_cases():
 
 
 def fused_move_cases():
-    """Data movement fused into elementwise kernels, read through at a
-    remapped index (one kernel each)."""
+    """Data movement fused into elementwise and reduction kernels, read
+    through at a remapped index (one kernel each)."""
     cases = []
 
     # Rotary's rotate-half: slices, a negation at the half shape, a concat,
@@ -763,6 +763,27 @@ def fused_move_cases():
 
     cases.append(Case("elementwise", "fused_concat_branches_3x513",
                       lambda: concat_branches(3), check=True))
+
+    # BERT's embeddings: gathers summed into a LayerNorm's input are its
+    # reduction kernel's prologue; a transposed input before a Softmax.
+    def embedding_layer_norm(seq, width):
+        nodes = [node("Gather", ["words", "ids"], "w", axis=0),
+                 node("Gather", ["positions", "pos"], "p", axis=0),
+                 node("Add", ["w", "p"], "s"),
+                 node("LayerNormalization", ["s", "gamma", "beta"], "y", axis=-1)]
+        return model(nodes, [("ids", I64, [2, seq]), ("pos", I64, [2, seq])], ["y"],
+                     [weight("words", [50, width]), weight("positions", [seq, width]),
+                      weight("gamma", [width]), weight("beta", [width])], opset=18)
+
+    def transposed_softmax(rows, cols):
+        nodes = [node("Transpose", ["x"], "t", perm=[1, 0]),
+                 node("Softmax", ["t"], "y", axis=-1)]
+        return model(nodes, [("x", F32, [cols, rows])], ["y"])
+
+    cases.append(Case("reduction", "fused_embedding_layernorm_2x7x257",
+                      lambda: embedding_layer_norm(7, 257), check=True))
+    cases.append(Case("reduction", "fused_transpose_softmax_33x1000",
+                      lambda: transposed_softmax(33, 1000)))
     return cases
 
 

@@ -185,9 +185,10 @@ def KilnFusePass : Pass<"kiln-fuse", "mlir::func::FuncOp"> {
       a bias add) and a transpose of its result;
     - the ops with the Reduction trait (reduce ops, arg ops, softmax,
       log_softmax, layer_norm, cumsum) become a `reduction` kernel together
-      with their elementwise prologue (producers of the reduced input with no
-      other use and the input's shape) and epilogue (single-use elementwise
-      consumers with the result's shape);
+      with their prologue (producers of the reduced input with no other use:
+      elementwise ops and data movement, such as the embedding gathers
+      summed before BERT's first LayerNorm) and epilogue (single-use
+      elementwise consumers with the result's shape);
     - a chain of elementwise ops whose intermediate values have no other use
       becomes one `elementwise` kernel, together with the data movement
       (reshape, transpose, slice, expand, concat, gather, gather_elements)

@@ -1,7 +1,7 @@
 //===- ReductionEmitter.cpp - reduction kernels ---------------------------===//
 //
 // One block per row: a row is one result element of a reduce or arg op, or
-// one normalized slice of a softmax or layer_norm. The elementwise prologue is
+// one normalized slice of a softmax or layer_norm. The prologue is
 // recomputed in each pass over the row (cheaper than a round trip through
 // memory); the epilogue runs on each result element. Floats accumulate in
 // their compute type (fp64 for f64, fp32 for the others), integers and
@@ -181,14 +181,22 @@ FailureOr<LaunchGeometry> emitReduction(KernelOp kernel, StringRef name,
       continue;
     }
     ArrayRef<int64_t> shape = tensorType(op.getResult(0)).getShape();
-    if (shape != (after ? outShape : inShape))
+    if (after && shape != outShape)
       return op.emitOpError("does not compute at its reduction's shape");
     (after ? epilogue : prologue).push_back(&op);
   }
+  // A prologue of elementwise ops at the input's shape is emitted op by op;
+  // one with data movement (or ops at other shapes behind it) computes the
+  // input element through it.
+  bool prologueInOrder = llvm::all_of(prologue, [&](Operation *op) {
+    return isElementwise(op) && tensorType(op->getResult(0)).getShape() == inShape;
+  });
 
   BodyEmitter body(kernel, os);
   auto emitPrologue = [&](const std::string &indent) -> FailureOr<std::string> {
     body.reset();
+    if (!prologueInOrder)
+      return body.getAt(input, "x_idx", indent);
     for (Operation *op : prologue)
       if (failed(body.emit(op, "x_idx", inShape, indent)))
         return failure();
