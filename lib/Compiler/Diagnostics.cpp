@@ -2,10 +2,9 @@
 
 #include "kiln/Compiler/Diagnostics.h"
 
+#include "kiln/Dialect/Kiln/TensorNames.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Location.h"
-#include "llvm/ADT/SmallVector.h"
-#include "llvm/ADT/StringSet.h"
 
 using namespace mlir;
 
@@ -16,20 +15,16 @@ namespace {
 /// Where a diagnostic is, as the importer writes locations.
 struct ModelPlace {
   std::string file;
-  llvm::SmallVector<std::string> names;
+  llvm::SmallVector<llvm::StringRef> names;
 };
 
 /// The file and the node or tensor names of `loc`, or nothing when it is not
 /// a model location: none in a file, or one with a real line.
 std::optional<ModelPlace> modelPlaceOf(Location loc) {
   ModelPlace place;
-  llvm::StringSet<> seen;
   bool hasLine = false;
   loc->walk([&](Location inner) {
-    if (auto named = dyn_cast<NameLoc>(inner)) {
-      if (seen.insert(named.getName().getValue()).second)
-        place.names.push_back(named.getName().str());
-    } else if (auto file = dyn_cast<FileLineColLoc>(inner)) {
+    if (auto file = dyn_cast<FileLineColLoc>(inner)) {
       hasLine |= file.getLine() != 0;
       if (place.file.empty())
         place.file = file.getFilename().str();
@@ -38,6 +33,7 @@ std::optional<ModelPlace> modelPlaceOf(Location loc) {
   });
   if (hasLine || place.file.empty())
     return std::nullopt;
+  place.names = onnxNodeNames(loc);
   return place;
 }
 

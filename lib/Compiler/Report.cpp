@@ -86,17 +86,8 @@ Counts countsOf(const rt::Artifact &artifact, const CompileReport &report) {
 
 } // namespace
 
-/// The ONNX node names in `loc`, first appearance first.
-static std::vector<std::string> nodeNamesOf(Location loc) {
-  std::vector<std::string> names;
-  llvm::StringSet<> seen;
-  loc->walk([&](Location inner) {
-    if (auto named = dyn_cast<NameLoc>(inner))
-      if (seen.insert(named.getName().getValue()).second)
-        names.push_back(named.getName().str());
-    return WalkResult::advance();
-  });
-  return names;
+static std::vector<std::string> toStrings(ArrayRef<StringRef> names) {
+  return std::vector<std::string>(names.begin(), names.end());
 }
 
 static std::string typeString(Type type) {
@@ -133,7 +124,7 @@ std::vector<Fp32Kept> collectFp32Kept(ModuleOp module) {
       }
       kept.push_back({kind, name, typeString(op->getResult(0).getType()),
                       kind == "weight" ? std::vector<std::string>()
-                                       : nodeNamesOf(op->getLoc()),
+                                       : toStrings(onnxNodeNames(op->getLoc())),
                       rule.str()});
     });
     for (unsigned i = 0; i < func.getNumResults(); ++i)

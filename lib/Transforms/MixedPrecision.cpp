@@ -11,6 +11,7 @@
 #include "kiln/Transforms/Passes.h"
 
 #include "kiln/Dialect/Kiln/KilnOps.h"
+#include "kiln/Dialect/Kiln/TensorNames.h"
 #include "kiln/Interpreter/Interpreter.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/DialectResourceBlobManager.h"
@@ -137,18 +138,6 @@ std::string normalizeOpType(StringRef name) {
   if (result == "gemm")
     return "matmul";
   return result;
-}
-
-/// The ONNX node names in `loc` (the importer names each op after its node;
-/// recomposed ops carry all of theirs).
-SmallVector<StringRef> nodeNamesOf(Location loc) {
-  SmallVector<StringRef> names;
-  loc->walk([&](Location inner) {
-    if (auto named = dyn_cast<NameLoc>(inner))
-      names.push_back(named.getName().getValue());
-    return WalkResult::advance();
-  });
-  return names;
 }
 
 bool isDataMovement(Operation *op) {
@@ -427,7 +416,7 @@ std::optional<std::string> Assigner::overrideRule(Operation *op) {
   std::string type = normalizeOpType(op->getName().getStringRef());
   if (keepOpTypes.contains(type))
     return ("keep-op-types=" + op->getName().stripDialect()).str();
-  for (StringRef name : nodeNamesOf(op->getLoc()))
+  for (StringRef name : onnxNodeNames(op->getLoc()))
     if (keepNodeNames.contains(name)) {
       matchedNodes.insert(name);
       return ("keep-node-names=" + name).str();

@@ -18,6 +18,7 @@
 #include "kiln/Compiler/Diagnostics.h"
 #include "kiln/Compiler/TensorFile.h"
 #include "kiln/Dialect/Kiln/KilnDialect.h"
+#include "kiln/Dialect/Kiln/TensorNames.h"
 #include "kiln/Importer/ONNX/TensorProto.h"
 #include "kiln/Interpreter/Interpreter.h"
 #include "kiln/Target/CUDA/EmitPlan.h"
@@ -278,18 +279,10 @@ std::string toleranceText() {
   return text;
 }
 
-/// The first ONNX node name in `value`'s location (the importer names each op
-/// after its node), or "?".
+/// The ONNX node `value` came from (the first its location names), or "?".
 std::string onnxNodeOf(Value value) {
-  std::string node = "?";
-  value.getLoc()->walk([&](Location loc) {
-    if (auto named = dyn_cast<NameLoc>(loc)) {
-      node = named.getName().str();
-      return WalkResult::interrupt();
-    }
-    return WalkResult::advance();
-  });
-  return node;
+  auto names = kiln::onnxNodeNames(value.getLoc());
+  return names.empty() ? "?" : names.front().str();
 }
 
 /// The reference's tensors for --per-layer, by ONNX tensor name.

@@ -100,12 +100,9 @@ private:
     std::vector<std::string> names;
     llvm::StringSet<> seen;
     op.walk([&](Operation *inner) {
-      inner->getLoc()->walk([&](Location loc) {
-        if (auto named = dyn_cast<NameLoc>(loc))
-          if (seen.insert(named.getName().getValue()).second)
-            names.push_back(named.getName().str());
-        return WalkResult::advance();
-      });
+      for (StringRef name : onnxNodeNames(inner->getLoc()))
+        if (seen.insert(name).second)
+          names.push_back(name.str());
     });
     return names;
   }

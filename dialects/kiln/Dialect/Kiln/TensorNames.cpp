@@ -1,13 +1,26 @@
-//===- TensorNames.cpp - ONNX tensor names on op results ------------------===//
+//===- TensorNames.cpp - ONNX node and tensor names on kiln IR ------------===//
 
 #include "kiln/Dialect/Kiln/TensorNames.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
+#include "llvm/ADT/STLExtras.h"
 
 using namespace mlir;
 
 namespace kiln {
+
+SmallVector<StringRef> onnxNodeNames(Location loc) {
+  SmallVector<StringRef> names;
+  loc->walk([&](Location inner) {
+    // Names are uniqued StringAttrs: the references live with the context.
+    if (auto named = dyn_cast<NameLoc>(inner))
+      if (!llvm::is_contained(names, named.getName().getValue()))
+        names.push_back(named.getName().getValue());
+    return WalkResult::advance();
+  });
+  return names;
+}
 
 StringAttr getTensorName(Value value) {
   auto result = dyn_cast<OpResult>(value);

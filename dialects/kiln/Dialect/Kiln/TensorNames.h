@@ -1,4 +1,8 @@
-//===- TensorNames.h - ONNX tensor names on op results ----------*- C++ -*-===//
+//===- TensorNames.h - ONNX node and tensor names on kiln IR ----*- C++ -*-===//
+//
+// The importer locates every op at NameLoc(its ONNX node) (recomposed ops
+// carry a FusedLoc of all of theirs); onnxNodeNames reads them back for the
+// report, the overrides of kiln-mixed-precision and diagnostics.
 //
 // For `kiln-run --per-layer`, the importer records which op results are ONNX
 // tensors, as the discardable array attribute `kiln.tensors` (one name per
@@ -12,8 +16,10 @@
 #ifndef KILN_DIALECT_KILN_TENSORNAMES_H
 #define KILN_DIALECT_KILN_TENSORNAMES_H
 
+#include "mlir/IR/Location.h"
 #include "mlir/IR/Operation.h"
 #include "mlir/IR/Value.h"
+#include "llvm/ADT/SmallVector.h"
 
 namespace kiln {
 
@@ -23,6 +29,9 @@ inline constexpr llvm::StringLiteral kNameAttr = "kiln.name";
 
 /// Name of the discardable op attribute holding the ONNX tensor names.
 inline constexpr llvm::StringLiteral kTensorNamesAttr = "kiln.tensors";
+
+/// The ONNX node names in `loc`, each once, first appearance first.
+llvm::SmallVector<llvm::StringRef> onnxNodeNames(mlir::Location loc);
 
 /// Returns the ONNX tensor name of `value`, or null.
 mlir::StringAttr getTensorName(mlir::Value value);
