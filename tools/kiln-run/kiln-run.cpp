@@ -72,6 +72,11 @@ cl::list<std::string> constInputs(
     "const-input",
     cl::desc("freeze a graph input to the value in a file at compile time"),
     cl::value_desc("NAME=FILE.npy|FILE.pb"));
+cl::list<std::string> overrideInitializers(
+    "override-initializer",
+    cl::desc("keep an initializer that is also listed as a graph input as a "
+             "run-time input (by default it is a constant)"),
+    cl::value_desc("NAME"));
 cl::opt<std::string> outputDir(
     "output-dir",
     cl::desc("write the outputs here as NAME.npy, the inputs used under "
@@ -534,6 +539,8 @@ int main(int argc, char **argv) {
   kiln::applyPrecisionCLOptions(options);
   options.import.recordTensorNames = perLayer;
   options.exposeTensors = perLayer;
+  for (const std::string &name : overrideInitializers)
+    options.import.overrideInitializers.insert(name);
   for (const std::string &spec : inputShapes) {
     std::string error = kiln::parseInputShape(spec, options.import);
     if (!error.empty())

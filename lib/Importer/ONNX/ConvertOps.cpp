@@ -289,7 +289,7 @@ struct NodeConverter : NodeConverterBase {
 
   LogicalResult convertConstant() {
     if (const onnx::AttributeProto *value = findAttribute(node, "value")) {
-      auto attr = convertTensorProto(loc, value->t());
+      auto attr = importer.convertTensor(loc, value->t());
       if (failed(attr))
         return failure();
       return output(ConstantOp::create(b, loc, *attr));

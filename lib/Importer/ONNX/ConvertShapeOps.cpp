@@ -369,7 +369,7 @@ struct ShapeOpConverter : NodeConverterBase {
       return failure();
     Attribute value;
     if (const onnx::AttributeProto *attr = findAttribute(node, "value")) {
-      auto parsed = convertTensorProto(loc, attr->t());
+      auto parsed = importer.convertTensor(loc, attr->t());
       if (failed(parsed))
         return failure();
       auto dense = dyn_cast<DenseElementsAttr>(*parsed);

@@ -11,6 +11,7 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
 
 #include <onnx/defs/parser.h>
 
@@ -28,7 +29,8 @@ GraphImporter::GraphImporter(ModuleOp module, StringRef filename,
                              const ImportOptions &options)
     : module(module), b(module.getContext()),
       fileLoc(FileLineColLoc::get(module.getContext(), filename, 0, 0)),
-      model(model), options(options) {
+      model(model), options(options),
+      externalData(llvm::sys::path::parent_path(filename)) {
   for (const onnx::OperatorSetIdProto &opset : model.opset_import())
     if (isDefaultDomain(opset.domain()))
       defaultOpset = opset.version();
@@ -127,6 +129,11 @@ FailureOr<SmallVector<int64_t>> GraphImporter::constantInts(Value value) {
   return result;
 }
 
+FailureOr<ElementsAttr>
+GraphImporter::convertTensor(Location loc, const onnx::TensorProto &tensor) {
+  return convertTensorProto(loc, tensor, /*inlineLimit=*/16, &externalData);
+}
+
 Value GraphImporter::scalar(Location loc, Type elementType, double value) {
   auto type = RankedTensorType::get({}, elementType);
   Attribute attr;
@@ -173,8 +180,10 @@ LogicalResult GraphImporter::checkSupported() {
 
 LogicalResult GraphImporter::importInitializers() {
   for (const onnx::TensorProto &tensor : model.graph().initializer()) {
+    if (options.overrideInitializers.contains(tensor.name()))
+      continue;
     Location loc = NameLoc::get(b.getStringAttr(tensor.name()), fileLoc);
-    FailureOr<ElementsAttr> value = convertTensorProto(loc, tensor);
+    FailureOr<ElementsAttr> value = convertTensor(loc, tensor);
     if (failed(value))
       return failure();
     values[tensor.name()] = ConstantOp::create(b, loc, *value);
@@ -193,13 +202,26 @@ static std::string dimsStr(ArrayRef<int64_t> dims) {
 LogicalResult GraphImporter::importInputs(SmallVectorImpl<Type> &types,
                                           SmallVectorImpl<std::string> &names) {
   const onnx::GraphProto &graph = model.graph();
-  llvm::StringSet<> initializers;
+  llvm::StringMap<const onnx::TensorProto *> initializers;
   for (const onnx::TensorProto &tensor : graph.initializer())
-    initializers.insert(tensor.name());
+    initializers[tensor.name()] = &tensor;
+  llvm::StringSet<> inputNames;
+  for (const onnx::ValueInfoProto &info : graph.input())
+    inputNames.insert(info.name());
+  for (const auto &name : options.overrideInitializers)
+    if (!initializers.count(name.getKey()) ||
+        !inputNames.contains(name.getKey()))
+      return emitError(fileLoc, "--override-initializer ")
+             << name.getKey()
+             << ": the model has no initializer of that name that is also a "
+                "graph input";
   std::string unbound;
   for (const onnx::ValueInfoProto &info : graph.input()) {
-    // Models before IR version 4 list their weights among the inputs.
-    if (initializers.contains(info.name()) ||
+    // Older exporters list their weights among the inputs as well: they are
+    // constants unless the user keeps one as an input.
+    auto initializer = initializers.find(info.name());
+    bool overridden = options.overrideInitializers.contains(info.name());
+    if ((initializer != initializers.end() && !overridden) ||
         options.constantInputs.count(info.name()))
       continue;
     Location loc = NameLoc::get(b.getStringAttr(info.name()), fileLoc);
@@ -232,6 +254,10 @@ LogicalResult GraphImporter::importInputs(SmallVectorImpl<Type> &types,
                  << info.name() << "=" << dimsStr(shape)
                  << " does not fit the model's shape for that input";
       }
+    } else if (overridden) {
+      // An overridden weight is fed with the initializer's shape.
+      shape.assign(initializer->second->dims().begin(),
+                   initializer->second->dims().end());
     } else if (!tensorType.has_shape()) {
       unbound += "\n  " + info.name() + " (rank unknown)";
       continue;

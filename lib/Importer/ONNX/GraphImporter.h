@@ -4,6 +4,7 @@
 #define KILN_LIB_IMPORTER_ONNX_GRAPHIMPORTER_H
 
 #include "kiln/Dialect/Kiln/KilnOps.h"
+#include "kiln/Importer/ONNX/ExternalData.h"
 #include "kiln/Importer/ONNX/Importer.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -47,6 +48,10 @@ public:
   }
   /// The integers of a constant value (e.g. Reshape's shape), or failure.
   mlir::FailureOr<llvm::SmallVector<int64_t>> constantInts(mlir::Value value);
+  /// Converts a tensor of the model (an initializer, a Constant's value),
+  /// reading external data from beside the model file.
+  mlir::FailureOr<mlir::ElementsAttr>
+  convertTensor(mlir::Location loc, const onnx::TensorProto &tensor);
   /// A scalar (rank 0) constant of `elementType`.
   mlir::Value scalar(mlir::Location loc, mlir::Type elementType, double value);
 
@@ -63,6 +68,7 @@ private:
   mlir::Location fileLoc;
   const onnx::ModelProto &model;
   const ImportOptions &options;
+  ExternalData externalData;
   int64_t defaultOpset = 0;
   llvm::StringMap<mlir::Value> values;
   /// Set when folding a constant op failed with a diagnostic.

@@ -2,6 +2,8 @@
 
 #include "kiln/Importer/ONNX/TensorProto.h"
 
+#include "kiln/Importer/ONNX/ExternalData.h"
+
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -76,18 +78,92 @@ static int64_t storageBytes(Type type) {
   return type.getIntOrFloatBitWidth() / 8;
 }
 
+/// Copies the values of an inline tensor into `data` (`bytes` long), from
+/// raw_data or from the typed field onnx.proto puts them in.
+static LogicalResult copyInlineValues(Location loc,
+                                      const onnx::TensorProto &tensor,
+                                      int64_t count, int64_t elemBytes,
+                                      MutableArrayRef<char> data) {
+  int64_t bytes = data.size();
+  auto mismatch = [&](int64_t got) {
+    return emitError(loc, "tensor '")
+           << tensor.name() << "' holds " << got << " values, expected "
+           << count;
+  };
+  if (tensor.has_raw_data()) {
+    if (static_cast<int64_t>(tensor.raw_data().size()) != bytes)
+      return mismatch(tensor.raw_data().size() /
+                      std::max<int64_t>(elemBytes, 1));
+    std::memcpy(data.data(), tensor.raw_data().data(), bytes);
+    return success();
+  }
+  switch (tensor.data_type()) {
+  case onnx::TensorProto::FLOAT:
+    if (tensor.float_data_size() != count)
+      return mismatch(tensor.float_data_size());
+    std::memcpy(data.data(), tensor.float_data().data(), bytes);
+    return success();
+  case onnx::TensorProto::DOUBLE:
+    if (tensor.double_data_size() != count)
+      return mismatch(tensor.double_data_size());
+    std::memcpy(data.data(), tensor.double_data().data(), bytes);
+    return success();
+  case onnx::TensorProto::INT64:
+    if (tensor.int64_data_size() != count)
+      return mismatch(tensor.int64_data_size());
+    std::memcpy(data.data(), tensor.int64_data().data(), bytes);
+    return success();
+  case onnx::TensorProto::UINT32:
+  case onnx::TensorProto::UINT64:
+    // One value per uint64 entry; a uint32 keeps its low four bytes.
+    if (tensor.uint64_data_size() != count)
+      return mismatch(tensor.uint64_data_size());
+    for (int64_t i = 0; i < count; ++i) {
+      uint64_t v = tensor.uint64_data(i);
+      std::memcpy(data.data() + i * elemBytes, &v, elemBytes);
+    }
+    return success();
+  default:
+    // int32, int16, uint16, int8, uint8, bool, float16 and bfloat16 all
+    // travel in int32_data, one value (or one 16-bit pattern) per entry;
+    // each keeps its low bytes (the host is little-endian).
+    if (tensor.int32_data_size() != count)
+      return mismatch(tensor.int32_data_size());
+    for (int64_t i = 0; i < count; ++i) {
+      int32_t v = tensor.int32_data(i);
+      std::memcpy(data.data() + i * elemBytes, &v, elemBytes);
+    }
+    return success();
+  }
+}
+
+/// A readable `dense` literal of `data`.
+static ElementsAttr denseLiteral(RankedTensorType type, ArrayRef<char> data) {
+  if (type.getElementType().isInteger(1)) {
+    SmallVector<bool> values;
+    for (char c : data)
+      values.push_back(c != 0);
+    return cast<ElementsAttr>(DenseElementsAttr::get(type, values));
+  }
+  return cast<ElementsAttr>(DenseElementsAttr::getFromRawBuffer(type, data));
+}
+
 FailureOr<ElementsAttr> convertTensorProto(Location loc,
                                            const onnx::TensorProto &tensor,
-                                           int64_t inlineLimit) {
+                                           int64_t inlineLimit,
+                                           ExternalData *externalData) {
   MLIRContext *context = loc.getContext();
   Type elementType = convertONNXElementType(context, tensor.data_type());
   if (!elementType)
     return emitError(loc, "unsupported element type ")
            << onnxElementTypeName(tensor.data_type()) << " of tensor '"
            << tensor.name() << "'";
-  if (tensor.data_location() == onnx::TensorProto::EXTERNAL)
+  bool external = tensor.data_location() == onnx::TensorProto::EXTERNAL;
+  if (external && !externalData)
     return emitError(loc, "tensor '")
-           << tensor.name() << "' uses external data, which is not supported yet";
+           << tensor.name()
+           << "' uses external data, which is read only for tensors of a "
+              "model file";
 
   SmallVector<int64_t> shape;
   int64_t count = 1;
@@ -102,72 +178,43 @@ FailureOr<ElementsAttr> convertTensorProto(Location loc,
   std::optional<int64_t> bytes = llvm::checkedMul(count, elemBytes);
   if (!bytes || *bytes > kMaxTensorBytes)
     return emitError(loc, "tensor '") << tensor.name() << "' is too large";
-
-  std::vector<char> data(*bytes);
-  auto mismatch = [&](int64_t got) {
-    return emitError(loc, "tensor '")
-           << tensor.name() << "' holds " << got << " values, expected "
-           << count;
-  };
-  if (tensor.has_raw_data()) {
-    if (static_cast<int64_t>(tensor.raw_data().size()) != *bytes)
-      return mismatch(tensor.raw_data().size() / std::max<int64_t>(elemBytes, 1));
-    std::memcpy(data.data(), tensor.raw_data().data(), *bytes);
-  } else {
-    // Where onnx.proto puts the values of each type when raw_data is unset.
-    switch (tensor.data_type()) {
-    case onnx::TensorProto::FLOAT:
-      if (tensor.float_data_size() != count)
-        return mismatch(tensor.float_data_size());
-      std::memcpy(data.data(), tensor.float_data().data(), *bytes);
-      break;
-    case onnx::TensorProto::DOUBLE:
-      if (tensor.double_data_size() != count)
-        return mismatch(tensor.double_data_size());
-      std::memcpy(data.data(), tensor.double_data().data(), *bytes);
-      break;
-    case onnx::TensorProto::INT64:
-      if (tensor.int64_data_size() != count)
-        return mismatch(tensor.int64_data_size());
-      std::memcpy(data.data(), tensor.int64_data().data(), *bytes);
-      break;
-    case onnx::TensorProto::UINT32:
-    case onnx::TensorProto::UINT64:
-      // One value per uint64 entry; a uint32 keeps its low four bytes.
-      if (tensor.uint64_data_size() != count)
-        return mismatch(tensor.uint64_data_size());
-      for (int64_t i = 0; i < count; ++i) {
-        uint64_t v = tensor.uint64_data(i);
-        std::memcpy(data.data() + i * elemBytes, &v, elemBytes);
-      }
-      break;
-    default: {
-      // int32, int16, uint16, int8, uint8, bool, float16 and bfloat16 all
-      // travel in int32_data, one value (or one 16-bit pattern) per entry;
-      // each keeps its low bytes (the host is little-endian).
-      if (tensor.int32_data_size() != count)
-        return mismatch(tensor.int32_data_size());
-      for (int64_t i = 0; i < count; ++i) {
-        int32_t v = tensor.int32_data(i);
-        std::memcpy(data.data() + i * elemBytes, &v, elemBytes);
-      }
-      break;
-    }
-    }
-  }
-
   auto type = RankedTensorType::get(shape, elementType);
-  if (count <= inlineLimit) {
-    if (elementType.isInteger(1)) {
-      SmallVector<bool> values(data.begin(), data.end());
-      return cast<ElementsAttr>(DenseElementsAttr::get(type, values));
-    }
-    return cast<ElementsAttr>(
-        DenseElementsAttr::getFromRawBuffer(type, ArrayRef<char>(data)));
-  }
   std::string blobName = tensor.name().empty() ? "tensor" : tensor.name();
-  AsmResourceBlob blob = HeapAsmResourceBlob::allocateAndCopyWithAlign(
-      ArrayRef<char>(data), alignof(uint64_t));
+
+  if (external) {
+    FailureOr<ExternalBytes> mapped = externalData->read(loc, tensor, *bytes);
+    if (failed(mapped))
+      return failure();
+    if (count <= inlineLimit)
+      return denseLiteral(type, mapped->bytes);
+    // The blob points into the mapped file, which its deleter keeps mapped:
+    // the weights are not copied. Data at an offset the element type cannot
+    // be read from in place is copied once instead.
+    constexpr size_t align = alignof(uint64_t);
+    AsmResourceBlob blob =
+        reinterpret_cast<uintptr_t>(mapped->bytes.data()) % align == 0
+            ? UnmanagedAsmResourceBlob::allocateWithAlign(
+                  mapped->bytes, align,
+                  [keepAlive = std::move(mapped->keepAlive)](
+                      void *, size_t, size_t) mutable { keepAlive.reset(); })
+            : HeapAsmResourceBlob::allocateAndCopyWithAlign(mapped->bytes,
+                                                            align);
+    return cast<ElementsAttr>(
+        DenseResourceElementsAttr::get(type, blobName, std::move(blob)));
+  }
+
+  if (count <= inlineLimit) {
+    SmallVector<char> data(*bytes);
+    if (failed(copyInlineValues(loc, tensor, count, elemBytes, data)))
+      return failure();
+    return denseLiteral(type, data);
+  }
+  // Filled in place: one copy of the values, not two.
+  AsmResourceBlob blob = HeapAsmResourceBlob::allocate(
+      *bytes, alignof(uint64_t), /*dataIsMutable=*/true);
+  if (failed(copyInlineValues(loc, tensor, count, elemBytes,
+                              blob.getMutableData())))
+    return failure();
   return cast<ElementsAttr>(
       DenseResourceElementsAttr::get(type, blobName, std::move(blob)));
 }

@@ -16,6 +16,7 @@
 #include "mlir/IR/OwningOpRef.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
 
 #include <string>
 
@@ -30,6 +31,10 @@ struct ImportOptions {
   /// become constants, as a shape that arrives as an input must be for a
   /// static-shape compiler.
   llvm::StringMap<mlir::ElementsAttr> constantInputs;
+  /// Initializers that older exporters also list as graph inputs are
+  /// constants (as onnxruntime treats them when not fed); those named here
+  /// stay run-time inputs instead (`--override-initializer`).
+  llvm::StringSet<> overrideInitializers;
   /// Name the op results that are ONNX tensors (`kiln.tensors`, see
   /// TensorNames.h), for a tensor-by-tensor comparison (`--per-layer`).
   bool recordTensorNames = false;

@@ -14,6 +14,8 @@ class TensorProto;
 
 namespace kiln {
 
+class ExternalData;
+
 /// The MLIR element type of an ONNX `TensorProto.DataType`, or null for types
 /// Kiln does not support.
 mlir::Type convertONNXElementType(mlir::MLIRContext *context, int dataType);
@@ -21,13 +23,15 @@ mlir::Type convertONNXElementType(mlir::MLIRContext *context, int dataType);
 /// The ONNX name of a `TensorProto.DataType` for messages ("float8e4m3fn").
 llvm::StringRef onnxElementTypeName(int dataType);
 
-/// Converts a tensor with inline data. Tensors with more than
-/// `inlineLimit` elements become `dense_resource` blobs named after the
-/// tensor; smaller ones stay readable `dense` literals. Emits an error at
-/// `loc` for unsupported types, external data or inconsistent sizes.
+/// Converts a tensor. Tensors with more than `inlineLimit` elements become
+/// `dense_resource` blobs named after the tensor (pointing into the mapped
+/// file for external data); smaller ones stay readable `dense` literals.
+/// External data is read through `externalData` (an error without one).
+/// Emits an error at `loc` for unsupported types or inconsistent sizes.
 mlir::FailureOr<mlir::ElementsAttr>
 convertTensorProto(mlir::Location loc, const onnx::TensorProto &tensor,
-                   int64_t inlineLimit = 16);
+                   int64_t inlineLimit = 16,
+                   ExternalData *externalData = nullptr);
 
 /// Parses a serialized TensorProto (a conformance `input_0.pb`) and converts
 /// it; `name` receives the tensor's name.

@@ -1,0 +1,277 @@
+#!/usr/bin/env python3
+"""Exports small Hugging Face architectures as a new user would today.
+
+  export_fresh.py [--out test/models/fresh] [--only bert,llama] [--max-bytes N]
+
+export_models.py forces eager attention and folds the weights into one file,
+so its exports look like older ones. This script does neither: each model
+keeps transformers' default attention implementation ("sdpa"), so the
+exporters write their scaled_dot_product_attention forms (boolean masks, the
+scale applied to both Q and K, IsNaN/Where guards after the softmax), and the
+weights stay ONNX external data (model.onnx + model.onnx.data), which is what
+torch.onnx.export writes by default. BERT, GPT-2 and LLaMA (grouped-query
+attention) take input_ids and an attention_mask with one padded row; ViT takes
+pixel_values. Tiny configs, seeded random weights, nothing downloaded.
+
+Each architecture is exported with the TorchScript exporter (opset 17) and the
+dynamo exporter (its default opset), and BERT once more with the TorchScript
+exporter at opset 12 with keep_initializers_as_inputs=True (the older form
+where every initializer is also a graph input; one self-contained file; eager
+attention, since that exporter has no sdpa before opset 14). For
+each export it writes DIR/<arch>-<exporter>[-VARIANT]/ with model.onnx,
+model.onnx.data, inputs/NAME.npy and expected/NAME.npy (onnxruntime's outputs
+on those inputs), the layout check_models.py reads:
+
+  check_models.py --data test/models/fresh --kilnc ... --kiln-run ...
+
+An exporter that fails is reported and skipped; so is an export larger than
+--max-bytes.
+
+Needs torch, transformers, onnxscript, onnx and onnxruntime (PyPI).
+"""
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+import traceback
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import torch
+import transformers
+
+SEED = 1234
+BATCH, SEQ = 2, 8
+VOCAB = 96
+DATA_FILE = "model.onnx.data"
+# Tensors of at most this many bytes stay inline in model.onnx: the threshold
+# the dynamo exporter (onnx_ir.save) uses, applied to the TorchScript exports
+# too so that both keep scalars and shape constants inline.
+INLINE_BYTES = 256
+
+# (folder suffix, exporter, opset or None for the exporter's default,
+#  keep_initializers_as_inputs, attention implementation or None for the
+#  default, architectures it applies to or None for all). The TorchScript
+# exporter has no scaled_dot_product_attention before opset 14, so the opset
+# 12 form takes eager attention, as exports from before sdpa did.
+VARIANTS = [
+    ("torchscript", "torchscript", 17, False, None, None),
+    ("dynamo", "dynamo", None, False, None, None),
+    ("torchscript-initializers-as-inputs", "torchscript", 12, True, "eager",
+     {"bert"}),
+]
+
+
+class Head(torch.nn.Module):
+    """Returns one tensor from a Hugging Face model: its main output. The
+    inputs are passed by name: positional order differs between models (GPT-2
+    takes past_key_values second)."""
+
+    def __init__(self, model, names, key):
+        super().__init__()
+        self.model = model
+        self.names = list(names)
+        self.key = key
+
+    def forward(self, *args):
+        out = self.model(**dict(zip(self.names, args)), return_dict=True)
+        return out[self.key]
+
+
+def text_inputs():
+    rng = np.random.default_rng(SEED)
+    ids = rng.integers(0, VOCAB, size=(BATCH, SEQ), dtype=np.int64)
+    mask = np.ones((BATCH, SEQ), dtype=np.int64)
+    mask[1, SEQ - 3:] = 0  # one padded sequence
+    return {"input_ids": ids, "attention_mask": mask}
+
+
+def architectures():
+    """(name, model, inputs, output key) for each architecture. No
+    _attn_implementation is set: the default is the point."""
+    torch.manual_seed(SEED)
+    bert = transformers.BertModel(transformers.BertConfig(
+        vocab_size=VOCAB, hidden_size=32, num_hidden_layers=2,
+        num_attention_heads=4, intermediate_size=64,
+        max_position_embeddings=32, type_vocab_size=2))
+    yield "bert", bert, text_inputs(), "last_hidden_state"
+
+    torch.manual_seed(SEED + 2)
+    gpt2 = transformers.GPT2LMHeadModel(transformers.GPT2Config(
+        vocab_size=VOCAB, n_embd=32, n_layer=2, n_head=4, n_positions=32,
+        use_cache=False))
+    yield "gpt2", gpt2, text_inputs(), "logits"
+
+    torch.manual_seed(SEED + 4)
+    llama = transformers.LlamaForCausalLM(transformers.LlamaConfig(
+        vocab_size=VOCAB, hidden_size=32, intermediate_size=64,
+        num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+        max_position_embeddings=32, rms_norm_eps=1e-6, use_cache=False,
+        tie_word_embeddings=False))
+    yield "llama", llama, text_inputs(), "logits"
+
+    torch.manual_seed(SEED + 3)
+    vit = transformers.ViTModel(transformers.ViTConfig(
+        image_size=16, patch_size=4, num_channels=3, hidden_size=32,
+        num_hidden_layers=2, num_attention_heads=4, intermediate_size=64),
+        add_pooling_layer=False)
+    rng = np.random.default_rng(SEED)
+    pixels = rng.standard_normal((BATCH, 3, 16, 16)).astype(np.float32)
+    yield "vit", vit, {"pixel_values": pixels}, "last_hidden_state"
+
+
+def strip_provenance(m):
+    """Drops the dynamo exporter's per-node metadata (stack traces with this
+    machine's absolute paths, FX node dumps): it is not part of the model."""
+    for n in m.graph.node:
+        del n.metadata_props[:]
+        n.doc_string = ""
+    del m.metadata_props[:]
+
+
+def settle(path, exporter, self_contained):
+    """Rewrites the exported file without provenance, weights external."""
+    if exporter == "dynamo":
+        # The exporter already wrote model.onnx.data; loading without it and
+        # saving keeps its external_data entries (offsets, alignment) as is.
+        m = onnx.load(path, load_external_data=False)
+        strip_provenance(m)
+        onnx.save(m, path)
+        return
+    # The TorchScript exporter ignores external_data and writes one file.
+    m = onnx.load(path)
+    strip_provenance(m)
+    if self_contained:
+        onnx.save(m, path, save_as_external_data=False)
+    else:
+        onnx.save(m, path, save_as_external_data=True,
+                  all_tensors_to_one_file=True, location=DATA_FILE,
+                  size_threshold=INLINE_BYTES)
+
+
+def export(model, inputs, key, exporter, opset, keep_inputs, attention,
+           folder):
+    default = model.config._attn_implementation
+    if attention:
+        model.set_attn_implementation(attention)
+    try:
+        _export(model, inputs, key, exporter, opset, keep_inputs, folder)
+    finally:
+        model.set_attn_implementation(default)
+
+
+def _export(model, inputs, key, exporter, opset, keep_inputs, folder):
+    model.eval()
+    wrapped = Head(model, inputs, key).eval()
+    args = tuple(torch.from_numpy(v) for v in inputs.values())
+    path = os.path.join(folder, "model.onnx")
+    options = {}
+    if opset is not None:
+        options["opset_version"] = opset
+    if keep_inputs:
+        options["keep_initializers_as_inputs"] = True
+    with torch.no_grad():
+        torch.onnx.export(wrapped, args, path, input_names=list(inputs),
+                          output_names=["output"],
+                          dynamo=(exporter == "dynamo"), **options)
+    settle(path, exporter, keep_inputs)
+    session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    expected = session.run(None, inputs)
+    os.makedirs(os.path.join(folder, "inputs"))
+    os.makedirs(os.path.join(folder, "expected"))
+    for n, v in inputs.items():
+        np.save(os.path.join(folder, "inputs", n + ".npy"), v)
+    for info, v in zip(session.get_outputs(), expected):
+        np.save(os.path.join(folder, "expected", info.name + ".npy"), v)
+    # PyTorch itself as a second oracle: the export must keep the model.
+    with torch.no_grad():
+        torch_out = wrapped(*args).numpy()
+    if not np.allclose(torch_out, expected[0], rtol=1e-4, atol=1e-5):
+        raise RuntimeError("onnxruntime disagrees with PyTorch on the export")
+
+
+def storage(folder):
+    """One line on how model.onnx stores its tensors, for the pattern and
+    loader work these exports feed: what is external, what is inline."""
+    m = onnx.load(os.path.join(folder, "model.onnx"), load_external_data=False)
+    inits = list(m.graph.initializer)
+    external = [t for t in inits
+                if t.data_location == onnx.TensorProto.EXTERNAL]
+    ext_bytes = sum(int({e.key: e.value for e in t.external_data}
+                        .get("length", 0)) for t in external)
+    keys = sorted({e.key for t in external for e in t.external_data})
+    raw = sum(1 for t in inits if t.HasField("raw_data"))
+    as_inputs = len({t.name for t in inits} & {i.name for i in m.graph.input})
+    opset = max(o.version for o in m.opset_import if o.domain in ("", "ai.onnx"))
+    return (f"opset {opset}; {len(inits)} initializers, {len(external)} "
+            f"external ({ext_bytes} bytes, keys {','.join(keys) or '-'}), "
+            f"{len(inits) - len(external)} inline ({raw} raw_data); "
+            f"{as_inputs} also graph inputs")
+
+
+def folder_bytes(folder):
+    return sum(os.path.getsize(os.path.join(d, f))
+               for d, _, files in os.walk(folder) for f in files)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", default=os.path.join(
+        os.path.dirname(os.path.abspath(__file__)), "fresh"))
+    parser.add_argument("--only", default="")
+    parser.add_argument("--max-bytes", type=int, default=900_000)
+    args = parser.parse_args()
+    only = set(filter(None, args.only.split(",")))
+    os.makedirs(args.out, exist_ok=True)
+    print(f"torch {torch.__version__}, transformers {transformers.__version__}, "
+          f"onnxscript {_version('onnxscript')}, onnx {onnx.__version__}, "
+          f"onnxruntime {ort.__version__}")
+    for name, model, inputs, key in architectures():
+        if only and name not in only:
+            continue
+        print(f"{name}: attention implementation "
+              f"{model.config._attn_implementation!r}")
+        for suffix, exporter, opset, keep_inputs, attention, archs in VARIANTS:
+            if archs is not None and name not in archs:
+                continue
+            tag = f"{name}-{suffix}"
+            folder = os.path.join(args.out, tag)
+            shutil.rmtree(folder, ignore_errors=True)
+            staging = tempfile.mkdtemp(prefix="kiln-export-")
+            try:
+                export(model, inputs, key, exporter, opset, keep_inputs,
+                       attention, staging)
+            except Exception as e:  # noqa: BLE001 - report and go on
+                last = traceback.format_exception_only(type(e), e)[-1].strip()
+                print(f"skip   {tag}: {last[:300]}")
+                shutil.rmtree(staging, ignore_errors=True)
+                continue
+            size = folder_bytes(staging)
+            if size > args.max_bytes:
+                print(f"skip   {tag}: {size} bytes is over --max-bytes")
+                shutil.rmtree(staging, ignore_errors=True)
+                continue
+            shutil.move(staging, folder)
+            # mkdtemp makes the folder 0700; the committed data is not private.
+            os.chmod(folder, 0o755)
+            ops = sorted({n.op_type for n in onnx.load(
+                os.path.join(folder, "model.onnx"),
+                load_external_data=False).graph.node})
+            print(f"wrote  {tag}: {size} bytes; {storage(folder)}\n"
+                  f"       ops: {' '.join(ops)}")
+    # An exporter that cannot handle an architecture is reported above, not
+    # fatal: what was written is what the tests check.
+    return 0
+
+
+def _version(module):
+    try:
+        return __import__(module).__version__
+    except ImportError:
+        return "absent"
+
+
+if __name__ == "__main__":
+    sys.exit(main())
