@@ -46,9 +46,10 @@ SEED = 1234
 BATCH, SEQ = 2, 8
 VOCAB = 96
 DATA_FILE = "model.onnx.data"
-# Tensors of at most this many bytes stay inline in model.onnx: the threshold
-# the dynamo exporter (onnx_ir.save) uses, applied to the TorchScript exports
-# too so that both keep scalars and shape constants inline.
+# The dynamo exporter (onnx_ir.save) keeps tensors of at most 256 bytes inline;
+# the TorchScript exports get the same threshold so that scalars and shape
+# constants stay inline there too. onnx.save compares sys.getsizeof(raw_data),
+# about 33 bytes over the data, so there a 256-byte tensor goes external.
 INLINE_BYTES = 256
 
 # (folder suffix, exporter, opset or None for the exporter's default,
@@ -88,6 +89,19 @@ def text_inputs():
     return {"input_ids": ids, "attention_mask": mask}
 
 
+def perturb(model, seed):
+    """Adds seeded noise to every parameter. Hugging Face's init zeroes the
+    biases and sets the norms' scales to one: a dropped bias or a misplaced
+    norm would go unnoticed, and the TorchScript exporter folds the identical
+    tensors into one initializer behind Identity nodes, which no trained
+    checkpoint gives."""
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(torch.randn(p.shape, generator=gen) * 0.05)
+    return model
+
+
 def architectures():
     """(name, model, inputs, output key) for each architecture. No
     _attn_implementation is set: the default is the point."""
@@ -96,13 +110,13 @@ def architectures():
         vocab_size=VOCAB, hidden_size=32, num_hidden_layers=2,
         num_attention_heads=4, intermediate_size=64,
         max_position_embeddings=32, type_vocab_size=2))
-    yield "bert", bert, text_inputs(), "last_hidden_state"
+    yield "bert", perturb(bert, SEED), text_inputs(), "last_hidden_state"
 
     torch.manual_seed(SEED + 2)
     gpt2 = transformers.GPT2LMHeadModel(transformers.GPT2Config(
         vocab_size=VOCAB, n_embd=32, n_layer=2, n_head=4, n_positions=32,
         use_cache=False))
-    yield "gpt2", gpt2, text_inputs(), "logits"
+    yield "gpt2", perturb(gpt2, SEED + 2), text_inputs(), "logits"
 
     torch.manual_seed(SEED + 4)
     llama = transformers.LlamaForCausalLM(transformers.LlamaConfig(
@@ -110,7 +124,7 @@ def architectures():
         num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
         max_position_embeddings=32, rms_norm_eps=1e-6, use_cache=False,
         tie_word_embeddings=False))
-    yield "llama", llama, text_inputs(), "logits"
+    yield "llama", perturb(llama, SEED + 4), text_inputs(), "logits"
 
     torch.manual_seed(SEED + 3)
     vit = transformers.ViTModel(transformers.ViTConfig(
@@ -119,7 +133,8 @@ def architectures():
         add_pooling_layer=False)
     rng = np.random.default_rng(SEED)
     pixels = rng.standard_normal((BATCH, 3, 16, 16)).astype(np.float32)
-    yield "vit", vit, {"pixel_values": pixels}, "last_hidden_state"
+    yield ("vit", perturb(vit, SEED + 3), {"pixel_values": pixels},
+           "last_hidden_state")
 
 
 def strip_provenance(m):
@@ -204,7 +219,8 @@ def storage(folder):
     keys = sorted({e.key for t in external for e in t.external_data})
     raw = sum(1 for t in inits if t.HasField("raw_data"))
     as_inputs = len({t.name for t in inits} & {i.name for i in m.graph.input})
-    opset = max(o.version for o in m.opset_import if o.domain in ("", "ai.onnx"))
+    opset = max(o.version for o in m.opset_import
+                if o.domain in ("", "ai.onnx"))
     return (f"opset {opset}; {len(inits)} initializers, {len(external)} "
             f"external ({ext_bytes} bytes, keys {','.join(keys) or '-'}), "
             f"{len(inits) - len(external)} inline ({raw} raw_data); "
@@ -225,7 +241,8 @@ def main():
     args = parser.parse_args()
     only = set(filter(None, args.only.split(",")))
     os.makedirs(args.out, exist_ok=True)
-    print(f"torch {torch.__version__}, transformers {transformers.__version__}, "
+    print(f"torch {torch.__version__}, "
+          f"transformers {transformers.__version__}, "
           f"onnxscript {_version('onnxscript')}, onnx {onnx.__version__}, "
           f"onnxruntime {ort.__version__}")
     for name, model, inputs, key in architectures():
@@ -233,7 +250,8 @@ def main():
             continue
         print(f"{name}: attention implementation "
               f"{model.config._attn_implementation!r}")
-        for suffix, exporter, opset, keep_inputs, attention, archs in VARIANTS:
+        for (suffix, exporter, opset, keep_inputs, attention,
+             archs) in VARIANTS:
             if archs is not None and name not in archs:
                 continue
             tag = f"{name}-{suffix}"
