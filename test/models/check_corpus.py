@@ -10,7 +10,12 @@ its inputs mean (token ids below the vocabulary, 0/1 masks, sequence lengths
 for 1-D mask indices, floats uniform in [-1, 1)). Kiln runs the model on the
 reference interpreter and, compiled by kilnc, on the host backend; both must
 match onnxruntime within the fp32 numerics contract (rtol 1e-4, atol 1e-5),
-or the 16-bit one (relative L2 1e-2) for fp16 outputs.
+or the 16-bit one (relative L2 1e-2) for fp16 outputs. An fp32 output
+outside the contract is judged by DESIGN.md's float64 rule instead, which the
+output says with the model's name: the model is run in float64 on the
+reference interpreter, and the rule applies only where onnxruntime itself is
+beyond rtol 1e-4 of that result; Kiln must then be at most twice as far from
+it as onnxruntime is, plus 1e-6 (max-abs).
 Models in KNOWN_GAPS must fail with the reason given. The corpus folder is
 $KILN_CORPUS_DIR or ../shared/corpus; without it the run is skipped (exit 77).
 """
@@ -23,7 +28,7 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 
-from oracle import compare_output, run
+from oracle import compare_output, float64_rule, run, to_float64
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
@@ -33,23 +38,17 @@ DIMS = {"batch": 2, "sequence": 8, "seq_len": 8, "max_seq_len_in_batch": 8,
         "seqlen": 8, "dynamic_prediction_count": 3, "batch_size": 2,
         "past_seq_len": 4, "None": 16}
 
-# Models Kiln does not pass yet, with a substring of the reason.
+# Models Kiln does not pass yet, with a substring of the reason (of either
+# path's failure).
 KNOWN_GAPS = {
-    # A BERT-base attention layer (hidden 768) with its unnormalized random
-    # weights: Q.K^T sums 64 products of magnitude ~50, and fp32 rounding in
-    # onnxruntime alone differs from an exact sum by more than the per-element
-    # contract (rtol 1e-4, atol 1e-5) near zero crossings. The reference
-    # interpreter (fp64 sums) and the host backend (fp32 sums) both land
-    # 2e-4..9e-4 from onnxruntime. The contract needs a K-aware tolerance.
-    "attention_mask1d_fp32.onnx": "outside rtol",
-    "attention_mask2d_fp32.onnx": "outside rtol",
-    # The same kind of layer fused by onnxruntime's optimizer
-    # (SkipLayerNormalization around com.microsoft (MultiHead)Attention):
-    # the fp64 reference interpreter is 5.6e-5 from onnxruntime's fp32
-    # result at a LayerNorm output near zero; the same K-aware tolerance
-    # question.
-    "attention_mha.onnx": "outside rtol",
-    "bert_3d_attention_opt.onnx": "outside rtol",
+    # Judged by the float64 rule: onnxruntime's fp32 output is 2.25e-4 from
+    # the float64 result, the host backend's 8.8e-4 (the reference
+    # interpreter's 9.2e-5 passes). The error comes from the rounding of the
+    # QKV projection (k = 768, |qkv| ~ 35) amplified by near-tied attention
+    # scores; a numpy emulation of a blocked FMA GEMM like onnxruntime's MLAS
+    # (k blocks of 256) lands at 6.8e-4..7.5e-4 on the same inputs, so the
+    # 2x bound is narrower than the spread of correct fp32 GEMMs here.
+    "attention_mask2d_fp32.onnx": "beyond the bound",
 }
 
 
@@ -86,12 +85,40 @@ def make_inputs(model, rng):
     return shapes, feeds
 
 
-def compare(out_dir, names, expected):
+def judge(out_dir, names, expected, exact):
+    """None when every output in out_dir matches onnxruntime's `expected`
+    under the fp32 contract, or, for an output outside it, under the float64
+    rule against `exact()` (the float64 results, computed on first use).
+    Else why not. Outputs judged by the float64 rule are printed."""
     for name, want in zip(names, expected):
         why = compare_output(out_dir, name, want)
+        if why and want.dtype == np.float32 and "outside rtol" in why:
+            got = np.load(os.path.join(out_dir, name + ".npy"))
+            summary, why = float64_rule(name, got, want, exact()[name])
+            print(f"  float64 rule ({os.path.basename(out_dir)}) {summary}")
         if why:
             return why
     return None
+
+
+def float64_results(tools, model, feeds, shape_args, work):
+    """The model's outputs computed in float64 by the reference interpreter
+    (DESIGN.md's judge for ill-conditioned computations)."""
+    path = os.path.join(work, "model-float64.onnx")
+    onnx.save(to_float64(model), path)
+    args = []
+    for i, (name, value) in enumerate(feeds.items()):
+        file = os.path.join(work, f"input{i}-float64.npy")
+        np.save(file, value.astype(np.float64)
+                if value.dtype == np.float32 else value)
+        args += ["--input", f"{name}={file}"]
+    out = os.path.join(work, "float64")
+    why = run([tools.kiln_run, path, "--backend", "reference", "--output-dir",
+               out] + args + shape_args)
+    if why:
+        raise RuntimeError(f"float64 reference run failed: {why}")
+    return {f[:-4]: np.load(os.path.join(out, f)) for f in os.listdir(out)
+            if f.endswith(".npy")}
 
 
 def check(tools, path, seed, work):
@@ -100,6 +127,16 @@ def check(tools, path, seed, work):
     session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
     names = [o.name for o in session.get_outputs()]
     expected = session.run(None, feeds)
+    cache = {}
+
+    def exact():
+        if "results" not in cache:
+            print(f"  {os.path.basename(path)}: outside the fp32 contract; "
+                  "judging by the float64 rule (DESIGN.md)")
+            cache["results"] = float64_results(tools, model, feeds,
+                                                shape_args, work)
+        return cache["results"]
+
     input_args, shape_args = [], []
     for i, (name, value) in enumerate(feeds.items()):
         file = os.path.join(work, f"input{i}.npy")
@@ -110,13 +147,13 @@ def check(tools, path, seed, work):
                            f"{name}={'x'.join(map(str, shapes[name]))}"]
     ref = os.path.join(work, "reference")
     reference = run([tools.kiln_run, path, "--backend", "reference",
-                     "--output-dir", ref] + input_args + shape_args) or compare(
-                         ref, names, expected)
+                     "--output-dir", ref] + input_args + shape_args) or judge(
+                         ref, names, expected, exact)
     so, host_dir = os.path.join(work, "model.so"), os.path.join(work, "host")
     host = (run([tools.kilnc, path, "-o", so] + shape_args)
             or run([tools.kiln_run, so, "--backend", "host", "--output-dir",
                     host_dir] + input_args)
-            or compare(host_dir, names, expected))
+            or judge(host_dir, names, expected, exact))
     return reference, host
 
 
@@ -144,7 +181,7 @@ def main():
                                     tools.seed, work)
             gap = KNOWN_GAPS.get(name)
             results = f"reference: {reference or 'pass'}; host: {host or 'pass'}"
-            if gap and reference and gap in reference:
+            if gap and gap in f"{reference} {host}":
                 print(f"known-gap  {name}: {results}")
             elif gap:
                 unexpected += 1
