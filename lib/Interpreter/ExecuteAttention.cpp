@@ -36,6 +36,7 @@ FailureOr<HostTensor> executeAttention(AttentionOp op, const HostTensor &query,
   double scale = op.getScale().convertToDouble();
   double softcap = op.getSoftcap().convertToDouble();
   ArrayRef<float> sinks = op.getSink().value_or(ArrayRef<float>());
+  bool zeroNanProbs = op.getZeroNanProbs();
   // Mask element (b, h, i, j) under broadcasting: stride 0 on size-1 dims.
   SmallVector<int64_t> maskStrides(4, 0);
   if (mask) {
@@ -76,6 +77,13 @@ FailureOr<HostTensor> executeAttention(AttentionOp op, const HostTensor &query,
           sum += scores[j];
         }
         int64_t outBase = ((b * heads + h) * queries + i) * valueSize;
+        // Every probability e_j / sum is NaN exactly when the sum is 0 (all
+        // keys masked with -inf) or NaN; the guard makes them zero.
+        if (zeroNanProbs && (sum == 0.0 || std::isnan(sum))) {
+          for (int64_t d = 0; d < valueSize; ++d)
+            result->setFromDouble(outBase + d, 0.0);
+          continue;
+        }
         for (int64_t d = 0; d < valueSize; ++d) {
           double acc = 0.0;
           for (int64_t j = 0; j < keys; ++j)

@@ -170,19 +170,50 @@ FailureOr<SmallVector<float>> matchSink(SoftmaxOp softmax, Value &logits,
   return sink;
 }
 
+/// The NaN guard PyTorch's scaled_dot_product_attention export writes after
+/// the softmax, `where(isnan(p), 0, p)`: returns the guarded probabilities
+/// when `probs` has exactly that use (and the is_nan no other), else null.
+Value matchNanGuard(Value probs) {
+  if (!llvm::hasNItems(probs.getUses(), 2))
+    return {};
+  IsNaNOp isNan;
+  WhereOp where;
+  for (Operation *user : probs.getUsers()) {
+    if (auto op = dyn_cast<IsNaNOp>(user))
+      isNan = op;
+    else if (auto op = dyn_cast<WhereOp>(user))
+      where = op;
+  }
+  if (!isNan || !where || !isNan->hasOneUse() ||
+      where.getCondition() != isNan.getResult() || where.getRhs() != probs ||
+      where.getType() != probs.getType())
+    return {};
+  auto zeroType = cast<RankedTensorType>(where.getLhs().getType());
+  if (zeroType.getNumElements() != 1 || splatValue(where.getLhs()) != 0.0)
+    return {};
+  return where.getResult();
+}
+
 /// softmax(scale * q.k^T + mask).v, from the softmax out.
 struct RecomposeAttention : OpRewritePattern<SoftmaxOp> {
   using OpRewritePattern::OpRewritePattern;
 
   LogicalResult matchAndRewrite(SoftmaxOp softmax,
                                 PatternRewriter &rewriter) const override {
-    if (softmax.getType().getRank() != 4 || softmax.getAxis() != 3 ||
-        !softmax->hasOneUse())
+    if (softmax.getType().getRank() != 4 || softmax.getAxis() != 3)
       return rewriter.notifyMatchFailure(softmax, "not a 4-D last-axis softmax");
     // The softmax's input and result, or with a sink the scores and the
-    // probabilities sliced out of it.
+    // probabilities sliced out of it; NaN-guarded probabilities stand for the
+    // softmax's result.
     Value logits = softmax.getInput(), probs = softmax.getResult();
-    FailureOr<SmallVector<float>> sink = matchSink(softmax, logits, probs);
+    Value guarded = matchNanGuard(probs);
+    if (!guarded && !softmax->hasOneUse())
+      return rewriter.notifyMatchFailure(softmax, "softmax used elsewhere");
+    FailureOr<SmallVector<float>> sink =
+        guarded ? FailureOr<SmallVector<float>>(failure())
+                : matchSink(softmax, logits, probs);
+    if (guarded)
+      probs = guarded;
     auto probsType = cast<RankedTensorType>(probs.getType());
     auto context = dyn_cast<MatmulOp>(*probs.getUsers().begin());
     if (!context || context.getLhs() != probs || !probs.hasOneUse() ||
@@ -277,7 +308,8 @@ struct RecomposeAttention : OpRewritePattern<SoftmaxOp> {
         rewriter.getF32FloatAttr(static_cast<float>(scale)),
         rewriter.getF32FloatAttr(static_cast<float>(softcap)),
         succeeded(sink) ? rewriter.getDenseF32ArrayAttr(*sink)
-                        : DenseF32ArrayAttr());
+                        : DenseF32ArrayAttr(),
+        guarded ? rewriter.getUnitAttr() : UnitAttr());
     copyTensorNames(context, attention);
     rewriter.replaceOp(context, attention.getResult());
     return success();

@@ -298,3 +298,63 @@ func.func @negative_sink_varies_by_query(%q: tensor<1x2x2x16xf32>, %k: tensor<1x
   %o = kiln.matmul %ps, %v : (tensor<1x2x2x7xf32>, tensor<1x2x7x4xf32>) -> tensor<1x2x2x4xf32>
   return %o : tensor<1x2x2x4xf32>
 }
+
+// -----
+
+// PyTorch's scaled_dot_product_attention as today's exporters write it: the
+// scale split between queries and keys (8^-0.25 each), a boolean mask turned
+// into 0 / -inf, and a NaN guard after the softmax.
+// CHECK-LABEL: func @sdpa_nan_guard_form
+// CHECK: kiln.attention %arg0, %{{.*}}, %arg2, %{{.*}} {scale = 0.35355{{[0-9]*}} : f32, zero_nan_probs}
+// CHECK-NOT: kiln.is_nan
+// CHECK-NOT: kiln.softmax
+func.func @sdpa_nan_guard_form(%q: tensor<1x2x5x8xf32>, %kt: tensor<1x2x8x7xf32>, %v: tensor<1x2x7x4xf32>, %keep: tensor<1x1x5x7xi1>) -> tensor<1x2x5x4xf32> {
+  %c = kiln.constant dense<0.594603539> : tensor<f32>
+  %qs = kiln.mul %q, %c : (tensor<1x2x5x8xf32>, tensor<f32>) -> tensor<1x2x5x8xf32>
+  %ks = kiln.mul %kt, %c : (tensor<1x2x8x7xf32>, tensor<f32>) -> tensor<1x2x8x7xf32>
+  %s = kiln.matmul %qs, %ks : (tensor<1x2x5x8xf32>, tensor<1x2x8x7xf32>) -> tensor<1x2x5x7xf32>
+  %zero = kiln.constant dense<0.000000e+00> : tensor<1xf32>
+  %ninf = kiln.constant dense<0xFF800000> : tensor<1xf32>
+  %bias = kiln.where %keep, %zero, %ninf : (tensor<1x1x5x7xi1>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x1x5x7xf32>
+  %a = kiln.add %s, %bias : (tensor<1x2x5x7xf32>, tensor<1x1x5x7xf32>) -> tensor<1x2x5x7xf32>
+  %p = kiln.softmax %a {axis = 3 : i64} : tensor<1x2x5x7xf32>
+  %nan = kiln.is_nan %p : tensor<1x2x5x7xf32> -> tensor<1x2x5x7xi1>
+  %g = kiln.where %nan, %zero, %p : (tensor<1x2x5x7xi1>, tensor<1xf32>, tensor<1x2x5x7xf32>) -> tensor<1x2x5x7xf32>
+  %o = kiln.matmul %g, %v : (tensor<1x2x5x7xf32>, tensor<1x2x7x4xf32>) -> tensor<1x2x5x4xf32>
+  return %o : tensor<1x2x5x4xf32>
+}
+
+// -----
+
+/// A guard that replaces NaN probabilities by anything but zero is not what
+/// zero_nan_probs means: left alone.
+// CHECK-LABEL: func @negative_nan_guard_nonzero
+// CHECK-NOT: kiln.attention
+// CHECK: kiln.softmax
+// CHECK: kiln.is_nan
+func.func @negative_nan_guard_nonzero(%q: tensor<1x2x5x8xf32>, %k: tensor<1x2x7x8xf32>, %v: tensor<1x2x7x4xf32>) -> tensor<1x2x5x4xf32> {
+  %s = kiln.matmul %q, %k {transpose_rhs = true} : (tensor<1x2x5x8xf32>, tensor<1x2x7x8xf32>) -> tensor<1x2x5x7xf32>
+  %p = kiln.softmax %s {axis = 3 : i64} : tensor<1x2x5x7xf32>
+  %nan = kiln.is_nan %p : tensor<1x2x5x7xf32> -> tensor<1x2x5x7xi1>
+  %one = kiln.constant dense<1.000000e+00> : tensor<f32>
+  %g = kiln.where %nan, %one, %p : (tensor<1x2x5x7xi1>, tensor<f32>, tensor<1x2x5x7xf32>) -> tensor<1x2x5x7xf32>
+  %o = kiln.matmul %g, %v : (tensor<1x2x5x7xf32>, tensor<1x2x7x4xf32>) -> tensor<1x2x5x4xf32>
+  return %o : tensor<1x2x5x4xf32>
+}
+
+// -----
+
+/// The NaN test is also a result of the function: the probabilities must
+/// stay in memory, so nothing is recomposed.
+// CHECK-LABEL: func @negative_nan_guard_shared
+// CHECK-NOT: kiln.attention
+// CHECK: kiln.softmax
+func.func @negative_nan_guard_shared(%q: tensor<1x2x5x8xf32>, %k: tensor<1x2x7x8xf32>, %v: tensor<1x2x7x4xf32>) -> (tensor<1x2x5x4xf32>, tensor<1x2x5x7xi1>) {
+  %s = kiln.matmul %q, %k {transpose_rhs = true} : (tensor<1x2x5x8xf32>, tensor<1x2x7x8xf32>) -> tensor<1x2x5x7xf32>
+  %p = kiln.softmax %s {axis = 3 : i64} : tensor<1x2x5x7xf32>
+  %nan = kiln.is_nan %p : tensor<1x2x5x7xf32> -> tensor<1x2x5x7xi1>
+  %zero = kiln.constant dense<0.000000e+00> : tensor<f32>
+  %g = kiln.where %nan, %zero, %p : (tensor<1x2x5x7xi1>, tensor<f32>, tensor<1x2x5x7xf32>) -> tensor<1x2x5x7xf32>
+  %o = kiln.matmul %g, %v : (tensor<1x2x5x7xf32>, tensor<1x2x7x4xf32>) -> tensor<1x2x5x4xf32>
+  return %o, %nan : tensor<1x2x5x4xf32>, tensor<1x2x5x7xi1>
+}

@@ -27,6 +27,12 @@ on those inputs), the layout check_models.py reads:
 An exporter that fails is reported and skipped; so is an export larger than
 --max-bytes.
 
+  export_fresh.py --bert-base --out DIR
+
+exports a BERT-base-shaped encoder instead (hidden 768, 12 layers, 12 heads,
+FFN 3072, batch 1, sequence 128; about 440 MB of weights, not for git), for
+check_export_fusion.py's launch count at full size.
+
 Needs torch, transformers, onnxscript, onnx and onnxruntime (PyPI).
 """
 import argparse
@@ -85,7 +91,7 @@ def text_inputs():
     rng = np.random.default_rng(SEED)
     ids = rng.integers(0, VOCAB, size=(BATCH, SEQ), dtype=np.int64)
     mask = np.ones((BATCH, SEQ), dtype=np.int64)
-    mask[1, SEQ - 3:] = 0  # one padded sequence
+    mask[-1, SEQ - 3:] = 0  # one padded sequence
     return {"input_ids": ids, "attention_mask": mask}
 
 
@@ -135,6 +141,15 @@ def architectures():
     pixels = rng.standard_normal((BATCH, 3, 16, 16)).astype(np.float32)
     yield ("vit", perturb(vit, SEED + 3), {"pixel_values": pixels},
            "last_hidden_state")
+
+
+def bert_base():
+    """A BERT-base-shaped encoder (random weights), batch 1, sequence 128."""
+    global BATCH, SEQ, VOCAB
+    BATCH, SEQ, VOCAB = 1, 128, 30522
+    torch.manual_seed(SEED)
+    bert = transformers.BertModel(transformers.BertConfig())
+    yield "bert-base", perturb(bert, SEED), text_inputs(), "last_hidden_state"
 
 
 def strip_provenance(m):
@@ -238,21 +253,27 @@ def main():
         os.path.dirname(os.path.abspath(__file__)), "fresh"))
     parser.add_argument("--only", default="")
     parser.add_argument("--max-bytes", type=int, default=900_000)
+    parser.add_argument("--bert-base", action="store_true",
+                        help="export a BERT-base-shaped encoder only")
     args = parser.parse_args()
+    if args.bert_base:
+        args.max_bytes = 1 << 40
     only = set(filter(None, args.only.split(",")))
     os.makedirs(args.out, exist_ok=True)
     print(f"torch {torch.__version__}, "
           f"transformers {transformers.__version__}, "
           f"onnxscript {_version('onnxscript')}, onnx {onnx.__version__}, "
           f"onnxruntime {ort.__version__}")
-    for name, model, inputs, key in architectures():
+    for name, model, inputs, key in (bert_base() if args.bert_base
+                                     else architectures()):
         if only and name not in only:
             continue
         print(f"{name}: attention implementation "
               f"{model.config._attn_implementation!r}")
         for (suffix, exporter, opset, keep_inputs, attention,
              archs) in VARIANTS:
-            if archs is not None and name not in archs:
+            if archs is not None and name not in archs or (
+                    args.bert_base and keep_inputs):
                 continue
             tag = f"{name}-{suffix}"
             folder = os.path.join(args.out, tag)

@@ -183,7 +183,11 @@ FailureOr<LaunchGeometry> emitAttention(KernelOp kernel, StringRef name,
      << "      long long d = threadIdx.x + r * " << block << "LL;\n"
      << "      if (d < " << valueSize << "LL)\n"
      << "        out0[" << outIndex << "] = "
-     << storeExpr(et, "acc[r] / running_sum") << ";\n"
+     << storeExpr(et, attention.getZeroNanProbs()
+                          ? "((running_sum == 0.0f || running_sum != "
+                            "running_sum) ? 0.0f : acc[r] / running_sum)"
+                          : "acc[r] / running_sum")
+     << ";\n"
      << "    }\n  }\n}\n";
   LaunchGeometry geometry;
   geometry.grid[0] =

@@ -618,7 +618,11 @@ def Kiln_AttentionOp : Kiln_Op<"attention", [Pure, InferTypeOpAdaptor]> {
     mask, s -> softcap * tanh(s / softcap) (Gemma 2; 0, the default, leaves
     them). `sink`, one logit per query head (or one for all), joins every
     row's softmax normalization without attending a value (an attention
-    sink; zero is smooth softmax). The result is [B, H, Sq, Dv].
+    sink; zero is smooth softmax). With `zero_nan_probs`, probabilities
+    that are NaN count as zero, as PyTorch's scaled_dot_product_attention
+    export guards them (`where(isnan(p), 0, p)`): a row whose every key is
+    masked with -inf gives zeros instead of NaN. The result is
+    [B, H, Sq, Dv].
     kiln-recompose builds it from
     the matmul/softmax form exporters write; the CUDA target computes it in one
     kernel with an online softmax, never storing the Sq x Sk scores.
@@ -633,7 +637,8 @@ def Kiln_AttentionOp : Kiln_Op<"attention", [Pure, InferTypeOpAdaptor]> {
                    Kiln_FloatTensor:$value, Optional<Kiln_FloatTensor>:$mask,
                    F32Attr:$scale,
                    DefaultValuedAttr<F32Attr, "0.0f">:$softcap,
-                   OptionalAttr<DenseF32ArrayAttr>:$sink);
+                   OptionalAttr<DenseF32ArrayAttr>:$sink,
+                   UnitAttr:$zero_nan_probs);
   let results = (outs Kiln_FloatTensor:$result);
   let assemblyFormat = [{
     $query `,` $key `,` $value (`,` $mask^)? attr-dict `:`
