@@ -136,7 +136,7 @@ LogicalResult runPipeline(ModuleOp module, const CompileOptions &options) {
 
 LogicalResult lowerToArtifact(ModuleOp module, const CompileOptions &options,
                               bool compile, rt::Artifact &artifact,
-                              StepOrigins *origins) {
+                              StepOrigins *origins, WeightTable *weights) {
   auto funcs = module.getOps<func::FuncOp>();
   if (std::distance(funcs.begin(), funcs.end()) != 1)
     return emitError(module.getLoc(), "expected exactly one function");
@@ -144,7 +144,7 @@ LogicalResult lowerToArtifact(ModuleOp module, const CompileOptions &options,
   artifact.abiVersion = KILN_ABI_VERSION;
   artifact.kilnVersion = kKilnVersion;
   artifact.arch = options.arch;
-  if (failed(emitPlan(func, artifact, origins)))
+  if (failed(emitPlan(func, artifact, origins, weights)))
     return failure();
   if (!options.dumpDir.empty() &&
       failed(writeFileAtomically(module.getLoc(),

@@ -147,6 +147,14 @@ int64_t liveLowerBoundOf(ModuleOp module) {
   return -1;
 }
 
+/// The weights' size the report states.
+static int64_t weightBytesOf(const rt::Artifact &artifact,
+                             const CompileReport &report) {
+  return report.weightBytes >= 0
+             ? report.weightBytes
+             : static_cast<int64_t>(artifact.weightBytes());
+}
+
 void printReportText(const rt::Artifact &artifact, const CompileReport &report,
                      llvm::raw_ostream &os) {
   Counts counts = countsOf(artifact, report);
@@ -173,7 +181,7 @@ void printReportText(const rt::Artifact &artifact, const CompileReport &report,
                             double(report.liveLowerBoundBytes));
   else if (report.liveLowerBoundBytes == 0)
     os << " (live lower bound 0 bytes)";
-  os << ", weights " << artifact.weights.size() << " bytes\n";
+  os << ", weights " << weightBytesOf(artifact, report) << " bytes\n";
   os << "precision: " << report.precision;
   if (report.precision != "fp32")
     os << " (" << report.fp32Kept.size() << " tensors kept in fp32)";
@@ -230,7 +238,7 @@ void printReportJson(const rt::Artifact &artifact, const CompileReport &report,
       {"onnx_node_count", counts.nodes},
       {"peak_arena_bytes", static_cast<int64_t>(artifact.arenaBytes)},
       {"live_lower_bound_bytes", report.liveLowerBoundBytes},
-      {"weight_bytes", static_cast<int64_t>(artifact.weights.size())},
+      {"weight_bytes", weightBytesOf(artifact, report)},
       {"precision", report.precision}};
   llvm::json::Array kept;
   for (const Fp32Kept &k : report.fp32Kept) {

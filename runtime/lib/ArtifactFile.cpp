@@ -103,11 +103,46 @@ private:
 };
 } // namespace
 
+/// Maps the sidecar weights file `artifact` names, beside the `.so` at
+/// `soPath`, and checks its size and checksum before anything reads it.
+static Status mapWeightsFile(const std::string &soPath, Artifact &artifact) {
+  const WeightsFile &expected = artifact.weightsFile;
+  size_t slash = soPath.rfind('/');
+  std::string path = (slash == std::string::npos
+                          ? std::string()
+                          : soPath.substr(0, slash + 1)) +
+                     expected.name;
+  auto file = std::make_shared<MappedFile>(path);
+  if (!file->status.isOk())
+    return Status::error(StatusCode::CorruptArtifact,
+                         "the weights file of this artifact: " +
+                             file->status.message);
+  if (file->size != expected.bytes)
+    return Status::error(StatusCode::CorruptArtifact,
+                         "weights file '" + path + "' has " +
+                             std::to_string(file->size) + " bytes, expected " +
+                             std::to_string(expected.bytes) +
+                             " (truncated, or from another compile)");
+  if (weightsChecksum(file->data, file->size) != expected.checksum)
+    return Status::error(StatusCode::CorruptArtifact,
+                         "weights file '" + path +
+                             "' does not match this artifact (checksum "
+                             "mismatch: damaged, or from another compile)");
+  artifact.mappedWeights = file->data;
+  artifact.mappedWeightsOwner = std::move(file);
+  return Status::ok();
+}
+
 Status kiln::rt::loadArtifactFile(const std::string &path, Artifact &out) {
-  MappedFile file(path);
-  if (!file.status.isOk())
-    return file.status;
-  Status s = loadArtifactImage(file.data, file.size, out);
+  Status s;
+  {
+    MappedFile file(path);
+    if (!file.status.isOk())
+      return file.status;
+    s = loadArtifactImage(file.data, file.size, out);
+  }
+  if (s.isOk() && !out.weightsFile.name.empty())
+    s = mapWeightsFile(path, out);
   if (!s.isOk())
     s.message = "'" + path + "': " + s.message;
   return s;

@@ -163,7 +163,7 @@ Status CudaExecutor::initialize() {
   }
   ready = true;
   // The device holds the weights now; do not keep a second host copy.
-  std::string().swap(artifact.weights);
+  artifact.releaseWeights();
   return Status::ok();
 }
 
@@ -180,15 +180,15 @@ Status CudaExecutor::initializeInContext() {
                            "allocating the arena (" +
                                std::to_string(artifact.arenaBytes) + " bytes)");
   }
-  if (!artifact.weights.empty()) {
-    if (cu::Result r = api->memAlloc(&weights, artifact.weights.size());
+  if (artifact.weightBytes() != 0) {
+    if (cu::Result r = api->memAlloc(&weights, artifact.weightBytes());
         r != cu::kSuccess)
       return cu::cudaError(*api, r,
                            "allocating the weights (" +
-                               std::to_string(artifact.weights.size()) +
+                               std::to_string(artifact.weightBytes()) +
                                " bytes)");
-    if (cu::Result r = api->memcpyHtoDAsync(weights, artifact.weights.data(),
-                                            artifact.weights.size(), stream);
+    if (cu::Result r = api->memcpyHtoDAsync(weights, artifact.weightData(),
+                                            artifact.weightBytes(), stream);
         r != cu::kSuccess)
       return cu::cudaError(*api, r, "uploading the weights");
     if (cu::Result r = api->streamSynchronize(stream); r != cu::kSuccess)

@@ -156,11 +156,12 @@ Status HostExecutor::initialize() {
         !s.isOk())
       return s;
     if (Status s =
-            allocate(weights[0], artifact.weights.size(), "the weights");
+            allocate(weights[0], artifact.weightBytes(), "the weights");
         !s.isOk())
       return s;
-    std::memcpy(weights[0].data, artifact.weights.data(),
-                artifact.weights.size());
+    if (artifact.weightBytes() != 0)
+      std::memcpy(weights[0].data, artifact.weightData(),
+                  artifact.weightBytes());
   }
   address.assign(artifact.buffers.size(), nullptr);
   for (size_t id = 0; id < artifact.buffers.size(); ++id) {
@@ -188,7 +189,7 @@ Status HostExecutor::initialize() {
             !s.isOk())
           return s;
         if (!isArena)
-          std::memcpy(pool.back().data, artifact.weights.data() + b.offset,
+          std::memcpy(pool.back().data, artifact.weightData() + b.offset,
                       b.bytes);
       }
       address[id] = static_cast<char *>(pool[it->second].data);

@@ -57,6 +57,12 @@ Status Model::create(Artifact artifact, Backend backend,
   std::string error;
   if (!validateArtifact(artifact, error))
     return Status::error(StatusCode::CorruptArtifact, error);
+  if (artifact.weightBytes() != 0 && !artifact.weightData())
+    return Status::error(StatusCode::CorruptArtifact,
+                         "the weights are in the file '" +
+                             artifact.weightsFile.name +
+                             "', which was not loaded (load the artifact from "
+                             "its .so file)");
   std::string fallbackReason;
   switch (backend) {
   case Backend::Cuda:

@@ -55,6 +55,11 @@ cl::opt<std::string> dumpDir("dump-dir",
                              cl::value_desc("dir"));
 cl::opt<std::string> arch("arch", cl::desc("GPU architecture for NVRTC"),
                           cl::init("sm_90a"));
+cl::opt<uint64_t> maxEmbeddedWeightBytes(
+    "max-embedded-weight-bytes",
+    cl::desc("weights above this many bytes go to a sidecar file "
+             "(OUT.kw) beside the .so"),
+    cl::init(kiln::kMaxEmbeddedWeightBytes), cl::Hidden);
 cl::opt<Report> report(
     "report",
     cl::desc("print every launch and library call with the ONNX nodes it "
@@ -65,8 +70,9 @@ cl::opt<Report> report(
                clEnumValN(Report::Json, "json", "as JSON, for tools")));
 
 /// Prints the plan for --emit=plan.
-void printPlan(const kiln::rt::Artifact &a, llvm::raw_ostream &os) {
-  os << "arena_bytes " << a.arenaBytes << "\nweight_bytes " << a.weights.size()
+void printPlan(const kiln::rt::Artifact &a, uint64_t weightBytes,
+               llvm::raw_ostream &os) {
+  os << "arena_bytes " << a.arenaBytes << "\nweight_bytes " << weightBytes
      << "\n";
   for (auto [i, b] : llvm::enumerate(a.buffers)) {
     static const char *kinds[] = {"arena", "weight", "input", "output"};
@@ -185,9 +191,13 @@ int main(int argc, char **argv) {
   compileReport.liveLowerBoundBytes = kiln::liveLowerBoundOf(*module);
   compileReport.precision = options.precision;
   compileReport.fp32Kept = kiln::collectFp32Kept(*module);
+  // The weights stay in the constants (for external data, the mapped model
+  // files) until they are streamed into the output.
+  kiln::WeightTable weights;
   if (failed(kiln::lowerToArtifact(*module, options, needsCubin, artifact,
-                                   &compileReport.origins)))
+                                   &compileReport.origins, &weights)))
     return 1;
+  compileReport.weightBytes = static_cast<int64_t>(weights.size);
   if (report == Report::Text)
     kiln::printReportText(artifact, compileReport, llvm::outs());
   else if (report == Report::Json)
@@ -197,13 +207,18 @@ int main(int argc, char **argv) {
   if (emit == Emit::Plan) {
     std::string text;
     llvm::raw_string_ostream os(text);
-    printPlan(artifact, os);
+    printPlan(artifact, weights.size, os);
     return failed(writeText(loc, text)) ? 1 : 0;
   }
-  if (failed(kiln::writeArtifactLibrary(loc, artifact, outputPath)))
+  if (failed(kiln::writeArtifactLibrary(loc, artifact, outputPath, &weights,
+                                       maxEmbeddedWeightBytes)))
     return 1;
   llvm::errs() << "kilnc: wrote " << outputPath << " (" << artifact.steps.size()
                << " steps, peak arena " << artifact.arenaBytes
-               << " bytes, weights " << artifact.weights.size() << " bytes)\n";
+               << " bytes, weights " << weights.size << " bytes"
+               << (weights.size > maxEmbeddedWeightBytes
+                       ? " in the sidecar file beside it"
+                       : "")
+               << ")\n";
   return 0;
 }

@@ -71,11 +71,13 @@ mlir::LogicalResult runPipeline(mlir::ModuleOp module,
 
 /// Lowers a pipelined module to a Plan with CUDA source; with `compile`, also
 /// runs NVRTC for the cubin and PTX. `origins`, when given, receives the ONNX
-/// nodes of each step (see emitPlan).
+/// nodes of each step; `weights`, when given, the weights instead of
+/// `artifact.weights` (see emitPlan).
 mlir::LogicalResult lowerToArtifact(mlir::ModuleOp module,
                                     const CompileOptions &options,
                                     bool compile, rt::Artifact &artifact,
-                                    StepOrigins *origins = nullptr);
+                                    StepOrigins *origins = nullptr,
+                                    WeightTable *weights = nullptr);
 
 /// All of the above for one model file.
 mlir::LogicalResult compileModel(mlir::MLIRContext *context,
@@ -89,11 +91,20 @@ mlir::LogicalResult writeFileAtomically(mlir::Location loc,
                                         llvm::StringRef path,
                                         llvm::StringRef bytes);
 
+/// Weights above this size are not embedded in the `.so` but kept in a
+/// sidecar file beside it (DESIGN.md: models over 2 GB).
+inline constexpr uint64_t kMaxEmbeddedWeightBytes = uint64_t(1) << 31;
+
 /// Writes the self-contained `.so`: the runtime template with the serialized
-/// artifact appended.
-mlir::LogicalResult writeArtifactLibrary(mlir::Location loc,
-                                         const rt::Artifact &artifact,
-                                         llvm::StringRef path);
+/// artifact appended. The weights come from `weights` (streamed, never
+/// copied whole) or, without it, from `artifact.weights`. When they exceed
+/// `maxEmbeddedWeightBytes` they go to `<stem>.kw` beside the `.so` instead,
+/// named in the artifact with its size and checksum. Both files are written
+/// through temporary files: a failure leaves neither.
+mlir::LogicalResult
+writeArtifactLibrary(mlir::Location loc, const rt::Artifact &artifact,
+                     llvm::StringRef path, const WeightTable *weights = nullptr,
+                     uint64_t maxEmbeddedWeightBytes = kMaxEmbeddedWeightBytes);
 
 } // namespace kiln
 

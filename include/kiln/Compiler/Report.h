@@ -46,6 +46,9 @@ struct CompileReport {
   std::string precision = "fp32";
   /// Every tensor kept in fp32 under a low precision, in program order.
   std::vector<Fp32Kept> fp32Kept;
+  /// Bytes of weights; -1 for the artifact's own (`weightBytes()`), which is
+  /// empty when they were streamed to the `.so` from a WeightTable.
+  int64_t weightBytes = -1;
 };
 
 /// The tensors of a pipelined module that kiln-mixed-precision kept in fp32

@@ -31,8 +31,12 @@ def KilnRecomposePass : Pass<"kiln-recompose", "mlir::func::FuncOp"> {
       selects them against a fill of -inf or a float lowest (~-3.4e38): the
       select becomes an additive mask, which is exact for such fills;
     - keys and values may have fewer heads than the queries (grouped-query
-      attention), when the export does not repeat them itself.
-    Every intermediate must have no other use. Anything else is left alone.
+      attention), when the export does not repeat them itself;
+    - the probabilities may be guarded against NaN, `where(isnan(p), 0, p)`,
+      as today's PyTorch exports scaled_dot_product_attention (a row whose
+      keys are all masked gives zeros): the op gets `zero_nan_probs`.
+    Every intermediate must have no other use (the guarded softmax: only the
+    guard's). Anything else is left alone.
 
     LayerNorm as exporters before opset 17 write it (ReduceMean, Sub,
     Pow or Mul, ReduceMean, Add epsilon, Sqrt, Div, then an optional scale

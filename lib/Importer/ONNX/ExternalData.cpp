@@ -14,11 +14,76 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <map>
+#include <mutex>
+#include <sys/mman.h>
+#include <unistd.h>
+
 using namespace mlir;
 namespace fs = llvm::sys::fs;
 namespace path = llvm::sys::path;
 
 namespace kiln {
+
+namespace {
+/// The address ranges of the external data files mapped now, so that
+/// releaseExternalDataPages touches nothing else.
+struct MappedRanges {
+  std::mutex mutex;
+  std::map<uintptr_t, uintptr_t> endOf;
+};
+} // namespace
+
+static MappedRanges &mappedRanges() {
+  static MappedRanges ranges;
+  return ranges;
+}
+
+/// A mapping of a whole file, registered in mappedRanges while it lives.
+static std::shared_ptr<const fs::mapped_file_region>
+registeredRegion(fs::file_t file, uint64_t size, std::error_code &ec) {
+  auto *region = new fs::mapped_file_region(
+      file, fs::mapped_file_region::readonly, size, /*offset=*/0, ec);
+  if (ec) {
+    delete region;
+    return nullptr;
+  }
+  auto begin = reinterpret_cast<uintptr_t>(region->const_data());
+  {
+    std::lock_guard<std::mutex> lock(mappedRanges().mutex);
+    mappedRanges().endOf[begin] = begin + size;
+  }
+  return std::shared_ptr<const fs::mapped_file_region>(
+      region, [begin](const fs::mapped_file_region *r) {
+        {
+          std::lock_guard<std::mutex> lock(mappedRanges().mutex);
+          mappedRanges().endOf.erase(begin);
+        }
+        delete r;
+      });
+}
+
+void releaseExternalDataPages(ArrayRef<char> bytes) {
+  if (bytes.empty())
+    return;
+  auto begin = reinterpret_cast<uintptr_t>(bytes.data());
+  uintptr_t end = begin + bytes.size();
+  std::lock_guard<std::mutex> lock(mappedRanges().mutex);
+  auto &ranges = mappedRanges().endOf;
+  auto it = ranges.upper_bound(begin);
+  if (it == ranges.begin())
+    return;
+  --it;
+  if (end > it->second)
+    return;
+  // Whole pages only, inside the mapping: a page shared with data not yet
+  // read is simply read back later.
+  uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  uintptr_t first = (begin + page - 1) / page * page;
+  uintptr_t last = end / page * page;
+  if (first < last)
+    ::madvise(reinterpret_cast<void *>(first), last - first, MADV_DONTNEED);
+}
 
 ExternalData::ExternalData(StringRef modelDir)
     : modelDir(modelDir.empty() ? "." : modelDir.str()) {}
@@ -107,13 +172,8 @@ ExternalData::map(Location loc, StringRef tensorName, StringRef location,
   std::error_code ec = fs::status(file, status);
   MappedFile mapped;
   mapped.size = ec ? 0 : status.getSize();
-  if (!ec && mapped.size > 0) {
-    auto region = std::make_shared<fs::mapped_file_region>(
-        file, fs::mapped_file_region::readonly, mapped.size, /*offset=*/0,
-        ec);
-    if (!ec)
-      mapped.region = std::move(region);
-  }
+  if (!ec && mapped.size > 0)
+    mapped.region = registeredRegion(file, mapped.size, ec);
   fs::closeFile(file);
   if (ec)
     return refuse("which cannot be mapped: " + ec.message());

@@ -9,6 +9,8 @@
 #include "kiln/Transforms/Passes.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/BuiltinDialect.h"
+#include "mlir/IR/DialectResourceBlobManager.h"
 #include "llvm/ADT/Sequence.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
@@ -27,8 +29,9 @@ constexpr uint64_t kWeightAlign = 256;
 /// Builds the artifact's buffers and steps while walking the function.
 class PlanBuilder {
 public:
-  PlanBuilder(func::FuncOp func, rt::Artifact &artifact, StepOrigins *origins)
-      : func(func), artifact(artifact), origins(origins) {}
+  PlanBuilder(func::FuncOp func, rt::Artifact &artifact, StepOrigins *origins,
+              WeightTable &weights)
+      : func(func), artifact(artifact), origins(origins), weights(weights) {}
 
   LogicalResult build() {
     Block &body = func.getBody().front();
@@ -134,18 +137,38 @@ private:
   }
 
   LogicalResult addWeight(ConstantOp constant) {
+    auto bytes = weightBytes(constant);
+    if (failed(bytes))
+      return failure();
+    uint64_t offset =
+        (weights.size + kWeightAlign - 1) / kWeightAlign * kWeightAlign;
+    weights.pieces.push_back({offset, *bytes});
+    weights.size = offset + bytes->size();
+    std::string name = "weight" + std::to_string(weightCount++);
+    return addBuffer(constant, rt::BufferKind::Weight, offset, name);
+  }
+
+  /// The bytes of a constant as the runtime stores them: a resource blob's
+  /// own bytes when they are already in that form (no copy of a large
+  /// weight), else converted into `weights.owned`.
+  FailureOr<ArrayRef<char>> weightBytes(ConstantOp constant) {
+    auto type = cast<RankedTensorType>(constant.getType());
+    auto resource = dyn_cast<DenseResourceElementsAttr>(constant.getValue());
+    int64_t width = getHostElementByteWidth(type.getElementType());
+    if (resource && !type.getElementType().isInteger(1) && width > 0)
+      if (AsmResourceBlob *blob = resource.getRawHandle().getBlob())
+        if (static_cast<int64_t>(blob->getData().size()) ==
+            type.getNumElements() * width)
+          return blob->getData();
     // Checked against the type (a resource blob of the wrong size is an
     // error); splats expanded, booleans one byte each.
     auto tensor =
         HostTensor::fromElementsAttr(constant.getValue(), constant.getLoc());
     if (failed(tensor))
       return failure();
-    uint64_t offset = (artifact.weights.size() + kWeightAlign - 1) /
-                      kWeightAlign * kWeightAlign;
-    artifact.weights.resize(offset, '\0');
-    artifact.weights.append(tensor->bytes.begin(), tensor->bytes.end());
-    std::string name = "weight" + std::to_string(weightCount++);
-    return addBuffer(constant, rt::BufferKind::Weight, offset, name);
+    weights.owned.push_back(std::make_unique<std::vector<char>>(
+        tensor->bytes.begin(), tensor->bytes.end()));
+    return ArrayRef<char>(*weights.owned.back());
   }
 
   /// A reshape reads and writes nothing: a second buffer over the same bytes.
@@ -334,6 +357,7 @@ private:
   rt::Artifact &artifact;
   StepOrigins *origins;
   llvm::DenseMap<Value, uint32_t> bufferOf;
+  WeightTable &weights;
   int weightCount = 0;
 };
 
@@ -400,12 +424,24 @@ Type fromRuntimeDType(MLIRContext *context, rt::DType dtype) {
   return {};
 }
 
+void WeightTable::materialize(std::string &out) const {
+  out.assign(size, '\0');
+  for (const Piece &piece : pieces)
+    std::memcpy(out.data() + piece.offset, piece.bytes.data(),
+                piece.bytes.size());
+}
+
 LogicalResult emitPlan(func::FuncOp func, rt::Artifact &artifact,
-                       StepOrigins *origins) {
-  if (failed(PlanBuilder(func, artifact, origins).build()))
+                       StepOrigins *origins, WeightTable *weights) {
+  WeightTable local;
+  WeightTable &table = weights ? *weights : local;
+  if (failed(PlanBuilder(func, artifact, origins, table).build()))
     return failure();
   uint64_t hash = llvm::xxh3_64bits(artifact.cudaSource);
-  hash ^= llvm::xxh3_64bits(artifact.weights) * 31;
+  if (!weights) {
+    table.materialize(artifact.weights);
+    hash ^= llvm::xxh3_64bits(artifact.weights) * 31;
+  }
   artifact.modelHash = llvm::utohexstr(hash, /*LowerCase=*/true);
   return success();
 }

@@ -13,6 +13,9 @@
 #include "kiln/runtime/ArtifactFormat.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
+#include <memory>
+#include <vector>
+
 namespace kiln {
 
 /// The runtime element type of `type`, or failure (with an error at `loc`
@@ -27,12 +30,37 @@ mlir::Type fromRuntimeDType(mlir::MLIRContext *context, rt::DType dtype);
 /// computes, in program order; what `kilnc --report` prints.
 using StepOrigins = std::vector<std::vector<std::string>>;
 
+/// The weights of a plan as the constants' own bytes at their offsets in the
+/// weights image (zeros between them), so that an artifact can be written
+/// without a second copy of gigabytes of weights in memory. `pieces` point
+/// into the constants' resource blobs (and so live as long as the module's
+/// context) or into `owned`, for constants converted on the way (splats,
+/// literals, booleans).
+struct WeightTable {
+  struct Piece {
+    uint64_t offset;
+    llvm::ArrayRef<char> bytes;
+  };
+  /// In offset order, not overlapping.
+  std::vector<Piece> pieces;
+  std::vector<std::unique_ptr<std::vector<char>>> owned;
+  /// Size of the weights image.
+  uint64_t size = 0;
+
+  /// Copies the weights image into `out`.
+  void materialize(std::string &out) const;
+};
+
 /// Lowers `func` into `artifact`: CUDA source, kernel names, buffers, steps and
 /// weights. Cubin and PTX are left for the NVRTC driver. Emits an error at the
 /// offending op and returns failure for anything it cannot lower. When
-/// `origins` is given, it receives one entry per step.
+/// `origins` is given, it receives one entry per step. The weights are
+/// copied into `artifact.weights`, or, when `weights` is given, listed there
+/// instead (artifact.weights stays empty and the model hash covers the
+/// source only: see kiln::writeArtifactLibrary).
 mlir::LogicalResult emitPlan(mlir::func::FuncOp func, rt::Artifact &artifact,
-                             StepOrigins *origins = nullptr);
+                             StepOrigins *origins = nullptr,
+                             WeightTable *weights = nullptr);
 
 } // namespace kiln
 
