@@ -14,7 +14,7 @@
 
 #include "kiln/Compiler/Compiler.h"
 
-#include "kiln/Importer/ONNX/ExternalData.h"
+#include "kiln/Dialect/Kiln/MappedWeights.h"
 #include "mlir/IR/Diagnostics.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
@@ -64,10 +64,17 @@ forEachImageBlock(const WeightTable &table,
     return success();
   };
   for (const WeightTable::Piece &piece : table.pieces) {
-    if (failed(append(nullptr, piece.offset - position)) ||
-        failed(append(piece.bytes.data(), piece.bytes.size())))
+    if (failed(append(nullptr, piece.offset - position)))
       return failure();
-    releaseExternalDataPages(piece.bytes);
+    // A block at a time, so that even one weight of gigabytes (an
+    // embedding table) is never resident whole.
+    for (ArrayRef<char> rest = piece.bytes; !rest.empty();) {
+      ArrayRef<char> chunk = rest.take_front(kStreamBlock);
+      if (failed(append(chunk.data(), chunk.size())))
+        return failure();
+      releaseMappedWeightPages(chunk);
+      rest = rest.drop_front(chunk.size());
+    }
   }
   if (failed(append(nullptr, table.size - position)))
     return failure();

@@ -11,6 +11,7 @@
 #include "kiln/Transforms/Passes.h"
 
 #include "kiln/Dialect/Kiln/KilnOps.h"
+#include "kiln/Dialect/Kiln/MappedWeights.h"
 #include "kiln/Dialect/Kiln/TensorNames.h"
 #include "kiln/Interpreter/Interpreter.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -85,6 +86,21 @@ double limitToRange(double value, double largest, Conversion how) {
   return std::clamp(value, -largest, largest);
 }
 
+/// The bytes of an f32 or f64 resource blob of `type`, read in place; empty
+/// for anything else.
+ArrayRef<char> rawFloats(DenseResourceElementsAttr resource,
+                         RankedTensorType type) {
+  Type element = type.getElementType();
+  if (!resource || !(element.isF32() || element.isF64()))
+    return {};
+  AsmResourceBlob *blob = resource.getRawHandle().getBlob();
+  if (!blob || static_cast<int64_t>(blob->getData().size()) !=
+                   type.getNumElements() *
+                       static_cast<int64_t>(element.getIntOrFloatBitWidth() / 8))
+    return {};
+  return blob->getData();
+}
+
 /// The value of a float constant converted to element type `to`: splats stay
 /// splats, small constants stay inline, larger ones become dense_resource
 /// blobs named after the original.
@@ -103,16 +119,35 @@ FailureOr<ElementsAttr> convertElements(ElementsAttr value, FloatType to,
     v.convert(to.getFloatSemantics(), APFloat::rmNearestTiesToEven, &losesInfo);
     return cast<ElementsAttr>(DenseElementsAttr::get(newType, v));
   }
-  auto source = HostTensor::fromElementsAttr(value);
-  if (failed(source))
-    return failure();
   auto result = HostTensor::allocate(to, type.getShape());
   if (failed(result))
     return failure();
-  for (int64_t i = 0, e = source->numElements(); i < e; ++i)
-    result->setFromDouble(i,
-                          limitToRange(source->getAsDouble(i), largest, how));
   auto resource = dyn_cast<DenseResourceElementsAttr>(value);
+  if (ArrayRef<char> raw = rawFloats(resource, type); !raw.empty()) {
+    // A large weight is read where it is (for external data, the mapped
+    // model file) and its pages dropped afterwards: converting gigabytes of
+    // weights must not keep them all resident.
+    bool isF32 = type.getElementType().isF32();
+    for (int64_t i = 0, e = type.getNumElements(); i < e; ++i) {
+      double v;
+      if (isF32) {
+        float f;
+        std::memcpy(&f, raw.data() + 4 * i, 4);
+        v = f;
+      } else {
+        std::memcpy(&v, raw.data() + 8 * i, 8);
+      }
+      result->setFromDouble(i, limitToRange(v, largest, how));
+    }
+    releaseMappedWeightPages(raw);
+  } else {
+    auto source = HostTensor::fromElementsAttr(value);
+    if (failed(source))
+      return failure();
+    for (int64_t i = 0, e = source->numElements(); i < e; ++i)
+      result->setFromDouble(
+          i, limitToRange(source->getAsDouble(i), largest, how));
+  }
   if (!resource && type.getNumElements() <= kInlineLimit)
     return cast<ElementsAttr>(result->toDenseElementsAttr());
   std::string name = resource ? resource.getRawHandle().getKey().str()

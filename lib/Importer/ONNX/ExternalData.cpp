@@ -7,6 +7,8 @@
 
 #include "kiln/Importer/ONNX/ExternalData.h"
 
+#include "kiln/Dialect/Kiln/MappedWeights.h"
+
 #include "mlir/IR/Diagnostics.h"
 #include "llvm/Support/CheckedArithmetic.h"
 #include "llvm/Support/FileSystem.h"
@@ -14,10 +16,6 @@
 
 #include <onnx/onnx_pb.h>
 
-#include <map>
-#include <mutex>
-#include <sys/mman.h>
-#include <unistd.h>
 
 using namespace mlir;
 namespace fs = llvm::sys::fs;
@@ -25,21 +23,7 @@ namespace path = llvm::sys::path;
 
 namespace kiln {
 
-namespace {
-/// The address ranges of the external data files mapped now, so that
-/// releaseExternalDataPages touches nothing else.
-struct MappedRanges {
-  std::mutex mutex;
-  std::map<uintptr_t, uintptr_t> endOf;
-};
-} // namespace
-
-static MappedRanges &mappedRanges() {
-  static MappedRanges ranges;
-  return ranges;
-}
-
-/// A mapping of a whole file, registered in mappedRanges while it lives.
+/// A mapping of a whole file, registered as mapped weights while it lives.
 static std::shared_ptr<const fs::mapped_file_region>
 registeredRegion(fs::file_t file, uint64_t size, std::error_code &ec) {
   auto *region = new fs::mapped_file_region(
@@ -48,41 +32,12 @@ registeredRegion(fs::file_t file, uint64_t size, std::error_code &ec) {
     delete region;
     return nullptr;
   }
-  auto begin = reinterpret_cast<uintptr_t>(region->const_data());
-  {
-    std::lock_guard<std::mutex> lock(mappedRanges().mutex);
-    mappedRanges().endOf[begin] = begin + size;
-  }
+  registerMappedWeights(region->const_data(), size);
   return std::shared_ptr<const fs::mapped_file_region>(
-      region, [begin](const fs::mapped_file_region *r) {
-        {
-          std::lock_guard<std::mutex> lock(mappedRanges().mutex);
-          mappedRanges().endOf.erase(begin);
-        }
+      region, [](const fs::mapped_file_region *r) {
+        unregisterMappedWeights(r->const_data());
         delete r;
       });
-}
-
-void releaseExternalDataPages(ArrayRef<char> bytes) {
-  if (bytes.empty())
-    return;
-  auto begin = reinterpret_cast<uintptr_t>(bytes.data());
-  uintptr_t end = begin + bytes.size();
-  std::lock_guard<std::mutex> lock(mappedRanges().mutex);
-  auto &ranges = mappedRanges().endOf;
-  auto it = ranges.upper_bound(begin);
-  if (it == ranges.begin())
-    return;
-  --it;
-  if (end > it->second)
-    return;
-  // Whole pages only, inside the mapping: a page shared with data not yet
-  // read is simply read back later.
-  uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
-  uintptr_t first = (begin + page - 1) / page * page;
-  uintptr_t last = end / page * page;
-  if (first < last)
-    ::madvise(reinterpret_cast<void *>(first), last - first, MADV_DONTNEED);
 }
 
 ExternalData::ExternalData(StringRef modelDir)

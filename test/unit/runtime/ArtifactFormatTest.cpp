@@ -164,6 +164,54 @@ TEST(ArtifactFormat, EmptyArtifactRoundTrips) {
   EXPECT_TRUE(b.buffers.empty());
 }
 
+TEST(ArtifactFormat, WeightsFileRoundTripsAndSizesTheWeights) {
+  Artifact a = makeRichArtifact();
+  uint64_t bytes = a.weights.size();
+  a.weights.clear();
+  a.weightsFile = {"model.kw", bytes, 0x1234abcdull};
+  std::string error;
+  ASSERT_TRUE(validateArtifact(a, error)) << error;
+  std::string encoded = serializeArtifact(a);
+  Artifact b;
+  ASSERT_TRUE(parseExact(encoded, encoded.size(), b, error)) << error;
+  EXPECT_EQ(b.weightsFile.name, "model.kw");
+  EXPECT_EQ(b.weightsFile.bytes, bytes);
+  EXPECT_EQ(b.weightsFile.checksum, 0x1234abcdull);
+  EXPECT_EQ(b.weightBytes(), bytes);
+  // Not mapped yet: the loader maps it beside the .so.
+  EXPECT_EQ(b.weightData(), nullptr);
+  // A sidecar too small for the weight buffers is invalid.
+  a.weightsFile.bytes = 4;
+  EXPECT_FALSE(validateArtifact(a, error));
+  EXPECT_NE(error.find("exceeds the weights (4 bytes)"), std::string::npos)
+      << error;
+}
+
+TEST(ArtifactFormat, WeightsFileMustBeAPlainName) {
+  for (const char *name : {"../model.kw", "/etc/passwd", "sub/model.kw", "..",
+                           "."}) {
+    Artifact a;
+    a.weightsFile = {name, 0, 0};
+    std::string encoded = serializeArtifact(a), error;
+    Artifact b;
+    EXPECT_FALSE(parseExact(encoded, encoded.size(), b, error)) << name;
+    EXPECT_NE(error.find("is not a plain file name"), std::string::npos)
+        << error;
+  }
+}
+
+TEST(ArtifactFormat, WeightsChecksumInPieces) {
+  std::string data(1000, '\0');
+  for (size_t i = 0; i < data.size(); ++i)
+    data[i] = static_cast<char>(i * 7 + 3);
+  uint64_t whole = weightsChecksum(data.data(), data.size());
+  uint64_t pieces = weightsChecksum(data.data(), 512);
+  pieces = weightsChecksum(data.data() + 512, 488, pieces);
+  EXPECT_EQ(whole, pieces);
+  data[999] ^= 1;
+  EXPECT_NE(weightsChecksum(data.data(), data.size()), whole);
+}
+
 TEST(ArtifactFormat, TruncationAtEveryOffsetIsRejected) {
   std::string bytes = serializeArtifact(makeRichArtifact());
   for (size_t size = 0; size < bytes.size(); ++size) {

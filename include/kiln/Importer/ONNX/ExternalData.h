@@ -67,13 +67,6 @@ private:
   llvm::StringMap<MappedFile> files;
 };
 
-/// Drops the pages of `bytes` from this process's resident memory when they
-/// lie in a mapped external data file (touched again, they are read back
-/// from the file); leaves any other memory alone. The artifact writer calls
-/// it behind itself, so that streaming gigabytes of weights through does not
-/// keep them all resident.
-void releaseExternalDataPages(llvm::ArrayRef<char> bytes);
-
 } // namespace kiln
 
 #endif // KILN_IMPORTER_ONNX_EXTERNALDATA_H

@@ -1,0 +1,35 @@
+//===- MappedWeights.h - weights that live in mapped files ------*- C++ -*-===//
+//
+// Weights imported from ONNX external data are resource blobs that point into
+// read-only mappings of the model's files. Reading them faults their pages
+// into the process, and those pages count as its resident memory until
+// dropped. The passes and the artifact writer that read gigabytes of weights
+// once (converting them, streaming them out) release the pages behind them,
+// so that compiling a model needs far less memory than its weights' size.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_DIALECT_KILN_MAPPEDWEIGHTS_H
+#define KILN_DIALECT_KILN_MAPPEDWEIGHTS_H
+
+#include "llvm/ADT/ArrayRef.h"
+
+#include <cstddef>
+
+namespace kiln {
+
+/// Records [begin, begin + size) as a read-only file mapping whose pages may
+/// be dropped (they are read back from the file when touched again).
+void registerMappedWeights(const char *begin, size_t size);
+
+/// Forgets the mapping starting at `begin`, before it is unmapped.
+void unregisterMappedWeights(const char *begin);
+
+/// Drops the whole pages of `bytes` from resident memory when they lie in a
+/// registered mapping; leaves any other memory alone (heap weights hold the
+/// only copy of their values).
+void releaseMappedWeightPages(llvm::ArrayRef<char> bytes);
+
+} // namespace kiln
+
+#endif // KILN_DIALECT_KILN_MAPPEDWEIGHTS_H
