@@ -144,7 +144,8 @@ LogicalResult lowerToArtifact(ModuleOp module, const CompileOptions &options,
   artifact.abiVersion = KILN_ABI_VERSION;
   artifact.kilnVersion = kKilnVersion;
   artifact.arch = options.arch;
-  if (failed(emitPlan(func, artifact, origins, weights)))
+  if (failed(emitPlan(func, artifact, origins, weights,
+                      /*checkIndices=*/!options.uncheckedIndices)))
     return failure();
   if (!options.dumpDir.empty() &&
       failed(writeFileAtomically(module.getLoc(),

@@ -33,6 +33,7 @@ static bool resolveAll(void *handle, DriverApi &api, std::string &missing) {
   get(api.moduleLoadData, "cuModuleLoadData");
   get(api.moduleUnload, "cuModuleUnload");
   get(api.moduleGetFunction, "cuModuleGetFunction");
+  get(api.moduleGetGlobal, "cuModuleGetGlobal_v2");
   get(api.funcSetAttribute, "cuFuncSetAttribute");
   get(api.memAlloc, "cuMemAlloc_v2");
   get(api.memFree, "cuMemFree_v2");

@@ -75,6 +75,9 @@ struct DriverApi {
   /// cuModuleGetFunction.
   Result (*moduleGetFunction)(Function *function, Module module,
                               const char *name);
+  /// cuModuleGetGlobal_v2.
+  Result (*moduleGetGlobal)(DevicePtr *ptr, size_t *bytes, Module module,
+                            const char *name);
   /// cuFuncSetAttribute.
   Result (*funcSetAttribute)(Function function, int attribute, int value);
   /// cuMemAlloc_v2.

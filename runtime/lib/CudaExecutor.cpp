@@ -121,6 +121,8 @@ private:
   cu::Stream stream = nullptr;
   cu::Module module = nullptr;
   std::vector<cu::Function> functions;
+  /// The kernels' `kiln_index_error` flag; 0 without index checks.
+  cu::DevicePtr indexError = 0;
   cu::DevicePtr arena = 0;
   cu::DevicePtr weights = 0;
   cu::DevicePtr workspace = 0;
@@ -273,6 +275,17 @@ Status CudaExecutor::loadKernels() {
                                  " bytes of shared memory for kernel '" + name +
                                  "'");
     }
+  }
+  if (!artifact.indexSites.empty()) {
+    size_t bytes = 0;
+    if (cu::Result r = api->moduleGetGlobal(&indexError, &bytes, module,
+                                            "kiln_index_error");
+        r != cu::kSuccess)
+      return cu::cudaError(*api, r, "finding the index check flag");
+    if (bytes != sizeof(unsigned))
+      return Status::error(StatusCode::CorruptArtifact,
+                           "the kernels' kiln_index_error flag has " +
+                               std::to_string(bytes) + " bytes, expected 4");
   }
   return Status::ok();
 }
@@ -598,6 +611,13 @@ Status CudaExecutor::run(const void *const *inputs, void *const *outputs,
             *api, r, "copying output " + std::to_string(i) + " to the host");
     }
   }
+  // The index checks' flag: one load per run, read with the outputs.
+  unsigned indexFault = 0;
+  if (status.isOk() && indexError)
+    if (cu::Result r = api->memcpyDtoHAsync(&indexFault, indexError,
+                                            sizeof(indexFault), stream);
+        r != cu::kSuccess)
+      status = cu::cudaError(*api, r, "reading the index check flag");
   // Always wait, also after a failure: work already queued may still read
   // the caller's buffers.
   cu::Result r = api->streamSynchronize(stream);
@@ -605,6 +625,16 @@ Status CudaExecutor::run(const void *const *inputs, void *const *outputs,
     status = cu::cudaError(*api, r,
                            "running the model (an error here may come from "
                            "any step of this run)");
+  if (status.isOk() && indexFault) {
+    // Cleared so that the next run starts clean.
+    static const unsigned zero = 0;
+    if (cu::Result c = api->memcpyHtoDAsync(indexError, &zero, sizeof(zero),
+                                            stream);
+        c == cu::kSuccess)
+      api->streamSynchronize(stream);
+    status = Status::error(StatusCode::InvalidArgument,
+                           indexErrorMessage(artifact, indexFault));
+  }
   return status;
 }
 
@@ -643,6 +673,7 @@ void CudaExecutor::release() {
     if (module)
       api->moduleUnload(module);
     module = nullptr;
+    indexError = 0;
     if (stream)
       api->streamDestroy(stream);
     stream = nullptr;

@@ -226,6 +226,14 @@ Status HostExecutor::run(const void *const *in, void *const *out,
   for (size_t i = 0; i < outputs.size(); ++i)
     if (outputs[i].size)
       std::memcpy(out[i], outputs[i].data, outputs[i].size);
+  // One load per run; cleared so that the next run starts clean.
+  if (unsigned *flag = module ? module->indexError() : nullptr;
+      flag && *flag) {
+    unsigned site = *flag;
+    *flag = 0;
+    return Status::error(StatusCode::InvalidArgument,
+                         indexErrorMessage(artifact, site));
+  }
   return Status::ok();
 }
 

@@ -271,6 +271,10 @@ std::string moduleSource(const Artifact &artifact) {
                      "KILN_HOST_MODULE()\n";
   for (const std::string &name : artifact.kernelNames)
     text += "KILN_HOST_KERNEL(" + name + ")\n";
+  // The run-time index checks' flag, which the kernels' prelude defines.
+  if (!artifact.indexSites.empty())
+    text += "extern \"C\" __attribute__((visibility(\"default\"))) unsigned "
+            "*kiln_host_index_error(void) { return &kiln_index_error; }\n";
   return text;
 }
 
@@ -401,6 +405,14 @@ Status kiln::rt::host::loadKernelModule(const Artifact &artifact, bool checking,
                            "the host kernel module lacks kernel " + name);
     result->arities.push_back(arity());
     result->entries.push_back(entry);
+  }
+  if (!artifact.indexSites.empty()) {
+    unsigned *(*indexError)(void) = nullptr;
+    if (!resolve(result->handle, "kiln_host_index_error", indexError))
+      return Status::error(StatusCode::CorruptArtifact,
+                           "the artifact checks indices, but its kernels "
+                           "define no kiln_index_error flag");
+    result->indexErrorFlag = indexError();
   }
   out = std::move(result);
   return Status::ok();

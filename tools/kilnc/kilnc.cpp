@@ -44,6 +44,11 @@ cl::list<std::string> constInputs(
     "const-input",
     cl::desc("freeze a graph input to the value in a file at compile time"),
     cl::value_desc("NAME=FILE.npy|FILE.pb"));
+cl::opt<bool> uncheckedIndices(
+    "unchecked-indices",
+    cl::desc("clamp out-of-range gather indices (token ids, positions) "
+             "silently instead of failing the run with the ONNX node named"),
+    cl::init(false));
 cl::list<std::string> overrideInitializers(
     "override-initializer",
     cl::desc("keep an initializer that is also listed as a graph input as a "
@@ -139,6 +144,7 @@ int main(int argc, char **argv) {
   options.dumpDir = dumpDir;
   for (const std::string &name : overrideInitializers)
     options.import.overrideInitializers.insert(name);
+  options.uncheckedIndices = uncheckedIndices;
   for (const std::string &spec : inputShapes) {
     std::string error = kiln::parseInputShape(spec, options.import);
     if (!error.empty()) {

@@ -50,6 +50,9 @@ struct CompileOptions {
   /// after the model's own (kiln-expose-tensors; needs
   /// `import.recordTensorNames`).
   bool exposeTensors = false;
+  /// Clamp out-of-range gather indices silently instead of failing the run
+  /// naming the ONNX node (`--unchecked-indices`).
+  bool uncheckedIndices = false;
 };
 
 /// Registers the precision flags that kilnc and kiln-run share with

@@ -80,6 +80,15 @@ SmallVector<int64_t> stridesOf(ArrayRef<int64_t> shape) {
   return strides;
 }
 
+std::string gatherIndexExpr(Operation *op, const std::string &index,
+                            int64_t extent) {
+  if (auto site = op->getAttrOfType<IntegerAttr>(kIndexSiteAttr))
+    return llvm::formatv("kiln_checked_index((long long){0}, {1}LL, {2}u)",
+                         index, extent, site.getInt());
+  return llvm::formatv("kiln_gather_index((long long){0}, {1}LL)", index,
+                       extent);
+}
+
 /// The offset into an input of shape `arg` that broadcasts into `shape`, at
 /// flat index `idx` of `shape`.
 std::string broadcastOffset(ArrayRef<int64_t> arg, ArrayRef<int64_t> shape,
@@ -193,14 +202,13 @@ FailureOr<std::string> BodyEmitter::getAt(Value value, const std::string &idx,
         llvm::formatv("({0} / {1}LL) % {2}LL", index, inner, count), indent);
     if (failed(position))
       return failure();
-    // Negative indices count from the end; out-of-range ones are clamped
-    // (the reference interpreter reports them).
-    name = getAt(
-        gather.getData(),
-        llvm::formatv("(({0} / {1}LL) * {2}LL + kiln_gather_index((long "
-                      "long){3}, {2}LL)) * {4}LL + {0} % {4}LL",
-                      index, count * inner, data[axis], *position, inner),
-        indent);
+    name = getAt(gather.getData(),
+                 llvm::formatv("(({0} / {1}LL) * {2}LL + {3}) * {4}LL + {0} % "
+                               "{4}LL",
+                               index, count * inner, data[axis],
+                               gatherIndexExpr(gather, *position, data[axis]),
+                               inner),
+                 indent);
   } else if (auto gather = dyn_cast<GatherElementsOp>(op)) {
     ArrayRef<int64_t> data = gather.getData().getType().getShape();
     SmallVector<int64_t> dataStrides = stridesOf(data);
@@ -212,9 +220,7 @@ FailureOr<std::string> BodyEmitter::getAt(Value value, const std::string &idx,
     for (size_t d = 0; d < shape.size(); ++d) {
       std::string c =
           static_cast<int64_t>(d) == axis
-              ? llvm::formatv("kiln_gather_index((long long){0}, {1}LL)",
-                              *position, data[d])
-                    .str()
+              ? gatherIndexExpr(gather, *position, data[d])
               : coordinate(d);
       source += llvm::formatv(" + {0} * {1}LL", c, dataStrides[d]);
     }

@@ -2,6 +2,7 @@
 
 #include "kiln/Target/CUDA/EmitPlan.h"
 
+#include "EmitterSupport.h"
 #include "KernelEmitter.h"
 #include "kiln/Dialect/Kiln/KilnOps.h"
 #include "kiln/Dialect/Kiln/TensorNames.h"
@@ -30,8 +31,9 @@ constexpr uint64_t kWeightAlign = 256;
 class PlanBuilder {
 public:
   PlanBuilder(func::FuncOp func, rt::Artifact &artifact, StepOrigins *origins,
-              WeightTable &weights)
-      : func(func), artifact(artifact), origins(origins), weights(weights) {}
+              WeightTable &weights, bool checkIndices)
+      : func(func), artifact(artifact), origins(origins), weights(weights),
+        checkIndices(checkIndices) {}
 
   LogicalResult build() {
     Block &body = func.getBody().front();
@@ -39,6 +41,8 @@ public:
     if (!arenaBytes)
       return func.emitError("memory is not planned (run kiln-plan-memory)");
     artifact.arenaBytes = arenaBytes.getInt();
+    if (checkIndices)
+      numberIndexSites();
 
     for (auto [i, arg] : llvm::enumerate(func.getArguments())) {
       auto id = addBuffer(arg, rt::BufferKind::Input, i,
@@ -72,6 +76,34 @@ public:
   }
 
 private:
+  /// Gives every gather inside a kernel a run-time index check: a site number
+  /// (kIndexSiteAttr) that its kernel records when an index is out of range,
+  /// and an entry in artifact.indexSites naming its ONNX node for the error.
+  void numberIndexSites() {
+    func.walk([&](Operation *op) {
+      if (!isa<GatherOp, GatherElementsOp>(op) ||
+          !op->getParentOfType<KernelOp>())
+        return;
+      auto data = cast<RankedTensorType>(op->getOperand(0).getType());
+      int64_t axis = isa<GatherOp>(op) ? cast<GatherOp>(op).getAxis()
+                                       : cast<GatherElementsOp>(op).getAxis();
+      std::string site;
+      llvm::raw_string_ostream os(site);
+      SmallVector<StringRef> nodes = onnxNodeNames(op->getLoc());
+      os << "ONNX node ";
+      if (nodes.empty())
+        os << "(unnamed)";
+      else
+        os << "'" << nodes.front() << "'";
+      os << " (" << op->getName().stripDialect() << " over a dim of "
+         << data.getDimSize(axis) << ")";
+      artifact.indexSites.push_back(site);
+      op->setAttr(kIndexSiteAttr,
+                  IntegerAttr::get(IntegerType::get(op->getContext(), 32),
+                                   artifact.indexSites.size()));
+    });
+  }
+
   LogicalResult addOp(Operation &op, llvm::raw_ostream &source) {
     {
       if (auto constant = dyn_cast<ConstantOp>(op)) {
@@ -358,6 +390,7 @@ private:
   StepOrigins *origins;
   llvm::DenseMap<Value, uint32_t> bufferOf;
   WeightTable &weights;
+  bool checkIndices;
   int weightCount = 0;
 };
 
@@ -432,10 +465,11 @@ void WeightTable::materialize(std::string &out) const {
 }
 
 LogicalResult emitPlan(func::FuncOp func, rt::Artifact &artifact,
-                       StepOrigins *origins, WeightTable *weights) {
+                       StepOrigins *origins, WeightTable *weights,
+                       bool checkIndices) {
   WeightTable local;
   WeightTable &table = weights ? *weights : local;
-  if (failed(PlanBuilder(func, artifact, origins, table).build()))
+  if (failed(PlanBuilder(func, artifact, origins, table, checkIndices).build()))
     return failure();
   uint64_t hash = llvm::xxh3_64bits(artifact.cudaSource);
   if (!weights) {

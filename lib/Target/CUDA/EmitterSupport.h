@@ -76,6 +76,14 @@ std::string wrappingExpr(mlir::Type t, const std::string &x, llvm::StringRef op,
                          const std::string &y);
 /// Row-major strides of `shape`.
 llvm::SmallVector<int64_t> stridesOf(llvm::ArrayRef<int64_t> shape);
+/// The discardable attribute numbering a gather's run-time index check: the
+/// 1-based site in the artifact's `indexSites` (see emitPlan).
+inline constexpr llvm::StringLiteral kIndexSiteAttr = "kiln.index_site";
+/// The position `index` of the gather `op` takes in a dim of `extent`:
+/// negative indices count from the end; out-of-range ones are clamped, and
+/// recorded for the runtime's check when `op` has an index site.
+std::string gatherIndexExpr(mlir::Operation *op, const std::string &index,
+                            int64_t extent);
 /// The offset into an input of shape `arg` that broadcasts into `shape`, at
 /// flat index `idx` of `shape`.
 std::string broadcastOffset(llvm::ArrayRef<int64_t> arg,

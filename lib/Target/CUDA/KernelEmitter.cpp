@@ -119,11 +119,9 @@ copySource(Operation *op, function_ref<std::string(unsigned)> arg) {
     for (size_t d = axis + 1; d < data.size(); ++d)
       inner *= data[d];
     int64_t count = gather.getIndices().getType().getNumElements();
-    // Negative indices count from the end; out-of-range ones are clamped
-    // (the reference interpreter reports them).
-    std::string index = llvm::formatv(
-        "kiln_gather_index((long long){0}[(i / {1}LL) % {2}LL], {3}LL)",
-        arg(1), inner, count, extent);
+    std::string index = gatherIndexExpr(
+        gather, llvm::formatv("{0}[(i / {1}LL) % {2}LL]", arg(1), inner, count),
+        extent);
     return llvm::formatv("{0}[((i / {1}LL) * {2}LL + {3}) * {4}LL + i % {4}LL]",
                          arg(0), count * inner, extent, index, inner)
         .str();
@@ -136,9 +134,7 @@ copySource(Operation *op, function_ref<std::string(unsigned)> arg) {
     for (size_t d = 0; d < shape.size(); ++d) {
       std::string coord =
           static_cast<int64_t>(d) == axis
-              ? llvm::formatv("kiln_gather_index((long long){0}[i], {1}LL)",
-                              arg(1), data[d])
-                    .str()
+              ? gatherIndexExpr(gather, arg(1) + "[i]", data[d])
               : coordinate(outStrides[d], shape[d]);
       terms.push_back(llvm::formatv("{0} * {1}LL", coord, dataStrides[d]));
     }

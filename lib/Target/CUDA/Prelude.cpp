@@ -32,6 +32,20 @@ __device__ __forceinline__ long long kiln_gather_index(long long index,
   if (index < 0) index += extent;
   return index < 0 ? 0 : (index >= extent ? extent - 1 : index);
 }
+// The run-time index check: an index outside [-extent, extent) stores its
+// site (1-based, the artifact's indexSites) here and is clamped; the runtime
+// reads the flag once after each run and fails it naming the ONNX node. Any
+// one of several racing sites may win: each names a real fault.
+__device__ unsigned int kiln_index_error;
+__device__ __forceinline__ long long kiln_checked_index(long long index,
+                                                       long long extent,
+                                                       unsigned int site) {
+  if (index < -extent || index >= extent) {
+    kiln_index_error = site;
+    return index < 0 ? 0 : extent - 1;
+  }
+  return index < 0 ? index + extent : index;
+}
 template <class T> __device__ T kiln_block_sum(T v, T *scratch) {
   v = kiln_warp_sum(v);
   __syncthreads();

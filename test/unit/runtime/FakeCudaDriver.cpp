@@ -114,6 +114,16 @@ Result cuModuleGetFunction(void **function, void *, const char *name) {
     }
   return 500; // CUDA_ERROR_NOT_FOUND
 }
+/// The kernels' run-time index check flag; tests set it to fake a fault.
+__attribute__((visibility("default"))) unsigned kiln_fake_index_error = 0;
+Result cuModuleGetGlobal_v2(DevicePtr *ptr, size_t *bytes, void *,
+                            const char *name) {
+  if (std::strcmp(name, "kiln_index_error") != 0)
+    return 500; // CUDA_ERROR_NOT_FOUND
+  *ptr = reinterpret_cast<DevicePtr>(&kiln_fake_index_error);
+  *bytes = sizeof(kiln_fake_index_error);
+  return 0;
+}
 Result cuFuncSetAttribute(void *, int, int) { return 0; }
 Result cuMemAlloc_v2(DevicePtr *ptr, size_t bytes) {
   void *p = std::aligned_alloc(256, (bytes + 255) / 256 * 256);

@@ -174,6 +174,41 @@ extern "C" __global__ void diverge(const float *in, float *out) {
       << status.message;
 }
 
+TEST_F(HostBackend, IndexFaultFailsTheRunNamingTheSiteAndClears) {
+  // As the compiler's prelude writes it: the kernel records site 2 when an
+  // input value, used as an index into 8 elements, is out of range.
+  const char *source = R"cuda(
+__device__ unsigned int kiln_index_error;
+extern "C" __global__ void lookup(const float *in, float *out) {
+  long long index = (long long)in[threadIdx.x];
+  if (index < -8 || index >= 8) { kiln_index_error = 2u; index = 0; }
+  out[threadIdx.x] = (float)index;
+}
+)cuda";
+  Artifact a = kernelArtifact(source, "lookup", 8, 1, 8);
+  a.indexSites = {"ONNX node 'first' (gather over a dim of 4)",
+                  "ONNX node 'embed' (gather over a dim of 8)"};
+  std::unique_ptr<Model> model;
+  Status s = Model::create(std::move(a), Backend::Host, model, HostOptions());
+  ASSERT_TRUE(s.isOk()) << s.message;
+  std::vector<float> bad = {0, 1, 2, 30, 4, 5, 6, 7}, good = {0, 1, 2, 3,
+                                                              4, 5, 6, 7};
+  std::vector<float> y(8);
+  void *out[] = {y.data()};
+  const void *badIn[] = {bad.data()}, *goodIn[] = {good.data()};
+  s = model->run(badIn, out, Memory::Host);
+  EXPECT_FALSE(s.isOk());
+  EXPECT_EQ(s.code, StatusCode::InvalidArgument);
+  EXPECT_NE(s.message.find("index out of range at ONNX node 'embed' (gather "
+                           "over a dim of 8)"),
+            std::string::npos)
+      << s.message;
+  // The model stays usable, and the flag does not leak into the next run.
+  s = model->run(goodIn, out, Memory::Host);
+  EXPECT_TRUE(s.isOk()) << s.message;
+  EXPECT_EQ(y, good);
+}
+
 TEST_F(HostBackend, UnwrittenOutputReadsAsPoison) {
   const char *source = R"cuda(
 extern "C" __global__ void half_copy(const float *in, float *out) {

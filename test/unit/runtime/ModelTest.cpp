@@ -187,6 +187,31 @@ TEST_F(FakeCuda, FailedRunLeavesTheModelUsable) {
   EXPECT_EQ(out[0], (std::vector<float>{1, 2, 3, 4}));
 }
 
+TEST_F(FakeCuda, IndexFaultFailsTheRunNamingTheSiteAndClears) {
+  Artifact a = makeRichArtifact();
+  a.indexSites = {"ONNX node 'embed' (gather over a dim of 96)"};
+  std::vector<float> x = {1, -2, 3, 0.5f, 4, -1};
+  std::unique_ptr<Model> model;
+  ASSERT_TRUE(Model::create(a, Backend::Cuda, model).isOk());
+  // What a kernel of the run would do on a bad token id.
+  auto *flag = static_cast<unsigned *>(dlsym(fake, "kiln_fake_index_error"));
+  ASSERT_NE(flag, nullptr);
+  Status s;
+  runHost(*model, {x}, s); // loads the kernels
+  ASSERT_TRUE(s.isOk()) << s.message;
+  *flag = 1;
+  runHost(*model, {x}, s);
+  EXPECT_EQ(s.code, StatusCode::InvalidArgument);
+  EXPECT_NE(s.message.find("index out of range at ONNX node 'embed'"),
+            std::string::npos)
+      << s.message;
+  // Cleared on the device: the next run succeeds.
+  EXPECT_EQ(*flag, 0u);
+  auto y = runHost(*model, {x}, s);
+  EXPECT_TRUE(s.isOk()) << s.message;
+  EXPECT_EQ(y[0], richReference(a, x));
+}
+
 TEST_F(FakeCuda, FallsBackToPtxWhenTheCubinDoesNotLoad) {
   Artifact a = makeRichArtifact();
   a.cubin = "NOT A CUBIN";

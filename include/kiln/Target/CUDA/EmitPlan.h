@@ -57,10 +57,13 @@ struct WeightTable {
 /// `origins` is given, it receives one entry per step. The weights are
 /// copied into `artifact.weights`, or, when `weights` is given, listed there
 /// instead (artifact.weights stays empty and the model hash covers the
-/// source only: see kiln::writeArtifactLibrary).
+/// source only: see kiln::writeArtifactLibrary). With `checkIndices`, every
+/// gather in a kernel checks its indices at run time (artifact.indexSites);
+/// without, out-of-range indices are clamped silently.
 mlir::LogicalResult emitPlan(mlir::func::FuncOp func, rt::Artifact &artifact,
                              StepOrigins *origins = nullptr,
-                             WeightTable *weights = nullptr);
+                             WeightTable *weights = nullptr,
+                             bool checkIndices = true);
 
 } // namespace kiln
 

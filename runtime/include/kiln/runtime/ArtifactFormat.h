@@ -317,6 +317,10 @@ struct Artifact {
   std::vector<uint32_t> outputs;
   /// The steps, run in order on one stream.
   std::vector<Step> steps;
+  /// The run-time index checks: site i + 1 of the kernels' `kiln_index_error`
+  /// flag is the gather described here (its ONNX node). Empty when the
+  /// kernels clamp without checking.
+  std::vector<std::string> indexSites;
   /// All weights, addressed by `Weight` buffers, unless `weightsFile` names
   /// a sidecar file.
   std::string weights;
@@ -352,7 +356,7 @@ struct Artifact {
 constexpr char kArtifactMagic[8] = {'K', 'I', 'L', 'N', 'P', 'L', 'A', 'N'};
 
 /// Version of the serialized layout; bumped on any change to the encoding.
-constexpr uint32_t kArtifactFormatVersion = 3;
+constexpr uint32_t kArtifactFormatVersion = 4;
 
 /// Most dimensions a buffer may have.
 constexpr uint32_t kMaxRank = 32;
@@ -870,6 +874,9 @@ inline std::string serializeArtifactPrefix(const Artifact &a,
       break;
     }
   }
+  w.u64(a.indexSites.size());
+  for (const std::string &site : a.indexSites)
+    w.str(site);
   w.str(a.weightsFile.name);
   w.u64(a.weightsFile.bytes);
   w.u64(a.weightsFile.checksum);
@@ -1018,6 +1025,12 @@ inline bool deserializeArtifact(const char *data, size_t size, Artifact &out,
       break;
     }
   }
+  if (!r.count(n, 8, "index sites"))
+    return fail();
+  out.indexSites.resize(n);
+  for (std::string &site : out.indexSites)
+    if (!r.str(site, "index site"))
+      return fail();
   if (!r.str(out.weightsFile.name, "weights file") ||
       !r.u64(out.weightsFile.bytes, "weights file size") ||
       !r.u64(out.weightsFile.checksum, "weights file checksum") ||
@@ -1042,6 +1055,18 @@ inline bool deserializeArtifact(const char *data, size_t size, Artifact &out,
 //===----------------------------------------------------------------------===//
 // The .so container
 //===----------------------------------------------------------------------===//
+
+/// The error of a run whose kernels recorded index check `site` (1-based):
+/// names the gather's ONNX node.
+inline std::string indexErrorMessage(const Artifact &a, uint64_t site) {
+  std::string where = site >= 1 && site <= a.indexSites.size()
+                          ? a.indexSites[site - 1]
+                          : "an unknown gather (site " + std::to_string(site) +
+                                ")";
+  return "index out of range at " + where +
+         ": the run's outputs are not valid (an index input, such as a token "
+         "id, outside its table)";
+}
 
 /// FNV-1a 64-bit hash of [data, data + size); the payload checksum. Pass the
 /// previous result as `hash` to hash in pieces.
