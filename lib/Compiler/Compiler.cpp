@@ -134,6 +134,32 @@ LogicalResult runPipeline(ModuleOp module, const CompileOptions &options) {
   return dumpStage(module, options, "01-planned");
 }
 
+/// Refuses a plan that needs more memory than the limits allow, before
+/// anything is allocated for it.
+static LogicalResult checkMemoryLimits(func::FuncOp func,
+                                       const rt::Artifact &artifact,
+                                       const CompileOptions &options,
+                                       uint64_t weightBytes) {
+  if (artifact.arenaBytes > options.maxArenaBytes)
+    return emitError(func.getLoc(), "the plan needs an arena of ")
+           << artifact.arenaBytes << " bytes, more than --max-arena ("
+           << options.maxArenaBytes << ")";
+  for (const rt::Buffer &buffer : artifact.buffers)
+    if ((buffer.kind == rt::BufferKind::Input ||
+         buffer.kind == rt::BufferKind::Output) &&
+        buffer.bytes > options.maxArenaBytes)
+      return emitError(func.getLoc(), "graph ")
+             << (buffer.kind == rt::BufferKind::Input ? "input" : "output")
+             << " '" << buffer.name << "' needs " << buffer.bytes
+             << " bytes, more than --max-arena (" << options.maxArenaBytes
+             << ")";
+  if (weightBytes > options.maxWeightBytes)
+    return emitError(func.getLoc(), "the plan has ")
+           << weightBytes << " bytes of weights, more than --max-weights ("
+           << options.maxWeightBytes << ")";
+  return success();
+}
+
 LogicalResult lowerToArtifact(ModuleOp module, const CompileOptions &options,
                               bool compile, rt::Artifact &artifact,
                               StepOrigins *origins, WeightTable *weights) {
@@ -145,7 +171,10 @@ LogicalResult lowerToArtifact(ModuleOp module, const CompileOptions &options,
   artifact.kilnVersion = kKilnVersion;
   artifact.arch = options.arch;
   if (failed(emitPlan(func, artifact, origins, weights,
-                      /*checkIndices=*/!options.uncheckedIndices)))
+                      /*checkIndices=*/!options.uncheckedIndices)) ||
+      failed(checkMemoryLimits(func, artifact, options,
+                               weights ? weights->size
+                                       : artifact.weights.size())))
     return failure();
   if (!options.dumpDir.empty() &&
       failed(writeFileAtomically(module.getLoc(),

@@ -77,6 +77,16 @@ cl::opt<bool> uncheckedIndices(
     cl::desc("clamp out-of-range gather indices (token ids, positions) "
              "silently instead of failing the run with the ONNX node named"),
     cl::init(false));
+cl::opt<uint64_t> maxArena(
+    "max-arena",
+    cl::desc("refuse plans whose arena, or any graph input or output, needs "
+             "more bytes than this (default 256 GiB)"),
+    cl::init(uint64_t(256) << 30));
+cl::opt<uint64_t> maxWeights(
+    "max-weights",
+    cl::desc("refuse plans with more bytes of weights than this (default "
+             "256 GiB)"),
+    cl::init(uint64_t(256) << 30));
 cl::list<std::string> overrideInitializers(
     "override-initializer",
     cl::desc("keep an initializer that is also listed as a graph input as a "
@@ -147,7 +157,11 @@ gatherInputs(ArrayRef<std::pair<std::string, RankedTensorType>> signature,
       continue;
     }
     if (it->second.getType() != type) {
-      fail("input '" + name + "' has the wrong type or shape");
+      std::string given, expected;
+      llvm::raw_string_ostream(given) << it->second.getType();
+      llvm::raw_string_ostream(expected) << type;
+      fail("input '" + name + "' is " + given + ", the model takes " +
+           expected);
       return failure();
     }
     result.push_back(it->second);
@@ -547,6 +561,8 @@ int main(int argc, char **argv) {
   for (const std::string &name : overrideInitializers)
     options.import.overrideInitializers.insert(name);
   options.uncheckedIndices = uncheckedIndices;
+  options.maxArenaBytes = maxArena;
+  options.maxWeightBytes = maxWeights;
   for (const std::string &spec : inputShapes) {
     std::string error = kiln::parseInputShape(spec, options.import);
     if (!error.empty())

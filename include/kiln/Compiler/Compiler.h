@@ -53,6 +53,12 @@ struct CompileOptions {
   /// Clamp out-of-range gather indices silently instead of failing the run
   /// naming the ONNX node (`--unchecked-indices`).
   bool uncheckedIndices = false;
+  /// The most device memory a plan may ask for: its arena, and each graph
+  /// input and output (`--max-arena`); more is refused at compile time, so
+  /// that a hostile model cannot make the runtime allocate without bound.
+  uint64_t maxArenaBytes = uint64_t(256) << 30;
+  /// The most weight bytes a plan may carry (`--max-weights`).
+  uint64_t maxWeightBytes = uint64_t(256) << 30;
 };
 
 /// Registers the precision flags that kilnc and kiln-run share with

@@ -399,6 +399,8 @@ bool isSupportedOp(const onnx::NodeProto &node) {
 }
 
 LogicalResult convertNode(GraphImporter &importer, const onnx::NodeProto &node) {
+  if (failed(importer.countNode(node)))
+    return failure();
   if (isSupportedAttentionOp(node))
     return convertAttentionNode(importer, node);
   if (isSupportedFusedOp(node))

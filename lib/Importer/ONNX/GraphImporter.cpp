@@ -10,6 +10,7 @@
 #include "mlir/IR/Verifier.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
+#include "llvm/Support/CheckedArithmetic.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 
@@ -21,8 +22,21 @@ using namespace mlir;
 
 namespace kiln {
 
-/// Graphs with more nodes than this are rejected as hostile.
+/// Graphs with more nodes than this, in the file or once Loops are
+/// unrolled, are rejected as hostile.
 static constexpr int kMaxNodes = 1 << 20;
+
+/// The newest default-domain opset Kiln knows (ONNX 1.20's, the newest in
+/// the conformance corpus); a model asking for a newer one may use semantics
+/// Kiln does not implement, as onnxruntime also refuses.
+static constexpr int64_t kMaxDefaultOpset = 28;
+
+LogicalResult GraphImporter::countNode(const onnx::NodeProto &node) {
+  if (++convertedNodes <= kMaxNodes)
+    return success();
+  return emitError(nodeLoc(node), "the model unrolls to more than ")
+         << kMaxNodes << " nodes (nested Loops); refused";
+}
 
 GraphImporter::GraphImporter(ModuleOp module, StringRef filename,
                              const onnx::ModelProto &model,
@@ -151,6 +165,40 @@ Value GraphImporter::scalar(Location loc, Type elementType, double value) {
   return ConstantOp::create(b, loc, cast<ElementsAttr>(attr));
 }
 
+/// What ONNX's checker requires of a graph and an importer must not take on
+/// trust: a known default opset, each tensor produced once, output names
+/// unique, no sparse initializers (Kiln has no sparse tensors).
+LogicalResult GraphImporter::checkStructure() {
+  const onnx::GraphProto &graph = model.graph();
+  for (const onnx::OperatorSetIdProto &opset : model.opset_import())
+    if (isDefaultDomain(opset.domain()) &&
+        (opset.version() < 1 || opset.version() > kMaxDefaultOpset))
+      return emitError(fileLoc, "the model imports opset ")
+             << opset.version() << " of the default ONNX domain; Kiln "
+             << "supports opsets 1 to " << kMaxDefaultOpset;
+  if (graph.sparse_initializer_size() > 0)
+    return emitError(fileLoc, "sparse initializer '")
+           << graph.sparse_initializer(0).values().name()
+           << "' is not supported (Kiln compiles dense tensors only)";
+  llvm::StringSet<> produced;
+  for (const onnx::ValueInfoProto &info : graph.input())
+    produced.insert(info.name());
+  for (const onnx::TensorProto &tensor : graph.initializer())
+    produced.insert(tensor.name());
+  for (const onnx::NodeProto &node : graph.node())
+    for (const std::string &output : node.output())
+      if (!output.empty() && !produced.insert(output).second)
+        return emitError(nodeLoc(node), "tensor '")
+               << output << "' is produced twice (by this node and by a "
+               << "graph input, initializer or earlier node)";
+  llvm::StringSet<> outputs;
+  for (const onnx::ValueInfoProto &info : graph.output())
+    if (!outputs.insert(info.name()).second)
+      return emitError(fileLoc, "graph output '")
+             << info.name() << "' is listed twice";
+  return success();
+}
+
 /// The full list of ops Kiln cannot import, so that the user sees them all at
 /// once.
 LogicalResult GraphImporter::checkSupported() {
@@ -265,7 +313,10 @@ LogicalResult GraphImporter::importInputs(SmallVectorImpl<Type> &types,
       std::string symbols;
       for (const onnx::TensorShapeProto::Dimension &dim :
            tensorType.shape().dim()) {
-        if (dim.has_dim_value() && dim.dim_value() >= 0) {
+        if (dim.has_dim_value() && dim.dim_value() < 0)
+          return emitError(loc, "input '")
+                 << info.name() << "' has a negative dim " << dim.dim_value();
+        if (dim.has_dim_value()) {
           shape.push_back(dim.dim_value());
           continue;
         }
@@ -278,6 +329,17 @@ LogicalResult GraphImporter::importInputs(SmallVectorImpl<Type> &types,
                    symbols + ")";
         continue;
       }
+    }
+    // Every size later computed from the shape fits in 64 bits (zero dims
+    // counted as one, as strides are).
+    int64_t bytes = std::max<int64_t>(1, elementType.getIntOrFloatBitWidth() / 8);
+    for (int64_t dim : shape) {
+      std::optional<int64_t> next = llvm::checkedMul(bytes, std::max<int64_t>(dim, 1));
+      if (!next)
+        return emitError(loc, "input '")
+               << info.name() << "' has dims " << dimsStr(shape)
+               << " whose product overflows 64 bits";
+      bytes = *next;
     }
     types.push_back(RankedTensorType::get(shape, elementType));
     names.push_back(info.name());
@@ -347,7 +409,7 @@ LogicalResult GraphImporter::importGraph() {
            << graph.node_size() << " nodes, more than the limit " << kMaxNodes;
   if (graph.output_size() == 0)
     return emitError(fileLoc, "graph has no outputs");
-  if (failed(checkSupported()))
+  if (failed(checkStructure()) || failed(checkSupported()))
     return failure();
 
   SmallVector<Type> inputTypes;

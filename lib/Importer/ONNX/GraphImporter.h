@@ -46,6 +46,10 @@ public:
   void bindValue(llvm::StringRef name, mlir::Value value) {
     values[name] = value;
   }
+  /// Counts one converted node (Loop bodies once per unrolled iteration);
+  /// fails with an error at the node past kMaxNodes, so that nested Loops
+  /// cannot unroll a model without bound.
+  mlir::LogicalResult countNode(const onnx::NodeProto &node);
   /// The integers of a constant value (e.g. Reshape's shape), or failure.
   mlir::FailureOr<llvm::SmallVector<int64_t>> constantInts(mlir::Value value);
   /// Converts a tensor of the model (an initializer, a Constant's value),
@@ -58,6 +62,7 @@ public:
 private:
   mlir::Value foldConstant(mlir::Value value, int depth = 0);
   mlir::FailureOr<llvm::SmallVector<int>> topologicalOrder();
+  mlir::LogicalResult checkStructure();
   mlir::LogicalResult checkSupported();
   mlir::LogicalResult importInputs(llvm::SmallVectorImpl<mlir::Type> &types,
                                    llvm::SmallVectorImpl<std::string> &names);
@@ -73,6 +78,8 @@ private:
   llvm::StringMap<mlir::Value> values;
   /// Set when folding a constant op failed with a diagnostic.
   bool foldFailed = false;
+  /// Nodes converted so far, unrolled Loop bodies included.
+  int64_t convertedNodes = 0;
 };
 
 /// Converts one node whose op is supported; emits errors on failure.

@@ -342,7 +342,10 @@ LogicalResult BodyEmitter::emit(Operation *op, const std::string &idx,
   else if (isa<ExpOp>(op))
     expr = f.fn("exp") + "(" + in[0] + ")";
   else if (isa<ReluOp>(op))
-    expr = isFloat ? f.fn("fmax") + "(" + in[0] + ", " + f.literal("0.0") + ")"
+    // NaN stays NaN, as in onnxruntime and the interpreter (fmaxf would
+    // turn it into 0).
+    expr = isFloat ? "(" + in[0] + " < " + f.literal("0.0") + " ? " +
+                         f.literal("0.0") + " : " + in[0] + ")"
                    : "(" + in[0] + " > 0 ? " + in[0] + " : 0)";
   else if (isa<SigmoidOp>(op))
     expr = f.literal("1.0") + " / (" + f.literal("1.0") + " + " + f.fn("exp") +
