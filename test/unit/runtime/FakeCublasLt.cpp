@@ -131,10 +131,18 @@ LtStatus cublasLtMatmulAlgoGetHeuristic(void *, void *desc, void *a, void *b,
   return kOk;
 }
 
+/// Matmuls still to fail on purpose (CUBLAS_STATUS_EXECUTION_FAILED), for
+/// the fault tests; tests set it through dlsym.
+__attribute__((visibility("default"))) int kiln_fake_failing_matmuls = 0;
+
 LtStatus cublasLtMatmul(void *, void *desc, const void *alpha, const void *a,
                         void *aDesc, const void *b, void *bDesc,
                         const void *beta, const void *c, void *cDesc, void *d,
                         void *dDesc, const void *algo, void *, size_t, void *) {
+  if (kiln_fake_failing_matmuls > 0) {
+    --kiln_fake_failing_matmuls;
+    return 13; // CUBLAS_STATUS_EXECUTION_FAILED
+  }
   if (!algo || static_cast<const uint64_t *>(algo)[0] != 42 || c != d ||
       cDesc != dDesc)
     return kInvalid;

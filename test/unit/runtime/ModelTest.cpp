@@ -212,6 +212,28 @@ TEST_F(FakeCuda, IndexFaultFailsTheRunNamingTheSiteAndClears) {
   EXPECT_EQ(y[0], richReference(a, x));
 }
 
+TEST_F(FakeCuda, CublasLtFailureFailsTheRunAndLeavesTheModelUsable) {
+  Artifact a = makeRichArtifact();
+  std::vector<float> x = {1, -2, 3, 0.5f, 4, -1};
+  std::vector<float> expected = richReference(a, x);
+  std::unique_ptr<Model> model;
+  ASSERT_TRUE(Model::create(a, Backend::Cuda, model).isOk());
+  void *lt = dlopen(KILN_FAKE_CUBLASLT_PATH, RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(lt, nullptr) << dlerror();
+  auto *failing = static_cast<int *>(dlsym(lt, "kiln_fake_failing_matmuls"));
+  ASSERT_NE(failing, nullptr);
+  *failing = 1;
+  Status s;
+  runHost(*model, {x}, s);
+  EXPECT_FALSE(s.isOk());
+  EXPECT_NE(s.message.find("cublasLtMatmul"), std::string::npos) << s.message;
+  EXPECT_EQ(*failing, 0);
+  auto y = runHost(*model, {x}, s);
+  EXPECT_TRUE(s.isOk()) << s.message;
+  EXPECT_EQ(y[0], expected);
+  dlclose(lt);
+}
+
 TEST_F(FakeCuda, FallsBackToPtxWhenTheCubinDoesNotLoad) {
   Artifact a = makeRichArtifact();
   a.cubin = "NOT A CUBIN";
