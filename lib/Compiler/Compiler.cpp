@@ -63,7 +63,48 @@ struct PrecisionCLOptions {
 };
 } // namespace
 
+namespace {
+/// The flags about what a model may do, created when a tool registers them.
+struct InputCLOptions {
+  llvm::cl::list<std::string> overrideInitializers{
+      "override-initializer",
+      llvm::cl::desc("keep an initializer that is also listed as a graph "
+                     "input as a run-time input (by default it is a "
+                     "constant)"),
+      llvm::cl::value_desc("NAME")};
+  llvm::cl::opt<bool> uncheckedIndices{
+      "unchecked-indices",
+      llvm::cl::desc("clamp out-of-range gather indices (token ids, "
+                     "positions) silently instead of failing the run with "
+                     "the ONNX node named"),
+      llvm::cl::init(false)};
+  llvm::cl::opt<uint64_t> maxArena{
+      "max-arena",
+      llvm::cl::desc("refuse plans whose arena, or any graph input or "
+                     "output, needs more bytes than this (default 256 GiB)"),
+      llvm::cl::init(CompileOptions().maxArenaBytes)};
+  llvm::cl::opt<uint64_t> maxWeights{
+      "max-weights",
+      llvm::cl::desc("refuse plans with more bytes of weights than this "
+                     "(default 256 GiB)"),
+      llvm::cl::init(CompileOptions().maxWeightBytes)};
+};
+} // namespace
+
 static llvm::ManagedStatic<PrecisionCLOptions> precisionCLOptions;
+static llvm::ManagedStatic<InputCLOptions> inputCLOptions;
+
+void registerInputCLOptions() { *inputCLOptions; }
+
+void applyInputCLOptions(CompileOptions &options) {
+  if (!inputCLOptions.isConstructed())
+    return;
+  for (const std::string &name : inputCLOptions->overrideInitializers)
+    options.import.overrideInitializers.insert(name);
+  options.uncheckedIndices = inputCLOptions->uncheckedIndices;
+  options.maxArenaBytes = inputCLOptions->maxArena;
+  options.maxWeightBytes = inputCLOptions->maxWeights;
+}
 
 void registerPrecisionCLOptions() { *precisionCLOptions; }
 

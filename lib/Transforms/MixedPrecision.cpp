@@ -86,21 +86,6 @@ double limitToRange(double value, double largest, Conversion how) {
   return std::clamp(value, -largest, largest);
 }
 
-/// The bytes of an f32 or f64 resource blob of `type`, read in place; empty
-/// for anything else.
-ArrayRef<char> rawFloats(DenseResourceElementsAttr resource,
-                         RankedTensorType type) {
-  Type element = type.getElementType();
-  if (!resource || !(element.isF32() || element.isF64()))
-    return {};
-  AsmResourceBlob *blob = resource.getRawHandle().getBlob();
-  if (!blob || static_cast<int64_t>(blob->getData().size()) !=
-                   type.getNumElements() *
-                       static_cast<int64_t>(element.getIntOrFloatBitWidth() / 8))
-    return {};
-  return blob->getData();
-}
-
 /// The value of a float constant converted to element type `to`: splats stay
 /// splats, small constants stay inline, larger ones become dense_resource
 /// blobs named after the original.
@@ -123,7 +108,9 @@ FailureOr<ElementsAttr> convertElements(ElementsAttr value, FloatType to,
   if (failed(result))
     return failure();
   auto resource = dyn_cast<DenseResourceElementsAttr>(value);
-  if (ArrayRef<char> raw = rawFloats(resource, type); !raw.empty()) {
+  bool wide = type.getElementType().isF32() || type.getElementType().isF64();
+  if (ArrayRef<char> raw = wide ? storedBytesInPlace(value) : ArrayRef<char>();
+      !raw.empty()) {
     // A large weight is read where it is (for external data, the mapped
     // model file) and its pages dropped afterwards: converting gigabytes of
     // weights must not keep them all resident.

@@ -48,6 +48,8 @@ import onnxruntime as ort
 import torch
 import transformers
 
+from export_models import folder_bytes, strip_provenance, write_oracle
+
 SEED = 1234
 BATCH, SEQ = 2, 8
 VOCAB = 96
@@ -152,15 +154,6 @@ def bert_base():
     yield "bert-base", perturb(bert, SEED), text_inputs(), "last_hidden_state"
 
 
-def strip_provenance(m):
-    """Drops the dynamo exporter's per-node metadata (stack traces with this
-    machine's absolute paths, FX node dumps): it is not part of the model."""
-    for n in m.graph.node:
-        del n.metadata_props[:]
-        n.doc_string = ""
-    del m.metadata_props[:]
-
-
 def settle(path, exporter, self_contained):
     """Rewrites the exported file without provenance, weights external."""
     if exporter == "dynamo":
@@ -207,19 +200,7 @@ def _export(model, inputs, key, exporter, opset, keep_inputs, folder):
                           output_names=["output"],
                           dynamo=(exporter == "dynamo"), **options)
     settle(path, exporter, keep_inputs)
-    session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
-    expected = session.run(None, inputs)
-    os.makedirs(os.path.join(folder, "inputs"))
-    os.makedirs(os.path.join(folder, "expected"))
-    for n, v in inputs.items():
-        np.save(os.path.join(folder, "inputs", n + ".npy"), v)
-    for info, v in zip(session.get_outputs(), expected):
-        np.save(os.path.join(folder, "expected", info.name + ".npy"), v)
-    # PyTorch itself as a second oracle: the export must keep the model.
-    with torch.no_grad():
-        torch_out = wrapped(*args).numpy()
-    if not np.allclose(torch_out, expected[0], rtol=1e-4, atol=1e-5):
-        raise RuntimeError("onnxruntime disagrees with PyTorch on the export")
+    write_oracle(path, folder, inputs, wrapped, args)
 
 
 def storage(folder):
@@ -240,11 +221,6 @@ def storage(folder):
             f"external ({ext_bytes} bytes, keys {','.join(keys) or '-'}), "
             f"{len(inits) - len(external)} inline ({raw} raw_data); "
             f"{as_inputs} also graph inputs")
-
-
-def folder_bytes(folder):
-    return sum(os.path.getsize(os.path.join(d, f))
-               for d, _, files in os.walk(folder) for f in files)
 
 
 def main():

@@ -123,6 +123,13 @@ def export(name, model, inputs, key, exporter, opset, folder):
             os.remove(os.path.join(folder, f))
     strip_provenance(m)
     onnx.save(m, path, save_as_external_data=False)
+    write_oracle(path, folder, inputs, wrapped, args)
+
+
+def write_oracle(path, folder, inputs, wrapped, args):
+    """Writes folder/inputs/NAME.npy and folder/expected/NAME.npy
+    (onnxruntime's outputs of the export at `path`), and checks that PyTorch
+    itself, `wrapped(*args)`, agrees: the export must keep the model."""
     session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
     expected = session.run(None, inputs)
     os.makedirs(os.path.join(folder, "inputs"))
@@ -131,7 +138,6 @@ def export(name, model, inputs, key, exporter, opset, folder):
         np.save(os.path.join(folder, "inputs", n + ".npy"), v)
     for info, v in zip(session.get_outputs(), expected):
         np.save(os.path.join(folder, "expected", info.name + ".npy"), v)
-    # PyTorch itself as a second oracle: the export must keep the model.
     with torch.no_grad():
         torch_out = wrapped(*args).numpy()
     if not np.allclose(torch_out, expected[0], rtol=1e-4, atol=1e-5):

@@ -72,26 +72,6 @@ cl::list<std::string> constInputs(
     "const-input",
     cl::desc("freeze a graph input to the value in a file at compile time"),
     cl::value_desc("NAME=FILE.npy|FILE.pb"));
-cl::opt<bool> uncheckedIndices(
-    "unchecked-indices",
-    cl::desc("clamp out-of-range gather indices (token ids, positions) "
-             "silently instead of failing the run with the ONNX node named"),
-    cl::init(false));
-cl::opt<uint64_t> maxArena(
-    "max-arena",
-    cl::desc("refuse plans whose arena, or any graph input or output, needs "
-             "more bytes than this (default 256 GiB)"),
-    cl::init(uint64_t(256) << 30));
-cl::opt<uint64_t> maxWeights(
-    "max-weights",
-    cl::desc("refuse plans with more bytes of weights than this (default "
-             "256 GiB)"),
-    cl::init(uint64_t(256) << 30));
-cl::list<std::string> overrideInitializers(
-    "override-initializer",
-    cl::desc("keep an initializer that is also listed as a graph input as a "
-             "run-time input (by default it is a constant)"),
-    cl::value_desc("NAME"));
 cl::opt<std::string> outputDir(
     "output-dir",
     cl::desc("write the outputs here as NAME.npy, the inputs used under "
@@ -527,6 +507,7 @@ int reexecWithAddressSanitizer(char **argv) {
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   kiln::registerPrecisionCLOptions();
+  kiln::registerInputCLOptions();
   cl::ParseCommandLineOptions(argc, argv,
                               "kiln-run: run a model and save its outputs\n");
   if (checkMode && !dlsym(RTLD_DEFAULT, "__asan_region_is_poisoned")) {
@@ -558,11 +539,7 @@ int main(int argc, char **argv) {
   kiln::applyPrecisionCLOptions(options);
   options.import.recordTensorNames = perLayer;
   options.exposeTensors = perLayer;
-  for (const std::string &name : overrideInitializers)
-    options.import.overrideInitializers.insert(name);
-  options.uncheckedIndices = uncheckedIndices;
-  options.maxArenaBytes = maxArena;
-  options.maxWeightBytes = maxWeights;
+  kiln::applyInputCLOptions(options);
   for (const std::string &spec : inputShapes) {
     std::string error = kiln::parseInputShape(spec, options.import);
     if (!error.empty())

@@ -44,26 +44,6 @@ cl::list<std::string> constInputs(
     "const-input",
     cl::desc("freeze a graph input to the value in a file at compile time"),
     cl::value_desc("NAME=FILE.npy|FILE.pb"));
-cl::opt<bool> uncheckedIndices(
-    "unchecked-indices",
-    cl::desc("clamp out-of-range gather indices (token ids, positions) "
-             "silently instead of failing the run with the ONNX node named"),
-    cl::init(false));
-cl::opt<uint64_t> maxArena(
-    "max-arena",
-    cl::desc("refuse plans whose arena, or any graph input or output, needs "
-             "more bytes than this (default 256 GiB)"),
-    cl::init(uint64_t(256) << 30));
-cl::opt<uint64_t> maxWeights(
-    "max-weights",
-    cl::desc("refuse plans with more bytes of weights than this (default "
-             "256 GiB)"),
-    cl::init(uint64_t(256) << 30));
-cl::list<std::string> overrideInitializers(
-    "override-initializer",
-    cl::desc("keep an initializer that is also listed as a graph input as a "
-             "run-time input (by default it is a constant)"),
-    cl::value_desc("NAME"));
 cl::opt<std::string> dumpDir("dump-dir",
                              cl::desc("write every stage's IR and the CUDA "
                                       "source into this folder"),
@@ -142,6 +122,7 @@ int main(int argc, char **argv) {
   // --mlir-print-debuginfo and friends, for --emit=imported|mlir.
   mlir::registerAsmPrinterCLOptions();
   kiln::registerPrecisionCLOptions();
+  kiln::registerInputCLOptions();
   cl::ParseCommandLineOptions(
       argc, argv,
       "kilnc: compile an ONNX model into a self-contained shared library\n\n"
@@ -152,11 +133,7 @@ int main(int argc, char **argv) {
   kiln::applyPrecisionCLOptions(options);
   options.arch = arch;
   options.dumpDir = dumpDir;
-  for (const std::string &name : overrideInitializers)
-    options.import.overrideInitializers.insert(name);
-  options.uncheckedIndices = uncheckedIndices;
-  options.maxArenaBytes = maxArena;
-  options.maxWeightBytes = maxWeights;
+  kiln::applyInputCLOptions(options);
   for (const std::string &spec : inputShapes) {
     std::string error = kiln::parseInputShape(spec, options.import);
     if (!error.empty()) {

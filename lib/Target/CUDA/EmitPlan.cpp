@@ -5,13 +5,12 @@
 #include "EmitterSupport.h"
 #include "KernelEmitter.h"
 #include "kiln/Dialect/Kiln/KilnOps.h"
+#include "kiln/Dialect/Kiln/MappedWeights.h"
 #include "kiln/Dialect/Kiln/TensorNames.h"
 #include "kiln/Interpreter/Interpreter.h"
 #include "kiln/Transforms/Passes.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
-#include "mlir/IR/BuiltinDialect.h"
-#include "mlir/IR/DialectResourceBlobManager.h"
 #include "llvm/ADT/Sequence.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
@@ -185,13 +184,10 @@ private:
   /// weight), else converted into `weights.owned`.
   FailureOr<ArrayRef<char>> weightBytes(ConstantOp constant) {
     auto type = cast<RankedTensorType>(constant.getType());
-    auto resource = dyn_cast<DenseResourceElementsAttr>(constant.getValue());
-    int64_t width = getHostElementByteWidth(type.getElementType());
-    if (resource && !type.getElementType().isInteger(1) && width > 0)
-      if (AsmResourceBlob *blob = resource.getRawHandle().getBlob())
-        if (static_cast<int64_t>(blob->getData().size()) ==
-            type.getNumElements() * width)
-          return blob->getData();
+    if (getHostElementByteWidth(type.getElementType()) > 0)
+      if (ArrayRef<char> bytes = storedBytesInPlace(constant.getValue());
+          !bytes.empty())
+        return bytes;
     // Checked against the type (a resource blob of the wrong size is an
     // error); splats expanded, booleans one byte each.
     auto tensor =

@@ -2,6 +2,10 @@
 
 #include "kiln/Dialect/Kiln/MappedWeights.h"
 
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/BuiltinDialect.h"
+#include "mlir/IR/DialectResourceBlobManager.h"
+
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -54,6 +58,23 @@ void releaseMappedWeightPages(llvm::ArrayRef<char> bytes) {
   uintptr_t last = end / page * page;
   if (first < last)
     ::madvise(reinterpret_cast<void *>(first), last - first, MADV_DONTNEED);
+}
+
+llvm::ArrayRef<char> storedBytesInPlace(mlir::ElementsAttr value) {
+  auto resource = llvm::dyn_cast<mlir::DenseResourceElementsAttr>(value);
+  if (!resource)
+    return {};
+  auto type = llvm::cast<mlir::ShapedType>(resource.getType());
+  mlir::Type element = type.getElementType();
+  if (!element.isIntOrFloat() || element.isInteger(1))
+    return {};
+  mlir::AsmResourceBlob *blob = resource.getRawHandle().getBlob();
+  if (!blob || static_cast<int64_t>(blob->getData().size()) !=
+                   type.getNumElements() *
+                       static_cast<int64_t>(element.getIntOrFloatBitWidth() /
+                                            8))
+    return {};
+  return blob->getData();
 }
 
 } // namespace kiln

@@ -12,6 +12,7 @@
 #ifndef KILN_DIALECT_KILN_MAPPEDWEIGHTS_H
 #define KILN_DIALECT_KILN_MAPPEDWEIGHTS_H
 
+#include "mlir/IR/BuiltinAttributeInterfaces.h"
 #include "llvm/ADT/ArrayRef.h"
 
 #include <cstddef>
@@ -29,6 +30,13 @@ void unregisterMappedWeights(const char *begin);
 /// registered mapping; leaves any other memory alone (heap weights hold the
 /// only copy of their values).
 void releaseMappedWeightPages(llvm::ArrayRef<char> bytes);
+
+/// The bytes of a `dense_resource` weight, read where they are (for external
+/// data, the mapped model file), when its blob holds exactly the tensor's
+/// elements in row-major order, one storage width each; empty otherwise
+/// (other attributes, booleans, which MLIR stores packed, or a blob of the
+/// wrong size). Readers that find it empty convert through a copy.
+llvm::ArrayRef<char> storedBytesInPlace(mlir::ElementsAttr value);
 
 } // namespace kiln
 
