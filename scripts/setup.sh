@@ -10,6 +10,7 @@ apt_packages=(
   libzstd-dev zlib1g-dev libxml2-dev libedit-dev libcurl4-openssl-dev
   libonnx-dev libprotobuf-dev protobuf-compiler libgtest-dev
   libboost-context-dev
+  clang-22 libclang-rt-22-dev time
 )
 missing=()
 for p in "${apt_packages[@]}"; do

@@ -8,3 +8,6 @@ scripts/build.sh
 # suite through its own target.
 (cd build && ctest --output-on-failure -j"$(nproc)")
 ninja -C build check-kiln
+# Each fuzz target for a minute with a fixed seed, after its regression
+# inputs (scripts/fuzz.sh; campaigns are recorded in docs/reliability.md).
+scripts/fuzz.sh --smoke --seconds 60

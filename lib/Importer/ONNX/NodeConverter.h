@@ -57,7 +57,8 @@ struct NodeConverterBase {
 
   /// Resolves a possibly negative axis against `rank`.
   mlir::FailureOr<int64_t> axis(int64_t axis, int64_t rank) {
-    if (axis < -rank || axis >= std::max<int64_t>(rank, 1))
+    // A scalar has no axis: every caller indexes the shape with the result.
+    if (axis < -rank || axis >= rank)
       return error() << "axis " << axis << " out of range for rank " << rank;
     return axis < 0 ? axis + rank : axis;
   }

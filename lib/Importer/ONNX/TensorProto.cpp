@@ -78,62 +78,90 @@ static int64_t storageBytes(Type type) {
   return type.getIntOrFloatBitWidth() / 8;
 }
 
-/// Copies the values of an inline tensor into `data` (`bytes` long), from
-/// raw_data or from the typed field onnx.proto puts them in.
-static LogicalResult copyInlineValues(Location loc,
-                                      const onnx::TensorProto &tensor,
-                                      int64_t count, int64_t elemBytes,
-                                      MutableArrayRef<char> data) {
-  int64_t bytes = data.size();
-  auto mismatch = [&](int64_t got) {
-    return emitError(loc, "tensor '")
-           << tensor.name() << "' holds " << got << " values, expected "
-           << count;
-  };
+/// memcpy for a count that may be zero, where a repeated field's data()
+/// may be null (which memcpy must not be given).
+static void copyBytes(char *dst, const void *src, int64_t bytes) {
+  if (bytes > 0)
+    std::memcpy(dst, src, bytes);
+}
+
+/// Checks that an inline tensor holds the `count` values (`bytes` bytes) its
+/// dims say, before anything that size is allocated: dims are only numbers
+/// in the file, the values are what the file actually holds.
+static LogicalResult checkInlineValueCount(Location loc,
+                                           const onnx::TensorProto &tensor,
+                                           int64_t count, int64_t elemBytes,
+                                           int64_t bytes) {
+  int64_t got = 0;
+  bool matches = false;
   if (tensor.has_raw_data()) {
-    if (static_cast<int64_t>(tensor.raw_data().size()) != bytes)
-      return mismatch(tensor.raw_data().size() /
-                      std::max<int64_t>(elemBytes, 1));
-    std::memcpy(data.data(), tensor.raw_data().data(), bytes);
+    got = tensor.raw_data().size() / std::max<int64_t>(elemBytes, 1);
+    matches = static_cast<int64_t>(tensor.raw_data().size()) == bytes;
+  } else {
+    switch (tensor.data_type()) {
+    case onnx::TensorProto::FLOAT:
+      got = tensor.float_data_size();
+      break;
+    case onnx::TensorProto::DOUBLE:
+      got = tensor.double_data_size();
+      break;
+    case onnx::TensorProto::INT64:
+      got = tensor.int64_data_size();
+      break;
+    case onnx::TensorProto::UINT32:
+    case onnx::TensorProto::UINT64:
+      got = tensor.uint64_data_size();
+      break;
+    default:
+      got = tensor.int32_data_size();
+      break;
+    }
+    matches = got == count;
+  }
+  if (matches)
     return success();
+  return emitError(loc, "tensor '")
+         << tensor.name() << "' holds " << got << " values, expected "
+         << count;
+}
+
+/// Copies the values of an inline tensor that `checkInlineValueCount`
+/// accepted into `data`, from raw_data or from the typed field onnx.proto
+/// puts them in.
+static void copyInlineValues(const onnx::TensorProto &tensor, int64_t count,
+                             int64_t elemBytes, MutableArrayRef<char> data) {
+  int64_t bytes = data.size();
+  if (tensor.has_raw_data()) {
+    copyBytes(data.data(), tensor.raw_data().data(), bytes);
+    return;
   }
   switch (tensor.data_type()) {
   case onnx::TensorProto::FLOAT:
-    if (tensor.float_data_size() != count)
-      return mismatch(tensor.float_data_size());
-    std::memcpy(data.data(), tensor.float_data().data(), bytes);
-    return success();
+    copyBytes(data.data(), tensor.float_data().data(), bytes);
+    return;
   case onnx::TensorProto::DOUBLE:
-    if (tensor.double_data_size() != count)
-      return mismatch(tensor.double_data_size());
-    std::memcpy(data.data(), tensor.double_data().data(), bytes);
-    return success();
+    copyBytes(data.data(), tensor.double_data().data(), bytes);
+    return;
   case onnx::TensorProto::INT64:
-    if (tensor.int64_data_size() != count)
-      return mismatch(tensor.int64_data_size());
-    std::memcpy(data.data(), tensor.int64_data().data(), bytes);
-    return success();
+    copyBytes(data.data(), tensor.int64_data().data(), bytes);
+    return;
   case onnx::TensorProto::UINT32:
   case onnx::TensorProto::UINT64:
     // One value per uint64 entry; a uint32 keeps its low four bytes.
-    if (tensor.uint64_data_size() != count)
-      return mismatch(tensor.uint64_data_size());
     for (int64_t i = 0; i < count; ++i) {
       uint64_t v = tensor.uint64_data(i);
       std::memcpy(data.data() + i * elemBytes, &v, elemBytes);
     }
-    return success();
+    return;
   default:
     // int32, int16, uint16, int8, uint8, bool, float16 and bfloat16 all
     // travel in int32_data, one value (or one 16-bit pattern) per entry;
     // each keeps its low bytes (the host is little-endian).
-    if (tensor.int32_data_size() != count)
-      return mismatch(tensor.int32_data_size());
     for (int64_t i = 0; i < count; ++i) {
       int32_t v = tensor.int32_data(i);
       std::memcpy(data.data() + i * elemBytes, &v, elemBytes);
     }
-    return success();
+    return;
   }
 }
 
@@ -203,18 +231,17 @@ FailureOr<ElementsAttr> convertTensorProto(Location loc,
         DenseResourceElementsAttr::get(type, blobName, std::move(blob)));
   }
 
+  if (failed(checkInlineValueCount(loc, tensor, count, elemBytes, *bytes)))
+    return failure();
   if (count <= inlineLimit) {
     SmallVector<char> data(*bytes);
-    if (failed(copyInlineValues(loc, tensor, count, elemBytes, data)))
-      return failure();
+    copyInlineValues(tensor, count, elemBytes, data);
     return denseLiteral(type, data);
   }
   // Filled in place: one copy of the values, not two.
   AsmResourceBlob blob = HeapAsmResourceBlob::allocate(
       *bytes, alignof(uint64_t), /*dataIsMutable=*/true);
-  if (failed(copyInlineValues(loc, tensor, count, elemBytes,
-                              blob.getMutableData())))
-    return failure();
+  copyInlineValues(tensor, count, elemBytes, blob.getMutableData());
   return cast<ElementsAttr>(
       DenseResourceElementsAttr::get(type, blobName, std::move(blob)));
 }

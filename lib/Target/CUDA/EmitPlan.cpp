@@ -456,8 +456,9 @@ Type fromRuntimeDType(MLIRContext *context, rt::DType dtype) {
 void WeightTable::materialize(std::string &out) const {
   out.assign(size, '\0');
   for (const Piece &piece : pieces)
-    std::memcpy(out.data() + piece.offset, piece.bytes.data(),
-                piece.bytes.size());
+    if (!piece.bytes.empty()) // An empty weight's bytes may be null.
+      std::memcpy(out.data() + piece.offset, piece.bytes.data(),
+                  piece.bytes.size());
 }
 
 LogicalResult emitPlan(func::FuncOp func, rt::Artifact &artifact,
