@@ -67,6 +67,16 @@ def cases():
     yield "initializer-short", model(
         [h.make_node("Add", ["x", "w"], ["y"])], [vi("x", T.FLOAT, [4])],
         [vi("y", T.FLOAT, [4])], [short])
+    # 8 GiB by its dims, 8 bytes in the file: refused before anything that
+    # size is allocated (a fuzz finding).
+    claims = T(name="w", data_type=T.FLOAT, dims=[1 << 21, 1 << 10],
+               raw_data=b"\0" * 8)
+    yield "initializer-claims-huge", model(
+        [h.make_node("Add", ["x", "w"], ["y"])], [vi("x", T.FLOAT, [1])],
+        [vi("y", T.FLOAT, [1 << 21, 1 << 10])], [claims])
+    yield "squeeze-scalar", model(
+        [h.make_node("Squeeze", ["x", "axes"], ["y"])], [vi("x", T.FLOAT, [])],
+        [vi("y", T.FLOAT, [])], [nh.from_array(np.array([0], np.int64), "axes")])
     yield "string-initializer", model(
         [h.make_node("Identity", ["s"], ["y"])], [], [vi("y", T.STRING, [1])],
         [h.make_tensor("s", T.STRING, [1], [b"a"])])
@@ -90,6 +100,9 @@ def main():
             f.write(m.SerializeToString())
     # Run-time inputs: the wrong dtype, the wrong shape, NaN and infinities.
     np.save(os.path.join(root, "x-int.npy"), np.zeros((2, 3), np.int32))
+    with open(os.path.join(root, "x-claims-huge.pb"), "wb") as f:
+        f.write(T(name="x", data_type=T.FLOAT, dims=[1 << 30, 3],
+                  raw_data=b"\0" * 24).SerializeToString())
     np.save(os.path.join(root, "x-shape.npy"), np.zeros((3, 2), np.float32))
     np.save(os.path.join(root, "x-nonfinite.npy"),
             np.array([[np.nan, np.inf, -np.inf], [1, -1, 0]], np.float32))
