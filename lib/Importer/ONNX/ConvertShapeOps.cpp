@@ -19,6 +19,7 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/ADT/StringSwitch.h"
 
+#include <algorithm>
 #include <cmath>
 
 using namespace mlir;
@@ -26,6 +27,9 @@ using namespace mlir;
 namespace kiln {
 
 namespace {
+
+/// The longest row or column Trilu takes (a million: sequence lengths).
+constexpr int64_t kMaxTriluDim = int64_t(1) << 20;
 
 struct ShapeOpConverter : NodeConverterBase {
   using NodeConverterBase::NodeConverterBase;
@@ -440,8 +444,8 @@ struct ShapeOpConverter : NodeConverterBase {
     return tensor->getAsDouble(0);
   }
 
-  /// Trilu keeps a triangle of the last two dims: a constant mask (the
-  /// shapes are static) chooses between the input and zero.
+  /// Trilu keeps a triangle of the last two dims: a mask computed from the
+  /// row and column indices chooses between the input and zero.
   LogicalResult convertTrilu() {
     auto x = required(0);
     if (failed(x))
@@ -463,17 +467,32 @@ struct ShapeOpConverter : NodeConverterBase {
     int64_t cols = type.getDimSize(type.getRank() - 1);
     if (failed(getCheckedShape({rows, cols})))
       return failure();
-    // Column j of row i is kept when j - i >= k (upper) or <= k (lower);
-    // compared in 128 bits since k may be any int64.
-    SmallVector<bool> keep;
-    for (int64_t i = 0; i < rows; ++i)
-      for (int64_t j = 0; j < cols; ++j) {
-        __int128 diagonal = static_cast<__int128>(j) - i;
-        keep.push_back(upper ? diagonal >= k : diagonal <= k);
-      }
+    // The index ranges are constants of rows + cols elements.
+    if (rows > kMaxTriluDim || cols > kMaxTriluDim)
+      return error() << "a triangle of " << rows << "x" << cols
+                     << " is larger than Kiln supports (dims up to "
+                     << kMaxTriluDim << ")";
+    // Column j of row i is kept when j >= i + k (upper) or j <= i + k
+    // (lower): two index ranges compared with broadcasting, not a [rows,
+    // cols] constant (gigabytes for large dims). j - i lies in (-rows,
+    // cols), so clamping k to [-rows, cols] changes no comparison and keeps
+    // i + k from overflowing.
+    k = std::clamp<int64_t>(k, -rows, cols);
+    Type i64 = b.getI64Type();
+    auto range = [&](ArrayRef<int64_t> shape, int64_t start, int64_t n) {
+      SmallVector<int64_t> values(n);
+      for (int64_t i = 0; i < n; ++i)
+        values[i] = start + i;
+      return intConstant(RankedTensorType::get(shape, i64), values);
+    };
+    Value columns = range({1, cols}, 0, cols);
+    Value diagonal = range({rows, 1}, k, rows);
     auto maskType = RankedTensorType::get({rows, cols}, b.getI1Type());
-    Value mask = ConstantOp::create(
-        b, loc, cast<ElementsAttr>(DenseElementsAttr::get(maskType, keep)));
+    Value mask =
+        upper ? GreaterEqualOp::create(b, loc, maskType, columns, diagonal)
+                    .getResult()
+              : LessEqualOp::create(b, loc, maskType, columns, diagonal)
+                    .getResult();
     Value zero = importer.scalar(loc, type.getElementType(), 0.0);
     return output(WhereOp::create(b, loc, type, mask, *x, zero));
   }
