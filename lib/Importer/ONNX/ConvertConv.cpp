@@ -53,6 +53,10 @@ struct ConvConverter : NodeConverterBase {
     int64_t rank = xShape.size(), spatial = rank - 2;
     if (rank < 3 || static_cast<int64_t>(wShape.size()) != rank)
       return error() << "expected input and weights of the same rank >= 3";
+    Type elementType = typeOf(*x).getElementType();
+    if (typeOf(*w).getElementType() != elementType ||
+        (bias && typeOf(bias).getElementType() != elementType))
+      return error() << "input, weights and bias must have one element type";
     int64_t batch = xShape[0], channels = xShape[1], filters = wShape[0];
     int64_t group = intAttr("group", 1);
     if (group < 1 || channels % group || filters % group ||
