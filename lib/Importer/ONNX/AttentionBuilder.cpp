@@ -114,15 +114,50 @@ Value AttentionBuilder::slice(Value x, int64_t axis, int64_t start,
   return SliceOp::create(b, loc, type.clone(shape), x, starts, strides);
 }
 
+/// The longest index range stored as one constant (8 MB of i64): the
+/// positions of any real sequence.
+static constexpr int64_t kMaxIotaConstant = int64_t(1) << 20;
+
 Value AttentionBuilder::iota(ArrayRef<int64_t> shape, int64_t start,
                              Type elementType) {
   auto type = RankedTensorType::get(shape, elementType);
   unsigned width = elementType.getIntOrFloatBitWidth();
-  SmallVector<APInt> values;
-  for (int64_t i = 0, e = type.getNumElements(); i < e; ++i)
-    values.push_back(APInt(width, start + i, /*isSigned=*/true));
-  return ConstantOp::create(
-      b, loc, cast<ElementsAttr>(DenseElementsAttr::get(type, values)));
+  auto constant = [&](RankedTensorType t, int64_t first, int64_t step) {
+    SmallVector<APInt> values;
+    for (int64_t i = 0, e = t.getNumElements(); i < e; ++i)
+      values.push_back(APInt(width, first + i * step, /*isSigned=*/true));
+    return ConstantOp::create(
+        b, loc, cast<ElementsAttr>(DenseElementsAttr::get(t, values)));
+  };
+  int64_t n = type.getNumElements();
+  if (n <= kMaxIotaConstant)
+    return constant(type, start, 1);
+  // A hostile sequence length must not become gigabytes of weights: longer
+  // ranges are digits in base kMaxIotaConstant, one short constant per
+  // digit (its values times the digit's weight), added with broadcasting
+  // over [d0, d1, ...] and cut to n.
+  SmallVector<int64_t> digits;
+  for (int64_t rest = n; rest > 1;
+       rest = (rest + kMaxIotaConstant - 1) / kMaxIotaConstant)
+    digits.insert(digits.begin(), std::min(rest, kMaxIotaConstant));
+  Value sum;
+  int64_t weight = 1;
+  for (int64_t k = digits.size() - 1; k >= 0; --k) {
+    SmallVector<int64_t> digitShape(digits.size(), 1);
+    digitShape[k] = digits[k];
+    Value digit = constant(RankedTensorType::get(digitShape, elementType),
+                           sum ? 0 : start, weight);
+    if (sum) {
+      SmallVector<int64_t> sumShape(typeOf(sum).getShape());
+      sumShape[k] = digits[k];
+      sum = AddOp::create(b, loc, type.clone(sumShape), sum, digit);
+    } else {
+      sum = digit;
+    }
+    weight *= digits[k];
+  }
+  Value flat = reshape(sum, {typeOf(sum).getNumElements()});
+  return reshape(slice(flat, 0, 0, n), shape);
 }
 
 FailureOr<Value> AttentionBuilder::causalMask(int64_t qLen, int64_t kvLen,

@@ -111,8 +111,8 @@ struct AttentionBuilder : NodeConverterBase {
   /// `count` elements of `x` from `start` along `axis`.
   mlir::Value slice(mlir::Value x, int64_t axis, int64_t start, int64_t count);
 
-  /// A constant of `shape` (one non-unit dim at most) holding start,
-  /// start + 1, ...
+  /// `shape` (one non-unit dim at most) holding start, start + 1, ...: a
+  /// constant, or a running sum when longer than `kMaxIotaConstant`.
   mlir::Value iota(llvm::ArrayRef<int64_t> shape, int64_t start,
                    mlir::Type elementType);
 
