@@ -68,13 +68,14 @@ forEachImageBlock(const WeightTable &table,
       return failure();
     // A block at a time, so that even one weight of gigabytes (an
     // embedding table) is never resident whole.
-    for (ArrayRef<char> rest = piece.bytes; !rest.empty();) {
-      ArrayRef<char> chunk = rest.take_front(kStreamBlock);
-      if (failed(append(chunk.data(), chunk.size())))
-        return failure();
-      releaseMappedWeightPages(chunk);
-      rest = rest.drop_front(chunk.size());
-    }
+    for (uint64_t r = 0; r < piece.repeat; ++r)
+      for (ArrayRef<char> rest = piece.bytes; !rest.empty();) {
+        ArrayRef<char> chunk = rest.take_front(kStreamBlock);
+        if (failed(append(chunk.data(), chunk.size())))
+          return failure();
+        releaseMappedWeightPages(chunk);
+        rest = rest.drop_front(chunk.size());
+      }
   }
   if (failed(append(nullptr, table.size - position)))
     return failure();

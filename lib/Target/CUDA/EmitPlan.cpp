@@ -24,6 +24,8 @@ namespace {
 
 /// Weights are aligned like arena buffers, for vector loads and cuBLASLt.
 constexpr uint64_t kWeightAlign = 256;
+/// Size of the block a large splat weight repeats.
+constexpr uint64_t kSplatBlockBytes = 1 << 16;
 
 
 /// Builds the artifact's buffers and steps while walking the function.
@@ -168,15 +170,55 @@ private:
   }
 
   LogicalResult addWeight(ConstantOp constant) {
-    auto bytes = weightBytes(constant);
-    if (failed(bytes))
-      return failure();
     uint64_t offset =
         (weights.size + kWeightAlign - 1) / kWeightAlign * kWeightAlign;
-    weights.pieces.push_back({offset, *bytes});
-    weights.size = offset + bytes->size();
+    weights.size = offset;
+    auto splat = dyn_cast<DenseElementsAttr>(constant.getValue());
+    if (splat && splat.isSplat()) {
+      if (failed(addSplatPieces(constant, splat)))
+        return failure();
+    } else {
+      auto bytes = weightBytes(constant);
+      if (failed(bytes))
+        return failure();
+      weights.pieces.push_back({offset, *bytes});
+      weights.size = offset + bytes->size();
+    }
     std::string name = "weight" + std::to_string(weightCount++);
     return addBuffer(constant, rt::BufferKind::Weight, offset, name);
+  }
+
+  /// A splat as one block of its value repeated, and the elements left
+  /// over: its size in memory is that of the block, whatever the shape says
+  /// (ConstantOfShape of a hostile shape must not cost gigabytes here).
+  LogicalResult addSplatPieces(ConstantOp constant, DenseElementsAttr splat) {
+    auto one = DenseElementsAttr::get(
+        RankedTensorType::get({1}, splat.getElementType()),
+        splat.getSplatValue<Attribute>());
+    auto element = HostTensor::fromElementsAttr(one, constant.getLoc());
+    if (failed(element))
+      return failure();
+    const std::vector<char> &value = element->bytes;
+    uint64_t count = splat.getNumElements();
+    uint64_t blockCount = std::max<uint64_t>(
+        1, std::min<uint64_t>(count, kSplatBlockBytes / value.size()));
+    auto block = [&](uint64_t elements) {
+      auto bytes = std::make_unique<std::vector<char>>();
+      for (uint64_t i = 0; i < elements; ++i)
+        bytes->insert(bytes->end(), value.begin(), value.end());
+      weights.owned.push_back(std::move(bytes));
+      return ArrayRef<char>(*weights.owned.back());
+    };
+    for (auto [elements, repeat] :
+         {std::pair(blockCount, count / blockCount),
+          std::pair(count % blockCount, uint64_t(1))}) {
+      if (elements == 0 || repeat == 0)
+        continue;
+      WeightTable::Piece piece{weights.size, block(elements), repeat};
+      weights.pieces.push_back(piece);
+      weights.size += piece.size();
+    }
+    return success();
   }
 
   /// The bytes of a constant as the runtime stores them: a resource blob's
@@ -456,9 +498,10 @@ Type fromRuntimeDType(MLIRContext *context, rt::DType dtype) {
 void WeightTable::materialize(std::string &out) const {
   out.assign(size, '\0');
   for (const Piece &piece : pieces)
-    if (!piece.bytes.empty()) // An empty weight's bytes may be null.
-      std::memcpy(out.data() + piece.offset, piece.bytes.data(),
-                  piece.bytes.size());
+    for (uint64_t r = 0; r < piece.repeat; ++r)
+      if (!piece.bytes.empty()) // An empty weight's bytes may be null.
+        std::memcpy(out.data() + piece.offset + r * piece.bytes.size(),
+                    piece.bytes.data(), piece.bytes.size());
 }
 
 LogicalResult emitPlan(func::FuncOp func, rt::Artifact &artifact,

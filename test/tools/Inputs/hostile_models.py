@@ -90,6 +90,16 @@ def cases():
         [h.make_node("Add", ["x", "w"], ["y"])], [vi("x", T.FLOAT, [1024])],
         [vi("y", T.FLOAT, [1024])], [nh.from_array(np.ones(1024, np.float32), "w")])
     yield "relu", relu([2, 3])
+    # ConstantOfShape feeding a cumsum: a splat weight of `n` floats.
+    for name, n in (("splat-weight", 70001), ("splat-weight-huge", 1 << 30)):
+        yield name, model(
+            [h.make_node("ConstantOfShape", ["s"], ["c"],
+                         value=nh.from_array(np.array([0.5], np.float32))),
+             h.make_node("CumSum", ["c", "a"], ["d"]),
+             h.make_node("Add", ["d", "x"], ["y"])],
+            [vi("x", T.FLOAT, [1])], [vi("y", T.FLOAT, [n])],
+            [nh.from_array(np.array([n], np.int64), "s"),
+             nh.from_array(np.array(0, np.int64), "a")])
 
 
 def main():

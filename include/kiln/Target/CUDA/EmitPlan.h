@@ -34,12 +34,18 @@ using StepOrigins = std::vector<std::vector<std::string>>;
 /// weights image (zeros between them), so that an artifact can be written
 /// without a second copy of gigabytes of weights in memory. `pieces` point
 /// into the constants' resource blobs (and so live as long as the module's
-/// context) or into `owned`, for constants converted on the way (splats,
-/// literals, booleans).
+/// context) or into `owned`, for constants converted on the way (literals,
+/// booleans). A large splat is one small block repeated, never expanded in
+/// memory.
 struct WeightTable {
   struct Piece {
     uint64_t offset;
+    /// Written `repeat` times back to back.
     llvm::ArrayRef<char> bytes;
+    uint64_t repeat = 1;
+
+    /// Bytes the piece takes in the image.
+    uint64_t size() const { return bytes.size() * repeat; }
   };
   /// In offset order, not overlapping.
   std::vector<Piece> pieces;
