@@ -43,35 +43,80 @@ const int64_t kInterestingInts[] = {
 
 /// Floats that break naive arithmetic.
 const float kInterestingFloats[] = {
-    0.0f,  -0.0f, 1.0f,   -1.0f, 0.5f, 1e-30f, 1e30f,
-    3e38f, 1e-45f, std::numeric_limits<float>::infinity(),
+    0.0f,
+    -0.0f,
+    1.0f,
+    -1.0f,
+    0.5f,
+    1e-30f,
+    1e30f,
+    3e38f,
+    1e-45f,
+    std::numeric_limits<float>::infinity(),
     -std::numeric_limits<float>::infinity(),
     std::numeric_limits<float>::quiet_NaN(),
 };
 
 /// Op types Kiln imports or refuses by name, to swap a node's type for.
 const char *const kOpTypes[] = {
-    "Add",        "Mul",          "MatMul",          "Gemm",
-    "Reshape",    "Transpose",    "Gather",          "Concat",
-    "Slice",      "Softmax",      "LayerNormalization", "Expand",
-    "Cast",       "ReduceMean",   "ReduceSum",       "Where",
-    "Shape",      "ConstantOfShape", "Range",        "Unsqueeze",
-    "Squeeze",    "Split",        "Attention",       "Loop",
-    "If",         "Einsum",       "Pad",             "Constant",
-    "Tile",       "CumSum",       "Conv",            "Trilu",
-    "GatherElements", "GatherND", "ScatterND",       "RotaryEmbedding",
-    "GroupQueryAttention", "SkipLayerNormalization", "Identity", "Flatten",
-    "Erf",        "Sqrt",         "Pow",             "Div",
-    "Equal",      "Not",          "Max",             "TopK",
+    "Add",
+    "Mul",
+    "MatMul",
+    "Gemm",
+    "Reshape",
+    "Transpose",
+    "Gather",
+    "Concat",
+    "Slice",
+    "Softmax",
+    "LayerNormalization",
+    "Expand",
+    "Cast",
+    "ReduceMean",
+    "ReduceSum",
+    "Where",
+    "Shape",
+    "ConstantOfShape",
+    "Range",
+    "Unsqueeze",
+    "Squeeze",
+    "Split",
+    "Attention",
+    "Loop",
+    "If",
+    "Einsum",
+    "Pad",
+    "Constant",
+    "Tile",
+    "CumSum",
+    "Conv",
+    "Trilu",
+    "GatherElements",
+    "GatherND",
+    "ScatterND",
+    "RotaryEmbedding",
+    "GroupQueryAttention",
+    "SkipLayerNormalization",
+    "Identity",
+    "Flatten",
+    "Erf",
+    "Sqrt",
+    "Pow",
+    "Div",
+    "Equal",
+    "Not",
+    "Max",
+    "TopK",
 };
 
 /// Attribute names Kiln's converters read.
 const char *const kAttributeNames[] = {
-    "axis",   "axes",     "perm",      "keepdims", "transA", "transB",
-    "to",     "epsilon",  "num_heads", "kv_num_heads", "group", "pads",
-    "strides", "dilations", "kernel_shape", "value", "split", "mode",
-    "alpha",  "beta",     "equation",  "interleaved", "do_rotary",
-    "scale",  "is_causal", "upper",     "batch_dims", "allowzero",
+    "axis",     "axes",        "perm",      "keepdims",  "transA",
+    "transB",   "to",          "epsilon",   "num_heads", "kv_num_heads",
+    "group",    "pads",        "strides",   "dilations", "kernel_shape",
+    "value",    "split",       "mode",      "alpha",     "beta",
+    "equation", "interleaved", "do_rotary", "scale",     "is_causal",
+    "upper",    "batch_dims",  "allowzero",
 };
 
 /// Where an external-data tensor could point.
@@ -164,8 +209,8 @@ private:
   }
 
   onnx::ValueInfoProto *anyValueInfo() {
-    int n = graph->input_size() + graph->output_size() +
-            graph->value_info_size();
+    int n =
+        graph->input_size() + graph->output_size() + graph->value_info_size();
     if (n == 0)
       return nullptr;
     int i = static_cast<int>(pick(n));
@@ -229,7 +274,8 @@ private:
         node->mutable_attribute(static_cast<int>(pick(node->attribute_size())));
     if (pick(8) == 0) {
       // A type that disagrees with the attribute's name or its fields.
-      attr->set_type(static_cast<onnx::AttributeProto::AttributeType>(pick(15)));
+      attr->set_type(
+          static_cast<onnx::AttributeProto::AttributeType>(pick(15)));
       return true;
     }
     switch (attr->type()) {
@@ -428,8 +474,8 @@ private:
     case 2:
       if (graph->input_size() == 0)
         return false;
-      *graph->add_input() = graph->input(
-          static_cast<int>(pick(graph->input_size())));
+      *graph->add_input() =
+          graph->input(static_cast<int>(pick(graph->input_size())));
       return true;
     default:
       if (graph->output_size() == 0)

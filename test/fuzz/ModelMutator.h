@@ -1,4 +1,4 @@
-//===- ModelMutator.h - Structure-aware mutations of ONNX models -*- C++ -*-===//
+//===- ModelMutator.h - Structure-aware ONNX mutations ----------*- C++ -*-===//
 //
 // Random byte flips almost never survive protobuf parsing, so a fuzzer fed
 // raw bytes spends its time in the wire-format reader. This mutator parses
