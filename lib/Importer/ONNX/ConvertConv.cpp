@@ -20,6 +20,9 @@ namespace kiln {
 
 namespace {
 
+/// The largest spatial size, kernel size, stride, dilation or pad.
+constexpr int64_t kMaxConvSize = (int64_t(1) << 31) - 1;
+
 /// Index tables larger than this are refused rather than built.
 constexpr int64_t kMaxTableEntries = int64_t{1} << 24;
 
@@ -74,6 +77,17 @@ struct ConvConverter : NodeConverterBase {
         static_cast<int64_t>(pads.size()) != 2 * spatial)
       return error() << "strides, dilations and pads must cover " << spatial
                      << " spatial dims";
+    // Every size below 2^31 keeps the output-size arithmetic inside 64 bits
+    // (products of two, sums of three).
+    for (ArrayRef<int64_t> sizes :
+         {ArrayRef<int64_t>(kernel), ArrayRef<int64_t>(strides),
+          ArrayRef<int64_t>(dilations), ArrayRef<int64_t>(pads),
+          xShape.drop_front(2)})
+      for (int64_t size : sizes)
+        if (size > kMaxConvSize)
+          return error() << "sizes, strides, dilations and pads must be at "
+                            "most "
+                         << kMaxConvSize << ", got " << size;
     const onnx::AttributeProto *autoPad = findAttribute(node, "auto_pad");
     std::string padMode = autoPad ? autoPad->s() : "NOTSET";
 
