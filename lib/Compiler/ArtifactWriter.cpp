@@ -68,14 +68,13 @@ forEachImageBlock(const WeightTable &table,
       return failure();
     // A block at a time, so that even one weight of gigabytes (an
     // embedding table) is never resident whole.
-    for (uint64_t r = 0; r < piece.repeat; ++r)
-      for (ArrayRef<char> rest = piece.bytes; !rest.empty();) {
-        ArrayRef<char> chunk = rest.take_front(kStreamBlock);
-        if (failed(append(chunk.data(), chunk.size())))
-          return failure();
-        releaseMappedWeightPages(chunk);
-        rest = rest.drop_front(chunk.size());
-      }
+    for (ArrayRef<char> rest = piece.bytes; !rest.empty();) {
+      ArrayRef<char> chunk = rest.take_front(kStreamBlock);
+      if (failed(append(chunk.data(), chunk.size())))
+        return failure();
+      releaseMappedWeightPages(chunk);
+      rest = rest.drop_front(chunk.size());
+    }
   }
   if (failed(append(nullptr, table.size - position)))
     return failure();
@@ -180,9 +179,7 @@ LogicalResult writeArtifactLibrary(Location loc, const rt::Artifact &artifact,
   } else {
     checksum = imageChecksum(*weights);
   }
-  // The model hash names the weights too: the source's, combined.
-  uint64_t hash = llvm::xxh3_64bits(artifact.cudaSource) ^ checksum * 31;
-  header.modelHash = llvm::utohexstr(hash, /*LowerCase=*/true);
+  header.modelHash = modelHashOf(artifact, checksum);
 
   std::string error;
   if (!rt::validateArtifact(header, error, weights->size))

@@ -14,9 +14,13 @@
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/ManagedStatic.h"
+#include "llvm/Support/MathExtras.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
+
+#include <algorithm>
+#include <map>
 
 using namespace mlir;
 
@@ -194,10 +198,27 @@ static LogicalResult checkMemoryLimits(func::FuncOp func,
              << " '" << buffer.name << "' needs " << buffer.bytes
              << " bytes, more than --max-arena (" << options.maxArenaBytes
              << ")";
-  if (weightBytes > options.maxWeightBytes)
-    return emitError(func.getLoc(), "the plan has ")
-           << weightBytes << " bytes of weights, more than --max-weights ("
-           << options.maxWeightBytes << ")";
+  // Splat constants take no space in the artifact, but the runtime fills
+  // storage for them at load, one per distinct value (see SplatStorage.h).
+  std::map<std::pair<uint64_t, size_t>, uint64_t> splatSlots;
+  for (const rt::Buffer &buffer : artifact.buffers)
+    if (buffer.kind == rt::BufferKind::Splat) {
+      uint64_t &slot =
+          splatSlots[{buffer.offset, rt::dtypeSize(buffer.dtype)}];
+      slot = std::max(slot, buffer.bytes);
+    }
+  uint64_t splatBytes = 0;
+  for (const auto &slot : splatSlots)
+    splatBytes = llvm::SaturatingAdd(splatBytes, slot.second);
+  uint64_t total = llvm::SaturatingAdd(weightBytes, splatBytes);
+  if (total > options.maxWeightBytes) {
+    InFlightDiagnostic diag = emitError(func.getLoc(), "the plan has ")
+                              << total << " bytes of weights";
+    if (splatBytes)
+      diag << " (" << splatBytes << " of them splat constants filled at load)";
+    return diag << ", more than --max-weights (" << options.maxWeightBytes
+                << ")";
+  }
   return success();
 }
 
@@ -211,12 +232,19 @@ LogicalResult lowerToArtifact(ModuleOp module, const CompileOptions &options,
   artifact.abiVersion = KILN_ABI_VERSION;
   artifact.kilnVersion = kKilnVersion;
   artifact.arch = options.arch;
-  if (failed(emitPlan(func, artifact, origins, weights,
+  WeightTable local;
+  WeightTable &table = weights ? *weights : local;
+  if (failed(emitPlan(func, artifact, table, origins,
                       /*checkIndices=*/!options.uncheckedIndices)) ||
-      failed(checkMemoryLimits(func, artifact, options,
-                               weights ? weights->size
-                                       : artifact.weights.size())))
+      failed(checkMemoryLimits(func, artifact, options, table.size)))
     return failure();
+  if (!weights) {
+    // Copied only once the limits have been checked.
+    table.materialize(artifact.weights);
+    artifact.modelHash = modelHashOf(
+        artifact,
+        rt::weightsChecksum(artifact.weights.data(), artifact.weights.size()));
+  }
   if (!options.dumpDir.empty() &&
       failed(writeFileAtomically(module.getLoc(),
                                  options.dumpDir + "/02-kernels.cu",

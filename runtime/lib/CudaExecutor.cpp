@@ -9,6 +9,7 @@
 #include "CublasLt.h"
 #include "CudaDriver.h"
 #include "Executor.h"
+#include "SplatStorage.h"
 
 #include <algorithm>
 #include <climits>
@@ -25,6 +26,8 @@ constexpr uint32_t kMaxAlign = 256;
 
 /// cuBLASLt workspace; NVIDIA recommends 32 MiB on Hopper.
 constexpr size_t kWorkspaceBytes = 32u << 20;
+/// Bytes of a splat's value uploaded before the device copies it onward.
+constexpr size_t kSplatUploadBytes = 64u << 10;
 
 /// Returns the largest power of two (at most `kMaxAlign`) dividing `value`.
 static uint32_t alignmentOf(uint64_t value) {
@@ -100,6 +103,7 @@ private:
   Status initialize();
   Status initializeInContext();
   Status loadKernels();
+  Status uploadSplats();
   Status prepareMatmul(size_t stepIndex, MatmulPlan &plan);
   Status chooseAlgo(MatmulPlan &plan, const uint32_t align[3],
                     const lt::MatmulAlgo *&algo);
@@ -125,6 +129,9 @@ private:
   cu::DevicePtr indexError = 0;
   cu::DevicePtr arena = 0;
   cu::DevicePtr weights = 0;
+  /// Storage of the splat buffers, one per slot of `planSplatSlots`.
+  std::vector<cu::DevicePtr> splats;
+  std::vector<size_t> splatSlotOf;
   cu::DevicePtr workspace = 0;
   lt::Handle ltHandle = nullptr;
   std::vector<MatmulPlan> matmuls;
@@ -196,6 +203,8 @@ Status CudaExecutor::initializeInContext() {
     if (cu::Result r = api->streamSynchronize(stream); r != cu::kSuccess)
       return cu::cudaError(*api, r, "uploading the weights");
   }
+  if (Status s = uploadSplats(); !s.isOk())
+    return s;
   matmulOfStep.assign(artifact.steps.size(), SIZE_MAX);
   for (size_t i = 0; i < artifact.steps.size(); ++i) {
     if (artifact.steps[i].kind != Step::Kind::Matmul)
@@ -439,6 +448,42 @@ Status CudaExecutor::chooseAlgo(MatmulPlan &plan, const uint32_t align[3],
   return Status::ok();
 }
 
+/// Fills each splat slot on the device: one block of the value uploaded,
+/// then the filled prefix copied onto the rest, doubling each time.
+Status CudaExecutor::uploadSplats() {
+  SplatSlots plan = planSplatSlots(artifact, /*slotPerSize=*/false);
+  splatSlotOf = std::move(plan.slotOf);
+  splats.assign(plan.slots.size(), 0);
+  std::vector<char> block;
+  for (size_t i = 0; i < plan.slots.size(); ++i) {
+    const SplatSlots::Slot &slot = plan.slots[i];
+    if (slot.bytes == 0)
+      continue;
+    std::string what =
+        "a splat constant (" + std::to_string(slot.bytes) + " bytes)";
+    if (cu::Result r = api->memAlloc(&splats[i], slot.bytes);
+        r != cu::kSuccess)
+      return cu::cudaError(*api, r, "allocating " + what);
+    fillSplatBlock(slot, kSplatUploadBytes, block);
+    if (cu::Result r =
+            api->memcpyHtoDAsync(splats[i], block.data(), block.size(), stream);
+        r != cu::kSuccess)
+      return cu::cudaError(*api, r, "filling " + what);
+    for (uint64_t filled = block.size(); filled < slot.bytes;) {
+      uint64_t take = std::min(filled, slot.bytes - filled);
+      if (cu::Result r = api->memcpyDtoDAsync(splats[i] + filled, splats[i],
+                                              take, stream);
+          r != cu::kSuccess)
+        return cu::cudaError(*api, r, "filling " + what);
+      filled += take;
+    }
+    // `block` is reused for the next slot: wait for its upload.
+    if (cu::Result r = api->streamSynchronize(stream); r != cu::kSuccess)
+      return cu::cudaError(*api, r, "filling " + what);
+  }
+  return Status::ok();
+}
+
 Status CudaExecutor::ensureStaging(std::vector<cu::DevicePtr> &staging,
                                    const std::vector<uint32_t> &ids) {
   if (staging.size() == ids.size())
@@ -476,6 +521,8 @@ CudaExecutor::address(uint32_t id, const std::vector<cu::DevicePtr> &in,
     return in[b.offset];
   case BufferKind::Output:
     return out[b.offset];
+  case BufferKind::Splat:
+    return splats[splatSlotOf[id]];
   }
   return 0;
 }
@@ -664,6 +711,11 @@ void CudaExecutor::release() {
           api->memFree(p);
       staging->clear();
     }
+    for (cu::DevicePtr p : splats)
+      if (p)
+        api->memFree(p);
+    splats.clear();
+    splatSlotOf.clear();
     for (cu::DevicePtr *p : {&arena, &weights, &workspace}) {
       if (*p)
         api->memFree(*p);

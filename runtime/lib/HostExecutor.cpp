@@ -21,6 +21,7 @@
 #include "HostGemm.h"
 #include "HostLauncher.h"
 #include "HostModule.h"
+#include "SplatStorage.h"
 
 #include <cstdlib>
 #include <cstring>
@@ -88,6 +89,8 @@ private:
   std::vector<Allocation> inputs, outputs;
   /// Arena and weight storage: one of each, or one per distinct buffer.
   std::vector<Allocation> arena, weights;
+  /// Storage of the splat buffers, one per slot of `planSplatSlots`.
+  std::vector<Allocation> splats;
   /// Address of each buffer id.
   std::vector<char *> address;
 };
@@ -163,6 +166,15 @@ Status HostExecutor::initialize() {
       std::memcpy(weights[0].data, artifact.weightData(),
                   artifact.weightBytes());
   }
+  SplatSlots splatSlots = planSplatSlots(artifact, options.checking);
+  splats.resize(splatSlots.slots.size());
+  for (size_t i = 0; i < splats.size(); ++i) {
+    const SplatSlots::Slot &slot = splatSlots.slots[i];
+    if (Status s = allocate(splats[i], slot.bytes, "a splat constant");
+        !s.isOk())
+      return s;
+    fillSplat(slot, static_cast<char *>(splats[i].data));
+  }
   address.assign(artifact.buffers.size(), nullptr);
   for (size_t id = 0; id < artifact.buffers.size(); ++id) {
     const Buffer &b = artifact.buffers[id];
@@ -172,6 +184,9 @@ Status HostExecutor::initialize() {
       break;
     case BufferKind::Output:
       address[id] = static_cast<char *>(outputs[b.offset].data);
+      break;
+    case BufferKind::Splat:
+      address[id] = static_cast<char *>(splats[splatSlots.slotOf[id]].data);
       break;
     case BufferKind::Arena:
     case BufferKind::Weight: {

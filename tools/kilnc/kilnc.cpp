@@ -70,8 +70,7 @@ void printPlan(const kiln::rt::Artifact &a, uint64_t weightBytes,
   os << "arena_bytes " << a.arenaBytes << "\nweight_bytes " << weightBytes
      << "\n";
   for (auto [i, b] : llvm::enumerate(a.buffers)) {
-    static const char *kinds[] = {"arena", "weight", "input", "output"};
-    os << "buffer " << i << " " << kinds[static_cast<int>(b.kind)] << " "
+    os << "buffer " << i << " " << kiln::rt::bufferKindName(b.kind) << " "
        << b.name << " " << kiln::rt::dtypeName(b.dtype) << "[";
     llvm::interleave(b.shape, os, "x");
     os << "] offset " << b.offset << " bytes " << b.bytes << "\n";

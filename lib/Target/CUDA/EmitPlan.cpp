@@ -24,9 +24,6 @@ namespace {
 
 /// Weights are aligned like arena buffers, for vector loads and cuBLASLt.
 constexpr uint64_t kWeightAlign = 256;
-/// Size of the block a large splat weight repeats.
-constexpr uint64_t kSplatBlockBytes = 1 << 16;
-
 
 /// Builds the artifact's buffers and steps while walking the function.
 class PlanBuilder {
@@ -170,55 +167,39 @@ private:
   }
 
   LogicalResult addWeight(ConstantOp constant) {
-    uint64_t offset =
-        (weights.size + kWeightAlign - 1) / kWeightAlign * kWeightAlign;
-    weights.size = offset;
+    std::string name = "weight" + std::to_string(weightCount++);
     auto splat = dyn_cast<DenseElementsAttr>(constant.getValue());
     if (splat && splat.isSplat()) {
-      if (failed(addSplatPieces(constant, splat)))
+      auto value = splatValue(constant, splat);
+      if (failed(value))
         return failure();
-    } else {
-      auto bytes = weightBytes(constant);
-      if (failed(bytes))
-        return failure();
-      weights.pieces.push_back({offset, *bytes});
-      weights.size = offset + bytes->size();
+      return addBuffer(constant, rt::BufferKind::Splat, *value, name);
     }
-    std::string name = "weight" + std::to_string(weightCount++);
+    uint64_t offset =
+        (weights.size + kWeightAlign - 1) / kWeightAlign * kWeightAlign;
+    auto bytes = weightBytes(constant);
+    if (failed(bytes))
+      return failure();
+    weights.pieces.push_back({offset, *bytes});
+    weights.size = offset + bytes->size();
     return addBuffer(constant, rt::BufferKind::Weight, offset, name);
   }
 
-  /// A splat as one block of its value repeated, and the elements left
-  /// over: its size in memory is that of the block, whatever the shape says
-  /// (ConstantOfShape of a hostile shape must not cost gigabytes here).
-  LogicalResult addSplatPieces(ConstantOp constant, DenseElementsAttr splat) {
+  /// A splat's element as a Splat buffer holds it: its bytes, least
+  /// significant first, in a u64. The runtime fills the storage, so a
+  /// constant of any shape costs nothing here (ConstantOfShape of a hostile
+  /// shape must not cost gigabytes of memory or of artifact).
+  FailureOr<uint64_t> splatValue(ConstantOp constant, DenseElementsAttr splat) {
     auto one = DenseElementsAttr::get(
         RankedTensorType::get({1}, splat.getElementType()),
         splat.getSplatValue<Attribute>());
     auto element = HostTensor::fromElementsAttr(one, constant.getLoc());
     if (failed(element))
       return failure();
-    const std::vector<char> &value = element->bytes;
-    uint64_t count = splat.getNumElements();
-    uint64_t blockCount = std::max<uint64_t>(
-        1, std::min<uint64_t>(count, kSplatBlockBytes / value.size()));
-    auto block = [&](uint64_t elements) {
-      auto bytes = std::make_unique<std::vector<char>>();
-      for (uint64_t i = 0; i < elements; ++i)
-        bytes->insert(bytes->end(), value.begin(), value.end());
-      weights.owned.push_back(std::move(bytes));
-      return ArrayRef<char>(*weights.owned.back());
-    };
-    for (auto [elements, repeat] :
-         {std::pair(blockCount, count / blockCount),
-          std::pair(count % blockCount, uint64_t(1))}) {
-      if (elements == 0 || repeat == 0)
-        continue;
-      WeightTable::Piece piece{weights.size, block(elements), repeat};
-      weights.pieces.push_back(piece);
-      weights.size += piece.size();
-    }
-    return success();
+    uint64_t value = 0;
+    for (auto [i, byte] : llvm::enumerate(element->bytes))
+      value |= uint64_t(static_cast<uint8_t>(byte)) << (8 * i);
+    return value;
   }
 
   /// The bytes of a constant as the runtime stores them: a resource blob's
@@ -495,29 +476,31 @@ Type fromRuntimeDType(MLIRContext *context, rt::DType dtype) {
   return {};
 }
 
+std::string modelHashOf(const rt::Artifact &artifact,
+                        uint64_t weightsChecksum) {
+  // The splats' values are in neither the source nor the weights; a model
+  // that differs only in one of them is another model.
+  std::string splats;
+  for (const rt::Buffer &b : artifact.buffers)
+    if (b.kind == rt::BufferKind::Splat)
+      splats += std::to_string(b.offset) + ":" + std::to_string(b.bytes) + ";";
+  uint64_t hash = llvm::xxh3_64bits(artifact.cudaSource) ^
+                  llvm::xxh3_64bits(splats) * 17 ^ weightsChecksum * 31;
+  return llvm::utohexstr(hash, /*LowerCase=*/true);
+}
+
 void WeightTable::materialize(std::string &out) const {
   out.assign(size, '\0');
   for (const Piece &piece : pieces)
-    for (uint64_t r = 0; r < piece.repeat; ++r)
-      if (!piece.bytes.empty()) // An empty weight's bytes may be null.
-        std::memcpy(out.data() + piece.offset + r * piece.bytes.size(),
-                    piece.bytes.data(), piece.bytes.size());
+    if (!piece.bytes.empty()) // An empty weight's bytes may be null.
+      std::memcpy(out.data() + piece.offset, piece.bytes.data(),
+                  piece.bytes.size());
 }
 
 LogicalResult emitPlan(func::FuncOp func, rt::Artifact &artifact,
-                       StepOrigins *origins, WeightTable *weights,
+                       WeightTable &weights, StepOrigins *origins,
                        bool checkIndices) {
-  WeightTable local;
-  WeightTable &table = weights ? *weights : local;
-  if (failed(PlanBuilder(func, artifact, origins, table, checkIndices).build()))
-    return failure();
-  uint64_t hash = llvm::xxh3_64bits(artifact.cudaSource);
-  if (!weights) {
-    table.materialize(artifact.weights);
-    hash ^= llvm::xxh3_64bits(artifact.weights) * 31;
-  }
-  artifact.modelHash = llvm::utohexstr(hash, /*LowerCase=*/true);
-  return success();
+  return PlanBuilder(func, artifact, origins, weights, checkIndices).build();
 }
 
 } // namespace kiln

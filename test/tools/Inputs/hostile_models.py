@@ -100,6 +100,47 @@ def cases():
             [vi("x", T.FLOAT, [1])], [vi("y", T.FLOAT, [n])],
             [nh.from_array(np.array([n], np.int64), "s"),
              nh.from_array(np.array(0, np.int64), "a")])
+    # A fuzz finding: six splats of 16 GiB each from 1 KB of model.
+    splats = [f"c{i}" for i in range(6)]
+    yield "splats-huge", model(
+        [h.make_node("ConstantOfShape", ["s"], [c],
+                     value=nh.from_array(np.array([i], np.int64)))
+         for i, c in enumerate(splats)],
+        [], [vi(c, T.INT64, [1 << 31]) for c in splats],
+        [nh.from_array(np.array([1 << 31], np.int64), "s")])
+    yield "splat-dtypes", splat_dtypes()
+
+
+def splat_dtypes():
+    """Splat constants of each element width, read by kernels, through a
+    view, and copied to outputs; two of one value share storage."""
+    def splat(out, dtype, value, shape):
+        return h.make_node("ConstantOfShape", [f"shape{len(shape)}"], [out],
+                           value=nh.from_array(np.array([value], dtype)))
+    nodes = [
+        splat("f16", np.float16, -1.5, [3, 4]),
+        splat("f32", np.float32, 0.25, [12]),
+        splat("f32b", np.float32, 0.25, [3, 4]),
+        splat("f64", np.float64, 2.25, [3, 4]),
+        splat("i8", np.int8, -3, [3, 4]),
+        splat("i64", np.int64, 0x0102030405060708, [3, 4]),
+        splat("b", np.bool_, True, [3, 4]),
+        h.make_node("Reshape", ["f32", "shape2"], ["f32v"]),
+        h.make_node("Add", ["f32v", "x"], ["sum"]),
+        h.make_node("Mul", ["f32b", "sum"], ["y_f32"]),
+        h.make_node("Cast", ["f16"], ["f16f"], to=T.FLOAT),
+        h.make_node("Add", ["f16f", "x"], ["y_f16"]),
+        h.make_node("Not", ["b"], ["y_b"]),
+        h.make_node("Identity", ["f64"], ["y_f64"]),
+        h.make_node("Identity", ["i8"], ["y_i8"]),
+        h.make_node("Identity", ["i64"], ["y_i64"]),
+    ]
+    outs = [("y_f32", T.FLOAT), ("y_f16", T.FLOAT), ("y_b", T.BOOL),
+            ("y_f64", T.DOUBLE), ("y_i8", T.INT8), ("y_i64", T.INT64)]
+    return model(nodes, [vi("x", T.FLOAT, [3, 4])],
+                 [vi(n, t, [3, 4]) for n, t in outs],
+                 [nh.from_array(np.array([12], np.int64), "shape1"),
+                  nh.from_array(np.array([3, 4], np.int64), "shape2")])
 
 
 def main():

@@ -155,6 +155,35 @@ TEST(ArtifactFormat, RoundTrip) {
   EXPECT_EQ(serializeArtifact(b), bytes);
 }
 
+TEST(ArtifactFormat, SplatsRoundTripWithoutBytes) {
+  Artifact a = makeSplatArtifact();
+  std::string bytes = serializeArtifact(a), error;
+  // The 72 KB splat costs its buffer entry, not its bytes.
+  EXPECT_LT(bytes.size(), 1024u);
+  Artifact b;
+  ASSERT_TRUE(parseExact(bytes, bytes.size(), b, error)) << error;
+  ASSERT_EQ(b.buffers.size(), a.buffers.size());
+  for (size_t i = 0; i < a.buffers.size(); ++i)
+    expectSameBuffer(a.buffers[i], b.buffers[i]);
+  EXPECT_STREQ(bufferKindName(b.buffers[2].kind), "splat");
+}
+
+TEST(ArtifactFormat, RejectsBadSplats) {
+  {
+    // An int8 splat's value has one byte.
+    Artifact a = makeSplatArtifact();
+    a.buffers[2] = makeBuffer(BufferKind::Splat, "p", {4}, 0x100, DType::I8);
+    expectRejected(a, "splat value 256 is wider than its dtype (int8)");
+  }
+  {
+    // Read-only, like weights.
+    Artifact a = makeSplatArtifact();
+    a.steps[1].copy.src = 5;
+    a.steps[1].copy.dst = 3;
+    expectRejected(a, "is not writable");
+  }
+}
+
 TEST(ArtifactFormat, EmptyArtifactRoundTrips) {
   Artifact a;
   std::string bytes = serializeArtifact(a), error;

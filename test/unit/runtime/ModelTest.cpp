@@ -130,7 +130,43 @@ std::vector<float> richReference(const Artifact &a,
   return y;
 }
 
+/// Runs `makeSplatArtifact`'s plan on host memory and checks both outputs.
+void expectSplatOutputs(Model &model) {
+  std::vector<float> x = {1, -2, 3, 0.5f, 4, -1};
+  std::vector<float> y(2 * kSplatColumns, -1.0f);
+  std::vector<uint64_t> z(3, 0);
+  const void *in[] = {x.data()};
+  void *out[] = {y.data(), z.data()};
+  Status s = model.run(in, out, Memory::Host);
+  ASSERT_TRUE(s.isOk()) << s.message;
+  // Row sums 2 and 3.5, times 0.5: exact in fp32.
+  int64_t wrong = 0;
+  for (int64_t j = 0; j < kSplatColumns; ++j)
+    wrong += (y[j] != 1.0f) + (y[kSplatColumns + j] != 1.75f);
+  EXPECT_EQ(wrong, 0) << "y[0] " << y[0] << ", y[last] " << y.back();
+  EXPECT_EQ(z, std::vector<uint64_t>(3, kSplatPattern));
+}
+
 } // namespace
+
+TEST(Model, HostBackendFillsSplatBuffers) {
+  for (bool checking : {false, true}) {
+    HostOptions options;
+    options.checking = checking;
+    std::unique_ptr<Model> model;
+    Status s =
+        Model::create(makeSplatArtifact(), Backend::Host, model, options);
+    ASSERT_TRUE(s.isOk()) << s.message;
+    expectSplatOutputs(*model);
+  }
+}
+
+TEST_F(FakeCuda, FillsSplatBuffersOnTheDevice) {
+  std::unique_ptr<Model> model;
+  Status s = Model::create(makeSplatArtifact(), Backend::Cuda, model);
+  ASSERT_TRUE(s.isOk()) << s.message;
+  expectSplatOutputs(*model);
+}
 
 TEST_F(FakeCuda, CopyThroughHostMemory) {
   std::unique_ptr<Model> model;

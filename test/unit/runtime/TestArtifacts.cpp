@@ -52,6 +52,42 @@ Artifact test::makeCopyArtifact(std::vector<int64_t> shape) {
   return a;
 }
 
+Artifact test::makeSplatArtifact() {
+  Artifact a;
+  a.kilnVersion = "0.1.0-test";
+  a.arch = "sm_90a";
+  float half = 0.5f;
+  uint32_t halfBits = 0;
+  std::memcpy(&halfBits, &half, sizeof(halfBits));
+  a.buffers.push_back(makeBuffer(BufferKind::Input, "x", {2, 3}, 0));
+  a.buffers.push_back(
+      makeBuffer(BufferKind::Splat, "s", {3, kSplatColumns}, halfBits));
+  a.buffers.push_back(
+      makeBuffer(BufferKind::Splat, "p", {4}, kSplatPattern, DType::I64));
+  a.buffers.push_back(
+      makeBuffer(BufferKind::Splat, "p.view", {3}, kSplatPattern, DType::I64));
+  a.buffers.push_back(
+      makeBuffer(BufferKind::Output, "y", {2, kSplatColumns}, 0));
+  a.buffers.push_back(makeBuffer(BufferKind::Output, "z", {3}, 1, DType::I64));
+  a.inputs = {0};
+  a.outputs = {4, 5};
+  MatmulStep mm;
+  mm.dtype = DType::F32;
+  mm.m = 2;
+  mm.n = kSplatColumns;
+  mm.k = 3;
+  mm.a = 0;
+  mm.b = 1;
+  mm.c = 4;
+  a.steps.push_back(Step::ofMatmul(mm));
+  CopyStep copy;
+  copy.src = 3;
+  copy.dst = 5;
+  copy.bytes = 3 * sizeof(uint64_t);
+  a.steps.push_back(Step::ofCopy(copy));
+  return a;
+}
+
 Artifact test::makeRichArtifact() {
   Artifact a;
   a.kilnVersion = "0.1.0-test";

@@ -31,6 +31,18 @@ Artifact makeCopyArtifact(std::vector<int64_t> shape);
 /// (2x4); steps launch, matmul and copy.
 Artifact makeRichArtifact();
 
+/// Width of the splat in `makeSplatArtifact`: 3 x 6000 floats is more than
+/// the CUDA executor uploads before it copies the value onward on the device.
+constexpr int64_t kSplatColumns = 6000;
+/// The 64-bit splat's value in `makeSplatArtifact`.
+constexpr uint64_t kSplatPattern = 0x0102030405060708ull;
+
+/// Returns an artifact over splat buffers: input x (2x3); output
+/// y = x * s (2 x kSplatColumns), s a 3 x kSplatColumns splat of 0.5f; output
+/// z (3 x int64) copied from a 4-element splat of kSplatPattern through a
+/// 3-element view of it (which shares its storage).
+Artifact makeSplatArtifact();
+
 /// Returns the bytes of `values`.
 std::string bytesOf(const std::vector<float> &values);
 

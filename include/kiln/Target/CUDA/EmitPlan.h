@@ -35,17 +35,12 @@ using StepOrigins = std::vector<std::vector<std::string>>;
 /// without a second copy of gigabytes of weights in memory. `pieces` point
 /// into the constants' resource blobs (and so live as long as the module's
 /// context) or into `owned`, for constants converted on the way (literals,
-/// booleans). A large splat is one small block repeated, never expanded in
-/// memory.
+/// booleans). Splat constants are not weights: they become Splat buffers,
+/// which the runtime fills.
 struct WeightTable {
   struct Piece {
     uint64_t offset;
-    /// Written `repeat` times back to back.
     llvm::ArrayRef<char> bytes;
-    uint64_t repeat = 1;
-
-    /// Bytes the piece takes in the image.
-    uint64_t size() const { return bytes.size() * repeat; }
   };
   /// In offset order, not overlapping.
   std::vector<Piece> pieces;
@@ -57,18 +52,23 @@ struct WeightTable {
   void materialize(std::string &out) const;
 };
 
-/// Lowers `func` into `artifact`: CUDA source, kernel names, buffers, steps and
-/// weights. Cubin and PTX are left for the NVRTC driver. Emits an error at the
-/// offending op and returns failure for anything it cannot lower. When
-/// `origins` is given, it receives one entry per step. The weights are
-/// copied into `artifact.weights`, or, when `weights` is given, listed there
-/// instead (artifact.weights stays empty and the model hash covers the
-/// source only: see kiln::writeArtifactLibrary). With `checkIndices`, every
-/// gather in a kernel checks its indices at run time (artifact.indexSites);
-/// without, out-of-range indices are clamped silently.
+/// The model hash: of the source, the splat buffers' values and the
+/// weights image's `rt::weightsChecksum`; the same whether the weights are
+/// held in memory or streamed to the file.
+std::string modelHashOf(const rt::Artifact &artifact, uint64_t weightsChecksum);
+
+/// Lowers `func` into `artifact`: CUDA source, kernel names, buffers and
+/// steps, with the weights listed in `weights` (artifact.weights and the
+/// model hash are left to the caller, which may stream the weights instead of
+/// copying them). Cubin and PTX are left for the NVRTC driver. Emits an error
+/// at the offending op and returns failure for anything it cannot lower.
+/// When `origins` is given, it receives one entry per step. With
+/// `checkIndices`, every gather in a kernel checks its indices at run time
+/// (artifact.indexSites); without, out-of-range indices are clamped
+/// silently.
 mlir::LogicalResult emitPlan(mlir::func::FuncOp func, rt::Artifact &artifact,
+                             WeightTable &weights,
                              StepOrigins *origins = nullptr,
-                             WeightTable *weights = nullptr,
                              bool checkIndices = true);
 
 } // namespace kiln

@@ -131,10 +131,33 @@ enum class BufferKind : uint8_t {
   Weight, ///< `offset` is a byte offset into `Artifact::weights`.
   Input,  ///< `offset` is the index of the graph input it views.
   Output, ///< `offset` is the index of the graph output it views.
+  /// Every element holds one value, whose bytes are the low
+  /// `dtypeSize(dtype)` bytes of `offset` (least significant first). The
+  /// artifact stores no bytes for it: the runtime fills its storage at load,
+  /// so that a constant of a huge shape (ConstantOfShape) costs nothing to
+  /// compile and ship. Read-only, like weights.
+  Splat,
 };
 
 /// The last valid `BufferKind`, for range checks of decoded values.
-constexpr BufferKind kLastBufferKind = BufferKind::Output;
+constexpr BufferKind kLastBufferKind = BufferKind::Splat;
+
+/// Returns the lower-case name of `kind` ("arena", ...), or "invalid".
+inline const char *bufferKindName(BufferKind kind) {
+  switch (kind) {
+  case BufferKind::Arena:
+    return "arena";
+  case BufferKind::Weight:
+    return "weight";
+  case BufferKind::Input:
+    return "input";
+  case BufferKind::Output:
+    return "output";
+  case BufferKind::Splat:
+    return "splat";
+  }
+  return "invalid";
+}
 
 /// A typed view of some storage. Several buffers may view the same storage
 /// with different shapes (e.g. after a reshape): input/output views share the
@@ -149,7 +172,8 @@ struct Buffer {
   std::string name;
   /// Row-major dimensions; empty for a scalar.
   std::vector<int64_t> shape;
-  /// Byte offset (Arena, Weight) or graph input/output index (Input, Output).
+  /// Byte offset (Arena, Weight), graph input/output index (Input, Output)
+  /// or the element's bytes (Splat).
   uint64_t offset = 0;
   /// Size in bytes; always product(shape) * dtypeSize(dtype).
   uint64_t bytes = 0;
@@ -356,7 +380,7 @@ struct Artifact {
 constexpr char kArtifactMagic[8] = {'K', 'I', 'L', 'N', 'P', 'L', 'A', 'N'};
 
 /// Version of the serialized layout; bumped on any change to the encoding.
-constexpr uint32_t kArtifactFormatVersion = 4;
+constexpr uint32_t kArtifactFormatVersion = 5;
 
 /// Most dimensions a buffer may have.
 constexpr uint32_t kMaxRank = 32;
@@ -536,7 +560,8 @@ constexpr size_t kMinBufferBytes = 1 + 1 + 8 + 4 + 8 + 8;
 constexpr size_t kMinStepBytes = 1 + 4 + 4 + 8;
 
 /// Identifies the storage a buffer lives in, for overlap checks: arena and
-/// weights are one space each, every graph input and output its own.
+/// weights are one space each, every graph input and output its own (splats
+/// of one value may share storage too).
 inline bool sameStorageOverlap(const Buffer &x, const Buffer &y) {
   if (x.kind != y.kind || x.bytes == 0 || y.bytes == 0)
     return false;
@@ -660,6 +685,11 @@ inline bool validateArtifact(const Artifact &a, std::string &error,
                     std::to_string(b.bytes) + ") exceeds the weights (" +
                     std::to_string(weightBytes) + " bytes)");
       break;
+    case BufferKind::Splat:
+      if (dtypeSize(b.dtype) < 8 && b.offset >> (8 * dtypeSize(b.dtype)) != 0)
+        return fail(bufName(id) + ": splat value " + std::to_string(b.offset) +
+                    " is wider than its dtype (" + dtypeName(b.dtype) + ")");
+      break;
     case BufferKind::Input:
     case BufferKind::Output: {
       bool isInput = b.kind == BufferKind::Input;
@@ -695,7 +725,7 @@ inline bool validateArtifact(const Artifact &a, std::string &error,
       if (kind == BufferKind::Arena || kind == BufferKind::Output)
         return true;
       return fail(where + what + " " + bufName(id) +
-                  " is not writable (weights and inputs are read-only)");
+                  " is not writable (weights, splats and inputs are read-only)");
     };
     switch (step.kind) {
     case Step::Kind::Launch: {
