@@ -70,6 +70,16 @@ struct PrecisionCLOptions {
 namespace {
 /// The flags about what a model may do, created when a tool registers them.
 struct InputCLOptions {
+  llvm::cl::list<std::string> dims{
+      "dim",
+      llvm::cl::desc("value of a named dim of the model's inputs, for every "
+                     "input that has it (e.g. batch=1,sequence=128)"),
+      llvm::cl::CommaSeparated, llvm::cl::value_desc("NAME=N")};
+  llvm::cl::list<std::string> inputShapes{
+      "input-shape",
+      llvm::cl::desc("static shape of a graph input, e.g. ids=1x128; the "
+                     "names of its dims get their values (see --dim)"),
+      llvm::cl::value_desc("NAME=DIMxDIM")};
   llvm::cl::list<std::string> overrideInitializers{
       "override-initializer",
       llvm::cl::desc("keep an initializer that is also listed as a graph "
@@ -100,14 +110,23 @@ static llvm::ManagedStatic<InputCLOptions> inputCLOptions;
 
 void registerInputCLOptions() { *inputCLOptions; }
 
-void applyInputCLOptions(CompileOptions &options) {
+std::string applyInputCLOptions(CompileOptions &options) {
   if (!inputCLOptions.isConstructed())
-    return;
+    return "";
+  for (const std::string &spec : inputCLOptions->dims)
+    if (std::string error = parseDimValue(spec, options.import);
+        !error.empty())
+      return "--dim: " + error;
+  for (const std::string &spec : inputCLOptions->inputShapes)
+    if (std::string error = parseInputShape(spec, options.import);
+        !error.empty())
+      return "--input-shape: " + error;
   for (const std::string &name : inputCLOptions->overrideInitializers)
     options.import.overrideInitializers.insert(name);
   options.uncheckedIndices = inputCLOptions->uncheckedIndices;
   options.maxArenaBytes = inputCLOptions->maxArena;
   options.maxWeightBytes = inputCLOptions->maxWeights;
+  return "";
 }
 
 void registerPrecisionCLOptions() { *precisionCLOptions; }

@@ -32,16 +32,20 @@ DEFAULT_DIM = 4
 
 
 def shape_args(model):
+    """--dim for every named dim of the inputs (a dim named by an expression,
+    such as past_seq_len+seq_len, takes its value from the names in it)."""
     initializers = {t.name for t in model.graph.initializer}
-    args = []
+    values = {}
     for info in model.graph.input:
-        dims = info.type.tensor_type.shape.dim
-        if info.name in initializers or all(d.dim_value > 0 for d in dims):
+        if info.name in initializers:
             continue
-        shape = [d.dim_value if d.dim_value > 0 else DIMS.get(d.dim_param, DEFAULT_DIM)
-                 for d in dims]
-        args += ["--input-shape", f"{info.name}={'x'.join(map(str, shape)) or '1'}"]
-    return args
+        for axis, d in enumerate(info.type.tensor_type.shape.dim):
+            if d.dim_value > 0 or any(op in d.dim_param for op in "+-*"):
+                continue
+            name = (d.dim_param if d.dim_param not in ("", "None")
+                    else f"{info.name}.{axis}")
+            values[name] = DIMS.get(name, DEFAULT_DIM)
+    return [f"--dim={name}={value}" for name, value in values.items()]
 
 
 def first_error(stderr):

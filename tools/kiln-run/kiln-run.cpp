@@ -65,9 +65,6 @@ cl::opt<BackendKind> backend(
                           "the GPU if there is one, else the host backend")));
 cl::list<std::string> inputFiles("input", cl::desc("an input from a file"),
                                  cl::value_desc("NAME=FILE.npy|FILE.pb"));
-cl::list<std::string> inputShapes("input-shape",
-                                  cl::desc("static shape of a graph input"),
-                                  cl::value_desc("NAME=DIMxDIM"));
 cl::list<std::string> constInputs(
     "const-input",
     cl::desc("freeze a graph input to the value in a file at compile time"),
@@ -539,12 +536,8 @@ int main(int argc, char **argv) {
   kiln::applyPrecisionCLOptions(options);
   options.import.recordTensorNames = perLayer;
   options.exposeTensors = perLayer;
-  kiln::applyInputCLOptions(options);
-  for (const std::string &spec : inputShapes) {
-    std::string error = kiln::parseInputShape(spec, options.import);
-    if (!error.empty())
-      return fail("--input-shape: " + error);
-  }
+  if (std::string error = kiln::applyInputCLOptions(options); !error.empty())
+    return fail(error);
   unsigned usedSeed = seed ? seed : std::random_device{}();
   llvm::outs() << "seed " << usedSeed << "\n";
   std::mt19937 rng(usedSeed);

@@ -37,9 +37,6 @@ cl::opt<Emit> emit(
                clEnumValN(Emit::Mlir, "mlir", "kiln IR after the pipeline"),
                clEnumValN(Emit::Cuda, "cuda", "the generated CUDA C++"),
                clEnumValN(Emit::Plan, "plan", "the runtime plan as text")));
-cl::list<std::string> inputShapes(
-    "input-shape", cl::desc("static shape of a graph input, e.g. ids=1x128"),
-    cl::value_desc("NAME=DIMxDIM"));
 cl::list<std::string> constInputs(
     "const-input",
     cl::desc("freeze a graph input to the value in a file at compile time"),
@@ -132,13 +129,10 @@ int main(int argc, char **argv) {
   kiln::applyPrecisionCLOptions(options);
   options.arch = arch;
   options.dumpDir = dumpDir;
-  kiln::applyInputCLOptions(options);
-  for (const std::string &spec : inputShapes) {
-    std::string error = kiln::parseInputShape(spec, options.import);
-    if (!error.empty()) {
-      llvm::errs() << "kilnc: --input-shape: " << error << "\n";
-      return 1;
-    }
+  if (std::string error = kiln::applyInputCLOptions(options);
+      !error.empty()) {
+    llvm::errs() << "kilnc: " << error << "\n";
+    return 1;
   }
   if (emit == Emit::So && outputPath == "-") {
     llvm::errs() << "kilnc: give the output .so with -o\n";

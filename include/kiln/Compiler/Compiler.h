@@ -69,13 +69,15 @@ void registerPrecisionCLOptions();
 /// Copies the parsed precision flags into `options`.
 void applyPrecisionCLOptions(CompileOptions &options);
 
-/// Registers the flags about what a model may do that kilnc and kiln-run
-/// share: --override-initializer, --unchecked-indices, --max-arena and
-/// --max-weights. Call before parsing the command line.
+/// Registers the flags about a model's inputs and what it may do that kilnc
+/// and kiln-run share: --dim, --input-shape, --override-initializer,
+/// --unchecked-indices, --max-arena and --max-weights. Call before parsing
+/// the command line.
 void registerInputCLOptions();
 
-/// Copies the parsed input flags into `options`.
-void applyInputCLOptions(CompileOptions &options);
+/// Copies the parsed input flags into `options`. Returns an error message
+/// naming the flag when a value is malformed, empty otherwise.
+std::string applyInputCLOptions(CompileOptions &options);
 
 /// Imports `path`: binary or text ONNX, or `.mlir` holding kiln IR.
 mlir::OwningOpRef<mlir::ModuleOp> loadModel(mlir::MLIRContext *context,

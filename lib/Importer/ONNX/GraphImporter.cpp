@@ -2,6 +2,8 @@
 
 #include "GraphImporter.h"
 
+#include "DimBindings.h"
+
 #include "kiln/Dialect/Kiln/TensorNames.h"
 #include "kiln/Importer/ONNX/TensorProto.h"
 #include "kiln/Interpreter/Interpreter.h"
@@ -263,6 +265,30 @@ LogicalResult GraphImporter::importInputs(SmallVectorImpl<Type> &types,
              << name.getKey()
              << ": the model has no initializer of that name that is also a "
                 "graph input";
+  // Inputs pinned whole first: the names their dims carry get the pinned
+  // values, for every other input that shares them.
+  DimBindings bindings(options.dimValues);
+  for (const onnx::ValueInfoProto &info : graph.input()) {
+    auto bound = options.inputShapes.find(info.name());
+    if (bound == options.inputShapes.end() ||
+        !info.type().tensor_type().has_shape())
+      continue;
+    const auto &modelDims = info.type().tensor_type().shape().dim();
+    if (modelDims.size() != static_cast<int>(bound->second.size()))
+      continue; // Refused below.
+    for (int axis = 0; axis < modelDims.size(); ++axis) {
+      std::string name =
+          DimBindings::nameOf(modelDims[axis], info.name(), axis);
+      if (DimBindings::isKnown(modelDims[axis]) ||
+          DimBindings::isExpression(name))
+        continue;
+      std::string error = bindings.learn(name, bound->second[axis],
+                                     "--input-shape " + info.name() + "=" +
+                                         dimsStr(bound->second));
+      if (!error.empty())
+        return emitError(fileLoc, error);
+    }
+  }
   std::string unbound;
   for (const onnx::ValueInfoProto &info : graph.input()) {
     // Older exporters list their weights among the inputs as well: they are
@@ -296,11 +322,27 @@ LogicalResult GraphImporter::importInputs(SmallVectorImpl<Type> &types,
         const auto &dims = tensorType.shape().dim();
         bool fits = dims.size() == static_cast<int>(shape.size());
         for (int i = 0; fits && i < dims.size(); ++i)
-          fits = !dims[i].has_dim_value() || dims[i].dim_value() == shape[i];
+          fits = !DimBindings::isKnown(dims[i]) ||
+                 dims[i].dim_value() == shape[i];
         if (!fits)
           return emitError(loc, "--input-shape ")
                  << info.name() << "=" << dimsStr(shape)
                  << " does not fit the model's shape for that input";
+        // A dim named by an expression must agree with the names in it.
+        for (int i = 0; i < dims.size(); ++i) {
+          std::string name = DimBindings::nameOf(dims[i], info.name(), i);
+          if (DimBindings::isKnown(dims[i]) || !DimBindings::isExpression(name))
+            continue;
+          DimNames missing;
+          std::string error;
+          std::optional<int64_t> value =
+              bindings.evaluate(name, missing, error);
+          if (value && *value != shape[i])
+            return emitError(loc, "--input-shape ")
+                   << info.name() << "=" << dimsStr(shape) << " makes dim "
+                   << i << " " << shape[i] << ", but its name '" << name
+                   << "' evaluates to " << *value;
+        }
       }
     } else if (overridden) {
       // An overridden weight is fed with the initializer's shape.
@@ -310,23 +352,27 @@ LogicalResult GraphImporter::importInputs(SmallVectorImpl<Type> &types,
       unbound += "\n  " + info.name() + " (rank unknown)";
       continue;
     } else {
-      std::string symbols;
-      for (const onnx::TensorShapeProto::Dimension &dim :
-           tensorType.shape().dim()) {
-        if (dim.has_dim_value() && dim.dim_value() < 0)
+      DimNames missing;
+      const auto &modelDims = tensorType.shape().dim();
+      for (int axis = 0; axis < modelDims.size(); ++axis) {
+        const onnx::TensorShapeProto::Dimension &dim = modelDims[axis];
+        if (DimBindings::isKnown(dim) && dim.dim_value() < 0)
           return emitError(loc, "input '")
                  << info.name() << "' has a negative dim " << dim.dim_value();
-        if (dim.has_dim_value()) {
+        if (DimBindings::isKnown(dim)) {
           shape.push_back(dim.dim_value());
           continue;
         }
-        shape.push_back(-1);
-        symbols += (symbols.empty() ? "" : ", ") +
-                   (dim.dim_param().empty() ? std::string("?") : dim.dim_param());
+        std::string error;
+        std::optional<int64_t> value = bindings.evaluate(
+            DimBindings::nameOf(dim, info.name(), axis), missing, error);
+        if (!error.empty())
+          return emitError(loc, "input '") << info.name() << "': " << error;
+        shape.push_back(value.value_or(-1));
       }
-      if (!symbols.empty()) {
-        unbound += "\n  " + info.name() + " (" + dimsStr(shape) + "; " +
-                   symbols + ")";
+      if (!missing.empty()) {
+        unbound += "\n  " + info.name() + " (" + dimsStr(shape) + "; needs " +
+                   llvm::join(missing, ", ") + ")";
         continue;
       }
     }
@@ -344,10 +390,20 @@ LogicalResult GraphImporter::importInputs(SmallVectorImpl<Type> &types,
     types.push_back(RankedTensorType::get(shape, elementType));
     names.push_back(info.name());
   }
+  if (std::vector<std::string> unused = bindings.unusedGiven(); !unused.empty())
+    return emitError(fileLoc, "--dim ")
+           << llvm::join(unused, ", ") << ": the model's inputs have no dim "
+           << (unused.size() == 1 ? "of that name" : "of those names")
+           << " (their named dims: "
+           << (bindings.mentioned().empty()
+                   ? std::string("none")
+                   : llvm::join(bindings.mentioned(), ", "))
+           << ")";
   if (!unbound.empty())
     return emitError(fileLoc)
-           << "inputs with dynamic dims need static shapes; bind them with "
-              "--input-shape NAME=DIMxDIM:"
+           << "inputs with dynamic dims need a value for each: give it with "
+              "--dim NAME=N, or an input's whole shape with --input-shape "
+              "NAME=DIMxDIM:"
            << unbound;
   return success();
 }
@@ -477,6 +533,22 @@ std::string parseInputShape(StringRef spec, ImportOptions &options) {
     }
   }
   options.inputShapes[name] = shape;
+  return "";
+}
+
+std::string parseDimValue(StringRef spec, ImportOptions &options) {
+  auto [name, text] = spec.rsplit('=');
+  if (name.empty() || name.size() == spec.size())
+    return "expected NAME=N, got '" + spec.str() + "'";
+  if (text.contains(':'))
+    return "'" + spec.str() +
+           "': a range of values needs symbolic-shape compilation, which "
+           "Kiln does not do yet; give one value, " +
+           name.str() + "=N";
+  int64_t value;
+  if (text.getAsInteger(10, value) || value < 0)
+    return "invalid value '" + text.str() + "' in '" + spec.str() + "'";
+  options.dimValues[name] = value;
   return "";
 }
 

@@ -27,6 +27,11 @@ struct ImportOptions {
   /// Static shapes for graph inputs by name (`--input-shape NAME=2x128`); they
   /// bind the model's symbolic or unknown dims.
   llvm::StringMap<llvm::SmallVector<int64_t>> inputShapes;
+  /// Values of the model's named dims (`--dim batch=1`): every input dim of
+  /// that name, and every dim named by an expression over it
+  /// (`past_sequence+sequence`), gets it. A dim without a name is called
+  /// `<input>.<axis>`.
+  llvm::StringMap<int64_t> dimValues;
   /// Graph inputs frozen to a value at compile time (`--const-input`): they
   /// become constants, as a shape that arrives as an input must be for a
   /// static-shape compiler.
@@ -43,6 +48,10 @@ struct ImportOptions {
 /// Parses `NAME=2x128` (or `NAME=` for a scalar) into `options`; returns an
 /// error message, empty on success.
 std::string parseInputShape(llvm::StringRef spec, ImportOptions &options);
+
+/// Parses `NAME=N` into `options.dimValues`; returns an error message, empty
+/// on success.
+std::string parseDimValue(llvm::StringRef spec, ImportOptions &options);
 
 /// Imports the model in `bytes` (binary protobuf, or text format when it
 /// starts with `<`). `filename` names the model in locations and messages.

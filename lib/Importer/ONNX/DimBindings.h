@@ -1,0 +1,86 @@
+//===- DimBindings.h - Values of a model's symbolic dims --------*- C++ -*-===//
+//
+// Exports name their dynamic dims (`batch`, `sequence`, and, in exports with
+// a KV cache, expressions such as `past_sequence + sequence`). Until Kiln
+// compiles symbolic shapes, each such dim needs a value at compile time: the
+// user gives one per name (`--dim batch=1`), or pins an input's whole shape
+// (`--input-shape ids=1x128`), which gives the names its dims carry. Every
+// input sharing a name then gets the same value, and an expression gets its
+// value from the names in it.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_LIB_IMPORTER_ONNX_DIMBINDINGS_H
+#define KILN_LIB_IMPORTER_ONNX_DIMBINDINGS_H
+
+#include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace onnx {
+class TensorShapeProto_Dimension;
+} // namespace onnx
+
+namespace kiln {
+
+/// Dim names in the order first seen, each once.
+using DimNames = llvm::SetVector<std::string, std::vector<std::string>,
+                                 std::set<std::string>>;
+
+class DimBindings {
+public:
+  /// Starts from the values given with `--dim`.
+  explicit DimBindings(const llvm::StringMap<int64_t> &given);
+
+  /// Whether `dim` has a value. Some exporters write -1 for a dim they do
+  /// not know, as onnxruntime reads it; other negative values are errors.
+  static bool isKnown(const onnx::TensorShapeProto_Dimension &dim);
+
+  /// The name of dim `axis` of input `input`: its `dim_param`, or
+  /// `<input>.<axis>` when it has none (Keras exporters write "None" for
+  /// every unknown dim, which names nothing).
+  static std::string nameOf(const onnx::TensorShapeProto_Dimension &dim,
+                            llvm::StringRef input, int axis);
+
+  /// Records that dim `name` is `value`, as `source` (an `--input-shape`
+  /// flag) says. Returns an error message when an earlier value differs.
+  std::string learn(llvm::StringRef name, int64_t value,
+                    llvm::StringRef source);
+
+  /// The value of a dim named `name`: a bound name, or an expression of
+  /// integers and bound names with + - * and parentheses. Returns nothing
+  /// and adds the names that have no value to `missing` when it cannot be
+  /// evaluated, and sets `error` when the value is negative or overflows.
+  std::optional<int64_t> evaluate(llvm::StringRef name,
+                                  DimNames &missing,
+                                  std::string &error);
+
+  /// Whether `name` is an expression over other names rather than a name.
+  static bool isExpression(llvm::StringRef name);
+
+  /// The `--dim` names that no input dim mentioned (call after `evaluate`
+  /// has seen every dim).
+  std::vector<std::string> unusedGiven() const;
+
+  /// Every name mentioned so far, in order, for messages.
+  const DimNames &mentioned() const { return seen; }
+
+private:
+  struct Binding {
+    int64_t value;
+    /// Where it came from: "--dim batch=1" or "--input-shape ids=1x128".
+    std::string source;
+  };
+  llvm::StringMap<Binding> values;
+  llvm::StringMap<bool> givenNames;
+  DimNames seen;
+};
+
+} // namespace kiln
+
+#endif // KILN_LIB_IMPORTER_ONNX_DIMBINDINGS_H
