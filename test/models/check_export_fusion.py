@@ -25,6 +25,8 @@ import tempfile
 
 import onnx
 
+from oracle import dims_args
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 # Launches of a BERT encoder outside its layers.
 BERT_OUTSIDE_LAYERS = 2
@@ -33,8 +35,9 @@ BERT_OUTSIDE_LAYERS = 2
 def report(kilnc, model, scratch):
     plan = os.path.join(scratch, "plan.txt")
     result = subprocess.run([kilnc, model, "--emit=plan", "-o", plan,
-                             "--report=json"], capture_output=True, text=True,
-                            timeout=900)
+                             "--report=json"]
+                            + dims_args(os.path.dirname(model)),
+                            capture_output=True, text=True, timeout=900)
     if result.returncode != 0:
         raise RuntimeError(result.stderr.strip().splitlines()[0])
     return json.loads(result.stdout)

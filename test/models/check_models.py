@@ -10,8 +10,9 @@ interpreter runs the .onnx, and kilnc compiles it to a .so that runs on the
 host backend (the generated kernels emulated on the CPU); both must match
 onnxruntime within the fp32 numerics contract (rtol 1e-4, atol 1e-5, no NaN
 where onnxruntime is finite). Models in KNOWN_GAPS must fail for the reason
-given (a gap that closes is reported so that the entry goes). Exit code 1 on
-any unexpected result.
+given (a gap that closes is reported so that the entry goes). A folder with
+a `dims` file (NAME=N,...) holds an export with symbolic dims, which both
+tools get as --dim. Exit code 1 on any unexpected result.
 """
 import argparse
 import os
@@ -20,7 +21,7 @@ import tempfile
 
 import numpy as np
 
-from oracle import compare_output, run
+from oracle import compare_output, dims_args, run
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -46,13 +47,14 @@ def check(tools, folder, scratch):
     inputs = []
     for f in sorted(os.listdir(os.path.join(folder, "inputs"))):
         inputs += ["--input", f"{f[:-4]}={os.path.join(folder, 'inputs', f)}"]
+    dims = dims_args(folder)
     ref_out = os.path.join(scratch, "reference")
     why = run([tools.kiln_run, model, "--backend", "reference",
-               "--output-dir", ref_out] + inputs)
+               "--output-dir", ref_out] + dims + inputs)
     reference = why or compare(ref_out, folder)
     so = os.path.join(scratch, "model.so")
     host_out = os.path.join(scratch, "host")
-    why = run([tools.kilnc, model, "-o", so]) or run(
+    why = run([tools.kilnc, model, "-o", so] + dims) or run(
         [tools.kiln_run, so, "--backend", "host", "--output-dir", host_out]
         + inputs)
     host = why or compare(host_out, folder)

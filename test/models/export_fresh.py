@@ -17,7 +17,9 @@ Each architecture is exported with the TorchScript exporter (opset 17) and the
 dynamo exporter (its default opset), and BERT once more with the TorchScript
 exporter at opset 12 with keep_initializers_as_inputs=True (the older form
 where every initializer is also a graph input; one self-contained file; eager
-attention, since that exporter has no sdpa before opset 14). For
+attention, since that exporter has no sdpa before opset 14), and the text
+architectures once more per exporter with batch and sequence left symbolic
+(-dynamic: named dims, an oracle at another shape, a `dims` file). For
 each export it writes DIR/<arch>-<exporter>[-VARIANT]/ with model.onnx,
 model.onnx.data, inputs/NAME.npy and expected/NAME.npy (onnxruntime's outputs
 on those inputs), the layout check_models.py reads:
@@ -65,11 +67,20 @@ INLINE_BYTES = 256
 #  default, architectures it applies to or None for all). The TorchScript
 # exporter has no scaled_dot_product_attention before opset 14, so the opset
 # 12 form takes eager attention, as exports from before sdpa did.
+# The -dynamic variants keep batch and sequence symbolic, named "batch" and
+# "sequence" as users name them, and their oracle runs at DYNAMIC_SHAPE, not
+# at the traced shape: kilnc gets the values with --dim, from the folder's
+# `dims` file, which check_models.py reads.
+TEXT = {"bert", "gpt2", "llama"}
+DYNAMIC_SHAPE = (3, 5)
+
 VARIANTS = [
     ("torchscript", "torchscript", 17, False, None, None),
     ("dynamo", "dynamo", None, False, None, None),
     ("torchscript-initializers-as-inputs", "torchscript", 12, True, "eager",
      {"bert"}),
+    ("torchscript-dynamic", "torchscript", 17, False, None, TEXT),
+    ("dynamo-dynamic", "dynamo", None, False, None, TEXT),
 ]
 
 
@@ -89,11 +100,12 @@ class Head(torch.nn.Module):
         return out[self.key]
 
 
-def text_inputs():
+def text_inputs(batch=None, seq=None):
+    batch, seq = batch or BATCH, seq or SEQ
     rng = np.random.default_rng(SEED)
-    ids = rng.integers(0, VOCAB, size=(BATCH, SEQ), dtype=np.int64)
-    mask = np.ones((BATCH, SEQ), dtype=np.int64)
-    mask[-1, SEQ - 3:] = 0  # one padded sequence
+    ids = rng.integers(0, VOCAB, size=(batch, seq), dtype=np.int64)
+    mask = np.ones((batch, seq), dtype=np.int64)
+    mask[-1, seq - 3:] = 0  # one padded sequence
     return {"input_ids": ids, "attention_mask": mask}
 
 
@@ -175,17 +187,19 @@ def settle(path, exporter, self_contained):
 
 
 def export(model, inputs, key, exporter, opset, keep_inputs, attention,
-           folder):
+           folder, dynamic):
     default = model.config._attn_implementation
     if attention:
         model.set_attn_implementation(attention)
     try:
-        _export(model, inputs, key, exporter, opset, keep_inputs, folder)
+        _export(model, inputs, key, exporter, opset, keep_inputs, folder,
+                dynamic)
     finally:
         model.set_attn_implementation(default)
 
 
-def _export(model, inputs, key, exporter, opset, keep_inputs, folder):
+def _export(model, inputs, key, exporter, opset, keep_inputs, folder,
+            dynamic):
     model.eval()
     wrapped = Head(model, inputs, key).eval()
     args = tuple(torch.from_numpy(v) for v in inputs.values())
@@ -195,11 +209,26 @@ def _export(model, inputs, key, exporter, opset, keep_inputs, folder):
         options["opset_version"] = opset
     if keep_inputs:
         options["keep_initializers_as_inputs"] = True
+    if dynamic and exporter == "dynamo":
+        # Under the configs' 32 positions; named, or the exporter writes s0.
+        batch = torch.export.Dim("batch", max=16)
+        sequence = torch.export.Dim("sequence", max=31)
+        # Head takes *args: one tuple for the lot.
+        options["dynamic_shapes"] = (
+            tuple({0: batch, 1: sequence} for _ in inputs),)
+    elif dynamic:
+        axes = {n: {0: "batch", 1: "sequence"} for n in list(inputs) + ["output"]}
+        options["dynamic_axes"] = axes
     with torch.no_grad():
         torch.onnx.export(wrapped, args, path, input_names=list(inputs),
                           output_names=["output"],
                           dynamo=(exporter == "dynamo"), **options)
     settle(path, exporter, keep_inputs)
+    if dynamic:
+        inputs = text_inputs(*DYNAMIC_SHAPE)
+        args = tuple(torch.from_numpy(v) for v in inputs.values())
+        with open(os.path.join(folder, "dims"), "w") as f:
+            f.write("batch=%d,sequence=%d\n" % DYNAMIC_SHAPE)
     write_oracle(path, folder, inputs, wrapped, args)
 
 
@@ -228,6 +257,8 @@ def main():
     parser.add_argument("--out", default=os.path.join(
         os.path.dirname(os.path.abspath(__file__)), "fresh"))
     parser.add_argument("--only", default="")
+    parser.add_argument("--variants", default="",
+                        help="only these variants, e.g. torchscript-dynamic")
     parser.add_argument("--max-bytes", type=int, default=900_000)
     parser.add_argument("--bert-base", action="store_true",
                         help="export a BERT-base-shaped encoder only")
@@ -249,7 +280,8 @@ def main():
         for (suffix, exporter, opset, keep_inputs, attention,
              archs) in VARIANTS:
             if archs is not None and name not in archs or (
-                    args.bert_base and keep_inputs):
+                    args.bert_base and keep_inputs) or (
+                    args.variants and suffix not in args.variants.split(",")):
                 continue
             tag = f"{name}-{suffix}"
             folder = os.path.join(args.out, tag)
@@ -257,7 +289,7 @@ def main():
             staging = tempfile.mkdtemp(prefix="kiln-export-")
             try:
                 export(model, inputs, key, exporter, opset, keep_inputs,
-                       attention, staging)
+                       attention, staging, suffix.endswith("-dynamic"))
             except Exception as e:  # noqa: BLE001 - report and go on
                 last = traceback.format_exception_only(type(e), e)[-1].strip()
                 print(f"skip   {tag}: {last[:300]}")

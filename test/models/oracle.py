@@ -132,3 +132,13 @@ def float64_rule(name, got, ort_out, exact):
     if not kiln_err <= bound:
         return summary, summary + ": beyond the bound"
     return summary, None
+
+
+def dims_args(folder):
+    """`--dim NAME=N,...` for an export with symbolic dims (the folder's
+    `dims` file, written by export_fresh.py), else nothing."""
+    path = os.path.join(folder, "dims")
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        return ["--dim", f.read().strip()]
