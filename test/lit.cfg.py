@@ -28,7 +28,7 @@ llvm_config.with_system_environment(["HOME", "PATH"])
 llvm_config.use_default_substitutions()
 tool_dirs = [config.kiln_tools_dir, config.llvm_tools_dir]
 llvm_config.add_tool_substitutions(
-    ["kiln-opt", "kilnc", "kiln-run", "kiln-jit-example", "not", "count", "split-file"], tool_dirs)
+    ["kiln-opt", "kilnc", "kiln-run", "kiln-jit-example", "kiln-generate-example", "not", "count", "split-file"], tool_dirs)
 
 # NVRTC needs no GPU: it is present wherever the CUDA toolkit is.
 config.available_features.add("nvrtc")

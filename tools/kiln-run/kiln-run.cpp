@@ -14,6 +14,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "GenerateMode.h"
+
 #include "kiln/Compiler/Compiler.h"
 #include "kiln/Compiler/Diagnostics.h"
 #include "kiln/Compiler/TensorFile.h"
@@ -24,6 +26,7 @@
 #include "kiln/Target/CUDA/EmitPlan.h"
 #include "kiln/Transforms/Passes.h"
 #include "kiln/kiln_model.h"
+#include "kiln/runtime/ArtifactFile.h"
 #include "kiln/runtime/Model.h"
 #include "kiln/runtime/Npy.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -499,6 +502,33 @@ int reexecWithAddressSanitizer(char **argv) {
               llvm::Twine(strerror(errno)));
 }
 
+/// --generate: the model through the C++ API (a .so's artifact, or the
+/// .onnx compiled in process), then the decoding loop.
+int generate(MLIRContext &context, bool isLibrary,
+             const kiln::CompileOptions &options) {
+  if (backend == BackendKind::Reference)
+    return fail("--generate runs a compiled model: use --backend cuda, host "
+                "or auto");
+  kiln::rt::Artifact artifact;
+  if (isLibrary) {
+    if (kiln::rt::Status s = kiln::rt::loadArtifactFile(modelPath, artifact);
+        !s.isOk())
+      return fail(s.message);
+  } else {
+    OwningOpRef<ModuleOp> module =
+        kiln::loadModel(&context, modelPath, options);
+    if (!module || failed(kiln::runPipeline(*module, options)) ||
+        failed(kiln::lowerToArtifact(*module, options, true, artifact)))
+      return 1;
+  }
+  std::unique_ptr<kiln::rt::Model> model;
+  if (kiln::rt::Status s = kiln::rt::Model::create(
+          std::move(artifact), runtimeBackend(), model, hostOptions());
+      !s.isOk())
+    return fail(s.message);
+  return runGenerate(*model);
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -550,6 +580,9 @@ int main(int argc, char **argv) {
   for (auto &entry : frozen)
     options.import.constantInputs[entry.getKey()] =
         llvm::cast<ElementsAttr>(entry.getValue().toDenseElementsAttr());
+
+  if (generateRequested())
+    return generate(context, isLibrary, options);
 
   Signature signature;
   SmallVector<HostTensor> outputs, layerOutputs;

@@ -1,0 +1,60 @@
+//===- Generate.h - Autoregressive decoding with a compiled model -*- C++ -*-===//
+//
+// Greedy or sampled decoding with a compiled causal language model: the
+// tokens so far go in as `input_ids` (with `attention_mask` and
+// `position_ids` when the model takes them) and the next token comes from
+// the logits at the last position.
+//
+// Until Kiln compiles symbolic shapes and keeps a KV cache, the model is
+// compiled for one window (batch 1, sequence = the longest text, e.g.
+// `--dim batch=1,sequence=64`) and every step runs the whole window with the
+// positions after the text masked out. A causal model does not look ahead,
+// so the padding changes nothing before it and the tokens are those of an
+// unpadded loop (test/models/check_generate.py checks them against
+// onnxruntime's); each step costs the whole window, not one token.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_RUNTIME_GENERATE_H
+#define KILN_RUNTIME_GENERATE_H
+
+#include "kiln/runtime/Model.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace kiln {
+namespace rt {
+
+/// How `generate` picks each token.
+struct GenerateOptions {
+  /// Tokens to add after the prompt, at most; the window may stop it first.
+  int64_t maxNewTokens = 32;
+  /// 0 takes the most likely token (greedy, the lowest id on a tie);
+  /// otherwise the logits are divided by it and a token is sampled.
+  double temperature = 0;
+  /// When sampling: only among the k most likely tokens (0: all).
+  int64_t topK = 0;
+  /// When sampling: only among the most likely tokens whose probabilities
+  /// first add up to at least p (1: all).
+  double topP = 1;
+  /// Seeds the sampler (std::mt19937_64): a seed gives the same tokens on
+  /// every machine.
+  uint64_t seed = 0;
+  /// Stop once this token is generated (-1: never).
+  int64_t eosToken = -1;
+};
+
+/// Appends up to `options.maxNewTokens` tokens to `tokens`, which holds the
+/// prompt (at least one token) on entry. The model takes `input_ids`
+/// ([1, window], int64 or int32) and optionally `attention_mask` and
+/// `position_ids` of the same shape, and has an output `logits` (or a
+/// single output) of [1, window, vocab] floats. Fails with
+/// `InvalidArgument` naming what does not fit.
+Status generate(Model &model, const GenerateOptions &options,
+                std::vector<int64_t> &tokens);
+
+} // namespace rt
+} // namespace kiln
+
+#endif // KILN_RUNTIME_GENERATE_H

@@ -1,0 +1,211 @@
+//===- Generate.cpp - Autoregressive decoding with a compiled model -------===//
+
+#include "kiln/runtime/Generate.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <numeric>
+#include <random>
+#include <string>
+
+using namespace kiln::rt;
+
+namespace {
+
+/// What each graph input is to the loop.
+enum class Feed { Ids, Mask, Positions };
+
+Status invalid(const std::string &message) {
+  return Status::error(StatusCode::InvalidArgument, "generate: " + message);
+}
+
+/// Writes `value` as element `i` of an integer or float tensor.
+void store(const Buffer &b, std::vector<char> &bytes, int64_t i,
+           int64_t value) {
+  char *at = bytes.data() + i * dtypeSize(b.dtype);
+  switch (b.dtype) {
+  case DType::I64: {
+    std::memcpy(at, &value, sizeof(value));
+    break;
+  }
+  case DType::I32: {
+    int32_t v = static_cast<int32_t>(value);
+    std::memcpy(at, &v, sizeof(v));
+    break;
+  }
+  case DType::F32: {
+    float v = static_cast<float>(value);
+    std::memcpy(at, &v, sizeof(v));
+    break;
+  }
+  case DType::Bool:
+    *at = value != 0;
+    break;
+  default:
+    break; // Refused by `feedOf`.
+  }
+}
+
+/// The role of input `b`, or an error for an input the loop cannot feed.
+Status feedOf(const Buffer &b, int64_t window, Feed &feed) {
+  if (b.name == "input_ids")
+    feed = Feed::Ids;
+  else if (b.name == "attention_mask")
+    feed = Feed::Mask;
+  else if (b.name == "position_ids")
+    feed = Feed::Positions;
+  else
+    return invalid("the model takes an input '" + b.name +
+                   "'; the loop feeds input_ids, attention_mask and "
+                   "position_ids only");
+  bool intType = b.dtype == DType::I64 || b.dtype == DType::I32;
+  bool maskType = feed == Feed::Mask &&
+                  (b.dtype == DType::F32 || b.dtype == DType::Bool);
+  if (!intType && !maskType)
+    return invalid("input '" + b.name + "' is " + dtypeName(b.dtype) +
+                   "; expected int64 or int32");
+  if (b.shape.size() != 2 || b.shape[0] != 1 || b.shape[1] != window)
+    return invalid("input '" + b.name + "' must be [1, " +
+                   std::to_string(window) + "] (compile with --dim for "
+                   "batch 1 and the window)");
+  return Status::ok();
+}
+
+/// Picks the next token from one position's logits.
+class Sampler {
+public:
+  explicit Sampler(const GenerateOptions &options)
+      : options(options), rng(options.seed) {}
+
+  int64_t pick(const float *logits, int64_t vocab) {
+    if (options.temperature <= 0)
+      return std::max_element(logits, logits + vocab) - logits;
+    // Most likely first; the lower id first on a tie, so that the order
+    // (and so the draw) does not depend on the sort.
+    std::vector<int64_t> order(vocab);
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+      return logits[a] > logits[b];
+    });
+    if (options.topK > 0 && options.topK < vocab)
+      order.resize(options.topK);
+    std::vector<double> probs(order.size());
+    double top = logits[order[0]] / options.temperature, sum = 0;
+    for (size_t i = 0; i < order.size(); ++i)
+      sum += probs[i] = std::exp(logits[order[i]] / options.temperature - top);
+    size_t keep = order.size();
+    if (options.topP < 1) {
+      double cumulative = 0;
+      for (keep = 0; keep < order.size();)
+        if ((cumulative += probs[keep++] / sum) >= options.topP)
+          break;
+      sum = std::accumulate(probs.begin(), probs.begin() + keep, 0.0);
+    }
+    // 53 random bits as a double in [0, 1): the same on every library,
+    // unlike std::uniform_real_distribution.
+    double u = static_cast<double>(rng() >> 11) * 0x1.0p-53 * sum;
+    for (size_t i = 0; i + 1 < keep; ++i)
+      if ((u -= probs[i]) < 0)
+        return order[i];
+    return order[keep - 1];
+  }
+
+private:
+  const GenerateOptions &options;
+  std::mt19937_64 rng;
+};
+
+} // namespace
+
+Status kiln::rt::generate(Model &model, const GenerateOptions &options,
+                          std::vector<int64_t> &tokens) {
+  if (tokens.empty())
+    return invalid("the prompt is empty");
+  if (options.topK < 0 || options.topP <= 0 || options.topP > 1 ||
+      !(options.temperature >= 0))
+    return invalid("top-k must be >= 0, top-p in (0, 1] and the temperature "
+                   ">= 0");
+  // The window is input_ids' sequence length.
+  int64_t window = -1;
+  for (size_t i = 0; i < model.numInputs(); ++i)
+    if (model.input(i).name == "input_ids" && model.input(i).shape.size() == 2)
+      window = model.input(i).shape[1];
+  if (window < 0)
+    return invalid("the model has no input 'input_ids' of rank 2");
+  std::vector<Feed> feeds(model.numInputs());
+  std::vector<std::vector<char>> inputs(model.numInputs());
+  for (size_t i = 0; i < model.numInputs(); ++i) {
+    if (Status s = feedOf(model.input(i), window, feeds[i]); !s.isOk())
+      return s;
+    inputs[i].assign(model.input(i).bytes, 0);
+  }
+  // The logits: the output of that name, else the only output.
+  size_t logitsIndex = model.numOutputs();
+  for (size_t i = 0; i < model.numOutputs(); ++i)
+    if (model.output(i).name == "logits")
+      logitsIndex = i;
+  if (logitsIndex == model.numOutputs() && model.numOutputs() == 1)
+    logitsIndex = 0;
+  if (logitsIndex == model.numOutputs())
+    return invalid("the model has no output 'logits' (and more than one "
+                   "output)");
+  const Buffer &logits = model.output(logitsIndex);
+  if (logits.dtype != DType::F32 || logits.shape.size() != 3 ||
+      logits.shape[0] != 1 || logits.shape[1] != window ||
+      logits.shape[2] < 1)
+    return invalid("output '" + logits.name + "' must be float32 [1, " +
+                   std::to_string(window) + ", vocab]");
+  int64_t vocab = logits.shape[2];
+  if (static_cast<int64_t>(tokens.size()) > window)
+    return invalid("the prompt has " + std::to_string(tokens.size()) +
+                   " tokens, more than the window of " +
+                   std::to_string(window));
+  for (int64_t t : tokens)
+    if (t < 0 || t >= vocab)
+      return invalid("token " + std::to_string(t) + " is not in the " +
+                     "vocabulary of " + std::to_string(vocab));
+
+  std::vector<std::vector<char>> outputs(model.numOutputs());
+  for (size_t i = 0; i < model.numOutputs(); ++i)
+    outputs[i].resize(model.output(i).bytes);
+  std::vector<const void *> in;
+  std::vector<void *> out;
+  for (auto &b : inputs)
+    in.push_back(b.data());
+  for (auto &b : outputs)
+    out.push_back(b.data());
+
+  Sampler sampler(options);
+  for (int64_t step = 0; step < options.maxNewTokens; ++step) {
+    int64_t length = tokens.size();
+    if (length >= window)
+      break;
+    for (size_t i = 0; i < inputs.size(); ++i)
+      for (int64_t p = 0; p < window; ++p) {
+        int64_t value = 0;
+        switch (feeds[i]) {
+        case Feed::Ids:
+          value = p < length ? tokens[p] : 0;
+          break;
+        case Feed::Mask:
+          value = p < length;
+          break;
+        case Feed::Positions:
+          value = p;
+          break;
+        }
+        store(model.input(i), inputs[i], p, value);
+      }
+    if (Status s = model.run(in.data(), out.data(), Memory::Host); !s.isOk())
+      return s;
+    const float *row =
+        reinterpret_cast<const float *>(outputs[logitsIndex].data()) +
+        (length - 1) * vocab;
+    int64_t next = sampler.pick(row, vocab);
+    tokens.push_back(next);
+    if (next == options.eosToken)
+      break;
+  }
+  return Status::ok();
+}
