@@ -19,7 +19,10 @@ exporter at opset 12 with keep_initializers_as_inputs=True (the older form
 where every initializer is also a graph input; one self-contained file; eager
 attention, since that exporter has no sdpa before opset 14), and the text
 architectures once more per exporter with batch and sequence left symbolic
-(-dynamic: named dims, an oracle at another shape, a `dims` file). For
+(-dynamic: named dims, an oracle at another shape, a `dims` file), and
+GPT-2 and LLaMA as one decoding step with a KV cache (-kv: past and present
+keys and values, every length symbolic, the oracle at batch 2, 3 new
+tokens, 5 past ones). For
 each export it writes DIR/<arch>-<exporter>[-VARIANT]/ with model.onnx,
 model.onnx.data, inputs/NAME.npy and expected/NAME.npy (onnxruntime's outputs
 on those inputs), the layout check_models.py reads:
@@ -73,6 +76,13 @@ INLINE_BYTES = 256
 # `dims` file, which check_models.py reads.
 TEXT = {"bert", "gpt2", "llama"}
 DYNAMIC_SHAPE = (3, 5)
+# The -kv variants are one decoding step with a KV cache, in the form
+# transformers' own export tooling gives it: input_ids and attention_mask
+# (past and new positions), past_key_values.L.key/value in; logits and
+# present.L.key/value out; every length symbolic. The oracle is a step of
+# KV_STEP = (batch, new tokens, past length).
+DECODERS = {"gpt2", "llama"}
+KV_STEP = (2, 3, 5)
 
 VARIANTS = [
     ("torchscript", "torchscript", 17, False, None, None),
@@ -81,6 +91,8 @@ VARIANTS = [
      {"bert"}),
     ("torchscript-dynamic", "torchscript", 17, False, None, TEXT),
     ("dynamo-dynamic", "dynamo", None, False, None, TEXT),
+    ("torchscript-kv", "torchscript", 17, False, None, DECODERS),
+    ("dynamo-kv", "dynamo", None, False, None, DECODERS),
 ]
 
 
@@ -187,13 +199,16 @@ def settle(path, exporter, self_contained):
 
 
 def export(model, inputs, key, exporter, opset, keep_inputs, attention,
-           folder, dynamic):
+           folder, form):
     default = model.config._attn_implementation
     if attention:
         model.set_attn_implementation(attention)
     try:
-        _export(model, inputs, key, exporter, opset, keep_inputs, folder,
-                dynamic)
+        if form == "kv":
+            _export_decoder_step(model, exporter, opset, folder)
+        else:
+            _export(model, inputs, key, exporter, opset, keep_inputs, folder,
+                    form == "dynamic")
     finally:
         model.set_attn_implementation(default)
 
@@ -230,6 +245,88 @@ def _export(model, inputs, key, exporter, opset, keep_inputs, folder,
         with open(os.path.join(folder, "dims"), "w") as f:
             f.write("batch=%d,sequence=%d\n" % DYNAMIC_SHAPE)
     write_oracle(path, folder, inputs, wrapped, args)
+
+
+class DecoderStep(torch.nn.Module):
+    """One decoding step with a KV cache, on flat tensors: (input_ids,
+    attention_mask, past K and V of each layer) -> (logits, present K and V
+    of each layer)."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+        self.layers = model.config.num_hidden_layers
+
+    def forward(self, input_ids, attention_mask, *past):
+        cache = transformers.DynamicCache(
+            ddp_cache_data=[(past[2 * i], past[2 * i + 1])
+                            for i in range(self.layers)],
+            config=self.model.config)
+        out = self.model(input_ids=input_ids, attention_mask=attention_mask,
+                         past_key_values=cache, use_cache=True,
+                         return_dict=True)
+        present = []
+        for layer in out.past_key_values.layers[:self.layers]:
+            present += [layer.keys, layer.values]
+        return (out.logits, *present)
+
+
+def _export_decoder_step(model, exporter, opset, folder):
+    model.eval()
+    config = model.config
+    layers = config.num_hidden_layers
+    kv_heads = (getattr(config, "num_key_value_heads", None)
+                or config.num_attention_heads)
+    head_dim = config.hidden_size // config.num_attention_heads
+    batch, new, past_len = KV_STEP
+    rng = np.random.default_rng(SEED)
+    inputs = {
+        "input_ids": rng.integers(0, VOCAB, (batch, new), dtype=np.int64),
+        "attention_mask": np.ones((batch, past_len + new), np.int64)}
+    inputs["attention_mask"][-1, :2] = 0  # a left-padded row
+    for layer in range(layers):
+        for kv in ("key", "value"):
+            inputs[f"past_key_values.{layer}.{kv}"] = rng.standard_normal(
+                (batch, kv_heads, past_len, head_dim)).astype(np.float32)
+    outputs = ["logits"] + [f"present.{layer}.{kv}" for layer in range(layers)
+                            for kv in ("key", "value")]
+    step = DecoderStep(model).eval()
+    args = tuple(torch.from_numpy(v) for v in inputs.values())
+    path = os.path.join(folder, "model.onnx")
+    with torch.no_grad():
+        if exporter == "dynamo":
+            b = torch.export.Dim("batch", max=16)
+            s = torch.export.Dim("sequence", max=16)
+            p = torch.export.Dim("past_sequence", max=15)
+            # The mask's length is past + new, which torch.export cannot be
+            # told; it names that dim itself.
+            shapes = ({0: b, 1: s}, {0: b, 1: torch.export.Dim.DYNAMIC},
+                      tuple({0: b, 2: p} for _ in args[2:]))
+            torch.onnx.export(step, args, path, input_names=list(inputs),
+                              output_names=outputs, dynamic_shapes=shapes,
+                              dynamo=True)
+        else:
+            axes = {"input_ids": {0: "batch", 1: "sequence"},
+                    "attention_mask": {0: "batch", 1: "total_sequence"},
+                    "logits": {0: "batch", 1: "sequence"}}
+            for name in list(inputs)[2:]:
+                axes[name] = {0: "batch", 2: "past_sequence"}
+            for name in outputs[1:]:
+                axes[name] = {0: "batch", 2: "total_sequence"}
+            torch.onnx.export(step, args, path, input_names=list(inputs),
+                              output_names=outputs, dynamic_axes=axes,
+                              opset_version=opset, dynamo=False)
+    settle(path, exporter, False)
+    # The dims file: each named input dim's value in the oracle's inputs.
+    dims = {}
+    m = onnx.load(path, load_external_data=False)
+    for info in m.graph.input:
+        for axis, d in enumerate(info.type.tensor_type.shape.dim):
+            if d.dim_param:
+                dims[d.dim_param] = inputs[info.name].shape[axis]
+    with open(os.path.join(folder, "dims"), "w") as f:
+        f.write(",".join(f"{k}={v}" for k, v in dims.items()) + "\n")
+    write_oracle(path, folder, inputs, lambda *a: step(*a)[0], args)
 
 
 def storage(folder):
@@ -288,8 +385,10 @@ def main():
             shutil.rmtree(folder, ignore_errors=True)
             staging = tempfile.mkdtemp(prefix="kiln-export-")
             try:
+                form = suffix.rsplit("-", 1)[-1]
                 export(model, inputs, key, exporter, opset, keep_inputs,
-                       attention, staging, suffix.endswith("-dynamic"))
+                       attention, staging,
+                       form if form in ("dynamic", "kv") else "")
             except Exception as e:  # noqa: BLE001 - report and go on
                 last = traceback.format_exception_only(type(e), e)[-1].strip()
                 print(f"skip   {tag}: {last[:300]}")
