@@ -1,6 +1,7 @@
 //===- kiln-opt.cpp - run Kiln passes on textual IR -----------------------===//
 
 #include "kiln/Compiler/Pipeline.h"
+#include "kiln/Compiler/Version.h"
 #include "kiln/Dialect/Kiln/KilnDialect.h"
 #include "kiln/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -15,6 +16,7 @@ int main(int argc, char **argv) {
   kiln::registerKilnPipeline();
   mlir::registerCanonicalizerPass();
   mlir::registerCSEPass();
+  kiln::registerVersionPrinter();
   return mlir::asMainReturnCode(
       mlir::MlirOptMain(argc, argv, "Kiln optimizer driver\n", registry));
 }

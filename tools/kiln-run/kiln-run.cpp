@@ -19,6 +19,7 @@
 #include "kiln/Compiler/Compiler.h"
 #include "kiln/Compiler/Diagnostics.h"
 #include "kiln/Compiler/TensorFile.h"
+#include "kiln/Compiler/Version.h"
 #include "kiln/Dialect/Kiln/KilnDialect.h"
 #include "kiln/Dialect/Kiln/TensorNames.h"
 #include "kiln/Importer/ONNX/TensorProto.h"
@@ -535,6 +536,7 @@ int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   kiln::registerPrecisionCLOptions();
   kiln::registerInputCLOptions();
+  kiln::registerVersionPrinter();
   cl::ParseCommandLineOptions(argc, argv,
                               "kiln-run: run a model and save its outputs\n");
   if (checkMode && !dlsym(RTLD_DEFAULT, "__asan_region_is_poisoned")) {

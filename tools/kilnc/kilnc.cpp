@@ -4,6 +4,7 @@
 #include "kiln/Compiler/Diagnostics.h"
 #include "kiln/Compiler/Report.h"
 #include "kiln/Compiler/TensorFile.h"
+#include "kiln/Compiler/Version.h"
 #include "kiln/Dialect/Kiln/KilnDialect.h"
 #include "kiln/Target/CUDA/EmitPlan.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -119,6 +120,7 @@ int main(int argc, char **argv) {
   mlir::registerAsmPrinterCLOptions();
   kiln::registerPrecisionCLOptions();
   kiln::registerInputCLOptions();
+  kiln::registerVersionPrinter();
   cl::ParseCommandLineOptions(
       argc, argv,
       "kilnc: compile an ONNX model into a self-contained shared library\n\n"
