@@ -193,6 +193,10 @@ LogicalResult runPipeline(ModuleOp module, const CompileOptions &options) {
   pipeline.disableFp32Islands = options.disableFp32Islands;
   pipeline.exposeTensors = options.exposeTensors;
   buildKilnPipeline(pm, pipeline);
+  if (options.progress)
+    pm.addInstrumentation(options.progress->passStages());
+  if (options.timePasses)
+    pm.enableTiming();
   if (failed(pm.run(module)))
     return failure();
   return dumpStage(module, options, "01-planned");
@@ -251,6 +255,8 @@ LogicalResult lowerToArtifact(ModuleOp module, const CompileOptions &options,
   artifact.abiVersion = KILN_ABI_VERSION;
   artifact.kilnVersion = kKilnVersion;
   artifact.arch = options.arch;
+  if (options.progress)
+    options.progress->stage("generate CUDA and the plan");
   WeightTable local;
   WeightTable &table = weights ? *weights : local;
   if (failed(emitPlan(func, artifact, table, origins,
@@ -271,6 +277,9 @@ LogicalResult lowerToArtifact(ModuleOp module, const CompileOptions &options,
     return failure();
   if (!compile)
     return success();
+  if (options.progress)
+    options.progress->stage("NVRTC, " + llvm::Twine(artifact.kernelNames.size()) +
+                            " kernels for " + options.arch);
   auto compiled = compileCuda(func.getLoc(), artifact.cudaSource, options.arch);
   if (failed(compiled))
     return failure();

@@ -14,8 +14,11 @@
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/Process.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
+
+#include <optional>
 
 using namespace mlir;
 namespace cl = llvm::cl;
@@ -48,6 +51,10 @@ cl::opt<std::string> dumpDir("dump-dir",
                              cl::value_desc("dir"));
 cl::opt<std::string> arch("arch", cl::desc("GPU architecture for NVRTC"),
                           cl::init("sm_90a"));
+cl::opt<bool> quiet("q", cl::desc("print nothing but errors (no stages on "
+                                   "a terminal, no summary)"));
+cl::opt<bool> timePasses("time-passes",
+                         cl::desc("print MLIR's timing of each pass"));
 cl::opt<uint64_t> maxEmbeddedWeightBytes(
     "max-embedded-weight-bytes",
     cl::desc("weights above this many bytes go to a sidecar file "
@@ -152,6 +159,18 @@ int main(int argc, char **argv) {
   SourceMgrDiagnosticHandler handler(sourceMgr, &context);
   // Registered last, so asked first: model locations name their node.
   kiln::ModelDiagnosticHandler modelHandler(&context);
+  // The stages, for a person at a terminal: not in logs or pipes.
+  std::optional<kiln::Progress> progress;
+  if (!quiet && llvm::sys::Process::StandardErrIsDisplayed())
+    progress.emplace(llvm::errs(), "kilnc: ");
+  options.progress = progress ? &*progress : nullptr;
+  options.timePasses = timePasses;
+  // A diagnostic starts on a line of its own, after the stage it ends.
+  ScopedDiagnosticHandler endStage(&context, [&](Diagnostic &) {
+    if (progress)
+      progress->end();
+    return failure();
+  });
   Location loc = FileLineColLoc::get(&context, inputPath, 0, 0);
   llvm::StringMap<kiln::HostTensor> frozen;
   if (failed(kiln::readNamedTensorFiles(&context, constInputs, "const-input",
@@ -163,11 +182,15 @@ int main(int argc, char **argv) {
     options.import.constantInputs[entry.getKey()] =
         llvm::cast<ElementsAttr>(entry.getValue().toDenseElementsAttr());
 
+  if (progress)
+    progress->stage("import " + inputPath);
   OwningOpRef<ModuleOp> module = kiln::loadModel(&context, inputPath, options);
   if (!module)
     return 1;
   if (emit != Emit::Imported && failed(kiln::runPipeline(*module, options)))
     return 1;
+  if (progress)
+    progress->end();
   if (emit == Emit::Imported || emit == Emit::Mlir) {
     std::string text;
     llvm::raw_string_ostream os(text);
@@ -187,6 +210,8 @@ int main(int argc, char **argv) {
   if (failed(kiln::lowerToArtifact(*module, options, needsCubin, artifact,
                                    &compileReport.origins, &weights)))
     return 1;
+  if (progress)
+    progress->end();
   compileReport.weightBytes = static_cast<int64_t>(weights.size);
   if (report == Report::Text)
     kiln::printReportText(artifact, compileReport, llvm::outs());
@@ -200,9 +225,15 @@ int main(int argc, char **argv) {
     printPlan(artifact, weights.size, os);
     return failed(writeText(loc, text)) ? 1 : 0;
   }
+  if (progress)
+    progress->stage("write " + outputPath);
   if (failed(kiln::writeArtifactLibrary(loc, artifact, outputPath, &weights,
                                        maxEmbeddedWeightBytes)))
     return 1;
+  if (progress)
+    progress->end();
+  if (quiet)
+    return 0;
   llvm::errs() << "kilnc: wrote " << outputPath << " (" << artifact.steps.size()
                << " steps, peak arena " << artifact.arenaBytes
                << " bytes, weights " << weights.size << " bytes"

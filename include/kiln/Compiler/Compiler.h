@@ -10,6 +10,7 @@
 #ifndef KILN_COMPILER_COMPILER_H
 #define KILN_COMPILER_COMPILER_H
 
+#include "kiln/Compiler/Progress.h"
 #include "kiln/Importer/ONNX/Importer.h"
 #include "kiln/Target/CUDA/EmitPlan.h"
 #include "kiln/runtime/ArtifactFormat.h"
@@ -59,6 +60,12 @@ struct CompileOptions {
   uint64_t maxArenaBytes = uint64_t(256) << 30;
   /// The most weight bytes a plan may carry (`--max-weights`).
   uint64_t maxWeightBytes = uint64_t(256) << 30;
+  /// When set, the passes, code generation and NVRTC report their stages
+  /// to it (kilnc on a terminal); not owned.
+  Progress *progress = nullptr;
+  /// Print MLIR's pass timing report to stderr after the pipeline
+  /// (`--time-passes`).
+  bool timePasses = false;
 };
 
 /// Registers the precision flags that kilnc and kiln-run share with
