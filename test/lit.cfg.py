@@ -23,6 +23,7 @@ config.environment["KILN_CORPUS_DIR"] = corpus
 config.substitutions.append(("%corpus", corpus))
 config.substitutions.append(("%python", config.python_executable))
 config.substitutions.append(("%kiln_src", config.kiln_src_root))
+config.substitutions.append(("%kiln_obj", config.kiln_obj_root))
 
 llvm_config.with_system_environment(["HOME", "PATH"])
 llvm_config.use_default_substitutions()
