@@ -5,7 +5,7 @@
 set -euo pipefail
 
 apt_packages=(
-  cmake ninja-build ccache g++ git python3 python3-pip
+  cmake ninja-build ccache g++ git python3 python3-pip python3-dev
   llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools
   libzstd-dev zlib1g-dev libxml2-dev libedit-dev libcurl4-openssl-dev
   libonnx-dev libprotobuf-dev protobuf-compiler libgtest-dev
@@ -28,5 +28,7 @@ if [ ! -x /usr/local/cuda/bin/nvcc ] && [ ! -f /usr/local/cuda/include/nvrtc.h ]
   exit 1
 fi
 
-# Test oracles and tools; numpy and onnx read the conformance data.
-python3 -m pip install -q --disable-pip-version-check onnx onnxruntime numpy pytest
+# Test oracles and tools; numpy and onnx read the conformance data; pybind11
+# builds the Python package's native module.
+python3 -m pip install -q --disable-pip-version-check onnx onnxruntime numpy pytest \
+  pybind11

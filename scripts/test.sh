@@ -8,6 +8,9 @@ scripts/build.sh
 # suite through its own target.
 (cd build && ctest --output-on-failure -j"$(nproc)")
 ninja -C build check-kiln
+# The Python package, installed as a user installs it, and its tests.
+python3 -m pip install -q --disable-pip-version-check ./python
+python3 -m pytest -q python/tests
 # Each fuzz target for a minute with a fixed seed, after its regression
 # inputs (scripts/fuzz.sh; campaigns are recorded in docs/reliability.md).
 scripts/fuzz.sh --smoke --seconds 60

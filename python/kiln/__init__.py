@@ -1,0 +1,206 @@
+"""Kiln: ONNX Transformer models compiled to CUDA, from Python.
+
+    import kiln
+    model = kiln.compile("model.onnx", dims={"batch": 1, "sequence": 128})
+    outputs = model.run({"input_ids": ids, "attention_mask": mask})
+
+`compile` takes a path or an `onnx.ModelProto` and returns a `Model` that
+runs in this process; `load` opens an artifact `.so` written by `kilnc`.
+Inputs are numpy arrays or any DLPack tensor (`__dlpack__`); outputs are
+numpy arrays, which are DLPack tensors themselves (`torch.from_dlpack`).
+On the CUDA backend, device tensors (PyTorch, CuPy) go in and out without
+copies when every input and every output (`outputs=`) is on the device.
+Errors raise `CompileError` or `RunError` with the message `kilnc` and
+`kiln-run` print.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+from . import _kiln
+
+__version__: str = _kiln.__version__
+
+__all__ = ["compile", "load", "Model", "TensorInfo", "Error", "CompileError",
+           "RunError", "version"]
+
+# DLPack device types.
+_DL_CPU, _DL_CUDA, _DL_CUDA_HOST = 1, 2, 3
+
+
+class Error(Exception):
+    """Any error Kiln reports."""
+
+
+class CompileError(Error):
+    """The model did not compile; the message is what kilnc prints."""
+
+
+class RunError(Error):
+    """A run failed (bad inputs, the device); the model stays usable."""
+
+
+@dataclass(frozen=True)
+class TensorInfo:
+    """A graph input or output: its name, element type and shape."""
+    name: str
+    dtype: np.dtype
+    shape: Tuple[int, ...]
+
+
+def _infos(described) -> List[TensorInfo]:
+    return [TensorInfo(name, np.dtype(dtype), tuple(shape))
+            for name, dtype, shape in described]
+
+
+class Model:
+    """A compiled model, bound to a backend ("cuda" or "host")."""
+
+    def __init__(self, native):
+        self._native = native
+        self.inputs: List[TensorInfo] = _infos(native.inputs)
+        self.outputs: List[TensorInfo] = _infos(native.outputs)
+
+    @property
+    def backend(self) -> str:
+        """"cuda" or "host": where the model runs ("auto" resolved)."""
+        return self._native.backend
+
+    @property
+    def report(self) -> str:
+        """`kilnc --report`'s text, after `compile(..., report=True)`."""
+        return self._native.report
+
+    def __repr__(self) -> str:
+        return f"<kiln.Model {self._native.info}>"
+
+    def run(self, inputs: Mapping[str, Any],
+            outputs: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
+        """Runs the model once on `inputs` (name -> array or DLPack tensor)
+        and returns name -> output. Host arrays in: new numpy arrays out.
+        With `outputs` (name -> DLPack tensor of the right shape and dtype)
+        the results are written there instead and those tensors returned;
+        device tensors in need device tensors out."""
+        missing = [i.name for i in self.inputs if i.name not in inputs]
+        unknown = sorted(set(inputs) - {i.name for i in self.inputs})
+        if missing or unknown:
+            raise RunError(f"inputs missing: {missing}; unknown: {unknown}")
+        keep = []  # What must stay alive until the run is over.
+        in_ptrs, in_device = [], []
+        for info in self.inputs:
+            ptr, device = _address(inputs[info.name], info, keep, "input")
+            in_ptrs.append(ptr)
+            in_device.append(device)
+        if outputs is None:
+            if any(in_device):
+                raise RunError("device inputs need device outputs: pass "
+                               "outputs={name: tensor}")
+            results = {o.name: np.empty(o.shape, o.dtype) for o in self.outputs}
+        else:
+            if set(outputs) != {o.name for o in self.outputs}:
+                raise RunError(f"outputs must name exactly "
+                               f"{[o.name for o in self.outputs]}")
+            results = dict(outputs)
+        out_ptrs, out_device = [], []
+        for info in self.outputs:
+            ptr, device = _address(results[info.name], info, keep, "output")
+            out_ptrs.append(ptr)
+            out_device.append(device)
+        on_device = set(in_device + out_device)
+        if len(on_device) > 1:
+            raise RunError("inputs and outputs must all be in host memory or "
+                           "all on the device")
+        try:
+            self._native.run(in_ptrs, out_ptrs, on_device == {True})
+        except RuntimeError as e:
+            raise RunError(str(e)) from None
+        return results
+
+
+def _address(tensor, info: TensorInfo, keep: list, what: str):
+    """(address, on the device?) of `tensor`, checked against `info`."""
+    device = None
+    if not isinstance(tensor, np.ndarray) and hasattr(tensor, "__dlpack_device__"):
+        device = tensor.__dlpack_device__()[0]
+    if device == _DL_CUDA:
+        capsule = tensor.__dlpack__()
+        keep.append(capsule)
+        ptr, _, _, code, bits, lanes, shape, strides = _kiln.dlpack_info(capsule)
+        dtype = _dlpack_dtype(code, bits, lanes)
+        if dtype != info.dtype or tuple(shape) != info.shape:
+            raise RunError(f"{what} '{info.name}' is {dtype}{list(shape)}, the "
+                           f"model takes {info.dtype}{list(info.shape)}")
+        if strides is not None and tuple(strides) != _dense_strides(shape):
+            raise RunError(f"{what} '{info.name}' is not contiguous")
+        return ptr, True
+    if device is not None and device not in (_DL_CPU, _DL_CUDA_HOST):
+        raise RunError(f"{what} '{info.name}' is on DLPack device {device}; "
+                       f"Kiln takes host or CUDA tensors")
+    array = tensor if isinstance(tensor, np.ndarray) else np.from_dlpack(tensor) \
+        if device is not None else np.asarray(tensor)
+    if what == "input":
+        if array.dtype != info.dtype or array.shape != info.shape:
+            raise RunError(f"input '{info.name}' is {array.dtype}"
+                           f"{list(array.shape)}, the model takes "
+                           f"{info.dtype}{list(info.shape)}")
+        array = np.ascontiguousarray(array)
+    elif (array.dtype != info.dtype or array.shape != info.shape
+          or not array.flags.c_contiguous or not array.flags.writeable):
+        raise RunError(f"output '{info.name}' must be a writable contiguous "
+                       f"{info.dtype}{list(info.shape)} array")
+    keep.append(array)
+    return array.ctypes.data, False
+
+
+def _dense_strides(shape) -> Tuple[int, ...]:
+    strides, step = [], 1
+    for dim in reversed(shape):
+        strides.append(step)
+        step *= dim
+    return tuple(reversed(strides))
+
+
+def _dlpack_dtype(code: int, bits: int, lanes: int) -> np.dtype:
+    kinds = {0: "i", 1: "u", 2: "f", 6: "b"}
+    if lanes != 1 or code not in kinds:
+        raise RunError(f"unsupported DLPack dtype (code {code}, bits {bits})")
+    return np.dtype(f"{kinds[code]}{bits // 8}")
+
+
+def compile(model: Union[str, os.PathLike, Any], *, precision: str = "fp32",
+            dims: Optional[Mapping[str, int]] = None,
+            input_shapes: Optional[Mapping[str, Sequence[int]]] = None,
+            backend: str = "auto", report: bool = False) -> Model:
+    """Compiles an ONNX model (a path, or an `onnx.ModelProto`) in this
+    process. `dims` gives symbolic dims their values (kilnc --dim),
+    `input_shapes` whole input shapes (--input-shape); `precision` is
+    "fp32", "fp16" or "bf16"; `backend` "auto", "cuda" or "host"."""
+    path, data = str(model), None
+    if not isinstance(model, (str, os.PathLike)):
+        if not hasattr(model, "SerializeToString"):
+            raise TypeError("compile takes a path or an onnx.ModelProto")
+        path, data = "model.onnx", model.SerializeToString()
+    try:
+        native = _kiln.compile(path, data, precision, dict(dims or {}),
+                               {k: list(v) for k, v in (input_shapes or {}).items()},
+                               backend, report)
+    except RuntimeError as e:
+        raise CompileError(str(e)) from None
+    return Model(native)
+
+
+def load(path: Union[str, os.PathLike], *, backend: str = "auto") -> Model:
+    """Opens an artifact `.so` written by kilnc."""
+    try:
+        return Model(_kiln.load(str(path), backend))
+    except RuntimeError as e:
+        raise RunError(str(e)) from None
+
+
+def version() -> str:
+    """What `kilnc --version` prints: Kiln, LLVM/MLIR, NVRTC, formats."""
+    return _kiln.version_text()

@@ -1,0 +1,241 @@
+//===- module.cpp - kiln._kiln, the Python package's native part ----------===//
+//
+// A thin layer over the C++ JIT API (kiln::compileModel's steps) and the
+// runtime (kiln::rt::Model): the Python side (kiln/__init__.py) turns
+// dictionaries, numpy arrays and DLPack tensors into the flat lists these
+// functions take. Errors come back as RuntimeError with the message the
+// command-line tools print; kiln/__init__.py raises them as CompileError or
+// RunError.
+//
+// Kiln's own code is built without exceptions; this file alone uses them
+// (pybind11 needs them), and none crosses Kiln's functions.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/Compiler/Compiler.h"
+#include "kiln/Compiler/Diagnostics.h"
+#include "kiln/Compiler/Report.h"
+#include "kiln/Compiler/Version.h"
+#include "kiln/Dialect/Kiln/KilnDialect.h"
+#include "kiln/runtime/ArtifactFile.h"
+#include "kiln/runtime/Model.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "llvm/Support/SourceMgr.h"
+
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace py = pybind11;
+using namespace kiln;
+
+namespace {
+
+/// The DLPack structs (dlpack.h, ABI version 0.x), as `__dlpack__()`
+/// returns them in a capsule named "dltensor".
+struct DLDevice {
+  int32_t deviceType;
+  int32_t deviceId;
+};
+struct DLDataType {
+  uint8_t code;
+  uint8_t bits;
+  uint16_t lanes;
+};
+struct DLTensor {
+  void *data;
+  DLDevice device;
+  int32_t ndim;
+  DLDataType dtype;
+  int64_t *shape;
+  int64_t *strides;
+  uint64_t byteOffset;
+};
+struct DLManagedTensor {
+  DLTensor tensor;
+  void *managerContext;
+  void (*deleter)(DLManagedTensor *);
+};
+
+rt::Backend backendOf(const std::string &name) {
+  if (name == "auto")
+    return rt::Backend::Auto;
+  if (name == "cuda")
+    return rt::Backend::Cuda;
+  if (name == "host")
+    return rt::Backend::Host;
+  throw std::invalid_argument("backend must be 'auto', 'cuda' or 'host', not '" +
+                              name + "'");
+}
+
+/// A loaded model and, after a compile with report=True, its report.
+struct PyModel {
+  std::unique_ptr<rt::Model> model;
+  std::string report;
+
+  py::list describe(bool inputs) const {
+    py::list list;
+    size_t count = inputs ? model->numInputs() : model->numOutputs();
+    for (size_t i = 0; i < count; ++i) {
+      const rt::Buffer &b = inputs ? model->input(i) : model->output(i);
+      list.append(py::make_tuple(b.name, rt::dtypeName(b.dtype),
+                                 py::tuple(py::cast(b.shape))));
+    }
+    return list;
+  }
+
+  /// Runs on host buffers (or device pointers when `device`), given as
+  /// integer addresses in graph order; the Python side keeps them alive and
+  /// has checked their dtypes and sizes.
+  void run(const std::vector<uintptr_t> &in, const std::vector<uintptr_t> &out,
+           bool device) {
+    if (in.size() != model->numInputs() || out.size() != model->numOutputs())
+      throw std::invalid_argument("wrong number of inputs or outputs");
+    std::vector<const void *> inputs;
+    std::vector<void *> outputs;
+    for (uintptr_t p : in)
+      inputs.push_back(reinterpret_cast<const void *>(p));
+    for (uintptr_t p : out)
+      outputs.push_back(reinterpret_cast<void *>(p));
+    rt::Status status;
+    {
+      py::gil_scoped_release release;
+      status = model->run(inputs.data(), outputs.data(),
+                          device ? rt::Memory::Device : rt::Memory::Host);
+    }
+    if (!status.isOk())
+      throw std::runtime_error(status.message);
+  }
+};
+
+PyModel create(rt::Artifact artifact, const std::string &backend) {
+  PyModel result;
+  rt::Status status =
+      rt::Model::create(std::move(artifact), backendOf(backend), result.model,
+                        rt::HostOptions::fromEnvironment());
+  if (!status.isOk())
+    throw std::runtime_error(status.message);
+  return result;
+}
+
+/// Compiles the model at `path`, or the serialized model `bytes` (named
+/// `path` in messages and resolving external data beside it).
+PyModel compile(const std::string &path, const py::object &bytes,
+                const std::string &precision,
+                const std::map<std::string, int64_t> &dims,
+                const std::map<std::string, std::vector<int64_t>> &shapes,
+                const std::string &backend, bool report) {
+  CompileOptions options;
+  options.precision = precision;
+  if (precision != "fp32" && precision != "fp16" && precision != "bf16")
+    throw std::invalid_argument("precision must be 'fp32', 'fp16' or 'bf16'");
+  for (const auto &[name, value] : dims)
+    options.import.dimValues[name] = value;
+  for (const auto &[name, shape] : shapes)
+    options.import.inputShapes[name] =
+        llvm::SmallVector<int64_t>(shape.begin(), shape.end());
+
+  mlir::MLIRContext context;
+  context.loadDialect<KilnDialect, mlir::func::FuncDialect>();
+  std::string messages;
+  llvm::raw_string_ostream os(messages);
+  llvm::SourceMgr sourceMgr;
+  mlir::SourceMgrDiagnosticHandler lines(sourceMgr, &context, os);
+  ModelDiagnosticHandler diagnostics(&context, os);
+  auto failedWith = [&]() {
+    os.flush();
+    return std::runtime_error(llvm::StringRef(messages).rtrim().str());
+  };
+
+  mlir::OwningOpRef<mlir::ModuleOp> module;
+  if (bytes.is_none()) {
+    module = loadModel(&context, path, options);
+  } else {
+    std::string data = bytes.cast<std::string>();
+    module = importONNX(&context, data, path, options.import);
+  }
+  if (!module || mlir::failed(runPipeline(*module, options)))
+    throw failedWith();
+  CompileReport compileReport;
+  compileReport.model = path;
+  compileReport.liveLowerBoundBytes = liveLowerBoundOf(*module);
+  compileReport.precision = options.precision;
+  compileReport.fp32Kept = collectFp32Kept(*module);
+  rt::Artifact artifact;
+  if (mlir::failed(lowerToArtifact(*module, options, /*compile=*/true,
+                                   artifact, &compileReport.origins)))
+    throw failedWith();
+  compileReport.weightBytes = static_cast<int64_t>(artifact.weights.size());
+  std::string text;
+  if (report) {
+    llvm::raw_string_ostream reportOs(text);
+    printReportText(artifact, compileReport, reportOs);
+  }
+  PyModel result = create(std::move(artifact), backend);
+  result.report = std::move(text);
+  return result;
+}
+
+PyModel load(const std::string &path, const std::string &backend) {
+  rt::Artifact artifact;
+  if (rt::Status s = rt::loadArtifactFile(path, artifact); !s.isOk())
+    throw std::runtime_error(s.message);
+  return create(std::move(artifact), backend);
+}
+
+/// The data pointer, device and element type of a DLPack capsule, which
+/// stays with its producer (this reads it; the capsule's owner frees it).
+py::tuple dlpackInfo(const py::capsule &capsule) {
+  if (std::string(capsule.name() ? capsule.name() : "") != "dltensor")
+    throw std::invalid_argument("not an unconsumed DLPack capsule");
+  auto *managed = capsule.get_pointer<DLManagedTensor>();
+  const DLTensor &t = managed->tensor;
+  std::vector<int64_t> shape(t.shape, t.shape + t.ndim);
+  py::object strides = py::none();
+  if (t.strides)
+    strides = py::cast(std::vector<int64_t>(t.strides, t.strides + t.ndim));
+  uintptr_t data = reinterpret_cast<uintptr_t>(t.data) + t.byteOffset;
+  return py::make_tuple(data, t.device.deviceType, t.device.deviceId,
+                        t.dtype.code, t.dtype.bits, t.dtype.lanes,
+                        py::tuple(py::cast(shape)), strides);
+}
+
+std::string versionText() {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  printVersion(os);
+  return text;
+}
+
+} // namespace
+
+PYBIND11_MODULE(_kiln, m) {
+  m.doc() = "The native part of the kiln package; use kiln, not this.";
+  m.attr("__version__") = kKilnVersion;
+  py::class_<PyModel>(m, "Model")
+      .def_property_readonly("inputs",
+                             [](const PyModel &p) { return p.describe(true); })
+      .def_property_readonly("outputs",
+                             [](const PyModel &p) { return p.describe(false); })
+      .def_property_readonly("backend",
+                             [](const PyModel &p) {
+                               return rt::backendName(p.model->backend());
+                             })
+      .def_property_readonly("report",
+                             [](const PyModel &p) { return p.report; })
+      .def_property_readonly("info",
+                             [](const PyModel &p) { return p.model->info(); })
+      .def("run", &PyModel::run);
+  m.def("compile", &compile);
+  m.def("load", &load);
+  m.def("dlpack_info", &dlpackInfo);
+  m.def("version_text", &versionText);
+}

@@ -1,0 +1,159 @@
+"""The kiln package against onnxruntime, on the host backend.
+
+  python3 -m pip install ./python && python3 -m pytest python/tests
+
+Uses the exports of test/models/fresh and the build's kilnc (KILN_BUILD_DIR,
+default build/) for an artifact to load.
+"""
+import os
+import subprocess
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+
+import kiln
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+FRESH = os.path.join(REPO, "test", "models", "fresh")
+BUILD = os.environ.get("KILN_BUILD_DIR", os.path.join(REPO, "build"))
+RTOL, ATOL = 1e-4, 1e-5
+
+
+def folder_inputs(folder):
+    inputs = os.path.join(folder, "inputs")
+    return {f[:-4]: np.load(os.path.join(inputs, f)) for f in sorted(os.listdir(inputs))}
+
+
+def onnxruntime_outputs(path, feeds):
+    session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    names = [o.name for o in session.get_outputs()]
+    return dict(zip(names, session.run(None, feeds)))
+
+
+@pytest.fixture(scope="module")
+def bert():
+    return kiln.compile(os.path.join(FRESH, "bert-torchscript", "model.onnx"),
+                        backend="host", report=True)
+
+
+def test_compile_a_path_and_match_onnxruntime(bert):
+    folder = os.path.join(FRESH, "bert-torchscript")
+    feeds = folder_inputs(folder)
+    got = bert.run(feeds)
+    want = onnxruntime_outputs(os.path.join(folder, "model.onnx"), feeds)
+    assert set(got) == set(want)
+    for name in want:
+        np.testing.assert_allclose(got[name], want[name], rtol=RTOL, atol=ATOL)
+
+
+def test_describes_inputs_outputs_backend_and_report(bert):
+    assert [i.name for i in bert.inputs] == ["input_ids", "attention_mask"]
+    assert bert.inputs[0].dtype == np.int64 and bert.inputs[0].shape == (2, 8)
+    assert bert.outputs[0].name == "output"
+    assert bert.outputs[0].dtype == np.float32
+    assert bert.outputs[0].shape == (2, 8, 32)
+    assert bert.backend == "host"
+    assert "launches: " in bert.report and "attention" in bert.report
+
+
+def test_compile_a_model_proto_with_dims():
+    folder = os.path.join(FRESH, "gpt2-dynamo-dynamic")
+    proto = onnx.load(os.path.join(folder, "model.onnx"))  # weights loaded
+    model = kiln.compile(proto, dims={"batch": 3, "sequence": 5}, backend="host")
+    assert model.inputs[0].shape == (3, 5)
+    feeds = folder_inputs(folder)
+    got = model.run(feeds)
+    want = np.load(os.path.join(folder, "expected", "output.npy"))
+    np.testing.assert_allclose(got["output"], want, rtol=RTOL, atol=ATOL)
+
+
+def test_load_an_artifact_written_by_kilnc(tmp_path):
+    folder = os.path.join(FRESH, "llama-torchscript")
+    so = str(tmp_path / "llama.so")
+    subprocess.run([os.path.join(BUILD, "bin", "kilnc"),
+                    os.path.join(folder, "model.onnx"), "-o", so, "-q"], check=True)
+    model = kiln.load(so, backend="host")
+    got = model.run(folder_inputs(folder))
+    want = np.load(os.path.join(folder, "expected", "output.npy"))
+    np.testing.assert_allclose(got["output"], want, rtol=RTOL, atol=ATOL)
+
+
+def test_compile_error_is_what_kilnc_prints():
+    path = os.path.join(FRESH, "bert-torchscript-dynamic", "model.onnx")
+    with pytest.raises(kiln.CompileError) as error:
+        kiln.compile(path, backend="host")
+    cli = subprocess.run([os.path.join(BUILD, "bin", "kilnc"), path, "-o",
+                          os.devnull], capture_output=True, text=True)
+    assert cli.returncode != 0
+    assert str(error.value) == cli.stderr.strip()
+    assert "needs batch, sequence" in str(error.value)
+
+
+def test_run_errors_leave_the_model_usable(bert):
+    feeds = folder_inputs(os.path.join(FRESH, "bert-torchscript"))
+    with pytest.raises(kiln.RunError, match="input 'input_ids' is int32"):
+        bert.run({**feeds, "input_ids": feeds["input_ids"].astype(np.int32)})
+    with pytest.raises(kiln.RunError, match="inputs missing: \\['attention_mask'\\]"):
+        bert.run({"input_ids": feeds["input_ids"]})
+    bad = feeds["input_ids"].copy()
+    bad[0, 0] = 10_000  # outside the vocabulary: the index check
+    with pytest.raises(kiln.RunError, match="index out of range"):
+        bert.run({**feeds, "input_ids": bad})
+    assert bert.run(feeds)["output"].shape == (2, 8, 32)
+
+
+def test_bad_arguments():
+    path = os.path.join(FRESH, "bert-torchscript", "model.onnx")
+    with pytest.raises(ValueError, match="backend must be"):
+        kiln.compile(path, backend="tpu")
+    with pytest.raises(ValueError, match="precision must be"):
+        kiln.compile(path, precision="fp8")
+    with pytest.raises(TypeError):
+        kiln.compile(42)
+    with pytest.raises(kiln.RunError, match="cannot"):
+        kiln.load("/nonexistent/model.so")
+
+
+class DLPackOnly:
+    """A tensor that only speaks DLPack, as a PyTorch CPU tensor does."""
+
+    def __init__(self, array):
+        self.array = array
+
+    def __dlpack__(self, **kwargs):
+        return self.array.__dlpack__(**kwargs)
+
+    def __dlpack_device__(self):
+        return self.array.__dlpack_device__()
+
+
+def test_dlpack_in_and_out(bert):
+    feeds = folder_inputs(os.path.join(FRESH, "bert-torchscript"))
+    plain = bert.run(feeds)["output"]
+    got = bert.run({k: DLPackOnly(v) for k, v in feeds.items()})["output"]
+    np.testing.assert_array_equal(got, plain)
+    # Out: the outputs are DLPack producers, read without a copy.
+    view = np.from_dlpack(got)
+    assert view.ctypes.data == got.ctypes.data
+    # Into caller-provided outputs.
+    out = np.zeros((2, 8, 32), np.float32)
+    result = bert.run(feeds, outputs={"output": out})
+    assert result["output"] is out
+    np.testing.assert_array_equal(out, plain)
+    with pytest.raises(kiln.RunError, match="writable contiguous"):
+        bert.run(feeds, outputs={"output": np.zeros((2, 8, 31), np.float32)})
+
+
+def test_dlpack_capsule_is_read_in_place():
+    array = np.arange(6, dtype=np.float32).reshape(2, 3)
+    ptr, device, _, code, bits, lanes, shape, _ = kiln._kiln.dlpack_info(
+        array.__dlpack__())
+    assert (ptr, device, code, bits, lanes, shape) == (
+        array.ctypes.data, 1, 2, 32, 1, (2, 3))
+
+
+def test_version():
+    assert kiln.__version__ == "0.1.0"
+    assert kiln.version().startswith("Kiln 0.1.0\n  LLVM/MLIR 22.")
