@@ -79,12 +79,14 @@ class Model:
         return f"<kiln.Model {self._native.info}>"
 
     def run(self, inputs: Mapping[str, Any],
-            outputs: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
+            outputs: Optional[Mapping[str, Any]] = None,
+            backend: Optional[str] = None) -> Dict[str, Any]:
         """Runs the model once on `inputs` (name -> array or DLPack tensor)
         and returns name -> output. Host arrays in: new numpy arrays out.
         With `outputs` (name -> DLPack tensor of the right shape and dtype)
         the results are written there instead and those tensors returned;
-        device tensors in need device tensors out."""
+        device tensors in need device tensors out. `backend` ("cuda",
+        "host") runs the same plan on another backend than the model's."""
         missing = [i.name for i in self.inputs if i.name not in inputs]
         unknown = sorted(set(inputs) - {i.name for i in self.inputs})
         if missing or unknown:
@@ -115,7 +117,8 @@ class Model:
             raise RunError("inputs and outputs must all be in host memory or "
                            "all on the device")
         try:
-            self._native.run(in_ptrs, out_ptrs, on_device == {True})
+            self._native.run(in_ptrs, out_ptrs, on_device == {True},
+                             backend or "")
         except RuntimeError as e:
             raise RunError(str(e)) from None
         return results

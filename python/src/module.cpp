@@ -80,6 +80,40 @@ rt::Backend backendOf(const std::string &name) {
 struct PyModel {
   std::unique_ptr<rt::Model> model;
   std::string report;
+  /// The artifact file it was loaded from, if any.
+  std::string path;
+  /// The same plan on the other backends, made when a run asks for one.
+  std::map<rt::Backend, std::unique_ptr<rt::Model>> siblings;
+
+  /// The model that runs on `backend` ("" or "auto": this one).
+  rt::Model &on(const std::string &backend) {
+    if (backend.empty() || backend == "auto" ||
+        backendOf(backend) == model->backend())
+      return *model;
+    rt::Backend wanted = backendOf(backend);
+    std::unique_ptr<rt::Model> &sibling = siblings[wanted];
+    if (sibling)
+      return *sibling;
+    // The plan again: from its file, or from this model while it still holds
+    // the weights (the CUDA backend drops its host copy after the upload).
+    rt::Artifact plan;
+    if (!path.empty()) {
+      if (rt::Status s = rt::loadArtifactFile(path, plan); !s.isOk())
+        throw std::runtime_error(s.message);
+    } else if (model->artifact().weightBytes() == 0 ||
+               model->artifact().weightData()) {
+      plan = model->artifact();
+    } else {
+      throw std::runtime_error(
+          "this model's weights are on the GPU now; compile it again with "
+          "backend='" + backend + "' to run it there");
+    }
+    rt::Status status = rt::Model::create(std::move(plan), wanted, sibling,
+                                          rt::HostOptions::fromEnvironment());
+    if (!status.isOk())
+      throw std::runtime_error(status.message);
+    return *sibling;
+  }
 
   py::list describe(bool inputs) const {
     py::list list;
@@ -96,8 +130,9 @@ struct PyModel {
   /// integer addresses in graph order; the Python side keeps them alive and
   /// has checked their dtypes and sizes.
   void run(const std::vector<uintptr_t> &in, const std::vector<uintptr_t> &out,
-           bool device) {
-    if (in.size() != model->numInputs() || out.size() != model->numOutputs())
+           bool device, const std::string &backend) {
+    rt::Model &runner = on(backend);
+    if (in.size() != runner.numInputs() || out.size() != runner.numOutputs())
       throw std::invalid_argument("wrong number of inputs or outputs");
     std::vector<const void *> inputs;
     std::vector<void *> outputs;
@@ -108,7 +143,7 @@ struct PyModel {
     rt::Status status;
     {
       py::gil_scoped_release release;
-      status = model->run(inputs.data(), outputs.data(),
+      status = runner.run(inputs.data(), outputs.data(),
                           device ? rt::Memory::Device : rt::Memory::Host);
     }
     if (!status.isOk())
@@ -188,7 +223,9 @@ PyModel load(const std::string &path, const std::string &backend) {
   rt::Artifact artifact;
   if (rt::Status s = rt::loadArtifactFile(path, artifact); !s.isOk())
     throw std::runtime_error(s.message);
-  return create(std::move(artifact), backend);
+  PyModel result = create(std::move(artifact), backend);
+  result.path = path;
+  return result;
 }
 
 /// The data pointer, device and element type of a DLPack capsule, which

@@ -6,6 +6,7 @@ Uses the exports of test/models/fresh and the build's kilnc (KILN_BUILD_DIR,
 default build/) for an artifact to load.
 """
 import os
+import shutil
 import subprocess
 
 import numpy as np
@@ -102,6 +103,29 @@ def test_run_errors_leave_the_model_usable(bert):
     with pytest.raises(kiln.RunError, match="index out of range"):
         bert.run({**feeds, "input_ids": bad})
     assert bert.run(feeds)["output"].shape == (2, 8, 32)
+
+
+def test_run_on_another_backend(tmp_path):
+    folder = os.path.join(FRESH, "bert-torchscript")
+    feeds = folder_inputs(folder)
+    model = kiln.compile(os.path.join(folder, "model.onnx"), backend="host")
+    plain = model.run(feeds)["output"]
+    np.testing.assert_array_equal(model.run(feeds, backend="host")["output"], plain)
+    if has_gpu():
+        np.testing.assert_allclose(model.run(feeds, backend="cuda")["output"],
+                                   plain, rtol=RTOL, atol=ATOL)
+    else:
+        with pytest.raises(kiln.RunError, match="CUDA|driver|device"):
+            model.run(feeds, backend="cuda")
+    # Still usable on its own backend after the failed one.
+    np.testing.assert_array_equal(model.run(feeds)["output"], plain)
+    with pytest.raises(ValueError, match="backend must be"):
+        model.run(feeds, backend="tpu")
+
+
+def has_gpu():
+    return shutil.which("nvidia-smi") is not None and subprocess.run(
+        ["nvidia-smi", "-L"], capture_output=True).returncode == 0
 
 
 def test_bad_arguments():
