@@ -14,6 +14,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "BenchMode.h"
 #include "GenerateMode.h"
 
 #include "kiln/Compiler/Compiler.h"
@@ -47,6 +48,7 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <optional>
 
 using namespace mlir;
 namespace cl = llvm::cl;
@@ -389,6 +391,18 @@ Signature signatureOf(func::FuncOp func) {
   return s;
 }
 
+/// What --bench's times are, for `backend` (the one asked for when a `.so`
+/// runs through its C ABI, which does not say which Auto chose).
+std::string benchWhat(std::optional<kiln::rt::Backend> backend = std::nullopt) {
+  kiln::rt::Backend b = backend.value_or(runtimeBackend());
+  std::string what = "wall clock of whole runs with host-memory inputs and "
+                     "outputs (their copies included) on backend ";
+  what += kiln::rt::backendName(b);
+  if (b == kiln::rt::Backend::Host)
+    what += ": the host backend emulates the GPU; its times are not GPU times";
+  return what;
+}
+
 /// Runs a `.so` through its own C ABI, as a user's program would.
 FailureOr<SmallVector<HostTensor>>
 runLibrary(MLIRContext *ctx, Signature &signature,
@@ -455,6 +469,16 @@ runLibrary(MLIRContext *ctx, Signature &signature,
   kiln_status status = run(model, in.data(), out.data(), KILN_MEMORY_HOST);
   if (status != KILN_OK)
     fail(lastError());
+  if (status == KILN_OK && benchRequested() &&
+      !runBench(
+          [&] {
+            status = run(model, in.data(), out.data(), KILN_MEMORY_HOST);
+            if (status != KILN_OK)
+              fail(lastError());
+            return status == KILN_OK;
+          },
+          benchWhat()))
+    status = KILN_ERROR_INTERNAL;
   destroy(model);
   if (status != KILN_OK)
     return failure();
@@ -662,6 +686,17 @@ int main(int argc, char **argv) {
       status = model->run(in.data(), out.data(), kiln::rt::Memory::Host);
       if (!status.isOk())
         return fail(status.message);
+      if (benchRequested() &&
+          !runBench(
+              [&] {
+                status = model->run(in.data(), out.data(),
+                                    kiln::rt::Memory::Host);
+                if (!status.isOk())
+                  fail(status.message);
+                return status.isOk();
+              },
+              benchWhat(model->backend())))
+        return 1;
       // --per-layer: the tensors kept after the model's own outputs.
       for (size_t i = signature.outputNames.size(); i < outputs.size(); ++i)
         layerNames.push_back(model->output(i).name);
