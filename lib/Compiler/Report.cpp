@@ -2,6 +2,8 @@
 
 #include "kiln/Compiler/Report.h"
 
+#include "kiln/Compiler/Roofline.h"
+
 #include "kiln/Dialect/Kiln/KilnOps.h"
 #include "kiln/Dialect/Kiln/TensorNames.h"
 #include "kiln/Transforms/Passes.h"
@@ -63,6 +65,51 @@ std::string detailOf(const rt::Step &step) {
     return llvm::formatv("{0} bytes", step.copy.bytes);
   }
   return "";
+}
+
+/// `value` with an SI prefix: 12.3 M, 4.56 G.
+std::string scaled(double value, llvm::StringRef unit) {
+  static const char *prefixes[] = {"", "K", "M", "G", "T", "P"};
+  int i = 0;
+  while (value >= 1000 && i < 5) {
+    value /= 1000;
+    ++i;
+  }
+  return llvm::formatv("{0:f1} {1}{2}", value, prefixes[i], unit).str();
+}
+
+/// `seconds` in ns, us, ms or s, whichever reads best.
+std::string scaledTime(double seconds) {
+  static const std::pair<double, const char *> units[] = {
+      {1e-6, "ns"}, {1e-3, "us"}, {1, "ms"}};
+  for (auto [limit, unit] : units)
+    if (seconds < limit)
+      return llvm::formatv("{0:f1} {1}", seconds / limit * 1e3, unit).str();
+  return llvm::formatv("{0:f1} s", seconds).str();
+}
+
+/// The roofline of the whole plan on the report's GPU.
+struct Roofline {
+  const GpuPeaks *gpu = nullptr;
+  std::vector<StepCost> costs;
+  double flops = 0, bytes = 0, floor = 0, computeFloor = 0, memoryFloor = 0;
+};
+
+Roofline rooflineOf(const rt::Artifact &artifact, const CompileReport &report) {
+  Roofline r;
+  r.gpu = findGpuPeaks(report.rooflineGpu);
+  for (const rt::Step &step : artifact.steps) {
+    StepCost cost = costOf(artifact, step, report.kernelFlops);
+    r.costs.push_back(cost);
+    r.flops += cost.flops;
+    r.bytes += cost.bytes;
+    if (!r.gpu)
+      continue;
+    r.floor += floorSeconds(cost, *r.gpu);
+    r.computeFloor += floorSeconds({cost.flops, 0, cost.tensorCores}, *r.gpu);
+    r.memoryFloor += floorSeconds({0, cost.bytes, false}, *r.gpu);
+  }
+  return r;
 }
 
 struct Counts {
@@ -163,16 +210,32 @@ void printReportText(const rt::Artifact &artifact, const CompileReport &report,
      << " kernels, " << counts.libraryCalls << " cuBLASLt matmuls, "
      << counts.copies << " copies) covering " << counts.nodes
      << " ONNX nodes\n";
+  Roofline roofline = rooflineOf(artifact, report);
   for (auto [i, step] : llvm::enumerate(artifact.steps)) {
     os << llvm::formatv("  #{0,-3} {1,-11} {2,-22} {3}", i,
                         kindOf(artifact, step), nameOf(artifact, step),
                         detailOf(step));
+    const StepCost &cost = roofline.costs[i];
+    os << "  [" << scaled(cost.flops, "FLOP") << ", "
+       << scaled(cost.bytes, "B");
+    if (roofline.gpu)
+      os << ", floor " << scaledTime(floorSeconds(cost, *roofline.gpu));
+    os << "]";
     if (i < report.origins.size() && !report.origins[i].empty()) {
       os << "  <- ";
       llvm::interleave(report.origins[i], os, ", ");
     }
     os << "\n";
   }
+  os << "roofline: " << scaled(roofline.flops, "FLOP") << ", "
+     << scaled(roofline.bytes, "B") << " moved";
+  if (roofline.gpu)
+    os << "; floor on " << roofline.gpu->name << " "
+       << scaledTime(roofline.floor) << " (compute "
+       << scaledTime(roofline.computeFloor) << ", memory "
+       << scaledTime(roofline.memoryFloor) << ")\n  peaks: "
+       << roofline.gpu->origin;
+  os << "\n";
   os << "memory: peak arena " << artifact.arenaBytes << " bytes";
   if (report.liveLowerBoundBytes > 0)
     os << llvm::formatv(" (live lower bound {0} bytes, {1:f2}x)",
@@ -200,16 +263,22 @@ void printReportText(const rt::Artifact &artifact, const CompileReport &report,
 void printReportJson(const rt::Artifact &artifact, const CompileReport &report,
                      llvm::raw_ostream &os) {
   Counts counts = countsOf(artifact, report);
+  Roofline roofline = rooflineOf(artifact, report);
   llvm::json::Array launches;
   for (auto [i, step] : llvm::enumerate(artifact.steps)) {
     llvm::json::Array nodes;
     if (i < report.origins.size())
       for (const std::string &name : report.origins[i])
         nodes.push_back(name);
+    const StepCost &cost = roofline.costs[i];
     llvm::json::Object launch{{"index", static_cast<int64_t>(i)},
                               {"kind", kindOf(artifact, step)},
                               {"name", nameOf(artifact, step)},
-                              {"onnx_nodes", std::move(nodes)}};
+                              {"onnx_nodes", std::move(nodes)},
+                              {"flops", cost.flops},
+                              {"bytes", cost.bytes}};
+    if (roofline.gpu)
+      launch["floor_us"] = floorSeconds(cost, *roofline.gpu) * 1e6;
     if (step.kind == rt::Step::Kind::Launch) {
       launch["grid"] = llvm::json::Array{step.launch.grid[0],
                                          step.launch.grid[1],
@@ -240,6 +309,16 @@ void printReportJson(const rt::Artifact &artifact, const CompileReport &report,
       {"live_lower_bound_bytes", report.liveLowerBoundBytes},
       {"weight_bytes", weightBytesOf(artifact, report)},
       {"precision", report.precision}};
+  llvm::json::Object line{{"flops", roofline.flops},
+                          {"bytes", roofline.bytes}};
+  if (roofline.gpu) {
+    line["gpu"] = roofline.gpu->name;
+    line["floor_us"] = roofline.floor * 1e6;
+    line["compute_floor_us"] = roofline.computeFloor * 1e6;
+    line["memory_floor_us"] = roofline.memoryFloor * 1e6;
+    line["peaks"] = roofline.gpu->origin;
+  }
+  root["roofline"] = std::move(line);
   llvm::json::Array kept;
   for (const Fp32Kept &k : report.fp32Kept) {
     llvm::json::Array nodes;

@@ -15,6 +15,7 @@
 #include "kiln/Compiler/Compiler.h"
 #include "kiln/Compiler/Diagnostics.h"
 #include "kiln/Compiler/Report.h"
+#include "kiln/Compiler/Roofline.h"
 #include "kiln/Compiler/Version.h"
 #include "kiln/Dialect/Kiln/KilnDialect.h"
 #include "kiln/runtime/ArtifactFile.h"
@@ -209,6 +210,7 @@ PyModel compile(const std::string &path, const py::object &bytes,
                                    artifact, &compileReport.origins)))
     throw failedWith();
   compileReport.weightBytes = static_cast<int64_t>(artifact.weights.size());
+  compileReport.kernelFlops = kernelFlopsOf(*module);
   std::string text;
   if (report) {
     llvm::raw_string_ostream reportOs(text);

@@ -3,6 +3,7 @@
 #include "kiln/Compiler/Compiler.h"
 #include "kiln/Compiler/Diagnostics.h"
 #include "kiln/Compiler/Report.h"
+#include "kiln/Compiler/Roofline.h"
 #include "kiln/Compiler/TensorFile.h"
 #include "kiln/Compiler/Version.h"
 #include "kiln/Dialect/Kiln/KilnDialect.h"
@@ -51,6 +52,11 @@ cl::opt<std::string> dumpDir("dump-dir",
                              cl::value_desc("dir"));
 cl::opt<std::string> arch("arch", cl::desc("GPU architecture for NVRTC"),
                           cl::init("sm_90a"));
+cl::opt<std::string> rooflineGpu(
+    "roofline-gpu",
+    cl::desc("the GPU whose peak rates give --report's floor times (h100, "
+             "h200)"),
+    cl::init("h200"));
 cl::opt<bool> quiet("q", cl::desc("print nothing but errors (no stages on "
                                    "a terminal, no summary)"));
 cl::opt<bool> timePasses("time-passes",
@@ -143,6 +149,11 @@ int main(int argc, char **argv) {
     llvm::errs() << "kilnc: " << error << "\n";
     return 1;
   }
+  if (!kiln::findGpuPeaks(rooflineGpu)) {
+    llvm::errs() << "kilnc: --roofline-gpu: unknown GPU '" << rooflineGpu
+                 << "' (known: " << kiln::knownGpus() << ")\n";
+    return 1;
+  }
   if (emit == Emit::So && outputPath == "-") {
     llvm::errs() << "kilnc: give the output .so with -o\n";
     return 1;
@@ -213,6 +224,8 @@ int main(int argc, char **argv) {
   if (progress)
     progress->end();
   compileReport.weightBytes = static_cast<int64_t>(weights.size);
+  compileReport.kernelFlops = kiln::kernelFlopsOf(*module);
+  compileReport.rooflineGpu = rooflineGpu;
   if (report == Report::Text)
     kiln::printReportText(artifact, compileReport, llvm::outs());
   else if (report == Report::Json)

@@ -49,6 +49,10 @@ struct CompileReport {
   /// Bytes of weights; -1 for the artifact's own (`weightBytes()`), which is
   /// empty when they were streamed to the `.so` from a WeightTable.
   int64_t weightBytes = -1;
+  /// Estimated FLOPs of each kernel (kernelFlopsOf), for the roofline.
+  std::vector<double> kernelFlops;
+  /// The GPU whose peaks give the roofline's floor times (findGpuPeaks).
+  std::string rooflineGpu = "h200";
 };
 
 /// The tensors of a pipelined module that kiln-mixed-precision kept in fp32

@@ -1,0 +1,63 @@
+//===- Roofline.h - Work and floor time of each launch ----------*- C++ -*-===//
+//
+// For `kilnc --report`: the FLOPs and bytes each launch moves, and the least
+// time a GPU could take for them, max(FLOPs / peak rate, bytes / memory
+// bandwidth). Estimates for people, not a cost model: a kernel's FLOPs count
+// one per element of each elementwise op, a few per element of a
+// normalization, and the two products of attention; its bytes are its
+// operands and result read or written once.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_COMPILER_ROOFLINE_H
+#define KILN_COMPILER_ROOFLINE_H
+
+#include "kiln/runtime/ArtifactFormat.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <string>
+#include <vector>
+
+namespace kiln {
+
+/// A GPU's peak rates and where they come from.
+struct GpuPeaks {
+  const char *name;
+  /// FP32 on the CUDA cores (Kiln's kernels, fp32 GEMMs: no TF32).
+  double fp32FlopsPerSecond;
+  /// Dense FP16/BF16 on the tensor cores (16-bit GEMMs).
+  double tensor16FlopsPerSecond;
+  double bytesPerSecond;
+  const char *origin;
+};
+
+/// The peaks of `name` ("h100", "h200"), or null.
+const GpuPeaks *findGpuPeaks(llvm::StringRef name);
+
+/// The names findGpuPeaks knows, for messages.
+std::string knownGpus();
+
+/// The estimated FLOPs of each kernel of a lowered module, in launch order
+/// (the order of `Artifact::kernelNames`).
+std::vector<double> kernelFlopsOf(mlir::ModuleOp module);
+
+/// The work of one step.
+struct StepCost {
+  double flops = 0;
+  double bytes = 0;
+  /// A 16-bit GEMM, which runs on the tensor cores.
+  bool tensorCores = false;
+};
+
+/// The work of `step`; `kernelFlops` from kernelFlopsOf (may be empty).
+StepCost costOf(const rt::Artifact &artifact, const rt::Step &step,
+                llvm::ArrayRef<double> kernelFlops);
+
+/// The least time `cost` can take on `gpu`, in seconds.
+double floorSeconds(const StepCost &cost, const GpuPeaks &gpu);
+
+} // namespace kiln
+
+#endif // KILN_COMPILER_ROOFLINE_H

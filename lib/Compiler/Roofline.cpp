@@ -1,0 +1,122 @@
+//===- Roofline.cpp - Work and floor time of each launch ------------------===//
+
+#include "kiln/Compiler/Roofline.h"
+
+#include "kiln/Dialect/Kiln/KilnOps.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+#include <algorithm>
+#include <set>
+
+using namespace mlir;
+
+namespace kiln {
+
+/// Peak rates, from NVIDIA's datasheets for the SXM parts (dense, without
+/// sparsity). The H200 has the H100's GH100 compute and faster HBM3e.
+static const GpuPeaks kGpus[] = {
+    {"h100", 67e12, 989.4e12, 3.35e12,
+     "NVIDIA H100 datasheet (SXM5): FP32 67 TFLOP/s, dense BF16/FP16 tensor "
+     "989.4 TFLOP/s, HBM3 3.35 TB/s"},
+    {"h200", 67e12, 989.4e12, 4.8e12,
+     "NVIDIA H200 datasheet (SXM): FP32 67 TFLOP/s, dense BF16/FP16 tensor "
+     "989.4 TFLOP/s, HBM3e 4.8 TB/s"},
+};
+
+const GpuPeaks *findGpuPeaks(llvm::StringRef name) {
+  for (const GpuPeaks &gpu : kGpus)
+    if (name == gpu.name)
+      return &gpu;
+  return nullptr;
+}
+
+std::string knownGpus() {
+  std::string names;
+  for (const GpuPeaks &gpu : kGpus)
+    names += (names.empty() ? "" : ", ") + std::string(gpu.name);
+  return names;
+}
+
+static double elementsOf(Type type) {
+  auto shaped = dyn_cast<ShapedType>(type);
+  return shaped && shaped.hasStaticShape() ? double(shaped.getNumElements())
+                                           : 0;
+}
+
+/// FLOPs of one op inside a kernel.
+static double flopsOf(Operation *op) {
+  if (auto attention = dyn_cast<AttentionOp>(op)) {
+    auto query = cast<ShapedType>(attention.getQuery().getType());
+    auto key = cast<ShapedType>(attention.getKey().getType());
+    auto value = cast<ShapedType>(attention.getValue().getType());
+    double rows = elementsOf(query) / query.getShape().back();
+    double keys = key.getShape()[key.getRank() - 2];
+    // Q.K^T, softmax (about five per score), P.V.
+    return rows * keys *
+           (2.0 * query.getShape().back() + 5.0 + 2.0 * value.getShape().back());
+  }
+  if (auto matmul = dyn_cast<MatmulOp>(op)) {
+    auto lhs = cast<ShapedType>(op->getOperand(0).getType());
+    return 2.0 * elementsOf(matmul.getResult().getType()) *
+           lhs.getShape().back();
+  }
+  if (isa<LayerNormOp>(op))
+    return 8.0 * elementsOf(op->getOperand(0).getType());
+  if (isa<SoftmaxOp, LogSoftmaxOp>(op))
+    return 5.0 * elementsOf(op->getOperand(0).getType());
+  if (isReduction(op))
+    return elementsOf(op->getOperand(0).getType());
+  if (isElementwise(op) && op->getNumResults() == 1)
+    return elementsOf(op->getResult(0).getType());
+  return 0; // Data movement.
+}
+
+std::vector<double> kernelFlopsOf(ModuleOp module) {
+  std::vector<double> flops;
+  for (auto func : module.getOps<func::FuncOp>())
+    for (auto kernel : func.getOps<KernelOp>()) {
+      double total = 0;
+      kernel.getBody().walk([&](Operation *op) { total += flopsOf(op); });
+      flops.push_back(total);
+    }
+  return flops;
+}
+
+StepCost costOf(const rt::Artifact &artifact, const rt::Step &step,
+                llvm::ArrayRef<double> kernelFlops) {
+  StepCost cost;
+  switch (step.kind) {
+  case rt::Step::Kind::Launch: {
+    if (step.launch.kernel < kernelFlops.size())
+      cost.flops = kernelFlops[step.launch.kernel];
+    // Each distinct buffer once (a view and its source count once).
+    std::set<uint32_t> seen;
+    for (uint32_t id : step.launch.args)
+      if (seen.insert(id).second)
+        cost.bytes += artifact.buffers[id].bytes;
+    break;
+  }
+  case rt::Step::Kind::Matmul: {
+    const rt::MatmulStep &m = step.matmul;
+    double batch = double(m.batch) * double(m.outerBatch);
+    cost.flops = 2.0 * batch * m.m * m.n * m.k;
+    const rt::Buffer &c = artifact.buffers[m.c];
+    cost.bytes = artifact.buffers[m.a].bytes + artifact.buffers[m.b].bytes +
+                 c.bytes * (m.beta != 0 ? 2 : 1);
+    cost.tensorCores = m.dtype == rt::DType::F16 || m.dtype == rt::DType::BF16;
+    break;
+  }
+  case rt::Step::Kind::Copy:
+    cost.bytes = 2.0 * step.copy.bytes;
+    break;
+  }
+  return cost;
+}
+
+double floorSeconds(const StepCost &cost, const GpuPeaks &gpu) {
+  double peak =
+      cost.tensorCores ? gpu.tensor16FlopsPerSecond : gpu.fp32FlopsPerSecond;
+  return std::max(cost.flops / peak, cost.bytes / gpu.bytesPerSecond);
+}
+
+} // namespace kiln
