@@ -278,7 +278,8 @@ LogicalResult lowerToArtifact(ModuleOp module, const CompileOptions &options,
   if (!compile)
     return success();
   if (options.progress)
-    options.progress->stage("NVRTC, " + llvm::Twine(artifact.kernelNames.size()) +
+    options.progress->stage("NVRTC, " +
+                            llvm::Twine(artifact.kernelNames.size()) +
                             " kernels for " + options.arch);
   auto compiled = compileCuda(func.getLoc(), artifact.cudaSource, options.arch);
   if (failed(compiled))

@@ -52,8 +52,9 @@ static double flopsOf(Operation *op) {
     double rows = elementsOf(query) / query.getShape().back();
     double keys = key.getShape()[key.getRank() - 2];
     // Q.K^T, softmax (about five per score), P.V.
-    return rows * keys *
-           (2.0 * query.getShape().back() + 5.0 + 2.0 * value.getShape().back());
+    double perScore =
+        2.0 * query.getShape().back() + 5.0 + 2.0 * value.getShape().back();
+    return rows * keys * perScore;
   }
   if (auto matmul = dyn_cast<MatmulOp>(op)) {
     auto lhs = cast<ShapedType>(op->getOperand(0).getType());

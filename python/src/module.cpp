@@ -73,8 +73,8 @@ rt::Backend backendOf(const std::string &name) {
     return rt::Backend::Cuda;
   if (name == "host")
     return rt::Backend::Host;
-  throw std::invalid_argument("backend must be 'auto', 'cuda' or 'host', not '" +
-                              name + "'");
+  throw std::invalid_argument(
+      "backend must be 'auto', 'cuda' or 'host', not '" + name + "'");
 }
 
 /// A loaded model and, after a compile with report=True, its report.

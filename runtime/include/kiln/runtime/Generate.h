@@ -1,4 +1,4 @@
-//===- Generate.h - Autoregressive decoding with a compiled model -*- C++ -*-===//
+//===- Generate.h - Autoregressive decoding with a model --------*- C++ -*-===//
 //
 // Greedy or sampled decoding with a compiled causal language model: the
 // tokens so far go in as `input_ids` (with `attention_mask` and
