@@ -177,16 +177,21 @@ def _dlpack_dtype(code: int, bits: int, lanes: int) -> np.dtype:
 def compile(model: Union[str, os.PathLike, Any], *, precision: str = "fp32",
             dims: Optional[Mapping[str, int]] = None,
             input_shapes: Optional[Mapping[str, Sequence[int]]] = None,
-            backend: str = "auto", report: bool = False) -> Model:
+            backend: str = "auto", report: bool = False,
+            base_dir: Optional[Union[str, os.PathLike]] = None) -> Model:
     """Compiles an ONNX model (a path, or an `onnx.ModelProto`) in this
     process. `dims` gives symbolic dims their values (kilnc --dim),
     `input_shapes` whole input shapes (--input-shape); `precision` is
-    "fp32", "fp16" or "bf16"; `backend` "auto", "cuda" or "host"."""
+    "fp32", "fp16" or "bf16"; `backend` "auto", "cuda" or "host". A
+    ModelProto loaded without its external data (`load_external_data=False`)
+    reads it from `base_dir`, the folder of the model file."""
     path, data = str(model), None
     if not isinstance(model, (str, os.PathLike)):
         if not hasattr(model, "SerializeToString"):
             raise TypeError("compile takes a path or an onnx.ModelProto")
-        path, data = "model.onnx", model.SerializeToString()
+        name = (model.graph.name or "model") + ".onnx"
+        path = os.path.join(str(base_dir or os.getcwd()), name)
+        data = model.SerializeToString()
     try:
         native = _kiln.compile(path, data, precision, dict(dims or {}),
                                {k: list(v) for k, v in (input_shapes or {}).items()},

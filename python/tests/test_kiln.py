@@ -70,6 +70,17 @@ def test_compile_a_model_proto_with_dims():
     np.testing.assert_allclose(got["output"], want, rtol=RTOL, atol=ATOL)
 
 
+def test_model_proto_reads_external_data_from_base_dir():
+    folder = os.path.join(FRESH, "bert-dynamo")
+    proto = onnx.load(os.path.join(folder, "model.onnx"), load_external_data=False)
+    with pytest.raises(kiln.CompileError, match="external data at 'model.onnx.data'"):
+        kiln.compile(proto, backend="host")
+    model = kiln.compile(proto, backend="host", base_dir=folder)
+    got = model.run(folder_inputs(folder))
+    want = np.load(os.path.join(folder, "expected", "output.npy"))
+    np.testing.assert_allclose(got["output"], want, rtol=RTOL, atol=ATOL)
+
+
 def test_load_an_artifact_written_by_kilnc(tmp_path):
     folder = os.path.join(FRESH, "llama-torchscript")
     so = str(tmp_path / "llama.so")
