@@ -7,6 +7,7 @@
 #include "kiln/Dialect/Kiln/KilnDialect.h"
 #include "kiln/Target/CUDA/EmitPlan.h"
 #include "kiln/kiln_model.h"
+#include "kiln/runtime/SplatStorage.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/Parser/Parser.h"
@@ -18,9 +19,6 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
-
-#include <algorithm>
-#include <map>
 
 using namespace mlir;
 
@@ -222,17 +220,11 @@ static LogicalResult checkMemoryLimits(func::FuncOp func,
              << " bytes, more than --max-arena (" << options.maxArenaBytes
              << ")";
   // Splat constants take no space in the artifact, but the runtime fills
-  // storage for them at load, one per distinct value (see SplatStorage.h).
-  std::map<std::pair<uint64_t, size_t>, uint64_t> splatSlots;
-  for (const rt::Buffer &buffer : artifact.buffers)
-    if (buffer.kind == rt::BufferKind::Splat) {
-      uint64_t &slot =
-          splatSlots[{buffer.offset, rt::dtypeSize(buffer.dtype)}];
-      slot = std::max(slot, buffer.bytes);
-    }
+  // storage for them at load: the slots the executors will allocate.
   uint64_t splatBytes = 0;
-  for (const auto &slot : splatSlots)
-    splatBytes = llvm::SaturatingAdd(splatBytes, slot.second);
+  for (const rt::SplatSlots::Slot &slot :
+       rt::planSplatSlots(artifact, /*slotPerSize=*/false).slots)
+    splatBytes = llvm::SaturatingAdd(splatBytes, slot.bytes);
   uint64_t total = llvm::SaturatingAdd(weightBytes, splatBytes);
   if (total > options.maxWeightBytes) {
     InFlightDiagnostic diag = emitError(func.getLoc(), "the plan has ")

@@ -187,6 +187,17 @@ std::vector<Fp32Kept> collectFp32Kept(ModuleOp module) {
   return kept;
 }
 
+CompileReport reportOf(ModuleOp module, llvm::StringRef model,
+                       llvm::StringRef precision) {
+  CompileReport report;
+  report.model = model.str();
+  report.liveLowerBoundBytes = liveLowerBoundOf(module);
+  report.precision = precision.str();
+  report.fp32Kept = collectFp32Kept(module);
+  report.kernelFlops = kernelFlopsOf(module);
+  return report;
+}
+
 int64_t liveLowerBoundOf(ModuleOp module) {
   for (auto func : module.getOps<func::FuncOp>())
     if (auto bound = func->getAttrOfType<IntegerAttr>(kLiveLowerBoundAttr))

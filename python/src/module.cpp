@@ -15,7 +15,6 @@
 #include "kiln/Compiler/Compiler.h"
 #include "kiln/Compiler/Diagnostics.h"
 #include "kiln/Compiler/Report.h"
-#include "kiln/Compiler/Roofline.h"
 #include "kiln/Compiler/Version.h"
 #include "kiln/Dialect/Kiln/KilnDialect.h"
 #include "kiln/runtime/ArtifactFile.h"
@@ -200,17 +199,12 @@ PyModel compile(const std::string &path, const py::object &bytes,
   }
   if (!module || mlir::failed(runPipeline(*module, options)))
     throw failedWith();
-  CompileReport compileReport;
-  compileReport.model = path;
-  compileReport.liveLowerBoundBytes = liveLowerBoundOf(*module);
-  compileReport.precision = options.precision;
-  compileReport.fp32Kept = collectFp32Kept(*module);
+  CompileReport compileReport = reportOf(*module, path, options.precision);
   rt::Artifact artifact;
   if (mlir::failed(lowerToArtifact(*module, options, /*compile=*/true,
                                    artifact, &compileReport.origins)))
     throw failedWith();
   compileReport.weightBytes = static_cast<int64_t>(artifact.weights.size());
-  compileReport.kernelFlops = kernelFlopsOf(*module);
   std::string text;
   if (report) {
     llvm::raw_string_ostream reportOs(text);

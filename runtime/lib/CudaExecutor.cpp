@@ -9,7 +9,7 @@
 #include "CublasLt.h"
 #include "CudaDriver.h"
 #include "Executor.h"
-#include "SplatStorage.h"
+#include "kiln/runtime/SplatStorage.h"
 
 #include <algorithm>
 #include <climits>
@@ -454,8 +454,10 @@ Status CudaExecutor::uploadSplats() {
   SplatSlots plan = planSplatSlots(artifact, /*slotPerSize=*/false);
   splatSlotOf = std::move(plan.slotOf);
   splats.assign(plan.slots.size(), 0);
-  std::vector<char> block;
+  // One host block per slot, alive until the one synchronize at the end.
+  std::vector<std::vector<char>> blocks(plan.slots.size());
   for (size_t i = 0; i < plan.slots.size(); ++i) {
+    std::vector<char> &block = blocks[i];
     const SplatSlots::Slot &slot = plan.slots[i];
     if (slot.bytes == 0)
       continue;
@@ -477,10 +479,9 @@ Status CudaExecutor::uploadSplats() {
         return cu::cudaError(*api, r, "filling " + what);
       filled += take;
     }
-    // `block` is reused for the next slot: wait for its upload.
-    if (cu::Result r = api->streamSynchronize(stream); r != cu::kSuccess)
-      return cu::cudaError(*api, r, "filling " + what);
   }
+  if (cu::Result r = api->streamSynchronize(stream); r != cu::kSuccess)
+    return cu::cudaError(*api, r, "filling the splat constants");
   return Status::ok();
 }
 

@@ -21,7 +21,7 @@
 #include "HostGemm.h"
 #include "HostLauncher.h"
 #include "HostModule.h"
-#include "SplatStorage.h"
+#include "kiln/runtime/SplatStorage.h"
 
 #include <cstdlib>
 #include <cstring>

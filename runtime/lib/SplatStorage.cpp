@@ -1,6 +1,6 @@
 //===- SplatStorage.cpp - Where the runtime keeps splat buffers -----------===//
 
-#include "SplatStorage.h"
+#include "kiln/runtime/SplatStorage.h"
 
 #include <algorithm>
 #include <cstring>

@@ -539,12 +539,9 @@ int generate(MLIRContext &context, bool isLibrary,
     if (kiln::rt::Status s = kiln::rt::loadArtifactFile(modelPath, artifact);
         !s.isOk())
       return fail(s.message);
-  } else {
-    OwningOpRef<ModuleOp> module =
-        kiln::loadModel(&context, modelPath, options);
-    if (!module || failed(kiln::runPipeline(*module, options)) ||
-        failed(kiln::lowerToArtifact(*module, options, true, artifact)))
-      return 1;
+  } else if (failed(kiln::compileModel(&context, modelPath, options,
+                                       artifact))) {
+    return 1;
   }
   std::unique_ptr<kiln::rt::Model> model;
   if (kiln::rt::Status s = kiln::rt::Model::create(

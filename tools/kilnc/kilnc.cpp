@@ -210,11 +210,9 @@ int main(int argc, char **argv) {
   }
   kiln::rt::Artifact artifact;
   bool needsCubin = emit == Emit::So;
-  kiln::CompileReport compileReport;
-  compileReport.model = inputPath;
-  compileReport.liveLowerBoundBytes = kiln::liveLowerBoundOf(*module);
-  compileReport.precision = options.precision;
-  compileReport.fp32Kept = kiln::collectFp32Kept(*module);
+  kiln::CompileReport compileReport =
+      kiln::reportOf(*module, inputPath, options.precision);
+  compileReport.rooflineGpu = rooflineGpu;
   // The weights stay in the constants (for external data, the mapped model
   // files) until they are streamed into the output.
   kiln::WeightTable weights;
@@ -224,8 +222,6 @@ int main(int argc, char **argv) {
   if (progress)
     progress->end();
   compileReport.weightBytes = static_cast<int64_t>(weights.size);
-  compileReport.kernelFlops = kiln::kernelFlopsOf(*module);
-  compileReport.rooflineGpu = rooflineGpu;
   if (report == Report::Text)
     kiln::printReportText(artifact, compileReport, llvm::outs());
   else if (report == Report::Json)

@@ -55,6 +55,12 @@ struct CompileReport {
   std::string rooflineGpu = "h200";
 };
 
+/// A report of the pipelined `module` of `model`: the fields that come from
+/// the module (live lower bound, fp32 tensors, kernel FLOPs); the caller
+/// adds the origins and weights that lowering gives.
+CompileReport reportOf(mlir::ModuleOp module, llvm::StringRef model,
+                       llvm::StringRef precision);
+
 /// The tensors of a pipelined module that kiln-mixed-precision kept in fp32
 /// (the `kiln.fp32` attributes it left): graph inputs, ops and weights in
 /// program order (ops inside kernels included), then graph outputs.

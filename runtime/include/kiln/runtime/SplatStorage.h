@@ -9,8 +9,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef KILN_RUNTIME_LIB_SPLATSTORAGE_H
-#define KILN_RUNTIME_LIB_SPLATSTORAGE_H
+#ifndef KILN_RUNTIME_SPLATSTORAGE_H
+#define KILN_RUNTIME_SPLATSTORAGE_H
 
 #include "kiln/runtime/ArtifactFormat.h"
 
@@ -48,4 +48,4 @@ void fillSplatBlock(const SplatSlots::Slot &slot, size_t maxBytes,
 } // namespace rt
 } // namespace kiln
 
-#endif // KILN_RUNTIME_LIB_SPLATSTORAGE_H
+#endif // KILN_RUNTIME_SPLATSTORAGE_H
