@@ -181,6 +181,23 @@ def test_dlpack_in_and_out(bert):
         bert.run(feeds, outputs={"output": np.zeros((2, 8, 31), np.float32)})
 
 
+class OnDevice(DLPackOnly):
+    """A tensor that says it lives on a DLPack device Kiln does not take."""
+
+    def __dlpack_device__(self):
+        return (7, 0)  # kDLVulkan
+
+
+def test_dlpack_and_outputs_refused(bert):
+    feeds = folder_inputs(os.path.join(FRESH, "bert-torchscript"))
+    with pytest.raises(kiln.RunError, match="is on DLPack device 7"):
+        bert.run({**feeds, "input_ids": OnDevice(feeds["input_ids"])})
+    with pytest.raises(kiln.RunError, match="outputs must name exactly"):
+        bert.run(feeds, outputs={"logits": np.zeros((2, 8, 32), np.float32)})
+    with pytest.raises(kiln.RunError, match="unknown: \\['extra'\\]"):
+        bert.run({**feeds, "extra": feeds["input_ids"]})
+
+
 def test_dlpack_capsule_is_read_in_place():
     array = np.arange(6, dtype=np.float32).reshape(2, 3)
     ptr, device, _, code, bits, lanes, shape, _ = kiln._kiln.dlpack_info(

@@ -43,12 +43,12 @@ void store(const Buffer &b, std::vector<char> &bytes, int64_t i,
     *at = value != 0;
     break;
   default:
-    break; // Refused by `feedOf`.
+    break; // Refused by `checkFeed`.
   }
 }
 
 /// The role of input `b`, or an error for an input the loop cannot feed.
-Status feedOf(const Buffer &b, int64_t window, Feed &feed) {
+Status roleOf(const Buffer &b, Feed &feed) {
   if (b.name == "input_ids")
     feed = Feed::Ids;
   else if (b.name == "attention_mask")
@@ -58,7 +58,14 @@ Status feedOf(const Buffer &b, int64_t window, Feed &feed) {
   else
     return invalid("the model takes an input '" + b.name +
                    "'; the loop feeds input_ids, attention_mask and "
-                   "position_ids only");
+                   "position_ids only (a decoder with a KV cache waits for "
+                   "symbolic shapes)");
+  return Status::ok();
+}
+
+/// Checks that input `b`, fed as `feed`, has a type and shape the loop
+/// can fill.
+Status checkFeed(const Buffer &b, Feed feed, int64_t window) {
   bool intType = b.dtype == DType::I64 || b.dtype == DType::I32;
   bool maskType = feed == Feed::Mask &&
                   (b.dtype == DType::F32 || b.dtype == DType::Bool);
@@ -133,10 +140,15 @@ Status kiln::rt::generate(Model &model, const GenerateOptions &options,
       window = model.input(i).shape[1];
   if (window < 0)
     return invalid("the model has no input 'input_ids' of rank 2");
+  // Every input's role first: an input the loop cannot feed says more than
+  // a shape that does not fit.
   std::vector<Feed> feeds(model.numInputs());
+  for (size_t i = 0; i < model.numInputs(); ++i)
+    if (Status s = roleOf(model.input(i), feeds[i]); !s.isOk())
+      return s;
   std::vector<std::vector<char>> inputs(model.numInputs());
   for (size_t i = 0; i < model.numInputs(); ++i) {
-    if (Status s = feedOf(model.input(i), window, feeds[i]); !s.isOk())
+    if (Status s = checkFeed(model.input(i), feeds[i], window); !s.isOk())
       return s;
     inputs[i].assign(model.input(i).bytes, 0);
   }
