@@ -8,6 +8,7 @@
 
 #include "ExecuteIndexing.h"
 
+#include "kiln/ConstantData/Concatenate.h"
 #include "kiln/Dialect/Kiln/ShapeInference.h"
 
 #include <cstring>
@@ -67,30 +68,8 @@ FailureOr<HostTensor> executeConcat(ConcatOp op,
   FailureOr<HostTensor> result = allocateResult(op);
   if (failed(result))
     return failure();
-  int64_t axis = op.getAxis();
-  ArrayRef<int64_t> shape = result->shape;
-  // outer x (axis dim) x inner, with each input a contiguous run along axis.
-  int64_t outer = 1, inner = 1;
-  for (int64_t d = 0; d < axis; ++d)
-    outer *= shape[d];
-  for (size_t d = axis + 1; d < shape.size(); ++d)
-    inner *= shape[d];
-  int64_t offset = 0;
-  for (const HostTensor *input : inputs) {
-    if (input->shape.size() != shape.size())
-      return op.emitOpError("input rank differs from the result's");
-    int64_t extent = input->shape[axis];
-    if (offset + extent > shape[axis])
-      return op.emitOpError("inputs overflow the result along the axis");
-    for (int64_t o = 0; o < outer; ++o)
-      for (int64_t a = 0; a < extent; ++a)
-        for (int64_t i = 0; i < inner; ++i)
-          copyElement(*result, (o * shape[axis] + offset + a) * inner + i,
-                      *input, (o * extent + a) * inner + i);
-    offset += extent;
-  }
-  if (offset != shape[axis])
-    return op.emitOpError("inputs do not fill the result along the axis");
+  if (failed(concatenateInto(*result, inputs, op.getAxis(), op.getLoc())))
+    return failure();
   return result;
 }
 

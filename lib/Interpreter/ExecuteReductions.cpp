@@ -92,9 +92,10 @@ template <typename T> T getInteger(const HostTensor &tensor, int64_t i) {
 /// Whether integer element `a` of `tensor` is below element `b`, in the
 /// order of the tensor's signedness.
 bool integerLess(const HostTensor &tensor, int64_t a, int64_t b) {
-  if (tensor.elementType.isUnsignedInteger())
-    return getInteger<uint64_t>(tensor, a) < getInteger<uint64_t>(tensor, b);
-  return tensor.getAsInt(a) < tensor.getAsInt(b);
+  return dispatchNumericDomain(tensor.elementType, [&](auto domain) {
+    using Domain = decltype(domain);
+    return Domain::get(tensor, a) < Domain::get(tensor, b);
+  });
 }
 
 double combine(ReduceKind kind, double acc, double x) {

@@ -333,7 +333,6 @@ executeCompare(Operation *op, const HostTensor &lhs, const HostTensor &rhs,
   if (lhs.elementType != rhs.elementType)
     return op->emitOpError("expected operands of one element type, got ")
            << lhs.elementType << " and " << rhs.elementType;
-  bool isFloat = isa<FloatType>(lhs.elementType);
   FailureOr<SmallVector<int64_t>> shape =
       broadcastShapes(op->getLoc(), lhs.shape, rhs.shape);
   if (failed(shape))
@@ -344,21 +343,16 @@ executeCompare(Operation *op, const HostTensor &lhs, const HostTensor &rhs,
     return failure();
   SmallVector<int64_t> lhsStrides = getBroadcastStrides(lhs.shape, *shape);
   SmallVector<int64_t> rhsStrides = getBroadcastStrides(rhs.shape, *shape);
-  bool isUnsigned = lhs.elementType.isUnsignedInteger();
   int64_t count = result->numElements();
-  for (int64_t i = 0; i < count; ++i) {
-    int64_t l = getOffset(i, *shape, lhsStrides);
-    int64_t r = getOffset(i, *shape, rhsStrides);
-    bool value;
-    if (isFloat)
-      value = compare(lhs.getAsDouble(l), rhs.getAsDouble(r));
-    else if (isUnsigned)
-      value = compare(static_cast<uint64_t>(lhs.getAsInt(l)),
-                      static_cast<uint64_t>(rhs.getAsInt(r)));
-    else
-      value = compare(lhs.getAsInt(l), rhs.getAsInt(r));
-    result->setFromInt(i, value ? 1 : 0);
-  }
+  dispatchNumericDomain(lhs.elementType, [&](auto domain) {
+    using Domain = decltype(domain);
+    for (int64_t i = 0; i < count; ++i) {
+      int64_t l = getOffset(i, *shape, lhsStrides);
+      int64_t r = getOffset(i, *shape, rhsStrides);
+      bool value = compare(Domain::get(lhs, l), Domain::get(rhs, r));
+      result->setFromInt(i, value ? 1 : 0);
+    }
+  });
   return result;
 }
 
@@ -410,17 +404,12 @@ static FailureOr<HostTensor> executeCast(CastOp op, const HostTensor &input) {
       op.getType().getElementType(), input.shape, op.getLoc());
   if (failed(result))
     return failure();
-  bool isFloat = isa<FloatType>(input.elementType);
-  bool isUnsigned = input.elementType.isUnsignedInteger();
   int64_t count = result->numElements();
-  for (int64_t i = 0; i < count; ++i) {
-    if (isFloat)
-      result->setFromDouble(i, input.getAsDouble(i));
-    else if (isUnsigned)
-      result->setFromUnsigned(i, static_cast<uint64_t>(input.getAsInt(i)));
-    else
-      result->setFromInt(i, input.getAsInt(i));
-  }
+  dispatchNumericDomain(input.elementType, [&](auto domain) {
+    using Domain = decltype(domain);
+    for (int64_t i = 0; i < count; ++i)
+      Domain::set(*result, i, Domain::get(input, i));
+  });
   return result;
 }
 

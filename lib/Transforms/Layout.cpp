@@ -2,9 +2,9 @@
 
 #include "kiln/Transforms/Passes.h"
 
+#include "kiln/ConstantData/Concatenate.h"
 #include "kiln/Dialect/Kiln/KilnOps.h"
 #include "kiln/Dialect/Kiln/TensorNames.h"
-#include "kiln/Interpreter/Interpreter.h"
 #include "llvm/ADT/MapVector.h"
 
 namespace kiln {
@@ -61,17 +61,14 @@ LogicalResult pack(ArrayRef<MatmulOp> group) {
     pointers.push_back(&t);
   MatmulOp first = group.front();
   OpBuilder b(first);
-  // The concatenation is evaluated once, here, by the reference interpreter.
+  // The packed weights are computed once, here.
   auto concatType = inferConcatType(first.getLoc(), types, 1);
   if (failed(concatType))
     return failure();
-  SmallVector<Value> rhs;
-  for (MatmulOp matmul : group)
-    rhs.push_back(matmul.getRhs());
-  auto concat = ConcatOp::create(b, first.getLoc(), *concatType, rhs, 1);
-  auto packed = evaluateOp(concat, pointers);
-  concat->erase();
-  if (failed(packed))
+  auto packed = HostTensor::allocate(concatType->getElementType(),
+                                     concatType->getShape(), first.getLoc());
+  if (failed(packed) ||
+      failed(concatenateInto(*packed, pointers, 1, first.getLoc())))
     return failure();
   SmallVector<Location> locs;
   for (MatmulOp matmul : group)

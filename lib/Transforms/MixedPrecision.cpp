@@ -13,7 +13,7 @@
 #include "kiln/Dialect/Kiln/KilnOps.h"
 #include "kiln/Dialect/Kiln/MappedWeights.h"
 #include "kiln/Dialect/Kiln/TensorNames.h"
-#include "kiln/Interpreter/Interpreter.h"
+#include "kiln/ConstantData/HostTensor.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/DialectResourceBlobManager.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"

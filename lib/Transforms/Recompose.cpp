@@ -9,7 +9,7 @@
 
 #include "kiln/Dialect/Kiln/KilnOps.h"
 #include "kiln/Dialect/Kiln/TensorNames.h"
-#include "kiln/Interpreter/Interpreter.h"
+#include "kiln/ConstantData/HostTensor.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"

@@ -8,7 +8,7 @@
 #ifndef KILN_COMPILER_TENSORFILE_H
 #define KILN_COMPILER_TENSORFILE_H
 
-#include "kiln/Interpreter/Interpreter.h"
+#include "kiln/ConstantData/HostTensor.h"
 
 #include "llvm/ADT/StringMap.h"
 

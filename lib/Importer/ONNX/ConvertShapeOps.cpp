@@ -15,7 +15,7 @@
 
 #include "kiln/Dialect/Kiln/ShapeInference.h"
 #include "kiln/Importer/ONNX/TensorProto.h"
-#include "kiln/Interpreter/Interpreter.h"
+#include "kiln/ConstantData/HostTensor.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/ADT/StringSwitch.h"
 

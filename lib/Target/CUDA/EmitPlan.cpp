@@ -7,7 +7,7 @@
 #include "kiln/Dialect/Kiln/KilnOps.h"
 #include "kiln/Dialect/Kiln/MappedWeights.h"
 #include "kiln/Dialect/Kiln/TensorNames.h"
-#include "kiln/Interpreter/Interpreter.h"
+#include "kiln/ConstantData/HostTensor.h"
 #include "kiln/Transforms/Passes.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"

@@ -1,13 +1,13 @@
-//===- HostTensor.cpp - host tensors of the reference interpreter ---------===//
+//===- HostTensor.cpp - constant data in host memory ---------------------===//
 //
-// Element access converts through double (floats) or int64_t (integers) so
-// that every op of the interpreter is written once for all element types.
+// Element access converts through double (floats) or 64-bit integers so
+// that code over elements is written once per numeric domain, not per type.
 // Rounding to f16 and bf16 goes through llvm::APFloat: slower than bit tricks,
 // but round-to-nearest-even from double is then obviously right.
 //
 //===----------------------------------------------------------------------===//
 
-#include "kiln/Interpreter/Interpreter.h"
+#include "kiln/ConstantData/HostTensor.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/DialectResourceBlobManager.h"
@@ -22,6 +22,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 
 using namespace mlir;
 using namespace kiln;
@@ -30,10 +31,10 @@ using namespace kiln;
 // infinity) on IEEE 754 hosts; every host Kiln supports is one.
 static_assert(std::numeric_limits<float>::is_iec559 &&
                   std::numeric_limits<double>::is_iec559,
-              "the interpreter needs IEEE 754 float and double");
+              "HostTensor needs IEEE 754 float and double");
 
 namespace {
-/// The element types the interpreter stores, decoded once per access.
+/// The element types a HostTensor stores, decoded once per access.
 enum class ElementKind {
   F64,
   F32,
@@ -86,36 +87,44 @@ static ElementKind getElementKind(Type type) {
   return ElementKind::Unsupported;
 }
 
-/// Bit width of a signed integer kind; 0 for the other kinds.
-static unsigned getSignedWidth(ElementKind kind) {
+/// Whether `kind` is one of the float kinds.
+static bool isFloatKind(ElementKind kind) {
+  return kind == ElementKind::F64 || kind == ElementKind::F32 ||
+         kind == ElementKind::F16 || kind == ElementKind::BF16;
+}
+
+/// Calls `fn(T())` with the C++ type that stores an integer kind (uint8_t for
+/// i1) and returns what it returns. Precondition: `kind` is an integer kind.
+template <typename Fn>
+static decltype(auto) visitIntegerKind(ElementKind kind, Fn &&fn) {
   switch (kind) {
   case ElementKind::I64:
-    return 64;
+    return fn(int64_t());
   case ElementKind::I32:
-    return 32;
+    return fn(int32_t());
   case ElementKind::I16:
-    return 16;
+    return fn(int16_t());
   case ElementKind::I8:
-    return 8;
+    return fn(int8_t());
+  case ElementKind::U64:
+    return fn(uint64_t());
+  case ElementKind::U32:
+    return fn(uint32_t());
+  case ElementKind::U16:
+    return fn(uint16_t());
+  case ElementKind::U8:
+  case ElementKind::I1:
+    return fn(uint8_t());
   default:
-    return 0;
+    llvm_unreachable("not an integer element kind");
   }
 }
 
-/// Bit width of an unsigned integer kind; 0 for the other kinds.
-static unsigned getUnsignedWidth(ElementKind kind) {
-  switch (kind) {
-  case ElementKind::U64:
-    return 64;
-  case ElementKind::U32:
-    return 32;
-  case ElementKind::U16:
-    return 16;
-  case ElementKind::U8:
-    return 8;
-  default:
-    return 0;
-  }
+/// Bit width of an integer kind.
+static unsigned getIntegerWidth(ElementKind kind) {
+  return visitIntegerKind(kind, [](auto zero) -> unsigned {
+    return sizeof(zero) * 8;
+  });
 }
 
 /// Reads element `i` of `bytes` as a `T`; memcpy because the buffer of a
@@ -218,28 +227,28 @@ static std::string formatShape(ArrayRef<int64_t> shape) {
 }
 
 int64_t kiln::getHostElementByteWidth(Type elementType) {
-  switch (getElementKind(elementType)) {
+  ElementKind kind = getElementKind(elementType);
+  switch (kind) {
+  case ElementKind::Unsupported:
+    return 0;
+  case ElementKind::F64:
+    return 8;
   case ElementKind::F32:
-  case ElementKind::I32:
-  case ElementKind::U32:
     return 4;
   case ElementKind::F16:
   case ElementKind::BF16:
-  case ElementKind::I16:
-  case ElementKind::U16:
     return 2;
-  case ElementKind::F64:
-  case ElementKind::I64:
-  case ElementKind::U64:
-    return 8;
-  case ElementKind::I8:
-  case ElementKind::U8:
-  case ElementKind::I1:
-    return 1;
-  case ElementKind::Unsupported:
-    return 0;
+  default:
+    return getIntegerWidth(kind) / 8;
   }
-  return 0;
+}
+
+NumericDomain kiln::getNumericDomain(Type elementType) {
+  if (isa<FloatType>(elementType))
+    return NumericDomain::Float;
+  if (elementType.isUnsignedInteger())
+    return NumericDomain::Unsigned;
+  return NumericDomain::Signed;
 }
 
 FailureOr<int64_t> kiln::getCheckedNumElements(ArrayRef<int64_t> shape,
@@ -414,7 +423,11 @@ RankedTensorType HostTensor::getType() const {
 }
 
 double HostTensor::getAsDouble(int64_t i) const {
-  switch (getElementKind(elementType)) {
+  ElementKind kind = getElementKind(elementType);
+  switch (kind) {
+  case ElementKind::Unsupported:
+    // Reached only for a tensor built by hand with an unsupported type.
+    return std::numeric_limits<double>::quiet_NaN();
   case ElementKind::F64:
     return loadElement<double>(bytes, i);
   case ElementKind::F32:
@@ -425,34 +438,20 @@ double HostTensor::getAsDouble(int64_t i) const {
   case ElementKind::BF16:
     return decodeFloat16(llvm::APFloat::BFloat(),
                          loadElement<uint16_t>(bytes, i));
-  case ElementKind::I64:
-    return static_cast<double>(loadElement<int64_t>(bytes, i));
-  case ElementKind::I32:
-    return loadElement<int32_t>(bytes, i);
-  case ElementKind::I16:
-    return loadElement<int16_t>(bytes, i);
-  case ElementKind::I8:
-    return loadElement<int8_t>(bytes, i);
-  case ElementKind::U64:
-    return static_cast<double>(loadElement<uint64_t>(bytes, i));
-  case ElementKind::U32:
-    return loadElement<uint32_t>(bytes, i);
-  case ElementKind::U16:
-    return loadElement<uint16_t>(bytes, i);
-  case ElementKind::U8:
-    return loadElement<uint8_t>(bytes, i);
   case ElementKind::I1:
     return loadElement<uint8_t>(bytes, i) != 0 ? 1.0 : 0.0;
-  case ElementKind::Unsupported:
-    break;
+  default:
+    return visitIntegerKind(kind, [&](auto zero) {
+      return static_cast<double>(loadElement<decltype(zero)>(bytes, i));
+    });
   }
-  // Reached only for a tensor built by hand with an unsupported type.
-  return std::numeric_limits<double>::quiet_NaN();
 }
 
 void HostTensor::setFromDouble(int64_t i, double value) {
   ElementKind kind = getElementKind(elementType);
   switch (kind) {
+  case ElementKind::Unsupported:
+    return;
   case ElementKind::F64:
     storeElement<double>(bytes, i, value);
     return;
@@ -471,52 +470,27 @@ void HostTensor::setFromDouble(int64_t i, double value) {
     // `x != 0`, so NaN is true as in numpy's bool(nan).
     storeElement<uint8_t>(bytes, i, value != 0.0 ? 1 : 0);
     return;
-  case ElementKind::I64:
-  case ElementKind::I32:
-  case ElementKind::I16:
-  case ElementKind::I8:
-    setFromInt(i, floatToInteger(value, getSignedWidth(kind)));
-    return;
-  case ElementKind::U64:
-  case ElementKind::U32:
-  case ElementKind::U16:
-  case ElementKind::U8:
-    setFromUnsigned(i, floatToUnsigned(value, getUnsignedWidth(kind)));
-    return;
-  case ElementKind::Unsupported:
+  default:
+    if (elementType.isUnsignedInteger())
+      setFromUnsigned(i, floatToUnsigned(value, getIntegerWidth(kind)));
+    else
+      setFromInt(i, floatToInteger(value, getIntegerWidth(kind)));
     return;
   }
 }
 
 int64_t HostTensor::getAsInt(int64_t i) const {
-  switch (getElementKind(elementType)) {
-  case ElementKind::I64:
-    return loadElement<int64_t>(bytes, i);
-  case ElementKind::I32:
-    return loadElement<int32_t>(bytes, i);
-  case ElementKind::I16:
-    return loadElement<int16_t>(bytes, i);
-  case ElementKind::I8:
-    return loadElement<int8_t>(bytes, i);
-  case ElementKind::U64:
-    return static_cast<int64_t>(loadElement<uint64_t>(bytes, i));
-  case ElementKind::U32:
-    return loadElement<uint32_t>(bytes, i);
-  case ElementKind::U16:
-    return loadElement<uint16_t>(bytes, i);
-  case ElementKind::U8:
-    return loadElement<uint8_t>(bytes, i);
-  case ElementKind::I1:
-    return loadElement<uint8_t>(bytes, i) != 0 ? 1 : 0;
-  case ElementKind::F64:
-  case ElementKind::F32:
-  case ElementKind::F16:
-  case ElementKind::BF16:
+  ElementKind kind = getElementKind(elementType);
+  if (kind == ElementKind::Unsupported)
+    return 0;
+  if (isFloatKind(kind))
     return floatToInteger(getAsDouble(i), 64);
-  case ElementKind::Unsupported:
-    break;
-  }
-  return 0;
+  if (kind == ElementKind::I1)
+    return loadElement<uint8_t>(bytes, i) != 0 ? 1 : 0;
+  // Signed kinds sign-extend, unsigned ones zero-extend; ui64 keeps its bits.
+  return visitIntegerKind(kind, [&](auto zero) {
+    return static_cast<int64_t>(loadElement<decltype(zero)>(bytes, i));
+  });
 }
 
 /// Stores the integer whose 64 bits are `bits` (read as signed when
@@ -530,25 +504,9 @@ static void storeInteger(HostTensor &tensor, int64_t i, uint64_t bits,
                                      .bitcastToAPInt()
                                      .getZExtValue());
   };
-  switch (getElementKind(tensor.elementType)) {
-  case ElementKind::I64:
-  case ElementKind::U64:
-    storeElement<uint64_t>(bytes, i, bits);
-    return;
-  case ElementKind::I32:
-  case ElementKind::U32:
-    storeElement<uint32_t>(bytes, i, static_cast<uint32_t>(bits));
-    return;
-  case ElementKind::I16:
-  case ElementKind::U16:
-    storeElement<uint16_t>(bytes, i, static_cast<uint16_t>(bits));
-    return;
-  case ElementKind::I8:
-  case ElementKind::U8:
-    storeElement<uint8_t>(bytes, i, static_cast<uint8_t>(bits));
-    return;
-  case ElementKind::I1:
-    storeElement<uint8_t>(bytes, i, bits != 0 ? 1 : 0);
+  ElementKind kind = getElementKind(tensor.elementType);
+  switch (kind) {
+  case ElementKind::Unsupported:
     return;
   case ElementKind::F64:
     storeElement<double>(
@@ -568,7 +526,15 @@ static void storeInteger(HostTensor &tensor, int64_t i, uint64_t bits,
   case ElementKind::BF16:
     storeElement<uint16_t>(bytes, i, toFloat16(llvm::APFloat::BFloat()));
     return;
-  case ElementKind::Unsupported:
+  case ElementKind::I1:
+    storeElement<uint8_t>(bytes, i, bits != 0 ? 1 : 0);
+    return;
+  default:
+    // Truncation to the width wraps modulo 2^width.
+    visitIntegerKind(kind, [&](auto zero) {
+      using Bits = std::make_unsigned_t<decltype(zero)>;
+      storeElement<Bits>(bytes, i, static_cast<Bits>(bits));
+    });
     return;
   }
 }
@@ -616,53 +582,4 @@ void HostTensor::print(llvm::raw_ostream &os) const {
       os << getAsInt(i);
   }
   os << "]";
-}
-
-FailureOr<HostTensor> kiln::tryRandomTensor(RankedTensorType type,
-                                            std::mt19937 &rng,
-                                            std::optional<Location> loc) {
-  SmallVector<int64_t> shape;
-  for (int64_t dim : type.getShape())
-    shape.push_back(ShapedType::isDynamic(dim) ? 1 : dim);
-  FailureOr<HostTensor> tensor =
-      HostTensor::allocate(type.getElementType(), shape, loc);
-  if (failed(tensor))
-    return failure();
-  ElementKind kind = getElementKind(tensor->elementType);
-  bool isFloat = isa<FloatType>(tensor->elementType);
-  int64_t count = tensor->numElements();
-  bool allZero = true;
-  for (int64_t i = 0; i < count; ++i) {
-    if (kind == ElementKind::I1) {
-      tensor->setFromInt(i, rng() & 1);
-    } else if (isFloat) {
-      // 24 random bits map to a multiple of 2^-23 in [-1, 1), exact in every
-      // float type up to rounding; a draw that a 16-bit type rounds up to 1
-      // is drawn again so the range stays half-open. The arithmetic is done
-      // here rather than by std::uniform_real_distribution, whose output
-      // differs between standard libraries.
-      do {
-        uint32_t bits = static_cast<uint32_t>(rng()) >> 8;
-        tensor->setFromDouble(i,
-                              std::ldexp(static_cast<double>(bits), -23) - 1.0);
-      } while (tensor->getAsDouble(i) >= 1.0);
-    } else {
-      tensor->setFromInt(i, static_cast<uint32_t>(rng()) % 4);
-    }
-    if (tensor->getAsDouble(i) != 0.0)
-      allZero = false;
-  }
-  // An all-zero input hides whole classes of bugs (a dropped operand, a
-  // missing scale); bools stay uniform since false is as valid as true.
-  if (allZero && count > 0 && kind != ElementKind::I1)
-    tensor->setFromDouble(0, isFloat ? 0.5 : 1.0);
-  return tensor;
-}
-
-HostTensor kiln::randomTensor(RankedTensorType type, std::mt19937 &rng) {
-  FailureOr<HostTensor> tensor = tryRandomTensor(type, rng);
-  if (failed(tensor))
-    llvm::report_fatal_error("randomTensor: unsupported element type or too "
-                             "many elements; check with tryRandomTensor");
-  return std::move(*tensor);
 }
