@@ -2,6 +2,7 @@
 
 #include "kiln/runtime/ArtifactFormat.h"
 
+#include "ArtifactBytes.h"
 #include "TestArtifacts.h"
 
 #include <gtest/gtest.h>

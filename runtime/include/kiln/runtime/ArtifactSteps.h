@@ -1,0 +1,138 @@
+//===- ArtifactSteps.h - The steps of a Kiln plan ---------------*- C++ -*-===//
+//
+// What a compiled model runs, in order on one stream: launches of generated
+// kernels, cuBLASLt matmuls and copies, each naming its operands by buffer
+// id (`Artifact::buffers`, ArtifactPlan.h).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_RUNTIME_ARTIFACTSTEPS_H
+#define KILN_RUNTIME_ARTIFACTSTEPS_H
+
+#include "kiln/runtime/DType.h"
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+namespace kiln {
+namespace rt {
+
+/// Launch of one generated kernel.
+struct LaunchStep {
+  /// Index into `Artifact::kernelNames`.
+  uint32_t kernel = 0;
+  /// Grid dimensions in blocks; each at least 1.
+  uint32_t grid[3] = {1, 1, 1};
+  /// Block dimensions in threads; each at least 1.
+  uint32_t block[3] = {1, 1, 1};
+  /// Dynamic shared memory in bytes.
+  uint32_t sharedBytes = 0;
+  /// Buffer ids, each passed to the kernel as a device pointer, in order.
+  std::vector<uint32_t> args;
+};
+
+/// A (batched) GEMM run by cuBLASLt: for each batch i, row-major
+/// C_i (m x n) = alpha * op(A_i) * op(B_i) + beta * C_i, where op transposes
+/// when the flag is set. A_i is stored row-major as m x k (k x m when
+/// `transA`), B_i as k x n (n x k when `transB`). Accumulation is in fp32,
+/// or fp64 for F64 matrices.
+/// The batch has two levels: `outerBatch` repetitions of a strided batch of
+/// `batch` matrices, which expresses any broadcast of two batch patterns
+/// (e.g. [2, 1] x [1, 3] batch dims); matrix (o, i) of X starts at element
+/// o * outerStrideX + i * strideX.
+struct MatmulStep {
+  /// Element type of A, B and C; F32, F16, BF16 or F64.
+  DType dtype = DType::F32;
+  /// Whether A is stored transposed (k x m).
+  bool transA = false;
+  /// Whether B is stored transposed (n x k).
+  bool transB = false;
+  /// Number of matrices in the batch; at least 1.
+  int64_t batch = 1;
+  /// Rows of C; at least 1.
+  int64_t m = 1;
+  /// Columns of C; at least 1.
+  int64_t n = 1;
+  /// Contracted extent; at least 1.
+  int64_t k = 1;
+  /// Elements between consecutive A matrices; 0 broadcasts one matrix.
+  int64_t strideA = 0;
+  /// Elements between consecutive B matrices; 0 broadcasts one matrix.
+  int64_t strideB = 0;
+  /// Elements between consecutive C matrices; at least m * n if batch > 1.
+  int64_t strideC = 0;
+  /// Repetitions of the inner batch; at least 1.
+  int64_t outerBatch = 1;
+  /// Elements between consecutive inner batches of A; 0 broadcasts.
+  int64_t outerStrideA = 0;
+  /// Elements between consecutive inner batches of B; 0 broadcasts.
+  int64_t outerStrideB = 0;
+  /// Elements between consecutive inner batches of C; large enough that no
+  /// two C matrices overlap.
+  int64_t outerStrideC = 0;
+  /// Buffer id of A.
+  uint32_t a = 0;
+  /// Buffer id of B.
+  uint32_t b = 0;
+  /// Buffer id of C, read (when beta != 0) and written.
+  uint32_t c = 0;
+  /// Scale of the product.
+  float alpha = 1.0f;
+  /// Scale of the previous contents of C (1 adds a residual).
+  float beta = 0.0f;
+};
+
+/// A device-to-device copy of the first `bytes` bytes of `src` to `dst`.
+struct CopyStep {
+  /// Buffer id of the source.
+  uint32_t src = 0;
+  /// Buffer id of the destination; must not overlap the source.
+  uint32_t dst = 0;
+  /// Bytes to copy; at most the size of either buffer.
+  uint64_t bytes = 0;
+};
+
+/// One step of the plan; `kind` says which member is meaningful.
+struct Step {
+  /// Which of the members below this step uses.
+  enum class Kind : uint8_t { Launch, Matmul, Copy };
+  /// The step kind.
+  Kind kind = Kind::Launch;
+  /// Meaningful when `kind == Kind::Launch`.
+  LaunchStep launch;
+  /// Meaningful when `kind == Kind::Matmul`.
+  MatmulStep matmul;
+  /// Meaningful when `kind == Kind::Copy`.
+  CopyStep copy;
+
+  /// Returns a launch step.
+  static Step ofLaunch(LaunchStep s) {
+    Step step;
+    step.kind = Kind::Launch;
+    step.launch = std::move(s);
+    return step;
+  }
+  /// Returns a matmul step.
+  static Step ofMatmul(const MatmulStep &s) {
+    Step step;
+    step.kind = Kind::Matmul;
+    step.matmul = s;
+    return step;
+  }
+  /// Returns a copy step.
+  static Step ofCopy(const CopyStep &s) {
+    Step step;
+    step.kind = Kind::Copy;
+    step.copy = s;
+    return step;
+  }
+};
+
+/// The last valid `Step::Kind`, for range checks of decoded values.
+constexpr Step::Kind kLastStepKind = Step::Kind::Copy;
+
+} // namespace rt
+} // namespace kiln
+
+#endif // KILN_RUNTIME_ARTIFACTSTEPS_H

@@ -1,0 +1,264 @@
+//===- ArtifactSerialize.cpp - Encode and decode a Kiln plan --------------===//
+//
+// The artifact encoding described in ArtifactFormat.h, written with
+// `ByteWriter` and read back with `ByteReader` (ArtifactBytes.h).
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/runtime/ArtifactFormat.h"
+
+#include "ArtifactBytes.h"
+
+#include <cstring>
+#include <string>
+#include <utility>
+#include <vector>
+
+using namespace kiln::rt;
+
+/// Encoded size of the smallest buffer (empty name, rank 0).
+static constexpr size_t kMinBufferBytes = 1 + 1 + 8 + 4 + 8 + 8;
+/// Encoded size of the smallest step (a copy).
+static constexpr size_t kMinStepBytes = 1 + 4 + 4 + 8;
+
+std::string kiln::rt::serializeArtifactPrefix(const Artifact &a,
+                                              uint64_t weightBytes) {
+  detail::ByteWriter w;
+  w.raw(kArtifactMagic, sizeof(kArtifactMagic));
+  w.u32(kArtifactFormatVersion);
+  w.u32(a.abiVersion);
+  w.str(a.kilnVersion);
+  w.str(a.arch);
+  w.str(a.modelHash);
+  w.u64(a.kernelNames.size());
+  for (const std::string &name : a.kernelNames)
+    w.str(name);
+  w.str(a.cubin);
+  w.str(a.ptx);
+  w.str(a.cudaSource);
+  w.u64(a.arenaBytes);
+  w.u64(a.buffers.size());
+  for (const Buffer &b : a.buffers) {
+    w.u8(static_cast<uint8_t>(b.kind));
+    w.u8(static_cast<uint8_t>(b.dtype));
+    w.str(b.name);
+    w.u32(static_cast<uint32_t>(b.shape.size()));
+    for (int64_t dim : b.shape)
+      w.i64(dim);
+    w.u64(b.offset);
+    w.u64(b.bytes);
+  }
+  for (const std::vector<uint32_t> *ids : {&a.inputs, &a.outputs}) {
+    w.u64(ids->size());
+    for (uint32_t id : *ids)
+      w.u32(id);
+  }
+  w.u64(a.steps.size());
+  for (const Step &s : a.steps) {
+    w.u8(static_cast<uint8_t>(s.kind));
+    switch (s.kind) {
+    case Step::Kind::Launch:
+      w.u32(s.launch.kernel);
+      for (uint32_t v : s.launch.grid)
+        w.u32(v);
+      for (uint32_t v : s.launch.block)
+        w.u32(v);
+      w.u32(s.launch.sharedBytes);
+      w.u64(s.launch.args.size());
+      for (uint32_t id : s.launch.args)
+        w.u32(id);
+      break;
+    case Step::Kind::Matmul: {
+      const MatmulStep &m = s.matmul;
+      w.u8(static_cast<uint8_t>(m.dtype));
+      w.u8(m.transA);
+      w.u8(m.transB);
+      for (int64_t v :
+           {m.batch, m.m, m.n, m.k, m.strideA, m.strideB, m.strideC,
+            m.outerBatch, m.outerStrideA, m.outerStrideB, m.outerStrideC})
+        w.i64(v);
+      w.u32(m.a);
+      w.u32(m.b);
+      w.u32(m.c);
+      w.f32(m.alpha);
+      w.f32(m.beta);
+      break;
+    }
+    case Step::Kind::Copy:
+      w.u32(s.copy.src);
+      w.u32(s.copy.dst);
+      w.u64(s.copy.bytes);
+      break;
+    }
+  }
+  w.u64(a.indexSites.size());
+  for (const std::string &site : a.indexSites)
+    w.str(site);
+  w.str(a.weightsFile.name);
+  w.u64(a.weightsFile.bytes);
+  w.u64(a.weightsFile.checksum);
+  w.u64(weightBytes);
+  return std::move(w.out);
+}
+
+std::string kiln::rt::serializeArtifact(const Artifact &a) {
+  return serializeArtifactPrefix(a, a.weights.size()) + a.weights;
+}
+
+bool kiln::rt::deserializeArtifact(const char *data, size_t size, Artifact &out,
+                                   std::string &error) {
+  out = Artifact();
+  detail::ByteReader r(data, size);
+  auto fail = [&]() {
+    error = "corrupt artifact: " + r.error;
+    return false;
+  };
+  if (size < sizeof(kArtifactMagic) ||
+      std::memcmp(data, kArtifactMagic, sizeof(kArtifactMagic)) != 0) {
+    error = "corrupt artifact: bad magic (not a Kiln artifact)";
+    return false;
+  }
+  uint64_t skipped = 0;
+  r.get(skipped, 8, "magic");
+  uint32_t formatVersion = 0;
+  if (!r.u32(formatVersion, "format version"))
+    return fail();
+  if (formatVersion != kArtifactFormatVersion) {
+    error = "unsupported artifact format version " +
+            std::to_string(formatVersion) + " (this runtime reads version " +
+            std::to_string(kArtifactFormatVersion) + ")";
+    return false;
+  }
+  uint64_t n = 0;
+  if (!r.u32(out.abiVersion, "ABI version") ||
+      !r.str(out.kilnVersion, "Kiln version") || !r.str(out.arch, "arch") ||
+      !r.str(out.modelHash, "model hash") || !r.count(n, 8, "kernel names"))
+    return fail();
+  out.kernelNames.resize(n);
+  for (std::string &name : out.kernelNames)
+    if (!r.str(name, "kernel name"))
+      return fail();
+  if (!r.str(out.cubin, "cubin") || !r.str(out.ptx, "PTX") ||
+      !r.str(out.cudaSource, "CUDA source") ||
+      !r.u64(out.arenaBytes, "arena size") ||
+      !r.count(n, kMinBufferBytes, "buffers"))
+    return fail();
+  out.buffers.resize(n);
+  for (Buffer &b : out.buffers) {
+    uint8_t kind = 0, dtype = 0;
+    uint32_t rank = 0;
+    if (!r.u8(kind, "buffer kind") || !r.u8(dtype, "buffer dtype"))
+      return fail();
+    if (kind > static_cast<uint8_t>(kLastBufferKind))
+      return r.fail("invalid buffer kind " + std::to_string(kind)), fail();
+    if (dtype > static_cast<uint8_t>(kLastDType))
+      return r.fail("invalid dtype " + std::to_string(dtype)), fail();
+    b.kind = static_cast<BufferKind>(kind);
+    b.dtype = static_cast<DType>(dtype);
+    if (!r.str(b.name, "buffer name") || !r.u32(rank, "buffer rank"))
+      return fail();
+    if (rank > kMaxRank)
+      return r.fail("buffer rank " + std::to_string(rank) + " exceeds " +
+                    std::to_string(kMaxRank)),
+             fail();
+    b.shape.resize(rank);
+    for (int64_t &dim : b.shape)
+      if (!r.i64(dim, "dimension"))
+        return fail();
+    if (!r.u64(b.offset, "buffer offset") || !r.u64(b.bytes, "buffer size"))
+      return fail();
+  }
+  for (std::vector<uint32_t> *ids : {&out.inputs, &out.outputs}) {
+    if (!r.count(n, 4, "graph inputs/outputs"))
+      return fail();
+    ids->resize(n);
+    for (uint32_t &id : *ids)
+      if (!r.u32(id, "graph input/output id"))
+        return fail();
+  }
+  if (!r.count(n, kMinStepBytes, "steps"))
+    return fail();
+  out.steps.resize(n);
+  for (Step &s : out.steps) {
+    uint8_t kind = 0;
+    if (!r.u8(kind, "step kind"))
+      return fail();
+    if (kind > static_cast<uint8_t>(kLastStepKind))
+      return r.fail("invalid step kind " + std::to_string(kind)), fail();
+    s.kind = static_cast<Step::Kind>(kind);
+    switch (s.kind) {
+    case Step::Kind::Launch: {
+      LaunchStep &l = s.launch;
+      if (!r.u32(l.kernel, "kernel index"))
+        return fail();
+      for (uint32_t &v : l.grid)
+        if (!r.u32(v, "grid"))
+          return fail();
+      for (uint32_t &v : l.block)
+        if (!r.u32(v, "block"))
+          return fail();
+      if (!r.u32(l.sharedBytes, "shared bytes") ||
+          !r.count(n, 4, "kernel arguments"))
+        return fail();
+      l.args.resize(n);
+      for (uint32_t &id : l.args)
+        if (!r.u32(id, "kernel argument"))
+          return fail();
+      break;
+    }
+    case Step::Kind::Matmul: {
+      MatmulStep &m = s.matmul;
+      uint8_t dtype = 0, transA = 0, transB = 0;
+      if (!r.u8(dtype, "matmul dtype") || !r.u8(transA, "transA") ||
+          !r.u8(transB, "transB"))
+        return fail();
+      if (dtype > static_cast<uint8_t>(kLastDType) || transA > 1 || transB > 1)
+        return r.fail("invalid matmul dtype or transpose flag"), fail();
+      m.dtype = static_cast<DType>(dtype);
+      m.transA = transA;
+      m.transB = transB;
+      for (int64_t *v :
+           {&m.batch, &m.m, &m.n, &m.k, &m.strideA, &m.strideB, &m.strideC,
+            &m.outerBatch, &m.outerStrideA, &m.outerStrideB, &m.outerStrideC})
+        if (!r.i64(*v, "matmul extent"))
+          return fail();
+      if (!r.u32(m.a, "matmul a") || !r.u32(m.b, "matmul b") ||
+          !r.u32(m.c, "matmul c") || !r.f32(m.alpha, "alpha") ||
+          !r.f32(m.beta, "beta"))
+        return fail();
+      break;
+    }
+    case Step::Kind::Copy:
+      if (!r.u32(s.copy.src, "copy source") ||
+          !r.u32(s.copy.dst, "copy destination") ||
+          !r.u64(s.copy.bytes, "copy size"))
+        return fail();
+      break;
+    }
+  }
+  if (!r.count(n, 8, "index sites"))
+    return fail();
+  out.indexSites.resize(n);
+  for (std::string &site : out.indexSites)
+    if (!r.str(site, "index site"))
+      return fail();
+  if (!r.str(out.weightsFile.name, "weights file") ||
+      !r.u64(out.weightsFile.bytes, "weights file size") ||
+      !r.u64(out.weightsFile.checksum, "weights file checksum") ||
+      !r.str(out.weights, "weights"))
+    return fail();
+  if (!out.weightsFile.name.empty() &&
+      (!out.weights.empty() ||
+       out.weightsFile.name.find('/') != std::string::npos ||
+       out.weightsFile.name == "." || out.weightsFile.name == "..")) {
+    error = "corrupt artifact: weights file '" + out.weightsFile.name +
+            "' is not a plain file name, or the weights are also embedded";
+    return false;
+  }
+  if (r.remaining() != 0) {
+    error = "corrupt artifact: " + std::to_string(r.remaining()) +
+            " trailing bytes after the weights";
+    return false;
+  }
+  return validateArtifact(out, error);
+}

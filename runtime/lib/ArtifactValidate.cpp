@@ -1,0 +1,272 @@
+//===- ArtifactValidate.cpp - Check a decoded plan as a whole -------------===//
+//
+// What `validateArtifact` guarantees is what the executors rely on without
+// checking again: every id, index and byte range in bounds.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/runtime/ArtifactFormat.h"
+
+#include "ArtifactBytes.h"
+
+#include <string>
+#include <utility>
+#include <vector>
+
+using namespace kiln::rt;
+using kiln::rt::detail::checkedAdd;
+using kiln::rt::detail::checkedMul;
+
+/// Identifies the storage a buffer lives in, for overlap checks: arena and
+/// weights are one space each, every graph input and output its own (splats
+/// of one value may share storage too).
+static bool sameStorageOverlap(const Buffer &x, const Buffer &y) {
+  if (x.kind != y.kind || x.bytes == 0 || y.bytes == 0)
+    return false;
+  uint64_t xBegin = 0, yBegin = 0;
+  if (x.kind == BufferKind::Arena || x.kind == BufferKind::Weight) {
+    xBegin = x.offset;
+    yBegin = y.offset;
+  } else if (x.offset != y.offset) {
+    return false;
+  }
+  // Both ranges were checked against their storage size, so no overflow.
+  return xBegin < yBegin + y.bytes && yBegin < xBegin + x.bytes;
+}
+
+/// Checks that `elements` elements of `buf`'s dtype fit in `buf`.
+static bool matmulOperandFits(const Buffer &buf, int64_t outerBatch,
+                              int64_t outerStride, int64_t batch,
+                              int64_t stride, int64_t rows, int64_t cols) {
+  uint64_t need = 0;
+  if (!checkedMul(static_cast<uint64_t>(rows), static_cast<uint64_t>(cols),
+                  need))
+    return false;
+  // The last matrix starts at (outerBatch - 1) * outerStride +
+  // (batch - 1) * stride.
+  for (auto [count, step] : {std::pair<int64_t, int64_t>{batch, stride},
+                             std::pair<int64_t, int64_t>{outerBatch,
+                                                         outerStride}}) {
+    uint64_t tail = 0;
+    if (count > 1 && step > 0 &&
+        (!checkedMul(static_cast<uint64_t>(count - 1),
+                     static_cast<uint64_t>(step), tail) ||
+         !checkedAdd(need, tail, need)))
+      return false;
+  }
+  uint64_t needBytes = 0;
+  return checkedMul(need, dtypeSize(buf.dtype), needBytes) &&
+         needBytes <= buf.bytes;
+}
+
+bool kiln::rt::validateArtifact(const Artifact &a, std::string &error,
+                                std::optional<uint64_t> streamedWeightBytes) {
+  const uint64_t weightBytes = streamedWeightBytes.value_or(a.weightBytes());
+  using detail::checkedAdd;
+  using detail::checkedMul;
+  auto fail = [&](const std::string &message) {
+    error = "invalid artifact: " + message;
+    return false;
+  };
+  auto bufName = [&](uint64_t id) {
+    return "buffer " + std::to_string(id) + " ('" + a.buffers[id].name + "')";
+  };
+  const uint64_t numBuffers = a.buffers.size();
+
+  // Graph inputs and outputs first: views are checked against them below.
+  auto checkIo = [&](const std::vector<uint32_t> &ids, BufferKind kind,
+                     const char *what) {
+    for (size_t i = 0; i < ids.size(); ++i) {
+      if (ids[i] >= numBuffers)
+        return fail(std::string(what) + " " + std::to_string(i) +
+                    ": buffer id " + std::to_string(ids[i]) +
+                    " out of range (" + std::to_string(numBuffers) +
+                    " buffers)");
+      const Buffer &b = a.buffers[ids[i]];
+      if (b.kind != kind || b.offset != i)
+        return fail(std::string(what) + " " + std::to_string(i) + ": " +
+                    bufName(ids[i]) + " is not a view of " + what + " " +
+                    std::to_string(i));
+    }
+    return true;
+  };
+  if (!checkIo(a.inputs, BufferKind::Input, "input") ||
+      !checkIo(a.outputs, BufferKind::Output, "output"))
+    return false;
+
+  for (uint64_t id = 0; id < numBuffers; ++id) {
+    const Buffer &b = a.buffers[id];
+    if (b.kind > kLastBufferKind || b.dtype > kLastDType)
+      return fail(bufName(id) + ": invalid kind or dtype");
+    if (b.name.find('\0') != std::string::npos)
+      return fail(bufName(id) + ": name contains a NUL byte");
+    if (b.shape.size() > kMaxRank)
+      return fail(bufName(id) + ": rank " + std::to_string(b.shape.size()) +
+                  " exceeds " + std::to_string(kMaxRank));
+    uint64_t elements = 1;
+    for (int64_t dim : b.shape) {
+      if (dim < 0)
+        return fail(bufName(id) + ": negative dimension " +
+                    std::to_string(dim));
+      if (!checkedMul(elements, static_cast<uint64_t>(dim), elements))
+        return fail(bufName(id) + ": element count overflows");
+    }
+    uint64_t bytes = 0;
+    if (!checkedMul(elements, dtypeSize(b.dtype), bytes) || bytes != b.bytes)
+      return fail(bufName(id) + ": size " + std::to_string(b.bytes) +
+                  " does not match its shape and dtype (" + dtypeName(b.dtype) +
+                  ")");
+    uint64_t end = 0;
+    switch (b.kind) {
+    case BufferKind::Arena:
+      if (!checkedAdd(b.offset, b.bytes, end) || end > a.arenaBytes)
+        return fail(bufName(id) + ": [" + std::to_string(b.offset) + ", +" +
+                    std::to_string(b.bytes) + ") exceeds the arena (" +
+                    std::to_string(a.arenaBytes) + " bytes)");
+      break;
+    case BufferKind::Weight:
+      if (!checkedAdd(b.offset, b.bytes, end) || end > weightBytes)
+        return fail(bufName(id) + ": [" + std::to_string(b.offset) + ", +" +
+                    std::to_string(b.bytes) + ") exceeds the weights (" +
+                    std::to_string(weightBytes) + " bytes)");
+      break;
+    case BufferKind::Splat:
+      if (dtypeSize(b.dtype) < 8 && b.offset >> (8 * dtypeSize(b.dtype)) != 0)
+        return fail(bufName(id) + ": splat value " + std::to_string(b.offset) +
+                    " is wider than its dtype (" + dtypeName(b.dtype) + ")");
+      break;
+    case BufferKind::Input:
+    case BufferKind::Output: {
+      bool isInput = b.kind == BufferKind::Input;
+      const std::vector<uint32_t> &io = isInput ? a.inputs : a.outputs;
+      const char *what = isInput ? "input" : "output";
+      if (b.offset >= io.size())
+        return fail(bufName(id) + ": " + what + " index " +
+                    std::to_string(b.offset) + " out of range (" +
+                    std::to_string(io.size()) + " " + what + "s)");
+      const Buffer &canonical = a.buffers[io[b.offset]];
+      if (b.bytes > canonical.bytes)
+        return fail(bufName(id) + ": view of " + what + " " +
+                    std::to_string(b.offset) + " is larger than it (" +
+                    std::to_string(b.bytes) + " > " +
+                    std::to_string(canonical.bytes) + " bytes)");
+      break;
+    }
+    }
+  }
+
+  bool hasLaunch = false;
+  for (size_t s = 0; s < a.steps.size(); ++s) {
+    const Step &step = a.steps[s];
+    std::string where = "step " + std::to_string(s) + ": ";
+    auto checkId = [&](uint32_t id, const char *what) {
+      if (id < numBuffers)
+        return true;
+      return fail(where + what + " buffer id " + std::to_string(id) +
+                  " out of range (" + std::to_string(numBuffers) + " buffers)");
+    };
+    auto checkWritable = [&](uint32_t id, const char *what) {
+      BufferKind kind = a.buffers[id].kind;
+      if (kind == BufferKind::Arena || kind == BufferKind::Output)
+        return true;
+      return fail(where + what + " " + bufName(id) +
+                  " is not writable (weights, splats and inputs are read-only)");
+    };
+    switch (step.kind) {
+    case Step::Kind::Launch: {
+      const LaunchStep &l = step.launch;
+      hasLaunch = true;
+      if (l.kernel >= a.kernelNames.size())
+        return fail(where + "kernel index " + std::to_string(l.kernel) +
+                    " out of range (" + std::to_string(a.kernelNames.size()) +
+                    " kernels)");
+      for (int d = 0; d < 3; ++d)
+        if (l.grid[d] == 0 || l.block[d] == 0)
+          return fail(where + "grid and block dimensions must be at least 1");
+      for (uint32_t arg : l.args)
+        if (!checkId(arg, "argument"))
+          return false;
+      break;
+    }
+    case Step::Kind::Matmul: {
+      const MatmulStep &m = step.matmul;
+      if (!isFloatDType(m.dtype))
+        return fail(where +
+                    "matmul dtype must be float32, float16, bfloat16 or "
+                    "float64, got " +
+                    dtypeName(m.dtype));
+      if (m.batch < 1 || m.m < 1 || m.n < 1 || m.k < 1)
+        return fail(where + "matmul extents must be at least 1 (batch " +
+                    std::to_string(m.batch) + ", m " + std::to_string(m.m) +
+                    ", n " + std::to_string(m.n) + ", k " +
+                    std::to_string(m.k) + ")");
+      if (m.strideA < 0 || m.strideB < 0 || m.strideC < 0 ||
+          m.outerStrideA < 0 || m.outerStrideB < 0 || m.outerStrideC < 0)
+        return fail(where + "matmul strides must not be negative");
+      if (m.outerBatch < 1)
+        return fail(where + "matmul outer batch must be at least 1");
+      uint64_t mn = 0;
+      if (!checkedMul(static_cast<uint64_t>(m.m), static_cast<uint64_t>(m.n),
+                      mn) ||
+          (m.batch > 1 && static_cast<uint64_t>(m.strideC) < mn))
+        return fail(where + "matmul strideC " + std::to_string(m.strideC) +
+                    " makes the batch outputs overlap");
+      // One inner batch of C spans (batch - 1) * strideC + m * n elements.
+      uint64_t innerSpan = 0;
+      if (m.outerBatch > 1 &&
+          (!checkedMul(static_cast<uint64_t>(m.batch - 1),
+                       static_cast<uint64_t>(m.strideC), innerSpan) ||
+           !checkedAdd(innerSpan, mn, innerSpan) ||
+           static_cast<uint64_t>(m.outerStrideC) < innerSpan))
+        return fail(where + "matmul outerStrideC " +
+                    std::to_string(m.outerStrideC) +
+                    " makes the batch outputs overlap");
+      if (!checkId(m.a, "matmul a") || !checkId(m.b, "matmul b") ||
+          !checkId(m.c, "matmul c") || !checkWritable(m.c, "matmul c"))
+        return false;
+      const Buffer &ba = a.buffers[m.a], &bb = a.buffers[m.b],
+                   &bc = a.buffers[m.c];
+      if (ba.dtype != m.dtype || bb.dtype != m.dtype || bc.dtype != m.dtype)
+        return fail(where + "matmul operands must all be " +
+                    dtypeName(m.dtype));
+      if (!matmulOperandFits(ba, m.outerBatch, m.outerStrideA, m.batch,
+                             m.strideA, m.m, m.k))
+        return fail(where + "matmul a does not fit in " + bufName(m.a));
+      if (!matmulOperandFits(bb, m.outerBatch, m.outerStrideB, m.batch,
+                             m.strideB, m.k, m.n))
+        return fail(where + "matmul b does not fit in " + bufName(m.b));
+      if (!matmulOperandFits(bc, m.outerBatch, m.outerStrideC, m.batch,
+                             m.strideC, m.m, m.n))
+        return fail(where + "matmul c does not fit in " + bufName(m.c));
+      if (sameStorageOverlap(bc, ba) || sameStorageOverlap(bc, bb))
+        return fail(where + "matmul output c overlaps an operand");
+      break;
+    }
+    case Step::Kind::Copy: {
+      const CopyStep &c = step.copy;
+      if (!checkId(c.src, "copy source") ||
+          !checkId(c.dst, "copy destination") ||
+          !checkWritable(c.dst, "copy destination"))
+        return false;
+      const Buffer &src = a.buffers[c.src], &dst = a.buffers[c.dst];
+      if (c.bytes > src.bytes || c.bytes > dst.bytes)
+        return fail(where + "copy of " + std::to_string(c.bytes) +
+                    " bytes exceeds " + bufName(c.src) + " (" +
+                    std::to_string(src.bytes) + ") or " + bufName(c.dst) +
+                    " (" + std::to_string(dst.bytes) + ")");
+      if (c.bytes && sameStorageOverlap(src, dst))
+        return fail(where + "copy source and destination overlap");
+      break;
+    }
+    default:
+      return fail(where + "invalid step kind");
+    }
+  }
+  if (hasLaunch && a.cubin.empty() && a.ptx.empty() && a.cudaSource.empty())
+    return fail("launch steps but no cubin, PTX or CUDA source");
+  for (size_t i = 0; i < a.kernelNames.size(); ++i)
+    if (a.kernelNames[i].empty() ||
+        a.kernelNames[i].find('\0') != std::string::npos)
+      return fail("kernel name " + std::to_string(i) + " is empty or has NUL");
+  return true;
+}
