@@ -2,8 +2,8 @@
 
 #include "kiln/Compiler/Pipeline.h"
 
-#include "kiln/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Pass/PassOptions.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
 
@@ -22,31 +22,44 @@ void buildKilnPipeline(OpPassManager &pm, const PipelineOptions &options) {
   // On recomposed ops and packed weights (converted once, after packing), and
   // before fusion, so that conversions fuse into the kernels around them.
   // fp32 leaves the pipeline as it was.
-  if (options.precision != "fp32") {
-    KilnMixedPrecisionPassOptions precisionOptions;
-    precisionOptions.precision = options.precision;
-    precisionOptions.keepIoTypes = options.keepIoTypes;
-    precisionOptions.keepOpTypes.assign(options.keepFp32Ops.begin(),
-                                        options.keepFp32Ops.end());
-    precisionOptions.keepNodeNames.assign(options.keepFp32Nodes.begin(),
-                                          options.keepFp32Nodes.end());
-    precisionOptions.disableIslands.assign(options.disableFp32Islands.begin(),
-                                           options.disableFp32Islands.end());
-    fpm.addPass(createKilnMixedPrecisionPass(precisionOptions));
-  }
+  if (options.precision() != "fp32")
+    fpm.addPass(createKilnMixedPrecisionPass(options.mixedPrecision));
   fpm.addPass(createKilnFusePass());
   // After fusion, so that the kernels are those of a normal build.
   if (options.exposeTensors)
     fpm.addPass(createKilnExposeTensorsPass());
-  KilnPlanMemoryPassOptions planOptions;
-  planOptions.alignment = options.alignment;
-  fpm.addPass(createKilnPlanMemoryPass(planOptions));
+  fpm.addPass(createKilnPlanMemoryPass(options.planMemory));
 }
 
+namespace {
+/// `-kiln-pipeline`'s textual options in kiln-opt, read into
+/// PipelineOptions (kilnc's flags are read by CommandLine.cpp).
+struct PipelineTextOptions : public PassPipelineOptions<PipelineTextOptions> {
+  Option<int64_t> alignment{*this, "alignment",
+                            llvm::cl::desc("arena buffer alignment in bytes"),
+                            llvm::cl::init(256)};
+  Option<std::string> precision{
+      *this, "precision",
+      llvm::cl::desc("fp32 (kiln-mixed-precision does not run), fp16 or bf16"),
+      llvm::cl::init("fp32")};
+  Option<bool> exposeTensors{
+      *this, "expose-tensors",
+      llvm::cl::desc("debugging: return every named tensor in memory after "
+                     "fusion (kiln-expose-tensors)"),
+      llvm::cl::init(false)};
+};
+} // namespace
+
 void registerKilnPipeline() {
-  PassPipelineRegistration<PipelineOptions>(
+  PassPipelineRegistration<PipelineTextOptions>(
       "kiln-pipeline", "the kilnc pipeline from imported IR to planned kernels",
-      buildKilnPipeline);
+      [](OpPassManager &pm, const PipelineTextOptions &text) {
+        PipelineOptions options;
+        options.planMemory.alignment = text.alignment;
+        options.mixedPrecision.precision = text.precision;
+        options.exposeTensors = text.exposeTensors;
+        buildKilnPipeline(pm, options);
+      });
 }
 
 } // namespace kiln

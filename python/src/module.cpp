@@ -169,7 +169,7 @@ PyModel compile(const std::string &path, const py::object &bytes,
                 const std::map<std::string, std::vector<int64_t>> &shapes,
                 const std::string &backend, bool report) {
   CompileOptions options;
-  options.precision = precision;
+  options.pipeline.mixedPrecision.precision = precision;
   if (precision != "fp32" && precision != "fp16" && precision != "bf16")
     throw std::invalid_argument("precision must be 'fp32', 'fp16' or 'bf16'");
   for (const auto &[name, value] : dims)
@@ -199,7 +199,7 @@ PyModel compile(const std::string &path, const py::object &bytes,
   }
   if (!module || mlir::failed(runPipeline(*module, options)))
     throw failedWith();
-  CompileReport compileReport = reportOf(*module, path, options.precision);
+  CompileReport compileReport = reportOf(*module, path, options.pipeline.precision());
   rt::Artifact artifact;
   if (mlir::failed(lowerToArtifact(*module, options, /*compile=*/true,
                                    artifact, &compileReport.origins)))

@@ -3,6 +3,7 @@
 #include "kiln/Compiler/Pipeline.h"
 #include "kiln/Compiler/Version.h"
 #include "kiln/Dialect/Kiln/KilnDialect.h"
+#include "kiln/Target/CUDA/Passes.h"
 #include "kiln/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/DialectRegistry.h"
@@ -13,6 +14,7 @@ int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
   registry.insert<kiln::KilnDialect, mlir::func::FuncDialect>();
   kiln::registerKilnPasses();
+  kiln::registerKilnCUDAPasses();
   kiln::registerKilnPipeline();
   mlir::registerCanonicalizerPass();
   mlir::registerCSEPass();

@@ -17,6 +17,7 @@
 #include "BenchMode.h"
 #include "GenerateMode.h"
 
+#include "kiln/Compiler/CommandLine.h"
 #include "kiln/Compiler/Compiler.h"
 #include "kiln/Compiler/Diagnostics.h"
 #include "kiln/Compiler/TensorFile.h"
@@ -588,7 +589,7 @@ int main(int argc, char **argv) {
   kiln::CompileOptions options;
   kiln::applyPrecisionCLOptions(options);
   options.import.recordTensorNames = perLayer;
-  options.exposeTensors = perLayer;
+  options.pipeline.exposeTensors = perLayer;
   if (std::string error = kiln::applyInputCLOptions(options); !error.empty())
     return fail(error);
   unsigned usedSeed = seed ? seed : std::random_device{}();

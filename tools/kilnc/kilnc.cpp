@@ -1,5 +1,6 @@
 //===- kilnc.cpp - compile an ONNX model into a self-contained .so --------===//
 
+#include "kiln/Compiler/CommandLine.h"
 #include "kiln/Compiler/Compiler.h"
 #include "kiln/Compiler/Diagnostics.h"
 #include "kiln/Compiler/Report.h"
@@ -8,6 +9,7 @@
 #include "kiln/Compiler/Version.h"
 #include "kiln/Dialect/Kiln/KilnDialect.h"
 #include "kiln/Target/CUDA/EmitPlan.h"
+#include "kiln/Target/CUDA/PlanText.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -74,47 +76,6 @@ cl::opt<Report> report(
     cl::values(clEnumValN(Report::Text, "", "as text (the default)"),
                clEnumValN(Report::Text, "text", "as text"),
                clEnumValN(Report::Json, "json", "as JSON, for tools")));
-
-/// Prints the plan for --emit=plan.
-void printPlan(const kiln::rt::Artifact &a, uint64_t weightBytes,
-               llvm::raw_ostream &os) {
-  os << "arena_bytes " << a.arenaBytes << "\nweight_bytes " << weightBytes
-     << "\n";
-  for (auto [i, b] : llvm::enumerate(a.buffers)) {
-    os << "buffer " << i << " " << kiln::rt::bufferKindName(b.kind) << " "
-       << b.name << " " << kiln::rt::dtypeName(b.dtype) << "[";
-    llvm::interleave(b.shape, os, "x");
-    os << "] offset " << b.offset << " bytes " << b.bytes << "\n";
-  }
-  for (const kiln::rt::Step &s : a.steps) {
-    switch (s.kind) {
-    case kiln::rt::Step::Kind::Launch:
-      os << "launch " << a.kernelNames[s.launch.kernel] << " grid "
-         << s.launch.grid[0] << " block " << s.launch.block[0] << " args";
-      for (uint32_t arg : s.launch.args)
-        os << " " << arg;
-      os << "\n";
-      break;
-    case kiln::rt::Step::Kind::Matmul:
-      os << "matmul " << kiln::rt::dtypeName(s.matmul.dtype) << " batch "
-         << s.matmul.batch << " m " << s.matmul.m << " n " << s.matmul.n
-         << " k " << s.matmul.k << " transA " << s.matmul.transA << " transB "
-         << s.matmul.transB << " a " << s.matmul.a << " b " << s.matmul.b
-         << " c " << s.matmul.c << " strides " << s.matmul.strideA << " "
-         << s.matmul.strideB << " " << s.matmul.strideC;
-      if (s.matmul.outerBatch > 1)
-        os << " outer " << s.matmul.outerBatch << " strides "
-           << s.matmul.outerStrideA << " " << s.matmul.outerStrideB << " "
-           << s.matmul.outerStrideC;
-      os << "\n";
-      break;
-    case kiln::rt::Step::Kind::Copy:
-      os << "copy " << s.copy.src << " -> " << s.copy.dst << " bytes "
-         << s.copy.bytes << "\n";
-      break;
-    }
-  }
-}
 
 /// Writes text output to `-o` (stdout by default), atomically for files.
 LogicalResult writeText(Location loc, StringRef text) {
@@ -211,7 +172,7 @@ int main(int argc, char **argv) {
   kiln::rt::Artifact artifact;
   bool needsCubin = emit == Emit::So;
   kiln::CompileReport compileReport =
-      kiln::reportOf(*module, inputPath, options.precision);
+      kiln::reportOf(*module, inputPath, options.pipeline.precision());
   compileReport.rooflineGpu = rooflineGpu;
   // The weights stay in the constants (for external data, the mapped model
   // files) until they are streamed into the output.
@@ -231,7 +192,7 @@ int main(int argc, char **argv) {
   if (emit == Emit::Plan) {
     std::string text;
     llvm::raw_string_ostream os(text);
-    printPlan(artifact, weights.size, os);
+    kiln::printPlan(artifact, weights.size, os);
     return failed(writeText(loc, text)) ? 1 : 0;
   }
   if (progress)

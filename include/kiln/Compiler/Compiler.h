@@ -10,6 +10,7 @@
 #ifndef KILN_COMPILER_COMPILER_H
 #define KILN_COMPILER_COMPILER_H
 
+#include "kiln/Compiler/Pipeline.h"
 #include "kiln/Compiler/Progress.h"
 #include "kiln/Importer/ONNX/Importer.h"
 #include "kiln/Target/CUDA/EmitPlan.h"
@@ -17,7 +18,6 @@
 #include "mlir/IR/BuiltinOps.h"
 
 #include <string>
-#include <vector>
 
 namespace kiln {
 
@@ -31,26 +31,8 @@ struct CompileOptions {
   std::string arch = "sm_90a";
   /// When set, every stage's IR and the CUDA source are written here.
   std::string dumpDir;
-  /// Byte alignment of arena buffers.
-  int64_t alignment = 256;
-  /// Compute precision: "fp32" (the default: kiln-mixed-precision does not
-  /// run), "fp16" or "bf16" (matmuls and attention in that type with fp32
-  /// accumulation, fp32 islands; see kiln-mixed-precision).
-  std::string precision = "fp32";
-  /// Keep the graph's input and output types (f32 stays f32 at the
-  /// interface); false makes f32 inputs and outputs the low type.
-  bool keepIoTypes = true;
-  /// Op types (kiln op names, e.g. "matmul", "layer_norm") kept in fp32.
-  std::vector<std::string> keepFp32Ops;
-  /// ONNX node names whose ops are kept in fp32.
-  std::vector<std::string> keepFp32Nodes;
-  /// fp32 islands turned off ("all", "softmax", "norm-statistics",
-  /// "reduction", "mask", "from-integer"), only to measure what they buy.
-  std::vector<std::string> disableFp32Islands;
-  /// Debugging: every named tensor in memory becomes an extra graph output
-  /// after the model's own (kiln-expose-tensors; needs
-  /// `import.recordTensorNames`).
-  bool exposeTensors = false;
+  /// The passes' options (precision, alignment, debugging outputs).
+  PipelineOptions pipeline;
   /// Clamp out-of-range gather indices silently instead of failing the run
   /// naming the ONNX node (`--unchecked-indices`).
   bool uncheckedIndices = false;
@@ -67,24 +49,6 @@ struct CompileOptions {
   /// (`--time-passes`).
   bool timePasses = false;
 };
-
-/// Registers the precision flags that kilnc and kiln-run share with
-/// llvm::cl: --precision, --keep-io-types, --keep-fp32-ops, --keep-fp32-nodes
-/// and --disable-fp32-islands. Call before parsing the command line.
-void registerPrecisionCLOptions();
-
-/// Copies the parsed precision flags into `options`.
-void applyPrecisionCLOptions(CompileOptions &options);
-
-/// Registers the flags about a model's inputs and what it may do that kilnc
-/// and kiln-run share: --dim, --input-shape, --override-initializer,
-/// --unchecked-indices, --max-arena and --max-weights. Call before parsing
-/// the command line.
-void registerInputCLOptions();
-
-/// Copies the parsed input flags into `options`. Returns an error message
-/// naming the flag when a value is malformed, empty otherwise.
-std::string applyInputCLOptions(CompileOptions &options);
 
 /// Imports `path`: binary or text ONNX, or `.mlir` holding kiln IR.
 mlir::OwningOpRef<mlir::ModuleOp> loadModel(mlir::MLIRContext *context,

@@ -1,0 +1,32 @@
+//===- CommandLine.h - the flags kilnc and kiln-run share -------*- C++ -*-===//
+
+#ifndef KILN_COMPILER_COMMANDLINE_H
+#define KILN_COMPILER_COMMANDLINE_H
+
+#include "kiln/Compiler/Compiler.h"
+
+#include <string>
+
+namespace kiln {
+
+/// Registers the precision flags that kilnc and kiln-run share with
+/// llvm::cl: --precision, --keep-io-types, --keep-fp32-ops, --keep-fp32-nodes
+/// and --disable-fp32-islands. Call before parsing the command line.
+void registerPrecisionCLOptions();
+
+/// Copies the parsed precision flags into `options`.
+void applyPrecisionCLOptions(CompileOptions &options);
+
+/// Registers the flags about a model's inputs and what it may do that kilnc
+/// and kiln-run share: --dim, --input-shape, --override-initializer,
+/// --unchecked-indices, --max-arena and --max-weights. Call before parsing
+/// the command line.
+void registerInputCLOptions();
+
+/// Copies the parsed input flags into `options`. Returns an error message
+/// naming the flag when a value is malformed, empty otherwise.
+std::string applyInputCLOptions(CompileOptions &options);
+
+} // namespace kiln
+
+#endif // KILN_COMPILER_COMMANDLINE_H

@@ -1,0 +1,38 @@
+//===- Passes.td - the CUDA target's passes ----------------*- tablegen -*-===//
+
+#ifndef KILN_TARGET_CUDA_PASSES_TD
+#define KILN_TARGET_CUDA_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def KilnToCudaPass : Pass<"kiln-to-cuda", "mlir::ModuleOp"> {
+  let summary = "Lower planned kiln IR to CUDA C++ kernels and a runtime plan";
+  let description = [{
+    The boundary between the compiler and the runtime. The input is the
+    output of the Kiln pipeline: one function whose compute ops are each
+    inside a `kiln.kernel` or are a `kiln.matmul`, with every buffer placed
+    by kiln-plan-memory. Each kernel becomes one `extern "C" __global__`
+    function of one CUDA C++ source, each matmul a cuBLASLt step, each
+    reshape a view of its operand's buffer, each constant a weight (or a
+    splat buffer the runtime fills), and the function's arguments and
+    results the plan's inputs and outputs.
+
+    kilnc and the JIT API create the pass with a place for the result (the
+    plan and the weights, which stay in the constants' blobs). Run from
+    kiln-opt, the pass instead records the result in the module as text, for
+    lit tests: `kiln.cuda_source` (the CUDA C++) and `kiln.plan` (the plan as
+    `kilnc --emit=plan` prints it).
+
+    After (kiln-opt):
+    ```mlir
+    module attributes {kiln.cuda_source = "...", kiln.plan = "arena_bytes 256\0Aweight_bytes 0\0Abuffer 0 input x f32[4] ..."} {...}
+    ```
+  }];
+  let options = [
+    Option<"checkIndices", "check-indices", "bool", /*default=*/"true",
+           "every gather checks its indices at run time; without, "
+           "out-of-range indices are clamped">,
+  ];
+}
+
+#endif // KILN_TARGET_CUDA_PASSES_TD

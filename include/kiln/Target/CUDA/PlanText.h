@@ -1,0 +1,23 @@
+//===- PlanText.h - a runtime plan as text ----------------------*- C++ -*-===//
+//
+// One line per buffer and per step, for `kilnc --emit=plan` and the record
+// kiln-to-cuda leaves in the module under kiln-opt; stable enough to
+// FileCheck.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_TARGET_CUDA_PLANTEXT_H
+#define KILN_TARGET_CUDA_PLANTEXT_H
+
+#include "kiln/runtime/ArtifactFormat.h"
+#include "llvm/Support/raw_ostream.h"
+
+namespace kiln {
+
+/// Prints `artifact`'s arena size, `weightBytes`, buffers and steps.
+void printPlan(const rt::Artifact &artifact, uint64_t weightBytes,
+               llvm::raw_ostream &os);
+
+} // namespace kiln
+
+#endif // KILN_TARGET_CUDA_PLANTEXT_H

@@ -1,0 +1,47 @@
+//===- PlanText.cpp - a runtime plan as text ------------------------------===//
+
+#include "kiln/Target/CUDA/PlanText.h"
+
+#include "llvm/ADT/STLExtras.h"
+
+using namespace kiln;
+
+void kiln::printPlan(const rt::Artifact &a, uint64_t weightBytes,
+                     llvm::raw_ostream &os) {
+  os << "arena_bytes " << a.arenaBytes << "\nweight_bytes " << weightBytes
+     << "\n";
+  for (auto [i, b] : llvm::enumerate(a.buffers)) {
+    os << "buffer " << i << " " << rt::bufferKindName(b.kind) << " "
+       << b.name << " " << rt::dtypeName(b.dtype) << "[";
+    llvm::interleave(b.shape, os, "x");
+    os << "] offset " << b.offset << " bytes " << b.bytes << "\n";
+  }
+  for (const rt::Step &s : a.steps) {
+    switch (s.kind) {
+    case rt::Step::Kind::Launch:
+      os << "launch " << a.kernelNames[s.launch.kernel] << " grid "
+         << s.launch.grid[0] << " block " << s.launch.block[0] << " args";
+      for (uint32_t arg : s.launch.args)
+        os << " " << arg;
+      os << "\n";
+      break;
+    case rt::Step::Kind::Matmul:
+      os << "matmul " << rt::dtypeName(s.matmul.dtype) << " batch "
+         << s.matmul.batch << " m " << s.matmul.m << " n " << s.matmul.n
+         << " k " << s.matmul.k << " transA " << s.matmul.transA << " transB "
+         << s.matmul.transB << " a " << s.matmul.a << " b " << s.matmul.b
+         << " c " << s.matmul.c << " strides " << s.matmul.strideA << " "
+         << s.matmul.strideB << " " << s.matmul.strideC;
+      if (s.matmul.outerBatch > 1)
+        os << " outer " << s.matmul.outerBatch << " strides "
+           << s.matmul.outerStrideA << " " << s.matmul.outerStrideB << " "
+           << s.matmul.outerStrideC;
+      os << "\n";
+      break;
+    case rt::Step::Kind::Copy:
+      os << "copy " << s.copy.src << " -> " << s.copy.dst << " bytes "
+         << s.copy.bytes << "\n";
+      break;
+    }
+  }
+}

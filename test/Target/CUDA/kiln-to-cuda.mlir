@@ -1,0 +1,58 @@
+// kiln-to-cuda, the compiler/runtime boundary as a pass: under kiln-opt it
+// records the CUDA source and the plan in the module; kilnc's plan is the
+// same text, and the host backend runs the result like the reference.
+// RUN: split-file %s %t
+// RUN: kiln-opt %t/ok.mlir -split-input-file -kiln-pipeline -kiln-to-cuda | FileCheck %s
+// RUN: kiln-opt %t/ok.mlir -split-input-file -kiln-pipeline -kiln-to-cuda=check-indices=false | FileCheck %s --check-prefix=UNCHECKED
+// RUN: not kiln-opt %t/errors.mlir -split-input-file -kiln-to-cuda -o /dev/null 2>&1 | FileCheck %s --check-prefix=ERRORS
+// RUN: kiln-opt %t/add.mlir -kiln-pipeline -kiln-to-cuda | %python -c "import re, sys; print(re.search(r'kiln.plan = \"(.*?)\"', sys.stdin.read()).group(1).replace('\\\\0A', '\\n'), end='')" > %t/pass-plan.txt
+// RUN: kilnc %t/add.mlir --emit=plan -o %t/kilnc-plan.txt
+// RUN: diff %t/pass-plan.txt %t/kilnc-plan.txt
+// RUN: kiln-run %t/add.mlir --backend host --compare-reference --seed 5 | FileCheck %s --check-prefix=SEMANTICS
+// SEMANTICS: compare output0: max_abs 0.000e+00
+
+//--- ok.mlir
+// One fused kernel, its inputs and output in the plan.
+// CHECK: module attributes {kiln.cuda_source = "{{.*}}extern \22C\22 __global__ void kiln_elementwise_0(const float *__restrict__ in0, const float *__restrict__ in1, float *__restrict__ out0)
+// CHECK-SAME: expf(
+// CHECK-SAME: kiln.plan = "arena_bytes 0\0Aweight_bytes 0\0Abuffer 0 input input0 float32[4] offset 0 bytes 16\0Abuffer 1 input input1 float32[4] offset 1 bytes 16\0Abuffer 2 output output0 float32[4] offset 0 bytes 16\0Alaunch kiln_elementwise_0 grid 1 block 256 args 0 1 2\0A"
+func.func @main(%x: tensor<4xf32>, %y: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = kiln.add %x, %y : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  %1 = kiln.exp %0 : tensor<4xf32>
+  return %1 : tensor<4xf32>
+}
+
+// -----
+
+// A gather checks its indices at run time unless check-indices=false.
+// CHECK: kiln_checked_index((long long)in1
+// UNCHECKED: kiln_gather_index((long long)in1
+// UNCHECKED-NOT: kiln_checked_index((long long)in1
+func.func @gather(%t: tensor<5x2xf32>, %i: tensor<3xi64>) -> tensor<3x2xf32> {
+  %0 = kiln.gather %t, %i {axis = 0 : i64} : (tensor<5x2xf32>, tensor<3xi64>) -> tensor<3x2xf32>
+  return %0 : tensor<3x2xf32>
+}
+
+//--- errors.mlir
+// ERRORS: error: memory is not planned (run kiln-plan-memory)
+func.func @negative_unplanned(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = kiln.exp %x : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+// ERRORS: error: expected exactly one function
+func.func @negative_two_functions(%x: tensor<4xf32>) -> tensor<4xf32> {
+  return %x : tensor<4xf32>
+}
+func.func @other(%x: tensor<4xf32>) -> tensor<4xf32> {
+  return %x : tensor<4xf32>
+}
+
+//--- add.mlir
+func.func @main(%x: tensor<4xf32>, %y: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = kiln.add %x, %y : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  %1 = kiln.exp %0 : tensor<4xf32>
+  return %1 : tensor<4xf32>
+}
