@@ -66,25 +66,21 @@ static ElementKind getElementKind(Type type) {
     return ElementKind::F16;
   if (type.isBF16())
     return ElementKind::BF16;
-  if (type.isSignlessInteger(64))
-    return ElementKind::I64;
-  if (type.isSignlessInteger(32))
-    return ElementKind::I32;
-  if (type.isSignlessInteger(16))
-    return ElementKind::I16;
-  if (type.isSignlessInteger(8))
-    return ElementKind::I8;
-  if (type.isUnsignedInteger(64))
-    return ElementKind::U64;
-  if (type.isUnsignedInteger(32))
-    return ElementKind::U32;
-  if (type.isUnsignedInteger(16))
-    return ElementKind::U16;
-  if (type.isUnsignedInteger(8))
-    return ElementKind::U8;
-  if (type.isSignlessInteger(1))
-    return ElementKind::I1;
-  return ElementKind::Unsupported;
+  auto integer = dyn_cast<IntegerType>(type);
+  if (!integer || integer.isSigned())
+    return ElementKind::Unsupported;
+  if (integer.getWidth() == 1)
+    return integer.isSignless() ? ElementKind::I1 : ElementKind::Unsupported;
+  // Widths 8, 16, 32 and 64, in that order.
+  static constexpr ElementKind kSignless[] = {
+      ElementKind::I8, ElementKind::I16, ElementKind::I32, ElementKind::I64};
+  static constexpr ElementKind kUnsigned[] = {
+      ElementKind::U8, ElementKind::U16, ElementKind::U32, ElementKind::U64};
+  unsigned width = integer.getWidth();
+  if (width < 8 || width > 64 || !llvm::isPowerOf2_32(width))
+    return ElementKind::Unsupported;
+  unsigned slot = llvm::Log2_32(width) - 3;
+  return integer.isUnsigned() ? kUnsigned[slot] : kSignless[slot];
 }
 
 /// Whether `kind` is one of the float kinds.

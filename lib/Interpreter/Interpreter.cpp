@@ -667,6 +667,28 @@ static FailureOr<HostTensor> executeReshape(ReshapeOp op,
   return result;
 }
 
+/// The float-only unary ops, each a function of one double: a row each.
+static FloatUnaryFn getFloatUnaryFn(Operation *op) {
+  static const llvm::DenseMap<TypeID, FloatUnaryFn> table = {
+      {TypeID::get<SqrtOp>(), [](double x) { return std::sqrt(x); }},
+      {TypeID::get<ErfOp>(), [](double x) { return std::erf(x); }},
+      {TypeID::get<TanhOp>(), [](double x) { return std::tanh(x); }},
+      {TypeID::get<ExpOp>(), [](double x) { return std::exp(x); }},
+      {TypeID::get<SigmoidOp>(),
+       [](double x) { return 1.0 / (1.0 + std::exp(-x)); }},
+      {TypeID::get<ReciprocalOp>(), [](double x) { return 1.0 / x; }},
+      {TypeID::get<LogOp>(), [](double x) { return std::log(x); }},
+      {TypeID::get<FloorOp>(), [](double x) { return std::floor(x); }},
+      {TypeID::get<CeilOp>(), [](double x) { return std::ceil(x); }},
+      {TypeID::get<RoundOp>(), roundHalfToEven},
+      {TypeID::get<SinOp>(), [](double x) { return std::sin(x); }},
+      {TypeID::get<CosOp>(), [](double x) { return std::cos(x); }},
+      {TypeID::get<SoftsignOp>(),
+       [](double x) { return x / (1.0 + std::fabs(x)); }},
+  };
+  return table.lookup(op->getName().getTypeID());
+}
+
 /// Runs one op that has exactly one result and no region.
 static FailureOr<HostTensor> executeOp(Operation *op,
                                        ArrayRef<const HostTensor *> operands) {
@@ -688,6 +710,8 @@ static FailureOr<HostTensor> executeOp(Operation *op,
     return op->emitOpError("expected at least ")
            << needed << " operands, got " << operands.size();
   auto operand = [&](unsigned i) -> const HostTensor & { return *operands[i]; };
+  if (FloatUnaryFn fn = getFloatUnaryFn(op))
+    return executeUnary(op, operand(0), fn, nullptr);
   return llvm::TypeSwitch<Operation *, FailureOr<HostTensor>>(op)
       .Case([&](ConstantOp constant) {
         return HostTensor::fromElementsAttr(constant.getValue(),
@@ -724,22 +748,6 @@ static FailureOr<HostTensor> executeOp(Operation *op,
             op, operand(0), [](double x) { return -x; },
             [](int64_t x) { return wrappingSub(0, x); });
       })
-      .Case([&](SqrtOp) {
-        return executeUnary(
-            op, operand(0), [](double x) { return std::sqrt(x); }, nullptr);
-      })
-      .Case([&](ErfOp) {
-        return executeUnary(
-            op, operand(0), [](double x) { return std::erf(x); }, nullptr);
-      })
-      .Case([&](TanhOp) {
-        return executeUnary(
-            op, operand(0), [](double x) { return std::tanh(x); }, nullptr);
-      })
-      .Case([&](ExpOp) {
-        return executeUnary(
-            op, operand(0), [](double x) { return std::exp(x); }, nullptr);
-      })
       .Case([&](ReluOp) {
         // NaN propagates, as numpy's maximum does; an unsigned value is
         // never negative.
@@ -749,44 +757,7 @@ static FailureOr<HostTensor> executeOp(Operation *op,
             [](int64_t x) { return x > 0 ? x : int64_t(0); },
             [](uint64_t x) { return x; });
       })
-      .Case([&](SigmoidOp) {
-        return executeUnary(
-            op, operand(0), [](double x) { return 1.0 / (1.0 + std::exp(-x)); },
-            nullptr);
-      })
       // Elementwise math and comparisons.
-      .Case([&](ReciprocalOp) {
-        return executeUnary(
-            op, operand(0), [](double x) { return 1.0 / x; }, nullptr);
-      })
-      .Case([&](LogOp) {
-        return executeUnary(
-            op, operand(0), [](double x) { return std::log(x); }, nullptr);
-      })
-      .Case([&](FloorOp) {
-        return executeUnary(
-            op, operand(0), [](double x) { return std::floor(x); }, nullptr);
-      })
-      .Case([&](CeilOp) {
-        return executeUnary(
-            op, operand(0), [](double x) { return std::ceil(x); }, nullptr);
-      })
-      .Case([&](RoundOp) {
-        return executeUnary(op, operand(0), roundHalfToEven, nullptr);
-      })
-      .Case([&](SinOp) {
-        return executeUnary(
-            op, operand(0), [](double x) { return std::sin(x); }, nullptr);
-      })
-      .Case([&](CosOp) {
-        return executeUnary(
-            op, operand(0), [](double x) { return std::cos(x); }, nullptr);
-      })
-      .Case([&](SoftsignOp) {
-        return executeUnary(
-            op, operand(0), [](double x) { return x / (1.0 + std::fabs(x)); },
-            nullptr);
-      })
       .Case([&](AbsOp) {
         return executeUnary(
             op, operand(0), [](double x) { return std::fabs(x); }, wrappingAbs,

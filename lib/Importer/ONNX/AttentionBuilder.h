@@ -170,19 +170,6 @@ struct AttentionBuilder : NodeConverterBase {
                                       bool transposeRhs);
 };
 
-/// Converts com.microsoft GroupQueryAttention (GroupQueryAttention.cpp).
-mlir::LogicalResult convertGroupQueryAttention(GraphImporter &importer,
-                                               const onnx::NodeProto &node);
-
-/// Converts com.microsoft Attention and MultiHeadAttention
-/// (AttentionMicrosoft.cpp).
-mlir::LogicalResult convertMicrosoftAttention(GraphImporter &importer,
-                                              const onnx::NodeProto &node);
-
-/// True for the com.microsoft attention ops convertMicrosoftAttention
-/// converts.
-bool isSupportedMicrosoftAttention(llvm::StringRef opType);
-
 } // namespace kiln
 
 #endif // KILN_LIB_IMPORTER_ONNX_ATTENTIONBUILDER_H

@@ -1,10 +1,10 @@
-//===- ConvertAttentionOps.cpp - ONNX and com.microsoft attention ---------===//
+//===- ConvertAttentionOps.cpp - ONNX Attention ---------------------------===//
 //
 // Attention nodes are written out as the kiln ops of scaled dot-product
 // attention (AttentionBuilder.h); kiln-recompose and kiln-fuse turn them back
 // into one attention kernel. This file converts ONNX Attention (opsets 23
-// and 24) and dispatches the com.microsoft ops (AttentionMicrosoft.cpp,
-// GroupQueryAttention.cpp).
+// and 24); the com.microsoft ops have their own files
+// (ConvertMicrosoftAttention.cpp, ConvertGroupQueryAttention.cpp).
 //
 // ONNX Attention's masks all become one additive bias of 0 and -inf: the
 // boolean or float attn_mask (its key axis padded to the total length), the
@@ -18,6 +18,7 @@
 
 #include "AttentionBuilder.h"
 #include "GraphImporter.h"
+#include "OpRegistry.h"
 
 #include "kiln/Importer/ONNX/TensorProto.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -336,21 +337,12 @@ struct OnnxAttentionConverter : AttentionBuilder {
 
 } // namespace
 
-bool isSupportedAttentionOp(const onnx::NodeProto &node) {
-  if (isDefaultDomain(node.domain()))
-    return node.op_type() == "Attention";
-  return node.domain() == kMicrosoftDomain &&
-         (node.op_type() == "GroupQueryAttention" ||
-          isSupportedMicrosoftAttention(node.op_type()));
-}
-
-LogicalResult convertAttentionNode(GraphImporter &importer,
-                                   const onnx::NodeProto &node) {
-  if (isDefaultDomain(node.domain()))
-    return OnnxAttentionConverter(importer, node).convert();
-  if (node.op_type() == "GroupQueryAttention")
-    return convertGroupQueryAttention(importer, node);
-  return convertMicrosoftAttention(importer, node);
+ArrayRef<OpConversion> getAttentionConversions() {
+  using C = OnnxAttentionConverter;
+  static const OpConversion table[] = {
+      {"", "Attention", convertWith<C, &C::convert>},
+  };
+  return table;
 }
 
 } // namespace kiln

@@ -11,6 +11,7 @@
 
 #include "GraphImporter.h"
 #include "NodeConverter.h"
+#include "OpRegistry.h"
 
 #include "llvm/ADT/STLExtras.h"
 
@@ -224,9 +225,11 @@ struct ConvConverter : NodeConverterBase {
 
 } // namespace
 
-LogicalResult convertConvNode(GraphImporter &importer,
-                              const onnx::NodeProto &node) {
-  return ConvConverter(importer, node).convert();
+ArrayRef<OpConversion> getConvConversions() {
+  static const OpConversion table[] = {
+      {"", "Conv", convertWith<ConvConverter, &ConvConverter::convert>},
+  };
+  return table;
 }
 
 } // namespace kiln

@@ -9,6 +9,7 @@
 
 #include "GraphImporter.h"
 #include "NodeConverter.h"
+#include "OpRegistry.h"
 
 #include "llvm/ADT/STLExtras.h"
 
@@ -245,23 +246,17 @@ struct DataMovementConverter : NodeConverterBase {
     }
     return output(y);
   }
-
-  LogicalResult convert() {
-    if (node.op_type() == "GatherND")
-      return convertGatherND();
-    return convertPad();
-  }
 };
 
 } // namespace
 
-bool isSupportedDataMovementOp(StringRef opType) {
-  return opType == "GatherND" || opType == "Pad";
-}
-
-LogicalResult convertDataMovementNode(GraphImporter &importer,
-                                      const onnx::NodeProto &node) {
-  return DataMovementConverter(importer, node).convert();
+ArrayRef<OpConversion> getDataMovementConversions() {
+  using C = DataMovementConverter;
+  static const OpConversion table[] = {
+      {"", "GatherND", convertWith<C, &C::convertGatherND>},
+      {"", "Pad", convertWith<C, &C::convertPad>},
+  };
+  return table;
 }
 
 } // namespace kiln

@@ -10,6 +10,7 @@
 
 #include "GraphImporter.h"
 #include "NodeConverter.h"
+#include "OpRegistry.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
@@ -298,9 +299,11 @@ struct EinsumConverter : NodeConverterBase {
 
 } // namespace
 
-LogicalResult convertEinsumNode(GraphImporter &importer,
-                                const onnx::NodeProto &node) {
-  return EinsumConverter(importer, node).convert();
+ArrayRef<OpConversion> getEinsumConversions() {
+  static const OpConversion table[] = {
+      {"", "Einsum", convertWith<EinsumConverter, &EinsumConverter::convert>},
+  };
+  return table;
 }
 
 } // namespace kiln

@@ -9,9 +9,9 @@
 
 #include "GraphImporter.h"
 #include "NodeConverter.h"
+#include "OpRegistry.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
-#include "llvm/ADT/StringSwitch.h"
 
 #include <limits>
 
@@ -44,11 +44,22 @@ struct ElementwiseConverter : NodeConverterBase {
     return OpTy::create(b, loc, *type, lhs, rhs).getResult();
   }
 
-  /// A two-input op; with `variadic`, ONNX's N inputs (N >= 1) fold into a
-  /// chain from the left.
+  /// A two-input op.
   template <typename OpTy>
-  LogicalResult binary(bool variadic = false) {
-    int count = variadic ? node.input_size() : 2;
+  LogicalResult binary() {
+    return chain<OpTy>(2);
+  }
+
+  /// ONNX's variadic form: N inputs (N >= 1) fold into a chain from the
+  /// left.
+  template <typename OpTy>
+  LogicalResult variadic() {
+    return chain<OpTy>(node.input_size());
+  }
+
+  /// The first `count` inputs combined by `OpTy` from the left.
+  template <typename OpTy>
+  LogicalResult chain(int count) {
     if (count < 1)
       return error() << "expected at least one input";
     auto result = required(0);
@@ -215,90 +226,45 @@ struct ElementwiseConverter : NodeConverterBase {
     return output(CastOp::create(
         b, loc, typeOf(*x).clone(typeOf(*like).getElementType()), *x));
   }
-
-  LogicalResult convert() {
-    StringRef op = node.op_type();
-    if (op == "Reciprocal")
-      return unary<ReciprocalOp>();
-    if (op == "Log")
-      return unary<LogOp>();
-    if (op == "Abs")
-      return unary<AbsOp>();
-    if (op == "Floor")
-      return unary<FloorOp>();
-    if (op == "Ceil")
-      return unary<CeilOp>();
-    if (op == "Round")
-      return unary<RoundOp>();
-    if (op == "Sin")
-      return unary<SinOp>();
-    if (op == "Cos")
-      return unary<CosOp>();
-    if (op == "Softsign")
-      return unary<SoftsignOp>();
-    if (op == "Sign")
-      return unary<SignOp>();
-    if (op == "Not")
-      return unary<NotOp>();
-    if (op == "IsNaN")
-      return unary<IsNaNOp>();
-    if (op == "IsInf")
-      return convertIsInf();
-    if (op == "Gelu")
-      return convertGelu();
-    if (op == "Sum")
-      return binary<AddOp>(/*variadic=*/true);
-    if (op == "CastLike")
-      return convertCastLike();
-    if (op == "Max")
-      return binary<MaxOp>(/*variadic=*/true);
-    if (op == "Min")
-      return binary<MinOp>(/*variadic=*/true);
-    if (op == "Mod")
-      return convertMod();
-    if (op == "And")
-      return binary<AndOp>();
-    if (op == "Or")
-      return binary<OrOp>();
-    if (op == "Xor")
-      return binary<XorOp>();
-    if (op == "Equal")
-      return compare<EqualOp>();
-    if (op == "Less")
-      return compare<LessOp>();
-    if (op == "LessOrEqual")
-      return compare<LessEqualOp>();
-    if (op == "Greater")
-      return compare<GreaterOp>();
-    if (op == "GreaterOrEqual")
-      return compare<GreaterEqualOp>();
-    if (op == "Where")
-      return convertWhere();
-    if (op == "Clip")
-      return convertClip();
-    if (op == "Dropout")
-      return convertDropout();
-    return error() << "no converter";
-  }
 };
 
 } // namespace
 
-bool isSupportedElementwiseOp(StringRef opType) {
-  return llvm::StringSwitch<bool>(opType)
-      .Cases({"Reciprocal", "Log", "Abs", "Floor", "Ceil", "Round", "Sin"},
-             true)
-      .Cases({"Cos", "Softsign", "Sign", "Not", "IsNaN", "IsInf", "Gelu"}, true)
-      .Cases({"Max", "Min", "Mod", "And", "Or", "Xor", "Equal", "Less"}, true)
-      .Cases({"LessOrEqual", "Greater", "GreaterOrEqual", "Where", "Clip"},
-             true)
-      .Cases({"Dropout", "Sum", "CastLike"}, true)
-      .Default(false);
-}
-
-LogicalResult convertElementwiseNode(GraphImporter &importer,
-                                     const onnx::NodeProto &node) {
-  return ElementwiseConverter(importer, node).convert();
+ArrayRef<OpConversion> getElementwiseConversions() {
+  using C = ElementwiseConverter;
+  static const OpConversion table[] = {
+      {"", "Reciprocal", convertWith<C, &C::unary<ReciprocalOp>>},
+      {"", "Log", convertWith<C, &C::unary<LogOp>>},
+      {"", "Abs", convertWith<C, &C::unary<AbsOp>>},
+      {"", "Floor", convertWith<C, &C::unary<FloorOp>>},
+      {"", "Ceil", convertWith<C, &C::unary<CeilOp>>},
+      {"", "Round", convertWith<C, &C::unary<RoundOp>>},
+      {"", "Sin", convertWith<C, &C::unary<SinOp>>},
+      {"", "Cos", convertWith<C, &C::unary<CosOp>>},
+      {"", "Softsign", convertWith<C, &C::unary<SoftsignOp>>},
+      {"", "Sign", convertWith<C, &C::unary<SignOp>>},
+      {"", "Not", convertWith<C, &C::unary<NotOp>>},
+      {"", "IsNaN", convertWith<C, &C::unary<IsNaNOp>>},
+      {"", "IsInf", convertWith<C, &C::convertIsInf>},
+      {"", "Gelu", convertWith<C, &C::convertGelu>},
+      {"", "Sum", convertWith<C, &C::variadic<AddOp>>},
+      {"", "CastLike", convertWith<C, &C::convertCastLike>},
+      {"", "Max", convertWith<C, &C::variadic<MaxOp>>},
+      {"", "Min", convertWith<C, &C::variadic<MinOp>>},
+      {"", "Mod", convertWith<C, &C::convertMod>},
+      {"", "And", convertWith<C, &C::binary<AndOp>>},
+      {"", "Or", convertWith<C, &C::binary<OrOp>>},
+      {"", "Xor", convertWith<C, &C::binary<XorOp>>},
+      {"", "Equal", convertWith<C, &C::compare<EqualOp>>},
+      {"", "Less", convertWith<C, &C::compare<LessOp>>},
+      {"", "LessOrEqual", convertWith<C, &C::compare<LessEqualOp>>},
+      {"", "Greater", convertWith<C, &C::compare<GreaterOp>>},
+      {"", "GreaterOrEqual", convertWith<C, &C::compare<GreaterEqualOp>>},
+      {"", "Where", convertWith<C, &C::convertWhere>},
+      {"", "Clip", convertWith<C, &C::convertClip>},
+      {"", "Dropout", convertWith<C, &C::convertDropout>},
+  };
+  return table;
 }
 
 } // namespace kiln

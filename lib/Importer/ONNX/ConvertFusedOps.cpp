@@ -12,10 +12,10 @@
 
 #include "FusedOpConverter.h"
 #include "GraphImporter.h"
-#include "Normalization.h"
+#include "OpRegistry.h"
+#include "NormalizationBuilder.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
-#include "llvm/ADT/StringSwitch.h"
 
 using namespace mlir;
 
@@ -133,7 +133,8 @@ struct FusedNodeConverter : FusedOpConverter {
 
   /// SkipLayerNormalization and SkipSimplifiedLayerNormalization: the
   /// normalization of `input + skip (+ bias)` over the last dim.
-  LogicalResult convertSkipNorm(bool simplified) {
+  template <bool simplified>
+  LogicalResult convertSkipNorm() {
     auto x = requiredFloat(0, "input");
     auto skip = requiredFloat(1, "skip");
     auto gamma = requiredFloat(2, "gamma");
@@ -203,7 +204,8 @@ struct FusedNodeConverter : FusedOpConverter {
 
   /// Gelu (erf form), BiasGelu (erf form of A + B) and FastGelu (tanh form
   /// of X + bias?).
-  LogicalResult convertGelu(GeluApproximation form) {
+  template <GeluApproximation form>
+  LogicalResult convertGelu() {
     auto x = requiredFloat(0, "X");
     if (failed(x))
       return failure();
@@ -373,49 +375,30 @@ struct FusedNodeConverter : FusedOpConverter {
                      << rows << " rows of position_embedding";
     return sliceAlong(*table, 0, 0, tokens[1]);
   }
-
-  LogicalResult convert() {
-    StringRef op = node.op_type();
-    if (isDefaultDomain(node.domain())) {
-      if (op == "SimplifiedLayerNormalization")
-        return convertSimplifiedLayerNorm();
-      return convertRotaryEmbedding(importer, node);
-    }
-    if (op == "SkipLayerNormalization")
-      return convertSkipNorm(/*simplified=*/false);
-    if (op == "SkipSimplifiedLayerNormalization")
-      return convertSkipNorm(/*simplified=*/true);
-    if (op == "Gelu" || op == "BiasGelu")
-      return convertGelu(GeluApproximation::none);
-    if (op == "FastGelu")
-      return convertGelu(GeluApproximation::tanh);
-    if (op == "QuickGelu")
-      return convertQuickGelu();
-    if (op == "EmbedLayerNormalization")
-      return convertEmbedLayerNorm();
-    return convertRotaryEmbedding(importer, node);
-  }
 };
 
 } // namespace
 
-bool isSupportedFusedOp(const onnx::NodeProto &node) {
-  StringRef op = node.op_type();
-  if (isDefaultDomain(node.domain()))
-    return op == "RotaryEmbedding" || op == "SimplifiedLayerNormalization";
-  if (node.domain() != kMicrosoftDomain)
-    return false;
-  return llvm::StringSwitch<bool>(op)
-      .Cases({"SkipLayerNormalization", "SkipSimplifiedLayerNormalization"},
-             true)
-      .Cases({"Gelu", "BiasGelu", "FastGelu", "QuickGelu"}, true)
-      .Cases({"RotaryEmbedding", "EmbedLayerNormalization"}, true)
-      .Default(false);
-}
-
-LogicalResult convertFusedNode(GraphImporter &importer,
-                               const onnx::NodeProto &node) {
-  return FusedNodeConverter(importer, node).convert();
+ArrayRef<OpConversion> getFusedConversions() {
+  using C = FusedNodeConverter;
+  static const OpConversion table[] = {
+      {"", "SimplifiedLayerNormalization",
+       convertWith<C, &C::convertSimplifiedLayerNorm>},
+      {kMicrosoftDomain, "SkipLayerNormalization",
+       convertWith<C, &C::convertSkipNorm</*simplified=*/false>>},
+      {kMicrosoftDomain, "SkipSimplifiedLayerNormalization",
+       convertWith<C, &C::convertSkipNorm</*simplified=*/true>>},
+      {kMicrosoftDomain, "Gelu",
+       convertWith<C, &C::convertGelu<GeluApproximation::none>>},
+      {kMicrosoftDomain, "BiasGelu",
+       convertWith<C, &C::convertGelu<GeluApproximation::none>>},
+      {kMicrosoftDomain, "FastGelu",
+       convertWith<C, &C::convertGelu<GeluApproximation::tanh>>},
+      {kMicrosoftDomain, "QuickGelu", convertWith<C, &C::convertQuickGelu>},
+      {kMicrosoftDomain, "EmbedLayerNormalization",
+       convertWith<C, &C::convertEmbedLayerNorm>},
+  };
+  return table;
 }
 
 } // namespace kiln

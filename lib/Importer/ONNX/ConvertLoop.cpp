@@ -11,6 +11,7 @@
 
 #include "GraphImporter.h"
 #include "NodeConverter.h"
+#include "OpRegistry.h"
 
 #include "kiln/Dialect/Kiln/ShapeInference.h"
 
@@ -148,9 +149,11 @@ struct LoopConverter : NodeConverterBase {
 
 } // namespace
 
-LogicalResult convertLoopNode(GraphImporter &importer,
-                              const onnx::NodeProto &node) {
-  return LoopConverter(importer, node).convert();
+ArrayRef<OpConversion> getLoopConversions() {
+  static const OpConversion table[] = {
+      {"", "Loop", convertWith<LoopConverter, &LoopConverter::convert>},
+  };
+  return table;
 }
 
 } // namespace kiln

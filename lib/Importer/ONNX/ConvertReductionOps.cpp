@@ -9,8 +9,8 @@
 
 #include "GraphImporter.h"
 #include "NodeConverter.h"
+#include "OpRegistry.h"
 
-#include "llvm/ADT/StringSwitch.h"
 
 using namespace mlir;
 
@@ -252,39 +252,31 @@ struct ReductionConverter : NodeConverterBase {
       return failure();
     return output(values);
   }
-
-  LogicalResult convert() {
-    StringRef op = node.op_type();
-    if (op == "CumSum")
-      return convertCumSum();
-    if (op == "TopK")
-      return convertTopK();
-    if (op == "ArgMax")
-      return convertArgReduce<ArgMaxOp>();
-    if (op == "ArgMin")
-      return convertArgReduce<ArgMinOp>();
-    if (op == "Softmax")
-      return convertSoftmax<SoftmaxOp>();
-    if (op == "LogSoftmax")
-      return convertSoftmax<LogSoftmaxOp>();
-    return convertReduce();
-  }
 };
 
 } // namespace
 
-bool isSupportedReductionOp(StringRef opType) {
-  return llvm::StringSwitch<bool>(opType)
-      .Cases({"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin"}, true)
-      .Cases({"ReduceProd", "ReduceL1", "ReduceL2", "ReduceLogSum"}, true)
-      .Cases({"ReduceLogSumExp", "ReduceSumSquare", "ArgMax", "ArgMin"}, true)
-      .Cases({"Softmax", "LogSoftmax", "CumSum", "TopK"}, true)
-      .Default(false);
-}
-
-LogicalResult convertReductionNode(GraphImporter &importer,
-                                   const onnx::NodeProto &node) {
-  return ReductionConverter(importer, node).convert();
+ArrayRef<OpConversion> getReductionConversions() {
+  using C = ReductionConverter;
+  static const OpConversion table[] = {
+      {"", "ReduceSum", convertWith<C, &C::convertReduce>},
+      {"", "ReduceMean", convertWith<C, &C::convertReduce>},
+      {"", "ReduceMax", convertWith<C, &C::convertReduce>},
+      {"", "ReduceMin", convertWith<C, &C::convertReduce>},
+      {"", "ReduceProd", convertWith<C, &C::convertReduce>},
+      {"", "ReduceL1", convertWith<C, &C::convertReduce>},
+      {"", "ReduceL2", convertWith<C, &C::convertReduce>},
+      {"", "ReduceLogSum", convertWith<C, &C::convertReduce>},
+      {"", "ReduceLogSumExp", convertWith<C, &C::convertReduce>},
+      {"", "ReduceSumSquare", convertWith<C, &C::convertReduce>},
+      {"", "ArgMax", convertWith<C, &C::convertArgReduce<ArgMaxOp>>},
+      {"", "ArgMin", convertWith<C, &C::convertArgReduce<ArgMinOp>>},
+      {"", "Softmax", convertWith<C, &C::convertSoftmax<SoftmaxOp>>},
+      {"", "LogSoftmax", convertWith<C, &C::convertSoftmax<LogSoftmaxOp>>},
+      {"", "CumSum", convertWith<C, &C::convertCumSum>},
+      {"", "TopK", convertWith<C, &C::convertTopK>},
+  };
+  return table;
 }
 
 } // namespace kiln

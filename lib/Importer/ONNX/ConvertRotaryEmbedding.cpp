@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "FusedOpConverter.h"
+#include "OpRegistry.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/Support/CheckedArithmetic.h"
@@ -296,12 +297,13 @@ struct RotaryConverter : FusedOpConverter {
 
 } // namespace
 
-LogicalResult convertRotaryEmbedding(GraphImporter &importer,
-                                     const onnx::NodeProto &node) {
-  RotaryConverter converter(importer, node);
-  if (isDefaultDomain(node.domain()))
-    return converter.convertOnnx();
-  return converter.convertMicrosoft();
+ArrayRef<OpConversion> getRotaryEmbeddingConversions() {
+  using C = RotaryConverter;
+  static const OpConversion table[] = {
+      {"", "RotaryEmbedding", convertWith<C, &C::convertOnnx>},
+      {kMicrosoftDomain, "RotaryEmbedding", convertWith<C, &C::convertMicrosoft>},
+  };
+  return table;
 }
 
 } // namespace kiln

@@ -12,12 +12,12 @@
 
 #include "GraphImporter.h"
 #include "NodeConverter.h"
+#include "OpRegistry.h"
 
 #include "kiln/Dialect/Kiln/ShapeInference.h"
 #include "kiln/Importer/ONNX/TensorProto.h"
 #include "kiln/ConstantData/HostTensor.h"
 #include "mlir/IR/BuiltinAttributes.h"
-#include "llvm/ADT/StringSwitch.h"
 
 #include <algorithm>
 #include <cmath>
@@ -527,57 +527,30 @@ struct ShapeOpConverter : NodeConverterBase {
                                 .getResult();
     return output(reshape(broadcast, tiled));
   }
-
-  LogicalResult convert() {
-    StringRef op = node.op_type();
-    if (op == "Shape")
-      return convertShape();
-    if (op == "Size")
-      return convertSize();
-    if (op == "Unsqueeze")
-      return convertUnsqueeze();
-    if (op == "Squeeze")
-      return convertSqueeze();
-    if (op == "Flatten")
-      return convertFlatten();
-    if (op == "Concat")
-      return convertConcat();
-    if (op == "Slice")
-      return convertSlice();
-    if (op == "Split")
-      return convertSplit();
-    if (op == "Gather")
-      return convertGather();
-    if (op == "GatherElements")
-      return convertGatherElements();
-    if (op == "Expand")
-      return convertExpand();
-    if (op == "ConstantOfShape")
-      return convertConstantOfShape();
-    if (op == "Range")
-      return convertRange();
-    if (op == "Trilu")
-      return convertTrilu();
-    if (op == "Tile")
-      return convertTile();
-    return error() << "no converter";
-  }
 };
 
 } // namespace
 
-bool isSupportedShapeOp(StringRef opType) {
-  return llvm::StringSwitch<bool>(opType)
-      .Cases({"Shape", "Size", "Unsqueeze", "Squeeze", "Flatten"}, true)
-      .Cases({"Concat", "Slice", "Split", "Gather", "Expand"}, true)
-      .Case("GatherElements", true)
-      .Cases({"ConstantOfShape", "Range", "Trilu", "Tile"}, true)
-      .Default(false);
-}
-
-LogicalResult convertShapeNode(GraphImporter &importer,
-                               const onnx::NodeProto &node) {
-  return ShapeOpConverter(importer, node).convert();
+ArrayRef<OpConversion> getShapeConversions() {
+  using C = ShapeOpConverter;
+  static const OpConversion table[] = {
+      {"", "Shape", convertWith<C, &C::convertShape>},
+      {"", "Size", convertWith<C, &C::convertSize>},
+      {"", "Unsqueeze", convertWith<C, &C::convertUnsqueeze>},
+      {"", "Squeeze", convertWith<C, &C::convertSqueeze>},
+      {"", "Flatten", convertWith<C, &C::convertFlatten>},
+      {"", "Concat", convertWith<C, &C::convertConcat>},
+      {"", "Slice", convertWith<C, &C::convertSlice>},
+      {"", "Split", convertWith<C, &C::convertSplit>},
+      {"", "Gather", convertWith<C, &C::convertGather>},
+      {"", "GatherElements", convertWith<C, &C::convertGatherElements>},
+      {"", "Expand", convertWith<C, &C::convertExpand>},
+      {"", "ConstantOfShape", convertWith<C, &C::convertConstantOfShape>},
+      {"", "Range", convertWith<C, &C::convertRange>},
+      {"", "Trilu", convertWith<C, &C::convertTrilu>},
+      {"", "Tile", convertWith<C, &C::convertTile>},
+  };
+  return table;
 }
 
 } // namespace kiln

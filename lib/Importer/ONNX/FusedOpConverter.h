@@ -113,11 +113,6 @@ struct FusedOpConverter : NodeConverterBase {
   }
 };
 
-/// Converts ONNX RotaryEmbedding (opset 23) and com.microsoft
-/// RotaryEmbedding (ConvertRotaryEmbedding.cpp).
-mlir::LogicalResult convertRotaryEmbedding(GraphImporter &importer,
-                                           const onnx::NodeProto &node);
-
 } // namespace kiln
 
 #endif // KILN_LIB_IMPORTER_ONNX_FUSEDOPCONVERTER_H

@@ -24,7 +24,7 @@ public:
   mlir::LogicalResult importGraph();
 
   //===--------------------------------------------------------------------===//
-  // Used by the op converters (ConvertOps.cpp)
+  // Used by the op converters (ConvertCoreOps.cpp)
   //===--------------------------------------------------------------------===//
 
   mlir::OpBuilder &builder() { return b; }
@@ -82,7 +82,8 @@ private:
   int64_t convertedNodes = 0;
 };
 
-/// Converts one node whose op is supported; emits errors on failure.
+/// Converts one node whose op is supported; emits errors on failure
+/// (OpRegistry.cpp).
 mlir::LogicalResult convertNode(GraphImporter &importer,
                                 const onnx::NodeProto &node);
 
@@ -94,67 +95,6 @@ bool isDefaultDomain(llvm::StringRef domain);
 
 /// The domain of ONNX Runtime's contrib ops.
 inline constexpr llvm::StringLiteral kMicrosoftDomain = "com.microsoft";
-
-/// True for the ops convertNode of ConvertOps.cpp handles itself.
-bool isSupportedCoreOp(llvm::StringRef opType);
-
-/// Converts a shape, view or indexing node (ConvertShapeOps.cpp).
-mlir::LogicalResult convertShapeNode(GraphImporter &importer,
-                                     const onnx::NodeProto &node);
-
-/// True for the ops convertShapeNode converts.
-bool isSupportedShapeOp(llvm::StringRef opType);
-
-/// Converts an elementwise math, logic or comparison node, Where, Clip or
-/// Dropout (ConvertElementwiseOps.cpp).
-mlir::LogicalResult convertElementwiseNode(GraphImporter &importer,
-                                           const onnx::NodeProto &node);
-
-/// True for the ops convertElementwiseNode converts.
-bool isSupportedElementwiseOp(llvm::StringRef opType);
-
-/// Converts a Reduce*, ArgMax/ArgMin, CumSum, TopK, Softmax or LogSoftmax
-/// node (ConvertReductionOps.cpp).
-mlir::LogicalResult convertReductionNode(GraphImporter &importer,
-                                         const onnx::NodeProto &node);
-
-/// True for the ops convertReductionNode converts.
-bool isSupportedReductionOp(llvm::StringRef opType);
-
-/// Converts a GatherND or Pad node (ConvertDataMovementOps.cpp).
-mlir::LogicalResult convertDataMovementNode(GraphImporter &importer,
-                                            const onnx::NodeProto &node);
-
-/// True for the ops convertDataMovementNode converts.
-bool isSupportedDataMovementOp(llvm::StringRef opType);
-
-/// Converts a Conv node (ConvertConv.cpp).
-mlir::LogicalResult convertConvNode(GraphImporter &importer,
-                                    const onnx::NodeProto &node);
-
-/// Converts a Loop node by unrolling it (ConvertLoop.cpp).
-mlir::LogicalResult convertLoopNode(GraphImporter &importer,
-                                    const onnx::NodeProto &node);
-
-/// Converts an Einsum node (ConvertEinsum.cpp).
-mlir::LogicalResult convertEinsumNode(GraphImporter &importer,
-                                      const onnx::NodeProto &node);
-
-/// Converts an attention node: ONNX Attention and the com.microsoft
-/// attention ops (ConvertAttentionOps.cpp).
-mlir::LogicalResult convertAttentionNode(GraphImporter &importer,
-                                         const onnx::NodeProto &node);
-
-/// True for the nodes convertAttentionNode converts.
-bool isSupportedAttentionOp(const onnx::NodeProto &node);
-
-/// Converts a fused-form node: ONNX RotaryEmbedding and the com.microsoft
-/// normalization, GELU, rotary and embedding ops (ConvertFusedOps.cpp).
-mlir::LogicalResult convertFusedNode(GraphImporter &importer,
-                                     const onnx::NodeProto &node);
-
-/// True for the nodes convertFusedNode converts.
-bool isSupportedFusedOp(const onnx::NodeProto &node);
 
 /// Reads an attribute of `node` by name.
 const onnx::AttributeProto *findAttribute(const onnx::NodeProto &node,

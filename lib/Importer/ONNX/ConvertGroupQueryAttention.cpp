@@ -1,4 +1,4 @@
-//===- GroupQueryAttention.cpp - com.microsoft GroupQueryAttention --------===//
+//===- ConvertGroupQueryAttention.cpp - com.microsoft GroupQueryAttention -===//
 //
 // ONNX Runtime's GroupQueryAttention, as its model builder and transformer
 // optimizer write it for decoder LLMs, in the canonical form of
@@ -50,6 +50,7 @@
 #include "AttentionBuilder.h"
 #include "FusedOpConverter.h"
 #include "GraphImporter.h"
+#include "OpRegistry.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/Support/CheckedArithmetic.h"
@@ -638,9 +639,12 @@ struct GroupQueryAttentionConverter : AttentionBuilder {
 
 } // namespace
 
-LogicalResult convertGroupQueryAttention(GraphImporter &importer,
-                                         const onnx::NodeProto &node) {
-  return GroupQueryAttentionConverter(importer, node).convert();
+ArrayRef<OpConversion> getGroupQueryAttentionConversions() {
+  using C = GroupQueryAttentionConverter;
+  static const OpConversion table[] = {
+      {kMicrosoftDomain, "GroupQueryAttention", convertWith<C, &C::convert>},
+  };
+  return table;
 }
 
 } // namespace kiln

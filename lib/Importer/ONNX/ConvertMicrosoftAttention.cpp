@@ -1,4 +1,4 @@
-//===- AttentionMicrosoft.cpp - com.microsoft Attention and MHA -----------===//
+//===- ConvertMicrosoftAttention.cpp - com.microsoft Attention, MHA -------===//
 //
 // ONNX Runtime's contrib attention ops, as its transformer optimizer writes
 // them, in the canonical form of AttentionBuilder.h:
@@ -27,6 +27,7 @@
 
 #include "AttentionBuilder.h"
 #include "GraphImporter.h"
+#include "OpRegistry.h"
 
 #include "llvm/ADT/APFloat.h"
 
@@ -333,16 +334,14 @@ struct MicrosoftAttentionConverter : AttentionBuilder {
 
 } // namespace
 
-bool isSupportedMicrosoftAttention(StringRef opType) {
-  return opType == "Attention" || opType == "MultiHeadAttention";
-}
-
-LogicalResult convertMicrosoftAttention(GraphImporter &importer,
-                                        const onnx::NodeProto &node) {
-  MicrosoftAttentionConverter converter(importer, node);
-  if (node.op_type() == "Attention")
-    return converter.convertAttention();
-  return converter.convertMultiHeadAttention();
+ArrayRef<OpConversion> getMicrosoftAttentionConversions() {
+  using C = MicrosoftAttentionConverter;
+  static const OpConversion table[] = {
+      {kMicrosoftDomain, "Attention", convertWith<C, &C::convertAttention>},
+      {kMicrosoftDomain, "MultiHeadAttention",
+       convertWith<C, &C::convertMultiHeadAttention>},
+  };
+  return table;
 }
 
 } // namespace kiln

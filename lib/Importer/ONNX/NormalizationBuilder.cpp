@@ -1,6 +1,6 @@
-//===- Normalization.cpp - normalization statistics as kiln ops -----------===//
+//===- NormalizationBuilder.cpp - layer norm statistics as kiln ops -------===//
 
-#include "Normalization.h"
+#include "NormalizationBuilder.h"
 
 #include "kiln/Dialect/Kiln/ShapeInference.h"
 

@@ -1,4 +1,4 @@
-//===- ConvertOps.cpp - one converter per ONNX op -------------------------===//
+//===- ConvertCoreOps.cpp - math, norms, matmul, reshape, constants -------===//
 //
 // Each converter normalizes ONNX semantics into kiln ops: defaults made
 // explicit, negative axes resolved, opset differences removed. Shapes come from
@@ -8,12 +8,12 @@
 
 #include "GraphImporter.h"
 #include "NodeConverter.h"
-#include "Normalization.h"
+#include "NormalizationBuilder.h"
+#include "OpRegistry.h"
 
 #include "kiln/Importer/ONNX/TensorProto.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Diagnostics.h"
-#include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/CheckedArithmetic.h"
 
 using namespace mlir;
@@ -31,7 +31,7 @@ const onnx::AttributeProto *findAttribute(const onnx::NodeProto &node,
 namespace {
 
 /// Converts one node of the ops in this file (math, norms, matmul).
-struct NodeConverter : NodeConverterBase {
+struct CoreOpConverter : NodeConverterBase {
   using NodeConverterBase::NodeConverterBase;
 
   template <typename OpTy>
@@ -321,106 +321,36 @@ struct NodeConverter : NodeConverterBase {
       return failure();
     return output(*x);
   }
-
-  LogicalResult convert() {
-    StringRef op = node.op_type();
-    if (op == "Add")
-      return binary<AddOp>();
-    if (op == "Sub")
-      return binary<SubOp>();
-    if (op == "Mul")
-      return binary<MulOp>();
-    if (op == "Div")
-      return binary<DivOp>();
-    if (op == "Pow")
-      return binary<PowOp>();
-    if (op == "Neg")
-      return unary<NegOp>();
-    if (op == "Sqrt")
-      return unary<SqrtOp>();
-    if (op == "Erf")
-      return unary<ErfOp>();
-    if (op == "Tanh")
-      return unary<TanhOp>();
-    if (op == "Exp")
-      return unary<ExpOp>();
-    if (op == "Relu")
-      return unary<ReluOp>();
-    if (op == "Sigmoid")
-      return unary<SigmoidOp>();
-    if (op == "Cast")
-      return convertCast();
-    if (op == "MatMul")
-      return convertMatmul();
-    if (op == "Gemm")
-      return convertGemm();
-    if (op == "LayerNormalization")
-      return convertLayerNorm();
-    if (op == "RMSNormalization")
-      return convertRMSNorm();
-    if (op == "Transpose")
-      return convertTranspose();
-    if (op == "Reshape")
-      return convertReshape();
-    if (op == "Constant")
-      return convertConstant();
-    if (op == "Identity")
-      return convertIdentity();
-    return error() << "no converter";
-  }
 };
 
 } // namespace
 
-bool isDefaultDomain(StringRef domain) {
-  return domain.empty() || domain == "ai.onnx";
-}
-
-bool isSupportedCoreOp(StringRef opType) {
-  return llvm::StringSwitch<bool>(opType)
-      .Cases({"Add", "Sub", "Mul", "Div", "Pow", "Neg", "Sqrt", "Erf"}, true)
-      .Cases({"Tanh", "Exp", "Relu", "Sigmoid", "Cast", "MatMul", "Gemm"}, true)
-      .Cases({"LayerNormalization", "Transpose"}, true)
-      .Case("RMSNormalization", true)
-      .Cases({"Reshape", "Constant", "Identity"}, true)
-      .Default(false);
-}
-
-bool isSupportedOp(const onnx::NodeProto &node) {
-  if (isSupportedAttentionOp(node) || isSupportedFusedOp(node))
-    return true;
-  if (!isDefaultDomain(node.domain()))
-    return false;
-  StringRef op = node.op_type();
-  return isSupportedShapeOp(op) || isSupportedElementwiseOp(op) ||
-         isSupportedReductionOp(op) || isSupportedDataMovementOp(op) ||
-         isSupportedCoreOp(op) || op == "Einsum" || op == "Conv" ||
-         op == "Loop";
-}
-
-LogicalResult convertNode(GraphImporter &importer, const onnx::NodeProto &node) {
-  if (failed(importer.countNode(node)))
-    return failure();
-  if (isSupportedAttentionOp(node))
-    return convertAttentionNode(importer, node);
-  if (isSupportedFusedOp(node))
-    return convertFusedNode(importer, node);
-  StringRef op = node.op_type();
-  if (isSupportedShapeOp(op))
-    return convertShapeNode(importer, node);
-  if (isSupportedElementwiseOp(op))
-    return convertElementwiseNode(importer, node);
-  if (isSupportedReductionOp(op))
-    return convertReductionNode(importer, node);
-  if (isSupportedDataMovementOp(op))
-    return convertDataMovementNode(importer, node);
-  if (op == "Einsum")
-    return convertEinsumNode(importer, node);
-  if (op == "Conv")
-    return convertConvNode(importer, node);
-  if (op == "Loop")
-    return convertLoopNode(importer, node);
-  return NodeConverter(importer, node).convert();
+ArrayRef<OpConversion> getCoreConversions() {
+  using C = CoreOpConverter;
+  static const OpConversion table[] = {
+      {"", "Add", convertWith<C, &C::binary<AddOp>>},
+      {"", "Sub", convertWith<C, &C::binary<SubOp>>},
+      {"", "Mul", convertWith<C, &C::binary<MulOp>>},
+      {"", "Div", convertWith<C, &C::binary<DivOp>>},
+      {"", "Pow", convertWith<C, &C::binary<PowOp>>},
+      {"", "Neg", convertWith<C, &C::unary<NegOp>>},
+      {"", "Sqrt", convertWith<C, &C::unary<SqrtOp>>},
+      {"", "Erf", convertWith<C, &C::unary<ErfOp>>},
+      {"", "Tanh", convertWith<C, &C::unary<TanhOp>>},
+      {"", "Exp", convertWith<C, &C::unary<ExpOp>>},
+      {"", "Relu", convertWith<C, &C::unary<ReluOp>>},
+      {"", "Sigmoid", convertWith<C, &C::unary<SigmoidOp>>},
+      {"", "Cast", convertWith<C, &C::convertCast>},
+      {"", "MatMul", convertWith<C, &C::convertMatmul>},
+      {"", "Gemm", convertWith<C, &C::convertGemm>},
+      {"", "LayerNormalization", convertWith<C, &C::convertLayerNorm>},
+      {"", "RMSNormalization", convertWith<C, &C::convertRMSNorm>},
+      {"", "Transpose", convertWith<C, &C::convertTranspose>},
+      {"", "Reshape", convertWith<C, &C::convertReshape>},
+      {"", "Constant", convertWith<C, &C::convertConstant>},
+      {"", "Identity", convertWith<C, &C::convertIdentity>},
+  };
+  return table;
 }
 
 } // namespace kiln

@@ -1,13 +1,13 @@
-//===- Normalization.h - normalization statistics as kiln ops ---*- C++ -*-===//
+//===- NormalizationBuilder.h - layer norm statistics -----------*- C++ -*-===//
 //
 // The statistics that LayerNormalization and its com.microsoft relatives
 // return besides their result (Mean, InvStdDev), spelled out with kiln ops,
-// shared by ConvertOps.cpp and ConvertFusedOps.cpp.
+// shared by ConvertCoreOps.cpp and ConvertFusedOps.cpp.
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef KILN_LIB_IMPORTER_ONNX_NORMALIZATION_H
-#define KILN_LIB_IMPORTER_ONNX_NORMALIZATION_H
+#ifndef KILN_LIB_IMPORTER_ONNX_NORMALIZATIONBUILDER_H
+#define KILN_LIB_IMPORTER_ONNX_NORMALIZATIONBUILDER_H
 
 #include "GraphImporter.h"
 
@@ -28,4 +28,4 @@ buildLayerNormStatistics(GraphImporter &importer, mlir::Location loc,
 
 } // namespace kiln
 
-#endif // KILN_LIB_IMPORTER_ONNX_NORMALIZATION_H
+#endif // KILN_LIB_IMPORTER_ONNX_NORMALIZATIONBUILDER_H
