@@ -14,7 +14,9 @@
 // CHECK: erff(
 // CHECK: out0[x_idx] =
 // CHECK: extern "C" __global__ void kiln_copy_1(
-// CHECK: out0[i] = in0[((i / 3LL) % 5LL) * 1LL + ((i / 1LL) % 3LL) * 5LL];
+// CHECK: long long [[I:iv[0-9]+]] = i;
+// CHECK: float [[V:v[0-9]+]] = in0[0 + (([[I]] / 3LL) % 5LL) * 1LL + (([[I]] / 1LL) % 3LL) * 5LL];
+// CHECK: out0[i] = [[V]];
 
 // PLAN: matmul float32 batch 1 m 3 n 5 k 4 transA 0 transB 0
 // PLAN: launch kiln_reduction_0 grid 3 block 32

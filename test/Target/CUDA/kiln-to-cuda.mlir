@@ -25,9 +25,9 @@ func.func @main(%x: tensor<4xf32>, %y: tensor<4xf32>) -> tensor<4xf32> {
 // -----
 
 // A gather checks its indices at run time unless check-indices=false.
-// CHECK: kiln_checked_index((long long)in1
-// UNCHECKED: kiln_gather_index((long long)in1
-// UNCHECKED-NOT: kiln_checked_index((long long)in1
+// CHECK: kiln_checked_index((long long)v
+// UNCHECKED: kiln_gather_index((long long)v
+// UNCHECKED-NOT: kiln_checked_index((long long)v
 func.func @gather(%t: tensor<5x2xf32>, %i: tensor<3xi64>) -> tensor<3x2xf32> {
   %0 = kiln.gather %t, %i {axis = 0 : i64} : (tensor<5x2xf32>, tensor<3xi64>) -> tensor<3x2xf32>
   return %0 : tensor<3x2xf32>
