@@ -1,0 +1,179 @@
+"""The models bench/ measures, built from transformers configs with random
+weights (the GPU machine reaches no network), and their ONNX exports.
+
+Each case is one (model, shape): BERT-base at b1 s128 and b32 s128, a GPT-2
+medium decode step (one new token after a 512-token prompt, the KV cache as
+inputs and outputs) and ViT-base at b1 and b64 (DESIGN.md, "Performance
+method"). `--dry-run` shrinks every case to a few layers of width 64, so the
+whole harness runs on the host backend in seconds.
+"""
+import dataclasses
+import os
+
+import numpy as np
+
+SEED = 0
+
+
+@dataclasses.dataclass
+class Case:
+    name: str
+    family: str          # bert, gpt2-decode or vit
+    batch: int
+    seq: int             # tokens per run (new tokens for a decode step)
+    past: int = 0        # decode: tokens already in the KV cache
+    image: int = 224
+    # Filled by build(): the torch module, its inputs and their names.
+    module: object = None
+    inputs: dict = None
+    output_names: list = None
+
+
+def cases(dry_run):
+    """The cases to measure; small versions of the same ones for a dry run."""
+    if dry_run:
+        return [Case("bert-b1-s16", "bert", 1, 16),
+                Case("bert-b4-s16", "bert", 4, 16),
+                Case("gpt2-decode-p8", "gpt2-decode", 1, 1, past=8),
+                Case("vit-b1", "vit", 1, 0, image=32),
+                Case("vit-b4", "vit", 4, 0, image=32)]
+    return [Case("bert-base-b1-s128", "bert", 1, 128),
+            Case("bert-base-b32-s128", "bert", 32, 128),
+            Case("gpt2-medium-decode-p512", "gpt2-decode", 1, 1, past=512),
+            Case("vit-base-b1", "vit", 1, 0),
+            Case("vit-base-b64", "vit", 64, 0)]
+
+
+def _config(case, dry_run):
+    import transformers
+    small = dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+                 intermediate_size=128)
+    if case.family == "bert":
+        return transformers.BertConfig(**(small if dry_run else {}),
+                                       attn_implementation="sdpa")
+    if case.family == "vit":
+        extra = dict(image_size=case.image, patch_size=8) if dry_run else {}
+        return transformers.ViTConfig(**(small if dry_run else {}), **extra,
+                                      attn_implementation="sdpa")
+    if dry_run:
+        return transformers.GPT2Config(n_embd=64, n_layer=2, n_head=4,
+                                       vocab_size=512,
+                                       attn_implementation="sdpa")
+    # GPT-2 medium.
+    return transformers.GPT2Config(n_embd=1024, n_layer=24, n_head=16,
+                                   attn_implementation="sdpa")
+
+
+def _decode_step(model):
+    """A causal LM as one decoding step on flat tensors: (input_ids,
+    attention_mask, past K and V of each layer) -> (logits, present K and V
+    of each layer). torch is imported here, not at the top, so that the
+    harness runs on exports without it."""
+    import torch
+    import transformers
+
+    class Step(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.model = model
+            self.layers = model.config.num_hidden_layers
+
+        def forward(self, input_ids, attention_mask, *past):
+            cache = transformers.DynamicCache(
+                ddp_cache_data=[(past[2 * i], past[2 * i + 1])
+                                for i in range(self.layers)],
+                config=self.model.config)
+            out = self.model(input_ids=input_ids,
+                             attention_mask=attention_mask,
+                             past_key_values=cache, use_cache=True,
+                             return_dict=True)
+            present = []
+            for layer in out.past_key_values.layers[:self.layers]:
+                present += [layer.keys, layer.values]
+            return (out.logits, *present)
+
+    return Step().eval()
+
+
+def build(case, dry_run):
+    """Fills case.module, case.inputs (name -> numpy) and case.output_names."""
+    import torch
+    import transformers
+    torch.manual_seed(SEED)
+    rng = np.random.default_rng(SEED)
+    config = _config(case, dry_run)
+    if case.family == "bert":
+        case.module = _pick_output(transformers.BertModel(config).eval(),
+                               "last_hidden_state")
+        case.inputs = {
+            "input_ids": rng.integers(0, config.vocab_size,
+                                      (case.batch, case.seq), dtype=np.int64),
+            "attention_mask": np.ones((case.batch, case.seq), np.int64)}
+        case.output_names = ["last_hidden_state"]
+    elif case.family == "vit":
+        case.module = _pick_output(transformers.ViTModel(config).eval(),
+                               "last_hidden_state")
+        case.inputs = {"pixel_values": rng.standard_normal(
+            (case.batch, 3, config.image_size, config.image_size)).astype(
+                np.float32)}
+        case.output_names = ["last_hidden_state"]
+    else:
+        model = transformers.GPT2LMHeadModel(config).eval()
+        case.module = _decode_step(model)
+        heads, layers = config.n_head, config.n_layer
+        head_dim = config.n_embd // heads
+        case.inputs = {
+            "input_ids": rng.integers(0, config.vocab_size,
+                                      (case.batch, case.seq), dtype=np.int64),
+            "attention_mask": np.ones((case.batch, case.past + case.seq),
+                                      np.int64)}
+        for layer in range(layers):
+            for kv in ("key", "value"):
+                case.inputs[f"past.{layer}.{kv}"] = rng.standard_normal(
+                    (case.batch, heads, case.past, head_dim)).astype(
+                        np.float32)
+        case.output_names = ["logits"] + [
+            f"present.{layer}.{kv}" for layer in range(layers)
+            for kv in ("key", "value")]
+
+
+def _pick_output(model, name):
+    """A transformers model as a module returning its output `name`."""
+    import torch
+
+    class Pick(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.model = model
+
+        def forward(self, *args):
+            return getattr(self.model(*args, return_dict=True), name)
+
+    return Pick().eval()
+
+
+def export(case, folder, exporter):
+    """Writes case's model with static shapes to FOLDER/model.onnx (weights
+    as external data) and its inputs to FOLDER/inputs/NAME.npy."""
+    import torch
+    os.makedirs(os.path.join(folder, "inputs"), exist_ok=True)
+    for name, value in case.inputs.items():
+        np.save(os.path.join(folder, "inputs", name + ".npy"), value)
+    path = os.path.join(folder, "model.onnx")
+    args = tuple(torch.from_numpy(v) for v in case.inputs.values())
+    with torch.no_grad():
+        if exporter == "dynamo":
+            program = torch.onnx.export(case.module, args, dynamo=True,
+                                        input_names=list(case.inputs),
+                                        output_names=case.output_names)
+            program.save(path, external_data=True)
+        else:
+            torch.onnx.export(case.module, args, path, dynamo=False,
+                              input_names=list(case.inputs),
+                              output_names=case.output_names,
+                              opset_version=17)
+            import onnx
+            model = onnx.load(path)
+            onnx.save(model, path, save_as_external_data=True,
+                      location="model.onnx.data")
+    return path
