@@ -101,7 +101,8 @@ static LogicalResult checkMemoryLimits(func::FuncOp func,
 
 LogicalResult lowerToArtifact(ModuleOp module, const CompileOptions &options,
                               bool compile, rt::Artifact &artifact,
-                              StepOrigins *origins, WeightTable *weights) {
+                              StepOrigins *origins, WeightTable *weights,
+                              std::vector<KernelResources> *resources) {
   auto funcs = module.getOps<func::FuncOp>();
   if (std::distance(funcs.begin(), funcs.end()) != 1)
     return emitError(module.getLoc(), "expected exactly one function");
@@ -142,6 +143,8 @@ LogicalResult lowerToArtifact(ModuleOp module, const CompileOptions &options,
   if (failed(compiled))
     return failure();
   artifact.cubin = std::move(compiled->cubin);
+  if (resources)
+    *resources = std::move(compiled->resources);
   artifact.ptx = std::move(compiled->ptx);
   return success();
 }

@@ -22,7 +22,8 @@ namespace kiln {
 
 namespace {
 
-constexpr char kCacheMagic[8] = {'K', 'I', 'L', 'N', 'C', 'U', 'B', '1'};
+// Version 2 added the ptxas report.
+constexpr char kCacheMagic[8] = {'K', 'I', 'L', 'N', 'C', 'U', 'B', '2'};
 
 std::string nvrtcVersionString() {
   int major = 0, minor = 0;
@@ -48,7 +49,8 @@ std::string cudaIncludeDir() {
   return "";
 }
 
-/// Runs NVRTC once; fills `out` with the cubin or PTX, or `log` on failure.
+/// Runs NVRTC once; fills `out` with the cubin or PTX and `log` with its
+/// log (for a cubin, ptxas's resource report), or `log` with the error.
 bool runNvrtc(StringRef source, StringRef arch, bool wantCubin,
               std::string &out, std::string &log) {
   nvrtcProgram program;
@@ -62,6 +64,8 @@ bool runNvrtc(StringRef source, StringRef arch, bool wantCubin,
   std::string includeOpt = "-I" + cudaIncludeDir();
   SmallVector<const char *> options = {archOpt.c_str(), "--std=c++17",
                                        "-default-device"};
+  if (wantCubin)
+    options.push_back("--ptxas-options=-v");
   if (includeOpt.size() > 2)
     options.push_back(includeOpt.c_str());
   nvrtcResult result =
@@ -100,29 +104,35 @@ bool readEntry(const std::string &path, CompiledCuda &out) {
   if (!buffer)
     return false;
   StringRef data = (*buffer)->getBuffer();
-  if (data.size() < 32 || std::memcmp(data.data(), kCacheMagic, 8) != 0)
+  if (data.size() < 40 || std::memcmp(data.data(), kCacheMagic, 8) != 0)
     return false;
-  uint64_t checksum, cubinSize, ptxSize;
+  uint64_t checksum, cubinSize, ptxSize, logSize;
   std::memcpy(&checksum, data.data() + 8, 8);
   std::memcpy(&cubinSize, data.data() + 16, 8);
   std::memcpy(&ptxSize, data.data() + 24, 8);
-  StringRef payload = data.drop_front(32);
-  if (cubinSize > payload.size() || ptxSize != payload.size() - cubinSize ||
+  std::memcpy(&logSize, data.data() + 32, 8);
+  StringRef payload = data.drop_front(40);
+  if (cubinSize > payload.size() || ptxSize > payload.size() - cubinSize ||
+      logSize != payload.size() - cubinSize - ptxSize ||
       llvm::xxh3_64bits(payload) != checksum)
     return false;
   out.cubin = payload.take_front(cubinSize).str();
-  out.ptx = payload.drop_front(cubinSize).str();
+  out.ptx = payload.drop_front(cubinSize).take_front(ptxSize).str();
+  out.resources = parsePtxasInfo(payload.drop_front(cubinSize + ptxSize));
   return true;
 }
 
-/// Writes a cache entry through a temporary file so a reader never sees a
-/// partial entry; failures only cost a recompile later.
-void writeEntry(const std::string &path, const CompiledCuda &compiled) {
-  std::string payload = compiled.cubin + compiled.ptx;
+/// Writes a cache entry (with ptxas's log, from which the resources are
+/// read again) through a temporary file so a reader never sees a partial
+/// entry; failures only cost a recompile later.
+void writeEntry(const std::string &path, const CompiledCuda &compiled,
+                StringRef ptxasLog) {
+  std::string payload = compiled.cubin + compiled.ptx + ptxasLog.str();
   std::string data(kCacheMagic, 8);
   appendU64(data, llvm::xxh3_64bits(payload));
   appendU64(data, compiled.cubin.size());
   appendU64(data, compiled.ptx.size());
+  appendU64(data, ptxasLog.size());
   data += payload;
   auto temp = llvm::sys::fs::TempFile::create(path + "-%%%%%%.tmp");
   if (!temp) {
@@ -157,16 +167,19 @@ FailureOr<CompiledCuda> compileCuda(Location loc, StringRef source,
       return cached;
   }
   CompiledCuda compiled;
-  std::string log;
-  if (!runNvrtc(source, arch, /*wantCubin=*/true, compiled.cubin, log) ||
+  std::string log, ptxasLog;
+  bool ok = runNvrtc(source, arch, /*wantCubin=*/true, compiled.cubin, log);
+  ptxasLog = log;
+  if (!ok ||
       !runNvrtc(source, virtualArch, /*wantCubin=*/false, compiled.ptx, log)) {
     auto diag = emitError(loc, "NVRTC failed to compile the generated CUDA:\n")
                 << log;
     diag.attachNote() << "source:\n" << source;
     return failure();
   }
+  compiled.resources = parsePtxasInfo(ptxasLog);
   if (!entry.empty() && !llvm::sys::fs::create_directories(dir))
-    writeEntry(entry, compiled);
+    writeEntry(entry, compiled, ptxasLog);
   return compiled;
 }
 

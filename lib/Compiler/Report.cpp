@@ -213,6 +213,26 @@ static int64_t weightBytesOf(const rt::Artifact &artifact,
              : static_cast<int64_t>(artifact.weightBytes());
 }
 
+/// What ptxas gave the kernel of launch `step`, or null (not a launch, or
+/// no cubin built).
+static const KernelResources *resourcesOf(const rt::Artifact &artifact,
+                                          const CompileReport &report,
+                                          const rt::Step &step) {
+  if (step.kind != rt::Step::Kind::Launch)
+    return nullptr;
+  llvm::StringRef name = artifact.kernelNames[step.launch.kernel];
+  for (const KernelResources &k : report.kernelResources)
+    if (k.name == name)
+      return &k;
+  return nullptr;
+}
+
+/// The threads of a launch's block.
+static int64_t threadsOf(const rt::Step &step) {
+  return int64_t(step.launch.block[0]) * step.launch.block[1] *
+         step.launch.block[2];
+}
+
 void printReportText(const rt::Artifact &artifact, const CompileReport &report,
                      llvm::raw_ostream &os) {
   Counts counts = countsOf(artifact, report);
@@ -232,11 +252,29 @@ void printReportText(const rt::Artifact &artifact, const CompileReport &report,
     if (roofline.gpu)
       os << ", floor " << scaledTime(floorSeconds(cost, *roofline.gpu));
     os << "]";
+    if (const KernelResources *k = resourcesOf(artifact, report, step)) {
+      Occupancy occupancy = occupancyOnSm90(*k, threadsOf(step));
+      os << llvm::formatv("  [{0} regs, {1} B smem, {2} B spilled, "
+                          "occupancy {3:P0}]",
+                          k->registers, k->sharedBytes,
+                          k->spillStoreBytes + k->spillLoadBytes,
+                          occupancy.fraction);
+    }
     if (i < report.origins.size() && !report.origins[i].empty()) {
       os << "  <- ";
       llvm::interleave(report.origins[i], os, ", ");
     }
     os << "\n";
+  }
+  if (!report.kernelResources.empty()) {
+    int64_t maxRegisters = 0, spilling = 0;
+    for (const KernelResources &k : report.kernelResources) {
+      maxRegisters = std::max(maxRegisters, k.registers);
+      spilling += k.spillStoreBytes + k.spillLoadBytes > 0;
+    }
+    os << "kernels (ptxas, " << artifact.arch << "): "
+       << report.kernelResources.size() << ", at most " << maxRegisters
+       << " registers, " << spilling << " spilling\n";
   }
   os << "roofline: " << scaled(roofline.flops, "FLOP") << ", "
      << scaled(roofline.bytes, "B") << " moved";
@@ -297,6 +335,19 @@ void printReportJson(const rt::Artifact &artifact, const CompileReport &report,
       launch["block"] = llvm::json::Array{step.launch.block[0],
                                           step.launch.block[1],
                                           step.launch.block[2]};
+      if (const KernelResources *k = resourcesOf(artifact, report, step)) {
+        Occupancy occupancy = occupancyOnSm90(*k, threadsOf(step));
+        launch["resources"] = llvm::json::Object{
+            {"registers", k->registers},
+            {"barriers", k->barriers},
+            {"shared_bytes", k->sharedBytes},
+            {"stack_bytes", k->stackBytes},
+            {"spill_store_bytes", k->spillStoreBytes},
+            {"spill_load_bytes", k->spillLoadBytes},
+            {"blocks_per_sm", occupancy.blocksPerSM},
+            {"occupancy", occupancy.fraction},
+            {"occupancy_limited_by", occupancy.limitedBy}};
+      }
     } else if (step.kind == rt::Step::Kind::Matmul) {
       const rt::MatmulStep &m = step.matmul;
       launch["dtype"] = rt::dtypeName(m.dtype);

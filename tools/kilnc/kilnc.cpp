@@ -178,7 +178,8 @@ int main(int argc, char **argv) {
   // files) until they are streamed into the output.
   kiln::WeightTable weights;
   if (failed(kiln::lowerToArtifact(*module, options, needsCubin, artifact,
-                                   &compileReport.origins, &weights)))
+                                   &compileReport.origins, &weights,
+                                   &compileReport.kernelResources)))
     return 1;
   if (progress)
     progress->end();

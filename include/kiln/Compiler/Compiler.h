@@ -10,6 +10,7 @@
 #ifndef KILN_COMPILER_COMPILER_H
 #define KILN_COMPILER_COMPILER_H
 
+#include "kiln/Compiler/KernelResources.h"
 #include "kiln/Compiler/Pipeline.h"
 #include "kiln/Compiler/Progress.h"
 #include "kiln/Importer/ONNX/Importer.h"
@@ -62,12 +63,13 @@ mlir::LogicalResult runPipeline(mlir::ModuleOp module,
 /// Lowers a pipelined module to a Plan with CUDA source; with `compile`, also
 /// runs NVRTC for the cubin and PTX. `origins`, when given, receives the ONNX
 /// nodes of each step; `weights`, when given, the weights instead of
-/// `artifact.weights` (see emitPlan).
-mlir::LogicalResult lowerToArtifact(mlir::ModuleOp module,
-                                    const CompileOptions &options,
-                                    bool compile, rt::Artifact &artifact,
-                                    StepOrigins *origins = nullptr,
-                                    WeightTable *weights = nullptr);
+/// `artifact.weights` (see emitPlan); `resources`, when given and with
+/// `compile`, what ptxas gave each kernel.
+mlir::LogicalResult
+lowerToArtifact(mlir::ModuleOp module, const CompileOptions &options,
+                bool compile, rt::Artifact &artifact,
+                StepOrigins *origins = nullptr, WeightTable *weights = nullptr,
+                std::vector<KernelResources> *resources = nullptr);
 
 /// All of the above for one model file.
 mlir::LogicalResult compileModel(mlir::MLIRContext *context,

@@ -3,9 +3,11 @@
 #ifndef KILN_COMPILER_NVRTC_H
 #define KILN_COMPILER_NVRTC_H
 
+#include "kiln/Compiler/KernelResources.h"
 #include "mlir/IR/Location.h"
 
 #include <string>
+#include <vector>
 
 namespace kiln {
 
@@ -13,6 +15,8 @@ namespace kiln {
 struct CompiledCuda {
   std::string cubin;
   std::string ptx;
+  /// Each kernel's registers, spills and shared memory in the cubin.
+  std::vector<KernelResources> resources;
 };
 
 /// Compiles `source` for `arch` (e.g. "sm_90a") to a cubin, and for the

@@ -8,6 +8,7 @@
 #ifndef KILN_COMPILER_REPORT_H
 #define KILN_COMPILER_REPORT_H
 
+#include "kiln/Compiler/KernelResources.h"
 #include "kiln/Target/CUDA/EmitPlan.h"
 #include "kiln/runtime/ArtifactFormat.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -53,6 +54,8 @@ struct CompileReport {
   std::vector<double> kernelFlops;
   /// The GPU whose peaks give the roofline's floor times (findGpuPeaks).
   std::string rooflineGpu = "h200";
+  /// What ptxas gave each kernel (empty when no cubin was built).
+  std::vector<KernelResources> kernelResources;
 };
 
 /// A report of the pipelined `module` of `model`: the fields that come from
@@ -70,12 +73,14 @@ std::vector<Fp32Kept> collectFp32Kept(mlir::ModuleOp module);
 /// function, or -1.
 int64_t liveLowerBoundOf(mlir::ModuleOp module);
 
-/// Writes the report as text: one line per launch, then the memory summary.
+/// Writes the report as text: one line per launch (kernels with ptxas's
+/// registers, shared memory, spills and sm_90 occupancy), then the summary.
 void printReportText(const rt::Artifact &artifact, const CompileReport &report,
                      llvm::raw_ostream &os);
 
 /// Writes the report as JSON: `launches` (each with `kind`, `name` and
-/// `onnx_nodes`), `peak_arena_bytes`, `live_lower_bound_bytes`,
+/// `onnx_nodes`; kernels also `resources`, ptxas's registers, shared memory,
+/// stack and spills with the sm_90 occupancy they allow), `peak_arena_bytes`, `live_lower_bound_bytes`,
 /// `weight_bytes`, counts, `precision` and `fp32_kept` (each with `kind`,
 /// `name`, `type`, `onnx_nodes` and `rule`).
 void printReportJson(const rt::Artifact &artifact, const CompileReport &report,

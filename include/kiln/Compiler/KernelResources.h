@@ -1,0 +1,56 @@
+//===- KernelResources.h - what ptxas gave each kernel ----------*- C++ -*-===//
+//
+// Registers, spills, stack and shared memory of each generated kernel, as
+// ptxas reports them when NVRTC compiles the cubin, and the occupancy they
+// allow on sm_90: how GPU-side code quality is checked without a GPU.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_COMPILER_KERNELRESOURCES_H
+#define KILN_COMPILER_KERNELRESOURCES_H
+
+#include "llvm/ADT/StringRef.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace kiln {
+
+/// One kernel's resources, from ptxas's `-v` report.
+struct KernelResources {
+  std::string name;
+  int64_t registers = 0;
+  int64_t barriers = 0;
+  /// Static shared memory per block.
+  int64_t sharedBytes = 0;
+  /// Per-thread stack frame (local memory), spills included.
+  int64_t stackBytes = 0;
+  int64_t spillStoreBytes = 0;
+  int64_t spillLoadBytes = 0;
+};
+
+/// The kernels of a ptxas `-v` log (NVRTC's program log with
+/// `--ptxas-options=-v`), in the order ptxas compiled them; fields the log
+/// does not state stay 0.
+std::vector<KernelResources> parsePtxasInfo(llvm::StringRef log);
+
+/// How many blocks of a kernel fit on one SM, and what limits them.
+struct Occupancy {
+  int64_t blocksPerSM = 0;
+  /// Resident warps over the SM's maximum, in [0, 1].
+  double fraction = 0;
+  /// "registers", "shared memory", "threads" or "blocks".
+  std::string limitedBy;
+};
+
+/// The occupancy of `kernel` launched with `threadsPerBlock` threads on an
+/// sm_90 SM (H100/H200): 64K registers allocated per warp in units of 256,
+/// 228 KiB of shared memory (1 KiB of it reserved per block), 2048 threads
+/// and 32 blocks (CUDA C Programming Guide, compute capability 9.0).
+Occupancy occupancyOnSm90(const KernelResources &kernel,
+                          int64_t threadsPerBlock);
+
+} // namespace kiln
+
+#endif // KILN_COMPILER_KERNELRESOURCES_H

@@ -1,0 +1,22 @@
+"""Checks kilnc --report=json files: every kernel launch has ptxas's
+resources, none spills, and each occupancy is a fraction in (0, 1]."""
+import json
+import sys
+
+launches = 0
+for path in sys.argv[1:]:
+    report = json.load(open(path))
+    for launch in report["launches"]:
+        if "grid" not in launch:
+            continue  # a cuBLASLt call or a copy
+        launches += 1
+        r = launch.get("resources")
+        if r is None:
+            sys.exit(f"{path}: {launch['name']} has no resources")
+        spilled = r["spill_store_bytes"] + r["spill_load_bytes"]
+        if spilled:
+            sys.exit(f"{path}: {launch['name']} spills {spilled} bytes")
+        if not 0 < r["occupancy"] <= 1 or r["registers"] <= 0:
+            sys.exit(f"{path}: {launch['name']}: implausible {r}")
+print(f"{len(sys.argv) - 1} reports, {launches} launches of kernels, "
+      "all with resources, none spilling")
