@@ -371,34 +371,35 @@ HostTensor::fromElementsAttr(ElementsAttr attr, std::optional<Location> loc) {
   return emitOptionalError(loc, "cannot read the elements of constant ", attr);
 }
 
-FailureOr<HostTensor> HostTensor::fromDoubles(Type elementType,
-                                              ArrayRef<int64_t> shape,
-                                              ArrayRef<double> values,
-                                              std::optional<Location> loc) {
-  FailureOr<HostTensor> tensor = allocate(elementType, shape, loc);
+/// A tensor of `values` (row-major), each stored by `Domain::set`.
+template <typename Domain>
+static FailureOr<HostTensor>
+fromValues(Type elementType, ArrayRef<int64_t> shape,
+           ArrayRef<typename Domain::Value> values,
+           std::optional<Location> loc) {
+  FailureOr<HostTensor> tensor = HostTensor::allocate(elementType, shape, loc);
   if (failed(tensor))
     return failure();
   if (static_cast<int64_t>(values.size()) != tensor->numElements())
     return emitOptionalError(loc, "expected ", tensor->numElements(),
                              " values, got ", values.size());
   for (auto [index, value] : llvm::enumerate(values))
-    tensor->setFromDouble(index, value);
+    Domain::set(*tensor, index, value);
   return tensor;
+}
+
+FailureOr<HostTensor> HostTensor::fromDoubles(Type elementType,
+                                              ArrayRef<int64_t> shape,
+                                              ArrayRef<double> values,
+                                              std::optional<Location> loc) {
+  return fromValues<FloatDomain>(elementType, shape, values, loc);
 }
 
 FailureOr<HostTensor> HostTensor::fromInts(Type elementType,
                                            ArrayRef<int64_t> shape,
                                            ArrayRef<int64_t> values,
                                            std::optional<Location> loc) {
-  FailureOr<HostTensor> tensor = allocate(elementType, shape, loc);
-  if (failed(tensor))
-    return failure();
-  if (static_cast<int64_t>(values.size()) != tensor->numElements())
-    return emitOptionalError(loc, "expected ", tensor->numElements(),
-                             " values, got ", values.size());
-  for (auto [index, value] : llvm::enumerate(values))
-    tensor->setFromInt(index, value);
-  return tensor;
+  return fromValues<SignedDomain>(elementType, shape, values, loc);
 }
 
 int64_t HostTensor::numElements() const {

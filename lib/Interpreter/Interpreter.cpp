@@ -152,6 +152,16 @@ static LogicalResult checkFloat(Operation *op, const HostTensor &tensor) {
          << tensor.elementType;
 }
 
+/// Fails with an error at `op` unless `lhs` and `rhs` have one element
+/// type.
+static LogicalResult checkOneElementType(Operation *op, const HostTensor &lhs,
+                                         const HostTensor &rhs) {
+  if (lhs.elementType == rhs.elementType)
+    return success();
+  return op->emitOpError("expected operands of one element type, got ")
+         << lhs.elementType << " and " << rhs.elementType;
+}
+
 /// Applies `floatFn` or `intFn` to the numpy-broadcast operands. `intFn` is
 /// null for float-only ops, `floatFn` for integer-only ones. Unsigned
 /// operands go to `unsignedFn` where their results differ from the signed
@@ -161,9 +171,8 @@ static FailureOr<HostTensor>
 executeBinary(Operation *op, const HostTensor &lhs, const HostTensor &rhs,
               FloatBinaryFn floatFn, IntBinaryFn intFn,
               UnsignedBinaryFn unsignedFn = nullptr) {
-  if (lhs.elementType != rhs.elementType)
-    return op->emitOpError("expected operands of one element type, got ")
-           << lhs.elementType << " and " << rhs.elementType;
+  if (failed(checkOneElementType(op, lhs, rhs)))
+    return failure();
   bool isFloat = isa<FloatType>(lhs.elementType);
   if (!intFn && failed(checkFloat(op, lhs)))
     return failure();
@@ -330,9 +339,8 @@ template <typename Compare>
 static FailureOr<HostTensor>
 executeCompare(Operation *op, const HostTensor &lhs, const HostTensor &rhs,
                Compare compare) {
-  if (lhs.elementType != rhs.elementType)
-    return op->emitOpError("expected operands of one element type, got ")
-           << lhs.elementType << " and " << rhs.elementType;
+  if (failed(checkOneElementType(op, lhs, rhs)))
+    return failure();
   FailureOr<SmallVector<int64_t>> shape =
       broadcastShapes(op->getLoc(), lhs.shape, rhs.shape);
   if (failed(shape))
@@ -365,9 +373,8 @@ static FailureOr<HostTensor> executeWhere(Operation *op,
   if (!condition.elementType.isInteger(1))
     return op->emitOpError("expected an i1 condition, got ")
            << condition.elementType;
-  if (lhs.elementType != rhs.elementType)
-    return op->emitOpError("expected operands of one element type, got ")
-           << lhs.elementType << " and " << rhs.elementType;
+  if (failed(checkOneElementType(op, lhs, rhs)))
+    return failure();
   FailureOr<SmallVector<int64_t>> values =
       broadcastShapes(op->getLoc(), lhs.shape, rhs.shape);
   if (failed(values))

@@ -44,6 +44,11 @@ struct kiln_model {
   std::string info;
 };
 
+struct kiln_context {
+  /// The context.
+  std::unique_ptr<ExecutionContext> context;
+};
+
 /// The message of the last failure on this thread.
 static thread_local std::string lastError;
 
@@ -180,6 +185,43 @@ KILN_API kiln_status kiln_model_run(kiln_model *model,
                                 "invalid memory kind " +
                                     std::to_string(static_cast<int>(memory))));
     Status s = model->model->run(inputs, outputs, static_cast<Memory>(memory));
+    return s.isOk() ? KILN_OK : fail(s);
+  });
+}
+
+KILN_API kiln_status kiln_context_create(kiln_model *model,
+                                         kiln_context **out) {
+  return guarded([&]() -> kiln_status {
+    if (!out)
+      return fail(StatusCode::InvalidArgument, "out is null");
+    *out = nullptr;
+    if (!model)
+      return fail(StatusCode::InvalidArgument, "model is null");
+    auto context = std::make_unique<kiln_context>();
+    if (Status s = model->model->createContext(context->context); !s.isOk())
+      return fail(s);
+    *out = context.release();
+    return KILN_OK;
+  });
+}
+
+KILN_API void kiln_context_destroy(kiln_context *context) {
+  try {
+    delete context;
+  } catch (...) {
+    // Destructors do not throw; this only keeps exceptions out of C.
+  }
+}
+
+KILN_API kiln_status kiln_context_run(kiln_context *context,
+                                      const void *const *inputs,
+                                      void *const *outputs,
+                                      kiln_memory memory) {
+  return guarded([&]() -> kiln_status {
+    if (!context)
+      return fail(StatusCode::InvalidArgument, "context is null");
+    Status s = context->context->run(inputs, outputs,
+                                     static_cast<Memory>(memory));
     return s.isOk() ? KILN_OK : fail(s);
   });
 }

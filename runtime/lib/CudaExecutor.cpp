@@ -1,8 +1,11 @@
 //===- CudaExecutor.cpp - Run a plan with the CUDA driver API -------------===//
 //
-// One arena, the weights, the kernels of the cubin (or PTX) and one stream
-// per model. Steps are issued in order on the stream; the only host
-// synchronization is at the end of a run.
+// The weights and splat constants are uploaded once per model
+// (CudaConstants) and shared by its execution contexts; each context has its
+// own stream, arena, staging, cuBLASLt handle and workspace, and its own
+// copy of the kernels' module (so its own index check flag). Steps are
+// issued in order on the context's stream; the only host synchronization is
+// at the end of a run.
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,6 +17,8 @@
 #include <algorithm>
 #include <climits>
 #include <cstdint>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -88,22 +93,57 @@ struct MatmulPlan {
 };
 
 /// The CUDA driver backend; see `createCudaExecutor`.
+/// What the execution contexts of one model share on the device: the
+/// weights and the splat constants, uploaded by the first run of any of
+/// them, read-only after.
+class CudaConstants {
+public:
+  explicit CudaConstants(Artifact &artifact) : artifact(artifact) {}
+  /// Frees the device memory and releases the primary context.
+  ~CudaConstants();
+
+  /// Opens the driver and uploads once; a failure is retried by the next
+  /// call. The artifact's host copy of the weights is released after.
+  Status ensureUploaded();
+
+  const cu::DriverApi *api = nullptr;
+  cu::Device device = 0;
+  cu::Context context = nullptr;
+  cu::DevicePtr weights = 0;
+  /// Storage of the splat buffers, one per slot of `planSplatSlots`.
+  std::vector<cu::DevicePtr> splats;
+  std::vector<size_t> splatSlotOf;
+
+private:
+  Status upload(cu::Stream stream);
+  Status uploadSplats(cu::Stream stream);
+  void freeMemory();
+
+  Artifact &artifact;
+  std::mutex mutex;
+  bool ready = false;
+  bool hasContext = false;
+};
+
 class CudaExecutor : public Executor {
 public:
   /// Binds to `artifact`; touches no driver yet.
-  explicit CudaExecutor(Artifact &artifact) : artifact(artifact) {}
+  CudaExecutor(Artifact &artifact, std::shared_ptr<CudaConstants> constants)
+      : artifact(artifact), constants(std::move(constants)) {}
   /// Releases device resources.
   ~CudaExecutor() override { release(); }
 
   /// Runs the plan; see `Executor::run`.
   Status run(const void *const *inputs, void *const *outputs,
              Memory memory) override;
+  std::unique_ptr<Executor> createContext() override {
+    return std::make_unique<CudaExecutor>(artifact, constants);
+  }
 
 private:
   Status initialize();
   Status initializeInContext();
   Status loadKernels();
-  Status uploadSplats();
   Status prepareMatmul(size_t stepIndex, MatmulPlan &plan);
   Status chooseAlgo(MatmulPlan &plan, const uint32_t align[3],
                     const lt::MatmulAlgo *&algo);
@@ -116,6 +156,7 @@ private:
   void release();
 
   Artifact &artifact;
+  std::shared_ptr<CudaConstants> constants;
   const cu::DriverApi *api = nullptr;
   const lt::LtApi *ltApi = nullptr;
   bool ready = false;
@@ -128,10 +169,6 @@ private:
   /// The kernels' `kiln_index_error` flag; 0 without index checks.
   cu::DevicePtr indexError = 0;
   cu::DevicePtr arena = 0;
-  cu::DevicePtr weights = 0;
-  /// Storage of the splat buffers, one per slot of `planSplatSlots`.
-  std::vector<cu::DevicePtr> splats;
-  std::vector<size_t> splatSlotOf;
   cu::DevicePtr workspace = 0;
   lt::Handle ltHandle = nullptr;
   std::vector<MatmulPlan> matmuls;
@@ -145,7 +182,85 @@ private:
 Executor::~Executor() = default;
 
 std::unique_ptr<Executor> kiln::rt::createCudaExecutor(Artifact &artifact) {
-  return std::make_unique<CudaExecutor>(artifact);
+  return std::make_unique<CudaExecutor>(
+      artifact, std::make_shared<CudaConstants>(artifact));
+}
+
+Status CudaConstants::ensureUploaded() {
+  std::lock_guard<std::mutex> lock(mutex);
+  if (ready)
+    return Status::ok();
+  if (Status s = cu::loadCudaDriver(api); !s.isOk())
+    return s;
+  // Device 0 of what CUDA_VISIBLE_DEVICES exposes; the primary context is
+  // shared with the CUDA runtime API, so applications interoperate.
+  if (!hasContext) {
+    if (cu::Result r = api->deviceGet(&device, 0); r != cu::kSuccess)
+      return cu::cudaError(*api, r, "cuDeviceGet");
+    if (cu::Result r = api->primaryCtxRetain(&context, device);
+        r != cu::kSuccess)
+      return cu::cudaError(*api, r, "cuDevicePrimaryCtxRetain");
+    hasContext = true;
+  }
+  Status s;
+  {
+    ContextScope scope(*api, context);
+    if (scope.result != cu::kSuccess)
+      return cu::cudaError(*api, scope.result, "cuCtxPushCurrent");
+    cu::Stream stream = nullptr;
+    if (cu::Result r = api->streamCreate(&stream, cu::kStreamNonBlocking);
+        r != cu::kSuccess)
+      return cu::cudaError(*api, r, "cuStreamCreate");
+    s = upload(stream);
+    api->streamDestroy(stream);
+    if (!s.isOk())
+      freeMemory();
+  }
+  if (!s.isOk())
+    return s;
+  ready = true;
+  // The device holds the weights now; do not keep a second host copy.
+  artifact.releaseWeights();
+  return Status::ok();
+}
+
+Status CudaConstants::upload(cu::Stream stream) {
+  if (artifact.weightBytes() != 0) {
+    if (cu::Result r = api->memAlloc(&weights, artifact.weightBytes());
+        r != cu::kSuccess)
+      return cu::cudaError(*api, r,
+                           "allocating the weights (" +
+                               std::to_string(artifact.weightBytes()) +
+                               " bytes)");
+    if (cu::Result r = api->memcpyHtoDAsync(weights, artifact.weightData(),
+                                            artifact.weightBytes(), stream);
+        r != cu::kSuccess)
+      return cu::cudaError(*api, r, "uploading the weights");
+    if (cu::Result r = api->streamSynchronize(stream); r != cu::kSuccess)
+      return cu::cudaError(*api, r, "uploading the weights");
+  }
+  return uploadSplats(stream);
+}
+
+void CudaConstants::freeMemory() {
+  for (cu::DevicePtr p : splats)
+    if (p)
+      api->memFree(p);
+  splats.clear();
+  splatSlotOf.clear();
+  if (weights)
+    api->memFree(weights);
+  weights = 0;
+}
+
+CudaConstants::~CudaConstants() {
+  if (!api || !hasContext)
+    return;
+  {
+    ContextScope scope(*api, context);
+    freeMemory();
+  }
+  api->primaryCtxRelease(device);
 }
 
 Status CudaExecutor::initialize() {
@@ -166,13 +281,15 @@ Status CudaExecutor::initialize() {
     else
       s = initializeInContext();
   }
+  // The shared weights last, so that a context that cannot run (kernels
+  // that do not load on this GPU, say) uploads nothing.
+  if (s.isOk())
+    s = constants->ensureUploaded();
   if (!s.isOk()) {
     release();
     return s;
   }
   ready = true;
-  // The device holds the weights now; do not keep a second host copy.
-  artifact.releaseWeights();
   return Status::ok();
 }
 
@@ -189,22 +306,6 @@ Status CudaExecutor::initializeInContext() {
                            "allocating the arena (" +
                                std::to_string(artifact.arenaBytes) + " bytes)");
   }
-  if (artifact.weightBytes() != 0) {
-    if (cu::Result r = api->memAlloc(&weights, artifact.weightBytes());
-        r != cu::kSuccess)
-      return cu::cudaError(*api, r,
-                           "allocating the weights (" +
-                               std::to_string(artifact.weightBytes()) +
-                               " bytes)");
-    if (cu::Result r = api->memcpyHtoDAsync(weights, artifact.weightData(),
-                                            artifact.weightBytes(), stream);
-        r != cu::kSuccess)
-      return cu::cudaError(*api, r, "uploading the weights");
-    if (cu::Result r = api->streamSynchronize(stream); r != cu::kSuccess)
-      return cu::cudaError(*api, r, "uploading the weights");
-  }
-  if (Status s = uploadSplats(); !s.isOk())
-    return s;
   matmulOfStep.assign(artifact.steps.size(), SIZE_MAX);
   for (size_t i = 0; i < artifact.steps.size(); ++i) {
     if (artifact.steps[i].kind != Step::Kind::Matmul)
@@ -450,7 +551,7 @@ Status CudaExecutor::chooseAlgo(MatmulPlan &plan, const uint32_t align[3],
 
 /// Fills each splat slot on the device: one block of the value uploaded,
 /// then the filled prefix copied onto the rest, doubling each time.
-Status CudaExecutor::uploadSplats() {
+Status CudaConstants::uploadSplats(cu::Stream stream) {
   SplatSlots plan = planSplatSlots(artifact, /*slotPerSize=*/false);
   splatSlotOf = std::move(plan.slotOf);
   splats.assign(plan.slots.size(), 0);
@@ -517,13 +618,13 @@ CudaExecutor::address(uint32_t id, const std::vector<cu::DevicePtr> &in,
   case BufferKind::Arena:
     return arena + b.offset;
   case BufferKind::Weight:
-    return weights + b.offset;
+    return constants->weights + b.offset;
   case BufferKind::Input:
     return in[b.offset];
   case BufferKind::Output:
     return out[b.offset];
   case BufferKind::Splat:
-    return splats[splatSlotOf[id]];
+    return constants->splats[constants->splatSlotOf[id]];
   }
   return 0;
 }
@@ -712,12 +813,7 @@ void CudaExecutor::release() {
           api->memFree(p);
       staging->clear();
     }
-    for (cu::DevicePtr p : splats)
-      if (p)
-        api->memFree(p);
-    splats.clear();
-    splatSlotOf.clear();
-    for (cu::DevicePtr *p : {&arena, &weights, &workspace}) {
+    for (cu::DevicePtr *p : {&arena, &workspace}) {
       if (*p)
         api->memFree(*p);
       *p = 0;

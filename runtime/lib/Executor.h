@@ -1,7 +1,9 @@
 //===- Executor.h - Backend interface of the runtime ------------*- C++ -*-===//
 //
-// A backend executes one model's plan. `Model` owns exactly one executor and
-// serializes calls to it; executors need no locking of their own.
+// A backend executes one model's plan. An executor's runs do not overlap
+// (its owner serializes them); several executors of one model, made with
+// `createContext`, share the model's kernels, weights and splat constants
+// and may run at the same time, each with its own arena and staging.
 //
 //===----------------------------------------------------------------------===//
 
@@ -27,6 +29,11 @@ public:
   /// been checked for null where the tensor is not empty.
   virtual Status run(const void *const *inputs, void *const *outputs,
                      Memory memory) = 0;
+
+  /// A new executor of the same model: it shares this one's read-only state
+  /// (loaded once, by whichever of them runs first) and owns its run state,
+  /// so that its runs may overlap this one's.
+  virtual std::unique_ptr<Executor> createContext() = 0;
 };
 
 /// Returns an executor for the CUDA driver backend. It touches no driver

@@ -5,6 +5,12 @@
 // as a CPU GEMM (HostGemm), copies as copies. Inputs and outputs are staged
 // in aligned buffers, as the CUDA backend stages them in device memory.
 //
+// The kernel module, the weights and the splat constants are loaded once
+// per model (HostShared) and shared by its execution contexts; each context
+// has its own staging, arena and fiber launcher, and the kernels' index
+// check flag is per thread, so contexts run at the same time on different
+// threads.
+//
 // Storage, in the normal mode, is laid out as on the GPU: one arena at the
 // planned offsets and one weights block. In the checking mode every planned
 // buffer gets its own allocation, exactly its size, so AddressSanitizer (in
@@ -26,6 +32,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <utility>
 
 using namespace kiln::rt;
@@ -65,32 +73,75 @@ public:
   size_t size = 0;
 };
 
-/// The host backend; see `createHostExecutor`.
+/// Allocates `a`, or says what ran out.
+Status allocate(Allocation &a, size_t bytes, const std::string &what) {
+  if (a.allocate(bytes))
+    return Status::ok();
+  return Status::error(StatusCode::Internal,
+                       "out of host memory allocating " + what + " (" +
+                           std::to_string(bytes) + " bytes)");
+}
+
+/// What the execution contexts of one model share, loaded by the first run
+/// of any of them and read-only after: the kernels, the weights and the
+/// splat constants.
+class HostShared {
+public:
+  HostShared(const Artifact &artifact, const HostOptions &options)
+      : artifact(artifact), options(options) {}
+
+  /// Loads everything once; later calls return the first outcome's state
+  /// (a failure is retried).
+  Status ensureLoaded();
+
+  const KernelModule *kernels() const { return module.get(); }
+  /// Address of weight or splat buffer `id` once loaded.
+  char *constantAddress(size_t id) const { return constants[id]; }
+
+private:
+  Status load();
+
+  const Artifact &artifact;
+  const HostOptions options;
+  std::mutex mutex;
+  bool ready = false;
+  std::unique_ptr<KernelModule> module;
+  /// Weight storage: one block, or one per distinct buffer in the checking
+  /// mode.
+  std::vector<Allocation> weights;
+  /// Storage of the splat buffers, one per slot of `planSplatSlots`.
+  std::vector<Allocation> splats;
+  /// Address of each weight and splat buffer id (null for the others).
+  std::vector<char *> constants;
+};
+
+/// The host backend; see `createHostExecutor`. One per execution context.
 class HostExecutor : public Executor {
 public:
-  HostExecutor(const Artifact &artifact, const HostOptions &options)
-      : artifact(artifact), options(options),
+  HostExecutor(const Artifact &artifact, const HostOptions &options,
+               std::shared_ptr<HostShared> shared)
+      : artifact(artifact), options(options), shared(std::move(shared)),
         launcher(options.checking ? 256 << 10 : 64 << 10) {}
 
   Status run(const void *const *inputs, void *const *outputs,
              Memory memory) override;
+  std::unique_ptr<Executor> createContext() override {
+    return std::make_unique<HostExecutor>(artifact, options, shared);
+  }
 
 private:
   Status initialize();
-  Status allocate(Allocation &a, size_t bytes, const std::string &what);
   Status runSteps();
 
   const Artifact &artifact;
   HostOptions options;
+  std::shared_ptr<HostShared> shared;
   Launcher launcher;
-  std::unique_ptr<KernelModule> module;
   bool ready = false;
   /// Input and output staging, one per graph input/output.
   std::vector<Allocation> inputs, outputs;
-  /// Arena and weight storage: one of each, or one per distinct buffer.
-  std::vector<Allocation> arena, weights;
-  /// Storage of the splat buffers, one per slot of `planSplatSlots`.
-  std::vector<Allocation> splats;
+  /// Arena storage: one block, or one per distinct buffer.
+  std::vector<Allocation> arena;
   /// Address of each buffer id.
   std::vector<char *> address;
 };
@@ -100,19 +151,26 @@ private:
 std::unique_ptr<Executor>
 kiln::rt::createHostExecutor(const Artifact &artifact,
                              const HostOptions &options) {
-  return std::make_unique<HostExecutor>(artifact, options);
+  return std::make_unique<HostExecutor>(
+      artifact, options, std::make_shared<HostShared>(artifact, options));
 }
 
-Status HostExecutor::allocate(Allocation &a, size_t bytes,
-                              const std::string &what) {
-  if (a.allocate(bytes))
+Status HostShared::ensureLoaded() {
+  std::lock_guard<std::mutex> lock(mutex);
+  if (ready)
     return Status::ok();
-  return Status::error(StatusCode::Internal,
-                       "out of host memory allocating " + what + " (" +
-                           std::to_string(bytes) + " bytes)");
+  Status s = load();
+  if (!s.isOk()) {
+    module.reset();
+    weights.clear();
+    splats.clear();
+    return s;
+  }
+  ready = true;
+  return s;
 }
 
-Status HostExecutor::initialize() {
+Status HostShared::load() {
   // A plan of copies and matmuls needs no compiler.
   if (!artifact.kernelNames.empty())
     if (Status s = loadKernelModule(artifact, options.checking, module);
@@ -132,6 +190,59 @@ Status HostExecutor::initialize() {
               std::to_string(step.launch.args.size()));
   }
 
+  // Weights: the whole block, or one allocation per distinct (offset, size)
+  // in the checking mode.
+  constants.assign(artifact.buffers.size(), nullptr);
+  if (!options.checking) {
+    weights.resize(1);
+    if (Status s =
+            allocate(weights[0], artifact.weightBytes(), "the weights");
+        !s.isOk())
+      return s;
+    if (artifact.weightBytes() != 0)
+      std::memcpy(weights[0].data, artifact.weightData(),
+                  artifact.weightBytes());
+  }
+  std::map<std::pair<uint64_t, uint64_t>, size_t> weightSlot;
+  SplatSlots splatSlots = planSplatSlots(artifact, options.checking);
+  splats.resize(splatSlots.slots.size());
+  for (size_t i = 0; i < splats.size(); ++i) {
+    const SplatSlots::Slot &slot = splatSlots.slots[i];
+    if (Status s = allocate(splats[i], slot.bytes, "a splat constant");
+        !s.isOk())
+      return s;
+    fillSplat(slot, static_cast<char *>(splats[i].data));
+  }
+  for (size_t id = 0; id < artifact.buffers.size(); ++id) {
+    const Buffer &b = artifact.buffers[id];
+    if (b.kind == BufferKind::Splat) {
+      constants[id] = static_cast<char *>(splats[splatSlots.slotOf[id]].data);
+      continue;
+    }
+    if (b.kind != BufferKind::Weight)
+      continue;
+    if (!options.checking) {
+      constants[id] = static_cast<char *>(weights[0].data) + b.offset;
+      continue;
+    }
+    auto [it, inserted] =
+        weightSlot.insert({{b.offset, b.bytes}, weights.size()});
+    if (inserted) {
+      weights.emplace_back();
+      if (Status s = allocate(weights.back(), b.bytes, "buffer " + b.name);
+          !s.isOk())
+        return s;
+      std::memcpy(weights.back().data, artifact.weightData() + b.offset,
+                  b.bytes);
+    }
+    constants[id] = static_cast<char *>(weights[it->second].data);
+  }
+  return Status::ok();
+}
+
+Status HostExecutor::initialize() {
+  if (Status s = shared->ensureLoaded(); !s.isOk())
+    return s;
   // One staging buffer per graph input and output, of its canonical size.
   auto stage = [&](std::vector<Allocation> &pool,
                    const std::vector<uint32_t> &ids,
@@ -149,31 +260,14 @@ Status HostExecutor::initialize() {
   if (Status s = stage(outputs, artifact.outputs, "output "); !s.isOk())
     return s;
 
-  // Storage of arena and weight buffers, keyed by (offset, size) in the
-  // checking mode and shared whole otherwise.
-  std::map<std::pair<uint64_t, uint64_t>, size_t> arenaSlot, weightSlot;
+  // Arena storage, keyed by (offset, size) in the checking mode and one
+  // block otherwise.
+  std::map<std::pair<uint64_t, uint64_t>, size_t> arenaSlot;
   if (!options.checking) {
     arena.resize(1);
-    weights.resize(1);
     if (Status s = allocate(arena[0], artifact.arenaBytes, "the arena");
         !s.isOk())
       return s;
-    if (Status s =
-            allocate(weights[0], artifact.weightBytes(), "the weights");
-        !s.isOk())
-      return s;
-    if (artifact.weightBytes() != 0)
-      std::memcpy(weights[0].data, artifact.weightData(),
-                  artifact.weightBytes());
-  }
-  SplatSlots splatSlots = planSplatSlots(artifact, options.checking);
-  splats.resize(splatSlots.slots.size());
-  for (size_t i = 0; i < splats.size(); ++i) {
-    const SplatSlots::Slot &slot = splatSlots.slots[i];
-    if (Status s = allocate(splats[i], slot.bytes, "a splat constant");
-        !s.isOk())
-      return s;
-    fillSplat(slot, static_cast<char *>(splats[i].data));
   }
   address.assign(artifact.buffers.size(), nullptr);
   for (size_t id = 0; id < artifact.buffers.size(); ++id) {
@@ -186,28 +280,23 @@ Status HostExecutor::initialize() {
       address[id] = static_cast<char *>(outputs[b.offset].data);
       break;
     case BufferKind::Splat:
-      address[id] = static_cast<char *>(splats[splatSlots.slotOf[id]].data);
+    case BufferKind::Weight:
+      address[id] = shared->constantAddress(id);
       break;
-    case BufferKind::Arena:
-    case BufferKind::Weight: {
-      bool isArena = b.kind == BufferKind::Arena;
-      std::vector<Allocation> &pool = isArena ? arena : weights;
+    case BufferKind::Arena: {
       if (!options.checking) {
-        address[id] = static_cast<char *>(pool[0].data) + b.offset;
+        address[id] = static_cast<char *>(arena[0].data) + b.offset;
         break;
       }
-      auto &slots = isArena ? arenaSlot : weightSlot;
-      auto [it, inserted] = slots.insert({{b.offset, b.bytes}, pool.size()});
+      auto [it, inserted] =
+          arenaSlot.insert({{b.offset, b.bytes}, arena.size()});
       if (inserted) {
-        pool.emplace_back();
-        if (Status s = allocate(pool.back(), b.bytes, "buffer " + b.name);
+        arena.emplace_back();
+        if (Status s = allocate(arena.back(), b.bytes, "buffer " + b.name);
             !s.isOk())
           return s;
-        if (!isArena)
-          std::memcpy(pool.back().data, artifact.weightData() + b.offset,
-                      b.bytes);
       }
-      address[id] = static_cast<char *>(pool[it->second].data);
+      address[id] = static_cast<char *>(arena[it->second].data);
       break;
     }
     }
@@ -224,7 +313,9 @@ Status HostExecutor::run(const void *const *in, void *const *out,
                          "KILN_MEMORY_HOST tensors");
   if (!ready) {
     if (Status s = initialize(); !s.isOk()) {
-      module.reset();
+      inputs.clear();
+      outputs.clear();
+      arena.clear();
       return s;
     }
   }
@@ -241,7 +332,9 @@ Status HostExecutor::run(const void *const *in, void *const *out,
   for (size_t i = 0; i < outputs.size(); ++i)
     if (outputs[i].size)
       std::memcpy(out[i], outputs[i].data, outputs[i].size);
-  // One load per run; cleared so that the next run starts clean.
+  // One load per run, of this thread's flag (the launches ran on it);
+  // cleared so that the next run starts clean.
+  const KernelModule *module = shared->kernels();
   if (unsigned *flag = module ? module->indexError() : nullptr;
       flag && *flag) {
     unsigned site = *flag;
@@ -263,7 +356,7 @@ Status HostExecutor::runSteps() {
       for (uint32_t id : l.args)
         args.push_back(address[id]);
       Launch launch;
-      launch.entry = module->entry(l.kernel);
+      launch.entry = shared->kernels()->entry(l.kernel);
       launch.name = artifact.kernelNames[l.kernel];
       launch.args = args.data();
       std::copy(l.grid, l.grid + 3, launch.grid);

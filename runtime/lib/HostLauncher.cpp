@@ -23,13 +23,18 @@
 #include <cstring>
 #include <vector>
 
-// AddressSanitizer's fiber interface; null unless ASan is in the process.
+// AddressSanitizer's and ThreadSanitizer's fiber interfaces; null unless
+// that sanitizer is in the process.
 extern "C" {
 void __sanitizer_start_switch_fiber(void **fakeStackSave, const void *bottom,
                                     size_t size) __attribute__((weak));
 void __sanitizer_finish_switch_fiber(void *fakeStackSave,
                                      const void **bottomOld, size_t *sizeOld)
     __attribute__((weak));
+void *__tsan_get_current_fiber(void) __attribute__((weak));
+void *__tsan_create_fiber(unsigned flags) __attribute__((weak));
+void __tsan_destroy_fiber(void *fiber) __attribute__((weak));
+void __tsan_switch_to_fiber(void *fiber, unsigned flags) __attribute__((weak));
 }
 
 using namespace kiln::rt;
@@ -52,6 +57,8 @@ struct Fiber {
   char *stackLow = nullptr;
   size_t stackSize = 0;
   void *fakeStack = nullptr;
+  /// ThreadSanitizer's fiber, which keeps this thread's call stack apart.
+  void *tsanFiber = nullptr;
 };
 
 /// The state of the block being run.
@@ -64,6 +71,32 @@ struct Scheduler {
   const void *stackLow = nullptr;
   size_t stackSize = 0;
   void *fakeStack = nullptr;
+  /// ThreadSanitizer's fiber of the scheduler (the calling thread's own).
+  void *tsanFiber = nullptr;
+};
+
+/// Tells ThreadSanitizer, when it is in the process, that `fiber` runs
+/// next; the switch synchronizes, as the fibers of a block share one OS
+/// thread.
+void tsanSwitch(void *fiber) {
+  if (__tsan_switch_to_fiber && fiber)
+    __tsan_switch_to_fiber(fiber, 0);
+}
+
+/// Creates and destroys the ThreadSanitizer fibers of one block's threads.
+struct TsanFibers {
+  explicit TsanFibers(std::vector<Fiber> &fibers) : fibers(fibers) {
+    if (__tsan_create_fiber)
+      for (Fiber &f : fibers)
+        f.tsanFiber = __tsan_create_fiber(0);
+  }
+  ~TsanFibers() {
+    if (__tsan_destroy_fiber)
+      for (Fiber &f : fibers)
+        if (f.tsanFiber)
+          __tsan_destroy_fiber(f.tsanFiber);
+  }
+  std::vector<Fiber> &fibers;
 };
 
 void startSwitch(void **fakeStack, const void *low, size_t size) {
@@ -80,6 +113,7 @@ void finishSwitch(void *fakeStack, const void **lowOld, size_t *sizeOld) {
 void suspend(Fiber *fiber) {
   Scheduler *s = fiber->scheduler;
   startSwitch(&fiber->fakeStack, s->stackLow, s->stackSize);
+  tsanSwitch(s->tsanFiber);
   ctx::transfer_t t = ctx::jump_fcontext(s->back, nullptr);
   finishSwitch(fiber->fakeStack, &s->stackLow, &s->stackSize);
   s->back = t.fctx;
@@ -103,6 +137,7 @@ void fiberMain(ctx::transfer_t t) {
   s->launch->entry(s->launch->args, &fiber->thread);
   fiber->state = FiberState::Done;
   startSwitch(nullptr, s->stackLow, s->stackSize);
+  tsanSwitch(s->tsanFiber);
   ctx::jump_fcontext(s->back, nullptr);
   __builtin_unreachable();
 }
@@ -112,6 +147,7 @@ void resume(Scheduler &s, Fiber &fiber) {
   s.current = &fiber;
   fiber.state = FiberState::Runnable;
   startSwitch(&s.fakeStack, fiber.stackLow, fiber.stackSize);
+  tsanSwitch(fiber.tsanFiber);
   ctx::transfer_t t = ctx::jump_fcontext(fiber.context, &fiber);
   finishSwitch(s.fakeStack, nullptr, nullptr);
   fiber.context = t.fctx;
@@ -193,12 +229,17 @@ Status Launcher::run(const Launch &launch) {
   order.reserve(threads);
   Scheduler scheduler;
   scheduler.launch = &launch;
+  if (__tsan_get_current_fiber)
+    scheduler.tsanFiber = __tsan_get_current_fiber();
   uint64_t random = launch.seed;
 
   kiln_host_dim3 blockDim{b[0], b[1], b[2]}, gridDim{g[0], g[1], g[2]};
   for (uint32_t bz = 0; bz < g[2]; ++bz)
     for (uint32_t by = 0; by < g[1]; ++by)
       for (uint32_t bx = 0; bx < g[0]; ++bx) {
+        // Each block's threads start on fresh stacks: fresh fibers for
+        // ThreadSanitizer too (an exited fiber's stack is not unwound).
+        TsanFibers tsanFibers(fibers);
         // Slots start as poison, like the registers of a lane that never
         // wrote one.
         std::memset(slots.data(), 0xff, slots.size() * sizeof(slots[0]));

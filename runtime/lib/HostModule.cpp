@@ -412,7 +412,7 @@ Status kiln::rt::host::loadKernelModule(const Artifact &artifact, bool checking,
       return Status::error(StatusCode::CorruptArtifact,
                            "the artifact checks indices, but its kernels "
                            "define no kiln_index_error flag");
-    result->indexErrorFlag = indexError();
+    result->indexErrorFlag = indexError;
   }
   out = std::move(result);
   return Status::ok();

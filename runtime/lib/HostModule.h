@@ -33,9 +33,12 @@ public:
   kiln_host_entry_fn entry(size_t index) const { return entries[index]; }
   /// Number of pointer parameters of kernel `index`.
   unsigned arity(size_t index) const { return arities[index]; }
-  /// The kernels' run-time index check flag (`kiln_index_error`), or null
-  /// when the artifact has no index checks.
-  unsigned *indexError() const { return indexErrorFlag; }
+  /// The calling thread's instance of the kernels' run-time index check flag
+  /// (`kiln_index_error`, one per thread), or null when the artifact has no
+  /// index checks.
+  unsigned *indexError() const {
+    return indexErrorFlag ? indexErrorFlag() : nullptr;
+  }
 
 private:
   friend Status loadKernelModule(const Artifact &, bool,
@@ -45,7 +48,7 @@ private:
   void *handle = nullptr;
   std::vector<kiln_host_entry_fn> entries;
   std::vector<unsigned> arities;
-  unsigned *indexErrorFlag = nullptr;
+  unsigned *(*indexErrorFlag)(void) = nullptr;
 };
 
 /// Compiles (or finds in the cache) and loads the kernels of `artifact`.

@@ -96,8 +96,8 @@ Status Model::create(Artifact artifact, Backend backend,
   return Status::ok();
 }
 
-Status Model::run(const void *const *inputs, void *const *outputs,
-                  Memory memory) {
+Status Model::checkRunArguments(const void *const *inputs,
+                                void *const *outputs, Memory memory) const {
   if (memory != Memory::Host && memory != Memory::Device)
     return Status::error(StatusCode::InvalidArgument,
                          "invalid memory kind " +
@@ -120,6 +120,32 @@ Status Model::run(const void *const *inputs, void *const *outputs,
       return Status::error(StatusCode::InvalidArgument,
                            "output " + std::to_string(i) + " ('" +
                                output(i).name + "') is null");
+  return Status::ok();
+}
+
+Status Model::run(const void *const *inputs, void *const *outputs,
+                  Memory memory) {
+  if (Status s = checkRunArguments(inputs, outputs, memory); !s.isOk())
+    return s;
+  std::lock_guard<std::mutex> lock(runMutex);
+  return executor->run(inputs, outputs, memory);
+}
+
+Status Model::createContext(std::unique_ptr<ExecutionContext> &out) {
+  out.reset(new ExecutionContext(*this, executor->createContext()));
+  return Status::ok();
+}
+
+ExecutionContext::ExecutionContext(Model &model,
+                                   std::unique_ptr<Executor> executor)
+    : model(model), executor(std::move(executor)) {}
+
+ExecutionContext::~ExecutionContext() = default;
+
+Status ExecutionContext::run(const void *const *inputs, void *const *outputs,
+                             Memory memory) {
+  if (Status s = model.checkRunArguments(inputs, outputs, memory); !s.isOk())
+    return s;
   std::lock_guard<std::mutex> lock(runMutex);
   return executor->run(inputs, outputs, memory);
 }

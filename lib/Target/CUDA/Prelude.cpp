@@ -35,8 +35,13 @@ __device__ __forceinline__ long long kiln_gather_index(long long index,
 // The run-time index check: an index outside [-extent, extent) stores its
 // site (1-based, the artifact's indexSites) here and is clamped; the runtime
 // reads the flag once after each run and fails it naming the ONNX node. Any
-// one of several racing sites may win: each names a real fault.
+// one of several racing sites may win: each names a real fault. On the host
+// backend, execution contexts run on their own OS threads: one flag each.
+#ifdef KILN_HOST_EMULATION
+thread_local unsigned int kiln_index_error;
+#else
 __device__ unsigned int kiln_index_error;
+#endif
 __device__ __forceinline__ long long kiln_checked_index(long long index,
                                                        long long extent,
                                                        unsigned int site) {

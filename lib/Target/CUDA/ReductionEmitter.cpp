@@ -1,9 +1,12 @@
 //===- ReductionEmitter.cpp - reduction kernels ---------------------------===//
 //
 // One block per row: a row is one result element of a reduce or arg op, or
-// one normalized slice of a softmax or layer_norm. The prologue is
-// recomputed in each pass over the row (cheaper than a round trip through
-// memory); the epilogue runs on each result element. Floats accumulate in
+// one normalized slice of a softmax or layer_norm. Softmax and layer_norm
+// take three passes over their row; when the row fits in a few elements per
+// thread (kMaxCachedSlots), the first pass reads it from global memory once,
+// through the prologue, into registers, and the other two read the
+// registers: one trip through memory instead of three. Longer rows recompute
+// the prologue in each pass. The epilogue runs on each result element. Floats accumulate in
 // their compute type (fp64 for f64, fp32 for the others), integers and
 // booleans in 64 bits: unsigned long long for unsigned types, so that they
 // order as unsigned values, long long for the others.
@@ -99,6 +102,17 @@ SmallVector<bool> reducedDims(Operation *reduction) {
   return reduced;
 }
 
+/// The most row elements one thread keeps in registers for softmax and
+/// layer_norm (rows up to 16 x 256 = 4096 elements: the hidden sizes of
+/// today's Transformers).
+constexpr int64_t kMaxCachedSlots = 16;
+
+/// The block of a row reduction over `length` elements: short rows get a
+/// short block; always whole warps (at least one) for the block reductions.
+int64_t rowBlockSize(int64_t length) {
+  return std::clamp<int64_t>((length + 31) / 32 * 32, 32, kBlockSize);
+}
+
 /// The C type a reduction, scan or sort over elements of `et` accumulates
 /// and compares in.
 std::string accumulatorType(Type et) {
@@ -192,6 +206,9 @@ FailureOr<LaunchGeometry> emitReduction(KernelOp kernel, StringRef name,
     return isElementwise(op) && tensorType(op->getResult(0)).getShape() == inShape;
   });
 
+  // Softmax, layer_norm and reduce_mean compute in their float compute type.
+  FloatSpelling f(tensorType(input).getElementType());
+  std::string ft = f.type();
   BodyEmitter body(kernel, os);
   auto emitPrologue = [&](const std::string &indent) -> FailureOr<std::string> {
     body.reset();
@@ -208,35 +225,75 @@ FailureOr<LaunchGeometry> emitReduction(KernelOp kernel, StringRef name,
        << "LL; j += blockDim.x) {\n"
        << "      long long x_idx = " << layout.inputIndex << ";\n";
   };
+  // Softmax and layer_norm keep the row in `row_cache` (slot t holds the
+  // thread's element threadIdx.x + t * blockDim.x) when it fits.
+  int64_t blockSize = rowBlockSize(layout.length);
+  int64_t slots = (layout.length + blockSize - 1) / blockSize;
+  bool cacheRow = slots > 0 && slots <= kMaxCachedSlots;
+  auto cachedLoopOpen = [&](const std::string &what, bool needsIndex) {
+    os << "    // " << what << "\n"
+       << "#pragma unroll\n"
+       << "    for (int t = 0; t < " << slots << "; ++t) {\n"
+       << "      long long j = threadIdx.x + (long long)t * blockDim.x;\n"
+       << "      if (j >= " << layout.length << "LL) break;\n";
+    if (needsIndex)
+      os << "      long long x_idx = " << layout.inputIndex << ";\n";
+  };
+  // The row element of the current pass: computed through the prologue (and
+  // stored in the cache) in the first pass, read from the cache after.
+  auto rowElement = [&](bool firstPass) -> FailureOr<std::string> {
+    if (!cacheRow)
+      return emitPrologue("      ");
+    if (firstPass) {
+      auto x = emitPrologue("      ");
+      if (succeeded(x))
+        os << "      row_cache[t] = " << *x << ";\n";
+      return x;
+    }
+    body.reset();
+    std::string name = body.fresh();
+    os << "      " << f.type() << " " << name << " = row_cache[t];\n";
+    return name;
+  };
+  // Opens a pass over the row; a cached pass that only reads the cache
+  // (`needsIndex` false) has no use for the element's input index.
+  auto passOpen = [&](const std::string &what, bool needsIndex = true) {
+    if (cacheRow)
+      cachedLoopOpen(what, needsIndex);
+    else
+      loopOpen(what);
+  };
+  auto declareCache = [&](const std::string &type) {
+    if (cacheRow)
+      os << "    " << type << " row_cache[" << slots << "];\n";
+  };
 
   emitSignature(kernel, name, os);
   std::string valueName;
   auto fail = [&]() -> FailureOr<LaunchGeometry> { return failure(); };
-  // Softmax, layer_norm and reduce_mean compute in their float compute type.
-  FloatSpelling f(tensorType(input).getElementType());
-  std::string ft = f.type();
   if (isa<SoftmaxOp, LogSoftmaxOp>(reduction)) {
     os << "  __shared__ " << ft << " scratch[32];\n"
        << "  for (long long row = blockIdx.x; row < " << layout.rows
        << "LL; row += gridDim.x) {\n"
        << "    " << ft << " row_max = " << f.infinity(/*negative=*/true)
        << ";\n";
-    loopOpen("pass 1: the row's maximum, for a stable exponent");
-    auto x = emitPrologue("      ");
+    declareCache(ft);
+    passOpen("pass 1: the row's maximum, for a stable exponent");
+    auto x = rowElement(/*firstPass=*/true);
     if (failed(x))
       return fail();
     os << "      row_max = kiln_fmax(row_max, " << *x << ");\n    }\n"
        << "    row_max = kiln_block_max(row_max, scratch);\n"
        << "    " << ft << " row_sum = " << f.literal("0.0") << ";\n";
-    loopOpen("pass 2: the sum of exponents");
-    x = emitPrologue("      ");
+    passOpen("pass 2: the sum of exponents", /*needsIndex=*/false);
+    x = rowElement(/*firstPass=*/false);
     if (failed(x))
       return fail();
     os << "      row_sum += " << f.fn("exp") << "(" << *x
        << " - row_max);\n    }\n"
        << "    row_sum = kiln_block_sum(row_sum, scratch);\n";
-    loopOpen("pass 3: normalize");
-    x = emitPrologue("      ");
+    passOpen("pass 3: normalize");
+    x = rowElement(/*firstPass=*/false);
     if (failed(x))
       return fail();
     valueName = body.fresh();
@@ -261,8 +318,9 @@ FailureOr<LaunchGeometry> emitReduction(KernelOp kernel, StringRef name,
        << "  for (long long row = blockIdx.x; row < " << layout.rows
        << "LL; row += gridDim.x) {\n"
        << "    " << ft << " row_sum = " << f.literal("0.0") << ";\n";
-    loopOpen("pass 1: mean");
-    auto x = emitPrologue("      ");
+    declareCache(ft);
+    passOpen("pass 1: mean");
+    auto x = rowElement(/*firstPass=*/true);
     if (failed(x))
       return fail();
     os << "      row_sum += " << *x << ";\n    }\n"
@@ -271,8 +329,8 @@ FailureOr<LaunchGeometry> emitReduction(KernelOp kernel, StringRef name,
        << "    " << ft << " row_sq = " << f.literal("0.0") << ";\n";
     // Two passes over the row: the centered variance loses nothing to
     // cancellation when the mean is large.
-    loopOpen("pass 2: variance");
-    x = emitPrologue("      ");
+    passOpen("pass 2: variance", /*needsIndex=*/false);
+    x = rowElement(/*firstPass=*/false);
     if (failed(x))
       return fail();
     os << "      " << ft << " centered = " << *x << " - mean;\n"
@@ -280,8 +338,8 @@ FailureOr<LaunchGeometry> emitReduction(KernelOp kernel, StringRef name,
        << "    " << ft << " inv_std = " << f.fn("rsqrt")
        << "(kiln_block_sum(row_sq, scratch) / " << length << " + " << epsilon
        << ");\n";
-    loopOpen("pass 3: normalize, scale and shift");
-    x = emitPrologue("      ");
+    passOpen("pass 3: normalize, scale and shift");
+    x = rowElement(/*firstPass=*/false);
     if (failed(x))
       return fail();
     std::string scale = body.get(norm.getScale(), "x_idx", inShape, "      ");
@@ -415,10 +473,7 @@ FailureOr<LaunchGeometry> emitReduction(KernelOp kernel, StringRef name,
   LaunchGeometry geometry;
   geometry.grid[0] = static_cast<uint32_t>(
       std::clamp<int64_t>(layout.rows, 1, kMaxGrid));
-  // Short rows get a short block; always whole warps (at least one) for the
-  // block reductions.
-  geometry.block[0] = static_cast<uint32_t>(std::clamp<int64_t>(
-      (layout.length + 31) / 32 * 32, 32, kBlockSize));
+  geometry.block[0] = static_cast<uint32_t>(blockSize);
   return geometry;
 }
 

@@ -94,6 +94,10 @@ typedef struct kiln_tensor_desc {
 /** An opaque loaded model. */
 typedef struct kiln_model kiln_model;
 
+/** An execution context of a model: its own arena and staging buffers (and,
+ *  on CUDA, its own stream), sharing the model's kernels and weights. */
+typedef struct kiln_context kiln_context;
+
 /** Creates the model embedded in this shared object.
  *
  *  Reads and verifies the artifact appended to this `.so` (checksum, format
@@ -142,6 +146,24 @@ KILN_API kiln_status kiln_model_output_desc(const kiln_model *model,
 KILN_API kiln_status kiln_model_run(kiln_model *model,
                                     const void *const *inputs,
                                     void *const *outputs, kiln_memory memory);
+
+/** Creates an execution context for concurrent runs: runs of different
+ *  contexts of one model may overlap (one thread per context, say); runs of
+ *  one context are serialized. Its memory is allocated by its first run.
+ *  The model must outlive its contexts.
+ *  @return KILN_OK or KILN_ERROR_INVALID_ARGUMENT. */
+KILN_API kiln_status kiln_context_create(kiln_model *model,
+                                         kiln_context **out);
+
+/** Releases a context and its memory. NULL is a no-op. */
+KILN_API void kiln_context_destroy(kiln_context *context);
+
+/** Runs the context's model once on the context and waits for it; as
+ *  `kiln_model_run`, which runs on the model's own default context. */
+KILN_API kiln_status kiln_context_run(kiln_context *context,
+                                      const void *const *inputs,
+                                      void *const *outputs,
+                                      kiln_memory memory);
 
 /** Returns the message of the last failed call on this thread ("" if none).
  *  Successful calls do not clear it. Valid until the next failing call on

@@ -161,6 +161,40 @@ TEST_F(CApi, HostBackendRunsThroughTheCApi) {
   lib.destroy(model);
 }
 
+TEST_F(CApi, ContextsRunTheModelThroughTheCApi) {
+  setenv("KILN_CACHE_DIR", (makeTempDir() + "/cache").c_str(), 1);
+  LoadedArtifact lib;
+  ASSERT_NO_FATAL_FAILURE(load(makeCopyArtifact({3}), lib));
+  kiln_model *model = nullptr;
+  ASSERT_EQ(lib.create(KILN_BACKEND_HOST, &model), KILN_OK) << lib.lastError();
+  kiln_context *first = nullptr, *second = nullptr;
+  ASSERT_EQ(lib.contextCreate(model, &first), KILN_OK) << lib.lastError();
+  ASSERT_EQ(lib.contextCreate(model, &second), KILN_OK) << lib.lastError();
+  std::vector<float> x = {1, 2, 3}, a(3, 0.0f), b(3, 0.0f);
+  const void *in[] = {x.data()};
+  void *outA[] = {a.data()}, *outB[] = {b.data()};
+  ASSERT_EQ(lib.contextRun(first, in, outA, KILN_MEMORY_HOST), KILN_OK)
+      << lib.lastError();
+  ASSERT_EQ(lib.contextRun(second, in, outB, KILN_MEMORY_HOST), KILN_OK)
+      << lib.lastError();
+  EXPECT_EQ(a, x);
+  EXPECT_EQ(b, x);
+  // Arguments are checked as kiln_model_run checks them.
+  EXPECT_EQ(lib.contextRun(first, nullptr, outA, KILN_MEMORY_HOST),
+            KILN_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(lib.contextRun(first, in, outA, static_cast<kiln_memory>(7)),
+            KILN_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(lib.contextRun(nullptr, in, outA, KILN_MEMORY_HOST),
+            KILN_ERROR_INVALID_ARGUMENT);
+  kiln_context *none = reinterpret_cast<kiln_context *>(1);
+  EXPECT_EQ(lib.contextCreate(nullptr, &none), KILN_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(none, nullptr);
+  lib.contextDestroy(first);
+  lib.contextDestroy(second);
+  lib.contextDestroy(nullptr);
+  lib.destroy(model);
+}
+
 TEST_F(CApi, RejectsInvalidArguments) {
   LoadedArtifact lib;
   ASSERT_NO_FATAL_FAILURE(load(makeCopyArtifact({2}), lib));

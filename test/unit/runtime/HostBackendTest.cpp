@@ -175,10 +175,11 @@ extern "C" __global__ void diverge(const float *in, float *out) {
 }
 
 TEST_F(HostBackend, IndexFaultFailsTheRunNamingTheSiteAndClears) {
-  // As the compiler's prelude writes it: the kernel records site 2 when an
+  // As the compiler's prelude writes it for the host (one flag per
+  // thread): the kernel records site 2 when an
   // input value, used as an index into 8 elements, is out of range.
   const char *source = R"cuda(
-__device__ unsigned int kiln_index_error;
+thread_local unsigned int kiln_index_error;
 extern "C" __global__ void lookup(const float *in, float *out) {
   long long index = (long long)in[threadIdx.x];
   if (index < -8 || index >= 8) { kiln_index_error = 2u; index = 0; }

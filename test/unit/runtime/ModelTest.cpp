@@ -13,6 +13,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <dlfcn.h>
 #include <random>
@@ -201,6 +202,43 @@ TEST_F(FakeCuda, RunsLaunchMatmulAndCopySteps) {
   s = model->run(in, outs, Memory::Device);
   ASSERT_TRUE(s.isOk()) << s.message;
   EXPECT_EQ(out, expected);
+}
+
+TEST_F(FakeCuda, ContextsShareTheWeightsAndOwnTheirRunState) {
+  Artifact a = makeRichArtifact();
+  std::vector<float> x = {1, -2, 3, 0.5f, 4, -1};
+  std::vector<float> expected = richReference(a, x);
+  std::unique_ptr<Model> model;
+  ASSERT_TRUE(Model::create(a, Backend::Cuda, model).isOk());
+  std::unique_ptr<ExecutionContext> first, second;
+  ASSERT_TRUE(model->createContext(first).isOk());
+  ASSERT_TRUE(model->createContext(second).isOk());
+  std::vector<float> y(8, 0.0f);
+  const void *in[] = {x.data()};
+  void *out[] = {y.data()};
+  ASSERT_TRUE(first->run(in, out, Memory::Host).isOk());
+  EXPECT_EQ(y, expected);
+  // The first run uploaded the shared weights and released the host copy;
+  // the second context runs on the device copy.
+  EXPECT_TRUE(model->artifact().weights.empty());
+  int shared = -1, afterOne = liveAllocations();
+  std::fill(y.begin(), y.end(), 0.0f);
+  ASSERT_TRUE(second->run(in, out, Memory::Host).isOk());
+  EXPECT_EQ(y, expected);
+  int perContext = liveAllocations() - afterOne;
+  EXPECT_GT(perContext, 0);
+  shared = afterOne - perContext;
+  EXPECT_GT(shared, 0); // the weights
+  // The model's default context is one more of the same.
+  std::fill(y.begin(), y.end(), 0.0f);
+  ASSERT_TRUE(model->run(in, out, Memory::Host).isOk());
+  EXPECT_EQ(y, expected);
+  EXPECT_EQ(liveAllocations(), shared + 3 * perContext);
+  first.reset();
+  second.reset();
+  EXPECT_EQ(liveAllocations(), shared + perContext);
+  model.reset();
+  EXPECT_EQ(liveAllocations(), 0);
 }
 
 TEST_F(FakeCuda, FailedRunLeavesTheModelUsable) {

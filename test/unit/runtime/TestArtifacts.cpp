@@ -244,5 +244,8 @@ bool test::loadArtifactSo(const std::string &soBytes, LoadedArtifact &out,
   get(out.lastError, "kiln_last_error");
   get(out.abiVersion, "kiln_abi_version");
   get(out.info, "kiln_model_info");
+  get(out.contextCreate, "kiln_context_create");
+  get(out.contextDestroy, "kiln_context_destroy");
+  get(out.contextRun, "kiln_context_run");
   return ok;
 }

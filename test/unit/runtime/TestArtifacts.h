@@ -74,6 +74,9 @@ struct LoadedArtifact {
   decltype(&kiln_last_error) lastError = nullptr;
   decltype(&kiln_abi_version) abiVersion = nullptr;
   decltype(&kiln_model_info) info = nullptr;
+  decltype(&kiln_context_create) contextCreate = nullptr;
+  decltype(&kiln_context_destroy) contextDestroy = nullptr;
+  decltype(&kiln_context_run) contextRun = nullptr;
 
   /// Leaves the library loaded (see the definition).
   ~LoadedArtifact();

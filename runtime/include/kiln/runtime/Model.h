@@ -21,6 +21,7 @@ namespace kiln {
 namespace rt {
 
 class Executor;
+class Model;
 
 /// Which backend executes a model; same values as `kiln_backend`.
 enum class Backend : uint8_t {
@@ -54,9 +55,35 @@ enum class Memory : uint8_t {
 /// Returns "auto", "cuda" or "host".
 const char *backendName(Backend backend);
 
+/// One execution context of a model: its own arena and staging (and, on the
+/// CUDA backend, its own stream and cuBLASLt workspace), sharing the model's
+/// kernels and weights. Contexts of one model may run at the same time, one
+/// run per context at a time; the model must outlive its contexts.
+class ExecutionContext {
+public:
+  ~ExecutionContext();
+  ExecutionContext(const ExecutionContext &) = delete;
+  ExecutionContext &operator=(const ExecutionContext &) = delete;
+
+  /// Runs the plan once on this context and waits for it; see `Model::run`.
+  /// Calls on one context are serialized; calls on different contexts run
+  /// concurrently.
+  Status run(const void *const *inputs, void *const *outputs, Memory memory);
+
+private:
+  friend class Model;
+  ExecutionContext(Model &model, std::unique_ptr<Executor> executor);
+
+  Model &model;
+  std::unique_ptr<Executor> executor;
+  std::mutex runMutex;
+};
+
 /// A compiled model bound to a backend. The device is set up lazily by the
 /// first `run`, so a model can be created and inspected without a GPU. Runs
-/// are serialized by an internal lock; a failed run leaves the model usable.
+/// of `run` are serialized by an internal lock (one default context); for
+/// concurrent runs, create an ExecutionContext per thread. A failed run
+/// leaves the model usable.
 class Model {
 public:
   /// Creates a model for `artifact` (validated again here) on `backend`.
@@ -80,6 +107,10 @@ public:
   /// device memory as `memory` says.
   Status run(const void *const *inputs, void *const *outputs, Memory memory);
 
+  /// Creates an execution context for concurrent runs (see
+  /// ExecutionContext); its resources are allocated by its first run.
+  Status createContext(std::unique_ptr<ExecutionContext> &out);
+
   /// Returns the number of graph inputs.
   size_t numInputs() const { return plan.inputs.size(); }
   /// Returns the number of graph outputs.
@@ -101,8 +132,12 @@ public:
   std::string info() const;
 
 private:
+  friend class ExecutionContext;
   /// Use `create`.
   Model(Artifact artifact, Backend backend);
+  /// Checks the arguments of a run; see `run`.
+  Status checkRunArguments(const void *const *inputs, void *const *outputs,
+                           Memory memory) const;
 
   /// The plan; see `artifact()`.
   Artifact plan;
