@@ -25,8 +25,8 @@ from . import _kiln
 
 __version__: str = _kiln.__version__
 
-__all__ = ["compile", "load", "Model", "TensorInfo", "Error", "CompileError",
-           "RunError", "version"]
+__all__ = ["compile", "load", "Model", "Context", "TensorInfo", "Error",
+           "CompileError", "RunError", "version"]
 
 # DLPack device types.
 _DL_CPU, _DL_CUDA, _DL_CUDA_HOST = 1, 2, 3
@@ -87,41 +87,68 @@ class Model:
         the results are written there instead and those tensors returned;
         device tensors in need device tensors out. `backend` ("cuda",
         "host") runs the same plan on another backend than the model's."""
-        missing = [i.name for i in self.inputs if i.name not in inputs]
-        unknown = sorted(set(inputs) - {i.name for i in self.inputs})
-        if missing or unknown:
-            raise RunError(f"inputs missing: {missing}; unknown: {unknown}")
-        keep = []  # What must stay alive until the run is over.
-        in_ptrs, in_device = [], []
-        for info in self.inputs:
-            ptr, device = _address(inputs[info.name], info, keep, "input")
-            in_ptrs.append(ptr)
-            in_device.append(device)
-        if outputs is None:
-            if any(in_device):
-                raise RunError("device inputs need device outputs: pass "
-                               "outputs={name: tensor}")
-            results = {o.name: np.empty(o.shape, o.dtype) for o in self.outputs}
-        else:
-            if set(outputs) != {o.name for o in self.outputs}:
-                raise RunError(f"outputs must name exactly "
-                               f"{[o.name for o in self.outputs]}")
-            results = dict(outputs)
-        out_ptrs, out_device = [], []
-        for info in self.outputs:
-            ptr, device = _address(results[info.name], info, keep, "output")
-            out_ptrs.append(ptr)
-            out_device.append(device)
-        on_device = set(in_device + out_device)
-        if len(on_device) > 1:
-            raise RunError("inputs and outputs must all be in host memory or "
-                           "all on the device")
-        try:
-            self._native.run(in_ptrs, out_ptrs, on_device == {True},
-                             backend or "")
-        except RuntimeError as e:
-            raise RunError(str(e)) from None
-        return results
+        return _run(self, inputs, outputs,
+                    lambda i, o, d: self._native.run(i, o, d, backend or ""))
+
+    def context(self) -> "Context":
+        """A new execution context: its own arena and staging buffers over
+        this model's kernels and weights. Contexts run at the same time from
+        different threads (the GIL is released during a run); one context
+        runs one call at a time."""
+        return Context(self, self._native.context())
+
+
+class Context:
+    """An execution context of a Model (see Model.context)."""
+
+    def __init__(self, model: Model, native):
+        self.model = model
+        self._native = native
+
+    def run(self, inputs: Mapping[str, Any],
+            outputs: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
+        """As Model.run, on this context."""
+        return _run(self.model, inputs, outputs, self._native.run)
+
+
+def _run(model: Model, inputs: Mapping[str, Any],
+         outputs: Optional[Mapping[str, Any]], native_run) -> Dict[str, Any]:
+    """Checks and converts the tensors of a run of `model`, then calls
+    `native_run(input addresses, output addresses, on the device?)`."""
+    missing = [i.name for i in model.inputs if i.name not in inputs]
+    unknown = sorted(set(inputs) - {i.name for i in model.inputs})
+    if missing or unknown:
+        raise RunError(f"inputs missing: {missing}; unknown: {unknown}")
+    keep = []  # What must stay alive until the run is over.
+    in_ptrs, in_device = [], []
+    for info in model.inputs:
+        ptr, device = _address(inputs[info.name], info, keep, "input")
+        in_ptrs.append(ptr)
+        in_device.append(device)
+    if outputs is None:
+        if any(in_device):
+            raise RunError("device inputs need device outputs: pass "
+                           "outputs={name: tensor}")
+        results = {o.name: np.empty(o.shape, o.dtype) for o in model.outputs}
+    else:
+        if set(outputs) != {o.name for o in model.outputs}:
+            raise RunError(f"outputs must name exactly "
+                           f"{[o.name for o in model.outputs]}")
+        results = dict(outputs)
+    out_ptrs, out_device = [], []
+    for info in model.outputs:
+        ptr, device = _address(results[info.name], info, keep, "output")
+        out_ptrs.append(ptr)
+        out_device.append(device)
+    on_device = set(in_device + out_device)
+    if len(on_device) > 1:
+        raise RunError("inputs and outputs must all be in host memory or "
+                       "all on the device")
+    try:
+        native_run(in_ptrs, out_ptrs, on_device == {True})
+    except RuntimeError as e:
+        raise RunError(str(e)) from None
+    return results
 
 
 def _address(tensor, info: TensorInfo, keep: list, what: str):

@@ -76,6 +76,20 @@ rt::Backend backendOf(const std::string &name) {
       "backend must be 'auto', 'cuda' or 'host', not '" + name + "'");
 }
 
+/// Pointers in graph order from the integer addresses the Python side
+/// passes (it keeps the tensors alive and has checked dtypes and sizes).
+void checkedPointers(const rt::Model &model, const std::vector<uintptr_t> &in,
+                     const std::vector<uintptr_t> &out,
+                     std::vector<const void *> &inputs,
+                     std::vector<void *> &outputs) {
+  if (in.size() != model.numInputs() || out.size() != model.numOutputs())
+    throw std::invalid_argument("wrong number of inputs or outputs");
+  for (uintptr_t p : in)
+    inputs.push_back(reinterpret_cast<const void *>(p));
+  for (uintptr_t p : out)
+    outputs.push_back(reinterpret_cast<void *>(p));
+}
+
 /// A loaded model and, after a compile with report=True, its report.
 struct PyModel {
   std::unique_ptr<rt::Model> model;
@@ -132,14 +146,9 @@ struct PyModel {
   void run(const std::vector<uintptr_t> &in, const std::vector<uintptr_t> &out,
            bool device, const std::string &backend) {
     rt::Model &runner = on(backend);
-    if (in.size() != runner.numInputs() || out.size() != runner.numOutputs())
-      throw std::invalid_argument("wrong number of inputs or outputs");
     std::vector<const void *> inputs;
     std::vector<void *> outputs;
-    for (uintptr_t p : in)
-      inputs.push_back(reinterpret_cast<const void *>(p));
-    for (uintptr_t p : out)
-      outputs.push_back(reinterpret_cast<void *>(p));
+    checkedPointers(runner, in, out, inputs, outputs);
     rt::Status status;
     {
       py::gil_scoped_release release;
@@ -150,6 +159,36 @@ struct PyModel {
       throw std::runtime_error(status.message);
   }
 };
+
+/// One execution context of a PyModel, for runs from several threads (the
+/// GIL is released while it runs).
+struct PyRunContext {
+  const rt::Model *model = nullptr;
+  std::unique_ptr<rt::ExecutionContext> context;
+
+  void run(const std::vector<uintptr_t> &in, const std::vector<uintptr_t> &out,
+           bool device) {
+    std::vector<const void *> inputs;
+    std::vector<void *> outputs;
+    checkedPointers(*model, in, out, inputs, outputs);
+    rt::Status status;
+    {
+      py::gil_scoped_release release;
+      status = context->run(inputs.data(), outputs.data(),
+                            device ? rt::Memory::Device : rt::Memory::Host);
+    }
+    if (!status.isOk())
+      throw std::runtime_error(status.message);
+  }
+};
+
+PyRunContext createContext(PyModel &model) {
+  PyRunContext result;
+  result.model = model.model.get();
+  if (rt::Status s = model.model->createContext(result.context); !s.isOk())
+    throw std::runtime_error(s.message);
+  return result;
+}
 
 PyModel create(rt::Artifact artifact, const std::string &backend) {
   PyModel result;
@@ -266,7 +305,10 @@ PYBIND11_MODULE(_kiln, m) {
                              [](const PyModel &p) { return p.report; })
       .def_property_readonly("info",
                              [](const PyModel &p) { return p.model->info(); })
-      .def("run", &PyModel::run);
+      .def("run", &PyModel::run)
+      // The context keeps its model alive.
+      .def("context", &createContext, py::keep_alive<0, 1>());
+  py::class_<PyRunContext>(m, "Context").def("run", &PyRunContext::run);
   m.def("compile", &compile);
   m.def("load", &load);
   m.def("dlpack_info", &dlpackInfo);

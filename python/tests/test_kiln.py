@@ -49,6 +49,30 @@ def test_compile_a_path_and_match_onnxruntime(bert):
         np.testing.assert_allclose(got[name], want[name], rtol=RTOL, atol=ATOL)
 
 
+def test_contexts_run_from_threads_at_once(bert):
+    # Each thread its own context over one model; every run matches the
+    # model's own run on the same inputs.
+    from concurrent.futures import ThreadPoolExecutor
+    feeds = folder_inputs(os.path.join(FRESH, "bert-torchscript"))
+    variants = []
+    for k in range(4):
+        ids = (feeds["input_ids"] + k) % 50
+        variants.append({"input_ids": ids, "attention_mask": feeds["attention_mask"]})
+    want = [bert.run(v)["output"] for v in variants]
+
+    def work(k):
+        context = bert.context()
+        return [context.run(variants[k])["output"] for _ in range(3)]
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        results = list(pool.map(work, range(4)))
+    for k, runs in enumerate(results):
+        for got in runs:
+            np.testing.assert_array_equal(got, want[k])
+    with pytest.raises(kiln.RunError, match="inputs missing"):
+        bert.context().run({"input_ids": feeds["input_ids"]})
+
+
 def test_describes_inputs_outputs_backend_and_report(bert):
     assert [i.name for i in bert.inputs] == ["input_ids", "attention_mask"]
     assert bert.inputs[0].dtype == np.int64 and bert.inputs[0].shape == (2, 8)
