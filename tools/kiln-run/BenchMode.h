@@ -3,16 +3,27 @@
 #ifndef KILN_TOOLS_KILN_RUN_BENCHMODE_H
 #define KILN_TOOLS_KILN_RUN_BENCHMODE_H
 
-#include "llvm/ADT/STLFunctionalExtras.h"
+#include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
+
+#include <functional>
 
 /// Whether --bench was given.
 bool benchRequested();
 
-/// Runs `runOnce` --warmup times, then --iters times each timed on the wall
-/// clock, and prints min / median / p99 in milliseconds. `what` says what
-/// the times cover (a host-backend time is an emulation, not GPU time).
-/// Returns false when a run fails (runOnce has said why).
-bool runBench(llvm::function_ref<bool()> runOnce, llvm::StringRef what);
+/// How many threads --bench runs at once (--threads, at least 1).
+unsigned benchThreads();
+
+/// One run of the model on one execution context; false when it failed (it
+/// has said why).
+using BenchRun = std::function<bool()>;
+
+/// With one runner: runs it --warmup times, then --iters times each timed on
+/// the wall clock, and prints min / median / p99 in milliseconds. With
+/// several (--threads): each on its own thread at once, the same counts
+/// each, and prints the latencies of all timed runs and the throughput.
+/// `what` says what the times cover (a host-backend time is an emulation,
+/// not GPU time). Returns false when a run fails.
+bool runBench(llvm::ArrayRef<BenchRun> runners, llvm::StringRef what);
 
 #endif // KILN_TOOLS_KILN_RUN_BENCHMODE_H

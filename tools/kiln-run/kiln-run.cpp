@@ -404,6 +404,104 @@ std::string benchWhat(std::optional<kiln::rt::Backend> backend = std::nullopt) {
   return what;
 }
 
+/// Output storage for one bench context: one buffer per output of `model`.
+std::vector<std::vector<char>> benchOutputs(const kiln_tensor_desc *descs,
+                                            size_t count) {
+  std::vector<std::vector<char>> outputs;
+  for (size_t i = 0; i < count; ++i) {
+    uint64_t bytes = kiln::rt::dtypeSize(kiln::rt::DType(descs[i].dtype));
+    for (int32_t d = 0; d < descs[i].rank; ++d)
+      bytes *= static_cast<uint64_t>(descs[i].shape[d]);
+    outputs.emplace_back(bytes);
+  }
+  return outputs;
+}
+
+/// --bench on a `.so`: the model's own runs, or with --threads N one
+/// execution context per thread (kiln_context_*), each with its own outputs.
+bool benchLibrary(void *lib, kiln_model *model,
+                  const SmallVector<const void *> &in) {
+  auto run = (decltype(&kiln_model_run))dlsym(lib, "kiln_model_run");
+  auto lastError = (decltype(&kiln_last_error))dlsym(lib, "kiln_last_error");
+  auto numOut = (decltype(&kiln_model_num_outputs))dlsym(lib, "kiln_model_num_outputs");
+  auto outDesc = (decltype(&kiln_model_output_desc))dlsym(lib, "kiln_model_output_desc");
+  auto createContext =
+      (decltype(&kiln_context_create))dlsym(lib, "kiln_context_create");
+  auto destroyContext =
+      (decltype(&kiln_context_destroy))dlsym(lib, "kiln_context_destroy");
+  auto runContext = (decltype(&kiln_context_run))dlsym(lib, "kiln_context_run");
+  std::vector<kiln_tensor_desc> descs(numOut(model));
+  for (size_t i = 0; i < descs.size(); ++i)
+    outDesc(model, static_cast<int32_t>(i), &descs[i]);
+  unsigned threads = benchThreads();
+  if (threads > 1 && (!createContext || !destroyContext || !runContext)) {
+    fail("--threads needs an artifact with execution contexts (compile it "
+         "again with this kilnc)");
+    return false;
+  }
+  std::vector<kiln_context *> contexts(threads > 1 ? threads : 0, nullptr);
+  std::vector<std::vector<std::vector<char>>> outputs(threads);
+  std::vector<std::vector<void *>> outPointers(threads);
+  std::vector<BenchRun> runners;
+  bool ok = true;
+  for (unsigned t = 0; t < threads && ok; ++t) {
+    outputs[t] = benchOutputs(descs.data(), descs.size());
+    for (std::vector<char> &o : outputs[t])
+      outPointers[t].push_back(o.data());
+    if (threads > 1 && createContext(model, &contexts[t]) != KILN_OK) {
+      fail(lastError());
+      ok = false;
+      break;
+    }
+    kiln_context *context = threads > 1 ? contexts[t] : nullptr;
+    void *const *out = outPointers[t].data();
+    runners.push_back([=, &in] {
+      kiln_status s = context
+                          ? runContext(context, in.data(), out, KILN_MEMORY_HOST)
+                          : run(model, in.data(), out, KILN_MEMORY_HOST);
+      if (s != KILN_OK)
+        fail(lastError());
+      return s == KILN_OK;
+    });
+  }
+  ok = ok && runBench(runners, benchWhat());
+  for (kiln_context *context : contexts)
+    if (context)
+      destroyContext(context);
+  return ok;
+}
+
+/// --bench in process: the model's own runs, or with --threads N one
+/// execution context per thread, each with its own copy of the outputs.
+bool benchModel(kiln::rt::Model &model, const SmallVector<const void *> &in,
+                const SmallVector<HostTensor> &outputs) {
+  unsigned threads = benchThreads();
+  std::vector<std::unique_ptr<kiln::rt::ExecutionContext>> contexts(threads);
+  std::vector<SmallVector<HostTensor>> storage(threads, outputs);
+  std::vector<std::vector<void *>> outPointers(threads);
+  std::vector<BenchRun> runners;
+  for (unsigned t = 0; t < threads; ++t) {
+    for (HostTensor &tensor : storage[t])
+      outPointers[t].push_back(tensor.bytes.data());
+    if (threads > 1)
+      if (kiln::rt::Status s = model.createContext(contexts[t]); !s.isOk()) {
+        fail(s.message);
+        return false;
+      }
+    kiln::rt::ExecutionContext *context = contexts[t].get();
+    void *const *out = outPointers[t].data();
+    runners.push_back([=, &model, &in] {
+      kiln::rt::Status s =
+          context ? context->run(in.data(), out, kiln::rt::Memory::Host)
+                  : model.run(in.data(), out, kiln::rt::Memory::Host);
+      if (!s.isOk())
+        fail(s.message);
+      return s.isOk();
+    });
+  }
+  return runBench(runners, benchWhat(model.backend()));
+}
+
 /// Runs a `.so` through its own C ABI, as a user's program would.
 FailureOr<SmallVector<HostTensor>>
 runLibrary(MLIRContext *ctx, Signature &signature,
@@ -470,15 +568,7 @@ runLibrary(MLIRContext *ctx, Signature &signature,
   kiln_status status = run(model, in.data(), out.data(), KILN_MEMORY_HOST);
   if (status != KILN_OK)
     fail(lastError());
-  if (status == KILN_OK && benchRequested() &&
-      !runBench(
-          [&] {
-            status = run(model, in.data(), out.data(), KILN_MEMORY_HOST);
-            if (status != KILN_OK)
-              fail(lastError());
-            return status == KILN_OK;
-          },
-          benchWhat()))
+  if (status == KILN_OK && benchRequested() && !benchLibrary(lib, model, in))
     status = KILN_ERROR_INTERNAL;
   destroy(model);
   if (status != KILN_OK)
@@ -684,16 +774,7 @@ int main(int argc, char **argv) {
       status = model->run(in.data(), out.data(), kiln::rt::Memory::Host);
       if (!status.isOk())
         return fail(status.message);
-      if (benchRequested() &&
-          !runBench(
-              [&] {
-                status = model->run(in.data(), out.data(),
-                                    kiln::rt::Memory::Host);
-                if (!status.isOk())
-                  fail(status.message);
-                return status.isOk();
-              },
-              benchWhat(model->backend())))
+      if (benchRequested() && !benchModel(*model, in, outputs))
         return 1;
       // --per-layer: the tensors kept after the model's own outputs.
       for (size_t i = signature.outputNames.size(); i < outputs.size(); ++i)
