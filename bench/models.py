@@ -9,10 +9,12 @@ whole harness runs on the host backend in seconds.
 """
 import dataclasses
 import os
+import sys
 
 import numpy as np
 
 SEED = 0
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 @dataclasses.dataclass
@@ -67,32 +69,12 @@ def _config(case, dry_run):
 def _decode_step(model):
     """A causal LM as one decoding step on flat tensors: (input_ids,
     attention_mask, past K and V of each layer) -> (logits, present K and V
-    of each layer). torch is imported here, not at the top, so that the
-    harness runs on exports without it."""
-    import torch
-    import transformers
-
-    class Step(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.model = model
-            self.layers = model.config.num_hidden_layers
-
-        def forward(self, input_ids, attention_mask, *past):
-            cache = transformers.DynamicCache(
-                ddp_cache_data=[(past[2 * i], past[2 * i + 1])
-                                for i in range(self.layers)],
-                config=self.model.config)
-            out = self.model(input_ids=input_ids,
-                             attention_mask=attention_mask,
-                             past_key_values=cache, use_cache=True,
-                             return_dict=True)
-            present = []
-            for layer in out.past_key_values.layers[:self.layers]:
-                present += [layer.keys, layer.values]
-            return (out.logits, *present)
-
-    return Step().eval()
+    of each layer): the wrapper the test exports use (test/models), imported
+    here rather than at the top so that the harness runs on exports without
+    torch."""
+    sys.path.insert(0, os.path.join(REPO, "test", "models"))
+    from export_fresh import DecoderStep
+    return DecoderStep(model).eval()
 
 
 def build(case, dry_run):
