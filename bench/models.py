@@ -25,6 +25,9 @@ class Case:
     seq: int             # tokens per run (new tokens for a decode step)
     past: int = 0        # decode: tokens already in the KV cache
     image: int = 224
+    # An existing export's folder (run.py --onnx) and its dims' values.
+    source: str = ""
+    dims: str = ""
     # Filled by build(): the torch module, its inputs and their names.
     module: object = None
     inputs: dict = None
@@ -134,13 +137,19 @@ def _pick_output(model, name):
     return Pick().eval()
 
 
+def save_inputs(case, folder):
+    """Writes case's inputs to FOLDER/inputs/NAME.npy, where kiln-run reads
+    them."""
+    os.makedirs(os.path.join(folder, "inputs"), exist_ok=True)
+    for name, value in case.inputs.items():
+        np.save(os.path.join(folder, "inputs", name + ".npy"), value)
+
+
 def export(case, folder, exporter):
     """Writes case's model with static shapes to FOLDER/model.onnx (weights
     as external data) and its inputs to FOLDER/inputs/NAME.npy."""
     import torch
-    os.makedirs(os.path.join(folder, "inputs"), exist_ok=True)
-    for name, value in case.inputs.items():
-        np.save(os.path.join(folder, "inputs", name + ".npy"), value)
+    save_inputs(case, folder)
     path = os.path.join(folder, "model.onnx")
     args = tuple(torch.from_numpy(v) for v in case.inputs.values())
     with torch.no_grad():

@@ -52,7 +52,8 @@ def onnx_case(folder):
     import onnx
     model = onnx.load(os.path.join(folder, "model.onnx"),
                       load_external_data=False)
-    case = models.Case(os.path.basename(os.path.normpath(folder)), "onnx", 0, 0)
+    case = models.Case(os.path.basename(os.path.normpath(folder)), "onnx", 0, 0,
+                       source=folder)
     case.inputs = {i.name: np.load(os.path.join(folder, "inputs",
                                                 i.name + ".npy"))
                    for i in model.graph.input}
@@ -68,7 +69,7 @@ def kiln(args, case, folder, model_path, precision):
     compile_cmd = [os.path.join(args.tools, "kilnc"), model_path, "-o", so,
                    "--precision", precision, "--report=json", "-q",
                    "--roofline-gpu", args.roofline_gpu]
-    if getattr(case, "dims", ""):
+    if case.dims:
         compile_cmd += ["--dim", case.dims]
     report = json.loads(run(compile_cmd))
     out_dir = os.path.join(folder, f"out-{precision}")
@@ -139,13 +140,9 @@ def main():
     for case in cases:
         folder = os.path.join(args.work, case.name)
         os.makedirs(folder, exist_ok=True)
-        if case.family == "onnx":
-            model_path = os.path.join(args.onnx.split(",")[cases.index(case)],
-                                      "model.onnx")
-            folder_inputs = os.path.join(folder, "inputs")
-            os.makedirs(folder_inputs, exist_ok=True)
-            for name, value in case.inputs.items():
-                np.save(os.path.join(folder_inputs, name + ".npy"), value)
+        if case.source:
+            model_path = os.path.join(case.source, "model.onnx")
+            models.save_inputs(case, folder)
         else:
             models.build(case, args.dry_run)
             model_path = models.export(case, folder, args.exporter)

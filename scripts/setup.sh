@@ -9,7 +9,7 @@ apt_packages=(
   llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools
   libzstd-dev zlib1g-dev libxml2-dev libedit-dev libcurl4-openssl-dev
   libonnx-dev libprotobuf-dev protobuf-compiler libgtest-dev
-  libboost-context-dev
+  libboost-context-dev libtsan2
   clang-22 libclang-rt-22-dev time
 )
 missing=()

@@ -404,102 +404,102 @@ std::string benchWhat(std::optional<kiln::rt::Backend> backend = std::nullopt) {
   return what;
 }
 
-/// Output storage for one bench context: one buffer per output of `model`.
-std::vector<std::vector<char>> benchOutputs(const kiln_tensor_desc *descs,
-                                            size_t count) {
-  std::vector<std::vector<char>> outputs;
-  for (size_t i = 0; i < count; ++i) {
-    uint64_t bytes = kiln::rt::dtypeSize(kiln::rt::DType(descs[i].dtype));
-    for (int32_t d = 0; d < descs[i].rank; ++d)
-      bytes *= static_cast<uint64_t>(descs[i].shape[d]);
-    outputs.emplace_back(bytes);
+/// One run of a bench runner into its own outputs; false when it failed.
+using RunInto = std::function<bool(void *const *outputs)>;
+
+/// --bench over benchThreads() runners: runner t is `makeRun(t)` (null when
+/// its execution context could not be made, having said why), run into its
+/// own copy of `outputs`, so that threads never share storage.
+bool benchRuns(const SmallVector<HostTensor> &outputs,
+               function_ref<RunInto(unsigned)> makeRun, StringRef what) {
+  unsigned threads = benchThreads();
+  std::vector<SmallVector<HostTensor>> storage(threads, outputs);
+  std::vector<std::vector<void *>> pointers(threads);
+  std::vector<BenchRun> runners;
+  for (unsigned t = 0; t < threads; ++t) {
+    for (HostTensor &tensor : storage[t])
+      pointers[t].push_back(tensor.bytes.data());
+    RunInto run = makeRun(t);
+    if (!run)
+      return false;
+    runners.push_back([run, out = pointers[t].data()] { return run(out); });
   }
-  return outputs;
+  return runBench(runners, what);
 }
 
 /// --bench on a `.so`: the model's own runs, or with --threads N one
-/// execution context per thread (kiln_context_*), each with its own outputs.
+/// execution context per thread (kiln_context_*).
 bool benchLibrary(void *lib, kiln_model *model,
-                  const SmallVector<const void *> &in) {
+                  const SmallVector<const void *> &in,
+                  const SmallVector<HostTensor> &outputs) {
   auto run = (decltype(&kiln_model_run))dlsym(lib, "kiln_model_run");
   auto lastError = (decltype(&kiln_last_error))dlsym(lib, "kiln_last_error");
-  auto numOut = (decltype(&kiln_model_num_outputs))dlsym(lib, "kiln_model_num_outputs");
-  auto outDesc = (decltype(&kiln_model_output_desc))dlsym(lib, "kiln_model_output_desc");
   auto createContext =
       (decltype(&kiln_context_create))dlsym(lib, "kiln_context_create");
   auto destroyContext =
       (decltype(&kiln_context_destroy))dlsym(lib, "kiln_context_destroy");
   auto runContext = (decltype(&kiln_context_run))dlsym(lib, "kiln_context_run");
-  std::vector<kiln_tensor_desc> descs(numOut(model));
-  for (size_t i = 0; i < descs.size(); ++i)
-    outDesc(model, static_cast<int32_t>(i), &descs[i]);
-  unsigned threads = benchThreads();
-  if (threads > 1 && (!createContext || !destroyContext || !runContext)) {
+  bool threaded = benchThreads() > 1;
+  if (threaded && (!createContext || !destroyContext || !runContext)) {
     fail("--threads needs an artifact with execution contexts (compile it "
          "again with this kilnc)");
     return false;
   }
-  std::vector<kiln_context *> contexts(threads > 1 ? threads : 0, nullptr);
-  std::vector<std::vector<std::vector<char>>> outputs(threads);
-  std::vector<std::vector<void *>> outPointers(threads);
-  std::vector<BenchRun> runners;
-  bool ok = true;
-  for (unsigned t = 0; t < threads && ok; ++t) {
-    outputs[t] = benchOutputs(descs.data(), descs.size());
-    for (std::vector<char> &o : outputs[t])
-      outPointers[t].push_back(o.data());
-    if (threads > 1 && createContext(model, &contexts[t]) != KILN_OK) {
-      fail(lastError());
-      ok = false;
-      break;
-    }
-    kiln_context *context = threads > 1 ? contexts[t] : nullptr;
-    void *const *out = outPointers[t].data();
-    runners.push_back([=, &in] {
-      kiln_status s = context
-                          ? runContext(context, in.data(), out, KILN_MEMORY_HOST)
-                          : run(model, in.data(), out, KILN_MEMORY_HOST);
-      if (s != KILN_OK)
-        fail(lastError());
-      return s == KILN_OK;
-    });
-  }
-  ok = ok && runBench(runners, benchWhat());
+  std::vector<kiln_context *> contexts;
+  bool ok = benchRuns(
+      outputs,
+      [&](unsigned) -> RunInto {
+        kiln_context *context = nullptr;
+        if (threaded) {
+          if (createContext(model, &context) != KILN_OK) {
+            fail(lastError());
+            return nullptr;
+          }
+          contexts.push_back(context);
+        }
+        return [=, &in](void *const *out) {
+          kiln_status s =
+              context ? runContext(context, in.data(), out, KILN_MEMORY_HOST)
+                      : run(model, in.data(), out, KILN_MEMORY_HOST);
+          if (s != KILN_OK)
+            fail(lastError());
+          return s == KILN_OK;
+        };
+      },
+      benchWhat());
   for (kiln_context *context : contexts)
-    if (context)
-      destroyContext(context);
+    destroyContext(context);
   return ok;
 }
 
 /// --bench in process: the model's own runs, or with --threads N one
-/// execution context per thread, each with its own copy of the outputs.
+/// execution context per thread.
 bool benchModel(kiln::rt::Model &model, const SmallVector<const void *> &in,
                 const SmallVector<HostTensor> &outputs) {
-  unsigned threads = benchThreads();
-  std::vector<std::unique_ptr<kiln::rt::ExecutionContext>> contexts(threads);
-  std::vector<SmallVector<HostTensor>> storage(threads, outputs);
-  std::vector<std::vector<void *>> outPointers(threads);
-  std::vector<BenchRun> runners;
-  for (unsigned t = 0; t < threads; ++t) {
-    for (HostTensor &tensor : storage[t])
-      outPointers[t].push_back(tensor.bytes.data());
-    if (threads > 1)
-      if (kiln::rt::Status s = model.createContext(contexts[t]); !s.isOk()) {
-        fail(s.message);
-        return false;
-      }
-    kiln::rt::ExecutionContext *context = contexts[t].get();
-    void *const *out = outPointers[t].data();
-    runners.push_back([=, &model, &in] {
-      kiln::rt::Status s =
-          context ? context->run(in.data(), out, kiln::rt::Memory::Host)
-                  : model.run(in.data(), out, kiln::rt::Memory::Host);
-      if (!s.isOk())
-        fail(s.message);
-      return s.isOk();
-    });
-  }
-  return runBench(runners, benchWhat(model.backend()));
+  std::vector<std::unique_ptr<kiln::rt::ExecutionContext>> contexts;
+  return benchRuns(
+      outputs,
+      [&](unsigned) -> RunInto {
+        kiln::rt::ExecutionContext *context = nullptr;
+        if (benchThreads() > 1) {
+          contexts.emplace_back();
+          if (kiln::rt::Status s = model.createContext(contexts.back());
+              !s.isOk()) {
+            fail(s.message);
+            return nullptr;
+          }
+          context = contexts.back().get();
+        }
+        return [=, &model, &in](void *const *out) {
+          kiln::rt::Status s =
+              context ? context->run(in.data(), out, kiln::rt::Memory::Host)
+                      : model.run(in.data(), out, kiln::rt::Memory::Host);
+          if (!s.isOk())
+            fail(s.message);
+          return s.isOk();
+        };
+      },
+      benchWhat(model.backend()));
 }
 
 /// Runs a `.so` through its own C ABI, as a user's program would.
@@ -568,7 +568,7 @@ runLibrary(MLIRContext *ctx, Signature &signature,
   kiln_status status = run(model, in.data(), out.data(), KILN_MEMORY_HOST);
   if (status != KILN_OK)
     fail(lastError());
-  if (status == KILN_OK && benchRequested() && !benchLibrary(lib, model, in))
+  if (status == KILN_OK && benchRequested() && !benchLibrary(lib, model, in, outputs))
     status = KILN_ERROR_INTERNAL;
   destroy(model);
   if (status != KILN_OK)

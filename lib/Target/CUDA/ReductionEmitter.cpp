@@ -403,8 +403,7 @@ FailureOr<LaunchGeometry> emitReduction(KernelOp kernel, StringRef name,
     LaunchGeometry geometry;
     geometry.grid[0] =
         static_cast<uint32_t>(std::clamp<int64_t>(layout.rows, 1, kMaxGrid));
-    geometry.block[0] = static_cast<uint32_t>(
-        std::clamp<int64_t>((length + 31) / 32 * 32, 32, kBlockSize));
+    geometry.block[0] = static_cast<uint32_t>(rowBlockSize(length));
     return geometry;
   } else if (isa<ArgMaxOp, ArgMinOp>(reduction)) {
     std::string type = accumulatorType(tensorType(input).getElementType());
@@ -519,8 +518,7 @@ FailureOr<LaunchGeometry> emitSort(KernelOp kernel, StringRef name,
   LaunchGeometry geometry;
   geometry.grid[0] =
       static_cast<uint32_t>(std::clamp<int64_t>(in.rows, 1, kMaxGrid));
-  geometry.block[0] = static_cast<uint32_t>(
-      std::clamp<int64_t>((in.length + 31) / 32 * 32, 32, kBlockSize));
+  geometry.block[0] = static_cast<uint32_t>(rowBlockSize(in.length));
   return geometry;
 }
 
