@@ -111,9 +111,9 @@ KILN_API kiln_status kiln_model_create(kiln_backend backend, kiln_model **out) {
     if (Status s = loadEmbeddedArtifact(artifact); !s.isOk())
       return fail(s);
     auto handle = std::make_unique<kiln_model>();
-    if (Status s = Model::create(std::move(artifact),
-                                 static_cast<Backend>(backend), handle->model,
-                                 HostOptions::fromEnvironment());
+    if (Status s = Model::create(
+            std::move(artifact), static_cast<Backend>(backend), handle->model,
+            HostOptions::fromEnvironment(), CudaOptions::fromEnvironment());
         !s.isOk())
       return fail(s);
     const Model &model = *handle->model;
@@ -220,8 +220,28 @@ KILN_API kiln_status kiln_context_run(kiln_context *context,
   return guarded([&]() -> kiln_status {
     if (!context)
       return fail(StatusCode::InvalidArgument, "context is null");
-    Status s = context->context->run(inputs, outputs,
-                                     static_cast<Memory>(memory));
+    Status s =
+        context->context->run(inputs, outputs, static_cast<Memory>(memory));
+    return s.isOk() ? KILN_OK : fail(s);
+  });
+}
+
+KILN_API kiln_status kiln_context_enqueue(kiln_context *context,
+                                          const void *const *inputs,
+                                          void *const *outputs, void *stream) {
+  return guarded([&]() -> kiln_status {
+    if (!context)
+      return fail(StatusCode::InvalidArgument, "context is null");
+    Status s = context->context->enqueue(inputs, outputs, stream);
+    return s.isOk() ? KILN_OK : fail(s);
+  });
+}
+
+KILN_API kiln_status kiln_context_synchronize(kiln_context *context) {
+  return guarded([&]() -> kiln_status {
+    if (!context)
+      return fail(StatusCode::InvalidArgument, "context is null");
+    Status s = context->context->synchronize();
     return s.isOk() ? KILN_OK : fail(s);
   });
 }

@@ -34,6 +34,22 @@ using Module = struct CUmod_st *;
 using Function = struct CUfunc_st *;
 /// `CUstream`; also what cuBLASLt takes as `cudaStream_t`.
 using Stream = struct CUstream_st *;
+/// `CUevent`.
+using Event = struct CUevent_st *;
+/// `CUgraph`: work recorded by a stream capture.
+using Graph = struct CUgraph_st *;
+/// `CUgraphExec`: an instantiated graph, ready to launch.
+using GraphExec = struct CUgraphExec_st *;
+
+/// `CUgraphExecUpdateResultInfo`: why `cuGraphExecUpdate` failed.
+struct GraphExecUpdateResultInfo {
+  /// `CUgraphExecUpdateResult`.
+  int result;
+  /// `CUgraphNode` of the error, or null.
+  void *errorNode;
+  /// `CUgraphNode` the error edge comes from, or null.
+  void *errorFromNode;
+};
 
 /// `CUDA_SUCCESS`.
 constexpr Result kSuccess = 0;
@@ -47,6 +63,14 @@ constexpr int kFuncAttributeMaxDynamicSharedSizeBytes = 8;
 constexpr int kDeviceAttributeComputeCapabilityMajor = 75;
 /// `CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR`.
 constexpr int kDeviceAttributeComputeCapabilityMinor = 76;
+/// `CU_EVENT_DISABLE_TIMING`.
+constexpr unsigned kEventDisableTiming = 0x2;
+/// `CU_STREAM_CAPTURE_MODE_THREAD_LOCAL`: a capture forbids unsafe calls on
+/// the capturing thread only, so other threads' contexts keep running.
+constexpr int kStreamCaptureModeThreadLocal = 1;
+/// `CU_STREAM_LEGACY`: the legacy default stream, which orders against every
+/// blocking stream of the context.
+inline Stream legacyStream() { return reinterpret_cast<Stream>(0x1); }
 /// Dynamic shared memory a kernel may use without opting in.
 constexpr unsigned kDefaultMaxDynamicShared = 48 * 1024;
 
@@ -99,6 +123,40 @@ struct DriverApi {
   Result (*streamDestroy)(Stream stream);
   /// cuStreamSynchronize.
   Result (*streamSynchronize)(Stream stream);
+  /// cuMemAllocHost_v2: page-locked host memory.
+  Result (*memAllocHost)(void **ptr, size_t bytes);
+  /// cuMemFreeHost.
+  Result (*memFreeHost)(void *ptr);
+  /// cuStreamWaitEvent.
+  Result (*streamWaitEvent)(Stream stream, Event event, unsigned flags);
+  /// cuEventCreate.
+  Result (*eventCreate)(Event *event, unsigned flags);
+  /// cuEventDestroy_v2.
+  Result (*eventDestroy)(Event event);
+  /// cuEventRecord.
+  Result (*eventRecord)(Event event, Stream stream);
+  /// cuEventSynchronize.
+  Result (*eventSynchronize)(Event event);
+  /// cuEventElapsedTime (milliseconds between two recorded events); the
+  /// first version, which every CUDA 12 driver exports.
+  Result (*eventElapsedTime)(float *milliseconds, Event start, Event end);
+  /// cuStreamBeginCapture_v2.
+  Result (*streamBeginCapture)(Stream stream, int mode);
+  /// cuStreamEndCapture.
+  Result (*streamEndCapture)(Stream stream, Graph *graph);
+  /// cuGraphInstantiateWithFlags.
+  Result (*graphInstantiate)(GraphExec *exec, Graph graph,
+                             unsigned long long flags);
+  /// cuGraphExecUpdate_v2: gives `exec` the parameters of `graph`, which
+  /// must have the same topology.
+  Result (*graphExecUpdate)(GraphExec exec, Graph graph,
+                            GraphExecUpdateResultInfo *info);
+  /// cuGraphLaunch.
+  Result (*graphLaunch)(GraphExec exec, Stream stream);
+  /// cuGraphDestroy.
+  Result (*graphDestroy)(Graph graph);
+  /// cuGraphExecDestroy.
+  Result (*graphExecDestroy)(GraphExec exec);
   /// cuLaunchKernel.
   Result (*launchKernel)(Function function, unsigned gridX, unsigned gridY,
                          unsigned gridZ, unsigned blockX, unsigned blockY,

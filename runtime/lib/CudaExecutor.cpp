@@ -3,20 +3,25 @@
 // The weights and splat constants are uploaded once per model
 // (CudaConstants) and shared by its execution contexts; each context has its
 // own stream, arena, staging, cuBLASLt handle and workspace, and its own
-// copy of the kernels' module (so its own index check flag). Steps are
-// issued in order on the context's stream; the only host synchronization is
-// at the end of a run.
+// copy of the kernels' module (so its own index check flag). A context's
+// first run issues the steps one by one; later runs replay them as a CUDA
+// graph (CudaGraphs.h). Host-memory I/O goes through page-locked staging, so
+// its copies are asynchronous; the only host synchronization of `run` is at
+// its end, and `enqueue` has none.
 //
 //===----------------------------------------------------------------------===//
 
 #include "CublasLt.h"
 #include "CudaDriver.h"
+#include "CudaGraphs.h"
 #include "Executor.h"
 #include "kiln/runtime/SplatStorage.h"
 
 #include <algorithm>
 #include <climits>
 #include <cstdint>
+#include <cstdio>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -128,16 +133,20 @@ private:
 class CudaExecutor : public Executor {
 public:
   /// Binds to `artifact`; touches no driver yet.
-  CudaExecutor(Artifact &artifact, std::shared_ptr<CudaConstants> constants)
-      : artifact(artifact), constants(std::move(constants)) {}
+  CudaExecutor(Artifact &artifact, const CudaOptions &options,
+               std::shared_ptr<CudaConstants> constants)
+      : artifact(artifact), options(options), constants(std::move(constants)) {}
   /// Releases device resources.
   ~CudaExecutor() override { release(); }
 
   /// Runs the plan; see `Executor::run`.
   Status run(const void *const *inputs, void *const *outputs,
              Memory memory) override;
+  Status enqueue(const void *const *inputs, void *const *outputs,
+                 void *stream) override;
+  Status synchronize() override;
   std::unique_ptr<Executor> createContext() override {
-    return std::make_unique<CudaExecutor>(artifact, constants);
+    return std::make_unique<CudaExecutor>(artifact, options, constants);
   }
 
 private:
@@ -147,15 +156,29 @@ private:
   Status prepareMatmul(size_t stepIndex, MatmulPlan &plan);
   Status chooseAlgo(MatmulPlan &plan, const uint32_t align[3],
                     const lt::MatmulAlgo *&algo);
-  Status ensureStaging(std::vector<cu::DevicePtr> &staging,
-                       const std::vector<uint32_t> &ids);
+  /// Device buffers for host-memory I/O, each with a page-locked host
+  /// mirror so that the copies between them are asynchronous DMA.
+  struct Staging {
+    std::vector<cu::DevicePtr> device;
+    std::vector<void *> pinned;
+  };
+  Status ensureStaging(Staging &staging, const std::vector<uint32_t> &ids);
+  void freeStaging(Staging &staging);
+  Status stageInputs(const void *const *inputs);
+  Status queueOutputCopies();
+  Status ensureReady();
+  Status waitForLastRun(cu::Stream target);
+  Status launchPlan(const std::vector<cu::DevicePtr> &in,
+                    const std::vector<cu::DevicePtr> &out, cu::Stream target);
   Status issueSteps(const std::vector<cu::DevicePtr> &in,
-                    const std::vector<cu::DevicePtr> &out);
+                    const std::vector<cu::DevicePtr> &out, cu::Stream target);
+  Status takeIndexFault(unsigned fault);
   cu::DevicePtr address(uint32_t id, const std::vector<cu::DevicePtr> &in,
                         const std::vector<cu::DevicePtr> &out) const;
   void release();
 
   Artifact &artifact;
+  const CudaOptions options;
   std::shared_ptr<CudaConstants> constants;
   const cu::DriverApi *api = nullptr;
   const lt::LtApi *ltApi = nullptr;
@@ -173,17 +196,34 @@ private:
   lt::Handle ltHandle = nullptr;
   std::vector<MatmulPlan> matmuls;
   std::vector<size_t> matmulOfStep;
-  std::vector<cu::DevicePtr> inputStaging;
-  std::vector<cu::DevicePtr> outputStaging;
+  Staging inputStaging;
+  Staging outputStaging;
+  /// Page-locked word the index check flag is read into.
+  unsigned *indexFlagMirror = nullptr;
+  /// Recorded at the end of every run on the stream it ran on: the next
+  /// run, on whatever stream, waits for it before it reuses the arena.
+  cu::Event lastRun = nullptr;
+  bool lastRunRecorded = false;
+  /// Recorded on the legacy default stream by a synchronous device-memory
+  /// run, so that it reads inputs the caller wrote there.
+  cu::Event inputsReady = nullptr;
+  /// Whether a run has issued the steps one by one; until then nothing is
+  /// captured, since the first launches load modules lazily (the kernels',
+  /// cuBLASLt's), which a stream capture does not allow.
+  bool warmedUp = false;
+  /// Set when a capture failed: this context issues its steps one by one.
+  bool graphsFailed = false;
+  GraphCache graphs;
 };
 
 } // namespace
 
 Executor::~Executor() = default;
 
-std::unique_ptr<Executor> kiln::rt::createCudaExecutor(Artifact &artifact) {
+std::unique_ptr<Executor>
+kiln::rt::createCudaExecutor(Artifact &artifact, const CudaOptions &options) {
   return std::make_unique<CudaExecutor>(
-      artifact, std::make_shared<CudaConstants>(artifact));
+      artifact, options, std::make_shared<CudaConstants>(artifact));
 }
 
 Status CudaConstants::ensureUploaded() {
@@ -297,6 +337,11 @@ Status CudaExecutor::initializeInContext() {
   if (cu::Result r = api->streamCreate(&stream, cu::kStreamNonBlocking);
       r != cu::kSuccess)
     return cu::cudaError(*api, r, "cuStreamCreate");
+  for (cu::Event *event : {&lastRun, &inputsReady})
+    if (cu::Result r = api->eventCreate(event, cu::kEventDisableTiming);
+        r != cu::kSuccess)
+      return cu::cudaError(*api, r, "cuEventCreate");
+  graphs.bind(*api);
   if (Status s = loadKernels(); !s.isOk())
     return s;
   if (artifact.arenaBytes) {
@@ -396,6 +441,11 @@ Status CudaExecutor::loadKernels() {
       return Status::error(StatusCode::CorruptArtifact,
                            "the kernels' kiln_index_error flag has " +
                                std::to_string(bytes) + " bytes, expected 4");
+    void *mirror = nullptr;
+    if (cu::Result r = api->memAllocHost(&mirror, sizeof(unsigned));
+        r != cu::kSuccess)
+      return cu::cudaError(*api, r, "allocating page-locked host memory");
+    indexFlagMirror = static_cast<unsigned *>(mirror);
   }
   return Status::ok();
 }
@@ -564,8 +614,7 @@ Status CudaConstants::uploadSplats(cu::Stream stream) {
       continue;
     std::string what =
         "a splat constant (" + std::to_string(slot.bytes) + " bytes)";
-    if (cu::Result r = api->memAlloc(&splats[i], slot.bytes);
-        r != cu::kSuccess)
+    if (cu::Result r = api->memAlloc(&splats[i], slot.bytes); r != cu::kSuccess)
       return cu::cudaError(*api, r, "allocating " + what);
     fillSplatBlock(slot, kSplatUploadBytes, block);
     if (cu::Result r =
@@ -574,8 +623,8 @@ Status CudaConstants::uploadSplats(cu::Stream stream) {
       return cu::cudaError(*api, r, "filling " + what);
     for (uint64_t filled = block.size(); filled < slot.bytes;) {
       uint64_t take = std::min(filled, slot.bytes - filled);
-      if (cu::Result r = api->memcpyDtoDAsync(splats[i] + filled, splats[i],
-                                              take, stream);
+      if (cu::Result r =
+              api->memcpyDtoDAsync(splats[i] + filled, splats[i], take, stream);
           r != cu::kSuccess)
         return cu::cudaError(*api, r, "filling " + what);
       filled += take;
@@ -586,28 +635,43 @@ Status CudaConstants::uploadSplats(cu::Stream stream) {
   return Status::ok();
 }
 
-Status CudaExecutor::ensureStaging(std::vector<cu::DevicePtr> &staging,
+Status CudaExecutor::ensureStaging(Staging &staging,
                                    const std::vector<uint32_t> &ids) {
-  if (staging.size() == ids.size())
+  if (staging.device.size() == ids.size())
     return Status::ok();
-  staging.assign(ids.size(), 0);
+  staging.device.assign(ids.size(), 0);
+  staging.pinned.assign(ids.size(), nullptr);
   for (size_t i = 0; i < ids.size(); ++i) {
     uint64_t bytes = artifact.buffers[ids[i]].bytes;
     if (bytes == 0)
       continue;
-    if (cu::Result r = api->memAlloc(&staging[i], bytes); r != cu::kSuccess) {
-      Status s = cu::cudaError(*api, r,
-                               "allocating " + std::to_string(bytes) +
-                                   " bytes of staging for '" +
-                                   artifact.buffers[ids[i]].name + "'");
-      for (cu::DevicePtr p : staging)
-        if (p)
-          api->memFree(p);
-      staging.clear();
-      return s;
+    std::string what = std::to_string(bytes) + " bytes of staging for '" +
+                       artifact.buffers[ids[i]].name + "'";
+    cu::Result r = api->memAlloc(&staging.device[i], bytes);
+    if (r != cu::kSuccess) {
+      staging.device[i] = 0;
+      freeStaging(staging);
+      return cu::cudaError(*api, r, "allocating " + what);
+    }
+    r = api->memAllocHost(&staging.pinned[i], bytes);
+    if (r != cu::kSuccess) {
+      staging.pinned[i] = nullptr;
+      freeStaging(staging);
+      return cu::cudaError(*api, r, "allocating page-locked " + what);
     }
   }
   return Status::ok();
+}
+
+void CudaExecutor::freeStaging(Staging &staging) {
+  for (cu::DevicePtr p : staging.device)
+    if (p)
+      api->memFree(p);
+  for (void *p : staging.pinned)
+    if (p)
+      api->memFreeHost(p);
+  staging.device.clear();
+  staging.pinned.clear();
 }
 
 cu::DevicePtr
@@ -630,7 +694,8 @@ CudaExecutor::address(uint32_t id, const std::vector<cu::DevicePtr> &in,
 }
 
 Status CudaExecutor::issueSteps(const std::vector<cu::DevicePtr> &in,
-                                const std::vector<cu::DevicePtr> &out) {
+                                const std::vector<cu::DevicePtr> &out,
+                                cu::Stream target) {
   std::vector<cu::DevicePtr> argValues;
   std::vector<void *> argPointers;
   for (size_t i = 0; i < artifact.steps.size(); ++i) {
@@ -648,7 +713,7 @@ Status CudaExecutor::issueSteps(const std::vector<cu::DevicePtr> &in,
         argPointers.push_back(&v);
       if (cu::Result r = api->launchKernel(
               functions[l.kernel], l.grid[0], l.grid[1], l.grid[2], l.block[0],
-              l.block[1], l.block[2], l.sharedBytes, stream,
+              l.block[1], l.block[2], l.sharedBytes, target,
               argPointers.empty() ? nullptr : argPointers.data(), nullptr);
           r != cu::kSuccess)
         return cu::cudaError(*api, r,
@@ -690,7 +755,7 @@ Status CudaExecutor::issueSteps(const std::vector<cu::DevicePtr> &in,
                 reinterpret_cast<const void *>(ptrs[0]), plan.aLayout,
                 reinterpret_cast<const void *>(ptrs[1]), plan.bLayout, beta, c,
                 plan.cLayout, c, plan.cLayout, algo,
-                reinterpret_cast<void *>(workspace), kWorkspaceBytes, stream);
+                reinterpret_cast<void *>(workspace), kWorkspaceBytes, target);
             st != lt::kSuccess)
           return lt::cublasError(*ltApi, st, where + ": cublasLtMatmul");
       }
@@ -702,7 +767,7 @@ Status CudaExecutor::issueSteps(const std::vector<cu::DevicePtr> &in,
         break;
       if (cu::Result r =
               api->memcpyDtoDAsync(address(c.dst, in, out),
-                                   address(c.src, in, out), c.bytes, stream);
+                                   address(c.src, in, out), c.bytes, target);
           r != cu::kSuccess)
         return cu::cudaError(*api, r, where + ": copy");
       break;
@@ -712,61 +777,148 @@ Status CudaExecutor::issueSteps(const std::vector<cu::DevicePtr> &in,
   return Status::ok();
 }
 
-Status CudaExecutor::run(const void *const *inputs, void *const *outputs,
-                         Memory memory) {
+/// Sets the context up at its first run (or after a failed one).
+Status CudaExecutor::ensureReady() {
   if (!ready)
     if (Status s = initialize(); !s.isOk())
       return s;
+  return Status::ok();
+}
+
+Status CudaExecutor::waitForLastRun(cu::Stream target) {
+  if (!lastRunRecorded)
+    return Status::ok();
+  if (cu::Result r = api->streamWaitEvent(target, lastRun, 0);
+      r != cu::kSuccess)
+    return cu::cudaError(*api, r, "ordering the run after the previous one");
+  return Status::ok();
+}
+
+Status CudaExecutor::launchPlan(const std::vector<cu::DevicePtr> &in,
+                                const std::vector<cu::DevicePtr> &out,
+                                cu::Stream target) {
+  if (!options.graphs || !warmedUp || graphsFailed) {
+    Status s = issueSteps(in, out, target);
+    warmedUp = warmedUp || s.isOk();
+    return s;
+  }
+  GraphCache::Key key(in);
+  key.insert(key.end(), out.begin(), out.end());
+  cu::GraphExec exec = graphs.find(key);
+  if (!exec) {
+    // The capture records on the context's own stream; the graph is then
+    // launched on the target, which may be the caller's.
+    Status s = graphs.capture(
+        key, stream,
+        [&](cu::Stream capturing) { return issueSteps(in, out, capturing); },
+        exec);
+    if (!s.isOk()) {
+      // Graphs are an optimization: the steps one by one do the same work
+      // (and report a real error of a step themselves).
+      graphsFailed = true;
+      std::fprintf(stderr,
+                   "kiln: capturing a CUDA graph failed (%s); this context "
+                   "issues its steps one by one\n",
+                   s.message.c_str());
+      return issueSteps(in, out, target);
+    }
+  }
+  if (cu::Result r = api->graphLaunch(exec, target); r != cu::kSuccess)
+    return cu::cudaError(*api, r, "cuGraphLaunch");
+  return Status::ok();
+}
+
+Status CudaExecutor::stageInputs(const void *const *inputs) {
+  for (size_t i = 0; i < artifact.inputs.size(); ++i) {
+    uint64_t bytes = artifact.buffers[artifact.inputs[i]].bytes;
+    if (!bytes)
+      continue;
+    // The page-locked copy lets the upload run asynchronously; the previous
+    // run has finished with it, since `run` waits for its stream.
+    std::memcpy(inputStaging.pinned[i], inputs[i], bytes);
+    if (cu::Result r = api->memcpyHtoDAsync(
+            inputStaging.device[i], inputStaging.pinned[i], bytes, stream);
+        r != cu::kSuccess)
+      return cu::cudaError(
+          *api, r, "copying input " + std::to_string(i) + " to the device");
+  }
+  return Status::ok();
+}
+
+Status CudaExecutor::queueOutputCopies() {
+  for (size_t i = 0; i < artifact.outputs.size(); ++i) {
+    uint64_t bytes = artifact.buffers[artifact.outputs[i]].bytes;
+    if (!bytes)
+      continue;
+    if (cu::Result r = api->memcpyDtoHAsync(
+            outputStaging.pinned[i], outputStaging.device[i], bytes, stream);
+        r != cu::kSuccess)
+      return cu::cudaError(
+          *api, r, "copying output " + std::to_string(i) + " to the host");
+  }
+  return Status::ok();
+}
+
+Status CudaExecutor::takeIndexFault(unsigned fault) {
+  if (!fault)
+    return Status::ok();
+  // Cleared so that the next run starts clean.
+  static const unsigned zero = 0;
+  if (api->memcpyHtoDAsync(indexError, &zero, sizeof(zero), stream) ==
+      cu::kSuccess)
+    api->streamSynchronize(stream);
+  return Status::error(StatusCode::InvalidArgument,
+                       indexErrorMessage(artifact, fault));
+}
+
+Status CudaExecutor::run(const void *const *inputs, void *const *outputs,
+                         Memory memory) {
+  if (Status s = ensureReady(); !s.isOk())
+    return s;
   ContextScope scope(*api, context);
   if (scope.result != cu::kSuccess)
     return cu::cudaError(*api, scope.result, "cuCtxPushCurrent");
 
   std::vector<cu::DevicePtr> in(artifact.inputs.size());
   std::vector<cu::DevicePtr> out(artifact.outputs.size());
-  Status status;
-  if (memory == Memory::Device) {
+  // Runs queued by `enqueue` on other streams use the same arena.
+  Status status = waitForLastRun(stream);
+  if (status.isOk() && memory == Memory::Device) {
     for (size_t i = 0; i < in.size(); ++i)
       in[i] = reinterpret_cast<cu::DevicePtr>(inputs[i]);
     for (size_t i = 0; i < out.size(); ++i)
       out[i] = reinterpret_cast<cu::DevicePtr>(outputs[i]);
-  } else {
-    if (Status s = ensureStaging(inputStaging, artifact.inputs); !s.isOk())
-      return s;
-    if (Status s = ensureStaging(outputStaging, artifact.outputs); !s.isOk())
-      return s;
-    in = inputStaging;
-    out = outputStaging;
-    for (size_t i = 0; i < in.size() && status.isOk(); ++i) {
-      uint64_t bytes = artifact.buffers[artifact.inputs[i]].bytes;
-      if (!bytes)
-        continue;
-      if (cu::Result r = api->memcpyHtoDAsync(in[i], inputs[i], bytes, stream);
-          r != cu::kSuccess)
-        status = cu::cudaError(
-            *api, r, "copying input " + std::to_string(i) + " to the device");
-    }
+    // The caller may have written the inputs on the legacy default stream,
+    // which our non-blocking stream does not wait for by itself. (Callers
+    // of other streams order their work with `enqueue`.)
+    if (cu::Result r = api->eventRecord(inputsReady, cu::legacyStream());
+        r != cu::kSuccess)
+      status = cu::cudaError(*api, r, "ordering after the default stream");
+    else if (cu::Result w = api->streamWaitEvent(stream, inputsReady, 0);
+             w != cu::kSuccess)
+      status = cu::cudaError(*api, w, "ordering after the default stream");
+  } else if (status.isOk()) {
+    status = ensureStaging(inputStaging, artifact.inputs);
+    if (status.isOk())
+      status = ensureStaging(outputStaging, artifact.outputs);
+    if (!status.isOk())
+      return status;
+    in = inputStaging.device;
+    out = outputStaging.device;
+    status = stageInputs(inputs);
   }
   if (status.isOk())
-    status = issueSteps(in, out);
-  if (status.isOk() && memory == Memory::Host) {
-    for (size_t i = 0; i < out.size() && status.isOk(); ++i) {
-      uint64_t bytes = artifact.buffers[artifact.outputs[i]].bytes;
-      if (!bytes)
-        continue;
-      if (cu::Result r =
-              api->memcpyDtoHAsync(outputs[i], out[i], bytes, stream);
-          r != cu::kSuccess)
-        status = cu::cudaError(
-            *api, r, "copying output " + std::to_string(i) + " to the host");
-    }
-  }
+    status = launchPlan(in, out, stream);
+  if (status.isOk() && memory == Memory::Host)
+    status = queueOutputCopies();
   // The index checks' flag: one load per run, read with the outputs.
-  unsigned indexFault = 0;
   if (status.isOk() && indexError)
-    if (cu::Result r = api->memcpyDtoHAsync(&indexFault, indexError,
-                                            sizeof(indexFault), stream);
+    if (cu::Result r = api->memcpyDtoHAsync(indexFlagMirror, indexError,
+                                            sizeof(unsigned), stream);
         r != cu::kSuccess)
       status = cu::cudaError(*api, r, "reading the index check flag");
+  if (status.isOk() && api->eventRecord(lastRun, stream) == cu::kSuccess)
+    lastRunRecorded = true;
   // Always wait, also after a failure: work already queued may still read
   // the caller's buffers.
   cu::Result r = api->streamSynchronize(stream);
@@ -774,17 +926,60 @@ Status CudaExecutor::run(const void *const *inputs, void *const *outputs,
     status = cu::cudaError(*api, r,
                            "running the model (an error here may come from "
                            "any step of this run)");
-  if (status.isOk() && indexFault) {
-    // Cleared so that the next run starts clean.
-    static const unsigned zero = 0;
-    if (cu::Result c = api->memcpyHtoDAsync(indexError, &zero, sizeof(zero),
-                                            stream);
-        c == cu::kSuccess)
-      api->streamSynchronize(stream);
-    status = Status::error(StatusCode::InvalidArgument,
-                           indexErrorMessage(artifact, indexFault));
-  }
+  if (status.isOk() && memory == Memory::Host)
+    for (size_t i = 0; i < out.size(); ++i)
+      if (uint64_t bytes = artifact.buffers[artifact.outputs[i]].bytes)
+        std::memcpy(outputs[i], outputStaging.pinned[i], bytes);
+  if (status.isOk() && indexError)
+    status = takeIndexFault(*indexFlagMirror);
   return status;
+}
+
+Status CudaExecutor::enqueue(const void *const *inputs, void *const *outputs,
+                             void *callerStream) {
+  if (Status s = ensureReady(); !s.isOk())
+    return s;
+  ContextScope scope(*api, context);
+  if (scope.result != cu::kSuccess)
+    return cu::cudaError(*api, scope.result, "cuCtxPushCurrent");
+  cu::Stream target = static_cast<cu::Stream>(callerStream);
+  std::vector<cu::DevicePtr> in(artifact.inputs.size());
+  std::vector<cu::DevicePtr> out(artifact.outputs.size());
+  for (size_t i = 0; i < in.size(); ++i)
+    in[i] = reinterpret_cast<cu::DevicePtr>(inputs[i]);
+  for (size_t i = 0; i < out.size(); ++i)
+    out[i] = reinterpret_cast<cu::DevicePtr>(outputs[i]);
+  if (Status s = waitForLastRun(target); !s.isOk())
+    return s;
+  if (Status s = launchPlan(in, out, target); !s.isOk())
+    return s;
+  if (cu::Result r = api->eventRecord(lastRun, target); r != cu::kSuccess)
+    return cu::cudaError(*api, r, "recording the end of the run");
+  lastRunRecorded = true;
+  return Status::ok();
+}
+
+Status CudaExecutor::synchronize() {
+  if (!ready || !lastRunRecorded)
+    return Status::ok();
+  ContextScope scope(*api, context);
+  if (scope.result != cu::kSuccess)
+    return cu::cudaError(*api, scope.result, "cuCtxPushCurrent");
+  if (cu::Result r = api->eventSynchronize(lastRun); r != cu::kSuccess)
+    return cu::cudaError(*api, r,
+                         "running the model (an error here may come from "
+                         "any step of the queued runs)");
+  if (!indexError)
+    return Status::ok();
+  // The flag stays set once a kernel sets it, so one read covers every run
+  // queued since the last check.
+  if (cu::Result r = api->memcpyDtoHAsync(indexFlagMirror, indexError,
+                                          sizeof(unsigned), stream);
+      r != cu::kSuccess)
+    return cu::cudaError(*api, r, "reading the index check flag");
+  if (cu::Result r = api->streamSynchronize(stream); r != cu::kSuccess)
+    return cu::cudaError(*api, r, "reading the index check flag");
+  return takeIndexFault(*indexFlagMirror);
 }
 
 void CudaExecutor::release() {
@@ -806,13 +1001,20 @@ void CudaExecutor::release() {
     if (ltHandle)
       ltApi->destroy(ltHandle);
     ltHandle = nullptr;
-    for (std::vector<cu::DevicePtr> *staging :
-         {&inputStaging, &outputStaging}) {
-      for (cu::DevicePtr p : *staging)
-        if (p)
-          api->memFree(p);
-      staging->clear();
+    graphs.clear();
+    freeStaging(inputStaging);
+    freeStaging(outputStaging);
+    if (indexFlagMirror)
+      api->memFreeHost(indexFlagMirror);
+    indexFlagMirror = nullptr;
+    for (cu::Event *event : {&lastRun, &inputsReady}) {
+      if (*event)
+        api->eventDestroy(*event);
+      *event = nullptr;
     }
+    lastRunRecorded = false;
+    warmedUp = false;
+    graphsFailed = false;
     for (cu::DevicePtr *p : {&arena, &workspace}) {
       if (*p)
         api->memFree(*p);

@@ -30,6 +30,15 @@ public:
   virtual Status run(const void *const *inputs, void *const *outputs,
                      Memory memory) = 0;
 
+  /// Queues one run on `stream` (a `CUstream`; null is the default stream)
+  /// and returns without waiting; see `ExecutionContext::enqueue`.
+  virtual Status enqueue(const void *const *inputs, void *const *outputs,
+                         void *stream) = 0;
+
+  /// Waits for the runs `enqueue` queued; reports an index fault any of them
+  /// had.
+  virtual Status synchronize() = 0;
+
   /// A new executor of the same model: it shares this one's read-only state
   /// (loaded once, by whichever of them runs first) and owns its run state,
   /// so that its runs may overlap this one's.
@@ -41,7 +50,8 @@ public:
 /// allocates the arena and uploads the weights; a failed first run is retried
 /// on the next one. `artifact` must outlive the executor; its `weights` are
 /// released once uploaded.
-std::unique_ptr<Executor> createCudaExecutor(Artifact &artifact);
+std::unique_ptr<Executor> createCudaExecutor(Artifact &artifact,
+                                             const CudaOptions &options);
 
 /// Returns an executor for the host backend. The first `run` compiles (or
 /// finds in the cache) the artifact's CUDA source for the host and allocates

@@ -125,6 +125,13 @@ public:
 
   Status run(const void *const *inputs, void *const *outputs,
              Memory memory) override;
+  /// There is no stream on the host: the run is over when this returns.
+  Status enqueue(const void *const *inputs, void *const *outputs,
+                 void *) override {
+    return run(inputs, outputs, Memory::Host);
+  }
+  /// Nothing is ever pending; `enqueue` reported each run's status.
+  Status synchronize() override { return Status::ok(); }
   std::unique_ptr<Executor> createContext() override {
     return std::make_unique<HostExecutor>(artifact, options, shared);
   }
@@ -182,12 +189,12 @@ Status HostShared::load() {
       continue;
     unsigned arity = module->arity(step.launch.kernel);
     if (arity != step.launch.args.size())
-      return Status::error(
-          StatusCode::CorruptArtifact,
-          "step " + std::to_string(i) + ": kernel " +
-              artifact.kernelNames[step.launch.kernel] + " takes " +
-              std::to_string(arity) + " pointers, the plan passes " +
-              std::to_string(step.launch.args.size()));
+      return Status::error(StatusCode::CorruptArtifact,
+                           "step " + std::to_string(i) + ": kernel " +
+                               artifact.kernelNames[step.launch.kernel] +
+                               " takes " + std::to_string(arity) +
+                               " pointers, the plan passes " +
+                               std::to_string(step.launch.args.size()));
   }
 
   // Weights: the whole block, or one allocation per distinct (offset, size)
@@ -195,8 +202,7 @@ Status HostShared::load() {
   constants.assign(artifact.buffers.size(), nullptr);
   if (!options.checking) {
     weights.resize(1);
-    if (Status s =
-            allocate(weights[0], artifact.weightBytes(), "the weights");
+    if (Status s = allocate(weights[0], artifact.weightBytes(), "the weights");
         !s.isOk())
       return s;
     if (artifact.weightBytes() != 0)
@@ -335,8 +341,7 @@ Status HostExecutor::run(const void *const *in, void *const *out,
   // One load per run, of this thread's flag (the launches ran on it);
   // cleared so that the next run starts clean.
   const KernelModule *module = shared->kernels();
-  if (unsigned *flag = module ? module->indexError() : nullptr;
-      flag && *flag) {
+  if (unsigned *flag = module ? module->indexError() : nullptr; flag && *flag) {
     unsigned site = *flag;
     *flag = 0;
     return Status::error(StatusCode::InvalidArgument,
@@ -364,8 +369,8 @@ Status HostExecutor::runSteps() {
       // Each launch gets its own stream of shuffles from the run's seed.
       launch.seed = options.seed * 0x9e3779b97f4a7c15ull + i;
       if (Status s = launcher.run(launch); !s.isOk())
-        return Status::error(s.code, "step " + std::to_string(i) + ": " +
-                                         s.message);
+        return Status::error(s.code,
+                             "step " + std::to_string(i) + ": " + s.message);
       break;
     }
     case Step::Kind::Matmul: {

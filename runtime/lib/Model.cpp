@@ -43,6 +43,13 @@ HostOptions HostOptions::fromEnvironment() {
   return options;
 }
 
+CudaOptions CudaOptions::fromEnvironment() {
+  CudaOptions options;
+  if (const char *graphs = std::getenv("KILN_CUDA_GRAPHS"))
+    options.graphs = std::strcmp(graphs, "0") != 0;
+  return options;
+}
+
 bool kiln::rt::cudaDeviceAvailable(std::string &why) {
   const cu::DriverApi *api = nullptr;
   Status s = cu::loadCudaDriver(api);
@@ -52,7 +59,8 @@ bool kiln::rt::cudaDeviceAvailable(std::string &why) {
 
 Status Model::create(Artifact artifact, Backend backend,
                      std::unique_ptr<Model> &out,
-                     const HostOptions &hostOptions) {
+                     const HostOptions &hostOptions,
+                     const CudaOptions &cudaOptions) {
   out.reset();
   std::string error;
   if (!validateArtifact(artifact, error))
@@ -71,8 +79,8 @@ Status Model::create(Artifact artifact, Backend backend,
   case Backend::Auto:
     // The driver is opened here rather than at the first run, since the
     // choice of backend depends on it.
-    backend = cudaDeviceAvailable(fallbackReason) ? Backend::Cuda
-                                                  : Backend::Host;
+    backend =
+        cudaDeviceAvailable(fallbackReason) ? Backend::Cuda : Backend::Host;
     break;
   default:
     return Status::error(StatusCode::InvalidArgument,
@@ -90,14 +98,14 @@ Status Model::create(Artifact artifact, Backend backend,
     }
     model->executor = createHostExecutor(model->plan, hostOptions);
   } else {
-    model->executor = createCudaExecutor(model->plan);
+    model->executor = createCudaExecutor(model->plan, cudaOptions);
   }
   out = std::move(model);
   return Status::ok();
 }
 
-Status Model::checkRunArguments(const void *const *inputs,
-                                void *const *outputs, Memory memory) const {
+Status Model::checkRunArguments(const void *const *inputs, void *const *outputs,
+                                Memory memory) const {
   if (memory != Memory::Host && memory != Memory::Device)
     return Status::error(StatusCode::InvalidArgument,
                          "invalid memory kind " +
@@ -148,6 +156,21 @@ Status ExecutionContext::run(const void *const *inputs, void *const *outputs,
     return s;
   std::lock_guard<std::mutex> lock(runMutex);
   return executor->run(inputs, outputs, memory);
+}
+
+Status ExecutionContext::enqueue(const void *const *inputs,
+                                 void *const *outputs, void *stream) {
+  Memory memory =
+      model.backend() == Backend::Cuda ? Memory::Device : Memory::Host;
+  if (Status s = model.checkRunArguments(inputs, outputs, memory); !s.isOk())
+    return s;
+  std::lock_guard<std::mutex> lock(runMutex);
+  return executor->enqueue(inputs, outputs, stream);
+}
+
+Status ExecutionContext::synchronize() {
+  std::lock_guard<std::mutex> lock(runMutex);
+  return executor->synchronize();
 }
 
 std::string Model::info() const {

@@ -111,6 +111,12 @@ cl::opt<bool> checkMode(
     "check",
     cl::desc("host backend: checking mode (each buffer in its own poisoned "
              "allocation, kernels built with AddressSanitizer)"));
+cl::opt<bool> cudaGraphs(
+    "cuda-graphs",
+    cl::desc("CUDA backend: replay each run after the first as a CUDA graph "
+             "(--cuda-graphs=false issues every step one by one, as "
+             "KILN_CUDA_GRAPHS=0 does for any artifact)"),
+    cl::init(true));
 cl::opt<double> relTolerance("rtol", cl::desc("relative tolerance of the comparison"),
                      cl::init(1e-4));
 cl::opt<double> absTolerance("atol", cl::desc("absolute tolerance of the comparison"),
@@ -362,6 +368,12 @@ kiln::rt::HostOptions hostOptions() {
   return options;
 }
 
+kiln::rt::CudaOptions cudaOptions() {
+  kiln::rt::CudaOptions options;
+  options.graphs = cudaGraphs;
+  return options;
+}
+
 kiln::rt::Backend runtimeBackend() {
   switch (backend) {
   case BackendKind::Cuda:
@@ -531,6 +543,8 @@ runLibrary(MLIRContext *ctx, Signature &signature,
   // The artifact's own runtime reads the host options from the environment.
   setenv("KILN_HOST_SEED", std::to_string(hostSeed).c_str(), 1);
   setenv("KILN_HOST_CHECK", checkMode ? "1" : "0", 1);
+  if (!cudaGraphs)
+    setenv("KILN_CUDA_GRAPHS", "0", 1);
   kiln_model *model = nullptr;
   if (create(static_cast<kiln_backend>(runtimeBackend()), &model) != KILN_OK) {
     fail(lastError());
@@ -636,7 +650,8 @@ int generate(MLIRContext &context, bool isLibrary,
   }
   std::unique_ptr<kiln::rt::Model> model;
   if (kiln::rt::Status s = kiln::rt::Model::create(
-          std::move(artifact), runtimeBackend(), model, hostOptions());
+          std::move(artifact), runtimeBackend(), model, hostOptions(),
+          cudaOptions());
       !s.isOk())
     return fail(s.message);
   return runGenerate(*model);
@@ -756,7 +771,8 @@ int main(int argc, char **argv) {
         return 1;
       std::unique_ptr<kiln::rt::Model> model;
       kiln::rt::Status status = kiln::rt::Model::create(
-          std::move(artifact), runtimeBackend(), model, hostOptions());
+          std::move(artifact), runtimeBackend(), model, hostOptions(),
+          cudaOptions());
       if (!status.isOk())
         return fail(status.message);
       SmallVector<const void *> in;

@@ -11,7 +11,10 @@
  *  - Nothing here aborts the process, and a failed call leaves the model
  *    usable (a later call may succeed, e.g. once a device is available).
  *  - Calls on one `kiln_model` are serialized internally; distinct models may
- *    be used from distinct threads concurrently.
+ *    be used from distinct threads concurrently, and so may the execution
+ *    contexts of one model (`kiln_context_create`).
+ *  - Environment: KILN_CUDA_GRAPHS=0 turns CUDA-graph replay off (each run
+ *    then issues its steps one by one, as profilers show them plainly).
  *
  *===----------------------------------------------------------------------===*/
 
@@ -136,6 +139,10 @@ KILN_API kiln_status kiln_model_output_desc(const kiln_model *model,
 
 /** Runs the model once and waits for it to finish.
  *
+ *  Host-memory tensors are copied through page-locked staging; device-memory
+ *  inputs are read after the work queued on the legacy default stream (use
+ *  `kiln_context_enqueue` to order against another stream).
+ *
  *  @param inputs  `kiln_model_num_inputs` pointers in graph order, each to a
  *                 dense row-major tensor of the described dtype and shape.
  *  @param outputs `kiln_model_num_outputs` pointers in graph order, each to
@@ -164,6 +171,34 @@ KILN_API kiln_status kiln_context_run(kiln_context *context,
                                       const void *const *inputs,
                                       void *const *outputs,
                                       kiln_memory memory);
+
+/** Queues one run of the context's model on the caller's CUDA stream and
+ *  returns without waiting for it.
+ *
+ *  The tensors are device memory (`CUdeviceptr` values). The run reads the
+ *  inputs after the work queued on `stream` before this call, and work
+ *  queued on `stream` after it sees the outputs. Runs of one context are
+ *  ordered among themselves whatever streams they use (they share its
+ *  arena), and its synchronous runs too. On the CUDA backend a context
+ *  replays its plan as a CUDA graph after its first run (KILN_CUDA_GRAPHS=0
+ *  turns that off).
+ *
+ *  On the host backend the tensors are host memory, `stream` is ignored and
+ *  the run is over, with its status, when the call returns.
+ *
+ *  @param stream A `CUstream` (or `cudaStream_t`) of the current device's
+ *                primary context; NULL is the default stream.
+ *  @return KILN_OK once queued, or an error in queuing it; an out-of-range
+ *          gather index is reported by `kiln_context_synchronize`. */
+KILN_API kiln_status kiln_context_enqueue(kiln_context *context,
+                                          const void *const *inputs,
+                                          void *const *outputs, void *stream);
+
+/** Waits until the runs queued on the context by `kiln_context_enqueue` are
+ *  done, and reports a failure any of them had (an out-of-range gather index
+ *  names its ONNX node, as `kiln_model_run` does).
+ *  @return KILN_OK, KILN_ERROR_INVALID_ARGUMENT or KILN_ERROR_CUDA. */
+KILN_API kiln_status kiln_context_synchronize(kiln_context *context);
 
 /** Returns the message of the last failed call on this thread ("" if none).
  *  Successful calls do not clear it. Valid until the next failing call on

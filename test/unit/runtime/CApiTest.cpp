@@ -146,6 +146,38 @@ TEST_F(CApi, RunsThroughTheStandInDriver) {
   lib.destroy(model);
 }
 
+TEST_F(CApi, EnqueuesOnACallersStreamThroughTheStandInDriver) {
+  LoadedArtifact lib;
+  ASSERT_NO_FATAL_FAILURE(load(makeCopyArtifact({5}), lib));
+  EXPECT_EQ(lib.contextEnqueue(nullptr, nullptr, nullptr, nullptr),
+            KILN_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(lib.lastError(), "context is null");
+  EXPECT_EQ(lib.contextSynchronize(nullptr), KILN_ERROR_INVALID_ARGUMENT);
+  kiln_model *model = nullptr;
+  ASSERT_EQ(lib.create(KILN_BACKEND_CUDA, &model), KILN_OK) << lib.lastError();
+  kiln_context *context = nullptr;
+  ASSERT_EQ(lib.contextCreate(model, &context), KILN_OK) << lib.lastError();
+  setenv("KILN_CUDA_DRIVER", KILN_FAKE_CUDA_PATH, 1);
+  std::vector<float> x = {1, 2, 3, 4, 5}, y(5, 0.0f);
+  // Device pointers of the stand-in driver are host pointers.
+  const void *in[] = {x.data()};
+  void *out[] = {y.data()};
+  const void *nullIn[] = {nullptr};
+  EXPECT_EQ(lib.contextEnqueue(context, nullIn, out, nullptr),
+            KILN_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(lib.lastError()).find("input 0 ('x') is null"),
+            std::string::npos)
+      << lib.lastError();
+  kiln_status queued = lib.contextEnqueue(context, in, out, nullptr);
+  kiln_status waited = lib.contextSynchronize(context);
+  unsetenv("KILN_CUDA_DRIVER");
+  ASSERT_EQ(queued, KILN_OK) << lib.lastError();
+  ASSERT_EQ(waited, KILN_OK) << lib.lastError();
+  EXPECT_EQ(y, x);
+  lib.contextDestroy(context);
+  lib.destroy(model);
+}
+
 TEST_F(CApi, HostBackendRunsThroughTheCApi) {
   setenv("KILN_CACHE_DIR", (makeTempDir() + "/cache").c_str(), 1);
   LoadedArtifact lib;

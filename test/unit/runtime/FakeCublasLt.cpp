@@ -12,7 +12,10 @@
 //===----------------------------------------------------------------------===//
 
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
+#include <dlfcn.h>
+#include <functional>
 #include <vector>
 
 namespace {
@@ -38,6 +41,29 @@ struct HeuristicResult {
 };
 int handleMarker = 0;
 int preferenceMarker = 0;
+
+void matmulF32(const Desc &op, const Layout &la, const Layout &lb,
+               const Layout &lc, float al, float be, const void *a,
+               const void *b, void *d);
+
+/// Does `op` on `stream` through the fake driver (KILN_CUDA_DRIVER, or
+/// libcuda.so.1 when that is the fake), so that a stream capture records
+/// it; directly when no fake driver is loaded.
+void dispatch(void *stream, std::function<void()> op) {
+  using EnqueueFn = void (*)(void *, std::function<void()> *);
+  static EnqueueFn enqueue = [] {
+    const char *driver = std::getenv("KILN_CUDA_DRIVER");
+    void *handle = dlopen(driver && *driver ? driver : "libcuda.so.1",
+                          RTLD_NOW | RTLD_NOLOAD);
+    return handle
+               ? reinterpret_cast<EnqueueFn>(dlsym(handle, "fakeCudaEnqueue"))
+               : nullptr;
+  }();
+  if (enqueue)
+    enqueue(stream, new std::function<void()>(std::move(op)));
+  else
+    op();
+}
 } // namespace
 
 extern "C" {
@@ -138,7 +164,8 @@ __attribute__((visibility("default"))) int kiln_fake_failing_matmuls = 0;
 LtStatus cublasLtMatmul(void *, void *desc, const void *alpha, const void *a,
                         void *aDesc, const void *b, void *bDesc,
                         const void *beta, const void *c, void *cDesc, void *d,
-                        void *dDesc, const void *algo, void *, size_t, void *) {
+                        void *dDesc, const void *algo, void *, size_t,
+                        void *stream) {
   if (kiln_fake_failing_matmuls > 0) {
     --kiln_fake_failing_matmuls;
     return 13; // CUBLAS_STATUS_EXECUTION_FAILED
@@ -146,12 +173,24 @@ LtStatus cublasLtMatmul(void *, void *desc, const void *alpha, const void *a,
   if (!algo || static_cast<const uint64_t *>(algo)[0] != 42 || c != d ||
       cDesc != dDesc)
     return kInvalid;
-  const Desc &op = *static_cast<Desc *>(desc);
-  const Layout &la = *static_cast<Layout *>(aDesc),
-               &lb = *static_cast<Layout *>(bDesc),
-               &lc = *static_cast<Layout *>(cDesc);
+  // Copies of the descriptors and scalars, as cuBLASLt reads them at the
+  // call: a captured matmul keeps what it was called with.
+  Desc op = *static_cast<Desc *>(desc);
+  Layout la = *static_cast<Layout *>(aDesc), lb = *static_cast<Layout *>(bDesc),
+         lc = *static_cast<Layout *>(cDesc);
   float al = *static_cast<const float *>(alpha);
   float be = *static_cast<const float *>(beta);
+  dispatch(stream, [=] { matmulF32(op, la, lb, lc, al, be, a, b, d); });
+  return kOk;
+}
+
+} // extern "C"
+
+namespace {
+/// D = al * op(A) * op(B) + be * D, column-major, batched by the layouts.
+void matmulF32(const Desc &op, const Layout &la, const Layout &lb,
+               const Layout &lc, float al, float be, const void *a,
+               const void *b, void *d) {
   uint64_t m, k, k2, n;
   opShape(la, op.transA, m, k);
   opShape(lb, op.transB, k2, n);
@@ -180,7 +219,5 @@ LtStatus cublasLtMatmul(void *, void *desc, const void *alpha, const void *a,
         out = al * result[i + j * m] + (be == 0 ? 0.0f : be * out);
       }
   }
-  return kOk;
 }
-
-} // extern "C"
+} // namespace

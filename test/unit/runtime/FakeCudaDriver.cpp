@@ -1,10 +1,15 @@
 //===- FakeCudaDriver.cpp - A host stand-in for libcuda.so.1 --------------===//
 //
 // Implements the driver entry points the runtime resolves, on host memory:
-// device pointers are host pointers, copies are memcpy, the stream is
-// synchronous, and "kernels" are host functions looked up by name. A module
-// image must start with "FAKECUBIN" or "FAKEPTX" to load, so tests can make
-// the cubin fail and check the PTX fallback. Loaded by tests through
+// device pointers are host pointers, copies are memcpy, streams are
+// synchronous, and "kernels" are host functions looked up by name. A stream
+// capture records the work issued on the capturing stream instead of doing
+// it, as the real driver does, and a graph launch does the recorded work; the
+// fake cuBLASLt queues its matmuls through `fakeCudaEnqueue` for the same
+// reason. Counters of captures, instantiations, updates and launches, and the
+// stream of the last work done, let tests check how the runtime used them. A
+// module image must start with "FAKECUBIN" or "FAKEPTX" to load, so tests can
+// make the cubin fail and check the PTX fallback. Loaded by tests through
 // KILN_CUDA_DRIVER; never part of the runtime.
 //
 //===----------------------------------------------------------------------===//
@@ -12,7 +17,9 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <string>
+#include <vector>
 
 namespace {
 using Result = int;
@@ -44,8 +51,50 @@ void doubleF32(unsigned threads, void **params) {
 struct FakeFunction {
   const char *name;
   HostKernel kernel;
+  unsigned arity;
 };
-FakeFunction functions[] = {{"add_f32", addF32}, {"double_f32", doubleF32}};
+FakeFunction functions[] = {{"add_f32", addF32, 3},
+                            {"double_f32", doubleF32, 2}};
+
+/// Work recorded by a capture.
+using Ops = std::vector<std::function<void()>>;
+struct FakeGraph {
+  Ops ops;
+};
+struct FakeGraphExec {
+  Ops ops;
+};
+
+/// The stream being captured (one at a time is enough for the tests), and
+/// what it recorded so far.
+void *capturingStream = nullptr;
+Ops captured;
+
+/// Counters read by the tests through `fakeCudaCounter`.
+struct Counters {
+  int captures = 0;       ///< Successful cuStreamEndCapture calls.
+  int instantiations = 0; ///< cuGraphInstantiateWithFlags calls.
+  int updates = 0;        ///< Successful cuGraphExecUpdate calls.
+  int graphLaunches = 0;  ///< cuGraphLaunch calls.
+  int eagerKernels = 0;   ///< Kernels run outside a graph.
+  int streamWaits = 0;    ///< cuStreamWaitEvent calls.
+  int pinned = 0;         ///< Live page-locked allocations.
+  int graphs = 0;         ///< Live graphs and executable graphs.
+} counters;
+/// The stream of the last work done or launched (not recorded).
+void *lastStream = nullptr;
+/// Set by tests: cuStreamBeginCapture fails.
+int failCapture = 0;
+
+/// Does `op` now, or records it when `stream` is being captured.
+void enqueue(void *stream, std::function<void()> op) {
+  if (capturingStream && stream == capturingStream) {
+    captured.push_back(std::move(op));
+    return;
+  }
+  lastStream = stream;
+  op();
+}
 
 /// Counts live allocations so that tests can check that models free memory.
 int liveAllocations = 0;
@@ -56,6 +105,55 @@ int contextMarker = 0;
 } // namespace
 
 extern "C" {
+
+/// Does the work of a fake library call on `stream`, or records it while the
+/// stream is captured (the fake cuBLASLt's matmuls). Takes `op`.
+__attribute__((visibility("default"))) void
+fakeCudaEnqueue(void *stream, std::function<void()> *op) {
+  enqueue(stream, std::move(*op));
+  delete op;
+}
+
+/// Returns the counter `name` ("captures", "instantiations", "updates",
+/// "graphLaunches", "eagerKernels", "streamWaits", "pinned", "graphs"), or
+/// -1 for an unknown name.
+__attribute__((visibility("default"))) int fakeCudaCounter(const char *name) {
+  struct {
+    const char *name;
+    int value;
+  } table[] = {{"captures", counters.captures},
+               {"instantiations", counters.instantiations},
+               {"updates", counters.updates},
+               {"graphLaunches", counters.graphLaunches},
+               {"eagerKernels", counters.eagerKernels},
+               {"streamWaits", counters.streamWaits},
+               {"pinned", counters.pinned},
+               {"graphs", counters.graphs}};
+  for (auto &entry : table)
+    if (std::strcmp(entry.name, name) == 0)
+      return entry.value;
+  return -1;
+}
+
+/// Resets the counters (not the live ones) and the capture failure switch.
+__attribute__((visibility("default"))) void fakeCudaResetCounters() {
+  int pinned = counters.pinned, graphs = counters.graphs;
+  counters = Counters();
+  counters.pinned = pinned;
+  counters.graphs = graphs;
+  failCapture = 0;
+  lastStream = nullptr;
+}
+
+/// Makes every later cuStreamBeginCapture fail (until reset).
+__attribute__((visibility("default"))) void fakeCudaFailCaptures() {
+  failCapture = 1;
+}
+
+/// Returns the stream of the last work done outside a capture.
+__attribute__((visibility("default"))) void *fakeCudaLastStream() {
+  return lastStream;
+}
 
 /// Returns the number of allocations not yet freed (for tests).
 __attribute__((visibility("default"))) int fakeCudaLiveAllocations() {
@@ -95,6 +193,15 @@ Result cuCtxPopCurrent_v2(void **ctx) {
   --contextDepth;
   if (ctx)
     *ctx = &contextMarker;
+  return 0;
+}
+Result cuCtxSetCurrent(void *) { return 0; }
+Result cuMemcpyHtoD_v2(DevicePtr dst, const void *src, size_t bytes) {
+  std::memcpy(reinterpret_cast<void *>(dst), src, bytes);
+  return 0;
+}
+Result cuMemcpyDtoH_v2(void *dst, DevicePtr src, size_t bytes) {
+  std::memcpy(dst, reinterpret_cast<const void *>(src), bytes);
   return 0;
 }
 Result cuModuleLoadData(void **module, const void *image) {
@@ -140,32 +247,134 @@ Result cuMemFree_v2(DevicePtr ptr) {
   std::free(reinterpret_cast<void *>(ptr));
   return 0;
 }
-Result cuMemcpyHtoDAsync_v2(DevicePtr dst, const void *src, size_t bytes,
-                            void *) {
-  std::memcpy(reinterpret_cast<void *>(dst), src, bytes);
+Result cuMemAllocHost_v2(void **ptr, size_t bytes) {
+  *ptr = std::malloc(bytes ? bytes : 1);
+  if (!*ptr)
+    return 2; // CUDA_ERROR_OUT_OF_MEMORY
+  ++counters.pinned;
   return 0;
 }
-Result cuMemcpyDtoHAsync_v2(void *dst, DevicePtr src, size_t bytes, void *) {
-  std::memcpy(dst, reinterpret_cast<const void *>(src), bytes);
+Result cuMemFreeHost(void *ptr) {
+  --counters.pinned;
+  std::free(ptr);
+  return 0;
+}
+Result cuMemcpyHtoDAsync_v2(DevicePtr dst, const void *src, size_t bytes,
+                            void *stream) {
+  enqueue(stream,
+          [=] { std::memcpy(reinterpret_cast<void *>(dst), src, bytes); });
+  return 0;
+}
+Result cuMemcpyDtoHAsync_v2(void *dst, DevicePtr src, size_t bytes,
+                            void *stream) {
+  enqueue(stream, [=] {
+    std::memcpy(dst, reinterpret_cast<const void *>(src), bytes);
+  });
   return 0;
 }
 Result cuMemcpyDtoDAsync_v2(DevicePtr dst, DevicePtr src, size_t bytes,
-                            void *) {
-  std::memcpy(reinterpret_cast<void *>(dst),
-              reinterpret_cast<const void *>(src), bytes);
+                            void *stream) {
+  enqueue(stream, [=] {
+    std::memcpy(reinterpret_cast<void *>(dst),
+                reinterpret_cast<const void *>(src), bytes);
+  });
   return 0;
 }
 Result cuStreamCreate(void **stream, unsigned) {
   *stream = &streamMarker;
   return 0;
 }
+// Events: every stream is synchronous, so an event is complete once
+// recorded; waits are only counted.
+int eventMarker = 0;
+Result cuEventCreate(void **event, unsigned) {
+  *event = &eventMarker;
+  return 0;
+}
+Result cuEventDestroy_v2(void *) { return 0; }
+Result cuEventRecord(void *, void *) { return 0; }
+Result cuEventSynchronize(void *) { return 0; }
+Result cuEventElapsedTime(float *ms, void *, void *) {
+  *ms = 0.001f;
+  return 0;
+}
+Result cuStreamWaitEvent(void *, void *, unsigned) {
+  ++counters.streamWaits;
+  return 0;
+}
+Result cuStreamBeginCapture_v2(void *stream, int mode) {
+  // The runtime must not block other threads' CUDA calls (thread-local).
+  if (failCapture || capturingStream || mode != 1)
+    return 900; // CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED
+  capturingStream = stream;
+  captured.clear();
+  return 0;
+}
+Result cuStreamEndCapture(void *stream, void **graph) {
+  if (stream != capturingStream)
+    return 901; // CUDA_ERROR_STREAM_CAPTURE_INVALIDATED
+  capturingStream = nullptr;
+  *graph = new FakeGraph{std::move(captured)};
+  captured.clear();
+  ++counters.captures;
+  ++counters.graphs;
+  return 0;
+}
+Result cuGraphInstantiateWithFlags(void **exec, void *graph,
+                                   unsigned long long) {
+  *exec = new FakeGraphExec{static_cast<FakeGraph *>(graph)->ops};
+  ++counters.instantiations;
+  ++counters.graphs;
+  return 0;
+}
+Result cuGraphExecUpdate_v2(void *exec, void *graph, void *) {
+  // As the driver: only a graph of the same shape can update an instance.
+  Ops &target = static_cast<FakeGraphExec *>(exec)->ops;
+  const Ops &source = static_cast<FakeGraph *>(graph)->ops;
+  if (target.size() != source.size())
+    return 910; // CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE
+  target = source;
+  ++counters.updates;
+  return 0;
+}
+Result cuGraphLaunch(void *exec, void *stream) {
+  ++counters.graphLaunches;
+  lastStream = stream;
+  for (auto &op : static_cast<FakeGraphExec *>(exec)->ops)
+    op();
+  return 0;
+}
+Result cuGraphDestroy(void *graph) {
+  delete static_cast<FakeGraph *>(graph);
+  --counters.graphs;
+  return 0;
+}
+Result cuGraphExecDestroy(void *exec) {
+  delete static_cast<FakeGraphExec *>(exec);
+  --counters.graphs;
+  return 0;
+}
 Result cuStreamDestroy_v2(void *) { return 0; }
 Result cuStreamSynchronize(void *) { return 0; }
 Result cuLaunchKernel(void *function, unsigned gx, unsigned gy, unsigned gz,
-                      unsigned bx, unsigned by, unsigned bz, unsigned, void *,
-                      void **params, void **) {
-  static_cast<FakeFunction *>(function)->kernel(gx * gy * gz * bx * by * bz,
-                                                params);
+                      unsigned bx, unsigned by, unsigned bz, unsigned,
+                      void *stream, void **params, void **) {
+  // As the driver, the argument values are copied at the launch: a graph
+  // replays the values it was captured with.
+  unsigned threads = gx * gy * gz * bx * by * bz;
+  const FakeFunction &f = *static_cast<FakeFunction *>(function);
+  std::vector<DevicePtr> values;
+  for (unsigned i = 0; i < f.arity; ++i)
+    values.push_back(*static_cast<DevicePtr *>(params[i]));
+  if (!capturingStream || stream != capturingStream)
+    ++counters.eagerKernels;
+  HostKernel kernel = f.kernel;
+  enqueue(stream, [=]() mutable {
+    std::vector<void *> pointers;
+    for (DevicePtr &v : values)
+      pointers.push_back(&v);
+    kernel(threads, pointers.data());
+  });
   return 0;
 }
 Result cuGetErrorName(Result error, const char **name) {

@@ -3,7 +3,9 @@
 // Needs a CUDA driver and a GPU (ctest label `gpu`); skips itself otherwise.
 // The plans use only copy and matmul steps, so no compiled kernels are
 // needed: it checks the driver binding, staging and the cuBLASLt row-major
-// mapping (transposes, batch strides, broadcast, beta) on the device.
+// mapping (transposes, batch strides, broadcast, beta) on the device, and
+// the CUDA-graph replay, device-memory I/O and runs on a caller's stream
+// (whose plumbing GraphsAndStreamsTest.cpp checks on the stand-in driver).
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,9 +17,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
 #include <random>
+#include <type_traits>
 
 using namespace kiln::rt;
 using namespace kiln::rt::test;
@@ -78,6 +83,185 @@ struct Case {
   float alpha, beta;
 };
 
+/// A plan for a `Case` (y = alpha * op(a) * op(b) + beta * r, through a copy
+/// of r into the arena, the matmul and a copy out) with one set of inputs
+/// and the expected output.
+struct MatmulProblem {
+  Artifact artifact;
+  /// The encoded inputs a, b, r.
+  std::string a, b, r;
+  std::vector<float> expected;
+  /// Bytes of the output.
+  size_t outputBytes() const { return artifact.buffers[4].bytes; }
+};
+
+MatmulProblem makeMatmulProblem(const Case &c, unsigned seed) {
+  int64_t bBatch = c.broadcastB ? 1 : c.batch;
+  std::vector<int64_t> aShape = c.transA
+                                    ? std::vector<int64_t>{c.batch, c.k, c.m}
+                                    : std::vector<int64_t>{c.batch, c.m, c.k};
+  std::vector<int64_t> bShape = c.transB
+                                    ? std::vector<int64_t>{bBatch, c.n, c.k}
+                                    : std::vector<int64_t>{bBatch, c.k, c.n};
+  std::vector<int64_t> cShape = {c.batch, c.m, c.n};
+  MatmulProblem p;
+  Artifact &a = p.artifact;
+  a.kilnVersion = "gpu-test";
+  a.buffers.push_back(makeBuffer(BufferKind::Input, "a", aShape, 0, c.dtype));
+  a.buffers.push_back(makeBuffer(BufferKind::Input, "b", bShape, 1, c.dtype));
+  a.buffers.push_back(makeBuffer(BufferKind::Input, "r", cShape, 2, c.dtype));
+  a.buffers.push_back(
+      makeBuffer(BufferKind::Arena, "acc", cShape, 256, c.dtype));
+  a.buffers.push_back(makeBuffer(BufferKind::Output, "y", cShape, 0, c.dtype));
+  a.arenaBytes = 256 + a.buffers[3].bytes;
+  a.inputs = {0, 1, 2};
+  a.outputs = {4};
+  a.steps.push_back(Step::ofCopy(CopyStep{2, 3, a.buffers[3].bytes}));
+  MatmulStep mm;
+  mm.dtype = c.dtype;
+  mm.transA = c.transA;
+  mm.transB = c.transB;
+  mm.batch = c.batch;
+  mm.m = c.m;
+  mm.n = c.n;
+  mm.k = c.k;
+  mm.strideA = c.m * c.k;
+  mm.strideB = c.broadcastB ? 0 : c.k * c.n;
+  mm.strideC = c.m * c.n;
+  mm.a = 0;
+  mm.b = 1;
+  mm.c = 3;
+  mm.alpha = c.alpha;
+  mm.beta = c.beta;
+  a.steps.push_back(Step::ofMatmul(mm));
+  a.steps.push_back(Step::ofCopy(CopyStep{3, 4, a.buffers[3].bytes}));
+
+  // Small multiples of 1/4: exact in every dtype and in fp32 sums.
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> small(-8, 8);
+  auto fill = [&](const Buffer &b) {
+    std::vector<float> v(b.bytes / dtypeSize(c.dtype));
+    for (float &x : v)
+      x = static_cast<float>(small(rng)) * 0.25f;
+    return v;
+  };
+  std::vector<float> A = fill(a.buffers[0]), B = fill(a.buffers[1]),
+                     R = fill(a.buffers[2]);
+  auto encode = [&](const std::vector<float> &v) {
+    if (c.dtype == DType::F32)
+      return bytesOf(v);
+    std::vector<uint16_t> h(v.size());
+    for (size_t i = 0; i < v.size(); ++i)
+      h[i] = toHalf(v[i]);
+    return std::string(reinterpret_cast<const char *>(h.data()), h.size() * 2);
+  };
+  p.a = encode(A);
+  p.b = encode(B);
+  p.r = encode(R);
+  p.expected.resize(R.size());
+  for (int64_t i = 0; i < c.batch; ++i) {
+    const float *Ai = A.data() + i * c.m * c.k;
+    const float *Bi = B.data() + (c.broadcastB ? 0 : i * c.k * c.n);
+    for (int64_t r = 0; r < c.m; ++r)
+      for (int64_t col = 0; col < c.n; ++col) {
+        double acc = 0;
+        for (int64_t q = 0; q < c.k; ++q)
+          acc += double(c.transA ? Ai[q * c.m + r] : Ai[r * c.k + q]) *
+                 double(c.transB ? Bi[col * c.k + q] : Bi[q * c.n + col]);
+        size_t at = static_cast<size_t>((i * c.m + r) * c.n + col);
+        p.expected[at] = static_cast<float>(c.alpha * acc + c.beta * R[at]);
+      }
+  }
+  return p;
+}
+
+/// Checks the encoded output `out` against `expected`.
+void expectOutput(DType dtype, const std::string &out,
+                  const std::vector<float> &expected) {
+  for (size_t i = 0; i < expected.size(); ++i) {
+    float got;
+    if (dtype == DType::F32) {
+      std::memcpy(&got, out.data() + 4 * i, 4);
+    } else {
+      uint16_t h;
+      std::memcpy(&h, out.data() + 2 * i, 2);
+      got = fromHalf(h);
+    }
+    // Exact inputs: fp32 results are exact; f16 rounds the result once.
+    float tolerance =
+        dtype == DType::F32 ? 1e-4f : 1e-3f * std::fabs(expected[i]) + 1e-3f;
+    ASSERT_NEAR(got, expected[i], tolerance) << "element " << i;
+  }
+}
+
+/// The driver calls a test needs to hold device memory and a stream of its
+/// own, as an application does; in the primary context the runtime uses.
+struct TestDriver {
+  using Result = int;
+  using DevicePtr = unsigned long long;
+  Result (*init)(unsigned);
+  Result (*deviceGet)(int *, int);
+  Result (*primaryCtxRetain)(void **, int);
+  Result (*primaryCtxRelease)(int);
+  Result (*ctxSetCurrent)(void *);
+  Result (*memAlloc)(DevicePtr *, size_t);
+  Result (*memFree)(DevicePtr);
+  Result (*memcpyHtoD)(DevicePtr, const void *, size_t);
+  Result (*memcpyDtoH)(void *, DevicePtr, size_t);
+  Result (*streamCreate)(void **, unsigned);
+  Result (*streamDestroy)(void *);
+  Result (*streamSynchronize)(void *);
+  void *handle = nullptr;
+  int device = 0;
+  void *context = nullptr;
+
+  /// Opens libcuda and makes the primary context current; false on failure.
+  bool open() {
+    handle = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!handle)
+      return false;
+    bool ok = true;
+    auto get = [&](auto &fn, const char *name) {
+      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(
+          dlsym(handle, name));
+      ok = ok && fn;
+    };
+    get(init, "cuInit");
+    get(deviceGet, "cuDeviceGet");
+    get(primaryCtxRetain, "cuDevicePrimaryCtxRetain");
+    get(primaryCtxRelease, "cuDevicePrimaryCtxRelease_v2");
+    get(ctxSetCurrent, "cuCtxSetCurrent");
+    get(memAlloc, "cuMemAlloc_v2");
+    get(memFree, "cuMemFree_v2");
+    get(memcpyHtoD, "cuMemcpyHtoD_v2");
+    get(memcpyDtoH, "cuMemcpyDtoH_v2");
+    get(streamCreate, "cuStreamCreate");
+    get(streamDestroy, "cuStreamDestroy_v2");
+    get(streamSynchronize, "cuStreamSynchronize");
+    return ok && init(0) == 0 && deviceGet(&device, 0) == 0 &&
+           primaryCtxRetain(&context, device) == 0 &&
+           ctxSetCurrent(context) == 0;
+  }
+  /// Returns device memory holding `bytes`.
+  DevicePtr upload(const std::string &bytes) {
+    DevicePtr p = 0;
+    EXPECT_EQ(memAlloc(&p, bytes.size()), 0);
+    EXPECT_EQ(memcpyHtoD(p, bytes.data(), bytes.size()), 0);
+    return p;
+  }
+  /// Returns `bytes` bytes of device memory at `p`.
+  std::string download(DevicePtr p, size_t bytes) {
+    std::string out(bytes, '\0');
+    EXPECT_EQ(memcpyDtoH(&out[0], p, bytes), 0);
+    return out;
+  }
+};
+
+/// Returns `p` as the pointer type of the C ABI's device tensors.
+const void *devicePointer(TestDriver::DevicePtr p) {
+  return reinterpret_cast<const void *>(static_cast<uintptr_t>(p));
+}
+
 } // namespace
 
 TEST_F(Gpu, CopyStep) {
@@ -110,110 +294,111 @@ TEST_F(Gpu, MatmulSteps) {
                  " transA=" + std::to_string(c.transA) +
                  " transB=" + std::to_string(c.transB) +
                  " batch=" + std::to_string(c.batch));
-    int64_t bBatch = c.broadcastB ? 1 : c.batch;
-    std::vector<int64_t> aShape = c.transA
-                                      ? std::vector<int64_t>{c.batch, c.k, c.m}
-                                      : std::vector<int64_t>{c.batch, c.m, c.k};
-    std::vector<int64_t> bShape = c.transB
-                                      ? std::vector<int64_t>{bBatch, c.n, c.k}
-                                      : std::vector<int64_t>{bBatch, c.k, c.n};
-    std::vector<int64_t> cShape = {c.batch, c.m, c.n};
-    Artifact a;
-    a.kilnVersion = "gpu-test";
-    a.buffers.push_back(makeBuffer(BufferKind::Input, "a", aShape, 0, c.dtype));
-    a.buffers.push_back(makeBuffer(BufferKind::Input, "b", bShape, 1, c.dtype));
-    a.buffers.push_back(makeBuffer(BufferKind::Input, "r", cShape, 2, c.dtype));
-    a.buffers.push_back(
-        makeBuffer(BufferKind::Arena, "acc", cShape, 256, c.dtype));
-    a.buffers.push_back(
-        makeBuffer(BufferKind::Output, "y", cShape, 0, c.dtype));
-    a.arenaBytes = 256 + a.buffers[3].bytes;
-    a.inputs = {0, 1, 2};
-    a.outputs = {4};
-    a.steps.push_back(Step::ofCopy(CopyStep{2, 3, a.buffers[3].bytes}));
-    MatmulStep mm;
-    mm.dtype = c.dtype;
-    mm.transA = c.transA;
-    mm.transB = c.transB;
-    mm.batch = c.batch;
-    mm.m = c.m;
-    mm.n = c.n;
-    mm.k = c.k;
-    mm.strideA = c.m * c.k;
-    mm.strideB = c.broadcastB ? 0 : c.k * c.n;
-    mm.strideC = c.m * c.n;
-    mm.a = 0;
-    mm.b = 1;
-    mm.c = 3;
-    mm.alpha = c.alpha;
-    mm.beta = c.beta;
-    a.steps.push_back(Step::ofMatmul(mm));
-    a.steps.push_back(Step::ofCopy(CopyStep{3, 4, a.buffers[3].bytes}));
-
-    // Small multiples of 1/4: exact in every dtype and in fp32 sums.
-    std::mt19937 rng(42);
-    std::uniform_int_distribution<int> small(-8, 8);
-    auto fill = [&](const Buffer &b) {
-      std::vector<float> v(b.bytes / dtypeSize(c.dtype));
-      for (float &x : v)
-        x = static_cast<float>(small(rng)) * 0.25f;
-      return v;
-    };
-    std::vector<float> A = fill(a.buffers[0]), B = fill(a.buffers[1]),
-                       R = fill(a.buffers[2]);
-    auto encode = [&](const std::vector<float> &v) {
-      if (c.dtype == DType::F32)
-        return bytesOf(v);
-      std::vector<uint16_t> h(v.size());
-      for (size_t i = 0; i < v.size(); ++i)
-        h[i] = toHalf(v[i]);
-      return std::string(reinterpret_cast<const char *>(h.data()),
-                         h.size() * 2);
-    };
-    std::string eA = encode(A), eB = encode(B), eR = encode(R);
-    std::vector<float> expected(R.size());
-    for (int64_t i = 0; i < c.batch; ++i) {
-      const float *Ai = A.data() + i * c.m * c.k;
-      const float *Bi = B.data() + (c.broadcastB ? 0 : i * c.k * c.n);
-      for (int64_t r = 0; r < c.m; ++r)
-        for (int64_t col = 0; col < c.n; ++col) {
-          double acc = 0;
-          for (int64_t p = 0; p < c.k; ++p)
-            acc += double(c.transA ? Ai[p * c.m + r] : Ai[r * c.k + p]) *
-                   double(c.transB ? Bi[col * c.k + p] : Bi[p * c.n + col]);
-          size_t at = static_cast<size_t>((i * c.m + r) * c.n + col);
-          expected[at] = static_cast<float>(c.alpha * acc + c.beta * R[at]);
-        }
-    }
-
+    MatmulProblem p = makeMatmulProblem(c, 42);
     std::string so =
-        appendArtifactPayload(templateBytes(), serializeArtifact(a));
+        appendArtifactPayload(templateBytes(), serializeArtifact(p.artifact));
     LoadedArtifact lib;
     std::string error;
     ASSERT_TRUE(loadArtifactSo(so, lib, error)) << error;
     kiln_model *model = nullptr;
     ASSERT_EQ(lib.create(KILN_BACKEND_CUDA, &model), KILN_OK)
         << lib.lastError();
-    std::string out(a.buffers[4].bytes, '\0');
-    const void *in[] = {eA.data(), eB.data(), eR.data()};
+    std::string out(p.outputBytes(), '\0');
+    const void *in[] = {p.a.data(), p.b.data(), p.r.data()};
     void *outs[] = {&out[0]};
     ASSERT_EQ(lib.run(model, in, outs, KILN_MEMORY_HOST), KILN_OK)
         << lib.lastError();
-    for (size_t i = 0; i < expected.size(); ++i) {
-      float got;
-      if (c.dtype == DType::F32) {
-        std::memcpy(&got, out.data() + 4 * i, 4);
-      } else {
-        uint16_t h;
-        std::memcpy(&h, out.data() + 2 * i, 2);
-        got = fromHalf(h);
-      }
-      // Exact inputs: fp32 results are exact; f16 rounds the result once.
-      float tolerance = c.dtype == DType::F32
-                            ? 1e-4f
-                            : 1e-3f * std::fabs(expected[i]) + 1e-3f;
-      ASSERT_NEAR(got, expected[i], tolerance) << "element " << i;
+    expectOutput(c.dtype, out, p.expected);
+    lib.destroy(model);
+  }
+}
+
+TEST_F(Gpu, GraphReplaysKeepTheResultsRight) {
+  // The same plan with fresh inputs each run: the first run issues the
+  // steps, the others replay its graph; with KILN_CUDA_GRAPHS=0 none does.
+  for (const char *graphs : {"1", "0"}) {
+    SCOPED_TRACE(std::string("KILN_CUDA_GRAPHS=") + graphs);
+    setenv("KILN_CUDA_GRAPHS", graphs, 1);
+    Case c{DType::F16, false, true, 3, 48, 40, 64, false, 1, 1};
+    MatmulProblem first = makeMatmulProblem(c, 1);
+    std::string so = appendArtifactPayload(templateBytes(),
+                                           serializeArtifact(first.artifact));
+    LoadedArtifact lib;
+    std::string error;
+    ASSERT_TRUE(loadArtifactSo(so, lib, error)) << error;
+    kiln_model *model = nullptr;
+    ASSERT_EQ(lib.create(KILN_BACKEND_CUDA, &model), KILN_OK)
+        << lib.lastError();
+    for (unsigned run = 0; run < 5; ++run) {
+      MatmulProblem p = makeMatmulProblem(c, 100 + run);
+      std::string out(p.outputBytes(), '\0');
+      const void *in[] = {p.a.data(), p.b.data(), p.r.data()};
+      void *outs[] = {&out[0]};
+      ASSERT_EQ(lib.run(model, in, outs, KILN_MEMORY_HOST), KILN_OK)
+          << lib.lastError();
+      SCOPED_TRACE("run " + std::to_string(run));
+      expectOutput(c.dtype, out, p.expected);
     }
     lib.destroy(model);
   }
+  unsetenv("KILN_CUDA_GRAPHS");
+}
+
+TEST_F(Gpu, DeviceMemoryOnACallersStream) {
+  TestDriver driver;
+  ASSERT_TRUE(driver.open()) << "could not set up the CUDA driver";
+  Case c{DType::F32, true, false, 2, 40, 24, 32, false, 0.5f, 1};
+  MatmulProblem shape = makeMatmulProblem(c, 7);
+  std::string so =
+      appendArtifactPayload(templateBytes(), serializeArtifact(shape.artifact));
+  LoadedArtifact lib;
+  std::string error;
+  ASSERT_TRUE(loadArtifactSo(so, lib, error)) << error;
+  kiln_model *model = nullptr;
+  ASSERT_EQ(lib.create(KILN_BACKEND_CUDA, &model), KILN_OK) << lib.lastError();
+  kiln_context *context = nullptr;
+  ASSERT_EQ(lib.contextCreate(model, &context), KILN_OK) << lib.lastError();
+  void *stream = nullptr;
+  ASSERT_EQ(driver.streamCreate(&stream, 0), 0);
+  // Six runs over three sets of device buffers, queued back to back on the
+  // caller's stream without waiting: graphs per address set, and runs of one
+  // context ordered although they share its arena.
+  constexpr int kSets = 3, kRuns = 6;
+  std::vector<MatmulProblem> problems;
+  std::vector<TestDriver::DevicePtr> buffers;
+  std::vector<TestDriver::DevicePtr> outputs;
+  for (int run = 0; run < kRuns; ++run) {
+    problems.push_back(makeMatmulProblem(c, 200 + run));
+    MatmulProblem &p = problems.back();
+    TestDriver::DevicePtr a = driver.upload(p.a), b = driver.upload(p.b),
+                          r = driver.upload(p.r);
+    buffers.insert(buffers.end(), {a, b, r});
+    if (run < kSets)
+      outputs.push_back(driver.upload(std::string(p.outputBytes(), '\0')));
+    const void *in[] = {devicePointer(a), devicePointer(b), devicePointer(r)};
+    void *outs[] = {const_cast<void *>(devicePointer(outputs[run % kSets]))};
+    ASSERT_EQ(lib.contextEnqueue(context, in, outs, stream), KILN_OK)
+        << lib.lastError();
+    if (run % kSets == kSets - 1) {
+      // Work queued after the runs on the caller's stream sees their
+      // outputs once the stream is done.
+      ASSERT_EQ(driver.streamSynchronize(stream), 0);
+      ASSERT_EQ(lib.contextSynchronize(context), KILN_OK) << lib.lastError();
+      for (int done = run - kSets + 1; done <= run; ++done) {
+        SCOPED_TRACE("run " + std::to_string(done));
+        expectOutput(c.dtype,
+                     driver.download(outputs[done % kSets],
+                                     problems[done].outputBytes()),
+                     problems[done].expected);
+      }
+    }
+  }
+  for (TestDriver::DevicePtr p : buffers)
+    driver.memFree(p);
+  for (TestDriver::DevicePtr p : outputs)
+    driver.memFree(p);
+  driver.streamDestroy(stream);
+  lib.contextDestroy(context);
+  lib.destroy(model);
+  driver.primaryCtxRelease(driver.device);
 }

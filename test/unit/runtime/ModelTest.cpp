@@ -9,6 +9,7 @@
 
 #include "kiln/runtime/Model.h"
 
+#include "FakeCudaFixture.h"
 #include "TestArtifacts.h"
 
 #include <gtest/gtest.h>
@@ -61,42 +62,6 @@ TEST(Model, DescribesItself) {
 }
 
 namespace {
-
-/// Points the runtime at the host stand-ins for the duration of a test.
-class FakeCuda : public ::testing::Test {
-protected:
-  void SetUp() override {
-    setenv("KILN_CUDA_DRIVER", KILN_FAKE_CUDA_PATH, 1);
-    setenv("KILN_CUBLASLT", KILN_FAKE_CUBLASLT_PATH, 1);
-    fake = dlopen(KILN_FAKE_CUDA_PATH, RTLD_NOW | RTLD_LOCAL);
-    ASSERT_NE(fake, nullptr) << dlerror();
-    liveAllocations =
-        reinterpret_cast<int (*)()>(dlsym(fake, "fakeCudaLiveAllocations"));
-    contextDepth =
-        reinterpret_cast<int (*)()>(dlsym(fake, "fakeCudaContextDepth"));
-    ASSERT_NE(liveAllocations, nullptr);
-    ASSERT_NE(contextDepth, nullptr);
-    ASSERT_EQ(liveAllocations(), 0);
-  }
-  void TearDown() override {
-    // Every model of the test is gone: nothing may remain allocated or
-    // current.
-    if (liveAllocations) {
-      EXPECT_EQ(liveAllocations(), 0);
-    }
-    if (contextDepth) {
-      EXPECT_EQ(contextDepth(), 0);
-    }
-    unsetenv("KILN_CUDA_DRIVER");
-    unsetenv("KILN_CUBLASLT");
-    if (fake)
-      dlclose(fake);
-  }
-
-  void *fake = nullptr;
-  int (*liveAllocations)() = nullptr;
-  int (*contextDepth)() = nullptr;
-};
 
 /// Runs `model` on float inputs in host memory; returns the float outputs.
 std::vector<std::vector<float>>

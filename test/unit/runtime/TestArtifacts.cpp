@@ -247,5 +247,7 @@ bool test::loadArtifactSo(const std::string &soBytes, LoadedArtifact &out,
   get(out.contextCreate, "kiln_context_create");
   get(out.contextDestroy, "kiln_context_destroy");
   get(out.contextRun, "kiln_context_run");
+  get(out.contextEnqueue, "kiln_context_enqueue");
+  get(out.contextSynchronize, "kiln_context_synchronize");
   return ok;
 }

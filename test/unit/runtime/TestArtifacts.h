@@ -77,6 +77,8 @@ struct LoadedArtifact {
   decltype(&kiln_context_create) contextCreate = nullptr;
   decltype(&kiln_context_destroy) contextDestroy = nullptr;
   decltype(&kiln_context_run) contextRun = nullptr;
+  decltype(&kiln_context_enqueue) contextEnqueue = nullptr;
+  decltype(&kiln_context_synchronize) contextSynchronize = nullptr;
 
   /// Leaves the library loaded (see the definition).
   ~LoadedArtifact();

@@ -45,6 +45,18 @@ struct HostOptions {
   static HostOptions fromEnvironment();
 };
 
+/// Settings of the CUDA backend.
+struct CudaOptions {
+  /// Replays each context's plan as a CUDA graph after its first run (one
+  /// graph per set of I/O addresses, a few kept); off, every run issues its
+  /// steps one by one, which profilers and debuggers show more plainly.
+  bool graphs = true;
+
+  /// Reads KILN_CUDA_GRAPHS (0 disables graphs), as the C ABI does; unset or
+  /// other values leave the defaults.
+  static CudaOptions fromEnvironment();
+};
+
 /// Where the tensors passed to `Model::run` live; same values as
 /// `kiln_memory`.
 enum class Memory : uint8_t {
@@ -70,6 +82,21 @@ public:
   /// concurrently.
   Status run(const void *const *inputs, void *const *outputs, Memory memory);
 
+  /// Queues one run on the caller's CUDA stream `stream` (a `CUstream` or
+  /// `cudaStream_t`; null is the default stream) and returns without
+  /// waiting. The tensors are device memory; the run reads the inputs after
+  /// the work queued before it on `stream`, and work queued on `stream`
+  /// after it sees the outputs. Runs of one context are ordered among
+  /// themselves whatever streams they use, since they share the arena. An
+  /// out-of-range index is reported by `synchronize`. On the host backend the
+  /// tensors are host memory, `stream` is ignored and the run is over when
+  /// the call returns, with its status.
+  Status enqueue(const void *const *inputs, void *const *outputs, void *stream);
+
+  /// Waits until this context's queued runs are done and reports an index
+  /// fault any of them had (then clears it).
+  Status synchronize();
+
 private:
   friend class Model;
   ExecutionContext(Model &model, std::unique_ptr<Executor> executor);
@@ -92,7 +119,8 @@ public:
   /// `CorruptArtifact` for bad arguments.
   static Status create(Artifact artifact, Backend backend,
                        std::unique_ptr<Model> &out,
-                       const HostOptions &hostOptions = HostOptions());
+                       const HostOptions &hostOptions = HostOptions(),
+                       const CudaOptions &cudaOptions = CudaOptions());
 
   /// Releases host and device resources.
   ~Model();

@@ -1,0 +1,79 @@
+//===- CudaGraphs.h - CUDA graphs of one execution context ------*- C++ -*-===//
+//
+// After its first run, a CUDA execution context replays its plan as a CUDA
+// graph: one launch instead of one per step. A graph bakes in the addresses
+// of the graph inputs and outputs, so a context keeps a few graphs, one per
+// set of I/O addresses it has seen. Past that number a new set is captured
+// again and the least recently used executable graph takes the new
+// parameters through cuGraphExecUpdate, which is far cheaper than
+// instantiating; only when the driver refuses the update is it
+// re-instantiated. Kernel parameters alone could be patched in place, but the
+// cuBLASLt calls are opaque nodes whose arguments only a new capture knows.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_RUNTIME_LIB_CUDAGRAPHS_H
+#define KILN_RUNTIME_LIB_CUDAGRAPHS_H
+
+#include "CudaDriver.h"
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+namespace kiln {
+namespace rt {
+
+/// The executable graphs of one context, keyed by their I/O addresses.
+class GraphCache {
+public:
+  /// The I/O addresses a graph was captured with: inputs, then outputs.
+  using Key = std::vector<cu::DevicePtr>;
+  /// Issues the plan's steps on the given (capturing) stream.
+  using IssueFn = std::function<Status(cu::Stream)>;
+
+  /// Graphs kept per context: enough for double or triple buffering of the
+  /// I/O without an update per run.
+  static constexpr size_t kCapacity = 4;
+
+  /// Destroys the graphs; the driver must still be open and the context
+  /// current.
+  ~GraphCache() { clear(); }
+
+  /// Binds the cache to `api` (once the driver is open).
+  void bind(const cu::DriverApi &driver) { api = &driver; }
+
+  /// Returns the graph captured for `key`, or null.
+  cu::GraphExec find(const Key &key);
+
+  /// Captures `issue` on `stream` (in thread-local mode, so that other
+  /// threads' contexts are not disturbed) and stores it for `key`: as a new
+  /// graph while there is room, else into the least recently used one. On
+  /// failure nothing is stored and no capture stays open.
+  Status capture(const Key &key, cu::Stream stream, const IssueFn &issue,
+                 cu::GraphExec &out);
+
+  /// Destroys every graph.
+  void clear();
+
+private:
+  /// One executable graph and what it was captured with.
+  struct Entry {
+    Key key;
+    cu::GraphExec exec = nullptr;
+    uint64_t lastUse = 0;
+  };
+
+  Status record(cu::Stream stream, const IssueFn &issue, cu::Graph &graph);
+  Status store(const Key &key, cu::Graph graph, cu::GraphExec &out);
+
+  const cu::DriverApi *api = nullptr;
+  std::vector<Entry> entries;
+  /// Advances on every use, for the least-recently-used choice.
+  uint64_t clock = 0;
+};
+
+} // namespace rt
+} // namespace kiln
+
+#endif // KILN_RUNTIME_LIB_CUDAGRAPHS_H

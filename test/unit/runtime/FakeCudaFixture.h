@@ -1,0 +1,81 @@
+//===- FakeCudaFixture.h - Tests on the stand-in CUDA ----------*- C++ -*-===//
+//
+// Points the runtime at FakeCudaDriver.cpp and FakeCublasLt.cpp for one test
+// and checks afterwards that every model released what it took.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_TEST_UNIT_RUNTIME_FAKECUDAFIXTURE_H
+#define KILN_TEST_UNIT_RUNTIME_FAKECUDAFIXTURE_H
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <dlfcn.h>
+
+namespace kiln {
+namespace rt {
+namespace test {
+
+/// Points the runtime at the host stand-ins for the duration of a test.
+class FakeCuda : public ::testing::Test {
+protected:
+  void SetUp() override {
+    setenv("KILN_CUDA_DRIVER", KILN_FAKE_CUDA_PATH, 1);
+    setenv("KILN_CUBLASLT", KILN_FAKE_CUBLASLT_PATH, 1);
+    fake = dlopen(KILN_FAKE_CUDA_PATH, RTLD_NOW | RTLD_LOCAL);
+    ASSERT_NE(fake, nullptr) << dlerror();
+    liveAllocations =
+        reinterpret_cast<int (*)()>(dlsym(fake, "fakeCudaLiveAllocations"));
+    contextDepth =
+        reinterpret_cast<int (*)()>(dlsym(fake, "fakeCudaContextDepth"));
+    counterOf =
+        reinterpret_cast<int (*)(const char *)>(dlsym(fake, "fakeCudaCounter"));
+    lastStreamOf =
+        reinterpret_cast<void *(*)()>(dlsym(fake, "fakeCudaLastStream"));
+    auto reset =
+        reinterpret_cast<void (*)()>(dlsym(fake, "fakeCudaResetCounters"));
+    ASSERT_NE(liveAllocations, nullptr);
+    ASSERT_NE(contextDepth, nullptr);
+    ASSERT_NE(counterOf, nullptr);
+    ASSERT_NE(lastStreamOf, nullptr);
+    ASSERT_NE(reset, nullptr);
+    reset();
+    ASSERT_EQ(liveAllocations(), 0);
+  }
+  void TearDown() override {
+    // Every model of the test is gone: nothing may remain allocated,
+    // captured or current.
+    if (liveAllocations) {
+      EXPECT_EQ(liveAllocations(), 0);
+    }
+    if (counterOf) {
+      EXPECT_EQ(counterOf("pinned"), 0);
+      EXPECT_EQ(counterOf("graphs"), 0);
+    }
+    if (contextDepth) {
+      EXPECT_EQ(contextDepth(), 0);
+    }
+    unsetenv("KILN_CUDA_DRIVER");
+    unsetenv("KILN_CUBLASLT");
+    if (fake)
+      dlclose(fake);
+  }
+
+  /// Returns the stand-in driver's counter `name` (see FakeCudaDriver.cpp).
+  int counter(const char *name) const { return counterOf(name); }
+  /// Returns the stream of the last work the stand-in driver did.
+  void *fakeLastStream() const { return lastStreamOf(); }
+
+  void *fake = nullptr;
+  int (*liveAllocations)() = nullptr;
+  int (*contextDepth)() = nullptr;
+  int (*counterOf)(const char *) = nullptr;
+  void *(*lastStreamOf)() = nullptr;
+};
+
+} // namespace test
+} // namespace rt
+} // namespace kiln
+
+#endif // KILN_TEST_UNIT_RUNTIME_FAKECUDAFIXTURE_H

@@ -1,0 +1,250 @@
+//===- GraphsAndStreamsTest.cpp - CUDA graphs and caller streams ----------===//
+//
+// The CUDA executor's graph replay and its runs on a caller's stream, against
+// the stand-in driver: a capture there records work instead of doing it, and
+// a graph launch does what was recorded, so a run that depended on captured
+// work happening at once, or a graph left with stale addresses, computes
+// wrong outputs here. The driver's counters show which path each run took.
+// The same runs on a real GPU are in GpuTest.cpp (label `gpu`).
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/runtime/Model.h"
+
+#include "FakeCudaFixture.h"
+#include "TestArtifacts.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <dlfcn.h>
+
+using namespace kiln::rt;
+using namespace kiln::rt::test;
+
+namespace {
+
+/// The expected output of `makeRichArtifact` for input `x`: x * w + r.
+std::vector<float> richReference(const Artifact &a,
+                                 const std::vector<float> &x) {
+  std::vector<float> weights = floatsOf(a.weights);
+  const float *w = weights.data(), *r = weights.data() + 12;
+  std::vector<float> y(8);
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 4; ++j) {
+      float acc = 0;
+      for (int p = 0; p < 3; ++p)
+        acc += x[i * 3 + p] * w[p * 4 + j];
+      y[i * 4 + j] = acc + r[i * 4 + j];
+    }
+  return y;
+}
+
+/// A distinct input per run, so that a replay of stale data shows.
+std::vector<float> inputFor(int run) {
+  std::vector<float> x(6);
+  for (int i = 0; i < 6; ++i)
+    x[i] = static_cast<float>((run * 5 + i) % 7) - 3.0f;
+  return x;
+}
+
+class Graphs : public FakeCuda {
+protected:
+  /// Creates a model of `makeRichArtifact` (launch, matmul, copy).
+  void create(const CudaOptions &options = CudaOptions()) {
+    source = makeRichArtifact();
+    ASSERT_TRUE(
+        Model::create(source, Backend::Cuda, model, HostOptions(), options)
+            .isOk());
+  }
+  /// Runs on host memory; returns whether the output was right.
+  void runHostAndCheck(int run) {
+    std::vector<float> x = inputFor(run), y(8, -1.0f);
+    const void *in[] = {x.data()};
+    void *out[] = {y.data()};
+    Status s = model->run(in, out, Memory::Host);
+    ASSERT_TRUE(s.isOk()) << s.message;
+    EXPECT_EQ(y, richReference(source, x)) << "run " << run;
+  }
+
+  Artifact source;
+  std::unique_ptr<Model> model;
+};
+
+} // namespace
+
+TEST_F(Graphs, ReplaysAGraphAfterTheFirstRun) {
+  create();
+  runHostAndCheck(0);
+  // The first run warms up: steps one by one, nothing captured.
+  EXPECT_EQ(counter("eagerKernels"), 1);
+  EXPECT_EQ(counter("captures"), 0);
+  for (int run = 1; run < 5; ++run)
+    runHostAndCheck(run);
+  // Host-memory I/O goes through fixed staging: one graph serves every run.
+  EXPECT_EQ(counter("captures"), 1);
+  EXPECT_EQ(counter("instantiations"), 1);
+  EXPECT_EQ(counter("graphLaunches"), 4);
+  EXPECT_EQ(counter("eagerKernels"), 1);
+  model.reset();
+}
+
+TEST_F(Graphs, NewDeviceAddressesGetTheirOwnGraphOrUpdateTheOldest) {
+  create();
+  // Device memory: every set of I/O addresses is a graph of its own.
+  constexpr int kSets = 6;
+  std::vector<std::vector<float>> inputs(kSets), outputs(kSets);
+  for (int set = 0; set < kSets; ++set) {
+    inputs[set].resize(6);
+    outputs[set].resize(8);
+  }
+  auto runOn = [&](int set, int run) {
+    // New values in the set's own buffers: the same addresses.
+    std::vector<float> &x = inputs[set], values = inputFor(run);
+    std::copy(values.begin(), values.end(), x.begin());
+    std::fill(outputs[set].begin(), outputs[set].end(), -1.0f);
+    const void *in[] = {x.data()};
+    void *out[] = {outputs[set].data()};
+    Status s = model->run(in, out, Memory::Device);
+    ASSERT_TRUE(s.isOk()) << s.message;
+    EXPECT_EQ(outputs[set], richReference(source, x))
+        << "set " << set << ", run " << run;
+  };
+  int run = 0;
+  runOn(0, run++); // warm-up, not captured
+  for (int set = 0; set < kSets; ++set)
+    runOn(set, run++);
+  // Four graphs are kept; the fifth and sixth sets take over the least
+  // recently used ones through an update, not a new instance.
+  EXPECT_EQ(counter("captures"), kSets);
+  EXPECT_EQ(counter("instantiations"), 4);
+  EXPECT_EQ(counter("updates"), kSets - 4);
+  // Sets 2..5 are kept now: replays, no capture.
+  for (int set = 2; set < kSets; ++set)
+    runOn(set, run++);
+  EXPECT_EQ(counter("captures"), kSets);
+  // Set 0 again: captured anew, and its outputs land in its own buffer.
+  runOn(0, run++);
+  EXPECT_EQ(counter("captures"), kSets + 1);
+  EXPECT_EQ(counter("updates"), kSets - 3);
+  EXPECT_EQ(counter("graphLaunches"), run - 1);
+  // Each synchronous device-memory run waited for the default stream.
+  EXPECT_GE(counter("streamWaits"), run);
+  model.reset();
+}
+
+TEST_F(Graphs, CanBeTurnedOff) {
+  CudaOptions options;
+  options.graphs = false;
+  create(options);
+  for (int run = 0; run < 3; ++run)
+    runHostAndCheck(run);
+  EXPECT_EQ(counter("captures"), 0);
+  EXPECT_EQ(counter("graphLaunches"), 0);
+  EXPECT_EQ(counter("eagerKernels"), 3);
+  model.reset();
+
+  setenv("KILN_CUDA_GRAPHS", "0", 1);
+  EXPECT_FALSE(CudaOptions::fromEnvironment().graphs);
+  setenv("KILN_CUDA_GRAPHS", "1", 1);
+  EXPECT_TRUE(CudaOptions::fromEnvironment().graphs);
+  unsetenv("KILN_CUDA_GRAPHS");
+  EXPECT_TRUE(CudaOptions::fromEnvironment().graphs);
+}
+
+TEST_F(Graphs, AFailedCaptureFallsBackToTheStepsOneByOne) {
+  create();
+  reinterpret_cast<void (*)()>(dlsym(fake, "fakeCudaFailCaptures"))();
+  for (int run = 0; run < 3; ++run)
+    runHostAndCheck(run);
+  EXPECT_EQ(counter("captures"), 0);
+  EXPECT_EQ(counter("eagerKernels"), 3);
+  model.reset();
+}
+
+TEST_F(Graphs, EnqueueRunsOnTheCallersStream) {
+  create();
+  std::unique_ptr<ExecutionContext> context;
+  ASSERT_TRUE(model->createContext(context).isOk());
+  // Any value stands for a stream in the stand-in driver.
+  int streamObject = 0;
+  void *callerStream = &streamObject;
+  for (int run = 0; run < 3; ++run) {
+    std::vector<float> x = inputFor(run), y(8, -1.0f);
+    const void *in[] = {x.data()};
+    void *out[] = {y.data()};
+    Status s = context->enqueue(in, out, callerStream);
+    ASSERT_TRUE(s.isOk()) << s.message;
+    EXPECT_EQ(fakeLastStream(), callerStream) << "run " << run;
+    s = context->synchronize();
+    ASSERT_TRUE(s.isOk()) << s.message;
+    EXPECT_EQ(y, richReference(source, x)) << "run " << run;
+  }
+  // The first run issued its steps on the caller's stream, the later ones
+  // launched the graph there; each run after the first waited for the one
+  // before it (they share the arena).
+  EXPECT_EQ(counter("eagerKernels"), 1);
+  EXPECT_EQ(counter("graphLaunches"), 2);
+  EXPECT_EQ(counter("streamWaits"), 2);
+  context.reset();
+  model.reset();
+}
+
+TEST_F(Graphs, SynchronizeReportsAnIndexFaultOfAQueuedRun) {
+  source = makeRichArtifact();
+  source.indexSites = {"ONNX node 'embed' (gather over a dim of 96)"};
+  ASSERT_TRUE(Model::create(source, Backend::Cuda, model).isOk());
+  std::unique_ptr<ExecutionContext> context;
+  ASSERT_TRUE(model->createContext(context).isOk());
+  auto *flag = static_cast<unsigned *>(dlsym(fake, "kiln_fake_index_error"));
+  ASSERT_NE(flag, nullptr);
+  std::vector<float> x = inputFor(0), y(8);
+  const void *in[] = {x.data()};
+  void *out[] = {y.data()};
+  ASSERT_TRUE(context->enqueue(in, out, nullptr).isOk());
+  ASSERT_TRUE(context->synchronize().isOk());
+  // What a kernel of a queued run would do on a bad token id: the queuing
+  // succeeds, the wait reports it.
+  *flag = 1;
+  ASSERT_TRUE(context->enqueue(in, out, nullptr).isOk());
+  Status s = context->synchronize();
+  EXPECT_EQ(s.code, StatusCode::InvalidArgument);
+  EXPECT_NE(s.message.find("index out of range at ONNX node 'embed'"),
+            std::string::npos)
+      << s.message;
+  EXPECT_EQ(*flag, 0u);
+  EXPECT_TRUE(context->synchronize().isOk());
+  context.reset();
+  model.reset();
+}
+
+TEST(HostStreams, EnqueueOnTheHostBackendFinishesBeforeItReturns) {
+  setenv("KILN_CACHE_DIR", (makeTempDir() + "/cache").c_str(), 1);
+  Artifact a = makeRichArtifact();
+  // The host backend compiles real CUDA source: the plan's one launch adds
+  // its operands (x * w is a matmul step, which the host GEMM runs).
+  a.cudaSource = R"cuda(
+extern "C" __global__ void add_f32(const float *a, const float *b, float *c) {
+  unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+  c[i] = a[i] + b[i];
+}
+extern "C" __global__ void double_f32(const float *a, float *b) {
+  unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+  b[i] = 2.0f * a[i];
+}
+)cuda";
+  Artifact source = a;
+  std::unique_ptr<Model> model;
+  ASSERT_TRUE(Model::create(std::move(a), Backend::Host, model).isOk());
+  std::unique_ptr<ExecutionContext> context;
+  ASSERT_TRUE(model->createContext(context).isOk());
+  std::vector<float> x = inputFor(3), y(8, -1.0f);
+  const void *in[] = {x.data()};
+  void *out[] = {y.data()};
+  // Host memory, and no stream: the outputs are there on return.
+  Status s = context->enqueue(in, out, nullptr);
+  ASSERT_TRUE(s.isOk()) << s.message;
+  EXPECT_EQ(y, richReference(source, x));
+  EXPECT_TRUE(context->synchronize().isOk());
+}
