@@ -145,6 +145,8 @@ public:
   Status enqueue(const void *const *inputs, void *const *outputs,
                  void *stream) override;
   Status synchronize() override;
+  Status timeDeviceRuns(const void *const *hostInputs, unsigned warmup,
+                        unsigned iters, std::vector<double> &ms) override;
   std::unique_ptr<Executor> createContext() override {
     return std::make_unique<CudaExecutor>(artifact, options, constants);
   }
@@ -980,6 +982,77 @@ Status CudaExecutor::synchronize() {
   if (cu::Result r = api->streamSynchronize(stream); r != cu::kSuccess)
     return cu::cudaError(*api, r, "reading the index check flag");
   return takeIndexFault(*indexFlagMirror);
+}
+
+/// Two timing events, destroyed with the scope.
+class TimingEvents {
+public:
+  explicit TimingEvents(const cu::DriverApi &api) : api(api) {}
+  ~TimingEvents() {
+    for (cu::Event e : {start, end})
+      if (e)
+        api.eventDestroy(e);
+  }
+  /// Creates both (with timing, unlike the ordering events).
+  cu::Result create() {
+    cu::Result r = api.eventCreate(&start, 0);
+    return r == cu::kSuccess ? api.eventCreate(&end, 0) : r;
+  }
+  cu::Event start = nullptr, end = nullptr;
+
+private:
+  const cu::DriverApi &api;
+};
+
+Status CudaExecutor::timeDeviceRuns(const void *const *hostInputs,
+                                    unsigned warmup, unsigned iters,
+                                    std::vector<double> &ms) {
+  if (Status s = ensureReady(); !s.isOk())
+    return s;
+  ContextScope scope(*api, context);
+  if (scope.result != cu::kSuccess)
+    return cu::cudaError(*api, scope.result, "cuCtxPushCurrent");
+  // The staging buffers are the device-memory I/O: the same addresses on
+  // every run, as a server's preallocated tensors would be.
+  if (Status s = ensureStaging(inputStaging, artifact.inputs); !s.isOk())
+    return s;
+  if (Status s = ensureStaging(outputStaging, artifact.outputs); !s.isOk())
+    return s;
+  TimingEvents events(*api);
+  if (cu::Result r = events.create(); r != cu::kSuccess)
+    return cu::cudaError(*api, r, "cuEventCreate");
+  Status status = waitForLastRun(stream);
+  if (status.isOk())
+    status = stageInputs(hostInputs);
+  const std::vector<cu::DevicePtr> &in = inputStaging.device;
+  const std::vector<cu::DevicePtr> &out = outputStaging.device;
+  for (unsigned i = 0; i < warmup && status.isOk(); ++i)
+    status = launchPlan(in, out, stream);
+  ms.clear();
+  for (unsigned i = 0; i < iters && status.isOk(); ++i) {
+    cu::Result r = api->eventRecord(events.start, stream);
+    if (r == cu::kSuccess && (status = launchPlan(in, out, stream)).isOk())
+      r = api->eventRecord(events.end, stream);
+    if (r == cu::kSuccess && status.isOk())
+      r = api->eventSynchronize(events.end);
+    float elapsed = 0;
+    if (r == cu::kSuccess && status.isOk())
+      r = api->eventElapsedTime(&elapsed, events.start, events.end);
+    if (r != cu::kSuccess && status.isOk())
+      status = cu::cudaError(*api, r, "timing run " + std::to_string(i));
+    ms.push_back(elapsed);
+  }
+  if (status.isOk() && indexError)
+    if (cu::Result r = api->memcpyDtoHAsync(indexFlagMirror, indexError,
+                                            sizeof(unsigned), stream);
+        r != cu::kSuccess)
+      status = cu::cudaError(*api, r, "reading the index check flag");
+  cu::Result r = api->streamSynchronize(stream);
+  if (status.isOk() && r != cu::kSuccess)
+    status = cu::cudaError(*api, r, "running the model");
+  if (status.isOk() && indexError)
+    status = takeIndexFault(*indexFlagMirror);
+  return status;
 }
 
 void CudaExecutor::release() {

@@ -15,6 +15,7 @@
 #include "kiln/runtime/Status.h"
 
 #include <memory>
+#include <vector>
 
 namespace kiln {
 namespace rt {
@@ -38,6 +39,11 @@ public:
   /// Waits for the runs `enqueue` queued; reports an index fault any of them
   /// had.
   virtual Status synchronize() = 0;
+
+  /// Times `iters` runs on the device after `warmup` untimed ones, the
+  /// inputs uploaded once from `hostInputs`; see `Model::timeDeviceRuns`.
+  virtual Status timeDeviceRuns(const void *const *hostInputs, unsigned warmup,
+                                unsigned iters, std::vector<double> &ms) = 0;
 
   /// A new executor of the same model: it shares this one's read-only state
   /// (loaded once, by whichever of them runs first) and owns its run state,

@@ -132,6 +132,12 @@ public:
   }
   /// Nothing is ever pending; `enqueue` reported each run's status.
   Status synchronize() override { return Status::ok(); }
+  Status timeDeviceRuns(const void *const *, unsigned, unsigned,
+                        std::vector<double> &) override {
+    return Status::error(StatusCode::Unsupported,
+                         "timing with CUDA events needs the CUDA backend; "
+                         "the host backend has no GPU clock");
+  }
   std::unique_ptr<Executor> createContext() override {
     return std::make_unique<HostExecutor>(artifact, options, shared);
   }

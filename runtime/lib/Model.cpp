@@ -104,25 +104,31 @@ Status Model::create(Artifact artifact, Backend backend,
   return Status::ok();
 }
 
+Status Model::checkInputs(const void *const *inputs) const {
+  if (numInputs() && !inputs)
+    return Status::error(StatusCode::InvalidArgument,
+                         "inputs is null but the model has " +
+                             std::to_string(numInputs()) + " inputs");
+  for (size_t i = 0; i < numInputs(); ++i)
+    if (!inputs[i] && input(i).bytes)
+      return Status::error(StatusCode::InvalidArgument,
+                           "input " + std::to_string(i) + " ('" +
+                               input(i).name + "') is null");
+  return Status::ok();
+}
+
 Status Model::checkRunArguments(const void *const *inputs, void *const *outputs,
                                 Memory memory) const {
   if (memory != Memory::Host && memory != Memory::Device)
     return Status::error(StatusCode::InvalidArgument,
                          "invalid memory kind " +
                              std::to_string(static_cast<int>(memory)));
-  if (numInputs() && !inputs)
-    return Status::error(StatusCode::InvalidArgument,
-                         "inputs is null but the model has " +
-                             std::to_string(numInputs()) + " inputs");
+  if (Status s = checkInputs(inputs); !s.isOk())
+    return s;
   if (numOutputs() && !outputs)
     return Status::error(StatusCode::InvalidArgument,
                          "outputs is null but the model has " +
                              std::to_string(numOutputs()) + " outputs");
-  for (size_t i = 0; i < numInputs(); ++i)
-    if (!inputs[i] && input(i).bytes)
-      return Status::error(StatusCode::InvalidArgument,
-                           "input " + std::to_string(i) + " ('" +
-                               input(i).name + "') is null");
   for (size_t i = 0; i < numOutputs(); ++i)
     if (!outputs[i] && output(i).bytes)
       return Status::error(StatusCode::InvalidArgument,
@@ -137,6 +143,14 @@ Status Model::run(const void *const *inputs, void *const *outputs,
     return s;
   std::lock_guard<std::mutex> lock(runMutex);
   return executor->run(inputs, outputs, memory);
+}
+
+Status Model::timeDeviceRuns(const void *const *hostInputs, unsigned warmup,
+                             unsigned iters, std::vector<double> &ms) {
+  if (Status s = checkInputs(hostInputs); !s.isOk())
+    return s;
+  std::lock_guard<std::mutex> lock(runMutex);
+  return executor->timeDeviceRuns(hostInputs, warmup, iters, ms);
 }
 
 Status Model::createContext(std::unique_ptr<ExecutionContext> &out) {

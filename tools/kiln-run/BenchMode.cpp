@@ -2,9 +2,10 @@
 //
 // Latency of whole runs as a user's program sees them: each run is timed
 // from the call to its return (kiln_model_run waits for the GPU), so the
-// times include host-memory input and output copies. bench/ (DESIGN.md,
-// "Performance method") is where speed is compared; this is the tool's
-// quick look.
+// times include host-memory input and output copies. On the CUDA backend a
+// second line gives the GPU's view: device-memory runs between CUDA events
+// (`Model::timeDeviceRuns`), what bench/ compares with its peers (DESIGN.md,
+// "Performance method").
 //
 //===----------------------------------------------------------------------===//
 
@@ -47,6 +48,27 @@ bool benchRequested() { return bench; }
 
 unsigned benchThreads() { return std::max(threads.getValue(), 1u); }
 
+unsigned benchWarmup() { return warmup; }
+
+unsigned benchIters() { return std::max(iters.getValue(), 1u); }
+
+std::string latencySummary(std::vector<double> ms) {
+  if (ms.empty())
+    return "no runs";
+  std::sort(ms.begin(), ms.end());
+  // The nearest-rank percentile: the smallest time at least p of the runs
+  // do not exceed.
+  auto percentile = [&](double p) {
+    size_t rank = static_cast<size_t>(std::ceil(p * ms.size()));
+    return ms[std::max<size_t>(rank, 1) - 1];
+  };
+  std::string text;
+  raw_string_ostream os(text);
+  os << format("min %.3f ms, median %.3f ms, p99 %.3f ms", ms.front(),
+               percentile(0.5), percentile(0.99));
+  return text;
+}
+
 /// Waits until `count` threads have arrived; then all go on.
 class Barrier {
 public:
@@ -74,7 +96,7 @@ static bool timeRuns(const BenchRun &run, Barrier &start,
   for (unsigned i = 0; i < warmup && ok; ++i)
     ok = run();
   start.arriveAndWait();
-  for (unsigned i = 0; i < std::max(iters.getValue(), 1u) && ok; ++i) {
+  for (unsigned i = 0; i < benchIters() && ok; ++i) {
     auto begin = std::chrono::steady_clock::now();
     ok = run();
     std::chrono::duration<double, std::milli> took =
@@ -104,13 +126,6 @@ bool runBench(ArrayRef<BenchRun> runners, StringRef what) {
   std::vector<double> ms;
   for (const std::vector<double> &times : perThread)
     ms.insert(ms.end(), times.begin(), times.end());
-  std::sort(ms.begin(), ms.end());
-  // The nearest-rank percentile: the smallest time at least p of the runs
-  // do not exceed.
-  auto percentile = [&](double p) {
-    size_t rank = static_cast<size_t>(std::ceil(p * ms.size()));
-    return ms[std::max<size_t>(rank, 1) - 1];
-  };
   size_t each = perThread[0].size();
   if (runners.size() == 1)
     outs() << format("bench: %zu runs after %u warm-up: ", each,
@@ -118,8 +133,7 @@ bool runBench(ArrayRef<BenchRun> runners, StringRef what) {
   else
     outs() << format("bench: %zu threads x %zu runs after %u warm-up each: ",
                      runners.size(), each, warmup.getValue());
-  outs() << format("min %.3f ms, median %.3f ms, p99 %.3f ms\n", ms.front(),
-                   percentile(0.5), percentile(0.99));
+  outs() << latencySummary(std::move(ms)) << "\n";
   if (runners.size() > 1)
     outs() << format("bench: throughput %.1f runs/s over %zu contexts\n",
                      double(runners.size() * each) / wall.count(),

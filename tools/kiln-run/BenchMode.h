@@ -7,12 +7,23 @@
 #include "llvm/ADT/StringRef.h"
 
 #include <functional>
+#include <string>
+#include <vector>
 
 /// Whether --bench was given.
 bool benchRequested();
 
 /// How many threads --bench runs at once (--threads, at least 1).
 unsigned benchThreads();
+
+/// Untimed runs before the timed ones (--warmup).
+unsigned benchWarmup();
+
+/// Timed runs (--iters, at least 1).
+unsigned benchIters();
+
+/// Returns "min X ms, median Y ms, p99 Z ms" of `ms`.
+std::string latencySummary(std::vector<double> ms);
 
 /// One run of the model on one execution context; false when it failed (it
 /// has said why).

@@ -219,6 +219,43 @@ TEST_F(Graphs, SynchronizeReportsAnIndexFaultOfAQueuedRun) {
   model.reset();
 }
 
+TEST_F(Graphs, TimesDeviceRunsBetweenCudaEvents) {
+  create();
+  std::vector<float> x = inputFor(0);
+  const void *in[] = {x.data()};
+  std::vector<double> ms;
+  Status s = model->timeDeviceRuns(in, 2, 5, ms);
+  ASSERT_TRUE(s.isOk()) << s.message;
+  // Each time is what cuEventElapsedTime said (the stand-in's fixed 1 us),
+  // not a host clock's reading.
+  ASSERT_EQ(ms.size(), 5u);
+  for (double t : ms)
+    EXPECT_FLOAT_EQ(static_cast<float>(t), 0.001f);
+  // Seven runs: the first issued the steps, the rest replayed one graph.
+  EXPECT_EQ(counter("eagerKernels"), 1);
+  EXPECT_EQ(counter("graphLaunches"), 6);
+  // A run on host memory afterwards uses the same staging, the same graph.
+  runHostAndCheck(1);
+  EXPECT_EQ(counter("captures"), 1);
+  const void *missing[] = {nullptr};
+  s = model->timeDeviceRuns(missing, 0, 1, ms);
+  EXPECT_EQ(s.code, StatusCode::InvalidArgument);
+  model.reset();
+}
+
+TEST(HostStreams, DeviceTimingNeedsTheCudaBackend) {
+  std::unique_ptr<Model> model;
+  ASSERT_TRUE(
+      Model::create(makeCopyArtifact({3}), Backend::Host, model).isOk());
+  std::vector<float> x = {1, 2, 3};
+  const void *in[] = {x.data()};
+  std::vector<double> ms;
+  Status s = model->timeDeviceRuns(in, 0, 3, ms);
+  EXPECT_EQ(s.code, StatusCode::Unsupported);
+  EXPECT_NE(s.message.find("needs the CUDA backend"), std::string::npos)
+      << s.message;
+}
+
 TEST(HostStreams, EnqueueOnTheHostBackendFinishesBeforeItReturns) {
   setenv("KILN_CACHE_DIR", (makeTempDir() + "/cache").c_str(), 1);
   Artifact a = makeRichArtifact();

@@ -16,6 +16,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 namespace kiln {
 namespace rt {
@@ -135,6 +136,15 @@ public:
   /// device memory as `memory` says.
   Status run(const void *const *inputs, void *const *outputs, Memory memory);
 
+  /// Times runs as the GPU sees them: the inputs are uploaded once from
+  /// `hostInputs` into device memory, then `warmup` untimed runs, then
+  /// `iters` runs each between two CUDA events on the model's stream, waited
+  /// for one at a time (latency, not throughput); `ms` receives the times in
+  /// milliseconds. The outputs stay on the device. CUDA backend only
+  /// (`Unsupported` on the host backend, which has no GPU clock).
+  Status timeDeviceRuns(const void *const *hostInputs, unsigned warmup,
+                        unsigned iters, std::vector<double> &ms);
+
   /// Creates an execution context for concurrent runs (see
   /// ExecutionContext); its resources are allocated by its first run.
   Status createContext(std::unique_ptr<ExecutionContext> &out);
@@ -163,6 +173,8 @@ private:
   friend class ExecutionContext;
   /// Use `create`.
   Model(Artifact artifact, Backend backend);
+  /// Checks the input pointers of a run; see `run`.
+  Status checkInputs(const void *const *inputs) const;
   /// Checks the arguments of a run; see `run`.
   Status checkRunArguments(const void *const *inputs, void *const *outputs,
                            Memory memory) const;
