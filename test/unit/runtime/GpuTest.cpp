@@ -22,6 +22,7 @@
 #include <cstring>
 #include <dlfcn.h>
 #include <random>
+#include <thread>
 #include <type_traits>
 
 using namespace kiln::rt;
@@ -401,4 +402,40 @@ TEST_F(Gpu, DeviceMemoryOnACallersStream) {
   lib.contextDestroy(context);
   lib.destroy(model);
   driver.primaryCtxRelease(driver.device);
+}
+
+TEST_F(Gpu, ContextsRunAtOnceFromThreads) {
+  // Each thread its own context (arena, staging, stream, graphs) and its own
+  // inputs; all share the model's weights and kernels.
+  Case c{DType::F16, false, false, 2, 64, 48, 32, true, 1, 1};
+  MatmulProblem shape = makeMatmulProblem(c, 3);
+  std::string so =
+      appendArtifactPayload(templateBytes(), serializeArtifact(shape.artifact));
+  LoadedArtifact lib;
+  std::string error;
+  ASSERT_TRUE(loadArtifactSo(so, lib, error)) << error;
+  kiln_model *model = nullptr;
+  ASSERT_EQ(lib.create(KILN_BACKEND_CUDA, &model), KILN_OK) << lib.lastError();
+  constexpr int kThreads = 4, kRuns = 6;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      kiln_context *context = nullptr;
+      ASSERT_EQ(lib.contextCreate(model, &context), KILN_OK) << lib.lastError();
+      for (int run = 0; run < kRuns; ++run) {
+        MatmulProblem p = makeMatmulProblem(c, 1000 * t + run);
+        std::string out(p.outputBytes(), '\0');
+        const void *in[] = {p.a.data(), p.b.data(), p.r.data()};
+        void *outs[] = {&out[0]};
+        ASSERT_EQ(lib.contextRun(context, in, outs, KILN_MEMORY_HOST), KILN_OK)
+            << lib.lastError();
+        SCOPED_TRACE("thread " + std::to_string(t) + ", run " +
+                     std::to_string(run));
+        expectOutput(c.dtype, out, p.expected);
+      }
+      lib.contextDestroy(context);
+    });
+  for (std::thread &thread : threads)
+    thread.join();
+  lib.destroy(model);
 }
