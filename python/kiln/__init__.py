@@ -106,15 +106,46 @@ class Context:
         self._native = native
 
     def run(self, inputs: Mapping[str, Any],
-            outputs: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
-        """As Model.run, on this context."""
-        return _run(self.model, inputs, outputs, self._native.run)
+            outputs: Optional[Mapping[str, Any]] = None,
+            stream: Any = None) -> Dict[str, Any]:
+        """As Model.run, on this context. With `stream` (a CUDA stream: an
+        integer `CUstream`, or an object with a `cuda_stream` attribute such
+        as `torch.cuda.Stream`) the run is queued on that stream and the call
+        returns without waiting: the tensors must be device tensors (given
+        `outputs`), DLPack producers are asked to make them ready on that
+        stream, and `synchronize()` waits and reports an index fault. On the
+        host backend the run is over when the call returns."""
+        if stream is None:
+            return _run(self.model, inputs, outputs, self._native.run)
+        handle = getattr(stream, "cuda_stream", stream)
+        if not isinstance(handle, int) or handle < 0:
+            raise RunError(f"stream must be a CUstream (an int) or have "
+                           f"cuda_stream, got {stream!r}")
+        on_host = self.model.backend == "host"
+
+        def enqueue(i, o, device):
+            if device == on_host:
+                raise RunError("a run on a stream takes device tensors on "
+                               "the CUDA backend, host arrays on the host "
+                               "backend")
+            self._native.enqueue(i, o, handle)
+        return _run(self.model, inputs, outputs, enqueue, stream=handle)
+
+    def synchronize(self) -> None:
+        """Waits for the runs queued with `run(..., stream=)`; raises
+        RunError for an out-of-range index in any of them."""
+        try:
+            self._native.synchronize()
+        except RuntimeError as e:
+            raise RunError(str(e)) from None
 
 
 def _run(model: Model, inputs: Mapping[str, Any],
-         outputs: Optional[Mapping[str, Any]], native_run) -> Dict[str, Any]:
+         outputs: Optional[Mapping[str, Any]], native_run,
+         stream: Optional[int] = None) -> Dict[str, Any]:
     """Checks and converts the tensors of a run of `model`, then calls
-    `native_run(input addresses, output addresses, on the device?)`."""
+    `native_run(input addresses, output addresses, on the device?)`. With a
+    `stream`, DLPack producers make device tensors ready on it."""
     missing = [i.name for i in model.inputs if i.name not in inputs]
     unknown = sorted(set(inputs) - {i.name for i in model.inputs})
     if missing or unknown:
@@ -122,7 +153,7 @@ def _run(model: Model, inputs: Mapping[str, Any],
     keep = []  # What must stay alive until the run is over.
     in_ptrs, in_device = [], []
     for info in model.inputs:
-        ptr, device = _address(inputs[info.name], info, keep, "input")
+        ptr, device = _address(inputs[info.name], info, keep, "input", stream)
         in_ptrs.append(ptr)
         in_device.append(device)
     if outputs is None:
@@ -137,7 +168,8 @@ def _run(model: Model, inputs: Mapping[str, Any],
         results = dict(outputs)
     out_ptrs, out_device = [], []
     for info in model.outputs:
-        ptr, device = _address(results[info.name], info, keep, "output")
+        ptr, device = _address(results[info.name], info, keep, "output",
+                               stream)
         out_ptrs.append(ptr)
         out_device.append(device)
     on_device = set(in_device + out_device)
@@ -151,13 +183,19 @@ def _run(model: Model, inputs: Mapping[str, Any],
     return results
 
 
-def _address(tensor, info: TensorInfo, keep: list, what: str):
-    """(address, on the device?) of `tensor`, checked against `info`."""
+def _address(tensor, info: TensorInfo, keep: list, what: str,
+             stream: Optional[int] = None):
+    """(address, on the device?) of `tensor`, checked against `info`. A
+    device tensor is made ready on `stream` when one is given (DLPack's
+    stream argument; by default the producer synchronizes with the legacy
+    default stream, which synchronous runs wait for)."""
     device = None
     if not isinstance(tensor, np.ndarray) and hasattr(tensor, "__dlpack_device__"):
         device = tensor.__dlpack_device__()[0]
     if device == _DL_CUDA:
-        capsule = tensor.__dlpack__()
+        # DLPack: 1 is the legacy default stream, 0 is ambiguous.
+        capsule = (tensor.__dlpack__(stream=stream if stream else 1)
+                   if stream is not None else tensor.__dlpack__())
         keep.append(capsule)
         ptr, _, _, code, bits, lanes, shape, strides = _kiln.dlpack_info(capsule)
         dtype = _dlpack_dtype(code, bits, lanes)

@@ -21,6 +21,9 @@ class Model:
 class Context:
     def run(self, inputs: Sequence[int], outputs: Sequence[int],
             device: bool) -> None: ...
+    def enqueue(self, inputs: Sequence[int], outputs: Sequence[int],
+                stream: int) -> None: ...
+    def synchronize(self) -> None: ...
 
 def compile(path: str, data: Optional[bytes], precision: str,
             dims: Dict[str, int], shapes: Dict[str, List[int]],

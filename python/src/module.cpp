@@ -120,7 +120,8 @@ struct PyModel {
     } else {
       throw std::runtime_error(
           "this model's weights are on the GPU now; compile it again with "
-          "backend='" + backend + "' to run it there");
+          "backend='" +
+          backend + "' to run it there");
     }
     rt::Status status = rt::Model::create(std::move(plan), wanted, sibling,
                                           rt::HostOptions::fromEnvironment());
@@ -176,6 +177,34 @@ struct PyRunContext {
       py::gil_scoped_release release;
       status = context->run(inputs.data(), outputs.data(),
                             device ? rt::Memory::Device : rt::Memory::Host);
+    }
+    if (!status.isOk())
+      throw std::runtime_error(status.message);
+  }
+
+  /// Queues a run on the CUDA stream `stream` (a CUstream as an integer)
+  /// without waiting; see ExecutionContext::enqueue.
+  void enqueue(const std::vector<uintptr_t> &in,
+               const std::vector<uintptr_t> &out, uintptr_t stream) {
+    std::vector<const void *> inputs;
+    std::vector<void *> outputs;
+    checkedPointers(*model, in, out, inputs, outputs);
+    rt::Status status;
+    {
+      py::gil_scoped_release release;
+      status = context->enqueue(inputs.data(), outputs.data(),
+                                reinterpret_cast<void *>(stream));
+    }
+    if (!status.isOk())
+      throw std::runtime_error(status.message);
+  }
+
+  /// Waits for the queued runs; see ExecutionContext::synchronize.
+  void synchronize() {
+    rt::Status status;
+    {
+      py::gil_scoped_release release;
+      status = context->synchronize();
     }
     if (!status.isOk())
       throw std::runtime_error(status.message);
@@ -238,10 +267,11 @@ PyModel compile(const std::string &path, const py::object &bytes,
   }
   if (!module || mlir::failed(runPipeline(*module, options)))
     throw failedWith();
-  CompileReport compileReport = reportOf(*module, path, options.pipeline.precision());
+  CompileReport compileReport =
+      reportOf(*module, path, options.pipeline.precision());
   rt::Artifact artifact;
-  if (mlir::failed(lowerToArtifact(*module, options, /*compile=*/true,
-                                   artifact, &compileReport.origins)))
+  if (mlir::failed(lowerToArtifact(*module, options, /*compile=*/true, artifact,
+                                   &compileReport.origins)))
     throw failedWith();
   compileReport.weightBytes = static_cast<int64_t>(artifact.weights.size());
   std::string text;
@@ -297,10 +327,9 @@ PYBIND11_MODULE(_kiln, m) {
                              [](const PyModel &p) { return p.describe(true); })
       .def_property_readonly("outputs",
                              [](const PyModel &p) { return p.describe(false); })
-      .def_property_readonly("backend",
-                             [](const PyModel &p) {
-                               return rt::backendName(p.model->backend());
-                             })
+      .def_property_readonly(
+          "backend",
+          [](const PyModel &p) { return rt::backendName(p.model->backend()); })
       .def_property_readonly("report",
                              [](const PyModel &p) { return p.report; })
       .def_property_readonly("info",
@@ -308,7 +337,10 @@ PYBIND11_MODULE(_kiln, m) {
       .def("run", &PyModel::run)
       // The context keeps its model alive.
       .def("context", &createContext, py::keep_alive<0, 1>());
-  py::class_<PyRunContext>(m, "Context").def("run", &PyRunContext::run);
+  py::class_<PyRunContext>(m, "Context")
+      .def("run", &PyRunContext::run)
+      .def("enqueue", &PyRunContext::enqueue)
+      .def("synchronize", &PyRunContext::synchronize);
   m.def("compile", &compile);
   m.def("load", &load);
   m.def("dlpack_info", &dlpackInfo);

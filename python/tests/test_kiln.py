@@ -73,6 +73,29 @@ def test_contexts_run_from_threads_at_once(bert):
         bert.context().run({"input_ids": feeds["input_ids"]})
 
 
+def test_run_on_a_stream(bert):
+    # On the host backend a run "on a stream" takes host arrays and is over
+    # when the call returns; synchronize has nothing to wait for. (On the
+    # CUDA backend it queues on the stream: GpuTest and the C ABI's tests.)
+    feeds = folder_inputs(os.path.join(FRESH, "bert-torchscript"))
+    want = bert.run(feeds)["output"]
+    context = bert.context()
+
+    class TorchLikeStream:
+        cuda_stream = 0
+
+    for stream in (0, TorchLikeStream()):
+        out = {"output": np.full(want.shape, np.nan, want.dtype)}
+        got = context.run(feeds, outputs=out, stream=stream)
+        context.synchronize()
+        assert got["output"] is out["output"]
+        np.testing.assert_array_equal(out["output"], want)
+    with pytest.raises(kiln.RunError, match="stream must be a CUstream"):
+        context.run(feeds, stream="default")
+    with pytest.raises(kiln.RunError, match="stream must be a CUstream"):
+        context.run(feeds, stream=-1)
+
+
 def test_describes_inputs_outputs_backend_and_report(bert):
     assert [i.name for i in bert.inputs] == ["input_ids", "attention_mask"]
     assert bert.inputs[0].dtype == np.int64 and bert.inputs[0].shape == (2, 8)
