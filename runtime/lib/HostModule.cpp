@@ -159,7 +159,7 @@ Status findCompiler(std::string &out) {
 
 /// Creates `path` and its missing parents; true if it exists afterwards.
 bool makeDirectories(const std::string &path) {
-  for (size_t slash = path.find('/', 1); ; slash = path.find('/', slash + 1)) {
+  for (size_t slash = path.find('/', 1);; slash = path.find('/', slash + 1)) {
     std::string prefix = path.substr(0, slash);
     if (mkdir(prefix.c_str(), 0755) != 0 && errno != EEXIST)
       return false;
@@ -251,11 +251,14 @@ Status runCompiler(const std::vector<std::string> &argv,
 
 /// The compiler's flags; part of the cache key.
 std::vector<std::string> compileFlags(bool checking) {
-  std::vector<std::string> flags = {"-std=c++17", "-shared", "-fPIC",
-                                    "-fvisibility=hidden", "-w"};
+  // Generated CUDA moves elements through uint4/uint2 pointers, as CUDA
+  // code does; the host compiler must not assume strict aliasing.
+  std::vector<std::string> flags = {"-std=c++17", "-shared",
+                                    "-fPIC",      "-fvisibility=hidden",
+                                    "-w",         "-fno-strict-aliasing"};
   if (checking) {
-    for (const char *f : {"-O1", "-g", "-fsanitize=address",
-                          "-fno-omit-frame-pointer"})
+    for (const char *f :
+         {"-O1", "-g", "-fsanitize=address", "-fno-omit-frame-pointer"})
       flags.push_back(f);
   } else {
     flags.push_back("-O2");
@@ -278,7 +281,8 @@ std::string moduleSource(const Artifact &artifact) {
   return text;
 }
 
-template <class Fn> bool resolve(void *handle, const std::string &name, Fn &fn) {
+template <class Fn>
+bool resolve(void *handle, const std::string &name, Fn &fn) {
   fn = reinterpret_cast<Fn>(dlsym(handle, name.c_str()));
   return fn != nullptr;
 }
@@ -321,7 +325,8 @@ Status kiln::rt::host::loadKernelModule(const Artifact &artifact, bool checking,
   // The key covers everything that shapes the binary, including the
   // compiler's identity as far as a stat tells it.
   uint64_t key = 0xcbf29ce484222325ull;
-  key = hashMore(key, "kiln-host-module/" + std::to_string(KILN_HOST_ABI_VERSION));
+  key = hashMore(key,
+                 "kiln-host-module/" + std::to_string(KILN_HOST_ABI_VERSION));
   struct stat st;
   char resolved[PATH_MAX];
   std::string real = realpath(compiler.c_str(), resolved) ? resolved : compiler;
@@ -376,9 +381,8 @@ Status kiln::rt::host::loadKernelModule(const Artifact &artifact, bool checking,
     libraryPath = built;
     if (!cached.empty() && readFile(built, image) &&
         writeFileAtomically(cached, image) &&
-        writeFileAtomically(
-            cached + ".sum",
-            hex64(artifactChecksum(image.data(), image.size()))))
+        writeFileAtomically(cached + ".sum", hex64(artifactChecksum(
+                                                 image.data(), image.size()))))
       libraryPath = cached;
   }
 

@@ -3,7 +3,11 @@
 // The families:
 // - elementwise: a grid-stride loop over the result; the body ops compute at
 //   the result's shape, kernel inputs broadcast into it, or, when data
-//   movement was fused in, each value at the index it is read at;
+//   movement was fused in, each value at the index it is read at. At the
+//   result's shape a thread takes several elements with one 128-bit (or
+//   narrower) access per full-size input and output when the pointers are
+//   aligned for it, then a scalar loop does the tail; indices are 32-bit
+//   when they fit;
 // - reduction (ReductionEmitter.cpp): one block per row of the reduced op;
 // - sort (ReductionEmitter.cpp): top_k, one block per row;
 // - attention (AttentionEmitter.cpp): kiln.attention, one block per query;
@@ -22,23 +26,150 @@ using namespace mlir;
 
 namespace kiln {
 
+/// Bytes of one stored element of `t`.
+static int64_t storedBytes(Type t) {
+  return t.isInteger(1) ? 1 : (t.getIntOrFloatBitWidth() + 7) / 8;
+}
+
+/// The unsigned type of `bytes` bytes (a power of two up to 16) that one
+/// vector load or store moves: uint4 is a 128-bit access.
+static const char *vectorType(int64_t bytes) {
+  switch (bytes) {
+  case 16:
+    return "uint4";
+  case 8:
+    return "uint2";
+  case 4:
+    return "unsigned int";
+  case 2:
+    return "unsigned short";
+  default:
+    return "unsigned char";
+  }
+}
+
+/// How the elementwise family reads and writes several elements a thread:
+/// each input of the result's shape and the output move `lanes` elements
+/// with one access of at most 16 bytes.
+struct VectorAccess {
+  int64_t lanes = 1;
+  /// Kernel inputs of the result's shape (read at the result's index).
+  SmallVector<unsigned> fullInputs;
+};
+
+/// Picks the lanes: as many as make the widest access 16 bytes, when the
+/// size is at least one vector a thread of a full block.
+static VectorAccess planVectorAccess(KernelOp kernel) {
+  VectorAccess access;
+  RankedTensorType result = tensorType(kernel.getResult(0));
+  int64_t widest = storedBytes(result.getElementType());
+  for (auto [i, input] : llvm::enumerate(kernel.getInputs()))
+    if (tensorType(input).getShape() == result.getShape()) {
+      access.fullInputs.push_back(i);
+      widest =
+          std::max(widest, storedBytes(tensorType(input).getElementType()));
+    }
+  int64_t lanes = 16 / widest;
+  if (lanes >= 2 && result.getNumElements() >= lanes * kBlockSize)
+    access.lanes = lanes;
+  return access;
+}
+
+/// The index type of a grid-stride loop over `n` elements: 32-bit when
+/// every index it forms fits, the last one plus a whole grid's stride
+/// included (cheaper address arithmetic on the GPU), else 64-bit.
+static const char *indexType(int64_t n) {
+  return n <= INT32_MAX - kMaxGrid * kBlockSize ? "int" : "long long";
+}
+
+/// The vectorized main loop: each iteration loads `lanes` elements of every
+/// full input and stores `lanes` results with one access each. Runs only
+/// when every such pointer is aligned to its access (the caller's device
+/// pointers may not be); the scalar loop does the rest.
+static LogicalResult emitVectorLoop(KernelOp kernel, const VectorAccess &access,
+                                    llvm::raw_ostream &os) {
+  RankedTensorType resultType = tensorType(kernel.getResult(0));
+  ArrayRef<int64_t> shape = resultType.getShape();
+  int64_t n = resultType.getNumElements(), lanes = access.lanes;
+  const char *index = indexType(n);
+  Block &block = kernel.getBody().front();
+  auto accessBytes = [&](Type t) { return lanes * storedBytes(t); };
+  os << "  if (";
+  for (unsigned k : access.fullInputs)
+    os << "(unsigned long long)in" << k << " % "
+       << accessBytes(tensorType(block.getArgument(k)).getElementType())
+       << " == 0 && ";
+  os << "(unsigned long long)out0 % "
+     << accessBytes(resultType.getElementType()) << " == 0) {\n";
+  os << "    vectorEnd = " << n / lanes * lanes << ";\n";
+  os << "    for (" << index << " v = first; v < " << n / lanes
+     << "; v += stride) {\n";
+  os << "      " << index << " base = v * " << lanes << ";\n";
+  for (unsigned k : access.fullInputs) {
+    Type et = tensorType(block.getArgument(k)).getElementType();
+    // Aligned for the vector access into it.
+    os << "      alignas(16) " << storageType(et) << " l" << k << "[" << lanes
+       << "];\n"
+       << "      *(" << vectorType(accessBytes(et)) << " *)l" << k
+       << " = *(const " << vectorType(accessBytes(et)) << " *)(in" << k
+       << " + base);\n";
+  }
+  os << "      alignas(16) " << storageType(resultType.getElementType())
+     << " lo[" << lanes << "];\n";
+  os << "#pragma unroll\n";
+  os << "      for (int j = 0; j < " << lanes << "; ++j) {\n";
+  os << "        " << index << " i = base + j;\n";
+  BodyEmitter body(kernel, os);
+  for (unsigned k : access.fullInputs) {
+    BlockArgument arg = block.getArgument(k);
+    Type et = tensorType(arg).getElementType();
+    std::string name = body.fresh();
+    os << "        " << computeType(et) << " " << name << " = "
+       << loadExpr(et, "l" + std::to_string(k) + "[j]") << ";\n";
+    body.bind(arg, name);
+  }
+  for (Operation &op : block.without_terminator())
+    if (failed(body.emit(&op, "i", shape, "        ")))
+      return failure();
+  std::string value =
+      body.get(kernel.getYield().getValues()[0], "i", shape, "        ");
+  os << "        lo[j] = " << storeExpr(resultType.getElementType(), value)
+     << ";\n      }\n";
+  os << "      *(" << vectorType(accessBytes(resultType.getElementType()))
+     << " *)(out0 + base) = *(const "
+     << vectorType(accessBytes(resultType.getElementType())) << " *)lo;\n";
+  os << "    }\n  }\n";
+  return success();
+}
+
 FailureOr<LaunchGeometry> emitElementwise(KernelOp kernel, StringRef name,
                                           llvm::raw_ostream &os) {
   RankedTensorType resultType = tensorType(kernel.getResult(0));
   ArrayRef<int64_t> shape = resultType.getShape();
   int64_t n = resultType.getNumElements();
+  const char *index = indexType(n);
   emitSignature(kernel, name, os);
-  os << "  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; "
-        "i < "
-     << n << "LL; i += (long long)gridDim.x * blockDim.x) {\n";
+  auto ops = kernel.getBody().front().without_terminator();
+  bool atResultIndex = llvm::all_of(ops, [&](Operation &op) {
+    return isElementwise(&op) &&
+           tensorType(op.getResult(0)).getShape() == shape;
+  });
+  os << "  const " << index << " first = (" << index
+     << ")blockIdx.x * blockDim.x + threadIdx.x;\n"
+     << "  const " << index << " stride = (" << index
+     << ")gridDim.x * blockDim.x;\n"
+     << "  " << index << " vectorEnd = 0;\n";
+  // Every op at the result's index: vector accesses where they are aligned.
+  VectorAccess access =
+      atResultIndex ? planVectorAccess(kernel) : VectorAccess();
+  if (access.lanes > 1 && failed(emitVectorLoop(kernel, access, os)))
+    return failure();
+  os << "  for (" << index << " i = vectorEnd + first; i < " << n
+     << "; i += stride) {\n";
   BodyEmitter body(kernel, os);
   Value yielded = kernel.getYield().getValues()[0];
-  auto ops = kernel.getBody().front().without_terminator();
   std::string value;
-  if (llvm::all_of(ops, [&](Operation &op) {
-        return isElementwise(&op) &&
-               tensorType(op.getResult(0)).getShape() == shape;
-      })) {
+  if (atResultIndex) {
     // Every op at the result's index, in order.
     for (Operation &op : ops)
       if (failed(body.emit(&op, "i", shape, "    ")))
@@ -55,7 +186,7 @@ FailureOr<LaunchGeometry> emitElementwise(KernelOp kernel, StringRef name,
   os << "    out0[i] = " << storeExpr(resultType.getElementType(), value)
      << ";\n  }\n}\n";
   LaunchGeometry geometry;
-  geometry.grid[0] = gridFor(n);
+  geometry.grid[0] = gridFor((n + access.lanes - 1) / access.lanes);
   geometry.block[0] = kBlockSize;
   return geometry;
 }
@@ -76,8 +207,8 @@ FailureOr<LaunchGeometry> emitCopy(KernelOp kernel, StringRef name,
 FailureOr<LaunchGeometry> emitKernel(KernelOp kernel, StringRef name,
                                      llvm::raw_ostream &os) {
   if (kernel.getNumResults() != 1)
-    return kernel.emitOpError("has ") << kernel.getNumResults()
-                                      << " results; the CUDA target needs one";
+    return kernel.emitOpError("has ")
+           << kernel.getNumResults() << " results; the CUDA target needs one";
   for (Value v : kernel.getInputs())
     if (!tensorType(v).hasStaticShape())
       return kernel.emitOpError("has a dynamic shape");
@@ -93,9 +224,8 @@ FailureOr<LaunchGeometry> emitKernel(KernelOp kernel, StringRef name,
   case KernelKind::attention:
     return emitAttention(kernel, name, os);
   default:
-    return kernel.emitOpError("kind ")
-           << stringifyKernelKind(kernel.getKind())
-           << " has no CUDA generator yet";
+    return kernel.emitOpError("kind ") << stringifyKernelKind(kernel.getKind())
+                                       << " has no CUDA generator yet";
   }
 }
 

@@ -7,7 +7,7 @@
 // as the reference interpreter converts (a C cast is undefined there).
 // CHECK: #include <cuda_fp16.h>
 // CHECK: extern "C" __global__ void kiln_elementwise_0(const __half *__restrict__ in0, const __half *__restrict__ in1, long long *__restrict__ out0)
-// CHECK: i < 105LL
+// CHECK: for (int i = vectorEnd + first; i < 105; i += stride)
 // CHECK: float [[X:v[0-9]+]] = __half2float(in0[i]);
 // CHECK: float [[B:v[0-9]+]] = __half2float(in1[((i / 5LL) % 7LL) * 1LL]);
 // CHECK: float [[S:v[0-9]+]] = [[X]] + [[B]];
