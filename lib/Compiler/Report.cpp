@@ -57,9 +57,18 @@ std::string detailOf(const rt::Step &step) {
                          step.launch.block[0]);
   case rt::Step::Kind::Matmul: {
     const rt::MatmulStep &m = step.matmul;
-    return llvm::formatv("{0} batch {1} m {2} n {3} k {4}",
-                         rt::dtypeName(m.dtype), m.batch * m.outerBatch, m.m,
-                         m.n, m.k);
+    std::string detail =
+        llvm::formatv("{0} batch {1} m {2} n {3} k {4}", rt::dtypeName(m.dtype),
+                      m.batch * m.outerBatch, m.m, m.n, m.k);
+    // The epilogue cuBLASLt applies inside the call (kiln-fuse's GEMM
+    // kernels): no kernel of its own.
+    if (m.bias != rt::kNoBuffer)
+      detail += " +bias";
+    if (m.activation == rt::MatmulActivation::Relu)
+      detail += " +relu";
+    else if (m.activation == rt::MatmulActivation::Gelu)
+      detail += " +gelu";
+    return detail;
   }
   case rt::Step::Kind::Copy:
     return llvm::formatv("{0} bytes", step.copy.bytes);
@@ -208,9 +217,8 @@ int64_t liveLowerBoundOf(ModuleOp module) {
 /// The weights' size the report states.
 static int64_t weightBytesOf(const rt::Artifact &artifact,
                              const CompileReport &report) {
-  return report.weightBytes >= 0
-             ? report.weightBytes
-             : static_cast<int64_t>(artifact.weightBytes());
+  return report.weightBytes >= 0 ? report.weightBytes
+                                 : static_cast<int64_t>(artifact.weightBytes());
 }
 
 /// What ptxas gave the kernel of launch `step`, or null (not a launch, or
@@ -272,8 +280,8 @@ void printReportText(const rt::Artifact &artifact, const CompileReport &report,
       maxRegisters = std::max(maxRegisters, k.registers);
       spilling += k.spillStoreBytes + k.spillLoadBytes > 0;
     }
-    os << "kernels (ptxas, " << artifact.arch << "): "
-       << report.kernelResources.size() << ", at most " << maxRegisters
+    os << "kernels (ptxas, " << artifact.arch
+       << "): " << report.kernelResources.size() << ", at most " << maxRegisters
        << " registers, " << spilling << " spilling\n";
   }
   os << "roofline: " << scaled(roofline.flops, "FLOP") << ", "
@@ -282,15 +290,14 @@ void printReportText(const rt::Artifact &artifact, const CompileReport &report,
     os << "; floor on " << roofline.gpu->name << " "
        << scaledTime(roofline.floor) << " (compute "
        << scaledTime(roofline.computeFloor) << ", memory "
-       << scaledTime(roofline.memoryFloor) << ")\n  peaks: "
-       << roofline.gpu->origin;
+       << scaledTime(roofline.memoryFloor)
+       << ")\n  peaks: " << roofline.gpu->origin;
   os << "\n";
   os << "memory: peak arena " << artifact.arenaBytes << " bytes";
   if (report.liveLowerBoundBytes > 0)
-    os << llvm::formatv(" (live lower bound {0} bytes, {1:f2}x)",
-                        report.liveLowerBoundBytes,
-                        double(artifact.arenaBytes) /
-                            double(report.liveLowerBoundBytes));
+    os << llvm::formatv(
+        " (live lower bound {0} bytes, {1:f2}x)", report.liveLowerBoundBytes,
+        double(artifact.arenaBytes) / double(report.liveLowerBoundBytes));
   else if (report.liveLowerBoundBytes == 0)
     os << " (live lower bound 0 bytes)";
   os << ", weights " << weightBytesOf(artifact, report) << " bytes\n";
@@ -329,24 +336,22 @@ void printReportJson(const rt::Artifact &artifact, const CompileReport &report,
     if (roofline.gpu)
       launch["floor_us"] = floorSeconds(cost, *roofline.gpu) * 1e6;
     if (step.kind == rt::Step::Kind::Launch) {
-      launch["grid"] = llvm::json::Array{step.launch.grid[0],
-                                         step.launch.grid[1],
-                                         step.launch.grid[2]};
-      launch["block"] = llvm::json::Array{step.launch.block[0],
-                                          step.launch.block[1],
-                                          step.launch.block[2]};
+      launch["grid"] = llvm::json::Array{
+          step.launch.grid[0], step.launch.grid[1], step.launch.grid[2]};
+      launch["block"] = llvm::json::Array{
+          step.launch.block[0], step.launch.block[1], step.launch.block[2]};
       if (const KernelResources *k = resourcesOf(artifact, report, step)) {
         Occupancy occupancy = occupancyOnSm90(*k, threadsOf(step));
-        launch["resources"] = llvm::json::Object{
-            {"registers", k->registers},
-            {"barriers", k->barriers},
-            {"shared_bytes", k->sharedBytes},
-            {"stack_bytes", k->stackBytes},
-            {"spill_store_bytes", k->spillStoreBytes},
-            {"spill_load_bytes", k->spillLoadBytes},
-            {"blocks_per_sm", occupancy.blocksPerSM},
-            {"occupancy", occupancy.fraction},
-            {"occupancy_limited_by", occupancy.limitedBy}};
+        launch["resources"] =
+            llvm::json::Object{{"registers", k->registers},
+                               {"barriers", k->barriers},
+                               {"shared_bytes", k->sharedBytes},
+                               {"stack_bytes", k->stackBytes},
+                               {"spill_store_bytes", k->spillStoreBytes},
+                               {"spill_load_bytes", k->spillLoadBytes},
+                               {"blocks_per_sm", occupancy.blocksPerSM},
+                               {"occupancy", occupancy.fraction},
+                               {"occupancy_limited_by", occupancy.limitedBy}};
       }
     } else if (step.kind == rt::Step::Kind::Matmul) {
       const rt::MatmulStep &m = step.matmul;
@@ -371,8 +376,7 @@ void printReportJson(const rt::Artifact &artifact, const CompileReport &report,
       {"live_lower_bound_bytes", report.liveLowerBoundBytes},
       {"weight_bytes", weightBytesOf(artifact, report)},
       {"precision", report.precision}};
-  llvm::json::Object line{{"flops", roofline.flops},
-                          {"bytes", roofline.bytes}};
+  llvm::json::Object line{{"flops", roofline.flops}, {"bytes", roofline.bytes}};
   if (roofline.gpu) {
     line["gpu"] = roofline.gpu->name;
     line["floor_us"] = roofline.floor * 1e6;

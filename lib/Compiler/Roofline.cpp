@@ -76,6 +76,10 @@ std::vector<double> kernelFlopsOf(ModuleOp module) {
   std::vector<double> flops;
   for (auto func : module.getOps<func::FuncOp>())
     for (auto kernel : func.getOps<KernelOp>()) {
+      // A GEMM kernel is a cuBLASLt step, not a launch: costOf counts it
+      // from the step, and the launches' numbering skips it.
+      if (kernel.getKind() == KernelKind::gemm)
+        continue;
       double total = 0;
       kernel.getBody().walk([&](Operation *op) { total += flopsOf(op); });
       flops.push_back(total);
@@ -101,9 +105,17 @@ StepCost costOf(const rt::Artifact &artifact, const rt::Step &step,
     const rt::MatmulStep &m = step.matmul;
     double batch = double(m.batch) * double(m.outerBatch);
     cost.flops = 2.0 * batch * m.m * m.n * m.k;
+    // The epilogue: one operation per element for the bias and for the
+    // activation, as flopsOf counts them in a kernel.
+    double elements = batch * m.m * m.n;
+    cost.flops += elements * ((m.bias != rt::kNoBuffer) +
+                              (m.activation != rt::MatmulActivation::None));
     const rt::Buffer &c = artifact.buffers[m.c];
     cost.bytes = artifact.buffers[m.a].bytes + artifact.buffers[m.b].bytes +
                  c.bytes * (m.beta != 0 ? 2 : 1);
+    // The epilogue's bias is read once; its activation costs no memory.
+    if (m.bias != rt::kNoBuffer)
+      cost.bytes += double(m.n) * rt::dtypeSize(m.dtype);
     cost.tensorCores = m.dtype == rt::DType::F16 || m.dtype == rt::DType::BF16;
     break;
   }

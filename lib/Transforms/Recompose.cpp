@@ -7,9 +7,9 @@
 
 #include "kiln/Transforms/Passes.h"
 
+#include "kiln/ConstantData/HostTensor.h"
 #include "kiln/Dialect/Kiln/KilnOps.h"
 #include "kiln/Dialect/Kiln/TensorNames.h"
-#include "kiln/ConstantData/HostTensor.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
@@ -92,8 +92,8 @@ Value peelSoftcap(Value v, double &softcap) {
       continue;
     std::optional<double> by = scalar(ratio->getOperand(1));
     bool divides = isa<DivOp>(ratio) && by && *by == *cap;
-    bool multiplies = isa<MulOp>(ratio) && by &&
-                      std::fabs(*by * *cap - 1.0) <= 1e-6;
+    bool multiplies =
+        isa<MulOp>(ratio) && by && std::fabs(*by * *cap - 1.0) <= 1e-6;
     if (!divides && !multiplies)
       continue;
     softcap = *cap;
@@ -201,7 +201,8 @@ struct RecomposeAttention : OpRewritePattern<SoftmaxOp> {
   LogicalResult matchAndRewrite(SoftmaxOp softmax,
                                 PatternRewriter &rewriter) const override {
     if (softmax.getType().getRank() != 4 || softmax.getAxis() != 3)
-      return rewriter.notifyMatchFailure(softmax, "not a 4-D last-axis softmax");
+      return rewriter.notifyMatchFailure(softmax,
+                                         "not a 4-D last-axis softmax");
     // The softmax's input and result, or with a sink the scores and the
     // probabilities sliced out of it; NaN-guarded probabilities stand for the
     // softmax's result.
@@ -253,8 +254,7 @@ struct RecomposeAttention : OpRewritePattern<SoftmaxOp> {
     double softcap = 0.0;
     scores = peelScale(peelSoftcap(scores, softcap), scale);
     auto product = scores.getDefiningOp<MatmulOp>();
-    if (!product || !product->hasOneUse() ||
-        product.getType().getRank() != 4 ||
+    if (!product || !product->hasOneUse() || product.getType().getRank() != 4 ||
         product.getType() != probsType)
       return rewriter.notifyMatchFailure(softmax, "no q.k^T matmul");
 
@@ -272,7 +272,8 @@ struct RecomposeAttention : OpRewritePattern<SoftmaxOp> {
     // Queries stored transposed (the transpose folded into the product).
     if (product.getTransposeLhs())
       query = swapLastTwo(rewriter, loc, query);
-    Value key = product.getTransposeRhs() ? keyT : swapLastTwo(rewriter, loc, keyT);
+    Value key =
+        product.getTransposeRhs() ? keyT : swapLastTwo(rewriter, loc, keyT);
     Value value = context.getRhs();
     if (context.getTransposeRhs())
       value = swapLastTwo(rewriter, loc, value);
@@ -286,7 +287,8 @@ struct RecomposeAttention : OpRewritePattern<SoftmaxOp> {
       Value zero = ConstantOp::create(
           rewriter, loc,
           cast<ElementsAttr>(DenseElementsAttr::get(
-              scalarType, rewriter.getFloatAttr(probsType.getElementType(), 0.0))));
+              scalarType,
+              rewriter.getFloatAttr(probsType.getElementType(), 0.0))));
       Value fillValue = ConstantOp::create(
           rewriter, loc,
           cast<ElementsAttr>(DenseElementsAttr::get(
@@ -303,7 +305,8 @@ struct RecomposeAttention : OpRewritePattern<SoftmaxOp> {
     if (failed(resultType) || *resultType != context.getType())
       return rewriter.notifyMatchFailure(softmax, "shapes do not fit");
     auto attention = AttentionOp::create(
-        rewriter, rewriter.getFusedLoc({product.getLoc(), loc, context.getLoc()}),
+        rewriter,
+        rewriter.getFusedLoc({product.getLoc(), loc, context.getLoc()}),
         *resultType, query, key, value, mask,
         rewriter.getF32FloatAttr(static_cast<float>(scale)),
         rewriter.getF32FloatAttr(static_cast<float>(softcap)),
@@ -321,7 +324,8 @@ bool areTrailingAxes(ArrayRef<int64_t> axes, int64_t rank) {
   if (axes.empty())
     return false;
   for (auto [i, axis] : llvm::enumerate(axes))
-    if (axis != rank - static_cast<int64_t>(axes.size()) + static_cast<int64_t>(i))
+    if (axis !=
+        rank - static_cast<int64_t>(axes.size()) + static_cast<int64_t>(i))
       return false;
   return true;
 }
@@ -379,8 +383,7 @@ struct RecomposeLayerNorm : OpRewritePattern<DivOp> {
       auto t = cast<RankedTensorType>(v.getType());
       return t.getRank() <= static_cast<int64_t>(normalized.size()) &&
              t.getElementType() == type.getElementType() &&
-             llvm::equal(t.getShape(),
-                         normalized.take_back(t.getRank()));
+             llvm::equal(t.getShape(), normalized.take_back(t.getRank()));
     };
     Operation *root = div;
     Value gamma, beta;
@@ -410,7 +413,8 @@ struct RecomposeLayerNorm : OpRewritePattern<DivOp> {
               onesType, rewriter.getFloatAttr(type.getElementType(), 1.0))));
     }
     auto norm = LayerNormOp::create(
-        rewriter, rewriter.getFusedLoc({mean.getLoc(), div.getLoc(), root->getLoc()}),
+        rewriter,
+        rewriter.getFusedLoc({mean.getLoc(), div.getLoc(), root->getLoc()}),
         type, x, gamma, beta, rewriter.getI64IntegerAttr(axis),
         rewriter.getF32FloatAttr(static_cast<float>(*epsilon)));
     copyTensorNames(root, norm);
@@ -419,11 +423,191 @@ struct RecomposeLayerNorm : OpRewritePattern<DivOp> {
   }
 };
 
+/// Whether `value` is within a relative `tolerance` of `expected`:
+/// exporters round their constants (1.4142135 for sqrt(2)) and some write
+/// them in 16 bits.
+bool near(double value, double expected, double tolerance = 1e-3) {
+  return std::fabs(value - expected) <= tolerance * std::fabs(expected);
+}
+
+/// Collects the factors of a product tree rooted at `root` (a kiln.mul, its
+/// kiln.mul operands of one use each, and so on) into `factors`, with the
+/// one-element constants among them multiplied into `scale`, the ops into
+/// `ops`. Factors stay at the root's type; a broadcasting product is not
+/// one of x's elements and ends the tree.
+void collectProduct(MulOp root, SmallVectorImpl<Value> &factors, double &scale,
+                    SmallVectorImpl<Operation *> &ops) {
+  SmallVector<Value> worklist{root.getResult()};
+  Type type = root.getType();
+  while (!worklist.empty()) {
+    Value v = worklist.pop_back_val();
+    auto mul = v.getDefiningOp<MulOp>();
+    bool inner = mul && (v == root.getResult() || v.hasOneUse()) &&
+                 mul.getType() == type;
+    if (!inner) {
+      std::optional<double> c = splatValue(v);
+      if (c && cast<RankedTensorType>(v.getType()).getNumElements() == 1)
+        scale *= *c;
+      else
+        factors.push_back(v);
+      continue;
+    }
+    ops.push_back(mul);
+    worklist.push_back(mul.getRhs());
+    worklist.push_back(mul.getLhs());
+  }
+}
+
+/// Returns `u` when `v` is `1 + u` or `u + 1` (one-element 1, one use).
+Value peelPlusOne(Value v) {
+  auto add = v.getDefiningOp<AddOp>();
+  if (!add || !v.hasOneUse() || add.getType() != add.getLhs().getType())
+    return {};
+  if (splatValue(add.getRhs()) == 1.0)
+    return add.getLhs();
+  if (splatValue(add.getLhs()) == 1.0 &&
+      add.getType() == add.getRhs().getType())
+    return add.getRhs();
+  return {};
+}
+
+/// Whether `v` is x^3: `pow(x, 3)`, `x * x * x` or `(x * x) * x`, each
+/// step of one use.
+bool isCube(Value v, Value x) {
+  if (!v.hasOneUse())
+    return false;
+  if (auto pow = v.getDefiningOp<PowOp>())
+    return pow.getLhs() == x && splatValue(pow.getRhs()) == 3.0;
+  auto mul = v.getDefiningOp<MulOp>();
+  if (!mul)
+    return false;
+  for (int side = 0; side < 2; ++side) {
+    Value square = mul->getOperand(side);
+    auto inner = square.getDefiningOp<MulOp>();
+    if (mul->getOperand(1 - side) == x && inner && square.hasOneUse() &&
+        inner.getLhs() == x && inner.getRhs() == x)
+      return true;
+  }
+  return false;
+}
+
+/// The argument of GELU's tanh form as ONNX Runtime's FastGelu fusion
+/// writes it, sqrt(2/pi) * x * (1 + 0.044715 * x * x): returns x, or null.
+Value matchFactoredTanhArgument(Value v) {
+  auto mul = v.getDefiningOp<MulOp>();
+  if (!mul || !v.hasOneUse())
+    return {};
+  SmallVector<Value> factors, square;
+  SmallVector<Operation *> ops;
+  double scale = 1.0, cubic = 1.0;
+  collectProduct(mul, factors, scale, ops);
+  if (factors.size() != 2 || !near(scale, std::sqrt(2.0 / M_PI)))
+    return {};
+  for (int side = 0; side < 2; ++side) {
+    Value x = factors[side];
+    Value u = peelPlusOne(factors[1 - side]);
+    auto product = u ? u.getDefiningOp<MulOp>() : MulOp();
+    if (!product || !u.hasOneUse())
+      continue;
+    square.clear();
+    cubic = 1.0;
+    collectProduct(product, square, cubic, ops);
+    if (near(cubic, 0.044715) && square.size() == 2 && square[0] == x &&
+        square[1] == x)
+      return x;
+  }
+  return {};
+}
+
+/// The argument of GELU's tanh form, sqrt(2/pi) * (x + 0.044715 * x^3) or
+/// the factored form above: returns x, or null.
+Value matchTanhArgument(Value v) {
+  if (Value x = matchFactoredTanhArgument(v))
+    return x;
+  double scale = 1.0;
+  Value inner = peelScale(v, scale);
+  auto add = inner.getDefiningOp<AddOp>();
+  if (!near(scale, std::sqrt(2.0 / M_PI)) || !add || !inner.hasOneUse())
+    return {};
+  for (int side = 0; side < 2; ++side) {
+    Value x = add->getOperand(side);
+    double cubic = 1.0;
+    Value cube = peelScale(add->getOperand(1 - side), cubic);
+    if (x.getType() == add.getType() && near(cubic, 0.044715) &&
+        isCube(cube, x))
+      return x;
+  }
+  return {};
+}
+
+/// GELU as exporters decompose it, `0.5 * x * (1 + erf(x / sqrt(2)))` or
+/// the tanh form `0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3)))`,
+/// the product in any order and grouping, the constants multiplied or
+/// divided; every intermediate of one use. From the outermost product.
+struct RecomposeGelu : OpRewritePattern<MulOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(MulOp root,
+                                PatternRewriter &rewriter) const override {
+    // A product inside a larger one is tried on its own too: when it is
+    // exactly GELU, the larger product multiplies the GELU.
+    SmallVector<Value> factors;
+    SmallVector<Operation *> ops;
+    double half = 1.0;
+    collectProduct(root, factors, half, ops);
+    if (factors.size() != 2 || !near(half, 0.5))
+      return rewriter.notifyMatchFailure(root, "not 0.5 * x * (1 + f)");
+    for (int side = 0; side < 2; ++side) {
+      Value x = factors[side];
+      Value cdf = peelPlusOne(factors[1 - side]);
+      Operation *f = cdf ? cdf.getDefiningOp() : nullptr;
+      if (!f || !cdf.hasOneUse() || x.getType() != root.getType())
+        continue;
+      GeluApproximation form;
+      if (auto erf = dyn_cast<ErfOp>(f)) {
+        double scale = 1.0;
+        if (peelScale(erf.getInput(), scale) != x ||
+            !near(scale, 1.0 / std::sqrt(2.0)))
+          continue;
+        form = GeluApproximation::none;
+      } else if (auto tanh = dyn_cast<TanhOp>(f)) {
+        if (matchTanhArgument(tanh.getInput()) != x)
+          continue;
+        form = GeluApproximation::tanh;
+      } else {
+        continue;
+      }
+      // Located at the ONNX nodes it replaces (the products, the + 1, the
+      // erf or tanh and what computes its argument from x), so that
+      // reports name them. The match bounds that argument to a few ops.
+      SmallVector<Location> locs{factors[1 - side].getDefiningOp()->getLoc()};
+      for (Operation *op : ops)
+        locs.push_back(op->getLoc());
+      SmallVector<Operation *> argument{f};
+      for (size_t i = 0; i < argument.size() && i < 16; ++i) {
+        locs.push_back(argument[i]->getLoc());
+        for (Value operand : argument[i]->getOperands())
+          if (Operation *def = operand.getDefiningOp();
+              def && operand != x && !isa<ConstantOp>(def))
+            argument.push_back(def);
+      }
+      rewriter.setInsertionPoint(root);
+      auto gelu = GeluOp::create(rewriter, rewriter.getFusedLoc(locs),
+                                 root.getType(), x, form);
+      copyTensorNames(root, gelu);
+      rewriter.replaceOp(root, gelu.getResult());
+      return success();
+    }
+    return rewriter.notifyMatchFailure(root, "no x * (1 + erf|tanh(...))");
+  }
+};
+
 struct KilnRecomposePass
     : public kiln::impl::KilnRecomposePassBase<KilnRecomposePass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
-    patterns.add<RecomposeAttention, RecomposeLayerNorm>(&getContext());
+    patterns.add<RecomposeAttention, RecomposeGelu, RecomposeLayerNorm>(
+        &getContext());
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();
   }

@@ -82,6 +82,8 @@ std::string kiln::rt::serializeArtifactPrefix(const Artifact &a,
       w.u32(m.c);
       w.f32(m.alpha);
       w.f32(m.beta);
+      w.u32(m.bias);
+      w.u8(static_cast<uint8_t>(m.activation));
       break;
     }
     case Step::Kind::Copy:
@@ -224,8 +226,14 @@ bool kiln::rt::deserializeArtifact(const char *data, size_t size, Artifact &out,
           return fail();
       if (!r.u32(m.a, "matmul a") || !r.u32(m.b, "matmul b") ||
           !r.u32(m.c, "matmul c") || !r.f32(m.alpha, "alpha") ||
-          !r.f32(m.beta, "beta"))
+          !r.f32(m.beta, "beta") || !r.u32(m.bias, "matmul bias"))
         return fail();
+      uint8_t activation = 0;
+      if (!r.u8(activation, "matmul activation"))
+        return fail();
+      if (activation > static_cast<uint8_t>(kLastMatmulActivation))
+        return r.fail("invalid matmul activation"), fail();
+      m.activation = static_cast<MatmulActivation>(activation);
       break;
     }
     case Step::Kind::Copy:

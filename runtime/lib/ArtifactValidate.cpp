@@ -44,9 +44,9 @@ static bool matmulOperandFits(const Buffer &buf, int64_t outerBatch,
     return false;
   // The last matrix starts at (outerBatch - 1) * outerStride +
   // (batch - 1) * stride.
-  for (auto [count, step] : {std::pair<int64_t, int64_t>{batch, stride},
-                             std::pair<int64_t, int64_t>{outerBatch,
-                                                         outerStride}}) {
+  for (auto [count, step] :
+       {std::pair<int64_t, int64_t>{batch, stride},
+        std::pair<int64_t, int64_t>{outerBatch, outerStride}}) {
     uint64_t tail = 0;
     if (count > 1 && step > 0 &&
         (!checkedMul(static_cast<uint64_t>(count - 1),
@@ -169,8 +169,9 @@ bool kiln::rt::validateArtifact(const Artifact &a, std::string &error,
       BufferKind kind = a.buffers[id].kind;
       if (kind == BufferKind::Arena || kind == BufferKind::Output)
         return true;
-      return fail(where + what + " " + bufName(id) +
-                  " is not writable (weights, splats and inputs are read-only)");
+      return fail(
+          where + what + " " + bufName(id) +
+          " is not writable (weights, splats and inputs are read-only)");
     };
     switch (step.kind) {
     case Step::Kind::Launch: {
@@ -240,6 +241,18 @@ bool kiln::rt::validateArtifact(const Artifact &a, std::string &error,
         return fail(where + "matmul c does not fit in " + bufName(m.c));
       if (sameStorageOverlap(bc, ba) || sameStorageOverlap(bc, bb))
         return fail(where + "matmul output c overlaps an operand");
+      if (m.bias != kNoBuffer) {
+        if (!checkId(m.bias, "matmul bias"))
+          return false;
+        const Buffer &bias = a.buffers[m.bias];
+        if (bias.dtype != m.dtype ||
+            bias.bytes < static_cast<uint64_t>(m.n) * dtypeSize(m.dtype))
+          return fail(where + "matmul bias " + bufName(m.bias) + " must hold " +
+                      std::to_string(m.n) + " elements of " +
+                      dtypeName(m.dtype));
+        if (sameStorageOverlap(bc, bias))
+          return fail(where + "matmul output c overlaps its bias");
+      }
       break;
     }
     case Step::Kind::Copy: {

@@ -74,6 +74,19 @@ constexpr int32_t kOpT = 1;
 constexpr int kDescTransA = 3;
 /// `CUBLASLT_MATMUL_DESC_TRANSB` (int32_t).
 constexpr int kDescTransB = 4;
+/// `CUBLASLT_MATMUL_DESC_EPILOGUE` (uint32_t).
+constexpr int kDescEpilogue = 7;
+/// `CUBLASLT_MATMUL_DESC_BIAS_POINTER` (const void *).
+constexpr int kDescBiasPointer = 8;
+/// `CUBLASLT_EPILOGUE_DEFAULT`.
+constexpr uint32_t kEpilogueDefault = 1;
+/// `CUBLASLT_EPILOGUE_RELU`.
+constexpr uint32_t kEpilogueRelu = 2;
+/// `CUBLASLT_EPILOGUE_BIAS`: or-ed into the activations (RELU_BIAS,
+/// GELU_BIAS).
+constexpr uint32_t kEpilogueBias = 4;
+/// `CUBLASLT_EPILOGUE_GELU`.
+constexpr uint32_t kEpilogueGelu = 32;
 /// `CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT` (int32_t).
 constexpr int kLayoutBatchCount = 5;
 /// `CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET` (int64_t).

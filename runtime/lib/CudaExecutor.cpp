@@ -86,10 +86,10 @@ struct MatmulPlan {
   uint64_t strideBytes[3] = {0, 0, 0};
 
   /// An algorithm chosen by the heuristic for one alignment class of the
-  /// operand pointers (cuBLAS's A, B, C order).
+  /// operand pointers (cuBLAS's A, B, C order, then the bias).
   struct Choice {
     /// Guaranteed alignments the algorithm was chosen for.
-    uint32_t align[3];
+    uint32_t align[4];
     /// The algorithm.
     lt::MatmulAlgo algo;
   };
@@ -156,8 +156,9 @@ private:
   Status initializeInContext();
   Status loadKernels();
   Status prepareMatmul(size_t stepIndex, MatmulPlan &plan);
-  Status chooseAlgo(MatmulPlan &plan, const uint32_t align[3],
+  Status chooseAlgo(MatmulPlan &plan, const uint32_t align[4],
                     const lt::MatmulAlgo *&algo);
+  Status setBiasPointer(MatmulPlan &plan, cu::DevicePtr bias);
   /// Device buffers for host-memory I/O, each with a page-locked host
   /// mirror so that the copies between them are asynchronous DMA.
   struct Staging {
@@ -504,6 +505,26 @@ Status CudaExecutor::prepareMatmul(size_t stepIndex, MatmulPlan &plan) {
                        "setting TRANSB");
       !s.isOk())
     return s;
+  // The epilogue: bias (a vector over D's rows, which are our columns),
+  // then the activation. The bias pointer is set per call; a stand-in with
+  // the largest alignment guides the first choice of algorithm.
+  uint32_t epilogue = lt::kEpilogueDefault;
+  if (m.activation == MatmulActivation::Relu)
+    epilogue = lt::kEpilogueRelu;
+  else if (m.activation == MatmulActivation::Gelu)
+    epilogue = lt::kEpilogueGelu;
+  if (m.bias != kNoBuffer)
+    epilogue =
+        (epilogue == lt::kEpilogueDefault ? 0 : epilogue) | lt::kEpilogueBias;
+  if (epilogue != lt::kEpilogueDefault)
+    if (Status s =
+            check(ltApi->matmulDescSetAttribute(plan.desc, lt::kDescEpilogue,
+                                                &epilogue, sizeof(epilogue)),
+                  "setting the epilogue");
+        !s.isOk())
+      return s;
+  if (Status s = setBiasPointer(plan, kMaxAlign); !s.isOk())
+    return s;
   int type = ltType(m.dtype);
   uint64_t elem = dtypeSize(m.dtype);
   // Our B is stored row-major as (k x n), or (n x k) when transposed; its
@@ -549,15 +570,28 @@ Status CudaExecutor::prepareMatmul(size_t stepIndex, MatmulPlan &plan) {
   }
   // Pick the algorithm for the alignment the arena gives now, so that a
   // shape cuBLASLt cannot run fails at the first run, not later.
-  uint32_t align[3] = {kMaxAlign, kMaxAlign, kMaxAlign};
+  uint32_t align[4] = {kMaxAlign, kMaxAlign, kMaxAlign, kMaxAlign};
   const lt::MatmulAlgo *algo = nullptr;
   return chooseAlgo(plan, align, algo);
 }
 
-Status CudaExecutor::chooseAlgo(MatmulPlan &plan, const uint32_t align[3],
+Status CudaExecutor::setBiasPointer(MatmulPlan &plan, cu::DevicePtr bias) {
+  if (artifact.steps[plan.step].matmul.bias == kNoBuffer)
+    return Status::ok();
+  const void *pointer = reinterpret_cast<const void *>(bias);
+  if (lt::LtStatus st = ltApi->matmulDescSetAttribute(
+          plan.desc, lt::kDescBiasPointer, &pointer, sizeof(pointer));
+      st != lt::kSuccess)
+    return lt::cublasError(*ltApi, st,
+                           "matmul step " + std::to_string(plan.step) +
+                               ": setting the bias pointer");
+  return Status::ok();
+}
+
+Status CudaExecutor::chooseAlgo(MatmulPlan &plan, const uint32_t align[4],
                                 const lt::MatmulAlgo *&algo) {
   for (const MatmulPlan::Choice &c : plan.choices)
-    if (std::equal(c.align, c.align + 3, align)) {
+    if (std::equal(c.align, c.align + 4, align)) {
       algo = &c.algo;
       return Status::ok();
     }
@@ -594,7 +628,7 @@ Status CudaExecutor::chooseAlgo(MatmulPlan &plan, const uint32_t align[3],
             " bytes");
   }
   MatmulPlan::Choice choice;
-  std::copy(align, align + 3, choice.align);
+  std::copy(align, align + 4, choice.align);
   choice.algo = result.algo;
   plan.choices.push_back(choice);
   algo = &plan.choices.back().algo;
@@ -733,14 +767,19 @@ Status CudaExecutor::issueSteps(const std::vector<cu::DevicePtr> &in,
                                        m.outerStrideC};
       cu::DevicePtr base[3] = {address(m.b, in, out), address(m.a, in, out),
                                address(m.c, in, out)};
+      cu::DevicePtr bias =
+          m.bias == kNoBuffer ? kMaxAlign : address(m.bias, in, out);
+      if (Status s = setBiasPointer(plan, bias); !s.isOk())
+        return s;
       for (int64_t o = 0; o < m.outerBatch; ++o) {
         cu::DevicePtr ptrs[3];
-        uint32_t align[3];
+        uint32_t align[4];
         for (int j = 0; j < 3; ++j) {
           ptrs[j] = base[j] + static_cast<uint64_t>(o * outerStrides[j]) * elem;
           align[j] =
               std::min(alignmentOf(ptrs[j]), alignmentOf(plan.strideBytes[j]));
         }
+        align[3] = alignmentOf(bias);
         const lt::MatmulAlgo *algo = nullptr;
         if (Status s = chooseAlgo(plan, align, algo); !s.isOk())
           return s;

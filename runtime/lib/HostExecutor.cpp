@@ -381,7 +381,8 @@ Status HostExecutor::runSteps() {
     }
     case Step::Kind::Matmul: {
       const MatmulStep &m = step.matmul;
-      runGemm(m, address[m.a], address[m.b], address[m.c]);
+      runGemm(m, address[m.a], address[m.b], address[m.c],
+              m.bias == kNoBuffer ? nullptr : address[m.bias]);
       break;
     }
     case Step::Kind::Copy: {

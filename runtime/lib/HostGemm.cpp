@@ -22,6 +22,7 @@
 #include "kiln_cuda_host_math.h"
 
 #include <algorithm>
+#include <cmath>
 #include <vector>
 
 using namespace kiln::rt;
@@ -74,9 +75,26 @@ void store(DType dtype, void *base, int64_t index, Acc value) {
   }
 }
 
+/// The epilogue's activation of `x`, as cuBLASLt computes it (its GELU is the
+/// tanh approximation).
+template <class Acc> Acc activate(MatmulActivation activation, Acc x) {
+  switch (activation) {
+  case MatmulActivation::Relu:
+    return x > Acc(0) ? x : Acc(0);
+  case MatmulActivation::Gelu: {
+    const Acc k = Acc(0.7978845608028654); // sqrt(2 / pi)
+    return Acc(0.5) * x *
+           (Acc(1) + std::tanh(k * (x + Acc(0.044715) * x * x * x)));
+  }
+  default:
+    return x;
+  }
+}
+
 /// The GEMM with products accumulated in `Acc`.
 template <class Acc>
-void runGemmIn(const MatmulStep &s, const void *a, const void *b, void *c) {
+void runGemmIn(const MatmulStep &s, const void *a, const void *b, void *c,
+               const void *bias) {
   const int64_t m = s.m, n = s.n, k = s.k;
   const Acc alpha = s.alpha, beta = s.beta;
   std::vector<Acc> lhs(static_cast<size_t>(m * k)),
@@ -114,7 +132,10 @@ void runGemmIn(const MatmulStep &s, const void *a, const void *b, void *c) {
         Acc value = alpha * row[j];
         if (beta != Acc(0))
           value += beta * load<Acc>(s.dtype, c, cBase + i * n + j);
-        store<Acc>(s.dtype, c, cBase + i * n + j, value);
+        if (bias)
+          value += load<Acc>(s.dtype, bias, j);
+        store<Acc>(s.dtype, c, cBase + i * n + j,
+                   activate(s.activation, value));
       }
     }
   }
@@ -123,9 +144,9 @@ void runGemmIn(const MatmulStep &s, const void *a, const void *b, void *c) {
 } // namespace
 
 void kiln::rt::host::runGemm(const MatmulStep &s, const void *a, const void *b,
-                             void *c) {
+                             void *c, const void *bias) {
   if (s.dtype == DType::F64)
-    runGemmIn<double>(s, a, b, c);
+    runGemmIn<double>(s, a, b, c, bias);
   else
-    runGemmIn<float>(s, a, b, c);
+    runGemmIn<float>(s, a, b, c, bias);
 }

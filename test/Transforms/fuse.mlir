@@ -215,3 +215,131 @@ func.func @embedding_layer_norm(%words: tensor<50x8xf32>, %ids: tensor<2x5xi64>,
   %n = kiln.layer_norm %s, %g, %b {axis = 2 : i64, epsilon = 1.0e-5 : f32} : (tensor<2x5x8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<2x5x8xf32>
   return %n : tensor<2x5x8xf32>
 }
+
+// -----
+
+// A bias over the columns and a ReLU after a matmul: one GEMM kernel, which
+// the CUDA target turns into one cuBLASLt call with its epilogue.
+// CHECK-LABEL: func @gemm_bias_relu
+// CHECK: %[[K:.*]] = kiln.kernel gemm(%arg0, %arg1, %arg2)
+// CHECK-NEXT: ^bb0(%[[A:.*]]: tensor<2x5x3xf32>, %[[W:.*]]: tensor<3x7xf32>, %[[B:.*]]: tensor<1x7xf32>):
+// CHECK-NEXT: %[[P:.*]] = kiln.matmul %[[A]], %[[W]]
+// CHECK-NEXT: %[[S:.*]] = kiln.add %[[P]], %[[B]]
+// CHECK-NEXT: %[[R:.*]] = kiln.relu %[[S]]
+// CHECK-NEXT: kiln.yield %[[R]]
+// CHECK: return %[[K]]
+func.func @gemm_bias_relu(%a: tensor<2x5x3xf32>, %w: tensor<3x7xf32>, %b: tensor<1x7xf32>) -> tensor<2x5x7xf32> {
+  %p = kiln.matmul %a, %w : (tensor<2x5x3xf32>, tensor<3x7xf32>) -> tensor<2x5x7xf32>
+  %s = kiln.add %p, %b : (tensor<2x5x7xf32>, tensor<1x7xf32>) -> tensor<2x5x7xf32>
+  %r = kiln.relu %s : tensor<2x5x7xf32>
+  return %r : tensor<2x5x7xf32>
+}
+
+// -----
+
+// The tanh GELU joins an fp32 GEMM; the bias may come first in the add.
+// CHECK-LABEL: func @gemm_bias_gelu_tanh
+// CHECK: kiln.kernel gemm
+// CHECK: kiln.matmul
+// CHECK: kiln.add
+// CHECK: kiln.gelu {{.*}} approximate = tanh
+// CHECK-NEXT: kiln.yield
+func.func @gemm_bias_gelu_tanh(%a: tensor<4x8xf32>, %w: tensor<8x16xf32>, %b: tensor<16xf32>) -> tensor<4x16xf32> {
+  %p = kiln.matmul %a, %w : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x16xf32>
+  %s = kiln.add %b, %p : (tensor<16xf32>, tensor<4x16xf32>) -> tensor<4x16xf32>
+  %g = kiln.gelu %s approximate = tanh : tensor<4x16xf32>
+  return %g : tensor<4x16xf32>
+}
+
+// -----
+
+// The erf GELU joins a 16-bit GEMM: the tanh form cuBLASLt computes is
+// within the 16-bit rounding of it.
+// CHECK-LABEL: func @gemm_bias_gelu_erf_f16
+// CHECK: kiln.kernel gemm
+// CHECK: kiln.gelu
+// CHECK-NEXT: kiln.yield
+func.func @gemm_bias_gelu_erf_f16(%a: tensor<4x8xf16>, %w: tensor<8x16xf16>, %b: tensor<16xf16>) -> tensor<4x16xf16> {
+  %p = kiln.matmul %a, %w : (tensor<4x8xf16>, tensor<8x16xf16>) -> tensor<4x16xf16>
+  %s = kiln.add %p, %b : (tensor<4x16xf16>, tensor<16xf16>) -> tensor<4x16xf16>
+  %g = kiln.gelu %s : tensor<4x16xf16>
+  return %g : tensor<4x16xf16>
+}
+
+// -----
+
+/// The erf GELU of an fp32 GEMM stays out of the epilogue (cuBLASLt's tanh
+/// form is beyond the fp32 contract): the bias joins, the GELU is a kernel.
+// CHECK-LABEL: func @negative_gemm_gelu_erf_f32
+// CHECK: %[[G:.*]] = kiln.kernel gemm
+// CHECK-NOT: kiln.gelu
+// CHECK: kiln.yield
+// CHECK: kiln.kernel elementwise(%[[G]])
+// CHECK: kiln.gelu
+func.func @negative_gemm_gelu_erf_f32(%a: tensor<4x8xf32>, %w: tensor<8x16xf32>, %b: tensor<16xf32>) -> tensor<4x16xf32> {
+  %p = kiln.matmul %a, %w : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x16xf32>
+  %s = kiln.add %p, %b : (tensor<4x16xf32>, tensor<16xf32>) -> tensor<4x16xf32>
+  %g = kiln.gelu %s : tensor<4x16xf32>
+  return %g : tensor<4x16xf32>
+}
+
+// -----
+
+/// A residual of the product's full shape is not a bias over its columns:
+/// the matmul stays plain and the add is an elementwise kernel.
+// CHECK-LABEL: func @negative_gemm_residual
+// CHECK-NOT: kiln.kernel gemm
+// CHECK: kiln.matmul
+// CHECK: kiln.kernel elementwise
+func.func @negative_gemm_residual(%a: tensor<4x8xf32>, %w: tensor<8x16xf32>, %r: tensor<4x16xf32>) -> tensor<4x16xf32> {
+  %p = kiln.matmul %a, %w : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x16xf32>
+  %s = kiln.add %p, %r : (tensor<4x16xf32>, tensor<4x16xf32>) -> tensor<4x16xf32>
+  return %s : tensor<4x16xf32>
+}
+
+// -----
+
+/// The product is used twice: the epilogue cannot hide it.
+// CHECK-LABEL: func @negative_gemm_product_used_twice
+// CHECK-NOT: kiln.kernel gemm
+func.func @negative_gemm_product_used_twice(%a: tensor<4x8xf32>, %w: tensor<8x16xf32>, %b: tensor<16xf32>) -> (tensor<4x16xf32>, tensor<4x16xf32>) {
+  %p = kiln.matmul %a, %w : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x16xf32>
+  %s = kiln.add %p, %b : (tensor<4x16xf32>, tensor<16xf32>) -> tensor<4x16xf32>
+  return %s, %p : tensor<4x16xf32>, tensor<4x16xf32>
+}
+
+// -----
+
+// GPT-2's form: a 2-D Gemm with its bias, a reshape to [b, s, n], then the
+// tanh GELU. The reshape moves no data: it joins the GEMM kernel.
+// CHECK-LABEL: func @gemm_bias_reshape_gelu
+// CHECK: %[[K:.*]] = kiln.kernel gemm
+// CHECK: kiln.matmul
+// CHECK: kiln.add
+// CHECK: kiln.reshape
+// CHECK: kiln.gelu
+// CHECK-NEXT: kiln.yield
+// CHECK: return %[[K]]
+func.func @gemm_bias_reshape_gelu(%a: tensor<16x32xf32>, %w: tensor<32x64xf32>, %b: tensor<64xf32>) -> tensor<2x8x64xf32> {
+  %p = kiln.matmul %a, %w : (tensor<16x32xf32>, tensor<32x64xf32>) -> tensor<16x64xf32>
+  %s = kiln.add %p, %b : (tensor<16x64xf32>, tensor<64xf32>) -> tensor<16x64xf32>
+  %r = kiln.reshape %s : tensor<16x64xf32> -> tensor<2x8x64xf32>
+  %g = kiln.gelu %r approximate = tanh : tensor<2x8x64xf32>
+  return %g : tensor<2x8x64xf32>
+}
+
+// -----
+
+/// A reshape with no activation after it stays outside: the GEMM yields the
+/// biased product and the reshape is a view of it.
+// CHECK-LABEL: func @negative_gemm_reshape_without_activation
+// CHECK: %[[K:.*]] = kiln.kernel gemm
+// CHECK-NOT: kiln.reshape
+// CHECK: kiln.yield
+// CHECK: kiln.reshape %[[K]]
+func.func @negative_gemm_reshape_without_activation(%a: tensor<16x32xf32>, %w: tensor<32x64xf32>, %b: tensor<64xf32>) -> tensor<2x8x64xf32> {
+  %p = kiln.matmul %a, %w : (tensor<16x32xf32>, tensor<32x64xf32>) -> tensor<16x64xf32>
+  %s = kiln.add %p, %b : (tensor<16x64xf32>, tensor<64xf32>) -> tensor<16x64xf32>
+  %r = kiln.reshape %s : tensor<16x64xf32> -> tensor<2x8x64xf32>
+  return %r : tensor<2x8x64xf32>
+}

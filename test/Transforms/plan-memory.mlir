@@ -59,7 +59,7 @@ func.func @negative_identity(%x: tensor<4xf32>) -> tensor<4xf32> {
 // CHECK: kiln.kernel elementwise{{.*}}kiln.offsets = array<i64: [[A]]>
 func.func @in_place_elementwise(%x: tensor<32x32xf32>) -> tensor<32x32xf32> {
   %0 = kiln.matmul %x, %x : (tensor<32x32xf32>, tensor<32x32xf32>) -> tensor<32x32xf32>
-  %1 = kiln.relu %0 : tensor<32x32xf32>
+  %1 = kiln.exp %0 : tensor<32x32xf32>
   %2 = kiln.matmul %1, %x : (tensor<32x32xf32>, tensor<32x32xf32>) -> tensor<32x32xf32>
   %3 = kiln.matmul %2, %1 : (tensor<32x32xf32>, tensor<32x32xf32>) -> tensor<32x32xf32>
   return %3 : tensor<32x32xf32>
@@ -125,7 +125,7 @@ func.func @negative_in_place_through_transpose(%x: tensor<32x32xf32>) -> tensor<
 func.func @in_place_through_reshape(%x: tensor<32x32xf32>) -> tensor<32x32xf32> {
   %m = kiln.matmul %x, %x : (tensor<32x32xf32>, tensor<32x32xf32>) -> tensor<32x32xf32>
   %v = kiln.reshape %m : tensor<32x32xf32> -> tensor<1024xf32>
-  %r = kiln.relu %v : tensor<1024xf32>
+  %r = kiln.exp %v : tensor<1024xf32>
   %b = kiln.reshape %r : tensor<1024xf32> -> tensor<32x32xf32>
   %o = kiln.matmul %b, %x : (tensor<32x32xf32>, tensor<32x32xf32>) -> tensor<32x32xf32>
   return %o : tensor<32x32xf32>

@@ -358,3 +358,142 @@ func.func @negative_nan_guard_shared(%q: tensor<1x2x5x8xf32>, %k: tensor<1x2x7x8
   %o = kiln.matmul %g, %v : (tensor<1x2x5x7xf32>, tensor<1x2x7x4xf32>) -> tensor<1x2x5x4xf32>
   return %o, %nan : tensor<1x2x5x4xf32>, tensor<1x2x5x7xi1>
 }
+
+// -----
+
+// GELU as the TorchScript exporter writes BERT's: x / sqrt(2), erf, + 1,
+// times x, times 0.5.
+// CHECK-LABEL: func @gelu_erf_form
+// CHECK: %[[G:.*]] = kiln.gelu %arg0 : tensor<2x8xf32>
+// CHECK-NOT: kiln.erf
+// CHECK: return %[[G]]
+func.func @gelu_erf_form(%x: tensor<2x8xf32>) -> tensor<2x8xf32> {
+  %sqrt2 = kiln.constant dense<1.41421354> : tensor<f32>
+  %d = kiln.div %x, %sqrt2 : (tensor<2x8xf32>, tensor<f32>) -> tensor<2x8xf32>
+  %e = kiln.erf %d : tensor<2x8xf32>
+  %one = kiln.constant dense<1.000000e+00> : tensor<f32>
+  %a = kiln.add %e, %one : (tensor<2x8xf32>, tensor<f32>) -> tensor<2x8xf32>
+  %m = kiln.mul %x, %a : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
+  %half = kiln.constant dense<5.000000e-01> : tensor<f32>
+  %g = kiln.mul %m, %half : (tensor<2x8xf32>, tensor<f32>) -> tensor<2x8xf32>
+  return %g : tensor<2x8xf32>
+}
+
+// -----
+
+// The Hugging Face form: 0.5 multiplied in first, x times 1/sqrt(2), the
+// one before the erf.
+// CHECK-LABEL: func @gelu_erf_hf_form
+// CHECK: kiln.gelu %arg0 : tensor<4xf32>
+func.func @gelu_erf_hf_form(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %half = kiln.constant dense<5.000000e-01> : tensor<1xf32>
+  %h = kiln.mul %x, %half : (tensor<4xf32>, tensor<1xf32>) -> tensor<4xf32>
+  %r = kiln.constant dense<0.707106769> : tensor<f32>
+  %s = kiln.mul %x, %r : (tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
+  %e = kiln.erf %s : tensor<4xf32>
+  %one = kiln.constant dense<1.000000e+00> : tensor<f32>
+  %a = kiln.add %one, %e : (tensor<f32>, tensor<4xf32>) -> tensor<4xf32>
+  %g = kiln.mul %h, %a : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  return %g : tensor<4xf32>
+}
+
+// -----
+
+// GPT-2's gelu_new: the tanh form with pow(x, 3).
+// CHECK-LABEL: func @gelu_tanh_form
+// CHECK: %[[G:.*]] = kiln.gelu %arg0 approximate = tanh : tensor<2x8xf32>
+// CHECK-NOT: kiln.tanh
+// CHECK: return %[[G]]
+func.func @gelu_tanh_form(%x: tensor<2x8xf32>) -> tensor<2x8xf32> {
+  %three = kiln.constant dense<3.000000e+00> : tensor<f32>
+  %p = kiln.pow %x, %three : (tensor<2x8xf32>, tensor<f32>) -> tensor<2x8xf32>
+  %c = kiln.constant dense<4.471500e-02> : tensor<f32>
+  %pc = kiln.mul %c, %p : (tensor<f32>, tensor<2x8xf32>) -> tensor<2x8xf32>
+  %in = kiln.add %x, %pc : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
+  %k = kiln.constant dense<0.797884583> : tensor<f32>
+  %arg = kiln.mul %in, %k : (tensor<2x8xf32>, tensor<f32>) -> tensor<2x8xf32>
+  %t = kiln.tanh %arg : tensor<2x8xf32>
+  %one = kiln.constant dense<1.000000e+00> : tensor<f32>
+  %a = kiln.add %t, %one : (tensor<2x8xf32>, tensor<f32>) -> tensor<2x8xf32>
+  %half = kiln.constant dense<5.000000e-01> : tensor<f32>
+  %h = kiln.mul %half, %x : (tensor<f32>, tensor<2x8xf32>) -> tensor<2x8xf32>
+  %g = kiln.mul %h, %a : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
+  return %g : tensor<2x8xf32>
+}
+
+// -----
+
+// The cube as x * x * x, and the GELU multiplied by another tensor (a gated
+// unit): the inner product is the GELU.
+// CHECK-LABEL: func @gelu_tanh_cube_gated
+// CHECK: %[[G:.*]] = kiln.gelu %arg0 approximate = tanh
+// CHECK: kiln.mul %[[G]], %arg1
+func.func @gelu_tanh_cube_gated(%x: tensor<8xf32>, %y: tensor<8xf32>) -> tensor<8xf32> {
+  %xx = kiln.mul %x, %x : (tensor<8xf32>, tensor<8xf32>) -> tensor<8xf32>
+  %xxx = kiln.mul %xx, %x : (tensor<8xf32>, tensor<8xf32>) -> tensor<8xf32>
+  %c = kiln.constant dense<4.471500e-02> : tensor<f32>
+  %pc = kiln.mul %xxx, %c : (tensor<8xf32>, tensor<f32>) -> tensor<8xf32>
+  %in = kiln.add %pc, %x : (tensor<8xf32>, tensor<8xf32>) -> tensor<8xf32>
+  %k = kiln.constant dense<0.797884583> : tensor<f32>
+  %arg = kiln.mul %k, %in : (tensor<f32>, tensor<8xf32>) -> tensor<8xf32>
+  %t = kiln.tanh %arg : tensor<8xf32>
+  %one = kiln.constant dense<1.000000e+00> : tensor<f32>
+  %a = kiln.add %t, %one : (tensor<8xf32>, tensor<f32>) -> tensor<8xf32>
+  %xa = kiln.mul %x, %a : (tensor<8xf32>, tensor<8xf32>) -> tensor<8xf32>
+  %half = kiln.constant dense<5.000000e-01> : tensor<f32>
+  %g = kiln.mul %xa, %half : (tensor<8xf32>, tensor<f32>) -> tensor<8xf32>
+  %o = kiln.mul %g, %y : (tensor<8xf32>, tensor<8xf32>) -> tensor<8xf32>
+  return %o : tensor<8xf32>
+}
+
+// -----
+
+/// The erf's argument is x / 2, not x / sqrt(2): not GELU.
+// CHECK-LABEL: func @negative_gelu_wrong_scale
+// CHECK-NOT: kiln.gelu
+// CHECK: kiln.erf
+func.func @negative_gelu_wrong_scale(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %two = kiln.constant dense<2.000000e+00> : tensor<f32>
+  %d = kiln.div %x, %two : (tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
+  %e = kiln.erf %d : tensor<4xf32>
+  %one = kiln.constant dense<1.000000e+00> : tensor<f32>
+  %a = kiln.add %e, %one : (tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
+  %m = kiln.mul %x, %a : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  %half = kiln.constant dense<5.000000e-01> : tensor<f32>
+  %g = kiln.mul %m, %half : (tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
+  return %g : tensor<4xf32>
+}
+
+// -----
+
+/// The erf is used elsewhere too: recomposing would compute it twice.
+// CHECK-LABEL: func @negative_gelu_erf_shared
+// CHECK-NOT: kiln.gelu
+func.func @negative_gelu_erf_shared(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
+  %sqrt2 = kiln.constant dense<1.41421354> : tensor<f32>
+  %d = kiln.div %x, %sqrt2 : (tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
+  %e = kiln.erf %d : tensor<4xf32>
+  %one = kiln.constant dense<1.000000e+00> : tensor<f32>
+  %a = kiln.add %e, %one : (tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
+  %m = kiln.mul %x, %a : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  %half = kiln.constant dense<5.000000e-01> : tensor<f32>
+  %g = kiln.mul %m, %half : (tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
+  return %g, %e : tensor<4xf32>, tensor<4xf32>
+}
+
+// -----
+
+/// 0.5 * y * (1 + erf(x / sqrt(2))) with y not x: not GELU.
+// CHECK-LABEL: func @negative_gelu_other_operand
+// CHECK-NOT: kiln.gelu
+func.func @negative_gelu_other_operand(%x: tensor<4xf32>, %y: tensor<4xf32>) -> tensor<4xf32> {
+  %sqrt2 = kiln.constant dense<1.41421354> : tensor<f32>
+  %d = kiln.div %x, %sqrt2 : (tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
+  %e = kiln.erf %d : tensor<4xf32>
+  %one = kiln.constant dense<1.000000e+00> : tensor<f32>
+  %a = kiln.add %e, %one : (tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
+  %m = kiln.mul %y, %a : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  %half = kiln.constant dense<5.000000e-01> : tensor<f32>
+  %g = kiln.mul %m, %half : (tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
+  return %g : tensor<4xf32>
+}

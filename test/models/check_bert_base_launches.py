@@ -2,6 +2,7 @@
 """Counts the launches per encoder layer of a BERT-base-shaped model.
 
   check_bert_base_launches.py --kilnc build/bin/kilnc [--max-per-layer 8]
+      [--precision fp16 --gelu-in-gemm]
 
 Builds a 12-layer encoder with hidden size 768, 12 heads and FFN size 3072
 (BERT-base) node for node as the PyTorch TorchScript exporter writes BERT
@@ -14,6 +15,9 @@ at test time (nothing downloaded or committed). Compiles it with
 `kilnc --emit=plan --report=json`, groups the launches by the layer their
 ONNX nodes belong to, prints the counts, and fails when a layer needs more
 than --max-per-layer launches (kernels and cuBLASLt calls together).
+With --gelu-in-gemm it also fails unless each layer's FFN-in projection is
+one cuBLASLt call that covers its bias Add and every node of the GELU (the
+epilogue), with no other launch covering any of them.
 """
 import argparse
 import json
@@ -111,17 +115,40 @@ def layer_of(names):
     return layers.pop() if len(layers) == 1 else None
 
 
+def epilogue_problem(layer, launches):
+    """Why the FFN-in bias and GELU of `layer` are not all in its GEMM's
+    epilogue, or "" when they are."""
+    p = f"/encoder/layer.{layer}/"
+    epilogue = {p + "intermediate/dense/Add"} | {
+        p + "intermediate/act/" + n for n in ("Div", "Erf", "Add", "Mul", "Mul_1")}
+    gemm = [l for l in launches
+            if p + "intermediate/dense/MatMul" in l["onnx_nodes"]]
+    if len(gemm) != 1 or gemm[0]["kind"] != "matmul":
+        return "the FFN-in projection is not one cuBLASLt call"
+    missing = epilogue - set(gemm[0]["onnx_nodes"])
+    if missing:
+        return f"not in the GEMM's epilogue: {', '.join(sorted(missing))}"
+    others = [l["name"] for l in launches
+              if l is not gemm[0] and epilogue & set(l["onnx_nodes"])]
+    if others:
+        return f"bias or GELU also in {', '.join(others)}"
+    return ""
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--kilnc", required=True)
     parser.add_argument("--max-per-layer", type=int, default=8)
+    parser.add_argument("--precision", default="fp32")
+    parser.add_argument("--gelu-in-gemm", action="store_true")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="kiln-bert-base-") as work:
         path = os.path.join(work, "bert_base.onnx")
         onnx.save(build(np.random.default_rng(0)), path)
         result = subprocess.run(
             [args.kilnc, path, "--emit=plan", "-o", os.path.join(work, "plan.txt"),
-             "--report=json"], capture_output=True, text=True, timeout=1200)
+             "--report=json", "--precision", args.precision],
+            capture_output=True, text=True, timeout=1200)
         if result.returncode != 0:
             print(result.stderr)
             return 1
@@ -138,8 +165,13 @@ def main():
         launches = per_layer.get(layer, [])
         kinds = ", ".join(l["kind"] for l in launches)
         ok = 0 < len(launches) <= args.max_per_layer
+        why = ""
+        if args.gelu_in_gemm:
+            why = epilogue_problem(layer, launches)
+            ok = ok and not why
         failures += not ok
-        print(f"{'pass' if ok else 'FAIL'} layer {layer}: {len(launches)} launches ({kinds})")
+        print(f"{'pass' if ok else 'FAIL'} layer {layer}: {len(launches)} launches ({kinds})"
+              + (f": {why}" if why else ""))
     for launch in other:
         print(f"     outside the layers: {launch['kind']} {launch['name']} "
               f"<- {', '.join(launch['onnx_nodes'])}")

@@ -43,6 +43,13 @@ def KilnRecomposePass : Pass<"kiln-recompose", "mlir::func::FuncOp"> {
     Mul and shift Add over the normalized dims) becomes one `kiln.layer_norm`
     over the trailing axes.
 
+    GELU as exporters decompose it becomes one `kiln.gelu`: the erf form
+    `0.5 * x * (1 + erf(x / sqrt(2)))` (TorchScript's BERT) and the tanh form
+    `0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3)))` (GPT-2's
+    gelu_new), the product in any order and grouping, the constants
+    multiplied or divided (to 1e-3 relative, as exporters round them), the
+    cube as `pow(x, 3)` or `x * x * x`; every intermediate of one use.
+
     Before:
     ```mlir
     %kt = kiln.transpose %k {permutation = array<i64: 0, 1, 3, 2>} ...
@@ -181,12 +188,20 @@ def KilnMixedPrecisionPass : Pass<"kiln-mixed-precision", "mlir::func::FuncOp"> 
 def KilnFusePass : Pass<"kiln-fuse", "mlir::func::FuncOp"> {
   let summary = "Group ops into kiln.kernel regions, one launch each";
   let description = [{
-    Every compute op except `kiln.matmul` ends up in exactly one `kiln.kernel`:
+    Every compute op except a plain `kiln.matmul` ends up in exactly one
+    `kiln.kernel`:
     - `kiln.attention` becomes an `attention` kernel together with the ops
       that produce its operands for it alone (reshapes, transposes, slices of
       a packed projection, expands repeating key/value heads, concats and
       gathers such as rotary embedding's rotate-half, elementwise ops such as
       a bias add) and a transpose of its result;
+    - a float `kiln.matmul` followed by what cuBLASLt's epilogue computes
+      becomes a `gemm` kernel (one cuBLASLt call): an add of a bias over
+      the product's columns (shape [n] or [1, ..., 1, n]), then a `kiln.relu`
+      or a `kiln.gelu`, each the only user of the one before. cuBLASLt's
+      GELU is the tanh form: the erf form joins only a 16-bit product, whose
+      own rounding exceeds the two forms' difference (4.7e-4 at most). A
+      matmul with neither stays a plain matmul (a cuBLASLt call as well);
     - the ops with the Reduction trait (reduce ops, arg ops, softmax,
       log_softmax, layer_norm, cumsum) become a `reduction` kernel together
       with their prologue (producers of the reduced input with no other use:

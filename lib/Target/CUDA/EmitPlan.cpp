@@ -4,10 +4,10 @@
 
 #include "EmitterSupport.h"
 #include "KernelEmitter.h"
+#include "kiln/ConstantData/HostTensor.h"
 #include "kiln/Dialect/Kiln/KilnOps.h"
 #include "kiln/Dialect/Kiln/MappedWeights.h"
 #include "kiln/Dialect/Kiln/TensorNames.h"
-#include "kiln/ConstantData/HostTensor.h"
 #include "kiln/Transforms/Passes.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -43,8 +43,9 @@ public:
       numberIndexSites();
 
     for (auto [i, arg] : llvm::enumerate(func.getArguments())) {
-      auto id = addBuffer(arg, rt::BufferKind::Input, i,
-                          argName(i, func.getArgAttrOfType<StringAttr>(i, kNameAttr)));
+      auto id = addBuffer(
+          arg, rt::BufferKind::Input, i,
+          argName(i, func.getArgAttrOfType<StringAttr>(i, kNameAttr)));
       if (failed(id))
         return failure();
       artifact.inputs.push_back(*id);
@@ -111,7 +112,9 @@ private:
         if (failed(addView(reshape)))
           return failure();
       } else if (auto kernel = dyn_cast<KernelOp>(op)) {
-        if (failed(addLaunch(kernel, source)))
+        if (failed(kernel.getKind() == KernelKind::gemm
+                       ? addGemm(kernel)
+                       : addLaunch(kernel, source)))
           return failure();
       } else if (auto matmul = dyn_cast<MatmulOp>(op)) {
         if (failed(addMatmul(matmul)))
@@ -224,7 +227,8 @@ private:
 
   /// A reshape reads and writes nothing: a second buffer over the same bytes.
   LogicalResult addView(ReshapeOp reshape) {
-    const rt::Buffer &source = artifact.buffers[bufferOf.at(reshape.getInput())];
+    const rt::Buffer &source =
+        artifact.buffers[bufferOf.at(reshape.getInput())];
     rt::BufferKind kind = source.kind;
     uint64_t offset = source.offset;
     std::string name = source.name + ".view";
@@ -236,13 +240,13 @@ private:
     auto offsets = op->getAttrOfType<DenseI64ArrayAttr>(kOffsetsAttr);
     if (!offsets || offsets.size() != static_cast<int64_t>(op->getNumResults()))
       return op->emitOpError("has no memory plan (run kiln-plan-memory)");
-    for (auto [result, offset] : llvm::zip(op->getResults(), offsets.asArrayRef())) {
+    for (auto [result, offset] :
+         llvm::zip(op->getResults(), offsets.asArrayRef())) {
       FailureOr<uint32_t> id =
-          offset >= 0
-              ? addBuffer(result, rt::BufferKind::Arena, offset,
-                          "t" + std::to_string(artifact.buffers.size()))
-              : addBuffer(result, rt::BufferKind::Output, -1 - offset,
-                          outputName(-1 - offset));
+          offset >= 0 ? addBuffer(result, rt::BufferKind::Arena, offset,
+                                  "t" + std::to_string(artifact.buffers.size()))
+                      : addBuffer(result, rt::BufferKind::Output, -1 - offset,
+                                  outputName(-1 - offset));
       if (failed(id))
         return failure();
     }
@@ -255,7 +259,8 @@ private:
   }
 
   LogicalResult addLaunch(KernelOp kernel, llvm::raw_ostream &source) {
-    std::string name = "kiln_" + std::string(stringifyKernelKind(kernel.getKind())) +
+    std::string name = "kiln_" +
+                       std::string(stringifyKernelKind(kernel.getKind())) +
                        "_" + std::to_string(artifact.kernelNames.size());
     auto geometry = emitKernel(kernel, name, source);
     if (failed(geometry) || failed(addResults(kernel)))
@@ -332,6 +337,81 @@ private:
   LogicalResult addMatmul(MatmulOp op) {
     if (failed(addResults(op)))
       return failure();
+    auto step = matmulStep(op);
+    if (failed(step))
+      return failure();
+    step->a = bufferOf.at(op.getLhs());
+    step->b = bufferOf.at(op.getRhs());
+    step->c = bufferOf.at(op.getResult());
+    artifact.steps.push_back(rt::Step::ofMatmul(*step));
+    return success();
+  }
+
+  /// A GEMM kernel (kiln-fuse) is one cuBLASLt call: its matmul, then the
+  /// bias and the activation it applies in its epilogue (reshapes between
+  /// them are views).
+  LogicalResult addGemm(KernelOp kernel) {
+    Block &body = kernel.getBody().front();
+    auto ops = body.without_terminator();
+    auto it = ops.begin();
+    auto matmul = it == ops.end() ? MatmulOp() : dyn_cast<MatmulOp>(*it++);
+    if (!matmul)
+      return kernel.emitOpError("of kind gemm must start with kiln.matmul");
+    // Block argument i is kernel input i.
+    auto inputOf = [&](Value v) -> FailureOr<uint32_t> {
+      auto arg = dyn_cast<BlockArgument>(v);
+      if (!arg || arg.getOwner() != &body)
+        return failure();
+      return bufferOf.at(kernel.getInputs()[arg.getArgNumber()]);
+    };
+    auto step = matmulStep(matmul);
+    auto a = inputOf(matmul.getLhs()), b = inputOf(matmul.getRhs());
+    if (failed(step) || failed(a) || failed(b))
+      return kernel.emitOpError("of kind gemm needs a matmul of its inputs");
+    step->a = *a;
+    step->b = *b;
+    Value last = matmul.getResult();
+    if (it != ops.end())
+      if (auto add = dyn_cast<AddOp>(*it)) {
+        Value biasValue = add.getLhs() == last ? add.getRhs() : add.getLhs();
+        auto bias = inputOf(biasValue);
+        if (failed(bias) || add.getType() != matmul.getType())
+          return kernel.emitOpError("of kind gemm adds something other than "
+                                    "a bias input");
+        step->bias = *bias;
+        last = add.getResult();
+        ++it;
+      }
+    // Reshapes move no data: the step writes the kernel's (reshaped)
+    // result in the product's element order.
+    while (it != ops.end() && isa<ReshapeOp>(*it) && it->getOperand(0) == last)
+      last = (it++)->getResult(0);
+    if (it != ops.end()) {
+      if (isa<ReluOp>(*it) && it->getOperand(0) == last) {
+        step->activation = rt::MatmulActivation::Relu;
+      } else if (auto gelu = dyn_cast<GeluOp>(*it);
+                 gelu && gelu.getInput() == last) {
+        step->activation = rt::MatmulActivation::Gelu;
+      } else {
+        return kernel.emitOpError("of kind gemm has an epilogue op cuBLASLt "
+                                  "does not compute: ")
+               << it->getName();
+      }
+      last = it->getResult(0);
+      ++it;
+    }
+    if (it != ops.end() || kernel.getYield().getValues().front() != last)
+      return kernel.emitOpError("of kind gemm must yield its last epilogue op");
+    if (failed(addResults(kernel)))
+      return failure();
+    step->c = bufferOf.at(kernel.getResult(0));
+    artifact.steps.push_back(rt::Step::ofMatmul(*step));
+    return success();
+  }
+
+  /// The cuBLASLt step of `op`'s shapes (operand buffers left to the
+  /// caller).
+  FailureOr<rt::MatmulStep> matmulStep(MatmulOp op) {
     auto resultType = op.getType();
     ArrayRef<int64_t> shape = resultType.getShape();
     rt::MatmulStep step;
@@ -339,10 +419,12 @@ private:
     if (failed(dtype))
       return failure();
     // cuBLASLt (and the host backend's GEMM) multiply float matrices only.
-    if (!rt::isFloatDType(*dtype))
-      return op.emitOpError("integer matmul is not supported by the CUDA "
-                            "target, got element type ")
-             << resultType.getElementType();
+    if (!rt::isFloatDType(*dtype)) {
+      op.emitOpError("integer matmul is not supported by the CUDA target, "
+                     "got element type ")
+          << resultType.getElementType();
+      return failure();
+    }
     step.dtype = *dtype;
     step.transA = op.getTransposeLhs();
     step.transB = op.getTransposeRhs();
@@ -363,16 +445,21 @@ private:
     step.outerStrideA = outer.stride[0];
     step.outerStrideB = outer.stride[1];
     step.outerStrideC = outer.stride[2];
-    step.a = bufferOf.at(op.getLhs());
-    step.b = bufferOf.at(op.getRhs());
-    step.c = bufferOf.at(op.getResult());
+    // A batch of row-major A matrices, one after the other, times one B is
+    // one GEMM of batch x m rows: what a linear layer over [b, s, h] is.
+    // cuBLASLt tiles one tall matrix better than many short ones (decode
+    // steps of a batch are m = 1 each).
+    if (step.batch > 1 && step.outerBatch == 1 && step.strideB == 0 &&
+        !step.transA && step.strideA == step.m * step.k &&
+        step.strideC == step.m * step.n) {
+      step.m *= step.batch;
+      step.batch = 1;
+      step.strideA = 0;
+      step.strideC = step.m * step.n;
+    }
     step.alpha = 1.0f;
     step.beta = 0.0f;
-    rt::Step s;
-    s.kind = rt::Step::Kind::Matmul;
-    s.matmul = step;
-    artifact.steps.push_back(std::move(s));
-    return success();
+    return step;
   }
 
   /// Outputs that memory planning could not write in place (graph inputs,

@@ -11,8 +11,8 @@ void kiln::printPlan(const rt::Artifact &a, uint64_t weightBytes,
   os << "arena_bytes " << a.arenaBytes << "\nweight_bytes " << weightBytes
      << "\n";
   for (auto [i, b] : llvm::enumerate(a.buffers)) {
-    os << "buffer " << i << " " << rt::bufferKindName(b.kind) << " "
-       << b.name << " " << rt::dtypeName(b.dtype) << "[";
+    os << "buffer " << i << " " << rt::bufferKindName(b.kind) << " " << b.name
+       << " " << rt::dtypeName(b.dtype) << "[";
     llvm::interleave(b.shape, os, "x");
     os << "] offset " << b.offset << " bytes " << b.bytes << "\n";
   }
@@ -36,6 +36,12 @@ void kiln::printPlan(const rt::Artifact &a, uint64_t weightBytes,
         os << " outer " << s.matmul.outerBatch << " strides "
            << s.matmul.outerStrideA << " " << s.matmul.outerStrideB << " "
            << s.matmul.outerStrideC;
+      if (s.matmul.bias != rt::kNoBuffer)
+        os << " bias " << s.matmul.bias;
+      if (s.matmul.activation == rt::MatmulActivation::Relu)
+        os << " relu";
+      else if (s.matmul.activation == rt::MatmulActivation::Gelu)
+        os << " gelu";
       os << "\n";
       break;
     case rt::Step::Kind::Copy:

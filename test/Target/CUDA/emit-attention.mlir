@@ -17,7 +17,7 @@
 // Heads merged back: [b, i, h, d] of the [2, 3, 2, 2] result.
 // CHECK: out0[0 + b * 12LL + i * 4LL + h * 2LL + d * 1LL] = acc[r] / running_sum;
 
-// PLAN: matmul float32 batch 2 m 3 n 12 k 8
+// PLAN: matmul float32 batch 1 m 6 n 12 k 8
 // PLAN: launch kiln_attention_0 grid 12 block 32
 
 // HOST: compare output0: max_abs

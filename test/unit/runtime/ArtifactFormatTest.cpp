@@ -78,6 +78,8 @@ void expectSameStep(const Step &x, const Step &y) {
     EXPECT_EQ(x.matmul.c, y.matmul.c);
     EXPECT_EQ(x.matmul.alpha, y.matmul.alpha);
     EXPECT_EQ(x.matmul.beta, y.matmul.beta);
+    EXPECT_EQ(x.matmul.bias, y.matmul.bias);
+    EXPECT_EQ(x.matmul.activation, y.matmul.activation);
     break;
   case Step::Kind::Copy:
     EXPECT_EQ(x.copy.src, y.copy.src);
@@ -128,6 +130,8 @@ TEST(ArtifactFormat, RoundTrip) {
   a.steps[0].matmul.transA = false;
   a.steps[0].matmul.alpha = 0.5f;
   a.steps[0].matmul.beta = -1.25f;
+  a.steps[0].matmul.bias = 3;
+  a.steps[0].matmul.activation = MatmulActivation::Gelu;
   a.steps[1].launch.sharedBytes = 4096;
   a.steps[1].launch.grid[2] = 3;
   std::string bytes = serializeArtifact(a);
@@ -218,8 +222,8 @@ TEST(ArtifactFormat, WeightsFileRoundTripsAndSizesTheWeights) {
 }
 
 TEST(ArtifactFormat, WeightsFileMustBeAPlainName) {
-  for (const char *name : {"../model.kw", "/etc/passwd", "sub/model.kw", "..",
-                           "."}) {
+  for (const char *name :
+       {"../model.kw", "/etc/passwd", "sub/model.kw", "..", "."}) {
     Artifact a;
     a.weightsFile = {name, 0, 0};
     std::string encoded = serializeArtifact(a), error;
@@ -453,6 +457,15 @@ TEST(ArtifactFormat, RejectsOversizeBuffers) {
 }
 
 TEST(ArtifactFormat, RejectsBadSteps) {
+  {
+    // A matmul bias must hold n (4) elements of the matmul's type.
+    Artifact a = makeRichArtifact();
+    a.buffers.push_back(makeBuffer(BufferKind::Weight, "short", {3}, 0));
+    a.steps[0].matmul.bias = static_cast<uint32_t>(a.buffers.size() - 1);
+    expectRejected(a, "matmul bias");
+    a.steps[0].matmul.bias = 99;
+    expectRejected(a, "matmul bias");
+  }
   {
     Artifact a = makeRichArtifact();
     a.steps[2].copy.bytes = 33;

@@ -43,6 +43,24 @@ static_assert(lt::kR16BF == CUDA_R_16BF, "");
 static_assert(lt::kOpN == CUBLAS_OP_N && lt::kOpT == CUBLAS_OP_T, "");
 static_assert(lt::kDescTransA == CUBLASLT_MATMUL_DESC_TRANSA, "");
 static_assert(lt::kDescTransB == CUBLASLT_MATMUL_DESC_TRANSB, "");
+static_assert(lt::kDescEpilogue == CUBLASLT_MATMUL_DESC_EPILOGUE, "");
+static_assert(lt::kDescBiasPointer == CUBLASLT_MATMUL_DESC_BIAS_POINTER, "");
+static_assert(lt::kEpilogueDefault == CUBLASLT_EPILOGUE_DEFAULT &&
+                  lt::kEpilogueRelu == CUBLASLT_EPILOGUE_RELU &&
+                  lt::kEpilogueGelu == CUBLASLT_EPILOGUE_GELU,
+              "");
+static_assert((lt::kEpilogueRelu | lt::kEpilogueBias) ==
+                      CUBLASLT_EPILOGUE_RELU_BIAS &&
+                  (lt::kEpilogueGelu | lt::kEpilogueBias) ==
+                      CUBLASLT_EPILOGUE_GELU_BIAS,
+              "");
+static_assert(cu::kEventDisableTiming == CU_EVENT_DISABLE_TIMING, "");
+static_assert(cu::kStreamCaptureModeThreadLocal ==
+                  CU_STREAM_CAPTURE_MODE_THREAD_LOCAL,
+              "");
+static_assert(sizeof(cu::GraphExecUpdateResultInfo) ==
+                  sizeof(CUgraphExecUpdateResultInfo),
+              "");
 static_assert(lt::kLayoutBatchCount == CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, "");
 static_assert(lt::kLayoutStridedBatchOffset ==
                   CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,

@@ -11,6 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -31,6 +32,10 @@ struct Layout {
 };
 struct Desc {
   int32_t transA = 0, transB = 0;
+  /// CUBLASLT_EPILOGUE_*: 1 none, 2 ReLU, 4 bias, 6 ReLU+bias, 32 GELU,
+  /// 36 GELU+bias.
+  uint32_t epilogue = 1;
+  const float *bias = nullptr;
 };
 struct HeuristicResult {
   uint64_t algo[8];
@@ -86,14 +91,25 @@ LtStatus cublasLtMatmulDescDestroy(void *desc) {
 }
 LtStatus cublasLtMatmulDescSetAttribute(void *desc, int attr, const void *buf,
                                         size_t size) {
+  Desc *d = static_cast<Desc *>(desc);
+  if (attr == 8) { // BIAS_POINTER
+    if (size != sizeof(d->bias))
+      return kInvalid;
+    std::memcpy(&d->bias, buf, size);
+    return kOk;
+  }
   if (size != sizeof(int32_t))
     return kInvalid;
-  Desc *d = static_cast<Desc *>(desc);
   if (attr == 3)
     std::memcpy(&d->transA, buf, size);
   else if (attr == 4)
     std::memcpy(&d->transB, buf, size);
-  else
+  else if (attr == 7) { // EPILOGUE
+    std::memcpy(&d->epilogue, buf, size);
+    uint32_t e = d->epilogue;
+    if (e != 1 && e != 2 && e != 4 && e != 6 && e != 32 && e != 36)
+      return kNotSupported;
+  } else
     return kNotSupported;
   return kOk;
 }
@@ -216,7 +232,16 @@ void matmulF32(const Desc &op, const Layout &la, const Layout &lb,
       for (uint64_t j = 0; j < n; ++j) {
         float &out = Ci[i + j * lc.ld];
         // As in BLAS, C is not read when beta is zero.
-        out = al * result[i + j * m] + (be == 0 ? 0.0f : be * out);
+        float x = al * result[i + j * m] + (be == 0 ? 0.0f : be * out);
+        // The bias runs along D's rows (column-major), then the activation.
+        if (op.epilogue & 4)
+          x += op.bias[i];
+        if (op.epilogue & 2)
+          x = x > 0 ? x : 0;
+        if (op.epilogue & 32)
+          x = 0.5f * x *
+              (1 + std::tanh(0.7978845608f * (x + 0.044715f * x * x * x)));
+        out = x;
       }
   }
 }

@@ -301,7 +301,7 @@ TEST(HostGemm, MatchesADoubleReference) {
             want[q * s.strideC + i * s.n + j] = static_cast<float>(
                 s.alpha * acc + s.beta * c[q * s.strideC + i * s.n + j]);
           }
-      kiln::rt::host::runGemm(s, a.data(), b.data(), c.data());
+      kiln::rt::host::runGemm(s, a.data(), b.data(), c.data(), nullptr);
       for (size_t i = 0; i < c.size(); ++i)
         EXPECT_NEAR(c[i], want[i], 1e-5) << "transA " << transA << " transB "
                                          << transB << " element " << i;
@@ -320,7 +320,7 @@ TEST(HostGemm, Float64AccumulatesInDouble) {
   s.beta = 1.0f;
   std::vector<double> a = {1.0, std::ldexp(1.0, -30), -1.0}, b = {1, 1, 1},
                       c = {std::ldexp(1.0, -40)};
-  kiln::rt::host::runGemm(s, a.data(), b.data(), c.data());
+  kiln::rt::host::runGemm(s, a.data(), b.data(), c.data(), nullptr);
   EXPECT_EQ(c[0], std::ldexp(1.0, -29) + std::ldexp(1.0, -40));
 }
 

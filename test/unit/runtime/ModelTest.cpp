@@ -15,6 +15,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <dlfcn.h>
 #include <random>
@@ -486,3 +487,88 @@ TEST_F(FakeCuda, RunsATwoLevelBatchMatmul) {
 TEST(Model, HostBackendRunsATwoLevelBatchMatmul) {
   expectTwoLevelMatmul(Backend::Host);
 }
+
+namespace {
+
+/// y = act(a (2x5x3) * w (3x7) + bias (7)): a batched matmul step over a
+/// broadcast w with cuBLASLt's epilogue, and the expected output from the
+/// MatmulStep contract.
+Artifact makeEpilogueArtifact(MatmulActivation activation) {
+  Artifact a;
+  a.kilnVersion = "test";
+  a.buffers.push_back(makeBuffer(BufferKind::Input, "a", {2, 5, 3}, 0));
+  a.buffers.push_back(makeBuffer(BufferKind::Input, "w", {3, 7}, 1));
+  a.buffers.push_back(makeBuffer(BufferKind::Input, "bias", {7}, 2));
+  a.buffers.push_back(makeBuffer(BufferKind::Output, "y", {2, 5, 7}, 0));
+  a.inputs = {0, 1, 2};
+  a.outputs = {3};
+  MatmulStep mm;
+  mm.batch = 2;
+  mm.m = 5;
+  mm.n = 7;
+  mm.k = 3;
+  mm.strideA = 15;
+  mm.strideC = 35;
+  mm.a = 0;
+  mm.b = 1;
+  mm.c = 3;
+  mm.bias = 2;
+  mm.activation = activation;
+  a.steps.push_back(Step::ofMatmul(mm));
+  return a;
+}
+
+std::vector<float> epilogueReference(MatmulActivation activation,
+                                     const std::vector<float> &A,
+                                     const std::vector<float> &W,
+                                     const std::vector<float> &bias) {
+  std::vector<float> y(70);
+  for (int b = 0; b < 2; ++b)
+    for (int i = 0; i < 5; ++i)
+      for (int j = 0; j < 7; ++j) {
+        double x = bias[j];
+        for (int p = 0; p < 3; ++p)
+          x += double(A[(b * 5 + i) * 3 + p]) * W[p * 7 + j];
+        if (activation == MatmulActivation::Relu)
+          x = x > 0 ? x : 0;
+        else if (activation == MatmulActivation::Gelu)
+          x = 0.5 * x *
+              (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
+        y[(b * 5 + i) * 7 + j] = static_cast<float>(x);
+      }
+  return y;
+}
+
+/// Runs the epilogue artifacts on `backend` and checks them.
+void expectEpilogues(Backend backend) {
+  std::mt19937 rng(11);
+  std::uniform_int_distribution<int> small(-6, 6);
+  auto fill = [&](size_t n) {
+    std::vector<float> v(n);
+    for (float &x : v)
+      x = static_cast<float>(small(rng)) * 0.25f;
+    return v;
+  };
+  for (MatmulActivation activation :
+       {MatmulActivation::None, MatmulActivation::Relu,
+        MatmulActivation::Gelu}) {
+    SCOPED_TRACE("activation " + std::to_string(static_cast<int>(activation)));
+    std::vector<float> A = fill(30), W = fill(21), bias = fill(7);
+    std::unique_ptr<Model> model;
+    Status s = Model::create(makeEpilogueArtifact(activation), backend, model);
+    ASSERT_TRUE(s.isOk()) << s.message;
+    auto y = runHost(*model, {A, W, bias}, s);
+    ASSERT_TRUE(s.isOk()) << s.message;
+    std::vector<float> expected = epilogueReference(activation, A, W, bias);
+    for (size_t i = 0; i < expected.size(); ++i)
+      ASSERT_NEAR(y[0][i], expected[i], 1e-5f) << "element " << i;
+  }
+}
+
+} // namespace
+
+TEST_F(FakeCuda, MatmulEpiloguesAddTheBiasThenActivate) {
+  expectEpilogues(Backend::Cuda);
+}
+
+TEST(Model, HostGemmAppliesTheSameEpilogues) { expectEpilogues(Backend::Host); }

@@ -32,9 +32,26 @@ struct LaunchStep {
   std::vector<uint32_t> args;
 };
 
+/// The activation a matmul applies last (cuBLASLt's epilogue).
+enum class MatmulActivation : uint8_t {
+  None, ///< The product as it is.
+  Relu, ///< max(x, 0).
+  /// The tanh approximation 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))),
+  /// which cuBLASLt's GELU epilogue computes.
+  Gelu,
+};
+
+/// The last valid `MatmulActivation`, for range checks of decoded values.
+constexpr MatmulActivation kLastMatmulActivation = MatmulActivation::Gelu;
+
+/// A buffer id that names no buffer (a matmul without a bias).
+constexpr uint32_t kNoBuffer = UINT32_MAX;
+
 /// A (batched) GEMM run by cuBLASLt: for each batch i, row-major
-/// C_i (m x n) = alpha * op(A_i) * op(B_i) + beta * C_i, where op transposes
-/// when the flag is set. A_i is stored row-major as m x k (k x m when
+/// C_i (m x n) = act(alpha * op(A_i) * op(B_i) + beta * C_i + bias), where op
+/// transposes when the flag is set, the optional bias (n elements) is added
+/// to every row, and `activation` is applied last, all in fp32 before C is
+/// rounded to its type. A_i is stored row-major as m x k (k x m when
 /// `transA`), B_i as k x n (n x k when `transB`). Accumulation is in fp32,
 /// or fp64 for F64 matrices.
 /// The batch has two levels: `outerBatch` repetitions of a strided batch of
@@ -81,6 +98,10 @@ struct MatmulStep {
   float alpha = 1.0f;
   /// Scale of the previous contents of C (1 adds a residual).
   float beta = 0.0f;
+  /// Buffer id of the bias (n elements of `dtype`), or kNoBuffer.
+  uint32_t bias = kNoBuffer;
+  /// Applied to every element last.
+  MatmulActivation activation = MatmulActivation::None;
 };
 
 /// A device-to-device copy of the first `bytes` bytes of `src` to `dst`.
