@@ -103,14 +103,21 @@ std::string broadcastOffset(ArrayRef<int64_t> arg, ArrayRef<int64_t> shape,
   SmallVector<int64_t> argStrides = stridesOf(arg);
   SmallVector<int64_t> strides = stridesOf(shape);
   size_t lead = shape.size() - arg.size();
+  // Constants of the index's own width where the shape's indices fit in
+  // 32 bits (a 32-bit division is several times cheaper on the GPU than a
+  // 64-bit one); a 64-bit index widens them anyway.
+  int64_t elements = 1;
+  for (int64_t d : shape)
+    elements *= d;
+  const char *suffix = fitsIndex32(elements) ? "" : "LL";
   std::string expr;
   for (size_t d = lead; d < shape.size(); ++d) {
     if (arg[d - lead] == 1)
       continue;
-    std::string coord = llvm::formatv("(({0} / {1}LL) % {2}LL)", idx,
-                                      strides[d], shape[d]);
+    std::string coord = llvm::formatv("(({0} / {1}{3}) % {2}{3})", idx,
+                                      strides[d], shape[d], suffix);
     expr += (expr.empty() ? "" : " + ") + coord + " * " +
-            std::to_string(argStrides[d - lead]) + "LL";
+            std::to_string(argStrides[d - lead]) + suffix;
   }
   return expr.empty() ? "0" : expr;
 }
@@ -154,7 +161,8 @@ FailureOr<std::string> BodyEmitter::getAt(Value value, const std::string &idx,
     Type et = tensorType(arg).getElementType();
     std::string name = fresh();
     os << indent << computeType(et) << " " << name << " = "
-       << loadExpr(et, llvm::formatv("in{0}[{1}]", argIndex[arg], idx)) << ";\n";
+       << loadExpr(et, llvm::formatv("in{0}[{1}]", argIndex[arg], idx))
+       << ";\n";
     return computedAt[key] = name;
   }
   // The index is named once: the remaps below use it several times.
@@ -177,10 +185,10 @@ FailureOr<std::string> BodyEmitter::getAt(Value value, const std::string &idx,
       source += llvm::formatv(" + {0} * {1}LL", coordinate(d), inStrides[p]);
     name = getAt(transpose.getInput(), source, indent);
   } else if (auto expand = dyn_cast<ExpandOp>(op)) {
-    name = getAt(expand.getInput(),
-                 broadcastOffset(expand.getInput().getType().getShape(), shape,
-                                 index),
-                 indent);
+    name = getAt(
+        expand.getInput(),
+        broadcastOffset(expand.getInput().getType().getShape(), shape, index),
+        indent);
   } else if (auto slice = dyn_cast<SliceOp>(op)) {
     SmallVector<int64_t> inStrides =
         stridesOf(slice.getInput().getType().getShape());
@@ -218,10 +226,9 @@ FailureOr<std::string> BodyEmitter::getAt(Value value, const std::string &idx,
       return failure();
     std::string source = "0";
     for (size_t d = 0; d < shape.size(); ++d) {
-      std::string c =
-          static_cast<int64_t>(d) == axis
-              ? gatherIndexExpr(gather, *position, data[d])
-              : coordinate(d);
+      std::string c = static_cast<int64_t>(d) == axis
+                          ? gatherIndexExpr(gather, *position, data[d])
+                          : coordinate(d);
       source += llvm::formatv(" + {0} * {1}LL", c, dataStrides[d]);
     }
     name = getAt(gather.getData(), source, indent);
@@ -230,9 +237,10 @@ FailureOr<std::string> BodyEmitter::getAt(Value value, const std::string &idx,
   } else if (isElementwise(op)) {
     SmallVector<std::string> operands;
     for (Value operand : op->getOperands()) {
-      auto operandName = getAt(
-          operand, broadcastOffset(tensorType(operand).getShape(), shape, index),
-          indent);
+      auto operandName =
+          getAt(operand,
+                broadcastOffset(tensorType(operand).getShape(), shape, index),
+                indent);
       if (failed(operandName))
         return failure();
       operands.push_back(*operandName);
@@ -260,7 +268,8 @@ FailureOr<std::string> BodyEmitter::getConcatAt(ConcatOp concat,
     inner *= shape[d];
   std::string along =
       llvm::formatv("(({0} / {1}LL) % {2}LL)", index, inner, shape[axis]);
-  std::string outer = llvm::formatv("({0} / {1}LL)", index, shape[axis] * inner);
+  std::string outer =
+      llvm::formatv("({0} / {1}LL)", index, shape[axis] * inner);
   // Only the input that holds the element is read: each branch computes in
   // its own block (another input would be read out of bounds), so what it
   // computes is forgotten after it.
@@ -439,12 +448,12 @@ std::optional<std::string> BodyEmitter::mathExpr(Operation *op,
   // A NaN operand wins, as in numpy.maximum / numpy.minimum (fmaxf and
   // fminf would drop it).
   if (isa<MaxOp>(op))
-    return isFloat ? "(" + x + " != " + x + " || " + x + " > " + y + " ? " +
-                         x + " : " + y + ")"
+    return isFloat ? "(" + x + " != " + x + " || " + x + " > " + y + " ? " + x +
+                         " : " + y + ")"
                    : "(" + x + " > " + y + " ? " + x + " : " + y + ")";
   if (isa<MinOp>(op))
-    return isFloat ? "(" + x + " != " + x + " || " + x + " < " + y + " ? " +
-                         x + " : " + y + ")"
+    return isFloat ? "(" + x + " != " + x + " || " + x + " < " + y + " ? " + x +
+                         " : " + y + ")"
                    : "(" + x + " < " + y + " ? " + x + " : " + y + ")";
   if (auto mod = dyn_cast<ModOp>(op)) {
     if (isFloat)
@@ -461,8 +470,8 @@ std::optional<std::string> BodyEmitter::mathExpr(Operation *op,
       return truncated;
     // Python's sign rule: a nonzero remainder takes the divisor's sign.
     return "(" + y + " == 0 || " + y + " == -1 ? 0 : " + rem + " != 0 && (" +
-           rem + " < 0) != (" + y + " < 0) ? " + rem + " + " + y + " : " +
-           rem + ")";
+           rem + " < 0) != (" + y + " < 0) ? " + rem + " + " + y + " : " + rem +
+           ")";
   }
   if (isa<AndOp>(op))
     return "(" + x + " && " + y + ")";
@@ -565,9 +574,13 @@ void emitSignature(KernelOp kernel, StringRef name, llvm::raw_ostream &os) {
      << " *__restrict__ out0) {\n";
 }
 
+bool fitsIndex32(int64_t elements) {
+  return elements <= INT32_MAX - kMaxGrid * kBlockSize;
+}
+
 uint32_t gridFor(int64_t elements) {
-  return static_cast<uint32_t>(
-      std::clamp<int64_t>((elements + kBlockSize - 1) / kBlockSize, 1, kMaxGrid));
+  return static_cast<uint32_t>(std::clamp<int64_t>(
+      (elements + kBlockSize - 1) / kBlockSize, 1, kMaxGrid));
 }
 
 } // namespace kiln

@@ -147,24 +147,25 @@ private:
 void emitSignature(KernelOp kernel, llvm::StringRef name,
                    llvm::raw_ostream &os);
 
+/// Whether a grid-stride loop over `elements` can index in 32 bits: every
+/// index it forms, the last one plus a whole grid's stride included, fits.
+bool fitsIndex32(int64_t elements);
+
 /// Blocks of kBlockSize threads for a grid-stride loop over `elements`.
 uint32_t gridFor(int64_t elements);
 
 /// The kernel families, one generator each (KernelEmitter.cpp,
 /// ReductionEmitter.cpp and AttentionEmitter.cpp).
-mlir::FailureOr<LaunchGeometry> emitElementwise(KernelOp kernel,
-                                                llvm::StringRef name,
-                                                llvm::raw_ostream &os);
+mlir::FailureOr<LaunchGeometry>
+emitElementwise(KernelOp kernel, llvm::StringRef name, llvm::raw_ostream &os);
 mlir::FailureOr<LaunchGeometry> emitCopy(KernelOp kernel, llvm::StringRef name,
                                          llvm::raw_ostream &os);
-mlir::FailureOr<LaunchGeometry> emitReduction(KernelOp kernel,
-                                              llvm::StringRef name,
-                                              llvm::raw_ostream &os);
+mlir::FailureOr<LaunchGeometry>
+emitReduction(KernelOp kernel, llvm::StringRef name, llvm::raw_ostream &os);
 mlir::FailureOr<LaunchGeometry> emitSort(KernelOp kernel, llvm::StringRef name,
                                          llvm::raw_ostream &os);
-mlir::FailureOr<LaunchGeometry> emitAttention(KernelOp kernel,
-                                              llvm::StringRef name,
-                                              llvm::raw_ostream &os);
+mlir::FailureOr<LaunchGeometry>
+emitAttention(KernelOp kernel, llvm::StringRef name, llvm::raw_ostream &os);
 
 } // namespace kiln
 

@@ -75,11 +75,9 @@ static VectorAccess planVectorAccess(KernelOp kernel) {
   return access;
 }
 
-/// The index type of a grid-stride loop over `n` elements: 32-bit when
-/// every index it forms fits, the last one plus a whole grid's stride
-/// included (cheaper address arithmetic on the GPU), else 64-bit.
+/// The index type of a grid-stride loop over `n` elements (fitsIndex32).
 static const char *indexType(int64_t n) {
-  return n <= INT32_MAX - kMaxGrid * kBlockSize ? "int" : "long long";
+  return fitsIndex32(n) ? "int" : "long long";
 }
 
 /// The vectorized main loop: each iteration loads `lanes` elements of every

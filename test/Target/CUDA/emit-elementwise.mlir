@@ -9,7 +9,7 @@
 // CHECK: extern "C" __global__ void kiln_elementwise_0(const __half *__restrict__ in0, const __half *__restrict__ in1, long long *__restrict__ out0)
 // CHECK: for (int i = vectorEnd + first; i < 105; i += stride)
 // CHECK: float [[X:v[0-9]+]] = __half2float(in0[i]);
-// CHECK: float [[B:v[0-9]+]] = __half2float(in1[((i / 5LL) % 7LL) * 1LL]);
+// CHECK: float [[B:v[0-9]+]] = __half2float(in1[((i / 5) % 7) * 1]);
 // CHECK: float [[S:v[0-9]+]] = [[X]] + [[B]];
 // CHECK: float [[T:v[0-9]+]] = tanhf([[S]]);
 // CHECK: long long [[I:v[0-9]+]] = kiln_float_to_int<long long>([[T]], -9223372036854775808.0f, 9223372036854775808.0f, (long long)(-9223372036854775807LL - 1), (long long)9223372036854775807LL);

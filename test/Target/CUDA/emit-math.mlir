@@ -10,7 +10,7 @@
 // form has its own formula.
 // CHECK: extern "C" __global__ void kiln_elementwise_0(const float *__restrict__ in0, const float *__restrict__ in1, float *__restrict__ out0)
 // CHECK: float [[X:v[0-9]+]] = in0[i];
-// CHECK: float [[Y:v[0-9]+]] = in1[((i / 1LL) % 7LL) * 1LL];
+// CHECK: float [[Y:v[0-9]+]] = in1[((i / 1) % 7) * 1];
 // CHECK: bool [[LT:v[0-9]+]] = ([[X]] < [[Y]]);
 // CHECK: bool [[INF:v[0-9]+]] = ([[X]] == __int_as_float(0x7f800000));
 // CHECK: bool [[C:v[0-9]+]] = ([[LT]] || [[INF]]);
@@ -24,7 +24,7 @@
 // of 0 or -1; integer abs negates through unsigned arithmetic.
 // CHECK: extern "C" __global__ void kiln_elementwise_1(const long long *__restrict__ in0, const long long *__restrict__ in1, long long *__restrict__ out0)
 // CHECK: long long [[A:v[0-9]+]] = in0[i];
-// CHECK: long long [[B:v[0-9]+]] = in1[((i / 1LL) % 7LL) * 1LL];
+// CHECK: long long [[B:v[0-9]+]] = in1[((i / 1) % 7) * 1];
 // CHECK: long long [[MOD:v[0-9]+]] = ([[B]] == 0 || [[B]] == -1 ? 0 : ([[A]] % [[B]]) != 0 && (([[A]] % [[B]]) < 0) != ([[B]] < 0) ? ([[A]] % [[B]]) + [[B]] : ([[A]] % [[B]]));
 // CHECK: long long [[ABS:v[0-9]+]] = ([[MOD]] < 0 ? (long long)(0ULL - (unsigned long long)[[MOD]]) : [[MOD]]);
 // CHECK: out0[i] = [[ABS]];

@@ -9,7 +9,7 @@
 // CHECK: row_sum = kiln_block_sum(row_sum, scratch);
 // The epilogue (mul, add, erf) runs on each normalized element.
 // CHECK: float [[P:v[0-9]+]] = expf(v{{[0-9]+}} - row_max) / row_sum;
-// CHECK: in1[((x_idx / 1LL) % 5LL) * 1LL]
+// CHECK: in1[((x_idx / 1) % 5) * 1]
 // CHECK: [[P]] *
 // CHECK: erff(
 // CHECK: out0[x_idx] =
