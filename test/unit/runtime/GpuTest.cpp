@@ -195,6 +195,17 @@ void expectOutput(DType dtype, const std::string &out,
   }
 }
 
+/// Writes `artifact` into a copy of the model template, opens it and creates
+/// its model on the CUDA backend.
+void openOnCuda(const Artifact &artifact, LoadedArtifact &lib,
+                kiln_model *&model) {
+  std::string so =
+      appendArtifactPayload(templateBytes(), serializeArtifact(artifact));
+  std::string error;
+  ASSERT_TRUE(loadArtifactSo(so, lib, error)) << error;
+  ASSERT_EQ(lib.create(KILN_BACKEND_CUDA, &model), KILN_OK) << lib.lastError();
+}
+
 /// The driver calls a test needs to hold device memory and a stream of its
 /// own, as an application does; in the primary context the runtime uses.
 struct TestDriver {
@@ -266,13 +277,9 @@ const void *devicePointer(TestDriver::DevicePtr p) {
 } // namespace
 
 TEST_F(Gpu, CopyStep) {
-  std::string so = appendArtifactPayload(
-      templateBytes(), serializeArtifact(makeCopyArtifact({1000})));
   LoadedArtifact lib;
-  std::string error;
-  ASSERT_TRUE(loadArtifactSo(so, lib, error)) << error;
   kiln_model *model = nullptr;
-  ASSERT_EQ(lib.create(KILN_BACKEND_CUDA, &model), KILN_OK) << lib.lastError();
+  ASSERT_NO_FATAL_FAILURE(openOnCuda(makeCopyArtifact({1000}), lib, model));
   std::vector<float> x(1000), y(1000, 0.0f);
   for (size_t i = 0; i < x.size(); ++i)
     x[i] = static_cast<float>(i) * 0.25f;
@@ -296,14 +303,9 @@ TEST_F(Gpu, MatmulSteps) {
                  " transB=" + std::to_string(c.transB) +
                  " batch=" + std::to_string(c.batch));
     MatmulProblem p = makeMatmulProblem(c, 42);
-    std::string so =
-        appendArtifactPayload(templateBytes(), serializeArtifact(p.artifact));
     LoadedArtifact lib;
-    std::string error;
-    ASSERT_TRUE(loadArtifactSo(so, lib, error)) << error;
     kiln_model *model = nullptr;
-    ASSERT_EQ(lib.create(KILN_BACKEND_CUDA, &model), KILN_OK)
-        << lib.lastError();
+    ASSERT_NO_FATAL_FAILURE(openOnCuda(p.artifact, lib, model));
     std::string out(p.outputBytes(), '\0');
     const void *in[] = {p.a.data(), p.b.data(), p.r.data()};
     void *outs[] = {&out[0]};
@@ -321,15 +323,10 @@ TEST_F(Gpu, GraphReplaysKeepTheResultsRight) {
     SCOPED_TRACE(std::string("KILN_CUDA_GRAPHS=") + graphs);
     setenv("KILN_CUDA_GRAPHS", graphs, 1);
     Case c{DType::F16, false, true, 3, 48, 40, 64, false, 1, 1};
-    MatmulProblem first = makeMatmulProblem(c, 1);
-    std::string so = appendArtifactPayload(templateBytes(),
-                                           serializeArtifact(first.artifact));
     LoadedArtifact lib;
-    std::string error;
-    ASSERT_TRUE(loadArtifactSo(so, lib, error)) << error;
     kiln_model *model = nullptr;
-    ASSERT_EQ(lib.create(KILN_BACKEND_CUDA, &model), KILN_OK)
-        << lib.lastError();
+    ASSERT_NO_FATAL_FAILURE(
+        openOnCuda(makeMatmulProblem(c, 1).artifact, lib, model));
     for (unsigned run = 0; run < 5; ++run) {
       MatmulProblem p = makeMatmulProblem(c, 100 + run);
       std::string out(p.outputBytes(), '\0');
@@ -349,14 +346,10 @@ TEST_F(Gpu, DeviceMemoryOnACallersStream) {
   TestDriver driver;
   ASSERT_TRUE(driver.open()) << "could not set up the CUDA driver";
   Case c{DType::F32, true, false, 2, 40, 24, 32, false, 0.5f, 1};
-  MatmulProblem shape = makeMatmulProblem(c, 7);
-  std::string so =
-      appendArtifactPayload(templateBytes(), serializeArtifact(shape.artifact));
   LoadedArtifact lib;
-  std::string error;
-  ASSERT_TRUE(loadArtifactSo(so, lib, error)) << error;
   kiln_model *model = nullptr;
-  ASSERT_EQ(lib.create(KILN_BACKEND_CUDA, &model), KILN_OK) << lib.lastError();
+  ASSERT_NO_FATAL_FAILURE(
+      openOnCuda(makeMatmulProblem(c, 7).artifact, lib, model));
   kiln_context *context = nullptr;
   ASSERT_EQ(lib.contextCreate(model, &context), KILN_OK) << lib.lastError();
   void *stream = nullptr;
@@ -408,14 +401,10 @@ TEST_F(Gpu, ContextsRunAtOnceFromThreads) {
   // Each thread its own context (arena, staging, stream, graphs) and its own
   // inputs; all share the model's weights and kernels.
   Case c{DType::F16, false, false, 2, 64, 48, 32, true, 1, 1};
-  MatmulProblem shape = makeMatmulProblem(c, 3);
-  std::string so =
-      appendArtifactPayload(templateBytes(), serializeArtifact(shape.artifact));
   LoadedArtifact lib;
-  std::string error;
-  ASSERT_TRUE(loadArtifactSo(so, lib, error)) << error;
   kiln_model *model = nullptr;
-  ASSERT_EQ(lib.create(KILN_BACKEND_CUDA, &model), KILN_OK) << lib.lastError();
+  ASSERT_NO_FATAL_FAILURE(
+      openOnCuda(makeMatmulProblem(c, 3).artifact, lib, model));
   constexpr int kThreads = 4, kRuns = 6;
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t)

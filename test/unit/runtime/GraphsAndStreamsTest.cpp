@@ -25,22 +25,6 @@ using namespace kiln::rt::test;
 
 namespace {
 
-/// The expected output of `makeRichArtifact` for input `x`: x * w + r.
-std::vector<float> richReference(const Artifact &a,
-                                 const std::vector<float> &x) {
-  std::vector<float> weights = floatsOf(a.weights);
-  const float *w = weights.data(), *r = weights.data() + 12;
-  std::vector<float> y(8);
-  for (int i = 0; i < 2; ++i)
-    for (int j = 0; j < 4; ++j) {
-      float acc = 0;
-      for (int p = 0; p < 3; ++p)
-        acc += x[i * 3 + p] * w[p * 4 + j];
-      y[i * 4 + j] = acc + r[i * 4 + j];
-    }
-  return y;
-}
-
 /// A distinct input per run, so that a replay of stale data shows.
 std::vector<float> inputFor(int run) {
   std::vector<float> x(6);

@@ -81,22 +81,6 @@ runHost(Model &model, const std::vector<std::vector<float>> &inputs,
   return outputs;
 }
 
-/// Returns the expected output of `makeRichArtifact` for input `x`.
-std::vector<float> richReference(const Artifact &a,
-                                 const std::vector<float> &x) {
-  std::vector<float> weights = floatsOf(a.weights);
-  const float *w = weights.data(), *r = weights.data() + 12;
-  std::vector<float> y(8);
-  for (int i = 0; i < 2; ++i)
-    for (int j = 0; j < 4; ++j) {
-      float acc = 0;
-      for (int p = 0; p < 3; ++p)
-        acc += x[i * 3 + p] * w[p * 4 + j];
-      y[i * 4 + j] = acc + r[i * 4 + j];
-    }
-  return y;
-}
-
 /// Runs `makeSplatArtifact`'s plan on host memory and checks both outputs.
 void expectSplatOutputs(Model &model) {
   std::vector<float> x = {1, -2, 3, 0.5f, 4, -1};

@@ -145,6 +145,21 @@ Artifact test::makeRichArtifact() {
   return a;
 }
 
+std::vector<float> test::richReference(const Artifact &a,
+                                       const std::vector<float> &x) {
+  std::vector<float> weights = floatsOf(a.weights);
+  const float *w = weights.data(), *r = weights.data() + 12;
+  std::vector<float> y(8);
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 4; ++j) {
+      float acc = 0;
+      for (int p = 0; p < 3; ++p)
+        acc += x[i * 3 + p] * w[p * 4 + j];
+      y[i * 4 + j] = acc + r[i * 4 + j];
+    }
+  return y;
+}
+
 std::string test::bytesOf(const std::vector<float> &values) {
   return std::string(reinterpret_cast<const char *>(values.data()),
                      values.size() * sizeof(float));

@@ -31,6 +31,11 @@ Artifact makeCopyArtifact(std::vector<int64_t> shape);
 /// (2x4); steps launch, matmul and copy.
 Artifact makeRichArtifact();
 
+/// Returns the output of `makeRichArtifact`'s plan for input `x`, from its
+/// weights: x (2x3) * w (3x4) + r.
+std::vector<float> richReference(const Artifact &a,
+                                 const std::vector<float> &x);
+
 /// Width of the splat in `makeSplatArtifact`: 3 x 6000 floats is more than
 /// the CUDA executor uploads before it copies the value onward on the device.
 constexpr int64_t kSplatColumns = 6000;
