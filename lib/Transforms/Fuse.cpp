@@ -169,7 +169,9 @@ std::optional<Group> buildGemmGroup(MatmulOp matmul,
     if (!v.hasOneUse())
       return nullptr;
     Operation *user = *v.getUsers().begin();
+    // The user may be the function's return, which has no result.
     if (taken.contains(user) || user->getBlock() != matmul->getBlock() ||
+        user->getNumResults() != 1 ||
         user->getResult(0).getType() != v.getType())
       return nullptr;
     return user;

@@ -343,3 +343,17 @@ func.func @negative_gemm_reshape_without_activation(%a: tensor<16x32xf32>, %w: t
   %r = kiln.reshape %s : tensor<16x64xf32> -> tensor<2x8x64xf32>
   return %r : tensor<2x8x64xf32>
 }
+
+// -----
+
+/// The product is returned as it is: nothing to fuse (found by the kiln-ir
+/// fuzzer: the return has no result to compare types with).
+// CHECK-LABEL: func @negative_gemm_product_returned
+// CHECK-NOT: kiln.kernel gemm
+// CHECK: %[[M:.*]] = kiln.matmul
+// CHECK: return %[[M]]
+func.func @negative_gemm_product_returned(%x: tensor<4x4xf32>) -> tensor<4x4xf32> {
+  %r = kiln.relu %x : tensor<4x4xf32>
+  %m = kiln.matmul %r, %r : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
+  return %m : tensor<4x4xf32>
+}
