@@ -357,6 +357,14 @@ private:
     auto matmul = it == ops.end() ? MatmulOp() : dyn_cast<MatmulOp>(*it++);
     if (!matmul)
       return kernel.emitOpError("of kind gemm must start with kiln.matmul");
+    if (kernel.getNumResults() != 1)
+      return kernel.emitOpError("has ")
+             << kernel.getNumResults() << " results; the CUDA target needs one";
+    for (Value v : matmul->getOperands())
+      if (!tensorType(v).hasStaticShape())
+        return kernel.emitOpError("has a dynamic shape");
+    if (!matmul.getType().hasStaticShape())
+      return kernel.emitOpError("has a dynamic shape");
     // Block argument i is kernel input i.
     auto inputOf = [&](Value v) -> FailureOr<uint32_t> {
       auto arg = dyn_cast<BlockArgument>(v);
