@@ -175,6 +175,8 @@ private:
                     const std::vector<cu::DevicePtr> &out, cu::Stream target);
   Status issueSteps(const std::vector<cu::DevicePtr> &in,
                     const std::vector<cu::DevicePtr> &out, cu::Stream target);
+  /// Queues the copy of the kernels' index flag into indexFlagMirror.
+  Status queueIndexFlagRead();
   Status takeIndexFault(unsigned fault);
   cu::DevicePtr address(uint32_t id, const std::vector<cu::DevicePtr> &in,
                         const std::vector<cu::DevicePtr> &out) const;
@@ -900,6 +902,14 @@ Status CudaExecutor::queueOutputCopies() {
   return Status::ok();
 }
 
+Status CudaExecutor::queueIndexFlagRead() {
+  if (cu::Result r = api->memcpyDtoHAsync(indexFlagMirror, indexError,
+                                          sizeof(unsigned), stream);
+      r != cu::kSuccess)
+    return cu::cudaError(*api, r, "reading the index check flag");
+  return Status::ok();
+}
+
 Status CudaExecutor::takeIndexFault(unsigned fault) {
   if (!fault)
     return Status::ok();
@@ -954,10 +964,7 @@ Status CudaExecutor::run(const void *const *inputs, void *const *outputs,
     status = queueOutputCopies();
   // The index checks' flag: one load per run, read with the outputs.
   if (status.isOk() && indexError)
-    if (cu::Result r = api->memcpyDtoHAsync(indexFlagMirror, indexError,
-                                            sizeof(unsigned), stream);
-        r != cu::kSuccess)
-      status = cu::cudaError(*api, r, "reading the index check flag");
+    status = queueIndexFlagRead();
   if (status.isOk() && api->eventRecord(lastRun, stream) == cu::kSuccess)
     lastRunRecorded = true;
   // Always wait, also after a failure: work already queued may still read
@@ -1014,10 +1021,8 @@ Status CudaExecutor::synchronize() {
     return Status::ok();
   // The flag stays set once a kernel sets it, so one read covers every run
   // queued since the last check.
-  if (cu::Result r = api->memcpyDtoHAsync(indexFlagMirror, indexError,
-                                          sizeof(unsigned), stream);
-      r != cu::kSuccess)
-    return cu::cudaError(*api, r, "reading the index check flag");
+  if (Status s = queueIndexFlagRead(); !s.isOk())
+    return s;
   if (cu::Result r = api->streamSynchronize(stream); r != cu::kSuccess)
     return cu::cudaError(*api, r, "reading the index check flag");
   return takeIndexFault(*indexFlagMirror);
@@ -1079,13 +1084,11 @@ Status CudaExecutor::timeDeviceRuns(const void *const *hostInputs,
       r = api->eventElapsedTime(&elapsed, events.start, events.end);
     if (r != cu::kSuccess && status.isOk())
       status = cu::cudaError(*api, r, "timing run " + std::to_string(i));
-    ms.push_back(elapsed);
+    if (status.isOk())
+      ms.push_back(elapsed);
   }
   if (status.isOk() && indexError)
-    if (cu::Result r = api->memcpyDtoHAsync(indexFlagMirror, indexError,
-                                            sizeof(unsigned), stream);
-        r != cu::kSuccess)
-      status = cu::cudaError(*api, r, "reading the index check flag");
+    status = queueIndexFlagRead();
   cu::Result r = api->streamSynchronize(stream);
   if (status.isOk() && r != cu::kSuccess)
     status = cu::cudaError(*api, r, "running the model");
