@@ -60,8 +60,9 @@ struct InputCLOptions {
   llvm::cl::list<std::string> dims{
       "dim",
       llvm::cl::desc("value of a named dim of the model's inputs, for every "
-                     "input that has it (e.g. batch=1,sequence=128)"),
-      llvm::cl::CommaSeparated, llvm::cl::value_desc("NAME=N")};
+                     "input that has it (e.g. batch=1,sequence=128), or its "
+                     "range MIN:MAX to keep it symbolic (batch=1:8)"),
+      llvm::cl::CommaSeparated, llvm::cl::value_desc("NAME=N|NAME=MIN:MAX")};
   llvm::cl::list<std::string> inputShapes{
       "input-shape",
       llvm::cl::desc("static shape of a graph input, e.g. ids=1x128; the "

@@ -5,6 +5,7 @@
 #include "kiln/Compiler/Nvrtc.h"
 #include "kiln/Compiler/Pipeline.h"
 #include "kiln/Dialect/Kiln/KilnDialect.h"
+#include "kiln/Dialect/Kiln/SymbolicShapes.h"
 #include "kiln/Target/CUDA/EmitPlan.h"
 #include "kiln/Target/CUDA/Passes.h"
 #include "kiln/kiln_model.h"
@@ -43,7 +44,28 @@ static LogicalResult dumpStage(ModuleOp module, const CompileOptions &options,
                              options.dumpDir + "/" + name.str() + ".mlir", text);
 }
 
+/// The passes and kernels compile static shapes: a module whose dims are
+/// symbolic (`--dim NAME=MIN:MAX`) stops here with one error naming them.
+static LogicalResult checkStaticShapes(ModuleOp module) {
+  for (auto func : module.getOps<func::FuncOp>()) {
+    auto ranges = func->getAttrOfType<DictionaryAttr>(kDimRangesAttr);
+    if (!ranges || ranges.empty())
+      continue;
+    std::string names;
+    for (NamedAttribute range : ranges)
+      names += (names.empty() ? "" : ", ") + range.getName().str();
+    return emitError(func.getLoc(), "symbolic dims (")
+           << names
+           << ") are imported and run on the reference interpreter "
+              "(kiln-run --backend=reference), but the compiler's passes and "
+              "kernels take static shapes so far: pin each with --dim NAME=N";
+  }
+  return success();
+}
+
 LogicalResult runPipeline(ModuleOp module, const CompileOptions &options) {
+  if (failed(checkStaticShapes(module)))
+    return failure();
   if (!options.dumpDir.empty()) {
     if (std::error_code ec = llvm::sys::fs::create_directories(options.dumpDir))
       return emitError(module.getLoc(), "cannot create dump folder '")

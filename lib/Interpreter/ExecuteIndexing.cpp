@@ -8,6 +8,8 @@
 
 #include "ExecuteIndexing.h"
 
+#include "DimValues.h"
+
 #include "kiln/ConstantData/Concatenate.h"
 #include "kiln/Dialect/Kiln/ShapeInference.h"
 
@@ -26,12 +28,14 @@ SmallVector<int64_t> rowMajorStrides(ArrayRef<int64_t> shape) {
   return strides;
 }
 
-/// The result tensor of `op`, allocated from its static result type.
+/// The result tensor of `op`, allocated from its result type (symbolic dims
+/// at their values in this run).
 FailureOr<HostTensor> allocateResult(Operation *op) {
-  auto type = cast<RankedTensorType>(op->getResult(0).getType());
-  if (!type.hasStaticShape())
-    return op->emitOpError("needs a static result shape in the interpreter");
-  return HostTensor::allocate(type.getElementType(), type.getShape(),
+  FailureOr<RankedTensorType> type =
+      concreteType(op, op->getResult(0).getType());
+  if (failed(type))
+    return failure();
+  return HostTensor::allocate(type->getElementType(), type->getShape(),
                               op->getLoc());
 }
 
@@ -80,8 +84,10 @@ FailureOr<HostTensor> executeSlice(SliceOp op, const HostTensor &input) {
   ArrayRef<int64_t> starts = op.getStarts(), steps = op.getStrides();
   RankedTensorType inputType =
       RankedTensorType::get(input.shape, input.elementType);
-  if (failed(verifySliceTypes(op.getLoc(), inputType, op.getType(), starts,
-                              steps)))
+  if (failed(verifySliceTypes(op.getLoc(), inputType,
+                              RankedTensorType::get(result->shape,
+                                                    result->elementType),
+                              starts, steps)))
     return failure();
   SmallVector<int64_t> inStrides = rowMajorStrides(input.shape);
   forEachIndex(result->shape, [&](int64_t i, ArrayRef<int64_t> index) {

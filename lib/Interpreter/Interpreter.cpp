@@ -16,6 +16,7 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/TypeSwitch.h"
 
+#include "DimValues.h"
 #include "ExecuteAttention.h"
 #include "ExecuteIndexing.h"
 #include "ExecuteReductions.h"
@@ -607,50 +608,14 @@ static FailureOr<HostTensor> executeTranspose(TransposeOp op,
   return result;
 }
 
-/// Resolves the result shape of a reshape at run time. Static dims come from
-/// the result type. A single dynamic dim is whatever the element count leaves.
-/// With several, leading dims that are dynamic at the same position in both
-/// types keep the input's size (what ONNX's `0` entries produce, such as
-/// `?x?x768 -> ?x?x12x64`); any dynamic dim left after that is refused rather
-/// than guessed.
+/// The result shape of a reshape: its type's, symbolic dims at their values
+/// in this run (verified IR has a size for every dynamic dim).
 static FailureOr<SmallVector<int64_t>>
-resolveReshapeShape(ReshapeOp op, const HostTensor &input) {
-  ArrayRef<int64_t> declared = op.getType().getShape();
-  ArrayRef<int64_t> inputDeclared = op.getInput().getType().getShape();
-  SmallVector<int64_t> shape(declared.begin(), declared.end());
-  int64_t count = input.numElements();
-  auto dynamicCount = [&] {
-    return llvm::count_if(shape, ShapedType::isDynamic);
-  };
-  if (dynamicCount() > 1) {
-    for (size_t d = 0;
-         d < shape.size() && d < inputDeclared.size() && d < input.shape.size();
-         ++d) {
-      if (ShapedType::isDynamic(shape[d]) &&
-          ShapedType::isDynamic(inputDeclared[d]))
-        shape[d] = input.shape[d];
-      else if (shape[d] != inputDeclared[d])
-        break;
-    }
-    if (dynamicCount() > 0)
-      return op.emitOpError("cannot resolve the dynamic dims of ")
-             << op.getType() << " from an input of shape " << input.getType();
-  }
-  if (dynamicCount() == 1) {
-    // Checked like any shape, so that absurd static dims cannot overflow.
-    SmallVector<int64_t> staticDims(llvm::make_filter_range(
-        shape, [](int64_t dim) { return !ShapedType::isDynamic(dim); }));
-    FailureOr<int64_t> known = getCheckedNumElements(staticDims, op.getLoc());
-    if (failed(known))
-      return failure();
-    if (*known == 0 || count % *known != 0)
-      return op.emitOpError("cannot reshape ")
-             << input.getType() << " into " << op.getType();
-    for (int64_t &dim : shape)
-      if (ShapedType::isDynamic(dim))
-        dim = count / *known;
-  }
-  return shape;
+resolveReshapeShape(ReshapeOp op, const HostTensor &) {
+  FailureOr<RankedTensorType> type = concreteType(op, op.getType());
+  if (failed(type))
+    return failure();
+  return SmallVector<int64_t>(type->getShape());
 }
 
 /// Same bytes under the result shape.
@@ -702,7 +667,7 @@ static FailureOr<HostTensor> executeOp(Operation *op,
   // Verified IR has these counts; checking them keeps unverified IR from
   // reading past the operand list.
   unsigned needed = 1;
-  if (isa<ConstantOp>(op))
+  if (isa<ConstantOp, SizesOp>(op))
     needed = 0;
   else if (isa<AddOp, SubOp, MulOp, DivOp, PowOp, MatmulOp, LayerNormOp,
                GatherOp, GatherElementsOp>(op))
@@ -723,6 +688,24 @@ static FailureOr<HostTensor> executeOp(Operation *op,
       .Case([&](ConstantOp constant) {
         return HostTensor::fromElementsAttr(constant.getValue(),
                                             constant.getLoc());
+      })
+      .Case([&](SizesOp sizes) -> FailureOr<HostTensor> {
+        FailureOr<HostTensor> result = HostTensor::allocate(
+            sizes.getType().getElementType(), sizes.getType().getShape(),
+            sizes.getLoc());
+        if (failed(result))
+          return failure();
+        for (auto [i, size] : llvm::enumerate(sizes.getSizes())) {
+          FailureOr<int64_t> value =
+              evaluateSize(sizes, cast<StringAttr>(size).getValue());
+          if (failed(value))
+            return failure();
+          if (isa<FloatType>(result->elementType))
+            result->setFromDouble(i, static_cast<double>(*value));
+          else
+            result->setFromInt(i, *value);
+        }
+        return result;
       })
       .Case([&](AddOp) {
         return executeBinary(
@@ -981,9 +964,12 @@ static LogicalResult checkTensorType(function_ref<InFlightDiagnostic()> emit,
                   << tensor.elementType;
   bool matches =
       tensorType.getRank() == static_cast<int64_t>(tensor.shape.size());
+  // Symbolic dims are checked at their values in this run.
+  std::optional<SmallVector<int64_t>> shape = concreteShapeOnThread(tensorType);
   for (size_t d = 0; matches && d < tensor.shape.size(); ++d)
-    matches = ShapedType::isDynamic(tensorType.getDimSize(d)) ||
-              tensorType.getDimSize(d) == tensor.shape[d];
+    matches = shape ? (*shape)[d] == tensor.shape[d]
+                    : ShapedType::isDynamic(tensorType.getDimSize(d)) ||
+                          tensorType.getDimSize(d) == tensor.shape[d];
   if (!matches)
     return emit() << what << ": expected shape compatible with " << tensorType
                   << ", got " << tensor.getType();
@@ -1067,6 +1053,10 @@ kiln::interpretFunction(func::FuncOp func, ArrayRef<HostTensor> inputs) {
       return failure();
     bindValue(*frames.back(), argument, input);
   }
+  llvm::StringMap<int64_t> dimValues;
+  if (failed(learnDimValues(func, inputs, dimValues)))
+    return failure();
+  ScopedDimValues scopedDims(dimValues);
 
   while (true) {
     Frame &frame = *frames.back();

@@ -105,15 +105,22 @@ struct CoreOpConverter : NodeConverterBase {
       return failure();
     // numpy.matmul: a 1-D operand gains a unit dim for the product, which is
     // removed from the result again.
-    ArrayRef<int64_t> ls = typeOf(*lhs).getShape(), rs = typeOf(*rhs).getShape();
+    auto lSizes = sizesOfValue(*lhs), rSizes = sizesOfValue(*rhs);
+    if (failed(lSizes) || failed(rSizes))
+      return failure();
+    const SymbolicShape &ls = *lSizes, &rs = *rSizes;
     if (ls.empty() || rs.empty())
       return error() << "expected operands of rank >= 1";
-    Value l = ls.size() == 1 ? reshape(*lhs, {1, ls[0]}) : *lhs;
-    Value r = rs.size() == 1 ? reshape(*rhs, {rs[0], 1}) : *rhs;
+    DimExpr one = DimExpr::constant(1);
+    Value l = ls.size() == 1 ? reshape(*lhs, SymbolicShape{one, ls[0]}) : *lhs;
+    Value r = rs.size() == 1 ? reshape(*rhs, SymbolicShape{rs[0], one}) : *rhs;
     auto product = matmul(l, r, false, false);
     if (failed(product))
       return failure();
-    SmallVector<int64_t> shape(typeOf(*product).getShape());
+    auto productSizes = sizesOfValue(*product);
+    if (failed(productSizes))
+      return failure();
+    SymbolicShape shape = *productSizes;
     if (rs.size() == 1)
       shape.erase(shape.end() - 1);
     if (ls.size() == 1)
@@ -247,41 +254,54 @@ struct CoreOpConverter : NodeConverterBase {
     auto x = required(0), shapeInput = required(1);
     if (failed(x) || failed(shapeInput))
       return failure();
-    auto requested = importer.constantInts(*shapeInput);
+    auto requested = importer.symbolicInts(*shapeInput);
     if (failed(requested))
-      return error() << "the shape input must be a constant";
+      return error() << "the shape input must be a constant (or computed "
+                        "from shapes only)";
     RankedTensorType xType = typeOf(*x);
+    auto in = sizesOfValue(*x);
+    if (failed(in))
+      return failure();
     bool allowZero = intAttr("allowzero", 0) != 0;
-    SmallVector<int64_t> shape;
-    int64_t inferred = -1, known = 1;
+    SymbolicShape shape;
+    int64_t inferred = -1;
+    DimExpr known = DimExpr::constant(1);
     for (auto [i, dim] : llvm::enumerate(*requested)) {
-      if (dim == 0 && !allowZero) {
+      std::optional<int64_t> value = dim.getConstant();
+      if (value == 0 && !allowZero) {
         if (static_cast<int64_t>(i) >= xType.getRank())
           return error() << "shape entry 0 at " << i << " has no input dim";
-        dim = xType.getDimSize(i);
+        dim = (*in)[i];
+        value = dim.getConstant();
       }
-      if (dim == -1) {
+      if (value == -1) {
         if (inferred >= 0)
           return error() << "more than one -1 in the shape";
         inferred = i;
-        shape.push_back(1);
+        shape.push_back(DimExpr::constant(1));
         continue;
       }
-      if (dim < 0)
-        return error() << "invalid shape entry " << dim;
-      auto next = llvm::checkedMul(known, dim);
+      if (value && *value < 0)
+        return error() << "invalid shape entry " << *value;
+      auto next = DimExpr::mul(known, dim);
       if (!next)
         return error() << "shape too large";
-      known = *next;
+      known = std::move(*next);
       shape.push_back(dim);
     }
-    int64_t total = xType.getNumElements();
+    std::optional<DimExpr> total = productOf(*in);
+    if (!total)
+      return error() << "the element count overflows";
     if (inferred >= 0) {
-      if (known == 0 || total % known != 0)
-        return error() << "cannot infer -1 for " << total << " elements";
-      shape[inferred] = total / known;
+      std::optional<DimExpr> rest =
+          known.getConstant() == 0 ? std::nullopt
+                                   : DimExpr::divExact(*total, known);
+      if (!rest)
+        return error() << "cannot infer -1 for " << total->str()
+                       << " elements from " << known.str();
+      shape[inferred] = *rest;
     }
-    auto type = RankedTensorType::get(shape, xType.getElementType());
+    auto type = symbolicTensorType(shape, xType.getElementType());
     if (failed(verifyReshapeTypes(loc, xType, type)))
       return failure();
     return output(reshape(*x, shape));

@@ -22,20 +22,30 @@ namespace {
 struct DataMovementConverter : NodeConverterBase {
   using NodeConverterBase::NodeConverterBase;
 
-  /// `x` along `axis` from `start`, `count` elements `step` apart.
+  /// `x` along `axis` from `start`, `count` elements `step` apart (the
+  /// other dims whole, symbolic or not).
   Value sliceAxis(Value x, int64_t axis, int64_t start, int64_t count,
                   int64_t step = 1) {
     RankedTensorType type = typeOf(x);
-    SmallVector<int64_t> starts(type.getRank(), 0), steps(type.getRank(), 1);
-    SmallVector<int64_t> shape(type.getShape());
-    starts[axis] = start;
-    steps[axis] = step;
-    shape[axis] = count;
     if (count == type.getDimSize(axis) && start == 0 && step == 1)
       return x;
-    return SliceOp::create(
-        b, loc, RankedTensorType::get(shape, type.getElementType()), x, starts,
-        steps);
+    SmallVector<int64_t> starts(type.getRank(), 0), steps(type.getRank(), 1);
+    SymbolicShape sizes = *symbolicShapeOf(type);
+    starts[axis] = start;
+    steps[axis] = step;
+    sizes[axis] = DimExpr::constant(count);
+    return SliceOp::create(b, loc,
+                           symbolicTensorType(sizes, type.getElementType()), x,
+                           starts, steps);
+  }
+
+  /// A scalar i64 holding `size`: a constant, or a `kiln.sizes` computed at
+  /// run time.
+  Value sizeScalar(const DimExpr &size) {
+    SymbolicTensor value;
+    value.values.push_back(size);
+    return importer.materializeSizes(
+        loc, RankedTensorType::get({}, b.getI64Type()), value);
   }
 
   FailureOr<Value> concat(ArrayRef<Value> parts, int64_t axis) {
@@ -64,21 +74,28 @@ struct DataMovementConverter : NodeConverterBase {
     auto data = required(0), indices = required(1);
     if (failed(data) || failed(indices))
       return failure();
-    ArrayRef<int64_t> dataShape = typeOf(*data).getShape();
-    ArrayRef<int64_t> indexShape = typeOf(*indices).getShape();
+    auto dataSizes = sizesOfValue(*data), indexSizes = sizesOfValue(*indices);
+    if (failed(dataSizes) || failed(indexSizes))
+      return failure();
+    const SymbolicShape &dataShape = *dataSizes, &indexShape = *indexSizes;
     int64_t r = dataShape.size(), q = indexShape.size();
     int64_t batch = intAttr("batch_dims", 0);
     if (q < 1 || batch < 0 || batch >= std::min(q, r))
       return error() << "batch_dims " << batch << " out of range for data rank "
                      << r << " and indices rank " << q;
-    int64_t m = indexShape.back();
+    std::optional<int64_t> addressed = indexShape.back().getConstant();
+    if (!addressed)
+      return error() << "the last dim of the indices is symbolic ("
+                     << indexShape.back().str() << ")";
+    int64_t m = *addressed;
     if (m < 1 || batch + m > r)
       return error() << "indices address " << m << " dims of data of rank "
                      << r << " after " << batch << " batch dims";
     for (int64_t d = 0; d < batch; ++d)
       if (dataShape[d] != indexShape[d])
-        return error() << "batch dim " << d << " is " << dataShape[d]
-                       << " in data and " << indexShape[d] << " in indices";
+        return error() << "batch dim " << d << " is " << dataShape[d].str()
+                       << " in data and " << indexShape[d].str()
+                       << " in indices";
 
     auto i64 = b.getI64Type();
     Value index = *indices;
@@ -86,40 +103,52 @@ struct DataMovementConverter : NodeConverterBase {
       index = CastOp::create(b, loc, typeOf(index).clone(i64), index);
     // The flat position in the indexed dims, each index wrapped once when
     // negative (ONNX counts those from the end).
-    SmallVector<int64_t> pointShape(indexShape.drop_back());
-    auto pointType = RankedTensorType::get(pointShape, i64);
+    SymbolicShape pointShape(indexShape.begin(), indexShape.end() - 1);
+    auto pointType = symbolicTensorType(pointShape, i64);
     Value zero = importer.scalar(loc, i64, 0);
     Value flat;
-    int64_t stride = 1;
+    DimExpr stride = DimExpr::constant(1);
     for (int64_t i = m - 1; i >= 0; --i) {
-      int64_t dim = dataShape[batch + i];
+      const DimExpr &dim = dataShape[batch + i];
       Value column = reshape(sliceAxis(index, q - 1, i, 1), pointShape);
       Value negative = LessOp::create(b, loc, column, zero);
-      Value wrapped = AddOp::create(b, loc, column, importer.scalar(loc, i64, dim));
+      Value wrapped = AddOp::create(b, loc, column, sizeScalar(dim));
       column = WhereOp::create(b, loc, pointType, negative, wrapped, column);
-      if (stride != 1)
-        column = MulOp::create(b, loc, column, importer.scalar(loc, i64, stride));
+      if (stride != DimExpr::constant(1))
+        column = MulOp::create(b, loc, column, sizeScalar(stride));
       flat = flat ? AddOp::create(b, loc, flat, column).getResult() : column;
-      stride *= dim;
+      std::optional<DimExpr> next = DimExpr::mul(stride, dim);
+      if (!next)
+        return error() << "the indexed dims' size overflows";
+      stride = std::move(*next);
     }
     if (batch > 0) {
       // Batch element k starts at k * stride in the flattened data.
-      SmallVector<int64_t> offsetShape(indexShape.take_front(batch));
-      offsetShape.append(q - 1 - batch, 1);
+      std::optional<int64_t> step = stride.getConstant();
+      SmallVector<int64_t> offsetShape;
       int64_t batchCount = 1;
-      for (int64_t d = 0; d < batch; ++d)
-        batchCount *= dataShape[d];
+      for (int64_t d = 0; d < batch; ++d) {
+        std::optional<int64_t> size = dataShape[d].getConstant();
+        if (!size || !step)
+          return error() << "batch_dims over symbolic dims";
+        offsetShape.push_back(*size);
+        batchCount *= *size;
+      }
+      offsetShape.append(q - 1 - batch, 1);
       SmallVector<int64_t> offsets;
       for (int64_t k = 0; k < batchCount; ++k)
-        offsets.push_back(k * stride);
+        offsets.push_back(k * *step);
       flat = AddOp::create(
           b, loc, flat,
           intConstant(RankedTensorType::get(offsetShape, i64), offsets));
     }
-    SmallVector<int64_t> viewShape{1};
-    for (int64_t d = 0; d < batch + m; ++d)
-      viewShape[0] *= dataShape[d];
-    viewShape.append(dataShape.begin() + batch + m, dataShape.end());
+    std::optional<DimExpr> rows =
+        productOf(ArrayRef<DimExpr>(dataShape).take_front(batch + m));
+    if (!rows)
+      return error() << "the data's size overflows";
+    SymbolicShape viewShape{*rows};
+    viewShape.insert(viewShape.end(), dataShape.begin() + batch + m,
+                     dataShape.end());
     Value view = reshape(*data, viewShape);
     auto type = inferGatherType(loc, typeOf(view), typeOf(flat), 0);
     if (failed(type))

@@ -149,7 +149,7 @@ struct ReductionConverter : NodeConverterBase {
     auto sum = reduce<ReduceSumOp>(shifted, axes, keepdims);
     if (failed(sum))
       return failure();
-    Value maxAtResult = reshape(*max, typeOf(*sum).getShape());
+    Value maxAtResult = reshape(*max, *symbolicShapeOf(typeOf(*sum)));
     return output(
         AddOp::create(b, loc, LogOp::create(b, loc, *sum), maxAtResult));
   }
@@ -170,8 +170,7 @@ struct ReductionConverter : NodeConverterBase {
     auto shape = inferReduceType(loc, type, {*ax}, keepdims);
     if (failed(shape))
       return failure();
-    auto resultType =
-        RankedTensorType::get(shape->getShape(), b.getIntegerType(64));
+    auto resultType = shape->clone(b.getIntegerType(64));
     return output(OpTy::create(b, loc, resultType, *x, *ax, keepdims, last));
   }
 
@@ -189,13 +188,18 @@ struct ReductionConverter : NodeConverterBase {
       return failure();
     if (!legacy || *ax == rank - 1)
       return output(OpTy::create(b, loc, *x, *ax));
-    ArrayRef<int64_t> shape = typeOf(*x).getShape();
-    int64_t outer = 1, inner = 1;
-    for (int64_t i = 0; i < rank; ++i)
-      (i < *ax ? outer : inner) *= shape[i];
-    Value flat = reshape(*x, {outer, inner});
+    auto shape = sizesOfValue(*x);
+    if (failed(shape))
+      return failure();
+    std::optional<DimExpr> outer =
+        productOf(ArrayRef<DimExpr>(*shape).take_front(*ax));
+    std::optional<DimExpr> inner =
+        productOf(ArrayRef<DimExpr>(*shape).drop_front(*ax));
+    if (!outer || !inner)
+      return error() << "the element count overflows";
+    Value flat = reshape(*x, SymbolicShape{*outer, *inner});
     Value y = OpTy::create(b, loc, flat, 1);
-    return output(reshape(y, shape));
+    return output(reshape(y, *shape));
   }
 
   /// A constant integer input holding one value (CumSum's axis, TopK's K).

@@ -61,8 +61,10 @@ struct ShapeOpConverter : NodeConverterBase {
     auto x = required(0);
     if (failed(x))
       return failure();
-    ArrayRef<int64_t> shape = typeOf(*x).getShape();
-    int64_t rank = shape.size();
+    auto sizes = sizesOfValue(*x);
+    if (failed(sizes))
+      return failure();
+    int64_t rank = sizes->size();
     // Opset 15 start/end: clamped, negative counting from the end.
     auto clampDim = [&](int64_t d) {
       if (d < 0)
@@ -70,28 +72,28 @@ struct ShapeOpConverter : NodeConverterBase {
       return std::clamp<int64_t>(d, 0, rank);
     };
     int64_t start = clampDim(intAttr("start", 0));
-    int64_t end = clampDim(intAttr("end", rank));
-    SmallVector<int64_t> dims;
-    for (int64_t d = start; d < end; ++d) {
-      if (ShapedType::isDynamic(shape[d]))
-        return error() << "dim " << d
-                       << " of the input is not bound; give the model's "
-                          "inputs static shapes with --input-shape";
-      dims.push_back(shape[d]);
-    }
-    auto type = RankedTensorType::get({static_cast<int64_t>(dims.size())},
-                                      b.getI64Type());
-    return output(intConstant(type, dims));
+    int64_t end = std::max(start, clampDim(intAttr("end", rank)));
+    SymbolicTensor dims;
+    dims.shape = {end - start};
+    dims.values.assign(sizes->begin() + start, sizes->begin() + end);
+    auto type = RankedTensorType::get(dims.shape, b.getI64Type());
+    return output(importer.materializeSizes(loc, type, dims));
   }
 
   LogicalResult convertSize() {
     auto x = required(0);
     if (failed(x))
       return failure();
-    if (!typeOf(*x).hasStaticShape())
-      return error() << "the input has unbound dims";
-    return output(intConstant(RankedTensorType::get({}, b.getI64Type()),
-                           {typeOf(*x).getNumElements()}));
+    auto sizes = sizesOfValue(*x);
+    if (failed(sizes))
+      return failure();
+    std::optional<DimExpr> count = productOf(*sizes);
+    if (!count)
+      return error() << "the element count overflows";
+    SymbolicTensor value;
+    value.values.push_back(std::move(*count));
+    return output(importer.materializeSizes(
+        loc, RankedTensorType::get({}, b.getI64Type()), value));
   }
 
   LogicalResult convertUnsqueeze() {
@@ -99,8 +101,10 @@ struct ShapeOpConverter : NodeConverterBase {
     auto axes = axesOperand(13, 1);
     if (failed(x) || failed(axes))
       return failure();
-    ArrayRef<int64_t> in = typeOf(*x).getShape();
-    int64_t rank = in.size() + axes->size();
+    auto in = sizesOfValue(*x);
+    if (failed(in))
+      return failure();
+    int64_t rank = in->size() + axes->size();
     SmallVector<bool> inserted(rank, false);
     for (int64_t a : *axes) {
       auto resolved = axis(a, rank);
@@ -110,9 +114,9 @@ struct ShapeOpConverter : NodeConverterBase {
         return error() << "axis " << a << " given twice";
       inserted[*resolved] = true;
     }
-    SmallVector<int64_t> shape;
+    SymbolicShape shape;
     for (int64_t d = 0, next = 0; d < rank; ++d)
-      shape.push_back(inserted[d] ? 1 : in[next++]);
+      shape.push_back(inserted[d] ? DimExpr::constant(1) : (*in)[next++]);
     return output(reshape(*x, shape));
   }
 
@@ -121,21 +125,27 @@ struct ShapeOpConverter : NodeConverterBase {
     auto axes = axesOperand(13, 1);
     if (failed(x) || failed(axes))
       return failure();
-    ArrayRef<int64_t> in = typeOf(*x).getShape();
+    auto sizes = sizesOfValue(*x);
+    if (failed(sizes))
+      return failure();
+    const SymbolicShape &in = *sizes;
     int64_t rank = in.size();
+    DimExpr one = DimExpr::constant(1);
     SmallVector<bool> removed(rank, false);
     for (int64_t a : *axes) {
       auto resolved = axis(a, rank);
       if (failed(resolved))
         return failure();
-      if (in[*resolved] != 1)
+      // A symbolic dim may be 1 at run time, but the result's rank may not
+      // depend on it.
+      if (in[*resolved] != one)
         return error() << "cannot squeeze dim " << a << " of size "
-                       << in[*resolved];
+                       << in[*resolved].str();
       removed[*resolved] = true;
     }
-    SmallVector<int64_t> shape;
+    SymbolicShape shape;
     for (int64_t d = 0; d < rank; ++d)
-      if (!(axes->empty() ? in[d] == 1 : removed[d]))
+      if (!(axes->empty() ? in[d] == one : removed[d]))
         shape.push_back(in[d]);
     return output(reshape(*x, shape));
   }
@@ -144,20 +154,21 @@ struct ShapeOpConverter : NodeConverterBase {
     auto x = required(0);
     if (failed(x))
       return failure();
-    ArrayRef<int64_t> in = typeOf(*x).getShape();
-    int64_t rank = in.size();
+    auto in = sizesOfValue(*x);
+    if (failed(in))
+      return failure();
+    int64_t rank = in->size();
     // Flatten's axis may equal the rank.
     int64_t a = intAttr("axis", 1);
     if (a < -rank || a > rank)
       return error() << "axis " << a << " out of range for rank " << rank;
     if (a < 0)
       a += rank;
-    if (!typeOf(*x).hasStaticShape())
-      return error() << "the input has unbound dims";
-    int64_t outer = 1, inner = 1;
-    for (int64_t d = 0; d < rank; ++d)
-      (d < a ? outer : inner) *= in[d];
-    return output(reshape(*x, {outer, inner}));
+    std::optional<DimExpr> outer = productOf(ArrayRef<DimExpr>(*in).take_front(a));
+    std::optional<DimExpr> inner = productOf(ArrayRef<DimExpr>(*in).drop_front(a));
+    if (!outer || !inner)
+      return error() << "the element count overflows";
+    return output(reshape(*x, SymbolicShape{*outer, *inner}));
   }
 
   LogicalResult convertConcat() {
@@ -187,18 +198,73 @@ struct ShapeOpConverter : NodeConverterBase {
     return output(ConcatOp::create(b, loc, *type, inputs, *ax));
   }
 
+  /// The sizes of shape input `i` (constant or symbolic).
+  FailureOr<SymbolicShape> sizesInput(int i, StringRef what) {
+    Value value = importer.input(node, i);
+    if (!value)
+      return error() << "missing " << what;
+    auto sizes = importer.symbolicInts(value);
+    if (failed(sizes))
+      return error() << what
+                     << " must be a constant (or computed from shapes only)";
+    return sizes;
+  }
+
   /// A kiln.slice of `x`, or `x` itself when the window is everything.
-  Value slice(Value x, ArrayRef<int64_t> starts, ArrayRef<int64_t> counts,
+  Value slice(Value x, ArrayRef<int64_t> starts, ArrayRef<DimExpr> counts,
               ArrayRef<int64_t> steps) {
     RankedTensorType type = typeOf(x);
-    bool whole = llvm::equal(counts, type.getShape()) &&
+    auto sizes = sizesOf(std::nullopt, type);
+    bool whole = succeeded(sizes) && llvm::equal(counts, *sizes) &&
                  llvm::all_of(starts, [](int64_t s) { return s == 0; }) &&
                  llvm::all_of(steps, [](int64_t s) { return s == 1; });
     if (whole)
       return x;
-    return SliceOp::create(
-        b, loc, RankedTensorType::get(counts, type.getElementType()), x,
-        starts, steps);
+    return SliceOp::create(b, loc,
+                           symbolicTensorType(counts, type.getElementType()),
+                           x, starts, steps);
+  }
+
+  /// The window [start, end) of a dim of size `dim` with step 1, when the
+  /// dim, start or end is symbolic: ONNX's clamping decided over the dims'
+  /// ranges. Sets `first` and `count`.
+  LogicalResult symbolicWindow(const DimExpr &dim, const DimExpr &startIn,
+                               const DimExpr &endIn, int64_t d,
+                               int64_t &first, DimExpr &count) {
+    DimRangeFn ranges = importer.dimRanges();
+    // Negative constants count from the end; an end past any value of the
+    // dim (INT64_MAX, say) is the end.
+    auto fromEnd = [&](const DimExpr &index) -> std::optional<DimExpr> {
+      std::optional<int64_t> c = index.getConstant();
+      if (c && *c < 0)
+        return DimExpr::add(dim, index);
+      if (c && alwaysAtMost(dim, index, ranges) == true)
+        return dim;
+      return index;
+    };
+    std::optional<DimExpr> start = fromEnd(startIn), end = fromEnd(endIn);
+    DimExpr zero = DimExpr::constant(0);
+    if (start)
+      start = clampSize(*start, zero, dim, ranges);
+    if (end)
+      end = clampSize(*end, zero, dim, ranges);
+    std::optional<DimExpr> span =
+        start && end ? DimExpr::sub(*end, *start) : std::nullopt;
+    if (span)
+      span = clampSize(*span, zero, dim, ranges);
+    if (!span)
+      return error() << "the window [" << startIn.str() << ", " << endIn.str()
+                     << ") of dim " << d << " (" << dim.str()
+                     << ") depends on the values of its symbolic dims "
+                        "beyond what their ranges decide";
+    std::optional<int64_t> constantStart = start->getConstant();
+    if (!constantStart)
+      return error() << "dim " << d << " starts at " << start->str()
+                     << ", which depends on symbolic dims (Kiln slices from "
+                        "a constant start)";
+    first = span->getConstant() == 0 ? 0 : *constantStart;
+    count = *span;
+    return success();
   }
 
   LogicalResult convertSlice() {
@@ -206,19 +272,26 @@ struct ShapeOpConverter : NodeConverterBase {
     if (failed(x))
       return failure();
     RankedTensorType type = typeOf(*x);
-    if (!type.hasStaticShape())
-      return error() << "the input has unbound dims";
+    auto sizes = sizesOfValue(*x);
+    if (failed(sizes))
+      return failure();
     int64_t rank = type.getRank();
-    FailureOr<SmallVector<int64_t>> starts = failure(), ends = failure(),
-                                    axes = SmallVector<int64_t>(),
+    auto toSizes = [](ArrayRef<int64_t> ints) {
+      SymbolicShape sizes;
+      for (int64_t i : ints)
+        sizes.push_back(DimExpr::constant(i));
+      return sizes;
+    };
+    FailureOr<SymbolicShape> starts = failure(), ends = failure();
+    FailureOr<SmallVector<int64_t>> axes = SmallVector<int64_t>(),
                                     steps = SmallVector<int64_t>();
     if (importer.opset() < 10) {
-      starts = intsAttr("starts").value_or(SmallVector<int64_t>());
-      ends = intsAttr("ends").value_or(SmallVector<int64_t>());
+      starts = toSizes(intsAttr("starts").value_or(SmallVector<int64_t>()));
+      ends = toSizes(intsAttr("ends").value_or(SmallVector<int64_t>()));
       axes = intsAttr("axes").value_or(SmallVector<int64_t>());
     } else {
-      starts = constantInput(1, "starts");
-      ends = constantInput(2, "ends");
+      starts = sizesInput(1, "starts");
+      ends = sizesInput(2, "ends");
       if (importer.input(node, 3))
         axes = constantInput(3, "axes");
       if (importer.input(node, 4))
@@ -230,8 +303,8 @@ struct ShapeOpConverter : NodeConverterBase {
     if (ends->size() != n || (!axes->empty() && axes->size() != n) ||
         (!steps->empty() && steps->size() != n))
       return error() << "starts, ends, axes and steps differ in length";
-    SmallVector<int64_t> first(rank, 0), count(type.getShape()),
-        step(rank, 1);
+    SmallVector<int64_t> first(rank, 0), step(rank, 1);
+    SymbolicShape count = *sizes;
     SmallVector<bool> seen(rank, false);
     for (size_t i = 0; i < n; ++i) {
       auto d = axis(axes->empty() ? static_cast<int64_t>(i) : (*axes)[i], rank);
@@ -240,15 +313,28 @@ struct ShapeOpConverter : NodeConverterBase {
       if (seen[*d])
         return error() << "axis " << *d << " given twice";
       seen[*d] = true;
-      int64_t dim = type.getDimSize(*d);
       int64_t s = steps->empty() ? 1 : (*steps)[i];
       if (s == 0)
         return error() << "step 0 on axis " << *d;
+      std::optional<int64_t> staticDim = (*sizes)[*d].getConstant();
+      std::optional<int64_t> staticStart = (*starts)[i].getConstant();
+      std::optional<int64_t> staticEnd = (*ends)[i].getConstant();
+      if (!staticDim || !staticStart || !staticEnd) {
+        if (s != 1)
+          return error() << "step " << s << " on axis " << *d
+                         << ", whose window depends on symbolic dims (Kiln "
+                            "slices those with step 1 only)";
+        if (failed(symbolicWindow((*sizes)[*d], (*starts)[i], (*ends)[i], *d,
+                                  first[*d], count[*d])))
+          return failure();
+        continue;
+      }
+      int64_t dim = *staticDim;
       // ONNX's clamping: negative indices count from the end, then the
       // window is clipped to the dim (to [-1, dim - 1] when stepping back).
       // Starts and ends may be INT64_MIN/MAX, so add the dim only when
       // negative and clamp before any other arithmetic.
-      int64_t start = (*starts)[i], end = (*ends)[i];
+      int64_t start = *staticStart, end = *staticEnd;
       if (start < 0)
         start = start < -dim ? -1 - dim : start + dim;
       if (end < 0)
@@ -264,7 +350,7 @@ struct ShapeOpConverter : NodeConverterBase {
       int64_t magnitude = s > 0 ? s : (s == INT64_MIN ? INT64_MAX : -s);
       int64_t c = span <= 0 ? 0 : (span - 1) / magnitude + 1;
       first[*d] = c ? start : 0;
-      count[*d] = c;
+      count[*d] = DimExpr::constant(c);
       step[*d] = s;
     }
     return output(slice(*x, first, count, step));
@@ -280,7 +366,10 @@ struct ShapeOpConverter : NodeConverterBase {
       return failure();
     int64_t dim = type.getDimSize(*ax);
     if (ShapedType::isDynamic(dim))
-      return error() << "the split dim is not bound";
+      return error() << "the split dim is symbolic (Kiln splits static dims)";
+    auto allSizes = sizesOfValue(*x);
+    if (failed(allSizes))
+      return failure();
     SmallVector<int64_t> sizes;
     if (importer.opset() < 13) {
       sizes = intsAttr("split").value_or(SmallVector<int64_t>());
@@ -311,10 +400,10 @@ struct ShapeOpConverter : NodeConverterBase {
     for (auto [i, size] : llvm::enumerate(sizes)) {
       if (size < 0 || offset + size > dim)
         return error() << "split sizes exceed the dim of " << dim;
-      SmallVector<int64_t> first(type.getRank(), 0), count(type.getShape()),
-          step(type.getRank(), 1);
+      SmallVector<int64_t> first(type.getRank(), 0), step(type.getRank(), 1);
+      SymbolicShape count = *allSizes;
       first[*ax] = size ? offset : 0;
-      count[*ax] = size;
+      count[*ax] = DimExpr::constant(size);
       (void)output(slice(*x, first, count, step), i);
       offset += size;
     }
@@ -353,23 +442,30 @@ struct ShapeOpConverter : NodeConverterBase {
 
   LogicalResult convertExpand() {
     auto x = required(0);
-    auto shape = constantInput(1, "shape");
+    auto shape = sizesInput(1, "shape");
     if (failed(x) || failed(shape))
       return failure();
-    auto target = broadcastShapes(loc, typeOf(*x).getShape(), *shape);
+    auto in = sizesOfValue(*x);
+    if (failed(in))
+      return failure();
+    auto target = broadcastSizes(loc, *in, *shape);
     if (failed(target))
       return failure();
-    auto type = RankedTensorType::get(*target, typeOf(*x).getElementType());
+    auto type = symbolicTensorType(*target, typeOf(*x).getElementType());
     if (type == typeOf(*x))
       return output(*x);
     return output(ExpandOp::create(b, loc, type, *x));
   }
 
   LogicalResult convertConstantOfShape() {
-    auto shape = constantInput(0, "shape");
-    if (failed(shape))
+    auto sizes = sizesInput(0, "shape");
+    if (failed(sizes))
       return failure();
-    if (failed(getCheckedShape(*shape)))
+    // A symbolic shape: one element, expanded to it.
+    SmallVector<int64_t> shape;
+    for (const DimExpr &size : *sizes)
+      shape.push_back(size.getConstant().value_or(1));
+    if (failed(getCheckedShape(shape)))
       return failure();
     Attribute value;
     if (const onnx::AttributeProto *attr = findAttribute(node, "value")) {
@@ -384,9 +480,13 @@ struct ShapeOpConverter : NodeConverterBase {
       value = b.getF32FloatAttr(0.0f);
     }
     auto elementType = cast<TypedAttr>(value).getType();
-    auto type = RankedTensorType::get(*shape, elementType);
-    return output(ConstantOp::create(
-        b, loc, cast<ElementsAttr>(DenseElementsAttr::get(type, value))));
+    auto type = RankedTensorType::get(shape, elementType);
+    Value constant = ConstantOp::create(
+        b, loc, cast<ElementsAttr>(DenseElementsAttr::get(type, value)));
+    auto target = symbolicTensorType(*sizes, elementType);
+    if (target == type)
+      return output(constant);
+    return output(ExpandOp::create(b, loc, target, constant));
   }
 
   /// Dims must be non-negative and the tensor of bounded size.
@@ -408,6 +508,8 @@ struct ShapeOpConverter : NodeConverterBase {
     // the elements are computed as ONNX specifies, start + i * delta.
     auto s = scalarValue(*start), l = scalarValue(*limit),
          d = scalarValue(*delta);
+    if (succeeded(s) && succeeded(d) && failed(l))
+      return convertSymbolicRange(*s, *limit, *d);
     if (failed(s) || failed(l) || failed(d))
       return error() << "start, limit and delta must be constant scalars";
     if (*d == 0)
@@ -431,6 +533,47 @@ struct ShapeOpConverter : NodeConverterBase {
     }
     return output(ConstantOp::create(
         b, loc, cast<ElementsAttr>(result->toDenseElementsAttr())));
+  }
+
+  /// Range up to a symbolic limit (`arange(sequence)`): the elements up to
+  /// the longest the limit's range allows, as a constant, sliced to the
+  /// symbolic length. Steps of +1 and -1 only, whose length is a polynomial.
+  LogicalResult convertSymbolicRange(double start, Value limit, double delta) {
+    auto limitSizes = importer.symbolicInts(limit);
+    if (failed(limitSizes) || limitSizes->size() != 1)
+      return error() << "limit must be a scalar computed from shapes";
+    RankedTensorType scalarType = typeOf(limit);
+    if (start != std::trunc(start) || std::fabs(start) > 0x1p52 ||
+        (delta != 1 && delta != -1))
+      return error() << "a symbolic limit needs an integral start and a "
+                        "delta of 1 or -1";
+    DimExpr first = DimExpr::constant(static_cast<int64_t>(start));
+    std::optional<DimExpr> length =
+        delta > 0 ? DimExpr::sub(limitSizes->front(), first)
+                  : DimExpr::sub(first, limitSizes->front());
+    DimRangeFn ranges = importer.dimRanges();
+    auto bounds = length ? length->bounds(ranges) : std::nullopt;
+    if (!bounds || bounds->first < 0)
+      return error() << "the length " << (length ? length->str() : "?")
+                     << " may be negative over the dims' ranges";
+    if (bounds->second > (int64_t(1) << 20))
+      return error() << "range of up to " << bounds->second
+                     << " elements is larger than Kiln folds";
+    auto all = HostTensor::allocate(scalarType.getElementType(),
+                                    {bounds->second}, loc);
+    if (failed(all))
+      return failure();
+    bool integral = isa<IntegerType>(scalarType.getElementType());
+    for (int64_t i = 0; i < bounds->second; ++i) {
+      if (integral)
+        all->setFromInt(i, static_cast<int64_t>(start) +
+                               i * static_cast<int64_t>(delta));
+      else
+        all->setFromDouble(i, start + i * delta);
+    }
+    Value values = ConstantOp::create(
+        b, loc, cast<ElementsAttr>(all->toDenseElementsAttr()));
+    return output(slice(values, {0}, {*length}, {1}));
   }
 
   /// The one element of a constant scalar, as a double.

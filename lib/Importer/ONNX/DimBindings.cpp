@@ -97,7 +97,12 @@ private:
 
 } // namespace
 
-DimBindings::DimBindings(const StringMap<int64_t> &given) {
+DimBindings::DimBindings(
+    const StringMap<int64_t> &given,
+    const StringMap<std::pair<int64_t, int64_t>> &ranges)
+    : ranges(ranges) {
+  for (const auto &entry : ranges)
+    givenNames[entry.getKey()] = false;
   for (const auto &entry : given) {
     std::string source =
         "--dim " + entry.getKey().str() + "=" + std::to_string(entry.second);
@@ -181,6 +186,45 @@ std::optional<int64_t> DimBindings::evaluate(StringRef name,
     return std::nullopt;
   }
   return value;
+}
+
+std::optional<DimExpr> DimBindings::size(StringRef name, DimNames &missing,
+                                         std::string &error) {
+  // A name bound as a whole wins over reading it as an expression.
+  std::optional<DimExpr> expr;
+  if (values.count(name) || ranges.count(name) || !isExpression(name)) {
+    expr = DimExpr::symbol(name);
+  } else {
+    std::string parseError;
+    expr = DimExpr::parse(name, parseError);
+    if (!expr) {
+      error = "dim '" + name.str() + "': " + parseError;
+      return std::nullopt;
+    }
+  }
+  bool complete = true;
+  std::optional<DimExpr> size = expr->substitute(
+      [&](StringRef part) -> std::optional<int64_t> {
+        seen.insert(part.str());
+        if (auto given = givenNames.find(part); given != givenNames.end())
+          given->second = true;
+        if (auto it = values.find(part); it != values.end())
+          return it->second.value;
+        if (!ranges.count(part)) {
+          missing.insert(part.str());
+          complete = false;
+        }
+        return std::nullopt;
+      });
+  if (!complete)
+    return std::nullopt;
+  std::optional<int64_t> constant = size ? size->getConstant() : std::nullopt;
+  if (!size || (constant && *constant < 0)) {
+    error = "dim '" + name.str() + "' evaluates to " +
+            (!size ? std::string("an overflow") : std::to_string(*constant));
+    return std::nullopt;
+  }
+  return size;
 }
 
 std::vector<std::string> DimBindings::unusedGiven() const {

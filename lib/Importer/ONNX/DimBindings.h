@@ -1,18 +1,19 @@
 //===- DimBindings.h - Values of a model's symbolic dims --------*- C++ -*-===//
 //
 // Exports name their dynamic dims (`batch`, `sequence`, and, in exports with
-// a KV cache, expressions such as `past_sequence + sequence`). Until Kiln
-// compiles symbolic shapes, each such dim needs a value at compile time: the
-// user gives one per name (`--dim batch=1`), or pins an input's whole shape
-// (`--input-shape ids=1x128`), which gives the names its dims carry. Every
-// input sharing a name then gets the same value, and an expression gets its
-// value from the names in it.
+// a KV cache, expressions such as `past_sequence + sequence`). Each name is
+// either pinned to a value at compile time (`--dim batch=1`, or an input's
+// whole shape with `--input-shape ids=1x128`, which gives the names its dims
+// carry) or left symbolic over a range (`--dim batch=1:8`). Every input
+// sharing a name gets the same size, and an expression gets its size from
+// the names in it.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef KILN_LIB_IMPORTER_ONNX_DIMBINDINGS_H
 #define KILN_LIB_IMPORTER_ONNX_DIMBINDINGS_H
 
+#include "kiln/Dialect/Kiln/DimExpr.h"
 #include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringRef.h"
@@ -34,8 +35,9 @@ using DimNames = llvm::SetVector<std::string, std::vector<std::string>,
 
 class DimBindings {
 public:
-  /// Starts from the values given with `--dim`.
-  explicit DimBindings(const llvm::StringMap<int64_t> &given);
+  /// Starts from the values and ranges given with `--dim`.
+  DimBindings(const llvm::StringMap<int64_t> &given,
+              const llvm::StringMap<std::pair<int64_t, int64_t>> &ranges);
 
   /// Whether `dim` has a value. Some exporters write -1 for a dim they do
   /// not know, as onnxruntime reads it; other negative values are errors.
@@ -60,6 +62,13 @@ public:
                                   DimNames &missing,
                                   std::string &error);
 
+  /// The size of a dim named `name`: a constant when every name in it is
+  /// pinned, else an expression over the names that have a range. Returns
+  /// nothing and adds the names with neither to `missing`, or sets `error`
+  /// when a constant size is negative or overflows.
+  std::optional<DimExpr> size(llvm::StringRef name, DimNames &missing,
+                              std::string &error);
+
   /// Whether `name` is an expression over other names rather than a name.
   static bool isExpression(llvm::StringRef name);
 
@@ -77,6 +86,7 @@ private:
     std::string source;
   };
   llvm::StringMap<Binding> values;
+  llvm::StringMap<std::pair<int64_t, int64_t>> ranges;
   llvm::StringMap<bool> givenNames;
   DimNames seen;
 };

@@ -50,6 +50,14 @@ GraphImporter::GraphImporter(ModuleOp module, StringRef filename,
   for (const onnx::OperatorSetIdProto &opset : model.opset_import())
     if (isDefaultDomain(opset.domain()))
       defaultOpset = opset.version();
+  rangeLookup =
+      [&ranges = options.dimRanges](
+          StringRef name) -> std::optional<std::pair<int64_t, int64_t>> {
+    auto it = ranges.find(name);
+    if (it == ranges.end())
+      return std::nullopt;
+    return it->second;
+  };
 }
 
 /// The node's name, or `OpType->first_output` for unnamed nodes.
@@ -93,15 +101,24 @@ static constexpr int64_t kMaxFoldFloatElements = 64;
 Value GraphImporter::foldConstant(Value value, int depth) {
   Operation *op = value.getDefiningOp();
   auto type = dyn_cast<RankedTensorType>(value.getType());
-  if (!op || isa<ConstantOp>(op) || depth > 8 || op->getNumResults() != 1 ||
+  if (!op || isa<ConstantOp, SizesOp>(op) || depth > 8 || op->getNumResults() != 1 ||
       op->getNumRegions() != 0 || !type || !type.hasStaticShape() ||
       type.getNumElements() > (isa<IntegerType>(type.getElementType())
                                    ? kMaxFoldElements
                                    : kMaxFoldFloatElements))
     return value;
   SmallVector<HostTensor> operands;
+  SmallVector<Value> foldedOperands;
   for (Value operand : op->getOperands()) {
     Value folded = foldConstant(operand, depth + 1);
+    if (!folded.getDefiningOp<ConstantOp>() && !folded.getDefiningOp<SizesOp>())
+      return value;
+    foldedOperands.push_back(folded);
+  }
+  if (llvm::any_of(foldedOperands,
+                   [](Value v) { return v.getDefiningOp<SizesOp>(); }))
+    return foldSymbolicSizes(value, foldedOperands);
+  for (Value folded : foldedOperands) {
     auto constant = folded.getDefiningOp<ConstantOp>();
     if (!constant)
       return value;
@@ -128,6 +145,54 @@ Value GraphImporter::foldConstant(Value value, int depth) {
   if (op->use_empty())
     op->erase();
   return constant;
+}
+
+Value GraphImporter::foldSymbolicSizes(Value value,
+                                       ArrayRef<Value> operands) {
+  Operation *op = value.getDefiningOp();
+  SmallVector<SymbolicTensor> symbolic;
+  for (Value operand : operands) {
+    std::optional<SymbolicTensor> t = symbolicValueOf(operand);
+    if (!t)
+      return value;
+    symbolic.push_back(std::move(*t));
+  }
+  std::optional<SymbolicTensor> result =
+      foldSymbolic(op, symbolic, dimRanges());
+  if (!result)
+    return value;
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(op);
+  Value folded = materializeSizes(op->getLoc(), value.getType(), *result);
+  value.replaceAllUsesWith(folded);
+  if (op->use_empty())
+    op->erase();
+  return folded;
+}
+
+Value GraphImporter::materializeSizes(Location loc, Type type,
+                                      const SymbolicTensor &sizes) {
+  auto tensorType = cast<RankedTensorType>(type);
+  SmallVector<Attribute> texts;
+  for (const DimExpr &size : sizes.values)
+    texts.push_back(b.getStringAttr(size.str()));
+  Value result = SizesOp::create(b, loc, tensorType, b.getArrayAttr(texts));
+  // All constant: a plain constant (SizesOp's folder).
+  SmallVector<OpFoldResult> folded;
+  if (succeeded(result.getDefiningOp()->fold(folded)) && folded.size() == 1)
+    if (auto attr = dyn_cast<Attribute>(folded.front())) {
+      Operation *sizesOp = result.getDefiningOp();
+      result = ConstantOp::create(b, loc, cast<ElementsAttr>(attr));
+      sizesOp->erase();
+    }
+  return result;
+}
+
+FailureOr<SymbolicShape> GraphImporter::symbolicInts(Value value) {
+  std::optional<SymbolicTensor> t = symbolicValueOf(value);
+  if (!t || t->shape.size() > 1)
+    return failure();
+  return SymbolicShape(t->values.begin(), t->values.end());
 }
 
 FailureOr<SmallVector<int64_t>> GraphImporter::constantInts(Value value) {
@@ -267,7 +332,7 @@ LogicalResult GraphImporter::importInputs(SmallVectorImpl<Type> &types,
                 "graph input";
   // Inputs pinned whole first: the names their dims carry get the pinned
   // values, for every other input that shares them.
-  DimBindings bindings(options.dimValues);
+  DimBindings bindings(options.dimValues, options.dimRanges);
   for (const onnx::ValueInfoProto &info : graph.input()) {
     auto bound = options.inputShapes.find(info.name());
     if (bound == options.inputShapes.end() ||
@@ -315,6 +380,8 @@ LogicalResult GraphImporter::importInputs(SmallVectorImpl<Type> &types,
              << onnxElementTypeName(tensorType.elem_type()) << " of input '"
              << info.name() << "'";
     SmallVector<int64_t> shape;
+    // The sizes of the dims; symbolic ones only without --input-shape.
+    SymbolicShape sizes;
     auto bound = options.inputShapes.find(info.name());
     if (bound != options.inputShapes.end()) {
       shape = bound->second;
@@ -361,14 +428,18 @@ LogicalResult GraphImporter::importInputs(SmallVectorImpl<Type> &types,
                  << info.name() << "' has a negative dim " << dim.dim_value();
         if (DimBindings::isKnown(dim)) {
           shape.push_back(dim.dim_value());
+          sizes.push_back(DimExpr::constant(dim.dim_value()));
           continue;
         }
         std::string error;
-        std::optional<int64_t> value = bindings.evaluate(
+        std::optional<DimExpr> size = bindings.size(
             DimBindings::nameOf(dim, info.name(), axis), missing, error);
         if (!error.empty())
           return emitError(loc, "input '") << info.name() << "': " << error;
-        shape.push_back(value.value_or(-1));
+        std::optional<int64_t> value =
+            size ? size->getConstant() : std::nullopt;
+        shape.push_back(value ? *value : ShapedType::kDynamic);
+        sizes.push_back(size.value_or(DimExpr::constant(-1)));
       }
       if (!missing.empty()) {
         unbound += "\n  " + info.name() + " (" + dimsStr(shape) + "; needs " +
@@ -377,9 +448,17 @@ LogicalResult GraphImporter::importInputs(SmallVectorImpl<Type> &types,
       }
     }
     // Every size later computed from the shape fits in 64 bits (zero dims
-    // counted as one, as strides are).
+    // counted as one, as strides are; symbolic ones at their maximum).
     int64_t bytes = std::max<int64_t>(1, elementType.getIntOrFloatBitWidth() / 8);
-    for (int64_t dim : shape) {
+    for (auto [axis, dim] : llvm::enumerate(shape)) {
+      if (ShapedType::isDynamic(dim)) {
+        auto range = sizes[axis].bounds(dimRanges());
+        if (!range)
+          return emitError(loc, "input '")
+                 << info.name() << "': dim " << axis << " ("
+                 << sizes[axis].str() << ") overflows 64 bits at its range";
+        dim = range->second;
+      }
       std::optional<int64_t> next = llvm::checkedMul(bytes, std::max<int64_t>(dim, 1));
       if (!next)
         return emitError(loc, "input '")
@@ -387,7 +466,9 @@ LogicalResult GraphImporter::importInputs(SmallVectorImpl<Type> &types,
                << " whose product overflows 64 bits";
       bytes = *next;
     }
-    types.push_back(RankedTensorType::get(shape, elementType));
+    types.push_back(sizes.size() == shape.size()
+                        ? symbolicTensorType(sizes, elementType)
+                        : RankedTensorType::get(shape, elementType));
     names.push_back(info.name());
   }
   if (std::vector<std::string> unused = bindings.unusedGiven(); !unused.empty())
@@ -401,8 +482,9 @@ LogicalResult GraphImporter::importInputs(SmallVectorImpl<Type> &types,
            << ")";
   if (!unbound.empty())
     return emitError(fileLoc)
-           << "inputs with dynamic dims need a value for each: give it with "
-              "--dim NAME=N, or an input's whole shape with --input-shape "
+           << "inputs with dynamic dims need a value or a range for each: "
+              "give it with --dim NAME=N (or NAME=MIN:MAX to keep it "
+              "symbolic), or an input's whole shape with --input-shape "
               "NAME=DIMxDIM:"
            << unbound;
   return success();
@@ -501,6 +583,15 @@ LogicalResult GraphImporter::importGraph() {
       return failure();
   }
 
+  if (!options.dimRanges.empty()) {
+    SmallVector<NamedAttribute> ranges;
+    for (const auto &entry : options.dimRanges)
+      ranges.push_back(b.getNamedAttr(
+          entry.getKey(), b.getDenseI64ArrayAttr({entry.second.first,
+                                                  entry.second.second})));
+    func->setAttr(kDimRangesAttr, b.getDictionaryAttr(ranges));
+  }
+
   SmallVector<Value> results;
   for (const onnx::ValueInfoProto &info : graph.output()) {
     Value value = values.lookup(info.name());
@@ -539,12 +630,23 @@ std::string parseInputShape(StringRef spec, ImportOptions &options) {
 std::string parseDimValue(StringRef spec, ImportOptions &options) {
   auto [name, text] = spec.rsplit('=');
   if (name.empty() || name.size() == spec.size())
-    return "expected NAME=N, got '" + spec.str() + "'";
-  if (text.contains(':'))
-    return "'" + spec.str() +
-           "': a range of values needs symbolic-shape compilation, which "
-           "Kiln does not do yet; give one value, " +
-           name.str() + "=N";
+    return "expected NAME=N or NAME=MIN:MAX, got '" + spec.str() + "'";
+  options.dimValues.erase(name);
+  options.dimRanges.erase(name);
+  if (text.contains(':')) {
+    auto [minText, maxText] = text.split(':');
+    int64_t min, max;
+    if (minText.getAsInteger(10, min) || maxText.getAsInteger(10, max) ||
+        min < 1 || max < min)
+      return "invalid range '" + text.str() + "' in '" + spec.str() +
+             "' (expected MIN:MAX with 1 <= MIN <= MAX)";
+    // A range of one value is a pinned dim.
+    if (min == max)
+      options.dimValues[name] = min;
+    else
+      options.dimRanges[name] = {min, max};
+    return "";
+  }
   int64_t value;
   if (text.getAsInteger(10, value) || value < 0)
     return "invalid value '" + text.str() + "' in '" + spec.str() + "'";

@@ -3,7 +3,10 @@
 #ifndef KILN_LIB_IMPORTER_ONNX_GRAPHIMPORTER_H
 #define KILN_LIB_IMPORTER_ONNX_GRAPHIMPORTER_H
 
+#include "SymbolicFolding.h"
+
 #include "kiln/Dialect/Kiln/KilnOps.h"
+#include "kiln/Dialect/Kiln/SymbolicShapes.h"
 #include "kiln/Importer/ONNX/ExternalData.h"
 #include "kiln/Importer/ONNX/Importer.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -11,6 +14,8 @@
 #include "llvm/ADT/StringMap.h"
 
 #include <onnx/onnx_pb.h>
+
+#include <functional>
 
 namespace kiln {
 
@@ -52,6 +57,13 @@ public:
   mlir::LogicalResult countNode(const onnx::NodeProto &node);
   /// The integers of a constant value (e.g. Reshape's shape), or failure.
   mlir::FailureOr<llvm::SmallVector<int64_t>> constantInts(mlir::Value value);
+  /// The sizes a shape value holds (a constant, or a `kiln.sizes` computed
+  /// from symbolic dims), or failure.
+  mlir::FailureOr<SymbolicShape> symbolicInts(mlir::Value value);
+  /// The range of each symbolic dim (`--dim NAME=MIN:MAX`).
+  DimRangeFn dimRanges() const { return rangeLookup; }
+  /// Whether the model has symbolic dims.
+  bool hasSymbolicDims() const { return !options.dimRanges.empty(); }
   /// Converts a tensor of the model (an initializer, a Constant's value),
   /// reading external data from beside the model file.
   mlir::FailureOr<mlir::ElementsAttr>
@@ -61,6 +73,18 @@ public:
 
 private:
   mlir::Value foldConstant(mlir::Value value, int depth = 0);
+  /// Folds the op defining `value` over its `operands`' sizes (some from
+  /// `kiln.sizes`); returns `value` when it does not fold.
+  mlir::Value foldSymbolicSizes(mlir::Value value,
+                                llvm::ArrayRef<mlir::Value> operands);
+
+public:
+  /// A `kiln.sizes` of `type` holding `sizes`, or a constant when they all
+  /// are.
+  mlir::Value materializeSizes(mlir::Location loc, mlir::Type type,
+                               const SymbolicTensor &sizes);
+
+private:
   mlir::FailureOr<llvm::SmallVector<int>> topologicalOrder();
   mlir::LogicalResult checkStructure();
   mlir::LogicalResult checkSupported();
@@ -78,6 +102,9 @@ private:
   llvm::StringMap<mlir::Value> values;
   /// Set when folding a constant op failed with a diagnostic.
   bool foldFailed = false;
+  /// Looks up `options.dimRanges`; held here so that dimRanges() can lend it.
+  std::function<std::optional<std::pair<int64_t, int64_t>>(llvm::StringRef)>
+      rangeLookup;
   /// Nodes converted so far, unrolled Loop bodies included.
   int64_t convertedNodes = 0;
 };

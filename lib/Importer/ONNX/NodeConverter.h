@@ -80,6 +80,19 @@ struct NodeConverterBase {
                                   mlir::DenseElementsAttr::get(type, ints)));
   }
 
+  /// The sizes of `v`'s dims (symbolic ones as their expressions).
+  mlir::FailureOr<SymbolicShape> sizesOfValue(mlir::Value v) {
+    return sizesOf(loc, typeOf(v));
+  }
+
+  /// `x` viewed with the symbolic shape `sizes` (no op when it has it).
+  mlir::Value reshape(mlir::Value x, llvm::ArrayRef<DimExpr> sizes) {
+    auto type = symbolicTensorType(sizes, typeOf(x).getElementType());
+    if (type == x.getType())
+      return x;
+    return ReshapeOp::create(b, loc, type, x);
+  }
+
   /// `x` viewed with `shape` (no op when it already has it).
   mlir::Value reshape(mlir::Value x, llvm::ArrayRef<int64_t> shape) {
     auto type = mlir::RankedTensorType::get(shape, typeOf(x).getElementType());

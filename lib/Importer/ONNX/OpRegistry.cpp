@@ -3,6 +3,7 @@
 #include "OpRegistry.h"
 
 #include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
 
 using namespace mlir;
 
@@ -49,6 +50,31 @@ bool isSupportedOp(const onnx::NodeProto &node) {
   return lookup(node) != nullptr;
 }
 
+/// The ops whose converters carry symbolic dims (`#kiln.dims`) through:
+/// they read shapes as DimExprs, or build their results with the shape
+/// rules. Any other op meeting a symbolic input is refused by name rather
+/// than given a shape it cannot compute.
+static bool takesSymbolicDims(const onnx::NodeProto &node) {
+  static const llvm::StringSet<> ready = {
+      // Elementwise, comparisons, casts.
+      "Add", "Sub", "Mul", "Div", "Pow", "Neg", "Sqrt", "Erf", "Tanh", "Exp",
+      "Relu", "Sigmoid", "Cast", "CastLike", "Reciprocal", "Log", "Abs",
+      "Floor", "Ceil", "Round", "Sin", "Cos", "Softsign", "Sign", "Not",
+      "IsNaN", "IsInf", "Gelu", "Sum", "Max", "Min", "Mod", "And", "Or", "Xor",
+      "Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "Where",
+      "Clip", "Dropout", "Identity", "Constant",
+      // Linear algebra, normalization, reductions.
+      "MatMul", "Gemm", "LayerNormalization", "RMSNormalization", "Softmax",
+      "LogSoftmax", "ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin",
+      "ReduceProd", "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp",
+      "ReduceSumSquare", "ArgMax", "ArgMin", "CumSum",
+      // Shapes and data movement.
+      "Shape", "Size", "Reshape", "Transpose", "Unsqueeze", "Squeeze",
+      "Flatten", "Concat", "Slice", "Split", "Gather", "GatherElements",
+      "GatherND", "Expand", "ConstantOfShape", "Range"};
+  return isDefaultDomain(node.domain()) && ready.contains(node.op_type());
+}
+
 LogicalResult convertNode(GraphImporter &importer, const onnx::NodeProto &node) {
   if (failed(importer.countNode(node)))
     return failure();
@@ -56,6 +82,18 @@ LogicalResult convertNode(GraphImporter &importer, const onnx::NodeProto &node) 
   if (!convert)
     return emitError(importer.nodeLoc(node))
            << node.op_type() << ": no converter";
+  if (!takesSymbolicDims(node))
+    for (int i = 0; i < node.input_size(); ++i) {
+      Value input = importer.input(node, i);
+      auto type = input ? dyn_cast<RankedTensorType>(input.getType())
+                        : RankedTensorType();
+      if (type && !type.hasStaticShape())
+        return emitError(importer.nodeLoc(node))
+               << node.op_type() << ": input " << i << " has symbolic dims ("
+               << shapeText(type)
+               << "), which Kiln does not take through this op yet; pin "
+                  "them with --dim NAME=N";
+    }
   return convert(importer, node);
 }
 

@@ -590,16 +590,61 @@ TEST_F(InterpreterTest, KernelsWithSeveralResultsAndSharedValues) {
   expectValues(results[2], {2}, {2, -6});
 }
 
-TEST_F(InterpreterTest, UnresolvableReshapeIsADiagnostic) {
-  // Two dynamic result dims that line up with no dynamic input dim.
+TEST_F(InterpreterTest, SymbolicDimsThatInputsDisagreeOnAreADiagnostic) {
+  // Both inputs are [b, s]: sizes 2x3 and 2x4 disagree on s.
   StringRef source = R"mlir(
-    func.func @main(%x: tensor<4x?xf32>) -> tensor<?x?xf32> {
-      %0 = kiln.reshape %x : tensor<4x?xf32> -> tensor<?x?xf32>
-      return %0 : tensor<?x?xf32>
+    func.func @main(%x: tensor<?x?xf32, #kiln.dims<["b", "s"]>>,
+                    %y: tensor<?x?xf32, #kiln.dims<["b", "s"]>>)
+        -> tensor<?x?xf32, #kiln.dims<["b", "s"]>> {
+      %0 = kiln.add %x, %y : (tensor<?x?xf32, #kiln.dims<["b", "s"]>>,
+          tensor<?x?xf32, #kiln.dims<["b", "s"]>>)
+          -> tensor<?x?xf32, #kiln.dims<["b", "s"]>>
+      return %0 : tensor<?x?xf32, #kiln.dims<["b", "s"]>>
     })mlir";
-  EXPECT_TRUE(failed(run(source, {floats(f32(), {4, 1}, {1, 2, 3, 4})})));
-  EXPECT_TRUE(hasDiagnostic("cannot resolve the dynamic dims"))
+  EXPECT_TRUE(failed(run(source, {floats(f32(), {2, 3}, {1, 2, 3, 4, 5, 6}),
+                                  floats(f32(), {2, 4}, {1, 2, 3, 4, 5, 6, 7, 8})})));
+  EXPECT_TRUE(hasDiagnostic("dim sizes: input #1 dim 1 is 4, but its size 's' "
+                            "is 3 with s = 3 (from input #0 dim 1)"))
       << allDiagnostics();
+}
+
+TEST_F(InterpreterTest, SymbolicDimsOutsideTheirRangeAreADiagnostic) {
+  StringRef source = R"mlir(
+    func.func @main(%x: tensor<?xf32, #kiln.dims<["s"]>>)
+        -> tensor<?xf32, #kiln.dims<["s"]>>
+        attributes {kiln.dim_ranges = {s = array<i64: 1, 2>}} {
+      return %x : tensor<?xf32, #kiln.dims<["s"]>>
+    })mlir";
+  runOk(source, {floats(f32(), {2}, {1, 2})});
+  EXPECT_TRUE(failed(run(source, {floats(f32(), {3}, {1, 2, 3})})));
+  EXPECT_TRUE(hasDiagnostic("dim sizes: 's' is 3 (from input #0 dim 0), "
+                            "outside its range 1..2"))
+      << allDiagnostics();
+}
+
+TEST_F(InterpreterTest, DynamicDimsTakeTheInputsSizes) {
+  // b and s from the input; a dim known only through a sum (past + s) is
+  // solved for; kiln.sizes reads the values.
+  StringRef source = R"mlir(
+    func.func @main(%x: tensor<?x?x4xf32, #kiln.dims<["b", "s"]>>,
+                    %kv: tensor<?xf32, #kiln.dims<["past + s"]>>)
+        -> (tensor<?x?x2x2xf32, #kiln.dims<["b", "s"]>>,
+            tensor<?x4xf32, #kiln.dims<["b*s"]>>, tensor<3xi64>) {
+      %0 = kiln.reshape %x : tensor<?x?x4xf32, #kiln.dims<["b", "s"]>>
+          -> tensor<?x?x2x2xf32, #kiln.dims<["b", "s"]>>
+      %1 = kiln.reshape %x : tensor<?x?x4xf32, #kiln.dims<["b", "s"]>>
+          -> tensor<?x4xf32, #kiln.dims<["b*s"]>>
+      %2 = kiln.sizes ["b*s", "past", "2*past + 1"] : tensor<3xi64>
+      return %0, %1, %2 : tensor<?x?x2x2xf32, #kiln.dims<["b", "s"]>>,
+          tensor<?x4xf32, #kiln.dims<["b*s"]>>, tensor<3xi64>
+    })mlir";
+  auto results =
+      runOk(source, {floats(f32(), {1, 2, 4}, {0, 1, 2, 3, 4, 5, 6, 7}),
+                     floats(f32(), {5}, {0, 0, 0, 0, 0})});
+  ASSERT_EQ(results.size(), 3u);
+  expectValues(results[0], {1, 2, 2, 2}, {0, 1, 2, 3, 4, 5, 6, 7});
+  expectValues(results[1], {2, 4}, {0, 1, 2, 3, 4, 5, 6, 7});
+  expectInts(results[2], {3}, {2, 3, 7});
 }
 
 TEST_F(InterpreterTest, DenseConstantsSplatAndBool) {
@@ -615,20 +660,6 @@ TEST_F(InterpreterTest, DenseConstantsSplatAndBool) {
   expectValues(results[0], {2, 2}, {0.5, 0.5, 0.5, 0.5});
   expectInts(results[1], {3}, {1, 0, 1});
   expectInts(results[2], {2}, {-3, 4});
-}
-
-TEST_F(InterpreterTest, DynamicDimsTakeTheInputsSizes) {
-  StringRef source = R"mlir(
-    func.func @main(%x: tensor<?x?x4xf32>) -> (tensor<?x?x2x2xf32>, tensor<?x4xf32>) {
-      %0 = kiln.reshape %x : tensor<?x?x4xf32> -> tensor<?x?x2x2xf32>
-      %1 = kiln.reshape %x : tensor<?x?x4xf32> -> tensor<?x4xf32>
-      return %0, %1 : tensor<?x?x2x2xf32>, tensor<?x4xf32>
-    })mlir";
-  auto results =
-      runOk(source, {floats(f32(), {1, 2, 4}, {0, 1, 2, 3, 4, 5, 6, 7})});
-  ASSERT_EQ(results.size(), 2u);
-  expectValues(results[0], {1, 2, 2, 2}, {0, 1, 2, 3, 4, 5, 6, 7});
-  expectValues(results[1], {2, 4}, {0, 1, 2, 3, 4, 5, 6, 7});
 }
 
 TEST_F(InterpreterTest, EmptyTensors) {

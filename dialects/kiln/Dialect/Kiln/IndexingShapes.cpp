@@ -2,6 +2,8 @@
 
 #include "kiln/Dialect/Kiln/ShapeInference.h"
 
+#include "kiln/Dialect/Kiln/SymbolicShapes.h"
+
 #include "mlir/IR/Diagnostics.h"
 #include "llvm/ADT/STLExtras.h"
 
@@ -26,25 +28,31 @@ inferConcatType(std::optional<Location> loc, ArrayRef<RankedTensorType> inputs,
   if (axis < 0 || axis >= std::max<int64_t>(rank, 1) || rank == 0)
     return fail(loc, "concat axis " + Twine(axis) + " out of range for rank " +
                          Twine(rank));
-  SmallVector<int64_t> shape(first.getShape());
-  shape[axis] = 0;
+  auto firstSizes = sizesOf(loc, first);
+  if (failed(firstSizes))
+    return failure();
+  SymbolicShape shape = *firstSizes;
+  shape[axis] = DimExpr::constant(0);
   for (RankedTensorType t : inputs) {
     if (t.getRank() != rank || t.getElementType() != first.getElementType())
       return fail(loc, "concat inputs differ in rank or element type");
+    auto sizes = sizesOf(loc, t);
+    if (failed(sizes))
+      return failure();
     for (int64_t d = 0; d < rank; ++d) {
       if (d == axis)
         continue;
-      if (t.getDimSize(d) != shape[d])
-        return fail(loc, "concat inputs differ in dim " + Twine(d) +
-                             " (" + Twine(t.getDimSize(d)) + " vs " +
-                             Twine(shape[d]) + ")");
+      if ((*sizes)[d] != shape[d])
+        return fail(loc, "concat inputs differ in dim " + Twine(d) + " (" +
+                             (*sizes)[d].str() + " vs " + shape[d].str() +
+                             ")");
     }
-    if (t.isDynamicDim(axis) || ShapedType::isDynamic(shape[axis]))
-      shape[axis] = ShapedType::kDynamic;
-    else
-      shape[axis] += t.getDimSize(axis);
+    std::optional<DimExpr> sum = DimExpr::add(shape[axis], (*sizes)[axis]);
+    if (!sum)
+      return fail(loc, "concat size along the axis overflows");
+    shape[axis] = std::move(*sum);
   }
-  return RankedTensorType::get(shape, first.getElementType());
+  return symbolicTensorType(shape, first.getElementType());
 }
 
 FailureOr<RankedTensorType> inferGatherType(std::optional<Location> loc,
@@ -58,10 +66,13 @@ FailureOr<RankedTensorType> inferGatherType(std::optional<Location> loc,
   if (!indices.getElementType().isInteger(64) &&
       !indices.getElementType().isInteger(32))
     return fail(loc, "gather indices must be int32 or int64");
-  SmallVector<int64_t> shape(data.getShape().take_front(axis));
-  llvm::append_range(shape, indices.getShape());
-  llvm::append_range(shape, data.getShape().drop_front(axis + 1));
-  return RankedTensorType::get(shape, data.getElementType());
+  auto d = sizesOf(loc, data), i = sizesOf(loc, indices);
+  if (failed(d) || failed(i))
+    return failure();
+  SymbolicShape shape(d->begin(), d->begin() + axis);
+  llvm::append_range(shape, *i);
+  shape.insert(shape.end(), d->begin() + axis + 1, d->end());
+  return symbolicTensorType(shape, data.getElementType());
 }
 
 FailureOr<RankedTensorType>
@@ -73,11 +84,14 @@ inferGatherElementsType(std::optional<Location> loc, RankedTensorType data,
                          " out of range for rank " + Twine(rank));
   if (indices.getRank() != rank)
     return fail(loc, "gather_elements indices must have the data's rank");
+  // Symbolic sizes are compared at run time (the reference interpreter
+  // checks every index); static ones here.
   for (int64_t d = 0; d < rank; ++d)
-    if (d != axis && indices.getDimSize(d) > data.getDimSize(d))
+    if (d != axis && !indices.isDynamicDim(d) && !data.isDynamicDim(d) &&
+        indices.getDimSize(d) > data.getDimSize(d))
       return fail(loc, "gather_elements indices exceed the data in dim " +
                            Twine(d));
-  return RankedTensorType::get(indices.getShape(), data.getElementType());
+  return indices.clone(data.getElementType());
 }
 
 LogicalResult verifySliceTypes(std::optional<Location> loc,
@@ -113,10 +127,13 @@ LogicalResult verifyExpandTypes(std::optional<Location> loc,
                                 RankedTensorType result) {
   if (input.getElementType() != result.getElementType())
     return fail(loc, "expand changes the element type");
-  auto shape = broadcastShapes(loc, input.getShape(), result.getShape());
+  auto in = sizesOf(loc, input), out = sizesOf(loc, result);
+  if (failed(in) || failed(out))
+    return failure();
+  auto shape = broadcastSizes(loc, *in, *out);
   if (failed(shape))
     return failure();
-  if (ArrayRef<int64_t>(*shape) != result.getShape())
+  if (*shape != *out)
     return fail(loc, "expand result is not the broadcast of its input and "
                      "the requested shape");
   return success();

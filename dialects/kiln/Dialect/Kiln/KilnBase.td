@@ -11,6 +11,7 @@
 include "mlir/IR/OpBase.td"
 include "mlir/IR/AttrTypeBase.td"
 include "mlir/IR/EnumAttr.td"
+include "mlir/IR/TensorEncoding.td"
 
 def Kiln_Dialect : Dialect {
   let name = "kiln";
@@ -62,6 +63,27 @@ def Kiln_GeluApproximation : I32EnumAttr<"GeluApproximation",
     I32EnumAttrCase<"tanh", 1>
   ]> {
   let cppNamespace = "::kiln";
+}
+
+/// The sizes of a tensor type's dynamic dims, as the tensor type's encoding.
+def Kiln_DimsAttr : AttrDef<Kiln_Dialect, "Dims",
+    [DeclareAttrInterfaceMethods<VerifiableTensorEncoding>]> {
+  let mnemonic = "dims";
+  let summary = "the symbolic size of each dynamic dim of a tensor type";
+  let description = [{
+    A model's inputs name their dynamic dims (`batch`, `sequence`); every
+    size computed from them is a polynomial over those names (see
+    DimExpr.h). A tensor type with dynamic dims carries one such size per
+    `?`, in order, in canonical text, so that two values of equal symbolic
+    shape have equal types:
+
+    ```mlir
+    tensor<?x?x768xf32, #kiln.dims<["batch", "sequence"]>>
+    tensor<?x12x64xf32, #kiln.dims<["batch*sequence"]>>
+    ```
+  }];
+  let parameters = (ins "::mlir::ArrayAttr":$sizes);
+  let assemblyFormat = "`<` $sizes `>`";
 }
 
 class Kiln_Op<string mnemonic, list<Trait> traits = []>

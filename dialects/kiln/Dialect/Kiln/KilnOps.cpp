@@ -37,7 +37,7 @@ LogicalResult ConstantOp::inferReturnTypes(MLIRContext *,
 //===----------------------------------------------------------------------===//
 
 LogicalResult CastOp::verify() {
-  if (getInput().getType().getShape() != getResult().getType().getShape())
+  if (getInput().getType().clone(getType().getElementType()) != getType())
     return emitOpError("expected the same shape, got ")
            << getInput().getType() << " and " << getResult().getType();
   return success();
@@ -93,7 +93,7 @@ static LogicalResult verifyArgReduce(ArgOp op) {
   auto expected = inferReduceType(op.getLoc(), input, {axis}, op.getKeepdims());
   if (failed(expected))
     return failure();
-  if (op.getType().getShape() != expected->getShape())
+  if (op.getType().clone(expected->getElementType()) != *expected)
     return op.emitOpError("result shape does not match the reduced input");
   return success();
 }

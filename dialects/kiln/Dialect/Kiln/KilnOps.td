@@ -43,6 +43,29 @@ def Kiln_ConstantOp : Kiln_Op<"constant",
   let hasFolder = 1;
 }
 
+def Kiln_SizesOp : Kiln_Op<"sizes", [Pure]> {
+  let summary = "an integer tensor of symbolic sizes";
+  let description = [{
+    The value of a shape computation over a model's named dims (ONNX
+    Shape, and integer arithmetic on it) when some of its elements are not
+    constants: element `i` is the size `sizes[i]`, a polynomial over the
+    names in the canonical text of DimExpr.h, evaluated when the names'
+    values are known (at run time). A shape subgraph whose result only
+    shapes another op (Reshape, Expand) folds into that op's type and leaves
+    no `kiln.sizes`; one whose values are data (a Range's limit, a mask
+    compared against positions) keeps it.
+
+    ```mlir
+    %s = kiln.sizes ["batch", "sequence", "12"] : tensor<3xi64>
+    ```
+  }];
+  let arguments = (ins StrArrayAttr:$sizes);
+  let results = (outs RankedTensorOf<[I64, I32]>:$result);
+  let assemblyFormat = "$sizes attr-dict `:` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Elementwise math with broadcasting
 //===----------------------------------------------------------------------===//

@@ -1,7 +1,15 @@
 //===- ShapeInference.cpp - one shape function per kiln op ----------------===//
+//
+// Every rule works on sizes that may be symbolic (DimExpr): a static dim is
+// a constant size, a dynamic one the expression its `#kiln.dims` encoding
+// gives. Two sizes are equal when their polynomials are; a rule that would
+// need a size to equal another only for some values of the names refuses.
+//
+//===----------------------------------------------------------------------===//
 
 #include "kiln/Dialect/Kiln/ShapeInference.h"
 
+#include "kiln/Dialect/Kiln/SymbolicShapes.h"
 #include "mlir/IR/Diagnostics.h"
 #include "llvm/ADT/STLExtras.h"
 
@@ -27,6 +35,29 @@ static std::string shapeStr(ArrayRef<int64_t> shape) {
   return s;
 }
 
+std::string sizesText(ArrayRef<DimExpr> sizes) {
+  if (sizes.empty())
+    return "scalar";
+  std::string text;
+  for (auto [i, size] : llvm::enumerate(sizes)) {
+    if (i)
+      text += "x";
+    bool compound = !size.isConstant() && !size.getSymbol();
+    text += compound ? "(" + size.str() + ")" : size.str();
+  }
+  return text;
+}
+
+FailureOr<SymbolicShape> sizesOf(std::optional<Location> loc,
+                                 RankedTensorType type) {
+  std::optional<SymbolicShape> sizes = symbolicShapeOf(type);
+  if (!sizes)
+    return emitOptionalError(loc, "type ", type,
+                             " has a dynamic dim without a size (a "
+                             "#kiln.dims encoding names each)");
+  return std::move(*sizes);
+}
+
 FailureOr<SmallVector<int64_t>> broadcastShapes(std::optional<Location> loc,
                                                 ArrayRef<int64_t> lhs,
                                                 ArrayRef<int64_t> rhs) {
@@ -47,6 +78,28 @@ FailureOr<SmallVector<int64_t>> broadcastShapes(std::optional<Location> loc,
   return result;
 }
 
+FailureOr<SymbolicShape> broadcastSizes(std::optional<Location> loc,
+                                        ArrayRef<DimExpr> lhs,
+                                        ArrayRef<DimExpr> rhs) {
+  size_t rank = std::max(lhs.size(), rhs.size());
+  DimExpr one = DimExpr::constant(1);
+  SymbolicShape result(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    const DimExpr &l = i < rank - lhs.size() ? one : lhs[i - (rank - lhs.size())];
+    const DimExpr &r = i < rank - rhs.size() ? one : rhs[i - (rank - rhs.size())];
+    // A named size broadcasts only with 1 and with itself: that it equals
+    // another size for some values of the names is not enough.
+    if (l == r || r == one)
+      result[i] = l;
+    else if (l == one)
+      result[i] = r;
+    else
+      return emitOptionalError(loc, "shapes ", sizesText(lhs), " and ",
+                               sizesText(rhs), " do not broadcast at dim ", i);
+  }
+  return result;
+}
+
 FailureOr<RankedTensorType> inferBroadcastType(std::optional<Location> loc,
                                                RankedTensorType lhs,
                                                RankedTensorType rhs) {
@@ -54,10 +107,19 @@ FailureOr<RankedTensorType> inferBroadcastType(std::optional<Location> loc,
     return emitOptionalError(loc, "expected operands of one element type, got ",
                              lhs.getElementType(), " and ",
                              rhs.getElementType());
-  auto shape = broadcastShapes(loc, lhs.getShape(), rhs.getShape());
+  if (lhs.hasStaticShape() && rhs.hasStaticShape()) {
+    auto shape = broadcastShapes(loc, lhs.getShape(), rhs.getShape());
+    if (failed(shape))
+      return failure();
+    return RankedTensorType::get(*shape, lhs.getElementType());
+  }
+  auto l = sizesOf(loc, lhs), r = sizesOf(loc, rhs);
+  if (failed(l) || failed(r))
+    return failure();
+  auto shape = broadcastSizes(loc, *l, *r);
   if (failed(shape))
     return failure();
-  return RankedTensorType::get(*shape, lhs.getElementType());
+  return symbolicTensorType(*shape, lhs.getElementType());
 }
 
 //===----------------------------------------------------------------------===//
@@ -87,10 +149,11 @@ FailureOr<RankedTensorType> inferWhereType(std::optional<Location> loc,
   auto values = inferBroadcastType(loc, lhs, rhs);
   if (failed(values))
     return failure();
-  auto shape = broadcastShapes(loc, condition.getShape(), values->getShape());
-  if (failed(shape))
+  auto type = inferBroadcastType(
+      loc, condition.clone(lhs.getElementType()), *values);
+  if (failed(type))
     return failure();
-  return RankedTensorType::get(*shape, lhs.getElementType());
+  return *type;
 }
 
 FailureOr<RankedTensorType> inferMatmulType(std::optional<Location> loc,
@@ -105,21 +168,24 @@ FailureOr<RankedTensorType> inferMatmulType(std::optional<Location> loc,
     return emitOptionalError(loc, "expected operands of one element type, got ",
                              lhs.getElementType(), " and ",
                              rhs.getElementType());
-  ArrayRef<int64_t> l = lhs.getShape(), r = rhs.getShape();
-  int64_t m = l[l.size() - (transposeLhs ? 1 : 2)];
-  int64_t kl = l[l.size() - (transposeLhs ? 2 : 1)];
-  int64_t kr = r[r.size() - (transposeRhs ? 1 : 2)];
-  int64_t n = r[r.size() - (transposeRhs ? 2 : 1)];
-  if (!ShapedType::isDynamic(kl) && !ShapedType::isDynamic(kr) && kl != kr)
+  auto l = sizesOf(loc, lhs), r = sizesOf(loc, rhs);
+  if (failed(l) || failed(r))
+    return failure();
+  const DimExpr &m = (*l)[l->size() - (transposeLhs ? 1 : 2)];
+  const DimExpr &kl = (*l)[l->size() - (transposeLhs ? 2 : 1)];
+  const DimExpr &kr = (*r)[r->size() - (transposeRhs ? 1 : 2)];
+  const DimExpr &n = (*r)[r->size() - (transposeRhs ? 2 : 1)];
+  if (kl != kr)
     return emitOptionalError(loc, "expected contracting dims to match, got ",
-                             kl, " vs ", kr);
-  auto batch = broadcastShapes(loc, l.drop_back(2), r.drop_back(2));
+                             kl.str(), " vs ", kr.str());
+  auto batch = broadcastSizes(loc, ArrayRef<DimExpr>(*l).drop_back(2),
+                              ArrayRef<DimExpr>(*r).drop_back(2));
   if (failed(batch))
     return failure();
-  SmallVector<int64_t> shape = *batch;
+  SymbolicShape shape = *batch;
   shape.push_back(m);
   shape.push_back(n);
-  return RankedTensorType::get(shape, lhs.getElementType());
+  return symbolicTensorType(shape, lhs.getElementType());
 }
 
 FailureOr<RankedTensorType> inferReduceType(std::optional<Location> loc,
@@ -134,14 +200,17 @@ FailureOr<RankedTensorType> inferReduceType(std::optional<Location> loc,
     if (i > 0 && axes[i - 1] >= axis)
       return emitOptionalError(loc, "expected sorted unique axes");
   }
-  SmallVector<int64_t> shape;
+  auto sizes = sizesOf(loc, input);
+  if (failed(sizes))
+    return failure();
+  SymbolicShape shape;
   for (int64_t d = 0; d < rank; ++d) {
     if (!llvm::is_contained(axes, d))
-      shape.push_back(input.getDimSize(d));
+      shape.push_back((*sizes)[d]);
     else if (keepdims)
-      shape.push_back(1);
+      shape.push_back(DimExpr::constant(1));
   }
-  return RankedTensorType::get(shape, input.getElementType());
+  return symbolicTensorType(shape, input.getElementType());
 }
 
 FailureOr<RankedTensorType> inferAttentionType(std::optional<Location> loc,
@@ -156,27 +225,38 @@ FailureOr<RankedTensorType> inferAttentionType(std::optional<Location> loc,
   if (key.getElementType() != et || value.getElementType() != et ||
       (mask && mask.getElementType() != et))
     return emitOptionalError(loc, "expected one element type");
-  ArrayRef<int64_t> q = query.getShape(), k = key.getShape(),
-                    v = value.getShape();
+  auto qs = sizesOf(loc, query), ks = sizesOf(loc, key),
+       vs = sizesOf(loc, value);
+  if (failed(qs) || failed(ks) || failed(vs))
+    return failure();
+  const SymbolicShape &q = *qs, &k = *ks, &v = *vs;
   if (k[0] != q[0] || v[0] != q[0])
     return emitOptionalError(loc, "batch sizes differ");
-  if (k[1] != v[1] || k[1] < 1 || q[1] % k[1] != 0)
-    return emitOptionalError(loc, "query heads (", q[1],
+  // Heads group evenly: static counts, or one symbolic count for all.
+  std::optional<int64_t> qHeads = q[1].getConstant(),
+                         kHeads = k[1].getConstant();
+  bool grouped = (qHeads && kHeads && *kHeads >= 1 && *qHeads % *kHeads == 0) ||
+                 q[1] == k[1];
+  if (k[1] != v[1] || !grouped)
+    return emitOptionalError(loc, "query heads (", q[1].str(),
                              ") must be a multiple of key/value heads (",
-                             k[1], ")");
+                             k[1].str(), ")");
   if (k[2] != v[2])
     return emitOptionalError(loc, "key and value sequence lengths differ");
   if (k[3] != q[3])
     return emitOptionalError(loc, "query and key head sizes differ");
-  SmallVector<int64_t> scores{q[0], q[1], q[2], k[2]};
+  SymbolicShape scores{q[0], q[1], q[2], k[2]};
   if (mask) {
-    auto shape = broadcastShapes(loc, mask.getShape(), scores);
+    auto m = sizesOf(loc, mask);
+    if (failed(m))
+      return failure();
+    auto shape = broadcastSizes(loc, *m, scores);
     if (failed(shape))
       return failure();
-    if (ArrayRef<int64_t>(*shape) != ArrayRef<int64_t>(scores))
+    if (*shape != scores)
       return emitOptionalError(loc, "mask does not broadcast to the scores");
   }
-  return RankedTensorType::get({q[0], q[1], q[2], v[3]}, et);
+  return symbolicTensorType({q[0], q[1], q[2], v[3]}, et);
 }
 
 FailureOr<RankedTensorType> inferTransposeType(std::optional<Location> loc,
@@ -186,15 +266,18 @@ FailureOr<RankedTensorType> inferTransposeType(std::optional<Location> loc,
   if (static_cast<int64_t>(permutation.size()) != rank)
     return emitOptionalError(loc, "expected a permutation of ", rank,
                              " dims, got ", permutation.size());
+  auto sizes = sizesOf(loc, input);
+  if (failed(sizes))
+    return failure();
   SmallVector<bool> seen(rank, false);
-  SmallVector<int64_t> shape;
+  SymbolicShape shape;
   for (int64_t p : permutation) {
     if (p < 0 || p >= rank || seen[p])
       return emitOptionalError(loc, "invalid permutation entry ", p);
     seen[p] = true;
-    shape.push_back(input.getDimSize(p));
+    shape.push_back((*sizes)[p]);
   }
-  return RankedTensorType::get(shape, input.getElementType());
+  return symbolicTensorType(shape, input.getElementType());
 }
 
 /// Checks that a LayerNorm parameter broadcasts to the normalized dims without
@@ -202,17 +285,20 @@ FailureOr<RankedTensorType> inferTransposeType(std::optional<Location> loc,
 static LogicalResult checkNormParam(std::optional<Location> loc,
                                     StringRef what, RankedTensorType param,
                                     RankedTensorType input,
-                                    ArrayRef<int64_t> normDims) {
+                                    ArrayRef<DimExpr> normDims) {
   if (param.getElementType() != input.getElementType())
     return emitOptionalError(loc, "expected ", what, " of element type ",
                              input.getElementType(), ", got ",
                              param.getElementType());
-  auto shape = broadcastShapes(std::nullopt, normDims, param.getShape());
-  if (failed(shape) || ArrayRef<int64_t>(*shape) != normDims)
+  auto sizes = sizesOf(loc, param);
+  if (failed(sizes))
+    return failure();
+  auto shape = broadcastSizes(std::nullopt, normDims, *sizes);
+  if (failed(shape) || ArrayRef<DimExpr>(*shape) != normDims)
     return emitOptionalError(loc, "expected ", what, " of shape ",
-                             shapeStr(param.getShape()),
+                             sizesText(*sizes),
                              " to broadcast to the normalized dims ",
-                             shapeStr(normDims));
+                             sizesText(normDims));
   return success();
 }
 
@@ -224,7 +310,10 @@ FailureOr<RankedTensorType> inferLayerNormType(std::optional<Location> loc,
   if (axis < 0 || axis >= input.getRank())
     return emitOptionalError(loc, "axis ", axis, " out of range for rank ",
                              input.getRank());
-  ArrayRef<int64_t> normDims = input.getShape().drop_front(axis);
+  auto sizes = sizesOf(loc, input);
+  if (failed(sizes))
+    return failure();
+  ArrayRef<DimExpr> normDims = ArrayRef<DimExpr>(*sizes).drop_front(axis);
   if (failed(checkNormParam(loc, "scale", scale, input, normDims)))
     return failure();
   if (bias && failed(checkNormParam(loc, "bias", bias, input, normDims)))
@@ -239,12 +328,14 @@ LogicalResult verifyReshapeTypes(std::optional<Location> loc,
     return emitOptionalError(loc, "expected one element type, got ",
                              input.getElementType(), " and ",
                              result.getElementType());
-  if (input.hasStaticShape() && result.hasStaticShape() &&
-      input.getNumElements() != result.getNumElements())
-    return emitOptionalError(loc, "cannot reshape ", input.getNumElements(),
-                             " elements (", shapeStr(input.getShape()),
-                             ") into ", result.getNumElements(), " (",
-                             shapeStr(result.getShape()), ")");
+  auto in = sizesOf(loc, input), out = sizesOf(loc, result);
+  if (failed(in) || failed(out))
+    return failure();
+  std::optional<DimExpr> inCount = productOf(*in), outCount = productOf(*out);
+  if (inCount && outCount && *inCount != *outCount)
+    return emitOptionalError(loc, "cannot reshape ", inCount->str(),
+                             " elements (", sizesText(*in), ") into ",
+                             outCount->str(), " (", sizesText(*out), ")");
   return success();
 }
 

@@ -9,6 +9,7 @@
 #ifndef KILN_DIALECT_KILN_SHAPEINFERENCE_H
 #define KILN_DIALECT_KILN_SHAPEINFERENCE_H
 
+#include "kiln/Dialect/Kiln/DimExpr.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Location.h"
 #include "mlir/Support/LLVM.h"
@@ -17,11 +18,24 @@
 
 namespace kiln {
 
-/// Numpy-style broadcast of two shapes; dynamic dims broadcast with 1 or with
-/// an equal dynamic dim only.
+/// Numpy-style broadcast of two concrete shapes (the interpreter's).
 mlir::FailureOr<llvm::SmallVector<int64_t>>
 broadcastShapes(std::optional<mlir::Location> loc, llvm::ArrayRef<int64_t> lhs,
                 llvm::ArrayRef<int64_t> rhs);
+
+/// Numpy-style broadcast of two symbolic shapes: a named size broadcasts
+/// with 1 and with an equal size only.
+mlir::FailureOr<SymbolicShape> broadcastSizes(std::optional<mlir::Location> loc,
+                                              llvm::ArrayRef<DimExpr> lhs,
+                                              llvm::ArrayRef<DimExpr> rhs);
+
+/// The sizes of `type`'s dims; fails (with a diagnostic at `loc`) for a
+/// dynamic dim without a `#kiln.dims` size.
+mlir::FailureOr<SymbolicShape> sizesOf(std::optional<mlir::Location> loc,
+                                       mlir::RankedTensorType type);
+
+/// `2x(batch*sequence)x768`, for messages.
+std::string sizesText(llvm::ArrayRef<DimExpr> sizes);
 
 /// Result of an elementwise binary op: both element types equal, shapes
 /// broadcast.

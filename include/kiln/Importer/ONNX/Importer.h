@@ -32,6 +32,11 @@ struct ImportOptions {
   /// (`past_sequence+sequence`), gets it. A dim without a name is called
   /// `<input>.<axis>`.
   llvm::StringMap<int64_t> dimValues;
+  /// Named dims left symbolic, each with its range `[min, max]` (`--dim
+  /// batch=1:8`): the inputs' types keep them as `?` dims whose sizes are
+  /// expressions over the names (`#kiln.dims`), and `@main` records the
+  /// ranges in its `kiln.dim_ranges` attribute.
+  llvm::StringMap<std::pair<int64_t, int64_t>> dimRanges;
   /// Graph inputs frozen to a value at compile time (`--const-input`): they
   /// become constants, as a shape that arrives as an input must be for a
   /// static-shape compiler.
@@ -49,8 +54,8 @@ struct ImportOptions {
 /// error message, empty on success.
 std::string parseInputShape(llvm::StringRef spec, ImportOptions &options);
 
-/// Parses `NAME=N` into `options.dimValues`; returns an error message, empty
-/// on success.
+/// Parses `NAME=N` into `options.dimValues`, or `NAME=MIN:MAX` into
+/// `options.dimRanges`; returns an error message, empty on success.
 std::string parseDimValue(llvm::StringRef spec, ImportOptions &options);
 
 /// Imports the model in `bytes` (binary protobuf, or text format when it
