@@ -1,0 +1,126 @@
+#!/usr/bin/env python3
+"""One symbolic import of each fresh export, run at several shapes.
+
+  check_symbolic.py --kiln-run BIN [--data test/models/fresh] [--only NAME,...]
+
+The -dynamic exports of export_fresh.py keep batch and sequence symbolic
+(TorchScript and dynamo exporters; BERT, GPT-2, LLaMA). Each is imported
+with --dim batch=1:8,sequence=1:32 (32 is the exports' longest position
+table) and run on the reference interpreter at (batch, sequence) = (1, 1),
+(1, 7), (3, 16) and (8, 32), with fresh token ids and an attention mask
+that pads the end of every row but the first, and compared with
+onnxruntime on the same inputs (fp32 contract: rtol 1e-4, atol 1e-5).
+Then the error cases: inputs that disagree on a dim, and a dim outside its
+range, must each fail with the named error.
+"""
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import onnxruntime as ort
+
+SHAPES = [(1, 1), (1, 7), (3, 16), (8, 32)]
+DIMS = "batch=1:8,sequence=1:32"
+VOCAB = 96  # export_fresh.py's vocabulary
+SEED = 13
+
+
+def inputs_for(session, batch, sequence, rng):
+    feeds = {}
+    for info in session.get_inputs():
+        if info.name == "input_ids":
+            feeds[info.name] = rng.integers(0, VOCAB, (batch, sequence))
+        elif info.name == "attention_mask":
+            mask = np.ones((batch, sequence), np.int64)
+            for row in range(1, batch):
+                mask[row, rng.integers(1, sequence + 1):] = 0
+            feeds[info.name] = mask
+        else:
+            raise SystemExit(f"unexpected input {info.name}")
+    return feeds
+
+
+def run_kiln(kiln_run, model, feeds, folder, dims=DIMS):
+    args = [kiln_run, model, "--backend=reference", "--dim", dims,
+            "--output-dir", folder]
+    for name, value in feeds.items():
+        path = os.path.join(folder, f"given-{name}.npy")
+        os.makedirs(folder, exist_ok=True)
+        np.save(path, value)
+        args += ["--input", f"{name}={path}"]
+    return subprocess.run(args, capture_output=True, text=True)
+
+
+def check_model(kiln_run, folder, work, rng):
+    model = os.path.join(folder, "model.onnx")
+    name = os.path.basename(folder)
+    session = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
+    ok = True
+    for batch, sequence in SHAPES:
+        feeds = inputs_for(session, batch, sequence, rng)
+        out = os.path.join(work, f"{name}-{batch}x{sequence}")
+        result = run_kiln(kiln_run, model, feeds, out)
+        if result.returncode != 0:
+            print(f"FAIL {name} {batch}x{sequence}: kiln-run failed\n"
+                  f"{result.stderr}")
+            ok = False
+            continue
+        expected = session.run(None, feeds)
+        for info, want in zip(session.get_outputs(), expected):
+            got = np.load(os.path.join(out, info.name + ".npy"))
+            close = (got.shape == want.shape and
+                     np.allclose(got, want, rtol=1e-4, atol=1e-5))
+            worst = (float(np.abs(got.astype(np.float64) - want).max())
+                     if got.shape == want.shape else float("inf"))
+            print(f"{'ok  ' if close else 'FAIL'} {name} {batch}x{sequence} "
+                  f"{info.name} {list(got.shape)} max_abs {worst:.3e}")
+            ok &= close
+    # Inputs that disagree on `sequence`, and a batch past its range.
+    ids = rng.integers(0, VOCAB, (2, 5))
+    cases = [
+        ({"input_ids": ids, "attention_mask": np.ones((2, 6), np.int64)},
+         DIMS, "but its size 'sequence' is 5"),
+        ({"input_ids": rng.integers(0, VOCAB, (9, 5)),
+          "attention_mask": np.ones((9, 5), np.int64)},
+         DIMS, "'batch' is 9 (from input 'input_ids' dim 0), outside its "
+               "range 1..8"),
+    ]
+    for feeds, dims, message in cases:
+        result = run_kiln(kiln_run, model, feeds,
+                          os.path.join(work, f"{name}-bad"), dims)
+        refused = result.returncode != 0 and message in result.stderr
+        print(f"{'ok  ' if refused else 'FAIL'} {name} refuses: {message}")
+        if not refused:
+            print(result.stderr)
+        ok &= refused
+    return ok
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--kiln-run", required=True)
+    parser.add_argument("--data", default=os.path.join(
+        os.path.dirname(os.path.abspath(__file__)), "fresh"))
+    parser.add_argument("--only", default="")
+    args = parser.parse_args()
+    folders = sorted(
+        os.path.join(args.data, d) for d in os.listdir(args.data)
+        if d.endswith("-dynamic") and
+        (not args.only or d in args.only.split(",")))
+    if not folders:
+        raise SystemExit(f"no -dynamic exports under {args.data}")
+    rng = np.random.default_rng(SEED)
+    print(f"seed {SEED}")
+    ok = True
+    with tempfile.TemporaryDirectory() as work:
+        for folder in folders:
+            ok &= check_model(args.kiln_run, folder, work, rng)
+    print("all ok" if ok else "FAILED")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
