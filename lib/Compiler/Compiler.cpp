@@ -44,8 +44,8 @@ static LogicalResult dumpStage(ModuleOp module, const CompileOptions &options,
                              options.dumpDir + "/" + name.str() + ".mlir", text);
 }
 
-/// The passes and kernels compile static shapes: a module whose dims are
-/// symbolic (`--dim NAME=MIN:MAX`) stops here with one error naming them.
+/// The CUDA target compiles static shapes: a module whose dims are symbolic
+/// (`--dim NAME=MIN:MAX`) stops before it with one error naming them.
 static LogicalResult checkStaticShapes(ModuleOp module) {
   for (auto func : module.getOps<func::FuncOp>()) {
     auto ranges = func->getAttrOfType<DictionaryAttr>(kDimRangesAttr);
@@ -56,16 +56,14 @@ static LogicalResult checkStaticShapes(ModuleOp module) {
       names += (names.empty() ? "" : ", ") + range.getName().str();
     return emitError(func.getLoc(), "symbolic dims (")
            << names
-           << ") are imported and run on the reference interpreter "
-              "(kiln-run --backend=reference), but the compiler's passes and "
-              "kernels take static shapes so far: pin each with --dim NAME=N";
+           << ") are imported, planned and run on the reference interpreter "
+              "(kiln-run --backend=reference), but the CUDA target takes "
+              "static shapes so far: pin each with --dim NAME=N";
   }
   return success();
 }
 
 LogicalResult runPipeline(ModuleOp module, const CompileOptions &options) {
-  if (failed(checkStaticShapes(module)))
-    return failure();
   if (!options.dumpDir.empty()) {
     if (std::error_code ec = llvm::sys::fs::create_directories(options.dumpDir))
       return emitError(module.getLoc(), "cannot create dump folder '")
@@ -129,6 +127,8 @@ LogicalResult lowerToArtifact(ModuleOp module, const CompileOptions &options,
   if (std::distance(funcs.begin(), funcs.end()) != 1)
     return emitError(module.getLoc(), "expected exactly one function");
   func::FuncOp func = *funcs.begin();
+  if (failed(checkStaticShapes(module)))
+    return failure();
   artifact.abiVersion = KILN_ABI_VERSION;
   artifact.kilnVersion = kKilnVersion;
   artifact.arch = options.arch;

@@ -28,9 +28,12 @@ using namespace kiln;
 
 namespace {
 
-/// The shape at which an op computes.
-ArrayRef<int64_t> resultShape(Operation *op) {
-  return cast<RankedTensorType>(op->getResult(0).getType()).getShape();
+/// Whether `a` and `b` compute at one shape: equal dims, symbolic ones of
+/// equal size (the `#kiln.dims` encoding), whatever their element types.
+bool sameResultShape(Operation *a, Operation *b) {
+  auto x = cast<RankedTensorType>(a->getResult(0).getType());
+  auto y = cast<RankedTensorType>(b->getResult(0).getType());
+  return x.getShape() == y.getShape() && x.getEncoding() == y.getEncoding();
 }
 
 /// Ops that only move data: each result element is one element of an
@@ -67,8 +70,7 @@ struct Group {
         continue;
       if (isElementwise(producer) &&
           llvm::any_of(producer->getUsers(), [&](Operation *user) {
-            return isElementwise(user) &&
-                   resultShape(user) != resultShape(producer);
+            return isElementwise(user) && !sameResultShape(user, producer);
           }))
         continue;
       members.insert(producer);
@@ -84,11 +86,11 @@ Group buildReductionGroup(Operation *reduction,
                           const llvm::DenseSet<Operation *> &taken) {
   Group group{KernelKind::reduction, reduction, {}};
   group.members.insert(reduction);
-  ArrayRef<int64_t> shape = resultShape(reduction);
   while (group.root->getResult(0).hasOneUse()) {
     Operation *user = *group.root->getUsers().begin();
     if (!isElementwise(user) || taken.contains(user) ||
-        user->getBlock() != reduction->getBlock() || resultShape(user) != shape)
+        user->getBlock() != reduction->getBlock() ||
+        !sameResultShape(user, reduction))
       break;
     group.members.insert(user);
     group.root = user;
@@ -135,7 +137,8 @@ bool isRowBias(Value bias, Value product) {
   auto productType = cast<RankedTensorType>(product.getType());
   ArrayRef<int64_t> shape = type.getShape();
   return type.getElementType() == productType.getElementType() &&
-         !shape.empty() && shape.back() == productType.getShape().back() &&
+         type.hasStaticShape() && !shape.empty() &&
+         shape.back() == productType.getShape().back() &&
          llvm::all_of(shape.drop_back(), [](int64_t d) { return d == 1; });
 }
 

@@ -15,7 +15,9 @@
 
 #include "kiln/Analysis/ArenaPlanner.h"
 #include "kiln/Dialect/Kiln/KilnOps.h"
+#include "kiln/Dialect/Kiln/SymbolicShapes.h"
 #include "mlir/IR/Builders.h"
+#include "llvm/Support/CheckedArithmetic.h"
 
 namespace kiln {
 #define GEN_PASS_DEF_KILNPLANMEMORYPASS
@@ -42,8 +44,9 @@ Value storageRoot(Value value) {
 bool sameLayout(Value a, Value b) {
   auto x = cast<RankedTensorType>(a.getType());
   auto y = cast<RankedTensorType>(b.getType());
-  return x.getElementType() == y.getElementType() &&
-         x.getNumElements() == y.getNumElements();
+  std::optional<DimExpr> xCount = elementCount(x), yCount = elementCount(y);
+  return x.getElementType() == y.getElementType() && xCount && yCount &&
+         *xCount == *yCount;
 }
 
 /// Whether the body of elementwise `kernel` reads every input only at the
@@ -51,14 +54,15 @@ bool sameLayout(Value a, Value b) {
 /// all with the result's element count. Data movement fused into the kernel
 /// (a transpose, a slice) reads other elements.
 bool readsAtWrittenIndex(KernelOp kernel) {
-  int64_t count =
-      cast<RankedTensorType>(kernel.getResult(0).getType()).getNumElements();
-  return llvm::all_of(
-      kernel.getBody().front().without_terminator(), [&](Operation &op) {
-        return (isElementwise(&op) || isa<ReshapeOp>(op)) &&
-               cast<RankedTensorType>(op.getResult(0).getType())
-                       .getNumElements() == count;
-      });
+  std::optional<DimExpr> count =
+      elementCount(cast<RankedTensorType>(kernel.getResult(0).getType()));
+  return count &&
+         llvm::all_of(kernel.getBody().front().without_terminator(),
+                      [&](Operation &op) {
+                        return (isElementwise(&op) || isa<ReshapeOp>(op)) &&
+                               elementCount(cast<RankedTensorType>(
+                                   op.getResult(0).getType())) == count;
+                      });
 }
 
 struct KilnPlanMemoryPass
@@ -73,6 +77,7 @@ struct KilnPlanMemoryPass
       return signalPassFailure();
     }
     Block &body = func.getBody().front();
+    DimRanges ranges = dimRangesOf(func);
 
     llvm::DenseMap<Operation *, int64_t> index;
     for (Operation &op : body)
@@ -100,16 +105,23 @@ struct KilnPlanMemoryPass
       for (Value result : op.getResults()) {
         if (outputOf.count(result))
           continue;
+        // Symbolic shapes at their largest: one plan serves every shape.
         auto type = cast<RankedTensorType>(result.getType());
-        if (!type.hasStaticShape()) {
-          op.emitError("cannot plan memory for a dynamic shape ") << type;
+        std::optional<int64_t> count = maxElementCount(type, ranges);
+        if (!count) {
+          op.emitError("cannot plan memory for ")
+              << type << ": a symbolic dim without a range";
           return signalPassFailure();
         }
-        uint64_t bytes = type.getNumElements() *
-                         ((type.getElementTypeBitWidth() + 7) / 8);
+        std::optional<uint64_t> bytes = llvm::checkedMulUnsigned<uint64_t>(
+            *count, (type.getElementTypeBitWidth() + 7) / 8);
+        if (!bytes) {
+          op.emitError("cannot plan memory for ") << type << ": too large";
+          return signalPassFailure();
+        }
         slot[result] = values.size();
         values.push_back(result);
-        intervals.push_back({index[&op], index[&op], bytes});
+        intervals.push_back({index[&op], index[&op], *bytes});
       }
     }
     for (Operation &op : body)

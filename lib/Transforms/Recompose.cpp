@@ -107,11 +107,9 @@ Value peelSoftcap(Value v, double &softcap) {
 Value swapLastTwo(PatternRewriter &rewriter, Location loc, Value x) {
   auto type = cast<RankedTensorType>(x.getType());
   SmallVector<int64_t> perm{0, 1, 3, 2};
-  SmallVector<int64_t> shape{type.getDimSize(0), type.getDimSize(1),
-                             type.getDimSize(3), type.getDimSize(2)};
-  return TransposeOp::create(
-      rewriter, loc, RankedTensorType::get(shape, type.getElementType()), x,
-      perm);
+  // A rank-4 permutation of a verified type: the rule cannot fail.
+  RankedTensorType swapped = *inferTransposeType(std::nullopt, type, perm);
+  return TransposeOp::create(rewriter, loc, swapped, x, perm);
 }
 
 /// The attention sink as AttentionBuilder writes it: the softmax over the
@@ -280,9 +278,8 @@ struct RecomposeAttention : OpRewritePattern<SoftmaxOp> {
     if (selectCondition) {
       // where(c, s, fill) as s + where(c, 0, fill): the fill swamps any
       // score, so both give the fill (or -inf) where c is false.
-      auto maskType = RankedTensorType::get(
-          cast<RankedTensorType>(selectCondition.getType()).getShape(),
-          probsType.getElementType());
+      auto maskType = cast<RankedTensorType>(selectCondition.getType())
+                          .clone(probsType.getElementType());
       auto scalarType = RankedTensorType::get({}, probsType.getElementType());
       Value zero = ConstantOp::create(
           rewriter, loc,
@@ -379,6 +376,10 @@ struct RecomposeLayerNorm : OpRewritePattern<DivOp> {
     // Optional scale and shift that broadcast over the normalized dims only.
     int64_t axis = mean.getAxes().front();
     ArrayRef<int64_t> normalized = type.getShape().drop_front(axis);
+    // Rows of a symbolic length stay a reduction: the norm's parameters
+    // (and its ones) are constants of the row's shape.
+    if (llvm::any_of(normalized, ShapedType::isDynamic))
+      return rewriter.notifyMatchFailure(div, "normalizes symbolic dims");
     auto fitsNormalized = [&](Value v) {
       auto t = cast<RankedTensorType>(v.getType());
       return t.getRank() <= static_cast<int64_t>(normalized.size()) &&

@@ -23,6 +23,7 @@
 #include "kiln/Compiler/TensorFile.h"
 #include "kiln/Compiler/Version.h"
 #include "kiln/Dialect/Kiln/KilnDialect.h"
+#include "kiln/Dialect/Kiln/SymbolicShapes.h"
 #include "kiln/Dialect/Kiln/TensorNames.h"
 #include "kiln/Importer/ONNX/TensorProto.h"
 #include "kiln/Interpreter/Interpreter.h"
@@ -102,6 +103,12 @@ cl::opt<bool> comparePipeline(
              "Kiln pipeline and fail when they differ beyond the fp32 "
              "contract (rtol 1e-4, atol 1e-5), or --rtol/--atol/--rel-l2"));
 cl::opt<unsigned> seed("seed", cl::desc("seed of random inputs"), cl::init(0));
+cl::list<std::string> runDims(
+    "run-dim",
+    cl::desc("a model with symbolic dims (--dim NAME=MIN:MAX): the value of "
+             "a dim for random inputs (default: the dim's value in the "
+             "inputs from files, else the top of its range)"),
+    cl::CommaSeparated, cl::value_desc("NAME=N"));
 cl::opt<uint64_t> hostSeed(
     "host-seed",
     cl::desc("host backend: seed of the order in which emulated threads run "
@@ -396,6 +403,52 @@ struct Signature {
   SmallVector<std::pair<std::string, RankedTensorType>> inputs;
   SmallVector<std::string> outputNames;
 };
+
+/// The signature with its symbolic dims at the values random inputs take:
+/// --run-dim, else what the inputs from files say, else the top of the
+/// dim's range. A dim left without value stays dynamic (drawn as 1).
+/// Only the random inputs' types change.
+FailureOr<Signature> concreteSignature(func::FuncOp func, Signature signature,
+                                       const llvm::StringMap<HostTensor> &given) {
+  llvm::StringMap<int64_t> values;
+  for (const std::string &spec : runDims) {
+    auto [name, text] = StringRef(spec).split('=');
+    int64_t value;
+    if (name.empty() || text.getAsInteger(10, value) || value < 0) {
+      fail("--run-dim: expected NAME=N, got '" + spec + "'");
+      return failure();
+    }
+    values[name] = value;
+  }
+  for (auto &[name, type] : signature.inputs) {
+    auto file = given.find(name);
+    std::optional<kiln::SymbolicShape> sizes = kiln::symbolicShapeOf(type);
+    if (file == given.end() || !sizes ||
+        sizes->size() != file->second.shape.size())
+      continue;
+    for (auto [d, size] : llvm::enumerate(*sizes))
+      if (std::optional<std::string> symbol = size.getSymbol())
+        values.try_emplace(*symbol, file->second.shape[d]);
+  }
+  if (auto ranges = func->getAttrOfType<DictionaryAttr>(kiln::kDimRangesAttr))
+    for (NamedAttribute range : ranges)
+      if (auto bounds = dyn_cast<DenseI64ArrayAttr>(range.getValue());
+          bounds && bounds.size() == 2)
+        values.try_emplace(range.getName().getValue(), bounds[1]);
+  auto lookup = [&](StringRef name) -> std::optional<int64_t> {
+    auto it = values.find(name);
+    if (it == values.end())
+      return std::nullopt;
+    return it->second;
+  };
+  // Inputs from files keep the symbolic type: the interpreter checks them.
+  for (auto &[name, type] : signature.inputs)
+    if (!given.count(name))
+      if (std::optional<SmallVector<int64_t>> shape =
+              kiln::concreteShape(type, lookup))
+        type = RankedTensorType::get(*shape, type.getElementType());
+  return signature;
+}
 
 Signature signatureOf(func::FuncOp func) {
   Signature s;
@@ -788,7 +841,11 @@ int main(int argc, char **argv) {
                                           given)))
       return 1;
     func::FuncOp func = *module->getOps<func::FuncOp>().begin();
-    signature = signatureOf(func);
+    FailureOr<Signature> concrete =
+        concreteSignature(func, signatureOf(func), given);
+    if (failed(concrete))
+      return 1;
+    signature = std::move(*concrete);
     auto inputs = gatherInputs(signature.inputs, given, rng);
     if (failed(inputs))
       return 1;

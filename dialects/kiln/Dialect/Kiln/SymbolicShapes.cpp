@@ -99,6 +99,39 @@ concreteShape(RankedTensorType type,
   return shape;
 }
 
+DimRanges dimRangesOf(Operation *func) {
+  DimRanges ranges;
+  if (auto dict = func->getAttrOfType<DictionaryAttr>(kDimRangesAttr))
+    for (NamedAttribute range : dict)
+      if (auto bounds = dyn_cast<DenseI64ArrayAttr>(range.getValue());
+          bounds && bounds.size() == 2)
+        ranges[range.getName().getValue()] = {bounds[0], bounds[1]};
+  return ranges;
+}
+
+std::optional<DimExpr> elementCount(RankedTensorType type) {
+  std::optional<SymbolicShape> sizes = symbolicShapeOf(type);
+  return sizes ? productOf(*sizes) : std::nullopt;
+}
+
+std::optional<int64_t> maxElementCount(RankedTensorType type,
+                                       const DimRanges &ranges) {
+  if (type.hasStaticShape())
+    return type.getNumElements();
+  std::optional<DimExpr> count = elementCount(type);
+  auto bounds = count ? count->bounds([&](StringRef name)
+                                          -> std::optional<std::pair<int64_t, int64_t>> {
+    auto it = ranges.find(name);
+    if (it == ranges.end())
+      return std::nullopt;
+    return it->second;
+  })
+                      : std::nullopt;
+  if (!bounds)
+    return std::nullopt;
+  return bounds->second;
+}
+
 std::string shapeText(RankedTensorType type) {
   std::optional<SymbolicShape> sizes = symbolicShapeOf(type);
   if (type.getRank() == 0)

@@ -12,6 +12,8 @@
 
 #include "kiln/Dialect/Kiln/DimExpr.h"
 #include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Operation.h"
+#include "llvm/ADT/StringMap.h"
 
 #include <optional>
 
@@ -39,6 +41,19 @@ bool isSymbolic(mlir::RankedTensorType type);
 std::optional<llvm::SmallVector<int64_t>> concreteShape(
     mlir::RankedTensorType type,
     llvm::function_ref<std::optional<int64_t>(llvm::StringRef)> lookup);
+
+/// The range of each symbolic dim of `func` (its `kiln.dim_ranges`).
+using DimRanges = llvm::StringMap<std::pair<int64_t, int64_t>>;
+DimRanges dimRangesOf(mlir::Operation *func);
+
+/// The number of elements of `type`, as a size; nothing on overflow or for
+/// a dynamic dim without size.
+std::optional<DimExpr> elementCount(mlir::RankedTensorType type);
+
+/// The most elements `type` holds over `ranges`; nothing when a name has no
+/// range or on overflow.
+std::optional<int64_t> maxElementCount(mlir::RankedTensorType type,
+                                       const DimRanges &ranges);
 
 /// `2x?x4` with each `?` written as its size (`2x(batch*sequence)x4`), for
 /// messages.
