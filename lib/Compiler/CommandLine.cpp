@@ -60,9 +60,12 @@ struct InputCLOptions {
   llvm::cl::list<std::string> dims{
       "dim",
       llvm::cl::desc("value of a named dim of the model's inputs, for every "
-                     "input that has it (e.g. batch=1,sequence=128), or its "
-                     "range MIN:MAX to keep it symbolic (batch=1:8)"),
-      llvm::cl::CommaSeparated, llvm::cl::value_desc("NAME=N|NAME=MIN:MAX")};
+                     "input that has it (e.g. batch=1,sequence=128), its "
+                     "range MIN:MAX to keep it symbolic (batch=1:8), or an "
+                     "expression of other dims it equals "
+                     "(total=past+sequence)"),
+      llvm::cl::CommaSeparated,
+      llvm::cl::value_desc("NAME=N|NAME=MIN:MAX|NAME=EXPR")};
   llvm::cl::list<std::string> inputShapes{
       "input-shape",
       llvm::cl::desc("static shape of a graph input, e.g. ids=1x128; the "

@@ -65,6 +65,30 @@ bool readsAtWrittenIndex(KernelOp kernel) {
                       });
 }
 
+/// The bytes live at the step where the most are live at the top of every
+/// range (`buffers`' sizes are those), as a formula of the dims: the sum of
+/// the live buffers' `formulas` there. Nothing on overflow.
+std::optional<DimExpr> livePeakFormula(ArrayRef<BufferInterval> buffers,
+                                       ArrayRef<DimExpr> formulas) {
+  uint64_t peak = 0;
+  std::optional<DimExpr> formula = DimExpr::constant(0);
+  for (const BufferInterval &at : buffers) {
+    // The live set only grows at a start: a peak is at some start.
+    uint64_t live = 0;
+    std::optional<DimExpr> sum = DimExpr::constant(0);
+    for (auto [b, bytes] : llvm::zip(buffers, formulas))
+      if (b.start <= at.start && at.start <= b.end) {
+        live += b.bytes;
+        sum = sum ? DimExpr::add(*sum, bytes) : std::nullopt;
+      }
+    if (live > peak) {
+      peak = live;
+      formula = sum;
+    }
+  }
+  return formula;
+}
+
 struct KilnPlanMemoryPass
     : public kiln::impl::KilnPlanMemoryPassBase<KilnPlanMemoryPass> {
   using Base::Base;
@@ -98,6 +122,7 @@ struct KilnPlanMemoryPass
     // of any view of it.
     SmallVector<Value> values;
     SmallVector<BufferInterval> intervals;
+    SmallVector<DimExpr> symbolicBytes;
     llvm::DenseMap<Value, size_t> slot;
     for (Operation &op : body) {
       if (!materializes(&op))
@@ -122,6 +147,13 @@ struct KilnPlanMemoryPass
         slot[result] = values.size();
         values.push_back(result);
         intervals.push_back({index[&op], index[&op], *bytes});
+        std::optional<DimExpr> elements = elementCount(type);
+        std::optional<DimExpr> formula =
+            elements ? DimExpr::mul(*elements,
+                                 DimExpr::constant(
+                                     (type.getElementTypeBitWidth() + 7) / 8))
+                  : std::nullopt;
+        symbolicBytes.push_back(formula.value_or(DimExpr::constant(*bytes)));
       }
     }
     for (Operation &op : body)
@@ -162,11 +194,13 @@ struct KilnPlanMemoryPass
       }
     }
     SmallVector<BufferInterval> owned;
+    SmallVector<DimExpr> ownedFormulas;
     SmallVector<size_t> ownedIndex(values.size());
     for (size_t i = 0; i < values.size(); ++i)
       if (storageOf[i] == i) {
         ownedIndex[i] = owned.size();
         owned.push_back(intervals[i]);
+        ownedFormulas.push_back(symbolicBytes[i]);
       }
     ArenaPlan plan = planArena(owned, alignment);
     auto offsetOf = [&](Value result) {
@@ -190,6 +224,9 @@ struct KilnPlanMemoryPass
                   builder.getI64IntegerAttr(plan.arenaBytes));
     func->setAttr(kLiveLowerBoundAttr,
                   builder.getI64IntegerAttr(plan.liveLowerBound));
+    if (!ranges.empty())
+      if (std::optional<DimExpr> peak = livePeakFormula(owned, ownedFormulas))
+        func->setAttr(kLivePeakAttr, builder.getStringAttr(peak->str()));
   }
 };
 

@@ -12,6 +12,13 @@ that pads the end of every row but the first, and compared with
 onnxruntime on the same inputs (fp32 contract: rtol 1e-4, atol 1e-5).
 Then the error cases: inputs that disagree on a dim, and a dim outside its
 range, must each fail with the named error.
+
+The -kv exports (one decoding step with past keys and values) are imported
+with past_sequence=0:16 as well, and with the name each exporter gives the
+total length (TorchScript's total_sequence, dynamo's s53) stated as
+past_sequence+sequence; they run at (batch, sequence, past) = (1, 1, 0),
+(1, 1, 7), (2, 3, 5) and (4, 8, 16), every output (logits and the present
+keys and values) against onnxruntime.
 """
 import argparse
 import os
@@ -24,23 +31,39 @@ import onnxruntime as ort
 
 SHAPES = [(1, 1), (1, 7), (3, 16), (8, 32)]
 DIMS = "batch=1:8,sequence=1:32"
+KV_SHAPES = [(1, 1, 0), (1, 1, 7), (2, 3, 5), (4, 8, 16)]
+KV_DIMS = "batch=1:4,sequence=1:8,past_sequence=0:16"
 VOCAB = 96  # export_fresh.py's vocabulary
 SEED = 13
 
 
-def inputs_for(session, batch, sequence, rng):
+def inputs_for(session, batch, sequence, rng, past=0):
     feeds = {}
     for info in session.get_inputs():
         if info.name == "input_ids":
             feeds[info.name] = rng.integers(0, VOCAB, (batch, sequence))
         elif info.name == "attention_mask":
-            mask = np.ones((batch, sequence), np.int64)
+            total = past + sequence
+            mask = np.ones((batch, total), np.int64)
             for row in range(1, batch):
-                mask[row, rng.integers(1, sequence + 1):] = 0
+                mask[row, rng.integers(1, total + 1):] = 0
             feeds[info.name] = mask
+        elif info.name.startswith("past_key_values."):
+            heads, size = info.shape[1], info.shape[3]
+            feeds[info.name] = rng.standard_normal(
+                (batch, heads, past, size)).astype(np.float32)
         else:
             raise SystemExit(f"unexpected input {info.name}")
     return feeds
+
+
+def kv_dims(folder):
+    """KV_DIMS and the exporter's name of the total length as past+new."""
+    with open(os.path.join(folder, "dims")) as f:
+        names = [part.split("=")[0] for part in f.read().strip().split(",")]
+    total = [n for n in names
+             if n not in ("batch", "sequence", "past_sequence")]
+    return KV_DIMS + "".join(f",{n}=past_sequence+sequence" for n in total)
 
 
 def run_kiln(kiln_run, model, feeds, folder, dims=DIMS):
@@ -59,12 +82,16 @@ def check_model(kiln_run, folder, work, rng):
     name = os.path.basename(folder)
     session = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
     ok = True
-    for batch, sequence in SHAPES:
-        feeds = inputs_for(session, batch, sequence, rng)
-        out = os.path.join(work, f"{name}-{batch}x{sequence}")
-        result = run_kiln(kiln_run, model, feeds, out)
+    kv = name.endswith("-kv")
+    dims = kv_dims(folder) if kv else DIMS
+    shapes = KV_SHAPES if kv else [(b, s, 0) for b, s in SHAPES]
+    for batch, sequence, past in shapes:
+        feeds = inputs_for(session, batch, sequence, rng, past)
+        shape = f"{batch}x{sequence}" + (f"+{past}" if kv else "")
+        out = os.path.join(work, f"{name}-{shape}")
+        result = run_kiln(kiln_run, model, feeds, out, dims)
         if result.returncode != 0:
-            print(f"FAIL {name} {batch}x{sequence}: kiln-run failed\n"
+            print(f"FAIL {name} {shape}: kiln-run failed\n"
                   f"{result.stderr}")
             ok = False
             continue
@@ -75,9 +102,11 @@ def check_model(kiln_run, folder, work, rng):
                      np.allclose(got, want, rtol=1e-4, atol=1e-5))
             worst = (float(np.abs(got.astype(np.float64) - want).max())
                      if got.shape == want.shape else float("inf"))
-            print(f"{'ok  ' if close else 'FAIL'} {name} {batch}x{sequence} "
+            print(f"{'ok  ' if close else 'FAIL'} {name} {shape} "
                   f"{info.name} {list(got.shape)} max_abs {worst:.3e}")
             ok &= close
+    if kv:
+        return ok
     # Inputs that disagree on `sequence`, and a batch past its range.
     ids = rng.integers(0, VOCAB, (2, 5))
     cases = [
@@ -108,10 +137,10 @@ def main():
     args = parser.parse_args()
     folders = sorted(
         os.path.join(args.data, d) for d in os.listdir(args.data)
-        if d.endswith("-dynamic") and
+        if (d.endswith("-dynamic") or d.endswith("-kv")) and
         (not args.only or d in args.only.split(",")))
     if not folders:
-        raise SystemExit(f"no -dynamic exports under {args.data}")
+        raise SystemExit(f"no -dynamic or -kv exports under {args.data}")
     rng = np.random.default_rng(SEED)
     print(f"seed {SEED}")
     ok = True

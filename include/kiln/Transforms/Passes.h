@@ -21,6 +21,9 @@ inline constexpr llvm::StringLiteral kOffsetsAttr = "kiln.offsets";
 inline constexpr llvm::StringLiteral kArenaBytesAttr = "kiln.arena_bytes";
 inline constexpr llvm::StringLiteral kLiveLowerBoundAttr =
     "kiln.live_lower_bound_bytes";
+/// With symbolic dims: the bytes live at the step where the most are live
+/// at the top of every range, as a formula of the dims (DimExpr text).
+inline constexpr llvm::StringLiteral kLivePeakAttr = "kiln.live_peak_bytes";
 
 /// The attribute kiln-mixed-precision puts on each op (and graph input or
 /// output) it keeps in f32: the rule that kept it.

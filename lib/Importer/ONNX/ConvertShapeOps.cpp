@@ -227,10 +227,11 @@ struct ShapeOpConverter : NodeConverterBase {
 
   /// The window [start, end) of a dim of size `dim` with step 1, when the
   /// dim, start or end is symbolic: ONNX's clamping decided over the dims'
-  /// ranges. Sets `first` and `count`.
+  /// ranges. Sets `first` and `count` (`first` may be symbolic: a KV cache's
+  /// causal mask starts at the past length).
   LogicalResult symbolicWindow(const DimExpr &dim, const DimExpr &startIn,
                                const DimExpr &endIn, int64_t d,
-                               int64_t &first, DimExpr &count) {
+                               DimExpr &first, DimExpr &count) {
     DimRangeFn ranges = importer.dimRanges();
     // Negative constants count from the end; an end past any value of the
     // dim (INT64_MAX, say) is the end.
@@ -257,14 +258,36 @@ struct ShapeOpConverter : NodeConverterBase {
                      << ") of dim " << d << " (" << dim.str()
                      << ") depends on the values of its symbolic dims "
                         "beyond what their ranges decide";
-    std::optional<int64_t> constantStart = start->getConstant();
-    if (!constantStart)
-      return error() << "dim " << d << " starts at " << start->str()
-                     << ", which depends on symbolic dims (Kiln slices from "
-                        "a constant start)";
-    first = span->getConstant() == 0 ? 0 : *constantStart;
+    first = span->getConstant() == 0 ? DimExpr::constant(0) : *start;
     count = *span;
     return success();
+  }
+
+  /// `x` at `count` consecutive indices of `axis` from the symbolic `start`:
+  /// a gather at `start + iota`, the iota sliced from the longest one the
+  /// ranges allow (kiln.slice starts are constants).
+  FailureOr<Value> gatherWindow(Value x, int64_t axis, const DimExpr &start,
+                                const DimExpr &count) {
+    auto bounds = count.bounds(importer.dimRanges());
+    if (!bounds || bounds->second > (int64_t(1) << 20))
+      return error() << "the window of " << count.str() << " elements of dim "
+                     << axis << " has no bound below 2^20 over the dims' "
+                                "ranges";
+    auto i64 = b.getI64Type();
+    SmallVector<int64_t> iota(bounds->second);
+    for (int64_t i = 0; i < bounds->second; ++i)
+      iota[i] = i;
+    Value all = intConstant(RankedTensorType::get({bounds->second}, i64), iota);
+    Value offsets = slice(all, {0}, {count}, {1});
+    SymbolicTensor first;
+    first.values.push_back(start);
+    Value base = importer.materializeSizes(
+        loc, RankedTensorType::get({}, i64), first);
+    Value indices = AddOp::create(b, loc, offsets, base);
+    auto type = inferGatherType(loc, typeOf(x), typeOf(indices), axis);
+    if (failed(type))
+      return failure();
+    return GatherOp::create(b, loc, *type, x, indices, axis).getResult();
   }
 
   LogicalResult convertSlice() {
@@ -305,6 +328,7 @@ struct ShapeOpConverter : NodeConverterBase {
       return error() << "starts, ends, axes and steps differ in length";
     SmallVector<int64_t> first(rank, 0), step(rank, 1);
     SymbolicShape count = *sizes;
+    SmallVector<std::pair<int64_t, DimExpr>> symbolicStarts;
     SmallVector<bool> seen(rank, false);
     for (size_t i = 0; i < n; ++i) {
       auto d = axis(axes->empty() ? static_cast<int64_t>(i) : (*axes)[i], rank);
@@ -324,9 +348,14 @@ struct ShapeOpConverter : NodeConverterBase {
           return error() << "step " << s << " on axis " << *d
                          << ", whose window depends on symbolic dims (Kiln "
                             "slices those with step 1 only)";
+        DimExpr from;
         if (failed(symbolicWindow((*sizes)[*d], (*starts)[i], (*ends)[i], *d,
-                                  first[*d], count[*d])))
+                                  from, count[*d])))
           return failure();
+        if (std::optional<int64_t> c = from.getConstant())
+          first[*d] = *c;
+        else
+          symbolicStarts.push_back({*d, from});
         continue;
       }
       int64_t dim = *staticDim;
@@ -353,7 +382,19 @@ struct ShapeOpConverter : NodeConverterBase {
       count[*d] = DimExpr::constant(c);
       step[*d] = s;
     }
-    return output(slice(*x, first, count, step));
+    // Windows with symbolic starts: the slice keeps those dims whole, then
+    // one gather per dim picks the window.
+    SymbolicShape sliced = count;
+    for (const auto &[d, from] : symbolicStarts)
+      sliced[d] = (*sizes)[d];
+    Value result = slice(*x, first, sliced, step);
+    for (const auto &[d, from] : symbolicStarts) {
+      auto window = gatherWindow(result, d, from, count[d]);
+      if (failed(window))
+        return failure();
+      result = *window;
+    }
+    return output(result);
   }
 
   LogicalResult convertSplit() {

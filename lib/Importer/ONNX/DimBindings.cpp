@@ -99,10 +99,19 @@ private:
 
 DimBindings::DimBindings(
     const StringMap<int64_t> &given,
-    const StringMap<std::pair<int64_t, int64_t>> &ranges)
+    const StringMap<std::pair<int64_t, int64_t>> &ranges,
+    const StringMap<std::string> &expressions)
     : ranges(ranges) {
   for (const auto &entry : ranges)
     givenNames[entry.getKey()] = false;
+  for (const auto &entry : expressions) {
+    std::string error;
+    // parseDimValue gave the canonical text.
+    if (std::optional<DimExpr> expr = DimExpr::parse(entry.second, error)) {
+      definitions[entry.getKey()] = *expr;
+      givenNames[entry.getKey()] = false;
+    }
+  }
   for (const auto &entry : given) {
     std::string source =
         "--dim " + entry.getKey().str() + "=" + std::to_string(entry.second);
@@ -201,6 +210,30 @@ std::optional<DimExpr> DimBindings::size(StringRef name, DimNames &missing,
       error = "dim '" + name.str() + "': " + parseError;
       return std::nullopt;
     }
+  }
+  // Names defined by others, a few levels deep (a cycle stays unresolved
+  // and is reported as missing).
+  for (int depth = 0; depth < 8; ++depth) {
+    bool changed = false;
+    DimExpr next;
+    for (const std::string &part : expr->symbols()) {
+      auto definition = definitions.find(part);
+      if (definition == definitions.end())
+        continue;
+      seen.insert(part);
+      givenNames[part] = true;
+      std::optional<DimExpr> replaced =
+          expr->substituteName(part, definition->second);
+      if (!replaced) {
+        error = "dim '" + name.str() + "' overflows";
+        return std::nullopt;
+      }
+      expr = std::move(*replaced);
+      changed = true;
+      break;
+    }
+    if (!changed)
+      break;
   }
   bool complete = true;
   std::optional<DimExpr> size = expr->substitute(

@@ -37,7 +37,8 @@ class DimBindings {
 public:
   /// Starts from the values and ranges given with `--dim`.
   DimBindings(const llvm::StringMap<int64_t> &given,
-              const llvm::StringMap<std::pair<int64_t, int64_t>> &ranges);
+              const llvm::StringMap<std::pair<int64_t, int64_t>> &ranges,
+              const llvm::StringMap<std::string> &expressions);
 
   /// Whether `dim` has a value. Some exporters write -1 for a dim they do
   /// not know, as onnxruntime reads it; other negative values are errors.
@@ -87,6 +88,8 @@ private:
   };
   llvm::StringMap<Binding> values;
   llvm::StringMap<std::pair<int64_t, int64_t>> ranges;
+  /// Names defined as expressions of other names (`--dim total=past+seq`).
+  llvm::StringMap<DimExpr> definitions;
   llvm::StringMap<bool> givenNames;
   DimNames seen;
 };

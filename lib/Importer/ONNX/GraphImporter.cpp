@@ -332,7 +332,8 @@ LogicalResult GraphImporter::importInputs(SmallVectorImpl<Type> &types,
                 "graph input";
   // Inputs pinned whole first: the names their dims carry get the pinned
   // values, for every other input that shares them.
-  DimBindings bindings(options.dimValues, options.dimRanges);
+  DimBindings bindings(options.dimValues, options.dimRanges,
+                       options.dimExpressions);
   for (const onnx::ValueInfoProto &info : graph.input()) {
     auto bound = options.inputShapes.find(info.name());
     if (bound == options.inputShapes.end() ||
@@ -633,13 +634,14 @@ std::string parseDimValue(StringRef spec, ImportOptions &options) {
     return "expected NAME=N or NAME=MIN:MAX, got '" + spec.str() + "'";
   options.dimValues.erase(name);
   options.dimRanges.erase(name);
+  options.dimExpressions.erase(name);
   if (text.contains(':')) {
     auto [minText, maxText] = text.split(':');
     int64_t min, max;
     if (minText.getAsInteger(10, min) || maxText.getAsInteger(10, max) ||
-        min < 1 || max < min)
+        min < 0 || max < min)
       return "invalid range '" + text.str() + "' in '" + spec.str() +
-             "' (expected MIN:MAX with 1 <= MIN <= MAX)";
+             "' (expected MIN:MAX with 0 <= MIN <= MAX)";
     // A range of one value is a pinned dim.
     if (min == max)
       options.dimValues[name] = min;
@@ -648,9 +650,20 @@ std::string parseDimValue(StringRef spec, ImportOptions &options) {
     return "";
   }
   int64_t value;
-  if (text.getAsInteger(10, value) || value < 0)
-    return "invalid value '" + text.str() + "' in '" + spec.str() + "'";
-  options.dimValues[name] = value;
+  if (!text.getAsInteger(10, value)) {
+    if (value < 0)
+      return "invalid value '" + text.str() + "' in '" + spec.str() + "'";
+    options.dimValues[name] = value;
+    return "";
+  }
+  // An expression of other names: a relation the model does not state.
+  std::string error;
+  std::optional<DimExpr> expr = DimExpr::parse(text, error);
+  if (!expr || expr->isConstant() ||
+      llvm::is_contained(expr->symbols(), name.str()))
+    return "invalid value '" + text.str() + "' in '" + spec.str() +
+           "' (expected N, MIN:MAX, or an expression of other dims' names)";
+  options.dimExpressions[name] = expr->str();
   return "";
 }
 

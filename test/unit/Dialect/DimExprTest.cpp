@@ -60,6 +60,16 @@ TEST(DimExprTest, ArithmeticMatchesTheValues) {
   DimExpr all = *DimExpr::mul(bs, DimExpr::constant(768));
   EXPECT_EQ(*DimExpr::divExact(all, DimExpr::constant(768)), bs);
   EXPECT_EQ(*DimExpr::divExact(all, b), *DimExpr::mul(s, DimExpr::constant(768)));
+  // By a polynomial of several terms: a KV cache's total length.
+  DimExpr total = parsed("8*past + 8*sequence");
+  EXPECT_EQ(DimExpr::divExact(parsed("32*batch*past + 32*batch*sequence"),
+                              total),
+            parsed("4*batch"));
+  EXPECT_EQ(DimExpr::divExact(parsed("(past + sequence) * (past + sequence)"),
+                              parsed("past + sequence")),
+            parsed("past + sequence"));
+  EXPECT_FALSE(DimExpr::divExact(parsed("past*past + 1"),
+                                 parsed("past + 1")));
   // Not a polynomial for every value: refused.
   EXPECT_FALSE(DimExpr::divExact(s, DimExpr::constant(2)));
   EXPECT_FALSE(DimExpr::divExact(sum, b));

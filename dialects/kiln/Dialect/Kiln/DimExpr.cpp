@@ -185,10 +185,68 @@ std::optional<DimExpr> DimExpr::mul(const DimExpr &lhs, const DimExpr &rhs) {
   return result;
 }
 
+namespace {
+/// Graded lexicographic order of monomials (a monomial order: compatible
+/// with multiplication), for dividing by a polynomial of several terms.
+bool gradedLexLess(const DimExpr::Monomial &a, const DimExpr::Monomial &b) {
+  if (a.size() != b.size())
+    return a.size() < b.size();
+  // Equal degree: the monomial with more of the alphabetically first name
+  // is larger; a and b are sorted, so compare position by position.
+  for (size_t i = 0; i < a.size(); ++i)
+    if (a[i] != b[i])
+      return a[i] > b[i];
+  return false;
+}
+} // namespace
+
 std::optional<DimExpr> DimExpr::divExact(const DimExpr &lhs,
                                          const DimExpr &rhs) {
-  if (rhs.terms.size() != 1)
+  if (rhs.terms.empty())
     return std::nullopt;
+  if (rhs.terms.size() > 1) {
+    // Polynomial division by leading terms; exact when the remainder
+    // vanishes (`(32*b*p + 32*b*s) / (8*p + 8*s)` is `4*b`). Each step
+    // removes the remainder's leading term, so the steps are bounded by its
+    // terms as long as the quotient terms stay few.
+    auto leading = [](const DimExpr &e) {
+      auto best = e.terms.begin();
+      for (auto it = e.terms.begin(); it != e.terms.end(); ++it)
+        if (gradedLexLess(best->first, it->first))
+          best = it;
+      return *best;
+    };
+    auto [divisorNames, divisor] = leading(rhs);
+    DimExpr quotient, remainder = lhs;
+    for (int step = 0; !remainder.terms.empty(); ++step) {
+      if (step > 64)
+        return std::nullopt;
+      auto [names, coefficient] = leading(remainder);
+      DimExpr term;
+      std::optional<DimExpr> single = divExact(
+          [&] {
+            DimExpr t;
+            t.terms[names] = coefficient;
+            return t;
+          }(),
+          [&] {
+            DimExpr t;
+            t.terms[divisorNames] = divisor;
+            return t;
+          }());
+      if (!single)
+        return std::nullopt;
+      std::optional<DimExpr> next = add(quotient, *single);
+      std::optional<DimExpr> product = mul(*single, rhs);
+      std::optional<DimExpr> rest =
+          product ? sub(remainder, *product) : std::nullopt;
+      if (!next || !rest)
+        return std::nullopt;
+      quotient = std::move(*next);
+      remainder = std::move(*rest);
+    }
+    return quotient;
+  }
   const auto &[divisorNames, divisor] = *rhs.terms.begin();
   DimExpr result;
   for (const auto &[names, coefficient] : lhs.terms) {
@@ -261,6 +319,26 @@ std::optional<DimExpr> DimExpr::substitute(
       std::optional<int64_t> value = lookup(name);
       std::optional<DimExpr> next =
           mul(term, value ? constant(*value) : symbol(name));
+      if (!next)
+        return std::nullopt;
+      term = std::move(*next);
+    }
+    std::optional<DimExpr> sum = add(result, term);
+    if (!sum)
+      return std::nullopt;
+    result = std::move(*sum);
+  }
+  return result;
+}
+
+std::optional<DimExpr> DimExpr::substituteName(StringRef name,
+                                               const DimExpr &value) const {
+  DimExpr result;
+  for (const auto &[names, coefficient] : terms) {
+    DimExpr term = constant(coefficient);
+    for (const std::string &part : names) {
+      std::optional<DimExpr> next =
+          mul(term, part == name ? value : symbol(part));
       if (!next)
         return std::nullopt;
       term = std::move(*next);

@@ -53,8 +53,8 @@ public:
   static std::optional<DimExpr> add(const DimExpr &lhs, const DimExpr &rhs);
   static std::optional<DimExpr> sub(const DimExpr &lhs, const DimExpr &rhs);
   static std::optional<DimExpr> mul(const DimExpr &lhs, const DimExpr &rhs);
-  /// `lhs / rhs` when it is a polynomial: `rhs` a nonzero constant times at
-  /// most one monomial, dividing every term of `lhs` exactly.
+  /// `lhs / rhs` when it is a polynomial (`rhs` divides `lhs` exactly, as
+  /// `8*past + 8*sequence` divides `32*batch*past + 32*batch*sequence`).
   static std::optional<DimExpr> divExact(const DimExpr &lhs,
                                          const DimExpr &rhs);
 
@@ -77,6 +77,11 @@ public:
   std::optional<DimExpr> substitute(
       llvm::function_ref<std::optional<int64_t>(llvm::StringRef)> lookup)
       const;
+
+  /// The expression with the name `name` replaced by `value`; nothing on
+  /// overflow.
+  std::optional<DimExpr> substituteName(llvm::StringRef name,
+                                        const DimExpr &value) const;
 
   /// The least and greatest value over names ranging over
   /// `range(name) = [min, max]` (every name's min >= 0); nothing when a name

@@ -37,6 +37,10 @@ struct ImportOptions {
   /// expressions over the names (`#kiln.dims`), and `@main` records the
   /// ranges in its `kiln.dim_ranges` attribute.
   llvm::StringMap<std::pair<int64_t, int64_t>> dimRanges;
+  /// Named dims defined as an expression over other names (`--dim
+  /// total=past+sequence`): what an exporter names on its own (dynamo's
+  /// `s53` for a KV cache's total length) stated as what it is.
+  llvm::StringMap<std::string> dimExpressions;
   /// Graph inputs frozen to a value at compile time (`--const-input`): they
   /// become constants, as a shape that arrives as an input must be for a
   /// static-shape compiler.
@@ -54,8 +58,9 @@ struct ImportOptions {
 /// error message, empty on success.
 std::string parseInputShape(llvm::StringRef spec, ImportOptions &options);
 
-/// Parses `NAME=N` into `options.dimValues`, or `NAME=MIN:MAX` into
-/// `options.dimRanges`; returns an error message, empty on success.
+/// Parses `NAME=N` into `options.dimValues`, `NAME=MIN:MAX` into
+/// `options.dimRanges`, or `NAME=EXPRESSION` (of other names) into
+/// `options.dimExpressions`; returns an error message, empty on success.
 std::string parseDimValue(llvm::StringRef spec, ImportOptions &options);
 
 /// Imports the model in `bytes` (binary protobuf, or text format when it
