@@ -100,8 +100,9 @@ private:
 DimBindings::DimBindings(
     const StringMap<int64_t> &given,
     const StringMap<std::pair<int64_t, int64_t>> &ranges,
-    const StringMap<std::string> &expressions)
-    : ranges(ranges) {
+    const StringMap<std::string> &expressions,
+    std::optional<std::pair<int64_t, int64_t>> unboundRange)
+    : ranges(ranges), unboundRange(unboundRange) {
   for (const auto &entry : ranges)
     givenNames[entry.getKey()] = false;
   for (const auto &entry : expressions) {
@@ -243,6 +244,8 @@ std::optional<DimExpr> DimBindings::size(StringRef name, DimNames &missing,
           given->second = true;
         if (auto it = values.find(part); it != values.end())
           return it->second.value;
+        if (!ranges.count(part) && unboundRange)
+          ranges[part] = *unboundRange;
         if (!ranges.count(part)) {
           missing.insert(part.str());
           complete = false;

@@ -38,7 +38,14 @@ public:
   /// Starts from the values and ranges given with `--dim`.
   DimBindings(const llvm::StringMap<int64_t> &given,
               const llvm::StringMap<std::pair<int64_t, int64_t>> &ranges,
-              const llvm::StringMap<std::string> &expressions);
+              const llvm::StringMap<std::string> &expressions,
+              std::optional<std::pair<int64_t, int64_t>> unboundRange);
+
+  /// The symbolic names' ranges: those given, and those a name without
+  /// value took from the unbound range.
+  const llvm::StringMap<std::pair<int64_t, int64_t>> &symbolRanges() const {
+    return ranges;
+  }
 
   /// Whether `dim` has a value. Some exporters write -1 for a dim they do
   /// not know, as onnxruntime reads it; other negative values are errors.
@@ -88,6 +95,8 @@ private:
   };
   llvm::StringMap<Binding> values;
   llvm::StringMap<std::pair<int64_t, int64_t>> ranges;
+  /// The range a name without value, range or expression takes, if any.
+  std::optional<std::pair<int64_t, int64_t>> unboundRange;
   /// Names defined as expressions of other names (`--dim total=past+seq`).
   llvm::StringMap<DimExpr> definitions;
   llvm::StringMap<bool> givenNames;

@@ -50,8 +50,9 @@ GraphImporter::GraphImporter(ModuleOp module, StringRef filename,
   for (const onnx::OperatorSetIdProto &opset : model.opset_import())
     if (isDefaultDomain(opset.domain()))
       defaultOpset = opset.version();
+  ranges = options.dimRanges;
   rangeLookup =
-      [&ranges = options.dimRanges](
+      [&ranges = ranges](
           StringRef name) -> std::optional<std::pair<int64_t, int64_t>> {
     auto it = ranges.find(name);
     if (it == ranges.end())
@@ -160,6 +161,13 @@ Value GraphImporter::foldSymbolicSizes(Value value,
   std::optional<SymbolicTensor> result =
       foldSymbolic(op, symbolic, dimRanges());
   if (!result)
+    return value;
+  // kiln.sizes holds integers: symbolic floats or bools stay ops, computed
+  // at run time.
+  Type elementType = cast<RankedTensorType>(value.getType()).getElementType();
+  bool allConstant = llvm::all_of(
+      result->values, [](const DimExpr &v) { return v.isConstant(); });
+  if (!allConstant && !elementType.isInteger(64) && !elementType.isInteger(32))
     return value;
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPoint(op);
@@ -333,7 +341,7 @@ LogicalResult GraphImporter::importInputs(SmallVectorImpl<Type> &types,
   // Inputs pinned whole first: the names their dims carry get the pinned
   // values, for every other input that shares them.
   DimBindings bindings(options.dimValues, options.dimRanges,
-                       options.dimExpressions);
+                       options.dimExpressions, options.unboundDimRange);
   for (const onnx::ValueInfoProto &info : graph.input()) {
     auto bound = options.inputShapes.find(info.name());
     if (bound == options.inputShapes.end() ||
@@ -437,6 +445,7 @@ LogicalResult GraphImporter::importInputs(SmallVectorImpl<Type> &types,
             DimBindings::nameOf(dim, info.name(), axis), missing, error);
         if (!error.empty())
           return emitError(loc, "input '") << info.name() << "': " << error;
+        ranges = bindings.symbolRanges();
         std::optional<int64_t> value =
             size ? size->getConstant() : std::nullopt;
         shape.push_back(value ? *value : ShapedType::kDynamic);
@@ -584,13 +593,13 @@ LogicalResult GraphImporter::importGraph() {
       return failure();
   }
 
-  if (!options.dimRanges.empty()) {
-    SmallVector<NamedAttribute> ranges;
-    for (const auto &entry : options.dimRanges)
-      ranges.push_back(b.getNamedAttr(
+  if (!ranges.empty()) {
+    SmallVector<NamedAttribute> entries;
+    for (const auto &entry : ranges)
+      entries.push_back(b.getNamedAttr(
           entry.getKey(), b.getDenseI64ArrayAttr({entry.second.first,
                                                   entry.second.second})));
-    func->setAttr(kDimRangesAttr, b.getDictionaryAttr(ranges));
+    func->setAttr(kDimRangesAttr, b.getDictionaryAttr(entries));
   }
 
   SmallVector<Value> results;

@@ -63,7 +63,7 @@ public:
   /// The range of each symbolic dim (`--dim NAME=MIN:MAX`).
   DimRangeFn dimRanges() const { return rangeLookup; }
   /// Whether the model has symbolic dims.
-  bool hasSymbolicDims() const { return !options.dimRanges.empty(); }
+  bool hasSymbolicDims() const { return !ranges.empty(); }
   /// Converts a tensor of the model (an initializer, a Constant's value),
   /// reading external data from beside the model file.
   mlir::FailureOr<mlir::ElementsAttr>
@@ -102,7 +102,10 @@ private:
   llvm::StringMap<mlir::Value> values;
   /// Set when folding a constant op failed with a diagnostic.
   bool foldFailed = false;
-  /// Looks up `options.dimRanges`; held here so that dimRanges() can lend it.
+  /// The symbolic dims' ranges: `options.dimRanges`, and the names given
+  /// `options.unboundDimRange`.
+  llvm::StringMap<std::pair<int64_t, int64_t>> ranges;
+  /// Looks up `ranges`; held here so that dimRanges() can lend it.
   std::function<std::optional<std::pair<int64_t, int64_t>>(llvm::StringRef)>
       rangeLookup;
   /// Nodes converted so far, unrolled Loop bodies included.

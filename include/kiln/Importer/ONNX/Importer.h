@@ -18,6 +18,7 @@
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
 
+#include <optional>
 #include <string>
 
 namespace kiln {
@@ -41,6 +42,10 @@ struct ImportOptions {
   /// total=past+sequence`): what an exporter names on its own (dynamo's
   /// `s53` for a KV cache's total length) stated as what it is.
   llvm::StringMap<std::string> dimExpressions;
+  /// The range of every named dim that has neither a value, a range nor an
+  /// expression; without it such a dim is an error. (The fuzz target sets
+  /// it, so that any model with unbound dims goes the symbolic way.)
+  std::optional<std::pair<int64_t, int64_t>> unboundDimRange;
   /// Graph inputs frozen to a value at compile time (`--const-input`): they
   /// become constants, as a shape that arrives as an input must be for a
   /// static-shape compiler.
