@@ -181,19 +181,29 @@ Value GraphImporter::foldSymbolicSizes(Value value,
 Value GraphImporter::materializeSizes(Location loc, Type type,
                                       const SymbolicTensor &sizes) {
   auto tensorType = cast<RankedTensorType>(type);
+  // All constant: a plain constant of the type (floats and bools too).
+  if (llvm::all_of(sizes.values,
+                   [](const DimExpr &v) { return v.isConstant(); })) {
+    FailureOr<HostTensor> tensor = HostTensor::allocate(
+        tensorType.getElementType(), tensorType.getShape(), loc);
+    if (succeeded(tensor) &&
+        tensor->numElements() == static_cast<int64_t>(sizes.values.size())) {
+      bool isFloat = isa<FloatType>(tensorType.getElementType());
+      for (auto [i, v] : llvm::enumerate(sizes.values)) {
+        int64_t value = *v.getConstant();
+        if (isFloat)
+          tensor->setFromDouble(i, static_cast<double>(value));
+        else
+          tensor->setFromInt(i, value);
+      }
+      return ConstantOp::create(
+          b, loc, cast<ElementsAttr>(tensor->toDenseElementsAttr()));
+    }
+  }
   SmallVector<Attribute> texts;
   for (const DimExpr &size : sizes.values)
     texts.push_back(b.getStringAttr(size.str()));
-  Value result = SizesOp::create(b, loc, tensorType, b.getArrayAttr(texts));
-  // All constant: a plain constant (SizesOp's folder).
-  SmallVector<OpFoldResult> folded;
-  if (succeeded(result.getDefiningOp()->fold(folded)) && folded.size() == 1)
-    if (auto attr = dyn_cast<Attribute>(folded.front())) {
-      Operation *sizesOp = result.getDefiningOp();
-      result = ConstantOp::create(b, loc, cast<ElementsAttr>(attr));
-      sizesOp->erase();
-    }
-  return result;
+  return SizesOp::create(b, loc, tensorType, b.getArrayAttr(texts));
 }
 
 FailureOr<SymbolicShape> GraphImporter::symbolicInts(Value value) {
