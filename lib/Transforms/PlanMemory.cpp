@@ -135,7 +135,9 @@ struct KilnPlanMemoryPass
         std::optional<int64_t> count = maxElementCount(type, ranges);
         if (!count) {
           op.emitError("cannot plan memory for ")
-              << type << ": a symbolic dim without a range";
+              << type
+              << ": a symbolic dim without a range, or more than 2^63 "
+                 "elements at the top of the ranges";
           return signalPassFailure();
         }
         std::optional<uint64_t> bytes = llvm::checkedMulUnsigned<uint64_t>(

@@ -261,6 +261,12 @@ def KilnPlanMemoryPass : Pass<"kiln-plan-memory", "mlir::func::FuncOp"> {
     result: an arena offset, or -1 - i for graph output i); the function gets
     `kiln.arena_bytes` and `kiln.live_lower_bound_bytes`.
 
+    With symbolic dims (`#kiln.dims`, ranges in `kiln.dim_ranges`) every
+    buffer is sized at the top of its dims' ranges, so one plan serves every
+    shape; the function also gets `kiln.live_peak_bytes`, the bytes live at
+    the step where most are live, as a formula of the dims. A symbolic dim
+    without a range is an error.
+
     Before:
     ```mlir
     %0 = kiln.kernel elementwise (%arg0) : (tensor<4xf32>) -> tensor<4xf32> {...}
