@@ -222,18 +222,10 @@ std::optional<DimExpr> DimExpr::divExact(const DimExpr &lhs,
       if (step > 64)
         return std::nullopt;
       auto [names, coefficient] = leading(remainder);
-      DimExpr term;
-      std::optional<DimExpr> single = divExact(
-          [&] {
-            DimExpr t;
-            t.terms[names] = coefficient;
-            return t;
-          }(),
-          [&] {
-            DimExpr t;
-            t.terms[divisorNames] = divisor;
-            return t;
-          }());
+      DimExpr top, divisorTop;
+      top.terms[names] = coefficient;
+      divisorTop.terms[divisorNames] = divisor;
+      std::optional<DimExpr> single = divExact(top, divisorTop);
       if (!single)
         return std::nullopt;
       std::optional<DimExpr> next = add(quotient, *single);
@@ -310,15 +302,13 @@ std::optional<int64_t> DimExpr::evaluate(
   return total;
 }
 
-std::optional<DimExpr> DimExpr::substitute(
-    function_ref<std::optional<int64_t>(StringRef)> lookup) const {
+std::optional<DimExpr>
+DimExpr::replaceNames(function_ref<DimExpr(StringRef)> replacement) const {
   DimExpr result;
   for (const auto &[names, coefficient] : terms) {
     DimExpr term = constant(coefficient);
     for (const std::string &name : names) {
-      std::optional<int64_t> value = lookup(name);
-      std::optional<DimExpr> next =
-          mul(term, value ? constant(*value) : symbol(name));
+      std::optional<DimExpr> next = mul(term, replacement(name));
       if (!next)
         return std::nullopt;
       term = std::move(*next);
@@ -331,24 +321,18 @@ std::optional<DimExpr> DimExpr::substitute(
   return result;
 }
 
+std::optional<DimExpr> DimExpr::substitute(
+    function_ref<std::optional<int64_t>(StringRef)> lookup) const {
+  return replaceNames([&](StringRef name) {
+    std::optional<int64_t> value = lookup(name);
+    return value ? constant(*value) : symbol(name);
+  });
+}
+
 std::optional<DimExpr> DimExpr::substituteName(StringRef name,
                                                const DimExpr &value) const {
-  DimExpr result;
-  for (const auto &[names, coefficient] : terms) {
-    DimExpr term = constant(coefficient);
-    for (const std::string &part : names) {
-      std::optional<DimExpr> next =
-          mul(term, part == name ? value : symbol(part));
-      if (!next)
-        return std::nullopt;
-      term = std::move(*next);
-    }
-    std::optional<DimExpr> sum = add(result, term);
-    if (!sum)
-      return std::nullopt;
-    result = std::move(*sum);
-  }
-  return result;
+  return replaceNames(
+      [&](StringRef part) { return part == name ? value : symbol(part); });
 }
 
 std::optional<std::pair<int64_t, int64_t>> DimExpr::bounds(

@@ -102,6 +102,11 @@ public:
   bool operator!=(const DimExpr &other) const { return terms != other.terms; }
 
 private:
+  /// The expression with each name replaced by `replacement(name)`; nothing
+  /// on overflow.
+  std::optional<DimExpr>
+  replaceNames(llvm::function_ref<DimExpr(llvm::StringRef)> replacement) const;
+
   /// Nonzero coefficients by monomial; the constant's monomial is empty.
   std::map<Monomial, int64_t> terms;
 };
