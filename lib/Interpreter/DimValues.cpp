@@ -50,9 +50,8 @@ solveForUnknown(const DimExpr &size, int64_t value,
     return std::nullopt;
   // rest = c * x + k: k at x = 0, c from x = 1; linear when x = 2 agrees.
   auto at = [&](int64_t x) {
-    return rest->evaluate([&](StringRef) -> std::optional<int64_t> {
-      return x;
-    });
+    return rest->evaluate(
+        [&](StringRef) -> std::optional<int64_t> { return x; });
   };
   std::optional<int64_t> k = at(0), one = at(1), two = at(2);
   if (!k || !one || !two || *two - *k != 2 * (*one - *k))
@@ -150,8 +149,7 @@ FailureOr<RankedTensorType> concreteType(Operation *op, Type type) {
     return op->emitOpError("expected a ranked tensor type, got ") << type;
   if (tensorType.hasStaticShape())
     return tensorType;
-  std::optional<SmallVector<int64_t>> shape =
-      concreteShape(tensorType, lookup);
+  std::optional<SmallVector<int64_t>> shape = concreteShape(tensorType, lookup);
   if (!shape)
     return op->emitOpError("cannot evaluate the symbolic shape of ")
            << type << " (a dim without value, or a negative size)";

@@ -84,10 +84,10 @@ FailureOr<HostTensor> executeSlice(SliceOp op, const HostTensor &input) {
   ArrayRef<int64_t> starts = op.getStarts(), steps = op.getStrides();
   RankedTensorType inputType =
       RankedTensorType::get(input.shape, input.elementType);
-  if (failed(verifySliceTypes(op.getLoc(), inputType,
-                              RankedTensorType::get(result->shape,
-                                                    result->elementType),
-                              starts, steps)))
+  if (failed(verifySliceTypes(
+          op.getLoc(), inputType,
+          RankedTensorType::get(result->shape, result->elementType), starts,
+          steps)))
     return failure();
   SmallVector<int64_t> inStrides = rowMajorStrides(input.shape);
   forEachIndex(result->shape, [&](int64_t i, ArrayRef<int64_t> index) {

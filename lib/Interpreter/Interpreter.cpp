@@ -610,8 +610,8 @@ static FailureOr<HostTensor> executeTranspose(TransposeOp op,
 
 /// The result shape of a reshape: its type's, symbolic dims at their values
 /// in this run (verified IR has a size for every dynamic dim).
-static FailureOr<SmallVector<int64_t>>
-resolveReshapeShape(ReshapeOp op, const HostTensor &) {
+static FailureOr<SmallVector<int64_t>> resolveReshapeShape(ReshapeOp op,
+                                                           const HostTensor &) {
   FailureOr<RankedTensorType> type = concreteType(op, op.getType());
   if (failed(type))
     return failure();
@@ -690,9 +690,9 @@ static FailureOr<HostTensor> executeOp(Operation *op,
                                             constant.getLoc());
       })
       .Case([&](SizesOp sizes) -> FailureOr<HostTensor> {
-        FailureOr<HostTensor> result = HostTensor::allocate(
-            sizes.getType().getElementType(), sizes.getType().getShape(),
-            sizes.getLoc());
+        FailureOr<HostTensor> result =
+            HostTensor::allocate(sizes.getType().getElementType(),
+                                 sizes.getType().getShape(), sizes.getLoc());
         if (failed(result))
           return failure();
         for (auto [i, size] : llvm::enumerate(sizes.getSizes())) {

@@ -151,10 +151,11 @@ struct KilnPlanMemoryPass
         intervals.push_back({index[&op], index[&op], *bytes});
         std::optional<DimExpr> elements = elementCount(type);
         std::optional<DimExpr> formula =
-            elements ? DimExpr::mul(*elements,
-                                 DimExpr::constant(
-                                     (type.getElementTypeBitWidth() + 7) / 8))
-                  : std::nullopt;
+            elements
+                ? DimExpr::mul(*elements,
+                               DimExpr::constant(
+                                   (type.getElementTypeBitWidth() + 7) / 8))
+                : std::nullopt;
         symbolicBytes.push_back(formula.value_or(DimExpr::constant(*bytes)));
       }
     }

@@ -159,7 +159,8 @@ gatherInputs(ArrayRef<std::pair<std::string, RankedTensorType>> signature,
     bool fits = fileType.getElementType() == type.getElementType() &&
                 fileType.getRank() == type.getRank();
     for (int64_t d = 0; fits && d < type.getRank(); ++d)
-      fits = type.isDynamicDim(d) || type.getDimSize(d) == fileType.getDimSize(d);
+      fits =
+          type.isDynamicDim(d) || type.getDimSize(d) == fileType.getDimSize(d);
     if (!fits) {
       std::string given, expected;
       llvm::raw_string_ostream(given) << it->second.getType();
@@ -408,8 +409,9 @@ struct Signature {
 /// --run-dim, else what the inputs from files say, else the top of the
 /// dim's range. A dim left without value stays dynamic (drawn as 1).
 /// Only the random inputs' types change.
-FailureOr<Signature> concreteSignature(func::FuncOp func, Signature signature,
-                                       const llvm::StringMap<HostTensor> &given) {
+FailureOr<Signature>
+concreteSignature(func::FuncOp func, Signature signature,
+                  const llvm::StringMap<HostTensor> &given) {
   llvm::StringMap<int64_t> values;
   for (const std::string &spec : runDims) {
     auto [name, text] = StringRef(spec).split('=');

@@ -293,9 +293,9 @@ struct CoreOpConverter : NodeConverterBase {
     if (!total)
       return error() << "the element count overflows";
     if (inferred >= 0) {
-      std::optional<DimExpr> rest =
-          known.getConstant() == 0 ? std::nullopt
-                                   : DimExpr::divExact(*total, known);
+      std::optional<DimExpr> rest = known.getConstant() == 0
+                                        ? std::nullopt
+                                        : DimExpr::divExact(*total, known);
       if (!rest)
         return error() << "cannot infer -1 for " << total->str()
                        << " elements from " << known.str();

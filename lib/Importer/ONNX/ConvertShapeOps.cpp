@@ -164,8 +164,10 @@ struct ShapeOpConverter : NodeConverterBase {
       return error() << "axis " << a << " out of range for rank " << rank;
     if (a < 0)
       a += rank;
-    std::optional<DimExpr> outer = productOf(ArrayRef<DimExpr>(*in).take_front(a));
-    std::optional<DimExpr> inner = productOf(ArrayRef<DimExpr>(*in).drop_front(a));
+    std::optional<DimExpr> outer =
+        productOf(ArrayRef<DimExpr>(*in).take_front(a));
+    std::optional<DimExpr> inner =
+        productOf(ArrayRef<DimExpr>(*in).drop_front(a));
     if (!outer || !inner)
       return error() << "the element count overflows";
     return output(reshape(*x, SymbolicShape{*outer, *inner}));
@@ -221,8 +223,8 @@ struct ShapeOpConverter : NodeConverterBase {
     if (whole)
       return x;
     return SliceOp::create(b, loc,
-                           symbolicTensorType(counts, type.getElementType()),
-                           x, starts, steps);
+                           symbolicTensorType(counts, type.getElementType()), x,
+                           starts, steps);
   }
 
   /// The window [start, end) of a dim of size `dim` with step 1, when the
@@ -230,8 +232,8 @@ struct ShapeOpConverter : NodeConverterBase {
   /// ranges. Sets `first` and `count` (`first` may be symbolic: a KV cache's
   /// causal mask starts at the past length).
   LogicalResult symbolicWindow(const DimExpr &dim, const DimExpr &startIn,
-                               const DimExpr &endIn, int64_t d,
-                               DimExpr &first, DimExpr &count) {
+                               const DimExpr &endIn, int64_t d, DimExpr &first,
+                               DimExpr &count) {
     DimRangeFn ranges = importer.dimRanges();
     // Negative constants count from the end; an end past any value of the
     // dim (INT64_MAX, say) is the end.
@@ -271,8 +273,9 @@ struct ShapeOpConverter : NodeConverterBase {
     auto bounds = count.bounds(importer.dimRanges());
     if (!bounds || bounds->second > (int64_t(1) << 20))
       return error() << "the window of " << count.str() << " elements of dim "
-                     << axis << " has no bound below 2^20 over the dims' "
-                                "ranges";
+                     << axis
+                     << " has no bound below 2^20 over the dims' "
+                        "ranges";
     auto i64 = b.getI64Type();
     SmallVector<int64_t> iota(bounds->second);
     for (int64_t i = 0; i < bounds->second; ++i)
@@ -281,8 +284,8 @@ struct ShapeOpConverter : NodeConverterBase {
     Value offsets = slice(all, {0}, {count}, {1});
     SymbolicTensor first;
     first.values.push_back(start);
-    Value base = importer.materializeSizes(
-        loc, RankedTensorType::get({}, i64), first);
+    Value base =
+        importer.materializeSizes(loc, RankedTensorType::get({}, i64), first);
     Value indices = AddOp::create(b, loc, offsets, base);
     auto type = inferGatherType(loc, typeOf(x), typeOf(indices), axis);
     if (failed(type))

@@ -237,8 +237,8 @@ std::optional<DimExpr> DimBindings::size(StringRef name, DimNames &missing,
       break;
   }
   bool complete = true;
-  std::optional<DimExpr> size = expr->substitute(
-      [&](StringRef part) -> std::optional<int64_t> {
+  std::optional<DimExpr> size =
+      expr->substitute([&](StringRef part) -> std::optional<int64_t> {
         seen.insert(part.str());
         if (auto given = givenNames.find(part); given != givenNames.end())
           given->second = true;

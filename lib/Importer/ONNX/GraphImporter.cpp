@@ -102,8 +102,9 @@ static constexpr int64_t kMaxFoldFloatElements = 64;
 Value GraphImporter::foldConstant(Value value, int depth) {
   Operation *op = value.getDefiningOp();
   auto type = dyn_cast<RankedTensorType>(value.getType());
-  if (!op || isa<ConstantOp, SizesOp>(op) || depth > 8 || op->getNumResults() != 1 ||
-      op->getNumRegions() != 0 || !type || !type.hasStaticShape() ||
+  if (!op || isa<ConstantOp, SizesOp>(op) || depth > 8 ||
+      op->getNumResults() != 1 || op->getNumRegions() != 0 || !type ||
+      !type.hasStaticShape() ||
       type.getNumElements() > (isa<IntegerType>(type.getElementType())
                                    ? kMaxFoldElements
                                    : kMaxFoldFloatElements))
@@ -148,8 +149,7 @@ Value GraphImporter::foldConstant(Value value, int depth) {
   return constant;
 }
 
-Value GraphImporter::foldSymbolicSizes(Value value,
-                                       ArrayRef<Value> operands) {
+Value GraphImporter::foldSymbolicSizes(Value value, ArrayRef<Value> operands) {
   Operation *op = value.getDefiningOp();
   SmallVector<SymbolicTensor> symbolic;
   for (Value operand : operands) {
@@ -607,8 +607,8 @@ LogicalResult GraphImporter::importGraph() {
     SmallVector<NamedAttribute> entries;
     for (const auto &entry : ranges)
       entries.push_back(b.getNamedAttr(
-          entry.getKey(), b.getDenseI64ArrayAttr({entry.second.first,
-                                                  entry.second.second})));
+          entry.getKey(),
+          b.getDenseI64ArrayAttr({entry.second.first, entry.second.second})));
     func->setAttr(kDimRangesAttr, b.getDictionaryAttr(entries));
   }
 

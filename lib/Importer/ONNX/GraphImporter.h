@@ -62,8 +62,6 @@ public:
   mlir::FailureOr<SymbolicShape> symbolicInts(mlir::Value value);
   /// The range of each symbolic dim (`--dim NAME=MIN:MAX`).
   DimRangeFn dimRanges() const { return rangeLookup; }
-  /// Whether the model has symbolic dims.
-  bool hasSymbolicDims() const { return !ranges.empty(); }
   /// Converts a tensor of the model (an initializer, a Constant's value),
   /// reading external data from beside the model file.
   mlir::FailureOr<mlir::ElementsAttr>

@@ -75,12 +75,14 @@ public:
             .Case([&](DivOp) { return binary(divide); })
             .Case([&](MaxOp) { return extreme(/*greatest=*/true); })
             .Case([&](MinOp) { return extreme(/*greatest=*/false); })
-            .Case([&](EqualOp) { return compare([](int c) { return c == 0; }); })
+            .Case(
+                [&](EqualOp) { return compare([](int c) { return c == 0; }); })
             .Case([&](LessOp) { return compare([](int c) { return c < 0; }); })
             .Case([&](LessEqualOp) {
               return compare([](int c) { return c <= 0; });
             })
-            .Case([&](GreaterOp) { return compare([](int c) { return c > 0; }); })
+            .Case(
+                [&](GreaterOp) { return compare([](int c) { return c > 0; }); })
             .Case([&](GreaterEqualOp) {
               return compare([](int c) { return c >= 0; });
             })
@@ -89,8 +91,10 @@ public:
             .Case([&](CastOp) { return cast(); })
             .Case([&](ReshapeOp) { return same(); })
             .Case([&](ExpandOp) { return expand(); })
-            .Case([&](ConcatOp concat) { return this->concat(concat.getAxis()); })
-            .Case([&](GatherOp gather) { return this->gather(gather.getAxis()); })
+            .Case(
+                [&](ConcatOp concat) { return this->concat(concat.getAxis()); })
+            .Case(
+                [&](GatherOp gather) { return this->gather(gather.getAxis()); })
             .Case([&](SliceOp slice) {
               return this->slice(slice.getStarts(), slice.getStrides());
             })
@@ -175,8 +179,9 @@ private:
     if (operands.size() != 2)
       return false;
     for (int64_t i = 0, e = count(); i < e; ++i) {
-      unsigned signs = possibleSigns(broadcastRead(operands[0], result.shape, i),
-                                     broadcastRead(operands[1], result.shape, i));
+      unsigned signs =
+          possibleSigns(broadcastRead(operands[0], result.shape, i),
+                        broadcastRead(operands[1], result.shape, i));
       // Decided when every sign the difference may take gives one answer.
       std::optional<bool> answer;
       for (int sign : {-1, 0, 1}) {
@@ -226,8 +231,8 @@ private:
     // asks whether each is nonzero, and narrowing, which could wrap.
     for (const DimExpr &value : operands[0].values) {
       if (elementType.isInteger(1)) {
-        std::optional<int> order = compareSizes(value, DimExpr::constant(0),
-                                                ranges);
+        std::optional<int> order =
+            compareSizes(value, DimExpr::constant(0), ranges);
         if (!order)
           return false;
         result.values.push_back(boolean(*order != 0));

@@ -30,8 +30,9 @@ struct SymbolicTensor {
 };
 
 /// The range `[min, max]` of a named dim, when it has one.
-using DimRangeFn = llvm::function_ref<std::optional<std::pair<int64_t, int64_t>>(
-    llvm::StringRef)>;
+using DimRangeFn =
+    llvm::function_ref<std::optional<std::pair<int64_t, int64_t>>(
+        llvm::StringRef)>;
 
 /// The elements of a `kiln.constant` of integers (or integral floats, or
 /// bools) or of a `kiln.sizes`; nothing for any other value.

@@ -47,7 +47,8 @@ TEST(DimExprTest, CanonicalTextIsTheSameForEqualSizes) {
   EXPECT_EQ(parsed("[seq-len]").getSymbol(), "seq-len");
   // A name that would not parse back as one name keeps its brackets.
   EXPECT_EQ(parsed("[seq-len] * 2").str(), "2*[seq-len]");
-  EXPECT_EQ(parsed(parsed("[seq-len]*2 + x.0").str()), parsed("2*[seq-len] + x.0"));
+  EXPECT_EQ(parsed(parsed("[seq-len]*2 + x.0").str()),
+            parsed("2*[seq-len] + x.0"));
 }
 
 TEST(DimExprTest, ArithmeticMatchesTheValues) {
@@ -59,24 +60,26 @@ TEST(DimExprTest, ArithmeticMatchesTheValues) {
   // Exact division: a Reshape's -1 ([b*s*768] / 768 and / b).
   DimExpr all = *DimExpr::mul(bs, DimExpr::constant(768));
   EXPECT_EQ(*DimExpr::divExact(all, DimExpr::constant(768)), bs);
-  EXPECT_EQ(*DimExpr::divExact(all, b), *DimExpr::mul(s, DimExpr::constant(768)));
+  EXPECT_EQ(*DimExpr::divExact(all, b),
+            *DimExpr::mul(s, DimExpr::constant(768)));
   // By a polynomial of several terms: a KV cache's total length.
   DimExpr total = parsed("8*past + 8*sequence");
-  EXPECT_EQ(DimExpr::divExact(parsed("32*batch*past + 32*batch*sequence"),
-                              total),
-            parsed("4*batch"));
+  EXPECT_EQ(
+      DimExpr::divExact(parsed("32*batch*past + 32*batch*sequence"), total),
+      parsed("4*batch"));
   EXPECT_EQ(DimExpr::divExact(parsed("(past + sequence) * (past + sequence)"),
                               parsed("past + sequence")),
             parsed("past + sequence"));
-  EXPECT_FALSE(DimExpr::divExact(parsed("past*past + 1"),
-                                 parsed("past + 1")));
+  EXPECT_FALSE(DimExpr::divExact(parsed("past*past + 1"), parsed("past + 1")));
   // Not a polynomial for every value: refused.
   EXPECT_FALSE(DimExpr::divExact(s, DimExpr::constant(2)));
   EXPECT_FALSE(DimExpr::divExact(sum, b));
   EXPECT_FALSE(DimExpr::divExact(bs, *DimExpr::add(b, s)));
   // A name without a value.
-  EXPECT_FALSE(parsed("past + 1").evaluate(
-      [](llvm::StringRef) -> std::optional<int64_t> { return std::nullopt; }));
+  EXPECT_FALSE(parsed("past + 1")
+                   .evaluate([](llvm::StringRef) -> std::optional<int64_t> {
+                     return std::nullopt;
+                   }));
 }
 
 TEST(DimExprTest, OverflowIsRefused) {
@@ -91,8 +94,8 @@ TEST(DimExprTest, OverflowIsRefused) {
 }
 
 TEST(DimExprTest, MalformedTextIsAnError) {
-  for (const char *text : {"", "batch +", "(batch", "batch )", "2 * * 3",
-                           "[", "[]", "batch sequence"}) {
+  for (const char *text : {"", "batch +", "(batch", "batch )", "2 * * 3", "[",
+                           "[]", "batch sequence"}) {
     std::string error;
     EXPECT_FALSE(DimExpr::parse(text, error)) << text;
     EXPECT_FALSE(error.empty()) << text;
@@ -100,8 +103,8 @@ TEST(DimExprTest, MalformedTextIsAnError) {
 }
 
 TEST(DimExprTest, BoundsOverRanges) {
-  auto ranges = [](llvm::StringRef name)
-      -> std::optional<std::pair<int64_t, int64_t>> {
+  auto ranges =
+      [](llvm::StringRef name) -> std::optional<std::pair<int64_t, int64_t>> {
     if (name == "batch")
       return std::make_pair(int64_t(1), int64_t(8));
     if (name == "sequence")
@@ -174,7 +177,8 @@ TEST_F(SymbolicTypeTest, EncodingIsChecked) {
   std::string all;
   for (const std::string &e : errors)
     all += e + "\n";
-  EXPECT_NE(all.find("has 1 sizes for 2 dynamic dims"), std::string::npos) << all;
+  EXPECT_NE(all.find("has 1 sizes for 2 dynamic dims"), std::string::npos)
+      << all;
   EXPECT_NE(all.find("is not in canonical form ('batch*sequence')"),
             std::string::npos)
       << all;

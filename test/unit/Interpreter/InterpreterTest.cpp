@@ -601,8 +601,9 @@ TEST_F(InterpreterTest, SymbolicDimsThatInputsDisagreeOnAreADiagnostic) {
           -> tensor<?x?xf32, #kiln.dims<["b", "s"]>>
       return %0 : tensor<?x?xf32, #kiln.dims<["b", "s"]>>
     })mlir";
-  EXPECT_TRUE(failed(run(source, {floats(f32(), {2, 3}, {1, 2, 3, 4, 5, 6}),
-                                  floats(f32(), {2, 4}, {1, 2, 3, 4, 5, 6, 7, 8})})));
+  EXPECT_TRUE(
+      failed(run(source, {floats(f32(), {2, 3}, {1, 2, 3, 4, 5, 6}),
+                          floats(f32(), {2, 4}, {1, 2, 3, 4, 5, 6, 7, 8})})));
   EXPECT_TRUE(hasDiagnostic("dim sizes: input #1 dim 1 is 4, but its size 's' "
                             "is 3 with s = 3 (from input #0 dim 1)"))
       << allDiagnostics();

@@ -28,8 +28,7 @@ public:
     std::optional<DimExpr> result = sum();
     skipSpace();
     if (!problem.empty() || !rest.empty()) {
-      error = !problem.empty() ? problem
-                               : "unexpected '" + rest.str() + "'";
+      error = !problem.empty() ? problem : "unexpected '" + rest.str() + "'";
       return std::nullopt;
     }
     return result;
@@ -385,10 +384,10 @@ std::string DimExpr::str() const {
     else
       text += negative ? " - " : " + ";
     // |INT64_MIN| does not fit; its digits are written as they are.
-    std::string magnitude = coefficient == INT64_MIN
-                                ? std::string("9223372036854775808")
-                                : std::to_string(negative ? -coefficient
-                                                          : coefficient);
+    std::string magnitude =
+        coefficient == INT64_MIN
+            ? std::string("9223372036854775808")
+            : std::to_string(negative ? -coefficient : coefficient);
     std::vector<std::string> factors;
     if (names.empty() || magnitude != "1")
       factors.push_back(magnitude);

@@ -46,8 +46,7 @@ public:
   /// other than spaces, operators and parentheses, or any text in square
   /// brackets. Returns nothing and sets `error` when malformed or when a
   /// coefficient overflows.
-  static std::optional<DimExpr> parse(llvm::StringRef text,
-                                      std::string &error);
+  static std::optional<DimExpr> parse(llvm::StringRef text, std::string &error);
 
   /// Checked arithmetic: nothing when a coefficient overflows 64 bits.
   static std::optional<DimExpr> add(const DimExpr &lhs, const DimExpr &rhs);
@@ -68,15 +67,13 @@ public:
 
   /// The value for the names' values (`lookup` gives nothing for a name
   /// without one); nothing when a name has no value or on overflow.
-  std::optional<int64_t>
-  evaluate(llvm::function_ref<std::optional<int64_t>(llvm::StringRef)> lookup)
-      const;
+  std::optional<int64_t> evaluate(
+      llvm::function_ref<std::optional<int64_t>(llvm::StringRef)> lookup) const;
 
   /// The expression with each name that `lookup` gives a value replaced by
   /// it; nothing on overflow.
   std::optional<DimExpr> substitute(
-      llvm::function_ref<std::optional<int64_t>(llvm::StringRef)> lookup)
-      const;
+      llvm::function_ref<std::optional<int64_t>(llvm::StringRef)> lookup) const;
 
   /// The expression with the name `name` replaced by `value`; nothing on
   /// overflow.
@@ -87,10 +84,10 @@ public:
   /// `range(name) = [min, max]` (every name's min >= 0); nothing when a name
   /// has no range or on overflow. Exact for a polynomial whose coefficients
   /// are all >= 0 (every size a shape rule makes); otherwise a bound.
-  std::optional<std::pair<int64_t, int64_t>> bounds(
-      llvm::function_ref<std::optional<std::pair<int64_t, int64_t>>(
-          llvm::StringRef)>
-          range) const;
+  std::optional<std::pair<int64_t, int64_t>>
+  bounds(llvm::function_ref<
+         std::optional<std::pair<int64_t, int64_t>>(llvm::StringRef)>
+             range) const;
 
   /// The canonical text: terms by descending degree then name, names in a
   /// term sorted and joined by `*`, the constant last (`2*batch*sequence +

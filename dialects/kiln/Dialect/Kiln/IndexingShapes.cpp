@@ -44,8 +44,7 @@ inferConcatType(std::optional<Location> loc, ArrayRef<RankedTensorType> inputs,
         continue;
       if ((*sizes)[d] != shape[d])
         return fail(loc, "concat inputs differ in dim " + Twine(d) + " (" +
-                             (*sizes)[d].str() + " vs " + shape[d].str() +
-                             ")");
+                             (*sizes)[d].str() + " vs " + shape[d].str() + ")");
     }
     std::optional<DimExpr> sum = DimExpr::add(shape[axis], (*sizes)[axis]);
     if (!sum)

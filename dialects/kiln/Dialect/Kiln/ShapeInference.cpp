@@ -85,8 +85,10 @@ FailureOr<SymbolicShape> broadcastSizes(std::optional<Location> loc,
   DimExpr one = DimExpr::constant(1);
   SymbolicShape result(rank);
   for (size_t i = 0; i < rank; ++i) {
-    const DimExpr &l = i < rank - lhs.size() ? one : lhs[i - (rank - lhs.size())];
-    const DimExpr &r = i < rank - rhs.size() ? one : rhs[i - (rank - rhs.size())];
+    const DimExpr &l =
+        i < rank - lhs.size() ? one : lhs[i - (rank - lhs.size())];
+    const DimExpr &r =
+        i < rank - rhs.size() ? one : rhs[i - (rank - rhs.size())];
     // A named size broadcasts only with 1 and with itself: that it equals
     // another size for some values of the names is not enough.
     if (l == r || r == one)
@@ -149,8 +151,8 @@ FailureOr<RankedTensorType> inferWhereType(std::optional<Location> loc,
   auto values = inferBroadcastType(loc, lhs, rhs);
   if (failed(values))
     return failure();
-  auto type = inferBroadcastType(
-      loc, condition.clone(lhs.getElementType()), *values);
+  auto type =
+      inferBroadcastType(loc, condition.clone(lhs.getElementType()), *values);
   if (failed(type))
     return failure();
   return *type;
@@ -282,8 +284,8 @@ FailureOr<RankedTensorType> inferTransposeType(std::optional<Location> loc,
 
 /// Checks that a LayerNorm parameter broadcasts to the normalized dims without
 /// growing them.
-static LogicalResult checkNormParam(std::optional<Location> loc,
-                                    StringRef what, RankedTensorType param,
+static LogicalResult checkNormParam(std::optional<Location> loc, StringRef what,
+                                    RankedTensorType param,
                                     RankedTensorType input,
                                     ArrayRef<DimExpr> normDims) {
   if (param.getElementType() != input.getElementType())
@@ -295,10 +297,9 @@ static LogicalResult checkNormParam(std::optional<Location> loc,
     return failure();
   auto shape = broadcastSizes(std::nullopt, normDims, *sizes);
   if (failed(shape) || ArrayRef<DimExpr>(*shape) != normDims)
-    return emitOptionalError(loc, "expected ", what, " of shape ",
-                             sizesText(*sizes),
-                             " to broadcast to the normalized dims ",
-                             sizesText(normDims));
+    return emitOptionalError(
+        loc, "expected ", what, " of shape ", sizesText(*sizes),
+        " to broadcast to the normalized dims ", sizesText(normDims));
   return success();
 }
 

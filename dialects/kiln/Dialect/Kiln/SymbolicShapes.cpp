@@ -60,8 +60,7 @@ std::optional<SymbolicShape> symbolicShapeOf(RankedTensorType type) {
   return shape;
 }
 
-RankedTensorType symbolicTensorType(ArrayRef<DimExpr> sizes,
-                                    Type elementType) {
+RankedTensorType symbolicTensorType(ArrayRef<DimExpr> sizes, Type elementType) {
   MLIRContext *context = elementType.getContext();
   SmallVector<int64_t> shape;
   SmallVector<Attribute> symbolic;
@@ -119,14 +118,15 @@ std::optional<int64_t> maxElementCount(RankedTensorType type,
   if (type.hasStaticShape())
     return type.getNumElements();
   std::optional<DimExpr> count = elementCount(type);
-  auto bounds = count ? count->bounds([&](StringRef name)
-                                          -> std::optional<std::pair<int64_t, int64_t>> {
-    auto it = ranges.find(name);
-    if (it == ranges.end())
-      return std::nullopt;
-    return it->second;
-  })
-                      : std::nullopt;
+  auto bounds =
+      count ? count->bounds([&](StringRef name)
+                                -> std::optional<std::pair<int64_t, int64_t>> {
+        auto it = ranges.find(name);
+        if (it == ranges.end())
+          return std::nullopt;
+        return it->second;
+      })
+            : std::nullopt;
   if (!bounds)
     return std::nullopt;
   return bounds->second;
