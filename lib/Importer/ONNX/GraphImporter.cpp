@@ -3,6 +3,7 @@
 #include "GraphImporter.h"
 
 #include "DimBindings.h"
+#include "TextFormat.h"
 
 #include "kiln/Dialect/Kiln/TensorNames.h"
 #include "kiln/Importer/ONNX/TensorProto.h"
@@ -16,7 +17,6 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 
-#include <onnx/defs/parser.h>
 
 #include <queue>
 
@@ -697,11 +697,9 @@ OwningOpRef<ModuleOp> importONNX(MLIRContext *context, StringRef bytes,
   }
   onnx::ModelProto model;
   if (bytes.ltrim().starts_with("<")) {
-    std::string text = bytes.str();
-    onnx::Common::Status status = onnx::OnnxParser::Parse(model, text.c_str());
-    if (!status.IsOK()) {
-      emitError(fileLoc, "cannot parse ONNX text format: ")
-          << status.ErrorMessage();
+    std::string error = parseONNXText(bytes.str(), model);
+    if (!error.empty()) {
+      emitError(fileLoc, "cannot parse ONNX text format: ") << error;
       return {};
     }
   } else if (bytes.size() > static_cast<size_t>(INT32_MAX) ||
