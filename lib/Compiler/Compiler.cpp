@@ -44,25 +44,6 @@ static LogicalResult dumpStage(ModuleOp module, const CompileOptions &options,
                              options.dumpDir + "/" + name.str() + ".mlir", text);
 }
 
-/// The CUDA target compiles static shapes: a module whose dims are symbolic
-/// (`--dim NAME=MIN:MAX`) stops before it with one error naming them.
-static LogicalResult checkStaticShapes(ModuleOp module) {
-  for (auto func : module.getOps<func::FuncOp>()) {
-    auto ranges = func->getAttrOfType<DictionaryAttr>(kDimRangesAttr);
-    if (!ranges || ranges.empty())
-      continue;
-    std::string names;
-    for (NamedAttribute range : ranges)
-      names += (names.empty() ? "" : ", ") + range.getName().str();
-    return emitError(func.getLoc(), "symbolic dims (")
-           << names
-           << ") are imported, planned and run on the reference interpreter "
-              "(kiln-run --backend=reference), but the CUDA target takes "
-              "static shapes so far: pin each with --dim NAME=N";
-  }
-  return success();
-}
-
 LogicalResult runPipeline(ModuleOp module, const CompileOptions &options) {
   if (!options.dumpDir.empty()) {
     if (std::error_code ec = llvm::sys::fs::create_directories(options.dumpDir))
@@ -127,8 +108,6 @@ LogicalResult lowerToArtifact(ModuleOp module, const CompileOptions &options,
   if (std::distance(funcs.begin(), funcs.end()) != 1)
     return emitError(module.getLoc(), "expected exactly one function");
   func::FuncOp func = *funcs.begin();
-  if (failed(checkStaticShapes(module)))
-    return failure();
   artifact.abiVersion = KILN_ABI_VERSION;
   artifact.kilnVersion = kKilnVersion;
   artifact.arch = options.arch;

@@ -39,8 +39,10 @@ bool sameResultShape(Operation *a, Operation *b) {
 /// Ops that only move data: each result element is one element of an
 /// operand, at an index computed from its own.
 bool movesData(Operation *op) {
+  // kiln.sizes reads no tensor: each element is a size of the symbolic
+  // dims, computed where it is read, like an index remap.
   return isa<ReshapeOp, TransposeOp, SliceOp, ExpandOp, GatherOp,
-             GatherElementsOp, ConcatOp>(op);
+             GatherElementsOp, ConcatOp, SizesOp>(op);
 }
 
 /// One fused group being built.

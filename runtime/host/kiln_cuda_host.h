@@ -164,16 +164,28 @@ inline unsigned __activemask() { return 0xffffffffu; }
 // Module entry points (appended to the source by the host backend)
 //===----------------------------------------------------------------------===//
 
+/// Argument slot `arg` as a kernel parameter of type T: a pointer
+/// parameter's slot holds the pointer, a `long long`'s (a symbolic dim)
+/// points to the value, as cuLaunchKernel's kernelParams do.
+template <class T> inline T kiln_host_arg(void *arg) {
+  if constexpr (std::is_pointer<T>::value)
+    return static_cast<T>(arg);
+  else
+    return *static_cast<const T *>(arg);
+}
+
 template <class... Params, std::size_t... I>
 inline void kiln_host_invoke(void (*kernel)(Params...), void *const *args,
                              std::index_sequence<I...>) {
-  kernel(static_cast<Params>(args[I])...);
+  kernel(kiln_host_arg<Params>(args[I])...);
 }
 
 template <class... Params>
 constexpr unsigned kiln_host_arity(void (*)(Params...)) {
-  static_assert((std::is_pointer<Params>::value && ...),
-                "host kernels take device pointers only");
+  static_assert(((std::is_pointer<Params>::value ||
+                  std::is_same<Params, long long>::value) &&
+                 ...),
+                "host kernels take device pointers, then long long dims");
   return sizeof...(Params);
 }
 

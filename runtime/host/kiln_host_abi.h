@@ -8,8 +8,10 @@
  * is plain C and carries a version that both check.
  *
  * A kernel module exports, for each kernel NAME:
- *   unsigned kiln_host_arity_NAME(void);   -- number of pointer parameters
+ *   unsigned kiln_host_arity_NAME(void);   -- number of parameters
  *   void kiln_host_entry_NAME(void *const *args, kiln_host_thread *self);
+ * `args` holds one slot per parameter: a pointer parameter's slot is the
+ * pointer, a `long long` parameter's (a symbolic dim) points to its value.
  * and `unsigned kiln_host_abi_version(void)`.
  *
  *===----------------------------------------------------------------------===*/
@@ -18,7 +20,7 @@
 #define KILN_HOST_ABI_H
 
 /* Bumped on any change to the structures or entry points below. */
-#define KILN_HOST_ABI_VERSION 1u
+#define KILN_HOST_ABI_VERSION 2u
 
 /* What a waiting thread waits for. */
 #define KILN_HOST_WAIT_BLOCK 0 /* __syncthreads: every live thread of the block */

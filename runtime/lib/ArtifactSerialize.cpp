@@ -20,6 +20,8 @@ using namespace kiln::rt;
 static constexpr size_t kMinBufferBytes = 1 + 1 + 8 + 4 + 8 + 8;
 /// Encoded size of the smallest step (a copy).
 static constexpr size_t kMinStepBytes = 1 + 4 + 4 + 8;
+/// Encoded size of the smallest size binding (no terms).
+static constexpr size_t kMinBindingBytes = 1 + 4 + 4 + 8 + 8 + 8 + 8;
 
 std::string kiln::rt::serializeArtifactPrefix(const Artifact &a,
                                               uint64_t weightBytes) {
@@ -96,6 +98,28 @@ std::string kiln::rt::serializeArtifactPrefix(const Artifact &a,
   w.u64(a.indexSites.size());
   for (const std::string &site : a.indexSites)
     w.str(site);
+  w.u64(a.symbolic.dims.size());
+  for (const DimRange &dim : a.symbolic.dims) {
+    w.str(dim.name);
+    w.i64(dim.min);
+    w.i64(dim.max);
+  }
+  w.u64(a.symbolic.bindings.size());
+  for (const SizeBinding &b : a.symbolic.bindings) {
+    w.u8(static_cast<uint8_t>(b.field));
+    w.u32(b.target);
+    w.u32(b.axis);
+    w.i64(b.divisor);
+    w.i64(b.lowest);
+    w.i64(b.highest);
+    w.u64(b.formula.terms.size());
+    for (const SizeTerm &term : b.formula.terms) {
+      w.i64(term.coefficient);
+      w.u64(term.dims.size());
+      for (uint32_t d : term.dims)
+        w.u32(d);
+    }
+  }
   w.str(a.weightsFile.name);
   w.u64(a.weightsFile.bytes);
   w.u64(a.weightsFile.checksum);
@@ -250,6 +274,39 @@ bool kiln::rt::deserializeArtifact(const char *data, size_t size, Artifact &out,
   for (std::string &site : out.indexSites)
     if (!r.str(site, "index site"))
       return fail();
+  if (!r.count(n, 8 + 8 + 8, "dims"))
+    return fail();
+  out.symbolic.dims.resize(n);
+  for (DimRange &dim : out.symbolic.dims)
+    if (!r.str(dim.name, "dim name") || !r.i64(dim.min, "dim minimum") ||
+        !r.i64(dim.max, "dim maximum"))
+      return fail();
+  if (!r.count(n, kMinBindingBytes, "size bindings"))
+    return fail();
+  out.symbolic.bindings.resize(n);
+  for (SizeBinding &b : out.symbolic.bindings) {
+    uint8_t field = 0;
+    if (!r.u8(field, "size field"))
+      return fail();
+    if (field > static_cast<uint8_t>(kLastSizeField))
+      return r.fail("invalid size field " + std::to_string(field)), fail();
+    b.field = static_cast<SizeField>(field);
+    if (!r.u32(b.target, "size target") || !r.u32(b.axis, "size axis") ||
+        !r.i64(b.divisor, "size divisor") || !r.i64(b.lowest, "size lowest") ||
+        !r.i64(b.highest, "size highest") ||
+        !r.count(n, 8 + 8, "size terms"))
+      return fail();
+    b.formula.terms.resize(n);
+    for (SizeTerm &term : b.formula.terms) {
+      if (!r.i64(term.coefficient, "size coefficient") ||
+          !r.count(n, 4, "size factors"))
+        return fail();
+      term.dims.resize(n);
+      for (uint32_t &d : term.dims)
+        if (!r.u32(d, "size factor"))
+          return fail();
+    }
+  }
   if (!r.str(out.weightsFile.name, "weights file") ||
       !r.u64(out.weightsFile.bytes, "weights file size") ||
       !r.u64(out.weightsFile.checksum, "weights file checksum") ||

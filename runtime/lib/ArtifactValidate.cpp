@@ -59,9 +59,8 @@ static bool matmulOperandFits(const Buffer &buf, int64_t outerBatch,
          needBytes <= buf.bytes;
 }
 
-bool kiln::rt::validateArtifact(const Artifact &a, std::string &error,
-                                std::optional<uint64_t> streamedWeightBytes) {
-  const uint64_t weightBytes = streamedWeightBytes.value_or(a.weightBytes());
+bool kiln::rt::validatePlan(const Artifact &a, std::string &error,
+                            uint64_t weightBytes) {
   using detail::checkedAdd;
   using detail::checkedMul;
   auto fail = [&](const std::string &message) {
@@ -155,7 +154,6 @@ bool kiln::rt::validateArtifact(const Artifact &a, std::string &error,
     }
   }
 
-  bool hasLaunch = false;
   for (size_t s = 0; s < a.steps.size(); ++s) {
     const Step &step = a.steps[s];
     std::string where = "step " + std::to_string(s) + ": ";
@@ -176,7 +174,6 @@ bool kiln::rt::validateArtifact(const Artifact &a, std::string &error,
     switch (step.kind) {
     case Step::Kind::Launch: {
       const LaunchStep &l = step.launch;
-      hasLaunch = true;
       if (l.kernel >= a.kernelNames.size())
         return fail(where + "kernel index " + std::to_string(l.kernel) +
                     " out of range (" + std::to_string(a.kernelNames.size()) +
@@ -275,11 +272,90 @@ bool kiln::rt::validateArtifact(const Artifact &a, std::string &error,
       return fail(where + "invalid step kind");
     }
   }
-  if (hasLaunch && a.cubin.empty() && a.ptx.empty() && a.cudaSource.empty())
-    return fail("launch steps but no cubin, PTX or CUDA source");
   for (size_t i = 0; i < a.kernelNames.size(); ++i)
     if (a.kernelNames[i].empty() ||
         a.kernelNames[i].find('\0') != std::string::npos)
       return fail("kernel name " + std::to_string(i) + " is empty or has NUL");
+  return true;
+}
+
+/// Checks the dims and bindings of a symbolic plan: names, ranges, and every
+/// binding's field, target and formula in range.
+static bool validateSymbolic(const Artifact &a, std::string &error) {
+  const SymbolicPlan &p = a.symbolic;
+  auto fail = [&](const std::string &message) {
+    error = "invalid artifact: " + message;
+    return false;
+  };
+  if (p.dims.size() > kMaxDims)
+    return fail(std::to_string(p.dims.size()) + " dims, more than " +
+                std::to_string(kMaxDims));
+  for (size_t d = 0; d < p.dims.size(); ++d) {
+    const DimRange &dim = p.dims[d];
+    if (dim.name.empty() || dim.name.find('\0') != std::string::npos)
+      return fail("dim " + std::to_string(d) + ": empty name or NUL");
+    if (dim.min < 0 || dim.min > dim.max)
+      return fail("dim '" + dim.name + "': range " + std::to_string(dim.min) +
+                  ".." + std::to_string(dim.max) + " is empty or negative");
+    for (size_t e = 0; e < d; ++e)
+      if (p.dims[e].name == dim.name)
+        return fail("dim '" + dim.name + "' is named twice");
+  }
+  if (p.dims.empty() && !p.bindings.empty())
+    return fail("size bindings without dims");
+  for (size_t i = 0; i < p.bindings.size(); ++i) {
+    const SizeBinding &b = p.bindings[i];
+    std::string where = "size binding " + std::to_string(i) + ": ";
+    bool inRange = false;
+    switch (b.field) {
+    case SizeField::BufferDim:
+      inRange = b.target < a.buffers.size() &&
+                b.axis < a.buffers[b.target].shape.size();
+      break;
+    case SizeField::LaunchGrid:
+      inRange = b.target < a.steps.size() &&
+                a.steps[b.target].kind == Step::Kind::Launch && b.axis < 3;
+      break;
+    case SizeField::MatmulField:
+      inRange = b.target < a.steps.size() &&
+                a.steps[b.target].kind == Step::Kind::Matmul &&
+                b.axis < kMatmulFields;
+      break;
+    case SizeField::CopyBytes:
+      inRange = b.target < a.steps.size() &&
+                a.steps[b.target].kind == Step::Kind::Copy && b.axis == 0;
+      break;
+    }
+    if (!inRange)
+      return fail(where + "its field, target or axis is out of range");
+    if (b.divisor < 1 || b.lowest > b.highest)
+      return fail(where + "divisor below 1 or an empty clamp");
+    if (b.formula.terms.size() > kMaxSizeTerms)
+      return fail(where + "too many terms");
+    for (const SizeTerm &term : b.formula.terms) {
+      if (term.dims.size() > kMaxSizeTerms)
+        return fail(where + "a term of too many factors");
+      for (uint32_t d : term.dims)
+        if (d >= p.dims.size())
+          return fail(where + "dim index " + std::to_string(d) +
+                      " out of range");
+    }
+  }
+  return true;
+}
+
+bool kiln::rt::validateArtifact(const Artifact &a, std::string &error,
+                                std::optional<uint64_t> streamedWeightBytes) {
+  if (!validatePlan(a, error,
+                    streamedWeightBytes.value_or(a.weightBytes())) ||
+      !validateSymbolic(a, error))
+    return false;
+  bool hasLaunch = false;
+  for (const Step &step : a.steps)
+    hasLaunch |= step.kind == Step::Kind::Launch;
+  if (hasLaunch && a.cubin.empty() && a.ptx.empty() && a.cudaSource.empty()) {
+    error = "invalid artifact: launch steps but no cubin, PTX or CUDA source";
+    return false;
+  }
   return true;
 }

@@ -11,6 +11,7 @@
 #include "kiln/runtime/ArtifactFile.h"
 #include "kiln/runtime/Model.h"
 
+#include <algorithm>
 #include <exception>
 #include <new>
 #include <string>
@@ -185,6 +186,125 @@ KILN_API kiln_status kiln_model_run(kiln_model *model,
                                 "invalid memory kind " +
                                     std::to_string(static_cast<int>(memory))));
     Status s = model->model->run(inputs, outputs, static_cast<Memory>(memory));
+    return s.isOk() ? KILN_OK : fail(s);
+  });
+}
+
+KILN_API int32_t kiln_model_num_dims(const kiln_model *model) {
+  return model ? static_cast<int32_t>(model->model->dims().size()) : -1;
+}
+
+KILN_API kiln_status kiln_model_dim(const kiln_model *model, int32_t index,
+                                    const char **name, int64_t *min,
+                                    int64_t *max) {
+  return guarded([&]() -> kiln_status {
+    if (!model || !name || !min || !max)
+      return fail(StatusCode::InvalidArgument,
+                  "model, name, min or max is null");
+    const std::vector<DimRange> &dims = model->model->dims();
+    if (index < 0 || static_cast<size_t>(index) >= dims.size())
+      return fail(Status::error(
+          StatusCode::InvalidArgument,
+          "dim index " + std::to_string(index) + " out of range (the model has " +
+              std::to_string(dims.size()) + ")"));
+    const DimRange &dim = dims[static_cast<size_t>(index)];
+    *name = dim.name.c_str();
+    *min = dim.min;
+    *max = dim.max;
+    return KILN_OK;
+  });
+}
+
+KILN_API kiln_status kiln_model_bind_dims(const kiln_model *model,
+                                          const int64_t *const *input_shapes,
+                                          int64_t *dims) {
+  return guarded([&]() -> kiln_status {
+    if (!model || (!input_shapes && model->model->numInputs()) ||
+        (!dims && !model->model->dims().empty()))
+      return fail(StatusCode::InvalidArgument,
+                  "model, input_shapes or dims is null");
+    std::vector<std::vector<int64_t>> shapes;
+    for (size_t i = 0; i < model->model->numInputs(); ++i) {
+      size_t rank = model->model->input(i).shape.size();
+      if (rank && !input_shapes[i])
+        return fail(Status::error(StatusCode::InvalidArgument,
+                                  "the shape of input " + std::to_string(i) +
+                                      " is null"));
+      shapes.emplace_back(input_shapes[i], input_shapes[i] + rank);
+    }
+    std::vector<int64_t> values;
+    if (Status s = model->model->bindDims(shapes, values); !s.isOk())
+      return fail(s);
+    std::copy(values.begin(), values.end(), dims);
+    return KILN_OK;
+  });
+}
+
+/// The dims' values a caller passes, checked for null.
+static std::vector<int64_t> dimValues(const kiln_model *model,
+                                      const int64_t *dims) {
+  size_t count = model->model->dims().size();
+  return dims ? std::vector<int64_t>(dims, dims + count)
+              : std::vector<int64_t>();
+}
+
+/// kiln_model_input_shape and kiln_model_output_shape.
+static kiln_status shapeAtDims(const kiln_model *model, const int64_t *dims,
+                               int32_t index, int64_t *shape, bool input) {
+  return guarded([&]() -> kiln_status {
+    if (!model || !shape)
+      return fail(StatusCode::InvalidArgument, "model or shape is null");
+    size_t count =
+        input ? model->model->numInputs() : model->model->numOutputs();
+    if (index < 0 || static_cast<size_t>(index) >= count)
+      return fail(Status::error(StatusCode::InvalidArgument,
+                                std::string(input ? "input" : "output") +
+                                    " index " + std::to_string(index) +
+                                    " out of range"));
+    std::vector<int64_t> values = dimValues(model, dims);
+    const std::vector<DimRange> &names = model->model->dims();
+    if (values.size() != names.size())
+      return fail(StatusCode::InvalidArgument, "dims is null");
+    for (size_t d = 0; d < values.size(); ++d)
+      if (values[d] < names[d].min || values[d] > names[d].max)
+        return fail(Status::error(StatusCode::InvalidArgument,
+                                  "dim '" + names[d].name + "' is " +
+                                      std::to_string(values[d]) +
+                                      ", outside its range"));
+    std::vector<int64_t> result =
+        input ? model->model->inputShape(index, values)
+              : model->model->outputShape(index, values);
+    std::copy(result.begin(), result.end(), shape);
+    return KILN_OK;
+  });
+}
+
+KILN_API kiln_status kiln_model_input_shape(const kiln_model *model,
+                                            const int64_t *dims, int32_t index,
+                                            int64_t *shape) {
+  return shapeAtDims(model, dims, index, shape, /*input=*/true);
+}
+
+KILN_API kiln_status kiln_model_output_shape(const kiln_model *model,
+                                             const int64_t *dims,
+                                             int32_t index, int64_t *shape) {
+  return shapeAtDims(model, dims, index, shape, /*input=*/false);
+}
+
+KILN_API kiln_status kiln_model_run_dims(kiln_model *model,
+                                         const int64_t *dims,
+                                         const void *const *inputs,
+                                         void *const *outputs,
+                                         kiln_memory memory) {
+  return guarded([&]() -> kiln_status {
+    if (!model)
+      return fail(StatusCode::InvalidArgument, "model is null");
+    if (memory != KILN_MEMORY_HOST && memory != KILN_MEMORY_DEVICE)
+      return fail(Status::error(StatusCode::InvalidArgument,
+                                "invalid memory kind " +
+                                    std::to_string(static_cast<int>(memory))));
+    Status s = model->model->run(dimValues(model, dims), inputs, outputs,
+                                 static_cast<Memory>(memory));
     return s.isOk() ? KILN_OK : fail(s);
   });
 }

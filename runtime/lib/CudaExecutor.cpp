@@ -140,10 +140,10 @@ public:
   ~CudaExecutor() override { release(); }
 
   /// Runs the plan; see `Executor::run`.
-  Status run(const void *const *inputs, void *const *outputs,
-             Memory memory) override;
-  Status enqueue(const void *const *inputs, void *const *outputs,
-                 void *stream) override;
+  Status run(const void *const *inputs, void *const *outputs, Memory memory,
+             const RunShape &shape) override;
+  Status enqueue(const void *const *inputs, void *const *outputs, void *stream,
+                 const RunShape &shape) override;
   Status synchronize() override;
   Status timeDeviceRuns(const void *const *hostInputs, unsigned warmup,
                         unsigned iters, std::vector<double> &ms) override;
@@ -922,8 +922,21 @@ Status CudaExecutor::takeIndexFault(unsigned fault) {
                        indexErrorMessage(artifact, fault));
 }
 
+/// The CUDA backend runs static plans so far: a symbolic one needs its
+/// cuBLASLt layouts and graphs per shape (issue 13, item 2).
+static Status refuseSymbolic(const RunShape &shape) {
+  if (!shape.plan)
+    return Status::ok();
+  return Status::error(StatusCode::Unsupported,
+                       "the CUDA backend does not run models with symbolic "
+                       "dims yet; use the host backend, or compile with each "
+                       "dim pinned (--dim NAME=N)");
+}
+
 Status CudaExecutor::run(const void *const *inputs, void *const *outputs,
-                         Memory memory) {
+                         Memory memory, const RunShape &shape) {
+  if (Status s = refuseSymbolic(shape); !s.isOk())
+    return s;
   if (Status s = ensureReady(); !s.isOk())
     return s;
   ContextScope scope(*api, context);
@@ -984,7 +997,9 @@ Status CudaExecutor::run(const void *const *inputs, void *const *outputs,
 }
 
 Status CudaExecutor::enqueue(const void *const *inputs, void *const *outputs,
-                             void *callerStream) {
+                             void *callerStream, const RunShape &shape) {
+  if (Status s = refuseSymbolic(shape); !s.isOk())
+    return s;
   if (Status s = ensureReady(); !s.isOk())
     return s;
   ContextScope scope(*api, context);

@@ -20,6 +20,15 @@
 namespace kiln {
 namespace rt {
 
+/// What one run of a model with symbolic dims adds: the plan written for
+/// its dims (`instantiatePlan`), whose buffers and steps the run follows,
+/// and the dims' values, which every kernel takes after its pointers. Both
+/// null for a static model, which runs the artifact's own plan.
+struct RunShape {
+  const Artifact *plan = nullptr;
+  const std::vector<int64_t> *dims = nullptr;
+};
+
 /// Runs the steps of one artifact on some backend.
 class Executor {
 public:
@@ -29,12 +38,12 @@ public:
   /// Runs the plan once and waits for it; see `Model::run`. Pointers have
   /// been checked for null where the tensor is not empty.
   virtual Status run(const void *const *inputs, void *const *outputs,
-                     Memory memory) = 0;
+                     Memory memory, const RunShape &shape) = 0;
 
   /// Queues one run on `stream` (a `CUstream`; null is the default stream)
   /// and returns without waiting; see `ExecutionContext::enqueue`.
   virtual Status enqueue(const void *const *inputs, void *const *outputs,
-                         void *stream) = 0;
+                         void *stream, const RunShape &shape) = 0;
 
   /// Waits for the runs `enqueue` queued; reports an index fault any of them
   /// had.

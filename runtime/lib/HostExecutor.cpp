@@ -123,12 +123,12 @@ public:
       : artifact(artifact), options(options), shared(std::move(shared)),
         launcher(options.checking ? 256 << 10 : 64 << 10) {}
 
-  Status run(const void *const *inputs, void *const *outputs,
-             Memory memory) override;
+  Status run(const void *const *inputs, void *const *outputs, Memory memory,
+             const RunShape &shape) override;
   /// There is no stream on the host: the run is over when this returns.
-  Status enqueue(const void *const *inputs, void *const *outputs,
-                 void *) override {
-    return run(inputs, outputs, Memory::Host);
+  Status enqueue(const void *const *inputs, void *const *outputs, void *,
+                 const RunShape &shape) override {
+    return run(inputs, outputs, Memory::Host, shape);
   }
   /// Nothing is ever pending; `enqueue` reported each run's status.
   Status synchronize() override { return Status::ok(); }
@@ -144,19 +144,27 @@ public:
 
 private:
   Status initialize();
-  Status runSteps();
+  /// Allocates the staging and arena storage of `plan`'s buffers.
+  Status bindStorage(const Artifact &plan);
+  Status runSteps(const Artifact &plan, const std::vector<int64_t> &dims);
 
   const Artifact &artifact;
   HostOptions options;
   std::shared_ptr<HostShared> shared;
   Launcher launcher;
   bool ready = false;
-  /// Input and output staging, one per graph input/output.
+  /// Input and output staging, one per graph input/output, of its size at
+  /// the top of the dims' ranges.
   std::vector<Allocation> inputs, outputs;
   /// Arena storage: one block, or one per distinct buffer.
   std::vector<Allocation> arena;
   /// Address of each buffer id.
   std::vector<char *> address;
+  /// The dims the storage was allocated for in the checking mode, where each
+  /// buffer of a symbolic plan gets exactly its size at the run's dims, so
+  /// that AddressSanitizer sees its end there; otherwise storage is sized
+  /// for the top of the ranges once.
+  std::vector<int64_t> storageDims;
 };
 
 } // namespace
@@ -194,13 +202,16 @@ Status HostShared::load() {
     if (step.kind != Step::Kind::Launch)
       continue;
     unsigned arity = module->arity(step.launch.kernel);
-    if (arity != step.launch.args.size())
+    if (arity != step.launch.args.size() + artifact.symbolic.dims.size())
       return Status::error(StatusCode::CorruptArtifact,
                            "step " + std::to_string(i) + ": kernel " +
                                artifact.kernelNames[step.launch.kernel] +
                                " takes " + std::to_string(arity) +
-                               " pointers, the plan passes " +
-                               std::to_string(step.launch.args.size()));
+                               " arguments, the plan passes " +
+                               std::to_string(step.launch.args.size()) +
+                               " pointers and " +
+                               std::to_string(artifact.symbolic.dims.size()) +
+                               " dims");
   }
 
   // Weights: the whole block, or one allocation per distinct (offset, size)
@@ -255,35 +266,44 @@ Status HostShared::load() {
 Status HostExecutor::initialize() {
   if (Status s = shared->ensureLoaded(); !s.isOk())
     return s;
+  if (Status s = bindStorage(artifact); !s.isOk())
+    return s;
+  ready = true;
+  return Status::ok();
+}
+
+Status HostExecutor::bindStorage(const Artifact &plan) {
   // One staging buffer per graph input and output, of its canonical size.
   auto stage = [&](std::vector<Allocation> &pool,
                    const std::vector<uint32_t> &ids,
                    const char *what) -> Status {
+    pool.clear();
     pool.resize(ids.size());
     for (size_t i = 0; i < ids.size(); ++i)
-      if (Status s = allocate(pool[i], artifact.buffers[ids[i]].bytes,
+      if (Status s = allocate(pool[i], plan.buffers[ids[i]].bytes,
                               what + std::to_string(i));
           !s.isOk())
         return s;
     return Status::ok();
   };
-  if (Status s = stage(inputs, artifact.inputs, "input "); !s.isOk())
+  if (Status s = stage(inputs, plan.inputs, "input "); !s.isOk())
     return s;
-  if (Status s = stage(outputs, artifact.outputs, "output "); !s.isOk())
+  if (Status s = stage(outputs, plan.outputs, "output "); !s.isOk())
     return s;
 
   // Arena storage, keyed by (offset, size) in the checking mode and one
   // block otherwise.
   std::map<std::pair<uint64_t, uint64_t>, size_t> arenaSlot;
+  arena.clear();
   if (!options.checking) {
     arena.resize(1);
-    if (Status s = allocate(arena[0], artifact.arenaBytes, "the arena");
+    if (Status s = allocate(arena[0], plan.arenaBytes, "the arena");
         !s.isOk())
       return s;
   }
-  address.assign(artifact.buffers.size(), nullptr);
-  for (size_t id = 0; id < artifact.buffers.size(); ++id) {
-    const Buffer &b = artifact.buffers[id];
+  address.assign(plan.buffers.size(), nullptr);
+  for (size_t id = 0; id < plan.buffers.size(); ++id) {
+    const Buffer &b = plan.buffers[id];
     switch (b.kind) {
     case BufferKind::Input:
       address[id] = static_cast<char *>(inputs[b.offset].data);
@@ -313,12 +333,11 @@ Status HostExecutor::initialize() {
     }
     }
   }
-  ready = true;
   return Status::ok();
 }
 
 Status HostExecutor::run(const void *const *in, void *const *out,
-                         Memory memory) {
+                         Memory memory, const RunShape &shape) {
   if (memory != Memory::Host)
     return Status::error(StatusCode::InvalidArgument,
                          "the host backend runs on host memory; pass "
@@ -331,19 +350,31 @@ Status HostExecutor::run(const void *const *in, void *const *out,
       return s;
     }
   }
+  // The run's own sizes: the plan for its dims, or the artifact's.
+  static const std::vector<int64_t> noDims;
+  const Artifact &plan = shape.plan ? *shape.plan : artifact;
+  const std::vector<int64_t> &dims = shape.dims ? *shape.dims : noDims;
+  if (options.checking && shape.plan && dims != storageDims) {
+    storageDims.clear();
+    if (Status s = bindStorage(plan); !s.isOk()) {
+      ready = false;
+      return s;
+    }
+    storageDims = dims;
+  }
   for (size_t i = 0; i < inputs.size(); ++i)
-    if (inputs[i].size)
-      std::memcpy(inputs[i].data, in[i], inputs[i].size);
+    if (uint64_t bytes = plan.buffers[plan.inputs[i]].bytes)
+      std::memcpy(inputs[i].data, in[i], bytes);
   for (Allocation &a : outputs)
     a.poison();
   // Only arena storage is poisoned; weights are read-only by validation.
   for (Allocation &a : arena)
     a.poison();
-  if (Status s = runSteps(); !s.isOk())
+  if (Status s = runSteps(plan, dims); !s.isOk())
     return s;
   for (size_t i = 0; i < outputs.size(); ++i)
-    if (outputs[i].size)
-      std::memcpy(out[i], outputs[i].data, outputs[i].size);
+    if (uint64_t bytes = plan.buffers[plan.outputs[i]].bytes)
+      std::memcpy(out[i], outputs[i].data, bytes);
   // One load per run, of this thread's flag (the launches ran on it);
   // cleared so that the next run starts clean.
   const KernelModule *module = shared->kernels();
@@ -356,16 +387,20 @@ Status HostExecutor::run(const void *const *in, void *const *out,
   return Status::ok();
 }
 
-Status HostExecutor::runSteps() {
+Status HostExecutor::runSteps(const Artifact &plan,
+                              const std::vector<int64_t> &dims) {
   std::vector<void *> args;
-  for (size_t i = 0; i < artifact.steps.size(); ++i) {
-    const Step &step = artifact.steps[i];
+  for (size_t i = 0; i < plan.steps.size(); ++i) {
+    const Step &step = plan.steps[i];
     switch (step.kind) {
     case Step::Kind::Launch: {
       const LaunchStep &l = step.launch;
       args.clear();
       for (uint32_t id : l.args)
         args.push_back(address[id]);
+      // The dims by value, as cuLaunchKernel takes them: a pointer to each.
+      for (const int64_t &dim : dims)
+        args.push_back(const_cast<int64_t *>(&dim));
       Launch launch;
       launch.entry = shared->kernels()->entry(l.kernel);
       launch.name = artifact.kernelNames[l.kernel];

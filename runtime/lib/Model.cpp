@@ -104,13 +104,15 @@ Status Model::create(Artifact artifact, Backend backend,
   return Status::ok();
 }
 
-Status Model::checkInputs(const void *const *inputs) const {
+Status Model::checkInputs(const void *const *inputs,
+                          const Artifact *shaped) const {
+  const Artifact &sizes = shaped ? *shaped : plan;
   if (numInputs() && !inputs)
     return Status::error(StatusCode::InvalidArgument,
                          "inputs is null but the model has " +
                              std::to_string(numInputs()) + " inputs");
   for (size_t i = 0; i < numInputs(); ++i)
-    if (!inputs[i] && input(i).bytes)
+    if (!inputs[i] && sizes.buffers[sizes.inputs[i]].bytes)
       return Status::error(StatusCode::InvalidArgument,
                            "input " + std::to_string(i) + " ('" +
                                input(i).name + "') is null");
@@ -118,37 +120,121 @@ Status Model::checkInputs(const void *const *inputs) const {
 }
 
 Status Model::checkRunArguments(const void *const *inputs, void *const *outputs,
-                                Memory memory) const {
+                                Memory memory, const Artifact *shaped) const {
+  const Artifact &sizes = shaped ? *shaped : plan;
   if (memory != Memory::Host && memory != Memory::Device)
     return Status::error(StatusCode::InvalidArgument,
                          "invalid memory kind " +
                              std::to_string(static_cast<int>(memory)));
-  if (Status s = checkInputs(inputs); !s.isOk())
+  if (Status s = checkInputs(inputs, shaped); !s.isOk())
     return s;
   if (numOutputs() && !outputs)
     return Status::error(StatusCode::InvalidArgument,
                          "outputs is null but the model has " +
                              std::to_string(numOutputs()) + " outputs");
   for (size_t i = 0; i < numOutputs(); ++i)
-    if (!outputs[i] && output(i).bytes)
+    if (!outputs[i] && sizes.buffers[sizes.outputs[i]].bytes)
       return Status::error(StatusCode::InvalidArgument,
                            "output " + std::to_string(i) + " ('" +
                                output(i).name + "') is null");
   return Status::ok();
 }
 
+/// Most plans a model keeps for the dims its runs used; past it the
+/// oldest set is written again when it comes back.
+constexpr size_t kMaxShapedPlans = 256;
+
+Status Model::bindDims(const std::vector<std::vector<int64_t>> &inputShapes,
+                       std::vector<int64_t> &dims) const {
+  std::string error;
+  if (!kiln::rt::bindDims(plan, inputShapes, dims, error))
+    return Status::error(StatusCode::InvalidArgument, error);
+  return Status::ok();
+}
+
+std::vector<int64_t> Model::inputShape(size_t index,
+                                       const std::vector<int64_t> &dims) const {
+  std::vector<int64_t> shape;
+  shapeAt(plan, plan.inputs[index], dims, shape);
+  return shape;
+}
+
+std::vector<int64_t>
+Model::outputShape(size_t index, const std::vector<int64_t> &dims) const {
+  std::vector<int64_t> shape;
+  shapeAt(plan, plan.outputs[index], dims, shape);
+  return shape;
+}
+
+Status Model::prepareRun(const std::vector<int64_t> &dims,
+                         const void *const *inputs, void *const *outputs,
+                         Memory memory,
+                         std::shared_ptr<const Artifact> &shaped) {
+  const std::vector<DimRange> &names = plan.symbolic.dims;
+  if (dims.size() != names.size()) {
+    std::string list;
+    for (const DimRange &d : names)
+      list += (list.empty() ? "" : ", ") + d.name + " " +
+              std::to_string(d.min) + ".." + std::to_string(d.max);
+    return Status::error(
+        StatusCode::InvalidArgument,
+        names.empty() ? "the model has no symbolic dims, but the run gives " +
+                            std::to_string(dims.size())
+                      : "the model has symbolic dims (" + list +
+                            "): a run gives their values (" +
+                            std::to_string(dims.size()) + " given)");
+  }
+  if (names.empty())
+    return checkRunArguments(inputs, outputs, memory);
+  for (size_t d = 0; d < dims.size(); ++d)
+    if (dims[d] < names[d].min || dims[d] > names[d].max)
+      return Status::error(StatusCode::InvalidArgument,
+                           "dim sizes: '" + names[d].name + "' is " +
+                               std::to_string(dims[d]) +
+                               ", outside its range " +
+                               std::to_string(names[d].min) + ".." +
+                               std::to_string(names[d].max));
+  {
+    std::lock_guard<std::mutex> lock(shapedPlansMutex);
+    auto it = shapedPlans.find(dims);
+    if (it != shapedPlans.end()) {
+      shaped = it->second;
+    } else {
+      auto written = std::make_shared<Artifact>();
+      std::string error;
+      if (!instantiatePlan(plan, dims, *written, error))
+        return Status::error(StatusCode::InvalidArgument, error);
+      if (shapedPlans.size() >= kMaxShapedPlans)
+        shapedPlans.erase(shapedPlans.begin());
+      shaped = shapedPlans[dims] = std::move(written);
+    }
+  }
+  return checkRunArguments(inputs, outputs, memory, shaped.get());
+}
+
 Status Model::run(const void *const *inputs, void *const *outputs,
                   Memory memory) {
-  if (Status s = checkRunArguments(inputs, outputs, memory); !s.isOk())
+  return run({}, inputs, outputs, memory);
+}
+
+Status Model::run(const std::vector<int64_t> &dims, const void *const *inputs,
+                  void *const *outputs, Memory memory) {
+  std::shared_ptr<const Artifact> shaped;
+  if (Status s = prepareRun(dims, inputs, outputs, memory, shaped); !s.isOk())
     return s;
   std::lock_guard<std::mutex> lock(runMutex);
-  return executor->run(inputs, outputs, memory);
+  return executor->run(inputs, outputs, memory,
+                       RunShape{shaped.get(), shaped ? &dims : nullptr});
 }
 
 Status Model::timeDeviceRuns(const void *const *hostInputs, unsigned warmup,
                              unsigned iters, std::vector<double> &ms) {
   if (Status s = checkInputs(hostInputs); !s.isOk())
     return s;
+  if (!plan.symbolic.empty())
+    return Status::error(StatusCode::Unsupported,
+                         "timing runs of a model with symbolic dims is not "
+                         "supported yet; compile it with each dim pinned");
   std::lock_guard<std::mutex> lock(runMutex);
   return executor->timeDeviceRuns(hostInputs, warmup, iters, ms);
 }
@@ -166,20 +252,38 @@ ExecutionContext::~ExecutionContext() = default;
 
 Status ExecutionContext::run(const void *const *inputs, void *const *outputs,
                              Memory memory) {
-  if (Status s = model.checkRunArguments(inputs, outputs, memory); !s.isOk())
+  return run({}, inputs, outputs, memory);
+}
+
+Status ExecutionContext::run(const std::vector<int64_t> &dims,
+                             const void *const *inputs, void *const *outputs,
+                             Memory memory) {
+  std::shared_ptr<const Artifact> shaped;
+  if (Status s = model.prepareRun(dims, inputs, outputs, memory, shaped);
+      !s.isOk())
     return s;
   std::lock_guard<std::mutex> lock(runMutex);
-  return executor->run(inputs, outputs, memory);
+  return executor->run(inputs, outputs, memory,
+                       RunShape{shaped.get(), shaped ? &dims : nullptr});
 }
 
 Status ExecutionContext::enqueue(const void *const *inputs,
                                  void *const *outputs, void *stream) {
+  return enqueue({}, inputs, outputs, stream);
+}
+
+Status ExecutionContext::enqueue(const std::vector<int64_t> &dims,
+                                 const void *const *inputs,
+                                 void *const *outputs, void *stream) {
   Memory memory =
       model.backend() == Backend::Cuda ? Memory::Device : Memory::Host;
-  if (Status s = model.checkRunArguments(inputs, outputs, memory); !s.isOk())
+  std::shared_ptr<const Artifact> shaped;
+  if (Status s = model.prepareRun(dims, inputs, outputs, memory, shaped);
+      !s.isOk())
     return s;
   std::lock_guard<std::mutex> lock(runMutex);
-  return executor->enqueue(inputs, outputs, stream);
+  return executor->enqueue(inputs, outputs, stream,
+                           RunShape{shaped.get(), shaped ? &dims : nullptr});
 }
 
 Status ExecutionContext::synchronize() {

@@ -615,6 +615,96 @@ bool benchLibraryDevice(const SmallVector<const void *> &in) {
   return benchDevice(*model, in);
 }
 
+/// The symbolic dims of a `.so` through its C ABI: which values a run takes
+/// (the inputs from files say them; random inputs take --run-dim, else the
+/// top of each range), and the shapes they give.
+struct SymbolicLibrary {
+  SymbolicLibrary(void *lib, kiln_model *model) {
+    numDimsFn = (decltype(numDimsFn))dlsym(lib, "kiln_model_num_dims");
+    dim = (decltype(dim))dlsym(lib, "kiln_model_dim");
+    bind = (decltype(bind))dlsym(lib, "kiln_model_bind_dims");
+    inputShape = (decltype(inputShape))dlsym(lib, "kiln_model_input_shape");
+    outputShapeFn =
+        (decltype(outputShapeFn))dlsym(lib, "kiln_model_output_shape");
+    runAtDims = (decltype(runAtDims))dlsym(lib, "kiln_model_run_dims");
+    lastError = (decltype(lastError))dlsym(lib, "kiln_last_error");
+    if (numDimsFn && dim && bind && inputShape && outputShapeFn && runAtDims)
+      numDims = numDimsFn(model);
+    this->model = model;
+  }
+
+  /// Sets `values` and the random inputs' types.
+  LogicalResult
+  chooseDims(SmallVector<std::pair<std::string, RankedTensorType>> &inputs,
+             const llvm::StringMap<HostTensor> &given) {
+    llvm::StringMap<int64_t> asked;
+    for (const std::string &spec : runDims) {
+      auto [name, text] = StringRef(spec).split('=');
+      int64_t value;
+      if (name.empty() || text.getAsInteger(10, value))
+        return fail("--run-dim: expected NAME=N, got '" + spec + "'"),
+               failure();
+      asked[name] = value;
+    }
+    values.resize(numDims);
+    for (int32_t d = 0; d < numDims; ++d) {
+      const char *name;
+      int64_t min, max;
+      dim(model, d, &name, &min, &max);
+      auto it = asked.find(name);
+      values[d] = it == asked.end() ? max : it->second;
+      if (it != asked.end())
+        asked.erase(it);
+    }
+    if (!asked.empty())
+      return fail("--run-dim: the model has no dim '" +
+                  asked.begin()->getKey() + "'"),
+             failure();
+    // Every input from a file: their shapes say the dims.
+    std::vector<std::vector<int64_t>> shapes(inputs.size());
+    std::vector<const int64_t *> pointers;
+    bool allGiven = true;
+    for (auto [i, input] : llvm::enumerate(inputs)) {
+      auto file = given.find(input.first);
+      allGiven &= file != given.end();
+      if (file != given.end())
+        shapes[i].assign(file->second.shape.begin(), file->second.shape.end());
+      pointers.push_back(shapes[i].data());
+    }
+    if (allGiven && bind(model, pointers.data(), values.data()) != KILN_OK)
+      return fail(lastError()), failure();
+    for (auto [i, input] : llvm::enumerate(inputs)) {
+      SmallVector<int64_t> shape(input.second.getRank());
+      if (inputShape(model, values.data(), i, shape.data()) != KILN_OK)
+        return fail(lastError()), failure();
+      input.second =
+          RankedTensorType::get(shape, input.second.getElementType());
+    }
+    return success();
+  }
+
+  void outputShape(kiln_model *model, int32_t index, int64_t *shape) {
+    outputShapeFn(model, values.data(), index, shape);
+  }
+
+  kiln_status run(kiln_model *model, const void *const *in, void *const *out) {
+    return runAtDims(model, values.data(), in, out, KILN_MEMORY_HOST);
+  }
+
+  int32_t numDims = 0;
+  std::vector<int64_t> values;
+
+private:
+  kiln_model *model = nullptr;
+  decltype(&kiln_model_num_dims) numDimsFn = nullptr;
+  decltype(&kiln_model_dim) dim = nullptr;
+  decltype(&kiln_model_bind_dims) bind = nullptr;
+  decltype(&kiln_model_input_shape) inputShape = nullptr;
+  decltype(&kiln_model_output_shape) outputShapeFn = nullptr;
+  decltype(&kiln_model_run_dims) runAtDims = nullptr;
+  decltype(&kiln_last_error) lastError = nullptr;
+};
+
 /// Runs a `.so` through its own C ABI, as a user's program would.
 FailureOr<SmallVector<HostTensor>>
 runLibrary(MLIRContext *ctx, Signature &signature,
@@ -661,13 +751,23 @@ runLibrary(MLIRContext *ctx, Signature &signature,
     inDesc(model, i, &d);
     signature.inputs.push_back({d.name, describe(d)});
   }
+  // A model with symbolic dims runs at the dims its inputs say.
+  SymbolicLibrary symbolic(lib, model);
+  if (symbolic.numDims > 0 &&
+      failed(symbolic.chooseDims(signature.inputs, given))) {
+    destroy(model);
+    return failure();
+  }
   SmallVector<HostTensor> outputs;
   for (int32_t i = 0; i < numOut(model); ++i) {
     kiln_tensor_desc d;
     outDesc(model, i, &d);
     signature.outputNames.push_back(d.name);
     RankedTensorType type = describe(d);
-    outputs.push_back(*HostTensor::allocate(type.getElementType(), type.getShape()));
+    SmallVector<int64_t> shape(type.getShape());
+    if (symbolic.numDims > 0)
+      symbolic.outputShape(model, i, shape.data());
+    outputs.push_back(*HostTensor::allocate(type.getElementType(), shape));
   }
   auto inputs = gatherInputs(signature.inputs, given, rng);
   if (failed(inputs)) {
@@ -680,7 +780,10 @@ runLibrary(MLIRContext *ctx, Signature &signature,
     in.push_back(t.bytes.data());
   for (HostTensor &t : outputs)
     out.push_back(t.bytes.data());
-  kiln_status status = run(model, in.data(), out.data(), KILN_MEMORY_HOST);
+  kiln_status status =
+      symbolic.numDims > 0
+          ? symbolic.run(model, in.data(), out.data())
+          : run(model, in.data(), out.data(), KILN_MEMORY_HOST);
   if (status != KILN_OK)
     fail(lastError());
   if (status == KILN_OK && benchRequested() && !benchLibrary(lib, model, in, outputs))

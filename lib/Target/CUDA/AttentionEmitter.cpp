@@ -41,13 +41,19 @@ FailureOr<LaunchGeometry> emitAttention(KernelOp kernel, StringRef name,
       (!outTranspose || outTranspose.getInput() != attention.getResult()))
     return kernel.emitOpError("must yield its attention or a transpose of it");
 
-  ArrayRef<int64_t> q = attention.getQuery().getType().getShape();
-  ArrayRef<int64_t> k = attention.getKey().getType().getShape();
-  ArrayRef<int64_t> v = attention.getValue().getType().getShape();
-  int64_t heads = q[1], queries = q[2], size = q[3];
-  int64_t kvHeads = k[1], keys = k[2], valueSize = v[3];
-  int64_t rows = q[0] * heads * queries;
-  int64_t block = std::clamp<int64_t>((keys + 31) / 32 * 32, 32, 128);
+  // Batch and lengths may be symbolic; heads and head sizes size arrays and
+  // divide, so they are static.
+  Sizes q = sizesOf(attention.getQuery()), k = sizesOf(attention.getKey()),
+        v = sizesOf(attention.getValue());
+  if (!q[1].isConstant() || !q[3].isConstant() || !k[1].isConstant() ||
+      !v[3].isConstant())
+    return kernel.emitOpError("attention with a symbolic number of heads or "
+                              "head size is not supported by the CUDA target");
+  int64_t heads = *q[1].getConstant(), size = *q[3].getConstant();
+  int64_t kvHeads = *k[1].getConstant(), valueSize = *v[3].getConstant();
+  Size queries = q[2], keys = k[2];
+  Size rows = q[0] * heads * queries;
+  int64_t block = std::clamp<int64_t>((keys.upper() + 31) / 32 * 32, 32, 128);
   int64_t perThread = (valueSize + block - 1) / block;
   Type et = attention.getType().getElementType();
   BodyEmitter values(kernel, os);
@@ -62,25 +68,25 @@ FailureOr<LaunchGeometry> emitAttention(KernelOp kernel, StringRef name,
   // Mask element (b, h, i, j) under broadcasting: stride 0 on size-1 dims.
   std::string maskIndex;
   if (Value mask = attention.getMask()) {
-    ArrayRef<int64_t> m = cast<RankedTensorType>(mask.getType()).getShape();
-    SmallVector<int64_t> strides(4, 0);
-    int64_t lead = 4 - static_cast<int64_t>(m.size()), stride = 1;
+    Sizes m = sizesOf(mask);
+    Sizes strides(4, Size(0));
+    int64_t lead = 4 - static_cast<int64_t>(m.size());
+    Size stride = 1;
     for (int64_t d = 3; d >= lead; --d) {
-      strides[d] = m[d - lead] == 1 ? 0 : stride;
+      strides[d] = m[d - lead] == 1 ? Size(0) : stride;
       stride *= m[d - lead];
     }
-    maskIndex = llvm::formatv("b * {0}LL + h * {1}LL + i * {2}LL + j * {3}LL",
+    maskIndex = llvm::formatv("b * {0} + h * {1} + i * {2} + j * {3}",
                               strides[0], strides[1], strides[2], strides[3]);
   }
   // Where output feature d of row (b, h, i) is stored.
   std::string outIndex = llvm::formatv("row * {0}LL + d", valueSize);
   if (outTranspose) {
-    SmallVector<int64_t> outStrides =
-        stridesOf(outTranspose.getType().getShape());
+    Sizes outStrides = stridesOf(sizesOf(outTranspose.getResult()));
     const char *coords[] = {"b", "h", "i", "d"};
     outIndex = "0";
     for (auto [r, p] : llvm::enumerate(outTranspose.getPermutation()))
-      outIndex += llvm::formatv(" + {0} * {1}LL", coords[p], outStrides[r]);
+      outIndex += llvm::formatv(" + {0} * {1}", coords[p], outStrides[r]);
   }
 
   // The sink logit of head h: a literal, or a table with one per head.
@@ -103,10 +109,10 @@ FailureOr<LaunchGeometry> emitAttention(KernelOp kernel, StringRef name,
      << "  __shared__ float scratch[32];\n"
      << "  const float neg_inf = __int_as_float(0xff800000);\n"
      << "  for (long long row = blockIdx.x; row < " << rows
-     << "LL; row += gridDim.x) {\n"
-     << "    long long i = row % " << queries << "LL;\n"
-     << "    long long h = (row / " << queries << "LL) % " << heads << "LL;\n"
-     << "    long long b = row / " << queries * heads << "LL;\n"
+     << "; row += gridDim.x) {\n"
+     << "    long long i = row % " << queries << ";\n"
+     << "    long long h = (row / " << queries << ") % " << heads << "LL;\n"
+     << "    long long b = row / " << queries * heads << ";\n"
      << "    // Grouped-query attention: query head h reads key/value head\n"
      << "    // h / (heads / kv heads).\n"
      << "    long long kv = b * " << kvHeads << "LL + h / " << heads / kvHeads
@@ -125,15 +131,15 @@ FailureOr<LaunchGeometry> emitAttention(KernelOp kernel, StringRef name,
      << ", running_sum = " << (sinks.empty() ? "0.0f" : "1.0f") << ";\n"
      << "    float acc[" << perThread << "];\n"
      << "    for (int r = 0; r < " << perThread << "; ++r) acc[r] = 0.0f;\n"
-     << "    for (long long tile = 0; tile < " << keys << "LL; tile += "
+     << "    for (long long tile = 0; tile < " << keys << "; tile += "
      << block << "LL) {\n"
      << "      long long j = tile + threadIdx.x;\n"
      << "      float score = neg_inf;\n"
-     << "      if (j < " << keys << "LL) {\n"
+     << "      if (j < " << keys << ") {\n"
      << "        float dot = 0.0f;\n"
      << "        for (long long d = 0; d < " << size << "LL; ++d) {\n";
   auto keyValue = load(attention.getKey(),
-                       llvm::formatv("(kv * {0}LL + j) * {1}LL + d", keys, size),
+                       llvm::formatv("(kv * {0} + j) * {1}LL + d", keys, size),
                        "          ");
   if (failed(keyValue))
     return failure();
@@ -162,15 +168,15 @@ FailureOr<LaunchGeometry> emitAttention(KernelOp kernel, StringRef name,
      << "      __syncthreads();\n"
      << "      weights[threadIdx.x] = weight;\n"
      << "      __syncthreads();\n"
-     << "      long long count = " << keys << "LL - tile < " << block << "LL ? "
-     << keys << "LL - tile : " << block << "LL;\n"
+     << "      long long count = " << keys << " - tile < " << block << "LL ? "
+     << keys << " - tile : " << block << "LL;\n"
      << "      for (int r = 0; r < " << perThread << "; ++r) {\n"
      << "        long long d = threadIdx.x + r * " << block << "LL;\n"
      << "        if (d >= " << valueSize << "LL) break;\n"
      << "        float sum = 0.0f;\n"
      << "        for (long long t = 0; t < count; ++t) {\n";
   auto valueValue = load(attention.getValue(),
-                         llvm::formatv("(kv * {0}LL + tile + t) * {1}LL + d",
+                         llvm::formatv("(kv * {0} + tile + t) * {1}LL + d",
                                        keys, valueSize),
                          "          ");
   if (failed(valueValue))
@@ -190,8 +196,7 @@ FailureOr<LaunchGeometry> emitAttention(KernelOp kernel, StringRef name,
      << ";\n"
      << "    }\n  }\n}\n";
   LaunchGeometry geometry;
-  geometry.grid[0] =
-      static_cast<uint32_t>(std::clamp<int64_t>(rows, 1, kMaxGrid));
+  setGridDim(geometry, 0, rows, 1, kMaxGrid);
   geometry.block[0] = static_cast<uint32_t>(block);
   return geometry;
 }

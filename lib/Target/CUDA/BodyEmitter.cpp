@@ -11,6 +11,8 @@
 
 #include "EmitterSupport.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
 #include "llvm/ADT/APInt.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
@@ -72,52 +74,38 @@ std::string storeExpr(Type t, const std::string &value) {
   return value;
 }
 
-/// Row-major strides of `shape`.
-SmallVector<int64_t> stridesOf(ArrayRef<int64_t> shape) {
-  SmallVector<int64_t> strides(shape.size(), 1);
-  for (int64_t d = static_cast<int64_t>(shape.size()) - 2; d >= 0; --d)
-    strides[d] = strides[d + 1] * shape[d + 1];
-  return strides;
-}
-
 std::string gatherIndexExpr(Operation *op, const std::string &index,
-                            int64_t extent) {
+                            const Size &extent) {
   if (auto site = op->getAttrOfType<IntegerAttr>(kIndexSiteAttr))
-    return llvm::formatv("kiln_checked_index((long long){0}, {1}LL, {2}u)",
+    return llvm::formatv("kiln_checked_index((long long){0}, {1}, {2}u)",
                          index, extent, site.getInt());
-  return llvm::formatv("kiln_gather_index((long long){0}, {1}LL)", index,
-                       extent);
+  return llvm::formatv("kiln_gather_index((long long){0}, {1})", index, extent);
 }
 
 /// The offset into an input of shape `arg` that broadcasts into `shape`, at
 /// flat index `idx` of `shape`.
-std::string broadcastOffset(ArrayRef<int64_t> arg, ArrayRef<int64_t> shape,
+std::string broadcastOffset(ArrayRef<Size> arg, ArrayRef<Size> shape,
                             const std::string &idx) {
   if (arg == shape)
     return idx;
-  int64_t count = 1;
-  for (int64_t d : arg)
-    count *= d;
-  if (count == 1)
+  if (productOf(arg) == 1)
     return "0";
-  SmallVector<int64_t> argStrides = stridesOf(arg);
-  SmallVector<int64_t> strides = stridesOf(shape);
+  Sizes argStrides = stridesOf(arg);
+  Sizes strides = stridesOf(shape);
   size_t lead = shape.size() - arg.size();
   // Constants of the index's own width where the shape's indices fit in
   // 32 bits (a 32-bit division is several times cheaper on the GPU than a
   // 64-bit one); a 64-bit index widens them anyway.
-  int64_t elements = 1;
-  for (int64_t d : shape)
-    elements *= d;
-  const char *suffix = fitsIndex32(elements) ? "" : "LL";
+  bool narrow = fitsIndex32(productOf(shape).upper());
+  auto text = [&](const Size &s) { return narrow ? s.str32() : s.str(); };
   std::string expr;
   for (size_t d = lead; d < shape.size(); ++d) {
     if (arg[d - lead] == 1)
       continue;
-    std::string coord = llvm::formatv("(({0} / {1}{3}) % {2}{3})", idx,
-                                      strides[d], shape[d], suffix);
+    std::string coord = llvm::formatv("(({0} / {1}) % {2})", idx,
+                                      text(strides[d]), text(shape[d]));
     expr += (expr.empty() ? "" : " + ") + coord + " * " +
-            std::to_string(argStrides[d - lead]) + suffix;
+            text(argStrides[d - lead]);
   }
   return expr.empty() ? "0" : expr;
 }
@@ -129,8 +117,7 @@ BodyEmitter::BodyEmitter(KernelOp kernel, llvm::raw_ostream &os)
 }
 
 std::string BodyEmitter::get(Value value, const std::string &idx,
-                             ArrayRef<int64_t> shape,
-                             const std::string &indent) {
+                             ArrayRef<Size> shape, const std::string &indent) {
   auto it = names.find(value);
   if (it != names.end())
     return it->second;
@@ -139,8 +126,7 @@ std::string BodyEmitter::get(Value value, const std::string &idx,
   std::string name = fresh();
   os << indent << computeType(et) << " " << name << " = "
      << loadExpr(et, llvm::formatv("in{0}[{1}]", argIndex[arg],
-                                   broadcastOffset(tensorType(arg).getShape(),
-                                                   shape, idx)))
+                                   broadcastOffset(sizesOf(arg), shape, idx)))
      << ";\n";
   names[value] = name;
   return name;
@@ -154,7 +140,7 @@ FailureOr<std::string> BodyEmitter::getAt(Value value, const std::string &idx,
   auto cached = computedAt.find(key);
   if (cached != computedAt.end())
     return cached->second;
-  ArrayRef<int64_t> shape = tensorType(value).getShape();
+  Sizes shape = sizesOf(value);
   Operation *op = value.getDefiningOp();
   if (!op) {
     auto arg = cast<BlockArgument>(value);
@@ -168,9 +154,9 @@ FailureOr<std::string> BodyEmitter::getAt(Value value, const std::string &idx,
   // The index is named once: the remaps below use it several times.
   std::string index = "i" + fresh();
   os << indent << "long long " << index << " = " << idx << ";\n";
-  SmallVector<int64_t> strides = stridesOf(shape);
+  Sizes strides = stridesOf(shape);
   auto coordinate = [&](int64_t d) {
-    return llvm::formatv("(({0} / {1}LL) % {2}LL)", index, strides[d], shape[d])
+    return llvm::formatv("(({0} / {1}) % {2})", index, strides[d], shape[d])
         .str();
   };
   FailureOr<std::string> name = failure();
@@ -178,48 +164,43 @@ FailureOr<std::string> BodyEmitter::getAt(Value value, const std::string &idx,
     name = getAt(reshape.getInput(), index, indent);
   } else if (auto transpose = dyn_cast<TransposeOp>(op)) {
     // Result dim d is input dim perm[d].
-    SmallVector<int64_t> inStrides =
-        stridesOf(transpose.getInput().getType().getShape());
+    Sizes inStrides = stridesOf(sizesOf(transpose.getInput()));
     std::string source = "0";
     for (auto [d, p] : llvm::enumerate(transpose.getPermutation()))
-      source += llvm::formatv(" + {0} * {1}LL", coordinate(d), inStrides[p]);
+      source += llvm::formatv(" + {0} * {1}", coordinate(d), inStrides[p]);
     name = getAt(transpose.getInput(), source, indent);
   } else if (auto expand = dyn_cast<ExpandOp>(op)) {
-    name = getAt(
-        expand.getInput(),
-        broadcastOffset(expand.getInput().getType().getShape(), shape, index),
-        indent);
+    name = getAt(expand.getInput(),
+                 broadcastOffset(sizesOf(expand.getInput()), shape, index),
+                 indent);
   } else if (auto slice = dyn_cast<SliceOp>(op)) {
-    SmallVector<int64_t> inStrides =
-        stridesOf(slice.getInput().getType().getShape());
+    Sizes inStrides = stridesOf(sizesOf(slice.getInput()));
     std::string source = "0";
     for (size_t d = 0; d < shape.size(); ++d)
-      source += llvm::formatv(" + ({0}LL + {1} * {2}LL) * {3}LL",
+      source += llvm::formatv(" + ({0}LL + {1} * {2}LL) * {3}",
                               slice.getStarts()[d], coordinate(d),
                               slice.getStrides()[d], inStrides[d]);
     name = getAt(slice.getInput(), source, indent);
   } else if (auto gather = dyn_cast<GatherOp>(op)) {
     // Result coordinates: outer dims, the indices' dims, inner dims.
-    ArrayRef<int64_t> data = gather.getData().getType().getShape();
-    int64_t axis = gather.getAxis(), inner = 1;
-    for (size_t d = axis + 1; d < data.size(); ++d)
-      inner *= data[d];
-    int64_t count = gather.getIndices().getType().getNumElements();
-    auto position = getAt(
-        gather.getIndices(),
-        llvm::formatv("({0} / {1}LL) % {2}LL", index, inner, count), indent);
+    Sizes data = sizesOf(gather.getData());
+    int64_t axis = gather.getAxis();
+    Size inner = productOf(ArrayRef<Size>(data).drop_front(axis + 1));
+    Size count = productOf(sizesOf(gather.getIndices()));
+    auto position =
+        getAt(gather.getIndices(),
+              llvm::formatv("({0} / {1}) % {2}", index, inner, count), indent);
     if (failed(position))
       return failure();
     name = getAt(gather.getData(),
-                 llvm::formatv("(({0} / {1}LL) * {2}LL + {3}) * {4}LL + {0} % "
-                               "{4}LL",
+                 llvm::formatv("(({0} / {1}) * {2} + {3}) * {4} + {0} % {4}",
                                index, count * inner, data[axis],
                                gatherIndexExpr(gather, *position, data[axis]),
                                inner),
                  indent);
   } else if (auto gather = dyn_cast<GatherElementsOp>(op)) {
-    ArrayRef<int64_t> data = gather.getData().getType().getShape();
-    SmallVector<int64_t> dataStrides = stridesOf(data);
+    Sizes data = sizesOf(gather.getData());
+    Sizes dataStrides = stridesOf(data);
     int64_t axis = gather.getAxis();
     auto position = getAt(gather.getIndices(), index, indent);
     if (failed(position))
@@ -229,17 +210,34 @@ FailureOr<std::string> BodyEmitter::getAt(Value value, const std::string &idx,
       std::string c = static_cast<int64_t>(d) == axis
                           ? gatherIndexExpr(gather, *position, data[d])
                           : coordinate(d);
-      source += llvm::formatv(" + {0} * {1}LL", c, dataStrides[d]);
+      source += llvm::formatv(" + {0} * {1}", c, dataStrides[d]);
     }
     name = getAt(gather.getData(), source, indent);
   } else if (auto concat = dyn_cast<ConcatOp>(op)) {
     name = getConcatAt(concat, index, indent);
+  } else if (auto sizes = dyn_cast<SizesOp>(op)) {
+    // Element k is the k-th size, over the kernel's dim parameters.
+    std::string select = "0LL";
+    for (int64_t k = static_cast<int64_t>(sizes.getSizes().size()) - 1; k >= 0;
+         --k) {
+      std::string error;
+      auto size = DimExpr::parse(
+          cast<StringAttr>(sizes.getSizes()[k]).getValue(), error);
+      if (!size)
+        return op->emitOpError("has a malformed size: ") << error;
+      select = llvm::formatv("({0} == {1}LL ? {2} : {3})", index, k,
+                             Size(*size, 0).str(), select);
+    }
+    std::string type = computeType(sizes.getType().getElementType());
+    std::string value = fresh();
+    os << indent << type << " " << value << " = (" << type << ")" << select
+       << ";\n";
+    name = value;
   } else if (isElementwise(op)) {
     SmallVector<std::string> operands;
     for (Value operand : op->getOperands()) {
       auto operandName =
-          getAt(operand,
-                broadcastOffset(tensorType(operand).getShape(), shape, index),
+          getAt(operand, broadcastOffset(sizesOf(operand), shape, index),
                 indent);
       if (failed(operandName))
         return failure();
@@ -262,37 +260,35 @@ FailureOr<std::string> BodyEmitter::getAt(Value value, const std::string &idx,
 FailureOr<std::string> BodyEmitter::getConcatAt(ConcatOp concat,
                                                 const std::string &index,
                                                 const std::string &indent) {
-  ArrayRef<int64_t> shape = concat.getType().getShape();
-  int64_t axis = concat.getAxis(), inner = 1;
-  for (size_t d = axis + 1; d < shape.size(); ++d)
-    inner *= shape[d];
+  Sizes shape = sizesOf(concat.getResult());
+  int64_t axis = concat.getAxis();
+  Size inner = productOf(ArrayRef<Size>(shape).drop_front(axis + 1));
   std::string along =
-      llvm::formatv("(({0} / {1}LL) % {2}LL)", index, inner, shape[axis]);
-  std::string outer =
-      llvm::formatv("({0} / {1}LL)", index, shape[axis] * inner);
+      llvm::formatv("(({0} / {1}) % {2})", index, inner, shape[axis]);
+  std::string outer = llvm::formatv("({0} / {1})", index, shape[axis] * inner);
   // Only the input that holds the element is read: each branch computes in
   // its own block (another input would be read out of bounds), so what it
   // computes is forgotten after it.
   std::string name = fresh();
   os << indent << computeType(concat.getType().getElementType()) << " " << name
      << ";\n";
-  int64_t offset = 0;
+  Size offset = 0;
   size_t count = concat.getInputs().size();
   for (auto [k, input] : llvm::enumerate(concat.getInputs())) {
-    int64_t extent = tensorType(input).getDimSize(axis);
+    Size extent = sizesOf(input)[axis];
+    Size start = offset;
     offset += extent;
     if (k == 0)
-      os << indent << "if (" << along << " < " << offset << "LL) {\n";
+      os << indent << "if (" << along << " < " << offset << ") {\n";
     else if (k + 1 < count)
-      os << indent << "} else if (" << along << " < " << offset << "LL) {\n";
+      os << indent << "} else if (" << along << " < " << offset << ") {\n";
     else
       os << indent << "} else {\n";
     auto saved = computedAt;
     auto value = getAt(input,
-                       llvm::formatv("({0} * {1}LL + ({2} - {3}LL)) * {4}LL + "
-                                     "{5} % {4}LL",
-                                     outer, extent, along, offset - extent,
-                                     inner, index),
+                       llvm::formatv("({0} * {1} + ({2} - {3})) * {4} + "
+                                     "{5} % {4}",
+                                     outer, extent, along, start, inner, index),
                        indent + "  ");
     computedAt = std::move(saved);
     if (failed(value))
@@ -304,7 +300,7 @@ FailureOr<std::string> BodyEmitter::getConcatAt(ConcatOp concat,
 }
 
 LogicalResult BodyEmitter::emit(Operation *op, const std::string &idx,
-                                ArrayRef<int64_t> shape,
+                                ArrayRef<Size> shape,
                                 const std::string &indent) {
   SmallVector<std::string> in;
   for (Value operand : op->getOperands())
@@ -571,7 +567,10 @@ void emitSignature(KernelOp kernel, StringRef name, llvm::raw_ostream &os) {
     os << "const " << storageType(tensorType(input).getElementType())
        << " *__restrict__ in" << i << ", ";
   os << storageType(tensorType(kernel.getResult(0)).getElementType())
-     << " *__restrict__ out0) {\n";
+     << " *__restrict__ out0";
+  for (StringRef dim : dimNamesOf(kernel->getParentOfType<func::FuncOp>()))
+    os << ", long long " << dimParameterName(dim);
+  os << ") {\n";
 }
 
 bool fitsIndex32(int64_t elements) {
@@ -581,6 +580,17 @@ bool fitsIndex32(int64_t elements) {
 uint32_t gridFor(int64_t elements) {
   return static_cast<uint32_t>(std::clamp<int64_t>(
       (elements + kBlockSize - 1) / kBlockSize, 1, kMaxGrid));
+}
+
+void setGridDim(LaunchGeometry &geometry, int axis, const Size &elements,
+                int64_t perBlock, int64_t highest) {
+  int64_t blocks = elements.upper() / perBlock +
+                   (elements.upper() % perBlock != 0 ? 1 : 0);
+  geometry.grid[axis] =
+      static_cast<uint32_t>(std::clamp<int64_t>(blocks, 1, highest));
+  if (!elements.isConstant())
+    geometry.symbolicGrid[axis] =
+        SymbolicGridDim{elements.getExpr(), perBlock, highest};
 }
 
 } // namespace kiln

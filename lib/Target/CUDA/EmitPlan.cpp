@@ -7,6 +7,7 @@
 #include "kiln/ConstantData/HostTensor.h"
 #include "kiln/Dialect/Kiln/KilnOps.h"
 #include "kiln/Dialect/Kiln/MappedWeights.h"
+#include "kiln/Dialect/Kiln/SymbolicShapes.h"
 #include "kiln/Dialect/Kiln/TensorNames.h"
 #include "kiln/Transforms/Passes.h"
 #include "mlir/IR/Builders.h"
@@ -39,6 +40,8 @@ public:
     if (!arenaBytes)
       return func.emitError("memory is not planned (run kiln-plan-memory)");
     artifact.arenaBytes = arenaBytes.getInt();
+    if (failed(addDims()))
+      return failure();
     if (checkIndices)
       numberIndexSites();
 
@@ -75,6 +78,44 @@ public:
   }
 
 private:
+  /// The function's symbolic dims, in the order the kernels take them.
+  LogicalResult addDims() {
+    DimRanges ranges = dimRangesOf(func);
+    for (StringRef name : dimNamesOf(func)) {
+      auto range = ranges.lookup(name);
+      artifact.symbolic.dims.push_back({name.str(), range.first, range.second});
+      dimIndex[name] = artifact.symbolic.dims.size() - 1;
+    }
+    return success();
+  }
+
+  /// `size` as the runtime evaluates it: each name as its dim's index.
+  rt::SizeFormula formulaOf(const DimExpr &size) {
+    rt::SizeFormula formula;
+    for (const auto &[monomial, coefficient] : size.getTerms()) {
+      rt::SizeTerm term;
+      term.coefficient = coefficient;
+      for (const std::string &name : monomial)
+        term.dims.push_back(dimIndex.lookup(name));
+      formula.terms.push_back(std::move(term));
+    }
+    return formula;
+  }
+
+  /// Records that field `axis` of `target` follows `size`, when it is
+  /// symbolic.
+  void bind(rt::SizeField field, uint32_t target, uint32_t axis,
+            const Size &size) {
+    if (size.isConstant())
+      return;
+    rt::SizeBinding binding;
+    binding.field = field;
+    binding.target = target;
+    binding.axis = axis;
+    binding.formula = formulaOf(size.getExpr());
+    artifact.symbolic.bindings.push_back(std::move(binding));
+  }
+
   /// Gives every gather inside a kernel a run-time index check: a site number
   /// (kIndexSiteAttr) that its kernel records when an index is out of range,
   /// and an entry in artifact.indexSites naming its ONNX node for the error.
@@ -151,21 +192,34 @@ private:
                                 uint64_t offset, std::string name) {
     auto type = cast<RankedTensorType>(value.getType());
     Location loc = value.getLoc();
-    if (!type.hasStaticShape())
+    if (!symbolicShapeOf(type))
       return emitError(loc, "dynamic shape ") << type << " cannot be lowered";
     auto dtype = toRuntimeDType(type.getElementType(), loc);
     if (failed(dtype))
       return failure();
+    // A symbolic buffer is stored at the top of the ranges, where memory
+    // planning sized it: every dim at its largest at once, which holds for
+    // sizes without negative terms.
+    Sizes sizes = sizesOf(value);
+    std::optional<int64_t> planned = maxElementCount(type, dimRangesOf(func));
+    if (isSymbolic(type) && productOf(sizes).upper() != planned)
+      return emitError(loc, "cannot lower ")
+             << shapeText(type)
+             << ": its dims are not all at their largest at once (a size "
+                "with a negative term)";
     rt::Buffer buffer;
     buffer.kind = kind;
     buffer.dtype = *dtype;
     buffer.name = std::move(name);
-    buffer.shape.assign(type.getShape().begin(), type.getShape().end());
+    for (const Size &size : sizes)
+      buffer.shape.push_back(size.upper());
     buffer.offset = offset;
-    buffer.bytes = type.getNumElements() * rt::dtypeSize(*dtype);
+    buffer.bytes = productOf(sizes).upper() * rt::dtypeSize(*dtype);
     artifact.buffers.push_back(std::move(buffer));
     uint32_t id = artifact.buffers.size() - 1;
     bufferOf[value] = id;
+    for (auto [axis, size] : llvm::enumerate(sizes))
+      bind(rt::SizeField::BufferDim, id, axis, size);
     return id;
   }
 
@@ -278,14 +332,27 @@ private:
     step.launch.args.push_back(bufferOf.at(kernel.getResult(0)));
     artifact.kernelNames.push_back(name);
     artifact.steps.push_back(std::move(step));
+    for (auto [axis, grid] : llvm::enumerate(geometry->symbolicGrid)) {
+      if (!grid)
+        continue;
+      rt::SizeBinding binding;
+      binding.field = rt::SizeField::LaunchGrid;
+      binding.target = artifact.steps.size() - 1;
+      binding.axis = axis;
+      binding.formula = formulaOf(grid->elements);
+      binding.divisor = grid->perBlock;
+      binding.lowest = 1;
+      binding.highest = grid->highest;
+      artifact.symbolic.bindings.push_back(std::move(binding));
+    }
     return success();
   }
 
   /// One loop over batch matrices: how many, and the elements between
   /// consecutive matrices of A, B and C (0 when the operand broadcasts).
   struct BatchLevel {
-    int64_t count = 1;
-    int64_t stride[3] = {0, 0, 0};
+    Size count = 1;
+    Size stride[3] = {0, 0, 0};
   };
 
   /// The batch dims of `op` as at most two levels (the plan's inner and
@@ -293,15 +360,13 @@ private:
   /// continues its stride across them (or broadcasts over both), so
   /// [2, 3] x [2, 3] is one level and [2, 1] x [1, 3] two.
   FailureOr<SmallVector<BatchLevel, 2>> batchLevels(MatmulOp op) {
-    ArrayRef<int64_t> result = op.getType().getShape();
-    ArrayRef<int64_t> shapes[3] = {op.getLhs().getType().getShape(),
-                                   op.getRhs().getType().getShape(), result};
+    Sizes result = sizesOf(op.getResult());
+    Sizes shapes[3] = {sizesOf(op.getLhs()), sizesOf(op.getRhs()), result};
     size_t batchRank = result.size() - 2;
-    int64_t matrixSize[3];
-    for (int x = 0; x < 3; ++x)
-      matrixSize[x] = shapes[x].back() * shapes[x][shapes[x].size() - 2];
     SmallVector<BatchLevel, 2> levels;
-    int64_t contiguous[3] = {matrixSize[0], matrixSize[1], matrixSize[2]};
+    Size contiguous[3];
+    for (int x = 0; x < 3; ++x)
+      contiguous[x] = shapes[x].back() * shapes[x][shapes[x].size() - 2];
     for (size_t j = batchRank; j-- > 0;) {
       if (result[j] == 1)
         continue;
@@ -312,7 +377,7 @@ private:
         size_t fromEnd = result.size() - j;
         bool present = shapes[x].size() >= fromEnd &&
                        shapes[x][shapes[x].size() - fromEnd] != 1;
-        dim.stride[x] = present ? contiguous[x] : 0;
+        dim.stride[x] = present ? contiguous[x] : Size(0);
         if (present)
           contiguous[x] *= result[j];
       }
@@ -334,16 +399,39 @@ private:
     return levels;
   }
 
+  /// A cuBLASLt step and its extents and strides as sizes, in the order of
+  /// rt::SizeField::MatmulField's fields.
+  struct MatmulPlan {
+    rt::MatmulStep step;
+    Size sizes[rt::kMatmulFields] = {1, 1, 1, 1, 0, 0, 0, 1, 0, 0, 0};
+  };
+
+  /// Appends `plan`'s step, its fields at the top of the ranges, with a
+  /// binding for each symbolic one.
+  void pushMatmul(MatmulPlan &plan) {
+    rt::MatmulStep &m = plan.step;
+    int64_t *fields[rt::kMatmulFields] = {
+        &m.batch,        &m.m,            &m.n,           &m.k,
+        &m.strideA,      &m.strideB,      &m.strideC,     &m.outerBatch,
+        &m.outerStrideA, &m.outerStrideB, &m.outerStrideC};
+    for (unsigned f = 0; f < rt::kMatmulFields; ++f)
+      *fields[f] = plan.sizes[f].upper();
+    artifact.steps.push_back(rt::Step::ofMatmul(m));
+    for (unsigned f = 0; f < rt::kMatmulFields; ++f)
+      bind(rt::SizeField::MatmulField, artifact.steps.size() - 1, f,
+           plan.sizes[f]);
+  }
+
   LogicalResult addMatmul(MatmulOp op) {
     if (failed(addResults(op)))
       return failure();
-    auto step = matmulStep(op);
-    if (failed(step))
+    auto plan = matmulPlan(op);
+    if (failed(plan))
       return failure();
-    step->a = bufferOf.at(op.getLhs());
-    step->b = bufferOf.at(op.getRhs());
-    step->c = bufferOf.at(op.getResult());
-    artifact.steps.push_back(rt::Step::ofMatmul(*step));
+    plan->step.a = bufferOf.at(op.getLhs());
+    plan->step.b = bufferOf.at(op.getRhs());
+    plan->step.c = bufferOf.at(op.getResult());
+    pushMatmul(*plan);
     return success();
   }
 
@@ -361,10 +449,8 @@ private:
       return kernel.emitOpError("has ")
              << kernel.getNumResults() << " results; the CUDA target needs one";
     for (Value v : matmul->getOperands())
-      if (!tensorType(v).hasStaticShape())
-        return kernel.emitOpError("has a dynamic shape");
-    if (!matmul.getType().hasStaticShape())
-      return kernel.emitOpError("has a dynamic shape");
+      if (!symbolicShapeOf(tensorType(v)))
+        return kernel.emitOpError("has a dynamic shape without its sizes");
     // Block argument i is kernel input i.
     auto inputOf = [&](Value v) -> FailureOr<uint32_t> {
       auto arg = dyn_cast<BlockArgument>(v);
@@ -372,10 +458,11 @@ private:
         return failure();
       return bufferOf.at(kernel.getInputs()[arg.getArgNumber()]);
     };
-    auto step = matmulStep(matmul);
+    auto plan = matmulPlan(matmul);
     auto a = inputOf(matmul.getLhs()), b = inputOf(matmul.getRhs());
-    if (failed(step) || failed(a) || failed(b))
+    if (failed(plan) || failed(a) || failed(b))
       return kernel.emitOpError("of kind gemm needs a matmul of its inputs");
+    rt::MatmulStep *step = &plan->step;
     step->a = *a;
     step->b = *b;
     Value last = matmul.getResult();
@@ -413,16 +500,17 @@ private:
     if (failed(addResults(kernel)))
       return failure();
     step->c = bufferOf.at(kernel.getResult(0));
-    artifact.steps.push_back(rt::Step::ofMatmul(*step));
+    pushMatmul(*plan);
     return success();
   }
 
   /// The cuBLASLt step of `op`'s shapes (operand buffers left to the
   /// caller).
-  FailureOr<rt::MatmulStep> matmulStep(MatmulOp op) {
+  FailureOr<MatmulPlan> matmulPlan(MatmulOp op) {
     auto resultType = op.getType();
-    ArrayRef<int64_t> shape = resultType.getShape();
-    rt::MatmulStep step;
+    Sizes shape = sizesOf(op.getResult());
+    MatmulPlan plan;
+    rt::MatmulStep &step = plan.step;
     auto dtype = toRuntimeDType(resultType.getElementType(), op.getLoc());
     if (failed(dtype))
       return failure();
@@ -436,38 +524,41 @@ private:
     step.dtype = *dtype;
     step.transA = op.getTransposeLhs();
     step.transB = op.getTransposeRhs();
-    step.m = shape[shape.size() - 2];
-    step.n = shape[shape.size() - 1];
-    ArrayRef<int64_t> lhs = op.getLhs().getType().getShape();
-    step.k = lhs[lhs.size() - (step.transA ? 2 : 1)];
+    auto &[batch, m, n, k, strideA, strideB, strideC, outerBatch, outerStrideA,
+           outerStrideB, outerStrideC] = plan.sizes;
+    m = shape[shape.size() - 2];
+    n = shape[shape.size() - 1];
+    Sizes lhs = sizesOf(op.getLhs());
+    k = lhs[lhs.size() - (step.transA ? 2 : 1)];
     auto levels = batchLevels(op);
     if (failed(levels))
       return failure();
     BatchLevel inner = levels->empty() ? BatchLevel() : (*levels)[0];
     BatchLevel outer = levels->size() < 2 ? BatchLevel() : (*levels)[1];
-    step.batch = inner.count;
-    step.strideA = inner.stride[0];
-    step.strideB = inner.stride[1];
-    step.strideC = inner.count > 1 ? inner.stride[2] : step.m * step.n;
-    step.outerBatch = outer.count;
-    step.outerStrideA = outer.stride[0];
-    step.outerStrideB = outer.stride[1];
-    step.outerStrideC = outer.stride[2];
+    // A symbolic batch may be 1 at run time; its stride is m * n then too.
+    bool batched = inner.count.upper() > 1;
+    batch = inner.count;
+    strideA = inner.stride[0];
+    strideB = inner.stride[1];
+    strideC = batched ? inner.stride[2] : m * n;
+    outerBatch = outer.count;
+    outerStrideA = outer.stride[0];
+    outerStrideB = outer.stride[1];
+    outerStrideC = outer.stride[2];
     // A batch of row-major A matrices, one after the other, times one B is
     // one GEMM of batch x m rows: what a linear layer over [b, s, h] is.
     // cuBLASLt tiles one tall matrix better than many short ones (decode
     // steps of a batch are m = 1 each).
-    if (step.batch > 1 && step.outerBatch == 1 && step.strideB == 0 &&
-        !step.transA && step.strideA == step.m * step.k &&
-        step.strideC == step.m * step.n) {
-      step.m *= step.batch;
-      step.batch = 1;
-      step.strideA = 0;
-      step.strideC = step.m * step.n;
+    if (batched && outerBatch == 1 && strideB == 0 && !step.transA &&
+        strideA == m * k && strideC == m * n) {
+      m = m * batch;
+      batch = 1;
+      strideA = 0;
+      strideC = m * n;
     }
     step.alpha = 1.0f;
     step.beta = 0.0f;
-    return step;
+    return plan;
   }
 
   /// Outputs that memory planning could not write in place (graph inputs,
@@ -495,6 +586,9 @@ private:
       step.copy.bytes = artifact.buffers[*out].bytes;
       artifact.steps.push_back(std::move(step));
       artifact.outputs.push_back(*out);
+      Size bytes = productOf(sizesOf(value)) *
+                   Size(rt::dtypeSize(artifact.buffers[*out].dtype));
+      bind(rt::SizeField::CopyBytes, artifact.steps.size() - 1, 0, bytes);
     }
     return success();
   }
@@ -503,6 +597,8 @@ private:
   rt::Artifact &artifact;
   StepOrigins *origins;
   llvm::DenseMap<Value, uint32_t> bufferOf;
+  /// Each symbolic dim's index in artifact.symbolic.dims.
+  llvm::StringMap<uint32_t> dimIndex;
   WeightTable &weights;
   bool checkIndices;
   int weightCount = 0;

@@ -10,6 +10,7 @@
 #define KILN_LIB_TARGET_CUDA_EMITTERSUPPORT_H
 
 #include "KernelEmitter.h"
+#include "KernelSizes.h"
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/Support/raw_ostream.h"
@@ -74,8 +75,6 @@ std::string storeExpr(mlir::Type t, const std::string &value);
 /// 2^width.
 std::string wrappingExpr(mlir::Type t, const std::string &x, llvm::StringRef op,
                          const std::string &y);
-/// Row-major strides of `shape`.
-llvm::SmallVector<int64_t> stridesOf(llvm::ArrayRef<int64_t> shape);
 /// The discardable attribute numbering a gather's run-time index check: the
 /// 1-based site in the artifact's `indexSites` (see emitPlan).
 inline constexpr llvm::StringLiteral kIndexSiteAttr = "kiln.index_site";
@@ -83,12 +82,11 @@ inline constexpr llvm::StringLiteral kIndexSiteAttr = "kiln.index_site";
 /// negative indices count from the end; out-of-range ones are clamped, and
 /// recorded for the runtime's check when `op` has an index site.
 std::string gatherIndexExpr(mlir::Operation *op, const std::string &index,
-                            int64_t extent);
+                            const Size &extent);
 /// The offset into an input of shape `arg` that broadcasts into `shape`, at
 /// flat index `idx` of `shape`.
-std::string broadcastOffset(llvm::ArrayRef<int64_t> arg,
-                            llvm::ArrayRef<int64_t> shape,
-                            const std::string &idx);
+std::string broadcastOffset(llvm::ArrayRef<Size> arg,
+                            llvm::ArrayRef<Size> shape, const std::string &idx);
 
 /// Emits the statements of body ops, naming each value once per emission.
 class BodyEmitter {
@@ -107,7 +105,7 @@ public:
   /// The C name of `value` computed at flat index `idx` of `shape`; loads
   /// block arguments on first use.
   std::string get(mlir::Value value, const std::string &idx,
-                  llvm::ArrayRef<int64_t> shape, const std::string &indent);
+                  llvm::ArrayRef<Size> shape, const std::string &indent);
 
   /// The C name of `value` at flat index `idx` (a C expression) of its own
   /// shape, computing on demand the kernel-body ops that produce it: data
@@ -119,7 +117,7 @@ public:
 
   /// Emits `op` at flat index `idx` of `shape`.
   mlir::LogicalResult emit(mlir::Operation *op, const std::string &idx,
-                           llvm::ArrayRef<int64_t> shape,
+                           llvm::ArrayRef<Size> shape,
                            const std::string &indent);
 
   std::string fresh() { return "v" + std::to_string(counter++); }
@@ -143,7 +141,8 @@ private:
   int counter = 0;
 };
 
-/// `extern "C" __global__ void name(const T *in0, ..., T *out0) {`.
+/// `extern "C" __global__ void name(const T *in0, ..., T *out0) {`, then
+/// `long long kd_NAME` for each symbolic dim of the function (dimNamesOf).
 void emitSignature(KernelOp kernel, llvm::StringRef name,
                    llvm::raw_ostream &os);
 
@@ -153,6 +152,13 @@ bool fitsIndex32(int64_t elements);
 
 /// Blocks of kBlockSize threads for a grid-stride loop over `elements`.
 uint32_t gridFor(int64_t elements);
+
+/// Sets grid dim `axis` of `geometry` to `blocks` blocks of a grid-stride
+/// loop over `elements` / `perBlock` (at most `highest`): the count for a
+/// static size, the count at the top of the ranges and its formula for a
+/// symbolic one.
+void setGridDim(LaunchGeometry &geometry, int axis, const Size &elements,
+                int64_t perBlock, int64_t highest);
 
 /// The kernel families, one generator each (KernelEmitter.cpp,
 /// ReductionEmitter.cpp and AttentionEmitter.cpp).

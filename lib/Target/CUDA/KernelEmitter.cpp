@@ -62,22 +62,32 @@ struct VectorAccess {
 static VectorAccess planVectorAccess(KernelOp kernel) {
   VectorAccess access;
   RankedTensorType result = tensorType(kernel.getResult(0));
+  Sizes shape = sizesOf(kernel.getResult(0));
   int64_t widest = storedBytes(result.getElementType());
   for (auto [i, input] : llvm::enumerate(kernel.getInputs()))
-    if (tensorType(input).getShape() == result.getShape()) {
+    if (sizesOf(input) == shape) {
       access.fullInputs.push_back(i);
       widest =
           std::max(widest, storedBytes(tensorType(input).getElementType()));
     }
+  // A symbolic size may be small: its smallest value is not known here, and
+  // the scalar loop does whatever the vector loop leaves.
   int64_t lanes = 16 / widest;
-  if (lanes >= 2 && result.getNumElements() >= lanes * kBlockSize)
+  if (lanes >= 2 && productOf(shape).upper() >= lanes * kBlockSize)
     access.lanes = lanes;
   return access;
 }
 
 /// The index type of a grid-stride loop over `n` elements (fitsIndex32).
-static const char *indexType(int64_t n) {
-  return fitsIndex32(n) ? "int" : "long long";
+static const char *indexType(const Size &n) {
+  return fitsIndex32(n.upper()) ? "int" : "long long";
+}
+
+/// `n` in the loop's index type: a symbolic size is computed in 64 bits.
+static std::string indexText(const Size &n) {
+  if (n.isConstant())
+    return n.str32();
+  return fitsIndex32(n.upper()) ? "(int)" + n.str() : n.str();
 }
 
 /// The vectorized main loop: each iteration loads `lanes` elements of every
@@ -87,8 +97,9 @@ static const char *indexType(int64_t n) {
 static LogicalResult emitVectorLoop(KernelOp kernel, const VectorAccess &access,
                                     llvm::raw_ostream &os) {
   RankedTensorType resultType = tensorType(kernel.getResult(0));
-  ArrayRef<int64_t> shape = resultType.getShape();
-  int64_t n = resultType.getNumElements(), lanes = access.lanes;
+  Sizes shape = sizesOf(kernel.getResult(0));
+  Size n = productOf(shape);
+  int64_t lanes = access.lanes;
   const char *index = indexType(n);
   Block &block = kernel.getBody().front();
   auto accessBytes = [&](Type t) { return lanes * storedBytes(t); };
@@ -99,8 +110,15 @@ static LogicalResult emitVectorLoop(KernelOp kernel, const VectorAccess &access,
        << " == 0 && ";
   os << "(unsigned long long)out0 % "
      << accessBytes(resultType.getElementType()) << " == 0) {\n";
-  os << "    vectorEnd = " << n / lanes * lanes << ";\n";
-  os << "    for (" << index << " v = first; v < " << n / lanes
+  std::string vectors = n.isConstant()
+                            ? std::to_string(*n.getConstant() / lanes)
+                            : "(" + indexText(n) + " / " +
+                                  std::to_string(lanes) + ")";
+  os << "    vectorEnd = "
+     << (n.isConstant() ? std::to_string(*n.getConstant() / lanes * lanes)
+                        : vectors + " * " + std::to_string(lanes))
+     << ";\n";
+  os << "    for (" << index << " v = first; v < " << vectors
      << "; v += stride) {\n";
   os << "      " << index << " base = v * " << lanes << ";\n";
   for (unsigned k : access.fullInputs) {
@@ -143,14 +161,13 @@ static LogicalResult emitVectorLoop(KernelOp kernel, const VectorAccess &access,
 FailureOr<LaunchGeometry> emitElementwise(KernelOp kernel, StringRef name,
                                           llvm::raw_ostream &os) {
   RankedTensorType resultType = tensorType(kernel.getResult(0));
-  ArrayRef<int64_t> shape = resultType.getShape();
-  int64_t n = resultType.getNumElements();
+  Sizes shape = sizesOf(kernel.getResult(0));
+  Size n = productOf(shape);
   const char *index = indexType(n);
   emitSignature(kernel, name, os);
   auto ops = kernel.getBody().front().without_terminator();
   bool atResultIndex = llvm::all_of(ops, [&](Operation &op) {
-    return isElementwise(&op) &&
-           tensorType(op.getResult(0)).getShape() == shape;
+    return isElementwise(&op) && sizesOf(op.getResult(0)) == shape;
   });
   os << "  const " << index << " first = (" << index
      << ")blockIdx.x * blockDim.x + threadIdx.x;\n"
@@ -162,7 +179,7 @@ FailureOr<LaunchGeometry> emitElementwise(KernelOp kernel, StringRef name,
       atResultIndex ? planVectorAccess(kernel) : VectorAccess();
   if (access.lanes > 1 && failed(emitVectorLoop(kernel, access, os)))
     return failure();
-  os << "  for (" << index << " i = vectorEnd + first; i < " << n
+  os << "  for (" << index << " i = vectorEnd + first; i < " << indexText(n)
      << "; i += stride) {\n";
   BodyEmitter body(kernel, os);
   Value yielded = kernel.getYield().getValues()[0];
@@ -184,7 +201,7 @@ FailureOr<LaunchGeometry> emitElementwise(KernelOp kernel, StringRef name,
   os << "    out0[i] = " << storeExpr(resultType.getElementType(), value)
      << ";\n  }\n}\n";
   LaunchGeometry geometry;
-  geometry.grid[0] = gridFor((n + access.lanes - 1) / access.lanes);
+  setGridDim(geometry, 0, n, access.lanes * kBlockSize, kMaxGrid);
   geometry.block[0] = kBlockSize;
   return geometry;
 }
@@ -208,8 +225,8 @@ FailureOr<LaunchGeometry> emitKernel(KernelOp kernel, StringRef name,
     return kernel.emitOpError("has ")
            << kernel.getNumResults() << " results; the CUDA target needs one";
   for (Value v : kernel.getInputs())
-    if (!tensorType(v).hasStaticShape())
-      return kernel.emitOpError("has a dynamic shape");
+    if (!symbolicShapeOf(tensorType(v)))
+      return kernel.emitOpError("has a dynamic shape without its sizes");
   switch (kernel.getKind()) {
   case KernelKind::elementwise:
     return emitElementwise(kernel, name, os);

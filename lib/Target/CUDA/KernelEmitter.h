@@ -3,18 +3,31 @@
 #ifndef KILN_LIB_TARGET_CUDA_KERNELEMITTER_H
 #define KILN_LIB_TARGET_CUDA_KERNELEMITTER_H
 
+#include "kiln/Dialect/Kiln/DimExpr.h"
 #include "kiln/Dialect/Kiln/KilnOps.h"
 
 #include <array>
+#include <optional>
 #include <string>
 
 namespace kiln {
 
-/// The launch geometry a kernel was generated for.
+/// A grid dim that follows from symbolic dims: clamp(ceil(elements /
+/// perBlock), 1, highest) blocks.
+struct SymbolicGridDim {
+  DimExpr elements;
+  int64_t perBlock = 1;
+  int64_t highest = 1;
+};
+
+/// The launch geometry a kernel was generated for. With symbolic dims,
+/// `grid` is the grid at the top of their ranges and `symbolicGrid` says
+/// how each grid dim that varies follows from them.
 struct LaunchGeometry {
   std::array<uint32_t, 3> grid = {1, 1, 1};
   std::array<uint32_t, 3> block = {1, 1, 1};
   uint32_t sharedBytes = 0;
+  std::array<std::optional<SymbolicGridDim>, 3> symbolicGrid;
 };
 
 /// The helpers every generated source starts with (block reductions), and

@@ -29,20 +29,20 @@ namespace {
 /// and position `j` (row-major over the reduced dims) read the input element
 /// at flat index `inputIndex`.
 struct RowLayout {
-  int64_t rows = 1, length = 1;
+  Size rows = 1, length = 1;
   std::string inputIndex;
 };
 
 /// The layout of an input of `shape` reduced over the dims marked in
 /// `reduced`. Adjacent dims of the same kind merge, so a reduction over
 /// trailing dims indexes as `row * length + j`.
-RowLayout rowLayout(ArrayRef<int64_t> shape, ArrayRef<bool> reduced) {
+RowLayout rowLayout(ArrayRef<Size> shape, ArrayRef<bool> reduced) {
   struct Run {
     bool reduced;
-    int64_t size, stride;
+    Size size, stride;
   };
   SmallVector<Run> runs;
-  int64_t stride = 1;
+  Size stride = 1;
   for (int64_t d = static_cast<int64_t>(shape.size()) - 1; d >= 0; --d) {
     if (shape[d] != 1) {
       if (!runs.empty() && runs.back().reduced == reduced[d])
@@ -53,7 +53,7 @@ RowLayout rowLayout(ArrayRef<int64_t> shape, ArrayRef<bool> reduced) {
     stride *= shape[d];
   }
   RowLayout layout;
-  for (int64_t d : shape)
+  for (const Size &d : shape)
     if (d == 0) {
       // No rows, or empty rows: the loops never read the input.
       for (auto [d, size] : llvm::enumerate(shape))
@@ -66,19 +66,19 @@ RowLayout rowLayout(ArrayRef<int64_t> shape, ArrayRef<bool> reduced) {
   // modulo.
   SmallVector<std::string> terms;
   for (auto [i, run] : llvm::enumerate(runs)) {
-    int64_t &inner = run.reduced ? layout.length : layout.rows;
+    Size &inner = run.reduced ? layout.length : layout.rows;
     bool outermost = llvm::none_of(ArrayRef(runs).drop_front(i + 1),
                                    [&](const Run &other) {
                                      return other.reduced == run.reduced;
                                    });
     std::string coord = run.reduced ? "j" : "row";
     if (inner != 1)
-      coord = llvm::formatv("({0} / {1}LL)", coord, inner);
+      coord = llvm::formatv("({0} / {1})", coord, inner);
     if (!outermost)
-      coord = llvm::formatv("({0} % {1}LL)", coord, run.size);
+      coord = llvm::formatv("({0} % {1})", coord, run.size);
     terms.push_back(run.stride == 1
                         ? coord
-                        : llvm::formatv("{0} * {1}LL", coord, run.stride).str());
+                        : llvm::formatv("{0} * {1}", coord, run.stride).str());
     inner *= run.size;
   }
   layout.inputIndex =
@@ -111,6 +111,14 @@ constexpr int64_t kMaxCachedSlots = 16;
 /// short block; always whole warps (at least one) for the block reductions.
 int64_t rowBlockSize(int64_t length) {
   return std::clamp<int64_t>((length + 31) / 32 * 32, 32, kBlockSize);
+}
+
+/// `size` as a float of `f`'s compute type: a literal (`768.0f`) for a
+/// static size.
+std::string floatOf(const Size &size, const FloatSpelling &f) {
+  if (auto value = size.getConstant())
+    return f.literal(std::to_string(*value) + ".0");
+  return "((" + f.type() + ")" + size.str() + ")";
 }
 
 /// The C type a reduction, scan or sort over elements of `et` accumulates
@@ -179,8 +187,8 @@ FailureOr<LaunchGeometry> emitReduction(KernelOp kernel, StringRef name,
   if (!reduction)
     return kernel.emitOpError("reduction kernel without a reduction");
   Value input = reduction->getOperand(0);
-  ArrayRef<int64_t> inShape = tensorType(input).getShape();
-  ArrayRef<int64_t> outShape = tensorType(reduction->getResult(0)).getShape();
+  Sizes inShape = sizesOf(input);
+  Sizes outShape = sizesOf(reduction->getResult(0));
   RowLayout layout = rowLayout(inShape, reducedDims(reduction));
   // Softmax and layer_norm produce one result per input element; the others
   // one per row.
@@ -194,8 +202,7 @@ FailureOr<LaunchGeometry> emitReduction(KernelOp kernel, StringRef name,
       after = true;
       continue;
     }
-    ArrayRef<int64_t> shape = tensorType(op.getResult(0)).getShape();
-    if (after && shape != outShape)
+    if (after && sizesOf(op.getResult(0)) != outShape)
       return op.emitOpError("does not compute at its reduction's shape");
     (after ? epilogue : prologue).push_back(&op);
   }
@@ -203,7 +210,7 @@ FailureOr<LaunchGeometry> emitReduction(KernelOp kernel, StringRef name,
   // one with data movement (or ops at other shapes behind it) computes the
   // input element through it.
   bool prologueInOrder = llvm::all_of(prologue, [&](Operation *op) {
-    return isElementwise(op) && tensorType(op->getResult(0)).getShape() == inShape;
+    return isElementwise(op) && sizesOf(op->getResult(0)) == inShape;
   });
 
   // Softmax, layer_norm and reduce_mean compute in their float compute type.
@@ -222,20 +229,21 @@ FailureOr<LaunchGeometry> emitReduction(KernelOp kernel, StringRef name,
   auto loopOpen = [&](const std::string &what) {
     os << "    // " << what << "\n"
        << "    for (long long j = threadIdx.x; j < " << layout.length
-       << "LL; j += blockDim.x) {\n"
+       << "; j += blockDim.x) {\n"
        << "      long long x_idx = " << layout.inputIndex << ";\n";
   };
   // Softmax and layer_norm keep the row in `row_cache` (slot t holds the
-  // thread's element threadIdx.x + t * blockDim.x) when it fits.
-  int64_t blockSize = rowBlockSize(layout.length);
-  int64_t slots = (layout.length + blockSize - 1) / blockSize;
+  // thread's element threadIdx.x + t * blockDim.x) when it fits (at the
+  // top of the ranges, for a symbolic row).
+  int64_t blockSize = rowBlockSize(layout.length.upper());
+  int64_t slots = (layout.length.upper() + blockSize - 1) / blockSize;
   bool cacheRow = slots > 0 && slots <= kMaxCachedSlots;
   auto cachedLoopOpen = [&](const std::string &what, bool needsIndex) {
     os << "    // " << what << "\n"
        << "#pragma unroll\n"
        << "    for (int t = 0; t < " << slots << "; ++t) {\n"
        << "      long long j = threadIdx.x + (long long)t * blockDim.x;\n"
-       << "      if (j >= " << layout.length << "LL) break;\n";
+       << "      if (j >= " << layout.length << ") break;\n";
     if (needsIndex)
       os << "      long long x_idx = " << layout.inputIndex << ";\n";
   };
@@ -274,7 +282,7 @@ FailureOr<LaunchGeometry> emitReduction(KernelOp kernel, StringRef name,
   if (isa<SoftmaxOp, LogSoftmaxOp>(reduction)) {
     os << "  __shared__ " << ft << " scratch[32];\n"
        << "  for (long long row = blockIdx.x; row < " << layout.rows
-       << "LL; row += gridDim.x) {\n"
+       << "; row += gridDim.x) {\n"
        << "    " << ft << " row_max = " << f.infinity(/*negative=*/true)
        << ";\n";
     declareCache(ft);
@@ -307,7 +315,7 @@ FailureOr<LaunchGeometry> emitReduction(KernelOp kernel, StringRef name,
     if (!isa<BlockArgument>(norm.getScale()) ||
         (norm.getBias() && !isa<BlockArgument>(norm.getBias())))
       return norm.emitOpError("needs scale and bias as kernel inputs");
-    std::string length = f.literal(std::to_string(layout.length) + ".0");
+    std::string length = floatOf(layout.length, f);
     // Epsilon is an f32 attribute; a double kernel gets its exact value.
     std::string epsilon =
         ft == "double"
@@ -316,7 +324,7 @@ FailureOr<LaunchGeometry> emitReduction(KernelOp kernel, StringRef name,
             : llvm::formatv("{0:e}f", norm.getEpsilon().convertToFloat()).str();
     os << "  __shared__ " << ft << " scratch[32];\n"
        << "  for (long long row = blockIdx.x; row < " << layout.rows
-       << "LL; row += gridDim.x) {\n"
+       << "; row += gridDim.x) {\n"
        << "    " << ft << " row_sum = " << f.literal("0.0") << ";\n";
     declareCache(ft);
     passOpen("pass 1: mean");
@@ -355,23 +363,23 @@ FailureOr<LaunchGeometry> emitReduction(KernelOp kernel, StringRef name,
     // row position p (p - 1 when exclusive), mirrored when reversed.
     Type et = tensorType(input).getElementType();
     std::string type = accumulatorType(et);
-    int64_t length = layout.length;
+    Size length = layout.length;
     auto position = [&](const std::string &p) {
       return cumsum.getReverse()
-                 ? llvm::formatv("({0}LL - 1 - {1})", length, p).str()
+                 ? llvm::formatv("({0} - 1 - {1})", length, p).str()
                  : p;
     };
     os << "  __shared__ " << type << " scratch[32];\n"
        << "  for (long long row = blockIdx.x; row < " << layout.rows
-       << "LL; row += gridDim.x) {\n"
+       << "; row += gridDim.x) {\n"
        << "    " << type << " carry = 0;\n"
        << "    for (long long chunk = 0; chunk < " << length
-       << "LL; chunk += blockDim.x) {\n"
+       << "; chunk += blockDim.x) {\n"
        << "      long long p = chunk + threadIdx.x;\n"
        << "      long long source = p" << (cumsum.getExclusive() ? " - 1" : "")
        << ";\n"
        << "      " << type << " term = 0;\n"
-       << "      if (p < " << length << "LL && source >= 0) {\n"
+       << "      if (p < " << length << " && source >= 0) {\n"
        << "        long long j = " << position("source") << ";\n"
        << "        long long x_idx = " << layout.inputIndex << ";\n";
     auto x = emitPrologue("        ");
@@ -383,7 +391,7 @@ FailureOr<LaunchGeometry> emitReduction(KernelOp kernel, StringRef name,
        << " scanned = kiln_add(carry, kiln_block_inclusive_scan(term, "
           "scratch, &total));\n"
        << "      carry = kiln_add(carry, total);\n"
-       << "      if (p < " << length << "LL) {\n"
+       << "      if (p < " << length << ") {\n"
        << "        long long j = " << position("p") << ";\n"
        << "        long long x_idx = " << layout.inputIndex << ";\n";
     valueName = body.fresh();
@@ -401,9 +409,8 @@ FailureOr<LaunchGeometry> emitReduction(KernelOp kernel, StringRef name,
                     body.get(yielded, "x_idx", outShape, "        "))
        << ";\n      }\n    }\n  }\n}\n";
     LaunchGeometry geometry;
-    geometry.grid[0] =
-        static_cast<uint32_t>(std::clamp<int64_t>(layout.rows, 1, kMaxGrid));
-    geometry.block[0] = static_cast<uint32_t>(rowBlockSize(length));
+    setGridDim(geometry, 0, layout.rows, 1, kMaxGrid);
+    geometry.block[0] = static_cast<uint32_t>(rowBlockSize(length.upper()));
     return geometry;
   } else if (isa<ArgMaxOp, ArgMinOp>(reduction)) {
     std::string type = accumulatorType(tensorType(input).getElementType());
@@ -415,7 +422,7 @@ FailureOr<LaunchGeometry> emitReduction(KernelOp kernel, StringRef name,
     os << "  __shared__ " << type << " scratch_value[32];\n"
        << "  __shared__ long long scratch_index[32];\n"
        << "  for (long long row = blockIdx.x; row < " << layout.rows
-       << "LL; row += gridDim.x) {\n"
+       << "; row += gridDim.x) {\n"
        << "    " << type << " best = 0;\n"
        << "    long long best_j = -1;\n";
     loopOpen("the best element of the row and its position");
@@ -435,7 +442,7 @@ FailureOr<LaunchGeometry> emitReduction(KernelOp kernel, StringRef name,
     Accumulator acc = accumulatorFor(reduction);
     os << "  __shared__ " << acc.type << " scratch[32];\n"
        << "  for (long long row = blockIdx.x; row < " << layout.rows
-       << "LL; row += gridDim.x) {\n"
+       << "; row += gridDim.x) {\n"
        << "    " << acc.type << " acc = " << acc.identity << ";\n";
     loopOpen("the row's reduction");
     auto x = emitPrologue("      ");
@@ -451,7 +458,7 @@ FailureOr<LaunchGeometry> emitReduction(KernelOp kernel, StringRef name,
     Type resultType = tensorType(reduction->getResult(0)).getElementType();
     std::string value = "acc";
     if (isa<ReduceMeanOp>(reduction))
-      value = "acc / " + f.literal(std::to_string(layout.length) + ".0");
+      value = "acc / " + floatOf(layout.length, f);
     os << "      " << computeType(resultType) << " " << valueName << " = ("
        << computeType(resultType) << ")" << value << ";\n";
   }
@@ -470,8 +477,7 @@ FailureOr<LaunchGeometry> emitReduction(KernelOp kernel, StringRef name,
      << ";\n    }\n  }\n}\n";
 
   LaunchGeometry geometry;
-  geometry.grid[0] = static_cast<uint32_t>(
-      std::clamp<int64_t>(layout.rows, 1, kMaxGrid));
+  setGridDim(geometry, 0, layout.rows, 1, kMaxGrid);
   geometry.block[0] = static_cast<uint32_t>(blockSize);
   return geometry;
 }
@@ -483,12 +489,12 @@ FailureOr<LaunchGeometry> emitSort(KernelOp kernel, StringRef name,
   if (!topK || std::next(ops.begin()) != ops.end() ||
       !isa<BlockArgument>(topK.getInput()))
     return kernel.emitOpError("sort kernels hold exactly one top_k of an input");
-  ArrayRef<int64_t> inShape = topK.getInput().getType().getShape();
+  Sizes inShape = sizesOf(topK.getInput());
   int64_t axis = topK.getAxis(), k = topK.getK();
   SmallVector<bool> reduced(inShape.size(), false);
   reduced[axis] = true;
   RowLayout in = rowLayout(inShape, reduced);
-  RowLayout out = rowLayout(topK.getType().getShape(), reduced);
+  RowLayout out = rowLayout(sizesOf(topK->getResult(0)), reduced);
   Type et = topK.getInput().getType().getElementType();
   std::string type = accumulatorType(et);
   // Each element's rank is the number of elements that come before it; the
@@ -496,15 +502,15 @@ FailureOr<LaunchGeometry> emitSort(KernelOp kernel, StringRef name,
   // synchronization and the same order as the reference's stable sort.
   emitSignature(kernel, name, os);
   os << "  for (long long row = blockIdx.x; row < " << in.rows
-     << "LL; row += gridDim.x) {\n"
+     << "; row += gridDim.x) {\n"
      << "    for (long long candidate = threadIdx.x; candidate < " << in.length
-     << "LL; candidate += blockDim.x) {\n"
+     << "; candidate += blockDim.x) {\n"
      << "      " << type << " x;\n"
      << "      { long long j = candidate; x = (" << type << ")"
      << loadExpr(et, "in0[" + in.inputIndex + "]") << "; }\n"
      << "      long long rank = 0;\n"
      << "      for (long long other = 0; other < " << in.length
-     << "LL && rank < " << k << "LL; ++other) {\n"
+     << " && rank < " << k << "LL; ++other) {\n"
      << "        long long j = other;\n"
      << "        " << type << " y = (" << type << ")"
      << loadExpr(et, "in0[" + in.inputIndex + "]") << ";\n"
@@ -516,9 +522,8 @@ FailureOr<LaunchGeometry> emitSort(KernelOp kernel, StringRef name,
      << "        out0[" << out.inputIndex << "] = candidate;\n"
      << "      }\n    }\n  }\n}\n";
   LaunchGeometry geometry;
-  geometry.grid[0] =
-      static_cast<uint32_t>(std::clamp<int64_t>(in.rows, 1, kMaxGrid));
-  geometry.block[0] = static_cast<uint32_t>(rowBlockSize(in.length));
+  setGridDim(geometry, 0, in.rows, 1, kMaxGrid);
+  geometry.block[0] = static_cast<uint32_t>(rowBlockSize(in.length.upper()));
   return geometry;
 }
 

@@ -154,6 +154,59 @@ KILN_API kiln_status kiln_model_run(kiln_model *model,
                                     const void *const *inputs,
                                     void *const *outputs, kiln_memory memory);
 
+/** Returns the number of named symbolic dims of the model (0 for a model
+ *  compiled with static shapes), or -1 when `model` is NULL.
+ *
+ *  A model compiled with symbolic dims (`kilnc --dim batch=1:8,...`) runs at
+ *  any value of each dim in its range: its input and output descriptions
+ *  give the shapes at the top of the ranges, `kiln_model_bind_dims` learns
+ *  the dims' values from the shapes of a run's inputs, and
+ *  `kiln_model_run_dims` runs at them. `kiln_model_run` refuses such a
+ *  model. */
+KILN_API int32_t kiln_model_num_dims(const kiln_model *model);
+
+/** Names dim `index` (0-based) and its range: `*name` is owned by the
+ *  model; `*min` and `*max` are the least and greatest value it takes.
+ *  @return KILN_OK or KILN_ERROR_INVALID_ARGUMENT. */
+KILN_API kiln_status kiln_model_dim(const kiln_model *model, int32_t index,
+                                    const char **name, int64_t *min,
+                                    int64_t *max);
+
+/** Learns the dims' values from the shapes of a run's inputs:
+ *  `input_shapes[i]` points to the dims of input i (as many as its rank);
+ *  `dims` receives `kiln_model_num_dims` values. Fails with a message that
+ *  names the input, dim and size when the shapes disagree with each other
+ *  or a dim is outside its range.
+ *  @return KILN_OK or KILN_ERROR_INVALID_ARGUMENT. */
+KILN_API kiln_status kiln_model_bind_dims(const kiln_model *model,
+                                          const int64_t *const *input_shapes,
+                                          int64_t *dims);
+
+/** Writes the shape of input `index` at the dims' values `dims` into
+ *  `shape` (as many values as the input's rank).
+ *  @return KILN_OK or KILN_ERROR_INVALID_ARGUMENT. */
+KILN_API kiln_status kiln_model_input_shape(const kiln_model *model,
+                                            const int64_t *dims, int32_t index,
+                                            int64_t *shape);
+
+/** Writes the shape of output `index` at the dims' values `dims` into
+ *  `shape` (as many values as the output's rank), to size its storage.
+ *  @return KILN_OK or KILN_ERROR_INVALID_ARGUMENT. */
+KILN_API kiln_status kiln_model_output_shape(const kiln_model *model,
+                                             const int64_t *dims,
+                                             int32_t index, int64_t *shape);
+
+/** Runs the model once at the dims' values `dims` (`kiln_model_num_dims`
+ *  values, each in its range) and waits for it; as `kiln_model_run`, with
+ *  tensors of the shapes those values give. The plan for each set of values
+ *  is written on first use and kept.
+ *  @return as `kiln_model_run`. */
+KILN_API kiln_status kiln_model_run_dims(kiln_model *model,
+                                         const int64_t *dims,
+                                         const void *const *inputs,
+                                         void *const *outputs,
+                                         kiln_memory memory);
+
 /** Creates an execution context for concurrent runs: runs of different
  *  contexts of one model may overlap (one thread per context, say); runs of
  *  one context are serialized. Its memory is allocated by its first run.

@@ -297,9 +297,11 @@ TEST_F(CApi, VersionMismatchNamesBothVersions) {
       "compiled for Kiln C ABI version 99 but this runtime implements "
       "version 1");
   std::string payload = serializeArtifact(makeCopyArtifact({2}));
-  payload[8] = 7; // format version
-  expectCreateFails(appendArtifactPayload(templateBytes(), payload),
-                    KILN_ERROR_VERSION_MISMATCH, "format version 7");
+  payload[8] = kArtifactFormatVersion + 1; // format version
+  expectCreateFails(
+      appendArtifactPayload(templateBytes(), payload),
+      KILN_ERROR_VERSION_MISMATCH,
+      "format version " + std::to_string(kArtifactFormatVersion + 1));
 }
 
 TEST_F(CApi, FindsItselfAfterChdirFromARelativePath) {

@@ -62,6 +62,9 @@ public:
   bool isConstant() const { return getConstant().has_value(); }
   /// The name when the expression is exactly one name.
   std::optional<std::string> getSymbol() const;
+  /// The terms: coefficient by monomial (the constant's is empty), none
+  /// zero, in the order of `Monomial`'s comparison.
+  const std::map<Monomial, int64_t> &getTerms() const { return terms; }
   /// The names that occur, sorted, each once.
   std::vector<std::string> symbols() const;
 

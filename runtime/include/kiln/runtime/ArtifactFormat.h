@@ -41,7 +41,7 @@ namespace rt {
 constexpr char kArtifactMagic[8] = {'K', 'I', 'L', 'N', 'P', 'L', 'A', 'N'};
 
 /// Version of the serialized layout; bumped on any change to the encoding.
-constexpr uint32_t kArtifactFormatVersion = 6;
+constexpr uint32_t kArtifactFormatVersion = 7;
 
 /// Most dimensions a buffer may have.
 constexpr uint32_t kMaxRank = 32;
@@ -82,6 +82,15 @@ struct ArtifactTrailer {
 bool validateArtifact(
     const Artifact &a, std::string &error,
     std::optional<uint64_t> streamedWeightBytes = std::nullopt);
+
+/// The part of `validateArtifact` that checks the buffers, the graph
+/// inputs and outputs and the steps, with `weightBytes` of weights; what
+/// `instantiatePlan` checks of each plan it writes.
+bool validatePlan(const Artifact &a, std::string &error, uint64_t weightBytes);
+
+/// Most named dims a plan may have, and most terms and factors in a size.
+constexpr uint32_t kMaxDims = 64;
+constexpr uint32_t kMaxSizeTerms = 64;
 
 //===----------------------------------------------------------------------===//
 // Serialization

@@ -12,6 +12,7 @@
 #define KILN_RUNTIME_ARTIFACTPLAN_H
 
 #include "kiln/kiln_model.h"
+#include "kiln/runtime/ArtifactDims.h"
 #include "kiln/runtime/ArtifactSteps.h"
 #include "kiln/runtime/DType.h"
 
@@ -111,6 +112,10 @@ struct Artifact {
   std::vector<uint32_t> outputs;
   /// The steps, run in order on one stream.
   std::vector<Step> steps;
+  /// The named dims and the sizes that follow from them; empty for a static
+  /// model. The buffers and steps above are the plan at the top of the
+  /// dims' ranges (ArtifactDims.h).
+  SymbolicPlan symbolic;
   /// The run-time index checks: site i + 1 of the kernels' `kiln_index_error`
   /// flag is the gather described here (its ONNX node). Empty when the
   /// kernels clamp without checking.

@@ -13,6 +13,7 @@
 #include "kiln/runtime/Status.h"
 
 #include <cstddef>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -82,6 +83,10 @@ public:
   /// Calls on one context are serialized; calls on different contexts run
   /// concurrently.
   Status run(const void *const *inputs, void *const *outputs, Memory memory);
+  /// Runs at the dims' `dims` (a model with symbolic dims; see
+  /// `Model::run`).
+  Status run(const std::vector<int64_t> &dims, const void *const *inputs,
+             void *const *outputs, Memory memory);
 
   /// Queues one run on the caller's CUDA stream `stream` (a `CUstream` or
   /// `cudaStream_t`; null is the default stream) and returns without
@@ -93,6 +98,9 @@ public:
   /// tensors are host memory, `stream` is ignored and the run is over when
   /// the call returns, with its status.
   Status enqueue(const void *const *inputs, void *const *outputs, void *stream);
+  /// Queues one run at the dims' `dims` (a model with symbolic dims).
+  Status enqueue(const std::vector<int64_t> &dims, const void *const *inputs,
+                 void *const *outputs, void *stream);
 
   /// Waits until this context's queued runs are done and reports an index
   /// fault any of them had (then clears it).
@@ -136,6 +144,28 @@ public:
   /// device memory as `memory` says.
   Status run(const void *const *inputs, void *const *outputs, Memory memory);
 
+  /// The named dims of a model compiled with symbolic dims, each with its
+  /// range (in the order `bindDims` and `run` take their values); empty for
+  /// a static model.
+  const std::vector<DimRange> &dims() const { return plan.symbolic.dims; }
+  /// Learns the dims' values from the inputs' shapes, one shape per input,
+  /// and checks every input dim against them and the ranges. Fails with
+  /// `InvalidArgument` naming the input, dim and size that do not fit.
+  Status bindDims(const std::vector<std::vector<int64_t>> &inputShapes,
+                  std::vector<int64_t> &dims) const;
+  /// The shape of input `index` at the dims' `dims`.
+  std::vector<int64_t> inputShape(size_t index,
+                                  const std::vector<int64_t> &dims) const;
+  /// The shape of output `index` at the dims' `dims`.
+  std::vector<int64_t> outputShape(size_t index,
+                                   const std::vector<int64_t> &dims) const;
+  /// Runs at the dims' values `dims` (from `bindDims`, or each in its
+  /// range): the tensors have the shapes `inputShape` and `outputShape`
+  /// give for them. A static model takes no dims. The plan for each set of
+  /// values is written once and kept (a few hundred at most).
+  Status run(const std::vector<int64_t> &dims, const void *const *inputs,
+             void *const *outputs, Memory memory);
+
   /// Times runs as the GPU sees them: the inputs are uploaded once from
   /// `hostInputs` into device memory, then `warmup` untimed runs, then
   /// `iters` runs each between two CUDA events on the model's stream, waited
@@ -153,7 +183,8 @@ public:
   size_t numInputs() const { return plan.inputs.size(); }
   /// Returns the number of graph outputs.
   size_t numOutputs() const { return plan.outputs.size(); }
-  /// Returns the canonical buffer of graph input `index` (< numInputs()).
+  /// Returns the canonical buffer of graph input `index` (< numInputs()); for
+  /// a model with symbolic dims, its shape at the top of their ranges.
   const Buffer &input(size_t index) const {
     return plan.buffers[plan.inputs[index]];
   }
@@ -173,11 +204,18 @@ private:
   friend class ExecutionContext;
   /// Use `create`.
   Model(Artifact artifact, Backend backend);
-  /// Checks the input pointers of a run; see `run`.
-  Status checkInputs(const void *const *inputs) const;
+  /// Checks the input pointers of a run (with `shaped`'s sizes when given).
+  Status checkInputs(const void *const *inputs,
+                     const Artifact *shaped = nullptr) const;
   /// Checks the arguments of a run; see `run`.
   Status checkRunArguments(const void *const *inputs, void *const *outputs,
-                           Memory memory) const;
+                           Memory memory,
+                           const Artifact *shaped = nullptr) const;
+  /// The plan of a run at `dims` (none for a static model), written and
+  /// validated on first use, and the arguments checked against it.
+  Status prepareRun(const std::vector<int64_t> &dims,
+                    const void *const *inputs, void *const *outputs,
+                    Memory memory, std::shared_ptr<const Artifact> &plan);
 
   /// The plan; see `artifact()`.
   Artifact plan;
@@ -189,6 +227,10 @@ private:
   std::unique_ptr<Executor> executor;
   /// Serializes runs: the arena and stream are shared by all of them.
   std::mutex runMutex;
+  /// The plans written for the dims runs used, and their lock (contexts
+  /// share them).
+  std::map<std::vector<int64_t>, std::shared_ptr<const Artifact>> shapedPlans;
+  std::mutex shapedPlansMutex;
 };
 
 } // namespace rt
