@@ -1,10 +1,11 @@
 //===- generate.cpp - text generation with a compiled decoder -------------===//
 //
 // Compiles a causal language model exported with symbolic dims (input_ids
-// and attention_mask of [batch, sequence], logits out) for one window, and
-// decodes greedily from a prompt of token ids with kiln::rt::generate. The
-// dims are pinned as `kilnc --dim batch=1,sequence=WINDOW` pins them; the
-// tokenizer is the application's (Kiln works on ids).
+// and attention_mask of [batch, sequence], logits out) for batch 1 and any
+// sequence up to WINDOW, as `kilnc --dim batch=1,sequence=1:WINDOW` does,
+// and decodes greedily from a prompt of token ids with kiln::rt::generate:
+// each step runs the text at its own length. The tokenizer is the
+// application's (Kiln works on ids).
 //
 //   kiln-generate-example model.onnx WINDOW ID,ID,...
 //
@@ -36,7 +37,7 @@ int main(int argc, char **argv) {
   kiln::ModelDiagnosticHandler diagnostics(&context);
   kiln::CompileOptions options;
   options.import.dimValues["batch"] = 1;
-  options.import.dimValues["sequence"] = window;
+  options.import.dimRanges["sequence"] = {1, window};
   kiln::rt::Artifact artifact;
   if (mlir::failed(kiln::compileModel(&context, argv[1], options, artifact)))
     return 1;

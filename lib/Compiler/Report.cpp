@@ -201,6 +201,9 @@ CompileReport reportOf(ModuleOp module, llvm::StringRef model,
   CompileReport report;
   report.model = model.str();
   report.liveLowerBoundBytes = liveLowerBoundOf(module);
+  for (auto func : module.getOps<func::FuncOp>())
+    if (auto peak = func->getAttrOfType<StringAttr>(kLivePeakAttr))
+      report.livePeakFormula = peak.str();
   report.precision = precision.str();
   report.fp32Kept = collectFp32Kept(module);
   report.kernelFlops = kernelFlopsOf(module);
@@ -301,6 +304,14 @@ void printReportText(const rt::Artifact &artifact, const CompileReport &report,
   else if (report.liveLowerBoundBytes == 0)
     os << " (live lower bound 0 bytes)";
   os << ", weights " << weightBytesOf(artifact, report) << " bytes\n";
+  if (!artifact.symbolic.empty()) {
+    os << "dims:";
+    for (const rt::DimRange &dim : artifact.symbolic.dims)
+      os << " " << dim.name << " " << dim.min << ".." << dim.max;
+    os << " (the arena is planned for the top of the ranges)\n";
+    if (!report.livePeakFormula.empty())
+      os << "  live bytes at the peak: " << report.livePeakFormula << "\n";
+  }
   os << "precision: " << report.precision;
   if (report.precision != "fp32")
     os << " (" << report.fp32Kept.size() << " tensors kept in fp32)";
@@ -376,6 +387,14 @@ void printReportJson(const rt::Artifact &artifact, const CompileReport &report,
       {"live_lower_bound_bytes", report.liveLowerBoundBytes},
       {"weight_bytes", weightBytesOf(artifact, report)},
       {"precision", report.precision}};
+  if (!artifact.symbolic.empty()) {
+    llvm::json::Array dims;
+    for (const rt::DimRange &dim : artifact.symbolic.dims)
+      dims.push_back(llvm::json::Object{
+          {"name", dim.name}, {"min", dim.min}, {"max", dim.max}});
+    root["dims"] = std::move(dims);
+    root["live_peak_formula"] = report.livePeakFormula;
+  }
   llvm::json::Object line{{"flops", roofline.flops}, {"bytes", roofline.bytes}};
   if (roofline.gpu) {
     line["gpu"] = roofline.gpu->name;

@@ -278,3 +278,11 @@ bool kiln::rt::shapeAt(const Artifact &a, uint32_t id,
       return false;
   return true;
 }
+
+const SizeFormula *kiln::rt::dimFormula(const Artifact &a, uint32_t id,
+                                        uint32_t axis) {
+  for (const SizeBinding &b : a.symbolic.bindings)
+    if (b.field == SizeField::BufferDim && b.target == id && b.axis == axis)
+      return &b.formula;
+  return nullptr;
+}

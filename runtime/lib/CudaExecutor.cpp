@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -97,6 +98,13 @@ struct MatmulPlan {
   std::vector<Choice> choices;
 };
 
+/// The cuBLASLt objects of every matmul step of one plan; `ofStep` maps a
+/// step to its plan.
+struct MatmulSet {
+  std::vector<MatmulPlan> plans;
+  std::vector<size_t> ofStep;
+};
+
 /// The CUDA driver backend; see `createCudaExecutor`.
 /// What the execution contexts of one model share on the device: the
 /// weights and the splat constants, uploaded by the first run of any of
@@ -156,6 +164,11 @@ private:
   Status initializeInContext();
   Status loadKernels();
   Status prepareMatmul(size_t stepIndex, MatmulPlan &plan);
+  /// Points the executor at the run's plan and dims, preparing that plan's
+  /// matmuls on first use.
+  Status bindRun(const RunShape &shape);
+  void destroyMatmuls(MatmulSet &set);
+  const Artifact &plan() const { return runPlan ? *runPlan : artifact; }
   Status chooseAlgo(MatmulPlan &plan, const uint32_t align[4],
                     const lt::MatmulAlgo *&algo);
   Status setBiasPointer(MatmulPlan &plan, cu::DevicePtr bias);
@@ -199,8 +212,15 @@ private:
   cu::DevicePtr arena = 0;
   cu::DevicePtr workspace = 0;
   lt::Handle ltHandle = nullptr;
-  std::vector<MatmulPlan> matmuls;
-  std::vector<size_t> matmulOfStep;
+  /// The matmul plans per set of dims values (the one empty set of a static
+  /// model).
+  std::map<std::vector<int64_t>, MatmulSet> matmulSets;
+  /// The current run's set.
+  MatmulSet *matmuls = nullptr;
+  /// The current run's plan (the artifact's own for a static model) and its
+  /// dims' values, which every kernel takes after its pointers.
+  const Artifact *runPlan = nullptr;
+  const std::vector<int64_t> *runDims = nullptr;
   Staging inputStaging;
   Staging outputStaging;
   /// Page-locked word the index check flag is read into.
@@ -356,25 +376,72 @@ Status CudaExecutor::initializeInContext() {
                            "allocating the arena (" +
                                std::to_string(artifact.arenaBytes) + " bytes)");
   }
-  matmulOfStep.assign(artifact.steps.size(), SIZE_MAX);
-  for (size_t i = 0; i < artifact.steps.size(); ++i) {
-    if (artifact.steps[i].kind != Step::Kind::Matmul)
-      continue;
-    if (!ltApi) {
-      if (Status s = lt::loadCublasLt(ltApi); !s.isOk())
-        return s;
-      if (lt::LtStatus st = ltApi->create(&ltHandle); st != lt::kSuccess)
-        return lt::cublasError(*ltApi, st, "cublasLtCreate");
-      if (cu::Result r = api->memAlloc(&workspace, kWorkspaceBytes);
-          r != cu::kSuccess)
-        return cu::cudaError(*api, r, "allocating the cuBLASLt workspace");
-    }
-    matmulOfStep[i] = matmuls.size();
-    matmuls.emplace_back();
-    if (Status s = prepareMatmul(i, matmuls.back()); !s.isOk())
+  bool hasMatmul = false;
+  for (const Step &step : artifact.steps)
+    hasMatmul |= step.kind == Step::Kind::Matmul;
+  if (hasMatmul) {
+    if (Status s = lt::loadCublasLt(ltApi); !s.isOk())
       return s;
+    if (lt::LtStatus st = ltApi->create(&ltHandle); st != lt::kSuccess)
+      return lt::cublasError(*ltApi, st, "cublasLtCreate");
+    if (cu::Result r = api->memAlloc(&workspace, kWorkspaceBytes);
+        r != cu::kSuccess)
+      return cu::cudaError(*api, r, "allocating the cuBLASLt workspace");
+  }
+  // A static plan's matmuls now, so that a shape cuBLASLt cannot run fails
+  // at the first run; a symbolic plan's per set of dims, at its first run.
+  if (artifact.symbolic.empty())
+    return bindRun(RunShape());
+  return Status::ok();
+}
+
+/// Most sets of dims whose cuBLASLt objects a context keeps; past it the
+/// oldest is destroyed (and the graphs, which were captured with it).
+constexpr size_t kMaxMatmulSets = 64;
+
+Status CudaExecutor::bindRun(const RunShape &shape) {
+  static const std::vector<int64_t> noDims;
+  runPlan = shape.plan;
+  runDims = shape.dims ? shape.dims : &noDims;
+  auto it = matmulSets.find(*runDims);
+  if (it != matmulSets.end()) {
+    matmuls = &it->second;
+    return Status::ok();
+  }
+  if (matmulSets.size() >= kMaxMatmulSets) {
+    graphs.clear();
+    destroyMatmuls(matmulSets.begin()->second);
+    matmulSets.erase(matmulSets.begin());
+  }
+  MatmulSet &set = matmulSets[*runDims];
+  matmuls = &set;
+  const std::vector<Step> &steps = plan().steps;
+  set.ofStep.assign(steps.size(), SIZE_MAX);
+  for (size_t i = 0; i < steps.size(); ++i) {
+    if (steps[i].kind != Step::Kind::Matmul)
+      continue;
+    set.ofStep[i] = set.plans.size();
+    set.plans.emplace_back();
+    if (Status s = prepareMatmul(i, set.plans.back()); !s.isOk()) {
+      destroyMatmuls(set);
+      matmulSets.erase(*runDims);
+      matmuls = nullptr;
+      return s;
+    }
   }
   return Status::ok();
+}
+
+void CudaExecutor::destroyMatmuls(MatmulSet &set) {
+  for (MatmulPlan &plan : set.plans) {
+    for (lt::MatrixLayout layout : {plan.aLayout, plan.bLayout, plan.cLayout})
+      if (layout)
+        ltApi->matrixLayoutDestroy(layout);
+    if (plan.desc)
+      ltApi->matmulDescDestroy(plan.desc);
+  }
+  set.plans.clear();
+  set.ofStep.clear();
 }
 
 Status CudaExecutor::loadKernels() {
@@ -470,7 +537,7 @@ static int ltType(DType dtype) {
 }
 
 Status CudaExecutor::prepareMatmul(size_t stepIndex, MatmulPlan &plan) {
-  const MatmulStep &m = artifact.steps[stepIndex].matmul;
+  const MatmulStep &m = this->plan().steps[stepIndex].matmul;
   plan.step = stepIndex;
   std::string where = "matmul step " + std::to_string(stepIndex);
   for (int64_t v : {m.batch, m.m, m.n, m.k})
@@ -578,7 +645,7 @@ Status CudaExecutor::prepareMatmul(size_t stepIndex, MatmulPlan &plan) {
 }
 
 Status CudaExecutor::setBiasPointer(MatmulPlan &plan, cu::DevicePtr bias) {
-  if (artifact.steps[plan.step].matmul.bias == kNoBuffer)
+  if (this->plan().steps[plan.step].matmul.bias == kNoBuffer)
     return Status::ok();
   const void *pointer = reinterpret_cast<const void *>(bias);
   if (lt::LtStatus st = ltApi->matmulDescSetAttribute(
@@ -619,7 +686,7 @@ Status CudaExecutor::chooseAlgo(MatmulPlan &plan, const uint32_t align[4],
   if (st != lt::kSuccess)
     return lt::cublasError(*ltApi, st, where + ": choosing an algorithm");
   if (returned < 1 || result.state != lt::kSuccess) {
-    const MatmulStep &m = artifact.steps[plan.step].matmul;
+    const MatmulStep &m = this->plan().steps[plan.step].matmul;
     return Status::error(
         StatusCode::Unsupported,
         where + ": cuBLASLt has no algorithm for " + dtypeName(m.dtype) +
@@ -736,8 +803,9 @@ Status CudaExecutor::issueSteps(const std::vector<cu::DevicePtr> &in,
                                 cu::Stream target) {
   std::vector<cu::DevicePtr> argValues;
   std::vector<void *> argPointers;
-  for (size_t i = 0; i < artifact.steps.size(); ++i) {
-    const Step &step = artifact.steps[i];
+  const std::vector<Step> &steps = plan().steps;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const Step &step = steps[i];
     std::string where = "step " + std::to_string(i);
     switch (step.kind) {
     case Step::Kind::Launch: {
@@ -749,6 +817,9 @@ Status CudaExecutor::issueSteps(const std::vector<cu::DevicePtr> &in,
       argPointers.clear();
       for (cu::DevicePtr &v : argValues)
         argPointers.push_back(&v);
+      // Then the dims, by value (`long long` parameters).
+      for (const int64_t &dim : *runDims)
+        argPointers.push_back(const_cast<int64_t *>(&dim));
       if (cu::Result r = api->launchKernel(
               functions[l.kernel], l.grid[0], l.grid[1], l.grid[2], l.block[0],
               l.block[1], l.block[2], l.sharedBytes, target,
@@ -761,7 +832,7 @@ Status CudaExecutor::issueSteps(const std::vector<cu::DevicePtr> &in,
     }
     case Step::Kind::Matmul: {
       const MatmulStep &m = step.matmul;
-      MatmulPlan &plan = matmuls[matmulOfStep[i]];
+      MatmulPlan &plan = matmuls->plans[matmuls->ofStep[i]];
       // cuBLAS's A, B, C are our B, A, C. One cuBLASLt call per repetition
       // of the inner batch.
       uint64_t elem = dtypeSize(m.dtype);
@@ -845,8 +916,11 @@ Status CudaExecutor::launchPlan(const std::vector<cu::DevicePtr> &in,
     warmedUp = warmedUp || s.isOk();
     return s;
   }
+  // A graph holds the grids and matmul shapes of its dims: they key it too.
   GraphCache::Key key(in);
   key.insert(key.end(), out.begin(), out.end());
+  for (int64_t dim : *runDims)
+    key.push_back(static_cast<cu::DevicePtr>(dim));
   cu::GraphExec exec = graphs.find(key);
   if (!exec) {
     // The capture records on the context's own stream; the graph is then
@@ -873,7 +947,7 @@ Status CudaExecutor::launchPlan(const std::vector<cu::DevicePtr> &in,
 
 Status CudaExecutor::stageInputs(const void *const *inputs) {
   for (size_t i = 0; i < artifact.inputs.size(); ++i) {
-    uint64_t bytes = artifact.buffers[artifact.inputs[i]].bytes;
+    uint64_t bytes = plan().buffers[plan().inputs[i]].bytes;
     if (!bytes)
       continue;
     // The page-locked copy lets the upload run asynchronously; the previous
@@ -890,7 +964,7 @@ Status CudaExecutor::stageInputs(const void *const *inputs) {
 
 Status CudaExecutor::queueOutputCopies() {
   for (size_t i = 0; i < artifact.outputs.size(); ++i) {
-    uint64_t bytes = artifact.buffers[artifact.outputs[i]].bytes;
+    uint64_t bytes = plan().buffers[plan().outputs[i]].bytes;
     if (!bytes)
       continue;
     if (cu::Result r = api->memcpyDtoHAsync(
@@ -922,26 +996,15 @@ Status CudaExecutor::takeIndexFault(unsigned fault) {
                        indexErrorMessage(artifact, fault));
 }
 
-/// The CUDA backend runs static plans so far: a symbolic one needs its
-/// cuBLASLt layouts and graphs per shape (issue 13, item 2).
-static Status refuseSymbolic(const RunShape &shape) {
-  if (!shape.plan)
-    return Status::ok();
-  return Status::error(StatusCode::Unsupported,
-                       "the CUDA backend does not run models with symbolic "
-                       "dims yet; use the host backend, or compile with each "
-                       "dim pinned (--dim NAME=N)");
-}
-
 Status CudaExecutor::run(const void *const *inputs, void *const *outputs,
                          Memory memory, const RunShape &shape) {
-  if (Status s = refuseSymbolic(shape); !s.isOk())
-    return s;
   if (Status s = ensureReady(); !s.isOk())
     return s;
   ContextScope scope(*api, context);
   if (scope.result != cu::kSuccess)
     return cu::cudaError(*api, scope.result, "cuCtxPushCurrent");
+  if (Status s = bindRun(shape); !s.isOk())
+    return s;
 
   std::vector<cu::DevicePtr> in(artifact.inputs.size());
   std::vector<cu::DevicePtr> out(artifact.outputs.size());
@@ -989,7 +1052,7 @@ Status CudaExecutor::run(const void *const *inputs, void *const *outputs,
                            "any step of this run)");
   if (status.isOk() && memory == Memory::Host)
     for (size_t i = 0; i < out.size(); ++i)
-      if (uint64_t bytes = artifact.buffers[artifact.outputs[i]].bytes)
+      if (uint64_t bytes = plan().buffers[plan().outputs[i]].bytes)
         std::memcpy(outputs[i], outputStaging.pinned[i], bytes);
   if (status.isOk() && indexError)
     status = takeIndexFault(*indexFlagMirror);
@@ -998,13 +1061,13 @@ Status CudaExecutor::run(const void *const *inputs, void *const *outputs,
 
 Status CudaExecutor::enqueue(const void *const *inputs, void *const *outputs,
                              void *callerStream, const RunShape &shape) {
-  if (Status s = refuseSymbolic(shape); !s.isOk())
-    return s;
   if (Status s = ensureReady(); !s.isOk())
     return s;
   ContextScope scope(*api, context);
   if (scope.result != cu::kSuccess)
     return cu::cudaError(*api, scope.result, "cuCtxPushCurrent");
+  if (Status s = bindRun(shape); !s.isOk())
+    return s;
   cu::Stream target = static_cast<cu::Stream>(callerStream);
   std::vector<cu::DevicePtr> in(artifact.inputs.size());
   std::vector<cu::DevicePtr> out(artifact.outputs.size());
@@ -1119,15 +1182,10 @@ void CudaExecutor::release() {
     ContextScope scope(*api, context);
     if (stream)
       api->streamSynchronize(stream);
-    for (MatmulPlan &plan : matmuls) {
-      for (lt::MatrixLayout layout : {plan.aLayout, plan.bLayout, plan.cLayout})
-        if (layout)
-          ltApi->matrixLayoutDestroy(layout);
-      if (plan.desc)
-        ltApi->matmulDescDestroy(plan.desc);
-    }
-    matmuls.clear();
-    matmulOfStep.clear();
+    for (auto &[dims, set] : matmulSets)
+      destroyMatmuls(set);
+    matmulSets.clear();
+    matmuls = nullptr;
     if (ltHandle)
       ltApi->destroy(ltHandle);
     ltHandle = nullptr;

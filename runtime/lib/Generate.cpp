@@ -2,6 +2,8 @@
 
 #include "kiln/runtime/Generate.h"
 
+#include "GenerateSupport.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -16,37 +18,6 @@ namespace {
 /// What each graph input is to the loop.
 enum class Feed { Ids, Mask, Positions };
 
-Status invalid(const std::string &message) {
-  return Status::error(StatusCode::InvalidArgument, "generate: " + message);
-}
-
-/// Writes `value` as element `i` of an integer or float tensor.
-void store(const Buffer &b, std::vector<char> &bytes, int64_t i,
-           int64_t value) {
-  char *at = bytes.data() + i * dtypeSize(b.dtype);
-  switch (b.dtype) {
-  case DType::I64: {
-    std::memcpy(at, &value, sizeof(value));
-    break;
-  }
-  case DType::I32: {
-    int32_t v = static_cast<int32_t>(value);
-    std::memcpy(at, &v, sizeof(v));
-    break;
-  }
-  case DType::F32: {
-    float v = static_cast<float>(value);
-    std::memcpy(at, &v, sizeof(v));
-    break;
-  }
-  case DType::Bool:
-    *at = value != 0;
-    break;
-  default:
-    break; // Refused by `checkFeed`.
-  }
-}
-
 /// The role of input `b`, or an error for an input the loop cannot feed.
 Status roleOf(const Buffer &b, Feed &feed) {
   if (b.name == "input_ids")
@@ -58,8 +29,8 @@ Status roleOf(const Buffer &b, Feed &feed) {
   else
     return invalid("the model takes an input '" + b.name +
                    "'; the loop feeds input_ids, attention_mask and "
-                   "position_ids only (a decoder with a KV cache waits for "
-                   "symbolic shapes)");
+                   "position_ids only (a decoder with a KV cache is compiled "
+                   "with symbolic dims)");
   return Status::ok();
 }
 
@@ -79,50 +50,6 @@ Status checkFeed(const Buffer &b, Feed feed, int64_t window) {
   return Status::ok();
 }
 
-/// Picks the next token from one position's logits.
-class Sampler {
-public:
-  explicit Sampler(const GenerateOptions &options)
-      : options(options), rng(options.seed) {}
-
-  int64_t pick(const float *logits, int64_t vocab) {
-    if (options.temperature <= 0)
-      return std::max_element(logits, logits + vocab) - logits;
-    // Most likely first; the lower id first on a tie, so that the order
-    // (and so the draw) does not depend on the sort.
-    std::vector<int64_t> order(vocab);
-    std::iota(order.begin(), order.end(), 0);
-    std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
-      return logits[a] > logits[b];
-    });
-    if (options.topK > 0 && options.topK < vocab)
-      order.resize(options.topK);
-    std::vector<double> probs(order.size());
-    double top = logits[order[0]] / options.temperature, sum = 0;
-    for (size_t i = 0; i < order.size(); ++i)
-      sum += probs[i] = std::exp(logits[order[i]] / options.temperature - top);
-    size_t keep = order.size();
-    if (options.topP < 1) {
-      double cumulative = 0;
-      for (keep = 0; keep < order.size();)
-        if ((cumulative += probs[keep++] / sum) >= options.topP)
-          break;
-      sum = std::accumulate(probs.begin(), probs.begin() + keep, 0.0);
-    }
-    // 53 random bits as a double in [0, 1): the same on every library,
-    // unlike std::uniform_real_distribution.
-    double u = static_cast<double>(rng() >> 11) * 0x1.0p-53 * sum;
-    for (size_t i = 0; i + 1 < keep; ++i)
-      if ((u -= probs[i]) < 0)
-        return order[i];
-    return order[keep - 1];
-  }
-
-private:
-  const GenerateOptions &options;
-  std::mt19937_64 rng;
-};
-
 } // namespace
 
 Status kiln::rt::generate(Model &model, const GenerateOptions &options,
@@ -133,6 +60,8 @@ Status kiln::rt::generate(Model &model, const GenerateOptions &options,
       !(options.temperature >= 0))
     return invalid("top-k must be >= 0, top-p in (0, 1] and the temperature "
                    ">= 0");
+  if (!model.dims().empty())
+    return generateOverDims(model, options, tokens);
   // The window is input_ids' sequence length.
   int64_t window = -1;
   for (size_t i = 0; i < model.numInputs(); ++i)

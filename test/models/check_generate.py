@@ -6,15 +6,21 @@
 
 For each causal language model among the exports with symbolic dims
 (export_fresh.py's GPT-2 and LLaMA -dynamic folders, both exporters), kilnc
-compiles one window (--dim batch=1,sequence=WINDOW) and the host backend
-decodes from a prompt, every step running the window with the text's tail
-masked out. onnxruntime decodes the same export without padding, the
-sequence growing by a token per step. The checks:
+compiles one window (--dim batch=1,sequence=WINDOW), where every step runs
+the window with the text's tail masked out, and one build with the sequence
+symbolic (--dim batch=1:1,sequence=1:WINDOW), where every step runs the
+text at its length; the host backend decodes from a prompt. onnxruntime
+decodes the same export without padding, the sequence growing by a token
+per step. The checks, for both builds:
   - greedy: the same tokens, one for one;
   - sampled (temperature, top-k, top-p, a seed): the same seed gives the same
     tokens, and each one is among the top-k and inside the top-p nucleus of
     onnxruntime's distribution for its prefix;
   - top-k 1 samples what greedy picks.
+The -kv exports (past_key_values in, present out) are compiled with the
+cache length symbolic too; --generate runs the prompt once and then a token
+a step with the cache, and its greedy tokens must equal onnxruntime's own
+loop over the same export, fed the same way.
 Exit code 1 on any difference.
 """
 import argparse
@@ -56,6 +62,61 @@ def ort_greedy(session, tokens):
     return seq[len(PROMPT):]
 
 
+def ort_greedy_kv(session, tokens):
+    """onnxruntime's greedy loop over a KV-cache export: the prompt with an
+    empty cache, then one token a step with the presents as the pasts."""
+    pasts = {}
+    for info in session.get_inputs():
+        if info.name.startswith("past_key_values."):
+            pasts[info.name] = np.zeros((1, info.shape[1], 0, info.shape[3]),
+                                        np.float32)
+    names = [o.name for o in session.get_outputs()]
+    seq, new = list(PROMPT), list(PROMPT)
+    for _ in range(tokens):
+        feeds = {"input_ids": np.array([new], np.int64),
+                 "attention_mask": np.ones((1, len(seq)), np.int64), **pasts}
+        outputs = dict(zip(names, session.run(None, feeds)))
+        token = int(np.argmax(outputs["logits"][0, -1]))
+        pasts = {name: outputs["present" + name[len("past_key_values"):]]
+                 for name in pasts}
+        seq.append(token)
+        new = [token]
+    return seq[len(PROMPT):]
+
+
+def kv_dims(folder, window):
+    """The KV export's dims: batch 1, the new tokens and the cache up to the
+    window, the exporter's name of the total length as their sum."""
+    with open(os.path.join(folder, "dims")) as f:
+        names = [part.split("=")[0] for part in f.read().strip().split(",")]
+    dims = (f"batch=1:1,sequence=1:{window},past_sequence=0:{window - 1}")
+    return dims + "".join(f",{n}=past_sequence+sequence" for n in names
+                          if n not in ("batch", "sequence", "past_sequence"))
+
+
+def check_kv(tools, folder, scratch):
+    """--generate over a KV-cache export compiled with symbolic dims: the
+    prompt once, then a token a step with the cache; greedy tokens equal
+    onnxruntime's own KV loop over the same export."""
+    model = os.path.join(folder, "model.onnx")
+    so = os.path.join(scratch, os.path.basename(folder) + ".so")
+    subprocess.run([tools.kilnc, model, "-o", so, "--dim",
+                    kv_dims(folder, tools.window)], check=True,
+                   capture_output=True)
+    session = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
+    greedy = kiln_generate(tools, so, tools.tokens)
+    want = ort_greedy_kv(session, tools.tokens)
+    problems = []
+    if greedy != want:
+        first = next((i for i, (a, b) in enumerate(zip(greedy, want))
+                      if a != b), min(len(greedy), len(want)))
+        problems.append(f"KV greedy token {first} differs: kiln {greedy}, "
+                        f"onnxruntime {want}")
+    print(f"  {os.path.basename(folder)}: KV cache, greedy {greedy[:8]}... "
+          f"({len(greedy)} tokens)")
+    return problems
+
+
 def allowed(logits, temperature, top_k, top_p):
     """The tokens a top-k, top-p sampler may draw from `logits`."""
     order = sorted(range(len(logits)), key=lambda t: (-logits[t], t))[:top_k]
@@ -65,12 +126,11 @@ def allowed(logits, temperature, top_k, top_p):
     return set(order[:keep])
 
 
-def check(tools, folder, scratch):
-    """Returns a list of problems."""
+def check(tools, folder, scratch, dims):
+    """Returns a list of problems of the build with `dims`."""
     model = os.path.join(folder, "model.onnx")
     so = os.path.join(scratch, os.path.basename(folder) + ".so")
-    subprocess.run([tools.kilnc, model, "-o", so, "--dim",
-                    f"batch=1,sequence={tools.window}"], check=True,
+    subprocess.run([tools.kilnc, model, "-o", so, "--dim", dims], check=True,
                    capture_output=True)
     session = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
     problems = []
@@ -101,7 +161,7 @@ def check(tools, folder, scratch):
                         ["--temperature", "1", "--top-k", "1"])
     if one != greedy:
         problems.append("top-k 1 sampled other tokens than greedy")
-    print(f"  {os.path.basename(folder)}: greedy {greedy[:8]}..., sampled "
+    print(f"  {os.path.basename(folder)} --dim {dims}: greedy {greedy[:8]}..., sampled "
           f"{sampled[:8]}... (distinct from greedy: "
           f"{sum(a != b for a, b in zip(sampled, greedy))} of {len(greedy)})")
     return problems
@@ -116,13 +176,22 @@ def main():
     parser.add_argument("--window", type=int, default=32)
     tools = parser.parse_args()
     folders = sorted(os.path.join(tools.data, d) for d in os.listdir(tools.data)
-                     if d.endswith("-dynamic") and d.split("-")[0] in
-                     ("gpt2", "llama"))
+                     if (d.endswith("-dynamic") or d.endswith("-kv")) and
+                     d.split("-")[0] in ("gpt2", "llama"))
     failures = 0
     with tempfile.TemporaryDirectory(prefix="kiln-generate-") as scratch:
         os.environ.setdefault("KILN_CACHE_DIR", os.path.join(scratch, "cache"))
         for folder in folders:
-            for p in check(tools, folder, scratch):
+            if folder.endswith("-kv"):
+                problems = check_kv(tools, folder, scratch)
+            else:
+                # One window, padded; and symbolic, each step at its length.
+                problems = (
+                    check(tools, folder, scratch,
+                          f"batch=1,sequence={tools.window}") +
+                    check(tools, folder, scratch,
+                          f"batch=1:1,sequence=1:{tools.window}"))
+            for p in problems:
                 failures += 1
                 print(f"FAIL   {os.path.basename(folder)}: {p}")
     print(f"\n{len(folders)} decoders, {failures} problems")

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """One symbolic import of each fresh export, run at several shapes.
 
-  check_symbolic.py --kiln-run BIN [--data test/models/fresh] [--only NAME,...]
+  check_symbolic.py --kiln-run BIN [--kilnc BIN] [--data test/models/fresh]
+      [--only NAME,...]
 
 The -dynamic exports of export_fresh.py keep batch and sequence symbolic
 (TorchScript and dynamo exporters; BERT, GPT-2, LLaMA). Each is imported
@@ -10,8 +11,11 @@ table) and run on the reference interpreter at (batch, sequence) = (1, 1),
 (1, 7), (3, 16) and (8, 32), with fresh token ids and an attention mask
 that pads the end of every row but the first, and compared with
 onnxruntime on the same inputs (fp32 contract: rtol 1e-4, atol 1e-5).
-Then the error cases: inputs that disagree on a dim, and a dim outside its
-range, must each fail with the named error.
+With --kilnc, each export is also compiled once to a .so with the same
+ranges, and that one artifact runs on the host backend at every shape,
+against the same onnxruntime outputs. Then the error cases, on both: inputs
+that disagree on a dim, and a dim outside its range, must each fail with
+the named error.
 
 The -kv exports (one decoding step with past keys and values) are imported
 with past_sequence=0:16 as well, and with the name each exporter gives the
@@ -67,8 +71,11 @@ def kv_dims(folder):
 
 
 def run_kiln(kiln_run, model, feeds, folder, dims=DIMS):
-    args = [kiln_run, model, "--backend=reference", "--dim", dims,
-            "--output-dir", folder]
+    """Runs the import on the reference interpreter, or a .so (dims None) on
+    the host backend."""
+    args = [kiln_run, model, "--output-dir", folder]
+    args += (["--backend=reference", "--dim", dims] if dims
+             else ["--backend=host"])
     for name, value in feeds.items():
         path = os.path.join(folder, f"given-{name}.npy")
         os.makedirs(folder, exist_ok=True)
@@ -77,7 +84,7 @@ def run_kiln(kiln_run, model, feeds, folder, dims=DIMS):
     return subprocess.run(args, capture_output=True, text=True)
 
 
-def check_model(kiln_run, folder, work, rng):
+def check_model(kiln_run, kilnc, folder, work, rng):
     model = os.path.join(folder, "model.onnx")
     name = os.path.basename(folder)
     session = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
@@ -85,26 +92,38 @@ def check_model(kiln_run, folder, work, rng):
     kv = name.endswith("-kv")
     dims = kv_dims(folder) if kv else DIMS
     shapes = KV_SHAPES if kv else [(b, s, 0) for b, s in SHAPES]
+    # The import on the reference interpreter, then (with --kilnc) one .so
+    # on the host backend, at every shape.
+    targets = [("reference", model, dims)]
+    if kilnc:
+        so = os.path.join(work, f"{name}.so")
+        result = subprocess.run([kilnc, model, "--dim", dims, "-o", so],
+                                capture_output=True, text=True)
+        if result.returncode != 0:
+            print(f"FAIL {name}: kilnc failed\n{result.stderr}")
+            return False
+        targets.append(("so", so, None))
     for batch, sequence, past in shapes:
         feeds = inputs_for(session, batch, sequence, rng, past)
-        shape = f"{batch}x{sequence}" + (f"+{past}" if kv else "")
-        out = os.path.join(work, f"{name}-{shape}")
-        result = run_kiln(kiln_run, model, feeds, out, dims)
-        if result.returncode != 0:
-            print(f"FAIL {name} {shape}: kiln-run failed\n"
-                  f"{result.stderr}")
-            ok = False
-            continue
         expected = session.run(None, feeds)
-        for info, want in zip(session.get_outputs(), expected):
-            got = np.load(os.path.join(out, info.name + ".npy"))
-            close = (got.shape == want.shape and
-                     np.allclose(got, want, rtol=1e-4, atol=1e-5))
-            worst = (float(np.abs(got.astype(np.float64) - want).max())
-                     if got.shape == want.shape else float("inf"))
-            print(f"{'ok  ' if close else 'FAIL'} {name} {shape} "
-                  f"{info.name} {list(got.shape)} max_abs {worst:.3e}")
-            ok &= close
+        shape = f"{batch}x{sequence}" + (f"+{past}" if kv else "")
+        for target, path, target_dims in targets:
+            out = os.path.join(work, f"{name}-{shape}-{target}")
+            result = run_kiln(kiln_run, path, feeds, out, target_dims)
+            if result.returncode != 0:
+                print(f"FAIL {name} {shape} {target}: kiln-run failed\n"
+                      f"{result.stderr}")
+                ok = False
+                continue
+            for info, want in zip(session.get_outputs(), expected):
+                got = np.load(os.path.join(out, info.name + ".npy"))
+                close = (got.shape == want.shape and
+                         np.allclose(got, want, rtol=1e-4, atol=1e-5))
+                worst = (float(np.abs(got.astype(np.float64) - want).max())
+                         if got.shape == want.shape else float("inf"))
+                print(f"{'ok  ' if close else 'FAIL'} {name} {shape} {target} "
+                      f"{info.name} {list(got.shape)} max_abs {worst:.3e}")
+                ok &= close
     if kv:
         return ok
     # Inputs that disagree on `sequence`, and a batch past its range.
@@ -118,19 +137,23 @@ def check_model(kiln_run, folder, work, rng):
                "range 1..8"),
     ]
     for feeds, dims, message in cases:
-        result = run_kiln(kiln_run, model, feeds,
-                          os.path.join(work, f"{name}-bad"), dims)
-        refused = result.returncode != 0 and message in result.stderr
-        print(f"{'ok  ' if refused else 'FAIL'} {name} refuses: {message}")
-        if not refused:
-            print(result.stderr)
-        ok &= refused
+        for target, path, target_dims in targets:
+            result = run_kiln(kiln_run, path, feeds,
+                              os.path.join(work, f"{name}-bad"), target_dims)
+            refused = result.returncode != 0 and message in result.stderr
+            print(f"{'ok  ' if refused else 'FAIL'} {name} {target} refuses: "
+                  f"{message}")
+            if not refused:
+                print(result.stderr)
+            ok &= refused
     return ok
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--kiln-run", required=True)
+    parser.add_argument("--kilnc", help="also compile each export to one "
+                        ".so and run it on the host backend at every shape")
     parser.add_argument("--data", default=os.path.join(
         os.path.dirname(os.path.abspath(__file__)), "fresh"))
     parser.add_argument("--only", default="")
@@ -146,7 +169,7 @@ def main():
     ok = True
     with tempfile.TemporaryDirectory() as work:
         for folder in folders:
-            ok &= check_model(args.kiln_run, folder, work, rng)
+            ok &= check_model(args.kiln_run, args.kilnc, folder, work, rng)
     print("all ok" if ok else "FAILED")
     return 0 if ok else 1
 

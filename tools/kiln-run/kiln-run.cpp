@@ -615,6 +615,16 @@ bool benchLibraryDevice(const SmallVector<const void *> &in) {
   return benchDevice(*model, in);
 }
 
+/// --bench times one shape: a model with symbolic dims is refused (its
+/// runs take dims the timing loops do not pass yet).
+LogicalResult refuseSymbolicBench() {
+  if (!benchRequested())
+    return success();
+  fail("--bench times models compiled with static shapes so far; compile "
+       "with each dim pinned (--dim NAME=N)");
+  return failure();
+}
+
 /// The symbolic dims of a `.so` through its C ABI: which values a run takes
 /// (the inputs from files say them; random inputs take --run-dim, else the
 /// top of each range), and the shapes they give.
@@ -754,7 +764,8 @@ runLibrary(MLIRContext *ctx, Signature &signature,
   // A model with symbolic dims runs at the dims its inputs say.
   SymbolicLibrary symbolic(lib, model);
   if (symbolic.numDims > 0 &&
-      failed(symbolic.chooseDims(signature.inputs, given))) {
+      (failed(refuseSymbolicBench()) ||
+       failed(symbolic.chooseDims(signature.inputs, given)))) {
     destroy(model);
     return failure();
   }
@@ -993,15 +1004,29 @@ int main(int argc, char **argv) {
       SmallVector<void *> out;
       for (HostTensor &t : *inputs)
         in.push_back(t.bytes.data());
+      // Symbolic dims: the values the inputs' shapes give.
+      std::vector<int64_t> dims;
+      if (!model->dims().empty()) {
+        if (failed(refuseSymbolicBench()))
+          return 1;
+        std::vector<std::vector<int64_t>> shapes;
+        for (HostTensor &t : *inputs)
+          shapes.emplace_back(t.shape.begin(), t.shape.end());
+        status = model->bindDims(shapes, dims);
+        if (!status.isOk())
+          return fail(status.message);
+      }
       for (size_t i = 0; i < model->numOutputs(); ++i) {
         const kiln::rt::Buffer &b = model->output(i);
+        std::vector<int64_t> shape =
+            dims.empty() ? b.shape : model->outputShape(i, dims);
         outputs.push_back(*HostTensor::allocate(
             kiln::fromRuntimeDType(&context, b.dtype),
-            SmallVector<int64_t>(b.shape.begin(), b.shape.end())));
+            SmallVector<int64_t>(shape.begin(), shape.end())));
       }
       for (HostTensor &t : outputs)
         out.push_back(t.bytes.data());
-      status = model->run(in.data(), out.data(), kiln::rt::Memory::Host);
+      status = model->run(dims, in.data(), out.data(), kiln::rt::Memory::Host);
       if (!status.isOk())
         return fail(status.message);
       if (benchRequested() &&

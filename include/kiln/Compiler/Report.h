@@ -41,6 +41,9 @@ struct CompileReport {
   /// The largest sum of buffer sizes live at once (kiln-plan-memory's lower
   /// bound on the arena); -1 when unknown.
   int64_t liveLowerBoundBytes = -1;
+  /// For symbolic dims: the bytes live at the plan's peak as a formula of
+  /// the dims (kiln-plan-memory's kiln.live_peak_bytes); empty otherwise.
+  std::string livePeakFormula;
   /// One entry per step of the artifact.
   StepOrigins origins;
   /// The compute precision: fp32, fp16 or bf16.

@@ -124,9 +124,9 @@ private:
       if (!isa<GatherOp, GatherElementsOp>(op) ||
           !op->getParentOfType<KernelOp>())
         return;
-      auto data = cast<RankedTensorType>(op->getOperand(0).getType());
       int64_t axis = isa<GatherOp>(op) ? cast<GatherOp>(op).getAxis()
                                        : cast<GatherElementsOp>(op).getAxis();
+      Size extent = sizesOf(op->getOperand(0))[axis];
       std::string site;
       llvm::raw_string_ostream os(site);
       SmallVector<StringRef> nodes = onnxNodeNames(op->getLoc());
@@ -136,7 +136,7 @@ private:
       else
         os << "'" << nodes.front() << "'";
       os << " (" << op->getName().stripDialect() << " over a dim of "
-         << data.getDimSize(axis) << ")";
+         << extent.getExpr().str() << ")";
       artifact.indexSites.push_back(site);
       op->setAttr(kIndexSiteAttr,
                   IntegerAttr::get(IntegerType::get(op->getContext(), 32),

@@ -344,3 +344,86 @@ TEST_F(CApi, LastErrorIsPerThread) {
   EXPECT_EQ(theirs, "");
   EXPECT_EQ(std::string(lib.lastError()), mine);
 }
+
+TEST_F(CApi, NamesTheDimsOfASymbolicModelAndRunsAtThem) {
+  // x [n] copied to y [n], n in 1..4; the copy's size follows n.
+  Artifact a = makeCopyArtifact({4});
+  a.symbolic.dims = {{"n", 1, 4}};
+  SizeFormula n{{SizeTerm{1, {0}}}};
+  for (uint32_t id : {0u, 1u}) {
+    SizeBinding b;
+    b.target = id;
+    b.formula = n;
+    a.symbolic.bindings.push_back(b);
+  }
+  SizeBinding bytes;
+  bytes.field = SizeField::CopyBytes;
+  bytes.formula = SizeFormula{{SizeTerm{4, {0}}}};
+  a.symbolic.bindings.push_back(bytes);
+  LoadedArtifact lib;
+  ASSERT_NO_FATAL_FAILURE(load(a, lib));
+  auto numDims = reinterpret_cast<decltype(&kiln_model_num_dims)>(
+      dlsym(lib.handle, "kiln_model_num_dims"));
+  auto dim = reinterpret_cast<decltype(&kiln_model_dim)>(
+      dlsym(lib.handle, "kiln_model_dim"));
+  auto bind = reinterpret_cast<decltype(&kiln_model_bind_dims)>(
+      dlsym(lib.handle, "kiln_model_bind_dims"));
+  auto outputShape = reinterpret_cast<decltype(&kiln_model_output_shape)>(
+      dlsym(lib.handle, "kiln_model_output_shape"));
+  auto runDims = reinterpret_cast<decltype(&kiln_model_run_dims)>(
+      dlsym(lib.handle, "kiln_model_run_dims"));
+  ASSERT_TRUE(numDims && dim && bind && outputShape && runDims);
+  kiln_model *model = nullptr;
+  ASSERT_EQ(lib.create(KILN_BACKEND_HOST, &model), KILN_OK) << lib.lastError();
+  EXPECT_EQ(numDims(model), 1);
+  EXPECT_EQ(numDims(nullptr), -1);
+  const char *name = nullptr;
+  int64_t min = 0, max = 0;
+  ASSERT_EQ(dim(model, 0, &name, &min, &max), KILN_OK);
+  EXPECT_STREQ(name, "n");
+  EXPECT_EQ(min, 1);
+  EXPECT_EQ(max, 4);
+  EXPECT_EQ(dim(model, 1, &name, &min, &max), KILN_ERROR_INVALID_ARGUMENT);
+
+  int64_t shape3[] = {3}, shape9[] = {9};
+  const int64_t *shapes[] = {shape3};
+  int64_t values[1] = {0};
+  ASSERT_EQ(bind(model, shapes, values), KILN_OK) << lib.lastError();
+  EXPECT_EQ(values[0], 3);
+  int64_t out[1] = {0};
+  ASSERT_EQ(outputShape(model, values, 0, out), KILN_OK);
+  EXPECT_EQ(out[0], 3);
+  float x[3] = {1, 2, 3}, y[4] = {-1, -1, -1, -1};
+  const void *in[] = {x};
+  void *outs[] = {y};
+  ASSERT_EQ(runDims(model, values, in, outs, KILN_MEMORY_HOST), KILN_OK)
+      << lib.lastError();
+  EXPECT_EQ(std::vector<float>(y, y + 4),
+            (std::vector<float>{1, 2, 3, -1}));
+
+  // Refusals name what is wrong, and leave the model usable.
+  shapes[0] = shape9;
+  EXPECT_EQ(bind(model, shapes, values), KILN_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(lib.lastError(), "dim sizes: 'n' is 9 (from input 'x' dim 0), "
+                                "outside its range 1..4");
+  EXPECT_EQ(lib.run(model, in, outs, KILN_MEMORY_HOST),
+            KILN_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(lib.lastError()).find("the model has symbolic dims "
+                                              "(n 1..4)"),
+            std::string::npos)
+      << lib.lastError();
+  int64_t five[] = {5};
+  EXPECT_EQ(runDims(model, five, in, outs, KILN_MEMORY_HOST),
+            KILN_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(outputShape(model, five, 0, out), KILN_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(runDims(model, nullptr, in, outs, KILN_MEMORY_HOST),
+            KILN_ERROR_INVALID_ARGUMENT);
+  int64_t two[] = {2};
+  float x2[2] = {7, 8};
+  const void *in2[] = {x2};
+  ASSERT_EQ(runDims(model, two, in2, outs, KILN_MEMORY_HOST), KILN_OK)
+      << lib.lastError();
+  EXPECT_EQ(y[0], 7);
+  EXPECT_EQ(y[1], 8);
+  lib.destroy(model);
+}

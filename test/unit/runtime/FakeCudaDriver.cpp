@@ -48,13 +48,25 @@ void doubleF32(unsigned threads, void **params) {
     b[i] = 2 * a[i];
 }
 
+/// b[i] = 2 * a[i] for i < n, n the third argument (a `long long` by value,
+/// as a kernel of a plan with a symbolic dim takes it).
+void doubleFirstF32(unsigned threads, void **params) {
+  auto *a =
+      reinterpret_cast<const float *>(*static_cast<DevicePtr *>(params[0]));
+  auto *b = reinterpret_cast<float *>(*static_cast<DevicePtr *>(params[1]));
+  long long n = *static_cast<long long *>(params[2]);
+  for (long long i = 0; i < n && i < threads; ++i)
+    b[i] = 2 * a[i];
+}
+
 struct FakeFunction {
   const char *name;
   HostKernel kernel;
   unsigned arity;
 };
 FakeFunction functions[] = {{"add_f32", addF32, 3},
-                            {"double_f32", doubleF32, 2}};
+                            {"double_f32", doubleF32, 2},
+                            {"double_first_f32", doubleFirstF32, 3}};
 
 /// Work recorded by a capture.
 using Ops = std::vector<std::function<void()>>;

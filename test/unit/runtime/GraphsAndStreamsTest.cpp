@@ -269,3 +269,79 @@ extern "C" __global__ void double_f32(const float *a, float *b) {
   EXPECT_EQ(y, richReference(source, x));
   EXPECT_TRUE(context->synchronize().isOk());
 }
+
+/// A plan over one dim n (1..8): x [n] doubled into t [n] by a kernel that
+/// takes n, then copied to y [n]; the grid covers n (one block of 2
+/// threads per 2 elements).
+static Artifact symbolicDoubling() {
+  Artifact a;
+  a.kilnVersion = "0.1.0-test";
+  a.arch = "sm_90a";
+  a.modelHash = "5ymb";
+  a.cubin = "FAKECUBIN";
+  a.kernelNames = {"double_first_f32"};
+  a.arenaBytes = 8 * sizeof(float);
+  a.buffers.push_back(makeBuffer(BufferKind::Input, "x", {8}, 0));
+  a.buffers.push_back(makeBuffer(BufferKind::Arena, "t", {8}, 0));
+  a.buffers.push_back(makeBuffer(BufferKind::Output, "y", {8}, 0));
+  a.inputs = {0};
+  a.outputs = {2};
+  LaunchStep launch;
+  launch.grid[0] = 4;
+  launch.block[0] = 2;
+  launch.args = {0, 1};
+  a.steps.push_back(Step::ofLaunch(launch));
+  CopyStep copy;
+  copy.src = 1;
+  copy.dst = 2;
+  copy.bytes = 8 * sizeof(float);
+  a.steps.push_back(Step::ofCopy(copy));
+  a.symbolic.dims = {{"n", 1, 8}};
+  SizeFormula n{{SizeTerm{1, {0}}}};
+  for (uint32_t id : {0u, 1u, 2u}) {
+    SizeBinding b;
+    b.target = id;
+    b.formula = n;
+    a.symbolic.bindings.push_back(b);
+  }
+  SizeBinding grid;
+  grid.field = SizeField::LaunchGrid;
+  grid.formula = n;
+  grid.divisor = 2;
+  grid.lowest = 1;
+  grid.highest = 4;
+  a.symbolic.bindings.push_back(grid);
+  SizeBinding bytes;
+  bytes.field = SizeField::CopyBytes;
+  bytes.target = 1;
+  bytes.formula = SizeFormula{{SizeTerm{4, {0}}}};
+  a.symbolic.bindings.push_back(bytes);
+  return a;
+}
+
+TEST_F(Graphs, ASymbolicPlanRunsAtEachDimsWithAGraphPerDims) {
+  std::unique_ptr<Model> symbolic;
+  ASSERT_TRUE(
+      Model::create(symbolicDoubling(), Backend::Cuda, symbolic).isOk());
+  // n = 3, 5, 3 again, 8, 5 again: the kernel gets n, the grid and the copy
+  // follow it, and each n has its own graph (a replay of another n's graph
+  // would write the wrong number of elements).
+  for (int64_t n : {3, 5, 3, 8, 5}) {
+    std::vector<float> x(n), y(8, -1.0f);
+    for (int64_t i = 0; i < n; ++i)
+      x[i] = static_cast<float>(i + n);
+    const void *in[] = {x.data()};
+    void *out[] = {y.data()};
+    Status s = symbolic->run({n}, in, out, Memory::Host);
+    ASSERT_TRUE(s.isOk()) << s.message;
+    for (int64_t i = 0; i < 8; ++i)
+      EXPECT_EQ(y[i], i < n ? 2.0f * x[i] : -1.0f) << "n " << n << " i " << i;
+  }
+  // The first run warms up; then one capture per new n (5, 3, 8; the
+  // second 5 replays).
+  EXPECT_EQ(counter("eagerKernels"), 1);
+  EXPECT_EQ(counter("captures"), 3);
+  EXPECT_EQ(counter("graphLaunches"), 4);
+  symbolic.reset();
+}
+

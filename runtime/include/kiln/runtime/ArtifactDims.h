@@ -113,6 +113,9 @@ bool bindDims(const Artifact &a,
 bool instantiatePlan(const Artifact &a, const std::vector<int64_t> &values,
                      Artifact &shaped, std::string &error);
 
+/// The formula of dim `axis` of buffer `id`, or null for a static dim.
+const SizeFormula *dimFormula(const Artifact &a, uint32_t id, uint32_t axis);
+
 /// The shape of buffer `id` for the dims' `values`.
 bool shapeAt(const Artifact &a, uint32_t id, const std::vector<int64_t> &values,
              std::vector<int64_t> &shape);

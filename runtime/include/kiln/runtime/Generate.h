@@ -5,13 +5,17 @@
 // `position_ids` when the model takes them) and the next token comes from
 // the logits at the last position.
 //
-// Until Kiln compiles symbolic shapes and keeps a KV cache, the model is
-// compiled for one window (batch 1, sequence = the longest text, e.g.
-// `--dim batch=1,sequence=64`) and every step runs the whole window with the
-// positions after the text masked out. A causal model does not look ahead,
-// so the padding changes nothing before it and the tokens are those of an
-// unpadded loop (test/models/check_generate.py checks them against
-// onnxruntime's); each step costs the whole window, not one token.
+// A model compiled with symbolic dims (`--dim batch=1:1,sequence=1:64`)
+// runs each step at the length it needs (GenerateOverDims.cpp): the whole
+// text so far, or, for a decoder with a KV cache (inputs
+// `past_key_values.*`, outputs `present.*`), the prompt once and then one
+// token a step with the cache so far; the loop stops early when the text
+// reaches the top of a dim's range. A static model is compiled for one
+// window (batch 1, sequence = the longest text) and every step runs the
+// whole window with the positions after the text masked out: a causal model
+// does not look ahead, so the padding changes nothing before it and the
+// tokens are those of an unpadded loop, at the cost of the whole window a
+// step. test/models/check_generate.py checks both against onnxruntime.
 //
 //===----------------------------------------------------------------------===//
 
@@ -47,9 +51,10 @@ struct GenerateOptions {
 
 /// Appends up to `options.maxNewTokens` tokens to `tokens`, which holds the
 /// prompt (at least one token) on entry. The model takes `input_ids`
-/// ([1, window], int64 or int32) and optionally `attention_mask` and
-/// `position_ids` of the same shape, and has an output `logits` (or a
-/// single output) of [1, window, vocab] floats. Fails with
+/// ([1, length], int64 or int32) and optionally `attention_mask` and
+/// `position_ids` ([1, length], the mask over the cache too) and
+/// `past_key_values.*` with their `present.*` outputs, and has an output
+/// `logits` (or a single output) of [1, length, vocab] floats. Fails with
 /// `InvalidArgument` naming what does not fit.
 Status generate(Model &model, const GenerateOptions &options,
                 std::vector<int64_t> &tokens);

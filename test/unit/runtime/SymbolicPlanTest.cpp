@@ -1,0 +1,251 @@
+//===- SymbolicPlanTest.cpp - Plans over named dims -----------------------===//
+//
+// A hand-written plan with two dims, `n` (1..8) and `past` (0..4): input x
+// is [n], input mask is [past + n], and a kernel written here doubles x into
+// output y ([n]) over a grid that follows n. Checks the encoding of the
+// dims and bindings, the learning of the dims from the inputs' shapes with
+// its errors, the plan written for given values, and runs on the host
+// backend at several values, a refused run leaving the model usable.
+//
+//===----------------------------------------------------------------------===//
+
+#include "TestArtifacts.h"
+#include "kiln/runtime/ArtifactDims.h"
+#include "kiln/runtime/Model.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+
+using namespace kiln::rt;
+using namespace kiln::rt::test;
+
+namespace {
+
+const char *kDoubleSource = R"cuda(
+extern "C" __global__ void twice(const float *x, const float *mask, float *y,
+                                 long long kd_n, long long kd_past) {
+  for (long long i = blockIdx.x * blockDim.x + threadIdx.x; i < kd_n;
+       i += (long long)gridDim.x * blockDim.x)
+    y[i] = 2.0f * x[i];
+}
+)cuda";
+
+SizeFormula dim(uint32_t d) { return SizeFormula{{SizeTerm{1, {d}}}}; }
+
+SizeBinding binding(SizeField field, uint32_t target, uint32_t axis,
+                    SizeFormula f) {
+  SizeBinding b;
+  b.field = field;
+  b.target = target;
+  b.axis = axis;
+  b.formula = std::move(f);
+  return b;
+}
+
+/// The plan at the top of the ranges: n = 8, past = 4.
+Artifact symbolicArtifact() {
+  Artifact a;
+  a.kilnVersion = "0.1.0-test";
+  a.arch = "sm_90a";
+  a.modelHash = "d1m5";
+  a.cudaSource = kDoubleSource;
+  a.kernelNames = {"twice"};
+  a.buffers.push_back(makeBuffer(BufferKind::Input, "x", {8}, 0));
+  a.buffers.push_back(makeBuffer(BufferKind::Input, "mask", {12}, 1));
+  a.buffers.push_back(makeBuffer(BufferKind::Output, "y", {8}, 0));
+  a.inputs = {0, 1};
+  a.outputs = {2};
+  LaunchStep launch;
+  launch.grid[0] = 1;
+  launch.block[0] = 4;
+  launch.args = {0, 1, 2};
+  a.steps.push_back(Step::ofLaunch(launch));
+  a.symbolic.dims = {{"n", 1, 8}, {"past", 0, 4}};
+  SizeFormula total{{SizeTerm{1, {0}}, SizeTerm{1, {1}}}};
+  a.symbolic.bindings = {
+      binding(SizeField::BufferDim, 0, 0, dim(0)),
+      binding(SizeField::BufferDim, 1, 0, total),
+      binding(SizeField::BufferDim, 2, 0, dim(0)),
+  };
+  // Two threads of each block of 4 would do: one block per four elements.
+  SizeBinding grid = binding(SizeField::LaunchGrid, 0, 0, dim(0));
+  grid.divisor = 4;
+  grid.lowest = 1;
+  grid.highest = 2;
+  a.symbolic.bindings.push_back(grid);
+  return a;
+}
+
+TEST(SymbolicPlan, SerializesDimsAndBindings) {
+  Artifact a = symbolicArtifact();
+  std::string error;
+  ASSERT_TRUE(validateArtifact(a, error)) << error;
+  Artifact back;
+  std::string bytes = serializeArtifact(a);
+  ASSERT_TRUE(deserializeArtifact(bytes.data(), bytes.size(), back, error))
+      << error;
+  ASSERT_EQ(back.symbolic.dims.size(), 2u);
+  EXPECT_EQ(back.symbolic.dims[1].name, "past");
+  EXPECT_EQ(back.symbolic.dims[1].max, 4);
+  ASSERT_EQ(back.symbolic.bindings.size(), 4u);
+  EXPECT_EQ(sizeText(back.symbolic.bindings[1].formula, back.symbolic.dims),
+            "n + past");
+  EXPECT_EQ(back.symbolic.bindings[3].divisor, 4);
+  EXPECT_EQ(back.symbolic.bindings[3].highest, 2);
+}
+
+TEST(SymbolicPlan, ValidationRefusesBadDimsAndBindings) {
+  auto expectInvalid = [](Artifact a, const std::string &needle) {
+    std::string error;
+    EXPECT_FALSE(validateArtifact(a, error)) << needle;
+    EXPECT_NE(error.find(needle), std::string::npos) << error;
+  };
+  Artifact a = symbolicArtifact();
+  a.symbolic.dims[1].min = 5;
+  expectInvalid(a, "dim 'past': range 5..4 is empty or negative");
+  a = symbolicArtifact();
+  a.symbolic.dims[1].name = "n";
+  expectInvalid(a, "dim 'n' is named twice");
+  a = symbolicArtifact();
+  a.symbolic.bindings[0].formula.terms[0].dims[0] = 2;
+  expectInvalid(a, "size binding 0: dim index 2 out of range");
+  a = symbolicArtifact();
+  a.symbolic.bindings[0].axis = 1;
+  expectInvalid(a, "size binding 0: its field, target or axis is out of range");
+  a = symbolicArtifact();
+  a.symbolic.bindings[3].field = SizeField::MatmulField;
+  expectInvalid(a, "size binding 3: its field, target or axis is out of range");
+  a = symbolicArtifact();
+  a.symbolic.bindings[3].divisor = 0;
+  expectInvalid(a, "size binding 3: divisor below 1");
+}
+
+TEST(SymbolicPlan, LearnsDimsFromInputShapes) {
+  Artifact a = symbolicArtifact();
+  std::vector<int64_t> values;
+  std::string error;
+  // n from x; past from mask's past + n.
+  ASSERT_TRUE(bindDims(a, {{3}, {5}}, values, error)) << error;
+  EXPECT_EQ(values, (std::vector<int64_t>{3, 2}));
+  ASSERT_TRUE(bindDims(a, {{1}, {1}}, values, error)) << error;
+  EXPECT_EQ(values, (std::vector<int64_t>{1, 0}));
+
+  EXPECT_FALSE(bindDims(a, {{9}, {9}}, values, error));
+  EXPECT_EQ(error, "dim sizes: 'n' is 9 (from input 'x' dim 0), outside its "
+                   "range 1..8");
+  EXPECT_FALSE(bindDims(a, {{3}, {9}}, values, error));
+  EXPECT_EQ(error, "dim sizes: 'past' is 6 (from input 'mask' dim 0), outside "
+                   "its range 0..4");
+  EXPECT_FALSE(bindDims(a, {{3}, {2}}, values, error));
+  EXPECT_EQ(error, "dim sizes: 'past' is -1 (from input 'mask' dim 0), "
+                   "outside its range 0..4");
+  EXPECT_FALSE(bindDims(a, {{3, 1}, {5}}, values, error));
+  EXPECT_EQ(error, "dim sizes: input 'x' has rank 2, expected 1");
+  EXPECT_FALSE(bindDims(a, {{3}}, values, error));
+  EXPECT_EQ(error, "dim sizes: 1 input shapes for 2 inputs");
+}
+
+TEST(SymbolicPlan, NamesTheSizeAnInputDisagreesWith) {
+  // Two inputs of [n]: the second disagrees with what the first says.
+  Artifact a = symbolicArtifact();
+  a.symbolic.bindings[1].formula = dim(0);
+  std::vector<int64_t> values;
+  std::string error;
+  EXPECT_FALSE(bindDims(a, {{3}, {4}}, values, error));
+  EXPECT_EQ(error, "dim sizes: no input's shape gives 'past'");
+  a.symbolic.dims.pop_back();
+  EXPECT_FALSE(bindDims(a, {{3}, {4}}, values, error));
+  EXPECT_EQ(error, "dim sizes: input 'mask' dim 0 is 4, but its size 'n' is 3 "
+                   "with n = 3 (from input 'x' dim 0)");
+}
+
+TEST(SymbolicPlan, WritesThePlanForTheValues) {
+  Artifact a = symbolicArtifact();
+  Artifact shaped;
+  std::string error;
+  ASSERT_TRUE(instantiatePlan(a, {5, 1}, shaped, error)) << error;
+  EXPECT_EQ(shaped.buffers[0].shape, (std::vector<int64_t>{5}));
+  EXPECT_EQ(shaped.buffers[1].shape, (std::vector<int64_t>{6}));
+  EXPECT_EQ(shaped.buffers[1].bytes, 6 * sizeof(float));
+  EXPECT_EQ(shaped.steps[0].launch.grid[0], 2u);
+  ASSERT_TRUE(instantiatePlan(a, {1, 0}, shaped, error)) << error;
+  EXPECT_EQ(shaped.steps[0].launch.grid[0], 1u);
+  EXPECT_TRUE(shaped.cudaSource.empty()) << "kernels are not copied";
+  // A formula that outgrows the storage planned for the top of the ranges
+  // (a corrupt artifact) is refused, not run.
+  a.symbolic.bindings[0].formula.terms[0].coefficient = 2;
+  EXPECT_FALSE(instantiatePlan(a, {5, 0}, shaped, error));
+  EXPECT_EQ(error, "dim sizes: buffer 'x' outgrows its planned storage at "
+                   "these dims");
+}
+
+class SymbolicHostRun : public ::testing::Test {
+protected:
+  static void SetUpTestSuite() {
+    setenv("KILN_CACHE_DIR", (makeTempDir() + "/cache").c_str(), 1);
+  }
+};
+
+TEST_F(SymbolicHostRun, RunsAtEachValueAndStaysUsableAfterARefusal) {
+  std::unique_ptr<Model> model;
+  Status s = Model::create(symbolicArtifact(), Backend::Host, model);
+  ASSERT_TRUE(s.isOk()) << s.message;
+  ASSERT_EQ(model->dims().size(), 2u);
+  for (int64_t n : {1, 5, 8}) {
+    std::vector<int64_t> dims;
+    ASSERT_TRUE(model->bindDims({{n}, {n + 2}}, dims).isOk());
+    EXPECT_EQ(model->outputShape(0, dims), (std::vector<int64_t>{n}));
+    std::vector<float> x(n), mask(n + 2, 0.0f), y(n, -1.0f);
+    for (int64_t i = 0; i < n; ++i)
+      x[i] = static_cast<float>(i) + 0.25f;
+    const void *in[] = {x.data(), mask.data()};
+    void *out[] = {y.data()};
+    s = model->run(dims, in, out, Memory::Host);
+    ASSERT_TRUE(s.isOk()) << s.message;
+    for (int64_t i = 0; i < n; ++i)
+      EXPECT_EQ(y[i], 2.0f * x[i]) << "n = " << n << ", i = " << i;
+  }
+  // Refused: dims outside their ranges, the wrong number of dims, and a run
+  // without dims. Each says why, and the next run works.
+  std::vector<float> x(8, 1.0f), mask(12, 0.0f), y(8);
+  const void *in[] = {x.data(), mask.data()};
+  void *out[] = {y.data()};
+  s = model->run({9, 0}, in, out, Memory::Host);
+  EXPECT_EQ(s.message, "dim sizes: 'n' is 9, outside its range 1..8");
+  s = model->run({3}, in, out, Memory::Host);
+  EXPECT_NE(s.message.find("the model has symbolic dims (n 1..8, past 0..4)"),
+            std::string::npos)
+      << s.message;
+  s = model->run(in, out, Memory::Host);
+  EXPECT_FALSE(s.isOk());
+  s = model->run({2, 4}, in, out, Memory::Host);
+  ASSERT_TRUE(s.isOk()) << s.message;
+  EXPECT_EQ(y[0], 2.0f);
+  EXPECT_EQ(y[1], 2.0f);
+}
+
+TEST_F(SymbolicHostRun, CheckingModeSizesStoragePerRun) {
+  // In the checking mode each buffer is allocated at its size for the run's
+  // dims, so a kernel that reads past n (here: x[n]) is caught.
+  const char *overread = R"cuda(
+extern "C" __global__ void twice(const float *x, const float *mask, float *y,
+                                 long long kd_n, long long kd_past) {
+  if (blockIdx.x == 0 && threadIdx.x == 0)
+    y[0] = x[kd_n];
+}
+)cuda";
+  Artifact a = symbolicArtifact();
+  a.cudaSource = overread;
+  HostOptions options;
+  options.checking = true;
+  std::unique_ptr<Model> model;
+  ASSERT_TRUE(Model::create(std::move(a), Backend::Host, model, options).isOk());
+  std::vector<float> x(3, 1.0f), mask(3, 0.0f), y(3);
+  const void *in[] = {x.data(), mask.data()};
+  void *out[] = {y.data()};
+  EXPECT_DEATH(model->run({3, 0}, in, out, Memory::Host).isOk(),
+               "AddressSanitizer");
+}
+
+} // namespace
