@@ -306,8 +306,8 @@ void printReportText(const rt::Artifact &artifact, const CompileReport &report,
   os << ", weights " << weightBytesOf(artifact, report) << " bytes\n";
   if (!artifact.symbolic.empty()) {
     os << "dims:";
-    for (const rt::DimRange &dim : artifact.symbolic.dims)
-      os << " " << dim.name << " " << dim.min << ".." << dim.max;
+    for (auto [i, dim] : llvm::enumerate(artifact.symbolic.dims))
+      os << (i ? ", " : " ") << dim.name << " " << dim.min << ".." << dim.max;
     os << " (the arena is planned for the top of the ranges)\n";
     if (!report.livePeakFormula.empty())
       os << "  live bytes at the peak: " << report.livePeakFormula << "\n";

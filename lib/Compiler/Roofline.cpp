@@ -3,6 +3,7 @@
 #include "kiln/Compiler/Roofline.h"
 
 #include "kiln/Dialect/Kiln/KilnOps.h"
+#include "kiln/Dialect/Kiln/SymbolicShapes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
 #include <algorithm>
@@ -37,38 +38,62 @@ std::string knownGpus() {
   return names;
 }
 
-static double elementsOf(Type type) {
-  auto shaped = dyn_cast<ShapedType>(type);
-  return shaped && shaped.hasStaticShape() ? double(shaped.getNumElements())
-                                           : 0;
+/// The dims of `value`, symbolic ones at the top of their ranges: the plan
+/// the report describes (0 for a dim without a range).
+static SmallVector<double> dimsOf(Value value) {
+  auto type = cast<RankedTensorType>(value.getType());
+  SmallVector<double> dims;
+  std::optional<SymbolicShape> sizes = symbolicShapeOf(type);
+  if (!sizes)
+    return SmallVector<double>(type.getRank(), 0.0);
+  Operation *scope = value.getParentRegion()->getParentOp();
+  auto func = isa<func::FuncOp>(scope) ? cast<func::FuncOp>(scope)
+                                       : scope->getParentOfType<func::FuncOp>();
+  DimRanges ranges = func ? dimRangesOf(func) : DimRanges();
+  for (const DimExpr &size : *sizes) {
+    auto bounds = size.bounds(
+        [&](StringRef name) -> std::optional<std::pair<int64_t, int64_t>> {
+          auto it = ranges.find(name);
+          if (it == ranges.end())
+            return std::nullopt;
+          return it->second;
+        });
+    dims.push_back(bounds ? double(bounds->second) : 0.0);
+  }
+  return dims;
+}
+
+static double elementsOf(Value value) {
+  double elements = 1;
+  for (double d : dimsOf(value))
+    elements *= d;
+  return elements;
 }
 
 /// FLOPs of one op inside a kernel.
 static double flopsOf(Operation *op) {
   if (auto attention = dyn_cast<AttentionOp>(op)) {
-    auto query = cast<ShapedType>(attention.getQuery().getType());
-    auto key = cast<ShapedType>(attention.getKey().getType());
-    auto value = cast<ShapedType>(attention.getValue().getType());
-    double rows = elementsOf(query) / query.getShape().back();
-    double keys = key.getShape()[key.getRank() - 2];
+    SmallVector<double> query = dimsOf(attention.getQuery());
+    SmallVector<double> key = dimsOf(attention.getKey());
+    SmallVector<double> value = dimsOf(attention.getValue());
+    double rows = query[0] * query[1] * query[2];
+    double keys = key[key.size() - 2];
     // Q.K^T, softmax (about five per score), P.V.
-    double perScore =
-        2.0 * query.getShape().back() + 5.0 + 2.0 * value.getShape().back();
+    double perScore = 2.0 * query.back() + 5.0 + 2.0 * value.back();
     return rows * keys * perScore;
   }
   if (auto matmul = dyn_cast<MatmulOp>(op)) {
-    auto lhs = cast<ShapedType>(op->getOperand(0).getType());
-    return 2.0 * elementsOf(matmul.getResult().getType()) *
-           lhs.getShape().back();
+    return 2.0 * elementsOf(matmul.getResult()) *
+           dimsOf(op->getOperand(0)).back();
   }
   if (isa<LayerNormOp>(op))
-    return 8.0 * elementsOf(op->getOperand(0).getType());
+    return 8.0 * elementsOf(op->getOperand(0));
   if (isa<SoftmaxOp, LogSoftmaxOp>(op))
-    return 5.0 * elementsOf(op->getOperand(0).getType());
+    return 5.0 * elementsOf(op->getOperand(0));
   if (isReduction(op))
-    return elementsOf(op->getOperand(0).getType());
+    return elementsOf(op->getOperand(0));
   if (isElementwise(op) && op->getNumResults() == 1)
-    return elementsOf(op->getResult(0).getType());
+    return elementsOf(op->getResult(0));
   return 0; // Data movement.
 }
 

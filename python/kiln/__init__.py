@@ -4,6 +4,10 @@
     model = kiln.compile("model.onnx", dims={"batch": 1, "sequence": 128})
     outputs = model.run({"input_ids": ids, "attention_mask": mask})
 
+A dim given a range, `dims={"batch": (1, 8), "sequence": (1, 512)}`, stays
+symbolic: the one model runs at every shape in range, the dims learned from
+the inputs' shapes (`Model.dims` names them).
+
 `compile` takes a path or an `onnx.ModelProto` and returns a `Model` that
 runs in this process; `load` opens an artifact `.so` written by `kilnc`.
 Inputs are numpy arrays or any DLPack tensor (`__dlpack__`); outputs are
@@ -25,8 +29,8 @@ from . import _kiln
 
 __version__: str = _kiln.__version__
 
-__all__ = ["compile", "load", "Model", "Context", "TensorInfo", "Error",
-           "CompileError", "RunError", "version"]
+__all__ = ["compile", "load", "Model", "Context", "TensorInfo", "DimInfo",
+           "Error", "CompileError", "RunError", "version"]
 
 # DLPack device types.
 _DL_CPU, _DL_CUDA, _DL_CUDA_HOST = 1, 2, 3
@@ -52,6 +56,14 @@ class TensorInfo:
     shape: Tuple[int, ...]
 
 
+@dataclass(frozen=True)
+class DimInfo:
+    """A symbolic dim of a model and the values it takes, min to max."""
+    name: str
+    min: int
+    max: int
+
+
 def _infos(described) -> List[TensorInfo]:
     return [TensorInfo(name, np.dtype(dtype), tuple(shape))
             for name, dtype, shape in described]
@@ -62,8 +74,10 @@ class Model:
 
     def __init__(self, native):
         self._native = native
+        # With symbolic dims, the shapes at the top of their ranges.
         self.inputs: List[TensorInfo] = _infos(native.inputs)
         self.outputs: List[TensorInfo] = _infos(native.outputs)
+        self.dims: List[DimInfo] = [DimInfo(*d) for d in native.dims]
 
     @property
     def backend(self) -> str:
@@ -88,7 +102,9 @@ class Model:
         device tensors in need device tensors out. `backend` ("cuda",
         "host") runs the same plan on another backend than the model's."""
         return _run(self, inputs, outputs,
-                    lambda i, o, d: self._native.run(i, o, d, backend or ""))
+                    lambda i, o, d, dims: self._native.run(i, o, d,
+                                                           backend or "",
+                                                           dims))
 
     def context(self) -> "Context":
         """A new execution context: its own arena and staging buffers over
@@ -123,12 +139,12 @@ class Context:
                            f"cuda_stream, got {stream!r}")
         on_host = self.model.backend == "host"
 
-        def enqueue(i, o, device):
+        def enqueue(i, o, device, dims):
             if device == on_host:
                 raise RunError("a run on a stream takes device tensors on "
                                "the CUDA backend, host arrays on the host "
                                "backend")
-            self._native.enqueue(i, o, handle)
+            self._native.enqueue(i, o, handle, dims)
         return _run(self.model, inputs, outputs, enqueue, stream=handle)
 
     def synchronize(self) -> None:
@@ -144,15 +160,16 @@ def _run(model: Model, inputs: Mapping[str, Any],
          outputs: Optional[Mapping[str, Any]], native_run,
          stream: Optional[int] = None) -> Dict[str, Any]:
     """Checks and converts the tensors of a run of `model`, then calls
-    `native_run(input addresses, output addresses, on the device?)`. With a
-    `stream`, DLPack producers make device tensors ready on it."""
+    `native_run(input addresses, output addresses, on the device?, dims)`.
+    With a `stream`, DLPack producers make device tensors ready on it."""
     missing = [i.name for i in model.inputs if i.name not in inputs]
     unknown = sorted(set(inputs) - {i.name for i in model.inputs})
     if missing or unknown:
         raise RunError(f"inputs missing: {missing}; unknown: {unknown}")
+    in_infos, out_infos, dims = _shapes_of_run(model, inputs)
     keep = []  # What must stay alive until the run is over.
     in_ptrs, in_device = [], []
-    for info in model.inputs:
+    for info in in_infos:
         ptr, device = _address(inputs[info.name], info, keep, "input", stream)
         in_ptrs.append(ptr)
         in_device.append(device)
@@ -160,14 +177,14 @@ def _run(model: Model, inputs: Mapping[str, Any],
         if any(in_device):
             raise RunError("device inputs need device outputs: pass "
                            "outputs={name: tensor}")
-        results = {o.name: np.empty(o.shape, o.dtype) for o in model.outputs}
+        results = {o.name: np.empty(o.shape, o.dtype) for o in out_infos}
     else:
         if set(outputs) != {o.name for o in model.outputs}:
             raise RunError(f"outputs must name exactly "
                            f"{[o.name for o in model.outputs]}")
         results = dict(outputs)
     out_ptrs, out_device = [], []
-    for info in model.outputs:
+    for info in out_infos:
         ptr, device = _address(results[info.name], info, keep, "output",
                                stream)
         out_ptrs.append(ptr)
@@ -177,10 +194,33 @@ def _run(model: Model, inputs: Mapping[str, Any],
         raise RunError("inputs and outputs must all be in host memory or "
                        "all on the device")
     try:
-        native_run(in_ptrs, out_ptrs, on_device == {True})
+        native_run(in_ptrs, out_ptrs, on_device == {True}, dims)
     except RuntimeError as e:
         raise RunError(str(e)) from None
     return results
+
+
+def _shapes_of_run(model: Model, inputs: Mapping[str, Any]):
+    """The input and output infos of a run, and its dims' values: the
+    model's own for a static model; with symbolic dims, those the inputs'
+    shapes give (RunError naming the input and dim that do not fit)."""
+    if not model.dims:
+        return model.inputs, model.outputs, []
+    shapes = []
+    for info in model.inputs:
+        tensor = inputs[info.name]
+        shape = getattr(tensor, "shape", None)
+        shapes.append([int(d) for d in (np.shape(tensor) if shape is None
+                                        else shape)])
+    try:
+        dims = model._native.bind_dims(shapes)
+        in_shapes, out_shapes = model._native.shapes_at(dims)
+    except RuntimeError as e:
+        raise RunError(str(e)) from None
+    resize = lambda infos, shapes: [  # noqa: E731
+        TensorInfo(i.name, i.dtype, tuple(s)) for i, s in zip(infos, shapes)]
+    return (resize(model.inputs, in_shapes), resize(model.outputs, out_shapes),
+            dims)
 
 
 def _address(tensor, info: TensorInfo, keep: list, what: str,
@@ -240,13 +280,14 @@ def _dlpack_dtype(code: int, bits: int, lanes: int) -> np.dtype:
 
 
 def compile(model: Union[str, os.PathLike, Any], *, precision: str = "fp32",
-            dims: Optional[Mapping[str, int]] = None,
+            dims: Optional[Mapping[str, Union[int, Tuple[int, int]]]] = None,
             input_shapes: Optional[Mapping[str, Sequence[int]]] = None,
             backend: str = "auto", report: bool = False,
             base_dir: Optional[Union[str, os.PathLike]] = None) -> Model:
     """Compiles an ONNX model (a path, or an `onnx.ModelProto`) in this
-    process. `dims` gives symbolic dims their values (kilnc --dim),
-    `input_shapes` whole input shapes (--input-shape); `precision` is
+    process. `dims` gives symbolic dims their values (kilnc --dim), or a
+    range (min, max) to keep one symbolic (--dim NAME=MIN:MAX), `input_shapes`
+    whole input shapes (--input-shape); `precision` is
     "fp32", "fp16" or "bf16"; `backend` "auto", "cuda" or "host". A
     ModelProto loaded without its external data (`load_external_data=False`)
     reads it from `base_dir`, the folder of the model file."""
@@ -257,8 +298,13 @@ def compile(model: Union[str, os.PathLike, Any], *, precision: str = "fp32",
         name = (model.graph.name or "model") + ".onnx"
         path = os.path.join(str(base_dir or os.getcwd()), name)
         data = model.SerializeToString()
+    values = {k: v for k, v in (dims or {}).items() if isinstance(v, int)}
+    ranges = {k: tuple(v) for k, v in (dims or {}).items()
+              if not isinstance(v, int)}
+    if any(len(r) != 2 for r in ranges.values()):
+        raise TypeError("a dim is an int or a (min, max) pair")
     try:
-        native = _kiln.compile(path, data, precision, dict(dims or {}),
+        native = _kiln.compile(path, data, precision, values, ranges,
                                {k: list(v) for k, v in (input_shapes or {}).items()},
                                backend, report)
     except RuntimeError as e:

@@ -77,7 +77,8 @@ rt::Backend backendOf(const std::string &name) {
 }
 
 /// Pointers in graph order from the integer addresses the Python side
-/// passes (it keeps the tensors alive and has checked dtypes and sizes).
+/// passes (it keeps the tensors alive and has checked dtypes and the shapes
+/// `shapesAt` gave it).
 void checkedPointers(const rt::Model &model, const std::vector<uintptr_t> &in,
                      const std::vector<uintptr_t> &out,
                      std::vector<const void *> &inputs,
@@ -141,11 +142,40 @@ struct PyModel {
     return list;
   }
 
+  /// The symbolic dims: (name, min, max) each; empty for a static model.
+  py::list dims() const {
+    py::list list;
+    for (const rt::DimRange &d : model->dims())
+      list.append(py::make_tuple(d.name, d.min, d.max));
+    return list;
+  }
+
+  /// The dims' values for inputs of `shapes` (one per input, graph order).
+  std::vector<int64_t>
+  bindDims(const std::vector<std::vector<int64_t>> &shapes) const {
+    std::vector<int64_t> values;
+    if (rt::Status s = model->bindDims(shapes, values); !s.isOk())
+      throw std::runtime_error(s.message);
+    return values;
+  }
+
+  /// The input and output shapes at the dims' `values` (from bindDims).
+  py::tuple shapesAt(const std::vector<int64_t> &values) const {
+    py::list inputs, outputs;
+    for (size_t i = 0; i < model->numInputs(); ++i)
+      inputs.append(py::tuple(py::cast(model->inputShape(i, values))));
+    for (size_t i = 0; i < model->numOutputs(); ++i)
+      outputs.append(py::tuple(py::cast(model->outputShape(i, values))));
+    return py::make_tuple(inputs, outputs);
+  }
+
   /// Runs on host buffers (or device pointers when `device`), given as
-  /// integer addresses in graph order; the Python side keeps them alive and
-  /// has checked their dtypes and sizes.
+  /// integer addresses in graph order, at the dims' `dims` (none for a
+  /// static model); the Python side keeps them alive and has checked their
+  /// dtypes and shapes.
   void run(const std::vector<uintptr_t> &in, const std::vector<uintptr_t> &out,
-           bool device, const std::string &backend) {
+           bool device, const std::string &backend,
+           const std::vector<int64_t> &dims) {
     rt::Model &runner = on(backend);
     std::vector<const void *> inputs;
     std::vector<void *> outputs;
@@ -153,7 +183,7 @@ struct PyModel {
     rt::Status status;
     {
       py::gil_scoped_release release;
-      status = runner.run(inputs.data(), outputs.data(),
+      status = runner.run(dims, inputs.data(), outputs.data(),
                           device ? rt::Memory::Device : rt::Memory::Host);
     }
     if (!status.isOk())
@@ -168,14 +198,14 @@ struct PyRunContext {
   std::unique_ptr<rt::ExecutionContext> context;
 
   void run(const std::vector<uintptr_t> &in, const std::vector<uintptr_t> &out,
-           bool device) {
+           bool device, const std::vector<int64_t> &dims) {
     std::vector<const void *> inputs;
     std::vector<void *> outputs;
     checkedPointers(*model, in, out, inputs, outputs);
     rt::Status status;
     {
       py::gil_scoped_release release;
-      status = context->run(inputs.data(), outputs.data(),
+      status = context->run(dims, inputs.data(), outputs.data(),
                             device ? rt::Memory::Device : rt::Memory::Host);
     }
     if (!status.isOk())
@@ -185,14 +215,15 @@ struct PyRunContext {
   /// Queues a run on the CUDA stream `stream` (a CUstream as an integer)
   /// without waiting; see ExecutionContext::enqueue.
   void enqueue(const std::vector<uintptr_t> &in,
-               const std::vector<uintptr_t> &out, uintptr_t stream) {
+               const std::vector<uintptr_t> &out, uintptr_t stream,
+               const std::vector<int64_t> &dims) {
     std::vector<const void *> inputs;
     std::vector<void *> outputs;
     checkedPointers(*model, in, out, inputs, outputs);
     rt::Status status;
     {
       py::gil_scoped_release release;
-      status = context->enqueue(inputs.data(), outputs.data(),
+      status = context->enqueue(dims, inputs.data(), outputs.data(),
                                 reinterpret_cast<void *>(stream));
     }
     if (!status.isOk())
@@ -234,6 +265,7 @@ PyModel create(rt::Artifact artifact, const std::string &backend) {
 PyModel compile(const std::string &path, const py::object &bytes,
                 const std::string &precision,
                 const std::map<std::string, int64_t> &dims,
+                const std::map<std::string, std::pair<int64_t, int64_t>> &ranges,
                 const std::map<std::string, std::vector<int64_t>> &shapes,
                 const std::string &backend, bool report) {
   CompileOptions options;
@@ -242,6 +274,14 @@ PyModel compile(const std::string &path, const py::object &bytes,
     throw std::invalid_argument("precision must be 'fp32', 'fp16' or 'bf16'");
   for (const auto &[name, value] : dims)
     options.import.dimValues[name] = value;
+  for (const auto &[name, range] : ranges) {
+    if (range.first < 0 || range.first > range.second)
+      throw std::invalid_argument("dim '" + name + "': the range (" +
+                                  std::to_string(range.first) + ", " +
+                                  std::to_string(range.second) +
+                                  ") must have 0 <= min <= max");
+    options.import.dimRanges[name] = range;
+  }
   for (const auto &[name, shape] : shapes)
     options.import.inputShapes[name] =
         llvm::SmallVector<int64_t>(shape.begin(), shape.end());
@@ -334,6 +374,9 @@ PYBIND11_MODULE(_kiln, m) {
                              [](const PyModel &p) { return p.report; })
       .def_property_readonly("info",
                              [](const PyModel &p) { return p.model->info(); })
+      .def_property_readonly("dims", &PyModel::dims)
+      .def("bind_dims", &PyModel::bindDims)
+      .def("shapes_at", &PyModel::shapesAt)
       .def("run", &PyModel::run)
       // The context keeps its model alive.
       .def("context", &createContext, py::keep_alive<0, 1>());

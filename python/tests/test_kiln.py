@@ -117,6 +117,42 @@ def test_compile_a_model_proto_with_dims():
     np.testing.assert_allclose(got["output"], want, rtol=RTOL, atol=ATOL)
 
 
+def test_one_model_for_every_shape_in_range():
+    """A dim given a range stays symbolic: one compile runs at each shape,
+    the dims learned from the inputs, against the reference interpreter's
+    outputs at that shape; a shape out of range or inconsistent is refused
+    by name and the model stays usable."""
+    import onnxruntime as ort
+    path = os.path.join(FRESH, "gpt2-torchscript-dynamic", "model.onnx")
+    model = kiln.compile(path, dims={"batch": (1, 4), "sequence": (1, 16)},
+                         backend="host")
+    assert model.dims == [kiln.DimInfo("batch", 1, 4),
+                          kiln.DimInfo("sequence", 1, 16)]
+    assert model.inputs[0].shape == (4, 16)  # the top of the ranges
+    session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    rng = np.random.default_rng(3)
+    for batch, sequence in ((1, 1), (2, 7), (4, 16)):
+        feeds = {"input_ids": rng.integers(0, 96, (batch, sequence)),
+                 "attention_mask": np.ones((batch, sequence), np.int64)}
+        got = model.run(feeds)["output"]
+        want = session.run(None, feeds)[0]
+        assert got.shape == (batch, sequence, 96)
+        np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL)
+    with pytest.raises(kiln.RunError, match="'batch' is 5 .*outside its "
+                                            "range 1..4"):
+        model.run({"input_ids": np.zeros((5, 2), np.int64),
+                   "attention_mask": np.ones((5, 2), np.int64)})
+    with pytest.raises(kiln.RunError, match="input 'attention_mask' dim 1 is "
+                                            "3, but its size 'sequence' is 2"):
+        model.run({"input_ids": np.zeros((1, 2), np.int64),
+                   "attention_mask": np.ones((1, 3), np.int64)})
+    assert model.run({"input_ids": np.zeros((1, 2), np.int64),
+                      "attention_mask": np.ones((1, 2), np.int64)}
+                     )["output"].shape == (1, 2, 96)
+    with pytest.raises(TypeError, match="an int or a \\(min, max\\) pair"):
+        kiln.compile(path, dims={"batch": (1, 2, 3)}, backend="host")
+
+
 def test_model_proto_reads_external_data_from_base_dir():
     folder = os.path.join(FRESH, "bert-dynamo")
     proto = onnx.load(os.path.join(folder, "model.onnx"), load_external_data=False)

@@ -59,8 +59,8 @@ std::string kiln::rt::sizeText(const SizeFormula &f,
     uint64_t magnitude = c < 0 ? 0 - static_cast<uint64_t>(c) : c;
     std::string product;
     for (uint32_t d : term.dims)
-      product += (product.empty() ? "" : "*") +
-                 (d < dims.size() ? dims[d].name : "?");
+      product +=
+          (product.empty() ? "" : "*") + (d < dims.size() ? dims[d].name : "?");
     if (magnitude != 1 || product.empty())
       text += std::to_string(magnitude) + (product.empty() ? "" : "*");
     text += product;
@@ -148,8 +148,10 @@ bool kiln::rt::bindDims(const Artifact &a,
         for (size_t d = 0; d < dims.size(); ++d)
           known[d] = learned[d].known ? learned[d].value : 0;
         int64_t rest = 0, target = inputShapes[i][axis], diff = 0;
+        // (INT64_MIN / -1 overflows.)
         if (!evaluateSize(*f, known, rest) ||
             __builtin_sub_overflow(target, rest, &diff) ||
+            (diff == INT64_MIN && coefficient == -1) ||
             diff % coefficient != 0)
           continue; // The check below says what does not fit.
         learned[dim] = {true, diff / coefficient, where(i, axis)};
@@ -185,8 +187,8 @@ bool kiln::rt::bindDims(const Artifact &a,
       }
       if (actual == expected)
         continue;
-      error = "dim sizes: " + where(i, axis) + " is " +
-              std::to_string(actual) + ", but ";
+      error = "dim sizes: " + where(i, axis) + " is " + std::to_string(actual) +
+              ", but ";
       if (!f) {
         error += "the model takes " + std::to_string(expected);
         return false;
@@ -233,15 +235,9 @@ bool kiln::rt::instantiatePlan(const Artifact &a,
       shaped.steps[b.target].launch.grid[b.axis] =
           static_cast<uint32_t>(std::clamp<int64_t>(v, 0, UINT32_MAX));
       break;
-    case SizeField::MatmulField: {
-      MatmulStep &m = shaped.steps[b.target].matmul;
-      int64_t *fields[kMatmulFields] = {
-          &m.batch,        &m.m,           &m.n,           &m.k,
-          &m.strideA,      &m.strideB,     &m.strideC,     &m.outerBatch,
-          &m.outerStrideA, &m.outerStrideB, &m.outerStrideC};
-      *fields[b.axis] = v;
+    case SizeField::MatmulField:
+      *matmulFields(shaped.steps[b.target].matmul)[b.axis] = v;
       break;
-    }
     case SizeField::CopyBytes:
       shaped.steps[b.target].copy.bytes = static_cast<uint64_t>(v);
       break;
@@ -257,8 +253,8 @@ bool kiln::rt::instantiatePlan(const Artifact &a,
       fits = fits && dim >= 0 &&
              !__builtin_mul_overflow(elements, static_cast<uint64_t>(dim),
                                      &elements);
-    fits = fits && !__builtin_mul_overflow(elements, dtypeSize(b.dtype),
-                                           &b.bytes);
+    fits =
+        fits && !__builtin_mul_overflow(elements, dtypeSize(b.dtype), &b.bytes);
     if (!fits || b.bytes > a.buffers[id].bytes) {
       error = "dim sizes: buffer '" + b.name +
               "' outgrows its planned storage at these dims";

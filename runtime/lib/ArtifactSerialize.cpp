@@ -293,8 +293,7 @@ bool kiln::rt::deserializeArtifact(const char *data, size_t size, Artifact &out,
     b.field = static_cast<SizeField>(field);
     if (!r.u32(b.target, "size target") || !r.u32(b.axis, "size axis") ||
         !r.i64(b.divisor, "size divisor") || !r.i64(b.lowest, "size lowest") ||
-        !r.i64(b.highest, "size highest") ||
-        !r.count(n, 8 + 8, "size terms"))
+        !r.i64(b.highest, "size highest") || !r.count(n, 8 + 8, "size terms"))
       return fail();
     b.formula.terms.resize(n);
     for (SizeTerm &term : b.formula.terms) {

@@ -346,8 +346,7 @@ static bool validateSymbolic(const Artifact &a, std::string &error) {
 
 bool kiln::rt::validateArtifact(const Artifact &a, std::string &error,
                                 std::optional<uint64_t> streamedWeightBytes) {
-  if (!validatePlan(a, error,
-                    streamedWeightBytes.value_or(a.weightBytes())) ||
+  if (!validatePlan(a, error, streamedWeightBytes.value_or(a.weightBytes())) ||
       !validateSymbolic(a, error))
     return false;
   bool hasLaunch = false;

@@ -178,16 +178,8 @@ KILN_API kiln_status kiln_model_output_desc(const kiln_model *model,
 KILN_API kiln_status kiln_model_run(kiln_model *model,
                                     const void *const *inputs,
                                     void *const *outputs, kiln_memory memory) {
-  return guarded([&]() -> kiln_status {
-    if (!model)
-      return fail(StatusCode::InvalidArgument, "model is null");
-    if (memory != KILN_MEMORY_HOST && memory != KILN_MEMORY_DEVICE)
-      return fail(Status::error(StatusCode::InvalidArgument,
-                                "invalid memory kind " +
-                                    std::to_string(static_cast<int>(memory))));
-    Status s = model->model->run(inputs, outputs, static_cast<Memory>(memory));
-    return s.isOk() ? KILN_OK : fail(s);
-  });
+  // A run without dims: refused, naming them, for a model that has some.
+  return kiln_model_run_dims(model, nullptr, inputs, outputs, memory);
 }
 
 KILN_API int32_t kiln_model_num_dims(const kiln_model *model) {
@@ -203,10 +195,10 @@ KILN_API kiln_status kiln_model_dim(const kiln_model *model, int32_t index,
                   "model, name, min or max is null");
     const std::vector<DimRange> &dims = model->model->dims();
     if (index < 0 || static_cast<size_t>(index) >= dims.size())
-      return fail(Status::error(
-          StatusCode::InvalidArgument,
-          "dim index " + std::to_string(index) + " out of range (the model has " +
-              std::to_string(dims.size()) + ")"));
+      return fail(Status::error(StatusCode::InvalidArgument,
+                                "dim index " + std::to_string(index) +
+                                    " out of range (the model has " +
+                                    std::to_string(dims.size()) + ")"));
     const DimRange &dim = dims[static_cast<size_t>(index)];
     *name = dim.name.c_str();
     *min = dim.min;
@@ -286,13 +278,12 @@ KILN_API kiln_status kiln_model_input_shape(const kiln_model *model,
 }
 
 KILN_API kiln_status kiln_model_output_shape(const kiln_model *model,
-                                             const int64_t *dims,
-                                             int32_t index, int64_t *shape) {
+                                             const int64_t *dims, int32_t index,
+                                             int64_t *shape) {
   return shapeAtDims(model, dims, index, shape, /*input=*/false);
 }
 
-KILN_API kiln_status kiln_model_run_dims(kiln_model *model,
-                                         const int64_t *dims,
+KILN_API kiln_status kiln_model_run_dims(kiln_model *model, const int64_t *dims,
                                          const void *const *inputs,
                                          void *const *outputs,
                                          kiln_memory memory) {

@@ -84,8 +84,7 @@ std::vector<int64_t> emptyCacheShape(const Artifact &a, uint32_t id,
   for (uint32_t axis = 0; axis < shape.size(); ++axis)
     if (const SizeFormula *f = dimFormula(a, id, axis)) {
       std::string text = sizeText(*f, a.symbolic.dims);
-      shape[axis] =
-          batch && text == sizeText(*batch, a.symbolic.dims) ? 1 : 0;
+      shape[axis] = batch && text == sizeText(*batch, a.symbolic.dims) ? 1 : 0;
     }
   return shape;
 }
@@ -164,7 +163,7 @@ Status kiln::rt::generateOverDims(Model &model, const GenerateOptions &options,
       int64_t count = shapes[i][1];
       inputs[i].assign(count * dtypeSize(b.dtype), 0);
       for (int64_t p = 0; p < count; ++p) {
-        int64_t value = roles[i].feed == Feed::Ids ? tokens[inCache + p]
+        int64_t value = roles[i].feed == Feed::Ids    ? tokens[inCache + p]
                         : roles[i].feed == Feed::Mask ? 1
                                                       : inCache + p;
         store(b, inputs[i], p, value);

@@ -1,4 +1,5 @@
-//===- GenerateSupport.h - What the decoding loops share ---------*- C++ -*-===//
+//===- GenerateSupport.h - What the decoding loops share ---------*- C++
+//-*-===//
 //
 // Private to the runtime: the sampler both loops of Generate.cpp and
 // GenerateOverDims.cpp pick tokens with, and their errors.
@@ -11,8 +12,8 @@
 #include "kiln/runtime/Generate.h"
 
 #include <algorithm>
-#include <cstring>
 #include <cmath>
+#include <cstring>
 #include <numeric>
 #include <random>
 #include <string>
@@ -27,7 +28,7 @@ inline Status invalid(const std::string &message) {
 
 /// Writes `value` as element `i` of an integer or float tensor.
 inline void store(const Buffer &b, std::vector<char> &bytes, int64_t i,
-           int64_t value) {
+                  int64_t value) {
   char *at = bytes.data() + i * dtypeSize(b.dtype);
   switch (b.dtype) {
   case DType::I64: {

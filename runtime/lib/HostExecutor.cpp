@@ -203,15 +203,13 @@ Status HostShared::load() {
       continue;
     unsigned arity = module->arity(step.launch.kernel);
     if (arity != step.launch.args.size() + artifact.symbolic.dims.size())
-      return Status::error(StatusCode::CorruptArtifact,
-                           "step " + std::to_string(i) + ": kernel " +
-                               artifact.kernelNames[step.launch.kernel] +
-                               " takes " + std::to_string(arity) +
-                               " arguments, the plan passes " +
-                               std::to_string(step.launch.args.size()) +
-                               " pointers and " +
-                               std::to_string(artifact.symbolic.dims.size()) +
-                               " dims");
+      return Status::error(
+          StatusCode::CorruptArtifact,
+          "step " + std::to_string(i) + ": kernel " +
+              artifact.kernelNames[step.launch.kernel] + " takes " +
+              std::to_string(arity) + " arguments, the plan passes " +
+              std::to_string(step.launch.args.size()) + " pointers and " +
+              std::to_string(artifact.symbolic.dims.size()) + " dims");
   }
 
   // Weights: the whole block, or one allocation per distinct (offset, size)
@@ -297,8 +295,7 @@ Status HostExecutor::bindStorage(const Artifact &plan) {
   arena.clear();
   if (!options.checking) {
     arena.resize(1);
-    if (Status s = allocate(arena[0], plan.arenaBytes, "the arena");
-        !s.isOk())
+    if (Status s = allocate(arena[0], plan.arenaBytes, "the arena"); !s.isOk())
       return s;
   }
   address.assign(plan.buffers.size(), nullptr);
@@ -336,8 +333,8 @@ Status HostExecutor::bindStorage(const Artifact &plan) {
   return Status::ok();
 }
 
-Status HostExecutor::run(const void *const *in, void *const *out,
-                         Memory memory, const RunShape &shape) {
+Status HostExecutor::run(const void *const *in, void *const *out, Memory memory,
+                         const RunShape &shape) {
   if (memory != Memory::Host)
     return Status::error(StatusCode::InvalidArgument,
                          "the host backend runs on host memory; pass "

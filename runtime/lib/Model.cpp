@@ -188,12 +188,11 @@ Status Model::prepareRun(const std::vector<int64_t> &dims,
     return checkRunArguments(inputs, outputs, memory);
   for (size_t d = 0; d < dims.size(); ++d)
     if (dims[d] < names[d].min || dims[d] > names[d].max)
-      return Status::error(StatusCode::InvalidArgument,
-                           "dim sizes: '" + names[d].name + "' is " +
-                               std::to_string(dims[d]) +
-                               ", outside its range " +
-                               std::to_string(names[d].min) + ".." +
-                               std::to_string(names[d].max));
+      return Status::error(
+          StatusCode::InvalidArgument,
+          "dim sizes: '" + names[d].name + "' is " + std::to_string(dims[d]) +
+              ", outside its range " + std::to_string(names[d].min) + ".." +
+              std::to_string(names[d].max));
   {
     std::lock_guard<std::mutex> lock(shapedPlansMutex);
     auto it = shapedPlans.find(dims);

@@ -18,6 +18,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <vector>
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   using namespace kiln::rt;
@@ -34,5 +35,22 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     return 0;
   // What kiln-run prints about a model reads every buffer and step.
   (void)model->info();
+  // Symbolic dims: learned from the stored input shapes, and the plan
+  // written at the least and greatest values, as runs do.
+  if (!model->dims().empty()) {
+    std::vector<std::vector<int64_t>> shapes;
+    for (size_t i = 0; i < model->numInputs(); ++i)
+      shapes.push_back(model->input(i).shape);
+    std::vector<int64_t> values;
+    (void)model->bindDims(shapes, values);
+    for (bool top : {false, true}) {
+      std::vector<int64_t> dims;
+      for (const DimRange &d : model->dims())
+        dims.push_back(top ? d.max : d.min);
+      Artifact shaped;
+      std::string error;
+      (void)instantiatePlan(model->artifact(), dims, shaped, error);
+    }
+  }
   return 0;
 }

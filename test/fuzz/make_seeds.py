@@ -154,7 +154,38 @@ def artifact_seeds(out, corpus, kilnc):
             if result.returncode != 0:
                 raise RuntimeError(f"kilnc {name}: {result.stderr}")
             n += write_seed(out, payload_of(library))
+        n += symbolic_artifact_seed(out, pathlib.Path(tmp), kilnc)
     return n
+
+
+def symbolic_artifact_seed(out, tmp, kilnc):
+    """A plan over symbolic dims (its dims, bindings, and kernels taking the
+    dims): x [batch, sequence] plus itself, then a softmax over sequence,
+    compiled with --dim batch=1:4,sequence=1:8. Needs the onnx package."""
+    try:
+        from onnx import TensorProto, helper, save
+    except ImportError:
+        print("make_seeds: no onnx package, no symbolic artifact seed",
+              file=sys.stderr)
+        return 0
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT,
+                                      ["batch", "sequence"])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT,
+                                      ["batch", "sequence"])
+    graph = helper.make_graph(
+        [helper.make_node("Add", ["x", "x"], ["twice"]),
+         helper.make_node("Softmax", ["twice"], ["y"], axis=-1)],
+        "symbolic", [x], [y])
+    model = tmp / "symbolic.onnx"
+    save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]),
+         str(model))
+    library = tmp / "symbolic.so"
+    result = subprocess.run([kilnc, str(model), "--dim",
+                             "batch=1:4,sequence=1:8", "-o", str(library)],
+                            capture_output=True, text=True)
+    if result.returncode != 0:
+        raise RuntimeError(f"kilnc symbolic: {result.stderr}")
+    return write_seed(out, payload_of(library))
 
 
 def main():

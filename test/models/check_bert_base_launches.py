@@ -34,8 +34,11 @@ LAYERS, HIDDEN, HEADS, FFN = 12, 768, 12, 3072
 BATCH, SEQ = 1, 128
 
 
-def build(rng):
-    head = HIDDEN // HEADS
+def build(rng, layers=LAYERS, hidden=HIDDEN, heads=HEADS, ffn=FFN,
+          batch=BATCH, seq=SEQ, scale_weights=0.03):
+    """The encoder; `batch` and `seq` may be dim names (symbolic), and the
+    heads are then split and merged by Reshapes whose 0 copies a dim."""
+    head = hidden // heads
     nodes, inits = [], []
 
     def weight(name, shape, scale):
@@ -51,18 +54,20 @@ def build(rng):
         nodes.append(helper.make_node(kind, inputs, [name + "_out"], name=name, **attrs))
         return name + "_out"
 
-    split = const("split", [BATCH, SEQ, HEADS, head], np.int64)
-    merge = const("merge", [BATCH, SEQ, HIDDEN], np.int64)
+    static = isinstance(batch, int) and isinstance(seq, int)
+    lead = [batch, seq] if static else [0, 0]
+    split = const("split", lead + [heads, head], np.int64)
+    merge = const("merge", lead + [hidden], np.int64)
     scale = const("scale", 1.0 / np.sqrt(head))
     sqrt2, one, half = const("sqrt2", np.sqrt(2.0)), const("one", 1.0), const("half", 0.5)
     x = "hidden"
-    for layer in range(LAYERS):
+    for layer in range(layers):
         p = f"/encoder/layer.{layer}/"
         projected = {}
         for name in ("query", "key", "value"):
-            mm = op("MatMul", [x, weight(p + name + ".w", [HIDDEN, HIDDEN], 0.03)],
+            mm = op("MatMul", [x, weight(p + name + ".w", [hidden, hidden], scale_weights)],
                     p + f"attention/self/{name}/MatMul")
-            biased = op("Add", [weight(p + name + ".b", [HIDDEN], 0.02), mm],
+            biased = op("Add", [weight(p + name + ".b", [hidden], 0.02), mm],
                         p + f"attention/self/{name}/Add")
             projected[name] = op("Reshape", [biased, split], p + f"attention/self/{name}/Reshape")
         q = op("Transpose", [projected["query"]], p + "attention/self/Transpose", perm=[0, 2, 1, 3])
@@ -77,35 +82,35 @@ def build(rng):
         context = op("MatMul", [probs, v], p + "attention/self/MatMul_1")
         merged = op("Transpose", [context], p + "attention/self/Transpose_3", perm=[0, 2, 1, 3])
         merged = op("Reshape", [merged, merge], p + "attention/self/Reshape_3")
-        dense = op("MatMul", [merged, weight(p + "ao.w", [HIDDEN, HIDDEN], 0.03)],
+        dense = op("MatMul", [merged, weight(p + "ao.w", [hidden, hidden], scale_weights)],
                    p + "attention/output/dense/MatMul")
-        dense = op("Add", [weight(p + "ao.b", [HIDDEN], 0.02), dense],
+        dense = op("Add", [weight(p + "ao.b", [hidden], 0.02), dense],
                    p + "attention/output/dense/Add")
         residual = op("Add", [dense, x], p + "attention/output/Add")
-        x = op("LayerNormalization", [residual, weight(p + "ln1.g", [HIDDEN], 1.0),
-                                      weight(p + "ln1.b", [HIDDEN], 0.1)],
+        x = op("LayerNormalization", [residual, weight(p + "ln1.g", [hidden], 1.0),
+                                      weight(p + "ln1.b", [hidden], 0.1)],
                p + "attention/output/LayerNorm", axis=-1, epsilon=1e-12)
-        inner = op("MatMul", [x, weight(p + "i.w", [HIDDEN, FFN], 0.03)],
+        inner = op("MatMul", [x, weight(p + "i.w", [hidden, ffn], scale_weights)],
                    p + "intermediate/dense/MatMul")
-        inner = op("Add", [weight(p + "i.b", [FFN], 0.02), inner], p + "intermediate/dense/Add")
+        inner = op("Add", [weight(p + "i.b", [ffn], 0.02), inner], p + "intermediate/dense/Add")
         erf = op("Erf", [op("Div", [inner, sqrt2], p + "intermediate/act/Div")],
                  p + "intermediate/act/Erf")
         gelu = op("Mul", [op("Mul", [inner, op("Add", [erf, one], p + "intermediate/act/Add")],
                              p + "intermediate/act/Mul"), half], p + "intermediate/act/Mul_1")
-        out = op("MatMul", [gelu, weight(p + "o.w", [FFN, HIDDEN], 0.03)],
+        out = op("MatMul", [gelu, weight(p + "o.w", [ffn, hidden], scale_weights)],
                  p + "output/dense/MatMul")
-        out = op("Add", [weight(p + "o.b", [HIDDEN], 0.02), out], p + "output/dense/Add")
+        out = op("Add", [weight(p + "o.b", [hidden], 0.02), out], p + "output/dense/Add")
         residual = op("Add", [out, x], p + "output/Add")
-        x = op("LayerNormalization", [residual, weight(p + "ln2.g", [HIDDEN], 1.0),
-                                      weight(p + "ln2.b", [HIDDEN], 0.1)],
+        x = op("LayerNormalization", [residual, weight(p + "ln2.g", [hidden], 1.0),
+                                      weight(p + "ln2.b", [hidden], 0.1)],
                p + "output/LayerNorm", axis=-1, epsilon=1e-12)
     nodes.append(helper.make_node("Identity", [x], ["last_hidden_state"], name="/output"))
     graph = helper.make_graph(
         nodes, "bert_base_encoder",
-        [helper.make_tensor_value_info("hidden", TensorProto.FLOAT, [BATCH, SEQ, HIDDEN]),
-         helper.make_tensor_value_info("mask", TensorProto.FLOAT, [BATCH, 1, 1, SEQ])],
+        [helper.make_tensor_value_info("hidden", TensorProto.FLOAT, [batch, seq, hidden]),
+         helper.make_tensor_value_info("mask", TensorProto.FLOAT, [batch, 1, 1, seq])],
         [helper.make_tensor_value_info("last_hidden_state", TensorProto.FLOAT,
-                                       [BATCH, SEQ, HIDDEN])], inits)
+                                       [batch, seq, hidden])], inits)
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
 
 

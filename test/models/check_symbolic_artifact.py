@@ -30,7 +30,9 @@ import tempfile
 import numpy as np
 import onnx
 import onnxruntime as ort
-from onnx import TensorProto, helper, numpy_helper
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import check_bert_base_launches as bert  # noqa: E402
 
 LAYERS, HIDDEN, HEADS, FFN = 2, 64, 2, 256
 DIMS = "batch=1:8,sequence=1:512"
@@ -40,94 +42,8 @@ SEED = 29
 
 
 def build(rng):
-    head = HIDDEN // HEADS
-    nodes, inits = [], []
-
-    def weight(name, shape, scale):
-        inits.append(numpy_helper.from_array(
-            (rng.standard_normal(shape) * scale).astype(np.float32), name))
-        return name
-
-    def const(name, value, dtype=np.float32):
-        inits.append(numpy_helper.from_array(np.array(value, dtype), name))
-        return name
-
-    def op(kind, inputs, name, **attrs):
-        nodes.append(helper.make_node(kind, inputs, [name + "_out"],
-                                      name=name, **attrs))
-        return name + "_out"
-
-    split = const("split", [0, 0, HEADS, head], np.int64)
-    merge = const("merge", [0, 0, HIDDEN], np.int64)
-    scale = const("scale", 1.0 / np.sqrt(head))
-    sqrt2, one, half = (const("sqrt2", np.sqrt(2.0)), const("one", 1.0),
-                        const("half", 0.5))
-    x = "hidden"
-    for layer in range(LAYERS):
-        p = f"/encoder/layer.{layer}/"
-        projected = {}
-        for name in ("query", "key", "value"):
-            mm = op("MatMul", [x, weight(p + name + ".w", [HIDDEN, HIDDEN], 0.1)],
-                    p + f"attention/self/{name}/MatMul")
-            biased = op("Add", [weight(p + name + ".b", [HIDDEN], 0.02), mm],
-                        p + f"attention/self/{name}/Add")
-            projected[name] = op("Reshape", [biased, split],
-                                 p + f"attention/self/{name}/Reshape")
-        q = op("Transpose", [projected["query"]], p + "attention/self/Transpose",
-               perm=[0, 2, 1, 3])
-        v = op("Transpose", [projected["value"]],
-               p + "attention/self/Transpose_1", perm=[0, 2, 1, 3])
-        kt = op("Transpose", [projected["key"]],
-                p + "attention/self/Transpose_2", perm=[0, 2, 3, 1])
-        scores = op("MatMul", [q, kt], p + "attention/self/MatMul")
-        scaled = op("Mul", [scores, scale], p + "attention/self/Mul")
-        masked = op("Add", [scaled, "mask"], p + "attention/self/Add")
-        probs = op("Softmax", [masked], p + "attention/self/Softmax", axis=-1)
-        context = op("MatMul", [probs, v], p + "attention/self/MatMul_1")
-        merged = op("Transpose", [context], p + "attention/self/Transpose_3",
-                    perm=[0, 2, 1, 3])
-        merged = op("Reshape", [merged, merge], p + "attention/self/Reshape_3")
-        dense = op("MatMul", [merged, weight(p + "ao.w", [HIDDEN, HIDDEN], 0.1)],
-                   p + "attention/output/dense/MatMul")
-        dense = op("Add", [weight(p + "ao.b", [HIDDEN], 0.02), dense],
-                   p + "attention/output/dense/Add")
-        residual = op("Add", [dense, x], p + "attention/output/Add")
-        x = op("LayerNormalization",
-               [residual, weight(p + "ln1.g", [HIDDEN], 1.0),
-                weight(p + "ln1.b", [HIDDEN], 0.1)],
-               p + "attention/output/LayerNorm", axis=-1, epsilon=1e-12)
-        inner = op("MatMul", [x, weight(p + "i.w", [HIDDEN, FFN], 0.1)],
-                   p + "intermediate/dense/MatMul")
-        inner = op("Add", [weight(p + "i.b", [FFN], 0.02), inner],
-                   p + "intermediate/dense/Add")
-        erf = op("Erf", [op("Div", [inner, sqrt2], p + "intermediate/act/Div")],
-                 p + "intermediate/act/Erf")
-        gelu = op("Mul", [op("Mul", [inner, op("Add", [erf, one],
-                                                 p + "intermediate/act/Add")],
-                             p + "intermediate/act/Mul"), half],
-                  p + "intermediate/act/Mul_1")
-        out = op("MatMul", [gelu, weight(p + "o.w", [FFN, HIDDEN], 0.05)],
-                 p + "output/dense/MatMul")
-        out = op("Add", [weight(p + "o.b", [HIDDEN], 0.02), out],
-                 p + "output/dense/Add")
-        residual = op("Add", [out, x], p + "output/Add")
-        x = op("LayerNormalization",
-               [residual, weight(p + "ln2.g", [HIDDEN], 1.0),
-                weight(p + "ln2.b", [HIDDEN], 0.1)],
-               p + "output/LayerNorm", axis=-1, epsilon=1e-12)
-    nodes.append(helper.make_node("Identity", [x], ["last_hidden_state"],
-                                  name="/output"))
-    graph = helper.make_graph(
-        nodes, "bert_style_encoder",
-        [helper.make_tensor_value_info("hidden", TensorProto.FLOAT,
-                                       ["batch", "sequence", HIDDEN]),
-         helper.make_tensor_value_info("mask", TensorProto.FLOAT,
-                                       ["batch", 1, 1, "sequence"])],
-        [helper.make_tensor_value_info("last_hidden_state", TensorProto.FLOAT,
-                                       ["batch", "sequence", HIDDEN])],
-        inits)
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)],
-                             ir_version=8)
+    return bert.build(rng, layers=LAYERS, hidden=HIDDEN, heads=HEADS, ffn=FFN,
+                      batch="batch", seq="sequence", scale_weights=0.1)
 
 
 def inputs_for(batch, sequence, rng):

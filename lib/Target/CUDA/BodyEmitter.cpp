@@ -77,8 +77,8 @@ std::string storeExpr(Type t, const std::string &value) {
 std::string gatherIndexExpr(Operation *op, const std::string &index,
                             const Size &extent) {
   if (auto site = op->getAttrOfType<IntegerAttr>(kIndexSiteAttr))
-    return llvm::formatv("kiln_checked_index((long long){0}, {1}, {2}u)",
-                         index, extent, site.getInt());
+    return llvm::formatv("kiln_checked_index((long long){0}, {1}, {2}u)", index,
+                         extent, site.getInt());
   return llvm::formatv("kiln_gather_index((long long){0}, {1})", index, extent);
 }
 
@@ -177,9 +177,9 @@ FailureOr<std::string> BodyEmitter::getAt(Value value, const std::string &idx,
     Sizes inStrides = stridesOf(sizesOf(slice.getInput()));
     std::string source = "0";
     for (size_t d = 0; d < shape.size(); ++d)
-      source += llvm::formatv(" + ({0}LL + {1} * {2}LL) * {3}",
-                              slice.getStarts()[d], coordinate(d),
-                              slice.getStrides()[d], inStrides[d]);
+      source +=
+          llvm::formatv(" + ({0}LL + {1} * {2}LL) * {3}", slice.getStarts()[d],
+                        coordinate(d), slice.getStrides()[d], inStrides[d]);
     name = getAt(slice.getInput(), source, indent);
   } else if (auto gather = dyn_cast<GatherOp>(op)) {
     // Result coordinates: outer dims, the indices' dims, inner dims.
@@ -236,9 +236,8 @@ FailureOr<std::string> BodyEmitter::getAt(Value value, const std::string &idx,
   } else if (isElementwise(op)) {
     SmallVector<std::string> operands;
     for (Value operand : op->getOperands()) {
-      auto operandName =
-          getAt(operand, broadcastOffset(sizesOf(operand), shape, index),
-                indent);
+      auto operandName = getAt(
+          operand, broadcastOffset(sizesOf(operand), shape, index), indent);
       if (failed(operandName))
         return failure();
       operands.push_back(*operandName);
@@ -584,8 +583,8 @@ uint32_t gridFor(int64_t elements) {
 
 void setGridDim(LaunchGeometry &geometry, int axis, const Size &elements,
                 int64_t perBlock, int64_t highest) {
-  int64_t blocks = elements.upper() / perBlock +
-                   (elements.upper() % perBlock != 0 ? 1 : 0);
+  int64_t blocks =
+      elements.upper() / perBlock + (elements.upper() % perBlock != 0 ? 1 : 0);
   geometry.grid[axis] =
       static_cast<uint32_t>(std::clamp<int64_t>(blocks, 1, highest));
   if (!elements.isConstant())

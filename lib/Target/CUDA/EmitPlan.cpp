@@ -410,10 +410,7 @@ private:
   /// binding for each symbolic one.
   void pushMatmul(MatmulPlan &plan) {
     rt::MatmulStep &m = plan.step;
-    int64_t *fields[rt::kMatmulFields] = {
-        &m.batch,        &m.m,            &m.n,           &m.k,
-        &m.strideA,      &m.strideB,      &m.strideC,     &m.outerBatch,
-        &m.outerStrideA, &m.outerStrideB, &m.outerStrideC};
+    std::array<int64_t *, rt::kMatmulFields> fields = rt::matmulFields(m);
     for (unsigned f = 0; f < rt::kMatmulFields; ++f)
       *fields[f] = plan.sizes[f].upper();
     artifact.steps.push_back(rt::Step::ofMatmul(m));

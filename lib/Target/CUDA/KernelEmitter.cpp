@@ -110,10 +110,9 @@ static LogicalResult emitVectorLoop(KernelOp kernel, const VectorAccess &access,
        << " == 0 && ";
   os << "(unsigned long long)out0 % "
      << accessBytes(resultType.getElementType()) << " == 0) {\n";
-  std::string vectors = n.isConstant()
-                            ? std::to_string(*n.getConstant() / lanes)
-                            : "(" + indexText(n) + " / " +
-                                  std::to_string(lanes) + ")";
+  std::string vectors =
+      n.isConstant() ? std::to_string(*n.getConstant() / lanes)
+                     : "(" + indexText(n) + " / " + std::to_string(lanes) + ")";
   os << "    vectorEnd = "
      << (n.isConstant() ? std::to_string(*n.getConstant() / lanes * lanes)
                         : vectors + " * " + std::to_string(lanes))

@@ -1,4 +1,4 @@
-//===- KernelSizes.cpp - sizes in generated code, static or symbolic ------===//
+//===- KernelSizes.cpp - Sizes in generated code --------------------------===//
 
 #include "KernelSizes.h"
 
@@ -112,13 +112,13 @@ Sizes sizesOf(RankedTensorType type, const DimRanges &ranges) {
       sizes.push_back(Size(*value));
       continue;
     }
-    auto bounds = dim.bounds([&](StringRef name)
-                                 -> std::optional<std::pair<int64_t, int64_t>> {
-      auto it = ranges.find(name);
-      if (it == ranges.end())
-        return std::nullopt;
-      return it->second;
-    });
+    auto bounds = dim.bounds(
+        [&](StringRef name) -> std::optional<std::pair<int64_t, int64_t>> {
+          auto it = ranges.find(name);
+          if (it == ranges.end())
+            return std::nullopt;
+          return it->second;
+        });
     // Memory planning refuses a size without a bounded range first.
     sizes.push_back(Size(dim, bounds ? bounds->second : INT64_MAX));
   }

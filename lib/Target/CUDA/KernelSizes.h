@@ -1,4 +1,4 @@
-//===- KernelSizes.h - sizes in generated code, static or symbolic -*- C++ -*-===//
+//===- KernelSizes.h - Sizes in generated code -----------------*- C++ -*-===//
 //
 // Internal to the CUDA target. A kernel of a model with symbolic dims takes
 // each dim's value as a trailing `long long` parameter (`kd_batch`, ...), in

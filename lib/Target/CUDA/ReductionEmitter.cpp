@@ -509,12 +509,13 @@ FailureOr<LaunchGeometry> emitSort(KernelOp kernel, StringRef name,
      << "      { long long j = candidate; x = (" << type << ")"
      << loadExpr(et, "in0[" + in.inputIndex + "]") << "; }\n"
      << "      long long rank = 0;\n"
-     << "      for (long long other = 0; other < " << in.length
-     << " && rank < " << k << "LL; ++other) {\n"
+     << "      for (long long other = 0; other < " << in.length << " && rank < "
+     << k << "LL; ++other) {\n"
      << "        long long j = other;\n"
      << "        " << type << " y = (" << type << ")"
      << loadExpr(et, "in0[" + in.inputIndex + "]") << ";\n"
-     << "        rank += kiln_arg_better<" << (topK.getLargest() ? "true" : "false")
+     << "        rank += kiln_arg_better<"
+     << (topK.getLargest() ? "true" : "false")
      << ", false>(y, other, x, candidate);\n"
      << "      }\n"
      << "      if (rank < " << k << "LL) {\n"

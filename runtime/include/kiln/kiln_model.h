@@ -193,16 +193,15 @@ KILN_API kiln_status kiln_model_input_shape(const kiln_model *model,
  *  `shape` (as many values as the output's rank), to size its storage.
  *  @return KILN_OK or KILN_ERROR_INVALID_ARGUMENT. */
 KILN_API kiln_status kiln_model_output_shape(const kiln_model *model,
-                                             const int64_t *dims,
-                                             int32_t index, int64_t *shape);
+                                             const int64_t *dims, int32_t index,
+                                             int64_t *shape);
 
 /** Runs the model once at the dims' values `dims` (`kiln_model_num_dims`
  *  values, each in its range) and waits for it; as `kiln_model_run`, with
  *  tensors of the shapes those values give. The plan for each set of values
  *  is written on first use and kept.
  *  @return as `kiln_model_run`. */
-KILN_API kiln_status kiln_model_run_dims(kiln_model *model,
-                                         const int64_t *dims,
+KILN_API kiln_status kiln_model_run_dims(kiln_model *model, const int64_t *dims,
                                          const void *const *inputs,
                                          void *const *outputs,
                                          kiln_memory memory);

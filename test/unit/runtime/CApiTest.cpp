@@ -298,10 +298,10 @@ TEST_F(CApi, VersionMismatchNamesBothVersions) {
       "version 1");
   std::string payload = serializeArtifact(makeCopyArtifact({2}));
   payload[8] = kArtifactFormatVersion + 1; // format version
-  expectCreateFails(
-      appendArtifactPayload(templateBytes(), payload),
-      KILN_ERROR_VERSION_MISMATCH,
-      "format version " + std::to_string(kArtifactFormatVersion + 1));
+  expectCreateFails(appendArtifactPayload(templateBytes(), payload),
+                    KILN_ERROR_VERSION_MISMATCH,
+                    "format version " +
+                        std::to_string(kArtifactFormatVersion + 1));
 }
 
 TEST_F(CApi, FindsItselfAfterChdirFromARelativePath) {
@@ -398,8 +398,7 @@ TEST_F(CApi, NamesTheDimsOfASymbolicModelAndRunsAtThem) {
   void *outs[] = {y};
   ASSERT_EQ(runDims(model, values, in, outs, KILN_MEMORY_HOST), KILN_OK)
       << lib.lastError();
-  EXPECT_EQ(std::vector<float>(y, y + 4),
-            (std::vector<float>{1, 2, 3, -1}));
+  EXPECT_EQ(std::vector<float>(y, y + 4), (std::vector<float>{1, 2, 3, -1}));
 
   // Refusals name what is wrong, and leave the model usable.
   shapes[0] = shape9;
@@ -408,8 +407,9 @@ TEST_F(CApi, NamesTheDimsOfASymbolicModelAndRunsAtThem) {
                                 "outside its range 1..4");
   EXPECT_EQ(lib.run(model, in, outs, KILN_MEMORY_HOST),
             KILN_ERROR_INVALID_ARGUMENT);
-  EXPECT_NE(std::string(lib.lastError()).find("the model has symbolic dims "
-                                              "(n 1..4)"),
+  EXPECT_NE(std::string(lib.lastError())
+                .find("the model has symbolic dims "
+                      "(n 1..4)"),
             std::string::npos)
       << lib.lastError();
   int64_t five[] = {5};

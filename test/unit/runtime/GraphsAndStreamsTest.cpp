@@ -344,4 +344,3 @@ TEST_F(Graphs, ASymbolicPlanRunsAtEachDimsWithAGraphPerDims) {
   EXPECT_EQ(counter("graphLaunches"), 4);
   symbolic.reset();
 }
-

@@ -240,7 +240,8 @@ extern "C" __global__ void twice(const float *x, const float *mask, float *y,
   HostOptions options;
   options.checking = true;
   std::unique_ptr<Model> model;
-  ASSERT_TRUE(Model::create(std::move(a), Backend::Host, model, options).isOk());
+  ASSERT_TRUE(
+      Model::create(std::move(a), Backend::Host, model, options).isOk());
   std::vector<float> x(3, 1.0f), mask(3, 0.0f), y(3);
   const void *in[] = {x.data(), mask.data()};
   void *out[] = {y.data()};

@@ -18,6 +18,9 @@
 #ifndef KILN_RUNTIME_ARTIFACTDIMS_H
 #define KILN_RUNTIME_ARTIFACTDIMS_H
 
+#include "kiln/runtime/ArtifactSteps.h"
+
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -61,6 +64,14 @@ constexpr SizeField kLastSizeField = SizeField::CopyBytes;
 
 /// Number of MatmulStep fields a `MatmulField` binding may name.
 constexpr uint32_t kMatmulFields = 11;
+
+/// The fields of `m` a `MatmulField` binding's axis names, in its order.
+inline std::array<int64_t *, kMatmulFields> matmulFields(MatmulStep &m) {
+  return {&m.batch,        &m.m,           &m.n,
+          &m.k,            &m.strideA,     &m.strideB,
+          &m.strideC,      &m.outerBatch,  &m.outerStrideA,
+          &m.outerStrideB, &m.outerStrideC};
+}
 
 /// One field of the plan that follows from the dims:
 /// clamp(ceil(formula / divisor), lowest, highest).

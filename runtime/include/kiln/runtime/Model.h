@@ -213,9 +213,9 @@ private:
                            const Artifact *shaped = nullptr) const;
   /// The plan of a run at `dims` (none for a static model), written and
   /// validated on first use, and the arguments checked against it.
-  Status prepareRun(const std::vector<int64_t> &dims,
-                    const void *const *inputs, void *const *outputs,
-                    Memory memory, std::shared_ptr<const Artifact> &plan);
+  Status prepareRun(const std::vector<int64_t> &dims, const void *const *inputs,
+                    void *const *outputs, Memory memory,
+                    std::shared_ptr<const Artifact> &plan);
 
   /// The plan; see `artifact()`.
   Artifact plan;
