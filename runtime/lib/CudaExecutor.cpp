@@ -219,8 +219,10 @@ private:
   MatmulSet *matmuls = nullptr;
   /// The current run's plan (the artifact's own for a static model) and its
   /// dims' values, which every kernel takes after its pointers.
+  /// `runPlan` is valid during the run only (the Model's cache owns it);
+  /// the dims are copied.
   const Artifact *runPlan = nullptr;
-  const std::vector<int64_t> *runDims = nullptr;
+  std::vector<int64_t> runDims;
   Staging inputStaging;
   Staging outputStaging;
   /// Page-locked word the index check flag is read into.
@@ -400,10 +402,9 @@ Status CudaExecutor::initializeInContext() {
 constexpr size_t kMaxMatmulSets = 64;
 
 Status CudaExecutor::bindRun(const RunShape &shape) {
-  static const std::vector<int64_t> noDims;
   runPlan = shape.plan;
-  runDims = shape.dims ? shape.dims : &noDims;
-  auto it = matmulSets.find(*runDims);
+  runDims = shape.dims ? *shape.dims : std::vector<int64_t>();
+  auto it = matmulSets.find(runDims);
   if (it != matmulSets.end()) {
     matmuls = &it->second;
     return Status::ok();
@@ -413,7 +414,7 @@ Status CudaExecutor::bindRun(const RunShape &shape) {
     destroyMatmuls(matmulSets.begin()->second);
     matmulSets.erase(matmulSets.begin());
   }
-  MatmulSet &set = matmulSets[*runDims];
+  MatmulSet &set = matmulSets[runDims];
   matmuls = &set;
   const std::vector<Step> &steps = plan().steps;
   set.ofStep.assign(steps.size(), SIZE_MAX);
@@ -424,7 +425,7 @@ Status CudaExecutor::bindRun(const RunShape &shape) {
     set.plans.emplace_back();
     if (Status s = prepareMatmul(i, set.plans.back()); !s.isOk()) {
       destroyMatmuls(set);
-      matmulSets.erase(*runDims);
+      matmulSets.erase(runDims);
       matmuls = nullptr;
       return s;
     }
@@ -818,7 +819,7 @@ Status CudaExecutor::issueSteps(const std::vector<cu::DevicePtr> &in,
       for (cu::DevicePtr &v : argValues)
         argPointers.push_back(&v);
       // Then the dims, by value (`long long` parameters).
-      for (const int64_t &dim : *runDims)
+      for (const int64_t &dim : runDims)
         argPointers.push_back(const_cast<int64_t *>(&dim));
       if (cu::Result r = api->launchKernel(
               functions[l.kernel], l.grid[0], l.grid[1], l.grid[2], l.block[0],
@@ -919,7 +920,7 @@ Status CudaExecutor::launchPlan(const std::vector<cu::DevicePtr> &in,
   // A graph holds the grids and matmul shapes of its dims: they key it too.
   GraphCache::Key key(in);
   key.insert(key.end(), out.begin(), out.end());
-  for (int64_t dim : *runDims)
+  for (int64_t dim : runDims)
     key.push_back(static_cast<cu::DevicePtr>(dim));
   cu::GraphExec exec = graphs.find(key);
   if (!exec) {
@@ -1134,6 +1135,9 @@ Status CudaExecutor::timeDeviceRuns(const void *const *hostInputs,
   ContextScope scope(*api, context);
   if (scope.result != cu::kSuccess)
     return cu::cudaError(*api, scope.result, "cuCtxPushCurrent");
+  // A static plan (Model refuses to time a symbolic one).
+  if (Status s = bindRun(RunShape()); !s.isOk())
+    return s;
   // The staging buffers are the device-memory I/O: the same addresses on
   // every run, as a server's preallocated tensors would be.
   if (Status s = ensureStaging(inputStaging, artifact.inputs); !s.isOk())
