@@ -151,6 +151,9 @@ def test_one_model_for_every_shape_in_range():
                      )["output"].shape == (1, 2, 96)
     with pytest.raises(TypeError, match="an int or a \\(min, max\\) pair"):
         kiln.compile(path, dims={"batch": (1, 2, 3)}, backend="host")
+    with pytest.raises(ValueError, match="dim 'batch': the range \\(4, 1\\) "
+                                         "must have 0 <= min <= max"):
+        kiln.compile(path, dims={"batch": (4, 1)}, backend="host")
 
 
 def test_model_proto_reads_external_data_from_base_dir():

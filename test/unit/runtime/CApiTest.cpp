@@ -418,6 +418,13 @@ TEST_F(CApi, NamesTheDimsOfASymbolicModelAndRunsAtThem) {
   EXPECT_EQ(outputShape(model, five, 0, out), KILN_ERROR_INVALID_ARGUMENT);
   EXPECT_EQ(runDims(model, nullptr, in, outs, KILN_MEMORY_HOST),
             KILN_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(outputShape(model, nullptr, 0, out), KILN_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(lib.lastError(), "dims is null");
+  EXPECT_EQ(dim(model, 0, nullptr, &min, &max), KILN_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(lib.lastError(), "model, name, min or max is null");
+  const int64_t *noShape[] = {nullptr};
+  EXPECT_EQ(bind(model, noShape, values), KILN_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(lib.lastError(), "the shape of input 0 is null");
   int64_t two[] = {2};
   float x2[2] = {7, 8};
   const void *in2[] = {x2};

@@ -15,6 +15,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <cstdlib>
 
 using namespace kiln::rt;
@@ -223,6 +224,27 @@ TEST_F(SymbolicHostRun, RunsAtEachValueAndStaysUsableAfterARefusal) {
   ASSERT_TRUE(s.isOk()) << s.message;
   EXPECT_EQ(y[0], 2.0f);
   EXPECT_EQ(y[1], 2.0f);
+}
+
+TEST_F(SymbolicHostRun, AStaticModelTakesNoDims) {
+  std::unique_ptr<Model> model;
+  ASSERT_TRUE(
+      Model::create(makeCopyArtifact({2}), Backend::Host, model).isOk());
+  std::vector<float> x(2), y(2);
+  const void *in[] = {x.data()};
+  void *out[] = {y.data()};
+  Status s = model->run({3}, in, out, Memory::Host);
+  EXPECT_EQ(s.message, "the model has no symbolic dims, but the run gives 1");
+  EXPECT_TRUE(model->run(in, out, Memory::Host).isOk());
+}
+
+TEST(SymbolicPlan, AnOverflowingSizeIsRefused) {
+  Artifact a = symbolicArtifact();
+  a.symbolic.bindings[0].formula.terms[0].coefficient = INT64_MAX;
+  Artifact shaped;
+  std::string error;
+  EXPECT_FALSE(instantiatePlan(a, {2, 0}, shaped, error));
+  EXPECT_EQ(error, "dim sizes: a size of the plan overflows");
 }
 
 TEST_F(SymbolicHostRun, CheckingModeSizesStoragePerRun) {
