@@ -93,6 +93,14 @@ struct InputCLOptions {
       llvm::cl::desc("refuse plans with more bytes of weights than this "
                      "(default 256 GiB)"),
       llvm::cl::init(CompileOptions().maxWeightBytes)};
+  llvm::cl::opt<bool> kvCacheInPlace{
+      "kv-cache-in-place",
+      llvm::cl::desc("keep a decoder's KV cache in one buffer of its largest "
+                     "length: each past_* input is that buffer, its present "
+                     "output the same storage with the new rows written in "
+                     "place (kiln-cache-in-place; the C ABI names the "
+                     "aliases)"),
+      llvm::cl::init(false)};
 };
 } // namespace
 
@@ -117,6 +125,7 @@ std::string applyInputCLOptions(CompileOptions &options) {
   options.uncheckedIndices = inputCLOptions->uncheckedIndices;
   options.maxArenaBytes = inputCLOptions->maxArena;
   options.maxWeightBytes = inputCLOptions->maxWeights;
+  options.pipeline.cacheInPlace = inputCLOptions->kvCacheInPlace;
   return "";
 }
 

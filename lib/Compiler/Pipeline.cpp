@@ -19,6 +19,10 @@ void buildKilnPipeline(OpPassManager &pm, const PipelineOptions &options) {
   fpm.addPass(createKilnLayoutPass());
   // Composes the transposes recomposition put around keys and values.
   fpm.addPass(createCanonicalizerPass());
+  // After recomposition, which reads attention's keys and values through
+  // the concat that this turns into a slice of the cache.
+  if (options.cacheInPlace)
+    fpm.addPass(createKilnCacheInPlacePass());
   // On recomposed ops and packed weights (converted once, after packing), and
   // before fusion, so that conversions fuse into the kernels around them.
   // fp32 leaves the pipeline as it was.
@@ -47,6 +51,10 @@ struct PipelineTextOptions : public PassPipelineOptions<PipelineTextOptions> {
       llvm::cl::desc("debugging: return every named tensor in memory after "
                      "fusion (kiln-expose-tensors)"),
       llvm::cl::init(false)};
+  Option<bool> cacheInPlace{
+      *this, "cache-in-place",
+      llvm::cl::desc("KV caches appended in place (kiln-cache-in-place)"),
+      llvm::cl::init(false)};
 };
 } // namespace
 
@@ -58,6 +66,7 @@ void registerKilnPipeline() {
         options.planMemory.alignment = text.alignment;
         options.mixedPrecision.precision = text.precision;
         options.exposeTensors = text.exposeTensors;
+        options.cacheInPlace = text.cacheInPlace;
         buildKilnPipeline(pm, options);
       });
 }

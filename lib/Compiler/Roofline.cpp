@@ -51,14 +51,8 @@ static SmallVector<double> dimsOf(Value value) {
                                        : scope->getParentOfType<func::FuncOp>();
   DimRanges ranges = func ? dimRangesOf(func) : DimRanges();
   for (const DimExpr &size : *sizes) {
-    auto bounds = size.bounds(
-        [&](StringRef name) -> std::optional<std::pair<int64_t, int64_t>> {
-          auto it = ranges.find(name);
-          if (it == ranges.end())
-            return std::nullopt;
-          return it->second;
-        });
-    dims.push_back(bounds ? double(bounds->second) : 0.0);
+    std::optional<int64_t> upper = upperBound(size, ranges);
+    dims.push_back(upper ? double(*upper) : 0.0);
   }
   return dims;
 }

@@ -1,4 +1,4 @@
-//===- ExecuteIndexing.cpp - concat, slice, gather, expand on the host ----===//
+//===- ExecuteIndexing.cpp - concat, slice, update, gather, expand --------===//
 //
 // Each op maps every result element to one input element; elements move as
 // raw bytes, so every element type is handled alike. Result shapes come from
@@ -95,6 +95,35 @@ FailureOr<HostTensor> executeSlice(SliceOp op, const HostTensor &input) {
     for (size_t d = 0; d < index.size(); ++d)
       from += (starts[d] + index[d] * steps[d]) * inStrides[d];
     copyElement(*result, i, input, from);
+  });
+  return result;
+}
+
+FailureOr<HostTensor> executeUpdateSlice(UpdateSliceOp op,
+                                         const HostTensor &dest,
+                                         const HostTensor &update) {
+  FailureOr<int64_t> offset = evaluateSize(op, op.getOffset());
+  if (failed(offset))
+    return failure();
+  int64_t axis = op.getAxis();
+  if (update.shape.size() != dest.shape.size())
+    return op.emitOpError("update and dest differ in rank at run time");
+  for (size_t d = 0; d < dest.shape.size(); ++d)
+    if (static_cast<int64_t>(d) != axis && update.shape[d] != dest.shape[d])
+      return op.emitOpError("update and dest differ in dim ") << d;
+  // Checked without overflow: both are sizes, so non-negative but large.
+  if (*offset < 0 || *offset > dest.shape[axis] ||
+      update.shape[axis] > dest.shape[axis] - *offset)
+    return op.emitOpError("writes rows [")
+           << *offset << ", " << *offset + update.shape[axis]
+           << ") of a dim of " << dest.shape[axis];
+  HostTensor result = dest;
+  SmallVector<int64_t> strides = rowMajorStrides(dest.shape);
+  forEachIndex(update.shape, [&](int64_t i, ArrayRef<int64_t> index) {
+    int64_t to = *offset * strides[axis];
+    for (size_t d = 0; d < index.size(); ++d)
+      to += index[d] * strides[d];
+    copyElement(result, to, update, i);
   });
   return result;
 }

@@ -11,6 +11,9 @@ namespace kiln {
 mlir::FailureOr<HostTensor>
 executeConcat(ConcatOp op, llvm::ArrayRef<const HostTensor *> inputs);
 mlir::FailureOr<HostTensor> executeSlice(SliceOp op, const HostTensor &input);
+mlir::FailureOr<HostTensor> executeUpdateSlice(UpdateSliceOp op,
+                                               const HostTensor &dest,
+                                               const HostTensor &update);
 mlir::FailureOr<HostTensor> executeGather(GatherOp op, const HostTensor &data,
                                           const HostTensor &indices);
 mlir::FailureOr<HostTensor> executeGatherElements(GatherElementsOp op,

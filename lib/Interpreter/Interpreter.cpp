@@ -670,7 +670,7 @@ static FailureOr<HostTensor> executeOp(Operation *op,
   if (isa<ConstantOp, SizesOp>(op))
     needed = 0;
   else if (isa<AddOp, SubOp, MulOp, DivOp, PowOp, MatmulOp, LayerNormOp,
-               GatherOp, GatherElementsOp>(op))
+               GatherOp, GatherElementsOp, UpdateSliceOp>(op))
     needed = 2;
   // Elementwise math and comparisons.
   if (isa<MaxOp, MinOp, ModOp, AndOp, OrOp, XorOp, EqualOp, LessOp, LessEqualOp,
@@ -868,6 +868,9 @@ static FailureOr<HostTensor> executeOp(Operation *op,
       })
       .Case([&](ConcatOp concat) { return executeConcat(concat, operands); })
       .Case([&](SliceOp slice) { return executeSlice(slice, operand(0)); })
+      .Case([&](UpdateSliceOp update) {
+        return executeUpdateSlice(update, operand(0), operand(1));
+      })
       .Case([&](GatherOp gather) {
         return executeGather(gather, operand(0), operand(1));
       })

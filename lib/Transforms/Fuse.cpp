@@ -8,7 +8,9 @@
 // expands, gathers, concats) joins elementwise and attention groups at any
 // shape: the generated code reads through it at a remapped index instead of
 // writing it to memory; so does a reduction's prologue. A matmul takes the
-// bias and activation after it into a GEMM kernel: cuBLASLt's epilogue.
+// bias and activation after it into a GEMM kernel: cuBLASLt's epilogue. A
+// cache update is a kernel that writes its new rows, computed through the
+// ops that feed them alone.
 //
 //===----------------------------------------------------------------------===//
 
@@ -301,6 +303,15 @@ struct KilnFusePass : public kiln::impl::KilnFusePassBase<KilnFusePass> {
                                           taken);
         if (!isElementwise(op) && group.members.size() == 1)
           group.kind = KernelKind::copy;
+        taken.insert(group.members.begin(), group.members.end());
+        groups.push_back(std::move(group));
+      } else if (auto update = dyn_cast<UpdateSliceOp>(op)) {
+        // Writes the rows its update computes, read through the producers
+        // that feed it alone; the destination's other rows stay as they
+        // are (its storage is the result's).
+        Group group{KernelKind::elementwise, op, {}};
+        group.members.insert(op);
+        group.absorbProducersThroughMoves({update.getUpdate()}, taken);
         taken.insert(group.members.begin(), group.members.end());
         groups.push_back(std::move(group));
       } else if (isa<TopKOp>(op)) {

@@ -221,6 +221,7 @@ bool kiln::rt::instantiatePlan(const Artifact &a,
   shaped.outputs = a.outputs;
   shaped.steps = a.steps;
   shaped.indexSites = a.indexSites;
+  shaped.aliases = a.aliases;
   for (const SizeBinding &b : a.symbolic.bindings) {
     int64_t v = 0;
     if (!evaluateBinding(b, values, v)) {

@@ -98,6 +98,12 @@ std::string kiln::rt::serializeArtifactPrefix(const Artifact &a,
   w.u64(a.indexSites.size());
   for (const std::string &site : a.indexSites)
     w.str(site);
+  w.u64(a.aliases.size());
+  for (const OutputAlias &alias : a.aliases) {
+    w.u32(alias.output);
+    w.u32(alias.input);
+    w.u32(alias.axis);
+  }
   w.u64(a.symbolic.dims.size());
   for (const DimRange &dim : a.symbolic.dims) {
     w.str(dim.name);
@@ -273,6 +279,13 @@ bool kiln::rt::deserializeArtifact(const char *data, size_t size, Artifact &out,
   out.indexSites.resize(n);
   for (std::string &site : out.indexSites)
     if (!r.str(site, "index site"))
+      return fail();
+  if (!r.count(n, 4 + 4 + 4, "output aliases"))
+    return fail();
+  out.aliases.resize(n);
+  for (OutputAlias &alias : out.aliases)
+    if (!r.u32(alias.output, "alias output") ||
+        !r.u32(alias.input, "alias input") || !r.u32(alias.axis, "alias axis"))
       return fail();
   if (!r.count(n, 8 + 8 + 8, "dims"))
     return fail();

@@ -276,6 +276,29 @@ bool kiln::rt::validatePlan(const Artifact &a, std::string &error,
     if (a.kernelNames[i].empty() ||
         a.kernelNames[i].find('\0') != std::string::npos)
       return fail("kernel name " + std::to_string(i) + " is empty or has NUL");
+  // An aliased pair is one storage: equal in type and shape, so that the
+  // copy of one into the other (when the caller passes two) fits; an input
+  // is the storage of one output at most.
+  std::vector<bool> aliased(a.inputs.size(), false);
+  for (size_t i = 0; i < a.aliases.size(); ++i) {
+    const OutputAlias &alias = a.aliases[i];
+    std::string where = "output alias " + std::to_string(i) + ": ";
+    if (alias.output >= a.outputs.size() || alias.input >= a.inputs.size() ||
+        (i && alias.output <= a.aliases[i - 1].output))
+      return fail(where + "output or input index out of range or not in "
+                          "ascending output order");
+    if (aliased[alias.input])
+      return fail(where + "input " + std::to_string(alias.input) +
+                  " is the storage of two outputs");
+    aliased[alias.input] = true;
+    const Buffer &in = a.buffers[a.inputs[alias.input]];
+    const Buffer &out = a.buffers[a.outputs[alias.output]];
+    if (in.dtype != out.dtype || in.shape != out.shape ||
+        alias.axis >= in.shape.size())
+      return fail(where + bufName(a.outputs[alias.output]) + " and " +
+                  bufName(a.inputs[alias.input]) +
+                  " differ in type or shape, or the axis is out of range");
+  }
   return true;
 }
 

@@ -232,6 +232,30 @@ KILN_API kiln_status kiln_model_bind_dims(const kiln_model *model,
   });
 }
 
+KILN_API kiln_status kiln_model_output_alias(const kiln_model *model,
+                                             int32_t index, int32_t *input,
+                                             int32_t *axis) {
+  return guarded([&]() -> kiln_status {
+    if (!model || !input || !axis)
+      return fail(StatusCode::InvalidArgument, "model, input or axis is null");
+    if (index < 0 || static_cast<size_t>(index) >= model->model->numOutputs())
+      return fail(Status::error(StatusCode::InvalidArgument,
+                                "output index " + std::to_string(index) +
+                                    " out of range (the model has " +
+                                    std::to_string(
+                                        model->model->numOutputs()) +
+                                    ")"));
+    *input = -1;
+    *axis = -1;
+    for (const OutputAlias &alias : model->model->artifact().aliases)
+      if (alias.output == static_cast<uint32_t>(index)) {
+        *input = static_cast<int32_t>(alias.input);
+        *axis = static_cast<int32_t>(alias.axis);
+      }
+    return KILN_OK;
+  });
+}
+
 /// The dims' values a caller passes, checked for null.
 static std::vector<int64_t> dimValues(const kiln_model *model,
                                       const int64_t *dims) {

@@ -804,6 +804,21 @@ Status CudaExecutor::issueSteps(const std::vector<cu::DevicePtr> &in,
                                 cu::Stream target) {
   std::vector<cu::DevicePtr> argValues;
   std::vector<void *> argPointers;
+  // An output kept in an input's storage (OutputAlias) starts as that input:
+  // the steps write only its new rows. The caller's one buffer for both
+  // costs nothing; two buffers (or host memory, staged) a copy.
+  for (const OutputAlias &alias : plan().aliases) {
+    cu::DevicePtr src = in[alias.input], dst = out[alias.output];
+    uint64_t bytes = plan().buffers[plan().inputs[alias.input]].bytes;
+    if (src == dst || !bytes)
+      continue;
+    if (cu::Result r = api->memcpyDtoDAsync(dst, src, bytes, target);
+        r != cu::kSuccess)
+      return cu::cudaError(*api, r,
+                           "copying input " + std::to_string(alias.input) +
+                               " to the output " +
+                               std::to_string(alias.output) + " it aliases");
+  }
   const std::vector<Step> &steps = plan().steps;
   for (size_t i = 0; i < steps.size(); ++i) {
     const Step &step = steps[i];

@@ -6,9 +6,10 @@
 // `past_key_values.*`, outputs `present.*`, as transformers' GPT-2 and
 // LLaMA exports name them), the first step runs the prompt with an empty
 // cache and each later one a single token, the previous step's presents
-// fed back as its pasts. Feeding them back copies the cache once a step;
-// writing each present in place after its past is still to come (issue
-// 13, item 3).
+// fed back as its pasts. Fed back, the cache is copied once a step; a model
+// compiled with `--kv-cache-in-place` keeps each cache in one buffer of its
+// full length instead, passed as both the past and its present (the
+// artifact's output aliases), and a step writes only its new rows.
 //
 //===----------------------------------------------------------------------===//
 
@@ -123,15 +124,32 @@ Status kiln::rt::generateOverDims(Model &model, const GenerateOptions &options,
       return invalid("token " + std::to_string(t) + " is not in the " +
                      "vocabulary of " + std::to_string(vocab));
 
-  // The cache each past input gets next: empty at first.
+  // The cache each past input gets next: empty at first. A cache kept in
+  // place is one buffer for the whole loop, its length static.
   const SizeFormula *batch = dimFormula(a, a.inputs[ids], 0);
   bool cached = false;
   std::vector<std::vector<char>> pasts(model.numInputs());
   std::vector<std::vector<int64_t>> pastShapes(model.numInputs());
+  std::vector<bool> inPlace(model.numInputs(), false);
+  for (const OutputAlias &alias : a.aliases) {
+    if (roles[alias.input].feed != Feed::Past ||
+        roles[alias.input].present != alias.output)
+      return invalid("output '" + model.output(alias.output).name +
+                     "' is kept in the storage of input '" +
+                     model.input(alias.input).name +
+                     "', which is not its past cache");
+    inPlace[alias.input] = true;
+  }
   for (size_t i = 0; i < model.numInputs(); ++i)
     if (roles[i].feed == Feed::Past) {
       cached = true;
       pastShapes[i] = emptyCacheShape(a, a.inputs[i], batch);
+      if (inPlace[i]) {
+        uint64_t bytes = dtypeSize(model.input(i).dtype);
+        for (int64_t d : pastShapes[i])
+          bytes *= static_cast<uint64_t>(d);
+        pasts[i].assign(bytes, 0);
+      }
     }
 
   Sampler sampler(options);
@@ -157,7 +175,8 @@ Status kiln::rt::generateOverDims(Model &model, const GenerateOptions &options,
     for (size_t i = 0; i < model.numInputs(); ++i) {
       const Buffer &b = model.input(i);
       if (roles[i].feed == Feed::Past) {
-        inputs[i] = std::move(pasts[i]);
+        if (!inPlace[i])
+          inputs[i] = std::move(pasts[i]);
         continue;
       }
       int64_t count = shapes[i][1];
@@ -172,9 +191,17 @@ Status kiln::rt::generateOverDims(Model &model, const GenerateOptions &options,
     std::vector<std::vector<char>> outputs(model.numOutputs());
     std::vector<const void *> in;
     std::vector<void *> out;
-    for (auto &bytes : inputs)
-      in.push_back(bytes.data());
+    for (size_t i = 0; i < model.numInputs(); ++i)
+      in.push_back(inPlace[i] ? pasts[i].data() : inputs[i].data());
     for (size_t o = 0; o < model.numOutputs(); ++o) {
+      if (auto alias = std::find_if(
+              a.aliases.begin(), a.aliases.end(),
+              [&](const OutputAlias &x) { return x.output == o; });
+          alias != a.aliases.end()) {
+        // The cache itself: the run writes the new rows after the past.
+        out.push_back(pasts[alias->input].data());
+        continue;
+      }
       uint64_t bytes = dtypeSize(model.output(o).dtype);
       for (int64_t d : model.outputShape(o, dims))
         bytes *= static_cast<uint64_t>(d);
@@ -190,7 +217,7 @@ Status kiln::rt::generateOverDims(Model &model, const GenerateOptions &options,
     int64_t next = sampler.pick(row, vocab);
     if (cached) {
       for (size_t i = 0; i < model.numInputs(); ++i)
-        if (roles[i].feed == Feed::Past) {
+        if (roles[i].feed == Feed::Past && !inPlace[i]) {
           pasts[i] = std::move(outputs[roles[i].present]);
           pastShapes[i] = model.outputShape(roles[i].present, dims);
         }

@@ -367,6 +367,11 @@ Status HostExecutor::run(const void *const *in, void *const *out, Memory memory,
   // Only arena storage is poisoned; weights are read-only by validation.
   for (Allocation &a : arena)
     a.poison();
+  // An output kept in an input's storage starts as that input: the plan
+  // writes only its new rows (OutputAlias). Staged, the two are apart.
+  for (const OutputAlias &alias : plan.aliases)
+    if (uint64_t bytes = plan.buffers[plan.inputs[alias.input]].bytes)
+      std::memcpy(outputs[alias.output].data, inputs[alias.input].data, bytes);
   if (Status s = runSteps(plan, dims); !s.isOk())
     return s;
   for (size_t i = 0; i < outputs.size(); ++i)

@@ -205,3 +205,35 @@ func.func @attention_negative_softcap(%q: tensor<1x4x2x8xf32>, %k: tensor<1x2x3x
   %0 = kiln.attention %q, %k, %v {scale = 1.0 : f32, softcap = -2.0 : f32} : (tensor<1x4x2x8xf32>, tensor<1x2x3x8xf32>, tensor<1x2x3x8xf32>) -> tensor<1x4x2x8xf32>
   return %0 : tensor<1x4x2x8xf32>
 }
+
+// -----
+
+func.func @update_slice_other_dims_differ(%c: tensor<1x2x8x4xf32>, %u: tensor<1x3x1x4xf32>) -> tensor<1x2x8x4xf32> {
+  // expected-error@+1 {{update's dim 1 (3) differs from dest's (2)}}
+  %0 = kiln.update_slice %c, %u {axis = 2 : i64, offset = "p"} : (tensor<1x2x8x4xf32>, tensor<1x3x1x4xf32>) -> tensor<1x2x8x4xf32>
+  return %0 : tensor<1x2x8x4xf32>
+}
+
+// -----
+
+func.func @update_slice_outside(%c: tensor<1x8xf32>, %u: tensor<1x2xf32>) -> tensor<1x8xf32> {
+  // expected-error@+1 {{writes rows outside dest's dim 1}}
+  %0 = kiln.update_slice %c, %u {axis = 1 : i64, offset = "7"} : (tensor<1x8xf32>, tensor<1x2xf32>) -> tensor<1x8xf32>
+  return %0 : tensor<1x8xf32>
+}
+
+// -----
+
+func.func @update_slice_offset_not_canonical(%c: tensor<1x8xf32>, %u: tensor<1x2xf32>) -> tensor<1x8xf32> {
+  // expected-error@+1 {{offset 's+p' is not in canonical form ('p + s')}}
+  %0 = kiln.update_slice %c, %u {axis = 1 : i64, offset = "s+p"} : (tensor<1x8xf32>, tensor<1x2xf32>) -> tensor<1x8xf32>
+  return %0 : tensor<1x8xf32>
+}
+
+// -----
+
+func.func @update_slice_axis(%c: tensor<1x8xf32>, %u: tensor<1x2xf32>) -> tensor<1x8xf32> {
+  // expected-error@+1 {{axis 2 is outside rank 2}}
+  %0 = kiln.update_slice %c, %u {axis = 2 : i64, offset = "0"} : (tensor<1x8xf32>, tensor<1x2xf32>) -> tensor<1x8xf32>
+  return %0 : tensor<1x8xf32>
+}

@@ -97,23 +97,28 @@ def kv_dims(folder, window):
 def check_kv(tools, folder, scratch):
     """--generate over a KV-cache export compiled with symbolic dims: the
     prompt once, then a token a step with the cache; greedy tokens equal
-    onnxruntime's own KV loop over the same export."""
+    onnxruntime's own KV loop over the same export. Twice: the presents fed
+    back as the next pasts, and the caches kept in place
+    (--kv-cache-in-place: one buffer each, a step writing its new rows)."""
     model = os.path.join(folder, "model.onnx")
-    so = os.path.join(scratch, os.path.basename(folder) + ".so")
-    subprocess.run([tools.kilnc, model, "-o", so, "--dim",
-                    kv_dims(folder, tools.window)], check=True,
-                   capture_output=True)
     session = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
-    greedy = kiln_generate(tools, so, tools.tokens)
     want = ort_greedy_kv(session, tools.tokens)
     problems = []
-    if greedy != want:
-        first = next((i for i, (a, b) in enumerate(zip(greedy, want))
-                      if a != b), min(len(greedy), len(want)))
-        problems.append(f"KV greedy token {first} differs: kiln {greedy}, "
-                        f"onnxruntime {want}")
-    print(f"  {os.path.basename(folder)}: KV cache, greedy {greedy[:8]}... "
-          f"({len(greedy)} tokens)")
+    for label, flags in [("fed back", []),
+                         ("in place", ["--kv-cache-in-place"])]:
+        so = os.path.join(scratch, os.path.basename(folder) +
+                          ("-in-place" if flags else "") + ".so")
+        subprocess.run([tools.kilnc, model, "-o", so, "--dim",
+                        kv_dims(folder, tools.window), *flags], check=True,
+                       capture_output=True)
+        greedy = kiln_generate(tools, so, tools.tokens)
+        if greedy != want:
+            first = next((i for i, (a, b) in enumerate(zip(greedy, want))
+                          if a != b), min(len(greedy), len(want)))
+            problems.append(f"KV cache {label}: greedy token {first} "
+                            f"differs: kiln {greedy}, onnxruntime {want}")
+        print(f"  {os.path.basename(folder)}: KV cache {label}, greedy "
+              f"{greedy[:8]}... ({len(greedy)} tokens)")
     return problems
 
 

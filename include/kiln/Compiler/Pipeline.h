@@ -31,6 +31,9 @@ struct PipelineOptions {
   /// after the model's own (kiln-expose-tensors, after fusion; needs the
   /// importer's `recordTensorNames`).
   bool exposeTensors = false;
+  /// KV caches appended in place (kiln-cache-in-place): each cache's input
+  /// and output become one buffer of its largest length.
+  bool cacheInPlace = false;
 
   /// The compute precision ("fp32", "fp16" or "bf16").
   llvm::StringRef precision() const { return mixedPrecision.precision; }

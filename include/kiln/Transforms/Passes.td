@@ -182,6 +182,49 @@ def KilnMixedPrecisionPass : Pass<"kiln-mixed-precision", "mlir::func::FuncOp"> 
 }
 
 //===----------------------------------------------------------------------===//
+// KV caches
+//===----------------------------------------------------------------------===//
+
+def KilnCacheInPlacePass : Pass<"kiln-cache-in-place", "mlir::func::FuncOp"> {
+  let summary = "Append a decoder's new cache rows in place of copying the cache";
+  let description = [{
+    A decoder exported with a KV cache returns `present = concat(past, new)`
+    along the sequence dim: every step writes the whole cache again. This
+    pass gives such a cache one buffer of its largest length instead: the
+    graph input `past` becomes that buffer (its sequence dim the capacity,
+    the largest size of `present`'s over `kiln.dim_ranges`, holding the past
+    rows first), the output `present` is `kiln.update_slice` of it, which
+    writes only the new rows at offset `past`, and the ops that read
+    `present` read a `kiln.slice` of its valid rows. The CUDA target makes
+    the output share the input's storage (the C ABI's output aliases), so a
+    decode step costs O(new rows).
+
+    It rewrites a returned `kiln.concat` whose first operand is a function
+    argument used by nothing else, along a dim that is symbolic in both and
+    bounded by the ranges. The calling convention changes with it, so it
+    runs only when asked (`kilnc --kv-cache-in-place`).
+
+    Before:
+    ```mlir
+    func.func @main(%past: tensor<1x4x?x8xf32, #kiln.dims<["past"]>>,
+                    %new: tensor<1x4x?x8xf32, #kiln.dims<["sequence"]>>) -> ... {
+      %p = kiln.concat %past, %new {axis = 2 : i64} : ...
+          -> tensor<1x4x?x8xf32, #kiln.dims<["past+sequence"]>>
+      return %p : ...
+    ```
+    After (past 0:31, sequence 1:32):
+    ```mlir
+    func.func @main(%past: tensor<1x4x63x8xf32>, %new: ...) -> tensor<1x4x63x8xf32> {
+      %c = kiln.update_slice %past, %new {axis = 2 : i64, offset = "past"} ...
+      %p = kiln.slice %c {starts = array<i64: 0, 0, 0, 0>, ...} : ...
+          -> tensor<1x4x?x8xf32, #kiln.dims<["past+sequence"]>>
+      return %c : tensor<1x4x63x8xf32>
+    ```
+  }];
+  let dependentDialects = ["kiln::KilnDialect"];
+}
+
+//===----------------------------------------------------------------------===//
 // Fusion
 //===----------------------------------------------------------------------===//
 
@@ -217,7 +260,10 @@ def KilnFusePass : Pass<"kiln-fuse", "mlir::func::FuncOp"> {
       per element read);
     - a data-movement op left over roots such a group too (an `elementwise`
       kernel with its producers), or alone a `copy` kernel; top_k is a
-      `sort` kernel.
+      `sort` kernel;
+    - a `kiln.update_slice` (kiln-cache-in-place) roots an `elementwise`
+      kernel with the producers of its update that feed it alone: the
+      kernel writes the update's rows into the destination's storage.
     Reshapes outside any group and constants stay outside: they are views
     and weights.
 

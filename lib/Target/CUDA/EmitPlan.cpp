@@ -312,12 +312,42 @@ private:
     return name ? name.str() : "output" + std::to_string(i);
   }
 
+  /// A cache update kernel writes only its new rows: the rest of its result
+  /// is its destination's, which must be the same storage. So the update
+  /// goes from a graph input into a graph output, which the artifact
+  /// records as an alias (the caller's one buffer for both, or a copy).
+  LogicalResult addAlias(KernelOp kernel) {
+    auto update =
+        kernel.getYield().getValues()[0].getDefiningOp<UpdateSliceOp>();
+    if (!update)
+      return success();
+    auto inside = dyn_cast<BlockArgument>(update.getDest());
+    auto dest = inside ? dyn_cast<BlockArgument>(
+                             kernel.getInputs()[inside.getArgNumber()])
+                       : BlockArgument();
+    const rt::Buffer &result =
+        artifact.buffers[bufferOf.at(kernel.getResult(0))];
+    if (!dest || dest.getOwner() != &func.getBody().front() ||
+        result.kind != rt::BufferKind::Output)
+      return update.emitOpError(
+          "updates a graph input into a graph output only (the form "
+          "kiln-cache-in-place makes): the CUDA target writes the new rows "
+          "into storage they share");
+    rt::OutputAlias alias;
+    alias.output = result.offset;
+    alias.input = dest.getArgNumber();
+    alias.axis = update.getAxis();
+    artifact.aliases.push_back(alias);
+    return success();
+  }
+
   LogicalResult addLaunch(KernelOp kernel, llvm::raw_ostream &source) {
     std::string name = "kiln_" +
                        std::string(stringifyKernelKind(kernel.getKind())) +
                        "_" + std::to_string(artifact.kernelNames.size());
     auto geometry = emitKernel(kernel, name, source);
-    if (failed(geometry) || failed(addResults(kernel)))
+    if (failed(geometry) || failed(addResults(kernel)) ||
+        failed(addAlias(kernel)))
       return failure();
     rt::Step step;
     step.kind = rt::Step::Kind::Launch;

@@ -7,7 +7,8 @@
 //   result's shape a thread takes several elements with one 128-bit (or
 //   narrower) access per full-size input and output when the pointers are
 //   aligned for it, then a scalar loop does the tail; indices are 32-bit
-//   when they fit;
+//   when they fit; a cache update (kiln.update_slice) loops over its new
+//   rows only and stores each past the offset;
 // - reduction (ReductionEmitter.cpp): one block per row of the reduced op;
 // - sort (ReductionEmitter.cpp): top_k, one block per row;
 // - attention (AttentionEmitter.cpp): kiln.attention, one block per query;
@@ -18,6 +19,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "EmitterSupport.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -157,8 +160,60 @@ static LogicalResult emitVectorLoop(KernelOp kernel, const VectorAccess &access,
   return success();
 }
 
+/// A cache update (kiln.update_slice): a grid-stride loop over the new
+/// rows, each element computed through the fused producers and stored at
+/// its place past the offset. The destination's other rows are not touched:
+/// its storage is the result's (the C ABI's output alias).
+static FailureOr<LaunchGeometry> emitUpdateSlice(KernelOp kernel,
+                                                 UpdateSliceOp update,
+                                                 StringRef name,
+                                                 llvm::raw_ostream &os) {
+  RankedTensorType resultType = tensorType(kernel.getResult(0));
+  Sizes rows = sizesOf(update.getUpdate()), dest = sizesOf(update.getDest());
+  int64_t axis = update.getAxis();
+  std::string error;
+  std::optional<DimExpr> offsetExpr = DimExpr::parse(update.getOffset(), error);
+  auto func = kernel->getParentOfType<func::FuncOp>();
+  std::optional<int64_t> offsetUpper =
+      offsetExpr ? upperBound(*offsetExpr, func ? dimRangesOf(func)
+                                                : DimRanges())
+                 : std::nullopt;
+  if (!offsetExpr || !offsetUpper)
+    return update.emitOpError("offset '")
+           << update.getOffset() << "' has no bounded value";
+  Size offset(*offsetExpr, *offsetUpper);
+  Size n = productOf(rows);
+  Size inner = productOf(ArrayRef<Size>(rows).drop_front(axis + 1));
+  // Every index is below the destination's size, the largest formed here.
+  const char *index = indexType(productOf(dest));
+  emitSignature(kernel, name, os);
+  os << "  const " << index << " first = (" << index
+     << ")blockIdx.x * blockDim.x + threadIdx.x;\n"
+     << "  const " << index << " stride = (" << index
+     << ")gridDim.x * blockDim.x;\n";
+  os << "  for (" << index << " i = first; i < " << indexText(n)
+     << "; i += stride) {\n";
+  BodyEmitter body(kernel, os);
+  auto value = body.getAt(update.getUpdate(), "i", "    ");
+  if (failed(value))
+    return failure();
+  os << "    const " << index << " at = (i / " << rows[axis] * inner << ") * "
+     << dest[axis] * inner << " + (" << offset << " + (i / " << inner
+     << ") % " << rows[axis] << ") * " << inner << " + i % " << inner
+     << ";\n";
+  os << "    out0[at] = " << storeExpr(resultType.getElementType(), *value)
+     << ";\n  }\n}\n";
+  LaunchGeometry geometry;
+  setGridDim(geometry, 0, n, kBlockSize, kMaxGrid);
+  geometry.block[0] = kBlockSize;
+  return geometry;
+}
+
 FailureOr<LaunchGeometry> emitElementwise(KernelOp kernel, StringRef name,
                                           llvm::raw_ostream &os) {
+  if (auto update =
+          kernel.getYield().getValues()[0].getDefiningOp<UpdateSliceOp>())
+    return emitUpdateSlice(kernel, update, name, os);
   RankedTensorType resultType = tensorType(kernel.getResult(0));
   Sizes shape = sizesOf(kernel.getResult(0));
   Size n = productOf(shape);

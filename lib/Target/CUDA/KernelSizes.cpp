@@ -112,15 +112,8 @@ Sizes sizesOf(RankedTensorType type, const DimRanges &ranges) {
       sizes.push_back(Size(*value));
       continue;
     }
-    auto bounds = dim.bounds(
-        [&](StringRef name) -> std::optional<std::pair<int64_t, int64_t>> {
-          auto it = ranges.find(name);
-          if (it == ranges.end())
-            return std::nullopt;
-          return it->second;
-        });
     // Memory planning refuses a size without a bounded range first.
-    sizes.push_back(Size(dim, bounds ? bounds->second : INT64_MAX));
+    sizes.push_back(Size(dim, upperBound(dim, ranges).value_or(INT64_MAX)));
   }
   return sizes;
 }

@@ -16,6 +16,9 @@ void kiln::printPlan(const rt::Artifact &a, uint64_t weightBytes,
     llvm::interleave(b.shape, os, "x");
     os << "] offset " << b.offset << " bytes " << b.bytes << "\n";
   }
+  for (const rt::OutputAlias &alias : a.aliases)
+    os << "alias output " << alias.output << " input " << alias.input
+       << " axis " << alias.axis << "\n";
   for (const rt::Step &s : a.steps) {
     switch (s.kind) {
     case rt::Step::Kind::Launch:

@@ -196,6 +196,19 @@ KILN_API kiln_status kiln_model_output_shape(const kiln_model *model,
                                              const int64_t *dims, int32_t index,
                                              int64_t *shape);
 
+/** Says whether output `index` is kept in an input's storage: a KV cache
+ *  appended in place (`kilnc --kv-cache-in-place`). Such an input is the
+ *  cache at its full length along `*axis`, its valid rows first; the run
+ *  writes only the new rows after them into the output. Pass one buffer as
+ *  both (the same pointer) and a decode step costs the new rows alone; two
+ *  disjoint buffers work too, the input copied to the output first.
+ *  `*input` receives the input's index and `*axis` the dim, or -1 each when
+ *  the output has storage of its own.
+ *  @return KILN_OK or KILN_ERROR_INVALID_ARGUMENT. */
+KILN_API kiln_status kiln_model_output_alias(const kiln_model *model,
+                                             int32_t index, int32_t *input,
+                                             int32_t *axis);
+
 /** Runs the model once at the dims' values `dims` (`kiln_model_num_dims`
  *  values, each in its range) and waits for it; as `kiln_model_run`, with
  *  tensors of the shapes those values give. The plan for each set of values

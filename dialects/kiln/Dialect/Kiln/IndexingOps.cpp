@@ -1,7 +1,8 @@
-//===- IndexingOps.cpp - verifiers of concat, slice, gather, expand -------===//
+//===- IndexingOps.cpp - verifiers of concat, slice, update, gather, expand ===//
 
 #include "kiln/Dialect/Kiln/KilnOps.h"
 #include "kiln/Dialect/Kiln/ShapeInference.h"
+#include "kiln/Dialect/Kiln/SymbolicShapes.h"
 
 using namespace mlir;
 
@@ -32,6 +33,42 @@ LogicalResult ConcatOp::verify() {
 LogicalResult SliceOp::verify() {
   return verifySliceTypes(getLoc(), getInput().getType(), getType(),
                           getStarts(), getStrides());
+}
+
+LogicalResult UpdateSliceOp::verify() {
+  RankedTensorType dest = getDest().getType(), update = getUpdate().getType();
+  int64_t axis = getAxis();
+  if (update.getRank() != dest.getRank() ||
+      update.getElementType() != dest.getElementType())
+    return emitOpError("update differs from dest in rank or element type");
+  if (axis < 0 || axis >= dest.getRank())
+    return emitOpError("axis ") << axis << " is outside rank "
+                                << dest.getRank();
+  std::optional<SymbolicShape> to = symbolicShapeOf(dest),
+                               from = symbolicShapeOf(update);
+  if (!to || !from)
+    return emitOpError("has a dynamic dim without its size");
+  for (int64_t d = 0; d < dest.getRank(); ++d)
+    if (d != axis && (*to)[d] != (*from)[d])
+      return emitOpError("update's dim ")
+             << d << " (" << (*from)[d].str() << ") differs from dest's ("
+             << (*to)[d].str() << ")";
+  std::string error;
+  std::optional<DimExpr> offset = DimExpr::parse(getOffset(), error);
+  if (!offset)
+    return emitOpError("offset '") << getOffset() << "': " << error;
+  if (offset->str() != getOffset())
+    return emitOpError("offset '") << getOffset()
+                                   << "' is not in canonical form ('"
+                                   << offset->str() << "')";
+  // A window known at compile time is checked here; a symbolic one when
+  // the dims' values are known.
+  std::optional<int64_t> start = offset->getConstant(),
+                         rows = (*from)[axis].getConstant(),
+                         size = (*to)[axis].getConstant();
+  if (start && (*start < 0 || (rows && size && *start + *rows > *size)))
+    return emitOpError("writes rows outside dest's dim ") << axis;
+  return success();
 }
 
 LogicalResult GatherOp::verify() {

@@ -745,6 +745,34 @@ def Kiln_SliceOp : Kiln_Op<"slice", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Kiln_UpdateSliceOp : Kiln_Op<"update_slice", [Pure,
+    AllTypesMatch<["dest", "result"]>]> {
+  let summary = "a tensor with rows along one dim replaced (a KV cache append)";
+  let description = [{
+    The result is `dest` with its elements at `offset <= i < offset + n`
+    along `axis` (n = `update`'s size there) replaced by `update`'s, which
+    agrees with `dest` on every other dim. `offset` is a size over the
+    model's named dims in the canonical text of DimExpr.h (`past`, `7`),
+    known at run time; a window outside `dest` is an error there.
+    kiln-cache-in-place makes it from a KV cache's concat of past and new
+    rows; the CUDA target writes only the new rows, into storage the graph
+    output shares with the graph input `dest` (the C ABI's output aliases).
+
+    ```mlir
+    %c = kiln.update_slice %cache, %new {axis = 2 : i64, offset = "past"}
+        : (tensor<1x4x64x8xf32>, tensor<1x4x?x8xf32, #kiln.dims<["sequence"]>>)
+        -> tensor<1x4x64x8xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_Tensor:$dest, Kiln_Tensor:$update, I64Attr:$axis,
+                   StrAttr:$offset);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = [{
+    $dest `,` $update attr-dict `:` functional-type(operands, $result)
+  }];
+  let hasVerifier = 1;
+}
+
 def Kiln_GatherOp : Kiln_Op<"gather", [Pure]> {
   let summary = "pick slices along one dim by index (ONNX Gather)";
   let description = [{

@@ -113,23 +113,26 @@ std::optional<DimExpr> elementCount(RankedTensorType type) {
   return sizes ? productOf(*sizes) : std::nullopt;
 }
 
+std::optional<int64_t> upperBound(const DimExpr &size,
+                                  const DimRanges &ranges) {
+  auto bounds = size.bounds(
+      [&](StringRef name) -> std::optional<std::pair<int64_t, int64_t>> {
+        auto it = ranges.find(name);
+        if (it == ranges.end())
+          return std::nullopt;
+        return it->second;
+      });
+  if (!bounds)
+    return std::nullopt;
+  return bounds->second;
+}
+
 std::optional<int64_t> maxElementCount(RankedTensorType type,
                                        const DimRanges &ranges) {
   if (type.hasStaticShape())
     return type.getNumElements();
   std::optional<DimExpr> count = elementCount(type);
-  auto bounds =
-      count ? count->bounds([&](StringRef name)
-                                -> std::optional<std::pair<int64_t, int64_t>> {
-        auto it = ranges.find(name);
-        if (it == ranges.end())
-          return std::nullopt;
-        return it->second;
-      })
-            : std::nullopt;
-  if (!bounds)
-    return std::nullopt;
-  return bounds->second;
+  return count ? upperBound(*count, ranges) : std::nullopt;
 }
 
 std::string shapeText(RankedTensorType type) {

@@ -46,6 +46,10 @@ std::optional<llvm::SmallVector<int64_t>> concreteShape(
 using DimRanges = llvm::StringMap<std::pair<int64_t, int64_t>>;
 DimRanges dimRangesOf(mlir::Operation *func);
 
+/// The largest value of `size` over `ranges`; nothing when a name has no
+/// range or on overflow.
+std::optional<int64_t> upperBound(const DimExpr &size, const DimRanges &ranges);
+
 /// The number of elements of `type`, as a size; nothing on overflow or for
 /// a dynamic dim without size.
 std::optional<DimExpr> elementCount(mlir::RankedTensorType type);

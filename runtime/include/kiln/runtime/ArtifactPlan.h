@@ -68,6 +68,21 @@ struct Buffer {
   uint64_t bytes = 0;
 };
 
+/// A graph output that is stored in a graph input's storage: a KV cache
+/// appended in place (kilnc --kv-cache-in-place). The input is the cache at
+/// its full length along `axis`, its valid rows first; the plan writes only
+/// the new rows, so the output holds the input's rows plus those. When the
+/// caller passes one pointer for both, nothing else is copied; otherwise
+/// the run first copies the input to the output.
+struct OutputAlias {
+  /// Index of the graph output.
+  uint32_t output = 0;
+  /// Index of the graph input whose storage it shares.
+  uint32_t input = 0;
+  /// The dim along which rows are appended.
+  uint32_t axis = 0;
+};
+
 //===----------------------------------------------------------------------===//
 // Artifact
 //===----------------------------------------------------------------------===//
@@ -116,6 +131,8 @@ struct Artifact {
   /// model. The buffers and steps above are the plan at the top of the
   /// dims' ranges (ArtifactDims.h).
   SymbolicPlan symbolic;
+  /// Outputs stored in an input's storage, in output order.
+  std::vector<OutputAlias> aliases;
   /// The run-time index checks: site i + 1 of the kernels' `kiln_index_error`
   /// flag is the gather described here (its ONNX node). Empty when the
   /// kernels clamp without checking.
