@@ -189,6 +189,45 @@ TEST(ArtifactFormat, RejectsBadSplats) {
   }
 }
 
+TEST(ArtifactFormat, OutputAliasesRoundTripAndAreChecked) {
+  Artifact a = makeIdentityShell({4});
+  a.aliases.push_back(OutputAlias{0, 0, 0});
+  std::string bytes = serializeArtifact(a), error;
+  Artifact b;
+  ASSERT_TRUE(parseExact(bytes, bytes.size(), b, error)) << error;
+  ASSERT_EQ(b.aliases.size(), 1u);
+  EXPECT_EQ(b.aliases[0].output, 0u);
+  EXPECT_EQ(b.aliases[0].input, 0u);
+  EXPECT_EQ(b.aliases[0].axis, 0u);
+  {
+    Artifact bad = a;
+    bad.aliases[0].output = 1;
+    expectRejected(bad, "output alias 0: output or input index out of range");
+  }
+  {
+    // One storage, so one shape: a [2, 2] output is not a [4] input's.
+    Artifact bad = a;
+    bad.buffers[bad.outputs[0]].shape = {2, 2};
+    expectRejected(bad, "differ in type or shape, or the axis is out of range");
+  }
+  {
+    Artifact bad = a;
+    bad.aliases[0].axis = 1;
+    expectRejected(bad, "the axis is out of range");
+  }
+  {
+    // One input is the storage of one output at most.
+    Artifact bad = a;
+    Buffer second = bad.buffers[bad.outputs[0]];
+    second.name = "z";
+    second.offset = 1;
+    bad.buffers.push_back(second);
+    bad.outputs.push_back(bad.buffers.size() - 1);
+    bad.aliases.push_back(OutputAlias{1, 0, 0});
+    expectRejected(bad, "input 0 is the storage of two outputs");
+  }
+}
+
 TEST(ArtifactFormat, EmptyArtifactRoundTrips) {
   Artifact a;
   std::string bytes = serializeArtifact(a), error;

@@ -434,3 +434,53 @@ TEST_F(CApi, NamesTheDimsOfASymbolicModelAndRunsAtThem) {
   EXPECT_EQ(y[1], 8);
   lib.destroy(model);
 }
+
+TEST_F(CApi, NamesTheOutputsKeptInAnInputsStorage) {
+  // y is kept in x's storage (a cache appended in place) and no step writes
+  // it: a run leaves y equal to x.
+  Artifact a = makeIdentityShell({4});
+  a.aliases.push_back(OutputAlias{0, 0, 0});
+  LoadedArtifact lib;
+  ASSERT_NO_FATAL_FAILURE(load(a, lib));
+  auto outputAlias = reinterpret_cast<decltype(&kiln_model_output_alias)>(
+      dlsym(lib.handle, "kiln_model_output_alias"));
+  ASSERT_TRUE(outputAlias);
+  kiln_model *model = nullptr;
+  ASSERT_EQ(lib.create(KILN_BACKEND_HOST, &model), KILN_OK) << lib.lastError();
+  int32_t input = 7, axis = 7;
+  ASSERT_EQ(outputAlias(model, 0, &input, &axis), KILN_OK) << lib.lastError();
+  EXPECT_EQ(input, 0);
+  EXPECT_EQ(axis, 0);
+  EXPECT_EQ(outputAlias(model, 1, &input, &axis), KILN_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(lib.lastError(),
+               "output index 1 out of range (the model has 1)");
+  EXPECT_EQ(outputAlias(model, 0, nullptr, &axis),
+            KILN_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(outputAlias(nullptr, 0, &input, &axis),
+            KILN_ERROR_INVALID_ARGUMENT);
+
+  // Two buffers: the input is copied to the output. One buffer: untouched.
+  float x[4] = {1, 2, 3, 4}, y[4] = {-1, -1, -1, -1};
+  const void *in[] = {x};
+  void *out[] = {y};
+  ASSERT_EQ(lib.run(model, in, out, KILN_MEMORY_HOST), KILN_OK)
+      << lib.lastError();
+  EXPECT_EQ(std::vector<float>(y, y + 4), (std::vector<float>{1, 2, 3, 4}));
+  void *same[] = {x};
+  ASSERT_EQ(lib.run(model, in, same, KILN_MEMORY_HOST), KILN_OK)
+      << lib.lastError();
+  EXPECT_EQ(std::vector<float>(x, x + 4), (std::vector<float>{1, 2, 3, 4}));
+  lib.destroy(model);
+
+  // A model without aliases says -1 for each output.
+  LoadedArtifact plain;
+  ASSERT_NO_FATAL_FAILURE(load(makeCopyArtifact({4}), plain));
+  ASSERT_EQ(plain.create(KILN_BACKEND_HOST, &model), KILN_OK);
+  auto plainAlias = reinterpret_cast<decltype(&kiln_model_output_alias)>(
+      dlsym(plain.handle, "kiln_model_output_alias"));
+  ASSERT_TRUE(plainAlias);
+  ASSERT_EQ(plainAlias(model, 0, &input, &axis), KILN_OK);
+  EXPECT_EQ(input, -1);
+  EXPECT_EQ(axis, -1);
+  plain.destroy(model);
+}

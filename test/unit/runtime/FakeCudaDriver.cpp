@@ -92,6 +92,7 @@ struct Counters {
   int streamWaits = 0;    ///< cuStreamWaitEvent calls.
   int pinned = 0;         ///< Live page-locked allocations.
   int graphs = 0;         ///< Live graphs and executable graphs.
+  int deviceCopies = 0;   ///< cuMemcpyDtoDAsync calls.
 } counters;
 /// The stream of the last work done or launched (not recorded).
 void *lastStream = nullptr;
@@ -127,8 +128,8 @@ fakeCudaEnqueue(void *stream, std::function<void()> *op) {
 }
 
 /// Returns the counter `name` ("captures", "instantiations", "updates",
-/// "graphLaunches", "eagerKernels", "streamWaits", "pinned", "graphs"), or
-/// -1 for an unknown name.
+/// "graphLaunches", "eagerKernels", "streamWaits", "pinned", "graphs",
+/// "deviceCopies"), or -1 for an unknown name.
 __attribute__((visibility("default"))) int fakeCudaCounter(const char *name) {
   struct {
     const char *name;
@@ -140,7 +141,8 @@ __attribute__((visibility("default"))) int fakeCudaCounter(const char *name) {
                {"eagerKernels", counters.eagerKernels},
                {"streamWaits", counters.streamWaits},
                {"pinned", counters.pinned},
-               {"graphs", counters.graphs}};
+               {"graphs", counters.graphs},
+               {"deviceCopies", counters.deviceCopies}};
   for (auto &entry : table)
     if (std::strcmp(entry.name, name) == 0)
       return entry.value;
@@ -286,6 +288,7 @@ Result cuMemcpyDtoHAsync_v2(void *dst, DevicePtr src, size_t bytes,
 }
 Result cuMemcpyDtoDAsync_v2(DevicePtr dst, DevicePtr src, size_t bytes,
                             void *stream) {
+  ++counters.deviceCopies;
   enqueue(stream, [=] {
     std::memcpy(reinterpret_cast<void *>(dst),
                 reinterpret_cast<const void *>(src), bytes);
