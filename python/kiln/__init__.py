@@ -78,6 +78,13 @@ class Model:
         self.inputs: List[TensorInfo] = _infos(native.inputs)
         self.outputs: List[TensorInfo] = _infos(native.outputs)
         self.dims: List[DimInfo] = [DimInfo(*d) for d in native.dims]
+        # Output name -> (input name, axis): the output is kept in that
+        # input's storage, a KV cache appended in place along the axis.
+        # Pass one array as both (in `inputs` and `outputs`) and a run
+        # writes only the new rows.
+        self.aliases: Dict[str, Tuple[str, int]] = {
+            self.outputs[o].name: (self.inputs[i].name, axis)
+            for o, i, axis in native.aliases}
 
     @property
     def backend(self) -> str:
@@ -280,17 +287,21 @@ def _dlpack_dtype(code: int, bits: int, lanes: int) -> np.dtype:
 
 
 def compile(model: Union[str, os.PathLike, Any], *, precision: str = "fp32",
-            dims: Optional[Mapping[str, Union[int, Tuple[int, int]]]] = None,
+            dims: Optional[Mapping[str, Union[int, Tuple[int, int], str]]] = None,
             input_shapes: Optional[Mapping[str, Sequence[int]]] = None,
             backend: str = "auto", report: bool = False,
-            base_dir: Optional[Union[str, os.PathLike]] = None) -> Model:
+            base_dir: Optional[Union[str, os.PathLike]] = None,
+            kv_cache_in_place: bool = False) -> Model:
     """Compiles an ONNX model (a path, or an `onnx.ModelProto`) in this
-    process. `dims` gives symbolic dims their values (kilnc --dim), or a
-    range (min, max) to keep one symbolic (--dim NAME=MIN:MAX), `input_shapes`
+    process. `dims` gives symbolic dims their values (kilnc --dim), a range
+    (min, max) to keep one symbolic (--dim NAME=MIN:MAX), or an expression
+    of other dims that one equals ("past_sequence+sequence"), `input_shapes`
     whole input shapes (--input-shape); `precision` is
     "fp32", "fp16" or "bf16"; `backend` "auto", "cuda" or "host". A
     ModelProto loaded without its external data (`load_external_data=False`)
-    reads it from `base_dir`, the folder of the model file."""
+    reads it from `base_dir`, the folder of the model file.
+    `kv_cache_in_place` keeps a decoder's KV caches in one buffer each of
+    their largest length (kilnc --kv-cache-in-place; see Model.aliases)."""
     path, data = str(model), None
     if not isinstance(model, (str, os.PathLike)):
         if not hasattr(model, "SerializeToString"):
@@ -299,14 +310,18 @@ def compile(model: Union[str, os.PathLike, Any], *, precision: str = "fp32",
         path = os.path.join(str(base_dir or os.getcwd()), name)
         data = model.SerializeToString()
     values = {k: v for k, v in (dims or {}).items() if isinstance(v, int)}
+    expressions = {k: v for k, v in (dims or {}).items()
+                   if isinstance(v, str)}
     ranges = {k: tuple(v) for k, v in (dims or {}).items()
-              if not isinstance(v, int)}
+              if not isinstance(v, (int, str))}
     if any(len(r) != 2 for r in ranges.values()):
-        raise TypeError("a dim is an int or a (min, max) pair")
+        raise TypeError("a dim is an int, a (min, max) pair or an expression "
+                        "of other dims")
     try:
         native = _kiln.compile(path, data, precision, values, ranges,
                                {k: list(v) for k, v in (input_shapes or {}).items()},
-                               backend, report)
+                               backend, report, kv_cache_in_place,
+                               expressions)
     except RuntimeError as e:
         raise CompileError(str(e)) from None
     return Model(native)

@@ -150,6 +150,15 @@ struct PyModel {
     return list;
   }
 
+  /// The outputs kept in an input's storage (KV caches appended in place):
+  /// (output index, input index, axis) each.
+  py::list aliases() const {
+    py::list list;
+    for (const rt::OutputAlias &a : model->artifact().aliases)
+      list.append(py::make_tuple(a.output, a.input, a.axis));
+    return list;
+  }
+
   /// The dims' values for inputs of `shapes` (one per input, graph order).
   std::vector<int64_t>
   bindDims(const std::vector<std::vector<int64_t>> &shapes) const {
@@ -267,8 +276,11 @@ PyModel compile(const std::string &path, const py::object &bytes,
                 const std::map<std::string, int64_t> &dims,
                 const std::map<std::string, std::pair<int64_t, int64_t>> &ranges,
                 const std::map<std::string, std::vector<int64_t>> &shapes,
-                const std::string &backend, bool report) {
+                const std::string &backend, bool report,
+                bool kvCacheInPlace,
+                const std::map<std::string, std::string> &expressions) {
   CompileOptions options;
+  options.pipeline.cacheInPlace = kvCacheInPlace;
   options.pipeline.mixedPrecision.precision = precision;
   if (precision != "fp32" && precision != "fp16" && precision != "bf16")
     throw std::invalid_argument("precision must be 'fp32', 'fp16' or 'bf16'");
@@ -282,6 +294,11 @@ PyModel compile(const std::string &path, const py::object &bytes,
                                   ") must have 0 <= min <= max");
     options.import.dimRanges[name] = range;
   }
+  for (const auto &[name, expression] : expressions)
+    if (std::string error =
+            parseDimValue(name + "=" + expression, options.import);
+        !error.empty())
+      throw std::invalid_argument("dim '" + name + "': " + error);
   for (const auto &[name, shape] : shapes)
     options.import.inputShapes[name] =
         llvm::SmallVector<int64_t>(shape.begin(), shape.end());
@@ -375,6 +392,7 @@ PYBIND11_MODULE(_kiln, m) {
       .def_property_readonly("info",
                              [](const PyModel &p) { return p.model->info(); })
       .def_property_readonly("dims", &PyModel::dims)
+      .def_property_readonly("aliases", &PyModel::aliases)
       .def("bind_dims", &PyModel::bindDims)
       .def("shapes_at", &PyModel::shapesAt)
       .def("run", &PyModel::run)

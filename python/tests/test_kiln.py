@@ -149,11 +149,55 @@ def test_one_model_for_every_shape_in_range():
     assert model.run({"input_ids": np.zeros((1, 2), np.int64),
                       "attention_mask": np.ones((1, 2), np.int64)}
                      )["output"].shape == (1, 2, 96)
-    with pytest.raises(TypeError, match="an int or a \\(min, max\\) pair"):
+    with pytest.raises(TypeError, match="an int, a \\(min, max\\) pair"):
         kiln.compile(path, dims={"batch": (1, 2, 3)}, backend="host")
     with pytest.raises(ValueError, match="dim 'batch': the range \\(4, 1\\) "
                                          "must have 0 <= min <= max"):
         kiln.compile(path, dims={"batch": (4, 1)}, backend="host")
+
+
+def test_kv_cache_in_place():
+    """kv_cache_in_place: each past input is the cache at its full length
+    and its present the same storage; with one array passed as both, a step
+    writes the new rows after the valid ones and nothing else (the rows
+    after them stay NaN), and the logits and the valid rows match
+    onnxruntime's loop over the same export, which copies the cache."""
+    path = os.path.join(FRESH, "gpt2-torchscript-kv", "model.onnx")
+    model = kiln.compile(path, dims={"batch": (1, 1), "sequence": (1, 8),
+                                     "past_sequence": (0, 7),
+                                     "total_sequence":
+                                         "past_sequence+sequence"},
+                         backend="host", kv_cache_in_place=True)
+    pasts = [i.name for i in model.inputs if i.name.startswith("past")]
+    assert model.aliases == {"present" + n[len("past_key_values"):]: (n, 2)
+                             for n in pasts}
+    capacity = dict((i.name, i.shape) for i in model.inputs)[pasts[0]][2]
+    assert capacity == 15
+    caches = {n: np.full((1, 4, capacity, 8), np.nan, np.float32)
+              for n in pasts}
+    session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    ort_pasts = {n: np.zeros((1, 4, 0, 8), np.float32) for n in pasts}
+    tokens, total = [[5, 17, 42, 8], [23], [61]], 0
+    for step in tokens:
+        total += len(step)
+        ids = np.array([step], np.int64)
+        mask = np.ones((1, total), np.int64)
+        feeds = {"input_ids": ids, "attention_mask": mask}
+        outputs = {"present" + n[len("past_key_values"):]: caches[n]
+                   for n in pasts}
+        outputs["logits"] = np.empty((1, len(step), 96), np.float32)
+        got = model.run({**feeds, **caches}, outputs=outputs)
+        want = dict(zip([o.name for o in session.get_outputs()],
+                        session.run(None, {**feeds, **ort_pasts})))
+        np.testing.assert_allclose(got["logits"], want["logits"],
+                                   rtol=RTOL, atol=ATOL)
+        for n in pasts:
+            present = "present" + n[len("past_key_values"):]
+            assert got[present] is caches[n]
+            np.testing.assert_allclose(caches[n][:, :, :total], want[present],
+                                       rtol=RTOL, atol=ATOL)
+            assert np.isnan(caches[n][:, :, total:]).all()
+            ort_pasts[n] = want[present]
 
 
 def test_model_proto_reads_external_data_from_base_dir():
