@@ -9,7 +9,10 @@
 // runs each step at the length it needs (GenerateOverDims.cpp): the whole
 // text so far, or, for a decoder with a KV cache (inputs
 // `past_key_values.*`, outputs `present.*`), the prompt once and then one
-// token a step with the cache so far; the loop stops early when the text
+// token a step with the cache so far (one buffer per cache, appended in
+// place, when the model was compiled with `--kv-cache-in-place`; the
+// presents fed back as the next pasts otherwise); the loop stops early when
+// the text
 // reaches the top of a dim's range. A static model is compiled for one
 // window (batch 1, sequence = the longest text) and every step runs the
 // whole window with the positions after the text masked out: a causal model
