@@ -12,9 +12,8 @@
 // token a step with the cache so far (one buffer per cache, appended in
 // place, when the model was compiled with `--kv-cache-in-place`; the
 // presents fed back as the next pasts otherwise); the loop stops early when
-// the text
-// reaches the top of a dim's range. A static model is compiled for one
-// window (batch 1, sequence = the longest text) and every step runs the
+// the text reaches the top of a dim's range. A static model is compiled for
+// one window (batch 1, sequence = the longest text) and every step runs the
 // whole window with the positions after the text masked out: a causal model
 // does not look ahead, so the padding changes nothing before it and the
 // tokens are those of an unpadded loop, at the cost of the whole window a
