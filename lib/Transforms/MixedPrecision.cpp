@@ -613,11 +613,21 @@ llvm::StringSet<> Assigner::run() {
   collectMasks();
 
   auto keepIoRule = StringAttr::get(context, "keep-io-types");
+  // A KV cache kept in place (kiln-cache-in-place) is one storage for its
+  // input and its output: both keep the type its update writes.
+  auto cacheRule = StringAttr::get(context, "kv-cache-in-place");
+  auto isCache = [](BlockArgument arg) {
+    return llvm::any_of(arg.getUsers(), [&](Operation *user) {
+      auto update = dyn_cast<UpdateSliceOp>(user);
+      return update && update.getDest() == arg;
+    });
+  };
   for (BlockArgument arg : block.getArguments()) {
     if (!wasF32.contains(arg))
       continue;
-    if (keepIoTypes)
-      func.setArgAttr(arg.getArgNumber(), kFp32RuleAttr, keepIoRule);
+    if (keepIoTypes || isCache(arg))
+      func.setArgAttr(arg.getArgNumber(), kFp32RuleAttr,
+                      keepIoTypes ? keepIoRule : cacheRule);
     else
       arg.setType(withElementType(arg.getType(), low));
   }
@@ -633,12 +643,13 @@ llvm::StringSet<> Assigner::run() {
         Value v = operand.get();
         if (!wasF32.contains(v))
           continue;
-        Type type = keepIoTypes ? f32 : Type(low);
+        bool cache = static_cast<bool>(v.getDefiningOp<UpdateSliceOp>());
+        Type type = keepIoTypes || cache ? f32 : Type(low);
         if (elementTypeOf(v) != type)
           operand.set(convert(v, type, Conversion::Round, ret, true));
-        if (keepIoTypes)
+        if (keepIoTypes || cache)
           func.setResultAttr(operand.getOperandNumber(), kFp32RuleAttr,
-                             keepIoRule);
+                             keepIoTypes ? keepIoRule : cacheRule);
       }
       func.setType(FunctionType::get(context, block.getArgumentTypes(),
                                      ret->getOperandTypes()));

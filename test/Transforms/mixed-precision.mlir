@@ -334,3 +334,19 @@ func.func @negative_own_fp16(%x: tensor<2x8xf16>, %w: tensor<8x8xf16>) -> tensor
   %p = kiln.softmax %h {axis = 1 : i64} : tensor<2x8xf16>
   return %p : tensor<2x8xf16>
 }
+
+// -----
+
+// A KV cache kept in place (kiln-cache-in-place) is one storage for its
+// input and output: without keep-io-types they stay f32 all the same,
+// while the other input becomes bf16.
+// BF16-LABEL: func @cache_in_place
+// BF16-SAME: %[[CACHE:.*]]: tensor<1x8x4xf32> {kiln.fp32 = "kv-cache-in-place"}, %[[X:.*]]: tensor<1x2x4xbf16>
+// BF16-SAME: -> (tensor<1x8x4xf32> {kiln.fp32 = "kv-cache-in-place"}, tensor<1x2x4xbf16>)
+// BF16: %[[U:.*]] = kiln.update_slice %[[CACHE]], %{{.*}} {axis = 1 : i64, kiln.fp32 = "unconverted", offset = "3"} : (tensor<1x8x4xf32>, tensor<1x2x4xf32>) -> tensor<1x8x4xf32>
+// BF16: return %[[U]], %{{.*}} : tensor<1x8x4xf32>, tensor<1x2x4xbf16>
+func.func @cache_in_place(%cache: tensor<1x8x4xf32>, %x: tensor<1x2x4xf32>) -> (tensor<1x8x4xf32>, tensor<1x2x4xf32>) {
+  %r = kiln.relu %x : tensor<1x2x4xf32>
+  %u = kiln.update_slice %cache, %r {axis = 1 : i64, offset = "3"} : (tensor<1x8x4xf32>, tensor<1x2x4xf32>) -> tensor<1x8x4xf32>
+  return %u, %r : tensor<1x8x4xf32>, tensor<1x2x4xf32>
+}

@@ -133,7 +133,9 @@ def KilnMixedPrecisionPass : Pass<"kiln-mixed-precision", "mlir::func::FuncOp"> 
       ops) or by ONNX node name (`keep-node-names`, any node an op came
       from);
     - with `keep-io-types` (the default) the graph's inputs and outputs keep
-      their types; otherwise f32 inputs and outputs become the low type.
+      their types; otherwise f32 inputs and outputs become the low type,
+      except a KV cache kept in place (kiln-cache-in-place), one storage
+      for its input and output, which keeps the type its update writes.
     Constants are converted at compile time (finite values saturate to the
     low type's range). A conversion is inserted where a value's type differs
     from what its user computes in: before the user when kiln-fuse can fuse
