@@ -155,7 +155,20 @@ def artifact_seeds(out, corpus, kilnc):
                 raise RuntimeError(f"kilnc {name}: {result.stderr}")
             n += write_seed(out, payload_of(library))
         n += symbolic_artifact_seed(out, pathlib.Path(tmp), kilnc)
+        n += cache_in_place_seed(out, pathlib.Path(tmp), kilnc)
     return n
+
+
+def cache_in_place_seed(out, tmp, kilnc):
+    """A plan with output aliases (KV caches kept in place) over symbolic
+    dims: the decoder layer of the kiln-cache-in-place tests."""
+    model = ROOT / "test" / "Transforms" / "Inputs" / "cache_in_place_decoder.mlir"
+    library = tmp / "cache_in_place.so"
+    result = subprocess.run([kilnc, str(model), "--kv-cache-in-place", "-o",
+                             str(library)], capture_output=True, text=True)
+    if result.returncode != 0:
+        raise RuntimeError(f"kilnc cache in place: {result.stderr}")
+    return write_seed(out, payload_of(library))
 
 
 def symbolic_artifact_seed(out, tmp, kilnc):
