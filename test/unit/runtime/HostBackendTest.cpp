@@ -33,38 +33,6 @@ protected:
   }
 };
 
-/// An artifact running `source`'s kernel `name` once over float input x and
-/// output y of `n` elements, with `blocks` blocks of `threads` threads.
-Artifact kernelArtifact(const std::string &source, const std::string &name,
-                        int64_t n, uint32_t blocks, uint32_t threads) {
-  Artifact a = makeIdentityShell({n});
-  a.cudaSource = source;
-  a.kernelNames = {name};
-  LaunchStep launch;
-  launch.grid[0] = blocks;
-  launch.block[0] = threads;
-  launch.args = {0, 1};
-  a.steps.push_back(Step::ofLaunch(launch));
-  return a;
-}
-
-/// Runs `artifact` on the host backend; returns y.
-std::vector<float> runOnHost(Artifact artifact, const std::vector<float> &x,
-                             HostOptions options, Status *status = nullptr) {
-  std::unique_ptr<Model> model;
-  Status s = Model::create(std::move(artifact), Backend::Host, model, options);
-  EXPECT_TRUE(s.isOk()) << s.message;
-  std::vector<float> y(model->output(0).bytes / sizeof(float), 0.0f);
-  const void *in[] = {x.data()};
-  void *out[] = {y.data()};
-  s = model->run(in, out, Memory::Host);
-  if (status)
-    *status = s;
-  else
-    EXPECT_TRUE(s.isOk()) << s.message;
-  return y;
-}
-
 std::vector<float> iota(size_t n) {
   std::vector<float> v(n);
   for (size_t i = 0; i < n; ++i)

@@ -2,6 +2,8 @@
 
 #include "TestArtifacts.h"
 
+#include <gtest/gtest.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -157,6 +159,39 @@ std::vector<float> test::richReference(const Artifact &a,
         acc += x[i * 3 + p] * w[p * 4 + j];
       y[i * 4 + j] = acc + r[i * 4 + j];
     }
+  return y;
+}
+
+Artifact test::kernelArtifact(const std::string &source,
+                              const std::string &name, int64_t n,
+                              uint32_t blocks, uint32_t threads) {
+  Artifact a = makeIdentityShell({n});
+  a.cudaSource = source;
+  a.kernelNames = {name};
+  LaunchStep launch;
+  launch.grid[0] = blocks;
+  launch.block[0] = threads;
+  launch.args = {0, 1};
+  a.steps.push_back(Step::ofLaunch(launch));
+  return a;
+}
+
+std::vector<float> test::runOnHost(Artifact artifact,
+                                   const std::vector<float> &x,
+                                   HostOptions options, Status *status) {
+  std::unique_ptr<Model> model;
+  Status s = Model::create(std::move(artifact), Backend::Host, model, options);
+  EXPECT_TRUE(s.isOk()) << s.message;
+  if (!s.isOk())
+    return {};
+  std::vector<float> y(model->output(0).bytes / sizeof(float), 0.0f);
+  const void *in[] = {x.data()};
+  void *out[] = {y.data()};
+  s = model->run(in, out, Memory::Host);
+  if (status)
+    *status = s;
+  else
+    EXPECT_TRUE(s.isOk()) << s.message;
   return y;
 }
 

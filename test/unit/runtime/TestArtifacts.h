@@ -6,6 +6,7 @@
 
 #include "kiln/kiln_model.h"
 #include "kiln/runtime/ArtifactFormat.h"
+#include "kiln/runtime/Model.h"
 
 #include <string>
 #include <vector>
@@ -47,6 +48,16 @@ constexpr uint64_t kSplatPattern = 0x0102030405060708ull;
 /// z (3 x int64) copied from a 4-element splat of kSplatPattern through a
 /// 3-element view of it (which shares its storage).
 Artifact makeSplatArtifact();
+
+/// An artifact running `source`'s kernel `name` once over float input x and
+/// output y of `n` elements, with `blocks` blocks of `threads` threads.
+Artifact kernelArtifact(const std::string &source, const std::string &name,
+                        int64_t n, uint32_t blocks, uint32_t threads);
+
+/// Runs `artifact` on the host backend; returns y. A failed run fails the
+/// test unless `status` takes its status.
+std::vector<float> runOnHost(Artifact artifact, const std::vector<float> &x,
+                             HostOptions options, Status *status = nullptr);
 
 /// Returns the bytes of `values`.
 std::string bytesOf(const std::vector<float> &values);

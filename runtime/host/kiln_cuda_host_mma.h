@@ -1,0 +1,250 @@
+//===- kiln_cuda_host_mma.h - Tensor cores on the host ----------*- C++ -*-===//
+//
+// The warp-collective PTX instructions of tensor-core kernels, emulated over
+// the lanes of kiln_cuda_host.h: `mma.sync.aligned.m16n8k16.row.col` with
+// f16 or bf16 A and B and f32 C and D, `ldmatrix.sync.aligned.m8n8` (.x1,
+// .x2, .x4, with and without .trans) and `cp.async` with its groups.
+// Generated code reaches them through kiln_mma_*, kiln_ldmatrix_* and
+// kiln_cp_async_* (Prelude.cpp has the same functions as inline PTX for the
+// GPU). Each lane holds exactly the fragment elements that the PTX ISA's
+// figures give it ("Matrix Fragments for mma.m16n8k16 with floating point
+// type", "Warp-level matrix load instruction: ldmatrix"); the warp's
+// fragments are gathered through its slots, so a kernel whose lanes put
+// elements elsewhere computes wrong results here, as it would on the GPU.
+// The unit tests check the layouts lane by lane against those figures
+// (test/unit/runtime/TensorCoreTest.cpp).
+//
+// Every lane of a full warp takes part, as the instructions require.
+// cp.async copies land when a wait_group lets them (the latest moment the
+// GPU may), so shared memory read before its wait is stale here too.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_CUDA_HOST_MMA_H
+#define KILN_CUDA_HOST_MMA_H
+
+#include <cstring>
+#include <vector>
+
+/// Every lane's `bits`, in `all` (by lane), for a full warp.
+inline void kiln_host_gather(unsigned long long bits,
+                             unsigned long long (&all)[32]) {
+  kiln_host_thread *self = kiln_host_self;
+  self->warpSlots[self->lane] = bits;
+  kiln_host_wait(KILN_HOST_WAIT_WARP);
+  for (unsigned i = 0; i < 32; ++i)
+    all[i] = kiln_host_self->warpSlots[i];
+  kiln_host_wait(KILN_HOST_WAIT_WARP);
+}
+
+namespace kiln_host_mma {
+
+/// Lane `lane`'s group (its row in a fragment) and its place in the group.
+inline unsigned groupOf(unsigned lane) { return lane >> 2; }
+inline unsigned threadInGroup(unsigned lane) { return lane & 3u; }
+
+/// Where element `i` (0..7) of lane `lane`'s A fragment sits in the 16x16 A:
+/// rows groupID (i = 0, 1, 4, 5) or groupID + 8, columns
+/// threadID_in_group * 2 + (i & 1), plus 8 from i = 4.
+inline void aElement(unsigned lane, unsigned i, unsigned &row, unsigned &col) {
+  row = groupOf(lane) + ((i & 2u) ? 8u : 0u);
+  col = threadInGroup(lane) * 2u + (i & 1u) + (i >= 4u ? 8u : 0u);
+}
+
+/// Where element `i` (0..3) of a B fragment sits in the 16x8 B (k x n):
+/// row threadID_in_group * 2 + (i & 1), plus 8 from i = 2; column groupID.
+inline void bElement(unsigned lane, unsigned i, unsigned &row, unsigned &col) {
+  row = threadInGroup(lane) * 2u + (i & 1u) + (i >= 2u ? 8u : 0u);
+  col = groupOf(lane);
+}
+
+/// Where element `i` (0..3) of a C or D fragment sits in the 16x8 C: row
+/// groupID, plus 8 from i = 2; column threadID_in_group * 2 + (i & 1).
+inline void cElement(unsigned lane, unsigned i, unsigned &row, unsigned &col) {
+  row = groupOf(lane) + (i >= 2u ? 8u : 0u);
+  col = threadInGroup(lane) * 2u + (i & 1u);
+}
+
+/// Element `half` (0: the low 16 bits, the lower-numbered element) of a
+/// 32-bit register holding two 16-bit values.
+inline unsigned short halfOf(unsigned pair, unsigned half) {
+  return static_cast<unsigned short>(half ? pair >> 16 : pair & 0xffffu);
+}
+
+/// D = A * B + C for one m16n8k16 tile of the warp. The products of 16-bit
+/// values are exact in double and the sum is rounded once to float; the
+/// GPU's summation order and internal width are unspecified, so the two
+/// agree to float rounding.
+template <bool BF16>
+inline void mma(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2],
+                const float (&c)[4]) {
+  auto widen = [](unsigned short bits) {
+    return BF16 ? kiln_host_detail::bf16BitsToFloat(bits)
+                : kiln_host_detail::halfBitsToFloat(bits);
+  };
+  float A[16][16], B[16][8];
+  unsigned long long all[32];
+  // A's four registers travel in two rounds of two.
+  for (unsigned round = 0; round < 2; ++round) {
+    kiln_host_gather(a[2 * round] |
+                         static_cast<unsigned long long>(a[2 * round + 1])
+                             << 32,
+                     all);
+    for (unsigned lane = 0; lane < 32; ++lane)
+      for (unsigned r = 0; r < 2; ++r)
+        for (unsigned half = 0; half < 2; ++half) {
+          unsigned row, col;
+          aElement(lane, (2 * round + r) * 2 + half, row, col);
+          A[row][col] = widen(halfOf(unsigned(all[lane] >> (32 * r)), half));
+        }
+  }
+  kiln_host_gather(b[0] | static_cast<unsigned long long>(b[1]) << 32, all);
+  for (unsigned lane = 0; lane < 32; ++lane)
+    for (unsigned i = 0; i < 4; ++i) {
+      unsigned row, col;
+      bElement(lane, i, row, col);
+      B[row][col] = widen(halfOf(unsigned(all[lane] >> (32 * (i / 2))), i % 2));
+    }
+  unsigned lane = kiln_host_self->lane;
+  float result[4];
+  for (unsigned i = 0; i < 4; ++i) {
+    unsigned row, col;
+    cElement(lane, i, row, col);
+    double sum = c[i];
+    for (unsigned k = 0; k < 16; ++k)
+      sum += double(A[row][k]) * double(B[k][col]);
+    result[i] = float(sum);
+  }
+  for (unsigned i = 0; i < 4; ++i)
+    d[i] = result[i];
+}
+
+/// ldmatrix of N 8x8 matrices of 16-bit elements: lane 8j + r gives the
+/// address of row r of matrix j; register j of each lane receives, from
+/// matrix j, row groupID at columns threadID_in_group * 2 and + 1, or with
+/// .trans the elements at column groupID of rows threadID_in_group * 2 and
+/// + 1 (the matrix read column-major).
+template <unsigned N, bool TRANS>
+inline void ldmatrix(unsigned (&r)[N], const void *rowAddress) {
+  static_assert(N == 1 || N == 2 || N == 4, "ldmatrix loads 1, 2 or 4");
+  unsigned long long all[32], mine = 0;
+  std::memcpy(&mine, &rowAddress, sizeof(rowAddress));
+  kiln_host_gather(mine, all);
+  unsigned lane = kiln_host_self->lane;
+  unsigned g = groupOf(lane), t = threadInGroup(lane);
+  auto rowOf = [&](unsigned j, unsigned row) {
+    const unsigned short *p;
+    std::memcpy(&p, &all[8 * j + row], sizeof(p));
+    return p;
+  };
+  for (unsigned j = 0; j < N; ++j) {
+    unsigned short lo, hi;
+    if (TRANS) {
+      lo = rowOf(j, 2 * t)[g];
+      hi = rowOf(j, 2 * t + 1)[g];
+    } else {
+      lo = rowOf(j, g)[2 * t];
+      hi = rowOf(j, g)[2 * t + 1];
+    }
+    r[j] = unsigned(lo) | unsigned(hi) << 16;
+  }
+}
+
+/// One thread's cp.async copies: those not yet committed, then its
+/// committed groups, oldest first. A block's threads start with none.
+struct AsyncCopy {
+  void *dst;
+  const void *src;
+  unsigned bytes, srcBytes;
+};
+struct AsyncCopies {
+  const kiln_host_thread *thread = nullptr;
+  unsigned block[3] = {0, 0, 0};
+  std::vector<AsyncCopy> open;
+  std::vector<std::vector<AsyncCopy>> groups;
+};
+
+/// The running thread's copies. Copies a thread left pending when its block
+/// ended are dropped with that block's shared memory.
+inline AsyncCopies &asyncCopies() {
+  static thread_local std::vector<AsyncCopies> states;
+  kiln_host_thread *self = kiln_host_self;
+  unsigned block[3] = {blockIdx.x, blockIdx.y, blockIdx.z};
+  for (AsyncCopies &s : states)
+    if (s.thread == self) {
+      if (std::memcmp(s.block, block, sizeof(block)) != 0) {
+        s.open.clear();
+        s.groups.clear();
+        std::memcpy(s.block, block, sizeof(block));
+      }
+      return s;
+    }
+  states.emplace_back();
+  states.back().thread = self;
+  std::memcpy(states.back().block, block, sizeof(block));
+  return states.back();
+}
+
+/// The first `srcBytes` bytes from global memory, zeros after them.
+inline void land(const AsyncCopy &copy) {
+  std::memcpy(copy.dst, copy.src, copy.srcBytes);
+  std::memset(static_cast<char *>(copy.dst) + copy.srcBytes, 0,
+              copy.bytes - copy.srcBytes);
+}
+
+} // namespace kiln_host_mma
+
+inline void kiln_mma_m16n8k16_f16(float (&d)[4], const unsigned (&a)[4],
+                                  const unsigned (&b)[2],
+                                  const float (&c)[4]) {
+  kiln_host_mma::mma<false>(d, a, b, c);
+}
+inline void kiln_mma_m16n8k16_bf16(float (&d)[4], const unsigned (&a)[4],
+                                   const unsigned (&b)[2],
+                                   const float (&c)[4]) {
+  kiln_host_mma::mma<true>(d, a, b, c);
+}
+
+inline void kiln_ldmatrix_x1(unsigned (&r)[1], const void *row) {
+  kiln_host_mma::ldmatrix<1, false>(r, row);
+}
+inline void kiln_ldmatrix_x2(unsigned (&r)[2], const void *row) {
+  kiln_host_mma::ldmatrix<2, false>(r, row);
+}
+inline void kiln_ldmatrix_x4(unsigned (&r)[4], const void *row) {
+  kiln_host_mma::ldmatrix<4, false>(r, row);
+}
+inline void kiln_ldmatrix_x1_trans(unsigned (&r)[1], const void *row) {
+  kiln_host_mma::ldmatrix<1, true>(r, row);
+}
+inline void kiln_ldmatrix_x2_trans(unsigned (&r)[2], const void *row) {
+  kiln_host_mma::ldmatrix<2, true>(r, row);
+}
+inline void kiln_ldmatrix_x4_trans(unsigned (&r)[4], const void *row) {
+  kiln_host_mma::ldmatrix<4, true>(r, row);
+}
+
+/// cp.async.cg of 16 bytes to shared `dst` from global `src`: the first
+/// `srcBytes` (at most 16) copied, the rest zero-filled (a tile's edge).
+inline void kiln_cp_async_16(void *dst, const void *src, unsigned srcBytes) {
+  kiln_host_mma::asyncCopies().open.push_back(
+      {dst, src, 16u, srcBytes > 16u ? 16u : srcBytes});
+}
+inline void kiln_cp_async_commit() {
+  kiln_host_mma::AsyncCopies &s = kiln_host_mma::asyncCopies();
+  s.groups.push_back(std::move(s.open));
+  s.open.clear();
+}
+/// cp.async.wait_group N: all but the N most recent committed groups have
+/// landed.
+template <int N> inline void kiln_cp_async_wait() {
+  static_assert(N >= 0, "wait_group takes a count of groups");
+  kiln_host_mma::AsyncCopies &s = kiln_host_mma::asyncCopies();
+  while (s.groups.size() > static_cast<size_t>(N)) {
+    for (const kiln_host_mma::AsyncCopy &copy : s.groups.front())
+      kiln_host_mma::land(copy);
+    s.groups.erase(s.groups.begin());
+  }
+}
+
+#endif // KILN_CUDA_HOST_MMA_H

@@ -1,0 +1,282 @@
+//===- TensorCoreTest.cpp - mma.sync, ldmatrix, cp.async on the host ------===//
+//
+// The host backend's tensor-core instructions (kiln_cuda_host_mma.h) against
+// the PTX ISA's fragment figures, lane by lane. Each test writes the figure
+// as its own table (spot-checked against entries copied from the figure),
+// has each lane of a hand-written kernel load or read its fragment through
+// that table, and checks what the instruction computed: a lane that placed
+// an element elsewhere than the figure says gets a wrong answer, as on the
+// GPU (the transposed-A case shows the check fails then).
+//
+//===----------------------------------------------------------------------===//
+
+#include "TestArtifacts.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <string>
+
+using namespace kiln::rt;
+using namespace kiln::rt::test;
+
+namespace {
+
+class TensorCores : public ::testing::Test {
+protected:
+  static void SetUpTestSuite() {
+    setenv("KILN_CACHE_DIR", (makeTempDir() + "/cache").c_str(), 1);
+  }
+};
+
+struct Place {
+  int row, col;
+  bool operator==(const Place &o) const { return row == o.row && col == o.col; }
+};
+
+// The PTX ISA's "Matrix Fragments for mma.m16n8k16 with floating point
+// type", .f16/.bf16 A (16x16, row), B (16x8, col), .f32 C and D (16x8):
+// groupID = lane / 4, threadID_in_group = lane % 4.
+Place aPlace(int lane, int i) {
+  int g = lane / 4, t = lane % 4;
+  bool lowRow = i < 2 || (i >= 4 && i < 6);
+  return {lowRow ? g : g + 8, t * 2 + (i & 1) + (i >= 4 ? 8 : 0)};
+}
+Place bPlace(int lane, int i) {
+  int g = lane / 4, t = lane % 4;
+  return {t * 2 + (i & 1) + (i >= 2 ? 8 : 0), g};
+}
+Place cPlace(int lane, int i) {
+  int g = lane / 4, t = lane % 4;
+  return {i < 2 ? g : g + 8, t * 2 + (i & 1)};
+}
+
+TEST(TensorCoreTables, MatchTheFiguresEntries) {
+  // Entries read off the figures: lane 0, 5 and 31 of A; 0 and 6 of B;
+  // 0 and 31 of C.
+  const Place a0[8] = {{0, 0}, {0, 1}, {8, 0}, {8, 1},
+                       {0, 8}, {0, 9}, {8, 8}, {8, 9}};
+  const Place a5[8] = {{1, 2},  {1, 3},  {9, 2},  {9, 3},
+                       {1, 10}, {1, 11}, {9, 10}, {9, 11}};
+  const Place a31[8] = {{7, 6},  {7, 7},  {15, 6},  {15, 7},
+                        {7, 14}, {7, 15}, {15, 14}, {15, 15}};
+  for (int i = 0; i < 8; ++i) {
+    EXPECT_EQ(aPlace(0, i), a0[i]) << "a" << i;
+    EXPECT_EQ(aPlace(5, i), a5[i]) << "a" << i;
+    EXPECT_EQ(aPlace(31, i), a31[i]) << "a" << i;
+  }
+  const Place b0[4] = {{0, 0}, {1, 0}, {8, 0}, {9, 0}};
+  const Place b6[4] = {{4, 1}, {5, 1}, {12, 1}, {13, 1}};
+  const Place c0[4] = {{0, 0}, {0, 1}, {8, 0}, {8, 1}};
+  const Place c31[4] = {{7, 6}, {7, 7}, {15, 6}, {15, 7}};
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(bPlace(0, i), b0[i]) << "b" << i;
+    EXPECT_EQ(bPlace(6, i), b6[i]) << "b" << i;
+    EXPECT_EQ(cPlace(0, i), c0[i]) << "c" << i;
+    EXPECT_EQ(cPlace(31, i), c31[i]) << "c" << i;
+  }
+}
+
+/// `name[32][count][2]` as a C array of the places `place` gives.
+std::string placeTable(const char *name, int count, Place (*place)(int, int),
+                       bool transpose = false) {
+  std::string text = std::string("static const int ") + name + "[32][" +
+                     std::to_string(count) + "][2] = {";
+  for (int lane = 0; lane < 32; ++lane) {
+    text += "{";
+    for (int i = 0; i < count; ++i) {
+      Place p = place(lane, i);
+      if (transpose)
+        std::swap(p.row, p.col);
+      text += "{" + std::to_string(p.row) + "," + std::to_string(p.col) + "},";
+    }
+    text += "},";
+  }
+  return text + "};\n";
+}
+
+/// One warp: A (16x16), B (16x8) and C (16x8) row-major in x, each lane
+/// loading its fragments by the tables, D row-major into y.
+std::string mmaSource(bool bf16, bool transposeA) {
+  std::string convert = bf16 ? "__bfloat16_as_ushort(__float2bfloat16_rn(v))"
+                             : "__half_as_ushort(__float2half_rn(v))";
+  return placeTable("kA", 8, aPlace, transposeA) + placeTable("kB", 4, bPlace) +
+         placeTable("kC", 4, cPlace) +
+         "static unsigned bits16(float v) { return " + convert + "; }\n" +
+         R"cuda(
+static unsigned pack(float lo, float hi) { return bits16(lo) | bits16(hi) << 16; }
+extern "C" __global__ void mma(const float *x, float *y) {
+  const float *A = x, *B = x + 256, *C = x + 384;
+  int lane = threadIdx.x;
+  unsigned a[4], b[2];
+  float c[4], d[4];
+  for (int r = 0; r < 4; ++r)
+    a[r] = pack(A[kA[lane][2 * r][0] * 16 + kA[lane][2 * r][1]],
+                A[kA[lane][2 * r + 1][0] * 16 + kA[lane][2 * r + 1][1]]);
+  for (int r = 0; r < 2; ++r)
+    b[r] = pack(B[kB[lane][2 * r][0] * 8 + kB[lane][2 * r][1]],
+                B[kB[lane][2 * r + 1][0] * 8 + kB[lane][2 * r + 1][1]]);
+  for (int i = 0; i < 4; ++i) c[i] = C[kC[lane][i][0] * 8 + kC[lane][i][1]];
+  MMA(d, a, b, c);
+  for (int i = 0; i < 4; ++i) y[kC[lane][i][0] * 8 + kC[lane][i][1]] = d[i];
+  for (int k = 0; k < 12; ++k) y[128 + lane * 12 + k] = 0.0f;
+}
+)cuda";
+}
+
+/// A, B and C of small integers and halves: exact in f16 and bf16, and
+/// every product and sum exact in float.
+std::vector<float> mmaOperands() {
+  std::vector<float> x(512, 0.0f);
+  for (int m = 0; m < 16; ++m)
+    for (int k = 0; k < 16; ++k)
+      x[m * 16 + k] = float((m * 16 + k * 3) % 7 - 3);
+  for (int k = 0; k < 16; ++k)
+    for (int n = 0; n < 8; ++n)
+      x[256 + k * 8 + n] = 0.5f * float((k * 8 + n * 5) % 5 - 2);
+  for (int m = 0; m < 16; ++m)
+    for (int n = 0; n < 8; ++n)
+      x[384 + m * 8 + n] = float(m) - 0.25f * float(n);
+  return x;
+}
+
+std::vector<float> mmaReference(const std::vector<float> &x) {
+  std::vector<float> d(512, 0.0f);
+  for (int m = 0; m < 16; ++m)
+    for (int n = 0; n < 8; ++n) {
+      float sum = x[384 + m * 8 + n];
+      for (int k = 0; k < 16; ++k)
+        sum += x[m * 16 + k] * x[256 + k * 8 + n];
+      d[m * 8 + n] = sum;
+    }
+  return d;
+}
+
+TEST_F(TensorCores, MmaFragmentsFollowThePtxFigures) {
+  std::vector<float> x = mmaOperands(), want = mmaReference(x);
+  for (bool bf16 : {false, true}) {
+    std::string source =
+        std::string("#define MMA ") +
+        (bf16 ? "kiln_mma_m16n8k16_bf16" : "kiln_mma_m16n8k16_f16") + "\n" +
+        mmaSource(bf16, false);
+    EXPECT_EQ(runOnHost(kernelArtifact(source, "mma", 512, 1, 32), x,
+                        HostOptions()),
+              want)
+        << (bf16 ? "bf16" : "f16");
+  }
+  // Lanes holding A transposed (row and column swapped) compute another
+  // product: the layout is checked, not just the arithmetic.
+  std::string wrong =
+      "#define MMA kiln_mma_m16n8k16_f16\n" + mmaSource(false, true);
+  EXPECT_NE(runOnHost(kernelArtifact(wrong, "mma", 512, 1, 32), x,
+                      HostOptions()),
+            want);
+}
+
+// ldmatrix (PTX ISA, "Warp-level matrix load instruction: ldmatrix"): for
+// .b16 8x8 matrices, lane 8j + r gives the address of row r of matrix j;
+// register j of a lane holds row groupID, columns threadID_in_group * 2 and
+// + 1 of matrix j, or with .trans column groupID of rows
+// threadID_in_group * 2 and + 1.
+Place ldmatrixPlace(int lane, int half, bool trans) {
+  int g = lane / 4, t = lane % 4;
+  return trans ? Place{2 * t + half, g} : Place{g, 2 * t + half};
+}
+
+TEST(TensorCoreTables, LdmatrixMatchesTheFiguresEntries) {
+  EXPECT_EQ(ldmatrixPlace(0, 0, false), (Place{0, 0}));
+  EXPECT_EQ(ldmatrixPlace(0, 1, false), (Place{0, 1}));
+  EXPECT_EQ(ldmatrixPlace(5, 0, false), (Place{1, 2}));
+  EXPECT_EQ(ldmatrixPlace(31, 1, false), (Place{7, 7}));
+  EXPECT_EQ(ldmatrixPlace(5, 0, true), (Place{2, 1}));
+  EXPECT_EQ(ldmatrixPlace(5, 1, true), (Place{3, 1}));
+  EXPECT_EQ(ldmatrixPlace(31, 1, true), (Place{7, 7}));
+}
+
+TEST_F(TensorCores, LdmatrixGivesEachLaneItsFigureElements) {
+  // Four 8x8 matrices in shared memory, element (j, row, col) holding
+  // j * 64 + row * 8 + col; each lane writes the halves of its registers
+  // (j, half) to y[lane * 8 + j * 2 + half].
+  const char *source = R"cuda(
+extern "C" __global__ void load(const float *x, float *y) {
+  __shared__ unsigned short tile[4][8][8];
+  int lane = threadIdx.x;
+  for (int e = lane * 8; e < lane * 8 + 8; ++e) (&tile[0][0][0])[e] = (unsigned short)e;
+  __syncthreads();
+  unsigned r[COUNT];
+  LOAD(r, &tile[(lane / 8) % COUNT][lane % 8][0]);
+  for (int j = 0; j < 4; ++j) {
+    y[lane * 8 + j * 2] = j < COUNT ? (float)(r[j] & 0xffffu) : 0.0f;
+    y[lane * 8 + j * 2 + 1] = j < COUNT ? (float)(r[j] >> 16) : 0.0f;
+  }
+  for (int k = 0; k < 8; ++k) y[256 + lane * 8 + k] = 0.0f;
+}
+)cuda";
+  for (int count : {1, 2, 4})
+    for (bool trans : {false, true}) {
+      std::string load = "kiln_ldmatrix_x" + std::to_string(count) +
+                         (trans ? "_trans" : "");
+      std::string text = "#define COUNT " + std::to_string(count) +
+                         "\n#define LOAD " + load + "\n" + source;
+      std::vector<float> want(512, 0.0f);
+      for (int lane = 0; lane < 32; ++lane)
+        for (int j = 0; j < count; ++j)
+          for (int half = 0; half < 2; ++half) {
+            Place p = ldmatrixPlace(lane, half, trans);
+            want[lane * 8 + j * 2 + half] = float(j * 64 + p.row * 8 + p.col);
+          }
+      EXPECT_EQ(runOnHost(kernelArtifact(text, "load", 512, 1, 32),
+                          std::vector<float>(512, 0.0f), HostOptions()),
+                want)
+          << load;
+    }
+}
+
+TEST_F(TensorCores, CpAsyncLandsByGroupAtItsWait) {
+  // Two groups of 16-byte copies per lane (the second zero-filling the last
+  // lane's upper 8 bytes); after wait_group 1 the first group has landed and
+  // the second not yet (on the GPU, reading it then is a race; here it reads
+  // what was there); after wait_group 0 both have.
+  const char *source = R"cuda(
+extern "C" __global__ void copy(const float *x, float *y) {
+  __shared__ float stage[2][128];
+  int lane = threadIdx.x;
+  for (int i = 0; i < 4; ++i) stage[0][lane * 4 + i] = stage[1][lane * 4 + i] = -1.0f;
+  __syncthreads();
+  kiln_cp_async_16(&stage[0][lane * 4], x + lane * 4, 16);
+  kiln_cp_async_commit();
+  kiln_cp_async_16(&stage[1][lane * 4], x + 128 + lane * 4, lane == 31 ? 8 : 16);
+  kiln_cp_async_commit();
+  kiln_cp_async_wait<1>();
+  __syncthreads();
+  for (int i = 0; i < 4; ++i) {
+    y[lane * 4 + i] = stage[0][(lane * 4 + i + 4) % 128];
+    y[128 + lane * 4 + i] = stage[1][(lane * 4 + i + 4) % 128];
+  }
+  __syncthreads();
+  kiln_cp_async_wait<0>();
+  __syncthreads();
+  for (int i = 0; i < 4; ++i) {
+    y[256 + lane * 4 + i] = stage[1][(lane * 4 + i + 4) % 128];
+    y[384 + lane * 4 + i] = 0.0f;
+  }
+}
+)cuda";
+  std::vector<float> x(512);
+  for (int i = 0; i < 512; ++i)
+    x[i] = float(i) + 0.5f;
+  std::vector<float> want(512, 0.0f);
+  for (int i = 0; i < 128; ++i) {
+    // Each lane reads its neighbour's part: the barrier orders the groups
+    // of every lane, not only its own.
+    int from = (i + 4) % 128;
+    want[i] = x[from];
+    want[128 + i] = -1.0f;
+    want[256 + i] = from >= 126 ? 0.0f : x[128 + from];
+  }
+  EXPECT_EQ(runOnHost(kernelArtifact(source, "copy", 512, 1, 32), x,
+                      HostOptions()),
+            want);
+}
+
+} // namespace
