@@ -44,6 +44,7 @@
 #define __managed__
 #define __launch_bounds__(...)
 #define __grid_constant__
+#define __align__(n) __attribute__((aligned(n)))
 
 //===----------------------------------------------------------------------===//
 // The running thread

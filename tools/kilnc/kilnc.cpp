@@ -28,13 +28,13 @@ namespace cl = llvm::cl;
 
 namespace {
 
-enum class Emit { So, Imported, Mlir, Cuda, Plan };
+enum class Emit { So, Imported, Mlir, Cuda, Ptx, Plan };
 enum class Report { None, Text, Json };
 
 cl::opt<std::string> inputPath(cl::Positional, cl::desc("<model.onnx>"),
                                cl::Required);
 cl::opt<std::string> outputPath("o", cl::desc("output file ('-' for stdout "
-                                              "with --emit=mlir|cuda|plan)"),
+                                              "with --emit=mlir|cuda|ptx|plan)"),
                                 cl::value_desc("path"), cl::init("-"));
 cl::opt<Emit> emit(
     "emit", cl::desc("what to write"), cl::init(Emit::So),
@@ -43,6 +43,9 @@ cl::opt<Emit> emit(
                           "kiln IR as imported, before any pass"),
                clEnumValN(Emit::Mlir, "mlir", "kiln IR after the pipeline"),
                clEnumValN(Emit::Cuda, "cuda", "the generated CUDA C++"),
+               clEnumValN(Emit::Ptx, "ptx",
+                          "the PTX NVRTC made of it (the instructions each "
+                          "kernel issues)"),
                clEnumValN(Emit::Plan, "plan", "the runtime plan as text")));
 cl::list<std::string> constInputs(
     "const-input",
@@ -170,7 +173,7 @@ int main(int argc, char **argv) {
     return failed(writeText(loc, text)) ? 1 : 0;
   }
   kiln::rt::Artifact artifact;
-  bool needsCubin = emit == Emit::So;
+  bool needsCubin = emit == Emit::So || emit == Emit::Ptx;
   kiln::CompileReport compileReport =
       kiln::reportOf(*module, inputPath, options.pipeline.precision());
   compileReport.rooflineGpu = rooflineGpu;
@@ -190,6 +193,8 @@ int main(int argc, char **argv) {
     kiln::printReportJson(artifact, compileReport, llvm::outs());
   if (emit == Emit::Cuda)
     return failed(writeText(loc, artifact.cudaSource)) ? 1 : 0;
+  if (emit == Emit::Ptx)
+    return failed(writeText(loc, artifact.ptx)) ? 1 : 0;
   if (emit == Emit::Plan) {
     std::string text;
     llvm::raw_string_ostream os(text);

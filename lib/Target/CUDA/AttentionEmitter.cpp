@@ -13,7 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "EmitterSupport.h"
+#include "AttentionParts.h"
 
 #include "llvm/Support/FormatVariadic.h"
 
@@ -21,10 +21,10 @@ using namespace mlir;
 
 namespace kiln {
 
-FailureOr<LaunchGeometry> emitAttention(KernelOp kernel, StringRef name,
-                                        llvm::raw_ostream &os) {
+FailureOr<AttentionParts> readAttention(KernelOp kernel) {
   Block &body = kernel.getBody().front();
-  AttentionOp attention;
+  AttentionParts parts;
+  AttentionOp &attention = parts.attention;
   for (Operation &op : body.without_terminator())
     if (auto found = dyn_cast<AttentionOp>(op)) {
       if (attention)
@@ -49,10 +49,67 @@ FailureOr<LaunchGeometry> emitAttention(KernelOp kernel, StringRef name,
       !v[3].isConstant())
     return kernel.emitOpError("attention with a symbolic number of heads or "
                               "head size is not supported by the CUDA target");
-  int64_t heads = *q[1].getConstant(), size = *q[3].getConstant();
-  int64_t kvHeads = *k[1].getConstant(), valueSize = *v[3].getConstant();
-  Size queries = q[2], keys = k[2];
-  Size rows = q[0] * heads * queries;
+  parts.heads = *q[1].getConstant();
+  parts.size = *q[3].getConstant();
+  parts.kvHeads = *k[1].getConstant();
+  parts.valueSize = *v[3].getConstant();
+  parts.batch = q[0];
+  parts.queries = q[2];
+  parts.keys = k[2];
+
+  // Mask element (b, h, i, j) under broadcasting: stride 0 on size-1 dims.
+  if (Value mask = attention.getMask()) {
+    Sizes m = sizesOf(mask);
+    Sizes strides(4, Size(0));
+    int64_t lead = 4 - static_cast<int64_t>(m.size());
+    Size stride = 1;
+    for (int64_t d = 3; d >= lead; --d) {
+      strides[d] = m[d - lead] == 1 ? Size(0) : stride;
+      stride *= m[d - lead];
+    }
+    parts.maskIndex =
+        llvm::formatv("b * {0} + h * {1} + i * {2} + j * {3}", strides[0],
+                      strides[1], strides[2], strides[3]);
+  }
+  // Where output feature d of row (b, h, i) is stored.
+  parts.outIndex = llvm::formatv("row * {0}LL + d", parts.valueSize);
+  if (outTranspose) {
+    Sizes outStrides = stridesOf(sizesOf(outTranspose.getResult()));
+    const char *coords[] = {"b", "h", "i", "d"};
+    parts.outIndex = "0";
+    for (auto [r, p] : llvm::enumerate(outTranspose.getPermutation()))
+      parts.outIndex += llvm::formatv(" + {0} * {1}", coords[p], outStrides[r]);
+  }
+
+  // The sink logit of head h: a literal, or a table with one per head.
+  ArrayRef<float> sinks = attention.getSink().value_or(ArrayRef<float>());
+  parts.hasSink = !sinks.empty();
+  parts.sinkValue = "neg_inf";
+  if (sinks.size() == 1) {
+    parts.sinkValue = llvm::formatv("{0:e}f", sinks[0]).str();
+  } else if (!sinks.empty()) {
+    parts.sinkTable = "  const float sink_logits[] = {";
+    for (auto [n, v] : llvm::enumerate(sinks))
+      parts.sinkTable += llvm::formatv("{0}{1:e}f", n ? ", " : "", v).str();
+    parts.sinkTable += "};\n";
+    parts.sinkValue = "sink_logits[h]";
+  }
+  return parts;
+}
+
+FailureOr<LaunchGeometry> emitAttention(KernelOp kernel, StringRef name,
+                                        llvm::raw_ostream &os) {
+  FailureOr<AttentionParts> read = readAttention(kernel);
+  if (failed(read))
+    return failure();
+  const AttentionParts &parts = *read;
+  if (auto tensorCores = emitTensorCoreAttention(kernel, parts, name, os))
+    return *tensorCores;
+  AttentionOp attention = parts.attention;
+  int64_t heads = parts.heads, size = parts.size, kvHeads = parts.kvHeads,
+          valueSize = parts.valueSize;
+  Size queries = parts.queries, keys = parts.keys;
+  Size rows = parts.batch * heads * queries;
   int64_t block = std::clamp<int64_t>((keys.upper() + 31) / 32 * 32, 32, 128);
   int64_t perThread = (valueSize + block - 1) / block;
   Type et = attention.getType().getElementType();
@@ -64,43 +121,9 @@ FailureOr<LaunchGeometry> emitAttention(KernelOp kernel, StringRef name,
     values.reset();
     return values.getAt(operand, index, indent);
   };
-
-  // Mask element (b, h, i, j) under broadcasting: stride 0 on size-1 dims.
-  std::string maskIndex;
-  if (Value mask = attention.getMask()) {
-    Sizes m = sizesOf(mask);
-    Sizes strides(4, Size(0));
-    int64_t lead = 4 - static_cast<int64_t>(m.size());
-    Size stride = 1;
-    for (int64_t d = 3; d >= lead; --d) {
-      strides[d] = m[d - lead] == 1 ? Size(0) : stride;
-      stride *= m[d - lead];
-    }
-    maskIndex = llvm::formatv("b * {0} + h * {1} + i * {2} + j * {3}",
-                              strides[0], strides[1], strides[2], strides[3]);
-  }
-  // Where output feature d of row (b, h, i) is stored.
-  std::string outIndex = llvm::formatv("row * {0}LL + d", valueSize);
-  if (outTranspose) {
-    Sizes outStrides = stridesOf(sizesOf(outTranspose.getResult()));
-    const char *coords[] = {"b", "h", "i", "d"};
-    outIndex = "0";
-    for (auto [r, p] : llvm::enumerate(outTranspose.getPermutation()))
-      outIndex += llvm::formatv(" + {0} * {1}", coords[p], outStrides[r]);
-  }
-
-  // The sink logit of head h: a literal, or a table with one per head.
-  ArrayRef<float> sinks = attention.getSink().value_or(ArrayRef<float>());
-  std::string sinkTable, sinkValue = "neg_inf";
-  if (sinks.size() == 1) {
-    sinkValue = llvm::formatv("{0:e}f", sinks[0]).str();
-  } else if (!sinks.empty()) {
-    sinkTable = "  const float sink_logits[] = {";
-    for (auto [n, v] : llvm::enumerate(sinks))
-      sinkTable += llvm::formatv("{0}{1:e}f", n ? ", " : "", v).str();
-    sinkTable += "};\n";
-    sinkValue = "sink_logits[h]";
-  }
+  const std::string &maskIndex = parts.maskIndex, &outIndex = parts.outIndex,
+                    &sinkTable = parts.sinkTable, &sinkValue = parts.sinkValue;
+  bool hasSink = parts.hasSink;
 
   emitSignature(kernel, name, os);
   os << sinkTable;
@@ -128,7 +151,7 @@ FailureOr<LaunchGeometry> emitAttention(KernelOp kernel, StringRef name,
      << "    __syncthreads();\n"
      << "    // A sink starts the normalization as one more logit.\n"
      << "    float running_max = " << sinkValue
-     << ", running_sum = " << (sinks.empty() ? "0.0f" : "1.0f") << ";\n"
+     << ", running_sum = " << (hasSink ? "1.0f" : "0.0f") << ";\n"
      << "    float acc[" << perThread << "];\n"
      << "    for (int r = 0; r < " << perThread << "; ++r) acc[r] = 0.0f;\n"
      << "    for (long long tile = 0; tile < " << keys << "; tile += "

@@ -1,0 +1,50 @@
+//===- AttentionParts.h - what both attention generators read ---*- C++ -*-===//
+//
+// Internal to the CUDA target: an attention kernel's kiln.attention, its
+// sizes, and the C text both generators (AttentionEmitter.cpp, scalar fp32;
+// AttentionTensorCoreEmitter.cpp, mma.sync for 16-bit operands) put in
+// their code: the mask's index under broadcasting, the output's index (a
+// transpose of the result merging heads back), the sink logits.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_LIB_TARGET_CUDA_ATTENTIONPARTS_H
+#define KILN_LIB_TARGET_CUDA_ATTENTIONPARTS_H
+
+#include "EmitterSupport.h"
+
+namespace kiln {
+
+struct AttentionParts {
+  AttentionOp attention;
+  /// Heads and head sizes (static), and the possibly symbolic batch,
+  /// query and key lengths.
+  int64_t heads = 0, kvHeads = 0, size = 0, valueSize = 0;
+  Size batch, queries, keys;
+  /// The mask element of (b, h, i, j) as a flat index of the mask (empty
+  /// without a mask).
+  std::string maskIndex;
+  /// Where output feature d of query row (b, h, i) is stored; reads `row`
+  /// ((b * heads + h) * queries + i), `b`, `h`, `i` and `d`.
+  std::string outIndex;
+  /// A declaration of the per-head sink logits (may be empty), and the
+  /// logit of head `h` ("neg_inf" without a sink).
+  std::string sinkTable, sinkValue;
+  bool hasSink = false;
+};
+
+/// Reads the attention kernel `kernel`; fails with an error at it when it is
+/// not one attention (and maybe a transpose of its result) or its heads or
+/// head sizes are symbolic.
+mlir::FailureOr<AttentionParts> readAttention(KernelOp kernel);
+
+/// The tensor-core generator (mma.sync on 16-bit operands), or nothing when
+/// the attention is not one it takes (fp32, head sizes not multiples of 16
+/// or above 128): then the scalar generator runs.
+std::optional<mlir::FailureOr<LaunchGeometry>>
+emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
+                        llvm::StringRef name, llvm::raw_ostream &os);
+
+} // namespace kiln
+
+#endif // KILN_LIB_TARGET_CUDA_ATTENTIONPARTS_H
