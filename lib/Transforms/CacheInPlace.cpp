@@ -85,8 +85,8 @@ FailureOr<Value> rewriteCacheAppend(CacheAppend &append) {
     FailureOr<RankedTensorType> type = inferConcatType(loc, types, axis);
     if (failed(type))
       return failure();
-    rows = ConcatOp::create(b, loc, *type, concat.getInputs().drop_front(),
-                            axis);
+    rows =
+        ConcatOp::create(b, loc, *type, concat.getInputs().drop_front(), axis);
   }
   Value cache = UpdateSliceOp::create(b, loc, cacheType, append.past, rows,
                                       axis, offset.str());

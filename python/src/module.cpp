@@ -271,14 +271,14 @@ PyModel create(rt::Artifact artifact, const std::string &backend) {
 
 /// Compiles the model at `path`, or the serialized model `bytes` (named
 /// `path` in messages and resolving external data beside it).
-PyModel compile(const std::string &path, const py::object &bytes,
-                const std::string &precision,
-                const std::map<std::string, int64_t> &dims,
-                const std::map<std::string, std::pair<int64_t, int64_t>> &ranges,
-                const std::map<std::string, std::vector<int64_t>> &shapes,
-                const std::string &backend, bool report,
-                bool kvCacheInPlace,
-                const std::map<std::string, std::string> &expressions) {
+PyModel
+compile(const std::string &path, const py::object &bytes,
+        const std::string &precision,
+        const std::map<std::string, int64_t> &dims,
+        const std::map<std::string, std::pair<int64_t, int64_t>> &ranges,
+        const std::map<std::string, std::vector<int64_t>> &shapes,
+        const std::string &backend, bool report, bool kvCacheInPlace,
+        const std::map<std::string, std::string> &expressions) {
   CompileOptions options;
   options.pipeline.cacheInPlace = kvCacheInPlace;
   options.pipeline.mixedPrecision.precision = precision;

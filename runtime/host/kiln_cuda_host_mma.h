@@ -86,10 +86,9 @@ inline void mma(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2],
   unsigned long long all[32];
   // A's four registers travel in two rounds of two.
   for (unsigned round = 0; round < 2; ++round) {
-    kiln_host_gather(a[2 * round] |
-                         static_cast<unsigned long long>(a[2 * round + 1])
-                             << 32,
-                     all);
+    kiln_host_gather(
+        a[2 * round] | static_cast<unsigned long long>(a[2 * round + 1]) << 32,
+        all);
     for (unsigned lane = 0; lane < 32; ++lane)
       for (unsigned r = 0; r < 2; ++r)
         for (unsigned half = 0; half < 2; ++half) {
@@ -195,8 +194,7 @@ inline void land(const AsyncCopy &copy) {
 } // namespace kiln_host_mma
 
 inline void kiln_mma_m16n8k16_f16(float (&d)[4], const unsigned (&a)[4],
-                                  const unsigned (&b)[2],
-                                  const float (&c)[4]) {
+                                  const unsigned (&b)[2], const float (&c)[4]) {
   kiln_host_mma::mma<false>(d, a, b, c);
 }
 inline void kiln_mma_m16n8k16_bf16(float (&d)[4], const unsigned (&a)[4],

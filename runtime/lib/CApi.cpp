@@ -242,8 +242,7 @@ KILN_API kiln_status kiln_model_output_alias(const kiln_model *model,
       return fail(Status::error(StatusCode::InvalidArgument,
                                 "output index " + std::to_string(index) +
                                     " out of range (the model has " +
-                                    std::to_string(
-                                        model->model->numOutputs()) +
+                                    std::to_string(model->model->numOutputs()) +
                                     ")"));
     *input = -1;
     *axis = -1;

@@ -194,9 +194,9 @@ Status kiln::rt::generateOverDims(Model &model, const GenerateOptions &options,
     for (size_t i = 0; i < model.numInputs(); ++i)
       in.push_back(inPlace[i] ? pasts[i].data() : inputs[i].data());
     for (size_t o = 0; o < model.numOutputs(); ++o) {
-      if (auto alias = std::find_if(
-              a.aliases.begin(), a.aliases.end(),
-              [&](const OutputAlias &x) { return x.output == o; });
+      if (auto alias =
+              std::find_if(a.aliases.begin(), a.aliases.end(),
+                           [&](const OutputAlias &x) { return x.output == o; });
           alias != a.aliases.end()) {
         // The cache itself: the run writes the new rows after the past.
         out.push_back(pasts[alias->input].data());

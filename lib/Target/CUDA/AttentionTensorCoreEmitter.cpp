@@ -47,8 +47,8 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
   };
   if (!(et.isF16() || et.isBF16()) || !is16(attention.getQuery()) ||
       !is16(attention.getKey()) || !is16(attention.getValue()) ||
-      parts.size % 16 || parts.valueSize % 16 ||
-      parts.size > kMaxHeadSize || parts.valueSize > kMaxHeadSize)
+      parts.size % 16 || parts.valueSize % 16 || parts.size > kMaxHeadSize ||
+      parts.valueSize > kMaxHeadSize)
     return std::nullopt;
 
   int64_t heads = parts.heads, dq = parts.size, dv = parts.valueSize;
@@ -67,8 +67,8 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
 
   emitSignature(kernel, name, os);
   os << parts.sinkTable;
-  os << "  __shared__ __align__(16) " << storage << " q_tile["
-     << kRowsPerBlock << "][" << dq << "];\n"
+  os << "  __shared__ __align__(16) " << storage << " q_tile[" << kRowsPerBlock
+     << "][" << dq << "];\n"
      << "  __shared__ __align__(16) " << storage << " k_tile[" << kKeysPerTile
      << "][" << dq << "];\n"
      << "  __shared__ __align__(16) " << storage << " v_tile[" << kKeysPerTile
@@ -116,38 +116,34 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
      << "    float o[" << dv / 8 << "][4];\n"
      << "    for (int n = 0; n < " << dv / 8 << "; ++n)\n"
      << "      for (int e = 0; e < 4; ++e) o[n][e] = 0.0f;\n"
-     << "    for (long long tile = 0; tile < " << keys << "; tile += "
-     << kKeysPerTile << "LL) {\n"
-     << "      __syncthreads();\n"
-     << "      for (int e = threadIdx.x; e < " << kKeysPerTile * dq
-     << "; e += blockDim.x) {\n"
-     << "        const long long j = tile + e / " << dq << ", d = e % " << dq
-     << ";\n"
-     << "        float value = 0.0f;\n"
-     << "        if (j < " << keys << ") {\n";
-  auto key = load(attention.getKey(),
-                  llvm::formatv("(kv * {0} + j) * {1}LL + d", keys, dq),
-                  "          ");
-  if (failed(key))
+     << "    for (long long tile = 0; tile < " << keys
+     << "; tile += " << kKeysPerTile << "LL) {\n"
+     << "      __syncthreads();\n";
+  // Stages rows [tile, tile + 64) of keys or values (`width` features) as
+  // 16-bit values in `tileName`, zeros past the last key.
+  auto stageKeys = [&](Value operand, const char *tileName,
+                       int64_t width) -> LogicalResult {
+    os << "      for (int e = threadIdx.x; e < " << kKeysPerTile * width
+       << "; e += blockDim.x) {\n"
+       << "        const long long j = tile + e / " << width << ", d = e % "
+       << width << ";\n"
+       << "        float value = 0.0f;\n"
+       << "        if (j < " << keys << ") {\n";
+    auto element =
+        load(operand, llvm::formatv("(kv * {0} + j) * {1}LL + d", keys, width),
+             "          ");
+    if (failed(element))
+      return failure();
+    os << "          value = " << *element << ";\n        }\n"
+       << "        " << tileName << "[e / " << width << "][d] = " << to16
+       << "(value);\n"
+       << "      }\n";
+    return success();
+  };
+  if (failed(stageKeys(attention.getKey(), "k_tile", dq)) ||
+      failed(stageKeys(attention.getValue(), "v_tile", dv)))
     return FailureOr<LaunchGeometry>(failure());
-  os << "          value = " << *key << ";\n        }\n"
-     << "        k_tile[e / " << dq << "][d] = " << to16 << "(value);\n"
-     << "      }\n"
-     << "      for (int e = threadIdx.x; e < " << kKeysPerTile * dv
-     << "; e += blockDim.x) {\n"
-     << "        const long long j = tile + e / " << dv << ", d = e % " << dv
-     << ";\n"
-     << "        float value = 0.0f;\n"
-     << "        if (j < " << keys << ") {\n";
-  auto value = load(attention.getValue(),
-                    llvm::formatv("(kv * {0} + j) * {1}LL + d", keys, dv),
-                    "          ");
-  if (failed(value))
-    return FailureOr<LaunchGeometry>(failure());
-  os << "          value = " << *value << ";\n        }\n"
-     << "        v_tile[e / " << dv << "][d] = " << to16 << "(value);\n"
-     << "      }\n"
-     << "      __syncthreads();\n"
+  os << "      __syncthreads();\n"
      << "      // S = Q K^T: this warp's 16 rows by the tile's 64 keys, eight\n"
      << "      // n-tiles of 8 keys; A from Q rows, B from K rows (K^T is\n"
      << "      // column-major B).\n"
@@ -179,8 +175,7 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
      << "f * s[n][e];\n";
   if (float softcap = attention.getSoftcap().convertToFloat(); softcap > 0.0f) {
     std::string cap = llvm::formatv("{0:e}f", softcap);
-    os << "            score = " << cap << " * tanhf(score / " << cap
-       << ");\n";
+    os << "            score = " << cap << " * tanhf(score / " << cap << ");\n";
   }
   if (Value mask = attention.getMask()) {
     auto maskValue = load(mask, parts.maskIndex, "            ");
@@ -221,7 +216,8 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
      << "      for (int n = 0; n < " << dv / 8 << "; ++n)\n"
      << "        for (int e = 0; e < 4; ++e) o[n][e] *= rescale[e >> 1];\n"
      << "      // O += P V: P's accumulators are A fragments as they lie (the\n"
-     << "      // C layout of n-tiles 2kk and 2kk + 1 is the A layout of k-step\n"
+     << "      // C layout of n-tiles 2kk and 2kk + 1 is the A layout of "
+        "k-step\n"
      << "      // kk); V rows are row-major B, loaded with .trans.\n"
      << "      for (int kk = 0; kk < " << kKeysPerTile / 16 << "; ++kk) {\n"
      << "        unsigned a[4] = {pack(s[2 * kk][0], s[2 * kk][1]), "

@@ -322,9 +322,10 @@ private:
     if (!update)
       return success();
     auto inside = dyn_cast<BlockArgument>(update.getDest());
-    auto dest = inside ? dyn_cast<BlockArgument>(
-                             kernel.getInputs()[inside.getArgNumber()])
-                       : BlockArgument();
+    auto dest =
+        inside
+            ? dyn_cast<BlockArgument>(kernel.getInputs()[inside.getArgNumber()])
+            : BlockArgument();
     const rt::Buffer &result =
         artifact.buffers[bufferOf.at(kernel.getResult(0))];
     if (!dest || dest.getOwner() != &func.getBody().front() ||

@@ -175,9 +175,9 @@ static FailureOr<LaunchGeometry> emitUpdateSlice(KernelOp kernel,
   std::optional<DimExpr> offsetExpr = DimExpr::parse(update.getOffset(), error);
   auto func = kernel->getParentOfType<func::FuncOp>();
   std::optional<int64_t> offsetUpper =
-      offsetExpr ? upperBound(*offsetExpr, func ? dimRangesOf(func)
-                                                : DimRanges())
-                 : std::nullopt;
+      offsetExpr
+          ? upperBound(*offsetExpr, func ? dimRangesOf(func) : DimRanges())
+          : std::nullopt;
   if (!offsetExpr || !offsetUpper)
     return update.emitOpError("offset '")
            << update.getOffset() << "' has no bounded value";
@@ -198,9 +198,8 @@ static FailureOr<LaunchGeometry> emitUpdateSlice(KernelOp kernel,
   if (failed(value))
     return failure();
   os << "    const " << index << " at = (i / " << rows[axis] * inner << ") * "
-     << dest[axis] * inner << " + (" << offset << " + (i / " << inner
-     << ") % " << rows[axis] << ") * " << inner << " + i % " << inner
-     << ";\n";
+     << dest[axis] * inner << " + (" << offset << " + (i / " << inner << ") % "
+     << rows[axis] << ") * " << inner << " + i % " << inner << ";\n";
   os << "    out0[at] = " << storeExpr(resultType.getElementType(), *value)
      << ";\n  }\n}\n";
   LaunchGeometry geometry;

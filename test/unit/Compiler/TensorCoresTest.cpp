@@ -6,8 +6,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "kiln/Compiler/Nvrtc.h"
 #include "kiln/Target/CUDA/TensorCores.h"
+#include "kiln/Compiler/Nvrtc.h"
 
 #include "mlir/IR/MLIRContext.h"
 
@@ -48,8 +48,8 @@ TEST(TensorCores, InlinePtxCompilesForSm90AndIssuesEachInstruction) {
   setenv("KILN_CACHE_DIR", dir, 1);
   mlir::MLIRContext context;
   std::string source = cudaTensorCorePrelude() + kKernel;
-  auto compiled = compileCuda(mlir::UnknownLoc::get(&context), source,
-                              "sm_90a");
+  auto compiled =
+      compileCuda(mlir::UnknownLoc::get(&context), source, "sm_90a");
   ASSERT_TRUE(succeeded(compiled));
   EXPECT_FALSE(compiled->cubin.empty());
   for (const char *instruction :

@@ -454,8 +454,7 @@ TEST_F(CApi, NamesTheOutputsKeptInAnInputsStorage) {
   EXPECT_EQ(outputAlias(model, 1, &input, &axis), KILN_ERROR_INVALID_ARGUMENT);
   EXPECT_STREQ(lib.lastError(),
                "output index 1 out of range (the model has 1)");
-  EXPECT_EQ(outputAlias(model, 0, nullptr, &axis),
-            KILN_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(outputAlias(model, 0, nullptr, &axis), KILN_ERROR_INVALID_ARGUMENT);
   EXPECT_EQ(outputAlias(nullptr, 0, &input, &axis),
             KILN_ERROR_INVALID_ARGUMENT);
 

@@ -159,18 +159,18 @@ TEST_F(TensorCores, MmaFragmentsFollowThePtxFigures) {
         std::string("#define MMA ") +
         (bf16 ? "kiln_mma_m16n8k16_bf16" : "kiln_mma_m16n8k16_f16") + "\n" +
         mmaSource(bf16, false);
-    EXPECT_EQ(runOnHost(kernelArtifact(source, "mma", 512, 1, 32), x,
-                        HostOptions()),
-              want)
+    EXPECT_EQ(
+        runOnHost(kernelArtifact(source, "mma", 512, 1, 32), x, HostOptions()),
+        want)
         << (bf16 ? "bf16" : "f16");
   }
   // Lanes holding A transposed (row and column swapped) compute another
   // product: the layout is checked, not just the arithmetic.
   std::string wrong =
       "#define MMA kiln_mma_m16n8k16_f16\n" + mmaSource(false, true);
-  EXPECT_NE(runOnHost(kernelArtifact(wrong, "mma", 512, 1, 32), x,
-                      HostOptions()),
-            want);
+  EXPECT_NE(
+      runOnHost(kernelArtifact(wrong, "mma", 512, 1, 32), x, HostOptions()),
+      want);
 }
 
 // ldmatrix (PTX ISA, "Warp-level matrix load instruction: ldmatrix"): for
@@ -214,8 +214,8 @@ extern "C" __global__ void load(const float *x, float *y) {
 )cuda";
   for (int count : {1, 2, 4})
     for (bool trans : {false, true}) {
-      std::string load = "kiln_ldmatrix_x" + std::to_string(count) +
-                         (trans ? "_trans" : "");
+      std::string load =
+          "kiln_ldmatrix_x" + std::to_string(count) + (trans ? "_trans" : "");
       std::string text = "#define COUNT " + std::to_string(count) +
                          "\n#define LOAD " + load + "\n" + source;
       std::vector<float> want(512, 0.0f);
@@ -274,9 +274,9 @@ extern "C" __global__ void copy(const float *x, float *y) {
     want[128 + i] = -1.0f;
     want[256 + i] = from >= 126 ? 0.0f : x[128 + from];
   }
-  EXPECT_EQ(runOnHost(kernelArtifact(source, "copy", 512, 1, 32), x,
-                      HostOptions()),
-            want);
+  EXPECT_EQ(
+      runOnHost(kernelArtifact(source, "copy", 512, 1, 32), x, HostOptions()),
+      want);
 }
 
 } // namespace

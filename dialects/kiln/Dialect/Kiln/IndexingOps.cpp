@@ -1,4 +1,5 @@
-//===- IndexingOps.cpp - verifiers of concat, slice, update, gather, expand ===//
+//===- IndexingOps.cpp - verifiers of concat, slice, update, gather, expand
+//===//
 
 #include "kiln/Dialect/Kiln/KilnOps.h"
 #include "kiln/Dialect/Kiln/ShapeInference.h"
@@ -42,8 +43,8 @@ LogicalResult UpdateSliceOp::verify() {
       update.getElementType() != dest.getElementType())
     return emitOpError("update differs from dest in rank or element type");
   if (axis < 0 || axis >= dest.getRank())
-    return emitOpError("axis ") << axis << " is outside rank "
-                                << dest.getRank();
+    return emitOpError("axis ")
+           << axis << " is outside rank " << dest.getRank();
   std::optional<SymbolicShape> to = symbolicShapeOf(dest),
                                from = symbolicShapeOf(update);
   if (!to || !from)
@@ -58,9 +59,9 @@ LogicalResult UpdateSliceOp::verify() {
   if (!offset)
     return emitOpError("offset '") << getOffset() << "': " << error;
   if (offset->str() != getOffset())
-    return emitOpError("offset '") << getOffset()
-                                   << "' is not in canonical form ('"
-                                   << offset->str() << "')";
+    return emitOpError("offset '")
+           << getOffset() << "' is not in canonical form ('" << offset->str()
+           << "')";
   // A window known at compile time is checked here; a symbolic one when
   // the dims' values are known.
   std::optional<int64_t> start = offset->getConstant(),
