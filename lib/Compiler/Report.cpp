@@ -266,10 +266,11 @@ void printReportText(const rt::Artifact &artifact, const CompileReport &report,
     if (const KernelResources *k = resourcesOf(artifact, report, step)) {
       Occupancy occupancy = occupancyOnSm90(*k, threadsOf(step));
       os << llvm::formatv("  [{0} regs, {1} B smem, {2} B spilled, "
-                          "occupancy {3:P0}]",
+                          "occupancy {3:P0}{4}]",
                           k->registers, k->sharedBytes,
                           k->spillStoreBytes + k->spillLoadBytes,
-                          occupancy.fraction);
+                          occupancy.fraction,
+                          cost.tensorCores ? ", mma.sync" : "");
     }
     if (i < report.origins.size() && !report.origins[i].empty()) {
       os << "  <- ";
@@ -343,7 +344,8 @@ void printReportJson(const rt::Artifact &artifact, const CompileReport &report,
                               {"name", nameOf(artifact, step)},
                               {"onnx_nodes", std::move(nodes)},
                               {"flops", cost.flops},
-                              {"bytes", cost.bytes}};
+                              {"bytes", cost.bytes},
+                              {"tensor_cores", cost.tensorCores}};
     if (roofline.gpu)
       launch["floor_us"] = floorSeconds(cost, *roofline.gpu) * 1e6;
     if (step.kind == rt::Step::Kind::Launch) {

@@ -106,6 +106,17 @@ std::vector<double> kernelFlopsOf(ModuleOp module) {
   return flops;
 }
 
+bool issuesMmaSync(const rt::Artifact &artifact, uint32_t kernel) {
+  if (kernel >= artifact.kernelNames.size())
+    return false;
+  llvm::StringRef ptx = artifact.ptx;
+  size_t entry = ptx.find(".entry " + artifact.kernelNames[kernel] + "(");
+  if (entry == llvm::StringRef::npos)
+    return false;
+  size_t end = ptx.find(".entry ", entry + 1);
+  return ptx.slice(entry, end).contains("mma.sync");
+}
+
 StepCost costOf(const rt::Artifact &artifact, const rt::Step &step,
                 llvm::ArrayRef<double> kernelFlops) {
   StepCost cost;
@@ -113,6 +124,7 @@ StepCost costOf(const rt::Artifact &artifact, const rt::Step &step,
   case rt::Step::Kind::Launch: {
     if (step.launch.kernel < kernelFlops.size())
       cost.flops = kernelFlops[step.launch.kernel];
+    cost.tensorCores = issuesMmaSync(artifact, step.launch.kernel);
     // Each distinct buffer once (a view and its source count once).
     std::set<uint32_t> seen;
     for (uint32_t id : step.launch.args)

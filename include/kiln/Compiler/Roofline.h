@@ -47,9 +47,14 @@ std::vector<double> kernelFlopsOf(mlir::ModuleOp module);
 struct StepCost {
   double flops = 0;
   double bytes = 0;
-  /// A 16-bit GEMM, which runs on the tensor cores.
+  /// A 16-bit GEMM, or a kernel whose PTX issues mma.sync: it runs on the
+  /// tensor cores.
   bool tensorCores = false;
 };
+
+/// Whether kernel `kernel` of `artifact` issues mma.sync, read from its PTX
+/// (false when the artifact has none).
+bool issuesMmaSync(const rt::Artifact &artifact, uint32_t kernel);
 
 /// The work of `step`; `kernelFlops` from kernelFlopsOf (may be empty).
 StepCost costOf(const rt::Artifact &artifact, const rt::Step &step,
