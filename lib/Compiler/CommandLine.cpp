@@ -51,6 +51,12 @@ struct PrecisionCLOptions {
                      "softmax, norm-statistics, reduction, mask, "
                      "from-integer"),
       llvm::cl::CommaSeparated, llvm::cl::value_desc("island,...")};
+  llvm::cl::opt<bool> allowTf32{
+      "allow-tf32",
+      llvm::cl::desc("fp32 matmuls on the tensor cores with TF32 inputs "
+                     "(10-bit mantissas): faster, but outside the fp32 "
+                     "contract; see docs/precision.md"),
+      llvm::cl::init(false)};
 };
 } // namespace
 
@@ -153,6 +159,7 @@ void applyPrecisionCLOptions(CompileOptions &options) {
                                  precisionCLOptions->keepFp32Nodes.end());
   precision.disableIslands.assign(precisionCLOptions->disableFp32Islands.begin(),
                                   precisionCLOptions->disableFp32Islands.end());
+  options.allowTf32 = precisionCLOptions->allowTf32;
 }
 
 

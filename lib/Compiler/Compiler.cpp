@@ -118,6 +118,7 @@ LogicalResult lowerToArtifact(ModuleOp module, const CompileOptions &options,
   PassManager pm(module.getContext());
   KilnToCudaPassOptions cudaOptions;
   cudaOptions.checkIndices = !options.uncheckedIndices;
+  cudaOptions.allowTf32 = options.allowTf32;
   pm.addPass(createKilnToCudaPass(cudaOptions, {&artifact, &table, origins}));
   if (failed(pm.run(module)) ||
       failed(checkMemoryLimits(func, artifact, options, table.size)))

@@ -68,6 +68,8 @@ std::string detailOf(const rt::Step &step) {
       detail += " +relu";
     else if (m.activation == rt::MatmulActivation::Gelu)
       detail += " +gelu";
+    if (m.tf32)
+      detail += " tf32";
     return detail;
   }
   case rt::Step::Kind::Copy:
@@ -115,8 +117,11 @@ Roofline rooflineOf(const rt::Artifact &artifact, const CompileReport &report) {
     if (!r.gpu)
       continue;
     r.floor += floorSeconds(cost, *r.gpu);
-    r.computeFloor += floorSeconds({cost.flops, 0, cost.tensorCores}, *r.gpu);
-    r.memoryFloor += floorSeconds({0, cost.bytes, false}, *r.gpu);
+    StepCost compute = cost, memory;
+    compute.bytes = 0;
+    memory.bytes = cost.bytes;
+    r.computeFloor += floorSeconds(compute, *r.gpu);
+    r.memoryFloor += floorSeconds(memory, *r.gpu);
   }
   return r;
 }

@@ -16,12 +16,12 @@ namespace kiln {
 /// Peak rates, from NVIDIA's datasheets for the SXM parts (dense, without
 /// sparsity). The H200 has the H100's GH100 compute and faster HBM3e.
 static const GpuPeaks kGpus[] = {
-    {"h100", 67e12, 989.4e12, 3.35e12,
+    {"h100", 67e12, 989.4e12, 494.7e12, 3.35e12,
      "NVIDIA H100 datasheet (SXM5): FP32 67 TFLOP/s, dense BF16/FP16 tensor "
-     "989.4 TFLOP/s, HBM3 3.35 TB/s"},
-    {"h200", 67e12, 989.4e12, 4.8e12,
+     "989.4 TFLOP/s, dense TF32 tensor 494.7 TFLOP/s, HBM3 3.35 TB/s"},
+    {"h200", 67e12, 989.4e12, 494.7e12, 4.8e12,
      "NVIDIA H200 datasheet (SXM): FP32 67 TFLOP/s, dense BF16/FP16 tensor "
-     "989.4 TFLOP/s, HBM3e 4.8 TB/s"},
+     "989.4 TFLOP/s, dense TF32 tensor 494.7 TFLOP/s, HBM3e 4.8 TB/s"},
 };
 
 const GpuPeaks *findGpuPeaks(llvm::StringRef name) {
@@ -148,6 +148,7 @@ StepCost costOf(const rt::Artifact &artifact, const rt::Step &step,
     if (m.bias != rt::kNoBuffer)
       cost.bytes += double(m.n) * rt::dtypeSize(m.dtype);
     cost.tensorCores = m.dtype == rt::DType::F16 || m.dtype == rt::DType::BF16;
+    cost.tf32 = m.tf32;
     break;
   }
   case rt::Step::Kind::Copy:
@@ -158,8 +159,9 @@ StepCost costOf(const rt::Artifact &artifact, const rt::Step &step,
 }
 
 double floorSeconds(const StepCost &cost, const GpuPeaks &gpu) {
-  double peak =
-      cost.tensorCores ? gpu.tensor16FlopsPerSecond : gpu.fp32FlopsPerSecond;
+  double peak = cost.tf32          ? gpu.tf32FlopsPerSecond
+                : cost.tensorCores ? gpu.tensor16FlopsPerSecond
+                                   : gpu.fp32FlopsPerSecond;
   return std::max(cost.flops / peak, cost.bytes / gpu.bytesPerSecond);
 }
 

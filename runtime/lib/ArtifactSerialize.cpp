@@ -86,6 +86,7 @@ std::string kiln::rt::serializeArtifactPrefix(const Artifact &a,
       w.f32(m.beta);
       w.u32(m.bias);
       w.u8(static_cast<uint8_t>(m.activation));
+      w.u8(m.tf32 ? 1 : 0);
       break;
     }
     case Step::Kind::Copy:
@@ -264,6 +265,12 @@ bool kiln::rt::deserializeArtifact(const char *data, size_t size, Artifact &out,
       if (activation > static_cast<uint8_t>(kLastMatmulActivation))
         return r.fail("invalid matmul activation"), fail();
       m.activation = static_cast<MatmulActivation>(activation);
+      uint8_t tf32 = 0;
+      if (!r.u8(tf32, "matmul tf32"))
+        return fail();
+      if (tf32 > 1)
+        return r.fail("invalid matmul tf32 flag"), fail();
+      m.tf32 = tf32 != 0;
       break;
     }
     case Step::Kind::Copy:

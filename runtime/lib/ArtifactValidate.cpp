@@ -193,6 +193,9 @@ bool kiln::rt::validatePlan(const Artifact &a, std::string &error,
                     "matmul dtype must be float32, float16, bfloat16 or "
                     "float64, got " +
                     dtypeName(m.dtype));
+      if (m.tf32 && m.dtype != DType::F32)
+        return fail(where + "a tf32 matmul must be float32, got " +
+                    dtypeName(m.dtype));
       if (m.batch < 1 || m.m < 1 || m.n < 1 || m.k < 1)
         return fail(where + "matmul extents must be at least 1 (batch " +
                     std::to_string(m.batch) + ", m " + std::to_string(m.m) +

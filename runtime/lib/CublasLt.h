@@ -58,6 +58,9 @@ constexpr LtStatus kSuccess = 0;
 constexpr int kCompute32F = 68;
 /// `CUBLAS_COMPUTE_64F`.
 constexpr int kCompute64F = 70;
+/// `CUBLAS_COMPUTE_32F_FAST_TF32`: fp32 matrices on the tensor cores, their
+/// inputs rounded to TF32.
+constexpr int kCompute32FFastTf32 = 77;
 /// `CUDA_R_32F`.
 constexpr int kR32F = 0;
 /// `CUDA_R_64F`.

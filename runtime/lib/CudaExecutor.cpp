@@ -551,13 +551,16 @@ Status CudaExecutor::prepareMatmul(size_t stepIndex, MatmulPlan &plan) {
                ? Status::ok()
                : lt::cublasError(*ltApi, st, where + ": " + what);
   };
-  // Double matrices compute and scale in fp64, all others in fp32.
+  // Double matrices compute and scale in fp64, all others in fp32 (with
+  // TF32 inputs when the step allows it).
   bool isDouble = m.dtype == DType::F64;
-  if (Status s =
-          check(ltApi->matmulDescCreate(
-                    &plan.desc, isDouble ? lt::kCompute64F : lt::kCompute32F,
-                    isDouble ? lt::kR64F : lt::kR32F),
-                "cublasLtMatmulDescCreate");
+  int compute = isDouble  ? lt::kCompute64F
+                : m.tf32 ? lt::kCompute32FFastTf32
+                          : lt::kCompute32F;
+  if (Status s = check(ltApi->matmulDescCreate(&plan.desc, compute,
+                                               isDouble ? lt::kR64F
+                                                        : lt::kR32F),
+                       "cublasLtMatmulDescCreate");
       !s.isOk())
     return s;
   // cuBLAS is column-major and a row-major matrix is its column-major

@@ -4,7 +4,8 @@
 // type (fp32, or fp64 for double matrices, as cuBLASLt's COMPUTE_32F and
 // COMPUTE_64F) once, then accumulates a row of C at a time over k (i-k-j
 // order, so the inner loop streams through B and C contiguously and
-// vectorizes).
+// vectorizes). A TF32 step rounds the operands to TF32 first, as the
+// tensor cores take them.
 //
 // The accumulation is that of a tuned BLAS, not one naive running sum: each
 // product is added with a single rounding (a fused multiply-add, as GPU and
@@ -23,6 +24,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <vector>
 
 using namespace kiln::rt;
@@ -75,6 +78,19 @@ void store(DType dtype, void *base, int64_t index, Acc value) {
   }
 }
 
+/// `x` rounded to TF32 as the tensor cores take fp32 inputs (cvt.rna.tf32:
+/// 10 mantissa bits, to nearest, ties away from zero); infinities and NaN
+/// pass through.
+inline float roundToTf32(float x) {
+  uint32_t bits;
+  std::memcpy(&bits, &x, sizeof(bits));
+  if ((bits & 0x7f800000u) == 0x7f800000u)
+    return x;
+  bits = (bits + 0x1000u) & 0xffffe000u;
+  std::memcpy(&x, &bits, sizeof(bits));
+  return x;
+}
+
 /// The epilogue's activation of `x`, as cuBLASLt computes it (its GELU is the
 /// tanh approximation).
 template <class Acc> Acc activate(MatmulActivation activation, Acc x) {
@@ -115,6 +131,12 @@ void runGemmIn(const MatmulStep &s, const void *a, const void *b, void *c,
       for (int64_t j = 0; j < n; ++j)
         rhs[p * n + j] =
             load<Acc>(s.dtype, b, bBase + (s.transB ? j * k + p : p * n + j));
+    if (s.tf32) {
+      for (Acc &x : lhs)
+        x = roundToTf32(static_cast<float>(x));
+      for (Acc &x : rhs)
+        x = roundToTf32(static_cast<float>(x));
+    }
     for (int64_t i = 0; i < m; ++i) {
       std::fill(row.begin(), row.end(), Acc(0));
       for (int64_t block = 0; block < k; block += kBlockK) {

@@ -25,10 +25,12 @@ namespace kiln {
 /// A GPU's peak rates and where they come from.
 struct GpuPeaks {
   const char *name;
-  /// FP32 on the CUDA cores (Kiln's kernels, fp32 GEMMs: no TF32).
+  /// FP32 on the CUDA cores (Kiln's kernels, fp32 GEMMs without TF32).
   double fp32FlopsPerSecond;
-  /// Dense FP16/BF16 on the tensor cores (16-bit GEMMs).
+  /// Dense FP16/BF16 on the tensor cores (16-bit GEMMs, mma.sync kernels).
   double tensor16FlopsPerSecond;
+  /// Dense TF32 on the tensor cores (fp32 GEMMs with --allow-tf32).
+  double tf32FlopsPerSecond;
   double bytesPerSecond;
   const char *origin;
 };
@@ -50,6 +52,8 @@ struct StepCost {
   /// A 16-bit GEMM, or a kernel whose PTX issues mma.sync: it runs on the
   /// tensor cores.
   bool tensorCores = false;
+  /// An fp32 GEMM with TF32 inputs, on the tensor cores at the TF32 rate.
+  bool tf32 = false;
 };
 
 /// Whether kernel `kernel` of `artifact` issues mma.sync, read from its PTX

@@ -30,9 +30,9 @@ constexpr uint64_t kWeightAlign = 256;
 class PlanBuilder {
 public:
   PlanBuilder(func::FuncOp func, rt::Artifact &artifact, StepOrigins *origins,
-              WeightTable &weights, bool checkIndices)
+              WeightTable &weights, bool checkIndices, bool allowTf32)
       : func(func), artifact(artifact), origins(origins), weights(weights),
-        checkIndices(checkIndices) {}
+        checkIndices(checkIndices), allowTf32(allowTf32) {}
 
   LogicalResult build() {
     Block &body = func.getBody().front();
@@ -550,6 +550,7 @@ private:
       return failure();
     }
     step.dtype = *dtype;
+    step.tf32 = allowTf32 && *dtype == rt::DType::F32;
     step.transA = op.getTransposeLhs();
     step.transB = op.getTransposeRhs();
     auto &[batch, m, n, k, strideA, strideB, strideC, outerBatch, outerStrideA,
@@ -629,6 +630,7 @@ private:
   llvm::StringMap<uint32_t> dimIndex;
   WeightTable &weights;
   bool checkIndices;
+  bool allowTf32;
   int weightCount = 0;
 };
 
@@ -718,8 +720,9 @@ void WeightTable::materialize(std::string &out) const {
 
 LogicalResult emitPlan(func::FuncOp func, rt::Artifact &artifact,
                        WeightTable &weights, StepOrigins *origins,
-                       bool checkIndices) {
-  return PlanBuilder(func, artifact, origins, weights, checkIndices).build();
+                       bool checkIndices, bool allowTf32) {
+  return PlanBuilder(func, artifact, origins, weights, checkIndices, allowTf32)
+      .build();
 }
 
 } // namespace kiln

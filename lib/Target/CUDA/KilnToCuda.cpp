@@ -37,14 +37,15 @@ struct KilnToCudaPass
     func::FuncOp func = *funcs.begin();
     if (lowering.artifact) {
       if (failed(emitPlan(func, *lowering.artifact, *lowering.weights,
-                          lowering.origins, checkIndices)))
+                          lowering.origins, checkIndices, allowTf32)))
         signalPassFailure();
       return;
     }
     // kiln-opt: the result goes into the module as text.
     rt::Artifact artifact;
     WeightTable weights;
-    if (failed(emitPlan(func, artifact, weights, nullptr, checkIndices)))
+    if (failed(emitPlan(func, artifact, weights, nullptr, checkIndices,
+                        allowTf32)))
       return signalPassFailure();
     std::string plan;
     llvm::raw_string_ostream os(plan);

@@ -45,6 +45,8 @@ void kiln::printPlan(const rt::Artifact &a, uint64_t weightBytes,
         os << " relu";
       else if (s.matmul.activation == rt::MatmulActivation::Gelu)
         os << " gelu";
+      if (s.matmul.tf32)
+        os << " tf32";
       os << "\n";
       break;
     case rt::Step::Kind::Copy:

@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <memory>
 #include <random>
 
@@ -226,6 +228,21 @@ TEST(ArtifactFormat, OutputAliasesRoundTripAndAreChecked) {
     bad.aliases.push_back(OutputAlias{1, 0, 0});
     expectRejected(bad, "input 0 is the storage of two outputs");
   }
+}
+
+TEST(ArtifactFormat, Tf32MatmulsRoundTripAndAreFloat32Only) {
+  Artifact a = makeRichArtifact();
+  auto matmul = std::find_if(a.steps.begin(), a.steps.end(), [](const Step &s) {
+    return s.kind == Step::Kind::Matmul;
+  });
+  ASSERT_NE(matmul, a.steps.end());
+  matmul->matmul.tf32 = true;
+  std::string bytes = serializeArtifact(a), error;
+  Artifact b;
+  ASSERT_TRUE(parseExact(bytes, bytes.size(), b, error)) << error;
+  EXPECT_TRUE(b.steps[matmul - a.steps.begin()].matmul.tf32);
+  matmul->matmul.dtype = DType::F16;
+  expectRejected(a, "a tf32 matmul must be float32, got float16");
 }
 
 TEST(ArtifactFormat, EmptyArtifactRoundTrips) {

@@ -276,6 +276,26 @@ TEST(HostGemm, MatchesADoubleReference) {
     }
 }
 
+TEST(HostGemm, Tf32RoundsTheInputsToNearestTiesAway) {
+  // 1 + 2^-12 is below half a TF32 ulp (2^-10) above 1: it rounds to 1;
+  // 1 + 2^-11 is a tie: away from zero, to 1 + 2^-10 (and the negative to
+  // -(1 + 2^-10)). In fp32 the products keep every bit.
+  float a[1] = {1.0f + 0x1p-12f};
+  float b[2] = {1.0f + 0x1p-11f, -(1.0f + 0x1p-11f)};
+  MatmulStep step;
+  step.m = 1;
+  step.n = 2;
+  step.k = 1;
+  float c[2] = {0, 0};
+  host::runGemm(step, a, b, c, nullptr);
+  EXPECT_EQ(c[0], (1.0f + 0x1p-12f) * (1.0f + 0x1p-11f));
+  EXPECT_EQ(c[1], -c[0]);
+  step.tf32 = true;
+  host::runGemm(step, a, b, c, nullptr);
+  EXPECT_EQ(c[0], 1.0f + 0x1p-10f);
+  EXPECT_EQ(c[1], -(1.0f + 0x1p-10f));
+}
+
 TEST(HostGemm, Float64AccumulatesInDouble) {
   // Row [1, 2^-30, -1] times a column of ones: 2^-30 survives a double sum
   // and vanishes in a float one (1 + 2^-30 rounds to 1 in fp32).

@@ -65,11 +65,12 @@ std::string modelHashOf(const rt::Artifact &artifact, uint64_t weightsChecksum);
 /// When `origins` is given, it receives one entry per step. With
 /// `checkIndices`, every gather in a kernel checks its indices at run time
 /// (artifact.indexSites); without, out-of-range indices are clamped
-/// silently.
+/// silently. With `allowTf32`, fp32 matmuls take TF32 inputs on the tensor
+/// cores (MatmulStep::tf32).
 mlir::LogicalResult emitPlan(mlir::func::FuncOp func, rt::Artifact &artifact,
                              WeightTable &weights,
                              StepOrigins *origins = nullptr,
-                             bool checkIndices = true);
+                             bool checkIndices = true, bool allowTf32 = false);
 
 } // namespace kiln
 

@@ -32,6 +32,9 @@ def KilnToCudaPass : Pass<"kiln-to-cuda", "mlir::ModuleOp"> {
     Option<"checkIndices", "check-indices", "bool", /*default=*/"true",
            "every gather checks its indices at run time; without, "
            "out-of-range indices are clamped">,
+    Option<"allowTf32", "allow-tf32", "bool", /*default=*/"false",
+           "fp32 matmuls on the tensor cores with TF32 inputs "
+           "(CUBLAS_COMPUTE_32F_FAST_TF32)">,
   ];
 }
 

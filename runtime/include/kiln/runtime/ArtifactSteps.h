@@ -102,6 +102,11 @@ struct MatmulStep {
   uint32_t bias = kNoBuffer;
   /// Applied to every element last.
   MatmulActivation activation = MatmulActivation::None;
+  /// F32 only: A and B enter the tensor cores as TF32 (8-bit exponent,
+  /// 10-bit mantissa, rounded to nearest with ties away from zero), the
+  /// products accumulating in fp32 (cuBLASLt's
+  /// CUBLAS_COMPUTE_32F_FAST_TF32). Off unless compiled with --allow-tf32.
+  bool tf32 = false;
 };
 
 /// A device-to-device copy of the first `bytes` bytes of `src` to `dst`.
