@@ -291,7 +291,8 @@ def compile(model: Union[str, os.PathLike, Any], *, precision: str = "fp32",
             input_shapes: Optional[Mapping[str, Sequence[int]]] = None,
             backend: str = "auto", report: bool = False,
             base_dir: Optional[Union[str, os.PathLike]] = None,
-            kv_cache_in_place: bool = False) -> Model:
+            kv_cache_in_place: bool = False,
+            allow_tf32: bool = False) -> Model:
     """Compiles an ONNX model (a path, or an `onnx.ModelProto`) in this
     process. `dims` gives symbolic dims their values (kilnc --dim), a range
     (min, max) to keep one symbolic (--dim NAME=MIN:MAX), or an expression
@@ -301,7 +302,9 @@ def compile(model: Union[str, os.PathLike, Any], *, precision: str = "fp32",
     ModelProto loaded without its external data (`load_external_data=False`)
     reads it from `base_dir`, the folder of the model file.
     `kv_cache_in_place` keeps a decoder's KV caches in one buffer each of
-    their largest length (kilnc --kv-cache-in-place; see Model.aliases)."""
+    their largest length (kilnc --kv-cache-in-place; see Model.aliases);
+    `allow_tf32` runs fp32 matmuls on the tensor cores with TF32 inputs
+    (kilnc --allow-tf32), outside the fp32 contract."""
     path, data = str(model), None
     if not isinstance(model, (str, os.PathLike)):
         if not hasattr(model, "SerializeToString"):
@@ -321,7 +324,7 @@ def compile(model: Union[str, os.PathLike, Any], *, precision: str = "fp32",
         native = _kiln.compile(path, data, precision, values, ranges,
                                {k: list(v) for k, v in (input_shapes or {}).items()},
                                backend, report, kv_cache_in_place,
-                               expressions)
+                               expressions, allow_tf32)
     except RuntimeError as e:
         raise CompileError(str(e)) from None
     return Model(native)

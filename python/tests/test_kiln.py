@@ -200,6 +200,21 @@ def test_kv_cache_in_place():
             ort_pasts[n] = want[present]
 
 
+def test_allow_tf32_rounds_matmul_inputs():
+    """allow_tf32: the fp32 matmuls take TF32 inputs (the report marks
+    them); on the host backend the outputs move away from onnxruntime's by
+    TF32 rounding and stay within the 16-bit contract."""
+    path = os.path.join(FRESH, "bert-torchscript", "model.onnx")
+    model = kiln.compile(path, backend="host", report=True, allow_tf32=True)
+    assert " tf32" in model.report
+    feeds = folder_inputs(os.path.join(FRESH, "bert-torchscript"))
+    got = model.run(feeds)
+    want = onnxruntime_outputs(path, feeds)
+    for name, value in want.items():
+        error = np.linalg.norm(got[name] - value) / np.linalg.norm(value)
+        assert 0 < error < 1e-2, (name, error)
+
+
 def test_model_proto_reads_external_data_from_base_dir():
     folder = os.path.join(FRESH, "bert-dynamo")
     proto = onnx.load(os.path.join(folder, "model.onnx"), load_external_data=False)
