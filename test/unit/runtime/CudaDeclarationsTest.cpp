@@ -37,6 +37,8 @@ static_assert(sizeof(cu::Result) == sizeof(CUresult), "");
 static_assert(sizeof(cu::Device) == sizeof(CUdevice), "");
 static_assert(lt::kSuccess == CUBLAS_STATUS_SUCCESS, "");
 static_assert(lt::kCompute32F == CUBLAS_COMPUTE_32F, "");
+static_assert(lt::kCompute32FFastTf32 == CUBLAS_COMPUTE_32F_FAST_TF32, "");
+static_assert(lt::kCompute64F == CUBLAS_COMPUTE_64F, "");
 static_assert(lt::kR32F == CUDA_R_32F, "");
 static_assert(lt::kR16F == CUDA_R_16F, "");
 static_assert(lt::kR16BF == CUDA_R_16BF, "");
