@@ -66,11 +66,14 @@ Status Model::create(Artifact artifact, Backend backend,
   if (!validateArtifact(artifact, error))
     return Status::error(StatusCode::CorruptArtifact, error);
   if (artifact.weightBytes() != 0 && !artifact.weightData())
-    return Status::error(StatusCode::CorruptArtifact,
-                         "the weights are in the file '" +
-                             artifact.weightsFile.name +
-                             "', which was not loaded (load the artifact from "
-                             "its .so file)");
+    return Status::error(
+        StatusCode::CorruptArtifact,
+        artifact.weightsFile.name.empty()
+            ? "the artifact's weights were dropped after their upload to the "
+              "GPU (load the artifact again)"
+            : "the weights are in the file '" + artifact.weightsFile.name +
+                  "', which was not loaded (load the artifact from its .so "
+                  "file)");
   std::string fallbackReason;
   switch (backend) {
   case Backend::Cuda:

@@ -3,15 +3,16 @@
 
   check_generate.py --kilnc build/bin/kilnc --kiln-run build/bin/kiln-run
                     [--data test/models/fresh] [--tokens 28] [--window 32]
+                    [--backend cuda]
 
 For each causal language model among the exports with symbolic dims
 (export_fresh.py's GPT-2 and LLaMA -dynamic folders, both exporters), kilnc
 compiles one window (--dim batch=1,sequence=WINDOW), where every step runs
 the window with the text's tail masked out, and one build with the sequence
 symbolic (--dim batch=1:1,sequence=1:WINDOW), where every step runs the
-text at its length; the host backend decodes from a prompt. onnxruntime
-decodes the same export without padding, the sequence growing by a token
-per step. The checks, for both builds:
+text at its length; the host backend (or the GPU) decodes from a prompt.
+onnxruntime decodes the same export without padding, the sequence growing
+by a token per step. The checks, for both builds:
   - greedy: the same tokens, one for one;
   - sampled (temperature, top-k, top-p, a seed): the same seed gives the same
     tokens, and each one is among the top-k and inside the top-p nucleus of
@@ -39,7 +40,7 @@ SAMPLING = dict(temperature=0.8, top_k=8, top_p=0.9, seed=7)
 
 def kiln_generate(tools, so, tokens, extra=()):
     """The tokens `kiln-run --generate` prints after the prompt."""
-    cmd = [tools.kiln_run, so, "--backend", "host", "--generate",
+    cmd = [tools.kiln_run, so, "--backend", tools.backend, "--generate",
            str(tokens), "--prompt", ",".join(map(str, PROMPT))] + list(extra)
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     if out.returncode != 0:
@@ -176,6 +177,9 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--kilnc", required=True)
     parser.add_argument("--kiln-run", required=True)
+    parser.add_argument("--backend", default="host", choices=["host", "cuda"],
+                        help="where kiln-run decodes (cuda on a GPU machine: "
+                             "scripts/gpu_check.sh)")
     parser.add_argument("--data", default=os.path.join(HERE, "fresh"))
     parser.add_argument("--tokens", type=int, default=28)
     parser.add_argument("--window", type=int, default=32)

@@ -1,15 +1,15 @@
 #!/usr/bin/env python3
 """One .so of a BERT-style encoder for every batch and sequence length.
 
-  check_symbolic_artifact.py --kilnc BIN --kiln-run BIN
+  check_symbolic_artifact.py --kilnc BIN --kiln-run BIN [--backend cuda]
 
 Builds a BERT-style encoder node for node as the TorchScript exporter writes
 BERT (check_bert_base_launches.py's graph, at hidden 64, 2 heads, FFN 256,
 2 layers), with batch and sequence symbolic: the heads are split and merged
 by Reshapes whose 0 copies a dim, the additive mask is [batch, 1, 1,
 sequence]. Compiles it once with --dim batch=1:8,sequence=1:512 and runs the
-one .so on the host backend (the generated kernels, taking the dims as
-arguments) at (batch, sequence) = (1, 1), (1, 7), (3, 128) and (8, 512),
+one .so on the host backend (or the GPU; the generated kernels, taking the
+dims as arguments) at (batch, sequence) = (1, 1), (1, 7), (3, 128) and (8, 512),
 each against onnxruntime (fp32 contract: rtol 1e-4, atol 1e-5). Through the
 same .so, inputs that disagree on sequence and a batch past its range are
 refused by name.
@@ -55,9 +55,9 @@ def inputs_for(batch, sequence, rng):
     return {"hidden": hidden, "mask": mask}
 
 
-def run_so(kiln_run, so, feeds, folder):
+def run_so(kiln_run, so, feeds, folder, backend="host"):
     os.makedirs(folder, exist_ok=True)
-    args = [kiln_run, so, "--backend=host", "--output-dir", folder]
+    args = [kiln_run, so, f"--backend={backend}", "--output-dir", folder]
     for name, value in feeds.items():
         path = os.path.join(folder, f"given-{name}.npy")
         np.save(path, value)
@@ -79,6 +79,9 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--kilnc", required=True)
     parser.add_argument("--kiln-run", required=True)
+    parser.add_argument("--backend", default="host", choices=["host", "cuda"],
+                        help="where the artifact runs (cuda on a GPU machine: "
+                             "scripts/gpu_check.sh)")
     args = parser.parse_args()
     rng = np.random.default_rng(SEED)
     print(f"seed {SEED}")
@@ -97,7 +100,7 @@ def main():
         for batch, sequence in SHAPES:
             feeds = inputs_for(batch, sequence, rng)
             out = os.path.join(work, f"{batch}x{sequence}")
-            result = run_so(args.kiln_run, so, feeds, out)
+            result = run_so(args.kiln_run, so, feeds, out, args.backend)
             if result.returncode != 0:
                 print(f"FAIL ({batch}, {sequence}): kiln-run failed\n"
                       f"{result.stderr}")
@@ -124,7 +127,7 @@ def main():
         ]
         for feeds, message in refusals:
             result = run_so(args.kiln_run, so, feeds,
-                            os.path.join(work, "refused"))
+                            os.path.join(work, "refused"), args.backend)
             refused = result.returncode != 0 and message in result.stderr
             print(f"{'ok  ' if refused else 'FAIL'} refuses: {message}")
             if not refused:

@@ -272,7 +272,9 @@ extern "C" __global__ void double_f32(const float *a, float *b) {
 
 /// A plan over one dim n (1..8): x [n] doubled into t [n] by a kernel that
 /// takes n, then copied to y [n]; the grid covers n (one block of 2
-/// threads per 2 elements).
+/// threads per 2 elements). It holds a weight, which no step reads: the
+/// plan of each new n is checked against the weights after the upload has
+/// dropped their host copy.
 static Artifact symbolicDoubling() {
   Artifact a;
   a.kilnVersion = "0.1.0-test";
@@ -284,6 +286,8 @@ static Artifact symbolicDoubling() {
   a.buffers.push_back(makeBuffer(BufferKind::Input, "x", {8}, 0));
   a.buffers.push_back(makeBuffer(BufferKind::Arena, "t", {8}, 0));
   a.buffers.push_back(makeBuffer(BufferKind::Output, "y", {8}, 0));
+  a.buffers.push_back(makeBuffer(BufferKind::Weight, "w", {4}, 0));
+  a.weights.assign(4 * sizeof(float), '\0');
   a.inputs = {0};
   a.outputs = {2};
   LaunchStep launch;

@@ -49,6 +49,22 @@ TEST(Model, CreateValidatesTheArtifact) {
   EXPECT_EQ(s.code, StatusCode::InvalidArgument);
 }
 
+TEST(Model, RefusesAnArtifactWhoseWeightsWereReleased) {
+  // The CUDA backend drops the host copy after the upload; the size stays
+  // (plans for new dims are checked against it), the bytes do not.
+  Artifact a = makeCopyArtifact({2});
+  a.buffers.push_back(makeBuffer(BufferKind::Weight, "w", {2}, 0));
+  a.weights.assign(2 * sizeof(float), '\0');
+  a.releaseWeights();
+  EXPECT_EQ(a.weightBytes(), 2 * sizeof(float));
+  EXPECT_EQ(a.weightData(), nullptr);
+  std::unique_ptr<Model> model;
+  Status s = Model::create(a, Backend::Host, model);
+  EXPECT_EQ(s.code, StatusCode::CorruptArtifact);
+  EXPECT_EQ(s.message, "the artifact's weights were dropped after their "
+                       "upload to the GPU (load the artifact again)");
+}
+
 TEST(Model, DescribesItself) {
   std::unique_ptr<Model> model;
   ASSERT_TRUE(Model::create(makeRichArtifact(), Backend::Cuda, model).isOk());

@@ -244,7 +244,12 @@ std::string test::makeTempDir() {
 }
 
 const std::string &test::templateBytes() {
-  static const std::string bytes = readFile(KILN_MODEL_TEMPLATE_PATH);
+  // KILN_MODEL_TEMPLATE overrides the build tree's path, for a test binary
+  // carried to another machine (scripts/gpu_bundle.sh).
+  static const std::string bytes = [] {
+    const char *path = std::getenv("KILN_MODEL_TEMPLATE");
+    return readFile(path && *path ? path : KILN_MODEL_TEMPLATE_PATH);
+  }();
   return bytes;
 }
 

@@ -146,18 +146,26 @@ struct Artifact {
   /// checked them, and what keeps them mapped.
   const char *mappedWeights = nullptr;
   std::shared_ptr<const void> mappedWeightsOwner;
+  /// Not serialized: the size of the embedded weights once releaseWeights
+  /// has dropped them.
+  uint64_t releasedWeightBytes = 0;
 
-  /// The size of the weights the `Weight` buffers address.
+  /// The size of the weights the `Weight` buffers address, also after
+  /// releaseWeights: the plan of each new set of dims is checked against it.
   uint64_t weightBytes() const {
-    return weightsFile.name.empty() ? weights.size() : weightsFile.bytes;
+    return weightsFile.name.empty() ? weights.size() + releasedWeightBytes
+                                    : weightsFile.bytes;
   }
   /// The weight bytes: embedded, or the mapped sidecar (null before the
-  /// loader has mapped it).
+  /// loader has mapped it, and after releaseWeights).
   const char *weightData() const {
-    return weightsFile.name.empty() ? weights.data() : mappedWeights;
+    if (!weightsFile.name.empty())
+      return mappedWeights;
+    return releasedWeightBytes ? nullptr : weights.data();
   }
   /// Drops the host copy of the weights (after an upload to the GPU).
   void releaseWeights() {
+    releasedWeightBytes += weights.size();
     std::string().swap(weights);
     mappedWeights = nullptr;
     mappedWeightsOwner.reset();

@@ -1,0 +1,103 @@
+#!/usr/bin/env python3
+"""Times Kiln's attention kernel against PyTorch's flash SDPA (issue 17).
+
+For each shape (B, H, S, D): one kiln.attention over [B, H, S, D] query, key
+and value tensors (no mask, scale 1/sqrt(D)), built with --precision P
+--keep-io-types=false so the artifact is the attention kernel alone, timed by
+`kiln-run --bench` (CUDA events around each run, device memory); then
+torch.nn.functional.scaled_dot_product_attention restricted to the flash
+backend on the same shapes, timed with CUDA events after a warm-up. Both
+report the median; TFLOP/s counts 4*B*H*S*S*D operations (the two products).
+Correctness is not checked here: the lit tests and scripts/gpu_check.sh
+compare the same kernel with the reference at smaller shapes.
+
+  bench/attention.py --tools build-gpu/bin [--out table.md]
+"""
+import argparse
+import os
+import re
+import statistics
+import subprocess
+import sys
+
+SHAPES = [(8, 16, 512, 64), (8, 16, 512, 128), (8, 16, 2048, 64),
+          (8, 16, 2048, 128)]
+
+
+def attention_mlir(b, h, s, d):
+    t = f"tensor<{b}x{h}x{s}x{d}xf32>"
+    return (f"func.func @main(%q: {t}, %k: {t}, %v: {t}) -> {t} {{\n"
+            f"  %a = kiln.attention %q, %k, %v {{scale = {d ** -0.5} : f32}}"
+            f" : ({t}, {t}, {t}) -> {t}\n"
+            f"  return %a : {t}\n}}\n")
+
+
+def kiln_ms(tools, work, shape, precision, warmup, iters):
+    path = os.path.join(work, "attention_%dx%dx%dx%d.mlir" % shape)
+    with open(path, "w") as f:
+        f.write(attention_mlir(*shape))
+    cmd = [os.path.join(tools, "kiln-run"), path, "--backend", "cuda",
+           "--precision", precision, "--keep-io-types=false", "--bench",
+           "--warmup", str(warmup), "--iters", str(iters)]
+    out = subprocess.run(cmd, capture_output=True, text=True)
+    if out.returncode != 0:
+        sys.exit(f"failed: {' '.join(cmd)}\n{out.stdout}{out.stderr}")
+    m = re.search(r"bench: device:.*?median ([0-9.]+) ?(ms|us)", out.stdout)
+    if not m:
+        sys.exit(f"no device time in:\n{out.stdout}")
+    return float(m.group(1)) / (1000.0 if m.group(2) == "us" else 1.0)
+
+
+def sdpa_ms(shape, precision, warmup, iters):
+    import torch
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    dtype = torch.float16 if precision == "fp16" else torch.bfloat16
+    q, k, v = (torch.randn(shape, device="cuda", dtype=dtype) for _ in range(3))
+    with sdpa_kernel([SDPBackend.FLASH_ATTENTION]):
+        for _ in range(warmup):
+            torch.nn.functional.scaled_dot_product_attention(q, k, v)
+        times = []
+        for _ in range(iters):
+            start = torch.cuda.Event(enable_timing=True)
+            end = torch.cuda.Event(enable_timing=True)
+            start.record()
+            torch.nn.functional.scaled_dot_product_attention(q, k, v)
+            end.record()
+            end.synchronize()
+            times.append(start.elapsed_time(end))
+    return statistics.median(times)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tools", default=os.path.join("build-gpu", "bin"))
+    parser.add_argument("--work", default=os.path.join("build-gpu", "attention"))
+    parser.add_argument("--precisions", default="fp16,bf16")
+    parser.add_argument("--warmup", type=int, default=5)
+    parser.add_argument("--iters", type=int, default=30)
+    parser.add_argument("--out", default="")
+    args = parser.parse_args()
+    os.makedirs(args.work, exist_ok=True)
+    rows = ["| precision | B | H | S | D | Kiln ms | Kiln TFLOP/s | "
+            "flash SDPA ms | SDPA TFLOP/s | Kiln / SDPA speed |",
+            "|---|---|---|---|---|---|---|---|---|---|"]
+    for precision in args.precisions.split(","):
+        for shape in SHAPES:
+            b, h, s, d = shape
+            flops = 4.0 * b * h * s * s * d
+            k = kiln_ms(args.tools, args.work, shape, precision, args.warmup,
+                        args.iters)
+            t = sdpa_ms(shape, precision, args.warmup, args.iters)
+            rows.append(f"| {precision} | {b} | {h} | {s} | {d} | {k:.3f} | "
+                        f"{flops / k / 1e9:.1f} | {t:.3f} | "
+                        f"{flops / t / 1e9:.1f} | {t / k:.2f}x |")
+            print(rows[-1], flush=True)
+    table = "\n".join(rows) + "\n"
+    print(table)
+    if args.out:
+        with open(args.out, "w") as f:
+            f.write(table)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Packs the tools a lent GPU machine needs into build-gpu/ (about 40 MiB):
+# kilnc and kiln-run relinked with LLVM static (that machine has no LLVM or
+# MLIR; Debian's MLIR links the 150 MB libLLVM.so), the ONNX and Protobuf
+# libraries beside them (found through the rpath $ORIGIN/../lib), and the
+# runtime's GPU tests with the artifact template they read. NVRTC, the driver
+# and cuBLASLt come from that machine's CUDA. scripts/gpu_check.sh runs there.
+#
+# Usage: scripts/gpu_bundle.sh   (after scripts/build.sh)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=build-gpu
+llvm_config=/usr/lib/llvm-22/bin/llvm-config
+ninja -C build bin/kilnc bin/kiln-run bin/kiln-opt bin/kiln-jit-example \
+  bin/kiln-generate-example bin/KilnRuntimeGpuTests
+rm -rf "$out/bin" "$out/lib" && mkdir -p "$out/bin" "$out/lib"
+
+# Every archive llvm-config names that the package ships (not Polly's).
+archives=$(for f in $($llvm_config --link-static --libfiles all); do
+  [ -f "$f" ] && printf '%s ' "$f"; done)
+static_llvm="-Wl,--start-group $archives -Wl,--end-group"
+for tool in kilnc kiln-run kiln-opt kiln-jit-example kiln-generate-example; do
+  # The build's own link line, with the LLVM dylib swapped for the static
+  # archives and the output and rpath moved into the bundle. --as-needed
+  # drops what nothing calls (z3 and the driver stub ride along with LLVM's
+  # and the runtime's interface libraries).
+  link=$(ninja -C build -t commands "bin/$tool" | tail -1)
+  link=${link//\/usr\/lib\/llvm-22\/lib\/libLLVM.so.1/$static_llvm}
+  link=${link//-o bin\/$tool/-o ..\/$out\/bin\/$tool -Wl,--as-needed}
+  link=$(sed -E 's/-Wl,-rpath,"[^"]*"/-Wl,-rpath,"\\$ORIGIN\/..\/lib"/' <<<"$link")
+  (cd build && eval "$link")
+  if ldd "$out/bin/$tool" | grep -q 'libLLVM\|libMLIR'; then
+    echo "gpu_bundle: $tool still needs a shared LLVM" >&2
+    exit 1
+  fi
+done
+for lib in libonnx.so.1 libonnx_proto.so.1 libprotobuf.so.32; do
+  cp -L "/usr/lib/x86_64-linux-gnu/$lib" "$out/lib/"
+done
+cp build/bin/KilnRuntimeGpuTests "$out/bin/"
+cp build/lib/libkiln_model_template.so "$out/lib/"
+strip "$out"/bin/* "$out"/lib/*.so*
+du -sh "$out"

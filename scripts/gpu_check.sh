@@ -1,0 +1,142 @@
+#!/usr/bin/env bash
+# The GPU checks, in one call on a lent GPU machine (DESIGN.md, "Performance
+# method"; the device tool's README). Prepare here, where LLVM is:
+#   scripts/build.sh && scripts/gpu_bundle.sh && scripts/gpu_lit_cases.py
+# then, there, from the repository root with build-gpu/ carried:
+#   scripts/gpu_check.sh [OUTDIR] [SECTIONS]
+# SECTIONS (default all): gtest, lit, attention, sanitizer, models, bench. Logs
+# go to build-gpu/out, and summary.txt and logs.tgz (all of them) to OUTDIR
+# (default $OUT, where the device tool fetches from); what passed is the last
+# thing printed.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+export ROOT
+dest=${1:-${OUT:-}}
+out=build-gpu/out
+sections=${2:-gtest,lit,attention,sanitizer,models,bench}
+rm -rf "$out" && mkdir -p "$out/lit"
+summary="$out/summary.txt"
+: >"$summary"
+note() { echo "$*" | tee -a "$summary"; }
+want() { [[ ",$sections," == *",$1,"* ]]; }
+
+# The bundle's tools; NVRTC and cuBLASLt from that machine's CUDA.
+export PATH="$ROOT/build-gpu/bin:$PATH:/usr/local/cuda/bin"
+libdirs=""
+for lib in libnvrtc.so.13 libcublasLt.so.13; do
+  found=""
+  for where in /usr/local/cuda/ /usr/local/ /usr/lib/ /opt/; do
+    [ -z "$found" ] && found=$(find "$where" -name "$lib" -print -quit 2>/dev/null)
+  done
+  [ -n "$found" ] && libdirs="$libdirs$(dirname "$found"):"
+done
+export LD_LIBRARY_PATH="$libdirs${LD_LIBRARY_PATH:-}"
+export KILN_CACHE_DIR="$ROOT/build-gpu/cache"
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm \
+  --format=csv,noheader | tee "$out/gpu.txt"
+note "libraries: $libdirs"
+gpu=h100
+grep -q H200 "$out/gpu.txt" && gpu=h200
+
+if want gtest; then
+  KILN_MODEL_TEMPLATE="$ROOT/build-gpu/lib/libkiln_model_template.so" \
+    KilnRuntimeGpuTests >"$out/gtest.log" 2>&1
+  note "gtest KilnRuntimeGpuTests: exit $? ($(grep -c '^\[       OK' "$out/gtest.log") ok, $(grep -c '^\[  FAILED' "$out/gtest.log") failed lines, $(grep -c '^\[  SKIPPED' "$out/gtest.log") skipped)"
+fi
+
+if want lit; then
+  # Each lit test's own lines on the CUDA backend, twelve at a time.
+  run_case() {
+    timeout 150 bash "$1/run.sh" >"$1/log" 2>&1
+    echo "$? $(basename "$1")"
+  }
+  export -f run_case
+  ls -d build-gpu/lit/*/ | sed 's:/$::' |
+    xargs -P 12 -I{} bash -c 'run_case {}' | sort -k2 >"$out/lit.txt"
+  for f in build-gpu/lit/*/log; do
+    cp "$f" "$out/lit/$(basename "$(dirname "$f")").log"
+  done
+  note "lit on cuda: $(grep -c '^0 ' "$out/lit.txt") of $(wc -l <"$out/lit.txt") tests passed"
+  grep -v '^0 ' "$out/lit.txt" | sed 's/^/  FAILED exit /' | tee -a "$summary"
+fi
+
+if want attention; then
+  timeout 180 python3 bench/attention.py --tools build-gpu/bin --out "$out/attention.md" \
+    >"$out/attention.log" 2>&1
+  note "attention bench: exit $?"
+  awk '/^\|/ && !seen[$0]++' "$out/attention.log" >>"$summary"
+fi
+
+if want sanitizer; then
+  # compute-sanitizer over one run of each kernel family, the outputs still
+  # compared with the reference.
+  att=build-gpu/lit/test__Target__CUDA__attention-tensor-cores.test/t
+  # An export with its committed inputs and pinned dims.
+  export_args() {
+    local d=test/models/fresh/$1
+    printf '%s/model.onnx' "$d"
+    [ -s "$d/dims" ] && printf ' --dim %s' "$(cat "$d/dims")"
+    for f in "$d"/inputs/*.npy; do
+      printf ' --input %s=%s' "$(basename "$f" .npy)" "$f"
+    done
+  }
+  runs=(
+    "tc-attention-fp16|$att/mask.mlir --precision fp16 --compare-reference --rel-l2 1e-2 --seed 3"
+    "tc-attention-decode|$att/decode.mlir --precision fp16 --compare-reference --rel-l2 1e-2 --seed 4"
+    "tc-attention-bf16-tails|$att/symbolic.mlir --precision bf16 --compare-reference --rel-l2 1e-2 --seed 5 --run-dim s=67 --run-dim t=129"
+    "bert-fp32|$(export_args bert-torchscript) --compare-reference"
+    "bert-fp16|$(export_args bert-dynamo) --precision fp16 --compare-reference --rel-l2 1e-2"
+    "gpt2-kv|$(export_args gpt2-dynamo-kv) --compare-reference"
+    "gpt2-kv-in-place-generate|test/models/fresh/gpt2-dynamo-kv/model.onnx --dim batch=1,sequence=1:8,past_sequence=0:7,s53=past_sequence+sequence --kv-cache-in-place --generate 4 --prompt 1,2,3,4"
+    "llama-bf16|$(export_args llama-torchscript) --precision bf16 --compare-reference --rel-l2 3e-2"
+    "vit-fp32|$(export_args vit-torchscript) --compare-reference"
+  )
+  racy=" tc-attention-fp16 tc-attention-decode tc-attention-bf16-tails bert-fp32 llama-bf16 "
+  deadline=$((SECONDS + 150))
+  for tool in memcheck racecheck; do
+    for r in "${runs[@]}"; do
+      name=${r%%|*}
+      args=${r#*|}
+      [ "$tool" = racecheck ] && [[ "$racy" != *" $name "* ]] && continue
+      if ((SECONDS > deadline)); then
+        note "compute-sanitizer $tool $name: not run (section out of time)"
+        continue
+      fi
+      # shellcheck disable=SC2086
+      timeout 60 compute-sanitizer --tool "$tool" --error-exitcode 9 \
+        kiln-run $args --backend cuda --cuda-graphs=false \
+        >"$out/sanitizer-$tool-$name.log" 2>&1
+      status=$?
+      note "compute-sanitizer $tool $name: exit $status, $(grep -m1 'ERROR SUMMARY' "$out/sanitizer-$tool-$name.log" || echo 'no summary')"
+    done
+  done
+fi
+
+if want models; then
+  # Issue 13's must-shows on the GPU: one artifact at four shapes against
+  # onnxruntime, and greedy decoding (fed back and in place) token for token.
+  for check in check_symbolic_artifact check_generate; do
+    timeout 120 python3 "test/models/$check.py" --kilnc build-gpu/bin/kilnc \
+      --kiln-run build-gpu/bin/kiln-run --backend cuda >"$out/$check.log" 2>&1
+    note "$check --backend cuda: exit $?"
+    grep -E "^(ok|FAIL)|greedy" "$out/$check.log" | head -20 >>"$summary"
+  done
+fi
+
+if want bench; then
+  timeout 150 python3 bench/run.py --tools build-gpu/bin \
+    --cases bert-base-b1-s128,bert-base-b32-s128 --peers eager \
+    --warmup 10 --iters 50 --roofline-gpu "$gpu" --work build-gpu/bench --out "$out/bench.md" \
+    >"$out/bench.log" 2>&1
+  note "bench/run.py BERT-base: exit $?"
+  cat "$out/bench.md" >>"$summary" 2>/dev/null
+fi
+
+if [ -n "$dest" ]; then
+  mkdir -p "$dest"
+  cp "$summary" "$dest/"
+  tar czf "$dest/logs.tgz" -C build-gpu out
+fi
+echo "===== summary"
+cat "$summary"
