@@ -8,6 +8,7 @@ and value tensors (no mask, scale 1/sqrt(D)), built with --precision P
 torch.nn.functional.scaled_dot_product_attention restricted to the flash
 backend on the same shapes, timed with CUDA events after a warm-up. Both
 report the median; TFLOP/s counts 4*B*H*S*S*D operations (the two products).
+Kiln's kernel is timed with 4 and 8 warps a block (KILN_ATTENTION_WARPS).
 Correctness is not checked here: the lit tests and scripts/gpu_check.sh
 compare the same kernel with the reference at smaller shapes.
 
@@ -32,14 +33,15 @@ def attention_mlir(b, h, s, d):
             f"  return %a : {t}\n}}\n")
 
 
-def kiln_ms(tools, work, shape, precision, warmup, iters):
+def kiln_ms(tools, work, shape, precision, warps, warmup, iters):
     path = os.path.join(work, "attention_%dx%dx%dx%d.mlir" % shape)
     with open(path, "w") as f:
         f.write(attention_mlir(*shape))
     cmd = [os.path.join(tools, "kiln-run"), path, "--backend", "cuda",
            "--precision", precision, "--keep-io-types=false", "--bench",
            "--warmup", str(warmup), "--iters", str(iters)]
-    out = subprocess.run(cmd, capture_output=True, text=True)
+    env = dict(os.environ, KILN_ATTENTION_WARPS=str(warps))
+    out = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if out.returncode != 0:
         sys.exit(f"failed: {' '.join(cmd)}\n{out.stdout}{out.stderr}")
     m = re.search(r"bench: device:.*?median ([0-9.]+) ?(ms|us)", out.stdout)
@@ -73,25 +75,27 @@ def main():
     parser.add_argument("--tools", default=os.path.join("build-gpu", "bin"))
     parser.add_argument("--work", default=os.path.join("build-gpu", "attention"))
     parser.add_argument("--precisions", default="fp16,bf16")
+    parser.add_argument("--warps", default="4,8")
     parser.add_argument("--warmup", type=int, default=5)
     parser.add_argument("--iters", type=int, default=30)
     parser.add_argument("--out", default="")
     args = parser.parse_args()
     os.makedirs(args.work, exist_ok=True)
-    rows = ["| precision | B | H | S | D | Kiln ms | Kiln TFLOP/s | "
+    rows = ["| precision | B | H | S | D | warps | Kiln ms | Kiln TFLOP/s | "
             "flash SDPA ms | SDPA TFLOP/s | Kiln / SDPA speed |",
-            "|---|---|---|---|---|---|---|---|---|---|"]
+            "|---|---|---|---|---|---|---|---|---|---|---|"]
     for precision in args.precisions.split(","):
         for shape in SHAPES:
             b, h, s, d = shape
             flops = 4.0 * b * h * s * s * d
-            k = kiln_ms(args.tools, args.work, shape, precision, args.warmup,
-                        args.iters)
             t = sdpa_ms(shape, precision, args.warmup, args.iters)
-            rows.append(f"| {precision} | {b} | {h} | {s} | {d} | {k:.3f} | "
-                        f"{flops / k / 1e9:.1f} | {t:.3f} | "
-                        f"{flops / t / 1e9:.1f} | {t / k:.2f}x |")
-            print(rows[-1], flush=True)
+            for warps in args.warps.split(","):
+                k = kiln_ms(args.tools, args.work, shape, precision, warps,
+                            args.warmup, args.iters)
+                rows.append(f"| {precision} | {b} | {h} | {s} | {d} | {warps} "
+                            f"| {k:.3f} | {flops / k / 1e9:.1f} | {t:.3f} | "
+                            f"{flops / t / 1e9:.1f} | {t / k:.2f}x |")
+                print(rows[-1], flush=True)
     table = "\n".join(rows) + "\n"
     print(table)
     if args.out:

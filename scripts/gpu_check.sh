@@ -4,7 +4,8 @@
 #   scripts/build.sh && scripts/gpu_bundle.sh && scripts/gpu_lit_cases.py
 # then, there, from the repository root with build-gpu/ carried:
 #   scripts/gpu_check.sh [OUTDIR] [SECTIONS]
-# SECTIONS (default all): gtest, lit, attention, sanitizer, models, bench. Logs
+# SECTIONS (default all): gtest, lit, attention, profile, sanitizer, models,
+# bench. Logs
 # go to build-gpu/out, and summary.txt and logs.tgz (all of them) to OUTDIR
 # (default $OUT, where the device tool fetches from); what passed is the last
 # thing printed.
@@ -14,11 +15,16 @@ ROOT=$(pwd)
 export ROOT
 dest=${1:-${OUT:-}}
 out=build-gpu/out
-sections=${2:-gtest,lit,attention,sanitizer,models,bench}
+sections=${2:-gtest,lit,attention,profile,sanitizer,models,bench}
 rm -rf "$out" && mkdir -p "$out/lit"
 summary="$out/summary.txt"
 : >"$summary"
-note() { echo "$*" | tee -a "$summary"; }
+# Each note also lands in OUTDIR at once: a call cut off at its time limit
+# still brings back what was done.
+note() {
+  echo "$*" | tee -a "$summary"
+  [ -z "$dest" ] || { mkdir -p "$dest" && cp "$summary" "$dest/"; }
+}
 want() { [[ ",$sections," == *",$1,"* ]]; }
 
 # The bundle's tools; NVRTC and cuBLASLt from that machine's CUDA.
@@ -68,6 +74,22 @@ if want attention; then
   awk '/^\|/ && !seen[$0]++' "$out/attention.log" >>"$summary"
 fi
 
+if want profile; then
+  # Nsight Compute on the largest attention (clocks left alone): where its
+  # time goes, for docs/performance.md.
+  ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+  timeout 150 "$ncu" --clock-control none --kernel-name kiln_attention_0 \
+    --launch-count 1 --section SpeedOfLight --section ComputeWorkloadAnalysis \
+    --section MemoryWorkloadAnalysis --section Occupancy \
+    --section WarpStateStats --section LaunchStats \
+    kiln-run build-gpu/attention/attention_8x16x2048x128.mlir --backend cuda \
+    --precision fp16 --keep-io-types=false --cuda-graphs=false \
+    >"$out/ncu-attention.txt" 2>&1
+  note "ncu attention 8x16x2048x128 fp16: exit $?"
+  grep -E "^ +(Duration|Compute \(SM\) Throughput|Memory Throughput|L1/TEX Cache Throughput|Achieved Occupancy|Registers Per Thread|Issue Slots Busy|Executed Ipc Active|Warp Cycles Per Issued Instruction)" \
+    "$out/ncu-attention.txt" | head -12 >>"$summary"
+fi
+
 if want sanitizer; then
   # compute-sanitizer over one run of each kernel family, the outputs still
   # compared with the reference.
@@ -85,6 +107,9 @@ if want sanitizer; then
     "tc-attention-fp16|$att/mask.mlir --precision fp16 --compare-reference --rel-l2 1e-2 --seed 3"
     "tc-attention-decode|$att/decode.mlir --precision fp16 --compare-reference --rel-l2 1e-2 --seed 4"
     "tc-attention-bf16-tails|$att/symbolic.mlir --precision bf16 --compare-reference --rel-l2 1e-2 --seed 5 --run-dim s=67 --run-dim t=129"
+    "tc-attention-cp-async|$att/mask.mlir --precision fp16 --keep-io-types=false --compare-reference --rel-l2 1e-2 --seed 3"
+    "tc-attention-cp-async-tails|$att/symbolic.mlir --precision bf16 --keep-io-types=false --compare-reference --rel-l2 1e-2 --seed 5 --run-dim s=67 --run-dim t=129"
+    "tc-attention-8-warps|$att/decode.mlir --precision fp16 --keep-io-types=false --compare-reference --rel-l2 1e-2 --seed 4"
     "bert-fp32|$(export_args bert-torchscript) --compare-reference"
     "bert-fp16|$(export_args bert-dynamo) --precision fp16 --compare-reference --rel-l2 1e-2"
     "gpt2-kv|$(export_args gpt2-dynamo-kv) --compare-reference"
@@ -92,23 +117,27 @@ if want sanitizer; then
     "llama-bf16|$(export_args llama-torchscript) --precision bf16 --compare-reference --rel-l2 3e-2"
     "vit-fp32|$(export_args vit-torchscript) --compare-reference"
   )
-  racy=" tc-attention-fp16 tc-attention-decode tc-attention-bf16-tails bert-fp32 llama-bf16 "
-  deadline=$((SECONDS + 150))
+  racy=" tc-attention-fp16 tc-attention-decode tc-attention-bf16-tails tc-attention-cp-async tc-attention-cp-async-tails tc-attention-8-warps bert-fp32 llama-bf16 "
+  deadline=$((SECONDS + 180))
   for tool in memcheck racecheck; do
     for r in "${runs[@]}"; do
       name=${r%%|*}
       args=${r#*|}
       [ "$tool" = racecheck ] && [[ "$racy" != *" $name "* ]] && continue
+      # KILN_SANITIZE=PATTERN: only the runs whose names match.
+      [[ $name == ${KILN_SANITIZE:-*} ]] || continue
       if ((SECONDS > deadline)); then
         note "compute-sanitizer $tool $name: not run (section out of time)"
         continue
       fi
+      warps=4
+      [[ $name == *8-warps ]] && warps=8
       # shellcheck disable=SC2086
-      timeout 60 compute-sanitizer --tool "$tool" --error-exitcode 9 \
+      KILN_ATTENTION_WARPS=$warps timeout 60 compute-sanitizer --tool "$tool" --error-exitcode 9 \
         kiln-run $args --backend cuda --cuda-graphs=false \
         >"$out/sanitizer-$tool-$name.log" 2>&1
       status=$?
-      note "compute-sanitizer $tool $name: exit $status, $(grep -m1 'ERROR SUMMARY' "$out/sanitizer-$tool-$name.log" || echo 'no summary')"
+      note "compute-sanitizer $tool $name: exit $status, $(grep -m1 -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/sanitizer-$tool-$name.log" || echo 'no summary')"
     done
   done
 fi

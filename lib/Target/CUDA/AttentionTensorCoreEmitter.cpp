@@ -1,24 +1,31 @@
 //===- AttentionTensorCoreEmitter.cpp - attention on mma.sync -------------===//
 //
 // FlashAttention-2's loop for 16-bit queries, keys and values: a block of
-// four warps owns 64 query rows of one head (16 a warp); key and value
-// tiles of 64 rows stream through shared memory; S = Q K^T and O += P V are
-// mma.sync.m16n8k16 with fp32 accumulators, fragments loaded with ldmatrix
-// (.trans for V), and the online softmax (running maximum and sum per row,
-// earlier output rescaled) runs on the accumulators in registers: a row's
-// scores are spread over the four lanes of a group, so its maximum and sum
-// take two shuffles. P goes from the S accumulators to A fragments without
-// leaving registers (the two layouts line up), rounded to the 16-bit type
-// as FlashAttention does.
+// four (or eight) warps owns 64 (128) query rows of one head, 16 a warp;
+// key and value tiles of 64 rows stream through shared memory; S = Q K^T
+// and O += P V are mma.sync.m16n8k16 with fp32 accumulators, fragments
+// loaded with ldmatrix (.trans for V), and the online softmax (running
+// maximum and sum per row, earlier output rescaled) runs on the
+// accumulators in registers, in log2 units: a row's scores are spread over
+// the four lanes of a group, so its maximum and sum take two shuffles. P
+// goes from the S accumulators to A fragments without leaving registers
+// (the two layouts line up), rounded to the 16-bit type as FlashAttention
+// does.
 //
-// The operands are staged through their in-kernel producers (getAt: head
-// splits, slices of a packed projection, a bias add, a rotary embedding), so
-// fusion is kept; the mask, scale, softcap, sink, grouped-query heads, the
-// NaN guard and a transposed output work as in the scalar generator. Rows
-// and keys past the ends are staged as zeros and scored -inf. Tiles are
-// staged with plain loads, not cp.async: a producer has to compute each
-// element. Head sizes up to 128 in steps of 16 (three 64-row tiles then
-// fill the 48 KiB of static shared memory).
+// The query tile is staged once through the key tile's storage and kept as
+// A fragments in registers. Tile rows are padded by 16 bytes, so the eight
+// rows an ldmatrix reads fall in different banks. A key or value operand
+// that is a kernel input (no producer in the kernel) streams in with
+// cp.async, 16 bytes a thread, when its pointer is 16-byte aligned: the
+// next key tile is in flight while the softmax and P V run, the next value
+// tile while Q K^T runs (one buffer each; zero fill past the last key).
+// Other operands are staged through their in-kernel producers (getAt: head
+// splits, slices of a packed projection, a bias add, a rotary embedding),
+// element by element, so fusion is kept; the mask, scale, softcap, sink,
+// grouped-query heads, the NaN guard and a transposed output work as in the
+// scalar generator. Rows and keys past the ends are staged as zeros and
+// scored -inf. Head sizes up to 128 in steps of 16 (two padded 64-row tiles
+// in 34 KiB of static shared memory).
 //
 //===----------------------------------------------------------------------===//
 
@@ -26,14 +33,25 @@
 
 #include "llvm/Support/FormatVariadic.h"
 
+#include <cmath>
+#include <cstdlib>
+#include <string>
+
 using namespace mlir;
 
 namespace kiln {
 
 namespace {
-constexpr int64_t kRowsPerBlock = 64;
 constexpr int64_t kKeysPerTile = 64;
 constexpr int64_t kMaxHeadSize = 128;
+
+/// Warps per block, 16 query rows each: 4, or 8 where the environment's
+/// KILN_ATTENTION_WARPS says so (bench/attention.py times both; the
+/// default follows its numbers, docs/performance.md).
+int64_t warpsPerBlock() {
+  const char *env = std::getenv("KILN_ATTENTION_WARPS");
+  return env && std::string(env) == "8" ? 8 : 4;
+}
 } // namespace
 
 std::optional<FailureOr<LaunchGeometry>>
@@ -41,12 +59,12 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
                         StringRef name, llvm::raw_ostream &os) {
   AttentionOp attention = parts.attention;
   Type et = attention.getType().getElementType();
-  auto is16 = [&](Value v) {
-    Type t = cast<RankedTensorType>(v.getType()).getElementType();
-    return t == et;
+  auto hasResultType = [&](Value v) {
+    return cast<RankedTensorType>(v.getType()).getElementType() == et;
   };
-  if (!(et.isF16() || et.isBF16()) || !is16(attention.getQuery()) ||
-      !is16(attention.getKey()) || !is16(attention.getValue()) ||
+  if (!(et.isF16() || et.isBF16()) || !hasResultType(attention.getQuery()) ||
+      !hasResultType(attention.getKey()) ||
+      !hasResultType(attention.getValue()) ||
       parts.size % 16 || parts.valueSize % 16 || parts.size > kMaxHeadSize ||
       parts.valueSize > kMaxHeadSize)
     return std::nullopt;
@@ -55,7 +73,9 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
   Size queries = parts.queries, keys = parts.keys;
   std::string storage = et.isF16() ? "__half" : "__nv_bfloat16";
   std::string to16 = et.isF16() ? "__float2half_rn" : "__float2bfloat16_rn";
-  std::string bits = et.isF16() ? "__half_as_ushort" : "__bfloat16_as_ushort";
+  std::string pair = et.isF16() ? "__half2" : "__nv_bfloat162";
+  std::string toPair =
+      et.isF16() ? "__floats2half2_rn" : "__floats2bfloat162_rn";
   std::string mma =
       et.isF16() ? "kiln_mma_m16n8k16_f16" : "kiln_mma_m16n8k16_bf16";
   BodyEmitter values(kernel, os);
@@ -65,26 +85,61 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
     return values.getAt(operand, index, indent);
   };
 
+  // A key or value operand that is a kernel input: its pointer, for the
+  // cp.async path (the flat index of (row, d) is row * width + d).
+  auto inputPointer = [&](Value operand) -> std::string {
+    auto arg = dyn_cast<BlockArgument>(operand);
+    if (!arg || arg.getOwner()->getParentOp() != kernel.getOperation())
+      return "";
+    return "in" + std::to_string(arg.getArgNumber());
+  };
+  std::string keyInput = inputPointer(attention.getKey());
+  std::string valueInput = inputPointer(attention.getValue());
+  int64_t kPitch = dq + 8, vPitch = dv + 8;
+  // Eight warps stage their 128 query rows in both tiles: the value rows
+  // must be as wide as the query's.
+  int64_t warps = dv >= dq ? warpsPerBlock() : 4, rows = 16 * warps,
+          threads = 32 * warps;
+  // `for` over e = threadIdx.x, + threads, ... below `count`, with a trip
+  // count the compiler sees (the block size is fixed here).
+  auto threadLoop = [&](int64_t count, const std::string &indent) {
+    std::string text = llvm::formatv(
+        "{0}#pragma unroll 4\n{0}for (int k = 0; k < {1}; ++k) {{\n{0}  "
+        "const int e = threadIdx.x + k * {2};\n",
+        indent, (count + threads - 1) / threads, threads);
+    if (count % threads)
+      text += llvm::formatv("{0}  if (e >= {1}) break;\n", indent, count).str();
+    return text;
+  };
+
   emitSignature(kernel, name, os);
   os << parts.sinkTable;
-  os << "  __shared__ __align__(16) " << storage << " q_tile[" << kRowsPerBlock
-     << "][" << dq << "];\n"
+  os << "  // Rows padded by 16 bytes: an ldmatrix's eight rows hit distinct "
+        "banks.\n"
      << "  __shared__ __align__(16) " << storage << " k_tile[" << kKeysPerTile
-     << "][" << dq << "];\n"
+     << "][" << kPitch << "];\n"
      << "  __shared__ __align__(16) " << storage << " v_tile[" << kKeysPerTile
-     << "][" << dv << "];\n"
+     << "][" << vPitch << "];\n"
      << "  const float neg_inf = __int_as_float(0xff800000);\n"
+     << "  const float log2e = 1.4426950408889634f;\n"
      << "  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;\n"
      << "  const int g = lane >> 2, t = lane & 3;\n"
+     << "  // Two scores rounded into one register: one conversion.\n"
      << "  auto pack = [](float lo, float hi) {\n"
-     << "    return (unsigned)" << bits << "(" << to16 << "(lo)) | (unsigned)"
-     << bits << "(" << to16 << "(hi)) << 16;\n"
-     << "  };\n"
-     << "  const long long query_tiles = (" << queries << " + "
-     << kRowsPerBlock - 1 << "LL) / " << kRowsPerBlock << "LL;\n"
+     << "    const " << pair << " both = " << toPair << "(lo, hi);\n"
+     << "    unsigned bits;\n"
+     << "    memcpy(&bits, &both, sizeof bits);\n"
+     << "    return bits;\n"
+     << "  };\n";
+  for (const std::string &input : {keyInput, valueInput})
+    if (!input.empty())
+      os << "  const bool " << input << "_async = ((unsigned long long)"
+         << input << " & 15) == 0;\n";
+  os << "  const long long query_tiles = (" << queries << " + "
+     << rows - 1 << "LL) / " << rows << "LL;\n"
      << "  for (long long work = blockIdx.x; work < " << parts.batch * heads
      << " * query_tiles; work += gridDim.x) {\n"
-     << "    const long long first = (work % query_tiles) * " << kRowsPerBlock
+     << "    const long long first = (work % query_tiles) * " << rows
      << "LL;\n"
      << "    const long long h = (work / query_tiles) % " << heads << "LL;\n"
      << "    const long long b = work / (query_tiles * " << heads << "LL);\n"
@@ -92,9 +147,14 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
      << "    // h / (heads / kv heads).\n"
      << "    const long long kv = b * " << parts.kvHeads << "LL + h / "
      << heads / parts.kvHeads << "LL;\n"
+     << "    // The query tile, staged in k_tile (rows past 64 in v_tile),\n"
+     << "    // becomes this warp's A fragments (16 rows by the head size).\n"
+     << "    auto q_row = [&](int r) -> " << storage << " * {\n"
+     << "      return r < " << kKeysPerTile << " ? &k_tile[r][0] : &v_tile[r - "
+     << kKeysPerTile << "][0];\n"
+     << "    };\n"
      << "    __syncthreads();\n"
-     << "    for (int e = threadIdx.x; e < " << kRowsPerBlock * dq
-     << "; e += blockDim.x) {\n"
+     << threadLoop(rows * dq, "    ")
      << "      const long long i = first + e / " << dq << ", d = e % " << dq
      << ";\n"
      << "      float value = 0.0f;\n"
@@ -106,11 +166,83 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
   if (failed(query))
     return FailureOr<LaunchGeometry>(failure());
   os << "        value = " << *query << ";\n      }\n"
-     << "      q_tile[e / " << dq << "][d] = " << to16 << "(value);\n    }\n"
-     << "    // Rows g and g + 8 of this warp's 16: the running maximum and\n"
+     << "      q_row(e / " << dq << ")[d] = " << to16 << "(value);\n    }\n"
+     << "    __syncthreads();\n"
+     << "    unsigned qa[" << dq / 16 << "][4];\n"
+     << "    for (int kk = 0; kk < " << dq / 16 << "; ++kk)\n"
+     << "      kiln_ldmatrix_x4(qa[kk], q_row(warp * 16 + (lane & 7) + "
+        "((lane >> 3) & 1) * 8) + kk * 16 + (lane >> 4) * 8);\n"
+     << "    __syncthreads();\n";
+  // Stages rows [from, from + 64) of keys or values (`width` features) in
+  // `tileName`, zeros past the last key: cp.async from an aligned kernel
+  // input, else element by element through the producers.
+  auto stageKeys = [&](Value operand, const std::string &input,
+                       const char *tileName, int64_t width,
+                       const std::string &indent) -> LogicalResult {
+    std::string in = indent;
+    if (!input.empty()) {
+      // Each thread copies 16 bytes of the same column in rows r0, r0 +
+      // `step`, ...: one 64-bit address, then 32-bit offsets.
+      int64_t chunks = width / 8, step = threads / chunks;
+      os << indent << "if (" << input << "_async) {\n"
+         << indent << "  const int r0 = threadIdx.x / " << chunks
+         << ", c = threadIdx.x % " << chunks << " * 8;\n"
+         << indent << "  const " << storage << " *src = " << input
+         << " + (kv * " << keys << " + from) * " << width << "LL + c;\n"
+         << indent << "  #pragma unroll\n"
+         << indent << "  for (int k = 0; k < "
+         << (kKeysPerTile + step - 1) / step << "; ++k) {\n"
+         << indent << "    const int r = r0 + k * " << step << ";\n";
+      if (kKeysPerTile % step)
+        os << indent << "    if (r >= " << kKeysPerTile << ") break;\n";
+      os << indent << "    const bool live = from + r < " << keys << ";\n"
+         << indent << "    kiln_cp_async_16(&" << tileName << "[r][c], live ? "
+         << "src + r * " << width << " : " << input
+         << ", live ? 16u : 0u);\n"
+         << indent << "  }\n"
+         << indent << "} else {\n";
+      in += "  ";
+    }
+    os << threadLoop(kKeysPerTile * width, in)
+       << in << "  const long long j = from + e / " << width << ", d = e % "
+       << width << ";\n"
+       << in << "  float value = 0.0f;\n"
+       << in << "  if (j < " << keys << ") {\n";
+    auto element =
+        load(operand, llvm::formatv("(kv * {0} + j) * {1}LL + d", keys, width),
+             in + "    ");
+    if (failed(element))
+      return failure();
+    os << in << "    value = " << *element << ";\n"
+       << in << "  }\n"
+       << in << "  " << tileName << "[e / " << width << "][d] = " << to16
+       << "(value);\n"
+       << in << "}\n";
+    if (!input.empty())
+      os << indent << "}\n";
+    return success();
+  };
+  // Each stage is one cp.async group (empty when staged by plain stores),
+  // so "all but the newest group" is always the tile about to be read.
+  auto stage = [&](Value operand, const std::string &input,
+                   const char *tileName, int64_t width, const std::string &from,
+                   const std::string &indent) -> LogicalResult {
+    os << indent << "if (" << from << " < " << keys << ") {\n"
+       << indent << "  const long long from = " << from << ";\n";
+    if (failed(stageKeys(operand, input, tileName, width, indent + "  ")))
+      return failure();
+    os << indent << "}\n" << indent << "kiln_cp_async_commit();\n";
+    return success();
+  };
+  if (failed(stage(attention.getKey(), keyInput, "k_tile", dq, "0LL",
+                   "    ")) ||
+      failed(stage(attention.getValue(), valueInput, "v_tile", dv, "0LL",
+                   "    ")))
+    return FailureOr<LaunchGeometry>(failure());
+  os << "    // Rows g and g + 8 of this warp's 16: the running maximum and\n"
      << "    // sum (a sink starts them as one more logit), and the output.\n"
-     << "    float m[2] = {" << parts.sinkValue << ", " << parts.sinkValue
-     << "};\n"
+     << "    float m[2] = {" << parts.sinkValue << " * log2e, "
+     << parts.sinkValue << " * log2e};\n"
      << "    float l[2] = {" << (parts.hasSink ? "1.0f, 1.0f" : "0.0f, 0.0f")
      << "};\n"
      << "    float o[" << dv / 8 << "][4];\n"
@@ -118,76 +250,68 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
      << "      for (int e = 0; e < 4; ++e) o[n][e] = 0.0f;\n"
      << "    for (long long tile = 0; tile < " << keys
      << "; tile += " << kKeysPerTile << "LL) {\n"
-     << "      __syncthreads();\n";
-  // Stages rows [tile, tile + 64) of keys or values (`width` features) as
-  // 16-bit values in `tileName`, zeros past the last key.
-  auto stageKeys = [&](Value operand, const char *tileName,
-                       int64_t width) -> LogicalResult {
-    os << "      for (int e = threadIdx.x; e < " << kKeysPerTile * width
-       << "; e += blockDim.x) {\n"
-       << "        const long long j = tile + e / " << width << ", d = e % "
-       << width << ";\n"
-       << "        float value = 0.0f;\n"
-       << "        if (j < " << keys << ") {\n";
-    auto element =
-        load(operand, llvm::formatv("(kv * {0} + j) * {1}LL + d", keys, width),
-             "          ");
-    if (failed(element))
-      return failure();
-    os << "          value = " << *element << ";\n        }\n"
-       << "        " << tileName << "[e / " << width << "][d] = " << to16
-       << "(value);\n"
-       << "      }\n";
-    return success();
-  };
-  if (failed(stageKeys(attention.getKey(), "k_tile", dq)) ||
-      failed(stageKeys(attention.getValue(), "v_tile", dv)))
-    return FailureOr<LaunchGeometry>(failure());
-  os << "      __syncthreads();\n"
+     << "      // This key tile has landed (the value tile may not have).\n"
+     << "      kiln_cp_async_wait<1>();\n"
+     << "      __syncthreads();\n"
      << "      // S = Q K^T: this warp's 16 rows by the tile's 64 keys, eight\n"
-     << "      // n-tiles of 8 keys; A from Q rows, B from K rows (K^T is\n"
+     << "      // n-tiles of 8 keys, two per ldmatrix; B from K rows (K^T is\n"
      << "      // column-major B).\n"
      << "      float s[8][4];\n"
      << "      for (int n = 0; n < 8; ++n)\n"
      << "        for (int e = 0; e < 4; ++e) s[n][e] = 0.0f;\n"
-     << "      for (int kk = 0; kk < " << dq / 16 << "; ++kk) {\n"
-     << "        unsigned a[4];\n"
-     << "        kiln_ldmatrix_x4(a, &q_tile[warp * 16 + (lane & 7) + ((lane "
-        ">> 3) & 1) * 8][kk * 16 + (lane >> 4) * 8]);\n"
-     << "        for (int n = 0; n < 8; ++n) {\n"
-     << "          unsigned kb[2];\n"
-     << "          kiln_ldmatrix_x2(kb, &k_tile[n * 8 + (lane & 7)][kk * 16 + "
-        "((lane >> 3) & 1) * 8]);\n"
-     << "          " << mma << "(s[n], a, kb, s[n]);\n"
+     << "      for (int kk = 0; kk < " << dq / 16 << "; ++kk)\n"
+     << "        for (int n = 0; n < 8; n += 2) {\n"
+     << "          unsigned kb[4];\n"
+     << "          kiln_ldmatrix_x4(kb, &k_tile[(n + (lane >> 4)) * 8 + (lane & "
+        "7)][kk * 16 + ((lane >> 3) & 1) * 8]);\n"
+     << "          " << mma << "(s[n], qa[kk], {kb[0], kb[1]}, s[n]);\n"
+     << "          " << mma << "(s[n + 1], qa[kk], {kb[2], kb[3]}, s[n + 1]);\n"
      << "        }\n"
-     << "      }\n"
-     << "      // Scores: element e of n-tile n is row g + (e >> 1) * 8, key\n"
-     << "      // n * 8 + 2t + (e & 1).\n"
+     << "      // Every warp is done with k_tile: the next key tile streams in\n"
+     << "      // during the softmax and P V.\n"
+     << "      __syncthreads();\n";
+  if (failed(stage(attention.getKey(), keyInput, "k_tile", dq,
+                   "tile + " + std::to_string(kKeysPerTile) + "LL", "      ")))
+    return FailureOr<LaunchGeometry>(failure());
+  // Scores in log2 units, so that the softmax's exp2 needs no multiply.
+  float scale = attention.getScale().convertToFloat();
+  float softcap = attention.getSoftcap().convertToFloat();
+  Value mask = attention.getMask();
+  bool natural = softcap > 0.0f || mask;
+  os << "      // Scores (log2 units): element e of n-tile n is row g + (e >> 1)\n"
+     << "      // * 8, key n * 8 + 2t + (e & 1). Only a tile at an end checks\n"
+     << "      // the bounds.\n"
+     << "      const bool edge = tile + " << kKeysPerTile << "LL > " << keys
+     << " || first + " << rows << "LL > " << queries << ";\n"
      << "      float tile_max[2] = {neg_inf, neg_inf};\n"
      << "      for (int n = 0; n < 8; ++n)\n"
      << "        for (int e = 0; e < 4; ++e) {\n"
      << "          const long long i = first + warp * 16 + g + (e >> 1) * 8;\n"
      << "          const long long j = tile + n * 8 + 2 * t + (e & 1);\n"
      << "          float score = neg_inf;\n"
-     << "          if (i < " << queries << " && j < " << keys << ") {\n"
+     << "          if (!edge || (i < " << queries << " && j < " << keys
+     << ")) {\n"
      << "            score = "
-     << llvm::formatv("{0:e}", attention.getScale().convertToFloat())
+     << llvm::formatv("{0:e}",
+                      natural ? scale : static_cast<float>(scale * M_LOG2E))
      << "f * s[n][e];\n";
-  if (float softcap = attention.getSoftcap().convertToFloat(); softcap > 0.0f) {
+  if (softcap > 0.0f) {
     std::string cap = llvm::formatv("{0:e}f", softcap);
     os << "            score = " << cap << " * tanhf(score / " << cap << ");\n";
   }
-  if (Value mask = attention.getMask()) {
+  if (mask) {
     auto maskValue = load(mask, parts.maskIndex, "            ");
     if (failed(maskValue))
       return FailureOr<LaunchGeometry>(failure());
     os << "            score += " << *maskValue << ";\n";
   }
+  if (natural)
+    os << "            score *= log2e;\n";
   os << "          }\n"
      << "          s[n][e] = score;\n"
      << "          tile_max[e >> 1] = fmaxf(tile_max[e >> 1], score);\n"
      << "        }\n"
-     << "      float rescale[2], row_sum[2] = {0.0f, 0.0f};\n"
+     << "      float rescale[2], base[2], row_sum[2] = {0.0f, 0.0f};\n"
      << "      for (int r = 0; r < 2; ++r) {\n"
      << "        // A row's scores are spread over the four lanes of a group.\n"
      << "        tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, "
@@ -197,14 +321,15 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
      << "        const float new_max = fmaxf(m[r], tile_max[r]);\n"
      << "        // Rows masked with -inf so far contribute nothing (and no "
         "NaN).\n"
-     << "        rescale[r] = m[r] == neg_inf ? 0.0f : expf(m[r] - new_max);\n"
+     << "        rescale[r] = m[r] == neg_inf ? 0.0f : exp2f(m[r] - new_max);\n"
      << "        m[r] = new_max;\n"
+     << "        // A row still all -inf subtracts 0: its exp2(-inf) are 0.\n"
+     << "        base[r] = new_max == neg_inf ? 0.0f : new_max;\n"
      << "      }\n"
      << "      for (int n = 0; n < 8; ++n)\n"
      << "        for (int e = 0; e < 4; ++e) {\n"
      << "          const int r = e >> 1;\n"
-     << "          const float p = m[r] == neg_inf ? 0.0f : expf(s[n][e] - "
-        "m[r]);\n"
+     << "          const float p = exp2f(s[n][e] - base[r]);\n"
      << "          s[n][e] = p;\n"
      << "          row_sum[r] += p;\n"
      << "        }\n"
@@ -215,23 +340,36 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
      << "      }\n"
      << "      for (int n = 0; n < " << dv / 8 << "; ++n)\n"
      << "        for (int e = 0; e < 4; ++e) o[n][e] *= rescale[e >> 1];\n"
+     << "      // This value tile has landed (the next key tile may not have).\n"
+     << "      kiln_cp_async_wait<1>();\n"
+     << "      __syncthreads();\n"
      << "      // O += P V: P's accumulators are A fragments as they lie (the\n"
      << "      // C layout of n-tiles 2kk and 2kk + 1 is the A layout of "
         "k-step\n"
-     << "      // kk); V rows are row-major B, loaded with .trans.\n"
+     << "      // kk); V rows are row-major B, loaded with .trans, two n-tiles\n"
+     << "      // per ldmatrix.\n"
      << "      for (int kk = 0; kk < " << kKeysPerTile / 16 << "; ++kk) {\n"
      << "        unsigned a[4] = {pack(s[2 * kk][0], s[2 * kk][1]), "
         "pack(s[2 * kk][2], s[2 * kk][3]),\n"
      << "                         pack(s[2 * kk + 1][0], s[2 * kk + 1][1]), "
         "pack(s[2 * kk + 1][2], s[2 * kk + 1][3])};\n"
-     << "        for (int n = 0; n < " << dv / 8 << "; ++n) {\n"
-     << "          unsigned vb[2];\n"
-     << "          kiln_ldmatrix_x2_trans(vb, &v_tile[kk * 16 + (lane & 7) + "
-        "((lane >> 3) & 1) * 8][n * 8]);\n"
-     << "          " << mma << "(o[n], a, vb, o[n]);\n"
+     << "        for (int n = 0; n < " << dv / 8 << "; n += 2) {\n"
+     << "          unsigned vb[4];\n"
+     << "          kiln_ldmatrix_x4_trans(vb, &v_tile[kk * 16 + (lane & 7) + "
+        "((lane >> 3) & 1) * 8][(n + (lane >> 4)) * 8]);\n"
+     << "          " << mma << "(o[n], a, {vb[0], vb[1]}, o[n]);\n"
+     << "          " << mma << "(o[n + 1], a, {vb[2], vb[3]}, o[n + 1]);\n"
      << "        }\n"
      << "      }\n"
-     << "    }\n"
+     << "      // Every warp is done with v_tile: the next value tile streams\n"
+     << "      // in during the next Q K^T.\n"
+     << "      __syncthreads();\n";
+  if (failed(stage(attention.getValue(), valueInput, "v_tile", dv,
+                   "tile + " + std::to_string(kKeysPerTile) + "LL", "      ")))
+    return FailureOr<LaunchGeometry>(failure());
+  os << "    }\n"
+     << "    // Nothing in flight into the tiles the next query tile reuses.\n"
+     << "    kiln_cp_async_wait<0>();\n"
      << "    for (int r = 0; r < 2; ++r) {\n"
      << "      const long long i = first + warp * 16 + g + r * 8;\n"
      << "      if (i >= " << queries << ") continue;\n"
@@ -254,9 +392,9 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
   LaunchGeometry geometry;
   // Enough blocks for one query tile each (a grid-stride loop covers the
   // rest: the tiles of a head round its length up).
-  setGridDim(geometry, 0, parts.batch * heads * queries, kRowsPerBlock,
+  setGridDim(geometry, 0, parts.batch * heads * queries, rows,
              kMaxGrid);
-  geometry.block[0] = 128;
+  geometry.block[0] = threads;
   return FailureOr<LaunchGeometry>(geometry);
 }
 
