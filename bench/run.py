@@ -2,8 +2,8 @@
 """Times Kiln against its peers on the models DESIGN.md names, and writes
 one table: latency, the ratio to each peer, and the fraction of the roofline.
 
-On the GPU machine (the tools built here and carried there):
-  bench/run.py --tools build/bin --out bench/results/$(date +%F)-h100.md
+On the GPU machine (the tools packed by scripts/gpu_bundle.sh and carried):
+  bench/run.py --tools build-gpu/bin --out bench/results/$(date +%F)-h200.md
 
 Without a GPU, the same harness end to end on the host backend, with small
 models (nothing it prints is a GPU time):
@@ -83,8 +83,10 @@ def kiln(args, case, folder, model_path, precision):
     # On a GPU the device-memory line (CUDA events), as the peers are timed;
     # on the host backend the wall-clock line is the only one.
     summary = r"min ([0-9.]+) ms, median ([0-9.]+) ms, p99 ([0-9.]+)"
-    match = (re.search(r"bench: device: .*?" + summary, text) or
-             re.search(summary, text))
+    match = re.search(r"bench: device: .*?" + summary, text)
+    if args.backend == "cuda" and not match:
+        sys.exit(f"no device time from {' '.join(run_cmd)}:\n{text}")
+    match = match or re.search(summary, text)
     times = {"min": float(match.group(1)), "median": float(match.group(2)),
              "p99": float(match.group(3))}
     outputs = [np.load(os.path.join(out_dir, name + ".npy"))
@@ -203,8 +205,13 @@ def render(rows, args):
                      if args.backend == "host" else "")
                   + "; these are not measurements of Kiln's speed.", ""]
     lines += [f"Kiln: `kiln-run --bench`, {args.iters} runs after "
-              f"{args.warmup} warm-up, whole runs with host-memory inputs and "
-              "outputs (their copies included). Peers: "
+              f"{args.warmup} warm-up, "
+              + ("its device line: CUDA events around each run, inputs and "
+                 "outputs in device memory, CUDA-graph replays after the "
+                 "first." if args.backend == "cuda" else
+                 "whole runs with host-memory inputs and outputs (their "
+                 "copies included).")
+              + " Peers: "
               + ("inputs on the device, CUDA events (onnxruntime: wall "
                  "clock of `session.run`)." if args.backend == "cuda" else
                  "wall clock on the CPU.")
