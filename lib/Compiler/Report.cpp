@@ -109,8 +109,9 @@ struct Roofline {
 Roofline rooflineOf(const rt::Artifact &artifact, const CompileReport &report) {
   Roofline r;
   r.gpu = findGpuPeaks(report.rooflineGpu);
+  std::vector<bool> mmaSync = kernelsIssuingMmaSync(artifact);
   for (const rt::Step &step : artifact.steps) {
-    StepCost cost = costOf(artifact, step, report.kernelFlops);
+    StepCost cost = costOf(artifact, step, report.kernelFlops, mmaSync);
     r.costs.push_back(cost);
     r.flops += cost.flops;
     r.bytes += cost.bytes;

@@ -5,6 +5,8 @@
 #include "kiln/Dialect/Kiln/KilnOps.h"
 #include "kiln/Dialect/Kiln/SymbolicShapes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringMap.h"
 
 #include <algorithm>
 #include <set>
@@ -106,25 +108,36 @@ std::vector<double> kernelFlopsOf(ModuleOp module) {
   return flops;
 }
 
-bool issuesMmaSync(const rt::Artifact &artifact, uint32_t kernel) {
-  if (kernel >= artifact.kernelNames.size())
-    return false;
+std::vector<bool> kernelsIssuingMmaSync(const rt::Artifact &artifact) {
+  std::vector<bool> issues(artifact.kernelNames.size(), false);
+  // One pass over the PTX: each entry's body runs to the next entry.
+  llvm::StringMap<size_t> index;
+  for (auto [i, name] : llvm::enumerate(artifact.kernelNames))
+    index[name] = i;
   llvm::StringRef ptx = artifact.ptx;
-  size_t entry = ptx.find(".entry " + artifact.kernelNames[kernel] + "(");
-  if (entry == llvm::StringRef::npos)
-    return false;
-  size_t end = ptx.find(".entry ", entry + 1);
-  return ptx.slice(entry, end).contains("mma.sync");
+  for (size_t entry = ptx.find(".entry "); entry != llvm::StringRef::npos;) {
+    size_t next = ptx.find(".entry ", entry + 1);
+    llvm::StringRef body = ptx.slice(entry, next);
+    llvm::StringRef name = body.drop_front(7).take_until(
+        [](char c) { return c == '(' || c == ' ' || c == '\n'; });
+    auto it = index.find(name);
+    if (it != index.end())
+      issues[it->second] = body.contains("mma.sync");
+    entry = next;
+  }
+  return issues;
 }
 
 StepCost costOf(const rt::Artifact &artifact, const rt::Step &step,
-                llvm::ArrayRef<double> kernelFlops) {
+                llvm::ArrayRef<double> kernelFlops,
+                const std::vector<bool> &mmaSync) {
   StepCost cost;
   switch (step.kind) {
   case rt::Step::Kind::Launch: {
     if (step.launch.kernel < kernelFlops.size())
       cost.flops = kernelFlops[step.launch.kernel];
-    cost.tensorCores = issuesMmaSync(artifact, step.launch.kernel);
+    cost.tensorCores =
+        step.launch.kernel < mmaSync.size() && mmaSync[step.launch.kernel];
     // Each distinct buffer once (a view and its source count once).
     std::set<uint32_t> seen;
     for (uint32_t id : step.launch.args)

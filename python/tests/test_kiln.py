@@ -156,6 +156,20 @@ def test_one_model_for_every_shape_in_range():
         kiln.compile(path, dims={"batch": (4, 1)}, backend="host")
 
 
+def test_a_bad_dim_expression_is_refused():
+    """A dim's expression that does not parse names the dim and the text;
+    one over a dim nobody gave says which."""
+    path = os.path.join(FRESH, "gpt2-torchscript-kv", "model.onnx")
+    dims = {"batch": (1, 1), "sequence": (1, 8), "past_sequence": (0, 7)}
+    with pytest.raises(ValueError, match="dim 'total_sequence': invalid value "
+                                         "'past_sequence\\+'"):
+        kiln.compile(path, dims={**dims, "total_sequence": "past_sequence+"},
+                     backend="host")
+    with pytest.raises(kiln.CompileError, match="needs past\\b"):
+        kiln.compile(path, dims={**dims, "total_sequence": "past+sequence"},
+                     backend="host")
+
+
 def test_kv_cache_in_place():
     """kv_cache_in_place: each past input is the cache at its full length
     and its present the same storage; with one array passed as both, a step

@@ -56,13 +56,15 @@ struct StepCost {
   bool tf32 = false;
 };
 
-/// Whether kernel `kernel` of `artifact` issues mma.sync, read from its PTX
-/// (false when the artifact has none).
-bool issuesMmaSync(const rt::Artifact &artifact, uint32_t kernel);
+/// For each kernel of `artifact`, whether it issues mma.sync, read from its
+/// PTX in one pass (all false when the artifact has none).
+std::vector<bool> kernelsIssuingMmaSync(const rt::Artifact &artifact);
 
-/// The work of `step`; `kernelFlops` from kernelFlopsOf (may be empty).
+/// The work of `step`; `kernelFlops` from kernelFlopsOf and `mmaSync` from
+/// kernelsIssuingMmaSync (either may be empty).
 StepCost costOf(const rt::Artifact &artifact, const rt::Step &step,
-                llvm::ArrayRef<double> kernelFlops);
+                llvm::ArrayRef<double> kernelFlops,
+                const std::vector<bool> &mmaSync);
 
 /// The least time `cost` can take on `gpu`, in seconds.
 double floorSeconds(const StepCost &cost, const GpuPeaks &gpu);

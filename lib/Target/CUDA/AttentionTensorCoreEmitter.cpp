@@ -64,8 +64,8 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
   };
   if (!(et.isF16() || et.isBF16()) || !hasResultType(attention.getQuery()) ||
       !hasResultType(attention.getKey()) ||
-      !hasResultType(attention.getValue()) ||
-      parts.size % 16 || parts.valueSize % 16 || parts.size > kMaxHeadSize ||
+      !hasResultType(attention.getValue()) || parts.size % 16 ||
+      parts.valueSize % 16 || parts.size > kMaxHeadSize ||
       parts.valueSize > kMaxHeadSize)
     return std::nullopt;
 
@@ -135,12 +135,11 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
     if (!input.empty())
       os << "  const bool " << input << "_async = ((unsigned long long)"
          << input << " & 15) == 0;\n";
-  os << "  const long long query_tiles = (" << queries << " + "
-     << rows - 1 << "LL) / " << rows << "LL;\n"
+  os << "  const long long query_tiles = (" << queries << " + " << rows - 1
+     << "LL) / " << rows << "LL;\n"
      << "  for (long long work = blockIdx.x; work < " << parts.batch * heads
      << " * query_tiles; work += gridDim.x) {\n"
-     << "    const long long first = (work % query_tiles) * " << rows
-     << "LL;\n"
+     << "    const long long first = (work % query_tiles) * " << rows << "LL;\n"
      << "    const long long h = (work / query_tiles) % " << heads << "LL;\n"
      << "    const long long b = work / (query_tiles * " << heads << "LL);\n"
      << "    // Grouped-query attention: query head h reads key/value head\n"
@@ -197,15 +196,14 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
         os << indent << "    if (r >= " << kKeysPerTile << ") break;\n";
       os << indent << "    const bool live = from + r < " << keys << ";\n"
          << indent << "    kiln_cp_async_16(&" << tileName << "[r][c], live ? "
-         << "src + r * " << width << " : " << input
-         << ", live ? 16u : 0u);\n"
+         << "src + r * " << width << " : " << input << ", live ? 16u : 0u);\n"
          << indent << "  }\n"
          << indent << "} else {\n";
       in += "  ";
     }
-    os << threadLoop(kKeysPerTile * width, in)
-       << in << "  const long long j = from + e / " << width << ", d = e % "
-       << width << ";\n"
+    os << threadLoop(kKeysPerTile * width, in) << in
+       << "  const long long j = from + e / " << width << ", d = e % " << width
+       << ";\n"
        << in << "  float value = 0.0f;\n"
        << in << "  if (j < " << keys << ") {\n";
     auto element =
@@ -234,10 +232,10 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
     os << indent << "}\n" << indent << "kiln_cp_async_commit();\n";
     return success();
   };
-  if (failed(stage(attention.getKey(), keyInput, "k_tile", dq, "0LL",
-                   "    ")) ||
-      failed(stage(attention.getValue(), valueInput, "v_tile", dv, "0LL",
-                   "    ")))
+  if (failed(
+          stage(attention.getKey(), keyInput, "k_tile", dq, "0LL", "    ")) ||
+      failed(
+          stage(attention.getValue(), valueInput, "v_tile", dv, "0LL", "    ")))
     return FailureOr<LaunchGeometry>(failure());
   os << "    // Rows g and g + 8 of this warp's 16: the running maximum and\n"
      << "    // sum (a sink starts them as one more logit), and the output.\n"
@@ -262,12 +260,14 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
      << "      for (int kk = 0; kk < " << dq / 16 << "; ++kk)\n"
      << "        for (int n = 0; n < 8; n += 2) {\n"
      << "          unsigned kb[4];\n"
-     << "          kiln_ldmatrix_x4(kb, &k_tile[(n + (lane >> 4)) * 8 + (lane & "
+     << "          kiln_ldmatrix_x4(kb, &k_tile[(n + (lane >> 4)) * 8 + (lane "
+        "& "
         "7)][kk * 16 + ((lane >> 3) & 1) * 8]);\n"
      << "          " << mma << "(s[n], qa[kk], {kb[0], kb[1]}, s[n]);\n"
      << "          " << mma << "(s[n + 1], qa[kk], {kb[2], kb[3]}, s[n + 1]);\n"
      << "        }\n"
-     << "      // Every warp is done with k_tile: the next key tile streams in\n"
+     << "      // Every warp is done with k_tile: the next key tile streams "
+        "in\n"
      << "      // during the softmax and P V.\n"
      << "      __syncthreads();\n";
   if (failed(stage(attention.getKey(), keyInput, "k_tile", dq,
@@ -278,7 +278,8 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
   float softcap = attention.getSoftcap().convertToFloat();
   Value mask = attention.getMask();
   bool natural = softcap > 0.0f || mask;
-  os << "      // Scores (log2 units): element e of n-tile n is row g + (e >> 1)\n"
+  os << "      // Scores (log2 units): element e of n-tile n is row g + (e >> "
+        "1)\n"
      << "      // * 8, key n * 8 + 2t + (e & 1). Only a tile at an end checks\n"
      << "      // the bounds.\n"
      << "      const bool edge = tile + " << kKeysPerTile << "LL > " << keys
@@ -340,13 +341,15 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
      << "      }\n"
      << "      for (int n = 0; n < " << dv / 8 << "; ++n)\n"
      << "        for (int e = 0; e < 4; ++e) o[n][e] *= rescale[e >> 1];\n"
-     << "      // This value tile has landed (the next key tile may not have).\n"
+     << "      // This value tile has landed (the next key tile may not "
+        "have).\n"
      << "      kiln_cp_async_wait<1>();\n"
      << "      __syncthreads();\n"
      << "      // O += P V: P's accumulators are A fragments as they lie (the\n"
      << "      // C layout of n-tiles 2kk and 2kk + 1 is the A layout of "
         "k-step\n"
-     << "      // kk); V rows are row-major B, loaded with .trans, two n-tiles\n"
+     << "      // kk); V rows are row-major B, loaded with .trans, two "
+        "n-tiles\n"
      << "      // per ldmatrix.\n"
      << "      for (int kk = 0; kk < " << kKeysPerTile / 16 << "; ++kk) {\n"
      << "        unsigned a[4] = {pack(s[2 * kk][0], s[2 * kk][1]), "
@@ -392,8 +395,7 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
   LaunchGeometry geometry;
   // Enough blocks for one query tile each (a grid-stride loop covers the
   // rest: the tiles of a head round its length up).
-  setGridDim(geometry, 0, parts.batch * heads * queries, rows,
-             kMaxGrid);
+  setGridDim(geometry, 0, parts.batch * heads * queries, rows, kMaxGrid);
   geometry.block[0] = threads;
   return FailureOr<LaunchGeometry>(geometry);
 }
