@@ -21,6 +21,9 @@ import statistics
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import peers  # noqa: E402
+
 SHAPES = [(8, 16, 512, 64), (8, 16, 512, 128), (8, 16, 2048, 64),
           (8, 16, 2048, 128)]
 
@@ -56,17 +59,9 @@ def sdpa_ms(shape, precision, warmup, iters):
     dtype = torch.float16 if precision == "fp16" else torch.bfloat16
     q, k, v = (torch.randn(shape, device="cuda", dtype=dtype) for _ in range(3))
     with sdpa_kernel([SDPBackend.FLASH_ATTENTION]):
-        for _ in range(warmup):
-            torch.nn.functional.scaled_dot_product_attention(q, k, v)
-        times = []
-        for _ in range(iters):
-            start = torch.cuda.Event(enable_timing=True)
-            end = torch.cuda.Event(enable_timing=True)
-            start.record()
-            torch.nn.functional.scaled_dot_product_attention(q, k, v)
-            end.record()
-            end.synchronize()
-            times.append(start.elapsed_time(end))
+        times, _ = peers.time_calls(
+            lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v),
+            warmup, iters, cuda=True)
     return statistics.median(times)
 
 

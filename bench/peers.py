@@ -19,6 +19,31 @@ def summarize(ms):
     return {"min": ms[0], "median": statistics.median(ms), "p99": ms[rank - 1]}
 
 
+def time_calls(fn, warmup, iters, cuda):
+    """Calls `fn` `warmup` times (at least once), then times `iters` calls:
+    between CUDA events on a GPU, on the wall clock otherwise. Returns the
+    milliseconds and the last call's result."""
+    if cuda:
+        import torch
+    for _ in range(max(warmup, 1)):
+        out = fn()
+    ms = []
+    for _ in range(iters):
+        if cuda:
+            start = torch.cuda.Event(enable_timing=True)
+            end = torch.cuda.Event(enable_timing=True)
+            start.record()
+            out = fn()
+            end.record()
+            end.synchronize()
+            ms.append(start.elapsed_time(end))
+        else:
+            begin = time.perf_counter()
+            out = fn()
+            ms.append((time.perf_counter() - begin) * 1e3)
+    return ms, out
+
+
 def _dtype(torch, precision):
     return {"fp32": torch.float32, "fp16": torch.float16,
             "bf16": torch.bfloat16}[precision]
@@ -38,24 +63,9 @@ def torch_peer(case, peer, precision, device, warmup, iters):
         module = torch.compile(module)
     elif peer == "max-autotune":
         module = torch.compile(module, mode="max-autotune")
-    cuda = device == "cuda"
     with torch.no_grad():
-        for _ in range(max(warmup, 1)):
-            out = module(*args)
-        ms = []
-        for _ in range(iters):
-            if cuda:
-                start = torch.cuda.Event(enable_timing=True)
-                end = torch.cuda.Event(enable_timing=True)
-                start.record()
-                out = module(*args)
-                end.record()
-                end.synchronize()
-                ms.append(start.elapsed_time(end))
-            else:
-                begin = time.perf_counter()
-                out = module(*args)
-                ms.append((time.perf_counter() - begin) * 1e3)
+        ms, out = time_calls(lambda: module(*args), warmup, iters,
+                             device == "cuda")
     outs = out if isinstance(out, (tuple, list)) else (out,)
     return summarize(ms), [o.float().cpu().numpy() for o in outs]
 
