@@ -52,9 +52,13 @@ std::string nameOf(const rt::Artifact &artifact, const rt::Step &step) {
 /// The shape of the work, for people: grid and block, or the GEMM sizes.
 std::string detailOf(const rt::Step &step) {
   switch (step.kind) {
-  case rt::Step::Kind::Launch:
-    return llvm::formatv("grid {0} block {1}", step.launch.grid[0],
-                         step.launch.block[0]);
+  case rt::Step::Kind::Launch: {
+    const rt::LaunchStep &l = step.launch;
+    if (l.grid[1] == 1 && l.grid[2] == 1)
+      return llvm::formatv("grid {0} block {1}", l.grid[0], l.block[0]);
+    return llvm::formatv("grid {0}x{1}x{2} block {3}", l.grid[0], l.grid[1],
+                         l.grid[2], l.block[0]);
+  }
   case rt::Step::Kind::Matmul: {
     const rt::MatmulStep &m = step.matmul;
     std::string detail =

@@ -222,6 +222,7 @@ bool kiln::rt::instantiatePlan(const Artifact &a,
   shaped.steps = a.steps;
   shaped.indexSites = a.indexSites;
   shaped.aliases = a.aliases;
+  std::vector<bool> runs(shaped.steps.size(), true);
   for (const SizeBinding &b : a.symbolic.bindings) {
     int64_t v = 0;
     if (!evaluateBinding(b, values, v)) {
@@ -242,8 +243,20 @@ bool kiln::rt::instantiatePlan(const Artifact &a,
     case SizeField::CopyBytes:
       shaped.steps[b.target].copy.bytes = static_cast<uint64_t>(v);
       break;
+    case SizeField::StepRuns:
+      runs[b.target] = runs[b.target] && v != 0;
+      break;
     }
   }
+  // Bindings name steps by their index in `a`: the steps left out go last.
+  size_t kept = 0;
+  for (size_t s = 0; s < shaped.steps.size(); ++s)
+    if (runs[s]) {
+      if (kept != s)
+        shaped.steps[kept] = std::move(shaped.steps[s]);
+      ++kept;
+    }
+  shaped.steps.resize(kept);
   // Bytes from the shapes; each buffer within the storage the executors
   // allocate for the plan at the top of the ranges.
   for (size_t id = 0; id < shaped.buffers.size(); ++id) {

@@ -351,6 +351,9 @@ static bool validateSymbolic(const Artifact &a, std::string &error) {
       inRange = b.target < a.steps.size() &&
                 a.steps[b.target].kind == Step::Kind::Copy && b.axis == 0;
       break;
+    case SizeField::StepRuns:
+      inRange = b.target < a.steps.size() && b.axis == 0;
+      break;
     }
     if (!inRange)
       return fail(where + "its field, target or axis is out of range");

@@ -99,12 +99,20 @@ FailureOr<AttentionParts> readAttention(KernelOp kernel) {
 
 FailureOr<LaunchGeometry> emitAttention(KernelOp kernel, StringRef name,
                                         llvm::raw_ostream &os) {
-  FailureOr<AttentionParts> read = readAttention(kernel);
-  if (failed(read))
+  FailureOr<AttentionParts> parts = readAttention(kernel);
+  if (failed(parts))
     return failure();
-  const AttentionParts &parts = *read;
-  if (auto tensorCores = emitTensorCoreAttention(kernel, parts, name, os))
+  if (auto tensorCores =
+          emitTensorCoreAttention(kernel, *parts, nullptr, name, os))
     return *tensorCores;
+  return emitScalarAttention(kernel, *parts, nullptr, name, os);
+}
+
+FailureOr<LaunchGeometry> emitScalarAttention(KernelOp kernel,
+                                              const AttentionParts &parts,
+                                              const KeySplit *split,
+                                              StringRef name,
+                                              llvm::raw_ostream &os) {
   AttentionOp attention = parts.attention;
   int64_t heads = parts.heads, size = parts.size, kvHeads = parts.kvHeads,
           valueSize = parts.valueSize;
@@ -125,13 +133,26 @@ FailureOr<LaunchGeometry> emitAttention(KernelOp kernel, StringRef name,
                     &sinkTable = parts.sinkTable, &sinkValue = parts.sinkValue;
   bool hasSink = parts.hasSink;
 
-  emitSignature(kernel, name, os);
+  if (split)
+    emitSignature(kernel, name, os, "float *__restrict__ partials");
+  else
+    emitSignature(kernel, name, os);
   os << sinkTable;
   os << "  __shared__ float q_row[" << std::max<int64_t>(size, 1) << "];\n"
      << "  __shared__ float weights[" << block << "];\n"
      << "  __shared__ float scratch[32];\n"
-     << "  const float neg_inf = __int_as_float(0xff800000);\n"
-     << "  for (long long row = blockIdx.x; row < " << rows
+     << "  const float neg_inf = __int_as_float(0xff800000);\n";
+  // This block's keys: all, or its split's.
+  if (split)
+    os << "  const long long splits = " << splitCountText(*split, keys)
+       << ";\n"
+       << "  const long long key_begin = (long long)blockIdx.y * "
+       << split->chunk << "LL;\n"
+       << "  const long long key_end = min(" << keys << ", key_begin + "
+       << split->chunk << "LL);\n";
+  else
+    os << "  const long long key_begin = 0LL, key_end = " << keys << ";\n";
+  os << "  for (long long row = blockIdx.x; row < " << rows
      << "; row += gridDim.x) {\n"
      << "    long long i = row % " << queries << ";\n"
      << "    long long h = (row / " << queries << ") % " << heads << "LL;\n"
@@ -149,16 +170,17 @@ FailureOr<LaunchGeometry> emitAttention(KernelOp kernel, StringRef name,
     return failure();
   os << "      q_row[d] = " << *queryValue << ";\n    }\n"
      << "    __syncthreads();\n"
-     << "    // A sink starts the normalization as one more logit.\n"
-     << "    float running_max = " << sinkValue
-     << ", running_sum = " << (hasSink ? "1.0f" : "0.0f") << ";\n"
+     << "    // A sink starts the normalization as one more logit (a split\n"
+     << "    // leaves it to the combine).\n"
+     << "    float running_max = " << (split ? "neg_inf" : sinkValue)
+     << ", running_sum = " << (hasSink && !split ? "1.0f" : "0.0f") << ";\n"
      << "    float acc[" << perThread << "];\n"
      << "    for (int r = 0; r < " << perThread << "; ++r) acc[r] = 0.0f;\n"
-     << "    for (long long tile = 0; tile < " << keys << "; tile += "
+     << "    for (long long tile = key_begin; tile < key_end; tile += "
      << block << "LL) {\n"
      << "      long long j = tile + threadIdx.x;\n"
      << "      float score = neg_inf;\n"
-     << "      if (j < " << keys << ") {\n"
+     << "      if (j < key_end) {\n"
      << "        float dot = 0.0f;\n"
      << "        for (long long d = 0; d < " << size << "LL; ++d) {\n";
   auto keyValue = load(attention.getKey(),
@@ -191,8 +213,8 @@ FailureOr<LaunchGeometry> emitAttention(KernelOp kernel, StringRef name,
      << "      __syncthreads();\n"
      << "      weights[threadIdx.x] = weight;\n"
      << "      __syncthreads();\n"
-     << "      long long count = " << keys << " - tile < " << block << "LL ? "
-     << keys << " - tile : " << block << "LL;\n"
+     << "      long long count = key_end - tile < " << block
+     << "LL ? key_end - tile : " << block << "LL;\n"
      << "      for (int r = 0; r < " << perThread << "; ++r) {\n"
      << "        long long d = threadIdx.x + r * " << block << "LL;\n"
      << "        if (d >= " << valueSize << "LL) break;\n"
@@ -207,8 +229,25 @@ FailureOr<LaunchGeometry> emitAttention(KernelOp kernel, StringRef name,
   os << "          sum += weights[t] * " << *valueValue << ";\n        }\n"
      << "        acc[r] = acc[r] * rescale + sum;\n"
      << "      }\n"
-     << "    }\n"
-     << "    for (int r = 0; r < " << perThread << "; ++r) {\n"
+     << "    }\n";
+  if (split) {
+    os << "    float *partial = partials + (row * splits + blockIdx.y) * "
+       << valueSize + 2 << "LL;\n"
+       << "    for (int r = 0; r < " << perThread << "; ++r) {\n"
+       << "      long long d = threadIdx.x + r * " << block << "LL;\n"
+       << "      if (d < " << valueSize << "LL) partial[d] = acc[r];\n"
+       << "    }\n"
+       << "    if (threadIdx.x == 0) {\n"
+       << "      partial[" << valueSize << "] = running_max;\n"
+       << "      partial[" << valueSize + 1 << "] = running_sum;\n"
+       << "    }\n  }\n}\n";
+    LaunchGeometry geometry;
+    setGridDim(geometry, 0, rows, 1, kMaxGrid);
+    setGridDim(geometry, 1, keys, split->chunk, split->maxSplits);
+    geometry.block[0] = static_cast<uint32_t>(block);
+    return geometry;
+  }
+  os << "    for (int r = 0; r < " << perThread << "; ++r) {\n"
      << "      long long d = threadIdx.x + r * " << block << "LL;\n"
      << "      if (d < " << valueSize << "LL)\n"
      << "        out0[" << outIndex << "] = "

@@ -33,17 +33,45 @@ struct AttentionParts {
   bool hasSink = false;
 };
 
+/// Keys split across blocks (flash-decoding, for a few query rows): the
+/// block at split s (grid axis y of the scalar kernel, z of the tensor-core
+/// one) takes keys [s * chunk, min(keys, (s + 1) * chunk)) of its query
+/// rows and, instead of storing their outputs, stores for each row its
+/// unnormalized output, running maximum and running sum (a sink left out)
+/// to `partials`, (valueSize + 2) floats at (row * splits + s); the combine
+/// kernel (AttentionSplitEmitter.cpp) merges the splits.
+struct KeySplit {
+  /// Keys one block takes: a multiple of the tensor-core kernel's tile.
+  int64_t chunk = 0;
+  /// The most splits, at the top of the key length's range.
+  int64_t maxSplits = 1;
+};
+
+/// C text of the splits for the run's keys: ceil(keys / chunk) clamped to
+/// [1, maxSplits] (the split kernel's grid binding computes the same).
+std::string splitCountText(const KeySplit &split, const Size &keys);
+
 /// Reads the attention kernel `kernel`; fails with an error at it when it is
 /// not one attention (and maybe a transpose of its result) or its heads or
 /// head sizes are symbolic.
 mlir::FailureOr<AttentionParts> readAttention(KernelOp kernel);
 
-/// The tensor-core generator (mma.sync on 16-bit operands), or nothing when
-/// the attention is not one it takes (fp32, head sizes not multiples of 16
-/// or above 128): then the scalar generator runs.
+/// The tensor-core generator (mma.sync on 16-bit operands), whole or as the
+/// split kernel of `split`, or nothing when the attention is not one it
+/// takes (fp32, head sizes not multiples of 16 or above 128): then the
+/// scalar generator runs.
 std::optional<mlir::FailureOr<LaunchGeometry>>
 emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
-                        llvm::StringRef name, llvm::raw_ostream &os);
+                        const KeySplit *split, llvm::StringRef name,
+                        llvm::raw_ostream &os);
+
+/// The scalar generator (fp32 arithmetic, one block per query row), whole
+/// or as the split kernel of `split`.
+mlir::FailureOr<LaunchGeometry> emitScalarAttention(KernelOp kernel,
+                                                    const AttentionParts &parts,
+                                                    const KeySplit *split,
+                                                    llvm::StringRef name,
+                                                    llvm::raw_ostream &os);
 
 } // namespace kiln
 

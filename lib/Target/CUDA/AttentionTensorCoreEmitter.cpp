@@ -56,7 +56,8 @@ int64_t warpsPerBlock() {
 
 std::optional<FailureOr<LaunchGeometry>>
 emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
-                        StringRef name, llvm::raw_ostream &os) {
+                        const KeySplit *split, StringRef name,
+                        llvm::raw_ostream &os) {
   AttentionOp attention = parts.attention;
   Type et = attention.getType().getElementType();
   auto hasResultType = [&](Value v) {
@@ -112,7 +113,10 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
     return text;
   };
 
-  emitSignature(kernel, name, os);
+  if (split)
+    emitSignature(kernel, name, os, "float *__restrict__ partials");
+  else
+    emitSignature(kernel, name, os);
   os << parts.sinkTable;
   os << "  // Rows padded by 16 bytes: an ldmatrix's eight rows hit distinct "
         "banks.\n"
@@ -135,13 +139,27 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
     if (!input.empty())
       os << "  const bool " << input << "_async = ((unsigned long long)"
          << input << " & 15) == 0;\n";
+  // This block's keys: all, or its split's.
+  if (split)
+    os << "  const long long splits = " << splitCountText(*split, keys)
+       << ";\n"
+       << "  const long long key_begin = (long long)blockIdx.z * "
+       << split->chunk << "LL;\n"
+       << "  const long long key_end = min(" << keys << ", key_begin + "
+       << split->chunk << "LL);\n";
+  else
+    os << "  const long long key_begin = 0LL, key_end = " << keys << ";\n";
+  // Query tiles along x, heads of the batch along y, so that a short
+  // query length still spreads its heads over the grid.
   os << "  const long long query_tiles = (" << queries << " + " << rows - 1
      << "LL) / " << rows << "LL;\n"
-     << "  for (long long work = blockIdx.x; work < " << parts.batch * heads
-     << " * query_tiles; work += gridDim.x) {\n"
-     << "    const long long first = (work % query_tiles) * " << rows << "LL;\n"
-     << "    const long long h = (work / query_tiles) % " << heads << "LL;\n"
-     << "    const long long b = work / (query_tiles * " << heads << "LL);\n"
+     << "  for (long long bh = blockIdx.y; bh < " << parts.batch * heads
+     << "; bh += gridDim.y)\n"
+     << "  for (long long tile_row = blockIdx.x; tile_row < query_tiles; "
+        "tile_row += gridDim.x) {\n"
+     << "    const long long first = tile_row * " << rows << "LL;\n"
+     << "    const long long h = bh % " << heads << "LL;\n"
+     << "    const long long b = bh / " << heads << "LL;\n"
      << "    // Grouped-query attention: query head h reads key/value head\n"
      << "    // h / (heads / kv heads).\n"
      << "    const long long kv = b * " << parts.kvHeads << "LL + h / "
@@ -194,7 +212,7 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
          << indent << "    const int r = r0 + k * " << step << ";\n";
       if (kKeysPerTile % step)
         os << indent << "    if (r >= " << kKeysPerTile << ") break;\n";
-      os << indent << "    const bool live = from + r < " << keys << ";\n"
+      os << indent << "    const bool live = from + r < key_end;\n"
          << indent << "    kiln_cp_async_16(&" << tileName << "[r][c], live ? "
          << "src + r * " << width << " : " << input << ", live ? 16u : 0u);\n"
          << indent << "  }\n"
@@ -205,7 +223,7 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
        << "  const long long j = from + e / " << width << ", d = e % " << width
        << ";\n"
        << in << "  float value = 0.0f;\n"
-       << in << "  if (j < " << keys << ") {\n";
+       << in << "  if (j < key_end) {\n";
     auto element =
         load(operand, llvm::formatv("(kv * {0} + j) * {1}LL + d", keys, width),
              in + "    ");
@@ -225,29 +243,30 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
   auto stage = [&](Value operand, const std::string &input,
                    const char *tileName, int64_t width, const std::string &from,
                    const std::string &indent) -> LogicalResult {
-    os << indent << "if (" << from << " < " << keys << ") {\n"
+    os << indent << "if (" << from << " < key_end) {\n"
        << indent << "  const long long from = " << from << ";\n";
     if (failed(stageKeys(operand, input, tileName, width, indent + "  ")))
       return failure();
     os << indent << "}\n" << indent << "kiln_cp_async_commit();\n";
     return success();
   };
-  if (failed(
-          stage(attention.getKey(), keyInput, "k_tile", dq, "0LL", "    ")) ||
-      failed(
-          stage(attention.getValue(), valueInput, "v_tile", dv, "0LL", "    ")))
+  if (failed(stage(attention.getKey(), keyInput, "k_tile", dq, "key_begin",
+                   "    ")) ||
+      failed(stage(attention.getValue(), valueInput, "v_tile", dv,
+                   "key_begin", "    ")))
     return FailureOr<LaunchGeometry>(failure());
+  // A split leaves the sink to the combine.
+  std::string sink = split ? "neg_inf" : parts.sinkValue + " * log2e";
   os << "    // Rows g and g + 8 of this warp's 16: the running maximum and\n"
      << "    // sum (a sink starts them as one more logit), and the output.\n"
-     << "    float m[2] = {" << parts.sinkValue << " * log2e, "
-     << parts.sinkValue << " * log2e};\n"
-     << "    float l[2] = {" << (parts.hasSink ? "1.0f, 1.0f" : "0.0f, 0.0f")
-     << "};\n"
+     << "    float m[2] = {" << sink << ", " << sink << "};\n"
+     << "    float l[2] = {"
+     << (parts.hasSink && !split ? "1.0f, 1.0f" : "0.0f, 0.0f") << "};\n"
      << "    float o[" << dv / 8 << "][4];\n"
      << "    for (int n = 0; n < " << dv / 8 << "; ++n)\n"
      << "      for (int e = 0; e < 4; ++e) o[n][e] = 0.0f;\n"
-     << "    for (long long tile = 0; tile < " << keys
-     << "; tile += " << kKeysPerTile << "LL) {\n"
+     << "    for (long long tile = key_begin; tile < key_end; tile += "
+     << kKeysPerTile << "LL) {\n"
      << "      // This key tile has landed (the value tile may not have).\n"
      << "      kiln_cp_async_wait<1>();\n"
      << "      __syncthreads();\n"
@@ -282,16 +301,15 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
         "1)\n"
      << "      // * 8, key n * 8 + 2t + (e & 1). Only a tile at an end checks\n"
      << "      // the bounds.\n"
-     << "      const bool edge = tile + " << kKeysPerTile << "LL > " << keys
-     << " || first + " << rows << "LL > " << queries << ";\n"
+     << "      const bool edge = tile + " << kKeysPerTile
+     << "LL > key_end || first + " << rows << "LL > " << queries << ";\n"
      << "      float tile_max[2] = {neg_inf, neg_inf};\n"
      << "      for (int n = 0; n < 8; ++n)\n"
      << "        for (int e = 0; e < 4; ++e) {\n"
      << "          const long long i = first + warp * 16 + g + (e >> 1) * 8;\n"
      << "          const long long j = tile + n * 8 + 2 * t + (e & 1);\n"
      << "          float score = neg_inf;\n"
-     << "          if (!edge || (i < " << queries << " && j < " << keys
-     << ")) {\n"
+     << "          if (!edge || (i < " << queries << " && j < key_end)) {\n"
      << "            score = "
      << llvm::formatv("{0:e}",
                       natural ? scale : static_cast<float>(scale * M_LOG2E))
@@ -377,8 +395,27 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
      << "      const long long i = first + warp * 16 + g + r * 8;\n"
      << "      if (i >= " << queries << ") continue;\n"
      << "      const long long row = (b * " << heads << "LL + h) * " << queries
-     << " + i;\n"
-     << "      for (int n = 0; n < " << dv / 8 << "; ++n)\n"
+     << " + i;\n";
+  if (split) {
+    // The four lanes of a group hold the row's maximum and sum alike.
+    os << "      float *partial = partials + (row * splits + blockIdx.z) * "
+       << dv + 2 << "LL;\n"
+       << "      for (int n = 0; n < " << dv / 8 << "; ++n)\n"
+       << "        for (int e = 0; e < 2; ++e)\n"
+       << "          partial[n * 8 + 2 * t + e] = o[n][r * 2 + e];\n"
+       << "      if (t == 0) {\n"
+       << "        partial[" << dv << "] = m[r];\n"
+       << "        partial[" << dv + 1 << "] = l[r];\n"
+       << "      }\n"
+       << "    }\n  }\n}\n";
+    LaunchGeometry geometry;
+    setGridDim(geometry, 0, queries, rows, kMaxGrid);
+    setGridDim(geometry, 1, parts.batch * heads, 1, kMaxGrid);
+    setGridDim(geometry, 2, keys, split->chunk, split->maxSplits);
+    geometry.block[0] = threads;
+    return FailureOr<LaunchGeometry>(geometry);
+  }
+  os << "      for (int n = 0; n < " << dv / 8 << "; ++n)\n"
      << "        for (int e = 0; e < 2; ++e) {\n"
      << "          const long long d = n * 8 + 2 * t + e;\n"
      << "          const float acc = o[n][r * 2 + e];\n"
@@ -393,9 +430,10 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
      << "  }\n"
      << "}\n";
   LaunchGeometry geometry;
-  // Enough blocks for one query tile each (a grid-stride loop covers the
-  // rest: the tiles of a head round its length up).
-  setGridDim(geometry, 0, parts.batch * heads * queries, rows, kMaxGrid);
+  // A block for each query tile of each head (grid-stride loops cover what
+  // the grid's limits leave).
+  setGridDim(geometry, 0, queries, rows, kMaxGrid);
+  setGridDim(geometry, 1, parts.batch * heads, 1, kMaxGrid);
   geometry.block[0] = threads;
   return FailureOr<LaunchGeometry>(geometry);
 }

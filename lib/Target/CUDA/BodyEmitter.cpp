@@ -560,13 +560,17 @@ std::string BodyEmitter::castExpr(Type from, Type to, const std::string &v) {
 }
 
 /// `extern "C" __global__ void name(const T *in0, ..., T *out0)`.
-void emitSignature(KernelOp kernel, StringRef name, llvm::raw_ostream &os) {
+void emitSignature(KernelOp kernel, StringRef name, llvm::raw_ostream &os,
+                   StringRef output) {
   os << "\nextern \"C\" __global__ void " << name << "(";
   for (auto [i, input] : llvm::enumerate(kernel.getInputs()))
     os << "const " << storageType(tensorType(input).getElementType())
        << " *__restrict__ in" << i << ", ";
-  os << storageType(tensorType(kernel.getResult(0)).getElementType())
-     << " *__restrict__ out0";
+  if (output.empty())
+    os << storageType(tensorType(kernel.getResult(0)).getElementType())
+       << " *__restrict__ out0";
+  else
+    os << output;
   for (StringRef dim : dimNamesOf(kernel->getParentOfType<func::FuncOp>()))
     os << ", long long " << dimParameterName(dim);
   os << ") {\n";

@@ -40,6 +40,8 @@ public:
     if (!arenaBytes)
       return func.emitError("memory is not planned (run kiln-plan-memory)");
     artifact.arenaBytes = arenaBytes.getInt();
+    scratchOffset = (artifact.arenaBytes + kWeightAlign - 1) / kWeightAlign *
+                    kWeightAlign;
     if (failed(addDims()))
       return failure();
     if (checkIndices)
@@ -74,6 +76,8 @@ public:
         for (size_t i = stepsBefore; i < artifact.steps.size(); ++i)
           origins->push_back(onnxNodesOf(op));
     }
+    if (scratchBytes)
+      artifact.arenaBytes = scratchOffset + scratchBytes;
     return success();
   }
 
@@ -346,24 +350,94 @@ private:
     std::string name = "kiln_" +
                        std::string(stringifyKernelKind(kernel.getKind())) +
                        "_" + std::to_string(artifact.kernelNames.size());
-    auto geometry = emitKernel(kernel, name, source);
-    if (failed(geometry) || failed(addResults(kernel)) ||
-        failed(addAlias(kernel)))
+    auto split = emitSplitAttention(kernel, name, source);
+    if (split && failed(*split))
       return failure();
+    // The whole kernel, unless the keys are always split.
+    std::optional<LaunchGeometry> whole;
+    if (!split || (*split)->queries) {
+      auto geometry = emitKernel(kernel, name, source);
+      if (failed(geometry))
+        return failure();
+      whole = *geometry;
+    }
+    if (failed(addResults(kernel)) || failed(addAlias(kernel)))
+      return failure();
+    SmallVector<uint32_t> args;
+    for (Value input : kernel.getInputs())
+      args.push_back(bufferOf.at(input));
+    uint32_t result = bufferOf.at(kernel.getResult(0));
+    if (whole) {
+      args.push_back(result);
+      pushLaunch(name, *whole, args);
+      args.pop_back();
+    }
+    if (!split)
+      return success();
+    // The split's steps, and which form runs at the run's query length:
+    // the split while it is at most mostQueries (clamp(most + 1 - queries,
+    // 0, 1)), the whole kernel past it.
+    const SplitAttention &keys = **split;
+    uint32_t scratch = addScratch(keys.scratchElements);
+    args.push_back(scratch);
+    pushLaunch(keys.splitName, keys.split, args);
+    pushLaunch(keys.combineName, keys.combine, {scratch, result});
+    if (keys.queries) {
+      DimExpr most = DimExpr::constant(keys.mostQueries);
+      DimExpr past = *DimExpr::sub(*keys.queries, most);
+      DimExpr within = *DimExpr::sub(DimExpr::constant(keys.mostQueries + 1),
+                                     *keys.queries);
+      size_t last = artifact.steps.size() - 1;
+      guardStep(last - 2, past);
+      guardStep(last - 1, within);
+      guardStep(last, within);
+    }
+    return success();
+  }
+
+  /// A buffer of `elements` floats of scratch memory, past the planned
+  /// arena: the scratch of every kernel starts there (one kernel runs at a
+  /// time), and the arena grows by the largest.
+  uint32_t addScratch(int64_t elements) {
+    rt::Buffer buffer;
+    buffer.kind = rt::BufferKind::Arena;
+    buffer.dtype = rt::DType::F32;
+    buffer.name = "scratch" + std::to_string(artifact.buffers.size());
+    buffer.shape = {elements};
+    buffer.offset = scratchOffset;
+    buffer.bytes = elements * sizeof(float);
+    scratchBytes = std::max<uint64_t>(scratchBytes, buffer.bytes);
+    artifact.buffers.push_back(std::move(buffer));
+    return artifact.buffers.size() - 1;
+  }
+
+  /// Step `step` runs only where `condition` is at least 1.
+  void guardStep(size_t step, const DimExpr &condition) {
+    rt::SizeBinding binding;
+    binding.field = rt::SizeField::StepRuns;
+    binding.target = step;
+    binding.formula = formulaOf(condition);
+    binding.lowest = 0;
+    binding.highest = 1;
+    artifact.symbolic.bindings.push_back(std::move(binding));
+  }
+
+  /// Appends a launch of kernel `name` over `args`, with a binding for each
+  /// symbolic grid dim.
+  void pushLaunch(const std::string &name, const LaunchGeometry &geometry,
+                  ArrayRef<uint32_t> args) {
     rt::Step step;
     step.kind = rt::Step::Kind::Launch;
     step.launch.kernel = artifact.kernelNames.size();
     for (int i = 0; i < 3; ++i) {
-      step.launch.grid[i] = geometry->grid[i];
-      step.launch.block[i] = geometry->block[i];
+      step.launch.grid[i] = geometry.grid[i];
+      step.launch.block[i] = geometry.block[i];
     }
-    step.launch.sharedBytes = geometry->sharedBytes;
-    for (Value input : kernel.getInputs())
-      step.launch.args.push_back(bufferOf.at(input));
-    step.launch.args.push_back(bufferOf.at(kernel.getResult(0)));
+    step.launch.sharedBytes = geometry.sharedBytes;
+    step.launch.args.assign(args.begin(), args.end());
     artifact.kernelNames.push_back(name);
     artifact.steps.push_back(std::move(step));
-    for (auto [axis, grid] : llvm::enumerate(geometry->symbolicGrid)) {
+    for (auto [axis, grid] : llvm::enumerate(geometry.symbolicGrid)) {
       if (!grid)
         continue;
       rt::SizeBinding binding;
@@ -376,7 +450,6 @@ private:
       binding.highest = grid->highest;
       artifact.symbolic.bindings.push_back(std::move(binding));
     }
-    return success();
   }
 
   /// One loop over batch matrices: how many, and the elements between
@@ -632,6 +705,10 @@ private:
   bool checkIndices;
   bool allowTf32;
   int weightCount = 0;
+  /// Where kernels' scratch memory starts (past the planned arena), and the
+  /// most any kernel takes.
+  uint64_t scratchOffset = 0;
+  uint64_t scratchBytes = 0;
 };
 
 } // namespace

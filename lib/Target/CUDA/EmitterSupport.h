@@ -143,8 +143,10 @@ private:
 
 /// `extern "C" __global__ void name(const T *in0, ..., T *out0) {`, then
 /// `long long kd_NAME` for each symbolic dim of the function (dimNamesOf).
-void emitSignature(KernelOp kernel, llvm::StringRef name,
-                   llvm::raw_ostream &os);
+/// A kernel that writes elsewhere than the result (a partial result) names
+/// its last pointer parameter in `output` instead of `T *out0`.
+void emitSignature(KernelOp kernel, llvm::StringRef name, llvm::raw_ostream &os,
+                   llvm::StringRef output = {});
 
 /// Whether a grid-stride loop over `elements` can index in 32 bits: every
 /// index it forms, the last one plus a whole grid's stride included, fits.

@@ -41,6 +41,31 @@ mlir::FailureOr<LaunchGeometry> emitKernel(KernelOp kernel,
                                            llvm::StringRef name,
                                            llvm::raw_ostream &os);
 
+/// Flash-decoding of an attention kernel (AttentionSplitEmitter.cpp): a
+/// kernel whose blocks split the keys, storing partial results in scratch
+/// memory, and a kernel that combines them into the result.
+struct SplitAttention {
+  /// The split kernel takes the attention kernel's inputs, then the
+  /// scratch; the combine kernel takes the scratch, then the result.
+  std::string splitName, combineName;
+  LaunchGeometry split, combine;
+  /// f32 elements of scratch at the top of the dims' ranges.
+  int64_t scratchElements = 0;
+  /// Set when the query length decides at run time: the split runs while
+  /// `queries` is at most `mostQueries`, the whole kernel (emitKernel)
+  /// otherwise. Unset, the split always runs.
+  std::optional<DimExpr> queries;
+  int64_t mostQueries = 0;
+};
+
+/// Appends the split and combine kernels of attention kernel `kernel` to
+/// `os`, named after `name`; nothing when `kernel` is not attention or its
+/// keys are not worth splitting (too few, or too many query rows). Emits an
+/// error at the kernel and returns failure for one it cannot generate.
+std::optional<mlir::FailureOr<SplitAttention>>
+emitSplitAttention(KernelOp kernel, llvm::StringRef name,
+                   llvm::raw_ostream &os);
+
 } // namespace kiln
 
 #endif // KILN_LIB_TARGET_CUDA_KERNELEMITTER_H

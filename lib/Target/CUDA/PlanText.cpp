@@ -6,6 +6,15 @@
 
 using namespace kiln;
 
+/// ` runs if F >= 1` for each condition of step `index` (StepRuns).
+static void printRunsIf(const rt::Artifact &a, size_t index,
+                        llvm::raw_ostream &os) {
+  for (const rt::SizeBinding &b : a.symbolic.bindings)
+    if (b.field == rt::SizeField::StepRuns && b.target == index)
+      os << " runs if " << rt::sizeText(b.formula, a.symbolic.dims)
+         << " >= 1";
+}
+
 void kiln::printPlan(const rt::Artifact &a, uint64_t weightBytes,
                      llvm::raw_ostream &os) {
   os << "arena_bytes " << a.arenaBytes << "\nweight_bytes " << weightBytes
@@ -19,13 +28,17 @@ void kiln::printPlan(const rt::Artifact &a, uint64_t weightBytes,
   for (const rt::OutputAlias &alias : a.aliases)
     os << "alias output " << alias.output << " input " << alias.input
        << " axis " << alias.axis << "\n";
-  for (const rt::Step &s : a.steps) {
+  for (auto [index, s] : llvm::enumerate(a.steps)) {
     switch (s.kind) {
     case rt::Step::Kind::Launch:
       os << "launch " << a.kernelNames[s.launch.kernel] << " grid "
-         << s.launch.grid[0] << " block " << s.launch.block[0] << " args";
+         << s.launch.grid[0];
+      if (s.launch.grid[1] > 1 || s.launch.grid[2] > 1)
+        os << "x" << s.launch.grid[1] << "x" << s.launch.grid[2];
+      os << " block " << s.launch.block[0] << " args";
       for (uint32_t arg : s.launch.args)
         os << " " << arg;
+      printRunsIf(a, index, os);
       os << "\n";
       break;
     case rt::Step::Kind::Matmul:

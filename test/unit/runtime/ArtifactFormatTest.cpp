@@ -356,9 +356,12 @@ TEST(ArtifactFormat, BadMagicAndVersion) {
   EXPECT_FALSE(parseExact(badMagic, badMagic.size(), out, error));
   EXPECT_NE(error.find("magic"), std::string::npos) << error;
   std::string badVersion = bytes;
-  badVersion[8] = 9;
+  badVersion[8] = kArtifactFormatVersion + 1;
   EXPECT_FALSE(parseExact(badVersion, badVersion.size(), out, error));
-  EXPECT_NE(error.find("format version 9"), std::string::npos) << error;
+  EXPECT_NE(error.find("format version " +
+                       std::to_string(kArtifactFormatVersion + 1)),
+            std::string::npos)
+      << error;
 }
 
 TEST(ArtifactFormat, HugeCountsAreRejectedBeforeAllocating) {

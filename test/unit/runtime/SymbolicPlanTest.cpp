@@ -181,6 +181,43 @@ TEST(SymbolicPlan, WritesThePlanForTheValues) {
                    "these dims");
 }
 
+TEST(SymbolicPlan, LeavesOutTheStepsThatDoNotRunAtTheDims) {
+  // A second launch that runs only while n <= 2: clamp(3 - n, 0, 1).
+  Artifact a = symbolicArtifact();
+  a.steps.push_back(a.steps[0]);
+  a.steps[1].launch.block[0] = 8;
+  SizeBinding runs = binding(SizeField::StepRuns, 1, 0,
+                             SizeFormula{{SizeTerm{3, {}}, SizeTerm{-1, {0}}}});
+  runs.lowest = 0;
+  runs.highest = 1;
+  a.symbolic.bindings.push_back(runs);
+  std::string error;
+  ASSERT_TRUE(validateArtifact(a, error)) << error;
+  Artifact shaped;
+  ASSERT_TRUE(instantiatePlan(a, {2, 0}, shaped, error)) << error;
+  ASSERT_EQ(shaped.steps.size(), 2u);
+  EXPECT_EQ(shaped.steps[0].launch.args.size(), 3u);
+  EXPECT_EQ(shaped.steps[1].launch.block[0], 8u);
+  ASSERT_TRUE(instantiatePlan(a, {3, 0}, shaped, error)) << error;
+  ASSERT_EQ(shaped.steps.size(), 1u);
+  EXPECT_EQ(shaped.steps[0].launch.block[0], 4u);
+  EXPECT_EQ(shaped.steps[0].launch.args.size(), 3u);
+  // The grid binding of step 0 still lands on it when step 1 is left out,
+  // and the encoding keeps the field.
+  EXPECT_EQ(shaped.steps[0].launch.grid[0], 1u);
+  Artifact back;
+  std::string bytes = serializeArtifact(a);
+  ASSERT_TRUE(deserializeArtifact(bytes.data(), bytes.size(), back, error))
+      << error;
+  EXPECT_EQ(back.symbolic.bindings.back().field, SizeField::StepRuns);
+  // Only a step index, at axis 0.
+  a.symbolic.bindings.back().target = 2;
+  EXPECT_FALSE(validateArtifact(a, error));
+  EXPECT_NE(error.find("its field, target or axis is out of range"),
+            std::string::npos)
+      << error;
+}
+
 class SymbolicHostRun : public ::testing::Test {
 protected:
   static void SetUpTestSuite() {

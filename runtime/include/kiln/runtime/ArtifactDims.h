@@ -57,10 +57,15 @@ enum class SizeField : uint8_t {
                ///< 2 n, 3 k, 4-6 strideA/B/C, 7 outerBatch, 8-10
                ///< outerStrideA/B/C.
   CopyBytes,   ///< `steps[target].copy.bytes`.
+  /// Whether `steps[target]` runs (axis 0): it is left out of the plan at
+  /// dims where the binding's value is 0. A kernel with a variant for some
+  /// dims (attention with its keys split, for a few query rows) is two sets
+  /// of steps, each kept where the other is left out.
+  StepRuns,
 };
 
 /// The last valid `SizeField`, for range checks of decoded values.
-constexpr SizeField kLastSizeField = SizeField::CopyBytes;
+constexpr SizeField kLastSizeField = SizeField::StepRuns;
 
 /// Number of MatmulStep fields a `MatmulField` binding may name.
 constexpr uint32_t kMatmulFields = 11;
@@ -119,7 +124,8 @@ bool bindDims(const Artifact &a,
               std::vector<int64_t> &values, std::string &error);
 
 /// The plan for the dims' `values` (in range): `a`'s plan with every bound
-/// field written, validated. The kernels, sources and weights are not
+/// field written and the steps that do not run at these dims left out,
+/// validated. The kernels, sources and weights are not
 /// copied (`shaped` has none of them); the executors take them from `a`.
 bool instantiatePlan(const Artifact &a, const std::vector<int64_t> &values,
                      Artifact &shaped, std::string &error);

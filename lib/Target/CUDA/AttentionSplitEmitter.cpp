@@ -1,0 +1,184 @@
+//===- AttentionSplitEmitter.cpp - attention with its keys split ----------===//
+//
+// Flash-decoding: with one or a few query rows, the whole attention kernel
+// has a block per head (a query tile of each), 12 blocks for GPT-2 on a GPU
+// of 132 SMs, each walking the whole cache. Here the keys are split too:
+// the kernel of either generator takes a chunk of the keys per block
+// (KeySplit) and stores each row's unnormalized output with its running
+// maximum and sum, and a combine kernel merges the splits of a row as the
+// online softmax merges tiles (each split's output and sum rescaled by
+// exp(its maximum - the largest)). The sink logit, when there is one,
+// enters the combine once.
+//
+// The choice is made per kernel here and, for a symbolic query length, at
+// run time: the plan holds both forms, each step guarded by the query
+// length (rt::SizeField::StepRuns), and the runtime keeps one of them.
+//
+//===----------------------------------------------------------------------===//
+
+#include "AttentionParts.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/Support/FormatVariadic.h"
+
+using namespace mlir;
+
+namespace kiln {
+
+namespace {
+/// Query rows per head up to which the keys are split.
+constexpr int64_t kMostSplitQueries = 16;
+/// The fewest keys a split takes (two tensor-core tiles): fewer would
+/// spend more on the partial results than they save.
+constexpr int64_t kFewestSplitKeys = 128;
+/// The most splits, and the most scratch memory their partial results may
+/// take (at the top of the dims' ranges).
+constexpr int64_t kMostSplits = 64;
+constexpr int64_t kMostScratchBytes = 16 << 20;
+} // namespace
+
+std::string splitCountText(const KeySplit &split, const Size &keys) {
+  return llvm::formatv("max(1LL, min({0}LL, ({1} + {2}LL) / {3}LL))",
+                       split.maxSplits, keys, split.chunk - 1, split.chunk);
+}
+
+/// The least query length over the dims' ranges.
+static int64_t fewestQueries(const AttentionParts &parts) {
+  DimRanges ranges = dimRangesOf(
+      parts.attention->getParentOfType<func::FuncOp>().getOperation());
+  auto bounds = parts.queries.getExpr().bounds(
+      [&](StringRef name) -> std::optional<std::pair<int64_t, int64_t>> {
+        auto it = ranges.find(name);
+        if (it == ranges.end())
+          return std::nullopt;
+        return it->second;
+      });
+  return bounds ? bounds->first : 0;
+}
+
+/// The split for `parts`, or nothing when its keys are too few to split or
+/// its query rows always too many.
+static std::optional<KeySplit> planKeySplit(const AttentionParts &parts) {
+  if (fewestQueries(parts) > kMostSplitQueries)
+    return std::nullopt;
+  int64_t rows = parts.batch.upper() * parts.heads *
+                 std::min(parts.queries.upper(), kMostSplitQueries);
+  int64_t bytesPerSplit = rows * (parts.valueSize + 2) * 4;
+  int64_t splits = std::min(kMostSplits, kMostScratchBytes / bytesPerSplit);
+  if (splits < 2)
+    return std::nullopt;
+  int64_t keys = parts.keys.upper();
+  int64_t chunk = (keys + splits - 1) / splits;
+  chunk = std::max(kFewestSplitKeys, (chunk + 63) / 64 * 64);
+  KeySplit split;
+  split.chunk = chunk;
+  split.maxSplits = (keys + chunk - 1) / chunk;
+  if (split.maxSplits < 2)
+    return std::nullopt;
+  return split;
+}
+
+/// The combine kernel: one block per query row merges its splits into the
+/// result (at the output's index, so a transpose merging heads back holds).
+/// `log2Units`: the partial maxima are in log2 units (the tensor-core
+/// kernel's), else natural ones.
+static LaunchGeometry emitCombine(const AttentionParts &parts,
+                                  const KeySplit &split, bool log2Units,
+                                  StringRef name, llvm::raw_ostream &os) {
+  AttentionOp attention = parts.attention;
+  Type et = attention.getType().getElementType();
+  int64_t dv = parts.valueSize, width = dv + 2;
+  Size rows = parts.batch * parts.heads * parts.queries;
+  const char *exp = log2Units ? "exp2f" : "expf";
+  std::string sink = parts.sinkValue + (log2Units ? " * log2e" : "");
+  int64_t block = std::clamp<int64_t>((dv + 31) / 32 * 32, 32, 128);
+  os << "\nextern \"C\" __global__ void " << name
+     << "(const float *__restrict__ partials, " << storageType(et)
+     << " *__restrict__ out0";
+  for (StringRef dim : dimNamesOf(attention->getParentOfType<func::FuncOp>()))
+    os << ", long long " << dimParameterName(dim);
+  os << ") {\n"
+     << parts.sinkTable << "  const float neg_inf = __int_as_float(0xff800000);\n"
+     << "  const float log2e = 1.4426950408889634f;\n"
+     << "  (void)log2e;\n"
+     << "  const long long splits = " << splitCountText(split, parts.keys)
+     << ";\n"
+     << "  for (long long row = blockIdx.x; row < " << rows
+     << "; row += gridDim.x) {\n"
+     << "    const long long i = row % " << parts.queries << ";\n"
+     << "    const long long h = (row / " << parts.queries << ") % "
+     << parts.heads << "LL;\n"
+     << "    const long long b = row / " << parts.queries * parts.heads
+     << ";\n"
+     << "    const float *partial = partials + row * splits * " << width
+     << "LL;\n"
+     << "    // The largest maximum (a sink's logit is one more), then each\n"
+     << "    // split's weight relative to it; splits masked to -inf weigh 0.\n"
+     << "    float top = " << sink << ";\n"
+     << "    for (long long s = 0; s < splits; ++s)\n"
+     << "      top = fmaxf(top, partial[s * " << width << "LL + " << dv
+     << "]);\n"
+     << "    auto weight = [&](float m) {\n"
+     << "      return m == neg_inf ? 0.0f : " << exp << "(m - top);\n"
+     << "    };\n"
+     << "    float sum = " << (parts.hasSink ? "weight(" + sink + ")" : "0.0f")
+     << ";\n"
+     << "    for (long long s = 0; s < splits; ++s)\n"
+     << "      sum += weight(partial[s * " << width << "LL + " << dv
+     << "]) * partial[s * " << width << "LL + " << dv + 1 << "];\n"
+     << "    for (long long d = threadIdx.x; d < " << dv
+     << "LL; d += blockDim.x) {\n"
+     << "      float acc = 0.0f;\n"
+     << "      for (long long s = 0; s < splits; ++s)\n"
+     << "        acc += weight(partial[s * " << width << "LL + " << dv
+     << "]) * partial[s * " << width << "LL + d];\n"
+     << "      out0[" << parts.outIndex << "] = "
+     << storeExpr(et, attention.getZeroNanProbs()
+                          ? "((sum == 0.0f || sum != sum) ? 0.0f : acc / sum)"
+                          : "acc / sum")
+     << ";\n"
+     << "    }\n  }\n}\n";
+  LaunchGeometry geometry;
+  setGridDim(geometry, 0, rows, 1, kMaxGrid);
+  geometry.block[0] = static_cast<uint32_t>(block);
+  return geometry;
+}
+
+std::optional<FailureOr<SplitAttention>>
+emitSplitAttention(KernelOp kernel, StringRef name, llvm::raw_ostream &os) {
+  if (kernel.getKind() != KernelKind::attention)
+    return std::nullopt;
+  FailureOr<AttentionParts> parts = readAttention(kernel);
+  if (failed(parts))
+    return FailureOr<SplitAttention>(failure());
+  std::optional<KeySplit> split = planKeySplit(*parts);
+  if (!split)
+    return std::nullopt;
+  SplitAttention result;
+  result.splitName = (name + "_split").str();
+  result.combineName = (name + "_combine").str();
+  bool log2Units = true;
+  auto geometry = emitTensorCoreAttention(kernel, *parts, &*split,
+                                          result.splitName, os);
+  if (!geometry) {
+    log2Units = false;
+    geometry = emitScalarAttention(kernel, *parts, &*split, result.splitName,
+                                   os);
+  }
+  if (failed(*geometry))
+    return FailureOr<SplitAttention>(failure());
+  result.split = **geometry;
+  result.combine =
+      emitCombine(*parts, *split, log2Units, result.combineName, os);
+  result.scratchElements =
+      parts->batch.upper() * parts->heads *
+      std::min(parts->queries.upper(), kMostSplitQueries) * split->maxSplits *
+      (parts->valueSize + 2);
+  if (parts->queries.upper() > kMostSplitQueries) {
+    result.queries = parts->queries.getExpr();
+    result.mostQueries = kMostSplitQueries;
+  }
+  return FailureOr<SplitAttention>(std::move(result));
+}
+
+} // namespace kiln
