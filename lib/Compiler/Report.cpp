@@ -25,9 +25,10 @@ namespace {
 std::string kindOf(const rt::Artifact &artifact, const rt::Step &step) {
   switch (step.kind) {
   case rt::Step::Kind::Launch: {
-    // Kernel names are kiln_<family>_<index>.
+    // Kernel names are kiln_<family>_<index>, then _<part> for a kernel
+    // generated as several (attention's _split and _combine).
     llvm::StringRef name = artifact.kernelNames[step.launch.kernel];
-    return name.drop_front(5).rsplit('_').first.str();
+    return name.drop_front(5).split('_').first.str();
   }
   case rt::Step::Kind::Matmul:
     return "matmul";
@@ -110,12 +111,44 @@ struct Roofline {
   double flops = 0, bytes = 0, floor = 0, computeFloor = 0, memoryFloor = 0;
 };
 
+/// Whether each step runs at the top of the dims' ranges, where the plan
+/// is reported: a step guarded for other dims (rt::SizeField::StepRuns)
+/// does not.
+std::vector<bool> runsAtTop(const rt::Artifact &artifact) {
+  std::vector<int64_t> top;
+  for (const rt::DimRange &dim : artifact.symbolic.dims)
+    top.push_back(dim.max);
+  std::vector<bool> runs(artifact.steps.size(), true);
+  for (const rt::SizeBinding &b : artifact.symbolic.bindings) {
+    int64_t value = 1;
+    if (b.field == rt::SizeField::StepRuns &&
+        rt::evaluateBinding(b, top, value) && value == 0)
+      runs[b.target] = false;
+  }
+  return runs;
+}
+
+/// ` runs if F >= 1` for each condition of step `index`.
+std::string conditionsOf(const rt::Artifact &artifact, size_t index) {
+  std::string text;
+  for (const rt::SizeBinding &b : artifact.symbolic.bindings)
+    if (b.field == rt::SizeField::StepRuns && b.target == index)
+      text += "  runs if " + rt::sizeText(b.formula, artifact.symbolic.dims) +
+              " >= 1";
+  return text;
+}
+
 Roofline rooflineOf(const rt::Artifact &artifact, const CompileReport &report) {
   Roofline r;
   r.gpu = findGpuPeaks(report.rooflineGpu);
   std::vector<bool> mmaSync = kernelsIssuingMmaSync(artifact);
-  for (const rt::Step &step : artifact.steps) {
-    StepCost cost = costOf(artifact, step, report.kernelFlops, mmaSync);
+  std::vector<double> kernelFlops =
+      flopsOfKernels(artifact, report.kernelFlops);
+  std::vector<bool> runs = runsAtTop(artifact);
+  for (auto [i, step] : llvm::enumerate(artifact.steps)) {
+    StepCost cost = costOf(artifact, step, kernelFlops, mmaSync);
+    if (!runs[i])
+      cost.flops = cost.bytes = 0;
     r.costs.push_back(cost);
     r.flops += cost.flops;
     r.bytes += cost.bytes;
@@ -282,6 +315,7 @@ void printReportText(const rt::Artifact &artifact, const CompileReport &report,
                           occupancy.fraction,
                           cost.tensorCores ? ", mma.sync" : "");
     }
+    os << conditionsOf(artifact, i);
     if (i < report.origins.size() && !report.origins[i].empty()) {
       os << "  <- ";
       llvm::interleave(report.origins[i], os, ", ");
@@ -358,6 +392,8 @@ void printReportJson(const rt::Artifact &artifact, const CompileReport &report,
                               {"tensor_cores", cost.tensorCores}};
     if (roofline.gpu)
       launch["floor_us"] = floorSeconds(cost, *roofline.gpu) * 1e6;
+    if (std::string runsIf = conditionsOf(artifact, i); !runsIf.empty())
+      launch["runs_if"] = llvm::StringRef(runsIf).trim().str();
     if (step.kind == rt::Step::Kind::Launch) {
       launch["grid"] = llvm::json::Array{
           step.launch.grid[0], step.launch.grid[1], step.launch.grid[2]};

@@ -108,6 +108,24 @@ std::vector<double> kernelFlopsOf(ModuleOp module) {
   return flops;
 }
 
+std::vector<double> flopsOfKernels(const rt::Artifact &artifact,
+                                   llvm::ArrayRef<double> opFlops) {
+  std::vector<double> flops;
+  llvm::StringRef lastIndex;
+  size_t op = 0;
+  for (llvm::StringRef name : artifact.kernelNames) {
+    // kiln_<family>_<index>[_<part>]
+    auto [family, rest] = name.drop_front(5).split('_');
+    auto [index, part] = rest.split('_');
+    if (!flops.empty() && index != lastIndex)
+      ++op;
+    lastIndex = index;
+    flops.push_back(part == "combine" || op >= opFlops.size() ? 0.0
+                                                               : opFlops[op]);
+  }
+  return flops;
+}
+
 std::vector<bool> kernelsIssuingMmaSync(const rt::Artifact &artifact) {
   std::vector<bool> issues(artifact.kernelNames.size(), false);
   // One pass over the PTX: each entry's body runs to the next entry.

@@ -53,7 +53,8 @@ struct CompileReport {
   /// Bytes of weights; -1 for the artifact's own (`weightBytes()`), which is
   /// empty when they were streamed to the `.so` from a WeightTable.
   int64_t weightBytes = -1;
-  /// Estimated FLOPs of each kernel (kernelFlopsOf), for the roofline.
+  /// Estimated FLOPs of each generated kiln.kernel (kernelFlopsOf), for the
+  /// roofline.
   std::vector<double> kernelFlops;
   /// The GPU whose peaks give the roofline's floor times (findGpuPeaks).
   std::string rooflineGpu = "h200";

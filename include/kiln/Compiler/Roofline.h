@@ -41,9 +41,17 @@ const GpuPeaks *findGpuPeaks(llvm::StringRef name);
 /// The names findGpuPeaks knows, for messages.
 std::string knownGpus();
 
-/// The estimated FLOPs of each kernel of a lowered module, in launch order
-/// (the order of `Artifact::kernelNames`).
+/// The estimated FLOPs of each kiln.kernel of a lowered module that is
+/// generated code (not a GEMM), in order.
 std::vector<double> kernelFlopsOf(mlir::ModuleOp module);
+
+/// The FLOPs of each of `artifact`'s kernels from `opFlops` (kernelFlopsOf):
+/// the kernels generated for one kiln.kernel share the index in their names
+/// (kiln_<family>_<index>, then _split and _combine for attention with its
+/// keys split), and each form counts the op's FLOPs but the combine, whose
+/// merge of the splits is left out.
+std::vector<double> flopsOfKernels(const rt::Artifact &artifact,
+                                   llvm::ArrayRef<double> opFlops);
 
 /// The work of one step.
 struct StepCost {
@@ -60,7 +68,7 @@ struct StepCost {
 /// PTX in one pass (all false when the artifact has none).
 std::vector<bool> kernelsIssuingMmaSync(const rt::Artifact &artifact);
 
-/// The work of `step`; `kernelFlops` from kernelFlopsOf and `mmaSync` from
+/// The work of `step`; `kernelFlops` from flopsOfKernels and `mmaSync` from
 /// kernelsIssuingMmaSync (either may be empty).
 StepCost costOf(const rt::Artifact &artifact, const rt::Step &step,
                 llvm::ArrayRef<double> kernelFlops,
