@@ -137,7 +137,8 @@ FailureOr<LaunchGeometry> emitScalarAttention(KernelOp kernel,
     emitSignature(kernel, name, os, "float *__restrict__ partials");
   else
     emitSignature(kernel, name, os);
-  os << sinkTable;
+  if (!split)
+    os << sinkTable;
   os << "  __shared__ float q_row[" << std::max<int64_t>(size, 1) << "];\n"
      << "  __shared__ float weights[" << block << "];\n"
      << "  __shared__ float scratch[32];\n"

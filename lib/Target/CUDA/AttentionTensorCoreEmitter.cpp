@@ -117,7 +117,8 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
     emitSignature(kernel, name, os, "float *__restrict__ partials");
   else
     emitSignature(kernel, name, os);
-  os << parts.sinkTable;
+  if (!split)
+    os << parts.sinkTable;
   os << "  // Rows padded by 16 bytes: an ldmatrix's eight rows hit distinct "
         "banks.\n"
      << "  __shared__ __align__(16) " << storage << " k_tile[" << kKeysPerTile
