@@ -69,6 +69,8 @@ std::string detailOf(const rt::Step &step) {
     // kernels): no kernel of its own.
     if (m.bias != rt::kNoBuffer)
       detail += " +bias";
+    if (m.residual != rt::kNoBuffer)
+      detail += " +residual";
     if (m.activation == rt::MatmulActivation::Relu)
       detail += " +relu";
     else if (m.activation == rt::MatmulActivation::Gelu)

@@ -167,12 +167,14 @@ StepCost costOf(const rt::Artifact &artifact, const rt::Step &step,
     const rt::MatmulStep &m = step.matmul;
     double batch = double(m.batch) * double(m.outerBatch);
     cost.flops = 2.0 * batch * m.m * m.n * m.k;
-    // The epilogue: one operation per element for the bias and for the
-    // activation, as flopsOf counts them in a kernel.
+    // The epilogue: one operation per element for the bias, the residual
+    // (or C's previous contents) and the activation, as flopsOf counts
+    // them in a kernel.
     double elements = batch * m.m * m.n;
-    cost.flops += elements * ((m.bias != rt::kNoBuffer) +
+    cost.flops += elements * ((m.bias != rt::kNoBuffer) + (m.beta != 0) +
                               (m.activation != rt::MatmulActivation::None));
     const rt::Buffer &c = artifact.buffers[m.c];
+    // C is written, and read where beta scales it (or its residual).
     cost.bytes = artifact.buffers[m.a].bytes + artifact.buffers[m.b].bytes +
                  c.bytes * (m.beta != 0 ? 2 : 1);
     // The epilogue's bias is read once; its activation costs no memory.

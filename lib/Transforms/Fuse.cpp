@@ -159,10 +159,22 @@ bool isEpilogueActivation(Operation *op, Type element) {
                   element.isF16() || element.isBF16());
 }
 
+/// Whether `op` adds to `product` a residual of its shape (neither
+/// broadcast), which cuBLASLt reads as its C.
+bool isResidualAdd(Operation *op, Value product) {
+  auto add = dyn_cast<AddOp>(op);
+  if (!add || add.getLhs() == add.getRhs())
+    return false;
+  Value other = add.getLhs() == product ? add.getRhs() : add.getLhs();
+  return other.getType() == product.getType() &&
+         add.getType() == product.getType();
+}
+
 /// Builds a GEMM group, what a cuBLASLt call computes with its epilogue: the
-/// matmul, then a bias over its columns, then a ReLU or GELU (maybe after
-/// reshapes), each the only user of the one before. Returns nothing when the
-/// matmul has no such epilogue (it stays a plain matmul step).
+/// matmul, then a bias over its columns, a residual of its shape and a ReLU
+/// or GELU (maybe after reshapes), each the only user of the one before.
+/// Returns nothing when the matmul has no such epilogue (it stays a plain
+/// matmul step).
 std::optional<Group> buildGemmGroup(MatmulOp matmul,
                                     const llvm::DenseSet<Operation *> &taken) {
   Type element = matmul.getType().getElementType();
@@ -191,11 +203,12 @@ std::optional<Group> buildGemmGroup(MatmulOp matmul,
       group.root = add;
     }
   }
-  // Reshapes between the product and its activation move no data (the
-  // activation is elementwise): the GEMM writes the reshaped tensor. GPT-2's
-  // Gemm nodes are 2-D, their GELU 3-D.
+  // Reshapes between the product and its residual or activation move no
+  // data (both are elementwise): the GEMM writes the reshaped tensor.
+  // GPT-2's Gemm nodes are 2-D, their GELU and residual adds 3-D.
   SmallVector<Operation *> reshapes;
   Operation *cursor = group.root;
+  bool residual = false;
   while (cursor->getResult(0).hasOneUse()) {
     Operation *user = *cursor->getUsers().begin();
     if (taken.contains(user) || user->getBlock() != matmul->getBlock())
@@ -203,6 +216,16 @@ std::optional<Group> buildGemmGroup(MatmulOp matmul,
     if (isa<ReshapeOp>(user)) {
       reshapes.push_back(user);
       cursor = user;
+      continue;
+    }
+    // A residual of the product's shape, before any activation (cuBLASLt
+    // adds beta * C before it): read as C, the result written as D.
+    if (!residual && isResidualAdd(user, cursor->getResult(0))) {
+      group.members.insert(reshapes.begin(), reshapes.end());
+      reshapes.clear();
+      group.members.insert(user);
+      group.root = cursor = user;
+      residual = true;
       continue;
     }
     if (isEpilogueActivation(user, element) &&

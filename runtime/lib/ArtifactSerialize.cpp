@@ -85,6 +85,7 @@ std::string kiln::rt::serializeArtifactPrefix(const Artifact &a,
       w.f32(m.alpha);
       w.f32(m.beta);
       w.u32(m.bias);
+      w.u32(m.residual);
       w.u8(static_cast<uint8_t>(m.activation));
       w.u8(m.tf32 ? 1 : 0);
       break;
@@ -257,7 +258,8 @@ bool kiln::rt::deserializeArtifact(const char *data, size_t size, Artifact &out,
           return fail();
       if (!r.u32(m.a, "matmul a") || !r.u32(m.b, "matmul b") ||
           !r.u32(m.c, "matmul c") || !r.f32(m.alpha, "alpha") ||
-          !r.f32(m.beta, "beta") || !r.u32(m.bias, "matmul bias"))
+          !r.f32(m.beta, "beta") || !r.u32(m.bias, "matmul bias") ||
+          !r.u32(m.residual, "matmul residual"))
         return fail();
       uint8_t activation = 0;
       if (!r.u8(activation, "matmul activation"))

@@ -253,6 +253,22 @@ bool kiln::rt::validatePlan(const Artifact &a, std::string &error,
         if (sameStorageOverlap(bc, bias))
           return fail(where + "matmul output c overlaps its bias");
       }
+      if (m.residual != kNoBuffer) {
+        if (!checkId(m.residual, "matmul residual"))
+          return false;
+        const Buffer &residual = a.buffers[m.residual];
+        if (residual.dtype != m.dtype)
+          return fail(where + "matmul residual " + bufName(m.residual) +
+                      " must be " + dtypeName(m.dtype));
+        if (!matmulOperandFits(residual, m.outerBatch, m.outerStrideC, m.batch,
+                               m.strideC, m.m, m.n))
+          return fail(where + "matmul residual does not fit in " +
+                      bufName(m.residual));
+        // Read while C is written: the same storage, or none of it.
+        if (sameStorageOverlap(bc, residual) &&
+            (bc.offset != residual.offset || bc.kind != residual.kind))
+          return fail(where + "matmul output c partly overlaps its residual");
+      }
       break;
     }
     case Step::Kind::Copy: {

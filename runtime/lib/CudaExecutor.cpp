@@ -859,6 +859,10 @@ Status CudaExecutor::issueSteps(const std::vector<cu::DevicePtr> &in,
                                        m.outerStrideC};
       cu::DevicePtr base[3] = {address(m.b, in, out), address(m.a, in, out),
                                address(m.c, in, out)};
+      // What beta scales: the residual, laid out as C, or C itself.
+      cu::DevicePtr residualBase = m.residual == kNoBuffer
+                                       ? base[2]
+                                       : address(m.residual, in, out);
       cu::DevicePtr bias =
           m.bias == kNoBuffer ? kMaxAlign : address(m.bias, in, out);
       if (Status s = setBiasPointer(plan, bias); !s.isOk())
@@ -871,6 +875,9 @@ Status CudaExecutor::issueSteps(const std::vector<cu::DevicePtr> &in,
           align[j] =
               std::min(alignmentOf(ptrs[j]), alignmentOf(plan.strideBytes[j]));
         }
+        cu::DevicePtr residual =
+            residualBase + static_cast<uint64_t>(o * m.outerStrideC) * elem;
+        align[2] = std::min(align[2], alignmentOf(residual));
         align[3] = alignmentOf(bias);
         const lt::MatmulAlgo *algo = nullptr;
         if (Status s = chooseAlgo(plan, align, algo); !s.isOk())
@@ -886,8 +893,9 @@ Status CudaExecutor::issueSteps(const std::vector<cu::DevicePtr> &in,
         if (lt::LtStatus st = ltApi->matmul(
                 ltHandle, plan.desc, alpha,
                 reinterpret_cast<const void *>(ptrs[0]), plan.aLayout,
-                reinterpret_cast<const void *>(ptrs[1]), plan.bLayout, beta, c,
-                plan.cLayout, c, plan.cLayout, algo,
+                reinterpret_cast<const void *>(ptrs[1]), plan.bLayout, beta,
+                reinterpret_cast<const void *>(residual), plan.cLayout, c,
+                plan.cLayout, algo,
                 reinterpret_cast<void *>(workspace), kWorkspaceBytes, target);
             st != lt::kSuccess)
           return lt::cublasError(*ltApi, st, where + ": cublasLtMatmul");

@@ -419,7 +419,8 @@ Status HostExecutor::runSteps(const Artifact &plan,
     case Step::Kind::Matmul: {
       const MatmulStep &m = step.matmul;
       runGemm(m, address[m.a], address[m.b], address[m.c],
-              m.bias == kNoBuffer ? nullptr : address[m.bias]);
+              m.bias == kNoBuffer ? nullptr : address[m.bias],
+              address[m.residual == kNoBuffer ? m.c : m.residual]);
       break;
     }
     case Step::Kind::Copy: {

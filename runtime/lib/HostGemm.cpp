@@ -110,7 +110,7 @@ template <class Acc> Acc activate(MatmulActivation activation, Acc x) {
 /// The GEMM with products accumulated in `Acc`.
 template <class Acc>
 void runGemmIn(const MatmulStep &s, const void *a, const void *b, void *c,
-               const void *bias) {
+               const void *bias, const void *residual) {
   const int64_t m = s.m, n = s.n, k = s.k;
   const Acc alpha = s.alpha, beta = s.beta;
   std::vector<Acc> lhs(static_cast<size_t>(m * k)),
@@ -153,7 +153,7 @@ void runGemmIn(const MatmulStep &s, const void *a, const void *b, void *c,
       for (int64_t j = 0; j < n; ++j) {
         Acc value = alpha * row[j];
         if (beta != Acc(0))
-          value += beta * load<Acc>(s.dtype, c, cBase + i * n + j);
+          value += beta * load<Acc>(s.dtype, residual, cBase + i * n + j);
         if (bias)
           value += load<Acc>(s.dtype, bias, j);
         store<Acc>(s.dtype, c, cBase + i * n + j,
@@ -166,9 +166,10 @@ void runGemmIn(const MatmulStep &s, const void *a, const void *b, void *c,
 } // namespace
 
 void kiln::rt::host::runGemm(const MatmulStep &s, const void *a, const void *b,
-                             void *c, const void *bias) {
+                             void *c, const void *bias,
+                             const void *residual) {
   if (s.dtype == DType::F64)
-    runGemmIn<double>(s, a, b, c, bias);
+    runGemmIn<double>(s, a, b, c, bias, residual);
   else
-    runGemmIn<float>(s, a, b, c, bias);
+    runGemmIn<float>(s, a, b, c, bias, residual);
 }

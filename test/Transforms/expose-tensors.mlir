@@ -3,8 +3,9 @@
 
 // A matmul's result and what a kernel yields are in memory: both come back,
 // after the model's own output, named after their ONNX tensors. The add
-// inside the kernel never reaches memory. (The add is a residual, not a
-// bias: a bias would join the matmul's GEMM kernel.)
+// inside the kernel never reaches memory. (The add broadcasts a column:
+// neither a bias nor a residual of the product's shape, which would join
+// the matmul's GEMM kernel.)
 // CHECK-LABEL: func @matmul_then_kernel
 // CHECK-SAME: -> (tensor<4x4xf32> {kiln.name = "y"}, tensor<4x4xf32> {kiln.name = "mm"})
 // CHECK: %[[M:.*]] = kiln.matmul
@@ -13,9 +14,9 @@
 // The exposed tensor is an output: it gets no arena slot to be overwritten.
 // PLANNED-LABEL: func @matmul_then_kernel
 // PLANNED: kiln.matmul {{.*}}kiln.offsets = array<i64: -2>
-func.func @matmul_then_kernel(%x: tensor<4x4xf32>, %res: tensor<4x4xf32>) -> (tensor<4x4xf32> {kiln.name = "y"}) {
+func.func @matmul_then_kernel(%x: tensor<4x4xf32>, %res: tensor<4x1xf32>) -> (tensor<4x4xf32> {kiln.name = "y"}) {
   %m = kiln.matmul %x, %x {kiln.tensors = ["mm"]} : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
-  %s = kiln.add %m, %res {kiln.tensors = ["biased"]} : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
+  %s = kiln.add %m, %res {kiln.tensors = ["biased"]} : (tensor<4x4xf32>, tensor<4x1xf32>) -> tensor<4x4xf32>
   %r = kiln.relu %s {kiln.tensors = ["y"]} : tensor<4x4xf32>
   return %r : tensor<4x4xf32>
 }

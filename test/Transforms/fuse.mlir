@@ -285,16 +285,72 @@ func.func @negative_gemm_gelu_erf_f32(%a: tensor<4x8xf32>, %w: tensor<8x16xf32>,
 
 // -----
 
-/// A residual of the product's full shape is not a bias over its columns:
-/// the matmul stays plain and the add is an elementwise kernel.
-// CHECK-LABEL: func @negative_gemm_residual
+/// A residual of the product's full shape joins as cuBLASLt's C (beta = 1),
+/// the result written apart from it.
+// CHECK-LABEL: func @gemm_residual
+// CHECK: %[[K:.*]] = kiln.kernel gemm(%arg0, %arg1, %arg2)
+// CHECK-NEXT: ^bb0(%[[A:.*]]: tensor<4x8xf32>, %[[W:.*]]: tensor<8x16xf32>, %[[R:.*]]: tensor<4x16xf32>):
+// CHECK-NEXT: %[[P:.*]] = kiln.matmul %[[A]], %[[W]]
+// CHECK-NEXT: %[[S:.*]] = kiln.add %[[R]], %[[P]]
+// CHECK-NEXT: kiln.yield %[[S]]
+// CHECK: return %[[K]]
+func.func @gemm_residual(%a: tensor<4x8xf32>, %w: tensor<8x16xf32>, %r: tensor<4x16xf32>) -> tensor<4x16xf32> {
+  %p = kiln.matmul %a, %w : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x16xf32>
+  %s = kiln.add %r, %p : (tensor<4x16xf32>, tensor<4x16xf32>) -> tensor<4x16xf32>
+  return %s : tensor<4x16xf32>
+}
+
+// -----
+
+// GPT-2's attention output: a 2-D Gemm with its bias, a reshape to
+// [b, s, n], the residual stream added, the sum used twice (the next
+// LayerNorm and the next residual): one GEMM kernel writes it.
+// CHECK-LABEL: func @gemm_bias_reshape_residual
+// CHECK: %[[K:.*]] = kiln.kernel gemm(%arg0, %arg1, %arg2, %arg3)
+// CHECK: kiln.matmul
+// CHECK-NEXT: kiln.add
+// CHECK-NEXT: kiln.reshape
+// CHECK-NEXT: kiln.add
+// CHECK-NEXT: kiln.yield
+// CHECK: kiln.kernel elementwise(%[[K]])
+func.func @gemm_bias_reshape_residual(%a: tensor<16x32xf32>, %w: tensor<32x64xf32>, %b: tensor<64xf32>, %x: tensor<2x8x64xf32>) -> tensor<2x8x64xf32> {
+  %p = kiln.matmul %a, %w : (tensor<16x32xf32>, tensor<32x64xf32>) -> tensor<16x64xf32>
+  %s = kiln.add %p, %b : (tensor<16x64xf32>, tensor<64xf32>) -> tensor<16x64xf32>
+  %r = kiln.reshape %s : tensor<16x64xf32> -> tensor<2x8x64xf32>
+  %y = kiln.add %x, %r : (tensor<2x8x64xf32>, tensor<2x8x64xf32>) -> tensor<2x8x64xf32>
+  %z = kiln.mul %y, %y : (tensor<2x8x64xf32>, tensor<2x8x64xf32>) -> tensor<2x8x64xf32>
+  return %z : tensor<2x8x64xf32>
+}
+
+// -----
+
+/// A residual broadcast over the columns is neither a bias nor of the
+/// product's shape: the add is an elementwise kernel.
+// CHECK-LABEL: func @negative_gemm_residual_broadcast
 // CHECK-NOT: kiln.kernel gemm
 // CHECK: kiln.matmul
 // CHECK: kiln.kernel elementwise
-func.func @negative_gemm_residual(%a: tensor<4x8xf32>, %w: tensor<8x16xf32>, %r: tensor<4x16xf32>) -> tensor<4x16xf32> {
+func.func @negative_gemm_residual_broadcast(%a: tensor<4x8xf32>, %w: tensor<8x16xf32>, %r: tensor<4x1xf32>) -> tensor<4x16xf32> {
   %p = kiln.matmul %a, %w : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x16xf32>
-  %s = kiln.add %p, %r : (tensor<4x16xf32>, tensor<4x16xf32>) -> tensor<4x16xf32>
+  %s = kiln.add %p, %r : (tensor<4x16xf32>, tensor<4x1xf32>) -> tensor<4x16xf32>
   return %s : tensor<4x16xf32>
+}
+
+// -----
+
+/// A residual after the activation stays out: cuBLASLt adds C before it.
+// CHECK-LABEL: func @negative_gemm_residual_after_activation
+// CHECK: %[[K:.*]] = kiln.kernel gemm
+// CHECK: kiln.relu
+// CHECK-NEXT: kiln.yield
+// CHECK: kiln.kernel elementwise(%{{.*}}, %[[K]])
+// CHECK: kiln.add
+func.func @negative_gemm_residual_after_activation(%a: tensor<4x8xf32>, %w: tensor<8x16xf32>, %b: tensor<16xf32>, %r: tensor<4x16xf32>) -> tensor<4x16xf32> {
+  %p = kiln.matmul %a, %w : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x16xf32>
+  %s = kiln.add %p, %b : (tensor<4x16xf32>, tensor<16xf32>) -> tensor<4x16xf32>
+  %g = kiln.relu %s : tensor<4x16xf32>
+  %y = kiln.add %r, %g : (tensor<4x16xf32>, tensor<4x16xf32>) -> tensor<4x16xf32>
+  return %y : tensor<4x16xf32>
 }
 
 // -----

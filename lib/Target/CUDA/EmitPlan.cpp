@@ -567,8 +567,15 @@ private:
     step->a = *a;
     step->b = *b;
     Value last = matmul.getResult();
+    // A bias is one row ([n] or [1, ..., 1, n]), added to every row.
+    auto isRow = [](Value v) {
+      ArrayRef<int64_t> shape = tensorType(v).getShape();
+      return !shape.empty() && llvm::all_of(shape.drop_back(),
+                                            [](int64_t d) { return d == 1; });
+    };
     if (it != ops.end())
-      if (auto add = dyn_cast<AddOp>(*it)) {
+      if (auto add = dyn_cast<AddOp>(*it);
+          add && isRow(add.getLhs() == last ? add.getRhs() : add.getLhs())) {
         Value biasValue = add.getLhs() == last ? add.getRhs() : add.getLhs();
         auto bias = inputOf(biasValue);
         if (failed(bias) || add.getType() != matmul.getType())
@@ -580,8 +587,29 @@ private:
       }
     // Reshapes move no data: the step writes the kernel's (reshaped)
     // result in the product's element order.
-    while (it != ops.end() && isa<ReshapeOp>(*it) && it->getOperand(0) == last)
-      last = (it++)->getResult(0);
+    auto skipReshapes = [&]() {
+      while (it != ops.end() && isa<ReshapeOp>(*it) &&
+             it->getOperand(0) == last)
+        last = (it++)->getResult(0);
+    };
+    skipReshapes();
+    // A residual of the result's shape: beta = 1 over it, read in the
+    // product's element order as the result is written.
+    if (it != ops.end())
+      if (auto add = dyn_cast<AddOp>(*it);
+          add && add.getLhs().getType() == add.getRhs().getType() &&
+          (add.getLhs() == last || add.getRhs() == last)) {
+        auto residual =
+            inputOf(add.getLhs() == last ? add.getRhs() : add.getLhs());
+        if (failed(residual))
+          return kernel.emitOpError("of kind gemm adds a residual that is not "
+                                    "one of its inputs");
+        step->residual = *residual;
+        step->beta = 1.0f;
+        last = add.getResult();
+        ++it;
+        skipReshapes();
+      }
     if (it != ops.end()) {
       if (isa<ReluOp>(*it) && it->getOperand(0) == last) {
         step->activation = rt::MatmulActivation::Relu;

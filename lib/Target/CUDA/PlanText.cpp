@@ -54,6 +54,8 @@ void kiln::printPlan(const rt::Artifact &a, uint64_t weightBytes,
            << s.matmul.outerStrideC;
       if (s.matmul.bias != rt::kNoBuffer)
         os << " bias " << s.matmul.bias;
+      if (s.matmul.residual != rt::kNoBuffer)
+        os << " residual " << s.matmul.residual << " beta " << s.matmul.beta;
       if (s.matmul.activation == rt::MatmulActivation::Relu)
         os << " relu";
       else if (s.matmul.activation == rt::MatmulActivation::Gelu)

@@ -269,7 +269,8 @@ TEST(HostGemm, MatchesADoubleReference) {
             want[q * s.strideC + i * s.n + j] = static_cast<float>(
                 s.alpha * acc + s.beta * c[q * s.strideC + i * s.n + j]);
           }
-      kiln::rt::host::runGemm(s, a.data(), b.data(), c.data(), nullptr);
+      kiln::rt::host::runGemm(s, a.data(), b.data(), c.data(), nullptr,
+                              c.data());
       for (size_t i = 0; i < c.size(); ++i)
         EXPECT_NEAR(c[i], want[i], 1e-5) << "transA " << transA << " transB "
                                          << transB << " element " << i;
@@ -287,11 +288,11 @@ TEST(HostGemm, Tf32RoundsTheInputsToNearestTiesAway) {
   step.n = 2;
   step.k = 1;
   float c[2] = {0, 0};
-  host::runGemm(step, a, b, c, nullptr);
+  host::runGemm(step, a, b, c, nullptr, c);
   EXPECT_EQ(c[0], (1.0f + 0x1p-12f) * (1.0f + 0x1p-11f));
   EXPECT_EQ(c[1], -c[0]);
   step.tf32 = true;
-  host::runGemm(step, a, b, c, nullptr);
+  host::runGemm(step, a, b, c, nullptr, c);
   EXPECT_EQ(c[0], 1.0f + 0x1p-10f);
   EXPECT_EQ(c[1], -(1.0f + 0x1p-10f));
 }
@@ -308,8 +309,29 @@ TEST(HostGemm, Float64AccumulatesInDouble) {
   s.beta = 1.0f;
   std::vector<double> a = {1.0, std::ldexp(1.0, -30), -1.0}, b = {1, 1, 1},
                       c = {std::ldexp(1.0, -40)};
-  kiln::rt::host::runGemm(s, a.data(), b.data(), c.data(), nullptr);
+  kiln::rt::host::runGemm(s, a.data(), b.data(), c.data(), nullptr,
+                          c.data());
   EXPECT_EQ(c[0], std::ldexp(1.0, -29) + std::ldexp(1.0, -40));
+}
+
+TEST(HostGemm, AResidualIsReadAndCOnlyWritten) {
+  // C = A B + R + bias with R apart from C: C's old contents are not read,
+  // R is not written.
+  MatmulStep s;
+  s.m = 2;
+  s.n = 2;
+  s.k = 1;
+  s.beta = 1.0f;
+  s.residual = 7; // Any id: runGemm takes the pointer.
+  float a[2] = {1, 2}, b[2] = {3, 4}, bias[2] = {0.5f, -0.5f};
+  float residual[4] = {10, 20, 30, 40};
+  float c[4] = {1e30f, 1e30f, 1e30f, 1e30f};
+  kiln::rt::host::runGemm(s, a, b, c, bias, residual);
+  EXPECT_EQ(c[0], 3 + 10 + 0.5f);
+  EXPECT_EQ(c[1], 4 + 20 - 0.5f);
+  EXPECT_EQ(c[2], 6 + 30 + 0.5f);
+  EXPECT_EQ(c[3], 8 + 40 - 0.5f);
+  EXPECT_EQ(residual[3], 40);
 }
 
 TEST(Model, AutoFallsBackToHostWithoutADriver) {

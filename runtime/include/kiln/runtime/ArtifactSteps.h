@@ -48,7 +48,9 @@ constexpr MatmulActivation kLastMatmulActivation = MatmulActivation::Gelu;
 constexpr uint32_t kNoBuffer = UINT32_MAX;
 
 /// A (batched) GEMM run by cuBLASLt: for each batch i, row-major
-/// C_i (m x n) = act(alpha * op(A_i) * op(B_i) + beta * C_i + bias), where op
+/// C_i (m x n) = act(alpha * op(A_i) * op(B_i) + beta * R_i + bias), where R_i
+/// is the residual's matrix i when the step has one (laid out as C), else
+/// C_i's previous contents, op
 /// transposes when the flag is set, the optional bias (n elements) is added
 /// to every row, and `activation` is applied last, all in fp32 before C is
 /// rounded to its type. A_i is stored row-major as m x k (k x m when
@@ -96,8 +98,11 @@ struct MatmulStep {
   uint32_t c = 0;
   /// Scale of the product.
   float alpha = 1.0f;
-  /// Scale of the previous contents of C (1 adds a residual).
+  /// Scale of the residual, or of the previous contents of C without one.
   float beta = 0.0f;
+  /// Buffer id of a residual the product adds (beta * R, cuBLASLt's C with
+  /// the step's C as its D), laid out as C; or kNoBuffer.
+  uint32_t residual = kNoBuffer;
   /// Buffer id of the bias (n elements of `dtype`), or kNoBuffer.
   uint32_t bias = kNoBuffer;
   /// Applied to every element last.
