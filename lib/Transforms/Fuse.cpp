@@ -8,7 +8,8 @@
 // expands, gathers, concats) joins elementwise and attention groups at any
 // shape: the generated code reads through it at a remapped index instead of
 // writing it to memory; so does a reduction's prologue. A matmul takes the
-// bias and activation after it into a GEMM kernel: cuBLASLt's epilogue. A
+// bias, residual add and activation after it into a GEMM kernel: cuBLASLt's
+// epilogue. A
 // cache update is a kernel that writes its new rows, computed through the
 // ops that feed them alone.
 //
@@ -160,12 +161,18 @@ bool isEpilogueActivation(Operation *op, Type element) {
 }
 
 /// Whether `op` adds to `product` a residual of its shape (neither
-/// broadcast), which cuBLASLt reads as its C.
+/// broadcast), which cuBLASLt reads as its C. A residual that an
+/// elementwise op computes for this add alone (a model input's conversion
+/// to fp16) is not taken: cuBLASLt reads memory, so it would need a kernel
+/// of its own, where the add's own kernel computes it on the way.
 bool isResidualAdd(Operation *op, Value product) {
   auto add = dyn_cast<AddOp>(op);
   if (!add || add.getLhs() == add.getRhs())
     return false;
   Value other = add.getLhs() == product ? add.getRhs() : add.getLhs();
+  if (Operation *def = other.getDefiningOp();
+      def && other.hasOneUse() && isElementwise(def))
+    return false;
   return other.getType() == product.getType() &&
          add.getType() == product.getType();
 }

@@ -338,6 +338,24 @@ func.func @negative_gemm_residual_broadcast(%a: tensor<4x8xf32>, %w: tensor<8x16
 
 // -----
 
+/// A residual that an elementwise op computes for the add alone (a model
+/// input converted to fp16) stays out: in the GEMM it would need a kernel of
+/// its own; the add's kernel computes it on the way.
+// CHECK-LABEL: func @negative_gemm_residual_computed_for_it
+// CHECK: kiln.matmul
+// CHECK-NOT: kiln.kernel gemm
+// CHECK: kiln.kernel elementwise
+// CHECK: kiln.cast
+// CHECK: kiln.add
+func.func @negative_gemm_residual_computed_for_it(%a: tensor<4x8xf16>, %w: tensor<8x16xf16>, %x: tensor<4x16xf32>) -> tensor<4x16xf16> {
+  %p = kiln.matmul %a, %w : (tensor<4x8xf16>, tensor<8x16xf16>) -> tensor<4x16xf16>
+  %r = kiln.cast %x : tensor<4x16xf32> -> tensor<4x16xf16>
+  %s = kiln.add %p, %r : (tensor<4x16xf16>, tensor<4x16xf16>) -> tensor<4x16xf16>
+  return %s : tensor<4x16xf16>
+}
+
+// -----
+
 /// A residual after the activation stays out: cuBLASLt adds C before it.
 // CHECK-LABEL: func @negative_gemm_residual_after_activation
 // CHECK: %[[K:.*]] = kiln.kernel gemm

@@ -242,8 +242,10 @@ def KilnFusePass : Pass<"kiln-fuse", "mlir::func::FuncOp"> {
       a bias add) and a transpose of its result;
     - a float `kiln.matmul` followed by what cuBLASLt's epilogue computes
       becomes a `gemm` kernel (one cuBLASLt call): an add of a bias over
-      the product's columns (shape [n] or [1, ..., 1, n]), then a `kiln.relu`
-      or a `kiln.gelu`, each the only user of the one before. cuBLASLt's
+      the product's columns (shape [n] or [1, ..., 1, n]), then an add of a
+      residual of the product's own shape (read as cuBLASLt's C, beta = 1),
+      then a `kiln.relu` or a `kiln.gelu`, each the only user of the one
+      before (reshapes between them included). cuBLASLt's
       GELU is the tanh form: the erf form joins only a 16-bit product, whose
       own rounding exceeds the two forms' difference (4.7e-4 at most). A
       matmul with neither stays a plain matmul (a cuBLASLt call as well);

@@ -8,8 +8,9 @@
 // producers (reshapes, transposes and slices of a packed projection, a bias
 // add) are computed at each element read, so head splitting costs no copy;
 // a transpose of the result (heads merged back) becomes the store index.
-// Tensor-core tiling over query blocks is left for when a GPU is there to
-// measure it.
+// 16-bit operands take the tensor-core generator instead
+// (AttentionTensorCoreEmitter.cpp); with few query rows either one also
+// splits the keys across blocks (AttentionSplitEmitter.cpp).
 //
 //===----------------------------------------------------------------------===//
 

@@ -25,7 +25,9 @@
 // grouped-query heads, the NaN guard and a transposed output work as in the
 // scalar generator. Rows and keys past the ends are staged as zeros and
 // scored -inf. Head sizes up to 128 in steps of 16 (two padded 64-row tiles
-// in 34 KiB of static shared memory).
+// in 34 KiB of static shared memory). The grid is query tiles by heads of
+// the batch (a third axis for the splits of the keys, KeySplit), so a short
+// query length still gives each head its block.
 //
 //===----------------------------------------------------------------------===//
 

@@ -6,7 +6,10 @@
 // thread (kMaxCachedSlots), the first pass reads it from global memory once,
 // through the prologue, into registers, and the other two read the
 // registers: one trip through memory instead of three. Longer rows recompute
-// the prologue in each pass. The epilogue runs on each result element. Floats accumulate in
+// the prologue in each pass. Softmax and layer_norm rows up to 1024
+// elements take one warp each instead, in registers, reduced by shuffles
+// with no block barrier (kMaxWarpSlots). The epilogue runs on each result
+// element. Floats accumulate in
 // their compute type (fp64 for f64, fp32 for the others), integers and
 // booleans in 64 bits: unsigned long long for unsigned types, so that they
 // order as unsigned values, long long for the others.
@@ -106,6 +109,12 @@ SmallVector<bool> reducedDims(Operation *reduction) {
 /// layer_norm (rows up to 16 x 256 = 4096 elements: the hidden sizes of
 /// today's Transformers).
 constexpr int64_t kMaxCachedSlots = 16;
+
+/// Rows of softmax and layer_norm up to 32 x kMaxWarpSlots elements (BERT's
+/// 768 and GPT-2's 1024 hidden sizes) take a warp each, kWarpsPerBlock a
+/// block: their reductions are shuffles, with no block barrier.
+constexpr int64_t kMaxWarpSlots = 32;
+constexpr int64_t kWarpsPerBlock = 4;
 
 /// The block of a row reduction over `length` elements: short rows get a
 /// short block; always whole warps (at least one) for the block reductions.
@@ -226,23 +235,34 @@ FailureOr<LaunchGeometry> emitReduction(KernelOp kernel, StringRef name,
         return failure();
     return body.get(input, "x_idx", inShape, indent);
   };
+  // Softmax and layer_norm rows a warp keeps in registers take a warp each
+  // (kWarpsPerBlock rows a block, reduced by shuffles without a barrier);
+  // other rows a block each. `lane` and `lanes` are a thread's place in its
+  // row's group and the group's size.
+  int64_t rowLength = layout.length.upper();
+  bool warpPerRow = perElement && rowLength > 0 &&
+                    rowLength <= 32 * kMaxWarpSlots;
+  std::string lane = warpPerRow ? "lane" : "threadIdx.x";
+  std::string lanes = warpPerRow ? "32" : "blockDim.x";
   auto loopOpen = [&](const std::string &what) {
     os << "    // " << what << "\n"
-       << "    for (long long j = threadIdx.x; j < " << layout.length
-       << "; j += blockDim.x) {\n"
+       << "    for (long long j = " << lane << "; j < " << layout.length
+       << "; j += " << lanes << ") {\n"
        << "      long long x_idx = " << layout.inputIndex << ";\n";
   };
   // Softmax and layer_norm keep the row in `row_cache` (slot t holds the
-  // thread's element threadIdx.x + t * blockDim.x) when it fits (at the
-  // top of the ranges, for a symbolic row).
-  int64_t blockSize = rowBlockSize(layout.length.upper());
-  int64_t slots = (layout.length.upper() + blockSize - 1) / blockSize;
-  bool cacheRow = slots > 0 && slots <= kMaxCachedSlots;
+  // thread's element lane + t * lanes) when it fits (at the top of the
+  // ranges, for a symbolic row).
+  int64_t blockSize = warpPerRow ? 32 : rowBlockSize(rowLength);
+  int64_t slots = (rowLength + blockSize - 1) / blockSize;
+  bool cacheRow = slots > 0 && slots <= (warpPerRow ? kMaxWarpSlots
+                                                     : kMaxCachedSlots);
   auto cachedLoopOpen = [&](const std::string &what, bool needsIndex) {
     os << "    // " << what << "\n"
        << "#pragma unroll\n"
        << "    for (int t = 0; t < " << slots << "; ++t) {\n"
-       << "      long long j = threadIdx.x + (long long)t * blockDim.x;\n"
+       << "      long long j = " << lane << " + (long long)t * " << lanes
+       << ";\n"
        << "      if (j >= " << layout.length << ") break;\n";
     if (needsIndex)
       os << "      long long x_idx = " << layout.inputIndex << ";\n";
@@ -276,14 +296,30 @@ FailureOr<LaunchGeometry> emitReduction(KernelOp kernel, StringRef name,
       os << "    " << type << " row_cache[" << slots << "];\n";
   };
 
+  // The loop over this thread's rows, and the row's reductions.
+  auto rowLoopOpen = [&]() {
+    if (warpPerRow)
+      os << "  const int lane = threadIdx.x & 31;\n"
+         << "  for (long long row = (long long)blockIdx.x * " << kWarpsPerBlock
+         << " + (threadIdx.x >> 5); row < " << layout.rows
+         << "; row += (long long)gridDim.x * " << kWarpsPerBlock << ") {\n";
+    else
+      os << "  __shared__ " << ft << " scratch[32];\n"
+         << "  for (long long row = blockIdx.x; row < " << layout.rows
+         << "; row += gridDim.x) {\n";
+  };
+  auto rowReduce = [&](const char *op, const std::string &value) {
+    return warpPerRow ? llvm::formatv("kiln_warp_{0}({1})", op, value).str()
+                      : llvm::formatv("kiln_block_{0}({1}, scratch)", op, value)
+                            .str();
+  };
+
   emitSignature(kernel, name, os);
   std::string valueName;
   auto fail = [&]() -> FailureOr<LaunchGeometry> { return failure(); };
   if (isa<SoftmaxOp, LogSoftmaxOp>(reduction)) {
-    os << "  __shared__ " << ft << " scratch[32];\n"
-       << "  for (long long row = blockIdx.x; row < " << layout.rows
-       << "; row += gridDim.x) {\n"
-       << "    " << ft << " row_max = " << f.infinity(/*negative=*/true)
+    rowLoopOpen();
+    os << "    " << ft << " row_max = " << f.infinity(/*negative=*/true)
        << ";\n";
     declareCache(ft);
     passOpen("pass 1: the row's maximum, for a stable exponent");
@@ -291,7 +327,7 @@ FailureOr<LaunchGeometry> emitReduction(KernelOp kernel, StringRef name,
     if (failed(x))
       return fail();
     os << "      row_max = kiln_fmax(row_max, " << *x << ");\n    }\n"
-       << "    row_max = kiln_block_max(row_max, scratch);\n"
+       << "    row_max = " << rowReduce("max", "row_max") << ";\n"
        << "    " << ft << " row_sum = " << f.literal("0.0") << ";\n";
     passOpen("pass 2: the sum of exponents", /*needsIndex=*/false);
     x = rowElement(/*firstPass=*/false);
@@ -299,7 +335,7 @@ FailureOr<LaunchGeometry> emitReduction(KernelOp kernel, StringRef name,
       return fail();
     os << "      row_sum += " << f.fn("exp") << "(" << *x
        << " - row_max);\n    }\n"
-       << "    row_sum = kiln_block_sum(row_sum, scratch);\n";
+       << "    row_sum = " << rowReduce("sum", "row_sum") << ";\n";
     passOpen("pass 3: normalize");
     x = rowElement(/*firstPass=*/false);
     if (failed(x))
@@ -322,17 +358,15 @@ FailureOr<LaunchGeometry> emitReduction(KernelOp kernel, StringRef name,
             ? llvm::formatv("{0:e16}", norm.getEpsilon().convertToDouble())
                   .str()
             : llvm::formatv("{0:e}f", norm.getEpsilon().convertToFloat()).str();
-    os << "  __shared__ " << ft << " scratch[32];\n"
-       << "  for (long long row = blockIdx.x; row < " << layout.rows
-       << "; row += gridDim.x) {\n"
-       << "    " << ft << " row_sum = " << f.literal("0.0") << ";\n";
+    rowLoopOpen();
+    os << "    " << ft << " row_sum = " << f.literal("0.0") << ";\n";
     declareCache(ft);
     passOpen("pass 1: mean");
     auto x = rowElement(/*firstPass=*/true);
     if (failed(x))
       return fail();
     os << "      row_sum += " << *x << ";\n    }\n"
-       << "    " << ft << " mean = kiln_block_sum(row_sum, scratch) / "
+       << "    " << ft << " mean = " << rowReduce("sum", "row_sum") << " / "
        << length << ";\n"
        << "    " << ft << " row_sq = " << f.literal("0.0") << ";\n";
     // Two passes over the row: the centered variance loses nothing to
@@ -344,7 +378,8 @@ FailureOr<LaunchGeometry> emitReduction(KernelOp kernel, StringRef name,
     os << "      " << ft << " centered = " << *x << " - mean;\n"
        << "      row_sq += centered * centered;\n    }\n"
        << "    " << ft << " inv_std = " << f.fn("rsqrt")
-       << "(kiln_block_sum(row_sq, scratch) / " << length << " + " << epsilon
+       << "(" << rowReduce("sum", "row_sq") << " / " << length << " + "
+       << epsilon
        << ");\n";
     passOpen("pass 3: normalize, scale and shift");
     x = rowElement(/*firstPass=*/false);
@@ -477,6 +512,11 @@ FailureOr<LaunchGeometry> emitReduction(KernelOp kernel, StringRef name,
      << ";\n    }\n  }\n}\n";
 
   LaunchGeometry geometry;
+  if (warpPerRow) {
+    setGridDim(geometry, 0, layout.rows, kWarpsPerBlock, kMaxGrid);
+    geometry.block[0] = static_cast<uint32_t>(32 * kWarpsPerBlock);
+    return geometry;
+  }
   setGridDim(geometry, 0, layout.rows, 1, kMaxGrid);
   geometry.block[0] = static_cast<uint32_t>(blockSize);
   return geometry;

@@ -4,9 +4,12 @@
 // RUN: kilnc %s -o %t.so && nm -D --defined-only %t.so | FileCheck %s --check-prefix=SYMS
 
 // CHECK: extern "C" __global__ void kiln_reduction_0(const float *__restrict__ in0, const float *__restrict__ in1, float *__restrict__ out0)
-// CHECK: __shared__ float scratch[32];
-// CHECK: row_max = kiln_block_max(row_max, scratch);
-// CHECK: row_sum = kiln_block_sum(row_sum, scratch);
+// A short row: a warp each, four a block, reduced by shuffles.
+// CHECK-NOT: __shared__
+// CHECK: const int lane = threadIdx.x & 31;
+// CHECK: for (long long row = (long long)blockIdx.x * 4 + (threadIdx.x >> 5); row < 3LL; row += (long long)gridDim.x * 4) {
+// CHECK: row_max = kiln_warp_max(row_max);
+// CHECK: row_sum = kiln_warp_sum(row_sum);
 // The epilogue (mul, add, erf) runs on each normalized element.
 // CHECK: float [[P:v[0-9]+]] = expf(v{{[0-9]+}} - row_max) / row_sum;
 // CHECK: in1[((x_idx / 1) % 5) * 1]
@@ -19,7 +22,7 @@
 // CHECK: out0[i] = [[V]];
 
 // PLAN: matmul float32 batch 1 m 3 n 5 k 4 transA 0 transB 0
-// PLAN: launch kiln_reduction_0 grid 3 block 32
+// PLAN: launch kiln_reduction_0 grid 1 block 128
 // PLAN: launch kiln_copy_1 grid 1 block 256
 
 // SYMS-DAG: T kiln_model_create
