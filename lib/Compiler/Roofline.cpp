@@ -121,7 +121,7 @@ std::vector<double> flopsOfKernels(const rt::Artifact &artifact,
       ++op;
     lastIndex = index;
     flops.push_back(part == "combine" || op >= opFlops.size() ? 0.0
-                                                               : opFlops[op]);
+                                                              : opFlops[op]);
   }
   return flops;
 }

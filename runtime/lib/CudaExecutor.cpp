@@ -860,9 +860,8 @@ Status CudaExecutor::issueSteps(const std::vector<cu::DevicePtr> &in,
       cu::DevicePtr base[3] = {address(m.b, in, out), address(m.a, in, out),
                                address(m.c, in, out)};
       // What beta scales: the residual, laid out as C, or C itself.
-      cu::DevicePtr residualBase = m.residual == kNoBuffer
-                                       ? base[2]
-                                       : address(m.residual, in, out);
+      cu::DevicePtr residualBase =
+          m.residual == kNoBuffer ? base[2] : address(m.residual, in, out);
       cu::DevicePtr bias =
           m.bias == kNoBuffer ? kMaxAlign : address(m.bias, in, out);
       if (Status s = setBiasPointer(plan, bias); !s.isOk())
@@ -895,8 +894,8 @@ Status CudaExecutor::issueSteps(const std::vector<cu::DevicePtr> &in,
                 reinterpret_cast<const void *>(ptrs[0]), plan.aLayout,
                 reinterpret_cast<const void *>(ptrs[1]), plan.bLayout, beta,
                 reinterpret_cast<const void *>(residual), plan.cLayout, c,
-                plan.cLayout, algo,
-                reinterpret_cast<void *>(workspace), kWorkspaceBytes, target);
+                plan.cLayout, algo, reinterpret_cast<void *>(workspace),
+                kWorkspaceBytes, target);
             st != lt::kSuccess)
           return lt::cublasError(*ltApi, st, where + ": cublasLtMatmul");
       }

@@ -166,8 +166,7 @@ void runGemmIn(const MatmulStep &s, const void *a, const void *b, void *c,
 } // namespace
 
 void kiln::rt::host::runGemm(const MatmulStep &s, const void *a, const void *b,
-                             void *c, const void *bias,
-                             const void *residual) {
+                             void *c, const void *bias, const void *residual) {
   if (s.dtype == DType::F64)
     runGemmIn<double>(s, a, b, c, bias, residual);
   else

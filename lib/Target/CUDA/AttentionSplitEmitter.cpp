@@ -98,7 +98,8 @@ static LaunchGeometry emitCombine(const AttentionParts &parts,
   for (StringRef dim : dimNamesOf(attention->getParentOfType<func::FuncOp>()))
     os << ", long long " << dimParameterName(dim);
   os << ") {\n"
-     << parts.sinkTable << "  const float neg_inf = __int_as_float(0xff800000);\n"
+     << parts.sinkTable
+     << "  const float neg_inf = __int_as_float(0xff800000);\n"
      << "  const float log2e = 1.4426950408889634f;\n"
      << "  (void)log2e;\n"
      << "  const long long splits = " << splitCountText(split, parts.keys)
@@ -108,8 +109,7 @@ static LaunchGeometry emitCombine(const AttentionParts &parts,
      << "    const long long i = row % " << parts.queries << ";\n"
      << "    const long long h = (row / " << parts.queries << ") % "
      << parts.heads << "LL;\n"
-     << "    const long long b = row / " << parts.queries * parts.heads
-     << ";\n"
+     << "    const long long b = row / " << parts.queries * parts.heads << ";\n"
      << "    const float *partial = partials + row * splits * " << width
      << "LL;\n"
      << "    // The largest maximum (a sink's logit is one more), then each\n"
@@ -158,22 +158,21 @@ emitSplitAttention(KernelOp kernel, StringRef name, llvm::raw_ostream &os) {
   result.splitName = (name + "_split").str();
   result.combineName = (name + "_combine").str();
   bool log2Units = true;
-  auto geometry = emitTensorCoreAttention(kernel, *parts, &*split,
-                                          result.splitName, os);
+  auto geometry =
+      emitTensorCoreAttention(kernel, *parts, &*split, result.splitName, os);
   if (!geometry) {
     log2Units = false;
-    geometry = emitScalarAttention(kernel, *parts, &*split, result.splitName,
-                                   os);
+    geometry =
+        emitScalarAttention(kernel, *parts, &*split, result.splitName, os);
   }
   if (failed(*geometry))
     return FailureOr<SplitAttention>(failure());
   result.split = **geometry;
   result.combine =
       emitCombine(*parts, *split, log2Units, result.combineName, os);
-  result.scratchElements =
-      parts->batch.upper() * parts->heads *
-      std::min(parts->queries.upper(), kMostSplitQueries) * split->maxSplits *
-      (parts->valueSize + 2);
+  result.scratchElements = parts->batch.upper() * parts->heads *
+                           std::min(parts->queries.upper(), kMostSplitQueries) *
+                           split->maxSplits * (parts->valueSize + 2);
   if (parts->queries.upper() > kMostSplitQueries) {
     result.queries = parts->queries.getExpr();
     result.mostQueries = kMostSplitQueries;

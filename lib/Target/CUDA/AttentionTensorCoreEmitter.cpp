@@ -144,8 +144,7 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
          << input << " & 15) == 0;\n";
   // This block's keys: all, or its split's.
   if (split)
-    os << "  const long long splits = " << splitCountText(*split, keys)
-       << ";\n"
+    os << "  const long long splits = " << splitCountText(*split, keys) << ";\n"
        << "  const long long key_begin = (long long)blockIdx.z * "
        << split->chunk << "LL;\n"
        << "  const long long key_end = min(" << keys << ", key_begin + "
@@ -255,8 +254,8 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
   };
   if (failed(stage(attention.getKey(), keyInput, "k_tile", dq, "key_begin",
                    "    ")) ||
-      failed(stage(attention.getValue(), valueInput, "v_tile", dv,
-                   "key_begin", "    ")))
+      failed(stage(attention.getValue(), valueInput, "v_tile", dv, "key_begin",
+                   "    ")))
     return FailureOr<LaunchGeometry>(failure());
   // A split leaves the sink to the combine.
   std::string sink = split ? "neg_inf" : parts.sinkValue + " * log2e";

@@ -40,8 +40,8 @@ public:
     if (!arenaBytes)
       return func.emitError("memory is not planned (run kiln-plan-memory)");
     artifact.arenaBytes = arenaBytes.getInt();
-    scratchOffset = (artifact.arenaBytes + kWeightAlign - 1) / kWeightAlign *
-                    kWeightAlign;
+    scratchOffset =
+        (artifact.arenaBytes + kWeightAlign - 1) / kWeightAlign * kWeightAlign;
     if (failed(addDims()))
       return failure();
     if (checkIndices)
@@ -385,8 +385,8 @@ private:
     if (keys.queries) {
       DimExpr most = DimExpr::constant(keys.mostQueries);
       DimExpr past = *DimExpr::sub(*keys.queries, most);
-      DimExpr within = *DimExpr::sub(DimExpr::constant(keys.mostQueries + 1),
-                                     *keys.queries);
+      DimExpr within =
+          *DimExpr::sub(DimExpr::constant(keys.mostQueries + 1), *keys.queries);
       size_t last = artifact.steps.size() - 1;
       guardStep(last - 2, past);
       guardStep(last - 1, within);
@@ -570,8 +570,8 @@ private:
     // A bias is one row ([n] or [1, ..., 1, n]), added to every row.
     auto isRow = [](Value v) {
       ArrayRef<int64_t> shape = tensorType(v).getShape();
-      return !shape.empty() && llvm::all_of(shape.drop_back(),
-                                            [](int64_t d) { return d == 1; });
+      return !shape.empty() &&
+             llvm::all_of(shape.drop_back(), [](int64_t d) { return d == 1; });
     };
     if (it != ops.end())
       if (auto add = dyn_cast<AddOp>(*it);

@@ -11,8 +11,7 @@ static void printRunsIf(const rt::Artifact &a, size_t index,
                         llvm::raw_ostream &os) {
   for (const rt::SizeBinding &b : a.symbolic.bindings)
     if (b.field == rt::SizeField::StepRuns && b.target == index)
-      os << " runs if " << rt::sizeText(b.formula, a.symbolic.dims)
-         << " >= 1";
+      os << " runs if " << rt::sizeText(b.formula, a.symbolic.dims) << " >= 1";
 }
 
 void kiln::printPlan(const rt::Artifact &a, uint64_t weightBytes,

@@ -240,8 +240,8 @@ FailureOr<LaunchGeometry> emitReduction(KernelOp kernel, StringRef name,
   // other rows a block each. `lane` and `lanes` are a thread's place in its
   // row's group and the group's size.
   int64_t rowLength = layout.length.upper();
-  bool warpPerRow = perElement && rowLength > 0 &&
-                    rowLength <= 32 * kMaxWarpSlots;
+  bool warpPerRow =
+      perElement && rowLength > 0 && rowLength <= 32 * kMaxWarpSlots;
   std::string lane = warpPerRow ? "lane" : "threadIdx.x";
   std::string lanes = warpPerRow ? "32" : "blockDim.x";
   auto loopOpen = [&](const std::string &what) {
@@ -255,8 +255,8 @@ FailureOr<LaunchGeometry> emitReduction(KernelOp kernel, StringRef name,
   // ranges, for a symbolic row).
   int64_t blockSize = warpPerRow ? 32 : rowBlockSize(rowLength);
   int64_t slots = (rowLength + blockSize - 1) / blockSize;
-  bool cacheRow = slots > 0 && slots <= (warpPerRow ? kMaxWarpSlots
-                                                     : kMaxCachedSlots);
+  bool cacheRow =
+      slots > 0 && slots <= (warpPerRow ? kMaxWarpSlots : kMaxCachedSlots);
   auto cachedLoopOpen = [&](const std::string &what, bool needsIndex) {
     os << "    // " << what << "\n"
        << "#pragma unroll\n"
@@ -309,9 +309,9 @@ FailureOr<LaunchGeometry> emitReduction(KernelOp kernel, StringRef name,
          << "; row += gridDim.x) {\n";
   };
   auto rowReduce = [&](const char *op, const std::string &value) {
-    return warpPerRow ? llvm::formatv("kiln_warp_{0}({1})", op, value).str()
-                      : llvm::formatv("kiln_block_{0}({1}, scratch)", op, value)
-                            .str();
+    return warpPerRow
+               ? llvm::formatv("kiln_warp_{0}({1})", op, value).str()
+               : llvm::formatv("kiln_block_{0}({1}, scratch)", op, value).str();
   };
 
   emitSignature(kernel, name, os);
@@ -377,9 +377,8 @@ FailureOr<LaunchGeometry> emitReduction(KernelOp kernel, StringRef name,
       return fail();
     os << "      " << ft << " centered = " << *x << " - mean;\n"
        << "      row_sq += centered * centered;\n    }\n"
-       << "    " << ft << " inv_std = " << f.fn("rsqrt")
-       << "(" << rowReduce("sum", "row_sq") << " / " << length << " + "
-       << epsilon
+       << "    " << ft << " inv_std = " << f.fn("rsqrt") << "("
+       << rowReduce("sum", "row_sq") << " / " << length << " + " << epsilon
        << ");\n";
     passOpen("pass 3: normalize, scale and shift");
     x = rowElement(/*firstPass=*/false);

@@ -309,8 +309,7 @@ TEST(HostGemm, Float64AccumulatesInDouble) {
   s.beta = 1.0f;
   std::vector<double> a = {1.0, std::ldexp(1.0, -30), -1.0}, b = {1, 1, 1},
                       c = {std::ldexp(1.0, -40)};
-  kiln::rt::host::runGemm(s, a.data(), b.data(), c.data(), nullptr,
-                          c.data());
+  kiln::rt::host::runGemm(s, a.data(), b.data(), c.data(), nullptr, c.data());
   EXPECT_EQ(c[0], std::ldexp(1.0, -29) + std::ldexp(1.0, -40));
 }
 
