@@ -9,6 +9,9 @@ torch.nn.functional.scaled_dot_product_attention restricted to the flash
 backend on the same shapes, timed with CUDA events after a warm-up. Both
 report the median; TFLOP/s counts 4*B*H*S*S*D operations (the two products).
 Kiln's kernel is timed with 4 and 8 warps a block (KILN_ATTENTION_WARPS).
+Decoding shapes (one query row over a long cache: B, H, 1, S keys, D) time
+the split-keys form (flash-decoding) and report the bandwidth of reading the
+keys and values once, 2*B*H*S*D 16-bit elements, in GB/s.
 Correctness is not checked here: the lit tests and scripts/gpu_check.sh
 compare the same kernel with the reference at smaller shapes.
 
@@ -26,20 +29,27 @@ import peers  # noqa: E402
 
 SHAPES = [(8, 16, 512, 64), (8, 16, 512, 128), (8, 16, 2048, 64),
           (8, 16, 2048, 128)]
+# (B, H, keys, D) with one query row.
+DECODE_SHAPES = [(1, 32, 4096, 128), (8, 32, 2048, 128), (1, 12, 1024, 64)]
 
 
-def attention_mlir(b, h, s, d):
-    t = f"tensor<{b}x{h}x{s}x{d}xf32>"
-    return (f"func.func @main(%q: {t}, %k: {t}, %v: {t}) -> {t} {{\n"
+def attention_mlir(b, h, s, d, keys=None):
+    keys = s if keys is None else keys
+    q = f"tensor<{b}x{h}x{s}x{d}xf32>"
+    kv = f"tensor<{b}x{h}x{keys}x{d}xf32>"
+    return (f"func.func @main(%q: {q}, %k: {kv}, %v: {kv}) -> {q} {{\n"
             f"  %a = kiln.attention %q, %k, %v {{scale = {d ** -0.5} : f32}}"
-            f" : ({t}, {t}, {t}) -> {t}\n"
-            f"  return %a : {t}\n}}\n")
+            f" : ({q}, {kv}, {kv}) -> {q}\n"
+            f"  return %a : {q}\n}}\n")
 
 
-def kiln_ms(tools, work, shape, precision, warps, warmup, iters):
-    path = os.path.join(work, "attention_%dx%dx%dx%d.mlir" % shape)
+def kiln_ms(tools, work, shape, precision, warps, warmup, iters, keys=None):
+    name = "attention_%dx%dx%dx%d" % shape
+    if keys is not None:
+        name += "_keys%d" % keys
+    path = os.path.join(work, name + ".mlir")
     with open(path, "w") as f:
-        f.write(attention_mlir(*shape))
+        f.write(attention_mlir(*shape, keys=keys))
     cmd = [os.path.join(tools, "kiln-run"), path, "--backend", "cuda",
            "--precision", precision, "--keep-io-types=false", "--bench",
            "--warmup", str(warmup), "--iters", str(iters)]
@@ -53,11 +63,14 @@ def kiln_ms(tools, work, shape, precision, warps, warmup, iters):
     return float(m.group(1)) / (1000.0 if m.group(2) == "us" else 1.0)
 
 
-def sdpa_ms(shape, precision, warmup, iters):
+def sdpa_ms(shape, precision, warmup, iters, keys=None):
     import torch
     from torch.nn.attention import SDPBackend, sdpa_kernel
     dtype = torch.float16 if precision == "fp16" else torch.bfloat16
-    q, k, v = (torch.randn(shape, device="cuda", dtype=dtype) for _ in range(3))
+    b, h, s, d = shape
+    kv = (b, h, s if keys is None else keys, d)
+    q = torch.randn(shape, device="cuda", dtype=dtype)
+    k, v = (torch.randn(kv, device="cuda", dtype=dtype) for _ in range(2))
     with sdpa_kernel([SDPBackend.FLASH_ATTENTION]):
         times, _ = peers.time_calls(
             lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v),
@@ -91,6 +104,20 @@ def main():
                             f"| {k:.3f} | {flops / k / 1e9:.1f} | {t:.3f} | "
                             f"{flops / t / 1e9:.1f} | {t / k:.2f}x |")
                 print(rows[-1], flush=True)
+    rows += ["", "| precision | B | H | keys | D | Kiln ms | Kiln GB/s | "
+             "flash SDPA ms | SDPA GB/s | Kiln / SDPA speed |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for precision in args.precisions.split(","):
+        for b, h, keys, d in DECODE_SHAPES:
+            shape = (b, h, 1, d)
+            moved = 2.0 * b * h * keys * d * 2
+            t = sdpa_ms(shape, precision, args.warmup, args.iters, keys)
+            k = kiln_ms(args.tools, args.work, shape, precision, 4,
+                        args.warmup, args.iters, keys)
+            rows.append(f"| {precision} | {b} | {h} | {keys} | {d} | {k:.4f} "
+                        f"| {moved / k / 1e6:.0f} | {t:.4f} | "
+                        f"{moved / t / 1e6:.0f} | {t / k:.2f}x |")
+            print(rows[-1], flush=True)
     table = "\n".join(rows) + "\n"
     print(table)
     if args.out:

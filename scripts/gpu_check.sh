@@ -68,7 +68,7 @@ if want lit; then
 fi
 
 if want attention; then
-  timeout 180 python3 bench/attention.py --tools build-gpu/bin --out "$out/attention.md" \
+  timeout 240 python3 bench/attention.py --tools build-gpu/bin --out "$out/attention.md" \
     >"$out/attention.log" 2>&1
   note "attention bench: exit $?"
   awk '/^\|/ && !seen[$0]++' "$out/attention.log" >>"$summary"

@@ -121,7 +121,6 @@ FailureOr<LaunchGeometry> emitScalarAttention(KernelOp kernel,
   Size rows = parts.batch * heads * queries;
   int64_t block = std::clamp<int64_t>((keys.upper() + 31) / 32 * 32, 32, 128);
   int64_t perThread = (valueSize + block - 1) / block;
-  Type et = attention.getType().getElementType();
   BodyEmitter values(kernel, os);
   // Loads `operand` (computing its in-kernel producers) at a flat index of
   // its [B, H, S, D] shape.
@@ -145,15 +144,7 @@ FailureOr<LaunchGeometry> emitScalarAttention(KernelOp kernel,
      << "  __shared__ float scratch[32];\n"
      << "  const float neg_inf = __int_as_float(0xff800000);\n";
   // This block's keys: all, or its split's.
-  if (split)
-    os << "  const long long splits = " << splitCountText(*split, keys)
-       << ";\n"
-       << "  const long long key_begin = (long long)blockIdx.y * "
-       << split->chunk << "LL;\n"
-       << "  const long long key_end = min(" << keys << ", key_begin + "
-       << split->chunk << "LL);\n";
-  else
-    os << "  const long long key_begin = 0LL, key_end = " << keys << ";\n";
+  os << keyRangeText(split, keys, "y");
   os << "  for (long long row = blockIdx.x; row < " << rows
      << "; row += gridDim.x) {\n"
      << "    long long i = row % " << queries << ";\n"
@@ -252,12 +243,8 @@ FailureOr<LaunchGeometry> emitScalarAttention(KernelOp kernel,
   os << "    for (int r = 0; r < " << perThread << "; ++r) {\n"
      << "      long long d = threadIdx.x + r * " << block << "LL;\n"
      << "      if (d < " << valueSize << "LL)\n"
-     << "        out0[" << outIndex << "] = "
-     << storeExpr(et, attention.getZeroNanProbs()
-                          ? "((running_sum == 0.0f || running_sum != "
-                            "running_sum) ? 0.0f : acc[r] / running_sum)"
-                          : "acc[r] / running_sum")
-     << ";\n"
+     << "        out0[" << outIndex
+     << "] = " << normalizedOutput(attention, "acc[r]", "running_sum") << ";\n"
      << "    }\n  }\n}\n";
   LaunchGeometry geometry;
   setGridDim(geometry, 0, rows, 1, kMaxGrid);

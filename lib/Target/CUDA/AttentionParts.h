@@ -51,6 +51,16 @@ struct KeySplit {
 /// [1, maxSplits] (the split kernel's grid binding computes the same).
 std::string splitCountText(const KeySplit &split, const Size &keys);
 
+/// The declarations of a block's keys [key_begin, key_end): all of them, or
+/// with `split` those of the split at blockIdx.`axis` (and `splits`).
+std::string keyRangeText(const KeySplit *split, const Size &keys,
+                         llvm::StringRef axis);
+
+/// The stored output `acc / sum` of `attention` in its element type, 0 for a
+/// row with no weight under zero_nan_probs.
+std::string normalizedOutput(AttentionOp attention, llvm::StringRef acc,
+                             llvm::StringRef sum);
+
 /// Reads the attention kernel `kernel`; fails with an error at it when it is
 /// not one attention (and maybe a transpose of its result) or its heads or
 /// head sizes are symbolic.

@@ -42,6 +42,27 @@ std::string splitCountText(const KeySplit &split, const Size &keys) {
                        split.maxSplits, keys, split.chunk - 1, split.chunk);
 }
 
+std::string keyRangeText(const KeySplit *split, const Size &keys,
+                         StringRef axis) {
+  if (!split)
+    return llvm::formatv("  const long long key_begin = 0LL, key_end = {0};\n",
+                         keys);
+  return llvm::formatv(
+      "  const long long splits = {0};\n"
+      "  const long long key_begin = (long long)blockIdx.{1} * {2}LL;\n"
+      "  const long long key_end = min({3}, key_begin + {2}LL);\n",
+      splitCountText(*split, keys), axis, split->chunk, keys);
+}
+
+std::string normalizedOutput(AttentionOp attention, StringRef acc,
+                             StringRef sum) {
+  std::string value = llvm::formatv("{0} / {1}", acc, sum);
+  if (attention.getZeroNanProbs())
+    value =
+        llvm::formatv("(({0} == 0.0f || {0} != {0}) ? 0.0f : {1})", sum, value);
+  return storeExpr(attention.getType().getElementType(), value);
+}
+
 /// The least query length over the dims' ranges.
 static int64_t fewestQueries(const AttentionParts &parts) {
   DimRanges ranges = dimRangesOf(
@@ -132,11 +153,8 @@ static LaunchGeometry emitCombine(const AttentionParts &parts,
      << "      for (long long s = 0; s < splits; ++s)\n"
      << "        acc += weight(partial[s * " << width << "LL + " << dv
      << "]) * partial[s * " << width << "LL + d];\n"
-     << "      out0[" << parts.outIndex << "] = "
-     << storeExpr(et, attention.getZeroNanProbs()
-                          ? "((sum == 0.0f || sum != sum) ? 0.0f : acc / sum)"
-                          : "acc / sum")
-     << ";\n"
+     << "      out0[" << parts.outIndex
+     << "] = " << normalizedOutput(attention, "acc", "sum") << ";\n"
      << "    }\n  }\n}\n";
   LaunchGeometry geometry;
   setGridDim(geometry, 0, rows, 1, kMaxGrid);

@@ -143,14 +143,7 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
       os << "  const bool " << input << "_async = ((unsigned long long)"
          << input << " & 15) == 0;\n";
   // This block's keys: all, or its split's.
-  if (split)
-    os << "  const long long splits = " << splitCountText(*split, keys) << ";\n"
-       << "  const long long key_begin = (long long)blockIdx.z * "
-       << split->chunk << "LL;\n"
-       << "  const long long key_end = min(" << keys << ", key_begin + "
-       << split->chunk << "LL);\n";
-  else
-    os << "  const long long key_begin = 0LL, key_end = " << keys << ";\n";
+  os << keyRangeText(split, keys, "z");
   // Query tiles along x, heads of the batch along y, so that a short
   // query length still spreads its heads over the grid.
   os << "  const long long query_tiles = (" << queries << " + " << rows - 1
@@ -421,12 +414,8 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
      << "        for (int e = 0; e < 2; ++e) {\n"
      << "          const long long d = n * 8 + 2 * t + e;\n"
      << "          const float acc = o[n][r * 2 + e];\n"
-     << "          out0[" << parts.outIndex << "] = "
-     << storeExpr(et, attention.getZeroNanProbs()
-                          ? "((l[r] == 0.0f || l[r] != l[r]) ? 0.0f : acc / "
-                            "l[r])"
-                          : "acc / l[r]")
-     << ";\n"
+     << "          out0[" << parts.outIndex
+     << "] = " << normalizedOutput(attention, "acc", "l[r]") << ";\n"
      << "        }\n"
      << "    }\n"
      << "  }\n"
