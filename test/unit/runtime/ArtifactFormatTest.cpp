@@ -526,6 +526,34 @@ TEST(ArtifactFormat, RejectsBadSteps) {
     expectRejected(a, "matmul bias");
   }
   {
+    // A matmul residual (cuBLASLt's C): laid out as C, of the matmul's type,
+    // and C's very storage or none of it. The weight r (8 floats) fits, and
+    // survives the encoding.
+    Artifact a = makeRichArtifact();
+    a.steps[0].matmul.residual = 3;
+    a.steps[0].matmul.beta = 1.0f;
+    std::string error;
+    EXPECT_TRUE(validateArtifact(a, error)) << error;
+    Artifact back;
+    std::string bytes = serializeArtifact(a);
+    ASSERT_TRUE(deserializeArtifact(bytes.data(), bytes.size(), back, error))
+        << error;
+    EXPECT_EQ(back.steps[0].matmul.residual, 3u);
+    a.steps[0].matmul.residual = 6; // t.flat: C itself, read in place
+    EXPECT_TRUE(validateArtifact(a, error)) << error;
+    a.steps[0].matmul.residual = 99;
+    expectRejected(a, "matmul residual");
+    a.buffers.push_back(makeBuffer(BufferKind::Weight, "short", {3}, 0));
+    a.steps[0].matmul.residual = static_cast<uint32_t>(a.buffers.size() - 1);
+    expectRejected(a, "matmul residual does not fit");
+    a.buffers.push_back(makeBuffer(BufferKind::Arena, "t.shifted", {8}, 16));
+    a.steps[0].matmul.residual = static_cast<uint32_t>(a.buffers.size() - 1);
+    expectRejected(a, "matmul output c partly overlaps its residual");
+    a.buffers.back().dtype = DType::F16;
+    a.buffers.back().bytes = 16;
+    expectRejected(a, "must be float32");
+  }
+  {
     Artifact a = makeRichArtifact();
     a.steps[2].copy.bytes = 33;
     expectRejected(a, "copy of 33 bytes exceeds");
