@@ -6,6 +6,7 @@
 
 #include "kiln/Dialect/Kiln/KilnOps.h"
 #include "kiln/Dialect/Kiln/TensorNames.h"
+#include "kiln/Target/CUDA/PlanText.h"
 #include "kiln/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -128,16 +129,6 @@ std::vector<bool> runsAtTop(const rt::Artifact &artifact) {
       runs[b.target] = false;
   }
   return runs;
-}
-
-/// ` runs if F >= 1` for each condition of step `index`.
-std::string conditionsOf(const rt::Artifact &artifact, size_t index) {
-  std::string text;
-  for (const rt::SizeBinding &b : artifact.symbolic.bindings)
-    if (b.field == rt::SizeField::StepRuns && b.target == index)
-      text += "  runs if " + rt::sizeText(b.formula, artifact.symbolic.dims) +
-              " >= 1";
-  return text;
 }
 
 Roofline rooflineOf(const rt::Artifact &artifact, const CompileReport &report) {
@@ -317,7 +308,8 @@ void printReportText(const rt::Artifact &artifact, const CompileReport &report,
                           occupancy.fraction,
                           cost.tensorCores ? ", mma.sync" : "");
     }
-    os << conditionsOf(artifact, i);
+    if (std::string runsIf = runsIfText(artifact, i); !runsIf.empty())
+      os << "  " << runsIf;
     if (i < report.origins.size() && !report.origins[i].empty()) {
       os << "  <- ";
       llvm::interleave(report.origins[i], os, ", ");
@@ -394,8 +386,8 @@ void printReportJson(const rt::Artifact &artifact, const CompileReport &report,
                               {"tensor_cores", cost.tensorCores}};
     if (roofline.gpu)
       launch["floor_us"] = floorSeconds(cost, *roofline.gpu) * 1e6;
-    if (std::string runsIf = conditionsOf(artifact, i); !runsIf.empty())
-      launch["runs_if"] = llvm::StringRef(runsIf).trim().str();
+    if (std::string runsIf = runsIfText(artifact, i); !runsIf.empty())
+      launch["runs_if"] = runsIf;
     if (step.kind == rt::Step::Kind::Launch) {
       launch["grid"] = llvm::json::Array{
           step.launch.grid[0], step.launch.grid[1], step.launch.grid[2]};

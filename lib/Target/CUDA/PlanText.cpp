@@ -6,12 +6,13 @@
 
 using namespace kiln;
 
-/// ` runs if F >= 1` for each condition of step `index` (StepRuns).
-static void printRunsIf(const rt::Artifact &a, size_t index,
-                        llvm::raw_ostream &os) {
+std::string kiln::runsIfText(const rt::Artifact &a, size_t step) {
+  std::string text;
   for (const rt::SizeBinding &b : a.symbolic.bindings)
-    if (b.field == rt::SizeField::StepRuns && b.target == index)
-      os << " runs if " << rt::sizeText(b.formula, a.symbolic.dims) << " >= 1";
+    if (b.field == rt::SizeField::StepRuns && b.target == step)
+      text += (text.empty() ? "runs if " : " and ") +
+              rt::sizeText(b.formula, a.symbolic.dims) + " >= 1";
+  return text;
 }
 
 void kiln::printPlan(const rt::Artifact &a, uint64_t weightBytes,
@@ -37,7 +38,8 @@ void kiln::printPlan(const rt::Artifact &a, uint64_t weightBytes,
       os << " block " << s.launch.block[0] << " args";
       for (uint32_t arg : s.launch.args)
         os << " " << arg;
-      printRunsIf(a, index, os);
+      if (std::string runsIf = runsIfText(a, index); !runsIf.empty())
+        os << " " << runsIf;
       os << "\n";
       break;
     case rt::Step::Kind::Matmul:

@@ -14,6 +14,11 @@
 
 namespace kiln {
 
+/// When step `step` runs, for a step guarded by the dims
+/// (rt::SizeField::StepRuns): "runs if 17 - s >= 1", conditions joined by
+/// "and"; empty for a step that always runs.
+std::string runsIfText(const rt::Artifact &artifact, size_t step);
+
 /// Prints `artifact`'s arena size, `weightBytes`, buffers and steps.
 void printPlan(const rt::Artifact &artifact, uint64_t weightBytes,
                llvm::raw_ostream &os);
