@@ -5,8 +5,8 @@
 # then, there, from the repository root with build-gpu/ carried:
 #   scripts/gpu_check.sh [OUTDIR] [SECTIONS]
 # SECTIONS (default all): gtest, lit, attention, profile, sanitizer, models,
-# bench. Logs
-# go to build-gpu/out, and summary.txt and logs.tgz (all of them) to OUTDIR
+# bench. Logs go to build-gpu/out (KILN_GPU_OUT names another, so that two
+# calls can run side by side), and summary.txt and logs.tgz (all of them) to OUTDIR
 # (default $OUT, where the device tool fetches from); what passed is the last
 # thing printed.
 set -uo pipefail
@@ -14,7 +14,7 @@ cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 export ROOT
 dest=${1:-${OUT:-}}
-out=build-gpu/out
+out=${KILN_GPU_OUT:-build-gpu/out}
 sections=${2:-gtest,lit,attention,profile,sanitizer,models,bench}
 rm -rf "$out" && mkdir -p "$out/lit"
 summary="$out/summary.txt"
@@ -165,7 +165,7 @@ fi
 if [ -n "$dest" ]; then
   mkdir -p "$dest"
   cp "$summary" "$dest/"
-  tar czf "$dest/logs.tgz" -C build-gpu out
+  tar czf "$dest/logs.tgz" -C "$(dirname "$out")" "$(basename "$out")"
 fi
 echo "===== summary"
 cat "$summary"

@@ -105,6 +105,37 @@ Group buildReductionGroup(Operation *reduction,
   return group;
 }
 
+/// Whether `bias` adds one value per column of `product` to every row: its
+/// shape is [n] or [1, ..., 1, n] with n the product's columns.
+bool isRowBias(Value bias, Value product) {
+  auto type = cast<RankedTensorType>(bias.getType());
+  auto productType = cast<RankedTensorType>(product.getType());
+  ArrayRef<int64_t> shape = type.getShape();
+  return type.getElementType() == productType.getElementType() &&
+         type.hasStaticShape() && !shape.empty() &&
+         shape.back() == productType.getShape().back() &&
+         llvm::all_of(shape.drop_back(), [](int64_t d) { return d == 1; });
+}
+
+/// Whether `op` adds a bias row to a product that only it uses: a GEMM's
+/// bias epilogue (buildGemmGroup), where cuBLASLt adds it for free.
+bool isGemmBias(Operation *op) {
+  auto add = dyn_cast<AddOp>(op);
+  if (!add)
+    return false;
+  for (auto [product, bias] :
+       {std::pair{add.getLhs(), add.getRhs()}, {add.getRhs(), add.getLhs()}}) {
+    auto matmul = product.getDefiningOp<MatmulOp>();
+    if (!matmul || !product.hasOneUse() || bias == product)
+      continue;
+    Type element = matmul.getType().getElementType();
+    if (isa<FloatType>(element) && !element.isF64() &&
+        matmul.getType().getRank() >= 2 && isRowBias(bias, product))
+      return true;
+  }
+  return false;
+}
+
 /// Builds an attention group: the attention, the data movement and
 /// elementwise ops that produce its operands for it alone (head splits,
 /// slices of a packed projection, key/value heads repeated for grouped-query
@@ -127,24 +158,15 @@ Group buildAttentionGroup(AttentionOp attention,
         taken.contains(producer) ||
         producer->getBlock() != attention->getBlock() ||
         !(isElementwise(producer) || movesData(producer)) ||
-        !group.allUsesInside(producer))
+        !group.allUsesInside(producer) ||
+        // Left to the GEMM's epilogue: the attention then reads the
+        // biased projection itself, rows it can copy whole.
+        isGemmBias(producer))
       continue;
     group.members.insert(producer);
     worklist.append(producer->operand_begin(), producer->operand_end());
   }
   return group;
-}
-
-/// Whether `bias` adds one value per column of `product` to every row: its
-/// shape is [n] or [1, ..., 1, n] with n the product's columns.
-bool isRowBias(Value bias, Value product) {
-  auto type = cast<RankedTensorType>(bias.getType());
-  auto productType = cast<RankedTensorType>(product.getType());
-  ArrayRef<int64_t> shape = type.getShape();
-  return type.getElementType() == productType.getElementType() &&
-         type.hasStaticShape() && !shape.empty() &&
-         shape.back() == productType.getShape().back() &&
-         llvm::all_of(shape.drop_back(), [](int64_t d) { return d == 1; });
 }
 
 /// Whether cuBLASLt's epilogue computes `op`, an activation of a product of

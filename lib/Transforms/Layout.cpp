@@ -42,8 +42,48 @@ ConstantOp packableWeights(MatmulOp matmul) {
   return weights;
 }
 
+/// The add of a constant bias row ([N] or [1, ..., 1, N], of the product's
+/// element type) that is `matmul`'s only use, or null.
+AddOp rowBiasAdd(MatmulOp matmul) {
+  if (!matmul->hasOneUse())
+    return {};
+  auto add = dyn_cast<AddOp>(*matmul->getUsers().begin());
+  if (!add || add.getType() != matmul.getType())
+    return {};
+  Value other =
+      add.getLhs() == matmul.getResult() ? add.getRhs() : add.getLhs();
+  auto bias = other.getDefiningOp<ConstantOp>();
+  if (!bias)
+    return {};
+  auto type = cast<RankedTensorType>(bias.getType());
+  RankedTensorType product = matmul.getType();
+  int64_t n = product.getShape().back();
+  if (type.getElementType() != product.getElementType() ||
+      type.getRank() == 0 || type.getRank() > product.getRank() ||
+      type.getShape().back() != n || type.getNumElements() != n)
+    return {};
+  return add;
+}
+
+/// The constant bias `add` adds (rowBiasAdd's), as one row.
+FailureOr<HostTensor> biasRow(AddOp add) {
+  auto bias = add.getLhs().getDefiningOp<ConstantOp>();
+  if (!bias)
+    bias = add.getRhs().getDefiningOp<ConstantOp>();
+  FailureOr<HostTensor> row =
+      HostTensor::fromElementsAttr(bias.getValue(), bias.getLoc());
+  if (succeeded(row))
+    row->shape = {row->shape.back()};
+  return row;
+}
+
 /// Replaces `group` (matmuls of one input) by one matmul of the concatenated
-/// weights and a slice per original result.
+/// weights and a slice per original result. When each projection's only
+/// use adds a constant bias row (BERT's and ViT's Linear layers), the
+/// biases are concatenated too and added once to the packed product, and
+/// the slices replace the adds: kiln-fuse then takes the one add into the
+/// GEMM as its bias epilogue, and the attention reads plain slices of the
+/// GEMM's output (rows it can copy whole) instead of computing the sums.
 LogicalResult pack(ArrayRef<MatmulOp> group) {
   SmallVector<HostTensor> weights;
   SmallVector<const HostTensor *> pointers;
@@ -82,15 +122,53 @@ LogicalResult pack(ArrayRef<MatmulOp> group) {
     return failure();
   Value product = MatmulOp::create(b, loc, *resultType, first.getLhs(),
                                    packedWeights, false, false);
+  SmallVector<AddOp> adds;
+  for (MatmulOp matmul : group)
+    if (AddOp add = rowBiasAdd(matmul))
+      adds.push_back(add);
+  bool packBiases = adds.size() == group.size();
+  if (packBiases) {
+    SmallVector<HostTensor> rows;
+    SmallVector<Location> biasLocs;
+    for (AddOp add : adds) {
+      FailureOr<HostTensor> row = biasRow(add);
+      if (failed(row))
+        return failure();
+      rows.push_back(std::move(*row));
+      biasLocs.push_back(add.getLoc());
+    }
+    SmallVector<const HostTensor *> rowPointers;
+    for (const HostTensor &row : rows)
+      rowPointers.push_back(&row);
+    auto biases =
+        HostTensor::allocate(concatType->getElementType(),
+                             {resultType->getShape().back()}, first.getLoc());
+    if (failed(biases) ||
+        failed(concatenateInto(*biases, rowPointers, 0, first.getLoc())))
+      return failure();
+    Location biasLoc = b.getFusedLoc(biasLocs);
+    Value packedBiases = ConstantOp::create(
+        b, biasLoc, cast<ElementsAttr>(biases->toDenseElementsAttr()));
+    product = AddOp::create(b, biasLoc, product, packedBiases);
+  }
   int64_t offset = 0, rank = resultType->getRank();
-  for (MatmulOp matmul : group) {
+  for (auto [k, original] : llvm::enumerate(group)) {
+    MatmulOp matmul = original;
     SmallVector<int64_t> starts(rank, 0), strides(rank, 1);
     starts.back() = offset;
     offset += matmul.getType().getShape().back();
     b.setInsertionPoint(matmul);
     Value part = SliceOp::create(b, matmul.getLoc(), matmul.getType(), product,
                                  starts, strides);
-    copyTensorNames(matmul, part.getDefiningOp());
+    if (packBiases) {
+      // The slice is the biased projection: it replaces the add, and takes
+      // its name.
+      copyTensorNames(adds[k], part.getDefiningOp());
+      adds[k].getResult().replaceAllUsesWith(part);
+      adds[k]->erase();
+    } else {
+      copyTensorNames(matmul, part.getDefiningOp());
+    }
     matmul.getResult().replaceAllUsesWith(part);
     matmul->erase();
   }

@@ -91,12 +91,16 @@ func.func @negative_broadcast_producer(%x: tensor<4x8xf32>, %b: tensor<8xf32>) -
 // -----
 
 // An attention kernel takes the head split of its operands (reshape,
-// transpose, the slice of a packed projection, a bias add) and the transpose
-// merging heads back; the packed projection itself stays a matmul.
+// transpose, the slice of a packed projection) and the transpose merging
+// heads back. The packed projection's bias add is left to its GEMM (the
+// bias epilogue, free in cuBLASLt): the attention reads the biased
+// projection itself, rows it copies whole.
 // CHECK-LABEL: func @attention_group
-// CHECK: %[[P:.*]] = kiln.matmul
-// CHECK: %[[K:.*]] = kiln.kernel attention(%[[P]], %arg1)
+// CHECK: %[[P:.*]] = kiln.kernel gemm(%arg0, %arg2, %arg1)
+// CHECK: kiln.matmul
 // CHECK: kiln.add
+// CHECK: %[[K:.*]] = kiln.kernel attention(%[[P]])
+// CHECK-NOT: kiln.add
 // CHECK: kiln.slice
 // CHECK: kiln.reshape
 // CHECK: kiln.transpose
@@ -120,6 +124,25 @@ func.func @attention_group(%x: tensor<2x3x8xf32>, %b: tensor<12xf32>, %w: tensor
   %ot = kiln.transpose %o {permutation = array<i64: 0, 2, 1, 3>} : tensor<2x2x3x2xf32> -> tensor<2x3x2x2xf32>
   %r = kiln.reshape %ot : tensor<2x3x2x2xf32> -> tensor<2x3x4xf32>
   return %r : tensor<2x3x4xf32>
+}
+
+// -----
+
+// negative_: a bias added to a product that is also returned is no GEMM
+// epilogue (the product must be stored as it is): the attention kernel
+// computes the sum where it reads the key.
+// CHECK-LABEL: func @negative_attention_bias_of_shared_product
+// CHECK: %[[P:.*]] = kiln.matmul
+// CHECK: kiln.kernel attention(%[[P]], %arg3, %arg0, %arg4)
+// CHECK: kiln.add
+// CHECK: kiln.attention
+func.func @negative_attention_bias_of_shared_product(%q: tensor<1x2x3x2xf32>, %x: tensor<1x3x8xf32>, %w: tensor<8x4xf32>, %b: tensor<4xf32>, %v: tensor<1x2x3x2xf32>) -> (tensor<1x2x3x2xf32>, tensor<1x3x4xf32>) {
+  %p = kiln.matmul %x, %w : (tensor<1x3x8xf32>, tensor<8x4xf32>) -> tensor<1x3x4xf32>
+  %pb = kiln.add %p, %b : (tensor<1x3x4xf32>, tensor<4xf32>) -> tensor<1x3x4xf32>
+  %k4 = kiln.reshape %pb : tensor<1x3x4xf32> -> tensor<1x3x2x2xf32>
+  %k = kiln.transpose %k4 {permutation = array<i64: 0, 2, 1, 3>} : tensor<1x3x2x2xf32> -> tensor<1x2x3x2xf32>
+  %o = kiln.attention %q, %k, %v {scale = 0.7 : f32} : (tensor<1x2x3x2xf32>, tensor<1x2x3x2xf32>, tensor<1x2x3x2xf32>) -> tensor<1x2x3x2xf32>
+  return %o, %p : tensor<1x2x3x2xf32>, tensor<1x3x4xf32>
 }
 
 // -----

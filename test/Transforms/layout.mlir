@@ -1,6 +1,8 @@
 // RUN: kiln-opt %s -split-input-file -kiln-layout | FileCheck %s
 // RUN: split-file %s %t
 // RUN: kiln-run %t/packed.mlir --compare-pipeline --seed 5 | FileCheck %s --check-prefix=SEMANTICS
+// RUN: kiln-run %t/packed_biases.mlir --compare-pipeline --seed 5 | FileCheck %s --check-prefix=SEMANTICS
+// RUN: kiln-run %t/negative_one_projection_without_bias.mlir --compare-pipeline --seed 5 | FileCheck %s --check-prefix=SEMANTICS
 // SEMANTICS: pipeline keeps semantics
 
 // Three projections of one input, each feeding an attention operand through
@@ -12,6 +14,32 @@
 // CHECK: kiln.slice %[[P]] {starts = array<i64: 0, 0, 2>, strides = array<i64: 1, 1, 1>} : tensor<1x2x6xf32> -> tensor<1x2x2xf32>
 // CHECK: kiln.slice %[[P]] {starts = array<i64: 0, 0, 4>, strides = array<i64: 1, 1, 1>} : tensor<1x2x6xf32> -> tensor<1x2x2xf32>
 // CHECK-NOT: kiln.matmul
+// CHECK: kiln.attention
+
+// -----
+
+// Each projection's only use adds a constant bias row (BERT's Linear
+// layers; one bias written [1, 1, 2]): the biases are concatenated too and
+// added once, and the slices replace the adds. kiln-fuse makes that add
+// the GEMM's bias epilogue.
+// CHECK-LABEL: func @packed_biases
+// CHECK: %[[W:.*]] = kiln.constant dense<{{.*}}> : tensor<4x6xf32>
+// CHECK: %[[P:.*]] = kiln.matmul %arg0, %[[W]] : (tensor<1x2x4xf32>, tensor<4x6xf32>) -> tensor<1x2x6xf32>
+// CHECK: %[[B:.*]] = kiln.constant dense<[5.000000e-01, -5.000000e-01, 1.000000e+00, 2.000000e+00, -1.000000e+00, 2.500000e-01]> : tensor<6xf32>
+// CHECK: %[[S:.*]] = kiln.add %[[P]], %[[B]] : (tensor<1x2x6xf32>, tensor<6xf32>) -> tensor<1x2x6xf32>
+// CHECK: kiln.slice %[[S]] {starts = array<i64: 0, 0, 0>
+// CHECK: kiln.slice %[[S]] {starts = array<i64: 0, 0, 2>
+// CHECK: kiln.slice %[[S]] {starts = array<i64: 0, 0, 4>
+// CHECK-NOT: kiln.add
+// CHECK: kiln.attention
+
+// -----
+
+// negative_: the key projection has no bias, so the biases are not
+// packed: the value's and query's adds stay on their slices.
+// CHECK-LABEL: func @negative_one_projection_without_bias
+// CHECK: kiln.matmul %arg0, %{{.*}} : (tensor<1x2x4xf32>, tensor<4x6xf32>)
+// CHECK-COUNT-2: kiln.add %{{.*}} : (tensor<1x2x2xf32>, tensor<2xf32>) -> tensor<1x2x2xf32>
 // CHECK: kiln.attention
 
 // -----
@@ -44,6 +72,50 @@ func.func @packed(%x: tensor<1x2x4xf32>) -> tensor<1x1x2x2xf32> {
   %q4 = kiln.reshape %qb : tensor<1x2x2xf32> -> tensor<1x1x2x2xf32>
   %k4 = kiln.reshape %k : tensor<1x2x2xf32> -> tensor<1x1x2x2xf32>
   %v4 = kiln.reshape %v : tensor<1x2x2xf32> -> tensor<1x1x2x2xf32>
+  %o = kiln.attention %q4, %k4, %v4 {scale = 0.5 : f32} : (tensor<1x1x2x2xf32>, tensor<1x1x2x2xf32>, tensor<1x1x2x2xf32>) -> tensor<1x1x2x2xf32>
+  return %o : tensor<1x1x2x2xf32>
+}
+
+// -----
+
+//--- packed_biases.mlir
+func.func @packed_biases(%x: tensor<1x2x4xf32>) -> tensor<1x1x2x2xf32> {
+  %wq = kiln.constant dense<[[0.1, 0.2], [0.3, 0.4], [0.5, 0.6], [0.7, 0.8]]> : tensor<4x2xf32>
+  %wk = kiln.constant dense<[[-0.1, 0.2], [0.3, -0.4], [0.5, 0.6], [-0.7, 0.8]]> : tensor<4x2xf32>
+  %wv = kiln.constant dense<[[0.9, -0.2], [0.1, 0.4], [-0.5, 0.3], [0.2, 0.1]]> : tensor<4x2xf32>
+  %bq = kiln.constant dense<[0.5, -0.5]> : tensor<2xf32>
+  %bk = kiln.constant dense<[[[1.0, 2.0]]]> : tensor<1x1x2xf32>
+  %bv = kiln.constant dense<[-1.0, 0.25]> : tensor<2xf32>
+  %q = kiln.matmul %x, %wq : (tensor<1x2x4xf32>, tensor<4x2xf32>) -> tensor<1x2x2xf32>
+  %k = kiln.matmul %x, %wk : (tensor<1x2x4xf32>, tensor<4x2xf32>) -> tensor<1x2x2xf32>
+  %v = kiln.matmul %x, %wv : (tensor<1x2x4xf32>, tensor<4x2xf32>) -> tensor<1x2x2xf32>
+  %qb = kiln.add %q, %bq : (tensor<1x2x2xf32>, tensor<2xf32>) -> tensor<1x2x2xf32>
+  %kb = kiln.add %bk, %k : (tensor<1x1x2xf32>, tensor<1x2x2xf32>) -> tensor<1x2x2xf32>
+  %vb = kiln.add %v, %bv : (tensor<1x2x2xf32>, tensor<2xf32>) -> tensor<1x2x2xf32>
+  %q4 = kiln.reshape %qb : tensor<1x2x2xf32> -> tensor<1x1x2x2xf32>
+  %k4 = kiln.reshape %kb : tensor<1x2x2xf32> -> tensor<1x1x2x2xf32>
+  %v4 = kiln.reshape %vb : tensor<1x2x2xf32> -> tensor<1x1x2x2xf32>
+  %o = kiln.attention %q4, %k4, %v4 {scale = 0.5 : f32} : (tensor<1x1x2x2xf32>, tensor<1x1x2x2xf32>, tensor<1x1x2x2xf32>) -> tensor<1x1x2x2xf32>
+  return %o : tensor<1x1x2x2xf32>
+}
+
+// -----
+
+//--- negative_one_projection_without_bias.mlir
+func.func @negative_one_projection_without_bias(%x: tensor<1x2x4xf32>) -> tensor<1x1x2x2xf32> {
+  %wq = kiln.constant dense<[[0.1, 0.2], [0.3, 0.4], [0.5, 0.6], [0.7, 0.8]]> : tensor<4x2xf32>
+  %wk = kiln.constant dense<[[-0.1, 0.2], [0.3, -0.4], [0.5, 0.6], [-0.7, 0.8]]> : tensor<4x2xf32>
+  %wv = kiln.constant dense<[[0.9, -0.2], [0.1, 0.4], [-0.5, 0.3], [0.2, 0.1]]> : tensor<4x2xf32>
+  %bq = kiln.constant dense<[0.5, -0.5]> : tensor<2xf32>
+  %bv = kiln.constant dense<[-1.0, 0.25]> : tensor<2xf32>
+  %q = kiln.matmul %x, %wq : (tensor<1x2x4xf32>, tensor<4x2xf32>) -> tensor<1x2x2xf32>
+  %k = kiln.matmul %x, %wk : (tensor<1x2x4xf32>, tensor<4x2xf32>) -> tensor<1x2x2xf32>
+  %v = kiln.matmul %x, %wv : (tensor<1x2x4xf32>, tensor<4x2xf32>) -> tensor<1x2x2xf32>
+  %qb = kiln.add %q, %bq : (tensor<1x2x2xf32>, tensor<2xf32>) -> tensor<1x2x2xf32>
+  %vb = kiln.add %v, %bv : (tensor<1x2x2xf32>, tensor<2xf32>) -> tensor<1x2x2xf32>
+  %q4 = kiln.reshape %qb : tensor<1x2x2xf32> -> tensor<1x1x2x2xf32>
+  %k4 = kiln.reshape %k : tensor<1x2x2xf32> -> tensor<1x1x2x2xf32>
+  %v4 = kiln.reshape %vb : tensor<1x2x2xf32> -> tensor<1x1x2x2xf32>
   %o = kiln.attention %q4, %k4, %v4 {scale = 0.5 : f32} : (tensor<1x1x2x2xf32>, tensor<1x1x2x2xf32>, tensor<1x1x2x2xf32>) -> tensor<1x1x2x2xf32>
   return %o : tensor<1x1x2x2xf32>
 }

@@ -32,10 +32,13 @@
 //===----------------------------------------------------------------------===//
 
 #include "AttentionParts.h"
+#include "StridedView.h"
 
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <string>
 
@@ -54,6 +57,79 @@ int64_t warpsPerBlock() {
   const char *env = std::getenv("KILN_ATTENTION_WARPS");
   return env && std::string(env) == "8" ? 8 : 4;
 }
+/// Where the rows of a query, key or value operand lie when each row's
+/// features are contiguous in a kernel input (the input itself, or a head
+/// split, packed-projection slice or transpose of one): a tile can then be
+/// copied 16 bytes a thread with cp.async instead of element by element
+/// through the index arithmetic of its producers.
+struct RowSource {
+  /// The kernel input ("in3").
+  std::string pointer;
+  /// C text: the offset of row 0 of the head in the variable the operand
+  /// was read with (`kv` or `bh`), and the distance between rows (as a
+  /// 32-bit constant where a tile's rows fit, for offsets within a tile).
+  std::string base, rowStride, tileRowStride;
+  /// C condition: the pointer and every row are 16-byte aligned.
+  std::string aligned;
+};
+
+/// `operand`'s rows for a tile copy, or nothing when its features are not
+/// contiguous in an input or a row can never start 16-byte aligned.
+std::optional<RowSource> rowSourceOf(Value operand, const std::string &head) {
+  std::optional<StridedView> view = stridedViewOf(operand);
+  if (!view || view->shape.size() < 2 || view->strides.back() != 1)
+    return std::nullopt;
+  RowSource source;
+  source.pointer = "in" + std::to_string(view->input);
+  source.aligned = "((unsigned long long)" + source.pointer + " & 15) == 0";
+  // Each offset in elements of 16 bits: 16-byte aligned at multiples of 8.
+  // Symbolic ones are checked at run time.
+  auto requireAligned = [&](const Size &elements) {
+    if (auto constant = elements.getConstant())
+      return *constant % 8 == 0;
+    source.aligned += " && (" + elements.str() + " & 7LL) == 0";
+    return true;
+  };
+  size_t rank = view->shape.size();
+  Size rowStride = view->strides[rank - 2];
+  if (!requireAligned(view->offset) || !requireAligned(rowStride))
+    return std::nullopt;
+  source.rowStride = rowStride.str();
+  std::optional<int64_t> constant = rowStride.getConstant();
+  source.tileRowStride =
+      constant && std::abs(*constant) * kKeysPerTile * 2 < INT32_MAX
+          ? rowStride.str32()
+          : source.rowStride;
+  // The head dims (all but the last two), merged where one is contiguous
+  // in the next: (size, stride), outermost first.
+  SmallVector<std::pair<Size, Size>> heads;
+  for (size_t d = 0; d + 2 < rank; ++d) {
+    if (view->shape[d] == 1)
+      continue;
+    if (!requireAligned(view->strides[d]))
+      return std::nullopt;
+    if (!heads.empty() &&
+        heads.back().second == view->shape[d] * view->strides[d])
+      heads.back() = {heads.back().first * view->shape[d], view->strides[d]};
+    else
+      heads.push_back({view->shape[d], view->strides[d]});
+  }
+  SmallVector<std::string> terms;
+  if (view->offset != 0)
+    terms.push_back(view->offset.str());
+  Size inner = 1;
+  for (size_t k = heads.size(); k-- > 0;) {
+    std::string coordinate =
+        inner == 1 ? head : "(" + head + " / " + inner.str() + ")";
+    if (k > 0)
+      coordinate = "(" + coordinate + " % " + heads[k].first.str() + ")";
+    terms.push_back(coordinate + " * " + heads[k].second.str());
+    inner *= heads[k].first;
+  }
+  source.base = terms.empty() ? "0" : llvm::join(terms, " + ");
+  return source;
+}
+
 } // namespace
 
 std::optional<FailureOr<LaunchGeometry>>
@@ -88,16 +164,9 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
     return values.getAt(operand, index, indent);
   };
 
-  // A key or value operand that is a kernel input: its pointer, for the
-  // cp.async path (the flat index of (row, d) is row * width + d).
-  auto inputPointer = [&](Value operand) -> std::string {
-    auto arg = dyn_cast<BlockArgument>(operand);
-    if (!arg || arg.getOwner()->getParentOp() != kernel.getOperation())
-      return "";
-    return "in" + std::to_string(arg.getArgNumber());
-  };
-  std::string keyInput = inputPointer(attention.getKey());
-  std::string valueInput = inputPointer(attention.getValue());
+  std::optional<RowSource> keyRows = rowSourceOf(attention.getKey(), "kv"),
+                           valueRows = rowSourceOf(attention.getValue(), "kv"),
+                           queryRows = rowSourceOf(attention.getQuery(), "bh");
   int64_t kPitch = dq + 8, vPitch = dv + 8;
   // Eight warps stage their 128 query rows in both tiles: the value rows
   // must be as wide as the query's.
@@ -138,10 +207,11 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
      << "    memcpy(&bits, &both, sizeof bits);\n"
      << "    return bits;\n"
      << "  };\n";
-  for (const std::string &input : {keyInput, valueInput})
-    if (!input.empty())
-      os << "  const bool " << input << "_async = ((unsigned long long)"
-         << input << " & 15) == 0;\n";
+  for (auto [rows, flag] :
+       {std::pair{&queryRows, "q_async"}, std::pair{&keyRows, "k_async"},
+        std::pair{&valueRows, "v_async"}})
+    if (*rows)
+      os << "  const bool " << flag << " = " << (*rows)->aligned << ";\n";
   // This block's keys: all, or its split's.
   os << keyRangeText(split, keys, "z");
   // Query tiles along x, heads of the batch along y, so that a short
@@ -165,21 +235,45 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
      << "      return r < " << kKeysPerTile << " ? &k_tile[r][0] : &v_tile[r - "
      << kKeysPerTile << "][0];\n"
      << "    };\n"
-     << "    __syncthreads();\n"
-     << threadLoop(rows * dq, "    ")
-     << "      const long long i = first + e / " << dq << ", d = e % " << dq
+     << "    __syncthreads();\n";
+  std::string queryIndent = "    ";
+  if (queryRows) {
+    // 16 bytes a thread, zeros past the last query row.
+    int64_t chunks = dq / 8;
+    os << "    if (q_async) {\n"
+       << "      const " << storage << " *src = " << queryRows->pointer << " + "
+       << queryRows->base << ";\n"
+       << threadLoop(rows * chunks, "      ")
+       << "        const long long i = first + e / " << chunks << ";\n"
+       << "        const bool live = i < " << queries << ";\n"
+       << "        kiln_cp_async_16(q_row(e / " << chunks << ") + e % "
+       << chunks << " * 8, live ? src + i * " << queryRows->rowStride
+       << " + e % " << chunks << " * 8 : " << queryRows->pointer
+       << ", live ? 16u : 0u);\n"
+       << "      }\n"
+       << "      kiln_cp_async_commit();\n"
+       << "      kiln_cp_async_wait<0>();\n"
+       << "    } else {\n";
+    queryIndent = "      ";
+  }
+  os << threadLoop(rows * dq, queryIndent) << queryIndent
+     << "  const long long i = first + e / " << dq << ", d = e % " << dq
      << ";\n"
-     << "      float value = 0.0f;\n"
-     << "      if (i < " << queries << ") {\n"
-     << "        const long long row = (b * " << heads << "LL + h) * "
-     << queries << " + i;\n";
+     << queryIndent << "  float value = 0.0f;\n"
+     << queryIndent << "  if (i < " << queries << ") {\n"
+     << queryIndent << "    const long long row = (b * " << heads
+     << "LL + h) * " << queries << " + i;\n";
   auto query = load(attention.getQuery(), llvm::formatv("row * {0}LL + d", dq),
-                    "        ");
+                    queryIndent + "    ");
   if (failed(query))
     return FailureOr<LaunchGeometry>(failure());
-  os << "        value = " << *query << ";\n      }\n"
-     << "      q_row(e / " << dq << ")[d] = " << to16 << "(value);\n    }\n"
-     << "    __syncthreads();\n"
+  os << queryIndent << "    value = " << *query << ";\n"
+     << queryIndent << "  }\n"
+     << queryIndent << "  q_row(e / " << dq << ")[d] = " << to16 << "(value);\n"
+     << queryIndent << "}\n";
+  if (queryRows)
+    os << "    }\n";
+  os << "    __syncthreads();\n"
      << "    unsigned qa[" << dq / 16 << "][4];\n"
      << "    for (int kk = 0; kk < " << dq / 16 << "; ++kk)\n"
      << "      kiln_ldmatrix_x4(qa[kk], q_row(warp * 16 + (lane & 7) + "
@@ -188,19 +282,20 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
   // Stages rows [from, from + 64) of keys or values (`width` features) in
   // `tileName`, zeros past the last key: cp.async from an aligned kernel
   // input, else element by element through the producers.
-  auto stageKeys = [&](Value operand, const std::string &input,
-                       const char *tileName, int64_t width,
+  auto stageKeys = [&](Value operand, const std::optional<RowSource> &source,
+                       const char *flag, const char *tileName, int64_t width,
                        const std::string &indent) -> LogicalResult {
     std::string in = indent;
-    if (!input.empty()) {
+    if (source) {
       // Each thread copies 16 bytes of the same column in rows r0, r0 +
       // `step`, ...: one 64-bit address, then 32-bit offsets.
       int64_t chunks = width / 8, step = threads / chunks;
-      os << indent << "if (" << input << "_async) {\n"
+      os << indent << "if (" << flag << ") {\n"
          << indent << "  const int r0 = threadIdx.x / " << chunks
          << ", c = threadIdx.x % " << chunks << " * 8;\n"
-         << indent << "  const " << storage << " *src = " << input
-         << " + (kv * " << keys << " + from) * " << width << "LL + c;\n"
+         << indent << "  const " << storage << " *src = " << source->pointer
+         << " + " << source->base << " + from * " << source->rowStride
+         << " + c;\n"
          << indent << "  #pragma unroll\n"
          << indent << "  for (int k = 0; k < "
          << (kKeysPerTile + step - 1) / step << "; ++k) {\n"
@@ -209,7 +304,8 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
         os << indent << "    if (r >= " << kKeysPerTile << ") break;\n";
       os << indent << "    const bool live = from + r < key_end;\n"
          << indent << "    kiln_cp_async_16(&" << tileName << "[r][c], live ? "
-         << "src + r * " << width << " : " << input << ", live ? 16u : 0u);\n"
+         << "src + r * " << source->tileRowStride << " : " << source->pointer
+         << ", live ? 16u : 0u);\n"
          << indent << "  }\n"
          << indent << "} else {\n";
       in += "  ";
@@ -229,26 +325,28 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
        << in << "  " << tileName << "[e / " << width << "][d] = " << to16
        << "(value);\n"
        << in << "}\n";
-    if (!input.empty())
+    if (source)
       os << indent << "}\n";
     return success();
   };
   // Each stage is one cp.async group (empty when staged by plain stores),
   // so "all but the newest group" is always the tile about to be read.
-  auto stage = [&](Value operand, const std::string &input,
-                   const char *tileName, int64_t width, const std::string &from,
+  auto stage = [&](Value operand, const std::optional<RowSource> &source,
+                   const char *flag, const char *tileName, int64_t width,
+                   const std::string &from,
                    const std::string &indent) -> LogicalResult {
     os << indent << "if (" << from << " < key_end) {\n"
        << indent << "  const long long from = " << from << ";\n";
-    if (failed(stageKeys(operand, input, tileName, width, indent + "  ")))
+    if (failed(
+            stageKeys(operand, source, flag, tileName, width, indent + "  ")))
       return failure();
     os << indent << "}\n" << indent << "kiln_cp_async_commit();\n";
     return success();
   };
-  if (failed(stage(attention.getKey(), keyInput, "k_tile", dq, "key_begin",
-                   "    ")) ||
-      failed(stage(attention.getValue(), valueInput, "v_tile", dv, "key_begin",
-                   "    ")))
+  if (failed(stage(attention.getKey(), keyRows, "k_async", "k_tile", dq,
+                   "key_begin", "    ")) ||
+      failed(stage(attention.getValue(), valueRows, "v_async", "v_tile", dv,
+                   "key_begin", "    ")))
     return FailureOr<LaunchGeometry>(failure());
   // A split leaves the sink to the combine.
   std::string sink = split ? "neg_inf" : parts.sinkValue + " * log2e";
@@ -284,7 +382,7 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
         "in\n"
      << "      // during the softmax and P V.\n"
      << "      __syncthreads();\n";
-  if (failed(stage(attention.getKey(), keyInput, "k_tile", dq,
+  if (failed(stage(attention.getKey(), keyRows, "k_async", "k_tile", dq,
                    "tile + " + std::to_string(kKeysPerTile) + "LL", "      ")))
     return FailureOr<LaunchGeometry>(failure());
   // Scores in log2 units, so that the softmax's exp2 needs no multiply.
@@ -380,7 +478,7 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
      << "      // Every warp is done with v_tile: the next value tile streams\n"
      << "      // in during the next Q K^T.\n"
      << "      __syncthreads();\n";
-  if (failed(stage(attention.getValue(), valueInput, "v_tile", dv,
+  if (failed(stage(attention.getValue(), valueRows, "v_async", "v_tile", dv,
                    "tile + " + std::to_string(kKeysPerTile) + "LL", "      ")))
     return FailureOr<LaunchGeometry>(failure());
   os << "    }\n"

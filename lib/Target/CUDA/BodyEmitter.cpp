@@ -151,20 +151,40 @@ FailureOr<std::string> BodyEmitter::getAt(Value value, const std::string &idx,
        << ";\n";
     return computedAt[key] = name;
   }
-  // The index is named once: the remaps below use it several times.
+  // The index is named once: the remaps below use it several times. It is
+  // unsigned 32-bit where this value's indices fit (a division by a
+  // constant is then a multiply-high and a shift, against a longer 64-bit
+  // sequence; signed would add a correction for negatives), with constants
+  // of that width; an input's index that may not fit widens where it is
+  // formed (its strides are printed as 64-bit).
+  bool narrow = fitsIndex32(productOf(shape).upper());
+  auto text = [](bool narrow, const Size &s) {
+    return narrow ? s.str32() : s.str();
+  };
   std::string index = "i" + fresh();
-  os << indent << "long long " << index << " = " << idx << ";\n";
+  os << indent << (narrow ? "unsigned " : "long long ") << index << " = "
+     << (narrow ? "(unsigned)(" + idx + ")" : idx) << ";\n";
   Sizes strides = stridesOf(shape);
   auto coordinate = [&](int64_t d) {
-    return llvm::formatv("(({0} / {1}) % {2})", index, strides[d], shape[d])
+    return llvm::formatv("(({0} / {1}) % {2})", index, text(narrow, strides[d]),
+                         text(narrow, shape[d]))
         .str();
+  };
+  // The strides of an operand whose index is formed here.
+  auto inputStrides = [&](Value input) {
+    Sizes sizes = sizesOf(input);
+    bool fits = narrow && fitsIndex32(productOf(sizes).upper());
+    SmallVector<std::string> result;
+    for (const Size &stride : stridesOf(sizes))
+      result.push_back(text(fits, stride));
+    return result;
   };
   FailureOr<std::string> name = failure();
   if (auto reshape = dyn_cast<ReshapeOp>(op)) {
     name = getAt(reshape.getInput(), index, indent);
   } else if (auto transpose = dyn_cast<TransposeOp>(op)) {
     // Result dim d is input dim perm[d].
-    Sizes inStrides = stridesOf(sizesOf(transpose.getInput()));
+    SmallVector<std::string> inStrides = inputStrides(transpose.getInput());
     std::string source = "0";
     for (auto [d, p] : llvm::enumerate(transpose.getPermutation()))
       source += llvm::formatv(" + {0} * {1}", coordinate(d), inStrides[p]);
@@ -174,12 +194,17 @@ FailureOr<std::string> BodyEmitter::getAt(Value value, const std::string &idx,
                  broadcastOffset(sizesOf(expand.getInput()), shape, index),
                  indent);
   } else if (auto slice = dyn_cast<SliceOp>(op)) {
-    Sizes inStrides = stridesOf(sizesOf(slice.getInput()));
+    // A negative step wraps in unsigned arithmetic and wraps back in the
+    // sum: the index itself is in range.
+    SmallVector<std::string> inStrides = inputStrides(slice.getInput());
+    bool fits =
+        narrow && fitsIndex32(productOf(sizesOf(slice.getInput())).upper());
+    const char *suffix = fits ? "" : "LL";
     std::string source = "0";
     for (size_t d = 0; d < shape.size(); ++d)
-      source +=
-          llvm::formatv(" + ({0}LL + {1} * {2}LL) * {3}", slice.getStarts()[d],
-                        coordinate(d), slice.getStrides()[d], inStrides[d]);
+      source += llvm::formatv(" + ({0}{4} + {1} * {2}{4}) * {3}",
+                              slice.getStarts()[d], coordinate(d),
+                              slice.getStrides()[d], inStrides[d], suffix);
     name = getAt(slice.getInput(), source, indent);
   } else if (auto gather = dyn_cast<GatherOp>(op)) {
     // Result coordinates: outer dims, the indices' dims, inner dims.

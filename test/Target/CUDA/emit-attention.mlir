@@ -1,15 +1,15 @@
 // The attention kernel: one block per query row, keys in tiles with an online
 // softmax; operands read through their in-kernel producers (a slice of the
-// packed projection plus its bias, the head split), the result written at
-// the head-merged index.
+// packed projection, the head split; the bias is the GEMM's epilogue), the
+// result written at the head-merged index.
 // RUN: kilnc %s --emit=cuda | FileCheck %s
 // RUN: kilnc %s --emit=plan | FileCheck %s --check-prefix=PLAN
 // RUN: kilnc %s -o %t.so
 // RUN: env KILN_CACHE_DIR=%t.cache kiln-run %t.so --backend host --reference-model %s --compare-reference | FileCheck %s --check-prefix=HOST
 
-// CHECK: extern "C" __global__ void kiln_attention_0(const float *__restrict__ in0, const float *__restrict__ in1, float *__restrict__ out0)
+// CHECK: extern "C" __global__ void kiln_attention_0(const float *__restrict__ in0, float *__restrict__ out0)
 // CHECK: long long kv = b * 2LL + h / 1LL;
-// The query feature: the bias add on the slice at channel offset 0.
+// The query feature: the slice at channel offset 0.
 // CHECK: q_row[d] =
 // CHECK: float tile_max = kiln_block_max(score, scratch);
 // CHECK: float rescale = running_max == neg_inf ? 0.0f : expf(running_max - new_max);
@@ -17,7 +17,7 @@
 // Heads merged back: [b, i, h, d] of the [2, 3, 2, 2] result.
 // CHECK: out0[0 + b * 12LL + i * 4LL + h * 2LL + d * 1LL] = acc[r] / running_sum;
 
-// PLAN: matmul float32 batch 1 m 6 n 12 k 8
+// PLAN: matmul float32 batch 1 m 6 n 12 k 8 {{.*}} bias
 // PLAN: launch kiln_attention_0 grid 12 block 32
 
 // HOST: compare output0: max_abs

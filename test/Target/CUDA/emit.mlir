@@ -17,8 +17,9 @@
 // CHECK: erff(
 // CHECK: out0[x_idx] =
 // CHECK: extern "C" __global__ void kiln_copy_1(
-// CHECK: long long [[I:iv[0-9]+]] = i;
-// CHECK: float [[V:v[0-9]+]] = in0[0 + (([[I]] / 3LL) % 5LL) * 1LL + (([[I]] / 1LL) % 3LL) * 5LL];
+// The transpose's index arithmetic is unsigned 32-bit: the indices fit.
+// CHECK: unsigned [[I:iv[0-9]+]] = (unsigned)(i);
+// CHECK: float [[V:v[0-9]+]] = in0[0 + (([[I]] / 3) % 5) * 1 + (([[I]] / 1) % 3) * 5];
 // CHECK: out0[i] = [[V]];
 
 // PLAN: matmul float32 batch 1 m 3 n 5 k 4 transA 0 transB 0
