@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -37,6 +38,11 @@ constexpr uint32_t kMaxAlign = 256;
 
 /// cuBLASLt workspace; NVIDIA recommends 32 MiB on Hopper.
 constexpr size_t kWorkspaceBytes = 32u << 20;
+/// Heuristic candidates timed for a matmul, and calls timed of each (after
+/// one untimed): small GEMMs differ by microseconds, so several calls
+/// average out the event resolution.
+constexpr int kAlgoCandidates = 8;
+constexpr int kTimedCalls = 5;
 /// Bytes of a splat's value uploaded before the device copies it onward.
 constexpr size_t kSplatUploadBytes = 64u << 10;
 
@@ -86,13 +92,16 @@ struct MatmulPlan {
   /// Batch strides in bytes, which limit the alignment of later matrices.
   uint64_t strideBytes[3] = {0, 0, 0};
 
-  /// An algorithm chosen by the heuristic for one alignment class of the
-  /// operand pointers (cuBLAS's A, B, C order, then the bias).
+  /// An algorithm chosen for one alignment class of the operand pointers
+  /// (cuBLAS's A, B, C order, then the bias).
   struct Choice {
     /// Guaranteed alignments the algorithm was chosen for.
     uint32_t align[4];
     /// The algorithm.
     lt::MatmulAlgo algo;
+    /// Whether it won a timing among the heuristic's candidates (else it is
+    /// the heuristic's first, until a run can time them).
+    bool timed;
   };
   /// Algorithms chosen so far; usually one.
   std::vector<Choice> choices;
@@ -169,8 +178,22 @@ private:
   Status bindRun(const RunShape &shape);
   void destroyMatmuls(MatmulSet &set);
   const Artifact &plan() const { return runPlan ? *runPlan : artifact; }
+  /// How to time a matmul step's candidates: `call` enqueues one call of
+  /// the step with a candidate algorithm on `stream`.
+  struct CandidateTiming {
+    std::function<lt::LtStatus(const lt::MatmulAlgo &)> call;
+    cu::Stream stream;
+  };
+  /// The algorithm for `plan` at `align`: the one chosen before, or the
+  /// heuristic's; with `timing`, the fastest of its candidates (timed once
+  /// per alignment class).
   Status chooseAlgo(MatmulPlan &plan, const uint32_t align[4],
-                    const lt::MatmulAlgo *&algo);
+                    const lt::MatmulAlgo *&algo,
+                    const CandidateTiming *timing = nullptr);
+  /// The fastest of `candidates` by `timing`, or the first when none can be
+  /// timed.
+  lt::MatmulAlgo fastestAlgo(const std::vector<lt::MatmulAlgo> &candidates,
+                             const CandidateTiming &timing);
   Status setBiasPointer(MatmulPlan &plan, cu::DevicePtr bias);
   /// Device buffers for host-memory I/O, each with a page-locked host
   /// mirror so that the copies between them are asynchronous DMA.
@@ -238,6 +261,8 @@ private:
   /// captured, since the first launches load modules lazily (the kernels',
   /// cuBLASLt's), which a stream capture does not allow.
   bool warmedUp = false;
+  /// Set while a graph capture records the steps.
+  bool capturing = false;
   /// Set when a capture failed: this context issues its steps one by one.
   bool graphsFailed = false;
   GraphCache graphs;
@@ -662,12 +687,16 @@ Status CudaExecutor::setBiasPointer(MatmulPlan &plan, cu::DevicePtr bias) {
 }
 
 Status CudaExecutor::chooseAlgo(MatmulPlan &plan, const uint32_t align[4],
-                                const lt::MatmulAlgo *&algo) {
-  for (const MatmulPlan::Choice &c : plan.choices)
-    if (std::equal(c.align, c.align + 4, align)) {
-      algo = &c.algo;
-      return Status::ok();
-    }
+                                const lt::MatmulAlgo *&algo,
+                                const CandidateTiming *timing) {
+  MatmulPlan::Choice *known = nullptr;
+  for (MatmulPlan::Choice &c : plan.choices)
+    if (std::equal(c.align, c.align + 4, align))
+      known = &c;
+  if (known && (known->timed || !timing)) {
+    algo = &known->algo;
+    return Status::ok();
+  }
   std::string where = "matmul step " + std::to_string(plan.step);
   lt::MatmulPreference pref = nullptr;
   if (lt::LtStatus st = ltApi->preferenceCreate(&pref); st != lt::kSuccess)
@@ -680,16 +709,21 @@ Status CudaExecutor::chooseAlgo(MatmulPlan &plan, const uint32_t align[4],
     uint32_t a = align[i < 3 ? i : 2];
     st = ltApi->preferenceSetAttribute(pref, 5 + i, &a, sizeof(a));
   }
-  lt::HeuristicResult result{};
+  lt::HeuristicResult results[kAlgoCandidates] = {};
   int returned = 0;
   if (st == lt::kSuccess)
     st = ltApi->algoGetHeuristic(ltHandle, plan.desc, plan.aLayout,
                                  plan.bLayout, plan.cLayout, plan.cLayout, pref,
-                                 1, &result, &returned);
+                                 timing ? kAlgoCandidates : 1, results,
+                                 &returned);
   ltApi->preferenceDestroy(pref);
   if (st != lt::kSuccess)
     return lt::cublasError(*ltApi, st, where + ": choosing an algorithm");
-  if (returned < 1 || result.state != lt::kSuccess) {
+  std::vector<lt::MatmulAlgo> candidates;
+  for (int i = 0; i < std::min(returned, kAlgoCandidates); ++i)
+    if (results[i].state == lt::kSuccess)
+      candidates.push_back(results[i].algo);
+  if (candidates.empty()) {
     const MatmulStep &m = this->plan().steps[plan.step].matmul;
     return Status::error(
         StatusCode::Unsupported,
@@ -700,12 +734,54 @@ Status CudaExecutor::chooseAlgo(MatmulPlan &plan, const uint32_t align[4],
             std::to_string(align[1]) + "/" + std::to_string(align[2]) +
             " bytes");
   }
-  MatmulPlan::Choice choice;
-  std::copy(align, align + 4, choice.align);
-  choice.algo = result.algo;
-  plan.choices.push_back(choice);
-  algo = &plan.choices.back().algo;
+  if (!known) {
+    plan.choices.push_back({});
+    known = &plan.choices.back();
+    std::copy(align, align + 4, known->align);
+  }
+  known->algo = timing && candidates.size() > 1
+                    ? fastestAlgo(candidates, *timing)
+                    : candidates.front();
+  known->timed = timing != nullptr;
+  algo = &known->algo;
   return Status::ok();
+}
+
+lt::MatmulAlgo
+CudaExecutor::fastestAlgo(const std::vector<lt::MatmulAlgo> &candidates,
+                          const CandidateTiming &timing) {
+  cu::Stream target = timing.stream;
+  cu::Event start = nullptr, end = nullptr;
+  lt::MatmulAlgo best = candidates.front();
+  if (api->eventCreate(&start, 0) != cu::kSuccess)
+    return best;
+  if (api->eventCreate(&end, 0) != cu::kSuccess) {
+    api->eventDestroy(start);
+    return best;
+  }
+  float bestMs = 0;
+  bool timedOne = false;
+  for (const lt::MatmulAlgo &candidate : candidates) {
+    // A candidate that fails to run (or to time) is passed over: the
+    // heuristic's list is advice, and the real call below reports errors.
+    bool ran = timing.call(candidate) == lt::kSuccess &&
+               api->eventRecord(start, target) == cu::kSuccess;
+    for (int k = 0; ran && k < kTimedCalls; ++k)
+      ran = timing.call(candidate) == lt::kSuccess;
+    float ms = 0;
+    if (!ran || api->eventRecord(end, target) != cu::kSuccess ||
+        api->eventSynchronize(end) != cu::kSuccess ||
+        api->eventElapsedTime(&ms, start, end) != cu::kSuccess)
+      continue;
+    if (!timedOne || ms < bestMs) {
+      best = candidate;
+      bestMs = ms;
+      timedOne = true;
+    }
+  }
+  api->eventDestroy(start);
+  api->eventDestroy(end);
+  return best;
 }
 
 /// Fills each splat slot on the device: one block of the value uploaded,
@@ -878,9 +954,6 @@ Status CudaExecutor::issueSteps(const std::vector<cu::DevicePtr> &in,
             residualBase + static_cast<uint64_t>(o * m.outerStrideC) * elem;
         align[2] = std::min(align[2], alignmentOf(residual));
         align[3] = alignmentOf(bias);
-        const lt::MatmulAlgo *algo = nullptr;
-        if (Status s = chooseAlgo(plan, align, algo); !s.isOk())
-          return s;
         void *c = reinterpret_cast<void *>(ptrs[2]);
         // The scale type of a double matmul is fp64: alpha and beta too.
         double alpha64 = m.alpha, beta64 = m.beta;
@@ -889,14 +962,26 @@ Status CudaExecutor::issueSteps(const std::vector<cu::DevicePtr> &in,
                                      : static_cast<const void *>(&m.alpha);
         const void *beta = isDouble ? static_cast<const void *>(&beta64)
                                     : static_cast<const void *>(&m.beta);
-        if (lt::LtStatus st = ltApi->matmul(
-                ltHandle, plan.desc, alpha,
-                reinterpret_cast<const void *>(ptrs[0]), plan.aLayout,
-                reinterpret_cast<const void *>(ptrs[1]), plan.bLayout, beta,
-                reinterpret_cast<const void *>(residual), plan.cLayout, c,
-                plan.cLayout, algo, reinterpret_cast<void *>(workspace),
-                kWorkspaceBytes, target);
-            st != lt::kSuccess)
+        auto call = [&](const lt::MatmulAlgo &algo) {
+          return ltApi->matmul(
+              ltHandle, plan.desc, alpha,
+              reinterpret_cast<const void *>(ptrs[0]), plan.aLayout,
+              reinterpret_cast<const void *>(ptrs[1]), plan.bLayout, beta,
+              reinterpret_cast<const void *>(residual), plan.cLayout, c,
+              plan.cLayout, &algo, reinterpret_cast<void *>(workspace),
+              kWorkspaceBytes, target);
+        };
+        // Candidates are timed on the run's own operands, so each call must
+        // leave the same result: not where beta accumulates into C in
+        // place, and not inside a graph capture (nothing runs there).
+        CandidateTiming timing{call, target};
+        bool canTime = options.tuneMatmuls && !capturing &&
+                       (m.residual != kNoBuffer || m.beta == 0.0f);
+        const lt::MatmulAlgo *algo = nullptr;
+        if (Status s = chooseAlgo(plan, align, algo, canTime ? &timing : nullptr);
+            !s.isOk())
+          return s;
+        if (lt::LtStatus st = call(*algo); st != lt::kSuccess)
           return lt::cublasError(*ltApi, st, where + ": cublasLtMatmul");
       }
       break;
@@ -953,7 +1038,12 @@ Status CudaExecutor::launchPlan(const std::vector<cu::DevicePtr> &in,
     // launched on the target, which may be the caller's.
     Status s = graphs.capture(
         key, stream,
-        [&](cu::Stream capturing) { return issueSteps(in, out, capturing); },
+        [&](cu::Stream target) {
+          capturing = true;
+          Status issued = issueSteps(in, out, target);
+          capturing = false;
+          return issued;
+        },
         exec);
     if (!s.isOk()) {
       // Graphs are an optimization: the steps one by one do the same work

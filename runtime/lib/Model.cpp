@@ -47,6 +47,8 @@ CudaOptions CudaOptions::fromEnvironment() {
   CudaOptions options;
   if (const char *graphs = std::getenv("KILN_CUDA_GRAPHS"))
     options.graphs = std::strcmp(graphs, "0") != 0;
+  if (const char *tune = std::getenv("KILN_TUNE_MATMULS"))
+    options.tuneMatmuls = std::strcmp(tune, "0") != 0;
   return options;
 }
 

@@ -51,23 +51,41 @@ void matmulF32(const Desc &op, const Layout &la, const Layout &lb,
                const Layout &lc, float al, float be, const void *a,
                const void *b, void *d);
 
-/// Does `op` on `stream` through the fake driver (KILN_CUDA_DRIVER, or
-/// libcuda.so.1 when that is the fake), so that a stream capture records
-/// it; directly when no fake driver is loaded.
+/// The fake driver's function `name` (KILN_CUDA_DRIVER, or libcuda.so.1
+/// when that is the fake), or null when no fake driver is loaded.
+void *fakeDriverFunction(const char *name) {
+  const char *driver = std::getenv("KILN_CUDA_DRIVER");
+  void *handle = dlopen(driver && *driver ? driver : "libcuda.so.1",
+                        RTLD_NOW | RTLD_NOLOAD);
+  return handle ? dlsym(handle, name) : nullptr;
+}
+
+/// Does `op` on `stream` through the fake driver, so that a stream capture
+/// records it; directly when no fake driver is loaded.
 void dispatch(void *stream, std::function<void()> op) {
   using EnqueueFn = void (*)(void *, std::function<void()> *);
-  static EnqueueFn enqueue = [] {
-    const char *driver = std::getenv("KILN_CUDA_DRIVER");
-    void *handle = dlopen(driver && *driver ? driver : "libcuda.so.1",
-                          RTLD_NOW | RTLD_NOLOAD);
-    return handle
-               ? reinterpret_cast<EnqueueFn>(dlsym(handle, "fakeCudaEnqueue"))
-               : nullptr;
-  }();
+  static auto enqueue =
+      reinterpret_cast<EnqueueFn>(fakeDriverFunction("fakeCudaEnqueue"));
   if (enqueue)
     enqueue(stream, new std::function<void()>(std::move(op)));
   else
     op();
+}
+
+/// The algorithms the stand-in offers, best first by the heuristic, and
+/// what a call of each costs in the fake driver's device time: the
+/// heuristic's first is not the fastest, so a runtime that times them
+/// picks 43.
+constexpr uint64_t kFirstAlgo = 42;
+constexpr double kAlgoMs[] = {0.003, 0.001, 0.002};
+
+/// Tells the fake driver that algorithm `algo` ran.
+void ran(uint64_t algo) {
+  using RanFn = void (*)(int, double);
+  static auto report =
+      reinterpret_cast<RanFn>(fakeDriverFunction("fakeCudaMatmulRan"));
+  if (report)
+    report(static_cast<int>(algo), kAlgoMs[algo - kFirstAlgo]);
 }
 } // namespace
 
@@ -167,9 +185,12 @@ LtStatus cublasLtMatmulAlgoGetHeuristic(void *, void *desc, void *a, void *b,
   if (requested < 1 || c != d || ac != br || lc.rows != ar || lc.cols != bc ||
       la.batch != lc.batch || lb.batch != lc.batch || la.type != 0)
     return kInvalid;
-  std::memset(&results[0], 0, sizeof(HeuristicResult));
-  results[0].algo[0] = 42;
-  *returned = 1;
+  int count = requested < 3 ? requested : 3;
+  for (int i = 0; i < count; ++i) {
+    std::memset(&results[i], 0, sizeof(HeuristicResult));
+    results[i].algo[0] = kFirstAlgo + i;
+  }
+  *returned = count;
   return kOk;
 }
 
@@ -186,8 +207,8 @@ LtStatus cublasLtMatmul(void *, void *desc, const void *alpha, const void *a,
     --kiln_fake_failing_matmuls;
     return 13; // CUBLAS_STATUS_EXECUTION_FAILED
   }
-  if (!algo || static_cast<const uint64_t *>(algo)[0] != 42 || c != d ||
-      cDesc != dDesc)
+  uint64_t id = algo ? static_cast<const uint64_t *>(algo)[0] : 0;
+  if (id < kFirstAlgo || id > kFirstAlgo + 2 || c != d || cDesc != dDesc)
     return kInvalid;
   // Copies of the descriptors and scalars, as cuBLASLt reads them at the
   // call: a captured matmul keeps what it was called with.
@@ -196,7 +217,10 @@ LtStatus cublasLtMatmul(void *, void *desc, const void *alpha, const void *a,
          lc = *static_cast<Layout *>(cDesc);
   float al = *static_cast<const float *>(alpha);
   float be = *static_cast<const float *>(beta);
-  dispatch(stream, [=] { matmulF32(op, la, lb, lc, al, be, a, b, d); });
+  dispatch(stream, [=] {
+    matmulF32(op, la, lb, lc, al, be, a, b, d);
+    ran(id);
+  });
   return kOk;
 }
 

@@ -93,7 +93,13 @@ struct Counters {
   int pinned = 0;         ///< Live page-locked allocations.
   int graphs = 0;         ///< Live graphs and executable graphs.
   int deviceCopies = 0;   ///< cuMemcpyDtoDAsync calls.
+  /// Matmuls the stand-in cuBLASLt ran with its algorithms 42, 43 and 44.
+  int matmulAlgos[3] = {0, 0, 0};
 } counters;
+/// Milliseconds of "device time": what the stand-in cuBLASLt's matmuls
+/// cost (fakeCudaMatmulRan). Events record it, so that timing between
+/// events sees which algorithm ran.
+double clockMs = 0;
 /// The stream of the last work done or launched (not recorded).
 void *lastStream = nullptr;
 /// Set by tests: cuStreamBeginCapture fails.
@@ -127,9 +133,18 @@ fakeCudaEnqueue(void *stream, std::function<void()> *op) {
   delete op;
 }
 
+/// The stand-in cuBLASLt ran a matmul with algorithm `algo`, taking `ms`.
+__attribute__((visibility("default"))) void fakeCudaMatmulRan(int algo,
+                                                              double ms) {
+  clockMs += ms;
+  if (algo >= 42 && algo <= 44)
+    ++counters.matmulAlgos[algo - 42];
+}
+
 /// Returns the counter `name` ("captures", "instantiations", "updates",
 /// "graphLaunches", "eagerKernels", "streamWaits", "pinned", "graphs",
-/// "deviceCopies"), or -1 for an unknown name.
+/// "deviceCopies", "matmulAlgo42" .. "matmulAlgo44"), or -1 for an unknown
+/// name.
 __attribute__((visibility("default"))) int fakeCudaCounter(const char *name) {
   struct {
     const char *name;
@@ -142,7 +157,10 @@ __attribute__((visibility("default"))) int fakeCudaCounter(const char *name) {
                {"streamWaits", counters.streamWaits},
                {"pinned", counters.pinned},
                {"graphs", counters.graphs},
-               {"deviceCopies", counters.deviceCopies}};
+               {"deviceCopies", counters.deviceCopies},
+               {"matmulAlgo42", counters.matmulAlgos[0]},
+               {"matmulAlgo43", counters.matmulAlgos[1]},
+               {"matmulAlgo44", counters.matmulAlgos[2]}};
   for (auto &entry : table)
     if (std::strcmp(entry.name, name) == 0)
       return entry.value;
@@ -300,17 +318,24 @@ Result cuStreamCreate(void **stream, unsigned) {
   return 0;
 }
 // Events: every stream is synchronous, so an event is complete once
-// recorded; waits are only counted.
-int eventMarker = 0;
+// recorded; waits are only counted. An event holds the device clock when
+// it was recorded; the time between two is 1 us plus the matmuls' cost.
 Result cuEventCreate(void **event, unsigned) {
-  *event = &eventMarker;
+  *event = new double(0);
   return 0;
 }
-Result cuEventDestroy_v2(void *) { return 0; }
-Result cuEventRecord(void *, void *) { return 0; }
+Result cuEventDestroy_v2(void *event) {
+  delete static_cast<double *>(event);
+  return 0;
+}
+Result cuEventRecord(void *event, void *) {
+  *static_cast<double *>(event) = clockMs;
+  return 0;
+}
 Result cuEventSynchronize(void *) { return 0; }
-Result cuEventElapsedTime(float *ms, void *, void *) {
-  *ms = 0.001f;
+Result cuEventElapsedTime(float *ms, void *start, void *end) {
+  *ms = 0.001f + static_cast<float>(*static_cast<double *>(end) -
+                                    *static_cast<double *>(start));
   return 0;
 }
 Result cuStreamWaitEvent(void *, void *, unsigned) {

@@ -210,11 +210,12 @@ TEST_F(Graphs, TimesDeviceRunsBetweenCudaEvents) {
   std::vector<double> ms;
   Status s = model->timeDeviceRuns(in, 2, 5, ms);
   ASSERT_TRUE(s.isOk()) << s.message;
-  // Each time is what cuEventElapsedTime said (the stand-in's fixed 1 us),
+  // Each time is what cuEventElapsedTime said (the stand-in's 1 us, plus
+  // 1 us for the matmul's fastest algorithm, which the first run chose),
   // not a host clock's reading.
   ASSERT_EQ(ms.size(), 5u);
   for (double t : ms)
-    EXPECT_FLOAT_EQ(static_cast<float>(t), 0.001f);
+    EXPECT_FLOAT_EQ(static_cast<float>(t), 0.002f);
   // Seven runs: the first issued the steps, the rest replayed one graph.
   EXPECT_EQ(counter("eagerKernels"), 1);
   EXPECT_EQ(counter("graphLaunches"), 6);

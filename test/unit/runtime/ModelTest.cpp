@@ -257,7 +257,12 @@ TEST_F(FakeCuda, CublasLtFailureFailsTheRunAndLeavesTheModelUsable) {
   std::vector<float> x = {1, -2, 3, 0.5f, 4, -1};
   std::vector<float> expected = richReference(a, x);
   std::unique_ptr<Model> model;
-  ASSERT_TRUE(Model::create(a, Backend::Cuda, model).isOk());
+  // Untuned: a candidate that fails while being timed is passed over, so
+  // the failing call must be the run's own.
+  CudaOptions options;
+  options.tuneMatmuls = false;
+  ASSERT_TRUE(
+      Model::create(a, Backend::Cuda, model, HostOptions(), options).isOk());
   void *lt = dlopen(KILN_FAKE_CUBLASLT_PATH, RTLD_NOW | RTLD_LOCAL);
   ASSERT_NE(lt, nullptr) << dlerror();
   auto *failing = static_cast<int *>(dlsym(lt, "kiln_fake_failing_matmuls"));
@@ -572,3 +577,80 @@ TEST_F(FakeCuda, MatmulEpiloguesAddTheBiasThenActivate) {
 }
 
 TEST(Model, HostGemmAppliesTheSameEpilogues) { expectEpilogues(Backend::Host); }
+
+// The first run of a matmul times the heuristic's candidates on its own
+// operands and keeps the fastest: the stand-in offers algorithms 42, 43 and
+// 44 at 3, 1 and 2 us a call (its heuristic lists 42 first), so 43 runs
+// from then on, in the graph the second run captures too. Each candidate
+// runs once untimed and five times between the events.
+TEST_F(FakeCuda, MatmulsRunTheFastestCandidate) {
+  std::vector<float> A(30), W(21), bias(7);
+  for (size_t i = 0; i < A.size(); ++i)
+    A[i] = 0.25f * static_cast<float>(i % 5) - 0.5f;
+  for (size_t i = 0; i < W.size(); ++i)
+    W[i] = 0.5f * static_cast<float>(i % 3) - 0.5f;
+  for (size_t i = 0; i < bias.size(); ++i)
+    bias[i] = static_cast<float>(i);
+  std::unique_ptr<Model> model;
+  Status s = Model::create(makeEpilogueArtifact(MatmulActivation::None),
+                           Backend::Cuda, model);
+  ASSERT_TRUE(s.isOk()) << s.message;
+  std::vector<float> expected =
+      epilogueReference(MatmulActivation::None, A, W, bias);
+  auto first = runHost(*model, {A, W, bias}, s);
+  ASSERT_TRUE(s.isOk()) << s.message;
+  EXPECT_EQ(first[0], expected);
+  EXPECT_EQ(counter("matmulAlgo42"), 6);
+  EXPECT_EQ(counter("matmulAlgo43"), 7);
+  EXPECT_EQ(counter("matmulAlgo44"), 6);
+  auto second = runHost(*model, {A, W, bias}, s);
+  ASSERT_TRUE(s.isOk()) << s.message;
+  EXPECT_EQ(second[0], expected);
+  EXPECT_EQ(counter("captures"), 1);
+  EXPECT_EQ(counter("matmulAlgo42"), 6);
+  EXPECT_EQ(counter("matmulAlgo43"), 8);
+  EXPECT_EQ(counter("matmulAlgo44"), 6);
+}
+
+// Turned off, the heuristic's first candidate runs, untimed.
+TEST_F(FakeCuda, MatmulTuningCanBeTurnedOff) {
+  std::vector<float> A(30, 0.5f), W(21, -0.25f), bias(7, 1.0f);
+  CudaOptions options;
+  options.tuneMatmuls = false;
+  std::unique_ptr<Model> model;
+  Status s = Model::create(makeEpilogueArtifact(MatmulActivation::None),
+                           Backend::Cuda, model, HostOptions(), options);
+  ASSERT_TRUE(s.isOk()) << s.message;
+  for (int run = 0; run < 2; ++run) {
+    auto y = runHost(*model, {A, W, bias}, s);
+    ASSERT_TRUE(s.isOk()) << s.message;
+    EXPECT_EQ(y[0], epilogueReference(MatmulActivation::None, A, W, bias));
+  }
+  EXPECT_EQ(counter("matmulAlgo42"), 2);
+  EXPECT_EQ(counter("matmulAlgo43"), 0);
+  EXPECT_EQ(counter("matmulAlgo44"), 0);
+}
+
+// negative_: a matmul whose beta accumulates into C in place would change
+// its own operand with every timed call: it runs the heuristic's first.
+TEST_F(FakeCuda, negative_AnInPlaceAccumulationIsNotTimed) {
+  Artifact a = makeEpilogueArtifact(MatmulActivation::None);
+  a.steps[0].matmul.beta = 1.0f;
+  std::unique_ptr<Model> model;
+  Status s = Model::create(a, Backend::Cuda, model);
+  ASSERT_TRUE(s.isOk()) << s.message;
+  std::vector<float> A(30, 0.5f), W(21, -0.25f), bias(7, 1.0f);
+  std::vector<float> y(70, 2.0f);
+  const void *in[] = {A.data(), W.data(), bias.data()};
+  void *out[] = {y.data()};
+  // Device memory (the stand-in's device pointers are host pointers): C
+  // holds what the caller put there.
+  ASSERT_TRUE(model->run(in, out, Memory::Device).isOk());
+  std::vector<float> expected =
+      epilogueReference(MatmulActivation::None, A, W, bias);
+  for (size_t i = 0; i < y.size(); ++i)
+    ASSERT_FLOAT_EQ(y[i], expected[i] + 2.0f) << "element " << i;
+  EXPECT_EQ(counter("matmulAlgo42"), 1);
+  EXPECT_EQ(counter("matmulAlgo43"), 0);
+  EXPECT_EQ(counter("matmulAlgo44"), 0);
+}

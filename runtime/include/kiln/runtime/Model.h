@@ -54,8 +54,15 @@ struct CudaOptions {
   /// steps one by one, which profilers and debuggers show more plainly.
   bool graphs = true;
 
-  /// Reads KILN_CUDA_GRAPHS (0 disables graphs), as the C ABI does; unset or
-  /// other values leave the defaults.
+  /// Times several cuBLASLt candidates for each matmul at its first run (per
+  /// shape and operand alignment) and keeps the fastest; off, the
+  /// heuristic's first choice runs, the same algorithm in every process
+  /// (results bit for bit reproducible across processes: candidates may
+  /// split the sums differently).
+  bool tuneMatmuls = true;
+
+  /// Reads KILN_CUDA_GRAPHS and KILN_TUNE_MATMULS (0 disables each), as the
+  /// C ABI does; unset or other values leave the defaults.
   static CudaOptions fromEnvironment();
 };
 
