@@ -5,10 +5,12 @@
 # then, there, from the repository root with build-gpu/ carried:
 #   scripts/gpu_check.sh [OUTDIR] [SECTIONS]
 # SECTIONS (default all): gtest, lit, attention, profile, sanitizer, models,
-# bench. Logs go to build-gpu/out (KILN_GPU_OUT names another, so that two
-# calls can run side by side), and summary.txt and logs.tgz (all of them) to OUTDIR
-# (default $OUT, where the device tool fetches from); what passed is the last
-# thing printed.
+# bench. KILN_SANITIZE: comma-separated patterns of the sanitizer runs to do
+# (default all); KILN_BENCH_PRECISIONS: the bench's (default fp16,bf16).
+# Logs go to build-gpu/out (KILN_GPU_OUT names another, so that two calls
+# can run side by side), and summary.txt and logs.tgz (all of them) to
+# OUTDIR (default $OUT, where the device tool fetches from); what passed is
+# the last thing printed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
@@ -94,6 +96,7 @@ if want sanitizer; then
   # compute-sanitizer over one run of each kernel family, the outputs still
   # compared with the reference.
   att=build-gpu/lit/test__Target__CUDA__attention-tensor-cores.test/t
+  views=build-gpu/lit/test__Target__CUDA__attention-head-views.test/t
   # An export with its committed inputs and pinned dims.
   export_args() {
     local d=test/models/fresh/$1
@@ -110,6 +113,9 @@ if want sanitizer; then
     "tc-attention-cp-async|$att/mask.mlir --precision fp16 --keep-io-types=false --compare-reference --rel-l2 1e-2 --seed 3"
     "tc-attention-cp-async-tails|$att/symbolic.mlir --precision bf16 --keep-io-types=false --compare-reference --rel-l2 1e-2 --seed 5 --run-dim s=67 --run-dim t=129"
     "tc-attention-8-warps|$att/decode.mlir --precision fp16 --keep-io-types=false --compare-reference --rel-l2 1e-2 --seed 4"
+    "tc-attention-head-views-packed|$views/packed.mlir --precision fp16 --keep-io-types=false --compare-reference --rel-l2 1e-2 --seed 3"
+    "tc-attention-head-views-split|$views/split.mlir --precision bf16 --keep-io-types=false --compare-reference --rel-l2 1e-2 --seed 7 --run-dim b=3 --run-dim s=129"
+    "tc-attention-head-views-decode|$views/split.mlir --precision fp16 --keep-io-types=false --compare-reference --rel-l2 1e-2 --seed 7 --run-dim b=2 --run-dim s=1"
     "bert-fp32|$(export_args bert-torchscript) --compare-reference"
     "bert-fp16|$(export_args bert-dynamo) --precision fp16 --compare-reference --rel-l2 1e-2"
     "gpt2-kv|$(export_args gpt2-dynamo-kv) --compare-reference"
@@ -117,15 +123,21 @@ if want sanitizer; then
     "llama-bf16|$(export_args llama-torchscript) --precision bf16 --compare-reference --rel-l2 3e-2"
     "vit-fp32|$(export_args vit-torchscript) --compare-reference"
   )
-  racy=" tc-attention-fp16 tc-attention-decode tc-attention-bf16-tails tc-attention-cp-async tc-attention-cp-async-tails tc-attention-8-warps bert-fp32 llama-bf16 "
+  racy=" tc-attention-fp16 tc-attention-decode tc-attention-bf16-tails tc-attention-cp-async tc-attention-cp-async-tails tc-attention-8-warps tc-attention-head-views-packed tc-attention-head-views-split tc-attention-head-views-decode bert-fp32 llama-bf16 "
   deadline=$((SECONDS + 180))
   for tool in memcheck racecheck; do
     for r in "${runs[@]}"; do
       name=${r%%|*}
       args=${r#*|}
       [ "$tool" = racecheck ] && [[ "$racy" != *" $name "* ]] && continue
-      # KILN_SANITIZE=PATTERN: only the runs whose names match.
-      [[ $name == ${KILN_SANITIZE:-*} ]] || continue
+      # KILN_SANITIZE=PATTERN,...: only the runs whose names match one.
+      wanted=0
+      IFS=, read -ra patterns <<<"${KILN_SANITIZE:-*}"
+      for pattern in "${patterns[@]}"; do
+        # shellcheck disable=SC2053
+        [[ $name == $pattern ]] && wanted=1
+      done
+      ((wanted)) || continue
       if ((SECONDS > deadline)); then
         note "compute-sanitizer $tool $name: not run (section out of time)"
         continue
@@ -156,6 +168,7 @@ fi
 if want bench; then
   timeout 150 python3 bench/run.py --tools build-gpu/bin \
     --cases bert-base-b1-s128,bert-base-b32-s128 --peers eager \
+    --precisions "${KILN_BENCH_PRECISIONS:-fp16,bf16}" \
     --warmup 10 --iters 50 --roofline-gpu "$gpu" --work build-gpu/bench --out "$out/bench.md" \
     >"$out/bench.log" 2>&1
   note "bench/run.py BERT-base: exit $?"

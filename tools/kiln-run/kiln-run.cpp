@@ -124,6 +124,13 @@ cl::opt<bool> cudaGraphs(
              "(--cuda-graphs=false issues every step one by one, as "
              "KILN_CUDA_GRAPHS=0 does for any artifact)"),
     cl::init(true));
+cl::opt<bool> tuneMatmuls(
+    "tune-matmuls",
+    cl::desc("CUDA backend: time several cuBLASLt algorithms for each matmul "
+             "at its first run and keep the fastest (--tune-matmuls=false "
+             "runs the heuristic's first, as KILN_TUNE_MATMULS=0 does for "
+             "any artifact)"),
+    cl::init(true));
 cl::opt<double> relTolerance("rtol", cl::desc("relative tolerance of the comparison"),
                      cl::init(1e-4));
 cl::opt<double> absTolerance("atol", cl::desc("absolute tolerance of the comparison"),
@@ -398,6 +405,7 @@ kiln::rt::HostOptions hostOptions() {
 kiln::rt::CudaOptions cudaOptions() {
   kiln::rt::CudaOptions options;
   options.graphs = cudaGraphs;
+  options.tuneMatmuls = tuneMatmuls;
   return options;
 }
 

@@ -80,8 +80,13 @@ def KilnLayoutPass : Pass<"kiln-layout", "mlir::func::FuncOp"> {
     become one matmul by the weights concatenated at compile time, followed
     by a slice per original result. kiln-fuse folds those slices into the
     attention kernel's reads, so the query, key and value projections of a
-    layer cost one GEMM. Transpose pairs cancel by canonicalization (a
-    transpose of a transpose composes).
+    layer cost one GEMM. When each projection's only use adds a constant
+    bias row (`[n]` or `[1, ..., 1, n]`), the biases are concatenated too and
+    added once to the packed product, the slices taking the adds' place:
+    kiln-fuse makes that add the GEMM's bias epilogue, and the attention
+    kernel reads plain slices of the GEMM's output, rows it copies whole.
+    Transpose pairs cancel by canonicalization (a transpose of a transpose
+    composes).
 
     Before:
     ```mlir
@@ -239,7 +244,10 @@ def KilnFusePass : Pass<"kiln-fuse", "mlir::func::FuncOp"> {
       that produce its operands for it alone (reshapes, transposes, slices of
       a packed projection, expands repeating key/value heads, concats and
       gathers such as rotary embedding's rotate-half, elementwise ops such as
-      a bias add) and a transpose of its result;
+      a rotary embedding's arithmetic) and a transpose of its result; a bias
+      add on a projection that only it uses is left to the projection's
+      GEMM (its bias epilogue), so that the attention reads the projection
+      itself;
     - a float `kiln.matmul` followed by what cuBLASLt's epilogue computes
       becomes a `gemm` kernel (one cuBLASLt call): an add of a bias over
       the product's columns (shape [n] or [1, ..., 1, n]), then an add of a
