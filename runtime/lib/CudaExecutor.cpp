@@ -43,6 +43,30 @@ constexpr size_t kWorkspaceBytes = 32u << 20;
 /// average out the event resolution.
 constexpr int kAlgoCandidates = 8;
 constexpr int kTimedCalls = 5;
+
+/// What an algorithm's validity and speed depend on: the matmul's types,
+/// shape, layout and epilogue, and the operands' alignment (not the
+/// buffers, nor alpha and beta beyond whether C is read).
+std::vector<int64_t> tunedKey(const MatmulStep &m, const uint32_t align[4]) {
+  return {static_cast<int64_t>(m.dtype),
+          m.transA,
+          m.transB,
+          m.batch,
+          m.m,
+          m.n,
+          m.k,
+          m.strideA,
+          m.strideB,
+          m.strideC,
+          m.bias != kNoBuffer,
+          static_cast<int64_t>(m.activation),
+          m.tf32,
+          m.residual != kNoBuffer || m.beta != 0.0f,
+          align[0],
+          align[1],
+          align[2],
+          align[3]};
+}
 /// Bytes of a splat's value uploaded before the device copies it onward.
 constexpr size_t kSplatUploadBytes = 64u << 10;
 
@@ -112,6 +136,12 @@ struct MatmulPlan {
 struct MatmulSet {
   std::vector<MatmulPlan> plans;
   std::vector<size_t> ofStep;
+  /// Whether a run at these dims has issued the steps one by one. Until
+  /// then nothing is captured: the first launches load modules lazily (the
+  /// kernels', cuBLASLt's), which a stream capture does not allow, and time
+  /// the matmuls' candidates, and dims seen once (each token of a decoding
+  /// loop) would pay a capture for a single replay.
+  bool issued = false;
 };
 
 /// The CUDA driver backend; see `createCudaExecutor`.
@@ -238,6 +268,10 @@ private:
   /// The matmul plans per set of dims values (the one empty set of a static
   /// model).
   std::map<std::vector<int64_t>, MatmulSet> matmulSets;
+  /// The timed winners by matmul shape and alignment (tunedKey), shared by
+  /// the plans of every set of dims: a decoding loop, whose dims change
+  /// every token while its matmuls keep their shapes, times each once.
+  std::map<std::vector<int64_t>, lt::MatmulAlgo> tunedAlgos;
   /// The current run's set.
   MatmulSet *matmuls = nullptr;
   /// The current run's plan (the artifact's own for a static model) and its
@@ -257,10 +291,6 @@ private:
   /// Recorded on the legacy default stream by a synchronous device-memory
   /// run, so that it reads inputs the caller wrote there.
   cu::Event inputsReady = nullptr;
-  /// Whether a run has issued the steps one by one; until then nothing is
-  /// captured, since the first launches load modules lazily (the kernels',
-  /// cuBLASLt's), which a stream capture does not allow.
-  bool warmedUp = false;
   /// Set while a graph capture records the steps.
   bool capturing = false;
   /// Set when a capture failed: this context issues its steps one by one.
@@ -697,6 +727,19 @@ Status CudaExecutor::chooseAlgo(MatmulPlan &plan, const uint32_t align[4],
     algo = &known->algo;
     return Status::ok();
   }
+  std::vector<int64_t> tuned = tunedKey(this->plan().steps[plan.step].matmul,
+                                        align);
+  if (auto it = tunedAlgos.find(tuned); it != tunedAlgos.end()) {
+    if (!known) {
+      plan.choices.push_back({});
+      known = &plan.choices.back();
+      std::copy(align, align + 4, known->align);
+    }
+    known->algo = it->second;
+    known->timed = true;
+    algo = &known->algo;
+    return Status::ok();
+  }
   std::string where = "matmul step " + std::to_string(plan.step);
   lt::MatmulPreference pref = nullptr;
   if (lt::LtStatus st = ltApi->preferenceCreate(&pref); st != lt::kSuccess)
@@ -743,6 +786,8 @@ Status CudaExecutor::chooseAlgo(MatmulPlan &plan, const uint32_t align[4],
                     ? fastestAlgo(candidates, *timing)
                     : candidates.front();
   known->timed = timing != nullptr;
+  if (timing)
+    tunedAlgos[tuned] = known->algo;
   algo = &known->algo;
   return Status::ok();
 }
@@ -1022,9 +1067,9 @@ Status CudaExecutor::waitForLastRun(cu::Stream target) {
 Status CudaExecutor::launchPlan(const std::vector<cu::DevicePtr> &in,
                                 const std::vector<cu::DevicePtr> &out,
                                 cu::Stream target) {
-  if (!options.graphs || !warmedUp || graphsFailed) {
+  if (!options.graphs || !matmuls->issued || graphsFailed) {
     Status s = issueSteps(in, out, target);
-    warmedUp = warmedUp || s.isOk();
+    matmuls->issued = matmuls->issued || s.isOk();
     return s;
   }
   // A graph holds the grids and matmul shapes of its dims: they key it too.
@@ -1320,7 +1365,7 @@ void CudaExecutor::release() {
       *event = nullptr;
     }
     lastRunRecorded = false;
-    warmedUp = false;
+    tunedAlgos.clear();
     graphsFailed = false;
     for (cu::DevicePtr *p : {&arena, &workspace}) {
       if (*p)

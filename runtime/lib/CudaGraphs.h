@@ -1,7 +1,9 @@
 //===- CudaGraphs.h - CUDA graphs of one execution context ------*- C++ -*-===//
 //
-// After its first run, a CUDA execution context replays its plan as a CUDA
-// graph: one launch instead of one per step. A graph bakes in the addresses
+// From the second run at a set of dims on (the first issues the steps one
+// by one: it loads modules and times matmuls, and dims seen once would
+// replay their graph once), a CUDA execution context replays its plan as a
+// CUDA graph: one launch instead of one per step. A graph bakes in the addresses
 // of the graph inputs and outputs, so a context keeps a few graphs, one per
 // set of I/O addresses it has seen. Past that number a new set is captured
 // again and the least recently used executable graph takes the new

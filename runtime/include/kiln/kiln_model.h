@@ -245,8 +245,8 @@ KILN_API kiln_status kiln_context_run(kiln_context *context,
  *  queued on `stream` after it sees the outputs. Runs of one context are
  *  ordered among themselves whatever streams they use (they share its
  *  arena), and its synchronous runs too. On the CUDA backend a context
- *  replays its plan as a CUDA graph after its first run (KILN_CUDA_GRAPHS=0
- *  turns that off).
+ *  replays its plan as a CUDA graph after its first run at each set of dims
+ *  (KILN_CUDA_GRAPHS=0 turns that off).
  *
  *  On the host backend the tensors are host memory, `stream` is ignored and
  *  the run is over, with its status, when the call returns.
