@@ -128,9 +128,11 @@ bool isGemmBias(Operation *op) {
     auto matmul = product.getDefiningOp<MatmulOp>();
     if (!matmul || !product.hasOneUse() || bias == product)
       continue;
+    // What buildGemmGroup takes: the sum of the product's own type.
     Type element = matmul.getType().getElementType();
     if (isa<FloatType>(element) && !element.isF64() &&
-        matmul.getType().getRank() >= 2 && isRowBias(bias, product))
+        matmul.getType().getRank() >= 2 && add.getType() == matmul.getType() &&
+        isRowBias(bias, product))
       return true;
   }
   return false;
