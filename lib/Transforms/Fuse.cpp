@@ -18,6 +18,7 @@
 #include "kiln/Transforms/Passes.h"
 
 #include "kiln/Dialect/Kiln/KilnOps.h"
+#include "kiln/Dialect/Kiln/RowBias.h"
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/SetVector.h"
 
@@ -103,18 +104,6 @@ Group buildReductionGroup(Operation *reduction,
   Value input = reduction->getOperand(0);
   group.absorbProducersThroughMoves({input}, taken);
   return group;
-}
-
-/// Whether `bias` adds one value per column of `product` to every row: its
-/// shape is [n] or [1, ..., 1, n] with n the product's columns.
-bool isRowBias(Value bias, Value product) {
-  auto type = cast<RankedTensorType>(bias.getType());
-  auto productType = cast<RankedTensorType>(product.getType());
-  ArrayRef<int64_t> shape = type.getShape();
-  return type.getElementType() == productType.getElementType() &&
-         type.hasStaticShape() && !shape.empty() &&
-         shape.back() == productType.getShape().back() &&
-         llvm::all_of(shape.drop_back(), [](int64_t d) { return d == 1; });
 }
 
 /// Whether `op` adds a bias row to a product that only it uses: a GEMM's

@@ -4,6 +4,7 @@
 
 #include "kiln/ConstantData/Concatenate.h"
 #include "kiln/Dialect/Kiln/KilnOps.h"
+#include "kiln/Dialect/Kiln/RowBias.h"
 #include "kiln/Dialect/Kiln/TensorNames.h"
 #include "llvm/ADT/MapVector.h"
 
@@ -42,8 +43,8 @@ ConstantOp packableWeights(MatmulOp matmul) {
   return weights;
 }
 
-/// The add of a constant bias row ([N] or [1, ..., 1, N], of the product's
-/// element type) that is `matmul`'s only use, or null.
+/// The add of a constant bias row (isRowBias) that is `matmul`'s only use,
+/// or null.
 AddOp rowBiasAdd(MatmulOp matmul) {
   if (!matmul->hasOneUse())
     return {};
@@ -52,15 +53,8 @@ AddOp rowBiasAdd(MatmulOp matmul) {
     return {};
   Value other =
       add.getLhs() == matmul.getResult() ? add.getRhs() : add.getLhs();
-  auto bias = other.getDefiningOp<ConstantOp>();
-  if (!bias)
-    return {};
-  auto type = cast<RankedTensorType>(bias.getType());
-  RankedTensorType product = matmul.getType();
-  int64_t n = product.getShape().back();
-  if (type.getElementType() != product.getElementType() ||
-      type.getRank() == 0 || type.getRank() > product.getRank() ||
-      type.getShape().back() != n || type.getNumElements() != n)
+  if (!other.getDefiningOp<ConstantOp>() ||
+      !isRowBias(other, matmul.getResult()))
     return {};
   return add;
 }

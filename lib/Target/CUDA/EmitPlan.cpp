@@ -6,6 +6,7 @@
 #include "KernelEmitter.h"
 #include "kiln/ConstantData/HostTensor.h"
 #include "kiln/Dialect/Kiln/KilnOps.h"
+#include "kiln/Dialect/Kiln/RowBias.h"
 #include "kiln/Dialect/Kiln/MappedWeights.h"
 #include "kiln/Dialect/Kiln/SymbolicShapes.h"
 #include "kiln/Dialect/Kiln/TensorNames.h"
@@ -567,15 +568,12 @@ private:
     step->a = *a;
     step->b = *b;
     Value last = matmul.getResult();
-    // A bias is one row ([n] or [1, ..., 1, n]), added to every row.
-    auto isRow = [](Value v) {
-      ArrayRef<int64_t> shape = tensorType(v).getShape();
-      return !shape.empty() &&
-             llvm::all_of(shape.drop_back(), [](int64_t d) { return d == 1; });
-    };
+    // A bias is one row, added to every row (isRowBias, as kiln-fuse took
+    // it).
     if (it != ops.end())
       if (auto add = dyn_cast<AddOp>(*it);
-          add && isRow(add.getLhs() == last ? add.getRhs() : add.getLhs())) {
+          add &&
+          isRowBias(add.getLhs() == last ? add.getRhs() : add.getLhs(), last)) {
         Value biasValue = add.getLhs() == last ? add.getRhs() : add.getLhs();
         auto bias = inputOf(biasValue);
         if (failed(bias) || add.getType() != matmul.getType())
