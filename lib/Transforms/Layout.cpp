@@ -8,6 +8,8 @@
 #include "kiln/Dialect/Kiln/TensorNames.h"
 #include "llvm/ADT/MapVector.h"
 
+#include <optional>
+
 namespace kiln {
 #define GEN_PASS_DEF_KILNLAYOUTPASS
 #include "kiln/Transforms/Passes.h.inc"
@@ -94,6 +96,36 @@ LogicalResult pack(ArrayRef<MatmulOp> group) {
   for (const HostTensor &t : weights)
     pointers.push_back(&t);
   MatmulOp first = group.front();
+  // The biases, when every projection adds one, concatenated before any op
+  // is made (a failure leaves the function as it was).
+  SmallVector<AddOp> adds;
+  for (MatmulOp matmul : group)
+    if (AddOp add = rowBiasAdd(matmul))
+      adds.push_back(add);
+  bool packBiases = adds.size() == group.size();
+  std::optional<HostTensor> biases;
+  SmallVector<Location> biasLocs;
+  if (packBiases) {
+    SmallVector<HostTensor> rows;
+    int64_t total = 0;
+    for (AddOp add : adds) {
+      FailureOr<HostTensor> row = biasRow(add);
+      if (failed(row))
+        return failure();
+      total += row->shape.back();
+      rows.push_back(std::move(*row));
+      biasLocs.push_back(add.getLoc());
+    }
+    SmallVector<const HostTensor *> rowPointers;
+    for (const HostTensor &row : rows)
+      rowPointers.push_back(&row);
+    FailureOr<HostTensor> joined = HostTensor::allocate(
+        rows.front().elementType, {total}, first.getLoc());
+    if (failed(joined) ||
+        failed(concatenateInto(*joined, rowPointers, 0, first.getLoc())))
+      return failure();
+    biases = std::move(*joined);
+  }
   OpBuilder b(first);
   // The packed weights are computed once, here.
   auto concatType = inferConcatType(first.getLoc(), types, 1);
@@ -116,30 +148,7 @@ LogicalResult pack(ArrayRef<MatmulOp> group) {
     return failure();
   Value product = MatmulOp::create(b, loc, *resultType, first.getLhs(),
                                    packedWeights, false, false);
-  SmallVector<AddOp> adds;
-  for (MatmulOp matmul : group)
-    if (AddOp add = rowBiasAdd(matmul))
-      adds.push_back(add);
-  bool packBiases = adds.size() == group.size();
-  if (packBiases) {
-    SmallVector<HostTensor> rows;
-    SmallVector<Location> biasLocs;
-    for (AddOp add : adds) {
-      FailureOr<HostTensor> row = biasRow(add);
-      if (failed(row))
-        return failure();
-      rows.push_back(std::move(*row));
-      biasLocs.push_back(add.getLoc());
-    }
-    SmallVector<const HostTensor *> rowPointers;
-    for (const HostTensor &row : rows)
-      rowPointers.push_back(&row);
-    auto biases =
-        HostTensor::allocate(concatType->getElementType(),
-                             {resultType->getShape().back()}, first.getLoc());
-    if (failed(biases) ||
-        failed(concatenateInto(*biases, rowPointers, 0, first.getLoc())))
-      return failure();
+  if (biases) {
     Location biasLoc = b.getFusedLoc(biasLocs);
     Value packedBiases = ConstantOp::create(
         b, biasLoc, cast<ElementsAttr>(biases->toDenseElementsAttr()));
