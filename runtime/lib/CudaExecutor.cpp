@@ -1018,10 +1018,11 @@ Status CudaExecutor::issueSteps(const std::vector<cu::DevicePtr> &in,
         };
         // Candidates are timed on the run's own operands, so each call must
         // leave the same result: not where beta accumulates into C in
-        // place, and not inside a graph capture (nothing runs there).
+        // place (no residual, or one in C's own storage), and not inside a
+        // graph capture (nothing runs there).
         CandidateTiming timing{call, target};
         bool canTime = options.tuneMatmuls && !capturing &&
-                       (m.residual != kNoBuffer || m.beta == 0.0f);
+                       (m.beta == 0.0f || residual != ptrs[2]);
         const lt::MatmulAlgo *algo = nullptr;
         if (Status s = chooseAlgo(plan, align, algo, canTime ? &timing : nullptr);
             !s.isOk())

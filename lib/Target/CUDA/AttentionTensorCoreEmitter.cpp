@@ -14,14 +14,15 @@
 //
 // The query tile is staged once through the key tile's storage and kept as
 // A fragments in registers. Tile rows are padded by 16 bytes, so the eight
-// rows an ldmatrix reads fall in different banks. A key or value operand
-// that is a kernel input (no producer in the kernel) streams in with
-// cp.async, 16 bytes a thread, when its pointer is 16-byte aligned: the
-// next key tile is in flight while the softmax and P V run, the next value
-// tile while Q K^T runs (one buffer each; zero fill past the last key).
-// Other operands are staged through their in-kernel producers (getAt: head
-// splits, slices of a packed projection, a bias add, a rotary embedding),
-// element by element, so fusion is kept; the mask, scale, softcap, sink,
+// rows an ldmatrix reads fall in different banks. A query, key or value
+// operand whose rows are contiguous in a kernel input (the input itself, or
+// a head split, transpose or packed-projection slice of it: StridedView.h)
+// streams in with cp.async, 16 bytes a thread, when every row is 16-byte
+// aligned: the next key tile is in flight while the softmax and P V run,
+// the next value tile while Q K^T runs (one buffer each; zero fill past the
+// last key). Other operands are staged through their in-kernel producers
+// (getAt: a bias add, a rotary embedding), element by element, so fusion
+// is kept; the mask, scale, softcap, sink,
 // grouped-query heads, the NaN guard and a transposed output work as in the
 // scalar generator. Rows and keys past the ends are staged as zeros and
 // scored -inf. Head sizes up to 128 in steps of 16 (two padded 64-row tiles

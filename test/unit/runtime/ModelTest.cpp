@@ -632,25 +632,34 @@ TEST_F(FakeCuda, MatmulTuningCanBeTurnedOff) {
 }
 
 // negative_: a matmul whose beta accumulates into C in place would change
-// its own operand with every timed call: it runs the heuristic's first.
+// its own operand with every timed call: it runs the heuristic's first,
+// whether C is read as itself or as a residual in its own storage.
 TEST_F(FakeCuda, negative_AnInPlaceAccumulationIsNotTimed) {
-  Artifact a = makeEpilogueArtifact(MatmulActivation::None);
-  a.steps[0].matmul.beta = 1.0f;
-  std::unique_ptr<Model> model;
-  Status s = Model::create(a, Backend::Cuda, model);
-  ASSERT_TRUE(s.isOk()) << s.message;
-  std::vector<float> A(30, 0.5f), W(21, -0.25f), bias(7, 1.0f);
-  std::vector<float> y(70, 2.0f);
-  const void *in[] = {A.data(), W.data(), bias.data()};
-  void *out[] = {y.data()};
-  // Device memory (the stand-in's device pointers are host pointers): C
-  // holds what the caller put there.
-  ASSERT_TRUE(model->run(in, out, Memory::Device).isOk());
-  std::vector<float> expected =
-      epilogueReference(MatmulActivation::None, A, W, bias);
-  for (size_t i = 0; i < y.size(); ++i)
-    ASSERT_FLOAT_EQ(y[i], expected[i] + 2.0f) << "element " << i;
-  EXPECT_EQ(counter("matmulAlgo42"), 1);
-  EXPECT_EQ(counter("matmulAlgo43"), 0);
-  EXPECT_EQ(counter("matmulAlgo44"), 0);
+  int runs = 0;
+  for (bool asResidual : {false, true}) {
+    SCOPED_TRACE(asResidual ? "residual in C's storage" : "beta over C");
+    Artifact a = makeEpilogueArtifact(MatmulActivation::None);
+    a.steps[0].matmul.beta = 1.0f;
+    if (asResidual)
+      a.steps[0].matmul.residual = a.steps[0].matmul.c;
+    std::unique_ptr<Model> model;
+    Status s = Model::create(a, Backend::Cuda, model);
+    ASSERT_TRUE(s.isOk()) << s.message;
+    std::vector<float> A(30, 0.5f), W(21, -0.25f), bias(7, 1.0f);
+    std::vector<float> y(70, 2.0f);
+    const void *in[] = {A.data(), W.data(), bias.data()};
+    void *out[] = {y.data()};
+    // Device memory (the stand-in's device pointers are host pointers): C
+    // holds what the caller put there.
+    s = model->run(in, out, Memory::Device);
+    ASSERT_TRUE(s.isOk()) << s.message;
+    ++runs;
+    std::vector<float> expected =
+        epilogueReference(MatmulActivation::None, A, W, bias);
+    for (size_t i = 0; i < y.size(); ++i)
+      ASSERT_FLOAT_EQ(y[i], expected[i] + 2.0f) << "element " << i;
+    EXPECT_EQ(counter("matmulAlgo42"), runs);
+    EXPECT_EQ(counter("matmulAlgo43"), 0);
+    EXPECT_EQ(counter("matmulAlgo44"), 0);
+  }
 }
