@@ -122,14 +122,15 @@ cl::opt<bool> cudaGraphs(
     "cuda-graphs",
     cl::desc("CUDA backend: replay each run after the first as a CUDA graph "
              "(--cuda-graphs=false issues every step one by one, as "
-             "KILN_CUDA_GRAPHS=0 does for any artifact)"),
+             "KILN_CUDA_GRAPHS=0 does for any artifact; without the flag, "
+             "that variable decides)"),
     cl::init(true));
 cl::opt<bool> tuneMatmuls(
     "tune-matmuls",
     cl::desc("CUDA backend: time several cuBLASLt algorithms for each matmul "
              "at its first run and keep the fastest (--tune-matmuls=false "
              "runs the heuristic's first, as KILN_TUNE_MATMULS=0 does for "
-             "any artifact)"),
+             "any artifact; without the flag, that variable decides)"),
     cl::init(true));
 cl::opt<double> relTolerance("rtol", cl::desc("relative tolerance of the comparison"),
                      cl::init(1e-4));
@@ -403,9 +404,13 @@ kiln::rt::HostOptions hostOptions() {
 }
 
 kiln::rt::CudaOptions cudaOptions() {
-  kiln::rt::CudaOptions options;
-  options.graphs = cudaGraphs;
-  options.tuneMatmuls = tuneMatmuls;
+  // The environment's settings (KILN_CUDA_GRAPHS, KILN_TUNE_MATMULS), as
+  // for any artifact, unless a flag says otherwise.
+  kiln::rt::CudaOptions options = kiln::rt::CudaOptions::fromEnvironment();
+  if (cudaGraphs.getNumOccurrences())
+    options.graphs = cudaGraphs;
+  if (tuneMatmuls.getNumOccurrences())
+    options.tuneMatmuls = tuneMatmuls;
   return options;
 }
 
