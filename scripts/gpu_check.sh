@@ -4,8 +4,8 @@
 #   scripts/build.sh && scripts/gpu_bundle.sh && scripts/gpu_lit_cases.py
 # then, there, from the repository root with build-gpu/ carried:
 #   scripts/gpu_check.sh [OUTDIR] [SECTIONS]
-# SECTIONS (default all): gtest, lit, attention, profile, sanitizer, models,
-# bench. KILN_SANITIZE: comma-separated patterns of the sanitizer runs to do
+# SECTIONS (default all but bench-untuned): gtest, lit, attention, profile,
+# sanitizer, models, bench, bench-untuned. KILN_SANITIZE: comma-separated patterns of the sanitizer runs to do
 # (default all); KILN_BENCH_PRECISIONS: the bench's (default fp16,bf16).
 # Logs go to build-gpu/out (KILN_GPU_OUT names another, so that two calls
 # can run side by side), and summary.txt and logs.tgz (all of them) to
@@ -173,6 +173,19 @@ if want bench; then
     >"$out/bench.log" 2>&1
   note "bench/run.py BERT-base: exit $?"
   cat "$out/bench.md" >>"$summary" 2>/dev/null
+fi
+
+if want bench-untuned; then
+  # The same with cuBLASLt's first heuristic choice (KILN_TUNE_MATMULS=0):
+  # what timing the candidates gives, apart from other changes. Eager is
+  # not run again.
+  KILN_TUNE_MATMULS=0 timeout 150 python3 bench/run.py --tools build-gpu/bin \
+    --cases bert-base-b1-s128,bert-base-b32-s128 --peers "" \
+    --precisions "${KILN_BENCH_PRECISIONS:-fp16,bf16}" \
+    --warmup 10 --iters 50 --roofline-gpu "$gpu" --work build-gpu/bench \
+    --out "$out/bench-untuned.md" >"$out/bench-untuned.log" 2>&1
+  note "bench/run.py BERT-base, KILN_TUNE_MATMULS=0: exit $?"
+  cat "$out/bench-untuned.md" >>"$summary" 2>/dev/null
 fi
 
 if [ -n "$dest" ]; then
