@@ -106,6 +106,14 @@ Group buildReductionGroup(Operation *reduction,
   return group;
 }
 
+/// Whether `matmul` can take an epilogue into a GEMM kernel: a float matmul
+/// of matrices, not f64 (whose products stay plain matmul steps).
+bool takesEpilogue(MatmulOp matmul) {
+  Type element = matmul.getType().getElementType();
+  return isa<FloatType>(element) && !element.isF64() &&
+         matmul.getType().getRank() >= 2;
+}
+
 /// Whether `op` adds a bias row to a product that only it uses: a GEMM's
 /// bias epilogue (buildGemmGroup), where cuBLASLt adds it for free.
 bool isGemmBias(Operation *op) {
@@ -118,9 +126,7 @@ bool isGemmBias(Operation *op) {
     if (!matmul || !product.hasOneUse() || bias == product)
       continue;
     // What buildGemmGroup takes: the sum of the product's own type.
-    Type element = matmul.getType().getElementType();
-    if (isa<FloatType>(element) && !element.isF64() &&
-        matmul.getType().getRank() >= 2 && add.getType() == matmul.getType() &&
+    if (takesEpilogue(matmul) && add.getType() == matmul.getType() &&
         isRowBias(bias, product))
       return true;
   }
@@ -197,10 +203,9 @@ bool isResidualAdd(Operation *op, Value product) {
 /// matmul step).
 std::optional<Group> buildGemmGroup(MatmulOp matmul,
                                     const llvm::DenseSet<Operation *> &taken) {
-  Type element = matmul.getType().getElementType();
-  if (!isa<FloatType>(element) || element.isF64() ||
-      matmul.getType().getRank() < 2)
+  if (!takesEpilogue(matmul))
     return std::nullopt;
+  Type element = matmul.getType().getElementType();
   Group group{KernelKind::gemm, matmul, {}};
   group.members.insert(matmul);
   auto next = [&]() -> Operation * {

@@ -727,17 +727,21 @@ Status CudaExecutor::chooseAlgo(MatmulPlan &plan, const uint32_t align[4],
     algo = &known->algo;
     return Status::ok();
   }
-  std::vector<int64_t> tuned = tunedKey(this->plan().steps[plan.step].matmul,
-                                        align);
-  if (auto it = tunedAlgos.find(tuned); it != tunedAlgos.end()) {
+  // The choice for this alignment class from now on.
+  auto choose = [&](const lt::MatmulAlgo &chosen, bool timed) {
     if (!known) {
       plan.choices.push_back({});
       known = &plan.choices.back();
       std::copy(align, align + 4, known->align);
     }
-    known->algo = it->second;
-    known->timed = true;
+    known->algo = chosen;
+    known->timed = timed;
     algo = &known->algo;
+  };
+  std::vector<int64_t> tuned = tunedKey(this->plan().steps[plan.step].matmul,
+                                        align);
+  if (auto it = tunedAlgos.find(tuned); it != tunedAlgos.end()) {
+    choose(it->second, true);
     return Status::ok();
   }
   std::string where = "matmul step " + std::to_string(plan.step);
@@ -777,18 +781,11 @@ Status CudaExecutor::chooseAlgo(MatmulPlan &plan, const uint32_t align[4],
             std::to_string(align[1]) + "/" + std::to_string(align[2]) +
             " bytes");
   }
-  if (!known) {
-    plan.choices.push_back({});
-    known = &plan.choices.back();
-    std::copy(align, align + 4, known->align);
-  }
-  known->algo = timing && candidates.size() > 1
-                    ? fastestAlgo(candidates, *timing)
-                    : candidates.front();
-  known->timed = timing != nullptr;
+  choose(timing && candidates.size() > 1 ? fastestAlgo(candidates, *timing)
+                                         : candidates.front(),
+         timing != nullptr);
   if (timing)
-    tunedAlgos[tuned] = known->algo;
-  algo = &known->algo;
+    tunedAlgos[tuned] = *algo;
   return Status::ok();
 }
 
@@ -1020,7 +1017,8 @@ Status CudaExecutor::issueSteps(const std::vector<cu::DevicePtr> &in,
         // leave the same result: not where beta accumulates into C in
         // place (no residual, or one in C's own storage), and not inside a
         // graph capture (nothing runs there).
-        CandidateTiming timing{call, target};
+        // A reference: no copy of the call (nor an allocation) a matmul.
+        CandidateTiming timing{std::cref(call), target};
         bool canTime = options.tuneMatmuls && !capturing &&
                        (m.beta == 0.0f || residual != ptrs[2]);
         const lt::MatmulAlgo *algo = nullptr;

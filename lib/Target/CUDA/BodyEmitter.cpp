@@ -170,12 +170,15 @@ FailureOr<std::string> BodyEmitter::getAt(Value value, const std::string &idx,
                          text(narrow, shape[d]))
         .str();
   };
-  // The strides of an operand whose index is formed here.
+  // Whether the index of an operand, formed here, is 32-bit too; and that
+  // operand's strides at its index's width.
+  auto narrowInput = [&](Value input) {
+    return narrow && fitsIndex32(productOf(sizesOf(input)).upper());
+  };
   auto inputStrides = [&](Value input) {
-    Sizes sizes = sizesOf(input);
-    bool fits = narrow && fitsIndex32(productOf(sizes).upper());
+    bool fits = narrowInput(input);
     SmallVector<std::string> result;
-    for (const Size &stride : stridesOf(sizes))
+    for (const Size &stride : stridesOf(sizesOf(input)))
       result.push_back(text(fits, stride));
     return result;
   };
@@ -197,9 +200,7 @@ FailureOr<std::string> BodyEmitter::getAt(Value value, const std::string &idx,
     // A negative step wraps in unsigned arithmetic and wraps back in the
     // sum: the index itself is in range.
     SmallVector<std::string> inStrides = inputStrides(slice.getInput());
-    bool fits =
-        narrow && fitsIndex32(productOf(sizesOf(slice.getInput())).upper());
-    const char *suffix = fits ? "" : "LL";
+    const char *suffix = narrowInput(slice.getInput()) ? "" : "LL";
     std::string source = "0";
     for (size_t d = 0; d < shape.size(); ++d)
       source += llvm::formatv(" + ({0}{4} + {1} * {2}{4}) * {3}",
