@@ -13,7 +13,11 @@
 #include "kiln/ConstantData/Concatenate.h"
 #include "kiln/Dialect/Kiln/ShapeInference.h"
 
+#include "llvm/Support/MathExtras.h"
+
 #include <cstring>
+#include <limits>
+#include <optional>
 
 using namespace mlir;
 
@@ -101,30 +105,62 @@ FailureOr<HostTensor> executeSlice(SliceOp op, const HostTensor &input) {
 
 FailureOr<HostTensor> executeUpdateSlice(UpdateSliceOp op,
                                          const HostTensor &dest,
-                                         const HostTensor &update) {
+                                         const HostTensor &update,
+                                         const HostTensor *starts) {
   FailureOr<int64_t> offset = evaluateSize(op, op.getOffset());
   if (failed(offset))
     return failure();
   int64_t axis = op.getAxis();
-  if (update.shape.size() != dest.shape.size())
-    return op.emitOpError("update and dest differ in rank at run time");
-  for (size_t d = 0; d < dest.shape.size(); ++d)
+  size_t rank = dest.shape.size();
+  if (update.shape.size() != rank || (starts && starts->shape.size() != rank))
+    return op.emitOpError("update, starts and dest differ in rank at run time");
+  for (size_t d = 0; d < rank; ++d) {
     if (static_cast<int64_t>(d) != axis && update.shape[d] != dest.shape[d])
       return op.emitOpError("update and dest differ in dim ") << d;
-  // Checked without overflow: both are sizes, so non-negative but large.
-  if (*offset < 0 || *offset > dest.shape[axis] ||
-      update.shape[axis] > dest.shape[axis] - *offset)
-    return op.emitOpError("writes rows [")
-           << *offset << ", " << *offset + update.shape[axis]
-           << ") of a dim of " << dest.shape[axis];
+    if (starts && starts->shape[d] != 1 &&
+        (static_cast<int64_t>(d) == axis ||
+         starts->shape[d] != update.shape[d]))
+      return op.emitOpError("starts do not broadcast to the update in dim ")
+             << d;
+  }
   HostTensor result = dest;
   SmallVector<int64_t> strides = rowMajorStrides(dest.shape);
+  SmallVector<int64_t> startStrides =
+      starts ? rowMajorStrides(starts->shape) : SmallVector<int64_t>();
+  // The first window found outside dest, for the error.
+  std::optional<int64_t> outside;
   forEachIndex(update.shape, [&](int64_t i, ArrayRef<int64_t> index) {
-    int64_t to = *offset * strides[axis];
+    int64_t start = *offset;
+    if (starts) {
+      int64_t at = 0;
+      for (size_t d = 0; d < rank; ++d)
+        if (starts->shape[d] != 1)
+          at += index[d] * startStrides[d];
+      start += starts->getAsInt(at);
+    }
+    // Checked without overflow: the offset is a size and the update's rows
+    // fit in an int64.
+    int64_t row = index[axis];
+    if (start < 0 || start > dest.shape[axis] ||
+        row >= dest.shape[axis] - start) {
+      if (!outside)
+        outside = start;
+      return;
+    }
+    int64_t to = (start + row) * strides[axis];
     for (size_t d = 0; d < index.size(); ++d)
-      to += index[d] * strides[d];
+      if (static_cast<int64_t>(d) != axis)
+        to += index[d] * strides[d];
     copyElement(result, to, update, i);
   });
+  if (outside) {
+    // A start from the data may be anything: the end saturates.
+    int64_t end;
+    if (llvm::AddOverflow(*outside, update.shape[axis], end))
+      end = std::numeric_limits<int64_t>::max();
+    return op.emitOpError("writes rows [")
+           << *outside << ", " << end << ") of a dim of " << dest.shape[axis];
+  }
   return result;
 }
 

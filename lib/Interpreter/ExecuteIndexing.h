@@ -13,7 +13,8 @@ executeConcat(ConcatOp op, llvm::ArrayRef<const HostTensor *> inputs);
 mlir::FailureOr<HostTensor> executeSlice(SliceOp op, const HostTensor &input);
 mlir::FailureOr<HostTensor> executeUpdateSlice(UpdateSliceOp op,
                                                const HostTensor &dest,
-                                               const HostTensor &update);
+                                               const HostTensor &update,
+                                               const HostTensor *starts);
 mlir::FailureOr<HostTensor> executeGather(GatherOp op, const HostTensor &data,
                                           const HostTensor &indices);
 mlir::FailureOr<HostTensor> executeGatherElements(GatherElementsOp op,

@@ -869,7 +869,8 @@ static FailureOr<HostTensor> executeOp(Operation *op,
       .Case([&](ConcatOp concat) { return executeConcat(concat, operands); })
       .Case([&](SliceOp slice) { return executeSlice(slice, operand(0)); })
       .Case([&](UpdateSliceOp update) {
-        return executeUpdateSlice(update, operand(0), operand(1));
+        return executeUpdateSlice(update, operand(0), operand(1),
+                                  update.getStarts() ? &operand(2) : nullptr);
       })
       .Case([&](GatherOp gather) {
         return executeGather(gather, operand(0), operand(1));

@@ -89,7 +89,7 @@ FailureOr<Value> rewriteCacheAppend(CacheAppend &append) {
         ConcatOp::create(b, loc, *type, concat.getInputs().drop_front(), axis);
   }
   Value cache = UpdateSliceOp::create(b, loc, cacheType, append.past, rows,
-                                      axis, offset.str());
+                                      /*starts=*/Value(), axis, offset.str());
   int64_t rank = cacheType.getRank();
   Value valid = SliceOp::create(b, loc, concat.getType(), cache,
                                 SmallVector<int64_t>(rank, 0),

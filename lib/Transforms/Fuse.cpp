@@ -355,11 +355,14 @@ struct KilnFusePass : public kiln::impl::KilnFusePassBase<KilnFusePass> {
         groups.push_back(std::move(group));
       } else if (auto update = dyn_cast<UpdateSliceOp>(op)) {
         // Writes the rows its update computes, read through the producers
-        // that feed it alone; the destination's other rows stay as they
-        // are (its storage is the result's).
+        // that feed it (and its starts) alone; the destination's other
+        // rows stay as they are (its storage is the result's).
         Group group{KernelKind::elementwise, op, {}};
         group.members.insert(op);
-        group.absorbProducersThroughMoves({update.getUpdate()}, taken);
+        SmallVector<Value> seeds{update.getUpdate()};
+        if (Value starts = update.getStarts())
+          seeds.push_back(starts);
+        group.absorbProducersThroughMoves(seeds, taken);
         taken.insert(group.members.begin(), group.members.end());
         groups.push_back(std::move(group));
       } else if (isa<TopKOp>(op)) {

@@ -80,3 +80,46 @@ func.func @negative_gather_elements_dims(%d: tensor<2x5xf32>, %i: tensor<3x1xi64
   %g = kiln.gather_elements %d, %i {axis = 1 : i64} : (tensor<2x5xf32>, tensor<3x1xi64>) -> tensor<3x1xf32>
   return %g : tensor<3x1xf32>
 }
+
+// -----
+
+// update_slice with per-batch starts (a batched cache whose batches hold
+// different numbers of rows): round trip.
+// CHECK-LABEL: func.func @update_slice_starts
+// CHECK: kiln.update_slice %{{.*}}, %{{.*}}, %{{.*}} {axis = 2 : i64, offset = "0"} : (tensor<2x4x8x2xf32>, tensor<2x4x1x2xf32>, tensor<2x1x1x1xi64>) -> tensor<2x4x8x2xf32>
+func.func @update_slice_starts(%c: tensor<2x4x8x2xf32>, %u: tensor<2x4x1x2xf32>, %s: tensor<2x1x1x1xi64>) -> tensor<2x4x8x2xf32> {
+  %0 = kiln.update_slice %c, %u, %s {axis = 2 : i64, offset = "0"} : (tensor<2x4x8x2xf32>, tensor<2x4x1x2xf32>, tensor<2x1x1x1xi64>) -> tensor<2x4x8x2xf32>
+  return %0 : tensor<2x4x8x2xf32>
+}
+
+// -----
+
+func.func @negative_update_slice_float_starts(%c: tensor<2x8xf32>, %u: tensor<2x1xf32>, %s: tensor<2x1xf32>) -> tensor<2x8xf32> {
+  // expected-error@+1 {{starts must be integers, got 'tensor<2x1xf32>'}}
+  %0 = kiln.update_slice %c, %u, %s {axis = 1 : i64, offset = "0"} : (tensor<2x8xf32>, tensor<2x1xf32>, tensor<2x1xf32>) -> tensor<2x8xf32>
+  return %0 : tensor<2x8xf32>
+}
+
+// -----
+
+func.func @negative_update_slice_starts_rank(%c: tensor<2x8xf32>, %u: tensor<2x1xf32>, %s: tensor<2xi64>) -> tensor<2x8xf32> {
+  // expected-error@+1 {{starts must have dest's rank, got 'tensor<2xi64>'}}
+  %0 = kiln.update_slice %c, %u, %s {axis = 1 : i64, offset = "0"} : (tensor<2x8xf32>, tensor<2x1xf32>, tensor<2xi64>) -> tensor<2x8xf32>
+  return %0 : tensor<2x8xf32>
+}
+
+// -----
+
+func.func @negative_update_slice_starts_along_axis(%c: tensor<2x8xf32>, %u: tensor<2x2xf32>, %s: tensor<2x2xi64>) -> tensor<2x8xf32> {
+  // expected-error@+1 {{starts' dim 1 (2) must be 1 (the axis)}}
+  %0 = kiln.update_slice %c, %u, %s {axis = 1 : i64, offset = "0"} : (tensor<2x8xf32>, tensor<2x2xf32>, tensor<2x2xi64>) -> tensor<2x8xf32>
+  return %0 : tensor<2x8xf32>
+}
+
+// -----
+
+func.func @negative_update_slice_starts_broadcast(%c: tensor<2x8xf32>, %u: tensor<2x1xf32>, %s: tensor<3x1xi64>) -> tensor<2x8xf32> {
+  // expected-error@+1 {{starts' dim 0 (3) must be 1 or the update's}}
+  %0 = kiln.update_slice %c, %u, %s {axis = 1 : i64, offset = "0"} : (tensor<2x8xf32>, tensor<2x1xf32>, tensor<3x1xi64>) -> tensor<2x8xf32>
+  return %0 : tensor<2x8xf32>
+}

@@ -454,3 +454,24 @@ func.func @negative_gemm_product_returned(%x: tensor<4x4xf32>) -> tensor<4x4xf32
   %m = kiln.matmul %r, %r : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
   return %m : tensor<4x4xf32>
 }
+
+// -----
+
+// A cache update with per-batch starts: the producers of the new rows and
+// of the starts that feed it alone run inside its kernel.
+// CHECK-LABEL: func @update_slice_starts
+// CHECK: kiln.kernel elementwise(%arg2, %{{.*}}, %arg1, %arg0)
+// CHECK: %[[R:.*]] = kiln.reshape
+// CHECK-NEXT: %[[S:.*]] = kiln.add %[[R]]
+// CHECK-NEXT: %[[N:.*]] = kiln.relu
+// CHECK-NEXT: %[[U:.*]] = kiln.update_slice %{{.*}}, %[[N]], %[[S]] {axis = 2 : i64, offset = "0"}
+// CHECK-NEXT: kiln.yield %[[U]]
+// CHECK-NOT: kiln.kernel
+func.func @update_slice_starts(%cache: tensor<2x3x8x2xf32>, %new: tensor<2x3x1x2xf32>, %lengths: tensor<2xi64>) -> tensor<2x3x8x2xf32> {
+  %one = kiln.constant dense<1> : tensor<i64>
+  %r = kiln.reshape %lengths : tensor<2xi64> -> tensor<2x1x1x1xi64>
+  %s = kiln.add %r, %one : (tensor<2x1x1x1xi64>, tensor<i64>) -> tensor<2x1x1x1xi64>
+  %n = kiln.relu %new : tensor<2x3x1x2xf32>
+  %u = kiln.update_slice %cache, %n, %s {axis = 2 : i64, offset = "0"} : (tensor<2x3x8x2xf32>, tensor<2x3x1x2xf32>, tensor<2x1x1x1xi64>) -> tensor<2x3x8x2xf32>
+  return %u : tensor<2x3x8x2xf32>
+}

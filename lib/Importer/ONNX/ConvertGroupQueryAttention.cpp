@@ -23,6 +23,14 @@
 //   one gather over concat(past, new) with indices computed from
 //   seqlens_k. Attention reads the first `total` rows: seqlens_k[b] is
 //   below total, as ONNX Runtime requires, so the others are never seen.
+// - When past and present can be one buffer (present has the past's rows,
+//   the past is a graph input only this node reads, the present a graph
+//   output), they are, as ONNX Runtime shares them when given one: present
+//   is a kiln.update_slice of the past that writes the S new rows at
+//   past_b (at 0 in a first prompt) and keeps every other row, the rows
+//   after the valid ones included. The CUDA target writes only those rows
+//   into the output's storage, which the C ABI says is the input's, so a
+//   decoding step costs O(new tokens), not a copy of the cache.
 // - Query i of batch b sits at position p = past_b + i and sees the keys
 //   j <= min(p, seqlens_k[b]) (the minimum only bites in a padded first
 //   prompt), with local_window_size w also j > p - w; with causal = 0 it
@@ -424,51 +432,60 @@ struct GroupQueryAttentionConverter : AttentionBuilder {
     return where(kept, *source, importer.scalar(loc, i64, 0.0));
   }
 
-  /// present_key and present_value: the past (null without) with the new
-  /// entries written after each batch's valid past (see the file comment).
-  LogicalResult present(Value pastKey, Value pastValue, Value key, Value value,
-                        Value &presentKey, Value &presentValue) {
-    ArrayRef<int64_t> xs = typeOf(key).getShape();
-    Type et = typeOf(key).getElementType();
+  /// Whether `past` (input `pastInput`) and output `output` can be one
+  /// buffer, as ONNX Runtime shares them when the caller passes one
+  /// (past_present_share_buffer): a past of the present's length that is a
+  /// graph input read by this node alone, and a present that is a graph
+  /// output once. The new rows are then written in place.
+  bool sharesBuffer(Value past, int pastInput, int output) {
+    auto arg = dyn_cast_or_null<BlockArgument>(past);
+    return arg && shape.present == shape.past && wantsOutput(output) &&
+           isa<func::FuncOp>(arg.getOwner()->getParentOp()) &&
+           importer.graphOutputCount(node.output(output)) == 1 &&
+           importer.readerCount(node.input(pastInput)) == 1;
+  }
+
+  /// present_key or present_value (output `output`): the past (null
+  /// without; input `pastInput`) with the new entries `x` written after each
+  /// batch's valid past (see the file comment). `indices` and `kept` are
+  /// the gather's, made by the first caller that needs them.
+  FailureOr<Value> presentOf(Value past, int pastInput, Value x, int output,
+                             Value &indices, Value &kept) {
+    ArrayRef<int64_t> xs = typeOf(x).getShape();
+    Type et = typeOf(x).getElementType();
     SmallVector<int64_t> dims{xs[0], xs[1], shape.present, xs[3]};
+    if (typeOf(past ? past : x).getElementType() == et &&
+        sharesBuffer(past, pastInput, output)) {
+      // The new rows at each batch's valid length (at 0 in a first
+      // prompt); the other rows stay the buffer's, as in ONNX Runtime.
+      Value starts = shape.firstPrompt ? Value() : pastLengths;
+      return UpdateSliceOp::create(b, loc, typeOf(past), past, x, starts,
+                                   /*axis=*/2, "0")
+          .getResult();
+    }
     if (shape.firstPrompt) {
-      presentKey = key;
-      presentValue = value;
       if (shape.present == shape.sequence)
-        return success();
+        return x;
       SmallVector<int64_t> tail(dims);
       tail[2] = shape.present - shape.sequence;
-      auto k = concatAlong(key, zeros(tail, et), 2);
-      auto v = concatAlong(value, zeros(tail, et), 2);
-      if (failed(k) || failed(v))
-        return failure();
-      presentKey = *k;
-      presentValue = *v;
-      return success();
+      return concatAlong(x, zeros(tail, et), 2);
     }
-    Value kept;
-    auto sources = presentSources(kept);
-    if (failed(sources))
-      return failure();
-    Value indices = ExpandOp::create(
-        b, loc, RankedTensorType::get(dims, b.getI64Type()), *sources);
-    auto gather = [&](Value past, Value x) -> FailureOr<Value> {
-      auto joined = concatSequence(past, x, "past");
-      if (failed(joined))
+    if (!indices) {
+      auto sources = presentSources(kept);
+      if (failed(sources))
         return failure();
-      auto type =
-          inferGatherElementsType(loc, typeOf(*joined), typeOf(indices), 2);
-      if (failed(type))
-        return failure();
-      Value rows = GatherElementsOp::create(b, loc, *type, *joined, indices, 2);
-      return where(kept, rows, importer.scalar(loc, et, 0.0));
-    };
-    auto k = gather(pastKey, key), v = gather(pastValue, value);
-    if (failed(k) || failed(v))
+      indices = ExpandOp::create(
+          b, loc, RankedTensorType::get(dims, b.getI64Type()), *sources);
+    }
+    auto joined = concatSequence(past, x, "past");
+    if (failed(joined))
       return failure();
-    presentKey = *k;
-    presentValue = *v;
-    return success();
+    auto type =
+        inferGatherElementsType(loc, typeOf(*joined), typeOf(indices), 2);
+    if (failed(type))
+      return failure();
+    Value rows = GatherElementsOp::create(b, loc, *type, *joined, indices, 2);
+    return where(kept, rows, importer.scalar(loc, et, 0.0));
   }
 
   /// The keys query i sees, i1 [batch, 1, S, keys]; `rowEmpty` gets the
@@ -572,12 +589,16 @@ struct GroupQueryAttentionConverter : AttentionBuilder {
       return failure();
     if (intAttr("do_rotary", 0) != 0 && failed(rotate(query, key)))
       return failure();
-    Value presentKey, presentValue;
-    if (failed(
-            present(pastKey, pastValue, key, value, presentKey, presentValue)))
+    Value indices, kept;
+    auto presentKey = presentOf(pastKey, kPastKey, key, 1, indices, kept);
+    if (failed(presentKey))
       return failure();
-    (void)output(presentKey, 1);
-    (void)output(presentValue, 2);
+    auto presentValue =
+        presentOf(pastValue, kPastValue, value, 2, indices, kept);
+    if (failed(presentValue))
+      return failure();
+    (void)output(*presentKey, 1);
+    (void)output(*presentValue, 2);
 
     // The keys are the first `total` rows of the present: a valid
     // seqlens_k (below total, as ONNX Runtime requires) hides the rest of a
@@ -606,9 +627,9 @@ struct GroupQueryAttentionConverter : AttentionBuilder {
 
     SdpaOperands operands;
     operands.query = query;
-    operands.key = shape.firstPrompt ? key : slice(presentKey, 2, 0, keys);
+    operands.key = shape.firstPrompt ? key : slice(*presentKey, 2, 0, keys);
     operands.value =
-        shape.firstPrompt ? value : slice(presentValue, 2, 0, keys);
+        shape.firstPrompt ? value : slice(*presentValue, 2, 0, keys);
     operands.bias = *bias;
     operands.sink = *sinkLogit;
     float scale = floatAttr("scale", 0.0f);

@@ -78,6 +78,33 @@ Value GraphImporter::input(const onnx::NodeProto &node, int i) {
   return values.lookup(node.input(i));
 }
 
+int64_t GraphImporter::graphOutputCount(StringRef name) const {
+  return llvm::count_if(model.graph().output(),
+                        [&](const onnx::ValueInfoProto &output) {
+                          return output.name() == name;
+                        });
+}
+
+/// Node inputs of `graph` and its subgraphs (a Loop body may read an outer
+/// name) that read `name`.
+static int64_t readersIn(const onnx::GraphProto &graph, StringRef name) {
+  int64_t count = 0;
+  for (const onnx::NodeProto &node : graph.node()) {
+    count += llvm::count(node.input(), name.str());
+    for (const onnx::AttributeProto &attribute : node.attribute()) {
+      if (attribute.has_g())
+        count += readersIn(attribute.g(), name);
+      for (const onnx::GraphProto &body : attribute.graphs())
+        count += readersIn(body, name);
+    }
+  }
+  return count;
+}
+
+int64_t GraphImporter::readerCount(StringRef name) const {
+  return readersIn(model.graph(), name);
+}
+
 void GraphImporter::setOutput(const onnx::NodeProto &node, int i, Value value) {
   if (i >= node.output_size() || node.output(i).empty())
     return;

@@ -68,6 +68,10 @@ public:
   convertTensor(mlir::Location loc, const onnx::TensorProto &tensor);
   /// A scalar (rank 0) constant of `elementType`.
   mlir::Value scalar(mlir::Location loc, mlir::Type elementType, double value);
+  /// How many times the model's graph names `name` as an output.
+  int64_t graphOutputCount(llvm::StringRef name) const;
+  /// How many node inputs read `name`, in the graph and its subgraphs.
+  int64_t readerCount(llvm::StringRef name) const;
 
 private:
   mlir::Value foldConstant(mlir::Value value, int depth = 0);

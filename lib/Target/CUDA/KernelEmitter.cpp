@@ -162,8 +162,8 @@ static LogicalResult emitVectorLoop(KernelOp kernel, const VectorAccess &access,
 
 /// A cache update (kiln.update_slice): a grid-stride loop over the new
 /// rows, each element computed through the fused producers and stored at
-/// its place past the offset. The destination's other rows are not touched:
-/// its storage is the result's (the C ABI's output alias).
+/// its place past the offset (and its start). The destination's other rows
+/// are not touched: its storage is the result's (the C ABI's output alias).
 static FailureOr<LaunchGeometry> emitUpdateSlice(KernelOp kernel,
                                                  UpdateSliceOp update,
                                                  StringRef name,
@@ -194,12 +194,30 @@ static FailureOr<LaunchGeometry> emitUpdateSlice(KernelOp kernel,
   os << "  for (" << index << " i = first; i < " << indexText(n)
      << "; i += stride) {\n";
   BodyEmitter body(kernel, os);
+  // The row written: the offset plus, with starts, the element's start,
+  // which comes from the data: a row outside dest is not written.
+  std::string row;
+  if (Value starts = update.getStarts()) {
+    auto start =
+        body.getAt(starts, broadcastOffset(sizesOf(starts), rows, "i"), "    ");
+    if (failed(start))
+      return failure();
+    os << "    const long long row = (long long)" << offset << " + (long long)"
+       << *start << " + (long long)((i / " << inner << ") % " << rows[axis]
+       << ");\n";
+    os << "    if (row < 0 || row >= (long long)" << dest[axis]
+       << ") continue;\n";
+    row = "(" + std::string(index) + ")row";
+  } else {
+    llvm::raw_string_ostream(row)
+        << "(" << offset << " + (i / " << inner << ") % " << rows[axis] << ")";
+  }
   auto value = body.getAt(update.getUpdate(), "i", "    ");
   if (failed(value))
     return failure();
   os << "    const " << index << " at = (i / " << rows[axis] * inner << ") * "
-     << dest[axis] * inner << " + (" << offset << " + (i / " << inner << ") % "
-     << rows[axis] << ") * " << inner << " + i % " << inner << ";\n";
+     << dest[axis] * inner << " + " << row << " * " << inner << " + i % "
+     << inner << ";\n";
   os << "    out0[at] = " << storeExpr(resultType.getElementType(), *value)
      << ";\n  }\n}\n";
   LaunchGeometry geometry;

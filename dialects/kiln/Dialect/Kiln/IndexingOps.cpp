@@ -54,6 +54,22 @@ LogicalResult UpdateSliceOp::verify() {
       return emitOpError("update's dim ")
              << d << " (" << (*from)[d].str() << ") differs from dest's ("
              << (*to)[d].str() << ")";
+  if (Value starts = getStarts()) {
+    auto type = cast<RankedTensorType>(starts.getType());
+    auto integer = dyn_cast<IntegerType>(type.getElementType());
+    if (!integer || integer.getWidth() == 1)
+      return emitOpError("starts must be integers, got ") << type;
+    std::optional<SymbolicShape> per = symbolicShapeOf(type);
+    if (!per || type.getRank() != dest.getRank())
+      return emitOpError("starts must have dest's rank, got ") << type;
+    for (int64_t d = 0; d < dest.getRank(); ++d) {
+      bool one = (*per)[d] == DimExpr::constant(1);
+      if (d == axis ? !one : !one && (*per)[d] != (*from)[d])
+        return emitOpError("starts' dim ")
+               << d << " (" << (*per)[d].str() << ") must be 1"
+               << (d == axis ? " (the axis)" : " or the update's");
+    }
+  }
   std::string error;
   std::optional<DimExpr> offset = DimExpr::parse(getOffset(), error);
   if (!offset)
@@ -67,7 +83,10 @@ LogicalResult UpdateSliceOp::verify() {
   std::optional<int64_t> start = offset->getConstant(),
                          rows = (*from)[axis].getConstant(),
                          size = (*to)[axis].getConstant();
-  if (start && (*start < 0 || (rows && size && *start + *rows > *size)))
+  // Starts known only at run time: each element's window is checked
+  // there (kernels write no row outside dest).
+  if (start &&
+      (*start < 0 || (!getStarts() && rows && size && *start + *rows > *size)))
     return emitOpError("writes rows outside dest's dim ") << axis;
   return success();
 }

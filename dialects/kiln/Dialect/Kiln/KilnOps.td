@@ -754,21 +754,33 @@ def Kiln_UpdateSliceOp : Kiln_Op<"update_slice", [Pure,
     agrees with `dest` on every other dim. `offset` is a size over the
     model's named dims in the canonical text of DimExpr.h (`past`, `7`),
     known at run time; a window outside `dest` is an error there.
+
+    With `starts`, an integer tensor of `dest`'s rank that broadcasts to
+    `update`'s shape and has size 1 along `axis`, each element's window
+    starts `starts` (at the element's broadcast index) rows later: the rows
+    of a batched cache whose batches hold different numbers of valid rows.
     kiln-cache-in-place makes it from a KV cache's concat of past and new
-    rows; the CUDA target writes only the new rows, into storage the graph
-    output shares with the graph input `dest` (the C ABI's output aliases).
+    rows, and the GroupQueryAttention importer from a cache shared by past
+    and present (with `starts` from seqlens_k); the CUDA target writes only
+    the new rows, into storage the graph output shares with the graph input
+    `dest` (the C ABI's output aliases), and writes no row outside `dest`.
 
     ```mlir
     %c = kiln.update_slice %cache, %new {axis = 2 : i64, offset = "past"}
         : (tensor<1x4x64x8xf32>, tensor<1x4x?x8xf32, #kiln.dims<["sequence"]>>)
         -> tensor<1x4x64x8xf32>
+    %d = kiln.update_slice %cache, %token, %rows {axis = 2 : i64, offset = "0"}
+        : (tensor<2x4x64x8xf32>, tensor<2x4x1x8xf32>, tensor<2x1x1x1xi64>)
+        -> tensor<2x4x64x8xf32>
     ```
   }];
-  let arguments = (ins Kiln_Tensor:$dest, Kiln_Tensor:$update, I64Attr:$axis,
+  let arguments = (ins Kiln_Tensor:$dest, Kiln_Tensor:$update,
+                   Optional<Kiln_Tensor>:$starts, I64Attr:$axis,
                    StrAttr:$offset);
   let results = (outs Kiln_Tensor:$result);
   let assemblyFormat = [{
-    $dest `,` $update attr-dict `:` functional-type(operands, $result)
+    $dest `,` $update (`,` $starts^)? attr-dict `:`
+    functional-type(operands, $result)
   }];
   let hasVerifier = 1;
 }
