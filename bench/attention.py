@@ -12,10 +12,15 @@ Kiln's kernel is timed with 4 and 8 warps a block (KILN_ATTENTION_WARPS).
 Decoding shapes (one query row over a long cache: B, H, 1, S keys, D) time
 the split-keys form (flash-decoding) and report the bandwidth of reading the
 keys and values once, 2*B*H*S*D 16-bit elements, in GB/s.
+Precision `tf32` times the fp32 kernel built with --allow-tf32 (TF32 tensor
+cores, four warps) against SDPA in fp32 with TF32 matmuls allowed (flash
+has no fp32 kernel: the memory-efficient one), the decode bandwidth then in
+fp32 elements.
 Correctness is not checked here: the lit tests and scripts/gpu_check.sh
 compare the same kernel with the reference at smaller shapes.
 
-  bench/attention.py --tools build-gpu/bin [--out table.md]
+  bench/attention.py --tools build-gpu/bin [--precisions fp16,bf16,tf32]
+                     [--out table.md]
 """
 import argparse
 import os
@@ -50,9 +55,10 @@ def kiln_ms(tools, work, shape, precision, warps, warmup, iters, keys=None):
     path = os.path.join(work, name + ".mlir")
     with open(path, "w") as f:
         f.write(attention_mlir(*shape, keys=keys))
-    cmd = [os.path.join(tools, "kiln-run"), path, "--backend", "cuda",
-           "--precision", precision, "--keep-io-types=false", "--bench",
-           "--warmup", str(warmup), "--iters", str(iters)]
+    build = (["--precision", "fp32", "--allow-tf32"] if precision == "tf32"
+             else ["--precision", precision, "--keep-io-types=false"])
+    cmd = [os.path.join(tools, "kiln-run"), path, "--backend", "cuda"] + \
+        build + ["--bench", "--warmup", str(warmup), "--iters", str(iters)]
     env = dict(os.environ, KILN_ATTENTION_WARPS=str(warps))
     out = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if out.returncode != 0:
@@ -66,12 +72,16 @@ def kiln_ms(tools, work, shape, precision, warps, warmup, iters, keys=None):
 def sdpa_ms(shape, precision, warmup, iters, keys=None):
     import torch
     from torch.nn.attention import SDPBackend, sdpa_kernel
-    dtype = torch.float16 if precision == "fp16" else torch.bfloat16
+    dtype = {"fp16": torch.float16, "bf16": torch.bfloat16,
+             "tf32": torch.float32}[precision]
+    backend = (SDPBackend.EFFICIENT_ATTENTION if precision == "tf32"
+               else SDPBackend.FLASH_ATTENTION)
+    torch.backends.cuda.matmul.allow_tf32 = precision == "tf32"
     b, h, s, d = shape
     kv = (b, h, s if keys is None else keys, d)
     q = torch.randn(shape, device="cuda", dtype=dtype)
     k, v = (torch.randn(kv, device="cuda", dtype=dtype) for _ in range(2))
-    with sdpa_kernel([SDPBackend.FLASH_ATTENTION]):
+    with sdpa_kernel([backend]):
         times, _ = peers.time_calls(
             lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v),
             warmup, iters, cuda=True)
@@ -90,14 +100,16 @@ def main():
     args = parser.parse_args()
     os.makedirs(args.work, exist_ok=True)
     rows = ["| precision | B | H | S | D | warps | Kiln ms | Kiln TFLOP/s | "
-            "flash SDPA ms | SDPA TFLOP/s | Kiln / SDPA speed |",
+            "SDPA ms | SDPA TFLOP/s | Kiln / SDPA speed |",
             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for precision in args.precisions.split(","):
         for shape in SHAPES:
             b, h, s, d = shape
             flops = 4.0 * b * h * s * s * d
             t = sdpa_ms(shape, precision, args.warmup, args.iters)
-            for warps in args.warps.split(","):
+            # The TF32 kernel always runs four warps.
+            warps_list = ["4"] if precision == "tf32" else args.warps.split(",")
+            for warps in warps_list:
                 k = kiln_ms(args.tools, args.work, shape, precision, warps,
                             args.warmup, args.iters)
                 rows.append(f"| {precision} | {b} | {h} | {s} | {d} | {warps} "
@@ -105,12 +117,12 @@ def main():
                             f"{flops / t / 1e9:.1f} | {t / k:.2f}x |")
                 print(rows[-1], flush=True)
     rows += ["", "| precision | B | H | keys | D | Kiln ms | Kiln GB/s | "
-             "flash SDPA ms | SDPA GB/s | Kiln / SDPA speed |",
+             "SDPA ms | SDPA GB/s | Kiln / SDPA speed |",
              "|---|---|---|---|---|---|---|---|---|---|"]
     for precision in args.precisions.split(","):
         for b, h, keys, d in DECODE_SHAPES:
             shape = (b, h, 1, d)
-            moved = 2.0 * b * h * keys * d * 2
+            moved = 2.0 * b * h * keys * d * (4 if precision == "tf32" else 2)
             t = sdpa_ms(shape, precision, args.warmup, args.iters, keys)
             k = kiln_ms(args.tools, args.work, shape, precision, 4,
                         args.warmup, args.iters, keys)

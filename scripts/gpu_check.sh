@@ -6,7 +6,8 @@
 #   scripts/gpu_check.sh [OUTDIR] [SECTIONS]
 # SECTIONS (default all but bench-untuned): gtest, lit, attention, profile,
 # sanitizer, models, bench, bench-untuned. KILN_SANITIZE: comma-separated patterns of the sanitizer runs to do
-# (default all); KILN_BENCH_PRECISIONS: the bench's (default fp16,bf16).
+# (default all); KILN_BENCH_PRECISIONS: the bench's (default fp16,bf16);
+# KILN_ATTENTION_PRECISIONS: the attention bench's (default fp16,bf16,tf32).
 # Logs go to build-gpu/out (KILN_GPU_OUT names another, so that two calls
 # can run side by side), and summary.txt and logs.tgz (all of them) to
 # OUTDIR (default $OUT, where the device tool fetches from); what passed is
@@ -70,7 +71,8 @@ if want lit; then
 fi
 
 if want attention; then
-  timeout 240 python3 bench/attention.py --tools build-gpu/bin --out "$out/attention.md" \
+  timeout 300 python3 bench/attention.py --tools build-gpu/bin --out "$out/attention.md" \
+    --precisions "${KILN_ATTENTION_PRECISIONS:-fp16,bf16,tf32}" \
     >"$out/attention.log" 2>&1
   note "attention bench: exit $?"
   awk '/^\|/ && !seen[$0]++' "$out/attention.log" >>"$summary"
@@ -97,6 +99,7 @@ if want sanitizer; then
   # compared with the reference.
   att=build-gpu/lit/test__Target__CUDA__attention-tensor-cores.test/t
   views=build-gpu/lit/test__Target__CUDA__attention-head-views.test/t
+  tf32=build-gpu/lit/test__Target__CUDA__attention-tf32.test/t
   # An export with its committed inputs and pinned dims.
   export_args() {
     local d=test/models/fresh/$1
@@ -116,6 +119,9 @@ if want sanitizer; then
     "tc-attention-head-views-packed|$views/packed.mlir --precision fp16 --keep-io-types=false --compare-reference --rel-l2 1e-2 --seed 3"
     "tc-attention-head-views-split|$views/split.mlir --precision bf16 --keep-io-types=false --compare-reference --rel-l2 1e-2 --seed 7 --run-dim b=3 --run-dim s=129"
     "tc-attention-head-views-decode|$views/split.mlir --precision fp16 --keep-io-types=false --compare-reference --rel-l2 1e-2 --seed 7 --run-dim b=2 --run-dim s=1"
+    "tc-attention-tf32|$tf32/mask.mlir --allow-tf32 --compare-reference --rel-l2 1e-2 --seed 3"
+    "tc-attention-tf32-tails|$tf32/symbolic.mlir --allow-tf32 --compare-reference --rel-l2 1e-2 --seed 5 --run-dim s=67 --run-dim t=129"
+    "tc-attention-tf32-split|$tf32/split.mlir --allow-tf32 --compare-reference --rel-l2 1e-2 --seed 3"
     "bert-fp32|$(export_args bert-torchscript) --compare-reference"
     "bert-fp16|$(export_args bert-dynamo) --precision fp16 --compare-reference --rel-l2 1e-2"
     "gpt2-kv|$(export_args gpt2-dynamo-kv) --compare-reference"
@@ -123,7 +129,7 @@ if want sanitizer; then
     "llama-bf16|$(export_args llama-torchscript) --precision bf16 --compare-reference --rel-l2 3e-2"
     "vit-fp32|$(export_args vit-torchscript) --compare-reference"
   )
-  racy=" tc-attention-fp16 tc-attention-decode tc-attention-bf16-tails tc-attention-cp-async tc-attention-cp-async-tails tc-attention-8-warps tc-attention-head-views-packed tc-attention-head-views-split tc-attention-head-views-decode bert-fp32 llama-bf16 "
+  racy=" tc-attention-fp16 tc-attention-decode tc-attention-bf16-tails tc-attention-cp-async tc-attention-cp-async-tails tc-attention-8-warps tc-attention-head-views-packed tc-attention-head-views-split tc-attention-head-views-decode tc-attention-tf32 tc-attention-tf32-tails tc-attention-tf32-split bert-fp32 llama-bf16 "
   deadline=$((SECONDS + 180))
   for tool in memcheck racecheck; do
     for r in "${runs[@]}"; do

@@ -53,9 +53,9 @@ struct PrecisionCLOptions {
       llvm::cl::CommaSeparated, llvm::cl::value_desc("island,...")};
   llvm::cl::opt<bool> allowTf32{
       "allow-tf32",
-      llvm::cl::desc("fp32 matmuls on the tensor cores with TF32 inputs "
-                     "(10-bit mantissas): faster, but outside the fp32 "
-                     "contract; see docs/precision.md"),
+      llvm::cl::desc("fp32 matmuls and attention on the tensor cores with "
+                     "TF32 inputs (10-bit mantissas): faster, but outside "
+                     "the fp32 contract; see docs/precision.md"),
       llvm::cl::init(false)};
 };
 } // namespace

@@ -134,7 +134,7 @@ std::vector<bool> runsAtTop(const rt::Artifact &artifact) {
 Roofline rooflineOf(const rt::Artifact &artifact, const CompileReport &report) {
   Roofline r;
   r.gpu = findGpuPeaks(report.rooflineGpu);
-  std::vector<bool> mmaSync = kernelsIssuingMmaSync(artifact);
+  std::vector<MmaUse> mmaSync = kernelsIssuingMmaSync(artifact);
   std::vector<double> kernelFlops =
       flopsOfKernels(artifact, report.kernelFlops);
   std::vector<bool> runs = runsAtTop(artifact);
@@ -306,7 +306,9 @@ void printReportText(const rt::Artifact &artifact, const CompileReport &report,
                           k->registers, k->sharedBytes,
                           k->spillStoreBytes + k->spillLoadBytes,
                           occupancy.fraction,
-                          cost.tensorCores ? ", mma.sync" : "");
+                          cost.tf32          ? ", mma.sync tf32"
+                          : cost.tensorCores ? ", mma.sync"
+                                             : "");
     }
     if (std::string runsIf = runsIfText(artifact, i); !runsIf.empty())
       os << "  " << runsIf;

@@ -126,8 +126,8 @@ std::vector<double> flopsOfKernels(const rt::Artifact &artifact,
   return flops;
 }
 
-std::vector<bool> kernelsIssuingMmaSync(const rt::Artifact &artifact) {
-  std::vector<bool> issues(artifact.kernelNames.size(), false);
+std::vector<MmaUse> kernelsIssuingMmaSync(const rt::Artifact &artifact) {
+  std::vector<MmaUse> issues(artifact.kernelNames.size(), MmaUse::None);
   // One pass over the PTX: each entry's body runs to the next entry.
   llvm::StringMap<size_t> index;
   for (auto [i, name] : llvm::enumerate(artifact.kernelNames))
@@ -140,7 +140,11 @@ std::vector<bool> kernelsIssuingMmaSync(const rt::Artifact &artifact) {
         [](char c) { return c == '(' || c == ' ' || c == '\n'; });
     auto it = index.find(name);
     if (it != index.end())
-      issues[it->second] = body.contains("mma.sync");
+      issues[it->second] = body.contains("mma.sync.aligned.m16n8k8.row.col."
+                                         "f32.tf32")
+                               ? MmaUse::Tf32
+                           : body.contains("mma.sync") ? MmaUse::Sixteen
+                                                       : MmaUse::None;
     entry = next;
   }
   return issues;
@@ -148,14 +152,17 @@ std::vector<bool> kernelsIssuingMmaSync(const rt::Artifact &artifact) {
 
 StepCost costOf(const rt::Artifact &artifact, const rt::Step &step,
                 llvm::ArrayRef<double> kernelFlops,
-                const std::vector<bool> &mmaSync) {
+                const std::vector<MmaUse> &mmaSync) {
   StepCost cost;
   switch (step.kind) {
   case rt::Step::Kind::Launch: {
     if (step.launch.kernel < kernelFlops.size())
       cost.flops = kernelFlops[step.launch.kernel];
-    cost.tensorCores =
-        step.launch.kernel < mmaSync.size() && mmaSync[step.launch.kernel];
+    MmaUse mma = step.launch.kernel < mmaSync.size()
+                     ? mmaSync[step.launch.kernel]
+                     : MmaUse::None;
+    cost.tensorCores = mma != MmaUse::None;
+    cost.tf32 = mma == MmaUse::Tf32;
     // Each distinct buffer once (a view and its source count once).
     std::set<uint32_t> seen;
     for (uint32_t id : step.launch.args)

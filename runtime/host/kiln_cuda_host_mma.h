@@ -2,13 +2,16 @@
 //
 // The warp-collective PTX instructions of tensor-core kernels, emulated over
 // the lanes of kiln_cuda_host.h: `mma.sync.aligned.m16n8k16.row.col` with
-// f16 or bf16 A and B and f32 C and D, `ldmatrix.sync.aligned.m8n8` (.x1,
+// f16 or bf16 A and B and f32 C and D, `mma.sync.aligned.m16n8k8.row.col`
+// with .tf32 A and B (and cvt.rna.tf32.f32 to make them),
+// `ldmatrix.sync.aligned.m8n8` (.x1,
 // .x2, .x4, with and without .trans) and `cp.async` with its groups.
 // Generated code reaches them through kiln_mma_*, kiln_ldmatrix_* and
 // kiln_cp_async_* (Prelude.cpp has the same functions as inline PTX for the
 // GPU). Each lane holds exactly the fragment elements that the PTX ISA's
 // figures give it ("Matrix Fragments for mma.m16n8k16 with floating point
-// type", "Warp-level matrix load instruction: ldmatrix"); the warp's
+// type", "Matrix Fragments for mma.m16n8k8", "Warp-level matrix load
+// instruction: ldmatrix"); the warp's
 // fragments are gathered through its slots, so a kernel whose lanes put
 // elements elsewhere computes wrong results here, as it would on the GPU.
 // The unit tests check the layouts lane by lane against those figures
@@ -118,6 +121,71 @@ inline void mma(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2],
     d[i] = result[i];
 }
 
+/// Where element `i` (0..3) of lane `lane`'s A fragment sits in the 16x8 A
+/// of `mma.m16n8k8` with .tf32 ("Matrix Fragments for mma.m16n8k8",
+/// .tf32): row groupID, plus 8 for i = 1 and 3; column threadID_in_group,
+/// plus 4 from i = 2.
+inline void aElementTf32(unsigned lane, unsigned i, unsigned &row,
+                         unsigned &col) {
+  row = groupOf(lane) + ((i & 1u) ? 8u : 0u);
+  col = threadInGroup(lane) + (i >= 2u ? 4u : 0u);
+}
+
+/// Where element `i` (0..1) of a .tf32 B fragment sits in the 8x8 B (k x
+/// n): row threadID_in_group, plus 4 for i = 1; column groupID.
+inline void bElementTf32(unsigned lane, unsigned i, unsigned &row,
+                         unsigned &col) {
+  row = threadInGroup(lane) + (i ? 4u : 0u);
+  col = groupOf(lane);
+}
+
+/// A .tf32 register's value: its float bits with the 13 low mantissa bits
+/// ignored, as the tensor cores read them.
+inline float tf32Value(unsigned bits) {
+  bits &= 0xffffe000u;
+  float value;
+  std::memcpy(&value, &bits, sizeof value);
+  return value;
+}
+
+/// D = A * B + C for one m16n8k8 .tf32 tile of the warp: products of
+/// 11-bit significands are exact in double, the sum rounded once to float.
+inline void mmaTf32(float (&d)[4], const unsigned (&a)[4],
+                    const unsigned (&b)[2], const float (&c)[4]) {
+  float A[16][8], B[8][8];
+  unsigned long long all[32];
+  for (unsigned round = 0; round < 2; ++round) {
+    kiln_host_gather(
+        a[2 * round] | static_cast<unsigned long long>(a[2 * round + 1]) << 32,
+        all);
+    for (unsigned lane = 0; lane < 32; ++lane)
+      for (unsigned r = 0; r < 2; ++r) {
+        unsigned row, col;
+        aElementTf32(lane, 2 * round + r, row, col);
+        A[row][col] = tf32Value(unsigned(all[lane] >> (32 * r)));
+      }
+  }
+  kiln_host_gather(b[0] | static_cast<unsigned long long>(b[1]) << 32, all);
+  for (unsigned lane = 0; lane < 32; ++lane)
+    for (unsigned i = 0; i < 2; ++i) {
+      unsigned row, col;
+      bElementTf32(lane, i, row, col);
+      B[row][col] = tf32Value(unsigned(all[lane] >> (32 * i)));
+    }
+  unsigned lane = kiln_host_self->lane;
+  float result[4];
+  for (unsigned i = 0; i < 4; ++i) {
+    unsigned row, col;
+    cElement(lane, i, row, col);
+    double sum = c[i];
+    for (unsigned k = 0; k < 8; ++k)
+      sum += double(A[row][k]) * double(B[k][col]);
+    result[i] = float(sum);
+  }
+  for (unsigned i = 0; i < 4; ++i)
+    d[i] = result[i];
+}
+
 /// ldmatrix of N 8x8 matrices of 16-bit elements: lane 8j + r gives the
 /// address of row r of matrix j; register j of each lane receives, from
 /// matrix j, row groupID at columns threadID_in_group * 2 and + 1, or with
@@ -201,6 +269,21 @@ inline void kiln_mma_m16n8k16_bf16(float (&d)[4], const unsigned (&a)[4],
                                    const unsigned (&b)[2],
                                    const float (&c)[4]) {
   kiln_host_mma::mma<true>(d, a, b, c);
+}
+
+inline void kiln_mma_m16n8k8_tf32(float (&d)[4], const unsigned (&a)[4],
+                                  const unsigned (&b)[2], const float (&c)[4]) {
+  kiln_host_mma::mmaTf32(d, a, b, c);
+}
+/// cvt.rna.tf32.f32: `x` rounded to TF32's 10 mantissa bits, to nearest
+/// with ties away from zero, in a float's bits (the 13 low bits zero).
+/// Infinities and NaNs pass unchanged.
+inline unsigned kiln_to_tf32(float x) {
+  unsigned bits;
+  std::memcpy(&bits, &x, sizeof bits);
+  if ((bits & 0x7f800000u) == 0x7f800000u)
+    return bits;
+  return (bits + 0x1000u) & 0xffffe000u;
 }
 
 inline void kiln_ldmatrix_x1(unsigned (&r)[1], const void *row) {

@@ -37,8 +37,8 @@ struct CompileOptions {
   /// Clamp out-of-range gather indices silently instead of failing the run
   /// naming the ONNX node (`--unchecked-indices`).
   bool uncheckedIndices = false;
-  /// fp32 matmuls on the tensor cores with TF32 inputs (`--allow-tf32`):
-  /// faster, outside the fp32 contract (docs/precision.md).
+  /// fp32 matmuls and attention on the tensor cores with TF32 inputs
+  /// (`--allow-tf32`): faster, outside the fp32 contract (docs/precision.md).
   bool allowTf32 = false;
   /// The most device memory a plan may ask for: its arena, and each graph
   /// input and output (`--max-arena`); more is refused at compile time, so

@@ -17,6 +17,7 @@
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -60,19 +61,29 @@ struct StepCost {
   /// A 16-bit GEMM, or a kernel whose PTX issues mma.sync: it runs on the
   /// tensor cores.
   bool tensorCores = false;
-  /// An fp32 GEMM with TF32 inputs, on the tensor cores at the TF32 rate.
+  /// An fp32 GEMM or kernel with TF32 inputs, on the tensor cores at the
+  /// TF32 rate.
   bool tf32 = false;
 };
 
-/// For each kernel of `artifact`, whether it issues mma.sync, read from its
-/// PTX in one pass (all false when the artifact has none).
-std::vector<bool> kernelsIssuingMmaSync(const rt::Artifact &artifact);
+/// What a kernel's PTX issues on the tensor cores.
+enum class MmaUse : uint8_t {
+  None,
+  /// mma.sync on 16-bit operands.
+  Sixteen,
+  /// mma.sync on TF32 operands (kilnc --allow-tf32).
+  Tf32,
+};
+
+/// For each kernel of `artifact`, what mma.sync it issues, read from its PTX
+/// in one pass (all None when the artifact has none).
+std::vector<MmaUse> kernelsIssuingMmaSync(const rt::Artifact &artifact);
 
 /// The work of `step`; `kernelFlops` from flopsOfKernels and `mmaSync` from
 /// kernelsIssuingMmaSync (either may be empty).
 StepCost costOf(const rt::Artifact &artifact, const rt::Step &step,
                 llvm::ArrayRef<double> kernelFlops,
-                const std::vector<bool> &mmaSync);
+                const std::vector<MmaUse> &mmaSync);
 
 /// The least time `cost` can take on `gpu`, in seconds.
 double floorSeconds(const StepCost &cost, const GpuPeaks &gpu);

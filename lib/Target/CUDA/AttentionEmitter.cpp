@@ -99,12 +99,12 @@ FailureOr<AttentionParts> readAttention(KernelOp kernel) {
 }
 
 FailureOr<LaunchGeometry> emitAttention(KernelOp kernel, StringRef name,
-                                        llvm::raw_ostream &os) {
+                                        llvm::raw_ostream &os, bool allowTf32) {
   FailureOr<AttentionParts> parts = readAttention(kernel);
   if (failed(parts))
     return failure();
   if (auto tensorCores =
-          emitTensorCoreAttention(kernel, *parts, nullptr, name, os))
+          emitTensorCoreAttention(kernel, *parts, nullptr, name, os, allowTf32))
     return *tensorCores;
   return emitScalarAttention(kernel, *parts, nullptr, name, os);
 }

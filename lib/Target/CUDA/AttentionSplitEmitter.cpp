@@ -163,7 +163,8 @@ static LaunchGeometry emitCombine(const AttentionParts &parts,
 }
 
 std::optional<FailureOr<SplitAttention>>
-emitSplitAttention(KernelOp kernel, StringRef name, llvm::raw_ostream &os) {
+emitSplitAttention(KernelOp kernel, StringRef name, llvm::raw_ostream &os,
+                   bool allowTf32) {
   if (kernel.getKind() != KernelKind::attention)
     return std::nullopt;
   FailureOr<AttentionParts> parts = readAttention(kernel);
@@ -176,8 +177,8 @@ emitSplitAttention(KernelOp kernel, StringRef name, llvm::raw_ostream &os) {
   result.splitName = (name + "_split").str();
   result.combineName = (name + "_combine").str();
   bool log2Units = true;
-  auto geometry =
-      emitTensorCoreAttention(kernel, *parts, &*split, result.splitName, os);
+  auto geometry = emitTensorCoreAttention(kernel, *parts, &*split,
+                                          result.splitName, os, allowTf32);
   if (!geometry) {
     log2Units = false;
     geometry =

@@ -30,6 +30,14 @@
 // the batch (a third axis for the splits of the keys, KeySplit), so a short
 // query length still gives each head its block.
 //
+// fp32 operands, where kilnc --allow-tf32 allows, run the same loop on
+// mma.sync.m16n8k8 with TF32 inputs (cvt.rna.tf32.f32 at each fragment
+// load): fp32 tiles of 32 keys (the two in 34 KiB), four warps, fragments
+// read from shared memory element by element (ldmatrix moves 16-bit
+// elements), rows padded by 8 floats so those reads are conflict-free, and
+// P moved from the S accumulators into the A layout, which differs for
+// m16n8k8, by warp shuffles.
+//
 //===----------------------------------------------------------------------===//
 
 #include "AttentionParts.h"
@@ -76,19 +84,22 @@ struct RowSource {
 
 /// `operand`'s rows for a tile copy, or nothing when its features are not
 /// contiguous in an input or a row can never start 16-byte aligned.
-std::optional<RowSource> rowSourceOf(Value operand, const std::string &head) {
+/// `perChunk` elements make 16 bytes.
+std::optional<RowSource> rowSourceOf(Value operand, const std::string &head,
+                                     int64_t perChunk) {
   std::optional<StridedView> view = stridedViewOf(operand);
   if (!view || view->shape.size() < 2 || view->strides.back() != 1)
     return std::nullopt;
   RowSource source;
   source.pointer = "in" + std::to_string(view->input);
   source.aligned = "((unsigned long long)" + source.pointer + " & 15) == 0";
-  // Each offset in elements of 16 bits: 16-byte aligned at multiples of 8.
+  // Each offset in elements: 16-byte aligned at multiples of perChunk.
   // Symbolic ones are checked at run time.
   auto requireAligned = [&](const Size &elements) {
     if (auto constant = elements.getConstant())
-      return *constant % 8 == 0;
-    source.aligned += " && (" + elements.str() + " & 7LL) == 0";
+      return *constant % perChunk == 0;
+    source.aligned += " && (" + elements.str() + " & " +
+                      std::to_string(perChunk - 1) + "LL) == 0";
     return true;
   };
   size_t rank = view->shape.size();
@@ -136,13 +147,16 @@ std::optional<RowSource> rowSourceOf(Value operand, const std::string &head) {
 std::optional<FailureOr<LaunchGeometry>>
 emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
                         const KeySplit *split, StringRef name,
-                        llvm::raw_ostream &os) {
+                        llvm::raw_ostream &os, bool allowTf32) {
   AttentionOp attention = parts.attention;
   Type et = attention.getType().getElementType();
   auto hasResultType = [&](Value v) {
     return cast<RankedTensorType>(v.getType()).getElementType() == et;
   };
-  if (!(et.isF16() || et.isBF16()) || !hasResultType(attention.getQuery()) ||
+  // fp32 operands enter the tensor cores as TF32 (m16n8k8) when allowed.
+  bool tf32 = et.isF32() && allowTf32;
+  if (!(et.isF16() || et.isBF16() || tf32) ||
+      !hasResultType(attention.getQuery()) ||
       !hasResultType(attention.getKey()) ||
       !hasResultType(attention.getValue()) || parts.size % 16 ||
       parts.valueSize % 16 || parts.size > kMaxHeadSize ||
@@ -150,9 +164,19 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
     return std::nullopt;
 
   int64_t heads = parts.heads, dq = parts.size, dv = parts.valueSize;
+  // TF32 tiles are fp32: 32 keys a tile keep two in 34 KiB of static
+  // shared memory, and the 64 rows of four warps' queries stage through
+  // both (so the value rows must be as wide as the query's).
+  if (tf32 && dv < dq)
+    return std::nullopt;
+  int64_t tileKeys = tf32 ? 32 : kKeysPerTile, perChunk = tf32 ? 4 : 8;
   Size queries = parts.queries, keys = parts.keys;
-  std::string storage = et.isF16() ? "__half" : "__nv_bfloat16";
-  std::string to16 = et.isF16() ? "__float2half_rn" : "__float2bfloat16_rn";
+  std::string storage = tf32         ? "float"
+                        : et.isF16() ? "__half"
+                                     : "__nv_bfloat16";
+  std::string to16 = tf32         ? ""
+                     : et.isF16() ? "__float2half_rn"
+                                  : "__float2bfloat16_rn";
   std::string pair = et.isF16() ? "__half2" : "__nv_bfloat162";
   std::string toPair =
       et.isF16() ? "__floats2half2_rn" : "__floats2bfloat162_rn";
@@ -165,13 +189,16 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
     return values.getAt(operand, index, indent);
   };
 
-  std::optional<RowSource> keyRows = rowSourceOf(attention.getKey(), "kv"),
-                           valueRows = rowSourceOf(attention.getValue(), "kv"),
-                           queryRows = rowSourceOf(attention.getQuery(), "bh");
+  std::optional<RowSource> keyRows =
+                               rowSourceOf(attention.getKey(), "kv", perChunk),
+                           valueRows = rowSourceOf(attention.getValue(), "kv",
+                                                   perChunk),
+                           queryRows = rowSourceOf(attention.getQuery(), "bh",
+                                                   perChunk);
   int64_t kPitch = dq + 8, vPitch = dv + 8;
   // Eight warps stage their 128 query rows in both tiles: the value rows
   // must be as wide as the query's.
-  int64_t warps = dv >= dq ? warpsPerBlock() : 4, rows = 16 * warps,
+  int64_t warps = dv >= dq && !tf32 ? warpsPerBlock() : 4, rows = 16 * warps,
           threads = 32 * warps;
   // `for` over e = threadIdx.x, + threads, ... below `count`, with a trip
   // count the compiler sees (the block size is fixed here).
@@ -191,23 +218,27 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
     emitSignature(kernel, name, os);
   if (!split)
     os << parts.sinkTable;
-  os << "  // Rows padded by 16 bytes: an ldmatrix's eight rows hit distinct "
-        "banks.\n"
-     << "  __shared__ __align__(16) " << storage << " k_tile[" << kKeysPerTile
+  os << (tf32
+             ? "  // Rows padded by 8 floats: the eight rows (or four columns) "
+               "of a\n  // fragment's reads hit distinct banks.\n"
+             : "  // Rows padded by 16 bytes: an ldmatrix's eight rows hit "
+               "distinct banks.\n")
+     << "  __shared__ __align__(16) " << storage << " k_tile[" << tileKeys
      << "][" << kPitch << "];\n"
-     << "  __shared__ __align__(16) " << storage << " v_tile[" << kKeysPerTile
+     << "  __shared__ __align__(16) " << storage << " v_tile[" << tileKeys
      << "][" << vPitch << "];\n"
      << "  const float neg_inf = __int_as_float(0xff800000);\n"
      << "  const float log2e = 1.4426950408889634f;\n"
      << "  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;\n"
-     << "  const int g = lane >> 2, t = lane & 3;\n"
-     << "  // Two scores rounded into one register: one conversion.\n"
-     << "  auto pack = [](float lo, float hi) {\n"
-     << "    const " << pair << " both = " << toPair << "(lo, hi);\n"
-     << "    unsigned bits;\n"
-     << "    memcpy(&bits, &both, sizeof bits);\n"
-     << "    return bits;\n"
-     << "  };\n";
+     << "  const int g = lane >> 2, t = lane & 3;\n";
+  if (!tf32)
+    os << "  // Two scores rounded into one register: one conversion.\n"
+       << "  auto pack = [](float lo, float hi) {\n"
+       << "    const " << pair << " both = " << toPair << "(lo, hi);\n"
+       << "    unsigned bits;\n"
+       << "    memcpy(&bits, &both, sizeof bits);\n"
+       << "    return bits;\n"
+       << "  };\n";
   for (auto [rows, flag] :
        {std::pair{&queryRows, "q_async"}, std::pair{&keyRows, "k_async"},
         std::pair{&valueRows, "v_async"}})
@@ -230,17 +261,18 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
      << "    // h / (heads / kv heads).\n"
      << "    const long long kv = b * " << parts.kvHeads << "LL + h / "
      << heads / parts.kvHeads << "LL;\n"
-     << "    // The query tile, staged in k_tile (rows past 64 in v_tile),\n"
+     << "    // The query tile, staged in k_tile (rows past " << tileKeys
+     << " in v_tile),\n"
      << "    // becomes this warp's A fragments (16 rows by the head size).\n"
      << "    auto q_row = [&](int r) -> " << storage << " * {\n"
-     << "      return r < " << kKeysPerTile << " ? &k_tile[r][0] : &v_tile[r - "
-     << kKeysPerTile << "][0];\n"
+     << "      return r < " << tileKeys << " ? &k_tile[r][0] : &v_tile[r - "
+     << tileKeys << "][0];\n"
      << "    };\n"
      << "    __syncthreads();\n";
   std::string queryIndent = "    ";
   if (queryRows) {
     // 16 bytes a thread, zeros past the last query row.
-    int64_t chunks = dq / 8;
+    int64_t chunks = dq / perChunk;
     os << "    if (q_async) {\n"
        << "      const " << storage << " *src = " << queryRows->pointer << " + "
        << queryRows->base << ";\n"
@@ -248,9 +280,9 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
        << "        const long long i = first + e / " << chunks << ";\n"
        << "        const bool live = i < " << queries << ";\n"
        << "        kiln_cp_async_16(q_row(e / " << chunks << ") + e % "
-       << chunks << " * 8, live ? src + i * " << queryRows->rowStride
-       << " + e % " << chunks << " * 8 : " << queryRows->pointer
-       << ", live ? 16u : 0u);\n"
+       << chunks << " * " << perChunk << ", live ? src + i * "
+       << queryRows->rowStride << " + e % " << chunks << " * " << perChunk
+       << " : " << queryRows->pointer << ", live ? 16u : 0u);\n"
        << "      }\n"
        << "      kiln_cp_async_commit();\n"
        << "      kiln_cp_async_wait<0>();\n"
@@ -274,13 +306,26 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
      << queryIndent << "}\n";
   if (queryRows)
     os << "    }\n";
-  os << "    __syncthreads();\n"
-     << "    unsigned qa[" << dq / 16 << "][4];\n"
-     << "    for (int kk = 0; kk < " << dq / 16 << "; ++kk)\n"
-     << "      kiln_ldmatrix_x4(qa[kk], q_row(warp * 16 + (lane & 7) + "
-        "((lane >> 3) & 1) * 8) + kk * 16 + (lane >> 4) * 8);\n"
-     << "    __syncthreads();\n";
-  // Stages rows [from, from + 64) of keys or values (`width` features) in
+  os << "    __syncthreads();\n";
+  if (tf32)
+    os << "    // A fragments of m16n8k8: rows g and g + 8, columns t and t +\n"
+       << "    // 4 of each k-step of 8.\n"
+       << "    unsigned qa[" << dq / 8 << "][4];\n"
+       << "    for (int kk = 0; kk < " << dq / 8 << "; ++kk) {\n"
+       << "      const float *r0 = q_row(warp * 16 + g) + kk * 8, *r1 = "
+          "q_row(warp * 16 + g + 8) + kk * 8;\n"
+       << "      qa[kk][0] = kiln_to_tf32(r0[t]);\n"
+       << "      qa[kk][1] = kiln_to_tf32(r1[t]);\n"
+       << "      qa[kk][2] = kiln_to_tf32(r0[t + 4]);\n"
+       << "      qa[kk][3] = kiln_to_tf32(r1[t + 4]);\n"
+       << "    }\n";
+  else
+    os << "    unsigned qa[" << dq / 16 << "][4];\n"
+       << "    for (int kk = 0; kk < " << dq / 16 << "; ++kk)\n"
+       << "      kiln_ldmatrix_x4(qa[kk], q_row(warp * 16 + (lane & 7) + "
+          "((lane >> 3) & 1) * 8) + kk * 16 + (lane >> 4) * 8);\n";
+  os << "    __syncthreads();\n";
+  // Stages rows [from, from + tileKeys) of keys or values (`width` features) in
   // `tileName`, zeros past the last key: cp.async from an aligned kernel
   // input, else element by element through the producers.
   auto stageKeys = [&](Value operand, const std::optional<RowSource> &source,
@@ -290,19 +335,19 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
     if (source) {
       // Each thread copies 16 bytes of the same column in rows r0, r0 +
       // `step`, ...: one 64-bit address, then 32-bit offsets.
-      int64_t chunks = width / 8, step = threads / chunks;
+      int64_t chunks = width / perChunk, step = threads / chunks;
       os << indent << "if (" << flag << ") {\n"
          << indent << "  const int r0 = threadIdx.x / " << chunks
-         << ", c = threadIdx.x % " << chunks << " * 8;\n"
+         << ", c = threadIdx.x % " << chunks << " * " << perChunk << ";\n"
          << indent << "  const " << storage << " *src = " << source->pointer
          << " + " << source->base << " + from * " << source->rowStride
          << " + c;\n"
          << indent << "  #pragma unroll\n"
-         << indent << "  for (int k = 0; k < "
-         << (kKeysPerTile + step - 1) / step << "; ++k) {\n"
+         << indent << "  for (int k = 0; k < " << (tileKeys + step - 1) / step
+         << "; ++k) {\n"
          << indent << "    const int r = r0 + k * " << step << ";\n";
-      if (kKeysPerTile % step)
-        os << indent << "    if (r >= " << kKeysPerTile << ") break;\n";
+      if (tileKeys % step)
+        os << indent << "    if (r >= " << tileKeys << ") break;\n";
       os << indent << "    const bool live = from + r < key_end;\n"
          << indent << "    kiln_cp_async_16(&" << tileName << "[r][c], live ? "
          << "src + r * " << source->tileRowStride << " : " << source->pointer
@@ -311,7 +356,7 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
          << indent << "} else {\n";
       in += "  ";
     }
-    os << threadLoop(kKeysPerTile * width, in) << in
+    os << threadLoop(tileKeys * width, in) << in
        << "  const long long j = from + e / " << width << ", d = e % " << width
        << ";\n"
        << in << "  float value = 0.0f;\n"
@@ -358,33 +403,44 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
      << (parts.hasSink && !split ? "1.0f, 1.0f" : "0.0f, 0.0f") << "};\n"
      << "    float o[" << dv / 8 << "][4];\n"
      << "    for (int n = 0; n < " << dv / 8 << "; ++n)\n"
-     << "      for (int e = 0; e < 4; ++e) o[n][e] = 0.0f;\n"
-     << "    for (long long tile = key_begin; tile < key_end; tile += "
-     << kKeysPerTile << "LL) {\n"
+     << "      for (int e = 0; e < 4; ++e) o[n][e] = 0.0f;\n";
+  int64_t nTiles = tileKeys / 8;
+  os << "    for (long long tile = key_begin; tile < key_end; tile += "
+     << tileKeys << "LL) {\n"
      << "      // This key tile has landed (the value tile may not have).\n"
      << "      kiln_cp_async_wait<1>();\n"
      << "      __syncthreads();\n"
-     << "      // S = Q K^T: this warp's 16 rows by the tile's 64 keys, eight\n"
-     << "      // n-tiles of 8 keys, two per ldmatrix; B from K rows (K^T is\n"
-     << "      // column-major B).\n"
-     << "      float s[8][4];\n"
-     << "      for (int n = 0; n < 8; ++n)\n"
-     << "        for (int e = 0; e < 4; ++e) s[n][e] = 0.0f;\n"
-     << "      for (int kk = 0; kk < " << dq / 16 << "; ++kk)\n"
-     << "        for (int n = 0; n < 8; n += 2) {\n"
-     << "          unsigned kb[4];\n"
-     << "          kiln_ldmatrix_x4(kb, &k_tile[(n + (lane >> 4)) * 8 + (lane "
-        "& "
-        "7)][kk * 16 + ((lane >> 3) & 1) * 8]);\n"
-     << "          " << mma << "(s[n], qa[kk], {kb[0], kb[1]}, s[n]);\n"
-     << "          " << mma << "(s[n + 1], qa[kk], {kb[2], kb[3]}, s[n + 1]);\n"
-     << "        }\n"
-     << "      // Every warp is done with k_tile: the next key tile streams "
+     << "      // S = Q K^T: this warp's 16 rows by the tile's " << tileKeys
+     << " keys, n-tiles\n"
+     << "      // of 8 keys; B from K rows (K^T is column-major B).\n"
+     << "      float s[" << nTiles << "][4];\n"
+     << "      for (int n = 0; n < " << nTiles << "; ++n)\n"
+     << "        for (int e = 0; e < 4; ++e) s[n][e] = 0.0f;\n";
+  if (tf32)
+    os << "      for (int kk = 0; kk < " << dq / 8 << "; ++kk)\n"
+       << "        for (int n = 0; n < " << nTiles << "; ++n) {\n"
+       << "          const float *key = &k_tile[n * 8 + g][kk * 8];\n"
+       << "          kiln_mma_m16n8k8_tf32(s[n], qa[kk], "
+          "{kiln_to_tf32(key[t]), "
+          "kiln_to_tf32(key[t + 4])}, s[n]);\n"
+       << "        }\n";
+  else
+    os << "      for (int kk = 0; kk < " << dq / 16 << "; ++kk)\n"
+       << "        for (int n = 0; n < " << nTiles << "; n += 2) {\n"
+       << "          unsigned kb[4];\n"
+       << "          kiln_ldmatrix_x4(kb, &k_tile[(n + (lane >> 4)) * 8 + "
+          "(lane "
+          "& 7)][kk * 16 + ((lane >> 3) & 1) * 8]);\n"
+       << "          " << mma << "(s[n], qa[kk], {kb[0], kb[1]}, s[n]);\n"
+       << "          " << mma
+       << "(s[n + 1], qa[kk], {kb[2], kb[3]}, s[n + 1]);\n"
+       << "        }\n";
+  os << "      // Every warp is done with k_tile: the next key tile streams "
         "in\n"
      << "      // during the softmax and P V.\n"
      << "      __syncthreads();\n";
   if (failed(stage(attention.getKey(), keyRows, "k_async", "k_tile", dq,
-                   "tile + " + std::to_string(kKeysPerTile) + "LL", "      ")))
+                   "tile + " + std::to_string(tileKeys) + "LL", "      ")))
     return FailureOr<LaunchGeometry>(failure());
   // Scores in log2 units, so that the softmax's exp2 needs no multiply.
   float scale = attention.getScale().convertToFloat();
@@ -395,10 +451,10 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
         "1)\n"
      << "      // * 8, key n * 8 + 2t + (e & 1). Only a tile at an end checks\n"
      << "      // the bounds.\n"
-     << "      const bool edge = tile + " << kKeysPerTile
+     << "      const bool edge = tile + " << tileKeys
      << "LL > key_end || first + " << rows << "LL > " << queries << ";\n"
      << "      float tile_max[2] = {neg_inf, neg_inf};\n"
-     << "      for (int n = 0; n < 8; ++n)\n"
+     << "      for (int n = 0; n < " << nTiles << "; ++n)\n"
      << "        for (int e = 0; e < 4; ++e) {\n"
      << "          const long long i = first + warp * 16 + g + (e >> 1) * 8;\n"
      << "          const long long j = tile + n * 8 + 2 * t + (e & 1);\n"
@@ -439,7 +495,7 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
      << "        // A row still all -inf subtracts 0: its exp2(-inf) are 0.\n"
      << "        base[r] = new_max == neg_inf ? 0.0f : new_max;\n"
      << "      }\n"
-     << "      for (int n = 0; n < 8; ++n)\n"
+     << "      for (int n = 0; n < " << nTiles << "; ++n)\n"
      << "        for (int e = 0; e < 4; ++e) {\n"
      << "          const int r = e >> 1;\n"
      << "          const float p = exp2f(s[n][e] - base[r]);\n"
@@ -456,31 +512,58 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
      << "      // This value tile has landed (the next key tile may not "
         "have).\n"
      << "      kiln_cp_async_wait<1>();\n"
-     << "      __syncthreads();\n"
-     << "      // O += P V: P's accumulators are A fragments as they lie (the\n"
-     << "      // C layout of n-tiles 2kk and 2kk + 1 is the A layout of "
-        "k-step\n"
-     << "      // kk); V rows are row-major B, loaded with .trans, two "
-        "n-tiles\n"
-     << "      // per ldmatrix.\n"
-     << "      for (int kk = 0; kk < " << kKeysPerTile / 16 << "; ++kk) {\n"
-     << "        unsigned a[4] = {pack(s[2 * kk][0], s[2 * kk][1]), "
-        "pack(s[2 * kk][2], s[2 * kk][3]),\n"
-     << "                         pack(s[2 * kk + 1][0], s[2 * kk + 1][1]), "
-        "pack(s[2 * kk + 1][2], s[2 * kk + 1][3])};\n"
-     << "        for (int n = 0; n < " << dv / 8 << "; n += 2) {\n"
-     << "          unsigned vb[4];\n"
-     << "          kiln_ldmatrix_x4_trans(vb, &v_tile[kk * 16 + (lane & 7) + "
-        "((lane >> 3) & 1) * 8][(n + (lane >> 4)) * 8]);\n"
-     << "          " << mma << "(o[n], a, {vb[0], vb[1]}, o[n]);\n"
-     << "          " << mma << "(o[n + 1], a, {vb[2], vb[3]}, o[n + 1]);\n"
-     << "        }\n"
-     << "      }\n"
-     << "      // Every warp is done with v_tile: the next value tile streams\n"
+     << "      __syncthreads();\n";
+  if (tf32)
+    os << "      // O += P V: the A fragment of k-step kk (columns t and t + "
+          "4\n"
+       << "      // of each row) lies in n-tile kk's accumulators at lanes\n"
+       << "      // 4g + t / 2 and 4g + t / 2 + 2, element t % 2: two rounds\n"
+       << "      // of shuffles. V rows are row-major B: rows t and t + 4.\n"
+       << "      const int from_low = (lane & ~3) | (t >> 1), from_high = "
+          "from_low + 2;\n"
+       << "      for (int kk = 0; kk < " << nTiles << "; ++kk) {\n"
+       << "        float low[4], high[4];\n"
+       << "        for (int e = 0; e < 4; ++e) {\n"
+       << "          low[e] = __shfl_sync(0xffffffffu, s[kk][e], from_low);\n"
+       << "          high[e] = __shfl_sync(0xffffffffu, s[kk][e], from_high);\n"
+       << "        }\n"
+       << "        const int odd = t & 1;\n"
+       << "        const unsigned a[4] = {kiln_to_tf32(low[odd]), "
+          "kiln_to_tf32(low[2 + odd]),\n"
+       << "                               kiln_to_tf32(high[odd]), "
+          "kiln_to_tf32(high[2 + odd])};\n"
+       << "        const float *v0 = &v_tile[kk * 8 + t][g], *v4 = "
+          "&v_tile[kk * 8 + t + 4][g];\n"
+       << "        for (int n = 0; n < " << dv / 8 << "; ++n)\n"
+       << "          kiln_mma_m16n8k8_tf32(o[n], a, {kiln_to_tf32(v0[n * 8]), "
+          "kiln_to_tf32(v4[n * 8])}, o[n]);\n"
+       << "      }\n";
+  else
+    os << "      // O += P V: P's accumulators are A fragments as they lie "
+          "(the\n"
+       << "      // C layout of n-tiles 2kk and 2kk + 1 is the A layout of "
+          "k-step\n"
+       << "      // kk); V rows are row-major B, loaded with .trans, two "
+          "n-tiles\n"
+       << "      // per ldmatrix.\n"
+       << "      for (int kk = 0; kk < " << tileKeys / 16 << "; ++kk) {\n"
+       << "        unsigned a[4] = {pack(s[2 * kk][0], s[2 * kk][1]), "
+          "pack(s[2 * kk][2], s[2 * kk][3]),\n"
+       << "                         pack(s[2 * kk + 1][0], s[2 * kk + 1][1]), "
+          "pack(s[2 * kk + 1][2], s[2 * kk + 1][3])};\n"
+       << "        for (int n = 0; n < " << dv / 8 << "; n += 2) {\n"
+       << "          unsigned vb[4];\n"
+       << "          kiln_ldmatrix_x4_trans(vb, &v_tile[kk * 16 + (lane & 7) + "
+          "((lane >> 3) & 1) * 8][(n + (lane >> 4)) * 8]);\n"
+       << "          " << mma << "(o[n], a, {vb[0], vb[1]}, o[n]);\n"
+       << "          " << mma << "(o[n + 1], a, {vb[2], vb[3]}, o[n + 1]);\n"
+       << "        }\n"
+       << "      }\n";
+  os << "      // Every warp is done with v_tile: the next value tile streams\n"
      << "      // in during the next Q K^T.\n"
      << "      __syncthreads();\n";
   if (failed(stage(attention.getValue(), valueRows, "v_async", "v_tile", dv,
-                   "tile + " + std::to_string(kKeysPerTile) + "LL", "      ")))
+                   "tile + " + std::to_string(tileKeys) + "LL", "      ")))
     return FailureOr<LaunchGeometry>(failure());
   os << "    }\n"
      << "    // Nothing in flight into the tiles the next query tile reuses.\n"

@@ -68,7 +68,9 @@ public:
     for (Type t : func.getArgumentTypes())
       needsHalfTypes |= cast<RankedTensorType>(t).getElementType().isF16() ||
                         cast<RankedTensorType>(t).getElementType().isBF16();
-    source << cudaPrelude(needsHalfTypes);
+    // 16-bit operands go to the tensor cores, and fp32 ones as TF32 where
+    // allowed.
+    source << cudaPrelude(needsHalfTypes, needsHalfTypes || allowTf32);
     for (Operation &op : body) {
       size_t stepsBefore = artifact.steps.size();
       if (failed(addOp(op, source)))
@@ -351,13 +353,13 @@ private:
     std::string name = "kiln_" +
                        std::string(stringifyKernelKind(kernel.getKind())) +
                        "_" + std::to_string(artifact.kernelNames.size());
-    auto split = emitSplitAttention(kernel, name, source);
+    auto split = emitSplitAttention(kernel, name, source, allowTf32);
     if (split && failed(*split))
       return failure();
     // The whole kernel, unless the keys are always split.
     std::optional<LaunchGeometry> whole;
     if (!split || (*split)->queries) {
-      auto geometry = emitKernel(kernel, name, source);
+      auto geometry = emitKernel(kernel, name, source, allowTf32);
       if (failed(geometry))
         return failure();
       whole = *geometry;

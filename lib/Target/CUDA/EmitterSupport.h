@@ -172,8 +172,10 @@ mlir::FailureOr<LaunchGeometry>
 emitReduction(KernelOp kernel, llvm::StringRef name, llvm::raw_ostream &os);
 mlir::FailureOr<LaunchGeometry> emitSort(KernelOp kernel, llvm::StringRef name,
                                          llvm::raw_ostream &os);
-mlir::FailureOr<LaunchGeometry>
-emitAttention(KernelOp kernel, llvm::StringRef name, llvm::raw_ostream &os);
+mlir::FailureOr<LaunchGeometry> emitAttention(KernelOp kernel,
+                                              llvm::StringRef name,
+                                              llvm::raw_ostream &os,
+                                              bool allowTf32);
 
 } // namespace kiln
 

@@ -291,7 +291,7 @@ FailureOr<LaunchGeometry> emitCopy(KernelOp kernel, StringRef name,
 }
 
 FailureOr<LaunchGeometry> emitKernel(KernelOp kernel, StringRef name,
-                                     llvm::raw_ostream &os) {
+                                     llvm::raw_ostream &os, bool allowTf32) {
   if (kernel.getNumResults() != 1)
     return kernel.emitOpError("has ")
            << kernel.getNumResults() << " results; the CUDA target needs one";
@@ -308,7 +308,7 @@ FailureOr<LaunchGeometry> emitKernel(KernelOp kernel, StringRef name,
   case KernelKind::sort:
     return emitSort(kernel, name, os);
   case KernelKind::attention:
-    return emitAttention(kernel, name, os);
+    return emitAttention(kernel, name, os, allowTf32);
   default:
     return kernel.emitOpError("kind ") << stringifyKernelKind(kernel.getKind())
                                        << " has no CUDA generator yet";

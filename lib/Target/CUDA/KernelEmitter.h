@@ -30,16 +30,20 @@ struct LaunchGeometry {
   std::array<std::optional<SymbolicGridDim>, 3> symbolicGrid;
 };
 
-/// The helpers every generated source starts with (block reductions), and
-/// the fp16/bf16 headers when the source uses those types.
-std::string cudaPrelude(bool needsHalfTypes);
+/// The helpers every generated source starts with (block reductions), the
+/// fp16/bf16 headers when the source uses those types, and the tensor-core
+/// instructions (TensorCores.h) when its kernels may issue them.
+std::string cudaPrelude(bool needsHalfTypes, bool needsTensorCores);
 
 /// Appends the CUDA function `name` computing `kernel` to `os`. Its parameters
 /// are one pointer per kernel input, then one per result. Emits an error at
-/// the kernel and returns failure for bodies it cannot generate.
+/// the kernel and returns failure for bodies it cannot generate. With
+/// `allowTf32` (kilnc --allow-tf32), fp32 attention runs on the tensor
+/// cores with TF32 inputs.
 mlir::FailureOr<LaunchGeometry> emitKernel(KernelOp kernel,
                                            llvm::StringRef name,
-                                           llvm::raw_ostream &os);
+                                           llvm::raw_ostream &os,
+                                           bool allowTf32 = false);
 
 /// Flash-decoding of an attention kernel (AttentionSplitEmitter.cpp): a
 /// kernel whose blocks split the keys, storing partial results in scratch
@@ -63,8 +67,8 @@ struct SplitAttention {
 /// keys are not worth splitting (too few, or too many query rows). Emits an
 /// error at the kernel and returns failure for one it cannot generate.
 std::optional<mlir::FailureOr<SplitAttention>>
-emitSplitAttention(KernelOp kernel, llvm::StringRef name,
-                   llvm::raw_ostream &os);
+emitSplitAttention(KernelOp kernel, llvm::StringRef name, llvm::raw_ostream &os,
+                   bool allowTf32 = false);
 
 } // namespace kiln
 

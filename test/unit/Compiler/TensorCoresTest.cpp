@@ -38,7 +38,11 @@ extern "C" __global__ void tensor_cores(const float *in, float *out) {
   float c[4] = {0, 0, 0, 0}, d[4], e[4];
   kiln_mma_m16n8k16_f16(d, a, b, c);
   kiln_mma_m16n8k16_bf16(e, at, b2, d);
-  for (int i = 0; i < 4; ++i) out[lane * 4 + i] = e[i];
+  unsigned ta[4], tb[2];
+  for (int i = 0; i < 4; ++i) ta[i] = kiln_to_tf32(in[lane + i]);
+  for (int i = 0; i < 2; ++i) tb[i] = kiln_to_tf32(in[lane + 4 + i]);
+  kiln_mma_m16n8k8_tf32(d, ta, tb, e);
+  for (int i = 0; i < 4; ++i) out[lane * 4 + i] = d[i];
 }
 )cuda";
 
@@ -55,7 +59,8 @@ TEST(TensorCores, InlinePtxCompilesForSm90AndIssuesEachInstruction) {
   for (const char *instruction :
        {"mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32",
         "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32",
-        "ldmatrix.sync.aligned.m8n8.x4.shared.b16",
+        "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32",
+        "cvt.rna.tf32.f32", "ldmatrix.sync.aligned.m8n8.x4.shared.b16",
         "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16",
         "ldmatrix.sync.aligned.m8n8.x2.shared.b16",
         "ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16",

@@ -14,6 +14,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <string>
 
@@ -171,6 +172,119 @@ TEST_F(TensorCores, MmaFragmentsFollowThePtxFigures) {
   EXPECT_NE(
       runOnHost(kernelArtifact(wrong, "mma", 512, 1, 32), x, HostOptions()),
       want);
+}
+
+// The PTX ISA's "Matrix Fragments for mma.m16n8k8", .tf32 A (16x8, row:
+// a0 and a2 in row groupID, a1 and a3 in row groupID + 8; a0 and a1 in
+// column threadID_in_group, a2 and a3 four columns on) and B (8x8, col: b0
+// in row threadID_in_group, b1 in row threadID_in_group + 4; column
+// groupID); C and D as for m16n8k16.
+Place aPlaceTf32(int lane, int i) {
+  int g = lane / 4, t = lane % 4;
+  return {(i & 1) ? g + 8 : g, i >= 2 ? t + 4 : t};
+}
+Place bPlaceTf32(int lane, int i) {
+  int g = lane / 4, t = lane % 4;
+  return {i ? t + 4 : t, g};
+}
+
+TEST(TensorCoreTables, Tf32MatchesTheFiguresEntries) {
+  const Place a0[4] = {{0, 0}, {8, 0}, {0, 4}, {8, 4}};
+  const Place a7[4] = {{1, 3}, {9, 3}, {1, 7}, {9, 7}};
+  const Place a30[4] = {{7, 2}, {15, 2}, {7, 6}, {15, 6}};
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(aPlaceTf32(0, i), a0[i]) << "a" << i;
+    EXPECT_EQ(aPlaceTf32(7, i), a7[i]) << "a" << i;
+    EXPECT_EQ(aPlaceTf32(30, i), a30[i]) << "a" << i;
+  }
+  const Place b0[2] = {{0, 0}, {4, 0}};
+  const Place b13[2] = {{1, 3}, {5, 3}};
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_EQ(bPlaceTf32(0, i), b0[i]) << "b" << i;
+    EXPECT_EQ(bPlaceTf32(13, i), b13[i]) << "b" << i;
+  }
+}
+
+/// One warp: A (16x8), B (8x8) and C (16x8) row-major in x, each lane
+/// loading its .tf32 fragments by the tables, D row-major into y.
+std::string mmaTf32Source(bool transposeA) {
+  return placeTable("kA", 4, aPlaceTf32) + placeTable("kB", 2, bPlaceTf32) +
+         placeTable("kC", 4, cPlace) +
+         std::string(transposeA ? "#define TRANSPOSE_A 1\n"
+                                : "#define TRANSPOSE_A 0\n") +
+         R"cuda(
+extern "C" __global__ void mma(const float *x, float *y) {
+  const float *A = x, *B = x + 128, *C = x + 192;
+  int lane = threadIdx.x;
+  unsigned a[4], b[2];
+  float c[4], d[4];
+  for (int i = 0; i < 4; ++i) {
+    int row = kA[lane][i][0], col = kA[lane][i][1];
+    // Transposed: row and column swapped within the 8x8 top half.
+    if (TRANSPOSE_A && row < 8) { int r = row; row = col; col = r; }
+    a[i] = kiln_to_tf32(A[row * 8 + col]);
+  }
+  for (int i = 0; i < 2; ++i) b[i] = kiln_to_tf32(B[kB[lane][i][0] * 8 + kB[lane][i][1]]);
+  for (int i = 0; i < 4; ++i) c[i] = C[kC[lane][i][0] * 8 + kC[lane][i][1]];
+  kiln_mma_m16n8k8_tf32(d, a, b, c);
+  for (int i = 0; i < 4; ++i) y[kC[lane][i][0] * 8 + kC[lane][i][1]] = d[i];
+  for (int k = 0; k < 8; ++k) y[128 + lane * 8 + k] = 0.0f;
+}
+)cuda";
+}
+
+TEST_F(TensorCores, Tf32MmaFragmentsFollowThePtxFigures) {
+  // Small integers and halves: exact in TF32, every product and sum exact
+  // in float.
+  std::vector<float> x(384, 0.0f), want(384, 0.0f);
+  for (int m = 0; m < 16; ++m)
+    for (int k = 0; k < 8; ++k)
+      x[m * 8 + k] = float((m * 8 + k * 3) % 7 - 3);
+  for (int k = 0; k < 8; ++k)
+    for (int n = 0; n < 8; ++n)
+      x[128 + k * 8 + n] = 0.5f * float((k * 8 + n * 5) % 5 - 2);
+  for (int m = 0; m < 16; ++m)
+    for (int n = 0; n < 8; ++n) {
+      x[192 + m * 8 + n] = float(m) - 0.25f * float(n);
+      float sum = x[192 + m * 8 + n];
+      for (int k = 0; k < 8; ++k)
+        sum += x[m * 8 + k] * x[128 + k * 8 + n];
+      want[m * 8 + n] = sum;
+    }
+  EXPECT_EQ(runOnHost(kernelArtifact(mmaTf32Source(false), "mma", 384, 1, 32),
+                      x, HostOptions()),
+            want);
+  EXPECT_NE(runOnHost(kernelArtifact(mmaTf32Source(true), "mma", 384, 1, 32), x,
+                      HostOptions()),
+            want);
+}
+
+TEST_F(TensorCores, Tf32RoundsToNearestTiesAwayFromZero) {
+  // cvt.rna.tf32.f32 keeps 10 mantissa bits: 1 + 2^-11 is halfway between
+  // 1 and 1 + 2^-10 and goes away from zero (for either sign); 1 + 2^-12
+  // goes to 1; just past halfway goes up; infinity and 3 stay.
+  const char *source = R"cuda(
+extern "C" __global__ void round_tf32(const float *x, float *y) {
+  int lane = threadIdx.x;
+  unsigned bits = kiln_to_tf32(x[lane]);
+  y[lane] = __uint_as_float(bits);
+}
+)cuda";
+  std::vector<float> x(32, 0.0f);
+  x[0] = 1.0f + 0x1p-11f;
+  x[1] = -(1.0f + 0x1p-11f);
+  x[2] = 1.0f + 0x1p-12f;
+  x[3] = 1.0f + 0x1p-11f + 0x1p-20f;
+  x[4] = INFINITY;
+  x[5] = 3.0f;
+  std::vector<float> y = runOnHost(
+      kernelArtifact(source, "round_tf32", 32, 1, 32), x, HostOptions());
+  EXPECT_EQ(y[0], 1.0f + 0x1p-10f);
+  EXPECT_EQ(y[1], -(1.0f + 0x1p-10f));
+  EXPECT_EQ(y[2], 1.0f);
+  EXPECT_EQ(y[3], 1.0f + 0x1p-10f);
+  EXPECT_EQ(y[4], INFINITY);
+  EXPECT_EQ(y[5], 3.0f);
 }
 
 // ldmatrix (PTX ISA, "Warp-level matrix load instruction: ldmatrix"): for

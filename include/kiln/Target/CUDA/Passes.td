@@ -33,8 +33,8 @@ def KilnToCudaPass : Pass<"kiln-to-cuda", "mlir::ModuleOp"> {
            "every gather checks its indices at run time; without, "
            "out-of-range indices are clamped">,
     Option<"allowTf32", "allow-tf32", "bool", /*default=*/"false",
-           "fp32 matmuls on the tensor cores with TF32 inputs "
-           "(CUBLAS_COMPUTE_32F_FAST_TF32)">,
+           "fp32 matmuls (CUBLAS_COMPUTE_32F_FAST_TF32) and attention "
+           "(mma.sync.m16n8k8.tf32) on the tensor cores with TF32 inputs">,
   ];
 }
 

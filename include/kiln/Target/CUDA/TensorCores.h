@@ -2,7 +2,9 @@
 //
 // The functions through which generated kernels issue tensor-core
 // instructions: `kiln_mma_m16n8k16_f16` / `_bf16` (mma.sync.aligned
-// .m16n8k16.row.col, f32 accumulators), `kiln_ldmatrix_x1|x2|x4[_trans]`
+// .m16n8k16.row.col, f32 accumulators), `kiln_mma_m16n8k8_tf32` (its
+// .tf32 m16n8k8 form) with `kiln_to_tf32` (cvt.rna.tf32.f32),
+// `kiln_ldmatrix_x1|x2|x4[_trans]`
 // (ldmatrix.sync.aligned.m8n8 .b16 from shared memory) and
 // `kiln_cp_async_16`, `kiln_cp_async_commit`, `kiln_cp_async_wait<N>`
 // (cp.async.cg of 16 bytes with zero fill, and its groups). On the GPU they
