@@ -26,6 +26,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -136,11 +137,7 @@ struct MatmulPlan {
 struct MatmulSet {
   std::vector<MatmulPlan> plans;
   std::vector<size_t> ofStep;
-  /// Whether a run at these dims has issued the steps one by one. Until
-  /// then nothing is captured: the first launches load modules lazily (the
-  /// kernels', cuBLASLt's), which a stream capture does not allow, and time
-  /// the matmuls' candidates, and dims seen once (each token of a decoding
-  /// loop) would pay a capture for a single replay.
+  /// Whether a run at these dims has issued the steps one by one.
   bool issued = false;
 };
 
@@ -239,6 +236,11 @@ private:
   Status waitForLastRun(cu::Stream target);
   Status launchPlan(const std::vector<cu::DevicePtr> &in,
                     const std::vector<cu::DevicePtr> &out, cu::Stream target);
+  /// The run's shape bucket: its I/O addresses and what its steps issue
+  /// (each launch's kernel, each matmul's problem shape, each copy), but
+  /// not the dims its kernels take or the grids they size.
+  GraphCache::Key bucketOf(const std::vector<cu::DevicePtr> &in,
+                           const std::vector<cu::DevicePtr> &out) const;
   Status issueSteps(const std::vector<cu::DevicePtr> &in,
                     const std::vector<cu::DevicePtr> &out, cu::Stream target);
   /// Queues the copy of the kernels' index flag into indexFlagMirror.
@@ -274,6 +276,10 @@ private:
   std::map<std::vector<int64_t>, lt::MatmulAlgo> tunedAlgos;
   /// The current run's set.
   MatmulSet *matmuls = nullptr;
+  /// The shape buckets (bucketOf) whose steps a run has issued one by one:
+  /// their kernels are loaded and their matmuls timed, so a run at new dims
+  /// in one of them can be captured at once.
+  std::set<GraphCache::Key> issuedBuckets;
   /// The current run's plan (the artifact's own for a static model) and its
   /// dims' values, which every kernel takes after its pointers.
   /// `runPlan` is valid during the run only (the Model's cache owns it);
@@ -453,8 +459,11 @@ Status CudaExecutor::initializeInContext() {
 }
 
 /// Most sets of dims whose cuBLASLt objects a context keeps; past it the
-/// oldest is destroyed (and the graphs, which were captured with it).
+/// oldest is destroyed.
 constexpr size_t kMaxMatmulSets = 64;
+
+/// Most shape buckets a context remembers as issued.
+constexpr size_t kMaxIssuedBuckets = 64;
 
 Status CudaExecutor::bindRun(const RunShape &shape) {
   runPlan = shape.plan;
@@ -465,7 +474,9 @@ Status CudaExecutor::bindRun(const RunShape &shape) {
     return Status::ok();
   }
   if (matmulSets.size() >= kMaxMatmulSets) {
-    graphs.clear();
+    // The graphs stay: a captured cuBLASLt call keeps its kernels and
+    // their arguments, not the descriptors it was made from (only the
+    // workspace, which the context keeps).
     destroyMatmuls(matmulSets.begin()->second);
     matmulSets.erase(matmulSets.begin());
   }
@@ -1063,17 +1074,51 @@ Status CudaExecutor::waitForLastRun(cu::Stream target) {
   return Status::ok();
 }
 
+GraphCache::Key
+CudaExecutor::bucketOf(const std::vector<cu::DevicePtr> &in,
+                       const std::vector<cu::DevicePtr> &out) const {
+  GraphCache::Key key(in);
+  key.insert(key.end(), out.begin(), out.end());
+  for (const Step &step : plan().steps) {
+    key.push_back(static_cast<cu::DevicePtr>(step.kind));
+    if (step.kind == Step::Kind::Launch) {
+      key.push_back(step.launch.kernel);
+    } else if (step.kind == Step::Kind::Matmul) {
+      const MatmulStep &m = step.matmul;
+      for (int64_t size : {m.m, m.n, m.k, m.batch, m.outerBatch})
+        key.push_back(static_cast<cu::DevicePtr>(size));
+    }
+  }
+  return key;
+}
+
 Status CudaExecutor::launchPlan(const std::vector<cu::DevicePtr> &in,
                                 const std::vector<cu::DevicePtr> &out,
                                 cu::Stream target) {
-  if (!options.graphs || !matmuls->issued || graphsFailed) {
+  if (!options.graphs || graphsFailed)
+    return issueSteps(in, out, target);
+  // Graphs per shape bucket: a run whose bucket has issued its steps one by
+  // one before is captured even at dims it has not seen (each token of a
+  // decoding loop), and its graph takes the place of the least recently
+  // used one by cuGraphExecUpdate (CudaGraphs.h). The first run of a bucket
+  // issues the steps one by one: its launches load modules lazily (the
+  // kernels', cuBLASLt's), which a stream capture does not allow, and time
+  // the matmuls' candidates.
+  GraphCache::Key bucket = bucketOf(in, out);
+  if (!matmuls->issued && !issuedBuckets.count(bucket)) {
     Status s = issueSteps(in, out, target);
-    matmuls->issued = matmuls->issued || s.isOk();
+    if (s.isOk()) {
+      matmuls->issued = true;
+      // Bounded: a caller cycling through new buffers starts over.
+      if (issuedBuckets.size() >= kMaxIssuedBuckets)
+        issuedBuckets.clear();
+      issuedBuckets.insert(std::move(bucket));
+    }
     return s;
   }
-  // A graph holds the grids and matmul shapes of its dims: they key it too.
-  GraphCache::Key key(in);
-  key.insert(key.end(), out.begin(), out.end());
+  // A graph holds the grids and kernel arguments of its dims: they key it
+  // within the bucket.
+  GraphCache::Key key = std::move(bucket);
   for (int64_t dim : runDims)
     key.push_back(static_cast<cu::DevicePtr>(dim));
   cu::GraphExec exec = graphs.find(key);
@@ -1365,6 +1410,7 @@ void CudaExecutor::release() {
     }
     lastRunRecorded = false;
     tunedAlgos.clear();
+    issuedBuckets.clear();
     graphsFailed = false;
     for (cu::DevicePtr *p : {&arena, &workspace}) {
       if (*p)

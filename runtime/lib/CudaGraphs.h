@@ -1,16 +1,20 @@
 //===- CudaGraphs.h - CUDA graphs of one execution context ------*- C++ -*-===//
 //
-// From the second run at a set of dims on (the first issues the steps one
-// by one: it loads modules and times matmuls, and dims seen once would
-// replay their graph once), a CUDA execution context replays its plan as a
-// CUDA graph: one launch instead of one per step. A graph bakes in the addresses
-// of the graph inputs and outputs, so a context keeps a few graphs, one per
-// set of I/O addresses it has seen. Past that number a new set is captured
-// again and the least recently used executable graph takes the new
-// parameters through cuGraphExecUpdate, which is far cheaper than
-// instantiating; only when the driver refuses the update is it
-// re-instantiated. Kernel parameters alone could be patched in place, but the
-// cuBLASLt calls are opaque nodes whose arguments only a new capture knows.
+// A CUDA execution context replays its plan as a CUDA graph: one launch
+// instead of one per step. Runs fall into shape buckets: the same I/O
+// addresses, kernels and matmul shapes, at any dims (a decoding loop's
+// tokens, whose dims change every step while their matmuls keep M = batch).
+// The first run of a bucket issues the steps one by one (it loads modules
+// and times matmuls); every later run in it, at dims seen or not, replays a
+// graph. A graph bakes in the I/O addresses and the dims' grids and kernel
+// arguments, so a context keeps a few graphs, keyed by bucket and dims. A
+// run at new dims or addresses is captured again and, past that number,
+// the least recently used executable graph takes its parameters through
+// cuGraphExecUpdate, which is far cheaper than instantiating and succeeds
+// within a bucket (same nodes, new grids and arguments); only when the
+// driver refuses the update is it re-instantiated. Kernel parameters alone
+// could be patched in place, but the cuBLASLt calls are opaque nodes whose
+// arguments only a new capture knows.
 //
 //===----------------------------------------------------------------------===//
 
@@ -29,7 +33,8 @@ namespace rt {
 /// The executable graphs of one context, keyed by their I/O addresses.
 class GraphCache {
 public:
-  /// The I/O addresses a graph was captured with: inputs, then outputs.
+  /// What a graph was captured with: its bucket (the I/O addresses, inputs
+  /// then outputs, and what its steps issue), then its dims.
   using Key = std::vector<cu::DevicePtr>;
   /// Issues the plan's steps on the given (capturing) stream.
   using IssueFn = std::function<Status(cu::Stream)>;

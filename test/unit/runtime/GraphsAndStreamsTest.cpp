@@ -342,19 +342,87 @@ TEST_F(Graphs, ASymbolicPlanRunsAtEachDimsWithAGraphPerDims) {
     for (int64_t i = 0; i < 8; ++i)
       EXPECT_EQ(y[i], i < n ? 2.0f * x[i] : -1.0f) << "n " << n << " i " << i;
   }
-  // The first run at each n issues the steps one by one (3, 5, 8: a graph
-  // would be replayed once at dims seen once); the second run at an n
-  // captures its graph (3 and 5).
-  EXPECT_EQ(counter("eagerKernels"), 3);
-  EXPECT_EQ(counter("captures"), 2);
-  EXPECT_EQ(counter("graphLaunches"), 2);
+  // Every n is one shape bucket (the same kernel and copy): the first run
+  // issues the steps one by one, each later run at new dims (5, 3, 8) is
+  // captured, and n = 5 again replays its graph.
+  EXPECT_EQ(counter("eagerKernels"), 1);
+  EXPECT_EQ(counter("captures"), 3);
+  EXPECT_EQ(counter("instantiations"), 3);
+  EXPECT_EQ(counter("graphLaunches"), 4);
+  symbolic.reset();
+}
+
+// A decoding loop: new dims every step, one bucket. After the first step
+// every step replays a graph; once the context holds its four, each new
+// step's capture updates the least recently used one instead of
+// instantiating another.
+TEST_F(Graphs, ADecodingLoopReplaysAGraphEveryStepAfterTheFirst) {
+  std::unique_ptr<Model> symbolic;
+  ASSERT_TRUE(
+      Model::create(symbolicDoubling(), Backend::Cuda, symbolic).isOk());
+  for (int64_t n = 1; n <= 8; ++n) {
+    std::vector<float> x(n), y(8, -1.0f);
+    for (int64_t i = 0; i < n; ++i)
+      x[i] = static_cast<float>(3 * i - n);
+    const void *in[] = {x.data()};
+    void *out[] = {y.data()};
+    Status s = symbolic->run({n}, in, out, Memory::Host);
+    ASSERT_TRUE(s.isOk()) << s.message;
+    for (int64_t i = 0; i < 8; ++i)
+      EXPECT_EQ(y[i], i < n ? 2.0f * x[i] : -1.0f) << "n " << n << " i " << i;
+  }
+  EXPECT_EQ(counter("eagerKernels"), 1);
+  EXPECT_EQ(counter("captures"), 7);
+  EXPECT_EQ(counter("instantiations"), 4);
+  EXPECT_EQ(counter("updates"), 3);
+  EXPECT_EQ(counter("graphLaunches"), 7);
+  symbolic.reset();
+}
+
+// negative_: a matmul whose shape follows the dims puts each n in a bucket
+// of its own (its candidates are timed, its kernels loaded, at the first
+// run of that shape, one by one): the first run at each n is eager.
+TEST_F(Graphs, negative_AMatmulShapeOfTheDimsIsABucketOfItsOwn) {
+  Artifact a = symbolicDoubling();
+  a.arenaBytes = 512 + 8 * sizeof(float);
+  a.buffers.push_back(makeBuffer(BufferKind::Arena, "u", {8}, 256));
+  a.buffers.push_back(makeBuffer(BufferKind::Arena, "v", {8}, 512));
+  // v[:n] = u[:n] * w[0]: m = n rows of one column.
+  MatmulStep mm;
+  mm.m = 8;
+  mm.n = 1;
+  mm.k = 1;
+  mm.a = 4;
+  mm.b = 3;
+  mm.c = 5;
+  a.steps.push_back(Step::ofMatmul(mm));
+  SizeBinding m;
+  m.field = SizeField::MatmulField;
+  m.target = 2;
+  m.axis = 1;
+  m.formula = SizeFormula{{SizeTerm{1, {0}}}};
+  a.symbolic.bindings.push_back(m);
+  std::unique_ptr<Model> symbolic;
+  Status s = Model::create(a, Backend::Cuda, symbolic);
+  ASSERT_TRUE(s.isOk()) << s.message;
+  for (int64_t n : {3, 5, 3}) {
+    std::vector<float> x(n, 1.0f), y(8, -1.0f);
+    const void *in[] = {x.data()};
+    void *out[] = {y.data()};
+    s = symbolic->run({n}, in, out, Memory::Host);
+    ASSERT_TRUE(s.isOk()) << s.message;
+  }
+  // n = 3 and 5 one by one; n = 3 again from a graph.
+  EXPECT_EQ(counter("eagerKernels"), 2);
+  EXPECT_EQ(counter("captures"), 1);
+  EXPECT_EQ(counter("graphLaunches"), 1);
   symbolic.reset();
 }
 
 // A decoding loop's dims change every token while its matmuls keep their
 // shape: the candidates are timed at the first run only, and each later n
 // runs the winner (algorithm 43 of the stand-in, FakeCublasLt.cpp) with
-// no timing, eagerly at its first run and from a graph after.
+// no timing, from a graph.
 TEST_F(Graphs, EachMatmulShapeIsTimedOnceAcrossDims) {
   Artifact a = symbolicDoubling();
   a.arenaBytes = 256 + 2 * sizeof(float);
@@ -377,11 +445,12 @@ TEST_F(Graphs, EachMatmulShapeIsTimedOnceAcrossDims) {
     s = symbolic->run({n}, in, out, Memory::Host);
     ASSERT_TRUE(s.isOk()) << s.message;
   }
-  // Six calls of each candidate at n = 3, then one call a run.
+  // Six calls of each candidate at n = 3, then one call a run; every run
+  // after the first is captured (one bucket: the matmul keeps its shape).
   EXPECT_EQ(counter("matmulAlgo42"), 6);
   EXPECT_EQ(counter("matmulAlgo43"), 6 + 4);
   EXPECT_EQ(counter("matmulAlgo44"), 6);
-  EXPECT_EQ(counter("captures"), 1);
+  EXPECT_EQ(counter("captures"), 2);
   symbolic.reset();
 }
 

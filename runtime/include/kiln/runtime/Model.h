@@ -49,10 +49,11 @@ struct HostOptions {
 
 /// Settings of the CUDA backend.
 struct CudaOptions {
-  /// Replays each context's plan as a CUDA graph after its first run at
-  /// each set of dims (one graph per set of dims and I/O addresses, a few
-  /// kept); off, every run issues its steps one by one, which profilers and
-  /// debuggers show more plainly.
+  /// Replays each context's plan as a CUDA graph after the first run of
+  /// each shape bucket (the same I/O addresses, kernels and matmul shapes,
+  /// at any dims; a graph per bucket and dims, a few kept, updated in place
+  /// past that); off, every run issues its steps one by one, which
+  /// profilers and debuggers show more plainly.
   bool graphs = true;
 
   /// Times several cuBLASLt candidates for each matmul at its first run (per
