@@ -74,6 +74,26 @@ inline unsigned short halfOf(unsigned pair, unsigned half) {
   return static_cast<unsigned short>(half ? pair >> 16 : pair & 0xffffu);
 }
 
+/// This lane's four elements of D = A * B + C (cElement), from the warp's
+/// gathered A (16 x K) and B (K x 8): the products exact in double, the sum
+/// rounded once to float. `d` may be `c`.
+template <unsigned K>
+inline void multiplyAtLane(float (&d)[4], const float (&A)[16][K],
+                           const float (&B)[K][8], const float (&c)[4]) {
+  unsigned lane = kiln_host_self->lane;
+  float result[4];
+  for (unsigned i = 0; i < 4; ++i) {
+    unsigned row, col;
+    cElement(lane, i, row, col);
+    double sum = c[i];
+    for (unsigned k = 0; k < K; ++k)
+      sum += double(A[row][k]) * double(B[k][col]);
+    result[i] = float(sum);
+  }
+  for (unsigned i = 0; i < 4; ++i)
+    d[i] = result[i];
+}
+
 /// D = A * B + C for one m16n8k16 tile of the warp. The products of 16-bit
 /// values are exact in double and the sum is rounded once to float; the
 /// GPU's summation order and internal width are unspecified, so the two
@@ -107,18 +127,7 @@ inline void mma(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2],
       bElement(lane, i, row, col);
       B[row][col] = widen(halfOf(unsigned(all[lane] >> (32 * (i / 2))), i % 2));
     }
-  unsigned lane = kiln_host_self->lane;
-  float result[4];
-  for (unsigned i = 0; i < 4; ++i) {
-    unsigned row, col;
-    cElement(lane, i, row, col);
-    double sum = c[i];
-    for (unsigned k = 0; k < 16; ++k)
-      sum += double(A[row][k]) * double(B[k][col]);
-    result[i] = float(sum);
-  }
-  for (unsigned i = 0; i < 4; ++i)
-    d[i] = result[i];
+  multiplyAtLane(d, A, B, c);
 }
 
 /// Where element `i` (0..3) of lane `lane`'s A fragment sits in the 16x8 A
@@ -172,18 +181,7 @@ inline void mmaTf32(float (&d)[4], const unsigned (&a)[4],
       bElementTf32(lane, i, row, col);
       B[row][col] = tf32Value(unsigned(all[lane] >> (32 * i)));
     }
-  unsigned lane = kiln_host_self->lane;
-  float result[4];
-  for (unsigned i = 0; i < 4; ++i) {
-    unsigned row, col;
-    cElement(lane, i, row, col);
-    double sum = c[i];
-    for (unsigned k = 0; k < 8; ++k)
-      sum += double(A[row][k]) * double(B[k][col]);
-    result[i] = float(sum);
-  }
-  for (unsigned i = 0; i < 4; ++i)
-    d[i] = result[i];
+  multiplyAtLane(d, A, B, c);
 }
 
 /// ldmatrix of N 8x8 matrices of 16-bit elements: lane 8j + r gives the
