@@ -2,7 +2,7 @@
 """Checks `kiln-run --generate` against onnxruntime's decoding loop.
 
   check_generate.py --kilnc build/bin/kilnc --kiln-run build/bin/kiln-run
-                    [--data test/models/fresh] [--tokens 28] [--window 32]
+                    [--data test/models/fresh] [--tokens 32] [--window 36]
                     [--backend cuda]
 
 For each causal language model among the exports with symbolic dims
@@ -181,8 +181,8 @@ def main():
                         help="where kiln-run decodes (cuda on a GPU machine: "
                              "scripts/gpu_check.sh)")
     parser.add_argument("--data", default=os.path.join(HERE, "fresh"))
-    parser.add_argument("--tokens", type=int, default=28)
-    parser.add_argument("--window", type=int, default=32)
+    parser.add_argument("--tokens", type=int, default=32)
+    parser.add_argument("--window", type=int, default=36)
     tools = parser.parse_args()
     folders = sorted(os.path.join(tools.data, d) for d in os.listdir(tools.data)
                      if (d.endswith("-dynamic") or d.endswith("-kv")) and

@@ -145,8 +145,10 @@ def architectures():
     yield "bert", perturb(bert, SEED), text_inputs(), "last_hidden_state"
 
     torch.manual_seed(SEED + 2)
+    # The decoders take 64 positions: check_generate.py decodes 32 tokens
+    # after a 4-token prompt.
     gpt2 = transformers.GPT2LMHeadModel(transformers.GPT2Config(
-        vocab_size=VOCAB, n_embd=32, n_layer=2, n_head=4, n_positions=32,
+        vocab_size=VOCAB, n_embd=32, n_layer=2, n_head=4, n_positions=64,
         use_cache=False))
     yield "gpt2", perturb(gpt2, SEED + 2), text_inputs(), "logits"
 
@@ -154,7 +156,7 @@ def architectures():
     llama = transformers.LlamaForCausalLM(transformers.LlamaConfig(
         vocab_size=VOCAB, hidden_size=32, intermediate_size=64,
         num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
-        max_position_embeddings=32, rms_norm_eps=1e-6, use_cache=False,
+        max_position_embeddings=64, rms_norm_eps=1e-6, use_cache=False,
         tie_word_embeddings=False))
     yield "llama", perturb(llama, SEED + 4), text_inputs(), "logits"
 
@@ -225,9 +227,10 @@ def _export(model, inputs, key, exporter, opset, keep_inputs, folder,
     if keep_inputs:
         options["keep_initializers_as_inputs"] = True
     if dynamic and exporter == "dynamo":
-        # Under the configs' 32 positions; named, or the exporter writes s0.
+        # Under the config's positions; named, or the exporter writes s0.
         batch = torch.export.Dim("batch", max=16)
-        sequence = torch.export.Dim("sequence", max=31)
+        sequence = torch.export.Dim(
+            "sequence", max=model.config.max_position_embeddings - 1)
         # Head takes *args: one tuple for the lot.
         options["dynamic_shapes"] = (
             tuple({0: batch, 1: sequence} for _ in inputs),)
