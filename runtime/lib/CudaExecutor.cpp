@@ -137,6 +137,10 @@ struct MatmulPlan {
 struct MatmulSet {
   std::vector<MatmulPlan> plans;
   std::vector<size_t> ofStep;
+  /// What the plan's steps issue at these dims (each launch's kernel, each
+  /// matmul's problem shape, each copy), but not the grids or the dims the
+  /// kernels take: with the I/O addresses, the run's shape bucket.
+  std::vector<cu::DevicePtr> issues;
   /// Whether a run at these dims has issued the steps one by one.
   bool issued = false;
 };
@@ -237,8 +241,7 @@ private:
   Status launchPlan(const std::vector<cu::DevicePtr> &in,
                     const std::vector<cu::DevicePtr> &out, cu::Stream target);
   /// The run's shape bucket: its I/O addresses and what its steps issue
-  /// (each launch's kernel, each matmul's problem shape, each copy), but
-  /// not the dims its kernels take or the grids they size.
+  /// (MatmulSet::issues).
   GraphCache::Key bucketOf(const std::vector<cu::DevicePtr> &in,
                            const std::vector<cu::DevicePtr> &out) const;
   Status issueSteps(const std::vector<cu::DevicePtr> &in,
@@ -485,8 +488,14 @@ Status CudaExecutor::bindRun(const RunShape &shape) {
   const std::vector<Step> &steps = plan().steps;
   set.ofStep.assign(steps.size(), SIZE_MAX);
   for (size_t i = 0; i < steps.size(); ++i) {
+    set.issues.push_back(static_cast<cu::DevicePtr>(steps[i].kind));
+    if (steps[i].kind == Step::Kind::Launch)
+      set.issues.push_back(steps[i].launch.kernel);
     if (steps[i].kind != Step::Kind::Matmul)
       continue;
+    const MatmulStep &m = steps[i].matmul;
+    for (int64_t size : {m.m, m.n, m.k, m.batch, m.outerBatch})
+      set.issues.push_back(static_cast<cu::DevicePtr>(size));
     set.ofStep[i] = set.plans.size();
     set.plans.emplace_back();
     if (Status s = prepareMatmul(i, set.plans.back()); !s.isOk()) {
@@ -509,6 +518,7 @@ void CudaExecutor::destroyMatmuls(MatmulSet &set) {
   }
   set.plans.clear();
   set.ofStep.clear();
+  set.issues.clear();
 }
 
 Status CudaExecutor::loadKernels() {
@@ -1079,16 +1089,7 @@ CudaExecutor::bucketOf(const std::vector<cu::DevicePtr> &in,
                        const std::vector<cu::DevicePtr> &out) const {
   GraphCache::Key key(in);
   key.insert(key.end(), out.begin(), out.end());
-  for (const Step &step : plan().steps) {
-    key.push_back(static_cast<cu::DevicePtr>(step.kind));
-    if (step.kind == Step::Kind::Launch) {
-      key.push_back(step.launch.kernel);
-    } else if (step.kind == Step::Kind::Matmul) {
-      const MatmulStep &m = step.matmul;
-      for (int64_t size : {m.m, m.n, m.k, m.batch, m.outerBatch})
-        key.push_back(static_cast<cu::DevicePtr>(size));
-    }
-  }
+  key.insert(key.end(), matmuls->issues.begin(), matmuls->issues.end());
   return key;
 }
 
