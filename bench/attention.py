@@ -8,7 +8,11 @@ and value tensors (no mask, scale 1/sqrt(D)), built with --precision P
 torch.nn.functional.scaled_dot_product_attention restricted to the flash
 backend on the same shapes, timed with CUDA events after a warm-up. Both
 report the median; TFLOP/s counts 4*B*H*S*S*D operations (the two products).
-Kiln's kernel is timed with 4 and 8 warps a block (KILN_ATTENTION_WARPS).
+Kiln's kernel is timed in each of --configs: its default, and the
+environment's overrides of the emitter's choices (AttentionTensorCoreEmitter.cpp:
+KILN_ATTENTION_WARPS=8 warps a block, KILN_ATTENTION_ROWS_PER_WARP=16 query
+rows a warp, KILN_ATTENTION_TILE_KEYS=32 or 64 keys a tile), so that one call
+on the GPU compares them on one machine.
 Decoding shapes (one query row over a long cache: B, H, 1, S keys, D) time
 the split-keys form (flash-decoding) and report the bandwidth of reading the
 keys and values once, 2*B*H*S*D 16-bit elements, in GB/s.
@@ -48,7 +52,7 @@ def attention_mlir(b, h, s, d, keys=None):
             f"  return %a : {q}\n}}\n")
 
 
-def kiln_ms(tools, work, shape, precision, warps, warmup, iters, keys=None):
+def kiln_ms(tools, work, shape, precision, config, warmup, iters, keys=None):
     name = "attention_%dx%dx%dx%d" % shape
     if keys is not None:
         name += "_keys%d" % keys
@@ -59,7 +63,9 @@ def kiln_ms(tools, work, shape, precision, warps, warmup, iters, keys=None):
              else ["--precision", precision, "--keep-io-types=false"])
     cmd = [os.path.join(tools, "kiln-run"), path, "--backend", "cuda"] + \
         build + ["--bench", "--warmup", str(warmup), "--iters", str(iters)]
-    env = dict(os.environ, KILN_ATTENTION_WARPS=str(warps))
+    env = dict(os.environ)
+    if config != "default":
+        env.update(kv.split("=", 1) for kv in config.split("+"))
     out = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if out.returncode != 0:
         sys.exit(f"failed: {' '.join(cmd)}\n{out.stdout}{out.stderr}")
@@ -93,13 +99,16 @@ def main():
     parser.add_argument("--tools", default=os.path.join("build-gpu", "bin"))
     parser.add_argument("--work", default=os.path.join("build-gpu", "attention"))
     parser.add_argument("--precisions", default="fp16,bf16")
-    parser.add_argument("--warps", default="4,8")
+    parser.add_argument(
+        "--configs", default="default,KILN_ATTENTION_WARPS=8,"
+        "KILN_ATTENTION_ROWS_PER_WARP=16,KILN_ATTENTION_TILE_KEYS=64",
+        help="comma-separated: 'default' or NAME=VALUE+NAME=VALUE...")
     parser.add_argument("--warmup", type=int, default=5)
     parser.add_argument("--iters", type=int, default=30)
     parser.add_argument("--out", default="")
     args = parser.parse_args()
     os.makedirs(args.work, exist_ok=True)
-    rows = ["| precision | B | H | S | D | warps | Kiln ms | Kiln TFLOP/s | "
+    rows = ["| precision | B | H | S | D | config | Kiln ms | Kiln TFLOP/s | "
             "SDPA ms | SDPA TFLOP/s | Kiln / SDPA speed |",
             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for precision in args.precisions.split(","):
@@ -107,12 +116,13 @@ def main():
             b, h, s, d = shape
             flops = 4.0 * b * h * s * s * d
             t = sdpa_ms(shape, precision, args.warmup, args.iters)
-            # The TF32 kernel always runs four warps.
-            warps_list = ["4"] if precision == "tf32" else args.warps.split(",")
-            for warps in warps_list:
-                k = kiln_ms(args.tools, args.work, shape, precision, warps,
+            # The TF32 kernel has one form.
+            configs = (["default"] if precision == "tf32"
+                       else args.configs.split(","))
+            for config in configs:
+                k = kiln_ms(args.tools, args.work, shape, precision, config,
                             args.warmup, args.iters)
-                rows.append(f"| {precision} | {b} | {h} | {s} | {d} | {warps} "
+                rows.append(f"| {precision} | {b} | {h} | {s} | {d} | {config} "
                             f"| {k:.3f} | {flops / k / 1e9:.1f} | {t:.3f} | "
                             f"{flops / t / 1e9:.1f} | {t / k:.2f}x |")
                 print(rows[-1], flush=True)
@@ -124,7 +134,7 @@ def main():
             shape = (b, h, 1, d)
             moved = 2.0 * b * h * keys * d * (4 if precision == "tf32" else 2)
             t = sdpa_ms(shape, precision, args.warmup, args.iters, keys)
-            k = kiln_ms(args.tools, args.work, shape, precision, 4,
+            k = kiln_ms(args.tools, args.work, shape, precision, "default",
                         args.warmup, args.iters, keys)
             rows.append(f"| {precision} | {b} | {h} | {keys} | {d} | {k:.4f} "
                         f"| {moved / k / 1e6:.0f} | {t:.4f} | "

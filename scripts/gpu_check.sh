@@ -5,7 +5,7 @@
 # then, there, from the repository root with build-gpu/ carried:
 #   scripts/gpu_check.sh [OUTDIR] [SECTIONS]
 # SECTIONS (default all but bench-untuned): gtest, lit, attention, profile,
-# sanitizer, models, bench, bench-untuned. KILN_SANITIZE: comma-separated patterns of the sanitizer runs to do
+# sanitizer, models, decode, bench, bench-untuned. KILN_SANITIZE: comma-separated patterns of the sanitizer runs to do
 # (default all); KILN_BENCH_PRECISIONS: the bench's (default fp16,bf16);
 # KILN_ATTENTION_PRECISIONS: the attention bench's (default fp16,bf16,tf32).
 # Logs go to build-gpu/out (KILN_GPU_OUT names another, so that two calls
@@ -18,7 +18,7 @@ ROOT=$(pwd)
 export ROOT
 dest=${1:-${OUT:-}}
 out=${KILN_GPU_OUT:-build-gpu/out}
-sections=${2:-gtest,lit,attention,profile,sanitizer,models,bench}
+sections=${2:-gtest,lit,attention,profile,sanitizer,models,decode,bench}
 rm -rf "$out" && mkdir -p "$out/lit"
 summary="$out/summary.txt"
 : >"$summary"
@@ -115,6 +115,9 @@ if want sanitizer; then
     "tc-attention-bf16-tails|$att/symbolic.mlir --precision bf16 --compare-reference --rel-l2 1e-2 --seed 5 --run-dim s=67 --run-dim t=129"
     "tc-attention-cp-async|$att/mask.mlir --precision fp16 --keep-io-types=false --compare-reference --rel-l2 1e-2 --seed 3"
     "tc-attention-cp-async-tails|$att/symbolic.mlir --precision bf16 --keep-io-types=false --compare-reference --rel-l2 1e-2 --seed 5 --run-dim s=67 --run-dim t=129"
+    "tc-attention-two-mtiles|$att/mask.mlir --precision fp16 --keep-io-types=false --compare-reference --rel-l2 1e-2 --seed 3"
+    "tc-attention-two-mtiles-tails|$att/symbolic.mlir --precision bf16 --keep-io-types=false --compare-reference --rel-l2 1e-2 --seed 5 --run-dim s=67 --run-dim t=129"
+    "tc-attention-two-mtiles-wide|$att/wide.mlir --precision fp16 --keep-io-types=false --compare-reference --rel-l2 1e-2 --seed 8"
     "tc-attention-8-warps|$att/decode.mlir --precision fp16 --keep-io-types=false --compare-reference --rel-l2 1e-2 --seed 4"
     "tc-attention-head-views-packed|$views/packed.mlir --precision fp16 --keep-io-types=false --compare-reference --rel-l2 1e-2 --seed 3"
     "tc-attention-head-views-split|$views/split.mlir --precision bf16 --keep-io-types=false --compare-reference --rel-l2 1e-2 --seed 7 --run-dim b=3 --run-dim s=129"
@@ -129,7 +132,7 @@ if want sanitizer; then
     "llama-bf16|$(export_args llama-torchscript) --precision bf16 --compare-reference --rel-l2 3e-2"
     "vit-fp32|$(export_args vit-torchscript) --compare-reference"
   )
-  racy=" tc-attention-fp16 tc-attention-decode tc-attention-bf16-tails tc-attention-cp-async tc-attention-cp-async-tails tc-attention-8-warps tc-attention-head-views-packed tc-attention-head-views-split tc-attention-head-views-decode tc-attention-tf32 tc-attention-tf32-tails tc-attention-tf32-split bert-fp32 llama-bf16 "
+  racy=" tc-attention-fp16 tc-attention-decode tc-attention-bf16-tails tc-attention-cp-async tc-attention-cp-async-tails tc-attention-two-mtiles tc-attention-two-mtiles-tails tc-attention-two-mtiles-wide tc-attention-8-warps tc-attention-head-views-packed tc-attention-head-views-split tc-attention-head-views-decode tc-attention-tf32 tc-attention-tf32-tails tc-attention-tf32-split bert-fp32 llama-bf16 "
   deadline=$((SECONDS + 180))
   for tool in memcheck racecheck; do
     for r in "${runs[@]}"; do
@@ -148,10 +151,11 @@ if want sanitizer; then
         note "compute-sanitizer $tool $name: not run (section out of time)"
         continue
       fi
-      warps=4
+      warps=4 rows=""
       [[ $name == *8-warps ]] && warps=8
+      [[ $name == *two-mtiles* ]] && rows=32
       # shellcheck disable=SC2086
-      KILN_ATTENTION_WARPS=$warps timeout 60 compute-sanitizer --tool "$tool" --error-exitcode 9 \
+      KILN_ATTENTION_WARPS=$warps KILN_ATTENTION_ROWS_PER_WARP=$rows timeout 60 compute-sanitizer --tool "$tool" --error-exitcode 9 \
         kiln-run $args --backend cuda --cuda-graphs=false \
         >"$out/sanitizer-$tool-$name.log" 2>&1
       status=$?
@@ -169,6 +173,14 @@ if want models; then
     note "$check --backend cuda: exit $?"
     grep -E "^(ok|FAIL)|greedy" "$out/$check.log" | head -20 >>"$summary"
   done
+fi
+
+if want decode; then
+  # A decoding loop's step with CUDA graphs off and on (bench/decode.py).
+  timeout 150 python3 bench/decode.py --tools build-gpu/bin \
+    --work build-gpu/decode --out "$out/decode.md" >"$out/decode.log" 2>&1
+  note "bench/decode.py: exit $?"
+  cat "$out/decode.md" >>"$summary" 2>/dev/null
 fi
 
 if want bench; then

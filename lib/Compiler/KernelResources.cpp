@@ -55,7 +55,8 @@ std::vector<KernelResources> kiln::parsePtxasInfo(llvm::StringRef log) {
 }
 
 Occupancy kiln::occupancyOnSm90(const KernelResources &kernel,
-                                int64_t threadsPerBlock) {
+                                int64_t threadsPerBlock,
+                                int64_t dynamicSharedBytes) {
   constexpr int64_t kRegistersPerSM = 65536, kRegisterUnit = 256;
   constexpr int64_t kSharedPerSM = 228 * 1024, kReservedPerBlock = 1024;
   constexpr int64_t kThreadsPerSM = 2048, kBlocksPerSM = 32, kWarpsPerSM = 64;
@@ -69,12 +70,12 @@ Occupancy kiln::occupancyOnSm90(const KernelResources &kernel,
   struct Limit {
     int64_t blocks;
     const char *what;
-  } limits[] = {
-      {kRegistersPerSM / perWarp / warps, "registers"},
-      {kSharedPerSM / (kernel.sharedBytes + kReservedPerBlock),
-       "shared memory"},
-      {kThreadsPerSM / (warps * 32), "threads"},
-      {kBlocksPerSM, "blocks"}};
+  } limits[] = {{kRegistersPerSM / perWarp / warps, "registers"},
+                {kSharedPerSM / (kernel.sharedBytes + dynamicSharedBytes +
+                                 kReservedPerBlock),
+                 "shared memory"},
+                {kThreadsPerSM / (warps * 32), "threads"},
+                {kBlocksPerSM, "blocks"}};
   const Limit *least = llvm::min_element(
       limits, [](const Limit &a, const Limit &b) { return a.blocks < b.blocks; });
   result.blocksPerSM = least->blocks;

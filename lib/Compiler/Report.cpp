@@ -300,15 +300,22 @@ void printReportText(const rt::Artifact &artifact, const CompileReport &report,
       os << ", floor " << scaledTime(floorSeconds(cost, *roofline.gpu));
     os << "]";
     if (const KernelResources *k = resourcesOf(artifact, report, step)) {
-      Occupancy occupancy = occupancyOnSm90(*k, threadsOf(step));
-      os << llvm::formatv("  [{0} regs, {1} B smem, {2} B spilled, "
-                          "occupancy {3:P0}{4}]",
-                          k->registers, k->sharedBytes,
-                          k->spillStoreBytes + k->spillLoadBytes,
-                          occupancy.fraction,
-                          cost.tf32          ? ", mma.sync tf32"
-                          : cost.tensorCores ? ", mma.sync"
-                                             : "");
+      Occupancy occupancy =
+          occupancyOnSm90(*k, threadsOf(step), step.launch.sharedBytes);
+      // A stack frame is local memory: spills, or an array indexed at run
+      // time (a loop over registers left rolled).
+      std::string stack = k->stackBytes
+                              ? llvm::formatv(", {0} B stack", k->stackBytes)
+                              : std::string();
+      os << llvm::formatv(
+          "  [{0} regs, {1} B smem, {2} B spilled{5}, "
+          "occupancy {3:P0}{4}]",
+          k->registers, k->sharedBytes + step.launch.sharedBytes,
+          k->spillStoreBytes + k->spillLoadBytes, occupancy.fraction,
+          cost.tf32          ? ", mma.sync tf32"
+          : cost.tensorCores ? ", mma.sync"
+                             : "",
+          stack);
     }
     if (std::string runsIf = runsIfText(artifact, i); !runsIf.empty())
       os << "  " << runsIf;
@@ -319,14 +326,16 @@ void printReportText(const rt::Artifact &artifact, const CompileReport &report,
     os << "\n";
   }
   if (!report.kernelResources.empty()) {
-    int64_t maxRegisters = 0, spilling = 0;
+    int64_t maxRegisters = 0, spilling = 0, withStack = 0;
     for (const KernelResources &k : report.kernelResources) {
       maxRegisters = std::max(maxRegisters, k.registers);
       spilling += k.spillStoreBytes + k.spillLoadBytes > 0;
+      withStack += k.stackBytes > 0;
     }
     os << "kernels (ptxas, " << artifact.arch
        << "): " << report.kernelResources.size() << ", at most " << maxRegisters
-       << " registers, " << spilling << " spilling\n";
+       << " registers, " << spilling << " spilling, " << withStack
+       << " with local memory\n";
   }
   os << "roofline: " << scaled(roofline.flops, "FLOP") << ", "
      << scaled(roofline.bytes, "B") << " moved";
@@ -396,17 +405,19 @@ void printReportJson(const rt::Artifact &artifact, const CompileReport &report,
       launch["block"] = llvm::json::Array{
           step.launch.block[0], step.launch.block[1], step.launch.block[2]};
       if (const KernelResources *k = resourcesOf(artifact, report, step)) {
-        Occupancy occupancy = occupancyOnSm90(*k, threadsOf(step));
-        launch["resources"] =
-            llvm::json::Object{{"registers", k->registers},
-                               {"barriers", k->barriers},
-                               {"shared_bytes", k->sharedBytes},
-                               {"stack_bytes", k->stackBytes},
-                               {"spill_store_bytes", k->spillStoreBytes},
-                               {"spill_load_bytes", k->spillLoadBytes},
-                               {"blocks_per_sm", occupancy.blocksPerSM},
-                               {"occupancy", occupancy.fraction},
-                               {"occupancy_limited_by", occupancy.limitedBy}};
+        Occupancy occupancy =
+            occupancyOnSm90(*k, threadsOf(step), step.launch.sharedBytes);
+        launch["resources"] = llvm::json::Object{
+            {"registers", k->registers},
+            {"barriers", k->barriers},
+            {"shared_bytes", k->sharedBytes},
+            {"dynamic_shared_bytes", step.launch.sharedBytes},
+            {"stack_bytes", k->stackBytes},
+            {"spill_store_bytes", k->spillStoreBytes},
+            {"spill_load_bytes", k->spillLoadBytes},
+            {"blocks_per_sm", occupancy.blocksPerSM},
+            {"occupancy", occupancy.fraction},
+            {"occupancy_limited_by", occupancy.limitedBy}};
       }
     } else if (step.kind == rt::Step::Kind::Matmul) {
       const rt::MatmulStep &m = step.matmul;

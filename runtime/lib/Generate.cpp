@@ -145,6 +145,8 @@ Status kiln::rt::generate(Model &model, const GenerateOptions &options,
         (length - 1) * vocab;
     int64_t next = sampler.pick(row, vocab);
     tokens.push_back(next);
+    if (options.onToken)
+      options.onToken(next);
     if (next == options.eosToken)
       break;
   }

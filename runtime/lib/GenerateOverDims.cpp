@@ -224,6 +224,8 @@ Status kiln::rt::generateOverDims(Model &model, const GenerateOptions &options,
       inCache = tokens.size();
     }
     tokens.push_back(next);
+    if (options.onToken)
+      options.onToken(next);
     if (next == options.eosToken)
       break;
   }

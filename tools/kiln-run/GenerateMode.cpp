@@ -10,7 +10,11 @@
 
 #include "kiln/runtime/Generate.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
+
+#include <algorithm>
+#include <chrono>
 
 using namespace llvm;
 
@@ -51,8 +55,14 @@ int runGenerate(kiln::rt::Model &model) {
   options.topP = topP;
   options.seed = sampleSeed;
   options.eosToken = eosToken;
+  // When each token came: the first after the prompt's run, each later one
+  // after one decoding step.
+  using Clock = std::chrono::steady_clock;
+  std::vector<Clock::time_point> arrivals;
+  options.onToken = [&](int64_t) { arrivals.push_back(Clock::now()); };
   std::vector<int64_t> tokens(prompt.begin(), prompt.end());
   size_t promptLength = tokens.size();
+  Clock::time_point start = Clock::now();
   kiln::rt::Status status = kiln::rt::generate(model, options, tokens);
   if (!status.isOk()) {
     errs() << "kiln-run: " << status.message << "\n";
@@ -63,5 +73,21 @@ int runGenerate(kiln::rt::Model &model) {
   for (size_t i = promptLength; i < tokens.size(); ++i)
     outs() << " " << tokens[i];
   outs() << "\n";
+  if (!arrivals.empty()) {
+    auto ms = [](Clock::duration d) {
+      return std::chrono::duration<double, std::milli>(d).count();
+    };
+    outs() << format("timing: first token %.3f ms", ms(arrivals[0] - start));
+    std::vector<double> steps;
+    for (size_t i = 1; i < arrivals.size(); ++i)
+      steps.push_back(ms(arrivals[i] - arrivals[i - 1]));
+    if (!steps.empty()) {
+      std::nth_element(steps.begin(), steps.begin() + steps.size() / 2,
+                       steps.end());
+      outs() << format(", then a median %.3f ms a token over %zu steps",
+                       steps[steps.size() / 2], steps.size());
+    }
+    outs() << "\n";
+  }
   return 0;
 }

@@ -44,12 +44,15 @@ struct Occupancy {
   std::string limitedBy;
 };
 
-/// The occupancy of `kernel` launched with `threadsPerBlock` threads on an
-/// sm_90 SM (H100/H200): 64K registers allocated per warp in units of 256,
-/// 228 KiB of shared memory (1 KiB of it reserved per block), 2048 threads
-/// and 32 blocks (CUDA C Programming Guide, compute capability 9.0).
+/// The occupancy of `kernel` launched with `threadsPerBlock` threads and
+/// `dynamicSharedBytes` of dynamic shared memory (on top of its static
+/// arrays) on an sm_90 SM (H100/H200): 64K registers allocated per warp in
+/// units of 256, 228 KiB of shared memory (1 KiB of it reserved per block),
+/// 2048 threads and 32 blocks (CUDA C Programming Guide, compute capability
+/// 9.0).
 Occupancy occupancyOnSm90(const KernelResources &kernel,
-                          int64_t threadsPerBlock);
+                          int64_t threadsPerBlock,
+                          int64_t dynamicSharedBytes = 0);
 
 } // namespace kiln
 

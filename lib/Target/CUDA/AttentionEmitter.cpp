@@ -89,7 +89,9 @@ FailureOr<AttentionParts> readAttention(KernelOp kernel) {
   if (sinks.size() == 1) {
     parts.sinkValue = llvm::formatv("{0:e}f", sinks[0]).str();
   } else if (!sinks.empty()) {
-    parts.sinkTable = "  const float sink_logits[] = {";
+    // Static: one table in global memory. A local array indexed by the
+    // head would be copied into each thread's local memory.
+    parts.sinkTable = "  static const float sink_logits[] = {";
     for (auto [n, v] : llvm::enumerate(sinks))
       parts.sinkTable += llvm::formatv("{0}{1:e}f", n ? ", " : "", v).str();
     parts.sinkTable += "};\n";

@@ -1,42 +1,52 @@
 //===- AttentionTensorCoreEmitter.cpp - attention on mma.sync -------------===//
 //
 // FlashAttention-2's loop for 16-bit queries, keys and values: a block of
-// four (or eight) warps owns 64 (128) query rows of one head, 16 a warp;
-// key and value tiles of 64 rows stream through shared memory; S = Q K^T
-// and O += P V are mma.sync.m16n8k16 with fp32 accumulators, fragments
-// loaded with ldmatrix (.trans for V), and the online softmax (running
-// maximum and sum per row, earlier output rescaled) runs on the
-// accumulators in registers, in log2 units: a row's scores are spread over
-// the four lanes of a group, so its maximum and sum take two shuffles. P
-// goes from the S accumulators to A fragments without leaving registers
-// (the two layouts line up), rounded to the 16-bit type as FlashAttention
-// does.
+// four (or eight) warps owns 16 or 32 query rows a warp (one or two m-tiles
+// of mma.sync) of one head; key and value tiles of 64 (or 32) rows stream
+// through shared memory; S = Q K^T and O += P V are mma.sync.m16n8k16 with
+// fp32 accumulators, fragments loaded with ldmatrix (.trans for V), and the
+// online softmax (running maximum and sum per row, earlier output rescaled)
+// runs on the accumulators in registers, in log2 units: a row's scores are
+// spread over the four lanes of a group, so its maximum and sum take two
+// shuffles. P goes from the S accumulators to A fragments without leaving
+// registers (the two layouts line up), rounded to the 16-bit type as
+// FlashAttention does.
 //
-// The query tile is staged once through the key tile's storage and kept as
-// A fragments in registers. Tile rows are padded by 16 bytes, so the eight
-// rows an ldmatrix reads fall in different banks. A query, key or value
-// operand whose rows are contiguous in a kernel input (the input itself, or
-// a head split, transpose or packed-projection slice of it: StridedView.h)
-// streams in with cp.async, 16 bytes a thread, when every row is 16-byte
-// aligned: the next key tile is in flight while the softmax and P V run,
-// the next value tile while Q K^T runs (one buffer each; zero fill past the
-// last key). Other operands are staged through their in-kernel producers
-// (getAt: a bias add, a rotary embedding), element by element, so fusion
-// is kept; the mask, scale, softcap, sink,
-// grouped-query heads, the NaN guard and a transposed output work as in the
-// scalar generator. Rows and keys past the ends are staged as zeros and
-// scored -inf. Head sizes up to 128 in steps of 16 (two padded 64-row tiles
-// in 34 KiB of static shared memory). The grid is query tiles by heads of
-// the batch (a third axis for the splits of the keys, KeySplit), so a short
-// query length still gives each head its block.
+// With one m-tile a warp, the query tile is staged once through the key
+// tile's storage and kept as A fragments in registers. With two (where
+// 128-row blocks fill the GPU: each K and V fragment then feeds two
+// mma.sync, and a block reads each key and value tile for twice the rows),
+// the query tile keeps its own shared memory and its fragments are read at
+// each k-step, as FlashAttention-2 does; the three tiles pass the 48 KiB of
+// static shared memory, so they are the launch's dynamic shared memory, and
+// at head sizes over 64 the key tiles are 32 rows, so that the scores fit
+// beside the accumulators. Every loop over register arrays is unrolled:
+// an array indexed at run time would live in local memory (ptxas reports
+// it as stack, not as spills; the report shows it).
+//
+// Tile rows are padded by 16 bytes, so the eight rows an ldmatrix reads
+// fall in different banks. A query, key or value operand whose rows are
+// contiguous in a kernel input (the input itself, or a head split,
+// transpose or packed-projection slice of it: StridedView.h) streams in
+// with cp.async, 16 bytes a thread, when every row is 16-byte aligned: the
+// next key tile is in flight while the softmax and P V run, the next value
+// tile while Q K^T runs (one buffer each; zero fill past the last key).
+// Other operands are staged through their in-kernel producers (getAt: a
+// bias add, a rotary embedding), element by element, so fusion is kept;
+// the mask, scale, softcap, sink, grouped-query heads, the NaN guard and a
+// transposed output work as in the scalar generator. Rows and keys past
+// the ends are staged as zeros and scored -inf. Head sizes up to 128 in
+// steps of 16. The grid is query tiles by heads of the batch (a third axis
+// for the splits of the keys, KeySplit), so a short query length still
+// gives each head its block.
 //
 // fp32 operands, where kilnc --allow-tf32 allows, run the same loop on
 // mma.sync.m16n8k8 with TF32 inputs (cvt.rna.tf32.f32 at each fragment
-// load): fp32 tiles of 32 keys (the two in 34 KiB), four warps, fragments
-// read from shared memory element by element (ldmatrix moves 16-bit
-// elements), rows padded by 8 floats so those reads are conflict-free, and
-// P moved from the S accumulators into the A layout, which differs for
-// m16n8k8, by warp shuffles.
+// load): one m-tile a warp, fp32 tiles of 32 keys (the two in 34 KiB),
+// four warps, fragments read from shared memory element by element
+// (ldmatrix moves 16-bit elements), rows padded by 8 floats so those reads
+// are conflict-free, and P moved from the S accumulators into the A
+// layout, which differs for m16n8k8, by warp shuffles.
 //
 //===----------------------------------------------------------------------===//
 
@@ -66,6 +76,43 @@ int64_t warpsPerBlock() {
   const char *env = std::getenv("KILN_ATTENTION_WARPS");
   return env && std::string(env) == "8" ? 8 : 4;
 }
+/// The blocks of 128 query rows (at the dims' largest) from which two
+/// m-tiles a warp pay: a wave of two blocks on each of an H100's or
+/// H200's 132 SMs. Fewer would leave SMs idle that 64-row blocks fill.
+constexpr int64_t kFewestWideBlocks = 2 * 132;
+
+/// Query rows per warp: 32 (two m-tiles, FlashAttention-2's layout) where
+/// there are queries to fill the GPU with 128-row blocks, so that each key
+/// and value fragment read from shared memory feeds two mma.sync and a
+/// block's 128 rows halve the key and value tiles read per query row; 16
+/// for the split (decoding) kernel, for fewer queries, for TF32, and where
+/// KILN_ATTENTION_ROWS_PER_WARP says so (16 or 32: bench/attention.py times
+/// both).
+int64_t mTilesPerWarp(bool tf32, bool split, const AttentionParts &parts) {
+  if (tf32 || split)
+    return 1;
+  if (const char *env = std::getenv("KILN_ATTENTION_ROWS_PER_WARP"))
+    if (std::string(env) == "16" || std::string(env) == "32")
+      return std::string(env) == "16" ? 1 : 2;
+  int64_t blocks =
+      parts.batch.upper() * parts.heads * ((parts.queries.upper() + 127) / 128);
+  return parts.queries.upper() > 64 && blocks >= kFewestWideBlocks ? 2 : 1;
+}
+
+/// Keys a tile: 64, or 32 where the tile's scores would not fit beside the
+/// accumulators (ptxas spills two m-tiles of 64 scores at head size 128)
+/// or TF32's fp32 tiles would pass the static shared memory.
+/// KILN_ATTENTION_TILE_KEYS=32 or 64 overrides the 16-bit choice
+/// (bench/attention.py times both).
+int64_t keysPerTile(bool tf32, int64_t mTiles, int64_t headSize) {
+  if (tf32)
+    return 32;
+  if (const char *env = std::getenv("KILN_ATTENTION_TILE_KEYS"))
+    if (std::string(env) == "32" || std::string(env) == "64")
+      return std::stoi(env);
+  return mTiles == 2 && headSize > 64 ? 32 : kKeysPerTile;
+}
+
 /// Where the rows of a query, key or value operand lie when each row's
 /// features are contiguous in a kernel input (the input itself, or a head
 /// split, packed-projection slice or transpose of one): a tile can then be
@@ -169,8 +216,10 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
   // both (so the value rows must be as wide as the query's).
   if (tf32 && dv < dq)
     return std::nullopt;
-  int64_t tileKeys = tf32 ? 32 : kKeysPerTile, perChunk = tf32 ? 4 : 8;
   Size queries = parts.queries, keys = parts.keys;
+  int64_t mTiles = mTilesPerWarp(tf32, split, parts);
+  int64_t tileKeys = keysPerTile(tf32, mTiles, std::max(dq, dv)),
+          perChunk = tf32 ? 4 : 8;
   std::string storage = tf32         ? "float"
                         : et.isF16() ? "__half"
                                      : "__nv_bfloat16";
@@ -196,10 +245,22 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
                            queryRows = rowSourceOf(attention.getQuery(), "bh",
                                                    perChunk);
   int64_t kPitch = dq + 8, vPitch = dv + 8;
-  // Eight warps stage their 128 query rows in both tiles: the value rows
-  // must be as wide as the query's.
-  int64_t warps = dv >= dq && !tf32 ? warpsPerBlock() : 4, rows = 16 * warps,
-          threads = 32 * warps;
+  // With one m-tile a warp, the query tile is staged through the key and
+  // value tiles and kept in registers (eight warps' 128 rows need both
+  // tiles: the value rows must be as wide as the query's). With two, the
+  // fragments of 32 rows would not fit beside the accumulators: the query
+  // tile keeps its own shared memory and its fragments are read at each
+  // k-step, as FlashAttention-2 does.
+  bool qInRegisters = mTiles == 1;
+  int64_t warps = (dv >= dq || !qInRegisters) && !tf32 ? warpsPerBlock() : 4,
+          rows = 16 * mTiles * warps, threads = 32 * warps;
+  // Two m-tiles' tiles (a query tile of up to 256 rows) pass the 48 KiB of
+  // static shared memory: they are dynamic shared memory of the launch.
+  int64_t elementBytes = tf32 ? 4 : 2;
+  int64_t qBytes = qInRegisters ? 0 : rows * kPitch * elementBytes,
+          kBytes = tileKeys * kPitch * elementBytes,
+          vBytes = tileKeys * vPitch * elementBytes;
+  int64_t dynamicShared = qInRegisters ? 0 : qBytes + kBytes + vBytes;
   // `for` over e = threadIdx.x, + threads, ... below `count`, with a trip
   // count the compiler sees (the block size is fixed here).
   auto threadLoop = [&](int64_t count, const std::string &indent) {
@@ -222,12 +283,26 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
              ? "  // Rows padded by 8 floats: the eight rows (or four columns) "
                "of a\n  // fragment's reads hit distinct banks.\n"
              : "  // Rows padded by 16 bytes: an ldmatrix's eight rows hit "
-               "distinct banks.\n")
-     << "  __shared__ __align__(16) " << storage << " k_tile[" << tileKeys
-     << "][" << kPitch << "];\n"
-     << "  __shared__ __align__(16) " << storage << " v_tile[" << tileKeys
-     << "][" << vPitch << "];\n"
-     << "  const float neg_inf = __int_as_float(0xff800000);\n"
+               "distinct banks.\n");
+  if (qInRegisters) {
+    os << "  __shared__ __align__(16) " << storage << " k_tile[" << tileKeys
+       << "][" << kPitch << "];\n"
+       << "  __shared__ __align__(16) " << storage << " v_tile[" << tileKeys
+       << "][" << vPitch << "];\n";
+  } else {
+    auto tileAt = [&](const char *tileName, int64_t pitch, int64_t offset) {
+      os << "  " << storage << " (*" << tileName << ")[" << pitch
+         << "] = reinterpret_cast<" << storage << " (*)[" << pitch
+         << "]>(kiln_smem + " << offset << ");\n";
+    };
+    os << "  // The query, key and value tiles (" << rows << ", " << tileKeys
+       << " and " << tileKeys << " rows).\n"
+       << "  KILN_DYNAMIC_SHARED(kiln_smem, " << dynamicShared << ");\n";
+    tileAt("q_tile", kPitch, 0);
+    tileAt("k_tile", kPitch, qBytes);
+    tileAt("v_tile", vPitch, qBytes + kBytes);
+  }
+  os << "  const float neg_inf = __int_as_float(0xff800000);\n"
      << "  const float log2e = 1.4426950408889634f;\n"
      << "  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;\n"
      << "  const int g = lane >> 2, t = lane & 3;\n";
@@ -260,15 +335,22 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
      << "    // Grouped-query attention: query head h reads key/value head\n"
      << "    // h / (heads / kv heads).\n"
      << "    const long long kv = b * " << parts.kvHeads << "LL + h / "
-     << heads / parts.kvHeads << "LL;\n"
-     << "    // The query tile, staged in k_tile (rows past " << tileKeys
-     << " in v_tile),\n"
-     << "    // becomes this warp's A fragments (16 rows by the head size).\n"
-     << "    auto q_row = [&](int r) -> " << storage << " * {\n"
-     << "      return r < " << tileKeys << " ? &k_tile[r][0] : &v_tile[r - "
-     << tileKeys << "][0];\n"
-     << "    };\n"
-     << "    __syncthreads();\n";
+     << heads / parts.kvHeads << "LL;\n";
+  if (qInRegisters)
+    os << "    // The query tile, staged in k_tile (rows past " << tileKeys
+       << " in v_tile),\n"
+       << "    // becomes this warp's A fragments (16 rows by the head "
+          "size).\n"
+       << "    auto q_row = [&](int r) -> " << storage << " * {\n"
+       << "      return r < " << tileKeys << " ? &k_tile[r][0] : &v_tile[r - "
+       << tileKeys << "][0];\n"
+       << "    };\n";
+  else
+    os << "    // The query tile: this warp's rows are " << 16 * mTiles
+       << " from warp * " << 16 * mTiles << ".\n"
+       << "    auto q_row = [&](int r) -> " << storage
+       << " * { return &q_tile[r][0]; };\n";
+  os << "    __syncthreads();\n";
   std::string queryIndent = "    ";
   if (queryRows) {
     // 16 bytes a thread, zeros past the last query row.
@@ -307,11 +389,15 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
   if (queryRows)
     os << "    }\n";
   os << "    __syncthreads();\n";
-  if (tf32)
+  if (!qInRegisters)
+    ;
+  else if (tf32)
     os << "    // A fragments of m16n8k8: rows g and g + 8, columns t and t +\n"
        << "    // 4 of each k-step of 8.\n"
        << "    unsigned qa[" << dq / 8 << "][4];\n"
-       << "    for (int kk = 0; kk < " << dq / 8 << "; ++kk) {\n"
+       << "    #pragma unroll\n"
+          "    for (int kk = 0; kk < "
+       << dq / 8 << "; ++kk) {\n"
        << "      const float *r0 = q_row(warp * 16 + g) + kk * 8, *r1 = "
           "q_row(warp * 16 + g + 8) + kk * 8;\n"
        << "      qa[kk][0] = kiln_to_tf32(r0[t]);\n"
@@ -321,10 +407,14 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
        << "    }\n";
   else
     os << "    unsigned qa[" << dq / 16 << "][4];\n"
-       << "    for (int kk = 0; kk < " << dq / 16 << "; ++kk)\n"
+       << "    #pragma unroll\n"
+          "    for (int kk = 0; kk < "
+       << dq / 16 << "; ++kk)\n"
        << "      kiln_ldmatrix_x4(qa[kk], q_row(warp * 16 + (lane & 7) + "
           "((lane >> 3) & 1) * 8) + kk * 16 + (lane >> 4) * 8);\n";
-  os << "    __syncthreads();\n";
+  // The key tile's first stage overwrites the query staged there.
+  if (qInRegisters)
+    os << "    __syncthreads();\n";
   // Stages rows [from, from + tileKeys) of keys or values (`width` features) in
   // `tileName`, zeros past the last key: cp.async from an aligned kernel
   // input, else element by element through the producers.
@@ -396,14 +486,27 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
     return FailureOr<LaunchGeometry>(failure());
   // A split leaves the sink to the combine.
   std::string sink = split ? "neg_inf" : parts.sinkValue + " * log2e";
-  os << "    // Rows g and g + 8 of this warp's 16: the running maximum and\n"
-     << "    // sum (a sink starts them as one more logit), and the output.\n"
-     << "    float m[2] = {" << sink << ", " << sink << "};\n"
-     << "    float l[2] = {"
-     << (parts.hasSink && !split ? "1.0f, 1.0f" : "0.0f, 0.0f") << "};\n"
-     << "    float o[" << dv / 8 << "][4];\n"
-     << "    for (int n = 0; n < " << dv / 8 << "; ++n)\n"
-     << "      for (int e = 0; e < 4; ++e) o[n][e] = 0.0f;\n";
+  os << "    // Rows g and g + 8 of each of this warp's m-tiles of 16: the\n"
+     << "    // running maximum and sum (a sink starts them as one more "
+        "logit),\n"
+     << "    // and the output.\n"
+     << "    float m[" << mTiles << "][2], l[" << mTiles << "][2];\n"
+     << "    float o[" << mTiles << "][" << dv / 8 << "][4];\n"
+     << "    #pragma unroll\n"
+        "    for (int mt = 0; mt < "
+     << mTiles << "; ++mt) {\n"
+     << "      #pragma unroll\n"
+        "      for (int r = 0; r < 2; ++r) {\n"
+     << "        m[mt][r] = " << sink << ";\n"
+     << "        l[mt][r] = " << (parts.hasSink && !split ? "1.0f" : "0.0f")
+     << ";\n"
+     << "      }\n"
+     << "      #pragma unroll\n"
+        "      for (int n = 0; n < "
+     << dv / 8 << "; ++n)\n"
+     << "        #pragma unroll\n"
+        "        for (int e = 0; e < 4; ++e) o[mt][n][e] = 0.0f;\n"
+     << "    }\n";
   int64_t nTiles = tileKeys / 8;
   os << "    for (long long tile = key_begin; tile < key_end; tile += "
      << tileKeys << "LL) {\n"
@@ -413,28 +516,72 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
      << "      // S = Q K^T: this warp's 16 rows by the tile's " << tileKeys
      << " keys, n-tiles\n"
      << "      // of 8 keys; B from K rows (K^T is column-major B).\n"
-     << "      float s[" << nTiles << "][4];\n"
-     << "      for (int n = 0; n < " << nTiles << "; ++n)\n"
-     << "        for (int e = 0; e < 4; ++e) s[n][e] = 0.0f;\n";
+     << "      float s[" << mTiles << "][" << nTiles << "][4];\n"
+     << "      #pragma unroll\n"
+        "      for (int mt = 0; mt < "
+     << mTiles << "; ++mt)\n"
+     << "        #pragma unroll\n"
+        "        for (int n = 0; n < "
+     << nTiles << "; ++n)\n"
+     << "          #pragma unroll\n"
+        "          for (int e = 0; e < 4; ++e) s[mt][n][e] = 0.0f;\n";
   if (tf32)
-    os << "      for (int kk = 0; kk < " << dq / 8 << "; ++kk)\n"
-       << "        for (int n = 0; n < " << nTiles << "; ++n) {\n"
+    os << "      #pragma unroll\n"
+          "      for (int kk = 0; kk < "
+       << dq / 8 << "; ++kk)\n"
+       << "        #pragma unroll\n"
+          "        for (int n = 0; n < "
+       << nTiles << "; ++n) {\n"
        << "          const float *key = &k_tile[n * 8 + g][kk * 8];\n"
-       << "          kiln_mma_m16n8k8_tf32(s[n], qa[kk], "
+       << "          kiln_mma_m16n8k8_tf32(s[0][n], qa[kk], "
           "{kiln_to_tf32(key[t]), "
-          "kiln_to_tf32(key[t + 4])}, s[n]);\n"
+          "kiln_to_tf32(key[t + 4])}, s[0][n]);\n"
        << "        }\n";
-  else
-    os << "      for (int kk = 0; kk < " << dq / 16 << "; ++kk)\n"
-       << "        for (int n = 0; n < " << nTiles << "; n += 2) {\n"
+  else if (qInRegisters)
+    os << "      #pragma unroll\n"
+          "      for (int kk = 0; kk < "
+       << dq / 16 << "; ++kk)\n"
+       << "        #pragma unroll\n"
+          "        for (int n = 0; n < "
+       << nTiles << "; n += 2) {\n"
        << "          unsigned kb[4];\n"
        << "          kiln_ldmatrix_x4(kb, &k_tile[(n + (lane >> 4)) * 8 + "
           "(lane "
           "& 7)][kk * 16 + ((lane >> 3) & 1) * 8]);\n"
-       << "          " << mma << "(s[n], qa[kk], {kb[0], kb[1]}, s[n]);\n"
+       << "          " << mma << "(s[0][n], qa[kk], {kb[0], kb[1]}, s[0][n]);\n"
        << "          " << mma
-       << "(s[n + 1], qa[kk], {kb[2], kb[3]}, s[n + 1]);\n"
+       << "(s[0][n + 1], qa[kk], {kb[2], kb[3]}, s[0][n + 1]);\n"
        << "        }\n";
+  else
+    os << "      // Each K fragment feeds both m-tiles; the query's A "
+          "fragments\n"
+       << "      // are read at each k-step.\n"
+       << "      #pragma unroll\n"
+          "      for (int kk = 0; kk < "
+       << dq / 16 << "; ++kk) {\n"
+       << "        unsigned qf[" << mTiles << "][4];\n"
+       << "        #pragma unroll\n"
+          "        for (int mt = 0; mt < "
+       << mTiles << "; ++mt)\n"
+       << "          kiln_ldmatrix_x4(qf[mt], q_row(warp * " << 16 * mTiles
+       << " + mt * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) + kk * 16 + "
+          "(lane >> 4) * 8);\n"
+       << "        #pragma unroll\n"
+          "        for (int n = 0; n < "
+       << nTiles << "; n += 2) {\n"
+       << "          unsigned kb[4];\n"
+       << "          kiln_ldmatrix_x4(kb, &k_tile[(n + (lane >> 4)) * 8 + "
+          "(lane & 7)][kk * 16 + ((lane >> 3) & 1) * 8]);\n"
+       << "          #pragma unroll\n"
+          "          for (int mt = 0; mt < "
+       << mTiles << "; ++mt) {\n"
+       << "            " << mma
+       << "(s[mt][n], qf[mt], {kb[0], kb[1]}, s[mt][n]);\n"
+       << "            " << mma
+       << "(s[mt][n + 1], qf[mt], {kb[2], kb[3]}, s[mt][n + 1]);\n"
+       << "          }\n"
+       << "        }\n"
+       << "      }\n";
   os << "      // Every warp is done with k_tile: the next key tile streams "
         "in\n"
      << "      // during the softmax and P V.\n"
@@ -453,17 +600,25 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
      << "      // the bounds.\n"
      << "      const bool edge = tile + " << tileKeys
      << "LL > key_end || first + " << rows << "LL > " << queries << ";\n"
-     << "      float tile_max[2] = {neg_inf, neg_inf};\n"
-     << "      for (int n = 0; n < " << nTiles << "; ++n)\n"
-     << "        for (int e = 0; e < 4; ++e) {\n"
-     << "          const long long i = first + warp * 16 + g + (e >> 1) * 8;\n"
+     << "      float tile_max[" << mTiles << "][2];\n"
+     << "      #pragma unroll\n"
+        "      for (int mt = 0; mt < "
+     << mTiles << "; ++mt) {\n"
+     << "      tile_max[mt][0] = tile_max[mt][1] = neg_inf;\n"
+     << "      #pragma unroll\n"
+        "      for (int n = 0; n < "
+     << nTiles << "; ++n)\n"
+     << "        #pragma unroll\n"
+        "        for (int e = 0; e < 4; ++e) {\n"
+     << "          const long long i = first + warp * " << 16 * mTiles
+     << " + mt * 16 + g + (e >> 1) * 8;\n"
      << "          const long long j = tile + n * 8 + 2 * t + (e & 1);\n"
      << "          float score = neg_inf;\n"
      << "          if (!edge || (i < " << queries << " && j < key_end)) {\n"
      << "            score = "
      << llvm::formatv("{0:e}",
                       natural ? scale : static_cast<float>(scale * M_LOG2E))
-     << "f * s[n][e];\n";
+     << "f * s[mt][n][e];\n";
   if (softcap > 0.0f) {
     std::string cap = llvm::formatv("{0:e}f", softcap);
     os << "            score = " << cap << " * tanhf(score / " << cap << ");\n";
@@ -477,38 +632,57 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
   if (natural)
     os << "            score *= log2e;\n";
   os << "          }\n"
-     << "          s[n][e] = score;\n"
-     << "          tile_max[e >> 1] = fmaxf(tile_max[e >> 1], score);\n"
+     << "          s[mt][n][e] = score;\n"
+     << "          tile_max[mt][e >> 1] = fmaxf(tile_max[mt][e >> 1], score);\n"
      << "        }\n"
+     << "      }\n"
+     << "      #pragma unroll\n"
+        "      for (int mt = 0; mt < "
+     << mTiles << "; ++mt) {\n"
      << "      float rescale[2], base[2], row_sum[2] = {0.0f, 0.0f};\n"
-     << "      for (int r = 0; r < 2; ++r) {\n"
+     << "      #pragma unroll\n"
+        "      for (int r = 0; r < 2; ++r) {\n"
      << "        // A row's scores are spread over the four lanes of a group.\n"
-     << "        tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, "
-        "tile_max[r], 1));\n"
-     << "        tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, "
-        "tile_max[r], 2));\n"
-     << "        const float new_max = fmaxf(m[r], tile_max[r]);\n"
+     << "        float most = tile_max[mt][r];\n"
+     << "        most = fmaxf(most, __shfl_xor_sync(0xffffffffu, most, 1));\n"
+     << "        most = fmaxf(most, __shfl_xor_sync(0xffffffffu, most, 2));\n"
+     << "        const float new_max = fmaxf(m[mt][r], most);\n"
      << "        // Rows masked with -inf so far contribute nothing (and no "
         "NaN).\n"
-     << "        rescale[r] = m[r] == neg_inf ? 0.0f : exp2f(m[r] - new_max);\n"
-     << "        m[r] = new_max;\n"
+     << "        rescale[r] = m[mt][r] == neg_inf ? 0.0f : exp2f(m[mt][r] - "
+        "new_max);\n"
+     << "        m[mt][r] = new_max;\n"
      << "        // A row still all -inf subtracts 0: its exp2(-inf) are 0.\n"
      << "        base[r] = new_max == neg_inf ? 0.0f : new_max;\n"
      << "      }\n"
-     << "      for (int n = 0; n < " << nTiles << "; ++n)\n"
-     << "        for (int e = 0; e < 4; ++e) {\n"
+     << "      #pragma unroll\n"
+        "      for (int n = 0; n < "
+     << nTiles << "; ++n)\n"
+     << "        #pragma unroll\n"
+        "        for (int e = 0; e < 4; ++e) {\n"
      << "          const int r = e >> 1;\n"
-     << "          const float p = exp2f(s[n][e] - base[r]);\n"
-     << "          s[n][e] = p;\n"
+     << "          const float p = exp2f(s[mt][n][e] - base[r]);\n"
+     << "          s[mt][n][e] = p;\n"
      << "          row_sum[r] += p;\n"
      << "        }\n"
-     << "      for (int r = 0; r < 2; ++r) {\n"
+     << "      #pragma unroll\n"
+        "      for (int r = 0; r < 2; ++r) {\n"
      << "        row_sum[r] += __shfl_xor_sync(0xffffffffu, row_sum[r], 1);\n"
      << "        row_sum[r] += __shfl_xor_sync(0xffffffffu, row_sum[r], 2);\n"
-     << "        l[r] = l[r] * rescale[r] + row_sum[r];\n"
+     << "        l[mt][r] = l[mt][r] * rescale[r] + row_sum[r];\n"
      << "      }\n"
-     << "      for (int n = 0; n < " << dv / 8 << "; ++n)\n"
-     << "        for (int e = 0; e < 4; ++e) o[n][e] *= rescale[e >> 1];\n"
+     << "      // Once the maxima settle, most tiles rescale every row by 1: "
+        "the\n"
+     << "      // warp skips the multiplies unless one of its rows moved (the\n"
+     << "      // same bits either way).\n"
+     << "      if (__any_sync(0xffffffffu, rescale[0] != 1.0f || rescale[1] != "
+        "1.0f))\n"
+     << "        #pragma unroll\n"
+     << "        for (int n = 0; n < " << dv / 8 << "; ++n)\n"
+     << "          #pragma unroll\n"
+     << "          for (int e = 0; e < 4; ++e) o[mt][n][e] *= rescale[e >> "
+        "1];\n"
+     << "      }\n"
      << "      // This value tile has landed (the next key tile may not "
         "have).\n"
      << "      kiln_cp_async_wait<1>();\n"
@@ -521,22 +695,32 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
        << "      // of shuffles. V rows are row-major B: rows t and t + 4.\n"
        << "      const int from_low = (lane & ~3) | (t >> 1), from_high = "
           "from_low + 2;\n"
-       << "      for (int kk = 0; kk < " << nTiles << "; ++kk) {\n"
+       << "      #pragma unroll\n"
+          "      for (int kk = 0; kk < "
+       << nTiles << "; ++kk) {\n"
        << "        float low[4], high[4];\n"
-       << "        for (int e = 0; e < 4; ++e) {\n"
-       << "          low[e] = __shfl_sync(0xffffffffu, s[kk][e], from_low);\n"
-       << "          high[e] = __shfl_sync(0xffffffffu, s[kk][e], from_high);\n"
+       << "        #pragma unroll\n"
+          "        for (int e = 0; e < 4; ++e) {\n"
+       << "          low[e] = __shfl_sync(0xffffffffu, s[0][kk][e], "
+          "from_low);\n"
+       << "          high[e] = __shfl_sync(0xffffffffu, s[0][kk][e], "
+          "from_high);\n"
        << "        }\n"
-       << "        const int odd = t & 1;\n"
-       << "        const unsigned a[4] = {kiln_to_tf32(low[odd]), "
-          "kiln_to_tf32(low[2 + odd]),\n"
-       << "                               kiln_to_tf32(high[odd]), "
-          "kiln_to_tf32(high[2 + odd])};\n"
+       << "        // Selects, not low[t & 1]: an index known only at run "
+          "time\n"
+       << "        // would put the arrays in local memory.\n"
+       << "        const bool odd = t & 1;\n"
+       << "        const unsigned a[4] = {kiln_to_tf32(odd ? low[1] : low[0]), "
+          "kiln_to_tf32(odd ? low[3] : low[2]),\n"
+       << "                               kiln_to_tf32(odd ? high[1] : "
+          "high[0]), kiln_to_tf32(odd ? high[3] : high[2])};\n"
        << "        const float *v0 = &v_tile[kk * 8 + t][g], *v4 = "
           "&v_tile[kk * 8 + t + 4][g];\n"
-       << "        for (int n = 0; n < " << dv / 8 << "; ++n)\n"
-       << "          kiln_mma_m16n8k8_tf32(o[n], a, {kiln_to_tf32(v0[n * 8]), "
-          "kiln_to_tf32(v4[n * 8])}, o[n]);\n"
+       << "        #pragma unroll\n"
+          "        for (int n = 0; n < "
+       << dv / 8 << "; ++n)\n"
+       << "          kiln_mma_m16n8k8_tf32(o[0][n], a, "
+          "{kiln_to_tf32(v0[n * 8]), kiln_to_tf32(v4[n * 8])}, o[0][n]);\n"
        << "      }\n";
   else
     os << "      // O += P V: P's accumulators are A fragments as they lie "
@@ -546,17 +730,34 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
        << "      // kk); V rows are row-major B, loaded with .trans, two "
           "n-tiles\n"
        << "      // per ldmatrix.\n"
-       << "      for (int kk = 0; kk < " << tileKeys / 16 << "; ++kk) {\n"
-       << "        unsigned a[4] = {pack(s[2 * kk][0], s[2 * kk][1]), "
-          "pack(s[2 * kk][2], s[2 * kk][3]),\n"
-       << "                         pack(s[2 * kk + 1][0], s[2 * kk + 1][1]), "
-          "pack(s[2 * kk + 1][2], s[2 * kk + 1][3])};\n"
-       << "        for (int n = 0; n < " << dv / 8 << "; n += 2) {\n"
+       << "      #pragma unroll\n"
+          "      for (int kk = 0; kk < "
+       << tileKeys / 16 << "; ++kk) {\n"
+       << "        unsigned a[" << mTiles << "][4];\n"
+       << "        #pragma unroll\n"
+          "        for (int mt = 0; mt < "
+       << mTiles << "; ++mt) {\n"
+       << "          a[mt][0] = pack(s[mt][2 * kk][0], s[mt][2 * kk][1]);\n"
+       << "          a[mt][1] = pack(s[mt][2 * kk][2], s[mt][2 * kk][3]);\n"
+       << "          a[mt][2] = pack(s[mt][2 * kk + 1][0], s[mt][2 * kk + "
+          "1][1]);\n"
+       << "          a[mt][3] = pack(s[mt][2 * kk + 1][2], s[mt][2 * kk + "
+          "1][3]);\n"
+       << "        }\n"
+       << "        #pragma unroll\n"
+          "        for (int n = 0; n < "
+       << dv / 8 << "; n += 2) {\n"
        << "          unsigned vb[4];\n"
        << "          kiln_ldmatrix_x4_trans(vb, &v_tile[kk * 16 + (lane & 7) + "
           "((lane >> 3) & 1) * 8][(n + (lane >> 4)) * 8]);\n"
-       << "          " << mma << "(o[n], a, {vb[0], vb[1]}, o[n]);\n"
-       << "          " << mma << "(o[n + 1], a, {vb[2], vb[3]}, o[n + 1]);\n"
+       << "          #pragma unroll\n"
+          "          for (int mt = 0; mt < "
+       << mTiles << "; ++mt) {\n"
+       << "            " << mma
+       << "(o[mt][n], a[mt], {vb[0], vb[1]}, o[mt][n]);\n"
+       << "            " << mma
+       << "(o[mt][n + 1], a[mt], {vb[2], vb[3]}, o[mt][n + 1]);\n"
+       << "          }\n"
        << "        }\n"
        << "      }\n";
   os << "      // Every warp is done with v_tile: the next value tile streams\n"
@@ -568,8 +769,13 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
   os << "    }\n"
      << "    // Nothing in flight into the tiles the next query tile reuses.\n"
      << "    kiln_cp_async_wait<0>();\n"
-     << "    for (int r = 0; r < 2; ++r) {\n"
-     << "      const long long i = first + warp * 16 + g + r * 8;\n"
+     << "    #pragma unroll\n"
+        "    for (int mt = 0; mt < "
+     << mTiles << "; ++mt)\n"
+     << "    #pragma unroll\n"
+        "    for (int r = 0; r < 2; ++r) {\n"
+     << "      const long long i = first + warp * " << 16 * mTiles
+     << " + mt * 16 + g + r * 8;\n"
      << "      if (i >= " << queries << ") continue;\n"
      << "      const long long row = (b * " << heads << "LL + h) * " << queries
      << " + i;\n";
@@ -577,12 +783,15 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
     // The four lanes of a group hold the row's maximum and sum alike.
     os << "      float *partial = partials + (row * splits + blockIdx.z) * "
        << dv + 2 << "LL;\n"
-       << "      for (int n = 0; n < " << dv / 8 << "; ++n)\n"
-       << "        for (int e = 0; e < 2; ++e)\n"
-       << "          partial[n * 8 + 2 * t + e] = o[n][r * 2 + e];\n"
+       << "      #pragma unroll\n"
+          "      for (int n = 0; n < "
+       << dv / 8 << "; ++n)\n"
+       << "        #pragma unroll\n"
+          "        for (int e = 0; e < 2; ++e)\n"
+       << "          partial[n * 8 + 2 * t + e] = o[mt][n][r * 2 + e];\n"
        << "      if (t == 0) {\n"
-       << "        partial[" << dv << "] = m[r];\n"
-       << "        partial[" << dv + 1 << "] = l[r];\n"
+       << "        partial[" << dv << "] = m[mt][r];\n"
+       << "        partial[" << dv + 1 << "] = l[mt][r];\n"
        << "      }\n"
        << "    }\n  }\n}\n";
     LaunchGeometry geometry;
@@ -590,14 +799,18 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
     setGridDim(geometry, 1, parts.batch * heads, 1, kMaxGrid);
     setGridDim(geometry, 2, keys, split->chunk, split->maxSplits);
     geometry.block[0] = threads;
+    geometry.sharedBytes = dynamicShared;
     return FailureOr<LaunchGeometry>(geometry);
   }
-  os << "      for (int n = 0; n < " << dv / 8 << "; ++n)\n"
-     << "        for (int e = 0; e < 2; ++e) {\n"
+  os << "      #pragma unroll\n"
+        "      for (int n = 0; n < "
+     << dv / 8 << "; ++n)\n"
+     << "        #pragma unroll\n"
+        "        for (int e = 0; e < 2; ++e) {\n"
      << "          const long long d = n * 8 + 2 * t + e;\n"
-     << "          const float acc = o[n][r * 2 + e];\n"
+     << "          const float acc = o[mt][n][r * 2 + e];\n"
      << "          out0[" << parts.outIndex
-     << "] = " << normalizedOutput(attention, "acc", "l[r]") << ";\n"
+     << "] = " << normalizedOutput(attention, "acc", "l[mt][r]") << ";\n"
      << "        }\n"
      << "    }\n"
      << "  }\n"
@@ -608,6 +821,7 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
   setGridDim(geometry, 0, queries, rows, kMaxGrid);
   setGridDim(geometry, 1, parts.batch * heads, 1, kMaxGrid);
   geometry.block[0] = threads;
+  geometry.sharedBytes = dynamicShared;
   return FailureOr<LaunchGeometry>(geometry);
 }
 

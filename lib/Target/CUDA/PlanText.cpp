@@ -35,7 +35,10 @@ void kiln::printPlan(const rt::Artifact &a, uint64_t weightBytes,
          << s.launch.grid[0];
       if (s.launch.grid[1] > 1 || s.launch.grid[2] > 1)
         os << "x" << s.launch.grid[1] << "x" << s.launch.grid[2];
-      os << " block " << s.launch.block[0] << " args";
+      os << " block " << s.launch.block[0];
+      if (s.launch.sharedBytes)
+        os << " shared " << s.launch.sharedBytes;
+      os << " args";
       for (uint32_t arg : s.launch.args)
         os << " " << arg;
       if (std::string runsIf = runsIfText(a, index); !runsIf.empty())

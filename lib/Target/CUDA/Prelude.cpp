@@ -47,6 +47,15 @@ thread_local unsigned int kiln_index_error;
 #else
 __device__ unsigned int kiln_index_error;
 #endif
+// A kernel's dynamic shared memory (the launch's sharedBytes; above 48
+// KiB, what static __shared__ arrays may not take). The host backend runs
+// a block's threads on one OS thread: a static array of the same size is
+// the block's shared memory there.
+#ifdef KILN_HOST_EMULATION
+#define KILN_DYNAMIC_SHARED(name, bytes) __shared__ __align__(16) unsigned char name[bytes]
+#else
+#define KILN_DYNAMIC_SHARED(name, bytes) extern __shared__ __align__(16) unsigned char name[]
+#endif
 __device__ __forceinline__ long long kiln_checked_index(long long index,
                                                        long long extent,
                                                        unsigned int site) {

@@ -1,5 +1,7 @@
 """Checks kilnc --report=json files: every kernel launch has ptxas's
-resources, none spills, and each occupancy is a fraction in (0, 1]."""
+resources, none spills or keeps any other array in local memory (a stack
+frame: a loop over registers left rolled), and each occupancy is a fraction
+in (0, 1]."""
 import json
 import sys
 
@@ -16,7 +18,10 @@ for path in sys.argv[1:]:
         spilled = r["spill_store_bytes"] + r["spill_load_bytes"]
         if spilled:
             sys.exit(f"{path}: {launch['name']} spills {spilled} bytes")
+        if r["stack_bytes"]:
+            sys.exit(f"{path}: {launch['name']} keeps {r['stack_bytes']} "
+                     "bytes in local memory")
         if not 0 < r["occupancy"] <= 1 or r["registers"] <= 0:
             sys.exit(f"{path}: {launch['name']}: implausible {r}")
 print(f"{len(sys.argv) - 1} reports, {launches} launches of kernels, "
-      "all with resources, none spilling")
+      "all with resources, none spilling or in local memory")

@@ -84,6 +84,18 @@ TEST(KernelResources, OccupancyLimitedBySharedMemory) {
   EXPECT_EQ(o.limitedBy, "shared memory");
 }
 
+TEST(KernelResources, DynamicSharedMemoryCountsWithTheStatic) {
+  KernelResources k;
+  k.registers = 16;
+  k.sharedBytes = 4 * 1024;
+  // 4 + 64 + 1 reserved = 69 KiB a block: 3 fit in 228 KiB (without the
+  // dynamic part 45 would, and the threads limit them to 16).
+  Occupancy o = occupancyOnSm90(k, 128, 64 * 1024);
+  EXPECT_EQ(o.blocksPerSM, 3);
+  EXPECT_EQ(o.limitedBy, "shared memory");
+  EXPECT_EQ(occupancyOnSm90(k, 128).limitedBy, "threads");
+}
+
 TEST(KernelResources, OccupancyLimitedByBlocks) {
   KernelResources k;
   k.registers = 16;

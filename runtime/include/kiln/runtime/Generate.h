@@ -27,6 +27,7 @@
 #include "kiln/runtime/Model.h"
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 namespace kiln {
@@ -49,6 +50,9 @@ struct GenerateOptions {
   uint64_t seed = 0;
   /// Stop once this token is generated (-1: never).
   int64_t eosToken = -1;
+  /// Called with each new token as soon as it is chosen (streaming; also
+  /// how `kiln-run --generate` times the steps). May be empty.
+  std::function<void(int64_t token)> onToken;
 };
 
 /// Appends up to `options.maxNewTokens` tokens to `tokens`, which holds the

@@ -1,0 +1,96 @@
+#!/usr/bin/env python3
+"""Times a greedy decoding loop with and without CUDA graphs.
+
+For each KV-cache export (default: the committed GPT-2 and LLaMA dynamo
+exports), kilnc compiles one artifact with the sequence and cache lengths
+symbolic and the cache kept in place (--kv-cache-in-place), and
+`kiln-run --generate` decodes --tokens tokens from a 4-token prompt. Its
+`timing:` line gives the median time between consecutive tokens: one
+decoding step as the user's loop sees it (the step's kernels and matmuls,
+the copies of the logits, the host's argmax). Each runs with
+KILN_CUDA_GRAPHS=0 (every step issued kernel by kernel) and =1 (the
+default: the first run of each shape bucket issued, later runs captured
+into a graph and replayed, the graph updated as the dims move), and the
+table gives the median over --repeats processes.
+
+The exports are small (two layers, width 64): the step is launch-bound,
+which is where graphs matter. Correctness is not checked here:
+test/models/check_generate.py compares the same loop with onnxruntime.
+
+  bench/decode.py --tools build-gpu/bin [--backend cuda] [--out table.md]
+"""
+import argparse
+import os
+import re
+import statistics
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DATA = os.path.join(HERE, "..", "test", "models", "fresh")
+PROMPT = "5,17,42,8"
+
+
+def kv_dims(folder, window):
+    """Batch 1, the new tokens and the cache up to the window, the
+    exporter's name of the total length as their sum (check_generate.py's
+    build)."""
+    with open(os.path.join(folder, "dims")) as f:
+        names = [part.split("=")[0] for part in f.read().strip().split(",")]
+    dims = f"batch=1:1,sequence=1:{window},past_sequence=0:{window - 1}"
+    return dims + "".join(f",{n}=past_sequence+sequence" for n in names
+                          if n not in ("batch", "sequence", "past_sequence"))
+
+
+def step_ms(tools, so, backend, tokens, graphs):
+    """The median milliseconds between consecutive tokens of one run."""
+    env = dict(os.environ, KILN_CUDA_GRAPHS=graphs)
+    cmd = [os.path.join(tools, "kiln-run"), so, "--backend", backend,
+           "--generate", str(tokens), "--prompt", PROMPT]
+    out = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    if out.returncode != 0:
+        sys.exit(f"failed: {' '.join(cmd)}\n{out.stdout}{out.stderr}")
+    m = re.search(r"then a median ([0-9.]+) ms a token over ([0-9]+) steps",
+                  out.stdout)
+    if not m or int(m.group(2)) != tokens - 1:
+        sys.exit(f"no timing of {tokens - 1} steps in:\n{out.stdout}")
+    return float(m.group(1))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tools", default=os.path.join("build-gpu", "bin"))
+    parser.add_argument("--work", default=os.path.join("build-gpu", "decode"))
+    parser.add_argument("--backend", default="cuda")
+    parser.add_argument("--models", default="gpt2-dynamo-kv,llama-dynamo-kv")
+    parser.add_argument("--tokens", type=int, default=56)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--out", default="")
+    args = parser.parse_args()
+    os.makedirs(args.work, exist_ok=True)
+    window = 4 + args.tokens
+    rows = ["| model | CUDA graphs | ms a step (median of %d runs) | each "
+            "run's median (ms) |" % args.repeats, "|---|---|---|---|"]
+    for name in args.models.split(","):
+        folder = os.path.join(DATA, name)
+        so = os.path.join(args.work, name + ".so")
+        subprocess.run([os.path.join(args.tools, "kilnc"),
+                        os.path.join(folder, "model.onnx"), "-o", so,
+                        "--dim", kv_dims(folder, window),
+                        "--kv-cache-in-place"], check=True)
+        for graphs in ("0", "1"):
+            steps = [step_ms(args.tools, so, args.backend, args.tokens, graphs)
+                     for _ in range(args.repeats)]
+            rows.append(f"| {name} | {'on' if graphs == '1' else 'off'} | "
+                        f"{statistics.median(steps):.3f} | "
+                        f"{', '.join(f'{s:.3f}' for s in steps)} |")
+            print(rows[-1], flush=True)
+    table = "\n".join(rows) + "\n"
+    print(table)
+    if args.out:
+        with open(args.out, "w") as f:
+            f.write(table)
+
+
+if __name__ == "__main__":
+    main()
