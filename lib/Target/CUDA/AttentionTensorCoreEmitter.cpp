@@ -31,6 +31,9 @@
 // with cp.async, 16 bytes a thread, when every row is 16-byte aligned: the
 // next key tile is in flight while the softmax and P V run, the next value
 // tile while Q K^T runs (one buffer each; zero fill past the last key).
+// With two m-tiles, KILN_ATTENTION_KV_STAGES=2 gives each two buffers
+// instead: tile j + 1 streams in during all of tile j, with two barriers a
+// tile instead of four (not yet the default: no GPU has timed it).
 // Other operands are staged through their in-kernel producers (getAt: a
 // bias add, a rotary embedding), element by element, so fusion is kept;
 // the mask, scale, softcap, sink, grouped-query heads, the NaN guard and a
@@ -260,7 +263,15 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
   int64_t qBytes = qInRegisters ? 0 : rows * kPitch * elementBytes,
           kBytes = tileKeys * kPitch * elementBytes,
           vBytes = tileKeys * vPitch * elementBytes;
-  int64_t dynamicShared = qInRegisters ? 0 : qBytes + kBytes + vBytes;
+  // Two buffers each for the key and value tiles (dynamic shared memory
+  // only): tile j + 1 streams in during all of tile j, with two barriers a
+  // tile instead of four. Where KILN_ATTENTION_KV_STAGES=2 asks for them,
+  // until a GPU has timed them against one (bench/attention.py).
+  const char *stagesEnv = std::getenv("KILN_ATTENTION_KV_STAGES");
+  int64_t kvStages =
+      !qInRegisters && stagesEnv && std::string(stagesEnv) == "2" ? 2 : 1;
+  int64_t dynamicShared =
+      qInRegisters ? 0 : qBytes + kvStages * (kBytes + vBytes);
   // `for` over e = threadIdx.x, + threads, ... below `count`, with a trip
   // count the compiler sees (the block size is fixed here).
   auto threadLoop = [&](int64_t count, const std::string &indent) {
@@ -296,11 +307,20 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
          << "]>(kiln_smem + " << offset << ");\n";
     };
     os << "  // The query, key and value tiles (" << rows << ", " << tileKeys
-       << " and " << tileKeys << " rows).\n"
+       << " and " << tileKeys << " rows"
+       << (kvStages == 2 ? ", two buffers each for keys and values" : "")
+       << ").\n"
        << "  KILN_DYNAMIC_SHARED(kiln_smem, " << dynamicShared << ");\n";
     tileAt("q_tile", kPitch, 0);
-    tileAt("k_tile", kPitch, qBytes);
-    tileAt("v_tile", vPitch, qBytes + kBytes);
+    if (kvStages == 2) {
+      tileAt("k_tile0", kPitch, qBytes);
+      tileAt("k_tile1", kPitch, qBytes + kBytes);
+      tileAt("v_tile0", vPitch, qBytes + 2 * kBytes);
+      tileAt("v_tile1", vPitch, qBytes + 2 * kBytes + vBytes);
+    } else {
+      tileAt("k_tile", kPitch, qBytes);
+      tileAt("v_tile", vPitch, qBytes + kBytes);
+    }
   }
   os << "  const float neg_inf = __int_as_float(0xff800000);\n"
      << "  const float log2e = 1.4426950408889634f;\n"
@@ -479,11 +499,14 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
     os << indent << "}\n" << indent << "kiln_cp_async_commit();\n";
     return success();
   };
-  if (failed(stage(attention.getKey(), keyRows, "k_async", "k_tile", dq,
-                   "key_begin", "    ")) ||
-      failed(stage(attention.getValue(), valueRows, "v_async", "v_tile", dv,
-                   "key_begin", "    ")))
+  bool twoStages = kvStages == 2;
+  if (failed(stage(attention.getKey(), keyRows, "k_async",
+                   twoStages ? "k_tile0" : "k_tile", dq, "key_begin",
+                   "    ")) ||
+      failed(stage(attention.getValue(), valueRows, "v_async",
+                   twoStages ? "v_tile0" : "v_tile", dv, "key_begin", "    ")))
     return FailureOr<LaunchGeometry>(failure());
+  std::string nextTile = "tile + " + std::to_string(tileKeys) + "LL";
   // A split leaves the sink to the combine.
   std::string sink = split ? "neg_inf" : parts.sinkValue + " * log2e";
   os << "    // Rows g and g + 8 of each of this warp's m-tiles of 16: the\n"
@@ -508,12 +531,36 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
         "        for (int e = 0; e < 4; ++e) o[mt][n][e] = 0.0f;\n"
      << "    }\n";
   int64_t nTiles = tileKeys / 8;
+  if (twoStages)
+    os << "    int buffer = 0;\n";
   os << "    for (long long tile = key_begin; tile < key_end; tile += "
-     << tileKeys << "LL) {\n"
-     << "      // This key tile has landed (the value tile may not have).\n"
-     << "      kiln_cp_async_wait<1>();\n"
-     << "      __syncthreads();\n"
-     << "      // S = Q K^T: this warp's 16 rows by the tile's " << tileKeys
+     << tileKeys << "LL) {\n";
+  if (twoStages) {
+    auto pick = [&](const char *name, int64_t pitch) {
+      os << "      " << storage << " (*" << name << "_tile)[" << pitch
+         << "] = buffer ? " << name << "_tile1 : " << name << "_tile0, (*"
+         << name << "_next)[" << pitch << "] = buffer ? " << name
+         << "_tile0 : " << name << "_tile1;\n";
+    };
+    os << "      // Tile j in buffers j % 2; tile j + 1 streams into the "
+          "others.\n";
+    pick("k", kPitch);
+    pick("v", vPitch);
+    os << "      // This key tile has landed (its value tile may not have);\n"
+       << "      // every warp is done with the previous tile's buffers.\n"
+       << "      kiln_cp_async_wait<1>();\n"
+       << "      __syncthreads();\n";
+    if (failed(stage(attention.getKey(), keyRows, "k_async", "k_next", dq,
+                     nextTile, "      ")) ||
+        failed(stage(attention.getValue(), valueRows, "v_async", "v_next", dv,
+                     nextTile, "      ")))
+      return FailureOr<LaunchGeometry>(failure());
+  } else {
+    os << "      // This key tile has landed (the value tile may not have).\n"
+       << "      kiln_cp_async_wait<1>();\n"
+       << "      __syncthreads();\n";
+  }
+  os << "      // S = Q K^T: this warp's 16 rows by the tile's " << tileKeys
      << " keys, n-tiles\n"
      << "      // of 8 keys; B from K rows (K^T is column-major B).\n"
      << "      float s[" << mTiles << "][" << nTiles << "][4];\n"
@@ -582,13 +629,15 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
        << "          }\n"
        << "        }\n"
        << "      }\n";
-  os << "      // Every warp is done with k_tile: the next key tile streams "
-        "in\n"
-     << "      // during the softmax and P V.\n"
-     << "      __syncthreads();\n";
-  if (failed(stage(attention.getKey(), keyRows, "k_async", "k_tile", dq,
-                   "tile + " + std::to_string(tileKeys) + "LL", "      ")))
-    return FailureOr<LaunchGeometry>(failure());
+  if (!twoStages) {
+    os << "      // Every warp is done with k_tile: the next key tile streams "
+          "in\n"
+       << "      // during the softmax and P V.\n"
+       << "      __syncthreads();\n";
+    if (failed(stage(attention.getKey(), keyRows, "k_async", "k_tile", dq,
+                     nextTile, "      ")))
+      return FailureOr<LaunchGeometry>(failure());
+  }
   // Scores in log2 units, so that the softmax's exp2 needs no multiply.
   float scale = attention.getScale().convertToFloat();
   float softcap = attention.getSoftcap().convertToFloat();
@@ -683,9 +732,9 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
      << "          for (int e = 0; e < 4; ++e) o[mt][n][e] *= rescale[e >> "
         "1];\n"
      << "      }\n"
-     << "      // This value tile has landed (the next key tile may not "
+     << "      // This value tile has landed (the next tile's may not "
         "have).\n"
-     << "      kiln_cp_async_wait<1>();\n"
+     << "      kiln_cp_async_wait<" << (twoStages ? 2 : 1) << ">();\n"
      << "      __syncthreads();\n";
   if (tf32)
     os << "      // O += P V: the A fragment of k-step kk (columns t and t + "
@@ -760,12 +809,17 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
        << "          }\n"
        << "        }\n"
        << "      }\n";
-  os << "      // Every warp is done with v_tile: the next value tile streams\n"
-     << "      // in during the next Q K^T.\n"
-     << "      __syncthreads();\n";
-  if (failed(stage(attention.getValue(), valueRows, "v_async", "v_tile", dv,
-                   "tile + " + std::to_string(tileKeys) + "LL", "      ")))
-    return FailureOr<LaunchGeometry>(failure());
+  if (twoStages) {
+    os << "      buffer ^= 1;\n";
+  } else {
+    os << "      // Every warp is done with v_tile: the next value tile "
+          "streams\n"
+       << "      // in during the next Q K^T.\n"
+       << "      __syncthreads();\n";
+    if (failed(stage(attention.getValue(), valueRows, "v_async", "v_tile", dv,
+                     nextTile, "      ")))
+      return FailureOr<LaunchGeometry>(failure());
+  }
   os << "    }\n"
      << "    // Nothing in flight into the tiles the next query tile reuses.\n"
      << "    kiln_cp_async_wait<0>();\n"
