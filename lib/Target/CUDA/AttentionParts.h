@@ -61,6 +61,10 @@ std::string keyRangeText(const KeySplit *split, const Size &keys,
 std::string normalizedOutput(AttentionOp attention, llvm::StringRef acc,
                              llvm::StringRef sum);
 
+/// The least value of `size` (a size of `parts`) over the dims' ranges of
+/// the function the attention is in; 0 where unbounded.
+int64_t leastOf(const AttentionParts &parts, const Size &size);
+
 /// Reads the attention kernel `kernel`; fails with an error at it when it is
 /// not one attention (and maybe a transpose of its result) or its heads or
 /// head sizes are symbolic.

@@ -63,11 +63,10 @@ std::string normalizedOutput(AttentionOp attention, StringRef acc,
   return storeExpr(attention.getType().getElementType(), value);
 }
 
-/// The least query length over the dims' ranges.
-static int64_t fewestQueries(const AttentionParts &parts) {
+int64_t leastOf(const AttentionParts &parts, const Size &size) {
   DimRanges ranges = dimRangesOf(
       parts.attention->getParentOfType<func::FuncOp>().getOperation());
-  auto bounds = parts.queries.getExpr().bounds(
+  auto bounds = size.getExpr().bounds(
       [&](StringRef name) -> std::optional<std::pair<int64_t, int64_t>> {
         auto it = ranges.find(name);
         if (it == ranges.end())
@@ -80,7 +79,7 @@ static int64_t fewestQueries(const AttentionParts &parts) {
 /// The split for `parts`, or nothing when its keys are too few to split or
 /// its query rows always too many.
 static std::optional<KeySplit> planKeySplit(const AttentionParts &parts) {
-  if (fewestQueries(parts) > kMostSplitQueries)
+  if (leastOf(parts, parts.queries) > kMostSplitQueries)
     return std::nullopt;
   int64_t rows = parts.batch.upper() * parts.heads *
                  std::min(parts.queries.upper(), kMostSplitQueries);

@@ -79,14 +79,16 @@ int64_t warpsPerBlock() {
   const char *env = std::getenv("KILN_ATTENTION_WARPS");
   return env && std::string(env) == "8" ? 8 : 4;
 }
-/// The blocks of 128 query rows (at the dims' largest) from which two
-/// m-tiles a warp pay: a wave of two blocks on each of an H100's or
-/// H200's 132 SMs. Fewer would leave SMs idle that 64-row blocks fill.
+/// The blocks of 128 query rows from which two m-tiles a warp pay: a wave
+/// of two blocks on each of an H100's or H200's 132 SMs. Fewer would leave
+/// SMs idle that 64-row blocks fill; counted at the dims' least, so that a
+/// symbolic prompt length (a decoder's prefill) keeps 64-row blocks for the
+/// short prompts it may run with.
 constexpr int64_t kFewestWideBlocks = 2 * 132;
 
 /// Query rows per warp: 32 (two m-tiles, FlashAttention-2's layout) where
-/// there are queries to fill the GPU with 128-row blocks, so that each key
-/// and value fragment read from shared memory feeds two mma.sync and a
+/// there are always queries to fill the GPU with 128-row blocks, so that each
+/// key and value fragment read from shared memory feeds two mma.sync and a
 /// block's 128 rows halve the key and value tiles read per query row; 16
 /// for the split (decoding) kernel, for fewer queries, for TF32, and where
 /// KILN_ATTENTION_ROWS_PER_WARP says so (16 or 32: bench/attention.py times
@@ -97,9 +99,10 @@ int64_t mTilesPerWarp(bool tf32, bool split, const AttentionParts &parts) {
   if (const char *env = std::getenv("KILN_ATTENTION_ROWS_PER_WARP"))
     if (std::string(env) == "16" || std::string(env) == "32")
       return std::string(env) == "16" ? 1 : 2;
+  int64_t queries = leastOf(parts, parts.queries);
   int64_t blocks =
-      parts.batch.upper() * parts.heads * ((parts.queries.upper() + 127) / 128);
-  return parts.queries.upper() > 64 && blocks >= kFewestWideBlocks ? 2 : 1;
+      leastOf(parts, parts.batch) * parts.heads * ((queries + 127) / 128);
+  return queries > 64 && blocks >= kFewestWideBlocks ? 2 : 1;
 }
 
 /// Keys a tile: 64, or 32 where the tile's scores would not fit beside the
