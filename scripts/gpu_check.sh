@@ -7,7 +7,8 @@
 # SECTIONS (default all but bench-untuned): gtest, lit, attention, profile,
 # sanitizer, models, decode, bench, bench-untuned. KILN_SANITIZE: comma-separated patterns of the sanitizer runs to do
 # (default all); KILN_BENCH_PRECISIONS: the bench's (default fp16,bf16);
-# KILN_ATTENTION_PRECISIONS: the attention bench's (default fp16,bf16,tf32).
+# KILN_ATTENTION_PRECISIONS: the attention bench's (default fp16,tf32: bf16
+# has timed within 1% of fp16 on every card so far).
 # Logs go to build-gpu/out (KILN_GPU_OUT names another, so that two calls
 # can run side by side), and summary.txt and logs.tgz (all of them) to
 # OUTDIR (default $OUT, where the device tool fetches from); what passed is
@@ -72,7 +73,7 @@ fi
 
 if want attention; then
   timeout 300 python3 bench/attention.py --tools build-gpu/bin --out "$out/attention.md" \
-    --precisions "${KILN_ATTENTION_PRECISIONS:-fp16,bf16,tf32}" \
+    --precisions "${KILN_ATTENTION_PRECISIONS:-fp16,tf32}" \
     >"$out/attention.log" 2>&1
   note "attention bench: exit $?"
   awk '/^\|/ && !seen[$0]++' "$out/attention.log" >>"$summary"
