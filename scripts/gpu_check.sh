@@ -122,6 +122,8 @@ if want sanitizer; then
     "tc-attention-two-mtiles-kv-stages|$att/mask.mlir --precision fp16 --keep-io-types=false --compare-reference --rel-l2 1e-2 --seed 3"
     "tc-attention-two-mtiles-kv-stages-tails|$att/symbolic.mlir --precision bf16 --keep-io-types=false --compare-reference --rel-l2 1e-2 --seed 5 --run-dim s=67 --run-dim t=129"
     "tc-attention-two-mtiles-kv-stages-wide|$att/wide.mlir --precision fp16 --keep-io-types=false --compare-reference --rel-l2 1e-2 --seed 8"
+    "tc-attention-two-barriers-tails|$att/symbolic.mlir --precision bf16 --keep-io-types=false --compare-reference --rel-l2 1e-2 --seed 5 --run-dim s=67 --run-dim t=129"
+    "tc-attention-two-mtiles-two-barriers-wide|$att/wide.mlir --precision fp16 --keep-io-types=false --compare-reference --rel-l2 1e-2 --seed 8"
     "tc-attention-8-warps|$att/decode.mlir --precision fp16 --keep-io-types=false --compare-reference --rel-l2 1e-2 --seed 4"
     "tc-attention-head-views-packed|$views/packed.mlir --precision fp16 --keep-io-types=false --compare-reference --rel-l2 1e-2 --seed 3"
     "tc-attention-head-views-split|$views/split.mlir --precision bf16 --keep-io-types=false --compare-reference --rel-l2 1e-2 --seed 7 --run-dim b=3 --run-dim s=129"
@@ -136,7 +138,7 @@ if want sanitizer; then
     "llama-bf16|$(export_args llama-torchscript) --precision bf16 --compare-reference --rel-l2 3e-2"
     "vit-fp32|$(export_args vit-torchscript) --compare-reference"
   )
-  racy=" tc-attention-fp16 tc-attention-decode tc-attention-bf16-tails tc-attention-cp-async tc-attention-cp-async-tails tc-attention-two-mtiles tc-attention-two-mtiles-tails tc-attention-two-mtiles-wide tc-attention-two-mtiles-kv-stages tc-attention-two-mtiles-kv-stages-tails tc-attention-two-mtiles-kv-stages-wide tc-attention-8-warps tc-attention-head-views-packed tc-attention-head-views-split tc-attention-head-views-decode tc-attention-tf32 tc-attention-tf32-tails tc-attention-tf32-split bert-fp32 llama-bf16 "
+  racy=" tc-attention-fp16 tc-attention-decode tc-attention-bf16-tails tc-attention-cp-async tc-attention-cp-async-tails tc-attention-two-mtiles tc-attention-two-mtiles-tails tc-attention-two-mtiles-wide tc-attention-two-mtiles-kv-stages tc-attention-two-mtiles-kv-stages-tails tc-attention-two-mtiles-kv-stages-wide tc-attention-two-barriers-tails tc-attention-two-mtiles-two-barriers-wide tc-attention-8-warps tc-attention-head-views-packed tc-attention-head-views-split tc-attention-head-views-decode tc-attention-tf32 tc-attention-tf32-tails tc-attention-tf32-split bert-fp32 llama-bf16 "
   deadline=$((SECONDS + 180))
   for tool in memcheck racecheck; do
     for r in "${runs[@]}"; do
@@ -155,13 +157,14 @@ if want sanitizer; then
         note "compute-sanitizer $tool $name: not run (section out of time)"
         continue
       fi
-      warps=4 rows="" stages=1
+      warps=4 rows="" stages=1 barriers=""
       [[ $name == *8-warps ]] && warps=8
       [[ $name == *two-mtiles* ]] && rows=32
       [[ $name == *kv-stages* ]] && stages=2
+      [[ $name == *two-barriers* ]] && barriers=2
       # shellcheck disable=SC2086
       KILN_ATTENTION_WARPS=$warps KILN_ATTENTION_ROWS_PER_WARP=$rows \
-        KILN_ATTENTION_KV_STAGES=$stages timeout 60 compute-sanitizer --tool "$tool" --error-exitcode 9 \
+        KILN_ATTENTION_KV_STAGES=$stages KILN_ATTENTION_BARRIERS=$barriers timeout 60 compute-sanitizer --tool "$tool" --error-exitcode 9 \
         kiln-run $args --backend cuda --cuda-graphs=false \
         >"$out/sanitizer-$tool-$name.log" 2>&1
       status=$?

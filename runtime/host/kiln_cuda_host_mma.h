@@ -4,8 +4,8 @@
 // the lanes of kiln_cuda_host.h: `mma.sync.aligned.m16n8k16.row.col` with
 // f16 or bf16 A and B and f32 C and D, `mma.sync.aligned.m16n8k8.row.col`
 // with .tf32 A and B (and cvt.rna.tf32.f32 to make them),
-// `ldmatrix.sync.aligned.m8n8` (.x1,
-// .x2, .x4, with and without .trans) and `cp.async` with its groups.
+// `ldmatrix.sync.aligned.m8n8` (.x1, .x2, .x4, with and without .trans),
+// `cp.async` with its groups, and the softmax's ex2.approx.ftz.f32.
 // Generated code reaches them through kiln_mma_*, kiln_ldmatrix_* and
 // kiln_cp_async_* (Prelude.cpp has the same functions as inline PTX for the
 // GPU). Each lane holds exactly the fragment elements that the PTX ISA's
@@ -26,6 +26,7 @@
 #ifndef KILN_CUDA_HOST_MMA_H
 #define KILN_CUDA_HOST_MMA_H
 
+#include <cmath>
 #include <cstring>
 #include <vector>
 
@@ -282,6 +283,14 @@ inline unsigned kiln_to_tf32(float x) {
   if ((bits & 0x7f800000u) == 0x7f800000u)
     return bits;
   return (bits + 0x1000u) & 0xffffe000u;
+}
+
+/// ex2.approx.ftz.f32: 2^x with subnormal inputs and results flushed to
+/// zero (a subnormal input gives 2^0 = 1 either way). The GPU's answer is
+/// within 2 ulp of libm's; -inf gives +0 and NaN stays NaN, as here.
+inline float kiln_exp2_ftz(float x) {
+  const float y = exp2f(x);
+  return y < 1.17549435e-38f ? 0.0f : y;
 }
 
 inline void kiln_ldmatrix_x1(unsigned (&r)[1], const void *row) {

@@ -57,9 +57,10 @@ std::string keyRangeText(const KeySplit *split, const Size &keys,
                          llvm::StringRef axis);
 
 /// The stored output `acc / sum` of `attention` in its element type, 0 for a
-/// row with no weight under zero_nan_probs.
+/// row with no weight under zero_nan_probs; `acc * inverse` where the caller
+/// has a row's `inverse` = 1 / sum (one division a row, not one an output).
 std::string normalizedOutput(AttentionOp attention, llvm::StringRef acc,
-                             llvm::StringRef sum);
+                             llvm::StringRef sum, llvm::StringRef inverse = "");
 
 /// The least value of `size` (a size of `parts`) over the dims' ranges of
 /// the function the attention is in; 0 where unbounded.

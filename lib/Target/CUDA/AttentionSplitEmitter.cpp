@@ -55,8 +55,10 @@ std::string keyRangeText(const KeySplit *split, const Size &keys,
 }
 
 std::string normalizedOutput(AttentionOp attention, StringRef acc,
-                             StringRef sum) {
-  std::string value = llvm::formatv("{0} / {1}", acc, sum);
+                             StringRef sum, StringRef inverse) {
+  std::string value = inverse.empty()
+                          ? llvm::formatv("{0} / {1}", acc, sum).str()
+                          : llvm::formatv("{0} * {1}", acc, inverse).str();
   if (attention.getZeroNanProbs())
     value =
         llvm::formatv("(({0} == 0.0f || {0} != {0}) ? 0.0f : {1})", sum, value);

@@ -8,9 +8,11 @@
 // online softmax (running maximum and sum per row, earlier output rescaled)
 // runs on the accumulators in registers, in log2 units: a row's scores are
 // spread over the four lanes of a group, so its maximum and sum take two
-// shuffles. P goes from the S accumulators to A fragments without leaving
-// registers (the two layouts line up), rounded to the 16-bit type as
-// FlashAttention does.
+// shuffles. Each probability is one ex2.approx.ftz (exp2f would add a
+// range fix-up) of one fma where the scale folds into it (no mask or
+// softcap), and each output row is divided once (a reciprocal). P goes
+// from the S accumulators to A fragments without leaving registers (the
+// two layouts line up), rounded to the 16-bit type as FlashAttention does.
 //
 // With one m-tile a warp, the query tile is staged once through the key
 // tile's storage and kept as A fragments in registers. With two (where
@@ -33,7 +35,10 @@
 // tile while Q K^T runs (one buffer each; zero fill past the last key).
 // With two m-tiles, KILN_ATTENTION_KV_STAGES=2 gives each two buffers
 // instead: tile j + 1 streams in during all of tile j, with two barriers a
-// tile instead of four (not yet the default: no GPU has timed it).
+// tile instead of four; KILN_ATTENTION_BARRIERS=2 keeps one buffer each in
+// FlashAttention-2's order, also two barriers a tile (the value tile then
+// streams during Q K^T only). Neither is the default: no GPU has timed
+// them yet.
 // Other operands are staged through their in-kernel producers (getAt: a
 // bias add, a rotary embedding), element by element, so fusion is kept;
 // the mask, scale, softcap, sink, grouped-query heads, the NaN guard and a
@@ -105,9 +110,10 @@ int64_t mTilesPerWarp(bool tf32, bool split, const AttentionParts &parts) {
   return queries > 64 && blocks >= kFewestWideBlocks ? 2 : 1;
 }
 
-/// Keys a tile: 64, or 32 where the tile's scores would not fit beside the
-/// accumulators (ptxas spills two m-tiles of 64 scores at head size 128)
-/// or TF32's fp32 tiles would pass the static shared memory.
+/// Keys a tile: 64, or 32 where the tile's scores would crowd the
+/// accumulators (two m-tiles of 64 scores at head size 128 take ptxas to
+/// its 255 registers, and spill in the two-barrier order with tails) or
+/// TF32's fp32 tiles would pass the static shared memory.
 /// KILN_ATTENTION_TILE_KEYS=32 or 64 overrides the 16-bit choice
 /// (bench/attention.py times both).
 int64_t keysPerTile(bool tf32, int64_t mTiles, int64_t headSize) {
@@ -273,6 +279,14 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
   const char *stagesEnv = std::getenv("KILN_ATTENTION_KV_STAGES");
   int64_t kvStages =
       !qInRegisters && stagesEnv && std::string(stagesEnv) == "2" ? 2 : 1;
+  // With one buffer each, FlashAttention-2's order needs two barriers a tile
+  // too: the value tile streams in during Q K^T only, the next key tile
+  // during the softmax and P V (KILN_ATTENTION_BARRIERS=2, until a GPU has
+  // timed it against the four-barrier order, whose value tile also streams
+  // during the softmax).
+  const char *barriersEnv = std::getenv("KILN_ATTENTION_BARRIERS");
+  bool twoBarriers =
+      kvStages == 1 && barriersEnv && std::string(barriersEnv) == "2";
   int64_t dynamicShared =
       qInRegisters ? 0 : qBytes + kvStages * (kBytes + vBytes);
   // `for` over e = threadIdx.x, + threads, ... below `count`, with a trip
@@ -503,11 +517,14 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
     return success();
   };
   bool twoStages = kvStages == 2;
+  // The first key tile, and its value tile unless the loop stages each value
+  // tile itself (two barriers, one buffer).
   if (failed(stage(attention.getKey(), keyRows, "k_async",
                    twoStages ? "k_tile0" : "k_tile", dq, "key_begin",
                    "    ")) ||
-      failed(stage(attention.getValue(), valueRows, "v_async",
-                   twoStages ? "v_tile0" : "v_tile", dv, "key_begin", "    ")))
+      (!twoBarriers && failed(stage(attention.getValue(), valueRows, "v_async",
+                                    twoStages ? "v_tile0" : "v_tile", dv,
+                                    "key_begin", "    "))))
     return FailureOr<LaunchGeometry>(failure());
   std::string nextTile = "tile + " + std::to_string(tileKeys) + "LL";
   // A split leaves the sink to the combine.
@@ -557,6 +574,14 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
                      nextTile, "      ")) ||
         failed(stage(attention.getValue(), valueRows, "v_async", "v_next", dv,
                      nextTile, "      ")))
+      return FailureOr<LaunchGeometry>(failure());
+  } else if (twoBarriers) {
+    os << "      // This key tile has landed, and every warp is done with the\n"
+       << "      // previous value tile: this one streams in during Q K^T.\n"
+       << "      kiln_cp_async_wait<0>();\n"
+       << "      __syncthreads();\n";
+    if (failed(stage(attention.getValue(), valueRows, "v_async", "v_tile", dv,
+                     "tile", "      ")))
       return FailureOr<LaunchGeometry>(failure());
   } else {
     os << "      // This key tile has landed (the value tile may not have).\n"
@@ -633,10 +658,16 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
        << "        }\n"
        << "      }\n";
   if (!twoStages) {
-    os << "      // Every warp is done with k_tile: the next key tile streams "
-          "in\n"
-       << "      // during the softmax and P V.\n"
-       << "      __syncthreads();\n";
+    if (twoBarriers)
+      os << "      // This value tile has landed, and every warp is done with\n"
+         << "      // k_tile: the next key tile streams in during the softmax\n"
+         << "      // and P V.\n"
+         << "      kiln_cp_async_wait<0>();\n";
+    else
+      os << "      // Every warp is done with k_tile: the next key tile "
+            "streams in\n"
+         << "      // during the softmax and P V.\n";
+    os << "      __syncthreads();\n";
     if (failed(stage(attention.getKey(), keyRows, "k_async", "k_tile", dq,
                      nextTile, "      ")))
       return FailureOr<LaunchGeometry>(failure());
@@ -646,8 +677,15 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
   float softcap = attention.getSoftcap().convertToFloat();
   Value mask = attention.getMask();
   bool natural = softcap > 0.0f || mask;
-  os << "      // Scores (log2 units): element e of n-tile n is row g + (e >> "
-        "1)\n"
+  // Without a softcap or mask, the scale folds into the exponent as
+  // FlashAttention folds it: the maximum is taken over the raw products
+  // (which a positive scale keeps in order, and rounding too) and scaled
+  // once a row, and exp2 takes one fma, s * scale - max, a score.
+  bool folded = !natural && scale > 0.0f;
+  std::string log2Scale =
+      llvm::formatv("{0:e}f", static_cast<float>(scale * M_LOG2E)).str();
+  os << "      // Scores (" << (folded ? "raw products" : "log2 units")
+     << "): element e of n-tile n is row g + (e >> 1)\n"
      << "      // * 8, key n * 8 + 2t + (e & 1). Only a tile at an end checks\n"
      << "      // the bounds.\n"
      << "      const bool edge = tile + " << tileKeys
@@ -666,11 +704,13 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
      << " + mt * 16 + g + (e >> 1) * 8;\n"
      << "          const long long j = tile + n * 8 + 2 * t + (e & 1);\n"
      << "          float score = neg_inf;\n"
-     << "          if (!edge || (i < " << queries << " && j < key_end)) {\n"
-     << "            score = "
-     << llvm::formatv("{0:e}",
-                      natural ? scale : static_cast<float>(scale * M_LOG2E))
-     << "f * s[mt][n][e];\n";
+     << "          if (!edge || (i < " << queries << " && j < key_end)) {\n";
+  if (folded)
+    os << "            score = s[mt][n][e];\n";
+  else
+    os << "            score = "
+       << (natural ? llvm::formatv("{0:e}f", scale).str() : log2Scale)
+       << " * s[mt][n][e];\n";
   if (softcap > 0.0f) {
     std::string cap = llvm::formatv("{0:e}f", softcap);
     os << "            score = " << cap << " * tanhf(score / " << cap << ");\n";
@@ -698,11 +738,12 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
      << "        float most = tile_max[mt][r];\n"
      << "        most = fmaxf(most, __shfl_xor_sync(0xffffffffu, most, 1));\n"
      << "        most = fmaxf(most, __shfl_xor_sync(0xffffffffu, most, 2));\n"
+     << (folded ? "        most *= " + log2Scale + ";\n" : "")
      << "        const float new_max = fmaxf(m[mt][r], most);\n"
      << "        // Rows masked with -inf so far contribute nothing (and no "
         "NaN).\n"
-     << "        rescale[r] = m[mt][r] == neg_inf ? 0.0f : exp2f(m[mt][r] - "
-        "new_max);\n"
+     << "        rescale[r] = m[mt][r] == neg_inf ? 0.0f : "
+        "kiln_exp2_ftz(m[mt][r] - new_max);\n"
      << "        m[mt][r] = new_max;\n"
      << "        // A row still all -inf subtracts 0: its exp2(-inf) are 0.\n"
      << "        base[r] = new_max == neg_inf ? 0.0f : new_max;\n"
@@ -713,7 +754,10 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
      << "        #pragma unroll\n"
         "        for (int e = 0; e < 4; ++e) {\n"
      << "          const int r = e >> 1;\n"
-     << "          const float p = exp2f(s[mt][n][e] - base[r]);\n"
+     << "          const float p = kiln_exp2_ftz("
+     << (folded ? "fmaf(s[mt][n][e], " + log2Scale + ", -base[r])"
+                : std::string("s[mt][n][e] - base[r]"))
+     << ");\n"
      << "          s[mt][n][e] = p;\n"
      << "          row_sum[r] += p;\n"
      << "        }\n"
@@ -734,11 +778,12 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
      << "          #pragma unroll\n"
      << "          for (int e = 0; e < 4; ++e) o[mt][n][e] *= rescale[e >> "
         "1];\n"
-     << "      }\n"
-     << "      // This value tile has landed (the next tile's may not "
-        "have).\n"
-     << "      kiln_cp_async_wait<" << (twoStages ? 2 : 1) << ">();\n"
-     << "      __syncthreads();\n";
+     << "      }\n";
+  if (!twoBarriers)
+    os << "      // This value tile has landed (the next tile's may not "
+          "have).\n"
+       << "      kiln_cp_async_wait<" << (twoStages ? 2 : 1) << ">();\n"
+       << "      __syncthreads();\n";
   if (tf32)
     os << "      // O += P V: the A fragment of k-step kk (columns t and t + "
           "4\n"
@@ -814,7 +859,7 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
        << "      }\n";
   if (twoStages) {
     os << "      buffer ^= 1;\n";
-  } else {
+  } else if (!twoBarriers) {
     os << "      // Every warp is done with v_tile: the next value tile "
           "streams\n"
        << "      // in during the next Q K^T.\n"
@@ -859,7 +904,8 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
     geometry.sharedBytes = dynamicShared;
     return FailureOr<LaunchGeometry>(geometry);
   }
-  os << "      #pragma unroll\n"
+  os << "      const float inverse = 1.0f / l[mt][r];\n"
+     << "      #pragma unroll\n"
         "      for (int n = 0; n < "
      << dv / 8 << "; ++n)\n"
      << "        #pragma unroll\n"
@@ -867,7 +913,8 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
      << "          const long long d = n * 8 + 2 * t + e;\n"
      << "          const float acc = o[mt][n][r * 2 + e];\n"
      << "          out0[" << parts.outIndex
-     << "] = " << normalizedOutput(attention, "acc", "l[mt][r]") << ";\n"
+     << "] = " << normalizedOutput(attention, "acc", "l[mt][r]", "inverse")
+     << ";\n"
      << "        }\n"
      << "    }\n"
      << "  }\n"

@@ -43,6 +43,15 @@ __device__ __forceinline__ unsigned kiln_to_tf32(float x) {
   asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(bits) : "f"(x));
   return bits;
 }
+// 2^x as FlashAttention's softmax takes it (exp2f under --use_fast_math):
+// one MUFU.EX2. exp2f itself is ex2.approx.f32 without .ftz, which ptxas
+// wraps in a range fix-up (a compare and two multiplies) for results below
+// 2^-126; a probability that small is 0 beside a softmax sum of at least 1.
+__device__ __forceinline__ float kiln_exp2_ftz(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
 __device__ __forceinline__ unsigned kiln_shared_address(const void *p) {
   return (unsigned)__cvta_generic_to_shared(p);
 }

@@ -42,7 +42,7 @@ extern "C" __global__ void tensor_cores(const float *in, float *out) {
   for (int i = 0; i < 4; ++i) ta[i] = kiln_to_tf32(in[lane + i]);
   for (int i = 0; i < 2; ++i) tb[i] = kiln_to_tf32(in[lane + 4 + i]);
   kiln_mma_m16n8k8_tf32(d, ta, tb, e);
-  for (int i = 0; i < 4; ++i) out[lane * 4 + i] = d[i];
+  for (int i = 0; i < 4; ++i) out[lane * 4 + i] = kiln_exp2_ftz(d[i]);
 }
 )cuda";
 
@@ -67,7 +67,7 @@ TEST(TensorCores, InlinePtxCompilesForSm90AndIssuesEachInstruction) {
         "ldmatrix.sync.aligned.m8n8.x1.shared.b16",
         "ldmatrix.sync.aligned.m8n8.x1.trans.shared.b16",
         "cp.async.cg.shared.global", "cp.async.commit_group",
-        "cp.async.wait_group 0"})
+        "cp.async.wait_group 0", "ex2.approx.ftz.f32"})
     EXPECT_NE(compiled->ptx.find(instruction), std::string::npos)
         << instruction;
   ASSERT_EQ(compiled->resources.size(), 1u);

@@ -287,6 +287,38 @@ extern "C" __global__ void round_tf32(const float *x, float *y) {
   EXPECT_EQ(y[5], 3.0f);
 }
 
+TEST_F(TensorCores, Exp2FlushesSubnormalResultsToZero) {
+  // ex2.approx.ftz.f32 (PTX ISA: subnormal results flush to sign-preserving
+  // zero): 2^-126 is the least normal and stays, 2^-127 and 2^-149 would be
+  // subnormal and become +0; -inf gives +0, NaN stays NaN; a subnormal
+  // input is 0, whose power is 1; within 2 ulp elsewhere.
+  const char *source = R"cuda(
+extern "C" __global__ void exp2_ftz(const float *x, float *y) {
+  y[threadIdx.x] = kiln_exp2_ftz(x[threadIdx.x]);
+}
+)cuda";
+  std::vector<float> x(32, 0.0f);
+  x[0] = -126.0f;
+  x[1] = -127.0f;
+  x[2] = -149.0f;
+  x[3] = -INFINITY;
+  x[4] = NAN;
+  x[5] = 0x1p-140f;
+  x[6] = 10.0f;
+  x[7] = -0.5f;
+  std::vector<float> y = runOnHost(
+      kernelArtifact(source, "exp2_ftz", 32, 1, 32), x, HostOptions());
+  EXPECT_EQ(y[0], 0x1p-126f);
+  EXPECT_EQ(y[1], 0.0f);
+  EXPECT_FALSE(std::signbit(y[1]));
+  EXPECT_EQ(y[2], 0.0f);
+  EXPECT_EQ(y[3], 0.0f);
+  EXPECT_TRUE(std::isnan(y[4]));
+  EXPECT_EQ(y[5], 1.0f);
+  EXPECT_EQ(y[6], 1024.0f);
+  EXPECT_NEAR(y[7], 0.70710678f, 2 * 0x1p-24f);
+}
+
 // ldmatrix (PTX ISA, "Warp-level matrix load instruction: ldmatrix"): for
 // .b16 8x8 matrices, lane 8j + r gives the address of row r of matrix j;
 // register j of a lane holds row groupID, columns threadID_in_group * 2 and
