@@ -7,6 +7,7 @@
 #include "llvm/Support/Regex.h"
 
 #include <algorithm>
+#include <optional>
 
 using namespace kiln;
 
@@ -52,6 +53,58 @@ std::vector<KernelResources> kiln::parsePtxasInfo(llvm::StringRef log) {
     }
   }
   return kernels;
+}
+
+namespace {
+/// A little-endian integer of `bytes` bytes at `offset` of `image`, or
+/// nothing past its end.
+std::optional<uint64_t> readLE(llvm::StringRef image, uint64_t offset,
+                               unsigned bytes) {
+  if (offset > image.size() || bytes > image.size() - offset)
+    return std::nullopt;
+  uint64_t value = 0;
+  for (unsigned i = 0; i < bytes; ++i)
+    value |= uint64_t(uint8_t(image[offset + i])) << (8 * i);
+  return value;
+}
+} // namespace
+
+void kiln::countInstructions(llvm::StringRef cubin,
+                             std::vector<KernelResources> &kernels) {
+  // ELF64 (System V gABI): e_shoff at 0x28, e_shentsize, e_shnum and
+  // e_shstrndx at 0x3a, 0x3c, 0x3e; a section header's sh_name at 0 and
+  // sh_size at 32.
+  constexpr uint64_t kInstructionBytes = 16;
+  if (!cubin.starts_with("\x7f"
+                         "ELF") ||
+      cubin.size() < 64 || cubin[4] != 2 || cubin[5] != 1)
+    return;
+  auto headers = readLE(cubin, 0x28, 8), entrySize = readLE(cubin, 0x3a, 2),
+       count = readLE(cubin, 0x3c, 2), namesIndex = readLE(cubin, 0x3e, 2);
+  if (!headers || !entrySize || *entrySize < 64 || !count || !namesIndex ||
+      *namesIndex >= *count)
+    return;
+  auto header = [&](uint64_t i, uint64_t field, unsigned bytes) {
+    return readLE(cubin, *headers + i * *entrySize + field, bytes);
+  };
+  auto namesAt = header(*namesIndex, 24, 8),
+       namesSize = header(*namesIndex, 32, 8);
+  if (!namesAt || !namesSize || *namesAt > cubin.size() ||
+      *namesSize > cubin.size() - *namesAt)
+    return;
+  llvm::StringRef names = cubin.substr(*namesAt, *namesSize);
+  for (uint64_t i = 0; i < *count; ++i) {
+    auto nameAt = header(i, 0, 4), size = header(i, 32, 8);
+    if (!nameAt || !size || *nameAt >= names.size())
+      continue;
+    llvm::StringRef name = names.drop_front(*nameAt);
+    name = name.take_until([](char c) { return c == '\0'; });
+    if (!name.consume_front(".text."))
+      continue;
+    for (KernelResources &k : kernels)
+      if (k.name == name)
+        k.instructions = int64_t(*size / kInstructionBytes);
+  }
 }
 
 Occupancy kiln::occupancyOnSm90(const KernelResources &kernel,

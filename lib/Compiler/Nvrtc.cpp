@@ -119,6 +119,7 @@ bool readEntry(const std::string &path, CompiledCuda &out) {
   out.cubin = payload.take_front(cubinSize).str();
   out.ptx = payload.drop_front(cubinSize).take_front(ptxSize).str();
   out.resources = parsePtxasInfo(payload.drop_front(cubinSize + ptxSize));
+  countInstructions(out.cubin, out.resources);
   return true;
 }
 
@@ -178,6 +179,7 @@ FailureOr<CompiledCuda> compileCuda(Location loc, StringRef source,
     return failure();
   }
   compiled.resources = parsePtxasInfo(ptxasLog);
+  countInstructions(compiled.cubin, compiled.resources);
   if (!entry.empty() && !llvm::sys::fs::create_directories(dir))
     writeEntry(entry, compiled, ptxasLog);
   return compiled;

@@ -307,15 +307,21 @@ void printReportText(const rt::Artifact &artifact, const CompileReport &report,
       std::string stack = k->stackBytes
                               ? llvm::formatv(", {0} B stack", k->stackBytes)
                               : std::string();
+      // The code size: what a change to the kernel's text removes or adds
+      // (a loop's body once).
+      std::string code =
+          k->instructions
+              ? llvm::formatv(", {0} instructions", k->instructions).str()
+              : std::string();
       os << llvm::formatv(
-          "  [{0} regs, {1} B smem, {2} B spilled{5}, "
+          "  [{0} regs, {1} B smem, {2} B spilled{5}{6}, "
           "occupancy {3:P0}{4}]",
           k->registers, k->sharedBytes + step.launch.sharedBytes,
           k->spillStoreBytes + k->spillLoadBytes, occupancy.fraction,
           cost.tf32          ? ", mma.sync tf32"
           : cost.tensorCores ? ", mma.sync"
                              : "",
-          stack);
+          stack, code);
     }
     if (std::string runsIf = runsIfText(artifact, i); !runsIf.empty())
       os << "  " << runsIf;
@@ -415,6 +421,7 @@ void printReportJson(const rt::Artifact &artifact, const CompileReport &report,
             {"stack_bytes", k->stackBytes},
             {"spill_store_bytes", k->spillStoreBytes},
             {"spill_load_bytes", k->spillLoadBytes},
+            {"instructions", k->instructions},
             {"blocks_per_sm", occupancy.blocksPerSM},
             {"occupancy", occupancy.fraction},
             {"occupancy_limited_by", occupancy.limitedBy}};

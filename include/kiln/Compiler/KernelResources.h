@@ -1,8 +1,9 @@
 //===- KernelResources.h - what ptxas gave each kernel ----------*- C++ -*-===//
 //
 // Registers, spills, stack and shared memory of each generated kernel, as
-// ptxas reports them when NVRTC compiles the cubin, and the occupancy they
-// allow on sm_90: how GPU-side code quality is checked without a GPU.
+// ptxas reports them when NVRTC compiles the cubin, its code size in SASS
+// instructions, and the occupancy they allow on sm_90: how GPU-side code
+// quality is checked without a GPU.
 //
 //===----------------------------------------------------------------------===//
 
@@ -28,12 +29,23 @@ struct KernelResources {
   int64_t stackBytes = 0;
   int64_t spillStoreBytes = 0;
   int64_t spillLoadBytes = 0;
+  /// SASS instructions in the cubin: its code size over 16 bytes, the
+  /// instruction size from sm_70 on (trailing alignment NOPs included); 0
+  /// where unknown. A loop's body counts once, however often it runs.
+  int64_t instructions = 0;
 };
 
 /// The kernels of a ptxas `-v` log (NVRTC's program log with
 /// `--ptxas-options=-v`), in the order ptxas compiled them; fields the log
 /// does not state stay 0.
 std::vector<KernelResources> parsePtxasInfo(llvm::StringRef log);
+
+/// Sets the `instructions` of `kernels` from the sizes of the cubin's
+/// `.text.<name>` sections (an ELF64 little-endian image, as NVRTC writes
+/// for sm_70 and later). Leaves them 0 where `cubin` is not such an image
+/// or lacks the section: it reads only within `cubin`'s bytes.
+void countInstructions(llvm::StringRef cubin,
+                       std::vector<KernelResources> &kernels);
 
 /// How many blocks of a kernel fit on one SM, and what limits them.
 struct Occupancy {

@@ -4,6 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
 using namespace kiln;
 
 namespace {
@@ -44,6 +49,92 @@ TEST(KernelResources, ParsesEachKernel) {
 TEST(KernelResources, EmptyOrForeignLogGivesNoKernels) {
   EXPECT_TRUE(parsePtxasInfo("").empty());
   EXPECT_TRUE(parsePtxasInfo("warning: something else\n").empty());
+}
+
+/// Appends `value` to `image` as `bytes` little-endian bytes.
+void put(std::string &image, uint64_t value, unsigned bytes) {
+  for (unsigned i = 0; i < bytes; ++i)
+    image.push_back(char((value >> (8 * i)) & 0xff));
+}
+
+/// An ELF64 little-endian image laid out by hand from the gABI's tables:
+/// the header, a section name table, and section headers for a null
+/// section, the names, `.text.<kernel>` of `textBytes` and `.nv.info`.
+std::string elfImage(const std::string &kernel, uint64_t textBytes) {
+  // (A literal's size, not its first NUL, ends each piece.)
+  std::string names = std::string("\0.shstrtab\0.text.", 17) + kernel +
+                      std::string("\0.nv.info\0", 10);
+  uint32_t shstrtabName = 1, textName = 11,
+           infoName = uint32_t(11 + 6 + kernel.size() + 1);
+  std::string image = "\x7f"
+                      "ELF";
+  image += char(2); // ELFCLASS64
+  image += char(1); // ELFDATA2LSB
+  image.resize(0x28, '\0');
+  uint64_t namesAt = 64, headersAt = namesAt + names.size();
+  put(image, headersAt, 8); // e_shoff
+  put(image, 0, 4);         // e_flags
+  put(image, 64, 2);        // e_ehsize
+  put(image, 0, 2);         // e_phentsize
+  put(image, 0, 2);         // e_phnum
+  put(image, 64, 2);        // e_shentsize
+  put(image, 4, 2);         // e_shnum
+  put(image, 1, 2);         // e_shstrndx
+  image += names;
+  auto section = [&](uint32_t name, uint64_t offset, uint64_t size) {
+    std::string header;
+    put(header, name, 4);
+    header.resize(24, '\0');
+    put(header, offset, 8); // sh_offset
+    put(header, size, 8);   // sh_size
+    header.resize(64, '\0');
+    image += header;
+  };
+  section(0, 0, 0);
+  section(shstrtabName, namesAt, names.size());
+  section(textName, 0, textBytes);
+  section(infoName, 0, 24);
+  return image;
+}
+
+TEST(KernelResources, InstructionsAreTheTextSectionOver16Bytes) {
+  std::vector<KernelResources> kernels(2);
+  kernels[0].name = "other";
+  kernels[1].name = "kiln_add";
+  countInstructions(elfImage("kiln_add", 160), kernels);
+  EXPECT_EQ(kernels[0].instructions, 0);
+  EXPECT_EQ(kernels[1].instructions, 10);
+}
+
+TEST(KernelResources, negative_DamagedImagesCountNothingAndReadNoFurther) {
+  std::string image = elfImage("k", 320);
+  std::vector<KernelResources> kernels(1);
+  kernels[0].name = "k";
+  countInstructions(image, kernels);
+  ASSERT_EQ(kernels[0].instructions, 20);
+  // Every truncation: the section headers come last, so an image cut
+  // before the text section's sh_size (bytes 32 to 40 of the third of four
+  // headers) counts nothing, and one cut after it still counts that
+  // section (its own header's bytes are all it needs).
+  size_t textHeaderEnd = image.size() - 2 * 64 + 40;
+  for (size_t size = 0; size < image.size(); ++size) {
+    kernels[0].instructions = 0;
+    std::string prefix = image.substr(0, size);
+    countInstructions(prefix, kernels);
+    EXPECT_EQ(kernels[0].instructions, size >= textHeaderEnd ? 20 : 0)
+        << "truncated to " << size;
+  }
+  // A 32-bit or big-endian image, a section name table index out of range,
+  // and a text section whose name lies past the table.
+  size_t textHeader = image.size() - 2 * 64;
+  for (auto [offset, byte] :
+       {std::pair<size_t, char>{4, 1}, {5, 2}, {0x3e, 9}, {textHeader, 0x7f}}) {
+    std::string damaged = image;
+    damaged[offset] = byte;
+    kernels[0].instructions = 0;
+    countInstructions(damaged, kernels);
+    EXPECT_EQ(kernels[0].instructions, 0) << "byte " << offset;
+  }
 }
 
 // The numbers below follow the CUDA occupancy rules for compute capability
