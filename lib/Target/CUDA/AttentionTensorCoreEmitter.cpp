@@ -674,19 +674,23 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
                      nextTile, "      ")))
       return FailureOr<LaunchGeometry>(failure());
   }
-  // Scores in log2 units, so that the softmax's exp2 needs no multiply.
+  // The exponent's factor folds in as FlashAttention folds the scale: the
+  // tile's maximum is taken over the scores as they stand, which a
+  // positive factor keeps in order (and rounding too), and scaled to log2
+  // units once a row; each probability is exp2 of one fma, score * factor
+  // - maximum. The scores stand as the raw products, where the scale is
+  // positive and nothing else adds to them (the factor is scale * log2 e),
+  // or as the natural logits (log2 e), a mask added to the scaled product
+  // by one fma.
   float scale = attention.getScale().convertToFloat();
   float softcap = attention.getSoftcap().convertToFloat();
   Value mask = attention.getMask();
-  bool natural = softcap > 0.0f || mask;
-  // Without a softcap or mask, the scale folds into the exponent as
-  // FlashAttention folds it: the maximum is taken over the raw products
-  // (which a positive scale keeps in order, and rounding too) and scaled
-  // once a row, and exp2 takes one fma, s * scale - max, a score.
-  bool folded = !natural && scale > 0.0f;
-  std::string log2Scale =
-      llvm::formatv("{0:e}f", static_cast<float>(scale * M_LOG2E)).str();
-  os << "      // Scores (" << (folded ? "raw products" : "log2 units")
+  bool raw = softcap <= 0.0f && !mask && scale > 0.0f;
+  std::string factor =
+      raw ? llvm::formatv("{0:e}f", static_cast<float>(scale * M_LOG2E)).str()
+          : "log2e";
+  std::string scaleText = llvm::formatv("{0:e}f", scale);
+  os << "      // Scores (" << (raw ? "raw products" : "natural logits")
      << "): element e of n-tile n is row g + (e >> 1)\n"
      << "      // * 8, key n * 8 + 2t + (e & 1). Only a tile at an end checks\n"
      << "      // the bounds.\n"
@@ -707,24 +711,26 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
      << "          const long long j = tile + n * 8 + 2 * t + (e & 1);\n"
      << "          float score = neg_inf;\n"
      << "          if (!edge || (i < " << queries << " && j < key_end)) {\n";
-  if (folded)
+  std::optional<std::string> maskValue;
+  if (mask) {
+    auto value = load(mask, parts.maskIndex, "            ");
+    if (failed(value))
+      return FailureOr<LaunchGeometry>(failure());
+    maskValue = *value;
+  }
+  if (raw)
     os << "            score = s[mt][n][e];\n";
+  else if (maskValue && softcap <= 0.0f)
+    os << "            score = fmaf(s[mt][n][e], " << scaleText << ", "
+       << *maskValue << ");\n";
   else
-    os << "            score = "
-       << (natural ? llvm::formatv("{0:e}f", scale).str() : log2Scale)
-       << " * s[mt][n][e];\n";
+    os << "            score = " << scaleText << " * s[mt][n][e];\n";
   if (softcap > 0.0f) {
     std::string cap = llvm::formatv("{0:e}f", softcap);
     os << "            score = " << cap << " * tanhf(score / " << cap << ");\n";
+    if (maskValue)
+      os << "            score += " << *maskValue << ";\n";
   }
-  if (mask) {
-    auto maskValue = load(mask, parts.maskIndex, "            ");
-    if (failed(maskValue))
-      return FailureOr<LaunchGeometry>(failure());
-    os << "            score += " << *maskValue << ";\n";
-  }
-  if (natural)
-    os << "            score *= log2e;\n";
   os << "          }\n"
      << "          s[mt][n][e] = score;\n"
      << "          tile_max[mt][e >> 1] = fmaxf(tile_max[mt][e >> 1], score);\n"
@@ -740,7 +746,7 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
      << "        float most = tile_max[mt][r];\n"
      << "        most = fmaxf(most, __shfl_xor_sync(0xffffffffu, most, 1));\n"
      << "        most = fmaxf(most, __shfl_xor_sync(0xffffffffu, most, 2));\n"
-     << (folded ? "        most *= " + log2Scale + ";\n" : "")
+     << "        most *= " << factor << ";\n"
      << "        const float new_max = fmaxf(m[mt][r], most);\n"
      << "        // Rows masked with -inf so far contribute nothing (and no "
         "NaN).\n"
@@ -757,8 +763,7 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
         "        for (int e = 0; e < 4; ++e) {\n"
      << "          const int r = e >> 1;\n"
      << "          const float p = kiln_exp2_ftz("
-     << (folded ? "fmaf(s[mt][n][e], " + log2Scale + ", -base[r])"
-                : std::string("s[mt][n][e] - base[r]"))
+     << "fmaf(s[mt][n][e], " << factor << ", -base[r])"
      << ");\n"
      << "          s[mt][n][e] = p;\n"
      << "          row_sum[r] += p;\n"
