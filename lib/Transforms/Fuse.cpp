@@ -19,6 +19,8 @@
 
 #include "kiln/Dialect/Kiln/KilnOps.h"
 #include "kiln/Dialect/Kiln/RowBias.h"
+#include "kiln/Dialect/Kiln/SymbolicShapes.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/SetVector.h"
 
@@ -133,11 +135,40 @@ bool isGemmBias(Operation *op) {
   return false;
 }
 
+/// The fewest query rows an attention kernel stages its key and value
+/// tiles for: a tensor-core block's 64 (AttentionTensorCoreEmitter.cpp).
+constexpr int64_t kQueryRowsPerTile = 64;
+
+/// The fewest query rows `attention` runs with: its query length, or a
+/// symbolic one's least over the function's dim ranges (0 where unknown).
+int64_t leastQueryRows(AttentionOp attention) {
+  auto query = cast<RankedTensorType>(attention.getQuery().getType());
+  std::optional<SymbolicShape> shape = symbolicShapeOf(query);
+  if (!shape)
+    return 0;
+  DimRanges ranges = dimRangesOf(attention->getParentOfType<func::FuncOp>());
+  auto bounds = (*shape)[query.getRank() - 2].bounds(
+      [&](StringRef name) -> std::optional<std::pair<int64_t, int64_t>> {
+        auto it = ranges.find(name);
+        if (it == ranges.end())
+          return std::nullopt;
+        return it->second;
+      });
+  return bounds ? bounds->first : 0;
+}
+
 /// Builds an attention group: the attention, the data movement and
 /// elementwise ops that produce its operands for it alone (head splits,
 /// slices of a packed projection, key/value heads repeated for grouped-query
-/// attention, bias adds, mask arithmetic), and a
-/// transpose of its result (heads merged back).
+/// attention, mask arithmetic, the query's rotary embedding), and a
+/// transpose of its result (heads merged back). The keys' and values'
+/// compute (a rotary embedding, a conversion) joins only where the queries
+/// may fit one tile: where every run has more, every query tile would
+/// compute it again, element by element, where a kernel of its own computes
+/// it once and the attention copies whole rows (cp.async). A symbolic
+/// length that may be short (a decoding step's one row, where the kernel
+/// reads each key once) keeps it. Their data movement is read through
+/// either way.
 Group buildAttentionGroup(AttentionOp attention,
                           const llvm::DenseSet<Operation *> &taken) {
   Group group{KernelKind::attention, attention, {}};
@@ -148,20 +179,29 @@ Group buildAttentionGroup(AttentionOp attention,
       group.members.insert(transpose);
       group.root = transpose;
     }
-  SmallVector<Value> worklist(attention->getOperands());
+  bool keysCompute = leastQueryRows(attention) <= kQueryRowsPerTile;
+  // Each operand's producers, and whether compute may join from there.
+  SmallVector<std::pair<Value, bool>> worklist;
+  for (OpOperand &operand : attention->getOpOperands()) {
+    bool keysOrValues = &operand == &attention.getKeyMutable() ||
+                        &operand == &attention.getValueMutable();
+    worklist.push_back({operand.get(), !keysOrValues || keysCompute});
+  }
   while (!worklist.empty()) {
-    Operation *producer = worklist.pop_back_val().getDefiningOp();
+    auto [value, compute] = worklist.pop_back_val();
+    Operation *producer = value.getDefiningOp();
     if (!producer || group.members.contains(producer) ||
         taken.contains(producer) ||
         producer->getBlock() != attention->getBlock() ||
-        !(isElementwise(producer) || movesData(producer)) ||
+        !((compute && isElementwise(producer)) || movesData(producer)) ||
         !group.allUsesInside(producer) ||
         // Left to the GEMM's epilogue: the attention then reads the
         // biased projection itself, rows it can copy whole.
         isGemmBias(producer))
       continue;
     group.members.insert(producer);
-    worklist.append(producer->operand_begin(), producer->operand_end());
+    for (Value operand : producer->getOperands())
+      worklist.push_back({operand, compute});
   }
   return group;
 }

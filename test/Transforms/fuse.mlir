@@ -147,6 +147,77 @@ func.func @negative_attention_bias_of_shared_product(%q: tensor<1x2x3x2xf32>, %x
 
 // -----
 
+// Where every run has more queries than a tensor-core block's 64 rows,
+// each query tile would stage the keys and values again: their compute (a
+// scaling here, as a rotary embedding's multiply-add) is a kernel of its
+// own, computed once, and the attention reads its result through the head
+// split (data movement stays). The query's compute stays in the attention
+// kernel, which stages each query row once.
+// CHECK-LABEL: func @attention_long_queries_keys_apart
+// CHECK: %[[KS:.*]] = kiln.kernel elementwise(%arg1, %arg3)
+// CHECK: kiln.mul
+// CHECK: kiln.kernel attention(%arg0, %arg3, %[[KS]], %arg2)
+// CHECK: kiln.mul
+// CHECK: kiln.transpose
+// CHECK: kiln.attention
+func.func @attention_long_queries_keys_apart(%q: tensor<1x2x80x4xf32>, %k: tensor<1x40x2x4xf32>, %v: tensor<1x2x40x4xf32>, %c: tensor<f32>) -> tensor<1x2x80x4xf32> {
+  %qs = kiln.mul %q, %c : (tensor<1x2x80x4xf32>, tensor<f32>) -> tensor<1x2x80x4xf32>
+  %ks = kiln.mul %k, %c : (tensor<1x40x2x4xf32>, tensor<f32>) -> tensor<1x40x2x4xf32>
+  %kt = kiln.transpose %ks {permutation = array<i64: 0, 2, 1, 3>} : tensor<1x40x2x4xf32> -> tensor<1x2x40x4xf32>
+  %o = kiln.attention %qs, %kt, %v {scale = 0.5 : f32} : (tensor<1x2x80x4xf32>, tensor<1x2x40x4xf32>, tensor<1x2x40x4xf32>) -> tensor<1x2x80x4xf32>
+  return %o : tensor<1x2x80x4xf32>
+}
+
+// -----
+
+// negative_: 64 queries are one tile, whose keys are staged once: the keys'
+// compute stays in the attention kernel.
+// CHECK-LABEL: func @negative_attention_one_query_tile_keeps_keys
+// CHECK-NOT: kiln.kernel elementwise
+// CHECK: kiln.kernel attention(%arg0, %arg3, %arg1, %arg2)
+// CHECK: kiln.mul
+// CHECK: kiln.mul
+// CHECK: kiln.attention
+func.func @negative_attention_one_query_tile_keeps_keys(%q: tensor<1x2x64x4xf32>, %k: tensor<1x40x2x4xf32>, %v: tensor<1x2x40x4xf32>, %c: tensor<f32>) -> tensor<1x2x64x4xf32> {
+  %qs = kiln.mul %q, %c : (tensor<1x2x64x4xf32>, tensor<f32>) -> tensor<1x2x64x4xf32>
+  %ks = kiln.mul %k, %c : (tensor<1x40x2x4xf32>, tensor<f32>) -> tensor<1x40x2x4xf32>
+  %kt = kiln.transpose %ks {permutation = array<i64: 0, 2, 1, 3>} : tensor<1x40x2x4xf32> -> tensor<1x2x40x4xf32>
+  %o = kiln.attention %qs, %kt, %v {scale = 0.5 : f32} : (tensor<1x2x64x4xf32>, tensor<1x2x40x4xf32>, tensor<1x2x40x4xf32>) -> tensor<1x2x64x4xf32>
+  return %o : tensor<1x2x64x4xf32>
+}
+
+// -----
+
+// negative_: a symbolic query length that may be 1 (a decoding step, whose
+// kernel reads each key once) keeps the values' compute in the attention
+// kernel; one whose least is 65 computes it apart.
+// CHECK-LABEL: func @negative_attention_short_symbolic_queries
+// CHECK-NOT: kiln.kernel elementwise
+// CHECK: kiln.kernel attention
+// CHECK: kiln.mul
+// CHECK: kiln.attention
+// CHECK-LABEL: func @attention_long_symbolic_queries
+// CHECK: kiln.kernel elementwise
+// CHECK: kiln.mul
+// CHECK: kiln.kernel attention
+// CHECK-NOT: kiln.mul
+// CHECK: kiln.attention
+#s = #kiln.dims<["s"]>
+func.func @negative_attention_short_symbolic_queries(%q: tensor<1x2x?x4xf32, #s>, %k: tensor<1x2x40x4xf32>, %v: tensor<1x2x40x4xf32>, %c: tensor<f32>) -> tensor<1x2x?x4xf32, #s>
+    attributes {kiln.dim_ranges = {s = array<i64: 1, 100>}} {
+  %vs = kiln.mul %v, %c : (tensor<1x2x40x4xf32>, tensor<f32>) -> tensor<1x2x40x4xf32>
+  %o = kiln.attention %q, %k, %vs {scale = 0.5 : f32} : (tensor<1x2x?x4xf32, #s>, tensor<1x2x40x4xf32>, tensor<1x2x40x4xf32>) -> tensor<1x2x?x4xf32, #s>
+  return %o : tensor<1x2x?x4xf32, #s>
+}
+func.func @attention_long_symbolic_queries(%q: tensor<1x2x?x4xf32, #s>, %k: tensor<1x2x40x4xf32>, %v: tensor<1x2x40x4xf32>, %c: tensor<f32>) -> tensor<1x2x?x4xf32, #s>
+    attributes {kiln.dim_ranges = {s = array<i64: 65, 100>}} {
+  %vs = kiln.mul %v, %c : (tensor<1x2x40x4xf32>, tensor<f32>) -> tensor<1x2x40x4xf32>
+  %o = kiln.attention %q, %k, %vs {scale = 0.5 : f32} : (tensor<1x2x?x4xf32, #s>, tensor<1x2x40x4xf32>, tensor<1x2x40x4xf32>) -> tensor<1x2x?x4xf32, #s>
+  return %o : tensor<1x2x?x4xf32, #s>
+}
+
+// -----
+
 // Data movement read only by an elementwise chain is fused into it: the
 // rotate-half of rotary embeddings (two slices, a negation and a concat)
 // and the multiply-add around it make one kernel. The negation computes at
