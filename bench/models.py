@@ -3,8 +3,11 @@ weights (the GPU machine reaches no network), and their ONNX exports.
 
 Each case is one (model, shape): BERT-base at b1 s128 and b32 s128, a GPT-2
 medium decode step (one new token after a 512-token prompt, the KV cache as
-inputs and outputs) and ViT-base at b1 and b64 (DESIGN.md, "Performance
-method"). `--dry-run` shrinks every case to a few layers of width 64, so the
+inputs and outputs), ViT-base at b1 and b64 (DESIGN.md, "Performance
+method"), and a LLaMA prefill: two TinyLlama-wide layers (hidden 2048, 32
+query heads over 4 key/value heads, rotary embeddings, causal) over 2048
+tokens, the hidden states out (no LM head, whose GEMM would dwarf the
+layers). `--dry-run` shrinks every case to a few layers of width 64, so the
 whole harness runs on the host backend in seconds.
 """
 import dataclasses
@@ -20,7 +23,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 @dataclasses.dataclass
 class Case:
     name: str
-    family: str          # bert, gpt2-decode or vit
+    family: str          # bert, gpt2-decode, vit or llama
     batch: int
     seq: int             # tokens per run (new tokens for a decode step)
     past: int = 0        # decode: tokens already in the KV cache
@@ -46,7 +49,8 @@ def cases(dry_run):
             Case("bert-base-b32-s128", "bert", 32, 128),
             Case("gpt2-medium-decode-p512", "gpt2-decode", 1, 1, past=512),
             Case("vit-base-b1", "vit", 1, 0),
-            Case("vit-base-b64", "vit", 64, 0)]
+            Case("vit-base-b64", "vit", 64, 0),
+            Case("llama-2l-prefill-s2048", "llama", 1, 2048)]
 
 
 def _config(case, dry_run):
@@ -56,6 +60,13 @@ def _config(case, dry_run):
     if case.family == "bert":
         return transformers.BertConfig(**(small if dry_run else {}),
                                        attn_implementation="sdpa")
+    if case.family == "llama":
+        # TinyLlama-1.1B's widths, two of its 22 layers.
+        return transformers.LlamaConfig(
+            hidden_size=2048, num_hidden_layers=2, num_attention_heads=32,
+            num_key_value_heads=4, intermediate_size=5632, vocab_size=32000,
+            max_position_embeddings=max(2048, case.seq), use_cache=False,
+            attn_implementation="sdpa")
     if case.family == "vit":
         extra = dict(image_size=case.image, patch_size=8) if dry_run else {}
         return transformers.ViTConfig(**(small if dry_run else {}), **extra,
@@ -94,6 +105,12 @@ def build(case, dry_run):
             "input_ids": rng.integers(0, config.vocab_size,
                                       (case.batch, case.seq), dtype=np.int64),
             "attention_mask": np.ones((case.batch, case.seq), np.int64)}
+        case.output_names = ["last_hidden_state"]
+    elif case.family == "llama":
+        case.module = _pick_output(transformers.LlamaModel(config).eval(),
+                                   "last_hidden_state")
+        case.inputs = {"input_ids": rng.integers(
+            0, config.vocab_size, (case.batch, case.seq), dtype=np.int64)}
         case.output_names = ["last_hidden_state"]
     elif case.family == "vit":
         case.module = _pick_output(transformers.ViTModel(config).eval(),

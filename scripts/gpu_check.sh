@@ -5,7 +5,7 @@
 # then, there, from the repository root with build-gpu/ carried:
 #   scripts/gpu_check.sh [OUTDIR] [SECTIONS]
 # SECTIONS (default all but bench-untuned): gtest, lit, attention, profile,
-# sanitizer, models, decode, bench, bench-untuned. KILN_SANITIZE: comma-separated patterns of the sanitizer runs to do
+# sanitizer, models, decode, bench, bench-llama, bench-untuned. KILN_SANITIZE: comma-separated patterns of the sanitizer runs to do
 # (default all); KILN_BENCH_PRECISIONS: the bench's (default fp16,bf16);
 # KILN_ATTENTION_PRECISIONS: the attention bench's (default fp16,tf32: bf16
 # has timed within 1% of fp16 on every card so far).
@@ -19,7 +19,7 @@ ROOT=$(pwd)
 export ROOT
 dest=${1:-${OUT:-}}
 out=${KILN_GPU_OUT:-build-gpu/out}
-sections=${2:-gtest,lit,attention,profile,sanitizer,models,decode,bench}
+sections=${2:-gtest,lit,attention,profile,sanitizer,models,decode,bench,bench-llama}
 rm -rf "$out" && mkdir -p "$out/lit"
 summary="$out/summary.txt"
 : >"$summary"
@@ -200,6 +200,18 @@ if want bench; then
     >"$out/bench.log" 2>&1
   note "bench/run.py BERT-base: exit $?"
   cat "$out/bench.md" >>"$summary" 2>/dev/null
+fi
+
+if want bench-llama; then
+  # A LLaMA prefill end to end against eager (rotary embeddings, 32 query
+  # heads over 4 key/value heads, causal): two TinyLlama-wide layers over
+  # 2048 tokens (bench/models.py), exported there with torch.
+  timeout 240 python3 bench/run.py --tools build-gpu/bin \
+    --cases llama-2l-prefill-s2048 --peers eager --precisions fp16 \
+    --warmup 5 --iters 20 --roofline-gpu "$gpu" --work build-gpu/bench --out "$out/bench-llama.md" \
+    >"$out/bench-llama.log" 2>&1
+  note "bench/run.py LLaMA prefill: exit $?"
+  cat "$out/bench-llama.md" >>"$summary" 2>/dev/null
 fi
 
 if want bench-untuned; then
