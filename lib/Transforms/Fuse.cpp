@@ -147,14 +147,7 @@ int64_t leastQueryRows(AttentionOp attention) {
   if (!shape)
     return 0;
   DimRanges ranges = dimRangesOf(attention->getParentOfType<func::FuncOp>());
-  auto bounds = (*shape)[query.getRank() - 2].bounds(
-      [&](StringRef name) -> std::optional<std::pair<int64_t, int64_t>> {
-        auto it = ranges.find(name);
-        if (it == ranges.end())
-          return std::nullopt;
-        return it->second;
-      });
-  return bounds ? bounds->first : 0;
+  return lowerBound((*shape)[query.getRank() - 2], ranges).value_or(0);
 }
 
 /// Builds an attention group: the attention, the data movement and

@@ -68,14 +68,7 @@ std::string normalizedOutput(AttentionOp attention, StringRef acc,
 int64_t leastOf(const AttentionParts &parts, const Size &size) {
   DimRanges ranges = dimRangesOf(
       parts.attention->getParentOfType<func::FuncOp>().getOperation());
-  auto bounds = size.getExpr().bounds(
-      [&](StringRef name) -> std::optional<std::pair<int64_t, int64_t>> {
-        auto it = ranges.find(name);
-        if (it == ranges.end())
-          return std::nullopt;
-        return it->second;
-      });
-  return bounds ? bounds->first : 0;
+  return lowerBound(size.getExpr(), ranges).value_or(0);
 }
 
 /// The split for `parts`, or nothing when its keys are too few to split or

@@ -113,18 +113,32 @@ std::optional<DimExpr> elementCount(RankedTensorType type) {
   return sizes ? productOf(*sizes) : std::nullopt;
 }
 
-std::optional<int64_t> upperBound(const DimExpr &size,
-                                  const DimRanges &ranges) {
-  auto bounds = size.bounds(
+/// The least and largest values of `size` over `ranges`.
+static std::optional<std::pair<int64_t, int64_t>>
+boundsOf(const DimExpr &size, const DimRanges &ranges) {
+  return size.bounds(
       [&](StringRef name) -> std::optional<std::pair<int64_t, int64_t>> {
         auto it = ranges.find(name);
         if (it == ranges.end())
           return std::nullopt;
         return it->second;
       });
+}
+
+std::optional<int64_t> upperBound(const DimExpr &size,
+                                  const DimRanges &ranges) {
+  auto bounds = boundsOf(size, ranges);
   if (!bounds)
     return std::nullopt;
   return bounds->second;
+}
+
+std::optional<int64_t> lowerBound(const DimExpr &size,
+                                  const DimRanges &ranges) {
+  auto bounds = boundsOf(size, ranges);
+  if (!bounds)
+    return std::nullopt;
+  return bounds->first;
 }
 
 std::optional<int64_t> maxElementCount(RankedTensorType type,

@@ -50,6 +50,10 @@ DimRanges dimRangesOf(mlir::Operation *func);
 /// range or on overflow.
 std::optional<int64_t> upperBound(const DimExpr &size, const DimRanges &ranges);
 
+/// The least value of `size` over `ranges`; nothing when a name has no
+/// range or on overflow.
+std::optional<int64_t> lowerBound(const DimExpr &size, const DimRanges &ranges);
+
 /// The number of elements of `type`, as a size; nothing on overflow or for
 /// a dynamic dim without size.
 std::optional<DimExpr> elementCount(mlir::RankedTensorType type);
