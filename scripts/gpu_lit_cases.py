@@ -14,7 +14,9 @@ its tolerance, and the exit status of the test's own python checks. Lines expect
 machine lacks (FileCheck, nm) and lines over the
 shared corpus (which does not travel) are left out, and a test stops at the
 first other line it cannot replay (what follows may read its files); each
-script lists what it left out.
+script lists what it left out, and a test with host runs of which none can
+be replayed is named on the output ("left out: TEST: why"), so that one
+does not drop off the GPU's runs unseen (test/tools/gpu-lit-cases.test).
 
 Usage: scripts/gpu_lit_cases.py [--out build-gpu/lit]  (after scripts/build.sh)
 """
@@ -29,7 +31,7 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TOOLS = {"kilnc", "kiln-run", "kiln-opt", "kiln-jit-example",
          "kiln-generate-example", "rm", "mkdir", "cp", "cmp", "diff", "touch",
-         "test", "ls", "head", "cat", "ldd", "sh", "%python"}
+         "test", "ls", "head", "cat", "ldd", "sh", "sed", "%python"}
 SPLIT_FILE = "/usr/lib/llvm-22/bin/split-file"
 
 
@@ -143,6 +145,9 @@ def main():
             body.append(gpu)
         if not any("kiln-run" in l or "example" in l for l in body):
             shutil.rmtree(case)
+            first = next((k for k in skipped if "(expects an error)" not in k),
+                         skipped[0] if skipped else "# skipped (nothing): ")
+            print(f"left out: {rel}: {first[len('# skipped ('):].split(')')[0]}")
             continue
         with open(os.path.join(case, "run.sh"), "w") as f:
             f.write("# " + rel + ", replayed on the CUDA backend "

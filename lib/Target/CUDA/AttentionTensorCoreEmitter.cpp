@@ -8,11 +8,13 @@
 // online softmax (running maximum and sum per row, earlier output rescaled)
 // runs on the accumulators in registers, in log2 units: a row's scores are
 // spread over the four lanes of a group, so its maximum and sum take two
-// shuffles. Each probability is one ex2.approx.ftz (exp2f would add a
-// range fix-up) of one fma where the scale folds into it (no mask or
-// softcap), and each output row is divided once (a reciprocal). P goes
-// from the S accumulators to A fragments without leaving registers (the
-// two layouts line up), rounded to the 16-bit type as FlashAttention does.
+// shuffles (the sum's only after the last tile: each lane keeps its own
+// part). Each probability is one ex2.approx.ftz (exp2f would add a range
+// fix-up) of one fma, the factor to log2 units folded in as FlashAttention
+// folds the scale, and each output row is divided once (a reciprocal). P
+// goes from the S accumulators to A fragments without leaving registers
+// (the two layouts line up), rounded to the 16-bit type as FlashAttention
+// does.
 //
 // With one m-tile a warp, the query tile is staged once through the key
 // tile's storage and kept as A fragments in registers. With two (where
@@ -39,8 +41,9 @@
 // FlashAttention-2's order, also two barriers a tile (the value tile then
 // streams during Q K^T only). Neither is the default: no GPU has timed
 // them yet.
-// Other operands are staged through their in-kernel producers (getAt: a
-// bias add, a rotary embedding), element by element, so fusion is kept;
+// Other operands are staged through their in-kernel producers (getAt: the
+// query's rotary embedding; the keys' and values' compute only where a run
+// may have one query tile, kiln-fuse), element by element, so fusion is kept;
 // the mask, scale, softcap, sink, grouped-query heads, the NaN guard and a
 // transposed output work as in the scalar generator. Rows and keys past
 // the ends are staged as zeros and scored -inf. Head sizes up to 128 in
