@@ -1,5 +1,6 @@
 // RUN: kiln-opt %s -split-input-file -kiln-fuse | FileCheck %s
 // RUN: kiln-run %s --compare-pipeline --seed 7 | FileCheck %s --check-prefix=SEMANTICS
+// (Every function of the file, each before and after the whole pipeline.)
 // SEMANTICS: pipeline keeps semantics
 
 // CHECK-LABEL: func @elementwise_chain

@@ -99,9 +99,11 @@ cl::opt<bool> perLayer(
              "with its ONNX node (the exit status still follows the outputs)"));
 cl::opt<bool> comparePipeline(
     "compare-pipeline",
-    cl::desc("run the reference interpreter on the IR before and after the "
-             "Kiln pipeline and fail when they differ beyond the fp32 "
-             "contract (rtol 1e-4, atol 1e-5), or --rtol/--atol/--rel-l2"));
+    cl::desc("run the reference interpreter on each function's IR before "
+             "and after the Kiln pipeline (the first function on the given "
+             "inputs, the others on random ones) and fail when they differ "
+             "beyond the fp32 contract (rtol 1e-4, atol 1e-5), or "
+             "--rtol/--atol/--rel-l2"));
 cl::opt<unsigned> seed("seed", cl::desc("seed of random inputs"), cl::init(0));
 cl::list<std::string> runDims(
     "run-dim",
@@ -995,16 +997,40 @@ int main(int argc, char **argv) {
       given[signature.inputs[i].first] = t;
     if (comparePipeline) {
       // The semantics check of every pass: same inputs, IR before and after.
+      // Every function of the module is checked (a lit file of many cases,
+      // one function each); those after the first take random inputs.
       OwningOpRef<ModuleOp> after = module->clone();
       if (failed(kiln::runPipeline(*after, options)))
         return 1;
-      auto before = kiln::interpretFunction(func, *inputs);
-      auto planned = kiln::interpretFunction(
-          *after->getOps<func::FuncOp>().begin(), *inputs);
-      if (failed(before) || failed(planned))
-        return 1;
-      if (!printComparison(signature.outputNames, *planned, *before))
-        return fail("the pipeline changed the result");
+      bool many = llvm::range_size(module->getOps<func::FuncOp>()) > 1;
+      for (func::FuncOp original : module->getOps<func::FuncOp>()) {
+        Signature checked = signature;
+        SmallVector<HostTensor> checkedInputs(*inputs);
+        if (original != func) {
+          llvm::StringMap<HostTensor> none;
+          FailureOr<Signature> own =
+              concreteSignature(original, signatureOf(original), none);
+          if (failed(own))
+            return 1;
+          checked = std::move(*own);
+          auto random = gatherInputs(checked.inputs, none, rng);
+          if (failed(random))
+            return 1;
+          checkedInputs = std::move(*random);
+        }
+        auto planned = after->lookupSymbol<func::FuncOp>(original.getName());
+        if (!planned)
+          return fail("the pipeline dropped @" + original.getName().str());
+        if (many)
+          llvm::outs() << "@" << original.getName() << ":\n";
+        auto before = kiln::interpretFunction(original, checkedInputs);
+        auto result = kiln::interpretFunction(planned, checkedInputs);
+        if (failed(before) || failed(result))
+          return 1;
+        if (!printComparison(checked.outputNames, *result, *before))
+          return fail("the pipeline changed the result of @" +
+                      original.getName().str());
+      }
       llvm::outs() << "pipeline keeps semantics\n";
       return 0;
     }
