@@ -493,6 +493,25 @@ Signature signatureOf(func::FuncOp func) {
   return s;
 }
 
+/// A function's concrete signature and the inputs it runs on: from `given`
+/// where named, random otherwise.
+struct FunctionRun {
+  Signature signature;
+  SmallVector<HostTensor> inputs;
+};
+FailureOr<FunctionRun> prepareRun(func::FuncOp func,
+                                  llvm::StringMap<HostTensor> &given,
+                                  std::mt19937 &rng) {
+  FailureOr<Signature> signature =
+      concreteSignature(func, signatureOf(func), given);
+  if (failed(signature))
+    return failure();
+  auto inputs = gatherInputs(signature->inputs, given, rng);
+  if (failed(inputs))
+    return failure();
+  return FunctionRun{std::move(*signature), std::move(*inputs)};
+}
+
 /// What --bench's times are, for `backend` (the one asked for when a `.so`
 /// runs through its C ABI, which does not say which Auto chose).
 std::string benchWhat(std::optional<kiln::rt::Backend> backend = std::nullopt) {
@@ -984,16 +1003,13 @@ int main(int argc, char **argv) {
                                           given)))
       return 1;
     func::FuncOp func = *module->getOps<func::FuncOp>().begin();
-    FailureOr<Signature> concrete =
-        concreteSignature(func, signatureOf(func), given);
-    if (failed(concrete))
+    FailureOr<FunctionRun> prepared = prepareRun(func, given, rng);
+    if (failed(prepared))
       return 1;
-    signature = std::move(*concrete);
-    auto inputs = gatherInputs(signature.inputs, given, rng);
-    if (failed(inputs))
-      return 1;
+    signature = std::move(prepared->signature);
+    SmallVector<HostTensor> inputs = std::move(prepared->inputs);
     given.clear();
-    for (auto [i, t] : llvm::enumerate(*inputs))
+    for (auto [i, t] : llvm::enumerate(inputs))
       given[signature.inputs[i].first] = t;
     if (comparePipeline) {
       // The semantics check of every pass: same inputs, IR before and after.
@@ -1004,30 +1020,24 @@ int main(int argc, char **argv) {
         return 1;
       bool many = llvm::range_size(module->getOps<func::FuncOp>()) > 1;
       for (func::FuncOp original : module->getOps<func::FuncOp>()) {
-        Signature checked = signature;
-        SmallVector<HostTensor> checkedInputs(*inputs);
+        FunctionRun checked{signature, inputs};
         if (original != func) {
           llvm::StringMap<HostTensor> none;
-          FailureOr<Signature> own =
-              concreteSignature(original, signatureOf(original), none);
+          FailureOr<FunctionRun> own = prepareRun(original, none, rng);
           if (failed(own))
             return 1;
           checked = std::move(*own);
-          auto random = gatherInputs(checked.inputs, none, rng);
-          if (failed(random))
-            return 1;
-          checkedInputs = std::move(*random);
         }
         auto planned = after->lookupSymbol<func::FuncOp>(original.getName());
         if (!planned)
           return fail("the pipeline dropped @" + original.getName().str());
         if (many)
           llvm::outs() << "@" << original.getName() << ":\n";
-        auto before = kiln::interpretFunction(original, checkedInputs);
-        auto result = kiln::interpretFunction(planned, checkedInputs);
+        auto before = kiln::interpretFunction(original, checked.inputs);
+        auto result = kiln::interpretFunction(planned, checked.inputs);
         if (failed(before) || failed(result))
           return 1;
-        if (!printComparison(checked.outputNames, *result, *before))
+        if (!printComparison(checked.signature.outputNames, *result, *before))
           return fail("the pipeline changed the result of @" +
                       original.getName().str());
       }
@@ -1035,7 +1045,7 @@ int main(int argc, char **argv) {
       return 0;
     }
     if (backend == BackendKind::Reference) {
-      auto result = kiln::interpretFunction(func, *inputs);
+      auto result = kiln::interpretFunction(func, inputs);
       if (failed(result))
         return 1;
       outputs = std::move(*result);
@@ -1055,7 +1065,7 @@ int main(int argc, char **argv) {
       // model says f32: the inputs rounded to what the artifact takes (the
       // reference keeps the originals).
       SmallVector<HostTensor> taken;
-      for (auto [i, t] : llvm::enumerate(*inputs))
+      for (auto [i, t] : llvm::enumerate(inputs))
         taken.push_back(inElementType(
             t, kiln::fromRuntimeDType(&context, model->input(i).dtype)));
       SmallVector<const void *> in;
