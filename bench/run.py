@@ -167,12 +167,17 @@ def main():
                                          precision)
             row = {"case": case.name, "precision": precision,
                    "kiln": times, "floor_us": floor_us,
-                   "diff": peers.agreement(ours, reference), "peers": {}}
+                   "diff": peers.agreement(ours, reference), "peers": {},
+                   "peer_diffs": {}}
             for peer in wanted:
                 if peer in peers.TORCH_PEERS:
-                    row["peers"][peer], _ = peers.torch_peer(
+                    row["peers"][peer], theirs = peers.torch_peer(
                         case, peer, precision, device, args.warmup,
                         args.iters)
+                    # The same measure for the peer at this precision: how
+                    # far 16 bits alone take this model from fp32.
+                    row["peer_diffs"][peer] = peers.agreement(theirs,
+                                                              reference)
             if ort_times:
                 row["peers"]["ort (fp32)"] = ort_times
             if row["diff"] > TOLERANCE[precision]:
@@ -217,11 +222,15 @@ def render(rows, args):
                  "wall clock on the CPU.")
               + f" Roofline floor: `kilnc --report`, {args.roofline_gpu} "
               "datasheet peaks. diff: the largest output difference from "
-              "the fp32 reference, relative to its largest magnitude.", ""]
+              "the fp32 reference, relative to its largest magnitude (each "
+              "PyTorch peer's too, at the same precision).", ""]
     header = ["case", "precision", "Kiln median µs (p99)"]
     header += [f"{p} median µs" for p in peer_names]
     header += [f"Kiln speedup vs {p}" for p in peer_names]
     header += ["floor µs", "of roofline", "diff"]
+    diff_peers = [p for p in peer_names
+                  if any(p in r.get("peer_diffs", {}) for r in rows)]
+    header += [f"{p} diff" for p in diff_peers]
     lines.append("| " + " | ".join(header) + " |")
     lines.append("|" + "---|" * len(header))
     for r in rows:
@@ -234,6 +243,8 @@ def render(rows, args):
                   else "-" for p in peer_names]
         cells += [f"{r['floor_us']:.2f}", f"{r['floor_us'] / (k * 1e3):.1%}",
                   f"{r['diff']:.1e}"]
+        cells += [f"{r['peer_diffs'][p]:.1e}" if p in r["peer_diffs"]
+                  else "-" for p in diff_peers]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 

@@ -49,7 +49,7 @@ struct PrecisionCLOptions {
       llvm::cl::desc("with --precision fp16|bf16: fp32 islands to turn off, "
                      "to measure what they buy (results may overflow): all, "
                      "softmax, norm-statistics, reduction, mask, "
-                     "from-integer"),
+                     "from-integer, angle"),
       llvm::cl::CommaSeparated, llvm::cl::value_desc("island,...")};
   llvm::cl::opt<bool> allowTf32{
       "allow-tf32",

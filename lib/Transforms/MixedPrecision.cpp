@@ -323,6 +323,7 @@ public:
 private:
   void collectStatistics();
   void collectMasks();
+  void collectAngles();
   Decision decide(Operation *op);
   Type arrivalType(Operation *op);
   std::optional<std::string> overrideRule(Operation *op);
@@ -424,6 +425,32 @@ void Assigner::collectMasks() {
   }
 }
 
+/// The arguments of sin and cos and the ops that compute them: every use of
+/// their results is a sin, a cos or another such op (a rotary embedding's
+/// angle table, concatenated once for both). Angles are positions times
+/// frequencies, thousands of radians: fp16's spacing at 2048 is 1 (bf16's
+/// 16), which turns the table into noise at late positions, while sin and
+/// cos of an f32 angle lose nothing in 16 bits afterwards. A matmul that
+/// computes angles (positions times frequencies as an outer product) joins
+/// too. Users come after producers, so a walk from the end sees every user
+/// first.
+void Assigner::collectAngles() {
+  for (Operation &op : llvm::reverse(block)) {
+    if (op.use_empty() || op.getNumResults() != 1 ||
+        !wasF32.contains(op.getResult(0)))
+      continue;
+    bool angle = isa<SinOp, CosOp>(op);
+    if (!angle && (isElementwise(&op) || isDataMovement(&op) ||
+                   isa<ConcatOp, MatmulOp>(op)))
+      angle = llvm::all_of(op.getUsers(), [&](Operation *user) {
+        auto it = islandRules.find(user);
+        return it != islandRules.end() && it->second == "angle";
+      });
+    if (angle)
+      islandRules.try_emplace(&op, "angle");
+  }
+}
+
 /// f32 when an operand computed by an op before this one arrives in f32;
 /// constants and graph inputs take the type their user computes in.
 Type Assigner::arrivalType(Operation *op) {
@@ -464,6 +491,9 @@ Decision Assigner::decide(Operation *op) {
     return {f32, "unconverted", /*opaque=*/true};
   if (std::optional<std::string> rule = overrideRule(op))
     return {f32, *rule};
+  if (auto it = islandRules.find(op);
+      isa<MatmulOp>(op) && it != islandRules.end() && isOn(it->second))
+    return {f32, it->second.str()};
   if (isa<MatmulOp, AttentionOp>(op))
     return {low, ""};
   if (auto cast = dyn_cast<CastOp>(op)) {
@@ -611,6 +641,7 @@ llvm::StringSet<> Assigner::run() {
         wasF32.insert(result);
   collectStatistics();
   collectMasks();
+  collectAngles();
 
   auto keepIoRule = StringAttr::get(context, "keep-io-types");
   // A KV cache kept in place (kiln-cache-in-place) is one storage for its
@@ -695,7 +726,8 @@ struct KilnMixedPrecisionPass
     for (const std::string &name : keepNodeNames)
       keepNodes.insert(name);
     static constexpr llvm::StringLiteral rules[] = {
-        "softmax", "norm-statistics", "reduction", "mask", "from-integer"};
+        "softmax", "norm-statistics", "reduction",
+        "mask",    "from-integer",    "angle"};
     for (const std::string &rule : disableIslands) {
       if (rule == "all") {
         for (StringRef each : rules)
@@ -708,7 +740,7 @@ struct KilnMixedPrecisionPass
                << "' in disable-islands (kilnc --disable-fp32-islands); "
                   "expected "
                   "all, softmax, "
-                  "norm-statistics, reduction, mask or from-integer";
+                  "norm-statistics, reduction, mask, from-integer or angle";
       }
     }
     return success();

@@ -12,7 +12,7 @@
 // WARN: warning: kiln-mixed-precision: no op comes from ONNX node 'no_such_node' (keep-node-names, kilnc --keep-fp32-nodes)
 // BADPREC: error: kiln-mixed-precision: unknown precision 'fp8'; expected fp16 or bf16
 // BADOP: error: kiln-mixed-precision: unknown op type 'Convolution' in keep-op-types (kilnc --keep-fp32-ops); expected a kiln op name
-// BADISLAND: error: kiln-mixed-precision: unknown island 'layer_norm' in disable-islands (kilnc --disable-fp32-islands); expected all, softmax, norm-statistics, reduction, mask or from-integer
+// BADISLAND: error: kiln-mixed-precision: unknown island 'layer_norm' in disable-islands (kilnc --disable-fp32-islands); expected all, softmax, norm-statistics, reduction, mask, from-integer or angle
 
 // Cast insertion: the matmul computes in f16 on its input converted at run
 // time and its weights converted at compile time (saturating to f16's range);
@@ -270,12 +270,20 @@ func.func @attention_mask(%q: tensor<1x2x4x8xf32>, %k: tensor<1x2x4x8xf32>, %v: 
 // -----
 
 // Positions cast from integers stay fp32 (bf16 holds integers exactly only
-// up to 256), and so does the rotary angle computed from them.
+// up to 256), and so does the rotary angle computed from them: the cast,
+// reshape and product feed the cosine alone, so they join its `angle`
+// island; the rotation computes in f32 after it (propagated) and its result
+// converts for the matmul. With the island off, the cast is still
+// from-integer and the rest follows it.
 // CHECK-LABEL: func @positions
-// CHECK: %[[P:.*]] = kiln.cast %arg0 {kiln.fp32 = "from-integer"} : tensor<8xi64> -> tensor<8xf32>
-// CHECK: %[[PR:.*]] = kiln.reshape %[[P]] {kiln.fp32 = "propagated"} : tensor<8xf32> -> tensor<8x1xf32>
-// CHECK: %[[A:.*]] = kiln.mul %[[PR]], %{{.*}} {kiln.fp32 = "propagated"} : (tensor<8x1xf32>, tensor<4xf32>) -> tensor<8x4xf32>
-// CHECK: kiln.cos %[[A]] {kiln.fp32 = "propagated"} : tensor<8x4xf32>
+// CHECK: %[[P:.*]] = kiln.cast %arg0 {kiln.fp32 = "angle"} : tensor<8xi64> -> tensor<8xf32>
+// CHECK: %[[PR:.*]] = kiln.reshape %[[P]] {kiln.fp32 = "angle"} : tensor<8xf32> -> tensor<8x1xf32>
+// CHECK: %[[A:.*]] = kiln.mul %[[PR]], %{{.*}} {kiln.fp32 = "angle"} : (tensor<8x1xf32>, tensor<4xf32>) -> tensor<8x4xf32>
+// CHECK: %[[C:.*]] = kiln.cos %[[A]] {kiln.fp32 = "angle"} : tensor<8x4xf32>
+// CHECK: kiln.mul %{{.*}}, %[[C]] {kiln.fp32 = "propagated"} : (tensor<8x4xf32>, tensor<8x4xf32>) -> tensor<8x4xf32>
+// OFF-LABEL: func @positions
+// OFF: kiln.cast %arg0 : tensor<8xi64> -> tensor<8xf16>
+// OFF: kiln.cos %{{.*}} : tensor<8x4xf16>
 func.func @positions(%pos: tensor<8xi64>, %q: tensor<8x4xf32>, %w: tensor<4x4xf32>) -> tensor<8x4xf32> {
   %h = kiln.matmul %q, %w : (tensor<8x4xf32>, tensor<4x4xf32>) -> tensor<8x4xf32>
   %p = kiln.cast %pos : tensor<8xi64> -> tensor<8xf32>
@@ -286,6 +294,69 @@ func.func @positions(%pos: tensor<8xi64>, %q: tensor<8x4xf32>, %w: tensor<4x4xf3
   %r = kiln.mul %h, %c : (tensor<8x4xf32>, tensor<8x4xf32>) -> tensor<8x4xf32>
   %o = kiln.matmul %r, %w : (tensor<8x4xf32>, tensor<4x4xf32>) -> tensor<8x4xf32>
   return %o : tensor<8x4xf32>
+}
+
+// -----
+
+// A rotary table as exporters fold it for static shapes: a constant of
+// angles (position times frequency, here up to 2047 radians, where fp16's
+// spacing is 1) concatenated once for the cosine and the sine. The constant
+// stays f32 (its users compute in f32), the concat joins the island.
+// CHECK-LABEL: func @rotary_table
+// CHECK: %[[T:.*]] = kiln.constant dense<{{.*}}> : tensor<2x2xf32>
+// CHECK: %[[A:.*]] = kiln.concat %[[T]], %[[T]] {axis = 1 : i64, kiln.fp32 = "angle"} : (tensor<2x2xf32>, tensor<2x2xf32>) -> tensor<2x4xf32>
+// CHECK: kiln.cos %[[A]] {kiln.fp32 = "angle"} : tensor<2x4xf32>
+// CHECK: kiln.sin %[[A]] {kiln.fp32 = "angle"} : tensor<2x4xf32>
+// BF16-LABEL: func @rotary_table
+// BF16: kiln.concat {{.*}} -> tensor<2x4xf32>
+// OFF-LABEL: func @rotary_table
+// OFF: kiln.concat {{.*}} -> tensor<2x4xf16>
+func.func @rotary_table(%x: tensor<2x4xf32>, %w: tensor<4x4xf32>) -> tensor<2x4xf32> {
+  %h = kiln.matmul %x, %w : (tensor<2x4xf32>, tensor<4x4xf32>) -> tensor<2x4xf32>
+  %t = kiln.constant dense<[[2046.0, 20.46], [2047.0, 20.47]]> : tensor<2x2xf32>
+  %a = kiln.concat %t, %t {axis = 1 : i64} : (tensor<2x2xf32>, tensor<2x2xf32>) -> tensor<2x4xf32>
+  %c = kiln.cos %a : tensor<2x4xf32>
+  %s = kiln.sin %a : tensor<2x4xf32>
+  %hc = kiln.mul %h, %c : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<2x4xf32>
+  %hs = kiln.mul %h, %s : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<2x4xf32>
+  %r = kiln.add %hc, %hs : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<2x4xf32>
+  %o = kiln.matmul %r, %w : (tensor<2x4xf32>, tensor<4x4xf32>) -> tensor<2x4xf32>
+  return %o : tensor<2x4xf32>
+}
+
+// -----
+
+// Angles as an outer product (older transformers: inverse frequencies
+// matmul positions): the matmul that computes them stays f32.
+// CHECK-LABEL: func @angles_from_matmul
+// CHECK: %[[A:.*]] = kiln.matmul %{{.*}}, %{{.*}} {kiln.fp32 = "angle"} : (tensor<4x1xf32>, tensor<1x8xf32>) -> tensor<4x8xf32>
+// CHECK: kiln.sin %{{.*}} {kiln.fp32 = "angle"} : tensor<8x4xf32>
+// CHECK: kiln.matmul {{.*}} -> tensor<8x4xf16>
+func.func @angles_from_matmul(%pos: tensor<1x8xi64>, %x: tensor<8x4xf32>, %w: tensor<4x4xf32>) -> tensor<8x4xf32> {
+  %f = kiln.constant dense<[[1.0], [0.1], [0.01], [0.001]]> : tensor<4x1xf32>
+  %p = kiln.cast %pos : tensor<1x8xi64> -> tensor<1x8xf32>
+  %a = kiln.matmul %f, %p : (tensor<4x1xf32>, tensor<1x8xf32>) -> tensor<4x8xf32>
+  %at = kiln.transpose %a {permutation = array<i64: 1, 0>} : tensor<4x8xf32> -> tensor<8x4xf32>
+  %s = kiln.sin %at : tensor<8x4xf32>
+  %r = kiln.mul %x, %s : (tensor<8x4xf32>, tensor<8x4xf32>) -> tensor<8x4xf32>
+  %o = kiln.matmul %r, %w : (tensor<8x4xf32>, tensor<4x4xf32>) -> tensor<8x4xf32>
+  return %o : tensor<8x4xf32>
+}
+
+// -----
+
+// negative_: a value that also feeds something other than an angle is not
+// pulled into the island: the matmul's result keeps f16 (the sine takes it
+// in f32, converted at its input).
+// CHECK-LABEL: func @negative_shared_angle
+// CHECK: %[[H:.*]] = kiln.matmul {{.*}} -> tensor<2x4xf16>
+// CHECK: %[[H32:.*]] = kiln.cast %[[H]] : tensor<2x4xf16> -> tensor<2x4xf32>
+// CHECK: kiln.sin %[[H32]] {kiln.fp32 = "angle"} : tensor<2x4xf32>
+func.func @negative_shared_angle(%x: tensor<2x4xf32>, %w: tensor<4x4xf32>) -> (tensor<2x4xf32>, tensor<2x4xf32>) {
+  %h = kiln.matmul %x, %w : (tensor<2x4xf32>, tensor<4x4xf32>) -> tensor<2x4xf32>
+  %s = kiln.sin %h : tensor<2x4xf32>
+  %o = kiln.matmul %h, %w : (tensor<2x4xf32>, tensor<4x4xf32>) -> tensor<2x4xf32>
+  return %s, %o : tensor<2x4xf32>, tensor<2x4xf32>
 }
 
 // -----

@@ -125,8 +125,10 @@ def KilnMixedPrecisionPass : Pass<"kiln-mixed-precision", "mlir::func::FuncOp"> 
       type with every value, -inf included, clamped to its finite range, so
       that a fully masked row stays finite), `from-integer` (values cast
       from integers: positions and masks, which bf16 holds exactly only up
-      to 256); a model's own casts from 16 bits to f32 stay
-      (`explicit-cast`);
+      to 256), `angle` (sin and cos with the ops that compute their
+      arguments alone, a matmul included: rotary angles reach thousands of
+      radians, where fp16's spacing is 1 and bf16's 16); a model's own casts
+      from 16 bits to f32 stay (`explicit-cast`);
     - `kiln.layer_norm` computes in the type its input arrives in: its
       kernel keeps the statistics in fp32 either way;
     - every other op computes in the type its float inputs arrive in (f32
@@ -183,7 +185,7 @@ def KilnMixedPrecisionPass : Pass<"kiln-mixed-precision", "mlir::func::FuncOp"> 
                "ONNX node names whose ops are kept in f32">,
     ListOption<"disableIslands", "disable-islands", "std::string",
                "fp32 islands turned off: all, softmax, norm-statistics, "
-               "reduction, mask, from-integer">,
+               "reduction, mask, from-integer, angle">,
   ];
   let dependentDialects = ["kiln::KilnDialect"];
 }
