@@ -107,10 +107,21 @@ def main():
         "KILN_ATTENTION_KV_STAGES=2,"
         "KILN_ATTENTION_TILE_KEYS=64+KILN_ATTENTION_BARRIERS=2",
         help="comma-separated: 'default' or NAME=VALUE+NAME=VALUE...")
+    parser.add_argument(
+        "--shapes", default=",".join("x".join(map(str, x)) for x in SHAPES),
+        help="comma-separated BxHxSxD (default: the issue's four)")
+    parser.add_argument(
+        "--decode-shapes",
+        default=",".join("x".join(map(str, x)) for x in DECODE_SHAPES),
+        help="comma-separated BxHxKEYSxD with one query row; '' for none")
     parser.add_argument("--warmup", type=int, default=5)
     parser.add_argument("--iters", type=int, default=30)
     parser.add_argument("--out", default="")
     args = parser.parse_args()
+    shapes = [tuple(int(n) for n in x.split("x"))
+              for x in args.shapes.split(",") if x]
+    decode_shapes = [tuple(int(n) for n in x.split("x"))
+                     for x in args.decode_shapes.split(",") if x]
     os.makedirs(args.work, exist_ok=True)
     rows = ["| precision | B | H | S | D | config | Kiln ms | Kiln TFLOP/s | "
             "SDPA ms | SDPA TFLOP/s | Kiln / SDPA speed |",
@@ -118,7 +129,7 @@ def main():
     for precision in args.precisions.split(","):
         # Largest first: a run cut off at its time limit keeps the shape
         # the goal is stated at (D=128, S=2048).
-        for shape in reversed(SHAPES):
+        for shape in sorted(shapes, key=lambda x: -x[2] * x[2] * x[3]):
             b, h, s, d = shape
             flops = 4.0 * b * h * s * s * d
             t = sdpa_ms(shape, precision, args.warmup, args.iters)
@@ -136,7 +147,7 @@ def main():
              "SDPA ms | SDPA GB/s | Kiln / SDPA speed |",
              "|---|---|---|---|---|---|---|---|---|---|"]
     for precision in args.precisions.split(","):
-        for b, h, keys, d in DECODE_SHAPES:
+        for b, h, keys, d in decode_shapes:
             shape = (b, h, 1, d)
             moved = 2.0 * b * h * keys * d * (4 if precision == "tf32" else 2)
             t = sdpa_ms(shape, precision, args.warmup, args.iters, keys)

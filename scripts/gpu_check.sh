@@ -8,7 +8,9 @@
 # sanitizer, models, decode, bench, bench-llama, bench-untuned. KILN_SANITIZE: comma-separated patterns of the sanitizer runs to do
 # (default all); KILN_BENCH_PRECISIONS: the bench's (default fp16,bf16);
 # KILN_ATTENTION_PRECISIONS: the attention bench's (default fp16,tf32: bf16
-# has timed within 1% of fp16 on every card so far).
+# has timed within 1% of fp16 on every card so far); KILN_ATTENTION_ARGS:
+# more of bench/attention.py's options (--shapes, --decode-shapes=,
+# --configs).
 # Logs go to build-gpu/out (KILN_GPU_OUT names another, so that two calls
 # can run side by side), and summary.txt and logs.tgz (all of them) to
 # OUTDIR (default $OUT, where the device tool fetches from); what passed is
@@ -72,27 +74,33 @@ if want lit; then
 fi
 
 if want attention; then
+  # shellcheck disable=SC2086
   timeout 300 python3 bench/attention.py --tools build-gpu/bin --out "$out/attention.md" \
     --precisions "${KILN_ATTENTION_PRECISIONS:-fp16,tf32}" \
-    >"$out/attention.log" 2>&1
+    ${KILN_ATTENTION_ARGS:-} >"$out/attention.log" 2>&1
   note "attention bench: exit $?"
   awk '/^\|/ && !seen[$0]++' "$out/attention.log" >>"$summary"
 fi
 
 if want profile; then
-  # Nsight Compute on the largest attention (clocks left alone): where its
-  # time goes, for docs/performance.md.
+  # Nsight Compute on the largest attention (clocks left alone), the full
+  # set: where its time goes (docs/performance.md), the warp stalls and, per
+  # SASS instruction, the stall samples (ncu-attention-sass.csv).
   ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
-  timeout 150 "$ncu" --clock-control none --kernel-name kiln_attention_0 \
-    --launch-count 1 --section SpeedOfLight --section ComputeWorkloadAnalysis \
-    --section MemoryWorkloadAnalysis --section Occupancy \
-    --section WarpStateStats --section LaunchStats \
-    kiln-run build-gpu/attention/attention_8x16x2048x128.mlir --backend cuda \
-    --precision fp16 --keep-io-types=false --cuda-graphs=false \
-    >"$out/ncu-attention.txt" 2>&1
+  mkdir -p build-gpu/attention
+  att=build-gpu/attention/attention_8x16x2048x128.mlir
+  [ -s "$att" ] || python3 -c "import sys; sys.path.insert(0, 'bench')
+import attention; open(sys.argv[1], 'w').write(attention.attention_mlir(8, 16, 2048, 128))" "$att"
+  timeout 200 "$ncu" --clock-control none --kernel-name kiln_attention_0 \
+    --launch-count 1 --set full -f -o build-gpu/ncu-attention \
+    kiln-run "$att" --backend cuda --precision fp16 --keep-io-types=false \
+    --cuda-graphs=false >"$out/ncu-attention.log" 2>&1
   note "ncu attention 8x16x2048x128 fp16: exit $?"
-  grep -E "^ +(Duration|Compute \(SM\) Throughput|Memory Throughput|L1/TEX Cache Throughput|Achieved Occupancy|Registers Per Thread|Issue Slots Busy|Executed Ipc Active|Warp Cycles Per Issued Instruction)" \
-    "$out/ncu-attention.txt" | head -12 >>"$summary"
+  "$ncu" -i build-gpu/ncu-attention.ncu-rep --page details >"$out/ncu-attention.txt" 2>&1
+  "$ncu" -i build-gpu/ncu-attention.ncu-rep --page source --print-source sass \
+    --csv >"$out/ncu-attention-sass.csv" 2>&1
+  grep -E "^ +(Duration|Compute \(SM\) Throughput|Memory Throughput|L1/TEX Cache Throughput|Achieved Occupancy|Registers Per Thread|Issue Slots Busy|Executed Ipc Active|Warp Cycles Per Issued Instruction|No Eligible|Stall)" \
+    "$out/ncu-attention.txt" | head -20 >>"$summary"
 fi
 
 if want sanitizer; then
