@@ -6,7 +6,10 @@
 // through shared memory; S = Q K^T and O += P V are mma.sync.m16n8k16 with
 // fp32 accumulators, fragments loaded with ldmatrix (.trans for V), and the
 // online softmax (running maximum and sum per row, earlier output rescaled)
-// runs on the accumulators in registers, in log2 units: a row's scores are
+// runs on the accumulators in registers, in log2 units; the maximum moves
+// only when a row's passes it by more than 8 (FlashAttention-4's lazy
+// rescale: most tiles skip it, probabilities stay below 2^8, and the stale
+// maximum scales the output and the sum alike); a row's scores are
 // spread over the four lanes of a group, so its maximum and sum take two
 // shuffles (the sum's only after the last tile: each lane keeps its own
 // part). Each probability is one ex2.approx.ftz (exp2f would add a range
@@ -292,6 +295,11 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
       kvStages == 1 && barriersEnv && std::string(barriersEnv) == "2";
   int64_t dynamicShared =
       qInRegisters ? 0 : qBytes + kvStages * (kBytes + vBytes);
+  // The running maximum moves lazily (by more than 2^8) unless
+  // KILN_ATTENTION_LAZY_RESCALE=0 asks for every rise, so that
+  // bench/attention.py can time the two on one machine.
+  const char *lazyEnv = std::getenv("KILN_ATTENTION_LAZY_RESCALE");
+  bool lazyRescale = !(lazyEnv && std::string(lazyEnv) == "0");
   // `for` over e = threadIdx.x, + threads, ... below `count`, with a trip
   // count the compiler sees (the block size is fixed here).
   auto threadLoop = [&](int64_t count, const std::string &indent) {
@@ -742,23 +750,55 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
      << "      #pragma unroll\n"
         "      for (int mt = 0; mt < "
      << mTiles << "; ++mt) {\n"
-     << "      float rescale[2], base[2], row_sum[2] = {0.0f, 0.0f};\n"
+     << "      float most[2], base[2], row_sum[2] = {0.0f, 0.0f};\n"
      << "      #pragma unroll\n"
         "      for (int r = 0; r < 2; ++r) {\n"
      << "        // A row's scores are spread over the four lanes of a group.\n"
-     << "        float most = tile_max[mt][r];\n"
-     << "        most = fmaxf(most, __shfl_xor_sync(0xffffffffu, most, 1));\n"
-     << "        most = fmaxf(most, __shfl_xor_sync(0xffffffffu, most, 2));\n"
-     << "        most *= " << factor << ";\n"
-     << "        const float new_max = fmaxf(m[mt][r], most);\n"
-     << "        // Rows masked with -inf so far contribute nothing (and no "
+     << "        most[r] = tile_max[mt][r];\n"
+     << "        most[r] = fmaxf(most[r], __shfl_xor_sync(0xffffffffu, "
+        "most[r], 1));\n"
+     << "        most[r] = fmaxf(most[r], __shfl_xor_sync(0xffffffffu, "
+        "most[r], 2));\n"
+     << "        most[r] *= " << factor << ";\n"
+     << "      }\n";
+  if (lazyRescale)
+    os << "      // The running maxima move only when one of the warp's rows\n"
+       << "      // passes its own by more than 8 (FlashAttention-4): the\n"
+       << "      // probabilities stay below 2^8, and the output and sum are\n"
+       << "      // scaled by the same stale maximum, which the division\n"
+       << "      // cancels. A row all -inf so far moves at its first finite\n"
+       << "      // score.\n"
+       << "      if (__any_sync(0xffffffffu, most[0] > m[mt][0] + 8.0f || "
+          "most[1] > m[mt][1] + 8.0f)) {\n";
+  else
+    os << "      // Once the maxima settle, most tiles rescale every row by 1: "
+          "the\n"
+       << "      // warp skips the multiplies unless one of its rows moved "
+          "(the\n"
+       << "      // same bits either way).\n"
+       << "      if (__any_sync(0xffffffffu, most[0] > m[mt][0] || most[1] > "
+          "m[mt][1])) {\n";
+  os << "        float rescale[2];\n"
+     << "        #pragma unroll\n"
+        "        for (int r = 0; r < 2; ++r) {\n"
+     << "          const float new_max = fmaxf(m[mt][r], most[r]);\n"
+     << "          // Rows masked with -inf so far hold nothing (and no "
         "NaN).\n"
-     << "        rescale[r] = m[mt][r] == neg_inf ? 0.0f : "
+     << "          rescale[r] = m[mt][r] == neg_inf ? 0.0f : "
         "kiln_exp2_ftz(m[mt][r] - new_max);\n"
-     << "        m[mt][r] = new_max;\n"
-     << "        // A row still all -inf subtracts 0: its exp2(-inf) are 0.\n"
-     << "        base[r] = new_max == neg_inf ? 0.0f : new_max;\n"
+     << "          m[mt][r] = new_max;\n"
+     << "          l[mt][r] *= rescale[r];\n"
+     << "        }\n"
+     << "        #pragma unroll\n"
+     << "        for (int n = 0; n < " << dv / 8 << "; ++n)\n"
+     << "          #pragma unroll\n"
+     << "          for (int e = 0; e < 4; ++e) o[mt][n][e] *= rescale[e >> "
+        "1];\n"
      << "      }\n"
+     << "      #pragma unroll\n"
+        "      for (int r = 0; r < 2; ++r)\n"
+     << "        // A row still all -inf subtracts 0: its exp2(-inf) are 0.\n"
+     << "        base[r] = m[mt][r] == neg_inf ? 0.0f : m[mt][r];\n"
      << "      #pragma unroll\n"
         "      for (int n = 0; n < "
      << nTiles << "; ++n)\n"
@@ -772,19 +812,7 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
      << "          row_sum[r] += p;\n"
      << "        }\n"
      << "      #pragma unroll\n"
-        "      for (int r = 0; r < 2; ++r) l[mt][r] = l[mt][r] * rescale[r] + "
-        "row_sum[r];\n"
-     << "      // Once the maxima settle, most tiles rescale every row by 1: "
-        "the\n"
-     << "      // warp skips the multiplies unless one of its rows moved (the\n"
-     << "      // same bits either way).\n"
-     << "      if (__any_sync(0xffffffffu, rescale[0] != 1.0f || rescale[1] != "
-        "1.0f))\n"
-     << "        #pragma unroll\n"
-     << "        for (int n = 0; n < " << dv / 8 << "; ++n)\n"
-     << "          #pragma unroll\n"
-     << "          for (int e = 0; e < 4; ++e) o[mt][n][e] *= rescale[e >> "
-        "1];\n"
+        "      for (int r = 0; r < 2; ++r) l[mt][r] += row_sum[r];\n"
      << "      }\n";
   if (!twoBarriers)
     os << "      // This value tile has landed (the next tile's may not "
