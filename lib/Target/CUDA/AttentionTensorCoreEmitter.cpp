@@ -369,6 +369,13 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
       os << "  const bool " << flag << " = " << (*rows)->aligned << ";\n";
   // This block's keys: all, or its split's.
   os << keyRangeText(split, keys, "z");
+  // Key indices in 32 bits where every one, and a tile past the last, fits:
+  // in the key loop a 64-bit add or compare is two instructions.
+  bool narrowKeys = keys.upper() <= INT32_MAX - tileKeys;
+  std::string keyIndex = narrowKeys ? "int" : "long long",
+              keyStop = narrowKeys ? "key_stop" : "key_end";
+  if (narrowKeys)
+    os << "  const int key_stop = (int)key_end;\n";
   // Query tiles along x, heads of the batch along y, so that a short
   // query length still spreads its heads over the grid.
   os << "  const long long query_tiles = (" << queries << " + " << rows - 1
@@ -486,7 +493,7 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
          << indent << "    const int r = r0 + k * " << step << ";\n";
       if (tileKeys % step)
         os << indent << "    if (r >= " << tileKeys << ") break;\n";
-      os << indent << "    const bool live = from + r < key_end;\n"
+      os << indent << "    const bool live = from + r < " << keyStop << ";\n"
          << indent << "    kiln_cp_async_16(&" << tileName << "[r][c], live ? "
          << "src + r * " << source->tileRowStride << " : " << source->pointer
          << ", live ? 16u : 0u);\n"
@@ -494,11 +501,11 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
          << indent << "} else {\n";
       in += "  ";
     }
-    os << threadLoop(tileKeys * width, in) << in
-       << "  const long long j = from + e / " << width << ", d = e % " << width
-       << ";\n"
+    os << threadLoop(tileKeys * width, in) << in << "  const " << keyIndex
+       << " j = from + e / " << width << ";\n"
+       << in << "  const int d = e % " << width << ";\n"
        << in << "  float value = 0.0f;\n"
-       << in << "  if (j < key_end) {\n";
+       << in << "  if (j < " << keyStop << ") {\n";
     auto element =
         load(operand, llvm::formatv("(kv * {0} + j) * {1}LL + d", keys, width),
              in + "    ");
@@ -519,8 +526,8 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
                    const char *flag, const char *tileName, int64_t width,
                    const std::string &from,
                    const std::string &indent) -> LogicalResult {
-    os << indent << "if (" << from << " < key_end) {\n"
-       << indent << "  const long long from = " << from << ";\n";
+    os << indent << "if (" << from << " < " << keyStop << ") {\n"
+       << indent << "  const " << keyIndex << " from = " << from << ";\n";
     if (failed(
             stageKeys(operand, source, flag, tileName, width, indent + "  ")))
       return failure();
@@ -537,7 +544,7 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
                                     twoStages ? "v_tile0" : "v_tile", dv,
                                     "key_begin", "    "))))
     return FailureOr<LaunchGeometry>(failure());
-  std::string nextTile = "tile + " + std::to_string(tileKeys) + "LL";
+  std::string nextTile = "tile + " + std::to_string(tileKeys);
   // A split leaves the sink to the combine.
   std::string sink = split ? "neg_inf" : parts.sinkValue + " * log2e";
   os << "    // Rows g and g + 8 of each of this warp's m-tiles of 16: the\n"
@@ -566,8 +573,8 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
   int64_t nTiles = tileKeys / 8;
   if (twoStages)
     os << "    int buffer = 0;\n";
-  os << "    for (long long tile = key_begin; tile < key_end; tile += "
-     << tileKeys << "LL) {\n";
+  os << "    for (" << keyIndex << " tile = key_begin; tile < " << keyStop
+     << "; tile += " << tileKeys << ") {\n";
   if (twoStages) {
     auto pick = [&](const char *name, int64_t pitch) {
       os << "      " << storage << " (*" << name << "_tile)[" << pitch
@@ -705,8 +712,8 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
      << "): element e of n-tile n is row g + (e >> 1)\n"
      << "      // * 8, key n * 8 + 2t + (e & 1). Only a tile at an end checks\n"
      << "      // the bounds.\n"
-     << "      const bool edge = tile + " << tileKeys
-     << "LL > key_end || first + " << rows << "LL > " << queries << ";\n"
+     << "      const bool edge = tile + " << tileKeys << " > " << keyStop
+     << " || first + " << rows << "LL > " << queries << ";\n"
      << "      float tile_max[" << mTiles << "][2];\n"
      << "      #pragma unroll\n"
         "      for (int mt = 0; mt < "
@@ -719,9 +726,11 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
         "        for (int e = 0; e < 4; ++e) {\n"
      << "          const long long i = first + warp * " << 16 * mTiles
      << " + mt * 16 + g + (e >> 1) * 8;\n"
-     << "          const long long j = tile + n * 8 + 2 * t + (e & 1);\n"
+     << "          const " << keyIndex
+     << " j = tile + n * 8 + 2 * t + (e & 1);\n"
      << "          float score = neg_inf;\n"
-     << "          if (!edge || (i < " << queries << " && j < key_end)) {\n";
+     << "          if (!edge || (i < " << queries << " && j < " << keyStop
+     << ")) {\n";
   std::optional<std::string> maskValue;
   if (mask) {
     auto value = load(mask, parts.maskIndex, "            ");
