@@ -12,10 +12,12 @@ Kiln's kernel is timed in each of --configs: its default, and the
 environment's overrides of the emitter's choices (AttentionTensorCoreEmitter.cpp:
 KILN_ATTENTION_WARPS=8 warps a block, KILN_ATTENTION_ROWS_PER_WARP=16 or 32
 query rows a warp, KILN_ATTENTION_TILE_KEYS=32 or 64 keys a tile,
-KILN_ATTENTION_KV_STAGES=2 buffers each for the key and value tiles,
-KILN_ATTENTION_BARRIERS=2 for FlashAttention-2's two-barrier order with one
-buffer each; `+` joins several), so that one call on the GPU compares them
-on one machine.
+KILN_ATTENTION_KV_STAGES=1 for one buffer each for the key and value tiles
+where two are the default (two m-tiles), KILN_ATTENTION_BARRIERS=2 for
+FlashAttention-2's two-barrier order with one buffer each,
+KILN_ATTENTION_LAZY_RESCALE=0 to move the running maximum at every rise;
+`+` joins several), so that one call on the GPU compares them on one
+machine.
 Decoding shapes (one query row over a long cache: B, H, 1, S keys, D) time
 the split-keys form (flash-decoding) and report the bandwidth of reading the
 keys and values once, 2*B*H*S*D 16-bit elements, in GB/s.
@@ -103,9 +105,9 @@ def main():
     parser.add_argument("--work", default=os.path.join("build-gpu", "attention"))
     parser.add_argument("--precisions", default="fp16,bf16")
     parser.add_argument(
-        "--configs", default="default,KILN_ATTENTION_BARRIERS=2,"
-        "KILN_ATTENTION_KV_STAGES=2,"
-        "KILN_ATTENTION_TILE_KEYS=64+KILN_ATTENTION_BARRIERS=2",
+        "--configs", default="default,KILN_ATTENTION_KV_STAGES=1,"
+        "KILN_ATTENTION_KV_STAGES=1+KILN_ATTENTION_TILE_KEYS=32,"
+        "KILN_ATTENTION_LAZY_RESCALE=0",
         help="comma-separated: 'default' or NAME=VALUE+NAME=VALUE...")
     parser.add_argument(
         "--shapes", default=",".join("x".join(map(str, x)) for x in SHAPES),

@@ -127,9 +127,9 @@ if want sanitizer; then
     "tc-attention-two-mtiles|$att/mask.mlir --precision fp16 --keep-io-types=false --compare-reference --rel-l2 1e-2 --seed 3"
     "tc-attention-two-mtiles-tails|$att/symbolic.mlir --precision bf16 --keep-io-types=false --compare-reference --rel-l2 1e-2 --seed 5 --run-dim s=67 --run-dim t=129"
     "tc-attention-two-mtiles-wide|$att/wide.mlir --precision fp16 --keep-io-types=false --compare-reference --rel-l2 1e-2 --seed 8"
-    "tc-attention-two-mtiles-kv-stages|$att/mask.mlir --precision fp16 --keep-io-types=false --compare-reference --rel-l2 1e-2 --seed 3"
-    "tc-attention-two-mtiles-kv-stages-tails|$att/symbolic.mlir --precision bf16 --keep-io-types=false --compare-reference --rel-l2 1e-2 --seed 5 --run-dim s=67 --run-dim t=129"
-    "tc-attention-two-mtiles-kv-stages-wide|$att/wide.mlir --precision fp16 --keep-io-types=false --compare-reference --rel-l2 1e-2 --seed 8"
+    "tc-attention-two-mtiles-one-stage|$att/mask.mlir --precision fp16 --keep-io-types=false --compare-reference --rel-l2 1e-2 --seed 3"
+    "tc-attention-two-mtiles-one-stage-tails|$att/symbolic.mlir --precision bf16 --keep-io-types=false --compare-reference --rel-l2 1e-2 --seed 5 --run-dim s=67 --run-dim t=129"
+    "tc-attention-two-mtiles-one-stage-wide|$att/wide.mlir --precision fp16 --keep-io-types=false --compare-reference --rel-l2 1e-2 --seed 8"
     "tc-attention-two-barriers-tails|$att/symbolic.mlir --precision bf16 --keep-io-types=false --compare-reference --rel-l2 1e-2 --seed 5 --run-dim s=67 --run-dim t=129"
     "tc-attention-two-mtiles-two-barriers-wide|$att/wide.mlir --precision fp16 --keep-io-types=false --compare-reference --rel-l2 1e-2 --seed 8"
     "tc-attention-8-warps|$att/decode.mlir --precision fp16 --keep-io-types=false --compare-reference --rel-l2 1e-2 --seed 4"
@@ -146,7 +146,7 @@ if want sanitizer; then
     "llama-bf16|$(export_args llama-torchscript) --precision bf16 --compare-reference --rel-l2 3e-2"
     "vit-fp32|$(export_args vit-torchscript) --compare-reference"
   )
-  racy=" tc-attention-fp16 tc-attention-decode tc-attention-bf16-tails tc-attention-cp-async tc-attention-cp-async-tails tc-attention-two-mtiles tc-attention-two-mtiles-tails tc-attention-two-mtiles-wide tc-attention-two-mtiles-kv-stages tc-attention-two-mtiles-kv-stages-tails tc-attention-two-mtiles-kv-stages-wide tc-attention-two-barriers-tails tc-attention-two-mtiles-two-barriers-wide tc-attention-8-warps tc-attention-head-views-packed tc-attention-head-views-split tc-attention-head-views-decode tc-attention-tf32 tc-attention-tf32-tails tc-attention-tf32-split bert-fp32 llama-bf16 "
+  racy=" tc-attention-fp16 tc-attention-decode tc-attention-bf16-tails tc-attention-cp-async tc-attention-cp-async-tails tc-attention-two-mtiles tc-attention-two-mtiles-tails tc-attention-two-mtiles-wide tc-attention-two-mtiles-one-stage tc-attention-two-mtiles-one-stage-tails tc-attention-two-mtiles-one-stage-wide tc-attention-two-barriers-tails tc-attention-two-mtiles-two-barriers-wide tc-attention-8-warps tc-attention-head-views-packed tc-attention-head-views-split tc-attention-head-views-decode tc-attention-tf32 tc-attention-tf32-tails tc-attention-tf32-split bert-fp32 llama-bf16 "
   deadline=$((SECONDS + 180))
   for tool in memcheck racecheck; do
     for r in "${runs[@]}"; do
@@ -165,10 +165,12 @@ if want sanitizer; then
         note "compute-sanitizer $tool $name: not run (section out of time)"
         continue
       fi
-      warps=4 rows="" stages=1 barriers=""
+      # The emitter's defaults unless the name says (two buffers each for
+      # keys and values with two m-tiles; "one-stage": one each).
+      warps=4 rows="" stages="" barriers=""
       [[ $name == *8-warps ]] && warps=8
       [[ $name == *two-mtiles* ]] && rows=32
-      [[ $name == *kv-stages* ]] && stages=2
+      [[ $name == *one-stage* ]] && stages=1
       [[ $name == *two-barriers* ]] && barriers=2
       # shellcheck disable=SC2086
       KILN_ATTENTION_WARPS=$warps KILN_ATTENTION_ROWS_PER_WARP=$rows \

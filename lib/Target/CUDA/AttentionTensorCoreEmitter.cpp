@@ -25,9 +25,10 @@
 // mma.sync, and a block reads each key and value tile for twice the rows),
 // the query tile keeps its own shared memory and its fragments are read at
 // each k-step, as FlashAttention-2 does; the three tiles pass the 48 KiB of
-// static shared memory, so they are the launch's dynamic shared memory, and
-// at head sizes over 64 the key tiles are 32 rows, so that the scores fit
-// beside the accumulators. Every loop over register arrays is unrolled:
+// static shared memory, so they are the launch's dynamic shared memory
+// (with one buffer each for keys and values, key tiles of 32 rows at head
+// sizes over 64, so that the scores fit beside the accumulators). Every
+// loop over register arrays is unrolled:
 // an array indexed at run time would live in local memory (ptxas reports
 // it as stack, not as spills; the report shows it).
 //
@@ -38,12 +39,13 @@
 // with cp.async, 16 bytes a thread, when every row is 16-byte aligned: the
 // next key tile is in flight while the softmax and P V run, the next value
 // tile while Q K^T runs (one buffer each; zero fill past the last key).
-// With two m-tiles, KILN_ATTENTION_KV_STAGES=2 gives each two buffers
-// instead: tile j + 1 streams in during all of tile j, with two barriers a
-// tile instead of four; KILN_ATTENTION_BARRIERS=2 keeps one buffer each in
-// FlashAttention-2's order, also two barriers a tile (the value tile then
-// streams during Q K^T only). Neither is the default: no GPU has timed
-// them yet.
+// With two m-tiles each has two buffers: tile j + 1 streams in during all
+// of tile j, two barriers a tile instead of four, and the tiles are 64
+// keys at every head size (FlashAttention-2's 128 x 64 at D = 128): on the
+// H200 334 TFLOP/s at D = 128, S = 2048, against 298 for one buffer each
+// and 32-key tiles. KILN_ATTENTION_KV_STAGES=1 keeps one buffer each;
+// KILN_ATTENTION_BARRIERS=2 keeps one in FlashAttention-2's order, also two
+// barriers a tile (the value tile then streams during Q K^T only).
 // Other operands are staged through their in-kernel producers (getAt: the
 // query's rotary embedding; the keys' and values' compute only where a run
 // may have one query tile, kiln-fuse), element by element, so fusion is kept;
@@ -116,19 +118,37 @@ int64_t mTilesPerWarp(bool tf32, bool split, const AttentionParts &parts) {
   return queries > 64 && blocks >= kFewestWideBlocks ? 2 : 1;
 }
 
-/// Keys a tile: 64, or 32 where the tile's scores would crowd the
-/// accumulators (two m-tiles of 64 scores at head size 128 take ptxas to
-/// its 255 registers, and spill in the two-barrier order with tails) or
+/// Buffers each for the key and value tiles: two with two m-tiles a warp
+/// (dynamic shared memory: tile j + 1 streams in during all of tile j, two
+/// barriers a tile instead of four), one otherwise. On the H200 two were 2%
+/// (D = 64) to 19% (D = 128, with 64-key tiles) faster at S = 2048
+/// (bench/results/2026-11-27-h200.md). KILN_ATTENTION_KV_STAGES=1 and
+/// KILN_ATTENTION_BARRIERS=2 (FlashAttention-2's order with one buffer
+/// each) ask for one, so bench/attention.py can time the forms.
+int64_t kvStagesOf(int64_t mTiles) {
+  const char *stages = std::getenv("KILN_ATTENTION_KV_STAGES");
+  const char *barriers = std::getenv("KILN_ATTENTION_BARRIERS");
+  if (mTiles != 2 || (stages && std::string(stages) == "1") ||
+      (barriers && std::string(barriers) == "2"))
+    return 1;
+  return 2;
+}
+
+/// Keys a tile: 64, or 32 where one buffer each holds two m-tiles' scores at
+/// head size 128 (they crowd the accumulators: ptxas takes 255 registers
+/// and spills in the two-barrier order with tails; with two buffers the
+/// loop has half the barriers and fits, and was the fastest form timed) or
 /// TF32's fp32 tiles would pass the static shared memory.
 /// KILN_ATTENTION_TILE_KEYS=32 or 64 overrides the 16-bit choice
 /// (bench/attention.py times both).
-int64_t keysPerTile(bool tf32, int64_t mTiles, int64_t headSize) {
+int64_t keysPerTile(bool tf32, int64_t mTiles, int64_t kvStages,
+                    int64_t headSize) {
   if (tf32)
     return 32;
   if (const char *env = std::getenv("KILN_ATTENTION_TILE_KEYS"))
     if (std::string(env) == "32" || std::string(env) == "64")
       return std::stoi(env);
-  return mTiles == 2 && headSize > 64 ? 32 : kKeysPerTile;
+  return mTiles == 2 && kvStages == 1 && headSize > 64 ? 32 : kKeysPerTile;
 }
 
 /// Where the rows of a query, key or value operand lie when each row's
@@ -236,7 +256,8 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
     return std::nullopt;
   Size queries = parts.queries, keys = parts.keys;
   int64_t mTiles = mTilesPerWarp(tf32, split, parts);
-  int64_t tileKeys = keysPerTile(tf32, mTiles, std::max(dq, dv)),
+  int64_t kvStages = tf32 ? 1 : kvStagesOf(mTiles);
+  int64_t tileKeys = keysPerTile(tf32, mTiles, kvStages, std::max(dq, dv)),
           perChunk = tf32 ? 4 : 8;
   std::string storage = tf32         ? "float"
                         : et.isF16() ? "__half"
@@ -278,18 +299,11 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
   int64_t qBytes = qInRegisters ? 0 : rows * kPitch * elementBytes,
           kBytes = tileKeys * kPitch * elementBytes,
           vBytes = tileKeys * vPitch * elementBytes;
-  // Two buffers each for the key and value tiles (dynamic shared memory
-  // only): tile j + 1 streams in during all of tile j, with two barriers a
-  // tile instead of four. Where KILN_ATTENTION_KV_STAGES=2 asks for them,
-  // until a GPU has timed them against one (bench/attention.py).
-  const char *stagesEnv = std::getenv("KILN_ATTENTION_KV_STAGES");
-  int64_t kvStages =
-      !qInRegisters && stagesEnv && std::string(stagesEnv) == "2" ? 2 : 1;
   // With one buffer each, FlashAttention-2's order needs two barriers a tile
   // too: the value tile streams in during Q K^T only, the next key tile
-  // during the softmax and P V (KILN_ATTENTION_BARRIERS=2, until a GPU has
-  // timed it against the four-barrier order, whose value tile also streams
-  // during the softmax).
+  // during the softmax and P V (KILN_ATTENTION_BARRIERS=2; slower on the
+  // H200 than the four-barrier order, whose value tile also streams during
+  // the softmax, and than two buffers each).
   const char *barriersEnv = std::getenv("KILN_ATTENTION_BARRIERS");
   bool twoBarriers =
       kvStages == 1 && barriersEnv && std::string(barriersEnv) == "2";
