@@ -125,16 +125,49 @@ static constexpr int64_t kMaxFoldElements = int64_t(1) << 16;
 /// Float results fold only this small: shape arithmetic that exporters route
 /// through floats (Shape -> Cast -> Min -> Cast), not weights or activations.
 static constexpr int64_t kMaxFoldFloatElements = 64;
+/// Larger float results fold when they are tables computed from constants:
+/// elementwise math or a concat, no larger than its operands (a broadcast
+/// would grow the weights), up to this many elements each and this many
+/// bytes over the model (the folded values live as long as the compile).
+/// A rotary embedding's cos and sin of a folded angle table are the case:
+/// two kernels on every forward otherwise, with libdevice's slow path for
+/// angles past 10^5 rad.
+static constexpr int64_t kMaxFoldTableElements = int64_t(1) << 20;
+static constexpr int64_t kMaxFoldTableBytes = int64_t(64) << 20;
+
+/// True when `op` computes a table that may fold past kMaxFoldFloatElements:
+/// elementwise math whose result is no larger than its largest operand, or a
+/// concat (its result is its operands).
+static bool isTableOp(Operation *op, int64_t elements) {
+  if (isa<ConcatOp>(op))
+    return true;
+  if (!isElementwise(op))
+    return false;
+  int64_t largest = 0;
+  for (Value operand : op->getOperands())
+    if (auto type = dyn_cast<RankedTensorType>(operand.getType());
+        type && type.hasStaticShape())
+      largest = std::max(largest, type.getNumElements());
+  return elements <= largest;
+}
 
 Value GraphImporter::foldConstant(Value value, int depth) {
   Operation *op = value.getDefiningOp();
   auto type = dyn_cast<RankedTensorType>(value.getType());
   if (!op || isa<ConstantOp, SizesOp>(op) || depth > 8 ||
       op->getNumResults() != 1 || op->getNumRegions() != 0 || !type ||
-      !type.hasStaticShape() ||
-      type.getNumElements() > (isa<IntegerType>(type.getElementType())
-                                   ? kMaxFoldElements
-                                   : kMaxFoldFloatElements))
+      !type.hasStaticShape())
+    return value;
+  int64_t elements = type.getNumElements();
+  bool isInteger = isa<IntegerType>(type.getElementType());
+  int64_t tableBytes = 0;
+  if (!isInteger && elements > kMaxFoldFloatElements) {
+    tableBytes = elements * ((type.getElementTypeBitWidth() + 7) / 8);
+    if (elements > kMaxFoldTableElements || !isTableOp(op, elements) ||
+        foldedTableBytes + tableBytes > kMaxFoldTableBytes)
+      return value;
+  }
+  if (elements > (isInteger ? kMaxFoldElements : kMaxFoldTableElements))
     return value;
   SmallVector<HostTensor> operands;
   SmallVector<Value> foldedOperands;
@@ -166,6 +199,7 @@ Value GraphImporter::foldConstant(Value value, int depth) {
     foldFailed = true;
     return value;
   }
+  foldedTableBytes += tableBytes;
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPoint(op);
   Value constant = ConstantOp::create(

@@ -41,7 +41,8 @@ public:
   mlir::Value input(const onnx::NodeProto &node, int i);
   /// Binds output `i` of `node` to `value`, folded to a constant first when
   /// it is computed from constants and small: integers up to 65536 elements,
-  /// floats up to 64 (see foldConstant).
+  /// floats up to 64, or up to 2^20 from elementwise math and concats that
+  /// are no larger than their operands (see foldConstant).
   void setOutput(const onnx::NodeProto &node, int i, mlir::Value value);
   /// The value bound to `name` (null when none); subgraph converters (Loop)
   /// bind their bodies' inputs and restore the outer bindings afterwards.
@@ -104,6 +105,8 @@ private:
   llvm::StringMap<mlir::Value> values;
   /// Set when folding a constant op failed with a diagnostic.
   bool foldFailed = false;
+  /// Bytes of float tables folded so far (foldConstant's budget).
+  int64_t foldedTableBytes = 0;
   /// The symbolic dims' ranges: `options.dimRanges`, and the names given
   /// `options.unboundDimRange`.
   llvm::StringMap<std::pair<int64_t, int64_t>> ranges;
