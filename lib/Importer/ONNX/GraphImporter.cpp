@@ -167,7 +167,7 @@ Value GraphImporter::foldConstant(Value value, int depth) {
         foldedTableBytes + tableBytes > kMaxFoldTableBytes)
       return value;
   }
-  if (elements > (isInteger ? kMaxFoldElements : kMaxFoldTableElements))
+  if (isInteger && elements > kMaxFoldElements)
     return value;
   SmallVector<HostTensor> operands;
   SmallVector<Value> foldedOperands;
