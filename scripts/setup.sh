@@ -29,6 +29,7 @@ if [ ! -x /usr/local/cuda/bin/nvcc ] && [ ! -f /usr/local/cuda/include/nvrtc.h ]
 fi
 
 # Test oracles and tools; numpy and onnx read the conformance data; pybind11
-# builds the Python package's native module.
+# builds the Python package's native module; nvdisasm reads the kernels' SASS
+# without a GPU (scripts/kernel_sass.py).
 python3 -m pip install -q --disable-pip-version-check onnx onnxruntime numpy pytest \
-  pybind11
+  pybind11 nvidia-cuda-nvdisasm

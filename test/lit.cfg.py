@@ -3,6 +3,7 @@
 
 import os
 import shutil
+import subprocess
 
 import lit.formats
 from lit.llvm import llvm_config
@@ -37,3 +38,9 @@ if shutil.which("nvidia-smi") and os.system("nvidia-smi -L > /dev/null 2>&1") ==
     config.available_features.add("cuda-device")
 if os.path.isdir(corpus):
     config.available_features.add("corpus")
+# nvdisasm (the CUDA toolkit's, or PyPI's nvidia-cuda-nvdisasm) reads SASS
+# without a GPU: scripts/kernel_sass.py.
+if subprocess.run([config.python_executable,
+                   os.path.join(config.kiln_src_root, "scripts", "kernel_sass.py"),
+                   "--which"], capture_output=True).returncode == 0:
+    config.available_features.add("nvdisasm")
