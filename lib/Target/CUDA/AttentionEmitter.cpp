@@ -80,6 +80,7 @@ FailureOr<AttentionParts> readAttention(KernelOp kernel) {
     parts.outIndex = "0";
     for (auto [r, p] : llvm::enumerate(outTranspose.getPermutation()))
       parts.outIndex += llvm::formatv(" + {0} * {1}", coords[p], outStrides[r]);
+    parts.outFeaturesInnermost = outTranspose.getPermutation().back() == 3;
   }
 
   // The sink logit of head h: a literal, or a table with one per head.

@@ -27,6 +27,10 @@ struct AttentionParts {
   /// Where output feature d of query row (b, h, i) is stored; reads `row`
   /// ((b * heads + h) * queries + i), `b`, `h`, `i` and `d`.
   std::string outIndex;
+  /// Features d and d + 1 of a row are adjacent in the output, and every
+  /// row starts at a multiple of the head size (the features are the
+  /// innermost dim): an even d's pair can be stored at once.
+  bool outFeaturesInnermost = true;
   /// A declaration of the per-head sink logits (may be empty), and the
   /// logit of head `h` ("neg_inf" without a sink).
   std::string sinkTable, sinkValue;

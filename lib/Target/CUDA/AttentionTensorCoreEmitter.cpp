@@ -381,6 +381,16 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
         std::pair{&valueRows, "v_async"}})
     if (*rows)
       os << "  const bool " << flag << " = " << (*rows)->aligned << ";\n";
+  // A 16-bit output whose features are innermost stores a lane's two
+  // adjacent ones at once, where the output is 4-byte aligned.
+  Type outType = attention.getType().getElementType();
+  bool pairedOutput = !split && parts.outFeaturesInnermost &&
+                      (outType.isF16() || outType.isBF16());
+  std::string outPair = outType.isF16() ? "__half2" : "__nv_bfloat162",
+              halvesToPair =
+                  outType.isF16() ? "__halves2half2" : "__halves2bfloat162";
+  if (pairedOutput)
+    os << "  const bool out_pairs = ((unsigned long long)out0 & 3) == 0;\n";
   // This block's keys: all, or its split's.
   os << keyRangeText(split, keys, "z");
   // Key indices in 32 bits where every one, and a tile past the last, fits:
@@ -971,8 +981,27 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
     geometry.sharedBytes = dynamicShared;
     return FailureOr<LaunchGeometry>(geometry);
   }
-  os << "      const float inverse = 1.0f / l[mt][r];\n"
-     << "      #pragma unroll\n"
+  os << "      const float inverse = 1.0f / l[mt][r];\n";
+  if (pairedOutput) {
+    // A lane's two adjacent features of a row (2t and 2t + 1) in one
+    // 4-byte store where the output allows, not two 2-byte ones.
+    os << "      if (out_pairs) {\n"
+       << "        #pragma unroll\n"
+          "        for (int n = 0; n < "
+       << dv / 8 << "; ++n) {\n"
+       << "          const long long d = n * 8 + 2 * t;\n"
+       << "          const float acc0 = o[mt][n][r * 2], acc1 = o[mt][n][r * 2 "
+          "+ "
+          "1];\n"
+       << "          *reinterpret_cast<" << outPair << " *>(out0 + ("
+       << parts.outIndex << ")) = " << halvesToPair << "("
+       << normalizedOutput(attention, "acc0", "l[mt][r]", "inverse") << ", "
+       << normalizedOutput(attention, "acc1", "l[mt][r]", "inverse") << ");\n"
+       << "        }\n"
+       << "        continue;\n"
+       << "      }\n";
+  }
+  os << "      #pragma unroll\n"
         "      for (int n = 0; n < "
      << dv / 8 << "; ++n)\n"
      << "        #pragma unroll\n"
