@@ -85,13 +85,17 @@ namespace {
 constexpr int64_t kKeysPerTile = 64;
 constexpr int64_t kMaxHeadSize = 128;
 
+/// True when the environment sets `name` to `value`: the overrides of the
+/// emitter's choices that bench/attention.py times.
+bool envIs(const char *name, llvm::StringRef value) {
+  const char *env = std::getenv(name);
+  return env && value == env;
+}
+
 /// Warps per block, 16 query rows each: 4, or 8 where the environment's
 /// KILN_ATTENTION_WARPS says so (bench/attention.py times both; the
 /// default follows its numbers, docs/performance.md).
-int64_t warpsPerBlock() {
-  const char *env = std::getenv("KILN_ATTENTION_WARPS");
-  return env && std::string(env) == "8" ? 8 : 4;
-}
+int64_t warpsPerBlock() { return envIs("KILN_ATTENTION_WARPS", "8") ? 8 : 4; }
 /// The blocks of 128 query rows from which two m-tiles a warp pay: a wave
 /// of two blocks on each of an H100's or H200's 132 SMs. Fewer would leave
 /// SMs idle that 64-row blocks fill; counted at the dims' least, so that a
@@ -109,9 +113,10 @@ constexpr int64_t kFewestWideBlocks = 2 * 132;
 int64_t mTilesPerWarp(bool tf32, bool split, const AttentionParts &parts) {
   if (tf32 || split)
     return 1;
-  if (const char *env = std::getenv("KILN_ATTENTION_ROWS_PER_WARP"))
-    if (std::string(env) == "16" || std::string(env) == "32")
-      return std::string(env) == "16" ? 1 : 2;
+  if (envIs("KILN_ATTENTION_ROWS_PER_WARP", "16"))
+    return 1;
+  if (envIs("KILN_ATTENTION_ROWS_PER_WARP", "32"))
+    return 2;
   int64_t queries = leastOf(parts, parts.queries);
   int64_t blocks =
       leastOf(parts, parts.batch) * parts.heads * ((queries + 127) / 128);
@@ -126,12 +131,10 @@ int64_t mTilesPerWarp(bool tf32, bool split, const AttentionParts &parts) {
 /// KILN_ATTENTION_BARRIERS=2 (FlashAttention-2's order with one buffer
 /// each) ask for one, so bench/attention.py can time the forms.
 int64_t kvStagesOf(int64_t mTiles) {
-  const char *stages = std::getenv("KILN_ATTENTION_KV_STAGES");
-  const char *barriers = std::getenv("KILN_ATTENTION_BARRIERS");
-  if (mTiles != 2 || (stages && std::string(stages) == "1") ||
-      (barriers && std::string(barriers) == "2"))
-    return 1;
-  return 2;
+  return mTiles != 2 || envIs("KILN_ATTENTION_KV_STAGES", "1") ||
+                 envIs("KILN_ATTENTION_BARRIERS", "2")
+             ? 1
+             : 2;
 }
 
 /// Keys a tile: 64, or 32 where one buffer each holds two m-tiles' scores at
@@ -145,9 +148,9 @@ int64_t keysPerTile(bool tf32, int64_t mTiles, int64_t kvStages,
                     int64_t headSize) {
   if (tf32)
     return 32;
-  if (const char *env = std::getenv("KILN_ATTENTION_TILE_KEYS"))
-    if (std::string(env) == "32" || std::string(env) == "64")
-      return std::stoi(env);
+  for (int64_t keys : {32, 64})
+    if (envIs("KILN_ATTENTION_TILE_KEYS", std::to_string(keys)))
+      return keys;
   return mTiles == 2 && kvStages == 1 && headSize > 64 ? 32 : kKeysPerTile;
 }
 
@@ -304,16 +307,13 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
   // during the softmax and P V (KILN_ATTENTION_BARRIERS=2; slower on the
   // H200 than the four-barrier order, whose value tile also streams during
   // the softmax, and than two buffers each).
-  const char *barriersEnv = std::getenv("KILN_ATTENTION_BARRIERS");
-  bool twoBarriers =
-      kvStages == 1 && barriersEnv && std::string(barriersEnv) == "2";
+  bool twoBarriers = kvStages == 1 && envIs("KILN_ATTENTION_BARRIERS", "2");
   int64_t dynamicShared =
       qInRegisters ? 0 : qBytes + kvStages * (kBytes + vBytes);
   // The running maximum moves lazily (by more than 2^8) unless
   // KILN_ATTENTION_LAZY_RESCALE=0 asks for every rise, so that
   // bench/attention.py can time the two on one machine.
-  const char *lazyEnv = std::getenv("KILN_ATTENTION_LAZY_RESCALE");
-  bool lazyRescale = !(lazyEnv && std::string(lazyEnv) == "0");
+  bool lazyRescale = !envIs("KILN_ATTENTION_LAZY_RESCALE", "0");
   // `for` over e = threadIdx.x, + threads, ... below `count`, with a trip
   // count the compiler sees (the block size is fixed here).
   auto threadLoop = [&](int64_t count, const std::string &indent) {
@@ -990,9 +990,8 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
           "        for (int n = 0; n < "
        << dv / 8 << "; ++n) {\n"
        << "          const long long d = n * 8 + 2 * t;\n"
-       << "          const float acc0 = o[mt][n][r * 2], acc1 = o[mt][n][r * 2 "
-          "+ "
-          "1];\n"
+       << "          const float acc0 = o[mt][n][r * 2];\n"
+       << "          const float acc1 = o[mt][n][r * 2 + 1];\n"
        << "          *reinterpret_cast<" << outPair << " *>(out0 + ("
        << parts.outIndex << ")) = " << halvesToPair << "("
        << normalizedOutput(attention, "acc0", "l[mt][r]", "inverse") << ", "
