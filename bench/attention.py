@@ -120,10 +120,9 @@ def main():
     parser.add_argument("--iters", type=int, default=30)
     parser.add_argument("--out", default="")
     args = parser.parse_args()
-    shapes = [tuple(int(n) for n in x.split("x"))
-              for x in args.shapes.split(",") if x]
-    decode_shapes = [tuple(int(n) for n in x.split("x"))
-                     for x in args.decode_shapes.split(",") if x]
+    shapes, decode_shapes = (
+        [tuple(int(n) for n in x.split("x")) for x in text.split(",") if x]
+        for text in (args.shapes, args.decode_shapes))
     os.makedirs(args.work, exist_ok=True)
     rows = ["| precision | B | H | S | D | config | Kiln ms | Kiln TFLOP/s | "
             "SDPA ms | SDPA TFLOP/s | Kiln / SDPA speed |",

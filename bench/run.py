@@ -229,7 +229,7 @@ def render(rows, args):
     header += [f"Kiln speedup vs {p}" for p in peer_names]
     header += ["floor µs", "of roofline", "diff"]
     diff_peers = [p for p in peer_names
-                  if any(p in r.get("peer_diffs", {}) for r in rows)]
+                  if any(p in r["peer_diffs"] for r in rows)]
     header += [f"{p} diff" for p in diff_peers]
     lines.append("| " + " | ".join(header) + " |")
     lines.append("|" + "---|" * len(header))
