@@ -10,8 +10,10 @@ backend on the same shapes, timed with CUDA events after a warm-up. Both
 report the median; TFLOP/s counts 4*B*H*S*S*D operations (the two products).
 Kiln's kernel is timed in each of --configs: its default, and the
 environment's overrides of the emitter's choices (AttentionTensorCoreEmitter.cpp:
-KILN_ATTENTION_WARPS=8 warps a block, KILN_ATTENTION_ROWS_PER_WARP=16 or 32
-query rows a warp, KILN_ATTENTION_TILE_KEYS=32 or 64 keys a tile,
+KILN_ATTENTION_WGMMA=1 for Hopper's wgmma instead of mma.sync,
+KILN_ATTENTION_WARPS=8 warps a block, KILN_ATTENTION_ROWS_PER_WARP=16
+or 32 query rows a warp (mma.sync), KILN_ATTENTION_TILE_KEYS=32, 64 or (wgmma)
+128 keys a tile,
 KILN_ATTENTION_KV_STAGES=1 for one buffer each for the key and value tiles
 where two are the default (two m-tiles), KILN_ATTENTION_BARRIERS=2 for
 FlashAttention-2's two-barrier order with one buffer each,
@@ -105,9 +107,8 @@ def main():
     parser.add_argument("--work", default=os.path.join("build-gpu", "attention"))
     parser.add_argument("--precisions", default="fp16,bf16")
     parser.add_argument(
-        "--configs", default="default,KILN_ATTENTION_KV_STAGES=1,"
-        "KILN_ATTENTION_KV_STAGES=1+KILN_ATTENTION_TILE_KEYS=32,"
-        "KILN_ATTENTION_LAZY_RESCALE=0",
+        "--configs", default="default,KILN_ATTENTION_WGMMA=1,"
+        "KILN_ATTENTION_WGMMA=1+KILN_ATTENTION_TILE_KEYS=64",
         help="comma-separated: 'default' or NAME=VALUE+NAME=VALUE...")
     parser.add_argument(
         "--shapes", default=",".join("x".join(map(str, x)) for x in SHAPES),

@@ -109,6 +109,7 @@ if want sanitizer; then
   att=build-gpu/lit/test__Target__CUDA__attention-tensor-cores.test/t
   views=build-gpu/lit/test__Target__CUDA__attention-head-views.test/t
   tf32=build-gpu/lit/test__Target__CUDA__attention-tf32.test/t
+  wg=build-gpu/lit/test__Target__CUDA__attention-wgmma.test/t
   # An export with its committed inputs and pinned dims.
   export_args() {
     local d=test/models/fresh/$1
@@ -136,6 +137,11 @@ if want sanitizer; then
     "tc-attention-head-views-packed|$views/packed.mlir --precision fp16 --keep-io-types=false --compare-reference --rel-l2 1e-2 --seed 3"
     "tc-attention-head-views-split|$views/split.mlir --precision bf16 --keep-io-types=false --compare-reference --rel-l2 1e-2 --seed 7 --run-dim b=3 --run-dim s=129"
     "tc-attention-head-views-decode|$views/split.mlir --precision fp16 --keep-io-types=false --compare-reference --rel-l2 1e-2 --seed 7 --run-dim b=2 --run-dim s=1"
+    "tc-attention-wgmma-tails|$wg/tails.mlir --precision fp16 --keep-io-types=false --compare-reference --rel-l2 1e-2 --seed 3"
+    "tc-attention-wgmma-keys64-tails|$wg/tails.mlir --precision bf16 --keep-io-types=false --compare-reference --rel-l2 1e-2 --seed 3"
+    "tc-attention-wgmma-gqa|$wg/gqa.mlir --precision bf16 --keep-io-types=false --compare-reference --rel-l2 1e-2 --seed 4"
+    "tc-attention-wgmma-symbolic|$wg/symbolic.mlir --precision fp16 --keep-io-types=false --compare-reference --rel-l2 1e-2 --seed 5 --run-dim s=129 --run-dim t=257"
+    "tc-attention-wgmma-elements|$wg/rope.mlir --precision fp16 --keep-io-types=false --compare-reference --rel-l2 1e-2 --seed 6"
     "tc-attention-tf32|$tf32/mask.mlir --allow-tf32 --compare-reference --rel-l2 1e-2 --seed 3"
     "tc-attention-tf32-tails|$tf32/symbolic.mlir --allow-tf32 --compare-reference --rel-l2 1e-2 --seed 5 --run-dim s=67 --run-dim t=129"
     "tc-attention-tf32-split|$tf32/split.mlir --allow-tf32 --compare-reference --rel-l2 1e-2 --seed 3"
@@ -146,7 +152,7 @@ if want sanitizer; then
     "llama-bf16|$(export_args llama-torchscript) --precision bf16 --compare-reference --rel-l2 3e-2"
     "vit-fp32|$(export_args vit-torchscript) --compare-reference"
   )
-  racy=" tc-attention-fp16 tc-attention-decode tc-attention-bf16-tails tc-attention-cp-async tc-attention-cp-async-tails tc-attention-two-mtiles tc-attention-two-mtiles-tails tc-attention-two-mtiles-wide tc-attention-two-mtiles-one-stage tc-attention-two-mtiles-one-stage-tails tc-attention-two-mtiles-one-stage-wide tc-attention-two-barriers-tails tc-attention-two-mtiles-two-barriers-wide tc-attention-8-warps tc-attention-head-views-packed tc-attention-head-views-split tc-attention-head-views-decode tc-attention-tf32 tc-attention-tf32-tails tc-attention-tf32-split bert-fp32 llama-bf16 "
+  racy=" tc-attention-fp16 tc-attention-decode tc-attention-bf16-tails tc-attention-cp-async tc-attention-cp-async-tails tc-attention-two-mtiles tc-attention-two-mtiles-tails tc-attention-two-mtiles-wide tc-attention-two-mtiles-one-stage tc-attention-two-mtiles-one-stage-tails tc-attention-two-mtiles-one-stage-wide tc-attention-two-barriers-tails tc-attention-two-mtiles-two-barriers-wide tc-attention-8-warps tc-attention-head-views-packed tc-attention-head-views-split tc-attention-head-views-decode tc-attention-wgmma-tails tc-attention-wgmma-keys64-tails tc-attention-wgmma-gqa tc-attention-wgmma-symbolic tc-attention-wgmma-elements tc-attention-tf32 tc-attention-tf32-tails tc-attention-tf32-split bert-fp32 llama-bf16 "
   deadline=$((SECONDS + 180))
   for tool in memcheck racecheck; do
     for r in "${runs[@]}"; do
@@ -167,14 +173,17 @@ if want sanitizer; then
       fi
       # The emitter's defaults unless the name says (two buffers each for
       # keys and values with two m-tiles; "one-stage": one each).
-      warps=4 rows="" stages="" barriers=""
+      warps=4 rows="" stages="" barriers="" wgmma="" keys=""
       [[ $name == *8-warps ]] && warps=8
       [[ $name == *two-mtiles* ]] && rows=32
       [[ $name == *one-stage* ]] && stages=1
       [[ $name == *two-barriers* ]] && barriers=2
+      [[ $name == *wgmma* ]] && wgmma=1
+      [[ $name == *keys64* ]] && keys=64
       # shellcheck disable=SC2086
       KILN_ATTENTION_WARPS=$warps KILN_ATTENTION_ROWS_PER_WARP=$rows \
-        KILN_ATTENTION_KV_STAGES=$stages KILN_ATTENTION_BARRIERS=$barriers timeout 60 compute-sanitizer --tool "$tool" --error-exitcode 9 \
+        KILN_ATTENTION_KV_STAGES=$stages KILN_ATTENTION_BARRIERS=$barriers \
+        KILN_ATTENTION_WGMMA=$wgmma KILN_ATTENTION_TILE_KEYS=$keys timeout 60 compute-sanitizer --tool "$tool" --error-exitcode 9 \
         kiln-run $args --backend cuda --cuda-graphs=false \
         >"$out/sanitizer-$tool-$name.log" 2>&1
       status=$?

@@ -319,6 +319,7 @@ void printReportText(const rt::Artifact &artifact, const CompileReport &report,
           k->registers, k->sharedBytes + step.launch.sharedBytes,
           k->spillStoreBytes + k->spillLoadBytes, occupancy.fraction,
           cost.tf32          ? ", mma.sync tf32"
+          : cost.wgmma       ? ", wgmma"
           : cost.tensorCores ? ", mma.sync"
                              : "",
           stack, code);

@@ -147,6 +147,22 @@ std::vector<MmaUse> kernelsIssuingMmaSync(const rt::Artifact &artifact) {
                                                        : MmaUse::None;
     entry = next;
   }
+  // The portable PTX issues wgmma's products as mma.sync; the sm_90a cubin
+  // issues wgmma where a kernel's source commits wgmma groups.
+  llvm::StringRef source = artifact.cudaSource;
+  llvm::StringRef marker = "__global__ void ";
+  for (size_t at = source.find(marker); at != llvm::StringRef::npos;) {
+    size_t next = source.find(marker, at + 1);
+    llvm::StringRef body = source.slice(at, next);
+    llvm::StringRef name =
+        body.drop_front(marker.size()).take_until([](char c) {
+          return c == '(';
+        });
+    auto it = index.find(name);
+    if (it != index.end() && body.contains("kiln_wgmma_commit("))
+      issues[it->second] = MmaUse::Wgmma;
+    at = next;
+  }
   return issues;
 }
 
@@ -163,6 +179,7 @@ StepCost costOf(const rt::Artifact &artifact, const rt::Step &step,
                      : MmaUse::None;
     cost.tensorCores = mma != MmaUse::None;
     cost.tf32 = mma == MmaUse::Tf32;
+    cost.wgmma = mma == MmaUse::Wgmma;
     // Each distinct buffer once (a view and its source count once).
     std::set<uint32_t> seen;
     for (uint32_t id : step.launch.args)

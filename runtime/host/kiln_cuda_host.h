@@ -161,8 +161,10 @@ inline int __all_sync(unsigned mask, int predicate) {
 }
 inline unsigned __activemask() { return 0xffffffffu; }
 
-// Tensor-core instructions (mma.sync, ldmatrix, cp.async), on these lanes.
+// Tensor-core instructions (mma.sync, ldmatrix, cp.async; Hopper's wgmma),
+// on these lanes.
 #include "kiln_cuda_host_mma.h"
+#include "kiln_cuda_host_wgmma.h"
 
 //===----------------------------------------------------------------------===//
 // Module entry points (appended to the source by the host backend)

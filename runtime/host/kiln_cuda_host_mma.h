@@ -216,27 +216,44 @@ inline void ldmatrix(unsigned (&r)[N], const void *rowAddress) {
   }
 }
 
-/// One thread's cp.async copies: those not yet committed, then its
-/// committed groups, oldest first. A block's threads start with none.
+/// One cp.async copy of a thread.
 struct AsyncCopy {
   void *dst;
   const void *src;
   unsigned bytes, srcBytes;
 };
-struct AsyncCopies {
+
+/// A thread's asynchronous operations of one kind (cp.async copies here,
+/// wgmma products in kiln_cuda_host_wgmma.h): those not yet committed, then
+/// its committed groups, oldest first. Each lands through `land(op)`.
+template <class Op> struct PendingGroups {
   const kiln_host_thread *thread = nullptr;
   unsigned block[3] = {0, 0, 0};
-  std::vector<AsyncCopy> open;
-  std::vector<std::vector<AsyncCopy>> groups;
+  std::vector<Op> open;
+  std::vector<std::vector<Op>> groups;
+
+  void commit() {
+    groups.push_back(std::move(open));
+    open.clear();
+  }
+  /// Lands all but the `keep` most recently committed groups.
+  void wait(size_t keep) {
+    while (groups.size() > keep) {
+      for (const Op &op : groups.front())
+        land(op);
+      groups.erase(groups.begin());
+    }
+  }
 };
 
-/// The running thread's copies. Copies a thread left pending when its block
-/// ended are dropped with that block's shared memory.
-inline AsyncCopies &asyncCopies() {
-  static thread_local std::vector<AsyncCopies> states;
+/// The running thread's operations of kind `Op`. A block's threads start
+/// with none: what a thread left pending when its block ended is dropped
+/// with that block's shared memory.
+template <class Op> inline PendingGroups<Op> &pendingOf() {
+  static thread_local std::vector<PendingGroups<Op>> states;
   kiln_host_thread *self = kiln_host_self;
   unsigned block[3] = {blockIdx.x, blockIdx.y, blockIdx.z};
-  for (AsyncCopies &s : states)
+  for (PendingGroups<Op> &s : states)
     if (s.thread == self) {
       if (std::memcmp(s.block, block, sizeof(block)) != 0) {
         s.open.clear();
@@ -315,24 +332,17 @@ inline void kiln_ldmatrix_x4_trans(unsigned (&r)[4], const void *row) {
 /// cp.async.cg of 16 bytes to shared `dst` from global `src`: the first
 /// `srcBytes` (at most 16) copied, the rest zero-filled (a tile's edge).
 inline void kiln_cp_async_16(void *dst, const void *src, unsigned srcBytes) {
-  kiln_host_mma::asyncCopies().open.push_back(
+  kiln_host_mma::pendingOf<kiln_host_mma::AsyncCopy>().open.push_back(
       {dst, src, 16u, srcBytes > 16u ? 16u : srcBytes});
 }
 inline void kiln_cp_async_commit() {
-  kiln_host_mma::AsyncCopies &s = kiln_host_mma::asyncCopies();
-  s.groups.push_back(std::move(s.open));
-  s.open.clear();
+  kiln_host_mma::pendingOf<kiln_host_mma::AsyncCopy>().commit();
 }
 /// cp.async.wait_group N: all but the N most recent committed groups have
 /// landed.
 template <int N> inline void kiln_cp_async_wait() {
   static_assert(N >= 0, "wait_group takes a count of groups");
-  kiln_host_mma::AsyncCopies &s = kiln_host_mma::asyncCopies();
-  while (s.groups.size() > static_cast<size_t>(N)) {
-    for (const kiln_host_mma::AsyncCopy &copy : s.groups.front())
-      kiln_host_mma::land(copy);
-    s.groups.erase(s.groups.begin());
-  }
+  kiln_host_mma::pendingOf<kiln_host_mma::AsyncCopy>().wait(N);
 }
 
 #endif // KILN_CUDA_HOST_MMA_H

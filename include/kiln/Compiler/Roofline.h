@@ -64,6 +64,8 @@ struct StepCost {
   /// An fp32 GEMM or kernel with TF32 inputs, on the tensor cores at the
   /// TF32 rate.
   bool tf32 = false;
+  /// A kernel issuing wgmma (sm_90a).
+  bool wgmma = false;
 };
 
 /// What a kernel's PTX issues on the tensor cores.
@@ -73,10 +75,14 @@ enum class MmaUse : uint8_t {
   Sixteen,
   /// mma.sync on TF32 operands (kilnc --allow-tf32).
   Tf32,
+  /// Hopper's wgmma on 16-bit operands (the sm_90a cubin; its portable PTX
+  /// issues the same products as mma.sync).
+  Wgmma,
 };
 
-/// For each kernel of `artifact`, what mma.sync it issues, read from its PTX
-/// in one pass (all None when the artifact has none).
+/// For each kernel of `artifact`, what tensor-core instruction it issues:
+/// mma.sync read from its PTX in one pass, wgmma from its CUDA source (all
+/// None when the artifact has neither).
 std::vector<MmaUse> kernelsIssuingMmaSync(const rt::Artifact &artifact);
 
 /// The work of `step`; `kernelFlops` from flopsOfKernels and `mmaSync` from

@@ -56,6 +56,19 @@
 // for the splits of the keys, KeySplit), so a short query length still
 // gives each head its block.
 //
+// With KILN_ATTENTION_WGMMA=1 (fp16/bf16, head sizes 16, 32, 64 or 128,
+// not the split kernel), Hopper's wgmma issues both products: eight warps,
+// two warpgroups of 64 query rows; each wgmma.mma_async m64nNk16 takes A
+// from registers (the query's fragments, read at each tile; P as it lies)
+// and B from shared memory through a no-swizzle descriptor, the key tile
+// K-major and the value tile MN-major (trans-b); the key and value tiles
+// are laid as wgmma's 8x8 core matrices (128 contiguous bytes), 128 keys a
+// tile (KILN_ATTENTION_TILE_KEYS=64), two buffers each, and the writers of
+// a tile fence the async proxy before its barrier. Not the default: each
+// wgmma is waited for before the softmax, and no producer warps or
+// ping-pong between the warpgroups hide the waits yet (FlashAttention-3),
+// so it timed slower than two m-tiles of mma.sync.
+//
 // fp32 operands, where kilnc --allow-tf32 allows, run the same loop on
 // mma.sync.m16n8k8 with TF32 inputs (cvt.rna.tf32.f32 at each fragment
 // load): one m-tile a warp, fp32 tiles of 32 keys (the two in 34 KiB),
@@ -68,6 +81,8 @@
 
 #include "AttentionParts.h"
 #include "StridedView.h"
+
+#include "kiln/Target/CUDA/TensorCores.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -121,6 +136,29 @@ int64_t mTilesPerWarp(bool tf32, bool split, const AttentionParts &parts) {
   int64_t blocks =
       leastOf(parts, parts.batch) * parts.heads * ((queries + 127) / 128);
   return queries > 64 && blocks >= kFewestWideBlocks ? 2 : 1;
+}
+
+/// Head sizes whose 16-byte chunks a row-group of wgmma's layout spreads
+/// evenly over 256 threads (eight rows of each chunk at a time).
+bool wgmmaHeadSize(int64_t d) {
+  return d == 16 || d == 32 || d == 64 || d == 128;
+}
+
+/// Hopper's wgmma (FlashAttention-3's instruction) for Q K^T and P V,
+/// where KILN_ATTENTION_WGMMA=1 asks for it and the head sizes suit its
+/// tile layout: eight warps, two warpgroups of 64 rows. Not the default:
+/// in this form (each wgmma waited for before the softmax, no producer
+/// warps, no overlap of one warpgroup's softmax with the other's products)
+/// it timed at 234 TFLOP/s on the H200 at D = 128, S = 2048, against 361
+/// for two m-tiles of mma.sync (bench/results/2026-11-27-h200-2.md).
+bool useWgmma(bool tf32, bool split, const AttentionParts &parts) {
+  return !tf32 && !split && envIs("KILN_ATTENTION_WGMMA", "1") &&
+         wgmmaHeadSize(parts.size) && wgmmaHeadSize(parts.valueSize);
+}
+
+/// Keys a wgmma tile: 128, or KILN_ATTENTION_TILE_KEYS (64 or 128).
+int64_t wgmmaKeysPerTile() {
+  return envIs("KILN_ATTENTION_TILE_KEYS", "64") ? 64 : 128;
 }
 
 /// Buffers each for the key and value tiles: two with two m-tiles a warp
@@ -258,10 +296,13 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
   if (tf32 && dv < dq)
     return std::nullopt;
   Size queries = parts.queries, keys = parts.keys;
-  int64_t mTiles = mTilesPerWarp(tf32, split, parts);
-  int64_t kvStages = tf32 ? 1 : kvStagesOf(mTiles);
-  int64_t tileKeys = keysPerTile(tf32, mTiles, kvStages, std::max(dq, dv)),
-          perChunk = tf32 ? 4 : 8;
+  bool wgmma = useWgmma(tf32, split, parts);
+  int64_t mTiles = wgmma ? 1 : mTilesPerWarp(tf32, split, parts);
+  int64_t kvStages = tf32 ? 1 : wgmma ? 2 : kvStagesOf(mTiles);
+  int64_t tileKeys =
+      wgmma ? wgmmaKeysPerTile()
+            : keysPerTile(tf32, mTiles, kvStages, std::max(dq, dv));
+  int64_t perChunk = tf32 ? 4 : 8;
   std::string storage = tf32         ? "float"
                         : et.isF16() ? "__half"
                                      : "__nv_bfloat16";
@@ -293,15 +334,22 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
   // fragments of 32 rows would not fit beside the accumulators: the query
   // tile keeps its own shared memory and its fragments are read at each
   // k-step, as FlashAttention-2 does.
+  // With wgmma, the query tile has its own shared memory too (read into
+  // registers once), and the key and value tiles are wgmma's layout.
   bool qInRegisters = mTiles == 1;
-  int64_t warps = (dv >= dq || !qInRegisters) && !tf32 ? warpsPerBlock() : 4,
-          rows = 16 * mTiles * warps, threads = 32 * warps;
+  bool qTileShared = !qInRegisters || wgmma;
+  int64_t warps = 4;
+  if (wgmma)
+    warps = 8;
+  else if ((dv >= dq || !qInRegisters) && !tf32)
+    warps = warpsPerBlock();
+  int64_t rows = 16 * mTiles * warps, threads = 32 * warps;
   // Two m-tiles' tiles (a query tile of up to 256 rows) pass the 48 KiB of
   // static shared memory: they are dynamic shared memory of the launch.
   int64_t elementBytes = tf32 ? 4 : 2;
-  int64_t qBytes = qInRegisters ? 0 : rows * kPitch * elementBytes,
-          kBytes = tileKeys * kPitch * elementBytes,
-          vBytes = tileKeys * vPitch * elementBytes;
+  int64_t qBytes = qTileShared ? rows * kPitch * elementBytes : 0,
+          kBytes = tileKeys * (wgmma ? dq : kPitch) * elementBytes,
+          vBytes = tileKeys * (wgmma ? dv : vPitch) * elementBytes;
   // With one buffer each, FlashAttention-2's order needs two barriers a tile
   // too: the value tile streams in during Q K^T only, the next key tile
   // during the softmax and P V (KILN_ATTENTION_BARRIERS=2; slower on the
@@ -309,7 +357,7 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
   // the softmax, and than two buffers each).
   bool twoBarriers = kvStages == 1 && envIs("KILN_ATTENTION_BARRIERS", "2");
   int64_t dynamicShared =
-      qInRegisters ? 0 : qBytes + kvStages * (kBytes + vBytes);
+      qTileShared ? qBytes + kvStages * (kBytes + vBytes) : 0;
   // The running maximum moves lazily (by more than 2^8) unless
   // KILN_ATTENTION_LAZY_RESCALE=0 asks for every rise, so that
   // bench/attention.py can time the two on one machine.
@@ -326,6 +374,10 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
     return text;
   };
 
+  bool bf16 = et.isBF16();
+  if (wgmma)
+    os << cudaWgmmaFunction(tileKeys, bf16, /*transB=*/false)
+       << cudaWgmmaFunction(dv, bf16, /*transB=*/true);
   if (split)
     emitSignature(kernel, name, os, "float *__restrict__ partials");
   else
@@ -337,13 +389,20 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
                "of a\n  // fragment's reads hit distinct banks.\n"
              : "  // Rows padded by 16 bytes: an ldmatrix's eight rows hit "
                "distinct banks.\n");
-  if (qInRegisters) {
+  if (wgmma)
+    os << "  // Key and value tiles in wgmma's no-swizzle layout: 8x8 core\n"
+       << "  // matrices of 128 contiguous bytes, core (r / 8) * (width / 8) "
+          "+ c / 8\n"
+       << "  // holding rows r to r + 7 of columns c to c + 7.\n";
+  if (!qTileShared) {
     os << "  __shared__ __align__(16) " << storage << " k_tile[" << tileKeys
        << "][" << kPitch << "];\n"
        << "  __shared__ __align__(16) " << storage << " v_tile[" << tileKeys
        << "][" << vPitch << "];\n";
   } else {
     auto tileAt = [&](const char *tileName, int64_t pitch, int64_t offset) {
+      if (wgmma && tileName[0] != 'q')
+        pitch = 64;
       os << "  " << storage << " (*" << tileName << ")[" << pitch
          << "] = reinterpret_cast<" << storage << " (*)[" << pitch
          << "]>(kiln_smem + " << offset << ");\n";
@@ -415,7 +474,7 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
      << "    // h / (heads / kv heads).\n"
      << "    const long long kv = b * " << parts.kvHeads << "LL + h / "
      << heads / parts.kvHeads << "LL;\n";
-  if (qInRegisters)
+  if (qInRegisters && !wgmma)
     os << "    // The query tile, staged in k_tile (rows past " << tileKeys
        << " in v_tile),\n"
        << "    // becomes this warp's A fragments (16 rows by the head "
@@ -484,7 +543,7 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
        << "      qa[kk][2] = kiln_to_tf32(r0[t + 4]);\n"
        << "      qa[kk][3] = kiln_to_tf32(r1[t + 4]);\n"
        << "    }\n";
-  else
+  else if (!wgmma)
     os << "    unsigned qa[" << dq / 16 << "][4];\n"
        << "    #pragma unroll\n"
           "    for (int kk = 0; kk < "
@@ -492,23 +551,41 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
        << "      kiln_ldmatrix_x4(qa[kk], q_row(warp * 16 + (lane & 7) + "
           "((lane >> 3) & 1) * 8) + kk * 16 + (lane >> 4) * 8);\n";
   // The key tile's first stage overwrites the query staged there.
-  if (qInRegisters)
+  if (qInRegisters && !wgmma)
     os << "    __syncthreads();\n";
   // Stages rows [from, from + tileKeys) of keys or values (`width` features) in
   // `tileName`, zeros past the last key: cp.async from an aligned kernel
   // input, else element by element through the producers.
+  // Element (row, column) of a key or value tile `width` features wide:
+  // padded rows, or wgmma's core matrices.
+  auto cell = [&](const char *tileName, const std::string &row,
+                  const std::string &column, int64_t width) {
+    if (!wgmma)
+      return std::string(tileName) + "[" + row + "][" + column + "]";
+    return llvm::formatv("{0}[(({1}) >> 3) * {3} + (({2}) >> 3)][(({1}) & 7) "
+                         "* 8 + (({2}) & 7)]",
+                         tileName, row, column, width / 8)
+        .str();
+  };
   auto stageKeys = [&](Value operand, const std::optional<RowSource> &source,
                        const char *flag, const char *tileName, int64_t width,
                        const std::string &indent) -> LogicalResult {
     std::string in = indent;
     if (source) {
       // Each thread copies 16 bytes of the same column in rows r0, r0 +
-      // `step`, ...: one 64-bit address, then 32-bit offsets.
+      // `step`, ...: one 64-bit address, then 32-bit offsets. Into wgmma's
+      // layout, eight consecutive threads copy one core matrix (eight rows
+      // of a column of chunks), so that a warp's 512 bytes are contiguous.
       int64_t chunks = width / perChunk, step = threads / chunks;
-      os << indent << "if (" << flag << ") {\n"
-         << indent << "  const int r0 = threadIdx.x / " << chunks
-         << ", c = threadIdx.x % " << chunks << " * " << perChunk << ";\n"
-         << indent << "  const " << storage << " *src = " << source->pointer
+      os << indent << "if (" << flag << ") {\n";
+      if (wgmma)
+        os << indent << "  const int r0 = (threadIdx.x & 7) + threadIdx.x / "
+           << 8 * chunks << " * 8, c = (threadIdx.x >> 3) % " << chunks << " * "
+           << perChunk << ";\n";
+      else
+        os << indent << "  const int r0 = threadIdx.x / " << chunks
+           << ", c = threadIdx.x % " << chunks << " * " << perChunk << ";\n";
+      os << indent << "  const " << storage << " *src = " << source->pointer
          << " + " << source->base << " + from * " << source->rowStride
          << " + c;\n"
          << indent << "  #pragma unroll\n"
@@ -518,7 +595,8 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
       if (tileKeys % step)
         os << indent << "    if (r >= " << tileKeys << ") break;\n";
       os << indent << "    const bool live = from + r < " << keyStop << ";\n"
-         << indent << "    kiln_cp_async_16(&" << tileName << "[r][c], live ? "
+         << indent << "    kiln_cp_async_16(&"
+         << cell(tileName, "r", "c", width) << ", live ? "
          << "src + r * " << source->tileRowStride << " : " << source->pointer
          << ", live ? 16u : 0u);\n"
          << indent << "  }\n"
@@ -537,8 +615,9 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
       return failure();
     os << in << "    value = " << *element << ";\n"
        << in << "  }\n"
-       << in << "  " << tileName << "[e / " << width << "][d] = " << to16
-       << "(value);\n"
+       << in << "  "
+       << cell(tileName, "e / " + std::to_string(width), "d", width) << " = "
+       << to16 << "(value);\n"
        << in << "}\n";
     if (source)
       os << indent << "}\n";
@@ -559,6 +638,9 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
     return success();
   };
   bool twoStages = kvStages == 2;
+  // What cp.async or plain stores wrote, wgmma reads through the async
+  // proxy: each writer fences before the barrier.
+  std::string proxyFence = wgmma ? "      kiln_fence_proxy_async();\n" : "";
   // The first key tile, and its value tile unless the loop stages each value
   // tile itself (two barriers, one buffer).
   if (failed(stage(attention.getKey(), keyRows, "k_async",
@@ -608,12 +690,12 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
     };
     os << "      // Tile j in buffers j % 2; tile j + 1 streams into the "
           "others.\n";
-    pick("k", kPitch);
-    pick("v", vPitch);
+    pick("k", wgmma ? 64 : kPitch);
+    pick("v", wgmma ? 64 : vPitch);
     os << "      // This key tile has landed (its value tile may not have);\n"
        << "      // every warp is done with the previous tile's buffers.\n"
        << "      kiln_cp_async_wait<1>();\n"
-       << "      __syncthreads();\n";
+       << proxyFence << "      __syncthreads();\n";
     if (failed(stage(attention.getKey(), keyRows, "k_async", "k_next", dq,
                      nextTile, "      ")) ||
         failed(stage(attention.getValue(), valueRows, "v_async", "v_next", dv,
@@ -635,16 +717,46 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
   os << "      // S = Q K^T: this warp's 16 rows by the tile's " << tileKeys
      << " keys, n-tiles\n"
      << "      // of 8 keys; B from K rows (K^T is column-major B).\n"
-     << "      float s[" << mTiles << "][" << nTiles << "][4];\n"
-     << "      #pragma unroll\n"
-        "      for (int mt = 0; mt < "
-     << mTiles << "; ++mt)\n"
-     << "        #pragma unroll\n"
-        "        for (int n = 0; n < "
-     << nTiles << "; ++n)\n"
-     << "          #pragma unroll\n"
-        "          for (int e = 0; e < 4; ++e) s[mt][n][e] = 0.0f;\n";
-  if (tf32)
+     << "      float s[" << mTiles << "][" << nTiles << "][4];\n";
+  if (wgmma)
+    os << "      // One wgmma a k-step for the warpgroup's 64 rows (this "
+          "warp's\n"
+       << "      // 16 in its registers), the key tile K-major; scale-d 0 "
+          "starts\n"
+       << "      // the sum at the first. The query's fragments are read at\n"
+       << "      // each tile, not kept across the loop: ptxas 13.0 gave "
+          "them\n"
+       << "      // P's registers when Q K^T and P V had one shape (64 keys "
+          "at\n"
+       << "      // head size 64), and the next tile multiplied by P.\n"
+       << "      unsigned qa[" << dq / 16 << "][4];\n"
+       << "      #pragma unroll\n"
+          "      for (int kk = 0; kk < "
+       << dq / 16 << "; ++kk)\n"
+       << "        kiln_ldmatrix_x4(qa[kk], q_row(warp * 16 + (lane & 7) + "
+          "((lane >> 3) & 1) * 8) + kk * 16 + (lane >> 4) * 8);\n"
+       << "      kiln_wgmma_fence();\n"
+       << "      #pragma unroll\n"
+          "      for (int kk = 0; kk < "
+       << dq / 16 << "; ++kk)\n"
+       << "        " << wgmmaFunctionName(tileKeys, bf16, false)
+       << "(s[0], qa[kk], kiln_wgmma_desc(&k_tile[2 * kk][0], 128u, " << 16 * dq
+       << "u), kk);\n"
+       << "      kiln_wgmma_commit();\n"
+       << "      kiln_wgmma_wait<0>();\n"
+       << "      kiln_wgmma_hold(s[0]);\n";
+  else
+    os << "      #pragma unroll\n"
+          "      for (int mt = 0; mt < "
+       << mTiles << "; ++mt)\n"
+       << "        #pragma unroll\n"
+          "        for (int n = 0; n < "
+       << nTiles << "; ++n)\n"
+       << "          #pragma unroll\n"
+          "          for (int e = 0; e < 4; ++e) s[mt][n][e] = 0.0f;\n";
+  if (wgmma)
+    ; // Above.
+  else if (tf32)
     os << "      #pragma unroll\n"
           "      for (int kk = 0; kk < "
        << dq / 8 << "; ++kk)\n"
@@ -851,8 +963,39 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
     os << "      // This value tile has landed (the next tile's may not "
           "have).\n"
        << "      kiln_cp_async_wait<" << (twoStages ? 2 : 1) << ">();\n"
-       << "      __syncthreads();\n";
-  if (tf32)
+       << proxyFence << "      __syncthreads();\n";
+  if (wgmma)
+    os << "      // O += P V: P's accumulators are A fragments as they lie "
+          "(as\n"
+       << "      // for mma.sync); the value tile is MN-major B (trans-b). P "
+          "is\n"
+       << "      // packed before the fence: a register written between the\n"
+       << "      // fence and its wgmma makes ptxas add a warpgroup.arrive.\n"
+       << "      unsigned pa[" << tileKeys / 16 << "][4];\n"
+       << "      #pragma unroll\n"
+          "      for (int kk = 0; kk < "
+       << tileKeys / 16 << "; ++kk) {\n"
+       << "        pa[kk][0] = pack(s[0][2 * kk][0], s[0][2 * kk][1]);\n"
+       << "        pa[kk][1] = pack(s[0][2 * kk][2], s[0][2 * kk][3]);\n"
+       << "        pa[kk][2] = pack(s[0][2 * kk + 1][0], s[0][2 * kk + "
+          "1][1]);\n"
+       << "        pa[kk][3] = pack(s[0][2 * kk + 1][2], s[0][2 * kk + "
+          "1][3]);\n"
+       << "      }\n"
+       << "      kiln_wgmma_hold(o[0]);\n"
+       << "      kiln_wgmma_fence();\n"
+       << "      #pragma unroll\n"
+          "      for (int kk = 0; kk < "
+       << tileKeys / 16 << "; ++kk)\n"
+       << "        " << wgmmaFunctionName(dv, bf16, true)
+       << "(o[0], pa[kk], kiln_wgmma_desc(&v_tile[2 * kk * " << dv / 8
+       << "][0], " << 16 * dv << "u, 128u), 1);\n"
+       << "      kiln_wgmma_commit();\n"
+       << "      // Done before the next barrier lets a stage overwrite the\n"
+       << "      // value tile.\n"
+       << "      kiln_wgmma_wait<0>();\n"
+       << "      kiln_wgmma_hold(o[0]);\n";
+  else if (tf32)
     os << "      // O += P V: the A fragment of k-step kk (columns t and t + "
           "4\n"
        << "      // of each row) lies in n-tile kk's accumulators at lanes\n"

@@ -8,6 +8,8 @@
 
 #include "kiln/Target/CUDA/TensorCores.h"
 
+#include <cctype>
+
 namespace kiln {
 
 std::string cudaTensorCorePrelude() {
@@ -93,8 +95,124 @@ __device__ __forceinline__ void kiln_cp_async_commit() {
 template <int N> __device__ __forceinline__ void kiln_cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" :: "n"(N) : "memory");
 }
+// Hopper's wgmma (kiln_cuda_host_wgmma.h has the layouts). The descriptor
+// of a no-swizzle B: start, LBO (along K) and SBO (along N), each >> 4.
+typedef unsigned long long kiln_smem_desc;
+__device__ __forceinline__ kiln_smem_desc kiln_wgmma_desc(const void *start, unsigned lbo,
+                                                          unsigned sbo) {
+  return (kiln_smem_desc)((kiln_shared_address(start) & 0x3ffffu) >> 4) |
+         (kiln_smem_desc)((lbo & 0x3ffffu) >> 4) << 16 |
+         (kiln_smem_desc)((sbo & 0x3ffffu) >> 4) << 32;
+}
+// Shared memory written by ordinary stores or cp.async, then read by
+// wgmma (the async proxy): each writer fences before the barrier.
+__device__ __forceinline__ void kiln_fence_proxy_async() {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+#endif
+}
+#ifdef __CUDA_ARCH_FEAT_SM90_ALL
+__device__ __forceinline__ void kiln_wgmma_fence() {
+  asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+}
+__device__ __forceinline__ void kiln_wgmma_commit() {
+  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+}
+template <int N> __device__ __forceinline__ void kiln_wgmma_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" :: "n"(N) : "memory");
+}
+#else
+// PTX for other targets (the artifact's portable PTX) has no wgmma: the
+// same products run as mma.sync at once, each warp its 16 rows.
+__device__ __forceinline__ void kiln_wgmma_fence() {}
+__device__ __forceinline__ void kiln_wgmma_commit() {}
+template <int N> __device__ __forceinline__ void kiln_wgmma_wait() {}
+template <int N, bool TRANS_B, bool BF16>
+__device__ __forceinline__ void kiln_wgmma_by_mma(float (&d)[N / 8][4], const unsigned (&a)[4],
+                                                  kiln_smem_desc b, int scale_d) {
+  const unsigned lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+  const unsigned lbo = (unsigned)(b >> 16 & 0x3fff) << 4, sbo = (unsigned)(b >> 32 & 0x3fff) << 4;
+  const char *start = (const char *)__cvta_shared_to_generic((size_t)((b & 0x3fff) << 4));
+  auto at = [&](unsigned k, unsigned n) -> unsigned {
+    const unsigned offset = (n >> 3) * sbo + (k >> 3) * lbo +
+                            (TRANS_B ? (k & 7) * 16 + (n & 7) * 2 : (n & 7) * 16 + (k & 7) * 2);
+    return *(const unsigned short *)(start + offset);
+  };
+  #pragma unroll
+  for (int n8 = 0; n8 < N / 8; ++n8) {
+    const unsigned n = n8 * 8 + g;
+    const unsigned bb[2] = {at(2 * t, n) | at(2 * t + 1, n) << 16,
+                            at(2 * t + 8, n) | at(2 * t + 9, n) << 16};
+    if (!scale_d)
+      d[n8][0] = d[n8][1] = d[n8][2] = d[n8][3] = 0.0f;
+    if (BF16)
+      kiln_mma_m16n8k16_bf16(d[n8], a, bb, d[n8]);
+    else
+      kiln_mma_m16n8k16_f16(d[n8], a, bb, d[n8]);
+  }
+}
+#endif
+// Keeps the compiler from moving in-flight accumulators (CUTLASS's
+// warpgroup_fence_operand).
+template <int M> __device__ __forceinline__ void kiln_wgmma_hold(float (&d)[M][4]) {
+  #pragma unroll
+  for (int i = 0; i < M; ++i)
+    #pragma unroll
+    for (int j = 0; j < 4; ++j)
+      asm volatile("" : "+f"(d[i][j]) :: "memory");
+}
 #endif
 )cuda";
+}
+
+std::string wgmmaFunctionName(int64_t n, bool bf16, bool transB) {
+  return "kiln_wgmma_m64n" + std::to_string(n) + "k16_" +
+         (bf16 ? "bf16" : "f16") + (transB ? "_t" : "_k");
+}
+
+std::string cudaWgmmaFunction(int64_t n, bool bf16, bool transB) {
+  std::string name = wgmmaFunctionName(n, bf16, transB);
+  std::string guard = "KILN_" + name;
+  for (char &c : guard)
+    c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  std::string type = bf16 ? "bf16" : "f16";
+  std::string args = std::to_string(n) + ", " + (transB ? "true" : "false") +
+                     ", " + (bf16 ? "true" : "false");
+  // Operands: the n / 2 accumulators, A's four registers, B's descriptor,
+  // then scale-d as a predicate; scale-a, scale-b and trans-b immediates.
+  int64_t accumulators = n / 2;
+  std::string dList, constraints;
+  for (int64_t i = 0; i < accumulators; ++i) {
+    dList += (i ? ", %" : "%") + std::to_string(i);
+    constraints += std::string(i ? ", " : "") + "\"+f\"(d[" +
+                   std::to_string(i / 4) + "][" + std::to_string(i % 4) + "])";
+  }
+  auto operand = [&](int64_t k) {
+    return "%" + std::to_string(accumulators + k);
+  };
+  std::string instruction =
+      "wgmma.mma_async.sync.aligned.m64n" + std::to_string(n) + "k16.f32." +
+      type + "." + type + " {" + dList + "}, {" + operand(0) + ", " +
+      operand(1) + ", " + operand(2) + ", " + operand(3) + "}, " + operand(4) +
+      ", p, 1, 1, " + (transB ? "1" : "0") + ";";
+  std::string text;
+  text += "#ifndef " + guard + "\n#define " + guard + "\n";
+  text += "__device__ __forceinline__ void " + name + "(float (&d)[" +
+          std::to_string(n / 8) +
+          "][4], const unsigned (&a)[4], kiln_smem_desc b, int scale_d) {\n";
+  text += "#if defined(KILN_HOST_EMULATION)\n";
+  text += "  kiln_host_wgmma::issue<" + args + ">(&d[0][0], a, b, scale_d);\n";
+  text += "#elif defined(__CUDA_ARCH_FEAT_SM90_ALL)\n";
+  text += "  asm volatile(\"{\\n.reg .pred p;\\nsetp.ne.b32 p, " + operand(5) +
+          ", 0;\\n\"\n";
+  text += "               \"" + instruction + "\\n}\\n\"\n";
+  text += "               : " + constraints + "\n";
+  text += "               : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), "
+          "\"r\"(a[3]), \"l\"(b), \"r\"(scale_d));\n";
+  text += "#else\n";
+  text += "  kiln_wgmma_by_mma<" + args + ">(d, a, b, scale_d);\n";
+  text += "#endif\n}\n#endif\n";
+  return text;
 }
 
 } // namespace kiln

@@ -378,6 +378,137 @@ extern "C" __global__ void load(const float *x, float *y) {
     }
 }
 
+// The PTX ISA's wgmma figures for .m64nNk16 with f16 A in registers and
+// f32 D ("Register fragment layout", "Shared Memory Matrix Layout"): warp
+// w of the warpgroup holds rows 16w + (A as mma.m16n8k16's); lane's D
+// element i sits at row groupID + 8 * ((i / 2) % 2), column 8 * (i / 4) +
+// 2 * threadID_in_group + i % 2. B (16xN) in no-swizzle core matrices of
+// 8 rows x 16 bytes: K-major rows are columns of B (8 k each), MN-major
+// rows are rows of B (8 n each); LBO steps along K, SBO along N.
+Place dPlaceWgmma(int lane, int i) {
+  int g = lane / 4, t = lane % 4;
+  return {g + 8 * ((i / 2) % 2), 8 * (i / 4) + 2 * t + i % 2};
+}
+int bOffsetWgmma(bool mnMajor, int k, int n, int lbo, int sbo) {
+  return (n / 8) * sbo + (k / 8) * lbo +
+         (mnMajor ? (k % 8) * 16 + (n % 8) * 2 : (n % 8) * 16 + (k % 8) * 2);
+}
+
+TEST(TensorCoreTables, WgmmaMatchesTheFiguresEntries) {
+  // Lane 0's and lane 29's first eight accumulators of m64n16.
+  const Place d0[8] = {{0, 0}, {0, 1}, {8, 0}, {8, 1},
+                       {0, 8}, {0, 9}, {8, 8}, {8, 9}};
+  const Place d29[8] = {{7, 2},  {7, 3},  {15, 2},  {15, 3},
+                        {7, 10}, {7, 11}, {15, 10}, {15, 11}};
+  for (int i = 0; i < 8; ++i) {
+    EXPECT_EQ(dPlaceWgmma(0, i), d0[i]) << "d" << i;
+    EXPECT_EQ(dPlaceWgmma(29, i), d29[i]) << "d" << i;
+  }
+}
+
+/// A warpgroup: A (64x16) from x, B (16x16) from x + 1024 laid in shared
+/// memory by the table (K-major or MN-major, core matrices LBO and SBO
+/// bytes apart), D = A * B into y row-major. Before the wait, y's second
+/// half gets what the accumulators held then; y[2048..2051] the
+/// descriptor's fields (LBO >> 4 from bit 16, SBO >> 4 from bit 32, the
+/// swizzle and base offset bits, and bits 14-15 and 30-31, which are 0).
+std::string wgmmaSource(bool mnMajor, int lbo, int sbo, int descLbo,
+                        int descSbo) {
+  std::string offsets = "static const int kOffset[16][16] = {";
+  for (int k = 0; k < 16; ++k) {
+    offsets += "{";
+    for (int n = 0; n < 16; ++n)
+      offsets += std::to_string(bOffsetWgmma(mnMajor, k, n, lbo, sbo)) + ",";
+    offsets += "},";
+  }
+  offsets += "};\n";
+  std::string dTable = "static const int kD[32][8][2] = {";
+  for (int lane = 0; lane < 32; ++lane) {
+    dTable += "{";
+    for (int i = 0; i < 8; ++i) {
+      Place p = dPlaceWgmma(lane, i);
+      dTable +=
+          "{" + std::to_string(p.row) + "," + std::to_string(p.col) + "},";
+    }
+    dTable += "},";
+  }
+  dTable += "};\n";
+  return placeTable("kA", 8, aPlace) + offsets + dTable + "#define TRANS_B " +
+         (mnMajor ? "true" : "false") + "\n" + "#define DESC_LBO " +
+         std::to_string(descLbo) + "\n" + "#define DESC_SBO " +
+         std::to_string(descSbo) + "\n" + R"cuda(
+static unsigned bits16(float v) { return __half_as_ushort(__float2half_rn(v)); }
+static unsigned pack(float lo, float hi) { return bits16(lo) | bits16(hi) << 16; }
+extern "C" __global__ void wg(const float *x, float *y) {
+  __shared__ __align__(16) unsigned short b_tile[1024];
+  const float *A = x, *B = x + 1024;
+  int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+  for (int e = tid; e < 256; e += 128)
+    b_tile[kOffset[e / 16][e % 16] / 2] = bits16(B[e]);
+  __syncthreads();
+  unsigned a[4];
+  for (int r = 0; r < 4; ++r)
+    a[r] = pack(A[(warp * 16 + kA[lane][2 * r][0]) * 16 + kA[lane][2 * r][1]],
+                A[(warp * 16 + kA[lane][2 * r + 1][0]) * 16 + kA[lane][2 * r + 1][1]]);
+  float d[2][4];
+  for (int i = 0; i < 8; ++i) d[i / 4][i % 4] = -7.0f;
+  kiln_wgmma_fence();
+  kiln_host_wgmma::issue<16, TRANS_B, false>(&d[0][0], a, kiln_wgmma_desc(b_tile, DESC_LBO, DESC_SBO), 0);
+  kiln_wgmma_commit();
+  for (int i = 0; i < 8; ++i)
+    y[1024 + (warp * 16 + kD[lane][i][0]) * 16 + kD[lane][i][1]] = d[i / 4][i % 4];
+  kiln_wgmma_wait<0>();
+  for (int i = 0; i < 8; ++i)
+    y[(warp * 16 + kD[lane][i][0]) * 16 + kD[lane][i][1]] = d[i / 4][i % 4];
+  const unsigned long long bits = kiln_wgmma_desc(b_tile, DESC_LBO, DESC_SBO).bits;
+  if (tid == 0) {
+    y[2048] = float(bits >> 16 & 0x3fff);
+    y[2049] = float(bits >> 32 & 0x3fff);
+    y[2050] = float(bits >> 49 & 7) + float(bits >> 62);
+    y[2051] = float(bits >> 14 & 3) + float(bits >> 30 & 3);
+  }
+}
+)cuda";
+}
+
+TEST_F(TensorCores, WgmmaFollowsThePtxLayouts) {
+  // Small integers and halves: every product and sum exact in float.
+  std::vector<float> x(2052, 0.0f), want(2052, -7.0f);
+  for (int m = 0; m < 64; ++m)
+    for (int k = 0; k < 16; ++k)
+      x[m * 16 + k] = float((m * 5 + k * 3) % 7 - 3);
+  for (int k = 0; k < 16; ++k)
+    for (int n = 0; n < 16; ++n)
+      x[1024 + k * 16 + n] = 0.5f * float((k * 16 + n * 5) % 5 - 2);
+  for (int m = 0; m < 64; ++m)
+    for (int n = 0; n < 16; ++n) {
+      float sum = 0.0f;
+      for (int k = 0; k < 16; ++k)
+        sum += x[m * 16 + k] * x[1024 + k * 16 + n];
+      want[m * 16 + n] = sum;
+    }
+  // Core matrices apart along K (LBO) and N (SBO) by distinct strides, so
+  // that a layout reading one for the other fails; the accumulators hold
+  // their old values until the wait (-7 in y's second half).
+  for (bool mnMajor : {false, true}) {
+    int lbo = mnMajor ? 512 : 128, sbo = mnMajor ? 128 : 512;
+    want[2048] = float(lbo >> 4);
+    want[2049] = float(sbo >> 4);
+    want[2050] = want[2051] = 0.0f;
+    EXPECT_EQ(runOnHost(kernelArtifact(wgmmaSource(mnMajor, lbo, sbo, lbo, sbo),
+                                       "wg", 2052, 1, 128),
+                        x, HostOptions()),
+              want)
+        << (mnMajor ? "MN-major" : "K-major");
+    // negative_: the descriptor's LBO and SBO swapped reads another B.
+    EXPECT_NE(runOnHost(kernelArtifact(wgmmaSource(mnMajor, lbo, sbo, sbo, lbo),
+                                       "wg", 2052, 1, 128),
+                        x, HostOptions()),
+              want)
+        << (mnMajor ? "MN-major" : "K-major");
+  }
+}
+
 TEST_F(TensorCores, CpAsyncLandsByGroupAtItsWait) {
   // Two groups of 16-byte copies per lane (the second zero-filling the last
   // lane's upper 8 bytes); after wait_group 1 the first group has landed and

@@ -19,6 +19,7 @@
 #ifndef KILN_TARGET_CUDA_TENSORCORES_H
 #define KILN_TARGET_CUDA_TENSORCORES_H
 
+#include <cstdint>
 #include <string>
 
 namespace kiln {
@@ -27,6 +28,18 @@ namespace kiln {
 /// source that uses them (after the prelude). Empty of code on the host
 /// backend, whose emulation header defines them.
 std::string cudaTensorCorePrelude();
+
+/// The name of the function issuing one `wgmma.mma_async.sync.aligned
+/// .m64n<n>k16.f32` with f16 or bf16 A from registers and B from shared
+/// memory, K-major or (`transB`) MN-major: `kiln_wgmma_m64n<n>k16_<f16|bf16>
+/// _<k|t>(float (&d)[n / 8][4], const unsigned (&a)[4], kiln_smem_desc b,
+/// int scale_d)`.
+std::string wgmmaFunctionName(int64_t n, bool bf16, bool transB);
+
+/// Its definition, guarded so that a source may hold it more than once:
+/// inline PTX on sm_90a, the host backend's emulation
+/// (runtime/host/kiln_cuda_host_wgmma.h), mma.sync for other targets.
+std::string cudaWgmmaFunction(int64_t n, bool bf16, bool transB);
 
 } // namespace kiln
 
