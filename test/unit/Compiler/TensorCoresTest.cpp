@@ -74,4 +74,51 @@ TEST(TensorCores, InlinePtxCompilesForSm90AndIssuesEachInstruction) {
   EXPECT_EQ(compiled->resources[0].spillStoreBytes, 0);
 }
 
+TEST(TensorCores, WgmmaFunctionsCompileAndFallBackInPortablePtx) {
+  // The sm_90a text issues the instruction with the layout's trans-b; the
+  // cubin (which kernel_sass.py reads for HGMMA in attention-sass.test)
+  // builds, and the portable PTX issues mma.sync instead.
+  std::string k = cudaWgmmaFunction(64, false, false),
+              t = cudaWgmmaFunction(32, true, true);
+  EXPECT_NE(k.find("wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 "),
+            std::string::npos);
+  EXPECT_NE(k.find("%36, p, 1, 1, 0;"), std::string::npos) << k;
+  EXPECT_NE(t.find("wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 "),
+            std::string::npos);
+  EXPECT_NE(t.find("%20, p, 1, 1, 1;"), std::string::npos) << t;
+  EXPECT_EQ(wgmmaFunctionName(32, true, true), "kiln_wgmma_m64n32k16_bf16_t");
+  char dir[] = "/tmp/kiln-wgmma-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  setenv("KILN_CACHE_DIR", dir, 1);
+  mlir::MLIRContext context;
+  // Twice: the guard keeps a second definition out.
+  std::string source = cudaTensorCorePrelude() + k + k + t + R"cuda(
+extern "C" __global__ void products(const float *in, float *out) {
+  __shared__ __align__(16) unsigned short tile[2048];
+  for (int i = threadIdx.x; i < 2048; i += blockDim.x) tile[i] = i;
+  kiln_fence_proxy_async();
+  __syncthreads();
+  unsigned a[4] = {threadIdx.x, 1u, 2u, 3u};
+  float d[8][4], e[4][4];
+  kiln_wgmma_fence();
+  kiln_wgmma_m64n64k16_f16_k(d, a, kiln_wgmma_desc(tile, 128u, 256u), 0);
+  kiln_wgmma_m64n32k16_bf16_t(e, a, kiln_wgmma_desc(tile, 512u, 128u), 0);
+  kiln_wgmma_commit();
+  kiln_wgmma_wait<0>();
+  kiln_wgmma_hold(d);
+  for (int i = 0; i < 32; ++i) out[threadIdx.x * 48 + i] = d[i / 4][i % 4];
+  for (int i = 0; i < 16; ++i) out[threadIdx.x * 48 + 32 + i] = e[i / 4][i % 4];
+}
+)cuda";
+  auto compiled =
+      compileCuda(mlir::UnknownLoc::get(&context), source, "sm_90a");
+  ASSERT_TRUE(succeeded(compiled));
+  EXPECT_FALSE(compiled->cubin.empty());
+  EXPECT_EQ(compiled->ptx.find("wgmma"), std::string::npos);
+  EXPECT_NE(compiled->ptx.find("mma.sync.aligned.m16n8k16.row.col.f32.bf16"),
+            std::string::npos);
+  EXPECT_NE(compiled->ptx.find("fence.proxy.async.shared::cta"),
+            std::string::npos);
+}
+
 } // namespace

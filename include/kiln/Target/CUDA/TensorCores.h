@@ -8,7 +8,11 @@
 // (ldmatrix.sync.aligned.m8n8 .b16 from shared memory) and
 // `kiln_cp_async_16`, `kiln_cp_async_commit`, `kiln_cp_async_wait<N>`
 // (cp.async.cg of 16 bytes with zero fill, and its groups), and the
-// softmax's `kiln_exp2_ftz` (ex2.approx.ftz.f32). On the GPU they
+// softmax's `kiln_exp2_ftz` (ex2.approx.ftz.f32); for Hopper,
+// `kiln_wgmma_desc` (a no-swizzle shared-memory matrix descriptor),
+// `kiln_wgmma_fence`, `kiln_wgmma_commit`, `kiln_wgmma_wait<N>`,
+// `kiln_wgmma_hold` and `kiln_fence_proxy_async`, with the per-shape
+// functions cudaWgmmaFunction defines. On the GPU they
 // are inline PTX (sm_80 and later); the host backend defines the same names
 // as warp-collective emulations with the PTX ISA's fragment layouts
 // (runtime/host/kiln_cuda_host_mma.h), so a kernel checked on the host
