@@ -95,20 +95,17 @@ inline void multiplyAtLane(float (&d)[4], const float (&A)[16][K],
     d[i] = result[i];
 }
 
-/// D = A * B + C for one m16n8k16 tile of the warp. The products of 16-bit
-/// values are exact in double and the sum is rounded once to float; the
-/// GPU's summation order and internal width are unspecified, so the two
-/// agree to float rounding.
+/// A 16-bit value's bits as a float.
+template <bool BF16> inline float widen(unsigned short bits) {
+  return BF16 ? kiln_host_detail::bf16BitsToFloat(bits)
+              : kiln_host_detail::halfBitsToFloat(bits);
+}
+
+/// The warp's 16x16 A of m16n8k16 (also a warp's rows of wgmma's A) from
+/// each lane's four registers (aElement), in two rounds of two.
 template <bool BF16>
-inline void mma(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2],
-                const float (&c)[4]) {
-  auto widen = [](unsigned short bits) {
-    return BF16 ? kiln_host_detail::bf16BitsToFloat(bits)
-                : kiln_host_detail::halfBitsToFloat(bits);
-  };
-  float A[16][16], B[16][8];
+inline void gatherA(const unsigned (&a)[4], float (&A)[16][16]) {
   unsigned long long all[32];
-  // A's four registers travel in two rounds of two.
   for (unsigned round = 0; round < 2; ++round) {
     kiln_host_gather(
         a[2 * round] | static_cast<unsigned long long>(a[2 * round + 1]) << 32,
@@ -118,15 +115,29 @@ inline void mma(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2],
         for (unsigned half = 0; half < 2; ++half) {
           unsigned row, col;
           aElement(lane, (2 * round + r) * 2 + half, row, col);
-          A[row][col] = widen(halfOf(unsigned(all[lane] >> (32 * r)), half));
+          A[row][col] =
+              widen<BF16>(halfOf(unsigned(all[lane] >> (32 * r)), half));
         }
   }
+}
+
+/// D = A * B + C for one m16n8k16 tile of the warp. The products of 16-bit
+/// values are exact in double and the sum is rounded once to float; the
+/// GPU's summation order and internal width are unspecified, so the two
+/// agree to float rounding.
+template <bool BF16>
+inline void mma(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2],
+                const float (&c)[4]) {
+  float A[16][16], B[16][8];
+  gatherA<BF16>(a, A);
+  unsigned long long all[32];
   kiln_host_gather(b[0] | static_cast<unsigned long long>(b[1]) << 32, all);
   for (unsigned lane = 0; lane < 32; ++lane)
     for (unsigned i = 0; i < 4; ++i) {
       unsigned row, col;
       bElement(lane, i, row, col);
-      B[row][col] = widen(halfOf(unsigned(all[lane] >> (32 * (i / 2))), i % 2));
+      B[row][col] =
+          widen<BF16>(halfOf(unsigned(all[lane] >> (32 * (i / 2))), i % 2));
     }
   multiplyAtLane(d, A, B, c);
 }

@@ -84,8 +84,8 @@ inline float bAt(const Product &p, unsigned k, unsigned n) {
       (p.transB ? (k % 8) * 16 + (n % 8) * 2 : (n % 8) * 16 + (k % 8) * 2);
   unsigned short bits;
   std::memcpy(&bits, start + offset, sizeof bits);
-  return p.bf16 ? kiln_host_detail::bf16BitsToFloat(bits)
-                : kiln_host_detail::halfBitsToFloat(bits);
+  return p.bf16 ? kiln_host_mma::widen<true>(bits)
+                : kiln_host_mma::widen<false>(bits);
 }
 
 /// D = A * B (+ D) for this lane's accumulators: products of 16-bit values
@@ -120,22 +120,7 @@ inline void issue(float *d, const unsigned (&a)[4], kiln_smem_desc b,
   p.transB = TRANS_B;
   p.bf16 = BF16;
   p.accumulate = scaleD != 0;
-  unsigned long long all[32];
-  for (unsigned round = 0; round < 2; ++round) {
-    kiln_host_gather(
-        a[2 * round] | static_cast<unsigned long long>(a[2 * round + 1]) << 32,
-        all);
-    for (unsigned lane = 0; lane < 32; ++lane)
-      for (unsigned r = 0; r < 2; ++r)
-        for (unsigned half = 0; half < 2; ++half) {
-          unsigned row, col;
-          kiln_host_mma::aElement(lane, (2 * round + r) * 2 + half, row, col);
-          unsigned short bits =
-              kiln_host_mma::halfOf(unsigned(all[lane] >> (32 * r)), half);
-          p.a[row][col] = BF16 ? kiln_host_detail::bf16BitsToFloat(bits)
-                               : kiln_host_detail::halfBitsToFloat(bits);
-        }
-  }
+  kiln_host_mma::gatherA<BF16>(a, p.a);
   kiln_host_mma::pendingOf<Product>().open.push_back(p);
 }
 
