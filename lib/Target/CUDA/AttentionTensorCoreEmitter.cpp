@@ -527,6 +527,17 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
   if (queryRows)
     os << "    }\n";
   os << "    __syncthreads();\n";
+  // This warp's 16 query rows as m16n8k16 A fragments, one ldmatrix a
+  // k-step of 16.
+  auto queryFragments = [&](const std::string &indent) {
+    return llvm::formatv(
+               "{0}unsigned qa[{1}][4];\n{0}#pragma unroll\n{0}for (int kk = "
+               "0; kk < {1}; ++kk)\n{0}  kiln_ldmatrix_x4(qa[kk], q_row(warp "
+               "* 16 + (lane & 7) + ((lane >> 3) & 1) * 8) + kk * 16 + (lane "
+               ">> 4) * 8);\n",
+               indent, dq / 16)
+        .str();
+  };
   if (!qInRegisters)
     ;
   else if (tf32)
@@ -544,12 +555,7 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
        << "      qa[kk][3] = kiln_to_tf32(r1[t + 4]);\n"
        << "    }\n";
   else if (!wgmma)
-    os << "    unsigned qa[" << dq / 16 << "][4];\n"
-       << "    #pragma unroll\n"
-          "    for (int kk = 0; kk < "
-       << dq / 16 << "; ++kk)\n"
-       << "      kiln_ldmatrix_x4(qa[kk], q_row(warp * 16 + (lane & 7) + "
-          "((lane >> 3) & 1) * 8) + kk * 16 + (lane >> 4) * 8);\n";
+    os << queryFragments("    ");
   // The key tile's first stage overwrites the query staged there.
   if (qInRegisters && !wgmma)
     os << "    __syncthreads();\n";
@@ -729,13 +735,7 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
        << "      // P's registers when Q K^T and P V had one shape (64 keys "
           "at\n"
        << "      // head size 64), and the next tile multiplied by P.\n"
-       << "      unsigned qa[" << dq / 16 << "][4];\n"
-       << "      #pragma unroll\n"
-          "      for (int kk = 0; kk < "
-       << dq / 16 << "; ++kk)\n"
-       << "        kiln_ldmatrix_x4(qa[kk], q_row(warp * 16 + (lane & 7) + "
-          "((lane >> 3) & 1) * 8) + kk * 16 + (lane >> 4) * 8);\n"
-       << "      kiln_wgmma_fence();\n"
+       << queryFragments("      ") << "      kiln_wgmma_fence();\n"
        << "      #pragma unroll\n"
           "      for (int kk = 0; kk < "
        << dq / 16 << "; ++kk)\n"
