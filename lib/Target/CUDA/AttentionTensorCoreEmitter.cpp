@@ -334,10 +334,13 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
   // fragments of 32 rows would not fit beside the accumulators: the query
   // tile keeps its own shared memory and its fragments are read at each
   // k-step, as FlashAttention-2 does.
-  // With wgmma, the query tile has its own shared memory too (read into
-  // registers once), and the key and value tiles are wgmma's layout.
+  // With wgmma, the query tile has its own shared memory too (its
+  // fragments are read at each key tile), and the key and value tiles are
+  // wgmma's layout: their inner arrays are core matrices of 64 elements,
+  // not padded rows.
   bool qInRegisters = mTiles == 1;
   bool qTileShared = !qInRegisters || wgmma;
+  int64_t kTileInner = wgmma ? 64 : kPitch, vTileInner = wgmma ? 64 : vPitch;
   int64_t warps = 4;
   if (wgmma)
     warps = 8;
@@ -401,8 +404,6 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
        << "][" << vPitch << "];\n";
   } else {
     auto tileAt = [&](const char *tileName, int64_t pitch, int64_t offset) {
-      if (wgmma && tileName[0] != 'q')
-        pitch = 64;
       os << "  " << storage << " (*" << tileName << ")[" << pitch
          << "] = reinterpret_cast<" << storage << " (*)[" << pitch
          << "]>(kiln_smem + " << offset << ");\n";
@@ -414,13 +415,13 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
        << "  KILN_DYNAMIC_SHARED(kiln_smem, " << dynamicShared << ");\n";
     tileAt("q_tile", kPitch, 0);
     if (kvStages == 2) {
-      tileAt("k_tile0", kPitch, qBytes);
-      tileAt("k_tile1", kPitch, qBytes + kBytes);
-      tileAt("v_tile0", vPitch, qBytes + 2 * kBytes);
-      tileAt("v_tile1", vPitch, qBytes + 2 * kBytes + vBytes);
+      tileAt("k_tile0", kTileInner, qBytes);
+      tileAt("k_tile1", kTileInner, qBytes + kBytes);
+      tileAt("v_tile0", vTileInner, qBytes + 2 * kBytes);
+      tileAt("v_tile1", vTileInner, qBytes + 2 * kBytes + vBytes);
     } else {
-      tileAt("k_tile", kPitch, qBytes);
-      tileAt("v_tile", vPitch, qBytes + kBytes);
+      tileAt("k_tile", kTileInner, qBytes);
+      tileAt("v_tile", vTileInner, qBytes + kBytes);
     }
   }
   os << "  const float neg_inf = __int_as_float(0xff800000);\n"
@@ -696,8 +697,8 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
     };
     os << "      // Tile j in buffers j % 2; tile j + 1 streams into the "
           "others.\n";
-    pick("k", wgmma ? 64 : kPitch);
-    pick("v", wgmma ? 64 : vPitch);
+    pick("k", kTileInner);
+    pick("v", vTileInner);
     os << "      // This key tile has landed (its value tile may not have);\n"
        << "      // every warp is done with the previous tile's buffers.\n"
        << "      kiln_cp_async_wait<1>();\n"
@@ -755,7 +756,7 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
        << "          #pragma unroll\n"
           "          for (int e = 0; e < 4; ++e) s[mt][n][e] = 0.0f;\n";
   if (wgmma)
-    ; // Above.
+    ; // Issued above, with the query's fragments.
   else if (tf32)
     os << "      #pragma unroll\n"
           "      for (int kk = 0; kk < "
