@@ -116,17 +116,27 @@ BodyEmitter::BodyEmitter(KernelOp kernel, llvm::raw_ostream &os)
     argIndex[arg] = i;
 }
 
-std::string BodyEmitter::get(Value value, const std::string &idx,
-                             ArrayRef<Size> shape, const std::string &indent) {
+FailureOr<std::string> BodyEmitter::get(Value value, const std::string &idx,
+                                        ArrayRef<Size> shape,
+                                        const std::string &indent) {
   auto it = names.find(value);
   if (it != names.end())
     return it->second;
-  auto arg = cast<BlockArgument>(value);
+  std::string offset = broadcastOffset(sizesOf(value), shape, idx);
+  auto arg = dyn_cast<BlockArgument>(value);
+  if (!arg) {
+    // Computed by an op of the body that this scope has not emitted (an
+    // epilogue reading a prologue's value from another pass or loop):
+    // computed again here, from the same expression.
+    FailureOr<std::string> name = getAt(value, offset, indent);
+    if (failed(name))
+      return failure();
+    return names[value] = *name;
+  }
   Type et = tensorType(arg).getElementType();
   std::string name = fresh();
   os << indent << computeType(et) << " " << name << " = "
-     << loadExpr(et, llvm::formatv("in{0}[{1}]", argIndex[arg],
-                                   broadcastOffset(sizesOf(arg), shape, idx)))
+     << loadExpr(et, llvm::formatv("in{0}[{1}]", argIndex.lookup(arg), offset))
      << ";\n";
   names[value] = name;
   return name;
@@ -268,12 +278,17 @@ FailureOr<std::string> BodyEmitter::getAt(Value value, const std::string &idx,
         return failure();
       operands.push_back(*operandName);
     }
-    // emit() reads its operands' names from `names`: bind them for this use.
+    // emit() reads its operands' names from `names`: bound for this use
+    // only, since they hold the values at this index, not at the scope's.
+    llvm::DenseMap<Value, std::string> scopeNames = names;
     for (auto [operand, operandName] : llvm::zip(op->getOperands(), operands))
       names[operand] = operandName;
-    if (failed(emit(op, index, shape, indent)))
+    LogicalResult emitted = emit(op, index, shape, indent);
+    std::string computed = emitted.succeeded() ? names.at(value) : "";
+    names = std::move(scopeNames);
+    if (failed(emitted))
       return failure();
-    name = names.at(value);
+    name = computed;
   } else {
     return op->emitOpError("cannot be computed inside this kernel");
   }
@@ -328,8 +343,12 @@ LogicalResult BodyEmitter::emit(Operation *op, const std::string &idx,
                                 ArrayRef<Size> shape,
                                 const std::string &indent) {
   SmallVector<std::string> in;
-  for (Value operand : op->getOperands())
-    in.push_back(get(operand, idx, shape, indent));
+  for (Value operand : op->getOperands()) {
+    FailureOr<std::string> name = get(operand, idx, shape, indent);
+    if (failed(name))
+      return failure();
+    in.push_back(*name);
+  }
   Type et = tensorType(op->getResult(0)).getElementType();
   bool isFloat = isa<FloatType>(et);
   FloatSpelling f(et);

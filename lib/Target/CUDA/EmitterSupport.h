@@ -102,10 +102,14 @@ public:
   /// Binds `value` to the C expression `name`.
   void bind(mlir::Value value, const std::string &name) { names[value] = name; }
 
-  /// The C name of `value` computed at flat index `idx` of `shape`; loads
-  /// block arguments on first use.
-  std::string get(mlir::Value value, const std::string &idx,
-                  llvm::ArrayRef<Size> shape, const std::string &indent);
+  /// The C name of `value` computed at flat index `idx` of `shape`: the
+  /// name emit() bound in this scope, else a block argument loaded or a
+  /// kernel-body value computed again from its own expression (getAt), on
+  /// first use. A value computed in another scope (a row kernel's prologue,
+  /// read by its epilogue) is never read from the kernel's raw input.
+  mlir::FailureOr<std::string> get(mlir::Value value, const std::string &idx,
+                                   llvm::ArrayRef<Size> shape,
+                                   const std::string &indent);
 
   /// The C name of `value` at flat index `idx` (a C expression) of its own
   /// shape, computing on demand the kernel-body ops that produce it: data

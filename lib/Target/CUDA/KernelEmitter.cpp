@@ -149,9 +149,11 @@ static LogicalResult emitVectorLoop(KernelOp kernel, const VectorAccess &access,
   for (Operation &op : block.without_terminator())
     if (failed(body.emit(&op, "i", shape, "        ")))
       return failure();
-  std::string value =
+  FailureOr<std::string> value =
       body.get(kernel.getYield().getValues()[0], "i", shape, "        ");
-  os << "        lo[j] = " << storeExpr(resultType.getElementType(), value)
+  if (failed(value))
+    return failure();
+  os << "        lo[j] = " << storeExpr(resultType.getElementType(), *value)
      << ";\n      }\n";
   os << "      *(" << vectorType(accessBytes(resultType.getElementType()))
      << " *)(out0 + base) = *(const "
@@ -254,7 +256,7 @@ FailureOr<LaunchGeometry> emitElementwise(KernelOp kernel, StringRef name,
      << "; i += stride) {\n";
   BodyEmitter body(kernel, os);
   Value yielded = kernel.getYield().getValues()[0];
-  std::string value;
+  FailureOr<std::string> value;
   if (atResultIndex) {
     // Every op at the result's index, in order.
     for (Operation &op : ops)
@@ -264,12 +266,11 @@ FailureOr<LaunchGeometry> emitElementwise(KernelOp kernel, StringRef name,
   } else {
     // Data movement inside: each value at the index it is read at, from
     // the result back to the kernel's inputs.
-    auto computed = body.getAt(yielded, "i", "    ");
-    if (failed(computed))
-      return failure();
-    value = *computed;
+    value = body.getAt(yielded, "i", "    ");
   }
-  os << "    out0[i] = " << storeExpr(resultType.getElementType(), value)
+  if (failed(value))
+    return failure();
+  os << "    out0[i] = " << storeExpr(resultType.getElementType(), *value)
      << ";\n  }\n}\n";
   LaunchGeometry geometry;
   setGridDim(geometry, 0, n, access.lanes * kBlockSize, kMaxGrid);

@@ -9,7 +9,10 @@
 // the prologue in each pass. Softmax and layer_norm rows up to 1024
 // elements take one warp each instead, in registers, reduced by shuffles
 // with no block barrier (kMaxWarpSlots). The epilogue runs on each result
-// element. Floats accumulate in
+// element; where it reads a value of the prologue (softmax(-x) * -x,
+// RoBERTa's position ids), it reads that value, from the last pass or the
+// row cache, or computed again at its own index (BodyEmitter::get), never
+// the kernel's raw input. Floats accumulate in
 // their compute type (fp64 for f64, fp32 for the others), integers and
 // booleans in 64 bits: unsigned long long for unsigned types, so that they
 // order as unsigned values, long long for the others.
@@ -281,6 +284,8 @@ FailureOr<LaunchGeometry> emitReduction(KernelOp kernel, StringRef name,
     body.reset();
     std::string name = body.fresh();
     os << "      " << f.type() << " " << name << " = row_cache[t];\n";
+    // An epilogue that reads the row element itself reads the cache too.
+    body.bind(input, name);
     return name;
   };
   // Opens a pass over the row; a cached pass that only reads the cache
@@ -348,9 +353,6 @@ FailureOr<LaunchGeometry> emitReduction(KernelOp kernel, StringRef name,
       os << "      " << ft << " " << valueName << " = " << f.fn("exp") << "("
          << *x << " - row_max) / row_sum;\n";
   } else if (auto norm = dyn_cast<LayerNormOp>(reduction)) {
-    if (!isa<BlockArgument>(norm.getScale()) ||
-        (norm.getBias() && !isa<BlockArgument>(norm.getBias())))
-      return norm.emitOpError("needs scale and bias as kernel inputs");
     std::string length = floatOf(layout.length, f);
     // Epsilon is an f32 attribute; a double kernel gets its exact value.
     std::string epsilon =
@@ -384,13 +386,18 @@ FailureOr<LaunchGeometry> emitReduction(KernelOp kernel, StringRef name,
     x = rowElement(/*firstPass=*/false);
     if (failed(x))
       return fail();
-    std::string scale = body.get(norm.getScale(), "x_idx", inShape, "      ");
-    std::string shift =
+    // Scale and bias are inputs or computed in the kernel (a prologue that
+    // also feeds the row), read at their broadcast index either way.
+    FailureOr<std::string> scale =
+        body.get(norm.getScale(), "x_idx", inShape, "      ");
+    FailureOr<std::string> shift =
         norm.getBias() ? body.get(norm.getBias(), "x_idx", inShape, "      ")
-                       : f.literal("0.0");
+                       : FailureOr<std::string>(f.literal("0.0"));
+    if (failed(scale) || failed(shift))
+      return fail();
     valueName = body.fresh();
     os << "      " << ft << " " << valueName << " = (" << *x
-       << " - mean) * inv_std * " << scale << " + " << shift << ";\n";
+       << " - mean) * inv_std * " << *scale << " + " << *shift << ";\n";
   } else if (auto cumsum = dyn_cast<CumSumOp>(reduction)) {
     // The row in chunks of blockDim.x: a block-wide inclusive scan of each
     // chunk plus the carry of the chunks before it. Scan position p reads
@@ -431,16 +438,21 @@ FailureOr<LaunchGeometry> emitReduction(KernelOp kernel, StringRef name,
     valueName = body.fresh();
     os << "        " << computeType(et) << " " << valueName << " = ("
        << computeType(et) << ")scanned;\n";
-    // Per element like softmax, one nesting level deeper.
+    // Per element like softmax, one nesting level deeper. The prologue
+    // above ran at the scan's source position, in another block: the
+    // epilogue computes any prologue value it reads at its own.
     body.reset();
     body.bind(reduction->getResult(0), valueName);
     for (Operation *op : epilogue)
       if (failed(body.emit(op, "x_idx", outShape, "        ")))
         return fail();
     Value yielded = kernel.getYield().getValues()[0];
+    FailureOr<std::string> result =
+        body.get(yielded, "x_idx", outShape, "        ");
+    if (failed(result))
+      return fail();
     os << "        out0[x_idx] = "
-       << storeExpr(tensorType(yielded).getElementType(),
-                    body.get(yielded, "x_idx", outShape, "        "))
+       << storeExpr(tensorType(yielded).getElementType(), *result)
        << ";\n      }\n    }\n  }\n}\n";
     LaunchGeometry geometry;
     setGridDim(geometry, 0, layout.rows, 1, kMaxGrid);
@@ -497,17 +509,24 @@ FailureOr<LaunchGeometry> emitReduction(KernelOp kernel, StringRef name,
        << computeType(resultType) << ")" << value << ";\n";
   }
 
-  // The epilogue computes at the reduction's result shape.
+  // The epilogue computes at the reduction's result shape. A per-element
+  // kernel's shares the last pass's block and index: the prologue values
+  // that pass computed are the ones it reads. Another kernel's epilogue runs
+  // once per row, after the row's loop: it computes any prologue value it
+  // reads at its own index (BodyEmitter::get).
   std::string outIdx = perElement ? "x_idx" : "out_idx";
-  body.reset();
+  if (!perElement)
+    body.reset();
   body.bind(reduction->getResult(0), valueName);
   for (Operation *op : epilogue)
     if (failed(body.emit(op, outIdx, outShape, "      ")))
       return fail();
   Value yielded = kernel.getYield().getValues()[0];
-  os << "      out0[" << outIdx << "] = "
-     << storeExpr(tensorType(yielded).getElementType(),
-                  body.get(yielded, outIdx, outShape, "      "))
+  FailureOr<std::string> result = body.get(yielded, outIdx, outShape, "      ");
+  if (failed(result))
+    return fail();
+  os << "      out0[" << outIdx
+     << "] = " << storeExpr(tensorType(yielded).getElementType(), *result)
      << ";\n    }\n  }\n}\n";
 
   LaunchGeometry geometry;
