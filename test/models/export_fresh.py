@@ -9,9 +9,10 @@ keeps transformers' default attention implementation ("sdpa"), so the
 exporters write their scaled_dot_product_attention forms (boolean masks, the
 scale applied to both Q and K, IsNaN/Where guards after the softmax), and the
 weights stay ONNX external data (model.onnx + model.onnx.data), which is what
-torch.onnx.export writes by default. BERT, GPT-2 and LLaMA (grouped-query
-attention) take input_ids and an attention_mask with one padded row; ViT takes
-pixel_values. Tiny configs, seeded random weights, nothing downloaded.
+torch.onnx.export writes by default. BERT, RoBERTa (position ids computed
+from the token ids; the padded row holds padding tokens), GPT-2 and LLaMA
+(grouped-query attention) take input_ids and an attention_mask with one
+padded row; ViT takes pixel_values. Tiny configs, seeded random weights, nothing downloaded.
 
 Each architecture is exported with the TorchScript exporter (opset 17) and the
 dynamo exporter (its default opset), and BERT once more with the TorchScript
@@ -112,12 +113,17 @@ class Head(torch.nn.Module):
         return out[self.key]
 
 
-def text_inputs(batch=None, seq=None):
+def text_inputs(batch=None, seq=None, pad_id=None):
+    """Token ids and a mask with one padded sequence; with `pad_id`, the
+    padded positions hold that token (RoBERTa numbers its positions by it)."""
     batch, seq = batch or BATCH, seq or SEQ
     rng = np.random.default_rng(SEED)
     ids = rng.integers(0, VOCAB, size=(batch, seq), dtype=np.int64)
     mask = np.ones((batch, seq), dtype=np.int64)
     mask[-1, seq - 3:] = 0  # one padded sequence
+    if pad_id is not None:
+        ids[ids == pad_id] = pad_id + 1
+        ids[-1, seq - 3:] = pad_id
     return {"input_ids": ids, "attention_mask": mask}
 
 
@@ -143,6 +149,19 @@ def architectures():
         num_attention_heads=4, intermediate_size=64,
         max_position_embeddings=32, type_vocab_size=2))
     yield "bert", perturb(bert, SEED), text_inputs(), "last_hidden_state"
+
+    # RoBERTa (and XLM-R, CamemBERT) compute their position ids from the
+    # token ids: a scan of the non-padding mask, times that mask, plus the
+    # padding id. The row kernel that fuses it read the ids where the mask
+    # was needed (issue 35).
+    torch.manual_seed(SEED + 5)
+    roberta = transformers.RobertaModel(transformers.RobertaConfig(
+        vocab_size=VOCAB, hidden_size=32, num_hidden_layers=2,
+        num_attention_heads=4, intermediate_size=64, pad_token_id=1,
+        max_position_embeddings=40, type_vocab_size=1),
+        add_pooling_layer=False)
+    yield ("roberta", perturb(roberta, SEED + 5), text_inputs(pad_id=1),
+           "last_hidden_state")
 
     torch.manual_seed(SEED + 2)
     # The decoders take 64 positions: check_generate.py decodes 32 tokens
