@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Checks Kiln's outputs against onnxruntime (CPU) on the same inputs.
 
-  compare_ort.py MODEL.onnx DIR
+  compare_ort.py MODEL.onnx|MODEL.onnxtxt DIR
 
 DIR is a `kiln-run --output-dir`: it holds inputs/NAME.npy (the inputs Kiln
 ran on) and NAME.npy per output. Passes within the fp32 numerics contract
@@ -11,11 +11,16 @@ import os
 import sys
 
 import numpy as np
+import onnx
 import onnxruntime as ort
 
 
 def main():
     model, folder = sys.argv[1], sys.argv[2]
+    if model.endswith(".onnxtxt"):
+        # ONNX's text format, as lit tests write models inline.
+        with open(model) as f:
+            model = onnx.parser.parse_model(f.read()).SerializeToString()
     session = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
     feeds = {i.name: np.load(os.path.join(folder, "inputs", i.name + ".npy"))
              for i in session.get_inputs()}
