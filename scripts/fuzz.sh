@@ -1,21 +1,25 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets (test/fuzz) into build-fuzz/ with clang-22,
-# ASan and UBSan, and runs each for a bounded time:
+# ASan and UBSan, and runs each for a bounded time; the fifth target,
+# differential, runs random graphs on the host backend against the reference
+# interpreter (test/fuzz/differential.py, with the normal build's kiln-run):
 #
 #   scripts/fuzz.sh --minutes 60            a campaign, every target in turn
 #   scripts/fuzz.sh --seconds 60 --smoke    what CI runs (fixed seed, fewer
 #                                           seed inputs)
 #   scripts/fuzz.sh --minutes 60 onnx       one target (onnx, kiln-ir,
-#                                           tensor-files, artifact)
+#                                           tensor-files, artifact,
+#                                           differential)
 #   --keep-going                            collect every crash of a
 #                                           campaign instead of stopping at
 #                                           the first (libFuzzer fork mode)
 #
 # First every file of test/fuzz/regressions/<target> (inputs that once
-# crashed) must run clean; then the fuzzer runs on the seeds plus the corpus
-# it has grown in build-fuzz/corpus/<target>. A crash, leak, timeout or
-# sanitizer report leaves its input in build-fuzz/crashes/<target>/ and
-# fails the script. Each run appends a line to build-fuzz/fuzz-log.tsv
+# crashed, or for differential once computed a wrong answer) must run clean;
+# then the fuzzer runs on the seeds plus the corpus it has grown in
+# build-fuzz/corpus/<target>. A crash, leak, timeout, sanitizer report or
+# (differential) wrong answer leaves its input in build-fuzz/crashes/<target>/
+# and fails the script. Each run appends a line to build-fuzz/fuzz-log.tsv
 # (date, target, wall seconds, CPU seconds, executions, result);
 # docs/reliability.md records the campaigns.
 set -euo pipefail
@@ -35,15 +39,17 @@ while [ $# -gt 0 ]; do
     --keep-going)
       keep_going=(-fork=1 -ignore_crashes=1 -ignore_ooms=1 -ignore_timeouts=1)
       shift ;;
-    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
     -*) echo "fuzz.sh: unknown option $1" >&2; exit 2 ;;
     *) targets+=("$1"); shift ;;
   esac
 done
-[ ${#targets[@]} -eq 0 ] && targets=(onnx kiln-ir tensor-files artifact)
+[ ${#targets[@]} -eq 0 ] && targets=(onnx kiln-ir tensor-files artifact differential)
+libfuzzer=0
 for t in "${targets[@]}"; do
   case "$t" in
-    onnx|kiln-ir|tensor-files|artifact) ;;
+    onnx|kiln-ir|tensor-files|artifact) libfuzzer=1 ;;
+    differential) ;;
     *) echo "fuzz.sh: unknown target '$t'" >&2; exit 2 ;;
   esac
 done
@@ -55,8 +61,51 @@ for tool in clang++-22 python3; do
   fi
 done
 
-# The artifact seeds are compiled by the normal build's kilnc.
-[ -x build/bin/kilnc ] || scripts/build.sh
+# The artifact seeds are compiled by the normal build's kilnc; the
+# differential target runs its kiln-run.
+{ [ -x build/bin/kilnc ] && [ -x build/bin/kiln-run ]; } || scripts/build.sh
+
+# The differential target: random graphs, host backend against the reference
+# interpreter. Its regressions replay first; findings are saved as models.
+run_differential() {
+  local regressions=test/fuzz/regressions/differential
+  local crashes=build-fuzz/crashes/differential log=build-fuzz/differential.log
+  mkdir -p "$crashes"
+  if [ -n "$(ls "$regressions"/*.onnx 2>/dev/null)" ]; then
+    echo "== differential: regression inputs"
+    if ! python3 test/fuzz/differential.py --kiln-run build/bin/kiln-run \
+        --replay "$regressions"/*.onnx >build-fuzz/differential-regressions.log 2>&1; then
+      tail -60 build-fuzz/differential-regressions.log >&2
+      echo "fuzz.sh: differential: a regression input fails again" >&2
+      return 1
+    fi
+  fi
+  echo "== differential: fuzzing for ${seconds}s (seed $seed)"
+  local start=$SECONDS status=0
+  python3 test/fuzz/differential.py --kiln-run build/bin/kiln-run \
+    --seconds "$seconds" --seed "$seed" --crashes "$crashes" >"$log" 2>&1 \
+    || status=$?
+  local wall=$((SECONDS - start)) tally result=ok
+  tally=$(tail -1 "$log")
+  if [ "$status" -ne 0 ]; then
+    result="findings (see $log)"
+    tail -80 "$log" >&2
+    echo "fuzz.sh: differential: models in $crashes/; full log $log" >&2
+  fi
+  local graphs
+  graphs=$(sed -n 's/.* batches, \([0-9]*\) graphs,.*/\1/p' "$log" | tail -1)
+  printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$(date -u +%FT%TZ)" differential \
+    "$wall" '?' "${graphs:-?} graphs" "$result" >>build-fuzz/fuzz-log.tsv
+  echo "== differential: ${wall}s; $tally"
+  return "$status"
+}
+
+mkdir -p build-fuzz
+if [ "$libfuzzer" = 0 ]; then
+  failed=0
+  run_differential || failed=1
+  exit $failed
+fi
 
 launcher=()
 command -v ccache >/dev/null && launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
@@ -86,6 +135,10 @@ export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=0}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 failed=0
 for t in "${targets[@]}"; do
+  if [ "$t" = differential ]; then
+    run_differential || failed=1
+    continue
+  fi
   fuzzer=build-fuzz/bin/kiln-fuzz-$t
   regressions=test/fuzz/regressions/$t
   corpus=build-fuzz/corpus/$t
