@@ -8,18 +8,18 @@ and value tensors (no mask, scale 1/sqrt(D)), built with --precision P
 torch.nn.functional.scaled_dot_product_attention restricted to the flash
 backend on the same shapes, timed with CUDA events after a warm-up. Both
 report the median; TFLOP/s counts 4*B*H*S*S*D operations (the two products).
-Kiln's kernel is timed in each of --configs: its default, and the
-environment's overrides of the emitter's choices (AttentionTensorCoreEmitter.cpp:
-KILN_ATTENTION_WGMMA=1 for Hopper's wgmma instead of mma.sync,
-KILN_ATTENTION_WARPS=8 warps a block, KILN_ATTENTION_ROWS_PER_WARP=16
-or 32 query rows a warp (mma.sync), KILN_ATTENTION_TILE_KEYS=32, 64 or (wgmma)
-128 keys a tile,
-KILN_ATTENTION_KV_STAGES=1 for one buffer each for the key and value tiles
-where two are the default (two m-tiles), KILN_ATTENTION_BARRIERS=2 for
+Kiln's kernel is timed in each of --configs: its default, and overrides of
+the compiler's choice of configuration (lib/Target/CUDA/AttentionConfig.cpp),
+given as kilnc's flags without their dashes: attention-wgmma for Hopper's
+wgmma instead of mma.sync, attention-warps=8 warps a block,
+attention-rows-per-warp=16 or 32 query rows a warp (mma.sync),
+attention-tile-keys=32, 64 or (wgmma) 128 keys a tile,
+attention-kv-stages=1 for one buffer each for the key and value tiles where
+two are the default (two m-tiles), attention-barriers=2 for
 FlashAttention-2's two-barrier order with one buffer each,
-KILN_ATTENTION_LAZY_RESCALE=0 to move the running maximum at every rise;
-`+` joins several), so that one call on the GPU compares them on one
-machine.
+attention-lazy-rescale=false to move the running maximum at every rise;
+`+` joins several. One call on the GPU compares them on one machine, and
+the report of each build names the configuration it ran.
 Decoding shapes (one query row over a long cache: B, H, 1, S keys, D) time
 the split-keys form (flash-decoding) and report the bandwidth of reading the
 keys and values once, 2*B*H*S*D 16-bit elements, in GB/s.
@@ -70,10 +70,9 @@ def kiln_ms(tools, work, shape, precision, config, warmup, iters, keys=None):
              else ["--precision", precision, "--keep-io-types=false"])
     cmd = [os.path.join(tools, "kiln-run"), path, "--backend", "cuda"] + \
         build + ["--bench", "--warmup", str(warmup), "--iters", str(iters)]
-    env = dict(os.environ)
     if config != "default":
-        env.update(kv.split("=", 1) for kv in config.split("+"))
-    out = subprocess.run(cmd, capture_output=True, text=True, env=env)
+        cmd += ["--" + flag for flag in config.split("+")]
+    out = subprocess.run(cmd, capture_output=True, text=True)
     if out.returncode != 0:
         sys.exit(f"failed: {' '.join(cmd)}\n{out.stdout}{out.stderr}")
     m = re.search(r"bench: device:.*?median ([0-9.]+) ?(ms|us)", out.stdout)
@@ -107,9 +106,10 @@ def main():
     parser.add_argument("--work", default=os.path.join("build-gpu", "attention"))
     parser.add_argument("--precisions", default="fp16,bf16")
     parser.add_argument(
-        "--configs", default="default,KILN_ATTENTION_WGMMA=1,"
-        "KILN_ATTENTION_WGMMA=1+KILN_ATTENTION_TILE_KEYS=64",
-        help="comma-separated: 'default' or NAME=VALUE+NAME=VALUE...")
+        "--configs", default="default,attention-wgmma,"
+        "attention-wgmma+attention-tile-keys=64",
+        help="comma-separated: 'default' or kilnc flags without their "
+        "dashes, joined by '+' (attention-warps=8+attention-tile-keys=32)")
     parser.add_argument(
         "--shapes", default=",".join("x".join(map(str, x)) for x in SHAPES),
         help="comma-separated BxHxSxD (default: the issue's four)")

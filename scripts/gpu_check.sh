@@ -173,18 +173,16 @@ if want sanitizer; then
       fi
       # The emitter's defaults unless the name says (two buffers each for
       # keys and values with two m-tiles; "one-stage": one each).
-      warps=4 rows="" stages="" barriers="" wgmma="" keys=""
-      [[ $name == *8-warps ]] && warps=8
-      [[ $name == *two-mtiles* ]] && rows=32
-      [[ $name == *one-stage* ]] && stages=1
-      [[ $name == *two-barriers* ]] && barriers=2
-      [[ $name == *wgmma* ]] && wgmma=1
-      [[ $name == *keys64* ]] && keys=64
+      config=()
+      [[ $name == *8-warps ]] && config+=(--attention-warps=8)
+      [[ $name == *two-mtiles* ]] && config+=(--attention-rows-per-warp=32)
+      [[ $name == *one-stage* ]] && config+=(--attention-kv-stages=1)
+      [[ $name == *two-barriers* ]] && config+=(--attention-barriers=2)
+      [[ $name == *wgmma* ]] && config+=(--attention-wgmma)
+      [[ $name == *keys64* ]] && config+=(--attention-tile-keys=64)
       # shellcheck disable=SC2086
-      KILN_ATTENTION_WARPS=$warps KILN_ATTENTION_ROWS_PER_WARP=$rows \
-        KILN_ATTENTION_KV_STAGES=$stages KILN_ATTENTION_BARRIERS=$barriers \
-        KILN_ATTENTION_WGMMA=$wgmma KILN_ATTENTION_TILE_KEYS=$keys timeout 60 compute-sanitizer --tool "$tool" --error-exitcode 9 \
-        kiln-run $args --backend cuda --cuda-graphs=false \
+      timeout 60 compute-sanitizer --tool "$tool" --error-exitcode 9 \
+        kiln-run $args "${config[@]}" --backend cuda --cuda-graphs=false \
         >"$out/sanitizer-$tool-$name.log" 2>&1
       status=$?
       note "compute-sanitizer $tool $name: exit $status, $(grep -m1 -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/sanitizer-$tool-$name.log" || echo 'no summary')"

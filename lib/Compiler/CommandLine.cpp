@@ -110,8 +110,70 @@ struct InputCLOptions {
 };
 } // namespace
 
+namespace {
+/// The overrides of kernel configurations (kiln-to-cuda's options), for
+/// benchmarks that time the forms side by side; created when a tool
+/// registers them.
+struct KernelCLOptions {
+  llvm::cl::opt<int64_t> attentionWarps{
+      "attention-warps",
+      llvm::cl::desc("tensor-core attention: warps a block, 4 or 8 (default: "
+                     "the compiler's choice)"),
+      llvm::cl::init(0)};
+  llvm::cl::opt<int64_t> attentionRowsPerWarp{
+      "attention-rows-per-warp",
+      llvm::cl::desc("tensor-core attention: query rows a warp, 16 or 32"),
+      llvm::cl::init(0)};
+  llvm::cl::opt<bool> attentionWgmma{
+      "attention-wgmma",
+      llvm::cl::desc("tensor-core attention on Hopper's wgmma (fp16/bf16, "
+                     "head sizes 16, 32, 64 or 128; slower than mma.sync "
+                     "today, docs/performance.md)"),
+      llvm::cl::init(false)};
+  llvm::cl::opt<int64_t> attentionTileKeys{
+      "attention-tile-keys",
+      llvm::cl::desc("tensor-core attention: keys a tile, 32 or 64 "
+                     "(mma.sync), 64 or 128 (wgmma)"),
+      llvm::cl::init(0)};
+  llvm::cl::opt<int64_t> attentionKvStages{
+      "attention-kv-stages",
+      llvm::cl::desc("tensor-core attention: 1 keeps one buffer each for key "
+                     "and value tiles"),
+      llvm::cl::init(0)};
+  llvm::cl::opt<int64_t> attentionBarriers{
+      "attention-barriers",
+      llvm::cl::desc("tensor-core attention with one buffer each: 2 takes "
+                     "FlashAttention-2's two-barrier order"),
+      llvm::cl::init(0)};
+  llvm::cl::opt<bool> attentionLazyRescale{
+      "attention-lazy-rescale",
+      llvm::cl::desc("tensor-core attention: move the running maximum only "
+                     "when a row passes it by 2^8 (default true)"),
+      llvm::cl::init(true)};
+};
+} // namespace
+
 static llvm::ManagedStatic<PrecisionCLOptions> precisionCLOptions;
 static llvm::ManagedStatic<InputCLOptions> inputCLOptions;
+static llvm::ManagedStatic<KernelCLOptions> kernelCLOptions;
+
+void registerKernelCLOptions() { *kernelCLOptions; }
+
+std::string applyKernelCLOptions(CompileOptions &options) {
+  if (!kernelCLOptions.isConstructed())
+    return "";
+  AttentionOverrides &attention = options.attention;
+  attention.warps = kernelCLOptions->attentionWarps;
+  attention.rowsPerWarp = kernelCLOptions->attentionRowsPerWarp;
+  attention.wgmma = kernelCLOptions->attentionWgmma;
+  attention.tileKeys = kernelCLOptions->attentionTileKeys;
+  attention.kvStages = kernelCLOptions->attentionKvStages;
+  attention.barriers = kernelCLOptions->attentionBarriers;
+  attention.lazyRescale = kernelCLOptions->attentionLazyRescale;
+  if (std::string error = checkAttentionOverrides(attention); !error.empty())
+    return "--" + error;
+  return "";
+}
 
 void registerInputCLOptions() { *inputCLOptions; }
 

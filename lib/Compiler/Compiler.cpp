@@ -103,7 +103,8 @@ static LogicalResult checkMemoryLimits(func::FuncOp func,
 LogicalResult lowerToArtifact(ModuleOp module, const CompileOptions &options,
                               bool compile, rt::Artifact &artifact,
                               StepOrigins *origins, WeightTable *weights,
-                              std::vector<KernelResources> *resources) {
+                              std::vector<KernelResources> *resources,
+                              KernelConfigs *configs) {
   auto funcs = module.getOps<func::FuncOp>();
   if (std::distance(funcs.begin(), funcs.end()) != 1)
     return emitError(module.getLoc(), "expected exactly one function");
@@ -119,7 +120,16 @@ LogicalResult lowerToArtifact(ModuleOp module, const CompileOptions &options,
   KilnToCudaPassOptions cudaOptions;
   cudaOptions.checkIndices = !options.uncheckedIndices;
   cudaOptions.allowTf32 = options.allowTf32;
-  pm.addPass(createKilnToCudaPass(cudaOptions, {&artifact, &table, origins}));
+  const AttentionOverrides &attention = options.attention;
+  cudaOptions.attentionWarps = attention.warps;
+  cudaOptions.attentionRowsPerWarp = attention.rowsPerWarp;
+  cudaOptions.attentionWgmma = attention.wgmma;
+  cudaOptions.attentionTileKeys = attention.tileKeys;
+  cudaOptions.attentionKvStages = attention.kvStages;
+  cudaOptions.attentionBarriers = attention.barriers;
+  cudaOptions.attentionLazyRescale = attention.lazyRescale;
+  pm.addPass(
+      createKilnToCudaPass(cudaOptions, {&artifact, &table, origins, configs}));
   if (failed(pm.run(module)) ||
       failed(checkMemoryLimits(func, artifact, options, table.size)))
     return failure();

@@ -134,7 +134,8 @@ std::vector<bool> runsAtTop(const rt::Artifact &artifact) {
 Roofline rooflineOf(const rt::Artifact &artifact, const CompileReport &report) {
   Roofline r;
   r.gpu = findGpuPeaks(report.rooflineGpu);
-  std::vector<MmaUse> mmaSync = kernelsIssuingMmaSync(artifact);
+  std::vector<MmaUse> mmaSync =
+      kernelsIssuingMmaSync(artifact, report.kernelConfigs);
   std::vector<double> kernelFlops =
       flopsOfKernels(artifact, report.kernelFlops);
   std::vector<bool> runs = runsAtTop(artifact);
@@ -274,6 +275,19 @@ static const KernelResources *resourcesOf(const rt::Artifact &artifact,
   return nullptr;
 }
 
+/// The configuration the kernel of launch `step` was emitted with, or null.
+static const KernelConfig *configOf(const rt::Artifact &artifact,
+                                    const CompileReport &report,
+                                    const rt::Step &step) {
+  if (step.kind != rt::Step::Kind::Launch)
+    return nullptr;
+  llvm::StringRef name = artifact.kernelNames[step.launch.kernel];
+  for (const KernelConfig &config : report.kernelConfigs)
+    if (config.kernel == name)
+      return &config;
+  return nullptr;
+}
+
 /// The threads of a launch's block.
 static int64_t threadsOf(const rt::Step &step) {
   return int64_t(step.launch.block[0]) * step.launch.block[1] *
@@ -330,6 +344,8 @@ void printReportText(const rt::Artifact &artifact, const CompileReport &report,
       os << "  <- ";
       llvm::interleave(report.origins[i], os, ", ");
     }
+    if (const KernelConfig *config = configOf(artifact, report, step))
+      os << "  config " << config->attention.text();
     os << "\n";
   }
   if (!report.kernelResources.empty()) {
@@ -426,6 +442,18 @@ void printReportJson(const rt::Artifact &artifact, const CompileReport &report,
             {"blocks_per_sm", occupancy.blocksPerSM},
             {"occupancy", occupancy.fraction},
             {"occupancy_limited_by", occupancy.limitedBy}};
+      }
+      if (const KernelConfig *config = configOf(artifact, report, step)) {
+        const AttentionConfig &a = config->attention;
+        launch["config"] =
+            llvm::json::Object{{"form", attentionFormName(a.form)},
+                               {"split", a.split},
+                               {"warps", a.warps},
+                               {"m_tiles", a.mTiles},
+                               {"tile_keys", a.tileKeys},
+                               {"kv_stages", a.kvStages},
+                               {"barriers", a.barriers},
+                               {"lazy_rescale", a.lazyRescale}};
       }
     } else if (step.kind == rt::Step::Kind::Matmul) {
       const rt::MatmulStep &m = step.matmul;

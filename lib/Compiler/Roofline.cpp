@@ -126,7 +126,8 @@ std::vector<double> flopsOfKernels(const rt::Artifact &artifact,
   return flops;
 }
 
-std::vector<MmaUse> kernelsIssuingMmaSync(const rt::Artifact &artifact) {
+std::vector<MmaUse> kernelsIssuingMmaSync(const rt::Artifact &artifact,
+                                          const KernelConfigs &configs) {
   std::vector<MmaUse> issues(artifact.kernelNames.size(), MmaUse::None);
   // One pass over the PTX: each entry's body runs to the next entry.
   llvm::StringMap<size_t> index;
@@ -147,21 +148,10 @@ std::vector<MmaUse> kernelsIssuingMmaSync(const rt::Artifact &artifact) {
                                                        : MmaUse::None;
     entry = next;
   }
-  // The portable PTX issues wgmma's products as mma.sync; the sm_90a cubin
-  // issues wgmma where a kernel's source commits wgmma groups.
-  llvm::StringRef source = artifact.cudaSource;
-  llvm::StringRef marker = "__global__ void ";
-  for (size_t at = source.find(marker); at != llvm::StringRef::npos;) {
-    size_t next = source.find(marker, at + 1);
-    llvm::StringRef body = source.slice(at, next);
-    llvm::StringRef name =
-        body.drop_front(marker.size()).take_until([](char c) {
-          return c == '(';
-        });
-    auto it = index.find(name);
-    if (it != index.end() && body.contains("kiln_wgmma_commit("))
+  for (const KernelConfig &config : configs) {
+    auto it = index.find(config.kernel);
+    if (it != index.end() && config.attention.form == AttentionForm::Wgmma)
       issues[it->second] = MmaUse::Wgmma;
-    at = next;
   }
   return issues;
 }

@@ -930,6 +930,7 @@ int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   kiln::registerPrecisionCLOptions();
   kiln::registerInputCLOptions();
+  kiln::registerKernelCLOptions();
   kiln::registerVersionPrinter();
   cl::ParseCommandLineOptions(argc, argv,
                               "kiln-run: run a model and save its outputs\n");
@@ -963,6 +964,8 @@ int main(int argc, char **argv) {
   options.import.recordTensorNames = perLayer;
   options.pipeline.exposeTensors = perLayer;
   if (std::string error = kiln::applyInputCLOptions(options); !error.empty())
+    return fail(error);
+  if (std::string error = kiln::applyKernelCLOptions(options); !error.empty())
     return fail(error);
   unsigned usedSeed = seed ? seed : std::random_device{}();
   llvm::outs() << "seed " << usedSeed << "\n";

@@ -97,6 +97,7 @@ int main(int argc, char **argv) {
   mlir::registerAsmPrinterCLOptions();
   kiln::registerPrecisionCLOptions();
   kiln::registerInputCLOptions();
+  kiln::registerKernelCLOptions();
   kiln::registerVersionPrinter();
   cl::ParseCommandLineOptions(
       argc, argv,
@@ -110,6 +111,10 @@ int main(int argc, char **argv) {
   options.dumpDir = dumpDir;
   if (std::string error = kiln::applyInputCLOptions(options);
       !error.empty()) {
+    llvm::errs() << "kilnc: " << error << "\n";
+    return 1;
+  }
+  if (std::string error = kiln::applyKernelCLOptions(options); !error.empty()) {
     llvm::errs() << "kilnc: " << error << "\n";
     return 1;
   }
@@ -182,7 +187,8 @@ int main(int argc, char **argv) {
   kiln::WeightTable weights;
   if (failed(kiln::lowerToArtifact(*module, options, needsCubin, artifact,
                                    &compileReport.origins, &weights,
-                                   &compileReport.kernelResources)))
+                                   &compileReport.kernelResources,
+                                   &compileReport.kernelConfigs)))
     return 1;
   if (progress)
     progress->end();
@@ -198,7 +204,7 @@ int main(int argc, char **argv) {
   if (emit == Emit::Plan) {
     std::string text;
     llvm::raw_string_ostream os(text);
-    kiln::printPlan(artifact, weights.size, os);
+    kiln::printPlan(artifact, weights.size, os, &compileReport.kernelConfigs);
     return failed(writeText(loc, text)) ? 1 : 0;
   }
   if (progress)

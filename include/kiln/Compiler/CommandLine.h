@@ -27,6 +27,18 @@ void registerInputCLOptions();
 /// naming the flag when a value is malformed, empty otherwise.
 std::string applyInputCLOptions(CompileOptions &options);
 
+/// Registers the kernel configuration flags that kilnc and kiln-run share
+/// (--attention-warps, --attention-rows-per-warp, --attention-wgmma,
+/// --attention-tile-keys, --attention-kv-stages, --attention-barriers,
+/// --attention-lazy-rescale: kiln-to-cuda's overrides). Call before parsing
+/// the command line.
+void registerKernelCLOptions();
+
+/// Copies the parsed kernel configuration flags into `options`. Returns an
+/// error message naming the flag when a value is not one it takes, empty
+/// otherwise.
+std::string applyKernelCLOptions(CompileOptions &options);
+
 } // namespace kiln
 
 #endif // KILN_COMPILER_COMMANDLINE_H

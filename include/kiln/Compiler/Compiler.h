@@ -40,6 +40,9 @@ struct CompileOptions {
   /// fp32 matmuls and attention on the tensor cores with TF32 inputs
   /// (`--allow-tf32`): faster, outside the fp32 contract (docs/precision.md).
   bool allowTf32 = false;
+  /// Overrides of the tensor-core attention kernel's configuration
+  /// (`--attention-*`, kiln-to-cuda's options): for benchmarks.
+  AttentionOverrides attention;
   /// The most device memory a plan may ask for: its arena, and each graph
   /// input and output (`--max-arena`); more is refused at compile time, so
   /// that a hostile model cannot make the runtime allocate without bound.
@@ -67,12 +70,14 @@ mlir::LogicalResult runPipeline(mlir::ModuleOp module,
 /// runs NVRTC for the cubin and PTX. `origins`, when given, receives the ONNX
 /// nodes of each step; `weights`, when given, the weights instead of
 /// `artifact.weights` (see emitPlan); `resources`, when given and with
-/// `compile`, what ptxas gave each kernel.
+/// `compile`, what ptxas gave each kernel; `configs`, when given, each
+/// configured kernel's configuration.
 mlir::LogicalResult
 lowerToArtifact(mlir::ModuleOp module, const CompileOptions &options,
                 bool compile, rt::Artifact &artifact,
                 StepOrigins *origins = nullptr, WeightTable *weights = nullptr,
-                std::vector<KernelResources> *resources = nullptr);
+                std::vector<KernelResources> *resources = nullptr,
+                KernelConfigs *configs = nullptr);
 
 /// All of the above for one model file.
 mlir::LogicalResult compileModel(mlir::MLIRContext *context,

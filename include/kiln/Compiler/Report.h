@@ -60,6 +60,9 @@ struct CompileReport {
   std::string rooflineGpu = "h200";
   /// What ptxas gave each kernel (empty when no cubin was built).
   std::vector<KernelResources> kernelResources;
+  /// The configuration of each kernel that has one (tensor-core
+  /// attention), as the emitter followed it.
+  KernelConfigs kernelConfigs;
 };
 
 /// A report of the pipelined `module` of `model`: the fields that come from

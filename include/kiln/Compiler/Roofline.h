@@ -12,6 +12,7 @@
 #ifndef KILN_COMPILER_ROOFLINE_H
 #define KILN_COMPILER_ROOFLINE_H
 
+#include "kiln/Target/CUDA/KernelConfig.h"
 #include "kiln/runtime/ArtifactFormat.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/ArrayRef.h"
@@ -81,9 +82,11 @@ enum class MmaUse : uint8_t {
 };
 
 /// For each kernel of `artifact`, what tensor-core instruction it issues:
-/// mma.sync read from its PTX in one pass, wgmma from its CUDA source (all
-/// None when the artifact has neither).
-std::vector<MmaUse> kernelsIssuingMmaSync(const rt::Artifact &artifact);
+/// mma.sync read from its PTX in one pass (the portable PTX issues wgmma's
+/// products as mma.sync), wgmma from the kernel's configuration in
+/// `configs` (all None when the artifact has no PTX and no configs).
+std::vector<MmaUse> kernelsIssuingMmaSync(const rt::Artifact &artifact,
+                                          const KernelConfigs &configs);
 
 /// The work of `step`; `kernelFlops` from flopsOfKernels and `mmaSync` from
 /// kernelsIssuingMmaSync (either may be empty).

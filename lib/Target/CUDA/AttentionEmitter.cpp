@@ -102,12 +102,13 @@ FailureOr<AttentionParts> readAttention(KernelOp kernel) {
 }
 
 FailureOr<LaunchGeometry> emitAttention(KernelOp kernel, StringRef name,
-                                        llvm::raw_ostream &os, bool allowTf32) {
+                                        llvm::raw_ostream &os,
+                                        const CudaEmitOptions &options) {
   FailureOr<AttentionParts> parts = readAttention(kernel);
   if (failed(parts))
     return failure();
   if (auto tensorCores =
-          emitTensorCoreAttention(kernel, *parts, nullptr, name, os, allowTf32))
+          emitTensorCoreAttention(kernel, *parts, nullptr, name, os, options))
     return *tensorCores;
   return emitScalarAttention(kernel, *parts, nullptr, name, os);
 }

@@ -75,15 +75,16 @@ int64_t leastOf(const AttentionParts &parts, const Size &size);
 /// head sizes are symbolic.
 mlir::FailureOr<AttentionParts> readAttention(KernelOp kernel);
 
-/// The tensor-core generator (mma.sync on 16-bit operands, or on fp32 ones
-/// as TF32 with `allowTf32`), whole or as the split kernel of `split`, or
-/// nothing when the attention is not one it takes (fp32 without
-/// `allowTf32`, head sizes not multiples of 16 or above 128): then the
-/// scalar generator runs.
+/// The tensor-core generator (mma.sync or wgmma on 16-bit operands, or
+/// mma.sync on fp32 ones as TF32 with `options.allowTf32`), whole or as the
+/// split kernel of `split`, laid out as chooseAttentionConfig says under
+/// `options.attention` (the launch carries the choice); nothing when the
+/// attention is not one it takes (fp32 without allowTf32, head sizes not
+/// multiples of 16 or above 128): then the scalar generator runs.
 std::optional<mlir::FailureOr<LaunchGeometry>>
 emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
                         const KeySplit *split, llvm::StringRef name,
-                        llvm::raw_ostream &os, bool allowTf32);
+                        llvm::raw_ostream &os, const CudaEmitOptions &options);
 
 /// The scalar generator (fp32 arithmetic, one block per query row), whole
 /// or as the split kernel of `split`.

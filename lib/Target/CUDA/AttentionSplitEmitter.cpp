@@ -158,7 +158,7 @@ static LaunchGeometry emitCombine(const AttentionParts &parts,
 
 std::optional<FailureOr<SplitAttention>>
 emitSplitAttention(KernelOp kernel, StringRef name, llvm::raw_ostream &os,
-                   bool allowTf32) {
+                   const CudaEmitOptions &options) {
   if (kernel.getKind() != KernelKind::attention)
     return std::nullopt;
   FailureOr<AttentionParts> parts = readAttention(kernel);
@@ -172,7 +172,7 @@ emitSplitAttention(KernelOp kernel, StringRef name, llvm::raw_ostream &os,
   result.combineName = (name + "_combine").str();
   bool log2Units = true;
   auto geometry = emitTensorCoreAttention(kernel, *parts, &*split,
-                                          result.splitName, os, allowTf32);
+                                          result.splitName, os, options);
   if (!geometry) {
     log2Units = false;
     geometry =

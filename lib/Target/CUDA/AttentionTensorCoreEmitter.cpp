@@ -41,11 +41,12 @@
 // tile while Q K^T runs (one buffer each; zero fill past the last key).
 // With two m-tiles each has two buffers: tile j + 1 streams in during all
 // of tile j, two barriers a tile instead of four, and the tiles are 64
-// keys at every head size (FlashAttention-2's 128 x 64 at D = 128): on the
-// H200 334 TFLOP/s at D = 128, S = 2048, against 298 for one buffer each
-// and 32-key tiles. KILN_ATTENTION_KV_STAGES=1 keeps one buffer each;
-// KILN_ATTENTION_BARRIERS=2 keeps one in FlashAttention-2's order, also two
-// barriers a tile (the value tile then streams during Q K^T only).
+// keys at every head size (FlashAttention-2's 128 x 64 at D = 128).
+// --attention-kv-stages=1 keeps one buffer each; --attention-barriers=2
+// keeps one in FlashAttention-2's order, also two barriers a tile (the
+// value tile then streams during Q K^T only). Which of these forms a kernel
+// takes is its AttentionConfig (AttentionConfig.cpp, where the measurements
+// behind each default are cited).
 // Other operands are staged through their in-kernel producers (getAt: the
 // query's rotary embedding; the keys' and values' compute only where a run
 // may have one query tile, kiln-fuse), element by element, so fusion is kept;
@@ -56,14 +57,14 @@
 // for the splits of the keys, KeySplit), so a short query length still
 // gives each head its block.
 //
-// With KILN_ATTENTION_WGMMA=1 (fp16/bf16, head sizes 16, 32, 64 or 128,
-// not the split kernel), Hopper's wgmma issues both products: eight warps,
+// With --attention-wgmma (fp16/bf16, head sizes 16, 32, 64 or 128, not
+// the split kernel), Hopper's wgmma issues both products: eight warps,
 // two warpgroups of 64 query rows; each wgmma.mma_async m64nNk16 takes A
 // from registers (the query's fragments, read at each tile; P as it lies)
 // and B from shared memory through a no-swizzle descriptor, the key tile
 // K-major and the value tile MN-major (trans-b); the key and value tiles
 // are laid as wgmma's 8x8 core matrices (128 contiguous bytes), 128 keys a
-// tile (KILN_ATTENTION_TILE_KEYS=64), two buffers each, and the writers of
+// tile (--attention-tile-keys=64), two buffers each, and the writers of
 // a tile fence the async proxy before its barrier. Not the default: each
 // wgmma is waited for before the softmax, and no producer warps or
 // ping-pong between the warpgroups hide the waits yet (FlashAttention-3),
@@ -79,6 +80,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "AttentionConfig.h"
 #include "AttentionParts.h"
 #include "StridedView.h"
 
@@ -97,100 +99,10 @@ using namespace mlir;
 namespace kiln {
 
 namespace {
+/// The keys a tile of the mma.sync forms takes at most, for the bound on a
+/// tile's row offsets (32-bit where they fit).
 constexpr int64_t kKeysPerTile = 64;
 constexpr int64_t kMaxHeadSize = 128;
-
-/// True when the environment sets `name` to `value`: the overrides of the
-/// emitter's choices that bench/attention.py times.
-bool envIs(const char *name, llvm::StringRef value) {
-  const char *env = std::getenv(name);
-  return env && value == env;
-}
-
-/// Warps per block, 16 query rows each: 4, or 8 where the environment's
-/// KILN_ATTENTION_WARPS says so (bench/attention.py times both; the
-/// default follows its numbers, docs/performance.md).
-int64_t warpsPerBlock() { return envIs("KILN_ATTENTION_WARPS", "8") ? 8 : 4; }
-/// The blocks of 128 query rows from which two m-tiles a warp pay: a wave
-/// of two blocks on each of an H100's or H200's 132 SMs. Fewer would leave
-/// SMs idle that 64-row blocks fill; counted at the dims' least, so that a
-/// symbolic prompt length (a decoder's prefill) keeps 64-row blocks for the
-/// short prompts it may run with.
-constexpr int64_t kFewestWideBlocks = 2 * 132;
-
-/// Query rows per warp: 32 (two m-tiles, FlashAttention-2's layout) where
-/// there are always queries to fill the GPU with 128-row blocks, so that each
-/// key and value fragment read from shared memory feeds two mma.sync and a
-/// block's 128 rows halve the key and value tiles read per query row; 16
-/// for the split (decoding) kernel, for fewer queries, for TF32, and where
-/// KILN_ATTENTION_ROWS_PER_WARP says so (16 or 32: bench/attention.py times
-/// both).
-int64_t mTilesPerWarp(bool tf32, bool split, const AttentionParts &parts) {
-  if (tf32 || split)
-    return 1;
-  if (envIs("KILN_ATTENTION_ROWS_PER_WARP", "16"))
-    return 1;
-  if (envIs("KILN_ATTENTION_ROWS_PER_WARP", "32"))
-    return 2;
-  int64_t queries = leastOf(parts, parts.queries);
-  int64_t blocks =
-      leastOf(parts, parts.batch) * parts.heads * ((queries + 127) / 128);
-  return queries > 64 && blocks >= kFewestWideBlocks ? 2 : 1;
-}
-
-/// Head sizes whose 16-byte chunks a row-group of wgmma's layout spreads
-/// evenly over 256 threads (eight rows of each chunk at a time).
-bool wgmmaHeadSize(int64_t d) {
-  return d == 16 || d == 32 || d == 64 || d == 128;
-}
-
-/// Hopper's wgmma (FlashAttention-3's instruction) for Q K^T and P V,
-/// where KILN_ATTENTION_WGMMA=1 asks for it and the head sizes suit its
-/// tile layout: eight warps, two warpgroups of 64 rows. Not the default:
-/// in this form (each wgmma waited for before the softmax, no producer
-/// warps, no overlap of one warpgroup's softmax with the other's products)
-/// it timed at 234 TFLOP/s on the H200 at D = 128, S = 2048, against 361
-/// for two m-tiles of mma.sync (bench/results/2026-11-27-h200-2.md).
-bool useWgmma(bool tf32, bool split, const AttentionParts &parts) {
-  return !tf32 && !split && envIs("KILN_ATTENTION_WGMMA", "1") &&
-         wgmmaHeadSize(parts.size) && wgmmaHeadSize(parts.valueSize);
-}
-
-/// Keys a wgmma tile: 128, or KILN_ATTENTION_TILE_KEYS (64 or 128).
-int64_t wgmmaKeysPerTile() {
-  return envIs("KILN_ATTENTION_TILE_KEYS", "64") ? 64 : 128;
-}
-
-/// Buffers each for the key and value tiles: two with two m-tiles a warp
-/// (dynamic shared memory: tile j + 1 streams in during all of tile j, two
-/// barriers a tile instead of four), one otherwise. On the H200 two were 2%
-/// (D = 64) to 19% (D = 128, with 64-key tiles) faster at S = 2048
-/// (bench/results/2026-11-27-h200.md). KILN_ATTENTION_KV_STAGES=1 and
-/// KILN_ATTENTION_BARRIERS=2 (FlashAttention-2's order with one buffer
-/// each) ask for one, so bench/attention.py can time the forms.
-int64_t kvStagesOf(int64_t mTiles) {
-  return mTiles != 2 || envIs("KILN_ATTENTION_KV_STAGES", "1") ||
-                 envIs("KILN_ATTENTION_BARRIERS", "2")
-             ? 1
-             : 2;
-}
-
-/// Keys a tile: 64, or 32 where one buffer each holds two m-tiles' scores at
-/// head size 128 (they crowd the accumulators: ptxas takes 255 registers
-/// and spills in the two-barrier order with tails; with two buffers the
-/// loop has half the barriers and fits, and was the fastest form timed) or
-/// TF32's fp32 tiles would pass the static shared memory.
-/// KILN_ATTENTION_TILE_KEYS=32 or 64 overrides the 16-bit choice
-/// (bench/attention.py times both).
-int64_t keysPerTile(bool tf32, int64_t mTiles, int64_t kvStages,
-                    int64_t headSize) {
-  if (tf32)
-    return 32;
-  for (int64_t keys : {32, 64})
-    if (envIs("KILN_ATTENTION_TILE_KEYS", std::to_string(keys)))
-      return keys;
-  return mTiles == 2 && kvStages == 1 && headSize > 64 ? 32 : kKeysPerTile;
-}
 
 /// Where the rows of a query, key or value operand lie when each row's
 /// features are contiguous in a kernel input (the input itself, or a head
@@ -273,14 +185,14 @@ std::optional<RowSource> rowSourceOf(Value operand, const std::string &head,
 std::optional<FailureOr<LaunchGeometry>>
 emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
                         const KeySplit *split, StringRef name,
-                        llvm::raw_ostream &os, bool allowTf32) {
+                        llvm::raw_ostream &os, const CudaEmitOptions &options) {
   AttentionOp attention = parts.attention;
   Type et = attention.getType().getElementType();
   auto hasResultType = [&](Value v) {
     return cast<RankedTensorType>(v.getType()).getElementType() == et;
   };
   // fp32 operands enter the tensor cores as TF32 (m16n8k8) when allowed.
-  bool tf32 = et.isF32() && allowTf32;
+  bool tf32 = et.isF32() && options.allowTf32;
   if (!(et.isF16() || et.isBF16() || tf32) ||
       !hasResultType(attention.getQuery()) ||
       !hasResultType(attention.getKey()) ||
@@ -296,12 +208,12 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
   if (tf32 && dv < dq)
     return std::nullopt;
   Size queries = parts.queries, keys = parts.keys;
-  bool wgmma = useWgmma(tf32, split, parts);
-  int64_t mTiles = wgmma ? 1 : mTilesPerWarp(tf32, split, parts);
-  int64_t kvStages = tf32 ? 1 : wgmma ? 2 : kvStagesOf(mTiles);
-  int64_t tileKeys =
-      wgmma ? wgmmaKeysPerTile()
-            : keysPerTile(tf32, mTiles, kvStages, std::max(dq, dv));
+  // The layout: one choice (AttentionConfig.cpp), returned with the launch.
+  AttentionConfig config =
+      chooseAttentionConfig(parts, tf32, split, options.attention);
+  bool wgmma = config.form == AttentionForm::Wgmma;
+  int64_t mTiles = config.mTiles, kvStages = config.kvStages,
+          tileKeys = config.tileKeys, warps = config.warps;
   int64_t perChunk = tf32 ? 4 : 8;
   std::string storage = tf32         ? "float"
                         : et.isF16() ? "__half"
@@ -341,11 +253,6 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
   bool qInRegisters = mTiles == 1;
   bool qTileShared = !qInRegisters || wgmma;
   int64_t kTileInner = wgmma ? 64 : kPitch, vTileInner = wgmma ? 64 : vPitch;
-  int64_t warps = 4;
-  if (wgmma)
-    warps = 8;
-  else if ((dv >= dq || !qInRegisters) && !tf32)
-    warps = warpsPerBlock();
   int64_t rows = 16 * mTiles * warps, threads = 32 * warps;
   // Two m-tiles' tiles (a query tile of up to 256 rows) pass the 48 KiB of
   // static shared memory: they are dynamic shared memory of the launch.
@@ -353,18 +260,13 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
   int64_t qBytes = qTileShared ? rows * kPitch * elementBytes : 0,
           kBytes = tileKeys * (wgmma ? dq : kPitch) * elementBytes,
           vBytes = tileKeys * (wgmma ? dv : vPitch) * elementBytes;
-  // With one buffer each, FlashAttention-2's order needs two barriers a tile
-  // too: the value tile streams in during Q K^T only, the next key tile
-  // during the softmax and P V (KILN_ATTENTION_BARRIERS=2; slower on the
-  // H200 than the four-barrier order, whose value tile also streams during
-  // the softmax, and than two buffers each).
-  bool twoBarriers = kvStages == 1 && envIs("KILN_ATTENTION_BARRIERS", "2");
+  // With one buffer each, FlashAttention-2's order: the value tile streams
+  // in during Q K^T only, the next key tile during the softmax and P V.
+  bool twoBarriers = kvStages == 1 && config.barriers == 2;
   int64_t dynamicShared =
       qTileShared ? qBytes + kvStages * (kBytes + vBytes) : 0;
-  // The running maximum moves lazily (by more than 2^8) unless
-  // KILN_ATTENTION_LAZY_RESCALE=0 asks for every rise, so that
-  // bench/attention.py can time the two on one machine.
-  bool lazyRescale = !envIs("KILN_ATTENTION_LAZY_RESCALE", "0");
+  // The running maximum moves lazily (by more than 2^8), or at every rise.
+  bool lazyRescale = config.lazyRescale;
   // `for` over e = threadIdx.x, + threads, ... below `count`, with a trip
   // count the compiler sees (the block size is fixed here).
   auto threadLoop = [&](int64_t count, const std::string &indent) {
@@ -1123,6 +1025,7 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
     setGridDim(geometry, 2, keys, split->chunk, split->maxSplits);
     geometry.block[0] = threads;
     geometry.sharedBytes = dynamicShared;
+    geometry.attention = config;
     return FailureOr<LaunchGeometry>(geometry);
   }
   os << "      const float inverse = 1.0f / l[mt][r];\n";
@@ -1165,6 +1068,7 @@ emitTensorCoreAttention(KernelOp kernel, const AttentionParts &parts,
   setGridDim(geometry, 1, parts.batch * heads, 1, kMaxGrid);
   geometry.block[0] = threads;
   geometry.sharedBytes = dynamicShared;
+  geometry.attention = config;
   return FailureOr<LaunchGeometry>(geometry);
 }
 

@@ -31,9 +31,11 @@ constexpr uint64_t kWeightAlign = 256;
 class PlanBuilder {
 public:
   PlanBuilder(func::FuncOp func, rt::Artifact &artifact, StepOrigins *origins,
-              WeightTable &weights, bool checkIndices, bool allowTf32)
+              WeightTable &weights, const CudaEmitOptions &options,
+              KernelConfigs *configs)
       : func(func), artifact(artifact), origins(origins), weights(weights),
-        checkIndices(checkIndices), allowTf32(allowTf32) {}
+        options(options), checkIndices(options.checkIndices),
+        allowTf32(options.allowTf32), configs(configs) {}
 
   LogicalResult build() {
     Block &body = func.getBody().front();
@@ -353,13 +355,13 @@ private:
     std::string name = "kiln_" +
                        std::string(stringifyKernelKind(kernel.getKind())) +
                        "_" + std::to_string(artifact.kernelNames.size());
-    auto split = emitSplitAttention(kernel, name, source, allowTf32);
+    auto split = emitSplitAttention(kernel, name, source, options);
     if (split && failed(*split))
       return failure();
     // The whole kernel, unless the keys are always split.
     std::optional<LaunchGeometry> whole;
     if (!split || (*split)->queries) {
-      auto geometry = emitKernel(kernel, name, source, allowTf32);
+      auto geometry = emitKernel(kernel, name, source, options);
       if (failed(geometry))
         return failure();
       whole = *geometry;
@@ -438,6 +440,8 @@ private:
     }
     step.launch.sharedBytes = geometry.sharedBytes;
     step.launch.args.assign(args.begin(), args.end());
+    if (configs && geometry.attention)
+      configs->push_back({name, *geometry.attention});
     artifact.kernelNames.push_back(name);
     artifact.steps.push_back(std::move(step));
     for (auto [axis, grid] : llvm::enumerate(geometry.symbolicGrid)) {
@@ -730,8 +734,10 @@ private:
   /// Each symbolic dim's index in artifact.symbolic.dims.
   llvm::StringMap<uint32_t> dimIndex;
   WeightTable &weights;
+  const CudaEmitOptions &options;
   bool checkIndices;
   bool allowTf32;
+  KernelConfigs *configs;
   int weightCount = 0;
   /// Where kernels' scratch memory starts (past the planned arena), and the
   /// most any kernel takes.
@@ -825,8 +831,8 @@ void WeightTable::materialize(std::string &out) const {
 
 LogicalResult emitPlan(func::FuncOp func, rt::Artifact &artifact,
                        WeightTable &weights, StepOrigins *origins,
-                       bool checkIndices, bool allowTf32) {
-  return PlanBuilder(func, artifact, origins, weights, checkIndices, allowTf32)
+                       const CudaEmitOptions &options, KernelConfigs *configs) {
+  return PlanBuilder(func, artifact, origins, weights, options, configs)
       .build();
 }
 

@@ -179,7 +179,7 @@ mlir::FailureOr<LaunchGeometry> emitSort(KernelOp kernel, llvm::StringRef name,
 mlir::FailureOr<LaunchGeometry> emitAttention(KernelOp kernel,
                                               llvm::StringRef name,
                                               llvm::raw_ostream &os,
-                                              bool allowTf32);
+                                              const CudaEmitOptions &options);
 
 } // namespace kiln
 

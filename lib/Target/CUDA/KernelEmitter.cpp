@@ -292,7 +292,8 @@ FailureOr<LaunchGeometry> emitCopy(KernelOp kernel, StringRef name,
 }
 
 FailureOr<LaunchGeometry> emitKernel(KernelOp kernel, StringRef name,
-                                     llvm::raw_ostream &os, bool allowTf32) {
+                                     llvm::raw_ostream &os,
+                                     const CudaEmitOptions &options) {
   if (kernel.getNumResults() != 1)
     return kernel.emitOpError("has ")
            << kernel.getNumResults() << " results; the CUDA target needs one";
@@ -309,7 +310,7 @@ FailureOr<LaunchGeometry> emitKernel(KernelOp kernel, StringRef name,
   case KernelKind::sort:
     return emitSort(kernel, name, os);
   case KernelKind::attention:
-    return emitAttention(kernel, name, os, allowTf32);
+    return emitAttention(kernel, name, os, options);
   default:
     return kernel.emitOpError("kind ") << stringifyKernelKind(kernel.getKind())
                                        << " has no CUDA generator yet";

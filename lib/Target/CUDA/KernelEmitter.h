@@ -5,6 +5,7 @@
 
 #include "kiln/Dialect/Kiln/DimExpr.h"
 #include "kiln/Dialect/Kiln/KilnOps.h"
+#include "kiln/Target/CUDA/KernelConfig.h"
 
 #include <array>
 #include <optional>
@@ -28,6 +29,9 @@ struct LaunchGeometry {
   std::array<uint32_t, 3> block = {1, 1, 1};
   uint32_t sharedBytes = 0;
   std::array<std::optional<SymbolicGridDim>, 3> symbolicGrid;
+  /// The layout a tensor-core attention kernel was emitted with, for the
+  /// plan and the report.
+  std::optional<AttentionConfig> attention;
 };
 
 /// The helpers every generated source starts with (block reductions), the
@@ -37,13 +41,14 @@ std::string cudaPrelude(bool needsHalfTypes, bool needsTensorCores);
 
 /// Appends the CUDA function `name` computing `kernel` to `os`. Its parameters
 /// are one pointer per kernel input, then one per result. Emits an error at
-/// the kernel and returns failure for bodies it cannot generate. With
-/// `allowTf32` (kilnc --allow-tf32), fp32 attention runs on the tensor
-/// cores with TF32 inputs.
+/// the kernel and returns failure for bodies it cannot generate. `options`
+/// are kiln-to-cuda's: with allowTf32 (kilnc --allow-tf32), fp32 attention
+/// runs on the tensor cores with TF32 inputs; the attention overrides
+/// reach chooseAttentionConfig.
 mlir::FailureOr<LaunchGeometry> emitKernel(KernelOp kernel,
                                            llvm::StringRef name,
                                            llvm::raw_ostream &os,
-                                           bool allowTf32 = false);
+                                           const CudaEmitOptions &options);
 
 /// Flash-decoding of an attention kernel (AttentionSplitEmitter.cpp): a
 /// kernel whose blocks split the keys, storing partial results in scratch
@@ -68,7 +73,7 @@ struct SplitAttention {
 /// error at the kernel and returns failure for one it cannot generate.
 std::optional<mlir::FailureOr<SplitAttention>>
 emitSplitAttention(KernelOp kernel, llvm::StringRef name, llvm::raw_ostream &os,
-                   bool allowTf32 = false);
+                   const CudaEmitOptions &options);
 
 } // namespace kiln
 

@@ -35,24 +35,46 @@ struct KilnToCudaPass
       return signalPassFailure();
     }
     func::FuncOp func = *funcs.begin();
+    CudaEmitOptions options = emitOptions();
+    if (std::string error = checkAttentionOverrides(options.attention);
+        !error.empty()) {
+      module.emitError("kiln-to-cuda: ") << error;
+      return signalPassFailure();
+    }
     if (lowering.artifact) {
       if (failed(emitPlan(func, *lowering.artifact, *lowering.weights,
-                          lowering.origins, checkIndices, allowTf32)))
+                          lowering.origins, options, lowering.configs)))
         signalPassFailure();
       return;
     }
     // kiln-opt: the result goes into the module as text.
     rt::Artifact artifact;
     WeightTable weights;
-    if (failed(emitPlan(func, artifact, weights, nullptr, checkIndices,
-                        allowTf32)))
+    KernelConfigs configs;
+    if (failed(emitPlan(func, artifact, weights, nullptr, options, &configs)))
       return signalPassFailure();
     std::string plan;
     llvm::raw_string_ostream os(plan);
-    printPlan(artifact, weights.size, os);
+    printPlan(artifact, weights.size, os, &configs);
     Builder b(module.getContext());
     module->setAttr(kCudaSourceAttr, b.getStringAttr(artifact.cudaSource));
     module->setAttr(kPlanAttr, b.getStringAttr(plan));
+  }
+
+  /// The emitters' options, from the pass's.
+  CudaEmitOptions emitOptions() const {
+    CudaEmitOptions options;
+    options.checkIndices = checkIndices;
+    options.allowTf32 = allowTf32;
+    AttentionOverrides &attention = options.attention;
+    attention.warps = attentionWarps;
+    attention.rowsPerWarp = attentionRowsPerWarp;
+    attention.wgmma = attentionWgmma;
+    attention.tileKeys = attentionTileKeys;
+    attention.kvStages = attentionKvStages;
+    attention.barriers = attentionBarriers;
+    attention.lazyRescale = attentionLazyRescale;
+    return options;
   }
 
   CudaLowering lowering;

@@ -16,7 +16,7 @@ std::string kiln::runsIfText(const rt::Artifact &a, size_t step) {
 }
 
 void kiln::printPlan(const rt::Artifact &a, uint64_t weightBytes,
-                     llvm::raw_ostream &os) {
+                     llvm::raw_ostream &os, const KernelConfigs *configs) {
   os << "arena_bytes " << a.arenaBytes << "\nweight_bytes " << weightBytes
      << "\n";
   for (auto [i, b] : llvm::enumerate(a.buffers)) {
@@ -43,6 +43,10 @@ void kiln::printPlan(const rt::Artifact &a, uint64_t weightBytes,
         os << " " << arg;
       if (std::string runsIf = runsIfText(a, index); !runsIf.empty())
         os << " " << runsIf;
+      if (configs)
+        for (const KernelConfig &config : *configs)
+          if (config.kernel == a.kernelNames[s.launch.kernel])
+            os << " config " << config.attention.text();
       os << "\n";
       break;
     case rt::Step::Kind::Matmul:

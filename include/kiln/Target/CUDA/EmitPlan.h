@@ -10,6 +10,7 @@
 #ifndef KILN_TARGET_CUDA_EMITPLAN_H
 #define KILN_TARGET_CUDA_EMITPLAN_H
 
+#include "kiln/Target/CUDA/KernelConfig.h"
 #include "kiln/runtime/ArtifactFormat.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
@@ -62,15 +63,17 @@ std::string modelHashOf(const rt::Artifact &artifact, uint64_t weightsChecksum);
 /// model hash are left to the caller, which may stream the weights instead of
 /// copying them). Cubin and PTX are left for the NVRTC driver. Emits an error
 /// at the offending op and returns failure for anything it cannot lower.
-/// When `origins` is given, it receives one entry per step. With
-/// `checkIndices`, every gather in a kernel checks its indices at run time
-/// (artifact.indexSites); without, out-of-range indices are clamped
-/// silently. With `allowTf32`, fp32 matmuls take TF32 inputs on the tensor
-/// cores (MatmulStep::tf32).
+/// When `origins` is given, it receives one entry per step; `configs`, the
+/// configuration of each kernel that has one (tensor-core attention). With
+/// `options.checkIndices`, every gather in a kernel checks its indices at
+/// run time (artifact.indexSites); without, out-of-range indices are
+/// clamped silently. With `options.allowTf32`, fp32 matmuls take TF32
+/// inputs on the tensor cores (MatmulStep::tf32).
 mlir::LogicalResult emitPlan(mlir::func::FuncOp func, rt::Artifact &artifact,
                              WeightTable &weights,
                              StepOrigins *origins = nullptr,
-                             bool checkIndices = true, bool allowTf32 = false);
+                             const CudaEmitOptions &options = {},
+                             KernelConfigs *configs = nullptr);
 
 } // namespace kiln
 

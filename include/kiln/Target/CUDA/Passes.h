@@ -22,6 +22,8 @@ struct CudaLowering {
   WeightTable *weights = nullptr;
   /// Optional: the ONNX nodes of each step, for `kilnc --report`.
   StepOrigins *origins = nullptr;
+  /// Optional: each configured kernel's configuration, for the report.
+  KernelConfigs *configs = nullptr;
 };
 
 /// kiln-to-cuda writing its result into `lowering` instead of the module.

@@ -35,6 +35,34 @@ def KilnToCudaPass : Pass<"kiln-to-cuda", "mlir::ModuleOp"> {
     Option<"allowTf32", "allow-tf32", "bool", /*default=*/"false",
            "fp32 matmuls (CUBLAS_COMPUTE_32F_FAST_TF32) and attention "
            "(mma.sync.m16n8k8.tf32) on the tensor cores with TF32 inputs">,
+    // Overrides of the tensor-core attention kernel's configuration
+    // (chooseAttentionConfig), for benchmarks that time the forms; 0 leaves
+    // the choice to the compiler. The plan and --report print the result.
+    Option<"attentionWarps", "attention-warps", "int64_t", /*default=*/"0",
+           "tensor-core attention: warps a block (4 or 8; 0 chooses)">,
+    Option<"attentionRowsPerWarp", "attention-rows-per-warp", "int64_t",
+           /*default=*/"0",
+           "tensor-core attention: query rows a warp, 16 or 32 (one or two "
+           "m-tiles; 0 chooses)">,
+    Option<"attentionWgmma", "attention-wgmma", "bool", /*default=*/"false",
+           "tensor-core attention on Hopper's wgmma (fp16/bf16, head sizes "
+           "16, 32, 64 or 128, not the split kernel)">,
+    Option<"attentionTileKeys", "attention-tile-keys", "int64_t",
+           /*default=*/"0",
+           "tensor-core attention: keys a tile (32 or 64 with mma.sync, 64 "
+           "or 128 with wgmma; 0 chooses)">,
+    Option<"attentionKvStages", "attention-kv-stages", "int64_t",
+           /*default=*/"0",
+           "tensor-core attention: 1 keeps one buffer each for key and value "
+           "tiles (0 chooses: two with two m-tiles a warp)">,
+    Option<"attentionBarriers", "attention-barriers", "int64_t",
+           /*default=*/"0",
+           "tensor-core attention with one buffer each: 2 takes "
+           "FlashAttention-2's two-barrier order, 4 the default four">,
+    Option<"attentionLazyRescale", "attention-lazy-rescale", "bool",
+           /*default=*/"true",
+           "tensor-core attention: the running maximum moves only when a row "
+           "passes it by 2^8 (false: at every rise)">,
   ];
 }
 

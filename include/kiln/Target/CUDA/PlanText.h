@@ -9,6 +9,7 @@
 #ifndef KILN_TARGET_CUDA_PLANTEXT_H
 #define KILN_TARGET_CUDA_PLANTEXT_H
 
+#include "kiln/Target/CUDA/KernelConfig.h"
 #include "kiln/runtime/ArtifactFormat.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -19,9 +20,10 @@ namespace kiln {
 /// "and"; empty for a step that always runs.
 std::string runsIfText(const rt::Artifact &artifact, size_t step);
 
-/// Prints `artifact`'s arena size, `weightBytes`, buffers and steps.
+/// Prints `artifact`'s arena size, `weightBytes`, buffers and steps; a
+/// launch of a kernel in `configs` ends with `config` and its configuration.
 void printPlan(const rt::Artifact &artifact, uint64_t weightBytes,
-               llvm::raw_ostream &os);
+               llvm::raw_ostream &os, const KernelConfigs *configs = nullptr);
 
 } // namespace kiln
 

@@ -1,0 +1,108 @@
+//===- KernelConfig.h - kernel configurations as data -----------*- C++ -*-===//
+//
+// How a generated kernel is laid out (warps, tiles, pipeline stages, the
+// instruction form) is decided by one function per kernel family from the
+// kernel's shapes and the target's options, kept as a struct that the
+// emitter follows and that the plan and `kilnc --report` print. The options
+// are kiln-to-cuda's pass options (kilnc's --attention-* flags); nothing in
+// the compiler reads the environment to decide what to emit. IREE keeps a
+// kernel's lowering configuration apart from the code that emits it in the
+// same way.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_TARGET_CUDA_KERNELCONFIG_H
+#define KILN_TARGET_CUDA_KERNELCONFIG_H
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace kiln {
+
+/// kiln-to-cuda's overrides of the tensor-core attention kernel's choices
+/// (kilnc --attention-*), for benchmarks that time the forms side by side.
+/// 0 (and the defaults of the flags) leave a choice to
+/// chooseAttentionConfig.
+struct AttentionOverrides {
+  /// Warps a block: 4 or 8.
+  int64_t warps = 0;
+  /// Query rows a warp: 16 (one m-tile) or 32 (two).
+  int64_t rowsPerWarp = 0;
+  /// Hopper's wgmma for both products (fp16/bf16, head sizes 16 to 128 in
+  /// powers of two, not the split kernel).
+  bool wgmma = false;
+  /// Keys a tile: 32 or 64 (mma.sync), 64 or 128 (wgmma).
+  int64_t tileKeys = 0;
+  /// Buffers each for key and value tiles: 1 or 2.
+  int64_t kvStages = 0;
+  /// Barriers a key tile with one buffer each: 4, or 2 in
+  /// FlashAttention-2's order (and then one buffer each).
+  int64_t barriers = 0;
+  /// The running maximum moves only when a row passes it by 2^8.
+  bool lazyRescale = true;
+};
+
+/// The options of the CUDA target's emitters: kiln-to-cuda's pass options.
+struct CudaEmitOptions {
+  /// Every gather checks its indices at run time; without, out-of-range
+  /// indices are clamped.
+  bool checkIndices = true;
+  /// fp32 matmuls and attention on the tensor cores with TF32 inputs.
+  bool allowTf32 = false;
+  AttentionOverrides attention;
+};
+
+/// The instructions a tensor-core attention kernel issues.
+enum class AttentionForm {
+  /// mma.sync.m16n8k16 on f16 or bf16 tiles.
+  MmaSync,
+  /// mma.sync.m16n8k8 on fp32 tiles rounded to TF32.
+  MmaSyncTf32,
+  /// wgmma.mma_async.m64nNk16 (Hopper), two warpgroups of 64 rows.
+  Wgmma,
+};
+
+/// How one tensor-core attention kernel is laid out, as chosen by
+/// chooseAttentionConfig (lib/Target/CUDA/AttentionConfig.cpp).
+struct AttentionConfig {
+  AttentionForm form = AttentionForm::MmaSync;
+  /// Flash-decoding's split kernel (keys split across blocks).
+  bool split = false;
+  int64_t warps = 4;
+  /// 16-row m-tiles a warp (1 or 2).
+  int64_t mTiles = 1;
+  /// Keys a key or value tile.
+  int64_t tileKeys = 64;
+  /// Buffers each for key and value tiles.
+  int64_t kvStages = 1;
+  /// Barriers a key tile: 4, or 2 (two buffers each, or FlashAttention-2's
+  /// order with one).
+  int64_t barriers = 4;
+  bool lazyRescale = true;
+
+  /// Query rows a block.
+  int64_t rows() const { return 16 * mTiles * warps; }
+  bool operator==(const AttentionConfig &other) const;
+  /// One line: `mma.sync warps=4 m_tiles=2 tile_keys=64 kv_stages=2
+  /// barriers=2 lazy_rescale=1`, for the plan and the report.
+  std::string text() const;
+};
+
+/// The name of `form` as the plan and the report print it.
+const char *attentionFormName(AttentionForm form);
+
+/// The configuration a kernel of the plan was emitted with.
+struct KernelConfig {
+  std::string kernel;
+  AttentionConfig attention;
+};
+using KernelConfigs = std::vector<KernelConfig>;
+
+/// Checks the values of `overrides` (warps 4 or 8, and so on); on failure
+/// returns the offending option and its allowed values, else "".
+std::string checkAttentionOverrides(const AttentionOverrides &overrides);
+
+} // namespace kiln
+
+#endif // KILN_TARGET_CUDA_KERNELCONFIG_H
