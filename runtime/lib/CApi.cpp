@@ -12,6 +12,7 @@
 #include "kiln/runtime/Model.h"
 
 #include <algorithm>
+#include <cstddef>
 #include <exception>
 #include <new>
 #include <string>
@@ -99,10 +100,55 @@ static kiln_tensor_desc describe(const Buffer &buffer) {
 extern "C" {
 
 KILN_API kiln_status kiln_model_create(kiln_backend backend, kiln_model **out) {
+  return kiln_model_create_with_options(backend, nullptr, out);
+}
+
+/// The options the environment gives, overridden by the fields `given`
+/// sets (read only up to its `size`).
+static Status optionsOf(const kiln_model_options *given, HostOptions &host,
+                        CudaOptions &cuda) {
+  host = HostOptions::fromEnvironment();
+  cuda = CudaOptions::fromEnvironment();
+  if (!given)
+    return Status::ok();
+  constexpr uint32_t kKnown = KILN_OPTION_HOST_SEED | KILN_OPTION_HOST_CHECK |
+                              KILN_OPTION_CUDA_GRAPHS |
+                              KILN_OPTION_TUNE_MATMULS;
+  if (given->size < offsetof(kiln_model_options, host_seed))
+    return Status::error(StatusCode::InvalidArgument,
+                         "kiln_model_options: size " +
+                             std::to_string(given->size) +
+                             " is smaller than its first two fields");
+  if (given->set & ~kKnown)
+    return Status::error(StatusCode::InvalidArgument,
+                         "kiln_model_options: unknown bits in set");
+  // A field the caller's struct has, and marks as given.
+  auto has = [&](uint32_t bit, size_t offset, size_t bytes) {
+    return (given->set & bit) && offset + bytes <= given->size;
+  };
+  if (has(KILN_OPTION_HOST_SEED, offsetof(kiln_model_options, host_seed), 8))
+    host.seed = given->host_seed;
+  if (has(KILN_OPTION_HOST_CHECK, offsetof(kiln_model_options, host_check), 4))
+    host.checking = given->host_check != 0;
+  if (has(KILN_OPTION_CUDA_GRAPHS, offsetof(kiln_model_options, cuda_graphs),
+          4))
+    cuda.graphs = given->cuda_graphs != 0;
+  if (has(KILN_OPTION_TUNE_MATMULS, offsetof(kiln_model_options, tune_matmuls),
+          4))
+    cuda.tuneMatmuls = given->tune_matmuls != 0;
+  return Status::ok();
+}
+
+KILN_API kiln_status kiln_model_create_with_options(
+    kiln_backend backend, const kiln_model_options *options, kiln_model **out) {
   return guarded([&]() -> kiln_status {
     if (!out)
       return fail(StatusCode::InvalidArgument, "out is null");
     *out = nullptr;
+    HostOptions hostOptions;
+    CudaOptions cudaOptions;
+    if (Status s = optionsOf(options, hostOptions, cudaOptions); !s.isOk())
+      return fail(s);
     if (backend != KILN_BACKEND_AUTO && backend != KILN_BACKEND_CUDA &&
         backend != KILN_BACKEND_HOST)
       return fail(Status::error(StatusCode::InvalidArgument,
@@ -112,9 +158,9 @@ KILN_API kiln_status kiln_model_create(kiln_backend backend, kiln_model **out) {
     if (Status s = loadEmbeddedArtifact(artifact); !s.isOk())
       return fail(s);
     auto handle = std::make_unique<kiln_model>();
-    if (Status s = Model::create(
-            std::move(artifact), static_cast<Backend>(backend), handle->model,
-            HostOptions::fromEnvironment(), CudaOptions::fromEnvironment());
+    if (Status s =
+            Model::create(std::move(artifact), static_cast<Backend>(backend),
+                          handle->model, hostOptions, cudaOptions);
         !s.isOk())
       return fail(s);
     const Model &model = *handle->model;

@@ -102,8 +102,13 @@ Status Model::create(Artifact artifact, Backend backend,
                    fallbackReason.c_str());
     }
     model->executor = createHostExecutor(model->plan, hostOptions);
+    model->optionsText = "host seed " + std::to_string(hostOptions.seed) +
+                         ", checking " + (hostOptions.checking ? "on" : "off");
   } else {
     model->executor = createCudaExecutor(model->plan, cudaOptions);
+    model->optionsText =
+        std::string("CUDA graphs ") + (cudaOptions.graphs ? "on" : "off") +
+        ", matmul tuning " + (cudaOptions.tuneMatmuls ? "on" : "off");
   }
   out = std::move(model);
   return Status::ok();
@@ -305,5 +310,6 @@ std::string Model::info() const {
      << " steps; backend " << backendName(selectedBackend);
   if (!fallbackReason.empty())
     os << " (auto: " << fallbackReason << ")";
+  os << "; " << optionsText;
   return os.str();
 }

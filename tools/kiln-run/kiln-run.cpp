@@ -134,6 +134,11 @@ cl::opt<bool> tuneMatmuls(
              "runs the heuristic's first, as KILN_TUNE_MATMULS=0 does for "
              "any artifact; without the flag, that variable decides)"),
     cl::init(true));
+cl::opt<bool> printInfo(
+    "info",
+    cl::desc("print the model's summary before running it (kiln_model_info: "
+             "Kiln version, arch, backend and the run-time options in "
+             "effect), for an .onnx as for a .so"));
 cl::opt<double> relTolerance("rtol", cl::desc("relative tolerance of the comparison"),
                      cl::init(1e-4));
 cl::opt<double> absTolerance("atol", cl::desc("absolute tolerance of the comparison"),
@@ -787,16 +792,43 @@ runLibrary(MLIRContext *ctx, Signature &signature,
     fail("'" + modelPath + "' is not a Kiln artifact (missing kiln_* symbols)");
     return failure();
   }
-  // The artifact's own runtime reads the host options from the environment.
-  setenv("KILN_HOST_SEED", std::to_string(hostSeed).c_str(), 1);
-  setenv("KILN_HOST_CHECK", checkMode ? "1" : "0", 1);
-  if (!cudaGraphs)
-    setenv("KILN_CUDA_GRAPHS", "0", 1);
+  // The run-time options go to the artifact's own runtime through the C
+  // ABI, as they go to an in-process model (hostOptions, cudaOptions).
+  auto createWithOptions = (decltype(&kiln_model_create_with_options))dlsym(
+      lib, "kiln_model_create_with_options");
+  kiln::rt::HostOptions host = hostOptions();
+  kiln::rt::CudaOptions cuda = cudaOptions();
+  kiln_model_options options{};
+  options.size = sizeof(options);
+  options.set = KILN_OPTION_HOST_SEED | KILN_OPTION_HOST_CHECK |
+                KILN_OPTION_CUDA_GRAPHS | KILN_OPTION_TUNE_MATMULS;
+  options.host_seed = host.seed;
+  options.host_check = host.checking;
+  options.cuda_graphs = cuda.graphs;
+  options.tune_matmuls = cuda.tuneMatmuls;
   kiln_model *model = nullptr;
-  if (create(static_cast<kiln_backend>(runtimeBackend()), &model) != KILN_OK) {
+  kiln_status created;
+  if (createWithOptions) {
+    created = createWithOptions(static_cast<kiln_backend>(runtimeBackend()),
+                                &options, &model);
+  } else if (hostSeed.getNumOccurrences() || checkMode ||
+             cudaGraphs.getNumOccurrences() ||
+             tuneMatmuls.getNumOccurrences()) {
+    fail("'" + modelPath +
+         "' predates run-time options in the C ABI "
+         "(kiln_model_create_with_options): compile it again to use "
+         "--host-seed, --check, --cuda-graphs or --tune-matmuls");
+    return failure();
+  } else {
+    created = create(static_cast<kiln_backend>(runtimeBackend()), &model);
+  }
+  if (created != KILN_OK) {
     fail(lastError());
     return failure();
   }
+  if (printInfo)
+    if (auto info = (decltype(&kiln_model_info))dlsym(lib, "kiln_model_info"))
+      llvm::outs() << "model: " << info(model) << "\n";
   auto describe = [&](const kiln_tensor_desc &d) {
     SmallVector<int64_t> shape(d.shape, d.shape + d.rank);
     return RankedTensorType::get(shape,
@@ -1064,6 +1096,8 @@ int main(int argc, char **argv) {
           cudaOptions());
       if (!status.isOk())
         return fail(status.message);
+      if (printInfo)
+        llvm::outs() << "model: " << model->info() << "\n";
       // A build with --keep-io-types=false takes 16-bit floats where the
       // model says f32: the inputs rounded to what the artifact takes (the
       // reference keeps the originals).

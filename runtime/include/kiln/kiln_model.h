@@ -116,6 +116,46 @@ typedef struct kiln_context kiln_context;
  *          KILN_ERROR_INVALID_ARGUMENT. */
 KILN_API kiln_status kiln_model_create(kiln_backend backend, kiln_model **out);
 
+/** Bits of kiln_model_options::set: which fields the caller gives. */
+#define KILN_OPTION_HOST_SEED (1u << 0)
+#define KILN_OPTION_HOST_CHECK (1u << 1)
+#define KILN_OPTION_CUDA_GRAPHS (1u << 2)
+#define KILN_OPTION_TUNE_MATMULS (1u << 3)
+
+/** Run-time options of a model. Zero it, set `size` to
+ *  sizeof(kiln_model_options), then set the fields to give and their bits
+ *  in `set`. A field not in `set` is read from the environment as
+ *  kiln_model_create reads it (KILN_HOST_SEED, KILN_HOST_CHECK,
+ *  KILN_CUDA_GRAPHS, KILN_TUNE_MATMULS), else takes its default. */
+typedef struct kiln_model_options {
+  /** sizeof(kiln_model_options) as the caller knows it: fields past it are
+   *  left unset, so a caller built against an older header still works. */
+  uint32_t size;
+  /** KILN_OPTION_* bits of the fields given below. */
+  uint32_t set;
+  /** Host backend: the seed of the order in which emulated threads run
+   *  between barriers (default 0). */
+  uint64_t host_seed;
+  /** Host backend: nonzero for the checking mode (each buffer its own
+   *  allocation, kernels built with AddressSanitizer, which must be loaded
+   *  in the process; default off). */
+  int32_t host_check;
+  /** CUDA backend: nonzero replays each run after the first as a CUDA graph
+   *  (default on). */
+  int32_t cuda_graphs;
+  /** CUDA backend: nonzero times several cuBLASLt algorithms for each
+   *  matmul at its first run and keeps the fastest; zero runs the
+   *  heuristic's first, reproducible across processes (default on). */
+  int32_t tune_matmuls;
+} kiln_model_options;
+
+/** kiln_model_create with run-time options; `options` may be NULL (then it
+ *  is kiln_model_create). kiln_model_info names the options in effect.
+ *  @return as kiln_model_create; KILN_ERROR_INVALID_ARGUMENT for a `size`
+ *          smaller than the first two fields or bits outside KILN_OPTION_*. */
+KILN_API kiln_status kiln_model_create_with_options(
+    kiln_backend backend, const kiln_model_options *options, kiln_model **out);
+
 /** Releases a model and all its host and device memory. NULL is a no-op. */
 KILN_API void kiln_model_destroy(kiln_model *model);
 
@@ -274,8 +314,8 @@ KILN_API const char *kiln_last_error(void);
 KILN_API uint32_t kiln_abi_version(void);
 
 /** Returns a short human-readable summary of the model: Kiln version, target
- *  arch, model hash and peak arena bytes. Owned by the model; "" when `model`
- *  is NULL. */
+ *  arch, model hash, peak arena bytes, backend and the run-time options in
+ *  effect. Owned by the model; "" when `model` is NULL. */
 KILN_API const char *kiln_model_info(const kiln_model *model);
 
 #ifdef __cplusplus

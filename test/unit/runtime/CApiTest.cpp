@@ -13,6 +13,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstddef>
 #include <cstdlib>
 #include <dlfcn.h>
 #include <thread>
@@ -482,4 +483,84 @@ TEST_F(CApi, NamesTheOutputsKeptInAnInputsStorage) {
   EXPECT_EQ(input, -1);
   EXPECT_EQ(axis, -1);
   plain.destroy(model);
+}
+
+TEST_F(CApi, CreatesWithRunTimeOptionsOverTheEnvironment) {
+  LoadedArtifact lib;
+  ASSERT_NO_FATAL_FAILURE(load(makeIdentityShell({2, 3}), lib));
+  auto createWith = reinterpret_cast<decltype(&kiln_model_create_with_options)>(
+      dlsym(lib.handle, "kiln_model_create_with_options"));
+  ASSERT_NE(createWith, nullptr);
+  // What the options give wins over the environment; what they leave unset
+  // comes from it.
+  setenv("KILN_TUNE_MATMULS", "0", 1);
+  setenv("KILN_CUDA_GRAPHS", "0", 1);
+  kiln_model_options options{};
+  options.size = sizeof(options);
+  options.set = KILN_OPTION_CUDA_GRAPHS;
+  options.cuda_graphs = 1;
+  kiln_model *model = nullptr;
+  ASSERT_EQ(createWith(KILN_BACKEND_CUDA, &options, &model), KILN_OK)
+      << lib.lastError();
+  std::string info = lib.info(model);
+  EXPECT_NE(info.find("CUDA graphs on, matmul tuning off"), std::string::npos)
+      << info;
+  lib.destroy(model);
+  options.set = KILN_OPTION_TUNE_MATMULS | KILN_OPTION_CUDA_GRAPHS;
+  options.tune_matmuls = 1;
+  options.cuda_graphs = 0;
+  ASSERT_EQ(createWith(KILN_BACKEND_CUDA, &options, &model), KILN_OK);
+  info = lib.info(model);
+  EXPECT_NE(info.find("CUDA graphs off, matmul tuning on"), std::string::npos)
+      << info;
+  lib.destroy(model);
+  unsetenv("KILN_TUNE_MATMULS");
+  unsetenv("KILN_CUDA_GRAPHS");
+
+  options = kiln_model_options{};
+  options.size = sizeof(options);
+  options.set = KILN_OPTION_HOST_SEED;
+  options.host_seed = 7;
+  ASSERT_EQ(createWith(KILN_BACKEND_HOST, &options, &model), KILN_OK);
+  info = lib.info(model);
+  EXPECT_NE(info.find("host seed 7, checking off"), std::string::npos) << info;
+  lib.destroy(model);
+  // NULL options are kiln_model_create's.
+  ASSERT_EQ(createWith(KILN_BACKEND_HOST, nullptr, &model), KILN_OK);
+  info = lib.info(model);
+  EXPECT_NE(info.find("host seed 0, checking off"), std::string::npos) << info;
+  lib.destroy(model);
+}
+
+TEST_F(CApi, RefusesMalformedOptions) {
+  LoadedArtifact lib;
+  ASSERT_NO_FATAL_FAILURE(load(makeIdentityShell({2, 3}), lib));
+  auto createWith = reinterpret_cast<decltype(&kiln_model_create_with_options)>(
+      dlsym(lib.handle, "kiln_model_create_with_options"));
+  ASSERT_NE(createWith, nullptr);
+  kiln_model_options options{};
+  options.size = 4;
+  kiln_model *model = nullptr;
+  EXPECT_EQ(createWith(KILN_BACKEND_HOST, &options, &model),
+            KILN_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(model, nullptr);
+  EXPECT_NE(std::string(lib.lastError()).find("size 4"), std::string::npos)
+      << lib.lastError();
+  options.size = sizeof(options);
+  options.set = 1u << 20;
+  EXPECT_EQ(createWith(KILN_BACKEND_HOST, &options, &model),
+            KILN_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(lib.lastError()).find("unknown bits"),
+            std::string::npos)
+      << lib.lastError();
+  // A caller whose struct ends before tune_matmuls: that field stays unset.
+  options = kiln_model_options{};
+  options.size = offsetof(kiln_model_options, tune_matmuls);
+  options.set = KILN_OPTION_TUNE_MATMULS;
+  options.tune_matmuls = 0;
+  ASSERT_EQ(createWith(KILN_BACKEND_CUDA, &options, &model), KILN_OK);
+  EXPECT_NE(std::string(lib.info(model)).find("matmul tuning on"),
+            std::string::npos)
+      << lib.info(model);
+  lib.destroy(model);
 }

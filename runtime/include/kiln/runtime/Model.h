@@ -232,6 +232,8 @@ private:
   Backend selectedBackend;
   /// Why `Auto` chose the host backend; empty otherwise.
   std::string fallbackReason;
+  /// The options of the chosen backend, in words, for info().
+  std::string optionsText;
   /// Runs the plan on the chosen backend.
   std::unique_ptr<Executor> executor;
   /// Serializes runs: the arena and stream are shared by all of them.
