@@ -437,14 +437,9 @@ struct Signature {
   SmallVector<std::string> outputNames;
 };
 
-/// The signature with its symbolic dims at the values random inputs take:
-/// --run-dim, else what the inputs from files say, else the top of the
-/// dim's range. A dim left without value stays dynamic (drawn as 1).
-/// Only the random inputs' types change.
-FailureOr<Signature>
-concreteSignature(func::FuncOp func, Signature signature,
-                  const llvm::StringMap<HostTensor> &given) {
-  llvm::StringMap<int64_t> values;
+/// The values --run-dim gives, by name, for an .onnx and a .so alike; fails
+/// naming a malformed or negative one.
+LogicalResult parseRunDims(llvm::StringMap<int64_t> &values) {
   for (const std::string &spec : runDims) {
     auto [name, text] = StringRef(spec).split('=');
     int64_t value;
@@ -454,6 +449,19 @@ concreteSignature(func::FuncOp func, Signature signature,
     }
     values[name] = value;
   }
+  return success();
+}
+
+/// The signature with its symbolic dims at the values random inputs take:
+/// --run-dim, else what the inputs from files say, else the top of the
+/// dim's range. A dim left without value stays dynamic (drawn as 1).
+/// Only the random inputs' types change.
+FailureOr<Signature>
+concreteSignature(func::FuncOp func, Signature signature,
+                  const llvm::StringMap<HostTensor> &given) {
+  llvm::StringMap<int64_t> values;
+  if (failed(parseRunDims(values)))
+    return failure();
   for (auto &[name, type] : signature.inputs) {
     auto file = given.find(name);
     std::optional<kiln::SymbolicShape> sizes = kiln::symbolicShapeOf(type);
@@ -699,14 +707,8 @@ struct SymbolicLibrary {
   chooseDims(SmallVector<std::pair<std::string, RankedTensorType>> &inputs,
              const llvm::StringMap<HostTensor> &given) {
     llvm::StringMap<int64_t> asked;
-    for (const std::string &spec : runDims) {
-      auto [name, text] = StringRef(spec).split('=');
-      int64_t value;
-      if (name.empty() || text.getAsInteger(10, value))
-        return fail("--run-dim: expected NAME=N, got '" + spec + "'"),
-               failure();
-      asked[name] = value;
-    }
+    if (failed(parseRunDims(asked)))
+      return failure();
     values.resize(numDims);
     for (int32_t d = 0; d < numDims; ++d) {
       const char *name;
