@@ -122,7 +122,11 @@ def Kiln_MulOp : Kiln_BinaryOp<"mul", Kiln_NumericTensor, [Commutative]> {
 def Kiln_DivOp : Kiln_BinaryOp<"div", Kiln_NumericTensor> {
   let summary = "elementwise quotient with broadcasting (ONNX Div)";
   let description = [{
-    Integer division truncates toward zero, as in ONNX.
+    Integer division truncates toward zero, as in ONNX. Where ONNX (and C)
+    leave it undefined, Kiln defines it, the same in the reference
+    interpreter and every generated kernel: a quotient by zero is 0, and the
+    most negative value divided by -1 wraps to itself (two's complement
+    negation). Unsigned types divide as unsigned values.
 
     ```mlir
     %y = kiln.div %a, %b : (tensor<2x3xf32>, tensor<f32>) -> tensor<2x3xf32>
