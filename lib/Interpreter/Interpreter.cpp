@@ -661,23 +661,34 @@ static FloatUnaryFn getFloatUnaryFn(Operation *op) {
   return table.lookup(op->getName().getTypeID());
 }
 
+/// Whether `op` has N >= 2 operands, or N and more (optional or variadic
+/// ones), by the operand-count trait ODS gives it.
+template <unsigned N> static bool declaresOperands(Operation *op) {
+  return op->hasTrait<mlir::OpTrait::NOperands<N>::template Impl>() ||
+         op->hasTrait<mlir::OpTrait::AtLeastNOperands<N>::template Impl>();
+}
+
+/// The fewest operands `op` has when it verifies, as its ODS definition
+/// declares them; 0 for ops of variadic operands only.
+static unsigned fewestOperands(Operation *op) {
+  if (op->hasTrait<mlir::OpTrait::OneOperand>() ||
+      op->hasTrait<mlir::OpTrait::AtLeastNOperands<1>::Impl>())
+    return 1;
+  if (declaresOperands<2>(op))
+    return 2;
+  if (declaresOperands<3>(op))
+    return 3;
+  if (declaresOperands<4>(op))
+    return 4;
+  return 0;
+}
+
 /// Runs one op that has exactly one result and no region.
 static FailureOr<HostTensor> executeOp(Operation *op,
                                        ArrayRef<const HostTensor *> operands) {
   // Verified IR has these counts; checking them keeps unverified IR from
   // reading past the operand list.
-  unsigned needed = 1;
-  if (isa<ConstantOp, SizesOp>(op))
-    needed = 0;
-  else if (isa<AddOp, SubOp, MulOp, DivOp, PowOp, MatmulOp, LayerNormOp,
-               GatherOp, GatherElementsOp, UpdateSliceOp>(op))
-    needed = 2;
-  // Elementwise math and comparisons.
-  if (isa<MaxOp, MinOp, ModOp, AndOp, OrOp, XorOp, EqualOp, LessOp, LessEqualOp,
-          GreaterOp, GreaterEqualOp>(op))
-    needed = 2;
-  else if (isa<WhereOp>(op))
-    needed = 3;
+  unsigned needed = fewestOperands(op);
   if (operands.size() < needed)
     return op->emitOpError("expected at least ")
            << needed << " operands, got " << operands.size();

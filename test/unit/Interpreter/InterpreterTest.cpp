@@ -1199,3 +1199,31 @@ TEST_F(InterpreterTest, NewElementTypesAllocateRandomizeAndRoundTrip) {
   unsigneds(ui(64), {2}, {~uint64_t(0), 1}).print(os);
   EXPECT_EQ(text, "tensor<2xui64> [18446744073709551615, 1]");
 }
+
+TEST_F(InterpreterTest, RefusesTooFewOperandsByTheOpsDeclaredCount) {
+  // The fewest operands come from ODS (attention takes query, key and
+  // value): a caller with fewer gets an error, never a read past the list.
+  module = parseSourceString<ModuleOp>(R"mlir(
+    func.func @main(%q: tensor<1x1x2x4xf32>, %k: tensor<1x1x3x4xf32>,
+                    %v: tensor<1x1x3x4xf32>) -> tensor<1x1x2x4xf32> {
+      %a = kiln.attention %q, %k, %v {scale = 0.5 : f32}
+          : (tensor<1x1x2x4xf32>, tensor<1x1x3x4xf32>, tensor<1x1x3x4xf32>)
+          -> tensor<1x1x2x4xf32>
+      return %a : tensor<1x1x2x4xf32>
+    })mlir",
+                                       &context);
+  ASSERT_TRUE(module) << allDiagnostics();
+  Operation *attention = nullptr;
+  module->walk([&](Operation *op) {
+    if (op->getName().getStringRef() == "kiln.attention")
+      attention = op;
+  });
+  ASSERT_NE(attention, nullptr);
+  Type f32 = Float32Type::get(&context);
+  HostTensor q = floats(f32, {1, 1, 2, 4}, std::vector<double>(8, 0.5));
+  HostTensor k = floats(f32, {1, 1, 3, 4}, std::vector<double>(12, 0.25));
+  EXPECT_TRUE(failed(evaluateOp(attention, {&q, &k})));
+  EXPECT_NE(allDiagnostics().find("expected at least 3 operands, got 2"),
+            std::string::npos)
+      << allDiagnostics();
+}
