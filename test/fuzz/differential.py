@@ -89,7 +89,6 @@ class Runner:
 
     def __init__(self, args, work):
         self.kiln_run, self.backend = args.kiln_run, args.backend
-        self.check_every = args.check_every
         self.timeout = args.timeout
         self.work = work
         self.runs = 0
@@ -376,7 +375,7 @@ def sub_model(graph, output_names):
     return g
 
 
-def reduce_case(runner, graph, mode, still_fails):
+def reduce_case(graph, still_fails):
     """The failing single-output model with the fewest nodes: each computed
     value tried as the only output."""
     best = None
@@ -478,7 +477,7 @@ class Campaign:
                                            f"{tag}-g{k}-r")
                 return s == status
 
-            small = reduce_case(self.runner, g, mode, still_fails)
+            small = reduce_case(g, still_fails)
             if small is not None:
                 s, d, b = self.check_batch([small], mode, check, host_seed,
                                            f"{tag}-g{k}-min")
