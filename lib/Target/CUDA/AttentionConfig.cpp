@@ -135,13 +135,6 @@ const char *attentionFormName(AttentionForm form) {
   return "?";
 }
 
-bool AttentionConfig::operator==(const AttentionConfig &other) const {
-  return form == other.form && split == other.split && warps == other.warps &&
-         mTiles == other.mTiles && tileKeys == other.tileKeys &&
-         kvStages == other.kvStages && barriers == other.barriers &&
-         lazyRescale == other.lazyRescale;
-}
-
 std::string AttentionConfig::text() const {
   return llvm::formatv("{0}{1} warps={2} m_tiles={3} tile_keys={4} "
                        "kv_stages={5} barriers={6} lazy_rescale={7}",

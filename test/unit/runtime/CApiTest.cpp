@@ -488,9 +488,7 @@ TEST_F(CApi, NamesTheOutputsKeptInAnInputsStorage) {
 TEST_F(CApi, CreatesWithRunTimeOptionsOverTheEnvironment) {
   LoadedArtifact lib;
   ASSERT_NO_FATAL_FAILURE(load(makeIdentityShell({2, 3}), lib));
-  auto createWith = reinterpret_cast<decltype(&kiln_model_create_with_options)>(
-      dlsym(lib.handle, "kiln_model_create_with_options"));
-  ASSERT_NE(createWith, nullptr);
+  auto createWith = lib.createWithOptions;
   // What the options give wins over the environment; what they leave unset
   // comes from it.
   setenv("KILN_TUNE_MATMULS", "0", 1);
@@ -535,9 +533,7 @@ TEST_F(CApi, CreatesWithRunTimeOptionsOverTheEnvironment) {
 TEST_F(CApi, RefusesMalformedOptions) {
   LoadedArtifact lib;
   ASSERT_NO_FATAL_FAILURE(load(makeIdentityShell({2, 3}), lib));
-  auto createWith = reinterpret_cast<decltype(&kiln_model_create_with_options)>(
-      dlsym(lib.handle, "kiln_model_create_with_options"));
-  ASSERT_NE(createWith, nullptr);
+  auto createWith = lib.createWithOptions;
   kiln_model_options options{};
   options.size = 4;
   kiln_model *model = nullptr;

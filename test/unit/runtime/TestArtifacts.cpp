@@ -290,6 +290,7 @@ bool test::loadArtifactSo(const std::string &soBytes, LoadedArtifact &out,
     }
   };
   get(out.create, "kiln_model_create");
+  get(out.createWithOptions, "kiln_model_create_with_options");
   get(out.destroy, "kiln_model_destroy");
   get(out.numInputs, "kiln_model_num_inputs");
   get(out.numOutputs, "kiln_model_num_outputs");

@@ -81,6 +81,7 @@ struct LoadedArtifact {
   /// Where the `.so` was written.
   std::string path;
   decltype(&kiln_model_create) create = nullptr;
+  decltype(&kiln_model_create_with_options) createWithOptions = nullptr;
   decltype(&kiln_model_destroy) destroy = nullptr;
   decltype(&kiln_model_num_inputs) numInputs = nullptr;
   decltype(&kiln_model_num_outputs) numOutputs = nullptr;

@@ -81,9 +81,6 @@ struct AttentionConfig {
   int64_t barriers = 4;
   bool lazyRescale = true;
 
-  /// Query rows a block.
-  int64_t rows() const { return 16 * mTiles * warps; }
-  bool operator==(const AttentionConfig &other) const;
   /// One line: `mma.sync warps=4 m_tiles=2 tile_keys=64 kv_stages=2
   /// barriers=2 lazy_rescale=1`, for the plan and the report.
   std::string text() const;
