@@ -1,0 +1,322 @@
+//===- CudaExecutorImpl.h - The CUDA backend's shared state -----*- C++ -*-===//
+//
+// The classes of the CUDA driver backend, shared by its source files. The
+// weights and splat constants are uploaded once per model (CudaConstants)
+// and shared by its execution contexts; each context has its own stream,
+// arena, staging, cuBLASLt handle and workspace, and its own copy of the
+// kernels' module (so its own index check flag). A context's first run
+// issues the steps one by one; later runs replay them as a CUDA graph
+// (CudaGraphs.h). Host-memory I/O goes through page-locked staging, so its
+// copies are asynchronous; the only host synchronization of `run` is at its
+// end, and `enqueue` has none. Private to the runtime.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_RUNTIME_LIB_CUDAEXECUTORIMPL_H
+#define KILN_RUNTIME_LIB_CUDAEXECUTORIMPL_H
+
+#include "CublasLt.h"
+#include "CudaDriver.h"
+#include "CudaGraphs.h"
+#include "Executor.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <utility>
+#include <vector>
+
+namespace kiln {
+namespace rt {
+namespace detail {
+
+/// Alignment cuMemAlloc guarantees, and the most cuBLASLt ever asks for.
+constexpr uint32_t kMaxAlign = 256;
+
+/// cuBLASLt workspace; NVIDIA recommends 32 MiB on Hopper.
+constexpr size_t kWorkspaceBytes = 32u << 20;
+
+/// The cuBLASLt objects of one matmul step, in cuBLAS's column-major terms.
+struct MatmulPlan {
+  /// Index of the step in the plan.
+  size_t step = 0;
+  /// The operation: fp32 compute and scale, transposes.
+  lt::MatmulDesc desc = nullptr;
+  /// Layout of cuBLAS's A, which is the plan's B (see `prepareMatmul`).
+  lt::MatrixLayout aLayout = nullptr;
+  /// Layout of cuBLAS's B, which is the plan's A.
+  lt::MatrixLayout bLayout = nullptr;
+  /// Layout of C and D (the same memory).
+  lt::MatrixLayout cLayout = nullptr;
+  /// Batch strides in bytes, which limit the alignment of later matrices.
+  uint64_t strideBytes[3] = {0, 0, 0};
+
+  /// An algorithm chosen for one alignment class of the operand pointers
+  /// (cuBLAS's A, B, C order, then the bias).
+  struct Choice {
+    /// Guaranteed alignments the algorithm was chosen for.
+    uint32_t align[4];
+    /// The algorithm.
+    lt::MatmulAlgo algo;
+    /// Whether it won a timing among the heuristic's candidates (else it is
+    /// the heuristic's first, until a run can time them).
+    bool timed;
+  };
+  /// Algorithms chosen so far; usually one.
+  std::vector<Choice> choices;
+};
+
+/// The cuBLASLt objects of every matmul step of one plan; `ofStep` maps a
+/// step to its plan.
+struct MatmulSet {
+  /// One plan per matmul step, in step order.
+  std::vector<MatmulPlan> plans;
+  /// The index in `plans` of each step; SIZE_MAX for other steps.
+  std::vector<size_t> ofStep;
+  /// What the plan's steps issue at these dims (each launch's kernel, each
+  /// matmul's problem shape, each copy), but not the grids or the dims the
+  /// kernels take: with the I/O addresses, the run's shape bucket.
+  std::vector<cu::DevicePtr> issues;
+  /// Whether a run at these dims has issued the steps one by one.
+  bool issued = false;
+};
+
+/// What the execution contexts of one model share on the device: the
+/// weights and the splat constants, uploaded by the first run of any of
+/// them, read-only after.
+class CudaConstants {
+public:
+  /// Binds to `artifact`; touches no driver yet.
+  explicit CudaConstants(Artifact &artifact) : artifact(artifact) {}
+  /// Frees the device memory and releases the primary context.
+  ~CudaConstants();
+
+  /// Opens the driver and uploads once; a failure is retried by the next
+  /// call. The artifact's host copy of the weights is released after.
+  Status ensureUploaded();
+
+  /// The CUDA driver, once `ensureUploaded` has opened it.
+  const cu::DriverApi *api = nullptr;
+  /// The device the constants live on.
+  cu::Device device = 0;
+  /// The device's primary context, retained until destruction.
+  cu::Context context = nullptr;
+  /// The weights, laid out as in the artifact; 0 when there are none.
+  cu::DevicePtr weights = 0;
+  /// Storage of the splat buffers, one per slot of `planSplatSlots`.
+  std::vector<cu::DevicePtr> splats;
+  /// The slot in `splats` of each buffer id (`SplatSlots::slotOf`).
+  std::vector<size_t> splatSlotOf;
+
+private:
+  /// Uploads the weights and the splat constants on `stream` and waits.
+  Status upload(cu::Stream stream);
+  /// Fills each splat slot on the device.
+  Status uploadSplats(cu::Stream stream);
+  /// Frees the weights and the splats; the context is current.
+  void freeMemory();
+
+  /// The model whose constants these are.
+  Artifact &artifact;
+  /// Serializes the contexts' calls of `ensureUploaded`.
+  std::mutex mutex;
+  /// Whether the upload has succeeded.
+  bool ready = false;
+  /// Whether `context` is retained.
+  bool hasContext = false;
+};
+
+/// The CUDA driver backend; see `createCudaExecutor`. One execution context
+/// of a model: its own stream, arena, staging, cuBLASLt state and graphs,
+/// sharing the model's `CudaConstants`.
+class CudaExecutor : public Executor {
+public:
+  /// Binds to `artifact`; touches no driver yet.
+  CudaExecutor(Artifact &artifact, const CudaOptions &options,
+               std::shared_ptr<CudaConstants> constants)
+      : artifact(artifact), options(options), constants(std::move(constants)) {}
+  /// Releases device resources.
+  ~CudaExecutor() override { release(); }
+
+  /// Runs the plan; see `Executor::run`.
+  Status run(const void *const *inputs, void *const *outputs, Memory memory,
+             const RunShape &shape) override;
+  /// Queues one run on the caller's stream; see `Executor::enqueue`.
+  Status enqueue(const void *const *inputs, void *const *outputs, void *stream,
+                 const RunShape &shape) override;
+  /// Waits for the queued runs; see `Executor::synchronize`.
+  Status synchronize() override;
+  /// Times runs on the device; see `Executor::timeDeviceRuns`.
+  Status timeDeviceRuns(const void *const *hostInputs, unsigned warmup,
+                        unsigned iters, std::vector<double> &ms) override;
+  /// A new context sharing this one's constants; see
+  /// `Executor::createContext`.
+  std::unique_ptr<Executor> createContext() override {
+    return std::make_unique<CudaExecutor>(artifact, options, constants);
+  }
+
+private:
+  /// Opens the driver, retains the primary context and sets the context up;
+  /// releases everything on failure.
+  Status initialize();
+  /// The part of `initialize` that runs with the context current: stream,
+  /// events, kernels, arena, cuBLASLt and a static plan's matmuls.
+  Status initializeInContext();
+  /// Loads the kernels' module, finds its functions and the index check
+  /// flag.
+  Status loadKernels();
+  /// Creates the cuBLASLt objects of the matmul step `stepIndex` in `plan`
+  /// and chooses its first algorithm.
+  Status prepareMatmul(size_t stepIndex, MatmulPlan &plan);
+  /// Points the executor at the run's plan and dims, preparing that plan's
+  /// matmuls on first use.
+  Status bindRun(const RunShape &shape);
+  /// Destroys the cuBLASLt objects of `set` and empties it.
+  void destroyMatmuls(MatmulSet &set);
+  /// The current run's plan: `runPlan`, or the artifact's own.
+  const Artifact &plan() const { return runPlan ? *runPlan : artifact; }
+  /// How to time a matmul step's candidates: `call` enqueues one call of
+  /// the step with a candidate algorithm on `stream`.
+  struct CandidateTiming {
+    /// Enqueues one call of the step with the given algorithm.
+    std::function<lt::LtStatus(const lt::MatmulAlgo &)> call;
+    /// The stream the calls go to.
+    cu::Stream stream;
+  };
+  /// The algorithm for `plan` at `align`: the one chosen before, or the
+  /// heuristic's; with `timing`, the fastest of its candidates (timed once
+  /// per alignment class).
+  Status chooseAlgo(MatmulPlan &plan, const uint32_t align[4],
+                    const lt::MatmulAlgo *&algo,
+                    const CandidateTiming *timing = nullptr);
+  /// The fastest of `candidates` by `timing`, or the first when none can be
+  /// timed.
+  lt::MatmulAlgo fastestAlgo(const std::vector<lt::MatmulAlgo> &candidates,
+                             const CandidateTiming &timing);
+  /// Sets the epilogue's bias pointer of `plan` to `bias`, if it has one.
+  Status setBiasPointer(MatmulPlan &plan, cu::DevicePtr bias);
+  /// Device buffers for host-memory I/O, each with a page-locked host
+  /// mirror so that the copies between them are asynchronous DMA.
+  struct Staging {
+    /// The device buffer of each tensor; 0 for an empty one.
+    std::vector<cu::DevicePtr> device;
+    /// The page-locked host mirror of each; null for an empty one.
+    std::vector<void *> pinned;
+  };
+  /// Allocates `staging` for the buffers `ids` unless it already is.
+  Status ensureStaging(Staging &staging, const std::vector<uint32_t> &ids);
+  /// Frees `staging` and empties it.
+  void freeStaging(Staging &staging);
+  /// Copies the host inputs into the input staging and queues their upload.
+  Status stageInputs(const void *const *inputs);
+  /// Queues the copies of the outputs into the output staging's mirrors.
+  Status queueOutputCopies();
+  /// Sets the context up at its first run (or after a failed one).
+  Status ensureReady();
+  /// Makes `target` wait for the previous run of this context.
+  Status waitForLastRun(cu::Stream target);
+  /// Issues the plan's steps on `target`: one by one, or as a CUDA graph.
+  Status launchPlan(const std::vector<cu::DevicePtr> &in,
+                    const std::vector<cu::DevicePtr> &out, cu::Stream target);
+  /// The run's shape bucket: its I/O addresses and what its steps issue
+  /// (MatmulSet::issues).
+  GraphCache::Key bucketOf(const std::vector<cu::DevicePtr> &in,
+                           const std::vector<cu::DevicePtr> &out) const;
+  /// Issues the plan's steps on `target` one by one.
+  Status issueSteps(const std::vector<cu::DevicePtr> &in,
+                    const std::vector<cu::DevicePtr> &out, cu::Stream target);
+  /// Queues the copy of the kernels' index flag into indexFlagMirror.
+  Status queueIndexFlagRead();
+  /// The error of the index flag's value `fault` (clearing the flag), or
+  /// success when it is 0.
+  Status takeIndexFault(unsigned fault);
+  /// The device address of buffer `id`, with the run's inputs `in` and
+  /// outputs `out`.
+  cu::DevicePtr address(uint32_t id, const std::vector<cu::DevicePtr> &in,
+                        const std::vector<cu::DevicePtr> &out) const;
+  /// Frees everything this context holds and releases the primary context.
+  void release();
+
+  /// The model; its weights are released once uploaded.
+  Artifact &artifact;
+  /// The backend's options.
+  const CudaOptions options;
+  /// The model's weights and splat constants, shared by its contexts.
+  std::shared_ptr<CudaConstants> constants;
+  /// The CUDA driver, once `initialize` has opened it.
+  const cu::DriverApi *api = nullptr;
+  /// cuBLASLt, opened when the plan has a matmul.
+  const lt::LtApi *ltApi = nullptr;
+  /// Whether `initialize` has succeeded.
+  bool ready = false;
+  /// Whether `context` is retained.
+  bool hasContext = false;
+  /// The device this context runs on.
+  cu::Device device = 0;
+  /// The device's primary context.
+  cu::Context context = nullptr;
+  /// The context's own non-blocking stream.
+  cu::Stream stream = nullptr;
+  /// The kernels' module.
+  cu::Module module = nullptr;
+  /// The module's functions, by kernel index.
+  std::vector<cu::Function> functions;
+  /// The kernels' `kiln_index_error` flag; 0 without index checks.
+  cu::DevicePtr indexError = 0;
+  /// The plan's arena.
+  cu::DevicePtr arena = 0;
+  /// cuBLASLt's workspace (`kWorkspaceBytes`).
+  cu::DevicePtr workspace = 0;
+  /// The cuBLASLt handle.
+  lt::Handle ltHandle = nullptr;
+  /// The matmul plans per set of dims values (the one empty set of a static
+  /// model).
+  std::map<std::vector<int64_t>, MatmulSet> matmulSets;
+  /// The timed winners by matmul shape and alignment (tunedKey), shared by
+  /// the plans of every set of dims: a decoding loop, whose dims change
+  /// every token while its matmuls keep their shapes, times each once.
+  std::map<std::vector<int64_t>, lt::MatmulAlgo> tunedAlgos;
+  /// The current run's set.
+  MatmulSet *matmuls = nullptr;
+  /// The shape buckets (bucketOf) whose steps a run has issued one by one:
+  /// their kernels are loaded and their matmuls timed, so a run at new dims
+  /// in one of them can be captured at once.
+  std::set<GraphCache::Key> issuedBuckets;
+  /// The current run's plan (the artifact's own for a static model) and its
+  /// dims' values, which every kernel takes after its pointers.
+  /// `runPlan` is valid during the run only (the Model's cache owns it);
+  /// the dims are copied.
+  const Artifact *runPlan = nullptr;
+  /// The current run's dims' values (see `runPlan`).
+  std::vector<int64_t> runDims;
+  /// Staging of the host-memory inputs.
+  Staging inputStaging;
+  /// Staging of the host-memory outputs.
+  Staging outputStaging;
+  /// Page-locked word the index check flag is read into.
+  unsigned *indexFlagMirror = nullptr;
+  /// Recorded at the end of every run on the stream it ran on: the next
+  /// run, on whatever stream, waits for it before it reuses the arena.
+  cu::Event lastRun = nullptr;
+  /// Whether `lastRun` has been recorded.
+  bool lastRunRecorded = false;
+  /// Recorded on the legacy default stream by a synchronous device-memory
+  /// run, so that it reads inputs the caller wrote there.
+  cu::Event inputsReady = nullptr;
+  /// Set while a graph capture records the steps.
+  bool capturing = false;
+  /// Set when a capture failed: this context issues its steps one by one.
+  bool graphsFailed = false;
+  /// The context's executable graphs.
+  GraphCache graphs;
+};
+
+} // namespace detail
+} // namespace rt
+} // namespace kiln
+
+#endif // KILN_RUNTIME_LIB_CUDAEXECUTORIMPL_H

@@ -1,0 +1,244 @@
+//===- CudaSteps.cpp - Issue a plan's steps on CUDA -----------------------===//
+//
+// How a CUDA execution context issues its plan's steps on a stream: the
+// buffers' addresses, the steps one by one (kernel launches, cuBLASLt calls,
+// copies), and the shape buckets and graph cache that replay them as CUDA
+// graphs.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CudaExecutorImpl.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <functional>
+#include <string>
+#include <vector>
+
+using namespace kiln::rt;
+using namespace kiln::rt::detail;
+
+/// Returns the largest power of two (at most `kMaxAlign`) dividing `value`.
+static uint32_t alignmentOf(uint64_t value) {
+  if (value == 0)
+    return kMaxAlign;
+  uint64_t lowBit = value & (~value + 1);
+  return static_cast<uint32_t>(std::min<uint64_t>(lowBit, kMaxAlign));
+}
+
+/// Most shape buckets a context remembers as issued.
+constexpr size_t kMaxIssuedBuckets = 64;
+
+cu::DevicePtr
+CudaExecutor::address(uint32_t id, const std::vector<cu::DevicePtr> &in,
+                      const std::vector<cu::DevicePtr> &out) const {
+  const Buffer &b = artifact.buffers[id];
+  switch (b.kind) {
+  case BufferKind::Arena:
+    return arena + b.offset;
+  case BufferKind::Weight:
+    return constants->weights + b.offset;
+  case BufferKind::Input:
+    return in[b.offset];
+  case BufferKind::Output:
+    return out[b.offset];
+  case BufferKind::Splat:
+    return constants->splats[constants->splatSlotOf[id]];
+  }
+  return 0;
+}
+
+Status CudaExecutor::issueSteps(const std::vector<cu::DevicePtr> &in,
+                                const std::vector<cu::DevicePtr> &out,
+                                cu::Stream target) {
+  std::vector<cu::DevicePtr> argValues;
+  std::vector<void *> argPointers;
+  // An output kept in an input's storage (OutputAlias) starts as that input:
+  // the steps write only its new rows. The caller's one buffer for both
+  // costs nothing; two buffers (or host memory, staged) a copy.
+  for (const OutputAlias &alias : plan().aliases) {
+    cu::DevicePtr src = in[alias.input], dst = out[alias.output];
+    uint64_t bytes = plan().buffers[plan().inputs[alias.input]].bytes;
+    if (src == dst || !bytes)
+      continue;
+    if (cu::Result r = api->memcpyDtoDAsync(dst, src, bytes, target);
+        r != cu::kSuccess)
+      return cu::cudaError(*api, r,
+                           "copying input " + std::to_string(alias.input) +
+                               " to the output " +
+                               std::to_string(alias.output) + " it aliases");
+  }
+  const std::vector<Step> &steps = plan().steps;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const Step &step = steps[i];
+    std::string where = "step " + std::to_string(i);
+    switch (step.kind) {
+    case Step::Kind::Launch: {
+      const LaunchStep &l = step.launch;
+      argValues.clear();
+      for (uint32_t id : l.args)
+        argValues.push_back(address(id, in, out));
+      // cuLaunchKernel takes a pointer to each argument's value.
+      argPointers.clear();
+      for (cu::DevicePtr &v : argValues)
+        argPointers.push_back(&v);
+      // Then the dims, by value (`long long` parameters).
+      for (const int64_t &dim : runDims)
+        argPointers.push_back(const_cast<int64_t *>(&dim));
+      if (cu::Result r = api->launchKernel(
+              functions[l.kernel], l.grid[0], l.grid[1], l.grid[2], l.block[0],
+              l.block[1], l.block[2], l.sharedBytes, target,
+              argPointers.empty() ? nullptr : argPointers.data(), nullptr);
+          r != cu::kSuccess)
+        return cu::cudaError(*api, r,
+                             where + ": launching kernel '" +
+                                 artifact.kernelNames[l.kernel] + "'");
+      break;
+    }
+    case Step::Kind::Matmul: {
+      const MatmulStep &m = step.matmul;
+      MatmulPlan &plan = matmuls->plans[matmuls->ofStep[i]];
+      // cuBLAS's A, B, C are our B, A, C. One cuBLASLt call per repetition
+      // of the inner batch.
+      uint64_t elem = dtypeSize(m.dtype);
+      const int64_t outerStrides[3] = {m.outerStrideB, m.outerStrideA,
+                                       m.outerStrideC};
+      cu::DevicePtr base[3] = {address(m.b, in, out), address(m.a, in, out),
+                               address(m.c, in, out)};
+      // What beta scales: the residual, laid out as C, or C itself.
+      cu::DevicePtr residualBase =
+          m.residual == kNoBuffer ? base[2] : address(m.residual, in, out);
+      cu::DevicePtr bias =
+          m.bias == kNoBuffer ? kMaxAlign : address(m.bias, in, out);
+      if (Status s = setBiasPointer(plan, bias); !s.isOk())
+        return s;
+      for (int64_t o = 0; o < m.outerBatch; ++o) {
+        cu::DevicePtr ptrs[3];
+        uint32_t align[4];
+        for (int j = 0; j < 3; ++j) {
+          ptrs[j] = base[j] + static_cast<uint64_t>(o * outerStrides[j]) * elem;
+          align[j] =
+              std::min(alignmentOf(ptrs[j]), alignmentOf(plan.strideBytes[j]));
+        }
+        cu::DevicePtr residual =
+            residualBase + static_cast<uint64_t>(o * m.outerStrideC) * elem;
+        align[2] = std::min(align[2], alignmentOf(residual));
+        align[3] = alignmentOf(bias);
+        void *c = reinterpret_cast<void *>(ptrs[2]);
+        // The scale type of a double matmul is fp64: alpha and beta too.
+        double alpha64 = m.alpha, beta64 = m.beta;
+        bool isDouble = m.dtype == DType::F64;
+        const void *alpha = isDouble ? static_cast<const void *>(&alpha64)
+                                     : static_cast<const void *>(&m.alpha);
+        const void *beta = isDouble ? static_cast<const void *>(&beta64)
+                                    : static_cast<const void *>(&m.beta);
+        auto call = [&](const lt::MatmulAlgo &algo) {
+          return ltApi->matmul(
+              ltHandle, plan.desc, alpha,
+              reinterpret_cast<const void *>(ptrs[0]), plan.aLayout,
+              reinterpret_cast<const void *>(ptrs[1]), plan.bLayout, beta,
+              reinterpret_cast<const void *>(residual), plan.cLayout, c,
+              plan.cLayout, &algo, reinterpret_cast<void *>(workspace),
+              kWorkspaceBytes, target);
+        };
+        // Candidates are timed on the run's own operands, so each call must
+        // leave the same result: not where beta accumulates into C in
+        // place (no residual, or one in C's own storage), and not inside a
+        // graph capture (nothing runs there).
+        // A reference: no copy of the call (nor an allocation) a matmul.
+        CandidateTiming timing{std::cref(call), target};
+        bool canTime = options.tuneMatmuls && !capturing &&
+                       (m.beta == 0.0f || residual != ptrs[2]);
+        const lt::MatmulAlgo *algo = nullptr;
+        if (Status s =
+                chooseAlgo(plan, align, algo, canTime ? &timing : nullptr);
+            !s.isOk())
+          return s;
+        if (lt::LtStatus st = call(*algo); st != lt::kSuccess)
+          return lt::cublasError(*ltApi, st, where + ": cublasLtMatmul");
+      }
+      break;
+    }
+    case Step::Kind::Copy: {
+      const CopyStep &c = step.copy;
+      if (c.bytes == 0)
+        break;
+      if (cu::Result r =
+              api->memcpyDtoDAsync(address(c.dst, in, out),
+                                   address(c.src, in, out), c.bytes, target);
+          r != cu::kSuccess)
+        return cu::cudaError(*api, r, where + ": copy");
+      break;
+    }
+    }
+  }
+  return Status::ok();
+}
+
+GraphCache::Key
+CudaExecutor::bucketOf(const std::vector<cu::DevicePtr> &in,
+                       const std::vector<cu::DevicePtr> &out) const {
+  GraphCache::Key key(in);
+  key.insert(key.end(), out.begin(), out.end());
+  key.insert(key.end(), matmuls->issues.begin(), matmuls->issues.end());
+  return key;
+}
+
+Status CudaExecutor::launchPlan(const std::vector<cu::DevicePtr> &in,
+                                const std::vector<cu::DevicePtr> &out,
+                                cu::Stream target) {
+  if (!options.graphs || graphsFailed)
+    return issueSteps(in, out, target);
+  // Graphs per shape bucket: a run whose bucket has issued its steps one by
+  // one before is captured even at dims it has not seen (each token of a
+  // decoding loop), and its graph takes the place of the least recently
+  // used one by cuGraphExecUpdate (CudaGraphs.h). The first run of a bucket
+  // issues the steps one by one: its launches load modules lazily (the
+  // kernels', cuBLASLt's), which a stream capture does not allow, and time
+  // the matmuls' candidates.
+  GraphCache::Key bucket = bucketOf(in, out);
+  if (!matmuls->issued && !issuedBuckets.count(bucket)) {
+    Status s = issueSteps(in, out, target);
+    if (s.isOk()) {
+      matmuls->issued = true;
+      // Bounded: a caller cycling through new buffers starts over.
+      if (issuedBuckets.size() >= kMaxIssuedBuckets)
+        issuedBuckets.clear();
+      issuedBuckets.insert(std::move(bucket));
+    }
+    return s;
+  }
+  // A graph holds the grids and kernel arguments of its dims: they key it
+  // within the bucket.
+  GraphCache::Key key = std::move(bucket);
+  for (int64_t dim : runDims)
+    key.push_back(static_cast<cu::DevicePtr>(dim));
+  cu::GraphExec exec = graphs.find(key);
+  if (!exec) {
+    // The capture records on the context's own stream; the graph is then
+    // launched on the target, which may be the caller's.
+    Status s = graphs.capture(
+        key, stream,
+        [&](cu::Stream target) {
+          capturing = true;
+          Status issued = issueSteps(in, out, target);
+          capturing = false;
+          return issued;
+        },
+        exec);
+    if (!s.isOk()) {
+      // Graphs are an optimization: the steps one by one do the same work
+      // (and report a real error of a step themselves).
+      graphsFailed = true;
+      std::fprintf(stderr,
+                   "kiln: capturing a CUDA graph failed (%s); this context "
+                   "issues its steps one by one\n",
+                   s.message.c_str());
+      return issueSteps(in, out, target);
+    }
+  }
+  if (cu::Result r = api->graphLaunch(exec, target); r != cu::kSuccess)
+    return cu::cudaError(*api, r, "cuGraphLaunch");
+  return Status::ok();
+}
