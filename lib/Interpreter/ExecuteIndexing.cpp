@@ -9,6 +9,7 @@
 #include "ExecuteIndexing.h"
 
 #include "DimValues.h"
+#include "IndexArithmetic.h"
 
 #include "kiln/ConstantData/Concatenate.h"
 #include "kiln/Dialect/Kiln/ShapeInference.h"
@@ -24,13 +25,6 @@ using namespace mlir;
 namespace kiln {
 
 namespace {
-
-SmallVector<int64_t> rowMajorStrides(ArrayRef<int64_t> shape) {
-  SmallVector<int64_t> strides(shape.size(), 1);
-  for (int64_t d = static_cast<int64_t>(shape.size()) - 2; d >= 0; --d)
-    strides[d] = strides[d + 1] * shape[d + 1];
-  return strides;
-}
 
 /// The result tensor of `op`, allocated from its result type (symbolic dims
 /// at their values in this run).
@@ -93,7 +87,7 @@ FailureOr<HostTensor> executeSlice(SliceOp op, const HostTensor &input) {
           RankedTensorType::get(result->shape, result->elementType), starts,
           steps)))
     return failure();
-  SmallVector<int64_t> inStrides = rowMajorStrides(input.shape);
+  SmallVector<int64_t> inStrides = getStrides(input.shape);
   forEachIndex(result->shape, [&](int64_t i, ArrayRef<int64_t> index) {
     int64_t from = 0;
     for (size_t d = 0; d < index.size(); ++d)
@@ -124,9 +118,9 @@ FailureOr<HostTensor> executeUpdateSlice(UpdateSliceOp op,
              << d;
   }
   HostTensor result = dest;
-  SmallVector<int64_t> strides = rowMajorStrides(dest.shape);
+  SmallVector<int64_t> strides = getStrides(dest.shape);
   SmallVector<int64_t> startStrides =
-      starts ? rowMajorStrides(starts->shape) : SmallVector<int64_t>();
+      starts ? getStrides(starts->shape) : SmallVector<int64_t>();
   // The first window found outside dest, for the error.
   std::optional<int64_t> outside;
   forEachIndex(update.shape, [&](int64_t i, ArrayRef<int64_t> index) {
@@ -200,7 +194,7 @@ FailureOr<HostTensor> executeGatherElements(GatherElementsOp op,
   if (failed(result))
     return failure();
   int64_t axis = op.getAxis(), extent = data.shape[axis];
-  SmallVector<int64_t> dataStrides = rowMajorStrides(data.shape);
+  SmallVector<int64_t> dataStrides = getStrides(data.shape);
   LogicalResult status = success();
   forEachIndex(result->shape, [&](int64_t i, ArrayRef<int64_t> index) {
     if (failed(status))
@@ -231,7 +225,7 @@ FailureOr<HostTensor> executeExpand(ExpandOp op, const HostTensor &input) {
   ArrayRef<int64_t> shape = result->shape;
   size_t lead = shape.size() - input.shape.size();
   // Broadcast dims read with stride 0.
-  SmallVector<int64_t> inStrides = rowMajorStrides(input.shape);
+  SmallVector<int64_t> inStrides = getStrides(input.shape);
   SmallVector<int64_t> readStrides(shape.size(), 0);
   for (size_t d = 0; d < input.shape.size(); ++d)
     if (input.shape[d] != 1)
