@@ -20,7 +20,8 @@ static const llvm::StringMap<ConvertNodeFn> &registry() {
   static const llvm::StringMap<ConvertNodeFn> table = [] {
     llvm::StringMap<ConvertNodeFn> all;
     for (auto family :
-         {getCoreConversions, getShapeConversions, getElementwiseConversions,
+         {getCoreConversions, getShapeConversions, getViewConversions,
+          getIndexingConversions, getElementwiseConversions,
           getReductionConversions, getDataMovementConversions,
           getConvConversions, getEinsumConversions, getLoopConversions,
           getAttentionConversions, getGroupQueryAttentionConversions,

@@ -38,6 +38,8 @@ mlir::LogicalResult convertWith(GraphImporter &importer,
 /// The families' tables, one per Convert*.cpp.
 llvm::ArrayRef<OpConversion> getCoreConversions();
 llvm::ArrayRef<OpConversion> getShapeConversions();
+llvm::ArrayRef<OpConversion> getViewConversions();
+llvm::ArrayRef<OpConversion> getIndexingConversions();
 llvm::ArrayRef<OpConversion> getElementwiseConversions();
 llvm::ArrayRef<OpConversion> getReductionConversions();
 llvm::ArrayRef<OpConversion> getDataMovementConversions();
