@@ -42,13 +42,11 @@ bool sameResultShape(Operation *a, Operation *b) {
   return x.getShape() == y.getShape() && x.getEncoding() == y.getEncoding();
 }
 
-/// Ops that only move data: each result element is one element of an
-/// operand, at an index computed from its own.
+/// Ops a kernel reads through an index remap: data movement (the ODS
+/// trait), and kiln.sizes, which reads no tensor: each element is a size of
+/// the symbolic dims, computed where it is read.
 bool movesData(Operation *op) {
-  // kiln.sizes reads no tensor: each element is a size of the symbolic
-  // dims, computed where it is read, like an index remap.
-  return isa<ReshapeOp, TransposeOp, SliceOp, ExpandOp, GatherOp,
-             GatherElementsOp, ConcatOp, SizesOp>(op);
+  return isDataMovement(op) || isa<SizesOp>(op);
 }
 
 /// One fused group being built.

@@ -27,8 +27,7 @@ bool feedsAttention(Value value) {
     Operation *user = *value.getUsers().begin();
     if (isa<AttentionOp>(user))
       return true;
-    if (!isElementwise(user) &&
-        !isa<ReshapeOp, TransposeOp, SliceOp, ExpandOp>(user))
+    if (!isElementwise(user) && !movesOneTensor(user))
       return false;
     value = user->getResult(0);
   }

@@ -3,6 +3,10 @@
 // One generic matcher per pattern, on canonicalized IR; the ONNX importer
 // writes its own Attention nodes in the same form, so they are matched too.
 //
+// Why one file of this length: one pass of one pattern set (Passes.td's
+// kiln-recompose); each matcher is a few dozen lines with its exporter forms
+// written above it.
+//
 //===----------------------------------------------------------------------===//
 
 #include "kiln/Transforms/Passes.h"

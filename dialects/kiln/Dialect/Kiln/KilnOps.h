@@ -27,6 +27,11 @@ class Elementwise : public mlir::OpTrait::TraitBase<ConcreteType, Elementwise> {
 /// Ops a reduction kernel is built around (reductions, softmax, norms).
 template <typename ConcreteType>
 class Reduction : public mlir::OpTrait::TraitBase<ConcreteType, Reduction> {};
+/// Ops that only move data (transpose, reshape, concat, slice, gather,
+/// gather_elements, expand).
+template <typename ConcreteType>
+class DataMovement
+    : public mlir::OpTrait::TraitBase<ConcreteType, DataMovement> {};
 } // namespace kiln::OpTrait
 
 namespace kiln {
@@ -37,6 +42,15 @@ inline bool isElementwise(mlir::Operation *op) {
 /// True for ops that carry the kiln Reduction trait.
 inline bool isReduction(mlir::Operation *op) {
   return op->hasTrait<OpTrait::Reduction>();
+}
+/// True for ops that carry the kiln DataMovement trait.
+inline bool isDataMovement(mlir::Operation *op) {
+  return op->hasTrait<OpTrait::DataMovement>();
+}
+/// True for data movement out of one tensor (reshape, transpose, slice,
+/// expand): a cast of its operand commutes with it.
+inline bool movesOneTensor(mlir::Operation *op) {
+  return isDataMovement(op) && op->getNumOperands() == 1;
 }
 } // namespace kiln
 

@@ -4,6 +4,10 @@
 // InferTypeOpAdaptor; its inferReturnTypes calls the free shape function in
 // ShapeInference.h, which the importer calls as well.
 //
+// Why one file of this length: ODS puts every op of the dialect in one
+// tablegen unit (one KilnOps.h.inc, one generated op reference); each op is
+// short, with its summary, description and example.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef KILN_DIALECT_KILN_KILNOPS_TD
@@ -18,6 +22,13 @@ include "mlir/Interfaces/ControlFlowInterfaces.td"
 /// Marks ops computed element by element with ONNX (numpy) broadcasting; the
 /// fusion pass and the CUDA elementwise generator key on it.
 def Kiln_Elementwise : NativeOpTrait<"Elementwise"> {
+  let cppNamespace = "::kiln::OpTrait";
+}
+
+/// Marks ops that only move data: each result element is one element of an
+/// operand, at an index computed from its own. Fusion reads them through
+/// index remaps, and mixed precision moves casts across them.
+def Kiln_DataMovement : NativeOpTrait<"DataMovement"> {
   let cppNamespace = "::kiln::OpTrait";
 }
 
@@ -674,7 +685,8 @@ def Kiln_AttentionOp : Kiln_Op<"attention", [Pure, InferTypeOpAdaptor]> {
   let hasVerifier = 1;
 }
 
-def Kiln_TransposeOp : Kiln_Op<"transpose", [Pure, InferTypeOpAdaptor]> {
+def Kiln_TransposeOp
+    : Kiln_Op<"transpose", [Pure, Kiln_DataMovement, InferTypeOpAdaptor]> {
   let summary = "permute dims (ONNX Transpose)";
   let description = [{
     Result dim `i` is input dim `permutation[i]`.
@@ -690,7 +702,7 @@ def Kiln_TransposeOp : Kiln_Op<"transpose", [Pure, InferTypeOpAdaptor]> {
   let hasFolder = 1;
 }
 
-def Kiln_ReshapeOp : Kiln_Op<"reshape", [Pure]> {
+def Kiln_ReshapeOp : Kiln_Op<"reshape", [Pure, Kiln_DataMovement]> {
   let summary = "reinterpret a tensor with another shape (ONNX Reshape)";
   let description = [{
     The result type carries the new shape; the importer resolves ONNX's `0` and
@@ -712,7 +724,7 @@ def Kiln_ReshapeOp : Kiln_Op<"reshape", [Pure]> {
 // their operands are constants (shape subgraphs).
 //===----------------------------------------------------------------------===//
 
-def Kiln_ConcatOp : Kiln_Op<"concat", [Pure]> {
+def Kiln_ConcatOp : Kiln_Op<"concat", [Pure, Kiln_DataMovement]> {
   let summary = "join tensors along one dim (ONNX Concat)";
   let description = [{
     All operands have the result's rank and element type and agree on every
@@ -729,7 +741,7 @@ def Kiln_ConcatOp : Kiln_Op<"concat", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Kiln_SliceOp : Kiln_Op<"slice", [Pure]> {
+def Kiln_SliceOp : Kiln_Op<"slice", [Pure, Kiln_DataMovement]> {
   let summary = "strided window of a tensor (ONNX Slice, Split)";
   let description = [{
     Result element `i` (per dim `d`) is input element
@@ -789,7 +801,7 @@ def Kiln_UpdateSliceOp : Kiln_Op<"update_slice", [Pure,
   let hasVerifier = 1;
 }
 
-def Kiln_GatherOp : Kiln_Op<"gather", [Pure]> {
+def Kiln_GatherOp : Kiln_Op<"gather", [Pure, Kiln_DataMovement]> {
   let summary = "pick slices along one dim by index (ONNX Gather)";
   let description = [{
     The result's shape is `data.shape[:axis] + indices.shape +
@@ -811,7 +823,8 @@ def Kiln_GatherOp : Kiln_Op<"gather", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Kiln_GatherElementsOp : Kiln_Op<"gather_elements", [Pure]> {
+def Kiln_GatherElementsOp
+    : Kiln_Op<"gather_elements", [Pure, Kiln_DataMovement]> {
   let summary = "pick elements along one dim by index (ONNX GatherElements)";
   let description = [{
     The result has the shape of `indices`: element `p` is `data[p']` where
@@ -833,7 +846,7 @@ def Kiln_GatherElementsOp : Kiln_Op<"gather_elements", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Kiln_ExpandOp : Kiln_Op<"expand", [Pure]> {
+def Kiln_ExpandOp : Kiln_Op<"expand", [Pure, Kiln_DataMovement]> {
   let summary = "broadcast a tensor to a larger shape (ONNX Expand)";
   let description = [{
     The result shape is the numpy broadcast of the input's shape and the

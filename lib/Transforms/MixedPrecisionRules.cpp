@@ -1,0 +1,237 @@
+//===- MixedPrecisionRules.cpp - which ops stay f32 and why ---------------===//
+//
+// kiln-mixed-precision's rules: the fp32 islands found before the walk
+// (statistics, attention masks, rotary angles), the keep-op-types and
+// keep-node-names overrides, and the decision of what each op computes in.
+//
+//===----------------------------------------------------------------------===//
+
+#include "MixedPrecisionRules.h"
+
+#include "kiln/Dialect/Kiln/KilnOps.h"
+#include "kiln/Dialect/Kiln/TensorNames.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/StringExtras.h"
+
+using namespace mlir;
+using namespace kiln;
+
+namespace kiln::mixed_precision {
+
+/// `name` in lower case without underscores or a `kiln.` prefix, so that
+/// `LayerNorm`, `layer_norm` and `kiln.layer_norm` are one op type; ONNX's
+/// names of ops that import as another kiln op name that op.
+std::string normalizeOpType(StringRef name) {
+  name.consume_front("kiln.");
+  std::string result;
+  for (char c : name)
+    if (c != '_')
+      result.push_back(llvm::toLower(c));
+  if (result == "layernormalization")
+    return "layernorm";
+  if (result == "gemm")
+    return "matmul";
+  return result;
+}
+
+/// True for ops whose result can leave the 16-bit range though their input
+/// is in it: exponentials and squares.
+static bool expandsRange(Operation *op) {
+  return isa<ExpOp, PowOp>(op) ||
+         (isa<MulOp>(op) && op->getOperand(0) == op->getOperand(1));
+}
+
+/// True for `x * x` and `x ^ 2`.
+static bool isSquare(Operation *op) {
+  if (isa<MulOp>(op))
+    return op->getOperand(0) == op->getOperand(1);
+  if (!isa<PowOp>(op))
+    return false;
+  auto exponent = op->getOperand(1).getDefiningOp<ConstantOp>();
+  auto splat = exponent ? dyn_cast<SplatElementsAttr>(exponent.getValue())
+                        : SplatElementsAttr();
+  return splat && splat.getSplatValue<APFloat>().convertToDouble() == 2.0;
+}
+
+/// Reductions that lose range or precision in a 16-bit type, and softmax,
+/// each with the elementwise ops that feed it alone (the square of a
+/// variance, the scale and mask of attention scores), as kiln-fuse would
+/// put them in its prologue, and the exponentials and squares that feed it
+/// even when they have other users (an exp shared by a sum and a division).
+void Assigner::collectStatistics() {
+  for (Operation &op : block) {
+    bool isSoftmax = isa<SoftmaxOp, LogSoftmaxOp>(op);
+    if ((!isSoftmax &&
+         !isa<ReduceSumOp, ReduceMeanOp, ReduceProdOp, CumSumOp>(op)) ||
+        !wasF32.contains(op.getResult(0)))
+      continue;
+    llvm::SetVector<Operation *> island;
+    island.insert(&op);
+    bool square = false, exponential = false;
+    SmallVector<Value> worklist{op.getOperand(0)};
+    while (!worklist.empty()) {
+      Operation *producer = worklist.pop_back_val().getDefiningOp();
+      if (!producer || island.contains(producer) || !isElementwise(producer) ||
+          isa<CastOp>(producer) || !wasF32.contains(producer->getResult(0)))
+        continue;
+      bool onlyFeedsIsland =
+          llvm::all_of(producer->getUsers(),
+                       [&](Operation *user) { return island.contains(user); });
+      if (!onlyFeedsIsland && !expandsRange(producer))
+        continue;
+      island.insert(producer);
+      square |= isSquare(producer);
+      exponential |= isa<ExpOp>(producer);
+      if (onlyFeedsIsland)
+        worklist.append(producer->operand_begin(), producer->operand_end());
+    }
+    // A LayerNorm mean: x - mean(x), the mean possibly reshaped first.
+    Value input = op.getOperand(0);
+    bool centers = false;
+    if (isa<ReduceMeanOp>(op)) {
+      SmallVector<Value> means{op.getResult(0)};
+      while (!means.empty() && !centers) {
+        for (Operation *user : means.pop_back_val().getUsers()) {
+          if (isa<ReshapeOp>(user))
+            means.push_back(user->getResult(0));
+          centers |= isa<SubOp>(user) && user->getOperand(0) == input;
+        }
+      }
+    }
+    StringRef rule = isSoftmax || exponential ? "softmax"
+                     : (square || centers) && isa<ReduceMeanOp, ReduceSumOp>(op)
+                         ? "norm-statistics"
+                         : "reduction";
+    for (Operation *member : island)
+      islandRules.try_emplace(member, rule);
+  }
+}
+
+/// The ops that compute attention masks: every use of their results is a
+/// kiln.attention mask or another such op. Users come after producers, so a
+/// walk from the end sees every user first.
+void Assigner::collectMasks() {
+  for (Operation &op : llvm::reverse(block)) {
+    if ((!isElementwise(&op) && !movesOneTensor(&op)) || op.use_empty() ||
+        !wasF32.contains(op.getResult(0)))
+      continue;
+    bool allMask = llvm::all_of(op.getUses(), [&](OpOperand &use) {
+      Operation *user = use.getOwner();
+      if (isa<AttentionOp>(user))
+        return use.getOperandNumber() == 3;
+      auto it = islandRules.find(user);
+      return it != islandRules.end() && it->second == "mask";
+    });
+    if (allMask)
+      islandRules.try_emplace(&op, "mask");
+  }
+}
+
+/// The arguments of sin and cos and the ops that compute them: every use of
+/// their results is a sin, a cos or another such op (a rotary embedding's
+/// angle table, concatenated once for both). Angles are positions times
+/// frequencies, thousands of radians: fp16's spacing at 2048 is 1 (bf16's
+/// 16), which turns the table into noise at late positions, while sin and
+/// cos of an f32 angle lose nothing in 16 bits afterwards. A matmul that
+/// computes angles (positions times frequencies as an outer product) joins
+/// too. Users come after producers, so a walk from the end sees every user
+/// first.
+void Assigner::collectAngles() {
+  for (Operation &op : llvm::reverse(block)) {
+    if (op.use_empty() || op.getNumResults() != 1 ||
+        !wasF32.contains(op.getResult(0)))
+      continue;
+    bool angle = isa<SinOp, CosOp>(op);
+    if (!angle && (isElementwise(&op) || movesOneTensor(&op) ||
+                   isa<ConcatOp, MatmulOp>(op)))
+      angle = llvm::all_of(op.getUsers(), [&](Operation *user) {
+        auto it = islandRules.find(user);
+        return it != islandRules.end() && it->second == "angle";
+      });
+    if (angle)
+      islandRules.try_emplace(&op, "angle");
+  }
+}
+
+/// f32 when an operand computed by an op before this one arrives in f32;
+/// constants and graph inputs take the type their user computes in.
+Type Assigner::arrivalType(Operation *op) {
+  for (Value v : op->getOperands())
+    if (wasF32.contains(v) && !isa<BlockArgument>(v) &&
+        !v.getDefiningOp<ConstantOp>() && elementTypeOf(v) == f32)
+      return f32;
+  return low;
+}
+
+std::optional<std::string> Assigner::overrideRule(Operation *op) {
+  std::string type = normalizeOpType(op->getName().getStringRef());
+  if (keepOpTypes.contains(type))
+    return ("keep-op-types=" + op->getName().stripDialect()).str();
+  for (StringRef name : onnxNodeNames(op->getLoc()))
+    if (keepNodeNames.contains(name)) {
+      matchedNodes.insert(name);
+      return ("keep-node-names=" + name).str();
+    }
+  return std::nullopt;
+}
+
+Decision Assigner::decide(Operation *op) {
+  auto isMine = [&](Value v) { return wasF32.contains(v); };
+  if (!llvm::any_of(op->getOperands(), isMine) &&
+      !llvm::any_of(op->getResults(), isMine))
+    return {};
+  if (!isa_and_present<KilnDialect>(op->getDialect()) ||
+      op->getNumRegions() != 0)
+    return {f32, "unconverted", /*opaque=*/true};
+  auto isOtherFloat = [&](Value v) {
+    return isa<FloatType>(elementTypeOf(v)) && !wasF32.contains(v);
+  };
+  // A model's own 16-bit ops stay as they are; only a cast may take another
+  // float type in.
+  if (llvm::any_of(op->getResults(), isOtherFloat) ||
+      (!isa<CastOp>(op) && llvm::any_of(op->getOperands(), isOtherFloat)))
+    return {f32, "unconverted", /*opaque=*/true};
+  if (std::optional<std::string> rule = overrideRule(op))
+    return {f32, *rule};
+  if (auto it = islandRules.find(op);
+      isa<MatmulOp>(op) && it != islandRules.end() && isOn(it->second))
+    return {f32, it->second.str()};
+  if (isa<MatmulOp, AttentionOp>(op))
+    return {low, ""};
+  if (auto cast = dyn_cast<CastOp>(op)) {
+    // A cast reads what arrives; only its result type is decided.
+    if (!wasF32.contains(cast.getResult()))
+      return {};
+    Type from = elementTypeOf(cast.getInput());
+    if (isa<FloatType>(from) && !wasF32.contains(cast.getInput()))
+      // The model's own widening of 16-bit values: its choice.
+      return {f32, "explicit-cast"};
+    if (isa<IntegerType>(from)) {
+      if (auto it = islandRules.find(op);
+          it != islandRules.end() && isOn(it->second))
+        return {f32, it->second.str()};
+      if (isOn("from-integer"))
+        return {f32, "from-integer"};
+    }
+    return {low, ""};
+  }
+  if (auto it = islandRules.find(op);
+      it != islandRules.end() && isOn(it->second))
+    return {f32, it->second.str()};
+  if (auto norm = dyn_cast<LayerNormOp>(op)) {
+    // Statistics are fp32 in the kernel whatever the input type.
+    Value x = norm.getInput();
+    if (!isa<BlockArgument>(x) && !x.getDefiningOp<ConstantOp>() &&
+        elementTypeOf(x) == f32)
+      return {f32, "propagated"};
+    return {low, ""};
+  }
+  if (isElementwise(op) || isReduction(op) || isDataMovement(op)) {
+    Type type = arrivalType(op);
+    return {type, type == f32 ? "propagated" : ""};
+  }
+  return {f32, "unconverted", /*opaque=*/true};
+}
+
+} // namespace kiln::mixed_precision
