@@ -2,8 +2,8 @@
 
 #include "kiln/Compiler/TensorFile.h"
 
+#include "kiln/ConstantData/RuntimeDType.h"
 #include "kiln/Importer/ONNX/TensorProto.h"
-#include "kiln/Target/CUDA/EmitPlan.h"
 #include "kiln/runtime/Npy.h"
 #include "mlir/IR/Diagnostics.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -19,8 +19,8 @@ FailureOr<kiln::HostTensor> kiln::readTensorFile(MLIRContext *context,
     auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
                                               /*RequiresNullTerminator=*/false);
     if (!buffer)
-      return emitError(loc) << "cannot read '" << path
-                            << "': " << buffer.getError().message();
+      return emitError(loc)
+             << "cannot read '" << path << "': " << buffer.getError().message();
     std::string protoName;
     auto attr = parseTensorProtoFile(loc, (*buffer)->getBuffer(), protoName);
     if (failed(attr))
@@ -58,4 +58,18 @@ LogicalResult kiln::readNamedTensorFiles(MLIRContext *context,
     tensors[name] = std::move(*tensor);
   }
   return success();
+}
+
+std::string kiln::writeNpyFile(StringRef path, const HostTensor &tensor) {
+  FailureOr<rt::DType> dtype = toRuntimeDType(tensor.elementType);
+  if (failed(dtype))
+    return "no .npy type holds the elements of '" + path.str() + "'";
+  rt::NpyArray array;
+  array.dtype = *dtype;
+  array.shape.assign(tensor.shape.begin(), tensor.shape.end());
+  array.data.assign(tensor.bytes.begin(), tensor.bytes.end());
+  std::string error;
+  if (!rt::writeNpy(path.str(), array, error))
+    return error;
+  return "";
 }

@@ -30,7 +30,8 @@ from . import _kiln
 __version__: str = _kiln.__version__
 
 __all__ = ["compile", "load", "Model", "Context", "TensorInfo", "DimInfo",
-           "Error", "CompileError", "RunError", "version"]
+           "Comparison", "compare", "Error", "CompileError", "RunError",
+           "version"]
 
 # DLPack device types.
 _DL_CPU, _DL_CUDA, _DL_CUDA_HOST = 1, 2, 3
@@ -336,6 +337,45 @@ def load(path: Union[str, os.PathLike], *, backend: str = "auto") -> Model:
         return Model(_kiln.load(str(path), backend))
     except RuntimeError as e:
         raise RunError(str(e)) from None
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """How far a tensor is from its reference (`compare`)."""
+    max_abs: float
+    max_rel: float
+    rel_l2: float
+    #: The first element (C order) outside the per-element check, or -1.
+    first_bad: int
+    #: Whether the tensor meets the tolerance.
+    within: bool
+    #: "max_abs .. max_rel .. rel_l2 .." and, outside the tolerance, why.
+    text: str
+    #: The tolerance in words.
+    tolerance: str
+
+    def __bool__(self) -> bool:
+        return self.within
+
+
+def compare(got, want, *, rtol: float = 1e-4, atol: float = 1e-5,
+            rel_l2: float = 0.0) -> Comparison:
+    """Compares `got` with the reference `want` by the numerics contract.
+
+    The same comparator as `kiln-run --compare-reference`: every element
+    within `atol + rtol * |want|` (NaN only where `want` is NaN; the fp32
+    contract's defaults), or with `rel_l2` > 0 the relative L2 error (the
+    16-bit contract: 1e-2; non-finite only where `want` is). Integers and
+    booleans must be equal. The two arrays must have one shape.
+    """
+    got, want = np.ascontiguousarray(got), np.ascontiguousarray(want)
+    if got.shape != want.shape:
+        raise ValueError(f"kiln.compare: shapes {list(got.shape)} and "
+                         f"{list(want.shape)} differ")
+    result = _kiln.compare(got.tobytes(), got.dtype.name, want.tobytes(),
+                           want.dtype.name, list(got.shape), rtol, atol,
+                           rel_l2)
+    return Comparison(**result)
 
 
 def version() -> str:

@@ -16,6 +16,8 @@
 #include "kiln/Compiler/Diagnostics.h"
 #include "kiln/Compiler/Report.h"
 #include "kiln/Compiler/Version.h"
+#include "kiln/ConstantData/RuntimeDType.h"
+#include "kiln/ConstantData/TensorComparison.h"
 #include "kiln/Dialect/Kiln/KilnDialect.h"
 #include "kiln/runtime/ArtifactFile.h"
 #include "kiln/runtime/Model.h"
@@ -28,8 +30,10 @@
 #include <pybind11/stl.h>
 
 #include <cstdint>
+#include <cstring>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -378,6 +382,56 @@ std::string versionText() {
 
 } // namespace
 
+/// The runtime element type NumPy calls `name` ("float32", ...).
+static rt::DType dtypeNamed(const std::string &name) {
+  for (int code = 0; code <= static_cast<int>(rt::kLastDType); ++code)
+    if (name == rt::dtypeName(static_cast<rt::DType>(code)))
+      return static_cast<rt::DType>(code);
+  throw std::invalid_argument("kiln.compare: no Kiln element type is '" +
+                              name + "'");
+}
+
+/// An array's C-order bytes as a host tensor of element type `dtype`.
+static HostTensor hostTensorOf(mlir::MLIRContext &context,
+                               const std::string &bytes,
+                               const std::string &dtype,
+                               const std::vector<int64_t> &shape) {
+  auto tensor = HostTensor::allocate(
+      fromRuntimeDType(&context, dtypeNamed(dtype)),
+      llvm::SmallVector<int64_t>(shape.begin(), shape.end()));
+  if (mlir::failed(tensor) || tensor->bytes.size() != bytes.size())
+    throw std::invalid_argument("kiln.compare: the data does not match its "
+                                "shape and element type");
+  std::memcpy(tensor->bytes.data(), bytes.data(), bytes.size());
+  return std::move(*tensor);
+}
+
+/// kiln.compare's native half: the numerics contract's comparator (the one
+/// kiln-run uses) over two arrays of one shape, given as bytes.
+static py::dict compareArrays(const py::bytes &got, const std::string &gotType,
+                              const py::bytes &want,
+                              const std::string &wantType,
+                              const std::vector<int64_t> &shape, double rtol,
+                              double atol, double relL2) {
+  // Element types only: a context for their uniquing, no dialects.
+  static mlir::MLIRContext context(mlir::MLIRContext::Threading::DISABLED);
+  static std::mutex contextMutex;
+  std::lock_guard<std::mutex> lock(contextMutex);
+  HostTensor g = hostTensorOf(context, got, gotType, shape);
+  HostTensor w = hostTensorOf(context, want, wantType, shape);
+  Tolerance tolerance{rtol, atol, relL2};
+  TensorError e = compareTensors(g, w, tolerance);
+  py::dict result;
+  result["max_abs"] = e.maxAbs;
+  result["max_rel"] = e.maxRel;
+  result["rel_l2"] = e.relL2;
+  result["first_bad"] = e.firstBad;
+  result["within"] = e.within;
+  result["text"] = describeError(e, g, w, tolerance);
+  result["tolerance"] = tolerance.text();
+  return result;
+}
+
 PYBIND11_MODULE(_kiln, m) {
   m.doc() = "The native part of the kiln package; use kiln, not this.";
   m.attr("__version__") = kKilnVersion;
@@ -408,4 +462,5 @@ PYBIND11_MODULE(_kiln, m) {
   m.def("load", &load);
   m.def("dlpack_info", &dlpackInfo);
   m.def("version_text", &versionText);
+  m.def("compare", &compareArrays);
 }

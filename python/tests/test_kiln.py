@@ -19,7 +19,13 @@ import kiln
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 FRESH = os.path.join(REPO, "test", "models", "fresh")
 BUILD = os.environ.get("KILN_BUILD_DIR", os.path.join(REPO, "build"))
-RTOL, ATOL = 1e-4, 1e-5
+
+
+def assert_within(got, want):
+    """Fails unless `got` meets the fp32 numerics contract against `want`
+    (kiln.compare: the comparator kiln-run uses)."""
+    comparison = kiln.compare(got, want)
+    assert comparison.within, f"{comparison.text} ({comparison.tolerance})"
 
 
 def folder_inputs(folder):
@@ -46,7 +52,7 @@ def test_compile_a_path_and_match_onnxruntime(bert):
     want = onnxruntime_outputs(os.path.join(folder, "model.onnx"), feeds)
     assert set(got) == set(want)
     for name in want:
-        np.testing.assert_allclose(got[name], want[name], rtol=RTOL, atol=ATOL)
+        assert_within(got[name], want[name])
 
 
 def test_contexts_run_from_threads_at_once(bert):
@@ -114,7 +120,7 @@ def test_compile_a_model_proto_with_dims():
     feeds = folder_inputs(folder)
     got = model.run(feeds)
     want = np.load(os.path.join(folder, "expected", "output.npy"))
-    np.testing.assert_allclose(got["output"], want, rtol=RTOL, atol=ATOL)
+    assert_within(got["output"], want)
 
 
 def test_one_model_for_every_shape_in_range():
@@ -137,7 +143,7 @@ def test_one_model_for_every_shape_in_range():
         got = model.run(feeds)["output"]
         want = session.run(None, feeds)[0]
         assert got.shape == (batch, sequence, 96)
-        np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL)
+        assert_within(got, want)
     with pytest.raises(kiln.RunError, match="'batch' is 5 .*outside its "
                                             "range 1..4"):
         model.run({"input_ids": np.zeros((5, 2), np.int64),
@@ -203,13 +209,11 @@ def test_kv_cache_in_place():
         got = model.run({**feeds, **caches}, outputs=outputs)
         want = dict(zip([o.name for o in session.get_outputs()],
                         session.run(None, {**feeds, **ort_pasts})))
-        np.testing.assert_allclose(got["logits"], want["logits"],
-                                   rtol=RTOL, atol=ATOL)
+        assert_within(got["logits"], want["logits"])
         for n in pasts:
             present = "present" + n[len("past_key_values"):]
             assert got[present] is caches[n]
-            np.testing.assert_allclose(caches[n][:, :, :total], want[present],
-                                       rtol=RTOL, atol=ATOL)
+            assert_within(caches[n][:, :, :total], want[present])
             assert np.isnan(caches[n][:, :, total:]).all()
             ort_pasts[n] = want[present]
 
@@ -237,7 +241,7 @@ def test_model_proto_reads_external_data_from_base_dir():
     model = kiln.compile(proto, backend="host", base_dir=folder)
     got = model.run(folder_inputs(folder))
     want = np.load(os.path.join(folder, "expected", "output.npy"))
-    np.testing.assert_allclose(got["output"], want, rtol=RTOL, atol=ATOL)
+    assert_within(got["output"], want)
 
 
 def test_load_an_artifact_written_by_kilnc(tmp_path):
@@ -248,7 +252,7 @@ def test_load_an_artifact_written_by_kilnc(tmp_path):
     model = kiln.load(so, backend="host")
     got = model.run(folder_inputs(folder))
     want = np.load(os.path.join(folder, "expected", "output.npy"))
-    np.testing.assert_allclose(got["output"], want, rtol=RTOL, atol=ATOL)
+    assert_within(got["output"], want)
 
 
 def test_compile_error_is_what_kilnc_prints():
@@ -282,8 +286,7 @@ def test_run_on_another_backend(tmp_path):
     plain = model.run(feeds)["output"]
     np.testing.assert_array_equal(model.run(feeds, backend="host")["output"], plain)
     if has_gpu():
-        np.testing.assert_allclose(model.run(feeds, backend="cuda")["output"],
-                                   plain, rtol=RTOL, atol=ATOL)
+        assert_within(model.run(feeds, backend="cuda")["output"], plain)
     else:
         with pytest.raises(kiln.RunError, match="CUDA|driver|device"):
             model.run(feeds, backend="cuda")
@@ -368,3 +371,37 @@ def test_dlpack_capsule_is_read_in_place():
 def test_version():
     assert kiln.__version__ == "0.1.0"
     assert kiln.version().startswith("Kiln 0.1.0\n  LLVM/MLIR 22.")
+
+
+def test_compare_is_the_numerics_contract():
+    want = np.array([1.0, -2.0, 0.0, np.nan], np.float32)
+    assert kiln.compare(want, want).within
+    close = want + np.array([1e-5, -1e-5, 5e-6, 0], np.float32)
+    assert kiln.compare(close, want).within
+    far = want.copy()
+    far[2] = 1e-3
+    result = kiln.compare(far, want)
+    assert not result and result.first_bad == 2
+    assert "FAIL at element 2" in result.text
+    # A NaN only where the reference has one.
+    nan = want.copy()
+    nan[0] = np.nan
+    assert kiln.compare(nan, want).first_bad == 0
+    # The 16-bit contract: relative L2.
+    noisy = (want[:3] * np.float32(1.001)).astype(np.float16)
+    assert kiln.compare(noisy, want[:3].astype(np.float16), rel_l2=1e-2)
+    assert not kiln.compare(noisy, want[:3].astype(np.float16), rel_l2=1e-4)
+
+
+def test_compare_integers_exactly():
+    big = np.array([2**62 + 1, 7], np.int64)
+    assert kiln.compare(big, big).within
+    assert kiln.compare(big - np.array([1, 0]), big).first_bad == 0
+    assert not kiln.compare(np.array([True]), np.array([False]))
+
+
+def test_compare_refuses_what_it_cannot_compare():
+    with pytest.raises(ValueError, match="shapes"):
+        kiln.compare(np.zeros(3, np.float32), np.zeros(4, np.float32))
+    with pytest.raises(ValueError, match="complex64"):
+        kiln.compare(np.zeros(2, np.complex64), np.zeros(2, np.complex64))

@@ -1,7 +1,8 @@
 //===- TensorFile.h - Tensors from .npy and TensorProto files ---*- C++ -*-===//
 //
 // The files tools take tensors from: NumPy `.npy` arrays and serialized ONNX
-// TensorProtos (`.pb`, as in the ONNX conformance tests).
+// TensorProtos (`.pb`, as in the ONNX conformance tests); and the `.npy`
+// files they write.
 //
 //===----------------------------------------------------------------------===//
 
@@ -27,6 +28,10 @@ mlir::LogicalResult readNamedTensorFiles(mlir::MLIRContext *context,
                                          llvm::ArrayRef<std::string> specs,
                                          llvm::StringRef flag,
                                          llvm::StringMap<HostTensor> &tensors);
+
+/// Writes `tensor` to `path` as a `.npy` array (atomically: a failed write
+/// leaves no partial file). Returns the error in words, or "" on success.
+std::string writeNpyFile(llvm::StringRef path, const HostTensor &tensor);
 
 } // namespace kiln
 

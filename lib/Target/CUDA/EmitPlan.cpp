@@ -5,6 +5,7 @@
 #include "EmitterSupport.h"
 #include "KernelEmitter.h"
 #include "kiln/ConstantData/HostTensor.h"
+#include "kiln/ConstantData/RuntimeDType.h"
 #include "kiln/Dialect/Kiln/KilnOps.h"
 #include "kiln/Dialect/Kiln/RowBias.h"
 #include "kiln/Dialect/Kiln/MappedWeights.h"
@@ -746,67 +747,6 @@ private:
 };
 
 } // namespace
-
-FailureOr<rt::DType> toRuntimeDType(Type t, std::optional<Location> loc) {
-  if (t.isF64())
-    return rt::DType::F64;
-  if (t.isF32())
-    return rt::DType::F32;
-  if (t.isF16())
-    return rt::DType::F16;
-  if (t.isBF16())
-    return rt::DType::BF16;
-  if (t.isSignlessInteger(64))
-    return rt::DType::I64;
-  if (t.isSignlessInteger(32))
-    return rt::DType::I32;
-  if (t.isSignlessInteger(16))
-    return rt::DType::I16;
-  if (t.isSignlessInteger(8))
-    return rt::DType::I8;
-  if (t.isUnsignedInteger(64))
-    return rt::DType::U64;
-  if (t.isUnsignedInteger(32))
-    return rt::DType::U32;
-  if (t.isUnsignedInteger(16))
-    return rt::DType::U16;
-  if (t.isUnsignedInteger(8))
-    return rt::DType::U8;
-  if (t.isSignlessInteger(1))
-    return rt::DType::Bool;
-  return emitOptionalError(loc, "unsupported element type ", t);
-}
-
-Type fromRuntimeDType(MLIRContext *context, rt::DType dtype) {
-  Builder b(context);
-  switch (dtype) {
-  case rt::DType::F32:
-    return b.getF32Type();
-  case rt::DType::F16:
-    return b.getF16Type();
-  case rt::DType::BF16:
-    return b.getBF16Type();
-  case rt::DType::I64:
-    return b.getI64Type();
-  case rt::DType::I32:
-    return b.getI32Type();
-  case rt::DType::I8:
-    return b.getI8Type();
-  case rt::DType::Bool:
-    return b.getI1Type();
-  case rt::DType::F64:
-    return b.getF64Type();
-  case rt::DType::I16:
-    return b.getI16Type();
-  case rt::DType::U8:
-  case rt::DType::U16:
-  case rt::DType::U32:
-  case rt::DType::U64:
-    return IntegerType::get(context, rt::dtypeSize(dtype) * 8,
-                            IntegerType::Unsigned);
-  }
-  return {};
-}
 
 std::string modelHashOf(const rt::Artifact &artifact,
                         uint64_t weightsChecksum) {

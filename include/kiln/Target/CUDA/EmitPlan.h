@@ -19,14 +19,6 @@
 
 namespace kiln {
 
-/// The runtime element type of `type`, or failure (with an error at `loc`
-/// when given) for types the runtime does not have.
-mlir::FailureOr<rt::DType> toRuntimeDType(mlir::Type type,
-                                          std::optional<mlir::Location> loc = {});
-
-/// The MLIR element type of a runtime element type.
-mlir::Type fromRuntimeDType(mlir::MLIRContext *context, rt::DType dtype);
-
 /// For each step of a plan, the ONNX nodes (location names) of the ops it
 /// computes, in program order; what `kilnc --report` prints.
 using StepOrigins = std::vector<std::vector<std::string>>;
