@@ -14,6 +14,11 @@
 // and 16-bit arithmetic are bit exact with the GPU; transcendental functions
 // use the host libm and may differ from the GPU's in the last bits.
 //
+// Why one header of this length: it is embedded in the runtime and shipped
+// to the host compiler as one file beside kiln_cuda_host.h, and its parts
+// (16-bit types, intrinsics, vectors, atomics) depend on each other in
+// declaration order, as CUDA's own cuda_fp16.hpp does.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef KILN_CUDA_HOST_MATH_H

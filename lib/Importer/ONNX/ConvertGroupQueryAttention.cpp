@@ -1,5 +1,9 @@
 //===- ConvertGroupQueryAttention.cpp - com.microsoft GroupQueryAttention -===//
 //
+// Why one file of this length: one ONNX Runtime op whose contract (below)
+// takes most of it; the converter's steps follow the contract's clauses in
+// order, and reading them apart would hide which clause each step keeps.
+//
 // ONNX Runtime's GroupQueryAttention, as its model builder and transformer
 // optimizer write it for decoder LLMs, in the canonical form of
 // AttentionBuilder.h. The semantics are those of ONNX Runtime's CPU kernel:

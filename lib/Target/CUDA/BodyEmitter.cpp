@@ -7,6 +7,11 @@
 // remainders and order as unsigned values, as the reference interpreter
 // defines them.
 //
+// Why one file of this length: one switch over every fusable op (the C
+// expression of each), which every kernel family shares; splitting it by op
+// family would put the scoping rules of get/getAt (above each) apart from
+// the cases that depend on them.
+//
 //===----------------------------------------------------------------------===//
 
 #include "EmitterSupport.h"

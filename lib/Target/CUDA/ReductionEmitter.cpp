@@ -17,6 +17,10 @@
 // booleans in 64 bits: unsigned long long for unsigned types, so that they
 // order as unsigned values, long long for the others.
 //
+// Why one file of this length: the passes over a row (cached, uncached,
+// warp-per-row) share one prologue/epilogue scoping, the rule the paragraph
+// above states; kept together so that the rule is kept in one place.
+//
 //===----------------------------------------------------------------------===//
 
 #include "EmitterSupport.h"
