@@ -19,6 +19,7 @@ import sys
 LIBRARIES = {
     "KilnDialect": ("dialects/kiln/Dialect/Kiln", None),
     "KilnConstantData": ("lib/ConstantData", "kiln/ConstantData"),
+    "KilnKernelConfig": ("lib/KernelConfig", "kiln/KernelConfig"),
     "KilnAnalysis": ("lib/Analysis", "kiln/Analysis"),
     "KilnInterpreter": ("lib/Interpreter", "kiln/Interpreter"),
     "KilnTransforms": ("lib/Transforms", "kiln/Transforms"),

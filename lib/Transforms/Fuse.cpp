@@ -20,6 +20,7 @@
 #include "kiln/Dialect/Kiln/KilnOps.h"
 #include "kiln/Dialect/Kiln/RowBias.h"
 #include "kiln/Dialect/Kiln/SymbolicShapes.h"
+#include "kiln/KernelConfig/KernelConfig.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/SetVector.h"
@@ -55,6 +56,12 @@ struct Group {
   /// The op whose result the kernel yields; the kernel is placed at it.
   Operation *root;
   llvm::SetVector<Operation *> members;
+  /// A GEMM group's epilogue, as buildGemmGroup matched it: the adds of its
+  /// bias and residual (null where none) and the activation. The adds, not
+  /// the values they add: a value may be the result of another group,
+  /// replaced by its kernel's before this group is outlined.
+  Operation *gemmBiasAdd = nullptr, *gemmResidualAdd = nullptr;
+  GemmActivation gemmActivation = GemmActivation::none;
 
   bool allUsesInside(Operation *op) const {
     return llvm::all_of(op->getUsers(), [&](Operation *user) {
@@ -133,10 +140,6 @@ bool isGemmBias(Operation *op) {
   return false;
 }
 
-/// The fewest query rows an attention kernel stages its key and value
-/// tiles for: a tensor-core block's 64 (AttentionTensorCoreEmitter.cpp).
-constexpr int64_t kQueryRowsPerTile = 64;
-
 /// The fewest query rows `attention` runs with: its query length, or a
 /// symbolic one's least over the function's dim ranges (0 where unknown).
 int64_t leastQueryRows(AttentionOp attention) {
@@ -170,7 +173,9 @@ Group buildAttentionGroup(AttentionOp attention,
       group.members.insert(transpose);
       group.root = transpose;
     }
-  bool keysCompute = leastQueryRows(attention) <= kQueryRowsPerTile;
+  // The fewest query rows a block stages key and value tiles for, from the
+  // attention emitter's own configuration.
+  bool keysCompute = leastQueryRows(attention) <= fewestAttentionQueryRows();
   // Each operand's producers, and whether compute may join from there.
   SmallVector<std::pair<Value, bool>> worklist;
   for (OpOperand &operand : attention->getOpOperands()) {
@@ -257,6 +262,7 @@ std::optional<Group> buildGemmGroup(MatmulOp matmul,
     if (bias != product && isRowBias(bias, product)) {
       group.members.insert(add);
       group.root = add;
+      group.gemmBiasAdd = add;
     }
   }
   // Reshapes between the product and its residual or activation move no
@@ -277,6 +283,7 @@ std::optional<Group> buildGemmGroup(MatmulOp matmul,
     // A residual of the product's shape, before any activation (cuBLASLt
     // adds beta * C before it): read as C, the result written as D.
     if (!residual && isResidualAdd(user, cursor->getResult(0))) {
+      group.gemmResidualAdd = user;
       group.members.insert(reshapes.begin(), reshapes.end());
       reshapes.clear();
       group.members.insert(user);
@@ -289,6 +296,8 @@ std::optional<Group> buildGemmGroup(MatmulOp matmul,
       group.members.insert(reshapes.begin(), reshapes.end());
       group.members.insert(user);
       group.root = user;
+      group.gemmActivation =
+          isa<ReluOp>(user) ? GemmActivation::relu : GemmActivation::gelu;
     }
     break;
   }
@@ -312,9 +321,27 @@ void outlineGroup(Group &group) {
 
   OpBuilder builder(group.root);
   Value result = group.root->getResult(0);
-  auto kernel = KernelOp::create(builder, group.root->getLoc(),
-                                 TypeRange{result.getType()}, group.kind,
-                                 inputs.getArrayRef());
+  // A GEMM's epilogue as matched, by kernel input: what the CUDA target
+  // reads.
+  GemmEpilogueAttr epilogue;
+  if (group.kind == KernelKind::gemm) {
+    // The kernel input an add of the epilogue adds: its operand from
+    // outside the group.
+    auto inputNumber = [&](Operation *add) -> int64_t {
+      if (add)
+        for (Value operand : add->getOperands())
+          if (!inside.contains(operand.getDefiningOp()))
+            return llvm::find(inputs, operand) - inputs.begin();
+      return -1;
+    };
+    epilogue = GemmEpilogueAttr::get(
+        builder.getContext(), inputNumber(group.gemmBiasAdd),
+        inputNumber(group.gemmResidualAdd), group.gemmActivation);
+  }
+  auto kernel = KernelOp::create(
+      builder, group.root->getLoc(), TypeRange{result.getType()},
+      KernelKindAttr::get(builder.getContext(), group.kind),
+      inputs.getArrayRef(), epilogue);
   Block *body = builder.createBlock(&kernel.getBody());
   IRMapping mapping;
   for (Value input : inputs)

@@ -237,3 +237,131 @@ func.func @update_slice_axis(%c: tensor<1x8xf32>, %u: tensor<1x2xf32>) -> tensor
   %0 = kiln.update_slice %c, %u {axis = 2 : i64, offset = "0"} : (tensor<1x8xf32>, tensor<1x2xf32>) -> tensor<1x8xf32>
   return %0 : tensor<1x8xf32>
 }
+
+// -----
+
+func.func @gemm_without_epilogue(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>) -> tensor<4x8xf32> {
+  // expected-error@+1 {{of kind gemm needs its epilogue (#kiln.gemm_epilogue, which kiln-fuse records)}}
+  %0 = kiln.kernel gemm (%x, %w) : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32> {
+  ^bb0(%a: tensor<4x8xf32>, %bw: tensor<8x8xf32>):
+    %p = kiln.matmul %a, %bw : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+    %r = kiln.relu %p : tensor<4x8xf32>
+    kiln.yield %r : tensor<4x8xf32>
+  }
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @epilogue_on_elementwise(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  // expected-error@+1 {{of kind elementwise has a GEMM epilogue}}
+  %0 = kiln.kernel elementwise (%x) {epilogue = #kiln.gemm_epilogue<activation = relu>} : (tensor<4x8xf32>) -> tensor<4x8xf32> {
+  ^bb0(%a: tensor<4x8xf32>):
+    %r = kiln.relu %a : tensor<4x8xf32>
+    kiln.yield %r : tensor<4x8xf32>
+  }
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @gemm_bias_out_of_range(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>) -> tensor<4x8xf32> {
+  // expected-error@+1 {{epilogue bias 5 is not one of its 2 inputs}}
+  %0 = kiln.kernel gemm (%x, %w) {epilogue = #kiln.gemm_epilogue<bias = 5>} : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32> {
+  ^bb0(%a: tensor<4x8xf32>, %bw: tensor<8x8xf32>):
+    %p = kiln.matmul %a, %bw : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+    %r = kiln.relu %p : tensor<4x8xf32>
+    kiln.yield %r : tensor<4x8xf32>
+  }
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @gemm_starts_elsewhere(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>) -> tensor<4x8xf32> {
+  // expected-error@+1 {{of kind gemm must start with kiln.matmul}}
+  %0 = kiln.kernel gemm (%x, %w) {epilogue = #kiln.gemm_epilogue<activation = relu>} : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32> {
+  ^bb0(%a: tensor<4x8xf32>, %bw: tensor<8x8xf32>):
+    %r = kiln.relu %a : tensor<4x8xf32>
+    kiln.yield %r : tensor<4x8xf32>
+  }
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @gemm_epilogue_names_no_exp(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>) -> tensor<4x8xf32> {
+  // expected-error@+1 {{of kind gemm has an op its epilogue does not name: kiln.exp}}
+  %0 = kiln.kernel gemm (%x, %w) {epilogue = #kiln.gemm_epilogue<activation = none>} : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32> {
+  ^bb0(%a: tensor<4x8xf32>, %bw: tensor<8x8xf32>):
+    %p = kiln.matmul %a, %bw : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+    %r = kiln.exp %p : tensor<4x8xf32>
+    kiln.yield %r : tensor<4x8xf32>
+  }
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @gemm_activation_missing(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>) -> tensor<4x8xf32> {
+  // expected-error@+1 {{of kind gemm has no gelu of its product where its epilogue says}}
+  %0 = kiln.kernel gemm (%x, %w) {epilogue = #kiln.gemm_epilogue<activation = gelu>} : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32> {
+  ^bb0(%a: tensor<4x8xf32>, %bw: tensor<8x8xf32>):
+    %p = kiln.matmul %a, %bw : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+    %r = kiln.relu %p : tensor<4x8xf32>
+    kiln.yield %r : tensor<4x8xf32>
+  }
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @gemm_activation_of_another_value(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>) -> tensor<4x8xf32> {
+  // expected-error@+1 {{of kind gemm has no relu of its product where its epilogue says}}
+  %0 = kiln.kernel gemm (%x, %w) {epilogue = #kiln.gemm_epilogue<activation = relu>} : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32> {
+  ^bb0(%a: tensor<4x8xf32>, %bw: tensor<8x8xf32>):
+    %p = kiln.matmul %a, %bw : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+    %r = kiln.relu %a : tensor<4x8xf32>
+    kiln.yield %r : tensor<4x8xf32>
+  }
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @gemm_residual_not_an_input(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>) -> tensor<4x8xf32> {
+  // expected-error@+1 {{of kind gemm has no add of its residual input 1 where its epilogue says}}
+  %0 = kiln.kernel gemm (%x, %w) {epilogue = #kiln.gemm_epilogue<residual = 1>} : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32> {
+  ^bb0(%a: tensor<4x8xf32>, %bw: tensor<8x8xf32>):
+    %p = kiln.matmul %a, %bw : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+    %r = kiln.add %p, %p : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+    kiln.yield %r : tensor<4x8xf32>
+  }
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @gemm_yields_the_product(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>) -> tensor<4x8xf32> {
+  // expected-error@+1 {{of kind gemm must yield the end of its epilogue}}
+  %0 = kiln.kernel gemm (%x, %w) {epilogue = #kiln.gemm_epilogue<activation = relu>} : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32> {
+  ^bb0(%a: tensor<4x8xf32>, %bw: tensor<8x8xf32>):
+    %p = kiln.matmul %a, %bw : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+    %r = kiln.relu %p : tensor<4x8xf32>
+    kiln.yield %p : tensor<4x8xf32>
+  }
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @gemm_bias_not_a_row(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>, %c: tensor<4x1xf32>) -> tensor<4x8xf32> {
+  // expected-error@+1 {{of kind gemm adds a bias of type 'tensor<4x1xf32>' to a product of 'tensor<4x8xf32>'}}
+  %0 = kiln.kernel gemm (%x, %w, %c) {epilogue = #kiln.gemm_epilogue<bias = 2>} : (tensor<4x8xf32>, tensor<8x8xf32>, tensor<4x1xf32>) -> tensor<4x8xf32> {
+  ^bb0(%a: tensor<4x8xf32>, %bw: tensor<8x8xf32>, %bias: tensor<4x1xf32>):
+    %p = kiln.matmul %a, %bw : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+    %r = kiln.add %p, %bias : (tensor<4x8xf32>, tensor<4x1xf32>) -> tensor<4x8xf32>
+    kiln.yield %r : tensor<4x8xf32>
+  }
+  return %0 : tensor<4x8xf32>
+}

@@ -110,3 +110,32 @@ func.func @kernel(%a: tensor<4xf32>) -> tensor<4xf32> {
   }
   return %0 : tensor<4xf32>
 }
+
+// CHECK-LABEL: func @gemm_kernel
+func.func @gemm_kernel(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>, %b: tensor<8xf32>, %r: tensor<2x16xf32>) -> tensor<2x16xf32> {
+  // CHECK: kiln.kernel gemm(%{{.*}}) {epilogue = #kiln.gemm_epilogue<bias = 2, residual = 3, activation = gelu>}
+  %0 = kiln.kernel gemm (%x, %w, %b, %r) {epilogue = #kiln.gemm_epilogue<bias = 2, residual = 3, activation = gelu>} : (tensor<4x8xf32>, tensor<8x8xf32>, tensor<8xf32>, tensor<2x16xf32>) -> tensor<2x16xf32> {
+  ^bb0(%a: tensor<4x8xf32>, %bw: tensor<8x8xf32>, %bias: tensor<8xf32>, %res: tensor<2x16xf32>):
+    %p = kiln.matmul %a, %bw : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+    %s = kiln.add %p, %bias : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+    %v = kiln.reshape %s : tensor<4x8xf32> -> tensor<2x16xf32>
+    %t = kiln.add %res, %v : (tensor<2x16xf32>, tensor<2x16xf32>) -> tensor<2x16xf32>
+    %g = kiln.gelu %t approximate = tanh : tensor<2x16xf32>
+    kiln.yield %g : tensor<2x16xf32>
+  }
+  return %0 : tensor<2x16xf32>
+}
+
+// An epilogue's defaults (no bias, no residual, no activation) print as
+// nothing.
+// CHECK-LABEL: func @gemm_kernel_relu
+func.func @gemm_kernel_relu(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>) -> tensor<4x8xf32> {
+  // CHECK: {epilogue = #kiln.gemm_epilogue<activation = relu>}
+  %0 = kiln.kernel gemm (%x, %w) {epilogue = #kiln.gemm_epilogue<bias = -1, activation = relu>} : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32> {
+  ^bb0(%a: tensor<4x8xf32>, %bw: tensor<8x8xf32>):
+    %p = kiln.matmul %a, %bw : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+    %r = kiln.relu %p : tensor<4x8xf32>
+    kiln.yield %r : tensor<4x8xf32>
+  }
+  return %0 : tensor<4x8xf32>
+}

@@ -316,7 +316,7 @@ func.func @embedding_layer_norm(%words: tensor<50x8xf32>, %ids: tensor<2x5xi64>,
 // A bias over the columns and a ReLU after a matmul: one GEMM kernel, which
 // the CUDA target turns into one cuBLASLt call with its epilogue.
 // CHECK-LABEL: func @gemm_bias_relu
-// CHECK: %[[K:.*]] = kiln.kernel gemm(%arg0, %arg1, %arg2)
+// CHECK: %[[K:.*]] = kiln.kernel gemm(%arg0, %arg1, %arg2) {epilogue = #kiln.gemm_epilogue<bias = 2, activation = relu>}
 // CHECK-NEXT: ^bb0(%[[A:.*]]: tensor<2x5x3xf32>, %[[W:.*]]: tensor<3x7xf32>, %[[B:.*]]: tensor<1x7xf32>):
 // CHECK-NEXT: %[[P:.*]] = kiln.matmul %[[A]], %[[W]]
 // CHECK-NEXT: %[[S:.*]] = kiln.add %[[P]], %[[B]]
@@ -334,7 +334,7 @@ func.func @gemm_bias_relu(%a: tensor<2x5x3xf32>, %w: tensor<3x7xf32>, %b: tensor
 
 // The tanh GELU joins an fp32 GEMM; the bias may come first in the add.
 // CHECK-LABEL: func @gemm_bias_gelu_tanh
-// CHECK: kiln.kernel gemm
+// CHECK: kiln.kernel gemm({{.*}}) {epilogue = #kiln.gemm_epilogue<bias = {{[0-9]}}, activation = gelu>}
 // CHECK: kiln.matmul
 // CHECK: kiln.add
 // CHECK: kiln.gelu {{.*}} approximate = tanh
@@ -366,7 +366,7 @@ func.func @gemm_bias_gelu_erf_f16(%a: tensor<4x8xf16>, %w: tensor<8x16xf16>, %b:
 /// The erf GELU of an fp32 GEMM stays out of the epilogue (cuBLASLt's tanh
 /// form is beyond the fp32 contract): the bias joins, the GELU is a kernel.
 // CHECK-LABEL: func @negative_gemm_gelu_erf_f32
-// CHECK: %[[G:.*]] = kiln.kernel gemm
+// CHECK: %[[G:.*]] = kiln.kernel gemm({{.*}}) {epilogue = #kiln.gemm_epilogue<bias = 2>}
 // CHECK-NOT: kiln.gelu
 // CHECK: kiln.yield
 // CHECK: kiln.kernel elementwise(%[[G]])
@@ -383,7 +383,7 @@ func.func @negative_gemm_gelu_erf_f32(%a: tensor<4x8xf32>, %w: tensor<8x16xf32>,
 /// A residual of the product's full shape joins as cuBLASLt's C (beta = 1),
 /// the result written apart from it.
 // CHECK-LABEL: func @gemm_residual
-// CHECK: %[[K:.*]] = kiln.kernel gemm(%arg0, %arg1, %arg2)
+// CHECK: %[[K:.*]] = kiln.kernel gemm(%arg0, %arg1, %arg2) {epilogue = #kiln.gemm_epilogue<residual = 2>}
 // CHECK-NEXT: ^bb0(%[[A:.*]]: tensor<4x8xf32>, %[[W:.*]]: tensor<8x16xf32>, %[[R:.*]]: tensor<4x16xf32>):
 // CHECK-NEXT: %[[P:.*]] = kiln.matmul %[[A]], %[[W]]
 // CHECK-NEXT: %[[S:.*]] = kiln.add %[[R]], %[[P]]
@@ -401,7 +401,7 @@ func.func @gemm_residual(%a: tensor<4x8xf32>, %w: tensor<8x16xf32>, %r: tensor<4
 // [b, s, n], the residual stream added, the sum used twice (the next
 // LayerNorm and the next residual): one GEMM kernel writes it.
 // CHECK-LABEL: func @gemm_bias_reshape_residual
-// CHECK: %[[K:.*]] = kiln.kernel gemm(%arg0, %arg1, %arg2, %arg3)
+// CHECK: %[[K:.*]] = kiln.kernel gemm(%arg0, %arg1, %arg2, %arg3) {epilogue = #kiln.gemm_epilogue<bias = 2, residual = 3>}
 // CHECK: kiln.matmul
 // CHECK-NEXT: kiln.add
 // CHECK-NEXT: kiln.reshape
@@ -453,7 +453,7 @@ func.func @negative_gemm_residual_computed_for_it(%a: tensor<4x8xf16>, %w: tenso
 
 /// A residual after the activation stays out: cuBLASLt adds C before it.
 // CHECK-LABEL: func @negative_gemm_residual_after_activation
-// CHECK: %[[K:.*]] = kiln.kernel gemm
+// CHECK: %[[K:.*]] = kiln.kernel gemm({{.*}}) {epilogue = #kiln.gemm_epilogue<bias = 2, activation = relu>}
 // CHECK: kiln.relu
 // CHECK-NEXT: kiln.yield
 // CHECK: kiln.kernel elementwise(%{{.*}}, %[[K]])
@@ -482,7 +482,7 @@ func.func @negative_gemm_product_used_twice(%a: tensor<4x8xf32>, %w: tensor<8x16
 // GPT-2's form: a 2-D Gemm with its bias, a reshape to [b, s, n], then the
 // tanh GELU. The reshape moves no data: it joins the GEMM kernel.
 // CHECK-LABEL: func @gemm_bias_reshape_gelu
-// CHECK: %[[K:.*]] = kiln.kernel gemm
+// CHECK: %[[K:.*]] = kiln.kernel gemm({{.*}}) {epilogue = #kiln.gemm_epilogue<bias = 2, activation = gelu>}
 // CHECK: kiln.matmul
 // CHECK: kiln.add
 // CHECK: kiln.reshape

@@ -12,7 +12,7 @@
 #ifndef KILN_COMPILER_ROOFLINE_H
 #define KILN_COMPILER_ROOFLINE_H
 
-#include "kiln/Target/CUDA/KernelConfig.h"
+#include "kiln/KernelConfig/KernelConfig.h"
 #include "kiln/runtime/ArtifactFormat.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/ArrayRef.h"

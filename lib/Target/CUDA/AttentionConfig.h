@@ -11,7 +11,7 @@
 
 #include "AttentionParts.h"
 
-#include "kiln/Target/CUDA/KernelConfig.h"
+#include "kiln/KernelConfig/KernelConfig.h"
 
 namespace kiln {
 

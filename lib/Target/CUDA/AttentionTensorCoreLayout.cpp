@@ -92,7 +92,7 @@ TensorCoreLayout::TensorCoreLayout(const AttentionParts &parts,
   qTileShared = !qInRegisters || wgmma;
   kTileInner = wgmma ? 64 : kPitch;
   vTileInner = wgmma ? 64 : vPitch;
-  rows = 16 * mTiles * warps;
+  rows = config.queryRows();
   threads = 32 * warps;
   // Two m-tiles' tiles (a query tile of up to 256 rows) pass the 48 KiB of
   // static shared memory: they are dynamic shared memory of the launch.

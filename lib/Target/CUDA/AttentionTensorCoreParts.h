@@ -17,7 +17,7 @@
 
 #include "AttentionParts.h"
 
-#include "kiln/Target/CUDA/KernelConfig.h"
+#include "kiln/KernelConfig/KernelConfig.h"
 
 #include <optional>
 #include <string>

@@ -76,7 +76,7 @@ std::string storeExpr(mlir::Type t, const std::string &value);
 std::string wrappingExpr(mlir::Type t, const std::string &x, llvm::StringRef op,
                          const std::string &y);
 /// The discardable attribute numbering a gather's run-time index check: the
-/// 1-based site in the artifact's `indexSites` (see emitPlan).
+/// 1-based site in the artifact's `indexSites` (IndexSites.h).
 inline constexpr llvm::StringLiteral kIndexSiteAttr = "kiln.index_site";
 /// The position `index` of the gather `op` takes in a dim of `extent`:
 /// negative indices count from the end; out-of-range ones are clamped, and

@@ -5,7 +5,7 @@
 
 #include "kiln/Dialect/Kiln/DimExpr.h"
 #include "kiln/Dialect/Kiln/KilnOps.h"
-#include "kiln/Target/CUDA/KernelConfig.h"
+#include "kiln/KernelConfig/KernelConfig.h"
 
 #include <array>
 #include <optional>

@@ -7,9 +7,12 @@
 
 #include "kiln/Target/CUDA/Passes.h"
 
+#include "IndexSites.h"
+
 #include "kiln/Target/CUDA/PlanText.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
+#include "llvm/ADT/MapVector.h"
 
 namespace kiln {
 #define GEN_PASS_DEF_KILNTOCUDAPASS
@@ -41,10 +44,16 @@ struct KilnToCudaPass
       module.emitError("kiln-to-cuda: ") << error;
       return signalPassFailure();
     }
+    // Emission reads the IR and changes nothing: what it reads beyond the
+    // planned IR (the gathers' index sites) is set here first.
+    if (options.checkIndices)
+      numberIndexSites(func);
     if (lowering.artifact) {
       if (failed(emitPlan(func, *lowering.artifact, *lowering.weights,
                           lowering.origins, options, lowering.configs)))
-        signalPassFailure();
+        return signalPassFailure();
+      if (lowering.configs)
+        markConfigs(*lowering.configs);
       return;
     }
     // kiln-opt: the result goes into the module as text.
@@ -53,12 +62,29 @@ struct KilnToCudaPass
     KernelConfigs configs;
     if (failed(emitPlan(func, artifact, weights, nullptr, options, &configs)))
       return signalPassFailure();
+    markConfigs(configs);
     std::string plan;
     llvm::raw_string_ostream os(plan);
     printPlan(artifact, weights.size, os, &configs);
     Builder b(module.getContext());
     module->setAttr(kCudaSourceAttr, b.getStringAttr(artifact.cudaSource));
     module->setAttr(kPlanAttr, b.getStringAttr(plan));
+  }
+
+  /// Records on each configured kernel the configuration it was emitted
+  /// with, so that the IR says what the plan and the report say.
+  /// A kernel launched twice (flash-decoding's split form beside the whole
+  /// one) records both, in launch order.
+  static void markConfigs(const KernelConfigs &configs) {
+    llvm::MapVector<Operation *, std::string> texts;
+    for (const KernelConfig &config : configs) {
+      if (!config.op)
+        continue;
+      std::string &text = texts[config.op];
+      text += (text.empty() ? "" : "; ") + config.attention.text();
+    }
+    for (auto &[op, text] : texts)
+      op->setAttr(kKernelConfigAttr, StringAttr::get(op->getContext(), text));
   }
 
   /// The emitters' options, from the pass's.

@@ -24,10 +24,13 @@ func.func @main(%x: tensor<4xf32>, %y: tensor<4xf32>) -> tensor<4xf32> {
 
 // -----
 
-// A gather checks its indices at run time unless check-indices=false.
-// CHECK: kiln_checked_index((long long)v
+// A gather checks its indices at run time unless check-indices=false. The
+// pass numbers its site on the IR before emission (which only reads it).
+// CHECK: kiln_checked_index((long long)v{{[0-9]+}}, 5LL, 1u)
+// CHECK: kiln.gather {{.*}}kiln.index_site = 1 : i32
 // UNCHECKED: kiln_gather_index((long long)v
 // UNCHECKED-NOT: kiln_checked_index((long long)v
+// UNCHECKED-NOT: kiln.index_site
 func.func @gather(%t: tensor<5x2xf32>, %i: tensor<3xi64>) -> tensor<3x2xf32> {
   %0 = kiln.gather %t, %i {axis = 0 : i64} : (tensor<5x2xf32>, tensor<3xi64>) -> tensor<3x2xf32>
   return %0 : tensor<3x2xf32>

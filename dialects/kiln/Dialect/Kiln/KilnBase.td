@@ -65,6 +65,42 @@ def Kiln_GeluApproximation : I32EnumAttr<"GeluApproximation",
   let cppNamespace = "::kiln";
 }
 
+/// The activation a GEMM kernel's epilogue applies last.
+def Kiln_GemmActivation : I32EnumAttr<"GemmActivation",
+    "the activation of a GEMM kernel's epilogue", [
+    I32EnumAttrCase<"none", 0>,
+    I32EnumAttrCase<"relu", 1>,
+    I32EnumAttrCase<"gelu", 2>
+  ]> {
+  let cppNamespace = "::kiln";
+  let genSpecializedAttr = 0;
+}
+
+/// What a GEMM kernel computes after its matmul, as kiln-fuse matched it.
+def Kiln_GemmEpilogueAttr : AttrDef<Kiln_Dialect, "GemmEpilogue"> {
+  let mnemonic = "gemm_epilogue";
+  let summary = "what a GEMM kernel computes after its matmul";
+  let description = [{
+    kiln-fuse matches a GEMM kernel's epilogue once and records it on the
+    kernel; the CUDA target reads it (one cuBLASLt call with that epilogue),
+    and the kernel's verifier checks that the body holds these ops in this
+    order: the matmul, the add of `bias` (the kernel input, by number, added
+    to every row), the add of `residual` (a kernel input of the result's
+    shape: cuBLASLt's C with beta = 1), then `activation`, with reshapes
+    (views) between them. An absent input is -1.
+
+    ```mlir
+    %y = kiln.kernel gemm(%x, %w, %b) {epilogue = #kiln.gemm_epilogue<bias = 2, activation = gelu>} ...
+    ```
+  }];
+  let parameters = (ins
+    DefaultValuedParameter<"int64_t", "-1">:$bias,
+    DefaultValuedParameter<"int64_t", "-1">:$residual,
+    DefaultValuedParameter<"::kiln::GemmActivation",
+                           "::kiln::GemmActivation::none">:$activation);
+  let assemblyFormat = "`<` struct(params) `>`";
+}
+
 /// The sizes of a tensor type's dynamic dims, as the tensor type's encoding.
 def Kiln_DimsAttr : AttrDef<Kiln_Dialect, "Dims",
     [DeclareAttrInterfaceMethods<VerifiableTensorEncoding>]> {

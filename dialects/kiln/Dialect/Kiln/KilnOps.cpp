@@ -3,6 +3,7 @@
 #include "kiln/Dialect/Kiln/KilnOps.h"
 
 #include "kiln/Dialect/Kiln/KilnDialect.h"
+#include "kiln/Dialect/Kiln/RowBias.h"
 #include "mlir/IR/OpImplementation.h"
 
 using namespace mlir;
@@ -215,6 +216,85 @@ YieldOp KernelOp::getYield() {
   return cast<YieldOp>(getBody().front().getTerminator());
 }
 
+/// A GEMM kernel's body holds what its epilogue says, as one chain: the
+/// matmul, the add of the bias input (one row, straight on the product), the
+/// add of the residual input (the result's shape), then the activation,
+/// with reshapes (views) between the last three, and the kernel yields the
+/// chain's end. kiln-fuse matched the epilogue; this checks that the body
+/// and the record agree, so that the CUDA target (which reads the record)
+/// computes what the body says.
+static LogicalResult verifyGemmEpilogue(KernelOp kernel,
+                                        GemmEpilogueAttr epilogue) {
+  Block &body = kernel.getBody().front();
+  int64_t numInputs = kernel.getInputs().size();
+  for (auto [name, index] :
+       {std::pair<const char *, int64_t>{"bias", epilogue.getBias()},
+        {"residual", epilogue.getResidual()}})
+    if (index < -1 || index >= numInputs)
+      return kernel.emitOpError("epilogue ")
+             << name << " " << index << " is not one of its " << numInputs
+             << " inputs";
+  auto ops = body.without_terminator();
+  auto it = ops.begin();
+  auto matmul = it == ops.end() ? MatmulOp() : dyn_cast<MatmulOp>(*it);
+  if (!matmul)
+    return kernel.emitOpError("of kind gemm must start with kiln.matmul");
+  ++it;
+  Value last = matmul.getResult();
+  auto skipReshapes = [&]() {
+    while (it != ops.end() && isa<ReshapeOp>(*it) && it->getOperand(0) == last)
+      last = (it++)->getResult(0);
+  };
+  // The add of block argument `input` to the chain so far, at its shape: a
+  // bias is one row of it (isRowBias), a residual the whole.
+  auto takeAdd = [&](const char *name, int64_t input) -> LogicalResult {
+    if (input < 0)
+      return success();
+    auto add = it == ops.end() ? AddOp() : dyn_cast<AddOp>(*it);
+    Value arg = body.getArgument(input);
+    if (!add || !((add.getLhs() == arg && add.getRhs() == last) ||
+                  (add.getRhs() == arg && add.getLhs() == last)))
+      return kernel.emitOpError("of kind gemm has no add of its ")
+             << name << " input " << input << " where its epilogue says";
+    bool bias = StringRef(name) == "bias";
+    if (add.getType() != last.getType() ||
+        (bias ? !isRowBias(arg, last) : arg.getType() != last.getType()))
+      return kernel.emitOpError("of kind gemm adds a ")
+             << name << " of type " << arg.getType() << " to a product of "
+             << last.getType();
+    last = add.getResult();
+    ++it;
+    return success();
+  };
+  if (failed(takeAdd("bias", epilogue.getBias())))
+    return failure();
+  skipReshapes();
+  if (failed(takeAdd("residual", epilogue.getResidual())))
+    return failure();
+  skipReshapes();
+  GemmActivation activation = epilogue.getActivation();
+  if (activation != GemmActivation::none) {
+    bool matches = it != ops.end() && it->getNumOperands() == 1 &&
+                   it->getOperand(0) == last &&
+                   (activation == GemmActivation::relu ? isa<ReluOp>(*it)
+                                                       : isa<GeluOp>(*it));
+    if (!matches)
+      return kernel.emitOpError("of kind gemm has no ")
+             << stringifyGemmActivation(activation)
+             << " of its product where its epilogue says";
+    last = (it++)->getResult(0);
+  }
+  if (it != ops.end())
+    return kernel.emitOpError("of kind gemm has an op its epilogue does not "
+                              "name: ")
+           << it->getName();
+  OperandRange yielded = cast<YieldOp>(body.getTerminator()).getValues();
+  if (yielded.size() != 1 || yielded.front() != last)
+    return kernel.emitOpError("of kind gemm must yield the end of its "
+                              "epilogue");
+  return success();
+}
+
 LogicalResult KernelOp::verify() {
   Block &body = getBody().front();
   if (body.getNumArguments() != getInputs().size())
@@ -230,7 +310,15 @@ LogicalResult KernelOp::verify() {
     return emitOpError("expected the body to end in kiln.yield");
   if (yield.getValues().getTypes() != getResultTypes())
     return emitOpError("expected yielded types to match the results");
-  return success();
+  GemmEpilogueAttr epilogue = getEpilogueAttr();
+  if (getKind() != KernelKind::gemm)
+    return epilogue ? emitOpError("of kind ") << stringifyKernelKind(getKind())
+                                              << " has a GEMM epilogue"
+                    : success();
+  if (!epilogue)
+    return emitOpError("of kind gemm needs its epilogue "
+                       "(#kiln.gemm_epilogue, which kiln-fuse records)");
+  return verifyGemmEpilogue(*this, epilogue);
 }
 
 #define GET_OP_CLASSES

@@ -871,8 +871,10 @@ def Kiln_KernelOp : Kiln_Op<"kernel", [IsolatedFromAbove, SingleBlock,
   let summary = "one fused group of ops, emitted as one kernel launch";
   let description = [{
     The body computes the results from the block arguments, one per operand, and
-    ends in `kiln.yield`. `kind` picks the CUDA code generator. Memory planning
-    adds the results' arena placement as discardable attributes.
+    ends in `kiln.yield`. `kind` picks the CUDA code generator. A kernel of kind
+    `gemm` carries its `epilogue` (`#kiln.gemm_epilogue`), as kiln-fuse matched
+    it; no other kind has one. Memory planning adds the results' arena
+    placement as discardable attributes.
 
     ```mlir
     %y = kiln.kernel elementwise (%a, %b)
@@ -884,7 +886,8 @@ def Kiln_KernelOp : Kiln_Op<"kernel", [IsolatedFromAbove, SingleBlock,
     }
     ```
   }];
-  let arguments = (ins Kiln_KernelKindAttr:$kind, Variadic<Kiln_Tensor>:$inputs);
+  let arguments = (ins Kiln_KernelKindAttr:$kind, Variadic<Kiln_Tensor>:$inputs,
+                   OptionalAttr<Kiln_GemmEpilogueAttr>:$epilogue);
   let results = (outs Variadic<Kiln_Tensor>:$results);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = [{

@@ -10,7 +10,7 @@
 #ifndef KILN_TARGET_CUDA_EMITPLAN_H
 #define KILN_TARGET_CUDA_EMITPLAN_H
 
-#include "kiln/Target/CUDA/KernelConfig.h"
+#include "kiln/KernelConfig/KernelConfig.h"
 #include "kiln/runtime/ArtifactFormat.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 

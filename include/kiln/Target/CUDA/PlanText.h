@@ -9,7 +9,7 @@
 #ifndef KILN_TARGET_CUDA_PLANTEXT_H
 #define KILN_TARGET_CUDA_PLANTEXT_H
 
-#include "kiln/Target/CUDA/KernelConfig.h"
+#include "kiln/KernelConfig/KernelConfig.h"
 #include "kiln/runtime/ArtifactFormat.h"
 #include "llvm/Support/raw_ostream.h"
 

@@ -7,18 +7,29 @@
 // are kiln-to-cuda's pass options (kilnc's --attention-* flags); nothing in
 // the compiler reads the environment to decide what to emit. IREE keeps a
 // kernel's lowering configuration apart from the code that emits it in the
-// same way.
+// same way. The data is its own library, apart from the CUDA target that
+// chooses it, so that passes needing a tile size (kiln-fuse) ask it too.
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef KILN_TARGET_CUDA_KERNELCONFIG_H
-#define KILN_TARGET_CUDA_KERNELCONFIG_H
+#ifndef KILN_KERNELCONFIG_KERNELCONFIG_H
+#define KILN_KERNELCONFIG_KERNELCONFIG_H
+
+#include "llvm/ADT/StringRef.h"
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
+namespace mlir {
+class Operation;
+} // namespace mlir
+
 namespace kiln {
+
+/// The discardable attribute that records on a kiln.kernel the
+/// configuration it was emitted with (AttentionConfig::text()).
+inline constexpr llvm::StringLiteral kKernelConfigAttr = "kiln.kernel_config";
 
 /// kiln-to-cuda's overrides of the tensor-core attention kernel's choices
 /// (kilnc --attention-*), for benchmarks that time the forms side by side.
@@ -81,17 +92,36 @@ struct AttentionConfig {
   int64_t barriers = 4;
   bool lazyRescale = true;
 
+  /// Query rows one block owns: 16 a warp's m-tile (a wgmma warpgroup's
+  /// 64 rows are its four warps' m-tiles).
+  int64_t queryRows() const { return 16 * mTiles * warps; }
+
   /// One line: `mma.sync warps=4 m_tiles=2 tile_keys=64 kv_stages=2
   /// barriers=2 lazy_rescale=1`, for the plan and the report.
   std::string text() const;
 };
+
+/// The fewest query rows a tensor-core attention block owns under any
+/// configuration chooseAttentionConfig returns (four warps of one m-tile):
+/// what kiln-fuse asks to judge whether an attention's queries may fit one
+/// tile.
+inline int64_t fewestAttentionQueryRows() {
+  AttentionConfig smallest;
+  smallest.warps = 4;
+  smallest.mTiles = 1;
+  return smallest.queryRows();
+}
 
 /// The name of `form` as the plan and the report print it.
 const char *attentionFormName(AttentionForm form);
 
 /// The configuration a kernel of the plan was emitted with.
 struct KernelConfig {
+  /// The kernel's name in the CUDA source and the plan.
   std::string kernel;
+  /// The kiln.kernel it was emitted from, which kiln-to-cuda marks with the
+  /// configuration (kKernelConfigAttr) after emission.
+  mlir::Operation *op = nullptr;
   AttentionConfig attention;
 };
 using KernelConfigs = std::vector<KernelConfig>;
@@ -102,4 +132,4 @@ std::string checkAttentionOverrides(const AttentionOverrides &overrides);
 
 } // namespace kiln
 
-#endif // KILN_TARGET_CUDA_KERNELCONFIG_H
+#endif // KILN_KERNELCONFIG_KERNELCONFIG_H

@@ -1,0 +1,216 @@
+//===- PlanBuilder.h - the builder of a function's runtime plan -*- C++ -*-===//
+//
+// Internal to the CUDA target: the class emitPlan builds an artifact with.
+// It walks the planned function (EmitPlan.cpp) and records its dims,
+// bindings, buffers and weights (PlanBuffers.cpp), kernel launches
+// (PlanLaunches.cpp) and cuBLASLt steps (PlanMatmuls.cpp).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_LIB_TARGET_CUDA_PLANBUILDER_H
+#define KILN_LIB_TARGET_CUDA_PLANBUILDER_H
+
+#include "KernelEmitter.h"
+#include "KernelSizes.h"
+
+#include "kiln/Dialect/Kiln/KilnOps.h"
+#include "kiln/Target/CUDA/EmitPlan.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cstdint>
+#include <string>
+
+namespace kiln::detail {
+
+/// Weights are aligned like arena buffers, for vector loads and cuBLASLt.
+constexpr uint64_t kWeightAlign = 256;
+
+/// Builds the artifact's buffers and steps while walking the function.
+class PlanBuilder {
+public:
+  /// A builder of `func`'s plan into `artifact`, listing its weights in
+  /// `weights`; `origins` and `configs` as emitPlan takes them.
+  PlanBuilder(mlir::func::FuncOp func, rt::Artifact &artifact,
+              StepOrigins *origins, WeightTable &weights,
+              const CudaEmitOptions &options, KernelConfigs *configs)
+      : func(func), artifact(artifact), origins(origins), weights(weights),
+        options(options), checkIndices(options.checkIndices),
+        allowTf32(options.allowTf32), configs(configs) {}
+
+  /// Lowers the function into the artifact: the arena, the dims, the
+  /// inputs, the CUDA source and a step for each op. Emits an error at the
+  /// offending op and returns failure for anything it cannot lower.
+  mlir::LogicalResult build();
+
+private:
+  //===--------------------------------------------------------------------===//
+  // The walk (EmitPlan.cpp)
+  //===--------------------------------------------------------------------===//
+
+  /// Appends what top-level `op` becomes, its kernels' code to `source`.
+  mlir::LogicalResult addOp(mlir::Operation &op, llvm::raw_ostream &source);
+
+  //===--------------------------------------------------------------------===//
+  // Dims, bindings, buffers and weights (PlanBuffers.cpp)
+  //===--------------------------------------------------------------------===//
+
+  /// The function's symbolic dims, in the order the kernels take them.
+  mlir::LogicalResult addDims();
+
+  /// `size` as the runtime evaluates it: each name as its dim's index.
+  rt::SizeFormula formulaOf(const DimExpr &size);
+
+  /// Records that field `axis` of `target` follows `size`, when it is
+  /// symbolic.
+  void bind(rt::SizeField field, uint32_t target, uint32_t axis,
+            const Size &size);
+
+  /// The name of graph input `i`: its `name`, else "inputI".
+  std::string argName(size_t i, mlir::StringAttr name);
+
+  /// Appends a buffer of `kind` for `value` at `offset` (the meaning of
+  /// which depends on `kind`), with a binding for each symbolic dim, and
+  /// records it as `value`'s. Returns its id.
+  mlir::FailureOr<uint32_t> addBuffer(mlir::Value value, rt::BufferKind kind,
+                                      uint64_t offset, std::string name);
+
+  /// A Splat buffer for a splat constant, else a Weight buffer over its
+  /// bytes in the weights image.
+  mlir::LogicalResult addWeight(ConstantOp constant);
+
+  /// A splat's element as a Splat buffer holds it: its bytes, least
+  /// significant first, in a u64. The runtime fills the storage, so a
+  /// constant of any shape costs nothing here (ConstantOfShape of a hostile
+  /// shape must not cost gigabytes of memory or of artifact).
+  mlir::FailureOr<uint64_t> splatValue(ConstantOp constant,
+                                       mlir::DenseElementsAttr splat);
+
+  /// The bytes of a constant as the runtime stores them: a resource blob's
+  /// own bytes when they are already in that form (no copy of a large
+  /// weight), else converted into `weights.owned`.
+  mlir::FailureOr<llvm::ArrayRef<char>> weightBytes(ConstantOp constant);
+
+  /// A reshape reads and writes nothing: a second buffer over the same bytes.
+  mlir::LogicalResult addView(ReshapeOp reshape);
+
+  /// Buffers for the results of an op that memory planning placed.
+  mlir::LogicalResult addResults(mlir::Operation *op);
+
+  /// The name of graph output `i`: its kiln.name, else "outputI".
+  std::string outputName(int64_t i);
+
+  /// A cache update kernel writes only its new rows: the rest of its result
+  /// is its destination's, which must be the same storage. So the update
+  /// goes from a graph input into a graph output, which the artifact
+  /// records as an alias (the caller's one buffer for both, or a copy).
+  mlir::LogicalResult addAlias(KernelOp kernel);
+
+  /// A buffer of `elements` floats of scratch memory, past the planned
+  /// arena: the scratch of every kernel starts there (one kernel runs at a
+  /// time), and the arena grows by the largest.
+  uint32_t addScratch(int64_t elements);
+
+  /// Outputs that memory planning could not write in place (graph inputs,
+  /// weights, or a buffer returned twice) are copied at the end.
+  mlir::LogicalResult addOutputs(mlir::func::ReturnOp ret);
+
+  //===--------------------------------------------------------------------===//
+  // Kernel launches (PlanLaunches.cpp)
+  //===--------------------------------------------------------------------===//
+
+  /// Emits `kernel`'s CUDA code to `source` and appends its launch (or the
+  /// launches of its split attention, each guarded where the query length
+  /// decides) over its buffers.
+  mlir::LogicalResult addLaunch(KernelOp kernel, llvm::raw_ostream &source);
+
+  /// Step `step` runs only where `condition` is at least 1.
+  void guardStep(size_t step, const DimExpr &condition);
+
+  /// Appends a launch of kernel `name` (emitted from `kernel`) over `args`,
+  /// with a binding for each symbolic grid dim.
+  void pushLaunch(KernelOp kernel, const std::string &name,
+                  const LaunchGeometry &geometry,
+                  llvm::ArrayRef<uint32_t> args);
+
+  //===--------------------------------------------------------------------===//
+  // Matmul and GEMM steps (PlanMatmuls.cpp)
+  //===--------------------------------------------------------------------===//
+
+  /// One loop over batch matrices: how many, and the elements between
+  /// consecutive matrices of A, B and C (0 when the operand broadcasts).
+  struct BatchLevel {
+    Size count = 1;
+    Size stride[3] = {0, 0, 0};
+  };
+
+  /// The batch dims of `op` as at most two levels (the plan's inner and
+  /// outer batch). Adjacent dims merge into one level when every operand
+  /// continues its stride across them (or broadcasts over both), so
+  /// [2, 3] x [2, 3] is one level and [2, 1] x [1, 3] two.
+  mlir::FailureOr<llvm::SmallVector<BatchLevel, 2>> batchLevels(MatmulOp op);
+
+  /// A cuBLASLt step and its extents and strides as sizes, in the order of
+  /// rt::SizeField::MatmulField's fields.
+  struct MatmulPlan {
+    rt::MatmulStep step;
+    Size sizes[rt::kMatmulFields] = {1, 1, 1, 1, 0, 0, 0, 1, 0, 0, 0};
+  };
+
+  /// Appends `plan`'s step, its fields at the top of the ranges, with a
+  /// binding for each symbolic one.
+  void pushMatmul(MatmulPlan &plan);
+
+  /// Appends the cuBLASLt step of kiln.matmul `op` and its result's buffer.
+  mlir::LogicalResult addMatmul(MatmulOp op);
+
+  /// A GEMM kernel (kiln-fuse) is one cuBLASLt call: its matmul, then the
+  /// epilogue kiln-fuse recorded on it (#kiln.gemm_epilogue, which the
+  /// kernel's verifier checked against the body). Reshapes between them are
+  /// views: the step writes the kernel's (reshaped) result in the product's
+  /// element order.
+  mlir::LogicalResult addGemm(KernelOp kernel);
+
+  /// The cuBLASLt step of `op`'s shapes (operand buffers left to the
+  /// caller).
+  mlir::FailureOr<MatmulPlan> matmulPlan(MatmulOp op);
+
+  //===--------------------------------------------------------------------===//
+  // State
+  //===--------------------------------------------------------------------===//
+
+  /// The function being lowered.
+  mlir::func::FuncOp func;
+  /// What the function lowers into.
+  rt::Artifact &artifact;
+  /// When given, the ONNX nodes of each step.
+  StepOrigins *origins;
+  /// Each value's buffer in artifact.buffers.
+  llvm::DenseMap<mlir::Value, uint32_t> bufferOf;
+  /// Each symbolic dim's index in artifact.symbolic.dims.
+  llvm::StringMap<uint32_t> dimIndex;
+  /// The weights image the Weight buffers point into.
+  WeightTable &weights;
+  /// kiln-to-cuda's options, which the kernel generators read.
+  const CudaEmitOptions &options;
+  /// options.checkIndices: the gathers' index sites go into the artifact.
+  bool checkIndices;
+  /// options.allowTf32: fp32 matmuls and attention as TF32.
+  bool allowTf32;
+  /// When given, the configuration of each kernel that has one.
+  KernelConfigs *configs;
+  /// Constants seen so far, to name the next "weightN".
+  int weightCount = 0;
+  /// Where kernels' scratch memory starts (past the planned arena), and the
+  /// most any kernel takes.
+  uint64_t scratchOffset = 0;
+  uint64_t scratchBytes = 0;
+};
+
+} // namespace kiln::detail
+
+#endif // KILN_LIB_TARGET_CUDA_PLANBUILDER_H

@@ -1,0 +1,190 @@
+//===- PlanMatmuls.cpp - the plan's cuBLASLt steps ------------------------===//
+//
+// PlanBuilder's matmul steps: a kiln.matmul, or a GEMM kernel (a matmul and
+// the epilogue kiln-fuse recorded), as one cuBLASLt call; its extents and
+// strides, with the batch dims as at most two levels of strided batches.
+//
+//===----------------------------------------------------------------------===//
+
+#include "PlanBuilder.h"
+
+#include "EmitterSupport.h"
+#include "kiln/ConstantData/RuntimeDType.h"
+#include "kiln/Dialect/Kiln/SymbolicShapes.h"
+#include "llvm/ADT/Sequence.h"
+
+using namespace mlir;
+
+namespace kiln::detail {
+
+FailureOr<SmallVector<PlanBuilder::BatchLevel, 2>>
+PlanBuilder::batchLevels(MatmulOp op) {
+  Sizes result = sizesOf(op.getResult());
+  Sizes shapes[3] = {sizesOf(op.getLhs()), sizesOf(op.getRhs()), result};
+  size_t batchRank = result.size() - 2;
+  SmallVector<BatchLevel, 2> levels;
+  Size contiguous[3];
+  for (int x = 0; x < 3; ++x)
+    contiguous[x] = shapes[x].back() * shapes[x][shapes[x].size() - 2];
+  for (size_t j = batchRank; j-- > 0;) {
+    if (result[j] == 1)
+      continue;
+    BatchLevel dim;
+    dim.count = result[j];
+    for (int x = 0; x < 3; ++x) {
+      // Operands are aligned to the result from the right.
+      size_t fromEnd = result.size() - j;
+      bool present = shapes[x].size() >= fromEnd &&
+                     shapes[x][shapes[x].size() - fromEnd] != 1;
+      dim.stride[x] = present ? contiguous[x] : Size(0);
+      if (present)
+        contiguous[x] *= result[j];
+    }
+    if (!levels.empty()) {
+      BatchLevel &inner = levels.back();
+      bool continues = llvm::all_of(llvm::seq(0, 3), [&](int x) {
+        return dim.stride[x] == inner.stride[x] * inner.count;
+      });
+      if (continues) {
+        inner.count *= dim.count;
+        continue;
+      }
+    }
+    levels.push_back(dim);
+  }
+  if (levels.size() > 2)
+    return op.emitOpError("batch dims broadcast in more than two patterns "
+                          "are not supported by the CUDA target yet");
+  return levels;
+}
+
+void PlanBuilder::pushMatmul(MatmulPlan &plan) {
+  rt::MatmulStep &m = plan.step;
+  std::array<int64_t *, rt::kMatmulFields> fields = rt::matmulFields(m);
+  for (unsigned f = 0; f < rt::kMatmulFields; ++f)
+    *fields[f] = plan.sizes[f].upper();
+  artifact.steps.push_back(rt::Step::ofMatmul(m));
+  for (unsigned f = 0; f < rt::kMatmulFields; ++f)
+    bind(rt::SizeField::MatmulField, artifact.steps.size() - 1, f,
+         plan.sizes[f]);
+}
+
+LogicalResult PlanBuilder::addMatmul(MatmulOp op) {
+  if (failed(addResults(op)))
+    return failure();
+  auto plan = matmulPlan(op);
+  if (failed(plan))
+    return failure();
+  plan->step.a = bufferOf.at(op.getLhs());
+  plan->step.b = bufferOf.at(op.getRhs());
+  plan->step.c = bufferOf.at(op.getResult());
+  pushMatmul(*plan);
+  return success();
+}
+
+LogicalResult PlanBuilder::addGemm(KernelOp kernel) {
+  Block &body = kernel.getBody().front();
+  auto matmul = cast<MatmulOp>(body.front());
+  if (kernel.getNumResults() != 1)
+    return kernel.emitOpError("has ")
+           << kernel.getNumResults() << " results; the CUDA target needs one";
+  for (Value v : matmul->getOperands())
+    if (!symbolicShapeOf(tensorType(v)))
+      return kernel.emitOpError("has a dynamic shape without its sizes");
+  // Block argument i is kernel input i.
+  auto inputOf = [&](Value v) -> FailureOr<uint32_t> {
+    auto arg = dyn_cast<BlockArgument>(v);
+    if (!arg || arg.getOwner() != &body)
+      return failure();
+    return bufferOf.at(kernel.getInputs()[arg.getArgNumber()]);
+  };
+  auto plan = matmulPlan(matmul);
+  auto a = inputOf(matmul.getLhs()), b = inputOf(matmul.getRhs());
+  if (failed(plan) || failed(a) || failed(b))
+    return kernel.emitOpError("of kind gemm needs a matmul of its inputs");
+  rt::MatmulStep *step = &plan->step;
+  step->a = *a;
+  step->b = *b;
+  GemmEpilogueAttr epilogue = kernel.getEpilogueAttr();
+  if (int64_t bias = epilogue.getBias(); bias >= 0)
+    step->bias = bufferOf.at(kernel.getInputs()[bias]);
+  // A residual of the result's shape: beta = 1 over it, read in the
+  // product's element order as the result is written.
+  if (int64_t residual = epilogue.getResidual(); residual >= 0) {
+    step->residual = bufferOf.at(kernel.getInputs()[residual]);
+    step->beta = 1.0f;
+  }
+  switch (epilogue.getActivation()) {
+  case GemmActivation::none:
+    break;
+  case GemmActivation::relu:
+    step->activation = rt::MatmulActivation::Relu;
+    break;
+  case GemmActivation::gelu:
+    step->activation = rt::MatmulActivation::Gelu;
+    break;
+  }
+  if (failed(addResults(kernel)))
+    return failure();
+  step->c = bufferOf.at(kernel.getResult(0));
+  pushMatmul(*plan);
+  return success();
+}
+
+FailureOr<PlanBuilder::MatmulPlan> PlanBuilder::matmulPlan(MatmulOp op) {
+  auto resultType = op.getType();
+  Sizes shape = sizesOf(op.getResult());
+  MatmulPlan plan;
+  rt::MatmulStep &step = plan.step;
+  auto dtype = toRuntimeDType(resultType.getElementType(), op.getLoc());
+  if (failed(dtype))
+    return failure();
+  // cuBLASLt (and the host backend's GEMM) multiply float matrices only.
+  if (!rt::isFloatDType(*dtype)) {
+    op.emitOpError("integer matmul is not supported by the CUDA target, "
+                   "got element type ")
+        << resultType.getElementType();
+    return failure();
+  }
+  step.dtype = *dtype;
+  step.tf32 = allowTf32 && *dtype == rt::DType::F32;
+  step.transA = op.getTransposeLhs();
+  step.transB = op.getTransposeRhs();
+  auto &[batch, m, n, k, strideA, strideB, strideC, outerBatch, outerStrideA,
+         outerStrideB, outerStrideC] = plan.sizes;
+  m = shape[shape.size() - 2];
+  n = shape[shape.size() - 1];
+  Sizes lhs = sizesOf(op.getLhs());
+  k = lhs[lhs.size() - (step.transA ? 2 : 1)];
+  auto levels = batchLevels(op);
+  if (failed(levels))
+    return failure();
+  BatchLevel inner = levels->empty() ? BatchLevel() : (*levels)[0];
+  BatchLevel outer = levels->size() < 2 ? BatchLevel() : (*levels)[1];
+  // A symbolic batch may be 1 at run time; its stride is m * n then too.
+  bool batched = inner.count.upper() > 1;
+  batch = inner.count;
+  strideA = inner.stride[0];
+  strideB = inner.stride[1];
+  strideC = batched ? inner.stride[2] : m * n;
+  outerBatch = outer.count;
+  outerStrideA = outer.stride[0];
+  outerStrideB = outer.stride[1];
+  outerStrideC = outer.stride[2];
+  // A batch of row-major A matrices, one after the other, times one B is
+  // one GEMM of batch x m rows: what a linear layer over [b, s, h] is.
+  // cuBLASLt tiles one tall matrix better than many short ones (decode
+  // steps of a batch are m = 1 each).
+  if (batched && outerBatch == 1 && strideB == 0 && !step.transA &&
+      strideA == m * k && strideC == m * n) {
+    m = m * batch;
+    batch = 1;
+    strideA = 0;
+    strideC = m * n;
+  }
+  step.alpha = 1.0f;
+  step.beta = 0.0f;
+  return plan;
+}
+
+} // namespace kiln::detail
