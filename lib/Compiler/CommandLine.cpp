@@ -8,6 +8,8 @@
 
 #include "kiln/Compiler/CommandLine.h"
 
+#include "kiln/Compiler/OptionText.h"
+
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/ManagedStatic.h"
 
@@ -190,6 +192,12 @@ std::string applyInputCLOptions(CompileOptions &options) {
       return "--input-shape: " + error;
   for (const std::string &name : inputCLOptions->overrideInitializers)
     options.import.overrideInitializers.insert(name);
+  // The importer's messages name these flags.
+  ImportOptionNames &names = options.import.names;
+  names.dims = "--dim";
+  names.inputShapes = "--input-shape";
+  names.constantInputs = "--const-input";
+  names.overrideInitializers = "--override-initializer";
   options.uncheckedIndices = inputCLOptions->uncheckedIndices;
   options.maxArenaBytes = inputCLOptions->maxArena;
   options.maxWeightBytes = inputCLOptions->maxWeights;
@@ -198,6 +206,17 @@ std::string applyInputCLOptions(CompileOptions &options) {
 }
 
 void registerPrecisionCLOptions() { *precisionCLOptions; }
+
+std::vector<OptionFlag> precisionOptionFlags() {
+  return {{"keep-op-types", "--keep-fp32-ops"},
+          {"keep-node-names", "--keep-fp32-nodes"},
+          {"disable-islands", "--disable-fp32-islands"}};
+}
+
+// Each handler registered after those it passes diagnostics on to.
+ToolDiagnostics::ToolDiagnostics(mlir::MLIRContext *context, std::string tool)
+    : lines(sourceMgr, context), model(context),
+      flagNotes(context, std::move(tool), precisionOptionFlags()) {}
 
 void applyPrecisionCLOptions(CompileOptions &options) {
   if (!precisionCLOptions.isConstructed())

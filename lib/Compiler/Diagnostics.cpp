@@ -5,6 +5,7 @@
 #include "kiln/Dialect/Kiln/TensorNames.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Location.h"
+#include "llvm/ADT/StringExtras.h"
 
 using namespace mlir;
 
@@ -77,6 +78,35 @@ LogicalResult ModelDiagnosticHandler::print(Diagnostic &diag) {
     os << "  note: " << note << "\n";
   os.flush();
   return success();
+}
+
+/// Whether `text` names `option` as a word of its own (not inside a longer
+/// option name).
+static bool namesOption(llvm::StringRef text, llvm::StringRef option) {
+  auto isNamePart = [](char c) { return llvm::isAlnum(c) || c == '-'; };
+  for (size_t at = text.find(option); at != llvm::StringRef::npos;
+       at = text.find(option, at + 1)) {
+    size_t end = at + option.size();
+    if ((at == 0 || !isNamePart(text[at - 1])) &&
+        (end == text.size() || !isNamePart(text[end])))
+      return true;
+  }
+  return false;
+}
+
+OptionFlagNotes::OptionFlagNotes(MLIRContext *context, std::string tool,
+                                 std::vector<OptionFlag> flags)
+    : ScopedDiagnosticHandler(context), tool(std::move(tool)),
+      flags(std::move(flags)) {
+  setHandler([this](Diagnostic &diag) {
+    std::string text = diag.str();
+    for (const OptionFlag &entry : this->flags)
+      if (namesOption(text, entry.option))
+        diag.attachNote() << entry.option << " is " << this->tool << "'s "
+                          << entry.flag;
+    // The handlers registered before this one print it.
+    return failure();
+  });
 }
 
 } // namespace kiln

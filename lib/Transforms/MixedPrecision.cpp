@@ -54,7 +54,7 @@ struct KilnMixedPrecisionPass
       if (!known.contains(normalized))
         return emitError(loc, "kiln-mixed-precision: unknown op type '")
                << type
-               << "' in keep-op-types (kilnc --keep-fp32-ops); expected a kiln "
+               << "' in keep-op-types; expected a kiln "
                   "op name such "
                   "as matmul, attention, layer_norm or softmax";
       keepTypes.insert(normalized);
@@ -73,7 +73,7 @@ struct KilnMixedPrecisionPass
       } else {
         return emitError(loc, "kiln-mixed-precision: unknown island '")
                << rule
-               << "' in disable-islands (kilnc --disable-fp32-islands); "
+               << "' in disable-islands; "
                   "expected "
                   "all, softmax, "
                   "norm-statistics, reduction, mask, from-integer or angle";
@@ -105,7 +105,7 @@ struct KilnMixedPrecisionPass
       if (!matched.contains(name.getKey()))
         emitWarning(func.getLoc(),
                     "kiln-mixed-precision: no op comes from ONNX node '")
-            << name.getKey() << "' (keep-node-names, kilnc --keep-fp32-nodes)";
+            << name.getKey() << "' (keep-node-names)";
   }
 
   FloatType low;

@@ -14,6 +14,7 @@
 
 #include "kiln/Compiler/Compiler.h"
 #include "kiln/Compiler/Diagnostics.h"
+#include "kiln/Compiler/OptionText.h"
 #include "kiln/Compiler/Report.h"
 #include "kiln/Compiler/Version.h"
 #include "kiln/ConstantData/RuntimeDType.h"
@@ -290,6 +291,9 @@ compile(const std::string &path, const py::object &bytes,
   options.pipeline.mixedPrecision.precision = precision;
   if (precision != "fp32" && precision != "fp16" && precision != "bf16")
     throw std::invalid_argument("precision must be 'fp32', 'fp16' or 'bf16'");
+  // The importer's messages name kiln.compile's arguments.
+  options.import.names.dims = "dims";
+  options.import.names.inputShapes = "input_shapes";
   for (const auto &[name, value] : dims)
     options.import.dimValues[name] = value;
   for (const auto &[name, range] : ranges) {

@@ -162,6 +162,22 @@ def test_one_model_for_every_shape_in_range():
         kiln.compile(path, dims={"batch": (4, 1)}, backend="host")
 
 
+def test_import_errors_name_compile_arguments():
+    """The importer's messages name kiln.compile's own arguments (dims=,
+    input_shapes=), not kilnc's flags."""
+    path = os.path.join(FRESH, "bert-torchscript-dynamic", "model.onnx")
+    with pytest.raises(kiln.CompileError) as error:
+        kiln.compile(path, backend="host")
+    message = str(error.value)
+    assert "give it with dims NAME=N" in message
+    assert "whole shape with input_shapes NAME=DIMxDIM" in message
+    assert "--dim" not in message and "--input-shape" not in message
+    with pytest.raises(kiln.CompileError, match="dims nope: the model's "
+                                                "inputs have no dim"):
+        kiln.compile(path, dims={"nope": 1, "batch": 1, "sequence": 8},
+                     backend="host")
+
+
 def test_a_bad_dim_expression_is_refused():
     """A dim's expression that does not parse names the dim and the text;
     one over a dim nobody gave says which."""
@@ -262,7 +278,11 @@ def test_compile_error_is_what_kilnc_prints():
     cli = subprocess.run([os.path.join(BUILD, "bin", "kilnc"), path, "-o",
                           os.devnull], capture_output=True, text=True)
     assert cli.returncode != 0
-    assert str(error.value) == cli.stderr.strip()
+    # The same message, each naming its own options: kilnc its flags,
+    # kiln.compile its arguments.
+    assert str(error.value) == (cli.stderr.strip()
+                                .replace("--dim", "dims")
+                                .replace("--input-shape", "input_shapes"))
     assert "needs batch, sequence" in str(error.value)
 
 

@@ -39,7 +39,6 @@
 #include "mlir/IR/MLIRContext.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
-#include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <dlfcn.h>
@@ -159,10 +158,7 @@ int main(int argc, char **argv) {
     return reexecWithAddressSanitizer(argv);
   }
   MLIRContext context;
-  llvm::SourceMgr sourceMgr;
-  SourceMgrDiagnosticHandler handler(sourceMgr, &context);
-  // Registered last, so asked first: model locations name their node.
-  kiln::ModelDiagnosticHandler modelHandler(&context);
+  kiln::ToolDiagnostics diagnostics(&context, "kiln-run");
   context.loadDialect<kiln::KilnDialect, func::FuncDialect>();
 
   bool isLibrary = StringRef(modelPath).ends_with(".so");

@@ -18,7 +18,6 @@
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/Process.h"
-#include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <optional>
@@ -135,10 +134,7 @@ int main(int argc, char **argv) {
   }
 
   MLIRContext context;
-  llvm::SourceMgr sourceMgr;
-  SourceMgrDiagnosticHandler handler(sourceMgr, &context);
-  // Registered last, so asked first: model locations name their node.
-  kiln::ModelDiagnosticHandler modelHandler(&context);
+  kiln::ToolDiagnostics diagnostics(&context, "kilnc");
   // The stages, for a person at a terminal: not in logs or pipes.
   std::optional<kiln::Progress> progress;
   if (!quiet && llvm::sys::Process::StandardErrIsDisplayed())

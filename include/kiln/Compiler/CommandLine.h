@@ -4,6 +4,8 @@
 #define KILN_COMPILER_COMMANDLINE_H
 
 #include "kiln/Compiler/Compiler.h"
+#include "kiln/Compiler/Diagnostics.h"
+#include "llvm/Support/SourceMgr.h"
 
 #include <string>
 
@@ -16,6 +18,26 @@ void registerPrecisionCLOptions();
 
 /// Copies the parsed precision flags into `options`.
 void applyPrecisionCLOptions(CompileOptions &options);
+
+/// The kiln-mixed-precision pass options that the precision flags set, each
+/// with its flag: for OptionFlagNotes, so that the pass's diagnostics (which
+/// name its options) also name the tool's flag.
+std::vector<OptionFlag> precisionOptionFlags();
+
+/// The diagnostic handlers kilnc and kiln-run install, asked in this order:
+/// the notes naming `tool`'s flag for each pass option a message names, the
+/// model handler (messages at an ONNX node name it), and MLIR's own (lines
+/// of an .mlir file).
+class ToolDiagnostics {
+public:
+  ToolDiagnostics(mlir::MLIRContext *context, std::string tool);
+
+private:
+  llvm::SourceMgr sourceMgr;
+  mlir::SourceMgrDiagnosticHandler lines;
+  ModelDiagnosticHandler model;
+  OptionFlagNotes flagNotes;
+};
 
 /// Registers the flags about a model's inputs and what it may do that kilnc
 /// and kiln-run share: --dim, --input-shape, --override-initializer,

@@ -13,6 +13,9 @@
 #include "mlir/IR/Diagnostics.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <string>
+#include <vector>
+
 namespace kiln {
 
 /// While alive, prints the diagnostics whose location is in a model file
@@ -29,6 +32,27 @@ private:
   mlir::LogicalResult print(mlir::Diagnostic &diag);
 
   llvm::raw_ostream &os;
+};
+
+/// A library option and the tool flag that sets it.
+struct OptionFlag {
+  std::string option;
+  std::string flag;
+};
+
+/// While alive, adds to each diagnostic that names one of `flags`' library
+/// options (a pass option such as `keep-op-types`) a note naming the flag
+/// of `tool` that sets it: library code names its own options, which a C++
+/// or Python caller set, and each tool names its flags. Register it after
+/// the handlers that print, so that it is asked first; it prints nothing.
+class OptionFlagNotes : public mlir::ScopedDiagnosticHandler {
+public:
+  OptionFlagNotes(mlir::MLIRContext *context, std::string tool,
+                  std::vector<OptionFlag> flags);
+
+private:
+  std::string tool;
+  std::vector<OptionFlag> flags;
 };
 
 } // namespace kiln

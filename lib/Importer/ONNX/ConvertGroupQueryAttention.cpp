@@ -177,7 +177,8 @@ struct GroupQueryAttentionConverter : AttentionBuilder {
     if (failed(values))
       return error() << "total_sequence_length must be a constant at compile "
                         "time (computed from shapes, or a graph input frozen "
-                        "with --const-input)";
+                        "with "
+                     << importer.optionNames().constantInputs << ")";
     if (values->size() != 1)
       return error() << "total_sequence_length must hold one integer, got "
                      << values->size();

@@ -101,21 +101,23 @@ DimBindings::DimBindings(
     const StringMap<int64_t> &given,
     const StringMap<std::pair<int64_t, int64_t>> &ranges,
     const StringMap<std::string> &expressions,
-    std::optional<std::pair<int64_t, int64_t>> unboundRange)
+    std::optional<std::pair<int64_t, int64_t>> unboundRange,
+    StringRef dimsOption)
     : ranges(ranges), unboundRange(unboundRange) {
   for (const auto &entry : ranges)
     givenNames[entry.getKey()] = false;
   for (const auto &entry : expressions) {
     std::string error;
-    // parseDimValue gave the canonical text.
+    // The caller gave the canonical text (DimExpr::str, as parseDimValue
+    // writes it).
     if (std::optional<DimExpr> expr = DimExpr::parse(entry.second, error)) {
       definitions[entry.getKey()] = *expr;
       givenNames[entry.getKey()] = false;
     }
   }
   for (const auto &entry : given) {
-    std::string source =
-        "--dim " + entry.getKey().str() + "=" + std::to_string(entry.second);
+    std::string source = dimsOption.str() + " " + entry.getKey().str() + "=" +
+                         std::to_string(entry.second);
     values[entry.getKey()] = {entry.second, source};
     givenNames[entry.getKey()] = false;
   }

@@ -35,11 +35,13 @@ using DimNames = llvm::SetVector<std::string, std::vector<std::string>,
 
 class DimBindings {
 public:
-  /// Starts from the values and ranges given with `--dim`.
+  /// Starts from the values, ranges and expressions given for the dims
+  /// (`dimsOption`: how the caller names that option, for messages).
   DimBindings(const llvm::StringMap<int64_t> &given,
               const llvm::StringMap<std::pair<int64_t, int64_t>> &ranges,
               const llvm::StringMap<std::string> &expressions,
-              std::optional<std::pair<int64_t, int64_t>> unboundRange);
+              std::optional<std::pair<int64_t, int64_t>> unboundRange,
+              llvm::StringRef dimsOption);
 
   /// The symbolic names' ranges: those given, and those a name without
   /// value took from the unbound range.

@@ -73,6 +73,8 @@ public:
   int64_t graphOutputCount(llvm::StringRef name) const;
   /// How many node inputs read `name`, in the graph and its subgraphs.
   int64_t readerCount(llvm::StringRef name) const;
+  /// How the caller names the import options, for messages about them.
+  const ImportOptionNames &optionNames() const { return options.names; }
 
 private:
   mlir::Value foldConstant(mlir::Value value, int depth = 0);

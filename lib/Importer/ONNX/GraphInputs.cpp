@@ -2,8 +2,8 @@
 //
 // The values a graph starts from: its initializers as constants, and its
 // inputs as the function's arguments, typed from the model's shapes and the
-// user's --input-shape, --dim and --override-initializer, whose parsers are
-// here too.
+// caller's input shapes, dims and initializer overrides (ImportOptions;
+// messages name them as the caller does, ImportOptionNames).
 //
 //===----------------------------------------------------------------------===//
 
@@ -55,14 +55,15 @@ LogicalResult GraphImporter::importInputs(SmallVectorImpl<Type> &types,
   for (const auto &name : options.overrideInitializers)
     if (!initializers.count(name.getKey()) ||
         !inputNames.contains(name.getKey()))
-      return emitError(fileLoc, "--override-initializer ")
+      return emitError(fileLoc, options.names.overrideInitializers + " ")
              << name.getKey()
              << ": the model has no initializer of that name that is also a "
                 "graph input";
   // Inputs pinned whole first: the names their dims carry get the pinned
   // values, for every other input that shares them.
   DimBindings bindings(options.dimValues, options.dimRanges,
-                       options.dimExpressions, options.unboundDimRange);
+                       options.dimExpressions, options.unboundDimRange,
+                       options.names.dims);
   for (const onnx::ValueInfoProto &info : graph.input()) {
     auto bound = options.inputShapes.find(info.name());
     if (bound == options.inputShapes.end() ||
@@ -77,9 +78,10 @@ LogicalResult GraphImporter::importInputs(SmallVectorImpl<Type> &types,
       if (DimBindings::isKnown(modelDims[axis]) ||
           DimBindings::isExpression(name))
         continue;
-      std::string error = bindings.learn(name, bound->second[axis],
-                                         "--input-shape " + info.name() + "=" +
-                                             dimsStr(bound->second));
+      std::string error =
+          bindings.learn(name, bound->second[axis],
+                         options.names.inputShapes + " " + info.name() + "=" +
+                             dimsStr(bound->second));
       if (!error.empty())
         return emitError(fileLoc, error);
     }
@@ -122,7 +124,7 @@ LogicalResult GraphImporter::importInputs(SmallVectorImpl<Type> &types,
           fits =
               !DimBindings::isKnown(dims[i]) || dims[i].dim_value() == shape[i];
         if (!fits)
-          return emitError(loc, "--input-shape ")
+          return emitError(loc, options.names.inputShapes + " ")
                  << info.name() << "=" << dimsStr(shape)
                  << " does not fit the model's shape for that input";
         // A dim named by an expression must agree with the names in it.
@@ -135,7 +137,7 @@ LogicalResult GraphImporter::importInputs(SmallVectorImpl<Type> &types,
           std::optional<int64_t> value =
               bindings.evaluate(name, missing, error);
           if (value && *value != shape[i])
-            return emitError(loc, "--input-shape ")
+            return emitError(loc, options.names.inputShapes + " ")
                    << info.name() << "=" << dimsStr(shape) << " makes dim " << i
                    << " " << shape[i] << ", but its name '" << name
                    << "' evaluates to " << *value;
@@ -205,7 +207,7 @@ LogicalResult GraphImporter::importInputs(SmallVectorImpl<Type> &types,
     names.push_back(info.name());
   }
   if (std::vector<std::string> unused = bindings.unusedGiven(); !unused.empty())
-    return emitError(fileLoc, "--dim ")
+    return emitError(fileLoc, options.names.dims + " ")
            << llvm::join(unused, ", ") << ": the model's inputs have no dim "
            << (unused.size() == 1 ? "of that name" : "of those names")
            << " (their named dims: "
@@ -216,69 +218,12 @@ LogicalResult GraphImporter::importInputs(SmallVectorImpl<Type> &types,
   if (!unbound.empty())
     return emitError(fileLoc)
            << "inputs with dynamic dims need a value or a range for each: "
-              "give it with --dim NAME=N (or NAME=MIN:MAX to keep it "
-              "symbolic), or an input's whole shape with --input-shape "
-              "NAME=DIMxDIM:"
-           << unbound;
+              "give it with "
+           << options.names.dims
+           << " NAME=N (or NAME=MIN:MAX to keep it symbolic), or an input's "
+              "whole shape with "
+           << options.names.inputShapes << " NAME=DIMxDIM:" << unbound;
   return success();
-}
-
-std::string parseInputShape(StringRef spec, ImportOptions &options) {
-  auto [name, dims] = spec.rsplit('=');
-  if (name.empty() || name.size() == spec.size())
-    return "expected NAME=DIMxDIM..., got '" + spec.str() + "'";
-  SmallVector<int64_t> shape;
-  if (!dims.empty()) {
-    SmallVector<StringRef> parts;
-    dims.split(parts, 'x');
-    for (StringRef part : parts) {
-      int64_t dim;
-      if (part.getAsInteger(10, dim) || dim < 0)
-        return "invalid dim '" + part.str() + "' in '" + spec.str() + "'";
-      shape.push_back(dim);
-    }
-  }
-  options.inputShapes[name] = shape;
-  return "";
-}
-
-std::string parseDimValue(StringRef spec, ImportOptions &options) {
-  auto [name, text] = spec.rsplit('=');
-  if (name.empty() || name.size() == spec.size())
-    return "expected NAME=N or NAME=MIN:MAX, got '" + spec.str() + "'";
-  options.dimValues.erase(name);
-  options.dimRanges.erase(name);
-  options.dimExpressions.erase(name);
-  if (text.contains(':')) {
-    auto [minText, maxText] = text.split(':');
-    int64_t min, max;
-    if (minText.getAsInteger(10, min) || maxText.getAsInteger(10, max) ||
-        min < 0 || max < min)
-      return "invalid range '" + text.str() + "' in '" + spec.str() +
-             "' (expected MIN:MAX with 0 <= MIN <= MAX)";
-    // A range of one value is a pinned dim.
-    if (min == max)
-      options.dimValues[name] = min;
-    else
-      options.dimRanges[name] = {min, max};
-    return "";
-  }
-  int64_t value;
-  if (!text.getAsInteger(10, value)) {
-    if (value < 0)
-      return "invalid value '" + text.str() + "' in '" + spec.str() + "'";
-    options.dimValues[name] = value;
-    return "";
-  }
-  // An expression of other names: a relation the model does not state.
-  std::string error;
-  std::optional<DimExpr> expr = DimExpr::parse(text, error);
-  if (!expr || expr->isConstant() ||
-      llvm::is_contained(expr->symbols(), name.str()))
-    return "invalid value '" + text.str() + "' in '" + spec.str() +
-           "' (expected N, MIN:MAX, or an expression of other dims' names)";
-  options.dimExpressions[name] = expr->str();
-  return "";
 }
 
 } // namespace kiln

@@ -93,7 +93,8 @@ LogicalResult convertNode(GraphImporter &importer, const onnx::NodeProto &node) 
                << node.op_type() << ": input " << i << " has symbolic dims ("
                << shapeText(type)
                << "), which Kiln does not take through this op yet; pin "
-                  "them with --dim NAME=N";
+                  "them with "
+               << importer.optionNames().dims << " NAME=N";
     }
   return convert(importer, node);
 }

@@ -24,6 +24,17 @@
 namespace kiln {
 
 /// What the importer needs besides the model.
+/// How a caller names the import options in messages about them: a tool
+/// names its flags (CommandLine.h sets kilnc's and kiln-run's), the Python
+/// package its arguments; by default, the fields of ImportOptions.
+struct ImportOptionNames {
+  /// For dimValues, dimRanges and dimExpressions (`--dim`).
+  std::string dims = "dimValues";
+  std::string inputShapes = "inputShapes";
+  std::string constantInputs = "constantInputs";
+  std::string overrideInitializers = "overrideInitializers";
+};
+
 struct ImportOptions {
   /// Static shapes for graph inputs by name (`--input-shape NAME=2x128`); they
   /// bind the model's symbolic or unknown dims.
@@ -57,16 +68,9 @@ struct ImportOptions {
   /// Name the op results that are ONNX tensors (`kiln.tensors`, see
   /// TensorNames.h), for a tensor-by-tensor comparison (`--per-layer`).
   bool recordTensorNames = false;
+  /// How the caller names these options, for messages about them.
+  ImportOptionNames names;
 };
-
-/// Parses `NAME=2x128` (or `NAME=` for a scalar) into `options`; returns an
-/// error message, empty on success.
-std::string parseInputShape(llvm::StringRef spec, ImportOptions &options);
-
-/// Parses `NAME=N` into `options.dimValues`, `NAME=MIN:MAX` into
-/// `options.dimRanges`, or `NAME=EXPRESSION` (of other names) into
-/// `options.dimExpressions`; returns an error message, empty on success.
-std::string parseDimValue(llvm::StringRef spec, ImportOptions &options);
 
 /// Imports the model in `bytes` (binary protobuf, or text format when it
 /// starts with `<`). `filename` names the model in locations and messages.
