@@ -141,10 +141,9 @@ def main():
             for config in configs:
                 k = kiln_ms(args.tools, args.work, shape, precision, config,
                             args.warmup, args.iters)
-                rows.append(f"| {precision} | {b} | {h} | {s} | {d} | {config} "
-                            f"| {k:.3f} | {flops / k / 1e9:.1f} | {t:.3f} | "
-                            f"{flops / t / 1e9:.1f} | {t / k:.2f}x |")
-                print(rows[-1], flush=True)
+                peers.add_row(rows, precision, b, h, s, d, config, f"{k:.3f}",
+                              f"{flops / k / 1e9:.1f}", f"{t:.3f}",
+                              f"{flops / t / 1e9:.1f}", f"{t / k:.2f}x")
     rows += ["", "| precision | B | H | keys | D | Kiln ms | Kiln GB/s | "
              "SDPA ms | SDPA GB/s | Kiln / SDPA speed |",
              "|---|---|---|---|---|---|---|---|---|---|"]
@@ -155,15 +154,10 @@ def main():
             t = sdpa_ms(shape, precision, args.warmup, args.iters, keys)
             k = kiln_ms(args.tools, args.work, shape, precision, "default",
                         args.warmup, args.iters, keys)
-            rows.append(f"| {precision} | {b} | {h} | {keys} | {d} | {k:.4f} "
-                        f"| {moved / k / 1e6:.0f} | {t:.4f} | "
-                        f"{moved / t / 1e6:.0f} | {t / k:.2f}x |")
-            print(rows[-1], flush=True)
-    table = "\n".join(rows) + "\n"
-    print(table)
-    if args.out:
-        with open(args.out, "w") as f:
-            f.write(table)
+            peers.add_row(rows, precision, b, h, keys, d, f"{k:.4f}",
+                          f"{moved / k / 1e6:.0f}", f"{t:.4f}",
+                          f"{moved / t / 1e6:.0f}", f"{t / k:.2f}x")
+    peers.publish("\n".join(rows) + "\n", args.out)
 
 
 if __name__ == "__main__":

@@ -30,16 +30,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 DATA = os.path.join(HERE, "..", "test", "models", "fresh")
 PROMPT = "5,17,42,8"
 
-
-def kv_dims(folder, window):
-    """Batch 1, the new tokens and the cache up to the window, the
-    exporter's name of the total length as their sum (check_generate.py's
-    build)."""
-    with open(os.path.join(folder, "dims")) as f:
-        names = [part.split("=")[0] for part in f.read().strip().split(",")]
-    dims = f"batch=1:1,sequence=1:{window},past_sequence=0:{window - 1}"
-    return dims + "".join(f",{n}=past_sequence+sequence" for n in names
-                          if n not in ("batch", "sequence", "past_sequence"))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "test", "models"))
+import peers  # noqa: E402
+from oracle import decoding_dims  # noqa: E402
 
 
 def step_ms(tools, so, backend, tokens, graphs):
@@ -76,20 +70,15 @@ def main():
         so = os.path.join(args.work, name + ".so")
         subprocess.run([os.path.join(args.tools, "kilnc"),
                         os.path.join(folder, "model.onnx"), "-o", so,
-                        "--dim", kv_dims(folder, window),
+                        "--dim", decoding_dims(folder, window),
                         "--kv-cache-in-place"], check=True)
         for graphs in ("0", "1"):
             steps = [step_ms(args.tools, so, args.backend, args.tokens, graphs)
                      for _ in range(args.repeats)]
-            rows.append(f"| {name} | {'on' if graphs == '1' else 'off'} | "
-                        f"{statistics.median(steps):.3f} | "
-                        f"{', '.join(f'{s:.3f}' for s in steps)} |")
-            print(rows[-1], flush=True)
-    table = "\n".join(rows) + "\n"
-    print(table)
-    if args.out:
-        with open(args.out, "w") as f:
-            f.write(table)
+            peers.add_row(rows, name, "on" if graphs == "1" else "off",
+                          f"{statistics.median(steps):.3f}",
+                          ", ".join(f"{s:.3f}" for s in steps))
+    peers.publish("\n".join(rows) + "\n", args.out)
 
 
 if __name__ == "__main__":

@@ -2,8 +2,10 @@
 eager, torch.compile (default and max-autotune; CUDA graphs allowed to all)
 and onnxruntime. On a GPU every time comes from CUDA events around one run
 with the inputs already on the device; on the CPU (a dry run) from the wall
-clock, and the table says so.
+clock, and the table says so. Also what the bench scripts share: writing
+their table.
 """
+import os
 import statistics
 import time
 
@@ -84,6 +86,28 @@ def ort_peer(model_path, inputs, device, warmup, iters):
         outs = session.run(None, inputs)
         ms.append((time.perf_counter() - begin) * 1e3)
     return summarize(ms), outs
+
+
+def markdown_row(cells):
+    """One row of a markdown table: `cells`, as text, between bars."""
+    return "| " + " | ".join(str(c) for c in cells) + " |"
+
+
+def add_row(rows, *cells):
+    """Appends the markdown row of `cells` to `rows` and prints it at once,
+    so that a long run shows its progress."""
+    rows.append(markdown_row(cells))
+    print(rows[-1], flush=True)
+
+
+def publish(table, out):
+    """Prints the markdown `table` and, when `out` names a file, writes it
+    there too (making its folder)."""
+    print(table)
+    if out:
+        os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
+        with open(out, "w") as f:
+            f.write(table)
 
 
 def agreement(ours, theirs):

@@ -187,12 +187,7 @@ def main():
             print(f"{case.name} {precision}: kiln median "
                   f"{times['median']:.3f} ms", file=sys.stderr)
 
-    table = render(rows, args)
-    print(table)
-    if args.out:
-        os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-        with open(args.out, "w") as f:
-            f.write(table)
+    peers.publish(render(rows, args), args.out)
     for failure in failures:
         print("error:", failure, file=sys.stderr)
     return 1 if failures else 0
@@ -231,7 +226,7 @@ def render(rows, args):
     diff_peers = [p for p in peer_names
                   if any(p in r["peer_diffs"] for r in rows)]
     header += [f"{p} diff" for p in diff_peers]
-    lines.append("| " + " | ".join(header) + " |")
+    lines.append(peers.markdown_row(header))
     lines.append("|" + "---|" * len(header))
     for r in rows:
         k = r["kiln"]["median"]
@@ -245,7 +240,7 @@ def render(rows, args):
                   f"{r['diff']:.1e}"]
         cells += [f"{r['peer_diffs'][p]:.1e}" if p in r["peer_diffs"]
                   else "-" for p in diff_peers]
-        lines.append("| " + " | ".join(cells) + " |")
+        lines.append(peers.markdown_row(cells))
     return "\n".join(lines) + "\n"
 
 

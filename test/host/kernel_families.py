@@ -885,17 +885,24 @@ def chain_cases():
         ]
         return model(nodes, [("x", F32, [batch, seq, hidden])], ["y"], inits)
 
-    def attention(batch, seq, heads, dim):
+    def heads_attention(batch, seq, heads, dim, biased):
+        """Causal multi-head attention over x [batch, seq, heads * dim],
+        its projections biased or not: the initializers and the nodes up to
+        the heads' outputs moved back beside each other, o1 [batch, seq,
+        heads, dim]."""
         d = heads * dim
         mask = np.triu(np.full((seq, seq), -10000.0, np.float32), 1)
-        inits = [weight(n, [d, d], scale=0.3) for n in ("wq", "wk", "wv", "wo")]
+        inits = [weight(n, [d, d], scale=0.3) for n in ("wq", "wk", "wv")]
+        if biased:
+            inits += [weight(f"b{p}", [d]) for p in "qkv"]
         inits += [ints("split", [batch, seq, heads, dim]), ints("merge", [batch, seq, d]),
-                  const("scale", 1.0 / np.sqrt(dim)), numpy_helper.from_array(mask, "mask"),
-                  weight("gamma", [d]), weight("beta", [d])]
+                  const("scale", 1.0 / np.sqrt(dim)), numpy_helper.from_array(mask, "mask")]
         nodes = []
         for p in "qkv":
-            nodes += [node("MatMul", ["x", f"w{p}"], f"{p}0"),
-                      node("Reshape", [f"{p}0", "split"], f"{p}1")]
+            nodes.append(node("MatMul", ["x", f"w{p}"], f"{p}0"))
+            if biased:
+                nodes.append(node("Add", [f"{p}0", f"b{p}"], f"{p}b"))
+            nodes.append(node("Reshape", [f"{p}b" if biased else f"{p}0", "split"], f"{p}1"))
         nodes += [
             node("Transpose", ["q1"], "q", perm=[0, 2, 1, 3]),
             node("Transpose", ["k1"], "kt", perm=[0, 2, 3, 1]),
@@ -904,6 +911,14 @@ def chain_cases():
             node("Add", ["s1", "mask"], "s2"), node("Softmax", ["s2"], "p", axis=-1),
             node("MatMul", ["p", "v"], "o0"),
             node("Transpose", ["o0"], "o1", perm=[0, 2, 1, 3]),
+        ]
+        return inits, nodes
+
+    def attention(batch, seq, heads, dim):
+        d = heads * dim
+        inits, nodes = heads_attention(batch, seq, heads, dim, biased=False)
+        inits += [weight("wo", [d, d], scale=0.3), weight("gamma", [d]), weight("beta", [d])]
+        nodes += [
             node("Reshape", ["o1", "merge"], "o2"), node("MatMul", ["o2", "wo"], "o3"),
             node("Add", ["o3", "x"], "r"),
             node("LayerNormalization", ["r", "gamma", "beta"], "y", axis=-1),
@@ -916,28 +931,9 @@ def chain_cases():
     # head-split operands itself. Key counts above 128 take several tiles of
     # the online softmax; head sizes above 128 several outputs per thread.
     def attention_kernel(batch, seq, heads, dim):
-        d = heads * dim
-        mask = np.triu(np.full((seq, seq), -10000.0, np.float32), 1)
-        inits = [weight(n, [d, d], scale=0.3) for n in ("wq", "wk", "wv")]
-        inits += [weight(f"b{p}", [d]) for p in "qkv"]
-        inits += [ints("split", [batch, seq, heads, dim]), ints("merge", [batch, seq, d]),
-                  const("scale", 1.0 / np.sqrt(dim)), numpy_helper.from_array(mask, "mask")]
-        nodes = []
-        for p in "qkv":
-            nodes += [node("MatMul", ["x", f"w{p}"], f"{p}0"),
-                      node("Add", [f"{p}0", f"b{p}"], f"{p}b"),
-                      node("Reshape", [f"{p}b", "split"], f"{p}1")]
-        nodes += [
-            node("Transpose", ["q1"], "q", perm=[0, 2, 1, 3]),
-            node("Transpose", ["k1"], "kt", perm=[0, 2, 3, 1]),
-            node("Transpose", ["v1"], "v", perm=[0, 2, 1, 3]),
-            node("MatMul", ["q", "kt"], "s0"), node("Mul", ["s0", "scale"], "s1"),
-            node("Add", ["s1", "mask"], "s2"), node("Softmax", ["s2"], "p", axis=-1),
-            node("MatMul", ["p", "v"], "o0"),
-            node("Transpose", ["o0"], "o1", perm=[0, 2, 1, 3]),
-            node("Reshape", ["o1", "merge"], "y"),
-        ]
-        return model(nodes, [("x", F32, [batch, seq, d])], ["y"], inits)
+        inits, nodes = heads_attention(batch, seq, heads, dim, biased=True)
+        nodes.append(node("Reshape", ["o1", "merge"], "y"))
+        return model(nodes, [("x", F32, [batch, seq, heads * dim])], ["y"], inits)
 
     for shape in [(2, 7, 3, 11), (1, 257, 2, 16), (1, 33, 1, 200), (2, 1, 4, 8)]:
         label = "x".join(map(str, shape))

@@ -24,10 +24,8 @@ too, each on the inputs onnxruntime computes for it in its model; they are
 skipped with a message where the corpus is absent. Exit code 1 on any
 mismatch.
 """
-import argparse
 import os
 import sys
-import tempfile
 
 import numpy as np
 import onnx
@@ -35,7 +33,7 @@ import onnxruntime as ort
 from onnx import TensorProto, helper, numpy_helper
 from onnx.reference import ReferenceEvaluator
 
-from oracle import compare_output, run
+from oracle import both_paths_failure, check_both_paths, run_checks, tools_parser
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
@@ -261,38 +259,16 @@ def corpus_cases(folder, rng):
 
 
 def check(tools, case, work):
-    """Returns (reference, host): None or why that path failed."""
+    """Returns None or why a path failed."""
     path = os.path.join(work, "model.onnx")
     onnx.save(case.model(case.inputs), path)
-    expected = case.expected()
-    args = []
-    for i, (name, value) in enumerate(case.feeds(case.inputs).items()):
-        file = os.path.join(work, f"input{i}.npy")
-        np.save(file, value)
-        args += ["--input", f"{name}={file}"]
-
-    def compare(out_dir):
-        for name, want in zip(case.outputs, expected):
-            why = compare_output(out_dir, name, want)
-            if why:
-                return why
-        return None
-
-    ref = os.path.join(work, "reference")
-    reference = run([tools.kiln_run, path, "--backend", "reference",
-                     "--output-dir", ref] + args) or compare(ref)
-    so, host_dir = os.path.join(work, "model.so"), os.path.join(work, "host")
-    host = (run([tools.kilnc, path, "-o", so])
-            or run([tools.kiln_run, so, "--backend", "host", "--output-dir",
-                    host_dir] + args)
-            or compare(host_dir))
-    return reference, host
+    expected = dict(zip(case.outputs, case.expected()))
+    return both_paths_failure(*check_both_paths(
+        tools, path, case.feeds(case.inputs), expected, work))
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--kilnc", required=True)
-    parser.add_argument("--kiln-run", required=True)
+    parser = tools_parser(__doc__)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--only", help="run the case of this name only")
     parser.add_argument("--corpus", default=os.environ.get(
@@ -307,24 +283,10 @@ def main():
     else:
         print(f"corpus cases skipped: no corpus at {folder} "
               "(set KILN_CORPUS_DIR)")
-    failures = count = 0
-    with tempfile.TemporaryDirectory(prefix="kiln-attention-") as scratch:
-        os.environ.setdefault("KILN_CACHE_DIR", os.path.join(scratch, "cache"))
-        for case in all_cases:
-            if tools.only and case.name != tools.only:
-                continue
-            count += 1
-            work = os.path.join(scratch, case.name)
-            os.makedirs(work)
-            reference, host = check(tools, case, work)
-            if reference or host:
-                failures += 1
-                print(f"FAIL  {case.name}: reference: {reference or 'pass'}; "
-                      f"host: {host or 'pass'}")
-            else:
-                print(f"pass  {case.name} (reference and host backend)")
-    print(f"\n{count} attention graphs, {failures} failed")
-    return 1 if failures or not count else 0
+    return run_checks([(case.name, lambda work, c=case: check(tools, c, work))
+                       for case in all_cases
+                       if not tools.only or case.name == tools.only],
+                      "kiln-attention-", "attention graphs")
 
 
 if __name__ == "__main__":

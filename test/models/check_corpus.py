@@ -19,7 +19,6 @@ it as onnxruntime is, plus 1e-6 (max-abs).
 Models in KNOWN_GAPS must fail with the reason given. The corpus folder is
 $KILN_CORPUS_DIR or ../shared/corpus; without it the run is skipped (exit 77).
 """
-import argparse
 import os
 import sys
 import tempfile
@@ -28,7 +27,8 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 
-from oracle import compare_output, float64_rule, run, to_float64
+from oracle import (compare_output, float64_rule, run, run_both_paths,
+                    save_inputs, to_float64, tools_parser)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
@@ -137,30 +137,18 @@ def check(tools, path, seed, work):
                                                 shape_args, work)
         return cache["results"]
 
-    input_args, shape_args = [], []
-    for i, (name, value) in enumerate(feeds.items()):
-        file = os.path.join(work, f"input{i}.npy")
-        np.save(file, value)
-        input_args += ["--input", f"{name}={file}"]
+    shape_args = []
+    for name in feeds:
         if shapes[name]:
             shape_args += ["--input-shape",
                            f"{name}={'x'.join(map(str, shapes[name]))}"]
-    ref = os.path.join(work, "reference")
-    reference = run([tools.kiln_run, path, "--backend", "reference",
-                     "--output-dir", ref] + input_args + shape_args) or judge(
-                         ref, names, expected, exact)
-    so, host_dir = os.path.join(work, "model.so"), os.path.join(work, "host")
-    host = (run([tools.kilnc, path, "-o", so] + shape_args)
-            or run([tools.kiln_run, so, "--backend", "host", "--output-dir",
-                    host_dir] + input_args)
-            or judge(host_dir, names, expected, exact))
-    return reference, host
+    return run_both_paths(
+        tools, path, save_inputs(feeds, work), work,
+        lambda out_dir: judge(out_dir, names, expected, exact), shape_args)
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--kilnc", required=True)
-    parser.add_argument("--kiln-run", required=True)
+    parser = tools_parser(__doc__)
     parser.add_argument("--corpus", default=os.environ.get(
         "KILN_CORPUS_DIR", os.path.join(REPO, "..", "shared", "corpus")))
     parser.add_argument("--seed", type=int, default=5)

@@ -25,17 +25,16 @@ equal. An fp16 graph is checked under the fp16 contract: the relative L2
 error of each output against onnxruntime's run of the same graph in fp32 is
 at most 1e-2. Exit code 1 on any mismatch or failure.
 """
-import argparse
 import os
 import sys
-import tempfile
 
 import numpy as np
 import onnx
 import onnxruntime as ort
 from onnx import helper, numpy_helper
 
-from oracle import compare_output, run
+from oracle import (both_paths_failure, check_both_paths, compare_output,
+                    load_output, run_checks, tools_parser)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
@@ -276,12 +275,9 @@ def oracle(model, feeds):
 
 def compare_fp16(out_dir, name, want):
     """None when out_dir/name.npy is within the fp16 contract of `want`."""
-    path = os.path.join(out_dir, name + ".npy")
-    if not os.path.exists(path):
-        return f"output {name} not written"
-    got = np.load(path)
-    if got.shape != want.shape:
-        return f"{name}: shape {got.shape}, expected {want.shape}"
+    got, why = load_output(out_dir, name, want)
+    if why:
+        return why
     if not np.issubdtype(want.dtype, np.floating):
         return None if np.array_equal(got, want) else f"{name}: differs"
     if (np.isfinite(want) & ~np.isfinite(got)).any():
@@ -297,47 +293,18 @@ def compare_fp16(out_dir, name, want):
 def compare_exact_or_fp32(out_dir, name, want):
     if np.issubdtype(want.dtype, np.floating):
         return compare_output(out_dir, name, want)
-    path = os.path.join(out_dir, name + ".npy")
-    if not os.path.exists(path):
-        return f"output {name} not written"
-    got = np.load(path)
+    got, why = load_output(out_dir, name, want)
+    if why:
+        return why
     if got.dtype != want.dtype or not np.array_equal(got, want):
         return f"{name}: {got.tolist()} (dtype {got.dtype}), expected " \
                f"{want.tolist()} (dtype {want.dtype})"
     return None
 
 
-def run_kiln(tools, path, feeds, shape_args, expected, compare, work):
-    """Runs `path` on the reference interpreter and, compiled by kilnc, on
-    the host backend; returns (reference, host), None where every output
-    matches `expected` under `compare`, else why not."""
-    inputs = []
-    for name, value in feeds.items():
-        file = os.path.join(work, f"in_{name}.npy")
-        np.save(file, value)
-        inputs += ["--input", f"{name}={file}"]
-
-    def outputs_match(out_dir):
-        for name, want in expected.items():
-            why = compare(out_dir, name, want)
-            if why:
-                return why
-        return None
-
-    ref = os.path.join(work, "reference")
-    reference = run([tools.kiln_run, path, "--backend", "reference",
-                     "--output-dir", ref] + inputs + shape_args) or \
-        outputs_match(ref)
-    so, host_dir = os.path.join(work, "model.so"), os.path.join(work, "host")
-    host = (run([tools.kilnc, path, "-o", so] + shape_args)
-            or run([tools.kiln_run, so, "--backend", "host", "--output-dir",
-                    host_dir] + inputs)
-            or outputs_match(host_dir))
-    return reference, host
-
-
 def check_case(tools, build, dtype, seed, work):
-    """Checks one built graph; an fp16 one against its fp32 twin."""
+    """Checks one built graph; an fp16 one against its fp32 twin. Returns
+    None or why a path failed."""
     g = Graph(np.random.default_rng(seed), dtype)
     build(g)
     model, feeds = g.model(dtype)
@@ -347,13 +314,15 @@ def check_case(tools, build, dtype, seed, work):
         expected, compare = oracle(*g.model(np.float32)), compare_fp16
     else:
         expected, compare = oracle(model, feeds), compare_exact_or_fp32
-    return run_kiln(tools, path, feeds, [], expected, compare, work)
+    return both_paths_failure(*check_both_paths(tools, path, feeds, expected,
+                                                work, compare))
 
 
 def check_corpus_graph(tools, path, dims, seed, work):
     """Checks a corpus graph on seeded inputs: floats in [-1, 1), integers
     (token ids) in [0, 4). Its fp16 outputs are held to the fp16 contract
-    against onnxruntime's fp16 run, whose own error is far below it."""
+    against onnxruntime's fp16 run, whose own error is far below it. Returns
+    None or why a path failed."""
     model = onnx.load(path)
     rng = np.random.default_rng(seed)
     feeds, shape_args = {}, []
@@ -369,13 +338,12 @@ def check_corpus_graph(tools, path, dims, seed, work):
     expected = oracle(model, feeds)
     fp16 = any(v.dtype == np.float16 for v in expected.values())
     compare = compare_fp16 if fp16 else compare_exact_or_fp32
-    return run_kiln(tools, path, feeds, shape_args, expected, compare, work)
+    return both_paths_failure(*check_both_paths(tools, path, feeds, expected,
+                                                work, compare, shape_args))
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--kilnc", required=True)
-    parser.add_argument("--kiln-run", required=True)
+    parser = tools_parser(__doc__)
     parser.add_argument("--only", default="")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--corpus", default=os.environ.get(
@@ -396,24 +364,9 @@ def main():
                                               d, tools.seed + i, work)))
     else:
         print(f"no corpus at {tools.corpus}: its graphs are not checked")
-    failures = count = 0
-    with tempfile.TemporaryDirectory(prefix="kiln-fused-") as scratch:
-        os.environ.setdefault("KILN_CACHE_DIR", os.path.join(scratch, "cache"))
-        for label, check in checks:
-            if tools.only and tools.only not in label:
-                continue
-            work = os.path.join(scratch, label.replace("/", "_"))
-            os.makedirs(work)
-            count += 1
-            reference, host = check(work)
-            if reference or host:
-                failures += 1
-                print(f"FAIL  {label}: reference: {reference or 'pass'}; "
-                      f"host: {host or 'pass'}")
-            else:
-                print(f"pass  {label} (reference and host backend)")
-    print(f"\n{count} graphs, {failures} failed")
-    return 1 if failures or not count else 0
+    return run_checks([(label, check) for label, check in checks
+                       if not tools.only or tools.only in label],
+                      "kiln-fused-", "graphs")
 
 
 if __name__ == "__main__":

@@ -24,7 +24,6 @@ a step with the cache, and its greedy tokens must equal onnxruntime's own
 loop over the same export, fed the same way.
 Exit code 1 on any difference.
 """
-import argparse
 import os
 import subprocess
 import sys
@@ -32,6 +31,8 @@ import tempfile
 
 import numpy as np
 import onnxruntime as ort
+
+from oracle import decoding_dims, tools_parser
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PROMPT = [5, 17, 42, 8]
@@ -85,16 +86,6 @@ def ort_greedy_kv(session, tokens):
     return seq[len(PROMPT):]
 
 
-def kv_dims(folder, window):
-    """The KV export's dims: batch 1, the new tokens and the cache up to the
-    window, the exporter's name of the total length as their sum."""
-    with open(os.path.join(folder, "dims")) as f:
-        names = [part.split("=")[0] for part in f.read().strip().split(",")]
-    dims = (f"batch=1:1,sequence=1:{window},past_sequence=0:{window - 1}")
-    return dims + "".join(f",{n}=past_sequence+sequence" for n in names
-                          if n not in ("batch", "sequence", "past_sequence"))
-
-
 def check_kv(tools, folder, scratch):
     """--generate over a KV-cache export compiled with symbolic dims: the
     prompt once, then a token a step with the cache; greedy tokens equal
@@ -110,7 +101,7 @@ def check_kv(tools, folder, scratch):
         so = os.path.join(scratch, os.path.basename(folder) +
                           ("-in-place" if flags else "") + ".so")
         subprocess.run([tools.kilnc, model, "-o", so, "--dim",
-                        kv_dims(folder, tools.window), *flags], check=True,
+                        decoding_dims(folder, tools.window), *flags], check=True,
                        capture_output=True)
         greedy = kiln_generate(tools, so, tools.tokens)
         if greedy != want:
@@ -174,9 +165,7 @@ def check(tools, folder, scratch, dims):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--kilnc", required=True)
-    parser.add_argument("--kiln-run", required=True)
+    parser = tools_parser(__doc__)
     parser.add_argument("--backend", default="host", choices=["host", "cuda"],
                         help="where kiln-run decodes (cuda on a GPU machine: "
                              "scripts/gpu_check.sh)")

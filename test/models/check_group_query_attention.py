@@ -29,16 +29,14 @@ onnxruntime's. kiln-run --compare-pipeline checks on the same inputs that
 the Kiln pipeline keeps the imported IR's semantics. Exit code 1 on any
 mismatch.
 """
-import argparse
 import os
 import sys
-import tempfile
 
 import numpy as np
 import onnxruntime as ort
 from onnx import TensorProto, helper, numpy_helper
 
-from oracle import check_both_paths, run
+from oracle import check_both_paths, run, run_checks, save_inputs, tools_parser
 
 MS = "com.microsoft"
 # batch, new tokens, query heads, key/value heads, head size (onnxruntime's
@@ -302,10 +300,8 @@ def check(tools, case, work):
     else:
         expected = dict(zip(case.outputs, session.run(None, case.feeds)))
     reference, host = check_both_paths(tools, path, case.feeds, expected, work)
-    args = []
-    for name in case.feeds:
-        args += ["--input", f"{name}={os.path.join(work, f'input_{name}.npy')}"]
-    pipeline = run([tools.kiln_run, path, "--compare-pipeline"] + args)
+    pipeline = run([tools.kiln_run, path, "--compare-pipeline"]
+                   + save_inputs(case.feeds, work))
     if reference or host or pipeline:
         return (f"reference: {reference or 'pass'}; host: {host or 'pass'}; "
                 f"pipeline: {pipeline or 'pass'}")
@@ -313,31 +309,17 @@ def check(tools, case, work):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--kilnc", required=True)
-    parser.add_argument("--kiln-run", required=True)
+    parser = tools_parser(__doc__)
     parser.add_argument("--seed", type=int, default=11)
     parser.add_argument("--only", help="run the case of this name only")
     tools = parser.parse_args()
     print(f"seed {tools.seed}")
     rng = np.random.default_rng(tools.seed)
-    failures = count = 0
-    with tempfile.TemporaryDirectory(prefix="kiln-gqa-") as scratch:
-        os.environ.setdefault("KILN_CACHE_DIR", os.path.join(scratch, "cache"))
-        for case in cases(rng):
-            if tools.only and case.name != tools.only:
-                continue
-            count += 1
-            work = os.path.join(scratch, case.name)
-            os.makedirs(work)
-            why = check(tools, case, work)
-            if why:
-                failures += 1
-                print(f"FAIL  {case.name}: {why}")
-            else:
-                print(f"pass  {case.name} (reference, host backend, pipeline)")
-    print(f"\n{count} GroupQueryAttention graphs, {failures} failed")
-    return 1 if failures or not count else 0
+    return run_checks([(case.name, lambda work, c=case: check(tools, c, work))
+                       for case in cases(rng)
+                       if not tools.only or case.name == tools.only],
+                      "kiln-gqa-", "GroupQueryAttention graphs",
+                      "reference, host backend, pipeline")
 
 
 if __name__ == "__main__":

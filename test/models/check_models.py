@@ -14,14 +14,14 @@ given (a gap that closes is reported so that the entry goes). A folder with
 a `dims` file (NAME=N,...) holds an export with symbolic dims, which both
 tools get as --dim. Exit code 1 on any unexpected result.
 """
-import argparse
 import os
 import sys
 import tempfile
 
 import numpy as np
 
-from oracle import compare_output, dims_args, run
+from oracle import (compare_output, dims_args, model_folders, run_both_paths,
+                    tools_parser)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -43,35 +43,20 @@ def compare(out_dir, folder):
 
 def check(tools, folder, scratch):
     """Returns (reference result, host result), each None or why it failed."""
-    model = os.path.join(folder, "model.onnx")
     inputs = []
     for f in sorted(os.listdir(os.path.join(folder, "inputs"))):
         inputs += ["--input", f"{f[:-4]}={os.path.join(folder, 'inputs', f)}"]
-    dims = dims_args(folder)
-    ref_out = os.path.join(scratch, "reference")
-    why = run([tools.kiln_run, model, "--backend", "reference",
-               "--output-dir", ref_out] + dims + inputs)
-    reference = why or compare(ref_out, folder)
-    so = os.path.join(scratch, "model.so")
-    host_out = os.path.join(scratch, "host")
-    why = run([tools.kilnc, model, "-o", so] + dims) or run(
-        [tools.kiln_run, so, "--backend", "host", "--output-dir", host_out]
-        + inputs)
-    host = why or compare(host_out, folder)
-    return reference, host
+    return run_both_paths(tools, os.path.join(folder, "model.onnx"), inputs,
+                          scratch, lambda out_dir: compare(out_dir, folder),
+                          dims_args(folder))
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--kilnc", required=True)
-    parser.add_argument("--kiln-run", required=True)
+    parser = tools_parser(__doc__)
     parser.add_argument("--data", default=os.path.join(HERE, "data"))
     parser.add_argument("--only", default="")
     tools = parser.parse_args()
-    models = sorted(d for d in os.listdir(tools.data)
-                    if os.path.isdir(os.path.join(tools.data, d)))
-    if tools.only:
-        models = [m for m in models if tools.only in m]
+    models = model_folders(tools.data, tools.only)
     if not models:
         print("no models to check")
         return 1

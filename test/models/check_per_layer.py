@@ -30,6 +30,7 @@ import numpy as np
 import onnx
 
 from check_precision import BATCH, HIDDEN, SEQ, Layer
+from oracle import model_folders
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIRST = re.compile(r"^per-layer: first tensor beyond [^:]*: '(.*)' from ONNX "
@@ -109,10 +110,7 @@ def main():
     parser.add_argument("--only", default="")
     parser.add_argument("--seed", type=int, default=7)
     tools = parser.parse_args()
-    models = sorted(d for d in os.listdir(tools.data)
-                    if os.path.isdir(os.path.join(tools.data, d)))
-    if tools.only:
-        models = [m for m in models if tools.only in m]
+    models = model_folders(tools.data, tools.only)
     print(f"seed {tools.seed}")
     failures = 0
 

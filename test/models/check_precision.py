@@ -30,7 +30,6 @@ fp32 for the reference:
   --disable-fp32-islands=norm-statistics.
 Exit code 1 on any unexpected result.
 """
-import argparse
 import json
 import os
 import subprocess
@@ -41,6 +40,8 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 from onnx import TensorProto, helper, numpy_helper
+
+from oracle import model_folders, tools_parser
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REL_L2 = 1e-2
@@ -385,19 +386,14 @@ def check_large_activations(tools, scratch, seed):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--kilnc", required=True)
-    parser.add_argument("--kiln-run", required=True)
+    parser = tools_parser(__doc__)
     parser.add_argument("--data", default=os.path.join(HERE, "data"))
     parser.add_argument("--only", default="")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--precision", choices=["fp16", "bf16"], action="append")
     tools = parser.parse_args()
     precisions = tools.precision or ["fp16", "bf16"]
-    models = sorted(d for d in os.listdir(tools.data)
-                    if os.path.isdir(os.path.join(tools.data, d)))
-    if tools.only:
-        models = [m for m in models if tools.only in m]
+    models = model_folders(tools.data, tools.only)
     print(f"seed {tools.seed}")
     failures = 0
     with tempfile.TemporaryDirectory(prefix="kiln-precision-") as scratch:

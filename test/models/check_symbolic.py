@@ -33,6 +33,8 @@ import tempfile
 import numpy as np
 import onnxruntime as ort
 
+from oracle import expect_close, expect_refusal, kv_dims, run_with_inputs
+
 SHAPES = [(1, 1), (1, 7), (3, 16), (8, 32)]
 DIMS = "batch=1:8,sequence=1:32"
 KV_SHAPES = [(1, 1, 0), (1, 1, 7), (2, 3, 5), (4, 8, 16)]
@@ -61,27 +63,13 @@ def inputs_for(session, batch, sequence, rng, past=0):
     return feeds
 
 
-def kv_dims(folder):
-    """KV_DIMS and the exporter's name of the total length as past+new."""
-    with open(os.path.join(folder, "dims")) as f:
-        names = [part.split("=")[0] for part in f.read().strip().split(",")]
-    total = [n for n in names
-             if n not in ("batch", "sequence", "past_sequence")]
-    return KV_DIMS + "".join(f",{n}=past_sequence+sequence" for n in total)
-
-
 def run_kiln(kiln_run, model, feeds, folder, dims=DIMS):
     """Runs the import on the reference interpreter, or a .so (dims None) on
     the host backend."""
     args = [kiln_run, model, "--output-dir", folder]
     args += (["--backend=reference", "--dim", dims] if dims
              else ["--backend=host"])
-    for name, value in feeds.items():
-        path = os.path.join(folder, f"given-{name}.npy")
-        os.makedirs(folder, exist_ok=True)
-        np.save(path, value)
-        args += ["--input", f"{name}={path}"]
-    return subprocess.run(args, capture_output=True, text=True)
+    return run_with_inputs(args, feeds, folder)
 
 
 def check_model(kiln_run, kilnc, folder, work, rng):
@@ -90,7 +78,7 @@ def check_model(kiln_run, kilnc, folder, work, rng):
     session = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
     ok = True
     kv = name.endswith("-kv")
-    dims = kv_dims(folder) if kv else DIMS
+    dims = kv_dims(folder, KV_DIMS) if kv else DIMS
     shapes = KV_SHAPES if kv else [(b, s, 0) for b, s in SHAPES]
     # The import on the reference interpreter, then (with --kilnc) one .so
     # on the host backend, at every shape.
@@ -117,13 +105,8 @@ def check_model(kiln_run, kilnc, folder, work, rng):
                 continue
             for info, want in zip(session.get_outputs(), expected):
                 got = np.load(os.path.join(out, info.name + ".npy"))
-                close = (got.shape == want.shape and
-                         np.allclose(got, want, rtol=1e-4, atol=1e-5))
-                worst = (float(np.abs(got.astype(np.float64) - want).max())
-                         if got.shape == want.shape else float("inf"))
-                print(f"{'ok  ' if close else 'FAIL'} {name} {shape} {target} "
-                      f"{info.name} {list(got.shape)} max_abs {worst:.3e}")
-                ok &= close
+                ok &= expect_close(got, want,
+                                   f"{name} {shape} {target} {info.name}")
     if kv:
         return ok
     # Inputs that disagree on `sequence`, and a batch past its range.
@@ -140,12 +123,7 @@ def check_model(kiln_run, kilnc, folder, work, rng):
         for target, path, target_dims in targets:
             result = run_kiln(kiln_run, path, feeds,
                               os.path.join(work, f"{name}-bad"), target_dims)
-            refused = result.returncode != 0 and message in result.stderr
-            print(f"{'ok  ' if refused else 'FAIL'} {name} {target} refuses: "
-                  f"{message}")
-            if not refused:
-                print(result.stderr)
-            ok &= refused
+            ok &= expect_refusal(result, message, f"{name} {target} ")
     return ok
 
 

@@ -20,7 +20,6 @@ its value must equal the live lower bound of the same model compiled with
 the dims pinned to them (the largest set of buffers live at one time, as
 kiln-plan-memory computes it on static shapes).
 """
-import argparse
 import json
 import os
 import subprocess
@@ -33,6 +32,8 @@ import onnxruntime as ort
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import check_bert_base_launches as bert  # noqa: E402
+from oracle import (expect_close, expect_refusal, run_with_inputs,  # noqa: E402
+                    tools_parser)
 
 LAYERS, HIDDEN, HEADS, FFN = 2, 64, 2, 256
 DIMS = "batch=1:8,sequence=1:512"
@@ -56,13 +57,9 @@ def inputs_for(batch, sequence, rng):
 
 
 def run_so(kiln_run, so, feeds, folder, backend="host"):
-    os.makedirs(folder, exist_ok=True)
-    args = [kiln_run, so, f"--backend={backend}", "--output-dir", folder]
-    for name, value in feeds.items():
-        path = os.path.join(folder, f"given-{name}.npy")
-        np.save(path, value)
-        args += ["--input", f"{name}={path}"]
-    return subprocess.run(args, capture_output=True, text=True)
+    return run_with_inputs(
+        [kiln_run, so, f"--backend={backend}", "--output-dir", folder], feeds,
+        folder)
 
 
 def report_of(kilnc, model, dims, work):
@@ -76,9 +73,7 @@ def report_of(kilnc, model, dims, work):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--kilnc", required=True)
-    parser.add_argument("--kiln-run", required=True)
+    parser = tools_parser(__doc__)
     parser.add_argument("--backend", default="host", choices=["host", "cuda"],
                         help="where the artifact runs (cuda on a GPU machine: "
                              "scripts/gpu_check.sh)")
@@ -108,13 +103,7 @@ def main():
                 continue
             want = session.run(None, feeds)[0]
             got = np.load(os.path.join(out, "last_hidden_state.npy"))
-            close = (got.shape == want.shape and
-                     np.allclose(got, want, rtol=1e-4, atol=1e-5))
-            worst = (float(np.abs(got.astype(np.float64) - want).max())
-                     if got.shape == want.shape else float("inf"))
-            print(f"{'ok  ' if close else 'FAIL'} ({batch}, {sequence}) "
-                  f"{list(got.shape)} max_abs {worst:.3e}")
-            ok &= close
+            ok &= expect_close(got, want, f"({batch}, {sequence})")
 
         refusals = [
             ({"hidden": inputs_for(2, 5, rng)["hidden"],
@@ -128,11 +117,7 @@ def main():
         for feeds, message in refusals:
             result = run_so(args.kiln_run, so, feeds,
                             os.path.join(work, "refused"), args.backend)
-            refused = result.returncode != 0 and message in result.stderr
-            print(f"{'ok  ' if refused else 'FAIL'} refuses: {message}")
-            if not refused:
-                print(result.stderr)
-            ok &= refused
+            ok &= expect_refusal(result, message, "")
 
         report = report_of(args.kilnc, model, DIMS, work)
         formula = report.get("live_peak_formula", "")

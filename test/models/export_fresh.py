@@ -43,10 +43,7 @@ Needs torch, transformers, onnxscript, onnx and onnxruntime (PyPI).
 """
 import argparse
 import os
-import shutil
 import sys
-import tempfile
-import traceback
 
 import numpy as np
 import onnx
@@ -54,7 +51,8 @@ import onnxruntime as ort
 import torch
 import transformers
 
-from export_models import folder_bytes, strip_provenance, write_oracle
+from export_models import (strip_provenance, tiny_bert, tiny_gpt2, tiny_llama,
+                           tiny_vit, write_export, write_oracle)
 
 SEED = 1234
 BATCH, SEQ = 2, 8
@@ -143,12 +141,7 @@ def perturb(model, seed):
 def architectures():
     """(name, model, inputs, output key) for each architecture. No
     _attn_implementation is set: the default is the point."""
-    torch.manual_seed(SEED)
-    bert = transformers.BertModel(transformers.BertConfig(
-        vocab_size=VOCAB, hidden_size=32, num_hidden_layers=2,
-        num_attention_heads=4, intermediate_size=64,
-        max_position_embeddings=32, type_vocab_size=2))
-    yield "bert", perturb(bert, SEED), text_inputs(), "last_hidden_state"
+    yield "bert", perturb(tiny_bert(), SEED), text_inputs(), "last_hidden_state"
 
     # RoBERTa (and XLM-R, CamemBERT) compute their position ids from the
     # token ids: a scan of the non-padding mask, times that mask, plus the
@@ -163,31 +156,13 @@ def architectures():
     yield ("roberta", perturb(roberta, SEED + 5), text_inputs(pad_id=1),
            "last_hidden_state")
 
-    torch.manual_seed(SEED + 2)
     # The decoders take 64 positions: check_generate.py decodes 32 tokens
     # after a 4-token prompt.
-    gpt2 = transformers.GPT2LMHeadModel(transformers.GPT2Config(
-        vocab_size=VOCAB, n_embd=32, n_layer=2, n_head=4, n_positions=64,
-        use_cache=False))
-    yield "gpt2", perturb(gpt2, SEED + 2), text_inputs(), "logits"
+    yield "gpt2", perturb(tiny_gpt2(64), SEED + 2), text_inputs(), "logits"
+    yield "llama", perturb(tiny_llama(64), SEED + 4), text_inputs(), "logits"
 
-    torch.manual_seed(SEED + 4)
-    llama = transformers.LlamaForCausalLM(transformers.LlamaConfig(
-        vocab_size=VOCAB, hidden_size=32, intermediate_size=64,
-        num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
-        max_position_embeddings=64, rms_norm_eps=1e-6, use_cache=False,
-        tie_word_embeddings=False))
-    yield "llama", perturb(llama, SEED + 4), text_inputs(), "logits"
-
-    torch.manual_seed(SEED + 3)
-    vit = transformers.ViTModel(transformers.ViTConfig(
-        image_size=16, patch_size=4, num_channels=3, hidden_size=32,
-        num_hidden_layers=2, num_attention_heads=4, intermediate_size=64),
-        add_pooling_layer=False)
-    rng = np.random.default_rng(SEED)
-    pixels = rng.standard_normal((BATCH, 3, 16, 16)).astype(np.float32)
-    yield ("vit", perturb(vit, SEED + 3), {"pixel_values": pixels},
-           "last_hidden_state")
+    vit, pixels = tiny_vit()
+    yield "vit", perturb(vit, SEED + 3), pixels, "last_hidden_state"
 
 
 def bert_base():
@@ -403,25 +378,16 @@ def main():
                     args.variants and suffix not in args.variants.split(",")):
                 continue
             tag = f"{name}-{suffix}"
-            folder = os.path.join(args.out, tag)
-            shutil.rmtree(folder, ignore_errors=True)
-            staging = tempfile.mkdtemp(prefix="kiln-export-")
-            try:
-                form = suffix.rsplit("-", 1)[-1]
-                export(model, inputs, key, exporter, opset, keep_inputs,
-                       attention, staging,
-                       form if form in ("dynamic", "kv") else "")
-            except Exception as e:  # noqa: BLE001 - report and go on
-                last = traceback.format_exception_only(type(e), e)[-1].strip()
-                print(f"skip   {tag}: {last[:300]}")
-                shutil.rmtree(staging, ignore_errors=True)
+            form = suffix.rsplit("-", 1)[-1]
+            form = form if form in ("dynamic", "kv") else ""
+            # Called at once: the loop's variables are this variant's.
+            written = write_export(
+                args.out, tag, args.max_bytes,
+                lambda staging: export(model, inputs, key, exporter, opset,
+                                       keep_inputs, attention, staging, form))
+            if not written:
                 continue
-            size = folder_bytes(staging)
-            if size > args.max_bytes:
-                print(f"skip   {tag}: {size} bytes is over --max-bytes")
-                shutil.rmtree(staging, ignore_errors=True)
-                continue
-            shutil.move(staging, folder)
+            folder, size = written
             # mkdtemp makes the folder 0700; the committed data is not private.
             os.chmod(folder, 0o755)
             ops = sorted({n.op_type for n in onnx.load(

@@ -57,27 +57,38 @@ def text_inputs(with_mask):
     return inputs
 
 
-def architectures():
-    """(name, model, inputs, output key) for each architecture."""
+def tiny_bert():
+    """The tiny BERT both export scripts build, its weights seeded."""
     torch.manual_seed(SEED)
-    bert = transformers.BertModel(transformers.BertConfig(
+    return transformers.BertModel(transformers.BertConfig(
         vocab_size=VOCAB, hidden_size=32, num_hidden_layers=2,
         num_attention_heads=4, intermediate_size=64,
         max_position_embeddings=32, type_vocab_size=2))
-    yield "bert", bert, text_inputs(True), "last_hidden_state"
 
-    torch.manual_seed(SEED + 1)
-    distil = transformers.DistilBertModel(transformers.DistilBertConfig(
-        vocab_size=VOCAB, dim=32, n_layers=2, n_heads=4, hidden_dim=64,
-        max_position_embeddings=32))
-    yield "distilbert", distil, text_inputs(True), "last_hidden_state"
 
+def tiny_gpt2(positions):
+    """The tiny GPT-2 both export scripts build, with `positions` positions,
+    its weights seeded."""
     torch.manual_seed(SEED + 2)
-    gpt2 = transformers.GPT2LMHeadModel(transformers.GPT2Config(
-        vocab_size=VOCAB, n_embd=32, n_layer=2, n_head=4, n_positions=32,
-        use_cache=False))
-    yield "gpt2", gpt2, text_inputs(False), "logits"
+    return transformers.GPT2LMHeadModel(transformers.GPT2Config(
+        vocab_size=VOCAB, n_embd=32, n_layer=2, n_head=4,
+        n_positions=positions, use_cache=False))
 
+
+def tiny_llama(positions):
+    """The tiny LLaMA-style decoder (grouped-query attention) both export
+    scripts build, with `positions` positions, its weights seeded."""
+    torch.manual_seed(SEED + 4)
+    return transformers.LlamaForCausalLM(transformers.LlamaConfig(
+        vocab_size=VOCAB, hidden_size=32, intermediate_size=64,
+        num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+        max_position_embeddings=positions, rms_norm_eps=1e-6, use_cache=False,
+        tie_word_embeddings=False))
+
+
+def tiny_vit():
+    """The tiny ViT both export scripts build, its weights seeded, and its
+    seeded pixel_values input."""
     torch.manual_seed(SEED + 3)
     vit = transformers.ViTModel(transformers.ViTConfig(
         image_size=16, patch_size=4, num_channels=3, hidden_size=32,
@@ -85,15 +96,25 @@ def architectures():
         add_pooling_layer=False)
     rng = np.random.default_rng(SEED)
     pixels = rng.standard_normal((BATCH, 3, 16, 16)).astype(np.float32)
-    yield "vit", vit, {"pixel_values": pixels}, "last_hidden_state"
+    return vit, {"pixel_values": pixels}
 
-    torch.manual_seed(SEED + 4)
-    llama = transformers.LlamaForCausalLM(transformers.LlamaConfig(
-        vocab_size=VOCAB, hidden_size=32, intermediate_size=64,
-        num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
-        max_position_embeddings=32, rms_norm_eps=1e-6, use_cache=False,
-        tie_word_embeddings=False))
-    yield "llama", llama, text_inputs(False), "logits"
+
+def architectures():
+    """(name, model, inputs, output key) for each architecture."""
+    yield "bert", tiny_bert(), text_inputs(True), "last_hidden_state"
+
+    torch.manual_seed(SEED + 1)
+    distil = transformers.DistilBertModel(transformers.DistilBertConfig(
+        vocab_size=VOCAB, dim=32, n_layers=2, n_heads=4, hidden_dim=64,
+        max_position_embeddings=32))
+    yield "distilbert", distil, text_inputs(True), "last_hidden_state"
+
+    yield "gpt2", tiny_gpt2(32), text_inputs(False), "logits"
+
+    vit, pixels = tiny_vit()
+    yield "vit", vit, pixels, "last_hidden_state"
+
+    yield "llama", tiny_llama(32), text_inputs(False), "logits"
 
 
 def strip_provenance(m):
@@ -149,6 +170,30 @@ def folder_bytes(folder):
                for d, _, files in os.walk(folder) for f in files)
 
 
+def write_export(out, tag, max_bytes, export_into):
+    """Has `export_into(staging)` write an export into a new staging folder
+    and moves it to out/tag, replacing what was there. An export that raises
+    or is larger than `max_bytes` is reported and not written. Returns the
+    folder and its size in bytes, or None."""
+    folder = os.path.join(out, tag)
+    shutil.rmtree(folder, ignore_errors=True)
+    staging = tempfile.mkdtemp(prefix="kiln-export-")
+    try:
+        export_into(staging)
+    except Exception as e:  # noqa: BLE001 - report and go on
+        last = traceback.format_exception_only(type(e), e)[-1].strip()
+        print(f"skip   {tag}: {last[:300]}")
+        shutil.rmtree(staging, ignore_errors=True)
+        return None
+    size = folder_bytes(staging)
+    if size > max_bytes:
+        print(f"skip   {tag}: {size} bytes is over --max-bytes")
+        shutil.rmtree(staging, ignore_errors=True)
+        return None
+    shutil.move(staging, folder)
+    return folder, size
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", required=True)
@@ -164,22 +209,13 @@ def main():
             continue
         for exporter, opset in variants:
             tag = f"{name}-{exporter}-opset{opset}"
-            folder = os.path.join(args.out, tag)
-            shutil.rmtree(folder, ignore_errors=True)
-            staging = tempfile.mkdtemp(prefix="kiln-export-")
-            try:
-                export(name, model, inputs, key, exporter, opset, staging)
-            except Exception as e:  # noqa: BLE001 - report and go on
-                last = traceback.format_exception_only(type(e), e)[-1].strip()
-                print(f"skip   {tag}: {last[:300]}")
-                shutil.rmtree(staging, ignore_errors=True)
+            written = write_export(
+                args.out, tag, args.max_bytes,
+                lambda staging: export(name, model, inputs, key, exporter,
+                                       opset, staging))
+            if not written:
                 continue
-            size = folder_bytes(staging)
-            if size > args.max_bytes:
-                print(f"skip   {tag}: {size} bytes is over --max-bytes")
-                shutil.rmtree(staging, ignore_errors=True)
-                continue
-            shutil.move(staging, folder)
+            folder, size = written
             ops = sorted({n.op_type for n in onnx.load(
                 os.path.join(folder, "model.onnx")).graph.node})
             print(f"wrote  {tag}: {size} bytes; ops: {' '.join(ops)}")

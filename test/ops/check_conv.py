@@ -10,10 +10,8 @@ with and without bias), runs onnxruntime (CPU) as the oracle and Kiln on the
 reference interpreter and, compiled, on the host backend. Outputs must match
 within the fp32 numerics contract. Exit code 1 on any mismatch.
 """
-import argparse
 import os
 import sys
-import tempfile
 
 import numpy as np
 import onnx
@@ -21,7 +19,8 @@ import onnxruntime as ort
 from onnx import TensorProto, helper, numpy_helper
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "models"))
-from oracle import check_both_paths  # noqa: E402
+from oracle import (both_paths_failure, check_both_paths, run_checks,  # noqa: E402
+                    tools_parser)
 
 # (name, input shape, weight shape, bias, attributes)
 CASES = [
@@ -56,30 +55,23 @@ def build(x_shape, w_shape, bias, attrs, rng):
     return onnx.shape_inference.infer_shapes(model)
 
 
+def check(tools, x_shape, w_shape, bias, attrs, rng, work):
+    """Returns None or why a path failed."""
+    path = os.path.join(work, "model.onnx")
+    onnx.save(build(x_shape, w_shape, bias, attrs, rng), path)
+    x = rng.uniform(-1, 1, x_shape).astype(np.float32)
+    want = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(
+        None, {"x": x})[0]
+    return both_paths_failure(*check_both_paths(tools, path, {"x": x}, {"y": want}, work))
+
+
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--kilnc", required=True)
-    parser.add_argument("--kiln-run", required=True)
-    tools = parser.parse_args()
+    tools = tools_parser(__doc__).parse_args()
     rng = np.random.default_rng(11)
-    failures = 0
-    with tempfile.TemporaryDirectory(prefix="kiln-conv-") as scratch:
-        os.environ.setdefault("KILN_CACHE_DIR", os.path.join(scratch, "cache"))
-        for name, x_shape, w_shape, bias, attrs in CASES:
-            work = os.path.join(scratch, name)
-            os.makedirs(work)
-            path = os.path.join(work, "model.onnx")
-            onnx.save(build(x_shape, w_shape, bias, attrs, rng), path)
-            x = rng.uniform(-1, 1, x_shape).astype(np.float32)
-            want = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(
-                None, {"x": x})[0]
-            reference, hosted = check_both_paths(tools, path, {"x": x}, {"y": want}, work)
-            ok = not reference and not hosted
-            failures += not ok
-            print(f"{'pass' if ok else 'FAIL':5} {name} x{list(x_shape)} w{list(w_shape)} {attrs}"
-                  + ("" if ok else f": reference: {reference or 'pass'}; host: {hosted or 'pass'}"))
-    print(f"\n{len(CASES)} Conv cases, {failures} failed")
-    return 1 if failures else 0
+    return run_checks([(f"{name} x{list(x)} w{list(w)} {attrs}",
+                        lambda work, c=(x, w, bias, attrs): check(tools, *c, rng, work))
+                       for name, x, w, bias, attrs in CASES],
+                      "kiln-conv-", "Conv cases", passed="")
 
 
 if __name__ == "__main__":

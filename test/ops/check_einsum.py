@@ -11,17 +11,16 @@ contraction.
 numpy.einsum in float64 is the oracle; outputs must match within the fp32
 numerics contract. Exit code 1 on any mismatch.
 """
-import argparse
 import os
 import sys
-import tempfile
 
 import numpy as np
 import onnx
 from onnx import TensorProto, helper
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "models"))
-from oracle import check_both_paths  # noqa: E402
+from oracle import (both_paths_failure, check_both_paths, run_checks,  # noqa: E402
+                    tools_parser)
 
 # (equation, operand shapes)
 CASES = [
@@ -61,35 +60,23 @@ def build(equation, shapes):
 
 
 def check(tools, equation, shapes, work, rng):
+    """Returns None or why a path failed."""
     path = os.path.join(work, "model.onnx")
     onnx.save(build(equation, shapes), path)
     values = [rng.uniform(-1, 1, s).astype(np.float32) for s in shapes]
     want = np.einsum(equation.replace(" ", ""), *[v.astype(np.float64) for v in values])
     feeds = {f"x{i}": v for i, v in enumerate(values)}
-    reference, hosted = check_both_paths(tools, path, feeds,
-                                         {"y": want.astype(np.float32)}, work)
-    return reference, hosted
+    return both_paths_failure(*check_both_paths(tools, path, feeds,
+                                                {"y": want.astype(np.float32)}, work))
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--kilnc", required=True)
-    parser.add_argument("--kiln-run", required=True)
-    tools = parser.parse_args()
+    tools = tools_parser(__doc__).parse_args()
     rng = np.random.default_rng(7)
-    failures = 0
-    with tempfile.TemporaryDirectory(prefix="kiln-einsum-") as scratch:
-        os.environ.setdefault("KILN_CACHE_DIR", os.path.join(scratch, "cache"))
-        for i, (equation, shapes) in enumerate(CASES):
-            work = os.path.join(scratch, str(i))
-            os.makedirs(work)
-            reference, host = check(tools, equation, shapes, work, rng)
-            ok = not reference and not host
-            failures += not ok
-            print(f"{'pass' if ok else 'FAIL':5} {equation!r} {shapes}"
-                  + ("" if ok else f": reference: {reference or 'pass'}; host: {host or 'pass'}"))
-    print(f"\n{len(CASES)} equations, {failures} failed")
-    return 1 if failures else 0
+    return run_checks([(f"{equation!r} {shapes}",
+                        lambda work, e=equation, s=shapes: check(tools, e, s, work, rng))
+                       for equation, shapes in CASES],
+                      "kiln-einsum-", "equations", passed="")
 
 
 if __name__ == "__main__":

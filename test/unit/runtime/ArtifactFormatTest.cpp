@@ -8,30 +8,20 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-
 #include <memory>
 #include <random>
+#include <tuple>
 
 using namespace kiln::rt;
 using namespace kiln::rt::test;
 
 namespace {
 
-/// Deserializes a copy of [data, data + size) held in a heap block of
-/// exactly that size, so that AddressSanitizer flags any read past it.
-bool parseExact(const std::string &bytes, size_t size, Artifact &out,
-                std::string &error) {
-  std::unique_ptr<char[]> copy(new char[size == 0 ? 1 : size]);
-  std::memcpy(copy.get(), bytes.data(), size);
-  return deserializeArtifact(copy.get(), size, out, error);
-}
-
 /// Serializes `a` and expects deserialization to fail mentioning `needle`.
 void expectRejected(const Artifact &a, const std::string &needle) {
-  std::string bytes = serializeArtifact(a);
   Artifact out;
   std::string error;
-  EXPECT_FALSE(parseExact(bytes, bytes.size(), out, error));
+  EXPECT_FALSE(roundTrip(a, out, error));
   EXPECT_NE(error.find(needle), std::string::npos)
       << "error '" << error << "' lacks '" << needle << "'";
   // The same verdict without the encoding round trip.
@@ -39,13 +29,81 @@ void expectRejected(const Artifact &a, const std::string &needle) {
   EXPECT_FALSE(validateArtifact(a, direct));
 }
 
-void expectSameBuffer(const Buffer &x, const Buffer &y) {
-  EXPECT_EQ(x.kind, y.kind);
-  EXPECT_EQ(x.dtype, y.dtype);
-  EXPECT_EQ(x.name, y.name);
-  EXPECT_EQ(x.shape, y.shape);
-  EXPECT_EQ(x.offset, y.offset);
-  EXPECT_EQ(x.bytes, y.bytes);
+/// Expects `a` valid, saying why not.
+void expectValid(const Artifact &a) {
+  std::string error;
+  EXPECT_TRUE(validateArtifact(a, error)) << error;
+}
+
+/// Expects `a` invalid, for a reason that mentions `needle`.
+void expectInvalid(const Artifact &a, const std::string &needle = "") {
+  std::string error;
+  EXPECT_FALSE(validateArtifact(a, error));
+  EXPECT_NE(error.find(needle), std::string::npos) << error;
+}
+
+/// Makes `makeRichArtifact`'s matmul (x (2x3) * w (3x4)) walk x as two
+/// batches of one 1x3 row against the same w (stride 0), each into a 1x4 row
+/// of y: at the inner batch level or, with `outer`, the outer one. Returns
+/// the matmul.
+MatmulStep &batchRowsOfX(Artifact &a, bool outer) {
+  MatmulStep &m = a.steps[0].matmul;
+  m.m = 1;
+  (outer ? m.outerBatch : m.batch) = 2;
+  (outer ? m.outerStrideA : m.strideA) = 3;
+  (outer ? m.outerStrideB : m.strideB) = 0;
+  (outer ? m.outerStrideC : m.strideC) = 4;
+  return m;
+}
+
+/// The payload of `makeRichArtifact` appended to a stand-in shared object,
+/// and what `findArtifactPayload` last reported on it.
+struct Container {
+  std::string payload = serializeArtifact(makeRichArtifact());
+  std::string so;
+  const char *found = nullptr;
+  size_t foundSize = 0;
+  std::string error;
+
+  /// Appends the payload to `prefix` bytes of stand-in code.
+  explicit Container(size_t prefix)
+      : so(appendArtifactPayload(std::string(prefix, 'E'), payload)) {}
+  /// Looks for the payload in [data, data + size).
+  bool find(const char *data, size_t size) {
+    return findArtifactPayload(data, size, found, foundSize, error);
+  }
+  /// Looks for the payload in `bytes`.
+  bool find(const std::string &bytes) {
+    return find(bytes.data(), bytes.size());
+  }
+};
+
+/// The fields of an artifact's header that the encoding keeps, as one value
+/// to compare.
+auto headerFields(const Artifact &a) {
+  return std::tie(a.abiVersion, a.kilnVersion, a.arch, a.modelHash,
+                  a.kernelNames, a.cubin, a.ptx, a.cudaSource, a.arenaBytes);
+}
+
+/// The fields of a buffer, as one value to compare.
+auto bufferFields(const Buffer &b) {
+  return std::tie(b.kind, b.dtype, b.name, b.shape, b.offset, b.bytes);
+}
+
+/// The fields of a matmul step the round trip compares, as one value.
+auto matmulFields(const MatmulStep &m) {
+  return std::tie(m.dtype, m.transA, m.transB, m.batch, m.m, m.n, m.k,
+                  m.strideA, m.strideB, m.strideC, m.outerBatch, m.outerStrideA,
+                  m.outerStrideB, m.outerStrideC, m.a, m.b, m.c, m.alpha,
+                  m.beta, m.bias, m.activation);
+}
+
+/// Expects the buffers `y` equal to `x`, one by one.
+void expectSameBuffers(const std::vector<Buffer> &x,
+                       const std::vector<Buffer> &y) {
+  ASSERT_EQ(x.size(), y.size());
+  for (size_t i = 0; i < x.size(); ++i)
+    EXPECT_EQ(bufferFields(x[i]), bufferFields(y[i])) << "buffer " << i;
 }
 
 void expectSameStep(const Step &x, const Step &y) {
@@ -61,27 +119,7 @@ void expectSameStep(const Step &x, const Step &y) {
     EXPECT_EQ(x.launch.args, y.launch.args);
     break;
   case Step::Kind::Matmul:
-    EXPECT_EQ(x.matmul.dtype, y.matmul.dtype);
-    EXPECT_EQ(x.matmul.transA, y.matmul.transA);
-    EXPECT_EQ(x.matmul.transB, y.matmul.transB);
-    EXPECT_EQ(x.matmul.batch, y.matmul.batch);
-    EXPECT_EQ(x.matmul.m, y.matmul.m);
-    EXPECT_EQ(x.matmul.n, y.matmul.n);
-    EXPECT_EQ(x.matmul.k, y.matmul.k);
-    EXPECT_EQ(x.matmul.strideA, y.matmul.strideA);
-    EXPECT_EQ(x.matmul.strideB, y.matmul.strideB);
-    EXPECT_EQ(x.matmul.strideC, y.matmul.strideC);
-    EXPECT_EQ(x.matmul.outerBatch, y.matmul.outerBatch);
-    EXPECT_EQ(x.matmul.outerStrideA, y.matmul.outerStrideA);
-    EXPECT_EQ(x.matmul.outerStrideB, y.matmul.outerStrideB);
-    EXPECT_EQ(x.matmul.outerStrideC, y.matmul.outerStrideC);
-    EXPECT_EQ(x.matmul.a, y.matmul.a);
-    EXPECT_EQ(x.matmul.b, y.matmul.b);
-    EXPECT_EQ(x.matmul.c, y.matmul.c);
-    EXPECT_EQ(x.matmul.alpha, y.matmul.alpha);
-    EXPECT_EQ(x.matmul.beta, y.matmul.beta);
-    EXPECT_EQ(x.matmul.bias, y.matmul.bias);
-    EXPECT_EQ(x.matmul.activation, y.matmul.activation);
+    EXPECT_EQ(matmulFields(x.matmul), matmulFields(y.matmul));
     break;
   case Step::Kind::Copy:
     EXPECT_EQ(x.copy.src, y.copy.src);
@@ -94,32 +132,21 @@ void expectSameStep(const Step &x, const Step &y) {
 } // namespace
 
 TEST(ArtifactFormat, DTypeSizesAndNames) {
-  EXPECT_EQ(dtypeSize(DType::F32), 4u);
-  EXPECT_EQ(dtypeSize(DType::F16), 2u);
-  EXPECT_EQ(dtypeSize(DType::BF16), 2u);
-  EXPECT_EQ(dtypeSize(DType::I64), 8u);
-  EXPECT_EQ(dtypeSize(DType::I32), 4u);
-  EXPECT_EQ(dtypeSize(DType::I8), 1u);
-  EXPECT_EQ(dtypeSize(DType::Bool), 1u);
-  EXPECT_STREQ(dtypeName(DType::F32), "float32");
-  EXPECT_STREQ(dtypeName(DType::F16), "float16");
-  EXPECT_STREQ(dtypeName(DType::BF16), "bfloat16");
-  EXPECT_STREQ(dtypeName(DType::I64), "int64");
-  EXPECT_STREQ(dtypeName(DType::I32), "int32");
-  EXPECT_STREQ(dtypeName(DType::I8), "int8");
-  EXPECT_STREQ(dtypeName(DType::Bool), "bool");
-  EXPECT_EQ(dtypeSize(DType::F64), 8u);
-  EXPECT_EQ(dtypeSize(DType::I16), 2u);
-  EXPECT_EQ(dtypeSize(DType::U8), 1u);
-  EXPECT_EQ(dtypeSize(DType::U16), 2u);
-  EXPECT_EQ(dtypeSize(DType::U32), 4u);
-  EXPECT_EQ(dtypeSize(DType::U64), 8u);
-  EXPECT_STREQ(dtypeName(DType::F64), "float64");
-  EXPECT_STREQ(dtypeName(DType::I16), "int16");
-  EXPECT_STREQ(dtypeName(DType::U8), "uint8");
-  EXPECT_STREQ(dtypeName(DType::U16), "uint16");
-  EXPECT_STREQ(dtypeName(DType::U32), "uint32");
-  EXPECT_STREQ(dtypeName(DType::U64), "uint64");
+  const struct {
+    DType dtype;
+    size_t size;
+    const char *name;
+  } kDTypes[] = {{DType::F32, 4, "float32"},   {DType::F16, 2, "float16"},
+                 {DType::BF16, 2, "bfloat16"}, {DType::I64, 8, "int64"},
+                 {DType::I32, 4, "int32"},     {DType::I8, 1, "int8"},
+                 {DType::Bool, 1, "bool"},     {DType::F64, 8, "float64"},
+                 {DType::I16, 2, "int16"},     {DType::U8, 1, "uint8"},
+                 {DType::U16, 2, "uint16"},    {DType::U32, 4, "uint32"},
+                 {DType::U64, 8, "uint64"}};
+  for (const auto &d : kDTypes) {
+    EXPECT_EQ(dtypeSize(d.dtype), d.size) << d.name;
+    EXPECT_STREQ(dtypeName(d.dtype), d.name);
+  }
   // Appended after Bool: the encoded values of the older types are stable.
   EXPECT_EQ(static_cast<int>(DType::Bool), 6);
   EXPECT_EQ(static_cast<int>(DType::F64), 7);
@@ -136,22 +163,11 @@ TEST(ArtifactFormat, RoundTrip) {
   a.steps[0].matmul.activation = MatmulActivation::Gelu;
   a.steps[1].launch.sharedBytes = 4096;
   a.steps[1].launch.grid[2] = 3;
-  std::string bytes = serializeArtifact(a);
   Artifact b;
   std::string error;
-  ASSERT_TRUE(parseExact(bytes, bytes.size(), b, error)) << error;
-  EXPECT_EQ(b.abiVersion, a.abiVersion);
-  EXPECT_EQ(b.kilnVersion, a.kilnVersion);
-  EXPECT_EQ(b.arch, a.arch);
-  EXPECT_EQ(b.modelHash, a.modelHash);
-  EXPECT_EQ(b.kernelNames, a.kernelNames);
-  EXPECT_EQ(b.cubin, a.cubin);
-  EXPECT_EQ(b.ptx, a.ptx);
-  EXPECT_EQ(b.cudaSource, a.cudaSource);
-  EXPECT_EQ(b.arenaBytes, a.arenaBytes);
-  ASSERT_EQ(b.buffers.size(), a.buffers.size());
-  for (size_t i = 0; i < a.buffers.size(); ++i)
-    expectSameBuffer(a.buffers[i], b.buffers[i]);
+  ASSERT_TRUE(roundTrip(a, b, error)) << error;
+  EXPECT_EQ(headerFields(b), headerFields(a));
+  ASSERT_NO_FATAL_FAILURE(expectSameBuffers(a.buffers, b.buffers));
   EXPECT_EQ(b.inputs, a.inputs);
   EXPECT_EQ(b.outputs, a.outputs);
   ASSERT_EQ(b.steps.size(), a.steps.size());
@@ -159,19 +175,17 @@ TEST(ArtifactFormat, RoundTrip) {
     expectSameStep(a.steps[i], b.steps[i]);
   EXPECT_EQ(b.weights, a.weights);
   // Serialization is deterministic.
-  EXPECT_EQ(serializeArtifact(b), bytes);
+  EXPECT_EQ(serializeArtifact(b), serializeArtifact(a));
 }
 
 TEST(ArtifactFormat, SplatsRoundTripWithoutBytes) {
   Artifact a = makeSplatArtifact();
-  std::string bytes = serializeArtifact(a), error;
   // The 72 KB splat costs its buffer entry, not its bytes.
-  EXPECT_LT(bytes.size(), 1024u);
+  EXPECT_LT(serializeArtifact(a).size(), 1024u);
   Artifact b;
-  ASSERT_TRUE(parseExact(bytes, bytes.size(), b, error)) << error;
-  ASSERT_EQ(b.buffers.size(), a.buffers.size());
-  for (size_t i = 0; i < a.buffers.size(); ++i)
-    expectSameBuffer(a.buffers[i], b.buffers[i]);
+  std::string error;
+  ASSERT_TRUE(roundTrip(a, b, error)) << error;
+  ASSERT_NO_FATAL_FAILURE(expectSameBuffers(a.buffers, b.buffers));
   EXPECT_STREQ(bufferKindName(b.buffers[2].kind), "splat");
 }
 
@@ -194,9 +208,9 @@ TEST(ArtifactFormat, RejectsBadSplats) {
 TEST(ArtifactFormat, OutputAliasesRoundTripAndAreChecked) {
   Artifact a = makeIdentityShell({4});
   a.aliases.push_back(OutputAlias{0, 0, 0});
-  std::string bytes = serializeArtifact(a), error;
   Artifact b;
-  ASSERT_TRUE(parseExact(bytes, bytes.size(), b, error)) << error;
+  std::string error;
+  ASSERT_TRUE(roundTrip(a, b, error)) << error;
   ASSERT_EQ(b.aliases.size(), 1u);
   EXPECT_EQ(b.aliases[0].output, 0u);
   EXPECT_EQ(b.aliases[0].input, 0u);
@@ -237,9 +251,9 @@ TEST(ArtifactFormat, Tf32MatmulsRoundTripAndAreFloat32Only) {
   });
   ASSERT_NE(matmul, a.steps.end());
   matmul->matmul.tf32 = true;
-  std::string bytes = serializeArtifact(a), error;
   Artifact b;
-  ASSERT_TRUE(parseExact(bytes, bytes.size(), b, error)) << error;
+  std::string error;
+  ASSERT_TRUE(roundTrip(a, b, error)) << error;
   EXPECT_TRUE(b.steps[matmul - a.steps.begin()].matmul.tf32);
   matmul->matmul.dtype = DType::F16;
   expectRejected(a, "a tf32 matmul must be float32, got float16");
@@ -247,9 +261,9 @@ TEST(ArtifactFormat, Tf32MatmulsRoundTripAndAreFloat32Only) {
 
 TEST(ArtifactFormat, EmptyArtifactRoundTrips) {
   Artifact a;
-  std::string bytes = serializeArtifact(a), error;
   Artifact b;
-  ASSERT_TRUE(parseExact(bytes, bytes.size(), b, error)) << error;
+  std::string error;
+  ASSERT_TRUE(roundTrip(a, b, error)) << error;
   EXPECT_EQ(b.abiVersion, static_cast<uint32_t>(KILN_ABI_VERSION));
   EXPECT_TRUE(b.buffers.empty());
 }
@@ -261,9 +275,8 @@ TEST(ArtifactFormat, WeightsFileRoundTripsAndSizesTheWeights) {
   a.weightsFile = {"model.kw", bytes, 0x1234abcdull};
   std::string error;
   ASSERT_TRUE(validateArtifact(a, error)) << error;
-  std::string encoded = serializeArtifact(a);
   Artifact b;
-  ASSERT_TRUE(parseExact(encoded, encoded.size(), b, error)) << error;
+  ASSERT_TRUE(roundTrip(a, b, error)) << error;
   EXPECT_EQ(b.weightsFile.name, "model.kw");
   EXPECT_EQ(b.weightsFile.bytes, bytes);
   EXPECT_EQ(b.weightsFile.checksum, 0x1234abcdull);
@@ -282,9 +295,9 @@ TEST(ArtifactFormat, WeightsFileMustBeAPlainName) {
        {"../model.kw", "/etc/passwd", "sub/model.kw", "..", "."}) {
     Artifact a;
     a.weightsFile = {name, 0, 0};
-    std::string encoded = serializeArtifact(a), error;
     Artifact b;
-    EXPECT_FALSE(parseExact(encoded, encoded.size(), b, error)) << name;
+    std::string error;
+    EXPECT_FALSE(roundTrip(a, b, error)) << name;
     EXPECT_NE(error.find("is not a plain file name"), std::string::npos)
         << error;
   }
@@ -307,7 +320,7 @@ TEST(ArtifactFormat, TruncationAtEveryOffsetIsRejected) {
   for (size_t size = 0; size < bytes.size(); ++size) {
     Artifact out;
     std::string error;
-    EXPECT_FALSE(parseExact(bytes, size, out, error)) << "size " << size;
+    EXPECT_FALSE(deserializeExact(bytes, size, out, error)) << "size " << size;
     EXPECT_FALSE(error.empty()) << "size " << size;
   }
 }
@@ -316,7 +329,7 @@ TEST(ArtifactFormat, TrailingBytesAreRejected) {
   std::string bytes = serializeArtifact(makeRichArtifact()) + "x";
   Artifact out;
   std::string error;
-  EXPECT_FALSE(parseExact(bytes, bytes.size(), out, error));
+  EXPECT_FALSE(deserializeExact(bytes, bytes.size(), out, error));
   EXPECT_NE(error.find("trailing"), std::string::npos) << error;
 }
 
@@ -328,7 +341,7 @@ TEST(ArtifactFormat, CorruptedBytesNeverCrash) {
   auto check = [&](const std::string &damaged) {
     Artifact out;
     std::string error;
-    if (!parseExact(damaged, damaged.size(), out, error)) {
+    if (!deserializeExact(damaged, damaged.size(), out, error)) {
       EXPECT_FALSE(error.empty());
     }
   };
@@ -353,11 +366,11 @@ TEST(ArtifactFormat, BadMagicAndVersion) {
   std::string error;
   std::string badMagic = bytes;
   badMagic[0] = 'X';
-  EXPECT_FALSE(parseExact(badMagic, badMagic.size(), out, error));
+  EXPECT_FALSE(deserializeExact(badMagic, badMagic.size(), out, error));
   EXPECT_NE(error.find("magic"), std::string::npos) << error;
   std::string badVersion = bytes;
   badVersion[8] = kArtifactFormatVersion + 1;
-  EXPECT_FALSE(parseExact(badVersion, badVersion.size(), out, error));
+  EXPECT_FALSE(deserializeExact(badVersion, badVersion.size(), out, error));
   EXPECT_NE(error.find("format version " +
                        std::to_string(kArtifactFormatVersion + 1)),
             std::string::npos)
@@ -379,7 +392,7 @@ TEST(ArtifactFormat, HugeCountsAreRejectedBeforeAllocating) {
   w.out.append(64, '\0');
   Artifact out;
   std::string error;
-  EXPECT_FALSE(parseExact(w.out, w.out.size(), out, error));
+  EXPECT_FALSE(deserializeExact(w.out, w.out.size(), out, error));
   EXPECT_NE(error.find("count of kernel names"), std::string::npos) << error;
 
   // A string length of 2^63.
@@ -387,7 +400,7 @@ TEST(ArtifactFormat, HugeCountsAreRejectedBeforeAllocating) {
   s.raw(prefix.data(), prefix.size() - 8 - 4);
   s.u64(1ull << 63);
   s.out.append(32, 'a');
-  EXPECT_FALSE(parseExact(s.out, s.out.size(), out, error));
+  EXPECT_FALSE(deserializeExact(s.out, s.out.size(), out, error));
   EXPECT_NE(error.find("exceeds"), std::string::npos) << error;
 
   // A buffer count that passes the first bound but not the real data.
@@ -415,7 +428,8 @@ TEST(ArtifactFormat, HugeCountsAreRejectedBeforeAllocating) {
     std::string damaged = bytes;
     for (int i = 0; i < 8; ++i)
       damaged[countAt + i] = static_cast<char>((count >> (8 * i)) & 0xff);
-    EXPECT_FALSE(parseExact(damaged, damaged.size(), out, error)) << count;
+    EXPECT_FALSE(deserializeExact(damaged, damaged.size(), out, error))
+        << count;
   }
 }
 
@@ -532,15 +546,13 @@ TEST(ArtifactFormat, RejectsBadSteps) {
     Artifact a = makeRichArtifact();
     a.steps[0].matmul.residual = 3;
     a.steps[0].matmul.beta = 1.0f;
-    std::string error;
-    EXPECT_TRUE(validateArtifact(a, error)) << error;
+    expectValid(a);
     Artifact back;
-    std::string bytes = serializeArtifact(a);
-    ASSERT_TRUE(deserializeArtifact(bytes.data(), bytes.size(), back, error))
-        << error;
+    std::string error;
+    ASSERT_TRUE(roundTrip(a, back, error)) << error;
     EXPECT_EQ(back.steps[0].matmul.residual, 3u);
     a.steps[0].matmul.residual = 6; // t.flat: C itself, read in place
-    EXPECT_TRUE(validateArtifact(a, error)) << error;
+    expectValid(a);
     a.steps[0].matmul.residual = 99;
     expectRejected(a, "matmul residual");
     a.buffers.push_back(makeBuffer(BufferKind::Weight, "short", {3}, 0));
@@ -646,106 +658,78 @@ TEST(ArtifactFormat, AcceptsLegalAliasing) {
   Artifact a = makeRichArtifact();
   a.buffers.push_back(makeBuffer(BufferKind::Arena, "t.next", {8}, 32));
   a.steps[2].copy = CopyStep{4, 8, 32};
-  std::string error;
-  EXPECT_TRUE(validateArtifact(a, error)) << error;
+  expectValid(a);
 }
 
 TEST(ArtifactFormat, BroadcastMatmulFits) {
-  Artifact a = makeRichArtifact();
   // Two batches of 1x3 rows of x against the same w: stride B = 0.
-  MatmulStep &m = a.steps[0].matmul;
-  m.batch = 2;
-  m.m = 1;
-  m.strideA = 3;
-  m.strideB = 0;
-  m.strideC = 4;
-  std::string error;
-  EXPECT_TRUE(validateArtifact(a, error)) << error;
+  Artifact a = makeRichArtifact();
+  MatmulStep &m = batchRowsOfX(a, /*outer=*/false);
+  expectValid(a);
   m.strideA = 4; // second row would start at element 4 and end at 7 > 6
-  EXPECT_FALSE(validateArtifact(a, error));
+  expectInvalid(a);
 }
 
 TEST(ArtifactFormat, TwoLevelBatchFitsAndDoesNotOverlap) {
   // x (2x3) as two 1x3 rows; the outer level walks x's rows, the inner one
   // repeats each row (stride 0) against w: y gets 2 x 1 rows of 1x4.
   Artifact a = makeRichArtifact();
-  MatmulStep &m = a.steps[0].matmul;
-  m.m = 1;
+  MatmulStep &m = batchRowsOfX(a, /*outer=*/true);
   m.batch = 1;
-  m.outerBatch = 2;
-  m.outerStrideA = 3;
-  m.outerStrideB = 0;
-  m.outerStrideC = 4;
-  std::string error;
-  EXPECT_TRUE(validateArtifact(a, error)) << error;
+  expectValid(a);
   m.outerStrideA = 4; // the second row would end past x
-  EXPECT_FALSE(validateArtifact(a, error));
-  EXPECT_NE(error.find("matmul a does not fit"), std::string::npos) << error;
+  expectInvalid(a, "matmul a does not fit");
   m.outerStrideA = 3;
   m.outerStrideC = 2; // the two outputs would overlap
-  EXPECT_FALSE(validateArtifact(a, error));
-  EXPECT_NE(error.find("overlap"), std::string::npos) << error;
+  expectInvalid(a, "overlap");
   m.outerStrideC = 4;
   m.outerBatch = 0;
-  EXPECT_FALSE(validateArtifact(a, error));
+  expectInvalid(a);
 }
 
 TEST(ArtifactContainer, AppendAndFindPayload) {
-  std::string payload = serializeArtifact(makeRichArtifact());
-  std::string so = appendArtifactPayload(std::string(1001, 'E'), payload);
-  const char *found = nullptr;
-  size_t foundSize = 0;
-  std::string error;
-  ASSERT_TRUE(
-      findArtifactPayload(so.data(), so.size(), found, foundSize, error))
-      << error;
-  EXPECT_EQ(std::string(found, foundSize), payload);
-  EXPECT_EQ((found - so.data()) % kArtifactPayloadAlign, 0);
-  EXPECT_EQ(so.substr(so.size() - 8), std::string(kArtifactTrailerMagic, 8));
+  Container c(1001);
+  ASSERT_TRUE(c.find(c.so)) << c.error;
+  EXPECT_EQ(std::string(c.found, c.foundSize), c.payload);
+  EXPECT_EQ((c.found - c.so.data()) % kArtifactPayloadAlign, 0);
+  EXPECT_EQ(c.so.substr(c.so.size() - 8),
+            std::string(kArtifactTrailerMagic, 8));
 }
 
 TEST(ArtifactContainer, RejectsDamage) {
-  std::string payload = serializeArtifact(makeRichArtifact());
-  std::string so = appendArtifactPayload(std::string(64, 'E'), payload);
-  const char *found = nullptr;
-  size_t foundSize = 0;
-  std::string error;
+  Container c(64);
+  const std::string &so = c.so;
   {
     std::string damaged = so;
     damaged[64 + 20] ^= 1;
-    EXPECT_FALSE(findArtifactPayload(damaged.data(), damaged.size(), found,
-                                     foundSize, error));
-    EXPECT_NE(error.find("checksum"), std::string::npos) << error;
+    EXPECT_FALSE(c.find(damaged));
+    EXPECT_NE(c.error.find("checksum"), std::string::npos) << c.error;
   }
   {
     std::string damaged = so;
     damaged[damaged.size() - 1] = 'X';
-    EXPECT_FALSE(findArtifactPayload(damaged.data(), damaged.size(), found,
-                                     foundSize, error));
-    EXPECT_NE(error.find("no Kiln trailer"), std::string::npos) << error;
+    EXPECT_FALSE(c.find(damaged));
+    EXPECT_NE(c.error.find("no Kiln trailer"), std::string::npos) << c.error;
   }
   {
     // Payload size pointing past the trailer.
     std::string damaged = so;
     damaged[damaged.size() - kArtifactTrailerSize + 8] += 1;
-    EXPECT_FALSE(findArtifactPayload(damaged.data(), damaged.size(), found,
-                                     foundSize, error));
-    EXPECT_NE(error.find("does not end at the trailer"), std::string::npos)
-        << error;
+    EXPECT_FALSE(c.find(damaged));
+    EXPECT_NE(c.error.find("does not end at the trailer"), std::string::npos)
+        << c.error;
   }
   {
     // Offset + size overflowing 64 bits.
     std::string damaged = so;
     for (int i = 0; i < 8; ++i)
       damaged[damaged.size() - kArtifactTrailerSize + i] = '\xff';
-    EXPECT_FALSE(findArtifactPayload(damaged.data(), damaged.size(), found,
-                                     foundSize, error));
+    EXPECT_FALSE(c.find(damaged));
   }
   // Every truncation of the file.
   for (size_t size = 0; size < so.size(); ++size) {
     std::unique_ptr<char[]> copy(new char[size == 0 ? 1 : size]);
     std::memcpy(copy.get(), so.data(), size);
-    EXPECT_FALSE(findArtifactPayload(copy.get(), size, found, foundSize, error))
-        << size;
+    EXPECT_FALSE(c.find(copy.get(), size)) << size;
   }
 }

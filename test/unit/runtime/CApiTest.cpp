@@ -24,22 +24,6 @@ using namespace kiln::rt::test;
 
 namespace {
 
-/// Returns true when a real CUDA driver can be opened in this process.
-bool haveCudaDriver() {
-  void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (h)
-    dlclose(h);
-  return h != nullptr;
-}
-
-/// Loads `artifact` appended to the template; fails the test on error.
-void load(const Artifact &artifact, LoadedArtifact &out) {
-  std::string so =
-      appendArtifactPayload(templateBytes(), serializeArtifact(artifact));
-  std::string error;
-  ASSERT_TRUE(loadArtifactSo(so, out, error)) << error;
-}
-
 /// Expects creating the model of `so` to fail with `code` and `needle`.
 void expectCreateFails(const std::string &so, kiln_status code,
                        const std::string &needle) {
@@ -52,6 +36,23 @@ void expectCreateFails(const std::string &so, kiln_status code,
   std::string message = lib.lastError();
   EXPECT_NE(message.find(needle), std::string::npos)
       << "error '" << message << "' lacks '" << needle << "'";
+}
+
+/// Opens `artifact` (`openModel`) on the host backend, which compiles its
+/// kernels into a cache of the test's own.
+void openOnHost(const Artifact &artifact, LoadedArtifact &lib,
+                kiln_model *&model) {
+  usePrivateCache();
+  openModel(artifact, KILN_BACKEND_HOST, lib, model);
+}
+
+/// Expects `status` to be the refusal of a null input 0 ('x'), said by
+/// `lib`'s last error.
+void expectNullInputRefused(const LoadedArtifact &lib, kiln_status status) {
+  EXPECT_EQ(status, KILN_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(lib.lastError()).find("input 0 ('x') is null"),
+            std::string::npos)
+      << lib.lastError();
 }
 
 class CApi : public ::testing::Test {
@@ -70,7 +71,7 @@ TEST_F(CApi, BareTemplateHasNoModel) {
 
 TEST_F(CApi, DescribesAZeroStepModel) {
   LoadedArtifact lib;
-  ASSERT_NO_FATAL_FAILURE(load(makeIdentityShell({2, 3}), lib));
+  ASSERT_NO_FATAL_FAILURE(loadArtifact(makeIdentityShell({2, 3}), lib));
   EXPECT_EQ(lib.abiVersion(), static_cast<uint32_t>(KILN_ABI_VERSION));
   kiln_model *model = nullptr;
   ASSERT_EQ(lib.create(KILN_BACKEND_CUDA, &model), KILN_OK) << lib.lastError();
@@ -104,9 +105,9 @@ TEST_F(CApi, RunWithoutDriverReportsNoDeviceAndStaysUsable) {
     GTEST_SKIP() << "a CUDA driver is installed; see KilnRuntimeGpuTests";
   for (kiln_backend backend : {KILN_BACKEND_CUDA}) {
     LoadedArtifact lib;
-    ASSERT_NO_FATAL_FAILURE(load(makeCopyArtifact({2, 3}), lib));
     kiln_model *model = nullptr;
-    ASSERT_EQ(lib.create(backend, &model), KILN_OK) << lib.lastError();
+    ASSERT_NO_FATAL_FAILURE(
+        openModel(makeCopyArtifact({2, 3}), backend, lib, model));
     std::vector<float> x(6, 1.0f), y(6, 0.0f);
     const void *in[] = {x.data()};
     void *out[] = {y.data()};
@@ -133,23 +134,18 @@ TEST_F(CApi, RunsThroughTheStandInDriver) {
   // The whole C path with the host stand-in driver: the artifact's own
   // runtime reads KILN_CUDA_DRIVER at its first run.
   LoadedArtifact lib;
-  ASSERT_NO_FATAL_FAILURE(load(makeCopyArtifact({5}), lib));
   kiln_model *model = nullptr;
-  ASSERT_EQ(lib.create(KILN_BACKEND_CUDA, &model), KILN_OK) << lib.lastError();
+  ASSERT_NO_FATAL_FAILURE(
+      openModel(makeCopyArtifact({5}), KILN_BACKEND_CUDA, lib, model));
   setenv("KILN_CUDA_DRIVER", KILN_FAKE_CUDA_PATH, 1);
-  std::vector<float> x = {1, 2, 3, 4, 5}, y(5, 0.0f);
-  const void *in[] = {x.data()};
-  void *out[] = {y.data()};
-  kiln_status status = lib.run(model, in, out, KILN_MEMORY_HOST);
+  expectCopiesItsInput(lib, model, {1, 2, 3, 4, 5});
   unsetenv("KILN_CUDA_DRIVER");
-  ASSERT_EQ(status, KILN_OK) << lib.lastError();
-  EXPECT_EQ(y, x);
   lib.destroy(model);
 }
 
 TEST_F(CApi, EnqueuesOnACallersStreamThroughTheStandInDriver) {
   LoadedArtifact lib;
-  ASSERT_NO_FATAL_FAILURE(load(makeCopyArtifact({5}), lib));
+  ASSERT_NO_FATAL_FAILURE(loadArtifact(makeCopyArtifact({5}), lib));
   EXPECT_EQ(lib.contextEnqueue(nullptr, nullptr, nullptr, nullptr),
             KILN_ERROR_INVALID_ARGUMENT);
   EXPECT_STREQ(lib.lastError(), "context is null");
@@ -164,11 +160,8 @@ TEST_F(CApi, EnqueuesOnACallersStreamThroughTheStandInDriver) {
   const void *in[] = {x.data()};
   void *out[] = {y.data()};
   const void *nullIn[] = {nullptr};
-  EXPECT_EQ(lib.contextEnqueue(context, nullIn, out, nullptr),
-            KILN_ERROR_INVALID_ARGUMENT);
-  EXPECT_NE(std::string(lib.lastError()).find("input 0 ('x') is null"),
-            std::string::npos)
-      << lib.lastError();
+  expectNullInputRefused(lib,
+                         lib.contextEnqueue(context, nullIn, out, nullptr));
   kiln_status queued = lib.contextEnqueue(context, in, out, nullptr);
   kiln_status waited = lib.contextSynchronize(context);
   unsetenv("KILN_CUDA_DRIVER");
@@ -180,26 +173,17 @@ TEST_F(CApi, EnqueuesOnACallersStreamThroughTheStandInDriver) {
 }
 
 TEST_F(CApi, HostBackendRunsThroughTheCApi) {
-  setenv("KILN_CACHE_DIR", (makeTempDir() + "/cache").c_str(), 1);
   LoadedArtifact lib;
-  ASSERT_NO_FATAL_FAILURE(load(makeCopyArtifact({2}), lib));
   kiln_model *model = nullptr;
-  ASSERT_EQ(lib.create(KILN_BACKEND_HOST, &model), KILN_OK) << lib.lastError();
-  std::vector<float> x = {4, 5}, y(2, 0.0f);
-  const void *in[] = {x.data()};
-  void *out[] = {y.data()};
-  ASSERT_EQ(lib.run(model, in, out, KILN_MEMORY_HOST), KILN_OK)
-      << lib.lastError();
-  EXPECT_EQ(y, x);
+  ASSERT_NO_FATAL_FAILURE(openOnHost(makeCopyArtifact({2}), lib, model));
+  expectCopiesItsInput(lib, model, {4, 5});
   lib.destroy(model);
 }
 
 TEST_F(CApi, ContextsRunTheModelThroughTheCApi) {
-  setenv("KILN_CACHE_DIR", (makeTempDir() + "/cache").c_str(), 1);
   LoadedArtifact lib;
-  ASSERT_NO_FATAL_FAILURE(load(makeCopyArtifact({3}), lib));
   kiln_model *model = nullptr;
-  ASSERT_EQ(lib.create(KILN_BACKEND_HOST, &model), KILN_OK) << lib.lastError();
+  ASSERT_NO_FATAL_FAILURE(openOnHost(makeCopyArtifact({3}), lib, model));
   kiln_context *first = nullptr, *second = nullptr;
   ASSERT_EQ(lib.contextCreate(model, &first), KILN_OK) << lib.lastError();
   ASSERT_EQ(lib.contextCreate(model, &second), KILN_OK) << lib.lastError();
@@ -230,7 +214,7 @@ TEST_F(CApi, ContextsRunTheModelThroughTheCApi) {
 
 TEST_F(CApi, RejectsInvalidArguments) {
   LoadedArtifact lib;
-  ASSERT_NO_FATAL_FAILURE(load(makeCopyArtifact({2}), lib));
+  ASSERT_NO_FATAL_FAILURE(loadArtifact(makeCopyArtifact({2}), lib));
   EXPECT_EQ(lib.create(KILN_BACKEND_CUDA, nullptr),
             KILN_ERROR_INVALID_ARGUMENT);
   kiln_model *model = nullptr;
@@ -251,11 +235,7 @@ TEST_F(CApi, RejectsInvalidArguments) {
   EXPECT_EQ(lib.run(model, in, out, static_cast<kiln_memory>(3)),
             KILN_ERROR_INVALID_ARGUMENT);
   const void *nullIn[] = {nullptr};
-  EXPECT_EQ(lib.run(model, nullIn, out, KILN_MEMORY_HOST),
-            KILN_ERROR_INVALID_ARGUMENT);
-  EXPECT_NE(std::string(lib.lastError()).find("input 0 ('x') is null"),
-            std::string::npos)
-      << lib.lastError();
+  expectNullInputRefused(lib, lib.run(model, nullIn, out, KILN_MEMORY_HOST));
   lib.destroy(model);
 }
 
@@ -331,7 +311,7 @@ TEST_F(CApi, FindsItselfAfterChdirFromARelativePath) {
 
 TEST_F(CApi, LastErrorIsPerThread) {
   LoadedArtifact lib;
-  ASSERT_NO_FATAL_FAILURE(load(makeCopyArtifact({2}), lib));
+  ASSERT_NO_FATAL_FAILURE(loadArtifact(makeCopyArtifact({2}), lib));
   kiln_model *model = nullptr;
   EXPECT_EQ(lib.create(KILN_BACKEND_CUDA, nullptr),
             KILN_ERROR_INVALID_ARGUMENT);
@@ -350,19 +330,13 @@ TEST_F(CApi, NamesTheDimsOfASymbolicModelAndRunsAtThem) {
   // x [n] copied to y [n], n in 1..4; the copy's size follows n.
   Artifact a = makeCopyArtifact({4});
   a.symbolic.dims = {{"n", 1, 4}};
-  SizeFormula n{{SizeTerm{1, {0}}}};
-  for (uint32_t id : {0u, 1u}) {
-    SizeBinding b;
-    b.target = id;
-    b.formula = n;
-    a.symbolic.bindings.push_back(b);
-  }
-  SizeBinding bytes;
-  bytes.field = SizeField::CopyBytes;
-  bytes.formula = SizeFormula{{SizeTerm{4, {0}}}};
-  a.symbolic.bindings.push_back(bytes);
+  a.symbolic.bindings = {
+      sizeBinding(SizeField::BufferDim, 0, 0, dimFormula(0)),
+      sizeBinding(SizeField::BufferDim, 1, 0, dimFormula(0)),
+      sizeBinding(SizeField::CopyBytes, 0, 0, dimFormula(0, 4)),
+  };
   LoadedArtifact lib;
-  ASSERT_NO_FATAL_FAILURE(load(a, lib));
+  ASSERT_NO_FATAL_FAILURE(loadArtifact(a, lib));
   auto numDims = reinterpret_cast<decltype(&kiln_model_num_dims)>(
       dlsym(lib.handle, "kiln_model_num_dims"));
   auto dim = reinterpret_cast<decltype(&kiln_model_dim)>(
@@ -442,7 +416,7 @@ TEST_F(CApi, NamesTheOutputsKeptInAnInputsStorage) {
   Artifact a = makeIdentityShell({4});
   a.aliases.push_back(OutputAlias{0, 0, 0});
   LoadedArtifact lib;
-  ASSERT_NO_FATAL_FAILURE(load(a, lib));
+  ASSERT_NO_FATAL_FAILURE(loadArtifact(a, lib));
   auto outputAlias = reinterpret_cast<decltype(&kiln_model_output_alias)>(
       dlsym(lib.handle, "kiln_model_output_alias"));
   ASSERT_TRUE(outputAlias);
@@ -474,7 +448,7 @@ TEST_F(CApi, NamesTheOutputsKeptInAnInputsStorage) {
 
   // A model without aliases says -1 for each output.
   LoadedArtifact plain;
-  ASSERT_NO_FATAL_FAILURE(load(makeCopyArtifact({4}), plain));
+  ASSERT_NO_FATAL_FAILURE(loadArtifact(makeCopyArtifact({4}), plain));
   ASSERT_EQ(plain.create(KILN_BACKEND_HOST, &model), KILN_OK);
   auto plainAlias = reinterpret_cast<decltype(&kiln_model_output_alias)>(
       dlsym(plain.handle, "kiln_model_output_alias"));
@@ -487,7 +461,7 @@ TEST_F(CApi, NamesTheOutputsKeptInAnInputsStorage) {
 
 TEST_F(CApi, CreatesWithRunTimeOptionsOverTheEnvironment) {
   LoadedArtifact lib;
-  ASSERT_NO_FATAL_FAILURE(load(makeIdentityShell({2, 3}), lib));
+  ASSERT_NO_FATAL_FAILURE(loadArtifact(makeIdentityShell({2, 3}), lib));
   auto createWith = lib.createWithOptions;
   // What the options give wins over the environment; what they leave unset
   // comes from it.
@@ -532,7 +506,7 @@ TEST_F(CApi, CreatesWithRunTimeOptionsOverTheEnvironment) {
 
 TEST_F(CApi, RefusesMalformedOptions) {
   LoadedArtifact lib;
-  ASSERT_NO_FATAL_FAILURE(load(makeIdentityShell({2, 3}), lib));
+  ASSERT_NO_FATAL_FAILURE(loadArtifact(makeIdentityShell({2, 3}), lib));
   auto createWith = lib.createWithOptions;
   kiln_model_options options{};
   options.size = 4;

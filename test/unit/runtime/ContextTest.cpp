@@ -53,17 +53,8 @@ extern "C" __global__ void square_add(const float *t, const float *w, float *y) 
 }
 )cuda";
   a.kernelNames = {"scale_add", "square_add"};
-  LaunchStep first, second;
-  for (LaunchStep *l : {&first, &second}) {
-    l->grid[0] = 2;
-    l->block[0] = 256;
-  }
-  first.kernel = 0;
-  first.args = {0, 1, 2};
-  second.kernel = 1;
-  second.args = {2, 1, 3};
-  a.steps.push_back(Step::ofLaunch(first));
-  a.steps.push_back(Step::ofLaunch(second));
+  a.steps.push_back(Step::ofLaunch(makeLaunch(0, 2, 256, {0, 1, 2})));
+  a.steps.push_back(Step::ofLaunch(makeLaunch(1, 2, 256, {2, 1, 3})));
   return a;
 }
 
@@ -83,12 +74,8 @@ std::vector<float> reference(const Artifact &a, const std::vector<float> &x) {
   return y;
 }
 
-class Contexts : public ::testing::Test {
-protected:
-  static void SetUpTestSuite() {
-    setenv("KILN_CACHE_DIR", (makeTempDir() + "/cache").c_str(), 1);
-  }
-};
+/// Runs on the host backend, which compiles the kernels.
+using Contexts = PrivateCacheSuite;
 
 TEST_F(Contexts, ThreadsRunOneModelAtOnceOnTheHostBackend) {
   Artifact a = makeTwoLaunchArtifact();
@@ -136,22 +123,8 @@ TEST_F(Contexts, ThreadsRunOneModelAtOnceOnTheHostBackend) {
 TEST_F(Contexts, AnIndexFaultFailsOnlyTheContextThatHadIt) {
   // The index check flag is per context (per thread on the host): a fault
   // in one context's run is not reported by another's.
-  Artifact a = makeIdentityShell({8});
-  a.cudaSource = R"cuda(
-thread_local unsigned int kiln_index_error;
-extern "C" __global__ void lookup(const float *in, float *out) {
-  long long index = (long long)in[threadIdx.x];
-  if (index < -8 || index >= 8) { kiln_index_error = 1u; index = 0; }
-  out[threadIdx.x] = (float)index;
-}
-)cuda";
-  a.kernelNames = {"lookup"};
+  Artifact a = kernelArtifact(indexLookupSource(1), "lookup", 8, 1, 8);
   a.indexSites = {"ONNX node 'embed' (gather over a dim of 8)"};
-  LaunchStep launch;
-  launch.grid[0] = 1;
-  launch.block[0] = 8;
-  launch.args = {0, 1};
-  a.steps.push_back(Step::ofLaunch(launch));
   std::unique_ptr<Model> model;
   ASSERT_TRUE(Model::create(std::move(a), Backend::Host, model).isOk());
   std::unique_ptr<ExecutionContext> faulty, clean;

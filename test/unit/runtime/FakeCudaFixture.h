@@ -66,6 +66,13 @@ protected:
   int counter(const char *name) const { return counterOf(name); }
   /// Returns the stream of the last work the stand-in driver did.
   void *fakeLastStream() const { return lastStreamOf(); }
+  /// Expects the stand-in cuBLASLt's algorithms 42, 43 and 44 to have run
+  /// `calls42`, `calls43` and `calls44` matmuls.
+  void expectMatmulAlgoCalls(int calls42, int calls43, int calls44) const {
+    EXPECT_EQ(counter("matmulAlgo42"), calls42) << "algorithm 42";
+    EXPECT_EQ(counter("matmulAlgo43"), calls43) << "algorithm 43";
+    EXPECT_EQ(counter("matmulAlgo44"), calls44) << "algorithm 44";
+  }
 
   void *fake = nullptr;
   int (*liveAllocations)() = nullptr;

@@ -58,13 +58,6 @@ float fromHalf(uint16_t h) {
   return f;
 }
 
-bool haveCudaDriver() {
-  void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (h)
-    dlclose(h);
-  return h != nullptr;
-}
-
 class Gpu : public ::testing::Test {
 protected:
   void SetUp() override {
@@ -75,18 +68,8 @@ protected:
   }
 };
 
-/// One matmul configuration.
-struct Case {
-  DType dtype;
-  bool transA, transB;
-  int64_t batch, m, n, k;
-  bool broadcastB;
-  float alpha, beta;
-};
-
-/// A plan for a `Case` (y = alpha * op(a) * op(b) + beta * r, through a copy
-/// of r into the arena, the matmul and a copy out) with one set of inputs
-/// and the expected output.
+/// The plan of a `MatmulCase` (`makeMatmulPlan`, its accumulator at 256)
+/// with one set of inputs and the expected output.
 struct MatmulProblem {
   Artifact artifact;
   /// The encoded inputs a, b, r.
@@ -96,47 +79,10 @@ struct MatmulProblem {
   size_t outputBytes() const { return artifact.buffers[4].bytes; }
 };
 
-MatmulProblem makeMatmulProblem(const Case &c, unsigned seed) {
-  int64_t bBatch = c.broadcastB ? 1 : c.batch;
-  std::vector<int64_t> aShape = c.transA
-                                    ? std::vector<int64_t>{c.batch, c.k, c.m}
-                                    : std::vector<int64_t>{c.batch, c.m, c.k};
-  std::vector<int64_t> bShape = c.transB
-                                    ? std::vector<int64_t>{bBatch, c.n, c.k}
-                                    : std::vector<int64_t>{bBatch, c.k, c.n};
-  std::vector<int64_t> cShape = {c.batch, c.m, c.n};
+MatmulProblem makeMatmulProblem(const MatmulCase &c, unsigned seed) {
   MatmulProblem p;
-  Artifact &a = p.artifact;
-  a.kilnVersion = "gpu-test";
-  a.buffers.push_back(makeBuffer(BufferKind::Input, "a", aShape, 0, c.dtype));
-  a.buffers.push_back(makeBuffer(BufferKind::Input, "b", bShape, 1, c.dtype));
-  a.buffers.push_back(makeBuffer(BufferKind::Input, "r", cShape, 2, c.dtype));
-  a.buffers.push_back(
-      makeBuffer(BufferKind::Arena, "acc", cShape, 256, c.dtype));
-  a.buffers.push_back(makeBuffer(BufferKind::Output, "y", cShape, 0, c.dtype));
-  a.arenaBytes = 256 + a.buffers[3].bytes;
-  a.inputs = {0, 1, 2};
-  a.outputs = {4};
-  a.steps.push_back(Step::ofCopy(CopyStep{2, 3, a.buffers[3].bytes}));
-  MatmulStep mm;
-  mm.dtype = c.dtype;
-  mm.transA = c.transA;
-  mm.transB = c.transB;
-  mm.batch = c.batch;
-  mm.m = c.m;
-  mm.n = c.n;
-  mm.k = c.k;
-  mm.strideA = c.m * c.k;
-  mm.strideB = c.broadcastB ? 0 : c.k * c.n;
-  mm.strideC = c.m * c.n;
-  mm.a = 0;
-  mm.b = 1;
-  mm.c = 3;
-  mm.alpha = c.alpha;
-  mm.beta = c.beta;
-  a.steps.push_back(Step::ofMatmul(mm));
-  a.steps.push_back(Step::ofCopy(CopyStep{3, 4, a.buffers[3].bytes}));
-
+  p.artifact = makeMatmulPlan(c, 256);
+  const Artifact &a = p.artifact;
   // Small multiples of 1/4: exact in every dtype and in fp32 sums.
   std::mt19937 rng(seed);
   std::uniform_int_distribution<int> small(-8, 8);
@@ -159,20 +105,7 @@ MatmulProblem makeMatmulProblem(const Case &c, unsigned seed) {
   p.a = encode(A);
   p.b = encode(B);
   p.r = encode(R);
-  p.expected.resize(R.size());
-  for (int64_t i = 0; i < c.batch; ++i) {
-    const float *Ai = A.data() + i * c.m * c.k;
-    const float *Bi = B.data() + (c.broadcastB ? 0 : i * c.k * c.n);
-    for (int64_t r = 0; r < c.m; ++r)
-      for (int64_t col = 0; col < c.n; ++col) {
-        double acc = 0;
-        for (int64_t q = 0; q < c.k; ++q)
-          acc += double(c.transA ? Ai[q * c.m + r] : Ai[r * c.k + q]) *
-                 double(c.transB ? Bi[col * c.k + q] : Bi[q * c.n + col]);
-        size_t at = static_cast<size_t>((i * c.m + r) * c.n + col);
-        p.expected[at] = static_cast<float>(c.alpha * acc + c.beta * R[at]);
-      }
-  }
+  p.expected = matmulReference(c, A, B, R);
   return p;
 }
 
@@ -195,15 +128,10 @@ void expectOutput(DType dtype, const std::string &out,
   }
 }
 
-/// Writes `artifact` into a copy of the model template, opens it and creates
-/// its model on the CUDA backend.
+/// Opens `artifact` (`openModel`) on the CUDA backend.
 void openOnCuda(const Artifact &artifact, LoadedArtifact &lib,
                 kiln_model *&model) {
-  std::string so =
-      appendArtifactPayload(templateBytes(), serializeArtifact(artifact));
-  std::string error;
-  ASSERT_TRUE(loadArtifactSo(so, lib, error)) << error;
-  ASSERT_EQ(lib.create(KILN_BACKEND_CUDA, &model), KILN_OK) << lib.lastError();
+  openModel(artifact, KILN_BACKEND_CUDA, lib, model);
 }
 
 /// The driver calls a test needs to hold device memory and a stream of its
@@ -280,28 +208,23 @@ TEST_F(Gpu, CopyStep) {
   LoadedArtifact lib;
   kiln_model *model = nullptr;
   ASSERT_NO_FATAL_FAILURE(openOnCuda(makeCopyArtifact({1000}), lib, model));
-  std::vector<float> x(1000), y(1000, 0.0f);
+  std::vector<float> x(1000);
   for (size_t i = 0; i < x.size(); ++i)
     x[i] = static_cast<float>(i) * 0.25f;
-  const void *in[] = {x.data()};
-  void *out[] = {y.data()};
-  ASSERT_EQ(lib.run(model, in, out, KILN_MEMORY_HOST), KILN_OK)
-      << lib.lastError();
-  EXPECT_EQ(y, x);
+  expectCopiesItsInput(lib, model, x);
   lib.destroy(model);
 }
 
 TEST_F(Gpu, MatmulSteps) {
-  for (const Case &c :
-       {Case{DType::F32, false, false, 1, 64, 32, 16, false, 1, 0},
-        Case{DType::F32, false, true, 3, 33, 17, 29, false, 0.5f, 1},
-        Case{DType::F32, true, false, 2, 8, 24, 40, true, 1, 0},
-        Case{DType::F16, true, true, 4, 16, 64, 32, false, 1, 1},
-        Case{DType::F16, false, false, 2, 32, 16, 64, true, 1, 0}}) {
-    SCOPED_TRACE(std::string(dtypeName(c.dtype)) +
-                 " transA=" + std::to_string(c.transA) +
-                 " transB=" + std::to_string(c.transB) +
-                 " batch=" + std::to_string(c.batch));
+  for (const MatmulCase &c :
+       {MatmulCase{false, false, 1, 64, 32, 16, false, false, 1, 0, DType::F32},
+        MatmulCase{false, true, 3, 33, 17, 29, false, false, 0.5f, 1,
+                   DType::F32},
+        MatmulCase{true, false, 2, 8, 24, 40, false, true, 1, 0, DType::F32},
+        MatmulCase{true, true, 4, 16, 64, 32, false, false, 1, 1, DType::F16},
+        MatmulCase{false, false, 2, 32, 16, 64, false, true, 1, 0,
+                   DType::F16}}) {
+    SCOPED_TRACE(c);
     MatmulProblem p = makeMatmulProblem(c, 42);
     LoadedArtifact lib;
     kiln_model *model = nullptr;
@@ -322,7 +245,7 @@ TEST_F(Gpu, GraphReplaysKeepTheResultsRight) {
   for (const char *graphs : {"1", "0"}) {
     SCOPED_TRACE(std::string("KILN_CUDA_GRAPHS=") + graphs);
     setenv("KILN_CUDA_GRAPHS", graphs, 1);
-    Case c{DType::F16, false, true, 3, 48, 40, 64, false, 1, 1};
+    MatmulCase c{false, true, 3, 48, 40, 64, false, false, 1, 1, DType::F16};
     LoadedArtifact lib;
     kiln_model *model = nullptr;
     ASSERT_NO_FATAL_FAILURE(
@@ -345,7 +268,7 @@ TEST_F(Gpu, GraphReplaysKeepTheResultsRight) {
 TEST_F(Gpu, DeviceMemoryOnACallersStream) {
   TestDriver driver;
   ASSERT_TRUE(driver.open()) << "could not set up the CUDA driver";
-  Case c{DType::F32, true, false, 2, 40, 24, 32, false, 0.5f, 1};
+  MatmulCase c{true, false, 2, 40, 24, 32, false, false, 0.5f, 1, DType::F32};
   LoadedArtifact lib;
   kiln_model *model = nullptr;
   ASSERT_NO_FATAL_FAILURE(
@@ -400,7 +323,7 @@ TEST_F(Gpu, DeviceMemoryOnACallersStream) {
 TEST_F(Gpu, ContextsRunAtOnceFromThreads) {
   // Each thread its own context (arena, staging, stream, graphs) and its own
   // inputs; all share the model's weights and kernels.
-  Case c{DType::F16, false, false, 2, 64, 48, 32, true, 1, 1};
+  MatmulCase c{false, false, 2, 64, 48, 32, false, true, 1, 1, DType::F16};
   LoadedArtifact lib;
   kiln_model *model = nullptr;
   ASSERT_NO_FATAL_FAILURE(

@@ -51,6 +51,16 @@ protected:
     ASSERT_TRUE(s.isOk()) << s.message;
     EXPECT_EQ(y, richReference(source, x)) << "run " << run;
   }
+  /// Expects the runs so far to have issued `eagerKernels` kernels one by
+  /// one, captured `captures` graphs, instantiated `instantiations` of them
+  /// and launched graphs `graphLaunches` times.
+  void expectGraphWork(int eagerKernels, int captures, int instantiations,
+                       int graphLaunches) {
+    EXPECT_EQ(counter("eagerKernels"), eagerKernels);
+    EXPECT_EQ(counter("captures"), captures);
+    EXPECT_EQ(counter("instantiations"), instantiations);
+    EXPECT_EQ(counter("graphLaunches"), graphLaunches);
+  }
 
   Artifact source;
   std::unique_ptr<Model> model;
@@ -67,10 +77,7 @@ TEST_F(Graphs, ReplaysAGraphAfterTheFirstRun) {
   for (int run = 1; run < 5; ++run)
     runHostAndCheck(run);
   // Host-memory I/O goes through fixed staging: one graph serves every run.
-  EXPECT_EQ(counter("captures"), 1);
-  EXPECT_EQ(counter("instantiations"), 1);
-  EXPECT_EQ(counter("graphLaunches"), 4);
-  EXPECT_EQ(counter("eagerKernels"), 1);
+  expectGraphWork(1, 1, 1, 4);
   model.reset();
 }
 
@@ -242,7 +249,7 @@ TEST(HostStreams, DeviceTimingNeedsTheCudaBackend) {
 }
 
 TEST(HostStreams, EnqueueOnTheHostBackendFinishesBeforeItReturns) {
-  setenv("KILN_CACHE_DIR", (makeTempDir() + "/cache").c_str(), 1);
+  usePrivateCache();
   Artifact a = makeRichArtifact();
   // The host backend compiles real CUDA source: the plan's one launch adds
   // its operands (x * w is a matmul step, which the host GEMM runs).
@@ -291,37 +298,44 @@ static Artifact symbolicDoubling() {
   a.weights.assign(4 * sizeof(float), '\0');
   a.inputs = {0};
   a.outputs = {2};
-  LaunchStep launch;
-  launch.grid[0] = 4;
-  launch.block[0] = 2;
-  launch.args = {0, 1};
-  a.steps.push_back(Step::ofLaunch(launch));
-  CopyStep copy;
-  copy.src = 1;
-  copy.dst = 2;
-  copy.bytes = 8 * sizeof(float);
-  a.steps.push_back(Step::ofCopy(copy));
+  a.steps.push_back(Step::ofLaunch(makeLaunch(0, 4, 2, {0, 1})));
+  a.steps.push_back(Step::ofCopy(CopyStep{1, 2, 8 * sizeof(float)}));
   a.symbolic.dims = {{"n", 1, 8}};
-  SizeFormula n{{SizeTerm{1, {0}}}};
-  for (uint32_t id : {0u, 1u, 2u}) {
-    SizeBinding b;
-    b.target = id;
-    b.formula = n;
-    a.symbolic.bindings.push_back(b);
-  }
-  SizeBinding grid;
-  grid.field = SizeField::LaunchGrid;
-  grid.formula = n;
+  for (uint32_t id : {0u, 1u, 2u})
+    a.symbolic.bindings.push_back(
+        sizeBinding(SizeField::BufferDim, id, 0, dimFormula(0)));
+  SizeBinding grid = sizeBinding(SizeField::LaunchGrid, 0, 0, dimFormula(0));
   grid.divisor = 2;
   grid.lowest = 1;
   grid.highest = 4;
   a.symbolic.bindings.push_back(grid);
-  SizeBinding bytes;
-  bytes.field = SizeField::CopyBytes;
-  bytes.target = 1;
-  bytes.formula = SizeFormula{{SizeTerm{4, {0}}}};
-  a.symbolic.bindings.push_back(bytes);
+  a.symbolic.bindings.push_back(
+      sizeBinding(SizeField::CopyBytes, 1, 0, dimFormula(0, 4)));
   return a;
+}
+
+/// Runs `symbolic` (a `symbolicDoubling` plan, perhaps with more steps) at
+/// n = x.size() on host memory; returns y, -1 where nothing was written,
+/// and the run's status in `s`.
+static std::vector<float> runAtDims(Model &symbolic,
+                                    const std::vector<float> &x, Status &s) {
+  int64_t n = static_cast<int64_t>(x.size());
+  std::vector<float> y(8, -1.0f);
+  const void *in[] = {x.data()};
+  void *out[] = {y.data()};
+  s = symbolic.run({n}, in, out, Memory::Host);
+  return y;
+}
+
+/// Runs `symbolic` over x (`runAtDims`) and expects the first x.size()
+/// elements of y doubled and the rest untouched.
+static void expectDoubled(Model &symbolic, const std::vector<float> &x) {
+  Status s;
+  std::vector<float> y = runAtDims(symbolic, x, s);
+  ASSERT_TRUE(s.isOk()) << s.message;
+  for (size_t i = 0; i < y.size(); ++i)
+    EXPECT_EQ(y[i], i < x.size() ? 2.0f * x[i] : -1.0f)
+        << "n " << x.size() << " i " << i;
 }
 
 TEST_F(Graphs, ASymbolicPlanRunsAtEachDimsWithAGraphPerDims) {
@@ -332,23 +346,15 @@ TEST_F(Graphs, ASymbolicPlanRunsAtEachDimsWithAGraphPerDims) {
   // follow it, and each n has its own graph (a replay of another n's graph
   // would write the wrong number of elements).
   for (int64_t n : {3, 5, 3, 8, 5}) {
-    std::vector<float> x(n), y(8, -1.0f);
+    std::vector<float> x(n);
     for (int64_t i = 0; i < n; ++i)
       x[i] = static_cast<float>(i + n);
-    const void *in[] = {x.data()};
-    void *out[] = {y.data()};
-    Status s = symbolic->run({n}, in, out, Memory::Host);
-    ASSERT_TRUE(s.isOk()) << s.message;
-    for (int64_t i = 0; i < 8; ++i)
-      EXPECT_EQ(y[i], i < n ? 2.0f * x[i] : -1.0f) << "n " << n << " i " << i;
+    ASSERT_NO_FATAL_FAILURE(expectDoubled(*symbolic, x));
   }
   // Every n is one shape bucket (the same kernel and copy): the first run
   // issues the steps one by one, each later run at new dims (5, 3, 8) is
   // captured, and n = 5 again replays its graph.
-  EXPECT_EQ(counter("eagerKernels"), 1);
-  EXPECT_EQ(counter("captures"), 3);
-  EXPECT_EQ(counter("instantiations"), 3);
-  EXPECT_EQ(counter("graphLaunches"), 4);
+  expectGraphWork(1, 3, 3, 4);
   symbolic.reset();
 }
 
@@ -361,21 +367,13 @@ TEST_F(Graphs, ADecodingLoopReplaysAGraphEveryStepAfterTheFirst) {
   ASSERT_TRUE(
       Model::create(symbolicDoubling(), Backend::Cuda, symbolic).isOk());
   for (int64_t n = 1; n <= 8; ++n) {
-    std::vector<float> x(n), y(8, -1.0f);
+    std::vector<float> x(n);
     for (int64_t i = 0; i < n; ++i)
       x[i] = static_cast<float>(3 * i - n);
-    const void *in[] = {x.data()};
-    void *out[] = {y.data()};
-    Status s = symbolic->run({n}, in, out, Memory::Host);
-    ASSERT_TRUE(s.isOk()) << s.message;
-    for (int64_t i = 0; i < 8; ++i)
-      EXPECT_EQ(y[i], i < n ? 2.0f * x[i] : -1.0f) << "n " << n << " i " << i;
+    ASSERT_NO_FATAL_FAILURE(expectDoubled(*symbolic, x));
   }
-  EXPECT_EQ(counter("eagerKernels"), 1);
-  EXPECT_EQ(counter("captures"), 7);
-  EXPECT_EQ(counter("instantiations"), 4);
+  expectGraphWork(1, 7, 4, 7);
   EXPECT_EQ(counter("updates"), 3);
-  EXPECT_EQ(counter("graphLaunches"), 7);
   symbolic.reset();
 }
 
@@ -388,28 +386,14 @@ TEST_F(Graphs, negative_AMatmulShapeOfTheDimsIsABucketOfItsOwn) {
   a.buffers.push_back(makeBuffer(BufferKind::Arena, "u", {8}, 256));
   a.buffers.push_back(makeBuffer(BufferKind::Arena, "v", {8}, 512));
   // v[:n] = u[:n] * w[0]: m = n rows of one column.
-  MatmulStep mm;
-  mm.m = 8;
-  mm.n = 1;
-  mm.k = 1;
-  mm.a = 4;
-  mm.b = 3;
-  mm.c = 5;
-  a.steps.push_back(Step::ofMatmul(mm));
-  SizeBinding m;
-  m.field = SizeField::MatmulField;
-  m.target = 2;
-  m.axis = 1;
-  m.formula = SizeFormula{{SizeTerm{1, {0}}}};
-  a.symbolic.bindings.push_back(m);
+  a.steps.push_back(Step::ofMatmul(makeMatmul(8, 1, 1, 4, 3, 5)));
+  a.symbolic.bindings.push_back(
+      sizeBinding(SizeField::MatmulField, 2, 1, dimFormula(0)));
   std::unique_ptr<Model> symbolic;
   Status s = Model::create(a, Backend::Cuda, symbolic);
   ASSERT_TRUE(s.isOk()) << s.message;
   for (int64_t n : {3, 5, 3}) {
-    std::vector<float> x(n, 1.0f), y(8, -1.0f);
-    const void *in[] = {x.data()};
-    void *out[] = {y.data()};
-    s = symbolic->run({n}, in, out, Memory::Host);
+    runAtDims(*symbolic, std::vector<float>(n, 1.0f), s);
     ASSERT_TRUE(s.isOk()) << s.message;
   }
   // n = 3 and 5 one by one; n = 3 again from a graph.
@@ -427,29 +411,17 @@ TEST_F(Graphs, EachMatmulShapeIsTimedOnceAcrossDims) {
   Artifact a = symbolicDoubling();
   a.arenaBytes = 256 + 2 * sizeof(float);
   a.buffers.push_back(makeBuffer(BufferKind::Arena, "u", {1, 2}, 256));
-  MatmulStep mm;
-  mm.m = 1;
-  mm.n = 2;
-  mm.k = 2;
-  mm.a = 3;
-  mm.b = 3;
-  mm.c = 4;
-  a.steps.push_back(Step::ofMatmul(mm));
+  a.steps.push_back(Step::ofMatmul(makeMatmul(1, 2, 2, 3, 3, 4)));
   std::unique_ptr<Model> symbolic;
   Status s = Model::create(a, Backend::Cuda, symbolic);
   ASSERT_TRUE(s.isOk()) << s.message;
   for (int64_t n : {3, 5, 7, 5}) {
-    std::vector<float> x(n, 1.0f), y(8, -1.0f);
-    const void *in[] = {x.data()};
-    void *out[] = {y.data()};
-    s = symbolic->run({n}, in, out, Memory::Host);
+    runAtDims(*symbolic, std::vector<float>(n, 1.0f), s);
     ASSERT_TRUE(s.isOk()) << s.message;
   }
   // Six calls of each candidate at n = 3, then one call a run; every run
   // after the first is captured (one bucket: the matmul keeps its shape).
-  EXPECT_EQ(counter("matmulAlgo42"), 6);
-  EXPECT_EQ(counter("matmulAlgo43"), 6 + 4);
-  EXPECT_EQ(counter("matmulAlgo44"), 6);
+  expectMatmulAlgoCalls(6, 6 + 4, 6);
   EXPECT_EQ(counter("captures"), 2);
   symbolic.reset();
 }

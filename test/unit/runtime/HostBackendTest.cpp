@@ -26,12 +26,7 @@ using namespace kiln::rt::test;
 namespace {
 
 /// Keeps the compiled modules of this test out of the user's cache.
-class HostBackend : public ::testing::Test {
-protected:
-  static void SetUpTestSuite() {
-    setenv("KILN_CACHE_DIR", (makeTempDir() + "/cache").c_str(), 1);
-  }
-};
+using HostBackend = PrivateCacheSuite;
 
 std::vector<float> iota(size_t n) {
   std::vector<float> v(n);
@@ -143,18 +138,9 @@ extern "C" __global__ void diverge(const float *in, float *out) {
 }
 
 TEST_F(HostBackend, IndexFaultFailsTheRunNamingTheSiteAndClears) {
-  // As the compiler's prelude writes it for the host (one flag per
-  // thread): the kernel records site 2 when an
-  // input value, used as an index into 8 elements, is out of range.
-  const char *source = R"cuda(
-thread_local unsigned int kiln_index_error;
-extern "C" __global__ void lookup(const float *in, float *out) {
-  long long index = (long long)in[threadIdx.x];
-  if (index < -8 || index >= 8) { kiln_index_error = 2u; index = 0; }
-  out[threadIdx.x] = (float)index;
-}
-)cuda";
-  Artifact a = kernelArtifact(source, "lookup", 8, 1, 8);
+  // The kernel records site 2 when an input value, used as an index into 8
+  // elements, is out of range.
+  Artifact a = kernelArtifact(indexLookupSource(2), "lookup", 8, 1, 8);
   a.indexSites = {"ONNX node 'first' (gather over a dim of 4)",
                   "ONNX node 'embed' (gather over a dim of 8)"};
   std::unique_ptr<Model> model;

@@ -26,7 +26,6 @@ namespace {
 
 /// The rounding directions of CUDA's _rn, _rz, _rd and _ru suffixes.
 enum class Mode { Nearest, Zero, Down, Up };
-const Mode kModes[] = {Mode::Nearest, Mode::Zero, Mode::Down, Mode::Up};
 
 /// A 16-bit IEEE-style format as the references see it.
 struct Format {
@@ -96,8 +95,23 @@ unsigned refRound(const std::vector<double> &lad, double x, Mode mode,
   return sign | ((lo & 1) == 0 ? lo : hi);
 }
 
+/// Rounds d to float in `mode`, from the host's round-to-nearest conversion.
+float refFloat(double d, Mode mode) {
+  const float f = float(d);
+  if (double(f) == d || std::isnan(d) || mode == Mode::Nearest)
+    return f;
+  const float lo = double(f) < d ? f : std::nextafter(f, -INFINITY);
+  const float hi = double(f) > d ? f : std::nextafter(f, INFINITY);
+  if (mode == Mode::Down)
+    return lo;
+  if (mode == Mode::Up)
+    return hi;
+  return d > 0 ? lo : hi;
+}
+
 unsigned bitsOf(__half h) { return __half_as_ushort(h); }
 unsigned bitsOf(__nv_bfloat16 h) { return __bfloat16_as_ushort(h); }
+unsigned bitsOf(float f) { return __float_as_uint(f); }
 template <class T> T fromPattern(unsigned bits);
 template <> __half fromPattern<__half>(unsigned bits) {
   return __ushort_as_half(static_cast<unsigned short>(bits));
@@ -111,6 +125,47 @@ bool isQuietNaN(const Format &fmt, unsigned bits) {
   const unsigned quiet = 1u << (fmt.fracBits - 1);
   return (bits & 0x7fffu) > fmt.infBits() && (bits & quiet) != 0;
 }
+
+/// One conversion under test from `From`, with the rounding CUDA documents
+/// for it; `bits` returns the pattern of its result.
+template <class From> struct Conversion {
+  Mode mode;
+  const char *name;
+  unsigned (*bits)(From);
+};
+
+/// The table entry for CUDA's conversion FN from FROM, rounding in MODE.
+#define CONVERSION(FROM, FN, MODE)                                             \
+  {                                                                            \
+    Mode::MODE, #FN, [](FROM x) { return bitsOf(FN(x)); }                      \
+  }
+/// The entries for FN_rn, FN_rz, FN_rd and FN_ru.
+#define ROUNDED(FROM, FN)                                                      \
+  CONVERSION(FROM, FN##_rn, Nearest), CONVERSION(FROM, FN##_rz, Zero),         \
+      CONVERSION(FROM, FN##_rd, Down), CONVERSION(FROM, FN##_ru, Up)
+
+/// Conversions to the 16-bit types; those without a suffix, the constructors
+/// and the ones from double round to nearest.
+const Conversion<float> kFloatToHalf[] = {
+    ROUNDED(float, __float2half), CONVERSION(float, __float2half, Nearest),
+    CONVERSION(float, __half, Nearest),
+    CONVERSION(float, __double2half, Nearest)};
+const Conversion<float> kFloatToBf16[] = {
+    ROUNDED(float, __float2bfloat16),
+    CONVERSION(float, __float2bfloat16, Nearest),
+    CONVERSION(float, __nv_bfloat16, Nearest),
+    CONVERSION(float, __double2bfloat16, Nearest)};
+const Conversion<int> kIntToHalf[] = {ROUNDED(int, __int2half),
+                                      CONVERSION(int, __half, Nearest)};
+const Conversion<int> kIntToBf16[] = {ROUNDED(int, __int2bfloat16),
+                                      CONVERSION(int, __nv_bfloat16, Nearest)};
+const Conversion<long long> kLongLongToBf16[] = {
+    ROUNDED(long long, __ll2bfloat16)};
+/// Conversions to float.
+const Conversion<double> kDoubleToFloat[] = {ROUNDED(double, __double2float)};
+const Conversion<int> kIntToFloat[] = {ROUNDED(int, __int2float)};
+#undef ROUNDED
+#undef CONVERSION
 
 /// The test's random seed: fixed unless KILN_TEST_SEED is set, and printed.
 unsigned testSeed() {
@@ -173,59 +228,94 @@ private:
   unsigned count_ = 0;
 };
 
-//===----------------------------------------------------------------------===//
-// __half
-//===----------------------------------------------------------------------===//
-
-TEST(HostMathHalf, TypeLayout) {
-  EXPECT_EQ(sizeof(__half), 2u);
-  EXPECT_EQ(alignof(__half), 2u);
-  EXPECT_EQ(sizeof(__half2), 4u);
-  EXPECT_EQ(alignof(__half2), 4u);
-  EXPECT_TRUE(std::is_trivially_copyable<__half>::value);
-  EXPECT_TRUE(std::is_trivially_default_constructible<__half>::value);
-  EXPECT_TRUE(std::is_trivially_copyable<__half2>::value);
+/// Checks every conversion of x to a 16-bit type against the ladder rounding
+/// of the exact value double(x) + tail.
+template <class From, size_t N>
+void checkRounding(Mismatches &bad, const std::vector<double> &lad,
+                   const Conversion<From> (&conversions)[N], From x,
+                   double tail = 0) {
+  for (const Conversion<From> &c : conversions)
+    bad.check(c.bits(x), refRound(lad, double(x), c.mode, tail), double(x),
+              c.name);
 }
 
-TEST(HostMathHalf, ExhaustiveWidening) {
+/// Checks every conversion of x to float against refFloat.
+template <class From, size_t N>
+void checkToFloat(Mismatches &bad, const Conversion<From> (&conversions)[N],
+                  From x) {
+  for (const Conversion<From> &c : conversions)
+    bad.check(c.bits(x), bitsOf(refFloat(double(x), c.mode)), double(x),
+              c.name);
+}
+
+/// Expects every conversion of the NaN `nan` to give a quiet NaN of `fmt`.
+template <size_t N>
+void expectQuietNaNs(const Format &fmt,
+                     const Conversion<float> (&conversions)[N], float nan) {
+  for (const Conversion<float> &c : conversions)
+    EXPECT_TRUE(isQuietNaN(fmt, c.bits(nan)))
+        << c.name << "(0x" << std::hex << __float_as_uint(nan) << ")";
+}
+
+/// Checks the sizes and alignments of a 16-bit type T and its pair T2.
+template <class T, class T2> void checkTypeLayout() {
+  EXPECT_EQ(sizeof(T), 2u);
+  EXPECT_EQ(alignof(T), 2u);
+  EXPECT_EQ(sizeof(T2), 4u);
+  EXPECT_EQ(alignof(T2), 4u);
+  EXPECT_TRUE(std::is_trivially_copyable<T>::value);
+  EXPECT_TRUE(std::is_trivially_default_constructible<T>::value);
+  EXPECT_TRUE(std::is_trivially_copyable<T2>::value);
+}
+
+/// Widens every pattern of T (format fmt) and checks the value against
+/// decode(); NaNs must stay NaNs, and every conversion from float must give
+/// the exact values back unchanged in every rounding direction.
+template <class T, size_t N>
+void checkWidening(const Format &fmt, float (*widen)(T),
+                   const Conversion<float> (&fromFloat)[N]) {
   for (unsigned bits = 0; bits < 0x10000u; ++bits) {
-    const __half h = __ushort_as_half(static_cast<unsigned short>(bits));
-    const float f = __half2float(h);
-    const double want = decode(kHalf, bits);
+    const T h = fromPattern<T>(bits);
+    const float f = widen(h);
+    const double want = decode(fmt, bits);
     if (std::isnan(want)) {
       EXPECT_TRUE(std::isnan(f)) << bits;
       EXPECT_TRUE(__hisnan(h)) << bits;
-      EXPECT_TRUE(isQuietNaN(kHalf, bitsOf(__float2half_rn(f)))) << bits;
+      expectQuietNaNs(fmt, fromFloat, f);
       continue;
     }
     ASSERT_EQ(double(f), want) << "pattern 0x" << std::hex << bits;
     ASSERT_EQ(std::signbit(f), std::signbit(want)) << bits;
     EXPECT_FALSE(__hisnan(h));
-    // Exact values come back unchanged in every rounding direction.
-    EXPECT_EQ(bitsOf(__float2half_rn(f)), bits);
-    EXPECT_EQ(bitsOf(__float2half_rz(f)), bits);
-    EXPECT_EQ(bitsOf(__float2half_rd(f)), bits);
-    EXPECT_EQ(bitsOf(__float2half_ru(f)), bits);
-    EXPECT_EQ(bitsOf(__half(f)), bits);
-    EXPECT_EQ(bitsOf(__double2half(want)), bits);
+    for (const Conversion<float> &c : fromFloat)
+      EXPECT_EQ(c.bits(f), bits)
+          << c.name << "(pattern 0x" << std::hex << bits << ")";
   }
 }
 
-TEST(HostMathHalf, FloatRoundingMatchesReference) {
-  const std::vector<double> lad = ladder(kHalf);
+/// Checks every conversion from float to a 16-bit type (format fmt) on the
+/// rounding inputs of its ladder.
+template <size_t N>
+void checkFloatRounding(const Format &fmt,
+                        const Conversion<float> (&fromFloat)[N]) {
+  const std::vector<double> lad = ladder(fmt);
   Mismatches bad;
-  for (float f : roundingInputs(lad)) {
-    bad.check(bitsOf(__float2half_rn(f)), refRound(lad, f, Mode::Nearest), f,
-              "__float2half_rn");
-    bad.check(bitsOf(__float2half(f)), refRound(lad, f, Mode::Nearest), f,
-              "__float2half");
-    bad.check(bitsOf(__float2half_rz(f)), refRound(lad, f, Mode::Zero), f,
-              "__float2half_rz");
-    bad.check(bitsOf(__float2half_rd(f)), refRound(lad, f, Mode::Down), f,
-              "__float2half_rd");
-    bad.check(bitsOf(__float2half_ru(f)), refRound(lad, f, Mode::Up), f,
-              "__float2half_ru");
-  }
+  for (float f : roundingInputs(lad))
+    checkRounding(bad, lad, fromFloat, f);
+}
+
+//===----------------------------------------------------------------------===//
+// __half
+//===----------------------------------------------------------------------===//
+
+TEST(HostMathHalf, TypeLayout) { checkTypeLayout<__half, __half2>(); }
+
+TEST(HostMathHalf, ExhaustiveWidening) {
+  checkWidening<__half>(kHalf, __half2float, kFloatToHalf);
+}
+
+TEST(HostMathHalf, FloatRoundingMatchesReference) {
+  checkFloatRounding(kHalf, kFloatToHalf);
 }
 
 #if defined(__FLT16_MANT_DIG__)
@@ -286,9 +376,7 @@ TEST(HostMathHalf, Specials) {
   for (uint32_t nan : {0x7f800001u, 0x7fc00000u, 0x7fffffffu, 0xff800001u,
                        0xffc00000u, 0x7f801fffu, 0x7fbfe000u}) {
     const float f = __uint_as_float(nan);
-    EXPECT_TRUE(isQuietNaN(kHalf, bitsOf(__float2half_rn(f)))) << nan;
-    EXPECT_TRUE(isQuietNaN(kHalf, bitsOf(__float2half_rz(f)))) << nan;
-    EXPECT_TRUE(isQuietNaN(kHalf, bitsOf(__double2half(f)))) << nan;
+    expectQuietNaNs(kHalf, kFloatToHalf, f);
     EXPECT_TRUE(std::isnan(__half2float(__float2half(f)))) << nan;
   }
 }
@@ -298,52 +386,15 @@ TEST(HostMathHalf, Specials) {
 //===----------------------------------------------------------------------===//
 
 TEST(HostMathBf16, TypeLayout) {
-  EXPECT_EQ(sizeof(__nv_bfloat16), 2u);
-  EXPECT_EQ(alignof(__nv_bfloat16), 2u);
-  EXPECT_EQ(sizeof(__nv_bfloat162), 4u);
-  EXPECT_EQ(alignof(__nv_bfloat162), 4u);
-  EXPECT_TRUE(std::is_trivially_copyable<__nv_bfloat16>::value);
-  EXPECT_TRUE(std::is_trivially_default_constructible<__nv_bfloat16>::value);
+  checkTypeLayout<__nv_bfloat16, __nv_bfloat162>();
 }
 
 TEST(HostMathBf16, ExhaustiveWidening) {
-  for (unsigned bits = 0; bits < 0x10000u; ++bits) {
-    const __nv_bfloat16 h =
-        __ushort_as_bfloat16(static_cast<unsigned short>(bits));
-    const float f = __bfloat162float(h);
-    const double want = decode(kBf16, bits);
-    if (std::isnan(want)) {
-      EXPECT_TRUE(std::isnan(f)) << bits;
-      EXPECT_TRUE(isQuietNaN(kBf16, bitsOf(__float2bfloat16_rn(f)))) << bits;
-      continue;
-    }
-    ASSERT_EQ(double(f), want) << "pattern 0x" << std::hex << bits;
-    ASSERT_EQ(std::signbit(f), std::signbit(want)) << bits;
-    EXPECT_EQ(bitsOf(__float2bfloat16_rn(f)), bits);
-    EXPECT_EQ(bitsOf(__float2bfloat16_rz(f)), bits);
-    EXPECT_EQ(bitsOf(__float2bfloat16_rd(f)), bits);
-    EXPECT_EQ(bitsOf(__float2bfloat16_ru(f)), bits);
-    EXPECT_EQ(bitsOf(__nv_bfloat16(f)), bits);
-  }
+  checkWidening<__nv_bfloat16>(kBf16, __bfloat162float, kFloatToBf16);
 }
 
 TEST(HostMathBf16, FloatRoundingMatchesReference) {
-  const std::vector<double> lad = ladder(kBf16);
-  Mismatches bad;
-  for (float f : roundingInputs(lad)) {
-    bad.check(bitsOf(__float2bfloat16_rn(f)), refRound(lad, f, Mode::Nearest),
-              f, "__float2bfloat16_rn");
-    bad.check(bitsOf(__float2bfloat16(f)), refRound(lad, f, Mode::Nearest), f,
-              "__float2bfloat16");
-    bad.check(bitsOf(__float2bfloat16_rz(f)), refRound(lad, f, Mode::Zero), f,
-              "__float2bfloat16_rz");
-    bad.check(bitsOf(__float2bfloat16_rd(f)), refRound(lad, f, Mode::Down), f,
-              "__float2bfloat16_rd");
-    bad.check(bitsOf(__float2bfloat16_ru(f)), refRound(lad, f, Mode::Up), f,
-              "__float2bfloat16_ru");
-    bad.check(bitsOf(__double2bfloat16(f)), refRound(lad, f, Mode::Nearest), f,
-              "__double2bfloat16");
-  }
+  checkFloatRounding(kBf16, kFloatToBf16);
 }
 
 TEST(HostMathBf16, Specials) {
@@ -360,12 +411,8 @@ TEST(HostMathBf16, Specials) {
   EXPECT_EQ(bitsOf(__float2bfloat16_rn(-0.0f)), 0x8000u);
   // NaNs whose low half would carry into the exponent if rounded blindly.
   for (uint32_t nan : {0x7f800001u, 0x7f808000u, 0x7f80ffffu, 0x7fffffffu,
-                       0xffffffffu, 0xff800001u, 0x7fc00000u}) {
-    const float f = __uint_as_float(nan);
-    EXPECT_TRUE(isQuietNaN(kBf16, bitsOf(__float2bfloat16_rn(f)))) << nan;
-    EXPECT_TRUE(isQuietNaN(kBf16, bitsOf(__float2bfloat16_rz(f)))) << nan;
-    EXPECT_TRUE(isQuietNaN(kBf16, bitsOf(__float2bfloat16_ru(f)))) << nan;
-  }
+                       0xffffffffu, 0xff800001u, 0x7fc00000u})
+    expectQuietNaNs(kBf16, kFloatToBf16, __uint_as_float(nan));
 }
 
 //===----------------------------------------------------------------------===//
@@ -379,43 +426,14 @@ TEST(HostMathConvert, IntegersToNarrow) {
   for (int i = 0; i < 200000; ++i) {
     // Magnitudes spread over every width.
     const int v = int(rng()) >> (rng() % 32);
-    bad.check(bitsOf(__int2half_rn(v)), refRound(half, v, Mode::Nearest), v,
-              "__int2half_rn");
-    bad.check(bitsOf(__int2half_rz(v)), refRound(half, v, Mode::Zero), v,
-              "__int2half_rz");
-    bad.check(bitsOf(__int2half_rd(v)), refRound(half, v, Mode::Down), v,
-              "__int2half_rd");
-    bad.check(bitsOf(__int2half_ru(v)), refRound(half, v, Mode::Up), v,
-              "__int2half_ru");
-    bad.check(bitsOf(__half(v)), refRound(half, v, Mode::Nearest), v,
-              "__half(int)");
-    bad.check(bitsOf(__int2bfloat16_rn(v)), refRound(bf, v, Mode::Nearest), v,
-              "__int2bfloat16_rn");
+    checkRounding(bad, half, kIntToHalf, v);
+    checkRounding(bad, bf, kIntToBf16, v);
     // 64-bit values that double cannot hold: the exact value is d plus the
     // (integer) remainder w - (long long)d.
     const long long w =
         (long long)(uint64_t(rng()) << 32 | rng()) >> (1 + rng() % 63);
     const double d = double(w);
-    const double tail = double(w - (long long)d);
-    for (Mode mode : kModes) {
-      const unsigned want = refRound(bf, d, mode, tail);
-      unsigned got = 0;
-      switch (mode) {
-      case Mode::Nearest:
-        got = bitsOf(__ll2bfloat16_rn(w));
-        break;
-      case Mode::Zero:
-        got = bitsOf(__ll2bfloat16_rz(w));
-        break;
-      case Mode::Down:
-        got = bitsOf(__ll2bfloat16_rd(w));
-        break;
-      case Mode::Up:
-        got = bitsOf(__ll2bfloat16_ru(w));
-        break;
-      }
-      bad.check(got, want, d, "__ll2bfloat16");
-    }
+    checkRounding(bad, bf, kLongLongToBf16, w, double(w - (long long)d));
   }
   // 2^60 + 2^52 is a bf16 midpoint; one more must round up, although double
   // rounds the sum back onto the midpoint.
@@ -477,20 +495,6 @@ TEST(HostMathConvert, NarrowToIntegers) {
   EXPECT_EQ(__double2uint_rn(NAN), 1u << 31);
 }
 
-/// Rounds d to float in `mode`, from the host's round-to-nearest conversion.
-float refFloat(double d, Mode mode) {
-  const float f = float(d);
-  if (double(f) == d || std::isnan(d) || mode == Mode::Nearest)
-    return f;
-  const float lo = double(f) < d ? f : std::nextafter(f, -INFINITY);
-  const float hi = double(f) > d ? f : std::nextafter(f, INFINITY);
-  if (mode == Mode::Down)
-    return lo;
-  if (mode == Mode::Up)
-    return hi;
-  return d > 0 ? lo : hi;
-}
-
 TEST(HostMathConvert, ToFloat) {
   std::mt19937_64 rng(testSeed());
   Mismatches bad;
@@ -502,18 +506,8 @@ TEST(HostMathConvert, ToFloat) {
     }
     const int v = int(rng()) >> (rng() % 32);
     const long long w = (long long)rng() >> (rng() % 64);
-    bad.check(__float_as_uint(__double2float_rn(d)),
-              __float_as_uint(refFloat(d, Mode::Nearest)), d, "rn");
-    bad.check(__float_as_uint(__double2float_rz(d)),
-              __float_as_uint(refFloat(d, Mode::Zero)), d, "rz");
-    bad.check(__float_as_uint(__double2float_rd(d)),
-              __float_as_uint(refFloat(d, Mode::Down)), d, "rd");
-    bad.check(__float_as_uint(__double2float_ru(d)),
-              __float_as_uint(refFloat(d, Mode::Up)), d, "ru");
-    bad.check(__float_as_uint(__int2float_rz(v)),
-              __float_as_uint(refFloat(v, Mode::Zero)), v, "__int2float_rz");
-    bad.check(__float_as_uint(__int2float_ru(v)),
-              __float_as_uint(refFloat(v, Mode::Up)), v, "__int2float_ru");
+    checkToFloat(bad, kDoubleToFloat, d);
+    checkToFloat(bad, kIntToFloat, v);
     // The compiler's own int64 -> float conversion rounds once.
     bad.check(__float_as_uint(__ll2float_rn(w)), __float_as_uint(float(w)),
               double(w), "__ll2float_rn");

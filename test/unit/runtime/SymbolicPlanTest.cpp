@@ -32,18 +32,6 @@ extern "C" __global__ void twice(const float *x, const float *mask, float *y,
 }
 )cuda";
 
-SizeFormula dim(uint32_t d) { return SizeFormula{{SizeTerm{1, {d}}}}; }
-
-SizeBinding binding(SizeField field, uint32_t target, uint32_t axis,
-                    SizeFormula f) {
-  SizeBinding b;
-  b.field = field;
-  b.target = target;
-  b.axis = axis;
-  b.formula = std::move(f);
-  return b;
-}
-
 /// The plan at the top of the ranges: n = 8, past = 4.
 Artifact symbolicArtifact() {
   Artifact a;
@@ -57,20 +45,16 @@ Artifact symbolicArtifact() {
   a.buffers.push_back(makeBuffer(BufferKind::Output, "y", {8}, 0));
   a.inputs = {0, 1};
   a.outputs = {2};
-  LaunchStep launch;
-  launch.grid[0] = 1;
-  launch.block[0] = 4;
-  launch.args = {0, 1, 2};
-  a.steps.push_back(Step::ofLaunch(launch));
+  a.steps.push_back(Step::ofLaunch(makeLaunch(0, 1, 4, {0, 1, 2})));
   a.symbolic.dims = {{"n", 1, 8}, {"past", 0, 4}};
   SizeFormula total{{SizeTerm{1, {0}}, SizeTerm{1, {1}}}};
   a.symbolic.bindings = {
-      binding(SizeField::BufferDim, 0, 0, dim(0)),
-      binding(SizeField::BufferDim, 1, 0, total),
-      binding(SizeField::BufferDim, 2, 0, dim(0)),
+      sizeBinding(SizeField::BufferDim, 0, 0, dimFormula(0)),
+      sizeBinding(SizeField::BufferDim, 1, 0, total),
+      sizeBinding(SizeField::BufferDim, 2, 0, dimFormula(0)),
   };
   // Two threads of each block of 4 would do: one block per four elements.
-  SizeBinding grid = binding(SizeField::LaunchGrid, 0, 0, dim(0));
+  SizeBinding grid = sizeBinding(SizeField::LaunchGrid, 0, 0, dimFormula(0));
   grid.divisor = 4;
   grid.lowest = 1;
   grid.highest = 2;
@@ -83,9 +67,7 @@ TEST(SymbolicPlan, SerializesDimsAndBindings) {
   std::string error;
   ASSERT_TRUE(validateArtifact(a, error)) << error;
   Artifact back;
-  std::string bytes = serializeArtifact(a);
-  ASSERT_TRUE(deserializeArtifact(bytes.data(), bytes.size(), back, error))
-      << error;
+  ASSERT_TRUE(roundTrip(a, back, error)) << error;
   ASSERT_EQ(back.symbolic.dims.size(), 2u);
   EXPECT_EQ(back.symbolic.dims[1].name, "past");
   EXPECT_EQ(back.symbolic.dims[1].max, 4);
@@ -150,7 +132,7 @@ TEST(SymbolicPlan, LearnsDimsFromInputShapes) {
 TEST(SymbolicPlan, NamesTheSizeAnInputDisagreesWith) {
   // Two inputs of [n]: the second disagrees with what the first says.
   Artifact a = symbolicArtifact();
-  a.symbolic.bindings[1].formula = dim(0);
+  a.symbolic.bindings[1].formula = dimFormula(0);
   std::vector<int64_t> values;
   std::string error;
   EXPECT_FALSE(bindDims(a, {{3}, {4}}, values, error));
@@ -186,8 +168,9 @@ TEST(SymbolicPlan, LeavesOutTheStepsThatDoNotRunAtTheDims) {
   Artifact a = symbolicArtifact();
   a.steps.push_back(a.steps[0]);
   a.steps[1].launch.block[0] = 8;
-  SizeBinding runs = binding(SizeField::StepRuns, 1, 0,
-                             SizeFormula{{SizeTerm{3, {}}, SizeTerm{-1, {0}}}});
+  SizeBinding runs =
+      sizeBinding(SizeField::StepRuns, 1, 0,
+                  SizeFormula{{SizeTerm{3, {}}, SizeTerm{-1, {0}}}});
   runs.lowest = 0;
   runs.highest = 1;
   a.symbolic.bindings.push_back(runs);
@@ -206,9 +189,7 @@ TEST(SymbolicPlan, LeavesOutTheStepsThatDoNotRunAtTheDims) {
   // and the encoding keeps the field.
   EXPECT_EQ(shaped.steps[0].launch.grid[0], 1u);
   Artifact back;
-  std::string bytes = serializeArtifact(a);
-  ASSERT_TRUE(deserializeArtifact(bytes.data(), bytes.size(), back, error))
-      << error;
+  ASSERT_TRUE(roundTrip(a, back, error)) << error;
   EXPECT_EQ(back.symbolic.bindings.back().field, SizeField::StepRuns);
   // Only a step index, at axis 0.
   a.symbolic.bindings.back().target = 2;
@@ -218,12 +199,8 @@ TEST(SymbolicPlan, LeavesOutTheStepsThatDoNotRunAtTheDims) {
       << error;
 }
 
-class SymbolicHostRun : public ::testing::Test {
-protected:
-  static void SetUpTestSuite() {
-    setenv("KILN_CACHE_DIR", (makeTempDir() + "/cache").c_str(), 1);
-  }
-};
+/// Runs the plan on the host backend, which compiles its kernel.
+using SymbolicHostRun = PrivateCacheSuite;
 
 TEST_F(SymbolicHostRun, RunsAtEachValueAndStaysUsableAfterARefusal) {
   std::unique_ptr<Model> model;

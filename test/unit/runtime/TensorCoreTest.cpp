@@ -23,12 +23,8 @@ using namespace kiln::rt::test;
 
 namespace {
 
-class TensorCores : public ::testing::Test {
-protected:
-  static void SetUpTestSuite() {
-    setenv("KILN_CACHE_DIR", (makeTempDir() + "/cache").c_str(), 1);
-  }
-};
+/// Runs the fragments' kernels on the host backend, which compiles them.
+using TensorCores = PrivateCacheSuite;
 
 struct Place {
   int row, col;
@@ -52,30 +48,32 @@ Place cPlace(int lane, int i) {
   return {i < 2 ? g : g + 8, t * 2 + (i & 1)};
 }
 
+/// Expects the places `place` gives `lane`'s entries to be `want`, entries
+/// read off a PTX ISA figure; `what` names the fragment.
+void expectPlaces(Place (*place)(int, int), int lane,
+                  const std::vector<Place> &want, const char *what) {
+  for (size_t i = 0; i < want.size(); ++i)
+    EXPECT_EQ(place(lane, int(i)), want[i]) << what << i << " of lane " << lane;
+}
+
 TEST(TensorCoreTables, MatchTheFiguresEntries) {
   // Entries read off the figures: lane 0, 5 and 31 of A; 0 and 6 of B;
   // 0 and 31 of C.
-  const Place a0[8] = {{0, 0}, {0, 1}, {8, 0}, {8, 1},
-                       {0, 8}, {0, 9}, {8, 8}, {8, 9}};
-  const Place a5[8] = {{1, 2},  {1, 3},  {9, 2},  {9, 3},
-                       {1, 10}, {1, 11}, {9, 10}, {9, 11}};
-  const Place a31[8] = {{7, 6},  {7, 7},  {15, 6},  {15, 7},
-                        {7, 14}, {7, 15}, {15, 14}, {15, 15}};
-  for (int i = 0; i < 8; ++i) {
-    EXPECT_EQ(aPlace(0, i), a0[i]) << "a" << i;
-    EXPECT_EQ(aPlace(5, i), a5[i]) << "a" << i;
-    EXPECT_EQ(aPlace(31, i), a31[i]) << "a" << i;
-  }
-  const Place b0[4] = {{0, 0}, {1, 0}, {8, 0}, {9, 0}};
-  const Place b6[4] = {{4, 1}, {5, 1}, {12, 1}, {13, 1}};
-  const Place c0[4] = {{0, 0}, {0, 1}, {8, 0}, {8, 1}};
-  const Place c31[4] = {{7, 6}, {7, 7}, {15, 6}, {15, 7}};
-  for (int i = 0; i < 4; ++i) {
-    EXPECT_EQ(bPlace(0, i), b0[i]) << "b" << i;
-    EXPECT_EQ(bPlace(6, i), b6[i]) << "b" << i;
-    EXPECT_EQ(cPlace(0, i), c0[i]) << "c" << i;
-    EXPECT_EQ(cPlace(31, i), c31[i]) << "c" << i;
-  }
+  expectPlaces(aPlace, 0,
+               {{0, 0}, {0, 1}, {8, 0}, {8, 1}, {0, 8}, {0, 9}, {8, 8}, {8, 9}},
+               "a");
+  expectPlaces(
+      aPlace, 5,
+      {{1, 2}, {1, 3}, {9, 2}, {9, 3}, {1, 10}, {1, 11}, {9, 10}, {9, 11}},
+      "a");
+  expectPlaces(
+      aPlace, 31,
+      {{7, 6}, {7, 7}, {15, 6}, {15, 7}, {7, 14}, {7, 15}, {15, 14}, {15, 15}},
+      "a");
+  expectPlaces(bPlace, 0, {{0, 0}, {1, 0}, {8, 0}, {9, 0}}, "b");
+  expectPlaces(bPlace, 6, {{4, 1}, {5, 1}, {12, 1}, {13, 1}}, "b");
+  expectPlaces(cPlace, 0, {{0, 0}, {0, 1}, {8, 0}, {8, 1}}, "c");
+  expectPlaces(cPlace, 31, {{7, 6}, {7, 7}, {15, 6}, {15, 7}}, "c");
 }
 
 /// `name[32][count][2]` as a C array of the places `place` gives.
@@ -125,36 +123,45 @@ extern "C" __global__ void mma(const float *x, float *y) {
 )cuda";
 }
 
-/// A, B and C of small integers and halves: exact in f16 and bf16, and
-/// every product and sum exact in float.
-std::vector<float> mmaOperands() {
-  std::vector<float> x(512, 0.0f);
-  for (int m = 0; m < 16; ++m)
-    for (int k = 0; k < 16; ++k)
-      x[m * 16 + k] = float((m * 16 + k * 3) % 7 - 3);
-  for (int k = 0; k < 16; ++k)
-    for (int n = 0; n < 8; ++n)
-      x[256 + k * 8 + n] = 0.5f * float((k * 8 + n * 5) % 5 - 2);
-  for (int m = 0; m < 16; ++m)
-    for (int n = 0; n < 8; ++n)
-      x[384 + m * 8 + n] = float(m) - 0.25f * float(n);
+/// The operands of an M x N x K product, row-major one after another in
+/// `size` floats (the rest 0): A (M x K), B (K x N) and, `withC`, C (M x N).
+/// Small integers and halves: exact in f16, bf16 and TF32, and every product
+/// and sum exact in float; `aRowStep` sets the pattern of A's rows.
+std::vector<float> mmaOperands(int M, int N, int K, int aRowStep, bool withC,
+                               size_t size) {
+  std::vector<float> x(size, 0.0f);
+  float *A = x.data(), *B = A + M * K, *C = B + K * N;
+  for (int m = 0; m < M; ++m)
+    for (int k = 0; k < K; ++k)
+      A[m * K + k] = float((m * aRowStep + k * 3) % 7 - 3);
+  for (int k = 0; k < K; ++k)
+    for (int n = 0; n < N; ++n)
+      B[k * N + n] = 0.5f * float((k * N + n * 5) % 5 - 2);
+  for (int m = 0; withC && m < M; ++m)
+    for (int n = 0; n < N; ++n)
+      C[m * N + n] = float(m) - 0.25f * float(n);
   return x;
 }
 
-std::vector<float> mmaReference(const std::vector<float> &x) {
-  std::vector<float> d(512, 0.0f);
-  for (int m = 0; m < 16; ++m)
-    for (int n = 0; n < 8; ++n) {
-      float sum = x[384 + m * 8 + n];
-      for (int k = 0; k < 16; ++k)
-        sum += x[m * 16 + k] * x[256 + k * 8 + n];
-      d[m * 8 + n] = sum;
+/// D = A B (+ C, `withC`) of the operands `mmaOperands` wrote to x,
+/// row-major at the front of `size` floats that are `fill` elsewhere.
+std::vector<float> mmaReference(const std::vector<float> &x, int M, int N,
+                                int K, bool withC, size_t size, float fill) {
+  std::vector<float> d(size, fill);
+  const float *A = x.data(), *B = A + M * K, *C = B + K * N;
+  for (int m = 0; m < M; ++m)
+    for (int n = 0; n < N; ++n) {
+      float sum = withC ? C[m * N + n] : 0.0f;
+      for (int k = 0; k < K; ++k)
+        sum += A[m * K + k] * B[k * N + n];
+      d[m * N + n] = sum;
     }
   return d;
 }
 
 TEST_F(TensorCores, MmaFragmentsFollowThePtxFigures) {
-  std::vector<float> x = mmaOperands(), want = mmaReference(x);
+  std::vector<float> x = mmaOperands(16, 8, 16, 16, true, 512),
+                     want = mmaReference(x, 16, 8, 16, true, 512, 0.0f);
   for (bool bf16 : {false, true}) {
     std::string source =
         std::string("#define MMA ") +
@@ -189,20 +196,11 @@ Place bPlaceTf32(int lane, int i) {
 }
 
 TEST(TensorCoreTables, Tf32MatchesTheFiguresEntries) {
-  const Place a0[4] = {{0, 0}, {8, 0}, {0, 4}, {8, 4}};
-  const Place a7[4] = {{1, 3}, {9, 3}, {1, 7}, {9, 7}};
-  const Place a30[4] = {{7, 2}, {15, 2}, {7, 6}, {15, 6}};
-  for (int i = 0; i < 4; ++i) {
-    EXPECT_EQ(aPlaceTf32(0, i), a0[i]) << "a" << i;
-    EXPECT_EQ(aPlaceTf32(7, i), a7[i]) << "a" << i;
-    EXPECT_EQ(aPlaceTf32(30, i), a30[i]) << "a" << i;
-  }
-  const Place b0[2] = {{0, 0}, {4, 0}};
-  const Place b13[2] = {{1, 3}, {5, 3}};
-  for (int i = 0; i < 2; ++i) {
-    EXPECT_EQ(bPlaceTf32(0, i), b0[i]) << "b" << i;
-    EXPECT_EQ(bPlaceTf32(13, i), b13[i]) << "b" << i;
-  }
+  expectPlaces(aPlaceTf32, 0, {{0, 0}, {8, 0}, {0, 4}, {8, 4}}, "a");
+  expectPlaces(aPlaceTf32, 7, {{1, 3}, {9, 3}, {1, 7}, {9, 7}}, "a");
+  expectPlaces(aPlaceTf32, 30, {{7, 2}, {15, 2}, {7, 6}, {15, 6}}, "a");
+  expectPlaces(bPlaceTf32, 0, {{0, 0}, {4, 0}}, "b");
+  expectPlaces(bPlaceTf32, 13, {{1, 3}, {5, 3}}, "b");
 }
 
 /// One warp: A (16x8), B (8x8) and C (16x8) row-major in x, each lane
@@ -234,23 +232,8 @@ extern "C" __global__ void mma(const float *x, float *y) {
 }
 
 TEST_F(TensorCores, Tf32MmaFragmentsFollowThePtxFigures) {
-  // Small integers and halves: exact in TF32, every product and sum exact
-  // in float.
-  std::vector<float> x(384, 0.0f), want(384, 0.0f);
-  for (int m = 0; m < 16; ++m)
-    for (int k = 0; k < 8; ++k)
-      x[m * 8 + k] = float((m * 8 + k * 3) % 7 - 3);
-  for (int k = 0; k < 8; ++k)
-    for (int n = 0; n < 8; ++n)
-      x[128 + k * 8 + n] = 0.5f * float((k * 8 + n * 5) % 5 - 2);
-  for (int m = 0; m < 16; ++m)
-    for (int n = 0; n < 8; ++n) {
-      x[192 + m * 8 + n] = float(m) - 0.25f * float(n);
-      float sum = x[192 + m * 8 + n];
-      for (int k = 0; k < 8; ++k)
-        sum += x[m * 8 + k] * x[128 + k * 8 + n];
-      want[m * 8 + n] = sum;
-    }
+  std::vector<float> x = mmaOperands(16, 8, 8, 8, true, 384),
+                     want = mmaReference(x, 16, 8, 8, true, 384, 0.0f);
   EXPECT_EQ(runOnHost(kernelArtifact(mmaTf32Source(false), "mma", 384, 1, 32),
                       x, HostOptions()),
             want);
@@ -396,14 +379,13 @@ int bOffsetWgmma(bool mnMajor, int k, int n, int lbo, int sbo) {
 
 TEST(TensorCoreTables, WgmmaMatchesTheFiguresEntries) {
   // Lane 0's and lane 29's first eight accumulators of m64n16.
-  const Place d0[8] = {{0, 0}, {0, 1}, {8, 0}, {8, 1},
-                       {0, 8}, {0, 9}, {8, 8}, {8, 9}};
-  const Place d29[8] = {{7, 2},  {7, 3},  {15, 2},  {15, 3},
-                        {7, 10}, {7, 11}, {15, 10}, {15, 11}};
-  for (int i = 0; i < 8; ++i) {
-    EXPECT_EQ(dPlaceWgmma(0, i), d0[i]) << "d" << i;
-    EXPECT_EQ(dPlaceWgmma(29, i), d29[i]) << "d" << i;
-  }
+  expectPlaces(dPlaceWgmma, 0,
+               {{0, 0}, {0, 1}, {8, 0}, {8, 1}, {0, 8}, {0, 9}, {8, 8}, {8, 9}},
+               "d");
+  expectPlaces(
+      dPlaceWgmma, 29,
+      {{7, 2}, {7, 3}, {15, 2}, {15, 3}, {7, 10}, {7, 11}, {15, 10}, {15, 11}},
+      "d");
 }
 
 /// A warpgroup: A (64x16) from x, B (16x16) from x + 1024 laid in shared
@@ -472,21 +454,8 @@ extern "C" __global__ void wg(const float *x, float *y) {
 }
 
 TEST_F(TensorCores, WgmmaFollowsThePtxLayouts) {
-  // Small integers and halves: every product and sum exact in float.
-  std::vector<float> x(2052, 0.0f), want(2052, -7.0f);
-  for (int m = 0; m < 64; ++m)
-    for (int k = 0; k < 16; ++k)
-      x[m * 16 + k] = float((m * 5 + k * 3) % 7 - 3);
-  for (int k = 0; k < 16; ++k)
-    for (int n = 0; n < 16; ++n)
-      x[1024 + k * 16 + n] = 0.5f * float((k * 16 + n * 5) % 5 - 2);
-  for (int m = 0; m < 64; ++m)
-    for (int n = 0; n < 16; ++n) {
-      float sum = 0.0f;
-      for (int k = 0; k < 16; ++k)
-        sum += x[m * 16 + k] * x[1024 + k * 16 + n];
-      want[m * 16 + n] = sum;
-    }
+  std::vector<float> x = mmaOperands(64, 16, 16, 5, false, 2052),
+                     want = mmaReference(x, 64, 16, 16, false, 2052, -7.0f);
   // Core matrices apart along K (LBO) and N (SBO) by distinct strides, so
   // that a layout reading one for the other fails; the accumulators hold
   // their old values until the wait (-7 in y's second half).

@@ -10,6 +10,8 @@
 #include <dlfcn.h>
 #include <fstream>
 #include <iterator>
+#include <memory>
+#include <tuple>
 #include <type_traits>
 #include <unistd.h>
 
@@ -31,6 +33,39 @@ Buffer test::makeBuffer(BufferKind kind, const std::string &name,
   return b;
 }
 
+MatmulStep test::makeMatmul(int64_t m, int64_t n, int64_t k, uint32_t a,
+                            uint32_t b, uint32_t c) {
+  MatmulStep mm;
+  mm.dtype = DType::F32;
+  std::tie(mm.m, mm.n, mm.k) = std::make_tuple(m, n, k);
+  std::tie(mm.a, mm.b, mm.c) = std::make_tuple(a, b, c);
+  return mm;
+}
+
+LaunchStep test::makeLaunch(uint32_t kernel, uint32_t blocks, uint32_t threads,
+                            std::vector<uint32_t> args) {
+  LaunchStep launch;
+  launch.kernel = kernel;
+  launch.grid[0] = blocks;
+  launch.block[0] = threads;
+  launch.args = std::move(args);
+  return launch;
+}
+
+SizeFormula test::dimFormula(uint32_t d, int64_t scale) {
+  return SizeFormula{{SizeTerm{scale, {d}}}};
+}
+
+SizeBinding test::sizeBinding(SizeField field, uint32_t target, uint32_t axis,
+                              SizeFormula f) {
+  SizeBinding b;
+  b.field = field;
+  b.target = target;
+  b.axis = axis;
+  b.formula = std::move(f);
+  return b;
+}
+
 Artifact test::makeIdentityShell(std::vector<int64_t> shape) {
   Artifact a;
   a.kilnVersion = "0.1.0-test";
@@ -46,11 +81,7 @@ Artifact test::makeIdentityShell(std::vector<int64_t> shape) {
 
 Artifact test::makeCopyArtifact(std::vector<int64_t> shape) {
   Artifact a = makeIdentityShell(shape);
-  CopyStep copy;
-  copy.src = 0;
-  copy.dst = 1;
-  copy.bytes = a.buffers[0].bytes;
-  a.steps.push_back(Step::ofCopy(copy));
+  a.steps.push_back(Step::ofCopy(CopyStep{0, 1, a.buffers[0].bytes}));
   return a;
 }
 
@@ -73,20 +104,8 @@ Artifact test::makeSplatArtifact() {
   a.buffers.push_back(makeBuffer(BufferKind::Output, "z", {3}, 1, DType::I64));
   a.inputs = {0};
   a.outputs = {4, 5};
-  MatmulStep mm;
-  mm.dtype = DType::F32;
-  mm.m = 2;
-  mm.n = kSplatColumns;
-  mm.k = 3;
-  mm.a = 0;
-  mm.b = 1;
-  mm.c = 4;
-  a.steps.push_back(Step::ofMatmul(mm));
-  CopyStep copy;
-  copy.src = 3;
-  copy.dst = 5;
-  copy.bytes = 3 * sizeof(uint64_t);
-  a.steps.push_back(Step::ofCopy(copy));
+  a.steps.push_back(Step::ofMatmul(makeMatmul(2, kSplatColumns, 3, 0, 1, 4)));
+  a.steps.push_back(Step::ofCopy(CopyStep{3, 5, 3 * sizeof(uint64_t)}));
   return a;
 }
 
@@ -122,28 +141,11 @@ Artifact test::makeRichArtifact() {
   a.weights = bytesOf(w) + bytesOf(r);
 
   // t = x (2x3) * w (3x4)
-  MatmulStep mm;
-  mm.dtype = DType::F32;
-  mm.m = 2;
-  mm.n = 4;
-  mm.k = 3;
-  mm.a = 0;
-  mm.b = 2;
-  mm.c = 4;
-  a.steps.push_back(Step::ofMatmul(mm));
+  a.steps.push_back(Step::ofMatmul(makeMatmul(2, 4, 3, 0, 2, 4)));
   // u = t + r (8 threads)
-  LaunchStep add;
-  add.kernel = 0;
-  add.grid[0] = 2;
-  add.block[0] = 4;
-  add.args = {6, 3, 5};
-  a.steps.push_back(Step::ofLaunch(add));
+  a.steps.push_back(Step::ofLaunch(makeLaunch(0, 2, 4, {6, 3, 5})));
   // y = u
-  CopyStep copy;
-  copy.src = 5;
-  copy.dst = 7;
-  copy.bytes = 32;
-  a.steps.push_back(Step::ofCopy(copy));
+  a.steps.push_back(Step::ofCopy(CopyStep{5, 7, 32}));
   return a;
 }
 
@@ -162,18 +164,93 @@ std::vector<float> test::richReference(const Artifact &a,
   return y;
 }
 
+std::ostream &test::operator<<(std::ostream &os, const MatmulCase &c) {
+  return os << dtypeName(c.dtype) << " transA=" << c.transA
+            << " transB=" << c.transB << " batch=" << c.batch << " m=" << c.m
+            << " n=" << c.n << " k=" << c.k << " bcastA=" << c.broadcastA
+            << " bcastB=" << c.broadcastB << " alpha=" << c.alpha
+            << " beta=" << c.beta;
+}
+
+Artifact test::makeMatmulPlan(const MatmulCase &c, uint64_t accOffset) {
+  int64_t aBatch = c.broadcastA ? 1 : c.batch;
+  int64_t bBatch = c.broadcastB ? 1 : c.batch;
+  std::vector<int64_t> aShape = c.transA
+                                    ? std::vector<int64_t>{aBatch, c.k, c.m}
+                                    : std::vector<int64_t>{aBatch, c.m, c.k};
+  std::vector<int64_t> bShape = c.transB
+                                    ? std::vector<int64_t>{bBatch, c.n, c.k}
+                                    : std::vector<int64_t>{bBatch, c.k, c.n};
+  std::vector<int64_t> cShape = {c.batch, c.m, c.n};
+  Artifact a;
+  a.kilnVersion = "test";
+  a.buffers.push_back(makeBuffer(BufferKind::Input, "a", aShape, 0, c.dtype));
+  a.buffers.push_back(makeBuffer(BufferKind::Input, "b", bShape, 1, c.dtype));
+  a.buffers.push_back(makeBuffer(BufferKind::Input, "r", cShape, 2, c.dtype));
+  a.buffers.push_back(
+      makeBuffer(BufferKind::Arena, "acc", cShape, accOffset, c.dtype));
+  a.buffers.push_back(makeBuffer(BufferKind::Output, "y", cShape, 0, c.dtype));
+  a.arenaBytes = accOffset + a.buffers[3].bytes;
+  a.inputs = {0, 1, 2};
+  a.outputs = {4};
+  // acc = r; acc = alpha * op(a) op(b) + beta * acc; y = acc
+  a.steps.push_back(Step::ofCopy(CopyStep{2, 3, a.buffers[3].bytes}));
+  MatmulStep mm = makeMatmul(c.m, c.n, c.k, 0, 1, 3);
+  mm.dtype = c.dtype;
+  mm.transA = c.transA;
+  mm.transB = c.transB;
+  mm.batch = c.batch;
+  mm.strideA = c.broadcastA ? 0 : c.m * c.k;
+  mm.strideB = c.broadcastB ? 0 : c.k * c.n;
+  mm.strideC = c.m * c.n;
+  mm.alpha = c.alpha;
+  mm.beta = c.beta;
+  a.steps.push_back(Step::ofMatmul(mm));
+  a.steps.push_back(Step::ofCopy(CopyStep{3, 4, a.buffers[3].bytes}));
+  return a;
+}
+
+std::vector<float> test::matmulReference(const MatmulCase &c,
+                                         const std::vector<float> &A,
+                                         const std::vector<float> &B,
+                                         const std::vector<float> &R) {
+  std::vector<float> expected(R.size());
+  for (int64_t i = 0; i < c.batch; ++i) {
+    const float *Ai = A.data() + (c.broadcastA ? 0 : i * c.m * c.k);
+    const float *Bi = B.data() + (c.broadcastB ? 0 : i * c.k * c.n);
+    for (int64_t r = 0; r < c.m; ++r)
+      for (int64_t col = 0; col < c.n; ++col) {
+        double acc = 0;
+        for (int64_t p = 0; p < c.k; ++p)
+          acc += double(c.transA ? Ai[p * c.m + r] : Ai[r * c.k + p]) *
+                 double(c.transB ? Bi[col * c.k + p] : Bi[p * c.n + col]);
+        size_t at = static_cast<size_t>((i * c.m + r) * c.n + col);
+        expected[at] = static_cast<float>(c.alpha * acc + c.beta * R[at]);
+      }
+  }
+  return expected;
+}
+
 Artifact test::kernelArtifact(const std::string &source,
                               const std::string &name, int64_t n,
                               uint32_t blocks, uint32_t threads) {
   Artifact a = makeIdentityShell({n});
   a.cudaSource = source;
   a.kernelNames = {name};
-  LaunchStep launch;
-  launch.grid[0] = blocks;
-  launch.block[0] = threads;
-  launch.args = {0, 1};
-  a.steps.push_back(Step::ofLaunch(launch));
+  a.steps.push_back(Step::ofLaunch(makeLaunch(0, blocks, threads, {0, 1})));
   return a;
+}
+
+std::string test::indexLookupSource(unsigned site) {
+  return R"cuda(
+thread_local unsigned int kiln_index_error;
+extern "C" __global__ void lookup(const float *in, float *out) {
+  long long index = (long long)in[threadIdx.x];
+  if (index < -8 || index >= 8) { kiln_index_error = )cuda" +
+         std::to_string(site) + R"cuda(u; index = 0; }
+  out[threadIdx.x] = (float)index;
+}
+)cuda";
 }
 
 std::vector<float> test::runOnHost(Artifact artifact,
@@ -243,6 +320,29 @@ std::string test::makeTempDir() {
   return buf.data();
 }
 
+void test::usePrivateCache() {
+  setenv("KILN_CACHE_DIR", (makeTempDir() + "/cache").c_str(), 1);
+}
+
+bool test::deserializeExact(const std::string &bytes, size_t size,
+                            Artifact &out, std::string &error) {
+  std::unique_ptr<char[]> copy(new char[size == 0 ? 1 : size]);
+  std::memcpy(copy.get(), bytes.data(), size);
+  return deserializeArtifact(copy.get(), size, out, error);
+}
+
+bool test::roundTrip(const Artifact &a, Artifact &out, std::string &error) {
+  std::string bytes = serializeArtifact(a);
+  return deserializeExact(bytes, bytes.size(), out, error);
+}
+
+bool test::haveCudaDriver() {
+  void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (h)
+    dlclose(h);
+  return h != nullptr;
+}
+
 const std::string &test::templateBytes() {
   // KILN_MODEL_TEMPLATE overrides the build tree's path, for a test binary
   // carried to another machine (scripts/gpu_bundle.sh).
@@ -306,4 +406,27 @@ bool test::loadArtifactSo(const std::string &soBytes, LoadedArtifact &out,
   get(out.contextEnqueue, "kiln_context_enqueue");
   get(out.contextSynchronize, "kiln_context_synchronize");
   return ok;
+}
+
+void test::loadArtifact(const Artifact &artifact, LoadedArtifact &out) {
+  std::string so =
+      appendArtifactPayload(templateBytes(), serializeArtifact(artifact));
+  std::string error;
+  ASSERT_TRUE(loadArtifactSo(so, out, error)) << error;
+}
+
+void test::openModel(const Artifact &artifact, kiln_backend backend,
+                     LoadedArtifact &lib, kiln_model *&model) {
+  ASSERT_NO_FATAL_FAILURE(loadArtifact(artifact, lib));
+  ASSERT_EQ(lib.create(backend, &model), KILN_OK) << lib.lastError();
+}
+
+void test::expectCopiesItsInput(const LoadedArtifact &lib, kiln_model *model,
+                                const std::vector<float> &x) {
+  std::vector<float> y(x.size(), 0.0f);
+  const void *in[] = {x.data()};
+  void *out[] = {y.data()};
+  ASSERT_EQ(lib.run(model, in, out, KILN_MEMORY_HOST), KILN_OK)
+      << lib.lastError();
+  EXPECT_EQ(y, x);
 }

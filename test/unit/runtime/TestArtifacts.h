@@ -8,6 +8,9 @@
 #include "kiln/runtime/ArtifactFormat.h"
 #include "kiln/runtime/Model.h"
 
+#include <gtest/gtest.h>
+
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -19,6 +22,23 @@ namespace test {
 Buffer makeBuffer(BufferKind kind, const std::string &name,
                   std::vector<int64_t> shape, uint64_t offset,
                   DType dtype = DType::F32);
+
+/// Returns a float32 matmul step, one batch: buffer c (m x n) = buffer a
+/// (m x k) * buffer b (k x n).
+MatmulStep makeMatmul(int64_t m, int64_t n, int64_t k, uint32_t a, uint32_t b,
+                      uint32_t c);
+
+/// Returns a launch of kernel `kernel` over `blocks` blocks of `threads`
+/// threads (along x) with the buffers `args`.
+LaunchStep makeLaunch(uint32_t kernel, uint32_t blocks, uint32_t threads,
+                      std::vector<uint32_t> args);
+
+/// Returns the size formula `scale` * dim `d`.
+SizeFormula dimFormula(uint32_t d, int64_t scale = 1);
+
+/// Returns a binding of `field` of `target` (at `axis`) to the formula `f`.
+SizeBinding sizeBinding(SizeField field, uint32_t target, uint32_t axis,
+                        SizeFormula f);
 
 /// Returns an artifact with one input "x" and one output "y", both float32
 /// of `shape`, and no steps.
@@ -37,6 +57,32 @@ Artifact makeRichArtifact();
 std::vector<float> richReference(const Artifact &a,
                                  const std::vector<float> &x);
 
+/// One matmul of the matmul tests: y = alpha * op(a) op(b) + beta * r over
+/// `batch` batches of (m x k) (k x n), op transposing where asked; a or b
+/// broadcast is one matrix for every batch.
+struct MatmulCase {
+  bool transA, transB;
+  int64_t batch, m, n, k;
+  bool broadcastA, broadcastB;
+  float alpha, beta;
+  DType dtype = DType::F32;
+};
+
+/// Prints a case in test names and failures.
+std::ostream &operator<<(std::ostream &os, const MatmulCase &c);
+
+/// Returns the plan of `c`: inputs a, b and r; r copied into the arena
+/// accumulator acc (at `accOffset`), the matmul step over acc, and acc
+/// copied to output y. Buffers a, b, r, acc, y in that order.
+Artifact makeMatmulPlan(const MatmulCase &c, uint64_t accOffset);
+
+/// Returns the row-major reference of `c` on the values A, B and R of its
+/// inputs, written from the MatmulStep contract (sums in double).
+std::vector<float> matmulReference(const MatmulCase &c,
+                                   const std::vector<float> &A,
+                                   const std::vector<float> &B,
+                                   const std::vector<float> &R);
+
 /// Width of the splat in `makeSplatArtifact`: 3 x 6000 floats is more than
 /// the CUDA executor uploads before it copies the value onward on the device.
 constexpr int64_t kSplatColumns = 6000;
@@ -53,6 +99,12 @@ Artifact makeSplatArtifact();
 /// output y of `n` elements, with `blocks` blocks of `threads` threads.
 Artifact kernelArtifact(const std::string &source, const std::string &name,
                         int64_t n, uint32_t blocks, uint32_t threads);
+
+/// Returns the CUDA source of kernel `lookup(in, out)` over 8 threads,
+/// checking its index as the compiler's prelude does for the host (one flag
+/// a thread): each in[i], used as an index into 8 elements, goes to out[i];
+/// one out of range is read as 0 and records `site` in kiln_index_error.
+std::string indexLookupSource(unsigned site);
 
 /// Runs `artifact` on the host backend; returns y. A failed run fails the
 /// test unless `status` takes its status.
@@ -73,6 +125,29 @@ bool writeFile(const std::string &path, const std::string &bytes);
 
 /// Returns a fresh temporary directory, removed at process exit.
 std::string makeTempDir();
+
+/// Points KILN_CACHE_DIR at a fresh temporary directory, so that the modules
+/// the host backend compiles stay out of the user's cache.
+void usePrivateCache();
+
+/// A suite whose tests compile modules on the host backend, into a cache of
+/// its own (`usePrivateCache`).
+class PrivateCacheSuite : public ::testing::Test {
+protected:
+  static void SetUpTestSuite() { usePrivateCache(); }
+};
+
+/// Deserializes a copy of the first `size` bytes of `bytes` held in a heap
+/// block of exactly that size, so that AddressSanitizer flags any read past
+/// it.
+bool deserializeExact(const std::string &bytes, size_t size, Artifact &out,
+                      std::string &error);
+
+/// Serializes `a` and deserializes the bytes (`deserializeExact`) into `out`.
+bool roundTrip(const Artifact &a, Artifact &out, std::string &error);
+
+/// Returns true when a real CUDA driver can be opened in this process.
+bool haveCudaDriver();
 
 /// The C ABI of one artifact `.so`, opened with dlopen.
 struct LoadedArtifact {
@@ -108,6 +183,20 @@ bool loadArtifactSo(const std::string &soBytes, LoadedArtifact &out,
 
 /// Returns the bytes of the model template built with the tests.
 const std::string &templateBytes();
+
+/// Writes `artifact` appended to the model template to a new file and opens
+/// it; fails the test when that fails.
+void loadArtifact(const Artifact &artifact, LoadedArtifact &out);
+
+/// `loadArtifact`, then creates its model on `backend`; fails the test when
+/// either fails.
+void openModel(const Artifact &artifact, kiln_backend backend,
+               LoadedArtifact &lib, kiln_model *&model);
+
+/// Runs `model` of `lib` on host memory over `x` and expects its one output
+/// to equal x, as the plans of `makeCopyArtifact` do.
+void expectCopiesItsInput(const LoadedArtifact &lib, kiln_model *model,
+                          const std::vector<float> &x);
 
 } // namespace test
 } // namespace rt
