@@ -60,6 +60,20 @@ LogicalResult kiln::readNamedTensorFiles(MLIRContext *context,
   return success();
 }
 
+LogicalResult kiln::readConstantInputFiles(MLIRContext *context,
+                                           ArrayRef<std::string> specs,
+                                           ImportOptions &options) {
+  llvm::StringMap<HostTensor> frozen;
+  if (failed(readNamedTensorFiles(context, specs, "const-input", frozen)))
+    return failure();
+  // Plain `dense` attributes, not the raw bytes: MLIR bit-packs booleans,
+  // and the importer reads shapes and axes out of them whatever their size.
+  for (auto &entry : frozen)
+    options.constantInputs[entry.getKey()] =
+        llvm::cast<ElementsAttr>(entry.getValue().toDenseElementsAttr());
+  return success();
+}
+
 std::string kiln::writeNpyFile(StringRef path, const HostTensor &tensor) {
   FailureOr<rt::DType> dtype = toRuntimeDType(tensor.elementType);
   if (failed(dtype))

@@ -186,14 +186,10 @@ int main(int argc, char **argv) {
   llvm::outs() << "seed " << usedSeed << "\n";
   std::mt19937 rng(usedSeed);
 
-  llvm::StringMap<HostTensor> given, frozen;
-  if (failed(kiln::readNamedTensorFiles(&context, constInputs, "const-input",
-                                        frozen)))
+  llvm::StringMap<HostTensor> given;
+  if (failed(kiln::readConstantInputFiles(&context, constInputs,
+                                          options.import)))
     return 1;
-  // toDenseElementsAttr, not the raw bytes: MLIR bit-packs booleans.
-  for (auto &entry : frozen)
-    options.import.constantInputs[entry.getKey()] =
-        llvm::cast<ElementsAttr>(entry.getValue().toDenseElementsAttr());
 
   if (generateRequested())
     return generate(context, isLibrary, options);

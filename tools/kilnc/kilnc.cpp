@@ -148,15 +148,9 @@ int main(int argc, char **argv) {
     return failure();
   });
   Location loc = FileLineColLoc::get(&context, inputPath, 0, 0);
-  llvm::StringMap<kiln::HostTensor> frozen;
-  if (failed(kiln::readNamedTensorFiles(&context, constInputs, "const-input",
-                                        frozen)))
+  if (failed(kiln::readConstantInputFiles(&context, constInputs,
+                                          options.import)))
     return 1;
-  // Plain `dense` attributes, so that the importer can read shapes and axes
-  // out of them whatever their size.
-  for (auto &entry : frozen)
-    options.import.constantInputs[entry.getKey()] =
-        llvm::cast<ElementsAttr>(entry.getValue().toDenseElementsAttr());
 
   if (progress)
     progress->stage("import " + inputPath);

@@ -10,6 +10,7 @@
 #define KILN_COMPILER_TENSORFILE_H
 
 #include "kiln/ConstantData/HostTensor.h"
+#include "kiln/Importer/ONNX/Importer.h"
 
 #include "llvm/ADT/StringMap.h"
 
@@ -28,6 +29,12 @@ mlir::LogicalResult readNamedTensorFiles(mlir::MLIRContext *context,
                                          llvm::ArrayRef<std::string> specs,
                                          llvm::StringRef flag,
                                          llvm::StringMap<HostTensor> &tensors);
+
+/// Reads `NAME=FILE` specs (the `--const-input` flag) into the graph inputs
+/// that `options` freezes at compile time.
+mlir::LogicalResult readConstantInputFiles(mlir::MLIRContext *context,
+                                           llvm::ArrayRef<std::string> specs,
+                                           ImportOptions &options);
 
 /// Writes `tensor` to `path` as a `.npy` array (atomically: a failed write
 /// leaves no partial file). Returns the error in words, or "" on success.
