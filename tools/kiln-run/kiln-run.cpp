@@ -187,8 +187,8 @@ int main(int argc, char **argv) {
   std::mt19937 rng(usedSeed);
 
   llvm::StringMap<HostTensor> given;
-  if (failed(kiln::readConstantInputFiles(&context, constInputs,
-                                          options.import)))
+  if (failed(
+          kiln::readConstantInputFiles(&context, constInputs, options.import)))
     return 1;
 
   if (generateRequested())

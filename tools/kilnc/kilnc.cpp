@@ -148,8 +148,8 @@ int main(int argc, char **argv) {
     return failure();
   });
   Location loc = FileLineColLoc::get(&context, inputPath, 0, 0);
-  if (failed(kiln::readConstantInputFiles(&context, constInputs,
-                                          options.import)))
+  if (failed(
+          kiln::readConstantInputFiles(&context, constInputs, options.import)))
     return 1;
 
   if (progress)
