@@ -29,14 +29,22 @@ void TensorCoreAttentionEmitter::emitValueTileWait(int64_t pending) {
      << proxyFence << "      __syncthreads();\n";
 }
 
-LogicalResult TensorCoreAttentionEmitter::emitKeyLoopTwoStages() {
+LogicalResult
+TensorCoreAttentionEmitter::stageFirstTiles(const char *keyTile,
+                                            const char *valueTile) {
   // The first key tile and its value tile.
-  if (failed(stage(attention.getKey(), keyRows, "k_async", "k_tile0", dq,
+  if (failed(stage(attention.getKey(), keyRows, "k_async", keyTile, dq,
                    "key_begin", "    ")) ||
-      failed(stage(attention.getValue(), valueRows, "v_async", "v_tile0", dv,
+      failed(stage(attention.getValue(), valueRows, "v_async", valueTile, dv,
                    "key_begin", "    ")))
     return failure();
   emitAccumulators();
+  return success();
+}
+
+LogicalResult TensorCoreAttentionEmitter::emitKeyLoopTwoStages() {
+  if (failed(stageFirstTiles("k_tile0", "v_tile0")))
+    return failure();
   os << "    int buffer = 0;\n";
   emitKeyLoopBegin();
   auto pick = [&](const char *name, int64_t pitch) {
@@ -101,13 +109,8 @@ LogicalResult TensorCoreAttentionEmitter::emitKeyLoopTwoBarriers() {
 }
 
 LogicalResult TensorCoreAttentionEmitter::emitKeyLoopFourBarriers() {
-  // The first key tile and its value tile.
-  if (failed(stage(attention.getKey(), keyRows, "k_async", "k_tile", dq,
-                   "key_begin", "    ")) ||
-      failed(stage(attention.getValue(), valueRows, "v_async", "v_tile", dv,
-                   "key_begin", "    ")))
+  if (failed(stageFirstTiles("k_tile", "v_tile")))
     return failure();
-  emitAccumulators();
   emitKeyLoopBegin();
   os << "      // This key tile has landed (the value tile may not have).\n"
      << "      kiln_cp_async_wait<1>();\n"

@@ -203,6 +203,11 @@ private:
   void emitKeyLoopBegin();
   /// Waits for this value tile (`pending` newer groups may be in flight).
   void emitValueTileWait(int64_t pending);
+  /// Stages the first key tile and its value tile into `keyTile` and
+  /// `valueTile`, then declares the accumulators: how the two-stage and
+  /// four-barrier schedules begin.
+  mlir::LogicalResult stageFirstTiles(const char *keyTile,
+                                      const char *valueTile);
   /// Two buffers each: tile j + 1 streams in during all of tile j.
   mlir::LogicalResult emitKeyLoopTwoStages();
   /// One buffer each in FlashAttention-2's order: the value tile streams
