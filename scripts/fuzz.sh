@@ -5,7 +5,7 @@
 # interpreter (test/fuzz/differential.py, with the normal build's kiln-run):
 #
 #   scripts/fuzz.sh --minutes 60            a campaign, every target in turn
-#   scripts/fuzz.sh --seconds 60 --smoke    what CI runs (fixed seed, fewer
+#   scripts/fuzz.sh --seconds 30 --smoke    what CI runs (fixed seed, fewer
 #                                           seed inputs)
 #   scripts/fuzz.sh --minutes 60 onnx       one target (onnx, kiln-ir,
 #                                           tensor-files, artifact,

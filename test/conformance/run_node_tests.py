@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Runs ONNX conformance node tests through kiln-run and checks the outputs.
 
-  run_node_tests.py --kiln-run build/bin/kiln-run [--backend reference] [OP ...]
+  run_node_tests.py --kiln-run build/bin/kiln-run [--backend reference]
+                    [--outside-index] [OP ...]
   run_node_tests.py --kiln-run build/bin/kiln-run --kilnc build/bin/kilnc
                     --backend host [OP ...]
   run_node_tests.py --kiln-run build/bin/kiln-run --kilnc build/bin/kilnc
@@ -13,7 +14,9 @@ with test_<op> for the given ops (default: the walking skeleton's ops) on one
 backend. With --backend reference, kiln-run imports the model and interprets
 it; with --backend host (or cuda), kilnc compiles it to a .so first, which
 kiln-run runs on that backend, so the generated kernels themselves are
-checked.
+checked. --outside-index leaves out the tests INDEX.md lists, which an
+--all run covers on both paths already (ctest runs both, so CI runs each
+test once per path).
 
 With --index INDEX.md (--all: the corpus's onnx-node/INDEX.md), runs the
 tests INDEX.md lists, per op and exactly as listed (`_expanded` variants
@@ -645,6 +648,9 @@ def main():
     parser.add_argument("--cuda", choices=["auto", "on", "off"], default="auto",
                         help="index mode: also run on the GPU (auto: if nvidia-smi -L "
                              "finds one)")
+    parser.add_argument("--outside-index", action="store_true",
+                        help="without --index/--all: only the tests the corpus's INDEX.md "
+                             "does not list (the index run covers the others)")
     parser.add_argument("ops", nargs="*",
                         help="test name prefixes (default: the skeleton's ops); with "
                              "--index, INDEX.md ops (default: all)")
@@ -658,6 +664,8 @@ def main():
         if args.backend != "reference" and not args.kilnc:
             parser.error(f"--backend {args.backend} needs --kilnc")
         args.ops = args.ops or SKELETON_OPS
+    elif args.outside_index:
+        parser.error("--outside-index is for runs without --index/--all")
 
     corpus = os.environ.get("KILN_CORPUS_DIR",
                             os.path.join(HERE, "..", "..", "..", "shared", "corpus"))
@@ -688,6 +696,10 @@ def legacy_main(args, node_dir):
         kiln_run=os.path.abspath(args.kiln_run),
         kilnc=os.path.abspath(args.kilnc) if args.kilnc else None)
     tests = sorted(t for t in os.listdir(node_dir) if wanted(t, args.ops))
+    if args.outside_index:
+        _, index_ops = parse_index(os.path.join(node_dir, "INDEX.md"))
+        indexed = {t for op_tests in index_ops.values() for t in op_tests}
+        tests = [t for t in tests if t not in indexed]
     counts = collections.Counter()
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
         futures = [pool.submit(run_test, tools, args.backend,
