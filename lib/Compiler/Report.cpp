@@ -78,6 +78,12 @@ std::string detailOf(const rt::Step &step) {
       detail += " +gelu";
     if (m.tf32)
       detail += " tf32";
+    // Kiln's own kernels the run may choose instead (MatmulChoice.cpp).
+    if (!m.kernels.empty()) {
+      detail += " or kiln";
+      for (const rt::GemmCandidate &g : m.kernels)
+        detail += " " + g.name;
+    }
     return detail;
   }
   case rt::Step::Kind::Copy:
@@ -462,6 +468,16 @@ void printReportJson(const rt::Artifact &artifact, const CompileReport &report,
       launch["m"] = static_cast<int64_t>(m.m);
       launch["n"] = static_cast<int64_t>(m.n);
       launch["k"] = static_cast<int64_t>(m.k);
+      llvm::json::Array kernels;
+      for (const rt::GemmCandidate &g : m.kernels)
+        kernels.push_back(
+            llvm::json::Object{{"name", g.name},
+                               {"kernel", artifact.kernelNames[g.kernel]},
+                               {"tile_m", static_cast<int64_t>(g.tileM)},
+                               {"tile_n", static_cast<int64_t>(g.tileN)},
+                               {"threads", static_cast<int64_t>(g.threads)},
+                               {"split_k", static_cast<int64_t>(g.splitK)}});
+      launch["gemm_kernels"] = std::move(kernels);
     } else {
       launch["bytes"] = static_cast<int64_t>(step.copy.bytes);
     }

@@ -26,6 +26,24 @@ std::string AttentionConfig::text() const {
                        lazyRescale ? 1 : 0);
 }
 
+std::string GemmConfig::layoutName() const {
+  return llvm::formatv("mma_{0}x{1}x{2}_w{3}x{4}", tileM, tileN, tileK, warpsM,
+                       warpsN);
+}
+
+std::string GemmConfig::name() const {
+  return layoutName() + "_split" + std::to_string(splitK);
+}
+
+std::string KernelConfig::text() const {
+  if (gemmCandidates.empty())
+    return attention.text();
+  std::string text = "gemm";
+  for (const GemmConfig &gemm : gemmCandidates)
+    text += " " + gemm.name();
+  return text;
+}
+
 std::string checkAttentionOverrides(const AttentionOverrides &o) {
   auto bad = [](const char *flag, int64_t value, const char *allowed) {
     return llvm::formatv("attention-{0}={1}: expected {2}", flag, value,

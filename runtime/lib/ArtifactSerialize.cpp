@@ -88,6 +88,13 @@ std::string kiln::rt::serializeArtifactPrefix(const Artifact &a,
       w.u32(m.residual);
       w.u8(static_cast<uint8_t>(m.activation));
       w.u8(m.tf32 ? 1 : 0);
+      w.u64(m.kernels.size());
+      for (const GemmCandidate &g : m.kernels) {
+        w.str(g.name);
+        for (uint32_t v :
+             {g.kernel, g.reduce, g.tileM, g.tileN, g.threads, g.splitK})
+          w.u32(v);
+      }
       break;
     }
     case Step::Kind::Copy:
@@ -273,6 +280,19 @@ bool kiln::rt::deserializeArtifact(const char *data, size_t size, Artifact &out,
       if (tf32 > 1)
         return r.fail("invalid matmul tf32 flag"), fail();
       m.tf32 = tf32 != 0;
+      uint64_t kernels = 0;
+      // A name's length, then six u32.
+      if (!r.count(kernels, 8 + 6 * 4, "matmul GEMM kernels"))
+        return fail();
+      m.kernels.resize(kernels);
+      for (GemmCandidate &g : m.kernels)
+        if (!r.str(g.name, "GEMM kernel name") ||
+            !r.u32(g.kernel, "GEMM kernel") ||
+            !r.u32(g.reduce, "GEMM reduce kernel") ||
+            !r.u32(g.tileM, "GEMM tile rows") ||
+            !r.u32(g.tileN, "GEMM tile columns") ||
+            !r.u32(g.threads, "GEMM threads") || !r.u32(g.splitK, "GEMM split"))
+          return fail();
       break;
     }
     case Step::Kind::Copy:

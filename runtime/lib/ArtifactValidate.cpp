@@ -35,6 +35,38 @@ static bool sameStorageOverlap(const Buffer &x, const Buffer &y) {
 }
 
 /// Checks that `elements` elements of `buf`'s dtype fit in `buf`.
+/// Why Kiln GEMM candidates of `m` are malformed, or "" (ArtifactSteps.h:
+/// float16 or bfloat16, alpha 1 and beta 1 exactly with a residual, kernels
+/// of the artifact, a reduce kernel exactly when K is split, tiles of whole
+/// mma.sync tiles, whole warps).
+static std::string checkGemmCandidates(const MatmulStep &m, size_t kernels) {
+  if (m.kernels.empty())
+    return "";
+  if (m.dtype != DType::F16 && m.dtype != DType::BF16)
+    return "Kiln GEMM kernels are float16 or bfloat16, the matmul is " +
+           std::string(dtypeName(m.dtype));
+  if (m.alpha != 1.0f || m.beta != (m.residual != kNoBuffer ? 1.0f : 0.0f))
+    return "Kiln GEMM kernels scale by alpha 1 and beta 1 with a residual, "
+           "0 without";
+  for (const GemmCandidate &g : m.kernels) {
+    std::string what = "GEMM kernel '" + g.name + "' ";
+    if (g.name.empty() || g.name.size() > 64)
+      return "GEMM kernel names have 1 to 64 characters";
+    if (g.kernel >= kernels ||
+        (g.splitK > 1 ? g.reduce >= kernels : g.reduce != kNoKernel))
+      return what + "names kernels the artifact does not have (" +
+             std::to_string(kernels) + " kernels)";
+    if (g.tileM == 0 || g.tileM % 16 || g.tileM > 256 || g.tileN == 0 ||
+        g.tileN % 16 || g.tileN > 256)
+      return what + "tiles must be multiples of 16 up to 256";
+    if (g.threads == 0 || g.threads % 32 || g.threads > 1024)
+      return what + "threads must be whole warps up to 1024";
+    if (g.splitK < 1 || g.splitK > 64)
+      return what + "split must be 1 to 64";
+  }
+  return "";
+}
+
 static bool matmulOperandFits(const Buffer &buf, int64_t outerBatch,
                               int64_t outerStride, int64_t batch,
                               int64_t stride, int64_t rows, int64_t cols) {
@@ -269,6 +301,9 @@ bool kiln::rt::validatePlan(const Artifact &a, std::string &error,
             (bc.offset != residual.offset || bc.kind != residual.kind))
           return fail(where + "matmul output c partly overlaps its residual");
       }
+      if (std::string bad = checkGemmCandidates(m, a.kernelNames.size());
+          !bad.empty())
+        return fail(where + bad);
       break;
     }
     case Step::Kind::Copy: {

@@ -113,7 +113,7 @@ static Status optionsOf(const kiln_model_options *given, HostOptions &host,
     return Status::ok();
   constexpr uint32_t kKnown = KILN_OPTION_HOST_SEED | KILN_OPTION_HOST_CHECK |
                               KILN_OPTION_CUDA_GRAPHS |
-                              KILN_OPTION_TUNE_MATMULS;
+                              KILN_OPTION_TUNE_MATMULS | KILN_OPTION_HOST_GEMM;
   if (given->size < offsetof(kiln_model_options, host_seed))
     return Status::error(StatusCode::InvalidArgument,
                          "kiln_model_options: size " +
@@ -136,6 +136,9 @@ static Status optionsOf(const kiln_model_options *given, HostOptions &host,
   if (has(KILN_OPTION_TUNE_MATMULS, offsetof(kiln_model_options, tune_matmuls),
           4))
     cuda.tuneMatmuls = given->tune_matmuls != 0;
+  if (has(KILN_OPTION_HOST_GEMM, offsetof(kiln_model_options, host_gemm),
+          sizeof(const char *)))
+    host.gemm = given->host_gemm ? given->host_gemm : "";
   return Status::ok();
 }
 

@@ -24,11 +24,13 @@
 //===----------------------------------------------------------------------===//
 
 #include "Executor.h"
+#include "GemmCandidates.h"
 #include "HostGemm.h"
 #include "HostLauncher.h"
 #include "HostModule.h"
 #include "kiln/runtime/SplatStorage.h"
 
+#include <array>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -147,6 +149,9 @@ private:
   /// Allocates the staging and arena storage of `plan`'s buffers.
   Status bindStorage(const Artifact &plan);
   Status runSteps(const Artifact &plan, const std::vector<int64_t> &dims);
+  /// Runs matmul step `index` (`m`, at this run's extents) on the Kiln GEMM
+  /// kernel `options.gemm` names, under the fiber launcher.
+  Status runGemmKernel(const MatmulStep &m, size_t index);
 
   const Artifact &artifact;
   HostOptions options;
@@ -165,6 +170,8 @@ private:
   /// that AddressSanitizer sees its end there; otherwise storage is sized
   /// for the top of the ranges once.
   std::vector<int64_t> storageDims;
+  /// The partial sums of a split GEMM kernel.
+  std::vector<float> partials;
 };
 
 } // namespace
@@ -199,6 +206,15 @@ Status HostShared::load() {
       return s;
   for (size_t i = 0; i < artifact.steps.size(); ++i) {
     const Step &step = artifact.steps[i];
+    if (step.kind == Step::Kind::Matmul)
+      for (const GemmCandidate &g : step.matmul.kernels)
+        if (module->arity(g.kernel) != kGemmKernelArity ||
+            (g.reduce != kNoKernel &&
+             module->arity(g.reduce) != kGemmReduceArity))
+          return Status::error(StatusCode::CorruptArtifact,
+                               "step " + std::to_string(i) + ": GEMM kernel " +
+                                   g.name +
+                                   " does not take the family's arguments");
     if (step.kind != Step::Kind::Launch)
       continue;
     unsigned arity = module->arity(step.launch.kernel);
@@ -418,6 +434,11 @@ Status HostExecutor::runSteps(const Artifact &plan,
     }
     case Step::Kind::Matmul: {
       const MatmulStep &m = step.matmul;
+      if (!options.gemm.empty()) {
+        if (Status s = runGemmKernel(m, i); !s.isOk())
+          return s;
+        break;
+      }
       runGemm(m, address[m.a], address[m.b], address[m.c],
               m.bias == kNoBuffer ? nullptr : address[m.bias],
               address[m.residual == kNoBuffer ? m.c : m.residual]);
@@ -431,5 +452,54 @@ Status HostExecutor::runSteps(const Artifact &plan,
     }
     }
   }
+  return Status::ok();
+}
+
+Status HostExecutor::runGemmKernel(const MatmulStep &m, size_t index) {
+  std::string where = "step " + std::to_string(index) + ": ";
+  const GemmCandidate *g = findGemmCandidate(m, options.gemm);
+  if (!g)
+    return Status::error(StatusCode::InvalidArgument,
+                         where + "the matmul has no GEMM kernel '" +
+                             options.gemm +
+                             "' (it has: " + gemmCandidateNames(m) + ")");
+  void *a = address[m.a], *b = address[m.b];
+  if (std::string misfit = gemmCandidateMisfit(m, *g, a, b); !misfit.empty())
+    return Status::error(StatusCode::Unsupported,
+                         where + "GEMM kernel " + g->name +
+                             " cannot run the matmul: " + misfit);
+  void *bias = m.bias == kNoBuffer ? nullptr : address[m.bias];
+  void *residual = m.residual == kNoBuffer ? nullptr : address[m.residual];
+  partials.assign(gemmPartialFloats(m, *g), 0.0f);
+  void *scratch = partials.empty() ? nullptr : partials.data();
+  std::array<long long, 13> integers = gemmIntegerArguments(m, *g);
+  // Pointers by value, integers by address, as cuLaunchKernel takes them.
+  std::vector<void *> args = {a, b, address[m.c], bias, residual, scratch};
+  for (long long &v : integers)
+    args.push_back(&v);
+  const KernelModule *module = shared->kernels();
+  Launch launch;
+  launch.entry = module->entry(g->kernel);
+  launch.name = artifact.kernelNames[g->kernel];
+  launch.args = args.data();
+  std::array<uint32_t, 3> grid = gemmGrid(m, *g);
+  std::copy(grid.begin(), grid.end(), launch.grid);
+  launch.block[0] = g->threads;
+  launch.seed = options.seed * 0x9e3779b97f4a7c15ull + index;
+  if (Status s = launcher.run(launch); !s.isOk())
+    return Status::error(s.code, where + s.message);
+  if (g->reduce == kNoKernel)
+    return Status::ok();
+  args = {scratch, address[m.c], bias, residual};
+  for (long long &v : integers)
+    args.push_back(&v);
+  launch.entry = module->entry(g->reduce);
+  launch.name = artifact.kernelNames[g->reduce];
+  launch.args = args.data();
+  launch.grid[0] = gemmReduceBlocks(m);
+  launch.grid[1] = launch.grid[2] = 1;
+  launch.block[0] = kGemmReduceThreads;
+  if (Status s = launcher.run(launch); !s.isOk())
+    return Status::error(s.code, where + s.message);
   return Status::ok();
 }

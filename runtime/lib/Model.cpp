@@ -40,6 +40,8 @@ HostOptions HostOptions::fromEnvironment() {
   }
   if (const char *check = std::getenv("KILN_HOST_CHECK"))
     options.checking = std::strcmp(check, "1") == 0;
+  if (const char *gemm = std::getenv("KILN_HOST_GEMM"))
+    options.gemm = gemm;
   return options;
 }
 
@@ -104,6 +106,8 @@ Status Model::create(Artifact artifact, Backend backend,
     model->executor = createHostExecutor(model->plan, hostOptions);
     model->optionsText = "host seed " + std::to_string(hostOptions.seed) +
                          ", checking " + (hostOptions.checking ? "on" : "off");
+    if (!hostOptions.gemm.empty())
+      model->optionsText += ", GEMM kernel " + hostOptions.gemm;
   } else {
     model->executor = createCudaExecutor(model->plan, cudaOptions);
     model->optionsText =

@@ -102,12 +102,15 @@ def limits(name, dtype, n):
 class Case:
     """One model at one shape."""
 
-    def __init__(self, family, name, build, check=False, tol=None):
+    def __init__(self, family, name, build, check=False, tol=None, gemm=None):
         self.family = family
         self.name = name
         self.build = build  # () -> ModelProto
         self.check = check
         self.tol = tol  # (rtol, atol, why) or None for the contract
+        # The Kiln GEMM kernel every matmul runs on (kiln-run --gemm), or
+        # None for the CPU GEMM that stands in for cuBLASLt.
+        self.gemm = gemm
 
     @property
     def id(self):
@@ -867,6 +870,83 @@ def matmul_cases():
     return cases
 
 
+def gemm_cases():
+    """Kiln's own GEMM kernels (GemmEmitter.cpp), each layout and split the
+    compiler offers, run in place of the host's stand-in for cuBLASLt: at
+    M = 1, 7, 128 and 129 rows, N = 72 and K = 520 (neither whole tiles of 64
+    and 32; 520 is 17 k-tiles, split 4 ways as 5, 5, 5 and 2), each
+    transpose, a batch, and the epilogues. The inputs are cast to 16 bits in
+    the graph, so the reference multiplies the same values; it accumulates in
+    double and the kernels in fp32, and both round once."""
+    cases = []
+    large, medium, small = "mma_128x128x32_w2x2", "mma_64x64x32_w2x2", "mma_16x64x32_w1x4"
+
+    def narrow_gemm(dtype, m, k, n, trans_a=False, trans_b=False, batch=None,
+                    bias=False, relu=False, residual=False):
+        lead = [batch] if batch else []
+        a_shape = lead + ([k, m] if trans_a else [m, k])
+        b_shape = lead + ([n, k] if trans_b else [k, n])
+        nodes = [node("Cast", ["a"], "ah", to=dtype), node("Cast", ["b"], "bh", to=dtype)]
+        ops = ["ah", "bh"]
+        perm = list(range(len(lead))) + [len(lead) + 1, len(lead)]
+        for i, (flag, name) in enumerate([(trans_a, "ah"), (trans_b, "bh")]):
+            if flag:
+                nodes.append(node("Transpose", [name], name + "t", perm=perm))
+                ops[i] = name + "t"
+        nodes.append(node("MatMul", ops, "y0"))
+        inputs = [("a", F32, a_shape), ("b", F32, b_shape)]
+        inits, last = [], "y0"
+        if bias:
+            inits.append(weight("bias", [n]))
+            nodes += [node("Cast", ["bias"], "biash", to=dtype),
+                      node("Add", [last, "biash"], "y1")]
+            last = "y1"
+        if relu:
+            nodes.append(node("Relu", [last], "y2"))
+            last = "y2"
+        if residual:
+            inputs.append(("r", F32, lead + [m, n]))
+            nodes += [node("Cast", ["r"], "rh", to=dtype), node("Add", [last, "rh"], "y3")]
+            last = "y3"
+        nodes.append(node("Cast", [last], "y", to=F32))
+        return model(nodes, inputs, ["y"], inits)
+
+    def add(label, variant, build, dtype=F16, check=False):
+        cases.append(Case("gemm", f"{label}_{variant}", build, check=check,
+                          tol=F16_TOL if dtype == F16 else BF16_TOL, gemm=variant))
+
+    # Every layout and split at the tails of M; the split variants' counts
+    # are what chooseGemmConfigs gives these shapes (kilnc --report).
+    for m, variants in [(1, [medium + "_split1", medium + "_split4", small + "_split1",
+                             small + "_split4"]),
+                        (7, [small + "_split4"]),
+                        (128, [large + "_split1", large + "_split4", medium + "_split4"]),
+                        (129, [large + "_split4", medium + "_split1"])]:
+        for variant in variants:
+            add(f"f16_{m}x520x72", variant,
+                lambda m=m: narrow_gemm(F16, m, 520, 72), check=(m == 7))
+    add("bf16_7x520x72", small + "_split4", lambda: narrow_gemm(BF16, 7, 520, 72),
+        dtype=BF16)
+    add("bf16_129x40x72", medium + "_split1", lambda: narrow_gemm(BF16, 129, 40, 72),
+        dtype=BF16)
+    # Each transpose (a transposed A's rows are M long: 136, whole chunks).
+    for ta, tb in [(True, False), (False, True), (True, True)]:
+        add(f"f16_tA{int(ta)}_tB{int(tb)}_136x520x72", medium + "_split4",
+            lambda ta=ta, tb=tb: narrow_gemm(F16, 136, 520, 72, ta, tb), check=(ta and tb))
+        add(f"f16_tA{int(ta)}_tB{int(tb)}_136x40x72", large + "_split1",
+            lambda ta=ta, tb=tb: narrow_gemm(F16, 136, 40, 72, ta, tb))
+    # A batch of three, and the epilogues in registers and through the
+    # split's reduce.
+    add("f16_batch3_7x40x72", medium + "_split1",
+        lambda: narrow_gemm(F16, 7, 40, 72, batch=3))
+    for variant in [small + "_split1", small + "_split4"]:
+        add("f16_bias_relu_7x520x72", variant,
+            lambda: narrow_gemm(F16, 7, 520, 72, bias=True, relu=True), check=True)
+        add("f16_bias_residual_7x520x72", variant,
+            lambda: narrow_gemm(F16, 7, 520, 72, bias=True, residual=True))
+    return cases
+
+
 def chain_cases():
     cases = []
 
@@ -1006,6 +1086,10 @@ def run_case(tools, work, case, seed, host_seed, check):
         run_cmd += ["--rtol", str(case.tol[0]), "--atol", str(case.tol[1])]
     if check:
         run_cmd.append("--check")
+    if case.gemm:
+        # A matmul without this kernel fails the run, so a pass means the
+        # kernel's generated code computed every matmul of the model.
+        run_cmd += ["--gemm", case.gemm]
     proc, run_s = run(run_cmd)
     text = proc.stdout + proc.stderr
     details = f"$ {quote(compile_cmd)}\n$ {quote(run_cmd)}\n{text}"
@@ -1078,7 +1162,7 @@ def main():
     rng = random.Random(base)
 
     cases = (elementwise_cases() + reduction_cases() + copy_cases()
-             + fused_move_cases() + matmul_cases() + chain_cases())
+             + fused_move_cases() + matmul_cases() + gemm_cases() + chain_cases())
     ids = [c.id for c in cases]
     assert len(ids) == len(set(ids)), "duplicate case names"
     cases = [c for c in cases if args.filter in c.id]

@@ -142,6 +142,12 @@ runLibrary(MLIRContext *ctx, Signature &signature,
   options.size = sizeof(options);
   options.set = KILN_OPTION_HOST_SEED | KILN_OPTION_HOST_CHECK |
                 KILN_OPTION_CUDA_GRAPHS | KILN_OPTION_TUNE_MATMULS;
+  // Given only when asked for, so that an artifact from before the field
+  // still takes the other options.
+  if (!host.gemm.empty()) {
+    options.set |= KILN_OPTION_HOST_GEMM;
+    options.host_gemm = host.gemm.c_str();
+  }
   options.host_seed = host.seed;
   options.host_check = host.checking;
   options.cuda_graphs = cuda.graphs;
@@ -151,13 +157,13 @@ runLibrary(MLIRContext *ctx, Signature &signature,
   if (createWithOptions) {
     created = createWithOptions(static_cast<kiln_backend>(runtimeBackend()),
                                 &options, &model);
-  } else if (hostSeed.getNumOccurrences() || checkMode ||
+  } else if (hostSeed.getNumOccurrences() || checkMode || !host.gemm.empty() ||
              cudaGraphs.getNumOccurrences() ||
              tuneMatmuls.getNumOccurrences()) {
     fail("'" + modelPath +
          "' predates run-time options in the C ABI "
          "(kiln_model_create_with_options): compile it again to use "
-         "--host-seed, --check, --cuda-graphs or --tune-matmuls");
+         "--host-seed, --check, --gemm, --cuda-graphs or --tune-matmuls");
     return failure();
   } else {
     created = create(static_cast<kiln_backend>(runtimeBackend()), &model);

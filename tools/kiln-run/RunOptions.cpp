@@ -69,6 +69,12 @@ cl::opt<bool> checkMode(
     "check",
     cl::desc("host backend: checking mode (each buffer in its own poisoned "
              "allocation, kernels built with AddressSanitizer)"));
+cl::opt<std::string> hostGemm(
+    "gemm",
+    cl::desc("host backend: run every matmul on the Kiln GEMM kernel of this "
+             "name (kilnc --report lists each matmul's) instead of the CPU "
+             "GEMM that stands in for cuBLASLt; a matmul without it fails"),
+    cl::value_desc("NAME"));
 cl::opt<bool> cudaGraphs(
     "cuda-graphs",
     cl::desc("CUDA backend: replay each run after the first as a CUDA graph "
@@ -112,6 +118,7 @@ kiln::rt::HostOptions hostOptions() {
   kiln::rt::HostOptions options;
   options.seed = hostSeed;
   options.checking = checkMode;
+  options.gemm = hostGemm;
   return options;
 }
 

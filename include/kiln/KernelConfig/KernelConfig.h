@@ -115,14 +115,54 @@ inline int64_t fewestAttentionQueryRows() {
 /// The name of `form` as the plan and the report print it.
 const char *attentionFormName(AttentionForm form);
 
+/// How one of Kiln's own GEMM kernels is laid out (GemmEmitter.cpp), as
+/// chooseGemmConfigs (lib/Target/CUDA/GemmConfig.cpp) offers it: a block
+/// computes a tileM x tileN tile of C over its share of K in steps of
+/// tileK, its warps laid out warpsM x warpsN, each warp's part of the tile
+/// in mma.sync.m16n8k16 instructions on fragments read by ldmatrix from
+/// shared memory, which cp.async fills two tiles ahead (double buffered).
+/// With splitK > 1, K is split across that many blocks, each writing fp32
+/// partial sums, which a second kernel adds in a fixed order (the result
+/// does not depend on scheduling) before the epilogue.
+struct GemmConfig {
+  int64_t tileM = 64;
+  int64_t tileN = 64;
+  int64_t tileK = 32;
+  int64_t warpsM = 2;
+  int64_t warpsN = 2;
+  int64_t splitK = 1;
+
+  int64_t threads() const { return 32 * warpsM * warpsN; }
+  /// Rows and columns of C one warp computes.
+  int64_t warpRows() const { return tileM / warpsM; }
+  int64_t warpColumns() const { return tileN / warpsN; }
+
+  /// The name of the candidate (`mma_64x64x32_w2x2_split4`): what the plan
+  /// and the report print, and what a run asks for by name (kiln-run
+  /// --gemm).
+  std::string name() const;
+  /// The name of the kernel that runs every split count of this layout:
+  /// the name without its split (`mma_64x64x32_w2x2`).
+  std::string layoutName() const;
+};
+
 /// The configuration a kernel of the plan was emitted with.
 struct KernelConfig {
-  /// The kernel's name in the CUDA source and the plan.
+  /// The kernel's name in the CUDA source and the plan; for a matmul, the
+  /// step's name in the plan (`matmul step N`).
   std::string kernel;
-  /// The kiln.kernel it was emitted from, which kiln-to-cuda marks with the
-  /// configuration (kKernelConfigAttr) after emission.
+  /// The kiln.kernel (or kiln.matmul) it was emitted from, which
+  /// kiln-to-cuda marks with the configuration (kKernelConfigAttr) after
+  /// emission.
   mlir::Operation *op = nullptr;
   AttentionConfig attention;
+  /// For a matmul: Kiln's GEMM kernels its step may run on besides
+  /// cuBLASLt's (empty for attention).
+  std::vector<GemmConfig> gemmCandidates;
+
+  /// The attention configuration's text, or `gemm` and the candidates'
+  /// names.
+  std::string text() const;
 };
 using KernelConfigs = std::vector<KernelConfig>;
 

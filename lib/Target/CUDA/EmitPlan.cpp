@@ -103,11 +103,11 @@ LogicalResult PlanBuilder::addOp(Operation &op, llvm::raw_ostream &source) {
         return failure();
     } else if (auto kernel = dyn_cast<KernelOp>(op)) {
       if (failed(kernel.getKind() == KernelKind::gemm
-                     ? addGemm(kernel)
+                     ? addGemm(kernel, source)
                      : addLaunch(kernel, source)))
         return failure();
     } else if (auto matmul = dyn_cast<MatmulOp>(op)) {
-      if (failed(addMatmul(matmul)))
+      if (failed(addMatmul(matmul, source)))
         return failure();
     } else if (auto ret = dyn_cast<func::ReturnOp>(op)) {
       if (failed(addOutputs(ret)))

@@ -81,7 +81,7 @@ struct KilnToCudaPass
       if (!config.op)
         continue;
       std::string &text = texts[config.op];
-      text += (text.empty() ? "" : "; ") + config.attention.text();
+      text += (text.empty() ? "" : "; ") + config.text();
     }
     for (auto &[op, text] : texts)
       op->setAttr(kKernelConfigAttr, StringAttr::get(op->getContext(), text));

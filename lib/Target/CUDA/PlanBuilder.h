@@ -166,14 +166,20 @@ private:
   void pushMatmul(MatmulPlan &plan);
 
   /// Appends the cuBLASLt step of kiln.matmul `op` and its result's buffer.
-  mlir::LogicalResult addMatmul(MatmulOp op);
+  mlir::LogicalResult addMatmul(MatmulOp op, llvm::raw_ostream &source);
 
   /// A GEMM kernel (kiln-fuse) is one cuBLASLt call: its matmul, then the
   /// epilogue kiln-fuse recorded on it (#kiln.gemm_epilogue, which the
   /// kernel's verifier checked against the body). Reshapes between them are
   /// views: the step writes the kernel's (reshaped) result in the product's
   /// element order.
-  mlir::LogicalResult addGemm(KernelOp kernel);
+  mlir::LogicalResult addGemm(KernelOp kernel, llvm::raw_ostream &source);
+
+  /// Offers Kiln's GEMM kernels for `plan`'s step (chooseGemmConfigs),
+  /// appending each kernel to `source` the first time a step needs it, and
+  /// records them as `op`'s configuration.
+  void addGemmCandidates(MatmulPlan &plan, mlir::Operation *op,
+                         llvm::raw_ostream &source);
 
   /// The cuBLASLt step of `op`'s shapes (operand buffers left to the
   /// caller).
@@ -203,6 +209,8 @@ private:
   bool allowTf32;
   /// When given, the configuration of each kernel that has one.
   KernelConfigs *configs;
+  /// Kiln's GEMM kernels emitted so far, by name: their kernel index.
+  llvm::StringMap<uint32_t> gemmKernels;
   /// Constants seen so far, to name the next "weightN".
   int weightCount = 0;
   /// Where kernels' scratch memory starts (past the planned arena), and the

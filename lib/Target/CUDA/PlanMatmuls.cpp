@@ -9,6 +9,7 @@
 #include "PlanBuilder.h"
 
 #include "EmitterSupport.h"
+#include "GemmEmitter.h"
 #include "kiln/ConstantData/RuntimeDType.h"
 #include "kiln/Dialect/Kiln/SymbolicShapes.h"
 #include "llvm/ADT/Sequence.h"
@@ -69,7 +70,7 @@ void PlanBuilder::pushMatmul(MatmulPlan &plan) {
          plan.sizes[f]);
 }
 
-LogicalResult PlanBuilder::addMatmul(MatmulOp op) {
+LogicalResult PlanBuilder::addMatmul(MatmulOp op, llvm::raw_ostream &source) {
   if (failed(addResults(op)))
     return failure();
   auto plan = matmulPlan(op);
@@ -78,11 +79,12 @@ LogicalResult PlanBuilder::addMatmul(MatmulOp op) {
   plan->step.a = bufferOf.at(op.getLhs());
   plan->step.b = bufferOf.at(op.getRhs());
   plan->step.c = bufferOf.at(op.getResult());
+  addGemmCandidates(*plan, op, source);
   pushMatmul(*plan);
   return success();
 }
 
-LogicalResult PlanBuilder::addGemm(KernelOp kernel) {
+LogicalResult PlanBuilder::addGemm(KernelOp kernel, llvm::raw_ostream &source) {
   Block &body = kernel.getBody().front();
   auto matmul = cast<MatmulOp>(body.front());
   if (kernel.getNumResults() != 1)
@@ -127,8 +129,75 @@ LogicalResult PlanBuilder::addGemm(KernelOp kernel) {
   if (failed(addResults(kernel)))
     return failure();
   step->c = bufferOf.at(kernel.getResult(0));
+  addGemmCandidates(*plan, kernel, source);
   pushMatmul(*plan);
   return success();
+}
+
+void PlanBuilder::addGemmCandidates(MatmulPlan &plan, Operation *op,
+                                    llvm::raw_ostream &source) {
+  rt::MatmulStep &step = plan.step;
+  auto &[batch, m, n, k, strideA, strideB, strideC, outerBatch, outerStrideA,
+         outerStrideB, outerStrideC] = plan.sizes;
+  GemmShape shape;
+  shape.dtype = step.dtype;
+  shape.tf32 = step.tf32;
+  shape.upperM = m.upper();
+  shape.leastM = lowerBound(m.getExpr(), dimRangesOf(func)).value_or(1);
+  shape.n = n.upper();
+  shape.k = k.upper();
+  shape.batch = batch.upper() * outerBatch.upper();
+  shape.chunked = {
+      {step.transA ? "A's row (m)" : "A's row (k)", step.transA ? m : k},
+      {step.transB ? "B's row (k)" : "B's row (n)", step.transB ? k : n},
+      {"A's batch stride", strideA},
+      {"B's batch stride", strideB},
+      {"A's outer batch stride", outerStrideA},
+      {"B's outer batch stride", outerStrideB}};
+  GemmChoice choice = chooseGemmConfigs(shape);
+  if (choice.configs.empty())
+    return;
+  // One kernel per element type, transposes, epilogue and layout, and one
+  // reduce per element type, whichever steps share them.
+  auto kernelIndex = [&](const std::string &name, auto emit) {
+    auto [it, inserted] = gemmKernels.try_emplace(name, 0);
+    if (inserted) {
+      emit();
+      it->second = artifact.kernelNames.size();
+      artifact.kernelNames.push_back(name);
+    }
+    return it->second;
+  };
+  GemmKernelKind kind;
+  kind.dtype = step.dtype;
+  kind.transA = step.transA;
+  kind.transB = step.transB;
+  kind.bias = step.bias != rt::kNoBuffer;
+  kind.residual = step.residual != rt::kNoBuffer;
+  kind.activation = step.activation;
+  for (const GemmConfig &config : choice.configs) {
+    rt::GemmCandidate candidate;
+    candidate.name = config.name();
+    candidate.kernel = kernelIndex(gemmKernelName(config, kind), [&] {
+      emitGemmKernel(config, kind, source);
+    });
+    if (config.splitK > 1)
+      candidate.reduce = kernelIndex(gemmReduceName(step.dtype), [&] {
+        emitGemmReduce(step.dtype, source);
+      });
+    candidate.tileM = config.tileM;
+    candidate.tileN = config.tileN;
+    candidate.threads = config.threads();
+    candidate.splitK = config.splitK;
+    step.kernels.push_back(std::move(candidate));
+  }
+  if (configs) {
+    KernelConfig record;
+    record.kernel = "matmul step " + std::to_string(artifact.steps.size());
+    record.op = op;
+    record.gemmCandidates = std::move(choice.configs);
+    configs->push_back(std::move(record));
+  }
 }
 
 FailureOr<PlanBuilder::MatmulPlan> PlanBuilder::matmulPlan(MatmulOp op) {

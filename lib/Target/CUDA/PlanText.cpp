@@ -46,7 +46,7 @@ void kiln::printPlan(const rt::Artifact &a, uint64_t weightBytes,
       if (configs)
         for (const KernelConfig &config : *configs)
           if (config.kernel == a.kernelNames[s.launch.kernel])
-            os << " config " << config.attention.text();
+            os << " config " << config.text();
       os << "\n";
       break;
     case rt::Step::Kind::Matmul:
@@ -70,6 +70,13 @@ void kiln::printPlan(const rt::Artifact &a, uint64_t weightBytes,
         os << " gelu";
       if (s.matmul.tf32)
         os << " tf32";
+      // Kiln's GEMM kernels the step may run on: name, then the main and
+      // reduce kernels.
+      for (const rt::GemmCandidate &g : s.matmul.kernels) {
+        os << " gemm " << g.name << " " << a.kernelNames[g.kernel];
+        if (g.reduce != rt::kNoKernel)
+          os << "+" << a.kernelNames[g.reduce];
+      }
       os << "\n";
       break;
     case rt::Step::Kind::Copy:

@@ -41,7 +41,7 @@ namespace rt {
 constexpr char kArtifactMagic[8] = {'K', 'I', 'L', 'N', 'P', 'L', 'A', 'N'};
 
 /// Version of the serialized layout; bumped on any change to the encoding.
-constexpr uint32_t kArtifactFormatVersion = 9;
+constexpr uint32_t kArtifactFormatVersion = 10;
 
 /// Most dimensions a buffer may have.
 constexpr uint32_t kMaxRank = 32;

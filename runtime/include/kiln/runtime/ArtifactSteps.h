@@ -12,6 +12,7 @@
 #include "kiln/runtime/DType.h"
 
 #include <cstdint>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -46,6 +47,43 @@ constexpr MatmulActivation kLastMatmulActivation = MatmulActivation::Gelu;
 
 /// A buffer id that names no buffer (a matmul without a bias).
 constexpr uint32_t kNoBuffer = UINT32_MAX;
+
+/// A kernel index that names no kernel (a GEMM candidate without a second
+/// kernel).
+constexpr uint32_t kNoKernel = UINT32_MAX;
+
+/// One of Kiln's own GEMM kernels that may run a matmul step in place of
+/// cuBLASLt (lib/Target/CUDA/GemmEmitter.cpp, for float16 and bfloat16).
+/// The main kernel takes (A, B, C, bias, residual, partials) as pointers
+/// (bias and residual null when the step has none; partials the split's
+/// float scratch, null without a split), then as `long long` the step's
+/// extents and strides in MatmulField order, its activation
+/// (MatmulActivation's value) and `splitK`; it runs on a grid of
+/// (ceil(n / tileN), ceil(m / tileM), batch * outerBatch * splitK) blocks
+/// of `threads`. With splitK > 1 it writes splitK partial products of
+/// batch * outerBatch * m * n floats each (matrix-major: matrix j's split s
+/// at (j * splitK + s) * m * n), and `reduce` adds them in split order and
+/// applies the epilogue: it takes (partials, C, bias, residual) and the
+/// same integers, any grid of one-dimensional blocks. Operands are read in
+/// 16-byte chunks: A's and B's rows, batch strides and addresses must be
+/// multiples of 16 bytes. alpha is 1, and beta 1 with a residual, else 0.
+struct GemmCandidate {
+  /// The configuration's name (`mma_64x64x32_w2x2_split4`), by which a run
+  /// asks for it.
+  std::string name;
+  /// Index into `Artifact::kernelNames` of the main kernel.
+  uint32_t kernel = 0;
+  /// The kernel that adds the splits' partial sums; kNoKernel when splitK
+  /// is 1.
+  uint32_t reduce = kNoKernel;
+  /// Rows and columns of C a block computes.
+  uint32_t tileM = 0;
+  uint32_t tileN = 0;
+  /// Threads a block.
+  uint32_t threads = 0;
+  /// Blocks across K.
+  uint32_t splitK = 1;
+};
 
 /// A (batched) GEMM run by cuBLASLt: for each batch i, row-major
 /// C_i (m x n) = act(alpha * op(A_i) * op(B_i) + beta * R_i + bias), where R_i
@@ -112,6 +150,9 @@ struct MatmulStep {
   /// products accumulating in fp32 (cuBLASLt's
   /// CUBLAS_COMPUTE_32F_FAST_TF32). Off unless compiled with --allow-tf32.
   bool tf32 = false;
+  /// Kiln's own kernels that compute the same step, which a run may choose
+  /// in place of cuBLASLt's (runtime/lib/MatmulChoice.cpp).
+  std::vector<GemmCandidate> kernels;
 };
 
 /// A device-to-device copy of the first `bytes` bytes of `src` to `dst`.

@@ -41,9 +41,15 @@ struct HostOptions {
   /// built with AddressSanitizer (which must be loaded in the process), so
   /// an out-of-bounds access stops the run with a report.
   bool checking = false;
+  /// The kernel every matmul step runs: empty for the CPU GEMM that stands
+  /// in for cuBLASLt, else the name of one of Kiln's GEMM kernels
+  /// (`kilnc --report` lists each step's), which every matmul step must
+  /// offer, so that a test runs that kernel's generated code.
+  std::string gemm;
 
-  /// Reads KILN_HOST_SEED and KILN_HOST_CHECK (1 enables it), as the C ABI
-  /// does; unset or unparsable variables leave the defaults.
+  /// Reads KILN_HOST_SEED, KILN_HOST_CHECK (1 enables it) and
+  /// KILN_HOST_GEMM, as the C ABI does; unset or unparsable variables leave
+  /// the defaults.
   static HostOptions fromEnvironment();
 };
 

@@ -1,0 +1,359 @@
+//===- GemmEmitter.cpp - Kiln's own GEMM kernels --------------------------===//
+//
+// The GEMM family: C = act(op(A) op(B) + residual + bias) for float16 and
+// bfloat16 matrices, in the layout of a GemmConfig. A block computes one
+// tile of C over its share of K: cp.async stages the next A and B tiles into
+// shared memory while the warps multiply the current ones (two buffers),
+// ldmatrix reads the fragments in mma.sync.m16n8k16's layouts (.trans where
+// the stored operand runs the other way), and the products accumulate in
+// fp32 registers. Unsplit, the block applies the epilogue and stores C;
+// split, it stores its fp32 partial tile and the reduce kernel adds the
+// splits in a fixed order, so a result never depends on which block ran
+// first. Tile edges read zeros (cp.async's source size) and store nothing
+// past m or n, so any m, n and k run; rows must be whole 16-byte chunks.
+//
+// The kernels are written once as text with the layout's constants
+// substituted, in the manner of CUTLASS's templates instantiated per tile
+// shape; the fragment addressing follows the PTX ISA's figures for
+// ldmatrix and mma.m16n8k16, which the host backend emulates
+// (kiln_cuda_host_mma.h) and TensorCoresTest checks.
+//
+//===----------------------------------------------------------------------===//
+
+#include "GemmEmitter.h"
+
+#include "llvm/ADT/StringExtras.h"
+
+#include <cassert>
+
+namespace kiln {
+
+namespace {
+
+/// The C storage type and the conversions of a 16-bit element type.
+struct HalfSpelling {
+  const char *type, *suffix, *toFloat, *fromFloat, *mma;
+};
+
+HalfSpelling spellingOf(rt::DType dtype) {
+  assert((dtype == rt::DType::F16 || dtype == rt::DType::BF16) &&
+         "Kiln's GEMMs are float16 or bfloat16");
+  if (dtype == rt::DType::BF16)
+    return {"__nv_bfloat16", "bf16", "__bfloat162float", "__float2bfloat16_rn",
+            "kiln_mma_m16n8k16_bf16"};
+  return {"__half", "f16", "__half2float", "__float2half_rn",
+          "kiln_mma_m16n8k16_f16"};
+}
+
+/// `text` with each `$NAME` of `values` replaced, and again until none is
+/// left, so that a value may hold placeholders itself (the staging, written
+/// out twice, holds the tile's sizes). No name is the start of another.
+std::string
+substitute(std::string text,
+           std::vector<std::pair<std::string, std::string>> values) {
+  for (bool replaced = true; replaced;) {
+    replaced = false;
+    for (const auto &[name, value] : values)
+      for (size_t at = text.find(name); at != std::string::npos;
+           at = text.find(name, at + value.size())) {
+        text.replace(at, name.size(), value);
+        replaced = true;
+      }
+  }
+  assert(text.find('$') == std::string::npos && "a placeholder is left");
+  return text;
+}
+
+/// The parameters every kernel of the family takes after its pointers: the
+/// step's extents and strides in rt::MatmulField order, the activation and
+/// the split.
+constexpr const char *kIntegerParameters =
+    "long long batch, long long m, long long n, long long k, "
+    "long long stride_a, long long stride_b, long long stride_c, "
+    "long long outer_batch, long long outer_stride_a, "
+    "long long outer_stride_b, long long outer_stride_c, "
+    "long long activation, long long split_k";
+
+/// The epilogue of element (row, col) of the matrix at `c_mat` (and
+/// `r_mat`, laid out alike) from its fp32 sum `v`, in cuBLASLt's order:
+/// the residual, the bias, then the activation (GELU's tanh form, as
+/// cuBLASLt's GELU epilogue and the host backend's stand-in compute it).
+/// The main kernel has it once for each of its accumulators, unrolled, so
+/// there the epilogue's choices are constants of the kernel: with them
+/// read at run time, ptxas took 19 s instead of 2 for a 128 x 128 layout
+/// (128 branching copies). The reduce loops over elements and reads them.
+constexpr const char *kFinish = R"cuda(
+      if ($HAS_RESIDUAL) v += $TO_FLOAT(r_mat[row * n + col]);
+      if ($HAS_BIAS) v += $TO_FLOAT(bias[col]);
+      if ($ACTIVATION == 1) v = fmaxf(v, 0.0f);
+      else if ($ACTIVATION == 2)
+        v = 0.5f * v * (1.0f + tanhf(0.7978845608028654f * (v + 0.044715f * v * v * v)));
+      c_mat[row * n + col] = $FROM_FLOAT(v);
+)cuda";
+
+constexpr const char *kMainKernel = R"cuda(
+// Kiln GEMM $LAYOUT: a $TILE_M x $TILE_N tile of C a block, $WARPS_M x $WARPS_N warps
+// of $WARP_M x $WARP_N, K in steps of $TILE_K staged by cp.async into two buffers.
+extern "C" __global__ void __launch_bounds__($THREADS) $NAME(
+    const $ELEMENT *__restrict__ a, const $ELEMENT *__restrict__ b, $ELEMENT *c, const $ELEMENT *__restrict__ bias,
+    const $ELEMENT *residual, float *__restrict__ partials, $INTEGERS) {
+  __shared__ __align__(16) $ELEMENT sa[2][$A_ROWS][$A_COLS + 8];
+  __shared__ __align__(16) $ELEMENT sb[2][$B_ROWS][$B_COLS + 8];
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int warp_m = (warp / $WARPS_N) * $WARP_M, warp_n = (warp % $WARPS_N) * $WARP_N;
+  const long long row0 = (long long)blockIdx.y * $TILE_M, col0 = (long long)blockIdx.x * $TILE_N;
+  const long long split = blockIdx.z % split_k, matrix = blockIdx.z / split_k;
+  const long long inner = matrix % batch, outer = matrix / batch;
+  const $ELEMENT *a_mat = a + outer * outer_stride_a + inner * stride_a;
+  const $ELEMENT *b_mat = b + outer * outer_stride_b + inner * stride_b;
+  // This block's k tiles: the split's share, whole tiles each, so only k
+  // itself cuts a tile short.
+  const long long k_tiles = (k + $TILE_K - 1) / $TILE_K;
+  const long long per_split = (k_tiles + split_k - 1) / split_k;
+  const long long kt_begin = split * per_split;
+  const long long kt_end = kt_begin + per_split < k_tiles ? kt_begin + per_split : k_tiles;
+  float acc[$M_TILES][$N_TILES][4];
+  #pragma unroll
+  for (int mt = 0; mt < $M_TILES; ++mt)
+    #pragma unroll
+    for (int nt = 0; nt < $N_TILES; ++nt)
+      #pragma unroll
+      for (int i = 0; i < 4; ++i)
+        acc[mt][nt][i] = 0.0f;
+  if (kt_begin < kt_end) {
+    const int st = 0;
+    const long long kn = kt_begin;
+$STAGE_TILE
+    kiln_cp_async_commit();
+  }
+  for (long long kt = kt_begin; kt < kt_end; ++kt) {
+    const int s = (int)((kt - kt_begin) & 1);
+    // The next tile streams in while this one is multiplied; the barrier
+    // at the end of the last step freed its buffer.
+    if (kt + 1 < kt_end) {
+      const int st = s ^ 1;
+      const long long kn = kt + 1;
+$STAGE_TILE
+    }
+    kiln_cp_async_commit();
+    kiln_cp_async_wait<1>();
+    __syncthreads();
+    #pragma unroll
+    for (int kk = 0; kk < $TILE_K / 16; ++kk) {
+      unsigned af[$M_TILES][4];
+      #pragma unroll
+      for (int mt = 0; mt < $M_TILES; ++mt)
+$LOAD_A
+      #pragma unroll
+      for (int nt = 0; nt < $N_TILES; nt += 2) {
+        unsigned bf[4];
+$LOAD_B
+        #pragma unroll
+        for (int mt = 0; mt < $M_TILES; ++mt) {
+          $MMA(acc[mt][nt], af[mt], {bf[0], bf[1]}, acc[mt][nt]);
+          $MMA(acc[mt][nt + 1], af[mt], {bf[2], bf[3]}, acc[mt][nt + 1]);
+        }
+      }
+    }
+    __syncthreads();
+  }
+  // Accumulator i of an m16n8 tile is row lane / 4 (+ 8 for i >= 2),
+  // column 2 (lane % 4) + i % 2.
+  $ELEMENT *c_mat = c + outer * outer_stride_c + inner * stride_c;
+  const $ELEMENT *r_mat = residual ? residual + outer * outer_stride_c + inner * stride_c : nullptr;
+  float *p_mat = partials ? partials + (matrix * split_k + split) * m * n : nullptr;
+  #pragma unroll
+  for (int mt = 0; mt < $M_TILES; ++mt)
+    #pragma unroll
+    for (int nt = 0; nt < $N_TILES; ++nt)
+      #pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const long long row = row0 + warp_m + mt * 16 + (lane >> 2) + (i >> 1) * 8;
+        const long long col = col0 + warp_n + nt * 8 + (lane & 3) * 2 + (i & 1);
+        if (row >= m || col >= n)
+          continue;
+        float v = acc[mt][nt][i];
+        if (split_k > 1) {
+          p_mat[row * n + col] = v;
+          continue;
+        }
+$FINISH
+      }
+}
+)cuda";
+
+constexpr const char *kReduceKernel = R"cuda(
+// Kiln GEMM split-K: adds the splits' partial products in split order and
+// applies the epilogue, one element a thread.
+extern "C" __global__ void $NAME(const float *__restrict__ partials, $ELEMENT *c,
+    const $ELEMENT *__restrict__ bias, const $ELEMENT *residual, $INTEGERS) {
+  const long long total = batch * outer_batch * m * n;
+  for (long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x; e < total;
+       e += (long long)gridDim.x * blockDim.x) {
+    const long long col = e % n, row = e / n % m, matrix = e / n / m;
+    const long long inner = matrix % batch, outer = matrix / batch;
+    const float *p = partials + matrix * split_k * m * n + row * n + col;
+    float v = 0.0f;
+    for (long long s = 0; s < split_k; ++s)
+      v += p[s * m * n];
+    $ELEMENT *c_mat = c + outer * outer_stride_c + inner * stride_c;
+    const $ELEMENT *r_mat = residual ? residual + outer * outer_stride_c + inner * stride_c : nullptr;
+$FINISH
+  }
+}
+)cuda";
+
+/// The staging of k tile `kn` into buffer `st`: its A and B tiles in
+/// 16-byte chunks; past the matrix's edge a chunk reads fewer bytes (or
+/// none) and is zeroed. Written out at both places it runs: as a lambda,
+/// ptxas gave the 16 x 64 layout a stack frame and spilled 8 bytes.
+constexpr const char *kStageTile = R"cuda(    {
+      const long long k0 = kn * $TILE_K;
+      for (int e = tid; e < $A_ROWS * $A_COLS / 8; e += $THREADS) {
+        const int r = e / ($A_COLS / 8), cc = e % ($A_COLS / 8) * 8;
+$STAGE_A
+        kiln_cp_async_16(&sa[st][r][cc], bytes ? src : a_mat, bytes);
+      }
+      for (int e = tid; e < $B_ROWS * $B_COLS / 8; e += $THREADS) {
+        const int r = e / ($B_COLS / 8), cc = e % ($B_COLS / 8) * 8;
+$STAGE_B
+        kiln_cp_async_16(&sb[st][r][cc], bytes ? src : b_mat, bytes);
+      }
+    })cuda";
+
+/// The staging of one chunk of A: `src` and its `bytes` (of 16). Tile
+/// row r, columns cc.. of a row-major A are (row0 + r, k0 + cc..); of a
+/// transposed A (stored k x m), (k0 + r, row0 + cc..).
+std::string stageA(bool transA) {
+  if (!transA)
+    return "        const long long gr = row0 + r, gk = k0 + cc;\n"
+           "        const unsigned bytes = gr < m && gk < k ? (unsigned)((k - "
+           "gk "
+           "< 8 ? k - gk : 8) * 2) : 0u;\n"
+           "        const auto *src = a_mat + gr * k + gk;";
+  return "        const long long gk = k0 + r, gr = row0 + cc;\n"
+         "        const unsigned bytes = gk < k && gr < m ? (unsigned)((m - gr "
+         "< "
+         "8 ? m - gr : 8) * 2) : 0u;\n"
+         "        const auto *src = a_mat + gk * m + gr;";
+}
+
+/// B likewise: row-major B is k x n (tile row r is k0 + r), a transposed
+/// B is n x k (tile row r is column col0 + r).
+std::string stageB(bool transB) {
+  if (!transB)
+    return "        const long long gk = k0 + r, gc = col0 + cc;\n"
+           "        const unsigned bytes = gk < k && gc < n ? (unsigned)((n - "
+           "gc "
+           "< 8 ? n - gc : 8) * 2) : 0u;\n"
+           "        const auto *src = b_mat + gk * n + gc;";
+  return "        const long long gc = col0 + r, gk = k0 + cc;\n"
+         "        const unsigned bytes = gc < n && gk < k ? (unsigned)((k - gk "
+         "< "
+         "8 ? k - gk : 8) * 2) : 0u;\n"
+         "        const auto *src = b_mat + gc * k + gk;";
+}
+
+/// A's fragment of m-tile mt at k-step kk. ldmatrix.x4 gives registers
+/// 0-3 from the 8x8 matrices (rows 0-7, k 0-7), (rows 8-15, k 0-7),
+/// (rows 0-7, k 8-15), (rows 8-15, k 8-15), lane 8j + i naming row i of
+/// matrix j; a transposed A's rows are k, so .trans hands each lane the
+/// same elements.
+std::string loadA(bool transA) {
+  if (!transA)
+    return "        kiln_ldmatrix_x4(af[mt], &sa[s][warp_m + mt * 16 + (lane & "
+           "15)][kk * 16 + (lane >> 4) * 8]);";
+  return "        kiln_ldmatrix_x4_trans(af[mt], &sa[s][kk * 16 + (lane >> 4) "
+         "* 8 + (lane & 7)][warp_m + mt * 16 + ((lane >> 3) & 1) * 8]);";
+}
+
+/// B's fragments of n-tiles nt and nt + 1 at k-step kk: registers 0-1 are
+/// tile nt's k 0-7 and 8-15, registers 2-3 tile nt + 1's. A transposed B
+/// is stored as mma's "col" operand wants it (n rows of k); a row-major B
+/// is read with .trans.
+std::string loadB(bool transB) {
+  if (transB)
+    return "        kiln_ldmatrix_x4(bf, &sb[s][warp_n + (nt + (lane >> 4)) * "
+           "8 "
+           "+ (lane & 7)][kk * 16 + ((lane >> 3) & 1) * 8]);";
+  return "        kiln_ldmatrix_x4_trans(bf, &sb[s][kk * 16 + (lane & 7) + "
+         "((lane >> 3) & 1) * 8][warp_n + (nt + (lane >> 4)) * 8]);";
+}
+
+} // namespace
+
+std::string gemmKernelName(const GemmConfig &config,
+                           const GemmKernelKind &kind) {
+  std::string name = std::string("kiln_gemm_") + spellingOf(kind.dtype).suffix +
+                     "_" + (kind.transA ? "t" : "n") +
+                     (kind.transB ? "t" : "n") + "_" + config.layoutName();
+  if (kind.bias)
+    name += "_bias";
+  if (kind.residual)
+    name += "_residual";
+  if (kind.activation == rt::MatmulActivation::Relu)
+    name += "_relu";
+  else if (kind.activation == rt::MatmulActivation::Gelu)
+    name += "_gelu";
+  return name;
+}
+
+std::string gemmReduceName(rt::DType dtype) {
+  return std::string("kiln_gemm_reduce_") + spellingOf(dtype).suffix;
+}
+
+void emitGemmKernel(const GemmConfig &config, const GemmKernelKind &kind,
+                    llvm::raw_ostream &os) {
+  assert(config.warpRows() % 16 == 0 && config.warpColumns() % 16 == 0 &&
+         config.tileK % 16 == 0 && "whole m16n8k16 tiles, n-tiles in pairs");
+  bool transA = kind.transA, transB = kind.transB;
+  HalfSpelling h = spellingOf(kind.dtype);
+  auto str = [](int64_t v) { return std::to_string(v); };
+  std::string finish =
+      substitute(kFinish, {{"$TO_FLOAT", h.toFloat},
+                           {"$FROM_FLOAT", h.fromFloat},
+                           {"$HAS_RESIDUAL", kind.residual ? "true" : "false"},
+                           {"$HAS_BIAS", kind.bias ? "true" : "false"},
+                           {"$ACTIVATION", str(int(kind.activation))}});
+  os << substitute(kMainKernel,
+                   {{"$NAME", gemmKernelName(config, kind)},
+                    {"$LAYOUT", gemmKernelName(config, kind)},
+                    {"$ELEMENT", h.type},
+                    {"$INTEGERS", kIntegerParameters},
+                    {"$THREADS", str(config.threads())},
+                    {"$TILE_M", str(config.tileM)},
+                    {"$TILE_N", str(config.tileN)},
+                    {"$TILE_K", str(config.tileK)},
+                    {"$WARPS_M", str(config.warpsM)},
+                    {"$WARPS_N", str(config.warpsN)},
+                    {"$WARP_M", str(config.warpRows())},
+                    {"$WARP_N", str(config.warpColumns())},
+                    {"$M_TILES", str(config.warpRows() / 16)},
+                    {"$N_TILES", str(config.warpColumns() / 8)},
+                    {"$A_ROWS", str(transA ? config.tileK : config.tileM)},
+                    {"$A_COLS", str(transA ? config.tileM : config.tileK)},
+                    {"$B_ROWS", str(transB ? config.tileN : config.tileK)},
+                    {"$B_COLS", str(transB ? config.tileK : config.tileN)},
+                    {"$STAGE_A", stageA(transA)},
+                    {"$STAGE_B", stageB(transB)},
+                    {"$STAGE_TILE", kStageTile},
+                    {"$LOAD_A", loadA(transA)},
+                    {"$LOAD_B", loadB(transB)},
+                    {"$MMA", h.mma},
+                    {"$FINISH", finish}});
+}
+
+void emitGemmReduce(rt::DType dtype, llvm::raw_ostream &os) {
+  HalfSpelling h = spellingOf(dtype);
+  std::string finish = substitute(kFinish, {{"$TO_FLOAT", h.toFloat},
+                                            {"$FROM_FLOAT", h.fromFloat},
+                                            {"$HAS_RESIDUAL", "r_mat"},
+                                            {"$HAS_BIAS", "bias"},
+                                            {"$ACTIVATION", "activation"}});
+  os << substitute(kReduceKernel, {{"$NAME", gemmReduceName(dtype)},
+                                   {"$ELEMENT", h.type},
+                                   {"$INTEGERS", kIntegerParameters},
+                                   {"$FINISH", finish}});
+}
+
+} // namespace kiln

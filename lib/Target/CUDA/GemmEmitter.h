@@ -1,0 +1,80 @@
+//===- GemmEmitter.h - Kiln's own GEMM kernels ------------------*- C++ -*-===//
+//
+// Internal to the CUDA target: the GEMM kernel family (GemmEmitter.cpp),
+// which a matmul step may run in place of cuBLASLt, and the one function
+// that chooses its layouts for a step (GemmConfig.cpp). The kernels take
+// the step's extents and strides as arguments, so one kernel serves every
+// step of its element type, transposes, epilogue and layout, and every
+// split count (rt::GemmCandidate says how they are called).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_LIB_TARGET_CUDA_GEMMEMITTER_H
+#define KILN_LIB_TARGET_CUDA_GEMMEMITTER_H
+
+#include "KernelSizes.h"
+
+#include "kiln/KernelConfig/KernelConfig.h"
+#include "kiln/runtime/ArtifactSteps.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace kiln {
+
+/// A matmul step as chooseGemmConfigs sees it.
+struct GemmShape {
+  rt::DType dtype = rt::DType::F32;
+  bool tf32 = false;
+  /// Rows of C at the least and the top of the dims' ranges.
+  int64_t leastM = 1, upperM = 1;
+  /// Columns of C and the contracted extent, at the top of the ranges.
+  int64_t n = 1, k = 1;
+  /// Matrices of the batch (both levels), at the top of the ranges.
+  int64_t batch = 1;
+  /// The sizes the kernels read in 16-byte chunks, each with what it is:
+  /// A's and B's row pitches and batch strides.
+  llvm::SmallVector<std::pair<std::string, Size>, 6> chunked;
+};
+
+/// Kiln's GEMM layouts for a step of `shape`, or none and why.
+struct GemmChoice {
+  std::vector<GemmConfig> configs;
+  /// Why there are none ("" when there are).
+  std::string refusal;
+};
+
+/// The candidates a step of `shape` offers besides cuBLASLt's.
+GemmChoice chooseGemmConfigs(const GemmShape &shape);
+
+/// What a main kernel is specialized for besides its layout: the element
+/// type, the transposes and the epilogue (whose choices are constants of
+/// the kernel; GemmEmitter.cpp says why).
+struct GemmKernelKind {
+  rt::DType dtype = rt::DType::F16;
+  bool transA = false, transB = false;
+  bool bias = false, residual = false;
+  rt::MatmulActivation activation = rt::MatmulActivation::None;
+};
+
+/// The main kernel's name for `config`'s layout (any split) and `kind`:
+/// `kiln_gemm_f16_nt_mma_64x64x32_w2x2_bias_gelu`.
+std::string gemmKernelName(const GemmConfig &config,
+                           const GemmKernelKind &kind);
+/// The name of the kernel that adds the splits of `dtype` GEMMs.
+std::string gemmReduceName(rt::DType dtype);
+
+/// Appends the main kernel of `config`'s layout for `kind` to `os`, named
+/// as gemmKernelName says. `kind.dtype` is F16 or BF16.
+void emitGemmKernel(const GemmConfig &config, const GemmKernelKind &kind,
+                    llvm::raw_ostream &os);
+/// Appends the kernel that adds the splits' partial sums and applies the
+/// epilogue, named as gemmReduceName says.
+void emitGemmReduce(rt::DType dtype, llvm::raw_ostream &os);
+
+} // namespace kiln
+
+#endif // KILN_LIB_TARGET_CUDA_GEMMEMITTER_H

@@ -1,0 +1,100 @@
+//===- GemmCandidates.cpp - running Kiln's own GEMM kernels ---------------===//
+
+#include "GemmCandidates.h"
+
+#include <algorithm>
+
+using namespace kiln::rt;
+
+/// CUDA's limit on a grid's y and z.
+constexpr uint64_t kMostGridYZ = 65535;
+
+const GemmCandidate *kiln::rt::findGemmCandidate(const MatmulStep &step,
+                                                 const std::string &name) {
+  for (const GemmCandidate &g : step.kernels)
+    if (g.name == name)
+      return &g;
+  return nullptr;
+}
+
+std::string kiln::rt::gemmCandidateNames(const MatmulStep &step) {
+  std::string names;
+  for (const GemmCandidate &g : step.kernels)
+    names += (names.empty() ? "" : ", ") + g.name;
+  return names.empty() ? "none" : names;
+}
+
+std::string kiln::rt::gemmCandidateMisfit(const MatmulStep &step,
+                                          const GemmCandidate &g, const void *a,
+                                          const void *b) {
+  // 16-byte chunks of 2-byte elements.
+  const int64_t chunk = 8;
+  struct Chunked {
+    const char *what;
+    int64_t elements;
+  } sizes[] = {
+      {"A's rows", step.transA ? step.m : step.k},
+      {"B's rows", step.transB ? step.k : step.n},
+      {"A's batch stride", step.strideA},
+      {"B's batch stride", step.strideB},
+      {"A's outer batch stride", step.outerStrideA},
+      {"B's outer batch stride", step.outerStrideB},
+  };
+  for (const Chunked &s : sizes)
+    if (s.elements % chunk != 0)
+      return std::string(s.what) + " are " + std::to_string(s.elements) +
+             " elements, not whole 16-byte chunks";
+  if (reinterpret_cast<uintptr_t>(a) % 16 ||
+      reinterpret_cast<uintptr_t>(b) % 16)
+    return "an operand's address is not 16-byte aligned";
+  std::array<uint32_t, 3> grid = gemmGrid(step, g);
+  uint64_t rowTiles = (static_cast<uint64_t>(step.m) + g.tileM - 1) / g.tileM;
+  uint64_t layers =
+      static_cast<uint64_t>(step.batch) * step.outerBatch * g.splitK;
+  if (rowTiles > kMostGridYZ || layers > kMostGridYZ || grid[0] == 0)
+    return "its grid would exceed CUDA's limits";
+  return "";
+}
+
+std::array<long long, 13>
+kiln::rt::gemmIntegerArguments(const MatmulStep &step, const GemmCandidate &g) {
+  return {step.batch,
+          step.m,
+          step.n,
+          step.k,
+          step.strideA,
+          step.strideB,
+          step.strideC,
+          step.outerBatch,
+          step.outerStrideA,
+          step.outerStrideB,
+          step.outerStrideC,
+          static_cast<long long>(step.activation),
+          g.splitK};
+}
+
+std::array<uint32_t, 3> kiln::rt::gemmGrid(const MatmulStep &step,
+                                           const GemmCandidate &g) {
+  auto clamp = [](uint64_t v) {
+    return static_cast<uint32_t>(std::min<uint64_t>(v, UINT32_MAX));
+  };
+  return {
+      clamp((static_cast<uint64_t>(step.n) + g.tileN - 1) / g.tileN),
+      clamp((static_cast<uint64_t>(step.m) + g.tileM - 1) / g.tileM),
+      clamp(static_cast<uint64_t>(step.batch) * step.outerBatch * g.splitK)};
+}
+
+uint64_t kiln::rt::gemmPartialFloats(const MatmulStep &step,
+                                     const GemmCandidate &g) {
+  if (g.splitK <= 1)
+    return 0;
+  return static_cast<uint64_t>(step.batch) * step.outerBatch * g.splitK *
+         step.m * step.n;
+}
+
+uint32_t kiln::rt::gemmReduceBlocks(const MatmulStep &step) {
+  uint64_t total =
+      static_cast<uint64_t>(step.batch) * step.outerBatch * step.m * step.n;
+  return static_cast<uint32_t>(std::clamp<uint64_t>(
+      (total + kGemmReduceThreads - 1) / kGemmReduceThreads, 1, kMostGridYZ));
+}

@@ -1,0 +1,59 @@
+//===- GemmCandidates.h - running Kiln's own GEMM kernels -------*- C++ -*-===//
+//
+// What both backends need to run a matmul step on one of Kiln's GEMM
+// kernels (rt::GemmCandidate, ArtifactSteps.h) instead of cuBLASLt: finding
+// the candidate a run asks for, whether the step's operands at this run fit
+// it, and the kernels' arguments and grids.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_RUNTIME_LIB_GEMMCANDIDATES_H
+#define KILN_RUNTIME_LIB_GEMMCANDIDATES_H
+
+#include "kiln/runtime/ArtifactSteps.h"
+
+#include <array>
+#include <cstdint>
+#include <string>
+
+namespace kiln {
+namespace rt {
+
+/// Parameters of the main kernel (six pointers, then the integers) and of
+/// the reduce kernel (four pointers, then the integers).
+constexpr unsigned kGemmKernelArity = 6 + 13;
+constexpr unsigned kGemmReduceArity = 4 + 13;
+
+/// The candidate of `step` named `name`, or null.
+const GemmCandidate *findGemmCandidate(const MatmulStep &step,
+                                       const std::string &name);
+
+/// The names of `step`'s candidates, comma-separated ("none" without).
+std::string gemmCandidateNames(const MatmulStep &step);
+
+/// Why `g` cannot run `step` (its extents at this run) over operands at
+/// `a` and `b`, or "": rows, batch strides and addresses in whole 16-byte
+/// chunks, and a grid within CUDA's limits.
+std::string gemmCandidateMisfit(const MatmulStep &step, const GemmCandidate &g,
+                                const void *a, const void *b);
+
+/// The kernels' integer arguments: the step's extents and strides in
+/// MatmulField order, the activation and the split.
+std::array<long long, 13> gemmIntegerArguments(const MatmulStep &step,
+                                               const GemmCandidate &g);
+
+/// The main kernel's grid.
+std::array<uint32_t, 3> gemmGrid(const MatmulStep &step,
+                                 const GemmCandidate &g);
+
+/// Floats of partial sums a split writes (0 without a split).
+uint64_t gemmPartialFloats(const MatmulStep &step, const GemmCandidate &g);
+
+/// Threads a block of the reduce kernel, and its blocks for `step`.
+constexpr uint32_t kGemmReduceThreads = 256;
+uint32_t gemmReduceBlocks(const MatmulStep &step);
+
+} // namespace rt
+} // namespace kiln
+
+#endif // KILN_RUNTIME_LIB_GEMMCANDIDATES_H
