@@ -81,22 +81,29 @@ def kiln_ms(tools, work, shape, precision, config, warmup, iters, keys=None):
     return float(m.group(1)) / (1000.0 if m.group(2) == "us" else 1.0)
 
 
-def sdpa_ms(shape, precision, warmup, iters, keys=None):
+def sdpa_ms(shape, precision, warmup, iters, keys=None, cudnn=False):
+    """SDPA's median ms: FlashAttention-2's backend (memory-efficient for
+    TF32, which flash does not take), or with `cudnn` cuDNN's; None where
+    the backend refuses the shape or type."""
     import torch
     from torch.nn.attention import SDPBackend, sdpa_kernel
     dtype = {"fp16": torch.float16, "bf16": torch.bfloat16,
              "tf32": torch.float32}[precision]
-    backend = (SDPBackend.EFFICIENT_ATTENTION if precision == "tf32"
+    backend = (SDPBackend.CUDNN_ATTENTION if cudnn
+               else SDPBackend.EFFICIENT_ATTENTION if precision == "tf32"
                else SDPBackend.FLASH_ATTENTION)
     torch.backends.cuda.matmul.allow_tf32 = precision == "tf32"
     b, h, s, d = shape
     kv = (b, h, s if keys is None else keys, d)
     q = torch.randn(shape, device="cuda", dtype=dtype)
     k, v = (torch.randn(kv, device="cuda", dtype=dtype) for _ in range(2))
-    with sdpa_kernel([backend]):
-        times, _ = peers.time_calls(
-            lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v),
-            warmup, iters, cuda=True)
+    try:
+        with sdpa_kernel([backend]):
+            times, _ = peers.time_calls(
+                lambda: torch.nn.functional.scaled_dot_product_attention(
+                    q, k, v), warmup, iters, cuda=True)
+    except RuntimeError:
+        return None
     return statistics.median(times)
 
 
@@ -126,8 +133,9 @@ def main():
         for text in (args.shapes, args.decode_shapes))
     os.makedirs(args.work, exist_ok=True)
     rows = ["| precision | B | H | S | D | config | Kiln ms | Kiln TFLOP/s | "
-            "SDPA ms | SDPA TFLOP/s | Kiln / SDPA speed |",
-            "|---|---|---|---|---|---|---|---|---|---|---|"]
+            "SDPA ms | SDPA TFLOP/s | Kiln / SDPA speed | cuDNN SDPA ms | "
+            "Kiln / cuDNN speed |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for precision in args.precisions.split(","):
         # Largest first: a run cut off at its time limit keeps the shape
         # the goal is stated at (D=128, S=2048).
@@ -135,6 +143,7 @@ def main():
             b, h, s, d = shape
             flops = 4.0 * b * h * s * s * d
             t = sdpa_ms(shape, precision, args.warmup, args.iters)
+            c = sdpa_ms(shape, precision, args.warmup, args.iters, cudnn=True)
             # The TF32 kernel has one form.
             configs = (["default"] if precision == "tf32"
                        else args.configs.split(","))
@@ -143,7 +152,9 @@ def main():
                             args.warmup, args.iters)
                 peers.add_row(rows, precision, b, h, s, d, config, f"{k:.3f}",
                               f"{flops / k / 1e9:.1f}", f"{t:.3f}",
-                              f"{flops / t / 1e9:.1f}", f"{t / k:.2f}x")
+                              f"{flops / t / 1e9:.1f}", f"{t / k:.2f}x",
+                              "-" if c is None else f"{c:.3f}",
+                              "-" if c is None else f"{c / k:.2f}x")
     rows += ["", "| precision | B | H | keys | D | Kiln ms | Kiln GB/s | "
              "SDPA ms | SDPA GB/s | Kiln / SDPA speed |",
              "|---|---|---|---|---|---|---|---|---|---|"]

@@ -1,14 +1,18 @@
 """The models bench/ measures, built from transformers configs with random
 weights (the GPU machine reaches no network), and their ONNX exports.
 
-Each case is one (model, shape): BERT-base at b1 s128 and b32 s128, a GPT-2
-medium decode step (one new token after a 512-token prompt, the KV cache as
-inputs and outputs), ViT-base at b1 and b64 (DESIGN.md, "Performance
-method"), and a LLaMA prefill: two TinyLlama-wide layers (hidden 2048, 32
-query heads over 4 key/value heads, rotary embeddings, causal) over 2048
-tokens, the hidden states out (no LM head, whose GEMM would dwarf the
-layers). `--dry-run` shrinks every case to a few layers of width 64, so the
-whole harness runs on the host backend in seconds.
+Each case is one (model, shape), the end-to-end issue's list: BERT-base at
+batch 1, 8 and 32 over 128 and 384 tokens; ViT-B/16 at batch 1 and 32; a
+GPT-2 medium decode step (one new token after 512 and after 1000, the KV
+cache as inputs and outputs); a TinyLlama-width LLaMA at its full depth (22
+layers, hidden 2048, 32 query heads over 4 key/value heads, rotary
+embeddings) decoding one token at batch 1 and 8 after 1024, and its
+prefill of 2048 tokens (the hidden states out: no LM head, whose GEMM would
+dwarf the layers). Cases are grouped in sections (`section`), each meant
+to end inside one device call of the lent machine: run.py --cases takes a
+section's name as well as a case's. `--dry-run` shrinks every case to a
+few layers of width 64, so the whole harness runs on the host backend in
+seconds.
 """
 import dataclasses
 import os
@@ -23,11 +27,13 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 @dataclasses.dataclass
 class Case:
     name: str
-    family: str          # bert, gpt2-decode, vit or llama
+    family: str          # bert, gpt2-decode, vit, llama or llama-decode
     batch: int
     seq: int             # tokens per run (new tokens for a decode step)
     past: int = 0        # decode: tokens already in the KV cache
     image: int = 224
+    layers: int = 0      # llama: hidden layers (0: the family's default)
+    section: str = ""    # the group of cases one device call measures
     # An existing export's folder (run.py --onnx) and its dims' values.
     source: str = ""
     dims: str = ""
@@ -40,17 +46,29 @@ class Case:
 def cases(dry_run):
     """The cases to measure; small versions of the same ones for a dry run."""
     if dry_run:
-        return [Case("bert-b1-s16", "bert", 1, 16),
-                Case("bert-b4-s16", "bert", 4, 16),
-                Case("gpt2-decode-p8", "gpt2-decode", 1, 1, past=8),
-                Case("vit-b1", "vit", 1, 0, image=32),
-                Case("vit-b4", "vit", 4, 0, image=32)]
-    return [Case("bert-base-b1-s128", "bert", 1, 128),
-            Case("bert-base-b32-s128", "bert", 32, 128),
-            Case("gpt2-medium-decode-p512", "gpt2-decode", 1, 1, past=512),
-            Case("vit-base-b1", "vit", 1, 0),
-            Case("vit-base-b64", "vit", 64, 0),
-            Case("llama-2l-prefill-s2048", "llama", 1, 2048)]
+        return [Case("bert-b1-s16", "bert", 1, 16, section="bert"),
+                Case("bert-b4-s16", "bert", 4, 16, section="bert"),
+                Case("gpt2-decode-p8", "gpt2-decode", 1, 1, past=8,
+                     section="gpt2"),
+                Case("vit-b1", "vit", 1, 0, image=32, section="vit"),
+                Case("vit-b4", "vit", 4, 0, image=32, section="vit"),
+                Case("llama-decode-b2-p8", "llama-decode", 2, 1, past=8,
+                     section="llama")]
+    bert = [Case(f"bert-base-b{b}-s{s}", "bert", b, s, section="bert")
+            for s in (128, 384) for b in (1, 8, 32)]
+    return bert + [
+        Case("vit-base-b1", "vit", 1, 0, section="vit"),
+        Case("vit-base-b32", "vit", 32, 0, section="vit"),
+        Case("gpt2-medium-decode-p512", "gpt2-decode", 1, 1, past=512,
+             section="gpt2"),
+        Case("gpt2-medium-decode-p1000", "gpt2-decode", 1, 1, past=1000,
+             section="gpt2"),
+        Case("llama-22l-decode-b1-p1024", "llama-decode", 1, 1, past=1024,
+             layers=22, section="llama"),
+        Case("llama-22l-decode-b8-p1024", "llama-decode", 8, 1, past=1024,
+             layers=22, section="llama"),
+        Case("llama-22l-prefill-s2048", "llama", 1, 2048, layers=22,
+             section="llama-prefill")]
 
 
 def _config(case, dry_run):
@@ -60,12 +78,20 @@ def _config(case, dry_run):
     if case.family == "bert":
         return transformers.BertConfig(**(small if dry_run else {}),
                                        attn_implementation="sdpa")
-    if case.family == "llama":
-        # TinyLlama-1.1B's widths, two of its 22 layers.
+    if case.family in ("llama", "llama-decode"):
+        if dry_run:
+            return transformers.LlamaConfig(
+                hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+                num_key_value_heads=2, intermediate_size=128, vocab_size=512,
+                use_cache=case.family == "llama-decode",
+                attn_implementation="sdpa")
+        # TinyLlama-1.1B's widths and depth.
         return transformers.LlamaConfig(
-            hidden_size=2048, num_hidden_layers=2, num_attention_heads=32,
-            num_key_value_heads=4, intermediate_size=5632, vocab_size=32000,
-            max_position_embeddings=max(2048, case.seq), use_cache=False,
+            hidden_size=2048, num_hidden_layers=case.layers or 22,
+            num_attention_heads=32, num_key_value_heads=4,
+            intermediate_size=5632, vocab_size=32000,
+            max_position_embeddings=max(2048, case.seq + case.past),
+            use_cache=case.family == "llama-decode",
             attn_implementation="sdpa")
     if case.family == "vit":
         extra = dict(image_size=case.image, patch_size=8) if dry_run else {}
@@ -120,10 +146,16 @@ def build(case, dry_run):
                 np.float32)}
         case.output_names = ["last_hidden_state"]
     else:
-        model = transformers.GPT2LMHeadModel(config).eval()
+        if case.family == "llama-decode":
+            model = transformers.LlamaForCausalLM(config).eval()
+            heads = config.num_key_value_heads
+            layers = config.num_hidden_layers
+            head_dim = config.hidden_size // config.num_attention_heads
+        else:
+            model = transformers.GPT2LMHeadModel(config).eval()
+            heads, layers = config.n_head, config.n_layer
+            head_dim = config.n_embd // heads
         case.module = _decode_step(model)
-        heads, layers = config.n_head, config.n_layer
-        head_dim = config.n_embd // heads
         case.inputs = {
             "input_ids": rng.integers(0, config.vocab_size,
                                       (case.batch, case.seq), dtype=np.int64),

@@ -1,8 +1,14 @@
-"""The systems Kiln is compared with, timed on the same inputs: PyTorch
-eager, torch.compile (default and max-autotune; CUDA graphs allowed to all)
-and onnxruntime. On a GPU every time comes from CUDA events around one run
-with the inputs already on the device; on the CPU (a dry run) from the wall
-clock, and the table says so. Also what the bench scripts share: writing
+"""The systems Kiln is compared with, timed on the same inputs (the arrays
+each case makes once, fed to every system): PyTorch eager, eager captured in
+a CUDA graph, and torch.compile in its default, reduce-overhead (CUDA
+graphs) and max-autotune modes; and onnxruntime, but only where its CUDA
+provider runs the model (on the GPU machine there is no onnxruntime-gpu:
+the table says the peer is absent rather than timing the CPU). On a GPU
+every time comes from CUDA events around one call with the inputs already
+on the device; on the CPU (a dry run) from the wall clock, and the table
+says so. Each peer is prepared once (compiled, captured) and timed in
+rounds interleaved with Kiln's (run.py), and the outputs it returns are
+those of its last timed call. Also what the bench scripts share: writing
 their table.
 """
 import os
@@ -11,7 +17,8 @@ import time
 
 import numpy as np
 
-TORCH_PEERS = ("eager", "compile", "max-autotune")
+TORCH_PEERS = ("eager", "eager-graph", "compile", "reduce-overhead",
+               "max-autotune")
 
 
 def summarize(ms):
@@ -47,45 +54,98 @@ def time_calls(fn, warmup, iters, cuda):
 
 
 def _dtype(torch, precision):
-    return {"fp32": torch.float32, "fp16": torch.float16,
-            "bf16": torch.bfloat16}[precision]
+    return {"fp32": torch.float32, "tf32": torch.float32,
+            "fp16": torch.float16, "bf16": torch.bfloat16}[precision]
 
 
-def torch_peer(case, peer, precision, device, warmup, iters):
-    """Times `peer` on case's module; returns (times, outputs as numpy)."""
+class Peer:
+    """A system prepared to run one case at one precision: `call()` runs it
+    once on the case's inputs (already on the device) and returns its
+    outputs; `absent` says why it cannot run here, when it cannot."""
+
+    def __init__(self, name, call=None, absent="", cuda=False):
+        self.name, self.call, self.absent, self.cuda = name, call, absent, cuda
+
+    def time(self, warmup, iters):
+        """(summary of the times, the last timed call's outputs as numpy)."""
+        ms, out = time_calls(self.call, warmup, iters, self.cuda)
+        outs = out if isinstance(out, (tuple, list)) else (out,)
+        return summarize(ms), [np.asarray(o.float().cpu().numpy())
+                               if hasattr(o, "float") else np.asarray(o)
+                               for o in outs]
+
+
+def torch_peer(case, peer, precision, device):
+    """Prepares `peer` on case's module at `precision`. TF32 rows let
+    PyTorch's matmuls and convolutions use TF32 too, as Kiln's do."""
     import copy
     import torch
     dtype = _dtype(torch, precision)
+    cuda = device == "cuda"
+    if cuda:
+        torch.backends.cuda.matmul.allow_tf32 = precision == "tf32"
+        torch.backends.cudnn.allow_tf32 = precision == "tf32"
+    if peer == "eager-graph" and not cuda:
+        return Peer(peer, absent="CUDA graphs need a GPU")
     module = copy.deepcopy(case.module).to(device=device, dtype=dtype)
     args = []
     for value in case.inputs.values():
         tensor = torch.from_numpy(value).to(device)
         args.append(tensor.to(dtype) if tensor.is_floating_point() else tensor)
-    if peer == "compile":
-        module = torch.compile(module)
-    elif peer == "max-autotune":
-        module = torch.compile(module, mode="max-autotune")
-    with torch.no_grad():
-        ms, out = time_calls(lambda: module(*args), warmup, iters,
-                             device == "cuda")
-    outs = out if isinstance(out, (tuple, list)) else (out,)
-    return summarize(ms), [o.float().cpu().numpy() for o in outs]
+    modes = {"compile": None, "reduce-overhead": "reduce-overhead",
+             "max-autotune": "max-autotune"}
+    if peer in modes:
+        module = torch.compile(module, mode=modes[peer])
+
+    def call():
+        with torch.no_grad():
+            return module(*args)
+
+    if peer == "eager-graph":
+        # Warm up on a side stream, then capture one call; a replay writes
+        # the captured outputs' storage.
+        stream = torch.cuda.Stream()
+        stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(stream):
+            for _ in range(3):
+                call()
+        torch.cuda.current_stream().wait_stream(stream)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            captured = call()
+
+        def replay():
+            graph.replay()
+            return captured
+
+        return Peer(peer, replay, cuda=True)
+    return Peer(peer, call, cuda=cuda)
 
 
-def ort_peer(model_path, inputs, device, warmup, iters):
-    """Times onnxruntime on the fp32 export; returns (times, outputs)."""
+def ort_peer(model_path, inputs, device):
+    """Prepares onnxruntime on the fp32 export. On a GPU it is a peer only
+    when its CUDA provider is the one running the model."""
     import onnxruntime as ort
     providers = (["CUDAExecutionProvider"] if device == "cuda" else []) + [
         "CPUExecutionProvider"]
-    session = ort.InferenceSession(model_path, providers=providers)
-    for _ in range(max(warmup, 1)):
-        outs = session.run(None, inputs)
-    ms = []
-    for _ in range(iters):
-        begin = time.perf_counter()
-        outs = session.run(None, inputs)
-        ms.append((time.perf_counter() - begin) * 1e3)
-    return summarize(ms), outs
+    available = ort.get_available_providers()
+    if device == "cuda" and "CUDAExecutionProvider" not in available:
+        return Peer("ort", absent="onnxruntime's CUDA provider is not "
+                    "installed (no onnxruntime-gpu): not timed on the CPU")
+    session = ort.InferenceSession(
+        model_path, providers=[p for p in providers if p in available])
+    if device == "cuda" and session.get_providers()[0] != "CUDAExecutionProvider":
+        return Peer("ort", absent="onnxruntime fell back to "
+                    f"{session.get_providers()[0]}: not timed")
+    return Peer("ort", lambda: session.run(None, inputs))
+
+
+def ort_reference(model_path, inputs):
+    """The fp32 reference: onnxruntime on the CPU, on the fp32 export."""
+    import onnxruntime as ort
+    session = ort.InferenceSession(model_path,
+                                   providers=["CPUExecutionProvider"])
+    return session.run(None, inputs)
 
 
 def markdown_row(cells):

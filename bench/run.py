@@ -35,8 +35,13 @@ import peers  # noqa: E402
 
 # The largest output difference, relative to the reference's largest
 # magnitude, that counts as agreeing with the fp32 reference.
-TOLERANCE = {"fp32": 1e-3, "fp16": 3e-2, "bf16": 1e-1}
+TOLERANCE = {"fp32": 1e-3, "tf32": 1e-2, "fp16": 3e-2, "bf16": 1e-1}
 
+# What each precision's rows are: TF32 rows are one TF32 pass in Kiln
+# (kilnc --allow-tf32) against PyTorch with allow_tf32, not PyTorch's
+# fp32-accurate default.
+PRECISION_LABEL = {"fp32": "fp32", "fp16": "fp16", "bf16": "bf16",
+                   "tf32": "tf32 (one TF32 pass; PyTorch allow_tf32)"}
 
 def run(cmd):
     result = subprocess.run(cmd, capture_output=True, text=True)
@@ -63,16 +68,23 @@ def onnx_case(folder):
     return case
 
 
-def kiln(args, case, folder, model_path, precision):
-    """Compiles and times one precision; returns (times, floor_us, outputs)."""
+def compile_kiln(args, case, folder, model_path, precision):
+    """Compiles one precision; returns (the .so, the roofline floor in µs)."""
     so = os.path.join(folder, f"model-{precision}.so")
+    flags = (["--allow-tf32"] if precision == "tf32" else
+             ["--precision", precision])
     compile_cmd = [os.path.join(args.tools, "kilnc"), model_path, "-o", so,
-                   "--precision", precision, "--report=json", "-q",
+                   *flags, "--report=json", "-q",
                    "--roofline-gpu", args.roofline_gpu]
     if case.dims:
         compile_cmd += ["--dim", case.dims]
     report = json.loads(run(compile_cmd))
-    out_dir = os.path.join(folder, f"out-{precision}")
+    return so, report["roofline"]["floor_us"]
+
+
+def time_kiln(args, case, folder, so, precision, round_index):
+    """One round of Kiln's timing; returns (times, outputs)."""
+    out_dir = os.path.join(folder, f"out-{precision}-{round_index}")
     run_cmd = [os.path.join(args.tools, "kiln-run"), so, "--backend",
                args.backend, "--bench", "--warmup", str(args.warmup),
                "--iters", str(args.iters), "--output-dir", out_dir]
@@ -91,7 +103,37 @@ def kiln(args, case, folder, model_path, precision):
              "p99": float(match.group(3))}
     outputs = [np.load(os.path.join(out_dir, name + ".npy"))
                for name in case.output_names]
-    return times, report["roofline"]["floor_us"], outputs
+    return times, outputs
+
+
+def over_rounds(rounds):
+    """The median of the rounds' medians, the spread of the medians
+    ((max - min) / median) and the worst p99."""
+    medians = [r["median"] for r in rounds]
+    middle = float(np.median(medians))
+    return {"median": middle, "p99": max(r["p99"] for r in rounds),
+            "spread": (max(medians) - min(medians)) / middle if middle else 0.0,
+            "rounds": len(rounds)}
+
+
+def have_onnxruntime():
+    try:
+        import onnxruntime  # noqa: F401
+        return True
+    except ImportError:
+        return False
+
+
+def gpu_clocks(backend):
+    """The GPU's clocks, temperature and power now (nvidia-smi), or ""."""
+    if backend != "cuda":
+        return ""
+    try:
+        return run(["nvidia-smi", "--query-gpu=clocks.sm,clocks.mem,"
+                    "clocks.max.sm,temperature.gpu,power.draw",
+                    "--format=csv,noheader"]).splitlines()[0].strip()
+    except (OSError, SystemExit):
+        return "nvidia-smi unavailable"
 
 
 def device_name(backend):
@@ -112,16 +154,23 @@ def main():
     parser.add_argument("--dry-run", action="store_true",
                         help="small models, few runs: exercises the harness")
     parser.add_argument("--cases", default="",
-                        help="comma-separated case names (default: all)")
+                        help="comma-separated case or section names (bert, "
+                             "vit, gpt2, llama, llama-prefill; default: all)")
     parser.add_argument("--onnx", default="",
                         help="comma-separated export folders to use instead "
                              "of exporting with torch")
     parser.add_argument("--exporter", default="torchscript",
                         choices=["torchscript", "dynamo"])
-    parser.add_argument("--precisions", default="fp16,bf16")
-    parser.add_argument("--peers", default="eager,compile,max-autotune,ort")
+    parser.add_argument("--precisions", default="fp16,bf16",
+                        help="fp16, bf16, fp32 and tf32 (kilnc --allow-tf32 "
+                             "against PyTorch with allow_tf32)")
+    parser.add_argument("--peers", default=",".join(peers.TORCH_PEERS + ("ort",)))
     parser.add_argument("--warmup", type=int, default=None)
-    parser.add_argument("--iters", type=int, default=None)
+    parser.add_argument("--iters", type=int, default=None,
+                        help="timed calls a round (default 200; at least 100 "
+                             "outside a dry run)")
+    parser.add_argument("--rounds", type=int, default=None,
+                        help="rounds of each system, interleaved (default 3)")
     parser.add_argument("--roofline-gpu", default="h100")
     parser.add_argument("--work", default=os.path.join("build", "bench"))
     parser.add_argument("--out", default="",
@@ -131,6 +180,11 @@ def main():
         2 if args.dry_run else 20)
     args.iters = args.iters if args.iters is not None else (
         5 if args.dry_run else 200)
+    args.rounds = args.rounds if args.rounds is not None else (
+        1 if args.dry_run else 3)
+    if not args.dry_run and (args.iters < 100 or args.rounds < 3):
+        parser.error("a measurement takes at least 100 timed calls in each of "
+                     "3 rounds (--dry-run for fewer)")
     wanted = [p for p in args.peers.split(",") if p]
     if args.onnx:
         cases = [onnx_case(f) for f in args.onnx.split(",")]
@@ -138,10 +192,12 @@ def main():
     else:
         cases = models.cases(args.dry_run)
         if args.cases:
-            cases = [c for c in cases if c.name in args.cases.split(",")]
+            wanted_cases = args.cases.split(",")
+            cases = [c for c in cases
+                     if c.name in wanted_cases or c.section in wanted_cases]
     device = "cuda" if args.backend == "cuda" else "cpu"
 
-    rows, failures = [], []
+    rows, failures, absent, clocks = [], [], {}, []
     for case in cases:
         folder = os.path.join(args.work, case.name)
         os.makedirs(folder, exist_ok=True)
@@ -152,48 +208,65 @@ def main():
             models.build(case, args.dry_run)
             model_path = models.export(case, folder, args.exporter)
         print(f"{case.name}: {model_path}", file=sys.stderr)
-        # The fp32 reference every output is judged against, and onnxruntime
-        # as a peer (fp32: it runs the export as it is).
-        ort_times = None
-        if "ort" in wanted:
-            ort_times, reference = peers.ort_peer(model_path, case.inputs,
-                                                  device, args.warmup,
-                                                  args.iters)
+        # The fp32 reference every output is judged against: onnxruntime on
+        # the CPU on the fp32 export, or PyTorch eager in fp32.
+        if have_onnxruntime():
+            reference = peers.ort_reference(model_path, case.inputs)
         else:
-            _, reference = peers.torch_peer(case, "eager", "fp32", device,
-                                            1, 1)
+            reference = peers.torch_peer(case, "eager", "fp32",
+                                         device).time(1, 1)[1]
+        clocks.append((case.name, "start", gpu_clocks(args.backend)))
         for precision in args.precisions.split(","):
-            times, floor_us, ours = kiln(args, case, folder, model_path,
-                                         precision)
+            so, floor_us = compile_kiln(args, case, folder, model_path,
+                                        precision)
+            prepared = []
+            for name in wanted:
+                if name in peers.TORCH_PEERS:
+                    peer = peers.torch_peer(case, name, precision, device)
+                elif name == "ort":
+                    peer = peers.ort_peer(model_path, case.inputs, device)
+                    peer.name = "ort (fp32)"
+                else:
+                    continue
+                if peer.absent:
+                    absent[peer.name] = peer.absent
+                else:
+                    prepared.append(peer)
+            # Rounds interleaved (Kiln, each peer, Kiln, ...), so that a
+            # clock or thermal drift falls on every system alike; the
+            # outputs of every timed round are checked.
+            kiln_rounds, peer_rounds, diffs = [], {}, {}
+            worst = 0.0
+            for index in range(args.rounds):
+                times, ours = time_kiln(args, case, folder, so, precision,
+                                        index)
+                kiln_rounds.append(times)
+                worst = max(worst, peers.agreement(ours, reference))
+                for peer in prepared:
+                    times, theirs = peer.time(args.warmup, args.iters)
+                    peer_rounds.setdefault(peer.name, []).append(times)
+                    diffs[peer.name] = max(diffs.get(peer.name, 0.0),
+                                           peers.agreement(theirs, reference))
             row = {"case": case.name, "precision": precision,
-                   "kiln": times, "floor_us": floor_us,
-                   "diff": peers.agreement(ours, reference), "peers": {},
-                   "peer_diffs": {}}
-            for peer in wanted:
-                if peer in peers.TORCH_PEERS:
-                    row["peers"][peer], theirs = peers.torch_peer(
-                        case, peer, precision, device, args.warmup,
-                        args.iters)
-                    # The same measure for the peer at this precision: how
-                    # far 16 bits alone take this model from fp32.
-                    row["peer_diffs"][peer] = peers.agreement(theirs,
-                                                              reference)
-            if ort_times:
-                row["peers"]["ort (fp32)"] = ort_times
+                   "kiln": over_rounds(kiln_rounds), "floor_us": floor_us,
+                   "diff": worst,
+                   "peers": {p: over_rounds(r) for p, r in peer_rounds.items()},
+                   "peer_diffs": diffs}
             if row["diff"] > TOLERANCE[precision]:
                 failures.append(f"{case.name} {precision}: differs from the "
                                 f"fp32 reference by {row['diff']:.2e}")
             rows.append(row)
             print(f"{case.name} {precision}: kiln median "
-                  f"{times['median']:.3f} ms", file=sys.stderr)
+                  f"{row['kiln']['median'] * 1e3:.1f} µs", file=sys.stderr)
+        clocks.append((case.name, "end", gpu_clocks(args.backend)))
 
-    peers.publish(render(rows, args), args.out)
+    peers.publish(render(rows, args, absent, clocks), args.out)
     for failure in failures:
         print("error:", failure, file=sys.stderr)
     return 1 if failures else 0
 
 
-def render(rows, args):
+def render(rows, args, absent, clocks):
     peer_names = []
     for r in rows:
         peer_names += [p for p in r["peers"] if p not in peer_names]
@@ -204,23 +277,31 @@ def render(rows, args):
                   + (" on the host backend, which emulates the GPU"
                      if args.backend == "host" else "")
                   + "; these are not measurements of Kiln's speed.", ""]
-    lines += [f"Kiln: `kiln-run --bench`, {args.iters} runs after "
-              f"{args.warmup} warm-up, "
+    lines += [f"Each system: {args.rounds} rounds interleaved (Kiln, then "
+              f"each peer, then Kiln again), each {args.iters} timed calls "
+              f"after {args.warmup} warm-up; a cell is the median of the "
+              "rounds' medians in µs, ± the spread of those medians ((max - "
+              "min) / median), on the same input arrays for every system. "
+              "Kiln: `kiln-run --bench`, "
               + ("its device line: CUDA events around each run, inputs and "
                  "outputs in device memory, CUDA-graph replays after the "
                  "first." if args.backend == "cuda" else
                  "whole runs with host-memory inputs and outputs (their "
                  "copies included).")
-              + " Peers: "
-              + ("inputs on the device, CUDA events (onnxruntime: wall "
-                 "clock of `session.run`)." if args.backend == "cuda" else
-                 "wall clock on the CPU.")
+              + " PyTorch peers: "
+              + ("inputs on the device, CUDA events around each call."
+                 if args.backend == "cuda" else "wall clock on the CPU.")
+              + " onnxruntime: wall clock of `session.run` (host inputs)."
               + f" Roofline floor: `kilnc --report`, {args.roofline_gpu} "
-              "datasheet peaks. diff: the largest output difference from "
-              "the fp32 reference, relative to its largest magnitude (each "
-              "PyTorch peer's too, at the same precision).", ""]
-    header = ["case", "precision", "Kiln median µs (p99)"]
-    header += [f"{p} median µs" for p in peer_names]
+              "datasheet peaks. diff: the largest output difference of any "
+              "timed round from the fp32 reference, relative to its largest "
+              "magnitude (each peer's too, at the same precision).", ""]
+    for name, why in sorted(absent.items()):
+        lines.append(f"- {name}: absent: {why}.")
+    if absent:
+        lines.append("")
+    header = ["case", "precision", "Kiln µs (p99)"]
+    header += [f"{p} µs" for p in peer_names]
     header += [f"Kiln speedup vs {p}" for p in peer_names]
     header += ["floor µs", "of roofline", "diff"]
     diff_peers = [p for p in peer_names
@@ -228,12 +309,16 @@ def render(rows, args):
     header += [f"{p} diff" for p in diff_peers]
     lines.append(peers.markdown_row(header))
     lines.append("|" + "---|" * len(header))
+
+    def cell(t):
+        return f"{t['median'] * 1e3:.1f} ±{t['spread']:.0%}"
+
     for r in rows:
         k = r["kiln"]["median"]
-        cells = [r["case"], r["precision"],
-                 f"{k * 1e3:.1f} ({r['kiln']['p99'] * 1e3:.1f})"]
-        cells += [f"{r['peers'][p]['median'] * 1e3:.1f}" if p in r["peers"]
-                  else "-" for p in peer_names]
+        cells = [r["case"], PRECISION_LABEL[r["precision"]],
+                 f"{cell(r['kiln'])} ({r['kiln']['p99'] * 1e3:.1f})"]
+        cells += [cell(r["peers"][p]) if p in r["peers"] else "-"
+                  for p in peer_names]
         cells += [f"{r['peers'][p]['median'] / k:.2f}x" if p in r["peers"]
                   else "-" for p in peer_names]
         cells += [f"{r['floor_us']:.2f}", f"{r['floor_us'] / (k * 1e3):.1%}",
@@ -241,6 +326,10 @@ def render(rows, args):
         cells += [f"{r['peer_diffs'][p]:.1e}" if p in r["peer_diffs"]
                   else "-" for p in diff_peers]
         lines.append(peers.markdown_row(cells))
+    if any(c for _, _, c in clocks):
+        lines += ["", "GPU clocks (SM MHz, memory MHz, max SM MHz, °C, W) "
+                  "at each case's start and end:", ""]
+        lines += [f"- {case} {when_}: {c}" for case, when_, c in clocks]
     return "\n".join(lines) + "\n"
 
 

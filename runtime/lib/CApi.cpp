@@ -111,9 +111,9 @@ static Status optionsOf(const kiln_model_options *given, HostOptions &host,
   cuda = CudaOptions::fromEnvironment();
   if (!given)
     return Status::ok();
-  constexpr uint32_t kKnown = KILN_OPTION_HOST_SEED | KILN_OPTION_HOST_CHECK |
-                              KILN_OPTION_CUDA_GRAPHS |
-                              KILN_OPTION_TUNE_MATMULS | KILN_OPTION_HOST_GEMM;
+  constexpr uint32_t kKnown =
+      KILN_OPTION_HOST_SEED | KILN_OPTION_HOST_CHECK | KILN_OPTION_CUDA_GRAPHS |
+      KILN_OPTION_TUNE_MATMULS | KILN_OPTION_GEMM_KERNEL;
   if (given->size < offsetof(kiln_model_options, host_seed))
     return Status::error(StatusCode::InvalidArgument,
                          "kiln_model_options: size " +
@@ -136,9 +136,9 @@ static Status optionsOf(const kiln_model_options *given, HostOptions &host,
   if (has(KILN_OPTION_TUNE_MATMULS, offsetof(kiln_model_options, tune_matmuls),
           4))
     cuda.tuneMatmuls = given->tune_matmuls != 0;
-  if (has(KILN_OPTION_HOST_GEMM, offsetof(kiln_model_options, host_gemm),
+  if (has(KILN_OPTION_GEMM_KERNEL, offsetof(kiln_model_options, gemm_kernel),
           sizeof(const char *)))
-    host.gemm = given->host_gemm ? given->host_gemm : "";
+    host.gemm = cuda.gemm = given->gemm_kernel ? given->gemm_kernel : "";
   return Status::ok();
 }
 

@@ -8,7 +8,9 @@
 
 #include "CudaExecutorImpl.h"
 #include "CudaScopes.h"
+#include "GemmCandidates.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -86,6 +88,22 @@ Status CudaExecutor::initializeInContext() {
         r != cu::kSuccess)
       return cu::cudaError(*api, r, "allocating the cuBLASLt workspace");
   }
+  // The partial sums of the Kiln GEMM kernels that may run (the one asked
+  // for by name, or every one timed), at the top of the ranges (the
+  // artifact's extents), allocated before any graph is captured.
+  uint64_t partialFloats = 0;
+  if (!options.gemm.empty())
+    for (const Step &step : artifact.steps)
+      if (step.kind == Step::Kind::Matmul)
+        for (const GemmCandidate &g : step.matmul.kernels)
+          if (options.gemm == kTimedGemmKernels || g.name == options.gemm)
+            partialFloats =
+                std::max(partialFloats, gemmPartialFloats(step.matmul, g));
+  if (partialFloats)
+    if (cu::Result r = api->memAlloc(&gemmPartials, partialFloats * 4);
+        r != cu::kSuccess)
+      return cu::cudaError(*api, r,
+                           "allocating the GEMM kernels' partial sums");
   // A static plan's matmuls now, so that a shape cuBLASLt cannot run fails
   // at the first run; a symbolic plan's per set of dims, at its first run.
   if (artifact.symbolic.empty())
@@ -286,7 +304,8 @@ Status CudaExecutor::synchronize() {
 
 Status CudaExecutor::timeDeviceRuns(const void *const *hostInputs,
                                     unsigned warmup, unsigned iters,
-                                    std::vector<double> &ms) {
+                                    std::vector<double> &ms,
+                                    void *const *hostOutputs) {
   if (Status s = ensureReady(); !s.isOk())
     return s;
   ContextScope scope(*api, context);
@@ -328,11 +347,18 @@ Status CudaExecutor::timeDeviceRuns(const void *const *hostInputs,
   }
   if (status.isOk() && indexError)
     status = queueIndexFlagRead();
+  // The last timed run's outputs, for the caller to check.
+  if (status.isOk() && hostOutputs)
+    status = queueOutputCopies();
   cu::Result r = api->streamSynchronize(stream);
   if (status.isOk() && r != cu::kSuccess)
     status = cu::cudaError(*api, r, "running the model");
   if (status.isOk() && indexError)
     status = takeIndexFault(*indexFlagMirror);
+  if (status.isOk() && hostOutputs)
+    for (size_t i = 0; i < artifact.outputs.size(); ++i)
+      if (uint64_t bytes = plan().buffers[plan().outputs[i]].bytes)
+        std::memcpy(hostOutputs[i], outputStaging.pinned[i], bytes);
   return status;
 }
 
@@ -363,9 +389,10 @@ void CudaExecutor::release() {
     }
     lastRunRecorded = false;
     tunedAlgos.clear();
+    tunedKernels.clear();
     issuedBuckets.clear();
     graphsFailed = false;
-    for (cu::DevicePtr *p : {&arena, &workspace}) {
+    for (cu::DevicePtr *p : {&arena, &workspace, &gemmPartials}) {
       if (*p)
         api->memFree(*p);
       *p = 0;

@@ -19,7 +19,9 @@
 #include "CudaDriver.h"
 #include "CudaGraphs.h"
 #include "Executor.h"
+#include "GemmCandidates.h"
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -36,6 +38,15 @@ namespace detail {
 
 /// Alignment cuMemAlloc guarantees, and the most cuBLASLt ever asks for.
 constexpr uint32_t kMaxAlign = 256;
+
+/// Returns the largest power of two (at most `kMaxAlign`) dividing `value`:
+/// the alignment an address or a stride in bytes guarantees.
+inline uint32_t alignmentOf(uint64_t value) {
+  if (value == 0)
+    return kMaxAlign;
+  uint64_t lowBit = value & (~value + 1);
+  return static_cast<uint32_t>(std::min<uint64_t>(lowBit, kMaxAlign));
+}
 
 /// cuBLASLt workspace; NVIDIA recommends 32 MiB on Hopper.
 constexpr size_t kWorkspaceBytes = 32u << 20;
@@ -152,7 +163,8 @@ public:
   Status synchronize() override;
   /// Times runs on the device; see `Executor::timeDeviceRuns`.
   Status timeDeviceRuns(const void *const *hostInputs, unsigned warmup,
-                        unsigned iters, std::vector<double> &ms) override;
+                        unsigned iters, std::vector<double> &ms,
+                        void *const *hostOutputs) override;
   /// A new context sharing this one's constants; see
   /// `Executor::createContext`.
   std::unique_ptr<Executor> createContext() override {
@@ -229,6 +241,33 @@ private:
   /// Issues the plan's steps on `target` one by one.
   Status issueSteps(const std::vector<cu::DevicePtr> &in,
                     const std::vector<cu::DevicePtr> &out, cu::Stream target);
+  /// Issues matmul step `index` (`plan`'s) as cuBLASLt calls, one per
+  /// repetition of its inner batch, each with the algorithm chooseAlgo
+  /// gives for its operands' alignment.
+  Status issueCublasMatmul(size_t index, MatmulPlan &plan,
+                           const std::vector<cu::DevicePtr> &in,
+                           const std::vector<cu::DevicePtr> &out,
+                           cu::Stream target);
+  /// Launches matmul step `index` (`m`, at this run's extents) on Kiln's
+  /// GEMM kernel `candidate` (and its reduce), on `target`.
+  Status launchGemmKernel(size_t index, const MatmulStep &m,
+                          const GemmCandidate &candidate,
+                          const std::vector<cu::DevicePtr> &in,
+                          const std::vector<cu::DevicePtr> &out,
+                          cu::Stream target);
+  /// Which of Kiln's GEMM kernels runs matmul step `index` (`plan`'s), or
+  /// null for cuBLASLt: the one `options.gemm` names; with
+  /// kTimedGemmKernels, the fastest of cuBLASLt's choice and each kernel
+  /// that fits the operands, timed on them at the first run that can (per
+  /// shape and alignment, as chooseAlgo times cuBLASLt's candidates).
+  Status chooseGemmKernel(size_t index, MatmulPlan &plan,
+                          const std::vector<cu::DevicePtr> &in,
+                          const std::vector<cu::DevicePtr> &out,
+                          cu::Stream target, const GemmCandidate *&kernel);
+  /// Milliseconds of `calls` enqueueings of `call` on `target` between two
+  /// events, after one untimed.
+  Status timeCalls(cu::Stream target, const std::function<Status()> &call,
+                   int calls, float &ms);
   /// Queues the copy of the kernels' index flag into indexFlagMirror.
   Status queueIndexFlagRead();
   /// The error of the index flag's value `fault` (clearing the flag), or
@@ -271,6 +310,10 @@ private:
   cu::DevicePtr arena = 0;
   /// cuBLASLt's workspace (`kWorkspaceBytes`).
   cu::DevicePtr workspace = 0;
+  /// The split-K partial sums of the Kiln GEMM kernel `options.gemm` names,
+  /// sized for its largest step at the top of the dims' ranges; 0 when no
+  /// step splits.
+  cu::DevicePtr gemmPartials = 0;
   /// The cuBLASLt handle.
   lt::Handle ltHandle = nullptr;
   /// The matmul plans per set of dims values (the one empty set of a static
@@ -280,6 +323,9 @@ private:
   /// the plans of every set of dims: a decoding loop, whose dims change
   /// every token while its matmuls keep their shapes, times each once.
   std::map<std::vector<int64_t>, lt::MatmulAlgo> tunedAlgos;
+  /// With kTimedGemmKernels, the timed winners by the same key: the index
+  /// of Kiln's GEMM kernel in the step's candidates, or -1 for cuBLASLt.
+  std::map<std::vector<int64_t>, int> tunedKernels;
   /// The current run's set.
   MatmulSet *matmuls = nullptr;
   /// The shape buckets (bucketOf) whose steps a run has issued one by one:

@@ -8,8 +8,10 @@
 //===----------------------------------------------------------------------===//
 
 #include "CudaExecutorImpl.h"
+#include "GemmCandidates.h"
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <cstdio>
 #include <functional>
@@ -18,14 +20,6 @@
 
 using namespace kiln::rt;
 using namespace kiln::rt::detail;
-
-/// Returns the largest power of two (at most `kMaxAlign`) dividing `value`.
-static uint32_t alignmentOf(uint64_t value) {
-  if (value == 0)
-    return kMaxAlign;
-  uint64_t lowBit = value & (~value + 1);
-  return static_cast<uint32_t>(std::min<uint64_t>(lowBit, kMaxAlign));
-}
 
 /// Most shape buckets a context remembers as issued.
 constexpr size_t kMaxIssuedBuckets = 64;
@@ -99,65 +93,16 @@ Status CudaExecutor::issueSteps(const std::vector<cu::DevicePtr> &in,
     case Step::Kind::Matmul: {
       const MatmulStep &m = step.matmul;
       MatmulPlan &plan = matmuls->plans[matmuls->ofStep[i]];
-      // cuBLAS's A, B, C are our B, A, C. One cuBLASLt call per repetition
-      // of the inner batch.
-      uint64_t elem = dtypeSize(m.dtype);
-      const int64_t outerStrides[3] = {m.outerStrideB, m.outerStrideA,
-                                       m.outerStrideC};
-      cu::DevicePtr base[3] = {address(m.b, in, out), address(m.a, in, out),
-                               address(m.c, in, out)};
-      // What beta scales: the residual, laid out as C, or C itself.
-      cu::DevicePtr residualBase =
-          m.residual == kNoBuffer ? base[2] : address(m.residual, in, out);
-      cu::DevicePtr bias =
-          m.bias == kNoBuffer ? kMaxAlign : address(m.bias, in, out);
-      if (Status s = setBiasPointer(plan, bias); !s.isOk())
+      // Kiln's own kernel where one is asked for or won the timing
+      // (MatmulChoice.cpp), else cuBLASLt's.
+      const GemmCandidate *kernel = nullptr;
+      if (Status s = chooseGemmKernel(i, plan, in, out, target, kernel);
+          !s.isOk())
         return s;
-      for (int64_t o = 0; o < m.outerBatch; ++o) {
-        cu::DevicePtr ptrs[3];
-        uint32_t align[4];
-        for (int j = 0; j < 3; ++j) {
-          ptrs[j] = base[j] + static_cast<uint64_t>(o * outerStrides[j]) * elem;
-          align[j] =
-              std::min(alignmentOf(ptrs[j]), alignmentOf(plan.strideBytes[j]));
-        }
-        cu::DevicePtr residual =
-            residualBase + static_cast<uint64_t>(o * m.outerStrideC) * elem;
-        align[2] = std::min(align[2], alignmentOf(residual));
-        align[3] = alignmentOf(bias);
-        void *c = reinterpret_cast<void *>(ptrs[2]);
-        // The scale type of a double matmul is fp64: alpha and beta too.
-        double alpha64 = m.alpha, beta64 = m.beta;
-        bool isDouble = m.dtype == DType::F64;
-        const void *alpha = isDouble ? static_cast<const void *>(&alpha64)
-                                     : static_cast<const void *>(&m.alpha);
-        const void *beta = isDouble ? static_cast<const void *>(&beta64)
-                                    : static_cast<const void *>(&m.beta);
-        auto call = [&](const lt::MatmulAlgo &algo) {
-          return ltApi->matmul(
-              ltHandle, plan.desc, alpha,
-              reinterpret_cast<const void *>(ptrs[0]), plan.aLayout,
-              reinterpret_cast<const void *>(ptrs[1]), plan.bLayout, beta,
-              reinterpret_cast<const void *>(residual), plan.cLayout, c,
-              plan.cLayout, &algo, reinterpret_cast<void *>(workspace),
-              kWorkspaceBytes, target);
-        };
-        // Candidates are timed on the run's own operands, so each call must
-        // leave the same result: not where beta accumulates into C in
-        // place (no residual, or one in C's own storage), and not inside a
-        // graph capture (nothing runs there).
-        // A reference: no copy of the call (nor an allocation) a matmul.
-        CandidateTiming timing{std::cref(call), target};
-        bool canTime = options.tuneMatmuls && !capturing &&
-                       (m.beta == 0.0f || residual != ptrs[2]);
-        const lt::MatmulAlgo *algo = nullptr;
-        if (Status s =
-                chooseAlgo(plan, align, algo, canTime ? &timing : nullptr);
-            !s.isOk())
-          return s;
-        if (lt::LtStatus st = call(*algo); st != lt::kSuccess)
-          return lt::cublasError(*ltApi, st, where + ": cublasLtMatmul");
-      }
+      Status s = kernel ? launchGemmKernel(i, m, *kernel, in, out, target)
+                        : issueCublasMatmul(i, plan, in, out, target);
+      if (!s.isOk())
+        return s;
       break;
     }
     case Step::Kind::Copy: {
@@ -241,4 +186,119 @@ Status CudaExecutor::launchPlan(const std::vector<cu::DevicePtr> &in,
   if (cu::Result r = api->graphLaunch(exec, target); r != cu::kSuccess)
     return cu::cudaError(*api, r, "cuGraphLaunch");
   return Status::ok();
+}
+
+Status CudaExecutor::issueCublasMatmul(size_t i, MatmulPlan &plan,
+                                       const std::vector<cu::DevicePtr> &in,
+                                       const std::vector<cu::DevicePtr> &out,
+                                       cu::Stream target) {
+  const MatmulStep &m = this->plan().steps[i].matmul;
+  std::string where = "step " + std::to_string(i);
+  // cuBLAS's A, B, C are our B, A, C. One cuBLASLt call per repetition
+  // of the inner batch.
+  uint64_t elem = dtypeSize(m.dtype);
+  const int64_t outerStrides[3] = {m.outerStrideB, m.outerStrideA,
+                                   m.outerStrideC};
+  cu::DevicePtr base[3] = {address(m.b, in, out), address(m.a, in, out),
+                           address(m.c, in, out)};
+  // What beta scales: the residual, laid out as C, or C itself.
+  cu::DevicePtr residualBase =
+      m.residual == kNoBuffer ? base[2] : address(m.residual, in, out);
+  cu::DevicePtr bias =
+      m.bias == kNoBuffer ? kMaxAlign : address(m.bias, in, out);
+  if (Status s = setBiasPointer(plan, bias); !s.isOk())
+    return s;
+  for (int64_t o = 0; o < m.outerBatch; ++o) {
+    cu::DevicePtr ptrs[3];
+    uint32_t align[4];
+    for (int j = 0; j < 3; ++j) {
+      ptrs[j] = base[j] + static_cast<uint64_t>(o * outerStrides[j]) * elem;
+      align[j] =
+          std::min(alignmentOf(ptrs[j]), alignmentOf(plan.strideBytes[j]));
+    }
+    cu::DevicePtr residual =
+        residualBase + static_cast<uint64_t>(o * m.outerStrideC) * elem;
+    align[2] = std::min(align[2], alignmentOf(residual));
+    align[3] = alignmentOf(bias);
+    void *c = reinterpret_cast<void *>(ptrs[2]);
+    // The scale type of a double matmul is fp64: alpha and beta too.
+    double alpha64 = m.alpha, beta64 = m.beta;
+    bool isDouble = m.dtype == DType::F64;
+    const void *alpha = isDouble ? static_cast<const void *>(&alpha64)
+                                 : static_cast<const void *>(&m.alpha);
+    const void *beta = isDouble ? static_cast<const void *>(&beta64)
+                                : static_cast<const void *>(&m.beta);
+    auto call = [&](const lt::MatmulAlgo &algo) {
+      return ltApi->matmul(
+          ltHandle, plan.desc, alpha, reinterpret_cast<const void *>(ptrs[0]),
+          plan.aLayout, reinterpret_cast<const void *>(ptrs[1]), plan.bLayout,
+          beta, reinterpret_cast<const void *>(residual), plan.cLayout, c,
+          plan.cLayout, &algo, reinterpret_cast<void *>(workspace),
+          kWorkspaceBytes, target);
+    };
+    // Candidates are timed on the run's own operands, so each call must
+    // leave the same result: not where beta accumulates into C in
+    // place (no residual, or one in C's own storage), and not inside a
+    // graph capture (nothing runs there).
+    // A reference: no copy of the call (nor an allocation) a matmul.
+    CandidateTiming timing{std::cref(call), target};
+    bool canTime = options.tuneMatmuls && !capturing &&
+                   (m.beta == 0.0f || residual != ptrs[2]);
+    const lt::MatmulAlgo *algo = nullptr;
+    if (Status s = chooseAlgo(plan, align, algo, canTime ? &timing : nullptr);
+        !s.isOk())
+      return s;
+    if (lt::LtStatus st = call(*algo); st != lt::kSuccess)
+      return lt::cublasError(*ltApi, st, where + ": cublasLtMatmul");
+  }
+  return Status::ok();
+}
+
+Status CudaExecutor::launchGemmKernel(size_t index, const MatmulStep &m,
+                                      const GemmCandidate &candidate,
+                                      const std::vector<cu::DevicePtr> &in,
+                                      const std::vector<cu::DevicePtr> &out,
+                                      cu::Stream target) {
+  std::string where = "step " + std::to_string(index) + ": ";
+  const GemmCandidate *g = &candidate;
+  cu::DevicePtr a = address(m.a, in, out), b = address(m.b, in, out);
+  if (std::string misfit =
+          gemmCandidateMisfit(m, *g, reinterpret_cast<const void *>(a),
+                              reinterpret_cast<const void *>(b));
+      !misfit.empty())
+    return Status::error(StatusCode::Unsupported,
+                         where + "GEMM kernel " + g->name +
+                             " cannot run the matmul: " + misfit);
+  cu::DevicePtr c = address(m.c, in, out);
+  cu::DevicePtr bias = m.bias == kNoBuffer ? 0 : address(m.bias, in, out);
+  cu::DevicePtr residual =
+      m.residual == kNoBuffer ? 0 : address(m.residual, in, out);
+  cu::DevicePtr partials = g->splitK > 1 ? gemmPartials : 0;
+  std::array<long long, 13> integers = gemmIntegerArguments(m, *g);
+  // cuLaunchKernel takes a pointer to each argument's value.
+  auto launch = [&](uint32_t kernel, std::array<cu::DevicePtr, 6> pointers,
+                    size_t count, std::array<uint32_t, 3> grid,
+                    uint32_t threads) -> Status {
+    std::vector<void *> args;
+    for (size_t j = 0; j < count; ++j)
+      args.push_back(&pointers[j]);
+    for (long long &v : integers)
+      args.push_back(&v);
+    if (cu::Result r =
+            api->launchKernel(functions[kernel], grid[0], grid[1], grid[2],
+                              threads, 1, 1, 0, target, args.data(), nullptr);
+        r != cu::kSuccess)
+      return cu::cudaError(*api, r,
+                           where + "launching kernel '" +
+                               artifact.kernelNames[kernel] + "'");
+    return Status::ok();
+  };
+  if (Status s = launch(g->kernel, {a, b, c, bias, residual, partials}, 6,
+                        gemmGrid(m, *g), g->threads);
+      !s.isOk())
+    return s;
+  if (g->reduce == kNoKernel)
+    return Status::ok();
+  return launch(g->reduce, {partials, c, bias, residual}, 4,
+                {gemmReduceBlocks(m), 1, 1}, kGemmReduceThreads);
 }

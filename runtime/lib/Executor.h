@@ -52,7 +52,8 @@ public:
   /// Times `iters` runs on the device after `warmup` untimed ones, the
   /// inputs uploaded once from `hostInputs`; see `Model::timeDeviceRuns`.
   virtual Status timeDeviceRuns(const void *const *hostInputs, unsigned warmup,
-                                unsigned iters, std::vector<double> &ms) = 0;
+                                unsigned iters, std::vector<double> &ms,
+                                void *const *hostOutputs) = 0;
 
   /// A new executor of the same model: it shares this one's read-only state
   /// (loaded once, by whichever of them runs first) and owns its run state,

@@ -33,16 +33,16 @@ std::string kiln::rt::gemmCandidateMisfit(const MatmulStep &step,
     const char *what;
     int64_t elements;
   } sizes[] = {
-      {"A's rows", step.transA ? step.m : step.k},
-      {"B's rows", step.transB ? step.k : step.n},
-      {"A's batch stride", step.strideA},
-      {"B's batch stride", step.strideB},
-      {"A's outer batch stride", step.outerStrideA},
-      {"B's outer batch stride", step.outerStrideB},
+      {"A's rows are", step.transA ? step.m : step.k},
+      {"B's rows are", step.transB ? step.k : step.n},
+      {"A's batch stride is", step.strideA},
+      {"B's batch stride is", step.strideB},
+      {"A's outer batch stride is", step.outerStrideA},
+      {"B's outer batch stride is", step.outerStrideB},
   };
   for (const Chunked &s : sizes)
     if (s.elements % chunk != 0)
-      return std::string(s.what) + " are " + std::to_string(s.elements) +
+      return std::string(s.what) + " " + std::to_string(s.elements) +
              " elements, not whole 16-byte chunks";
   if (reinterpret_cast<uintptr_t>(a) % 16 ||
       reinterpret_cast<uintptr_t>(b) % 16)

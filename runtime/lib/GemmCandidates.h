@@ -19,6 +19,11 @@
 namespace kiln {
 namespace rt {
 
+/// The run-time option value (CudaOptions::gemm) under which Kiln's GEMM
+/// kernels race cuBLASLt's choice for each matmul instead of being asked
+/// for by name.
+constexpr const char *kTimedGemmKernels = "timed";
+
 /// Parameters of the main kernel (six pointers, then the integers) and of
 /// the reduce kernel (four pointers, then the integers).
 constexpr unsigned kGemmKernelArity = 6 + 13;

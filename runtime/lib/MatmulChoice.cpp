@@ -3,7 +3,9 @@
 // The choice of how the CUDA backend runs a matmul step: the candidates
 // cuBLASLt's heuristic offers for the step's shape and alignment, timed on the
 // run's own operands where that is safe, and the winners remembered per shape
-// (tunedKey).
+// (tunedKey); and whether one of Kiln's own GEMM kernels runs the step
+// instead: the one asked for by name, or (kTimedGemmKernels) the fastest of
+// cuBLASLt's choice and Kiln's kernels, timed the same way.
 //
 //===----------------------------------------------------------------------===//
 
@@ -11,6 +13,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -155,4 +158,111 @@ CudaExecutor::fastestAlgo(const std::vector<lt::MatmulAlgo> &candidates,
   api->eventDestroy(start);
   api->eventDestroy(end);
   return best;
+}
+
+Status CudaExecutor::timeCalls(cu::Stream target,
+                               const std::function<Status()> &call, int calls,
+                               float &ms) {
+  cu::Event start = nullptr, end = nullptr;
+  if (cu::Result r = api->eventCreate(&start, 0); r != cu::kSuccess)
+    return cu::cudaError(*api, r, "creating an event");
+  if (cu::Result r = api->eventCreate(&end, 0); r != cu::kSuccess) {
+    api->eventDestroy(start);
+    return cu::cudaError(*api, r, "creating an event");
+  }
+  Status s = call();
+  if (s.isOk())
+    if (cu::Result r = api->eventRecord(start, target); r != cu::kSuccess)
+      s = cu::cudaError(*api, r, "recording an event");
+  for (int k = 0; s.isOk() && k < calls; ++k)
+    s = call();
+  if (s.isOk()) {
+    cu::Result r = api->eventRecord(end, target);
+    if (r == cu::kSuccess)
+      r = api->eventSynchronize(end);
+    if (r == cu::kSuccess)
+      r = api->eventElapsedTime(&ms, start, end);
+    if (r != cu::kSuccess)
+      s = cu::cudaError(*api, r, "timing a matmul");
+  }
+  api->eventDestroy(start);
+  api->eventDestroy(end);
+  return s;
+}
+
+Status CudaExecutor::chooseGemmKernel(size_t index, MatmulPlan &plan,
+                                      const std::vector<cu::DevicePtr> &in,
+                                      const std::vector<cu::DevicePtr> &out,
+                                      cu::Stream target,
+                                      const GemmCandidate *&kernel) {
+  kernel = nullptr;
+  const MatmulStep &m = this->plan().steps[index].matmul;
+  if (options.gemm.empty())
+    return Status::ok();
+  if (options.gemm != kTimedGemmKernels) {
+    kernel = findGemmCandidate(m, options.gemm);
+    if (!kernel)
+      return Status::error(StatusCode::InvalidArgument,
+                           "step " + std::to_string(index) +
+                               ": the matmul has no GEMM kernel '" +
+                               options.gemm +
+                               "' (it has: " + gemmCandidateNames(m) + ")");
+    return Status::ok();
+  }
+  if (m.kernels.empty())
+    return Status::ok();
+  cu::DevicePtr a = address(m.a, in, out), b = address(m.b, in, out),
+                c = address(m.c, in, out);
+  cu::DevicePtr residual =
+      m.residual == kNoBuffer ? c : address(m.residual, in, out);
+  cu::DevicePtr bias =
+      m.bias == kNoBuffer ? kMaxAlign : address(m.bias, in, out);
+  // The key of chooseAlgo's winners: cuBLAS's A, B, C (our B, A, C), then
+  // the bias.
+  uint32_t align[4] = {alignmentOf(b), alignmentOf(a),
+                       std::min(alignmentOf(c), alignmentOf(residual)),
+                       alignmentOf(bias)};
+  std::vector<int64_t> key = tunedKey(m, align);
+  if (auto it = tunedKernels.find(key); it != tunedKernels.end()) {
+    kernel = it->second >= 0 ? &m.kernels[it->second] : nullptr;
+    return Status::ok();
+  }
+  // As for cuBLASLt's candidates: each timed call must leave the same
+  // result, and nothing runs inside a capture. Until a run can time them,
+  // cuBLASLt runs the step.
+  bool canTime =
+      options.tuneMatmuls && !capturing && (m.beta == 0.0f || residual != c);
+  if (!canTime)
+    return Status::ok();
+  float best = 0;
+  if (Status s = timeCalls(
+          target,
+          [&] { return issueCublasMatmul(index, plan, in, out, target); },
+          kTimedCalls, best);
+      !s.isOk())
+    return s;
+  int winner = -1;
+  for (size_t j = 0; j < m.kernels.size(); ++j) {
+    const GemmCandidate &g = m.kernels[j];
+    if (!gemmCandidateMisfit(m, g, reinterpret_cast<const void *>(a),
+                             reinterpret_cast<const void *>(b))
+             .empty())
+      continue;
+    // A kernel that fails to launch is passed over, as a cuBLASLt
+    // candidate that fails to run is.
+    float ms = 0;
+    if (!timeCalls(
+             target,
+             [&] { return launchGemmKernel(index, m, g, in, out, target); },
+             kTimedCalls, ms)
+             .isOk())
+      continue;
+    if (ms < best) {
+      best = ms;
+      winner = static_cast<int>(j);
+    }
+  }
+  tunedKernels[key] = winner;
+  kernel = winner >= 0 ? &m.kernels[winner] : nullptr;
+  return Status::ok();
 }

@@ -40,7 +40,7 @@ HostOptions HostOptions::fromEnvironment() {
   }
   if (const char *check = std::getenv("KILN_HOST_CHECK"))
     options.checking = std::strcmp(check, "1") == 0;
-  if (const char *gemm = std::getenv("KILN_HOST_GEMM"))
+  if (const char *gemm = std::getenv("KILN_GEMM_KERNEL"))
     options.gemm = gemm;
   return options;
 }
@@ -51,6 +51,8 @@ CudaOptions CudaOptions::fromEnvironment() {
     options.graphs = std::strcmp(graphs, "0") != 0;
   if (const char *tune = std::getenv("KILN_TUNE_MATMULS"))
     options.tuneMatmuls = std::strcmp(tune, "0") != 0;
+  if (const char *gemm = std::getenv("KILN_GEMM_KERNEL"))
+    options.gemm = gemm;
   return options;
 }
 
@@ -113,6 +115,8 @@ Status Model::create(Artifact artifact, Backend backend,
     model->optionsText =
         std::string("CUDA graphs ") + (cudaOptions.graphs ? "on" : "off") +
         ", matmul tuning " + (cudaOptions.tuneMatmuls ? "on" : "off");
+    if (!cudaOptions.gemm.empty())
+      model->optionsText += ", GEMM kernel " + cudaOptions.gemm;
   }
   out = std::move(model);
   return Status::ok();
@@ -241,7 +245,8 @@ Status Model::run(const std::vector<int64_t> &dims, const void *const *inputs,
 }
 
 Status Model::timeDeviceRuns(const void *const *hostInputs, unsigned warmup,
-                             unsigned iters, std::vector<double> &ms) {
+                             unsigned iters, std::vector<double> &ms,
+                             void *const *hostOutputs) {
   if (Status s = checkInputs(hostInputs); !s.isOk())
     return s;
   if (!plan.symbolic.empty())
@@ -249,7 +254,7 @@ Status Model::timeDeviceRuns(const void *const *hostInputs, unsigned warmup,
                          "timing runs of a model with symbolic dims is not "
                          "supported yet; compile it with each dim pinned");
   std::lock_guard<std::mutex> lock(runMutex);
-  return executor->timeDeviceRuns(hostInputs, warmup, iters, ms);
+  return executor->timeDeviceRuns(hostInputs, warmup, iters, ms, hostOutputs);
 }
 
 Status Model::createContext(std::unique_ptr<ExecutionContext> &out) {

@@ -125,12 +125,16 @@ bool benchModel(kiln::rt::Model &model, const SmallVector<const void *> &in,
       benchWhat(model.backend()));
 }
 
-bool benchDevice(kiln::rt::Model &model, const SmallVector<const void *> &in) {
+bool benchDevice(kiln::rt::Model &model, const SmallVector<const void *> &in,
+                 SmallVector<HostTensor> &outputs) {
   if (model.backend() != kiln::rt::Backend::Cuda || benchThreads() > 1)
     return true;
   std::vector<double> ms;
-  if (kiln::rt::Status s =
-          model.timeDeviceRuns(in.data(), benchWarmup(), benchIters(), ms);
+  SmallVector<void *> out;
+  for (HostTensor &t : outputs)
+    out.push_back(t.bytes.data());
+  if (kiln::rt::Status s = model.timeDeviceRuns(in.data(), benchWarmup(),
+                                                benchIters(), ms, out.data());
       !s.isOk()) {
     fail(s.message);
     return false;
@@ -144,7 +148,8 @@ bool benchDevice(kiln::rt::Model &model, const SmallVector<const void *> &in) {
   return true;
 }
 
-bool benchLibraryDevice(const SmallVector<const void *> &in) {
+bool benchLibraryDevice(const SmallVector<const void *> &in,
+                        SmallVector<HostTensor> &outputs) {
   kiln::rt::Artifact artifact;
   std::unique_ptr<kiln::rt::Model> model;
   kiln::rt::Status s = kiln::rt::loadArtifactFile(modelPath, artifact);
@@ -155,7 +160,7 @@ bool benchLibraryDevice(const SmallVector<const void *> &in) {
     fail(s.message);
     return false;
   }
-  return benchDevice(*model, in);
+  return benchDevice(*model, in, outputs);
 }
 
 LogicalResult refuseSymbolicBench() {

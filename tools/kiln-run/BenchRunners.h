@@ -29,15 +29,19 @@ bool benchModel(kiln::rt::Model &model,
                 const llvm::SmallVector<kiln::HostTensor> &outputs);
 
 /// --bench on the CUDA backend, one thread: the GPU's view of a run
-/// (device-memory I/O, CUDA events around each run). Does nothing on the
-/// host backend, whose wall-clock line is all there is.
+/// (device-memory I/O, CUDA events around each run); `outputs` receive the
+/// last timed run's outputs, so that what --output-dir writes (and bench/
+/// checks) is what was timed. Does nothing on the host backend, whose
+/// wall-clock line is all there is.
 bool benchDevice(kiln::rt::Model &model,
-                 const llvm::SmallVector<const void *> &in);
+                 const llvm::SmallVector<const void *> &in,
+                 llvm::SmallVector<kiln::HostTensor> &outputs);
 
 /// benchDevice for a `.so` that ran on the CUDA backend: its artifact
 /// loaded in process (the same plan and kernels), since the C ABI has no
 /// timing call of its own.
-bool benchLibraryDevice(const llvm::SmallVector<const void *> &in);
+bool benchLibraryDevice(const llvm::SmallVector<const void *> &in,
+                        llvm::SmallVector<kiln::HostTensor> &outputs);
 
 /// --bench times one shape: a model with symbolic dims is refused (its
 /// runs take dims the timing loops do not pass yet).

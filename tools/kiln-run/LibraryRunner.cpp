@@ -145,8 +145,8 @@ runLibrary(MLIRContext *ctx, Signature &signature,
   // Given only when asked for, so that an artifact from before the field
   // still takes the other options.
   if (!host.gemm.empty()) {
-    options.set |= KILN_OPTION_HOST_GEMM;
-    options.host_gemm = host.gemm.c_str();
+    options.set |= KILN_OPTION_GEMM_KERNEL;
+    options.gemm_kernel = host.gemm.c_str();
   }
   options.host_seed = host.seed;
   options.host_check = host.checking;
@@ -229,7 +229,7 @@ runLibrary(MLIRContext *ctx, Signature &signature,
   bool onCuda = info && StringRef(info(model)).contains("backend cuda");
   destroy(model);
   if (status == KILN_OK && benchRequested() && onCuda &&
-      !benchLibraryDevice(in))
+      !benchLibraryDevice(in, outputs))
     status = KILN_ERROR_INTERNAL;
   if (status != KILN_OK)
     return failure();

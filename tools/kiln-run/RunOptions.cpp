@@ -69,11 +69,13 @@ cl::opt<bool> checkMode(
     "check",
     cl::desc("host backend: checking mode (each buffer in its own poisoned "
              "allocation, kernels built with AddressSanitizer)"));
-cl::opt<std::string> hostGemm(
+cl::opt<std::string> gemmKernel(
     "gemm",
-    cl::desc("host backend: run every matmul on the Kiln GEMM kernel of this "
-             "name (kilnc --report lists each matmul's) instead of the CPU "
-             "GEMM that stands in for cuBLASLt; a matmul without it fails"),
+    cl::desc("run every matmul on the Kiln GEMM kernel of this name (kilnc "
+             "--report lists each matmul's) instead of cuBLASLt (on the host "
+             "backend, the CPU GEMM that stands in for it); a matmul without "
+             "it fails. 'timed' (CUDA backend): the fastest of cuBLASLt's "
+             "choice and Kiln's kernels, timed at the first run"),
     cl::value_desc("NAME"));
 cl::opt<bool> cudaGraphs(
     "cuda-graphs",
@@ -118,18 +120,20 @@ kiln::rt::HostOptions hostOptions() {
   kiln::rt::HostOptions options;
   options.seed = hostSeed;
   options.checking = checkMode;
-  options.gemm = hostGemm;
+  options.gemm = gemmKernel;
   return options;
 }
 
 kiln::rt::CudaOptions cudaOptions() {
-  // The environment's settings (KILN_CUDA_GRAPHS, KILN_TUNE_MATMULS), as
-  // for any artifact, unless a flag says otherwise.
+  // The environment's settings (KILN_CUDA_GRAPHS, KILN_TUNE_MATMULS,
+  // KILN_GEMM_KERNEL), as for any artifact, unless a flag says otherwise.
   kiln::rt::CudaOptions options = kiln::rt::CudaOptions::fromEnvironment();
   if (cudaGraphs.getNumOccurrences())
     options.graphs = cudaGraphs;
   if (tuneMatmuls.getNumOccurrences())
     options.tuneMatmuls = tuneMatmuls;
+  if (gemmKernel.getNumOccurrences())
+    options.gemm = gemmKernel;
   return options;
 }
 

@@ -36,7 +36,7 @@ extern llvm::cl::opt<bool> comparePipeline;
 extern llvm::cl::opt<unsigned> seed;
 extern llvm::cl::list<std::string> runDims;
 extern llvm::cl::opt<uint64_t> hostSeed;
-extern llvm::cl::opt<std::string> hostGemm;
+extern llvm::cl::opt<std::string> gemmKernel;
 extern llvm::cl::opt<bool> checkMode;
 extern llvm::cl::opt<bool> cudaGraphs;
 extern llvm::cl::opt<bool> tuneMatmuls;

@@ -109,7 +109,7 @@ static LogicalResult runCompiled(MLIRContext &context, ModuleOp module,
   if (!status.isOk())
     return fail(status.message), failure();
   if (benchRequested() &&
-      (!benchModel(*model, in, outputs) || !benchDevice(*model, in)))
+      (!benchModel(*model, in, outputs) || !benchDevice(*model, in, outputs)))
     return failure();
   // --per-layer: the tensors kept after the model's own outputs.
   for (size_t i = numOutputs; i < outputs.size(); ++i)

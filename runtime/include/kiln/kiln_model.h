@@ -121,13 +121,13 @@ KILN_API kiln_status kiln_model_create(kiln_backend backend, kiln_model **out);
 #define KILN_OPTION_HOST_CHECK (1u << 1)
 #define KILN_OPTION_CUDA_GRAPHS (1u << 2)
 #define KILN_OPTION_TUNE_MATMULS (1u << 3)
-#define KILN_OPTION_HOST_GEMM (1u << 4)
+#define KILN_OPTION_GEMM_KERNEL (1u << 4)
 
 /** Run-time options of a model. Zero it, set `size` to
  *  sizeof(kiln_model_options), then set the fields to give and their bits
  *  in `set`. A field not in `set` is read from the environment as
  *  kiln_model_create reads it (KILN_HOST_SEED, KILN_HOST_CHECK,
- *  KILN_CUDA_GRAPHS, KILN_TUNE_MATMULS, KILN_HOST_GEMM), else takes its
+ *  KILN_CUDA_GRAPHS, KILN_TUNE_MATMULS, KILN_GEMM_KERNEL), else takes its
  *  default. */
 typedef struct kiln_model_options {
   /** sizeof(kiln_model_options) as the caller knows it: fields past it are
@@ -149,12 +149,15 @@ typedef struct kiln_model_options {
    *  matmul at its first run and keeps the fastest; zero runs the
    *  heuristic's first, reproducible across processes (default on). */
   int32_t tune_matmuls;
-  /** Host backend: the kernel every matmul step runs: NULL or "" for the
-   *  CPU GEMM that stands in for cuBLASLt, else the name of one of Kiln's
-   *  GEMM kernels that every matmul step offers (kilnc --report lists them),
-   *  so that its generated code runs; a step without it fails the run.
-   *  Copied by kiln_model_create_with_options. */
-  const char *host_gemm;
+  /** Both backends: the kernel every matmul step runs: NULL or "" for the
+   *  backend's own (cuBLASLt's algorithms; on the host backend the CPU GEMM
+   *  that stands in for them); "timed" for the fastest of cuBLASLt's choice
+   *  and Kiln's GEMM kernels, timed at the first run (the host backend
+   *  cannot time and runs its stand-in); else the name of one of Kiln's
+   *  GEMM kernels that every matmul step offers (kilnc --report lists
+   *  them); a step without it fails the run. Copied by
+   *  kiln_model_create_with_options. */
+  const char *gemm_kernel;
 } kiln_model_options;
 
 /** kiln_model_create with run-time options; `options` may be NULL (then it

@@ -98,6 +98,12 @@ auto matmulFields(const MatmulStep &m) {
                   m.beta, m.bias, m.activation);
 }
 
+/// The fields of a Kiln GEMM candidate, as one value.
+auto gemmFields(const GemmCandidate &g) {
+  return std::tie(g.name, g.kernel, g.reduce, g.tileM, g.tileN, g.threads,
+                  g.splitK);
+}
+
 /// Expects the buffers `y` equal to `x`, one by one.
 void expectSameBuffers(const std::vector<Buffer> &x,
                        const std::vector<Buffer> &y) {
@@ -257,6 +263,59 @@ TEST(ArtifactFormat, Tf32MatmulsRoundTripAndAreFloat32Only) {
   EXPECT_TRUE(b.steps[matmul - a.steps.begin()].matmul.tf32);
   matmul->matmul.dtype = DType::F16;
   expectRejected(a, "a tf32 matmul must be float32, got float16");
+}
+
+TEST(ArtifactFormat, GemmCandidatesRoundTripAndAreChecked) {
+  Artifact a = makeGemmKernelArtifact();
+  Artifact b;
+  std::string error;
+  ASSERT_TRUE(roundTrip(a, b, error)) << error;
+  const std::vector<GemmCandidate> &x = a.steps[0].matmul.kernels,
+                                   &y = b.steps[0].matmul.kernels;
+  ASSERT_EQ(y.size(), x.size());
+  for (size_t i = 0; i < x.size(); ++i)
+    EXPECT_EQ(gemmFields(y[i]), gemmFields(x[i])) << "candidate " << i;
+
+  // Each rule of checkGemmCandidates, broken once.
+  struct Case {
+    const char *needle;
+    void (*breakIt)(Artifact &);
+  } cases[] = {
+      {"Kiln GEMM kernels are float16 or bfloat16",
+       [](Artifact &a) {
+         for (uint32_t id : {0u, 1u, 2u, 4u}) {
+           Buffer &b = a.buffers[id];
+           b.dtype = DType::F32;
+           b.bytes *= 2;
+         }
+         a.steps[0].matmul.dtype = DType::F32;
+         a.weights.resize(256);
+       }},
+      {"scale by alpha 1", [](Artifact &a) { a.steps[0].matmul.alpha = 2; }},
+      {"scale by alpha 1", [](Artifact &a) { a.steps[0].matmul.beta = 1; }},
+      {"names kernels the artifact does not have",
+       [](Artifact &a) { a.steps[0].matmul.kernels[0].kernel = 4; }},
+      {"names kernels the artifact does not have",
+       [](Artifact &a) { a.steps[0].matmul.kernels[0].reduce = 3; }},
+      {"names kernels the artifact does not have",
+       [](Artifact &a) { a.steps[0].matmul.kernels[1].reduce = kNoKernel; }},
+      {"tiles must be multiples of 16",
+       [](Artifact &a) { a.steps[0].matmul.kernels[0].tileM = 24; }},
+      {"tiles must be multiples of 16",
+       [](Artifact &a) { a.steps[0].matmul.kernels[0].tileN = 512; }},
+      {"threads must be whole warps",
+       [](Artifact &a) { a.steps[0].matmul.kernels[0].threads = 100; }},
+      {"split must be 1 to 64",
+       [](Artifact &a) { a.steps[0].matmul.kernels[1].splitK = 65; }},
+      {"names have 1 to 64 characters",
+       [](Artifact &a) { a.steps[0].matmul.kernels[0].name.clear(); }},
+  };
+  for (const Case &c : cases) {
+    Artifact broken = makeGemmKernelArtifact();
+    c.breakIt(broken);
+    SCOPED_TRACE(c.needle);
+    expectRejected(broken, c.needle);
+  }
 }
 
 TEST(ArtifactFormat, EmptyArtifactRoundTrips) {

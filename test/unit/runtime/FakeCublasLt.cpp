@@ -47,9 +47,14 @@ struct HeuristicResult {
 int handleMarker = 0;
 int preferenceMarker = 0;
 
-void matmulF32(const Desc &op, const Layout &la, const Layout &lb,
-               const Layout &lc, float al, float be, const void *a,
-               const void *b, void *d);
+/// cudaDataType's CUDA_R_32F and CUDA_R_16F, the types the stand-in
+/// multiplies.
+constexpr int kR32F = 0, kR16F = 2;
+
+template <class T>
+void matmul(const Desc &op, const Layout &la, const Layout &lb,
+            const Layout &lc, float al, float be, const void *a, const void *b,
+            void *d);
 
 /// The fake driver's function `name` (KILN_CUDA_DRIVER, or libcuda.so.1
 /// when that is the fake), or null when no fake driver is loaded.
@@ -183,7 +188,9 @@ LtStatus cublasLtMatmulAlgoGetHeuristic(void *, void *desc, void *a, void *b,
   opShape(la, op.transA, ar, ac);
   opShape(lb, op.transB, br, bc);
   if (requested < 1 || c != d || ac != br || lc.rows != ar || lc.cols != bc ||
-      la.batch != lc.batch || lb.batch != lc.batch || la.type != 0)
+      la.batch != lc.batch || lb.batch != lc.batch ||
+      (la.type != kR32F && la.type != kR16F) || lb.type != la.type ||
+      lc.type != la.type)
     return kInvalid;
   int count = requested < 3 ? requested : 3;
   for (int i = 0; i < count; ++i) {
@@ -218,7 +225,10 @@ LtStatus cublasLtMatmul(void *, void *desc, const void *alpha, const void *a,
   float al = *static_cast<const float *>(alpha);
   float be = *static_cast<const float *>(beta);
   dispatch(stream, [=] {
-    matmulF32(op, la, lb, lc, al, be, a, b, d);
+    if (lc.type == kR16F)
+      matmul<_Float16>(op, la, lb, lc, al, be, a, b, d);
+    else
+      matmul<float>(op, la, lb, lc, al, be, a, b, d);
     ran(id);
   });
   return kOk;
@@ -227,45 +237,51 @@ LtStatus cublasLtMatmul(void *, void *desc, const void *alpha, const void *a,
 } // extern "C"
 
 namespace {
-/// D = al * op(A) * op(B) + be * D, column-major, batched by the layouts.
-void matmulF32(const Desc &op, const Layout &la, const Layout &lb,
-               const Layout &lc, float al, float be, const void *a,
-               const void *b, void *d) {
+/// D = al * op(A) * op(B) + be * D, column-major, batched by the layouts,
+/// over elements of type T (float or _Float16), in fp32.
+template <class T>
+void matmul(const Desc &op, const Layout &la, const Layout &lb,
+            const Layout &lc, float al, float be, const void *a, const void *b,
+            void *d) {
   uint64_t m, k, k2, n;
   opShape(la, op.transA, m, k);
   opShape(lb, op.transB, k2, n);
-  auto *A = static_cast<const float *>(a);
-  auto *B = static_cast<const float *>(b);
-  auto *C = static_cast<float *>(d);
+  auto *A = static_cast<const T *>(a);
+  auto *B = static_cast<const T *>(b);
+  auto *C = static_cast<T *>(d);
+  auto *bias = reinterpret_cast<const T *>(op.bias);
   for (int32_t batch = 0; batch < lc.batch; ++batch) {
-    const float *Ai = A + batch * la.stride;
-    const float *Bi = B + batch * lb.stride;
-    float *Ci = C + batch * lc.stride;
+    const T *Ai = A + batch * la.stride;
+    const T *Bi = B + batch * lb.stride;
+    T *Ci = C + batch * lc.stride;
     std::vector<float> result(m * n);
     for (uint64_t i = 0; i < m; ++i)
       for (uint64_t j = 0; j < n; ++j) {
         float acc = 0;
         for (uint64_t p = 0; p < k; ++p) {
-          float x = op.transA ? Ai[p + i * la.ld] : Ai[i + p * la.ld];
-          float y = op.transB ? Bi[j + p * lb.ld] : Bi[p + j * lb.ld];
+          float x = static_cast<float>(op.transA ? Ai[p + i * la.ld]
+                                                 : Ai[i + p * la.ld]);
+          float y = static_cast<float>(op.transB ? Bi[j + p * lb.ld]
+                                                 : Bi[p + j * lb.ld]);
           acc += x * y;
         }
         result[i + j * m] = acc;
       }
     for (uint64_t i = 0; i < m; ++i)
       for (uint64_t j = 0; j < n; ++j) {
-        float &out = Ci[i + j * lc.ld];
+        T &out = Ci[i + j * lc.ld];
         // As in BLAS, C is not read when beta is zero.
-        float x = al * result[i + j * m] + (be == 0 ? 0.0f : be * out);
+        float x = al * result[i + j * m] +
+                  (be == 0 ? 0.0f : be * static_cast<float>(out));
         // The bias runs along D's rows (column-major), then the activation.
         if (op.epilogue & 4)
-          x += op.bias[i];
+          x += static_cast<float>(bias[i]);
         if (op.epilogue & 2)
           x = x > 0 ? x : 0;
         if (op.epilogue & 32)
           x = 0.5f * x *
               (1 + std::tanh(0.7978845608f * (x + 0.044715f * x * x * x)));
-        out = x;
+        out = static_cast<T>(x);
       }
   }
 }

@@ -59,14 +59,37 @@ void doubleFirstF32(unsigned threads, void **params) {
     b[i] = 2 * a[i];
 }
 
+} // namespace
+
+/// The argument values and threads of the last launch of the stand-in Kiln
+/// GEMM kernels ([0] kiln_fake_gemm, [1] kiln_fake_gemm_reduce), which the
+/// tests of the CUDA backend's GEMM launches read: they compute nothing.
+extern "C" __attribute__((visibility("default")))
+DevicePtr fakeGemmArgs[2][19] = {};
+extern "C"
+    __attribute__((visibility("default"))) unsigned fakeGemmThreads[2] = {};
+
+namespace {
+
+template <int Which, unsigned Arity>
+void recordGemm(unsigned threads, void **params) {
+  for (unsigned i = 0; i < Arity; ++i)
+    fakeGemmArgs[Which][i] = *static_cast<DevicePtr *>(params[i]);
+  fakeGemmThreads[Which] = threads;
+}
+
 struct FakeFunction {
   const char *name;
   HostKernel kernel;
   unsigned arity;
 };
-FakeFunction functions[] = {{"add_f32", addF32, 3},
-                            {"double_f32", doubleF32, 2},
-                            {"double_first_f32", doubleFirstF32, 3}};
+FakeFunction functions[] = {
+    {"add_f32", addF32, 3},
+    {"double_f32", doubleF32, 2},
+    {"double_first_f32", doubleFirstF32, 3},
+    // Six pointers and four pointers, then the 13 integers.
+    {"kiln_fake_gemm", recordGemm<0, 19>, 19},
+    {"kiln_fake_gemm_reduce", recordGemm<1, 17>, 17}};
 
 /// Work recorded by a capture.
 using Ops = std::vector<std::function<void()>>;

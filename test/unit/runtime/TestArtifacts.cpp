@@ -149,6 +149,23 @@ Artifact test::makeRichArtifact() {
   return a;
 }
 
+Artifact test::makeGemmKernelArtifact() {
+  Artifact a = makeRichArtifact();
+  a.buffers[0] = makeBuffer(BufferKind::Input, "x", {2, 8}, 0, DType::F16);
+  a.buffers[1] = makeBuffer(BufferKind::Input, "x.flat", {16}, 0, DType::F16);
+  a.buffers[2] = makeBuffer(BufferKind::Weight, "w", {4, 8}, 0, DType::F16);
+  a.buffers[4] = makeBuffer(BufferKind::Arena, "t", {2, 4}, 0, DType::F16);
+  a.kernelNames.push_back("kiln_fake_gemm");
+  a.kernelNames.push_back("kiln_fake_gemm_reduce");
+  MatmulStep &m = a.steps[0].matmul;
+  m.dtype = DType::F16;
+  m.k = 8;
+  m.transB = true;
+  m.kernels.push_back({"whole", 2, kNoKernel, 64, 64, 128, 1});
+  m.kernels.push_back({"split", 2, 3, 64, 64, 128, 2});
+  return a;
+}
+
 std::vector<float> test::richReference(const Artifact &a,
                                        const std::vector<float> &x) {
   std::vector<float> weights = floatsOf(a.weights);

@@ -23,6 +23,13 @@ Buffer makeBuffer(BufferKind kind, const std::string &name,
                   std::vector<int64_t> shape, uint64_t offset,
                   DType dtype = DType::F32);
 
+/// `makeRichArtifact` with its matmul in float16, t (2 x 4) = x (2 x 8) times
+/// w^T (w stored 4 x 8, so that its rows, like x's, are whole 16-byte
+/// chunks), offering two Kiln GEMM kernels, which the stand-in driver has
+/// (kiln_fake_gemm and kiln_fake_gemm_reduce, kernels 2 and 3): "whole",
+/// and "split" in two.
+Artifact makeGemmKernelArtifact();
+
 /// Returns a float32 matmul step, one batch: buffer c (m x n) = buffer a
 /// (m x k) * buffer b (k x n).
 MatmulStep makeMatmul(int64_t m, int64_t n, int64_t k, uint32_t a, uint32_t b,

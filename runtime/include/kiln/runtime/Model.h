@@ -48,8 +48,8 @@ struct HostOptions {
   std::string gemm;
 
   /// Reads KILN_HOST_SEED, KILN_HOST_CHECK (1 enables it) and
-  /// KILN_HOST_GEMM, as the C ABI does; unset or unparsable variables leave
-  /// the defaults.
+  /// KILN_GEMM_KERNEL, as the C ABI does; unset or unparsable variables
+  /// leave the defaults.
   static HostOptions fromEnvironment();
 };
 
@@ -69,8 +69,18 @@ struct CudaOptions {
   /// split the sums differently).
   bool tuneMatmuls = true;
 
-  /// Reads KILN_CUDA_GRAPHS and KILN_TUNE_MATMULS (0 disables each), as the
-  /// C ABI does; unset or other values leave the defaults.
+  /// The kernel every matmul step runs: empty for cuBLASLt's algorithms
+  /// (timed as tuneMatmuls says); "timed" for the fastest of cuBLASLt's
+  /// choice and each of Kiln's GEMM kernels that fits the operands, timed
+  /// on them at the first run (with tuneMatmuls); else the name of one of
+  /// Kiln's GEMM kernels, which every matmul step must offer. Empty by
+  /// default until the family's GPU tests have passed on a GPU: Kiln's
+  /// kernels have run only on the host backend's emulation so far.
+  std::string gemm;
+
+  /// Reads KILN_CUDA_GRAPHS and KILN_TUNE_MATMULS (0 disables each) and
+  /// KILN_GEMM_KERNEL, as the C ABI does; unset or other values leave the
+  /// defaults.
   static CudaOptions fromEnvironment();
 };
 
@@ -185,10 +195,14 @@ public:
   /// `hostInputs` into device memory, then `warmup` untimed runs, then
   /// `iters` runs each between two CUDA events on the model's stream, waited
   /// for one at a time (latency, not throughput); `ms` receives the times in
-  /// milliseconds. The outputs stay on the device. CUDA backend only
-  /// (`Unsupported` on the host backend, which has no GPU clock).
+  /// milliseconds. With `hostOutputs` (one host pointer per output), the
+  /// outputs of the last timed run are copied there after the timing, so
+  /// that what was timed is what is checked; without, they stay on the
+  /// device. CUDA backend only (`Unsupported` on the host backend, which
+  /// has no GPU clock).
   Status timeDeviceRuns(const void *const *hostInputs, unsigned warmup,
-                        unsigned iters, std::vector<double> &ms);
+                        unsigned iters, std::vector<double> &ms,
+                        void *const *hostOutputs = nullptr);
 
   /// Creates an execution context for concurrent runs (see
   /// ExecutionContext); its resources are allocated by its first run.

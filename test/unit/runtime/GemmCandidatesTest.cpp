@@ -1,0 +1,201 @@
+//===- GemmCandidatesTest.cpp - running Kiln's GEMM kernels ---------------===//
+//
+// What both backends decide before launching a Kiln GEMM kernel: the
+// candidate asked for, whether the run's operands fit it, its grid and
+// arguments.
+//
+//===----------------------------------------------------------------------===//
+
+#include "GemmCandidates.h"
+
+#include "FakeCudaFixture.h"
+#include "TestArtifacts.h"
+#include "kiln/runtime/Model.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <dlfcn.h>
+
+using namespace kiln::rt;
+using namespace kiln::rt::test;
+
+namespace {
+
+/// A float16 step of m x n x k with row-major operands, offering one split
+/// candidate of 64 x 64 tiles.
+MatmulStep stepOf(int64_t m, int64_t n, int64_t k) {
+  MatmulStep s;
+  s.dtype = DType::F16;
+  s.m = m;
+  s.n = n;
+  s.k = k;
+  s.strideC = m * n;
+  s.activation = MatmulActivation::Gelu;
+  s.kernels.push_back({"mma_64x64x32_w2x2_split4", 0, 1, 64, 64, 128, 4});
+  return s;
+}
+
+alignas(16) const char operand[16] = {};
+
+} // namespace
+
+TEST(GemmCandidates, FindsByNameAndListsThem) {
+  MatmulStep s = stepOf(7, 72, 520);
+  ASSERT_NE(findGemmCandidate(s, "mma_64x64x32_w2x2_split4"), nullptr);
+  EXPECT_EQ(findGemmCandidate(s, "mma_64x64x32_w2x2_split1"), nullptr);
+  EXPECT_EQ(gemmCandidateNames(s), "mma_64x64x32_w2x2_split4");
+  s.kernels.clear();
+  EXPECT_EQ(gemmCandidateNames(s), "none");
+}
+
+TEST(GemmCandidates, GridArgumentsAndPartials) {
+  MatmulStep s = stepOf(129, 72, 520);
+  s.batch = 3;
+  const GemmCandidate &g = s.kernels[0];
+  // ceil(72 / 64) column tiles, ceil(129 / 64) row tiles, 3 matrices x 4
+  // splits.
+  EXPECT_EQ(gemmGrid(s, g), (std::array<uint32_t, 3>{2, 3, 12}));
+  std::array<long long, 13> args = gemmIntegerArguments(s, g);
+  EXPECT_EQ(args[0], 3);   // batch
+  EXPECT_EQ(args[1], 129); // m
+  EXPECT_EQ(args[6], 129 * 72);
+  EXPECT_EQ(args[11], 2); // GELU
+  EXPECT_EQ(args[12], 4); // the split
+  EXPECT_EQ(gemmPartialFloats(s, g), 3u * 4 * 129 * 72);
+  EXPECT_EQ(gemmReduceBlocks(s), (3u * 129 * 72 + 255) / 256);
+  GemmCandidate whole = g;
+  whole.splitK = 1;
+  EXPECT_EQ(gemmPartialFloats(s, whole), 0u);
+}
+
+TEST(GemmCandidates, OperandsMustBeWholeChunks) {
+  EXPECT_EQ(gemmCandidateMisfit(stepOf(7, 72, 520),
+                                stepOf(7, 72, 520).kernels[0], operand,
+                                operand),
+            "");
+  // negative_: k = 30 makes A's rows 60 bytes.
+  MatmulStep odd = stepOf(7, 72, 30);
+  EXPECT_EQ(gemmCandidateMisfit(odd, odd.kernels[0], operand, operand),
+            "A's rows are 30 elements, not whole 16-byte chunks");
+  // A transposed A's rows are m long.
+  MatmulStep transposed = stepOf(7, 72, 520);
+  transposed.transA = true;
+  EXPECT_EQ(
+      gemmCandidateMisfit(transposed, transposed.kernels[0], operand, operand),
+      "A's rows are 7 elements, not whole 16-byte chunks");
+  MatmulStep strided = stepOf(7, 72, 520);
+  strided.batch = 2;
+  strided.strideB = 4;
+  EXPECT_EQ(gemmCandidateMisfit(strided, strided.kernels[0], operand, operand),
+            "B's batch stride is 4 elements, not whole 16-byte chunks");
+  MatmulStep fine = stepOf(7, 72, 520);
+  EXPECT_EQ(gemmCandidateMisfit(fine, fine.kernels[0], operand + 2, operand),
+            "an operand's address is not 16-byte aligned");
+  MatmulStep huge = stepOf(7, 72, 520);
+  huge.batch = 20000;
+  EXPECT_EQ(gemmCandidateMisfit(huge, huge.kernels[0], operand, operand),
+            "its grid would exceed CUDA's limits");
+}
+
+// The CUDA backend launches a Kiln GEMM kernel asked for by name in place
+// of cuBLASLt, with the arguments rt::GemmCandidate documents: the main
+// kernel on (ceil(n / 64), ceil(m / 64), splits) blocks over the partial
+// sums, then the reduce over them.
+TEST_F(FakeCuda, AGemmKernelAskedForByNameRunsInPlaceOfCublasLt) {
+  Artifact artifact = makeGemmKernelArtifact();
+  using FakePtr = unsigned long long;
+  auto *args = static_cast<FakePtr(*)[19]>(dlsym(fake, "fakeGemmArgs"));
+  auto *threads = static_cast<unsigned *>(dlsym(fake, "fakeGemmThreads"));
+  ASSERT_NE(args, nullptr);
+  ASSERT_NE(threads, nullptr);
+  CudaOptions options;
+  options.gemm = "split";
+  std::unique_ptr<Model> model;
+  Status s =
+      Model::create(artifact, Backend::Cuda, model, HostOptions(), options);
+  ASSERT_TRUE(s.isOk()) << s.message;
+  std::vector<uint16_t> x(16, 0);
+  std::vector<float> y(8);
+  const void *in[] = {x.data()};
+  void *out[] = {y.data()};
+  s = model->run(in, out, Memory::Host);
+  ASSERT_TRUE(s.isOk()) << s.message;
+  // One block of 128 threads for each of the two splits.
+  EXPECT_EQ(threads[0], 2u * 128);
+  const FakePtr *main = args[0], *reduce = args[1];
+  EXPECT_NE(main[0], 0u); // A
+  EXPECT_NE(main[1], 0u); // B
+  EXPECT_NE(main[2], 0u); // C
+  EXPECT_EQ(main[3], 0u); // no bias
+  EXPECT_EQ(main[4], 0u); // no residual
+  EXPECT_NE(main[5], 0u); // the partial sums
+  const MatmulStep &m = artifact.steps[0].matmul;
+  std::array<long long, 13> expected = gemmIntegerArguments(m, m.kernels[1]);
+  for (int i = 0; i < 13; ++i)
+    EXPECT_EQ(static_cast<long long>(main[6 + i]), expected[i])
+        << "integer " << i;
+  // The reduce reads the partial sums into C.
+  EXPECT_EQ(threads[1], gemmReduceBlocks(m) * kGemmReduceThreads);
+  EXPECT_EQ(reduce[0], main[5]);
+  EXPECT_EQ(reduce[1], main[2]);
+  for (int i = 0; i < 13; ++i)
+    EXPECT_EQ(static_cast<long long>(reduce[4 + i]), expected[i]);
+  // cuBLASLt ran nothing.
+  expectMatmulAlgoCalls(0, 0, 0);
+  model.reset();
+
+  // negative_: a name the step does not offer fails the run, naming what
+  // it has.
+  options.gemm = "mma_8x8x8_w1x1_split1";
+  s = Model::create(artifact, Backend::Cuda, model, HostOptions(), options);
+  ASSERT_TRUE(s.isOk()) << s.message;
+  s = model->run(in, out, Memory::Host);
+  EXPECT_FALSE(s.isOk());
+  EXPECT_NE(s.message.find("the matmul has no GEMM kernel "
+                           "'mma_8x8x8_w1x1_split1' (it has: whole, split)"),
+            std::string::npos)
+      << s.message;
+}
+
+// With "timed", the first run times cuBLASLt's choice against each of
+// Kiln's kernels on the run's operands and keeps the fastest: the stand-in's
+// kernels take no device time and cuBLASLt's algorithms some, so the first
+// candidate, the whole one, wins and runs from then on, also in the graph
+// the second run captures.
+TEST_F(FakeCuda, TimedGemmKernelsRaceCublasLtsChoice) {
+  Artifact artifact = makeGemmKernelArtifact();
+  using FakePtr = unsigned long long;
+  auto *args = static_cast<FakePtr(*)[19]>(dlsym(fake, "fakeGemmArgs"));
+  ASSERT_NE(args, nullptr);
+  CudaOptions options;
+  options.gemm = kTimedGemmKernels;
+  std::unique_ptr<Model> model;
+  Status s =
+      Model::create(artifact, Backend::Cuda, model, HostOptions(), options);
+  ASSERT_TRUE(s.isOk()) << s.message;
+  std::vector<uint16_t> x(16, 0);
+  std::vector<float> y(8);
+  const void *in[] = {x.data()};
+  void *out[] = {y.data()};
+  for (int run = 0; run < 2; ++run) {
+    SCOPED_TRACE(run);
+    s = model->run(in, out, Memory::Host);
+    ASSERT_TRUE(s.isOk()) << s.message;
+    // The last launch of the main kernel is the step's own: unsplit, no
+    // partial sums.
+    EXPECT_EQ(args[0][5], 0u);
+    EXPECT_EQ(args[0][18], 1u);
+  }
+  EXPECT_EQ(counter("captures"), 1);
+
+  // negative_: without tuning nothing is timed, and cuBLASLt runs.
+  model.reset();
+  std::memset(args, 0, sizeof(FakePtr) * 2 * 19);
+  options.tuneMatmuls = false;
+  s = Model::create(artifact, Backend::Cuda, model, HostOptions(), options);
+  ASSERT_TRUE(s.isOk()) << s.message;
+  s = model->run(in, out, Memory::Host);
+  ASSERT_TRUE(s.isOk()) << s.message;
+  EXPECT_EQ(args[0][0], 0u) << "a Kiln GEMM kernel ran";
+}
