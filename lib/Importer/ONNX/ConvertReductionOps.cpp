@@ -3,7 +3,8 @@
 // The five primitive reductions map to kiln.reduce_*; ReduceL1, L2, LogSum,
 // LogSumExp and SumSquare are written as their definitions around a
 // reduce_sum (or reduce_max), which kiln-fuse folds back into one kernel as
-// the reduction's prologue and epilogue.
+// the reduction's prologue and epilogue. GlobalAveragePool and GlobalMaxPool
+// are a reduce_mean and a reduce_max over the spatial dims.
 //
 //===----------------------------------------------------------------------===//
 
@@ -132,6 +133,25 @@ struct ReductionConverter : NodeConverterBase {
     if (failed(result))
       return failure();
     return output(*result);
+  }
+
+  /// GlobalAveragePool and GlobalMaxPool: the mean or the maximum over every
+  /// spatial dim of X [N, C, D1, ..., Dn], each kept as 1 (a CNN's or
+  /// Swin's pooling head).
+  template <typename OpTy> LogicalResult convertGlobalPool() {
+    auto x = required(0);
+    if (failed(x) || failed(requireFloat(*x)))
+      return failure();
+    int64_t rank = typeOf(*x).getRank();
+    if (rank < 3)
+      return error() << "X must be [N, C, D1, ...], got rank " << rank;
+    SmallVector<int64_t> spatial;
+    for (int64_t d = 2; d < rank; ++d)
+      spatial.push_back(d);
+    auto pooled = reduce<OpTy>(*x, spatial, /*keepdims=*/true);
+    if (failed(pooled))
+      return failure();
+    return output(*pooled);
   }
 
   /// log(sum(exp(x))) shifted by the maximum, m + log(sum(exp(x - m))), so
@@ -273,6 +293,9 @@ ArrayRef<OpConversion> getReductionConversions() {
       {"", "ReduceLogSum", convertWith<C, &C::convertReduce>},
       {"", "ReduceLogSumExp", convertWith<C, &C::convertReduce>},
       {"", "ReduceSumSquare", convertWith<C, &C::convertReduce>},
+      {"", "GlobalAveragePool",
+       convertWith<C, &C::convertGlobalPool<ReduceMeanOp>>},
+      {"", "GlobalMaxPool", convertWith<C, &C::convertGlobalPool<ReduceMaxOp>>},
       {"", "ArgMax", convertWith<C, &C::convertArgReduce<ArgMaxOp>>},
       {"", "ArgMin", convertWith<C, &C::convertArgReduce<ArgMinOp>>},
       {"", "Softmax", convertWith<C, &C::convertSoftmax<SoftmaxOp>>},

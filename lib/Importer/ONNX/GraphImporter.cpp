@@ -119,7 +119,12 @@ void GraphImporter::setOutput(const onnx::NodeProto &node, int i, Value value) {
 
 /// What ONNX's checker requires of a graph and an importer must not take on
 /// trust: a known default opset, each tensor produced once, output names
-/// unique, no sparse initializers (Kiln has no sparse tensors).
+/// unique, no sparse initializers (Kiln has no sparse tensors). One
+/// exception, as onnxruntime makes it: a constant (an initializer or a
+/// Constant node) that a later Constant node defines again is that later
+/// definition everywhere, with a warning (older exporters wrote Constant
+/// nodes named alike; onnxruntime turns them into initializers and keeps
+/// the latest). Any other tensor produced twice is an error.
 LogicalResult GraphImporter::checkStructure() {
   const onnx::GraphProto &graph = model.graph();
   for (const onnx::OperatorSetIdProto &opset : model.opset_import())
@@ -132,17 +137,47 @@ LogicalResult GraphImporter::checkStructure() {
     return emitError(fileLoc, "sparse initializer '")
            << graph.sparse_initializer(0).values().name()
            << "' is not supported (Kiln compiles dense tensors only)";
-  llvm::StringSet<> produced;
+  // Each produced name's producer: a node's index, or one of these.
+  constexpr int kGraphInput = -1, kInitializer = -2;
+  llvm::StringMap<int> producer;
   for (const onnx::ValueInfoProto &info : graph.input())
-    produced.insert(info.name());
+    producer.try_emplace(info.name(), kGraphInput);
   for (const onnx::TensorProto &tensor : graph.initializer())
-    produced.insert(tensor.name());
-  for (const onnx::NodeProto &node : graph.node())
-    for (const std::string &output : node.output())
-      if (!output.empty() && !produced.insert(output).second)
+    producer.try_emplace(tensor.name(), kInitializer);
+  auto isConstantNode = [&](int index) {
+    const onnx::NodeProto &node = graph.node(index);
+    return node.op_type() == "Constant" && isDefaultDomain(node.domain());
+  };
+  for (int i = 0; i < graph.node_size(); ++i) {
+    const onnx::NodeProto &node = graph.node(i);
+    for (const std::string &output : node.output()) {
+      if (output.empty())
+        continue;
+      auto [it, first] = producer.try_emplace(output, i);
+      if (first)
+        continue;
+      int earlier = it->second;
+      bool constants =
+          isConstantNode(i) && (earlier == kInitializer ||
+                                (earlier >= 0 && isConstantNode(earlier)));
+      if (!constants)
         return emitError(nodeLoc(node), "tensor '")
                << output << "' is produced twice (by this node and by a "
                << "graph input, initializer or earlier node)";
+      if (earlier == kInitializer)
+        shadowedInitializers.insert(output);
+      else
+        shadowedNodes.insert(earlier);
+      emitWarning(nodeLoc(node), "tensor '")
+          << output << "' is defined again by this Constant node (first by "
+          << (earlier == kInitializer
+                  ? std::string("an initializer")
+                  : "Constant node '" + nodeName(graph.node(earlier)) + "'")
+          << "); the later definition is used everywhere, as onnxruntime "
+             "does";
+      it->second = i;
+    }
+  }
   llvm::StringSet<> outputs;
   for (const onnx::ValueInfoProto &info : graph.output())
     if (!outputs.insert(info.name()).second)
@@ -185,14 +220,18 @@ LogicalResult GraphImporter::checkSupported() {
 FailureOr<SmallVector<int>> GraphImporter::topologicalOrder() {
   const onnx::GraphProto &graph = model.graph();
   int count = graph.node_size();
+  // Shadowed Constant nodes (checkStructure) take no part.
   llvm::StringMap<int> producer;
   for (int i = 0; i < count; ++i)
-    for (const std::string &output : graph.node(i).output())
-      if (!output.empty())
-        producer.try_emplace(output, i);
+    if (!shadowedNodes.contains(i))
+      for (const std::string &output : graph.node(i).output())
+        if (!output.empty())
+          producer.try_emplace(output, i);
   SmallVector<int> waiting(count, 0);
   SmallVector<SmallVector<int, 2>> consumers(count);
   for (int i = 0; i < count; ++i) {
+    if (shadowedNodes.contains(i))
+      continue;
     const onnx::NodeProto &node = graph.node(i);
     for (const std::string &input : node.input()) {
       if (input.empty() || values.count(input))
@@ -209,7 +248,7 @@ FailureOr<SmallVector<int>> GraphImporter::topologicalOrder() {
   }
   std::priority_queue<int, std::vector<int>, std::greater<int>> ready;
   for (int i = 0; i < count; ++i)
-    if (waiting[i] == 0)
+    if (waiting[i] == 0 && !shadowedNodes.contains(i))
       ready.push(i);
   SmallVector<int> order;
   while (!ready.empty()) {
@@ -220,7 +259,7 @@ FailureOr<SmallVector<int>> GraphImporter::topologicalOrder() {
       if (--waiting[consumer] == 0)
         ready.push(consumer);
   }
-  if (static_cast<int>(order.size()) != count) {
+  if (static_cast<int>(order.size() + shadowedNodes.size()) != count) {
     for (int i = 0; i < count; ++i)
       if (waiting[i] > 0)
         return emitError(nodeLoc(graph.node(i)), "graph has a cycle through ")

@@ -11,7 +11,9 @@
 #include "kiln/Importer/ONNX/Importer.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
 
 #include <onnx/onnx_pb.h>
 
@@ -105,6 +107,11 @@ private:
   ExternalData externalData;
   int64_t defaultOpset = 0;
   llvm::StringMap<mlir::Value> values;
+  /// Constant nodes whose output a later Constant node defines again, and
+  /// initializers a Constant node defines again: left out, as onnxruntime
+  /// keeps the latest definition of a constant (checkStructure).
+  llvm::DenseSet<int> shadowedNodes;
+  llvm::StringSet<> shadowedInitializers;
   /// Set when folding a constant op failed with a diagnostic.
   bool foldFailed = false;
   /// Bytes of float tables folded so far (foldConstant's budget).

@@ -23,7 +23,10 @@ namespace kiln {
 
 LogicalResult GraphImporter::importInitializers() {
   for (const onnx::TensorProto &tensor : model.graph().initializer()) {
-    if (options.overrideInitializers.contains(tensor.name()))
+    // An initializer a Constant node defines again is that node's value
+    // (checkStructure).
+    if (options.overrideInitializers.contains(tensor.name()) ||
+        shadowedInitializers.contains(tensor.name()))
       continue;
     Location loc = NameLoc::get(b.getStringAttr(tensor.name()), fileLoc);
     FailureOr<ElementsAttr> value = convertTensor(loc, tensor);

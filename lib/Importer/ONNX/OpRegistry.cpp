@@ -68,7 +68,8 @@ static bool takesSymbolicDims(const onnx::NodeProto &node) {
       "MatMul", "Gemm", "LayerNormalization", "RMSNormalization", "Softmax",
       "LogSoftmax", "ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin",
       "ReduceProd", "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp",
-      "ReduceSumSquare", "ArgMax", "ArgMin", "CumSum",
+      "ReduceSumSquare", "ArgMax", "ArgMin", "CumSum", "GlobalAveragePool",
+      "GlobalMaxPool",
       // Shapes and data movement.
       "Shape", "Size", "Reshape", "Transpose", "Unsqueeze", "Squeeze",
       "Flatten", "Concat", "Slice", "Split", "Gather", "GatherElements",
