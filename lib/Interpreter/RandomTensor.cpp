@@ -16,7 +16,8 @@ using namespace kiln;
 
 FailureOr<HostTensor> kiln::tryRandomTensor(RankedTensorType type,
                                             std::mt19937 &rng,
-                                            std::optional<Location> loc) {
+                                            std::optional<Location> loc,
+                                            int64_t integerBound) {
   SmallVector<int64_t> shape;
   for (int64_t dim : type.getShape())
     shape.push_back(ShapedType::isDynamic(dim) ? 1 : dim);
@@ -43,20 +44,25 @@ FailureOr<HostTensor> kiln::tryRandomTensor(RankedTensorType type,
                               std::ldexp(static_cast<double>(bits), -23) - 1.0);
       } while (tensor->getAsDouble(i) >= 1.0);
     } else {
-      tensor->setFromInt(i, static_cast<uint32_t>(rng()) % 4);
+      tensor->setFromInt(i, static_cast<uint32_t>(rng()) %
+                                static_cast<uint64_t>(integerBound));
     }
     if (tensor->getAsDouble(i) != 0.0)
       allZero = false;
   }
   // An all-zero input hides whole classes of bugs (a dropped operand, a
   // missing scale); bools stay uniform since false is as valid as true.
-  if (allZero && count > 0 && !isBool)
+  if (allZero && count > 0 && !isBool && (isFloat || integerBound > 1))
     tensor->setFromDouble(0, isFloat ? 0.5 : 1.0);
   return tensor;
 }
 
-HostTensor kiln::randomTensor(RankedTensorType type, std::mt19937 &rng) {
-  FailureOr<HostTensor> tensor = tryRandomTensor(type, rng);
+HostTensor kiln::randomTensor(RankedTensorType type, std::mt19937 &rng,
+                              int64_t integerBound) {
+  if (integerBound < 1)
+    llvm::report_fatal_error("randomTensor: integerBound must be at least 1");
+  FailureOr<HostTensor> tensor =
+      tryRandomTensor(type, rng, std::nullopt, integerBound);
   if (failed(tensor))
     llvm::report_fatal_error("randomTensor: unsupported element type or too "
                              "many elements; check with tryRandomTensor");

@@ -104,7 +104,8 @@ private:
 
 FailureOr<SmallVector<HostTensor>>
 runLibrary(MLIRContext *ctx, Signature &signature,
-           llvm::StringMap<HostTensor> &given, std::mt19937 &rng) {
+           llvm::StringMap<HostTensor> &given, std::mt19937 &rng,
+           const llvm::StringMap<int64_t> &bounds) {
   // dlopen searches the library path for a name without a slash.
   std::string path = modelPath.getValue();
   if (path.find('/') == std::string::npos)
@@ -204,7 +205,7 @@ runLibrary(MLIRContext *ctx, Signature &signature,
       symbolic.outputShape(model, i, shape.data());
     outputs.push_back(*HostTensor::allocate(type.getElementType(), shape));
   }
-  auto inputs = gatherInputs(signature.inputs, given, rng);
+  auto inputs = gatherInputs(signature.inputs, given, rng, bounds);
   if (failed(inputs)) {
     destroy(model);
     return failure();

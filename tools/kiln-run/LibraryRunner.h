@@ -14,11 +14,13 @@
 namespace kilnrun {
 
 /// Runs the `.so` --model names on the inputs in `given` (random where
-/// absent) and returns its outputs. Sets `signature` from the library's
-/// descriptions and `given` to the inputs it ran on.
+/// absent, integers within `bounds` by input name) and returns its outputs.
+/// Sets `signature` from the library's descriptions and `given` to the
+/// inputs it ran on.
 mlir::FailureOr<llvm::SmallVector<kiln::HostTensor>>
 runLibrary(mlir::MLIRContext *ctx, Signature &signature,
-           llvm::StringMap<kiln::HostTensor> &given, std::mt19937 &rng);
+           llvm::StringMap<kiln::HostTensor> &given, std::mt19937 &rng,
+           const llvm::StringMap<int64_t> &bounds);
 
 } // namespace kilnrun
 

@@ -3,10 +3,15 @@
 #include "RunSignature.h"
 #include "RunOptions.h"
 
+#include "kiln/Dialect/Kiln/KilnOps.h"
 #include "kiln/Dialect/Kiln/SymbolicShapes.h"
 #include "kiln/Dialect/Kiln/TensorNames.h"
 #include "kiln/Interpreter/Interpreter.h"
 
+#include "llvm/ADT/DenseSet.h"
+
+#include <algorithm>
+#include <climits>
 #include <optional>
 
 using namespace mlir;
@@ -14,14 +19,63 @@ using kiln::HostTensor;
 
 namespace kilnrun {
 
+llvm::StringMap<int64_t> integerInputBounds(func::FuncOp func) {
+  llvm::StringMap<int64_t> bounds;
+  for (BlockArgument arg : func.getArguments()) {
+    auto type = cast<RankedTensorType>(arg.getType());
+    if (!type.getElementType().isSignlessInteger() ||
+        type.getElementType().isInteger(1))
+      continue;
+    auto nameAttr =
+        func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), kiln::kNameAttr);
+    std::string name = nameAttr ? nameAttr.str()
+                                : "input" + std::to_string(arg.getArgNumber());
+    std::optional<int64_t> bound;
+    // The input's values through the ops that move them, to the gathers
+    // that index with them.
+    SmallVector<Value> worklist = {arg};
+    llvm::DenseSet<Value> seen;
+    while (!worklist.empty()) {
+      Value v = worklist.pop_back_val();
+      if (!seen.insert(v).second)
+        continue;
+      for (OpOperand &use : v.getUses()) {
+        Operation *user = use.getOwner();
+        if (auto gather = dyn_cast<kiln::GatherOp>(user);
+            gather && use.getOperandNumber() == 1) {
+          auto table = cast<RankedTensorType>(gather.getData().getType());
+          int64_t axis = gather.getAxis();
+          if (axis >= 0 && axis < table.getRank() &&
+              !table.isDynamicDim(axis) && table.getDimSize(axis) > 0)
+            bound = std::min(bound.value_or(INT64_MAX), table.getDimSize(axis));
+          continue;
+        }
+        if (kiln::isDataMovement(user) || isa<kiln::CastOp>(user))
+          for (Value result : user->getResults())
+            worklist.push_back(result);
+      }
+    }
+    if (bound)
+      bounds[name] = *bound;
+  }
+  return bounds;
+}
+
 FailureOr<SmallVector<HostTensor>>
 gatherInputs(ArrayRef<std::pair<std::string, RankedTensorType>> signature,
-             llvm::StringMap<HostTensor> &given, std::mt19937 &rng) {
+             llvm::StringMap<HostTensor> &given, std::mt19937 &rng,
+             const llvm::StringMap<int64_t> &bounds) {
   SmallVector<HostTensor> result;
   for (auto &[name, type] : signature) {
     auto it = given.find(name);
     if (it == given.end()) {
-      result.push_back(kiln::randomTensor(type, rng));
+      // A mask's values are 0 and 1 (its name is all that says so).
+      auto bound = bounds.find(name);
+      int64_t integers =
+          bound != bounds.end() ? bound->second
+          : StringRef(name).lower().find("mask") != std::string::npos ? 2
+                                                                      : 4;
+      result.push_back(kiln::randomTensor(type, rng, integers));
       continue;
     }
     // Symbolic dims take the file's sizes; the interpreter checks that
@@ -118,7 +172,8 @@ FailureOr<FunctionRun> prepareRun(func::FuncOp func,
       concreteSignature(func, signatureOf(func), given);
   if (failed(signature))
     return failure();
-  auto inputs = gatherInputs(signature->inputs, given, rng);
+  auto inputs =
+      gatherInputs(signature->inputs, given, rng, integerInputBounds(func));
   if (failed(inputs))
     return failure();
   return FunctionRun{std::move(*signature), std::move(*inputs)};

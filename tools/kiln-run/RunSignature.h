@@ -25,10 +25,20 @@ struct Signature {
   llvm::SmallVector<std::string> outputNames;
 };
 
-/// The graph inputs in order: from files where given, random otherwise.
+/// By input name, the exclusive upper bound of the random integers an
+/// integer input takes where the graph says one: the rows of the smallest
+/// table a gather indexes with it (its values followed through reshapes,
+/// casts and other moves), so that a model's first run does not fail its
+/// own index check.
+llvm::StringMap<int64_t> integerInputBounds(mlir::func::FuncOp func);
+
+/// The graph inputs in order: from files where given, random otherwise:
+/// integers within `bounds` (by name) where it has them, 0 or 1 for an input
+/// whose name says it is a mask, else in randomTensor's [0, 4).
 mlir::FailureOr<llvm::SmallVector<kiln::HostTensor>> gatherInputs(
     llvm::ArrayRef<std::pair<std::string, mlir::RankedTensorType>> signature,
-    llvm::StringMap<kiln::HostTensor> &given, std::mt19937 &rng);
+    llvm::StringMap<kiln::HostTensor> &given, std::mt19937 &rng,
+    const llvm::StringMap<int64_t> &bounds = {});
 
 /// `t` with elements of type `elementType`, converted through double when
 /// both are floats of different widths (otherwise `t` as it is).

@@ -197,14 +197,24 @@ int main(int argc, char **argv) {
   Signature signature;
   SmallVector<HostTensor> outputs, layerOutputs;
   SmallVector<std::string> layerNames;
-  OwningOpRef<ModuleOp> module;
+  OwningOpRef<ModuleOp> module, reference;
   if (isLibrary) {
     if (backend == BackendKind::Reference)
       return fail("a .so runs on --backend cuda, host or auto");
     if (failed(
             kiln::readNamedTensorFiles(&context, inputFiles, "input", given)))
       return 1;
-    auto result = runLibrary(&context, signature, given, rng);
+    // The reference model, when given, says the ranges of random integer
+    // inputs (an artifact does not); it is loaded once, for the comparison
+    // too.
+    llvm::StringMap<int64_t> bounds;
+    if (!referenceModel.empty()) {
+      reference = kiln::loadModel(&context, referenceModel, options);
+      if (!reference)
+        return 1;
+      bounds = integerInputBounds(*reference->getOps<func::FuncOp>().begin());
+    }
+    auto result = runLibrary(&context, signature, given, rng, bounds);
     if (failed(result))
       return 1;
     outputs = std::move(*result);
@@ -258,7 +268,9 @@ int main(int argc, char **argv) {
   if (refPath.empty())
     return fail("--compare-reference on a .so needs --reference-model");
   OwningOpRef<ModuleOp> refModule =
-      isLibrary ? kiln::loadModel(&context, refPath, options) : module->clone();
+      !isLibrary  ? module->clone()
+      : reference ? std::move(reference)
+                  : kiln::loadModel(&context, refPath, options);
   if (!refModule)
     return 1;
   func::FuncOp refFunc = *refModule->getOps<func::FuncOp>().begin();

@@ -47,19 +47,22 @@ mlir::FailureOr<HostTensor>
 evaluateOp(mlir::Operation *op, llvm::ArrayRef<const HostTensor *> operands);
 
 /// A random tensor of `type`: floats uniform in [-1, 1) (and never all zeros),
-/// integers uniform in [0, 4) (never all zeros when there are any elements),
-/// i1 uniform. Dynamic dims are drawn as 1. The draws depend only on `rng`'s
-/// output, so one seed gives the same tensor on every platform. Precondition:
-/// the element type is supported and the element count is within
-/// kMaxHostTensorElements (check with tryRandomTensor or
-/// getCheckedNumElements); otherwise this is a fatal error.
-HostTensor randomTensor(mlir::RankedTensorType type, std::mt19937 &rng);
+/// integers uniform in [0, integerBound) (never all zeros when there are any
+/// elements and the bound allows another value), i1 uniform. Dynamic dims
+/// are drawn as 1. The draws depend only on `rng`'s output, so one seed
+/// gives the same tensor on every platform. Precondition: the element type
+/// is supported, the element count is within kMaxHostTensorElements (check
+/// with tryRandomTensor or getCheckedNumElements) and integerBound is at
+/// least 1; otherwise this is a fatal error.
+HostTensor randomTensor(mlir::RankedTensorType type, std::mt19937 &rng,
+                        int64_t integerBound = 4);
 
 /// Like randomTensor, but fails with a diagnostic at `loc` (when given) on an
 /// unsupported element type or a shape that is too large.
 mlir::FailureOr<HostTensor>
 tryRandomTensor(mlir::RankedTensorType type, std::mt19937 &rng,
-                std::optional<mlir::Location> loc = std::nullopt);
+                std::optional<mlir::Location> loc = std::nullopt,
+                int64_t integerBound = 4);
 
 } // namespace kiln
 
