@@ -98,28 +98,48 @@ TEST(GemmCandidates, OperandsMustBeWholeChunks) {
             "its grid would exceed CUDA's limits");
 }
 
+namespace {
+
+using FakePtr = unsigned long long;
+
+/// The stand-in driver's record of its GEMM kernels' last launches
+/// (fakeGemmArgs in FakeCudaDriver.cpp).
+FakePtr (*fakeGemmArgs(void *fake))[19] {
+  return static_cast<FakePtr(*)[19]>(dlsym(fake, "fakeGemmArgs"));
+}
+
+/// Creates `model` of `artifact` (makeGemmKernelArtifact's) on the stand-in
+/// CUDA with `options` and runs it `runs` times on zero inputs; returns the
+/// first failure.
+Status createAndRun(const Artifact &artifact, const CudaOptions &options,
+                    std::unique_ptr<Model> &model, int runs = 1) {
+  Status s =
+      Model::create(artifact, Backend::Cuda, model, HostOptions(), options);
+  std::vector<uint16_t> x(16, 0);
+  std::vector<float> y(8);
+  const void *in[] = {x.data()};
+  void *out[] = {y.data()};
+  for (int run = 0; s.isOk() && run < runs; ++run)
+    s = model->run(in, out, Memory::Host);
+  return s;
+}
+
+} // namespace
+
 // The CUDA backend launches a Kiln GEMM kernel asked for by name in place
 // of cuBLASLt, with the arguments rt::GemmCandidate documents: the main
 // kernel on (ceil(n / 64), ceil(m / 64), splits) blocks over the partial
 // sums, then the reduce over them.
 TEST_F(FakeCuda, AGemmKernelAskedForByNameRunsInPlaceOfCublasLt) {
   Artifact artifact = makeGemmKernelArtifact();
-  using FakePtr = unsigned long long;
-  auto *args = static_cast<FakePtr(*)[19]>(dlsym(fake, "fakeGemmArgs"));
+  auto *args = fakeGemmArgs(fake);
   auto *threads = static_cast<unsigned *>(dlsym(fake, "fakeGemmThreads"));
   ASSERT_NE(args, nullptr);
   ASSERT_NE(threads, nullptr);
   CudaOptions options;
   options.gemm = "split";
   std::unique_ptr<Model> model;
-  Status s =
-      Model::create(artifact, Backend::Cuda, model, HostOptions(), options);
-  ASSERT_TRUE(s.isOk()) << s.message;
-  std::vector<uint16_t> x(16, 0);
-  std::vector<float> y(8);
-  const void *in[] = {x.data()};
-  void *out[] = {y.data()};
-  s = model->run(in, out, Memory::Host);
+  Status s = createAndRun(artifact, options, model);
   ASSERT_TRUE(s.isOk()) << s.message;
   // One block of 128 threads for each of the two splits.
   EXPECT_EQ(threads[0], 2u * 128);
@@ -148,9 +168,7 @@ TEST_F(FakeCuda, AGemmKernelAskedForByNameRunsInPlaceOfCublasLt) {
   // negative_: a name the step does not offer fails the run, naming what
   // it has.
   options.gemm = "mma_8x8x8_w1x1_split1";
-  s = Model::create(artifact, Backend::Cuda, model, HostOptions(), options);
-  ASSERT_TRUE(s.isOk()) << s.message;
-  s = model->run(in, out, Memory::Host);
+  s = createAndRun(artifact, options, model);
   EXPECT_FALSE(s.isOk());
   EXPECT_NE(s.message.find("the matmul has no GEMM kernel "
                            "'mma_8x8x8_w1x1_split1' (it has: whole, split)"),
@@ -165,22 +183,14 @@ TEST_F(FakeCuda, AGemmKernelAskedForByNameRunsInPlaceOfCublasLt) {
 // the second run captures.
 TEST_F(FakeCuda, TimedGemmKernelsRaceCublasLtsChoice) {
   Artifact artifact = makeGemmKernelArtifact();
-  using FakePtr = unsigned long long;
-  auto *args = static_cast<FakePtr(*)[19]>(dlsym(fake, "fakeGemmArgs"));
+  auto *args = fakeGemmArgs(fake);
   ASSERT_NE(args, nullptr);
   CudaOptions options;
   options.gemm = kTimedGemmKernels;
   std::unique_ptr<Model> model;
-  Status s =
-      Model::create(artifact, Backend::Cuda, model, HostOptions(), options);
-  ASSERT_TRUE(s.isOk()) << s.message;
-  std::vector<uint16_t> x(16, 0);
-  std::vector<float> y(8);
-  const void *in[] = {x.data()};
-  void *out[] = {y.data()};
-  for (int run = 0; run < 2; ++run) {
-    SCOPED_TRACE(run);
-    s = model->run(in, out, Memory::Host);
+  for (int runs : {1, 2}) {
+    SCOPED_TRACE(runs);
+    Status s = createAndRun(artifact, options, model, runs);
     ASSERT_TRUE(s.isOk()) << s.message;
     // The last launch of the main kernel is the step's own: unsplit, no
     // partial sums.
@@ -193,9 +203,7 @@ TEST_F(FakeCuda, TimedGemmKernelsRaceCublasLtsChoice) {
   model.reset();
   std::memset(args, 0, sizeof(FakePtr) * 2 * 19);
   options.tuneMatmuls = false;
-  s = Model::create(artifact, Backend::Cuda, model, HostOptions(), options);
-  ASSERT_TRUE(s.isOk()) << s.message;
-  s = model->run(in, out, Memory::Host);
+  Status s = createAndRun(artifact, options, model);
   ASSERT_TRUE(s.isOk()) << s.message;
   EXPECT_EQ(args[0][0], 0u) << "a Kiln GEMM kernel ran";
 }
