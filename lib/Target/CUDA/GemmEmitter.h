@@ -28,7 +28,6 @@ namespace kiln {
 /// A matmul step as chooseGemmConfigs sees it.
 struct GemmShape {
   rt::DType dtype = rt::DType::F32;
-  bool tf32 = false;
   /// Rows of C at the least and the top of the dims' ranges.
   int64_t leastM = 1, upperM = 1;
   /// Columns of C and the contracted extent, at the top of the ranges.

@@ -141,7 +141,6 @@ void PlanBuilder::addGemmCandidates(MatmulPlan &plan, Operation *op,
          outerStrideB, outerStrideC] = plan.sizes;
   GemmShape shape;
   shape.dtype = step.dtype;
-  shape.tf32 = step.tf32;
   shape.upperM = m.upper();
   shape.leastM = lowerBound(m.getExpr(), dimRangesOf(func)).value_or(1);
   shape.n = n.upper();
