@@ -206,15 +206,26 @@ $FINISH
 /// The staging of k tile `kn` into buffer `st`: its A and B tiles in
 /// 16-byte chunks; past the matrix's edge a chunk reads fewer bytes (or
 /// none) and is zeroed. Written out at both places it runs: as a lambda,
-/// ptxas gave the 16 x 64 layout a stack frame and spilled 8 bytes.
+/// ptxas gave the 16 x 64 layout a stack frame and spilled 8 bytes. The
+/// chunks a thread copies are a count known at compile time, so the loops
+/// unroll; as grid-stride loops from `tid` they stayed loops of 168
+/// instructions for 4 cp.async.
 constexpr const char *kStageTile = R"cuda(    {
       const long long k0 = kn * $TILE_K;
-      for (int e = tid; e < $A_ROWS * $A_COLS / 8; e += $THREADS) {
+      #pragma unroll
+      for (int i = 0; i < ($A_ROWS * $A_COLS / 8 + $THREADS - 1) / $THREADS; ++i) {
+        const int e = tid + i * $THREADS;
+        if ($A_ROWS * $A_COLS / 8 % $THREADS != 0 && e >= $A_ROWS * $A_COLS / 8)
+          break;
         const int r = e / ($A_COLS / 8), cc = e % ($A_COLS / 8) * 8;
 $STAGE_A
         kiln_cp_async_16(&sa[st][r][cc], bytes ? src : a_mat, bytes);
       }
-      for (int e = tid; e < $B_ROWS * $B_COLS / 8; e += $THREADS) {
+      #pragma unroll
+      for (int i = 0; i < ($B_ROWS * $B_COLS / 8 + $THREADS - 1) / $THREADS; ++i) {
+        const int e = tid + i * $THREADS;
+        if ($B_ROWS * $B_COLS / 8 % $THREADS != 0 && e >= $B_ROWS * $B_COLS / 8)
+          break;
         const int r = e / ($B_COLS / 8), cc = e % ($B_COLS / 8) * 8;
 $STAGE_B
         kiln_cp_async_16(&sb[st][r][cc], bytes ? src : b_mat, bytes);
