@@ -24,6 +24,16 @@ std::string kiln::rt::gemmCandidateNames(const MatmulStep &step) {
   return names.empty() ? "none" : names;
 }
 
+const GemmCandidate *kiln::rt::findGemmCandidate(const MatmulStep &step,
+                                                 const std::string &name,
+                                                 std::string &missing) {
+  const GemmCandidate *g = findGemmCandidate(step, name);
+  if (!g)
+    missing = "the matmul has no GEMM kernel '" + name +
+              "' (it has: " + gemmCandidateNames(step) + ")";
+  return g;
+}
+
 std::string kiln::rt::gemmCandidateMisfit(const MatmulStep &step,
                                           const GemmCandidate &g, const void *a,
                                           const void *b) {

@@ -36,6 +36,12 @@ const GemmCandidate *findGemmCandidate(const MatmulStep &step,
 /// The names of `step`'s candidates, comma-separated ("none" without).
 std::string gemmCandidateNames(const MatmulStep &step);
 
+/// The candidate of `step` named `name` (a run's option), or why there is
+/// none: "the matmul has no GEMM kernel 'NAME' (it has: ...)".
+const GemmCandidate *findGemmCandidate(const MatmulStep &step,
+                                       const std::string &name,
+                                       std::string &missing);
+
 /// Why `g` cannot run `step` (its extents at this run) over operands at
 /// `a` and `b`, or "": rows, batch strides and addresses in whole 16-byte
 /// chunks, and a grid within CUDA's limits.

@@ -459,12 +459,10 @@ Status HostExecutor::runSteps(const Artifact &plan,
 
 Status HostExecutor::runGemmKernel(const MatmulStep &m, size_t index) {
   std::string where = "step " + std::to_string(index) + ": ";
-  const GemmCandidate *g = findGemmCandidate(m, options.gemm);
+  std::string missing;
+  const GemmCandidate *g = findGemmCandidate(m, options.gemm, missing);
   if (!g)
-    return Status::error(StatusCode::InvalidArgument,
-                         where + "the matmul has no GEMM kernel '" +
-                             options.gemm +
-                             "' (it has: " + gemmCandidateNames(m) + ")");
+    return Status::error(StatusCode::InvalidArgument, where + missing);
   void *a = address[m.a], *b = address[m.b];
   if (std::string misfit = gemmCandidateMisfit(m, *g, a, b); !misfit.empty())
     return Status::error(StatusCode::Unsupported,

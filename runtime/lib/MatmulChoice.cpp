@@ -200,13 +200,11 @@ Status CudaExecutor::chooseGemmKernel(size_t index, MatmulPlan &plan,
   if (options.gemm.empty())
     return Status::ok();
   if (options.gemm != kTimedGemmKernels) {
-    kernel = findGemmCandidate(m, options.gemm);
+    std::string missing;
+    kernel = findGemmCandidate(m, options.gemm, missing);
     if (!kernel)
       return Status::error(StatusCode::InvalidArgument,
-                           "step " + std::to_string(index) +
-                               ": the matmul has no GEMM kernel '" +
-                               options.gemm +
-                               "' (it has: " + gemmCandidateNames(m) + ")");
+                           "step " + std::to_string(index) + ": " + missing);
     return Status::ok();
   }
   if (m.kernels.empty())

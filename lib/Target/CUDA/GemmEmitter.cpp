@@ -48,9 +48,10 @@ HalfSpelling spellingOf(rt::DType dtype) {
 /// `text` with each `$NAME` of `values` replaced, and again until none is
 /// left, so that a value may hold placeholders itself (the staging, written
 /// out twice, holds the tile's sizes). No name is the start of another.
-std::string
-substitute(std::string text,
-           std::vector<std::pair<std::string, std::string>> values) {
+/// Without `complete`, placeholders may stay for a later substitution.
+std::string substitute(std::string text,
+                       std::vector<std::pair<std::string, std::string>> values,
+                       bool complete = true) {
   for (bool replaced = true; replaced;) {
     replaced = false;
     for (const auto &[name, value] : values)
@@ -60,7 +61,8 @@ substitute(std::string text,
         replaced = true;
       }
   }
-  assert(text.find('$') == std::string::npos && "a placeholder is left");
+  assert((!complete || text.find('$') == std::string::npos) &&
+         "a placeholder is left");
   return text;
 }
 
@@ -203,34 +205,23 @@ $FINISH
 }
 )cuda";
 
-/// The staging of k tile `kn` into buffer `st`: its A and B tiles in
-/// 16-byte chunks; past the matrix's edge a chunk reads fewer bytes (or
+/// The staging of k tile `kn` into buffer `st`, one operand's tile (A's or
+/// B's) in 16-byte chunks; past the matrix's edge a chunk reads fewer bytes (or
 /// none) and is zeroed. Written out at both places it runs: as a lambda,
 /// ptxas gave the 16 x 64 layout a stack frame and spilled 8 bytes. The
 /// chunks a thread copies are a count known at compile time, so the loops
 /// unroll; as grid-stride loops from `tid` they stayed loops of 168
 /// instructions for 4 cp.async.
-constexpr const char *kStageTile = R"cuda(    {
-      const long long k0 = kn * $TILE_K;
-      #pragma unroll
-      for (int i = 0; i < ($A_ROWS * $A_COLS / 8 + $THREADS - 1) / $THREADS; ++i) {
+constexpr const char *kStageOperand = R"cuda(      #pragma unroll
+      for (int i = 0; i < ($ROWS * $COLS / 8 + $THREADS - 1) / $THREADS; ++i) {
         const int e = tid + i * $THREADS;
-        if ($A_ROWS * $A_COLS / 8 % $THREADS != 0 && e >= $A_ROWS * $A_COLS / 8)
+        if ($ROWS * $COLS / 8 % $THREADS != 0 && e >= $ROWS * $COLS / 8)
           break;
-        const int r = e / ($A_COLS / 8), cc = e % ($A_COLS / 8) * 8;
-$STAGE_A
-        kiln_cp_async_16(&sa[st][r][cc], bytes ? src : a_mat, bytes);
+        const int r = e / ($COLS / 8), cc = e % ($COLS / 8) * 8;
+$STAGE_CHUNK
+        kiln_cp_async_16(&$SMEM[st][r][cc], bytes ? src : $MATRIX, bytes);
       }
-      #pragma unroll
-      for (int i = 0; i < ($B_ROWS * $B_COLS / 8 + $THREADS - 1) / $THREADS; ++i) {
-        const int e = tid + i * $THREADS;
-        if ($B_ROWS * $B_COLS / 8 % $THREADS != 0 && e >= $B_ROWS * $B_COLS / 8)
-          break;
-        const int r = e / ($B_COLS / 8), cc = e % ($B_COLS / 8) * 8;
-$STAGE_B
-        kiln_cp_async_16(&sb[st][r][cc], bytes ? src : b_mat, bytes);
-      }
-    })cuda";
+)cuda";
 
 /// The staging of one chunk of A: `src` and its `bytes` (of 16). Tile
 /// row r, columns cc.. of a row-major A are (row0 + r, k0 + cc..); of a
@@ -291,6 +282,25 @@ std::string loadB(bool transB) {
          "((lane >> 3) & 1) * 8][warp_n + (nt + (lane >> 4)) * 8]);";
 }
 
+/// The staging of k tile `kn` into buffer `st`: kStageOperand for A, then
+/// for B, in a block of their own.
+std::string stageTile(bool transA, bool transB) {
+  auto operand = [](const char *rows, const char *cols, const char *smem,
+                    const char *matrix, const std::string &chunk) {
+    return substitute(kStageOperand,
+                      {{"$ROWS", rows},
+                       {"$COLS", cols},
+                       {"$SMEM", smem},
+                       {"$MATRIX", matrix},
+                       {"$STAGE_CHUNK", chunk}},
+                      /*complete=*/false);
+  };
+  return "    {\n      const long long k0 = kn * $TILE_K;\n" +
+         operand("$A_ROWS", "$A_COLS", "sa", "a_mat", stageA(transA)) +
+         operand("$B_ROWS", "$B_COLS", "sb", "b_mat", stageB(transB)) +
+         "    }";
+}
+
 } // namespace
 
 std::string gemmKernelName(const GemmConfig &config,
@@ -345,9 +355,7 @@ void emitGemmKernel(const GemmConfig &config, const GemmKernelKind &kind,
                     {"$A_COLS", str(transA ? config.tileM : config.tileK)},
                     {"$B_ROWS", str(transB ? config.tileN : config.tileK)},
                     {"$B_COLS", str(transB ? config.tileK : config.tileN)},
-                    {"$STAGE_A", stageA(transA)},
-                    {"$STAGE_B", stageB(transB)},
-                    {"$STAGE_TILE", kStageTile},
+                    {"$STAGE_TILE", stageTile(transA, transB)},
                     {"$LOAD_A", loadA(transA)},
                     {"$LOAD_B", loadB(transB)},
                     {"$MMA", h.mma},
