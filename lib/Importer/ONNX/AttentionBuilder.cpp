@@ -9,12 +9,18 @@ using namespace mlir;
 namespace kiln {
 
 LogicalResult AttentionBuilder::checkFloatTensor(Value x, int64_t rank,
-                                                 StringRef what) {
+                                                 StringRef what,
+                                                 bool symbolicDims) {
   RankedTensorType type = typeOf(x);
-  if (type.getRank() != rank || !type.hasStaticShape() ||
+  bool shaped = symbolicDims ? type.getRank() == rank && rank > 0 &&
+                                   !type.isDynamicDim(rank - 1)
+                             : type.hasStaticShape();
+  if (type.getRank() != rank || !shaped ||
       !isa<FloatType>(type.getElementType()))
     return error() << "expected " << what << " of rank " << rank
-                   << " with float elements and a static shape, got " << type;
+                   << " with float elements and a static "
+                   << (symbolicDims ? "last dim" : "shape") << ", got "
+                   << type;
   return success();
 }
 
@@ -22,22 +28,49 @@ LogicalResult
 AttentionBuilder::checkBroadcastsToScores(ArrayRef<int64_t> shape,
                                           ArrayRef<int64_t> scores,
                                           StringRef what, Type type) {
-  auto joint = broadcastShapes(std::nullopt, shape, scores);
+  auto sizes = [](ArrayRef<int64_t> dims) {
+    SymbolicShape result;
+    for (int64_t d : dims)
+      result.push_back(DimExpr::constant(d));
+    return result;
+  };
+  return checkBroadcastsToScores(sizes(shape), sizes(scores), what, type);
+}
+
+LogicalResult
+AttentionBuilder::checkBroadcastsToScores(ArrayRef<DimExpr> shape,
+                                          ArrayRef<DimExpr> scores,
+                                          StringRef what, Type type) {
+  auto joint = broadcastSizes(std::nullopt, shape, scores);
   if (succeeded(joint) && llvm::equal(*joint, scores))
     return success();
-  auto diag = error() << what << " of type " << type
-                      << " does not broadcast to the scores [";
-  llvm::interleaveComma(scores, diag);
-  return diag << "]";
+  return error() << what << " of type " << type
+                 << " does not broadcast to the scores [" << sizesText(scores)
+                 << "]";
+}
+
+SymbolicShape AttentionBuilder::dimsOf(Value x) {
+  std::optional<SymbolicShape> sizes = symbolicShapeOf(typeOf(x));
+  assert(sizes && "an importer type without the sizes of its dims");
+  return *sizes;
+}
+
+/// `a * b` of two sizes the importer checked to be bounded.
+static DimExpr times(const DimExpr &a, int64_t b) {
+  std::optional<DimExpr> product = DimExpr::mul(a, DimExpr::constant(b));
+  assert(product && "a size past int64");
+  return *product;
 }
 
 FailureOr<Value> AttentionBuilder::splitHeads(Value x, int64_t heads,
                                               StringRef what) {
-  ArrayRef<int64_t> shape = typeOf(x).getShape();
-  if (heads <= 0 || shape[2] % heads != 0)
-    return error() << what << " hidden size " << shape[2]
+  SymbolicShape s = dimsOf(x);
+  int64_t hidden = typeOf(x).getDimSize(2);
+  if (heads <= 0 || ShapedType::isDynamic(hidden) || hidden % heads != 0)
+    return error() << what << " hidden size " << s[2].str()
                    << " is not a multiple of the head count " << heads;
-  Value viewed = reshape(x, {shape[0], shape[1], heads, shape[2] / heads});
+  Value viewed = reshape(x, SymbolicShape{s[0], s[1], DimExpr::constant(heads),
+                                          DimExpr::constant(hidden / heads)});
   auto type = inferTransposeType(loc, typeOf(viewed), {0, 2, 1, 3});
   if (failed(type))
     return failure();
@@ -47,24 +80,29 @@ FailureOr<Value> AttentionBuilder::splitHeads(Value x, int64_t heads,
 }
 
 Value AttentionBuilder::mergeHeads(Value x) {
-  ArrayRef<int64_t> shape = typeOf(x).getShape();
-  auto type = RankedTensorType::get({shape[0], shape[2], shape[1], shape[3]},
-                                    typeOf(x).getElementType());
+  SymbolicShape s = dimsOf(x);
+  auto type = symbolicTensorType({s[0], s[2], s[1], s[3]},
+                                 typeOf(x).getElementType());
   Value transposed =
       TransposeOp::create(b, loc, type, x, ArrayRef<int64_t>{0, 2, 1, 3});
-  return reshape(transposed, {shape[0], shape[2], shape[1] * shape[3]});
+  // Heads and head size are static (splitHeads).
+  int64_t heads = typeOf(x).getDimSize(1), size = typeOf(x).getDimSize(3);
+  return reshape(transposed,
+                 SymbolicShape{s[0], s[2], DimExpr::constant(heads * size)});
 }
 
 Value AttentionBuilder::repeatHeads(Value x, int64_t groups) {
   if (groups == 1)
     return x;
   RankedTensorType type = typeOf(x);
-  ArrayRef<int64_t> s = type.getShape();
-  Value viewed = reshape(x, {s[0], s[1], 1, s[2], s[3]});
-  auto expandedType = RankedTensorType::get({s[0], s[1], groups, s[2], s[3]},
-                                            type.getElementType());
+  SymbolicShape s = dimsOf(x);
+  DimExpr one = DimExpr::constant(1);
+  Value viewed = reshape(x, SymbolicShape{s[0], s[1], one, s[2], s[3]});
+  auto expandedType =
+      symbolicTensorType({s[0], s[1], DimExpr::constant(groups), s[2], s[3]},
+                         type.getElementType());
   Value expanded = ExpandOp::create(b, loc, expandedType, viewed);
-  return reshape(expanded, {s[0], s[1] * groups, s[2], s[3]});
+  return reshape(expanded, SymbolicShape{s[0], times(s[1], groups), s[2], s[3]});
 }
 
 LogicalResult AttentionBuilder::appendPast(int pastKeyInput, Value &key,
@@ -91,7 +129,7 @@ LogicalResult AttentionBuilder::appendPast(int pastKeyInput, Value &key,
 
 FailureOr<Value> AttentionBuilder::concatSequence(Value past, Value x,
                                                   StringRef what) {
-  ArrayRef<int64_t> p = typeOf(past).getShape(), s = typeOf(x).getShape();
+  SymbolicShape p = dimsOf(past), s = dimsOf(x);
   if (p.size() != 4 || p[0] != s[0] || p[1] != s[1] || p[3] != s[3])
     return error() << what << " of type " << past.getType()
                    << " does not fit the new entries "
@@ -112,6 +150,22 @@ Value AttentionBuilder::slice(Value x, int64_t axis, int64_t start,
   starts[axis] = start;
   shape[axis] = count;
   return SliceOp::create(b, loc, type.clone(shape), x, starts, strides);
+}
+
+Value AttentionBuilder::slice(Value x, int64_t axis, int64_t start,
+                              const DimExpr &count) {
+  if (std::optional<int64_t> fixed = count.getConstant())
+    return slice(x, axis, start, *fixed);
+  SymbolicShape shape = dimsOf(x);
+  if (start == 0 && shape[axis] == count)
+    return x;
+  RankedTensorType type = typeOf(x);
+  SmallVector<int64_t> starts(type.getRank(), 0), strides(type.getRank(), 1);
+  starts[axis] = start;
+  shape[axis] = count;
+  return SliceOp::create(
+      b, loc, symbolicTensorType(shape, type.getElementType()), x, starts,
+      strides);
 }
 
 /// The longest index range stored as one constant (8 MB of i64): the
@@ -158,6 +212,36 @@ Value AttentionBuilder::iota(ArrayRef<int64_t> shape, int64_t start,
   }
   Value flat = reshape(sum, {typeOf(sum).getNumElements()});
   return reshape(slice(flat, 0, 0, n), shape);
+}
+
+FailureOr<Value> AttentionBuilder::iota(ArrayRef<DimExpr> shape,
+                                        int64_t start, Type elementType) {
+  SmallVector<int64_t> longest;
+  int64_t axis = -1;
+  for (auto [d, size] : llvm::enumerate(shape)) {
+    std::optional<int64_t> fixed = size.getConstant();
+    if (fixed) {
+      longest.push_back(*fixed);
+      continue;
+    }
+    auto bounds = size.bounds(importer.dimRanges());
+    if (!bounds)
+      return error() << "positions up to " << size.str()
+                     << ", a size without a range";
+    longest.push_back(bounds->second);
+    axis = d;
+  }
+  Value all = iota(longest, start, elementType);
+  return axis < 0 ? all : slice(all, axis, 0, shape[axis]);
+}
+
+Value AttentionBuilder::sizeValue(const DimExpr &size, Type elementType,
+                                  int64_t rank) {
+  auto type = RankedTensorType::get(SmallVector<int64_t>(rank, 1), elementType);
+  SymbolicTensor tensor;
+  tensor.shape.assign(rank, 1);
+  tensor.values = {size};
+  return importer.materializeSizes(loc, type, tensor);
 }
 
 FailureOr<Value> AttentionBuilder::causalMask(int64_t qLen, int64_t kvLen,
@@ -238,8 +322,8 @@ FailureOr<Value> AttentionBuilder::matmul(Value lhs, Value rhs,
 
 FailureOr<SdpaValues> AttentionBuilder::buildSdpa(const SdpaOperands &in) {
   RankedTensorType queryType = typeOf(in.query);
-  ArrayRef<int64_t> qs = queryType.getShape(), ks = typeOf(in.key).getShape(),
-                    vs = typeOf(in.value).getShape();
+  SymbolicShape qs = dimsOf(in.query), ks = dimsOf(in.key),
+                vs = dimsOf(in.value);
   if (ks[0] != qs[0] || vs[0] != qs[0] || ks[2] != vs[2] || ks[3] != qs[3])
     return error() << "Q, K and V do not agree on batch, key sequence or "
                    << "head size: " << queryType << ", " << in.key.getType()
@@ -286,9 +370,9 @@ FailureOr<SdpaValues> AttentionBuilder::buildSdpa(const SdpaOperands &in) {
   if (in.sink) {
     // The sink is one more key whose probability is dropped: appended to
     // every row, normalized with it, sliced off again.
-    SmallVector<int64_t> column(scoresType.getShape());
-    column.back() = 1;
-    auto columnType = RankedTensorType::get(column, softmaxType);
+    SymbolicShape column = dimsOf(*product);
+    column.back() = DimExpr::constant(1);
+    auto columnType = symbolicTensorType(column, softmaxType);
     Value sink =
         ExpandOp::create(b, loc, columnType, castTo(in.sink, softmaxType));
     auto joined = inferConcatType(loc, {typeOf(logits), columnType}, last);
@@ -298,7 +382,7 @@ FailureOr<SdpaValues> AttentionBuilder::buildSdpa(const SdpaOperands &in) {
   }
   Value probs = SoftmaxOp::create(b, loc, logits, last);
   if (in.sink)
-    probs = slice(probs, last, 0, scoresType.getShape().back());
+    probs = slice(probs, last, 0, dimsOf(*product).back());
   if (in.rowFullyMasked) {
     auto guarded =
         where(in.rowFullyMasked, importer.scalar(loc, softmaxType, 0.0), probs);

@@ -73,9 +73,11 @@ struct AttentionBuilder : NodeConverterBase {
   mlir::FailureOr<SdpaValues> buildSdpa(const SdpaOperands &operands);
 
   /// Fails with an error naming `what` unless `x` has rank `rank`, float
-  /// elements and a static shape.
+  /// elements and a static shape (with `symbolicDims`, a static last dim:
+  /// the others may be named sizes).
   mlir::LogicalResult checkFloatTensor(mlir::Value x, int64_t rank,
-                                       llvm::StringRef what);
+                                       llvm::StringRef what,
+                                       bool symbolicDims = false);
 
   /// Fails with an error naming `what` (of `type`) unless `shape`
   /// broadcasts to the scores' `scores` shape without growing it.
@@ -83,6 +85,13 @@ struct AttentionBuilder : NodeConverterBase {
                                               llvm::ArrayRef<int64_t> scores,
                                               llvm::StringRef what,
                                               mlir::Type type);
+  mlir::LogicalResult checkBroadcastsToScores(llvm::ArrayRef<DimExpr> shape,
+                                              llvm::ArrayRef<DimExpr> scores,
+                                              llvm::StringRef what,
+                                              mlir::Type type);
+
+  /// The sizes of `x`'s dims; every type the importer makes has them.
+  SymbolicShape dimsOf(mlir::Value x);
 
   /// [batch, seq, heads * size] viewed as [batch, seq, heads, size] and
   /// transposed to [batch, heads, seq, size].
@@ -110,11 +119,22 @@ struct AttentionBuilder : NodeConverterBase {
 
   /// `count` elements of `x` from `start` along `axis`.
   mlir::Value slice(mlir::Value x, int64_t axis, int64_t start, int64_t count);
+  mlir::Value slice(mlir::Value x, int64_t axis, int64_t start,
+                    const DimExpr &count);
 
   /// `shape` (one non-unit dim at most) holding start, start + 1, ...: a
   /// constant, or a running sum when longer than `kMaxIotaConstant`.
   mlir::Value iota(llvm::ArrayRef<int64_t> shape, int64_t start,
                    mlir::Type elementType);
+  /// The same over sizes: a named size is cut from the iota of the largest
+  /// value its range allows (failing when it has no range).
+  mlir::FailureOr<mlir::Value> iota(llvm::ArrayRef<DimExpr> shape,
+                                    int64_t start, mlir::Type elementType);
+
+  /// A tensor of `shape` ones (`rank` 1s) holding the size `size`, of
+  /// `elementType`: a constant, or a `kiln.sizes` computed at run time.
+  mlir::Value sizeValue(const DimExpr &size, mlir::Type elementType,
+                        int64_t rank);
 
   /// i1 [q_len, kv_len]: query i sees key j iff j <= i + offset.
   mlir::FailureOr<mlir::Value> causalMask(int64_t qLen, int64_t kvLen,

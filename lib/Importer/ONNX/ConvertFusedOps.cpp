@@ -114,17 +114,24 @@ struct FusedNodeConverter : FusedOpConverter {
     if (failed(expectType(skip, "skip", et)))
       return failure();
     // onnxruntime repeats a smaller skip over the batch: (1, S, H) or (S, H).
-    ArrayRef<int64_t> skipShape = typeOf(skip).getShape();
-    ArrayRef<int64_t> xShape = xType.getShape();
+    // Sizes compare as expressions, so a symbolic sequence matches itself.
+    auto skipSizes = sizesOfValue(skip), xSizes = sizesOfValue(x);
+    if (failed(skipSizes) || failed(xSizes))
+      return failure();
+    ArrayRef<DimExpr> skipShape = *skipSizes, xShape = *xSizes;
     bool fits = skipShape.size() >= 2 && skipShape.size() <= xShape.size() &&
                 skipShape.take_back(2) == xShape.take_back(2) &&
-                llvm::all_of(skipShape.drop_back(2), [&](int64_t d) {
-                  return d == 1 || d == xShape[0];
+                llvm::all_of(skipShape.drop_back(2), [&](const DimExpr &d) {
+                  return d == DimExpr::constant(1) || d == xShape[0];
                 });
     if (!fits)
       return error() << "skip must have the input's shape, or its last two "
                         "dims with leading 1s";
-    int64_t hidden = xShape.back();
+    int64_t hidden = xType.getShape().back();
+    if (ShapedType::isDynamic(hidden))
+      return error() << "the hidden size (the last dim) must be known at "
+                        "compile time, got "
+                     << xShape.back().str();
     for (auto [value, name] : vectors)
       if (value && failed(expectType(value, name, et, ArrayRef(hidden))))
         return failure();

@@ -13,12 +13,17 @@
 //   query head h reads key and value head h / (num_heads / kv_num_heads).
 // - seqlens_k[b] + 1 is batch b's valid length, a run-time value, so every
 //   mask and position below that depends on it is computed in the graph.
-//   total_sequence_length must be a constant (it always is where it comes
-//   from shapes); with S new tokens and a past of P it decides the form:
-//   S == total is the first prompt (nothing valid in the past: batch b
-//   holds its tokens at 0 .. S - 1, the keys from seqlens_k[b] + 1 on are
-//   padding); otherwise batch b's past holds past_b = seqlens_k[b] + 1 - S
-//   valid keys and the new ones follow them.
+//   total_sequence_length must be a size: a constant, or computed from
+//   the shapes of symbolic dims (an attention mask's length). With S new
+//   tokens and a past of P it decides the form: S == total is the first
+//   prompt (nothing valid in the past: batch b holds its tokens at 0 ..
+//   S - 1, the keys from seqlens_k[b] + 1 on are padding); otherwise batch
+//   b's past holds past_b = seqlens_k[b] + 1 - S valid keys and the new
+//   ones follow them. Where symbolic dims leave the form to the run (one
+//   artifact for the prompt and the decoding steps), past_b is
+//   max(seqlens_k[b] + 1 - S, 0), which is each form's value for every
+//   length onnxruntime accepts, and the newest key a query sees is
+//   min(p, seqlens_k[b]) (below).
 // - present_key/present_value have P + S rows when total == P + S, or P
 //   when total <= P (past and present are one buffer of the maximum length).
 //   Row t of batch b is past[t] below past_b, new[t - past_b] for the next
@@ -55,7 +60,8 @@
 // not keep, are rejected with an error naming them: a window-sized cache
 // (sliding_window_cache), a quantized cache (k_scale, v_scale, the quant
 // type attributes), the per-head Q/K RMS norm (q_norm_weight,
-// k_norm_weight), and a total_sequence_length known only at run time.
+// k_norm_weight), and a total_sequence_length that is data rather than a
+// size (an input's values).
 //
 //===----------------------------------------------------------------------===//
 
@@ -99,22 +105,25 @@ enum GqaInput {
   kKNormWeight,
 };
 
-/// What the shapes and total_sequence_length fix at compile time.
+/// What the shapes and total_sequence_length fix at compile time: the
+/// lengths as sizes (constants, or expressions over named dims), the head
+/// counts and size as integers.
 struct GqaShape {
-  int64_t batch = 0;
+  DimExpr batch;
   /// New tokens (S).
-  int64_t sequence = 0;
+  DimExpr sequence;
   int64_t heads = 0;
   int64_t kvHeads = 0;
   int64_t headSize = 0;
   /// Rows of past_key (0 without one).
-  int64_t past = 0;
+  DimExpr past;
   /// total_sequence_length.
-  int64_t total = 0;
+  DimExpr total;
   /// Rows of present_key.
-  int64_t present = 0;
-  /// S == total: no valid past key in any batch.
-  bool firstPrompt = false;
+  DimExpr present;
+  /// S == total (no valid past key in any batch) for every value of the
+  /// dims (true), for none (false), or for some: the run decides.
+  std::optional<bool> firstPrompt;
 };
 
 /// Converts one com.microsoft GroupQueryAttention node.
@@ -168,16 +177,17 @@ struct GroupQueryAttentionConverter : AttentionBuilder {
     return success();
   }
 
-  /// total_sequence_length, which must be a constant of one element.
-  FailureOr<int64_t> totalLength() {
+  /// total_sequence_length, which must be one size: a constant, or
+  /// computed from the shapes of symbolic dims.
+  FailureOr<DimExpr> totalLength() {
     auto total = required(kTotalSequenceLength);
     if (failed(total))
       return failure();
-    auto values = importer.constantInts(*total);
+    auto values = importer.symbolicInts(*total);
     if (failed(values))
-      return error() << "total_sequence_length must be a constant at compile "
-                        "time (computed from shapes, or a graph input frozen "
-                        "with "
+      return error() << "total_sequence_length must be known from shapes at "
+                        "compile time (a constant, computed from the "
+                        "shapes, or a graph input frozen with "
                      << importer.optionNames().constantInputs << ")";
     if (values->size() != 1)
       return error() << "total_sequence_length must hold one integer, got "
@@ -189,7 +199,7 @@ struct GroupQueryAttentionConverter : AttentionBuilder {
   /// sizes of `shape`.
   LogicalResult splitInputs(Value &query, Value &key, Value &value) {
     auto q = required(kQuery);
-    if (failed(q) || failed(checkFloatTensor(*q, 3, "query")))
+    if (failed(q) || failed(checkFloatTensor(*q, 3, "query", true)))
       return failure();
     shape.heads = intAttr("num_heads", 0);
     shape.kvHeads = intAttr("kv_num_heads", 0);
@@ -199,8 +209,9 @@ struct GroupQueryAttentionConverter : AttentionBuilder {
                      << ") must be a positive multiple of kv_num_heads ("
                      << shape.kvHeads << ")";
     ArrayRef<int64_t> qs = typeOf(*q).getShape();
-    shape.batch = qs[0];
-    shape.sequence = qs[1];
+    SymbolicShape qSizes = dimsOf(*q);
+    shape.batch = qSizes[0];
+    shape.sequence = qSizes[1];
     Value k = importer.input(node, kKey), v = importer.input(node, kValue);
     if (!k != !v)
       return error() << "key and value must be given together";
@@ -223,19 +234,19 @@ struct GroupQueryAttentionConverter : AttentionBuilder {
       k = slice(packed, 2, qHidden, kvHidden);
       v = slice(packed, 2, qHidden + kvHidden, kvHidden);
     } else {
-      if (failed(checkFloatTensor(k, 3, "key")) ||
-          failed(checkFloatTensor(v, 3, "value")))
+      if (failed(checkFloatTensor(k, 3, "key", true)) ||
+          failed(checkFloatTensor(v, 3, "value", true)))
         return failure();
       if (qs[2] % shape.heads != 0)
         return error() << "query hidden size " << qs[2]
                        << " is not a multiple of num_heads " << shape.heads;
       shape.headSize = qs[2] / shape.heads;
-      SmallVector<int64_t> kvShape{shape.batch, shape.sequence,
-                                   shape.kvHeads * shape.headSize};
-      if (typeOf(k).getShape() != ArrayRef<int64_t>(kvShape) ||
-          typeOf(v).getShape() != ArrayRef<int64_t>(kvShape))
-        return error() << "key and value must be [" << shape.batch << ", "
-                       << shape.sequence << ", "
+      SymbolicShape kvShape{
+          shape.batch, shape.sequence,
+          DimExpr::constant(shape.kvHeads * shape.headSize)};
+      if (dimsOf(k) != kvShape || dimsOf(v) != kvShape)
+        return error() << "key and value must be [" << shape.batch.str()
+                       << ", " << shape.sequence.str() << ", "
                        << shape.kvHeads * shape.headSize
                        << "] (the query's batch and sequence, kv_num_heads * "
                           "head size), got "
@@ -258,16 +269,26 @@ struct GroupQueryAttentionConverter : AttentionBuilder {
     if (!pastKey != !pastValue)
       return error() << "past_key and past_value must be given together";
     if (pastKey) {
-      if (failed(checkFloatTensor(pastKey, 4, "past_key")) ||
-          failed(checkFloatTensor(pastValue, 4, "past_value")))
+      // The head size is the last dim, which must be static: a named one
+      // (onnxruntime-genai calls it kv_cache_dim) is to be pinned.
+      RankedTensorType pastType = typeOf(pastKey);
+      if (pastType.getRank() == 4 && pastType.isDynamicDim(3))
+        return error() << "past_key's last dim "
+                       << dimsOf(pastKey)[3].str() << " is the head size "
+                       << shape.headSize << "; pin it with "
+                       << importer.optionNames().dims << " "
+                       << dimsOf(pastKey)[3].str() << "=" << shape.headSize;
+      if (failed(checkFloatTensor(pastKey, 4, "past_key", true)) ||
+          failed(checkFloatTensor(pastValue, 4, "past_value", true)))
         return failure();
-      ArrayRef<int64_t> p = typeOf(pastKey).getShape();
-      if (p[0] != shape.batch || p[1] != shape.kvHeads ||
-          p[3] != shape.headSize || typeOf(pastValue) != typeOf(pastKey))
-        return error() << "past_key and past_value must be [" << shape.batch
-                       << ", " << shape.kvHeads << ", past, " << shape.headSize
-                       << "], got " << pastKey.getType() << ", "
-                       << pastValue.getType();
+      SymbolicShape p = dimsOf(pastKey);
+      if (p[0] != shape.batch || p[1] != DimExpr::constant(shape.kvHeads) ||
+          p[3] != DimExpr::constant(shape.headSize) ||
+          typeOf(pastValue) != typeOf(pastKey))
+        return error() << "past_key and past_value must be ["
+                       << shape.batch.str() << ", " << shape.kvHeads
+                       << ", past, " << shape.headSize << "], got "
+                       << pastKey.getType() << ", " << pastValue.getType();
       shape.past = p[2];
     }
     auto total = totalLength();
@@ -275,26 +296,37 @@ struct GroupQueryAttentionConverter : AttentionBuilder {
       return failure();
     shape.total = *total;
     // ONNX Runtime's two cache forms: a past of exactly the earlier tokens,
-    // or a buffer of the maximum length that already holds the total.
-    int64_t s = shape.sequence, p = shape.past, t = shape.total;
-    std::optional<int64_t> sum = llvm::checkedAdd(p, s);
+    // or a buffer of the maximum length that already holds the total. With
+    // symbolic dims the form must hold for every value in their ranges.
+    const DimExpr &s = shape.sequence, &p = shape.past, &t = shape.total;
+    DimRangeFn ranges = importer.dimRanges();
+    auto always = [&](const DimExpr &a, const DimExpr &b) {
+      return alwaysAtMost(a, b, ranges) == std::optional<bool>(true);
+    };
+    std::optional<DimExpr> sum = DimExpr::add(p, s);
     if (sum && t == *sum)
       shape.present = t;
-    else if (p > 0 && t >= s && t <= p)
+    else if (always(DimExpr::constant(1), p) && always(s, t) && always(t, p))
       shape.present = p;
     else
-      return error() << "total_sequence_length " << t << " fits neither "
-                     << "past + new tokens (" << p << " + " << s
+      return error() << "total_sequence_length " << t.str()
+                     << " fits neither past + new tokens (" << p.str()
+                     << " + " << s.str()
                      << ") nor a past buffer of the maximum length (at "
                         "least "
-                     << t << " rows)";
+                     << t.str()
+                     << " rows) for every value of the dims in their ranges";
     // The key positions become constants; their size is bounded as the
     // rotary converters bound theirs.
-    if (shape.present > kMaxPositions)
-      return error() << "a KV cache of " << shape.present
+    auto rows = shape.present.bounds(ranges);
+    if (!rows || rows->second > kMaxPositions)
+      return error() << "a KV cache of " << shape.present.str()
                      << " rows is more than the 2^20 positions Kiln makes "
                         "constants of";
-    shape.firstPrompt = s == t;
+    if (s == t)
+      shape.firstPrompt = true;
+    else if (compareSizes(s, t, ranges) == std::optional<int>(-1))
+      shape.firstPrompt = false;
     return success();
   }
 
@@ -306,49 +338,81 @@ struct GroupQueryAttentionConverter : AttentionBuilder {
     RankedTensorType type = typeOf(*lengths);
     if (!isa<IntegerType>(type.getElementType()) ||
         type.getElementType().isInteger(1) ||
-        type.getShape() != ArrayRef<int64_t>{shape.batch})
-      return error() << "seqlens_k must be integers of shape [" << shape.batch
-                     << "], got " << type;
+        dimsOf(*lengths) != SymbolicShape{shape.batch})
+      return error() << "seqlens_k must be integers of shape ["
+                     << shape.batch.str() << "], got " << type;
     Type i64 = b.getI64Type();
-    lastKeys = reshape(castTo(*lengths, i64), {shape.batch, 1, 1, 1});
-    if (shape.firstPrompt)
+    DimExpr one = DimExpr::constant(1);
+    lastKeys = reshape(castTo(*lengths, i64),
+                       SymbolicShape{shape.batch, one, one, one});
+    if (shape.firstPrompt == true)
       return success();
     pastLengths = lastKeys;
-    if (shape.sequence == 1)
+    if (shape.sequence == one && shape.firstPrompt == false)
       return success();
-    auto past = broadcast<AddOp>(
-        lastKeys,
-        importer.scalar(loc, i64, static_cast<double>(1 - shape.sequence)));
+    std::optional<DimExpr> shift = DimExpr::sub(one, shape.sequence);
+    if (!shift)
+      return error() << "sequence length " << shape.sequence.str()
+                     << " is too large";
+    auto past = broadcast<AddOp>(lastKeys, sizeValue(*shift, i64, 0));
     if (failed(past))
       return failure();
     pastLengths = *past;
+    if (shape.firstPrompt == false)
+      return success();
+    // Either form at run time: a first prompt's seqlens_k[b] + 1 - S is
+    // at most 0 (its padding), and its past_b is 0.
+    auto clamped =
+        broadcast<MaxOp>(pastLengths, importer.scalar(loc, i64, 0.0));
+    if (failed(clamped))
+      return failure();
+    pastLengths = *clamped;
     return success();
+  }
+
+  /// i1 [1, 1]: whether this run is a first prompt (S == total), for the
+  /// forms the dims leave to the run.
+  FailureOr<Value> isFirstPrompt() {
+    Type i64 = b.getI64Type();
+    return compare<EqualOp>(sizeValue(shape.sequence, i64, 2),
+                            sizeValue(shape.total, i64, 2));
   }
 
   /// The rotary positions of the new tokens, i64 [1 or batch, S].
   FailureOr<Value> rotaryPositions() {
-    int64_t s = shape.sequence;
+    const DimExpr &s = shape.sequence;
+    DimExpr one = DimExpr::constant(1);
     Value ids = importer.input(node, kPositionIds);
     Value first;
     if (ids) {
       RankedTensorType type = typeOf(ids);
       if (!type.getElementType().isInteger(64) ||
-          type.getShape() != ArrayRef<int64_t>{shape.batch, s})
-        return error() << "position_ids must be i64 of shape [" << shape.batch
-                       << ", " << s << "], got " << type;
-      if (!shape.firstPrompt)
+          dimsOf(ids) != SymbolicShape{shape.batch, s})
+        return error() << "position_ids must be i64 of shape ["
+                       << shape.batch.str() << ", " << s.str() << "], got "
+                       << type;
+      if (shape.firstPrompt == false)
         return ids;
       // The first prompt reads the first id only, for every batch.
       first = reshape(slice(slice(ids, 0, 0, 1), 1, 0, 1), {1, 1});
-    } else if (!shape.firstPrompt) {
-      first = reshape(pastLengths, {shape.batch, 1});
+    } else if (pastLengths) {
+      first = reshape(pastLengths, SymbolicShape{shape.batch, one});
     }
     // The tokens follow the first one: first + 0, 1, ..., S - 1.
+    auto steps = iota(SymbolicShape{one, s}, 0, b.getI64Type());
+    if (failed(steps))
+      return failure();
     if (!first)
-      return iota({1, s}, 0, b.getI64Type());
-    if (s == 1)
-      return first;
-    return broadcast<AddOp>(first, iota({1, s}, 0, b.getI64Type()));
+      return *steps;
+    auto positions = s == one ? FailureOr<Value>(first)
+                              : broadcast<AddOp>(first, *steps);
+    if (failed(positions) || !ids || shape.firstPrompt == true)
+      return positions;
+    // The run decides: a first prompt's positions, or the ids.
+    auto firstPrompt = isFirstPrompt();
+    if (failed(firstPrompt))
+      return failure();
+    return where(*firstPrompt, *positions, ids);
   }
 
   /// Rotates the new queries and keys by their positions (do_rotary).
@@ -373,10 +437,13 @@ struct GroupQueryAttentionConverter : AttentionBuilder {
     // are known at run time only (out of range, the reference interpreter
     // reports them and the kernels clamp).
     int64_t rows = cosType.getDimSize(0);
-    if (!importer.input(node, kPositionIds) && rows < shape.total)
+    auto totals = shape.total.bounds(importer.dimRanges());
+    if (!importer.input(node, kPositionIds) &&
+        (!totals || rows < totals->second))
       return error() << "cos_cache has " << rows
                      << " rows, fewer than total_sequence_length "
-                     << shape.total;
+                     << shape.total.str()
+                     << (shape.total.isConstant() ? "" : " at its largest");
     auto positions = rotaryPositions();
     if (failed(positions))
       return failure();
@@ -405,10 +472,10 @@ struct GroupQueryAttentionConverter : AttentionBuilder {
   }
 
   /// A zero tensor of shape `dims` and element type `et`.
-  Value zeros(ArrayRef<int64_t> dims, Type et) {
+  Value zeros(ArrayRef<DimExpr> dims, Type et) {
     Value zero = reshape(importer.scalar(loc, et, 0.0),
                          SmallVector<int64_t>(dims.size(), 1));
-    return ExpandOp::create(b, loc, RankedTensorType::get(dims, et), zero);
+    return ExpandOp::create(b, loc, symbolicTensorType(dims, et), zero);
   }
 
   /// Which row of concat(past, new) each row t of the present reads, i64
@@ -418,19 +485,20 @@ struct GroupQueryAttentionConverter : AttentionBuilder {
   /// whatever seqlens_k holds.
   FailureOr<Value> presentSources(Value &kept) {
     Type i64 = b.getI64Type();
-    Value t = iota({1, 1, shape.present, 1}, 0, i64);
-    auto fromPast = compare<LessOp>(t, pastLengths);
-    auto shifted = broadcast<SubOp>(t, pastLengths);
+    DimExpr one = DimExpr::constant(1);
+    auto t = iota(SymbolicShape{one, one, shape.present, one}, 0, i64);
+    if (failed(t))
+      return failure();
+    auto fromPast = compare<LessOp>(*t, pastLengths);
+    auto shifted = broadcast<SubOp>(*t, pastLengths);
     if (failed(fromPast) || failed(shifted))
       return failure();
-    auto fromNew = broadcast<AddOp>(
-        *shifted, importer.scalar(loc, i64, static_cast<double>(shape.past)));
-    auto inNew = compare<LessOp>(
-        *shifted,
-        importer.scalar(loc, i64, static_cast<double>(shape.sequence)));
+    auto fromNew = broadcast<AddOp>(*shifted, sizeValue(shape.past, i64, 0));
+    auto inNew =
+        compare<LessOp>(*shifted, sizeValue(shape.sequence, i64, 0));
     if (failed(fromNew) || failed(inNew))
       return failure();
-    auto source = where(*fromPast, t, *fromNew);
+    auto source = where(*fromPast, *t, *fromNew);
     if (failed(source))
       return failure();
     kept = *inNew;
@@ -456,23 +524,27 @@ struct GroupQueryAttentionConverter : AttentionBuilder {
   /// the gather's, made by the first caller that needs them.
   FailureOr<Value> presentOf(Value past, int pastInput, Value x, int output,
                              Value &indices, Value &kept) {
-    ArrayRef<int64_t> xs = typeOf(x).getShape();
+    SymbolicShape xs = dimsOf(x);
     Type et = typeOf(x).getElementType();
-    SmallVector<int64_t> dims{xs[0], xs[1], shape.present, xs[3]};
+    SymbolicShape dims{xs[0], xs[1], shape.present, xs[3]};
     if (typeOf(past ? past : x).getElementType() == et &&
         sharesBuffer(past, pastInput, output)) {
       // The new rows at each batch's valid length (at 0 in a first
       // prompt); the other rows stay the buffer's, as in ONNX Runtime.
-      Value starts = shape.firstPrompt ? Value() : pastLengths;
+      Value starts = shape.firstPrompt == true ? Value() : pastLengths;
       return UpdateSliceOp::create(b, loc, typeOf(past), past, x, starts,
                                    /*axis=*/2, "0")
           .getResult();
     }
-    if (shape.firstPrompt) {
+    if (shape.firstPrompt == true) {
       if (shape.present == shape.sequence)
         return x;
-      SmallVector<int64_t> tail(dims);
-      tail[2] = shape.present - shape.sequence;
+      SymbolicShape tail(dims);
+      std::optional<DimExpr> rest = DimExpr::sub(shape.present, shape.sequence);
+      if (!rest)
+        return error() << "present length " << shape.present.str()
+                       << " is too large";
+      tail[2] = *rest;
       return concatAlong(x, zeros(tail, et), 2);
     }
     if (!indices) {
@@ -480,7 +552,7 @@ struct GroupQueryAttentionConverter : AttentionBuilder {
       if (failed(sources))
         return failure();
       indices = ExpandOp::create(
-          b, loc, RankedTensorType::get(dims, b.getI64Type()), *sources);
+          b, loc, symbolicTensorType(dims, b.getI64Type()), *sources);
     }
     auto joined = concatSequence(past, x, "past");
     if (failed(joined))
@@ -496,26 +568,36 @@ struct GroupQueryAttentionConverter : AttentionBuilder {
   /// The keys query i sees, i1 [batch, 1, S, keys]; `rowEmpty` gets the
   /// rows that see none (i1 [batch, 1, S, 1]) where valid lengths can leave
   /// any, else null.
-  FailureOr<Value> visibleKeys(int64_t keys, Value &rowEmpty) {
+  FailureOr<Value> visibleKeys(const DimExpr &keys, Value &rowEmpty) {
     Type i64 = b.getI64Type();
-    Value j = iota({1, 1, 1, keys}, 0, i64);
+    DimExpr one = DimExpr::constant(1);
+    auto j = iota(SymbolicShape{one, one, one, keys}, 0, i64);
+    if (failed(j))
+      return failure();
     if (intAttr("causal", 1) == 0)
-      return compare<LessEqualOp>(j, lastKeys);
+      return compare<LessEqualOp>(*j, lastKeys);
     // p = past_b + i; in a padded first prompt keys after the batch's last
-    // valid one stay hidden too.
+    // valid one stay hidden too (a no-op in any other form, where p is at
+    // most seqlens_k[b]).
     Value position, newest;
-    if (pastLengths && shape.sequence == 1) {
+    if (shape.firstPrompt == false && shape.sequence == one) {
       position = newest = pastLengths;
     } else {
-      Value i = iota({1, 1, shape.sequence, 1}, 0, i64);
-      auto p = pastLengths ? broadcast<AddOp>(pastLengths, i) : i;
-      auto clamped = pastLengths ? p : broadcast<MinOp>(i, lastKeys);
-      if (failed(p) || failed(clamped))
+      auto i = iota(SymbolicShape{one, one, shape.sequence, one}, 0, i64);
+      if (failed(i))
+        return failure();
+      auto p = pastLengths ? broadcast<AddOp>(pastLengths, *i) : *i;
+      if (failed(p))
+        return failure();
+      auto clamped = shape.firstPrompt == false
+                         ? p
+                         : broadcast<MinOp>(*p, lastKeys);
+      if (failed(clamped))
         return failure();
       position = *p;
       newest = *clamped;
     }
-    auto visible = compare<LessEqualOp>(j, newest);
+    auto visible = compare<LessEqualOp>(*j, newest);
     int64_t window = intAttr("local_window_size", -1);
     if (failed(visible) || window <= 0)
       return visible;
@@ -523,12 +605,13 @@ struct GroupQueryAttentionConverter : AttentionBuilder {
         position, importer.scalar(loc, i64, static_cast<double>(window)));
     if (failed(oldest))
       return failure();
-    auto inWindow = compare<GreaterOp>(j, *oldest);
+    auto inWindow = compare<GreaterOp>(*j, *oldest);
     if (failed(inWindow))
       return failure();
     // Only a padded first prompt longer than the window can leave a row
     // without keys: p - w >= min(p, last valid key).
-    if (shape.firstPrompt && shape.sequence > window) {
+    auto lengths = shape.sequence.bounds(importer.dimRanges());
+    if (shape.firstPrompt != false && (!lengths || lengths->second > window)) {
       auto empty = compare<GreaterEqualOp>(*oldest, newest);
       if (failed(empty))
         return failure();
@@ -542,10 +625,11 @@ struct GroupQueryAttentionConverter : AttentionBuilder {
     Value bias = importer.input(node, kAttentionBias);
     if (!bias)
       return Value();
-    int64_t scores[] = {shape.batch, shape.heads, shape.sequence, shape.total};
-    if (failed(checkFloatTensor(bias, 4, "attention_bias")) ||
-        failed(checkBroadcastsToScores(typeOf(bias).getShape(), scores,
-                                       "attention_bias", bias.getType())))
+    SymbolicShape scores{shape.batch, DimExpr::constant(shape.heads),
+                         shape.sequence, shape.total};
+    if (failed(checkFloatTensor(bias, 4, "attention_bias", true)) ||
+        failed(checkBroadcastsToScores(dimsOf(bias), scores, "attention_bias",
+                                       bias.getType())))
       return failure();
     return castTo(bias, et);
   }
@@ -610,7 +694,7 @@ struct GroupQueryAttentionConverter : AttentionBuilder {
     // maximum-length buffer, and the qk output has `total` columns. In the
     // first prompt they are the new keys themselves.
     int64_t qkOutput = intAttr("qk_output", 0);
-    int64_t keys = shape.total;
+    const DimExpr &keys = shape.total;
     Type et = typeOf(query).getElementType();
     Value rowEmpty;
     auto visible = visibleKeys(keys, rowEmpty);
@@ -632,9 +716,9 @@ struct GroupQueryAttentionConverter : AttentionBuilder {
 
     SdpaOperands operands;
     operands.query = query;
-    operands.key = shape.firstPrompt ? key : slice(*presentKey, 2, 0, keys);
-    operands.value =
-        shape.firstPrompt ? value : slice(*presentValue, 2, 0, keys);
+    bool firstPrompt = shape.firstPrompt == true;
+    operands.key = firstPrompt ? key : slice(*presentKey, 2, 0, keys);
+    operands.value = firstPrompt ? value : slice(*presentValue, 2, 0, keys);
     operands.bias = *bias;
     operands.sink = *sinkLogit;
     float scale = floatAttr("scale", 0.0f);

@@ -23,29 +23,32 @@ namespace kiln {
 
 FailureOr<Value> FusedOpConverter::rotated(Value x, Value cos, Value sin,
                                            const RotaryLayout &layout) {
-  ArrayRef<int64_t> shape = typeOf(x).getShape();
+  // Sizes, so that a symbolic batch or sequence keeps its name.
+  auto sizes = [&](Value v) { return *symbolicShapeOf(typeOf(v)); };
+  SymbolicShape shape = sizes(x);
   bool headsFirst = shape.size() == 4;
-  int64_t batch = shape[0], sequence = headsFirst ? shape[2] : shape[1];
-  int64_t angleBatch = typeOf(cos).getDimSize(0);
-  int64_t half = layout.rotaryDim / 2;
-  SmallVector<int64_t> heads =
-      headsFirst ? SmallVector<int64_t>(shape)
-                 : SmallVector<int64_t>{batch, sequence, layout.numHeads,
-                                        layout.headSize};
+  DimExpr batch = shape[0], sequence = headsFirst ? shape[2] : shape[1];
+  DimExpr angleBatch = sizes(cos)[0];
+  DimExpr one = DimExpr::constant(1), two = DimExpr::constant(2);
+  DimExpr half = DimExpr::constant(layout.rotaryDim / 2);
+  SymbolicShape heads =
+      headsFirst ? shape
+                 : SymbolicShape{batch, sequence,
+                                 DimExpr::constant(layout.numHeads),
+                                 DimExpr::constant(layout.headSize)};
   Value byHead = reshape(x, heads);
   Value part = sliceAlong(byHead, 3, 0, layout.rotaryDim);
 
   // x1 and x2 are the two entries of the pair dim; cos and sin gain unit
   // dims for the heads and the pair dim.
-  SmallVector<int64_t> pairs(heads.begin(), heads.begin() + 3);
-  SmallVector<int64_t> angles =
-      headsFirst ? SmallVector<int64_t>{angleBatch, 1, sequence}
-                 : SmallVector<int64_t>{angleBatch, sequence, 1};
+  SymbolicShape pairs(heads.begin(), heads.begin() + 3);
+  SymbolicShape angles = headsFirst ? SymbolicShape{angleBatch, one, sequence}
+                                    : SymbolicShape{angleBatch, sequence, one};
   int64_t pairAxis = layout.interleaved ? 4 : 3;
-  pairs.append(layout.interleaved ? SmallVector<int64_t>{half, 2}
-                                  : SmallVector<int64_t>{2, half});
-  angles.append(layout.interleaved ? SmallVector<int64_t>{half, 1}
-                                   : SmallVector<int64_t>{1, half});
+  pairs.push_back(layout.interleaved ? half : two);
+  pairs.push_back(layout.interleaved ? two : half);
+  angles.push_back(layout.interleaved ? half : one);
+  angles.push_back(layout.interleaved ? one : half);
   Value paired = reshape(part, pairs);
   Value x1 = sliceAlong(paired, pairAxis, 0, 1);
   Value x2 = sliceAlong(paired, pairAxis, 1, 1);
@@ -59,7 +62,7 @@ FailureOr<Value> FusedOpConverter::rotated(Value x, Value cos, Value sin,
     return failure();
   Value joined = ConcatOp::create(b, loc, typeOf(paired),
                                   ValueRange{*real, *imag}, pairAxis);
-  Value result = reshape(joined, typeOf(part).getShape());
+  Value result = reshape(joined, sizes(part));
   if (layout.rotaryDim < layout.headSize) {
     Value passed = sliceAlong(byHead, 3, layout.rotaryDim,
                               layout.headSize - layout.rotaryDim);

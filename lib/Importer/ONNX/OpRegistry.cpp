@@ -73,7 +73,14 @@ static bool takesSymbolicDims(const onnx::NodeProto &node) {
       // Shapes and data movement.
       "Shape", "Size", "Reshape", "Transpose", "Unsqueeze", "Squeeze",
       "Flatten", "Concat", "Slice", "Split", "Gather", "GatherElements",
-      "GatherND", "Expand", "ConstantOfShape", "Range"};
+      "GatherND", "Expand", "ConstantOfShape", "Range",
+      // onnxruntime's fused forms, in the default domain.
+      "SimplifiedLayerNormalization"};
+  static const llvm::StringSet<> readyMicrosoft = {
+      "SkipLayerNormalization", "SkipSimplifiedLayerNormalization",
+      "GroupQueryAttention"};
+  if (node.domain() == kMicrosoftDomain)
+    return readyMicrosoft.contains(node.op_type());
   return isDefaultDomain(node.domain()) && ready.contains(node.op_type());
 }
 
