@@ -19,8 +19,7 @@ LogicalResult AttentionBuilder::checkFloatTensor(Value x, int64_t rank,
       !isa<FloatType>(type.getElementType()))
     return error() << "expected " << what << " of rank " << rank
                    << " with float elements and a static "
-                   << (symbolicDims ? "last dim" : "shape") << ", got "
-                   << type;
+                   << (symbolicDims ? "last dim" : "shape") << ", got " << type;
   return success();
 }
 
@@ -81,8 +80,8 @@ FailureOr<Value> AttentionBuilder::splitHeads(Value x, int64_t heads,
 
 Value AttentionBuilder::mergeHeads(Value x) {
   SymbolicShape s = dimsOf(x);
-  auto type = symbolicTensorType({s[0], s[2], s[1], s[3]},
-                                 typeOf(x).getElementType());
+  auto type =
+      symbolicTensorType({s[0], s[2], s[1], s[3]}, typeOf(x).getElementType());
   Value transposed =
       TransposeOp::create(b, loc, type, x, ArrayRef<int64_t>{0, 2, 1, 3});
   // Heads and head size are static (splitHeads).
@@ -102,7 +101,8 @@ Value AttentionBuilder::repeatHeads(Value x, int64_t groups) {
       symbolicTensorType({s[0], s[1], DimExpr::constant(groups), s[2], s[3]},
                          type.getElementType());
   Value expanded = ExpandOp::create(b, loc, expandedType, viewed);
-  return reshape(expanded, SymbolicShape{s[0], times(s[1], groups), s[2], s[3]});
+  return reshape(expanded,
+                 SymbolicShape{s[0], times(s[1], groups), s[2], s[3]});
 }
 
 LogicalResult AttentionBuilder::appendPast(int pastKeyInput, Value &key,
@@ -163,9 +163,9 @@ Value AttentionBuilder::slice(Value x, int64_t axis, int64_t start,
   SmallVector<int64_t> starts(type.getRank(), 0), strides(type.getRank(), 1);
   starts[axis] = start;
   shape[axis] = count;
-  return SliceOp::create(
-      b, loc, symbolicTensorType(shape, type.getElementType()), x, starts,
-      strides);
+  return SliceOp::create(b, loc,
+                         symbolicTensorType(shape, type.getElementType()), x,
+                         starts, strides);
 }
 
 /// The longest index range stored as one constant (8 MB of i64): the
@@ -214,8 +214,8 @@ Value AttentionBuilder::iota(ArrayRef<int64_t> shape, int64_t start,
   return reshape(slice(flat, 0, 0, n), shape);
 }
 
-FailureOr<Value> AttentionBuilder::iota(ArrayRef<DimExpr> shape,
-                                        int64_t start, Type elementType) {
+FailureOr<Value> AttentionBuilder::iota(ArrayRef<DimExpr> shape, int64_t start,
+                                        Type elementType) {
   SmallVector<int64_t> longest;
   int64_t axis = -1;
   for (auto [d, size] : llvm::enumerate(shape)) {

@@ -241,12 +241,11 @@ struct GroupQueryAttentionConverter : AttentionBuilder {
         return error() << "query hidden size " << qs[2]
                        << " is not a multiple of num_heads " << shape.heads;
       shape.headSize = qs[2] / shape.heads;
-      SymbolicShape kvShape{
-          shape.batch, shape.sequence,
-          DimExpr::constant(shape.kvHeads * shape.headSize)};
+      SymbolicShape kvShape{shape.batch, shape.sequence,
+                            DimExpr::constant(shape.kvHeads * shape.headSize)};
       if (dimsOf(k) != kvShape || dimsOf(v) != kvShape)
-        return error() << "key and value must be [" << shape.batch.str()
-                       << ", " << shape.sequence.str() << ", "
+        return error() << "key and value must be [" << shape.batch.str() << ", "
+                       << shape.sequence.str() << ", "
                        << shape.kvHeads * shape.headSize
                        << "] (the query's batch and sequence, kv_num_heads * "
                           "head size), got "
@@ -273,10 +272,9 @@ struct GroupQueryAttentionConverter : AttentionBuilder {
       // (onnxruntime-genai calls it kv_cache_dim) is to be pinned.
       RankedTensorType pastType = typeOf(pastKey);
       if (pastType.getRank() == 4 && pastType.isDynamicDim(3))
-        return error() << "past_key's last dim "
-                       << dimsOf(pastKey)[3].str() << " is the head size "
-                       << shape.headSize << "; pin it with "
-                       << importer.optionNames().dims << " "
+        return error() << "past_key's last dim " << dimsOf(pastKey)[3].str()
+                       << " is the head size " << shape.headSize
+                       << "; pin it with " << importer.optionNames().dims << " "
                        << dimsOf(pastKey)[3].str() << "=" << shape.headSize;
       if (failed(checkFloatTensor(pastKey, 4, "past_key", true)) ||
           failed(checkFloatTensor(pastValue, 4, "past_value", true)))
@@ -310,8 +308,8 @@ struct GroupQueryAttentionConverter : AttentionBuilder {
       shape.present = p;
     else
       return error() << "total_sequence_length " << t.str()
-                     << " fits neither past + new tokens (" << p.str()
-                     << " + " << s.str()
+                     << " fits neither past + new tokens (" << p.str() << " + "
+                     << s.str()
                      << ") nor a past buffer of the maximum length (at "
                         "least "
                      << t.str()
@@ -404,8 +402,8 @@ struct GroupQueryAttentionConverter : AttentionBuilder {
       return failure();
     if (!first)
       return *steps;
-    auto positions = s == one ? FailureOr<Value>(first)
-                              : broadcast<AddOp>(first, *steps);
+    auto positions =
+        s == one ? FailureOr<Value>(first) : broadcast<AddOp>(first, *steps);
     if (failed(positions) || !ids || shape.firstPrompt == true)
       return positions;
     // The run decides: a first prompt's positions, or the ids.
@@ -494,8 +492,7 @@ struct GroupQueryAttentionConverter : AttentionBuilder {
     if (failed(fromPast) || failed(shifted))
       return failure();
     auto fromNew = broadcast<AddOp>(*shifted, sizeValue(shape.past, i64, 0));
-    auto inNew =
-        compare<LessOp>(*shifted, sizeValue(shape.sequence, i64, 0));
+    auto inNew = compare<LessOp>(*shifted, sizeValue(shape.sequence, i64, 0));
     if (failed(fromNew) || failed(inNew))
       return failure();
     auto source = where(*fromPast, *t, *fromNew);
@@ -589,9 +586,8 @@ struct GroupQueryAttentionConverter : AttentionBuilder {
       auto p = pastLengths ? broadcast<AddOp>(pastLengths, *i) : *i;
       if (failed(p))
         return failure();
-      auto clamped = shape.firstPrompt == false
-                         ? p
-                         : broadcast<MinOp>(*p, lastKeys);
+      auto clamped =
+          shape.firstPrompt == false ? p : broadcast<MinOp>(*p, lastKeys);
       if (failed(clamped))
         return failure();
       position = *p;

@@ -32,10 +32,10 @@ FailureOr<Value> FusedOpConverter::rotated(Value x, Value cos, Value sin,
   DimExpr one = DimExpr::constant(1), two = DimExpr::constant(2);
   DimExpr half = DimExpr::constant(layout.rotaryDim / 2);
   SymbolicShape heads =
-      headsFirst ? shape
-                 : SymbolicShape{batch, sequence,
-                                 DimExpr::constant(layout.numHeads),
-                                 DimExpr::constant(layout.headSize)};
+      headsFirst
+          ? shape
+          : SymbolicShape{batch, sequence, DimExpr::constant(layout.numHeads),
+                          DimExpr::constant(layout.headSize)};
   Value byHead = reshape(x, heads);
   Value part = sliceAlong(byHead, 3, 0, layout.rotaryDim);
 
