@@ -304,7 +304,10 @@ struct GroupQueryAttentionConverter : AttentionBuilder {
     std::optional<DimExpr> sum = DimExpr::add(p, s);
     if (sum && t == *sum)
       shape.present = t;
-    else if (always(DimExpr::constant(1), p) && always(s, t) && always(t, p))
+    else if (always(DimExpr::constant(1), p) && always(t, p) &&
+             alwaysAtMost(s, t, ranges) != std::optional<bool>(false))
+      // S <= total where the ranges leave it open: new tokens past the
+      // total are a length the run refuses (an update outside the buffer).
       shape.present = p;
     else
       return error() << "total_sequence_length " << t.str()
@@ -313,7 +316,11 @@ struct GroupQueryAttentionConverter : AttentionBuilder {
                      << ") nor a past buffer of the maximum length (at "
                         "least "
                      << t.str()
-                     << " rows) for every value of the dims in their ranges";
+                     << " rows) for every value of the dims in their ranges: "
+                        "give "
+                     << importer.optionNames().dims
+                     << " TOTAL=PAST+SEQUENCE for a past of the earlier "
+                        "tokens, or a past of at least the largest total";
     // The key positions become constants; their size is bounded as the
     // rotary converters bound theirs.
     auto rows = shape.present.bounds(ranges);

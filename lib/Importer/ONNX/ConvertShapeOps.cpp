@@ -107,8 +107,8 @@ struct ShapeConverter : ShapeOpConverter {
     // the elements are computed as ONNX specifies, start + i * delta.
     auto s = scalarValue(*start), l = scalarValue(*limit),
          d = scalarValue(*delta);
-    if (succeeded(s) && succeeded(d) && failed(l))
-      return convertSymbolicRange(*s, *limit, *d);
+    if (succeeded(d) && (failed(s) || failed(l)))
+      return convertSymbolicRange(*start, *limit, *d);
     if (failed(s) || failed(l) || failed(d))
       return error() << "start, limit and delta must be constant scalars";
     if (*d == 0)
@@ -134,19 +134,22 @@ struct ShapeConverter : ShapeOpConverter {
         b, loc, cast<ElementsAttr>(result->toDenseElementsAttr())));
   }
 
-  /// Range up to a symbolic limit (`arange(sequence)`): the elements up to
-  /// the longest the limit's range allows, as a constant, sliced to the
-  /// symbolic length. Steps of +1 and -1 only, whose length is a polynomial.
-  LogicalResult convertSymbolicRange(double start, Value limit, double delta) {
+  /// Range over symbolic sizes (`arange(sequence)`, or positions
+  /// `arange(past, past + sequence)`): the elements 0, delta, 2 * delta, ...
+  /// up to the longest the dims' ranges allow, as a constant, sliced to the
+  /// symbolic length and shifted by a symbolic start. Steps of +1 and -1
+  /// only, whose length is a polynomial.
+  LogicalResult convertSymbolicRange(Value start, Value limit, double delta) {
+    auto startSizes = importer.symbolicInts(start);
     auto limitSizes = importer.symbolicInts(limit);
-    if (failed(limitSizes) || limitSizes->size() != 1)
-      return error() << "limit must be a scalar computed from shapes";
+    if (failed(startSizes) || failed(limitSizes) || startSizes->size() != 1 ||
+        limitSizes->size() != 1)
+      return error() << "start and limit must be scalars computed from "
+                        "shapes (or constants)";
     RankedTensorType scalarType = typeOf(limit);
-    if (start != std::trunc(start) || std::fabs(start) > 0x1p52 ||
-        (delta != 1 && delta != -1))
-      return error() << "a symbolic limit needs an integral start and a "
-                        "delta of 1 or -1";
-    DimExpr first = DimExpr::constant(static_cast<int64_t>(start));
+    if (delta != 1 && delta != -1)
+      return error() << "a symbolic start or limit needs a delta of 1 or -1";
+    const DimExpr &first = startSizes->front();
     std::optional<DimExpr> length =
         delta > 0 ? DimExpr::sub(limitSizes->front(), first)
                   : DimExpr::sub(first, limitSizes->front());
@@ -158,21 +161,32 @@ struct ShapeConverter : ShapeOpConverter {
     if (bounds->second > (int64_t(1) << 20))
       return error() << "range of up to " << bounds->second
                      << " elements is larger than Kiln folds";
-    auto all = HostTensor::allocate(scalarType.getElementType(),
-                                    {bounds->second}, loc);
+    std::optional<int64_t> fixedStart = first.getConstant();
+    Type et = scalarType.getElementType();
+    auto all = HostTensor::allocate(et, {bounds->second}, loc);
     if (failed(all))
       return failure();
-    bool integral = isa<IntegerType>(scalarType.getElementType());
+    bool integral = isa<IntegerType>(et);
+    int64_t from = fixedStart.value_or(0);
     for (int64_t i = 0; i < bounds->second; ++i) {
       if (integral)
-        all->setFromInt(i, static_cast<int64_t>(start) +
-                               i * static_cast<int64_t>(delta));
+        all->setFromInt(i, from + i * static_cast<int64_t>(delta));
       else
-        all->setFromDouble(i, start + i * delta);
+        all->setFromDouble(i, static_cast<double>(from) + i * delta);
     }
     Value values = ConstantOp::create(
         b, loc, cast<ElementsAttr>(all->toDenseElementsAttr()));
-    return output(slice(values, {0}, {*length}, {1}));
+    Value steps = slice(values, {0}, {*length}, {1});
+    if (fixedStart)
+      return output(steps);
+    // The start is known at run time only: a kiln.sizes, added to each.
+    Type sizeType = et.isInteger(32) ? et : b.getI64Type();
+    SymbolicTensor startTensor{{}, {first}};
+    Value shift = importer.materializeSizes(
+        loc, RankedTensorType::get({}, sizeType), startTensor);
+    if (sizeType != et)
+      shift = CastOp::create(b, loc, RankedTensorType::get({}, et), shift);
+    return output(AddOp::create(b, loc, typeOf(steps), steps, shift));
   }
 
   /// The one element of a constant scalar, as a double.

@@ -211,6 +211,12 @@ uint32_t PlanBuilder::addScratch(int64_t elements) {
 }
 
 LogicalResult PlanBuilder::addOutputs(func::ReturnOp ret) {
+  // The artifact lists aliases by output; kernels update the caches in the
+  // order the graph computes them, which need not be the outputs' order.
+  llvm::sort(artifact.aliases,
+             [](const rt::OutputAlias &a, const rt::OutputAlias &b) {
+               return a.output < b.output;
+             });
   for (auto [i, value] : llvm::enumerate(ret.getOperands())) {
     uint32_t id = bufferOf.at(value);
     const rt::Buffer &buffer = artifact.buffers[id];
