@@ -129,6 +129,19 @@ struct KilnCacheInPlacePass
     if (changed)
       func.setFunctionType(FunctionType::get(
           func.getContext(), entry.getArgumentTypes(), ret.getOperandTypes()));
+    // Asked for in-place caches and given none, a user would believe the
+    // decode steps write only their new rows: say so, unless the graph's
+    // caches are in place already (GroupQueryAttention's shared buffer).
+    bool inPlace = llvm::any_of(ret.getOperands(), [](Value v) {
+      return v.getDefiningOp<UpdateSliceOp>() != nullptr;
+    });
+    if (!changed && !inPlace)
+      emitWarning(func.getLoc())
+          << "no KV cache to append in place: no output is a concat of a "
+             "past input of symbolic length (with a range) and new rows; a "
+             "GroupQueryAttention cache is shared in place when its past "
+             "dim is pinned to the cache's length (its buffer form, as "
+             "onnxruntime-genai runs it)";
   }
 };
 

@@ -92,10 +92,10 @@ Status kiln::rt::generate(Model &model, const GenerateOptions &options,
     return invalid("the model has no output 'logits' (and more than one "
                    "output)");
   const Buffer &logits = model.output(logitsIndex);
-  if (logits.dtype != DType::F32 || logits.shape.size() != 3 ||
-      logits.shape[0] != 1 || logits.shape[1] != window ||
-      logits.shape[2] < 1)
-    return invalid("output '" + logits.name + "' must be float32 [1, " +
+  if (!isLogitsType(logits.dtype) || logits.shape.size() != 3 ||
+      logits.shape[0] != 1 || logits.shape[1] != window || logits.shape[2] < 1)
+    return invalid("output '" + logits.name +
+                   "' must be float32, float16 or bfloat16 [1, " +
                    std::to_string(window) + ", vocab]");
   int64_t vocab = logits.shape[2];
   if (static_cast<int64_t>(tokens.size()) > window)
@@ -140,9 +140,9 @@ Status kiln::rt::generate(Model &model, const GenerateOptions &options,
       }
     if (Status s = model.run(in.data(), out.data(), Memory::Host); !s.isOk())
       return s;
-    const float *row =
-        reinterpret_cast<const float *>(outputs[logitsIndex].data()) +
-        (length - 1) * vocab;
+    std::vector<float> widened;
+    const float *row = logitsRow(logits.dtype, outputs[logitsIndex], length - 1,
+                                 vocab, widened);
     int64_t next = sampler.pick(row, vocab);
     tokens.push_back(next);
     if (options.onToken)

@@ -113,10 +113,11 @@ Status kiln::rt::generateOverDims(Model &model, const GenerateOptions &options,
     return invalid("the model has no output 'logits' (and more than one "
                    "output)");
   const Buffer &logits = model.output(logitsIndex);
-  if (logits.dtype != DType::F32 || logits.shape.size() != 3 ||
+  if (!isLogitsType(logits.dtype) || logits.shape.size() != 3 ||
       dimFormula(a, a.outputs[logitsIndex], 2))
     return invalid("output '" + logits.name +
-                   "' must be float32 [batch, length, vocab] with a static "
+                   "' must be float32, float16 or bfloat16 [batch, length, "
+                   "vocab] with a static "
                    "vocabulary");
   int64_t vocab = logits.shape[2];
   for (int64_t t : tokens)
@@ -211,9 +212,9 @@ Status kiln::rt::generateOverDims(Model &model, const GenerateOptions &options,
     if (Status s = model.run(dims, in.data(), out.data(), Memory::Host);
         !s.isOk())
       return s;
-    const float *row =
-        reinterpret_cast<const float *>(outputs[logitsIndex].data()) +
-        (length - 1) * vocab;
+    std::vector<float> widened;
+    const float *row = logitsRow(logits.dtype, outputs[logitsIndex], length - 1,
+                                 vocab, widened);
     int64_t next = sampler.pick(row, vocab);
     if (cached) {
       for (size_t i = 0; i < model.numInputs(); ++i)

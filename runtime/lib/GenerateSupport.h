@@ -11,6 +11,9 @@
 
 #include "kiln/runtime/Generate.h"
 
+// The fp16/bf16 widening the emulated kernels use.
+#include "kiln_cuda_host_math.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -51,6 +54,31 @@ inline void store(const Buffer &b, std::vector<char> &bytes, int64_t i,
   default:
     break; // Refused by `checkFeed`.
   }
+}
+
+/// Whether the loops read logits of `dtype`: 32- or 16-bit floats (an
+/// fp16 model's logits stay fp16 with --keep-io-types, as a genai fp16
+/// model's do).
+inline bool isLogitsType(DType dtype) {
+  return dtype == DType::F32 || dtype == DType::F16 || dtype == DType::BF16;
+}
+
+/// Row `row` of the `vocab`-wide logits `bytes` of `dtype`, as floats
+/// (widened into `widened` unless they are floats already).
+inline const float *logitsRow(DType dtype, const std::vector<char> &bytes,
+                              int64_t row, int64_t vocab,
+                              std::vector<float> &widened) {
+  if (dtype == DType::F32)
+    return reinterpret_cast<const float *>(bytes.data()) + row * vocab;
+  widened.resize(vocab);
+  const char *at = bytes.data() + row * vocab * sizeof(uint16_t);
+  for (int64_t i = 0; i < vocab; ++i) {
+    uint16_t bits;
+    std::memcpy(&bits, at + i * sizeof(bits), sizeof(bits));
+    widened[i] = dtype == DType::F16 ? kiln_host_detail::halfBitsToFloat(bits)
+                                     : kiln_host_detail::bf16BitsToFloat(bits);
+  }
+  return widened.data();
 }
 
 /// Picks the next token from one position's logits.

@@ -1,0 +1,245 @@
+#!/usr/bin/env python3
+"""Makes decoder LLMs in the forms the hub ships them, offline.
+
+  export_hub.py --optimum-python VENV/bin/python [--out test/models/hub]
+                [--only llama,genai]
+
+Most users of an ONNX language model do not export it themselves: they take
+one that onnxruntime-genai's model builder made (GroupQueryAttention,
+SimplifiedLayerNormalization, SkipSimplifiedLayerNormalization, a KV cache
+whose head size is a named dim) or one that Hugging Face Optimum made
+(`optimum-cli export onnx --task text-generation-with-past`: plain ONNX ops,
+positions computed from the past length, dims named by expressions such as
+`past_sequence_length + sequence_length`). This script makes both, as a user
+would, over tiny random-weight LLaMA, Qwen2, Phi-3 and GPT-2 checkpoints
+saved with save_pretrained (a word-level tokenizer made with `tokenizers`
+beside each, which the builder needs); nothing is downloaded.
+
+  genai-fp32, genai-fp16: onnxruntime_genai.models.builder -p fp32 -e cpu and
+      -p fp16 -e cuda (the GPU form) for LLaMA, Qwen2 and Phi-3 (the builder
+      has no GPT-2);
+  optimum: optimum-cli in its own virtual environment (optimum-onnx needs
+      transformers below 4.58; --optimum-python names its interpreter) for
+      all four.
+
+This script runs where torch, transformers and onnxruntime-genai are
+installed. For each model it writes DIR/<arch>-<form>/ with model.onnx and
+model.onnx.data, `dims` (the --dim ranges it is compiled with once),
+points/B<b>-P<p>-S<s>/{inputs,expected}/NAME.npy (onnxruntime's outputs at
+three (batch, past, new tokens) points: a first prompt of two rows, one
+right-padded; one token after a past in two rows; several tokens after a
+past) and generate.json (a prompt and the 32 greedy tokens of onnxruntime's
+own loop over the same model: the prompt, then one token a step with the
+presents fed back as the pasts). check_hub_decoders.py reads them.
+"""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import onnxruntime as ort
+
+VOCAB, HIDDEN, FFN, LAYERS, HEADS, KV_HEADS = 128, 32, 64, 2, 2, 1
+HEAD_SIZE = HIDDEN // HEADS
+CONTEXT = 64
+# (batch, past, new tokens); onnxruntime's GroupQueryAttention takes several
+# new tokens after a past for one row only.
+POINTS = [(2, 0, 6), (2, 5, 1), (1, 9, 4)]
+PROMPT = [1, 5, 9, 33]
+GENERATED = 32
+SEED = 7
+
+
+def config(arch):
+    """A tiny transformers config of `arch`; ids 0 to 2 are pad, bos, eos."""
+    import transformers as tf
+    ids = dict(pad_token_id=0, bos_token_id=1, eos_token_id=2)
+    if arch == "gpt2":
+        return tf.GPT2Config(vocab_size=VOCAB, n_embd=HIDDEN, n_layer=LAYERS,
+                             n_head=HEADS, n_positions=CONTEXT, **ids)
+    if arch == "phi3":
+        # The builder takes a context longer than the original one for
+        # Phi-3's LongRoPE form, which needs its scaling factors.
+        ids["original_max_position_embeddings"] = CONTEXT
+    cls = {"llama": tf.LlamaConfig, "qwen2": tf.Qwen2Config,
+           "phi3": tf.Phi3Config}[arch]
+    return cls(vocab_size=VOCAB, hidden_size=HIDDEN, intermediate_size=FFN,
+               num_hidden_layers=LAYERS, num_attention_heads=HEADS,
+               num_key_value_heads=KV_HEADS,
+               max_position_embeddings=CONTEXT, **ids)
+
+
+def save_checkpoint(arch, folder):
+    """A random-weight checkpoint of `arch` and a word-level tokenizer."""
+    import torch
+    import transformers as tf
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    torch.manual_seed(SEED)
+    model = tf.AutoModelForCausalLM.from_config(config(arch)).eval()
+    model.save_pretrained(folder)
+    vocab = {f"t{i}": i for i in range(VOCAB)}
+    tokenizer = Tokenizer(models.WordLevel(vocab, unk_token="t0"))
+    tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
+    tf.PreTrainedTokenizerFast(tokenizer_object=tokenizer, unk_token="t0",
+                               pad_token="t0", bos_token="t1",
+                               eos_token="t2").save_pretrained(folder)
+
+
+def build_genai(checkpoint, out, precision):
+    provider = "cpu" if precision == "fp32" else "cuda"
+    subprocess.run([sys.executable, "-m", "onnxruntime_genai.models.builder",
+                    "-i", checkpoint, "-o", out, "-p", precision,
+                    "-e", provider], check=True, capture_output=True)
+
+
+def build_optimum(checkpoint, out, python):
+    cli = os.path.join(os.path.dirname(python), "optimum-cli")
+    subprocess.run([cli, "export", "onnx", "--model", checkpoint, "--task",
+                    "text-generation-with-past", out], check=True,
+                   capture_output=True)
+
+
+def dims_of(form):
+    """The --dim ranges the model is compiled with: the past and the new
+    tokens together within the rotary tables' CONTEXT rows."""
+    if form.startswith("genai"):
+        return ("batch_size=1:2,sequence_length=1:16,"
+                "past_sequence_length=0:48,"
+                "total_sequence_length=past_sequence_length+sequence_length,"
+                f"kv_cache_dim={HEAD_SIZE}")
+    return "batch_size=1:2,sequence_length=1:16,past_sequence_length=0:48"
+
+
+class Session:
+    """onnxruntime over one exported model, fed as each hub tool's runtime
+    feeds it."""
+
+    def __init__(self, path):
+        self.session = ort.InferenceSession(
+            path, providers=["CPUExecutionProvider"])
+        self.inputs = {i.name: i for i in self.session.get_inputs()}
+        self.outputs = [o.name for o in self.session.get_outputs()]
+        self.pasts = [n for n in self.inputs if n.startswith("past_key_values")]
+        past_type = self.inputs[self.pasts[0]].type
+        self.float = np.float16 if "float16" in past_type else np.float32
+        self.kv_heads = self.inputs[self.pasts[0]].shape[1]
+
+    def feeds(self, ids, mask, past):
+        """The inputs for token `ids` [B, S] after `past` (name -> array)."""
+        batch, sequence = ids.shape
+        length = next(iter(past.values())).shape[2]
+        feeds = {"input_ids": ids, "attention_mask": mask, **past}
+        if "position_ids" in self.inputs:
+            positions = np.arange(length, length + sequence, dtype=np.int64)
+            feeds["position_ids"] = np.tile(positions, (batch, 1))
+        return {k: v for k, v in feeds.items() if k in self.inputs}
+
+    def empty_past(self, batch, length, rng=None):
+        shape = (batch, self.kv_heads, length, HEAD_SIZE)
+        return {n: (rng.standard_normal(shape) if rng else np.zeros(shape))
+                .astype(self.float) for n in self.pasts}
+
+    def run(self, feeds):
+        return dict(zip(self.outputs, self.session.run(None, feeds)))
+
+    def greedy(self, prompt, count):
+        """onnxruntime's loop: the prompt, then one token a step."""
+        past = self.empty_past(1, 0)
+        new, tokens = list(prompt), []
+        for _ in range(count):
+            length = next(iter(past.values())).shape[2]
+            ids = np.array([new], np.int64)
+            mask = np.ones((1, length + len(new)), np.int64)
+            result = self.run(self.feeds(ids, mask, past))
+            token = int(np.argmax(result["logits"][0, -1]))
+            tokens.append(token)
+            new = [token]
+            past = {n: result[n.replace("past_key_values", "present")]
+                    for n in self.pasts}
+        return tokens
+
+
+def save(folder, arrays):
+    os.makedirs(folder, exist_ok=True)
+    for name, value in arrays.items():
+        np.save(os.path.join(folder, name + ".npy"), value)
+
+
+def write_oracle(model_dir, form):
+    session = Session(os.path.join(model_dir, "model.onnx"))
+    rng = np.random.default_rng(SEED)
+    for batch, past, sequence in POINTS:
+        ids = rng.integers(3, VOCAB, (batch, sequence)).astype(np.int64)
+        mask = np.ones((batch, past + sequence), np.int64)
+        if past == 0 and batch > 1:
+            mask[1, -2:] = 0  # a right-padded prompt
+        feeds = session.feeds(ids, mask, session.empty_past(batch, past, rng))
+        point = os.path.join(model_dir, "points",
+                             f"B{batch}-P{past}-S{sequence}")
+        save(os.path.join(point, "inputs"), feeds)
+        save(os.path.join(point, "expected"), session.run(feeds))
+    with open(os.path.join(model_dir, "dims"), "w") as f:
+        f.write(dims_of(form) + "\n")
+    with open(os.path.join(model_dir, "generate.json"), "w") as f:
+        json.dump({"prompt": PROMPT,
+                   "tokens": session.greedy(PROMPT, GENERATED)}, f)
+        f.write("\n")
+
+
+def keep_model_files(built, model_dir):
+    """The model and its weights only (the hub tools also write configs and
+    tokenizers, which Kiln does not read)."""
+    os.makedirs(model_dir, exist_ok=True)
+    for name in ("model.onnx", "model.onnx.data"):
+        if os.path.exists(os.path.join(built, name)):
+            shutil.copy(os.path.join(built, name), model_dir)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", default=os.path.join(
+        os.path.dirname(os.path.abspath(__file__)), "hub"))
+    parser.add_argument("--optimum-python", required=True,
+                        help="the interpreter of optimum-onnx's environment")
+    parser.add_argument("--only", default="",
+                        help="comma-separated parts of model names to make")
+    args = parser.parse_args()
+    wanted = [w for w in args.only.split(",") if w]
+    forms = [("llama", "genai-fp32"), ("llama", "genai-fp16"),
+             ("qwen2", "genai-fp32"), ("qwen2", "genai-fp16"),
+             ("phi3", "genai-fp32"), ("phi3", "genai-fp16"),
+             ("llama", "optimum"), ("qwen2", "optimum"),
+             ("phi3", "optimum"), ("gpt2", "optimum")]
+    failed = 0
+    with tempfile.TemporaryDirectory(prefix="kiln-hub-") as work:
+        for arch, form in forms:
+            name = f"{arch}-{form}"
+            if wanted and not any(w in name for w in wanted):
+                continue
+            checkpoint = os.path.join(work, arch)
+            if not os.path.isdir(checkpoint):
+                save_checkpoint(arch, checkpoint)
+            built = os.path.join(work, name)
+            try:
+                if form == "optimum":
+                    build_optimum(checkpoint, built, args.optimum_python)
+                else:
+                    build_genai(checkpoint, built, form.split("-")[1])
+            except subprocess.CalledProcessError as e:
+                print(f"FAIL {name}: {e.stderr.decode()[-2000:]}")
+                failed += 1
+                continue
+            model_dir = os.path.join(args.out, name)
+            shutil.rmtree(model_dir, ignore_errors=True)
+            keep_model_files(built, model_dir)
+            write_oracle(model_dir, form)
+            print(f"wrote {model_dir}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
