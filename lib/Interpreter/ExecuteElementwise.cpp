@@ -188,6 +188,33 @@ FailureOr<HostTensor> executeWhere(Operation *op, const HostTensor &condition,
   return result;
 }
 
+FailureOr<HostTensor> executeCheckRange(CheckRangeOp op,
+                                        const HostTensor &input,
+                                        const HostTensor &low,
+                                        const HostTensor &high) {
+  for (const HostTensor *bound : {&low, &high}) {
+    FailureOr<SmallVector<int64_t>> joint =
+        broadcastShapes(op.getLoc(), input.shape, bound->shape);
+    if (failed(joint))
+      return failure();
+    if (*joint != input.shape)
+      return op.emitOpError("bounds broadcast beyond the input at run time");
+  }
+  SmallVector<int64_t> lowStrides = getBroadcastStrides(low.shape, input.shape);
+  SmallVector<int64_t> highStrides =
+      getBroadcastStrides(high.shape, input.shape);
+  for (int64_t i = 0, n = input.numElements(); i < n; ++i) {
+    int64_t value = input.getAsInt(i);
+    int64_t lo = low.getAsInt(getOffset(i, input.shape, lowStrides));
+    int64_t hi = high.getAsInt(getOffset(i, input.shape, highStrides));
+    if (value < lo || value >= hi)
+      return emitError(op.getLoc())
+             << op.getWhat() << ": " << value << " (element " << i
+             << ") is outside [" << lo << ", " << hi << ")";
+  }
+  return input;
+}
+
 FailureOr<HostTensor> executeCast(CastOp op, const HostTensor &input) {
   FailureOr<HostTensor> result = HostTensor::allocate(
       op.getType().getElementType(), input.shape, op.getLoc());

@@ -101,6 +101,13 @@ mlir::FailureOr<HostTensor> executeWhere(mlir::Operation *op,
                                          const HostTensor &lhs,
                                          const HostTensor &rhs);
 
+/// `input` when each element is in [low, high) (bounds broadcast to it);
+/// otherwise an error naming the op's `what`, the value and the bounds.
+mlir::FailureOr<HostTensor> executeCheckRange(CheckRangeOp op,
+                                              const HostTensor &input,
+                                              const HostTensor &low,
+                                              const HostTensor &high);
+
 /// Converts each element as `kiln.cast` specifies; HostTensor's setters hold
 /// those rules, so a float source goes through double, a signed integer
 /// source through int64_t and an unsigned one through uint64_t.

@@ -226,6 +226,9 @@ static FailureOr<HostTensor> executeOp(Operation *op,
         return executeWhere(op, operand(0), operand(1), operand(2));
       })
       .Case([&](CastOp cast) { return executeCast(cast, operand(0)); })
+      .Case([&](CheckRangeOp check) {
+        return executeCheckRange(check, operand(0), operand(1), operand(2));
+      })
       .Case<ReduceSumOp, ReduceMeanOp, ReduceMaxOp, ReduceMinOp, ReduceProdOp>(
           [&](Operation *reduce) { return executeReduce(reduce, operand(0)); })
       .Case<ArgMaxOp, ArgMinOp>(

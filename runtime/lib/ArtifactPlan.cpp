@@ -26,6 +26,7 @@ std::string kiln::rt::indexErrorMessage(const Artifact &a, uint64_t site) {
                           : "an unknown gather (site " + std::to_string(site) +
                                 ")";
   return "index out of range at " + where +
-         ": the run's outputs are not valid (an index input, such as a token "
-         "id, outside its table)";
+         ": the run's outputs are not valid (an index or length input, such as "
+         "a token "
+         "id or an attention mask, outside its table or cache)";
 }

@@ -365,3 +365,19 @@ func.func @gemm_bias_not_a_row(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>, %c: ten
   }
   return %0 : tensor<4x8xf32>
 }
+
+// -----
+
+func.func @check_range_bound_type(%x: tensor<4xi64>, %lo: tensor<i32>, %hi: tensor<i64>) -> tensor<4xi64> {
+  // expected-error@+1 {{low has element type 'i32', expected 'i64'}}
+  %0 = kiln.check_range %x, %lo, %hi {what = "x"} : (tensor<4xi64>, tensor<i32>, tensor<i64>) -> tensor<4xi64>
+  return %0 : tensor<4xi64>
+}
+
+// -----
+
+func.func @check_range_bound_broadcasts_beyond(%x: tensor<4xi64>, %lo: tensor<i64>, %hi: tensor<2x4xi64>) -> tensor<4xi64> {
+  // expected-error@+1 {{high of type 'tensor<2x4xi64>' broadcasts beyond the input 'tensor<4xi64>'}}
+  %0 = kiln.check_range %x, %lo, %hi {what = "x"} : (tensor<4xi64>, tensor<i64>, tensor<2x4xi64>) -> tensor<4xi64>
+  return %0 : tensor<4xi64>
+}

@@ -139,3 +139,14 @@ func.func @gemm_kernel_relu(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>) -> tensor<
   }
   return %0 : tensor<4x8xf32>
 }
+
+// A length from the data checked against bounds at run time: the bounds
+// broadcast to it (a constant and a size of the run's dims).
+// CHECK-LABEL: func @check_range
+func.func @check_range(%x: tensor<?x1xi64, #kiln.dims<["batch"]>>) -> tensor<?x1xi64, #kiln.dims<["batch"]>> {
+  %low = kiln.constant dense<0> : tensor<i64>
+  %high = kiln.sizes ["past + sequence"] : tensor<i64>
+  // CHECK: kiln.check_range %{{.*}}, %{{.*}}, %{{.*}} {what = "seqlens_k"} : (tensor<?x1xi64, #kiln.dims<["batch"]>>, tensor<i64>, tensor<i64>) -> tensor<?x1xi64, #kiln.dims<["batch"]>>
+  %0 = kiln.check_range %x, %low, %high {what = "seqlens_k"} : (tensor<?x1xi64, #kiln.dims<["batch"]>>, tensor<i64>, tensor<i64>) -> tensor<?x1xi64, #kiln.dims<["batch"]>>
+  return %0 : tensor<?x1xi64, #kiln.dims<["batch"]>>
+}

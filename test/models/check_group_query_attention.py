@@ -26,8 +26,14 @@ interpreter and, compiled by kilnc, on the host backend (the generated
 kernels emulated on the CPU); every output (output, present_key,
 present_value, output_qk) must be within rtol 1e-4 / atol 1e-5 of
 onnxruntime's. kiln-run --compare-pipeline checks on the same inputs that
-the Kiln pipeline keeps the imported IR's semantics. Exit code 1 on any
-mismatch.
+the Kiln pipeline keeps the imported IR's semantics.
+
+Then the run-time length checks (negative_ cases): seqlens_k comes from the
+data, so a value outside [0, total_sequence_length) (or, after a past,
+below the new tokens less one) must fail the run on the reference
+interpreter and on the host backend with the input and the node named, as
+onnxruntime fails it ("seqlens_k[0] = 5 is out of range [0, 5)"); never a
+silent clamp or a read past the cache. Exit code 1 on any mismatch.
 """
 import os
 import sys
@@ -36,7 +42,8 @@ import numpy as np
 import onnxruntime as ort
 from onnx import TensorProto, helper, numpy_helper
 
-from oracle import check_both_paths, run, run_checks, save_inputs, tools_parser
+from oracle import (check_both_paths, expect_refusal, run, run_checks,
+                    run_with_inputs, save_inputs, tools_parser)
 
 MS = "com.microsoft"
 # batch, new tokens, query heads, key/value heads, head size (onnxruntime's
@@ -44,6 +51,7 @@ MS = "com.microsoft"
 B, S, N, KV, H = 2, 5, 4, 2, 16
 MAX_POS = 24
 OUTPUTS = ("y", "present_key", "present_value")
+NODE = "attention"
 
 
 class Case:
@@ -82,7 +90,7 @@ def gqa_case(name, inputs, total, outputs=OUTPUTS, initializers=(), **attrs):
     names = [n if n in inputs else "" for n in order[:order.index(used[-1]) + 1]]
     attrs = dict({"num_heads": N, "kv_num_heads": KV}, **attrs)
     node = helper.make_node("GroupQueryAttention", names, list(outputs),
-                            domain=MS, **attrs)
+                            name=NODE, domain=MS, **attrs)
     weights = {"total_sequence_length": inputs.pop("total_sequence_length")}
     weights.update({n: inputs.pop(n) for n in initializers})
     return Case(name, [node], inputs, weights, [o for o in outputs if o])
@@ -308,6 +316,76 @@ def check(tools, case, work):
     return None
 
 
+# What Kiln's refusal of a seqlens_k outside the cache says, on both paths.
+SEQLENS_REFUSAL = "seqlens_k (input 5) must be in ["
+
+
+def refusals(rng):
+    """GroupQueryAttention runs whose seqlens_k lies outside the cache, and
+    whether onnxruntime refuses them too."""
+    def f32(*shape):
+        return rng.uniform(-1, 1, shape).astype(np.float32)
+
+    def qkv(seq=S, batch=B):
+        return {"query": f32(batch, seq, N * H), "key": f32(batch, seq, KV * H),
+                "value": f32(batch, seq, KV * H)}
+
+    def past(rows, batch=B):
+        return {"past_key": f32(batch, KV, rows, H),
+                "past_value": f32(batch, KV, rows, H)}
+
+    def lengths(*values):
+        return np.array(values, np.int32)
+
+    P = 6
+    yield gqa_case("negative_seqlens_at_total_prompt",
+                   dict(qkv(), seqlens_k=lengths(S, S - 1)), S), True
+    yield gqa_case("negative_seqlens_negative",
+                   dict(qkv(), seqlens_k=lengths(-1, 2)), S), True
+    yield gqa_case("negative_seqlens_past_total_decode",
+                   dict(qkv(1), **past(P), seqlens_k=lengths(P + 1, P)),
+                   P + 1), True
+    yield gqa_case("negative_seqlens_below_new_tokens",
+                   dict(qkv(3, 1), **past(P, 1), seqlens_k=lengths(1)),
+                   P + 3), True
+    # onnxruntime bounds a shared buffer's seqlens_k by the buffer and then
+    # reads seqlens_k + 1 keys, past total_sequence_length; Kiln reads the
+    # total's keys, so it refuses rather than answer otherwise.
+    yield gqa_case("negative_seqlens_past_total_in_buffer",
+                   dict(qkv(1), **past(10), seqlens_k=lengths(P + 1, P)),
+                   P + 1), False
+
+
+def check_refusal(tools, case, ort_refuses, work):
+    """Returns why Kiln (or onnxruntime) did not refuse the case, or None."""
+    path = os.path.join(work, "model.onnx")
+    model = case.model()
+    with open(path, "wb") as file:
+        file.write(model.SerializeToString())
+    session = ort.InferenceSession(model.SerializeToString(),
+                                   providers=["CPUExecutionProvider"])
+    try:
+        session.run(None, case.feeds)
+        refused = False
+    except Exception:  # onnxruntime's own error type is not exported
+        refused = True
+    if refused != ort_refuses:
+        return f"onnxruntime {'refuses' if refused else 'accepts'} it"
+    so = os.path.join(work, "model.so")
+    why = run([tools.kilnc, path, "-o", so])
+    if why:
+        return f"compile: {why}"
+    for label, cmd in (("reference", [tools.kiln_run, path, "--backend",
+                                      "reference"]),
+                       ("host", [tools.kiln_run, so, "--backend", "host"])):
+        result = run_with_inputs(cmd, case.feeds, os.path.join(work, label))
+        if not expect_refusal(result, SEQLENS_REFUSAL, f"{label}: "):
+            return f"{label} did not refuse it naming seqlens_k"
+        if f"'{NODE}'" not in result.stderr:
+            return f"{label} did not name the node '{NODE}'"
+    return None
+
+
 def main():
     parser = tools_parser(__doc__)
     parser.add_argument("--seed", type=int, default=11)
@@ -315,9 +393,13 @@ def main():
     tools = parser.parse_args()
     print(f"seed {tools.seed}")
     rng = np.random.default_rng(tools.seed)
-    return run_checks([(case.name, lambda work, c=case: check(tools, c, work))
-                       for case in cases(rng)
-                       if not tools.only or case.name == tools.only],
+    checks = [(case.name, lambda work, c=case: check(tools, c, work))
+              for case in cases(rng)]
+    checks += [(case.name, lambda work, c=case, o=ort_refuses:
+                check_refusal(tools, c, o, work))
+               for case, ort_refuses in refusals(rng)]
+    return run_checks([(name, check) for name, check in checks
+                       if not tools.only or name == tools.only],
                       "kiln-gqa-", "GroupQueryAttention graphs",
                       "reference, host backend, pipeline")
 

@@ -43,9 +43,12 @@ AttentionBuilder::checkBroadcastsToScores(ArrayRef<DimExpr> shape,
   auto joint = broadcastSizes(std::nullopt, shape, scores);
   if (succeeded(joint) && llvm::equal(*joint, scores))
     return success();
-  return error() << what << " of type " << type
-                 << " does not broadcast to the scores [" << sizesText(scores)
-                 << "]";
+  auto diag = error() << what << " of type " << type
+                      << " does not broadcast to the scores [";
+  llvm::interleave(
+      scores, [&](const DimExpr &d) { diag << d.str(); },
+      [&] { diag << ", "; });
+  return diag << "]";
 }
 
 SymbolicShape AttentionBuilder::dimsOf(Value x) {

@@ -348,8 +348,27 @@ struct GroupQueryAttentionConverter : AttentionBuilder {
                      << shape.batch.str() << "], got " << type;
     Type i64 = b.getI64Type();
     DimExpr one = DimExpr::constant(1);
-    lastKeys = reshape(castTo(*lengths, i64),
-                       SymbolicShape{shape.batch, one, one, one});
+    Value keys = reshape(castTo(*lengths, i64),
+                         SymbolicShape{shape.batch, one, one, one});
+    // seqlens_k comes from the data and indexes the cache: each must name a
+    // key below the total (after a past, one that leaves the new tokens'
+    // rows after the past), as onnxruntime requires. A run with one outside
+    // fails naming it, like an index outside its table.
+    DimExpr low = DimExpr::constant(0);
+    if (shape.firstPrompt == false) {
+      std::optional<DimExpr> last = DimExpr::sub(shape.sequence, one);
+      if (!last)
+        return error() << "sequence length " << shape.sequence.str()
+                       << " is too large";
+      low = *last;
+    }
+    std::string what = "seqlens_k (input " + std::to_string(kSeqlensK) +
+                       ") must be in [" + low.str() +
+                       ", total_sequence_length = " + shape.total.str() + ")";
+    lastKeys = CheckRangeOp::create(b, loc, typeOf(keys), keys,
+                                    sizeValue(low, i64, 0),
+                                    sizeValue(shape.total, i64, 0),
+                                    b.getStringAttr(what));
     if (shape.firstPrompt == true)
       return success();
     pastLengths = lastKeys;

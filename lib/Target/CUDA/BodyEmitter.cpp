@@ -409,6 +409,13 @@ LogicalResult BodyEmitter::emit(Operation *op, const std::string &idx,
     expr = *math;
   else if (auto cast = dyn_cast<CastOp>(op))
     expr = castExpr(tensorType(cast.getInput()).getElementType(), et, in[0]);
+  else if (isa<CheckRangeOp>(op)) {
+    // Site 0 (index checks off) clamps without recording.
+    auto site = op->getAttrOfType<IntegerAttr>(kIndexSiteAttr);
+    expr = llvm::formatv("({0})kiln_checked_range((long long){1}, (long long){2}, "
+                         "(long long){3}, {4}u)",
+                         t, in[0], in[1], in[2], site ? site.getInt() : 0);
+  }
   else
     return op->emitOpError("has no CUDA elementwise lowering");
   std::string name = fresh();

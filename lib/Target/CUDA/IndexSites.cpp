@@ -15,7 +15,8 @@ namespace kiln {
 /// Whether `op` is a gather a kernel computes: a site when indices are
 /// checked.
 static bool isSite(Operation *op) {
-  return isa<GatherOp, GatherElementsOp>(op) && op->getParentOfType<KernelOp>();
+  return isa<GatherOp, GatherElementsOp, CheckRangeOp>(op) &&
+         op->getParentOfType<KernelOp>();
 }
 
 void numberIndexSites(func::FuncOp func) {
@@ -39,9 +40,6 @@ FailureOr<std::vector<std::string>> describeIndexSites(func::FuncOp func) {
                       "numbers them before emission)");
       return WalkResult::interrupt();
     }
-    int64_t axis = isa<GatherOp>(op) ? cast<GatherOp>(op).getAxis()
-                                     : cast<GatherElementsOp>(op).getAxis();
-    Size extent = sizesOf(op->getOperand(0))[axis];
     std::string site;
     llvm::raw_string_ostream os(site);
     SmallVector<StringRef> nodes = onnxNodeNames(op->getLoc());
@@ -50,6 +48,14 @@ FailureOr<std::vector<std::string>> describeIndexSites(func::FuncOp func) {
       os << "(unnamed)";
     else
       os << "'" << nodes.front() << "'";
+    if (auto check = dyn_cast<CheckRangeOp>(op)) {
+      os << " (" << check.getWhat() << ")";
+      sites.push_back(std::move(site));
+      return WalkResult::advance();
+    }
+    int64_t axis = isa<GatherOp>(op) ? cast<GatherOp>(op).getAxis()
+                                     : cast<GatherElementsOp>(op).getAxis();
+    Size extent = sizesOf(op->getOperand(0))[axis];
     os << " (" << op->getName().stripDialect() << " over a dim of "
        << extent.getExpr().str() << ")";
     sites.push_back(std::move(site));

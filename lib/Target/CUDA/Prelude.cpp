@@ -65,6 +65,17 @@ __device__ __forceinline__ long long kiln_checked_index(long long index,
   }
   return index < 0 ? index + extent : index;
 }
+// A length or position from the data checked against [low, high) (the
+// run-time check of kiln.check_range): one outside stores its site, as an
+// index does, and is clamped into the range.
+__device__ __forceinline__ long long kiln_checked_range(long long value,
+                                                       long long low,
+                                                       long long high,
+                                                       unsigned int site) {
+  if (value >= low && value < high) return value;
+  if (site != 0) kiln_index_error = site;
+  return value < low || high <= low ? low : high - 1;
+}
 template <class T> __device__ T kiln_block_sum(T v, T *scratch) {
   v = kiln_warp_sum(v);
   __syncthreads();

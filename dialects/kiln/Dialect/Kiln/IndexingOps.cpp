@@ -36,6 +36,25 @@ LogicalResult SliceOp::verify() {
                           getStarts(), getStrides());
 }
 
+LogicalResult CheckRangeOp::verify() {
+  RankedTensorType input = getInput().getType();
+  for (auto [bound, name] : {std::pair(getLow(), "low"),
+                             std::pair(getHigh(), "high")}) {
+    auto type = cast<RankedTensorType>(bound.getType());
+    if (type.getElementType() != input.getElementType())
+      return emitOpError(name) << " has element type " << type.getElementType()
+                               << ", expected " << input.getElementType();
+    FailureOr<RankedTensorType> joint =
+        inferBroadcastType(getLoc(), input, type);
+    if (failed(joint))
+      return failure();
+    if (*joint != input)
+      return emitOpError(name) << " of type " << type
+                               << " broadcasts beyond the input " << input;
+  }
+  return success();
+}
+
 LogicalResult UpdateSliceOp::verify() {
   RankedTensorType dest = getDest().getType(), update = getUpdate().getType();
   int64_t axis = getAxis();

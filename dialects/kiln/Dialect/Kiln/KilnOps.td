@@ -418,6 +418,35 @@ def Kiln_WhereOp : Kiln_Op<"where",
   }];
 }
 
+def Kiln_CheckRangeOp : Kiln_Op<"check_range",
+    [Pure, Kiln_Elementwise, AllTypesMatch<["input", "result"]>]> {
+  let summary = "integers from the data checked against bounds at run time";
+  let description = [{
+    The result is `input`, each of whose elements must lie in
+    `[low, high)`; `low` and `high` have its element type and broadcast to
+    its shape (a constant, or a `kiln.sizes` of the run's dims). It guards
+    a length or position that the data supplies and that indexes a buffer
+    (GroupQueryAttention's seqlens_k within the cache): an element outside
+    fails the run as an out-of-range gather index does, naming `what` and
+    the ONNX node; without index checks (`--unchecked-indices`) it is
+    clamped into the range silently.
+
+    ```mlir
+    %k = kiln.check_range %seqlens, %zero, %total {what = "seqlens_k"}
+        : (tensor<2x1x1x1xi64>, tensor<i64>, tensor<i64>)
+        -> tensor<2x1x1x1xi64>
+    ```
+  }];
+  let arguments = (ins RankedTensorOf<[Kiln_IntegerType]>:$input,
+                   RankedTensorOf<[Kiln_IntegerType]>:$low,
+                   RankedTensorOf<[Kiln_IntegerType]>:$high, StrAttr:$what);
+  let results = (outs RankedTensorOf<[Kiln_IntegerType]>:$result);
+  let assemblyFormat = [{
+    $input `,` $low `,` $high attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Reductions and normalizations
 //===----------------------------------------------------------------------===//
