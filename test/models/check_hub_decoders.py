@@ -21,7 +21,11 @@ a user would take it:
   --kv-cache-in-place (one buffer per cache, the new rows appended), and
   the genai model with its past pinned to the cache's length (its
   GroupQueryAttention then writes the new rows into a buffer that past and
-  present share, the form onnxruntime-genai runs).
+  present share, the form onnxruntime-genai runs);
+- the run-time length checks (negative_): a past longer than the range
+  compiled for, and an attention mask longer than the past and new tokens
+  (or, in the buffer form, than the cache), each fail the run naming the
+  input. (A seqlens_k outside the cache is check_group_query_attention.py's.)
 
 Exit code 1 on any mismatch.
 """
@@ -32,7 +36,8 @@ import sys
 
 import numpy as np
 
-from oracle import compare_output, run, run_checks, tools_parser
+from oracle import (compare_output, run, run_checks, run_with_inputs,
+                    tools_parser)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 # The rotary tables' rows (export_hub.py's CONTEXT): the genai buffer form's
@@ -90,6 +95,61 @@ def check_points(tools, folder, dims, so, work):
     return None
 
 
+def refused(tools, so, feeds, work, message):
+    """None when running `so` on `feeds` fails with `message` in its error,
+    else why not."""
+    result = run_with_inputs([tools.kiln_run, so, "--backend", tools.backend],
+                             feeds, work)
+    if result.returncode == 0 or message not in result.stderr:
+        return (f"expected a refusal with {message!r}, got "
+                f"{result.stderr.strip()[-300:] or 'success'}")
+    return None
+
+
+def check_refusals(tools, folder, dims, so, in_place, work):
+    """negative_ runs of the one-token-after-a-past point, reshaped."""
+    point = os.path.join(folder, "points", "B1-P9-S4", "inputs")
+    feeds = {name[:-4]: np.load(os.path.join(point, name))
+             for name in sorted(os.listdir(point))}
+    top = int(dict(p.split("=", 1) for p in dims.split(","))
+              ["past_sequence_length"].split(":")[1])
+    longer = dict(feeds)
+    for name, value in feeds.items():
+        if name.startswith("past_key_values"):
+            shape = list(value.shape)
+            shape[2] = top + 1
+            longer[name] = np.zeros(shape, value.dtype)
+    longer["attention_mask"] = np.ones((1, top + 5), np.int64)
+    if "position_ids" in feeds:
+        longer["position_ids"] = np.arange(top + 1, top + 5)[None]
+    why = refused(tools, so, longer, os.path.join(work, "long-past"),
+                  f"'past_sequence_length' is {top + 1} (from input")
+    if why:
+        return f"negative_past_past_its_range: {why}"
+    mask = dict(feeds, attention_mask=np.ones((1, 14), np.int64))
+    why = refused(tools, so, mask, os.path.join(work, "long-mask"),
+                  "input 'past_key_values.")
+    if why:
+        return f"negative_mask_longer_than_past_and_new: {why}"
+    if in_place is None:
+        return None
+    # The buffer form: a mask past the cache's length.
+    step = {name: value for name, value in feeds.items()}
+    for name, value in feeds.items():
+        if name.startswith("past_key_values"):
+            shape = list(value.shape)
+            shape[2] = CONTEXT
+            step[name] = np.zeros(shape, value.dtype)
+    step["input_ids"] = feeds["input_ids"][:, :1]
+    step["attention_mask"] = np.ones((1, CONTEXT + 1), np.int64)
+    why = refused(tools, in_place, step, os.path.join(work, "long-buffer"),
+                  f"'total_sequence_length' is {CONTEXT + 1} (from input "
+                  "'attention_mask'")
+    if why:
+        return f"negative_mask_longer_than_the_cache: {why}"
+    return None
+
+
 def check_model(tools, folder, work):
     with open(os.path.join(folder, "dims")) as f:
         dims = f.read().strip()
@@ -116,7 +176,8 @@ def check_model(tools, folder, work):
     tokens, why = generated(tools, in_place, oracle["prompt"], len(want))
     if why or tokens != want:
         return f"--generate in place: {why or tokens} (onnxruntime: {want})"
-    return None
+    return check_refusals(tools, folder, dims, so,
+                          None if flags else in_place, work)
 
 
 def main():
@@ -133,7 +194,8 @@ def main():
         tools, os.path.join(tools.data, m), work)) for m in models]
     return run_checks(checks, "kiln-hub-", "hub decoders",
                       passed=f"3 points on reference and {tools.backend}, "
-                             "32 tokens fed back and in place")
+                             "32 tokens fed back and in place, lengths "
+                             "checked")
 
 
 if __name__ == "__main__":
