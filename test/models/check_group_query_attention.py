@@ -132,20 +132,33 @@ def model_builder_case(f32):
                 OUTPUTS)
 
 
-def cases(rng):
-    def f32(*shape):
-        return rng.uniform(-1, 1, shape).astype(np.float32)
+class Inputs:
+    """Random inputs of the cases: floats in [-1, 1), seqlens_k as given."""
 
+    def __init__(self, rng):
+        self.rng = rng
+
+    def f32(self, *shape):
+        return self.rng.uniform(-1, 1, shape).astype(np.float32)
+
+    @staticmethod
     def lengths(*values):
         return np.array(values, np.int32)
 
-    def qkv(seq=S, batch=B):
-        return {"query": f32(batch, seq, N * H), "key": f32(batch, seq, KV * H),
-                "value": f32(batch, seq, KV * H)}
+    def qkv(self, seq=S, batch=B):
+        return {"query": self.f32(batch, seq, N * H),
+                "key": self.f32(batch, seq, KV * H),
+                "value": self.f32(batch, seq, KV * H)}
 
-    def past(rows, batch=B):
-        return {"past_key": f32(batch, KV, rows, H),
-                "past_value": f32(batch, KV, rows, H)}
+    def past(self, rows, batch=B):
+        return {"past_key": self.f32(batch, KV, rows, H),
+                "past_value": self.f32(batch, KV, rows, H)}
+
+
+def cases(rng):
+    inputs = Inputs(rng)
+    f32, lengths, qkv, past = (inputs.f32, inputs.lengths, inputs.qkv,
+                               inputs.past)
 
     def caches(half=H // 2):
         return {"cos_cache": f32(MAX_POS, half), "sin_cache": f32(MAX_POS, half)}
@@ -295,14 +308,20 @@ def run_sharing_buffers(session, case):
             for name, value in zip(case.outputs, outputs)}
 
 
+def saved_with_session(case, work):
+    """The case's model written to work/model.onnx, and an onnxruntime
+    session over it."""
+    path = os.path.join(work, "model.onnx")
+    model = case.model().SerializeToString()
+    with open(path, "wb") as file:
+        file.write(model)
+    return path, ort.InferenceSession(model,
+                                      providers=["CPUExecutionProvider"])
+
+
 def check(tools, case, work):
     """Returns why the case failed, or None."""
-    path = os.path.join(work, "model.onnx")
-    model = case.model()
-    with open(path, "wb") as file:
-        file.write(model.SerializeToString())
-    session = ort.InferenceSession(model.SerializeToString(),
-                                   providers=["CPUExecutionProvider"])
+    path, session = saved_with_session(case, work)
     if shares_cache_buffer(case):
         expected = run_sharing_buffers(session, case)
     else:
@@ -323,19 +342,8 @@ SEQLENS_REFUSAL = "seqlens_k (input 5) must be in ["
 def refusals(rng):
     """GroupQueryAttention runs whose seqlens_k lies outside the cache, and
     whether onnxruntime refuses them too."""
-    def f32(*shape):
-        return rng.uniform(-1, 1, shape).astype(np.float32)
-
-    def qkv(seq=S, batch=B):
-        return {"query": f32(batch, seq, N * H), "key": f32(batch, seq, KV * H),
-                "value": f32(batch, seq, KV * H)}
-
-    def past(rows, batch=B):
-        return {"past_key": f32(batch, KV, rows, H),
-                "past_value": f32(batch, KV, rows, H)}
-
-    def lengths(*values):
-        return np.array(values, np.int32)
+    inputs = Inputs(rng)
+    lengths, qkv, past = inputs.lengths, inputs.qkv, inputs.past
 
     P = 6
     yield gqa_case("negative_seqlens_at_total_prompt",
@@ -358,12 +366,7 @@ def refusals(rng):
 
 def check_refusal(tools, case, ort_refuses, work):
     """Returns why Kiln (or onnxruntime) did not refuse the case, or None."""
-    path = os.path.join(work, "model.onnx")
-    model = case.model()
-    with open(path, "wb") as file:
-        file.write(model.SerializeToString())
-    session = ort.InferenceSession(model.SerializeToString(),
-                                   providers=["CPUExecutionProvider"])
+    path, session = saved_with_session(case, work)
     try:
         session.run(None, case.feeds)
         refused = False
