@@ -190,6 +190,21 @@ LogicalResult GraphImporter::checkStructure() {
 /// once.
 LogicalResult GraphImporter::checkSupported() {
   const onnx::GraphProto &graph = model.graph();
+  // Optimum's merged decoder (decoder_model_merged.onnx) is an If on the
+  // graph input use_cache_branch around the decoder without a past and the
+  // one with; the export folder holds both apart, which Kiln takes.
+  for (const onnx::NodeProto &node : graph.node())
+    if (node.op_type() == "If" && isDefaultDomain(node.domain()) &&
+        node.input_size() == 1 && node.input(0) == "use_cache_branch")
+      return emitError(fileLoc)
+             << "this is Optimum's merged decoder: an If on use_cache_branch "
+                "picks the decoder without or with a past at run time, and "
+                "Kiln compiles one graph; give the export's "
+                "decoder_with_past_model.onnx (and decoder_model.onnx for "
+                "the first step of an encoder-decoder model), or export a "
+                "decoder-only model with `optimum-cli export onnx --task "
+                "text-generation-with-past`, whose model.onnx takes a past of "
+                "length 0 for the first step";
   std::string list;
   llvm::raw_string_ostream os(list);
   int count = 0;

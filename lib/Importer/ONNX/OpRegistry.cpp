@@ -78,7 +78,7 @@ static bool takesSymbolicDims(const onnx::NodeProto &node) {
       "SimplifiedLayerNormalization"};
   static const llvm::StringSet<> readyMicrosoft = {
       "SkipLayerNormalization", "SkipSimplifiedLayerNormalization",
-      "GroupQueryAttention"};
+      "GroupQueryAttention", "Gelu", "BiasGelu", "FastGelu", "QuickGelu"};
   if (node.domain() == kMicrosoftDomain)
     return readyMicrosoft.contains(node.op_type());
   return isDefaultDomain(node.domain()) && ready.contains(node.op_type());
