@@ -86,16 +86,25 @@ struct RotaryConverter : FusedOpConverter {
     return output(*result);
   }
 
-  /// The input, 3-D or 4-D, of floats.
+  /// The input, 3-D or 4-D, of floats; batch and sequence may be symbolic,
+  /// the features (heads and head size) must not.
   FailureOr<Value> rotaryInput() {
     auto x = requiredFloat(0, "input");
     if (failed(x))
       return failure();
-    int64_t rank = typeOf(*x).getRank();
+    RankedTensorType type = typeOf(*x);
+    int64_t rank = type.getRank();
     if (rank != 3 && rank != 4)
       return error() << "expected a 3-D or 4-D input, got rank " << rank;
+    if (type.isDynamicDim(rank - 1) || (rank == 4 && type.isDynamicDim(1)))
+      return error() << "the heads and head size (or hidden size) must be "
+                        "known at compile time, got "
+                     << type;
     return x;
   }
+
+  /// The sizes of `v`'s dims (every importer type has them).
+  SymbolicShape dims(Value v) { return *symbolicShapeOf(typeOf(v)); }
 
   /// Checks that the cos and sin caches have the input's element type, one
   /// shape, and rank `rank`; `form` describes that shape in the message.
@@ -165,7 +174,9 @@ struct RotaryConverter : FusedOpConverter {
     if (failed(checkRotaryDim(layout.rotaryDim, layout.headSize)))
       return failure();
 
-    int64_t batch = shape[0], sequence = shape[shape.size() == 4 ? 2 : 1];
+    SymbolicShape sizes = dims(*x);
+    DimExpr batch = sizes[0], sequence = sizes[shape.size() == 4 ? 2 : 1];
+    DimExpr one = DimExpr::constant(1);
     Value ids = importer.input(node, 3);
     StringRef form = ids ? "(max_position, rotary_embedding_dim / 2) with "
                            "position_ids"
@@ -175,16 +186,17 @@ struct RotaryConverter : FusedOpConverter {
         failed(checkCacheWidth(*cos, layout.rotaryDim)))
       return failure();
     if (!ids) {
-      ArrayRef<int64_t> perToken = typeOf(*cos).getShape();
-      if ((perToken[0] != 1 && perToken[0] != batch) || perToken[1] != sequence)
+      SymbolicShape perToken = dims(*cos);
+      if ((perToken[0] != one && perToken[0] != batch) ||
+          perToken[1] != sequence)
         return error() << "without position_ids, cos_cache must be (batch, "
                           "sequence, rotary_embedding_dim / 2)";
       return rotate(*x, *cos, *sin, layout);
     }
     if (failed(expectType(ids, "position_ids", b.getI64Type())))
       return failure();
-    ArrayRef<int64_t> idShape = typeOf(ids).getShape();
-    if (idShape.size() != 2 || (idShape[0] != 1 && idShape[0] != batch) ||
+    SymbolicShape idShape = dims(ids);
+    if (idShape.size() != 2 || (idShape[0] != one && idShape[0] != batch) ||
         idShape[1] != sequence)
       return error() << "position_ids must be (batch, sequence)";
     auto c = gatherRows(*cos, ids), s = gatherRows(*sin, ids);
@@ -196,33 +208,49 @@ struct RotaryConverter : FusedOpConverter {
   /// The token positions of com.microsoft RotaryEmbedding as a [1 or B, S]
   /// index tensor: position_ids is a per-token (B, S) tensor, or one
   /// element, the position of the first token, the others following it.
-  FailureOr<Value> microsoftPositions(Value ids, int64_t batch,
-                                      int64_t sequence, int64_t cacheRows) {
+  FailureOr<Value> microsoftPositions(Value ids, const DimExpr &batch,
+                                      const DimExpr &sequence,
+                                      int64_t cacheRows) {
     if (failed(expectType(ids, "position_ids", b.getI64Type())))
       return failure();
-    ArrayRef<int64_t> shape = typeOf(ids).getShape();
+    SymbolicShape shape = dims(ids);
     if (shape.size() == 2 && shape[0] == batch && shape[1] == sequence)
       return ids;
-    if (shape.size() > 1 || typeOf(ids).getNumElements() != 1)
+    RankedTensorType idType = typeOf(ids);
+    if (shape.size() > 1 || !idType.hasStaticShape() ||
+        idType.getNumElements() != 1)
       return error() << "position_ids must be (batch, sequence) or hold one "
                         "element";
-    if (sequence > cacheRows)
-      return error() << "sequence length " << sequence << " exceeds the "
-                     << cacheRows << " rows of cos_cache";
-    // The offsets 0 .. S - 1 are a constant; its size is bounded as the
-    // importer bounds Range.
-    if (sequence > (int64_t(1) << 20))
-      return error() << "sequence length " << sequence
+    auto lengths = sequence.bounds(importer.dimRanges());
+    if (!lengths)
+      return error() << "sequence length " << sequence.str()
+                     << " has no range";
+    int64_t longest = lengths->second;
+    if (longest > cacheRows)
+      return error() << "sequence length " << sequence.str()
+                     << (sequence.isConstant() ? "" : " at its largest ")
+                     << (sequence.isConstant() ? "" : std::to_string(longest))
+                     << " exceeds the " << cacheRows << " rows of cos_cache";
+    // The offsets 0 .. S - 1 are a constant of the longest sequence, cut to
+    // a symbolic one; its size is bounded as the importer bounds Range.
+    if (longest > (int64_t(1) << 20))
+      return error() << "sequence length " << longest
                      << " is more than the 2^20 positions Kiln makes a "
                         "constant of";
     SmallVector<int64_t> steps;
-    for (int64_t i = 0; i < sequence; ++i)
+    for (int64_t i = 0; i < longest; ++i)
       steps.push_back(i);
-    auto stepType = RankedTensorType::get({1, sequence}, b.getI64Type());
+    auto stepType = RankedTensorType::get({1, longest}, b.getI64Type());
     Value offsets =
         ConstantOp::create(b, loc,
                            cast<ElementsAttr>(DenseElementsAttr::get(
                                stepType, ArrayRef<int64_t>(steps))));
+    if (!sequence.isConstant())
+      offsets = SliceOp::create(
+          b, loc,
+          symbolicTensorType({DimExpr::constant(1), sequence},
+                             b.getI64Type()),
+          offsets, ArrayRef<int64_t>{0, 0}, ArrayRef<int64_t>{1, 1});
     return binary<AddOp>(reshape(ids, {1, 1}), offsets);
   }
 
@@ -286,7 +314,8 @@ struct RotaryConverter : FusedOpConverter {
     if (failed(checkRotaryDim(layout.rotaryDim, layout.headSize)) ||
         failed(checkCacheWidth(*cos, layout.rotaryDim)))
       return failure();
-    int64_t batch = shape[0], sequence = shape[headsFirst ? 2 : 1];
+    SymbolicShape sizes = dims(*x);
+    DimExpr batch = sizes[0], sequence = sizes[headsFirst ? 2 : 1];
     auto positions =
         microsoftPositions(ids, batch, sequence, typeOf(*cos).getDimSize(0));
     if (failed(positions))

@@ -74,11 +74,13 @@ static bool takesSymbolicDims(const onnx::NodeProto &node) {
       "Shape", "Size", "Reshape", "Transpose", "Unsqueeze", "Squeeze",
       "Flatten", "Concat", "Slice", "Split", "Gather", "GatherElements",
       "GatherND", "Expand", "ConstantOfShape", "Range",
-      // onnxruntime's fused forms, in the default domain.
-      "SimplifiedLayerNormalization"};
+      // onnxruntime's fused forms, in the default domain; RotaryEmbedding
+      // (opset 23).
+      "SimplifiedLayerNormalization", "RotaryEmbedding"};
   static const llvm::StringSet<> readyMicrosoft = {
       "SkipLayerNormalization", "SkipSimplifiedLayerNormalization",
-      "GroupQueryAttention", "Gelu", "BiasGelu", "FastGelu", "QuickGelu"};
+      "GroupQueryAttention", "Gelu", "BiasGelu", "FastGelu", "QuickGelu",
+      "RotaryEmbedding"};
   if (node.domain() == kMicrosoftDomain)
     return readyMicrosoft.contains(node.op_type());
   return isDefaultDomain(node.domain()) && ready.contains(node.op_type());
