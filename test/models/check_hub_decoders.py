@@ -24,8 +24,8 @@ a user would take it:
   present share, the form onnxruntime-genai runs);
 - the run-time length checks (negative_): a past longer than the range
   compiled for, and an attention mask longer than the past and new tokens
-  (or, in the buffer form, than the cache), each fail the run naming the
-  input. (A seqlens_k outside the cache is check_group_query_attention.py's.)
+  (or, in the buffer form, than the cache, or shorter than the new tokens),
+  each fail the run naming the input (or the node and what it checks). (A seqlens_k outside the cache is check_group_query_attention.py's.)
 
 Exit code 1 on any mismatch.
 """
@@ -147,6 +147,13 @@ def check_refusals(tools, folder, dims, so, in_place, work):
                   "'attention_mask'")
     if why:
         return f"negative_mask_longer_than_the_cache: {why}"
+    # The buffer form: more new tokens than the total.
+    step["attention_mask"] = np.ones((1, 3), np.int64)
+    step["input_ids"] = feeds["input_ids"]
+    why = refused(tools, in_place, step, os.path.join(work, "long-new"),
+                  "must be at most total_sequence_length")
+    if why:
+        return f"negative_more_new_tokens_than_the_total: {why}"
     return None
 
 

@@ -304,10 +304,10 @@ struct GroupQueryAttentionConverter : AttentionBuilder {
     std::optional<DimExpr> sum = DimExpr::add(p, s);
     if (sum && t == *sum)
       shape.present = t;
-    else if (always(DimExpr::constant(1), p) && always(t, p) &&
+    else if (always(DimExpr::constant(1), p) && always(t, p) && always(s, p) &&
              alwaysAtMost(s, t, ranges) != std::optional<bool>(false))
-      // S <= total where the ranges leave it open: new tokens past the
-      // total are a length the run refuses (an update outside the buffer).
+      // S <= total where the ranges leave it open: the run checks it
+      // (readKeyLengths).
       shape.present = p;
     else
       return error() << "total_sequence_length " << t.str()
@@ -375,10 +375,30 @@ struct GroupQueryAttentionConverter : AttentionBuilder {
     if (shape.sequence == one && shape.firstPrompt == false)
       return success();
     std::optional<DimExpr> shift = DimExpr::sub(one, shape.sequence);
-    if (!shift)
+    std::optional<DimExpr> pastTotal = DimExpr::add(shape.total, one);
+    if (!shift || !pastTotal)
       return error() << "sequence length " << shape.sequence.str()
                      << " is too large";
-    auto past = broadcast<AddOp>(lastKeys, sizeValue(*shift, i64, 0));
+    Value shiftValue = sizeValue(*shift, i64, 0);
+    if (alwaysAtMost(shape.sequence, shape.total, importer.dimRanges()) !=
+        std::optional<bool>(true)) {
+      // A buffer whose ranges leave the new tokens free of the total: more
+      // of them than the total is a length the run refuses, as onnxruntime
+      // does, rather than one that writes rows no key reads.
+      std::string what = "the new tokens (" + shape.sequence.str() +
+                         ") must be at most total_sequence_length (" +
+                         shape.total.str() + ")";
+      Value checked = CheckRangeOp::create(
+          b, loc, typeOf(shiftValue), sizeValue(shape.sequence, i64, 0),
+          sizeValue(one, i64, 0), sizeValue(*pastTotal, i64, 0),
+          b.getStringAttr(what));
+      auto difference =
+          broadcast<SubOp>(importer.scalar(loc, i64, 1.0), checked);
+      if (failed(difference))
+        return failure();
+      shiftValue = *difference;
+    }
+    auto past = broadcast<AddOp>(lastKeys, shiftValue);
     if (failed(past))
       return failure();
     pastLengths = *past;
