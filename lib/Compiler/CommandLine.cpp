@@ -88,8 +88,9 @@ struct InputCLOptions {
   llvm::cl::opt<bool> uncheckedIndices{
       "unchecked-indices",
       llvm::cl::desc("clamp out-of-range gather indices (token ids, "
-                     "positions) silently instead of failing the run with "
-                     "the ONNX node named"),
+                     "positions) and lengths (seqlens_k) silently instead of "
+                     "failing the run with the ONNX node named (decided at "
+                     "compile time: a .so keeps what kilnc gave it)"),
       llvm::cl::init(false)};
   llvm::cl::opt<uint64_t> maxArena{
       "max-arena",
