@@ -241,10 +241,26 @@ struct FusedNodeConverter : FusedOpConverter {
   }
 
   /// Input `i`, an int32 tensor of `shape` when present.
-  FailureOr<Value> optionalIds(int i, StringRef name, ArrayRef<int64_t> shape) {
+  FailureOr<Value> optionalIds(int i, StringRef name,
+                                ArrayRef<DimExpr> shape) {
     Value ids = importer.input(node, i);
-    if (ids && failed(expectType(ids, name, b.getI32Type(), shape)))
+    if (!ids)
+      return ids;
+    if (failed(expectType(ids, name, b.getI32Type())))
       return failure();
+    auto sizes = sizesOfValue(ids);
+    if (failed(sizes))
+      return failure();
+    if (!llvm::equal(*sizes, shape)) {
+      auto list = [](ArrayRef<DimExpr> dims) {
+        std::string text;
+        for (const DimExpr &d : dims)
+          text += (text.empty() ? "" : ",") + d.str();
+        return text;
+      };
+      return error() << name << " must have shape [" << list(shape)
+                     << "], got [" << list(*sizes) << "]";
+    }
     return ids;
   }
 
@@ -276,6 +292,12 @@ struct FusedNodeConverter : FusedOpConverter {
     Value isOne =
         EqualOp::create(b, loc, maskType.clone(b.getI1Type()), mask, one);
     Value ones = castTo(isOne, b.getF32Type());
+    if (!maskType.hasStaticShape()) {
+      // Symbolic dims: a reduction over the sequence, exact as the product.
+      Value counts = ReduceSumOp::create(b, loc, ones, ArrayRef<int64_t>{1},
+                                         /*keepdims=*/false);
+      return castTo(counts, b.getI32Type());
+    }
     auto column = RankedTensorType::get({sequence, 1}, b.getF32Type());
     Value all = ConstantOp::create(
         b, loc, cast<ElementsAttr>(DenseElementsAttr::get(column, 1.0f)));
@@ -294,9 +316,10 @@ struct FusedNodeConverter : FusedOpConverter {
       return error() << "missing required input 0 (input_ids)";
     if (typeOf(ids).getRank() != 2)
       return error() << "input_ids must be 2-D (batch, sequence)";
-    ArrayRef<int64_t> tokens = typeOf(ids).getShape();
-    if (failed(expectType(ids, "input_ids", b.getI32Type())))
+    auto tokenSizes = sizesOfValue(ids);
+    if (failed(tokenSizes) || failed(expectType(ids, "input_ids", b.getI32Type())))
       return failure();
+    SymbolicShape tokens = *tokenSizes;
     auto word = requiredFloat(2, "word_embedding");
     auto gamma = requiredFloat(5, "gamma"), beta = requiredFloat(6, "beta");
     auto segmentIds = optionalIds(1, "segment_ids", tokens);
@@ -346,20 +369,30 @@ struct FusedNodeConverter : FusedOpConverter {
   }
 
   /// An int32 vector of `size` zeros.
-  Value zeroCounts(int64_t size) {
-    auto type = RankedTensorType::get({size}, b.getI32Type());
-    return ConstantOp::create(b, loc,
-                              cast<ElementsAttr>(DenseElementsAttr::get(
-                                  type, b.getI32IntegerAttr(0))));
+  Value zeroCounts(const DimExpr &size) {
+    if (std::optional<int64_t> fixed = size.getConstant()) {
+      auto type = RankedTensorType::get({*fixed}, b.getI32Type());
+      return ConstantOp::create(b, loc,
+                                cast<ElementsAttr>(DenseElementsAttr::get(
+                                    type, b.getI32IntegerAttr(0))));
+    }
+    Value zero = reshape(importer.scalar(loc, b.getI32Type(), 0.0),
+                         ArrayRef<int64_t>{1});
+    return ExpandOp::create(b, loc, symbolicTensorType({size}, b.getI32Type()),
+                            zero);
   }
 
   /// The position embedding of every token: rows position_ids (input 8,
   /// (1 or batch, sequence)) of the table, else rows 0 .. sequence - 1.
-  FailureOr<Value> positionEmbeddings(ArrayRef<int64_t> tokens, Type et,
+  FailureOr<Value> positionEmbeddings(ArrayRef<DimExpr> tokens, Type et,
                                       int64_t hidden) {
     if (Value ids = importer.input(node, 8)) {
-      ArrayRef<int64_t> shape = typeOf(ids).getShape();
-      if (shape.size() != 2 || (shape[0] != 1 && shape[0] != tokens[0]) ||
+      auto sizes = sizesOfValue(ids);
+      if (failed(sizes))
+        return failure();
+      const SymbolicShape &shape = *sizes;
+      if (shape.size() != 2 ||
+          (shape[0] != DimExpr::constant(1) && shape[0] != tokens[0]) ||
           shape[1] != tokens[1])
         return error() << "position_ids must have shape (1 or batch, "
                           "sequence)";
@@ -377,10 +410,18 @@ struct FusedNodeConverter : FusedOpConverter {
     if (failed(expectType(*table, "position_embedding", et,
                           ArrayRef<int64_t>{rows, hidden})))
       return failure();
-    if (rows < tokens[1])
-      return error() << "sequence length " << tokens[1] << " exceeds the "
-                     << rows << " rows of position_embedding";
-    return sliceAlong(*table, 0, 0, tokens[1]);
+    auto lengths = tokens[1].bounds(importer.dimRanges());
+    if (!lengths || rows < lengths->second)
+      return error() << "sequence length " << tokens[1].str()
+                     << (tokens[1].isConstant() ? "" : " at its largest")
+                     << " exceeds the " << rows
+                     << " rows of position_embedding";
+    if (std::optional<int64_t> fixed = tokens[1].getConstant())
+      return sliceAlong(*table, 0, 0, *fixed);
+    return SliceOp::create(
+               b, loc, symbolicTensorType({tokens[1], DimExpr::constant(hidden)}, et),
+               *table, ArrayRef<int64_t>{0, 0}, ArrayRef<int64_t>{1, 1})
+        .getResult();
   }
 };
 

@@ -80,7 +80,7 @@ static bool takesSymbolicDims(const onnx::NodeProto &node) {
   static const llvm::StringSet<> readyMicrosoft = {
       "SkipLayerNormalization", "SkipSimplifiedLayerNormalization",
       "GroupQueryAttention", "Gelu", "BiasGelu", "FastGelu", "QuickGelu",
-      "RotaryEmbedding"};
+      "RotaryEmbedding", "EmbedLayerNormalization"};
   if (node.domain() == kMicrosoftDomain)
     return readyMicrosoft.contains(node.op_type());
   return isDefaultDomain(node.domain()) && ready.contains(node.op_type());
