@@ -51,12 +51,6 @@ AttentionBuilder::checkBroadcastsToScores(ArrayRef<DimExpr> shape,
   return diag << "]";
 }
 
-SymbolicShape AttentionBuilder::dimsOf(Value x) {
-  std::optional<SymbolicShape> sizes = symbolicShapeOf(typeOf(x));
-  assert(sizes && "an importer type without the sizes of its dims");
-  return *sizes;
-}
-
 /// `a * b` of two sizes the importer checked to be bounded.
 static DimExpr times(const DimExpr &a, int64_t b) {
   std::optional<DimExpr> product = DimExpr::mul(a, DimExpr::constant(b));

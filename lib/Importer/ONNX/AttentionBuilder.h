@@ -90,8 +90,6 @@ struct AttentionBuilder : NodeConverterBase {
                                               llvm::StringRef what,
                                               mlir::Type type);
 
-  /// The sizes of `x`'s dims; every type the importer makes has them.
-  SymbolicShape dimsOf(mlir::Value x);
 
   /// [batch, seq, heads * size] viewed as [batch, seq, heads, size] and
   /// transposed to [batch, heads, seq, size].

@@ -24,11 +24,10 @@ namespace kiln {
 FailureOr<Value> FusedOpConverter::rotated(Value x, Value cos, Value sin,
                                            const RotaryLayout &layout) {
   // Sizes, so that a symbolic batch or sequence keeps its name.
-  auto sizes = [&](Value v) { return *symbolicShapeOf(typeOf(v)); };
-  SymbolicShape shape = sizes(x);
+  SymbolicShape shape = dimsOf(x);
   bool headsFirst = shape.size() == 4;
   DimExpr batch = shape[0], sequence = headsFirst ? shape[2] : shape[1];
-  DimExpr angleBatch = sizes(cos)[0];
+  DimExpr angleBatch = dimsOf(cos)[0];
   DimExpr one = DimExpr::constant(1), two = DimExpr::constant(2);
   DimExpr half = DimExpr::constant(layout.rotaryDim / 2);
   SymbolicShape heads =
@@ -62,7 +61,7 @@ FailureOr<Value> FusedOpConverter::rotated(Value x, Value cos, Value sin,
     return failure();
   Value joined = ConcatOp::create(b, loc, typeOf(paired),
                                   ValueRange{*real, *imag}, pairAxis);
-  Value result = reshape(joined, sizes(part));
+  Value result = reshape(joined, dimsOf(part));
   if (layout.rotaryDim < layout.headSize) {
     Value passed = sliceAlong(byHead, 3, layout.rotaryDim,
                               layout.headSize - layout.rotaryDim);
@@ -102,9 +101,6 @@ struct RotaryConverter : FusedOpConverter {
                      << type;
     return x;
   }
-
-  /// The sizes of `v`'s dims (every importer type has them).
-  SymbolicShape dims(Value v) { return *symbolicShapeOf(typeOf(v)); }
 
   /// Checks that the cos and sin caches have the input's element type, one
   /// shape, and rank `rank`; `form` describes that shape in the message.
@@ -174,7 +170,7 @@ struct RotaryConverter : FusedOpConverter {
     if (failed(checkRotaryDim(layout.rotaryDim, layout.headSize)))
       return failure();
 
-    SymbolicShape sizes = dims(*x);
+    SymbolicShape sizes = dimsOf(*x);
     DimExpr batch = sizes[0], sequence = sizes[shape.size() == 4 ? 2 : 1];
     DimExpr one = DimExpr::constant(1);
     Value ids = importer.input(node, 3);
@@ -186,7 +182,7 @@ struct RotaryConverter : FusedOpConverter {
         failed(checkCacheWidth(*cos, layout.rotaryDim)))
       return failure();
     if (!ids) {
-      SymbolicShape perToken = dims(*cos);
+      SymbolicShape perToken = dimsOf(*cos);
       if ((perToken[0] != one && perToken[0] != batch) ||
           perToken[1] != sequence)
         return error() << "without position_ids, cos_cache must be (batch, "
@@ -195,7 +191,7 @@ struct RotaryConverter : FusedOpConverter {
     }
     if (failed(expectType(ids, "position_ids", b.getI64Type())))
       return failure();
-    SymbolicShape idShape = dims(ids);
+    SymbolicShape idShape = dimsOf(ids);
     if (idShape.size() != 2 || (idShape[0] != one && idShape[0] != batch) ||
         idShape[1] != sequence)
       return error() << "position_ids must be (batch, sequence)";
@@ -213,7 +209,7 @@ struct RotaryConverter : FusedOpConverter {
                                       int64_t cacheRows) {
     if (failed(expectType(ids, "position_ids", b.getI64Type())))
       return failure();
-    SymbolicShape shape = dims(ids);
+    SymbolicShape shape = dimsOf(ids);
     if (shape.size() == 2 && shape[0] == batch && shape[1] == sequence)
       return ids;
     RankedTensorType idType = typeOf(ids);
@@ -314,7 +310,7 @@ struct RotaryConverter : FusedOpConverter {
     if (failed(checkRotaryDim(layout.rotaryDim, layout.headSize)) ||
         failed(checkCacheWidth(*cos, layout.rotaryDim)))
       return failure();
-    SymbolicShape sizes = dims(*x);
+    SymbolicShape sizes = dimsOf(*x);
     DimExpr batch = sizes[0], sequence = sizes[headsFirst ? 2 : 1];
     auto positions =
         microsoftPositions(ids, batch, sequence, typeOf(*cos).getDimSize(0));

@@ -85,6 +85,14 @@ struct NodeConverterBase {
     return sizesOf(loc, typeOf(v));
   }
 
+  /// The sizes of `v`'s dims, when every dynamic one has its size (every
+  /// type the importer makes does; sizesOfValue checks a graph's input).
+  SymbolicShape dimsOf(mlir::Value v) {
+    std::optional<SymbolicShape> sizes = symbolicShapeOf(typeOf(v));
+    assert(sizes && "an importer type without the sizes of its dims");
+    return *sizes;
+  }
+
   /// `x` viewed with the symbolic shape `sizes` (no op when it has it).
   mlir::Value reshape(mlir::Value x, llvm::ArrayRef<DimExpr> sizes) {
     auto type = symbolicTensorType(sizes, typeOf(x).getElementType());
