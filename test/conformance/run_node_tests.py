@@ -133,6 +133,8 @@ COMPILE_TIME_OPERANDS = {
     "ReduceMax": {1}, "ReduceMin": {1}, "ReduceProd": {1}, "ReduceL1": {1},
     "ReduceL2": {1}, "ReduceLogSum": {1}, "ReduceLogSumExp": {1},
     "ReduceSumSquare": {1}, "Loop": {0, 1},
+    # Kiln scatters to points known at compile time only (no scatter kernel).
+    "ScatterND": {1},
 }
 
 

@@ -291,8 +291,8 @@ struct IndexingConverter : ShapeOpConverter {
     if (failed(x))
       return failure();
     RankedTensorType type = typeOf(*x);
-    if (type.getRank() < 2 || !type.hasStaticShape())
-      return error() << "expected a static input of rank >= 2";
+    if (type.getRank() < 2)
+      return error() << "expected an input of rank >= 2";
     int64_t k = 0;
     if (importer.input(node, 1)) {
       auto given = constantInput(1, "k");
@@ -303,35 +303,41 @@ struct IndexingConverter : ShapeOpConverter {
       k = (*given)[0];
     }
     bool upper = intAttr("upper", 1) != 0;
-    int64_t rows = type.getDimSize(type.getRank() - 2);
-    int64_t cols = type.getDimSize(type.getRank() - 1);
-    if (failed(getCheckedShape({rows, cols})))
+    SymbolicShape dims = dimsOf(*x);
+    const DimExpr &rows = dims[type.getRank() - 2],
+                  &cols = dims[type.getRank() - 1];
+    auto rowBounds = rows.bounds(importer.dimRanges()),
+         colBounds = cols.bounds(importer.dimRanges());
+    if (!rowBounds || !colBounds)
+      return error() << "a triangle of " << rows.str() << "x" << cols.str()
+                     << ", sizes without a range";
+    int64_t maxRows = rowBounds->second, maxCols = colBounds->second;
+    if (failed(getCheckedShape({maxRows, maxCols})))
       return failure();
-    // The index ranges are constants of rows + cols elements.
-    if (rows > kMaxTriluDim || cols > kMaxTriluDim)
-      return error() << "a triangle of " << rows << "x" << cols
+    // The index ranges are constants of the longest rows and cols.
+    if (maxRows > kMaxTriluDim || maxCols > kMaxTriluDim)
+      return error() << "a triangle of "
+                     << (rows.isConstant() && cols.isConstant() ? "" : "up to ")
+                     << maxRows << "x" << maxCols
                      << " is larger than Kiln supports (dims up to "
                      << kMaxTriluDim << ")";
     // Column j of row i is kept when j >= i + k (upper) or j <= i + k
     // (lower): two index ranges compared with broadcasting, not a [rows,
     // cols] constant (gigabytes for large dims). j - i lies in (-rows,
-    // cols), so clamping k to [-rows, cols] changes no comparison and keeps
-    // i + k from overflowing.
-    k = std::clamp<int64_t>(k, -rows, cols);
+    // cols), so clamping k to [-rows, cols] at their largest changes no
+    // comparison and keeps i + k from overflowing.
+    k = std::clamp<int64_t>(k, -maxRows, maxCols);
     Type i64 = b.getI64Type();
-    auto range = [&](ArrayRef<int64_t> shape, int64_t start, int64_t n) {
-      SmallVector<int64_t> values(n);
-      for (int64_t i = 0; i < n; ++i)
-        values[i] = start + i;
-      return intConstant(RankedTensorType::get(shape, i64), values);
-    };
-    Value columns = range({1, cols}, 0, cols);
-    Value diagonal = range({rows, 1}, k, rows);
-    auto maskType = RankedTensorType::get({rows, cols}, b.getI1Type());
+    DimExpr one = DimExpr::constant(1);
+    auto columns = iota({one, cols}, 0, i64);
+    auto diagonal = iota({rows, one}, k, i64);
+    if (failed(columns) || failed(diagonal))
+      return failure();
+    auto maskType = symbolicTensorType({rows, cols}, b.getI1Type());
     Value mask =
-        upper ? GreaterEqualOp::create(b, loc, maskType, columns, diagonal)
+        upper ? GreaterEqualOp::create(b, loc, maskType, *columns, *diagonal)
                     .getResult()
-              : LessEqualOp::create(b, loc, maskType, columns, diagonal)
+              : LessEqualOp::create(b, loc, maskType, *columns, *diagonal)
                     .getResult();
     Value zero = importer.scalar(loc, type.getElementType(), 0.0);
     return output(WhereOp::create(b, loc, type, mask, *x, zero));

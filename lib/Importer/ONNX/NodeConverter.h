@@ -93,6 +93,20 @@ struct NodeConverterBase {
     return *sizes;
   }
 
+  /// `count` elements of `x` from `start` along `axis`.
+  mlir::Value slice(mlir::Value x, int64_t axis, int64_t start, int64_t count);
+  mlir::Value slice(mlir::Value x, int64_t axis, int64_t start,
+                    const DimExpr &count);
+
+  /// `shape` (one non-unit dim at most) holding start, start + 1, ...: a
+  /// constant, or a running sum when longer than `kMaxIotaConstant`.
+  mlir::Value iota(llvm::ArrayRef<int64_t> shape, int64_t start,
+                   mlir::Type elementType);
+  /// The same over sizes: a named size is cut from the iota of the largest
+  /// value its range allows (failing when it has no range).
+  mlir::FailureOr<mlir::Value> iota(llvm::ArrayRef<DimExpr> shape,
+                                    int64_t start, mlir::Type elementType);
+
   /// `x` viewed with the symbolic shape `sizes` (no op when it has it).
   mlir::Value reshape(mlir::Value x, llvm::ArrayRef<DimExpr> sizes) {
     auto type = symbolicTensorType(sizes, typeOf(x).getElementType());

@@ -23,10 +23,10 @@ static const llvm::StringMap<ConvertNodeFn> &registry() {
          {getCoreConversions, getShapeConversions, getViewConversions,
           getIndexingConversions, getElementwiseConversions,
           getReductionConversions, getDataMovementConversions,
-          getConvConversions, getEinsumConversions, getLoopConversions,
-          getAttentionConversions, getGroupQueryAttentionConversions,
-          getMicrosoftAttentionConversions, getFusedConversions,
-          getRotaryEmbeddingConversions})
+          getScatterConversions, getConvConversions, getEinsumConversions,
+          getLoopConversions, getAttentionConversions,
+          getGroupQueryAttentionConversions, getMicrosoftAttentionConversions,
+          getFusedConversions, getRotaryEmbeddingConversions})
       for (const OpConversion &op : family()) {
         bool added = all.try_emplace(opKey(op.domain, op.opType), op.convert)
                          .second;
@@ -73,7 +73,7 @@ static bool takesSymbolicDims(const onnx::NodeProto &node) {
       // Shapes and data movement.
       "Shape", "Size", "Reshape", "Transpose", "Unsqueeze", "Squeeze",
       "Flatten", "Concat", "Slice", "Split", "Gather", "GatherElements",
-      "GatherND", "Expand", "ConstantOfShape", "Range",
+      "GatherND", "ScatterND", "Expand", "ConstantOfShape", "Range", "Trilu",
       // onnxruntime's fused forms, in the default domain; RotaryEmbedding
       // (opset 23).
       "SimplifiedLayerNormalization", "RotaryEmbedding"};

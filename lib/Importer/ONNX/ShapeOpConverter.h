@@ -33,6 +33,7 @@ struct ShapeOpConverter : NodeConverterBase {
   /// The sizes of shape input `i` (constant or symbolic).
   mlir::FailureOr<SymbolicShape> sizesInput(int i, llvm::StringRef what);
 
+  using NodeConverterBase::slice;
   /// A kiln.slice of `x`, or `x` itself when the window is everything.
   mlir::Value slice(mlir::Value x, llvm::ArrayRef<int64_t> starts,
                     llvm::ArrayRef<DimExpr> counts,

@@ -1,0 +1,101 @@
+//===- NodeConverter.cpp - what every ONNX op converter needs -------------===//
+//
+// The helpers of NodeConverterBase that build ops: windows and index ranges.
+//
+//===----------------------------------------------------------------------===//
+
+#include "NodeConverter.h"
+
+#include "mlir/IR/BuiltinAttributes.h"
+
+using namespace mlir;
+
+namespace kiln {
+
+Value NodeConverterBase::slice(Value x, int64_t axis, int64_t start,
+                               int64_t count) {
+  return slice(x, axis, start, DimExpr::constant(count));
+}
+
+Value NodeConverterBase::slice(Value x, int64_t axis, int64_t start,
+                               const DimExpr &count) {
+  SymbolicShape shape = dimsOf(x);
+  if (start == 0 && shape[axis] == count)
+    return x;
+  RankedTensorType type = typeOf(x);
+  SmallVector<int64_t> starts(type.getRank(), 0), strides(type.getRank(), 1);
+  starts[axis] = start;
+  shape[axis] = count;
+  return SliceOp::create(b, loc,
+                         symbolicTensorType(shape, type.getElementType()), x,
+                         starts, strides);
+}
+
+/// The longest index range stored as one constant (8 MB of i64): the
+/// positions of any real sequence.
+static constexpr int64_t kMaxIotaConstant = int64_t(1) << 20;
+
+Value NodeConverterBase::iota(ArrayRef<int64_t> shape, int64_t start,
+                              Type elementType) {
+  auto type = RankedTensorType::get(shape, elementType);
+  unsigned width = elementType.getIntOrFloatBitWidth();
+  auto constant = [&](RankedTensorType t, int64_t first, int64_t step) {
+    SmallVector<APInt> values;
+    for (int64_t i = 0, e = t.getNumElements(); i < e; ++i)
+      values.push_back(APInt(width, first + i * step, /*isSigned=*/true));
+    return ConstantOp::create(
+        b, loc, cast<ElementsAttr>(DenseElementsAttr::get(t, values)));
+  };
+  int64_t n = type.getNumElements();
+  if (n <= kMaxIotaConstant)
+    return constant(type, start, 1);
+  // A hostile sequence length must not become gigabytes of weights: longer
+  // ranges are digits in base kMaxIotaConstant, one short constant per
+  // digit (its values times the digit's weight), added with broadcasting
+  // over [d0, d1, ...] and cut to n.
+  SmallVector<int64_t> digits;
+  for (int64_t rest = n; rest > 1;
+       rest = (rest + kMaxIotaConstant - 1) / kMaxIotaConstant)
+    digits.insert(digits.begin(), std::min(rest, kMaxIotaConstant));
+  Value sum;
+  int64_t weight = 1;
+  for (int64_t k = digits.size() - 1; k >= 0; --k) {
+    SmallVector<int64_t> digitShape(digits.size(), 1);
+    digitShape[k] = digits[k];
+    Value digit = constant(RankedTensorType::get(digitShape, elementType),
+                           sum ? 0 : start, weight);
+    if (sum) {
+      SmallVector<int64_t> sumShape(typeOf(sum).getShape());
+      sumShape[k] = digits[k];
+      sum = AddOp::create(b, loc, type.clone(sumShape), sum, digit);
+    } else {
+      sum = digit;
+    }
+    weight *= digits[k];
+  }
+  Value flat = reshape(sum, {typeOf(sum).getNumElements()});
+  return reshape(slice(flat, 0, 0, n), shape);
+}
+
+FailureOr<Value> NodeConverterBase::iota(ArrayRef<DimExpr> shape, int64_t start,
+                                         Type elementType) {
+  SmallVector<int64_t> longest;
+  int64_t axis = -1;
+  for (auto [d, size] : llvm::enumerate(shape)) {
+    std::optional<int64_t> fixed = size.getConstant();
+    if (fixed) {
+      longest.push_back(*fixed);
+      continue;
+    }
+    auto bounds = size.bounds(importer.dimRanges());
+    if (!bounds)
+      return error() << "positions up to " << size.str()
+                     << ", a size without a range";
+    longest.push_back(bounds->second);
+    axis = d;
+  }
+  Value all = iota(longest, start, elementType);
+  return axis < 0 ? all : slice(all, axis, 0, shape[axis]);
+}
+
+} // namespace kiln
