@@ -57,11 +57,20 @@ struct ConvConverter : NodeConverterBase {
     int64_t rank = xShape.size(), spatial = rank - 2;
     if (rank < 3 || static_cast<int64_t>(wShape.size()) != rank)
       return error() << "expected input and weights of the same rank >= 3";
+    // The batch may be symbolic: the patch table depends on the other dims
+    // only.
+    if (!typeOf(*w).hasStaticShape() ||
+        llvm::any_of(xShape.drop_front(), ShapedType::isDynamic))
+      return error() << "the input's channels and spatial dims and the "
+                        "weights must be static, got "
+                     << shapeText(typeOf(*x)) << " and "
+                     << shapeText(typeOf(*w));
+    DimExpr batch = dimsOf(*x)[0];
     Type elementType = typeOf(*x).getElementType();
     if (typeOf(*w).getElementType() != elementType ||
         (bias && typeOf(bias).getElementType() != elementType))
       return error() << "input, weights and bias must have one element type";
-    int64_t batch = xShape[0], channels = xShape[1], filters = wShape[0];
+    int64_t channels = xShape[1], filters = wShape[0];
     int64_t group = intAttr("group", 1);
     if (group < 1 || channels % group || filters % group ||
         wShape[1] * group != channels)
@@ -124,9 +133,9 @@ struct ConvConverter : NodeConverterBase {
     Value input = *x;
     Type et = typeOf(input).getElementType();
     auto zeros = [&](int64_t d, int64_t count) -> Value {
-      SmallVector<int64_t> shape(typeOf(input).getShape());
-      shape[2 + d] = count;
-      return ExpandOp::create(b, loc, RankedTensorType::get(shape, et),
+      SymbolicShape shape = dimsOf(input);
+      shape[2 + d] = DimExpr::constant(count);
+      return ExpandOp::create(b, loc, symbolicTensorType(shape, et),
                               reshape(importer.scalar(loc, et, 0.0),
                                       SmallVector<int64_t>(rank, 1)));
     };
@@ -182,7 +191,13 @@ struct ConvConverter : NodeConverterBase {
     Value indices = ConstantOp::create(
         b, loc, cast<ElementsAttr>(DenseElementsAttr::get(tableType, table)));
 
-    Value flat = reshape(input, {batch, channels, area});
+    auto sizes = [&](std::initializer_list<int64_t> dims) {
+      SymbolicShape shape{batch};
+      for (int64_t d : dims)
+        shape.push_back(DimExpr::constant(d));
+      return shape;
+    };
+    Value flat = reshape(input, sizes({channels, area}));
     auto patchType = inferGatherType(loc, typeOf(flat), tableType, 2);
     if (failed(patchType))
       return failure();
@@ -190,7 +205,7 @@ struct ConvConverter : NodeConverterBase {
     // [N, C, taps, positions] -> [N, C * taps, positions], channel-major as
     // the weights are.
     int64_t perGroup = channels / group, filtersPerGroup = filters / group;
-    Value columns = reshape(patches, {batch, channels * taps, positions});
+    Value columns = reshape(patches, sizes({channels * taps, positions}));
     Value weights = reshape(*w, {filters, perGroup * taps});
     SmallVector<Value> outputs;
     for (int64_t g = 0; g < group; ++g) {
@@ -217,8 +232,9 @@ struct ConvConverter : NodeConverterBase {
                        << ")";
       y = AddOp::create(b, loc, y, reshape(bias, {filters, 1}));
     }
-    SmallVector<int64_t> resultShape{batch, filters};
-    resultShape.append(outShape);
+    SymbolicShape resultShape = sizes({filters});
+    for (int64_t size : outShape)
+      resultShape.push_back(DimExpr::constant(size));
     return output(reshape(y, resultShape));
   }
 };

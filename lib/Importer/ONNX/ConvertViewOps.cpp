@@ -158,26 +158,37 @@ struct ViewConverter : ShapeOpConverter {
   /// [r0, d0, r1, d1, ...], which is the tiled tensor once flattened pairwise.
   LogicalResult convertTile() {
     auto x = required(0);
-    auto repeats = constantInput(1, "repeats");
+    auto repeats = sizesInput(1, "repeats");
     if (failed(x) || failed(repeats))
       return failure();
     RankedTensorType type = typeOf(*x);
-    if (!type.hasStaticShape())
-      return error() << "the input has unbound dims";
     if (static_cast<int64_t>(repeats->size()) != type.getRank())
       return error() << "expected one repeat per dim, got " << repeats->size();
-    SmallVector<int64_t> spread, expanded, tiled;
-    for (auto [dim, repeat] : llvm::zip(type.getShape(), *repeats)) {
-      if (repeat < 0)
-        return error() << "negative repeat " << repeat;
-      spread.append({1, dim});
-      expanded.append({repeat, dim});
-      tiled.push_back(repeat * dim);
+    // Each dim d viewed as [1, d], broadcast to [repeat, d] and merged.
+    SymbolicShape spread, expanded, tiled;
+    DimExpr one = DimExpr::constant(1);
+    for (auto [dim, repeat] : llvm::zip(dimsOf(*x), *repeats)) {
+      std::optional<int64_t> fixed = repeat.getConstant();
+      if (fixed && *fixed < 0)
+        return error() << "negative repeat " << *fixed;
+      std::optional<DimExpr> size = DimExpr::mul(repeat, dim);
+      if (!size)
+        return error() << "the tiled size overflows";
+      spread.insert(spread.end(), {one, dim});
+      expanded.insert(expanded.end(), {repeat, dim});
+      tiled.push_back(std::move(*size));
     }
-    if (failed(getCheckedShape(expanded)))
+    // A symbolic tile is bounded by its dims' ranges (and the plan's
+    // limits); a static one is checked here.
+    SmallVector<int64_t> fixedShape;
+    for (const DimExpr &size : expanded)
+      if (std::optional<int64_t> fixed = size.getConstant())
+        fixedShape.push_back(*fixed);
+    if (fixedShape.size() == expanded.size() &&
+        failed(getCheckedShape(fixedShape)))
       return failure();
     Value viewed = reshape(*x, spread);
-    auto expandedType = RankedTensorType::get(expanded, type.getElementType());
+    auto expandedType = symbolicTensorType(expanded, type.getElementType());
     Value broadcast =
         expandedType == typeOf(viewed)
             ? viewed
