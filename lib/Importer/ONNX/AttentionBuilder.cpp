@@ -103,18 +103,18 @@ Value AttentionBuilder::repeatHeads(Value x, int64_t groups) {
 }
 
 LogicalResult AttentionBuilder::appendPast(int pastKeyInput, Value &key,
-                                           Value &value, int64_t &past) {
+                                           Value &value, DimExpr &past) {
   Value pastKey = importer.input(node, pastKeyInput);
   Value pastValue = importer.input(node, pastKeyInput + 1);
-  past = 0;
+  past = DimExpr::constant(0);
   if (!pastKey != !pastValue)
     return error() << "past_key and past_value must be given together";
   if (!pastKey)
     return success();
-  if (failed(checkFloatTensor(pastKey, 4, "past_key")) ||
-      failed(checkFloatTensor(pastValue, 4, "past_value")))
+  if (failed(checkFloatTensor(pastKey, 4, "past_key", true)) ||
+      failed(checkFloatTensor(pastValue, 4, "past_value", true)))
     return failure();
-  past = typeOf(pastKey).getDimSize(2);
+  past = dimsOf(pastKey)[2];
   auto joinedKey = concatSequence(pastKey, key, "past_key");
   auto joinedValue = concatSequence(pastValue, value, "past_value");
   if (failed(joinedKey) || failed(joinedValue))
@@ -139,21 +139,43 @@ FailureOr<Value> AttentionBuilder::concatSequence(Value past, Value x,
 
 Value AttentionBuilder::sizeValue(const DimExpr &size, Type elementType,
                                   int64_t rank) {
-  auto type = RankedTensorType::get(SmallVector<int64_t>(rank, 1), elementType);
+  SmallVector<int64_t> ones(rank, 1);
   SymbolicTensor tensor;
-  tensor.shape.assign(rank, 1);
   tensor.values = {size};
-  return importer.materializeSizes(loc, type, tensor);
+  if (size.isConstant()) {
+    tensor.shape = ones;
+    return importer.materializeSizes(
+        loc, RankedTensorType::get(ones, elementType), tensor);
+  }
+  // A kiln.sizes is a scalar or 1-d: a scalar, viewed with `rank` unit dims.
+  Value scalar = importer.materializeSizes(
+      loc, RankedTensorType::get({}, elementType), tensor);
+  return reshape(scalar, ones);
 }
 
 FailureOr<Value> AttentionBuilder::causalMask(int64_t qLen, int64_t kvLen,
                                               int64_t offset) {
+  return causalMask(DimExpr::constant(qLen), DimExpr::constant(kvLen),
+                    DimExpr::constant(offset));
+}
+
+FailureOr<Value> AttentionBuilder::causalMask(const DimExpr &qLen,
+                                              const DimExpr &kvLen,
+                                              const DimExpr &offset) {
   // Two small ranges compared with broadcasting, not a [q, kv] constant: the
   // mask of a long sequence costs no weight memory.
   Type i64 = b.getI64Type();
-  Value keys = iota({1, kvLen}, 0, i64);
-  Value lastVisible = iota({qLen, 1}, offset, i64);
-  return compare<LessEqualOp>(keys, lastVisible);
+  DimExpr one = DimExpr::constant(1);
+  std::optional<int64_t> fixed = offset.getConstant();
+  auto keys = iota({one, kvLen}, 0, i64);
+  auto lastVisible = iota({qLen, one}, fixed.value_or(0), i64);
+  if (failed(keys) || failed(lastVisible))
+    return failure();
+  if (!fixed)
+    lastVisible = broadcast<AddOp>(*lastVisible, sizeValue(offset, i64, 2));
+  if (failed(lastVisible))
+    return failure();
+  return compare<LessEqualOp>(*keys, *lastVisible);
 }
 
 FailureOr<Value> AttentionBuilder::causalMask(int64_t qLen, int64_t kvLen,
@@ -167,14 +189,17 @@ FailureOr<Value> AttentionBuilder::causalMask(int64_t qLen, int64_t kvLen,
 }
 
 FailureOr<Value> AttentionBuilder::keyRangeMask(Value end, Value start,
-                                                int64_t kvLen) {
+                                                const DimExpr &kvLen) {
   Type elementType = typeOf(end).getElementType();
-  int64_t batch = typeOf(end).getDimSize(0);
-  Value keys = iota({1, kvLen}, 0, elementType);
-  auto allowed = compare<LessOp>(keys, reshape(end, {batch, 1}));
+  DimExpr one = DimExpr::constant(1);
+  SymbolicShape column{dimsOf(end)[0], one};
+  auto keys = iota({one, kvLen}, 0, elementType);
+  if (failed(keys))
+    return failure();
+  auto allowed = compare<LessOp>(*keys, reshape(end, column));
   if (failed(allowed) || !start)
     return allowed;
-  auto started = compare<GreaterEqualOp>(keys, reshape(start, {batch, 1}));
+  auto started = compare<GreaterEqualOp>(*keys, reshape(start, column));
   if (failed(started))
     return failure();
   return broadcast<AndOp>(*allowed, *started);

@@ -113,7 +113,7 @@ struct AttentionBuilder : NodeConverterBase {
   /// `pastKeyInput + 1` (absent together, or both [batch, heads, past,
   /// size]) to `key` and `value`; `past` gets their length (0 without).
   mlir::LogicalResult appendPast(int pastKeyInput, mlir::Value &key,
-                                 mlir::Value &value, int64_t &past);
+                                 mlir::Value &value, DimExpr &past);
 
   /// A tensor of `shape` ones (`rank` 1s) holding the size `size`, of
   /// `elementType`: a constant, or a `kiln.sizes` computed at run time.
@@ -123,6 +123,8 @@ struct AttentionBuilder : NodeConverterBase {
   /// i1 [q_len, kv_len]: query i sees key j iff j <= i + offset.
   mlir::FailureOr<mlir::Value> causalMask(int64_t qLen, int64_t kvLen,
                                           int64_t offset);
+  mlir::FailureOr<mlir::Value>
+  causalMask(const DimExpr &qLen, const DimExpr &kvLen, const DimExpr &offset);
 
   /// i1 [batch, 1, q_len, kv_len]: as above with one i64 offset per batch
   /// (`offsets` of shape [batch, 1, 1, 1], computed at run time).
@@ -132,7 +134,7 @@ struct AttentionBuilder : NodeConverterBase {
   /// i1 [batch, kv_len]: key j is seen iff start[b] <= j < end[b]; `end`
   /// and the optional `start` are integer vectors [batch].
   mlir::FailureOr<mlir::Value> keyRangeMask(mlir::Value end, mlir::Value start,
-                                            int64_t kvLen);
+                                            const DimExpr &kvLen);
 
   /// `unmasked` (a scalar 0 when null) where `allowed`, `masked` elsewhere,
   /// of `elementType`.

@@ -70,7 +70,7 @@ struct OnnxAttentionConverter : AttentionBuilder {
         return Value();
       return causalMask(qLen, total, past);
     }
-    auto seen = keyRangeMask(nonpad, {}, total);
+    auto seen = keyRangeMask(nonpad, {}, DimExpr::constant(total));
     if (failed(seen))
       return failure();
     Value padding = reshape(*seen, {batch, 1, 1, total});
@@ -243,8 +243,11 @@ struct OnnxAttentionConverter : AttentionBuilder {
       return error() << "Q, K and V of different element types (" << typeOf(*q)
                      << ", " << typeOf(*k) << ", " << typeOf(*v)
                      << ") are not supported";
-    if (failed(appendPast(4, *key, *value, past)))
+    DimExpr pastSize = DimExpr::constant(0);
+    if (failed(appendPast(4, *key, *value, pastSize)))
       return failure();
+    // ONNX Attention takes static shapes only (OpRegistry).
+    past = *pastSize.getConstant();
     SdpaOperands operands;
     operands.query = *query;
     operands.key = *key;

@@ -59,53 +59,70 @@ struct MicrosoftAttentionConverter : AttentionBuilder {
 
   /// The keys each query sees by `mask` (i1, broadcasting to [batch, 1,
   /// q_len, total]).
-  FailureOr<Value> keyMask(Value mask, int64_t batch, int64_t qLen,
-                           int64_t total, int64_t past) {
+  FailureOr<Value> keyMask(Value mask, const DimExpr &batch,
+                           const DimExpr &qLen, const DimExpr &total,
+                           const DimExpr &past) {
     RankedTensorType type = typeOf(mask);
     if (!isa<IntegerType>(type.getElementType()) ||
-        type.getElementType().isInteger(1) || !type.hasStaticShape())
-      return error() << "expected an integer mask with a static shape, got "
-                     << type;
-    ArrayRef<int64_t> s = type.getShape();
+        type.getElementType().isInteger(1))
+      return error() << "expected an integer mask, got " << type;
+    SymbolicShape s = dimsOf(mask);
     int64_t rank = s.size();
-    if (rank == 1 && (s[0] == batch || s[0] == 2 * batch)) {
-      Value end = slice(mask, 0, 0, batch);
-      Value start = s[0] == 2 * batch ? slice(mask, 0, batch, batch) : Value();
+    DimExpr one = DimExpr::constant(1);
+    std::optional<DimExpr> twice = DimExpr::mul(DimExpr::constant(2), batch);
+    if (rank == 1 && (s[0] == batch || s[0] == twice)) {
+      // [2 * batch]: the ends, then the starts (viewed [2, batch], so that
+      // the starts need no symbolic offset).
+      Value end = mask, start;
+      if (s[0] == twice) {
+        Value halves = reshape(mask, {DimExpr::constant(2), batch});
+        end = reshape(slice(halves, 0, 0, 1), {batch});
+        start = reshape(slice(halves, 0, 1, 1), {batch});
+      }
       auto seen = keyRangeMask(end, start, total);
       if (failed(seen))
         return failure();
-      return reshape(*seen, {batch, 1, 1, total});
+      return reshape(*seen, {batch, one, one, total});
     }
     bool megatron = node.op_type() == "Attention";
+    DimRangeFn ranges = importer.dimRanges();
     Value rows;
     if (rank == 2 && s[0] == batch && s[1] == total)
-      rows = reshape(mask, {batch, 1, 1, total});
+      rows = reshape(mask, {batch, one, one, total});
     else if (rank == 3 && s[0] == batch && s[1] == qLen && s[2] == total)
-      rows = reshape(mask, {batch, 1, qLen, total});
-    else if (megatron && rank == 4 && s[0] == batch && s[1] == 1 &&
-             s[2] == s[3] && s[2] >= total)
+      rows = reshape(mask, {batch, one, qLen, total});
+    else if (megatron && rank == 4 && s[0] == batch && s[1] == one &&
+             s[2] == s[3] && s[2].isConstant() && past.isConstant() &&
+             alwaysAtMost(total, s[2], ranges) == true)
       // Megatron's causal mask for the longest sequence: this block's
       // queries and the keys seen so far.
-      rows = slice(slice(mask, 2, past, qLen), 3, 0, total);
+      rows = slice(slice(mask, 2, *past.getConstant(), qLen), 3, 0, total);
     if (!rows)
-      return error() << "mask of type " << type
-                     << " is none of the supported forms [" << batch << "], ["
-                     << 2 * batch << "], [" << batch << ", " << total << "], ["
-                     << batch << ", " << qLen << ", " << total << "]"
-                     << (megatron ? ", [batch, 1, max_len, max_len]" : "");
+      return error() << "mask of type " << type << " is none of "
+                     << "the supported forms [" << batch.str() << "], ["
+                     << (twice ? twice->str() : "2*batch") << "], ["
+                     << batch.str() << ", " << total.str() << "], ["
+                     << batch.str() << ", " << qLen.str() << ", " << total.str()
+                     << "]"
+                     << (megatron ? ", [batch, 1, max_len, max_len] (with a "
+                                    "static max_len and past)"
+                                  : "");
     return compare<GreaterOp>(rows,
                               importer.scalar(loc, type.getElementType(), 0.0));
   }
 
   /// The additive bias of the mask, causality and attention_bias, or null;
   /// `newKeys` is the key length without the past.
-  FailureOr<Value> bias(Value mask, Value attentionBias, Type et, int64_t batch,
-                        int64_t heads, int64_t qLen, int64_t newKeys,
-                        int64_t past) {
-    int64_t total = past + newKeys;
+  FailureOr<Value> bias(Value mask, Value attentionBias, Type et,
+                        const DimExpr &batch, int64_t heads,
+                        const DimExpr &qLen, const DimExpr &newKeys,
+                        const DimExpr &past) {
+    std::optional<DimExpr> total = DimExpr::add(past, newKeys);
+    if (!total)
+      return error() << "the key length overflows";
     Value bias;
     if (mask) {
-      auto seen = keyMask(mask, batch, qLen, total, past);
+      auto seen = keyMask(mask, batch, qLen, *total, past);
       if (failed(seen))
         return failure();
       auto masked =
@@ -114,13 +131,14 @@ struct MicrosoftAttentionConverter : AttentionBuilder {
         return failure();
       bias = *masked;
     }
-    // ONNX Runtime masks nothing for a single query: it sees every key.
-    if (intAttr("unidirectional", 0) != 0 && qLen > 1) {
-      if (qLen != newKeys)
-        return error() << "unidirectional attention of " << qLen
-                       << " queries over " << newKeys
+    // ONNX Runtime masks nothing for a single query: it sees every key,
+    // which the causal mask of one query after `past` keys also does.
+    if (intAttr("unidirectional", 0) != 0 && qLen.getConstant() != 1) {
+      if (!(qLen == newKeys))
+        return error() << "unidirectional attention of " << qLen.str()
+                       << " queries over " << newKeys.str()
                        << " new keys (cross attention) is not supported";
-      auto causal = causalMask(qLen, total, past);
+      auto causal = causalMask(qLen, *total, past);
       if (failed(causal))
         return failure();
       double lowest = llvm::APFloat::getLargest(
@@ -134,9 +152,9 @@ struct MicrosoftAttentionConverter : AttentionBuilder {
     }
     if (!attentionBias)
       return bias;
-    int64_t scores[] = {batch, heads, qLen, total};
-    if (failed(checkFloatTensor(attentionBias, 4, "attention_bias")) ||
-        failed(checkBroadcastsToScores(typeOf(attentionBias).getShape(), scores,
+    DimExpr scores[] = {batch, DimExpr::constant(heads), qLen, *total};
+    if (failed(checkFloatTensor(attentionBias, 4, "attention_bias", true)) ||
+        failed(checkBroadcastsToScores(dimsOf(attentionBias), scores,
                                        "attention_bias",
                                        attentionBias.getType())))
       return failure();
@@ -187,7 +205,7 @@ struct MicrosoftAttentionConverter : AttentionBuilder {
     auto x = required(0), weights = required(1);
     auto heads = this->heads();
     if (failed(x) || failed(weights) || failed(heads) ||
-        failed(checkFloatTensor(*x, 3, "input")) ||
+        failed(checkFloatTensor(*x, 3, "input", true)) ||
         failed(checkFloatTensor(*weights, 2, "weights")))
       return failure();
     if (typeOf(*weights).getDimSize(0) != typeOf(*x).getDimSize(2))
@@ -221,27 +239,28 @@ struct MicrosoftAttentionConverter : AttentionBuilder {
         splitHeads(slice(*qkv, 2, sizes[0] + sizes[1], sizes[2]), *heads, "V");
     if (failed(query) || failed(key) || failed(value))
       return failure();
-    int64_t batch = typeOf(*x).getDimSize(0), qLen = typeOf(*x).getDimSize(1);
-    int64_t past = 0;
+    SymbolicShape xDims = dimsOf(*x);
+    DimExpr batch = xDims[0], qLen = xDims[1], past = DimExpr::constant(0);
     if (Value state = importer.input(node, 4)) {
       // past: [2, batch, heads, past_len, head_size], keys then values.
-      if (failed(checkFloatTensor(state, 5, "past")))
+      if (failed(checkFloatTensor(state, 5, "past", true)))
         return failure();
-      ArrayRef<int64_t> s = typeOf(state).getShape();
-      if (s[0] != 2)
+      SymbolicShape s = dimsOf(state);
+      if (s[0].getConstant() != 2)
         return error() << "expected past of shape [2, ...], got "
                        << typeOf(state);
       past = s[3];
-      Value pastKey = reshape(slice(state, 0, 0, 1), s.drop_front());
-      Value pastValue = reshape(slice(state, 0, 1, 1), s.drop_front());
+      SymbolicShape half(s.begin() + 1, s.end());
+      Value pastKey = reshape(slice(state, 0, 0, 1), half);
+      Value pastValue = reshape(slice(state, 0, 1, 1), half);
       key = concatSequence(pastKey, *key, "past");
       value = concatSequence(pastValue, *value, "past");
       if (failed(key) || failed(value))
         return failure();
     }
     if (node.output_size() > 1 && !node.output(1).empty()) {
-      SmallVector<int64_t> shape(typeOf(*key).getShape());
-      shape.insert(shape.begin(), 1);
+      SymbolicShape shape = dimsOf(*key);
+      shape.insert(shape.begin(), DimExpr::constant(1));
       Value present[] = {reshape(*key, shape), reshape(*value, shape)};
       auto type =
           inferConcatType(loc, {typeOf(present[0]), typeOf(present[1])}, 0);
@@ -280,9 +299,9 @@ struct MicrosoftAttentionConverter : AttentionBuilder {
                            : "a query without key and value")
                      << " is not supported";
     bool headMajorKV = typeOf(k).getRank() == 4;
-    if (failed(checkFloatTensor(*q, 3, "query")) ||
-        failed(checkFloatTensor(k, headMajorKV ? 4 : 3, "key")) ||
-        failed(checkFloatTensor(v, headMajorKV ? 4 : 3, "value")))
+    if (failed(checkFloatTensor(*q, 3, "query", true)) ||
+        failed(checkFloatTensor(k, headMajorKV ? 4 : 3, "key", true)) ||
+        failed(checkFloatTensor(v, headMajorKV ? 4 : 3, "value", true)))
       return failure();
     if (headMajorKV && (typeOf(k).getDimSize(1) != *heads ||
                         typeOf(v).getDimSize(1) != *heads))
@@ -311,12 +330,12 @@ struct MicrosoftAttentionConverter : AttentionBuilder {
           failed(value = splitHeads(*value, *heads, "value")))
         return failure();
     }
-    int64_t newKeys = typeOf(*key).getDimSize(2), past = 0;
+    DimExpr newKeys = dimsOf(*key)[2], past = DimExpr::constant(0);
     if (failed(appendPast(6, *key, *value, past)))
       return failure();
     (void)output(*key, 1);
     (void)output(*value, 2);
-    int64_t batch = typeOf(*q).getDimSize(0), qLen = typeOf(*q).getDimSize(1);
+    DimExpr batch = dimsOf(*q)[0], qLen = dimsOf(*q)[1];
     auto allBias = this->bias(importer.input(node, 4), importer.input(node, 5),
                               typeOf(*q).getElementType(), batch, *heads, qLen,
                               newKeys, past);

@@ -79,9 +79,17 @@ static bool takesSymbolicDims(const onnx::NodeProto &node) {
       // (opset 23).
       "SimplifiedLayerNormalization", "RotaryEmbedding"};
   static const llvm::StringSet<> readyMicrosoft = {
-      "SkipLayerNormalization", "SkipSimplifiedLayerNormalization",
-      "GroupQueryAttention", "Gelu", "BiasGelu", "FastGelu", "QuickGelu",
-      "RotaryEmbedding", "EmbedLayerNormalization"};
+      "SkipLayerNormalization",
+      "SkipSimplifiedLayerNormalization",
+      "GroupQueryAttention",
+      "Gelu",
+      "BiasGelu",
+      "FastGelu",
+      "QuickGelu",
+      "RotaryEmbedding",
+      "EmbedLayerNormalization",
+      "Attention",
+      "MultiHeadAttention"};
   if (node.domain() == kMicrosoftDomain)
     return readyMicrosoft.contains(node.op_type());
   return isDefaultDomain(node.domain()) && ready.contains(node.op_type());
