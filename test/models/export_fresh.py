@@ -66,13 +66,17 @@ INLINE_BYTES = 256
 
 # (folder suffix, exporter, opset or None for the exporter's default,
 #  keep_initializers_as_inputs, attention implementation or None for the
-#  default, architectures it applies to or None for all). The TorchScript
+#  default, architectures it applies to or None for all, whether
+#  onnxruntime's transformer optimizer then fuses it). The TorchScript
 # exporter has no scaled_dot_product_attention before opset 14, so the opset
 # 12 form takes eager attention, as exports from before sdpa did.
 # The -dynamic variants keep batch and sequence symbolic, named "batch" and
 # "sequence" as users name them, and their oracle runs at DYNAMIC_SHAPE, not
 # at the traced shape: kilnc gets the values with --dim, from the folder's
-# `dims` file, which check_models.py reads.
+# `dims` file, which check_models.py reads. The -ortopt-dynamic BERT is
+# what many BERT files on the hub are: onnxruntime.transformers' optimizer
+# run over an eager-attention export (EmbedLayerNormalization, com.microsoft
+# Attention, BiasGelu, SkipLayerNormalization), batch and sequence symbolic.
 TEXT = {"bert", "gpt2", "llama"}
 DYNAMIC_SHAPE = (3, 5)
 # The -kv variants are one decoding step with a KV cache, in the form
@@ -84,14 +88,16 @@ DECODERS = {"gpt2", "llama"}
 KV_STEP = (2, 3, 5)
 
 VARIANTS = [
-    ("torchscript", "torchscript", 17, False, None, None),
-    ("dynamo", "dynamo", None, False, None, None),
+    ("torchscript", "torchscript", 17, False, None, None, False),
+    ("dynamo", "dynamo", None, False, None, None, False),
     ("torchscript-initializers-as-inputs", "torchscript", 12, True, "eager",
-     {"bert"}),
-    ("torchscript-dynamic", "torchscript", 17, False, None, TEXT),
-    ("dynamo-dynamic", "dynamo", None, False, None, TEXT),
-    ("torchscript-kv", "torchscript", 17, False, None, DECODERS),
-    ("dynamo-kv", "dynamo", None, False, None, DECODERS),
+     {"bert"}, False),
+    ("torchscript-dynamic", "torchscript", 17, False, None, TEXT, False),
+    ("dynamo-dynamic", "dynamo", None, False, None, TEXT, False),
+    ("torchscript-kv", "torchscript", 17, False, None, DECODERS, False),
+    ("dynamo-kv", "dynamo", None, False, None, DECODERS, False),
+    ("torchscript-ortopt-dynamic", "torchscript", 17, False, "eager",
+     {"bert"}, True),
 ]
 
 
@@ -194,8 +200,22 @@ def settle(path, exporter, self_contained):
                   size_threshold=INLINE_BYTES)
 
 
+def ort_optimize(path, config):
+    """Rewrites the export at `path` as onnxruntime's transformer optimizer
+    fuses it (its default level, for the CPU), weights external again."""
+    from onnxruntime.transformers import optimizer
+    fused = optimizer.optimize_model(
+        path, model_type="bert", num_heads=config.num_attention_heads,
+        hidden_size=config.hidden_size)
+    m = fused.model
+    strip_provenance(m)
+    onnx.save(m, path, save_as_external_data=True,
+              all_tensors_to_one_file=True, location=DATA_FILE,
+              size_threshold=INLINE_BYTES)
+
+
 def export(model, inputs, key, exporter, opset, keep_inputs, attention,
-           folder, form):
+           folder, form, optimized=False):
     default = model.config._attn_implementation
     if attention:
         model.set_attn_implementation(attention)
@@ -204,13 +224,13 @@ def export(model, inputs, key, exporter, opset, keep_inputs, attention,
             _export_decoder_step(model, exporter, opset, folder)
         else:
             _export(model, inputs, key, exporter, opset, keep_inputs, folder,
-                    form == "dynamic")
+                    form == "dynamic", optimized)
     finally:
         model.set_attn_implementation(default)
 
 
 def _export(model, inputs, key, exporter, opset, keep_inputs, folder,
-            dynamic):
+            dynamic, optimized=False):
     model.eval()
     wrapped = Head(model, inputs, key).eval()
     args = tuple(torch.from_numpy(v) for v in inputs.values())
@@ -236,6 +256,8 @@ def _export(model, inputs, key, exporter, opset, keep_inputs, folder,
                           output_names=["output"],
                           dynamo=(exporter == "dynamo"), **options)
     settle(path, exporter, keep_inputs)
+    if optimized:
+        ort_optimize(path, model.config)
     if dynamic:
         inputs = text_inputs(*DYNAMIC_SHAPE)
         args = tuple(torch.from_numpy(v) for v in inputs.values())
@@ -371,8 +393,8 @@ def main():
             continue
         print(f"{name}: attention implementation "
               f"{model.config._attn_implementation!r}")
-        for (suffix, exporter, opset, keep_inputs, attention,
-             archs) in VARIANTS:
+        for (suffix, exporter, opset, keep_inputs, attention, archs,
+             optimized) in VARIANTS:
             if archs is not None and name not in archs or (
                     args.bert_base and keep_inputs) or (
                     args.variants and suffix not in args.variants.split(",")):
@@ -384,7 +406,8 @@ def main():
             written = write_export(
                 args.out, tag, args.max_bytes,
                 lambda staging: export(model, inputs, key, exporter, opset,
-                                       keep_inputs, attention, staging, form))
+                                       keep_inputs, attention, staging, form,
+                                       optimized))
             if not written:
                 continue
             folder, size = written

@@ -283,27 +283,18 @@ struct FusedNodeConverter : FusedOpConverter {
   }
 
   /// The per-batch count of mask entries equal to 1, as int32 (onnxruntime's
-  /// mask_index). Summed as a product with a ones vector in fp32, exact for
-  /// sequences shorter than 2^24.
+  /// mask_index): a reduction over the sequence in fp32, exact for sequences
+  /// shorter than 2^24, one row kernel (a product with a ones vector would
+  /// be a library call and a cast).
   Value maskIndex(Value mask) {
     RankedTensorType maskType = typeOf(mask);
-    int64_t batch = maskType.getDimSize(0), sequence = maskType.getDimSize(1);
     Value one = importer.scalar(loc, b.getI32Type(), 1);
     Value isOne =
         EqualOp::create(b, loc, maskType.clone(b.getI1Type()), mask, one);
-    Value ones = castTo(isOne, b.getF32Type());
-    if (!maskType.hasStaticShape()) {
-      // Symbolic dims: a reduction over the sequence, exact as the product.
-      Value counts = ReduceSumOp::create(b, loc, ones, ArrayRef<int64_t>{1},
-                                         /*keepdims=*/false);
-      return castTo(counts, b.getI32Type());
-    }
-    auto column = RankedTensorType::get({sequence, 1}, b.getF32Type());
-    Value all = ConstantOp::create(
-        b, loc, cast<ElementsAttr>(DenseElementsAttr::get(column, 1.0f)));
-    Value counts = MatmulOp::create(
-        b, loc, RankedTensorType::get({batch, 1}, b.getF32Type()), ones, all);
-    return castTo(reshape(counts, {batch}), b.getI32Type());
+    Value counts = ReduceSumOp::create(b, loc, castTo(isOne, b.getF32Type()),
+                                       ArrayRef<int64_t>{1},
+                                       /*keepdims=*/false);
+    return castTo(counts, b.getI32Type());
   }
 
   /// EmbedLayerNormalization: LayerNorm of the sum of word, position and
