@@ -402,9 +402,15 @@ struct FusedNodeConverter : FusedOpConverter {
                           ArrayRef<int64_t>{rows, hidden})))
       return failure();
     auto lengths = tokens[1].bounds(importer.dimRanges());
-    if (!lengths || rows < lengths->second)
+    if (!lengths)
       return error() << "sequence length " << tokens[1].str()
-                     << (tokens[1].isConstant() ? "" : " at its largest")
+                     << " has no range";
+    if (rows < lengths->second)
+      return error() << "sequence length " << tokens[1].str()
+                     << (tokens[1].isConstant()
+                             ? ""
+                             : " at its largest " +
+                                   std::to_string(lengths->second))
                      << " exceeds the " << rows
                      << " rows of position_embedding";
     if (std::optional<int64_t> fixed = tokens[1].getConstant())
