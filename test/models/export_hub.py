@@ -18,6 +18,11 @@ beside each, which the builder needs); nothing is downloaded.
   genai-fp32, genai-fp16: onnxruntime_genai.models.builder -p fp32 -e cpu and
       -p fp16 -e cuda (the GPU form) for LLaMA, Qwen2 and Phi-3 (the builder
       has no GPT-2);
+  genai-int4, genai-int8, genai-int4-asym, genai-int4-fp16: its weight-only
+      quantized forms (MatMulNBits: int4 and int8 weights with fp32
+      activations for LLaMA, unsigned int4 with zero points for Phi-3, int4
+      with fp16 activations for LLaMA); onnxruntime, the oracle, runs their
+      matmuls exactly (exact_session);
   optimum: optimum-cli in its own virtual environment (optimum-onnx needs
       transformers below 4.58; --optimum-python names its interpreter) for
       all four.
@@ -41,6 +46,7 @@ import sys
 import tempfile
 
 import numpy as np
+import onnx
 import onnxruntime as ort
 
 VOCAB, HIDDEN, FFN, LAYERS, HEADS, KV_HEADS = 128, 32, 64, 2, 2, 1
@@ -89,11 +95,24 @@ def save_checkpoint(arch, folder):
                                eos_token="t2").save_pretrained(folder)
 
 
-def build_genai(checkpoint, out, precision):
-    provider = "cpu" if precision == "fp32" else "cuda"
+# The builder's arguments for each genai form: fp32 and int4/int8 weights
+# for the CPU (fp32 activations), fp16 and int4 for CUDA (fp16 activations);
+# -asym quantizes to unsigned values with zero points.
+GENAI_FORMS = {
+    "genai-fp32": ["-p", "fp32", "-e", "cpu"],
+    "genai-fp16": ["-p", "fp16", "-e", "cuda"],
+    "genai-int4": ["-p", "int4", "-e", "cpu"],
+    "genai-int8": ["-p", "int8", "-e", "cpu"],
+    "genai-int4-asym": ["-p", "int4", "-e", "cpu", "--extra_options",
+                        "is_symmetric=false"],
+    "genai-int4-fp16": ["-p", "int4", "-e", "cuda"],
+}
+
+
+def build_genai(checkpoint, out, form):
     subprocess.run([sys.executable, "-m", "onnxruntime_genai.models.builder",
-                    "-i", checkpoint, "-o", out, "-p", precision,
-                    "-e", provider], check=True, capture_output=True)
+                    "-i", checkpoint, "-o", out] + GENAI_FORMS[form],
+                   check=True, capture_output=True)
 
 
 def build_optimum(checkpoint, out, python):
@@ -114,13 +133,33 @@ def dims_of(form):
     return "batch_size=1:2,sequence_length=1:16,past_sequence_length=0:48"
 
 
+def exact_session(path):
+    """onnxruntime over the model at `path`, its quantized matmuls made
+    exact: MatMulNBits' accuracy_level 0 (the builder asks for int8
+    activations, which onnxruntime's CPU kernel then uses) and onnxruntime's
+    own fused forms of them off. Other models run as they are."""
+    model = onnx.load(path)
+    quantized = [n for n in model.graph.node if n.op_type == "MatMulNBits"]
+    if not quantized:
+        return ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    for node in quantized:
+        for attr in node.attribute:
+            if attr.name == "accuracy_level":
+                attr.i = 0
+    options = ort.SessionOptions()
+    options.add_session_config_entry(
+        "session.qdq_matmulnbits_accuracy_level", "1")
+    options.add_session_config_entry("session.disable_quant_qdq", "1")
+    return ort.InferenceSession(model.SerializeToString(), options,
+                                providers=["CPUExecutionProvider"])
+
+
 class Session:
     """onnxruntime over one exported model, fed as each hub tool's runtime
     feeds it."""
 
     def __init__(self, path):
-        self.session = ort.InferenceSession(
-            path, providers=["CPUExecutionProvider"])
+        self.session = exact_session(path)
         self.inputs = {i.name: i for i in self.session.get_inputs()}
         self.outputs = [o.name for o in self.session.get_outputs()]
         self.pasts = [n for n in self.inputs if n.startswith("past_key_values")]
@@ -212,6 +251,8 @@ def main():
     forms = [("llama", "genai-fp32"), ("llama", "genai-fp16"),
              ("qwen2", "genai-fp32"), ("qwen2", "genai-fp16"),
              ("phi3", "genai-fp32"), ("phi3", "genai-fp16"),
+             ("llama", "genai-int4"), ("llama", "genai-int8"),
+             ("llama", "genai-int4-fp16"), ("phi3", "genai-int4-asym"),
              ("llama", "optimum"), ("qwen2", "optimum"),
              ("phi3", "optimum"), ("gpt2", "optimum")]
     failed = 0
@@ -228,7 +269,7 @@ def main():
                 if form == "optimum":
                     build_optimum(checkpoint, built, args.optimum_python)
                 else:
-                    build_genai(checkpoint, built, form.split("-")[1])
+                    build_genai(checkpoint, built, form)
             except subprocess.CalledProcessError as e:
                 print(f"FAIL {name}: {e.stderr.decode()[-2000:]}")
                 failed += 1

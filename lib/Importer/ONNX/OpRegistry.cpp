@@ -26,7 +26,8 @@ static const llvm::StringMap<ConvertNodeFn> &registry() {
           getScatterConversions, getConvConversions, getEinsumConversions,
           getLoopConversions, getAttentionConversions,
           getGroupQueryAttentionConversions, getMicrosoftAttentionConversions,
-          getFusedConversions, getRotaryEmbeddingConversions})
+          getFusedConversions, getRotaryEmbeddingConversions,
+          getQuantizedConversions})
       for (const OpConversion &op : family()) {
         bool added = all.try_emplace(opKey(op.domain, op.opType), op.convert)
                          .second;
@@ -89,7 +90,8 @@ static bool takesSymbolicDims(const onnx::NodeProto &node) {
       "RotaryEmbedding",
       "EmbedLayerNormalization",
       "Attention",
-      "MultiHeadAttention"};
+      "MultiHeadAttention",
+      "MatMulNBits"};
   if (node.domain() == kMicrosoftDomain)
     return readyMicrosoft.contains(node.op_type());
   return isDefaultDomain(node.domain()) && ready.contains(node.op_type());

@@ -1,0 +1,218 @@
+//===- ConvertQuantized.cpp - weight-only quantized matmuls ---------------===//
+//
+// com.microsoft MatMulNBits, what onnxruntime-genai's builder writes for
+// int4 and int8 weights: B packed along K, low bits first, `[N, k_blocks,
+// block_size * bits / 8]` bytes; per-block scales `[N, k_blocks]` (or
+// flat); zero points packed like B (or of the scales' type, unpacked), by
+// default the middle of the range (2^(bits - 1)).
+//
+// The weights stay packed in the artifact. They are unpacked and scaled at
+// run time by integer and float kiln ops, `W[n, k] = (q - zero) * scale`
+// in fp32 (exact: a small integer times the scale, rounded once to the
+// activations' type), followed by `A . W^T` as a kiln.matmul: one
+// elementwise kernel and one GEMM. A GEMM that reads the packed bytes
+// itself is the kernels' part (issue 39), not the importer's.
+//
+//===----------------------------------------------------------------------===//
+
+#include "GraphImporter.h"
+#include "NodeConverter.h"
+#include "OpRegistry.h"
+
+#include "kiln/Dialect/Kiln/ShapeInference.h"
+
+#include "llvm/Support/MathExtras.h"
+
+using namespace mlir;
+
+namespace kiln {
+
+namespace {
+
+struct QuantizedConverter : NodeConverterBase {
+  using NodeConverterBase::NodeConverterBase;
+
+  template <typename OpTy> FailureOr<Value> broadcast(Value lhs, Value rhs) {
+    auto type = inferBroadcastType(loc, typeOf(lhs), typeOf(rhs));
+    if (failed(type))
+      return failure();
+    return OpTy::create(b, loc, *type, lhs, rhs).getResult();
+  }
+
+  Value cast(Value x, Type elementType) {
+    if (typeOf(x).getElementType() == elementType)
+      return x;
+    return CastOp::create(b, loc, typeOf(x).clone(elementType), x);
+  }
+
+  /// The `bits`-bit values packed in the bytes of `bytes` (uint8, last dim
+  /// of `width` bytes), low bits first: i32 of the last dim `width * 8 /
+  /// bits`.
+  FailureOr<Value> unpack(Value bytes, int64_t bits) {
+    Type i32 = b.getI32Type();
+    Value wide = cast(bytes, i32);
+    if (bits == 8)
+      return wide;
+    SmallVector<int64_t> shape(typeOf(wide).getShape());
+    SmallVector<int64_t> column(shape);
+    column.push_back(1);
+    int64_t perByte = 8 / bits, base = int64_t(1) << bits;
+    // Value j of a byte x: x / 2^(bits j) - (x / 2^(bits (j + 1))) 2^bits.
+    SmallVector<Value> values;
+    SmallVector<RankedTensorType> types;
+    Value shifted = wide;
+    for (int64_t j = 0; j < perByte; ++j) {
+      auto next = broadcast<DivOp>(shifted, importer.scalar(loc, i32, base));
+      if (failed(next))
+        return failure();
+      auto high = broadcast<MulOp>(*next, importer.scalar(loc, i32, base));
+      if (failed(high))
+        return failure();
+      auto value = broadcast<SubOp>(shifted, *high);
+      if (failed(value))
+        return failure();
+      values.push_back(reshape(*value, column));
+      types.push_back(typeOf(values.back()));
+      shifted = *next;
+    }
+    auto joinedType = inferConcatType(loc, types, column.size() - 1);
+    if (failed(joinedType))
+      return failure();
+    Value joined =
+        ConcatOp::create(b, loc, *joinedType, values, column.size() - 1);
+    shape.back() *= perByte;
+    return reshape(joined, shape);
+  }
+
+  LogicalResult convertMatMulNBits() {
+    int64_t k = intAttr("K", 0), n = intAttr("N", 0);
+    int64_t bits = intAttr("bits", 4), block = intAttr("block_size", 0);
+    if (bits != 2 && bits != 4 && bits != 8)
+      return error() << "bits must be 2, 4 or 8, got " << bits;
+    if (block < 16 || !llvm::isPowerOf2_64(block))
+      return error() << "block_size must be a power of two of at least 16, "
+                        "got "
+                     << block;
+    if (k <= 0 || n <= 0 || k > (int64_t(1) << 31) || n > (int64_t(1) << 31))
+      return error() << "K and N must be positive and below 2^31, got K = " << k
+                     << ", N = " << n;
+    if (importer.input(node, 4))
+      return error() << "g_idx (act-order GPTQ) is not supported";
+    auto a = required(0), packed = required(1), scales = required(2);
+    if (failed(a) || failed(packed) || failed(scales))
+      return failure();
+    RankedTensorType aType = typeOf(*a);
+    Type et = aType.getElementType();
+    if (!isa<FloatType>(et) || aType.getRank() < 1 ||
+        aType.getDimSize(aType.getRank() - 1) != k)
+      return error() << "A must be float with a last dim of K = " << k
+                     << ", got " << shapeText(aType);
+    int64_t blocks = (k + block - 1) / block;
+    int64_t width = block * bits / 8;
+    RankedTensorType bType = typeOf(*packed);
+    if (!bType.getElementType().isUnsignedInteger(8) ||
+        bType.getShape() != ArrayRef<int64_t>{n, blocks, width})
+      return error() << "B must be uint8 [N, k_blocks, block_size * bits / "
+                        "8] = ["
+                     << n << ", " << blocks << ", " << width << "], got "
+                     << shapeText(bType) << " of " << bType.getElementType();
+    RankedTensorType sType = typeOf(*scales);
+    if (sType.getElementType() != et || !sType.hasStaticShape() ||
+        sType.getNumElements() != n * blocks)
+      return error() << "scales must be " << n * blocks << " values ([N, "
+                     << "k_blocks]) of A's type, got " << shapeText(sType)
+                     << " of " << sType.getElementType();
+    Type f32 = b.getF32Type();
+    SmallVector<int64_t> perBlock{n, blocks, 1};
+    Value scale = cast(reshape(*scales, perBlock), f32);
+
+    auto q = unpack(*packed, bits);
+    if (failed(q))
+      return failure();
+    auto scaled = dequantize(cast(*q, f32), scale, bits, n, blocks, et);
+    if (failed(scaled))
+      return failure();
+    // The last block is padded past K.
+    Value w = reshape(*scaled, {n, blocks * block});
+    w = cast(slice(w, 1, 0, k), et);
+    auto type = inferMatmulType(loc, aType, typeOf(w), false, true);
+    if (failed(type))
+      return failure();
+    Value y = MatmulOp::create(b, loc, *type, *a, w, false, true);
+    if (Value bias = importer.input(node, 5)) {
+      if (typeOf(bias).getElementType() != et ||
+          typeOf(bias).getShape() != ArrayRef<int64_t>{n})
+        return error() << "bias must be " << n << " values of A's type, got "
+                       << shapeText(typeOf(bias));
+      auto added = broadcast<AddOp>(y, bias);
+      if (failed(added))
+        return failure();
+      y = *added;
+    }
+    return output(y);
+  }
+
+  /// `q` (f32 [N, k_blocks, block_size]) less the zero points, times the
+  /// scales, in onnxruntime's order: integer zero points (input 3 packed
+  /// like B, or by default 2^(bits - 1)) as (q - zero) * scale, exact before
+  /// the one rounding; zero points of A's type as q * scale - zero * scale.
+  FailureOr<Value> dequantize(Value q, Value scale, int64_t bits, int64_t n,
+                              int64_t blocks, Type et) {
+    Type f32 = b.getF32Type();
+    Value given = importer.input(node, 3);
+    SmallVector<int64_t> perBlock{n, blocks, 1};
+    RankedTensorType type = given ? typeOf(given) : RankedTensorType();
+    if (given && type.getElementType() == et && type.hasStaticShape() &&
+        type.getNumElements() == n * blocks) {
+      auto product = broadcast<MulOp>(q, scale);
+      auto offset =
+          broadcast<MulOp>(cast(reshape(given, perBlock), f32), scale);
+      if (failed(product) || failed(offset))
+        return failure();
+      return broadcast<SubOp>(*product, *offset);
+    }
+    auto zero = integerZeroPoints(given, bits, n, blocks);
+    if (failed(zero))
+      return failure();
+    auto centred = broadcast<SubOp>(q, *zero);
+    if (failed(centred))
+      return failure();
+    return broadcast<MulOp>(*centred, scale);
+  }
+
+  /// Integer zero points as f32 [N, k_blocks, 1]: `given` packed like B
+  /// (uint8), or by default 2^(bits - 1).
+  FailureOr<Value> integerZeroPoints(Value given, int64_t bits, int64_t n,
+                                     int64_t blocks) {
+    Type f32 = b.getF32Type();
+    if (!given)
+      return importer.scalar(loc, f32, double(int64_t(1) << (bits - 1)));
+    RankedTensorType type = typeOf(given);
+    SmallVector<int64_t> perBlock{n, blocks, 1};
+    int64_t perByte = 8 / bits;
+    int64_t bytes = (blocks + perByte - 1) / perByte;
+    if (!type.getElementType().isUnsignedInteger(8) || !type.hasStaticShape() ||
+        type.getNumElements() != n * bytes)
+      return error() << "zero_points must be uint8 [N, ceil(k_blocks * bits "
+                        "/ 8)] = ["
+                     << n << ", " << bytes << "] or " << n * blocks
+                     << " values of A's type, got " << shapeText(type) << " of "
+                     << type.getElementType();
+    auto unpacked = unpack(reshape(given, {n, bytes}), bits);
+    if (failed(unpacked))
+      return failure();
+    return cast(reshape(slice(*unpacked, 1, 0, blocks), perBlock), f32);
+  }
+};
+
+} // namespace
+
+ArrayRef<OpConversion> getQuantizedConversions() {
+  using C = QuantizedConverter;
+  static const OpConversion table[] = {
+      {kMicrosoftDomain, "MatMulNBits", convertWith<C, &C::convertMatMulNBits>},
+  };
+  return table;
+}
+
+} // namespace kiln
