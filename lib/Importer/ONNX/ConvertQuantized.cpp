@@ -20,8 +20,11 @@
 #include "OpRegistry.h"
 
 #include "kiln/Dialect/Kiln/ShapeInference.h"
+#include "kiln/Importer/ONNX/TensorProto.h"
 
 #include "llvm/Support/MathExtras.h"
+
+#include <cmath>
 
 using namespace mlir;
 
@@ -203,6 +206,177 @@ struct QuantizedConverter : NodeConverterBase {
       return failure();
     return cast(reshape(slice(*unpacked, 1, 0, blocks), perBlock), f32);
   }
+  //===--------------------------------------------------------------------===//
+  // QuantizeLinear and DequantizeLinear
+  //===--------------------------------------------------------------------===//
+
+  /// A scale or zero point of `x` viewed to broadcast to it: one value
+  /// (per tensor), one per index of `axis` (per axis), or, with `block`,
+  /// one per `block` consecutive indices of `axis`, each repeated over its
+  /// block and cut to the axis's size.
+  FailureOr<Value> perElement(Value param, RankedTensorType xType, int64_t axis,
+                              int64_t block, StringRef what) {
+    RankedTensorType type = typeOf(param);
+    ArrayRef<int64_t> x = xType.getShape();
+    int64_t rank = x.size();
+    if (type.hasStaticShape() && type.getNumElements() == 1 && block == 0)
+      return reshape(param, ArrayRef<int64_t>{});
+    // Only per-axis and blocked forms read the axis.
+    auto resolved = this->axis(axis, rank);
+    if (failed(resolved))
+      return failure();
+    axis = *resolved;
+    if (block == 0 && type.getRank() == 1 && type.getDimSize(0) == x[axis]) {
+      SmallVector<int64_t> shape(rank, 1);
+      shape[axis] = x[axis];
+      return reshape(param, shape);
+    }
+    if (block > 0 && type.getRank() == rank) {
+      int64_t blocks = (x[axis] + block - 1) / block;
+      SmallVector<int64_t> expected(x);
+      expected[axis] = blocks;
+      if (type.getShape() == ArrayRef<int64_t>(expected)) {
+        SmallVector<int64_t> split(expected), repeated(expected),
+            joined(expected);
+        split.insert(split.begin() + axis + 1, 1);
+        repeated.insert(repeated.begin() + axis + 1, block);
+        joined[axis] = blocks * block;
+        Value each = ExpandOp::create(
+            b, loc, RankedTensorType::get(repeated, type.getElementType()),
+            reshape(param, split));
+        return slice(reshape(each, joined), axis, 0, x[axis]);
+      }
+    }
+    return error() << what << " of shape " << shapeText(type)
+                   << " fits the input " << shapeText(xType)
+                   << " neither per tensor, per axis " << axis
+                   << (block > 0 ? " nor in blocks of " : "")
+                   << (block > 0 ? std::to_string(block) : "");
+  }
+
+  /// The axis (as given: a per-tensor scale ignores it) and block size of
+  /// a Q/DQ node over `xType` (static).
+  LogicalResult quantAxis(RankedTensorType xType, int64_t &ax, int64_t &block) {
+    if (!xType.hasStaticShape())
+      return error() << "the input must have a static shape, got "
+                     << shapeText(xType);
+    ax = intAttr("axis", 1);
+    block = intAttr("block_size", 0);
+    if (block < 0)
+      return error() << "block_size must not be negative, got " << block;
+    if (intAttr("precision", 0) != 0)
+      return error() << "the precision attribute is not supported";
+    return success();
+  }
+
+  static bool isQuantizedType(Type t) {
+    auto integer = dyn_cast<IntegerType>(t);
+    return integer && integer.getWidth() != 1 && integer.getWidth() <= 32;
+  }
+
+  LogicalResult convertDequantizeLinear() {
+    auto x = required(0), scale = required(1);
+    if (failed(x) || failed(scale))
+      return failure();
+    RankedTensorType xType = typeOf(*x);
+    Type et = typeOf(*scale).getElementType();
+    int64_t ax = 0, block = 0;
+    if (failed(quantAxis(xType, ax, block)))
+      return failure();
+    if (!isQuantizedType(xType.getElementType()) || !isa<FloatType>(et))
+      return error() << "expected integer input and float scales, got "
+                     << xType.getElementType() << " and " << et;
+    if (int64_t given = intAttr("output_dtype", 0);
+        given != 0 && convertONNXElementType(b.getContext(), given) != et)
+      return error() << "output_dtype other than the scale's type is not "
+                        "supported";
+    Type f32 = b.getF32Type();
+    auto s = perElement(*scale, xType, ax, block, "x_scale");
+    if (failed(s))
+      return failure();
+    Value centred = cast(*x, f32);
+    if (Value zero = importer.input(node, 2)) {
+      if (typeOf(zero).getElementType() != xType.getElementType())
+        return error() << "x_zero_point must have the input's type "
+                       << xType.getElementType() << ", got "
+                       << typeOf(zero).getElementType();
+      auto z = perElement(zero, xType, ax, block, "x_zero_point");
+      if (failed(z))
+        return failure();
+      auto diff = broadcast<SubOp>(centred, cast(*z, f32));
+      if (failed(diff))
+        return failure();
+      centred = *diff;
+    }
+    auto y = broadcast<MulOp>(centred, cast(*s, f32));
+    if (failed(y))
+      return failure();
+    return output(cast(*y, et));
+  }
+
+  LogicalResult convertQuantizeLinear() {
+    auto x = required(0), scale = required(1);
+    if (failed(x) || failed(scale))
+      return failure();
+    RankedTensorType xType = typeOf(*x);
+    int64_t ax = 0, block = 0;
+    if (failed(quantAxis(xType, ax, block)))
+      return failure();
+    // The output type: the zero point's, else output_dtype's, else uint8.
+    Value zero = importer.input(node, 2);
+    Type out =
+        zero ? typeOf(zero).getElementType() : b.getIntegerType(8, false);
+    if (int64_t given = intAttr("output_dtype", 0)) {
+      Type named = convertONNXElementType(b.getContext(), given);
+      if (!named || (zero && named != out))
+        return error() << "output_dtype " << onnxElementTypeName(given)
+                       << " is unsupported or differs from the zero point's "
+                          "type";
+      out = named;
+    }
+    auto integer = dyn_cast<IntegerType>(out);
+    if (!isa<FloatType>(xType.getElementType()) || !integer ||
+        !isQuantizedType(out) || integer.getWidth() > 16)
+      return error() << "expected float input and an 8- or 16-bit integer "
+                        "output, got "
+                     << xType.getElementType() << " and " << out;
+    Type f32 = b.getF32Type();
+    auto s = perElement(*scale, xType, ax, block, "y_scale");
+    if (failed(s))
+      return failure();
+    // round(x / scale) + zero, halves to even, saturated to the type.
+    auto ratio = broadcast<DivOp>(cast(*x, f32), cast(*s, f32));
+    if (failed(ratio))
+      return failure();
+    Value q = RoundOp::create(b, loc, *ratio);
+    if (zero) {
+      auto z = perElement(zero, xType, ax, block, "y_zero_point");
+      if (failed(z))
+        return failure();
+      auto shifted = broadcast<AddOp>(q, cast(*z, f32));
+      if (failed(shifted))
+        return failure();
+      q = *shifted;
+    }
+    unsigned width = integer.getWidth();
+    bool isSigned = !integer.isUnsigned();
+    double low = isSigned ? -std::ldexp(1.0, width - 1) : 0.0;
+    double high =
+        isSigned ? std::ldexp(1.0, width - 1) - 1 : std::ldexp(1.0, width) - 1;
+    // NaN (an infinite input over an infinite scale, as a calibration that
+    // saw a -inf mask writes) saturates low, as onnxruntime's CPU kernel
+    // does (its vector max returns the bound).
+    Value floor = importer.scalar(loc, f32, low);
+    Value nan = IsNaNOp::create(b, loc, typeOf(q).clone(b.getI1Type()), q);
+    q = WhereOp::create(b, loc, typeOf(q), nan, floor, q);
+    auto above = broadcast<MaxOp>(q, floor);
+    if (failed(above))
+      return failure();
+    auto within = broadcast<MinOp>(*above, importer.scalar(loc, f32, high));
+    if (failed(within))
+      return failure();
+    return output(cast(*within, out));
+  }
 };
 
 } // namespace
@@ -211,6 +385,8 @@ ArrayRef<OpConversion> getQuantizedConversions() {
   using C = QuantizedConverter;
   static const OpConversion table[] = {
       {kMicrosoftDomain, "MatMulNBits", convertWith<C, &C::convertMatMulNBits>},
+      {"", "DequantizeLinear", convertWith<C, &C::convertDequantizeLinear>},
+      {"", "QuantizeLinear", convertWith<C, &C::convertQuantizeLinear>},
   };
   return table;
 }

@@ -1,0 +1,114 @@
+#!/usr/bin/env python3
+"""Quantizes the fresh exports with onnxruntime's own quantizers, offline.
+
+  export_quantized.py [--fresh test/models/fresh] [--out test/models/quantized]
+
+Users without a quantized export make one with onnxruntime.quantization; this
+script does the same over export_fresh.py's models (no torch needed):
+
+  bert-qdq-int8: quantize_static in the QDQ format, int8 activations and
+      per-channel int8 weights, calibrated on four batches of random token
+      ids (QuantizeLinear/DequantizeLinear pairs around every MatMul, what
+      TensorRT and onnxruntime's int8 paths consume);
+  llama-matmulnbits-int4: MatMulNBitsQuantizer, 4-bit blocks of 32 with zero
+      points (com.microsoft MatMulNBits, what Olive writes).
+
+Each folder gets model.onnx (one file), inputs/ (the fresh export's) and
+expected/ (onnxruntime's outputs, its quantized paths made exact:
+session.disable_quant_qdq=1 so that QDQ pairs are not fused into integer
+kernels, accuracy_level 0 for MatMulNBits), the layout check_models.py
+reads.
+"""
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnxruntime import quantization as q
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+VOCAB, SEED = 96, 3  # export_fresh.py's vocabulary
+
+
+def inputs_of(folder):
+    path = os.path.join(folder, "inputs")
+    return {f[:-4]: np.load(os.path.join(path, f))
+            for f in sorted(os.listdir(path))}
+
+
+class RandomTokens(q.CalibrationDataReader):
+    """Four batches shaped like `inputs`, with random token ids."""
+
+    def __init__(self, inputs):
+        rng = np.random.default_rng(SEED)
+        self.batches = iter([
+            {k: rng.integers(0, VOCAB, v.shape).astype(v.dtype)
+             if k == "input_ids" else v for k, v in inputs.items()}
+            for _ in range(4)])
+
+    def get_next(self):
+        return next(self.batches, None)
+
+
+def qdq_int8(source, target, inputs):
+    q.quantize_static(source, target, RandomTokens(inputs),
+                      quant_format=q.QuantFormat.QDQ, per_channel=True,
+                      activation_type=q.QuantType.QInt8,
+                      weight_type=q.QuantType.QInt8)
+
+
+def matmulnbits_int4(source, target, inputs):
+    from onnxruntime.quantization.matmul_nbits_quantizer import (
+        MatMulNBitsQuantizer)
+    quantizer = MatMulNBitsQuantizer(onnx.load(source), block_size=32,
+                                     is_symmetric=False)
+    quantizer.process()
+    onnx.save(quantizer.model.model, target)
+
+
+def exact_session(path):
+    options = ort.SessionOptions()
+    options.add_session_config_entry("session.disable_quant_qdq", "1")
+    return ort.InferenceSession(path, options,
+                                providers=["CPUExecutionProvider"])
+
+
+MODELS = [("bert-qdq-int8", "bert-torchscript", qdq_int8),
+          ("llama-matmulnbits-int4", "llama-torchscript", matmulnbits_int4)]
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--fresh", default=os.path.join(HERE, "fresh"))
+    parser.add_argument("--out", default=os.path.join(HERE, "quantized"))
+    args = parser.parse_args()
+    for name, source, quantize in MODELS:
+        inputs = inputs_of(os.path.join(args.fresh, source))
+        folder = os.path.join(args.out, name)
+        shutil.rmtree(folder, ignore_errors=True)
+        os.makedirs(os.path.join(folder, "inputs"))
+        os.makedirs(os.path.join(folder, "expected"))
+        with tempfile.TemporaryDirectory(prefix="kiln-quantize-") as work:
+            # One self-contained file to quantize (the fresh weights are
+            # external data).
+            plain = os.path.join(work, "model.onnx")
+            onnx.save(onnx.load(os.path.join(args.fresh, source, "model.onnx")),
+                      plain)
+            quantize(plain, os.path.join(folder, "model.onnx"), inputs)
+        session = exact_session(os.path.join(folder, "model.onnx"))
+        for n, v in inputs.items():
+            np.save(os.path.join(folder, "inputs", n + ".npy"), v)
+        for info, v in zip(session.get_outputs(), session.run(None, inputs)):
+            np.save(os.path.join(folder, "expected", info.name + ".npy"), v)
+        ops = sorted({n.op_type for n in onnx.load(
+            os.path.join(folder, "model.onnx")).graph.node})
+        print(f"wrote {folder}: {' '.join(ops)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
