@@ -94,6 +94,8 @@ const char *const kOpTypes[] = {
     "GatherElements",
     "GatherND",
     "ScatterND",
+    "QuantizeLinear",
+    "DequantizeLinear",
     "RotaryEmbedding",
     "GroupQueryAttention",
     "SkipLayerNormalization",
@@ -111,12 +113,13 @@ const char *const kOpTypes[] = {
 
 /// Attribute names Kiln's converters read.
 const char *const kAttributeNames[] = {
-    "axis",     "axes",        "perm",      "keepdims",  "transA",
-    "transB",   "to",          "epsilon",   "num_heads", "kv_num_heads",
-    "group",    "pads",        "strides",   "dilations", "kernel_shape",
-    "value",    "split",       "mode",      "alpha",     "beta",
-    "equation", "interleaved", "do_rotary", "scale",     "is_causal",
-    "upper",    "batch_dims",  "allowzero",
+    "axis",         "axes",        "perm",      "keepdims",  "transA",
+    "transB",       "to",          "epsilon",   "num_heads", "kv_num_heads",
+    "group",        "pads",        "strides",   "dilations", "kernel_shape",
+    "value",        "split",       "mode",      "alpha",     "beta",
+    "equation",     "interleaved", "do_rotary", "scale",     "is_causal",
+    "upper",        "batch_dims",  "allowzero", "reduction", "block_size",
+    "output_dtype",
 };
 
 /// Where an external-data tensor could point.

@@ -36,8 +36,8 @@ import sys
 
 import numpy as np
 
-from oracle import (compare_output, run, run_checks, run_with_inputs,
-                    tools_parser)
+from oracle import (compare_output, model_folders, run, run_checks,
+                    run_with_inputs, tools_parser)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 # The rotary tables' rows (export_hub.py's CONTEXT): the genai buffer form's
@@ -194,11 +194,9 @@ def main():
     parser.add_argument("--backend", default="host",
                         choices=("host", "cuda"))
     tools = parser.parse_args()
-    models = sorted(d for d in os.listdir(tools.data)
-                    if tools.only in d and
-                    os.path.isdir(os.path.join(tools.data, d)))
     checks = [(m, lambda work, m=m: check_model(
-        tools, os.path.join(tools.data, m), work)) for m in models]
+        tools, os.path.join(tools.data, m), work))
+        for m in model_folders(tools.data, tools.only)]
     return run_checks(checks, "kiln-hub-", "hub decoders",
                       passed=f"3 points on reference and {tools.backend}, "
                              "32 tokens fed back and in place, lengths "

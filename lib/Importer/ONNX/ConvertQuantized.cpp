@@ -1,4 +1,4 @@
-//===- ConvertQuantized.cpp - weight-only quantized matmuls ---------------===//
+//===- ConvertQuantized.cpp - quantized weights and Q/DQ pairs ------------===//
 //
 // com.microsoft MatMulNBits, what onnxruntime-genai's builder writes for
 // int4 and int8 weights: B packed along K, low bits first, `[N, k_blocks,
@@ -12,6 +12,11 @@
 // activations' type), followed by `A . W^T` as a kiln.matmul: one
 // elementwise kernel and one GEMM. A GEMM that reads the packed bytes
 // itself is the kernels' part (issue 39), not the importer's.
+//
+// QuantizeLinear and DequantizeLinear (8- and 16-bit integers, as
+// onnxruntime's quantize_static writes them around every MatMul) are their
+// float arithmetic, in fp32, with scales and zero points per tensor, per
+// axis or repeated over blocks.
 //
 //===----------------------------------------------------------------------===//
 
