@@ -208,6 +208,41 @@ std::string applyInputCLOptions(CompileOptions &options) {
 
 void registerPrecisionCLOptions() { *precisionCLOptions; }
 
+std::vector<std::string> givenCompileOnlyFlags() {
+  std::vector<std::string> given;
+  auto note = [&](const llvm::cl::Option &option) {
+    if (option.getNumOccurrences() > 0)
+      given.push_back(("--" + option.ArgStr).str());
+  };
+  if (precisionCLOptions.isConstructed()) {
+    const PrecisionCLOptions &o = *precisionCLOptions;
+    note(o.precision);
+    note(o.keepIoTypes);
+    note(o.keepFp32Ops);
+    note(o.keepFp32Nodes);
+    note(o.disableFp32Islands);
+    note(o.allowTf32);
+  }
+  if (inputCLOptions.isConstructed()) {
+    const InputCLOptions &o = *inputCLOptions;
+    note(o.uncheckedIndices);
+    note(o.maxArena);
+    note(o.maxWeights);
+    note(o.kvCacheInPlace);
+  }
+  if (kernelCLOptions.isConstructed()) {
+    const KernelCLOptions &o = *kernelCLOptions;
+    note(o.attentionWarps);
+    note(o.attentionRowsPerWarp);
+    note(o.attentionWgmma);
+    note(o.attentionTileKeys);
+    note(o.attentionKvStages);
+    note(o.attentionBarriers);
+    note(o.attentionLazyRescale);
+  }
+  return given;
+}
+
 std::vector<OptionFlag> precisionOptionFlags() {
   return {{"keep-op-types", "--keep-fp32-ops"},
           {"keep-node-names", "--keep-fp32-nodes"},

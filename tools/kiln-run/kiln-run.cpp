@@ -37,6 +37,7 @@
 #include "kiln/runtime/Model.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/MLIRContext.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/raw_ostream.h"
@@ -162,6 +163,14 @@ int main(int argc, char **argv) {
   context.loadDialect<kiln::KilnDialect, func::FuncDialect>();
 
   bool isLibrary = StringRef(modelPath).ends_with(".so");
+  if (std::vector<std::string> ignored = kiln::givenCompileOnlyFlags();
+      isLibrary && !ignored.empty())
+    llvm::errs() << "kiln-run: warning: " << llvm::join(ignored, ", ")
+                 << (ignored.size() == 1 ? " changes" : " change")
+                 << " what is compiled; a .so keeps what kilnc compiled "
+                    "into it, so here "
+                 << (ignored.size() == 1 ? "it changes" : "they change")
+                 << " nothing\n";
   if (perLayer) {
     if (isLibrary)
       return fail("--per-layer compiles the model again in a debugging build "

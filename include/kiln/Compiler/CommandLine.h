@@ -8,6 +8,7 @@
 #include "llvm/Support/SourceMgr.h"
 
 #include <string>
+#include <vector>
 
 namespace kiln {
 
@@ -38,6 +39,12 @@ private:
   ModelDiagnosticHandler model;
   OptionFlagNotes flagNotes;
 };
+
+/// The shared flags given on the command line that change only what is
+/// compiled (precision, kernel configurations, --unchecked-indices,
+/// --kv-cache-in-place, the size limits), as "--name": kiln-run warns that
+/// a .so, already compiled, ignores them.
+std::vector<std::string> givenCompileOnlyFlags();
 
 /// Registers the flags about a model's inputs and what it may do that kilnc
 /// and kiln-run share: --dim, --input-shape, --override-initializer,
