@@ -223,12 +223,6 @@ FailureOr<Value> AttentionBuilder::rowsWithoutKeys(Value attendable) {
   return compare<EqualOp>(mean, importer.scalar(loc, f32, 0.0));
 }
 
-Value AttentionBuilder::castTo(Value x, Type elementType) {
-  if (typeOf(x).getElementType() == elementType)
-    return x;
-  return CastOp::create(b, loc, typeOf(x).clone(elementType), x);
-}
-
 FailureOr<Value> AttentionBuilder::where(Value condition, Value lhs,
                                          Value rhs) {
   auto type = inferWhereType(loc, typeOf(condition), typeOf(lhs), typeOf(rhs));

@@ -146,18 +146,6 @@ struct AttentionBuilder : NodeConverterBase {
   /// true element, computed at run time.
   mlir::FailureOr<mlir::Value> rowsWithoutKeys(mlir::Value attendable);
 
-  /// `x` converted to `elementType` (no op when it has it).
-  mlir::Value castTo(mlir::Value x, mlir::Type elementType);
-
-  /// `OpTy(lhs, rhs)` with numpy broadcasting of the result.
-  template <typename OpTy>
-  mlir::FailureOr<mlir::Value> broadcast(mlir::Value lhs, mlir::Value rhs) {
-    auto type = inferBroadcastType(loc, typeOf(lhs), typeOf(rhs));
-    if (mlir::failed(type))
-      return mlir::failure();
-    return OpTy::create(b, loc, *type, lhs, rhs).getResult();
-  }
-
   /// The comparison `OpTy(lhs, rhs)`, an i1 tensor of the broadcast shape.
   template <typename OpTy>
   mlir::FailureOr<mlir::Value> compare(mlir::Value lhs, mlir::Value rhs) {

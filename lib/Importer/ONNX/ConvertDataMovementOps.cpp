@@ -48,24 +48,6 @@ struct DataMovementConverter : NodeConverterBase {
         loc, RankedTensorType::get({}, b.getI64Type()), value);
   }
 
-  FailureOr<Value> concat(ArrayRef<Value> parts, int64_t axis) {
-    SmallVector<Value> present;
-    SmallVector<RankedTensorType> types;
-    for (Value part : parts)
-      if (typeOf(part).getDimSize(axis) != 0) {
-        present.push_back(part);
-        types.push_back(typeOf(part));
-      }
-    if (present.size() == 1)
-      return present.front();
-    if (present.empty())
-      return parts.front();
-    auto type = inferConcatType(loc, types, axis);
-    if (failed(type))
-      return failure();
-    return ConcatOp::create(b, loc, *type, present, axis).getResult();
-  }
-
   //===--------------------------------------------------------------------===//
   // GatherND
   //===--------------------------------------------------------------------===//

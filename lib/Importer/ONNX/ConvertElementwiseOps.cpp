@@ -34,16 +34,6 @@ struct ElementwiseConverter : NodeConverterBase {
     return output(OpTy::create(b, loc, *x));
   }
 
-  /// `OpTy(lhs, rhs)` with numpy broadcasting; the shape function reports a
-  /// mismatch at the node.
-  template <typename OpTy>
-  FailureOr<Value> broadcast(Value lhs, Value rhs) {
-    auto type = inferBroadcastType(loc, typeOf(lhs), typeOf(rhs));
-    if (failed(type))
-      return failure();
-    return OpTy::create(b, loc, *type, lhs, rhs).getResult();
-  }
-
   /// A two-input op.
   template <typename OpTy>
   LogicalResult binary() {

@@ -66,7 +66,7 @@ struct FusedNodeConverter : FusedOpConverter {
                                   importer.scalar(loc, et, epsilon));
     Value rms = SqrtOp::create(b, loc, shifted);
     Value normalized = DivOp::create(b, loc, type, x, rms);
-    auto scaled = binary<MulOp>(normalized, scale);
+    auto scaled = broadcast<MulOp>(normalized, scale);
     if (failed(scaled))
       return failure();
     if (typeOf(*scaled) != type)
@@ -203,7 +203,7 @@ struct FusedNodeConverter : FusedOpConverter {
       return x;
     if (failed(expectType(bias, "bias", typeOf(x).getElementType())))
       return failure();
-    auto sum = binary<AddOp>(x, bias);
+    auto sum = broadcast<AddOp>(x, bias);
     if (succeeded(sum) && typeOf(*sum) != typeOf(x))
       return error() << "bias does not broadcast to the input's shape";
     return sum;
@@ -335,14 +335,14 @@ struct FusedNodeConverter : FusedOpConverter {
     if (failed(words) || failed(positions))
       return failure();
     Value wideWords = castTo(*words, wide);
-    auto sum = binary<AddOp>(wideWords, castTo(*positions, wide));
+    auto sum = broadcast<AddOp>(wideWords, castTo(*positions, wide));
     if (failed(sum))
       return failure();
     if (*segmentIds) {
       auto segments = lookup(4, "segment_embedding", *segmentIds, et, hidden);
       if (failed(segments))
         return failure();
-      sum = binary<AddOp>(*sum, castTo(*segments, wide));
+      sum = broadcast<AddOp>(*sum, castTo(*segments, wide));
       if (failed(sum))
         return failure();
     }

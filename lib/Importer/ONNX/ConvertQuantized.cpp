@@ -40,25 +40,12 @@ namespace {
 struct QuantizedConverter : NodeConverterBase {
   using NodeConverterBase::NodeConverterBase;
 
-  template <typename OpTy> FailureOr<Value> broadcast(Value lhs, Value rhs) {
-    auto type = inferBroadcastType(loc, typeOf(lhs), typeOf(rhs));
-    if (failed(type))
-      return failure();
-    return OpTy::create(b, loc, *type, lhs, rhs).getResult();
-  }
-
-  Value cast(Value x, Type elementType) {
-    if (typeOf(x).getElementType() == elementType)
-      return x;
-    return CastOp::create(b, loc, typeOf(x).clone(elementType), x);
-  }
-
   /// The `bits`-bit values packed in the bytes of `bytes` (uint8, last dim
   /// of `width` bytes), low bits first: i32 of the last dim `width * 8 /
   /// bits`.
   FailureOr<Value> unpack(Value bytes, int64_t bits) {
     Type i32 = b.getI32Type();
-    Value wide = cast(bytes, i32);
+    Value wide = castTo(bytes, i32);
     if (bits == 8)
       return wide;
     SmallVector<int64_t> shape(typeOf(wide).getShape());
@@ -67,7 +54,6 @@ struct QuantizedConverter : NodeConverterBase {
     int64_t perByte = 8 / bits, base = int64_t(1) << bits;
     // Value j of a byte x: x / 2^(bits j) - (x / 2^(bits (j + 1))) 2^bits.
     SmallVector<Value> values;
-    SmallVector<RankedTensorType> types;
     Value shifted = wide;
     for (int64_t j = 0; j < perByte; ++j) {
       auto next = broadcast<DivOp>(shifted, importer.scalar(loc, i32, base));
@@ -80,16 +66,13 @@ struct QuantizedConverter : NodeConverterBase {
       if (failed(value))
         return failure();
       values.push_back(reshape(*value, column));
-      types.push_back(typeOf(values.back()));
       shifted = *next;
     }
-    auto joinedType = inferConcatType(loc, types, column.size() - 1);
-    if (failed(joinedType))
+    auto joined = concat(values, column.size() - 1);
+    if (failed(joined))
       return failure();
-    Value joined =
-        ConcatOp::create(b, loc, *joinedType, values, column.size() - 1);
     shape.back() *= perByte;
-    return reshape(joined, shape);
+    return reshape(*joined, shape);
   }
 
   LogicalResult convertMatMulNBits() {
@@ -132,17 +115,17 @@ struct QuantizedConverter : NodeConverterBase {
                      << " of " << sType.getElementType();
     Type f32 = b.getF32Type();
     SmallVector<int64_t> perBlock{n, blocks, 1};
-    Value scale = cast(reshape(*scales, perBlock), f32);
+    Value scale = castTo(reshape(*scales, perBlock), f32);
 
     auto q = unpack(*packed, bits);
     if (failed(q))
       return failure();
-    auto scaled = dequantize(cast(*q, f32), scale, bits, n, blocks, et);
+    auto scaled = dequantize(castTo(*q, f32), scale, bits, n, blocks, et);
     if (failed(scaled))
       return failure();
     // The last block is padded past K.
     Value w = reshape(*scaled, {n, blocks * block});
-    w = cast(slice(w, 1, 0, k), et);
+    w = castTo(slice(w, 1, 0, k), et);
     auto type = inferMatmulType(loc, aType, typeOf(w), false, true);
     if (failed(type))
       return failure();
@@ -174,7 +157,7 @@ struct QuantizedConverter : NodeConverterBase {
         type.getNumElements() == n * blocks) {
       auto product = broadcast<MulOp>(q, scale);
       auto offset =
-          broadcast<MulOp>(cast(reshape(given, perBlock), f32), scale);
+          broadcast<MulOp>(castTo(reshape(given, perBlock), f32), scale);
       if (failed(product) || failed(offset))
         return failure();
       return broadcast<SubOp>(*product, *offset);
@@ -209,7 +192,7 @@ struct QuantizedConverter : NodeConverterBase {
     auto unpacked = unpack(reshape(given, {n, bytes}), bits);
     if (failed(unpacked))
       return failure();
-    return cast(reshape(slice(*unpacked, 1, 0, blocks), perBlock), f32);
+    return castTo(reshape(slice(*unpacked, 1, 0, blocks), perBlock), f32);
   }
   //===--------------------------------------------------------------------===//
   // QuantizeLinear and DequantizeLinear
@@ -299,7 +282,7 @@ struct QuantizedConverter : NodeConverterBase {
     auto s = perElement(*scale, xType, ax, block, "x_scale");
     if (failed(s))
       return failure();
-    Value centred = cast(*x, f32);
+    Value centred = castTo(*x, f32);
     if (Value zero = importer.input(node, 2)) {
       if (typeOf(zero).getElementType() != xType.getElementType())
         return error() << "x_zero_point must have the input's type "
@@ -308,15 +291,15 @@ struct QuantizedConverter : NodeConverterBase {
       auto z = perElement(zero, xType, ax, block, "x_zero_point");
       if (failed(z))
         return failure();
-      auto diff = broadcast<SubOp>(centred, cast(*z, f32));
+      auto diff = broadcast<SubOp>(centred, castTo(*z, f32));
       if (failed(diff))
         return failure();
       centred = *diff;
     }
-    auto y = broadcast<MulOp>(centred, cast(*s, f32));
+    auto y = broadcast<MulOp>(centred, castTo(*s, f32));
     if (failed(y))
       return failure();
-    return output(cast(*y, et));
+    return output(castTo(*y, et));
   }
 
   LogicalResult convertQuantizeLinear() {
@@ -350,7 +333,7 @@ struct QuantizedConverter : NodeConverterBase {
     if (failed(s))
       return failure();
     // round(x / scale) + zero, halves to even, saturated to the type.
-    auto ratio = broadcast<DivOp>(cast(*x, f32), cast(*s, f32));
+    auto ratio = broadcast<DivOp>(castTo(*x, f32), castTo(*s, f32));
     if (failed(ratio))
       return failure();
     Value q = RoundOp::create(b, loc, *ratio);
@@ -358,7 +341,7 @@ struct QuantizedConverter : NodeConverterBase {
       auto z = perElement(zero, xType, ax, block, "y_zero_point");
       if (failed(z))
         return failure();
-      auto shifted = broadcast<AddOp>(q, cast(*z, f32));
+      auto shifted = broadcast<AddOp>(q, castTo(*z, f32));
       if (failed(shifted))
         return failure();
       q = *shifted;
@@ -380,7 +363,7 @@ struct QuantizedConverter : NodeConverterBase {
     auto within = broadcast<MinOp>(*above, importer.scalar(loc, f32, high));
     if (failed(within))
       return failure();
-    return output(cast(*within, out));
+    return output(castTo(*within, out));
   }
 };
 

@@ -52,11 +52,11 @@ FailureOr<Value> FusedOpConverter::rotated(Value x, Value cos, Value sin,
   Value x1 = sliceAlong(paired, pairAxis, 0, 1);
   Value x2 = sliceAlong(paired, pairAxis, 1, 1);
   Value c = reshape(cos, angles), s = reshape(sin, angles);
-  auto x1c = binary<MulOp>(x1, c), x2s = binary<MulOp>(x2, s);
-  auto x1s = binary<MulOp>(x1, s), x2c = binary<MulOp>(x2, c);
+  auto x1c = broadcast<MulOp>(x1, c), x2s = broadcast<MulOp>(x2, s);
+  auto x1s = broadcast<MulOp>(x1, s), x2c = broadcast<MulOp>(x2, c);
   if (failed(x1c) || failed(x2s) || failed(x1s) || failed(x2c))
     return failure();
-  auto real = binary<SubOp>(*x1c, *x2s), imag = binary<AddOp>(*x1s, *x2c);
+  auto real = broadcast<SubOp>(*x1c, *x2s), imag = broadcast<AddOp>(*x1s, *x2c);
   if (failed(real) || failed(imag))
     return failure();
   Value joined = ConcatOp::create(b, loc, typeOf(paired),
@@ -247,7 +247,7 @@ struct RotaryConverter : FusedOpConverter {
           symbolicTensorType({DimExpr::constant(1), sequence},
                              b.getI64Type()),
           offsets, ArrayRef<int64_t>{0, 0}, ArrayRef<int64_t>{1, 1});
-    return binary<AddOp>(reshape(ids, {1, 1}), offsets);
+    return broadcast<AddOp>(reshape(ids, {1, 1}), offsets);
   }
 
   /// com.microsoft RotaryEmbedding: inputs input, position_ids, cos_cache,

@@ -181,15 +181,7 @@ struct ScatterConverter : ShapeOpConverter {
                        << ", neither the data's end nor a constant";
       parts.push_back(slice(dest, axis, *tailStart, *tail));
     }
-    if (parts.size() == 1)
-      return parts.front();
-    SmallVector<RankedTensorType> types;
-    for (Value part : parts)
-      types.push_back(typeOf(part));
-    auto type = inferConcatType(loc, types, axis);
-    if (failed(type))
-      return failure();
-    return ConcatOp::create(b, loc, *type, parts, axis).getResult();
+    return concat(parts, axis);
   }
 
   /// The scatter to constant points: for each data row (its first `k`

@@ -49,22 +49,6 @@ struct FusedOpConverter : NodeConverterBase {
     return i < node.output_size() && !node.output(i).empty();
   }
 
-  /// `x` converted to `elementType` (itself when it has that type already).
-  mlir::Value castTo(mlir::Value x, mlir::Type elementType) {
-    if (typeOf(x).getElementType() == elementType)
-      return x;
-    return CastOp::create(b, loc, typeOf(x).clone(elementType), x);
-  }
-
-  /// The kiln elementwise op `OpTy` of `lhs` and `rhs`, which must broadcast.
-  template <typename OpTy>
-  mlir::FailureOr<mlir::Value> binary(mlir::Value lhs, mlir::Value rhs) {
-    auto type = inferBroadcastType(loc, typeOf(lhs), typeOf(rhs));
-    if (mlir::failed(type))
-      return mlir::failure();
-    return OpTy::create(b, loc, *type, lhs, rhs).getResult();
-  }
-
   /// `count` entries of dim `axis` of `x` from `start`, `step` apart (`x`
   /// itself when that is all of it).
   mlir::Value sliceAlong(mlir::Value x, int64_t axis, int64_t start,

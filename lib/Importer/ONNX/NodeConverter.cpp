@@ -12,6 +12,25 @@ using namespace mlir;
 
 namespace kiln {
 
+FailureOr<Value> NodeConverterBase::concat(ArrayRef<Value> parts,
+                                           int64_t axis) {
+  SmallVector<Value> present;
+  SmallVector<RankedTensorType> types;
+  for (Value part : parts)
+    if (typeOf(part).getDimSize(axis) != 0) {
+      present.push_back(part);
+      types.push_back(typeOf(part));
+    }
+  if (present.size() == 1)
+    return present.front();
+  if (present.empty())
+    return parts.front();
+  auto type = inferConcatType(loc, types, axis);
+  if (failed(type))
+    return failure();
+  return ConcatOp::create(b, loc, *type, present, axis).getResult();
+}
+
 Value NodeConverterBase::slice(Value x, int64_t axis, int64_t start,
                                int64_t count) {
   return slice(x, axis, start, DimExpr::constant(count));

@@ -5,6 +5,8 @@
 
 #include "GraphImporter.h"
 
+#include "kiln/Dialect/Kiln/ShapeInference.h"
+
 #include "mlir/IR/Diagnostics.h"
 
 #include <optional>
@@ -106,6 +108,28 @@ struct NodeConverterBase {
   /// value its range allows (failing when it has no range).
   mlir::FailureOr<mlir::Value> iota(llvm::ArrayRef<DimExpr> shape,
                                     int64_t start, mlir::Type elementType);
+
+  /// `x` converted to `elementType` (itself when it has that type already).
+  mlir::Value castTo(mlir::Value x, mlir::Type elementType) {
+    if (typeOf(x).getElementType() == elementType)
+      return x;
+    return CastOp::create(b, loc, typeOf(x).clone(elementType), x);
+  }
+
+  /// `OpTy(lhs, rhs)` with numpy broadcasting; the shape function reports a
+  /// mismatch at the node.
+  template <typename OpTy>
+  mlir::FailureOr<mlir::Value> broadcast(mlir::Value lhs, mlir::Value rhs) {
+    auto type = inferBroadcastType(loc, typeOf(lhs), typeOf(rhs));
+    if (mlir::failed(type))
+      return mlir::failure();
+    return OpTy::create(b, loc, *type, lhs, rhs).getResult();
+  }
+
+  /// `parts` joined along `axis`, leaving out parts empty there (the only
+  /// part left is returned as it is).
+  mlir::FailureOr<mlir::Value> concat(llvm::ArrayRef<mlir::Value> parts,
+                                      int64_t axis);
 
   /// `x` viewed with the symbolic shape `sizes` (no op when it has it).
   mlir::Value reshape(mlir::Value x, llvm::ArrayRef<DimExpr> sizes) {
