@@ -27,10 +27,11 @@ Status CudaConstants::ensureUploaded() {
     return Status::ok();
   if (Status s = cu::loadCudaDriver(api); !s.isOk())
     return s;
-  // Device 0 of what CUDA_VISIBLE_DEVICES exposes; the primary context is
-  // shared with the CUDA runtime API, so applications interoperate.
+  // The device CudaOptions::device names, of what CUDA_VISIBLE_DEVICES
+  // exposes; the primary context is shared with the CUDA runtime API, so
+  // applications interoperate.
   if (!hasContext) {
-    if (cu::Result r = api->deviceGet(&device, 0); r != cu::kSuccess)
+    if (cu::Result r = api->deviceGet(&device, ordinal); r != cu::kSuccess)
       return cu::cudaError(*api, r, "cuDeviceGet");
     if (cu::Result r = api->primaryCtxRetain(&context, device);
         r != cu::kSuccess)

@@ -25,15 +25,17 @@ Executor::~Executor() = default;
 std::unique_ptr<Executor>
 kiln::rt::createCudaExecutor(Artifact &artifact, const CudaOptions &options) {
   return std::make_unique<CudaExecutor>(
-      artifact, options, std::make_shared<CudaConstants>(artifact));
+      artifact, options,
+      std::make_shared<CudaConstants>(artifact, options.device));
 }
 
 Status CudaExecutor::initialize() {
   if (Status s = cu::loadCudaDriver(api); !s.isOk())
     return s;
-  // Device 0 of what CUDA_VISIBLE_DEVICES exposes; the primary context is
-  // shared with the CUDA runtime API, so applications interoperate.
-  if (cu::Result r = api->deviceGet(&device, 0); r != cu::kSuccess)
+  // The device the options name, of what CUDA_VISIBLE_DEVICES exposes; the
+  // primary context is shared with the CUDA runtime API, so applications
+  // interoperate.
+  if (cu::Result r = api->deviceGet(&device, options.device); r != cu::kSuccess)
     return cu::cudaError(*api, r, "cuDeviceGet");
   if (cu::Result r = api->primaryCtxRetain(&context, device); r != cu::kSuccess)
     return cu::cudaError(*api, r, "cuDevicePrimaryCtxRetain");

@@ -101,8 +101,10 @@ struct MatmulSet {
 /// them, read-only after.
 class CudaConstants {
 public:
-  /// Binds to `artifact`; touches no driver yet.
-  explicit CudaConstants(Artifact &artifact) : artifact(artifact) {}
+  /// Binds to `artifact`, to live on device `ordinal`; touches no driver
+  /// yet.
+  CudaConstants(Artifact &artifact, int ordinal)
+      : ordinal(ordinal), artifact(artifact) {}
   /// Frees the device memory and releases the primary context.
   ~CudaConstants();
 
@@ -112,6 +114,8 @@ public:
 
   /// The CUDA driver, once `ensureUploaded` has opened it.
   const cu::DriverApi *api = nullptr;
+  /// The ordinal of the device the constants live on (CudaOptions::device).
+  int ordinal = 0;
   /// The device the constants live on.
   cu::Device device = 0;
   /// The device's primary context, retained until destruction.

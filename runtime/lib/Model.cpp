@@ -117,6 +117,8 @@ Status Model::create(Artifact artifact, Backend backend,
         ", matmul tuning " + (cudaOptions.tuneMatmuls ? "on" : "off");
     if (!cudaOptions.gemm.empty())
       model->optionsText += ", GEMM kernel " + cudaOptions.gemm;
+    if (cudaOptions.device != 0)
+      model->optionsText += ", device " + std::to_string(cudaOptions.device);
   }
   out = std::move(model);
   return Status::ok();

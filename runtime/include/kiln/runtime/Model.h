@@ -78,6 +78,11 @@ struct CudaOptions {
   /// kernels have run only on the host backend's emulation so far.
   std::string gemm;
 
+  /// The ordinal of the device the model runs on, among those
+  /// CUDA_VISIBLE_DEVICES exposes: a server places one model per GPU (the
+  /// C ABI's models run on device 0).
+  int device = 0;
+
   /// Reads KILN_CUDA_GRAPHS and KILN_TUNE_MATMULS (0 disables each) and
   /// KILN_GEMM_KERNEL, as the C ABI does; unset or other values leave the
   /// defaults.
