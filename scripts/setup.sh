@@ -33,3 +33,19 @@ fi
 # without a GPU (scripts/kernel_sass.py).
 python3 -m pip install -q --disable-pip-version-check onnx onnxruntime numpy pytest \
   pybind11 nvidia-cuda-nvdisasm
+
+# The Triton serving tests (test/serving): Triton's server as PyPI's
+# nvidia-pytriton bundles it (only its tritonserver binary is used, so none
+# of its Python dependencies), and tritonclient over HTTP and gRPC, in a
+# virtual environment of their own: tritonclient pins a protobuf older than
+# the one onnx uses here.
+triton_venv=build/venv-triton
+if [ ! -x "$triton_venv/bin/python" ] || \
+   ! "$triton_venv/bin/python" -c "import tritonclient.grpc, tritonclient.http" 2>/dev/null; then
+  mkdir -p build
+  python3 -m venv "$triton_venv"
+  "$triton_venv/bin/python" -m pip install -q --disable-pip-version-check \
+    numpy "tritonclient[http,grpc]"
+  "$triton_venv/bin/python" -m pip install -q --disable-pip-version-check \
+    --no-deps nvidia-pytriton==0.7.0
+fi

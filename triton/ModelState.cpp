@@ -121,7 +121,9 @@ ModelState::loadArtifact(const std::string &folder, const std::string &fileName,
                        where + "parameter '" + parameters.begin()->first +
                            "' is an option of compiling model.onnx; a .so "
                            "keeps what kilnc compiled into it");
-  return tritonError(rt::loadArtifactFile(path.str().str(), artifact), where);
+  // The runtime's message names the file.
+  return tritonError(rt::loadArtifactFile(path.str().str(), artifact),
+                     "model '" + modelName + "': ");
 }
 
 TRITONSERVER_Error *

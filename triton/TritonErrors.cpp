@@ -12,6 +12,8 @@ TRITONSERVER_Error *kiln::triton::tritonError(const rt::Status &status,
   TRITONSERVER_Error_Code code = TRITONSERVER_ERROR_INTERNAL;
   switch (status.code) {
   case rt::StatusCode::InvalidArgument:
+  case rt::StatusCode::CorruptArtifact:
+  case rt::StatusCode::VersionMismatch:
     code = TRITONSERVER_ERROR_INVALID_ARG;
     break;
   case rt::StatusCode::NoDevice:
