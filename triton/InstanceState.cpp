@@ -2,6 +2,7 @@
 
 #include "InstanceState.h"
 
+#include "Padding.h"
 #include "RunPlan.h"
 #include "TritonErrors.h"
 
@@ -43,6 +44,8 @@ struct PendingRequest {
   std::vector<std::vector<InputPiece>> inputs;
   /// Whether each model output was requested.
   std::vector<bool> requested;
+  /// Its dims' values, learned from its own inputs.
+  std::vector<int64_t> dims;
   /// Its first dim (its batch when the model batches), else 1.
   int64_t batch = 1;
   uint64_t computeStart = 0, computeEnd = 0;
@@ -214,8 +217,7 @@ void InstanceState::readRequest(PendingRequest &p) {
   }
   // The shapes against each other and the dims' ranges, for this request
   // alone: a request that cannot run must not fail the others of its run.
-  std::vector<int64_t> dims;
-  if (rt::Status status = runner->bindDims(p.shapes, dims); !status.isOk())
+  if (rt::Status status = runner->bindDims(p.shapes, p.dims); !status.isOk())
     return fail(TRITONSERVER_ERROR_INVALID_ARG, status.message);
   if (model.maxBatchSize() > 0)
     p.batch = p.shapes.front().front();
@@ -238,32 +240,66 @@ void InstanceState::readRequest(PendingRequest &p) {
   }
 }
 
-/// Gathers input `i` of the requests `run` into `staging` (host memory) and
-/// returns a pointer to it; a single host buffer is used in place.
+/// The product of `shape[begin, end)`.
+static uint64_t product(const std::vector<int64_t> &shape, size_t begin,
+                        size_t end) {
+  uint64_t n = 1;
+  for (size_t a = begin; a < end; ++a)
+    n *= uint64_t(shape[a]);
+  return n;
+}
+
+/// Copies the buffers of one request's input, in order, to `to` (host
+/// memory).
+static rt::Status copyPieces(const std::vector<InputPiece> &pieces, char *to) {
+  for (const InputPiece &piece : pieces) {
+    rt::Memory from =
+        onHost(piece.memory) ? rt::Memory::Host : rt::Memory::Device;
+    if (rt::Status s = rt::copyMemory(to, rt::Memory::Host, piece.data, from,
+                                      piece.bytes, int(piece.memoryId));
+        !s.isOk())
+      return s;
+    to += piece.bytes;
+  }
+  return rt::Status::ok();
+}
+
+/// Gathers input `i` of the requests `run` into `staging` (host memory), of
+/// the run's shape `runShape`, each request padded along `padAxis` (-1:
+/// none) to it; returns a pointer to it in `out`. A single host buffer that
+/// needs no padding is used in place.
 static rt::Status gatherInput(const std::vector<PendingRequest> &pending,
                               const std::vector<size_t> &run, size_t i,
+                              const std::vector<int64_t> &runShape,
+                              int32_t padAxis, uint64_t elementBytes,
                               std::vector<char> &staging, const void *&out) {
-  const std::vector<InputPiece> &first = pending[run.front()].inputs[i];
-  if (run.size() == 1 && first.size() == 1 && onHost(first.front().memory)) {
-    out = first.front().data;
+  const std::vector<InputPiece> &pieces = pending[run.front()].inputs[i];
+  if (run.size() == 1 && pieces.size() == 1 && onHost(pieces.front().memory)) {
+    out = pieces.front().data;
     return rt::Status::ok();
   }
-  uint64_t total = 0;
-  for (size_t r : run)
-    for (const InputPiece &piece : pending[r].inputs[i])
-      total += piece.bytes;
-  staging.resize(total);
+  staging.resize(product(runShape, 0, runShape.size()) * elementBytes);
   char *at = staging.data();
-  for (size_t r : run)
-    for (const InputPiece &piece : pending[r].inputs[i]) {
-      rt::Memory from =
-          onHost(piece.memory) ? rt::Memory::Host : rt::Memory::Device;
-      if (rt::Status s = rt::copyMemory(at, rt::Memory::Host, piece.data, from,
-                                        piece.bytes, int(piece.memoryId));
-          !s.isOk())
+  std::vector<char> unpadded;
+  for (size_t r : run) {
+    const std::vector<int64_t> &shape = pending[r].shapes[i];
+    uint64_t bytes = product(shape, 0, shape.size()) * elementBytes;
+    if (padAxis < 0 || shape[padAxis] == runShape[padAxis]) {
+      if (rt::Status s = copyPieces(pending[r].inputs[i], at); !s.isOk())
         return s;
-      at += piece.bytes;
+      at += bytes;
+      continue;
     }
+    unpadded.resize(bytes);
+    if (rt::Status s = copyPieces(pending[r].inputs[i], unpadded.data());
+        !s.isOk())
+      return s;
+    uint64_t outer = product(shape, 0, padAxis);
+    uint64_t inner = product(shape, padAxis + 1, shape.size()) * elementBytes;
+    padRows(unpadded.data(), at, outer, uint64_t(shape[padAxis]),
+            uint64_t(runShape[padAxis]), inner);
+    at += outer * uint64_t(runShape[padAxis]) * inner;
+  }
   out = staging.data();
   return rt::Status::ok();
 }
@@ -288,7 +324,8 @@ void InstanceState::runTogether(std::vector<PendingRequest> &pending,
     members.push_back(pending[r].shapes);
   std::vector<size_t> all(run.size());
   std::iota(all.begin(), all.end(), 0);
-  RequestShapes shapes = runShapes(members, all);
+  const Padding &padding = model.padding();
+  RequestShapes shapes = runShapes(members, all, padding.inputAxis);
   std::vector<int64_t> dims;
   std::string where = "model '" + model.name() + "': ";
   if (rt::Status s = runner->bindDims(shapes, dims); !s.isOk())
@@ -304,9 +341,7 @@ void InstanceState::runTogether(std::vector<PendingRequest> &pending,
       if (!p.requested[o])
         continue;
       const TensorSignature &t = signature.outputs[o];
-      std::vector<int64_t> shape = runner->outputShape(o, dims);
-      if (model.maxBatchSize() > 0)
-        shape.front() = p.batch;
+      std::vector<int64_t> shape = runner->outputShape(o, p.dims);
       OutputTarget &target = targets[m][o];
       tensorBytes(shape, t.dtype, target.bytes);
       TRITONBACKEND_Output *output = nullptr;
@@ -357,7 +392,10 @@ void InstanceState::runTogether(std::vector<PendingRequest> &pending,
       inputs[i] = pending[run.front()].inputs[i].front().data;
       continue;
     }
-    if (rt::Status s = gatherInput(pending, run, i, inputStaging[i], inputs[i]);
+    int32_t padAxis = padding.enabled() ? padding.inputAxis[i] : -1;
+    if (rt::Status s = gatherInput(pending, run, i, shapes[i], padAxis,
+                                   rt::dtypeSize(signature.inputs[i].dtype),
+                                   inputStaging[i], inputs[i]);
         !s.isOk())
       return failAll(tritonError(s, where + "gathering the inputs: "));
   }
@@ -375,6 +413,15 @@ void InstanceState::runTogether(std::vector<PendingRequest> &pending,
     outputs[o] = outputStaging[o].data();
   }
 
+  if (TRITONSERVER_LogIsEnabled(TRITONSERVER_LOG_VERBOSE)) {
+    std::string sizes;
+    for (int64_t d : dims)
+      sizes += (sizes.empty() ? "" : ", ") + std::to_string(d);
+    logMessage(TRITONSERVER_LOG_VERBOSE,
+               "model '" + model.name() + "': " + std::to_string(run.size()) +
+                   " request(s) in one run at dims (" + sizes + ")" +
+                   (inPlace ? ", in place on the GPU" : ""));
+  }
   computeStart = nowNs();
   rt::Status status =
       context->run(dims, inputs.data(), outputs.data(),
@@ -383,28 +430,41 @@ void InstanceState::runTogether(std::vector<PendingRequest> &pending,
   if (!status.isOk())
     return failAll(tritonError(status, where));
 
-  // Each request's rows of each staged output, in run order.
+  // Each request's rows of each staged output, in run order, without the
+  // positions padding added.
+  std::vector<char> unpadded;
   for (size_t o = 0; o < outputs.size(); ++o) {
     if (outputStaging[o].empty())
       continue;
-    uint64_t offset = 0;
+    int32_t axis = padding.enabled() ? padding.outputAxis[o] : -1;
+    uint64_t elementBytes = rt::dtypeSize(signature.outputs[o].dtype);
+    std::vector<int64_t> runShape = runner->outputShape(o, dims);
+    const char *from = outputStaging[o].data();
     for (size_t m = 0; m < run.size(); ++m) {
+      std::vector<int64_t> shape = runner->outputShape(o, pending[run[m]].dims);
+      uint64_t bytes = product(shape, 0, shape.size()) * elementBytes;
+      const char *rows = from;
+      uint64_t staged = bytes;
+      if (axis >= 0 && shape[axis] != runShape[axis]) {
+        uint64_t outer = product(shape, 0, axis);
+        uint64_t inner = product(shape, axis + 1, shape.size()) * elementBytes;
+        unpadded.resize(bytes);
+        unpadRows(from, unpadded.data(), outer, uint64_t(shape[axis]),
+                  uint64_t(runShape[axis]), inner);
+        rows = unpadded.data();
+        staged = outer * uint64_t(runShape[axis]) * inner;
+      }
       const OutputTarget &target = targets[m][o];
-      uint64_t rows = uint64_t(pending[run[m]].batch);
-      uint64_t total = 0;
-      for (size_t r : run)
-        total += uint64_t(pending[r].batch);
-      uint64_t bytes = outputStaging[o].size() / total * rows;
       if (target.data) {
         rt::Memory to =
             onHost(target.memory) ? rt::Memory::Host : rt::Memory::Device;
-        if (rt::Status s = rt::copyMemory(
-                target.data, to, outputStaging[o].data() + offset,
-                rt::Memory::Host, bytes, int(target.memoryId));
+        if (rt::Status s =
+                rt::copyMemory(target.data, to, rows, rt::Memory::Host, bytes,
+                               int(target.memoryId));
             !s.isOk())
           return failAll(tritonError(s, where + "writing the outputs: "));
       }
-      offset += bytes;
+      from += staged;
     }
   }
 }
@@ -431,7 +491,7 @@ void InstanceState::execute(TRITONBACKEND_Request **requests, uint32_t count) {
   }
 
   for (const std::vector<size_t> &members :
-       planRuns(validShapes, model.maxBatchSize())) {
+       planRuns(validShapes, model.maxBatchSize(), model.padding().inputAxis)) {
     std::vector<size_t> run;
     uint64_t batch = 0;
     for (size_t m : members) {

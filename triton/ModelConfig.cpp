@@ -37,7 +37,12 @@ std::string kiln::triton::readServingConfig(const json::Object &config,
         entry ? entry->getString("string_value") : std::nullopt;
     if (!text)
       return "parameter '" + key.str() + "' has no string_value";
-    out.parameters[key.str()] = text->str();
+    if (key == "pad_dim")
+      out.padDim = text->str();
+    else if (key == "pad_mask")
+      out.padMask = text->str();
+    else
+      out.parameters[key.str()] = text->str();
   }
   return "";
 }
@@ -53,9 +58,12 @@ static json::Array configDims(const TensorSignature &t, bool batched) {
 
 /// The configuration's entry of `t`.
 static json::Object configTensor(const TensorSignature &t, bool batched) {
-  return json::Object{{"name", t.name},
-                      {"data_type", configDataType(t.dtype)},
-                      {"dims", configDims(t, batched)}};
+  json::Object entry{{"name", t.name},
+                     {"data_type", configDataType(t.dtype)},
+                     {"dims", configDims(t, batched)}};
+  if (t.ragged)
+    entry["allow_ragged_batch"] = true;
+  return entry;
 }
 
 /// Whether the configuration lists tensors under `key`.
@@ -87,6 +95,9 @@ static std::string checkTensor(const json::Value &entry,
   }
   if (object->get("reshape"))
     return what + ": reshape is not supported";
+  if (t->ragged && !object->getBoolean("allow_ragged_batch").value_or(false))
+    return what + " is padded (pad_dim) and needs allow_ragged_batch: true, "
+                  "without which Triton batches only requests of one shape";
   std::optional<llvm::StringRef> type = object->getString("data_type");
   if (!type || *type != configDataType(t->dtype))
     return what + " has data_type " +

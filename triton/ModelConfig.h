@@ -24,8 +24,12 @@ namespace triton {
 /// The settings the backend reads from a model configuration before it has
 /// a model.
 struct ServingConfig {
-  /// `parameters { key: "dims" value: { string_value: "..." } }`, by key.
+  /// `parameters { key: "dims" value: { string_value: "..." } }`, by key:
+  /// the options of compiling a model.onnx (CompileOnnx.h).
   std::map<std::string, std::string> parameters;
+  /// The parameters `pad_dim` and `pad_mask` (Padding.h), which are the
+  /// backend's own; empty when not given.
+  std::string padDim, padMask;
   /// `default_model_filename`: the file in the version folder to load
   /// (empty: model.so, else model.onnx).
   std::string defaultModelFilename;

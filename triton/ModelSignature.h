@@ -36,6 +36,9 @@ struct TensorSignature {
   /// For each of `dims`, the least and greatest size it takes (both the
   /// size itself for a static dim).
   std::vector<int64_t> minDims, maxDims;
+  /// An input padded along the configuration's pad_dim (Padding.h): Triton's
+  /// batcher must let its shapes differ within a batch (allow_ragged_batch).
+  bool ragged = false;
 };
 
 /// A model's tensors and batching as Triton sees them.

@@ -83,8 +83,21 @@ TRITONSERVER_Error *ModelState::create(TRITONBACKEND_Model *triton,
           folder.str().str(), serving.defaultModelFilename, serving.parameters))
     return error;
   state->modelSignature = signatureOf(state->artifact);
+  std::string where = "model '" + state->modelName + "': ";
+  if (std::string error =
+          planPadding(state->artifact, state->modelSignature, serving.padDim,
+                      serving.padMask, state->runPadding);
+      !error.empty())
+    return tritonError(TRITONSERVER_ERROR_INVALID_ARG, where + error);
+  for (size_t i = 0; i < state->runPadding.inputAxis.size(); ++i)
+    state->modelSignature.inputs[i].ragged =
+        state->runPadding.inputAxis[i] >= 0;
   if (TRITONSERVER_Error *error = state->checkConfiguration(triton))
     return error;
+  if (state->configMaxBatchSize == 0 && state->runPadding.enabled())
+    return tritonError(TRITONSERVER_ERROR_INVALID_ARG,
+                       where + "parameter 'pad_dim': padding needs "
+                               "max_batch_size > 0");
   out = std::move(state);
   return nullptr;
 }

@@ -12,6 +12,7 @@
 #define KILN_TRITON_MODELSTATE_H
 
 #include "ModelSignature.h"
+#include "Padding.h"
 #include "TritonApi.h"
 
 #include "kiln/runtime/ArtifactPlan.h"
@@ -43,6 +44,9 @@ public:
   const ModelSignature &signature() const { return modelSignature; }
   /// The configuration's max_batch_size (0: no batching).
   int64_t maxBatchSize() const { return configMaxBatchSize; }
+  /// Where runs pad requests of different lengths; off unless the
+  /// configuration asks.
+  const Padding &padding() const { return runPadding; }
 
 private:
   ModelState() = default;
@@ -58,6 +62,7 @@ private:
   rt::Artifact artifact;
   ModelSignature modelSignature;
   int64_t configMaxBatchSize = 0;
+  Padding runPadding;
   /// The models by place (-1 the host, else the GPU), and their lock.
   std::map<int32_t, std::unique_ptr<rt::Model>> runners;
   std::mutex runnersMutex;

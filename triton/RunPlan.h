@@ -25,15 +25,20 @@ using RequestShapes = std::vector<std::vector<int64_t>>;
 /// Groups requests into runs. With batching (`maxBatchSize` > 0) the
 /// requests whose inputs agree on every dim after the first join one run,
 /// in arrival order, while their first dims add up to at most
-/// `maxBatchSize`; without, each request runs alone. Returns the indices
-/// into `requests` of each run's members.
+/// `maxBatchSize`; without, each request runs alone. `padAxes`, when not
+/// empty, gives for each input the axis that is padded (Padding.h), or -1:
+/// requests may differ there. Returns the indices into `requests` of each
+/// run's members.
 std::vector<std::vector<size_t>>
-planRuns(const std::vector<RequestShapes> &requests, int64_t maxBatchSize);
+planRuns(const std::vector<RequestShapes> &requests, int64_t maxBatchSize,
+         const std::vector<int32_t> &padAxes = {});
 
 /// The input shapes of a run of `members` (indices into `requests`, which
-/// agree after the first dim): each input's first dim is the sum of theirs.
+/// agree after the first dim but on `padAxes`): each input's first dim is
+/// the sum of theirs, each padded axis the longest of theirs.
 RequestShapes runShapes(const std::vector<RequestShapes> &requests,
-                        const std::vector<size_t> &members);
+                        const std::vector<size_t> &members,
+                        const std::vector<int32_t> &padAxes = {});
 
 } // namespace triton
 } // namespace kiln

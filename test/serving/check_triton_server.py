@@ -11,7 +11,9 @@ only the backend, batch size and batching delay), a LLaMA decoder step from
 onnxruntime-genai's builder (KV cache inputs; a configuration naming only
 the backend and two KIND_CPU instances), the encoder's model.onnx compiled
 by the backend with a `dims` parameter, an unloadable artifact and a
-configuration that asks for more batch than the model has. The server runs
+configuration that asks for more batch than the model has, and the encoder
+again, its requests of different lengths padded into one run, once with a
+valid padding configuration and once padding the batch dim. The server runs
 on free loopback ports, on the host backend, and is always stopped.
 
 Checks:
@@ -21,7 +23,9 @@ Checks:
 - 64 concurrent requests of mixed batch sizes and lengths, half over HTTP
   and half over gRPC, each output equal to kiln-run's on the same inputs
   (bit for bit: a row's arithmetic does not depend on the rows beside it);
-- the statistics show runs that batched more than one request;
+- the statistics show runs that batched more than one request; with the
+  configuration's pad_dim and pad_mask, requests of both lengths run
+  together, padded, each output within the fp32 contract of kiln-run's;
 - a wrong data type, a wrong shape, inputs that disagree, a missing input
   and a request to the unloadable model each get a clean error naming the
   cause, and the next request succeeds;
@@ -143,6 +147,7 @@ def build_repository(args, work):
               'dynamic_batching { max_queue_delay_microseconds: 100000 }\n'
               'instance_group [{ kind: KIND_CPU }]\n', {"model.so": encoder_so})
     add_model(repository, "decoder", 'backend: "kiln"\n'
+              'dynamic_batching { max_queue_delay_microseconds: 100000 }\n'
               'instance_group [{ kind: KIND_CPU, count: 2 }]\n',
               {"model.so": decoder_so})
     # Copies, not links: external data is read only from inside the
@@ -157,6 +162,15 @@ def build_repository(args, work):
     with open(os.path.join(repository, "broken", "1", "model.so"), "wb") as f:
         f.write(b"\x7fELF not a Kiln artifact" * 64)
     add_model(repository, "bad_batch", 'backend: "kiln"\nmax_batch_size: 64\n',
+              {"model.so": encoder_so})
+    pad = ('parameters { key: "pad_dim" value: { string_value: "%s" } }\n'
+           'parameters { key: "pad_mask" value: { string_value: '
+           '"attention_mask" } }\n')
+    add_model(repository, "bert_padded", 'backend: "kiln"\n'
+              'dynamic_batching { max_queue_delay_microseconds: 2000000 }\n'
+              'instance_group [{ kind: KIND_CPU }]\n' + pad % "sequence",
+              {"model.so": encoder_so})
+    add_model(repository, "bad_pad", 'backend: "kiln"\n' + pad % "batch",
               {"model.so": encoder_so})
     return repository, encoder_so, decoder_so
 
@@ -183,7 +197,8 @@ def check_configurations(server):
     index = {m["name"]: m for m in client.get_model_repository_index()}
     for name, words in (("broken", ["model 'broken'", "model.so"]),
                         ("bad_batch", ["max_batch_size 64 exceeds",
-                                       "batch dim, 8"])):
+                                       "batch dim, 8"]),
+                        ("bad_pad", ["pad_dim", "'batch' is the batch dim"])):
         entry = index.get(name, {})
         reason = entry.get("reason", "")
         check(entry.get("state") == "UNAVAILABLE" and
@@ -208,7 +223,14 @@ def concurrent_requests(server, cases):
         return list(pool.map(send, cases))
 
 
-def same(got, want):
+def same(got, want, model=""):
+    """Whether the outputs equal kiln-run's: bit for bit, or within the
+    fp32 contract for a model that pads (its runs sum over more, masked,
+    positions)."""
+    if model == "bert_padded":
+        return all(got[n].shape == w.shape and
+                   np.allclose(got[n], w, rtol=1e-4, atol=1e-5)
+                   for n, w in want.items())
     return all(got[n].shape == w.shape and np.array_equal(got[n], w)
                for n, w in want.items())
 
@@ -245,7 +267,11 @@ def main():
                     for f in decoder_sets]}
     feeds = {"bert": encoder_sets, "bert_onnx": onnx_sets,
              "decoder": decoder_sets}
-    counts = {"bert": 40, "decoder": 16, "bert_onnx": 8}
+    # Two rows of each length, twice: 8 rows, the model's max_batch_size,
+    # which only padding puts in one run.
+    feeds["bert_padded"] = [encoder_sets[2], encoder_sets[3]]
+    want["bert_padded"] = [want["bert"][2], want["bert"][3]]
+    counts = {"bert": 36, "decoder": 16, "bert_onnx": 8, "bert_padded": 4}
     cases = []
     for model, count in counts.items():
         for i in range(count):
@@ -255,14 +281,14 @@ def main():
 
     log = os.path.join(work, "server.log")
     with running_server(repository, backend_directory(work, args.backend), log,
-                        ["bert", "decoder", "bert_onnx"],
+                        ["bert", "decoder", "bert_onnx", "bert_padded"],
                         extra=["--model-control-mode=explicit",
                                "--load-model=*"]) as server:
         check_configurations(server)
 
         results = concurrent_requests(server, cases)
         bad = [(c[0], c[1], r) for c, r in zip(cases, results)
-               if isinstance(r, Exception) or not same(r, c[3])]
+               if isinstance(r, Exception) or not same(r, c[3], c[1])]
         for protocol, model, r in bad[:5]:
             print(f"      {protocol} {model}: "
                   f"{r if isinstance(r, Exception) else 'outputs differ'}")
@@ -280,6 +306,17 @@ def main():
             check(rows == sent and runs < count,
                   f"{model}: {count} requests of {sent} rows ran in {runs} "
                   f"runs (batched)")
+        # Padding joins requests of both lengths: a run of more rows than
+        # all the requests of either length hold proves it.
+        stats = client.get_inference_statistics("bert_padded")["model_stats"][0]
+        batches = [int(b["batch_size"]) for b in stats["batch_stats"]]
+        one_length = max(
+            sum(c[2]["input_ids"].shape[0] for c in cases
+                if c[1] == "bert_padded" and c[2]["input_ids"].shape[1] == n)
+            for n in (5, 11))
+        check(max(batches) > one_length,
+              f"bert_padded ran batches of {sorted(set(batches))} rows, more "
+              f"than the {one_length} of either length (both padded into one)")
 
         good = encoder_sets[2]
         good_want = want["bert"][2]

@@ -122,6 +122,26 @@ TEST(ModelConfig, RefusesBatchingAModelThatCannot) {
   EXPECT_EQ(*ids->getArray("dims"), json::Array({-1, -1}));
 }
 
+TEST(ModelConfig, PaddedInputsAreRaggedInTriton) {
+  ModelSignature s = encoder();
+  s.inputs[0].ragged = s.inputs[1].ragged = true;
+  json::Object config = parse(R"({"max_batch_size": 8})");
+  bool changed = false;
+  int64_t maxBatch = 0;
+  EXPECT_EQ(checkConfig(config, s, true, changed, maxBatch), "");
+  const json::Object *ids = (*config.getArray("input"))[0].getAsObject();
+  EXPECT_EQ(ids->getBoolean("allow_ragged_batch"), true);
+  EXPECT_EQ(
+      errorOf(R"({"max_batch_size": 8, "input": [
+        {"name": "input_ids", "data_type": "TYPE_INT64", "dims": [-1],
+         "allow_ragged_batch": true},
+        {"name": "attention_mask", "data_type": "TYPE_INT64", "dims": [-1]}]})",
+              s),
+      "input 'attention_mask' is padded (pad_dim) and needs "
+      "allow_ragged_batch: true, without which Triton batches only requests "
+      "of one shape");
+}
+
 TEST(ModelConfig, ReadsParametersAndTheModelFile) {
   json::Object config = parse(R"({"default_model_filename": "bert.onnx",
       "parameters": {"dims": {"string_value": "batch=1:8,sequence=1:128"}}})");
@@ -129,6 +149,15 @@ TEST(ModelConfig, ReadsParametersAndTheModelFile) {
   EXPECT_EQ(readServingConfig(config, serving), "");
   EXPECT_EQ(serving.defaultModelFilename, "bert.onnx");
   EXPECT_EQ(serving.parameters["dims"], "batch=1:8,sequence=1:128");
+  json::Object padded = parse(R"({"parameters": {
+      "pad_dim": {"string_value": "sequence"},
+      "pad_mask": {"string_value": "attention_mask"}}})");
+  ServingConfig pads;
+  EXPECT_EQ(readServingConfig(padded, pads), "");
+  EXPECT_EQ(pads.padDim, "sequence");
+  EXPECT_EQ(pads.padMask, "attention_mask");
+  // The backend's own parameters are no options of the compiler.
+  EXPECT_TRUE(pads.parameters.empty());
   json::Object bad = parse(R"({"parameters": {"dims": {"int_value": 3}}})");
   EXPECT_EQ(readServingConfig(bad, serving),
             "parameter 'dims' has no string_value");
