@@ -304,6 +304,35 @@ static rt::Status gatherInput(const std::vector<PendingRequest> &pending,
   return rt::Status::ok();
 }
 
+/// Creates the outputs `p` requested in its response, shaped for its own
+/// dims, and asks Triton for their buffers (on the instance's GPU where
+/// Triton gives it) into `targets`.
+TRITONSERVER_Error *
+InstanceState::attachOutputs(PendingRequest &p,
+                             std::vector<OutputTarget> &targets) {
+  const ModelSignature &signature = model.signature();
+  for (size_t o = 0; o < signature.outputs.size(); ++o) {
+    if (!p.requested[o])
+      continue;
+    const TensorSignature &t = signature.outputs[o];
+    std::vector<int64_t> shape = runner->outputShape(o, p.dims);
+    OutputTarget &target = targets[o];
+    tensorBytes(shape, t.dtype, target.bytes);
+    TRITONBACKEND_Output *output = nullptr;
+    if (TRITONSERVER_Error *error = TRITONBACKEND_ResponseOutput(
+            p.response, &output, t.name.c_str(), tritonDataType(t.dtype),
+            shape.data(), uint32_t(shape.size())))
+      return error;
+    target.memory = gpu < 0 ? TRITONSERVER_MEMORY_CPU : TRITONSERVER_MEMORY_GPU;
+    target.memoryId = gpu < 0 ? 0 : gpu;
+    if (TRITONSERVER_Error *error =
+            TRITONBACKEND_OutputBuffer(output, &target.data, target.bytes,
+                                       &target.memory, &target.memoryId))
+      return error;
+  }
+  return nullptr;
+}
+
 void InstanceState::runTogether(std::vector<PendingRequest> &pending,
                                 const std::vector<size_t> &run,
                                 uint64_t &computeStart, uint64_t &computeEnd) {
@@ -331,49 +360,19 @@ void InstanceState::runTogether(std::vector<PendingRequest> &pending,
   if (rt::Status s = runner->bindDims(shapes, dims); !s.isOk())
     return failAll(tritonError(s, where));
 
-  // Each request's outputs go into Triton's buffers, on the instance's GPU
-  // where Triton gives it.
-  std::vector<std::vector<OutputTarget>> targets(run.size());
-  for (size_t m = 0; m < run.size(); ++m) {
-    PendingRequest &p = pending[run[m]];
-    targets[m].resize(signature.outputs.size());
-    for (size_t o = 0; o < signature.outputs.size(); ++o) {
-      if (!p.requested[o])
-        continue;
-      const TensorSignature &t = signature.outputs[o];
-      std::vector<int64_t> shape = runner->outputShape(o, p.dims);
-      OutputTarget &target = targets[m][o];
-      tensorBytes(shape, t.dtype, target.bytes);
-      TRITONBACKEND_Output *output = nullptr;
-      if ((p.error = TRITONBACKEND_ResponseOutput(
-               p.response, &output, t.name.c_str(), tritonDataType(t.dtype),
-               shape.data(), uint32_t(shape.size()))))
-        break;
-      target.memory =
-          gpu < 0 ? TRITONSERVER_MEMORY_CPU : TRITONSERVER_MEMORY_GPU;
-      target.memoryId = gpu < 0 ? 0 : gpu;
-      if ((p.error =
-               TRITONBACKEND_OutputBuffer(output, &target.data, target.bytes,
-                                          &target.memory, &target.memoryId)))
-        break;
-    }
-  }
-  // A request whose outputs have nowhere to go fails the run: its rows are
-  // part of every output.
-  TRITONSERVER_Error *first = nullptr;
-  for (size_t r : run) {
-    if (!first)
-      first = pending[r].error;
-    else if (pending[r].error)
-      TRITONSERVER_ErrorDelete(pending[r].error);
-    pending[r].error = nullptr;
-  }
-  if (first)
-    return failAll(first);
+  // A request alone gets its output buffers before the run, which writes
+  // straight into them; a run of several gets them after it succeeds, so
+  // that a failed run can be retried one request at a time.
+  bool alone = run.size() == 1;
+  std::vector<std::vector<OutputTarget>> targets(
+      run.size(), std::vector<OutputTarget>(signature.outputs.size()));
+  if (alone)
+    if (TRITONSERVER_Error *error = attachOutputs(pending[run[0]], targets[0]))
+      return failAll(error);
 
   // On a GPU, one request whose inputs and outputs all live on it runs in
   // place, without copies.
-  bool inPlace = gpu >= 0 && run.size() == 1;
+  bool inPlace = gpu >= 0 && alone;
   for (const std::vector<InputPiece> &pieces : pending[run.front()].inputs)
     inPlace = inPlace && pieces.size() == 1 &&
               pieces.front().memory == TRITONSERVER_MEMORY_GPU &&
@@ -401,8 +400,7 @@ void InstanceState::runTogether(std::vector<PendingRequest> &pending,
   }
   for (size_t o = 0; o < outputs.size(); ++o) {
     const OutputTarget &target = targets[0][o];
-    if (inPlace || (run.size() == 1 && pending[run.front()].requested[o] &&
-                    onHost(target.memory))) {
+    if (inPlace || (alone && target.data && onHost(target.memory))) {
       outputs[o] = target.data;
       continue;
     }
@@ -427,8 +425,22 @@ void InstanceState::runTogether(std::vector<PendingRequest> &pending,
       context->run(dims, inputs.data(), outputs.data(),
                    inPlace ? rt::Memory::Device : rt::Memory::Host);
   computeEnd = nowNs();
+  if (!status.isOk() && !alone &&
+      status.code == rt::StatusCode::InvalidArgument) {
+    // An index fault belongs to one request (a token id past the table):
+    // each runs alone, so that only its own fails.
+    for (size_t r : run) {
+      uint64_t start = 0, end = 0;
+      runTogether(pending, {r}, start, end);
+    }
+    computeEnd = nowNs();
+    return;
+  }
   if (!status.isOk())
     return failAll(tritonError(status, where));
+  if (!alone)
+    for (size_t m = 0; m < run.size(); ++m)
+      pending[run[m]].error = attachOutputs(pending[run[m]], targets[m]);
 
   // Each request's rows of each staged output, in run order, without the
   // positions padding added.
@@ -455,7 +467,7 @@ void InstanceState::runTogether(std::vector<PendingRequest> &pending,
         staged = outer * uint64_t(runShape[axis]) * inner;
       }
       const OutputTarget &target = targets[m][o];
-      if (target.data) {
+      if (target.data && !pending[run[m]].error) {
         rt::Memory to =
             onHost(target.memory) ? rt::Memory::Host : rt::Memory::Device;
         if (rt::Status s =

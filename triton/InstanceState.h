@@ -19,10 +19,12 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace kiln {
 namespace triton {
 
+struct OutputTarget;
 struct PendingRequest;
 
 /// One instance of a model.
@@ -47,9 +49,14 @@ private:
   /// Reads and checks the inputs and requested outputs of `p.request`;
   /// sets `p.error` when it cannot run.
   void readRequest(PendingRequest &p);
+  /// Gives `p`'s response the outputs it requested, with Triton's buffers
+  /// for them in `targets` (one per model output).
+  TRITONSERVER_Error *attachOutputs(PendingRequest &p,
+                                    std::vector<OutputTarget> &targets);
   /// Runs the requests `run` (indices into `pending`) as one and gives
-  /// each its outputs, or the run's error; `computeStart` and `computeEnd`
-  /// receive the run's times.
+  /// each its outputs, or the run's error (after an index fault, each runs
+  /// alone again); `computeStart` and `computeEnd` receive the run's
+  /// times.
   void runTogether(std::vector<PendingRequest> &pending,
                    const std::vector<size_t> &run, uint64_t &computeStart,
                    uint64_t &computeEnd);

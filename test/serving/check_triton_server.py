@@ -26,8 +26,9 @@ Checks:
 - the statistics show runs that batched more than one request; with the
   configuration's pad_dim and pad_mask, requests of both lengths run
   together, padded, each output within the fp32 contract of kiln-run's;
-- a wrong data type, a wrong shape, inputs that disagree, a missing input
-  and a request to the unloadable model each get a clean error naming the
+- a wrong data type, a wrong shape, inputs that disagree, a missing input,
+  a token id past the table (batched with good requests, which succeed) and
+  a request to the unloadable model each get a clean error naming the
   cause, and the next request succeeds;
 - unloading and loading the encoder again thirty times serves the same
   outputs, and the last twenty grow the server's memory by less than one
@@ -349,6 +350,18 @@ def main():
         expect_error(server, "decoder", step, ["logits"],
                      ["attention_mask"], "a decoder mask of the wrong length")
         next_succeeds("a decoder mask of the wrong length")
+        # A token id past the table, sent with three good requests of its
+        # shape, which Triton batches into one run: the bad one alone fails,
+        # with the node named.
+        bad_ids = dict(good, input_ids=np.full_like(good["input_ids"], 500))
+        mixed = [("http", "bert", good, good_want)] * 3 + \
+            [("grpc", "bert", bad_ids, good_want)]
+        results = concurrent_requests(server, mixed)
+        check(all(not isinstance(r, Exception) and same(r, good_want)
+                  for r in results[:3]) and
+              isinstance(results[3], Exception) and
+              "index out of range" in str(results[3]),
+              f"an index fault fails its own request only: {results[3]}")
         expect_error(server, "broken", good, ["output"], ["broken"],
                      "a request to the unloadable model")
         next_succeeds("a request to the unloadable model")
