@@ -39,9 +39,11 @@ python3 -m pip install -q --disable-pip-version-check onnx onnxruntime numpy pyt
 # of its Python dependencies), and tritonclient over HTTP and gRPC, in a
 # virtual environment of their own: tritonclient pins a protobuf older than
 # the one onnx uses here.
+cd "$(dirname "$0")/.."
 triton_venv=build/venv-triton
 if [ ! -x "$triton_venv/bin/python" ] || \
-   ! "$triton_venv/bin/python" -c "import tritonclient.grpc, tritonclient.http" 2>/dev/null; then
+   ! "$triton_venv/bin/python" -c "import importlib.util, tritonclient.grpc, tritonclient.http
+assert importlib.util.find_spec('pytriton')" 2>/dev/null; then
   mkdir -p build
   python3 -m venv "$triton_venv"
   "$triton_venv/bin/python" -m pip install -q --disable-pip-version-check \

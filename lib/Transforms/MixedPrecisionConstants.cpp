@@ -7,6 +7,7 @@
 
 #include "MixedPrecisionRules.h"
 
+#include "kiln/ConstantData/FloatBits.h"
 #include "kiln/ConstantData/HostTensor.h"
 #include "kiln/Dialect/Kiln/MappedWeights.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -15,6 +16,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <vector>
 
 using namespace mlir;
 using namespace kiln;
@@ -61,10 +63,38 @@ FailureOr<ElementsAttr> convertElements(ElementsAttr value, FloatType to,
     v.convert(to.getFloatSemantics(), APFloat::rmNearestTiesToEven, &losesInfo);
     return cast<ElementsAttr>(DenseElementsAttr::get(newType, v));
   }
+  auto resource = dyn_cast<DenseResourceElementsAttr>(value);
+  std::string name = resource ? resource.getRawHandle().getKey().str()
+                              : std::string("constant");
+  name += to.isF16() ? "_fp16" : to.isBF16() ? "_bf16" : "_converted";
+  if (ArrayRef<char> raw = type.getElementType().isF32() &&
+                                   (to.isF16() || to.isBF16()) &&
+                                   how != Conversion::Clamp
+                               ? storedBytesInPlace(value)
+                               : ArrayRef<char>();
+      !raw.empty()) {
+    // An fp32 weight to fp16 or bf16, the bulk of a model: converted a chunk
+    // at a time from where it is (for external data, the mapped model file,
+    // whose pages are dropped behind), into a spilled blob, so that neither
+    // copy of the weights is ever resident whole.
+    float limit = how == Conversion::Round ? INFINITY : float(largest);
+    AsmResourceBlob blob = spilledBlob(
+        raw.size() / 2, [&](char *chunk, size_t offset, size_t bytes) {
+          ArrayRef<char> from = raw.slice(2 * offset, 2 * bytes);
+          std::vector<float> floats(bytes / 2);
+          std::memcpy(floats.data(), from.data(), from.size());
+          std::vector<uint16_t> halves(floats.size());
+          convertToHalfBits(floats.data(), halves.data(), floats.size(),
+                            to.isBF16(), limit);
+          std::memcpy(chunk, halves.data(), bytes);
+          releaseMappedWeightPages(from);
+        });
+    return cast<ElementsAttr>(
+        DenseResourceElementsAttr::get(newType, name, std::move(blob)));
+  }
   auto result = HostTensor::allocate(to, type.getShape());
   if (failed(result))
     return failure();
-  auto resource = dyn_cast<DenseResourceElementsAttr>(value);
   bool wide = type.getElementType().isF32() || type.getElementType().isF64();
   if (ArrayRef<char> raw = wide ? storedBytesInPlace(value) : ArrayRef<char>();
       !raw.empty()) {
@@ -94,9 +124,6 @@ FailureOr<ElementsAttr> convertElements(ElementsAttr value, FloatType to,
   }
   if (!resource && type.getNumElements() <= kInlineLimit)
     return cast<ElementsAttr>(result->toDenseElementsAttr());
-  std::string name = resource ? resource.getRawHandle().getKey().str()
-                              : std::string("constant");
-  name += to.isF16() ? "_fp16" : to.isBF16() ? "_bf16" : "_converted";
   AsmResourceBlob blob = HeapAsmResourceBlob::allocateAndCopyWithAlign(
       ArrayRef<char>(result->bytes), alignof(uint64_t));
   return cast<ElementsAttr>(

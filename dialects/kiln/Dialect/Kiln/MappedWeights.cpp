@@ -6,11 +6,15 @@
 #include "mlir/IR/BuiltinDialect.h"
 #include "mlir/IR/DialectResourceBlobManager.h"
 
+#include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <map>
 #include <mutex>
+#include <string>
 #include <sys/mman.h>
 #include <unistd.h>
+#include <vector>
 
 namespace kiln {
 
@@ -58,6 +62,65 @@ void releaseMappedWeightPages(llvm::ArrayRef<char> bytes) {
   uintptr_t last = end / page * page;
   if (first < last)
     ::madvise(reinterpret_cast<void *>(first), last - first, MADV_DONTNEED);
+}
+
+/// Blobs below this size stay on the heap: a file each would cost more than
+/// it saves.
+constexpr size_t kSpillThreshold = size_t(1) << 20;
+/// Bytes converted at a time on the way to a spill file.
+constexpr size_t kSpillChunk = size_t(4) << 20;
+
+/// The blob on the heap, filled in one piece.
+static mlir::AsmResourceBlob heapBlob(
+    size_t size,
+    llvm::function_ref<void(char *chunk, size_t offset, size_t bytes)> fill) {
+  mlir::AsmResourceBlob blob =
+      mlir::HeapAsmResourceBlob::allocate(size, alignof(uint64_t));
+  fill(blob.getMutableData().data(), 0, size);
+  return blob;
+}
+
+mlir::AsmResourceBlob spilledBlob(
+    size_t size,
+    llvm::function_ref<void(char *chunk, size_t offset, size_t bytes)> fill) {
+  if (size < kSpillThreshold)
+    return heapBlob(size, fill);
+  const char *tmp = std::getenv("TMPDIR");
+  std::string pattern =
+      std::string(tmp && *tmp ? tmp : "/tmp") + "/kiln-weights-XXXXXX";
+  int fd = ::mkstemp(pattern.data());
+  if (fd < 0)
+    return heapBlob(size, fill);
+  // Unlinked at once: the file lives as long as its mapping, and nothing is
+  // left behind however the compiler ends.
+  ::unlink(pattern.c_str());
+  std::vector<char> chunk(std::min(size, kSpillChunk));
+  bool written = true;
+  for (size_t offset = 0; offset < size && written; offset += chunk.size()) {
+    size_t bytes = std::min(chunk.size(), size - offset);
+    fill(chunk.data(), offset, bytes);
+    for (size_t done = 0; done < bytes && written;) {
+      ssize_t n = ::write(fd, chunk.data() + done, bytes - done);
+      written = n > 0;
+      done += written ? size_t(n) : 0;
+    }
+  }
+  void *data = written ? ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0)
+                       : MAP_FAILED;
+  ::close(fd);
+  if (data == MAP_FAILED)
+    return heapBlob(size, fill);
+  registerMappedWeights(static_cast<const char *>(data), size);
+  // The converted pages were written through the page cache, not this
+  // process; reading them back maps them in, and readers drop them.
+  return mlir::AsmResourceBlob(
+      llvm::ArrayRef<char>(static_cast<const char *>(data), size),
+      alignof(uint64_t),
+      [](void *data, size_t size, size_t) {
+        unregisterMappedWeights(static_cast<const char *>(data));
+        ::munmap(data, size);
+      },
+      /*dataIsMutable=*/false);
 }
 
 llvm::ArrayRef<char> storedBytesInPlace(mlir::ElementsAttr value) {

@@ -12,8 +12,10 @@
 #ifndef KILN_DIALECT_KILN_MAPPEDWEIGHTS_H
 #define KILN_DIALECT_KILN_MAPPEDWEIGHTS_H
 
+#include "mlir/IR/AsmState.h"
 #include "mlir/IR/BuiltinAttributeInterfaces.h"
 #include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
 
 #include <cstddef>
 
@@ -30,6 +32,17 @@ void unregisterMappedWeights(const char *begin);
 /// registered mapping; leaves any other memory alone (heap weights hold the
 /// only copy of their values).
 void releaseMappedWeightPages(llvm::ArrayRef<char> bytes);
+
+/// A resource blob of `size` bytes that `fill(chunk, offset, bytes)` writes
+/// piece by piece (`chunk` holds `bytes` bytes of the blob from `offset`),
+/// kept in an unlinked temporary file that is mapped read-only and
+/// registered as mapped weights: a weight converted at compile time never
+/// sits whole in memory, and the artifact writer drops its pages as it
+/// streams it out. Small blobs, and any when no temporary file can be made
+/// (under $TMPDIR, else /tmp), stay on the heap.
+mlir::AsmResourceBlob spilledBlob(
+    size_t size,
+    llvm::function_ref<void(char *chunk, size_t offset, size_t bytes)> fill);
 
 /// The bytes of a `dense_resource` weight, read where they are (for external
 /// data, the mapped model file), when its blob holds exactly the tensor's

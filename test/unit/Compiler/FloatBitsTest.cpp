@@ -1,0 +1,75 @@
+//===- FloatBitsTest.cpp - fast 16-bit conversions against APFloat --------===//
+
+#include "kiln/ConstantData/FloatBits.h"
+
+#include "llvm/ADT/APFloat.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+
+using namespace kiln;
+
+namespace {
+
+/// APFloat's bits of `value` in `semantics`, rounded to nearest even.
+uint16_t reference(const llvm::fltSemantics &semantics, float value) {
+  llvm::APFloat converted(value);
+  bool losesInfo = false;
+  (void)converted.convert(semantics, llvm::APFloat::rmNearestTiesToEven,
+                          &losesInfo);
+  return uint16_t(converted.bitcastToAPInt().getZExtValue());
+}
+
+/// Whether 16 bits of `semantics` are a NaN.
+bool isNaN(const llvm::fltSemantics &semantics, uint16_t bits) {
+  return llvm::APFloat(semantics, llvm::APInt(16, bits)).isNaN();
+}
+
+/// Every float bit pattern at a prime stride, and the neighbours of every
+/// half and bfloat16 rounding boundary near the edges of their ranges.
+TEST(FloatBits, MatchAPFloatOnEveryKindOfValue) {
+  size_t checked = 0;
+  auto check = [&](uint32_t bits) {
+    float value;
+    std::memcpy(&value, &bits, sizeof(value));
+    uint16_t half = halfBitsOf(value), bf = bfloat16BitsOf(value);
+    if (std::isnan(value)) {
+      EXPECT_TRUE(isNaN(llvm::APFloat::IEEEhalf(), half)) << bits;
+      EXPECT_TRUE(isNaN(llvm::APFloat::BFloat(), bf)) << bits;
+      return;
+    }
+    ++checked;
+    ASSERT_EQ(half, reference(llvm::APFloat::IEEEhalf(), value))
+        << "half of " << value << " (bits " << bits << ")";
+    ASSERT_EQ(bf, reference(llvm::APFloat::BFloat(), value))
+        << "bfloat16 of " << value << " (bits " << bits << ")";
+  };
+  for (uint64_t bits = 0; bits <= 0xffffffffu; bits += 4099)
+    check(uint32_t(bits));
+  // Ties and their neighbours: every half subnormal and normal step near
+  // 0, 1, the largest finite value and the subnormal boundary.
+  for (float anchor : {0.0f, 6.1035156e-05f, 5.9604645e-08f, 1.0f, 65504.0f,
+                       65520.0f, 3.3895314e38f})
+    for (int sign = 0; sign < 2; ++sign) {
+      uint32_t base;
+      float signed_anchor = sign ? -anchor : anchor;
+      std::memcpy(&base, &signed_anchor, sizeof(base));
+      for (int delta = -9000; delta <= 9000; ++delta)
+        check(base + uint32_t(delta));
+    }
+  EXPECT_GT(checked, 1000000u);
+}
+
+TEST(FloatBits, ClampsFiniteValuesToTheLimit) {
+  const float src[] = {1e6f, -1e6f, INFINITY, 2.0f};
+  uint16_t dst[4];
+  convertToHalfBits(src, dst, 4, /*bfloat16=*/false, 65504.0f);
+  EXPECT_EQ(dst[0], 0x7bffu); // 65504
+  EXPECT_EQ(dst[1], 0xfbffu);
+  EXPECT_EQ(dst[2], 0x7c00u); // infinity stays infinite
+  EXPECT_EQ(dst[3], 0x4000u);
+}
+
+} // namespace
