@@ -9,7 +9,6 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/MLIRContext.h"
 #include "llvm/ADT/StringExtras.h"
-#include "llvm/Support/SourceMgr.h"
 
 using namespace kiln;
 using namespace kiln::triton;
@@ -57,7 +56,7 @@ applyParameters(const std::map<std::string, std::string> &parameters,
       for (const char *const *k = kCompileParameters; *k; ++k)
         known += std::string(known.empty() ? "" : ", ") + *k;
       return "unknown parameter '" + key + "' (the Kiln backend reads " +
-             known + ")";
+             known + ", and pad_dim and pad_mask)";
     }
     if (!error.empty())
       return "parameter '" + key + "': " + error;
@@ -78,14 +77,9 @@ kiln::triton::compileOnnx(const std::string &path,
 
   mlir::MLIRContext context;
   context.loadDialect<KilnDialect, mlir::func::FuncDialect>();
-  std::string messages;
-  llvm::raw_string_ostream os(messages);
-  llvm::SourceMgr sourceMgr;
-  mlir::SourceMgrDiagnosticHandler lines(sourceMgr, &context, os);
-  ModelDiagnosticHandler diagnostics(&context, os);
+  CollectedDiagnostics diagnostics(&context);
   if (mlir::succeeded(compileModel(&context, path, options, artifact)))
     return "";
-  os.flush();
-  std::string text = llvm::StringRef(messages).rtrim().str();
+  std::string text = diagnostics.text();
   return text.empty() ? "compiling " + path + " failed" : text;
 }

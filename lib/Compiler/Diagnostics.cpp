@@ -110,3 +110,11 @@ OptionFlagNotes::OptionFlagNotes(MLIRContext *context, std::string tool,
 }
 
 } // namespace kiln
+
+kiln::CollectedDiagnostics::CollectedDiagnostics(MLIRContext *context)
+    : os(messages), lines(sourceMgr, context, os), models(context, os) {}
+
+std::string kiln::CollectedDiagnostics::text() {
+  os.flush();
+  return llvm::StringRef(messages).rtrim().str();
+}

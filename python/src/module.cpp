@@ -25,7 +25,6 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
-#include "llvm/Support/SourceMgr.h"
 
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -315,15 +314,8 @@ compile(const std::string &path, const py::object &bytes,
 
   mlir::MLIRContext context;
   context.loadDialect<KilnDialect, mlir::func::FuncDialect>();
-  std::string messages;
-  llvm::raw_string_ostream os(messages);
-  llvm::SourceMgr sourceMgr;
-  mlir::SourceMgrDiagnosticHandler lines(sourceMgr, &context, os);
-  ModelDiagnosticHandler diagnostics(&context, os);
-  auto failedWith = [&]() {
-    os.flush();
-    return std::runtime_error(llvm::StringRef(messages).rtrim().str());
-  };
+  CollectedDiagnostics diagnostics(&context);
+  auto failedWith = [&]() { return std::runtime_error(diagnostics.text()); };
 
   mlir::OwningOpRef<mlir::ModuleOp> module;
   if (bytes.is_none()) {

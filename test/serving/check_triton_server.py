@@ -11,7 +11,10 @@ only the backend, batch size and batching delay), a LLaMA decoder step from
 onnxruntime-genai's builder (KV cache inputs; a configuration naming only
 the backend and two KIND_CPU instances), the encoder's model.onnx compiled
 by the backend with a `dims` parameter, an unloadable artifact and a
-configuration that asks for more batch than the model has, and the encoder
+configuration that asks for more batch than the model has, models whose
+configurations or files cannot load (no model file, compiler options with a
+.so, an unknown or malformed parameter, padding along a dim the model lacks),
+and the encoder
 again, its requests of different lengths padded into one run, once with a
 valid padding configuration and once padding the batch dim. The server runs
 on free loopback ports, on the host backend, and is always stopped.
@@ -173,6 +176,20 @@ def build_repository(args, work):
               {"model.so": encoder_so})
     add_model(repository, "bad_pad", 'backend: "kiln"\n' + pad % "batch",
               {"model.so": encoder_so})
+    add_model(repository, "pad_no_dim", 'backend: "kiln"\n' + pad % "tokens",
+              {"model.so": encoder_so})
+    add_model(repository, "empty", 'backend: "kiln"\n', {})
+    add_model(repository, "so_with_dims", 'backend: "kiln"\nparameters { key: '
+              '"dims" value: { string_value: "batch=1:2" } }\n',
+              {"model.so": encoder_so})
+    add_model(repository, "onnx_typo", 'backend: "kiln"\nparameters { key: '
+              '"precison" value: { string_value: "fp16" } }\n', {})
+    add_model(repository, "onnx_bad_dims", 'backend: "kiln"\nparameters { '
+              'key: "dims" value: { string_value: "batch=8:1" } }\n', {})
+    for name in ("onnx_typo", "onnx_bad_dims"):
+        for file in ("model.onnx", "model.onnx.data"):
+            shutil.copy(os.path.join(ENCODER, file),
+                        os.path.join(repository, name, "1", file))
     return repository, encoder_so, decoder_so
 
 
@@ -199,7 +216,13 @@ def check_configurations(server):
     for name, words in (("broken", ["model 'broken'", "model.so"]),
                         ("bad_batch", ["max_batch_size 64 exceeds",
                                        "batch dim, 8"]),
-                        ("bad_pad", ["pad_dim", "'batch' is the batch dim"])):
+                        ("bad_pad", ["pad_dim", "'batch' is the batch dim"]),
+                        ("pad_no_dim", ["pad_dim", "no dim 'tokens'"]),
+                        ("empty", ["no model.so or model.onnx"]),
+                        ("so_with_dims", ["parameter 'dims'",
+                                          "a .so keeps what kilnc compiled"]),
+                        ("onnx_typo", ["unknown parameter 'precison'"]),
+                        ("onnx_bad_dims", ["parameter 'dims'", "batch"])):
         entry = index.get(name, {})
         reason = entry.get("reason", "")
         check(entry.get("state") == "UNAVAILABLE" and

@@ -11,6 +11,7 @@
 #define KILN_COMPILER_DIAGNOSTICS_H
 
 #include "mlir/IR/Diagnostics.h"
+#include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <string>
@@ -32,6 +33,25 @@ private:
   mlir::LogicalResult print(mlir::Diagnostic &diag);
 
   llvm::raw_ostream &os;
+};
+
+/// While alive, collects the diagnostics of a context as text instead of
+/// printing them: a model file's as ModelDiagnosticHandler writes them,
+/// kiln IR's with their source lines. For callers that hand the messages on
+/// (the Python package's exceptions, the Triton backend's errors).
+class CollectedDiagnostics {
+public:
+  explicit CollectedDiagnostics(mlir::MLIRContext *context);
+
+  /// The messages so far, without trailing whitespace.
+  std::string text();
+
+private:
+  std::string messages;
+  llvm::raw_string_ostream os;
+  llvm::SourceMgr sourceMgr;
+  mlir::SourceMgrDiagnosticHandler lines;
+  ModelDiagnosticHandler models;
 };
 
 /// A library option and the tool flag that sets it.
