@@ -12,6 +12,11 @@ the first's output equals kiln-run's bit for bit and the second's error
 names the input. The way to debug the backend under gdb or valgrind:
 everything runs in one process. Run with build/venv-triton's Python.
 
+With --kind gpu (on a GPU machine) the instance is KIND_GPU, the output is
+held to kiln-run's on the GPU within the fp32 contract, and a third request
+passes its inputs in GPU memory (cudaMalloc through the wheel's libcudart)
+and gets its output there: the backend's copy-free path.
+
 Exit code 1 on any failure.
 """
 import argparse
@@ -34,7 +39,8 @@ ENCODER = os.path.join(HERE, "..", "models", "fresh", "bert-torchscript-dynamic"
 
 # tritonserver.h's values (server API 1.31).
 TYPE_INT64, TYPE_FP32 = 9, 11
-MEMORY_CPU = 0
+MEMORY_CPU, MEMORY_GPU = 0, 2
+CUDA_HOST_TO_DEVICE, CUDA_DEVICE_TO_HOST = 1, 2
 MODEL_CONTROL_NONE = 0
 RESPONSE_COMPLETE_FINAL = 1
 
@@ -108,11 +114,38 @@ class Triton:
         return call
 
 
-class Allocator:
-    """Output buffers in host memory, kept alive until Triton releases
-    them."""
+class Cuda:
+    """cudaMalloc, cudaFree and cudaMemcpy from the wheel's libcudart."""
 
-    def __init__(self, triton):
+    def __init__(self, library_folder):
+        import glob
+        found = glob.glob(os.path.join(library_folder, "libcudart*.so*"))
+        self.lib = ctypes.CDLL(found[0])
+        self.lib.cudaMalloc.argtypes = [ctypes.POINTER(p), ctypes.c_size_t]
+        self.lib.cudaFree.argtypes = [p]
+        self.lib.cudaMemcpy.argtypes = [p, p, ctypes.c_size_t, ctypes.c_int]
+
+    def malloc(self, size):
+        ptr = p()
+        if self.lib.cudaMalloc(ctypes.byref(ptr), max(size, 1)) != 0:
+            raise RuntimeError("cudaMalloc failed")
+        return ptr.value
+
+    def free(self, ptr):
+        self.lib.cudaFree(p(ptr))
+
+    def copy(self, dst, src, size, kind):
+        if self.lib.cudaMemcpy(p(dst), p(src), size, kind) != 0:
+            raise RuntimeError("cudaMemcpy failed")
+
+
+class Allocator:
+    """Output buffers in host memory, or in GPU memory where Triton asks for
+    it and `cuda` is given; kept alive until Triton releases them."""
+
+    def __init__(self, triton, cuda=None):
+        self.cuda = cuda
+        self.device = set()
         self.buffers = {}
         self.alloc_fn = ALLOC_FN(self.alloc)
         self.release_fn = RELEASE_FN(self.release)
@@ -122,6 +155,14 @@ class Allocator:
 
     def alloc(self, allocator, name, size, memory, memory_id, userp, buffer,
               buffer_userp, actual_memory, actual_id):
+        if memory == MEMORY_GPU and self.cuda:
+            address = self.cuda.malloc(size)
+            self.device.add(address)
+            buffer[0] = address
+            buffer_userp[0] = None
+            actual_memory[0] = MEMORY_GPU
+            actual_id[0] = memory_id
+            return None
         storage = ctypes.create_string_buffer(max(size, 1))
         address = ctypes.addressof(storage)
         self.buffers[address] = storage
@@ -133,21 +174,32 @@ class Allocator:
 
     def release(self, allocator, buffer, buffer_userp, size, memory,
                 memory_id):
+        if buffer in self.device:
+            self.device.discard(buffer)
+            self.cuda.free(buffer)
         self.buffers.pop(buffer, None)
         return None
 
 
-def infer(triton, server, allocator, feeds):
-    """One request; returns (outputs by name, None) or (None, error)."""
+def infer(triton, server, allocator, feeds, cuda=None):
+    """One request, its inputs in GPU memory when `cuda` is given; returns
+    (outputs by name, None) or (None, error); `.memory` of the outputs dict
+    says where the first output was."""
     request = p()
     triton.InferenceRequestNew(ctypes.byref(request), server, b"bert", -1)
+    device_inputs = []
     for name, value in feeds.items():
         shape = (ctypes.c_int64 * value.ndim)(*value.shape)
         triton.InferenceRequestAddInput(request, name.encode(), TYPE_INT64,
                                         shape, value.ndim)
+        data, memory = value.ctypes.data, MEMORY_CPU
+        if cuda:
+            data, memory = cuda.malloc(value.nbytes), MEMORY_GPU
+            device_inputs.append(data)
+            cuda.copy(data, value.ctypes.data, value.nbytes,
+                      CUDA_HOST_TO_DEVICE)
         triton.InferenceRequestAppendInputData(
-            request, name.encode(), value.ctypes.data_as(p), value.nbytes,
-            MEMORY_CPU, 0)
+            request, name.encode(), p(data), value.nbytes, memory, 0)
     triton.InferenceRequestAddRequestedOutput(request, b"output")
     released = threading.Event()
     done = threading.Event()
@@ -169,6 +221,8 @@ def infer(triton, server, allocator, feeds):
     triton.ServerInferAsync(server, request, None)
     if not done.wait(120) or not released.wait(120):
         return None, "no response in 120 s"
+    for data in device_inputs:
+        cuda.free(data)
     response = p(result["response"])
     lib = triton.lib
     error = lib.TRITONSERVER_InferenceResponseError(response)
@@ -192,10 +246,22 @@ def infer(triton, server, allocator, feeds):
         ctypes.byref(userp))
     dims = [shape[i] for i in range(rank.value)]
     assert dtype.value == TYPE_FP32, dtype.value
-    out = np.frombuffer(ctypes.string_at(base, size.value),
-                        np.float32).reshape(dims).copy()
+    out = np.empty(dims, np.float32)
+    if memory.value == MEMORY_GPU:
+        allocator.cuda.copy(out.ctypes.data, base.value, size.value,
+                            CUDA_DEVICE_TO_HOST)
+    else:
+        ctypes.memmove(out.ctypes.data, base, size.value)
     triton.InferenceResponseDelete(response)
-    return {name.value.decode(): out}, None
+    return OutputsAt({name.value.decode(): out}, memory.value), None
+
+
+class OutputsAt(dict):
+    """Outputs by name, and the memory type the first one was in."""
+
+    def __init__(self, outputs, memory):
+        super().__init__(outputs)
+        self.memory = memory
 
 
 def with_library_path():
@@ -216,6 +282,8 @@ def main():
     parser.add_argument("--kiln-run", required=True)
     parser.add_argument("--backend", required=True, help="libtriton_kiln.so")
     parser.add_argument("--work")
+    parser.add_argument("--kind", choices=["cpu", "gpu"], default="cpu",
+                        help="the instance's kind (gpu: on a GPU machine)")
     args = parser.parse_args()
     work = args.work or tempfile.mkdtemp(prefix="kiln-triton-inprocess-")
     os.makedirs(work, exist_ok=True)
@@ -230,12 +298,16 @@ def main():
     subprocess.run([args.kilnc, os.path.join(ENCODER, "model.onnx"), "-o",
                     model, "--dim=batch=1:4,sequence=1:16", "-q"], check=True)
     repository = os.path.join(work, "repository")
-    add_model(repository, "bert", 'backend: "kiln"\n', {"model.so": model})
+    gpu = args.kind == "gpu"
+    add_model(repository, "bert", 'backend: "kiln"\ninstance_group [{ kind: '
+              + ('KIND_GPU' if gpu else 'KIND_CPU') + ' }]\n',
+              {"model.so": model})
     rng = np.random.default_rng(7)
     feeds = {"input_ids": rng.integers(0, 96, (2, 7), dtype=np.int64),
              "attention_mask": np.ones((2, 7), np.int64)}
     out = os.path.join(work, "kiln-run")
-    ran = run_with_inputs([args.kiln_run, model, "--backend=host",
+    ran = run_with_inputs([args.kiln_run, model,
+                           "--backend=" + ("cuda" if gpu else "host"),
                            f"--output-dir={out}"], feeds,
                           os.path.join(out, "in"))
     if ran.returncode != 0:
@@ -264,11 +336,25 @@ def main():
             triton.ServerModelIsReady(server, b"bert", -1, ctypes.byref(ready))
             time.sleep(0.2)
         check(ready.value, "the backend loaded the model in-process")
-        allocator = Allocator(triton)
+        cuda = Cuda(os.path.dirname(tritonserver_library())) if gpu else None
+        allocator = Allocator(triton, cuda)
+
+        def matches(got):
+            # cuBLASLt may pick another algorithm in another process.
+            if gpu:
+                return np.allclose(got, want, rtol=1e-4, atol=1e-5)
+            return np.array_equal(got, want)
+
         got, error = infer(triton, server, allocator, feeds)
-        check(error is None and np.array_equal(got["output"], want),
+        check(error is None and matches(got["output"]),
               f"one request of batch 2 equals kiln-run's output"
               f"{': ' + error if error else ''}")
+        if gpu:
+            got, error = infer(triton, server, allocator, feeds, cuda)
+            check(error is None and matches(got["output"]) and
+                  got.memory == MEMORY_GPU,
+                  f"inputs and output in GPU memory"
+                  f"{': ' + error if error else ''}")
         bad = dict(feeds, attention_mask=np.ones((2, 9), np.int64))
         got, error = infer(triton, server, allocator, bad)
         check(error is not None and "attention_mask" in error,
