@@ -5,7 +5,7 @@
 set -euo pipefail
 
 apt_packages=(
-  cmake ninja-build ccache g++ git python3 python3-pip python3-dev
+  cmake ninja-build ccache g++ git python3 python3-pip python3-dev python3-venv
   llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools
   libzstd-dev zlib1g-dev libxml2-dev libedit-dev libcurl4-openssl-dev
   libonnx-dev libprotobuf-dev protobuf-compiler libgtest-dev
