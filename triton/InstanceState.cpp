@@ -9,7 +9,6 @@
 #include "kiln/runtime/DeviceCopy.h"
 
 #include <chrono>
-#include <numeric>
 
 using namespace kiln;
 using namespace kiln::triton;
@@ -59,22 +58,6 @@ static uint64_t nowNs() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
              std::chrono::steady_clock::now().time_since_epoch())
       .count();
-}
-
-/// Triton's data type of each Kiln element type, in `rt::DType` order.
-static TRITONSERVER_DataType tritonDataType(rt::DType dtype) {
-  static constexpr TRITONSERVER_DataType kTypes[] = {
-      TRITONSERVER_TYPE_FP32,   TRITONSERVER_TYPE_FP16,
-      TRITONSERVER_TYPE_BF16,   TRITONSERVER_TYPE_INT64,
-      TRITONSERVER_TYPE_INT32,  TRITONSERVER_TYPE_INT8,
-      TRITONSERVER_TYPE_BOOL,   TRITONSERVER_TYPE_FP64,
-      TRITONSERVER_TYPE_INT16,  TRITONSERVER_TYPE_UINT8,
-      TRITONSERVER_TYPE_UINT16, TRITONSERVER_TYPE_UINT32,
-      TRITONSERVER_TYPE_UINT64};
-  static_assert(sizeof(kTypes) / sizeof(kTypes[0]) ==
-                    size_t(rt::kLastDType) + 1,
-                "a Triton type for every DType");
-  return kTypes[size_t(dtype)];
 }
 
 /// The shape as text: [2, 128].
@@ -335,6 +318,7 @@ InstanceState::attachOutputs(PendingRequest &p,
 
 void InstanceState::runTogether(std::vector<PendingRequest> &pending,
                                 const std::vector<size_t> &run,
+                                const RequestShapes &shapes,
                                 uint64_t &computeStart, uint64_t &computeEnd) {
   const ModelSignature &signature = model.signature();
   computeStart = computeEnd = nowNs();
@@ -348,13 +332,7 @@ void InstanceState::runTogether(std::vector<PendingRequest> &pending,
     }
   };
 
-  std::vector<RequestShapes> members;
-  for (size_t r : run)
-    members.push_back(pending[r].shapes);
-  std::vector<size_t> all(run.size());
-  std::iota(all.begin(), all.end(), 0);
   const Padding &padding = model.padding();
-  RequestShapes shapes = runShapes(members, all, padding.inputAxis);
   std::vector<int64_t> dims;
   std::string where = "model '" + model.name() + "': ";
   if (rt::Status s = runner->bindDims(shapes, dims); !s.isOk())
@@ -431,7 +409,7 @@ void InstanceState::runTogether(std::vector<PendingRequest> &pending,
     // each runs alone, so that only its own fails.
     for (size_t r : run) {
       uint64_t start = 0, end = 0;
-      runTogether(pending, {r}, start, end);
+      runTogether(pending, {r}, pending[r].shapes, start, end);
     }
     computeEnd = nowNs();
     return;
@@ -511,7 +489,9 @@ void InstanceState::execute(TRITONBACKEND_Request **requests, uint32_t count) {
       batch += uint64_t(pending[valid[m]].batch);
     }
     uint64_t computeStart = 0, computeEnd = 0;
-    runTogether(pending, run, computeStart, computeEnd);
+    runTogether(pending, run,
+                runShapes(validShapes, members, model.padding().inputAxis),
+                computeStart, computeEnd);
     for (size_t r : run) {
       pending[r].computeStart = computeStart;
       pending[r].computeEnd = computeEnd;

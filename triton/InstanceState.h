@@ -13,6 +13,7 @@
 #define KILN_TRITON_INSTANCESTATE_H
 
 #include "ModelState.h"
+#include "RunPlan.h"
 #include "TritonApi.h"
 
 #include "kiln/runtime/Model.h"
@@ -53,13 +54,13 @@ private:
   /// for them in `targets` (one per model output).
   TRITONSERVER_Error *attachOutputs(PendingRequest &p,
                                     std::vector<OutputTarget> &targets);
-  /// Runs the requests `run` (indices into `pending`) as one and gives
-  /// each its outputs, or the run's error (after an index fault, each runs
-  /// alone again); `computeStart` and `computeEnd` receive the run's
-  /// times.
+  /// Runs the requests `run` (indices into `pending`) as one, at the
+  /// inputs' `shapes` (RunPlan's runShapes), and gives each its outputs, or
+  /// the run's error (after an index fault, each runs alone again);
+  /// `computeStart` and `computeEnd` receive the run's times.
   void runTogether(std::vector<PendingRequest> &pending,
-                   const std::vector<size_t> &run, uint64_t &computeStart,
-                   uint64_t &computeEnd);
+                   const std::vector<size_t> &run, const RequestShapes &shapes,
+                   uint64_t &computeStart, uint64_t &computeEnd);
 
   TRITONBACKEND_ModelInstance *triton;
   ModelState &model;

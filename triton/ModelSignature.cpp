@@ -11,30 +11,37 @@ using namespace kiln;
 using namespace kiln::triton;
 
 namespace {
-/// Triton's two names of each Kiln element type, in `rt::DType` order.
-struct DataTypeNames {
+/// Triton's configuration name and data type of each Kiln element type, in
+/// `rt::DType` order.
+struct TritonType {
   const char *config;
-  const char *wire;
+  TRITONSERVER_DataType type;
 };
-constexpr DataTypeNames kDataTypeNames[] = {
-    {"TYPE_FP32", "FP32"},     {"TYPE_FP16", "FP16"},
-    {"TYPE_BF16", "BF16"},     {"TYPE_INT64", "INT64"},
-    {"TYPE_INT32", "INT32"},   {"TYPE_INT8", "INT8"},
-    {"TYPE_BOOL", "BOOL"},     {"TYPE_FP64", "FP64"},
-    {"TYPE_INT16", "INT16"},   {"TYPE_UINT8", "UINT8"},
-    {"TYPE_UINT16", "UINT16"}, {"TYPE_UINT32", "UINT32"},
-    {"TYPE_UINT64", "UINT64"}};
-static_assert(sizeof(kDataTypeNames) / sizeof(kDataTypeNames[0]) ==
+constexpr TritonType kTritonTypes[] = {
+    {"TYPE_FP32", TRITONSERVER_TYPE_FP32},
+    {"TYPE_FP16", TRITONSERVER_TYPE_FP16},
+    {"TYPE_BF16", TRITONSERVER_TYPE_BF16},
+    {"TYPE_INT64", TRITONSERVER_TYPE_INT64},
+    {"TYPE_INT32", TRITONSERVER_TYPE_INT32},
+    {"TYPE_INT8", TRITONSERVER_TYPE_INT8},
+    {"TYPE_BOOL", TRITONSERVER_TYPE_BOOL},
+    {"TYPE_FP64", TRITONSERVER_TYPE_FP64},
+    {"TYPE_INT16", TRITONSERVER_TYPE_INT16},
+    {"TYPE_UINT8", TRITONSERVER_TYPE_UINT8},
+    {"TYPE_UINT16", TRITONSERVER_TYPE_UINT16},
+    {"TYPE_UINT32", TRITONSERVER_TYPE_UINT32},
+    {"TYPE_UINT64", TRITONSERVER_TYPE_UINT64}};
+static_assert(sizeof(kTritonTypes) / sizeof(kTritonTypes[0]) ==
                   size_t(rt::kLastDType) + 1,
-              "a name for every DType");
+              "a Triton type for every DType");
 } // namespace
 
 const char *kiln::triton::configDataType(rt::DType dtype) {
-  return kDataTypeNames[size_t(dtype)].config;
+  return kTritonTypes[size_t(dtype)].config;
 }
 
-const char *kiln::triton::wireDataType(rt::DType dtype) {
-  return kDataTypeNames[size_t(dtype)].wire;
+TRITONSERVER_DataType kiln::triton::tritonDataType(rt::DType dtype) {
+  return kTritonTypes[size_t(dtype)].type;
 }
 
 /// The dim a formula is exactly (one term, coefficient 1, one dim), or -1.

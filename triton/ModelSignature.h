@@ -12,6 +12,8 @@
 #ifndef KILN_TRITON_MODELSIGNATURE_H
 #define KILN_TRITON_MODELSIGNATURE_H
 
+#include "TritonApi.h"
+
 #include "kiln/runtime/DType.h"
 
 #include <cstdint>
@@ -59,8 +61,8 @@ ModelSignature signatureOf(const rt::Artifact &plan);
 /// Triton's name of a data type ("TYPE_FP32").
 const char *configDataType(rt::DType dtype);
 
-/// Triton's wire name of a data type ("FP32"), as requests carry it.
-const char *wireDataType(rt::DType dtype);
+/// Triton's data type of a Kiln element type, as requests carry it.
+TRITONSERVER_DataType tritonDataType(rt::DType dtype);
 
 } // namespace triton
 } // namespace kiln

@@ -14,8 +14,9 @@
 using namespace kiln;
 using namespace kiln::triton;
 
-TRITONSERVER_Error *kiln::triton::readModelConfig(TRITONBACKEND_Model *triton,
-                                                  std::string &out) {
+/// Reads the configuration of `triton` (its JSON form) into `out`.
+static TRITONSERVER_Error *readConfig(TRITONBACKEND_Model *triton,
+                                      llvm::json::Object &out) {
   TRITONSERVER_Message *message = nullptr;
   if (TRITONSERVER_Error *error =
           TRITONBACKEND_ModelConfig(triton, /*config_version=*/1, &message))
@@ -24,15 +25,10 @@ TRITONSERVER_Error *kiln::triton::readModelConfig(TRITONBACKEND_Model *triton,
   size_t size = 0;
   TRITONSERVER_Error *error =
       TRITONSERVER_MessageSerializeToJson(message, &base, &size);
-  if (!error)
-    out.assign(base, size);
+  std::string text = error ? "" : std::string(base, size);
   TRITONSERVER_MessageDelete(message);
-  return error;
-}
-
-/// Parses the configuration JSON `text` into `out`.
-static TRITONSERVER_Error *parseConfig(const std::string &text,
-                                       llvm::json::Object &out) {
+  if (error)
+    return error;
   llvm::Expected<llvm::json::Value> value = llvm::json::parse(text);
   if (!value)
     return tritonError(TRITONSERVER_ERROR_INVALID_ARG,
@@ -66,12 +62,9 @@ TRITONSERVER_Error *ModelState::create(TRITONBACKEND_Model *triton,
                            "': the Kiln backend reads models from a "
                            "file system repository only");
 
-  std::string text;
   llvm::json::Object config;
   ServingConfig serving;
-  if (TRITONSERVER_Error *error = readModelConfig(triton, text))
-    return error;
-  if (TRITONSERVER_Error *error = parseConfig(text, config))
+  if (TRITONSERVER_Error *error = readConfig(triton, config))
     return error;
   if (std::string error = readServingConfig(config, serving); !error.empty())
     return tritonError(TRITONSERVER_ERROR_INVALID_ARG,
@@ -92,7 +85,7 @@ TRITONSERVER_Error *ModelState::create(TRITONBACKEND_Model *triton,
   for (size_t i = 0; i < state->runPadding.inputAxis.size(); ++i)
     state->modelSignature.inputs[i].ragged =
         state->runPadding.inputAxis[i] >= 0;
-  if (TRITONSERVER_Error *error = state->checkConfiguration(triton))
+  if (TRITONSERVER_Error *error = state->checkConfiguration(triton, config))
     return error;
   if (state->configMaxBatchSize == 0 && state->runPadding.enabled())
     return tritonError(TRITONSERVER_ERROR_INVALID_ARG,
@@ -139,17 +132,11 @@ ModelState::loadArtifact(const std::string &folder, const std::string &fileName,
                      "model '" + modelName + "': ");
 }
 
-TRITONSERVER_Error *
-ModelState::checkConfiguration(TRITONBACKEND_Model *triton) {
+TRITONSERVER_Error *ModelState::checkConfiguration(TRITONBACKEND_Model *triton,
+                                                   llvm::json::Object &config) {
   bool autoComplete = false;
   if (TRITONSERVER_Error *error =
           TRITONBACKEND_ModelAutoCompleteConfig(triton, &autoComplete))
-    return error;
-  std::string text;
-  llvm::json::Object config;
-  if (TRITONSERVER_Error *error = readModelConfig(triton, text))
-    return error;
-  if (TRITONSERVER_Error *error = parseConfig(text, config))
     return error;
   bool changed = false;
   std::string where = "model '" + modelName + "': ";
@@ -174,10 +161,8 @@ ModelState::checkConfiguration(TRITONBACKEND_Model *triton) {
   logMessage(TRITONSERVER_LOG_VERBOSE,
              where + "completed the configuration: " + completed);
   // Triton fills in more of what it was given; check what it keeps.
-  if (TRITONSERVER_Error *error = readModelConfig(triton, text))
-    return error;
   llvm::json::Object kept;
-  if (TRITONSERVER_Error *error = parseConfig(text, kept))
+  if (TRITONSERVER_Error *error = readConfig(triton, kept))
     return error;
   if (std::string error =
           checkConfig(kept, modelSignature,

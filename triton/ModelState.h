@@ -17,6 +17,7 @@
 
 #include "kiln/runtime/ArtifactPlan.h"
 #include "kiln/runtime/Model.h"
+#include "llvm/Support/JSON.h"
 
 #include <map>
 #include <memory>
@@ -55,8 +56,10 @@ private:
   TRITONSERVER_Error *
   loadArtifact(const std::string &folder, const std::string &fileName,
                const std::map<std::string, std::string> &parameters);
-  /// Checks the configuration, completing it when Triton allows.
-  TRITONSERVER_Error *checkConfiguration(TRITONBACKEND_Model *triton);
+  /// Checks `config`, Triton's configuration of the model as read when it
+  /// loads, completing it when Triton allows.
+  TRITONSERVER_Error *checkConfiguration(TRITONBACKEND_Model *triton,
+                                         llvm::json::Object &config);
 
   std::string modelName;
   rt::Artifact artifact;
@@ -67,10 +70,6 @@ private:
   std::map<int32_t, std::unique_ptr<rt::Model>> runners;
   std::mutex runnersMutex;
 };
-
-/// Reads the configuration of `triton` as JSON into `out`.
-TRITONSERVER_Error *readModelConfig(TRITONBACKEND_Model *triton,
-                                    std::string &out);
 
 } // namespace triton
 } // namespace kiln
