@@ -38,7 +38,7 @@ static bool sameStorageOverlap(const Buffer &x, const Buffer &y) {
 /// Why Kiln GEMM candidates of `m` are malformed, or "" (ArtifactSteps.h:
 /// float16 or bfloat16, alpha 1 and beta 1 exactly with a residual, kernels
 /// of the artifact, a reduce kernel exactly when K is split, tiles of whole
-/// mma.sync tiles, whole warps).
+/// 16-byte chunks of columns, whole warps).
 static std::string checkGemmCandidates(const MatmulStep &m, size_t kernels) {
   if (m.kernels.empty())
     return "";
@@ -56,9 +56,10 @@ static std::string checkGemmCandidates(const MatmulStep &m, size_t kernels) {
         (g.splitK > 1 ? g.reduce >= kernels : g.reduce != kNoKernel))
       return what + "names kernels the artifact does not have (" +
              std::to_string(kernels) + " kernels)";
-    if (g.tileM == 0 || g.tileM % 16 || g.tileM > 256 || g.tileN == 0 ||
-        g.tileN % 16 || g.tileN > 256)
-      return what + "tiles must be multiples of 16 up to 256";
+    if (g.tileM == 0 || g.tileM > 256 || g.tileN == 0 || g.tileN % 8 ||
+        g.tileN > 256)
+      return what + "tiles must be 1 to 256 rows and 8 to 256 columns in "
+                    "whole 16-byte chunks";
     if (g.threads == 0 || g.threads % 32 || g.threads > 1024)
       return what + "threads must be whole warps up to 1024";
     if (g.splitK < 1 || g.splitK > 64)

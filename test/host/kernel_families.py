@@ -18,7 +18,8 @@ and unsigned reductions; int64 sums, products and scans that wrap), sort (TopK, 
 layers with packed, biased projections and ONNX Attention with grouped-query
 heads, one kernel each), copy (Transpose of rank 2 to 4, Identity outputs),
 matmul (2-D, batched, broadcast batch, 1-D operands, Gemm), Kiln's own GEMM
-kernels (every layout and split, run by name with kiln-run --gemm) and
+kernels (every layout and split of both forms, tensor-core tiles and
+decoding's GEMV, run by name with kiln-run --gemm) and
 FFN / attention chains. Shapes are ragged on purpose: sizes that are not
 multiples of the 256-thread block or of a warp (1, 7, 31, 33, 255, 257, 1000,
 4099); one elementwise, one reduction and one copy case are larger than one
@@ -958,6 +959,31 @@ def gemm_cases():
         add("f16_bias_residual_7x520x72", variant,
             lambda: narrow_gemm(F16, 7, 520, 72, bias=True, residual=True),
             tol=epilogue_tol)
+
+    # The GEMV form (GemvEmitter.cpp), offered where M is 16 or fewer and A
+    # is not transposed: one block row of 1 row at M = 1, of 8 rows at
+    # M = 7 (a row past m) and 16 (two block rows). K = 1040 is 130 chunks
+    # of 8, split two ways (65 each: no multiple of the 8 slots a block of
+    # a k x n B walks, nor of a column's 8 lanes of an n x k B); N = 72 is
+    # not a whole slab of 128 (k x n) or 64 (n x k) columns.
+    for tb in [False, True]:
+        cols = 64 if tb else 128
+        for m, rows in [(1, 1), (7, 8), (16, 8)]:
+            add(f"f16_tB{int(tb)}_{m}x1040x72", f"gemv_{rows}x{cols}_w4_split2",
+                lambda m=m, tb=tb: narrow_gemm(F16, m, 1040, 72, trans_b=tb),
+                check=(m == 7))
+        add(f"bf16_tB{int(tb)}_7x1040x72", f"gemv_8x{cols}_w4_split2",
+            lambda tb=tb: narrow_gemm(BF16, 7, 1040, 72, trans_b=tb), dtype=BF16)
+        add(f"f16_tB{int(tb)}_batch3_7x1040x72", f"gemv_8x{cols}_w4_split2",
+            lambda tb=tb: narrow_gemm(F16, 7, 1040, 72, trans_b=tb, batch=3))
+        # The epilogues: in registers (K = 520 is not split) and through the
+        # reduce.
+        for k, split in [(520, 1), (1040, 2)]:
+            add(f"f16_tB{int(tb)}_bias_residual_relu_7x{k}x72",
+                f"gemv_8x{cols}_w4_split{split}",
+                lambda k=k, tb=tb: narrow_gemm(F16, 7, k, 72, trans_b=tb, bias=True,
+                                               relu=True, residual=True),
+                check=(split == 1), tol=epilogue_tol)
     return cases
 
 

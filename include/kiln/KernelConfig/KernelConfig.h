@@ -115,16 +115,28 @@ inline int64_t fewestAttentionQueryRows() {
 /// The name of `form` as the plan and the report print it.
 const char *attentionFormName(AttentionForm form);
 
-/// How one of Kiln's own GEMM kernels is laid out (GemmEmitter.cpp), as
-/// chooseGemmConfigs (lib/Target/CUDA/GemmConfig.cpp) offers it: a block
-/// computes a tileM x tileN tile of C over its share of K in steps of
-/// tileK, its warps laid out warpsM x warpsN, each warp's part of the tile
-/// in mma.sync.m16n8k16 instructions on fragments read by ldmatrix from
-/// shared memory, which cp.async fills two tiles ahead (double buffered).
-/// With splitK > 1, K is split across that many blocks, each writing fp32
-/// partial sums, which a second kernel adds in a fixed order (the result
-/// does not depend on scheduling) before the epilogue.
+/// The two forms of Kiln's own GEMM kernels.
+enum class GemmForm : uint8_t {
+  /// Tensor-core tiles (GemmEmitter.cpp): a block computes a tileM x tileN
+  /// tile of C over its share of K in steps of tileK, its warps laid out
+  /// warpsM x warpsN, each warp's part of the tile in mma.sync.m16n8k16
+  /// instructions on fragments read by ldmatrix from shared memory, which
+  /// cp.async fills two tiles ahead (double buffered).
+  Mma,
+  /// Decoding's few rows (GemvEmitter.cpp): a block of warpsN warps streams
+  /// a tileN-column slab of B over its share of K in 16-byte chunks
+  /// straight from global memory, multiplying each by the block's tileM
+  /// rows of A in fp32 on the CUDA cores; tileK is the chunk (8 elements).
+  Gemv,
+};
+
+/// How one of Kiln's own GEMM kernels is laid out, as chooseGemmConfigs
+/// (lib/Target/CUDA/GemmConfig.cpp) offers it; `form` says what the tiles
+/// mean. With splitK > 1, K is split across that many blocks, each writing
+/// fp32 partial sums, which a second kernel adds in a fixed order (the
+/// result does not depend on scheduling) before the epilogue.
 struct GemmConfig {
+  GemmForm form = GemmForm::Mma;
   int64_t tileM = 64;
   int64_t tileN = 64;
   int64_t tileK = 32;
@@ -133,13 +145,13 @@ struct GemmConfig {
   int64_t splitK = 1;
 
   int64_t threads() const { return 32 * warpsM * warpsN; }
-  /// Rows and columns of C one warp computes.
+  /// Rows and columns of C one warp computes (the mma form).
   int64_t warpRows() const { return tileM / warpsM; }
   int64_t warpColumns() const { return tileN / warpsN; }
 
-  /// The name of the candidate (`mma_64x64x32_w2x2_split4`): what the plan
-  /// and the report print, and what a run asks for by name (kiln-run
-  /// --gemm).
+  /// The name of the candidate (`mma_64x64x32_w2x2_split4`,
+  /// `gemv_8x128_w4_split8`): what the plan and the report print, and what
+  /// a run asks for by name (kiln-run --gemm).
   std::string name() const;
   /// The name of the kernel that runs every split count of this layout:
   /// the name without its split (`mma_64x64x32_w2x2`).

@@ -7,7 +7,8 @@
 // shape of the GEMMs that leave an H100 or H200 idle under cuBLASLt
 // (issue 38's BERT-base profile): a 128-row GEMM has 6 to 18 tiles of
 // 128 x 128 for 132 SMs, so K is split across blocks until the tiles times
-// the splits fill the SMs.
+// the splits fill the SMs. A decoding step's few rows get the GEMV form
+// first, whose time is one pass over B.
 //
 //===----------------------------------------------------------------------===//
 
@@ -35,19 +36,48 @@ constexpr int64_t kMostSplits = 16;
 constexpr int64_t kMostPartialBytes = int64_t(64) << 20;
 
 /// The most candidates a step offers: each costs a timed run at load.
-constexpr size_t kMostCandidates = 5;
+constexpr size_t kMostCandidates = 6;
 
-/// The layouts, largest first.
+/// The layouts of the mma form, largest first.
 /// 128 x 128 in four warps of 64 x 64: the most reuse of each fragment,
 /// for GEMMs with rows to fill the GPU.
-constexpr GemmConfig kLarge = {128, 128, 32, 2, 2, 1};
+constexpr GemmConfig kLarge = {GemmForm::Mma, 128, 128, 32, 2, 2, 1};
 /// 64 x 64 in four warps of 32 x 32: four times the blocks of kLarge.
-constexpr GemmConfig kMedium = {64, 64, 32, 2, 2, 1};
+constexpr GemmConfig kMedium = {GemmForm::Mma, 64, 64, 32, 2, 2, 1};
 /// 16 x 64 in four warps of 16 x 16: decoding's few rows, where a taller
 /// tile would multiply zeros.
-constexpr GemmConfig kSmall = {16, 64, 32, 1, 4, 1};
+constexpr GemmConfig kSmall = {GemmForm::Mma, 16, 64, 32, 1, 4, 1};
+
+/// The GEMV form is offered where the least M is this or fewer: a pass
+/// over B for every 8 rows still reads less than the mma form's staging
+/// of B for 16 rows of which most are zeros.
+constexpr int64_t kMostGemvLeastRows = 16;
+/// The most rows a GEMV block owns: 8 rows x 8 columns of fp32 sums a
+/// thread, beside the 16-byte chunks in flight, fit its registers.
+constexpr int64_t kMostGemvRows = 8;
+/// Blocks a GEMV aims for: two of 128 threads an SM keep 32 KiB of loads
+/// in flight there, about what HBM's latency times its bandwidth asks.
+constexpr int64_t kGemvBlocks = 2 * kSMs;
+/// Elements of K each GEMV split keeps at least: fewer, and the partials
+/// cost more than the blocks gain.
+constexpr int64_t kLeastGemvKPerSplit = 512;
 
 int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+int64_t powerOfTwoAtLeast(int64_t v) {
+  int64_t p = 1;
+  while (p < v)
+    p *= 2;
+  return p;
+}
+
+/// The GEMV layout of `rows` rows for B stored as `shape` has it: 128
+/// threads; a 128-column slab of a k x n B (16 threads across its 16-byte
+/// columns, 8 chunks of K at a time), 64 columns of an n x k B (four
+/// columns of 8 lanes a warp, four a lane: 64 bytes of B a lane a chunk).
+GemmConfig gemvLayout(int64_t rows, const GemmShape &shape) {
+  return {GemmForm::Gemv, rows, shape.transB ? 64 : 128, 8, 1, 4, 1};
+}
 
 /// Why the sizes read in 16-byte chunks are not all multiples of eight
 /// 16-bit elements, or "". A symbolic size is checked at run time.
@@ -59,18 +89,39 @@ std::string chunkRefusal(const GemmShape &shape) {
   return "";
 }
 
-/// The split of K that fills the SMs with `config`'s tiles at the least
-/// rows, or 1 where the tiles fill them already or K is too short.
-int64_t splitFor(const GemmConfig &config, const GemmShape &shape) {
+/// The power-of-two split of K, at most `most`, that brings `config`'s
+/// blocks at the least rows to `blocks`; 1 where they are there already,
+/// or where the partials would take too much scratch.
+int64_t splitFor(const GemmConfig &config, const GemmShape &shape,
+                 int64_t blocks, int64_t most) {
   int64_t tiles = ceilDiv(shape.leastM, config.tileM) *
                   ceilDiv(shape.n, config.tileN) * shape.batch;
-  int64_t most = std::min(kMostSplits,
-                          ceilDiv(shape.k, config.tileK) / kLeastTilesPerSplit);
+  most = std::min(kMostSplits, most);
   int64_t split = 1;
-  while (tiles * split < kSMs && split * 2 <= most)
+  while (tiles * split < blocks && split * 2 <= most)
     split *= 2;
   int64_t partialBytes = split * shape.batch * shape.upperM * shape.n * 4;
   return partialBytes <= kMostPartialBytes ? split : 1;
+}
+
+/// The GEMV layouts for decoding's rows: one block row for the least M,
+/// and one of up to kMostGemvRows rows for the top of its range, each
+/// split to fill the GPU (unsplit, a GEMV of a few slabs idles most SMs,
+/// so only the split is offered).
+void offerGemv(const GemmShape &shape, std::vector<GemmConfig> &configs) {
+  if (shape.transA || shape.leastM > kMostGemvLeastRows)
+    return;
+  int64_t least = std::min(kMostGemvRows, powerOfTwoAtLeast(shape.leastM));
+  int64_t upper = std::min(kMostGemvRows, powerOfTwoAtLeast(shape.upperM));
+  std::vector<int64_t> rowChoices = {least};
+  if (upper != least)
+    rowChoices.push_back(upper);
+  for (int64_t rows : rowChoices) {
+    GemmConfig layout = gemvLayout(rows, shape);
+    layout.splitK =
+        splitFor(layout, shape, kGemvBlocks, shape.k / kLeastGemvKPerSplit);
+    configs.push_back(layout);
+  }
 }
 
 } // namespace
@@ -85,6 +136,7 @@ GemmChoice chooseGemmConfigs(const GemmShape &shape) {
   choice.refusal = chunkRefusal(shape);
   if (!choice.refusal.empty())
     return choice;
+  offerGemv(shape, choice.configs);
   std::vector<GemmConfig> layouts;
   if (shape.upperM >= kLarge.tileM)
     layouts.push_back(kLarge);
@@ -94,7 +146,9 @@ GemmChoice chooseGemmConfigs(const GemmShape &shape) {
   for (const GemmConfig &layout : layouts) {
     choice.configs.push_back(layout);
     GemmConfig split = layout;
-    split.splitK = splitFor(layout, shape);
+    split.splitK =
+        splitFor(layout, shape, kSMs,
+                 ceilDiv(shape.k, layout.tileK) / kLeastTilesPerSplit);
     if (split.splitK > 1)
       choice.configs.push_back(split);
   }

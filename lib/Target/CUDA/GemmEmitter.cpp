@@ -21,6 +21,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "GemmEmitter.h"
+#include "GemmParts.h"
 
 #include "llvm/ADT/StringExtras.h"
 
@@ -30,68 +31,16 @@ namespace kiln {
 
 namespace {
 
-/// The C storage type and the conversions of a 16-bit element type.
-struct HalfSpelling {
-  const char *type, *suffix, *toFloat, *fromFloat, *mma;
-};
+using gemm::HalfSpelling;
+using gemm::kIntegerParameters;
+using gemm::spellingOf;
+using gemm::substitute;
 
-HalfSpelling spellingOf(rt::DType dtype) {
-  assert((dtype == rt::DType::F16 || dtype == rt::DType::BF16) &&
-         "Kiln's GEMMs are float16 or bfloat16");
-  if (dtype == rt::DType::BF16)
-    return {"__nv_bfloat16", "bf16", "__bfloat162float", "__float2bfloat16_rn",
-            "kiln_mma_m16n8k16_bf16"};
-  return {"__half", "f16", "__half2float", "__float2half_rn",
-          "kiln_mma_m16n8k16_f16"};
-}
-
-/// `text` with each `$NAME` of `values` replaced, and again until none is
-/// left, so that a value may hold placeholders itself (the staging, written
-/// out twice, holds the tile's sizes). No name is the start of another.
-/// Without `complete`, placeholders may stay for a later substitution.
-std::string substitute(std::string text,
-                       std::vector<std::pair<std::string, std::string>> values,
-                       bool complete = true) {
-  for (bool replaced = true; replaced;) {
-    replaced = false;
-    for (const auto &[name, value] : values)
-      for (size_t at = text.find(name); at != std::string::npos;
-           at = text.find(name, at + value.size())) {
-        text.replace(at, name.size(), value);
-        replaced = true;
-      }
-  }
-  assert((!complete || text.find('$') == std::string::npos) &&
-         "a placeholder is left");
-  return text;
-}
-
-/// The parameters every kernel of the family takes after its pointers: the
-/// step's extents and strides in rt::MatmulField order, the activation and
-/// the split.
-constexpr const char *kIntegerParameters =
-    "long long batch, long long m, long long n, long long k, "
-    "long long stride_a, long long stride_b, long long stride_c, "
-    "long long outer_batch, long long outer_stride_a, "
-    "long long outer_stride_b, long long outer_stride_c, "
-    "long long activation, long long split_k";
-
-/// The epilogue of element (row, col) of the matrix at `c_mat` (and
-/// `r_mat`, laid out alike) from its fp32 sum `v`, in cuBLASLt's order:
-/// the residual, the bias, then the activation (GELU's tanh form, as
-/// cuBLASLt's GELU epilogue and the host backend's stand-in compute it).
-/// The main kernel has it once for each of its accumulators, unrolled, so
-/// there the epilogue's choices are constants of the kernel: with them
-/// read at run time, ptxas took 19 s instead of 2 for a 128 x 128 layout
-/// (128 branching copies). The reduce loops over elements and reads them.
-constexpr const char *kFinish = R"cuda(
-      if ($HAS_RESIDUAL) v += $TO_FLOAT(r_mat[row * n + col]);
-      if ($HAS_BIAS) v += $TO_FLOAT(bias[col]);
-      if ($ACTIVATION == 1) v = fmaxf(v, 0.0f);
-      else if ($ACTIVATION == 2)
-        v = 0.5f * v * (1.0f + tanhf(0.7978845608028654f * (v + 0.044715f * v * v * v)));
-      c_mat[row * n + col] = $FROM_FLOAT(v);
-)cuda";
+// The epilogue (GemmParts.cpp) runs once for each of the main kernel's
+// accumulators, unrolled, so there its choices are constants of the kernel:
+// with them read at run time, ptxas took 19 s instead of 2 for a 128 x 128
+// layout (128 branching copies). The reduce loops over elements and reads
+// them.
 
 constexpr const char *kMainKernel = R"cuda(
 // Kiln GEMM $LAYOUT: a $TILE_M x $TILE_N tile of C a block, $WARPS_M x $WARPS_N warps
@@ -325,17 +274,14 @@ std::string gemmReduceName(rt::DType dtype) {
 
 void emitGemmKernel(const GemmConfig &config, const GemmKernelKind &kind,
                     llvm::raw_ostream &os) {
+  if (config.form == GemmForm::Gemv)
+    return emitGemvKernel(config, kind, os);
   assert(config.warpRows() % 16 == 0 && config.warpColumns() % 16 == 0 &&
          config.tileK % 16 == 0 && "whole m16n8k16 tiles, n-tiles in pairs");
   bool transA = kind.transA, transB = kind.transB;
   HalfSpelling h = spellingOf(kind.dtype);
   auto str = [](int64_t v) { return std::to_string(v); };
-  std::string finish =
-      substitute(kFinish, {{"$TO_FLOAT", h.toFloat},
-                           {"$FROM_FLOAT", h.fromFloat},
-                           {"$HAS_RESIDUAL", kind.residual ? "true" : "false"},
-                           {"$HAS_BIAS", kind.bias ? "true" : "false"},
-                           {"$ACTIVATION", str(int(kind.activation))}});
+  std::string finish = gemm::finishOf(kind);
   os << substitute(kMainKernel,
                    {{"$NAME", gemmKernelName(config, kind)},
                     {"$LAYOUT", gemmKernelName(config, kind)},
@@ -364,11 +310,7 @@ void emitGemmKernel(const GemmConfig &config, const GemmKernelKind &kind,
 
 void emitGemmReduce(rt::DType dtype, llvm::raw_ostream &os) {
   HalfSpelling h = spellingOf(dtype);
-  std::string finish = substitute(kFinish, {{"$TO_FLOAT", h.toFloat},
-                                            {"$FROM_FLOAT", h.fromFloat},
-                                            {"$HAS_RESIDUAL", "r_mat"},
-                                            {"$HAS_BIAS", "bias"},
-                                            {"$ACTIVATION", "activation"}});
+  std::string finish = gemm::finishAtRunTime(dtype);
   os << substitute(kReduceKernel, {{"$NAME", gemmReduceName(dtype)},
                                    {"$ELEMENT", h.type},
                                    {"$INTEGERS", kIntegerParameters},

@@ -1,7 +1,8 @@
 //===- GemmEmitter.h - Kiln's own GEMM kernels ------------------*- C++ -*-===//
 //
-// Internal to the CUDA target: the GEMM kernel family (GemmEmitter.cpp),
-// which a matmul step may run in place of cuBLASLt, and the one function
+// Internal to the CUDA target: the GEMM kernel family, which a matmul step
+// may run in place of cuBLASLt, in its two forms (tensor-core tiles,
+// GemmEmitter.cpp; decoding's GEMV, GemvEmitter.cpp), and the one function
 // that chooses its layouts for a step (GemmConfig.cpp). The kernels take
 // the step's extents and strides as arguments, so one kernel serves every
 // step of its element type, transposes, epilogue and layout, and every
@@ -34,6 +35,8 @@ struct GemmShape {
   int64_t n = 1, k = 1;
   /// Matrices of the batch (both levels), at the top of the ranges.
   int64_t batch = 1;
+  /// Whether A and B are stored transposed (k x m, n x k).
+  bool transA = false, transB = false;
   /// The sizes the kernels read in 16-byte chunks, each with what it is:
   /// A's and B's row pitches and batch strides.
   llvm::SmallVector<std::pair<std::string, Size>, 6> chunked;
@@ -67,8 +70,11 @@ std::string gemmKernelName(const GemmConfig &config,
 std::string gemmReduceName(rt::DType dtype);
 
 /// Appends the main kernel of `config`'s layout for `kind` to `os`, named
-/// as gemmKernelName says. `kind.dtype` is F16 or BF16.
+/// as gemmKernelName says, in either form. `kind.dtype` is F16 or BF16.
 void emitGemmKernel(const GemmConfig &config, const GemmKernelKind &kind,
+                    llvm::raw_ostream &os);
+/// The same for the GEMV form (GemvEmitter.cpp); `kind.transA` is false.
+void emitGemvKernel(const GemmConfig &config, const GemmKernelKind &kind,
                     llvm::raw_ostream &os);
 /// Appends the kernel that adds the splits' partial sums and applies the
 /// epilogue, named as gemmReduceName says.

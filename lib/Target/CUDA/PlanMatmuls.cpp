@@ -146,6 +146,8 @@ void PlanBuilder::addGemmCandidates(MatmulPlan &plan, Operation *op,
   shape.n = n.upper();
   shape.k = k.upper();
   shape.batch = batch.upper() * outerBatch.upper();
+  shape.transA = step.transA;
+  shape.transB = step.transB;
   shape.chunked = {
       {step.transA ? "A's row (m)" : "A's row (k)", step.transA ? m : k},
       {step.transB ? "B's row (k)" : "B's row (n)", step.transB ? k : n},

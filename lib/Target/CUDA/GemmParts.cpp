@@ -1,0 +1,87 @@
+//===- GemmParts.cpp - the text both GEMM forms share ---------------------===//
+
+#include "GemmParts.h"
+
+#include <cassert>
+
+namespace kiln {
+namespace gemm {
+
+namespace {
+
+/// The epilogue in cuBLASLt's order: the residual, the bias, then the
+/// activation (GELU's tanh form, as cuBLASLt's GELU epilogue and the host
+/// backend's stand-in compute it).
+constexpr const char *kFinish = R"cuda(
+      if ($HAS_RESIDUAL) v += $TO_FLOAT(r_mat[row * n + col]);
+      if ($HAS_BIAS) v += $TO_FLOAT(bias[col]);
+      if ($ACTIVATION == 1) v = fmaxf(v, 0.0f);
+      else if ($ACTIVATION == 2)
+        v = 0.5f * v * (1.0f + tanhf(0.7978845608028654f * (v + 0.044715f * v * v * v)));
+      c_mat[row * n + col] = $FROM_FLOAT(v);
+)cuda";
+
+} // namespace
+
+HalfSpelling spellingOf(rt::DType dtype) {
+  assert((dtype == rt::DType::F16 || dtype == rt::DType::BF16) &&
+         "Kiln's GEMMs are float16 or bfloat16");
+  if (dtype == rt::DType::BF16)
+    return {"__nv_bfloat16",         "bf16",           "__bfloat162float",
+            "__float2bfloat16_rn",   "__nv_bfloat162", "__bfloat1622float2",
+            "kiln_mma_m16n8k16_bf16"};
+  return {"__half",
+          "f16",
+          "__half2float",
+          "__float2half_rn",
+          "__half2",
+          "__half22float2",
+          "kiln_mma_m16n8k16_f16"};
+}
+
+const char *const kIntegerParameters =
+    "long long batch, long long m, long long n, long long k, "
+    "long long stride_a, long long stride_b, long long stride_c, "
+    "long long outer_batch, long long outer_stride_a, "
+    "long long outer_stride_b, long long outer_stride_c, "
+    "long long activation, long long split_k";
+
+std::string finishOf(const GemmKernelKind &kind) {
+  HalfSpelling h = spellingOf(kind.dtype);
+  return substitute(kFinish,
+                    {{"$TO_FLOAT", h.toFloat},
+                     {"$FROM_FLOAT", h.fromFloat},
+                     {"$HAS_RESIDUAL", kind.residual ? "true" : "false"},
+                     {"$HAS_BIAS", kind.bias ? "true" : "false"},
+                     {"$ACTIVATION", std::to_string(int(kind.activation))}});
+}
+
+std::string finishAtRunTime(rt::DType dtype) {
+  HalfSpelling h = spellingOf(dtype);
+  return substitute(kFinish, {{"$TO_FLOAT", h.toFloat},
+                              {"$FROM_FLOAT", h.fromFloat},
+                              {"$HAS_RESIDUAL", "r_mat"},
+                              {"$HAS_BIAS", "bias"},
+                              {"$ACTIVATION", "activation"}});
+}
+
+std::string
+substitute(std::string text,
+           const std::vector<std::pair<std::string, std::string>> &values,
+           bool complete) {
+  for (bool replaced = true; replaced;) {
+    replaced = false;
+    for (const auto &[name, value] : values)
+      for (size_t at = text.find(name); at != std::string::npos;
+           at = text.find(name, at + value.size())) {
+        text.replace(at, name.size(), value);
+        replaced = true;
+      }
+  }
+  assert((!complete || text.find('$') == std::string::npos) &&
+         "a placeholder is left");
+  return text;
+}
+
+} // namespace gemm
+} // namespace kiln

@@ -1,0 +1,59 @@
+//===- GemmParts.h - the text both GEMM forms share -------------*- C++ -*-===//
+//
+// Internal to the CUDA target: what the tensor-core GEMM kernels
+// (GemmEmitter.cpp) and decoding's GEMV kernels (GemvEmitter.cpp) both
+// write: the spelling of their element type, the integer parameters every
+// kernel of the family takes (rt::GemmCandidate's calling convention), the
+// epilogue of one element, and the placeholder substitution their
+// templates are written in.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_LIB_TARGET_CUDA_GEMMPARTS_H
+#define KILN_LIB_TARGET_CUDA_GEMMPARTS_H
+
+#include "GemmEmitter.h"
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace kiln {
+namespace gemm {
+
+/// The C storage type, the name suffix, the conversions, the pair type and
+/// its conversion to float2, and the mma.sync helper of a 16-bit element
+/// type.
+struct HalfSpelling {
+  const char *type, *suffix, *toFloat, *fromFloat, *pair, *pairToFloat2, *mma;
+};
+
+/// The spelling of F16 or BF16.
+HalfSpelling spellingOf(rt::DType dtype);
+
+/// The parameters every kernel of the family takes after its pointers: the
+/// step's extents and strides in rt::MatmulField order, the activation and
+/// the split.
+extern const char *const kIntegerParameters;
+
+/// The epilogue of element (row, col) of the matrix at `c_mat` (and `r_mat`,
+/// laid out alike) from its fp32 sum `v`, for a kernel of `kind`: its
+/// choices are constants of the kernel (GemmEmitter.cpp says why).
+std::string finishOf(const GemmKernelKind &kind);
+/// The same epilogue reading its choices at run time (`r_mat`, `bias`,
+/// `activation`), for the reduce kernel, which loops over elements.
+std::string finishAtRunTime(rt::DType dtype);
+
+/// `text` with each `$NAME` of `values` replaced, and again until none is
+/// left, so that a value may hold placeholders itself. No name is the
+/// start of another. Without `complete`, placeholders may stay for a later
+/// substitution.
+std::string
+substitute(std::string text,
+           const std::vector<std::pair<std::string, std::string>> &values,
+           bool complete = true);
+
+} // namespace gemm
+} // namespace kiln
+
+#endif // KILN_LIB_TARGET_CUDA_GEMMPARTS_H
