@@ -110,6 +110,14 @@ struct InputCLOptions {
                      "place (kiln-cache-in-place; the C ABI names the "
                      "aliases)"),
       llvm::cl::init(false)};
+  llvm::cl::opt<int64_t> nextToken{
+      "next-token",
+      llvm::cl::desc("append a decoder's choice of its next token to the "
+                     "graph: an output next_token, greedy or sampled among "
+                     "at most N of the most likely tokens, steered by the "
+                     "inputs sampling_* (kiln-run --generate then reads one "
+                     "token id a step; docs/generate.md)"),
+      llvm::cl::value_desc("N"), llvm::cl::init(0)};
 };
 } // namespace
 
@@ -203,6 +211,11 @@ std::string applyInputCLOptions(CompileOptions &options) {
   options.maxArenaBytes = inputCLOptions->maxArena;
   options.maxWeightBytes = inputCLOptions->maxWeights;
   options.pipeline.cacheInPlace = inputCLOptions->kvCacheInPlace;
+  if (inputCLOptions->nextToken.getNumOccurrences() > 0) {
+    if (inputCLOptions->nextToken < 1)
+      return "--next-token: the bound on top-k must be at least 1";
+    options.import.nextTokenTopK = inputCLOptions->nextToken;
+  }
   return "";
 }
 
@@ -229,6 +242,7 @@ std::vector<std::string> givenCompileOnlyFlags() {
     note(o.maxArena);
     note(o.maxWeights);
     note(o.kvCacheInPlace);
+    note(o.nextToken);
   }
   if (kernelCLOptions.isConstructed()) {
     const KernelCLOptions &o = *kernelCLOptions;

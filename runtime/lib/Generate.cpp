@@ -26,6 +26,11 @@ Status roleOf(const Buffer &b, Feed &feed) {
     feed = Feed::Mask;
   else if (b.name == "position_ids")
     feed = Feed::Positions;
+  else if (b.name.rfind("sampling_", 0) == 0)
+    return invalid("the model chooses its tokens at the window's last "
+                   "position (kilnc --next-token), which the padded loop of "
+                   "a static model does not fill; compile the sequence "
+                   "symbolic (--dim sequence=1:N)");
   else
     return invalid("the model takes an input '" + b.name +
                    "'; the loop feeds input_ids, attention_mask and "

@@ -14,6 +14,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "GenerateSupport.h"
+#include "GenerateTensors.h"
 
 #include "kiln/runtime/ArtifactDims.h"
 
@@ -21,8 +22,18 @@ using namespace kiln::rt;
 
 namespace {
 
-/// What each graph input is to the loop.
-enum class Feed { Ids, Mask, Positions, Past };
+/// What each graph input is to the loop: the text, or a past cache, or how
+/// the model's own choice of the next token (`kilnc --next-token`) samples.
+enum class Feed {
+  Ids,
+  Mask,
+  Positions,
+  Past,
+  Temperature,
+  TopK,
+  TopP,
+  Uniform
+};
 
 constexpr const char kPastPrefix[] = "past_key_values";
 constexpr const char kPresentPrefix[] = "present";
@@ -46,6 +57,14 @@ Status rolesOf(const Model &model, std::vector<InputRole> &roles) {
       role.feed = Feed::Mask;
     } else if (b.name == "position_ids") {
       role.feed = Feed::Positions;
+    } else if (b.name == "sampling_temperature") {
+      role.feed = Feed::Temperature;
+    } else if (b.name == "sampling_top_k") {
+      role.feed = Feed::TopK;
+    } else if (b.name == "sampling_top_p") {
+      role.feed = Feed::TopP;
+    } else if (b.name == "sampling_uniform") {
+      role.feed = Feed::Uniform;
     } else if (b.name.rfind(kPastPrefix, 0) == 0) {
       role.feed = Feed::Past;
       std::string present =
@@ -63,7 +82,16 @@ Status rolesOf(const Model &model, std::vector<InputRole> &roles) {
     } else {
       return invalid("the model takes an input '" + b.name +
                      "'; the loop feeds input_ids, attention_mask, "
-                     "position_ids and past_key_values.* only");
+                     "position_ids, past_key_values.* and sampling_* only");
+    }
+    if (role.feed >= Feed::Temperature) {
+      DType want = role.feed == Feed::TopK ? DType::I64 : DType::F32;
+      size_t rank = role.feed == Feed::Uniform ? 2 : 1;
+      if (b.dtype != want || b.shape.size() != rank)
+        return invalid("input '" + b.name + "' is not what kilnc " +
+                       "--next-token makes (" + dtypeName(want) + ", rank " +
+                       std::to_string(rank) + ")");
+      continue;
     }
     bool intType = b.dtype == DType::I64 || b.dtype == DType::I32;
     bool maskType = role.feed == Feed::Mask &&
@@ -75,6 +103,45 @@ Status rolesOf(const Model &model, std::vector<InputRole> &roles) {
       return invalid("input '" + b.name + "' must be [batch, length]");
   }
   return Status::ok();
+}
+
+/// The model's own choice of the next token (`kilnc --next-token`): its
+/// outputs, and whether it can make the choice `options` asks for.
+struct ModelChoice {
+  size_t token = 0;
+  /// The most likely tokens it chooses among; top-k beyond them is sampled
+  /// on the host from the logits.
+  int64_t bound = 0;
+  bool usable = false;
+};
+
+ModelChoice modelChoiceOf(const Model &model, const GenerateOptions &options,
+                          const std::vector<InputRole> &roles, int64_t vocab) {
+  ModelChoice choice;
+  size_t token = model.numOutputs(), candidates = model.numOutputs();
+  for (size_t o = 0; o < model.numOutputs(); ++o) {
+    const Buffer &b = model.output(o);
+    if (b.name == "next_token" && b.dtype == DType::I64 && b.shape.size() == 1)
+      token = o;
+    if (b.name == "next_token_candidates" && b.shape.size() == 2)
+      candidates = o;
+  }
+  int feeds = 0;
+  for (const InputRole &role : roles)
+    feeds += role.feed >= Feed::Temperature;
+  if (token == model.numOutputs() || candidates == model.numOutputs() ||
+      feeds != 4)
+    return choice;
+  choice.token = token;
+  choice.bound = model.output(candidates).shape[1];
+  int64_t topK = options.topK > 0 ? std::min(options.topK, vocab) : vocab;
+  choice.usable = options.temperature <= 0 || topK <= choice.bound;
+  return choice;
+}
+
+/// Writes `value` as the float32 element `i` of `bytes`.
+void storeFloat(std::vector<char> &bytes, int64_t i, float value) {
+  std::memcpy(bytes.data() + i * sizeof(float), &value, sizeof(float));
 }
 
 /// An empty cache's shape: every symbolic dim of past input `id` at 0,
@@ -125,13 +192,15 @@ Status kiln::rt::generateOverDims(Model &model, const GenerateOptions &options,
       return invalid("token " + std::to_string(t) + " is not in the " +
                      "vocabulary of " + std::to_string(vocab));
 
-  // The cache each past input gets next: empty at first. A cache kept in
-  // place is one buffer for the whole loop, its length static.
+  // Every tensor keeps one slot for the loop, sized at the top of its
+  // dims' ranges (GenerateTensors.h). A past cache fed back swaps slots
+  // with its present after each step; one kept in place is its input's
+  // slot, passed as the present too.
   const SizeFormula *batch = dimFormula(a, a.inputs[ids], 0);
   bool cached = false;
-  std::vector<std::vector<char>> pasts(model.numInputs());
   std::vector<std::vector<int64_t>> pastShapes(model.numInputs());
   std::vector<bool> inPlace(model.numInputs(), false);
+  std::vector<int> aliasOf(model.numOutputs(), -1);
   for (const OutputAlias &alias : a.aliases) {
     if (roles[alias.input].feed != Feed::Past ||
         roles[alias.input].present != alias.output)
@@ -140,20 +209,37 @@ Status kiln::rt::generateOverDims(Model &model, const GenerateOptions &options,
                      model.input(alias.input).name +
                      "', which is not its past cache");
     inPlace[alias.input] = true;
+    aliasOf[alias.output] = static_cast<int>(alias.input);
   }
-  for (size_t i = 0; i < model.numInputs(); ++i)
+  Memory memory = loopMemory(model);
+  std::vector<TensorSlot> inputSlots(model.numInputs());
+  std::vector<TensorSlot> outputSlots(model.numOutputs());
+  // A fed-back past and its present trade slots, so both hold the larger.
+  std::vector<size_t> outputBytes(model.numOutputs());
+  for (size_t o = 0; o < model.numOutputs(); ++o)
+    outputBytes[o] = largestBytes(model.output(o));
+  for (size_t i = 0; i < model.numInputs(); ++i) {
+    size_t bytes = largestBytes(model.input(i));
     if (roles[i].feed == Feed::Past) {
       cached = true;
       pastShapes[i] = emptyCacheShape(a, a.inputs[i], batch);
-      if (inPlace[i]) {
-        uint64_t bytes = dtypeSize(model.input(i).dtype);
-        for (int64_t d : pastShapes[i])
-          bytes *= static_cast<uint64_t>(d);
-        pasts[i].assign(bytes, 0);
-      }
+      size_t &present = outputBytes[roles[i].present];
+      if (!inPlace[i])
+        bytes = present = std::max(bytes, present);
     }
+    if (Status s = inputSlots[i].allocate(memory, bytes, model.device());
+        !s.isOk())
+      return s;
+  }
+  for (size_t o = 0; o < model.numOutputs(); ++o)
+    if (aliasOf[o] < 0)
+      if (Status s =
+              outputSlots[o].allocate(memory, outputBytes[o], model.device());
+          !s.isOk())
+        return s;
 
   Sampler sampler(options);
+  ModelChoice modelChoice = modelChoiceOf(model, options, roles, vocab);
   // The tokens the cache holds; 0 without one, so every step runs them all.
   size_t inCache = 0;
   for (int64_t step = 0; step < options.maxNewTokens; ++step) {
@@ -161,9 +247,11 @@ Status kiln::rt::generateOverDims(Model &model, const GenerateOptions &options,
     int64_t total = static_cast<int64_t>(tokens.size());
     std::vector<std::vector<int64_t>> shapes(model.numInputs());
     for (size_t i = 0; i < model.numInputs(); ++i)
-      shapes[i] = roles[i].feed == Feed::Past ? pastShapes[i]
-                  : roles[i].feed == Feed::Mask
-                      ? std::vector<int64_t>{1, total}
+      shapes[i] = roles[i].feed == Feed::Past   ? pastShapes[i]
+                  : roles[i].feed == Feed::Mask ? std::vector<int64_t>{1, total}
+                  : roles[i].feed == Feed::Uniform ? std::vector<int64_t>{1, 1}
+                  : roles[i].feed >= Feed::Temperature
+                      ? std::vector<int64_t>{1}
                       : std::vector<int64_t>{1, length};
     std::vector<int64_t> dims;
     if (Status s = model.bindDims(shapes, dims); !s.isOk()) {
@@ -172,54 +260,82 @@ Status kiln::rt::generateOverDims(Model &model, const GenerateOptions &options,
         break;
       return invalid("the prompt does not fit the model's dims: " + s.message);
     }
-    std::vector<std::vector<char>> inputs(model.numInputs());
+    // Greedy is top-k 1 at any temperature; top-p 1 keeps every token
+    // (the mass before the last may round to 1).
+    bool greedy = options.temperature <= 0;
+    double uniform = greedy || !modelChoice.usable ? 0 : sampler.uniform();
+    int64_t topK = greedy ? 1
+                   : options.topK <= 0
+                       ? modelChoice.bound
+                       : std::min(options.topK, modelChoice.bound);
     for (size_t i = 0; i < model.numInputs(); ++i) {
       const Buffer &b = model.input(i);
-      if (roles[i].feed == Feed::Past) {
-        if (!inPlace[i])
-          inputs[i] = std::move(pasts[i]);
+      if (roles[i].feed == Feed::Past)
         continue;
-      }
-      int64_t count = shapes[i][1];
-      inputs[i].assign(count * dtypeSize(b.dtype), 0);
-      for (int64_t p = 0; p < count; ++p) {
-        int64_t value = roles[i].feed == Feed::Ids    ? tokens[inCache + p]
-                        : roles[i].feed == Feed::Mask ? 1
-                                                      : inCache + p;
-        store(b, inputs[i], p, value);
-      }
+      int64_t count = roles[i].feed >= Feed::Temperature ? 1 : shapes[i][1];
+      std::vector<char> values(count * dtypeSize(b.dtype), 0);
+      for (int64_t p = 0; p < count; ++p)
+        switch (roles[i].feed) {
+        case Feed::Ids:
+          store(b, values, p, tokens[inCache + p]);
+          break;
+        case Feed::Mask:
+          store(b, values, p, 1);
+          break;
+        case Feed::Positions:
+          store(b, values, p, inCache + p);
+          break;
+        case Feed::Temperature:
+          storeFloat(values, p, greedy ? 1.0f : options.temperature);
+          break;
+        case Feed::TopK:
+          store(b, values, p, topK);
+          break;
+        case Feed::TopP:
+          storeFloat(values, p,
+                     greedy || options.topP >= 1 ? INFINITY : options.topP);
+          break;
+        case Feed::Uniform:
+          storeFloat(values, p, static_cast<float>(uniform));
+          break;
+        case Feed::Past:
+          break;
+        }
+      if (Status s = inputSlots[i].upload(values); !s.isOk())
+        return s;
     }
-    std::vector<std::vector<char>> outputs(model.numOutputs());
     std::vector<const void *> in;
     std::vector<void *> out;
     for (size_t i = 0; i < model.numInputs(); ++i)
-      in.push_back(inPlace[i] ? pasts[i].data() : inputs[i].data());
-    for (size_t o = 0; o < model.numOutputs(); ++o) {
-      if (auto alias =
-              std::find_if(a.aliases.begin(), a.aliases.end(),
-                           [&](const OutputAlias &x) { return x.output == o; });
-          alias != a.aliases.end()) {
-        // The cache itself: the run writes the new rows after the past.
-        out.push_back(pasts[alias->input].data());
-        continue;
-      }
-      uint64_t bytes = dtypeSize(model.output(o).dtype);
-      for (int64_t d : model.outputShape(o, dims))
-        bytes *= static_cast<uint64_t>(d);
-      outputs[o].resize(bytes);
-      out.push_back(outputs[o].data());
-    }
-    if (Status s = model.run(dims, in.data(), out.data(), Memory::Host);
-        !s.isOk())
+      in.push_back(inputSlots[i].data());
+    for (size_t o = 0; o < model.numOutputs(); ++o)
+      // A cache kept in place: the run writes the new rows after the past.
+      out.push_back(aliasOf[o] >= 0 ? inputSlots[aliasOf[o]].data()
+                                    : outputSlots[o].data());
+    if (Status s = model.run(dims, in.data(), out.data(), memory); !s.isOk())
       return s;
-    std::vector<float> widened;
-    const float *row = logitsRow(logits.dtype, outputs[logitsIndex], length - 1,
-                                 vocab, widened);
-    int64_t next = sampler.pick(row, vocab);
+    // One token id, or one row of logits: all the loop reads back.
+    int64_t next = 0;
+    if (modelChoice.usable) {
+      if (Status s =
+              outputSlots[modelChoice.token].download(0, sizeof(next), &next);
+          !s.isOk())
+        return s;
+    } else {
+      size_t rowBytes = vocab * dtypeSize(logits.dtype);
+      std::vector<char> row(rowBytes);
+      if (Status s = outputSlots[logitsIndex].download((length - 1) * rowBytes,
+                                                       rowBytes, row.data());
+          !s.isOk())
+        return s;
+      std::vector<float> widened;
+      next =
+          sampler.pick(logitsRow(logits.dtype, row, 0, vocab, widened), vocab);
+    }
     if (cached) {
       for (size_t i = 0; i < model.numInputs(); ++i)
         if (roles[i].feed == Feed::Past && !inPlace[i]) {
-          pasts[i] = std::move(outputs[roles[i].present]);
+          std::swap(inputSlots[i], outputSlots[roles[i].present]);
           pastShapes[i] = model.outputShape(roles[i].present, dims);
         }
       inCache = tokens.size();
@@ -231,4 +347,16 @@ Status kiln::rt::generateOverDims(Model &model, const GenerateOptions &options,
       break;
   }
   return Status::ok();
+}
+
+bool kiln::rt::modelChoosesTokens(const Model &model,
+                                  const GenerateOptions &options) {
+  std::vector<InputRole> roles;
+  if (model.dims().empty() || !rolesOf(model, roles).isOk())
+    return false;
+  for (size_t o = 0; o < model.numOutputs(); ++o)
+    if (model.output(o).name == "logits" && model.output(o).shape.size() == 3)
+      return modelChoiceOf(model, options, roles, model.output(o).shape[2])
+          .usable;
+  return false;
 }

@@ -111,14 +111,18 @@ public:
           break;
       sum = std::accumulate(probs.begin(), probs.begin() + keep, 0.0);
     }
-    // 53 random bits as a double in [0, 1): the same on every library,
-    // unlike std::uniform_real_distribution.
-    double u = static_cast<double>(rng() >> 11) * 0x1.0p-53 * sum;
+    double u = uniform() * sum;
     for (size_t i = 0; i + 1 < keep; ++i)
       if ((u -= probs[i]) < 0)
         return order[i];
     return order[keep - 1];
   }
+
+  /// The next draw in [0, 1): 53 random bits as a double, the same on
+  /// every library, unlike std::uniform_real_distribution. A model that
+  /// chooses its own tokens (kilnc --next-token) takes the draw as an
+  /// input, so it samples from the same sequence as pick.
+  double uniform() { return static_cast<double>(rng() >> 11) * 0x1.0p-53; }
 
 private:
   const GenerateOptions &options;

@@ -112,6 +112,7 @@ Status Model::create(Artifact artifact, Backend backend,
       model->optionsText += ", GEMM kernel " + hostOptions.gemm;
   } else {
     model->executor = createCudaExecutor(model->plan, cudaOptions);
+    model->deviceOrdinal = cudaOptions.device;
     model->optionsText =
         std::string("CUDA graphs ") + (cudaOptions.graphs ? "on" : "off") +
         ", matmul tuning " + (cudaOptions.tuneMatmuls ? "on" : "off");

@@ -21,7 +21,11 @@ by a token per step. The checks, for both builds:
 The -kv exports (past_key_values in, present out) are compiled with the
 cache length symbolic too; --generate runs the prompt once and then a token
 a step with the cache, and its greedy tokens must equal onnxruntime's own
-loop over the same export, fed the same way.
+loop over the same export, fed the same way. Each is built four ways: the
+presents fed back or the caches kept in place, each with the host choosing
+the tokens from the logits and with the model choosing them itself
+(kilnc --next-token=8: one token id read a step); the model's sampled
+tokens must equal the host sampler's from the same seed.
 Exit code 1 on any difference.
 """
 import os
@@ -37,15 +41,26 @@ from oracle import decoding_dims, tools_parser
 HERE = os.path.dirname(os.path.abspath(__file__))
 PROMPT = [5, 17, 42, 8]
 SAMPLING = dict(temperature=0.8, top_k=8, top_p=0.9, seed=7)
+# The models' own choice of the next token among their 8 most likely
+# (kilnc --next-token): what SAMPLING's top-k fits.
+NEXT_TOKEN = "--next-token=8"
 
 
-def kiln_generate(tools, so, tokens, extra=()):
-    """The tokens `kiln-run --generate` prints after the prompt."""
+def kiln_generate(tools, so, tokens, extra=(), chooser=None):
+    """The tokens `kiln-run --generate` prints after the prompt; with
+    `chooser` ("model" or "host"), the run must say it chose them there."""
     cmd = [tools.kiln_run, so, "--backend", tools.backend, "--generate",
            str(tokens), "--prompt", ",".join(map(str, PROMPT))] + list(extra)
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     if out.returncode != 0:
         raise RuntimeError(out.stderr.strip())
+    if chooser:
+        said = {"by the model": "model", "on the host": "host"}
+        line = [l for l in out.stdout.splitlines() if l.startswith("tokens chosen")][0]
+        got = next(v for k, v in said.items() if k in line)
+        if got != chooser:
+            raise RuntimeError(f"{' '.join(cmd)}: tokens chosen on the {got}, "
+                               f"not the {chooser}: {line}")
     line = [l for l in out.stdout.splitlines() if l.startswith("generated")][0]
     return [int(t) for t in line.split(":", 1)[1].split()]
 
@@ -96,21 +111,40 @@ def check_kv(tools, folder, scratch):
     session = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
     want = ort_greedy_kv(session, tools.tokens)
     problems = []
+    sampled = {}
+    s = SAMPLING
+    sampling = ["--temperature", str(s["temperature"]), "--top-k", str(s["top_k"]),
+                "--top-p", str(s["top_p"]), "--sample-seed", str(s["seed"])]
     for label, flags in [("fed back", []),
-                         ("in place", ["--kv-cache-in-place"])]:
-        so = os.path.join(scratch, os.path.basename(folder) +
-                          ("-in-place" if flags else "") + ".so")
+                         ("in place", ["--kv-cache-in-place"]),
+                         ("fed back, chosen by the model", [NEXT_TOKEN]),
+                         ("in place, chosen by the model",
+                          ["--kv-cache-in-place", NEXT_TOKEN])]:
+        so = os.path.join(scratch, os.path.basename(folder) + "-" +
+                          label.replace(" ", "-").replace(",", "") + ".so")
         subprocess.run([tools.kilnc, model, "-o", so, "--dim",
                         decoding_dims(folder, tools.window), *flags], check=True,
                        capture_output=True)
-        greedy = kiln_generate(tools, so, tools.tokens)
+        chooser = "model" if NEXT_TOKEN in flags else "host"
+        greedy = kiln_generate(tools, so, tools.tokens, chooser=chooser)
         if greedy != want:
             first = next((i for i, (a, b) in enumerate(zip(greedy, want))
                           if a != b), min(len(greedy), len(want)))
             problems.append(f"KV cache {label}: greedy token {first} "
                             f"differs: kiln {greedy}, onnxruntime {want}")
+        sampled[label] = kiln_generate(tools, so, tools.tokens, sampling,
+                                       chooser=chooser)
         print(f"  {os.path.basename(folder)}: KV cache {label}, greedy "
-              f"{greedy[:8]}... ({len(greedy)} tokens)")
+              f"{greedy[:8]}..., sampled {sampled[label][:8]}... "
+              f"({len(greedy)} tokens)")
+    # The model's sampler takes the host sampler's draws: the same tokens,
+    # unless a draw lands within fp32 rounding (the model's) of a boundary
+    # between two tokens' double-precision (the host's) cumulative sums.
+    for label in ["fed back", "in place"]:
+        chosen = sampled[label + ", chosen by the model"]
+        if chosen != sampled[label]:
+            problems.append(f"KV cache {label}: the model's sampler chose "
+                            f"{chosen}, the host's {sampled[label]}")
     return problems
 
 

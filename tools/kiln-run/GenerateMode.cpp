@@ -68,6 +68,12 @@ int runGenerate(kiln::rt::Model &model) {
     errs() << "kiln-run: " << status.message << "\n";
     return 1;
   }
+  outs() << "tokens chosen "
+         << (kiln::rt::modelChoosesTokens(model, options)
+                 ? "by the model (kilnc --next-token): one token id read a "
+                   "step"
+                 : "on the host from a row of logits a step")
+         << "\n";
   size_t count = tokens.size() - promptLength;
   outs() << "generated " << count << (count == 1 ? " token:" : " tokens:");
   for (size_t i = promptLength; i < tokens.size(); ++i)

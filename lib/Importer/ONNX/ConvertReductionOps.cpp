@@ -258,18 +258,23 @@ struct ReductionConverter : NodeConverterBase {
                                                   : intAttr("k", -1);
     if (failed(k))
       return failure();
+    // The other dims may be symbolic (a decoder's batch); the sorted one
+    // is not.
+    if (type.isDynamicDim(*ax))
+      return error() << "axis " << *ax << " has a symbolic size ("
+                     << shapeText(type) << "); TopK sorts a static extent";
     int64_t extent = type.getDimSize(*ax);
     if (*k < 0 || *k > extent)
       return error() << "K = " << *k << " is outside 0.." << extent
                      << " (the size of axis " << *ax << ")";
-    SmallVector<int64_t> shape(type.getShape());
-    shape[*ax] = *k;
-    auto indicesType = RankedTensorType::get(shape, b.getIntegerType(64));
+    SymbolicShape shape = dimsOf(*x);
+    shape[*ax] = DimExpr::constant(*k);
+    auto indicesType = symbolicTensorType(shape, b.getIntegerType(64));
     Value indices = TopKOp::create(b, loc, indicesType, *x, *ax, *k,
                                    intAttr("largest", 1) != 0);
     Value values = GatherElementsOp::create(
-        b, loc, RankedTensorType::get(shape, type.getElementType()), *x,
-        indices, *ax);
+        b, loc, symbolicTensorType(shape, type.getElementType()), *x, indices,
+        *ax);
     // Indices first: binding them may fold top_k into a constant (constant
     // input), which rewrites the gather's operand before it is folded too.
     if (failed(output(indices, 1)))

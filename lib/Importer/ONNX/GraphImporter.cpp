@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "GraphImporter.h"
+#include "NextToken.h"
 
 #include "TextFormat.h"
 
@@ -378,6 +379,13 @@ OwningOpRef<ModuleOp> importONNX(MLIRContext *context, StringRef bytes,
     emitError(fileLoc, "not an ONNX model: it has no graph nodes");
     return {};
   }
+
+  if (options.nextTokenTopK > 0)
+    if (std::string error = appendNextToken(model, options.nextTokenTopK);
+        !error.empty()) {
+      emitError(fileLoc, error);
+      return {};
+    }
 
   OwningOpRef<ModuleOp> module = ModuleOp::create(fileLoc);
   GraphImporter importer(*module, filename, model, options);

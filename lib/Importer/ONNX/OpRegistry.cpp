@@ -70,7 +70,7 @@ static bool takesSymbolicDims(const onnx::NodeProto &node) {
       "LogSoftmax", "ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin",
       "ReduceProd", "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp",
       "ReduceSumSquare", "ArgMax", "ArgMin", "CumSum", "GlobalAveragePool",
-      "GlobalMaxPool",
+      "GlobalMaxPool", "TopK",
       // Shapes and data movement.
       "Shape", "Size", "Reshape", "Transpose", "Unsqueeze", "Squeeze",
       "Flatten", "Concat", "Slice", "Split", "Gather", "GatherElements",

@@ -65,6 +65,10 @@ struct ImportOptions {
   /// constants (as onnxruntime treats them when not fed); those named here
   /// stay run-time inputs instead (`--override-initializer`).
   llvm::StringSet<> overrideInitializers;
+  /// With N > 0, append a decoder's choice of its next token among its N
+  /// most likely (`--next-token=N`): an output `next_token` and the inputs
+  /// `sampling_*` that steer it (lib/Importer/ONNX/NextToken.cpp).
+  int64_t nextTokenTopK = 0;
   /// Name the op results that are ONNX tensors (`kiln.tensors`, see
   /// TensorNames.h), for a tensor-by-tensor comparison (`--per-layer`).
   bool recordTensorNames = false;

@@ -1,9 +1,10 @@
-//===- DeviceCopy.h - Copies between host and device memory -----*- C++ -*-===//
+//===- DeviceCopy.h - Device memory and copies for programs -----*- C++ -*-===//
 //
-// For programs that serve Kiln models and receive tensors in either kind of
-// memory (a Triton backend gathering requests into one batch): one copy,
-// through the CUDA driver the runtime already opens, without the program
-// linking CUDA itself.
+// For programs that keep tensors on the GPU between runs of a Kiln model (a
+// generate loop's KV cache) or receive them in either kind of memory (a
+// Triton backend gathering requests into one batch): device buffers and
+// copies through the CUDA driver the runtime already opens, without the
+// program linking CUDA itself.
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,6 +15,7 @@
 #include "kiln/runtime/Status.h"
 
 #include <cstddef>
+#include <utility>
 
 namespace kiln {
 namespace rt {
@@ -24,6 +26,33 @@ namespace rt {
 /// driver. Fails with the driver's message (`NoDevice` without one).
 Status copyMemory(void *dst, Memory dstMemory, const void *src,
                   Memory srcMemory, size_t bytes, int ordinal);
+
+/// Memory of device `ordinal` (in its primary context, where models run),
+/// freed with the object.
+class DeviceBuffer {
+public:
+  DeviceBuffer() = default;
+  ~DeviceBuffer() { release(); }
+  DeviceBuffer(DeviceBuffer &&other) noexcept { *this = std::move(other); }
+  DeviceBuffer &operator=(DeviceBuffer &&other) noexcept;
+  DeviceBuffer(const DeviceBuffer &) = delete;
+  DeviceBuffer &operator=(const DeviceBuffer &) = delete;
+
+  /// Allocates `bytes` (at least 1) on device `ordinal`, replacing what
+  /// the buffer held. Fails with the driver's message (`NoDevice` without
+  /// one).
+  Status allocate(size_t bytes, int ordinal);
+  /// The memory, as a `CUdeviceptr` cast to a pointer; null when empty.
+  void *data() const { return pointer; }
+  size_t size() const { return bytes; }
+
+private:
+  void release();
+
+  void *pointer = nullptr;
+  size_t bytes = 0;
+  int ordinal = 0;
+};
 
 } // namespace rt
 } // namespace kiln

@@ -19,6 +19,12 @@
 // tokens are those of an unpadded loop, at the cost of the whole window a
 // step. test/models/check_generate.py checks both against onnxruntime.
 //
+// On a GPU the loop over symbolic dims keeps every tensor in device memory
+// between steps (the caches, the logits); a step uploads its new token and
+// reads back a row of logits, or, from a model compiled with `kilnc
+// --next-token=N`, only the token id the model chose itself, greedy or
+// sampled from the same draws as the host's sampler (docs/generate.md).
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef KILN_RUNTIME_GENERATE_H
@@ -64,6 +70,13 @@ struct GenerateOptions {
 /// `InvalidArgument` naming what does not fit.
 Status generate(Model &model, const GenerateOptions &options,
                 std::vector<int64_t> &tokens);
+
+/// Whether `generate` takes each token from the model's own choice (a
+/// model compiled with symbolic dims and `kilnc --next-token=N`, where
+/// greedy or `options.topK` is at most N): a step then reads one token id,
+/// and sampling runs in the model's run. Otherwise each step reads a row of
+/// logits and the host samples.
+bool modelChoosesTokens(const Model &model, const GenerateOptions &options);
 
 } // namespace rt
 } // namespace kiln

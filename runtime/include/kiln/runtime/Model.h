@@ -231,6 +231,9 @@ public:
   const Artifact &artifact() const { return plan; }
   /// Returns the backend that runs the model: Cuda or Host (Auto resolved).
   Backend backend() const { return selectedBackend; }
+  /// Returns the ordinal of the GPU the model runs on (CudaOptions::device;
+  /// 0 on the host backend).
+  int device() const { return deviceOrdinal; }
   /// Returns a one-line summary: Kiln version, arch, model hash, arena size.
   std::string info() const;
 
@@ -255,6 +258,8 @@ private:
   Artifact plan;
   /// The backend that runs the model.
   Backend selectedBackend;
+  /// The GPU the CUDA backend runs on.
+  int deviceOrdinal = 0;
   /// Why `Auto` chose the host backend; empty otherwise.
   std::string fallbackReason;
   /// The options of the chosen backend, in words, for info().
