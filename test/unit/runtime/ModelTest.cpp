@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "kiln/runtime/DeviceCopy.h"
 #include "kiln/runtime/Model.h"
 
 #include "FakeCudaFixture.h"
@@ -171,6 +172,34 @@ TEST_F(FakeCuda, CopyThroughHostMemory) {
     ASSERT_TRUE(s.isOk()) << s.message;
     EXPECT_EQ(y[0], x);
   }
+}
+
+TEST_F(FakeCuda, DeviceBuffersCopyAndFreeThemselves) {
+  {
+    DeviceBuffer a, b;
+    ASSERT_TRUE(a.allocate(16, 0).isOk());
+    ASSERT_TRUE(b.allocate(16, 0).isOk());
+    EXPECT_EQ(liveAllocations(), 2);
+    EXPECT_EQ(a.size(), 16u);
+    std::vector<int32_t> in = {1, -2, 3, 40}, out(4, 0);
+    ASSERT_TRUE(copyMemory(a.data(), Memory::Device, in.data(), Memory::Host,
+                           16, 0)
+                    .isOk());
+    ASSERT_TRUE(
+        copyMemory(b.data(), Memory::Device, a.data(), Memory::Device, 16, 0)
+            .isOk());
+    ASSERT_TRUE(copyMemory(out.data(), Memory::Host, b.data(), Memory::Device,
+                           16, 0)
+                    .isOk());
+    EXPECT_EQ(out, in);
+    // A move hands the memory over; reallocating frees the old.
+    DeviceBuffer moved = std::move(a);
+    EXPECT_EQ(a.data(), nullptr);
+    EXPECT_EQ(liveAllocations(), 2);
+    ASSERT_TRUE(moved.allocate(32, 0).isOk());
+    EXPECT_EQ(liveAllocations(), 2);
+  }
+  EXPECT_EQ(liveAllocations(), 0);
 }
 
 TEST_F(FakeCuda, RunsLaunchMatmulAndCopySteps) {
