@@ -113,7 +113,7 @@ static Status optionsOf(const kiln_model_options *given, HostOptions &host,
     return Status::ok();
   constexpr uint32_t kKnown =
       KILN_OPTION_HOST_SEED | KILN_OPTION_HOST_CHECK | KILN_OPTION_CUDA_GRAPHS |
-      KILN_OPTION_TUNE_MATMULS | KILN_OPTION_GEMM_KERNEL;
+      KILN_OPTION_TUNE_MATMULS | KILN_OPTION_GEMM_KERNEL | KILN_OPTION_PDL;
   if (given->size < offsetof(kiln_model_options, host_seed))
     return Status::error(StatusCode::InvalidArgument,
                          "kiln_model_options: size " +
@@ -139,6 +139,8 @@ static Status optionsOf(const kiln_model_options *given, HostOptions &host,
   if (has(KILN_OPTION_GEMM_KERNEL, offsetof(kiln_model_options, gemm_kernel),
           sizeof(const char *)))
     host.gemm = cuda.gemm = given->gemm_kernel ? given->gemm_kernel : "";
+  if (has(KILN_OPTION_PDL, offsetof(kiln_model_options, pdl), 4))
+    cuda.pdl = given->pdl != 0;
   return Status::ok();
 }
 

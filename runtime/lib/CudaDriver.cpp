@@ -59,10 +59,27 @@ static bool resolveAll(void *handle, DriverApi &api, std::string &missing) {
   get(api.graphDestroy, "cuGraphDestroy");
   get(api.graphExecDestroy, "cuGraphExecDestroy");
   get(api.launchKernel, "cuLaunchKernel");
+  get(api.launchKernelEx, "cuLaunchKernelEx");
   get(api.getErrorName, "cuGetErrorName");
   get(api.getErrorString, "cuGetErrorString");
   missing = resolver.firstMissing();
   return resolver.ok();
+}
+
+Result kiln::rt::cu::launch(const DriverApi &api, Function function,
+                            const unsigned grid[3], const unsigned block[3],
+                            unsigned sharedBytes, Stream stream, void **params,
+                            bool overlap) {
+  if (!overlap)
+    return api.launchKernel(function, grid[0], grid[1], grid[2], block[0],
+                            block[1], block[2], sharedBytes, stream, params,
+                            nullptr);
+  LaunchAttribute attribute{};
+  attribute.id = kLaunchAttributeProgrammaticStreamSerialization;
+  attribute.value = 1;
+  LaunchConfig config{grid[0],  grid[1],     grid[2], block[0],   block[1],
+                      block[2], sharedBytes, stream,  &attribute, 1};
+  return api.launchKernelEx(&config, function, params, nullptr);
 }
 
 Status kiln::rt::cu::loadCudaDriver(const DriverApi *&out) {

@@ -51,6 +51,32 @@ struct GraphExecUpdateResultInfo {
   void *errorFromNode;
 };
 
+/// `CUlaunchAttribute`: one attribute of a cuLaunchKernelEx launch. Only
+/// the value's first int is used here; the union is 64 bytes.
+struct LaunchAttribute {
+  /// `CUlaunchAttributeID`.
+  int id;
+  char pad[8 - sizeof(int)];
+  union {
+    char bytes[64];
+    /// `programmaticStreamSerializationAllowed` and the other int fields.
+    int value;
+  };
+};
+/// `CUlaunchConfig`.
+struct LaunchConfig {
+  unsigned gridX, gridY, gridZ;
+  unsigned blockX, blockY, blockZ;
+  unsigned sharedBytes;
+  Stream stream;
+  LaunchAttribute *attributes;
+  unsigned attributeCount;
+};
+/// `CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION`: the kernel may
+/// start before the one ahead of it in the stream has finished, and waits
+/// for it itself (griddepcontrol.wait).
+constexpr int kLaunchAttributeProgrammaticStreamSerialization = 6;
+
 /// `CUDA_SUCCESS`.
 constexpr Result kSuccess = 0;
 /// `CUDA_ERROR_NO_DEVICE`.
@@ -162,11 +188,23 @@ struct DriverApi {
                          unsigned gridZ, unsigned blockX, unsigned blockY,
                          unsigned blockZ, unsigned sharedBytes, Stream stream,
                          void **params, void **extra);
+  /// cuLaunchKernelEx: a launch with attributes.
+  Result (*launchKernelEx)(const LaunchConfig *config, Function function,
+                           void **params, void **extra);
   /// cuGetErrorName.
   Result (*getErrorName)(Result error, const char **name);
   /// cuGetErrorString.
   Result (*getErrorString)(Result error, const char **text);
 };
+
+/// Launches `function` with `params` on `stream`; with `overlap`, as a
+/// programmatic dependent launch
+/// (kLaunchAttributeProgrammaticStreamSerialization): Kiln's kernels wait for
+/// the kernel before them first thing (kiln_pdl_enter), so their launch may
+/// overlap its end.
+Result launch(const DriverApi &api, Function function, const unsigned grid[3],
+              const unsigned block[3], unsigned sharedBytes, Stream stream,
+              void **params, bool overlap);
 
 /// Opens libcuda.so.1 and calls cuInit once per process, then returns the
 /// shared table in `out`. Fails with `NoDevice` when the driver is missing,

@@ -80,10 +80,9 @@ Status CudaExecutor::issueSteps(const std::vector<cu::DevicePtr> &in,
       // Then the dims, by value (`long long` parameters).
       for (const int64_t &dim : runDims)
         argPointers.push_back(const_cast<int64_t *>(&dim));
-      if (cu::Result r = api->launchKernel(
-              functions[l.kernel], l.grid[0], l.grid[1], l.grid[2], l.block[0],
-              l.block[1], l.block[2], l.sharedBytes, target,
-              argPointers.empty() ? nullptr : argPointers.data(), nullptr);
+      if (cu::Result r = cu::launch(
+              *api, functions[l.kernel], l.grid, l.block, l.sharedBytes, target,
+              argPointers.empty() ? nullptr : argPointers.data(), options.pdl);
           r != cu::kSuccess)
         return cu::cudaError(*api, r,
                              where + ": launching kernel '" +
@@ -284,9 +283,9 @@ Status CudaExecutor::launchGemmKernel(size_t index, const MatmulStep &m,
       args.push_back(&pointers[j]);
     for (long long &v : integers)
       args.push_back(&v);
-    if (cu::Result r =
-            api->launchKernel(functions[kernel], grid[0], grid[1], grid[2],
-                              threads, 1, 1, 0, target, args.data(), nullptr);
+    const unsigned block[3] = {threads, 1, 1};
+    if (cu::Result r = cu::launch(*api, functions[kernel], grid.data(), block,
+                                  0, target, args.data(), options.pdl);
         r != cu::kSuccess)
       return cu::cudaError(*api, r,
                            where + "launching kernel '" +

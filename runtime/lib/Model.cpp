@@ -53,6 +53,8 @@ CudaOptions CudaOptions::fromEnvironment() {
     options.tuneMatmuls = std::strcmp(tune, "0") != 0;
   if (const char *gemm = std::getenv("KILN_GEMM_KERNEL"))
     options.gemm = gemm;
+  if (const char *pdl = std::getenv("KILN_PDL"))
+    options.pdl = std::strcmp(pdl, "1") == 0;
   return options;
 }
 
@@ -118,6 +120,8 @@ Status Model::create(Artifact artifact, Backend backend,
         ", matmul tuning " + (cudaOptions.tuneMatmuls ? "on" : "off");
     if (!cudaOptions.gemm.empty())
       model->optionsText += ", GEMM kernel " + cudaOptions.gemm;
+    if (cudaOptions.pdl)
+      model->optionsText += ", programmatic dependent launch";
     if (cudaOptions.device != 0)
       model->optionsText += ", device " + std::to_string(cudaOptions.device);
   }

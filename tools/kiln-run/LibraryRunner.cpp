@@ -153,6 +153,10 @@ runLibrary(MLIRContext *ctx, Signature &signature,
   options.host_check = host.checking;
   options.cuda_graphs = cuda.graphs;
   options.tune_matmuls = cuda.tuneMatmuls;
+  if (cuda.pdl) {
+    options.set |= KILN_OPTION_PDL;
+    options.pdl = 1;
+  }
   kiln_model *model = nullptr;
   kiln_status created;
   if (createWithOptions) {
@@ -160,11 +164,12 @@ runLibrary(MLIRContext *ctx, Signature &signature,
                                 &options, &model);
   } else if (hostSeed.getNumOccurrences() || checkMode || !host.gemm.empty() ||
              cudaGraphs.getNumOccurrences() ||
-             tuneMatmuls.getNumOccurrences()) {
+             tuneMatmuls.getNumOccurrences() || pdl.getNumOccurrences()) {
     fail("'" + modelPath +
          "' predates run-time options in the C ABI "
          "(kiln_model_create_with_options): compile it again to use "
-         "--host-seed, --check, --gemm, --cuda-graphs or --tune-matmuls");
+         "--host-seed, --check, --gemm, --cuda-graphs, --tune-matmuls or "
+         "--pdl");
     return failure();
   } else {
     created = create(static_cast<kiln_backend>(runtimeBackend()), &model);

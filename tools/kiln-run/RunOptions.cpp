@@ -91,6 +91,13 @@ cl::opt<bool> tuneMatmuls(
              "runs the heuristic's first, as KILN_TUNE_MATMULS=0 does for "
              "any artifact; without the flag, that variable decides)"),
     cl::init(true));
+cl::opt<bool> pdl(
+    "pdl",
+    cl::desc("CUDA backend: launch each kernel as a programmatic dependent "
+             "launch, its launch overlapping the end of the kernel before it "
+             "(as KILN_PDL=1 does for any artifact; without the flag, that "
+             "variable decides)"),
+    cl::init(false));
 cl::opt<bool> printInfo(
     "info",
     cl::desc("print the model's summary before running it (kiln_model_info: "
@@ -134,6 +141,8 @@ kiln::rt::CudaOptions cudaOptions() {
     options.tuneMatmuls = tuneMatmuls;
   if (gemmKernel.getNumOccurrences())
     options.gemm = gemmKernel;
+  if (pdl.getNumOccurrences())
+    options.pdl = pdl;
   return options;
 }
 

@@ -39,6 +39,7 @@ extern llvm::cl::opt<uint64_t> hostSeed;
 extern llvm::cl::opt<std::string> gemmKernel;
 extern llvm::cl::opt<bool> checkMode;
 extern llvm::cl::opt<bool> cudaGraphs;
+extern llvm::cl::opt<bool> pdl;
 extern llvm::cl::opt<bool> tuneMatmuls;
 extern llvm::cl::opt<bool> printInfo;
 extern llvm::cl::opt<double> relTolerance;

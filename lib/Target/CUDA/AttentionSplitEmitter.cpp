@@ -113,7 +113,7 @@ static LaunchGeometry emitCombine(const AttentionParts &parts,
   for (StringRef dim : dimNamesOf(attention->getParentOfType<func::FuncOp>()))
     os << ", long long " << dimParameterName(dim);
   os << ") {\n"
-     << parts.sinkTable
+     << kPdlEnter << parts.sinkTable
      << "  const float neg_inf = __int_as_float(0xff800000);\n"
      << "  const float log2e = 1.4426950408889634f;\n"
      << "  (void)log2e;\n"

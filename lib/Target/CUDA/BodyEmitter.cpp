@@ -616,7 +616,8 @@ std::string BodyEmitter::castExpr(Type from, Type to, const std::string &v) {
   return "(" + computeType(to) + ")" + v;
 }
 
-/// `extern "C" __global__ void name(const T *in0, ..., T *out0)`.
+/// `extern "C" __global__ void name(const T *in0, ..., T *out0) {` and the
+/// wait for the kernel before (kPdlEnter).
 void emitSignature(KernelOp kernel, StringRef name, llvm::raw_ostream &os,
                    StringRef output) {
   os << "\nextern \"C\" __global__ void " << name << "(";
@@ -630,7 +631,7 @@ void emitSignature(KernelOp kernel, StringRef name, llvm::raw_ostream &os,
     os << output;
   for (StringRef dim : dimNamesOf(kernel->getParentOfType<func::FuncOp>()))
     os << ", long long " << dimParameterName(dim);
-  os << ") {\n";
+  os << ") {\n" << kPdlEnter;
 }
 
 bool fitsIndex32(int64_t elements) {

@@ -24,6 +24,11 @@ namespace kiln {
 constexpr int64_t kBlockSize = 256;
 constexpr int64_t kMaxGrid = 65535;
 
+/// The first statement of every kernel: wait for the kernel before it in
+/// the stream, then let the next one launch (the prelude's kiln_pdl_enter
+/// says why). The GEMM family's templates spell the same call.
+constexpr const char *kPdlEnter = "  kiln_pdl_enter();\n";
+
 inline mlir::RankedTensorType tensorType(mlir::Value v) {
   return llvm::cast<mlir::RankedTensorType>(v.getType());
 }

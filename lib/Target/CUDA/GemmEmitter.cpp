@@ -48,6 +48,7 @@ constexpr const char *kMainKernel = R"cuda(
 extern "C" __global__ void __launch_bounds__($THREADS) $NAME(
     const $ELEMENT *__restrict__ a, const $ELEMENT *__restrict__ b, $ELEMENT *c, const $ELEMENT *__restrict__ bias,
     const $ELEMENT *residual, float *__restrict__ partials, $INTEGERS) {
+  kiln_pdl_enter();
   __shared__ __align__(16) $ELEMENT sa[2][$A_ROWS][$A_COLS + 8];
   __shared__ __align__(16) $ELEMENT sb[2][$B_ROWS][$B_COLS + 8];
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
@@ -138,6 +139,7 @@ constexpr const char *kReduceKernel = R"cuda(
 // applies the epilogue, one element a thread.
 extern "C" __global__ void $NAME(const float *__restrict__ partials, $ELEMENT *c,
     const $ELEMENT *__restrict__ bias, const $ELEMENT *residual, $INTEGERS) {
+  kiln_pdl_enter();
   const long long total = batch * outer_batch * m * n;
   for (long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x; e < total;
        e += (long long)gridDim.x * blockDim.x) {

@@ -49,6 +49,7 @@ constexpr const char *kPrologue = R"cuda(
 extern "C" __global__ void __launch_bounds__($THREADS) $NAME(
     const $ELEMENT *__restrict__ a, const $ELEMENT *__restrict__ b, $ELEMENT *c, const $ELEMENT *__restrict__ bias,
     const $ELEMENT *residual, float *__restrict__ partials, $INTEGERS) {
+  kiln_pdl_enter();
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const long long row0 = (long long)blockIdx.y * $ROWS, col0 = (long long)blockIdx.x * $TILE_N;
   const long long split = blockIdx.z % split_k, matrix = blockIdx.z / split_k;

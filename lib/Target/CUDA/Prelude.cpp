@@ -32,6 +32,20 @@ template <class T> __device__ __forceinline__ T kiln_warp_max(T v) {
   for (int o = 16; o > 0; o >>= 1) v = kiln_fmax(v, __shfl_xor_sync(0xffffffffu, v, o));
   return v;
 }
+// Programmatic dependent launch (sm_90): the runtime may launch a kernel
+// while the one before it in the stream is still running (CudaOptions::pdl).
+// Every kernel first waits until that kernel has finished and its memory is
+// visible (before it reads or writes any: the one before may still read
+// what this one overwrites), then lets the next kernel start launching, so
+// that the next launch's latency hides behind this kernel's work. Launched
+// without the attribute both instructions return at once; the host backend
+// runs kernels one after another and compiles neither.
+__device__ __forceinline__ void kiln_pdl_enter() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+}
 __device__ __forceinline__ long long kiln_gather_index(long long index,
                                                       long long extent) {
   if (index < 0) index += extent;

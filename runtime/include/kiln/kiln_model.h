@@ -122,13 +122,14 @@ KILN_API kiln_status kiln_model_create(kiln_backend backend, kiln_model **out);
 #define KILN_OPTION_CUDA_GRAPHS (1u << 2)
 #define KILN_OPTION_TUNE_MATMULS (1u << 3)
 #define KILN_OPTION_GEMM_KERNEL (1u << 4)
+#define KILN_OPTION_PDL (1u << 5)
 
 /** Run-time options of a model. Zero it, set `size` to
  *  sizeof(kiln_model_options), then set the fields to give and their bits
  *  in `set`. A field not in `set` is read from the environment as
  *  kiln_model_create reads it (KILN_HOST_SEED, KILN_HOST_CHECK,
- *  KILN_CUDA_GRAPHS, KILN_TUNE_MATMULS, KILN_GEMM_KERNEL), else takes its
- *  default. */
+ *  KILN_CUDA_GRAPHS, KILN_TUNE_MATMULS, KILN_GEMM_KERNEL, KILN_PDL), else takes
+ * its default. */
 typedef struct kiln_model_options {
   /** sizeof(kiln_model_options) as the caller knows it: fields past it are
    *  left unset, so a caller built against an older header still works. */
@@ -158,6 +159,10 @@ typedef struct kiln_model_options {
    *  them); a step without it fails the run. Copied by
    *  kiln_model_create_with_options. */
   const char *gemm_kernel;
+  /** CUDA backend: nonzero launches each kernel as a programmatic dependent
+   *  launch, overlapping its launch with the end of the kernel before it
+   *  (default off). */
+  int32_t pdl;
 } kiln_model_options;
 
 /** kiln_model_create with run-time options; `options` may be NULL (then it

@@ -21,6 +21,26 @@
 using namespace kiln::rt;
 
 static_assert(cu::kSuccess == CUDA_SUCCESS, "");
+static_assert(cu::kLaunchAttributeProgrammaticStreamSerialization ==
+                  CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION,
+              "");
+static_assert(sizeof(cu::LaunchAttribute) == sizeof(CUlaunchAttribute), "");
+static_assert(offsetof(cu::LaunchAttribute, value) ==
+                      offsetof(CUlaunchAttribute, value) &&
+                  offsetof(cu::LaunchAttribute, value) ==
+                      offsetof(CUlaunchAttribute,
+                               value.programmaticStreamSerializationAllowed),
+              "");
+static_assert(sizeof(cu::LaunchConfig) == sizeof(CUlaunchConfig), "");
+static_assert(offsetof(cu::LaunchConfig, sharedBytes) ==
+                      offsetof(CUlaunchConfig, sharedMemBytes) &&
+                  offsetof(cu::LaunchConfig, stream) ==
+                      offsetof(CUlaunchConfig, hStream) &&
+                  offsetof(cu::LaunchConfig, attributes) ==
+                      offsetof(CUlaunchConfig, attrs) &&
+                  offsetof(cu::LaunchConfig, attributeCount) ==
+                      offsetof(CUlaunchConfig, numAttrs),
+              "");
 static_assert(cu::kErrorNoDevice == CUDA_ERROR_NO_DEVICE, "");
 static_assert(cu::kStreamNonBlocking == CU_STREAM_NON_BLOCKING, "");
 static_assert(cu::kFuncAttributeMaxDynamicSharedSizeBytes ==

@@ -116,6 +116,10 @@ struct Counters {
   int pinned = 0;         ///< Live page-locked allocations.
   int graphs = 0;         ///< Live graphs and executable graphs.
   int deviceCopies = 0;   ///< cuMemcpyDtoDAsync calls.
+  /// cuLaunchKernelEx calls with the programmatic stream serialization
+  /// attribute set, and cuLaunchKernelEx calls in all.
+  int overlappedLaunches = 0;
+  int launchesEx = 0;
   /// Matmuls the stand-in cuBLASLt ran with its algorithms 42, 43 and 44.
   int matmulAlgos[3] = {0, 0, 0};
 } counters;
@@ -181,6 +185,8 @@ __attribute__((visibility("default"))) int fakeCudaCounter(const char *name) {
                {"pinned", counters.pinned},
                {"graphs", counters.graphs},
                {"deviceCopies", counters.deviceCopies},
+               {"overlappedLaunches", counters.overlappedLaunches},
+               {"launchesEx", counters.launchesEx},
                {"matmulAlgo42", counters.matmulAlgos[0]},
                {"matmulAlgo43", counters.matmulAlgos[1]},
                {"matmulAlgo44", counters.matmulAlgos[2]}};
@@ -439,6 +445,33 @@ Result cuLaunchKernel(void *function, unsigned gx, unsigned gy, unsigned gz,
     kernel(threads, pointers.data());
   });
   return 0;
+}
+/// cuLaunchKernelEx: counted, then run as cuLaunchKernel runs it (the
+/// stand-in runs kernels in stream order, which a programmatic dependent
+/// launch allows too).
+struct FakeLaunchAttribute {
+  int id;
+  char pad[4];
+  union {
+    char bytes[64];
+    int value;
+  };
+};
+struct FakeLaunchConfig {
+  unsigned gx, gy, gz, bx, by, bz, shared;
+  void *stream;
+  FakeLaunchAttribute *attrs;
+  unsigned count;
+};
+Result cuLaunchKernelEx(const FakeLaunchConfig *config, void *function,
+                        void **params, void **extra) {
+  ++counters.launchesEx;
+  for (unsigned i = 0; i < config->count; ++i)
+    if (config->attrs[i].id == 6 && config->attrs[i].value)
+      ++counters.overlappedLaunches;
+  return cuLaunchKernel(function, config->gx, config->gy, config->gz,
+                        config->bx, config->by, config->bz, config->shared,
+                        config->stream, params, extra);
 }
 Result cuGetErrorName(Result error, const char **name) {
   switch (error) {

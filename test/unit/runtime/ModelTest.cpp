@@ -202,6 +202,28 @@ TEST_F(FakeCuda, DeviceBuffersCopyAndFreeThemselves) {
   EXPECT_EQ(liveAllocations(), 0);
 }
 
+TEST_F(FakeCuda, ProgrammaticDependentLaunchOverlapsEveryKernelLaunch) {
+  Artifact a = makeRichArtifact();
+  for (bool pdl : {false, true}) {
+    CudaOptions options;
+    options.pdl = pdl;
+    options.graphs = false;
+    std::unique_ptr<Model> model;
+    ASSERT_TRUE(
+        Model::create(a, Backend::Cuda, model, HostOptions(), options).isOk());
+    int launches = counter("eagerKernels");
+    int overlapped = counter("overlappedLaunches");
+    ASSERT_NO_FATAL_FAILURE(expectRichOutput(*model, a, kRichInput));
+    launches = counter("eagerKernels") - launches;
+    EXPECT_GT(launches, 0);
+    // Each kernel, or none: the same results either way.
+    EXPECT_EQ(counter("overlappedLaunches") - overlapped, pdl ? launches : 0);
+    EXPECT_EQ(model->info().find("programmatic dependent launch") !=
+                  std::string::npos,
+              pdl);
+  }
+}
+
 TEST_F(FakeCuda, RunsLaunchMatmulAndCopySteps) {
   Artifact a = makeRichArtifact();
   std::unique_ptr<Model> model;

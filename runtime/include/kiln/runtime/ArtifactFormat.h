@@ -40,8 +40,11 @@ namespace rt {
 /// First bytes of a serialized artifact.
 constexpr char kArtifactMagic[8] = {'K', 'I', 'L', 'N', 'P', 'L', 'A', 'N'};
 
-/// Version of the serialized layout; bumped on any change to the encoding.
-constexpr uint32_t kArtifactFormatVersion = 10;
+/// Version of the serialized layout; bumped on any change to the encoding,
+/// and to what the runtime may assume of the kernels: since 11 every kernel
+/// waits for the kernel before it first (kiln_pdl_enter), so that
+/// CudaOptions::pdl may launch it early.
+constexpr uint32_t kArtifactFormatVersion = 11;
 
 /// Most dimensions a buffer may have.
 constexpr uint32_t kMaxRank = 32;

@@ -78,14 +78,21 @@ struct CudaOptions {
   /// kernels have run only on the host backend's emulation so far.
   std::string gemm;
 
+  /// Launches each Kiln kernel as a programmatic dependent launch: it may
+  /// start while the kernel before it finishes, and waits for that kernel
+  /// itself first thing (kiln_pdl_enter, in every kernel since artifact
+  /// format 11), so that launch latency hides behind the kernel ahead, in
+  /// CUDA graphs too. Off by default until timed on a GPU.
+  bool pdl = false;
+
   /// The ordinal of the device the model runs on, among those
   /// CUDA_VISIBLE_DEVICES exposes: a server places one model per GPU (the
   /// C ABI's models run on device 0).
   int device = 0;
 
-  /// Reads KILN_CUDA_GRAPHS and KILN_TUNE_MATMULS (0 disables each) and
-  /// KILN_GEMM_KERNEL, as the C ABI does; unset or other values leave the
-  /// defaults.
+  /// Reads KILN_CUDA_GRAPHS and KILN_TUNE_MATMULS (0 disables each),
+  /// KILN_GEMM_KERNEL and KILN_PDL (1 enables it), as the C ABI does; unset
+  /// or other values leave the defaults.
   static CudaOptions fromEnvironment();
 };
 
