@@ -4,8 +4,9 @@
 #   scripts/build.sh && scripts/gpu_bundle.sh && scripts/gpu_lit_cases.py
 # then, there, from the repository root with build-gpu/ carried:
 #   scripts/gpu_check.sh [OUTDIR] [SECTIONS]
-# SECTIONS (default all but bench-untuned): gtest, lit, attention, profile,
-# sanitizer, models, decode, bench, bench-llama, bench-untuned. KILN_SANITIZE: comma-separated patterns of the sanitizer runs to do
+# SECTIONS (default all but bench-untuned and bench-variants): gtest, lit,
+# gemm, attention, profile, sanitizer, models, decode, bench, bench-llama,
+# bench-untuned, bench-variants. KILN_SANITIZE: comma-separated patterns of the sanitizer runs to do
 # (default all); KILN_BENCH_PRECISIONS: the bench's (default fp16,bf16);
 # KILN_ATTENTION_PRECISIONS: the attention bench's (default fp16,tf32: bf16
 # has timed within 1% of fp16 on every card so far); KILN_ATTENTION_ARGS:
@@ -21,7 +22,7 @@ ROOT=$(pwd)
 export ROOT
 dest=${1:-${OUT:-}}
 out=${KILN_GPU_OUT:-build-gpu/out}
-sections=${2:-gtest,lit,attention,profile,sanitizer,models,decode,bench,bench-llama}
+sections=${2:-gtest,lit,gemm,attention,profile,sanitizer,models,decode,bench,bench-llama}
 rm -rf "$out" && mkdir -p "$out/lit"
 summary="$out/summary.txt"
 : >"$summary"
@@ -73,6 +74,16 @@ if want lit; then
   grep -v '^0 ' "$out/lit.txt" | sed 's/^/  FAILED exit /' | tee -a "$summary"
 fi
 
+if want gemm; then
+  # Every layout and split of Kiln's GEMM family, both forms (tensor-core
+  # tiles and decoding's GEMV), at every tail, against the reference
+  # interpreter on the GPU (issue 38): what must pass before --gemm timed
+  # (and KILN_PDL=1) become defaults.
+  timeout 300 python3 test/host/kernel_families.py --backend cuda --filter gemm/ \
+    --kilnc build-gpu/bin/kilnc --kiln-run build-gpu/bin/kiln-run >"$out/gemm.log" 2>&1
+  note "kernel_families --backend cuda --filter gemm/: exit $?"
+  grep -E "^(FAIL|  gemm)|passed" "$out/gemm.log" | head -20 >>"$summary"
+fi
 if want attention; then
   # shellcheck disable=SC2086
   timeout 300 python3 bench/attention.py --tools build-gpu/bin --out "$out/attention.md" \
@@ -244,6 +255,21 @@ if want bench-untuned; then
     --out "$out/bench-untuned.md" >"$out/bench-untuned.log" 2>&1
   note "bench/run.py BERT-base, KILN_TUNE_MATMULS=0: exit $?"
   cat "$out/bench-untuned.md" >>"$summary" 2>/dev/null
+fi
+
+if want bench-variants; then
+  # BERT-base b1 with Kiln's GEMM kernels racing cuBLASLt's
+  # (KILN_GEMM_KERNEL=timed) and with programmatic dependent launch
+  # (KILN_PDL=1), each against the defaults in the same call.
+  for variant in "" KILN_GEMM_KERNEL=timed KILN_PDL=1 "KILN_GEMM_KERNEL=timed KILN_PDL=1"; do
+    name=$(echo "${variant:-default}" | tr ' =' '_-')
+    env $variant timeout 150 python3 bench/run.py --tools build-gpu/bin \
+      --cases bert-base-b1-s128 --peers "" --precisions fp16 \
+      --warmup 10 --iters 100 --roofline-gpu "$gpu" --work build-gpu/bench \
+      --out "$out/bench-$name.md" >"$out/bench-$name.log" 2>&1
+    note "bench/run.py BERT-base b1, ${variant:-defaults}: exit $?"
+    cat "$out/bench-$name.md" >>"$summary" 2>/dev/null
+  done
 fi
 
 if [ -n "$dest" ]; then
