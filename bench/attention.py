@@ -27,8 +27,10 @@ Precision `tf32` times the fp32 kernel built with --allow-tf32 (TF32 tensor
 cores, four warps) against SDPA in fp32 with TF32 matmuls allowed (flash
 has no fp32 kernel: the memory-efficient one), the decode bandwidth then in
 fp32 elements.
-Correctness is not checked here: the lit tests and scripts/gpu_check.sh
-compare the same kernel with the reference at smaller shapes.
+Kiln and SDPA get the same query, key and value values (make_inputs:
+float32 arrays, rounded to the 16-bit type by each). Correctness is not
+checked here: the lit tests and scripts/gpu_check.sh compare the same kernel
+with the reference at smaller shapes.
 
   bench/attention.py --tools build-gpu/bin [--precisions fp16,bf16,tf32]
                      [--out table.md]
@@ -59,7 +61,28 @@ def attention_mlir(b, h, s, d, keys=None):
             f"  return %a : {q}\n}}\n")
 
 
-def kiln_ms(tools, work, shape, precision, config, warmup, iters, keys=None):
+def make_inputs(work, shape, keys=None):
+    """Query, key and value arrays for `shape` (float32, seeded by the
+    shape), saved in `work` as q.npy, k.npy and v.npy under the shape's
+    name: Kiln (kiln-run --input, rounded to the kernel's 16-bit type) and
+    SDPA (converted by torch) get the same values."""
+    import numpy as np
+    b, h, s, d = shape
+    rng = np.random.default_rng([b, h, s, d, keys or 0])
+    kv = (b, h, s if keys is None else keys, d)
+    arrays = {"q": rng.standard_normal(shape, np.float32),
+              "k": rng.standard_normal(kv, np.float32),
+              "v": rng.standard_normal(kv, np.float32)}
+    name = "inputs_%dx%dx%dx%d" % shape + ("" if keys is None else "_keys%d" % keys)
+    paths = {}
+    for tensor, array in arrays.items():
+        paths[tensor] = os.path.join(work, f"{name}_{tensor}.npy")
+        np.save(paths[tensor], array)
+    return arrays, paths
+
+
+def kiln_ms(tools, work, shape, precision, config, warmup, iters, paths,
+            keys=None):
     name = "attention_%dx%dx%dx%d" % shape
     if keys is not None:
         name += "_keys%d" % keys
@@ -70,6 +93,8 @@ def kiln_ms(tools, work, shape, precision, config, warmup, iters, keys=None):
              else ["--precision", precision, "--keep-io-types=false"])
     cmd = [os.path.join(tools, "kiln-run"), path, "--backend", "cuda"] + \
         build + ["--bench", "--warmup", str(warmup), "--iters", str(iters)]
+    for tensor, file in paths.items():
+        cmd += ["--input", f"{tensor}={file}"]
     if config != "default":
         cmd += ["--" + flag for flag in config.split("+")]
     out = subprocess.run(cmd, capture_output=True, text=True)
@@ -81,10 +106,10 @@ def kiln_ms(tools, work, shape, precision, config, warmup, iters, keys=None):
     return float(m.group(1)) / (1000.0 if m.group(2) == "us" else 1.0)
 
 
-def sdpa_ms(shape, precision, warmup, iters, keys=None, cudnn=False):
-    """SDPA's median ms: FlashAttention-2's backend (memory-efficient for
-    TF32, which flash does not take), or with `cudnn` cuDNN's; None where
-    the backend refuses the shape or type."""
+def sdpa_ms(arrays, precision, warmup, iters, cudnn=False):
+    """SDPA's median ms over `arrays` (make_inputs'): FlashAttention-2's
+    backend (memory-efficient for TF32, which flash does not take), or with
+    `cudnn` cuDNN's; None where the backend refuses the shape or type."""
     import torch
     from torch.nn.attention import SDPBackend, sdpa_kernel
     dtype = {"fp16": torch.float16, "bf16": torch.bfloat16,
@@ -93,10 +118,7 @@ def sdpa_ms(shape, precision, warmup, iters, keys=None, cudnn=False):
                else SDPBackend.EFFICIENT_ATTENTION if precision == "tf32"
                else SDPBackend.FLASH_ATTENTION)
     torch.backends.cuda.matmul.allow_tf32 = precision == "tf32"
-    b, h, s, d = shape
-    kv = (b, h, s if keys is None else keys, d)
-    q = torch.randn(shape, device="cuda", dtype=dtype)
-    k, v = (torch.randn(kv, device="cuda", dtype=dtype) for _ in range(2))
+    q, k, v = (torch.from_numpy(arrays[t]).to("cuda", dtype) for t in "qkv")
     try:
         with sdpa_kernel([backend]):
             times, _ = peers.time_calls(
@@ -142,14 +164,15 @@ def main():
         for shape in sorted(shapes, key=lambda x: -x[2] * x[2] * x[3]):
             b, h, s, d = shape
             flops = 4.0 * b * h * s * s * d
-            t = sdpa_ms(shape, precision, args.warmup, args.iters)
-            c = sdpa_ms(shape, precision, args.warmup, args.iters, cudnn=True)
+            arrays, paths = make_inputs(args.work, shape)
+            t = sdpa_ms(arrays, precision, args.warmup, args.iters)
+            c = sdpa_ms(arrays, precision, args.warmup, args.iters, cudnn=True)
             # The TF32 kernel has one form.
             configs = (["default"] if precision == "tf32"
                        else args.configs.split(","))
             for config in configs:
                 k = kiln_ms(args.tools, args.work, shape, precision, config,
-                            args.warmup, args.iters)
+                            args.warmup, args.iters, paths)
                 peers.add_row(rows, precision, b, h, s, d, config, f"{k:.3f}",
                               f"{flops / k / 1e9:.1f}", f"{t:.3f}",
                               f"{flops / t / 1e9:.1f}", f"{t / k:.2f}x",
@@ -162,9 +185,10 @@ def main():
         for b, h, keys, d in decode_shapes:
             shape = (b, h, 1, d)
             moved = 2.0 * b * h * keys * d * (4 if precision == "tf32" else 2)
-            t = sdpa_ms(shape, precision, args.warmup, args.iters, keys)
+            arrays, paths = make_inputs(args.work, shape, keys)
+            t = sdpa_ms(arrays, precision, args.warmup, args.iters)
             k = kiln_ms(args.tools, args.work, shape, precision, "default",
-                        args.warmup, args.iters, keys)
+                        args.warmup, args.iters, paths, keys)
             peers.add_row(rows, precision, b, h, keys, d, f"{k:.4f}",
                           f"{moved / k / 1e6:.0f}", f"{t:.4f}",
                           f"{moved / t / 1e6:.0f}", f"{t / k:.2f}x")
