@@ -1,7 +1,9 @@
 """The systems Kiln is compared with, timed on the same inputs (the arrays
 each case makes once, fed to every system): PyTorch eager, eager captured in
 a CUDA graph, and torch.compile in its default, reduce-overhead (CUDA
-graphs) and max-autotune modes; and onnxruntime, but only where its CUDA
+graphs) and max-autotune modes; for a decoding step, the gpt-fast recipe
+(transformers' static KV cache, the step under torch.compile with CUDA
+graphs and the whole graph in one piece); and onnxruntime, but only where its CUDA
 provider runs the model (on the GPU machine there is no onnxruntime-gpu:
 the table says the peer is absent rather than timing the CPU). On a GPU
 every time comes from CUDA events around one call with the inputs already
@@ -18,7 +20,7 @@ import time
 import numpy as np
 
 TORCH_PEERS = ("eager", "eager-graph", "compile", "reduce-overhead",
-               "max-autotune")
+               "max-autotune", "gpt-fast")
 
 
 def summarize(ms):
@@ -87,6 +89,8 @@ def torch_peer(case, peer, precision, device):
         torch.backends.cudnn.allow_tf32 = precision == "tf32"
     if peer == "eager-graph" and not cuda:
         return Peer(peer, absent="CUDA graphs need a GPU")
+    if peer == "gpt-fast":
+        return gpt_fast_peer(case, precision, device)
     module = copy.deepcopy(case.module).to(device=device, dtype=dtype)
     args = []
     for value in case.inputs.values():
@@ -120,6 +124,66 @@ def torch_peer(case, peer, precision, device):
 
         return Peer(peer, replay, cuda=True)
     return Peer(peer, call, cuda=cuda)
+
+
+def gpt_fast_peer(case, precision, device):
+    """The decoding step as gpt-fast runs it: the model's own forward over
+    transformers' StaticCache (preallocated for the case's whole length,
+    filled with the case's past keys and values), compiled with
+    mode="reduce-overhead" (CUDA graphs) and fullgraph=True. Each call
+    writes the new token's keys and values at the same position, so every
+    call does the same work; its output is the logits (the presents stay in
+    the cache)."""
+    import copy
+    import torch
+    import transformers
+    if case.family != "llama-decode":
+        return Peer("gpt-fast", absent="a decoding step of a LLaMA only")
+    dtype = _dtype(torch, precision)
+    model = copy.deepcopy(case.module.model).to(device=device, dtype=dtype)
+    config = model.config
+    total = case.past + case.seq
+    cache = transformers.StaticCache(config=config, max_cache_len=total)
+    past = torch.arange(case.past, device=device)
+    with torch.no_grad():
+        for layer in range(config.num_hidden_layers):
+            k, v = (torch.from_numpy(case.inputs[f"past.{layer}.{kv}"]).to(
+                device, dtype) for kv in ("key", "value"))
+            cache.update(k, v, layer, {"cache_position": past})
+    ids = torch.from_numpy(case.inputs["input_ids"]).to(device)
+    mask = torch.from_numpy(case.inputs["attention_mask"]).to(device)
+    position = torch.arange(case.past, total, device=device)
+
+    # Newer transformers count the cached tokens in each layer (and write
+    # there, whatever cache_position says): set back to the past's length,
+    # inside the compiled step, so that every call writes the same position.
+    counters = [layer.cumulative_length for layer in getattr(cache, "layers", [])
+                if hasattr(layer, "cumulative_length")]
+
+    def step():
+        with torch.no_grad():
+            for counter in counters:
+                counter.fill_(case.past)
+            return model(input_ids=ids, attention_mask=mask,
+                         past_key_values=cache, cache_position=position,
+                         use_cache=True).logits
+
+    compiled = torch.compile(step, mode="reduce-overhead", fullgraph=True)
+
+    def call():
+        out = compiled()
+        # CUDA graph outputs are overwritten by the next replay.
+        return out.clone() if device == "cuda" else out
+
+    # Compiled here, so that a failure of the recipe on this machine's
+    # PyTorch and transformers is reported as the peer's absence (with its
+    # reason) rather than ending the run.
+    try:
+        call()
+    except Exception as error:  # noqa: BLE001 - any failure of the recipe
+        first = (str(error).strip().splitlines() or [type(error).__name__])[-1]
+        return Peer("gpt-fast", absent=f"the recipe failed here: {first[:160]}")
+    return Peer("gpt-fast", call, cuda=device == "cuda")
 
 
 def ort_peer(model_path, inputs, device):
