@@ -144,6 +144,64 @@ void storeFloat(std::vector<char> &bytes, int64_t i, float value) {
   std::memcpy(bytes.data() + i * sizeof(float), &value, sizeof(float));
 }
 
+/// What a step feeds each input that is not a cache.
+struct StepFeed {
+  /// The text so far, of which the cache holds the first `inCache`.
+  const std::vector<int64_t> &tokens;
+  size_t inCache;
+  const GenerateOptions &options;
+  /// For a model that chooses its own tokens: greedy is top-k 1 at any
+  /// temperature; top-p 1 keeps every token (the mass before the last may
+  /// round to 1); the draw is the host sampler's next.
+  float temperature = 1;
+  int64_t topK = 1;
+  float topP = INFINITY;
+  float uniform = 0;
+
+  /// Sets the sampling inputs of a model that chooses among its `bound`
+  /// most likely tokens, drawing from `sampler` when not greedy.
+  void sampleWith(Sampler &sampler, int64_t bound) {
+    if (options.temperature <= 0)
+      return;
+    temperature = static_cast<float>(options.temperature);
+    topK = options.topK <= 0 ? bound : std::min(options.topK, bound);
+    topP = options.topP >= 1 ? INFINITY : static_cast<float>(options.topP);
+    uniform = static_cast<float>(sampler.uniform());
+  }
+
+  /// The `count` values of input `b`, fed as `feed`, as its bytes.
+  std::vector<char> values(const Buffer &b, Feed feed, int64_t count) const {
+    std::vector<char> bytes(count * dtypeSize(b.dtype), 0);
+    for (int64_t p = 0; p < count; ++p)
+      switch (feed) {
+      case Feed::Ids:
+        store(b, bytes, p, tokens[inCache + p]);
+        break;
+      case Feed::Mask:
+        store(b, bytes, p, 1);
+        break;
+      case Feed::Positions:
+        store(b, bytes, p, static_cast<int64_t>(inCache) + p);
+        break;
+      case Feed::Temperature:
+        storeFloat(bytes, p, temperature);
+        break;
+      case Feed::TopK:
+        store(b, bytes, p, topK);
+        break;
+      case Feed::TopP:
+        storeFloat(bytes, p, topP);
+        break;
+      case Feed::Uniform:
+        storeFloat(bytes, p, uniform);
+        break;
+      case Feed::Past:
+        break;
+      }
+    return bytes;
+  }
+};
+
 /// An empty cache's shape: every symbolic dim of past input `id` at 0,
 /// but the batch (the size of input_ids' first dim) at 1.
 std::vector<int64_t> emptyCacheShape(const Artifact &a, uint32_t id,
@@ -260,47 +318,15 @@ Status kiln::rt::generateOverDims(Model &model, const GenerateOptions &options,
         break;
       return invalid("the prompt does not fit the model's dims: " + s.message);
     }
-    // Greedy is top-k 1 at any temperature; top-p 1 keeps every token
-    // (the mass before the last may round to 1).
-    bool greedy = options.temperature <= 0;
-    double uniform = greedy || !modelChoice.usable ? 0 : sampler.uniform();
-    int64_t topK = greedy ? 1
-                   : options.topK <= 0
-                       ? modelChoice.bound
-                       : std::min(options.topK, modelChoice.bound);
+    StepFeed feed{tokens, inCache, options};
+    if (modelChoice.usable)
+      feed.sampleWith(sampler, modelChoice.bound);
     for (size_t i = 0; i < model.numInputs(); ++i) {
-      const Buffer &b = model.input(i);
       if (roles[i].feed == Feed::Past)
         continue;
       int64_t count = roles[i].feed >= Feed::Temperature ? 1 : shapes[i][1];
-      std::vector<char> values(count * dtypeSize(b.dtype), 0);
-      for (int64_t p = 0; p < count; ++p)
-        switch (roles[i].feed) {
-        case Feed::Ids:
-          store(b, values, p, tokens[inCache + p]);
-          break;
-        case Feed::Mask:
-          store(b, values, p, 1);
-          break;
-        case Feed::Positions:
-          store(b, values, p, inCache + p);
-          break;
-        case Feed::Temperature:
-          storeFloat(values, p, greedy ? 1.0f : options.temperature);
-          break;
-        case Feed::TopK:
-          store(b, values, p, topK);
-          break;
-        case Feed::TopP:
-          storeFloat(values, p,
-                     greedy || options.topP >= 1 ? INFINITY : options.topP);
-          break;
-        case Feed::Uniform:
-          storeFloat(values, p, static_cast<float>(uniform));
-          break;
-        case Feed::Past:
-          break;
-        }
+      std::vector<char> values =
+          feed.values(model.input(i), roles[i].feed, count);
       if (Status s = inputSlots[i].upload(values); !s.isOk())
         return s;
     }

@@ -22,6 +22,9 @@ a user would take it:
   the genai model with its past pinned to the cache's length (its
   GroupQueryAttention then writes the new rows into a buffer that past and
   present share, the form onnxruntime-genai runs);
+- so does the in-place form built to choose its own tokens (kilnc
+  --next-token=8: the greedy choice in the model, one token id read a
+  step), for NEXT_TOKEN_MODELS;
 - the run-time length checks (negative_): a past longer than the range
   compiled for, and an attention mask longer than the past and new tokens
   (or, in the buffer form, than the cache, or shorter than the new tokens),
@@ -43,15 +46,24 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 # The rotary tables' rows (export_hub.py's CONTEXT): the genai buffer form's
 # cache length.
 CONTEXT = 64
+# The decoders also built to choose their own tokens (kilnc --next-token):
+# one of each producer and weight form the choice meets (genai's int4
+# MatMulNBits with fp32 logits, genai's fp16 logits and a symbolic batch,
+# Optimum's export), not all fourteen, to keep the check's time.
+NEXT_TOKEN_MODELS = {"llama-genai-int4", "phi3-genai-fp16", "qwen2-optimum"}
 
 
-def generated(tools, so, prompt, count):
-    """The tokens `kiln-run --generate` prints, or the reason it failed."""
+def generated(tools, so, prompt, count, chooser="on the host"):
+    """The tokens `kiln-run --generate` prints, or the reason it failed
+    (also when the tokens were not chosen where `chooser` says)."""
     cmd = [tools.kiln_run, so, "--backend", tools.backend, "--generate",
            str(count), "--prompt", ",".join(map(str, prompt))]
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     if out.returncode != 0:
         return None, out.stderr.strip()[-500:]
+    said = [l for l in out.stdout.splitlines() if l.startswith("tokens chosen")]
+    if not said or chooser not in said[0]:
+        return None, f"tokens not chosen {chooser}: {said}"
     line = [l for l in out.stdout.splitlines() if l.startswith("generated")]
     return [int(t) for t in line[0].split(":", 1)[1].split()], None
 
@@ -183,6 +195,17 @@ def check_model(tools, folder, work):
     tokens, why = generated(tools, in_place, oracle["prompt"], len(want))
     if why or tokens != want:
         return f"--generate in place: {why or tokens} (onnxruntime: {want})"
+    if os.path.basename(folder) in NEXT_TOKEN_MODELS:
+        chooses = os.path.join(work, "next-token.so")
+        why = run([tools.kilnc, model, "-o", chooses, "--dim", place_dims,
+                   "--next-token=8"] + flags)
+        if why:
+            return f"compile with --next-token: {why}"
+        tokens, why = generated(tools, chooses, oracle["prompt"], len(want),
+                                chooser="by the model")
+        if why or tokens != want:
+            return (f"--generate, the model choosing: {why or tokens} "
+                    f"(onnxruntime: {want})")
     return check_refusals(tools, folder, dims, so,
                           None if flags else in_place, work)
 
