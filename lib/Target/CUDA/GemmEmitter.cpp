@@ -45,10 +45,7 @@ using gemm::substitute;
 constexpr const char *kMainKernel = R"cuda(
 // Kiln GEMM $LAYOUT: a $TILE_M x $TILE_N tile of C a block, $WARPS_M x $WARPS_N warps
 // of $WARP_M x $WARP_N, K in steps of $TILE_K staged by cp.async into two buffers.
-extern "C" __global__ void __launch_bounds__($THREADS) $NAME(
-    const $ELEMENT *__restrict__ a, const $ELEMENT *__restrict__ b, $ELEMENT *c, const $ELEMENT *__restrict__ bias,
-    const $ELEMENT *residual, float *__restrict__ partials, $INTEGERS) {
-  kiln_pdl_enter();
+$SIGNATURE
   __shared__ __align__(16) $ELEMENT sa[2][$A_ROWS][$A_COLS + 8];
   __shared__ __align__(16) $ELEMENT sb[2][$B_ROWS][$B_COLS + 8];
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
@@ -288,6 +285,7 @@ void emitGemmKernel(const GemmConfig &config, const GemmKernelKind &kind,
                    {{"$NAME", gemmKernelName(config, kind)},
                     {"$LAYOUT", gemmKernelName(config, kind)},
                     {"$ELEMENT", h.type},
+                    {"$SIGNATURE", gemm::kMainSignature},
                     {"$INTEGERS", kIntegerParameters},
                     {"$THREADS", str(config.threads())},
                     {"$TILE_M", str(config.tileM)},

@@ -46,6 +46,12 @@ const char *const kIntegerParameters =
     "long long outer_stride_b, long long outer_stride_c, "
     "long long activation, long long split_k";
 
+const char *const kMainSignature =
+    R"cuda(extern "C" __global__ void __launch_bounds__($THREADS) $NAME(
+    const $ELEMENT *__restrict__ a, const $ELEMENT *__restrict__ b, $ELEMENT *c, const $ELEMENT *__restrict__ bias,
+    const $ELEMENT *residual, float *__restrict__ partials, $INTEGERS) {
+  kiln_pdl_enter();)cuda";
+
 std::string finishOf(const GemmKernelKind &kind) {
   HalfSpelling h = spellingOf(kind.dtype);
   return substitute(kFinish,

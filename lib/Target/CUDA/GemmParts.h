@@ -36,6 +36,13 @@ HalfSpelling spellingOf(rt::DType dtype);
 /// the split.
 extern const char *const kIntegerParameters;
 
+/// The main kernel's signature, both forms (rt::GemmCandidate's calling
+/// convention: A, B, C, the bias, the residual, the split's partial sums,
+/// then kIntegerParameters), and its first statement, the wait for the
+/// kernel before (the prelude's kiln_pdl_enter). Reads $THREADS, $NAME,
+/// $ELEMENT and $INTEGERS.
+extern const char *const kMainSignature;
+
 /// The epilogue of element (row, col) of the matrix at `c_mat` (and `r_mat`,
 /// laid out alike) from its fp32 sum `v`, for a kernel of `kind`: its
 /// choices are constants of the kernel (GemmEmitter.cpp says why).

@@ -46,10 +46,7 @@ using gemm::substitute;
 constexpr const char *kPrologue = R"cuda(
 // Kiln GEMV $LAYOUT: $ROWS rows of A a block against a $TILE_N-column slab
 // of B ($B_LAYOUT), $WARPS warps streaming B in 16-byte chunks.
-extern "C" __global__ void __launch_bounds__($THREADS) $NAME(
-    const $ELEMENT *__restrict__ a, const $ELEMENT *__restrict__ b, $ELEMENT *c, const $ELEMENT *__restrict__ bias,
-    const $ELEMENT *residual, float *__restrict__ partials, $INTEGERS) {
-  kiln_pdl_enter();
+$SIGNATURE
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const long long row0 = (long long)blockIdx.y * $ROWS, col0 = (long long)blockIdx.x * $TILE_N;
   const long long split = blockIdx.z % split_k, matrix = blockIdx.z / split_k;
@@ -278,6 +275,7 @@ void emitGemvKernel(const GemmConfig &config, const GemmKernelKind &kind,
       {"$UNPACK_PAIR", h.pairToFloat2},
       {"$PAIR_TYPE", h.pair},
       {"$TO_FLOAT", h.toFloat},
+      {"$SIGNATURE", gemm::kMainSignature},
       {"$INTEGERS", gemm::kIntegerParameters},
       {"$THREADS", str(config.threads())},
       {"$WARPS", str(warps)},
