@@ -275,9 +275,10 @@ Status kiln::rt::generateOverDims(Model &model, const GenerateOptions &options,
   // A fed-back past and its present trade slots, so both hold the larger.
   std::vector<size_t> outputBytes(model.numOutputs());
   for (size_t o = 0; o < model.numOutputs(); ++o)
-    outputBytes[o] = largestBytes(model.output(o));
+    outputBytes[o] = model.output(o).bytes;
   for (size_t i = 0; i < model.numInputs(); ++i) {
-    size_t bytes = largestBytes(model.input(i));
+    // A canonical buffer is sized at the top of its dims' ranges.
+    size_t bytes = model.input(i).bytes;
     if (roles[i].feed == Feed::Past) {
       cached = true;
       pastShapes[i] = emptyCacheShape(a, a.inputs[i], batch);

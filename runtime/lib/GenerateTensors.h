@@ -67,14 +67,6 @@ inline Memory loopMemory(const Model &model) {
   return model.backend() == Backend::Cuda ? Memory::Device : Memory::Host;
 }
 
-/// The bytes of `b` at the top of its dims' ranges (its canonical shape).
-inline size_t largestBytes(const Buffer &b) {
-  size_t bytes = dtypeSize(b.dtype);
-  for (int64_t d : b.shape)
-    bytes *= static_cast<size_t>(d);
-  return bytes;
-}
-
 } // namespace rt
 } // namespace kiln
 

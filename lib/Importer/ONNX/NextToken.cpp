@@ -89,19 +89,38 @@ public:
     return t->name();
   }
 
-  /// A graph input of `type` and `dims` (each a value, or a dim_param when
-  /// `param` is set).
+  /// A graph input of `type` and `dims`.
   void input(const std::string &name, int32_t type,
              const std::vector<onnx::TensorShapeProto::Dimension> &dims) {
-    onnx::ValueInfoProto *v = graph.add_input();
-    v->set_name(name);
-    auto *tensor = v->mutable_type()->mutable_tensor_type();
+    describe(*graph.add_input(), name, type, dims);
+  }
+
+  /// A node of `op` reading `inputs` whose one output is the graph output
+  /// `name` (not prefixed), int64 of `dims`.
+  void output(const std::string &op, std::initializer_list<std::string> inputs,
+              const std::string &name,
+              const std::vector<onnx::TensorShapeProto::Dimension> &dims) {
+    onnx::NodeProto *n = graph.add_node();
+    n->set_op_type(op);
+    n->set_name(kPrefix + name);
+    for (const std::string &in : inputs)
+      n->add_input(in);
+    n->add_output(name);
+    last = n;
+    describe(*graph.add_output(), name, onnx::TensorProto::INT64, dims);
+  }
+
+private:
+  static void
+  describe(onnx::ValueInfoProto &v, const std::string &name, int32_t type,
+           const std::vector<onnx::TensorShapeProto::Dimension> &dims) {
+    v.set_name(name);
+    auto *tensor = v.mutable_type()->mutable_tensor_type();
     tensor->set_elem_type(type);
     for (const auto &d : dims)
       *tensor->mutable_shape()->add_dim() = d;
   }
 
-private:
   onnx::GraphProto &graph;
   onnx::NodeProto *last = nullptr;
 };
@@ -219,32 +238,11 @@ std::string appendNextToken(onnx::ModelProto &model, int64_t topK) {
   std::string choice = g.node("Min", {count, lastKept}, "choice");
   std::string token = g.node("GatherElements", {ids, choice}, "token");
   g.attribute("axis", -1);
-  onnx::NodeProto *squeeze = graph.add_node();
-  squeeze->set_op_type("Squeeze");
-  squeeze->set_name(std::string(kPrefix) + "next_token");
-  squeeze->add_input(token);
-  squeeze->add_input(g.ints("token_axis", {1}, {1}));
-  squeeze->add_output("next_token");
-
+  g.output("Squeeze", {token, g.ints("token_axis", {1}, {1})}, "next_token",
+           {batch});
   // The candidates in order, an output too: their count tells the loop
   // the bound on top-k, and a caller may read them.
-  onnx::NodeProto *candidates = graph.add_node();
-  candidates->set_op_type("Identity");
-  candidates->set_name(std::string(kPrefix) + "next_token_candidates");
-  candidates->add_input(ids);
-  candidates->add_output("next_token_candidates");
-
-  auto addOutput = [&](const char *name,
-                       std::vector<onnx::TensorShapeProto::Dimension> dims) {
-    onnx::ValueInfoProto *out = graph.add_output();
-    out->set_name(name);
-    auto *outTensor = out->mutable_type()->mutable_tensor_type();
-    outTensor->set_elem_type(onnx::TensorProto::INT64);
-    for (const auto &d : dims)
-      *outTensor->mutable_shape()->add_dim() = d;
-  };
-  addOutput("next_token", {batch});
-  addOutput("next_token_candidates", {batch, dimOf(k)});
+  g.output("Identity", {ids}, "next_token_candidates", {batch, dimOf(k)});
   return "";
 }
 
