@@ -351,7 +351,7 @@ void printReportText(const rt::Artifact &artifact, const CompileReport &report,
       llvm::interleave(report.origins[i], os, ", ");
     }
     if (const KernelConfig *config = configOf(artifact, report, step))
-      os << "  config " << config->attention.text();
+      os << "  config " << config->text();
     os << "\n";
   }
   if (!report.kernelResources.empty()) {
@@ -449,7 +449,12 @@ void printReportJson(const rt::Artifact &artifact, const CompileReport &report,
             {"occupancy", occupancy.fraction},
             {"occupancy_limited_by", occupancy.limitedBy}};
       }
-      if (const KernelConfig *config = configOf(artifact, report, step)) {
+      const KernelConfig *config = configOf(artifact, report, step);
+      if (config && !config->gemmCandidates.empty()) {
+        // A GEMM kernel launched on its own (the packed GEMV): its layout.
+        launch["config"] = llvm::json::Object{
+            {"form", "gemm"}, {"layout", config->gemmCandidates[0].name()}};
+      } else if (config) {
         const AttentionConfig &a = config->attention;
         launch["config"] =
             llvm::json::Object{{"form", attentionFormName(a.form)},

@@ -22,6 +22,7 @@
 #include "ExecuteIndexing.h"
 #include "ExecuteMatmul.h"
 #include "ExecuteNormalization.h"
+#include "ExecuteQuantized.h"
 #include "ExecuteReductions.h"
 #include "ExecuteShape.h"
 #include "ScalarMath.h"
@@ -248,6 +249,10 @@ static FailureOr<HostTensor> executeOp(Operation *op,
       })
       .Case([&](MatmulOp matmul) {
         return executeMatmul(matmul, operand(0), operand(1));
+      })
+      .Case([&](DequantizeOp dequantize) {
+        return executeDequantize(dequantize, operand(0), operand(1),
+                                 operands.size() > 2 ? operands[2] : nullptr);
       })
       .Case([&](TransposeOp transpose) {
         return executeTranspose(transpose, operand(0));

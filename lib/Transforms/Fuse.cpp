@@ -8,10 +8,10 @@
 // expands, gathers, concats) joins elementwise and attention groups at any
 // shape: the generated code reads through it at a remapped index instead of
 // writing it to memory; so does a reduction's prologue. A matmul takes the
-// bias, residual add and activation after it into a GEMM kernel: cuBLASLt's
-// epilogue. A
-// cache update is a kernel that writes its new rows, computed through the
-// ops that feed them alone.
+// bias, residual add and activation after it into a GEMM kernel (cuBLASLt's
+// epilogue), and the dequantize of its block-quantized weights. A cache
+// update is a kernel that writes its new rows, computed through the ops
+// that feed them alone.
 //
 //===----------------------------------------------------------------------===//
 
@@ -44,10 +44,12 @@ bool sameResultShape(Operation *a, Operation *b) {
 }
 
 /// Ops a kernel reads through an index remap: data movement (the ODS
-/// trait), and kiln.sizes, which reads no tensor: each element is a size of
-/// the symbolic dims, computed where it is read.
+/// trait); kiln.sizes, which reads no tensor: each element is a size of
+/// the symbolic dims, computed where it is read; and kiln.dequantize, each
+/// weight computed where it is read from its packed bits, scale and zero
+/// point (the floats are never written out unless nothing else reads them).
 bool movesData(Operation *op) {
-  return isDataMovement(op) || isa<SizesOp>(op);
+  return isDataMovement(op) || isa<SizesOp, DequantizeOp>(op);
 }
 
 /// One fused group being built.
@@ -234,9 +236,9 @@ bool isResidualAdd(Operation *op, Value product) {
 
 /// Builds a GEMM group, what a cuBLASLt call computes with its epilogue: the
 /// matmul, then a bias over its columns, a residual of its shape and a ReLU
-/// or GELU (maybe after reshapes), each the only user of the one before.
-/// Returns nothing when the matmul has no such epilogue (it stays a plain
-/// matmul step).
+/// or GELU (maybe after reshapes), each the only user of the one before;
+/// and the dequantize of its quantized weights. Returns nothing when the
+/// matmul has neither (it stays a plain matmul step).
 std::optional<Group> buildGemmGroup(MatmulOp matmul,
                                     const llvm::DenseSet<Operation *> &taken) {
   if (!takesEpilogue(matmul))
@@ -301,6 +303,16 @@ std::optional<Group> buildGemmGroup(MatmulOp matmul,
     }
     break;
   }
+  // Block-quantized weights join a 16-bit product (kiln.dequantize, which
+  // only this product reads): the kernel reads the packed bytes itself
+  // where the rows are few, and unpacks them once a run where they are
+  // many (PlanMatmuls.cpp).
+  if (auto dequantize = matmul.getRhs().getDefiningOp<DequantizeOp>();
+      dequantize && (element.isF16() || element.isBF16()) &&
+      matmul.getTransposeRhs() && !matmul.getTransposeLhs() &&
+      dequantize->hasOneUse() && !taken.contains(dequantize) &&
+      dequantize->getBlock() == matmul->getBlock())
+    group.members.insert(dequantize);
   if (group.members.size() == 1)
     return std::nullopt;
   return group;

@@ -290,6 +290,19 @@ func.func @gemm_starts_elsewhere(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>) -> te
 
 // -----
 
+func.func @gemm_dequantized_not_transposed(%x: tensor<4x8xf16>, %q: tensor<8x1x16xui8>, %s: tensor<8x1xf16>) -> tensor<4x32xf16> {
+  // expected-error@+1 {{of kind gemm must multiply by the transpose of the weights it dequantizes}}
+  %0 = kiln.kernel gemm (%x, %q, %s) {epilogue = #kiln.gemm_epilogue<>} : (tensor<4x8xf16>, tensor<8x1x16xui8>, tensor<8x1xf16>) -> tensor<4x32xf16> {
+  ^bb0(%a: tensor<4x8xf16>, %bq: tensor<8x1x16xui8>, %bs: tensor<8x1xf16>):
+    %w = kiln.dequantize %bq, %bs {bits = 4 : i64, block_size = 32 : i64} : (tensor<8x1x16xui8>, tensor<8x1xf16>) -> tensor<8x32xf16>
+    %p = kiln.matmul %a, %w : (tensor<4x8xf16>, tensor<8x32xf16>) -> tensor<4x32xf16>
+    kiln.yield %p : tensor<4x32xf16>
+  }
+  return %0 : tensor<4x32xf16>
+}
+
+// -----
+
 func.func @gemm_epilogue_names_no_exp(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>) -> tensor<4x8xf32> {
   // expected-error@+1 {{of kind gemm has an op its epilogue does not name: kiln.exp}}
   %0 = kiln.kernel gemm (%x, %w) {epilogue = #kiln.gemm_epilogue<activation = none>} : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32> {

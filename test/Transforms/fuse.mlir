@@ -547,3 +547,67 @@ func.func @update_slice_starts(%cache: tensor<2x3x8x2xf32>, %new: tensor<2x3x1x2
   %u = kiln.update_slice %cache, %n, %s {axis = 2 : i64, offset = "0"} : (tensor<2x3x8x2xf32>, tensor<2x3x1x2xf32>, tensor<2x1x1x1xi64>) -> tensor<2x3x8x2xf32>
   return %u : tensor<2x3x8x2xf32>
 }
+
+// -----
+
+// Block-quantized weights (MatMulNBits) of a 16-bit product: the dequantize
+// is the GEMM kernel's first op, the packed bytes its inputs.
+// CHECK-LABEL: func @gemm_dequantize_f16
+// CHECK: kiln.kernel  gemm(%arg1, %arg2, %arg0, %arg3) {epilogue = #kiln.gemm_epilogue<bias = 3>}
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: %[[W:.*]] = kiln.dequantize
+// CHECK-NEXT: kiln.matmul %{{.*}}, %[[W]] {transpose_rhs = true}
+// CHECK-NEXT: kiln.add
+// CHECK-NOT: kiln.kernel
+func.func @gemm_dequantize_f16(%a: tensor<3x64xf16>, %q: tensor<8x2x16xui8>, %s: tensor<8x2xf16>, %b: tensor<8xf16>) -> tensor<3x8xf16> {
+  %w = kiln.dequantize %q, %s {bits = 4 : i64, block_size = 32 : i64} : (tensor<8x2x16xui8>, tensor<8x2xf16>) -> tensor<8x64xf16>
+  %m = kiln.matmul %a, %w {transpose_rhs = true} : (tensor<3x64xf16>, tensor<8x64xf16>) -> tensor<3x8xf16>
+  %y = kiln.add %m, %b : (tensor<3x8xf16>, tensor<8xf16>) -> tensor<3x8xf16>
+  return %y : tensor<3x8xf16>
+}
+
+// -----
+
+// negative_: an fp32 product (Kiln's GEMMs are 16-bit) leaves the
+// dequantize to a kernel of its own, the matmul a plain step.
+// CHECK-LABEL: func @negative_gemm_dequantize_f32
+// CHECK: %[[W:.*]] = kiln.kernel  copy(%arg1, %arg2)
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: kiln.dequantize
+// CHECK: kiln.matmul %arg0, %[[W]] {transpose_rhs = true}
+func.func @negative_gemm_dequantize_f32(%a: tensor<3x64xf32>, %q: tensor<8x2x16xui8>, %s: tensor<8x2xf32>) -> tensor<3x8xf32> {
+  %w = kiln.dequantize %q, %s {bits = 4 : i64, block_size = 32 : i64} : (tensor<8x2x16xui8>, tensor<8x2xf32>) -> tensor<8x64xf32>
+  %m = kiln.matmul %a, %w {transpose_rhs = true} : (tensor<3x64xf32>, tensor<8x64xf32>) -> tensor<3x8xf32>
+  return %m : tensor<3x8xf32>
+}
+
+// -----
+
+// negative_: weights that two products read are dequantized once, by a
+// kernel of their own.
+// CHECK-LABEL: func @negative_gemm_dequantize_shared
+// CHECK: %[[W:.*]] = kiln.kernel  copy(%arg2, %arg3)
+// CHECK: kiln.matmul %arg0, %[[W]]
+// CHECK: kiln.matmul %arg1, %[[W]]
+func.func @negative_gemm_dequantize_shared(%a: tensor<3x64xf16>, %c: tensor<2x64xf16>, %q: tensor<8x2x16xui8>, %s: tensor<8x2xf16>) -> (tensor<3x8xf16>, tensor<2x8xf16>) {
+  %w = kiln.dequantize %q, %s {bits = 4 : i64, block_size = 32 : i64} : (tensor<8x2x16xui8>, tensor<8x2xf16>) -> tensor<8x64xf16>
+  %m = kiln.matmul %a, %w {transpose_rhs = true} : (tensor<3x64xf16>, tensor<8x64xf16>) -> tensor<3x8xf16>
+  %n = kiln.matmul %c, %w {transpose_rhs = true} : (tensor<2x64xf16>, tensor<8x64xf16>) -> tensor<2x8xf16>
+  return %m, %n : tensor<3x8xf16>, tensor<2x8xf16>
+}
+
+// -----
+
+// An elementwise consumer reads through the dequantize (an fp32 model's
+// weights cast to fp16, as kiln-mixed-precision leaves them).
+// CHECK-LABEL: func @dequantize_into_elementwise
+// CHECK: kiln.kernel  elementwise(%arg1, %arg2)
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: kiln.dequantize
+// CHECK-NEXT: kiln.cast
+func.func @dequantize_into_elementwise(%a: tensor<3x64xf16>, %q: tensor<8x2x16xui8>, %s: tensor<8x2xf32>) -> tensor<3x8xf16> {
+  %w = kiln.dequantize %q, %s {bits = 4 : i64, block_size = 32 : i64} : (tensor<8x2x16xui8>, tensor<8x2xf32>) -> tensor<8x64xf32>
+  %h = kiln.cast %w : tensor<8x64xf32> -> tensor<8x64xf16>
+  %m = kiln.matmul %a, %h {transpose_rhs = true} : (tensor<3x64xf16>, tensor<8x64xf16>) -> tensor<3x8xf16>
+  return %m : tensor<3x8xf16>
+}

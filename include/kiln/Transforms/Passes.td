@@ -258,7 +258,12 @@ def KilnFusePass : Pass<"kiln-fuse", "mlir::func::FuncOp"> {
       before (reshapes between them included). cuBLASLt's
       GELU is the tanh form: the erf form joins only a 16-bit product, whose
       own rounding exceeds the two forms' difference (4.7e-4 at most). A
-      matmul with neither stays a plain matmul (a cuBLASLt call as well);
+      16-bit product by the transpose of block-quantized weights
+      (`kiln.dequantize`, MatMulNBits) takes the dequantize in too, as the
+      kernel's first op: the CUDA target reads the packed bytes in a GEMV
+      where the rows are few and unpacks them once a run where they are
+      many. A matmul with none of these stays a plain matmul (a cuBLASLt
+      call as well);
     - the ops with the Reduction trait (reduce ops, arg ops, softmax,
       log_softmax, layer_norm, cumsum) become a `reduction` kernel together
       with their prologue (producers of the reduced input with no other use:
@@ -268,8 +273,8 @@ def KilnFusePass : Pass<"kiln-fuse", "mlir::func::FuncOp"> {
     - a chain of elementwise ops whose intermediate values have no other use
       becomes one `elementwise` kernel, together with the data movement
       (reshape, transpose, slice, expand, concat, gather, gather_elements)
-      that feeds it alone, at any shape: the kernel reads through it at a
-      remapped index. An elementwise producer joins only where its users
+      and the `kiln.dequantize` that feed it alone, at any shape: the kernel
+      reads through them at a remapped index. An elementwise producer joins only where its users
       read it at its own shape (not broadcast, which would compute it again
       per element read);
     - a data-movement op left over roots such a group too (an `elementwise`

@@ -6,12 +6,10 @@
 // flat); zero points packed like B (or of the scales' type, unpacked), by
 // default the middle of the range (2^(bits - 1)).
 //
-// The weights stay packed in the artifact. They are unpacked and scaled at
-// run time by integer and float kiln ops, `W[n, k] = (q - zero) * scale`
-// in fp32 (exact: a small integer times the scale, rounded once to the
-// activations' type), followed by `A . W^T` as a kiln.matmul: one
-// elementwise kernel and one GEMM. A GEMM that reads the packed bytes
-// itself is the kernels' part (issue 39), not the importer's.
+// The weights stay packed in the artifact: MatMulNBits imports as a
+// kiln.dequantize of B (which defines the unpacking and scaling) feeding
+// `A . W^T` as a kiln.matmul. The kernels read through the dequantize; it
+// is never folded to floats at compile time.
 //
 // QuantizeLinear and DequantizeLinear (8- and 16-bit integers, as
 // onnxruntime's quantize_static writes them around every MatMul) are their
@@ -40,41 +38,6 @@ namespace {
 struct QuantizedConverter : NodeConverterBase {
   using NodeConverterBase::NodeConverterBase;
 
-  /// The `bits`-bit values packed in the bytes of `bytes` (uint8, last dim
-  /// of `width` bytes), low bits first: i32 of the last dim `width * 8 /
-  /// bits`.
-  FailureOr<Value> unpack(Value bytes, int64_t bits) {
-    Type i32 = b.getI32Type();
-    Value wide = castTo(bytes, i32);
-    if (bits == 8)
-      return wide;
-    SmallVector<int64_t> shape(typeOf(wide).getShape());
-    SmallVector<int64_t> column(shape);
-    column.push_back(1);
-    int64_t perByte = 8 / bits, base = int64_t(1) << bits;
-    // Value j of a byte x: x / 2^(bits j) - (x / 2^(bits (j + 1))) 2^bits.
-    SmallVector<Value> values;
-    Value shifted = wide;
-    for (int64_t j = 0; j < perByte; ++j) {
-      auto next = broadcast<DivOp>(shifted, importer.scalar(loc, i32, base));
-      if (failed(next))
-        return failure();
-      auto high = broadcast<MulOp>(*next, importer.scalar(loc, i32, base));
-      if (failed(high))
-        return failure();
-      auto value = broadcast<SubOp>(shifted, *high);
-      if (failed(value))
-        return failure();
-      values.push_back(reshape(*value, column));
-      shifted = *next;
-    }
-    auto joined = concat(values, column.size() - 1);
-    if (failed(joined))
-      return failure();
-    shape.back() *= perByte;
-    return reshape(*joined, shape);
-  }
-
   LogicalResult convertMatMulNBits() {
     int64_t k = intAttr("K", 0), n = intAttr("N", 0);
     int64_t bits = intAttr("bits", 4), block = intAttr("block_size", 0);
@@ -94,10 +57,10 @@ struct QuantizedConverter : NodeConverterBase {
       return failure();
     RankedTensorType aType = typeOf(*a);
     Type et = aType.getElementType();
-    if (!isa<FloatType>(et) || aType.getRank() < 1 ||
+    if (!isa<FloatType>(et) || et.isF64() || aType.getRank() < 1 ||
         aType.getDimSize(aType.getRank() - 1) != k)
-      return error() << "A must be float with a last dim of K = " << k
-                     << ", got " << shapeText(aType);
+      return error() << "A must be f32, f16 or bf16 with a last dim of K = "
+                     << k << ", got " << shapeText(aType);
     int64_t blocks = (k + block - 1) / block;
     int64_t width = block * bits / 8;
     RankedTensorType bType = typeOf(*packed);
@@ -113,19 +76,12 @@ struct QuantizedConverter : NodeConverterBase {
       return error() << "scales must be " << n * blocks << " values ([N, "
                      << "k_blocks]) of A's type, got " << shapeText(sType)
                      << " of " << sType.getElementType();
-    Type f32 = b.getF32Type();
-    SmallVector<int64_t> perBlock{n, blocks, 1};
-    Value scale = castTo(reshape(*scales, perBlock), f32);
-
-    auto q = unpack(*packed, bits);
-    if (failed(q))
+    auto zero = zeroPoints(bits, n, blocks, et);
+    if (failed(zero))
       return failure();
-    auto scaled = dequantize(castTo(*q, f32), scale, bits, n, blocks, et);
-    if (failed(scaled))
-      return failure();
-    // The last block is padded past K.
-    Value w = reshape(*scaled, {n, blocks * block});
-    w = castTo(slice(w, 1, 0, k), et);
+    Value w =
+        DequantizeOp::create(b, loc, RankedTensorType::get({n, k}, et), *packed,
+                             reshape(*scales, {n, blocks}), *zero, bits, block);
     auto type = inferMatmulType(loc, aType, typeOf(w), false, true);
     if (failed(type))
       return failure();
@@ -143,57 +99,30 @@ struct QuantizedConverter : NodeConverterBase {
     return output(y);
   }
 
-  /// `q` (f32 [N, k_blocks, block_size]) less the zero points, times the
-  /// scales, in onnxruntime's order: integer zero points (input 3 packed
-  /// like B, or by default 2^(bits - 1)) as (q - zero) * scale, exact before
-  /// the one rounding; zero points of A's type as q * scale - zero * scale.
-  FailureOr<Value> dequantize(Value q, Value scale, int64_t bits, int64_t n,
-                              int64_t blocks, Type et) {
-    Type f32 = b.getF32Type();
+  /// MatMulNBits' zero points (input 3) in kiln.dequantize's form: none
+  /// (the middle of the range), uint8 `[N, ceil(k_blocks * bits / 8)]`
+  /// packed like B, or `[N, k_blocks]` of A's type.
+  FailureOr<Value> zeroPoints(int64_t bits, int64_t n, int64_t blocks,
+                              Type et) {
     Value given = importer.input(node, 3);
-    SmallVector<int64_t> perBlock{n, blocks, 1};
-    RankedTensorType type = given ? typeOf(given) : RankedTensorType();
-    if (given && type.getElementType() == et && type.hasStaticShape() &&
-        type.getNumElements() == n * blocks) {
-      auto product = broadcast<MulOp>(q, scale);
-      auto offset =
-          broadcast<MulOp>(castTo(reshape(given, perBlock), f32), scale);
-      if (failed(product) || failed(offset))
-        return failure();
-      return broadcast<SubOp>(*product, *offset);
+    if (!given)
+      return Value();
+    RankedTensorType type = typeOf(given);
+    int64_t bytes = (blocks * bits + 7) / 8;
+    if (type.hasStaticShape()) {
+      if (type.getElementType() == et && type.getNumElements() == n * blocks)
+        return reshape(given, {n, blocks});
+      if (type.getElementType().isUnsignedInteger(8) &&
+          type.getNumElements() == n * bytes)
+        return reshape(given, {n, bytes});
     }
-    auto zero = integerZeroPoints(given, bits, n, blocks);
-    if (failed(zero))
-      return failure();
-    auto centred = broadcast<SubOp>(q, *zero);
-    if (failed(centred))
-      return failure();
-    return broadcast<MulOp>(*centred, scale);
+    return error() << "zero_points must be uint8 [N, ceil(k_blocks * bits "
+                      "/ 8)] = ["
+                   << n << ", " << bytes << "] or " << n * blocks
+                   << " values of A's type, got " << shapeText(type) << " of "
+                   << type.getElementType();
   }
 
-  /// Integer zero points as f32 [N, k_blocks, 1]: `given` packed like B
-  /// (uint8), or by default 2^(bits - 1).
-  FailureOr<Value> integerZeroPoints(Value given, int64_t bits, int64_t n,
-                                     int64_t blocks) {
-    Type f32 = b.getF32Type();
-    if (!given)
-      return importer.scalar(loc, f32, double(int64_t(1) << (bits - 1)));
-    RankedTensorType type = typeOf(given);
-    SmallVector<int64_t> perBlock{n, blocks, 1};
-    int64_t perByte = 8 / bits;
-    int64_t bytes = (blocks + perByte - 1) / perByte;
-    if (!type.getElementType().isUnsignedInteger(8) || !type.hasStaticShape() ||
-        type.getNumElements() != n * bytes)
-      return error() << "zero_points must be uint8 [N, ceil(k_blocks * bits "
-                        "/ 8)] = ["
-                     << n << ", " << bytes << "] or " << n * blocks
-                     << " values of A's type, got " << shapeText(type) << " of "
-                     << type.getElementType();
-    auto unpacked = unpack(reshape(given, {n, bytes}), bits);
-    if (failed(unpacked))
-      return failure();
-    return castTo(reshape(slice(*unpacked, 1, 0, blocks), perBlock), f32);
-  }
   //===--------------------------------------------------------------------===//
   // QuantizeLinear and DequantizeLinear
   //===--------------------------------------------------------------------===//

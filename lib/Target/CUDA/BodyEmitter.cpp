@@ -254,6 +254,8 @@ FailureOr<std::string> BodyEmitter::getAt(Value value, const std::string &idx,
       source += llvm::formatv(" + {0} * {1}", c, dataStrides[d]);
     }
     name = getAt(gather.getData(), source, indent);
+  } else if (auto dequantize = dyn_cast<DequantizeOp>(op)) {
+    name = getDequantizedAt(dequantize, index, narrow, indent);
   } else if (auto concat = dyn_cast<ConcatOp>(op)) {
     name = getConcatAt(concat, index, indent);
   } else if (auto sizes = dyn_cast<SizesOp>(op)) {
@@ -300,6 +302,81 @@ FailureOr<std::string> BodyEmitter::getAt(Value value, const std::string &idx,
   if (failed(name))
     return failure();
   return computedAt[key] = *name;
+}
+
+FailureOr<std::string>
+BodyEmitter::getDequantizedAt(DequantizeOp op, const std::string &index,
+                              bool narrow, const std::string &indent) {
+  int64_t bits = op.getBits(), block = op.getBlockSize();
+  int64_t blocks = op.getBlockCount(), perByte = 8 / bits;
+  int64_t zeroBytes = (blocks * bits + 7) / 8;
+  // The row, the block and the place in the block of the weight; an
+  // operand's index widens where the operand may not fit 32 bits.
+  std::string row = fresh(), blockOf = fresh(), place = fresh();
+  const char *type = narrow ? "unsigned " : "long long ";
+  os << indent << type << row << " = " << index << " / " << op.getColumns()
+     << ";\n"
+     << indent << type << blockOf << " = (" << index << " % " << op.getColumns()
+     << ") / " << block << ";\n"
+     << indent << type << place << " = (" << index << " % " << op.getColumns()
+     << ") % " << block << ";\n";
+  auto wide = [&](Value v) {
+    return narrow && fitsIndex32(productOf(sizesOf(v)).upper())
+               ? std::string()
+               : std::string("(long long)");
+  };
+  // Value `j` of the bits packed in byte `byte`, low bits first.
+  auto bitsOf = [&](const std::string &byte, const std::string &j) {
+    if (perByte == 1)
+      return "(float)" + byte;
+    return llvm::formatv("(float)(((unsigned){0} >> (({1} % {2}) * {3})) & "
+                         "{4}u)",
+                         byte, j, perByte, bits, (1 << bits) - 1)
+        .str();
+  };
+  auto byte =
+      getAt(op.getPacked(),
+            llvm::formatv("({0}{1} * {2} + {5}) * {3} + {6}{4}",
+                          wide(op.getPacked()), row, blocks, op.getBlockBytes(),
+                          perByte == 1 ? "" : " / " + std::to_string(perByte),
+                          blockOf, place),
+            indent);
+  auto scale = getAt(op.getScales(),
+                     llvm::formatv("{0}{1} * {2} + {3}", wide(op.getScales()),
+                                   row, blocks, blockOf),
+                     indent);
+  if (failed(byte) || failed(scale))
+    return failure();
+  std::string q = fresh(), value = fresh();
+  os << indent << "float " << q << " = " << bitsOf(*byte, place) << ";\n";
+  // Products rounded on their own, as the op defines them: the GPU would
+  // otherwise contract them into a fused multiply-add.
+  Value zero = op.getZeroPoints();
+  if (zero && !op.hasIntegerZeroPoints()) {
+    auto offset = getAt(
+        zero,
+        llvm::formatv("{0}{1} * {2} + {3}", wide(zero), row, blocks, blockOf),
+        indent);
+    if (failed(offset))
+      return failure();
+    os << indent << "float " << value << " = __fsub_rn(__fmul_rn(" << q << ", "
+       << *scale << "), __fmul_rn(" << *offset << ", " << *scale << "));\n";
+    return value;
+  }
+  std::string middle = std::to_string(1 << (bits - 1)) + ".0f";
+  if (zero) {
+    auto packedZero =
+        getAt(zero,
+              llvm::formatv("{0}{1} * {2} + {3} / {4}", wide(zero), row,
+                            zeroBytes, blockOf, perByte),
+              indent);
+    if (failed(packedZero))
+      return failure();
+    middle = bitsOf(*packedZero, blockOf);
+  }
+  os << indent << "float " << value << " = __fmul_rn(" << q << " - " << middle
+     << ", " << *scale << ");\n";
+  return value;
 }
 
 FailureOr<std::string> BodyEmitter::getConcatAt(ConcatOp concat,

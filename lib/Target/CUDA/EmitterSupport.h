@@ -136,6 +136,12 @@ private:
   mlir::FailureOr<std::string> getConcatAt(ConcatOp concat,
                                            const std::string &index,
                                            const std::string &indent);
+  /// getAt for a dequantize: the weight from its packed bits, its block's
+  /// scale and zero point; `index` is 32-bit where `narrow`.
+  mlir::FailureOr<std::string> getDequantizedAt(DequantizeOp op,
+                                                const std::string &index,
+                                                bool narrow,
+                                                const std::string &indent);
   static std::optional<std::string> mathExpr(mlir::Operation *op,
                                              llvm::ArrayRef<std::string> in);
   static std::string castExpr(mlir::Type from, mlir::Type to,

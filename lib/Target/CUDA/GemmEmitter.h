@@ -20,6 +20,7 @@
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -76,6 +77,44 @@ void emitGemmKernel(const GemmConfig &config, const GemmKernelKind &kind,
 /// The same for the GEMV form (GemvEmitter.cpp); `kind.transA` is false.
 void emitGemvKernel(const GemmConfig &config, const GemmKernelKind &kind,
                     llvm::raw_ostream &os);
+/// A matmul step whose B is block-quantized weights, n x k as MatMulNBits
+/// packs them (a kiln.dequantize that kiln-fuse put in its GEMM kernel),
+/// as the packed GEMV (PackedGemvEmitter.cpp) sees it.
+struct PackedGemvShape {
+  rt::DType dtype = rt::DType::F16;
+  /// Rows of C at the least and the top of the dims' ranges, its columns,
+  /// and the contracted extent.
+  int64_t leastM = 1, upperM = 1, n = 1, k = 1;
+  /// Bits a weight, weights a quantization block, blocks a row of B.
+  int64_t bits = 4, blockSize = 32, blocks = 1;
+  /// The zero points: the middle of the range, packed like B, or floats.
+  enum class ZeroPoints { Middle, Packed, Float };
+  ZeroPoints zeroPoints = ZeroPoints::Middle;
+  /// The epilogue.
+  bool bias = false, residual = false;
+  rt::MatmulActivation activation = rt::MatmulActivation::None;
+};
+
+/// The packed GEMV's layout for a step of `shape`, and the most rows it
+/// runs (the plan unpacks the weights for runs with more); or none, and
+/// why.
+struct PackedGemvChoice {
+  std::optional<GemmConfig> config;
+  int64_t mostRows = 0;
+  std::string refusal;
+};
+PackedGemvChoice choosePackedGemv(const PackedGemvShape &shape);
+
+/// Appends the packed GEMV `name` of `config` for `shape` and, with a
+/// split, `name`_combine, which adds the splits. They are launch steps:
+/// the main kernel takes (A, packed B, scales, [zero points], [bias],
+/// [residual], C, [the split's float partials]), the combine (partials,
+/// [bias], [residual], C), each then `dims` (the model's dim parameters,
+/// ", long long kd_..."); `rows` is C's rows as C text over them.
+void emitPackedGemv(const PackedGemvShape &shape, const GemmConfig &config,
+                    const std::string &name, const std::string &rows,
+                    const std::string &dims, llvm::raw_ostream &os);
+
 /// Appends the kernel that adds the splits' partial sums and applies the
 /// epilogue, named as gemmReduceName says.
 void emitGemmReduce(rt::DType dtype, llvm::raw_ostream &os);

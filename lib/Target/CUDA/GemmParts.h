@@ -51,6 +51,13 @@ std::string finishOf(const GemmKernelKind &kind);
 /// `activation`), for the reduce kernel, which loops over elements.
 std::string finishAtRunTime(rt::DType dtype);
 
+/// The exchanges of the n x k GEMV's sums (GemvEmitter.cpp) for `rows`
+/// rows and `columns` columns a lane, straight-line: defines held_row (the
+/// row the lane's acc[0] sums belong to after them) and copies (the mask
+/// bits of lanes that hold the same sums). Both GEMVs over n x k weights
+/// (16-bit and packed) end with it.
+std::string gemvExchangeText(int64_t rows, int64_t columns);
+
 /// `text` with each `$NAME` of `values` replaced, and again until none is
 /// left, so that a value may hold placeholders itself. No name is the
 /// start of another. Without `complete`, placeholders may stay for a later

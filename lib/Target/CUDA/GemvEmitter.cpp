@@ -201,7 +201,7 @@ constexpr const char *kColumnMajorB = R"cuda(
   // is set), so after three a lane holds one row's whole sum, 7 shuffles a
   // column instead of 3 a row. With fewer than 8 rows, the last exchanges
   // add the whole sum to both lanes, and the lane whose bits are 0 stores.
-  // Written out by the emitter (exchangeText): as a loop over the masks,
+  // Written out by the emitter (gemvExchangeText): as a loop over the masks,
   // ptxas put the sums in local memory.
 $EXCHANGE
   const long long row = row0 + held_row;
@@ -218,11 +218,9 @@ $STORE
 }
 )cuda";
 
-/// The exchanges of kColumnMajorB for `rows` rows and `columns` columns a
-/// lane, straight-line: defines held_row (the row the lane's acc[0] sums
-/// belong to after them) and copies (the mask bits of lanes that hold the
-/// same sums).
-std::string exchangeText(int64_t rows, int64_t columns) {
+} // namespace
+
+std::string gemm::gemvExchangeText(int64_t rows, int64_t columns) {
   std::string text, heldRow = "0", copies = "0";
   int64_t count = rows;
   for (int mask = 4; mask >= 1; mask >>= 1) {
@@ -254,8 +252,6 @@ std::string exchangeText(int64_t rows, int64_t columns) {
   return text + "  const int held_row = " + heldRow + ", copies = " + copies +
          ";\n";
 }
-
-} // namespace
 
 void emitGemvKernel(const GemmConfig &config, const GemmKernelKind &kind,
                     llvm::raw_ostream &os) {
@@ -290,7 +286,7 @@ void emitGemvKernel(const GemmConfig &config, const GemmKernelKind &kind,
     values.push_back({"$WARP_COLUMNS", str(warpColumns)});
     values.push_back({"$COLUMNS_PER_LANE", str(warpColumns / 4)});
     values.push_back(
-        {"$EXCHANGE", exchangeText(config.tileM, warpColumns / 4)});
+        {"$EXCHANGE", gemm::gemvExchangeText(config.tileM, warpColumns / 4)});
   } else {
     int64_t lanesN = config.tileN / 8;
     assert(lanesN <= 32 && 32 % lanesN == 0 && "a warp holds whole slots");

@@ -197,14 +197,14 @@ LogicalResult PlanBuilder::addAlias(KernelOp kernel) {
   return success();
 }
 
-uint32_t PlanBuilder::addScratch(int64_t elements) {
+uint32_t PlanBuilder::addScratch(int64_t elements, rt::DType dtype) {
   rt::Buffer buffer;
   buffer.kind = rt::BufferKind::Arena;
-  buffer.dtype = rt::DType::F32;
+  buffer.dtype = dtype;
   buffer.name = "scratch" + std::to_string(artifact.buffers.size());
   buffer.shape = {elements};
   buffer.offset = scratchOffset;
-  buffer.bytes = elements * sizeof(float);
+  buffer.bytes = elements * rt::dtypeSize(dtype);
   scratchBytes = std::max<uint64_t>(scratchBytes, buffer.bytes);
   artifact.buffers.push_back(std::move(buffer));
   return artifact.buffers.size() - 1;

@@ -23,6 +23,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace kiln::detail {
@@ -110,10 +111,11 @@ private:
   /// records as an alias (the caller's one buffer for both, or a copy).
   mlir::LogicalResult addAlias(KernelOp kernel);
 
-  /// A buffer of `elements` floats of scratch memory, past the planned
-  /// arena: the scratch of every kernel starts there (one kernel runs at a
-  /// time), and the arena grows by the largest.
-  uint32_t addScratch(int64_t elements);
+  /// A buffer of `elements` elements of `dtype` of scratch memory, past the
+  /// planned arena: the scratch of every kernel starts there (each is read
+  /// only by the steps of the op that writes it, which run one after the
+  /// other), and the arena grows by the largest.
+  uint32_t addScratch(int64_t elements, rt::DType dtype = rt::DType::F32);
 
   /// Outputs that memory planning could not write in place (graph inputs,
   /// weights, or a buffer returned twice) are copied at the end.
@@ -174,6 +176,25 @@ private:
   /// views: the step writes the kernel's (reshaped) result in the product's
   /// element order.
   mlir::LogicalResult addGemm(KernelOp kernel, llvm::raw_ostream &source);
+
+  /// Where a GEMM of block-quantized weights multiplies them unpacked: the
+  /// scratch buffer the dequantize's kernel writes them to, and the
+  /// condition on the dims under which that path runs (none: every run).
+  struct UnpackedWeights {
+    uint32_t buffer;
+    std::optional<DimExpr> when;
+  };
+
+  /// The steps of a GEMM kernel whose weights are block-quantized (a
+  /// kiln.dequantize feeding its matmul; PlanPackedMatmuls.cpp): the packed
+  /// GEMV's launches where the rows are few; where they are many, the
+  /// dequantize's own kernel writing the weights to scratch, for the matmul
+  /// step the caller appends after it. Each path is guarded by the run's
+  /// rows where both exist. Nothing is returned where the GEMV covers
+  /// every run.
+  mlir::FailureOr<std::optional<UnpackedWeights>>
+  addPackedGemm(KernelOp kernel, MatmulOp matmul, DequantizeOp dequantize,
+                const MatmulPlan &plan, llvm::raw_ostream &source);
 
   /// Offers Kiln's GEMM kernels for `plan`'s step (chooseGemmConfigs),
   /// appending each kernel to `source` the first time a step needs it, and

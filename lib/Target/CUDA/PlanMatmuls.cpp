@@ -86,7 +86,9 @@ LogicalResult PlanBuilder::addMatmul(MatmulOp op, llvm::raw_ostream &source) {
 
 LogicalResult PlanBuilder::addGemm(KernelOp kernel, llvm::raw_ostream &source) {
   Block &body = kernel.getBody().front();
-  auto matmul = cast<MatmulOp>(body.front());
+  // After the dequantize of block-quantized weights, where there is one.
+  auto matmul = *body.getOps<MatmulOp>().begin();
+  auto dequantize = matmul.getRhs().getDefiningOp<DequantizeOp>();
   if (kernel.getNumResults() != 1)
     return kernel.emitOpError("has ")
            << kernel.getNumResults() << " results; the CUDA target needs one";
@@ -101,10 +103,24 @@ LogicalResult PlanBuilder::addGemm(KernelOp kernel, llvm::raw_ostream &source) {
     return bufferOf.at(kernel.getInputs()[arg.getArgNumber()]);
   };
   auto plan = matmulPlan(matmul);
-  auto a = inputOf(matmul.getLhs()), b = inputOf(matmul.getRhs());
+  auto a = inputOf(matmul.getLhs());
+  FailureOr<uint32_t> b =
+      dequantize ? FailureOr<uint32_t>(0) : inputOf(matmul.getRhs());
   if (failed(plan) || failed(a) || failed(b))
     return kernel.emitOpError("of kind gemm needs a matmul of its inputs");
   rt::MatmulStep *step = &plan->step;
+  std::optional<DimExpr> unpackedWhen;
+  if (dequantize) {
+    if (failed(addResults(kernel)))
+      return failure();
+    auto unpacked = addPackedGemm(kernel, matmul, dequantize, *plan, source);
+    if (failed(unpacked))
+      return failure();
+    if (!*unpacked)
+      return success();
+    b = (*unpacked)->buffer;
+    unpackedWhen = (*unpacked)->when;
+  }
   step->a = *a;
   step->b = *b;
   GemmEpilogueAttr epilogue = kernel.getEpilogueAttr();
@@ -126,11 +142,13 @@ LogicalResult PlanBuilder::addGemm(KernelOp kernel, llvm::raw_ostream &source) {
     step->activation = rt::MatmulActivation::Gelu;
     break;
   }
-  if (failed(addResults(kernel)))
+  if (!dequantize && failed(addResults(kernel)))
     return failure();
   step->c = bufferOf.at(kernel.getResult(0));
   addGemmCandidates(*plan, kernel, source);
   pushMatmul(*plan);
+  if (unpackedWhen)
+    guardStep(artifact.steps.size() - 1, *unpackedWhen);
   return success();
 }
 

@@ -77,6 +77,8 @@ void kiln::printPlan(const rt::Artifact &a, uint64_t weightBytes,
         if (g.reduce != rt::kNoKernel)
           os << "+" << a.kernelNames[g.reduce];
       }
+      if (std::string runsIf = runsIfText(a, index); !runsIf.empty())
+        os << " " << runsIf;
       os << "\n";
       break;
     case rt::Step::Kind::Copy:

@@ -236,9 +236,21 @@ static LogicalResult verifyGemmEpilogue(KernelOp kernel,
              << " inputs";
   auto ops = body.without_terminator();
   auto it = ops.begin();
+  // Block-quantized weights: a dequantize (the first op, so of the
+  // kernel's inputs), which the product reads as its transposed right
+  // operand.
+  auto dequantize =
+      it == ops.end() ? DequantizeOp() : dyn_cast<DequantizeOp>(*it);
+  if (dequantize)
+    ++it;
   auto matmul = it == ops.end() ? MatmulOp() : dyn_cast<MatmulOp>(*it);
   if (!matmul)
-    return kernel.emitOpError("of kind gemm must start with kiln.matmul");
+    return kernel.emitOpError("of kind gemm must start with kiln.matmul "
+                              "(after a dequantize of its weights)");
+  if (dequantize && (matmul.getRhs() != dequantize.getResult() ||
+                     !matmul.getTransposeRhs() || matmul.getTransposeLhs()))
+    return kernel.emitOpError("of kind gemm must multiply by the transpose "
+                              "of the weights it dequantizes");
   ++it;
   Value last = matmul.getResult();
   auto skipReshapes = [&]() {

@@ -672,6 +672,59 @@ def Kiln_MatmulOp : Kiln_Op<"matmul", [Pure, InferTypeOpAdaptor]> {
 }
 
 //===----------------------------------------------------------------------===//
+// Quantized weights
+//===----------------------------------------------------------------------===//
+
+def Kiln_DequantizeOp : Kiln_Op<"dequantize", [Pure]> {
+  let summary = "block-quantized weights to floats (MatMulNBits' weights)";
+  let description = [{
+    `packed` holds `rows` rows of K `bits`-bit unsigned integers, packed
+    along K low bits first, `[rows, blocks, block_size * bits / 8]` bytes
+    (the last block padded past K). Each block of a row has one scale and
+    one zero point:
+
+    - `zero_points` absent: `2^(bits - 1)`, the middle of the range;
+    - `ui8 [rows, ceil(blocks * bits / 8)]`: packed like `packed`;
+    - of the scales' type, `[rows, blocks]`.
+
+    Element `[r, k]` of the result is `(q - zero) * scale` for integer zero
+    points and `q * scale - zero * scale` for float ones, in fp32 (exact
+    before the one rounding to the result type): onnxruntime's definition
+    of com.microsoft.MatMulNBits' weights. The packed bytes stay the
+    artifact's weights: kernels read through this op where they use a
+    weight, it is never folded to floats at compile time.
+
+    ```mlir
+    %w = kiln.dequantize %q, %scales {bits = 4 : i64, block_size = 32 : i64}
+        : (tensor<64x2x16xui8>, tensor<64x2xf16>) -> tensor<64x48xf16>
+    ```
+  }];
+  let arguments = (ins RankedTensorOf<[UI8]>:$packed,
+                   Kiln_FloatTensor:$scales,
+                   Optional<Kiln_Tensor>:$zero_points, I64Attr:$bits,
+                   I64Attr:$block_size);
+  let results = (outs Kiln_FloatTensor:$result);
+  let assemblyFormat = [{
+    $packed `,` $scales (`,` $zero_points^)? attr-dict `:`
+    functional-type(operands, $result)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// Blocks of a row, and bytes of a block.
+    int64_t getBlockCount() { return getPacked().getType().getDimSize(1); }
+    int64_t getBlockBytes() { return getBlockSize() * getBits() / 8; }
+    /// Columns of the result: the row length K.
+    int64_t getColumns() { return getType().getDimSize(1); }
+    /// Whether the zero points are packed integers (absent counts).
+    bool hasIntegerZeroPoints() {
+      return !getZeroPoints() ||
+             !::llvm::isa<::mlir::FloatType>(
+                 getZeroPoints().getType().getElementType());
+    }
+  }];
+}
+
+//===----------------------------------------------------------------------===//
 // Data movement
 //===----------------------------------------------------------------------===//
 

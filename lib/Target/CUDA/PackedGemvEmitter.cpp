@@ -1,0 +1,316 @@
+//===- PackedGemvEmitter.cpp - GEMV over block-quantized weights ----------===//
+//
+// Decoding's GEMV for a product whose weights stay block-quantized
+// (kiln.dequantize fused into the GEMM by kiln-fuse): each weight is read
+// as its `bits` packed bits, once, by one thread, so a decoding step moves
+// a quarter (int4) or half (int8) of an fp16 weight's bytes. The layout is
+// the n x k GEMV's (GemvEmitter.cpp): a block owns `tileM` rows of A and a
+// 64-column slab of B; 8 lanes share a column, each streaming 16-byte
+// chunks of its packed row (32 int4, 16 int8 or 64 int2 weights, inside
+// one quantization block), four columns a lane.
+//
+// A chunk's weights share one scale s and zero point z, so the lane adds
+// s (sum a q - z sum a) for the chunk: two multiply-adds a weight (the
+// integer's conversion and the product) and the block's constants once.
+// That is the dequantize's value, exact products of small integers and the
+// scale, summed in another order than the unpacked path's: within the
+// fp32 accumulation the contract allows, not bit for bit.
+//
+// The kernels are plain launch steps (PlanLaunches.cpp's convention: the
+// buffers, then every dim of the model): the plan guards them to the runs
+// whose rows are few, where the unpacked path (the dequantize's own kernel,
+// then a matmul step) does not run. The sums of a split go to scratch and
+// a combine kernel adds them in split order before the epilogue.
+//
+//===----------------------------------------------------------------------===//
+
+#include "GemmEmitter.h"
+#include "GemmParts.h"
+
+#include "llvm/Support/MathExtras.h"
+
+#include <algorithm>
+#include <cassert>
+
+namespace kiln {
+
+namespace {
+
+using gemm::substitute;
+
+/// SMs of an H100 SXM or H200; the blocks a split aims for, two an SM.
+constexpr int64_t kSMs = 132;
+constexpr int64_t kBlocksWanted = 2 * kSMs;
+/// The most splits, and the fewest 16-byte chunks of a packed row a split
+/// keeps (fewer, and the partial sums cost more than the blocks gain).
+constexpr int64_t kMostSplits = 16;
+constexpr int64_t kLeastChunksPerSplit = 16;
+/// Rows a block owns at most, and the rows at which the GEMV stops: past
+/// 8 passes over the packed weights, unpacking them once (reading them and
+/// writing and reading fp16) moves fewer bytes.
+constexpr int64_t kMostRows = 8;
+constexpr int64_t kMostPasses = 8;
+/// The rows past which no packed GEMV is offered (kiln's GEMV rule).
+constexpr int64_t kMostLeastRows = 16;
+
+constexpr const char *kMainKernel = R"cuda(
+// Kiln packed GEMV: $ROWS rows of A a block against $TILE_N columns of
+// $BITS-bit weights in blocks of $BLOCK_SIZE along K, $WARPS warps, $SPLIT splits of K.
+__device__ __forceinline__ unsigned $NAME_word(const uint4 &v, int i) {
+  return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w;
+}
+
+__device__ __forceinline__ uint4 $NAME_load_a(const $ELEMENT *p, bool aligned) {
+  if (aligned)
+    return __ldg(reinterpret_cast<const uint4 *>(p));
+  // A caller's pointer to A may be aligned to its elements only.
+  unsigned short h[8];
+  #pragma unroll
+  for (int i = 0; i < 8; ++i)
+    h[i] = __ldg(reinterpret_cast<const unsigned short *>(p) + i);
+  return make_uint4(h[0] | (unsigned)h[1] << 16, h[2] | (unsigned)h[3] << 16,
+                    h[4] | (unsigned)h[5] << 16, h[6] | (unsigned)h[7] << 16);
+}
+
+extern "C" __global__ void __launch_bounds__($THREADS) $NAME(
+    const $ELEMENT *__restrict__ a, const unsigned char *__restrict__ packed,
+    const $ELEMENT *__restrict__ scales$ZERO_PARAMETER$BIAS_PARAMETER$RESIDUAL_PARAMETER,
+    $ELEMENT *__restrict__ c$PARTIALS_PARAMETER$DIMS) {
+  kiln_pdl_enter();
+  const long long m = $EXTENT_M, n = $EXTENT_N, k = $EXTENT_K;
+  const long long blocks = $BLOCKS, row_bytes = $ROW_BYTES;
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int part = lane & 7, group = lane >> 3;
+  const long long row0 = (long long)blockIdx.y * $ROWS;
+  const long long warp_col0 = (long long)blockIdx.x * $TILE_N + warp * $WARP_COLUMNS + group;
+  const long long split = blockIdx.z, chunks = $CHUNKS;
+  const long long per_split = (chunks + $SPLIT - 1) / $SPLIT;
+  const long long ck_begin = split * per_split;
+  const long long ck_end = ck_begin + per_split < chunks ? ck_begin + per_split : chunks;
+  const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
+  const bool a_aligned = (reinterpret_cast<unsigned long long>(a) & 15) == 0;
+  bool row_live[$ROWS];
+  #pragma unroll
+  for (int r = 0; r < $ROWS; ++r)
+    row_live[r] = row0 + r < m;
+  float acc[$ROWS][$COLUMNS_PER_LANE];
+  #pragma unroll
+  for (int r = 0; r < $ROWS; ++r)
+    #pragma unroll
+    for (int t = 0; t < $COLUMNS_PER_LANE; ++t)
+      acc[r][t] = 0.0f;
+  for (long long ck = ck_begin + part; ck < ck_end; ck += 8) {
+    // The chunk's first weight along K, and its quantization block.
+    const long long k0 = ck * $CHUNK_VALUES, blk = k0 / $BLOCK_SIZE;
+    uint4 bw[$COLUMNS_PER_LANE];
+    float scale[$COLUMNS_PER_LANE], zero_point[$COLUMNS_PER_LANE];
+    #pragma unroll
+    for (int t = 0; t < $COLUMNS_PER_LANE; ++t) {
+      const long long col = warp_col0 + 4 * t;
+      const bool live = col < n;
+      bw[t] = live ? __ldg(reinterpret_cast<const uint4 *>(packed + col * row_bytes + ck * 16)) : zero;
+      scale[t] = live ? $TO_FLOAT(scales[col * blocks + blk]) : 0.0f;
+      zero_point[t] = $ZERO_POINT;
+    }
+    float dot[$ROWS][$COLUMNS_PER_LANE], a_sum[$ROWS];
+    #pragma unroll
+    for (int r = 0; r < $ROWS; ++r) {
+      a_sum[r] = 0.0f;
+      #pragma unroll
+      for (int t = 0; t < $COLUMNS_PER_LANE; ++t)
+        dot[r][t] = 0.0f;
+    }
+    // Eight weights of A's row at a time; A past K (the last block's
+    // padding) reads as zeros.
+    #pragma unroll
+    for (int s = 0; s < $CHUNK_VALUES / 8; ++s) {
+      const long long kk = k0 + 8 * s;
+      #pragma unroll
+      for (int r = 0; r < $ROWS; ++r) {
+        const uint4 aw = row_live[r] && kk < k ? $NAME_load_a(a + (row0 + r) * k + kk, a_aligned) : zero;
+        float af[8];
+        const $PAIR_TYPE *ap = reinterpret_cast<const $PAIR_TYPE *>(&aw);
+        #pragma unroll
+        for (int h = 0; h < 4; ++h) {
+          const float2 f = $UNPACK_PAIR(ap[h]);
+          af[2 * h] = f.x;
+          af[2 * h + 1] = f.y;
+        }
+        #pragma unroll
+        for (int j = 0; j < 8; ++j)
+          a_sum[r] += af[j];
+        #pragma unroll
+        for (int t = 0; t < $COLUMNS_PER_LANE; ++t)
+          #pragma unroll
+          for (int j = 0; j < 8; ++j) {
+            const int bit = (8 * s + j) * $BITS;
+            const unsigned q = ($NAME_word(bw[t], bit / 32) >> (bit % 32)) & $MASKu;
+            dot[r][t] += af[j] * (float)q;
+          }
+      }
+    }
+    #pragma unroll
+    for (int r = 0; r < $ROWS; ++r)
+      #pragma unroll
+      for (int t = 0; t < $COLUMNS_PER_LANE; ++t)
+        acc[r][t] += scale[t] * (dot[r][t] - zero_point[t] * a_sum[r]);
+  }
+$EXCHANGE
+  const long long row = row0 + held_row;
+  if ((part & copies) != 0 || row >= m)
+    return;
+  const $ELEMENT *r_mat = $R_MAT;$BIAS_LOCAL
+  $ELEMENT *c_mat = c;
+  #pragma unroll
+  for (int t = 0; t < $COLUMNS_PER_LANE; ++t) {
+    const long long col = warp_col0 + 4 * t;
+    if (col >= n)
+      continue;
+    float v = acc[0][t];
+$STORE
+  }
+}
+)cuda";
+
+/// Adds the splits' sums in split order and applies the epilogue.
+constexpr const char *kCombineKernel = R"cuda(
+extern "C" __global__ void $NAME_combine(const float *__restrict__ partials$BIAS_PARAMETER$RESIDUAL_PARAMETER,
+    $ELEMENT *__restrict__ c$DIMS) {
+  kiln_pdl_enter();
+  const long long m = $EXTENT_M, n = $EXTENT_N;
+  const $ELEMENT *r_mat = $R_MAT;$BIAS_LOCAL
+  $ELEMENT *c_mat = c;
+  for (long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x; e < m * n;
+       e += (long long)gridDim.x * blockDim.x) {
+    const long long row = e / n, col = e % n;
+    float v = 0.0f;
+    #pragma unroll
+    for (int s = 0; s < $SPLIT; ++s)
+      v += partials[(s * m + row) * n + col];
+$FINISH
+  }
+}
+)cuda";
+
+int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+} // namespace
+
+PackedGemvChoice choosePackedGemv(const PackedGemvShape &shape) {
+  PackedGemvChoice choice;
+  int64_t chunkValues = 128 / shape.bits;
+  if (shape.dtype != rt::DType::F16 && shape.dtype != rt::DType::BF16)
+    choice.refusal = "the packed GEMV multiplies float16 and bfloat16";
+  else if (shape.leastM > kMostLeastRows)
+    choice.refusal =
+        "every run has more than " + std::to_string(kMostLeastRows) + " rows";
+  else if (shape.blockSize % chunkValues != 0)
+    choice.refusal = "blocks of " + std::to_string(shape.blockSize) +
+                     " weights are not whole 16-byte chunks of " +
+                     std::to_string(shape.bits) + "-bit weights";
+  else if (shape.k % 8 != 0)
+    choice.refusal =
+        "K = " + std::to_string(shape.k) + " is not whole 16-byte chunks of A";
+  if (!choice.refusal.empty())
+    return choice;
+  int64_t rows = std::min<int64_t>(kMostRows, llvm::PowerOf2Ceil(shape.leastM));
+  // 64 columns a block: four warps of four columns of 8 lanes, four
+  // columns a lane.
+  GemmConfig config = {GemmForm::Gemv, rows, 64, chunkValues, 1, 4, 1};
+  int64_t chunks = shape.blocks * shape.blockSize / chunkValues;
+  int64_t blocks = ceilDiv(shape.leastM, rows) * ceilDiv(shape.n, 64);
+  while (blocks * config.splitK < kBlocksWanted &&
+         config.splitK * 2 <= kMostSplits &&
+         chunks / (config.splitK * 2) >= kLeastChunksPerSplit)
+    config.splitK *= 2;
+  choice.config = config;
+  choice.mostRows = std::min(kMostLeastRows, rows * kMostPasses);
+  return choice;
+}
+
+void emitPackedGemv(const PackedGemvShape &shape, const GemmConfig &config,
+                    const std::string &name, const std::string &rows,
+                    const std::string &dims, llvm::raw_ostream &os) {
+  assert(config.form == GemmForm::Gemv && config.tileM <= 8 &&
+         "a power of two rows, at most one for each lane of a column");
+  gemm::HalfSpelling h = gemm::spellingOf(shape.dtype);
+  auto str = [](int64_t v) { return std::to_string(v); };
+  int64_t warps = config.warpsM * config.warpsN;
+  int64_t warpColumns = config.tileN / warps;
+  int64_t chunkValues = 128 / shape.bits;
+  int64_t perByte = 8 / shape.bits;
+  std::string zeroParameter, zeroPoint;
+  switch (shape.zeroPoints) {
+  case PackedGemvShape::ZeroPoints::Middle:
+    zeroPoint = str(int64_t(1) << (shape.bits - 1)) + ".0f";
+    break;
+  case PackedGemvShape::ZeroPoints::Packed:
+    zeroParameter = ", const unsigned char *__restrict__ zero_points";
+    zeroPoint = "live ? (float)((zero_points[col * " +
+                str(llvm::divideCeil(shape.blocks * shape.bits, 8)) +
+                " + blk / " + str(perByte) + "] >> ((blk % " + str(perByte) +
+                ") * " + str(shape.bits) + ")) & " +
+                str((1 << shape.bits) - 1) + "u) : 0.0f";
+    break;
+  case PackedGemvShape::ZeroPoints::Float:
+    zeroParameter =
+        ", const " + std::string(h.type) + " *__restrict__ zero_points";
+    zeroPoint = "live ? " + std::string(h.toFloat) +
+                "(zero_points[col * blocks + blk]) : 0.0f";
+    break;
+  }
+  GemmKernelKind kind;
+  kind.dtype = shape.dtype;
+  kind.transB = true;
+  kind.bias = shape.bias;
+  kind.residual = shape.residual;
+  kind.activation = shape.activation;
+  std::string finish = gemm::finishOf(kind);
+  std::string store = config.splitK > 1
+                          ? "    partials[(split * m + row) * n + col] = v;\n"
+                          : finish;
+  std::string element = h.type;
+  std::vector<std::pair<std::string, std::string>> values = {
+      {"$NAME", name},
+      {"$ELEMENT", element},
+      {"$UNPACK_PAIR", h.pairToFloat2},
+      {"$PAIR_TYPE", h.pair},
+      {"$TO_FLOAT", h.toFloat},
+      {"$THREADS", str(config.threads())},
+      {"$WARPS", str(warps)},
+      {"$ROWS", str(config.tileM)},
+      {"$TILE_N", str(config.tileN)},
+      {"$WARP_COLUMNS", str(warpColumns)},
+      {"$COLUMNS_PER_LANE", str(warpColumns / 4)},
+      {"$EXCHANGE", gemm::gemvExchangeText(config.tileM, warpColumns / 4)},
+      {"$SPLIT", str(config.splitK)},
+      {"$BITS", str(shape.bits)},
+      {"$MASK", str((1 << shape.bits) - 1)},
+      {"$BLOCK_SIZE", str(shape.blockSize)},
+      {"$BLOCKS", str(shape.blocks)},
+      {"$ROW_BYTES", str(shape.blocks * shape.blockSize * shape.bits / 8)},
+      {"$CHUNKS", str(shape.blocks * shape.blockSize / chunkValues)},
+      {"$CHUNK_VALUES", str(chunkValues)},
+      {"$EXTENT_M", rows},
+      {"$EXTENT_N", str(shape.n)},
+      {"$EXTENT_K", str(shape.k)},
+      {"$ZERO_PARAMETER", zeroParameter},
+      {"$ZERO_POINT", zeroPoint},
+      {"$BIAS_PARAMETER",
+       shape.bias ? ", const " + element + " *__restrict__ bias" : ""},
+      {"$RESIDUAL_PARAMETER",
+       shape.residual ? ", const " + element + " *__restrict__ residual" : ""},
+      {"$R_MAT", std::string(shape.residual ? "residual" : "nullptr")},
+      {"$BIAS_LOCAL",
+       shape.bias ? "" : "\n  const " + element + " *bias = nullptr;"},
+      {"$PARTIALS_PARAMETER",
+       std::string(config.splitK > 1 ? ", float *__restrict__ partials" : "")},
+      {"$DIMS", dims},
+      {"$STORE", store},
+      {"$FINISH", finish}};
+  os << substitute(kMainKernel, values);
+  if (config.splitK > 1)
+    os << substitute(kCombineKernel, values);
+}
+
+} // namespace kiln

@@ -1,0 +1,185 @@
+//===- PlanPackedMatmuls.cpp - the plan's steps of quantized weights ------===//
+//
+// PlanBuilder's steps for a GEMM kernel whose weights are block-quantized
+// (kiln-fuse put their kiln.dequantize in it). A decoding step's few rows
+// run the packed GEMV (PackedGemvEmitter.cpp), which reads the weights as
+// they are stored; a prefill's many rows reuse each weight across the rows,
+// so the weights are unpacked once a run into scratch by the dequantize's
+// own kernel (the elementwise family's) and multiplied as floats by the
+// matmul step that follows (cuBLASLt, or Kiln's GEMMs). Where the dims'
+// ranges allow both, each path's steps are guarded by the run's rows, as a
+// split attention's are by its queries, so a run takes one or the other.
+//
+//===----------------------------------------------------------------------===//
+
+#include "PlanBuilder.h"
+
+#include "EmitterSupport.h"
+#include "GemmEmitter.h"
+#include "kiln/ConstantData/RuntimeDType.h"
+#include "kiln/Dialect/Kiln/SymbolicShapes.h"
+#include "mlir/IR/IRMapping.h"
+
+using namespace mlir;
+
+namespace kiln::detail {
+
+FailureOr<std::optional<PlanBuilder::UnpackedWeights>>
+PlanBuilder::addPackedGemm(KernelOp kernel, MatmulOp matmul,
+                           DequantizeOp dequantize, const MatmulPlan &plan,
+                           llvm::raw_ostream &source) {
+  auto outside = [&](Value v) {
+    return bufferOf.at(
+        kernel.getInputs()[cast<BlockArgument>(v).getArgNumber()]);
+  };
+  const rt::MatmulStep &step = plan.step;
+  const Size &m = plan.sizes[1];
+  GemmEpilogueAttr epilogue = kernel.getEpilogueAttr();
+  PackedGemvShape shape;
+  shape.dtype = step.dtype;
+  shape.leastM = lowerBound(m.getExpr(), dimRangesOf(func)).value_or(1);
+  shape.upperM = m.upper();
+  shape.n = plan.sizes[2].upper();
+  shape.k = plan.sizes[3].upper();
+  shape.bits = dequantize.getBits();
+  shape.blockSize = dequantize.getBlockSize();
+  shape.blocks = dequantize.getBlockCount();
+  Value zeroPoints = dequantize.getZeroPoints();
+  shape.zeroPoints = !zeroPoints ? PackedGemvShape::ZeroPoints::Middle
+                     : dequantize.hasIntegerZeroPoints()
+                         ? PackedGemvShape::ZeroPoints::Packed
+                         : PackedGemvShape::ZeroPoints::Float;
+  shape.bias = epilogue.getBias() >= 0;
+  shape.residual = epilogue.getResidual() >= 0;
+  shape.activation = step.activation;
+  PackedGemvChoice choice = choosePackedGemv(shape);
+  // The GEMV reads A as m rows of k: one matrix (matmulPlan merges a batch
+  // of row-major A against one B into its rows).
+  if (choice.config && (step.batch != 1 || step.outerBatch != 1))
+    choice = {std::nullopt, 0, "its A is not one matrix of rows"};
+  bool unpackedRuns = !choice.config || shape.upperM > choice.mostRows;
+  // 1 where the run's rows are at most the GEMV's, else 0 (clamped), and
+  // the converse.
+  DimExpr most = DimExpr::constant(choice.mostRows);
+  std::optional<DimExpr> within =
+      DimExpr::sub(DimExpr::constant(choice.mostRows + 1), m.getExpr());
+  std::optional<DimExpr> past = DimExpr::sub(m.getExpr(), most);
+  bool guarded = choice.config && unpackedRuns;
+  if (guarded && (!within || !past))
+    return kernel.emitOpError("has rows whose bound overflows");
+
+  std::string dims;
+  for (StringRef dim : dimNamesOf(func))
+    dims += ", long long " + dimParameterName(dim);
+  uint32_t result = bufferOf.at(kernel.getResult(0));
+  std::optional<uint32_t> bias, residual;
+  if (shape.bias)
+    bias = bufferOf.at(kernel.getInputs()[epilogue.getBias()]);
+  if (shape.residual)
+    residual = bufferOf.at(kernel.getInputs()[epilogue.getResidual()]);
+
+  if (choice.config) {
+    const GemmConfig &config = *choice.config;
+    std::string name =
+        "kiln_gemvq_" + std::to_string(artifact.kernelNames.size());
+    emitPackedGemv(shape, config, name, m.str(), dims, source);
+    SmallVector<uint32_t> args = {outside(matmul.getLhs()),
+                                  outside(dequantize.getPacked()),
+                                  outside(dequantize.getScales())};
+    if (zeroPoints)
+      args.push_back(outside(zeroPoints));
+    if (bias)
+      args.push_back(*bias);
+    if (residual)
+      args.push_back(*residual);
+    args.push_back(result);
+    std::optional<uint32_t> partials;
+    if (config.splitK > 1) {
+      partials = addScratch(config.splitK *
+                            std::min(shape.upperM, choice.mostRows) * shape.n);
+      args.push_back(*partials);
+    }
+    int64_t mostRows = std::min(shape.upperM, choice.mostRows);
+    LaunchGeometry main;
+    main.grid = {
+        static_cast<uint32_t>((shape.n + config.tileN - 1) / config.tileN),
+        static_cast<uint32_t>((mostRows + config.tileM - 1) / config.tileM),
+        static_cast<uint32_t>(config.splitK)};
+    main.block = {static_cast<uint32_t>(config.threads()), 1, 1};
+    if (!m.getExpr().isConstant())
+      main.symbolicGrid[1] =
+          SymbolicGridDim{m.getExpr(), config.tileM, int64_t(main.grid[1])};
+    pushLaunch(kernel, name, main, args);
+    if (guarded)
+      guardStep(artifact.steps.size() - 1, *within);
+    if (partials) {
+      SmallVector<uint32_t> combineArgs = {*partials};
+      if (bias)
+        combineArgs.push_back(*bias);
+      if (residual)
+        combineArgs.push_back(*residual);
+      combineArgs.push_back(result);
+      LaunchGeometry combine;
+      std::optional<DimExpr> elements =
+          DimExpr::mul(m.getExpr(), DimExpr::constant(shape.n));
+      if (!elements)
+        return kernel.emitOpError("has a size that overflows");
+      setGridDim(combine, 0, Size(*elements, mostRows * shape.n), kBlockSize,
+                 kMaxGrid);
+      combine.block[0] = kBlockSize;
+      pushLaunch(kernel, name + "_combine", combine, combineArgs);
+      if (guarded)
+        guardStep(artifact.steps.size() - 1, *within);
+    }
+    if (configs) {
+      KernelConfig record;
+      record.kernel = name;
+      record.op = kernel;
+      record.gemmCandidates = {config};
+      configs->push_back(std::move(record));
+    }
+  }
+  if (!unpackedRuns)
+    return std::optional<UnpackedWeights>();
+
+  // The weights as floats, by the dequantize alone in a kernel of its own,
+  // emitted as the elementwise family emits it.
+  RankedTensorType weights = dequantize.getType();
+  uint32_t unpacked = addScratch(weights.getNumElements(), step.dtype);
+  OpBuilder builder(kernel);
+  SmallVector<Value> inputs;
+  for (Value operand : dequantize->getOperands())
+    inputs.push_back(
+        kernel.getInputs()[cast<BlockArgument>(operand).getArgNumber()]);
+  auto unpack = KernelOp::create(
+      builder, dequantize.getLoc(), TypeRange{weights},
+      KernelKindAttr::get(builder.getContext(), KernelKind::copy), inputs,
+      GemmEpilogueAttr());
+  Block *unpackBody = builder.createBlock(&unpack.getBody());
+  IRMapping mapping;
+  for (auto [operand, input] : llvm::zip(dequantize->getOperands(), inputs))
+    mapping.map(operand,
+                unpackBody->addArgument(input.getType(), input.getLoc()));
+  Operation *copied = builder.clone(*dequantize, mapping);
+  YieldOp::create(builder, dequantize.getLoc(), copied->getResult(0));
+  std::string name =
+      "kiln_unpack_" + std::to_string(artifact.kernelNames.size());
+  FailureOr<LaunchGeometry> geometry =
+      emitKernel(unpack, name, source, options);
+  unpack.erase();
+  if (failed(geometry))
+    return failure();
+  SmallVector<uint32_t> args;
+  for (Value input : inputs)
+    args.push_back(bufferOf.at(input));
+  args.push_back(unpacked);
+  pushLaunch(kernel, name, *geometry, args);
+  std::optional<DimExpr> when;
+  if (guarded) {
+    guardStep(artifact.steps.size() - 1, *past);
+    when = *past;
+  }
+  return std::optional<UnpackedWeights>(UnpackedWeights{unpacked, when});
+}
+
+} // namespace kiln::detail
