@@ -685,6 +685,19 @@ inline unsigned long long __brevll(const unsigned long long x) noexcept {
   return static_cast<unsigned long long>(__brev(unsigned(x))) << 32 |
          __brev(unsigned(x >> 32));
 }
+/// Byte n of the result is byte (s >> 4n) & 7 of the eight bytes of x (0 to
+/// 3, least significant first) then y (4 to 7): the PTX ISA's prmt in its
+/// default mode, which __byte_perm is.
+inline unsigned int __byte_perm(const unsigned int x, const unsigned int y,
+                                const unsigned int s) noexcept {
+  const unsigned long long bytes = static_cast<unsigned long long>(y) << 32 | x;
+  unsigned int result = 0;
+  for (int n = 0; n < 4; ++n)
+    result |= static_cast<unsigned int>((bytes >> (8 * ((s >> (4 * n)) & 7u))) &
+                                        0xffu)
+              << (8 * n);
+  return result;
+}
 /// Products of the low 24 bits (signed for __mul24); the low 32 bits remain.
 inline int __mul24(const int x, const int y) noexcept {
   const int64_t a = int32_t(uint32_t(x) << 8) >> 8;

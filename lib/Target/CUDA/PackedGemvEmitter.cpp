@@ -10,8 +10,9 @@
 // one quantization block), four columns a lane.
 //
 // A chunk's weights share one scale s and zero point z, so the lane adds
-// s (sum a q - z sum a) for the chunk: two multiply-adds a weight (the
-// integer's conversion and the product) and the block's constants once.
+// s (sum a q - z sum a) for the chunk: a weight costs its share of a mask,
+// a byte permute that makes it a float, and the multiply-add; the block's
+// constants are applied once.
 // That is the dequantize's value, exact products of small integers and the
 // scale, summed in another order than the unpacked path's: within the
 // fp32 accumulation the contract allows, not bit for bit.
@@ -58,6 +59,18 @@ constexpr const char *kMainKernel = R"cuda(
 // $BITS-bit weights in blocks of $BLOCK_SIZE along K, $WARPS warps, $SPLIT splits of K.
 __device__ __forceinline__ unsigned $NAME_word(const uint4 &v, int i) {
   return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w;
+}
+
+// The float 0.5 + q / 256 of the value q < 128 in byte `b` of `x`: q as
+// byte 2 of 0x3f000000 (2^-1, its exponent's low bit clear). A prmt, where
+// a conversion (I2F) issues at an eighth of the rate.
+__device__ __forceinline__ float $NAME_half_plus(unsigned x, int b) {
+  return __uint_as_float(__byte_perm(x, 0x3f000000u, 0x7054u | (unsigned)b << 8));
+}
+
+// The float 2^23 + q of byte `b` of `x` (any byte value).
+__device__ __forceinline__ float $NAME_two_23_plus(unsigned x, int b) {
+  return __uint_as_float(__byte_perm(x, 0x4b000000u, 0x7650u | (unsigned)b));
 }
 
 __device__ __forceinline__ uint4 $NAME_load_a(const $ELEMENT *p, bool aligned) {
@@ -140,20 +153,16 @@ extern "C" __global__ void __launch_bounds__($THREADS) $NAME(
         for (int j = 0; j < 8; ++j)
           a_sum[r] += af[j];
         #pragma unroll
-        for (int t = 0; t < $COLUMNS_PER_LANE; ++t)
-          #pragma unroll
-          for (int j = 0; j < 8; ++j) {
-            const int bit = (8 * s + j) * $BITS;
-            const unsigned q = ($NAME_word(bw[t], bit / 32) >> (bit % 32)) & $MASKu;
-            dot[r][t] += af[j] * (float)q;
-          }
+        for (int t = 0; t < $COLUMNS_PER_LANE; ++t) {
+$WEIGHTS
+        }
       }
     }
     #pragma unroll
     for (int r = 0; r < $ROWS; ++r)
       #pragma unroll
       for (int t = 0; t < $COLUMNS_PER_LANE; ++t)
-        acc[r][t] += scale[t] * (dot[r][t] - zero_point[t] * a_sum[r]);
+        acc[r][t] += scale[t] * ($DOT_SCALE * dot[r][t] - ($DOT_OFFSET + zero_point[t]) * a_sum[r]);
   }
 $EXCHANGE
   const long long row = row0 + held_row;
@@ -193,6 +202,47 @@ $FINISH
 )cuda";
 
 int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+/// The products of sub-chunk `s` (eight weights) of column `t` with the
+/// row's eight values of A (`af`), added to dot[r][t]. 2- and 4-bit values
+/// are masked to one a byte, several bytes at once, and read as
+/// 0.5 + q / 256 (the kernel undoes the scale and offset once a chunk:
+/// $DOT_SCALE, $DOT_OFFSET); bytes as 2^23 + q less 2^23 (exact).
+std::string weightsText(int64_t bits) {
+  switch (bits) {
+  case 4:
+    // Word s: weights 2i in byte i of its low nibbles, 2i + 1 of its high.
+    return R"cuda(          const unsigned w = $NAME_word(bw[t], s);
+          const unsigned lo = w & 0x0f0f0f0fu, hi = (w >> 4) & 0x0f0f0f0fu;
+          #pragma unroll
+          for (int i = 0; i < 4; ++i) {
+            dot[r][t] += af[2 * i] * $NAME_half_plus(lo, i);
+            dot[r][t] += af[2 * i + 1] * $NAME_half_plus(hi, i);
+          }
+)cuda";
+  case 2:
+    // Half of word s / 2: weights c and 4 + c in bytes 0 and 1 of its
+    // bits shifted by 2c.
+    return R"cuda(          const unsigned w = $NAME_word(bw[t], s / 2) >> (16 * (s % 2));
+          #pragma unroll
+          for (int c = 0; c < 4; ++c) {
+            const unsigned m = (w >> (2 * c)) & 0x03030303u;
+            dot[r][t] += af[c] * $NAME_half_plus(m, 0);
+            dot[r][t] += af[4 + c] * $NAME_half_plus(m, 1);
+          }
+)cuda";
+  default:
+    // Words 2s and 2s + 1, a weight a byte.
+    return R"cuda(          #pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            const unsigned w = $NAME_word(bw[t], 2 * s + h);
+            #pragma unroll
+            for (int i = 0; i < 4; ++i)
+              dot[r][t] += af[4 * h + i] * ($NAME_two_23_plus(w, i) - 8388608.0f);
+          }
+)cuda";
+  }
+}
 
 } // namespace
 
@@ -285,7 +335,9 @@ void emitPackedGemv(const PackedGemvShape &shape, const GemmConfig &config,
       {"$EXCHANGE", gemm::gemvExchangeText(config.tileM, warpColumns / 4)},
       {"$SPLIT", str(config.splitK)},
       {"$BITS", str(shape.bits)},
-      {"$MASK", str((1 << shape.bits) - 1)},
+      {"$WEIGHTS", weightsText(shape.bits)},
+      {"$DOT_SCALE", shape.bits == 8 ? "1.0f" : "256.0f"},
+      {"$DOT_OFFSET", shape.bits == 8 ? "0.0f" : "128.0f"},
       {"$BLOCK_SIZE", str(shape.blockSize)},
       {"$BLOCKS", str(shape.blocks)},
       {"$ROW_BYTES", str(shape.blocks * shape.blockSize * shape.bits / 8)},

@@ -1,0 +1,57 @@
+"""MatMulNBits over random packed weights, as onnxruntime-genai writes them.
+
+  packed_model.py OUT.onnx K [--block4 B] [--float32] [--static]
+
+Four products of a [batch, seq, K] input by 72 columns: int4 in blocks of
+32 (or B) with packed zero points and a bias, int8 in blocks of 16 with the
+default zero point, int2 in blocks of 64, int4 in blocks of 64 with float
+zero points; fp16 activations unless --float32; one row with --static.
+"""
+import sys
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+path, K = sys.argv[1], int(sys.argv[2])
+block4 = int(sys.argv[sys.argv.index("--block4") + 1]) if "--block4" in sys.argv else 32
+dtype = np.float32 if "--float32" in sys.argv else np.float16
+# --static: one row (a decoding step at batch 1), no dims to give.
+dims = [1, 1] if "--static" in sys.argv else ["batch", "seq"]
+onnx_type = TensorProto.FLOAT if dtype == np.float32 else TensorProto.FLOAT16
+rng = np.random.default_rng(7)
+N = 72
+nodes, weights, outputs = [], [], []
+
+
+def add(name, bits, block, zero_points=None, bias=False):
+    blocks = -(-K // block)
+    inputs = ["a", name + "_q", name + "_s"]
+    weights.append(numpy_helper.from_array(
+        rng.integers(0, 256, (N, blocks, block * bits // 8), dtype=np.uint8), name + "_q"))
+    weights.append(numpy_helper.from_array(
+        (rng.random((N, blocks)) * 0.1 + 0.01).astype(dtype), name + "_s"))
+    if zero_points == "packed":
+        weights.append(numpy_helper.from_array(
+            rng.integers(0, 256, (N, -(-blocks * bits // 8)), dtype=np.uint8), name + "_z"))
+        inputs.append(name + "_z")
+    elif zero_points == "float":
+        weights.append(numpy_helper.from_array(
+            rng.integers(0, 1 << bits, (N, blocks)).astype(dtype), name + "_z"))
+        inputs.append(name + "_z")
+    if bias:
+        inputs += [""] * (5 - len(inputs)) + [name + "_b"]
+        weights.append(numpy_helper.from_array(rng.standard_normal(N).astype(dtype), name + "_b"))
+    nodes.append(helper.make_node("MatMulNBits", inputs, [name], domain="com.microsoft",
+                                  K=K, N=N, bits=bits, block_size=block))
+    outputs.append(helper.make_tensor_value_info(name, onnx_type, dims + [N]))
+
+
+add("y4", 4, block4, "packed", bias=True)
+add("y8", 8, 16)
+add("y2", 2, 64)
+add("yf", 4, 64, "float")
+graph = helper.make_graph(
+    nodes, "g", [helper.make_tensor_value_info("a", onnx_type, dims + [K])],
+    outputs, weights)
+onnx.save(helper.make_model(graph, ir_version=8, opset_imports=[
+    helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)]), path)
