@@ -14,8 +14,8 @@ using namespace kiln;
 using namespace kiln::triton;
 
 const char *const kiln::triton::kCompileParameters[] = {
-    "dims",       "input_shapes", "precision", "kv_cache_in_place",
-    "allow_tf32", nullptr};
+    "dims",       "input_shapes", "precision",          "kv_cache_in_place",
+    "allow_tf32", "weights",      "weights_block_size", nullptr};
 
 /// Reads a "true"/"false" parameter into `out`; returns an error message.
 static std::string readFlag(const std::string &key, const std::string &value,
@@ -51,6 +51,9 @@ applyParameters(const std::map<std::string, std::string> &parameters,
       error = readFlag(key, value, options.pipeline.cacheInPlace);
     } else if (key == "allow_tf32") {
       error = readFlag(key, value, options.allowTf32);
+    } else if (key == "weights" || key == "weights_block_size") {
+      // Both read together below, once every parameter is known.
+      continue;
     } else {
       std::string known;
       for (const char *const *k = kCompileParameters; *k; ++k)
@@ -61,6 +64,20 @@ applyParameters(const std::map<std::string, std::string> &parameters,
     if (!error.empty())
       return "parameter '" + key + "': " + error;
   }
+  auto weights = parameters.find("weights");
+  auto blockSize = parameters.find("weights_block_size");
+  int64_t block = 32;
+  if (blockSize != parameters.end() &&
+      llvm::StringRef(blockSize->second).getAsInteger(10, block))
+    return "parameter 'weights_block_size': '" + blockSize->second +
+           "' is not an integer";
+  if (std::string error =
+          parseWeights(weights == parameters.end() ? "float" : weights->second,
+                       block, options.pipeline);
+      !error.empty())
+    return std::string("parameter '") +
+           (weights == parameters.end() ? "weights_block_size" : "weights") +
+           "': " + error;
   return "";
 }
 

@@ -53,6 +53,23 @@ struct PrecisionCLOptions {
                      "softmax, norm-statistics, reduction, mask, "
                      "from-integer, angle"),
       llvm::cl::CommaSeparated, llvm::cl::value_desc("island,...")};
+  enum class Weights { Float, Int4, Int8 };
+  llvm::cl::opt<Weights> weights{
+      "weights",
+      llvm::cl::desc("quantize the linear layers' weights at compile time "
+                     "(block-wise round-to-nearest, symmetric; "
+                     "docs/quantization.md)"),
+      llvm::cl::init(Weights::Float),
+      llvm::cl::values(
+          clEnumValN(Weights::Float, "float",
+                     "as the model stores them (the default)"),
+          clEnumValN(Weights::Int4, "int4", "4-bit weights, a scale a block"),
+          clEnumValN(Weights::Int8, "int8", "8-bit weights, a scale a block"))};
+  llvm::cl::opt<int64_t> weightsBlockSize{
+      "weights-block-size",
+      llvm::cl::desc("with --weights int4|int8: weights along K that share a "
+                     "scale (a power of two of at least 16)"),
+      llvm::cl::init(32)};
   llvm::cl::opt<bool> allowTf32{
       "allow-tf32",
       llvm::cl::desc("fp32 matmuls and attention on the tensor cores with "
@@ -235,6 +252,8 @@ std::vector<std::string> givenCompileOnlyFlags() {
     note(o.keepFp32Nodes);
     note(o.disableFp32Islands);
     note(o.allowTf32);
+    note(o.weights);
+    note(o.weightsBlockSize);
   }
   if (inputCLOptions.isConstructed()) {
     const InputCLOptions &o = *inputCLOptions;
@@ -260,7 +279,8 @@ std::vector<std::string> givenCompileOnlyFlags() {
 std::vector<OptionFlag> precisionOptionFlags() {
   return {{"keep-op-types", "--keep-fp32-ops"},
           {"keep-node-names", "--keep-fp32-nodes"},
-          {"disable-islands", "--disable-fp32-islands"}};
+          {"disable-islands", "--disable-fp32-islands"},
+          {"block-size", "--weights-block-size"}};
 }
 
 // Each handler registered after those it passes diagnostics on to.
@@ -291,6 +311,12 @@ void applyPrecisionCLOptions(CompileOptions &options) {
   precision.disableIslands.assign(precisionCLOptions->disableFp32Islands.begin(),
                                   precisionCLOptions->disableFp32Islands.end());
   options.allowTf32 = precisionCLOptions->allowTf32;
+  PipelineOptions &pipeline = options.pipeline;
+  pipeline.quantizeWeights =
+      precisionCLOptions->weights != PrecisionCLOptions::Weights::Float;
+  pipeline.weights.bits =
+      precisionCLOptions->weights == PrecisionCLOptions::Weights::Int8 ? 8 : 4;
+  pipeline.weights.blockSize = precisionCLOptions->weightsBlockSize;
 }
 
 

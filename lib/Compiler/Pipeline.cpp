@@ -28,6 +28,10 @@ void buildKilnPipeline(OpPassManager &pm, const PipelineOptions &options) {
   // fp32 leaves the pipeline as it was.
   if (options.precision() != "fp32")
     fpm.addPass(createKilnMixedPrecisionPass(options.mixedPrecision));
+  // After the conversion, so that weights are quantized in the type their
+  // products compute in (and their dequantize joins a 16-bit GEMM).
+  if (options.quantizeWeights)
+    fpm.addPass(createKilnQuantizeWeightsPass(options.weights));
   fpm.addPass(createKilnFusePass());
   // After fusion, so that the kernels are those of a normal build.
   if (options.exposeTensors)
@@ -55,6 +59,15 @@ struct PipelineTextOptions : public PassPipelineOptions<PipelineTextOptions> {
       *this, "cache-in-place",
       llvm::cl::desc("KV caches appended in place (kiln-cache-in-place)"),
       llvm::cl::init(false)};
+  Option<int64_t> weightBits{
+      *this, "weight-bits",
+      llvm::cl::desc("linear weights quantized to 4 or 8 bits "
+                     "(kiln-quantize-weights); 0 leaves them"),
+      llvm::cl::init(0)};
+  Option<int64_t> weightBlockSize{
+      *this, "weight-block-size",
+      llvm::cl::desc("weights a quantization block along K"),
+      llvm::cl::init(32)};
 };
 } // namespace
 
@@ -67,6 +80,9 @@ void registerKilnPipeline() {
         options.mixedPrecision.precision = text.precision;
         options.exposeTensors = text.exposeTensors;
         options.cacheInPlace = text.cacheInPlace;
+        options.quantizeWeights = text.weightBits != 0;
+        options.weights.bits = text.weightBits;
+        options.weights.blockSize = text.weightBlockSize;
         buildKilnPipeline(pm, options);
       });
 }

@@ -239,6 +239,23 @@ std::vector<Fp32Kept> collectFp32Kept(ModuleOp module) {
   return kept;
 }
 
+/// The dequantizes kiln-quantize-weights made (those with the error it
+/// measured), in program order.
+static std::vector<QuantizedWeights> collectQuantizedWeights(ModuleOp module) {
+  std::vector<QuantizedWeights> found;
+  module.walk<WalkOrder::PreOrder>([&](DequantizeOp op) {
+    auto error = op->getAttrOfType<FloatAttr>("kiln.quantization_error");
+    if (!error)
+      return;
+    RankedTensorType type = op.getType();
+    found.push_back(
+        {llvm::formatv("{0}x{1}", type.getDimSize(0), type.getDimSize(1)).str(),
+         int64_t(op.getBits()), int64_t(op.getBlockSize()),
+         error.getValueAsDouble(), toStrings(onnxNodeNames(op->getLoc()))});
+  });
+  return found;
+}
+
 CompileReport reportOf(ModuleOp module, llvm::StringRef model,
                        llvm::StringRef precision) {
   CompileReport report;
@@ -249,6 +266,7 @@ CompileReport reportOf(ModuleOp module, llvm::StringRef model,
       report.livePeakFormula = peak.str();
   report.precision = precision.str();
   report.fp32Kept = collectFp32Kept(module);
+  report.quantizedWeights = collectQuantizedWeights(module);
   report.kernelFlops = kernelFlopsOf(module);
   return report;
 }
@@ -404,6 +422,19 @@ void printReportText(const rt::Artifact &artifact, const CompileReport &report,
     }
     os << "\n";
   }
+  if (report.quantizedWeights.empty())
+    return;
+  os << "weights quantized at compile time: " << report.quantizedWeights.size()
+     << " products (relative L2 error of a random row through them)\n";
+  for (const QuantizedWeights &q : report.quantizedWeights) {
+    os << llvm::formatv("  int{0} blocks of {1,-4} {2,-12} error {3:e2}",
+                        q.bits, q.blockSize, q.shape, q.error);
+    if (!q.onnxNodes.empty()) {
+      os << "  <- ";
+      llvm::interleave(q.onnxNodes, os, ", ");
+    }
+    os << "\n";
+  }
 }
 
 void printReportJson(const rt::Artifact &artifact, const CompileReport &report,
@@ -528,6 +559,18 @@ void printReportJson(const rt::Artifact &artifact, const CompileReport &report,
                                       {"rule", k.rule}});
   }
   root["fp32_kept"] = std::move(kept);
+  llvm::json::Array quantized;
+  for (const QuantizedWeights &q : report.quantizedWeights) {
+    llvm::json::Array nodes;
+    for (const std::string &name : q.onnxNodes)
+      nodes.push_back(name);
+    quantized.push_back(llvm::json::Object{{"shape", q.shape},
+                                           {"bits", q.bits},
+                                           {"block_size", q.blockSize},
+                                           {"error", q.error},
+                                           {"onnx_nodes", std::move(nodes)}});
+  }
+  root["quantized_weights"] = std::move(quantized);
   os << llvm::formatv("{0:2}", llvm::json::Value(std::move(root))) << "\n";
 }
 

@@ -62,3 +62,19 @@ void kiln::convertToHalfBits(const float *src, uint16_t *dst, size_t count,
     dst[i] = bfloat16 ? bfloat16BitsOf(v) : halfBitsOf(v);
   }
 }
+
+float kiln::floatOfHalfBits(uint16_t bits) {
+  uint32_t sign = uint32_t(bits & 0x8000u) << 16;
+  uint32_t exponent = (bits >> 10) & 0x1fu, mantissa = bits & 0x3ffu;
+  if (exponent == 0x1fu) // Infinity or NaN, the payload kept.
+    return floatOf(sign | 0x7f800000u | mantissa << 13);
+  if (exponent != 0)
+    return floatOf(sign | (exponent + 127u - 15u) << 23 | mantissa << 13);
+  // Zero or subnormal: mantissa * 2^-24, exact in a float.
+  float magnitude = float(mantissa) * floatOf((127u - 24u) << 23);
+  return floatOf(sign | bitsOf(magnitude));
+}
+
+float kiln::floatOfBfloat16Bits(uint16_t bits) {
+  return floatOf(uint32_t(bits) << 16);
+}

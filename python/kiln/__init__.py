@@ -293,7 +293,8 @@ def compile(model: Union[str, os.PathLike, Any], *, precision: str = "fp32",
             backend: str = "auto", report: bool = False,
             base_dir: Optional[Union[str, os.PathLike]] = None,
             kv_cache_in_place: bool = False,
-            allow_tf32: bool = False) -> Model:
+            allow_tf32: bool = False, weights: str = "float",
+            weights_block_size: int = 32) -> Model:
     """Compiles an ONNX model (a path, or an `onnx.ModelProto`) in this
     process. `dims` gives symbolic dims their values (kilnc --dim), a range
     (min, max) to keep one symbolic (--dim NAME=MIN:MAX), or an expression
@@ -305,7 +306,9 @@ def compile(model: Union[str, os.PathLike, Any], *, precision: str = "fp32",
     `kv_cache_in_place` keeps a decoder's KV caches in one buffer each of
     their largest length (kilnc --kv-cache-in-place; see Model.aliases);
     `allow_tf32` runs fp32 matmuls on the tensor cores with TF32 inputs
-    (kilnc --allow-tf32), outside the fp32 contract."""
+    (kilnc --allow-tf32), outside the fp32 contract. `weights` "int4" or
+    "int8" quantizes the linear layers' weights in blocks of
+    `weights_block_size` along K (kilnc --weights; docs/quantization.md)."""
     path, data = str(model), None
     if not isinstance(model, (str, os.PathLike)):
         if not hasattr(model, "SerializeToString"):
@@ -325,7 +328,8 @@ def compile(model: Union[str, os.PathLike, Any], *, precision: str = "fp32",
         native = _kiln.compile(path, data, precision, values, ranges,
                                {k: list(v) for k, v in (input_shapes or {}).items()},
                                backend, report, kv_cache_in_place,
-                               expressions, allow_tf32)
+                               expressions, allow_tf32, weights,
+                               weights_block_size)
     except RuntimeError as e:
         raise CompileError(str(e)) from None
     return Model(native)

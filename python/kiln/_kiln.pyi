@@ -36,7 +36,8 @@ def compile(path: str, data: Optional[bytes], precision: str,
             dims: Dict[str, int], ranges: Dict[str, Tuple[int, int]],
             shapes: Dict[str, List[int]],
             backend: str, report: bool, kv_cache_in_place: bool,
-            expressions: Dict[str, str], allow_tf32: bool) -> Model: ...
+            expressions: Dict[str, str], allow_tf32: bool, weights: str,
+            weights_block_size: int) -> Model: ...
 def load(path: str, backend: str) -> Model: ...
 def dlpack_info(capsule: Any) -> Tuple[int, int, int, int, int, int,
                                        Tuple[int, ...],

@@ -282,14 +282,18 @@ compile(const std::string &path, const py::object &bytes,
         const std::map<std::string, std::pair<int64_t, int64_t>> &ranges,
         const std::map<std::string, std::vector<int64_t>> &shapes,
         const std::string &backend, bool report, bool kvCacheInPlace,
-        const std::map<std::string, std::string> &expressions,
-        bool allowTf32) {
+        const std::map<std::string, std::string> &expressions, bool allowTf32,
+        const std::string &weights, int64_t weightsBlockSize) {
   CompileOptions options;
   options.pipeline.cacheInPlace = kvCacheInPlace;
   options.allowTf32 = allowTf32;
   options.pipeline.mixedPrecision.precision = precision;
   if (precision != "fp32" && precision != "fp16" && precision != "bf16")
     throw std::invalid_argument("precision must be 'fp32', 'fp16' or 'bf16'");
+  if (std::string error =
+          parseWeights(weights, weightsBlockSize, options.pipeline);
+      !error.empty())
+    throw std::invalid_argument("weights: " + error);
   // The importer's messages name kiln.compile's arguments.
   options.import.names.dims = "dims";
   options.import.names.inputShapes = "input_shapes";

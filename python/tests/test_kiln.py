@@ -249,6 +249,22 @@ def test_allow_tf32_rounds_matmul_inputs():
         assert 0 < error < 1e-2, (name, error)
 
 
+def test_weights_int4_quantizes_linear_layers():
+    """weights="int4": BERT's linear layers quantized at compile time (the
+    report lists them); the outputs move away from onnxruntime's by the
+    quantization, not beyond it."""
+    path = os.path.join(FRESH, "bert-torchscript", "model.onnx")
+    model = kiln.compile(path, backend="host", report=True, weights="int4")
+    assert "weights quantized at compile time" in model.report
+    assert "int4 blocks of 32" in model.report
+    feeds = folder_inputs(os.path.join(FRESH, "bert-torchscript"))
+    got = model.run(feeds)
+    want = onnxruntime_outputs(path, feeds)
+    for name, value in want.items():
+        error = np.linalg.norm(got[name] - value) / np.linalg.norm(value)
+        assert 0 < error < 0.1, (name, error)
+
+
 def test_model_proto_reads_external_data_from_base_dir():
     folder = os.path.join(FRESH, "bert-dynamo")
     proto = onnx.load(os.path.join(folder, "model.onnx"), load_external_data=False)
@@ -327,6 +343,10 @@ def test_bad_arguments():
         kiln.compile(path, backend="tpu")
     with pytest.raises(ValueError, match="precision must be"):
         kiln.compile(path, precision="fp8")
+    with pytest.raises(ValueError, match="weights: 'int3' is not float"):
+        kiln.compile(path, weights="int3")
+    with pytest.raises(ValueError, match="power of two of at least 16, got 24"):
+        kiln.compile(path, weights="int4", weights_block_size=24)
     with pytest.raises(TypeError):
         kiln.compile(42)
     with pytest.raises(kiln.RunError, match="cannot"):

@@ -13,8 +13,8 @@ the backend and two KIND_CPU instances), the encoder's model.onnx compiled
 by the backend with a `dims` parameter, an unloadable artifact and a
 configuration that asks for more batch than the model has, models whose
 configurations or files cannot load (no model file, compiler options with a
-.so, an unknown or malformed parameter, padding along a dim the model lacks),
-and the encoder
+.so, an unknown or malformed parameter (dims, weights), padding along a dim
+the model lacks), and the encoder
 again, its requests of different lengths padded into one run, once with a
 valid padding configuration and once padding the batch dim. The server runs
 on free loopback ports, on the host backend, and is always stopped.
@@ -186,7 +186,9 @@ def build_repository(args, work):
               '"precison" value: { string_value: "fp16" } }\n', {})
     add_model(repository, "onnx_bad_dims", 'backend: "kiln"\nparameters { '
               'key: "dims" value: { string_value: "batch=8:1" } }\n', {})
-    for name in ("onnx_typo", "onnx_bad_dims"):
+    add_model(repository, "onnx_bad_weights", 'backend: "kiln"\nparameters '
+              '{ key: "weights" value: { string_value: "int3" } }\n', {})
+    for name in ("onnx_typo", "onnx_bad_dims", "onnx_bad_weights"):
         for file in ("model.onnx", "model.onnx.data"):
             shutil.copy(os.path.join(ENCODER, file),
                         os.path.join(repository, name, "1", file))
@@ -222,7 +224,9 @@ def check_configurations(server):
                         ("so_with_dims", ["parameter 'dims'",
                                           "a .so keeps what kilnc compiled"]),
                         ("onnx_typo", ["unknown parameter 'precison'"]),
-                        ("onnx_bad_dims", ["parameter 'dims'", "batch"])):
+                        ("onnx_bad_dims", ["parameter 'dims'", "batch"]),
+                        ("onnx_bad_weights", ["parameter 'weights'",
+                                              "'int3' is not float, int4"])):
         entry = index.get(name, {})
         reason = entry.get("reason", "")
         check(entry.get("state") == "UNAVAILABLE" and

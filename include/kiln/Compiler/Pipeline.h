@@ -25,6 +25,10 @@ struct PipelineOptions {
   /// or "bf16" (matmuls and attention in that type with fp32 accumulation,
   /// fp32 islands).
   KilnMixedPrecisionPassOptions mixedPrecision;
+  /// Weights quantized at compile time (kiln-quantize-weights) where
+  /// `quantizeWeights` is set (kilnc --weights): its bits and block size.
+  bool quantizeWeights = false;
+  KilnQuantizeWeightsPassOptions weights;
   /// kiln-plan-memory's options (the arena buffer alignment).
   KilnPlanMemoryPassOptions planMemory;
   /// Debugging: every named tensor in memory becomes an extra graph output

@@ -34,6 +34,18 @@ struct Fp32Kept {
   std::string rule;
 };
 
+/// A product whose weights kiln-quantize-weights quantized (kilnc
+/// --weights).
+struct QuantizedWeights {
+  /// The weights' shape as the dequantize gives it, N x K.
+  std::string shape;
+  int64_t bits = 0, blockSize = 0;
+  /// The relative L2 error of a random row through the weights.
+  double error = 0;
+  /// The ONNX nodes the product came from.
+  std::vector<std::string> onnxNodes;
+};
+
 /// The inputs of a report.
 struct CompileReport {
   /// The model file the plan was compiled from.
@@ -50,6 +62,8 @@ struct CompileReport {
   std::string precision = "fp32";
   /// Every tensor kept in fp32 under a low precision, in program order.
   std::vector<Fp32Kept> fp32Kept;
+  /// The weights quantized at compile time, in program order.
+  std::vector<QuantizedWeights> quantizedWeights;
   /// Bytes of weights; -1 for the artifact's own (`weightBytes()`), which is
   /// empty when they were streamed to the `.so` from a WeightTable.
   int64_t weightBytes = -1;

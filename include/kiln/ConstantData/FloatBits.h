@@ -24,6 +24,10 @@ uint16_t halfBitsOf(float value);
 /// same sign.
 uint16_t bfloat16BitsOf(float value);
 
+/// The float of IEEE binary16 bits (exact: every half is a float).
+float floatOfHalfBits(uint16_t bits);
+/// The float of bfloat16 bits (exact).
+float floatOfBfloat16Bits(uint16_t bits);
 /// Converts `count` floats to half (or, with `bfloat16`, bfloat16) bits,
 /// each first clamped to [-limit, limit] when `limit` is finite and the
 /// value is (a model's weight kept in range).

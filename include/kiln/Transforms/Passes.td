@@ -237,6 +237,56 @@ def KilnCacheInPlacePass : Pass<"kiln-cache-in-place", "mlir::func::FuncOp"> {
 // Fusion
 //===----------------------------------------------------------------------===//
 
+def KilnQuantizeWeightsPass
+    : Pass<"kiln-quantize-weights", "mlir::func::FuncOp"> {
+  let summary = "Block-quantize the weights of linear layers at compile time";
+  let description = [{
+    Every `kiln.matmul` of activations by a constant float matrix (f32, f16
+    or bf16, K at least one block) becomes a product by the transpose of a
+    `kiln.dequantize` of the weights quantized here, in MatMulNBits'
+    layout: `bits`-bit values (4 or 8) packed along K for each output
+    column, one scale for each block of `block-size` along K, and the
+    middle of the range (8, 128) as the zero point. Each scale is the
+    block's largest magnitude over 7 (int4) or 127 (int8), rounded to the
+    weights' type; each weight is round(w / scale) + middle, clamped to the
+    range, and the padding past K is the middle (weights of 0). This is
+    symmetric round-to-nearest, what onnxruntime's default MatMulNBits
+    quantizer writes. The weights are never held twice as floats: they are
+    read where they are stored and their pages dropped, and the packed
+    bytes are spilled to a temporary file as other converted weights are.
+
+    Each dequantize records `kiln.quantization_error`: the relative L2
+    distance between a seeded random row times the weights and times their
+    dequantized values (in the weights' type, as the kernels compute them),
+    which `kilnc --report` lists. Runs after kiln-mixed-precision, so that
+    a model's weights are quantized in the type the products compute in
+    (and the dequantize fuses into a 16-bit GEMM, kiln-fuse).
+
+    Before:
+    ```mlir
+    %y = kiln.matmul %a, %w : (tensor<1x64xf16>, tensor<64x8xf16>) -> tensor<1x8xf16>
+    ```
+    After (`bits=4 block-size=32`):
+    ```mlir
+    %q = kiln.constant dense_resource<quantized0> : tensor<8x2x16xui8>
+    %s = kiln.constant dense<...> : tensor<8x2xf16>
+    %d = kiln.dequantize %q, %s {bits = 4 : i64, block_size = 32 : i64,
+        kiln.quantization_error = 0.07 : f64}
+        : (tensor<8x2x16xui8>, tensor<8x2xf16>) -> tensor<8x64xf16>
+    %y = kiln.matmul %a, %d {transpose_rhs = true}
+        : (tensor<1x64xf16>, tensor<8x64xf16>) -> tensor<1x8xf16>
+    ```
+  }];
+  let options = [
+    Option<"bits", "bits", "int64_t", /*default=*/"4",
+           "bits a weight: 4 or 8">,
+    Option<"blockSize", "block-size", "int64_t", /*default=*/"32",
+           "weights a block along K, each with its own scale: a power of "
+           "two of at least 16">,
+  ];
+  let dependentDialects = ["kiln::KilnDialect"];
+}
+
 def KilnFusePass : Pass<"kiln-fuse", "mlir::func::FuncOp"> {
   let summary = "Group ops into kiln.kernel regions, one launch each";
   let description = [{

@@ -73,3 +73,31 @@ TEST(FloatBits, ClampsFiniteValuesToTheLimit) {
 }
 
 } // namespace
+
+namespace {
+
+/// Every half and bfloat16 back to a float, against APFloat; a round trip
+/// gives the bits again (NaNs stay NaNs).
+TEST(FloatBits, WidenEverySixteenBitValueExactly) {
+  for (uint32_t bits = 0; bits <= 0xffffu; ++bits) {
+    for (bool bfloat : {false, true}) {
+      const llvm::fltSemantics &semantics =
+          bfloat ? llvm::APFloat::BFloat() : llvm::APFloat::IEEEhalf();
+      llvm::APFloat wide(semantics, llvm::APInt(16, bits));
+      bool losesInfo = false;
+      (void)wide.convert(llvm::APFloat::IEEEsingle(),
+                         llvm::APFloat::rmNearestTiesToEven, &losesInfo);
+      float got = bfloat ? floatOfBfloat16Bits(uint16_t(bits))
+                         : floatOfHalfBits(uint16_t(bits));
+      if (wide.isNaN()) {
+        ASSERT_TRUE(std::isnan(got)) << bits;
+        continue;
+      }
+      ASSERT_EQ(got, wide.convertToFloat()) << bits << (bfloat ? " bf16" : "");
+      ASSERT_EQ(std::signbit(got), wide.isNegative()) << bits;
+      ASSERT_EQ(bfloat ? bfloat16BitsOf(got) : halfBitsOf(got), bits);
+    }
+  }
+}
+
+} // namespace

@@ -1,0 +1,259 @@
+//===- QuantizeWeights.cpp - block-quantize linear weights at compile time ===//
+//
+// kiln-quantize-weights: each product of activations by a constant matrix
+// (a linear layer's weights) becomes a product by the kiln.dequantize of
+// the weights quantized here, in MatMulNBits' layout: K-row-major packed
+// values per output column, blocks of `block-size` along K, one scale a
+// block and the middle of the range as the zero point (symmetric
+// round-to-nearest, as onnxruntime's default MatMulNBits quantizer and
+// onnxruntime-genai's builder write them). From there the weights run as an
+// imported quantized model's do: a GEMV over the packed bytes for decoding's
+// few rows, unpacked once a run for many (docs/quantization.md).
+//
+// Each block's scale is its largest magnitude over the largest positive
+// value (7 for int4, 127 for int8), rounded to the weights' element type,
+// and the weights are divided by that rounded scale, so that the stored
+// scale is the one the values were rounded against. The error is measured
+// as the kernels will see it: one random row (a seeded normal vector)
+// through the weights and through their dequantized values, the relative
+// L2 distance recorded on the dequantize (kiln.quantization_error) for the
+// report.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/Transforms/Passes.h"
+
+#include "kiln/ConstantData/FloatBits.h"
+#include "kiln/ConstantData/HostTensor.h"
+#include "kiln/Dialect/Kiln/KilnOps.h"
+#include "kiln/Dialect/Kiln/MappedWeights.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/DialectResourceBlobManager.h"
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+namespace kiln {
+#define GEN_PASS_DEF_KILNQUANTIZEWEIGHTSPASS
+#include "kiln/Transforms/Passes.h.inc"
+} // namespace kiln
+
+using namespace mlir;
+using namespace kiln;
+
+namespace {
+
+/// The floats of a weight, read where they are stored (a mapped model file
+/// or a spilled conversion, whose pages are dropped afterwards) or, for a
+/// small or splat constant, decoded whole.
+class WeightValues {
+public:
+  static FailureOr<WeightValues> of(ElementsAttr value) {
+    WeightValues w;
+    w.type = cast<RankedTensorType>(value.getType()).getElementType();
+    w.raw = storedBytesInPlace(value);
+    if (w.raw.empty()) {
+      auto tensor = HostTensor::fromElementsAttr(value);
+      if (failed(tensor))
+        return failure();
+      w.decoded.resize(tensor->numElements());
+      for (size_t i = 0; i < w.decoded.size(); ++i)
+        w.decoded[i] = float(tensor->getAsDouble(i));
+    }
+    return w;
+  }
+
+  float at(int64_t i) const {
+    if (raw.empty())
+      return decoded[i];
+    if (type.isF32()) {
+      float v;
+      std::memcpy(&v, raw.data() + 4 * i, 4);
+      return v;
+    }
+    uint16_t bits;
+    std::memcpy(&bits, raw.data() + 2 * i, 2);
+    return type.isBF16() ? floatOfBfloat16Bits(bits) : floatOfHalfBits(bits);
+  }
+
+  void release() const {
+    if (!raw.empty())
+      releaseMappedWeightPages(raw);
+  }
+
+private:
+  Type type;
+  ArrayRef<char> raw;
+  std::vector<float> decoded;
+};
+
+/// `value` rounded to element type `et` (f32, f16 or bf16), as a float.
+float roundTo(Type et, float value) {
+  if (et.isF16())
+    return floatOfHalfBits(halfBitsOf(value));
+  if (et.isBF16())
+    return floatOfBfloat16Bits(bfloat16BitsOf(value));
+  return value;
+}
+
+/// A constant of `type` holding `bytes` (the blob named `name` past a few
+/// elements; spilled to a temporary file when large).
+Value constantOf(OpBuilder &b, Location loc, RankedTensorType type,
+                 std::vector<char> bytes, StringRef name) {
+  if (type.getNumElements() <= 16)
+    return ConstantOp::create(
+        b, loc,
+        DenseElementsAttr::getFromRawBuffer(type, ArrayRef<char>(bytes)));
+  AsmResourceBlob blob =
+      spilledBlob(bytes.size(), [&](char *chunk, size_t offset, size_t size) {
+        std::memcpy(chunk, bytes.data() + offset, size);
+      });
+  return ConstantOp::create(
+      b, loc, DenseResourceElementsAttr::get(type, name, std::move(blob)));
+}
+
+struct KilnQuantizeWeightsPass
+    : public kiln::impl::KilnQuantizeWeightsPassBase<KilnQuantizeWeightsPass> {
+  using KilnQuantizeWeightsPassBase::KilnQuantizeWeightsPassBase;
+
+  void runOnOperation() override {
+    if (bits != 4 && bits != 8) {
+      // At the function's location: the options are wrong, not the IR.
+      mlir::emitError(getOperation().getLoc(),
+                      "kiln-quantize-weights: bits must be 4 or 8, got ")
+          << int64_t(bits);
+      return signalPassFailure();
+    }
+    if (blockSize < 16 || (blockSize & (blockSize - 1)) != 0) {
+      mlir::emitError(getOperation().getLoc(),
+                      "kiln-quantize-weights: block-size must be a power of "
+                      "two of at least 16, got ")
+          << int64_t(blockSize);
+      return signalPassFailure();
+    }
+    SmallVector<MatmulOp> products;
+    getOperation().walk([&](MatmulOp matmul) {
+      if (isWeightProduct(matmul))
+        products.push_back(matmul);
+    });
+    for (auto [i, matmul] : llvm::enumerate(products))
+      if (failed(quantize(matmul, i)))
+        return signalPassFailure();
+  }
+
+  /// A product of activations by a constant matrix of floats with at least
+  /// one whole block along K.
+  bool isWeightProduct(MatmulOp matmul) {
+    auto weights = matmul.getRhs().getDefiningOp<ConstantOp>();
+    if (!weights || matmul.getTransposeLhs() ||
+        isa<KernelOp>(matmul->getParentOp()))
+      return false;
+    auto type = cast<RankedTensorType>(matmul.getRhs().getType());
+    Type et = type.getElementType();
+    int64_t k = type.getDimSize(matmul.getTransposeRhs() ? 1 : 0);
+    return type.getRank() == 2 && type.hasStaticShape() &&
+           (et.isF32() || et.isF16() || et.isBF16()) && k >= blockSize;
+  }
+
+  LogicalResult quantize(MatmulOp matmul, size_t index) {
+    auto constant = matmul.getRhs().getDefiningOp<ConstantOp>();
+    auto type = cast<RankedTensorType>(constant.getType());
+    Type et = type.getElementType();
+    bool transposed = matmul.getTransposeRhs();
+    int64_t k = type.getDimSize(transposed ? 1 : 0);
+    int64_t n = type.getDimSize(transposed ? 0 : 1);
+    int64_t block = blockSize, blocks = (k + block - 1) / block;
+    int64_t blockBytes = block * bits / 8;
+    auto weights = WeightValues::of(constant.getValue());
+    if (failed(weights))
+      return matmul.emitOpError("has weights that cannot be read");
+    // Element (kk, col) of the weights as K x N.
+    auto weightAt = [&](int64_t kk, int64_t col) {
+      return weights->at(transposed ? col * k + kk : kk * n + col);
+    };
+    int64_t largest = (int64_t(1) << (bits - 1)) - 1;
+    int64_t middle = int64_t(1) << (bits - 1);
+    int64_t top = (int64_t(1) << bits) - 1;
+    // Padding past K holds the middle: weights of 0.
+    std::vector<uint8_t> packed(size_t(n * blocks * blockBytes),
+                                bits == 4 ? uint8_t(0x88) : uint8_t(0x80));
+    std::vector<float> scales(size_t(n * blocks));
+    std::mt19937_64 rng(0x9e3779b97f4a7c15ull + index);
+    std::normal_distribution<double> normal;
+    std::vector<double> x(k), exact(n, 0.0), approximate(n, 0.0);
+    for (double &v : x)
+      v = normal(rng);
+    std::vector<float> values(block);
+    // Column by column; K-major storage reads each block as a strided
+    // column, N-major as a row.
+    for (int64_t col = 0; col < n; ++col)
+      for (int64_t b = 0; b < blocks; ++b) {
+        int64_t count = std::min(block, k - b * block);
+        float amax = 0.0f;
+        for (int64_t j = 0; j < count; ++j) {
+          values[j] = weightAt(b * block + j, col);
+          amax = std::max(amax, std::fabs(values[j]));
+        }
+        float scale = roundTo(et, amax / float(largest));
+        scales[col * blocks + b] = scale;
+        uint8_t *out = &packed[(col * blocks + b) * blockBytes];
+        for (int64_t j = 0; j < count; ++j) {
+          int64_t q = middle;
+          if (scale != 0.0f && std::isfinite(values[j]))
+            q = std::clamp<int64_t>(
+                int64_t(std::nearbyint(values[j] / scale)) + middle, 0, top);
+          if (bits == 8)
+            out[j] = uint8_t(q);
+          else
+            out[j / 2] = uint8_t((out[j / 2] & (j % 2 ? 0x0f : 0xf0)) |
+                                 (q << (4 * (j % 2))));
+          // The value the kernels compute: (q - middle) * scale in fp32,
+          // rounded once to the element type.
+          float dequantized = roundTo(et, float(q - middle) * scale);
+          exact[col] += x[b * block + j] * double(values[j]);
+          approximate[col] += x[b * block + j] * double(dequantized);
+        }
+      }
+    weights->release();
+    double num = 0, den = 0;
+    for (int64_t col = 0; col < n; ++col) {
+      num += (approximate[col] - exact[col]) * (approximate[col] - exact[col]);
+      den += exact[col] * exact[col];
+    }
+    double error = den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+
+    OpBuilder b(matmul);
+    Location loc = matmul.getLoc();
+    std::string name = "quantized" + std::to_string(index);
+    std::vector<char> packedBytes(packed.begin(), packed.end());
+    Value packedValue = constantOf(
+        b, loc,
+        RankedTensorType::get({n, blocks, blockBytes},
+                              b.getIntegerType(8, /*isSigned=*/false)),
+        std::move(packedBytes), name);
+    auto scalesType = RankedTensorType::get({n, blocks}, et);
+    auto scalesTensor = HostTensor::allocate(et, {n, blocks});
+    if (failed(scalesTensor))
+      return failure();
+    for (size_t i = 0; i < scales.size(); ++i)
+      scalesTensor->setFromDouble(i, scales[i]);
+    Value scalesValue = constantOf(
+        b, loc, scalesType, std::move(scalesTensor->bytes), name + "_scales");
+    auto dequantize = DequantizeOp::create(
+        b, loc, RankedTensorType::get({n, k}, et), packedValue, scalesValue,
+        Value(), bits, blockSize);
+    dequantize->setAttr("kiln.quantization_error", b.getF64FloatAttr(error));
+    auto product =
+        MatmulOp::create(b, loc, matmul.getType(), matmul.getLhs(),
+                         dequantize.getResult(), false, /*transposeRhs=*/true);
+    matmul.getResult().replaceAllUsesWith(product.getResult());
+    matmul.erase();
+    if (constant->use_empty())
+      constant.erase();
+    return success();
+  }
+};
+
+} // namespace

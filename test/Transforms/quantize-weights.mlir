@@ -1,0 +1,92 @@
+// RUN: rm -rf %t && split-file %s %t
+// RUN: kiln-opt %t/products.mlir -kiln-quantize-weights="bits=4 block-size=32" | FileCheck %s --check-prefix=INT4
+// RUN: kiln-opt %t/products.mlir -kiln-quantize-weights="bits=8 block-size=16" | FileCheck %s --check-prefix=INT8
+
+// A K x N weight (transposed at compile time to MatMulNBits' N x K) and an
+// N x K one; K = 40 leaves the last block of 32 part padding.
+// INT4-LABEL: func @products
+// INT4: %[[Q:.*]] = kiln.constant dense_resource<quantized0> : tensor<6x2x16xui8>
+// INT4: %[[S:.*]] = kiln.constant dense<{{.*}}> : tensor<6x2xf32>
+// INT4: %[[W:.*]] = kiln.dequantize %[[Q]], %[[S]] {bits = 4 : i64, block_size = 32 : i64, kiln.quantization_error = {{.*}} : f64} : (tensor<6x2x16xui8>, tensor<6x2xf32>) -> tensor<6x40xf32>
+// INT4: kiln.matmul %arg0, %[[W]] {transpose_rhs = true} : (tensor<3x40xf32>, tensor<6x40xf32>) -> tensor<3x6xf32>
+// INT4: kiln.dequantize {{.*}} : (tensor<5x2x16xui8>, tensor<5x2xf16>) -> tensor<5x40xf16>
+// INT4: kiln.matmul %arg1, %{{.*}} {transpose_rhs = true} : (tensor<3x40xf16>, tensor<5x40xf16>) -> tensor<3x5xf16>
+// INT8: kiln.dequantize {{.*}} {bits = 8 : i64, block_size = 16 : i64, {{.*}}} : (tensor<6x3x16xui8>, tensor<6x3xf32>) -> tensor<6x40xf32>
+
+// negative_: products by activations (attention's scores), by a transposed
+// left operand, and by weights shorter than one block are left as they
+// are.
+// INT4-LABEL: func @negative_not_weights
+// INT4-NOT: kiln.dequantize
+// INT4: kiln.matmul %arg0, %arg1
+// INT4: kiln.matmul %arg0, %{{.*}} {transpose_lhs = true}
+// INT4: kiln.matmul %arg2, %{{.*}} :
+// INT4-NOT: kiln.dequantize
+
+// Weights that are whole multiples of each block's scale (a magnitude of
+// 7/8 in each block of 32: the scale 1/8) come back exactly, so the
+// pipeline with --weights int4 keeps the product's value.
+// RUN: kiln-run %t/exact.mlir --weights int4 --compare-pipeline --seed 3 | FileCheck %s --check-prefix=EXACT
+// EXACT: pipeline keeps semantics
+
+// RUN: not kiln-opt %t/products.mlir -kiln-quantize-weights="bits=3" 2>&1 | FileCheck %s --check-prefix=BITS
+// BITS: error: kiln-quantize-weights: bits must be 4 or 8, got 3
+// RUN: not kiln-opt %t/products.mlir -kiln-quantize-weights="block-size=24" 2>&1 | FileCheck %s --check-prefix=BLOCK
+// BLOCK: error: kiln-quantize-weights: block-size must be a power of two of at least 16, got 24
+
+//--- products.mlir
+func.func @products(%a: tensor<3x40xf32>, %h: tensor<3x40xf16>) -> (tensor<3x6xf32>, tensor<3x5xf16>) {
+  %w = kiln.constant dense<0.25> : tensor<40x6xf32>
+  %y = kiln.matmul %a, %w : (tensor<3x40xf32>, tensor<40x6xf32>) -> tensor<3x6xf32>
+  %v = kiln.constant dense<-0.5> : tensor<5x40xf16>
+  %z = kiln.matmul %h, %v {transpose_rhs = true} : (tensor<3x40xf16>, tensor<5x40xf16>) -> tensor<3x5xf16>
+  return %y, %z : tensor<3x6xf32>, tensor<3x5xf16>
+}
+
+func.func @negative_not_weights(%a: tensor<3x40xf32>, %b: tensor<40x6xf32>, %c: tensor<3x8xf32>) -> (tensor<3x6xf32>, tensor<40x6xf32>, tensor<3x6xf32>) {
+  %y = kiln.matmul %a, %b : (tensor<3x40xf32>, tensor<40x6xf32>) -> tensor<3x6xf32>
+  %w = kiln.constant dense<0.25> : tensor<3x6xf32>
+  %t = kiln.matmul %a, %w {transpose_lhs = true} : (tensor<3x40xf32>, tensor<3x6xf32>) -> tensor<40x6xf32>
+  %s = kiln.constant dense<0.5> : tensor<8x6xf32>
+  %u = kiln.matmul %c, %s : (tensor<3x8xf32>, tensor<8x6xf32>) -> tensor<3x6xf32>
+  return %y, %t, %u : tensor<3x6xf32>, tensor<40x6xf32>, tensor<3x6xf32>
+}
+
+//--- exact.mlir
+func.func @main(%a: tensor<2x64xf32>) -> tensor<2x4xf32> {
+  %w = kiln.constant dense<[
+    [0.875, -0.5, 0.25, 0.0], [-0.125, 0.875, -0.875, 0.375],
+    [0.5, 0.125, 0.625, -0.75], [-0.25, -0.375, 0.0, 0.875],
+    [0.875, -0.5, 0.25, 0.0], [-0.125, 0.875, -0.875, 0.375],
+    [0.5, 0.125, 0.625, -0.75], [-0.25, -0.375, 0.0, 0.875],
+    [0.875, -0.5, 0.25, 0.0], [-0.125, 0.875, -0.875, 0.375],
+    [0.5, 0.125, 0.625, -0.75], [-0.25, -0.375, 0.0, 0.875],
+    [0.875, -0.5, 0.25, 0.0], [-0.125, 0.875, -0.875, 0.375],
+    [0.5, 0.125, 0.625, -0.75], [-0.25, -0.375, 0.0, 0.875],
+    [0.875, -0.5, 0.25, 0.0], [-0.125, 0.875, -0.875, 0.375],
+    [0.5, 0.125, 0.625, -0.75], [-0.25, -0.375, 0.0, 0.875],
+    [0.875, -0.5, 0.25, 0.0], [-0.125, 0.875, -0.875, 0.375],
+    [0.5, 0.125, 0.625, -0.75], [-0.25, -0.375, 0.0, 0.875],
+    [0.875, -0.5, 0.25, 0.0], [-0.125, 0.875, -0.875, 0.375],
+    [0.5, 0.125, 0.625, -0.75], [-0.25, -0.375, 0.0, 0.875],
+    [0.875, -0.5, 0.25, 0.0], [-0.125, 0.875, -0.875, 0.375],
+    [0.5, 0.125, 0.625, -0.75], [-0.25, -0.375, 0.0, 0.875],
+    [0.875, -0.5, 0.25, 0.0], [-0.125, 0.875, -0.875, 0.375],
+    [0.5, 0.125, 0.625, -0.75], [-0.25, -0.375, 0.0, 0.875],
+    [0.875, -0.5, 0.25, 0.0], [-0.125, 0.875, -0.875, 0.375],
+    [0.5, 0.125, 0.625, -0.75], [-0.25, -0.375, 0.0, 0.875],
+    [0.875, -0.5, 0.25, 0.0], [-0.125, 0.875, -0.875, 0.375],
+    [0.5, 0.125, 0.625, -0.75], [-0.25, -0.375, 0.0, 0.875],
+    [0.875, -0.5, 0.25, 0.0], [-0.125, 0.875, -0.875, 0.375],
+    [0.5, 0.125, 0.625, -0.75], [-0.25, -0.375, 0.0, 0.875],
+    [0.875, -0.5, 0.25, 0.0], [-0.125, 0.875, -0.875, 0.375],
+    [0.5, 0.125, 0.625, -0.75], [-0.25, -0.375, 0.0, 0.875],
+    [0.875, -0.5, 0.25, 0.0], [-0.125, 0.875, -0.875, 0.375],
+    [0.5, 0.125, 0.625, -0.75], [-0.25, -0.375, 0.0, 0.875],
+    [0.875, -0.5, 0.25, 0.0], [-0.125, 0.875, -0.875, 0.375],
+    [0.5, 0.125, 0.625, -0.75], [-0.25, -0.375, 0.0, 0.875],
+    [0.875, -0.5, 0.25, 0.0], [-0.125, 0.875, -0.875, 0.375],
+    [0.5, 0.125, 0.625, -0.75], [-0.25, -0.375, 0.0, 0.875]]> : tensor<64x4xf32>
+  %y = kiln.matmul %a, %w : (tensor<2x64xf32>, tensor<64x4xf32>) -> tensor<2x4xf32>
+  return %y : tensor<2x4xf32>
+}
