@@ -197,7 +197,10 @@ Decision Assigner::decide(Operation *op) {
   if (auto it = islandRules.find(op);
       isa<MatmulOp>(op) && it != islandRules.end() && isOn(it->second))
     return {f32, it->second.str()};
-  if (isa<MatmulOp, AttentionOp>(op))
+  // A dequantize computes in fp32 whatever its types: its scales (and float
+  // zero points) convert with it, so that a 16-bit product reads its
+  // weights straight from it (the packed GEMV, kiln-fuse).
+  if (isa<MatmulOp, AttentionOp, DequantizeOp>(op))
     return {low, ""};
   if (auto cast = dyn_cast<CastOp>(op)) {
     // A cast reads what arrives; only its result type is decided.

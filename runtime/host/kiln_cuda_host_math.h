@@ -686,8 +686,9 @@ inline unsigned long long __brevll(const unsigned long long x) noexcept {
          __brev(unsigned(x >> 32));
 }
 /// Byte n of the result is byte (s >> 4n) & 7 of the eight bytes of x (0 to
-/// 3, least significant first) then y (4 to 7): the PTX ISA's prmt in its
-/// default mode, which __byte_perm is.
+/// 3, least significant first) then y (4 to 7), as CUDA documents
+/// __byte_perm: bits 2:0 of each selector nibble (prmt's sign-replicating
+/// bit 3 is not read).
 inline unsigned int __byte_perm(const unsigned int x, const unsigned int y,
                                 const unsigned int s) noexcept {
   const unsigned long long bytes = static_cast<unsigned long long>(y) << 32 | x;

@@ -114,7 +114,10 @@ def KilnMixedPrecisionPass : Pass<"kiln-mixed-precision", "mlir::func::FuncOp"> 
     in the low type (`precision`: fp16 or bf16) or stays in f32, in one walk
     in program order:
     - `kiln.matmul` and `kiln.attention` compute in the low type (their
-      kernels accumulate in fp32 whatever the element type);
+      kernels accumulate in fp32 whatever the element type), and so does
+      `kiln.dequantize` (its scales and float zero points converted at
+      compile time; it computes in fp32 and rounds once), so that a 16-bit
+      product reads quantized weights straight from it;
     - fp32 islands, each recorded with its rule: `softmax` (softmax and
       log_softmax with the elementwise ops that feed them alone),
       `norm-statistics` (reductions that compute a LayerNorm or RMSNorm

@@ -12,10 +12,10 @@
 // A chunk's weights share one scale s and zero point z, so the lane adds
 // s (sum a q - z sum a) for the chunk: a weight costs its share of a mask,
 // a byte permute that makes it a float, and the multiply-add; the block's
-// constants are applied once.
-// That is the dequantize's value, exact products of small integers and the
-// scale, summed in another order than the unpacked path's: within the
-// fp32 accumulation the contract allows, not bit for bit.
+// constants are applied once. The weights enter unrounded (the dequantize
+// rounds each to the activations' type, which the unpacked path
+// multiplies), and the sums run in another order: the two paths agree
+// within the 16-bit contract, not bit for bit.
 //
 // The kernels are plain launch steps (PlanLaunches.cpp's convention: the
 // buffers, then every dim of the model): the plan guards them to the runs
@@ -221,14 +221,14 @@ std::string weightsText(int64_t bits) {
           }
 )cuda";
   case 2:
-    // Half of word s / 2: weights c and 4 + c in bytes 0 and 1 of its
-    // bits shifted by 2c.
+    // Half of word s / 2: weights j and 4 + j in bytes 0 and 1 of its
+    // bits shifted by 2j.
     return R"cuda(          const unsigned w = $NAME_word(bw[t], s / 2) >> (16 * (s % 2));
           #pragma unroll
-          for (int c = 0; c < 4; ++c) {
-            const unsigned m = (w >> (2 * c)) & 0x03030303u;
-            dot[r][t] += af[c] * $NAME_half_plus(m, 0);
-            dot[r][t] += af[4 + c] * $NAME_half_plus(m, 1);
+          for (int j = 0; j < 4; ++j) {
+            const unsigned crumbs = (w >> (2 * j)) & 0x03030303u;
+            dot[r][t] += af[j] * $NAME_half_plus(crumbs, 0);
+            dot[r][t] += af[4 + j] * $NAME_half_plus(crumbs, 1);
           }
 )cuda";
   default:
@@ -263,12 +263,14 @@ PackedGemvChoice choosePackedGemv(const PackedGemvShape &shape) {
         "K = " + std::to_string(shape.k) + " is not whole 16-byte chunks of A";
   if (!choice.refusal.empty())
     return choice;
-  int64_t rows = std::min<int64_t>(kMostRows, llvm::PowerOf2Ceil(shape.leastM));
+  // A range may start at 0 rows; a block owns at least one.
+  int64_t least = std::max<int64_t>(1, shape.leastM);
+  int64_t rows = std::min<int64_t>(kMostRows, llvm::PowerOf2Ceil(least));
   // 64 columns a block: four warps of four columns of 8 lanes, four
   // columns a lane.
   GemmConfig config = {GemmForm::Gemv, rows, 64, chunkValues, 1, 4, 1};
   int64_t chunks = shape.blocks * shape.blockSize / chunkValues;
-  int64_t blocks = ceilDiv(shape.leastM, rows) * ceilDiv(shape.n, 64);
+  int64_t blocks = ceilDiv(least, rows) * ceilDiv(shape.n, 64);
   while (blocks * config.splitK < kBlocksWanted &&
          config.splitK * 2 <= kMostSplits &&
          chunks / (config.splitK * 2) >= kLeastChunksPerSplit)

@@ -57,6 +57,16 @@ PlanBuilder::addPackedGemm(KernelOp kernel, MatmulOp matmul,
   // of row-major A against one B into its rows).
   if (choice.config && (step.batch != 1 || step.outerBatch != 1))
     choice = {std::nullopt, 0, "its A is not one matrix of rows"};
+  // The GEMV loads the packed bytes 16 at a time: weights and arena
+  // buffers are aligned for it, a caller's input (seen through its
+  // reshapes) need not be.
+  Value packedSource =
+      kernel.getInputs()[cast<BlockArgument>(dequantize.getPacked())
+                             .getArgNumber()];
+  while (auto view = packedSource.getDefiningOp<ReshapeOp>())
+    packedSource = view.getInput();
+  if (choice.config && isa<BlockArgument>(packedSource))
+    choice = {std::nullopt, 0, "the packed weights are a graph input"};
   bool unpackedRuns = !choice.config || shape.upperM > choice.mostRows;
   // 1 where the run's rows are at most the GEMV's, else 0 (clamped), and
   // the converse.

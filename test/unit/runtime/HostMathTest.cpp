@@ -810,15 +810,15 @@ static_assert(sizeof(float3) == 12 && sizeof(char3) == 3, "3-vectors unpadded");
     EXPECT_EQ(make_##NAME##1(E(3)).x, E(3));                                   \
   } while (false)
 
-// prmt's default mode: each selector nibble's low three bits pick one of
-// x's bytes (0 to 3) or y's (4 to 7); the packed GEMV builds floats of
-// packed weights with it.
+// __byte_perm: each selector nibble's low three bits pick one of x's bytes
+// (0 to 3) or y's (4 to 7); the packed GEMV builds floats of packed weights
+// with it.
 TEST(HostMathIntegers, BytePermute) {
   const unsigned x = 0x33221100u, y = 0x77665544u;
   EXPECT_EQ(__byte_perm(x, y, 0x1234u), 0x11223344u);
   EXPECT_EQ(__byte_perm(x, y, 0x7654u), y);
   EXPECT_EQ(__byte_perm(x, y, 0x3210u), x);
-  // The fourth bit of a nibble is the sign-replicating mode's, not read.
+  // Bit 3 of a nibble (prmt's sign replication) is not read.
   EXPECT_EQ(__byte_perm(x, y, 0xcba9u), 0x44332211u);
   // 0.5 + q / 256 for q = 0x0b in byte 2 under 0x3f000000's exponent.
   EXPECT_EQ(__uint_as_float(__byte_perm(0x0bu, 0x3f000000u, 0x7054u)),

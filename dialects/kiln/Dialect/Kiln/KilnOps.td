@@ -688,9 +688,10 @@ def Kiln_DequantizeOp : Kiln_Op<"dequantize", [Pure]> {
     - of the scales' type, `[rows, blocks]`.
 
     Element `[r, k]` of the result is `(q - zero) * scale` for integer zero
-    points and `q * scale - zero * scale` for float ones, in fp32 (exact
-    before the one rounding to the result type): onnxruntime's definition
-    of com.microsoft.MatMulNBits' weights. The packed bytes stay the
+    points (one fp32 product, rounded to the result type) and
+    `q * scale - zero * scale` for float ones (each product and the
+    difference rounded in fp32, then rounded to the result type):
+    onnxruntime's definition of com.microsoft.MatMulNBits' weights. The packed bytes stay the
     artifact's weights: kernels read through this op where they use a
     weight, it is never folded to floats at compile time.
 

@@ -1,11 +1,13 @@
 """MatMulNBits over random packed weights, as onnxruntime-genai writes them.
 
   packed_model.py OUT.onnx K [--block4 B] [--float32] [--static]
+                  [--packed-input]
 
 Four products of a [batch, seq, K] input by 72 columns: int4 in blocks of
 32 (or B) with packed zero points and a bias, int8 in blocks of 16 with the
 default zero point, int2 in blocks of 64, int4 in blocks of 64 with float
-zero points; fp16 activations unless --float32; one row with --static.
+zero points; fp16 activations unless --float32; one row with --static;
+the int8 weights' packed bytes a graph input with --packed-input.
 """
 import sys
 import numpy as np
@@ -21,13 +23,18 @@ onnx_type = TensorProto.FLOAT if dtype == np.float32 else TensorProto.FLOAT16
 rng = np.random.default_rng(7)
 N = 72
 nodes, weights, outputs = [], [], []
+graph_inputs = [helper.make_tensor_value_info("a", onnx_type, dims + [K])]
 
 
 def add(name, bits, block, zero_points=None, bias=False):
     blocks = -(-K // block)
     inputs = ["a", name + "_q", name + "_s"]
-    weights.append(numpy_helper.from_array(
-        rng.integers(0, 256, (N, blocks, block * bits // 8), dtype=np.uint8), name + "_q"))
+    packed = rng.integers(0, 256, (N, blocks, block * bits // 8), dtype=np.uint8)
+    if bits == 8 and "--packed-input" in sys.argv:
+        graph_inputs.append(helper.make_tensor_value_info(
+            name + "_q", TensorProto.UINT8, list(packed.shape)))
+    else:
+        weights.append(numpy_helper.from_array(packed, name + "_q"))
     weights.append(numpy_helper.from_array(
         (rng.random((N, blocks)) * 0.1 + 0.01).astype(dtype), name + "_s"))
     if zero_points == "packed":
@@ -51,7 +58,6 @@ add("y8", 8, 16)
 add("y2", 2, 64)
 add("yf", 4, 64, "float")
 graph = helper.make_graph(
-    nodes, "g", [helper.make_tensor_value_info("a", onnx_type, dims + [K])],
-    outputs, weights)
+    nodes, "g", graph_inputs, outputs, weights)
 onnx.save(helper.make_model(graph, ir_version=8, opset_imports=[
     helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)]), path)
