@@ -5,8 +5,8 @@
 # then, there, from the repository root with build-gpu/ carried:
 #   scripts/gpu_check.sh [OUTDIR] [SECTIONS]
 # SECTIONS (default all but bench-untuned and bench-variants): gtest, lit,
-# gemm, attention, profile, sanitizer, models, decode, bench, bench-llama,
-# bench-untuned, bench-variants. KILN_SANITIZE: comma-separated patterns of the sanitizer runs to do
+# gemm, packed, attention, profile, sanitizer, models, decode, bench,
+# bench-llama, bench-untuned, bench-variants. KILN_SANITIZE: comma-separated patterns of the sanitizer runs to do
 # (default all); KILN_BENCH_PRECISIONS: the bench's (default fp16,bf16);
 # KILN_ATTENTION_PRECISIONS: the attention bench's (default fp16,tf32: bf16
 # has timed within 1% of fp16 on every card so far); KILN_ATTENTION_ARGS:
@@ -22,7 +22,7 @@ ROOT=$(pwd)
 export ROOT
 dest=${1:-${OUT:-}}
 out=${KILN_GPU_OUT:-build-gpu/out}
-sections=${2:-gtest,lit,gemm,attention,profile,sanitizer,models,decode,bench,bench-llama}
+sections=${2:-gtest,lit,gemm,packed,attention,profile,sanitizer,models,decode,bench,bench-llama}
 rm -rf "$out" && mkdir -p "$out/lit"
 summary="$out/summary.txt"
 : >"$summary"
@@ -84,6 +84,26 @@ if want gemm; then
   note "kernel_families --backend cuda --filter gemm/: exit $?"
   grep -E "^(FAIL|  gemm)|passed" "$out/gemm.log" | head -20 >>"$summary"
 fi
+if want packed; then
+  # The packed GEMV's bandwidth at one row (issue 39: at least 80% of HBM):
+  # four products by 8192 x 8192 weights (int4 with zero points, int8,
+  # int2, int4 with float zero points; 144 MB, more than L2 holds), each
+  # run reading them once. The device median over 200 runs, and the bytes
+  # the run must read (the packed weights, scales and zero points).
+  mkdir -p build-gpu/packed
+  python3 test/Target/CUDA/Inputs/packed_model.py build-gpu/packed/model.onnx \
+    8192 --static --n 8192 >"$out/packed.log" 2>&1
+  kilnc build-gpu/packed/model.onnx -q -o build-gpu/packed/model.so >>"$out/packed.log" 2>&1
+  timeout 120 kiln-run build-gpu/packed/model.so --backend cuda --bench \
+    --warmup 20 --iters 200 >>"$out/packed.log" 2>&1
+  note "packed GEMV bench: exit $?"
+  bytes=$(python3 -c "import onnx, sys
+m = onnx.load(sys.argv[1])
+print(sum(t.raw_data.__len__() for t in m.graph.initializer))" build-gpu/packed/model.onnx)
+  median=$(grep -oE 'bench: device: .*median [0-9.]+ ms' "$out/packed.log" |
+    grep -oE 'median [0-9.]+' | cut -d' ' -f2)
+  [ -n "$median" ] && note "packed GEMV, 1 row: $bytes bytes in $median ms: $(python3 -c "print(round($bytes / ($median * 1e-3) / 1e9, 1))") GB/s"
+fi
 if want attention; then
   # shellcheck disable=SC2086
   timeout 300 python3 bench/attention.py --tools build-gpu/bin --out "$out/attention.md" \
@@ -121,6 +141,7 @@ if want sanitizer; then
   views=build-gpu/lit/test__Target__CUDA__attention-head-views.test/t
   tf32=build-gpu/lit/test__Target__CUDA__attention-tf32.test/t
   wg=build-gpu/lit/test__Target__CUDA__attention-wgmma.test/t
+  pq=build-gpu/lit/test__Target__CUDA__packed-gemv.test/t
   # An export with its committed inputs and pinned dims.
   export_args() {
     local d=test/models/fresh/$1
@@ -162,6 +183,9 @@ if want sanitizer; then
     "gpt2-kv-in-place-generate|test/models/fresh/gpt2-dynamo-kv/model.onnx --dim batch=1,sequence=1:8,past_sequence=0:7,s53=past_sequence+sequence --kv-cache-in-place --generate 4 --prompt 1,2,3,4"
     "llama-bf16|$(export_args llama-torchscript) --precision bf16 --compare-reference --rel-l2 3e-2"
     "vit-fp32|$(export_args vit-torchscript) --compare-reference"
+    "packed-gemv-rows1|$pq/packed.so --reference-model $pq/packed.onnx --dim batch=1:4,seq=1:8 --run-dim batch=1,seq=1 --compare-reference --rel-l2 1e-3 --seed 1"
+    "packed-gemv-rows8|$pq/packed.so --reference-model $pq/packed.onnx --dim batch=1:4,seq=1:8 --run-dim batch=2,seq=4 --compare-reference --rel-l2 1e-3 --seed 3"
+    "packed-unpacked-rows9|$pq/packed.so --reference-model $pq/packed.onnx --dim batch=1:4,seq=1:8 --run-dim batch=3,seq=3 --compare-reference --rel-l2 1e-3 --seed 4"
   )
   racy=" tc-attention-fp16 tc-attention-decode tc-attention-bf16-tails tc-attention-cp-async tc-attention-cp-async-tails tc-attention-two-mtiles tc-attention-two-mtiles-tails tc-attention-two-mtiles-wide tc-attention-two-mtiles-one-stage tc-attention-two-mtiles-one-stage-tails tc-attention-two-mtiles-one-stage-wide tc-attention-two-barriers-tails tc-attention-two-mtiles-two-barriers-wide tc-attention-8-warps tc-attention-head-views-packed tc-attention-head-views-split tc-attention-head-views-decode tc-attention-wgmma-tails tc-attention-wgmma-keys64-tails tc-attention-wgmma-gqa tc-attention-wgmma-symbolic tc-attention-wgmma-elements tc-attention-tf32 tc-attention-tf32-tails tc-attention-tf32-split bert-fp32 llama-bf16 "
   deadline=$((SECONDS + 180))

@@ -1,9 +1,9 @@
 """MatMulNBits over random packed weights, as onnxruntime-genai writes them.
 
   packed_model.py OUT.onnx K [--block4 B] [--float32] [--static]
-                  [--packed-input]
+                  [--packed-input] [--n N]
 
-Four products of a [batch, seq, K] input by 72 columns: int4 in blocks of
+Four products of a [batch, seq, K] input by 72 (or N) columns: int4 in blocks of
 32 (or B) with packed zero points and a bias, int8 in blocks of 16 with the
 default zero point, int2 in blocks of 64, int4 in blocks of 64 with float
 zero points; fp16 activations unless --float32; one row with --static;
@@ -21,7 +21,7 @@ dtype = np.float32 if "--float32" in sys.argv else np.float16
 dims = [1, 1] if "--static" in sys.argv else ["batch", "seq"]
 onnx_type = TensorProto.FLOAT if dtype == np.float32 else TensorProto.FLOAT16
 rng = np.random.default_rng(7)
-N = 72
+N = int(sys.argv[sys.argv.index("--n") + 1]) if "--n" in sys.argv else 72
 nodes, weights, outputs = [], [], []
 graph_inputs = [helper.make_tensor_value_info("a", onnx_type, dims + [K])]
 
