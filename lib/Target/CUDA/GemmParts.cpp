@@ -52,6 +52,21 @@ const char *const kMainSignature =
     const $ELEMENT *residual, float *__restrict__ partials, $INTEGERS) {
   kiln_pdl_enter();)cuda";
 
+const char *const kGemvColumnStores = R"cuda($EXCHANGE
+  const long long row = row0 + held_row;
+  if ((part & copies) != 0 || row >= m)
+    return;$DECLARATIONS
+  #pragma unroll
+  for (int t = 0; t < $COLUMNS_PER_LANE; ++t) {
+    const long long col = warp_col0 + 4 * t;
+    if (col >= n)
+      continue;
+    float v = acc[0][t];
+$STORE
+  }
+}
+)cuda";
+
 std::string finishOf(const GemmKernelKind &kind) {
   HalfSpelling h = spellingOf(kind.dtype);
   return substitute(kFinish,

@@ -58,6 +58,12 @@ std::string finishAtRunTime(rt::DType dtype);
 /// (16-bit and packed) end with it.
 std::string gemvExchangeText(int64_t rows, int64_t columns);
 
+/// The end of both GEMVs over n x k weights: the exchanges ($EXCHANGE, the
+/// text gemvExchangeText gives), then each lane's row of its columns
+/// ($COLUMNS_PER_LANE) stored by $STORE, after $DECLARATIONS (the
+/// declarations the store reads that the kernel has not made).
+extern const char *const kGemvColumnStores;
+
 /// `text` with each `$NAME` of `values` replaced, and again until none is
 /// left, so that a value may hold placeholders itself. No name is the
 /// start of another. Without `complete`, placeholders may stay for a later

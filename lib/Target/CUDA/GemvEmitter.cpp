@@ -203,20 +203,7 @@ constexpr const char *kColumnMajorB = R"cuda(
   // add the whole sum to both lanes, and the lane whose bits are 0 stores.
   // Written out by the emitter (gemvExchangeText): as a loop over the masks,
   // ptxas put the sums in local memory.
-$EXCHANGE
-  const long long row = row0 + held_row;
-  if ((part & copies) != 0 || row >= m)
-    return;
-  #pragma unroll
-  for (int t = 0; t < $COLUMNS_PER_LANE; ++t) {
-    const long long col = warp_col0 + 4 * t;
-    if (col >= n)
-      continue;
-    float v = acc[0][t];
-$STORE
-  }
-}
-)cuda";
+$COLUMN_STORES)cuda";
 
 } // namespace
 
@@ -272,6 +259,8 @@ void emitGemvKernel(const GemmConfig &config, const GemmKernelKind &kind,
       {"$PAIR_TYPE", h.pair},
       {"$TO_FLOAT", h.toFloat},
       {"$SIGNATURE", gemm::kMainSignature},
+      {"$COLUMN_STORES", gemm::kGemvColumnStores},
+      {"$DECLARATIONS", ""},
       {"$INTEGERS", gemm::kIntegerParameters},
       {"$THREADS", str(config.threads())},
       {"$WARPS", str(warps)},

@@ -164,22 +164,7 @@ $WEIGHTS
       for (int t = 0; t < $COLUMNS_PER_LANE; ++t)
         acc[r][t] += scale[t] * ($DOT_SCALE * dot[r][t] - ($DOT_OFFSET + zero_point[t]) * a_sum[r]);
   }
-$EXCHANGE
-  const long long row = row0 + held_row;
-  if ((part & copies) != 0 || row >= m)
-    return;
-  const $ELEMENT *r_mat = $R_MAT;$BIAS_LOCAL
-  $ELEMENT *c_mat = c;
-  #pragma unroll
-  for (int t = 0; t < $COLUMNS_PER_LANE; ++t) {
-    const long long col = warp_col0 + 4 * t;
-    if (col >= n)
-      continue;
-    float v = acc[0][t];
-$STORE
-  }
-}
-)cuda";
+$COLUMN_STORES)cuda";
 
 /// Adds the splits' sums in split order and applies the epilogue.
 constexpr const char *kCombineKernel = R"cuda(
@@ -335,6 +320,9 @@ void emitPackedGemv(const PackedGemvShape &shape, const GemmConfig &config,
       {"$WARP_COLUMNS", str(warpColumns)},
       {"$COLUMNS_PER_LANE", str(warpColumns / 4)},
       {"$EXCHANGE", gemm::gemvExchangeText(config.tileM, warpColumns / 4)},
+      {"$COLUMN_STORES", gemm::kGemvColumnStores},
+      {"$DECLARATIONS", "\n  const $ELEMENT *r_mat = $R_MAT;$BIAS_LOCAL\n  "
+                        "$ELEMENT *c_mat = c;"},
       {"$SPLIT", str(config.splitK)},
       {"$BITS", str(shape.bits)},
       {"$WEIGHTS", weightsText(shape.bits)},
