@@ -6,6 +6,7 @@
 #include "kiln/Dialect/Kiln/SymbolicShapes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringMap.h"
 
 #include <algorithm>
@@ -98,8 +99,11 @@ std::vector<double> kernelFlopsOf(ModuleOp module) {
   for (auto func : module.getOps<func::FuncOp>())
     for (auto kernel : func.getOps<KernelOp>()) {
       // A GEMM kernel is a cuBLASLt step, not a launch: costOf counts it
-      // from the step, and the launches' numbering skips it.
-      if (kernel.getKind() == KernelKind::gemm)
+      // from the step, and the launches' numbering skips it. One of
+      // quantized weights is launched too (its packed GEMV, or the
+      // unpacking before its step; PlanPackedMatmuls.cpp).
+      if (kernel.getKind() == KernelKind::gemm &&
+          kernel.getBody().getOps<DequantizeOp>().empty())
         continue;
       double total = 0;
       kernel.getBody().walk([&](Operation *op) { total += flopsOf(op); });
@@ -114,14 +118,25 @@ std::vector<double> flopsOfKernels(const rt::Artifact &artifact,
   llvm::StringRef lastIndex;
   size_t op = 0;
   for (llvm::StringRef name : artifact.kernelNames) {
-    // kiln_<family>_<index>[_<part>]
+    // kiln_<family>_<index>[_<part>]: the launches of one op share its
+    // index. Kiln's GEMM kernels (kiln_gemm_f16_nt_..., kiln_gemm_reduce_...)
+    // are no op's launches: a matmul step runs them, and costOf counts the
+    // step.
     auto [family, rest] = name.drop_front(5).split('_');
     auto [index, part] = rest.split('_');
-    if (!flops.empty() && index != lastIndex)
+    if (index.empty() || !llvm::all_of(index, llvm::isDigit)) {
+      flops.push_back(0.0);
+      continue;
+    }
+    if (!flops.empty() && !lastIndex.empty() && index != lastIndex)
       ++op;
     lastIndex = index;
-    flops.push_back(part == "combine" || op >= opFlops.size() ? 0.0
-                                                              : opFlops[op]);
+    // A combine adds parts; an unpacking converts weights: neither is the
+    // op's arithmetic, which its main kernel (or the step after) does.
+    flops.push_back(part == "combine" || part == "unpack" ||
+                            op >= opFlops.size()
+                        ? 0.0
+                        : opFlops[op]);
   }
   return flops;
 }

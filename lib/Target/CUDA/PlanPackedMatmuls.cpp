@@ -88,10 +88,12 @@ PlanBuilder::addPackedGemm(KernelOp kernel, MatmulOp matmul,
   if (shape.residual)
     residual = bufferOf.at(kernel.getInputs()[epilogue.getResidual()]);
 
+  // The op's launches share one index (kiln_<family>_<index>_<part>, which
+  // the report's roofline reads).
+  std::string name =
+      "kiln_gemvq_" + std::to_string(artifact.kernelNames.size());
   if (choice.config) {
     const GemmConfig &config = *choice.config;
-    std::string name =
-        "kiln_gemvq_" + std::to_string(artifact.kernelNames.size());
     emitPackedGemv(shape, config, name, m.str(), dims, source);
     SmallVector<uint32_t> args = {outside(matmul.getLhs()),
                                   outside(dequantize.getPacked()),
@@ -172,10 +174,8 @@ PlanBuilder::addPackedGemm(KernelOp kernel, MatmulOp matmul,
                 unpackBody->addArgument(input.getType(), input.getLoc()));
   Operation *copied = builder.clone(*dequantize, mapping);
   YieldOp::create(builder, dequantize.getLoc(), copied->getResult(0));
-  std::string name =
-      "kiln_unpack_" + std::to_string(artifact.kernelNames.size());
   FailureOr<LaunchGeometry> geometry =
-      emitKernel(unpack, name, source, options);
+      emitKernel(unpack, name + "_unpack", source, options);
   unpack.erase();
   if (failed(geometry))
     return failure();
@@ -183,7 +183,7 @@ PlanBuilder::addPackedGemm(KernelOp kernel, MatmulOp matmul,
   for (Value input : inputs)
     args.push_back(bufferOf.at(input));
   args.push_back(unpacked);
-  pushLaunch(kernel, name, *geometry, args);
+  pushLaunch(kernel, name + "_unpack", *geometry, args);
   std::optional<DimExpr> when;
   if (guarded) {
     guardStep(artifact.steps.size() - 1, *past);
