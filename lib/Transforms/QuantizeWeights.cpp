@@ -133,6 +133,13 @@ struct KilnQuantizeWeightsPass
           << int64_t(blockSize);
       return signalPassFailure();
     }
+    if (bits == 4 && blockSize < 32)
+      mlir::emitWarning(getOperation().getLoc(),
+                        "kiln-quantize-weights: int4 blocks of ")
+          << int64_t(blockSize)
+          << " are less than the packed GEMV's 16-byte chunk (32 weights): "
+             "the products unpack their weights every run (block-size 32 or "
+             "more reads them packed)";
     SmallVector<MatmulOp> products;
     getOperation().walk([&](MatmulOp matmul) {
       if (isWeightProduct(matmul))
