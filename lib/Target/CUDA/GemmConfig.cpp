@@ -20,16 +20,9 @@ namespace kiln {
 
 namespace {
 
-/// SMs of the H100 SXM and the H200, the GPUs Kiln is tuned for: the
-/// blocks a split aims to fill.
-constexpr int64_t kSMs = 132;
-
 /// K tiles each split keeps at least: fewer, and the fp32 partials the
 /// splits write and the reduce reads cost more than the split saves.
 constexpr int64_t kLeastTilesPerSplit = 4;
-
-/// The most blocks K is split across.
-constexpr int64_t kMostSplits = 16;
 
 /// The most scratch a split may take (splits x matrices x m x n floats at
 /// the top of the dims' ranges).
@@ -57,7 +50,7 @@ constexpr int64_t kMostGemvLeastRows = 16;
 constexpr int64_t kMostGemvRows = 8;
 /// Blocks a GEMV aims for: two of 128 threads an SM keep 32 KiB of loads
 /// in flight there, about what HBM's latency times its bandwidth asks.
-constexpr int64_t kGemvBlocks = 2 * kSMs;
+constexpr int64_t kGemvBlocks = 2 * kGemmTargetSMs;
 /// Elements of K each GEMV split keeps at least: fewer, and the partials
 /// cost more than the blocks gain.
 constexpr int64_t kLeastGemvKPerSplit = 512;
@@ -96,7 +89,7 @@ int64_t splitFor(const GemmConfig &config, const GemmShape &shape,
                  int64_t blocks, int64_t most) {
   int64_t tiles = ceilDiv(shape.leastM, config.tileM) *
                   ceilDiv(shape.n, config.tileN) * shape.batch;
-  most = std::min(kMostSplits, most);
+  most = std::min(kGemmMostSplits, most);
   int64_t split = 1;
   while (tiles * split < blocks && split * 2 <= most)
     split *= 2;
@@ -147,7 +140,7 @@ GemmChoice chooseGemmConfigs(const GemmShape &shape) {
     choice.configs.push_back(layout);
     GemmConfig split = layout;
     split.splitK =
-        splitFor(layout, shape, kSMs,
+        splitFor(layout, shape, kGemmTargetSMs,
                  ceilDiv(shape.k, layout.tileK) / kLeastTilesPerSplit);
     if (split.splitK > 1)
       choice.configs.push_back(split);

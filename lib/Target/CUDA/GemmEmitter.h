@@ -27,6 +27,12 @@
 
 namespace kiln {
 
+/// SMs of the H100 SXM and the H200, the GPUs Kiln is tuned for: the
+/// blocks a split of K aims to fill, in both choices of layout.
+constexpr int64_t kGemmTargetSMs = 132;
+/// The most blocks either form splits K across.
+constexpr int64_t kGemmMostSplits = 16;
+
 /// A matmul step as chooseGemmConfigs sees it.
 struct GemmShape {
   rt::DType dtype = rt::DType::F32;

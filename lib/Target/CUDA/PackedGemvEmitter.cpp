@@ -39,12 +39,10 @@ namespace {
 
 using gemm::substitute;
 
-/// SMs of an H100 SXM or H200; the blocks a split aims for, two an SM.
-constexpr int64_t kSMs = 132;
-constexpr int64_t kBlocksWanted = 2 * kSMs;
-/// The most splits, and the fewest 16-byte chunks of a packed row a split
-/// keeps (fewer, and the partial sums cost more than the blocks gain).
-constexpr int64_t kMostSplits = 16;
+/// The blocks a split aims for, two an SM.
+constexpr int64_t kBlocksWanted = 2 * kGemmTargetSMs;
+/// The fewest 16-byte chunks of a packed row a split keeps (fewer, and the
+/// partial sums cost more than the blocks gain).
 constexpr int64_t kLeastChunksPerSplit = 16;
 /// Rows a block owns at most, and the rows at which the GEMV stops: past
 /// 8 passes over the packed weights, unpacking them once (reading them and
@@ -257,7 +255,7 @@ PackedGemvChoice choosePackedGemv(const PackedGemvShape &shape) {
   int64_t chunks = shape.blocks * shape.blockSize / chunkValues;
   int64_t blocks = ceilDiv(least, rows) * ceilDiv(shape.n, 64);
   while (blocks * config.splitK < kBlocksWanted &&
-         config.splitK * 2 <= kMostSplits &&
+         config.splitK * 2 <= kGemmMostSplits &&
          chunks / (config.splitK * 2) >= kLeastChunksPerSplit)
     config.splitK *= 2;
   choice.config = config;
