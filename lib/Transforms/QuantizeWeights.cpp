@@ -98,20 +98,18 @@ float roundTo(Type et, float value) {
   return value;
 }
 
-/// A constant of `type` holding `bytes` (the blob named `name` past a few
-/// elements; spilled to a temporary file when large).
+/// A constant of `type` holding `bytes` (a spilled blob named `name` past a
+/// few elements).
 Value constantOf(OpBuilder &b, Location loc, RankedTensorType type,
-                 std::vector<char> bytes, StringRef name) {
-  if (type.getNumElements() <= 16)
-    return ConstantOp::create(
-        b, loc,
-        DenseElementsAttr::getFromRawBuffer(type, ArrayRef<char>(bytes)));
-  AsmResourceBlob blob =
-      spilledBlob(bytes.size(), [&](char *chunk, size_t offset, size_t size) {
-        std::memcpy(chunk, bytes.data() + offset, size);
-      });
-  return ConstantOp::create(
-      b, loc, DenseResourceElementsAttr::get(type, name, std::move(blob)));
+                 const std::vector<char> &bytes, StringRef name) {
+  return ConstantOp::create(b, loc,
+                            filledConstantValue(
+                                type, bytes.size(),
+                                [&](char *chunk, size_t offset, size_t size) {
+                                  std::memcpy(chunk, bytes.data() + offset,
+                                              size);
+                                },
+                                name));
 }
 
 struct KilnQuantizeWeightsPass

@@ -1,11 +1,14 @@
 #!/usr/bin/env python3
 """Checks Kiln's outputs against onnxruntime (CPU) on the same inputs.
 
-  compare_ort.py MODEL.onnx|MODEL.onnxtxt DIR
+  compare_ort.py MODEL.onnx|MODEL.onnxtxt DIR [--exact-quantized]
 
 DIR is a `kiln-run --output-dir`: it holds inputs/NAME.npy (the inputs Kiln
 ran on) and NAME.npy per output. Passes within the fp32 numerics contract
 (rtol 1e-4, atol 1e-5; no NaN where the reference is finite).
+--exact-quantized keeps onnxruntime from fusing Q/DQ pairs and dequantized
+weights into its integer kernels (session.disable_quant_qdq, accuracy level
+1), which are less exact than the definitions.
 """
 import os
 import sys
@@ -21,7 +24,13 @@ def main():
         # ONNX's text format, as lit tests write models inline.
         with open(model) as f:
             model = onnx.parser.parse_model(f.read()).SerializeToString()
-    session = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
+    options = ort.SessionOptions()
+    if "--exact-quantized" in sys.argv[3:]:
+        options.add_session_config_entry("session.disable_quant_qdq", "1")
+        options.add_session_config_entry(
+            "session.qdq_matmulnbits_accuracy_level", "1")
+    session = ort.InferenceSession(model, options,
+                                   providers=["CPUExecutionProvider"])
     feeds = {i.name: np.load(os.path.join(folder, "inputs", i.name + ".npy"))
              for i in session.get_inputs()}
     expected = session.run(None, feeds)

@@ -11,7 +11,11 @@ script does the same over export_fresh.py's models (no torch needed):
       ids (QuantizeLinear/DequantizeLinear pairs around every MatMul, what
       TensorRT and onnxruntime's int8 paths consume);
   llama-matmulnbits-int4: MatMulNBitsQuantizer, 4-bit blocks of 32 with zero
-      points (com.microsoft MatMulNBits, what Olive writes).
+      points (com.microsoft MatMulNBits, what Olive writes);
+  llama-qdq-uint4, llama-qdq-int4: the same quantizer in the QDQ format,
+      uint4 blocks of 32 with zero points and symmetric int4 blocks of 64
+      (a blocked DequantizeLinear of each 4-bit weight into its MatMul,
+      Olive's default encoding and ModelOpt's INT4-AWQ form).
 
 Each folder gets model.onnx (one file), inputs/ (the fresh export's) and
 expected/ (onnxruntime's outputs, its quantized paths made exact:
@@ -61,13 +65,17 @@ def qdq_int8(source, target, inputs):
                       weight_type=q.QuantType.QInt8)
 
 
-def matmulnbits_int4(source, target, inputs):
-    from onnxruntime.quantization.matmul_nbits_quantizer import (
-        MatMulNBitsQuantizer)
-    quantizer = MatMulNBitsQuantizer(onnx.load(source), block_size=32,
-                                     is_symmetric=False)
-    quantizer.process()
-    onnx.save(quantizer.model.model, target)
+def weight_only(block_size, is_symmetric, quant_format):
+    def quantize(source, target, inputs):
+        # Needs onnx_ir (pip install onnx-ir).
+        from onnxruntime.quantization.matmul_nbits_quantizer import (
+            MatMulNBitsQuantizer)
+        quantizer = MatMulNBitsQuantizer(
+            onnx.load(source), block_size=block_size,
+            is_symmetric=is_symmetric, quant_format=quant_format)
+        quantizer.process()
+        onnx.save(quantizer.model.model, target)
+    return quantize
 
 
 def exact_session(path):
@@ -78,15 +86,23 @@ def exact_session(path):
 
 
 MODELS = [("bert-qdq-int8", "bert-torchscript", qdq_int8),
-          ("llama-matmulnbits-int4", "llama-torchscript", matmulnbits_int4)]
+          ("llama-matmulnbits-int4", "llama-torchscript",
+           weight_only(32, False, q.QuantFormat.QOperator)),
+          ("llama-qdq-uint4", "llama-dynamo",
+           weight_only(32, False, q.QuantFormat.QDQ)),
+          ("llama-qdq-int4", "llama-dynamo",
+           weight_only(64, True, q.QuantFormat.QDQ))]
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--fresh", default=os.path.join(HERE, "fresh"))
     parser.add_argument("--out", default=os.path.join(HERE, "quantized"))
+    parser.add_argument("--only", nargs="*", help="these models only")
     args = parser.parse_args()
     for name, source, quantize in MODELS:
+        if args.only and name not in args.only:
+            continue
         inputs = inputs_of(os.path.join(args.fresh, source))
         folder = os.path.join(args.out, name)
         shutil.rmtree(folder, ignore_errors=True)

@@ -14,17 +14,22 @@
 // QuantizeLinear and DequantizeLinear (8- and 16-bit integers, as
 // onnxruntime's quantize_static writes them around every MatMul) are their
 // float arithmetic, in fp32, with scales and zero points per tensor, per
-// axis or repeated over blocks.
+// axis or repeated over blocks; except a DequantizeLinear of a constant
+// 2-D weight of 4- or 8-bit integers (int4 as Olive and ModelOpt write
+// them, int8 as quantize_static does), which becomes a kiln.dequantize of
+// the weight packed again (PackedDequantize.cpp).
 //
 //===----------------------------------------------------------------------===//
 
 #include "GraphImporter.h"
 #include "NodeConverter.h"
 #include "OpRegistry.h"
+#include "PackedDequantize.h"
 
 #include "kiln/Dialect/Kiln/ShapeInference.h"
 #include "kiln/Importer/ONNX/TensorProto.h"
 
+#include "mlir/IR/DialectResourceBlobManager.h"
 #include "llvm/Support/MathExtras.h"
 
 #include <cmath>
@@ -186,6 +191,26 @@ struct QuantizedConverter : NodeConverterBase {
     return success();
   }
 
+  /// A 4-bit constant (the only 4-bit values) as the 8-bit integers its
+  /// storage holds, one a byte; other values as they are.
+  Value asBytes(Value v) {
+    RankedTensorType type = typeOf(v);
+    auto integer = dyn_cast<IntegerType>(type.getElementType());
+    if (!integer || !isFourBitType(integer))
+      return v;
+    auto bytes = type.clone(
+        IntegerType::get(b.getContext(), 8, integer.getSignedness()));
+    Attribute value = v.getDefiningOp<ConstantOp>().getValue();
+    if (auto resource = dyn_cast<DenseResourceElementsAttr>(value))
+      return ConstantOp::create(
+          b, loc,
+          DenseResourceElementsAttr::get(bytes, resource.getRawHandle()));
+    return ConstantOp::create(
+        b, loc,
+        DenseElementsAttr::getFromRawBuffer(
+            bytes, cast<DenseElementsAttr>(value).getRawData()));
+  }
+
   static bool isQuantizedType(Type t) {
     auto integer = dyn_cast<IntegerType>(t);
     return integer && integer.getWidth() != 1 && integer.getWidth() <= 32;
@@ -207,17 +232,22 @@ struct QuantizedConverter : NodeConverterBase {
         given != 0 && convertONNXElementType(b.getContext(), given) != et)
       return error() << "output_dtype other than the scale's type is not "
                         "supported";
+    Value zero = importer.input(node, 2);
+    if (zero && typeOf(zero).getElementType() != xType.getElementType())
+      return error() << "x_zero_point must have the input's type "
+                     << xType.getElementType() << ", got "
+                     << typeOf(zero).getElementType();
+    // A quantized weight stays packed.
+    if (Value packed =
+            packDequantizeLinear(b, loc, *x, *scale, zero, ax, block))
+      return output(packed);
     Type f32 = b.getF32Type();
     auto s = perElement(*scale, xType, ax, block, "x_scale");
     if (failed(s))
       return failure();
-    Value centred = castTo(*x, f32);
-    if (Value zero = importer.input(node, 2)) {
-      if (typeOf(zero).getElementType() != xType.getElementType())
-        return error() << "x_zero_point must have the input's type "
-                       << xType.getElementType() << ", got "
-                       << typeOf(zero).getElementType();
-      auto z = perElement(zero, xType, ax, block, "x_zero_point");
+    Value centred = castTo(asBytes(*x), f32);
+    if (zero) {
+      auto z = perElement(asBytes(zero), xType, ax, block, "x_zero_point");
       if (failed(z))
         return failure();
       auto diff = broadcast<SubOp>(centred, castTo(*z, f32));

@@ -2,6 +2,8 @@
 
 #include "OpRegistry.h"
 
+#include "kiln/Importer/ONNX/TensorProto.h"
+
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
 
@@ -104,6 +106,21 @@ LogicalResult convertNode(GraphImporter &importer, const onnx::NodeProto &node) 
   if (!convert)
     return emitError(importer.nodeLoc(node))
            << node.op_type() << ": no converter";
+  // 4-bit constants are one value a byte, a storage only DequantizeLinear
+  // reads (it packs them again for kiln.dequantize).
+  bool readsFourBits = node.op_type() == "DequantizeLinear" &&
+                       (node.domain().empty() || node.domain() == "ai.onnx");
+  for (int i = 0; !readsFourBits && i < node.input_size(); ++i) {
+    Value input = importer.input(node, i);
+    auto type = input ? dyn_cast<RankedTensorType>(input.getType())
+                      : RankedTensorType();
+    if (type && isFourBitType(type.getElementType()))
+      return emitError(importer.nodeLoc(node))
+             << node.op_type() << ": input " << i << " ('" << node.input(i)
+             << "') is "
+             << (type.getElementType().isUnsignedInteger() ? "u" : "")
+             << "int4, which Kiln reads only as DequantizeLinear's input";
+  }
   if (!takesSymbolicDims(node))
     for (int i = 0; i < node.input_size(); ++i) {
       Value input = importer.input(node, i);

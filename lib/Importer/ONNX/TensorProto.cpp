@@ -2,6 +2,7 @@
 
 #include "kiln/Importer/ONNX/TensorProto.h"
 
+#include "kiln/Dialect/Kiln/MappedWeights.h"
 #include "kiln/Importer/ONNX/ExternalData.h"
 
 #include "mlir/IR/AsmState.h"
@@ -76,6 +77,22 @@ static int64_t storageBytes(Type type) {
   if (type.isInteger(1))
     return 1;
   return type.getIntOrFloatBitWidth() / 8;
+}
+
+// onnx.proto's numbers for the 4-bit integers, newer than Debian's libonnx.
+static constexpr int kONNXUint4 = 21, kONNXInt4 = 22;
+
+Type convertONNXConstantElementType(MLIRContext *context, int dataType) {
+  if (dataType == kONNXInt4)
+    return IntegerType::get(context, 4);
+  if (dataType == kONNXUint4)
+    return IntegerType::get(context, 4, IntegerType::Unsigned);
+  return convertONNXElementType(context, dataType);
+}
+
+bool isFourBitType(Type type) {
+  auto integer = dyn_cast_if_present<IntegerType>(type);
+  return integer && integer.getWidth() == 4 && !integer.isSigned();
 }
 
 /// memcpy for a count that may be zero, where a repeated field's data()
@@ -176,12 +193,68 @@ static ElementsAttr denseLiteral(RankedTensorType type, ArrayRef<char> data) {
   return cast<ElementsAttr>(DenseElementsAttr::getFromRawBuffer(type, data));
 }
 
+/// A 4-bit tensor of `count` values, stored two a byte, low bits first (in
+/// raw_data, external data, or one byte per int32_data entry), widened to
+/// one value a byte, sign-extended for int4: the storage of i4 and ui4
+/// constants, which only DequantizeLinear reads (it packs them again into
+/// kiln.dequantize's layout). A large tensor goes to a spilled blob, whose
+/// pages the reader drops, so that the widened copy never sits whole in
+/// memory.
+static FailureOr<ElementsAttr>
+convertFourBitTensor(Location loc, const onnx::TensorProto &tensor,
+                     RankedTensorType type, int64_t count, int64_t inlineLimit,
+                     ExternalData *externalData) {
+  int64_t packedBytes = (count + 1) / 2;
+  std::string packedCopy;
+  ArrayRef<char> packed;
+  std::shared_ptr<const void> keepAlive;
+  if (tensor.data_location() == onnx::TensorProto::EXTERNAL) {
+    FailureOr<ExternalBytes> mapped =
+        externalData->read(loc, tensor, packedBytes);
+    if (failed(mapped))
+      return failure();
+    packed = mapped->bytes;
+    keepAlive = std::move(mapped->keepAlive);
+  } else if (tensor.has_raw_data()) {
+    packed = ArrayRef<char>(tensor.raw_data().data(), tensor.raw_data().size());
+  } else {
+    packedCopy.reserve(tensor.int32_data_size());
+    for (int32_t v : tensor.int32_data())
+      packedCopy.push_back(static_cast<char>(v));
+    packed = ArrayRef<char>(packedCopy.data(), packedCopy.size());
+  }
+  if (static_cast<int64_t>(packed.size()) != packedBytes)
+    return emitError(loc, "tensor '")
+           << tensor.name() << "' holds " << packed.size()
+           << " bytes of 4-bit values, expected " << packedBytes << " for "
+           << count << " values";
+  bool isSigned = type.getElementType().isSignlessInteger();
+  auto widen = [&](char *out, size_t offset, size_t size) {
+    for (size_t i = 0; i < size; ++i) {
+      size_t at = offset + i;
+      uint8_t nibble = (uint8_t(packed[at / 2]) >> (4 * (at % 2))) & 0xf;
+      out[i] = static_cast<char>(isSigned ? int8_t(nibble << 4) >> 4 : nibble);
+    }
+  };
+  if (count <= inlineLimit) {
+    SmallVector<char> data(count);
+    widen(data.data(), 0, count);
+    return cast<ElementsAttr>(DenseElementsAttr::getFromRawBuffer(type, data));
+  }
+  AsmResourceBlob blob = spilledBlob(count, widen);
+  releaseMappedWeightPages(packed);
+  std::string name = tensor.name().empty() ? "tensor" : tensor.name();
+  return cast<ElementsAttr>(
+      DenseResourceElementsAttr::get(type, name, std::move(blob)));
+}
+
 FailureOr<ElementsAttr> convertTensorProto(Location loc,
                                            const onnx::TensorProto &tensor,
                                            int64_t inlineLimit,
                                            ExternalData *externalData) {
   MLIRContext *context = loc.getContext();
-  Type elementType = convertONNXElementType(context, tensor.data_type());
+  Type elementType =
+      convertONNXConstantElementType(context, tensor.data_type());
   if (!elementType)
     return emitError(loc, "unsupported element type ")
            << onnxElementTypeName(tensor.data_type()) << " of tensor '"
@@ -202,11 +275,15 @@ FailureOr<ElementsAttr> convertTensorProto(Location loc,
     count = *next;
     shape.push_back(dim);
   }
-  int64_t elemBytes = storageBytes(elementType);
+  int64_t elemBytes =
+      isFourBitType(elementType) ? 1 : storageBytes(elementType);
   std::optional<int64_t> bytes = llvm::checkedMul(count, elemBytes);
   if (!bytes || *bytes > kMaxTensorBytes)
     return emitError(loc, "tensor '") << tensor.name() << "' is too large";
   auto type = RankedTensorType::get(shape, elementType);
+  if (isFourBitType(elementType))
+    return convertFourBitTensor(loc, tensor, type, count, inlineLimit,
+                                externalData);
   std::string blobName = tensor.name().empty() ? "tensor" : tensor.name();
 
   if (external) {

@@ -123,6 +123,20 @@ mlir::AsmResourceBlob spilledBlob(
       /*dataIsMutable=*/false);
 }
 
+mlir::ElementsAttr filledConstantValue(
+    mlir::RankedTensorType type, size_t size,
+    llvm::function_ref<void(char *chunk, size_t offset, size_t bytes)> fill,
+    llvm::StringRef name) {
+  if (type.getNumElements() <= 16) {
+    std::vector<char> bytes(size);
+    fill(bytes.data(), 0, size);
+    return llvm::cast<mlir::ElementsAttr>(
+        mlir::DenseElementsAttr::getFromRawBuffer(type, bytes));
+  }
+  return llvm::cast<mlir::ElementsAttr>(mlir::DenseResourceElementsAttr::get(
+      type, name, spilledBlob(size, fill)));
+}
+
 llvm::ArrayRef<char> storedBytesInPlace(mlir::ElementsAttr value) {
   auto resource = llvm::dyn_cast<mlir::DenseResourceElementsAttr>(value);
   if (!resource)

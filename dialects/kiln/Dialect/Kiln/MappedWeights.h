@@ -14,6 +14,7 @@
 
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/BuiltinAttributeInterfaces.h"
+#include "mlir/IR/BuiltinTypes.h"
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
 
@@ -43,6 +44,14 @@ void releaseMappedWeightPages(llvm::ArrayRef<char> bytes);
 mlir::AsmResourceBlob spilledBlob(
     size_t size,
     llvm::function_ref<void(char *chunk, size_t offset, size_t bytes)> fill);
+
+/// The value of a constant of `type` whose `size` bytes `fill` writes, as
+/// for spilledBlob: a readable `dense` literal up to 16 elements, else a
+/// `dense_resource` blob named `name` (spilled when large).
+mlir::ElementsAttr filledConstantValue(
+    mlir::RankedTensorType type, size_t size,
+    llvm::function_ref<void(char *chunk, size_t offset, size_t bytes)> fill,
+    llvm::StringRef name);
 
 /// The bytes of a `dense_resource` weight, read where they are (for external
 /// data, the mapped model file), when its blob holds exactly the tensor's

@@ -1,0 +1,124 @@
+"""Products by weights that a DequantizeLinear dequantizes (opset 21).
+
+  dequantize_weights_model.py OUT.onnx [--float16] [--k K]
+  dequantize_weights_model.py OUT.onnx --negative transpose|output|short
+
+A [batch, seq, K] input (K = 80 by default) times 24 columns of weights,
+each stored as an exporter writes it:
+
+  y_i4   int4 [K, 24], blocks of 32 down K (axis 0), int4 zero points
+         (ModelOpt's INT4-AWQ, Olive's QDQ encoding);
+  y_u4   uint4 [K, 24], blocks of 32 down K, no zero points (0);
+  y_u4t  uint4 [24, K], blocks of 32 along K (axis 1) with zero points,
+         read through a Transpose (a Linear layer's [out, in] weight);
+  y_i8c  int8 [K, 24], one scale and zero point per column (axis 1), as
+         quantize_static writes per-channel weights;
+  y_u8t  uint8 [K, 24], one scale and zero point for the whole tensor.
+
+The last block of each blocked weight holds K - 64 values (16 at K = 80).
+--float16 makes the input, scales and outputs fp16.
+
+--negative writes a malformed model instead: an int4 weight read by a
+Transpose before its DequantizeLinear (transpose), an int4 initializer as
+the graph's output (output), or 4-bit values short of their dims (short).
+"""
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+path = sys.argv[1]
+K = int(sys.argv[sys.argv.index("--k") + 1]) if "--k" in sys.argv else 80
+N, BLOCK = 24, 32
+dtype = np.float16 if "--float16" in sys.argv else np.float32
+onnx_type = TensorProto.FLOAT16 if dtype == np.float16 else TensorProto.FLOAT
+rng = np.random.default_rng(11)
+nodes, weights, outputs = [], [], []
+
+
+def scales(shape):
+    return (rng.random(shape) * 0.05 + 0.01).astype(dtype)
+
+
+def int4(name, values, signed):
+    """A 4-bit initializer (make_tensor packs two values a byte)."""
+    kind = TensorProto.INT4 if signed else TensorProto.UINT4
+    return helper.make_tensor(name, kind, list(values.shape),
+                              values.flatten().tolist())
+
+
+def product(name, dq_inputs, dq_attrs, transpose=False):
+    w = name + "_w"
+    nodes.append(helper.make_node("DequantizeLinear", dq_inputs, [w], **dq_attrs))
+    if transpose:
+        nodes.append(helper.make_node("Transpose", [w], [w + "_t"], perm=[1, 0]))
+        w += "_t"
+    nodes.append(helper.make_node("MatMul", ["a", w], [name]))
+    outputs.append(helper.make_tensor_value_info(name, onnx_type, ["batch", "seq", N]))
+
+
+blocks = -(-K // BLOCK)
+
+
+def negative(kind):
+    q = int4("q", rng.integers(-8, 8, (K, N)), True)
+    s = numpy_helper.from_array(scales((blocks, N)), "s")
+    out = helper.make_tensor_value_info("y", onnx_type, [N, K])
+    if kind == "transpose":
+        nodes = [helper.make_node("Transpose", ["q"], ["qt"], perm=[1, 0]),
+                 helper.make_node("DequantizeLinear", ["qt", "s"], ["y"], axis=1,
+                                  block_size=BLOCK)]
+        s = numpy_helper.from_array(scales((N, blocks)), "s")
+    elif kind == "output":
+        nodes = [helper.make_node("DequantizeLinear", ["q", "s"], ["w"], axis=0,
+                                  block_size=BLOCK)]
+        out = helper.make_tensor_value_info("q", TensorProto.INT4, [K, N])
+    else:
+        q.ClearField("int32_data")
+        q.raw_data = bytes(K * N // 2 - 3)
+        nodes = [helper.make_node("DequantizeLinear", ["q", "s"], ["y"], axis=0,
+                                  block_size=BLOCK)]
+    graph = helper.make_graph(nodes, "negative", [], [out], initializer=[q, s])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
+    model.ir_version = 10
+    onnx.save(model, path)
+
+
+if "--negative" in sys.argv:
+    negative(sys.argv[sys.argv.index("--negative") + 1])
+    sys.exit(0)
+
+weights += [int4("i4_q", rng.integers(-8, 8, (K, N)), True),
+            numpy_helper.from_array(scales((blocks, N)), "i4_s"),
+            int4("i4_z", rng.integers(-8, 8, (blocks, N)), True)]
+product("y_i4", ["i4_q", "i4_s", "i4_z"], {"axis": 0, "block_size": BLOCK})
+
+weights += [int4("u4_q", rng.integers(0, 16, (K, N)), False),
+            numpy_helper.from_array(scales((blocks, N)), "u4_s")]
+product("y_u4", ["u4_q", "u4_s"], {"axis": 0, "block_size": BLOCK})
+
+weights += [int4("u4t_q", rng.integers(0, 16, (N, K)), False),
+            numpy_helper.from_array(scales((N, blocks)), "u4t_s"),
+            int4("u4t_z", rng.integers(0, 16, (N, blocks)), False)]
+product("y_u4t", ["u4t_q", "u4t_s", "u4t_z"], {"axis": 1, "block_size": BLOCK},
+        transpose=True)
+
+weights += [numpy_helper.from_array(rng.integers(-128, 128, (K, N), dtype=np.int8), "i8c_q"),
+            numpy_helper.from_array(scales(N), "i8c_s"),
+            numpy_helper.from_array(rng.integers(-20, 20, N, dtype=np.int8), "i8c_z")]
+product("y_i8c", ["i8c_q", "i8c_s", "i8c_z"], {"axis": 1})
+
+weights += [numpy_helper.from_array(rng.integers(0, 256, (K, N), dtype=np.uint8), "u8t_q"),
+            numpy_helper.from_array(scales(()), "u8t_s"),
+            numpy_helper.from_array(np.array(131, dtype=np.uint8), "u8t_z")]
+product("y_u8t", ["u8t_q", "u8t_s", "u8t_z"], {})
+
+graph = helper.make_graph(
+    nodes, "dequantize_weights",
+    [helper.make_tensor_value_info("a", onnx_type, ["batch", "seq", K])],
+    outputs, initializer=weights)
+model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
+model.ir_version = 10
+onnx.checker.check_model(model)
+onnx.save(model, path)
