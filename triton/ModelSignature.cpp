@@ -30,7 +30,14 @@ constexpr TritonType kTritonTypes[] = {
     {"TYPE_UINT8", TRITONSERVER_TYPE_UINT8},
     {"TYPE_UINT16", TRITONSERVER_TYPE_UINT16},
     {"TYPE_UINT32", TRITONSERVER_TYPE_UINT32},
-    {"TYPE_UINT64", TRITONSERVER_TYPE_UINT64}};
+    {"TYPE_UINT64", TRITONSERVER_TYPE_UINT64},
+    // 4-bit integers are a byte each, as Triton's 8-bit types hold them;
+    // Triton has no float8 type: a model with a float8 input or output
+    // does not load (its configuration names TYPE_INVALID).
+    {"TYPE_INT8", TRITONSERVER_TYPE_INT8},
+    {"TYPE_UINT8", TRITONSERVER_TYPE_UINT8},
+    {"TYPE_INVALID", TRITONSERVER_TYPE_INVALID},
+    {"TYPE_INVALID", TRITONSERVER_TYPE_INVALID}};
 static_assert(sizeof(kTritonTypes) / sizeof(kTritonTypes[0]) ==
                   size_t(rt::kLastDType) + 1,
               "a Triton type for every DType");

@@ -9,6 +9,8 @@
 
 #include "kiln/ConstantData/HostTensor.h"
 
+#include "kiln/runtime/Float8.h"
+
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/DialectResourceBlobManager.h"
 #include "llvm/ADT/APFloat.h"
@@ -49,6 +51,11 @@ enum class ElementKind {
   U16,
   U8,
   I1,
+  // Stored one a byte: 4-bit integers (int4 sign-extended) and float8.
+  I4,
+  U4,
+  F8E4M3FN,
+  F8E5M2,
   Unsupported
 };
 } // namespace
@@ -66,11 +73,17 @@ static ElementKind getElementKind(Type type) {
     return ElementKind::F16;
   if (type.isBF16())
     return ElementKind::BF16;
+  if (isa<Float8E4M3FNType>(type))
+    return ElementKind::F8E4M3FN;
+  if (isa<Float8E5M2Type>(type))
+    return ElementKind::F8E5M2;
   auto integer = dyn_cast<IntegerType>(type);
   if (!integer || integer.isSigned())
     return ElementKind::Unsupported;
   if (integer.getWidth() == 1)
     return integer.isSignless() ? ElementKind::I1 : ElementKind::Unsupported;
+  if (integer.getWidth() == 4)
+    return integer.isUnsigned() ? ElementKind::U4 : ElementKind::I4;
   // Widths 8, 16, 32 and 64, in that order.
   static constexpr ElementKind kSignless[] = {
       ElementKind::I8, ElementKind::I16, ElementKind::I32, ElementKind::I64};
@@ -86,7 +99,8 @@ static ElementKind getElementKind(Type type) {
 /// Whether `kind` is one of the float kinds.
 static bool isFloatKind(ElementKind kind) {
   return kind == ElementKind::F64 || kind == ElementKind::F32 ||
-         kind == ElementKind::F16 || kind == ElementKind::BF16;
+         kind == ElementKind::F16 || kind == ElementKind::BF16 ||
+         kind == ElementKind::F8E4M3FN || kind == ElementKind::F8E5M2;
 }
 
 /// Calls `fn(T())` with the C++ type that stores an integer kind (uint8_t for
@@ -101,6 +115,7 @@ static decltype(auto) visitIntegerKind(ElementKind kind, Fn &&fn) {
   case ElementKind::I16:
     return fn(int16_t());
   case ElementKind::I8:
+  case ElementKind::I4:
     return fn(int8_t());
   case ElementKind::U64:
     return fn(uint64_t());
@@ -109,6 +124,7 @@ static decltype(auto) visitIntegerKind(ElementKind kind, Fn &&fn) {
   case ElementKind::U16:
     return fn(uint16_t());
   case ElementKind::U8:
+  case ElementKind::U4:
   case ElementKind::I1:
     return fn(uint8_t());
   default:
@@ -116,8 +132,10 @@ static decltype(auto) visitIntegerKind(ElementKind kind, Fn &&fn) {
   }
 }
 
-/// Bit width of an integer kind.
+/// Bit width of an integer kind (4 for the 4-bit ones stored a byte each).
 static unsigned getIntegerWidth(ElementKind kind) {
+  if (kind == ElementKind::I4 || kind == ElementKind::U4)
+    return 4;
   return visitIntegerKind(kind, [](auto zero) -> unsigned {
     return sizeof(zero) * 8;
   });
@@ -234,6 +252,11 @@ int64_t kiln::getHostElementByteWidth(Type elementType) {
   case ElementKind::F16:
   case ElementKind::BF16:
     return 2;
+  case ElementKind::I4:
+  case ElementKind::U4:
+  case ElementKind::F8E4M3FN:
+  case ElementKind::F8E5M2:
+    return 1;
   default:
     return getIntegerWidth(kind) / 8;
   }
@@ -435,6 +458,10 @@ double HostTensor::getAsDouble(int64_t i) const {
   case ElementKind::BF16:
     return decodeFloat16(llvm::APFloat::BFloat(),
                          loadElement<uint16_t>(bytes, i));
+  case ElementKind::F8E4M3FN:
+  case ElementKind::F8E5M2:
+    return rt::floatOfFloat8Bits(loadElement<uint8_t>(bytes, i),
+                                 kind == ElementKind::F8E5M2);
   case ElementKind::I1:
     return loadElement<uint8_t>(bytes, i) != 0 ? 1.0 : 0.0;
   default:
@@ -462,6 +489,14 @@ void HostTensor::setFromDouble(int64_t i, double value) {
   case ElementKind::BF16:
     storeElement<uint16_t>(bytes, i,
                            encodeFloat16(llvm::APFloat::BFloat(), value));
+    return;
+  case ElementKind::F8E4M3FN:
+  case ElementKind::F8E5M2:
+    // Through float: a double rounds twice (the casts Kiln imports convert
+    // from float).
+    storeElement<uint8_t>(bytes, i,
+                          rt::float8BitsOf(static_cast<float>(value),
+                                           kind == ElementKind::F8E5M2));
     return;
   case ElementKind::I1:
     // `x != 0`, so NaN is true as in numpy's bool(nan).
@@ -523,8 +558,24 @@ static void storeInteger(HostTensor &tensor, int64_t i, uint64_t bits,
   case ElementKind::BF16:
     storeElement<uint16_t>(bytes, i, toFloat16(llvm::APFloat::BFloat()));
     return;
+  case ElementKind::F8E4M3FN:
+  case ElementKind::F8E5M2:
+    storeElement<uint8_t>(
+        bytes, i,
+        rt::float8BitsOf(
+            integerToFloat(llvm::APFloat::IEEEsingle(), bits, isSigned)
+                .convertToFloat(),
+            kind == ElementKind::F8E5M2));
+    return;
   case ElementKind::I1:
     storeElement<uint8_t>(bytes, i, bits != 0 ? 1 : 0);
+    return;
+  case ElementKind::I4:
+    // Wraps modulo 16, stored sign-extended.
+    storeElement<int8_t>(bytes, i, int8_t(uint8_t(bits << 4)) >> 4);
+    return;
+  case ElementKind::U4:
+    storeElement<uint8_t>(bytes, i, uint8_t(bits & 0xf));
     return;
   default:
     // Truncation to the width wraps modulo 2^width.

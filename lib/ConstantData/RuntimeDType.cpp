@@ -37,6 +37,14 @@ FailureOr<rt::DType> toRuntimeDType(Type t, std::optional<Location> loc) {
     return rt::DType::U8;
   if (t.isSignlessInteger(1))
     return rt::DType::Bool;
+  if (t.isSignlessInteger(4))
+    return rt::DType::I4;
+  if (t.isUnsignedInteger(4))
+    return rt::DType::U4;
+  if (isa<Float8E4M3FNType>(t))
+    return rt::DType::F8E4M3FN;
+  if (isa<Float8E5M2Type>(t))
+    return rt::DType::F8E5M2;
   return emitOptionalError(loc, "unsupported element type ", t);
 }
 
@@ -69,6 +77,14 @@ Type fromRuntimeDType(MLIRContext *context, rt::DType dtype) {
     return IntegerType::get(context, 32, IntegerType::Unsigned);
   case rt::DType::U64:
     return IntegerType::get(context, 64, IntegerType::Unsigned);
+  case rt::DType::I4:
+    return IntegerType::get(context, 4);
+  case rt::DType::U4:
+    return IntegerType::get(context, 4, IntegerType::Unsigned);
+  case rt::DType::F8E4M3FN:
+    return Float8E4M3FNType::get(context);
+  case rt::DType::F8E5M2:
+    return Float8E5M2Type::get(context);
   }
   return {};
 }

@@ -373,6 +373,34 @@ struct KilnFusePass : public kiln::impl::KilnFusePassBase<KilnFusePass> {
     llvm::DenseSet<Operation *> taken;
     SmallVector<Group> groups;
 
+    // Weights two readers share (an LM head and the tied embedding's
+    // gather, which CSE gave one dequantize): each reader that computes
+    // them where it reads them (a 16-bit product's GEMM, a gather, an
+    // elementwise op) gets a dequantize of its own, read from the packed
+    // bytes, rather than one unpacking of the whole weight into memory.
+    // fp32 and f64 products read unpacked floats: they keep sharing one.
+    func.walk([](DequantizeOp dequantize) {
+      if (isa<KernelOp>(dequantize->getParentOp()))
+        return;
+      SmallVector<OpOperand *> computing;
+      bool unpacked = false;
+      for (OpOperand &use : dequantize->getUses()) {
+        auto matmul = dyn_cast<MatmulOp>(use.getOwner());
+        Type et = getElementTypeOrSelf(dequantize.getType());
+        if (matmul && !et.isF16() && !et.isBF16())
+          unpacked = true;
+        else
+          computing.push_back(&use);
+      }
+      // The original stays with the unpacked readers, else the first one.
+      for (OpOperand *use :
+           unpacked ? ArrayRef<OpOperand *>(computing)
+                    : ArrayRef<OpOperand *>(computing).drop_front()) {
+        OpBuilder b(use->getOwner());
+        use->set(b.clone(*dequantize)->getResult(0));
+      }
+    });
+
     // Attention first: it claims the data movement around it, which would
     // otherwise become copy kernels.
     func.walk([&](AttentionOp attention) {

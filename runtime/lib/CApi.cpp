@@ -27,7 +27,8 @@ static_assert(static_cast<int>(StatusCode::Internal) == KILN_ERROR_INTERNAL &&
 static_assert(static_cast<int>(DType::Bool) == KILN_DTYPE_BOOL &&
                   static_cast<int>(DType::BF16) == KILN_DTYPE_BF16 &&
                   static_cast<int>(DType::F64) == KILN_DTYPE_F64 &&
-                  static_cast<int>(DType::U64) == KILN_DTYPE_U64,
+                  static_cast<int>(DType::U64) == KILN_DTYPE_U64 &&
+                  static_cast<int>(DType::F8E5M2) == KILN_DTYPE_F8E5M2,
               "DType must mirror kiln_dtype");
 static_assert(static_cast<int>(Backend::Host) == KILN_BACKEND_HOST &&
                   static_cast<int>(Memory::Device) == KILN_MEMORY_DEVICE,

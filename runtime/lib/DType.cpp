@@ -22,6 +22,10 @@ size_t kiln::rt::dtypeSize(DType dtype) {
   case DType::I8:
   case DType::U8:
   case DType::Bool:
+  case DType::I4:
+  case DType::U4:
+  case DType::F8E4M3FN:
+  case DType::F8E5M2:
     return 1;
   }
   return 0;
@@ -55,6 +59,14 @@ const char *kiln::rt::dtypeName(DType dtype) {
     return "uint32";
   case DType::U64:
     return "uint64";
+  case DType::I4:
+    return "int4";
+  case DType::U4:
+    return "uint4";
+  case DType::F8E4M3FN:
+    return "float8e4m3fn";
+  case DType::F8E5M2:
+    return "float8e5m2";
   }
   return "invalid";
 }

@@ -9,6 +9,8 @@
 
 #include "kiln/runtime/Npy.h"
 
+#include "kiln/runtime/Float8.h"
+
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
@@ -202,12 +204,20 @@ static bool dtypeOfDescr(const std::string &descr, DType &out) {
   return false;
 }
 
-/// Returns the descr NumPy writes for `dtype` (bf16 is written as f4).
+/// Returns the descr NumPy writes for `dtype`: NumPy has no bfloat16,
+/// float8 or 4-bit types, so bf16 and float8 are written as f4 (exactly)
+/// and 4-bit integers as bytes.
 static const char *descrOf(DType dtype) {
   switch (dtype) {
   case DType::F32:
   case DType::BF16:
+  case DType::F8E4M3FN:
+  case DType::F8E5M2:
     return "<f4";
+  case DType::I4:
+    return "|i1";
+  case DType::U4:
+    return "|u1";
   case DType::F16:
     return "<f2";
   case DType::I64:
@@ -345,6 +355,16 @@ static std::string bf16ToF32(const std::string &data) {
   return out;
 }
 
+/// Returns the float32 bytes of the float8 elements in `data` (exact).
+static std::string float8ToF32(const std::string &data, bool e5m2) {
+  std::string out(data.size() * 4, '\0');
+  for (size_t i = 0; i < data.size(); ++i) {
+    float value = floatOfFloat8Bits(uint8_t(data[i]), e5m2);
+    std::memcpy(&out[4 * i], &value, 4);
+  }
+  return out;
+}
+
 bool kiln::rt::encodeNpy(const NpyArray &array, std::string &out,
                          std::string &error) {
   uint64_t bytes = 0;
@@ -388,6 +408,8 @@ bool kiln::rt::encodeNpy(const NpyArray &array, std::string &out,
   out += dict;
   if (array.dtype == DType::BF16)
     out += bf16ToF32(array.data);
+  else if (array.dtype == DType::F8E4M3FN || array.dtype == DType::F8E5M2)
+    out += float8ToF32(array.data, array.dtype == DType::F8E5M2);
   else
     out += array.data;
   return true;

@@ -583,17 +583,56 @@ func.func @negative_gemm_dequantize_f32(%a: tensor<3x64xf32>, %q: tensor<8x2x16x
 
 // -----
 
-// negative_: weights that two products read are dequantized once, by a
-// kernel of their own.
-// CHECK-LABEL: func @negative_gemm_dequantize_shared
-// CHECK: %[[W:.*]] = kiln.kernel  copy(%arg2, %arg3)
-// CHECK: kiln.matmul %arg0, %[[W]]
-// CHECK: kiln.matmul %arg1, %[[W]]
-func.func @negative_gemm_dequantize_shared(%a: tensor<3x64xf16>, %c: tensor<2x64xf16>, %q: tensor<8x2x16xui8>, %s: tensor<8x2xf16>) -> (tensor<3x8xf16>, tensor<2x8xf16>) {
+// Weights that two 16-bit products read: each product's GEMM kernel
+// reads the packed bytes itself (nothing unpacks them into memory).
+// CHECK-LABEL: func @gemm_dequantize_shared
+// CHECK: kiln.kernel  gemm(%arg2, %arg3, %arg0)
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: kiln.dequantize
+// CHECK: kiln.kernel  gemm(%arg2, %arg3, %arg1)
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: kiln.dequantize
+// CHECK-NOT: kiln.kernel  copy
+func.func @gemm_dequantize_shared(%a: tensor<3x64xf16>, %c: tensor<2x64xf16>, %q: tensor<8x2x16xui8>, %s: tensor<8x2xf16>) -> (tensor<3x8xf16>, tensor<2x8xf16>) {
   %w = kiln.dequantize %q, %s {bits = 4 : i64, block_size = 32 : i64} : (tensor<8x2x16xui8>, tensor<8x2xf16>) -> tensor<8x64xf16>
   %m = kiln.matmul %a, %w {transpose_rhs = true} : (tensor<3x64xf16>, tensor<8x64xf16>) -> tensor<3x8xf16>
   %n = kiln.matmul %c, %w {transpose_rhs = true} : (tensor<2x64xf16>, tensor<8x64xf16>) -> tensor<2x8xf16>
   return %m, %n : tensor<3x8xf16>, tensor<2x8xf16>
+}
+
+// -----
+
+// A tied embedding: the LM head's product and the embedding's gather read
+// one dequantize; each kernel computes its own from the packed bytes, so
+// the gather unpacks only the rows it picks.
+// CHECK-LABEL: func @gather_dequantize_tied
+// CHECK: kiln.kernel  gemm(%arg2, %arg3, %arg0)
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: kiln.dequantize
+// CHECK: kiln.kernel  elementwise(%arg2, %arg3, %arg1)
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: %[[W:.*]] = kiln.dequantize
+// CHECK-NEXT: kiln.gather %[[W]]
+func.func @gather_dequantize_tied(%h: tensor<3x64xf16>, %ids: tensor<5xi64>, %q: tensor<8x2x16xui8>, %s: tensor<8x2xf16>) -> (tensor<3x8xf16>, tensor<5x64xf16>) {
+  %w = kiln.dequantize %q, %s {bits = 4 : i64, block_size = 32 : i64} : (tensor<8x2x16xui8>, tensor<8x2xf16>) -> tensor<8x64xf16>
+  %logits = kiln.matmul %h, %w {transpose_rhs = true} : (tensor<3x64xf16>, tensor<8x64xf16>) -> tensor<3x8xf16>
+  %e = kiln.gather %w, %ids {axis = 0 : i64} : (tensor<8x64xf16>, tensor<5xi64>) -> tensor<5x64xf16>
+  return %logits, %e : tensor<3x8xf16>, tensor<5x64xf16>
+}
+
+// -----
+
+// negative_: fp32 products read unpacked floats: weights two of them read
+// are dequantized once, by a kernel of their own.
+// CHECK-LABEL: func @negative_gemm_dequantize_shared_f32
+// CHECK: %[[W:.*]] = kiln.kernel  copy(%arg2, %arg3)
+// CHECK: kiln.matmul %arg0, %[[W]]
+// CHECK: kiln.matmul %arg1, %[[W]]
+func.func @negative_gemm_dequantize_shared_f32(%a: tensor<3x64xf32>, %c: tensor<2x64xf32>, %q: tensor<8x2x16xui8>, %s: tensor<8x2xf32>) -> (tensor<3x8xf32>, tensor<2x8xf32>) {
+  %w = kiln.dequantize %q, %s {bits = 4 : i64, block_size = 32 : i64} : (tensor<8x2x16xui8>, tensor<8x2xf32>) -> tensor<8x64xf32>
+  %m = kiln.matmul %a, %w {transpose_rhs = true} : (tensor<3x64xf32>, tensor<8x64xf32>) -> tensor<3x8xf32>
+  %n = kiln.matmul %c, %w {transpose_rhs = true} : (tensor<2x64xf32>, tensor<8x64xf32>) -> tensor<2x8xf32>
+  return %m, %n : tensor<3x8xf32>, tensor<2x8xf32>
 }
 
 // -----

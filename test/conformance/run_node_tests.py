@@ -87,7 +87,8 @@ SKELETON_OPS = [
     # GatherND and Pad (each Pad mode's tests are named after the mode).
     "gathernd", "constant_pad", "edge_pad", "reflect_pad", "wrap_pad",
     # ScatterND (its points frozen), QuantizeLinear and DequantizeLinear
-    # (float8, 4- and 2-bit types are reported as unsupported).
+    # (float8 E4M3FN and E5M2 and the 4-bit integers run; float4 and the
+    # 2-bit types are reported as unsupported).
     "scatternd", "quantizelinear", "dequantizelinear",
 ]
 # Known gaps, each failing for the reason given; they are reported, and a
@@ -262,9 +263,14 @@ def num(x):
 def compare(got, want, name, tolerance):
     """Returns why `got` does not match `want`, or None."""
     want_dtype = want.dtype
-    if want_dtype.name == "bfloat16":
-        # .npy has no bfloat16: kiln-run writes it as float32 (exactly).
-        want_dtype = np.dtype(np.float32)
+    # .npy has no bfloat16, float8 or 4-bit types (onnx reads them as
+    # ml_dtypes' arrays): kiln-run writes the floats as float32 and the
+    # 4-bit integers as bytes, exactly.
+    written = {"bfloat16": np.float32, "float8_e4m3fn": np.float32,
+               "float8_e5m2": np.float32, "int4": np.int8, "uint4": np.uint8}
+    if want_dtype.name in written:
+        want_dtype = np.dtype(written[want_dtype.name])
+        want = want.astype(want_dtype)
     if got.dtype != want_dtype:
         return f"output {name}: element type {got.dtype.name}, expected {want.dtype.name}"
     if got.shape != want.shape:

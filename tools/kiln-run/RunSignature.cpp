@@ -61,6 +61,14 @@ llvm::StringMap<int64_t> integerInputBounds(func::FuncOp func) {
   return bounds;
 }
 
+/// Bytes as a 4-bit type, each wrapped to its four bits.
+static HostTensor inFourBits(const HostTensor &t, Type elementType) {
+  HostTensor converted = *HostTensor::allocate(elementType, t.shape);
+  for (int64_t i = 0, n = t.numElements(); i < n; ++i)
+    converted.setFromInt(i, t.getAsInt(i));
+  return converted;
+}
+
 FailureOr<SmallVector<HostTensor>>
 gatherInputs(ArrayRef<std::pair<std::string, RankedTensorType>> signature,
              llvm::StringMap<HostTensor> &given, std::mt19937 &rng,
@@ -79,13 +87,19 @@ gatherInputs(ArrayRef<std::pair<std::string, RankedTensorType>> signature,
       continue;
     }
     // Symbolic dims take the file's sizes; the interpreter checks that
-    // inputs agree on them. A float32 array feeds a 16-bit float input,
-    // rounded to it: NumPy has no bfloat16, and so a benchmark can give
-    // Kiln and its peers the same values.
+    // inputs agree on them. A float32 array feeds a 16-bit float or float8
+    // input, rounded to it, and bytes feed a 4-bit input, as kiln-run
+    // writes them: NumPy has no bfloat16, float8 or 4-bit types, and so a
+    // benchmark can give Kiln and its peers the same values.
     HostTensor &file = it->second;
+    Type want = type.getElementType();
     if (file.elementType.isF32() &&
-        (type.getElementType().isF16() || type.getElementType().isBF16()))
-      file = inElementType(file, type.getElementType());
+        (want.isF16() || want.isBF16() ||
+         isa<Float8E4M3FNType, Float8E5M2Type>(want)))
+      file = inElementType(file, want);
+    if ((file.elementType.isSignlessInteger(8) && want.isSignlessInteger(4)) ||
+        (file.elementType.isUnsignedInteger(8) && want.isUnsignedInteger(4)))
+      file = inFourBits(file, want);
     RankedTensorType fileType = file.getType();
     bool fits = fileType.getElementType() == type.getElementType() &&
                 fileType.getRank() == type.getRank();

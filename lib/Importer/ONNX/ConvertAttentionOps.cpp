@@ -285,7 +285,7 @@ struct OnnxAttentionConverter : AttentionBuilder {
     if (!precision)
       return success();
     Type type = convertONNXElementType(b.getContext(), precision->i());
-    if (!type)
+    if (!type || isStorageOnlyType(type))
       return error() << "unsupported element type "
                      << onnxElementTypeName(precision->i())
                      << " for softmax_precision";

@@ -86,6 +86,13 @@ struct CoreOpConverter : NodeConverterBase {
     Type elementType = convertONNXElementType(b.getContext(), to);
     if (!elementType)
       return error() << "unsupported element type " << onnxElementTypeName(to);
+    if (isa<Float8E4M3FNType, Float8E5M2Type>(elementType))
+      return output(castToFloat8(*x, elementType, intAttr("saturate", 1)));
+    // A float to a 4-bit integer wraps as ONNX's reference does (ml_dtypes:
+    // toward zero, then modulo 16) where kiln.cast saturates: through i64.
+    if (isFourBitType(elementType) &&
+        isa<FloatType>(typeOf(*x).getElementType()))
+      return output(castTo(castTo(*x, b.getI64Type()), elementType));
     return output(
         CastOp::create(b, loc, typeOf(*x).clone(elementType), *x));
   }
@@ -207,7 +214,7 @@ struct CoreOpConverter : NodeConverterBase {
     if (failed(ax))
       return failure();
     Type stash = convertONNXElementType(b.getContext(), intAttr("stash_type", 1));
-    if (!stash || !isa<FloatType>(stash))
+    if (!stash || !isa<FloatType>(stash) || isStorageOnlyType(stash))
       return error() << "stash_type must be a float type Kiln supports";
     float epsilon = floatAttr("epsilon", 1e-5f);
     Type et = xType.getElementType();

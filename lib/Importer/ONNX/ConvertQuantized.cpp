@@ -128,6 +128,97 @@ struct QuantizedConverter : NodeConverterBase {
                    << type.getElementType();
   }
 
+  /// com.microsoft GatherBlockQuantized, a quantized embedding table
+  /// (onnxruntime-genai's builder writes it for tied int4 embeddings over
+  /// the LM head's packed weights): rows of a table quantized along K in
+  /// blocks, gathered by index. The table is the kiln.dequantize
+  /// MatMulNBits' weights import to (packed uint8, MatMulNBits' layout and
+  /// default zero point) or a 4-bit table packed again (int4/uint4, zero
+  /// point 0 by default), and the gather reads through it, so only the
+  /// gathered rows are unpacked. An index out of range is an error, as in
+  /// onnxruntime's CPU kernel (Kiln's gather: the reference reports it,
+  /// kernels clamp).
+  LogicalResult convertGatherBlockQuantized() {
+    auto data = required(0), indices = required(1), scales = required(2);
+    if (failed(data) || failed(indices) || failed(scales))
+      return failure();
+    int64_t bits = intAttr("bits", 4), block = intAttr("block_size", 128);
+    if (bits != 4 && bits != 8)
+      return error() << "bits must be 4 or 8, got " << bits;
+    if (block < 16 || !llvm::isPowerOf2_64(block))
+      return error() << "block_size must be a power of two of at least 16, "
+                        "got "
+                     << block;
+    RankedTensorType dType = typeOf(*data), sType = typeOf(*scales);
+    int64_t rank = dType.getRank();
+    auto gatherAxis = axis(intAttr("gather_axis", 0), rank);
+    if (failed(gatherAxis))
+      return failure();
+    auto quantizeAxis = axis(intAttr("quantize_axis", 1), rank);
+    if (failed(quantizeAxis))
+      return failure();
+    if (rank != 2 || *gatherAxis != 0 || *quantizeAxis != 1 ||
+        !dType.hasStaticShape())
+      return error() << "only a table [rows, K] gathered by row "
+                        "(gather_axis 0) and quantized along K "
+                        "(quantize_axis 1) is supported, got "
+                     << shapeText(dType) << " with gather_axis " << *gatherAxis
+                     << " and quantize_axis " << *quantizeAxis;
+    Type et = sType.getElementType();
+    if (!isa<FloatType>(et) || et.isF64())
+      return error() << "scales must be f32, f16 or bf16, got " << et;
+    Value zero = importer.input(node, 3);
+    int64_t rows = dType.getDimSize(0);
+    Type dataType = dType.getElementType();
+    Value table;
+    if (dataType.isUnsignedInteger(8)) {
+      int64_t k = dType.getDimSize(1) * 8 / bits;
+      int64_t blocks = llvm::divideCeil(k, block);
+      if (k % block != 0)
+        return error() << "packed rows of " << dType.getDimSize(1)
+                       << " bytes must hold whole blocks of " << block
+                       << " values of " << bits << " bits";
+      if (!sType.hasStaticShape() ||
+          sType.getShape() != ArrayRef<int64_t>{rows, blocks})
+        return error() << "scales must be [" << rows << ", " << blocks
+                       << "], got " << shapeText(sType);
+      int64_t zeroBytes = llvm::divideCeil(blocks * bits, 8);
+      if (zero &&
+          (!typeOf(zero).getElementType().isUnsignedInteger(8) ||
+           typeOf(zero).getShape() != ArrayRef<int64_t>{rows, zeroBytes}))
+        return error() << "zero_points must be uint8 [" << rows << ", "
+                       << zeroBytes << "] packed like data, got "
+                       << shapeText(typeOf(zero)) << " of "
+                       << typeOf(zero).getElementType();
+      table =
+          DequantizeOp::create(b, loc, RankedTensorType::get({rows, k}, et),
+                               reshape(*data, {rows, blocks, block * bits / 8}),
+                               *scales, zero, bits, block);
+    } else if (isFourBitType(dataType) && bits == 4) {
+      int64_t blocks = llvm::divideCeil(dType.getDimSize(1), block);
+      if (sType.getShape() != ArrayRef<int64_t>{rows, blocks})
+        return error() << "scales must be [" << rows << ", " << blocks
+                       << "], got " << shapeText(sType);
+      if (zero && (typeOf(zero).getElementType() != dataType ||
+                   typeOf(zero).getShape() != sType.getShape()))
+        return error() << "zero_points must be " << shapeText(sType)
+                       << " of the data's type " << dataType << ", got "
+                       << shapeText(typeOf(zero)) << " of "
+                       << typeOf(zero).getElementType();
+      table = packDequantizeLinear(b, loc, *data, *scales, zero, 1, block);
+      if (!table)
+        return error() << "4-bit data needs constant scales and zero points";
+    } else {
+      return error() << "data must be uint8 (packed, with bits) or int4 or "
+                        "uint4, got "
+                     << dataType << " with bits " << bits;
+    }
+    auto type = inferGatherType(loc, typeOf(table), typeOf(*indices), 0);
+    if (failed(type))
+      return failure();
+    return output(GatherOp::create(b, loc, *type, table, *indices, 0));
+  }
+
   //===--------------------------------------------------------------------===//
   // QuantizeLinear and DequantizeLinear
   //===--------------------------------------------------------------------===//
@@ -143,6 +234,12 @@ struct QuantizedConverter : NodeConverterBase {
     int64_t rank = x.size();
     if (type.hasStaticShape() && type.getNumElements() == 1 && block == 0)
       return reshape(param, ArrayRef<int64_t>{});
+    // Per axis and in blocks, the scales follow the input's dims.
+    if (!xType.hasStaticShape())
+      return error() << what << " per axis or in blocks needs an input of "
+                     << "static shape, got " << shapeText(xType)
+                     << "; pin its dims with " << importer.optionNames().dims
+                     << " NAME=N";
     // Only per-axis and blocked forms read the axis.
     auto resolved = this->axis(axis, rank);
     if (failed(resolved))
@@ -177,11 +274,8 @@ struct QuantizedConverter : NodeConverterBase {
   }
 
   /// The axis (as given: a per-tensor scale ignores it) and block size of
-  /// a Q/DQ node over `xType` (static).
+  /// a Q/DQ node over `xType`.
   LogicalResult quantAxis(RankedTensorType xType, int64_t &ax, int64_t &block) {
-    if (!xType.hasStaticShape())
-      return error() << "the input must have a static shape, got "
-                     << shapeText(xType);
     ax = intAttr("axis", 1);
     block = intAttr("block_size", 0);
     if (block < 0)
@@ -191,29 +285,14 @@ struct QuantizedConverter : NodeConverterBase {
     return success();
   }
 
-  /// A 4-bit constant (the only 4-bit values) as the 8-bit integers its
-  /// storage holds, one a byte; other values as they are.
-  Value asBytes(Value v) {
-    RankedTensorType type = typeOf(v);
-    auto integer = dyn_cast<IntegerType>(type.getElementType());
-    if (!integer || !isFourBitType(integer))
-      return v;
-    auto bytes = type.clone(
-        IntegerType::get(b.getContext(), 8, integer.getSignedness()));
-    Attribute value = v.getDefiningOp<ConstantOp>().getValue();
-    if (auto resource = dyn_cast<DenseResourceElementsAttr>(value))
-      return ConstantOp::create(
-          b, loc,
-          DenseResourceElementsAttr::get(bytes, resource.getRawHandle()));
-    return ConstantOp::create(
-        b, loc,
-        DenseElementsAttr::getFromRawBuffer(
-            bytes, cast<DenseElementsAttr>(value).getRawData()));
-  }
-
   static bool isQuantizedType(Type t) {
     auto integer = dyn_cast<IntegerType>(t);
-    return integer && integer.getWidth() != 1 && integer.getWidth() <= 32;
+    return (integer && integer.getWidth() != 1 && integer.getWidth() <= 32) ||
+           isFloat8(t);
+  }
+
+  static bool isFloat8(Type t) {
+    return isa<Float8E4M3FNType, Float8E5M2Type>(t);
   }
 
   LogicalResult convertDequantizeLinear() {
@@ -226,7 +305,8 @@ struct QuantizedConverter : NodeConverterBase {
     if (failed(quantAxis(xType, ax, block)))
       return failure();
     if (!isQuantizedType(xType.getElementType()) || !isa<FloatType>(et))
-      return error() << "expected integer input and float scales, got "
+      return error() << "expected integer or float8 input and float scales, "
+                        "got "
                      << xType.getElementType() << " and " << et;
     if (int64_t given = intAttr("output_dtype", 0);
         given != 0 && convertONNXElementType(b.getContext(), given) != et)
@@ -245,9 +325,9 @@ struct QuantizedConverter : NodeConverterBase {
     auto s = perElement(*scale, xType, ax, block, "x_scale");
     if (failed(s))
       return failure();
-    Value centred = castTo(asBytes(*x), f32);
+    Value centred = castTo(*x, f32);
     if (zero) {
-      auto z = perElement(asBytes(zero), xType, ax, block, "x_zero_point");
+      auto z = perElement(zero, xType, ax, block, "x_zero_point");
       if (failed(z))
         return failure();
       auto diff = broadcast<SubOp>(centred, castTo(*z, f32));
@@ -282,19 +362,25 @@ struct QuantizedConverter : NodeConverterBase {
       out = named;
     }
     auto integer = dyn_cast<IntegerType>(out);
-    if (!isa<FloatType>(xType.getElementType()) || !integer ||
-        !isQuantizedType(out) || integer.getWidth() > 16)
-      return error() << "expected float input and an 8- or 16-bit integer "
-                        "output, got "
+    if (!isa<FloatType>(xType.getElementType()) ||
+        !((integer && isQuantizedType(out) && integer.getWidth() <= 16) ||
+          isFloat8(out)))
+      return error() << "expected float input and a 4-, 8- or 16-bit integer "
+                        "or float8 output, got "
                      << xType.getElementType() << " and " << out;
     Type f32 = b.getF32Type();
     auto s = perElement(*scale, xType, ax, block, "y_scale");
     if (failed(s))
       return failure();
-    // round(x / scale) + zero, halves to even, saturated to the type.
     auto ratio = broadcast<DivOp>(castTo(*x, f32), castTo(*s, f32));
     if (failed(ratio))
       return failure();
+    // float8: x / scale rounded to it (ties to even), saturated unless the
+    // node says not; its zero point is 0 by definition and, as in
+    // onnxruntime, not added.
+    if (isFloat8(out))
+      return output(castToFloat8(*ratio, out, intAttr("saturate", 1)));
+    // Integers: round(x / scale) + zero, halves to even, saturated.
     Value q = RoundOp::create(b, loc, *ratio);
     if (zero) {
       auto z = perElement(zero, xType, ax, block, "y_zero_point");
@@ -332,6 +418,8 @@ ArrayRef<OpConversion> getQuantizedConversions() {
   using C = QuantizedConverter;
   static const OpConversion table[] = {
       {kMicrosoftDomain, "MatMulNBits", convertWith<C, &C::convertMatMulNBits>},
+      {kMicrosoftDomain, "GatherBlockQuantized",
+       convertWith<C, &C::convertGatherBlockQuantized>},
       {"", "DequantizeLinear", convertWith<C, &C::convertDequantizeLinear>},
       {"", "QuantizeLinear", convertWith<C, &C::convertQuantizeLinear>},
   };

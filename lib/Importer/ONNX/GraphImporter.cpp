@@ -343,25 +343,9 @@ LogicalResult GraphImporter::importGraph() {
     if (!value)
       return emitError(fileLoc, "graph output '")
              << info.name() << "' is not produced by any node";
-    if (isFourBitType(cast<RankedTensorType>(value.getType()).getElementType()))
-      return emitError(fileLoc, "unsupported element type ")
-             << (cast<RankedTensorType>(value.getType())
-                         .getElementType()
-                         .isUnsignedInteger()
-                     ? "uint4"
-                     : "int4")
-             << " of graph output '" << info.name() << "'";
     results.push_back(value);
   }
   func::ReturnOp::create(b, fileLoc, results);
-  // The 4-bit constants DequantizeLinear packed again are left unread.
-  SmallVector<ConstantOp> fourBit;
-  func.walk([&](ConstantOp op) {
-    if (isFourBitType(op.getType().getElementType()) && op->use_empty())
-      fourBit.push_back(op);
-  });
-  for (ConstantOp op : fourBit)
-    op->erase();
   func.setFunctionType(
       b.getFunctionType(inputTypes, ValueRange(results).getTypes()));
   for (auto [i, info] : llvm::enumerate(graph.output()))

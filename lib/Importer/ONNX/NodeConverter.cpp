@@ -8,6 +8,8 @@
 
 #include "mlir/IR/BuiltinAttributes.h"
 
+#include <cmath>
+
 using namespace mlir;
 
 namespace kiln {
@@ -29,6 +31,39 @@ FailureOr<Value> NodeConverterBase::concat(ArrayRef<Value> parts,
   if (failed(type))
     return failure();
   return ConcatOp::create(b, loc, *type, present, axis).getResult();
+}
+
+Value NodeConverterBase::castToFloat8(Value x, Type to, bool saturate) {
+  // kiln.cast to float8 saturates finite values and keeps E5M2's
+  // infinities (E4M3FN has none: they saturate). The rest is decided in
+  // fp32 before it.
+  bool e5m2 = isa<Float8E5M2Type>(to);
+  Type f32 = b.getF32Type();
+  if (saturate && !e5m2)
+    return castTo(x, to);
+  Value v = castTo(x, f32);
+  if (saturate) {
+    // E5M2's infinities saturate too: to the largest value of their sign.
+    Value infinite =
+        IsInfOp::create(b, loc, typeOf(v).clone(b.getI1Type()), v, true, true);
+    Value largest = MulOp::create(b, loc, SignOp::create(b, loc, v),
+                                  importer.scalar(loc, f32, 57344.0));
+    v = WhereOp::create(b, loc, typeOf(v), infinite, largest, v);
+    return castTo(v, to);
+  }
+  // Not saturating: the values that round past the largest become NaN or
+  // an infinity. E4M3FN's largest is 448, and 464, halfway to the next
+  // step (480, NaN), rounds to it (448 is even); E5M2's largest is 57344,
+  // and 61440, halfway to infinity, rounds up to infinity.
+  float bound = e5m2 ? std::nextafter(61440.0f, 0.0f) : 464.0f;
+  Value beyond = GreaterOp::create(b, loc, AbsOp::create(b, loc, v),
+                                   importer.scalar(loc, f32, bound));
+  Value special =
+      e5m2
+          ? Value(MulOp::create(b, loc, v, importer.scalar(loc, f32, INFINITY)))
+          : importer.scalar(loc, f32, NAN);
+  v = WhereOp::create(b, loc, typeOf(v), beyond, special, v);
+  return castTo(v, to);
 }
 
 Value NodeConverterBase::slice(Value x, int64_t axis, int64_t start,

@@ -116,6 +116,13 @@ struct NodeConverterBase {
     return CastOp::create(b, loc, typeOf(x).clone(elementType), x);
   }
 
+  /// `x` cast to the float8 type `to` as ONNX's Cast and QuantizeLinear
+  /// define it: saturating (beyond the largest value, infinity included,
+  /// the largest of its sign), or without `saturate`, NaN (E4M3FN, which
+  /// has no infinity) or an infinity (E5M2) where a value rounds beyond the
+  /// largest.
+  mlir::Value castToFloat8(mlir::Value x, mlir::Type to, bool saturate);
+
   /// `OpTy(lhs, rhs)` with numpy broadcasting; the shape function reports a
   /// mismatch at the node.
   template <typename OpTy>

@@ -80,7 +80,9 @@ static bool takesSymbolicDims(const onnx::NodeProto &node) {
       "Tile", "Conv",
       // onnxruntime's fused forms, in the default domain; RotaryEmbedding
       // (opset 23).
-      "SimplifiedLayerNormalization", "RotaryEmbedding"};
+      "SimplifiedLayerNormalization", "RotaryEmbedding",
+      // Per-tensor Q/DQ (per axis and in blocks refuse symbolic dims).
+      "QuantizeLinear", "DequantizeLinear"};
   static const llvm::StringSet<> readyMicrosoft = {
       "SkipLayerNormalization",
       "SkipSimplifiedLayerNormalization",
@@ -93,7 +95,8 @@ static bool takesSymbolicDims(const onnx::NodeProto &node) {
       "EmbedLayerNormalization",
       "Attention",
       "MultiHeadAttention",
-      "MatMulNBits"};
+      "MatMulNBits",
+      "GatherBlockQuantized"};
   if (node.domain() == kMicrosoftDomain)
     return readyMicrosoft.contains(node.op_type());
   return isDefaultDomain(node.domain()) && ready.contains(node.op_type());
@@ -106,20 +109,24 @@ LogicalResult convertNode(GraphImporter &importer, const onnx::NodeProto &node) 
   if (!convert)
     return emitError(importer.nodeLoc(node))
            << node.op_type() << ": no converter";
-  // 4-bit constants are one value a byte, a storage only DequantizeLinear
-  // reads (it packs them again for kiln.dequantize).
-  bool readsFourBits = node.op_type() == "DequantizeLinear" &&
-                       (node.domain().empty() || node.domain() == "ai.onnx");
-  for (int i = 0; !readsFourBits && i < node.input_size(); ++i) {
+  // 4-bit integers and float8 are stored, cast and moved, never computed
+  // with: only the ops whose ONNX types take them read them.
+  static const llvm::StringSet<> readsStorageOnly = {
+      "QuantizeLinear", "DequantizeLinear", "Cast",      "CastLike",
+      "Identity",       "Reshape",          "Transpose", "Squeeze",
+      "Unsqueeze",      "Flatten",          "Shape",     "Size"};
+  bool reads = node.domain() == kMicrosoftDomain
+                   ? node.op_type() == "GatherBlockQuantized"
+                   : readsStorageOnly.contains(node.op_type());
+  for (int i = 0; !reads && i < node.input_size(); ++i) {
     Value input = importer.input(node, i);
     auto type = input ? dyn_cast<RankedTensorType>(input.getType())
                       : RankedTensorType();
-    if (type && isFourBitType(type.getElementType()))
+    if (type && isStorageOnlyType(type.getElementType()))
       return emitError(importer.nodeLoc(node))
              << node.op_type() << ": input " << i << " ('" << node.input(i)
-             << "') is "
-             << (type.getElementType().isUnsignedInteger() ? "u" : "")
-             << "int4, which Kiln reads only as DequantizeLinear's input";
+             << "') is " << type.getElementType()
+             << ", which Kiln only casts, moves and dequantizes";
   }
   if (!takesSymbolicDims(node))
     for (int i = 0; i < node.input_size(); ++i) {

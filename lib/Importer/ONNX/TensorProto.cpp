@@ -21,6 +21,11 @@ namespace kiln {
 /// Tensors bigger than this are refused before anything is allocated.
 static constexpr int64_t kMaxTensorBytes = int64_t(1) << 34;
 
+// onnx.proto's numbers for float8 and the 4-bit integers, newer than
+// Debian's libonnx.
+static constexpr int kONNXFloat8E4M3FN = 17, kONNXFloat8E5M2 = 19,
+                     kONNXUint4 = 21, kONNXInt4 = 22;
+
 Type convertONNXElementType(MLIRContext *context, int dataType) {
   Builder b(context);
   auto unsignedType = [&](unsigned width) {
@@ -53,6 +58,14 @@ Type convertONNXElementType(MLIRContext *context, int dataType) {
     return unsignedType(8);
   case onnx::TensorProto::BOOL:
     return b.getI1Type();
+  case kONNXFloat8E4M3FN:
+    return b.getType<Float8E4M3FNType>();
+  case kONNXFloat8E5M2:
+    return b.getType<Float8E5M2Type>();
+  case kONNXInt4:
+    return b.getIntegerType(4);
+  case kONNXUint4:
+    return unsignedType(4);
   default:
     return {};
   }
@@ -79,20 +92,14 @@ static int64_t storageBytes(Type type) {
   return type.getIntOrFloatBitWidth() / 8;
 }
 
-// onnx.proto's numbers for the 4-bit integers, newer than Debian's libonnx.
-static constexpr int kONNXUint4 = 21, kONNXInt4 = 22;
-
-Type convertONNXConstantElementType(MLIRContext *context, int dataType) {
-  if (dataType == kONNXInt4)
-    return IntegerType::get(context, 4);
-  if (dataType == kONNXUint4)
-    return IntegerType::get(context, 4, IntegerType::Unsigned);
-  return convertONNXElementType(context, dataType);
-}
-
 bool isFourBitType(Type type) {
   auto integer = dyn_cast_if_present<IntegerType>(type);
   return integer && integer.getWidth() == 4 && !integer.isSigned();
+}
+
+bool isStorageOnlyType(Type type) {
+  return isFourBitType(type) ||
+         isa_and_present<Float8E4M3FNType, Float8E5M2Type>(type);
 }
 
 /// memcpy for a count that may be zero, where a repeated field's data()
@@ -253,8 +260,7 @@ FailureOr<ElementsAttr> convertTensorProto(Location loc,
                                            int64_t inlineLimit,
                                            ExternalData *externalData) {
   MLIRContext *context = loc.getContext();
-  Type elementType =
-      convertONNXConstantElementType(context, tensor.data_type());
+  Type elementType = convertONNXElementType(context, tensor.data_type());
   if (!elementType)
     return emitError(loc, "unsupported element type ")
            << onnxElementTypeName(tensor.data_type()) << " of tensor '"

@@ -40,9 +40,12 @@ std::string storageType(Type t) {
     return "__nv_bfloat16";
   if (t.isInteger(1))
     return "bool";
+  if (isa<Float8E4M3FNType, Float8E5M2Type>(t))
+    return "unsigned char";
   if (auto integer = dyn_cast<IntegerType>(t)) {
     bool isUnsigned = integer.isUnsigned();
     switch (integer.getWidth()) {
+    case 4: // One a byte.
     case 8:
       return isUnsigned ? "unsigned char" : "signed char";
     case 16:
@@ -67,6 +70,10 @@ std::string loadExpr(Type t, const std::string &element) {
     return "__half2float(" + element + ")";
   if (t.isBF16())
     return "__bfloat162float(" + element + ")";
+  if (isa<Float8E4M3FNType>(t))
+    return "kiln_f8e4m3_to_float(" + element + ")";
+  if (isa<Float8E5M2Type>(t))
+    return "kiln_f8e5m2_to_float(" + element + ")";
   return element;
 }
 
@@ -76,6 +83,14 @@ std::string storeExpr(Type t, const std::string &value) {
     return "__float2half_rn(" + value + ")";
   if (t.isBF16())
     return "__float2bfloat16_rn(" + value + ")";
+  if (isa<Float8E4M3FNType>(t))
+    return "kiln_float_to_f8e4m3(" + value + ")";
+  if (isa<Float8E5M2Type>(t))
+    return "kiln_float_to_f8e5m2(" + value + ")";
+  if (t.isSignlessInteger(4))
+    return "kiln_wrap_i4(" + value + ")";
+  if (t.isUnsignedInteger(4))
+    return "kiln_wrap_u4(" + value + ")";
   return value;
 }
 
@@ -688,8 +703,19 @@ std::string BodyEmitter::castExpr(Type from, Type to, const std::string &v) {
       narrowed = "__ll2" + name + "_rn((long long)" + v + ")";
     return widen + "(" + narrowed + ")";
   }
+  if (isa<Float8E4M3FNType, Float8E5M2Type>(to)) {
+    // Rounded through float (a double rounds twice, as ONNX casts to float8
+    // from float) and kept as the float it rounds to.
+    std::string format = isa<Float8E5M2Type>(to) ? "f8e5m2" : "f8e4m3";
+    return "kiln_" + format + "_to_float(kiln_float_to_" + format + "((float)" +
+           v + "))";
+  }
   if (fromFloat && !isa<FloatType>(to))
     return floatToIntExpr(from, to, v);
+  if (to.isSignlessInteger(4))
+    return "kiln_wrap_i4((long long)" + v + ")";
+  if (to.isUnsignedInteger(4))
+    return "kiln_wrap_u4((long long)" + v + ")";
   return "(" + computeType(to) + ")" + v;
 }
 

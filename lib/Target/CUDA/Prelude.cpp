@@ -119,6 +119,56 @@ __device__ __forceinline__ I kiln_float_to_int(F x, F low, F high, I lowest, I h
   return x != x ? I(0) : x < low ? lowest : x >= high ? highest : (I)x;
 }
 
+// float8 bits (E4M3FN: 3 mantissa bits, bias 7, NaN S.1111.111, no
+// infinity; E5M2: 2 mantissa bits, bias 15, IEEE infinities) to and from
+// float, as kiln/runtime/Float8.h computes them on the host: decoding is
+// exact; encoding rounds to nearest even, saturates finite values beyond
+// the largest to it, keeps E5M2's infinities (E4M3FN's become its
+// largest), NaN a NaN.
+__device__ __forceinline__ float kiln_f8_to_float(unsigned char bits, int mbits,
+                                                  int bias, bool ieee) {
+  int mag = bits & 0x7f, e = mag >> mbits, m = mag & ((1 << mbits) - 1);
+  float v = ieee && e == (0x7f >> mbits)
+                ? __int_as_float(m ? 0x7fc00000 : 0x7f800000)
+            : !ieee && mag == 0x7f ? __int_as_float(0x7fc00000)
+            : e == 0 ? ldexpf((float)m, 1 - bias - mbits)
+                     : ldexpf((float)((1 << mbits) | m), e - bias - mbits);
+  return bits & 0x80 ? -v : v;
+}
+__device__ __forceinline__ unsigned char kiln_float_to_f8(float x, int mbits,
+                                                          int bias, float largest) {
+  unsigned char sign = (__float_as_uint(x) >> 31) ? 0x80 : 0;
+  if (x != x) return sign | 0x7f;
+  if (mbits == 2 && fabsf(x) == __int_as_float(0x7f800000)) return sign | 0x7c;
+  float a = fminf(fabsf(x), largest);
+  if (a < ldexpf(1.0f, 1 - bias))
+    return sign | (unsigned char)rintf(ldexpf(a, bias - 1 + mbits));
+  int e;
+  float f = frexpf(a, &e);
+  // A mantissa that rounds up to 2^mbits carries into the exponent.
+  return sign | (unsigned char)(((e - 1 + bias) << mbits) +
+                                (int)rintf((2.0f * f - 1.0f) * (float)(1 << mbits)));
+}
+__device__ __forceinline__ float kiln_f8e4m3_to_float(unsigned char b) {
+  return kiln_f8_to_float(b, 3, 7, false);
+}
+__device__ __forceinline__ float kiln_f8e5m2_to_float(unsigned char b) {
+  return kiln_f8_to_float(b, 2, 15, true);
+}
+__device__ __forceinline__ unsigned char kiln_float_to_f8e4m3(float x) {
+  return kiln_float_to_f8(x, 3, 7, 448.0f);
+}
+__device__ __forceinline__ unsigned char kiln_float_to_f8e5m2(float x) {
+  return kiln_float_to_f8(x, 2, 15, 57344.0f);
+}
+// A 4-bit integer, stored a byte, wrapped as the 4-bit type wraps.
+__device__ __forceinline__ signed char kiln_wrap_i4(long long v) {
+  return (signed char)((signed char)(v << 4) >> 4);
+}
+__device__ __forceinline__ unsigned char kiln_wrap_u4(long long v) {
+  return (unsigned char)(v & 15);
+}
+
 // Sums and products. Signed integers (accumulated as long long) wrap as two's
 // complement, as the reference interpreter computes them: signed overflow is
 // undefined in C++, so they go through unsigned long long.

@@ -52,19 +52,23 @@ typedef enum kiln_status {
 
 /** Element type of a tensor; same order as `kiln::rt::DType`. */
 typedef enum kiln_dtype {
-  KILN_DTYPE_F32 = 0,  /**< IEEE float32. */
-  KILN_DTYPE_F16 = 1,  /**< IEEE float16. */
-  KILN_DTYPE_BF16 = 2, /**< bfloat16. */
-  KILN_DTYPE_I64 = 3,  /**< int64_t. */
-  KILN_DTYPE_I32 = 4,  /**< int32_t. */
-  KILN_DTYPE_I8 = 5,   /**< int8_t. */
-  KILN_DTYPE_BOOL = 6, /**< One byte per element, 0 or 1. */
-  KILN_DTYPE_F64 = 7,  /**< IEEE float64 (double). */
-  KILN_DTYPE_I16 = 8,  /**< int16_t. */
-  KILN_DTYPE_U8 = 9,   /**< uint8_t. */
-  KILN_DTYPE_U16 = 10, /**< uint16_t. */
-  KILN_DTYPE_U32 = 11, /**< uint32_t. */
-  KILN_DTYPE_U64 = 12  /**< uint64_t. */
+  KILN_DTYPE_F32 = 0,       /**< IEEE float32. */
+  KILN_DTYPE_F16 = 1,       /**< IEEE float16. */
+  KILN_DTYPE_BF16 = 2,      /**< bfloat16. */
+  KILN_DTYPE_I64 = 3,       /**< int64_t. */
+  KILN_DTYPE_I32 = 4,       /**< int32_t. */
+  KILN_DTYPE_I8 = 5,        /**< int8_t. */
+  KILN_DTYPE_BOOL = 6,      /**< One byte per element, 0 or 1. */
+  KILN_DTYPE_F64 = 7,       /**< IEEE float64 (double). */
+  KILN_DTYPE_I16 = 8,       /**< int16_t. */
+  KILN_DTYPE_U8 = 9,        /**< uint8_t. */
+  KILN_DTYPE_U16 = 10,      /**< uint16_t. */
+  KILN_DTYPE_U32 = 11,      /**< uint32_t. */
+  KILN_DTYPE_U64 = 12,      /**< uint64_t. */
+  KILN_DTYPE_I4 = 13,       /**< int4, one a byte (an int8_t from -8 to 7). */
+  KILN_DTYPE_U4 = 14,       /**< uint4, one a byte (a uint8_t from 0 to 15). */
+  KILN_DTYPE_F8E4M3FN = 15, /**< float8 E4M3FN (OCP FP8 E4M3) bits. */
+  KILN_DTYPE_F8E5M2 = 16    /**< float8 E5M2 bits. */
 } kiln_dtype;
 
 /** Where a model executes. */

@@ -1,7 +1,7 @@
 """Products by weights that a DequantizeLinear dequantizes (opset 21).
 
   dequantize_weights_model.py OUT.onnx [--float16] [--k K]
-  dequantize_weights_model.py OUT.onnx --negative transpose|output|short
+  dequantize_weights_model.py OUT.onnx --negative-short
 
 A [batch, seq, K] input (K = 80 by default) times 24 columns of weights,
 each stored as an exporter writes it:
@@ -18,9 +18,8 @@ each stored as an exporter writes it:
 The last block of each blocked weight holds K - 64 values (16 at K = 80).
 --float16 makes the input, scales and outputs fp16.
 
---negative writes a malformed model instead: an int4 weight read by a
-Transpose before its DequantizeLinear (transpose), an int4 initializer as
-the graph's output (output), or 4-bit values short of their dims (short).
+--negative-short writes a malformed model instead: an int4 initializer
+whose packed bytes are short of its dims.
 """
 import sys
 
@@ -61,32 +60,23 @@ def product(name, dq_inputs, dq_attrs, transpose=False):
 blocks = -(-K // BLOCK)
 
 
-def negative(kind):
+def negative_short():
     q = int4("q", rng.integers(-8, 8, (K, N)), True)
+    q.ClearField("int32_data")
+    q.raw_data = bytes(K * N // 2 - 3)
     s = numpy_helper.from_array(scales((blocks, N)), "s")
-    out = helper.make_tensor_value_info("y", onnx_type, [N, K])
-    if kind == "transpose":
-        nodes = [helper.make_node("Transpose", ["q"], ["qt"], perm=[1, 0]),
-                 helper.make_node("DequantizeLinear", ["qt", "s"], ["y"], axis=1,
-                                  block_size=BLOCK)]
-        s = numpy_helper.from_array(scales((N, blocks)), "s")
-    elif kind == "output":
-        nodes = [helper.make_node("DequantizeLinear", ["q", "s"], ["w"], axis=0,
-                                  block_size=BLOCK)]
-        out = helper.make_tensor_value_info("q", TensorProto.INT4, [K, N])
-    else:
-        q.ClearField("int32_data")
-        q.raw_data = bytes(K * N // 2 - 3)
-        nodes = [helper.make_node("DequantizeLinear", ["q", "s"], ["y"], axis=0,
-                                  block_size=BLOCK)]
-    graph = helper.make_graph(nodes, "negative", [], [out], initializer=[q, s])
+    graph = helper.make_graph(
+        [helper.make_node("DequantizeLinear", ["q", "s"], ["y"], axis=0,
+                          block_size=BLOCK)],
+        "negative", [], [helper.make_tensor_value_info("y", onnx_type, [K, N])],
+        initializer=[q, s])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
     model.ir_version = 10
     onnx.save(model, path)
 
 
-if "--negative" in sys.argv:
-    negative(sys.argv[sys.argv.index("--negative") + 1])
+if "--negative-short" in sys.argv:
+    negative_short()
     sys.exit(0)
 
 weights += [int4("i4_q", rng.integers(-8, 8, (K, N)), True),

@@ -1,13 +1,16 @@
-//===- FloatBitsTest.cpp - fast 16-bit conversions against APFloat --------===//
+//===- FloatBitsTest.cpp - fast float conversions against APFloat ---------===//
 
 #include "kiln/ConstantData/FloatBits.h"
+#include "kiln/runtime/Float8.h"
 
 #include "llvm/ADT/APFloat.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <vector>
 
 using namespace kiln;
 
@@ -101,3 +104,65 @@ TEST(FloatBits, WidenEverySixteenBitValueExactly) {
 }
 
 } // namespace
+
+/// float8 against APFloat: every pattern decodes exactly, and floats at a
+/// prime stride, every value, every midpoint between neighbours and its two
+/// neighbouring floats encode as APFloat rounds them (ties to even) after
+/// the saturation of finite values (|x| clamped to the largest value);
+/// E5M2 keeps its infinities.
+TEST(FloatBits, Float8MatchesAPFloat) {
+  for (bool e5m2 : {false, true}) {
+    const llvm::fltSemantics &semantics =
+        e5m2 ? llvm::APFloat::Float8E5M2() : llvm::APFloat::Float8E4M3FN();
+    float largest = e5m2 ? 57344.0f : 448.0f;
+    auto expected = [&](float value) -> uint8_t {
+      float clamped = e5m2 && std::isinf(value)
+                          ? std::fabs(value)
+                          : std::fmin(std::fabs(value), largest);
+      llvm::APFloat converted(std::signbit(value) ? -clamped : clamped);
+      bool losesInfo = false;
+      (void)converted.convert(semantics, llvm::APFloat::rmNearestTiesToEven,
+                              &losesInfo);
+      return uint8_t(converted.bitcastToAPInt().getZExtValue());
+    };
+    auto check = [&](float value) {
+      uint8_t bits = rt::float8BitsOf(value, e5m2);
+      if (std::isnan(value)) {
+        EXPECT_TRUE(std::isnan(rt::floatOfFloat8Bits(bits, e5m2)));
+        return;
+      }
+      ASSERT_EQ(bits, expected(value))
+          << (e5m2 ? "e5m2" : "e4m3fn") << " of " << value;
+    };
+    std::vector<float> values;
+    for (int bits = 0; bits < 256; ++bits) {
+      llvm::APFloat exact(semantics, llvm::APInt(8, bits));
+      float decoded = rt::floatOfFloat8Bits(uint8_t(bits), e5m2);
+      if (exact.isNaN()) {
+        EXPECT_TRUE(std::isnan(decoded)) << bits;
+        continue;
+      }
+      ASSERT_EQ(decoded, exact.convertToFloat()) << bits;
+      values.push_back(decoded);
+    }
+    std::sort(values.begin(), values.end());
+    for (size_t i = 0; i < values.size(); ++i) {
+      check(values[i]);
+      if (i + 1 < values.size() && std::isfinite(values[i + 1])) {
+        float middle = (values[i] + values[i + 1]) / 2;
+        check(middle);
+        check(std::nextafter(middle, -INFINITY));
+        check(std::nextafter(middle, INFINITY));
+      }
+    }
+    for (float beyond :
+         {largest * 1.03f, largest * 1.1f, 1e30f, INFINITY, -INFINITY, NAN})
+      check(beyond);
+    for (uint64_t bits = 0; bits <= 0xffffffffu; bits += 65537) {
+      float value;
+      uint32_t word = uint32_t(bits);
+      std::memcpy(&value, &word, sizeof(value));
+      check(value);
+    }
+  }
+}

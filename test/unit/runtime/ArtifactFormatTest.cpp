@@ -148,7 +148,10 @@ TEST(ArtifactFormat, DTypeSizesAndNames) {
                  {DType::Bool, 1, "bool"},     {DType::F64, 8, "float64"},
                  {DType::I16, 2, "int16"},     {DType::U8, 1, "uint8"},
                  {DType::U16, 2, "uint16"},    {DType::U32, 4, "uint32"},
-                 {DType::U64, 8, "uint64"}};
+                 {DType::U64, 8, "uint64"},    {DType::I4, 1, "int4"},
+                 {DType::U4, 1, "uint4"},
+                 {DType::F8E4M3FN, 1, "float8e4m3fn"},
+                 {DType::F8E5M2, 1, "float8e5m2"}};
   for (const auto &d : kDTypes) {
     EXPECT_EQ(dtypeSize(d.dtype), d.size) << d.name;
     EXPECT_STREQ(dtypeName(d.dtype), d.name);
@@ -156,7 +159,8 @@ TEST(ArtifactFormat, DTypeSizesAndNames) {
   // Appended after Bool: the encoded values of the older types are stable.
   EXPECT_EQ(static_cast<int>(DType::Bool), 6);
   EXPECT_EQ(static_cast<int>(DType::F64), 7);
-  EXPECT_EQ(kLastDType, DType::U64);
+  EXPECT_EQ(static_cast<int>(DType::I4), 13);
+  EXPECT_EQ(kLastDType, DType::F8E5M2);
   EXPECT_EQ(dtypeSize(static_cast<DType>(99)), 0u);
 }
 

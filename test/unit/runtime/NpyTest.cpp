@@ -6,9 +6,12 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <memory>
+#include <tuple>
 #include <utility>
+#include <vector>
 
 using namespace kiln::rt;
 using namespace kiln::rt::test;
@@ -145,6 +148,44 @@ TEST(Npy, BFloat16IsWrittenAsFloat32) {
   ASSERT_TRUE(parseExact(bytes, b, error)) << error;
   EXPECT_EQ(b.dtype, DType::F32);
   EXPECT_EQ(floatsOf(b.data), (std::vector<float>{1.0f, -2.0f, 0.5f}));
+}
+
+TEST(Npy, Float8IsWrittenAsFloat32And4BitAsBytes) {
+  // float8 E4M3FN: 1.0, -448 (the largest), NaN, the least subnormal 2^-9;
+  // E5M2: 1.0, -infinity, 57344 (the largest), 2^-16.
+  for (auto [dtype, bits, values] :
+       {std::tuple<DType, std::vector<uint8_t>, std::vector<float>>{
+            DType::F8E4M3FN, {0x38, 0xfe, 0x7f, 0x01},
+            {1.0f, -448.0f, NAN, 0x1p-9f}},
+        {DType::F8E5M2, {0x3c, 0xfc, 0x7b, 0x01},
+         {1.0f, -INFINITY, 57344.0f, 0x1p-16f}}}) {
+    NpyArray a;
+    a.dtype = dtype;
+    a.shape = {4};
+    a.data.assign(bits.begin(), bits.end());
+    std::string bytes, error;
+    ASSERT_TRUE(encodeNpy(a, bytes, error)) << error;
+    NpyArray b;
+    ASSERT_TRUE(parseExact(bytes, b, error)) << error;
+    EXPECT_EQ(b.dtype, DType::F32);
+    std::vector<float> got = floatsOf(b.data);
+    ASSERT_EQ(got.size(), values.size());
+    for (size_t i = 0; i < got.size(); ++i) {
+      if (std::isnan(values[i]))
+        EXPECT_TRUE(std::isnan(got[i])) << dtypeName(dtype);
+      else
+        EXPECT_EQ(got[i], values[i]) << dtypeName(dtype) << " " << i;
+    }
+  }
+  for (auto [dtype, descr] :
+       {std::pair<DType, const char *>{DType::I4, "'|i1'"},
+        {DType::U4, "'|u1'"}}) {
+    NpyArray a = makeArray(dtype, {3});
+    std::string bytes, error;
+    ASSERT_TRUE(encodeNpy(a, bytes, error)) << error;
+    EXPECT_NE(bytes.find(std::string("'descr': ") + descr), std::string::npos)
+        << dtypeName(dtype);
+  }
 }
 
 TEST(Npy, ReadsVersion2AndPython2Longs) {

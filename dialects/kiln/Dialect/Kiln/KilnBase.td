@@ -36,7 +36,12 @@ def Kiln_Dialect : Dialect {
 def Kiln_FloatType : AnyTypeOf<[F64, F32, F16, BF16]>;
 def Kiln_IntegerType
     : AnyTypeOf<[I64, I32, I16, I8, UI64, UI32, UI16, UI8]>;
-def Kiln_ElementType : AnyTypeOf<[Kiln_FloatType, Kiln_IntegerType, I1]>;
+/// Element types Kiln stores, casts and moves but does not compute with:
+/// 4-bit integers (one a byte, int4 sign-extended) and float8, which
+/// QuantizeLinear writes and DequantizeLinear reads.
+def Kiln_StorageOnlyType : AnyTypeOf<[I<4>, UI<4>, F8E4M3FN, F8E5M2]>;
+def Kiln_ElementType
+    : AnyTypeOf<[Kiln_FloatType, Kiln_IntegerType, I1, Kiln_StorageOnlyType]>;
 def Kiln_Tensor : RankedTensorOf<[Kiln_ElementType]>;
 def Kiln_FloatTensor : RankedTensorOf<[Kiln_FloatType]>;
 def Kiln_NumericTensor : RankedTensorOf<[Kiln_FloatType, Kiln_IntegerType]>;

@@ -145,11 +145,11 @@ llvm::ArrayRef<char> storedBytesInPlace(mlir::ElementsAttr value) {
   mlir::Type element = type.getElementType();
   if (!element.isIntOrFloat() || element.isInteger(1))
     return {};
+  // One storage width each: 4-bit integers take a byte.
+  int64_t width = (element.getIntOrFloatBitWidth() + 7) / 8;
   mlir::AsmResourceBlob *blob = resource.getRawHandle().getBlob();
   if (!blob || static_cast<int64_t>(blob->getData().size()) !=
-                   type.getNumElements() *
-                       static_cast<int64_t>(element.getIntOrFloatBitWidth() /
-                                            8))
+                   type.getNumElements() * width)
     return {};
   return blob->getData();
 }

@@ -20,14 +20,13 @@ class ExternalData;
 /// Kiln does not support.
 mlir::Type convertONNXElementType(mlir::MLIRContext *context, int dataType);
 
-/// convertONNXElementType, and also int4 and uint4 (i4, ui4): element types
-/// a constant may have, which only DequantizeLinear reads.
-mlir::Type convertONNXConstantElementType(mlir::MLIRContext *context,
-                                          int dataType);
-
-/// Whether `type` is i4 or ui4, which constants hold one value a byte
-/// (int4 sign-extended) and only DequantizeLinear reads.
+/// Whether `type` is i4 or ui4, which Kiln stores one value a byte (int4
+/// sign-extended).
 bool isFourBitType(mlir::Type type);
+
+/// Whether `type` is one Kiln stores, casts and moves but does not compute
+/// with: the 4-bit integers and float8.
+bool isStorageOnlyType(mlir::Type type);
 
 /// The ONNX name of a `TensorProto.DataType` for messages ("float8e4m3fn").
 llvm::StringRef onnxElementTypeName(int dataType);

@@ -31,11 +31,17 @@ enum class DType : uint8_t {
   U8,
   U16,
   U32,
-  U64
+  U64,
+  // One value a byte: 4-bit integers (int4 sign-extended, as ml_dtypes
+  // holds them in NumPy) and float8.
+  I4,
+  U4,
+  F8E4M3FN,
+  F8E5M2
 };
 
 /// The last valid `DType`, for range checks of decoded values.
-constexpr DType kLastDType = DType::U64;
+constexpr DType kLastDType = DType::F8E5M2;
 
 /// Whether `dtype` is a floating-point type (the types a matmul step takes).
 inline bool isFloatDType(DType dtype) {
