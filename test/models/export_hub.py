@@ -21,8 +21,10 @@ beside each, which the builder needs); nothing is downloaded.
   genai-int4, genai-int8, genai-int4-asym, genai-int4-fp16: its weight-only
       quantized forms (MatMulNBits: int4 and int8 weights with fp32
       activations for LLaMA, unsigned int4 with zero points for Phi-3, int4
-      with fp16 activations for LLaMA); onnxruntime, the oracle, runs their
-      matmuls exactly (exact_session);
+      with fp16 activations for LLaMA and for a Qwen2 whose embedding is
+      tied to its LM head, which the builder writes as one packed table
+      that a GatherBlockQuantized reads too); onnxruntime, the oracle, runs
+      their matmuls exactly (exact_session);
   optimum: optimum-cli in its own virtual environment (optimum-onnx needs
       transformers below 4.58; --optimum-python names its interpreter) for
       all four.
@@ -61,9 +63,15 @@ SEED = 7
 
 
 def config(arch):
-    """A tiny transformers config of `arch`; ids 0 to 2 are pad, bos, eos."""
+    """A tiny transformers config of `arch`; ids 0 to 2 are pad, bos, eos.
+    `qwen2-tied` ties the embedding and the LM head (as Qwen2.5's small
+    models and Llama 3.2 do), which the builder's int4 forms quantize into
+    one table read by a GatherBlockQuantized and a MatMulNBits."""
     import transformers as tf
     ids = dict(pad_token_id=0, bos_token_id=1, eos_token_id=2)
+    if arch == "qwen2-tied":
+        arch = "qwen2"
+        ids["tie_word_embeddings"] = True
     if arch == "gpt2":
         return tf.GPT2Config(vocab_size=VOCAB, n_embd=HIDDEN, n_layer=LAYERS,
                              n_head=HEADS, n_positions=CONTEXT, **ids)
@@ -253,6 +261,7 @@ def main():
              ("phi3", "genai-fp32"), ("phi3", "genai-fp16"),
              ("llama", "genai-int4"), ("llama", "genai-int8"),
              ("llama", "genai-int4-fp16"), ("phi3", "genai-int4-asym"),
+             ("qwen2-tied", "genai-int4-fp16"),
              ("llama", "optimum"), ("qwen2", "optimum"),
              ("phi3", "optimum"), ("gpt2", "optimum")]
     failed = 0
