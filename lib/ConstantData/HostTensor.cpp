@@ -464,6 +464,9 @@ double HostTensor::getAsDouble(int64_t i) const {
                                  kind == ElementKind::F8E5M2);
   case ElementKind::I1:
     return loadElement<uint8_t>(bytes, i) != 0 ? 1.0 : 0.0;
+  case ElementKind::I4:
+  case ElementKind::U4:
+    return static_cast<double>(getAsInt(i));
   default:
     return visitIntegerKind(kind, [&](auto zero) {
       return static_cast<double>(loadElement<decltype(zero)>(bytes, i));
@@ -519,6 +522,12 @@ int64_t HostTensor::getAsInt(int64_t i) const {
     return floatToInteger(getAsDouble(i), 64);
   if (kind == ElementKind::I1)
     return loadElement<uint8_t>(bytes, i) != 0 ? 1 : 0;
+  // A 4-bit value is its byte's low four bits (Kiln stores int4
+  // sign-extended; other writers, such as ml_dtypes, may not).
+  if (kind == ElementKind::I4)
+    return int8_t(uint8_t(loadElement<uint8_t>(bytes, i) << 4)) >> 4;
+  if (kind == ElementKind::U4)
+    return loadElement<uint8_t>(bytes, i) & 0xf;
   // Signed kinds sign-extend, unsigned ones zero-extend; ui64 keeps its bits.
   return visitIntegerKind(kind, [&](auto zero) {
     return static_cast<int64_t>(loadElement<decltype(zero)>(bytes, i));

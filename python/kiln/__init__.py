@@ -65,8 +65,25 @@ class DimInfo:
     max: int
 
 
+# Kiln's element types that NumPy lacks, as ml_dtypes (which onnx depends
+# on) names them; its int4 and uint4 hold one value a byte, as Kiln does.
+_ML_DTYPES = {"bfloat16": "bfloat16", "float8e4m3fn": "float8_e4m3fn",
+              "float8e5m2": "float8_e5m2", "int4": "int4", "uint4": "uint4"}
+
+
+def _numpy_dtype(name: str) -> np.dtype:
+    if name not in _ML_DTYPES:
+        return np.dtype(name)
+    try:
+        import ml_dtypes
+    except ImportError:
+        raise Error(f"tensors of {name} need the ml_dtypes package "
+                    f"(pip install ml_dtypes)") from None
+    return np.dtype(getattr(ml_dtypes, _ML_DTYPES[name]))
+
+
 def _infos(described) -> List[TensorInfo]:
-    return [TensorInfo(name, np.dtype(dtype), tuple(shape))
+    return [TensorInfo(name, _numpy_dtype(dtype), tuple(shape))
             for name, dtype, shape in described]
 
 

@@ -265,6 +265,41 @@ def test_weights_int4_quantizes_linear_layers():
         assert 0 < error < 0.1, (name, error)
 
 
+def test_float8_and_int4_tensors_are_ml_dtypes_arrays():
+    """float8 and 4-bit inputs and outputs are ml_dtypes' arrays (what onnx's
+    numpy_helper gives): a DequantizeLinear of an int4 input and a
+    QuantizeLinear to float8 E4M3FN (-6 / 0.01 saturating at -448), against
+    ONNX's reference evaluator bit for bit (onnxruntime takes no int4
+    arrays from Python)."""
+    import ml_dtypes
+    from onnx import TensorProto, helper
+    graph = helper.make_graph(
+        [helper.make_node("DequantizeLinear", ["q", "s"], ["x"]),
+         helper.make_node("QuantizeLinear", ["x", "s8", "z8"], ["y"])],
+        "float8_int4",
+        [helper.make_tensor_value_info("q", TensorProto.INT4, [6])],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [6]),
+         helper.make_tensor_value_info("y", TensorProto.FLOAT8E4M3FN, [6])],
+        [helper.make_tensor("s", TensorProto.FLOAT, [], [0.75]),
+         helper.make_tensor("s8", TensorProto.FLOAT, [], [0.01]),
+         helper.make_tensor("z8", TensorProto.FLOAT8E4M3FN, [1], [0.0])])
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
+    proto.ir_version = 10
+    model = kiln.compile(proto, backend="host")
+    assert model.inputs[0].dtype == np.dtype(ml_dtypes.int4)
+    assert model.outputs[1].dtype == np.dtype(ml_dtypes.float8_e4m3fn)
+    q = np.array([-8, -3, 0, 1, 5, 7], dtype=ml_dtypes.int4)
+    got = model.run({"q": q})
+    from onnx.reference import ReferenceEvaluator
+    want_x, want_y = ReferenceEvaluator(proto).run(None, {"q": q})
+    np.testing.assert_array_equal(got["x"], want_x)
+    np.testing.assert_array_equal(got["y"].view(np.uint8),
+                                  want_y.view(np.uint8))
+    assert float(got["y"][0]) == -448.0
+    with pytest.raises(kiln.RunError, match="int4"):
+        model.run({"q": q.astype(np.int8)})
+
+
 def test_model_proto_reads_external_data_from_base_dir():
     folder = os.path.join(FRESH, "bert-dynamo")
     proto = onnx.load(os.path.join(folder, "model.onnx"), load_external_data=False)

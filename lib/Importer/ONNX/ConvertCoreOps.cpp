@@ -86,15 +86,7 @@ struct CoreOpConverter : NodeConverterBase {
     Type elementType = convertONNXElementType(b.getContext(), to);
     if (!elementType)
       return error() << "unsupported element type " << onnxElementTypeName(to);
-    if (isa<Float8E4M3FNType, Float8E5M2Type>(elementType))
-      return output(castToFloat8(*x, elementType, intAttr("saturate", 1)));
-    // A float to a 4-bit integer wraps as ONNX's reference does (ml_dtypes:
-    // toward zero, then modulo 16) where kiln.cast saturates: through i64.
-    if (isFourBitType(elementType) &&
-        isa<FloatType>(typeOf(*x).getElementType()))
-      return output(castTo(castTo(*x, b.getI64Type()), elementType));
-    return output(
-        CastOp::create(b, loc, typeOf(*x).clone(elementType), *x));
+    return output(castAsONNX(*x, elementType, intAttr("saturate", 1)));
   }
 
   FailureOr<Value> matmul(Value lhs, Value rhs, bool transLhs, bool transRhs) {

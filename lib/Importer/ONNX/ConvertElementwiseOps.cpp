@@ -213,8 +213,8 @@ struct ElementwiseConverter : NodeConverterBase {
     auto x = required(0), like = required(1);
     if (failed(x) || failed(like))
       return failure();
-    return output(CastOp::create(
-        b, loc, typeOf(*x).clone(typeOf(*like).getElementType()), *x));
+    return output(
+        castAsONNX(*x, typeOf(*like).getElementType(), intAttr("saturate", 1)));
   }
 };
 

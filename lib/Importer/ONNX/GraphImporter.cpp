@@ -13,7 +13,6 @@
 #include "TextFormat.h"
 
 #include "kiln/Dialect/Kiln/TensorNames.h"
-#include "kiln/Importer/ONNX/TensorProto.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Verifier.h"
 #include "llvm/ADT/StringSet.h"

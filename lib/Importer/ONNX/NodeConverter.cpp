@@ -6,6 +6,8 @@
 
 #include "NodeConverter.h"
 
+#include "kiln/Importer/ONNX/TensorProto.h"
+
 #include "mlir/IR/BuiltinAttributes.h"
 
 #include <cmath>
@@ -31,6 +33,14 @@ FailureOr<Value> NodeConverterBase::concat(ArrayRef<Value> parts,
   if (failed(type))
     return failure();
   return ConcatOp::create(b, loc, *type, present, axis).getResult();
+}
+
+Value NodeConverterBase::castAsONNX(Value x, Type to, bool saturate) {
+  if (isa<Float8E4M3FNType, Float8E5M2Type>(to))
+    return castToFloat8(x, to, saturate);
+  if (isFourBitType(to) && isa<FloatType>(typeOf(x).getElementType()))
+    return castTo(castTo(x, b.getI64Type()), to);
+  return castTo(x, to);
 }
 
 Value NodeConverterBase::castToFloat8(Value x, Type to, bool saturate) {

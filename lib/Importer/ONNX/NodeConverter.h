@@ -116,6 +116,12 @@ struct NodeConverterBase {
     return CastOp::create(b, loc, typeOf(x).clone(elementType), x);
   }
 
+  /// `x` cast to `to` as ONNX's Cast and CastLike define it: to float8
+  /// through castToFloat8, and from a float to a 4-bit integer wrapping as
+  /// ONNX's reference does (ml_dtypes: toward zero, then modulo 16) where
+  /// kiln.cast saturates.
+  mlir::Value castAsONNX(mlir::Value x, mlir::Type to, bool saturate);
+
   /// `x` cast to the float8 type `to` as ONNX's Cast and QuantizeLinear
   /// define it: saturating (beyond the largest value, infinity included,
   /// the largest of its sign), or without `saturate`, NaN (E4M3FN, which

@@ -202,11 +202,10 @@ static ElementsAttr denseLiteral(RankedTensorType type, ArrayRef<char> data) {
 
 /// A 4-bit tensor of `count` values, stored two a byte, low bits first (in
 /// raw_data, external data, or one byte per int32_data entry), widened to
-/// one value a byte, sign-extended for int4: the storage of i4 and ui4
-/// constants, which only DequantizeLinear reads (it packs them again into
-/// kiln.dequantize's layout). A large tensor goes to a spilled blob, whose
-/// pages the reader drops, so that the widened copy never sits whole in
-/// memory.
+/// one value a byte, sign-extended for int4: Kiln's storage of i4 and ui4
+/// (a weight's DequantizeLinear packs them again into kiln.dequantize's
+/// layout). A large tensor goes to a spilled blob, whose pages the reader
+/// drops, so that the widened copy never sits whole in memory.
 static FailureOr<ElementsAttr>
 convertFourBitTensor(Location loc, const onnx::TensorProto &tensor,
                      RankedTensorType type, int64_t count, int64_t inlineLimit,

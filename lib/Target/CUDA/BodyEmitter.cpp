@@ -74,6 +74,12 @@ std::string loadExpr(Type t, const std::string &element) {
     return "kiln_f8e4m3_to_float(" + element + ")";
   if (isa<Float8E5M2Type>(t))
     return "kiln_f8e5m2_to_float(" + element + ")";
+  // A 4-bit value is its byte's low four bits: Kiln writes it
+  // sign-extended, NumPy's ml_dtypes may not.
+  if (t.isSignlessInteger(4))
+    return "kiln_wrap_i4(" + element + ")";
+  if (t.isUnsignedInteger(4))
+    return "kiln_wrap_u4(" + element + ")";
   return element;
 }
 

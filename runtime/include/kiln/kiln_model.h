@@ -65,8 +65,9 @@ typedef enum kiln_dtype {
   KILN_DTYPE_U16 = 10,      /**< uint16_t. */
   KILN_DTYPE_U32 = 11,      /**< uint32_t. */
   KILN_DTYPE_U64 = 12,      /**< uint64_t. */
-  KILN_DTYPE_I4 = 13,       /**< int4, one a byte (an int8_t from -8 to 7). */
-  KILN_DTYPE_U4 = 14,       /**< uint4, one a byte (a uint8_t from 0 to 15). */
+  KILN_DTYPE_I4 = 13,       /**< int4, one a byte: its low four bits
+                                 (written sign-extended, -8 to 7). */
+  KILN_DTYPE_U4 = 14,       /**< uint4, one a byte: its low four bits. */
   KILN_DTYPE_F8E4M3FN = 15, /**< float8 E4M3FN (OCP FP8 E4M3) bits. */
   KILN_DTYPE_F8E5M2 = 16    /**< float8 E5M2 bits. */
 } kiln_dtype;
