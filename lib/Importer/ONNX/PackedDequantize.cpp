@@ -72,6 +72,34 @@ std::optional<StoredValues> storedValues(Value v) {
 /// How the scales index the weight.
 enum class ScaleForm { PerTensor, PerAxis, Blocked };
 
+/// A ui8 constant of `shape` holding `rows` rows of `count` `bits`-bit
+/// values each, packed low bits first into `rowBytes` bytes a row (the last
+/// byte's unused bits zero); `valueAt(row, j)` is value j of a row.
+Value packedConstant(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
+                     int64_t rows, int64_t rowBytes, int64_t count,
+                     int64_t bits,
+                     llvm::function_ref<uint8_t(int64_t, int64_t)> valueAt,
+                     StringRef name) {
+  int64_t perByte = 8 / bits;
+  auto type =
+      RankedTensorType::get(shape, b.getIntegerType(8, /*isSigned=*/false));
+  return ConstantOp::create(
+      b, loc,
+      filledConstantValue(
+          type, rows * rowBytes,
+          [&](char *chunk, size_t offset, size_t size) {
+            for (size_t i = 0; i < size; ++i) {
+              int64_t row = (offset + i) / rowBytes;
+              int64_t j = ((offset + i) % rowBytes) * perByte;
+              uint8_t byte = 0;
+              for (int64_t t = 0; t < perByte && j + t < count; ++t)
+                byte |= valueAt(row, j + t) << (t * bits);
+              chunk[i] = static_cast<char>(byte);
+            }
+          },
+          name));
+}
+
 } // namespace
 
 Value packDequantizeLinear(OpBuilder &b, Location loc, Value x, Value scale,
@@ -156,23 +184,12 @@ Value packDequantizeLinear(OpBuilder &b, Location loc, Value x, Value scale,
   std::string name = "weight";
   if (auto named = dyn_cast<NameLoc>(x.getLoc()))
     name = named.getName().str();
-  auto u8 = b.getIntegerType(8, /*isSigned=*/false);
-  auto packedType = RankedTensorType::get({rows, blocks, blockBytes}, u8);
-  Value packed = ConstantOp::create(
-      b, loc,
-      filledConstantValue(
-          packedType, rows * rowBytes,
-          [&](char *chunk, size_t offset, size_t size) {
-            for (size_t i = 0; i < size; ++i) {
-              int64_t row = (offset + i) / rowBytes;
-              int64_t col = ((offset + i) % rowBytes) * perByte;
-              uint8_t byte = 0;
-              for (int64_t t = 0; t < perByte && col + t < k; ++t)
-                byte |= unsignedAt(*q, weightIndex(row, col + t)) << (t * bits);
-              chunk[i] = static_cast<char>(byte);
-            }
-          },
-          name + "_packed"));
+  Value packed = packedConstant(
+      b, loc, {rows, blocks, blockBytes}, rows, rowBytes, k, bits,
+      [&](int64_t row, int64_t col) {
+        return unsignedAt(*q, weightIndex(row, col));
+      },
+      name + "_packed");
   releaseMappedWeightPages(q->bytes);
 
   auto scalesType = RankedTensorType::get({rows, blocks}, et);
@@ -203,22 +220,10 @@ Value packDequantizeLinear(OpBuilder &b, Location loc, Value x, Value scale,
   Value zeroPoints;
   if (!middle) {
     int64_t zeroBytes = llvm::divideCeil(blocks * bits, 8);
-    auto zeroType = RankedTensorType::get({rows, zeroBytes}, u8);
-    zeroPoints = ConstantOp::create(
-        b, loc,
-        filledConstantValue(
-            zeroType, rows * zeroBytes,
-            [&](char *chunk, size_t offset, size_t size) {
-              for (size_t i = 0; i < size; ++i) {
-                int64_t row = (offset + i) / zeroBytes;
-                int64_t blk = ((offset + i) % zeroBytes) * perByte;
-                uint8_t byte = 0;
-                for (int64_t t = 0; t < perByte && blk + t < blocks; ++t)
-                  byte |= zeros[row * blocks + blk + t] << (t * bits);
-                chunk[i] = static_cast<char>(byte);
-              }
-            },
-            name + "_zero_points"));
+    zeroPoints = packedConstant(
+        b, loc, {rows, zeroBytes}, rows, zeroBytes, blocks, bits,
+        [&](int64_t row, int64_t blk) { return zeros[row * blocks + blk]; },
+        name + "_zero_points");
   }
 
   Value weights =
