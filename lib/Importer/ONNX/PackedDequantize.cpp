@@ -18,7 +18,6 @@
 #include "kiln/Dialect/Kiln/KilnOps.h"
 #include "kiln/Dialect/Kiln/MappedWeights.h"
 #include "mlir/IR/BuiltinAttributes.h"
-#include "mlir/IR/DialectResourceBlobManager.h"
 #include "llvm/Support/MathExtras.h"
 
 #include <optional>
@@ -50,14 +49,14 @@ std::optional<StoredValues> storedValues(Value v) {
   Type et = type.getElementType();
   if (!et.isIntOrFloat() || et.isInteger(1))
     return std::nullopt;
-  int64_t width = std::max<int64_t>(1, et.getIntOrFloatBitWidth() / 8);
+  int64_t width = (et.getIntOrFloatBitWidth() + 7) / 8;
   int64_t count = type.getNumElements();
   Attribute value = constant.getValue();
-  if (auto resource = dyn_cast<DenseResourceElementsAttr>(value)) {
-    AsmResourceBlob *blob = resource.getRawHandle().getBlob();
-    if (!blob || static_cast<int64_t>(blob->getData().size()) != count * width)
+  if (isa<DenseResourceElementsAttr>(value)) {
+    ArrayRef<char> bytes = storedBytesInPlace(constant.getValue());
+    if (bytes.empty() && count > 0)
       return std::nullopt;
-    return StoredValues{blob->getData(), width, false};
+    return StoredValues{bytes, width, false};
   }
   if (auto dense = dyn_cast<DenseElementsAttr>(value)) {
     bool splat = dense.isSplat();
