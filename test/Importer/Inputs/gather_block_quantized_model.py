@@ -1,7 +1,7 @@
 """com.microsoft GatherBlockQuantized: quantized embedding tables.
 
   gather_block_quantized_model.py OUT.onnx [--float16]
-  gather_block_quantized_model.py OUT.onnx --negative axis|blocks|zero
+  gather_block_quantized_model.py OUT.onnx --negative KIND
 
 Token ids [batch, seq] pick rows of three tables of 50 rows (the tied one
 has 2100, past the importer's folding of small integer constants, so that
@@ -18,7 +18,10 @@ its Reshape stays a view of the LM head's bytes as in a real model):
 
 --float16 makes the scales, `h` and the outputs fp16. --negative writes a
 malformed model: the table gathered along K (axis), packed rows that are
-not whole blocks (blocks), zero points of another type (zero).
+not whole blocks (blocks), zero points of another type (zero), bits 3
+(bits), a block size that is not a power of two (block), scales of the
+wrong shape (scales), a float table (dtype), an int4 table's scales given
+at run time (scales-input).
 """
 import sys
 
@@ -79,10 +82,22 @@ if "--negative" in sys.argv:
         weights.append(numpy_helper.from_array(packed((ROWS, 24)), "odd_q"))
         weights.append(numpy_helper.from_array(scales((ROWS, 2)), "odd_s"))
         gbq(["odd_q", "ids", "odd_s"], "y", 48, bits=4, block_size=32)
+    elif kind == "bits":
+        gbq(["e8_q", "ids", "e8_s"], "y", 64, bits=3, block_size=16)
+    elif kind == "block":
+        gbq(["e8_q", "ids", "e8_s"], "y", 64, bits=8, block_size=24)
+    elif kind == "scales":
+        gbq(["e8_q", "ids", "ei4_s"], "y", 64, bits=8, block_size=16)
+    elif kind == "dtype":
+        gbq(["ei4_s", "ids", "e8_s"], "y", 3, bits=8, block_size=16)
+    elif kind == "scales-input":
+        inputs.append(helper.make_tensor_value_info("s_in", onnx_type, [ROWS, 3]))
+        gbq(["ei4_q", "ids", "s_in"], "y", 80, bits=4, block_size=32)
     else:
         weights.append(numpy_helper.from_array(packed((ROWS, 2)), "u8_z"))
         gbq(["ei4_q", "ids", "ei4_s", "u8_z"], "y", 80, bits=4, block_size=32)
-    graph = helper.make_graph(nodes, "negative", inputs[:1], outputs,
+    graph = helper.make_graph(nodes, "negative",
+                              [i for i in inputs if i.name != "h"], outputs,
                               initializer=weights)
     model = helper.make_model(graph, opset_imports=[
         helper.make_opsetid("", 21), helper.make_opsetid("com.microsoft", 1)])
