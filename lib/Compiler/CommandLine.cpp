@@ -53,7 +53,7 @@ struct PrecisionCLOptions {
                      "softmax, norm-statistics, reduction, mask, "
                      "from-integer, angle"),
       llvm::cl::CommaSeparated, llvm::cl::value_desc("island,...")};
-  enum class Weights { Float, Int4, Int8 };
+  enum class Weights { Float, Int4, Int8, Fp8 };
   llvm::cl::opt<Weights> weights{
       "weights",
       llvm::cl::desc("quantize the linear layers' weights at compile time "
@@ -64,7 +64,9 @@ struct PrecisionCLOptions {
           clEnumValN(Weights::Float, "float",
                      "as the model stores them (the default)"),
           clEnumValN(Weights::Int4, "int4", "4-bit weights, a scale a block"),
-          clEnumValN(Weights::Int8, "int8", "8-bit weights, a scale a block"))};
+          clEnumValN(Weights::Int8, "int8", "8-bit weights, a scale a block"),
+          clEnumValN(Weights::Fp8, "fp8",
+                     "E4M3FN float8 weights, a scale an output column"))};
   llvm::cl::opt<int64_t> weightsBlockSize{
       "weights-block-size",
       llvm::cl::desc("with --weights int4|int8: weights along K that share a "
@@ -315,7 +317,9 @@ void applyPrecisionCLOptions(CompileOptions &options) {
   pipeline.quantizeWeights =
       precisionCLOptions->weights != PrecisionCLOptions::Weights::Float;
   pipeline.weights.bits =
-      precisionCLOptions->weights == PrecisionCLOptions::Weights::Int8 ? 8 : 4;
+      precisionCLOptions->weights == PrecisionCLOptions::Weights::Int4 ? 4 : 8;
+  pipeline.weights.float8 =
+      precisionCLOptions->weights == PrecisionCLOptions::Weights::Fp8;
   pipeline.weights.blockSize = precisionCLOptions->weightsBlockSize;
 }
 

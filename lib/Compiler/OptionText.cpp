@@ -68,13 +68,14 @@ std::string parseDimValue(StringRef spec, ImportOptions &options) {
 
 std::string parseWeights(llvm::StringRef form, int64_t blockSize,
                          PipelineOptions &pipeline) {
-  if (form != "float" && form != "int4" && form != "int8")
-    return "'" + form.str() + "' is not float, int4 or int8";
+  if (form != "float" && form != "int4" && form != "int8" && form != "fp8")
+    return "'" + form.str() + "' is not float, int4, int8 or fp8";
   if (blockSize < 16 || (blockSize & (blockSize - 1)) != 0)
     return "the block size must be a power of two of at least 16, got " +
            std::to_string(blockSize);
   pipeline.quantizeWeights = form != "float";
-  pipeline.weights.bits = form == "int8" ? 8 : 4;
+  pipeline.weights.bits = form == "int4" ? 4 : 8;
+  pipeline.weights.float8 = form == "fp8";
   pipeline.weights.blockSize = blockSize;
   return "";
 }

@@ -68,6 +68,11 @@ struct PipelineTextOptions : public PassPipelineOptions<PipelineTextOptions> {
       *this, "weight-block-size",
       llvm::cl::desc("weights a quantization block along K"),
       llvm::cl::init(32)};
+  Option<bool> weightFloat8{
+      *this, "weight-float8",
+      llvm::cl::desc("linear weights quantized to E4M3FN float8, a scale an "
+                     "output column (weight-bits is then 8)"),
+      llvm::cl::init(false)};
 };
 } // namespace
 
@@ -80,9 +85,10 @@ void registerKilnPipeline() {
         options.mixedPrecision.precision = text.precision;
         options.exposeTensors = text.exposeTensors;
         options.cacheInPlace = text.cacheInPlace;
-        options.quantizeWeights = text.weightBits != 0;
-        options.weights.bits = text.weightBits;
+        options.quantizeWeights = text.weightBits != 0 || text.weightFloat8;
+        options.weights.bits = text.weightFloat8 ? 8 : text.weightBits;
         options.weights.blockSize = text.weightBlockSize;
+        options.weights.float8 = text.weightFloat8;
         buildKilnPipeline(pm, options);
       });
 }

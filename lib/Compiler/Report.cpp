@@ -250,6 +250,7 @@ static std::vector<QuantizedWeights> collectQuantizedWeights(ModuleOp module) {
     RankedTensorType type = op.getType();
     found.push_back(
         {llvm::formatv("{0}x{1}", type.getDimSize(0), type.getDimSize(1)).str(),
+         op.isFloat8() ? "fp8" : "int" + std::to_string(op.getBits()),
          int64_t(op.getBits()), int64_t(op.getBlockSize()),
          error.getValueAsDouble(), toStrings(onnxNodeNames(op->getLoc()))});
   });
@@ -427,8 +428,12 @@ void printReportText(const rt::Artifact &artifact, const CompileReport &report,
   os << "weights quantized at compile time: " << report.quantizedWeights.size()
      << " products (relative L2 error of a random row through them)\n";
   for (const QuantizedWeights &q : report.quantizedWeights) {
-    os << llvm::formatv("  int{0} blocks of {1,-4} {2,-12} error {3:e2}",
-                        q.bits, q.blockSize, q.shape, q.error);
+    std::string form =
+        q.format == "fp8"
+            ? "fp8 per column"
+            : llvm::formatv("{0} blocks of {1}", q.format, q.blockSize).str();
+    os << llvm::formatv("  {0,-19} {1,-12} error {2:e2}", form, q.shape,
+                        q.error);
     if (!q.onnxNodes.empty()) {
       os << "  <- ";
       llvm::interleave(q.onnxNodes, os, ", ");
@@ -565,6 +570,7 @@ void printReportJson(const rt::Artifact &artifact, const CompileReport &report,
     for (const std::string &name : q.onnxNodes)
       nodes.push_back(name);
     quantized.push_back(llvm::json::Object{{"shape", q.shape},
+                                           {"format", q.format},
                                            {"bits", q.bits},
                                            {"block_size", q.blockSize},
                                            {"error", q.error},

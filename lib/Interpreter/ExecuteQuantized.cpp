@@ -2,7 +2,8 @@
 //
 // The definition the kernels are checked against: each weight from its
 // bits, its block's scale and zero point, in fp32 as onnxruntime computes
-// MatMulNBits' weights, rounded once to the result type.
+// MatMulNBits' weights (a float8 weight: its value times the scale, as
+// ONNX's DequantizeLinear), rounded once to the result type.
 //
 //===----------------------------------------------------------------------===//
 
@@ -47,11 +48,16 @@ FailureOr<HostTensor> executeDequantize(DequantizeOp op,
   auto middle = static_cast<float>(int64_t(1) << (bits - 1));
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t c = 0; c < k; ++c) {
-      int64_t b = c / block;
-      auto q = static_cast<float>(
-          unpacked(packed, (r * blocks + b) * blockBytes, c % block, bits));
+      int64_t b = c / block, at = (r * blocks + b) * blockBytes;
       auto scale = static_cast<float>(scales.getAsDouble(r * blocks + b));
       float value;
+      if (op.isFloat8()) {
+        // A float8 value is exact in fp32.
+        value = static_cast<float>(packed.getAsDouble(at + c % block)) * scale;
+        result->setFromDouble(r * k + c, value);
+        continue;
+      }
+      auto q = static_cast<float>(unpacked(packed, at, c % block, bits));
       if (!integerZero) {
         auto zero = static_cast<float>(zeroPoints->getAsDouble(r * blocks + b));
         value = q * scale - zero * scale;

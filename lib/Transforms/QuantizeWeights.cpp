@@ -10,6 +10,10 @@
 // imported quantized model's do: a GEMV over the packed bytes for decoding's
 // few rows, unpacked once a run for many (docs/quantization.md).
 //
+// Float8 (E4M3FN) weights have one scale a column (per-channel, as ModelOpt
+// writes FP8 weights), its largest magnitude over 448, and one block of the
+// whole row padded to whole 16-byte chunks, which the packed GEMV reads.
+//
 // Each block's scale is its largest magnitude over the largest positive
 // value (7 for int4, 127 for int8), rounded to the weights' element type,
 // and the weights are divided by that rounded scale, so that the stored
@@ -27,6 +31,7 @@
 #include "kiln/ConstantData/HostTensor.h"
 #include "kiln/Dialect/Kiln/KilnOps.h"
 #include "kiln/Dialect/Kiln/MappedWeights.h"
+#include "kiln/runtime/Float8.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/DialectResourceBlobManager.h"
 
@@ -117,6 +122,8 @@ struct KilnQuantizeWeightsPass
   using KilnQuantizeWeightsPassBase::KilnQuantizeWeightsPassBase;
 
   void runOnOperation() override {
+    if (float8)
+      bits = 8;
     if (bits != 4 && bits != 8) {
       // At the function's location: the options are wrong, not the IR.
       mlir::emitError(getOperation().getLoc(),
@@ -131,7 +138,7 @@ struct KilnQuantizeWeightsPass
           << int64_t(blockSize);
       return signalPassFailure();
     }
-    if (bits == 4 && blockSize < 32)
+    if (bits == 4 && blockSize < 32 && !float8)
       mlir::emitWarning(getOperation().getLoc(),
                         "kiln-quantize-weights: int4 blocks of ")
           << int64_t(blockSize)
@@ -159,7 +166,8 @@ struct KilnQuantizeWeightsPass
     Type et = type.getElementType();
     int64_t k = type.getDimSize(matmul.getTransposeRhs() ? 1 : 0);
     return type.getRank() == 2 && type.hasStaticShape() &&
-           (et.isF32() || et.isF16() || et.isBF16()) && k >= blockSize;
+           (et.isF32() || et.isF16() || et.isBF16()) &&
+           k >= (float8 ? 1 : blockSize);
   }
 
   LogicalResult quantize(MatmulOp matmul, size_t index) {
@@ -169,7 +177,9 @@ struct KilnQuantizeWeightsPass
     bool transposed = matmul.getTransposeRhs();
     int64_t k = type.getDimSize(transposed ? 1 : 0);
     int64_t n = type.getDimSize(transposed ? 0 : 1);
-    int64_t block = blockSize, blocks = (k + block - 1) / block;
+    // A float8 column is one block, whole 16-byte chunks.
+    int64_t block = float8 ? (k + 15) / 16 * 16 : int64_t(blockSize);
+    int64_t blocks = (k + block - 1) / block;
     int64_t blockBytes = block * bits / 8;
     auto weights = WeightValues::of(constant.getValue());
     if (failed(weights))
@@ -178,12 +188,12 @@ struct KilnQuantizeWeightsPass
     auto weightAt = [&](int64_t kk, int64_t col) {
       return weights->at(transposed ? col * k + kk : kk * n + col);
     };
-    int64_t largest = (int64_t(1) << (bits - 1)) - 1;
+    float largest = float8 ? 448.0f : float((int64_t(1) << (bits - 1)) - 1);
     int64_t middle = int64_t(1) << (bits - 1);
     int64_t top = (int64_t(1) << bits) - 1;
-    // Padding past K holds the middle: weights of 0.
-    std::vector<uint8_t> packed(size_t(n * blocks * blockBytes),
-                                bits == 4 ? uint8_t(0x88) : uint8_t(0x80));
+    // Padding past K holds weights of 0: the middle, or float8's +0.
+    uint8_t padding = float8 ? 0x00 : bits == 4 ? 0x88 : 0x80;
+    std::vector<uint8_t> packed(size_t(n * blocks * blockBytes), padding);
     std::vector<float> scales(size_t(n * blocks));
     std::mt19937_64 rng(0x9e3779b97f4a7c15ull + index);
     std::normal_distribution<double> normal;
@@ -201,10 +211,25 @@ struct KilnQuantizeWeightsPass
           values[j] = weightAt(b * block + j, col);
           amax = std::max(amax, std::fabs(values[j]));
         }
-        float scale = roundTo(et, amax / float(largest));
+        float scale = roundTo(et, amax / largest);
         scales[col * blocks + b] = scale;
         uint8_t *out = &packed[(col * blocks + b) * blockBytes];
         for (int64_t j = 0; j < count; ++j) {
+          if (float8) {
+            // A weight past the largest finite multiple of the rounded
+            // scale saturates; a NaN or infinite weight reads as 0, as
+            // the integer forms read it.
+            uint8_t q =
+                scale != 0.0f && std::isfinite(values[j])
+                    ? rt::float8BitsOf(values[j] / scale, /*e5m2=*/false)
+                    : 0x00;
+            out[j] = q;
+            float dequantized =
+                roundTo(et, rt::floatOfFloat8Bits(q, /*e5m2=*/false) * scale);
+            exact[col] += x[b * block + j] * double(values[j]);
+            approximate[col] += x[b * block + j] * double(dequantized);
+            continue;
+          }
           int64_t q = middle;
           if (scale != 0.0f && std::isfinite(values[j]))
             q = std::clamp<int64_t>(
@@ -233,10 +258,10 @@ struct KilnQuantizeWeightsPass
     Location loc = matmul.getLoc();
     std::string name = "quantized" + std::to_string(index);
     std::vector<char> packedBytes(packed.begin(), packed.end());
+    Type stored = float8 ? Type(b.getType<Float8E4M3FNType>())
+                         : Type(b.getIntegerType(8, /*isSigned=*/false));
     Value packedValue = constantOf(
-        b, loc,
-        RankedTensorType::get({n, blocks, blockBytes},
-                              b.getIntegerType(8, /*isSigned=*/false)),
+        b, loc, RankedTensorType::get({n, blocks, blockBytes}, stored),
         std::move(packedBytes), name);
     auto scalesType = RankedTensorType::get({n, blocks}, et);
     auto scalesTensor = HostTensor::allocate(et, {n, blocks});
@@ -246,9 +271,9 @@ struct KilnQuantizeWeightsPass
       scalesTensor->setFromDouble(i, scales[i]);
     Value scalesValue = constantOf(
         b, loc, scalesType, std::move(scalesTensor->bytes), name + "_scales");
-    auto dequantize = DequantizeOp::create(
-        b, loc, RankedTensorType::get({n, k}, et), packedValue, scalesValue,
-        Value(), bits, blockSize);
+    auto dequantize =
+        DequantizeOp::create(b, loc, RankedTensorType::get({n, k}, et),
+                             packedValue, scalesValue, Value(), bits, block);
     dequantize->setAttr("kiln.quantization_error", b.getF64FloatAttr(error));
     auto product =
         MatmulOp::create(b, loc, matmul.getType(), matmul.getLhs(),

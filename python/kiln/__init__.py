@@ -325,7 +325,8 @@ def compile(model: Union[str, os.PathLike, Any], *, precision: str = "fp32",
     `allow_tf32` runs fp32 matmuls on the tensor cores with TF32 inputs
     (kilnc --allow-tf32), outside the fp32 contract. `weights` "int4" or
     "int8" quantizes the linear layers' weights in blocks of
-    `weights_block_size` along K (kilnc --weights; docs/quantization.md)."""
+    `weights_block_size` along K, "fp8" to E4M3FN float8 with a scale an
+    output column (kilnc --weights; docs/quantization.md)."""
     path, data = str(model), None
     if not isinstance(model, (str, os.PathLike)):
         if not hasattr(model, "SerializeToString"):

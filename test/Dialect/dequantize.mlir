@@ -8,25 +8,29 @@
 // ROUND: kiln.dequantize %{{.*}}, %{{.*}}, %{{.*}} {bits = 4 : i64, block_size = 16 : i64} : (tensor<5x3x8xui8>, tensor<5x3xf16>, tensor<5x2xui8>) -> tensor<5x40xf16>
 // ROUND: kiln.dequantize %{{.*}}, %{{.*}}, %{{.*}} {bits = 2 : i64, block_size = 64 : i64} : (tensor<4x2x16xui8>, tensor<4x2xbf16>, tensor<4x2xbf16>) -> tensor<4x100xbf16>
 // ROUND: kiln.dequantize %{{.*}}, %{{.*}} {bits = 8 : i64, block_size = 32 : i64} : (tensor<3x2x32xui8>, tensor<3x2xf32>) -> tensor<3x33xf32>
+// ROUND: kiln.dequantize %{{.*}}, %{{.*}} {bits = 8 : i64, block_size = 16 : i64} : (tensor<3x2x16xf8E4M3FN>, tensor<3x2xf16>) -> tensor<3x20xf16>
 // RUN: kiln-run %t/forms.mlir --compare-pipeline --seed 3 | FileCheck %s --check-prefix=SEM
 // SEM: pipeline keeps semantics
 // RUN: env KILN_CACHE_DIR=%t/cache kiln-run %t/forms.mlir --backend host --check --compare-reference --seed 4 | FileCheck %s --check-prefix=HOST
-// HOST-COUNT-3: compare output{{[0-2]}}: max_abs 0.000e+00
+// HOST-COUNT-4: compare output{{[0-3]}}: max_abs 0.000e+00
 // RUN: kiln-opt %t/negative_forms.mlir -split-input-file -verify-diagnostics
 
 //--- forms.mlir
 // 4 bits with packed zero points and a last block of 8 (K = 40); 2 bits
 // with bf16 zero points, blocks of 64 (K = 100); 8 bits with the default
-// zero point, one weight in the last block (K = 33).
+// zero point, one weight in the last block (K = 33); float8 E4M3FN values
+// in blocks of 16 (K = 20).
 func.func @main(%q4: tensor<5x3x8xui8>, %s16: tensor<5x3xf16>,
                 %z4: tensor<5x2xui8>, %q2: tensor<4x2x16xui8>,
                 %sb: tensor<4x2xbf16>, %zb: tensor<4x2xbf16>,
-                %q8: tensor<3x2x32xui8>, %s32: tensor<3x2xf32>)
-    -> (tensor<5x40xf16>, tensor<4x100xbf16>, tensor<3x33xf32>) {
+                %q8: tensor<3x2x32xui8>, %s32: tensor<3x2xf32>,
+                %f8: tensor<3x2x16xf8E4M3FN>, %s8: tensor<3x2xf16>)
+    -> (tensor<5x40xf16>, tensor<4x100xbf16>, tensor<3x33xf32>, tensor<3x20xf16>) {
   %0 = kiln.dequantize %q4, %s16, %z4 {bits = 4 : i64, block_size = 16 : i64} : (tensor<5x3x8xui8>, tensor<5x3xf16>, tensor<5x2xui8>) -> tensor<5x40xf16>
   %1 = kiln.dequantize %q2, %sb, %zb {bits = 2 : i64, block_size = 64 : i64} : (tensor<4x2x16xui8>, tensor<4x2xbf16>, tensor<4x2xbf16>) -> tensor<4x100xbf16>
   %2 = kiln.dequantize %q8, %s32 {bits = 8 : i64, block_size = 32 : i64} : (tensor<3x2x32xui8>, tensor<3x2xf32>) -> tensor<3x33xf32>
-  return %0, %1, %2 : tensor<5x40xf16>, tensor<4x100xbf16>, tensor<3x33xf32>
+  %3 = kiln.dequantize %f8, %s8 {bits = 8 : i64, block_size = 16 : i64} : (tensor<3x2x16xf8E4M3FN>, tensor<3x2xf16>) -> tensor<3x20xf16>
+  return %0, %1, %2, %3 : tensor<5x40xf16>, tensor<4x100xbf16>, tensor<3x33xf32>, tensor<3x20xf16>
 }
 
 //--- negative_forms.mlir
@@ -114,4 +118,28 @@ func.func @dynamic(%q: tensor<?x2x8xui8>, %s: tensor<2x2xf32>) -> tensor<2x32xf3
   // expected-error@+1 {{expects packed weights [rows, blocks, bytes] and a result [rows, K] of static shapes}}
   %0 = kiln.dequantize %q, %s {bits = 4 : i64, block_size = 16 : i64} : (tensor<?x2x8xui8>, tensor<2x2xf32>) -> tensor<2x32xf32>
   return %0 : tensor<2x32xf32>
+}
+
+// -----
+
+func.func @float8_bits(%q: tensor<2x1x8xf8E4M3FN>, %s: tensor<2x1xf32>) -> tensor<2x16xf32> {
+  // expected-error@+1 {{float8 weights take bits = 8 and no zero points}}
+  %0 = kiln.dequantize %q, %s {bits = 4 : i64, block_size = 16 : i64} : (tensor<2x1x8xf8E4M3FN>, tensor<2x1xf32>) -> tensor<2x16xf32>
+  return %0 : tensor<2x16xf32>
+}
+
+// -----
+
+func.func @float8_zero_points(%q: tensor<2x1x16xf8E4M3FN>, %s: tensor<2x1xf32>, %z: tensor<2x1xf32>) -> tensor<2x16xf32> {
+  // expected-error@+1 {{float8 weights take bits = 8 and no zero points}}
+  %0 = kiln.dequantize %q, %s, %z {bits = 8 : i64, block_size = 16 : i64} : (tensor<2x1x16xf8E4M3FN>, tensor<2x1xf32>, tensor<2x1xf32>) -> tensor<2x16xf32>
+  return %0 : tensor<2x16xf32>
+}
+
+// -----
+
+func.func @float8_e5m2(%q: tensor<2x1x16xf8E5M2>, %s: tensor<2x1xf32>) -> tensor<2x16xf32> {
+  // expected-error@+1 {{operand #0 must be ranked tensor of 8-bit unsigned integer or f8E4M3FN type values}}
+  %0 = kiln.dequantize %q, %s {bits = 8 : i64, block_size = 16 : i64} : (tensor<2x1x16xf8E5M2>, tensor<2x1xf32>) -> tensor<2x16xf32>
+  return %0 : tensor<2x16xf32>
 }

@@ -1,6 +1,7 @@
 // RUN: rm -rf %t && split-file %s %t
 // RUN: kiln-opt %t/products.mlir -kiln-quantize-weights="bits=4 block-size=32" | FileCheck %s --check-prefix=INT4
 // RUN: kiln-opt %t/products.mlir -kiln-quantize-weights="bits=8 block-size=16" | FileCheck %s --check-prefix=INT8
+// RUN: kiln-opt %t/products.mlir -kiln-quantize-weights="float8=true" | FileCheck %s --check-prefix=FP8
 
 // A K x N weight (transposed at compile time to MatMulNBits' N x K) and an
 // N x K one; K = 40 leaves the last block of 32 part padding.
@@ -12,6 +13,13 @@
 // INT4: kiln.dequantize {{.*}} : (tensor<5x2x16xui8>, tensor<5x2xf16>) -> tensor<5x40xf16>
 // INT4: kiln.matmul %arg1, %{{.*}} {transpose_rhs = true} : (tensor<3x40xf16>, tensor<5x40xf16>) -> tensor<3x5xf16>
 // INT8: kiln.dequantize {{.*}} {bits = 8 : i64, block_size = 16 : i64, {{.*}}} : (tensor<6x3x16xui8>, tensor<6x3xf32>) -> tensor<6x40xf32>
+// float8: one block a column, K = 40 padded to 48 (whole 16-byte chunks);
+// the weights come back exactly (each its column's largest, 448 times its
+// scale).
+// FP8-LABEL: func @products
+// FP8: %[[Q:.*]] = kiln.constant dense_resource<quantized0> : tensor<6x1x48xf8E4M3FN>
+// FP8: kiln.dequantize %[[Q]], %{{.*}} {bits = 8 : i64, block_size = 48 : i64, kiln.quantization_error = 0.000000e+00 : f64} : (tensor<6x1x48xf8E4M3FN>, tensor<6x1xf32>) -> tensor<6x40xf32>
+// FP8: kiln.dequantize {{.*}} : (tensor<5x1x48xf8E4M3FN>, tensor<5x1xf16>) -> tensor<5x40xf16>
 
 // negative_: products by activations (attention's scores), by a transposed
 // left operand, and by weights shorter than one block are left as they
@@ -28,6 +36,9 @@
 // pipeline with --weights int4 keeps the product's value.
 // RUN: kiln-run %t/exact.mlir --weights int4 --compare-pipeline --seed 3 | FileCheck %s --check-prefix=EXACT
 // EXACT: pipeline keeps semantics
+// The same weights over their float8 scale (7/8 over 448) are multiples of
+// 64 up to 448, all E4M3FN values.
+// RUN: kiln-run %t/exact.mlir --weights fp8 --compare-pipeline --seed 3 | FileCheck %s --check-prefix=EXACT
 
 // RUN: not kiln-opt %t/products.mlir -kiln-quantize-weights="bits=3" 2>&1 | FileCheck %s --check-prefix=BITS
 // BITS: error: kiln-quantize-weights: bits must be 4 or 8, got 3

@@ -26,9 +26,9 @@ std::string parseInputShape(llvm::StringRef spec, ImportOptions &options);
 /// `options.dimExpressions`; returns an error message, empty on success.
 std::string parseDimValue(llvm::StringRef spec, ImportOptions &options);
 
-/// Sets `pipeline`'s weight quantization from `form` ("float", "int4" or
-/// "int8") and `blockSize`, as kilnc's --weights and --weights-block-size;
-/// returns an error message, empty on success.
+/// Sets `pipeline`'s weight quantization from `form` ("float", "int4",
+/// "int8" or "fp8") and `blockSize`, as kilnc's --weights and
+/// --weights-block-size; returns an error message, empty on success.
 std::string parseWeights(llvm::StringRef form, int64_t blockSize,
                          PipelineOptions &pipeline);
 

@@ -39,6 +39,8 @@ struct Fp32Kept {
 struct QuantizedWeights {
   /// The weights' shape as the dequantize gives it, N x K.
   std::string shape;
+  /// "int4", "int8" or "fp8" (E4M3FN, one block a row).
+  std::string format;
   int64_t bits = 0, blockSize = 0;
   /// The relative L2 error of a random row through the weights.
   double error = 0;

@@ -258,6 +258,13 @@ def KilnQuantizeWeightsPass
     read where they are stored and their pages dropped, and the packed
     bytes are spilled to a temporary file as other converted weights are.
 
+    With `float8`, the weights are E4M3FN values instead, kept as their
+    bytes (ModelOpt's FP8 weights, read by the same GEMV): one scale an
+    output column, its largest magnitude over 448 rounded to the weights'
+    type, each weight w / scale rounded to the nearest float8 (ties to
+    even), and one block of the whole row padded with zeros to whole
+    16-byte chunks.
+
     Each dequantize records `kiln.quantization_error`: the relative L2
     distance between a seeded random row times the weights and times their
     dequantized values (in the weights' type, as the kernels compute them),
@@ -286,6 +293,9 @@ def KilnQuantizeWeightsPass
     Option<"blockSize", "block-size", "int64_t", /*default=*/"32",
            "weights a block along K, each with its own scale: a power of "
            "two of at least 16">,
+    Option<"float8", "float8", "bool", /*default=*/"false",
+           "E4M3FN float8 weights (bits 8) with one scale an output column; "
+           "block-size is unused">,
   ];
   let dependentDialects = ["kiln::KilnDialect"];
 }

@@ -9,7 +9,10 @@
 //
 // kiln.dequantize holds unsigned values: a signed weight and its zero point
 // are both offset by the middle of the range (q ^ 2^(bits - 1)), which keeps
-// q - zero, and with it every result, exactly as ONNX defines it.
+// q - zero, and with it every result, exactly as ONNX defines it. E4M3FN
+// float8 weights (ModelOpt's FP8) are kept as their bytes, when no zero
+// point is other than 0 and no weight is NaN (which the packed GEMV does
+// not decode).
 //
 //===----------------------------------------------------------------------===//
 
@@ -68,20 +71,34 @@ std::optional<StoredValues> storedValues(Value v) {
   return std::nullopt;
 }
 
+/// Whether E4M3FN weights `q` (`count` values) and zero points `z`
+/// (`zeros` values) take kiln.dequantize's float8 form: every zero point 0
+/// (either sign) and no weight NaN.
+bool keepsFloat8Packed(const StoredValues &q, const StoredValues *z,
+                       int64_t count, int64_t zeros) {
+  for (int64_t i = 0; z && i < (z->splat ? 1 : zeros); ++i)
+    if ((uint8_t(*z->at(i)) & 0x7f) != 0)
+      return false;
+  for (int64_t i = 0; i < (q.splat ? 1 : count); ++i)
+    if ((uint8_t(*q.at(i)) & 0x7f) == 0x7f)
+      return false;
+  return true;
+}
+
 /// How the scales index the weight.
 enum class ScaleForm { PerTensor, PerAxis, Blocked };
 
-/// A ui8 constant of `shape` holding `rows` rows of `count` `bits`-bit
-/// values each, packed low bits first into `rowBytes` bytes a row (the last
-/// byte's unused bits zero); `valueAt(row, j)` is value j of a row.
+/// A constant of `shape` and byte-wide `element` type holding `rows` rows
+/// of `count` `bits`-bit values each, packed low bits first into `rowBytes`
+/// bytes a row (the last byte's unused bits zero); `valueAt(row, j)` is
+/// value j of a row.
 Value packedConstant(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
-                     int64_t rows, int64_t rowBytes, int64_t count,
-                     int64_t bits,
+                     Type element, int64_t rows, int64_t rowBytes,
+                     int64_t count, int64_t bits,
                      llvm::function_ref<uint8_t(int64_t, int64_t)> valueAt,
                      StringRef name) {
   int64_t perByte = 8 / bits;
-  auto type =
-      RankedTensorType::get(shape, b.getIntegerType(8, /*isSigned=*/false));
+  auto type = RankedTensorType::get(shape, element);
   return ConstantOp::create(
       b, loc,
       filledConstantValue(
@@ -106,8 +123,10 @@ Value packDequantizeLinear(OpBuilder &b, Location loc, Value x, Value scale,
   auto xType = cast<RankedTensorType>(x.getType());
   auto sType = cast<RankedTensorType>(scale.getType());
   auto integer = dyn_cast<IntegerType>(xType.getElementType());
+  bool float8 = isa<Float8E4M3FNType>(xType.getElementType());
   Type et = sType.getElementType();
-  if (!integer || (integer.getWidth() != 4 && integer.getWidth() != 8) ||
+  if ((!float8 &&
+       (!integer || (integer.getWidth() != 4 && integer.getWidth() != 8))) ||
       xType.getRank() != 2 || !xType.hasStaticShape() ||
       !sType.hasStaticShape() || !(et.isF32() || et.isF16() || et.isBF16()))
     return {};
@@ -146,7 +165,12 @@ Value packDequantizeLinear(OpBuilder &b, Location loc, Value x, Value scale,
                   sType.getNumElements())
     return {};
 
-  int64_t bits = integer.getWidth(), perByte = 8 / bits;
+  if (float8 &&
+      !keepsFloat8Packed(*q, z ? &*z : nullptr, xType.getNumElements(),
+                         sType.getNumElements()))
+    return {};
+
+  int64_t bits = float8 ? 8 : integer.getWidth(), perByte = 8 / bits;
   int64_t k = dims[kAxis], rows = dims[1 - kAxis];
   // A per-tensor or per-axis scale is one block of the whole row, rounded
   // up to whole bytes.
@@ -160,7 +184,7 @@ Value packDequantizeLinear(OpBuilder &b, Location loc, Value x, Value scale,
   uint8_t mid = uint8_t(1) << (bits - 1), mask = uint8_t((1u << bits) - 1);
   // Signed values are offset by the middle of the range (two's complement
   // with its sign bit flipped); 4-bit ones are stored sign-extended.
-  uint8_t flip = integer.isSignless() ? mid : 0;
+  uint8_t flip = integer && integer.isSignless() ? mid : 0;
   auto unsignedAt = [&](const StoredValues &values, int64_t i) -> uint8_t {
     return (uint8_t(*values.at(i)) ^ flip) & mask;
   };
@@ -183,8 +207,10 @@ Value packDequantizeLinear(OpBuilder &b, Location loc, Value x, Value scale,
   std::string name = "weight";
   if (auto named = dyn_cast<NameLoc>(x.getLoc()))
     name = named.getName().str();
+  Type stored =
+      float8 ? xType.getElementType() : b.getIntegerType(8, /*isSigned=*/false);
   Value packed = packedConstant(
-      b, loc, {rows, blocks, blockBytes}, rows, rowBytes, k, bits,
+      b, loc, {rows, blocks, blockBytes}, stored, rows, rowBytes, k, bits,
       [&](int64_t row, int64_t col) {
         return unsignedAt(*q, weightIndex(row, col));
       },
@@ -217,10 +243,11 @@ Value packDequantizeLinear(OpBuilder &b, Location loc, Value x, Value scale,
       middle &= value == mid;
     }
   Value zeroPoints;
-  if (!middle) {
+  if (!middle && !float8) {
     int64_t zeroBytes = llvm::divideCeil(blocks * bits, 8);
     zeroPoints = packedConstant(
-        b, loc, {rows, zeroBytes}, rows, zeroBytes, blocks, bits,
+        b, loc, {rows, zeroBytes}, b.getIntegerType(8, /*isSigned=*/false),
+        rows, zeroBytes, blocks, bits,
         [&](int64_t row, int64_t blk) { return zeros[row * blocks + blk]; },
         name + "_zero_points");
   }

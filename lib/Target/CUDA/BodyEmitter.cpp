@@ -372,6 +372,12 @@ BodyEmitter::getDequantizedAt(DequantizeOp op, const std::string &index,
   os << indent << "float " << q << " = " << bitsOf(*byte, place) << ";\n";
   // Products rounded on their own, as the op defines them: the GPU would
   // otherwise contract them into a fused multiply-add.
+  if (op.isFloat8()) {
+    // The load decoded the float8 value.
+    os << indent << "float " << value << " = __fmul_rn(" << q << ", " << *scale
+       << ");\n";
+    return value;
+  }
   Value zero = op.getZeroPoints();
   if (zero && !op.hasIntegerZeroPoints()) {
     auto offset = getAt(

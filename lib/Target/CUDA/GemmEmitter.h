@@ -93,6 +93,8 @@ struct PackedGemvShape {
   int64_t leastM = 1, upperM = 1, n = 1, k = 1;
   /// Bits a weight, weights a quantization block, blocks a row of B.
   int64_t bits = 4, blockSize = 32, blocks = 1;
+  /// Whether the weights are E4M3FN float8 values (8 bits, no zero point).
+  bool float8 = false;
   /// The zero points: the middle of the range, packed like B, or floats.
   enum class ZeroPoints { Middle, Packed, Float };
   ZeroPoints zeroPoints = ZeroPoints::Middle;

@@ -6,8 +6,8 @@
 // a quarter (int4) or half (int8) of an fp16 weight's bytes. The layout is
 // the n x k GEMV's (GemvEmitter.cpp): a block owns `tileM` rows of A and a
 // 64-column slab of B; 8 lanes share a column, each streaming 16-byte
-// chunks of its packed row (32 int4, 16 int8 or 64 int2 weights, inside
-// one quantization block), four columns a lane.
+// chunks of its packed row (32 int4, 16 int8 or float8 or 64 int2 weights,
+// inside one quantization block), four columns a lane.
 //
 // A chunk's weights share one scale s and zero point z, so the lane adds
 // s (sum a q - z sum a) for the chunk: a weight costs its share of a mask,
@@ -69,6 +69,17 @@ __device__ __forceinline__ float $NAME_half_plus(unsigned x, int b) {
 // The float 2^23 + q of byte `b` of `x` (any byte value).
 __device__ __forceinline__ float $NAME_two_23_plus(unsigned x, int b) {
   return __uint_as_float(__byte_perm(x, 0x4b000000u, 0x7650u | (unsigned)b));
+}
+
+// The value of the E4M3FN float8 in byte `b` of `x`: the byte at the top of
+// a word, its exponent and mantissa moved down to a float's places by an
+// arithmetic shift (the sign stays) and the bits between masked, is the
+// value times 2^-120, the difference of the exponent biases, subnormals
+// included. (0x7f, E4M3FN's NaN, would read as 480: the importer packs no
+// NaN weights.)
+__device__ __forceinline__ float $NAME_e4m3(unsigned x, int b) {
+  const int top = (int)__byte_perm(x, 0u, 0x0444u | (unsigned)b << 12);
+  return __uint_as_float((unsigned)(top >> 4) & 0x87f00000u) * 0x1p120f;
 }
 
 __device__ __forceinline__ uint4 $NAME_load_a(const $ELEMENT *p, bool aligned) {
@@ -190,8 +201,19 @@ int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 /// row's eight values of A (`af`), added to dot[r][t]. 2- and 4-bit values
 /// are masked to one a byte, several bytes at once, and read as
 /// 0.5 + q / 256 (the kernel undoes the scale and offset once a chunk:
-/// $DOT_SCALE, $DOT_OFFSET); bytes as 2^23 + q less 2^23 (exact).
-std::string weightsText(int64_t bits) {
+/// $DOT_SCALE, $DOT_OFFSET); bytes as 2^23 + q less 2^23 (exact); float8
+/// bytes as their values.
+std::string weightsText(int64_t bits, bool float8) {
+  if (float8)
+    // Words 2s and 2s + 1, a weight a byte.
+    return R"cuda(          #pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            const unsigned w = $NAME_word(bw[t], 2 * s + h);
+            #pragma unroll
+            for (int i = 0; i < 4; ++i)
+              dot[r][t] += af[4 * h + i] * $NAME_e4m3(w, i);
+          }
+)cuda";
   switch (bits) {
   case 4:
     // Word s: weights 2i in byte i of its low nibbles, 2i + 1 of its high.
@@ -277,7 +299,8 @@ void emitPackedGemv(const PackedGemvShape &shape, const GemmConfig &config,
   std::string zeroParameter, zeroPoint;
   switch (shape.zeroPoints) {
   case PackedGemvShape::ZeroPoints::Middle:
-    zeroPoint = str(int64_t(1) << (shape.bits - 1)) + ".0f";
+    zeroPoint =
+        shape.float8 ? "0.0f" : str(int64_t(1) << (shape.bits - 1)) + ".0f";
     break;
   case PackedGemvShape::ZeroPoints::Packed:
     zeroParameter = ", const unsigned char *__restrict__ zero_points";
@@ -323,7 +346,7 @@ void emitPackedGemv(const PackedGemvShape &shape, const GemmConfig &config,
                         "$ELEMENT *c_mat = c;"},
       {"$SPLIT", str(config.splitK)},
       {"$BITS", str(shape.bits)},
-      {"$WEIGHTS", weightsText(shape.bits)},
+      {"$WEIGHTS", weightsText(shape.bits, shape.float8)},
       {"$DOT_SCALE", shape.bits == 8 ? "1.0f" : "256.0f"},
       {"$DOT_OFFSET", shape.bits == 8 ? "0.0f" : "128.0f"},
       {"$BLOCK_SIZE", str(shape.blockSize)},

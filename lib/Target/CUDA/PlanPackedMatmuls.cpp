@@ -44,6 +44,7 @@ PlanBuilder::addPackedGemm(KernelOp kernel, MatmulOp matmul,
   shape.bits = dequantize.getBits();
   shape.blockSize = dequantize.getBlockSize();
   shape.blocks = dequantize.getBlockCount();
+  shape.float8 = dequantize.isFloat8();
   Value zeroPoints = dequantize.getZeroPoints();
   shape.zeroPoints = !zeroPoints ? PackedGemvShape::ZeroPoints::Middle
                      : dequantize.hasIntegerZeroPoints()

@@ -695,12 +695,17 @@ def Kiln_DequantizeOp : Kiln_Op<"dequantize", [Pure]> {
     artifact's weights: kernels read through this op where they use a
     weight, it is never folded to floats at compile time.
 
+    `packed` of `f8E4M3FN` holds float8 weights instead, one a byte
+    (`bits` 8, no zero points): element `[r, k]` is `q * scale`, one fp32
+    product rounded to the result type, as ONNX's DequantizeLinear of
+    float8 defines it.
+
     ```mlir
     %w = kiln.dequantize %q, %scales {bits = 4 : i64, block_size = 32 : i64}
         : (tensor<64x2x16xui8>, tensor<64x2xf16>) -> tensor<64x48xf16>
     ```
   }];
-  let arguments = (ins RankedTensorOf<[UI8]>:$packed,
+  let arguments = (ins RankedTensorOf<[UI8, F8E4M3FN]>:$packed,
                    Kiln_FloatTensor:$scales,
                    Optional<Kiln_Tensor>:$zero_points, I64Attr:$bits,
                    I64Attr:$block_size);
@@ -716,6 +721,11 @@ def Kiln_DequantizeOp : Kiln_Op<"dequantize", [Pure]> {
     int64_t getBlockBytes() { return getBlockSize() * getBits() / 8; }
     /// Columns of the result: the row length K.
     int64_t getColumns() { return getType().getDimSize(1); }
+    /// Whether the weights are float8 (E4M3FN) values rather than integers.
+    bool isFloat8() {
+      return ::llvm::isa<::mlir::Float8E4M3FNType>(
+          getPacked().getType().getElementType());
+    }
     /// Whether the zero points are packed integers (absent counts).
     bool hasIntegerZeroPoints() {
       return !getZeroPoints() ||

@@ -19,6 +19,8 @@ LogicalResult DequantizeOp::verify() {
   int64_t bits = getBits(), block = getBlockSize();
   if (bits != 2 && bits != 4 && bits != 8)
     return emitOpError("bits must be 2, 4 or 8, got ") << bits;
+  if (isFloat8() && (bits != 8 || getZeroPoints()))
+    return emitOpError("float8 weights take bits = 8 and no zero points");
   if (block < 1 || block > (int64_t(1) << 20) || (block * bits) % 8 != 0)
     return emitOpError("block_size must fill whole bytes and be at most "
                        "2^20, got ")
