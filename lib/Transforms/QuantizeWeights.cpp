@@ -34,6 +34,7 @@
 #include "kiln/runtime/Float8.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/DialectResourceBlobManager.h"
+#include "mlir/IR/Threading.h"
 
 #include <cmath>
 #include <cstring>
@@ -200,10 +201,12 @@ struct KilnQuantizeWeightsPass
     std::vector<double> x(k), exact(n, 0.0), approximate(n, 0.0);
     for (double &v : x)
       v = normal(rng);
-    std::vector<float> values(block);
-    // Column by column; K-major storage reads each block as a strided
-    // column, N-major as a row.
-    for (int64_t col = 0; col < n; ++col)
+    // Column by column, the columns spread over the context's threads
+    // (each writes only its own bytes, scales and sums); K-major storage
+    // reads each block as a strided column, N-major as a row.
+    mlir::parallelFor(matmul.getContext(), 0, n, [&](size_t column) {
+      auto col = static_cast<int64_t>(column);
+      std::vector<float> values(block);
       for (int64_t b = 0; b < blocks; ++b) {
         int64_t count = std::min(block, k - b * block);
         float amax = 0.0f;
@@ -246,6 +249,7 @@ struct KilnQuantizeWeightsPass
           approximate[col] += x[b * block + j] * double(dequantized);
         }
       }
+    });
     weights->release();
     double num = 0, den = 0;
     for (int64_t col = 0; col < n; ++col) {

@@ -4,9 +4,11 @@
 // RUN: kiln-opt %t/products.mlir -kiln-quantize-weights="float8=true" | FileCheck %s --check-prefix=FP8
 
 // A K x N weight (transposed at compile time to MatMulNBits' N x K) and an
-// N x K one; K = 40 leaves the last block of 32 part padding.
+// N x K one; K = 40 leaves the last block of 32 part padding. (Blob names
+// are numbered per function, and the functions here run in parallel: the
+// second to claim quantized0 gets quantized0_1.)
 // INT4-LABEL: func @products
-// INT4: %[[Q:.*]] = kiln.constant dense_resource<quantized0> : tensor<6x2x16xui8>
+// INT4: %[[Q:.*]] = kiln.constant dense_resource<quantized0{{(_[0-9]+)?}}> : tensor<6x2x16xui8>
 // INT4: %[[S:.*]] = kiln.constant dense<{{.*}}> : tensor<6x2xf32>
 // INT4: %[[W:.*]] = kiln.dequantize %[[Q]], %[[S]] {bits = 4 : i64, block_size = 32 : i64, kiln.quantization_error = {{.*}} : f64} : (tensor<6x2x16xui8>, tensor<6x2xf32>) -> tensor<6x40xf32>
 // INT4: kiln.matmul %arg0, %[[W]] {transpose_rhs = true} : (tensor<3x40xf32>, tensor<6x40xf32>) -> tensor<3x6xf32>
@@ -17,7 +19,7 @@
 // the weights come back exactly (each its column's largest, 448 times its
 // scale).
 // FP8-LABEL: func @products
-// FP8: %[[Q:.*]] = kiln.constant dense_resource<quantized0> : tensor<6x1x48xf8E4M3FN>
+// FP8: %[[Q:.*]] = kiln.constant dense_resource<quantized0{{(_[0-9]+)?}}> : tensor<6x1x48xf8E4M3FN>
 // FP8: kiln.dequantize %[[Q]], %{{.*}} {bits = 8 : i64, block_size = 48 : i64, kiln.quantization_error = 0.000000e+00 : f64} : (tensor<6x1x48xf8E4M3FN>, tensor<6x1xf32>) -> tensor<6x40xf32>
 // FP8: kiln.dequantize {{.*}} : (tensor<5x1x48xf8E4M3FN>, tensor<5x1xf16>) -> tensor<5x40xf16>
 
