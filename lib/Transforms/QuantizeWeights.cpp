@@ -51,6 +51,16 @@ using namespace kiln;
 
 namespace {
 
+/// The weights' float type, asked once: per weight, MLIR's type queries
+/// were a tenth of a 1B model's quantization.
+enum class FloatKind { F32, F16, BF16 };
+
+FloatKind kindOf(Type et) {
+  return et.isF16() ? FloatKind::F16
+         : et.isBF16() ? FloatKind::BF16
+                       : FloatKind::F32;
+}
+
 /// The floats of a weight, read where they are stored (a mapped model file
 /// or a spilled conversion, whose pages are dropped afterwards) or, for a
 /// small or splat constant, decoded whole.
@@ -58,7 +68,7 @@ class WeightValues {
 public:
   static FailureOr<WeightValues> of(ElementsAttr value) {
     WeightValues w;
-    w.type = cast<RankedTensorType>(value.getType()).getElementType();
+    w.kind = kindOf(cast<RankedTensorType>(value.getType()).getElementType());
     w.raw = storedBytesInPlace(value);
     if (w.raw.empty()) {
       auto tensor = HostTensor::fromElementsAttr(value);
@@ -74,14 +84,15 @@ public:
   float at(int64_t i) const {
     if (raw.empty())
       return decoded[i];
-    if (type.isF32()) {
+    if (kind == FloatKind::F32) {
       float v;
       std::memcpy(&v, raw.data() + 4 * i, 4);
       return v;
     }
     uint16_t bits;
     std::memcpy(&bits, raw.data() + 2 * i, 2);
-    return type.isBF16() ? floatOfBfloat16Bits(bits) : floatOfHalfBits(bits);
+    return kind == FloatKind::BF16 ? floatOfBfloat16Bits(bits)
+                                   : floatOfHalfBits(bits);
   }
 
   void release() const {
@@ -90,16 +101,16 @@ public:
   }
 
 private:
-  Type type;
+  FloatKind kind = FloatKind::F32;
   ArrayRef<char> raw;
   std::vector<float> decoded;
 };
 
-/// `value` rounded to element type `et` (f32, f16 or bf16), as a float.
-float roundTo(Type et, float value) {
-  if (et.isF16())
+/// `value` rounded to the weights' type, as a float.
+float roundTo(FloatKind kind, float value) {
+  if (kind == FloatKind::F16)
     return floatOfHalfBits(halfBitsOf(value));
-  if (et.isBF16())
+  if (kind == FloatKind::BF16)
     return floatOfBfloat16Bits(bfloat16BitsOf(value));
   return value;
 }
@@ -175,6 +186,7 @@ struct KilnQuantizeWeightsPass
     auto constant = matmul.getRhs().getDefiningOp<ConstantOp>();
     auto type = cast<RankedTensorType>(constant.getType());
     Type et = type.getElementType();
+    FloatKind kind = kindOf(et);
     bool transposed = matmul.getTransposeRhs();
     int64_t k = type.getDimSize(transposed ? 1 : 0);
     int64_t n = type.getDimSize(transposed ? 0 : 1);
@@ -201,55 +213,70 @@ struct KilnQuantizeWeightsPass
     std::vector<double> x(k), exact(n, 0.0), approximate(n, 0.0);
     for (double &v : x)
       v = normal(rng);
-    // Column by column, the columns spread over the context's threads
-    // (each writes only its own bytes, scales and sums); K-major storage
-    // reads each block as a strided column, N-major as a row.
-    mlir::parallelFor(matmul.getContext(), 0, n, [&](size_t column) {
-      auto col = static_cast<int64_t>(column);
-      std::vector<float> values(block);
-      for (int64_t b = 0; b < blocks; ++b) {
-        int64_t count = std::min(block, k - b * block);
-        float amax = 0.0f;
-        for (int64_t j = 0; j < count; ++j) {
-          values[j] = weightAt(b * block + j, col);
-          amax = std::max(amax, std::fabs(values[j]));
-        }
-        float scale = roundTo(et, amax / largest);
-        scales[col * blocks + b] = scale;
-        uint8_t *out = &packed[(col * blocks + b) * blockBytes];
-        for (int64_t j = 0; j < count; ++j) {
-          if (float8) {
-            // A weight past the largest finite multiple of the rounded
-            // scale saturates; a NaN or infinite weight reads as 0, as
-            // the integer forms read it.
-            uint8_t q =
-                scale != 0.0f && std::isfinite(values[j])
-                    ? rt::float8BitsOf(values[j] / scale, /*e5m2=*/false)
-                    : 0x00;
-            out[j] = q;
-            float dequantized =
-                roundTo(et, rt::floatOfFloat8Bits(q, /*e5m2=*/false) * scale);
-            exact[col] += x[b * block + j] * double(values[j]);
-            approximate[col] += x[b * block + j] * double(dequantized);
-            continue;
-          }
-          int64_t q = middle;
-          if (scale != 0.0f && std::isfinite(values[j]))
-            q = std::clamp<int64_t>(
-                int64_t(std::nearbyint(values[j] / scale)) + middle, 0, top);
-          if (bits == 8)
-            out[j] = uint8_t(q);
-          else
-            out[j / 2] = uint8_t((out[j / 2] & (j % 2 ? 0x0f : 0xf0)) |
-                                 (q << (4 * (j % 2))));
-          // The value the kernels compute: (q - middle) * scale in fp32,
-          // rounded once to the element type.
-          float dequantized = roundTo(et, float(q - middle) * scale);
+    // One block of one column: `values` are its `count` weights.
+    auto quantizeBlock = [&](int64_t col, int64_t b, int64_t count,
+                             const float *values) {
+      float amax = 0.0f;
+      for (int64_t j = 0; j < count; ++j)
+        amax = std::max(amax, std::fabs(values[j]));
+      float scale = roundTo(kind, amax / largest);
+      scales[col * blocks + b] = scale;
+      uint8_t *out = &packed[(col * blocks + b) * blockBytes];
+      for (int64_t j = 0; j < count; ++j) {
+        if (float8) {
+          // A weight past the largest finite multiple of the rounded
+          // scale saturates; a NaN or infinite weight reads as 0, as
+          // the integer forms read it.
+          uint8_t q = scale != 0.0f && std::isfinite(values[j])
+                          ? rt::float8BitsOf(values[j] / scale, /*e5m2=*/false)
+                          : 0x00;
+          out[j] = q;
+          float dequantized =
+              roundTo(kind, rt::floatOfFloat8Bits(q, /*e5m2=*/false) * scale);
           exact[col] += x[b * block + j] * double(values[j]);
           approximate[col] += x[b * block + j] * double(dequantized);
+          continue;
         }
+        int64_t q = middle;
+        if (scale != 0.0f && std::isfinite(values[j]))
+          q = std::clamp<int64_t>(
+              int64_t(std::nearbyint(values[j] / scale)) + middle, 0, top);
+        if (bits == 8)
+          out[j] = uint8_t(q);
+        else
+          out[j / 2] = uint8_t((out[j / 2] & (j % 2 ? 0x0f : 0xf0)) |
+                               (q << (4 * (j % 2))));
+        // The value the kernels compute: (q - middle) * scale in fp32,
+        // rounded once to the element type.
+        float dequantized = roundTo(kind, float(q - middle) * scale);
+        exact[col] += x[b * block + j] * double(values[j]);
+        approximate[col] += x[b * block + j] * double(dequantized);
       }
-    });
+    };
+    // Tiles of 64 columns, spread over the context's threads (each writes
+    // only its own bytes, scales and sums). A tile's block is read in
+    // storage order, K-major weights row by row and N-major ones column by
+    // column, so that the reads of a mapped weight run sequentially.
+    constexpr int64_t kTile = 64;
+    mlir::parallelFor(
+        matmul.getContext(), 0, (n + kTile - 1) / kTile, [&](size_t tile) {
+          int64_t col0 = int64_t(tile) * kTile;
+          int64_t cols = std::min(kTile, n - col0);
+          std::vector<float> values(cols * block); // [column][j]
+          for (int64_t b = 0; b < blocks; ++b) {
+            int64_t count = std::min(block, k - b * block);
+            for (int64_t outer = 0; outer < (transposed ? cols : count);
+                 ++outer)
+              for (int64_t inner = 0; inner < (transposed ? count : cols);
+                   ++inner) {
+                int64_t c = transposed ? outer : inner;
+                int64_t j = transposed ? inner : outer;
+                values[c * block + j] = weightAt(b * block + j, col0 + c);
+              }
+            for (int64_t c = 0; c < cols; ++c)
+              quantizeBlock(col0 + c, b, count, &values[c * block]);
+          }
+        });
     weights->release();
     double num = 0, den = 0;
     for (int64_t col = 0; col < n; ++col) {
