@@ -213,6 +213,10 @@ struct KilnQuantizeWeightsPass
     std::vector<double> x(k), exact(n, 0.0), approximate(n, 0.0);
     for (double &v : x)
       v = normal(rng);
+    // Float8 values decoded once, not per weight.
+    float float8Value[256];
+    for (int bits = 0; bits < 256; ++bits)
+      float8Value[bits] = rt::floatOfFloat8Bits(uint8_t(bits), /*e5m2=*/false);
     // One block of one column: `values` are its `count` weights.
     auto quantizeBlock = [&](int64_t col, int64_t b, int64_t count,
                              const float *values) {
@@ -231,8 +235,7 @@ struct KilnQuantizeWeightsPass
                           ? rt::float8BitsOf(values[j] / scale, /*e5m2=*/false)
                           : 0x00;
           out[j] = q;
-          float dequantized =
-              roundTo(kind, rt::floatOfFloat8Bits(q, /*e5m2=*/false) * scale);
+          float dequantized = roundTo(kind, float8Value[q] * scale);
           exact[col] += x[b * block + j] * double(values[j]);
           approximate[col] += x[b * block + j] * double(dequantized);
           continue;

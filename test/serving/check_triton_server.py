@@ -23,7 +23,7 @@ Checks:
 - the configurations are completed from the artifacts (tensors, dims,
   max_batch_size from the batch dim's range) and the two bad models fail to
   load with their causes named, while the others serve;
-- 64 concurrent requests of mixed batch sizes and lengths, half over HTTP
+- 72 concurrent requests of mixed batch sizes and lengths, half over HTTP
   and half over gRPC, each output equal to kiln-run's on the same inputs
   (bit for bit: a row's arithmetic does not depend on the rows beside it);
 - the statistics show runs that batched more than one request; with the
@@ -299,7 +299,8 @@ def main():
     # which only padding puts in one run.
     feeds["bert_padded"] = [encoder_sets[2], encoder_sets[3]]
     want["bert_padded"] = [want["bert"][2], want["bert"][3]]
-    counts = {"bert": 36, "decoder": 16, "bert_onnx": 8, "bert_padded": 4}
+    # bert_onnx had 8 requests, which a loaded machine once ran one a run.
+    counts = {"bert": 36, "decoder": 16, "bert_onnx": 16, "bert_padded": 4}
     cases = []
     for model, count in counts.items():
         for i in range(count):
@@ -395,8 +396,11 @@ def main():
 
         # Unload and load again. The first ten cycles settle what loads
         # keep (the allocator's pools and Triton's own records reach their
-        # level there); the next twenty must not add to it: a model left
-        # behind by each would add at least its artifact every time.
+        # level there); the next twenty must not add a model's worth: a
+        # model left behind by each would add at least its artifact every
+        # time, twenty artifacts. Up to five are allowed, because the
+        # allocator sometimes still takes one step of about 3 MiB late (seen
+        # once in a few runs, more than one 2.5 MiB artifact).
         def reload(times):
             for _ in range(times):
                 client.unload_model("bert")
@@ -406,9 +410,10 @@ def main():
         after = reload(20)
         next_succeeds("thirty reloads")
         artifact_kib = os.path.getsize(encoder_so) // 1024
-        check(after - before < artifact_kib,
+        check(after - before < 5 * artifact_kib,
               f"twenty more reloads grew the server by {after - before} KiB "
-              f"(the artifact is {artifact_kib} KiB)")
+              f"(the artifact is {artifact_kib} KiB; a leak of each would "
+              f"be 20 of them)")
 
     print(f"{len(failures)} failure(s)")
     return 1 if failures else 0

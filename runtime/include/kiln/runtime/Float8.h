@@ -14,6 +14,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 
 namespace kiln {
 namespace rt {
@@ -42,22 +43,35 @@ inline float floatOfFloat8Bits(uint8_t bits, bool e5m2) {
 /// This is ONNX's saturating cast but for E5M2's infinities, which that
 /// cast also saturates (the importer says so where it casts).
 inline uint8_t float8BitsOf(float value, bool e5m2) {
+  // On the float's bits: a normal result rounds the 23-bit mantissa to 3
+  // (or 2) bits by adding half a step less one plus the kept bits' lowest
+  // bit (ties to even; a carry moves into the exponent), then rebiases the
+  // exponent. kilnc --weights fp8 encodes every weight of a model this way.
   int mantissaBits = e5m2 ? 2 : 3, bias = e5m2 ? 15 : 7;
-  float largest = e5m2 ? 57344.0f : 448.0f;
-  uint8_t sign = std::signbit(value) ? 0x80 : 0;
-  if (std::isnan(value))
+  uint32_t word;
+  std::memcpy(&word, &value, sizeof(word));
+  uint8_t sign = uint8_t((word >> 24) & 0x80);
+  uint32_t magnitude = word & 0x7fffffffu;
+  if (magnitude > 0x7f800000u) // NaN
     return sign | 0x7f;
-  if (e5m2 && std::isinf(value))
+  if (e5m2 && magnitude == 0x7f800000u)
     return sign | 0x7c;
-  float magnitude = std::fmin(std::fabs(value), largest);
-  if (magnitude < std::ldexp(1.0f, 1 - bias)) // Subnormal: exact scaling.
-    return sign | uint8_t(std::nearbyint(
-                      std::ldexp(magnitude, bias - 1 + mantissaBits)));
-  int exponent;
-  float fraction = std::frexp(magnitude, &exponent); // In [0.5, 1).
-  // A mantissa that rounds up to 2^mantissaBits carries into the exponent.
-  int mantissa = int(std::nearbyint((2 * fraction - 1) * (1 << mantissaBits)));
-  return sign | uint8_t(((exponent - 1 + bias) << mantissaBits) + mantissa);
+  // The largest finite values, 448 (0x43e00000) and 57344 (0x47600000);
+  // anything at or beyond them saturates.
+  if (magnitude >= (e5m2 ? 0x47600000u : 0x43e00000u))
+    return sign | (e5m2 ? 0x7b : 0x7e);
+  // Below the least normal, 2^(1 - bias), the value scaled to units of the
+  // least subnormal is exact; rounding it to an integer gives the bits (8,
+  // or 4, rounds up to the least normal's).
+  if (magnitude < uint32_t(127 + 1 - bias) << 23) {
+    float units = std::fabs(value) * float(1 << (bias - 1 + mantissaBits));
+    return sign | uint8_t(std::nearbyint(units));
+  }
+  int shift = 23 - mantissaBits;
+  uint32_t rounded =
+      magnitude + ((1u << (shift - 1)) - 1) + ((magnitude >> shift) & 1);
+  return sign |
+         uint8_t((rounded >> shift) - (uint32_t(127 - bias) << mantissaBits));
 }
 
 } // namespace rt
