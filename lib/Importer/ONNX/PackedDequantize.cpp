@@ -154,7 +154,8 @@ Value packDequantizeLinear(OpBuilder &b, Location loc, Value x, Value scale,
     form = ScaleForm::PerAxis;
     kAxis = 1 - axis;
   } else if (block > 0 && sType.getRank() == 2 &&
-             sType.getDimSize(axis) == llvm::divideCeil(dims[axis], block) &&
+             sType.getDimSize(axis) ==
+                 int64_t(llvm::divideCeil(dims[axis], block)) &&
              sType.getDimSize(1 - axis) == dims[1 - axis]) {
     form = ScaleForm::Blocked;
     kAxis = axis;
