@@ -56,7 +56,7 @@ namespace {
 enum class FloatKind { F32, F16, BF16 };
 
 FloatKind kindOf(Type et) {
-  return et.isF16() ? FloatKind::F16
+  return et.isF16()    ? FloatKind::F16
          : et.isBF16() ? FloatKind::BF16
                        : FloatKind::F32;
 }
