@@ -206,7 +206,7 @@ struct KilnQuantizeWeightsPass
     int64_t top = (int64_t(1) << bits) - 1;
     // Padding past K holds weights of 0: the middle, or float8's +0.
     uint8_t padding = float8 ? 0x00 : bits == 4 ? 0x88 : 0x80;
-    std::vector<uint8_t> packed(size_t(n * blocks * blockBytes), padding);
+    std::vector<char> packed(size_t(n * blocks * blockBytes), char(padding));
     std::vector<float> scales(size_t(n * blocks));
     std::mt19937_64 rng(0x9e3779b97f4a7c15ull + index);
     std::normal_distribution<double> normal;
@@ -225,7 +225,8 @@ struct KilnQuantizeWeightsPass
         amax = std::max(amax, std::fabs(values[j]));
       float scale = roundTo(kind, amax / largest);
       scales[col * blocks + b] = scale;
-      uint8_t *out = &packed[(col * blocks + b) * blockBytes];
+      auto *out =
+          reinterpret_cast<uint8_t *>(&packed[(col * blocks + b) * blockBytes]);
       for (int64_t j = 0; j < count; ++j) {
         if (float8) {
           // A weight past the largest finite multiple of the rounded
@@ -291,12 +292,11 @@ struct KilnQuantizeWeightsPass
     OpBuilder b(matmul);
     Location loc = matmul.getLoc();
     std::string name = "quantized" + std::to_string(index);
-    std::vector<char> packedBytes(packed.begin(), packed.end());
     Type stored = float8 ? Type(b.getType<Float8E4M3FNType>())
                          : Type(b.getIntegerType(8, /*isSigned=*/false));
     Value packedValue = constantOf(
         b, loc, RankedTensorType::get({n, blocks, blockBytes}, stored),
-        std::move(packedBytes), name);
+        std::move(packed), name);
     auto scalesType = RankedTensorType::get({n, blocks}, et);
     auto scalesTensor = HostTensor::allocate(et, {n, blocks});
     if (failed(scalesTensor))

@@ -173,6 +173,11 @@ BuildFolder::~BuildFolder() {
   rmdir(path.c_str());
 }
 
+std::string kiln::rt::host::resolvedPath(const std::string &path) {
+  char resolved[PATH_MAX];
+  return realpath(path.c_str(), resolved) ? resolved : path;
+}
+
 Status kiln::rt::host::findCompiler(std::string &out) {
   for (const char *var : {"KILN_HOST_CXX", "CXX"}) {
     std::string named = getEnv(var);
@@ -254,8 +259,7 @@ uint64_t kiln::rt::host::toolchainKey(const std::string &compiler,
                                          std::to_string(KILN_HOST_ABI_VERSION));
   // The compiler's identity as far as a stat tells it.
   struct stat st;
-  char resolved[PATH_MAX];
-  std::string real = realpath(compiler.c_str(), resolved) ? resolved : compiler;
+  std::string real = resolvedPath(compiler);
   key = hashMore(key, real);
   if (stat(real.c_str(), &st) == 0)
     key = hashMore(key, std::to_string(st.st_size) + "/" +

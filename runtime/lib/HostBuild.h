@@ -53,6 +53,9 @@ private:
   std::vector<std::string> files;
 };
 
+/// `path` with its links resolved (itself when it cannot be resolved).
+std::string resolvedPath(const std::string &path);
+
 /// The C++ compiler: KILN_HOST_CXX, $CXX, then c++, g++, clang++ on PATH.
 Status findCompiler(std::string &out);
 /// The compiler's flags for a module, `-shared` included; part of every

@@ -14,9 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <climits>
 #include <cstdio>
-#include <cstdlib>
 
 using namespace kiln::rt;
 using namespace kiln::rt::host;
@@ -31,8 +29,7 @@ bool exists(const std::string &path) {
 /// Whether `compiler` resolves to clang, which reads a .gch only for a
 /// header named by -include, so that precompiling would only cost time.
 bool isClang(const std::string &compiler) {
-  char resolved[PATH_MAX];
-  std::string real = realpath(compiler.c_str(), resolved) ? resolved : compiler;
+  std::string real = resolvedPath(compiler);
   return real.substr(real.rfind('/') + 1).find("clang") != std::string::npos;
 }
 
