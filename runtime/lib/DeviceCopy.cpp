@@ -104,3 +104,158 @@ void DeviceBuffer::release() {
   pointer = nullptr;
   bytes = 0;
 }
+
+namespace {
+
+/// Runs `body` with `context` current; its driver result, or the push's,
+/// named.
+template <class Body>
+Status inContext(void *context, const char *what, Body body) {
+  const cu::DriverApi *api = nullptr;
+  if (Status s = cu::loadCudaDriver(api); !s.isOk())
+    return s;
+  ContextScope scope(*api, static_cast<cu::Context>(context));
+  cu::Result r = scope.result;
+  if (r != cu::kSuccess)
+    return cu::cudaError(*api, r, "cuCtxPushCurrent");
+  r = body(*api);
+  return r == cu::kSuccess ? Status::ok() : cu::cudaError(*api, r, what);
+}
+
+} // namespace
+
+Status DeviceQueue::create(Memory memory, int device) {
+  release();
+  this->memory = memory;
+  ordinal = device;
+  if (memory == Memory::Host)
+    return Status::ok();
+  const cu::DriverApi *api = nullptr;
+  if (Status s = cu::loadCudaDriver(api); !s.isOk())
+    return s;
+  cu::Device handle = 0;
+  if (cu::Result r = api->deviceGet(&handle, ordinal); r != cu::kSuccess)
+    return cu::cudaError(*api, r, "cuDeviceGet");
+  cu::Context retained = nullptr;
+  if (cu::Result r = api->primaryCtxRetain(&retained, handle);
+      r != cu::kSuccess)
+    return cu::cudaError(*api, r, "cuDevicePrimaryCtxRetain");
+  context = retained;
+  // Non-blocking: the program's own work on the legacy default stream
+  // neither waits for the queue nor holds it up.
+  Status status = inContext(context, "cuStreamCreate", [&](auto &api) {
+    cu::Stream stream = nullptr;
+    cu::Result r = api.streamCreate(&stream, cu::kStreamNonBlocking);
+    cuStream = stream;
+    return r;
+  });
+  if (status.isOk())
+    status = inContext(context, "cuMemAllocHost", [&](auto &api) {
+      return api.memAllocHost(&pinned, kReadSlots * kReadBytes);
+    });
+  for (void *&event : readDone)
+    if (status.isOk())
+      status = inContext(context, "cuEventCreate", [&](auto &api) {
+        cu::Event created = nullptr;
+        cu::Result r = api.eventCreate(&created, cu::kEventDisableTiming);
+        event = created;
+        return r;
+      });
+  if (!status.isOk())
+    release();
+  return status;
+}
+
+Status DeviceQueue::copy(void *dst, const void *src, Memory srcMemory,
+                         size_t bytes) {
+  if (bytes == 0)
+    return Status::ok();
+  if (memory == Memory::Host) {
+    std::memcpy(dst, src, bytes);
+    return Status::ok();
+  }
+  cu::DevicePtr to = reinterpret_cast<cu::DevicePtr>(dst);
+  auto stream = static_cast<cu::Stream>(cuStream);
+  if (srcMemory == Memory::Host)
+    return inContext(context, "cuMemcpyHtoDAsync", [&](auto &api) {
+      return api.memcpyHtoDAsync(to, src, bytes, stream);
+    });
+  return inContext(context, "cuMemcpyDtoDAsync", [&](auto &api) {
+    return api.memcpyDtoDAsync(to, reinterpret_cast<cu::DevicePtr>(src), bytes,
+                               stream);
+  });
+}
+
+Status DeviceQueue::queueRead(unsigned slot, const void *src, size_t bytes) {
+  if (slot >= kReadSlots || bytes > kReadBytes)
+    return Status::error(StatusCode::InvalidArgument,
+                         "a queued read takes a slot below " +
+                             std::to_string(kReadSlots) + " and at most " +
+                             std::to_string(kReadBytes) + " bytes");
+  if (memory == Memory::Host) {
+    std::memcpy(hostReads[slot].data(), src, bytes);
+    return Status::ok();
+  }
+  // Into page-locked memory, so the copy is queued rather than waited for.
+  void *into = static_cast<char *>(pinned) + slot * kReadBytes;
+  auto stream = static_cast<cu::Stream>(cuStream);
+  return inContext(context, "cuMemcpyDtoHAsync", [&](auto &api) {
+    cu::Result r = api.memcpyDtoHAsync(
+        into, reinterpret_cast<cu::DevicePtr>(src), bytes, stream);
+    return r == cu::kSuccess
+               ? api.eventRecord(static_cast<cu::Event>(readDone[slot]), stream)
+               : r;
+  });
+}
+
+Status DeviceQueue::takeRead(unsigned slot, void *dst, size_t bytes) {
+  if (slot >= kReadSlots || bytes > kReadBytes)
+    return Status::error(StatusCode::InvalidArgument,
+                         "a queued read takes a slot below " +
+                             std::to_string(kReadSlots) + " and at most " +
+                             std::to_string(kReadBytes) + " bytes");
+  if (memory == Memory::Host) {
+    std::memcpy(dst, hostReads[slot].data(), bytes);
+    return Status::ok();
+  }
+  Status s = inContext(context, "waiting for a queued read", [&](auto &api) {
+    return api.eventSynchronize(static_cast<cu::Event>(readDone[slot]));
+  });
+  if (s.isOk())
+    std::memcpy(dst, static_cast<char *>(pinned) + slot * kReadBytes, bytes);
+  return s;
+}
+
+Status DeviceQueue::synchronize() {
+  if (!cuStream)
+    return Status::ok();
+  return inContext(context, "cuStreamSynchronize", [&](auto &api) {
+    return api.streamSynchronize(static_cast<cu::Stream>(cuStream));
+  });
+}
+
+void DeviceQueue::release() {
+  if (!context)
+    return;
+  // Queued work may still write the read slots: wait before freeing them.
+  // A failure here leaves nothing the caller could do.
+  (void)inContext(context, "releasing a queue", [&](auto &api) {
+    if (cuStream)
+      api.streamSynchronize(static_cast<cu::Stream>(cuStream));
+    for (void *&event : readDone)
+      if (event)
+        api.eventDestroy(static_cast<cu::Event>(std::exchange(event, nullptr)));
+    if (pinned)
+      api.memFreeHost(std::exchange(pinned, nullptr));
+    if (cuStream)
+      api.streamDestroy(
+          static_cast<cu::Stream>(std::exchange(cuStream, nullptr)));
+    return cu::kSuccess;
+  });
+  const cu::DriverApi *api = nullptr;
+  cu::Device handle = 0;
+  if (cu::loadCudaDriver(api).isOk() &&
+      api->deviceGet(&handle, ordinal) == cu::kSuccess)
+    api->primaryCtxRelease(handle);
+  context = nullptr;
+}

@@ -17,6 +17,9 @@
 #include "GenerateTensors.h"
 
 #include "kiln/runtime/ArtifactDims.h"
+#include "kiln/runtime/DeviceCopy.h"
+
+#include <optional>
 
 using namespace kiln::rt;
 
@@ -202,6 +205,21 @@ struct StepFeed {
   }
 };
 
+/// The logits: the output named so, else the only one besides the two
+/// kilnc --next-token adds (it keeps the name of a model's single output);
+/// numOutputs() when there is none.
+size_t logitsOutput(const Model &model) {
+  size_t others = 0, other = 0;
+  for (size_t o = 0; o < model.numOutputs(); ++o) {
+    const std::string &name = model.output(o).name;
+    if (name == "logits")
+      return o;
+    if (name != "next_token" && name != "next_token_candidates")
+      other = o, ++others;
+  }
+  return others == 1 ? other : model.numOutputs();
+}
+
 /// An empty cache's shape: every symbolic dim of past input `id` at 0,
 /// but the batch (the size of input_ids' first dim) at 1.
 std::vector<int64_t> emptyCacheShape(const Artifact &a, uint32_t id,
@@ -229,11 +247,7 @@ Status kiln::rt::generateOverDims(Model &model, const GenerateOptions &options,
       ids = i;
   if (ids == model.numInputs())
     return invalid("the model has no input 'input_ids'");
-  size_t logitsIndex = model.numOutputs();
-  for (size_t o = 0; o < model.numOutputs(); ++o)
-    if (model.output(o).name == "logits" ||
-        (model.numOutputs() == 1 && logitsIndex == model.numOutputs()))
-      logitsIndex = o;
+  size_t logitsIndex = logitsOutput(model);
   if (logitsIndex == model.numOutputs())
     return invalid("the model has no output 'logits' (and more than one "
                    "output)");
@@ -299,11 +313,40 @@ Status kiln::rt::generateOverDims(Model &model, const GenerateOptions &options,
 
   Sampler sampler(options);
   ModelChoice modelChoice = modelChoiceOf(model, options, roles, vocab);
+  // Declared after the slots, so that it waits for its work before they go.
+  DeviceQueue queue;
+  if (Status s = queue.create(memory, model.device()); !s.isOk())
+    return s;
+  // A model that chooses its own tokens writes each into the next step's
+  // input_ids on the device, and the loop queues that step before it reads
+  // the token (for the text and the end-of-text check): the GPU goes from
+  // step to step while the host prepares the next. The host learns a token
+  // a step late, so a step queued after the end of the text is discarded.
+  // A token is the low bytes of next_token's int64 (little-endian; token
+  // ids are below 2^31), so int32 ids take it too.
+  size_t idBytes = dtypeSize(model.input(ids).dtype);
+  // The read slot of the step whose token is not read yet.
+  std::optional<unsigned> pending;
+  bool ended = false;
+  auto append = [&](int64_t next) {
+    tokens.push_back(next);
+    if (options.onToken)
+      options.onToken(next);
+    ended = next == options.eosToken;
+  };
+  auto takePending = [&]() -> Status {
+    int64_t next = 0;
+    if (Status s = queue.takeRead(*pending, &next, sizeof(next)); !s.isOk())
+      return s;
+    pending.reset();
+    append(next);
+    return Status::ok();
+  };
   // The tokens the cache holds; 0 without one, so every step runs them all.
   size_t inCache = 0;
-  for (int64_t step = 0; step < options.maxNewTokens; ++step) {
-    int64_t length = static_cast<int64_t>(tokens.size() - inCache);
-    int64_t total = static_cast<int64_t>(tokens.size());
+  for (int64_t step = 0; step < options.maxNewTokens && !ended; ++step) {
+    int64_t total = static_cast<int64_t>(tokens.size()) + (pending ? 1 : 0);
+    int64_t length = total - static_cast<int64_t>(inCache);
     std::vector<std::vector<int64_t>> shapes(model.numInputs());
     for (size_t i = 0; i < model.numInputs(); ++i)
       shapes[i] = roles[i].feed == Feed::Past   ? pastShapes[i]
@@ -325,10 +368,21 @@ Status kiln::rt::generateOverDims(Model &model, const GenerateOptions &options,
     for (size_t i = 0; i < model.numInputs(); ++i) {
       if (roles[i].feed == Feed::Past)
         continue;
+      if (roles[i].feed == Feed::Ids && pending) {
+        // The pending token, from the last step's output to the last
+        // position; the earlier ones are in place from the steps before.
+        void *last =
+            static_cast<char *>(inputSlots[i].data()) + (length - 1) * idBytes;
+        if (Status s = queue.copy(last, outputSlots[modelChoice.token].data(),
+                                  memory, idBytes);
+            !s.isOk())
+          return s;
+        continue;
+      }
       int64_t count = roles[i].feed >= Feed::Temperature ? 1 : shapes[i][1];
       std::vector<char> values =
           feed.values(model.input(i), roles[i].feed, count);
-      if (Status s = inputSlots[i].upload(values); !s.isOk())
+      if (Status s = inputSlots[i].update(values, queue); !s.isOk())
         return s;
     }
     std::vector<const void *> in;
@@ -339,41 +393,51 @@ Status kiln::rt::generateOverDims(Model &model, const GenerateOptions &options,
       // A cache kept in place: the run writes the new rows after the past.
       out.push_back(aliasOf[o] >= 0 ? inputSlots[aliasOf[o]].data()
                                     : outputSlots[o].data());
-    if (Status s = model.run(dims, in.data(), out.data(), memory); !s.isOk())
+    if (Status s = model.enqueue(dims, in.data(), out.data(), queue.stream());
+        !s.isOk())
       return s;
-    // One token id, or one row of logits: all the loop reads back.
-    int64_t next = 0;
-    if (modelChoice.usable) {
-      if (Status s =
-              outputSlots[modelChoice.token].download(0, sizeof(next), &next);
+    unsigned slot = static_cast<unsigned>(step) % DeviceQueue::kReadSlots;
+    if (modelChoice.usable)
+      if (Status s = queue.queueRead(
+              slot, outputSlots[modelChoice.token].data(), sizeof(int64_t));
           !s.isOk())
         return s;
-    } else {
-      size_t rowBytes = vocab * dtypeSize(logits.dtype);
-      std::vector<char> row(rowBytes);
-      if (Status s = outputSlots[logitsIndex].download((length - 1) * rowBytes,
-                                                       rowBytes, row.data());
-          !s.isOk())
-        return s;
-      std::vector<float> widened;
-      next =
-          sampler.pick(logitsRow(logits.dtype, row, 0, vocab, widened), vocab);
-    }
     if (cached) {
       for (size_t i = 0; i < model.numInputs(); ++i)
         if (roles[i].feed == Feed::Past && !inPlace[i]) {
           std::swap(inputSlots[i], outputSlots[roles[i].present]);
           pastShapes[i] = model.outputShape(roles[i].present, dims);
         }
-      inCache = tokens.size();
+      inCache = static_cast<size_t>(total);
     }
-    tokens.push_back(next);
-    if (options.onToken)
-      options.onToken(next);
-    if (next == options.eosToken)
-      break;
+    // This step is queued: now the last one's token.
+    if (pending)
+      if (Status s = takePending(); !s.isOk())
+        return s;
+    if (modelChoice.usable) {
+      pending = slot;
+      continue;
+    }
+    // The host samples from the step's last row of logits.
+    if (Status s = queue.synchronize(); !s.isOk())
+      return s;
+    size_t rowBytes = vocab * dtypeSize(logits.dtype);
+    std::vector<char> row(rowBytes);
+    if (Status s = outputSlots[logitsIndex].download((length - 1) * rowBytes,
+                                                     rowBytes, row.data());
+        !s.isOk())
+      return s;
+    std::vector<float> widened;
+    append(
+        sampler.pick(logitsRow(logits.dtype, row, 0, vocab, widened), vocab));
   }
-  return Status::ok();
+  if (pending && !ended)
+    if (Status s = takePending(); !s.isOk())
+      return s;
+  // A step's index fault is reported once the queued steps are done.
+  if (Status s = queue.synchronize(); !s.isOk())
+    return s;
+  return model.synchronize();
 }
 
 bool kiln::rt::modelChoosesTokens(const Model &model,
@@ -381,9 +445,9 @@ bool kiln::rt::modelChoosesTokens(const Model &model,
   std::vector<InputRole> roles;
   if (model.dims().empty() || !rolesOf(model, roles).isOk())
     return false;
-  for (size_t o = 0; o < model.numOutputs(); ++o)
-    if (model.output(o).name == "logits" && model.output(o).shape.size() == 3)
-      return modelChoiceOf(model, options, roles, model.output(o).shape[2])
-          .usable;
-  return false;
+  size_t logits = logitsOutput(model);
+  if (logits == model.numOutputs() || model.output(logits).shape.size() != 3)
+    return false;
+  return modelChoiceOf(model, options, roles, model.output(logits).shape[2])
+      .usable;
 }

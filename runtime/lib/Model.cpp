@@ -251,6 +251,24 @@ Status Model::run(const std::vector<int64_t> &dims, const void *const *inputs,
                        RunShape{shaped.get(), shaped ? &dims : nullptr});
 }
 
+Status Model::enqueue(const std::vector<int64_t> &dims,
+                      const void *const *inputs, void *const *outputs,
+                      void *stream) {
+  Memory memory =
+      selectedBackend == Backend::Cuda ? Memory::Device : Memory::Host;
+  std::shared_ptr<const Artifact> shaped;
+  if (Status s = prepareRun(dims, inputs, outputs, memory, shaped); !s.isOk())
+    return s;
+  std::lock_guard<std::mutex> lock(runMutex);
+  return executor->enqueue(inputs, outputs, stream,
+                           RunShape{shaped.get(), shaped ? &dims : nullptr});
+}
+
+Status Model::synchronize() {
+  std::lock_guard<std::mutex> lock(runMutex);
+  return executor->synchronize();
+}
+
 Status Model::timeDeviceRuns(const void *const *hostInputs, unsigned warmup,
                              unsigned iters, std::vector<double> &ms,
                              void *const *hostOutputs) {

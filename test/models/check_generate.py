@@ -25,7 +25,10 @@ loop over the same export, fed the same way. Each is built four ways: the
 presents fed back or the caches kept in place, each with the host choosing
 the tokens from the logits and with the model choosing them itself
 (kilnc --next-token=8: one token id read a step); the model's sampled
-tokens must equal the host sampler's from the same seed.
+tokens must equal the host sampler's from the same seed. The symbolic
+build without a cache is also built with --next-token. Where the model
+chooses, the loop queues each step before it reads the last one's token,
+so an end-of-text token (--eos-token) is checked to end the text there.
 Exit code 1 on any difference.
 """
 import os
@@ -134,6 +137,7 @@ def check_kv(tools, folder, scratch):
                             f"differs: kiln {greedy}, onnxruntime {want}")
         sampled[label] = kiln_generate(tools, so, tools.tokens, sampling,
                                        chooser=chooser)
+        problems += check_eos(tools, so, want, chooser, f"KV cache {label}")
         print(f"  {os.path.basename(folder)}: KV cache {label}, greedy "
               f"{greedy[:8]}..., sampled {sampled[label][:8]}... "
               f"({len(greedy)} tokens)")
@@ -146,6 +150,20 @@ def check_kv(tools, folder, scratch):
             problems.append(f"KV cache {label}: the model's sampler chose "
                             f"{chosen}, the host's {sampled[label]}")
     return problems
+
+
+def check_eos(tools, so, want, chooser, label):
+    """--eos-token: the text stops after the first end-of-text token. A model
+    that chooses its own tokens has the next step queued before the host
+    reads the end: that step's token must not reach the text."""
+    eos = want[5]
+    stop = want.index(eos) + 1
+    got = kiln_generate(tools, so, tools.tokens, ["--eos-token", str(eos)],
+                        chooser=chooser)
+    if got != want[:stop]:
+        return [f"{label}: with end-of-text token {eos}, kiln gave {got}, "
+                f"not {want[:stop]}"]
+    return []
 
 
 def allowed(logits, temperature, top_k, top_p):
@@ -192,6 +210,18 @@ def check(tools, folder, scratch, dims):
                         ["--temperature", "1", "--top-k", "1"])
     if one != greedy:
         problems.append("top-k 1 sampled other tokens than greedy")
+    if ":" in dims:
+        # The model choosing its tokens without a cache: each step's
+        # input_ids grow by the token the last step wrote on the device.
+        chosen_so = so[:-3] + "-next-token.so"
+        subprocess.run([tools.kilnc, model, "-o", chosen_so, "--dim", dims,
+                        NEXT_TOKEN], check=True, capture_output=True)
+        chosen = kiln_generate(tools, chosen_so, tools.tokens, chooser="model")
+        if chosen != want:
+            problems.append(f"chosen by the model: greedy {chosen}, "
+                            f"onnxruntime {want}")
+        problems += check_eos(tools, chosen_so, want, "model",
+                              "chosen by the model")
     print(f"  {os.path.basename(folder)} --dim {dims}: greedy {greedy[:8]}..., sampled "
           f"{sampled[:8]}... (distinct from greedy: "
           f"{sum(a != b for a, b in zip(sampled, greedy))} of {len(greedy)})")

@@ -202,6 +202,56 @@ TEST_F(FakeCuda, DeviceBuffersCopyAndFreeThemselves) {
   EXPECT_EQ(liveAllocations(), 0);
 }
 
+TEST_F(FakeCuda, DeviceQueueCopiesAndReadsOnItsStream) {
+  {
+    DeviceBuffer a, b;
+    ASSERT_TRUE(a.allocate(16, 0).isOk());
+    ASSERT_TRUE(b.allocate(16, 0).isOk());
+    DeviceQueue queue;
+    ASSERT_TRUE(queue.create(Memory::Device, 0).isOk());
+    ASSERT_NE(queue.stream(), nullptr);
+    EXPECT_EQ(counter("pinned"), 1);
+    std::vector<int32_t> in = {1, -2, 3, 40};
+    ASSERT_TRUE(queue.copy(a.data(), in.data(), Memory::Host, 16).isOk());
+    EXPECT_EQ(fakeLastStream(), queue.stream());
+    ASSERT_TRUE(queue.copy(b.data(), a.data(), Memory::Device, 16).isOk());
+    // A read takes the bytes as the work queued before it leaves them, not
+    // as later work does.
+    ASSERT_TRUE(queue.queueRead(1, b.data(), 8).isOk());
+    std::vector<int32_t> zeros(4, 0);
+    ASSERT_TRUE(queue.copy(b.data(), zeros.data(), Memory::Host, 16).isOk());
+    int32_t read[2] = {0, 0};
+    ASSERT_TRUE(queue.takeRead(1, read, 8).isOk());
+    EXPECT_EQ(read[0], 1);
+    EXPECT_EQ(read[1], -2);
+    ASSERT_TRUE(queue.synchronize().isOk());
+    // Slots and sizes beyond the staging are refused, not written.
+    EXPECT_EQ(queue.queueRead(DeviceQueue::kReadSlots, b.data(), 8).code,
+              StatusCode::InvalidArgument);
+    EXPECT_EQ(queue.queueRead(0, b.data(), DeviceQueue::kReadBytes + 1).code,
+              StatusCode::InvalidArgument);
+    EXPECT_EQ(contextDepth(), 0);
+  }
+  // The queue gave back its page-locked memory (TearDown checks it) and
+  // the buffers their memory.
+  EXPECT_EQ(counter("pinned"), 0);
+  EXPECT_EQ(liveAllocations(), 0);
+}
+
+TEST(DeviceQueueTest, HostMemoryCopiesAtOnce) {
+  DeviceQueue queue;
+  ASSERT_TRUE(queue.create(Memory::Host, 0).isOk());
+  EXPECT_EQ(queue.stream(), nullptr);
+  int64_t value = 7, into = 0, read = 0;
+  ASSERT_TRUE(queue.copy(&into, &value, Memory::Host, sizeof(value)).isOk());
+  EXPECT_EQ(into, 7);
+  ASSERT_TRUE(queue.queueRead(3, &into, sizeof(into)).isOk());
+  into = 9;
+  ASSERT_TRUE(queue.takeRead(3, &read, sizeof(read)).isOk());
+  EXPECT_EQ(read, 7);
+  EXPECT_TRUE(queue.synchronize().isOk());
+}
+
 TEST_F(FakeCuda, ProgrammaticDependentLaunchOverlapsEveryKernelLaunch) {
   Artifact a = makeRichArtifact();
   for (bool pdl : {false, true}) {

@@ -202,6 +202,16 @@ public:
   /// values is written once and kept (a few hundred at most).
   Status run(const std::vector<int64_t> &dims, const void *const *inputs,
              void *const *outputs, Memory memory);
+  /// Queues one run at the dims' `dims` on the caller's CUDA stream
+  /// `stream` and returns without waiting, as `ExecutionContext::enqueue`
+  /// does, in the model's own arena: runs and queued runs of the model are
+  /// ordered among themselves. On the host backend the run is over when the
+  /// call returns.
+  Status enqueue(const std::vector<int64_t> &dims, const void *const *inputs,
+                 void *const *outputs, void *stream);
+  /// Waits until the model's queued runs are done and reports an index
+  /// fault any of them had (then clears it).
+  Status synchronize();
 
   /// Times runs as the GPU sees them: the inputs are uploaded once from
   /// `hostInputs` into device memory, then `warmup` untimed runs, then
