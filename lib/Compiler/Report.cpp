@@ -76,6 +76,9 @@ std::string detailOf(const rt::Step &step) {
       detail += " +relu";
     else if (m.activation == rt::MatmulActivation::Gelu)
       detail += " +gelu";
+    // The LayerNorm's kernel follows the product in the same step.
+    if (m.hasNorm())
+      detail += " +layer_norm";
     if (m.tf32)
       detail += " tf32";
     // Kiln's own kernels the run may choose instead (MatmulChoice.cpp).
@@ -519,6 +522,9 @@ void printReportJson(const rt::Artifact &artifact, const CompileReport &report,
                                {"threads", static_cast<int64_t>(g.threads)},
                                {"split_k", static_cast<int64_t>(g.splitK)}});
       launch["gemm_kernels"] = std::move(kernels);
+      // The kernel that finishes a step with a LayerNorm, whichever runs it.
+      if (m.hasNorm())
+        launch["norm_kernel"] = artifact.kernelNames[m.normKernel];
     } else {
       launch["bytes"] = static_cast<int64_t>(step.copy.bytes);
     }

@@ -209,6 +209,12 @@ StepCost costOf(const rt::Artifact &artifact, const rt::Step &step,
     // The epilogue's bias is read once; its activation costs no memory.
     if (m.bias != rt::kNoBuffer)
       cost.bytes += double(m.n) * rt::dtypeSize(m.dtype);
+    // A LayerNorm: its statistics and normalization (about eight operations
+    // an element, as a row kernel's), its scale and shift read once.
+    if (m.hasNorm()) {
+      cost.flops += 8 * elements;
+      cost.bytes += 2 * double(m.n) * rt::dtypeSize(m.dtype);
+    }
     cost.tensorCores = m.dtype == rt::DType::F16 || m.dtype == rt::DType::BF16;
     cost.tf32 = m.tf32;
     break;

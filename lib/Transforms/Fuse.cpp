@@ -64,6 +64,8 @@ struct Group {
   /// replaced by its kernel's before this group is outlined.
   Operation *gemmBiasAdd = nullptr, *gemmResidualAdd = nullptr;
   GemmActivation gemmActivation = GemmActivation::none;
+  /// The layer_norm of the product's rows that ends the epilogue, or null.
+  LayerNormOp gemmNorm;
 
   bool allUsesInside(Operation *op) const {
     return llvm::all_of(op->getUsers(), [&](Operation *user) {
@@ -234,6 +236,51 @@ bool isResidualAdd(Operation *op, Value product) {
          add.getType() == product.getType();
 }
 
+/// The most columns a GEMM's LayerNorm epilogue normalizes: the CUDA
+/// target's norm kernel keeps a row of floats in shared memory, beside its
+/// own few bytes within the 48 KiB a launch takes without opting in
+/// (kGemmNormMostColumns).
+constexpr int64_t kMostNormColumns = 12160;
+
+/// The layer_norm that ends `matmul`'s GEMM group after `end` (through
+/// reshapes, each the only user of the one before), or null: of the last
+/// axis only, whose length is the product's static columns, at most
+/// kMostNormColumns; a 16-bit product; scale and shift one row each.
+LayerNormOp rowNormOf(Operation *end, MatmulOp matmul,
+                      const llvm::DenseSet<Operation *> &taken) {
+  auto product = cast<RankedTensorType>(matmul.getType());
+  Type element = product.getElementType();
+  int64_t columns = product.getShape().back();
+  if (!(element.isF16() || element.isBF16()) ||
+      ShapedType::isDynamic(columns) || columns > kMostNormColumns)
+    return {};
+  Operation *cursor = end;
+  while (cursor->getResult(0).hasOneUse()) {
+    Operation *user = *cursor->getUsers().begin();
+    if (taken.contains(user) || user->getBlock() != matmul->getBlock())
+      return {};
+    if (isa<ReshapeOp>(user)) {
+      cursor = user;
+      continue;
+    }
+    auto norm = dyn_cast<LayerNormOp>(user);
+    if (!norm || norm.getInput() != cursor->getResult(0))
+      return {};
+    auto type = cast<RankedTensorType>(norm.getType());
+    auto isRow = [&](Value v) {
+      auto t = cast<RankedTensorType>(v.getType());
+      return t.getRank() == 1 && t.getShape()[0] == columns &&
+             t.getElementType() == element;
+    };
+    if (static_cast<int64_t>(norm.getAxis()) != type.getRank() - 1 ||
+        type.getShape().back() != columns || !isRow(norm.getScale()) ||
+        (norm.getBias() && !isRow(norm.getBias())))
+      return {};
+    return norm;
+  }
+  return {};
+}
+
 /// Builds a GEMM group, what a cuBLASLt call computes with its epilogue: the
 /// matmul, then a bias over its columns, a residual of its shape and a ReLU
 /// or GELU (maybe after reshapes), each the only user of the one before;
@@ -303,6 +350,23 @@ std::optional<Group> buildGemmGroup(MatmulOp matmul,
     }
     break;
   }
+  // A LayerNorm of each row last: BERT's post-norm blocks, where it is the
+  // residual sum's only reader. Its kernel then adds the epilogue and
+  // normalizes (the CUDA target's norm kernel), saving the sum's round trip
+  // and a launch. Not over quantized weights (their GEMV has no norm).
+  auto dequantizes = [&] {
+    auto dequantize = matmul.getRhs().getDefiningOp<DequantizeOp>();
+    return dequantize && dequantize->hasOneUse();
+  };
+  if (!dequantizes())
+    if (LayerNormOp norm = rowNormOf(group.root, matmul, taken)) {
+      for (Operation *cursor = group.root; cursor != norm;) {
+        cursor = *cursor->getUsers().begin();
+        group.members.insert(cursor);
+      }
+      group.root = norm;
+      group.gemmNorm = norm;
+    }
   // Block-quantized weights join a 16-bit product (kiln.dequantize, which
   // only this product reads): the kernel reads the packed bytes itself
   // where the rows are few, and unpacks them once a run where they are
@@ -346,9 +410,15 @@ void outlineGroup(Group &group) {
             return llvm::find(inputs, operand) - inputs.begin();
       return -1;
     };
+    auto numberOf = [&](Value v) -> int64_t {
+      return v ? llvm::find(inputs, v) - inputs.begin() : -1;
+    };
+    LayerNormOp norm = group.gemmNorm;
     epilogue = GemmEpilogueAttr::get(
         builder.getContext(), inputNumber(group.gemmBiasAdd),
-        inputNumber(group.gemmResidualAdd), group.gemmActivation);
+        inputNumber(group.gemmResidualAdd), group.gemmActivation,
+        norm ? numberOf(norm.getScale()) : -1,
+        norm ? numberOf(norm.getBias()) : -1);
   }
   auto kernel = KernelOp::create(
       builder, group.root->getLoc(), TypeRange{result.getType()},
@@ -424,7 +494,9 @@ struct KilnFusePass : public kiln::impl::KilnFusePassBase<KilnFusePass> {
     // Reductions next, so that they claim their epilogues before the
     // elementwise groups below see them.
     func.walk([&](Operation *op) {
-      if (!isReduction(op) || isa<KernelOp>(op->getParentOp()))
+      // A GEMM group may have taken a layer_norm as its epilogue.
+      if (!isReduction(op) || isa<KernelOp>(op->getParentOp()) ||
+          taken.contains(op))
         return;
       groups.push_back(buildReductionGroup(op, taken));
       taken.insert(groups.back().members.begin(), groups.back().members.end());

@@ -88,6 +88,10 @@ std::string kiln::rt::serializeArtifactPrefix(const Artifact &a,
       w.u32(m.residual);
       w.u8(static_cast<uint8_t>(m.activation));
       w.u8(m.tf32 ? 1 : 0);
+      w.u32(m.normScale);
+      w.u32(m.normShift);
+      w.f32(m.normEpsilon);
+      w.u32(m.normKernel);
       w.u64(m.kernels.size());
       for (const GemmCandidate &g : m.kernels) {
         w.str(g.name);
@@ -280,6 +284,11 @@ bool kiln::rt::deserializeArtifact(const char *data, size_t size, Artifact &out,
       if (tf32 > 1)
         return r.fail("invalid matmul tf32 flag"), fail();
       m.tf32 = tf32 != 0;
+      if (!r.u32(m.normScale, "matmul norm scale") ||
+          !r.u32(m.normShift, "matmul norm shift") ||
+          !r.f32(m.normEpsilon, "matmul norm epsilon") ||
+          !r.u32(m.normKernel, "matmul norm kernel"))
+        return fail();
       uint64_t kernels = 0;
       // A name's length, then six u32.
       if (!r.count(kernels, 8 + 6 * 4, "matmul GEMM kernels"))

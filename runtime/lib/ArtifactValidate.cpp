@@ -9,6 +9,7 @@
 
 #include "ArtifactBytes.h"
 
+#include <cmath>
 #include <string>
 #include <utility>
 #include <vector>
@@ -34,7 +35,54 @@ static bool sameStorageOverlap(const Buffer &x, const Buffer &y) {
   return xBegin < yBegin + y.bytes && yBegin < xBegin + x.bytes;
 }
 
-/// Checks that `elements` elements of `buf`'s dtype fit in `buf`.
+/// The most columns a LayerNorm step normalizes: its kernel keeps a row in
+/// shared memory beside a few bytes of its own (48 KiB in all without
+/// opting in).
+constexpr int64_t kMostNormColumns = 12160;
+
+/// Why the LayerNorm of `m` is malformed, or "" (ArtifactSteps.h: float16
+/// or bfloat16, scale and shift of n elements outside C's storage, a norm
+/// kernel of the artifact, alpha 1, rows that fit the kernel's shared
+/// memory); none of those fields without a norm.
+static std::string checkNorm(const Artifact &a, const MatmulStep &m) {
+  if (!m.hasNorm())
+    return m.normShift == kNoBuffer && m.normKernel == kNoKernel
+               ? ""
+               : "a matmul without a norm scale names a norm shift or kernel";
+  if (m.dtype != DType::F16 && m.dtype != DType::BF16)
+    return "a matmul's LayerNorm is float16 or bfloat16, the matmul is " +
+           std::string(dtypeName(m.dtype));
+  if (m.alpha != 1.0f || m.beta != (m.residual != kNoBuffer ? 1.0f : 0.0f))
+    return "a matmul with a LayerNorm scales by alpha 1 and beta 1 with a "
+           "residual, 0 without";
+  if (m.normKernel >= a.kernelNames.size())
+    return "the matmul's norm kernel is not one of the artifact's " +
+           std::to_string(a.kernelNames.size()) + " kernels";
+  if (m.n > kMostNormColumns)
+    return "a matmul's LayerNorm takes rows of at most " +
+           std::to_string(kMostNormColumns) + " columns, not " +
+           std::to_string(m.n);
+  if (!(m.normEpsilon >= 0.0f) || std::isinf(m.normEpsilon))
+    return "the matmul's norm epsilon must be finite and not negative";
+  const Buffer &c = a.buffers[m.c];
+  for (auto [id, what] :
+       {std::pair<uint32_t, const char *>{m.normScale, "scale"},
+        {m.normShift, "shift"}}) {
+    if (id == kNoBuffer && std::string(what) == "shift")
+      continue;
+    if (id >= a.buffers.size())
+      return std::string("matmul norm ") + what + " names no buffer";
+    const Buffer &b = a.buffers[id];
+    if (b.dtype != m.dtype ||
+        b.bytes < static_cast<uint64_t>(m.n) * dtypeSize(m.dtype))
+      return std::string("matmul norm ") + what + " " + b.name + " must hold " +
+             std::to_string(m.n) + " elements of " + dtypeName(m.dtype);
+    if (sameStorageOverlap(c, b))
+      return std::string("matmul output c overlaps its norm ") + what;
+  }
+  return "";
+}
+
 /// Why Kiln GEMM candidates of `m` are malformed, or "" (ArtifactSteps.h:
 /// float16 or bfloat16, alpha 1 and beta 1 exactly with a residual, kernels
 /// of the artifact, a reduce kernel exactly when K is split, tiles of whole
@@ -52,8 +100,10 @@ static std::string checkGemmCandidates(const MatmulStep &m, size_t kernels) {
     std::string what = "GEMM kernel '" + g.name + "' ";
     if (g.name.empty() || g.name.size() > 64)
       return "GEMM kernel names have 1 to 64 characters";
+    // A step with a norm adds its splits in its norm kernel.
+    bool reduces = g.splitK > 1 && !m.hasNorm();
     if (g.kernel >= kernels ||
-        (g.splitK > 1 ? g.reduce >= kernels : g.reduce != kNoKernel))
+        (reduces ? g.reduce >= kernels : g.reduce != kNoKernel))
       return what + "names kernels the artifact does not have (" +
              std::to_string(kernels) + " kernels)";
     if (g.tileM == 0 || g.tileM > 256 || g.tileN == 0 || g.tileN % 8 ||
@@ -304,6 +354,8 @@ bool kiln::rt::validatePlan(const Artifact &a, std::string &error,
       }
       if (std::string bad = checkGemmCandidates(m, a.kernelNames.size());
           !bad.empty())
+        return fail(where + bad);
+      if (std::string bad = checkNorm(a, m); !bad.empty())
         return fail(where + bad);
       break;
     }

@@ -259,6 +259,14 @@ private:
                           const std::vector<cu::DevicePtr> &in,
                           const std::vector<cu::DevicePtr> &out,
                           cu::Stream target);
+  /// Launches the LayerNorm kernel of matmul step `index` (`m`), which
+  /// finishes the step from the fp32 sums at `partials` in `splits` splits,
+  /// or (null partials) normalizes C's rows as cuBLASLt left them.
+  Status launchNormKernel(size_t index, const MatmulStep &m, uint32_t splits,
+                          cu::DevicePtr partials,
+                          const std::vector<cu::DevicePtr> &in,
+                          const std::vector<cu::DevicePtr> &out,
+                          cu::Stream target);
   /// Which of Kiln's GEMM kernels runs matmul step `index` (`plan`'s), or
   /// null for cuBLASLt: the one `options.gemm` names; with
   /// kTimedGemmKernels, the fastest of cuBLASLt's choice and each kernel

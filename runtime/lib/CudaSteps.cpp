@@ -14,6 +14,7 @@
 #include <array>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <functional>
 #include <string>
 #include <vector>
@@ -250,6 +251,47 @@ Status CudaExecutor::issueCublasMatmul(size_t i, MatmulPlan &plan,
     if (lt::LtStatus st = call(*algo); st != lt::kSuccess)
       return lt::cublasError(*ltApi, st, where + ": cublasLtMatmul");
   }
+  // A norm kernel normalizes C's rows in place.
+  if (m.hasNorm())
+    return launchNormKernel(i, m, 0, 0, in, out, target);
+  return Status::ok();
+}
+
+Status CudaExecutor::launchNormKernel(size_t index, const MatmulStep &m,
+                                      uint32_t splits, cu::DevicePtr partials,
+                                      const std::vector<cu::DevicePtr> &in,
+                                      const std::vector<cu::DevicePtr> &out,
+                                      cu::Stream target) {
+  cu::DevicePtr pointers[6] = {
+      partials,
+      address(m.c, in, out),
+      m.bias == kNoBuffer ? 0 : address(m.bias, in, out),
+      m.residual == kNoBuffer ? 0 : address(m.residual, in, out),
+      address(m.normScale, in, out),
+      m.normShift == kNoBuffer ? 0 : address(m.normShift, in, out)};
+  GemmCandidate one;
+  one.splitK = std::max<uint32_t>(splits, 1);
+  std::array<long long, 13> integers = gemmIntegerArguments(m, one);
+  // Epsilon's bits, as the kernels of both backends take integers.
+  uint32_t bits = 0;
+  std::memcpy(&bits, &m.normEpsilon, sizeof(bits));
+  long long epsilon = bits;
+  std::vector<void *> args;
+  for (cu::DevicePtr &p : pointers)
+    args.push_back(&p);
+  for (long long &v : integers)
+    args.push_back(&v);
+  args.push_back(&epsilon);
+  const unsigned grid[3] = {gemmNormBlocks(m), 1, 1};
+  const unsigned block[3] = {kGemmNormThreads, 1, 1};
+  if (cu::Result r =
+          cu::launch(*api, functions[m.normKernel], grid, block,
+                     gemmNormSharedBytes(m), target, args.data(), options.pdl);
+      r != cu::kSuccess)
+    return cu::cudaError(*api, r,
+                         "step " + std::to_string(index) +
+                             ": launching kernel '" +
+                             artifact.kernelNames[m.normKernel] + "'");
   return Status::ok();
 }
 
@@ -272,7 +314,7 @@ Status CudaExecutor::launchGemmKernel(size_t index, const MatmulStep &m,
   cu::DevicePtr bias = m.bias == kNoBuffer ? 0 : address(m.bias, in, out);
   cu::DevicePtr residual =
       m.residual == kNoBuffer ? 0 : address(m.residual, in, out);
-  cu::DevicePtr partials = g->splitK > 1 ? gemmPartials : 0;
+  cu::DevicePtr partials = g->splitK > 1 || m.hasNorm() ? gemmPartials : 0;
   std::array<long long, 13> integers = gemmIntegerArguments(m, *g);
   // cuLaunchKernel takes a pointer to each argument's value.
   auto launch = [&](uint32_t kernel, std::array<cu::DevicePtr, 6> pointers,
@@ -296,6 +338,8 @@ Status CudaExecutor::launchGemmKernel(size_t index, const MatmulStep &m,
                         gemmGrid(m, *g), g->threads);
       !s.isOk())
     return s;
+  if (m.hasNorm())
+    return launchNormKernel(index, m, g->splitK, partials, in, out, target);
   if (g->reduce == kNoKernel)
     return Status::ok();
   return launch(g->reduce, {partials, c, bias, residual}, 4,

@@ -96,7 +96,7 @@ std::array<uint32_t, 3> kiln::rt::gemmGrid(const MatmulStep &step,
 
 uint64_t kiln::rt::gemmPartialFloats(const MatmulStep &step,
                                      const GemmCandidate &g) {
-  if (g.splitK <= 1)
+  if (g.splitK <= 1 && !step.hasNorm())
     return 0;
   return static_cast<uint64_t>(step.batch) * step.outerBatch * g.splitK *
          step.m * step.n;
@@ -107,4 +107,13 @@ uint32_t kiln::rt::gemmReduceBlocks(const MatmulStep &step) {
       static_cast<uint64_t>(step.batch) * step.outerBatch * step.m * step.n;
   return static_cast<uint32_t>(std::clamp<uint64_t>(
       (total + kGemmReduceThreads - 1) / kGemmReduceThreads, 1, kMostGridYZ));
+}
+
+uint32_t kiln::rt::gemmNormBlocks(const MatmulStep &step) {
+  uint64_t rows = static_cast<uint64_t>(step.batch) * step.outerBatch * step.m;
+  return static_cast<uint32_t>(std::clamp<uint64_t>(rows, 1, kMostGridYZ));
+}
+
+uint32_t kiln::rt::gemmNormSharedBytes(const MatmulStep &step) {
+  return static_cast<uint32_t>(step.n * sizeof(float));
 }

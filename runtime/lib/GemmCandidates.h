@@ -28,6 +28,9 @@ constexpr const char *kTimedGemmKernels = "timed";
 /// the reduce kernel (four pointers, then the integers).
 constexpr unsigned kGemmKernelArity = 6 + 13;
 constexpr unsigned kGemmReduceArity = 4 + 13;
+/// Parameters of a step's LayerNorm kernel: six pointers, the integers,
+/// epsilon's bits.
+constexpr unsigned kGemmNormArity = 6 + 13 + 1;
 
 /// The candidate of `step` named `name`, or null.
 const GemmCandidate *findGemmCandidate(const MatmulStep &step,
@@ -57,8 +60,15 @@ std::array<long long, 13> gemmIntegerArguments(const MatmulStep &step,
 std::array<uint32_t, 3> gemmGrid(const MatmulStep &step,
                                  const GemmCandidate &g);
 
-/// Floats of partial sums a split writes (0 without a split).
+/// Floats of partial sums a split writes (0 without a split, unless the
+/// step has a norm: its kernel reads the one split's sums).
 uint64_t gemmPartialFloats(const MatmulStep &step, const GemmCandidate &g);
+
+/// Threads a block of a step's LayerNorm kernel (a row a block), its
+/// blocks, and its dynamic shared memory (a row of floats).
+constexpr uint32_t kGemmNormThreads = 256;
+uint32_t gemmNormBlocks(const MatmulStep &step);
+uint32_t gemmNormSharedBytes(const MatmulStep &step);
 
 /// Threads a block of the reduce kernel, and its blocks for `step`.
 constexpr uint32_t kGemmReduceThreads = 256;

@@ -30,6 +30,7 @@
 #include "HostModule.h"
 #include "kiln/runtime/SplatStorage.h"
 
+#include <algorithm>
 #include <array>
 #include <cstdlib>
 #include <cstring>
@@ -152,6 +153,10 @@ private:
   /// Runs matmul step `index` (`m`, at this run's extents) on the Kiln GEMM
   /// kernel `options.gemm` names, under the fiber launcher.
   Status runGemmKernel(const MatmulStep &m, size_t index);
+  /// Runs the norm kernel of matmul step `index` (`m`) over the `splits`
+  /// splits of fp32 sums in `partials`, or (0 splits) over C's rows as the
+  /// stand-in for cuBLASLt left them.
+  Status runNormKernel(const MatmulStep &m, size_t index, uint32_t splits);
 
   const Artifact &artifact;
   HostOptions options;
@@ -170,7 +175,8 @@ private:
   /// that AddressSanitizer sees its end there; otherwise storage is sized
   /// for the top of the ranges once.
   std::vector<int64_t> storageDims;
-  /// The partial sums of a split GEMM kernel.
+  /// The partial sums of a split GEMM kernel (or of any on a step with a
+  /// norm, whose kernel finishes them).
   std::vector<float> partials;
 };
 
@@ -206,7 +212,7 @@ Status HostShared::load() {
       return s;
   for (size_t i = 0; i < artifact.steps.size(); ++i) {
     const Step &step = artifact.steps[i];
-    if (step.kind == Step::Kind::Matmul)
+    if (step.kind == Step::Kind::Matmul) {
       for (const GemmCandidate &g : step.matmul.kernels)
         if (module->arity(g.kernel) != kGemmKernelArity ||
             (g.reduce != kNoKernel &&
@@ -215,6 +221,13 @@ Status HostShared::load() {
                                "step " + std::to_string(i) + ": GEMM kernel " +
                                    g.name +
                                    " does not take the family's arguments");
+      if (step.matmul.hasNorm() &&
+          module->arity(step.matmul.normKernel) != kGemmNormArity)
+        return Status::error(StatusCode::CorruptArtifact,
+                             "step " + std::to_string(i) +
+                                 ": the norm kernel does not take the "
+                                 "family's arguments");
+    }
     if (step.kind != Step::Kind::Launch)
       continue;
     unsigned arity = module->arity(step.launch.kernel);
@@ -444,6 +457,10 @@ Status HostExecutor::runSteps(const Artifact &plan,
       runGemm(m, address[m.a], address[m.b], address[m.c],
               m.bias == kNoBuffer ? nullptr : address[m.bias],
               address[m.residual == kNoBuffer ? m.c : m.residual]);
+      // The norm kernel normalizes C's rows as the stand-in left them.
+      if (m.hasNorm())
+        if (Status s = runNormKernel(m, i, 0); !s.isOk())
+          return s;
       break;
     }
     case Step::Kind::Copy: {
@@ -488,6 +505,8 @@ Status HostExecutor::runGemmKernel(const MatmulStep &m, size_t index) {
   launch.seed = options.seed * 0x9e3779b97f4a7c15ull + index;
   if (Status s = launcher.run(launch); !s.isOk())
     return Status::error(s.code, where + s.message);
+  if (m.hasNorm())
+    return runNormKernel(m, index, g->splitK);
   if (g->reduce == kNoKernel)
     return Status::ok();
   args = {scratch, address[m.c], bias, residual};
@@ -501,5 +520,38 @@ Status HostExecutor::runGemmKernel(const MatmulStep &m, size_t index) {
   launch.block[0] = kGemmReduceThreads;
   if (Status s = launcher.run(launch); !s.isOk())
     return Status::error(s.code, where + s.message);
+  return Status::ok();
+}
+
+Status HostExecutor::runNormKernel(const MatmulStep &m, size_t index,
+                                   uint32_t splits) {
+  void *pointers[6] = {splits ? partials.data() : nullptr,
+                       address[m.c],
+                       m.bias == kNoBuffer ? nullptr : address[m.bias],
+                       m.residual == kNoBuffer ? nullptr : address[m.residual],
+                       address[m.normScale],
+                       m.normShift == kNoBuffer ? nullptr
+                                                : address[m.normShift]};
+  GemmCandidate one;
+  one.splitK = std::max<uint32_t>(splits, 1);
+  std::array<long long, 13> integers = gemmIntegerArguments(m, one);
+  // Epsilon's bits, as the kernels of both backends take integers.
+  uint32_t bits = 0;
+  std::memcpy(&bits, &m.normEpsilon, sizeof(bits));
+  long long epsilon = bits;
+  std::vector<void *> args(pointers, pointers + 6);
+  for (long long &v : integers)
+    args.push_back(&v);
+  args.push_back(&epsilon);
+  Launch launch;
+  launch.entry = shared->kernels()->entry(m.normKernel);
+  launch.name = artifact.kernelNames[m.normKernel];
+  launch.args = args.data();
+  launch.grid[0] = gemmNormBlocks(m);
+  launch.block[0] = kGemmNormThreads;
+  launch.seed = options.seed * 0x9e3779b97f4a7c15ull + index;
+  if (Status s = launcher.run(launch); !s.isOk())
+    return Status::error(s.code,
+                         "step " + std::to_string(index) + ": " + s.message);
   return Status::ok();
 }

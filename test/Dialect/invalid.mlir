@@ -394,3 +394,53 @@ func.func @check_range_bound_broadcasts_beyond(%x: tensor<4xi64>, %lo: tensor<i6
   %0 = kiln.check_range %x, %lo, %hi {what = "x"} : (tensor<4xi64>, tensor<i64>, tensor<2x4xi64>) -> tensor<4xi64>
   return %0 : tensor<4xi64>
 }
+
+// -----
+
+func.func @gemm_norm_missing(%x: tensor<4x8xf16>, %w: tensor<8x8xf16>, %g: tensor<8xf16>) -> tensor<4x8xf16> {
+  // expected-error@+1 {{of kind gemm has no layer_norm of its product by its norm inputs where its epilogue says}}
+  %0 = kiln.kernel gemm (%x, %w, %g) {epilogue = #kiln.gemm_epilogue<norm_scale = 2>} : (tensor<4x8xf16>, tensor<8x8xf16>, tensor<8xf16>) -> tensor<4x8xf16> {
+  ^bb0(%a: tensor<4x8xf16>, %bw: tensor<8x8xf16>, %s: tensor<8xf16>):
+    %p = kiln.matmul %a, %bw : (tensor<4x8xf16>, tensor<8x8xf16>) -> tensor<4x8xf16>
+    kiln.yield %p : tensor<4x8xf16>
+  }
+  return %0 : tensor<4x8xf16>
+}
+
+// -----
+
+func.func @gemm_norm_shift_without_scale(%x: tensor<4x8xf16>, %w: tensor<8x8xf16>, %g: tensor<8xf16>) -> tensor<4x8xf16> {
+  // expected-error@+1 {{of kind gemm has a norm shift without a norm scale}}
+  %0 = kiln.kernel gemm (%x, %w, %g) {epilogue = #kiln.gemm_epilogue<norm_shift = 2>} : (tensor<4x8xf16>, tensor<8x8xf16>, tensor<8xf16>) -> tensor<4x8xf16> {
+  ^bb0(%a: tensor<4x8xf16>, %bw: tensor<8x8xf16>, %s: tensor<8xf16>):
+    %p = kiln.matmul %a, %bw : (tensor<4x8xf16>, tensor<8x8xf16>) -> tensor<4x8xf16>
+    kiln.yield %p : tensor<4x8xf16>
+  }
+  return %0 : tensor<4x8xf16>
+}
+
+// -----
+
+func.func @gemm_norm_scale_out_of_range(%x: tensor<4x8xf16>, %w: tensor<8x8xf16>) -> tensor<4x8xf16> {
+  // expected-error@+1 {{epilogue norm_scale 5 is not one of its 2 inputs}}
+  %0 = kiln.kernel gemm (%x, %w) {epilogue = #kiln.gemm_epilogue<norm_scale = 5>} : (tensor<4x8xf16>, tensor<8x8xf16>) -> tensor<4x8xf16> {
+  ^bb0(%a: tensor<4x8xf16>, %bw: tensor<8x8xf16>):
+    %p = kiln.matmul %a, %bw : (tensor<4x8xf16>, tensor<8x8xf16>) -> tensor<4x8xf16>
+    kiln.yield %p : tensor<4x8xf16>
+  }
+  return %0 : tensor<4x8xf16>
+}
+
+// -----
+
+// A norm over both axes is not a norm of the product's rows.
+func.func @gemm_norm_over_two_axes(%x: tensor<4x8xf16>, %w: tensor<8x8xf16>, %g: tensor<4x8xf16>) -> tensor<4x8xf16> {
+  // expected-error@+1 {{of kind gemm normalizes other than the product's rows by scale and shift of one row each}}
+  %0 = kiln.kernel gemm (%x, %w, %g) {epilogue = #kiln.gemm_epilogue<norm_scale = 2>} : (tensor<4x8xf16>, tensor<8x8xf16>, tensor<4x8xf16>) -> tensor<4x8xf16> {
+  ^bb0(%a: tensor<4x8xf16>, %bw: tensor<8x8xf16>, %s: tensor<4x8xf16>):
+    %p = kiln.matmul %a, %bw : (tensor<4x8xf16>, tensor<8x8xf16>) -> tensor<4x8xf16>
+    %n = kiln.layer_norm %p, %s {axis = 0 : i64, epsilon = 1.0e-5 : f32} : (tensor<4x8xf16>, tensor<4x8xf16>) -> tensor<4x8xf16>
+    kiln.yield %n : tensor<4x8xf16>
+  }
+  return %0 : tensor<4x8xf16>
+}

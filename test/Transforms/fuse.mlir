@@ -650,3 +650,89 @@ func.func @dequantize_into_elementwise(%a: tensor<3x64xf16>, %q: tensor<8x2x16xu
   %m = kiln.matmul %a, %h {transpose_rhs = true} : (tensor<3x64xf16>, tensor<8x64xf16>) -> tensor<3x8xf16>
   return %m : tensor<3x8xf16>
 }
+
+// -----
+
+// BERT's post-norm block: the projection, its bias, a reshape to [b, s, n],
+// the residual stream added and the sum normalized by its only reader, a
+// LayerNorm of each row: one GEMM kernel, the norm last in its epilogue
+// (its scale and shift by input number).
+// CHECK-LABEL: func @gemm_bias_residual_layer_norm
+// CHECK: %[[K:.*]] = kiln.kernel gemm(%arg0, %arg1, %arg2, %arg3, %arg4, %arg5) {epilogue = #kiln.gemm_epilogue<bias = 2, residual = 3, norm_scale = 4, norm_shift = 5>}
+// CHECK: kiln.matmul
+// CHECK-NEXT: kiln.add
+// CHECK-NEXT: kiln.reshape
+// CHECK-NEXT: kiln.add
+// CHECK-NEXT: kiln.layer_norm
+// CHECK-NEXT: kiln.yield
+// CHECK: return %[[K]]
+func.func @gemm_bias_residual_layer_norm(%a: tensor<16x32xf16>, %w: tensor<32x64xf16>, %b: tensor<64xf16>, %x: tensor<2x8x64xf16>, %g: tensor<64xf16>, %beta: tensor<64xf16>) -> tensor<2x8x64xf16> {
+  %p = kiln.matmul %a, %w : (tensor<16x32xf16>, tensor<32x64xf16>) -> tensor<16x64xf16>
+  %s = kiln.add %p, %b : (tensor<16x64xf16>, tensor<64xf16>) -> tensor<16x64xf16>
+  %r = kiln.reshape %s : tensor<16x64xf16> -> tensor<2x8x64xf16>
+  %y = kiln.add %x, %r : (tensor<2x8x64xf16>, tensor<2x8x64xf16>) -> tensor<2x8x64xf16>
+  %n = kiln.layer_norm %y, %g, %beta {axis = 2 : i64, epsilon = 1.0e-12 : f32} : (tensor<2x8x64xf16>, tensor<64xf16>, tensor<64xf16>) -> tensor<2x8x64xf16>
+  return %n : tensor<2x8x64xf16>
+}
+
+// -----
+
+// A norm without a shift, straight on the product (bfloat16).
+// CHECK-LABEL: func @gemm_layer_norm_no_shift
+// CHECK: kiln.kernel gemm(%arg0, %arg1, %arg2) {epilogue = #kiln.gemm_epilogue<norm_scale = 2>}
+func.func @gemm_layer_norm_no_shift(%a: tensor<4x8xbf16>, %w: tensor<8x16xbf16>, %g: tensor<16xbf16>) -> tensor<4x16xbf16> {
+  %p = kiln.matmul %a, %w : (tensor<4x8xbf16>, tensor<8x16xbf16>) -> tensor<4x16xbf16>
+  %n = kiln.layer_norm %p, %g {axis = 1 : i64, epsilon = 1.0e-5 : f32} : (tensor<4x16xbf16>, tensor<16xbf16>) -> tensor<4x16xbf16>
+  return %n : tensor<4x16xbf16>
+}
+
+// -----
+
+// negative_: an fp32 product's norm stays a row kernel (Kiln's norm kernel
+// finishes 16-bit GEMMs only).
+// CHECK-LABEL: func @negative_gemm_layer_norm_f32
+// CHECK: kiln.kernel gemm({{.*}}) {epilogue = #kiln.gemm_epilogue<residual = 2>}
+// CHECK: kiln.kernel reduction
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: kiln.layer_norm
+func.func @negative_gemm_layer_norm_f32(%a: tensor<4x8xf32>, %w: tensor<8x16xf32>, %x: tensor<4x16xf32>, %g: tensor<16xf32>) -> tensor<4x16xf32> {
+  %p = kiln.matmul %a, %w : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x16xf32>
+  %y = kiln.add %x, %p : (tensor<4x16xf32>, tensor<4x16xf32>) -> tensor<4x16xf32>
+  %n = kiln.layer_norm %y, %g {axis = 1 : i64, epsilon = 1.0e-5 : f32} : (tensor<4x16xf32>, tensor<16xf32>) -> tensor<4x16xf32>
+  return %n : tensor<4x16xf32>
+}
+
+// -----
+
+// negative_: the sum read again (a pre-norm block's residual stream): the
+// GEMM kernel writes it, the norm reads it.
+// CHECK-LABEL: func @negative_gemm_layer_norm_sum_reused
+// CHECK: %[[K:.*]] = kiln.kernel gemm({{.*}}) {epilogue = #kiln.gemm_epilogue<residual = 2>}
+// CHECK: kiln.layer_norm
+func.func @negative_gemm_layer_norm_sum_reused(%a: tensor<4x8xf16>, %w: tensor<8x16xf16>, %x: tensor<4x16xf16>, %g: tensor<16xf16>) -> (tensor<4x16xf16>, tensor<4x16xf16>) {
+  %p = kiln.matmul %a, %w : (tensor<4x8xf16>, tensor<8x16xf16>) -> tensor<4x16xf16>
+  %y = kiln.add %x, %p : (tensor<4x16xf16>, tensor<4x16xf16>) -> tensor<4x16xf16>
+  %n = kiln.layer_norm %y, %g {axis = 1 : i64, epsilon = 1.0e-5 : f32} : (tensor<4x16xf16>, tensor<16xf16>) -> tensor<4x16xf16>
+  return %n, %y : tensor<4x16xf16>, tensor<4x16xf16>
+}
+
+// -----
+
+// negative_: a norm over more than the last axis, and one whose reshape
+// changes the rows, are not norms of the product's rows.
+// CHECK-LABEL: func @negative_gemm_layer_norm_other_axes
+// CHECK: kiln.kernel gemm({{.*}}) {epilogue = #kiln.gemm_epilogue<bias = 2>}
+// CHECK: kiln.layer_norm
+// CHECK: kiln.kernel gemm({{.*}}) {epilogue = #kiln.gemm_epilogue<bias = 2>}
+// CHECK: kiln.layer_norm
+func.func @negative_gemm_layer_norm_other_axes(%a: tensor<16x32xf16>, %w: tensor<32x64xf16>, %b: tensor<64xf16>, %g: tensor<8x64xf16>, %h: tensor<128xf16>) -> (tensor<2x8x64xf16>, tensor<8x128xf16>) {
+  %p = kiln.matmul %a, %w : (tensor<16x32xf16>, tensor<32x64xf16>) -> tensor<16x64xf16>
+  %s = kiln.add %p, %b : (tensor<16x64xf16>, tensor<64xf16>) -> tensor<16x64xf16>
+  %r = kiln.reshape %s : tensor<16x64xf16> -> tensor<2x8x64xf16>
+  %n = kiln.layer_norm %r, %g {axis = 1 : i64, epsilon = 1.0e-5 : f32} : (tensor<2x8x64xf16>, tensor<8x64xf16>) -> tensor<2x8x64xf16>
+  %q = kiln.matmul %a, %w : (tensor<16x32xf16>, tensor<32x64xf16>) -> tensor<16x64xf16>
+  %t = kiln.add %q, %b : (tensor<16x64xf16>, tensor<64xf16>) -> tensor<16x64xf16>
+  %u = kiln.reshape %t : tensor<16x64xf16> -> tensor<8x128xf16>
+  %m = kiln.layer_norm %u, %h {axis = 1 : i64, epsilon = 1.0e-5 : f32} : (tensor<8x128xf16>, tensor<128xf16>) -> tensor<8x128xf16>
+  return %n, %m : tensor<2x8x64xf16>, tensor<8x128xf16>
+}

@@ -885,7 +885,7 @@ def gemm_cases():
     large, medium, small = "mma_128x128x32_w2x2", "mma_64x64x32_w2x2", "mma_16x64x32_w1x4"
 
     def narrow_gemm(dtype, m, k, n, trans_a=False, trans_b=False, batch=None,
-                    bias=False, relu=False, residual=False):
+                    bias=False, relu=False, residual=False, norm=False):
         lead = [batch] if batch else []
         a_shape = lead + ([k, m] if trans_a else [m, k])
         b_shape = lead + ([n, k] if trans_b else [k, n])
@@ -907,17 +907,33 @@ def gemm_cases():
         if relu:
             nodes.append(node("Relu", [last], "y2"))
             last = "y2"
-        if residual:
+        if residual and norm:
+            # A 16-bit input: a residual cast for this add alone stays the
+            # add's (kiln-fuse takes only one a GEMM can read), and the
+            # norm joins a GEMM only after its residual.
+            inputs.append(("r", dtype, lead + [m, n]))
+            nodes.append(node("Add", [last, "r"], "y3"))
+            last = "y3"
+        elif residual:
             inputs.append(("r", F32, lead + [m, n]))
             nodes += [node("Cast", ["r"], "rh", to=dtype), node("Add", [last, "rh"], "y3")]
             last = "y3"
+        if norm:
+            inits += [weight("gamma", [n]), weight("beta", [n])]
+            nodes += [node("Cast", ["gamma"], "gammah", to=dtype),
+                      node("Cast", ["beta"], "betah", to=dtype),
+                      node("LayerNormalization", [last, "gammah", "betah"], "y4",
+                           axis=-1, epsilon=1e-5)]
+            last = "y4"
         nodes.append(node("Cast", [last], "y", to=F32))
         return model(nodes, inputs, ["y"], inits)
 
     def add(label, variant, build, dtype=F16, check=False, tol=None):
+        # "cublaslt": the step as the run chooses without --gemm (on the
+        # host, its stand-in for cuBLASLt).
         cases.append(Case("gemm", f"{label}_{variant}", build, check=check,
                           tol=tol or (F16_TOL if dtype == F16 else BF16_TOL),
-                          gemm=variant))
+                          gemm=None if variant == "cublaslt" else variant))
 
     # The reference rounds the product to f16 before it adds the bias and
     # the residual (each rounded too); the kernel adds them to the fp32 sum
@@ -959,6 +975,35 @@ def gemm_cases():
         add("f16_bias_residual_7x520x72", variant,
             lambda: narrow_gemm(F16, 7, 520, 72, bias=True, residual=True),
             tol=epilogue_tol)
+
+    # The LayerNorm epilogue (BERT's post-norm block: bias, residual, then
+    # a norm of each row): the norm kernel after the host's stand-in for
+    # cuBLASLt (no --gemm: its fp32 product), after each form's partials
+    # unsplit and split, at the tails of M, N = 72 columns a row. The
+    # reference rounds the sum to 16 bits before it normalizes; the kernel
+    # normalizes the fp32 sum: the sum's rounding (|y| ~ 30, 0.008) over
+    # its spread (~10) moves a normalized value by ~1e-3, about one f16 ulp
+    # of the outputs (up to ~3: 0.002; gemm-layer-norm.test saw 0.00195). A
+    # missing bias or residual, or a wrong mean, is off by O(0.1).
+    norm_tol = (5e-3, 4e-3, "the reference rounds the sum to 16 bits "
+                "before the norm; the kernel normalizes the fp32 sum")
+    for m, variants in [(1, [None, "gemv_1x128_w4_split1", small + "_split4"]),
+                        (7, [None, small + "_split1", small + "_split4"]),
+                        (128, [large + "_split1", medium + "_split4"]),
+                        (129, [None, medium + "_split1", large + "_split4"])]:
+        for variant in variants:
+            add(f"f16_bias_residual_norm_{m}x520x72", variant or "cublaslt",
+                lambda m=m: narrow_gemm(F16, m, 520, 72, bias=True, residual=True,
+                                        norm=True),
+                check=(m == 7), tol=norm_tol)
+    # bf16 keeps 8 bits: one ulp of an output in [2, 4) is 0.0156.
+    add("bf16_norm_7x520x72", small + "_split4",
+        lambda: narrow_gemm(BF16, 7, 520, 72, norm=True), dtype=BF16,
+        tol=(2e-2, 3.2e-2, "bf16 norm: one bf16 ulp of outputs up to ~4, the "
+             "reference's sum rounded to bf16 first"))
+    add("f16_batch3_relu_norm_7x40x72", medium + "_split1",
+        lambda: narrow_gemm(F16, 7, 40, 72, batch=3, bias=True, relu=True, norm=True),
+        tol=norm_tol)
 
     # The GEMV form (GemvEmitter.cpp), offered where M is 16 or fewer and A
     # is not transposed: one block row of 1 row at M = 1, of 8 rows at

@@ -122,7 +122,8 @@ $LOAD_B
         if (row >= m || col >= n)
           continue;
         float v = acc[mt][nt][i];
-        if (split_k > 1) {
+        // A split's partial, or the sum a LayerNorm kernel finishes.
+        if (p_mat) {
           p_mat[row * n + col] = v;
           continue;
         }
@@ -149,6 +150,86 @@ extern "C" __global__ void $NAME(const float *__restrict__ partials, $ELEMENT *c
     $ELEMENT *c_mat = c + outer * outer_stride_c + inner * stride_c;
     const $ELEMENT *r_mat = residual ? residual + outer * outer_stride_c + inner * stride_c : nullptr;
 $FINISH
+  }
+}
+)cuda";
+
+constexpr const char *kNormKernel = R"cuda(
+// Kiln GEMM with a LayerNorm epilogue: a block a row of C adds the splits'
+// partial products in split order and applies the epilogue, or (no
+// partials) reads the row cuBLASLt finished in C; keeps it in shared
+// memory (n floats) and normalizes it as kiln.layer_norm does: the mean
+// shifted by the row's first element, the centered variance, one rsqrt,
+// then the scale and the shift, written over C.
+extern "C" __global__ void $NAME(const float *__restrict__ partials, $ELEMENT *c,
+    const $ELEMENT *__restrict__ bias, const $ELEMENT *residual,
+    const $ELEMENT *__restrict__ norm_scale, const $ELEMENT *__restrict__ norm_bias,
+    $INTEGERS, long long epsilon_bits) {
+  kiln_pdl_enter();
+  // Epsilon's float bits: kernels of both backends take pointers and
+  // integers.
+  const float epsilon = __int_as_float((int)epsilon_bits);
+  // The launch's n floats; the host backend's static array holds the most
+  // columns a norm takes.
+  KILN_DYNAMIC_SHARED(row_bytes, $MOST_BYTES);
+  float *row_values = reinterpret_cast<float *>(row_bytes);
+  __shared__ float warp_sums[32];
+  __shared__ float row_shift;
+  // The sum of `v` over the block; every thread gets it.
+  auto block_sum = [&](float v) {
+    #pragma unroll
+    for (int offset = 16; offset > 0; offset >>= 1)
+      v += __shfl_xor_sync(0xffffffffu, v, offset);
+    if ((threadIdx.x & 31) == 0)
+      warp_sums[threadIdx.x >> 5] = v;
+    __syncthreads();
+    float total = 0.0f;
+    for (int w = 0; w < (int)(blockDim.x >> 5); ++w)
+      total += warp_sums[w];
+    __syncthreads();
+    return total;
+  };
+  const long long rows = batch * outer_batch * m;
+  for (long long r = blockIdx.x; r < rows; r += gridDim.x) {
+    const long long row = r % m, matrix = r / m;
+    const long long inner = matrix % batch, outer = matrix / batch;
+    const float *p = partials ? partials + matrix * split_k * m * n + row * n : nullptr;
+    $ELEMENT *c_mat = c + outer * outer_stride_c + inner * stride_c;
+    const $ELEMENT *r_mat = residual ? residual + outer * outer_stride_c + inner * stride_c : nullptr;
+    for (long long col = threadIdx.x; col < n; col += blockDim.x) {
+      float v = 0.0f;
+      if (partials) {
+        for (long long s = 0; s < split_k; ++s)
+          v += p[s * m * n + col];
+$FINISH
+      } else {
+        v = $TO_FLOAT(c_mat[row * n + col]);
+      }
+      row_values[col] = v;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0)
+      row_shift = row_values[0];
+    __syncthreads();
+    const float shift = row_shift;
+    float sum = 0.0f;
+    for (long long col = threadIdx.x; col < n; col += blockDim.x)
+      sum += row_values[col] - shift;
+    const float mean = shift + block_sum(sum) / (float)n;
+    float squares = 0.0f;
+    for (long long col = threadIdx.x; col < n; col += blockDim.x) {
+      const float centered = row_values[col] - mean;
+      squares += centered * centered;
+    }
+    const float inv_std = rsqrtf(block_sum(squares) / (float)n + epsilon);
+    for (long long col = threadIdx.x; col < n; col += blockDim.x) {
+      float y = (row_values[col] - mean) * inv_std * $TO_FLOAT(norm_scale[col]);
+      if (norm_bias)
+        y += $TO_FLOAT(norm_bias[col]);
+      c_mat[row * n + col] = $FROM_FLOAT(y);
+    }
+    // The next row reuses the row's values.
+    __syncthreads();
   }
 }
 )cuda";
@@ -271,6 +352,10 @@ std::string gemmReduceName(rt::DType dtype) {
   return std::string("kiln_gemm_reduce_") + spellingOf(dtype).suffix;
 }
 
+std::string gemmNormName(rt::DType dtype) {
+  return std::string("kiln_gemm_norm_") + spellingOf(dtype).suffix;
+}
+
 void emitGemmKernel(const GemmConfig &config, const GemmKernelKind &kind,
                     llvm::raw_ostream &os) {
   if (config.form == GemmForm::Gemv)
@@ -315,6 +400,18 @@ void emitGemmReduce(rt::DType dtype, llvm::raw_ostream &os) {
                                    {"$ELEMENT", h.type},
                                    {"$INTEGERS", kIntegerParameters},
                                    {"$FINISH", finish}});
+}
+
+void emitGemmNorm(rt::DType dtype, llvm::raw_ostream &os) {
+  HalfSpelling h = spellingOf(dtype);
+  os << substitute(kNormKernel,
+                   {{"$NAME", gemmNormName(dtype)},
+                    {"$ELEMENT", h.type},
+                    {"$INTEGERS", kIntegerParameters},
+                    {"$FINISH", gemm::finishIntoRegister(dtype)},
+                    {"$TO_FLOAT", h.toFloat},
+                    {"$FROM_FLOAT", h.fromFloat},
+                    {"$MOST_BYTES", std::to_string(kGemmNormMostColumns * 4)}});
 }
 
 } // namespace kiln

@@ -32,6 +32,11 @@ namespace kiln {
 constexpr int64_t kGemmTargetSMs = 132;
 /// The most blocks either form splits K across.
 constexpr int64_t kGemmMostSplits = 16;
+/// The most columns a GEMM's LayerNorm epilogue normalizes: its kernel
+/// keeps a row of floats in shared memory, beside its 132 static bytes
+/// within the 48 KiB a launch may take without opting in (the runtime's
+/// validation holds the same bound).
+constexpr int64_t kGemmNormMostColumns = 12160;
 
 /// A matmul step as chooseGemmConfigs sees it.
 struct GemmShape {
@@ -75,6 +80,9 @@ std::string gemmKernelName(const GemmConfig &config,
                            const GemmKernelKind &kind);
 /// The name of the kernel that adds the splits of `dtype` GEMMs.
 std::string gemmReduceName(rt::DType dtype);
+/// The name of the kernel that finishes `dtype` GEMMs with a LayerNorm
+/// epilogue (emitGemmNorm).
+std::string gemmNormName(rt::DType dtype);
 
 /// Appends the main kernel of `config`'s layout for `kind` to `os`, named
 /// as gemmKernelName says, in either form. `kind.dtype` is F16 or BF16.
@@ -126,6 +134,16 @@ void emitPackedGemv(const PackedGemvShape &shape, const GemmConfig &config,
 /// Appends the kernel that adds the splits' partial sums and applies the
 /// epilogue, named as gemmReduceName says.
 void emitGemmReduce(rt::DType dtype, llvm::raw_ostream &os);
+
+/// Appends the kernel that finishes a step with a LayerNorm epilogue,
+/// named as gemmNormName says: a block a row, it adds the splits' partial
+/// sums of a Kiln GEMM kernel and applies the epilogue, or with null
+/// partials takes the row cuBLASLt finished in C, and normalizes the row
+/// into C. It takes (partials, C, bias, residual, the norm's scale, its
+/// shift or null) and the integers, then epsilon's float bits as a
+/// `long long`;
+/// dynamic shared memory of n floats; any grid of one-dimensional blocks.
+void emitGemmNorm(rt::DType dtype, llvm::raw_ostream &os);
 
 } // namespace kiln
 

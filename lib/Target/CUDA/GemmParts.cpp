@@ -11,13 +11,14 @@ namespace {
 
 /// The epilogue in cuBLASLt's order: the residual, the bias, then the
 /// activation (GELU's tanh form, as cuBLASLt's GELU epilogue and the host
-/// backend's stand-in compute it).
-constexpr const char *kFinish = R"cuda(
+/// backend's stand-in compute it), then the store.
+constexpr const char *kApply = R"cuda(
       if ($HAS_RESIDUAL) v += $TO_FLOAT(r_mat[row * n + col]);
       if ($HAS_BIAS) v += $TO_FLOAT(bias[col]);
       if ($ACTIVATION == 1) v = fmaxf(v, 0.0f);
       else if ($ACTIVATION == 2)
-        v = 0.5f * v * (1.0f + tanhf(0.7978845608028654f * (v + 0.044715f * v * v * v)));
+        v = 0.5f * v * (1.0f + tanhf(0.7978845608028654f * (v + 0.044715f * v * v * v)));)cuda";
+constexpr const char *kStore = R"cuda(
       c_mat[row * n + col] = $FROM_FLOAT(v);
 )cuda";
 
@@ -69,7 +70,7 @@ $STORE
 
 std::string finishOf(const GemmKernelKind &kind) {
   HalfSpelling h = spellingOf(kind.dtype);
-  return substitute(kFinish,
+  return substitute(std::string(kApply) + kStore,
                     {{"$TO_FLOAT", h.toFloat},
                      {"$FROM_FLOAT", h.fromFloat},
                      {"$HAS_RESIDUAL", kind.residual ? "true" : "false"},
@@ -79,11 +80,19 @@ std::string finishOf(const GemmKernelKind &kind) {
 
 std::string finishAtRunTime(rt::DType dtype) {
   HalfSpelling h = spellingOf(dtype);
-  return substitute(kFinish, {{"$TO_FLOAT", h.toFloat},
-                              {"$FROM_FLOAT", h.fromFloat},
-                              {"$HAS_RESIDUAL", "r_mat"},
-                              {"$HAS_BIAS", "bias"},
-                              {"$ACTIVATION", "activation"}});
+  return substitute(std::string(kApply) + kStore,
+                    {{"$TO_FLOAT", h.toFloat},
+                     {"$FROM_FLOAT", h.fromFloat},
+                     {"$HAS_RESIDUAL", "r_mat"},
+                     {"$HAS_BIAS", "bias"},
+                     {"$ACTIVATION", "activation"}});
+}
+
+std::string finishIntoRegister(rt::DType dtype) {
+  return substitute(kApply, {{"$TO_FLOAT", spellingOf(dtype).toFloat},
+                             {"$HAS_RESIDUAL", "r_mat"},
+                             {"$HAS_BIAS", "bias"},
+                             {"$ACTIVATION", "activation"}});
 }
 
 std::string

@@ -50,6 +50,9 @@ std::string finishOf(const GemmKernelKind &kind);
 /// The same epilogue reading its choices at run time (`r_mat`, `bias`,
 /// `activation`), for the reduce kernel, which loops over elements.
 std::string finishAtRunTime(rt::DType dtype);
+/// finishAtRunTime's epilogue without the store: `v` holds the element
+/// (the LayerNorm kernel's row values).
+std::string finishIntoRegister(rt::DType dtype);
 
 /// The exchanges of the n x k GEMV's sums (GemvEmitter.cpp) for `rows`
 /// rows and `columns` columns a lane, straight-line: defines held_row (the

@@ -67,10 +67,10 @@ $SIGNATURE
   float *p_mat = partials ? partials + (matrix * split_k + split) * m * n : nullptr;
 )cuda";
 
-/// Stores element (row, col) from its sum `v`: the split's partial, or the
-/// epilogue.
+/// Stores element (row, col) from its sum `v`: the partial (of a split,
+/// or of a step the LayerNorm kernel finishes), or the epilogue.
 constexpr const char *kStore = R"cuda(
-          if (split_k > 1)
+          if (p_mat)
             p_mat[row * n + col] = v;
           else {
 $FINISH

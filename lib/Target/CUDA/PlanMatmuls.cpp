@@ -92,6 +92,10 @@ LogicalResult PlanBuilder::addGemm(KernelOp kernel, llvm::raw_ostream &source) {
   if (kernel.getNumResults() != 1)
     return kernel.emitOpError("has ")
            << kernel.getNumResults() << " results; the CUDA target needs one";
+  // kiln-fuse keeps the two apart: the packed GEMV has no norm.
+  if (dequantize && kernel.getEpilogueAttr().getNormScale() >= 0)
+    return kernel.emitOpError("of kind gemm over quantized weights takes "
+                              "no layer_norm epilogue on the CUDA target");
   for (Value v : matmul->getOperands())
     if (!symbolicShapeOf(tensorType(v)))
       return kernel.emitOpError("has a dynamic shape without its sizes");
@@ -141,6 +145,20 @@ LogicalResult PlanBuilder::addGemm(KernelOp kernel, llvm::raw_ostream &source) {
   case GemmActivation::gelu:
     step->activation = rt::MatmulActivation::Gelu;
     break;
+  }
+  if (int64_t scale = epilogue.getNormScale(); scale >= 0) {
+    auto norm = *body.getOps<LayerNormOp>().begin();
+    step->normScale = bufferOf.at(kernel.getInputs()[scale]);
+    if (int64_t shift = epilogue.getNormShift(); shift >= 0)
+      step->normShift = bufferOf.at(kernel.getInputs()[shift]);
+    step->normEpsilon = norm.getEpsilon().convertToFloat();
+    auto [it, inserted] = gemmKernels.try_emplace(gemmNormName(step->dtype), 0);
+    if (inserted) {
+      emitGemmNorm(step->dtype, source);
+      it->second = artifact.kernelNames.size();
+      artifact.kernelNames.push_back(gemmNormName(step->dtype));
+    }
+    step->normKernel = it->second;
   }
   if (!dequantize && failed(addResults(kernel)))
     return failure();
@@ -200,7 +218,8 @@ void PlanBuilder::addGemmCandidates(MatmulPlan &plan, Operation *op,
     candidate.kernel = kernelIndex(gemmKernelName(config, kind), [&] {
       emitGemmKernel(config, kind, source);
     });
-    if (config.splitK > 1)
+    // A step with a norm adds its splits in its norm kernel.
+    if (config.splitK > 1 && !step.hasNorm())
       candidate.reduce = kernelIndex(gemmReduceName(step.dtype), [&] {
         emitGemmReduce(step.dtype, source);
       });

@@ -68,6 +68,13 @@ void kiln::printPlan(const rt::Artifact &a, uint64_t weightBytes,
         os << " relu";
       else if (s.matmul.activation == rt::MatmulActivation::Gelu)
         os << " gelu";
+      if (s.matmul.hasNorm()) {
+        os << " norm " << s.matmul.normScale;
+        if (s.matmul.normShift != rt::kNoBuffer)
+          os << " " << s.matmul.normShift;
+        os << " eps " << s.matmul.normEpsilon << " "
+           << a.kernelNames[s.matmul.normKernel];
+      }
       if (s.matmul.tf32)
         os << " tf32";
       // Kiln's GEMM kernels the step may run on: name, then the main and

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <memory>
 #include <random>
 #include <tuple>
@@ -318,6 +319,74 @@ TEST(ArtifactFormat, GemmCandidatesRoundTripAndAreChecked) {
   };
   for (const Case &c : cases) {
     Artifact broken = makeGemmKernelArtifact();
+    c.breakIt(broken);
+    SCOPED_TRACE(c.needle);
+    expectRejected(broken, c.needle);
+  }
+}
+
+/// makeGemmKernelArtifact's matmul with a LayerNorm: scale and shift one
+/// f16 weight of its 4 columns, the norm kernel a new one, so its split
+/// candidate has no reduce.
+static Artifact makeNormArtifact() {
+  Artifact a = makeGemmKernelArtifact();
+  a.buffers.push_back(
+      makeBuffer(BufferKind::Weight, "gamma", {4}, 0, DType::F16));
+  a.kernelNames.push_back("kiln_fake_gemm_norm");
+  MatmulStep &m = a.steps[0].matmul;
+  m.normScale = m.normShift = static_cast<uint32_t>(a.buffers.size() - 1);
+  m.normEpsilon = 1e-5f;
+  m.normKernel = static_cast<uint32_t>(a.kernelNames.size() - 1);
+  m.kernels[1].reduce = kNoKernel;
+  return a;
+}
+
+TEST(ArtifactFormat, NormMatmulsRoundTripAndAreChecked) {
+  Artifact a = makeNormArtifact(), b;
+  std::string error;
+  ASSERT_TRUE(roundTrip(a, b, error)) << error;
+  const MatmulStep &x = a.steps[0].matmul, &y = b.steps[0].matmul;
+  EXPECT_TRUE(y.hasNorm());
+  EXPECT_EQ(y.normScale, x.normScale);
+  EXPECT_EQ(y.normShift, x.normShift);
+  EXPECT_EQ(y.normEpsilon, x.normEpsilon);
+  EXPECT_EQ(y.normKernel, x.normKernel);
+
+  // Each rule of checkNorm, broken once.
+  struct Case {
+    const char *needle;
+    void (*breakIt)(Artifact &);
+  } cases[] = {
+      {"names a norm shift or kernel",
+       [](Artifact &a) {
+         a.steps[0].matmul.kernels.clear();
+         a.steps[0].matmul.normScale = kNoBuffer;
+       }},
+      {"is not one of the artifact's",
+       [](Artifact &a) { a.steps[0].matmul.normKernel = 99; }},
+      {"norm epsilon must be finite and not negative",
+       [](Artifact &a) { a.steps[0].matmul.normEpsilon = -1; }},
+      {"norm epsilon must be finite and not negative",
+       [](Artifact &a) { a.steps[0].matmul.normEpsilon = NAN; }},
+      {"matmul norm shift names no buffer",
+       [](Artifact &a) { a.steps[0].matmul.normShift = 99; }},
+      {"must hold 4 elements of float16",
+       [](Artifact &a) {
+         a.buffers.back().shape = {3}, a.buffers.back().bytes = 6;
+       }},
+      {"matmul output c overlaps its norm scale",
+       [](Artifact &a) { a.steps[0].matmul.normScale = 4; }},
+      {"with a LayerNorm scales by alpha 1",
+       [](Artifact &a) {
+         a.steps[0].matmul.kernels.clear();
+         a.steps[0].matmul.alpha = 2;
+       }},
+      // A split adds its partials in the norm kernel, not a reduce.
+      {"names kernels the artifact does not have",
+       [](Artifact &a) { a.steps[0].matmul.kernels[1].reduce = 3; }},
+  };
+  for (const Case &c : cases) {
+    Artifact broken = makeNormArtifact();
     c.breakIt(broken);
     SCOPED_TRACE(c.needle);
     expectRejected(broken, c.needle);

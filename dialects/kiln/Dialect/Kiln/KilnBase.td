@@ -92,7 +92,9 @@ def Kiln_GemmEpilogueAttr : AttrDef<Kiln_Dialect, "GemmEpilogue"> {
     order: the matmul, the add of `bias` (the kernel input, by number, added
     to every row), the add of `residual` (a kernel input of the result's
     shape: cuBLASLt's C with beta = 1), then `activation`, with reshapes
-    (views) between them. An absent input is -1.
+    (views) between them, and last a `kiln.layer_norm` of each row whose
+    scale is input `norm_scale` and whose shift is input `norm_shift`
+    (BERT's post-norm residual blocks). An absent input is -1.
 
     ```mlir
     %y = kiln.kernel gemm(%x, %w, %b) {epilogue = #kiln.gemm_epilogue<bias = 2, activation = gelu>} ...
@@ -102,7 +104,9 @@ def Kiln_GemmEpilogueAttr : AttrDef<Kiln_Dialect, "GemmEpilogue"> {
     DefaultValuedParameter<"int64_t", "-1">:$bias,
     DefaultValuedParameter<"int64_t", "-1">:$residual,
     DefaultValuedParameter<"::kiln::GemmActivation",
-                           "::kiln::GemmActivation::none">:$activation);
+                           "::kiln::GemmActivation::none">:$activation,
+    DefaultValuedParameter<"int64_t", "-1">:$norm_scale,
+    DefaultValuedParameter<"int64_t", "-1">:$norm_shift);
   let assemblyFormat = "`<` struct(params) `>`";
 }
 

@@ -219,17 +219,20 @@ YieldOp KernelOp::getYield() {
 /// A GEMM kernel's body holds what its epilogue says, as one chain: the
 /// matmul, the add of the bias input (one row, straight on the product), the
 /// add of the residual input (the result's shape), then the activation,
-/// with reshapes (views) between the last three, and the kernel yields the
-/// chain's end. kiln-fuse matched the epilogue; this checks that the body
-/// and the record agree, so that the CUDA target (which reads the record)
-/// computes what the body says.
+/// then a layer_norm of each row by the norm inputs, with reshapes (views)
+/// between all but the first two, and the kernel yields the chain's end.
+/// kiln-fuse matched the epilogue; this checks that the body and the record
+/// agree, so that the CUDA target (which reads the record) computes what the
+/// body says.
 static LogicalResult verifyGemmEpilogue(KernelOp kernel,
                                         GemmEpilogueAttr epilogue) {
   Block &body = kernel.getBody().front();
   int64_t numInputs = kernel.getInputs().size();
   for (auto [name, index] :
        {std::pair<const char *, int64_t>{"bias", epilogue.getBias()},
-        {"residual", epilogue.getResidual()}})
+        {"residual", epilogue.getResidual()},
+        {"norm_scale", epilogue.getNormScale()},
+        {"norm_shift", epilogue.getNormShift()}})
     if (index < -1 || index >= numInputs)
       return kernel.emitOpError("epilogue ")
              << name << " " << index << " is not one of its " << numInputs
@@ -294,6 +297,39 @@ static LogicalResult verifyGemmEpilogue(KernelOp kernel,
       return kernel.emitOpError("of kind gemm has no ")
              << stringifyGemmActivation(activation)
              << " of its product where its epilogue says";
+    last = (it++)->getResult(0);
+  }
+  if (epilogue.getNormShift() >= 0 && epilogue.getNormScale() < 0)
+    return kernel.emitOpError("of kind gemm has a norm shift without a norm "
+                              "scale");
+  if (int64_t scale = epilogue.getNormScale(); scale >= 0) {
+    // A LayerNorm of each row of the product: over the last axis only, of
+    // the product's columns (reshapes before it keep them), its scale and
+    // shift kernel inputs of one row.
+    skipReshapes();
+    auto norm = it == ops.end() ? LayerNormOp() : dyn_cast<LayerNormOp>(*it);
+    int64_t shift = epilogue.getNormShift();
+    auto type = cast<RankedTensorType>(last.getType());
+    int64_t columns =
+        cast<RankedTensorType>(matmul.getType()).getShape().back();
+    auto isRow = [&](Value v) {
+      auto t = cast<RankedTensorType>(v.getType());
+      return t.getRank() == 1 && t.getShape()[0] == columns &&
+             t.getElementType() == type.getElementType();
+    };
+    if (!norm || norm.getInput() != last ||
+        norm.getScale() != body.getArgument(scale) ||
+        (shift >= 0 ? norm.getBias() != body.getArgument(shift)
+                    : bool(norm.getBias())))
+      return kernel.emitOpError("of kind gemm has no layer_norm of its "
+                                "product by its norm inputs where its "
+                                "epilogue says");
+    if (static_cast<int64_t>(norm.getAxis()) != type.getRank() - 1 ||
+        type.getShape().back() != columns || !isRow(norm.getScale()) ||
+        (norm.getBias() && !isRow(norm.getBias())))
+      return kernel.emitOpError("of kind gemm normalizes other than the "
+                                "product's rows by scale and shift of one "
+                                "row each");
     last = (it++)->getResult(0);
   }
   if (it != ops.end())

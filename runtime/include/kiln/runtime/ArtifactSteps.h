@@ -56,15 +56,17 @@ constexpr uint32_t kNoKernel = UINT32_MAX;
 /// cuBLASLt (lib/Target/CUDA/GemmEmitter.cpp, for float16 and bfloat16).
 /// The main kernel takes (A, B, C, bias, residual, partials) as pointers
 /// (bias and residual null when the step has none; partials the split's
-/// float scratch, null without a split), then as `long long` the step's
-/// extents and strides in MatmulField order, its activation
-/// (MatmulActivation's value) and `splitK`; it runs on a grid of
+/// float scratch, null without a split unless the step has a norm), then as
+/// `long long` the step's extents and strides in MatmulField order, its
+/// activation (MatmulActivation's value) and `splitK`; it runs on a grid of
 /// (ceil(n / tileN), ceil(m / tileM), batch * outerBatch * splitK) blocks
 /// of `threads`. With splitK > 1 it writes splitK partial products of
 /// batch * outerBatch * m * n floats each (matrix-major: matrix j's split s
 /// at (j * splitK + s) * m * n), and `reduce` adds them in split order and
 /// applies the epilogue: it takes (partials, C, bias, residual) and the
-/// same integers, any grid of one-dimensional blocks. Operands are read in
+/// same integers, any grid of one-dimensional blocks. A step with a norm
+/// (MatmulStep::hasNorm) has no reduce: its partials go to the step's
+/// normKernel, split or not. Operands are read in
 /// 16-byte chunks: A's and B's rows, batch strides and addresses must be
 /// multiples of 16 bytes. alpha is 1, and beta 1 with a residual, else 0.
 struct GemmCandidate {
@@ -145,6 +147,25 @@ struct MatmulStep {
   uint32_t bias = kNoBuffer;
   /// Applied to every element last.
   MatmulActivation activation = MatmulActivation::None;
+  /// A LayerNorm of every row of the result, applied last (kiln-fuse's
+  /// GEMM kernel with a norm epilogue; float16 and bfloat16): the buffer ids
+  /// of its scale and its shift (n elements of `dtype` each; the shift may
+  /// be kNoBuffer), or kNoBuffer without one. The step then runs in two,
+  /// the second `normKernel`, which normalizes each row into C: after
+  /// cuBLASLt (its epilogue as without a norm) it reads C's rows, null
+  /// partials; after one of `kernels` it reads that kernel's fp32 partials,
+  /// whatever its split, and adds the splits, the residual, the bias and
+  /// the activation first. It takes (partials, C, bias, residual, scale,
+  /// shift) as pointers, the
+  /// integers a GemmCandidate's kernels take, then `normEpsilon`'s float
+  /// bits as a `long long`; blocks of any one-dimensional grid with n floats of
+  /// dynamic shared memory.
+  uint32_t normScale = kNoBuffer;
+  uint32_t normShift = kNoBuffer;
+  float normEpsilon = 0.0f;
+  uint32_t normKernel = kNoKernel;
+  /// Whether the step ends in a LayerNorm.
+  bool hasNorm() const { return normScale != kNoBuffer; }
   /// F32 only: A and B enter the tensor cores as TF32 (8-bit exponent,
   /// 10-bit mantissa, rounded to nearest with ties away from zero), the
   /// products accumulating in fp32 (cuBLASLt's
