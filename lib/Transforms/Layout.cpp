@@ -34,12 +34,25 @@ bool feedsAttention(Value value) {
   return false;
 }
 
+/// True when every reader of `value` is an elementwise op or moves it
+/// alone: after packing they read a slice of the packed product, which
+/// kiln-fuse folds into their kernels (a LLaMA's query and key through the
+/// rotary embedding, its gate and up projections through SiLU and the
+/// product), so the packing saves launches without adding a copy.
+bool readByFusedOps(Value value) {
+  return !value.use_empty() &&
+         llvm::all_of(value.getUsers(), [](Operation *user) {
+           return isElementwise(user) || movesOneTensor(user);
+         });
+}
+
 /// The 2-D constant weights of a packable projection, or null.
 ConstantOp packableWeights(MatmulOp matmul) {
   auto weights = matmul.getRhs().getDefiningOp<ConstantOp>();
   if (!weights || matmul.getTransposeLhs() || matmul.getTransposeRhs() ||
       cast<RankedTensorType>(weights.getType()).getRank() != 2 ||
-      !feedsAttention(matmul.getResult()))
+      !(feedsAttention(matmul.getResult()) ||
+        readByFusedOps(matmul.getResult())))
     return {};
   return weights;
 }

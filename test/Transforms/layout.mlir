@@ -3,7 +3,16 @@
 // RUN: kiln-run %t/packed.mlir --compare-pipeline --seed 5 | FileCheck %s --check-prefix=SEMANTICS
 // RUN: kiln-run %t/packed_biases.mlir --compare-pipeline --seed 5 | FileCheck %s --check-prefix=SEMANTICS
 // RUN: kiln-run %t/negative_one_projection_without_bias.mlir --compare-pipeline --seed 5 | FileCheck %s --check-prefix=SEMANTICS
+// RUN: kiln-run %t/packed_swiglu.mlir --compare-pipeline --seed 5 | FileCheck %s --check-prefix=SEMANTICS
 // SEMANTICS: pipeline keeps semantics
+// After kiln-fuse, the SwiGLU is one GEMM and one elementwise kernel that
+// reads both halves of its product through the slices (no copy kernel).
+// RUN: kiln-opt %t/packed_swiglu.mlir -kiln-layout -kiln-fuse | FileCheck %s --check-prefix=FUSED
+// FUSED: %[[P:.*]] = kiln.matmul %arg0, %{{.*}} : (tensor<2x4xf32>, tensor<4x6xf32>) -> tensor<2x6xf32>
+// FUSED: kiln.kernel elementwise(%[[P]])
+// FUSED-COUNT-2: kiln.slice
+// FUSED: kiln.sigmoid
+// FUSED-NOT: kiln.kernel
 
 // Three projections of one input, each feeding an attention operand through
 // a head split: one matmul by the weights concatenated at compile time.
@@ -58,6 +67,26 @@
 // CHECK-LABEL: func @negative_weights_not_constant
 // CHECK-COUNT-3: kiln.matmul %arg0, %arg
 // CHECK-NOT: kiln.slice
+
+// -----
+
+// negative_: a projection also read by another matmul (not an op kiln-fuse
+// folds a slice into) stays a matmul of its own.
+// CHECK-LABEL: func @negative_sibling_read_by_matmul
+// CHECK-COUNT-3: kiln.matmul
+// CHECK-NOT: kiln.slice
+
+// -----
+
+// A LLaMA MLP's gate and up projections (SwiGLU: silu(gate) * up): both
+// read only by elementwise ops, so they pack too.
+// CHECK-LABEL: func @packed_swiglu
+// CHECK: %[[W:.*]] = kiln.constant dense<{{.*}}> : tensor<4x6xf32>
+// CHECK: %[[P:.*]] = kiln.matmul %arg0, %[[W]] : (tensor<2x4xf32>, tensor<4x6xf32>) -> tensor<2x6xf32>
+// CHECK: %[[G:.*]] = kiln.slice %[[P]] {starts = array<i64: 0, 0>, strides = array<i64: 1, 1>} : tensor<2x6xf32> -> tensor<2x3xf32>
+// CHECK: %[[U:.*]] = kiln.slice %[[P]] {starts = array<i64: 0, 3>, strides = array<i64: 1, 1>} : tensor<2x6xf32> -> tensor<2x3xf32>
+// CHECK-NOT: kiln.matmul
+// CHECK: kiln.sigmoid %[[G]]
 
 //--- packed.mlir
 func.func @packed(%x: tensor<1x2x4xf32>) -> tensor<1x1x2x2xf32> {
@@ -148,4 +177,30 @@ func.func @negative_weights_not_constant(%x: tensor<1x2x4xf32>, %wq: tensor<4x2x
   %v4 = kiln.reshape %v : tensor<1x2x2xf32> -> tensor<1x1x2x2xf32>
   %o = kiln.attention %q4, %k4, %v4 {scale = 0.5 : f32} : (tensor<1x1x2x2xf32>, tensor<1x1x2x2xf32>, tensor<1x1x2x2xf32>) -> tensor<1x1x2x2xf32>
   return %o : tensor<1x1x2x2xf32>
+}
+
+// -----
+
+func.func @negative_sibling_read_by_matmul(%x: tensor<2x4xf32>, %w2: tensor<3x3xf32>) -> tensor<2x3xf32> {
+  %wg = kiln.constant dense<0.5> : tensor<4x3xf32>
+  %wu = kiln.constant dense<0.25> : tensor<4x3xf32>
+  %g = kiln.matmul %x, %wg : (tensor<2x4xf32>, tensor<4x3xf32>) -> tensor<2x3xf32>
+  %u = kiln.matmul %x, %wu : (tensor<2x4xf32>, tensor<4x3xf32>) -> tensor<2x3xf32>
+  %h = kiln.matmul %g, %w2 : (tensor<2x3xf32>, tensor<3x3xf32>) -> tensor<2x3xf32>
+  %y = kiln.mul %h, %u : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+  return %y : tensor<2x3xf32>
+}
+
+// -----
+
+//--- packed_swiglu.mlir
+func.func @packed_swiglu(%x: tensor<2x4xf32>) -> tensor<2x3xf32> {
+  %wg = kiln.constant dense<[[0.1, 0.2, -0.3], [0.3, 0.4, 0.1], [0.5, -0.6, 0.2], [0.7, 0.8, -0.9]]> : tensor<4x3xf32>
+  %wu = kiln.constant dense<[[-0.1, 0.2, 0.4], [0.3, -0.4, 0.6], [0.5, 0.6, -0.2], [-0.7, 0.8, 0.3]]> : tensor<4x3xf32>
+  %g = kiln.matmul %x, %wg : (tensor<2x4xf32>, tensor<4x3xf32>) -> tensor<2x3xf32>
+  %u = kiln.matmul %x, %wu : (tensor<2x4xf32>, tensor<4x3xf32>) -> tensor<2x3xf32>
+  %s = kiln.sigmoid %g : tensor<2x3xf32>
+  %silu = kiln.mul %g, %s : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+  %y = kiln.mul %silu, %u : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+  return %y : tensor<2x3xf32>
 }
