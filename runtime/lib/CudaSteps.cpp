@@ -14,7 +14,6 @@
 #include <array>
 #include <cstdint>
 #include <cstdio>
-#include <cstring>
 #include <functional>
 #include <string>
 #include <vector>
@@ -269,19 +268,12 @@ Status CudaExecutor::launchNormKernel(size_t index, const MatmulStep &m,
       m.residual == kNoBuffer ? 0 : address(m.residual, in, out),
       address(m.normScale, in, out),
       m.normShift == kNoBuffer ? 0 : address(m.normShift, in, out)};
-  GemmCandidate one;
-  one.splitK = std::max<uint32_t>(splits, 1);
-  std::array<long long, 13> integers = gemmIntegerArguments(m, one);
-  // Epsilon's bits, as the kernels of both backends take integers.
-  uint32_t bits = 0;
-  std::memcpy(&bits, &m.normEpsilon, sizeof(bits));
-  long long epsilon = bits;
+  std::array<long long, 14> integers = gemmNormIntegerArguments(m, splits);
   std::vector<void *> args;
   for (cu::DevicePtr &p : pointers)
     args.push_back(&p);
   for (long long &v : integers)
     args.push_back(&v);
-  args.push_back(&epsilon);
   const unsigned grid[3] = {gemmNormBlocks(m), 1, 1};
   const unsigned block[3] = {kGemmNormThreads, 1, 1};
   if (cu::Result r =

@@ -13,19 +13,28 @@ using namespace kiln::rt::detail;
 
 namespace {
 
+/// Retains device `ordinal`'s primary context, where models run; the
+/// caller releases it (cuDevicePrimaryCtxRelease of `device`).
+Status retainPrimaryContext(int ordinal, const cu::DriverApi *&api,
+                            cu::Device &device, cu::Context &context) {
+  if (Status s = cu::loadCudaDriver(api); !s.isOk())
+    return s;
+  if (cu::Result r = api->deviceGet(&device, ordinal); r != cu::kSuccess)
+    return cu::cudaError(*api, r, "cuDeviceGet");
+  if (cu::Result r = api->primaryCtxRetain(&context, device); r != cu::kSuccess)
+    return cu::cudaError(*api, r, "cuDevicePrimaryCtxRetain");
+  return Status::ok();
+}
+
 /// Runs `body` with device `ordinal`'s primary context current; its
 /// driver result, or the setup's, named.
 template <class Body>
 Status inPrimaryContext(int ordinal, const char *what, Body body) {
   const cu::DriverApi *api = nullptr;
-  if (Status s = cu::loadCudaDriver(api); !s.isOk())
-    return s;
   cu::Device device = 0;
-  if (cu::Result r = api->deviceGet(&device, ordinal); r != cu::kSuccess)
-    return cu::cudaError(*api, r, "cuDeviceGet");
   cu::Context context = nullptr;
-  if (cu::Result r = api->primaryCtxRetain(&context, device); r != cu::kSuccess)
-    return cu::cudaError(*api, r, "cuDevicePrimaryCtxRetain");
+  if (Status s = retainPrimaryContext(ordinal, api, device, context); !s.isOk())
+    return s;
   Status status;
   {
     ContextScope scope(*api, context);
@@ -131,15 +140,11 @@ Status DeviceQueue::create(Memory memory, int device) {
   if (memory == Memory::Host)
     return Status::ok();
   const cu::DriverApi *api = nullptr;
-  if (Status s = cu::loadCudaDriver(api); !s.isOk())
-    return s;
   cu::Device handle = 0;
-  if (cu::Result r = api->deviceGet(&handle, ordinal); r != cu::kSuccess)
-    return cu::cudaError(*api, r, "cuDeviceGet");
   cu::Context retained = nullptr;
-  if (cu::Result r = api->primaryCtxRetain(&retained, handle);
-      r != cu::kSuccess)
-    return cu::cudaError(*api, r, "cuDevicePrimaryCtxRetain");
+  if (Status s = retainPrimaryContext(ordinal, api, handle, retained);
+      !s.isOk())
+    return s;
   context = retained;
   // Non-blocking: the program's own work on the legacy default stream
   // neither waits for the queue nor holds it up.

@@ -3,6 +3,7 @@
 #include "GemmCandidates.h"
 
 #include <algorithm>
+#include <cstring>
 
 using namespace kiln::rt;
 
@@ -81,6 +82,19 @@ kiln::rt::gemmIntegerArguments(const MatmulStep &step, const GemmCandidate &g) {
           step.outerStrideC,
           static_cast<long long>(step.activation),
           g.splitK};
+}
+
+std::array<long long, 14>
+kiln::rt::gemmNormIntegerArguments(const MatmulStep &step, uint32_t splits) {
+  GemmCandidate g;
+  g.splitK = std::max<uint32_t>(splits, 1);
+  std::array<long long, 13> integers = gemmIntegerArguments(step, g);
+  std::array<long long, 14> out;
+  std::copy(integers.begin(), integers.end(), out.begin());
+  uint32_t bits = 0;
+  std::memcpy(&bits, &step.normEpsilon, sizeof(bits));
+  out[13] = bits;
+  return out;
 }
 
 std::array<uint32_t, 3> kiln::rt::gemmGrid(const MatmulStep &step,

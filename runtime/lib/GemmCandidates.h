@@ -56,6 +56,12 @@ std::string gemmCandidateMisfit(const MatmulStep &step, const GemmCandidate &g,
 std::array<long long, 13> gemmIntegerArguments(const MatmulStep &step,
                                                const GemmCandidate &g);
 
+/// A step's LayerNorm kernel's integer arguments: gemmIntegerArguments'
+/// with `splits` splits (at least 1), then the norm's epsilon as its float
+/// bits (kernels of both backends take pointers and integers).
+std::array<long long, 14> gemmNormIntegerArguments(const MatmulStep &step,
+                                                   uint32_t splits);
+
 /// The main kernel's grid.
 std::array<uint32_t, 3> gemmGrid(const MatmulStep &step,
                                  const GemmCandidate &g);

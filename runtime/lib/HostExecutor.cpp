@@ -532,17 +532,10 @@ Status HostExecutor::runNormKernel(const MatmulStep &m, size_t index,
                        address[m.normScale],
                        m.normShift == kNoBuffer ? nullptr
                                                 : address[m.normShift]};
-  GemmCandidate one;
-  one.splitK = std::max<uint32_t>(splits, 1);
-  std::array<long long, 13> integers = gemmIntegerArguments(m, one);
-  // Epsilon's bits, as the kernels of both backends take integers.
-  uint32_t bits = 0;
-  std::memcpy(&bits, &m.normEpsilon, sizeof(bits));
-  long long epsilon = bits;
+  std::array<long long, 14> integers = gemmNormIntegerArguments(m, splits);
   std::vector<void *> args(pointers, pointers + 6);
   for (long long &v : integers)
     args.push_back(&v);
-  args.push_back(&epsilon);
   Launch launch;
   launch.entry = shared->kernels()->entry(m.normKernel);
   launch.name = artifact.kernelNames[m.normKernel];
