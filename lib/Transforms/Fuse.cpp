@@ -245,7 +245,8 @@ constexpr int64_t kMostNormColumns = 12160;
 /// The layer_norm that ends `matmul`'s GEMM group after `end` (through
 /// reshapes, each the only user of the one before), or null: of the last
 /// axis only, whose length is the product's static columns, at most
-/// kMostNormColumns; a 16-bit product; scale and shift one row each.
+/// kMostNormColumns; a 16-bit product; scale and shift one row each; not
+/// read by one elementwise op alone.
 LayerNormOp rowNormOf(Operation *end, MatmulOp matmul,
                       const llvm::DenseSet<Operation *> &taken) {
   auto product = cast<RankedTensorType>(matmul.getType());
@@ -275,6 +276,13 @@ LayerNormOp rowNormOf(Operation *end, MatmulOp matmul,
     if (static_cast<int64_t>(norm.getAxis()) != type.getRank() - 1 ||
         type.getShape().back() != columns || !isRow(norm.getScale()) ||
         (norm.getBias() && !isRow(norm.getBias())))
+      return {};
+    // A norm whose only reader is elementwise (a model's last norm and its
+    // cast to the fp32 output) keeps its row kernel, which takes that
+    // reader as its epilogue: joined to the GEMM, the reader would need a
+    // kernel of its own, and after cuBLASLt the norm one too.
+    Value normed = norm.getResult();
+    if (normed.hasOneUse() && isElementwise(*normed.getUsers().begin()))
       return {};
     return norm;
   }

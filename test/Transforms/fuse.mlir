@@ -736,3 +736,22 @@ func.func @negative_gemm_layer_norm_other_axes(%a: tensor<16x32xf16>, %w: tensor
   %m = kiln.layer_norm %u, %h {axis = 1 : i64, epsilon = 1.0e-5 : f32} : (tensor<8x128xf16>, tensor<128xf16>) -> tensor<8x128xf16>
   return %n, %m : tensor<2x8x64xf16>, tensor<8x128xf16>
 }
+
+// -----
+
+// negative_: a norm read by one elementwise op alone (a model's last norm
+// and its cast to the fp32 output) keeps its row kernel, which takes the
+// cast as its epilogue; in the GEMM the cast would need a kernel of its own.
+// CHECK-LABEL: func @negative_gemm_layer_norm_read_by_cast
+// CHECK: kiln.kernel gemm({{.*}}) {epilogue = #kiln.gemm_epilogue<residual = 2>}
+// CHECK: kiln.kernel reduction
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: kiln.layer_norm
+// CHECK-NEXT: kiln.cast
+func.func @negative_gemm_layer_norm_read_by_cast(%a: tensor<4x8xf16>, %w: tensor<8x16xf16>, %x: tensor<4x16xf16>, %g: tensor<16xf16>) -> tensor<4x16xf32> {
+  %p = kiln.matmul %a, %w : (tensor<4x8xf16>, tensor<8x16xf16>) -> tensor<4x16xf16>
+  %y = kiln.add %x, %p : (tensor<4x16xf16>, tensor<4x16xf16>) -> tensor<4x16xf16>
+  %n = kiln.layer_norm %y, %g {axis = 1 : i64, epsilon = 1.0e-5 : f32} : (tensor<4x16xf16>, tensor<16xf16>) -> tensor<4x16xf16>
+  %c = kiln.cast %n : tensor<4x16xf16> -> tensor<4x16xf32>
+  return %c : tensor<4x16xf32>
+}

@@ -144,14 +144,21 @@ def epilogue_problem(layer, launches):
 def norm_problem(layer, launches):
     """Why the LayerNorms of `layer` are not each in the epilogue of the GEMM
     before it (a matmul step covering the projection, its bias, the residual
-    Add and the norm), or "" when they are. Layer 0's first is exempt: its
-    residual is this model's input, cast to fp16 for that Add alone, which
-    the norm's own kernel reads as its prologue (a real BERT's residual
-    there is the embeddings' LayerNorm, which the GEMM reads)."""
+    Add and the norm), or "" when they are. Two are exempt. Layer 0's
+    first: its residual is this model's input, cast to fp16 for that Add
+    alone, which the norm's own kernel reads as its prologue (a real BERT's
+    residual there is the embeddings' LayerNorm, which the GEMM reads). The
+    last layer's second: its only reader is the cast to the fp32 output,
+    which the norm's row kernel takes as its epilogue (kiln-fuse keeps
+    such a norm apart)."""
     p = f"/encoder/layer.{layer}/"
     pairs = [(p + "attention/output/LayerNorm", p + "attention/output/dense/MatMul"),
              (p + "output/LayerNorm", p + "output/dense/MatMul")]
-    for norm, projection in pairs[1:] if layer == 0 else pairs:
+    if layer == 0:
+        pairs = pairs[1:]
+    if layer == LAYERS - 1:
+        pairs = pairs[:1]
+    for norm, projection in pairs:
         if not any(l["kind"] == "matmul" and norm in l["onnx_nodes"] and
                    projection in l["onnx_nodes"] for l in launches):
             return f"{norm} is not in the epilogue of {projection}"
@@ -160,9 +167,8 @@ def norm_problem(layer, launches):
 
 def edge_launches(layer, args):
     """Launches the first and last layer may take beyond --max-per-layer
-    when the norms join their GEMMs: layer 0's first norm keeps a kernel
-    of its own (norm_problem), and the last norm's output is cast to the
-    model's fp32 output by another (the norm's own kernel did both)."""
+    when the norms join their GEMMs: one norm of each keeps a row kernel
+    of its own (norm_problem says why)."""
     return 1 if args.norm_in_gemm and layer in (0, LAYERS - 1) else 0
 
 
