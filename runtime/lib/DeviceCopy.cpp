@@ -131,6 +131,17 @@ Status inContext(void *context, const char *what, Body body) {
   return r == cu::kSuccess ? Status::ok() : cu::cudaError(*api, r, what);
 }
 
+/// Refuses a read slot or size the queue's staging does not have.
+Status checkReadSlot(unsigned slot, size_t bytes) {
+  if (slot < DeviceQueue::kReadSlots && bytes <= DeviceQueue::kReadBytes)
+    return Status::ok();
+  return Status::error(StatusCode::InvalidArgument,
+                       "a queued read takes a slot below " +
+                           std::to_string(DeviceQueue::kReadSlots) +
+                           " and at most " +
+                           std::to_string(DeviceQueue::kReadBytes) + " bytes");
+}
+
 } // namespace
 
 Status DeviceQueue::create(Memory memory, int device) {
@@ -192,11 +203,8 @@ Status DeviceQueue::copy(void *dst, const void *src, Memory srcMemory,
 }
 
 Status DeviceQueue::queueRead(unsigned slot, const void *src, size_t bytes) {
-  if (slot >= kReadSlots || bytes > kReadBytes)
-    return Status::error(StatusCode::InvalidArgument,
-                         "a queued read takes a slot below " +
-                             std::to_string(kReadSlots) + " and at most " +
-                             std::to_string(kReadBytes) + " bytes");
+  if (Status s = checkReadSlot(slot, bytes); !s.isOk())
+    return s;
   if (memory == Memory::Host) {
     std::memcpy(hostReads[slot].data(), src, bytes);
     return Status::ok();
@@ -214,11 +222,8 @@ Status DeviceQueue::queueRead(unsigned slot, const void *src, size_t bytes) {
 }
 
 Status DeviceQueue::takeRead(unsigned slot, void *dst, size_t bytes) {
-  if (slot >= kReadSlots || bytes > kReadBytes)
-    return Status::error(StatusCode::InvalidArgument,
-                         "a queued read takes a slot below " +
-                             std::to_string(kReadSlots) + " and at most " +
-                             std::to_string(kReadBytes) + " bytes");
+  if (Status s = checkReadSlot(slot, bytes); !s.isOk())
+    return s;
   if (memory == Memory::Host) {
     std::memcpy(dst, hostReads[slot].data(), bytes);
     return Status::ok();

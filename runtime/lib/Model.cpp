@@ -251,17 +251,24 @@ Status Model::run(const std::vector<int64_t> &dims, const void *const *inputs,
                        RunShape{shaped.get(), shaped ? &dims : nullptr});
 }
 
-Status Model::enqueue(const std::vector<int64_t> &dims,
-                      const void *const *inputs, void *const *outputs,
-                      void *stream) {
+Status Model::enqueueOn(Executor &runner, std::mutex &mutex,
+                        const std::vector<int64_t> &dims,
+                        const void *const *inputs, void *const *outputs,
+                        void *stream) {
   Memory memory =
       selectedBackend == Backend::Cuda ? Memory::Device : Memory::Host;
   std::shared_ptr<const Artifact> shaped;
   if (Status s = prepareRun(dims, inputs, outputs, memory, shaped); !s.isOk())
     return s;
-  std::lock_guard<std::mutex> lock(runMutex);
-  return executor->enqueue(inputs, outputs, stream,
-                           RunShape{shaped.get(), shaped ? &dims : nullptr});
+  std::lock_guard<std::mutex> lock(mutex);
+  return runner.enqueue(inputs, outputs, stream,
+                        RunShape{shaped.get(), shaped ? &dims : nullptr});
+}
+
+Status Model::enqueue(const std::vector<int64_t> &dims,
+                      const void *const *inputs, void *const *outputs,
+                      void *stream) {
+  return enqueueOn(*executor, runMutex, dims, inputs, outputs, stream);
 }
 
 Status Model::synchronize() {
@@ -318,15 +325,7 @@ Status ExecutionContext::enqueue(const void *const *inputs,
 Status ExecutionContext::enqueue(const std::vector<int64_t> &dims,
                                  const void *const *inputs,
                                  void *const *outputs, void *stream) {
-  Memory memory =
-      model.backend() == Backend::Cuda ? Memory::Device : Memory::Host;
-  std::shared_ptr<const Artifact> shaped;
-  if (Status s = model.prepareRun(dims, inputs, outputs, memory, shaped);
-      !s.isOk())
-    return s;
-  std::lock_guard<std::mutex> lock(runMutex);
-  return executor->enqueue(inputs, outputs, stream,
-                           RunShape{shaped.get(), shaped ? &dims : nullptr});
+  return model.enqueueOn(*executor, runMutex, dims, inputs, outputs, stream);
 }
 
 Status ExecutionContext::synchronize() {

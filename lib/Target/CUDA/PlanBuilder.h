@@ -18,6 +18,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/raw_ostream.h"
@@ -201,6 +202,12 @@ private:
   /// records them as `op`'s configuration.
   void addGemmCandidates(MatmulPlan &plan, mlir::Operation *op,
                          llvm::raw_ostream &source);
+
+  /// The index of Kiln's GEMM-family kernel `name` in artifact.kernelNames,
+  /// calling `emit` (which appends it to the source) the first time a step
+  /// needs it: one kernel whichever steps share it.
+  uint32_t gemmKernelIndex(const std::string &name,
+                           llvm::function_ref<void()> emit);
 
   /// The cuBLASLt step of `op`'s shapes (operand buffers left to the
   /// caller).

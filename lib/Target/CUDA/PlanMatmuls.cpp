@@ -152,13 +152,9 @@ LogicalResult PlanBuilder::addGemm(KernelOp kernel, llvm::raw_ostream &source) {
     if (int64_t shift = epilogue.getNormShift(); shift >= 0)
       step->normShift = bufferOf.at(kernel.getInputs()[shift]);
     step->normEpsilon = norm.getEpsilon().convertToFloat();
-    auto [it, inserted] = gemmKernels.try_emplace(gemmNormName(step->dtype), 0);
-    if (inserted) {
-      emitGemmNorm(step->dtype, source);
-      it->second = artifact.kernelNames.size();
-      artifact.kernelNames.push_back(gemmNormName(step->dtype));
-    }
-    step->normKernel = it->second;
+    rt::DType dtype = step->dtype;
+    step->normKernel = gemmKernelIndex(gemmNormName(dtype),
+                                       [&] { emitGemmNorm(dtype, source); });
   }
   if (!dequantize && failed(addResults(kernel)))
     return failure();
@@ -196,15 +192,6 @@ void PlanBuilder::addGemmCandidates(MatmulPlan &plan, Operation *op,
     return;
   // One kernel per element type, transposes, epilogue and layout, and one
   // reduce per element type, whichever steps share them.
-  auto kernelIndex = [&](const std::string &name, auto emit) {
-    auto [it, inserted] = gemmKernels.try_emplace(name, 0);
-    if (inserted) {
-      emit();
-      it->second = artifact.kernelNames.size();
-      artifact.kernelNames.push_back(name);
-    }
-    return it->second;
-  };
   GemmKernelKind kind;
   kind.dtype = step.dtype;
   kind.transA = step.transA;
@@ -215,12 +202,12 @@ void PlanBuilder::addGemmCandidates(MatmulPlan &plan, Operation *op,
   for (const GemmConfig &config : choice.configs) {
     rt::GemmCandidate candidate;
     candidate.name = config.name();
-    candidate.kernel = kernelIndex(gemmKernelName(config, kind), [&] {
+    candidate.kernel = gemmKernelIndex(gemmKernelName(config, kind), [&] {
       emitGemmKernel(config, kind, source);
     });
     // A step with a norm adds its splits in its norm kernel.
     if (config.splitK > 1 && !step.hasNorm())
-      candidate.reduce = kernelIndex(gemmReduceName(step.dtype), [&] {
+      candidate.reduce = gemmKernelIndex(gemmReduceName(step.dtype), [&] {
         emitGemmReduce(step.dtype, source);
       });
     candidate.tileM = config.tileM;
@@ -236,6 +223,17 @@ void PlanBuilder::addGemmCandidates(MatmulPlan &plan, Operation *op,
     record.gemmCandidates = std::move(choice.configs);
     configs->push_back(std::move(record));
   }
+}
+
+uint32_t PlanBuilder::gemmKernelIndex(const std::string &name,
+                                      llvm::function_ref<void()> emit) {
+  auto [it, inserted] = gemmKernels.try_emplace(name, 0);
+  if (inserted) {
+    emit();
+    it->second = artifact.kernelNames.size();
+    artifact.kernelNames.push_back(name);
+  }
+  return it->second;
 }
 
 FailureOr<PlanBuilder::MatmulPlan> PlanBuilder::matmulPlan(MatmulOp op) {

@@ -267,6 +267,11 @@ private:
                            const Artifact *shaped = nullptr) const;
   /// The plan of a run at `dims` (none for a static model), written and
   /// validated on first use, and the arguments checked against it.
+  /// Queues one run on `executor` (the model's or a context's, whose runs
+  /// `mutex` serializes) on the caller's `stream`; see `enqueue`.
+  Status enqueueOn(Executor &executor, std::mutex &mutex,
+                   const std::vector<int64_t> &dims, const void *const *inputs,
+                   void *const *outputs, void *stream);
   Status prepareRun(const std::vector<int64_t> &dims, const void *const *inputs,
                     void *const *outputs, Memory memory,
                     std::shared_ptr<const Artifact> &plan);
