@@ -37,9 +37,10 @@ struct PrecisionCLOptions {
       llvm::cl::init(true)};
   llvm::cl::list<std::string> keepFp32Ops{
       "keep-fp32-ops",
-      llvm::cl::desc("with --precision fp16|bf16: op types kept in fp32 "
-                     "(kiln op names: matmul, attention, layer_norm, softmax, "
-                     "...)"),
+      llvm::cl::desc(
+          "with --precision fp16|bf16: op types kept in fp32 "
+          "(kiln op names: matmul, attention, layer_norm, rms_norm, softmax, "
+          "...)"),
       llvm::cl::CommaSeparated, llvm::cl::value_desc("op,...")};
   llvm::cl::list<std::string> keepFp32Nodes{
       "keep-fp32-nodes",

@@ -85,6 +85,8 @@ static double flopsOf(Operation *op) {
   }
   if (isa<LayerNormOp>(op))
     return 8.0 * elementsOf(op->getOperand(0));
+  if (isa<RmsNormOp>(op)) // The square and its sum, the scaled quotient.
+    return 4.0 * elementsOf(op->getOperand(0));
   if (isa<SoftmaxOp, LogSoftmaxOp>(op))
     return 5.0 * elementsOf(op->getOperand(0));
   if (isReduction(op))

@@ -1,7 +1,7 @@
-//===- ExecuteNormalization.cpp - kiln.layer_norm on the host -------------===//
+//===- ExecuteNormalization.cpp - kiln.layer_norm, rms_norm on the host ---===//
 //
-// Layer normalization over the trailing dims, its statistics in double;
-// scale and bias broadcast to the normalized dims.
+// Layer and root-mean-square normalization over the trailing dims, their
+// statistics in double; scale and bias broadcast to the normalized dims.
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,45 +16,51 @@ using namespace mlir;
 
 namespace kiln {
 
-/// Checks that a layer_norm parameter broadcasts to the normalized dims
-/// without growing them.
-static LogicalResult checkNormParam(LayerNormOp op, StringRef what,
+/// Checks that a norm parameter broadcasts to the normalized dims without
+/// growing them.
+static LogicalResult checkNormParam(Operation *op, StringRef what,
                                     const HostTensor &param,
                                     const HostTensor &input,
                                     ArrayRef<int64_t> normShape) {
   if (param.elementType != input.elementType)
-    return op.emitOpError("expected ")
+    return op->emitOpError("expected ")
            << what << " of element type " << input.elementType << ", got "
            << param.elementType;
   FailureOr<SmallVector<int64_t>> shape =
-      broadcastShapes(op.getLoc(), normShape, param.shape);
+      broadcastShapes(op->getLoc(), normShape, param.shape);
   if (failed(shape))
     return failure();
   if (ArrayRef<int64_t>(*shape) != normShape)
-    return op.emitOpError("expected ")
+    return op->emitOpError("expected ")
            << what << " of type " << param.getType()
            << " to broadcast to the normalized dims of " << input.getType();
   return success();
 }
 
-FailureOr<HostTensor> executeLayerNorm(LayerNormOp op, const HostTensor &input,
+/// Normalizes each slice of `input` from row norm `op`'s axis on: subtracts the
+/// slice's mean when `centered` (LayerNorm; RMSNorm does not), divides by
+/// the root of the mean square of what is left plus `epsilon`, scales and
+/// adds `bias` (may be null), all in double.
+static FailureOr<HostTensor> normalize(Operation *op, bool centered,
+                                       const HostTensor &input,
                                        const HostTensor &scale,
                                        const HostTensor *bias) {
   if (failed(checkFloat(op, input)))
     return failure();
   int64_t rank = input.shape.size();
-  int64_t axis = op.getAxis();
+  int64_t axis = rowNormAxis(op);
   if (axis < 0 || axis >= rank)
-    return op.emitOpError("axis ") << axis << " out of range for rank " << rank;
+    return op->emitOpError("axis ")
+           << axis << " out of range for rank " << rank;
   ArrayRef<int64_t> normShape = ArrayRef<int64_t>(input.shape).drop_front(axis);
   if (failed(checkNormParam(op, "scale", scale, input, normShape)) ||
       (bias && failed(checkNormParam(op, "bias", *bias, input, normShape))))
     return failure();
   FailureOr<HostTensor> result =
-      HostTensor::allocate(input.elementType, input.shape, op.getLoc());
+      HostTensor::allocate(input.elementType, input.shape, op->getLoc());
   if (failed(result))
     return failure();
-  double epsilon = op.getEpsilon().convertToDouble();
+  double epsilon = rowNormEpsilon(op).convertToDouble();
   SmallVector<int64_t> scaleStrides =
       getBroadcastStrides(scale.shape, normShape);
   SmallVector<int64_t> biasStrides;
@@ -64,17 +70,19 @@ FailureOr<HostTensor> executeLayerNorm(LayerNormOp op, const HostTensor &input,
   int64_t size = getProduct(normShape);
   for (int64_t o = 0; o < outer; ++o) {
     int64_t base = o * size;
-    double sum = 0.0;
-    for (int64_t j = 0; j < size; ++j)
-      sum += input.getAsDouble(base + j);
-    double mean = sum / static_cast<double>(size);
+    double mean = 0.0;
+    if (centered) {
+      double sum = 0.0;
+      for (int64_t j = 0; j < size; ++j)
+        sum += input.getAsDouble(base + j);
+      mean = sum / static_cast<double>(size);
+    }
     double squares = 0.0;
     for (int64_t j = 0; j < size; ++j) {
-      double centered = input.getAsDouble(base + j) - mean;
-      squares += centered * centered;
+      double centeredValue = input.getAsDouble(base + j) - mean;
+      squares += centeredValue * centeredValue;
     }
-    double variance = squares / static_cast<double>(size);
-    double deviation = std::sqrt(variance + epsilon);
+    double deviation = std::sqrt(squares / static_cast<double>(size) + epsilon);
     for (int64_t j = 0; j < size; ++j) {
       double value = (input.getAsDouble(base + j) - mean) / deviation *
                      scale.getAsDouble(getOffset(j, normShape, scaleStrides));
@@ -84,6 +92,17 @@ FailureOr<HostTensor> executeLayerNorm(LayerNormOp op, const HostTensor &input,
     }
   }
   return result;
+}
+
+FailureOr<HostTensor> executeLayerNorm(LayerNormOp op, const HostTensor &input,
+                                       const HostTensor &scale,
+                                       const HostTensor *bias) {
+  return normalize(op, /*centered=*/true, input, scale, bias);
+}
+
+FailureOr<HostTensor> executeRmsNorm(RmsNormOp op, const HostTensor &input,
+                                     const HostTensor &scale) {
+  return normalize(op, /*centered=*/false, input, scale, nullptr);
 }
 
 } // namespace kiln

@@ -1,4 +1,4 @@
-//===- ExecuteNormalization.h - kiln.layer_norm on the host -----*- C++ -*-===//
+//===- ExecuteNormalization.h - layer_norm, rms_norm on the host *- C++ -*-===//
 
 #ifndef KILN_LIB_INTERPRETER_EXECUTENORMALIZATION_H
 #define KILN_LIB_INTERPRETER_EXECUTENORMALIZATION_H
@@ -15,6 +15,11 @@ mlir::FailureOr<HostTensor> executeLayerNorm(LayerNormOp op,
                                              const HostTensor &input,
                                              const HostTensor &scale,
                                              const HostTensor *bias);
+
+/// `x / sqrt(mean(x^2) + epsilon) * scale` over the dims from `axis` on,
+/// in double, rounded once.
+mlir::FailureOr<HostTensor>
+executeRmsNorm(RmsNormOp op, const HostTensor &input, const HostTensor &scale);
 
 } // namespace kiln
 

@@ -243,6 +243,9 @@ static FailureOr<HostTensor> executeOp(Operation *op,
         return executeLayerNorm(norm, operand(0), operand(1),
                                 operands.size() > 2 ? operands[2] : nullptr);
       })
+      .Case([&](RmsNormOp norm) {
+        return executeRmsNorm(norm, operand(0), operand(1));
+      })
       .Case([&](AttentionOp attention) {
         return executeAttention(attention, operand(0), operand(1), operand(2),
                                 operands.size() > 3 ? operands[3] : nullptr);

@@ -1,17 +1,18 @@
 //===- Fuse.cpp - group ops into kiln.kernel regions ----------------------===//
 //
-// Groups are grown without duplicating work: a producer joins a group only
-// when every use of its result is inside the group, so each op lands in
-// exactly one kernel. Elementwise ops join only where their users in the
-// group read them at their own shape (a broadcast would compute them again
-// for every element that reads them); data movement (transposes, slices,
-// expands, gathers, concats) joins elementwise and attention groups at any
-// shape: the generated code reads through it at a remapped index instead of
+// Groups are grown without duplicating work: a producer joins a group only when
+// every use of its result is inside the group, so each op lands in exactly one
+// kernel (a row norm's kernel may also yield the norm's input to later readers:
+// still computed once, in that kernel). Elementwise ops join only where their
+// users in the group read them at their own shape (a broadcast would compute
+// them again for every element that reads them); data movement (transposes,
+// slices, expands, gathers, concats) joins elementwise and attention groups at
+// any shape: the generated code reads through it at a remapped index instead of
 // writing it to memory; so does a reduction's prologue. A matmul takes the
 // bias, residual add and activation after it into a GEMM kernel (cuBLASLt's
-// epilogue), and the dequantize of its block-quantized weights. A cache
-// update is a kernel that writes its new rows, computed through the ops
-// that feed them alone.
+// epilogue), and the dequantize of its block-quantized weights. A cache update
+// is a kernel that writes its new rows, computed through the ops that feed them
+// alone.
 //
 //===----------------------------------------------------------------------===//
 
@@ -66,6 +67,9 @@ struct Group {
   GemmActivation gemmActivation = GemmActivation::none;
   /// The layer_norm of the product's rows that ends the epilogue, or null.
   LayerNormOp gemmNorm;
+  /// A member whose value the kernel also yields, after the root's: a row
+  /// norm's input that later ops read too (buildReductionGroup), or null.
+  Operation *alsoYielded = nullptr;
 
   bool allUsesInside(Operation *op) const {
     return llvm::all_of(op->getUsers(), [&](Operation *user) {
@@ -96,9 +100,33 @@ struct Group {
   }
 };
 
+/// The elementwise op that computes row norm `norm`'s input, when later
+/// ops read its value too and the norm's kernel can write it for them: a
+/// pre-norm decoder's residual sum (onnxruntime's SkipSimplifiedLayerNorm,
+/// whose sum is the next layer's residual). The kernel computes it anyway,
+/// in its first pass over the row; written there, it needs no kernel of its
+/// own, and the norm does not read it back. Every other reader must come
+/// after `root`, where the kernel is placed.
+Operation *sharedNormInput(Operation *norm, Operation *root,
+                           const llvm::DenseSet<Operation *> &taken) {
+  Operation *input = norm->getOperand(0).getDefiningOp();
+  if (!isRowNorm(norm) || !input || !isElementwise(input) ||
+      taken.contains(input) || input->getBlock() != norm->getBlock() ||
+      input->getResult(0).hasOneUse())
+    return nullptr;
+  bool readLater = llvm::all_of(input->getUsers(), [&](Operation *user) {
+    return user == norm || (user->getBlock() == root->getBlock() &&
+                            root->isBeforeInBlock(user));
+  });
+  return readLater ? input : nullptr;
+}
+
 /// Builds a reduction group: the reduction, its single-use elementwise
 /// epilogue chain, then its prologue: the elementwise ops and data movement
-/// (embedding gathers before a LayerNorm) that feed its input alone.
+/// (embedding gathers before a LayerNorm) that feed its input alone, and the
+/// casts and data movement that feed a norm's scale and shift alone (a
+/// 16-bit weight widened for an fp32 norm). A norm's input that later ops
+/// read too joins as a second result (sharedNormInput).
 Group buildReductionGroup(Operation *reduction,
                           const llvm::DenseSet<Operation *> &taken) {
   Group group{KernelKind::reduction, reduction, {}};
@@ -112,8 +140,28 @@ Group buildReductionGroup(Operation *reduction,
     group.members.insert(user);
     group.root = user;
   }
-  Value input = reduction->getOperand(0);
-  group.absorbProducersThroughMoves({input}, taken);
+  SmallVector<Value> inputs{reduction->getOperand(0)};
+  if (Operation *shared = sharedNormInput(reduction, group.root, taken)) {
+    group.members.insert(shared);
+    group.alsoYielded = shared;
+    inputs.assign(shared->operand_begin(), shared->operand_end());
+  }
+  group.absorbProducersThroughMoves(inputs, taken);
+  // A norm reads its scale and shift at each row's broadcast index: only
+  // what costs nothing to compute again per row joins (a widening cast, data
+  // movement); other producers keep a kernel that computes them once.
+  if (isRowNorm(reduction)) {
+    SmallVector<Value> params(llvm::drop_begin(reduction->getOperands()));
+    while (!params.empty()) {
+      Operation *producer = params.pop_back_val().getDefiningOp();
+      if (!producer || group.members.contains(producer) ||
+          taken.contains(producer) || !group.allUsesInside(producer) ||
+          !(isa<CastOp>(producer) || movesData(producer)))
+        continue;
+      group.members.insert(producer);
+      params.append(producer->operand_begin(), producer->operand_end());
+    }
+  }
   return group;
 }
 
@@ -428,8 +476,11 @@ void outlineGroup(Group &group) {
         norm ? numberOf(norm.getScale()) : -1,
         norm ? numberOf(norm.getBias()) : -1);
   }
+  SmallVector<Value> results{result};
+  if (group.alsoYielded)
+    results.push_back(group.alsoYielded->getResult(0));
   auto kernel = KernelOp::create(
-      builder, group.root->getLoc(), TypeRange{result.getType()},
+      builder, group.root->getLoc(), ValueRange(results).getTypes(),
       KernelKindAttr::get(builder.getContext(), group.kind),
       inputs.getArrayRef(), epilogue);
   Block *body = builder.createBlock(&kernel.getBody());
@@ -438,9 +489,16 @@ void outlineGroup(Group &group) {
     mapping.map(input, body->addArgument(input.getType(), input.getLoc()));
   for (Operation *op : ops)
     builder.clone(*op, mapping);
-  YieldOp::create(builder, group.root->getLoc(), mapping.lookup(result));
+  SmallVector<Value> yielded;
+  for (Value v : results)
+    yielded.push_back(mapping.lookup(v));
+  YieldOp::create(builder, group.root->getLoc(), yielded);
 
-  result.replaceAllUsesWith(kernel.getResult(0));
+  // Readers outside the group read the kernel's results; the members go.
+  for (auto [value, kernelResult] : llvm::zip(results, kernel.getResults()))
+    value.replaceUsesWithIf(kernelResult, [&](OpOperand &use) {
+      return !inside.contains(use.getOwner());
+    });
   for (Operation *op : llvm::reverse(ops))
     op->erase();
 }

@@ -56,7 +56,7 @@ struct KilnMixedPrecisionPass
                << type
                << "' in keep-op-types; expected a kiln "
                   "op name such "
-                  "as matmul, attention, layer_norm or softmax";
+                  "as matmul, attention, layer_norm, rms_norm or softmax";
       keepTypes.insert(normalized);
     }
     for (const std::string &name : keepNodeNames)

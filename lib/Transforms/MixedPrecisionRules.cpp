@@ -30,6 +30,8 @@ std::string normalizeOpType(StringRef name) {
       result.push_back(llvm::toLower(c));
   if (result == "layernormalization")
     return "layernorm";
+  if (result == "rmsnormalization" || result == "simplifiedlayernormalization")
+    return "rmsnorm";
   if (result == "gemm")
     return "matmul";
   return result;
@@ -222,9 +224,9 @@ Decision Assigner::decide(Operation *op) {
   if (auto it = islandRules.find(op);
       it != islandRules.end() && isOn(it->second))
     return {f32, it->second.str()};
-  if (auto norm = dyn_cast<LayerNormOp>(op)) {
+  if (isRowNorm(op)) {
     // Statistics are fp32 in the kernel whatever the input type.
-    Value x = norm.getInput();
+    Value x = op->getOperand(0);
     if (!isa<BlockArgument>(x) && !x.getDefiningOp<ConstantOp>() &&
         elementTypeOf(x) == f32)
       return {f32, "propagated"};

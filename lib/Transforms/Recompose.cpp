@@ -3,13 +3,15 @@
 // One generic matcher per pattern, on canonicalized IR; the ONNX importer
 // writes its own Attention nodes in the same form, so they are matched too.
 //
-// Why one file of this length: one pass of one pattern set (Passes.td's
-// kiln-recompose); each matcher is a few dozen lines with its exporter forms
-// written above it.
+// Attention and GELU are here; the norms are in RecomposeNorms.cpp. Why one
+// file of this length: each matcher is a few dozen lines with its exporter
+// forms written above it, and attention's helpers serve only attention.
 //
 //===----------------------------------------------------------------------===//
 
 #include "kiln/Transforms/Passes.h"
+
+#include "RecomposePatterns.h"
 
 #include "kiln/ConstantData/HostTensor.h"
 #include "kiln/Dialect/Kiln/KilnOps.h"
@@ -28,10 +30,7 @@ namespace kiln {
 using namespace mlir;
 using namespace kiln;
 
-namespace {
-
-/// The value of a splat float constant, if `v` is one.
-std::optional<double> splatValue(Value v) {
+std::optional<double> kiln::splatValue(Value v) {
   auto constant = v.getDefiningOp<ConstantOp>();
   if (!constant)
     return std::nullopt;
@@ -40,6 +39,8 @@ std::optional<double> splatValue(Value v) {
     return std::nullopt;
   return splat.getSplatValue<APFloat>().convertToDouble();
 }
+
+namespace {
 
 /// Peels `x * c`, `c * x` and `x / c` by one-element constants that do not
 /// change x's shape (each with no other use) off `v`, multiplying `scale` by
@@ -320,114 +321,6 @@ struct RecomposeAttention : OpRewritePattern<SoftmaxOp> {
   }
 };
 
-/// True when `axes` are the trailing dims of a rank-`rank` tensor.
-bool areTrailingAxes(ArrayRef<int64_t> axes, int64_t rank) {
-  if (axes.empty())
-    return false;
-  for (auto [i, axis] : llvm::enumerate(axes))
-    if (axis !=
-        rank - static_cast<int64_t>(axes.size()) + static_cast<int64_t>(i))
-      return false;
-  return true;
-}
-
-/// LayerNorm as exporters before opset 17 write it:
-///   d = x - mean(x); n = d / sqrt(mean(d^2) + eps); [n * gamma] [+ beta]
-/// over the trailing axes, from the division out.
-struct RecomposeLayerNorm : OpRewritePattern<DivOp> {
-  using OpRewritePattern::OpRewritePattern;
-
-  LogicalResult matchAndRewrite(DivOp div,
-                                PatternRewriter &rewriter) const override {
-    auto centered = div.getLhs().getDefiningOp<SubOp>();
-    auto sqrt = div.getRhs().getDefiningOp<SqrtOp>();
-    if (!centered || !sqrt || !sqrt->hasOneUse())
-      return rewriter.notifyMatchFailure(div, "not d / sqrt(...)");
-    auto mean = centered.getRhs().getDefiningOp<ReduceMeanOp>();
-    Value x = centered.getLhs();
-    if (!mean || mean.getInput() != x || !mean.getKeepdims() ||
-        !mean->hasOneUse() || x.getType() != centered.getType())
-      return rewriter.notifyMatchFailure(div, "not x - mean(x)");
-    auto type = cast<RankedTensorType>(x.getType());
-    if (!areTrailingAxes(mean.getAxes(), type.getRank()))
-      return rewriter.notifyMatchFailure(div, "not over trailing axes");
-    auto shifted = sqrt.getInput().getDefiningOp<AddOp>();
-    if (!shifted || !shifted->hasOneUse())
-      return rewriter.notifyMatchFailure(div, "no epsilon");
-    std::optional<double> epsilon = splatValue(shifted.getRhs());
-    Value varianceValue = shifted.getLhs();
-    if (!epsilon) {
-      epsilon = splatValue(shifted.getLhs());
-      varianceValue = shifted.getRhs();
-    }
-    auto variance = varianceValue.getDefiningOp<ReduceMeanOp>();
-    if (!epsilon || !variance || !variance->hasOneUse() ||
-        variance.getAxes() != mean.getAxes() || !variance.getKeepdims())
-      return rewriter.notifyMatchFailure(div, "not mean(d^2) + eps");
-    Operation *square = variance.getInput().getDefiningOp();
-    bool isSquare =
-        square && square->hasOneUse() &&
-        ((isa<MulOp>(square) && square->getOperand(0) == centered.getResult() &&
-          square->getOperand(1) == centered.getResult()) ||
-         (isa<PowOp>(square) && square->getOperand(0) == centered.getResult() &&
-          splatValue(square->getOperand(1)) == 2.0));
-    // d feeds the square and the division, nothing else.
-    if (!isSquare || !llvm::all_of(centered->getUsers(), [&](Operation *user) {
-          return user == square || user == div.getOperation();
-        }))
-      return rewriter.notifyMatchFailure(div, "not d^2 of the same d");
-
-    // Optional scale and shift that broadcast over the normalized dims only.
-    int64_t axis = mean.getAxes().front();
-    ArrayRef<int64_t> normalized = type.getShape().drop_front(axis);
-    // Rows of a symbolic length stay a reduction: the norm's parameters
-    // (and its ones) are constants of the row's shape.
-    if (llvm::any_of(normalized, ShapedType::isDynamic))
-      return rewriter.notifyMatchFailure(div, "normalizes symbolic dims");
-    auto fitsNormalized = [&](Value v) {
-      auto t = cast<RankedTensorType>(v.getType());
-      return t.getRank() <= static_cast<int64_t>(normalized.size()) &&
-             t.getElementType() == type.getElementType() &&
-             llvm::equal(t.getShape(), normalized.take_back(t.getRank()));
-    };
-    Operation *root = div;
-    Value gamma, beta;
-    auto otherOperand = [](Operation *op, Value v) {
-      return op->getOperand(0) == v ? op->getOperand(1) : op->getOperand(0);
-    };
-    if (div->hasOneUse())
-      if (auto mul = dyn_cast<MulOp>(*div->getUsers().begin());
-          mul && fitsNormalized(otherOperand(mul, div.getResult())) &&
-          mul.getType() == type) {
-        gamma = otherOperand(mul, div.getResult());
-        root = mul;
-      }
-    if (gamma && root->hasOneUse())
-      if (auto add = dyn_cast<AddOp>(*root->getUsers().begin());
-          add && fitsNormalized(otherOperand(add, root->getResult(0))) &&
-          add.getType() == type) {
-        beta = otherOperand(add, root->getResult(0));
-        root = add;
-      }
-    rewriter.setInsertionPoint(root);
-    if (!gamma) {
-      auto onesType = RankedTensorType::get(normalized, type.getElementType());
-      gamma = ConstantOp::create(
-          rewriter, div.getLoc(),
-          cast<ElementsAttr>(DenseElementsAttr::get(
-              onesType, rewriter.getFloatAttr(type.getElementType(), 1.0))));
-    }
-    auto norm = LayerNormOp::create(
-        rewriter,
-        rewriter.getFusedLoc({mean.getLoc(), div.getLoc(), root->getLoc()}),
-        type, x, gamma, beta, rewriter.getI64IntegerAttr(axis),
-        rewriter.getF32FloatAttr(static_cast<float>(*epsilon)));
-    copyTensorNames(root, norm);
-    rewriter.replaceOp(root, norm.getResult());
-    return success();
-  }
-};
-
 /// Whether `value` is within a relative `tolerance` of `expected`:
 /// exporters round their constants (1.4142135 for sqrt(2)) and some write
 /// them in 16 bits.
@@ -611,8 +504,8 @@ struct KilnRecomposePass
     : public kiln::impl::KilnRecomposePassBase<KilnRecomposePass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
-    patterns.add<RecomposeAttention, RecomposeGelu, RecomposeLayerNorm>(
-        &getContext());
+    patterns.add<RecomposeAttention, RecomposeGelu>(&getContext());
+    populateRecomposeNormPatterns(patterns);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();
   }

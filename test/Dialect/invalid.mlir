@@ -165,6 +165,33 @@ func.func @layer_norm_scale(%a: tensor<2x8xf32>, %g: tensor<4xf32>) -> tensor<2x
 
 // -----
 
+func.func @rms_norm_scale(%a: tensor<2x8xf32>, %g: tensor<2x8xf32>) -> tensor<2x8xf32> {
+  // expected-error@+2 {{expected scale of shape 2x8 to broadcast to the normalized dims 8}}
+  // expected-error@+1 {{failed to infer returned types}}
+  %0 = kiln.rms_norm %a, %g {axis = 1 : i64, epsilon = 1.0e-5 : f32} : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
+  return %0 : tensor<2x8xf32>
+}
+
+// -----
+
+func.func @rms_norm_axis(%a: tensor<2x8xf32>, %g: tensor<8xf32>) -> tensor<2x8xf32> {
+  // expected-error@+2 {{axis 2 out of range for rank 2}}
+  // expected-error@+1 {{failed to infer returned types}}
+  %0 = kiln.rms_norm %a, %g {axis = 2 : i64, epsilon = 1.0e-5 : f32} : (tensor<2x8xf32>, tensor<8xf32>) -> tensor<2x8xf32>
+  return %0 : tensor<2x8xf32>
+}
+
+// -----
+
+func.func @rms_norm_scale_type(%a: tensor<2x8xf16>, %g: tensor<8xf32>) -> tensor<2x8xf16> {
+  // expected-error@+2 {{expected scale of element type 'f16'}}
+  // expected-error@+1 {{failed to infer returned types}}
+  %0 = kiln.rms_norm %a, %g {axis = 1 : i64, epsilon = 1.0e-5 : f32} : (tensor<2x8xf16>, tensor<8xf32>) -> tensor<2x8xf16>
+  return %0 : tensor<2x8xf16>
+}
+
+// -----
+
 func.func @cast_shape(%a: tensor<2x3xf32>) -> tensor<6xf16> {
   // expected-error@+1 {{expected the same shape}}
   %0 = kiln.cast %a : tensor<2x3xf32> -> tensor<6xf16>

@@ -81,15 +81,17 @@ func.func @logic(%x: tensor<2x3xf32>, %y: tensor<3xf32>, %i: tensor<2x1xi64>, %j
 }
 
 // CHECK-LABEL: func @structured
-func.func @structured(%x: tensor<2x4x8xf32>, %g: tensor<8xf32>, %w: tensor<16x8xf32>) -> tensor<2x4x1xf32> {
+func.func @structured(%x: tensor<2x4x8xf32>, %g: tensor<8xf32>, %g2: tensor<4x8xf32>, %w: tensor<16x8xf32>) -> tensor<2x4x1xf32> {
   // CHECK: kiln.cast %{{.*}} : tensor<2x4x8xf32> -> tensor<2x4x8xf16>
   %h = kiln.cast %x : tensor<2x4x8xf32> -> tensor<2x4x8xf16>
   // CHECK: kiln.softmax %{{.*}} {axis = 2 : i64}
   %s = kiln.softmax %x {axis = 2 : i64} : tensor<2x4x8xf32>
   // CHECK: kiln.layer_norm %{{.*}}, %{{.*}} {axis = 2 : i64
   %n = kiln.layer_norm %s, %g {axis = 2 : i64, epsilon = 1.0e-5 : f32} : (tensor<2x4x8xf32>, tensor<8xf32>) -> tensor<2x4x8xf32>
+  // CHECK: kiln.rms_norm %{{.*}}, %{{.*}} {axis = 1 : i64, epsilon = 9.99999997E-7 : f32} : (tensor<2x4x8xf32>, tensor<4x8xf32>) -> tensor<2x4x8xf32>
+  %rms = kiln.rms_norm %n, %g2 {axis = 1 : i64, epsilon = 1.0e-6 : f32} : (tensor<2x4x8xf32>, tensor<4x8xf32>) -> tensor<2x4x8xf32>
   // CHECK: kiln.matmul %{{.*}}, %{{.*}} {transpose_rhs = true}
-  %m = kiln.matmul %n, %w {transpose_rhs = true} : (tensor<2x4x8xf32>, tensor<16x8xf32>) -> tensor<2x4x16xf32>
+  %m = kiln.matmul %rms, %w {transpose_rhs = true} : (tensor<2x4x8xf32>, tensor<16x8xf32>) -> tensor<2x4x16xf32>
   // CHECK: kiln.transpose %{{.*}} {permutation = array<i64: 1, 0, 2>}
   %t = kiln.transpose %m {permutation = array<i64: 1, 0, 2>} : tensor<2x4x16xf32> -> tensor<4x2x16xf32>
   // CHECK: kiln.reshape %{{.*}} : tensor<4x2x16xf32> -> tensor<2x4x16xf32>

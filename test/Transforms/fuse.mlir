@@ -755,3 +755,121 @@ func.func @negative_gemm_layer_norm_read_by_cast(%a: tensor<4x8xf16>, %w: tensor
   %c = kiln.cast %n : tensor<4x16xf16> -> tensor<4x16xf32>
   return %c : tensor<4x16xf32>
 }
+
+// -----
+
+// A pre-norm decoder's residual sum (onnxruntime's SkipSimplifiedLayerNorm,
+// in fp32 from 16-bit inputs): read by the norm and by later ops. The norm's
+// kernel computes it in its first pass anyway and writes it as a second
+// result, with the casts that feed it; no kernel of its own.
+// CHECK-LABEL: func @rms_norm_writes_its_shared_input
+// CHECK: %[[K:.*]]:2 = kiln.kernel reduction(%arg0, %arg1, %arg2)
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: kiln.cast
+// CHECK-NEXT: kiln.cast
+// CHECK-NEXT: %[[S:.*]] = kiln.add
+// CHECK-NEXT: %[[N:.*]] = kiln.rms_norm %[[S]]
+// CHECK-NEXT: %[[C:.*]] = kiln.cast %[[N]]
+// CHECK-NEXT: kiln.yield %[[C]], %[[S]] : tensor<4x16xf16>, tensor<4x16xf32>
+// CHECK: %[[R:.*]] = kiln.kernel elementwise(%[[K]]#1)
+// CHECK: return %[[K]]#0, %[[R]]
+func.func @rms_norm_writes_its_shared_input(%a: tensor<4x16xf16>, %b: tensor<4x16xf16>, %g: tensor<16xf32>) -> (tensor<4x16xf16>, tensor<4x16xf16>) {
+  %a32 = kiln.cast %a : tensor<4x16xf16> -> tensor<4x16xf32>
+  %b32 = kiln.cast %b : tensor<4x16xf16> -> tensor<4x16xf32>
+  %s = kiln.add %a32, %b32 : (tensor<4x16xf32>, tensor<4x16xf32>) -> tensor<4x16xf32>
+  %n = kiln.rms_norm %s, %g {axis = 1 : i64, epsilon = 1.0e-6 : f32} : (tensor<4x16xf32>, tensor<16xf32>) -> tensor<4x16xf32>
+  %n16 = kiln.cast %n : tensor<4x16xf32> -> tensor<4x16xf16>
+  %s16 = kiln.cast %s : tensor<4x16xf32> -> tensor<4x16xf16>
+  return %n16, %s16 : tensor<4x16xf16>, tensor<4x16xf16>
+}
+
+// -----
+
+// A sum that only the norm and the norm's own epilogue read is its
+// prologue: one kernel, one result (the epilogue reads the sum's value).
+// CHECK-LABEL: func @norm_input_read_in_epilogue
+// CHECK-NEXT: kiln.kernel reduction(%arg0, %arg1, %arg2) : {{.*}} -> tensor<4x16xf32>
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: %[[S:.*]] = kiln.add
+// CHECK-NEXT: %[[N:.*]] = kiln.rms_norm %[[S]]
+// CHECK-NEXT: kiln.add %[[S]], %[[N]]
+// CHECK-NOT: kiln.kernel
+func.func @norm_input_read_in_epilogue(%a: tensor<4x16xf32>, %b: tensor<4x16xf32>, %g: tensor<16xf32>) -> tensor<4x16xf32> {
+  %s = kiln.add %a, %b : (tensor<4x16xf32>, tensor<4x16xf32>) -> tensor<4x16xf32>
+  %n = kiln.rms_norm %s, %g {axis = 1 : i64, epsilon = 1.0e-6 : f32} : (tensor<4x16xf32>, tensor<16xf32>) -> tensor<4x16xf32>
+  %y = kiln.add %s, %n : (tensor<4x16xf32>, tensor<4x16xf32>) -> tensor<4x16xf32>
+  return %y : tensor<4x16xf32>
+}
+
+// -----
+
+// negative_: the sum is also read before the norm, where the norm's kernel
+// is not yet placed: it stays a kernel of its own.
+// CHECK-LABEL: func @negative_norm_input_read_before
+// CHECK: kiln.kernel elementwise
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: kiln.add
+// CHECK-NEXT: kiln.yield
+// CHECK: kiln.kernel reduction
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: kiln.softmax
+// CHECK: kiln.kernel reduction
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: kiln.layer_norm
+func.func @negative_norm_input_read_before(%a: tensor<4x16xf32>, %b: tensor<4x16xf32>, %g: tensor<16xf32>) -> (tensor<4x16xf32>, tensor<4x16xf32>) {
+  %s = kiln.add %a, %b : (tensor<4x16xf32>, tensor<4x16xf32>) -> tensor<4x16xf32>
+  %r = kiln.softmax %s {axis = 0 : i64} : tensor<4x16xf32>
+  %n = kiln.layer_norm %s, %g {axis = 1 : i64, epsilon = 1.0e-5 : f32} : (tensor<4x16xf32>, tensor<16xf32>) -> tensor<4x16xf32>
+  return %n, %r : tensor<4x16xf32>, tensor<4x16xf32>
+}
+
+// -----
+
+/// negative_: a widened weight two norms read is not either kernel's: it
+/// keeps a kernel of its own (computed once), which both norms read.
+// CHECK-LABEL: func @negative_norm_scale_cast_shared
+// CHECK: %[[G:.*]] = kiln.kernel elementwise(%arg2)
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: kiln.cast
+// CHECK: kiln.kernel reduction(%arg0, %[[G]])
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: kiln.rms_norm
+// CHECK: kiln.kernel reduction(%arg1, %[[G]])
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: kiln.rms_norm
+func.func @negative_norm_scale_cast_shared(%a: tensor<4x16xf32>, %b: tensor<4x16xf32>, %g: tensor<16xf16>) -> (tensor<4x16xf32>, tensor<4x16xf32>) {
+  %g32 = kiln.cast %g : tensor<16xf16> -> tensor<16xf32>
+  %n = kiln.rms_norm %a, %g32 {axis = 1 : i64, epsilon = 1.0e-6 : f32} : (tensor<4x16xf32>, tensor<16xf32>) -> tensor<4x16xf32>
+  %m = kiln.rms_norm %b, %g32 {axis = 1 : i64, epsilon = 1.0e-6 : f32} : (tensor<4x16xf32>, tensor<16xf32>) -> tensor<4x16xf32>
+  return %n, %m : tensor<4x16xf32>, tensor<4x16xf32>
+}
+
+// -----
+
+/// negative_: a scale computed by more than a cast (here a tanh of an
+/// input) would be computed again for every row: it keeps its own kernel.
+// CHECK-LABEL: func @negative_norm_scale_computed
+// CHECK: %[[G:.*]] = kiln.kernel elementwise(%arg1)
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: kiln.tanh
+// CHECK: kiln.kernel reduction(%arg0, %[[G]])
+func.func @negative_norm_scale_computed(%a: tensor<4x16xf32>, %g: tensor<16xf32>) -> tensor<4x16xf32> {
+  %t = kiln.tanh %g : tensor<16xf32>
+  %n = kiln.rms_norm %a, %t {axis = 1 : i64, epsilon = 1.0e-6 : f32} : (tensor<4x16xf32>, tensor<16xf32>) -> tensor<4x16xf32>
+  return %n : tensor<4x16xf32>
+}
+
+// -----
+
+/// negative_: a residual sum a GEMM takes as its epilogue (cuBLASLt's C) is
+/// the GEMM kernel's result: the norm reads it, with one result of its own.
+// CHECK-LABEL: func @negative_norm_input_in_gemm
+// CHECK: %[[P:.*]] = kiln.kernel gemm
+// CHECK: kiln.kernel reduction(%[[P]], %arg3) : {{.*}} -> tensor<4x16xf16> {
+// CHECK: return
+func.func @negative_norm_input_in_gemm(%a: tensor<4x8xf16>, %w: tensor<8x16xf16>, %x: tensor<4x16xf16>, %g: tensor<16xf16>) -> (tensor<4x16xf16>, tensor<4x16xf16>) {
+  %p = kiln.matmul %a, %w : (tensor<4x8xf16>, tensor<8x16xf16>) -> tensor<4x16xf16>
+  %h = kiln.add %x, %p : (tensor<4x16xf16>, tensor<4x16xf16>) -> tensor<4x16xf16>
+  %n = kiln.rms_norm %h, %g {axis = 1 : i64, epsilon = 1.0e-6 : f32} : (tensor<4x16xf16>, tensor<16xf16>) -> tensor<4x16xf16>
+  return %n, %h : tensor<4x16xf16>, tensor<4x16xf16>
+}

@@ -208,6 +208,7 @@ func.func @negative_layer_norm_leading_axis(%x: tensor<4x8xf32>) -> tensor<4x8xf
 // negative_: the centered values are also an output.
 // CHECK-LABEL: func @negative_layer_norm_centered_used
 // CHECK-NOT: kiln.layer_norm
+// CHECK-NOT: kiln.rms_norm
 func.func @negative_layer_norm_centered_used(%x: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>) {
   %m = kiln.reduce_mean %x {axes = array<i64: 1>, keepdims = true} : tensor<4x8xf32> -> tensor<4x1xf32>
   %d = kiln.sub %x, %m : (tensor<4x8xf32>, tensor<4x1xf32>) -> tensor<4x8xf32>
@@ -496,4 +497,306 @@ func.func @negative_gelu_other_operand(%x: tensor<4xf32>, %y: tensor<4xf32>) -> 
   %half = kiln.constant dense<5.000000e-01> : tensor<f32>
   %g = kiln.mul %m, %half : (tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
   return %g : tensor<4xf32>
+}
+
+// -----
+
+
+// LLaMA's RMSNorm from the dynamo exporter: Pow, ReduceMean, Add, Sqrt,
+// Reciprocal, Mul, then the scale on the left.
+// CHECK-LABEL: func @rms_norm_reciprocal_form
+// CHECK-NOT: kiln.reduce_mean
+// CHECK: %[[N:.*]] = kiln.rms_norm %arg0, %arg1 {axis = 2 : i64, epsilon = 9.99999997E-7 : f32} : (tensor<2x8x32xf32>, tensor<32xf32>) -> tensor<2x8x32xf32>
+// CHECK-NEXT: return %[[N]]
+func.func @rms_norm_reciprocal_form(%x: tensor<2x8x32xf32>, %g: tensor<32xf32>) -> tensor<2x8x32xf32> {
+  %two = kiln.constant dense<2.000000e+00> : tensor<f32>
+  %sq = kiln.pow %x, %two : (tensor<2x8x32xf32>, tensor<f32>) -> tensor<2x8x32xf32>
+  %ms = kiln.reduce_mean %sq {axes = array<i64: 2>, keepdims = true} : tensor<2x8x32xf32> -> tensor<2x8x1xf32>
+  %eps = kiln.constant dense<9.99999997E-7> : tensor<f32>
+  %se = kiln.add %ms, %eps : (tensor<2x8x1xf32>, tensor<f32>) -> tensor<2x8x1xf32>
+  %r = kiln.sqrt %se : tensor<2x8x1xf32>
+  %i = kiln.reciprocal %r : tensor<2x8x1xf32>
+  %n = kiln.mul %x, %i : (tensor<2x8x32xf32>, tensor<2x8x1xf32>) -> tensor<2x8x32xf32>
+  %y = kiln.mul %g, %n : (tensor<32xf32>, tensor<2x8x32xf32>) -> tensor<2x8x32xf32>
+  return %y : tensor<2x8x32xf32>
+}
+
+// -----
+
+// The TorchScript exporter's form: 1 / Sqrt, the epsilon on the left, and x
+// read again after the norm (the residual stream).
+// CHECK-LABEL: func @rms_norm_one_over_form
+// CHECK-NOT: kiln.sqrt
+// CHECK: %[[N:.*]] = kiln.rms_norm %arg0, %arg1 {axis = 1 : i64, epsilon = 9.99999974E-6 : f32}
+// CHECK-NEXT: %[[R:.*]] = kiln.add %arg0, %[[N]]
+// CHECK-NEXT: return %[[R]]
+func.func @rms_norm_one_over_form(%x: tensor<4x16xf32>, %g: tensor<16xf32>) -> tensor<4x16xf32> {
+  %two = kiln.constant dense<2.000000e+00> : tensor<f32>
+  %sq = kiln.pow %x, %two : (tensor<4x16xf32>, tensor<f32>) -> tensor<4x16xf32>
+  %ms = kiln.reduce_mean %sq {axes = array<i64: 1>, keepdims = true} : tensor<4x16xf32> -> tensor<4x1xf32>
+  %eps = kiln.constant dense<9.99999974E-6> : tensor<f32>
+  %se = kiln.add %eps, %ms : (tensor<f32>, tensor<4x1xf32>) -> tensor<4x1xf32>
+  %r = kiln.sqrt %se : tensor<4x1xf32>
+  %one = kiln.constant dense<1.000000e+00> : tensor<f32>
+  %i = kiln.div %one, %r : (tensor<f32>, tensor<4x1xf32>) -> tensor<4x1xf32>
+  %n = kiln.mul %i, %x : (tensor<4x1xf32>, tensor<4x16xf32>) -> tensor<4x16xf32>
+  %y = kiln.mul %n, %g : (tensor<4x16xf32>, tensor<16xf32>) -> tensor<4x16xf32>
+  %res = kiln.add %x, %y : (tensor<4x16xf32>, tensor<4x16xf32>) -> tensor<4x16xf32>
+  return %res : tensor<4x16xf32>
+}
+
+// -----
+
+// A 16-bit export: x widened to fp32, the normalized value cast back before
+// the 16-bit scale. One norm of the 16-bit x.
+// CHECK-LABEL: func @rms_norm_fp16_export
+// CHECK-NOT: kiln.cast
+// CHECK: %[[N:.*]] = kiln.rms_norm %arg0, %arg1 {axis = 2 : i64, epsilon = 9.99999997E-7 : f32} : (tensor<1x5x64xf16>, tensor<64xf16>) -> tensor<1x5x64xf16>
+// CHECK-NEXT: return %[[N]]
+func.func @rms_norm_fp16_export(%x16: tensor<1x5x64xf16>, %g: tensor<64xf16>) -> tensor<1x5x64xf16> {
+  %x = kiln.cast %x16 : tensor<1x5x64xf16> -> tensor<1x5x64xf32>
+  %sq = kiln.mul %x, %x : (tensor<1x5x64xf32>, tensor<1x5x64xf32>) -> tensor<1x5x64xf32>
+  %ms = kiln.reduce_mean %sq {axes = array<i64: 2>, keepdims = true} : tensor<1x5x64xf32> -> tensor<1x5x1xf32>
+  %eps = kiln.constant dense<9.99999997E-7> : tensor<f32>
+  %se = kiln.add %ms, %eps : (tensor<1x5x1xf32>, tensor<f32>) -> tensor<1x5x1xf32>
+  %r = kiln.sqrt %se : tensor<1x5x1xf32>
+  %i = kiln.reciprocal %r : tensor<1x5x1xf32>
+  %n = kiln.mul %x, %i : (tensor<1x5x64xf32>, tensor<1x5x1xf32>) -> tensor<1x5x64xf32>
+  %n16 = kiln.cast %n : tensor<1x5x64xf32> -> tensor<1x5x64xf16>
+  %y = kiln.mul %g, %n16 : (tensor<64xf16>, tensor<1x5x64xf16>) -> tensor<1x5x64xf16>
+  return %y : tensor<1x5x64xf16>
+}
+
+// -----
+
+// The same, but x is computed in fp32 (a residual sum): the norm stays fp32
+// with unit scale, and the cast and the 16-bit scale stay after it.
+// CHECK-LABEL: func @rms_norm_fp32_sum_cast_back
+// CHECK: %[[ONES:.*]] = kiln.constant dense<1.000000e+00> : tensor<64xf32>
+// CHECK: %[[SUM:.*]] = kiln.add %arg0, %arg1
+// CHECK-NEXT: %[[N:.*]] = kiln.rms_norm %[[SUM]], %[[ONES]] {{.*}} -> tensor<1x5x64xf32>
+// CHECK-NEXT: %[[C:.*]] = kiln.cast %[[N]]
+// CHECK-NEXT: kiln.mul %arg2, %[[C]]
+func.func @rms_norm_fp32_sum_cast_back(%a: tensor<1x5x64xf32>, %b: tensor<1x5x64xf32>, %g: tensor<64xf16>) -> tensor<1x5x64xf16> {
+  %x = kiln.add %a, %b : (tensor<1x5x64xf32>, tensor<1x5x64xf32>) -> tensor<1x5x64xf32>
+  %sq = kiln.mul %x, %x : (tensor<1x5x64xf32>, tensor<1x5x64xf32>) -> tensor<1x5x64xf32>
+  %ms = kiln.reduce_mean %sq {axes = array<i64: 2>, keepdims = true} : tensor<1x5x64xf32> -> tensor<1x5x1xf32>
+  %eps = kiln.constant dense<9.99999997E-7> : tensor<f32>
+  %se = kiln.add %ms, %eps : (tensor<1x5x1xf32>, tensor<f32>) -> tensor<1x5x1xf32>
+  %r = kiln.sqrt %se : tensor<1x5x1xf32>
+  %n = kiln.div %x, %r : (tensor<1x5x64xf32>, tensor<1x5x1xf32>) -> tensor<1x5x64xf32>
+  %n16 = kiln.cast %n : tensor<1x5x64xf32> -> tensor<1x5x64xf16>
+  %y = kiln.mul %g, %n16 : (tensor<64xf16>, tensor<1x5x64xf16>) -> tensor<1x5x64xf16>
+  return %y : tensor<1x5x64xf16>
+}
+
+// -----
+
+// onnxruntime's SimplifiedLayerNormalization as the importer spells it: x
+// and the scale widened, the fp32 result narrowed to the scale's type. The
+// 16-bit norm, exactly.
+// CHECK-LABEL: func @rms_norm_simplified_layer_norm
+// CHECK-NOT: kiln.cast
+// CHECK: %[[N:.*]] = kiln.rms_norm %arg0, %arg1 {axis = 1 : i64, epsilon = 9.99999997E-7 : f32} : (tensor<3x32xbf16>, tensor<32xbf16>) -> tensor<3x32xbf16>
+// CHECK-NEXT: return %[[N]]
+func.func @rms_norm_simplified_layer_norm(%x16: tensor<3x32xbf16>, %g16: tensor<32xbf16>) -> tensor<3x32xbf16> {
+  %x = kiln.cast %x16 : tensor<3x32xbf16> -> tensor<3x32xf32>
+  %g = kiln.cast %g16 : tensor<32xbf16> -> tensor<32xf32>
+  %sq = kiln.mul %x, %x : (tensor<3x32xf32>, tensor<3x32xf32>) -> tensor<3x32xf32>
+  %ms = kiln.reduce_mean %sq {axes = array<i64: 1>, keepdims = true} : tensor<3x32xf32> -> tensor<3x1xf32>
+  %eps = kiln.constant dense<9.99999997E-7> : tensor<f32>
+  %se = kiln.add %ms, %eps : (tensor<3x1xf32>, tensor<f32>) -> tensor<3x1xf32>
+  %r = kiln.sqrt %se : tensor<3x1xf32>
+  %n = kiln.div %x, %r : (tensor<3x32xf32>, tensor<3x1xf32>) -> tensor<3x32xf32>
+  %y = kiln.mul %n, %g : (tensor<3x32xf32>, tensor<32xf32>) -> tensor<3x32xf32>
+  %y16 = kiln.cast %y : tensor<3x32xf32> -> tensor<3x32xbf16>
+  return %y16 : tensor<3x32xbf16>
+}
+
+// -----
+
+// Over the last two dims with no scale: unit scale of those dims.
+// CHECK-LABEL: func @rms_norm_two_axes_no_scale
+// CHECK: %[[ONES:.*]] = kiln.constant dense<1.000000e+00> : tensor<3x4xf32>
+// CHECK: kiln.rms_norm %arg0, %[[ONES]] {axis = 1 : i64, epsilon = 9.99999974E-6 : f32}
+func.func @rms_norm_two_axes_no_scale(%x: tensor<2x3x4xf32>) -> tensor<2x3x4xf32> {
+  %sq = kiln.mul %x, %x : (tensor<2x3x4xf32>, tensor<2x3x4xf32>) -> tensor<2x3x4xf32>
+  %ms = kiln.reduce_mean %sq {axes = array<i64: 1, 2>, keepdims = true} : tensor<2x3x4xf32> -> tensor<2x1x1xf32>
+  %eps = kiln.constant dense<9.99999974E-6> : tensor<f32>
+  %se = kiln.add %ms, %eps : (tensor<2x1x1xf32>, tensor<f32>) -> tensor<2x1x1xf32>
+  %r = kiln.sqrt %se : tensor<2x1x1xf32>
+  %n = kiln.div %x, %r : (tensor<2x3x4xf32>, tensor<2x1x1xf32>) -> tensor<2x3x4xf32>
+  return %n : tensor<2x3x4xf32>
+}
+
+// -----
+
+/// negative_: over a leading axis.
+// CHECK-LABEL: func @negative_rms_norm_leading_axis
+// CHECK-NOT: kiln.rms_norm
+func.func @negative_rms_norm_leading_axis(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %sq = kiln.mul %x, %x : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %ms = kiln.reduce_mean %sq {axes = array<i64: 0>, keepdims = true} : tensor<4x8xf32> -> tensor<1x8xf32>
+  %eps = kiln.constant dense<1.0E-5> : tensor<f32>
+  %se = kiln.add %ms, %eps : (tensor<1x8xf32>, tensor<f32>) -> tensor<1x8xf32>
+  %r = kiln.sqrt %se : tensor<1x8xf32>
+  %n = kiln.div %x, %r : (tensor<4x8xf32>, tensor<1x8xf32>) -> tensor<4x8xf32>
+  return %n : tensor<4x8xf32>
+}
+
+// -----
+
+/// negative_: the root is also an output, which the norm would not give.
+// CHECK-LABEL: func @negative_rms_norm_root_used
+// CHECK-NOT: kiln.rms_norm
+func.func @negative_rms_norm_root_used(%x: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x1xf32>) {
+  %sq = kiln.mul %x, %x : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %ms = kiln.reduce_mean %sq {axes = array<i64: 1>, keepdims = true} : tensor<4x8xf32> -> tensor<4x1xf32>
+  %eps = kiln.constant dense<1.0E-5> : tensor<f32>
+  %se = kiln.add %ms, %eps : (tensor<4x1xf32>, tensor<f32>) -> tensor<4x1xf32>
+  %r = kiln.sqrt %se : tensor<4x1xf32>
+  %n = kiln.div %x, %r : (tensor<4x8xf32>, tensor<4x1xf32>) -> tensor<4x8xf32>
+  return %n, %r : tensor<4x8xf32>, tensor<4x1xf32>
+}
+
+// -----
+
+/// negative_: the square of another value than the one divided.
+// CHECK-LABEL: func @negative_rms_norm_other_value
+// CHECK-NOT: kiln.rms_norm
+func.func @negative_rms_norm_other_value(%x: tensor<4x8xf32>, %z: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %sq = kiln.mul %z, %z : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %ms = kiln.reduce_mean %sq {axes = array<i64: 1>, keepdims = true} : tensor<4x8xf32> -> tensor<4x1xf32>
+  %eps = kiln.constant dense<1.0E-5> : tensor<f32>
+  %se = kiln.add %ms, %eps : (tensor<4x1xf32>, tensor<f32>) -> tensor<4x1xf32>
+  %r = kiln.sqrt %se : tensor<4x1xf32>
+  %n = kiln.div %x, %r : (tensor<4x8xf32>, tensor<4x1xf32>) -> tensor<4x8xf32>
+  return %n : tensor<4x8xf32>
+}
+
+// -----
+
+/// negative_: a cube.
+// CHECK-LABEL: func @negative_rms_norm_cube
+// CHECK-NOT: kiln.rms_norm
+func.func @negative_rms_norm_cube(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %three = kiln.constant dense<3.000000e+00> : tensor<f32>
+  %sq = kiln.pow %x, %three : (tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+  %ms = kiln.reduce_mean %sq {axes = array<i64: 1>, keepdims = true} : tensor<4x8xf32> -> tensor<4x1xf32>
+  %eps = kiln.constant dense<1.0E-5> : tensor<f32>
+  %se = kiln.add %ms, %eps : (tensor<4x1xf32>, tensor<f32>) -> tensor<4x1xf32>
+  %r = kiln.sqrt %se : tensor<4x1xf32>
+  %n = kiln.div %x, %r : (tensor<4x8xf32>, tensor<4x1xf32>) -> tensor<4x8xf32>
+  return %n : tensor<4x8xf32>
+}
+
+// -----
+
+/// negative_: a mean without its kept dim.
+// CHECK-LABEL: func @negative_rms_norm_no_keepdims
+// CHECK-NOT: kiln.rms_norm
+func.func @negative_rms_norm_no_keepdims(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %sq = kiln.mul %x, %x : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %ms = kiln.reduce_mean %sq {axes = array<i64: 1>, keepdims = false} : tensor<4x8xf32> -> tensor<4xf32>
+  %eps = kiln.constant dense<1.0E-5> : tensor<f32>
+  %se = kiln.add %ms, %eps : (tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
+  %r = kiln.sqrt %se : tensor<4xf32>
+  %rr = kiln.reshape %r : tensor<4xf32> -> tensor<4x1xf32>
+  %n = kiln.div %x, %rr : (tensor<4x8xf32>, tensor<4x1xf32>) -> tensor<4x8xf32>
+  return %n : tensor<4x8xf32>
+}
+
+// -----
+
+/// negative_: a row of symbolic length, whose scale no constant can be.
+// CHECK-LABEL: func @negative_rms_norm_symbolic_row
+// CHECK-NOT: kiln.rms_norm
+func.func @negative_rms_norm_symbolic_row(%x: tensor<4x?xf32, #kiln.dims<["n"]>>) -> tensor<4x?xf32, #kiln.dims<["n"]>> {
+  %sq = kiln.mul %x, %x : (tensor<4x?xf32, #kiln.dims<["n"]>>, tensor<4x?xf32, #kiln.dims<["n"]>>) -> tensor<4x?xf32, #kiln.dims<["n"]>>
+  %ms = kiln.reduce_mean %sq {axes = array<i64: 1>, keepdims = true} : tensor<4x?xf32, #kiln.dims<["n"]>> -> tensor<4x1xf32>
+  %eps = kiln.constant dense<1.0E-5> : tensor<f32>
+  %se = kiln.add %ms, %eps : (tensor<4x1xf32>, tensor<f32>) -> tensor<4x1xf32>
+  %r = kiln.sqrt %se : tensor<4x1xf32>
+  %n = kiln.div %x, %r : (tensor<4x?xf32, #kiln.dims<["n"]>>, tensor<4x1xf32>) -> tensor<4x?xf32, #kiln.dims<["n"]>>
+  return %n : tensor<4x?xf32, #kiln.dims<["n"]>>
+}
+
+// -----
+
+/// negative_: the fp32 norm narrowed to a type its inputs do not come from.
+// CHECK-LABEL: func @negative_rms_norm_narrow_other_type
+// CHECK: kiln.rms_norm {{.*}} -> tensor<3x32xf32>
+// CHECK: kiln.cast {{.*}} -> tensor<3x32xf16>
+func.func @negative_rms_norm_narrow_other_type(%x16: tensor<3x32xbf16>, %g16: tensor<32xbf16>) -> tensor<3x32xf16> {
+  %x = kiln.cast %x16 : tensor<3x32xbf16> -> tensor<3x32xf32>
+  %g = kiln.cast %g16 : tensor<32xbf16> -> tensor<32xf32>
+  %n = kiln.rms_norm %x, %g {axis = 1 : i64, epsilon = 1.0e-6 : f32} : (tensor<3x32xf32>, tensor<32xf32>) -> tensor<3x32xf32>
+  %y = kiln.cast %n : tensor<3x32xf32> -> tensor<3x32xf16>
+  return %y : tensor<3x32xf16>
+}
+
+// -----
+
+/// negative_: an epsilon that is not a constant.
+// CHECK-LABEL: func @negative_rms_norm_epsilon_input
+// CHECK-NOT: kiln.rms_norm
+func.func @negative_rms_norm_epsilon_input(%x: tensor<4x8xf32>, %eps: tensor<f32>) -> tensor<4x8xf32> {
+  %sq = kiln.mul %x, %x : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %ms = kiln.reduce_mean %sq {axes = array<i64: 1>, keepdims = true} : tensor<4x8xf32> -> tensor<4x1xf32>
+  %se = kiln.add %ms, %eps : (tensor<4x1xf32>, tensor<f32>) -> tensor<4x1xf32>
+  %r = kiln.sqrt %se : tensor<4x1xf32>
+  %n = kiln.div %x, %r : (tensor<4x8xf32>, tensor<4x1xf32>) -> tensor<4x8xf32>
+  return %n : tensor<4x8xf32>
+}
+
+// -----
+
+/// negative_: the square is also an output.
+// CHECK-LABEL: func @negative_rms_norm_square_used
+// CHECK-NOT: kiln.rms_norm
+func.func @negative_rms_norm_square_used(%x: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>) {
+  %sq = kiln.mul %x, %x : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %ms = kiln.reduce_mean %sq {axes = array<i64: 1>, keepdims = true} : tensor<4x8xf32> -> tensor<4x1xf32>
+  %eps = kiln.constant dense<1.0E-5> : tensor<f32>
+  %se = kiln.add %ms, %eps : (tensor<4x1xf32>, tensor<f32>) -> tensor<4x1xf32>
+  %r = kiln.sqrt %se : tensor<4x1xf32>
+  %n = kiln.div %x, %r : (tensor<4x8xf32>, tensor<4x1xf32>) -> tensor<4x8xf32>
+  return %n, %sq : tensor<4x8xf32>, tensor<4x8xf32>
+}
+
+// -----
+
+/// negative_: an f64 norm of widened f32 values, cast back to f32: one
+/// rounding from f64 is not within the f32 contract of two, so the norm
+/// stays f64 and the cast and scale after it.
+// CHECK-LABEL: func @negative_rms_norm_f64_cast_back
+// CHECK: kiln.rms_norm {{.*}} -> tensor<3x32xf64>
+// CHECK-NEXT: kiln.cast {{.*}} -> tensor<3x32xf32>
+// CHECK-NEXT: kiln.mul
+func.func @negative_rms_norm_f64_cast_back(%x32: tensor<3x32xf32>, %g: tensor<32xf32>) -> tensor<3x32xf32> {
+  %x = kiln.cast %x32 : tensor<3x32xf32> -> tensor<3x32xf64>
+  %sq = kiln.mul %x, %x : (tensor<3x32xf64>, tensor<3x32xf64>) -> tensor<3x32xf64>
+  %ms = kiln.reduce_mean %sq {axes = array<i64: 1>, keepdims = true} : tensor<3x32xf64> -> tensor<3x1xf64>
+  %eps = kiln.constant dense<1.0E-6> : tensor<f64>
+  %se = kiln.add %ms, %eps : (tensor<3x1xf64>, tensor<f64>) -> tensor<3x1xf64>
+  %r = kiln.sqrt %se : tensor<3x1xf64>
+  %n = kiln.div %x, %r : (tensor<3x32xf64>, tensor<3x1xf64>) -> tensor<3x32xf64>
+  %n32 = kiln.cast %n : tensor<3x32xf64> -> tensor<3x32xf32>
+  %y = kiln.mul %n32, %g : (tensor<3x32xf32>, tensor<32xf32>) -> tensor<3x32xf32>
+  return %y : tensor<3x32xf32>
+}
+
+// -----
+
+/// negative_: an f64 norm of widened f32 values narrowed back to f32 stays
+/// f64: the kernel keeps f64 statistics for it.
+// CHECK-LABEL: func @negative_rms_norm_narrow_f64
+// CHECK: kiln.rms_norm {{.*}} -> tensor<3x32xf64>
+// CHECK-NEXT: kiln.cast {{.*}} -> tensor<3x32xf32>
+func.func @negative_rms_norm_narrow_f64(%x32: tensor<3x32xf32>, %g32: tensor<32xf32>) -> tensor<3x32xf32> {
+  %x = kiln.cast %x32 : tensor<3x32xf32> -> tensor<3x32xf64>
+  %g = kiln.cast %g32 : tensor<32xf32> -> tensor<32xf64>
+  %n = kiln.rms_norm %x, %g {axis = 1 : i64, epsilon = 1.0e-6 : f32} : (tensor<3x32xf64>, tensor<32xf64>) -> tensor<3x32xf64>
+  %y = kiln.cast %n : tensor<3x32xf64> -> tensor<3x32xf32>
+  return %y : tensor<3x32xf32>
 }

@@ -524,8 +524,14 @@ class Graph:
         eps = self.const(np.array(1e-5, dtype=x.dtype))
         ve = self.node("Add", [var, eps], x.dtype, stat, var.mag)
         sd = self.node("Sqrt", [ve], x.dtype, stat, math.sqrt(ve.mag))
-        nrm = self.node("Div", [d, sd], x.dtype, x.shape,
-                        math.sqrt(max(n, 1)) + 1)
+        nmag = math.sqrt(max(n, 1)) + 1
+        if self.rng.random() < 0.5:
+            nrm = self.node("Div", [d, sd], x.dtype, x.shape, nmag)
+        else:
+            # The exporters' other spelling: times the root's reciprocal.
+            inv = self.node("Reciprocal", [sd], x.dtype, stat, 1.0 / math.sqrt(1e-5))
+            operands = [d, inv] if self.rng.random() < 0.5 else [inv, d]
+            nrm = self.node("Mul", operands, x.dtype, x.shape, nmag)
         scale, bias = self.norm_params(x, len(x.shape) - 1)
         y = self.node("Mul", [nrm, scale], x.dtype, x.shape, 2 * nrm.mag)
         if rms:

@@ -10,7 +10,9 @@ Builds small ONNX models with onnx.helper in a temporary folder, one per
 integer and 16-bit float arithmetic, unsigned and int16 arithmetic at the
 types' limits, every cast between two element types, casts through uint64
 and double, double math), reduction (Softmax and LogSoftmax on the last and
-a middle axis, LayerNormalization with and without bias,
+a middle axis, LayerNormalization with and without bias, RMSNormalization
+and LLaMA's spelled-out RMSNorm in fp16 and bf16, pre-norm residual sums
+that the norm's kernel writes too,
 ReduceMean/Sum/Max/Min/Prod over adjacent and non-adjacent axes on floats
 and integers, ReduceL1/L2/LogSumExp/SumSquare, ArgMax/ArgMin with ties,
 CumSum over several chunks, each with fused prologues and epilogues; double
@@ -445,6 +447,80 @@ def reduction_cases():
         label = "x".join(map(str, shape))
         cases.append(Case("reduction", f"layernorm_fused_{label}",
                           lambda s=shape: layernorm_fused(s), check=(shape == [2, 7, 33])))
+
+    # RMSNorm, one row kernel (kiln.rms_norm): ONNX's RMSNormalization at
+    # lengths that hit the warp, cached-block and uncached forms' edges.
+    def rmsnorm(shape, axis):
+        return model([node("RMSNormalization", ["x", "gamma"], "y", axis=axis,
+                           epsilon=1e-6)],
+                     [("x", F32, shape)], ["y"], [weight("gamma", shape[axis:])],
+                     opset=23)
+
+    for n in [1, 33, 1024, 1025, 4099]:
+        cases.append(Case("reduction", f"rmsnorm_3x{n}", lambda n=n: rmsnorm([3, n], -1),
+                          check=(n == 33)))
+    cases.append(Case("reduction", "rmsnorm_axis1_2x3x5x7",
+                      lambda: rmsnorm([2, 3, 5, 7], 1)))
+
+    # LLaMA's RMSNorm as a 16-bit export spells it after the residual add:
+    # widened to fp32, normalized, cast back, then the 16-bit scale. One
+    # kernel of the 16-bit sum; it rounds once where the reference rounds at
+    # the cast and again at the scale.
+    def rmsnorm_llama(shape, dtype):
+        n = shape[-1]
+        nodes = [node("Add", ["x", "r"], "h"), node("Cast", ["h"], "w", to=F32),
+                 node("Pow", ["w", "two"], "sq"),
+                 node("ReduceMean", ["sq"], "ms", axes=[-1], keepdims=1),
+                 node("Add", ["ms", "eps"], "a"), node("Sqrt", ["a"], "s"),
+                 node("Reciprocal", ["s"], "i"), node("Mul", ["w", "i"], "nw"),
+                 node("Cast", ["nw"], "n", to=dtype), node("Mul", ["gamma", "n"], "y")]
+        if dtype == F16:
+            gamma = weight("gamma", [n], np.float16)
+        else:  # numpy has no bfloat16: onnx rounds the floats.
+            gamma = helper.make_tensor("gamma", BF16, [n],
+                                       _weights.rng.uniform(-1, 1, n).astype(np.float32))
+        return model(nodes, [("x", dtype, shape), ("r", dtype, shape)], ["y"],
+                     [gamma, const("two", 2.0), const("eps", 1e-6)])
+
+    for shape in [[2, 7, 33], [3, 1000], [1, 4099]]:
+        label = "x".join(map(str, shape))
+        cases.append(Case("reduction", f"rmsnorm_llama_f16_{label}",
+                          lambda s=shape: rmsnorm_llama(s, F16), tol=F16_TOL,
+                          check=(shape == [2, 7, 33])))
+    cases.append(Case("reduction", "rmsnorm_llama_bf16_3x1000",
+                      lambda: rmsnorm_llama([3, 1000], BF16), tol=BF16_TOL))
+
+    # A pre-norm decoder's residual sum, also an output: the norm's kernel
+    # writes it in its first pass. onnxruntime's SkipSimplifiedLayerNorm as
+    # the importer spells it (fp32 sum and statistics of 16-bit inputs), and
+    # GPT-2's residual into LayerNormalization.
+    def skip_rmsnorm(shape):
+        n = shape[-1]
+        nodes = [node("Cast", ["x"], "x32", to=F32), node("Cast", ["r"], "r32", to=F32),
+                 node("Add", ["x32", "r32"], "s"), node("Cast", ["gamma"], "g32", to=F32),
+                 node("Mul", ["s", "s"], "sq"),
+                 node("ReduceMean", ["sq"], "ms", axes=[-1], keepdims=1),
+                 node("Add", ["ms", "eps"], "a"), node("Sqrt", ["a"], "root"),
+                 node("Div", ["s", "root"], "nw"), node("Mul", ["nw", "g32"], "y32"),
+                 node("Cast", ["y32"], "y", to=F16), node("Cast", ["s"], "sum", to=F16)]
+        return model(nodes, [("x", F16, shape), ("r", F16, shape)], ["y", "sum"],
+                     [weight("gamma", [n], np.float16), const("eps", 1e-6)])
+
+    def prenorm_layernorm(shape):
+        n = shape[-1]
+        nodes = [node("Add", ["x", "r"], "s"),
+                 node("LayerNormalization", ["s", "gamma", "beta"], "y", axis=-1)]
+        return model(nodes, [("x", F32, shape), ("r", F32, shape)], ["y", "s"],
+                     [weight("gamma", [n]), weight("beta", [n])])
+
+    for shape in [[2, 7, 33], [3, 1000], [1, 4099]]:
+        label = "x".join(map(str, shape))
+        cases.append(Case("reduction", f"skip_rmsnorm_f16_{label}",
+                          lambda s=shape: skip_rmsnorm(s), tol=F16_TOL,
+                          check=(shape == [2, 7, 33])))
+        cases.append(Case("reduction", f"prenorm_layernorm_{label}",
+                          lambda s=shape: prenorm_layernorm(s),
+                          check=(shape == [2, 7, 33])))
 
     def reduce_mean(shape, axes, keepdims, opset=OPSET):
         if opset >= 18:

@@ -6,8 +6,8 @@
 For every graph in ../shared/corpus/ort-fusion (ONNX Runtime's own fusion
 tests), binds its symbolic dims (names in DIMS, anything else 4), compiles it
 with `kilnc --emit=mlir` and `kilnc --emit=plan --report=json`, and records:
-whether it imports (else the first error), how many kiln.attention and
-kiln.layer_norm ops the pipeline recomposed, the ONNX nodes and the launches
+whether it imports (else the first error), how many kiln.attention,
+kiln.layer_norm and kiln.rms_norm ops the pipeline recomposed, the ONNX nodes and the launches
 (kernels and cuBLASLt calls). The table replaces the part of docs/passes.md
 between its markers; --check fails when the page differs from what this run
 writes, so the page cannot go stale. Exit 77 (skipped) without the corpus.
@@ -69,6 +69,7 @@ def row(kilnc, path, work):
     text = open(mlir).read()
     attention = len(re.findall(r"= kiln\.attention ", text))
     norms = len(re.findall(r"= kiln\.layer_norm ", text))
+    rms_norms = len(re.findall(r"= kiln\.rms_norm ", text))
     report = subprocess.run([kilnc, path, "--emit=plan", "-o", os.path.join(work, "plan"),
                              "--report=json"] + args,
                             capture_output=True, text=True, timeout=300)
@@ -79,29 +80,31 @@ def row(kilnc, path, work):
     for launch in launches:
         kinds[launch["kind"]] = kinds.get(launch["kind"], 0) + 1
     detail = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items()))
-    return nodes, (attention, norms, len(launches), detail), None
+    return nodes, (attention, norms, rms_norms, len(launches), detail), None
 
 
 def table(kilnc, folder):
-    lines = ["| graph | ONNX nodes | kiln.attention | kiln.layer_norm | launches | "
-             "or why it does not compile |", "|---|---:|---:|---:|---|---|"]
-    counts = {"compiled": 0, "attention": 0, "layer_norm": 0, "failed": 0}
+    lines = ["| graph | ONNX nodes | kiln.attention | kiln.layer_norm | kiln.rms_norm | "
+             "launches | or why it does not compile |", "|---|---:|---:|---:|---:|---|---|"]
+    counts = {"compiled": 0, "attention": 0, "layer_norm": 0, "rms_norm": 0, "failed": 0}
     with tempfile.TemporaryDirectory(prefix="kiln-fusion-table-") as work:
         for name in sorted(f for f in os.listdir(folder) if f.endswith(".onnx")):
             nodes, result, error = row(kilnc, os.path.join(folder, name), work)
             if result is None:
                 counts["failed"] += 1
-                lines.append(f"| {name} | {nodes} | | | | {error} |")
+                lines.append(f"| {name} | {nodes} | | | | | {error} |")
                 continue
-            attention, norms, launches, detail = result
+            attention, norms, rms_norms, launches, detail = result
             counts["compiled"] += 1
             counts["attention"] += attention > 0
             counts["layer_norm"] += norms > 0
+            counts["rms_norm"] += rms_norms > 0
             lines.append(f"| {name} | {nodes} | {attention or ''} | {norms or ''} | "
-                         f"{launches} ({detail}) | |")
+                         f"{rms_norms or ''} | {launches} ({detail}) | |")
     summary = (f"{counts['compiled']} of {counts['compiled'] + counts['failed']} graphs "
                f"compile; kiln.attention recognized in {counts['attention']}, "
-               f"kiln.layer_norm in {counts['layer_norm']}.")
+               f"kiln.layer_norm in {counts['layer_norm']}, "
+               f"kiln.rms_norm in {counts['rms_norm']}.")
     return [summary, ""] + lines
 
 

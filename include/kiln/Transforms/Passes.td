@@ -43,6 +43,16 @@ def KilnRecomposePass : Pass<"kiln-recompose", "mlir::func::FuncOp"> {
     Mul and shift Add over the normalized dims) becomes one `kiln.layer_norm`
     over the trailing axes.
 
+    RMSNorm (`x / sqrt(mean(x^2) + eps)`, the division or a multiply by the
+    root's reciprocal, Reciprocal or 1 / Sqrt, then an optional scale Mul)
+    becomes one `kiln.rms_norm`: LLaMA's RMSNorm from both exporters, ONNX's
+    RMSNormalization and onnxruntime's SimplifiedLayerNormalization as the
+    importer spells them. A 16-bit export widens x to fp32 and casts the
+    normalized value back before the scale: the norm then takes the 16-bit
+    x and the scale at once (one rounding where the spelled form has two).
+    An fp32 norm of widened 16-bit values, cast back to that type, is the
+    16-bit norm (exactly: the op rounds once).
+
     GELU as exporters decompose it becomes one `kiln.gelu`: the erf form
     `0.5 * x * (1 + erf(x / sqrt(2)))` (TorchScript's BERT) and the tanh form
     `0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3)))` (GPT-2's
@@ -132,15 +142,16 @@ def KilnMixedPrecisionPass : Pass<"kiln-mixed-precision", "mlir::func::FuncOp"> 
       arguments alone, a matmul included: rotary angles reach thousands of
       radians, where fp16's spacing is 1 and bf16's 16); a model's own casts
       from 16 bits to f32 stay (`explicit-cast`);
-    - `kiln.layer_norm` computes in the type its input arrives in: its
-      kernel keeps the statistics in fp32 either way;
+    - `kiln.layer_norm` and `kiln.rms_norm` compute in the type their input
+      arrives in: their kernels keep the statistics in fp32 either way;
     - every other op computes in the type its float inputs arrive in (f32
       when any of them is f32: rule `propagated`), constants and graph
       inputs taking whichever type their user computes in;
     - overrides keep ops in f32 by op type (`keep-op-types`, kiln op names
       such as `matmul` or `layer_norm`, written in any case with or without
       underscores; ONNX's `LayerNormalization` and `Gemm` name their kiln
-      ops) or by ONNX node name (`keep-node-names`, any node an op came
+      ops, as `RMSNormalization` and `SimplifiedLayerNormalization` name
+      `rms_norm`) or by ONNX node name (`keep-node-names`, any node an op came
       from);
     - with `keep-io-types` (the default) the graph's inputs and outputs keep
       their types; otherwise f32 inputs and outputs become the low type,
@@ -328,11 +339,15 @@ def KilnFusePass : Pass<"kiln-fuse", "mlir::func::FuncOp"> {
       many. A matmul with none of these stays a plain matmul (a cuBLASLt
       call as well);
     - the ops with the Reduction trait (reduce ops, arg ops, softmax,
-      log_softmax, layer_norm, cumsum) become a `reduction` kernel together
-      with their prologue (producers of the reduced input with no other use:
-      elementwise ops and data movement, such as the embedding gathers
-      summed before BERT's first LayerNorm) and epilogue (single-use
-      elementwise consumers with the result's shape);
+      log_softmax, layer_norm, rms_norm, cumsum) become a `reduction`
+      kernel together with their prologue (producers of the reduced input
+      with no other use: elementwise ops and data movement, such as the
+      embedding gathers summed before BERT's first LayerNorm; a norm's
+      scale and shift too, such as a 16-bit weight widened for an fp32
+      norm) and epilogue (single-use elementwise consumers with the
+      result's shape). A norm's input computed by an elementwise op that
+      later ops read too (a pre-norm decoder's residual sum) joins as the
+      kernel's second result, written in its first pass over the row;
     - a chain of elementwise ops whose intermediate values have no other use
       becomes one `elementwise` kernel, together with the data movement
       (reshape, transpose, slice, expand, concat, gather, gather_elements)

@@ -740,8 +740,9 @@ void emitSignature(KernelOp kernel, StringRef name, llvm::raw_ostream &os,
     os << "const " << storageType(tensorType(input).getElementType())
        << " *__restrict__ in" << i << ", ";
   if (output.empty())
-    os << storageType(tensorType(kernel.getResult(0)).getElementType())
-       << " *__restrict__ out0";
+    for (auto [i, result] : llvm::enumerate(kernel.getResults()))
+      os << (i ? ", " : "") << storageType(tensorType(result).getElementType())
+         << " *__restrict__ out" << i;
   else
     os << output;
   for (StringRef dim : dimNamesOf(kernel->getParentOfType<func::FuncOp>()))

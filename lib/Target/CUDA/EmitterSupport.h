@@ -156,8 +156,9 @@ private:
   int counter = 0;
 };
 
-/// `extern "C" __global__ void name(const T *in0, ..., T *out0) {`, then
-/// `long long kd_NAME` for each symbolic dim of the function (dimNamesOf).
+/// `extern "C" __global__ void name(const T *in0, ..., T *out0, ...) {`,
+/// one `out` a result, then `long long kd_NAME` for each symbolic dim of
+/// the function (dimNamesOf).
 /// A kernel that writes elsewhere than the result (a partial result) names
 /// its last pointer parameter in `output` instead of `T *out0`.
 void emitSignature(KernelOp kernel, llvm::StringRef name, llvm::raw_ostream &os,

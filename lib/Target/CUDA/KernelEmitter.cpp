@@ -294,9 +294,13 @@ FailureOr<LaunchGeometry> emitCopy(KernelOp kernel, StringRef name,
 FailureOr<LaunchGeometry> emitKernel(KernelOp kernel, StringRef name,
                                      llvm::raw_ostream &os,
                                      const CudaEmitOptions &options) {
-  if (kernel.getNumResults() != 1)
+  // A row norm's kernel may also write its input (kiln-fuse's
+  // sharedNormInput); every other kernel writes one result.
+  unsigned most = kernel.getKind() == KernelKind::reduction ? 2 : 1;
+  if (kernel.getNumResults() < 1 || kernel.getNumResults() > most)
     return kernel.emitOpError("has ")
-           << kernel.getNumResults() << " results; the CUDA target needs one";
+           << kernel.getNumResults() << " results; the CUDA target needs "
+           << (most == 1 ? "one" : "one or two");
   for (Value v : kernel.getInputs())
     if (!symbolicShapeOf(tensorType(v)))
       return kernel.emitOpError("has a dynamic shape without its sizes");

@@ -38,9 +38,10 @@ LogicalResult PlanBuilder::addLaunch(KernelOp kernel,
     args.push_back(bufferOf.at(input));
   uint32_t result = bufferOf.at(kernel.getResult(0));
   if (whole) {
-    args.push_back(result);
-    pushLaunch(kernel, name, *whole, args);
-    args.pop_back();
+    SmallVector<uint32_t> withResults(args);
+    for (Value v : kernel.getResults())
+      withResults.push_back(bufferOf.at(v));
+    pushLaunch(kernel, name, *whole, withResults);
   }
   if (!split)
     return success();

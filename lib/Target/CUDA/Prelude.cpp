@@ -20,7 +20,7 @@ std::string cudaPrelude(bool needsHalfTypes, bool needsTensorCores) {
   std::string tensorCores = needsTensorCores ? cudaTensorCorePrelude() : "";
   return prelude + tensorCores + R"cuda(
 
-// The softmax and layer_norm statistics, in the kernel's float compute type
+// The softmax and norm statistics, in the kernel's float compute type
 // (float, or double for f64).
 __device__ __forceinline__ float kiln_fmax(float a, float b) { return fmaxf(a, b); }
 __device__ __forceinline__ double kiln_fmax(double a, double b) { return fmax(a, b); }

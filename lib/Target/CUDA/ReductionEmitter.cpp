@@ -1,21 +1,20 @@
 //===- ReductionEmitter.cpp - reduction kernels ---------------------------===//
 //
-// One block per row: a row is one result element of a reduce or arg op, or
-// one normalized slice of a softmax or layer_norm. Softmax and layer_norm
-// take three passes over their row; when the row fits in a few elements per
-// thread (kMaxCachedSlots), the first pass reads it from global memory once,
-// through the prologue, into registers, and the other two read the
+// One block per row: a row is one result element of a reduce or arg op, or one
+// normalized slice of a softmax, layer_norm or rms_norm. Softmax and layer_norm
+// take three passes over their row, rms_norm two; when the row fits in a few
+// elements per thread (kMaxCachedSlots), the first pass reads it from global
+// memory once, through the prologue, into registers, and the others read the
 // registers: one trip through memory instead of three. Longer rows recompute
-// the prologue in each pass. Softmax and layer_norm rows up to 1024
-// elements take one warp each instead, in registers, reduced by shuffles
-// with no block barrier (kMaxWarpSlots). The epilogue runs on each result
-// element; where it reads a value of the prologue (softmax(-x) * -x,
-// RoBERTa's position ids), it reads that value, from the last pass or the
-// row cache, or computed again at its own index (BodyEmitter::get), never
-// the kernel's raw input. Floats accumulate in
-// their compute type (fp64 for f64, fp32 for the others), integers and
-// booleans in 64 bits: unsigned long long for unsigned types, so that they
-// order as unsigned values, long long for the others.
+// the prologue in each pass. Softmax and norm rows up to 1024 elements take one
+// warp each instead, in registers, reduced by shuffles with no block barrier
+// (kMaxWarpSlots). The epilogue runs on each result element; where it reads a
+// value of the prologue (softmax(-x) * -x, RoBERTa's position ids), it reads
+// that value, from the last pass or the row cache, or computed again at its own
+// index (BodyEmitter::get), never the kernel's raw input. Floats accumulate in
+// their compute type (fp64 for f64, fp32 for the others), integers and booleans
+// in 64 bits: unsigned long long for unsigned types, so that they order as
+// unsigned values, long long for the others.
 //
 // Why one file of this length: the passes over a row (cached, uncached,
 // warp-per-row) share one prologue/epilogue scoping, the rule the paragraph
@@ -103,8 +102,8 @@ SmallVector<bool> reducedDims(Operation *reduction) {
   if (auto axes = reduction->getAttrOfType<DenseI64ArrayAttr>("axes")) {
     for (int64_t axis : axes.asArrayRef())
       reduced[axis] = true;
-  } else if (auto norm = dyn_cast<LayerNormOp>(reduction)) {
-    for (int64_t d = norm.getAxis(); d < rank; ++d)
+  } else if (isRowNorm(reduction)) {
+    for (int64_t d = rowNormAxis(reduction); d < rank; ++d)
       reduced[d] = true;
   } else {
     reduced[reduction->getAttrOfType<IntegerAttr>("axis").getInt()] = true;
@@ -112,12 +111,12 @@ SmallVector<bool> reducedDims(Operation *reduction) {
   return reduced;
 }
 
-/// The most row elements one thread keeps in registers for softmax and
-/// layer_norm (rows up to 16 x 256 = 4096 elements: the hidden sizes of
+/// The most row elements one thread keeps in registers for softmax and the
+/// norms (rows up to 16 x 256 = 4096 elements: the hidden sizes of
 /// today's Transformers).
 constexpr int64_t kMaxCachedSlots = 16;
 
-/// Rows of softmax and layer_norm up to 32 x kMaxWarpSlots elements (BERT's
+/// Rows of softmax and the norms up to 32 x kMaxWarpSlots elements (BERT's
 /// 768 and GPT-2's 1024 hidden sizes) take a warp each, kWarpsPerBlock a
 /// block: their reductions are shuffles, with no block barrier.
 constexpr int64_t kMaxWarpSlots = 32;
@@ -206,9 +205,24 @@ FailureOr<LaunchGeometry> emitReduction(KernelOp kernel, StringRef name,
   Sizes inShape = sizesOf(input);
   Sizes outShape = sizesOf(reduction->getResult(0));
   RowLayout layout = rowLayout(inShape, reducedDims(reduction));
-  // Softmax and layer_norm produce one result per input element; the others
+  // Softmax and the norms produce one result per input element; the others
   // one per row.
-  bool perElement = isa<SoftmaxOp, LogSoftmaxOp, LayerNormOp>(reduction);
+  bool perElement =
+      isa<SoftmaxOp, LogSoftmaxOp>(reduction) || isRowNorm(reduction);
+
+  // A row norm's kernel may also yield the norm's input, for later readers
+  // (kiln-fuse's sharedNormInput): written in the first pass over the row,
+  // once an element, where that pass computes it.
+  Value shared =
+      kernel.getNumResults() > 1 ? kernel.getYield().getValues()[1] : Value();
+  if (shared && (!isRowNorm(reduction) || shared != input))
+    return kernel.emitOpError("yields a second value that is not its row "
+                              "norm's input");
+  auto writeShared = [&](const std::string &x) {
+    if (shared)
+      os << "      out1[x_idx] = "
+         << storeExpr(tensorType(shared).getElementType(), x) << ";\n";
+  };
 
   // Prologue ops come before the reduction, epilogue ops after it.
   SmallVector<Operation *> prologue, epilogue;
@@ -229,7 +243,7 @@ FailureOr<LaunchGeometry> emitReduction(KernelOp kernel, StringRef name,
     return isElementwise(op) && sizesOf(op->getResult(0)) == inShape;
   });
 
-  // Softmax, layer_norm and reduce_mean compute in their float compute type.
+  // Softmax, the norms and reduce_mean compute in their float compute type.
   FloatSpelling f(tensorType(input).getElementType());
   std::string ft = f.type();
   BodyEmitter body(kernel, os);
@@ -242,7 +256,7 @@ FailureOr<LaunchGeometry> emitReduction(KernelOp kernel, StringRef name,
         return failure();
     return body.get(input, "x_idx", inShape, indent);
   };
-  // Softmax and layer_norm rows a warp keeps in registers take a warp each
+  // Softmax and norm rows a warp keeps in registers take a warp each
   // (kWarpsPerBlock rows a block, reduced by shuffles without a barrier);
   // other rows a block each. `lane` and `lanes` are a thread's place in its
   // row's group and the group's size.
@@ -257,7 +271,7 @@ FailureOr<LaunchGeometry> emitReduction(KernelOp kernel, StringRef name,
        << "; j += " << lanes << ") {\n"
        << "      long long x_idx = " << layout.inputIndex << ";\n";
   };
-  // Softmax and layer_norm keep the row in `row_cache` (slot t holds the
+  // Softmax and the norms keep the row in `row_cache` (slot t holds the
   // thread's element lane + t * lanes) when it fits (at the top of the
   // ranges, for a symbolic row).
   int64_t blockSize = warpPerRow ? 32 : rowBlockSize(rowLength);
@@ -356,69 +370,92 @@ FailureOr<LaunchGeometry> emitReduction(KernelOp kernel, StringRef name,
     else
       os << "      " << ft << " " << valueName << " = " << f.fn("exp") << "("
          << *x << " - row_max) / row_sum;\n";
-  } else if (auto norm = dyn_cast<LayerNormOp>(reduction)) {
+  } else if (isRowNorm(reduction)) {
+    // LayerNorm centers each element on the row's mean; RMSNorm does not
+    // (its mean stays zero), and has no shift.
+    auto layerNorm = dyn_cast<LayerNormOp>(reduction);
     std::string length = floatOf(layout.length, f);
-    // Epsilon is an f32 attribute; a double kernel gets its exact value.
+    // Epsilon is an f32 attribute: nine digits give it exactly; a double
+    // kernel gets its exact value.
+    APFloat epsilonValue = rowNormEpsilon(reduction);
     std::string epsilon =
         ft == "double"
-            ? llvm::formatv("{0:e16}", norm.getEpsilon().convertToDouble())
-                  .str()
-            : llvm::formatv("{0:e}f", norm.getEpsilon().convertToFloat()).str();
+            ? llvm::formatv("{0:e16}", epsilonValue.convertToDouble()).str()
+            : llvm::formatv("{0:e8}f", epsilonValue.convertToFloat()).str();
     rowLoopOpen();
-    // The mean is the row's first element plus the mean of the others'
-    // differences from it: every thread computes that element itself (no
-    // barrier). A rounding of the sum then scales with the row's spread,
-    // not its magnitude, and a constant row centers to exactly zero, as
-    // the fp64 mean of the reference makes it; a rounded fp32 mean times
-    // 1/sqrt(epsilon) was 3.7e-5 from it (the differential fuzz target).
-    os << "    " << ft << " shift = " << f.literal("0.0") << ";\n";
-    if (layout.length.isConstant() && *layout.length.getConstant() > 0)
-      os << "    {\n";
-    else
-      os << "    if (" << layout.length << " > 0) {\n";
-    os << "      long long j = 0;\n"
-       << "      long long x_idx = " << layout.inputIndex << ";\n";
-    auto first = emitPrologue("      ");
-    if (failed(first))
-      return fail();
-    os << "      shift = " << *first << ";\n    }\n"
-       << "    " << ft << " row_sum = " << f.literal("0.0") << ";\n";
     declareCache(ft);
-    passOpen("pass 1: mean");
-    auto x = rowElement(/*firstPass=*/true);
+    if (layerNorm) {
+      // The mean is the row's first element plus the mean of the others'
+      // differences from it: every thread computes that element itself (no
+      // barrier). A rounding of the sum then scales with the row's spread,
+      // not its magnitude, and a constant row centers to exactly zero, as
+      // the fp64 mean of the reference makes it; a rounded fp32 mean times
+      // 1/sqrt(epsilon) was 3.7e-5 from it (the differential fuzz target).
+      os << "    " << ft << " shift = " << f.literal("0.0") << ";\n";
+      if (layout.length.isConstant() && *layout.length.getConstant() > 0)
+        os << "    {\n";
+      else
+        os << "    if (" << layout.length << " > 0) {\n";
+      os << "      long long j = 0;\n"
+         << "      long long x_idx = " << layout.inputIndex << ";\n";
+      auto first = emitPrologue("      ");
+      if (failed(first))
+        return fail();
+      os << "      shift = " << *first << ";\n    }\n"
+         << "    " << ft << " row_sum = " << f.literal("0.0") << ";\n";
+      passOpen("pass 1: mean");
+      auto x = rowElement(/*firstPass=*/true);
+      if (failed(x))
+        return fail();
+      writeShared(*x);
+      os << "      row_sum += " << *x << " - shift;\n    }\n"
+         << "    " << ft << " mean = shift + " << rowReduce("sum", "row_sum")
+         << " / " << length << ";\n";
+    }
+    // LayerNorm's second pass over the row: the centered variance loses
+    // nothing to cancellation when the mean is large.
+    os << "    " << ft << " row_sq = " << f.literal("0.0") << ";\n";
+    passOpen(layerNorm ? "pass 2: variance" : "pass 1: mean square",
+             /*needsIndex=*/!layerNorm);
+    auto x = rowElement(/*firstPass=*/!layerNorm);
     if (failed(x))
       return fail();
-    os << "      row_sum += " << *x << " - shift;\n    }\n"
-       << "    " << ft << " mean = shift + " << rowReduce("sum", "row_sum")
-       << " / " << length << ";\n"
-       << "    " << ft << " row_sq = " << f.literal("0.0") << ";\n";
-    // Two passes over the row: the centered variance loses nothing to
-    // cancellation when the mean is large.
-    passOpen("pass 2: variance", /*needsIndex=*/false);
-    x = rowElement(/*firstPass=*/false);
-    if (failed(x))
-      return fail();
-    os << "      " << ft << " centered = " << *x << " - mean;\n"
-       << "      row_sq += centered * centered;\n    }\n"
-       << "    " << ft << " inv_std = " << f.fn("rsqrt") << "("
+    if (!layerNorm)
+      writeShared(*x);
+    if (layerNorm)
+      os << "      " << ft << " centered = " << *x << " - mean;\n"
+         << "      row_sq += centered * centered;\n    }\n";
+    else
+      os << "      row_sq += " << *x << " * " << *x << ";\n    }\n";
+    os << "    " << ft << " inv_std = " << f.fn("rsqrt") << "("
        << rowReduce("sum", "row_sq") << " / " << length << " + " << epsilon
        << ");\n";
-    passOpen("pass 3: normalize, scale and shift");
+    passOpen(layerNorm ? "pass 3: normalize, scale and shift"
+                       : "pass 2: normalize and scale");
     x = rowElement(/*firstPass=*/false);
     if (failed(x))
       return fail();
     // Scale and bias are inputs or computed in the kernel (a prologue that
     // also feeds the row), read at their broadcast index either way.
     FailureOr<std::string> scale =
-        body.get(norm.getScale(), "x_idx", inShape, "      ");
-    FailureOr<std::string> shift =
-        norm.getBias() ? body.get(norm.getBias(), "x_idx", inShape, "      ")
-                       : FailureOr<std::string>(f.literal("0.0"));
-    if (failed(scale) || failed(shift))
+        body.get(reduction->getOperand(1), "x_idx", inShape, "      ");
+    if (failed(scale))
       return fail();
-    valueName = body.fresh();
-    os << "      " << ft << " " << valueName << " = (" << *x
-       << " - mean) * inv_std * " << *scale << " + " << *shift << ";\n";
+    if (!layerNorm) {
+      valueName = body.fresh();
+      os << "      " << ft << " " << valueName << " = " << *x << " * inv_std * "
+         << *scale << ";\n";
+    } else {
+      FailureOr<std::string> shift =
+          layerNorm.getBias()
+              ? body.get(layerNorm.getBias(), "x_idx", inShape, "      ")
+              : FailureOr<std::string>(f.literal("0.0"));
+      if (failed(shift))
+        return fail();
+      valueName = body.fresh();
+      os << "      " << ft << " " << valueName << " = (" << *x
+         << " - mean) * inv_std * " << *scale << " + " << *shift << ";\n";
+    }
   } else if (auto cumsum = dyn_cast<CumSumOp>(reduction)) {
     // The row in chunks of blockDim.x: a block-wide inclusive scan of each
     // chunk plus the carry of the chunks before it. Scan position p reads

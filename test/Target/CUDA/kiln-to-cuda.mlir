@@ -53,6 +53,35 @@ func.func @other(%x: tensor<4xf32>) -> tensor<4xf32> {
   return %x : tensor<4xf32>
 }
 
+// -----
+
+// Only a row norm's kernel has a second result, and only the norm's input
+// (kiln-fuse's sharedNormInput): the CUDA target refuses any other.
+// ERRORS: error: 'kiln.kernel' op yields a second value that is not its row norm's input
+func.func @negative_second_result_not_the_norm_input(%x: tensor<4x8xf32>, %g: tensor<8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>) attributes {kiln.arena_bytes = 0 : i64, kiln.live_lower_bound_bytes = 0 : i64} {
+  %0:2 = kiln.kernel reduction(%x, %g) {kiln.offsets = array<i64: -1, -2>} : (tensor<4x8xf32>, tensor<8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>) {
+  ^bb0(%a: tensor<4x8xf32>, %b: tensor<8xf32>):
+    %e = kiln.exp %a : tensor<4x8xf32>
+    %n = kiln.rms_norm %e, %b {axis = 1 : i64, epsilon = 1.0e-6 : f32} : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+    %r = kiln.relu %n : tensor<4x8xf32>
+    kiln.yield %r, %n : tensor<4x8xf32>, tensor<4x8xf32>
+  }
+  return %0#0, %0#1 : tensor<4x8xf32>, tensor<4x8xf32>
+}
+
+// -----
+
+// ERRORS: error: 'kiln.kernel' op has 2 results; the CUDA target needs one
+func.func @negative_two_elementwise_results(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) attributes {kiln.arena_bytes = 0 : i64, kiln.live_lower_bound_bytes = 0 : i64} {
+  %0:2 = kiln.kernel elementwise(%x) {kiln.offsets = array<i64: -1, -2>} : (tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
+  ^bb0(%a: tensor<4xf32>):
+    %e = kiln.exp %a : tensor<4xf32>
+    %r = kiln.relu %e : tensor<4xf32>
+    kiln.yield %e, %r : tensor<4xf32>, tensor<4xf32>
+  }
+  return %0#0, %0#1 : tensor<4xf32>, tensor<4xf32>
+}
+
 //--- add.mlir
 func.func @main(%x: tensor<4xf32>, %y: tensor<4xf32>) -> tensor<4xf32> {
   %0 = kiln.add %x, %y : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>

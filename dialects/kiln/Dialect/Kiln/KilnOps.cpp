@@ -173,6 +173,18 @@ LogicalResult LayerNormOp::inferReturnTypes(MLIRContext *,
       types);
 }
 
+LogicalResult RmsNormOp::inferReturnTypes(MLIRContext *,
+                                          std::optional<Location> loc,
+                                          Adaptor adaptor,
+                                          SmallVectorImpl<Type> &types) {
+  return pushInferred(
+      inferLayerNormType(loc,
+                         cast<RankedTensorType>(adaptor.getInput().getType()),
+                         cast<RankedTensorType>(adaptor.getScale().getType()),
+                         RankedTensorType(), adaptor.getAxis()),
+      types);
+}
+
 //===----------------------------------------------------------------------===//
 // MatmulOp
 //===----------------------------------------------------------------------===//

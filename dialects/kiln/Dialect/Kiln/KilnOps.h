@@ -57,4 +57,24 @@ inline bool movesOneTensor(mlir::Operation *op) {
 #define GET_OP_CLASSES
 #include "kiln/Dialect/Kiln/KilnOps.h.inc"
 
+namespace kiln {
+/// True for the normalizations of trailing dims, from `axis` on, that a row
+/// kernel computes: kiln.layer_norm and kiln.rms_norm.
+inline bool isRowNorm(mlir::Operation *op) {
+  return mlir::isa<LayerNormOp, RmsNormOp>(op);
+}
+/// The first dim row norm `op` normalizes.
+inline int64_t rowNormAxis(mlir::Operation *op) {
+  if (auto norm = mlir::dyn_cast<LayerNormOp>(op))
+    return norm.getAxis();
+  return mlir::cast<RmsNormOp>(op).getAxis();
+}
+/// The epsilon row norm `op` adds to the mean square.
+inline llvm::APFloat rowNormEpsilon(mlir::Operation *op) {
+  if (auto norm = mlir::dyn_cast<LayerNormOp>(op))
+    return norm.getEpsilon();
+  return mlir::cast<RmsNormOp>(op).getEpsilon();
+}
+} // namespace kiln
+
 #endif // KILN_DIALECT_KILN_KILNOPS_H

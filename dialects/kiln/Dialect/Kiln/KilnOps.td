@@ -643,6 +643,30 @@ def Kiln_LayerNormOp : Kiln_Op<"layer_norm",
   }];
 }
 
+def Kiln_RmsNormOp : Kiln_Op<"rms_norm",
+    [Pure, InferTypeOpAdaptor, Kiln_Reduction]> {
+  let summary = "root-mean-square normalization (ONNX RMSNormalization-23)";
+  let description = [{
+    Divides by the root of the mean square over the dims from `axis` to the
+    last, plus `epsilon`, then multiplies by `scale`, which broadcasts to
+    those dims: `x / sqrt(mean(x^2) + epsilon) * scale`. Statistics are
+    computed in at least fp32 and the result is rounded once. kiln-recompose
+    builds it from the forms exporters spell out (LLaMA's RMSNorm, ONNX's
+    function body, onnxruntime's SimplifiedLayerNormalization).
+
+    ```mlir
+    %y = kiln.rms_norm %x, %gamma {axis = 2 : i64, epsilon = 1.0e-6 : f32}
+        : (tensor<2x4x8xf16>, tensor<8xf16>) -> tensor<2x4x8xf16>
+    ```
+  }];
+  let arguments = (ins Kiln_FloatTensor:$input, Kiln_FloatTensor:$scale,
+                   I64Attr:$axis, F32Attr:$epsilon);
+  let results = (outs Kiln_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $scale attr-dict `:` functional-type(operands, results)
+  }];
+}
+
 //===----------------------------------------------------------------------===//
 // Contractions
 //===----------------------------------------------------------------------===//

@@ -88,8 +88,9 @@ inferTransposeType(std::optional<mlir::Location> loc,
                    mlir::RankedTensorType input,
                    llvm::ArrayRef<int64_t> permutation);
 
-/// Result of `kiln.layer_norm`: axis in range, scale and bias broadcast to the
-/// normalized dims, one element type.
+/// Result of `kiln.layer_norm` (and of `kiln.rms_norm`, with a null `bias`):
+/// axis in range, scale and bias broadcast to the normalized dims, one
+/// element type.
 mlir::FailureOr<mlir::RankedTensorType>
 inferLayerNormType(std::optional<mlir::Location> loc,
                    mlir::RankedTensorType input, mlir::RankedTensorType scale,
