@@ -88,13 +88,13 @@ FailureOr<AttentionParts> readAttention(KernelOp kernel) {
   parts.hasSink = !sinks.empty();
   parts.sinkValue = "neg_inf";
   if (sinks.size() == 1) {
-    parts.sinkValue = llvm::formatv("{0:e}f", sinks[0]).str();
+    parts.sinkValue = floatLiteral(sinks[0]);
   } else if (!sinks.empty()) {
     // Static: one table in global memory. A local array indexed by the
     // head would be copied into each thread's local memory.
     parts.sinkTable = "  static const float sink_logits[] = {";
     for (auto [n, v] : llvm::enumerate(sinks))
-      parts.sinkTable += llvm::formatv("{0}{1:e}f", n ? ", " : "", v).str();
+      parts.sinkTable += (n ? ", " : "") + floatLiteral(v);
     parts.sinkTable += "};\n";
     parts.sinkValue = "sink_logits[h]";
   }
@@ -187,10 +187,9 @@ FailureOr<LaunchGeometry> emitScalarAttention(KernelOp kernel,
     return failure();
   os << "          dot += q_row[d] * " << *keyValue << ";\n        }\n"
      << "        score = "
-     << llvm::formatv("{0:e}", attention.getScale().convertToFloat())
-     << "f * dot;\n";
+     << floatLiteral(attention.getScale().convertToFloat()) << " * dot;\n";
   if (float softcap = attention.getSoftcap().convertToFloat(); softcap > 0.0f) {
-    std::string cap = llvm::formatv("{0:e}f", softcap);
+    std::string cap = floatLiteral(softcap);
     os << "        score = " << cap << " * tanhf(score / " << cap << ");\n";
   }
   if (Value mask = attention.getMask()) {

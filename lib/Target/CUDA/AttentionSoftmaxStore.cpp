@@ -89,7 +89,7 @@ LogicalResult TensorCoreAttentionEmitter::emitScaledScores() {
   else
     os << "            score = " << scaleText << " * s[mt][n][e];\n";
   if (softcap > 0.0f) {
-    std::string cap = llvm::formatv("{0:e}f", softcap);
+    std::string cap = floatLiteral(softcap);
     os << "            score = " << cap << " * tanhf(score / " << cap << ");\n";
     if (maskValue)
       os << "            score += " << *maskValue << ";\n";

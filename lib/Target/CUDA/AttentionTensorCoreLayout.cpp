@@ -139,10 +139,8 @@ TensorCoreLayout::TensorCoreLayout(const AttentionParts &parts,
   softcap = attention.getSoftcap().convertToFloat();
   Value mask = attention.getMask();
   raw = softcap <= 0.0f && !mask && scale > 0.0f;
-  factor =
-      raw ? llvm::formatv("{0:e}f", static_cast<float>(scale * M_LOG2E)).str()
-          : "log2e";
-  scaleText = llvm::formatv("{0:e}f", scale).str();
+  factor = raw ? floatLiteral(static_cast<float>(scale * M_LOG2E)) : "log2e";
+  scaleText = floatLiteral(scale);
 }
 
 } // namespace kiln

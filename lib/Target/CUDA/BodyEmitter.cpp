@@ -750,6 +750,10 @@ void emitSignature(KernelOp kernel, StringRef name, llvm::raw_ostream &os,
   os << ") {\n" << kPdlEnter;
 }
 
+std::string floatLiteral(float value) {
+  return llvm::formatv("{0:e8}f", value).str();
+}
+
 bool fitsIndex32(int64_t elements) {
   return elements <= INT32_MAX - kMaxGrid * kBlockSize;
 }

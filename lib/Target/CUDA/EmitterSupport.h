@@ -164,6 +164,12 @@ private:
 void emitSignature(KernelOp kernel, llvm::StringRef name, llvm::raw_ostream &os,
                    llvm::StringRef output = {});
 
+/// `value` as a CUDA float literal (`1.25000000e-01f`): nine significant
+/// digits, which every float takes to be read back exactly (seven, printf's
+/// default, may round an attention scale such as 1/sqrt(96) to its
+/// neighbour).
+std::string floatLiteral(float value);
+
 /// Whether a grid-stride loop over `elements` can index in 32 bits: every
 /// index it forms, the last one plus a whole grid's stride included, fits.
 bool fitsIndex32(int64_t elements);

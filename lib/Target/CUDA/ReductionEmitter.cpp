@@ -375,13 +375,12 @@ FailureOr<LaunchGeometry> emitReduction(KernelOp kernel, StringRef name,
     // (its mean stays zero), and has no shift.
     auto layerNorm = dyn_cast<LayerNormOp>(reduction);
     std::string length = floatOf(layout.length, f);
-    // Epsilon is an f32 attribute: nine digits give it exactly; a double
-    // kernel gets its exact value.
+    // Epsilon is an f32 attribute; a double kernel gets its exact value.
     APFloat epsilonValue = rowNormEpsilon(reduction);
     std::string epsilon =
         ft == "double"
             ? llvm::formatv("{0:e16}", epsilonValue.convertToDouble()).str()
-            : llvm::formatv("{0:e8}f", epsilonValue.convertToFloat()).str();
+            : floatLiteral(epsilonValue.convertToFloat());
     rowLoopOpen();
     declareCache(ft);
     if (layerNorm) {
