@@ -100,13 +100,15 @@ struct Group {
   }
 };
 
-/// The elementwise op that computes row norm `norm`'s input, when later
-/// ops read its value too and the norm's kernel can write it for them: a
-/// pre-norm decoder's residual sum (onnxruntime's SkipSimplifiedLayerNorm,
-/// whose sum is the next layer's residual). The kernel computes it anyway,
-/// in its first pass over the row; written there, it needs no kernel of its
-/// own, and the norm does not read it back. Every other reader must come
-/// after `root`, where the kernel is placed.
+/// What a row norm's kernel also writes for later readers, when the
+/// elementwise op that computes the norm's input has readers past the norm:
+/// that op, or, where its only other reader is a cast (onnxruntime's
+/// SkipSimplifiedLayerNorm: an fp32 sum whose 16-bit copy is the next
+/// layer's residual), that cast, so that the narrower copy is written. The
+/// kernel computes the sum anyway, in its first pass over the row; written
+/// there, it needs no kernel of its own, and the norm does not read it
+/// back. What the kernel writes must be read only after `root`, where the
+/// kernel is placed.
 Operation *sharedNormInput(Operation *norm, Operation *root,
                            const llvm::DenseSet<Operation *> &taken) {
   Operation *input = norm->getOperand(0).getDefiningOp();
@@ -114,9 +116,23 @@ Operation *sharedNormInput(Operation *norm, Operation *root,
       taken.contains(input) || input->getBlock() != norm->getBlock() ||
       input->getResult(0).hasOneUse())
     return nullptr;
-  bool readLater = llvm::all_of(input->getUsers(), [&](Operation *user) {
-    return user == norm || (user->getBlock() == root->getBlock() &&
-                            root->isBeforeInBlock(user));
+  auto readAfterRoot = [&](Operation *op) {
+    return llvm::all_of(op->getUsers(), [&](Operation *user) {
+      return user->getBlock() == root->getBlock() &&
+             root->isBeforeInBlock(user);
+    });
+  };
+  SmallVector<Operation *> others;
+  for (Operation *user : input->getUsers())
+    if (user != norm)
+      others.push_back(user);
+  if (others.size() == 1 && isa<CastOp>(others.front()) &&
+      !taken.contains(others.front()) &&
+      others.front()->getBlock() == root->getBlock() &&
+      readAfterRoot(others.front()))
+    return others.front();
+  bool readLater = llvm::all_of(others, [&](Operation *user) {
+    return user->getBlock() == root->getBlock() && root->isBeforeInBlock(user);
   });
   return readLater ? input : nullptr;
 }
@@ -126,7 +142,7 @@ Operation *sharedNormInput(Operation *norm, Operation *root,
 /// (embedding gathers before a LayerNorm) that feed its input alone, and the
 /// casts and data movement that feed a norm's scale and shift alone (a
 /// 16-bit weight widened for an fp32 norm). A norm's input that later ops
-/// read too joins as a second result (sharedNormInput).
+/// read too, or its cast, joins as a second result (sharedNormInput).
 Group buildReductionGroup(Operation *reduction,
                           const llvm::DenseSet<Operation *> &taken) {
   Group group{KernelKind::reduction, reduction, {}};
@@ -144,7 +160,10 @@ Group buildReductionGroup(Operation *reduction,
   if (Operation *shared = sharedNormInput(reduction, group.root, taken)) {
     group.members.insert(shared);
     group.alsoYielded = shared;
+    // The norm's input (if it is not what is shared: the cast reads it)
+    // is then read only inside, and joins as a prologue op.
     inputs.assign(shared->operand_begin(), shared->operand_end());
+    inputs.push_back(reduction->getOperand(0));
   }
   group.absorbProducersThroughMoves(inputs, taken);
   // A norm reads its scale and shift at each row's broadcast index: only

@@ -759,9 +759,10 @@ func.func @negative_gemm_layer_norm_read_by_cast(%a: tensor<4x8xf16>, %w: tensor
 // -----
 
 // A pre-norm decoder's residual sum (onnxruntime's SkipSimplifiedLayerNorm,
-// in fp32 from 16-bit inputs): read by the norm and by later ops. The norm's
-// kernel computes it in its first pass anyway and writes it as a second
-// result, with the casts that feed it; no kernel of its own.
+// in fp32 from 16-bit inputs): read by the norm and, through its 16-bit
+// cast, by later ops. The norm's kernel computes the sum in its first pass
+// anyway and writes the cast as a second result, with the casts that feed
+// the sum; neither gets a kernel of its own.
 // CHECK-LABEL: func @rms_norm_writes_its_shared_input
 // CHECK: %[[K:.*]]:2 = kiln.kernel reduction(%arg0, %arg1, %arg2)
 // CHECK-NEXT: ^bb0
@@ -770,9 +771,10 @@ func.func @negative_gemm_layer_norm_read_by_cast(%a: tensor<4x8xf16>, %w: tensor
 // CHECK-NEXT: %[[S:.*]] = kiln.add
 // CHECK-NEXT: %[[N:.*]] = kiln.rms_norm %[[S]]
 // CHECK-NEXT: %[[C:.*]] = kiln.cast %[[N]]
-// CHECK-NEXT: kiln.yield %[[C]], %[[S]] : tensor<4x16xf16>, tensor<4x16xf32>
-// CHECK: %[[R:.*]] = kiln.kernel elementwise(%[[K]]#1)
-// CHECK: return %[[K]]#0, %[[R]]
+// CHECK-NEXT: %[[S16:.*]] = kiln.cast %[[S]]
+// CHECK-NEXT: kiln.yield %[[C]], %[[S16]] : tensor<4x16xf16>, tensor<4x16xf16>
+// CHECK-NOT: kiln.kernel
+// CHECK: return %[[K]]#0, %[[K]]#1
 func.func @rms_norm_writes_its_shared_input(%a: tensor<4x16xf16>, %b: tensor<4x16xf16>, %g: tensor<16xf32>) -> (tensor<4x16xf16>, tensor<4x16xf16>) {
   %a32 = kiln.cast %a : tensor<4x16xf16> -> tensor<4x16xf32>
   %b32 = kiln.cast %b : tensor<4x16xf16> -> tensor<4x16xf32>
@@ -872,4 +874,19 @@ func.func @negative_norm_input_in_gemm(%a: tensor<4x8xf16>, %w: tensor<8x16xf16>
   %h = kiln.add %x, %p : (tensor<4x16xf16>, tensor<4x16xf16>) -> tensor<4x16xf16>
   %n = kiln.rms_norm %h, %g {axis = 1 : i64, epsilon = 1.0e-6 : f32} : (tensor<4x16xf16>, tensor<16xf16>) -> tensor<4x16xf16>
   return %n, %h : tensor<4x16xf16>, tensor<4x16xf16>
+}
+
+// -----
+
+// The sum read by two later ops (not one cast): the sum itself is the
+// second result.
+// CHECK-LABEL: func @layer_norm_writes_its_input
+// CHECK: %[[K:.*]]:2 = kiln.kernel reduction(%arg0, %arg1, %arg2)
+// CHECK: kiln.yield %{{.*}}, %{{.*}} : tensor<4x16xf32>, tensor<4x16xf32>
+// CHECK: kiln.kernel elementwise(%[[K]]#1)
+func.func @layer_norm_writes_its_input(%a: tensor<4x16xf32>, %b: tensor<4x16xf32>, %g: tensor<16xf32>) -> (tensor<4x16xf32>, tensor<4x16xf32>, tensor<4x16xf32>) {
+  %s = kiln.add %a, %b : (tensor<4x16xf32>, tensor<4x16xf32>) -> tensor<4x16xf32>
+  %n = kiln.layer_norm %s, %g {axis = 1 : i64, epsilon = 1.0e-5 : f32} : (tensor<4x16xf32>, tensor<16xf32>) -> tensor<4x16xf32>
+  %e = kiln.exp %s : tensor<4x16xf32>
+  return %n, %s, %e : tensor<4x16xf32>, tensor<4x16xf32>, tensor<4x16xf32>
 }

@@ -210,20 +210,6 @@ FailureOr<LaunchGeometry> emitReduction(KernelOp kernel, StringRef name,
   bool perElement =
       isa<SoftmaxOp, LogSoftmaxOp>(reduction) || isRowNorm(reduction);
 
-  // A row norm's kernel may also yield the norm's input, for later readers
-  // (kiln-fuse's sharedNormInput): written in the first pass over the row,
-  // once an element, where that pass computes it.
-  Value shared =
-      kernel.getNumResults() > 1 ? kernel.getYield().getValues()[1] : Value();
-  if (shared && (!isRowNorm(reduction) || shared != input))
-    return kernel.emitOpError("yields a second value that is not its row "
-                              "norm's input");
-  auto writeShared = [&](const std::string &x) {
-    if (shared)
-      os << "      out1[x_idx] = "
-         << storeExpr(tensorType(shared).getElementType(), x) << ";\n";
-  };
-
   // Prologue ops come before the reduction, epilogue ops after it.
   SmallVector<Operation *> prologue, epilogue;
   bool after = false;
@@ -247,6 +233,37 @@ FailureOr<LaunchGeometry> emitReduction(KernelOp kernel, StringRef name,
   FloatSpelling f(tensorType(input).getElementType());
   std::string ft = f.type();
   BodyEmitter body(kernel, os);
+  // A row norm's kernel may also yield the norm's input, or a cast of it,
+  // for later readers (kiln-fuse's sharedNormInput): written in the first
+  // pass over the row, once an element, where that pass computes it.
+  Value shared =
+      kernel.getNumResults() > 1 ? kernel.getYield().getValues()[1] : Value();
+  auto sharedCast = shared ? shared.getDefiningOp<CastOp>() : CastOp();
+  if (shared &&
+      (!isRowNorm(reduction) ||
+       (shared != input && !(sharedCast && sharedCast.getInput() == input))))
+    return kernel.emitOpError("yields a second value that is not its row "
+                              "norm's input or a cast of it");
+  auto writeShared = [&](const std::string &x) -> LogicalResult {
+    if (!shared)
+      return success();
+    std::string value = x;
+    if (sharedCast) {
+      // Cast from the row element this pass holds.
+      body.bind(input, x);
+      if (failed(body.emit(sharedCast, "x_idx", inShape, "      ")))
+        return failure();
+      FailureOr<std::string> cast =
+          body.get(shared, "x_idx", inShape, "      ");
+      if (failed(cast))
+        return failure();
+      value = *cast;
+    }
+    os << "      out1[x_idx] = "
+       << storeExpr(tensorType(shared).getElementType(), value) << ";\n";
+    return success();
+  };
+
   auto emitPrologue = [&](const std::string &indent) -> FailureOr<std::string> {
     body.reset();
     if (!prologueInOrder)
@@ -406,7 +423,8 @@ FailureOr<LaunchGeometry> emitReduction(KernelOp kernel, StringRef name,
       auto x = rowElement(/*firstPass=*/true);
       if (failed(x))
         return fail();
-      writeShared(*x);
+      if (failed(writeShared(*x)))
+        return fail();
       os << "      row_sum += " << *x << " - shift;\n    }\n"
          << "    " << ft << " mean = shift + " << rowReduce("sum", "row_sum")
          << " / " << length << ";\n";
@@ -419,8 +437,8 @@ FailureOr<LaunchGeometry> emitReduction(KernelOp kernel, StringRef name,
     auto x = rowElement(/*firstPass=*/!layerNorm);
     if (failed(x))
       return fail();
-    if (!layerNorm)
-      writeShared(*x);
+    if (!layerNorm && failed(writeShared(*x)))
+      return fail();
     if (layerNorm)
       os << "      " << ft << " centered = " << *x << " - mean;\n"
          << "      row_sq += centered * centered;\n    }\n";
@@ -576,7 +594,8 @@ FailureOr<LaunchGeometry> emitReduction(KernelOp kernel, StringRef name,
     body.reset();
   body.bind(reduction->getResult(0), valueName);
   for (Operation *op : epilogue)
-    if (failed(body.emit(op, outIdx, outShape, "      ")))
+    if (op->getResult(0) != shared &&
+        failed(body.emit(op, outIdx, outShape, "      ")))
       return fail();
   Value yielded = kernel.getYield().getValues()[0];
   FailureOr<std::string> result = body.get(yielded, outIdx, outShape, "      ");
