@@ -12,7 +12,7 @@
 // bias, residual add and activation after it into a GEMM kernel (cuBLASLt's
 // epilogue), and the dequantize of its block-quantized weights. A cache update
 // is a kernel that writes its new rows, computed through the ops that feed them
-// alone.
+// alone; two that write alike (a layer's key and value caches) are one kernel.
 //
 //===----------------------------------------------------------------------===//
 
@@ -68,7 +68,8 @@ struct Group {
   /// The layer_norm of the product's rows that ends the epilogue, or null.
   LayerNormOp gemmNorm;
   /// A member whose value the kernel also yields, after the root's: a row
-  /// norm's input that later ops read too (buildReductionGroup), or null.
+  /// norm's input that later ops read too (buildReductionGroup), the
+  /// earlier of two cache updates (pairCacheUpdates), or null.
   Operation *alsoYielded = nullptr;
 
   bool allUsesInside(Operation *op) const {
@@ -457,6 +458,76 @@ std::optional<Group> buildGemmGroup(MatmulOp matmul,
   return group;
 }
 
+/// Whether cache updates `a` and `b` write rows of one shape at one place:
+/// their updates' and destinations' shapes (symbolic sizes included), axis
+/// and offset equal, neither with per-row starts. A decoder's key and value
+/// caches, updated from one projection.
+bool writeAlike(UpdateSliceOp a, UpdateSliceOp b) {
+  auto shapeOf = [](Value v) {
+    auto type = cast<RankedTensorType>(v.getType());
+    return std::make_pair(type.getShape(), type.getEncoding());
+  };
+  return shapeOf(a.getUpdate()) == shapeOf(b.getUpdate()) &&
+         shapeOf(a.getDest()) == shapeOf(b.getDest()) &&
+         a.getAxis() == b.getAxis() && a.getOffset() == b.getOffset() &&
+         !a.getStarts() && !b.getStarts();
+}
+
+/// Merges each pair of cache-update groups that write alike (writeAlike)
+/// into one kernel with two results, placed at the later update: one
+/// launch for a decoder layer's key and value caches. The earlier update
+/// must be read only after the later one (where its readers' kernels will
+/// be placed: a slice of the valid rows joins the attention that reads
+/// it), and neither group may read the other's result.
+void pairCacheUpdates(SmallVectorImpl<Group> &groups) {
+  llvm::DenseMap<Operation *, Operation *> placeOf;
+  for (const Group &g : groups)
+    for (Operation *op : g.members)
+      placeOf[op] = g.root;
+  auto placed = [&](Operation *op) {
+    Operation *place = placeOf.lookup(op);
+    return place ? place : op;
+  };
+  auto updateOf = [](const Group &g) {
+    return g.kind == KernelKind::elementwise && !g.alsoYielded
+               ? dyn_cast<UpdateSliceOp>(g.root)
+               : UpdateSliceOp();
+  };
+  for (size_t i = 0; i < groups.size(); ++i) {
+    UpdateSliceOp first = updateOf(groups[i]);
+    if (!first)
+      continue;
+    for (size_t j = i + 1; j < groups.size(); ++j) {
+      UpdateSliceOp second = updateOf(groups[j]);
+      if (!second || second->getBlock() != first->getBlock() ||
+          !writeAlike(first, second))
+        continue;
+      Group &early = first->isBeforeInBlock(second) ? groups[i] : groups[j];
+      Group &late = &early == &groups[i] ? groups[j] : groups[i];
+      auto readsRootOf = [](const Group &reader, const Group &writer) {
+        return llvm::any_of(reader.members, [&](Operation *op) {
+          return llvm::is_contained(op->getOperands(),
+                                    writer.root->getResult(0));
+        });
+      };
+      bool readLater = llvm::all_of(early.root->getUsers(), [&](Operation *u) {
+        Operation *at = placed(u);
+        return at->getBlock() == late.root->getBlock() &&
+               late.root->isBeforeInBlock(at);
+      });
+      if (!readLater || readsRootOf(late, early) || readsRootOf(early, late))
+        continue;
+      late.members.insert(early.members.begin(), early.members.end());
+      late.alsoYielded = early.root;
+      for (Operation *op : early.members)
+        placeOf[op] = late.root;
+      groups.erase(groups.begin() + (&early - groups.data()));
+      // The merged group sits at i or i - 1 now; look for no third.
+      break;
+    }
+  }
+}
+
 /// Replaces the group's ops by one kiln.kernel placed at the root.
 void outlineGroup(Group &group) {
   SmallVector<Operation *> ops = group.members.takeVector();
@@ -628,6 +699,7 @@ struct KilnFusePass : public kiln::impl::KilnFusePassBase<KilnFusePass> {
       }
     }
 
+    pairCacheUpdates(groups);
     for (Group &group : groups)
       outlineGroup(group);
   }

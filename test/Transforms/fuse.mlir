@@ -890,3 +890,50 @@ func.func @layer_norm_writes_its_input(%a: tensor<4x16xf32>, %b: tensor<4x16xf32
   %e = kiln.exp %s : tensor<4x16xf32>
   return %n, %s, %e : tensor<4x16xf32>, tensor<4x16xf32>, tensor<4x16xf32>
 }
+
+// -----
+
+// A decoder layer's key and value cache updates write alike (one shape,
+// axis and offset): one kernel with two results, placed at the later
+// update, the key's rotary-like producer inside it.
+// CHECK-LABEL: func @cache_updates_paired
+// CHECK: %[[K:.*]]:2 = kiln.kernel elementwise
+// CHECK: %[[KU:.*]] = kiln.update_slice %{{.*}}, %{{.*}} {axis = 2 : i64, offset = "5"}
+// CHECK: %[[VU:.*]] = kiln.update_slice %{{.*}}, %{{.*}} {axis = 2 : i64, offset = "5"}
+// CHECK-NEXT: kiln.yield %[[VU]], %[[KU]]
+// CHECK-NOT: kiln.update_slice
+// CHECK: return %[[K]]#1, %[[K]]#0
+func.func @cache_updates_paired(%kc: tensor<1x2x8x4xf32>, %vc: tensor<1x2x8x4xf32>, %k: tensor<1x2x1x4xf32>, %v: tensor<1x2x1x4xf32>) -> (tensor<1x2x8x4xf32>, tensor<1x2x8x4xf32>) {
+  %kn = kiln.neg %k : tensor<1x2x1x4xf32>
+  %ku = kiln.update_slice %kc, %kn {axis = 2 : i64, offset = "5"} : (tensor<1x2x8x4xf32>, tensor<1x2x1x4xf32>) -> tensor<1x2x8x4xf32>
+  %vu = kiln.update_slice %vc, %v {axis = 2 : i64, offset = "5"} : (tensor<1x2x8x4xf32>, tensor<1x2x1x4xf32>) -> tensor<1x2x8x4xf32>
+  return %ku, %vu : tensor<1x2x8x4xf32>, tensor<1x2x8x4xf32>
+}
+
+// -----
+
+/// negative_: updates at different offsets do not share a loop.
+// CHECK-LABEL: func @negative_cache_updates_other_offsets
+// CHECK: kiln.kernel elementwise
+// CHECK: kiln.kernel elementwise
+func.func @negative_cache_updates_other_offsets(%kc: tensor<1x2x8x4xf32>, %vc: tensor<1x2x8x4xf32>, %k: tensor<1x2x1x4xf32>, %v: tensor<1x2x1x4xf32>) -> (tensor<1x2x8x4xf32>, tensor<1x2x8x4xf32>) {
+  %ku = kiln.update_slice %kc, %k {axis = 2 : i64, offset = "5"} : (tensor<1x2x8x4xf32>, tensor<1x2x1x4xf32>) -> tensor<1x2x8x4xf32>
+  %vu = kiln.update_slice %vc, %v {axis = 2 : i64, offset = "6"} : (tensor<1x2x8x4xf32>, tensor<1x2x1x4xf32>) -> tensor<1x2x8x4xf32>
+  return %ku, %vu : tensor<1x2x8x4xf32>, tensor<1x2x8x4xf32>
+}
+
+// -----
+
+/// negative_: the key cache is read between the two updates (by an exp):
+/// the pair's kernel, placed at the value update, would come too late for
+/// it.
+// CHECK-LABEL: func @negative_cache_update_read_between
+// CHECK: kiln.kernel elementwise
+// CHECK: kiln.kernel elementwise
+// CHECK: kiln.kernel elementwise
+func.func @negative_cache_update_read_between(%kc: tensor<1x2x8x4xf32>, %vc: tensor<1x2x8x4xf32>, %k: tensor<1x2x1x4xf32>, %v: tensor<1x2x1x4xf32>) -> (tensor<1x2x8x4xf32>, tensor<1x2x8x4xf32>, tensor<1x2x8x4xf32>) {
+  %ku = kiln.update_slice %kc, %k {axis = 2 : i64, offset = "5"} : (tensor<1x2x8x4xf32>, tensor<1x2x1x4xf32>) -> tensor<1x2x8x4xf32>
+  %e = kiln.exp %ku : tensor<1x2x8x4xf32>
+  %vu = kiln.update_slice %vc, %v {axis = 2 : i64, offset = "5"} : (tensor<1x2x8x4xf32>, tensor<1x2x1x4xf32>) -> tensor<1x2x8x4xf32>
+  return %ku, %vu, %e : tensor<1x2x8x4xf32>, tensor<1x2x8x4xf32>, tensor<1x2x8x4xf32>
+}

@@ -360,7 +360,11 @@ def KilnFusePass : Pass<"kiln-fuse", "mlir::func::FuncOp"> {
       `sort` kernel;
     - a `kiln.update_slice` (kiln-cache-in-place) roots an `elementwise`
       kernel with the producers of its update that feed it alone: the
-      kernel writes the update's rows into the destination's storage.
+      kernel writes the update's rows into the destination's storage. Two
+      updates that write alike (one shape, axis and offset, no starts: a
+      decoder layer's key and value caches) share one kernel with two
+      results, placed at the later one, where the earlier is read only
+      after it;
     Reshapes outside any group and constants stay outside: they are views
     and weights.
 

@@ -166,11 +166,28 @@ static LogicalResult emitVectorLoop(KernelOp kernel, const VectorAccess &access,
 /// rows, each element computed through the fused producers and stored at
 /// its place past the offset (and its start). The destination's other rows
 /// are not touched: its storage is the result's (the C ABI's output alias).
+/// Two updates that write alike (kiln-fuse's pairCacheUpdates: a layer's
+/// key and value caches) share the loop, each element of each stored in
+/// its own result.
 static FailureOr<LaunchGeometry> emitUpdateSlice(KernelOp kernel,
                                                  UpdateSliceOp update,
                                                  StringRef name,
                                                  llvm::raw_ostream &os) {
-  RankedTensorType resultType = tensorType(kernel.getResult(0));
+  SmallVector<UpdateSliceOp> updates;
+  for (Value yielded : kernel.getYield().getValues()) {
+    auto other = yielded.getDefiningOp<UpdateSliceOp>();
+    bool alike = other == update ||
+                 (other && other.getAxis() == update.getAxis() &&
+                  other.getOffset() == update.getOffset() &&
+                  !other.getStarts() && !update.getStarts() &&
+                  sizesOf(other.getUpdate()) == sizesOf(update.getUpdate()) &&
+                  sizesOf(other.getDest()) == sizesOf(update.getDest()));
+    if (!alike)
+      return kernel.emitOpError("yields cache updates that do not write "
+                                "alike (one shape, axis and offset, no "
+                                "starts)");
+    updates.push_back(other);
+  }
   Sizes rows = sizesOf(update.getUpdate()), dest = sizesOf(update.getDest());
   int64_t axis = update.getAxis();
   std::string error;
@@ -214,14 +231,21 @@ static FailureOr<LaunchGeometry> emitUpdateSlice(KernelOp kernel,
     llvm::raw_string_ostream(row)
         << "(" << offset << " + (i / " << inner << ") % " << rows[axis] << ")";
   }
-  auto value = body.getAt(update.getUpdate(), "i", "    ");
-  if (failed(value))
-    return failure();
+  SmallVector<std::string> values;
+  for (UpdateSliceOp each : updates) {
+    auto value = body.getAt(each.getUpdate(), "i", "    ");
+    if (failed(value))
+      return failure();
+    values.push_back(*value);
+  }
   os << "    const " << index << " at = (i / " << rows[axis] * inner << ") * "
      << dest[axis] * inner << " + " << row << " * " << inner << " + i % "
      << inner << ";\n";
-  os << "    out0[at] = " << storeExpr(resultType.getElementType(), *value)
-     << ";\n  }\n}\n";
+  for (auto [n, each] : llvm::enumerate(updates))
+    os << "    out" << n << "[at] = "
+       << storeExpr(tensorType(each.getResult()).getElementType(), values[n])
+       << ";\n";
+  os << "  }\n}\n";
   LaunchGeometry geometry;
   setGridDim(geometry, 0, n, kBlockSize, kMaxGrid);
   geometry.block[0] = kBlockSize;
@@ -295,8 +319,12 @@ FailureOr<LaunchGeometry> emitKernel(KernelOp kernel, StringRef name,
                                      llvm::raw_ostream &os,
                                      const CudaEmitOptions &options) {
   // A row norm's kernel may also write its input (kiln-fuse's
-  // sharedNormInput); every other kernel writes one result.
-  unsigned most = kernel.getKind() == KernelKind::reduction ? 2 : 1;
+  // sharedNormInput), a cache update's the other cache (pairCacheUpdates);
+  // every other kernel writes one result.
+  bool updates =
+      kernel.getKind() == KernelKind::elementwise &&
+      kernel.getYield().getValues()[0].getDefiningOp<UpdateSliceOp>();
+  unsigned most = kernel.getKind() == KernelKind::reduction || updates ? 2 : 1;
   if (kernel.getNumResults() < 1 || kernel.getNumResults() > most)
     return kernel.emitOpError("has ")
            << kernel.getNumResults() << " results; the CUDA target needs "

@@ -174,26 +174,29 @@ std::string PlanBuilder::outputName(int64_t i) {
 }
 
 LogicalResult PlanBuilder::addAlias(KernelOp kernel) {
-  auto update = kernel.getYield().getValues()[0].getDefiningOp<UpdateSliceOp>();
-  if (!update)
-    return success();
-  auto inside = dyn_cast<BlockArgument>(update.getDest());
-  auto dest =
-      inside
-          ? dyn_cast<BlockArgument>(kernel.getInputs()[inside.getArgNumber()])
-          : BlockArgument();
-  const rt::Buffer &result = artifact.buffers[bufferOf.at(kernel.getResult(0))];
-  if (!dest || dest.getOwner() != &func.getBody().front() ||
-      result.kind != rt::BufferKind::Output)
-    return update.emitOpError(
-        "updates a graph input into a graph output only (the form "
-        "kiln-cache-in-place makes): the CUDA target writes the new rows "
-        "into storage they share");
-  rt::OutputAlias alias;
-  alias.output = result.offset;
-  alias.input = dest.getArgNumber();
-  alias.axis = update.getAxis();
-  artifact.aliases.push_back(alias);
+  for (auto [yielded, kernelResult] :
+       llvm::zip(kernel.getYield().getValues(), kernel.getResults())) {
+    auto update = yielded.getDefiningOp<UpdateSliceOp>();
+    if (!update)
+      continue;
+    auto inside = dyn_cast<BlockArgument>(update.getDest());
+    auto dest =
+        inside
+            ? dyn_cast<BlockArgument>(kernel.getInputs()[inside.getArgNumber()])
+            : BlockArgument();
+    const rt::Buffer &result = artifact.buffers[bufferOf.at(kernelResult)];
+    if (!dest || dest.getOwner() != &func.getBody().front() ||
+        result.kind != rt::BufferKind::Output)
+      return update.emitOpError(
+          "updates a graph input into a graph output only (the form "
+          "kiln-cache-in-place makes): the CUDA target writes the new rows "
+          "into storage they share");
+    rt::OutputAlias alias;
+    alias.output = result.offset;
+    alias.input = dest.getArgNumber();
+    alias.axis = update.getAxis();
+    artifact.aliases.push_back(alias);
+  }
   return success();
 }
 
