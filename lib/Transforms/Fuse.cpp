@@ -101,6 +101,11 @@ struct Group {
   }
 };
 
+/// Whether `op` comes after `anchor` in `anchor`'s block.
+bool comesAfter(Operation *op, Operation *anchor) {
+  return op->getBlock() == anchor->getBlock() && anchor->isBeforeInBlock(op);
+}
+
 /// What a row norm's kernel also writes for later readers, when the
 /// elementwise op that computes the norm's input has readers past the norm:
 /// that op, or, where its only other reader is a cast (onnxruntime's
@@ -117,25 +122,17 @@ Operation *sharedNormInput(Operation *norm, Operation *root,
       taken.contains(input) || input->getBlock() != norm->getBlock() ||
       input->getResult(0).hasOneUse())
     return nullptr;
-  auto readAfterRoot = [&](Operation *op) {
-    return llvm::all_of(op->getUsers(), [&](Operation *user) {
-      return user->getBlock() == root->getBlock() &&
-             root->isBeforeInBlock(user);
-    });
-  };
+  auto afterRoot = [&](Operation *op) { return comesAfter(op, root); };
   SmallVector<Operation *> others;
   for (Operation *user : input->getUsers())
     if (user != norm)
       others.push_back(user);
-  if (others.size() == 1 && isa<CastOp>(others.front()) &&
-      !taken.contains(others.front()) &&
-      others.front()->getBlock() == root->getBlock() &&
-      readAfterRoot(others.front()))
-    return others.front();
-  bool readLater = llvm::all_of(others, [&](Operation *user) {
-    return user->getBlock() == root->getBlock() && root->isBeforeInBlock(user);
-  });
-  return readLater ? input : nullptr;
+  Operation *cast = others.size() == 1 ? others.front() : nullptr;
+  if (isa_and_nonnull<CastOp>(cast) && !taken.contains(cast) &&
+      cast->getBlock() == root->getBlock() &&
+      llvm::all_of(cast->getUsers(), afterRoot))
+    return cast;
+  return llvm::all_of(others, afterRoot) ? input : nullptr;
 }
 
 /// Builds a reduction group: the reduction, its single-use elementwise
@@ -511,9 +508,7 @@ void pairCacheUpdates(SmallVectorImpl<Group> &groups) {
         });
       };
       bool readLater = llvm::all_of(early.root->getUsers(), [&](Operation *u) {
-        Operation *at = placed(u);
-        return at->getBlock() == late.root->getBlock() &&
-               late.root->isBeforeInBlock(at);
+        return comesAfter(placed(u), late.root);
       });
       if (!readLater || readsRootOf(late, early) || readsRootOf(early, late))
         continue;

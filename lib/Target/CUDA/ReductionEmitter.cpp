@@ -388,8 +388,8 @@ FailureOr<LaunchGeometry> emitReduction(KernelOp kernel, StringRef name,
       os << "      " << ft << " " << valueName << " = " << f.fn("exp") << "("
          << *x << " - row_max) / row_sum;\n";
   } else if (isRowNorm(reduction)) {
-    // LayerNorm centers each element on the row's mean; RMSNorm does not
-    // (its mean stays zero), and has no shift.
+    // LayerNorm centers each element on the row's mean; RMSNorm does not,
+    // and has no shift.
     auto layerNorm = dyn_cast<LayerNormOp>(reduction);
     std::string length = floatOf(layout.length, f);
     // Epsilon is an f32 attribute; a double kernel gets its exact value.
