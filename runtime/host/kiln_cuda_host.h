@@ -161,9 +161,10 @@ inline int __all_sync(unsigned mask, int predicate) {
 }
 inline unsigned __activemask() { return 0xffffffffu; }
 
-// Tensor-core instructions (mma.sync, ldmatrix, cp.async; Hopper's wgmma),
-// on these lanes.
+// Tensor-core instructions (mma.sync, ldmatrix, cp.async; Hopper's wgmma,
+// tensor copies and mbarriers), on these lanes.
 #include "kiln_cuda_host_mma.h"
+#include "kiln_cuda_host_tma.h"
 #include "kiln_cuda_host_wgmma.h"
 
 //===----------------------------------------------------------------------===//
@@ -171,8 +172,8 @@ inline unsigned __activemask() { return 0xffffffffu; }
 //===----------------------------------------------------------------------===//
 
 /// Argument slot `arg` as a kernel parameter of type T: a pointer
-/// parameter's slot holds the pointer, a `long long`'s (a symbolic dim)
-/// points to the value, as cuLaunchKernel's kernelParams do.
+/// parameter's slot holds the pointer, a `long long`'s (a symbolic dim) or
+/// a tensor map's points to the value, as cuLaunchKernel's kernelParams do.
 template <class T> inline T kiln_host_arg(void *arg) {
   if constexpr (std::is_pointer<T>::value)
     return static_cast<T>(arg);
@@ -189,9 +190,11 @@ inline void kiln_host_invoke(void (*kernel)(Params...), void *const *args,
 template <class... Params>
 constexpr unsigned kiln_host_arity(void (*)(Params...)) {
   static_assert(((std::is_pointer<Params>::value ||
-                  std::is_same<Params, long long>::value) &&
+                  std::is_same<Params, long long>::value ||
+                  std::is_same<Params, kiln_tensor_map>::value) &&
                  ...),
-                "host kernels take device pointers, then long long dims");
+                "host kernels take device pointers, long long dims and "
+                "tensor maps");
   return sizeof...(Params);
 }
 

@@ -1,35 +1,48 @@
 //===- kiln_cuda_host_wgmma.h - Hopper's wgmma on the host ------*- C++ -*-===//
 //
 // `wgmma.mma_async.sync.aligned.m64nNk16.f32.f16.f16` (and .bf16) with A
-// from registers and B from shared memory through a matrix descriptor in
-// the no-swizzle layout, with wgmma.fence, commit_group and wait_group,
+// from registers or from shared memory and B from shared memory through
+// matrix descriptors, with wgmma.fence, commit_group and wait_group,
 // emulated over the lanes of kiln_cuda_host.h. Generated code reaches them
-// through kiln_wgmma_desc, kiln_wgmma_fence, kiln_wgmma_commit,
-// kiln_wgmma_wait<N> and the per-shape functions TensorCores.cpp emits
-// (kiln_wgmma_m64n<N>k16_<f16|bf16>_<k|t>), which call kiln_host_wgmma.
+// through kiln_wgmma_desc, kiln_wgmma_desc_swizzled, kiln_wgmma_fence,
+// kiln_wgmma_commit, kiln_wgmma_wait<N> and the per-shape functions
+// TensorCores.cpp emits (kiln_wgmma_m64n<N>k16_<f16|bf16>[_ss]_<k|t>),
+// which call kiln_host_wgmma::issue.
 //
 // The layouts, from the PTX ISA ("Asynchronous Warpgroup Level Matrix
-// Multiply-Accumulate", its register fragments and "Shared Memory Matrix
-// Layout"):
-// - A (64x16, registers): warp w of the warpgroup holds rows 16w to 16w +
-//   15 exactly as mma.m16n8k16 holds its A; D (64xN, f32): warp w holds
+// Multiply-Accumulate", its register fragments, "Shared Memory Matrix
+// Layout" and "Matrix Descriptor Format"; CUTLASS's make_gmma_desc writes
+// the same canonical layouts):
+// - A (64x16) in registers: warp w of the warpgroup holds rows 16w to 16w
+//   + 15 exactly as mma.m16n8k16 holds its A; D (64xN, f32): warp w holds
 //   rows 16w to 16w + 15, element i of a lane at row groupID + 8 * ((i / 2)
 //   % 2), column 8 * (i / 4) + 2 * threadID_in_group + i % 2, which is
 //   mma.m16n8k16's C layout for each 8 columns. A warp's rows of D depend
 //   only on its own rows of A, so each warp is emulated on its own.
-// - B (16xN) in shared memory, no swizzle: 8x8 core matrices of 16-bit
-//   elements, each 8 rows of 16 contiguous bytes. K-major (imm-trans-b 0):
-//   a core matrix row is one column n of B, 8 consecutive k;
-//   B[k][n] at start + (n / 8) * SBO + (n % 8) * 16 + (k / 8) * LBO + (k % 8)
-//   * 2. MN-major (imm-trans-b 1): a core matrix row is one k, 8
-//   consecutive n; B[k][n] at start + (n / 8) * SBO + (k % 8) * 16 + (k / 8)
-//   * LBO + (n % 8) * 2. The leading byte offset (LBO) steps between core
-//   matrices along K, the stride byte offset (SBO) along N.
+// - An operand in shared memory (B, 16xN, or A, 64x16, K-major) is read
+//   through its descriptor, element (mn, k) of 16 bits at the descriptor's
+//   start plus, with no swizzle (8x8 core matrices of 8 rows of 16
+//   contiguous bytes):
+//     K-major (imm-trans 0):  (mn / 8) * SBO + (mn % 8) * 16 + (k / 8) * LBO
+//                             + (k % 8) * 2;
+//     MN-major (imm-trans 1): (mn / 8) * SBO + (mn % 8) * 2 + (k / 8) * LBO
+//                             + (k % 8) * 16;
+//   and with a swizzle of S bytes (128, 64 or 32; W = S / 16 chunks):
+//     K-major:  (mn / 8) * SBO + (mn % 8) * S + (k % 16) * 2 (LBO unused);
+//     MN-major: (mn / (8 W)) * LBO + (mn % (8 W)) * 2 + (k / 8) * SBO
+//               + (k % 8) * S;
+//   the swizzle then XORs the address's 16-byte chunk (bits 4 and up) with
+//   its bits 7 and up, log2(W) of them, as a tensor copy with that swizzle
+//   writes (kiln_cuda_host_tma.h). So a K-major tile written by such a copy
+//   as rows of S bytes is read with SBO = 8 * S, and the descriptor of its
+//   k-th 16 columns starts 32 * k bytes in.
 // - The descriptor (64 bits): start address >> 4 in bits 0-13, LBO >> 4 in
-//   16-29, SBO >> 4 in 32-45, base offset in 49-51, swizzle in 62-63. Host
-//   shared memory has no 18-bit window, so here the start travels as a
-//   pointer beside the other fields (address bits 0); like the GPU, the
-//   emulation ignores its 4 low bits.
+//   16-29, SBO >> 4 in 32-45, base offset in 49-51, layout in 62-63 (0 no
+//   swizzle, 1 128 bytes, 2 64, 3 32). Host shared memory has no 18-bit
+//   window, so here the start travels as a pointer beside the other fields
+//   (address bits 0); like the GPU, the emulation ignores its 4 low bits.
+//   The base offset must be 0 here: swizzled tiles start at their pattern's
+//   boundary.
 //
 // The product lands when a wait_group lets it (the latest moment the GPU
 // may), reading B then: accumulators read before their wait are stale, and
@@ -53,18 +66,29 @@ struct kiln_smem_desc {
 namespace kiln_host_wgmma {
 
 /// The descriptor fields of `lbo` and `sbo` (bytes, multiples of 16 below
-/// 2^18), no swizzle and base offset 0: bits 16-29 and 32-45.
-inline unsigned long long descriptorBits(unsigned lbo, unsigned sbo) {
+/// 2^18) and the layout of a `swizzle`-byte swizzle (0 for none), base
+/// offset 0: bits 16-29, 32-45 and 62-63.
+inline unsigned long long descriptorBits(unsigned lbo, unsigned sbo,
+                                         unsigned swizzle = 0) {
+  unsigned long long layout = swizzle == 128  ? 1
+                              : swizzle == 64 ? 2
+                              : swizzle == 32 ? 3
+                                              : 0;
   return static_cast<unsigned long long>((lbo & 0x3ffffu) >> 4) << 16 |
-         static_cast<unsigned long long>((sbo & 0x3ffffu) >> 4) << 32;
+         static_cast<unsigned long long>((sbo & 0x3ffffu) >> 4) << 32 |
+         layout << 62;
 }
 
-/// One issued wgmma of a lane: its accumulators, the warp's A rows, B's
-/// descriptor and layout, and whether D starts from the accumulators.
+/// One issued wgmma of a lane: its accumulators, the warp's A rows (or A's
+/// descriptor), B's descriptor and layout, and whether D starts from the
+/// accumulators.
 struct Product {
   float *d;
   unsigned n;
   float a[16][16];
+  bool aShared;
+  kiln_smem_desc aDesc;
+  unsigned warp;
   kiln_smem_desc b;
   bool transB, bf16, accumulate;
 };
@@ -74,18 +98,36 @@ struct Product {
   std::abort();
 }
 
-/// B[k][n] of `p` by its descriptor (the layouts above).
-inline float bAt(const Product &p, unsigned k, unsigned n) {
-  unsigned lbo = unsigned(p.b.bits >> 16 & 0x3fffu) << 4,
-           sbo = unsigned(p.b.bits >> 32 & 0x3fffu) << 4;
-  const unsigned char *start = p.b.start - (uintptr_t(p.b.start) & 15u);
-  size_t offset =
-      (n / 8) * size_t(sbo) + (k / 8) * size_t(lbo) +
-      (p.transB ? (k % 8) * 16 + (n % 8) * 2 : (n % 8) * 16 + (k % 8) * 2);
+/// The swizzle span in bytes of a descriptor's layout (0 for none).
+inline unsigned swizzleOf(kiln_smem_desc desc) {
+  static const unsigned spans[4] = {0, 128, 64, 32};
+  return spans[desc.bits >> 62];
+}
+
+/// Element (mn, k) of the operand `desc` describes, MN-major or K-major
+/// (the layouts above).
+inline float operandAt(kiln_smem_desc desc, bool mnMajor, bool bf16,
+                       unsigned mn, unsigned k) {
+  size_t lbo = size_t(desc.bits >> 16 & 0x3fffu) << 4,
+         sbo = size_t(desc.bits >> 32 & 0x3fffu) << 4;
+  unsigned span = swizzleOf(desc);
+  size_t offset;
+  if (span == 0)
+    offset =
+        (mn / 8) * sbo + (k / 8) * lbo +
+        (mnMajor ? (k % 8) * 16 + (mn % 8) * 2 : (mn % 8) * 16 + (k % 8) * 2);
+  else if (!mnMajor)
+    offset = (mn / 8) * sbo + (mn % 8) * span + (k % 16) * 2;
+  else
+    offset = (mn / (span / 2)) * lbo + (mn % (span / 2)) * 2 + (k / 8) * sbo +
+             (k % 8) * span;
+  uintptr_t start = uintptr_t(desc.start) & ~uintptr_t(15);
+  const void *at = reinterpret_cast<const void *>(
+      kiln_host_tma::swizzled(start + offset, span));
   unsigned short bits;
-  std::memcpy(&bits, start + offset, sizeof bits);
-  return p.bf16 ? kiln_host_mma::widen<true>(bits)
-                : kiln_host_mma::widen<false>(bits);
+  std::memcpy(&bits, at, sizeof bits);
+  return bf16 ? kiln_host_mma::widen<true>(bits)
+              : kiln_host_mma::widen<false>(bits);
 }
 
 /// D = A * B (+ D) for this lane's accumulators: products of 16-bit values
@@ -94,13 +136,43 @@ inline void land(const Product &p) {
   unsigned lane = kiln_host_self->lane;
   unsigned g = kiln_host_mma::groupOf(lane),
            t = kiln_host_mma::threadInGroup(lane);
+  float a[16][16];
+  for (unsigned r = 0; r < 16; ++r)
+    for (unsigned k = 0; k < 16; ++k)
+      a[r][k] = p.aShared
+                    ? operandAt(p.aDesc, false, p.bf16, 16 * p.warp + r, k)
+                    : p.a[r][k];
   for (unsigned i = 0; i < p.n / 2; ++i) {
     unsigned row = g + 8 * ((i / 2) % 2), col = 8 * (i / 4) + 2 * t + i % 2;
     double sum = p.accumulate ? p.d[i] : 0.0;
     for (unsigned k = 0; k < 16; ++k)
-      sum += double(p.a[row][k]) * double(bAt(p, k, col));
+      sum +=
+          double(a[row][k]) * double(operandAt(p.b, p.transB, p.bf16, col, k));
     p.d[i] = float(sum);
   }
+}
+
+/// The product's common fields, after checking the block and descriptor.
+template <unsigned N, bool TRANS_B, bool BF16>
+inline Product product(float *d, kiln_smem_desc b, int scaleD) {
+  static_assert(N % 8 == 0 && N >= 8 && N <= 256, "wgmma's N: 8 to 256 by 8");
+  if (blockDim.x * blockDim.y * blockDim.z % 128 != 0)
+    fail("a block of whole warpgroups (128 threads) issues it");
+  if ((b.bits >> 49 & 7u) != 0)
+    fail("the emulation reads only descriptors of base offset 0");
+  Product p;
+  p.d = d;
+  p.n = N;
+  p.aShared = false;
+  p.aDesc = {nullptr, 0};
+  unsigned linear = threadIdx.x + threadIdx.y * blockDim.x +
+                    threadIdx.z * blockDim.x * blockDim.y;
+  p.warp = linear / 32 % 4;
+  p.b = b;
+  p.transB = TRANS_B;
+  p.bf16 = BF16;
+  p.accumulate = scaleD != 0;
+  return p;
 }
 
 /// Issues D (this lane's N / 2 accumulators at `d`) = A * B (+ D): the
@@ -108,19 +180,20 @@ inline void land(const Product &p) {
 template <unsigned N, bool TRANS_B, bool BF16>
 inline void issue(float *d, const unsigned (&a)[4], kiln_smem_desc b,
                   int scaleD) {
-  static_assert(N % 8 == 0 && N >= 8 && N <= 256, "wgmma's N: 8 to 256 by 8");
-  if (blockDim.x * blockDim.y * blockDim.z % 128 != 0)
-    fail("a block of whole warpgroups (128 threads) issues it");
-  if ((b.bits >> 62) != 0 || (b.bits >> 49 & 7u) != 0)
-    fail("the emulation reads only the no-swizzle layout at base offset 0");
-  Product p;
-  p.d = d;
-  p.n = N;
-  p.b = b;
-  p.transB = TRANS_B;
-  p.bf16 = BF16;
-  p.accumulate = scaleD != 0;
+  Product p = product<N, TRANS_B, BF16>(d, b, scaleD);
   kiln_host_mma::gatherA<BF16>(a, p.a);
+  kiln_host_mma::pendingOf<Product>().open.push_back(p);
+}
+
+/// The same with A (64x16, K-major) in shared memory, read when it lands.
+template <unsigned N, bool TRANS_B, bool BF16>
+inline void issueShared(float *d, kiln_smem_desc a, kiln_smem_desc b,
+                        int scaleD) {
+  Product p = product<N, TRANS_B, BF16>(d, b, scaleD);
+  if ((a.bits >> 49 & 7u) != 0)
+    fail("the emulation reads only descriptors of base offset 0");
+  p.aShared = true;
+  p.aDesc = a;
   kiln_host_mma::pendingOf<Product>().open.push_back(p);
 }
 
@@ -132,6 +205,16 @@ inline kiln_smem_desc kiln_wgmma_desc(const void *start, unsigned lbo,
                                       unsigned sbo) {
   return {static_cast<const unsigned char *>(start),
           kiln_host_wgmma::descriptorBits(lbo, sbo)};
+}
+
+/// The descriptor of a K-major or MN-major operand at `start` laid out with
+/// a swizzle of `swizzle` bytes (128, 64 or 32; the layouts above).
+inline kiln_smem_desc kiln_wgmma_desc_swizzled(const void *start, unsigned lbo,
+                                               unsigned sbo, unsigned swizzle) {
+  if (swizzle != 128 && swizzle != 64 && swizzle != 32)
+    kiln_host_wgmma::fail("a swizzle is 128, 64 or 32 bytes");
+  return {static_cast<const unsigned char *>(start),
+          kiln_host_wgmma::descriptorBits(lbo, sbo, swizzle)};
 }
 
 /// wgmma.fence: orders the warpgroup's register writes before the next

@@ -20,11 +20,14 @@
 #define KILN_HOST_ABI_H
 
 /* Bumped on any change to the structures or entry points below. */
-#define KILN_HOST_ABI_VERSION 2u
+#define KILN_HOST_ABI_VERSION 3u
 
 /* What a waiting thread waits for. */
 #define KILN_HOST_WAIT_BLOCK 0 /* __syncthreads: every live thread of the block */
 #define KILN_HOST_WAIT_WARP 1  /* warp collectives: every live lane of the warp */
+/* A spin wait (mbarrier.try_wait): resumes once every other runnable thread
+ * of the block has run until it waits. */
+#define KILN_HOST_WAIT_YIELD 2
 
 #ifdef __cplusplus
 extern "C" {
@@ -52,6 +55,28 @@ typedef struct kiln_host_thread {
    * `wait` with the same scope (KILN_HOST_WAIT_*). */
   void (*wait)(void *scheduler, int scope);
 } kiln_host_thread;
+
+/* A TMA tensor map as the host backend's cp.async.bulk.tensor reads it. On
+ * the GPU a tensor map (CUtensorMap) is 128 opaque bytes that
+ * cuTensorMapEncodeTiled writes; here it holds what that call is given, in
+ * a struct of the same size and alignment, which a kernel takes by value
+ * (its argument slot points to it, as a `long long`'s does); the runtime
+ * fills it (runtime/lib/TensorMaps.cpp). */
+typedef struct kiln_host_tensor_map {
+  /* The tensor's first element. */
+  const unsigned char *global;
+  /* Elements along each dim, innermost first. */
+  unsigned long long dims[5];
+  /* Bytes between consecutive indices of each dim (strides[0] is the
+   * element size). */
+  unsigned long long strides[5];
+  /* The box a copy moves: elements along each dim. */
+  unsigned box[5];
+  unsigned rank;
+  unsigned elementBytes;
+  /* 0 (no swizzle), 32, 64 or 128: the swizzle span in bytes. */
+  unsigned swizzleBytes;
+} __attribute__((aligned(64))) kiln_host_tensor_map;
 
 /* Entry points of a kernel module, as the launcher resolves them. */
 typedef unsigned (*kiln_host_abi_version_fn)(void);

@@ -44,7 +44,7 @@ namespace ctx = boost::context::detail;
 namespace {
 
 /// Where an emulated thread stands.
-enum class FiberState : uint8_t { Runnable, AtBlock, AtWarp, Done };
+enum class FiberState : uint8_t { Runnable, AtBlock, AtWarp, Yielded, Done };
 
 struct Scheduler;
 
@@ -122,8 +122,9 @@ void suspend(Fiber *fiber) {
 /// `kiln_host_thread::wait`.
 void waitFor(void *scheduler, int scope) {
   Fiber *fiber = static_cast<Scheduler *>(scheduler)->current;
-  fiber->state = scope == KILN_HOST_WAIT_WARP ? FiberState::AtWarp
-                                              : FiberState::AtBlock;
+  fiber->state = scope == KILN_HOST_WAIT_WARP    ? FiberState::AtWarp
+                 : scope == KILN_HOST_WAIT_YIELD ? FiberState::Yielded
+                                                 : FiberState::AtBlock;
   suspend(fiber);
 }
 
@@ -291,6 +292,12 @@ Status Launcher::run(const Launch &launch) {
                 if (fibers[t].state == FiberState::AtWarp)
                   order.push_back(static_cast<uint32_t>(t));
           }
+          // A spinning thread runs again after every other one has run until
+          // it waits. The emulation's spin waits give up themselves when the
+          // state they wait for stops changing (kiln_cuda_host_tma.h).
+          for (uint32_t t = 0; t < threads; ++t)
+            if (fibers[t].state == FiberState::Yielded)
+              order.push_back(t);
           if (!order.empty())
             continue;
           if (live == 0)

@@ -96,7 +96,8 @@ template <int N> __device__ __forceinline__ void kiln_cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" :: "n"(N) : "memory");
 }
 // Hopper's wgmma (kiln_cuda_host_wgmma.h has the layouts). The descriptor
-// of a no-swizzle B: start, LBO (along K) and SBO (along N), each >> 4.
+// of a no-swizzle operand: start, LBO and SBO, each >> 4; a swizzled one
+// also has its layout in bits 62-63 (1: 128 bytes, 2: 64, 3: 32).
 typedef unsigned long long kiln_smem_desc;
 __device__ __forceinline__ kiln_smem_desc kiln_wgmma_desc(const void *start, unsigned lbo,
                                                           unsigned sbo) {
@@ -104,6 +105,80 @@ __device__ __forceinline__ kiln_smem_desc kiln_wgmma_desc(const void *start, uns
          (kiln_smem_desc)((lbo & 0x3ffffu) >> 4) << 16 |
          (kiln_smem_desc)((sbo & 0x3ffffu) >> 4) << 32;
 }
+__device__ __forceinline__ kiln_smem_desc kiln_wgmma_desc_swizzled(const void *start, unsigned lbo,
+                                                                   unsigned sbo, unsigned swizzle) {
+  const kiln_smem_desc layout = swizzle == 128 ? 1 : swizzle == 64 ? 2 : 3;
+  return kiln_wgmma_desc(start, lbo, sbo) | layout << 62;
+}
+// Hopper's tensor copies and mbarriers (kiln_cuda_host_tma.h has their
+// semantics). A tensor map is the driver's 128 opaque bytes, taken as a
+// __grid_constant__ parameter; mbarriers are 8 bytes of shared memory.
+struct __align__(64) kiln_tensor_map {
+  unsigned long long opaque[16];
+};
+#if __CUDA_ARCH__ >= 900
+__device__ __forceinline__ void kiln_mbarrier_init(unsigned long long *bar, unsigned count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n"
+               :: "r"(kiln_shared_address(bar)), "r"(count) : "memory");
+}
+__device__ __forceinline__ void kiln_fence_mbarrier_init() {
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+}
+__device__ __forceinline__ void kiln_prefetch_tensor_map(const kiln_tensor_map &map) {
+  asm volatile("prefetch.tensormap [%0];\n" :: "l"(&map) : "memory");
+}
+__device__ __forceinline__ void kiln_mbarrier_arrive(unsigned long long *bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n"
+               :: "r"(kiln_shared_address(bar)) : "memory");
+}
+__device__ __forceinline__ void kiln_mbarrier_arrive_expect_tx(unsigned long long *bar,
+                                                               unsigned bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n"
+               :: "r"(kiln_shared_address(bar)), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void kiln_mbarrier_wait(unsigned long long *bar, unsigned parity) {
+  unsigned done;
+  do {
+    asm volatile("{\n.reg .pred p;\n"
+                 "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+                 "selp.u32 %0, 1, 0, p;\n}\n"
+                 : "=r"(done) : "r"(kiln_shared_address(bar)), "r"(parity) : "memory");
+  } while (!done);
+}
+__device__ __forceinline__ void kiln_tma_load_2d(void *dst, const kiln_tensor_map &map, int c0,
+                                                 int c1, unsigned long long *bar) {
+  asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+               " [%0], [%1, {%3, %4}], [%2];\n"
+               :: "r"(kiln_shared_address(dst)), "l"(&map), "r"(kiln_shared_address(bar)),
+                  "r"(c0), "r"(c1) : "memory");
+}
+__device__ __forceinline__ void kiln_tma_load_3d(void *dst, const kiln_tensor_map &map, int c0,
+                                                 int c1, int c2, unsigned long long *bar) {
+  asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+               " [%0], [%1, {%3, %4, %5}], [%2];\n"
+               :: "r"(kiln_shared_address(dst)), "l"(&map), "r"(kiln_shared_address(bar)),
+                  "r"(c0), "r"(c1), "r"(c2) : "memory");
+}
+#else
+// Before sm_90 there are no tensor copies: a kernel that uses them traps
+// (the runtime offers such kernels only on sm_90 and later).
+__device__ __forceinline__ void kiln_mbarrier_init(unsigned long long *, unsigned) { __trap(); }
+__device__ __forceinline__ void kiln_fence_mbarrier_init() {}
+__device__ __forceinline__ void kiln_prefetch_tensor_map(const kiln_tensor_map &) {}
+__device__ __forceinline__ void kiln_mbarrier_arrive(unsigned long long *) { __trap(); }
+__device__ __forceinline__ void kiln_mbarrier_arrive_expect_tx(unsigned long long *, unsigned) {
+  __trap();
+}
+__device__ __forceinline__ void kiln_mbarrier_wait(unsigned long long *, unsigned) { __trap(); }
+__device__ __forceinline__ void kiln_tma_load_2d(void *, const kiln_tensor_map &, int, int,
+                                                 unsigned long long *) {
+  __trap();
+}
+__device__ __forceinline__ void kiln_tma_load_3d(void *, const kiln_tensor_map &, int, int, int,
+                                                 unsigned long long *) {
+  __trap();
+}
+#endif
 // Shared memory written by ordinary stores or cp.async, then read by
 // wgmma (the async proxy): each writer fences before the barrier.
 __device__ __forceinline__ void kiln_fence_proxy_async() {
@@ -127,22 +202,36 @@ template <int N> __device__ __forceinline__ void kiln_wgmma_wait() {
 __device__ __forceinline__ void kiln_wgmma_fence() {}
 __device__ __forceinline__ void kiln_wgmma_commit() {}
 template <int N> __device__ __forceinline__ void kiln_wgmma_wait() {}
+// Element (mn, k) of the operand a descriptor describes (the layouts of
+// kiln_cuda_host_wgmma.h).
+__device__ __forceinline__ unsigned kiln_smem_desc_at(kiln_smem_desc desc, bool mn_major,
+                                                      unsigned mn, unsigned k) {
+  const unsigned lbo = (unsigned)(desc >> 16 & 0x3fff) << 4,
+                 sbo = (unsigned)(desc >> 32 & 0x3fff) << 4;
+  const unsigned layout = (unsigned)(desc >> 62), span = layout == 0 ? 0 : 256u >> layout;
+  unsigned address = (unsigned)((desc & 0x3fff) << 4);
+  if (span == 0)
+    address += (mn >> 3) * sbo + (k >> 3) * lbo +
+               (mn_major ? (k & 7) * 16 + (mn & 7) * 2 : (mn & 7) * 16 + (k & 7) * 2);
+  else if (!mn_major)
+    address += (mn >> 3) * sbo + (mn & 7) * span + (k & 15) * 2;
+  else
+    address += mn / (span / 2) * lbo + mn % (span / 2) * 2 + (k >> 3) * sbo + (k & 7) * span;
+  if (span)
+    address ^= (address >> 7 & (span / 16 - 1)) << 4;
+  return *(const unsigned short *)__cvta_shared_to_generic((size_t)address);
+}
 template <int N, bool TRANS_B, bool BF16>
 __device__ __forceinline__ void kiln_wgmma_by_mma(float (&d)[N / 8][4], const unsigned (&a)[4],
                                                   kiln_smem_desc b, int scale_d) {
   const unsigned lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-  const unsigned lbo = (unsigned)(b >> 16 & 0x3fff) << 4, sbo = (unsigned)(b >> 32 & 0x3fff) << 4;
-  const char *start = (const char *)__cvta_shared_to_generic((size_t)((b & 0x3fff) << 4));
-  auto at = [&](unsigned k, unsigned n) -> unsigned {
-    const unsigned offset = (n >> 3) * sbo + (k >> 3) * lbo +
-                            (TRANS_B ? (k & 7) * 16 + (n & 7) * 2 : (n & 7) * 16 + (k & 7) * 2);
-    return *(const unsigned short *)(start + offset);
-  };
   #pragma unroll
   for (int n8 = 0; n8 < N / 8; ++n8) {
     const unsigned n = n8 * 8 + g;
-    const unsigned bb[2] = {at(2 * t, n) | at(2 * t + 1, n) << 16,
-                            at(2 * t + 8, n) | at(2 * t + 9, n) << 16};
+    const unsigned bb[2] = {kiln_smem_desc_at(b, TRANS_B, n, 2 * t) |
+                                kiln_smem_desc_at(b, TRANS_B, n, 2 * t + 1) << 16,
+                            kiln_smem_desc_at(b, TRANS_B, n, 2 * t + 8) |
+                                kiln_smem_desc_at(b, TRANS_B, n, 2 * t + 9) << 16};
     if (!scale_d)
       d[n8][0] = d[n8][1] = d[n8][2] = d[n8][3] = 0.0f;
     if (BF16)
@@ -150,6 +239,20 @@ __device__ __forceinline__ void kiln_wgmma_by_mma(float (&d)[N / 8][4], const un
     else
       kiln_mma_m16n8k16_f16(d[n8], a, bb, d[n8]);
   }
+}
+// A from shared memory: each warp reads its 16 rows as mma.m16n8k16's A.
+template <int N, bool TRANS_B, bool BF16>
+__device__ __forceinline__ void kiln_wgmma_ss_by_mma(float (&d)[N / 8][4], kiln_smem_desc a,
+                                                     kiln_smem_desc b, int scale_d) {
+  const unsigned lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+  const unsigned row = (threadIdx.x >> 5 & 3) * 16 + g;
+  unsigned aa[4];
+  #pragma unroll
+  for (int r = 0; r < 4; ++r) {
+    const unsigned m = row + (r & 1) * 8, k = 2 * t + (r >> 1) * 8;
+    aa[r] = kiln_smem_desc_at(a, false, m, k) | kiln_smem_desc_at(a, false, m, k + 1) << 16;
+  }
+  kiln_wgmma_by_mma<N, TRANS_B, BF16>(d, aa, b, scale_d);
 }
 #endif
 // Keeps the compiler from moving in-flight accumulators (CUTLASS's
@@ -165,21 +268,23 @@ template <int M> __device__ __forceinline__ void kiln_wgmma_hold(float (&d)[M][4
 )cuda";
 }
 
-std::string wgmmaFunctionName(int64_t n, bool bf16, bool transB) {
+std::string wgmmaFunctionName(int64_t n, bool bf16, bool transB, bool aShared) {
   return "kiln_wgmma_m64n" + std::to_string(n) + "k16_" +
-         (bf16 ? "bf16" : "f16") + (transB ? "_t" : "_k");
+         (bf16 ? "bf16" : "f16") + (aShared ? "_ss" : "") +
+         (transB ? "_t" : "_k");
 }
 
-std::string cudaWgmmaFunction(int64_t n, bool bf16, bool transB) {
-  std::string name = wgmmaFunctionName(n, bf16, transB);
+std::string cudaWgmmaFunction(int64_t n, bool bf16, bool transB, bool aShared) {
+  std::string name = wgmmaFunctionName(n, bf16, transB, aShared);
   std::string guard = "KILN_" + name;
   for (char &c : guard)
     c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   std::string type = bf16 ? "bf16" : "f16";
   std::string args = std::to_string(n) + ", " + (transB ? "true" : "false") +
                      ", " + (bf16 ? "true" : "false");
-  // Operands: the n / 2 accumulators, A's four registers, B's descriptor,
-  // then scale-d as a predicate; scale-a, scale-b and trans-b immediates.
+  // Operands: the n / 2 accumulators, A's four registers or its descriptor,
+  // B's descriptor, then scale-d as a predicate; the scale-a, scale-b,
+  // (with A in shared memory) trans-a and trans-b immediates.
   int64_t accumulators = n / 2;
   std::string dList, constraints;
   for (int64_t i = 0; i < accumulators; ++i) {
@@ -190,27 +295,38 @@ std::string cudaWgmmaFunction(int64_t n, bool bf16, bool transB) {
   auto operand = [&](int64_t k) {
     return "%" + std::to_string(accumulators + k);
   };
-  std::string instruction =
-      "wgmma.mma_async.sync.aligned.m64n" + std::to_string(n) + "k16.f32." +
-      type + "." + type + " {" + dList + "}, {" + operand(0) + ", " +
-      operand(1) + ", " + operand(2) + ", " + operand(3) + "}, " + operand(4) +
-      ", p, 1, 1, " + (transB ? "1" : "0") + ";";
+  int64_t aOperands = aShared ? 1 : 4;
+  std::string aList = aShared ? operand(0)
+                              : "{" + operand(0) + ", " + operand(1) + ", " +
+                                    operand(2) + ", " + operand(3) + "}";
+  std::string instruction = "wgmma.mma_async.sync.aligned.m64n" +
+                            std::to_string(n) + "k16.f32." + type + "." + type +
+                            " {" + dList + "}, " + aList + ", " +
+                            operand(aOperands) + ", p, 1, 1, " +
+                            (aShared ? "0, " : "") + (transB ? "1" : "0") + ";";
+  std::string aParam = aShared ? "kiln_smem_desc a" : "const unsigned (&a)[4]";
+  std::string aInputs = aShared ? "\"l\"(a)"
+                                : "\"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), "
+                                  "\"r\"(a[3])";
   std::string text;
   text += "#ifndef " + guard + "\n#define " + guard + "\n";
   text += "__device__ __forceinline__ void " + name + "(float (&d)[" +
-          std::to_string(n / 8) +
-          "][4], const unsigned (&a)[4], kiln_smem_desc b, int scale_d) {\n";
+          std::to_string(n / 8) + "][4], " + aParam +
+          ", kiln_smem_desc b, int scale_d) {\n";
   text += "#if defined(KILN_HOST_EMULATION)\n";
-  text += "  kiln_host_wgmma::issue<" + args + ">(&d[0][0], a, b, scale_d);\n";
+  text += std::string("  kiln_host_wgmma::") +
+          (aShared ? "issueShared<" : "issue<") + args +
+          ">(&d[0][0], a, b, scale_d);\n";
   text += "#elif defined(__CUDA_ARCH_FEAT_SM90_ALL)\n";
-  text += "  asm volatile(\"{\\n.reg .pred p;\\nsetp.ne.b32 p, " + operand(5) +
-          ", 0;\\n\"\n";
+  text += "  asm volatile(\"{\\n.reg .pred p;\\nsetp.ne.b32 p, " +
+          operand(aOperands + 1) + ", 0;\\n\"\n";
   text += "               \"" + instruction + "\\n}\\n\"\n";
   text += "               : " + constraints + "\n";
-  text += "               : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), "
-          "\"r\"(a[3]), \"l\"(b), \"r\"(scale_d));\n";
+  text += "               : " + aInputs + ", \"l\"(b), \"r\"(scale_d));\n";
   text += "#else\n";
-  text += "  kiln_wgmma_by_mma<" + args + ">(d, a, b, scale_d);\n";
+  text += std::string("  ") +
+          (aShared ? "kiln_wgmma_ss_by_mma<" : "kiln_wgmma_by_mma<") + args +
+          ">(d, a, b, scale_d);\n";
   text += "#endif\n}\n#endif\n";
   return text;
 }

@@ -121,4 +121,67 @@ extern "C" __global__ void products(const float *in, float *out) {
             std::string::npos);
 }
 
+TEST(TensorCores, TensorCopiesAndSharedAWgmmaCompileForHopper) {
+  // A kernel with every Hopper copy and mbarrier function and a wgmma with
+  // A in shared memory under swizzled descriptors: sm_90a's cubin builds
+  // (ptxas accepts the PTX), and the portable PTX (compute_90, which has
+  // tensor copies and mbarriers but not wgmma) computes the product by
+  // mma.sync.
+  std::string ss = cudaWgmmaFunction(64, false, true, /*aShared=*/true);
+  EXPECT_NE(ss.find("wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 "),
+            std::string::npos);
+  EXPECT_NE(ss.find("%32, %33, p, 1, 1, 0, 1;"), std::string::npos) << ss;
+  EXPECT_EQ(wgmmaFunctionName(64, false, true, true),
+            "kiln_wgmma_m64n64k16_f16_ss_t");
+  char dir[] = "/tmp/kiln-tma-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  setenv("KILN_CACHE_DIR", dir, 1);
+  mlir::MLIRContext context;
+  std::string source = cudaTensorCorePrelude() + ss + R"cuda(
+extern "C" __global__ void copies(const __grid_constant__ kiln_tensor_map a,
+                                  const __grid_constant__ kiln_tensor_map b, float *out) {
+  __shared__ __align__(1024) unsigned short tile_a[64 * 64], tile_b[64 * 64];
+  __shared__ __align__(8) unsigned long long bar;
+  if (threadIdx.x == 0) {
+    kiln_prefetch_tensor_map(a);
+    kiln_mbarrier_init(&bar, 1);
+    kiln_fence_mbarrier_init();
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    kiln_mbarrier_arrive_expect_tx(&bar, 2 * 8192);
+    kiln_tma_load_2d(tile_a, a, 0, 0, &bar);
+    kiln_tma_load_3d(tile_b, b, 0, 0, blockIdx.x, &bar);
+  }
+  kiln_mbarrier_wait(&bar, 0);
+  float d[8][4];
+  kiln_wgmma_fence();
+  kiln_wgmma_m64n64k16_f16_ss_t(d, kiln_wgmma_desc_swizzled(tile_a, 16, 1024, 128),
+                                kiln_wgmma_desc_swizzled(tile_b, 8192, 1024, 128), 0);
+  kiln_wgmma_commit();
+  kiln_wgmma_wait<0>();
+  kiln_wgmma_hold(d);
+  __syncthreads();
+  if (threadIdx.x == 0) kiln_mbarrier_arrive(&bar);
+  for (int i = 0; i < 32; ++i) out[threadIdx.x * 32 + i] = d[i / 4][i % 4];
+}
+)cuda";
+  auto compiled =
+      compileCuda(mlir::UnknownLoc::get(&context), source, "sm_90a");
+  ASSERT_TRUE(succeeded(compiled));
+  EXPECT_FALSE(compiled->cubin.empty());
+  for (const char *instruction :
+       {"cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::"
+        "complete_tx::bytes",
+        "cp.async.bulk.tensor.3d.", "mbarrier.init.shared::cta.b64",
+        "mbarrier.arrive.expect_tx.shared::cta.b64",
+        "mbarrier.try_wait.parity.shared::cta.b64",
+        "fence.mbarrier_init.release.cluster", "prefetch.tensormap"})
+    EXPECT_NE(compiled->ptx.find(instruction), std::string::npos)
+        << instruction;
+  EXPECT_EQ(compiled->ptx.find("wgmma"), std::string::npos);
+  EXPECT_NE(compiled->ptx.find("mma.sync.aligned.m16n8k16.row.col.f32.f16"),
+            std::string::npos);
+}
+
 } // namespace

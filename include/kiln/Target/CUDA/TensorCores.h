@@ -9,10 +9,15 @@
 // `kiln_cp_async_16`, `kiln_cp_async_commit`, `kiln_cp_async_wait<N>`
 // (cp.async.cg of 16 bytes with zero fill, and its groups), and the
 // softmax's `kiln_exp2_ftz` (ex2.approx.ftz.f32); for Hopper,
-// `kiln_wgmma_desc` (a no-swizzle shared-memory matrix descriptor),
+// `kiln_wgmma_desc` (a no-swizzle shared-memory matrix descriptor) and
+// `kiln_wgmma_desc_swizzled`,
 // `kiln_wgmma_fence`, `kiln_wgmma_commit`, `kiln_wgmma_wait<N>`,
 // `kiln_wgmma_hold` and `kiln_fence_proxy_async`, with the per-shape
-// functions cudaWgmmaFunction defines. On the GPU they
+// functions cudaWgmmaFunction defines; Hopper's tensor copies
+// (`kiln_tma_load_2d|3d` of a `kiln_tensor_map`) and mbarriers
+// (`kiln_mbarrier_init`, `kiln_fence_mbarrier_init`, `kiln_mbarrier_arrive`,
+// `kiln_mbarrier_arrive_expect_tx`, `kiln_mbarrier_wait`,
+// `kiln_prefetch_tensor_map`). On the GPU they
 // are inline PTX (sm_80 and later); the host backend defines the same names
 // as warp-collective emulations with the PTX ISA's fragment layouts
 // (runtime/host/kiln_cuda_host_mma.h), so a kernel checked on the host
@@ -37,13 +42,17 @@ std::string cudaTensorCorePrelude();
 /// .m64n<n>k16.f32` with f16 or bf16 A from registers and B from shared
 /// memory, K-major or (`transB`) MN-major: `kiln_wgmma_m64n<n>k16_<f16|bf16>
 /// _<k|t>(float (&d)[n / 8][4], const unsigned (&a)[4], kiln_smem_desc b,
-/// int scale_d)`.
-std::string wgmmaFunctionName(int64_t n, bool bf16, bool transB);
+/// int scale_d)`; with `aShared`, A (K-major) from shared memory too:
+/// `kiln_wgmma_m64n<n>k16_<f16|bf16>_ss_<k|t>(float (&d)[n / 8][4],
+/// kiln_smem_desc a, kiln_smem_desc b, int scale_d)`.
+std::string wgmmaFunctionName(int64_t n, bool bf16, bool transB,
+                              bool aShared = false);
 
 /// Its definition, guarded so that a source may hold it more than once:
 /// inline PTX on sm_90a, the host backend's emulation
 /// (runtime/host/kiln_cuda_host_wgmma.h), mma.sync for other targets.
-std::string cudaWgmmaFunction(int64_t n, bool bf16, bool transB);
+std::string cudaWgmmaFunction(int64_t n, bool bf16, bool transB,
+                              bool aShared = false);
 
 } // namespace kiln
 
