@@ -29,6 +29,8 @@ std::string AttentionConfig::text() const {
 std::string GemmConfig::layoutName() const {
   if (form == GemmForm::Gemv)
     return llvm::formatv("gemv_{0}x{1}_w{2}", tileM, tileN, warpsM * warpsN);
+  if (form == GemmForm::Wgmma)
+    return llvm::formatv("wgmma_{0}x{1}x{2}_s{3}", tileM, tileN, tileK, stages);
   return llvm::formatv("mma_{0}x{1}x{2}_w{3}x{4}", tileM, tileN, tileK, warpsM,
                        warpsN);
 }

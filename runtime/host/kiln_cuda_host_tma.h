@@ -57,8 +57,8 @@
 /// kiln_tensor_map`): on the GPU the driver's 128 opaque bytes, here what
 /// the runtime encoded (kiln_host_abi.h).
 typedef kiln_host_tensor_map kiln_tensor_map;
-static_assert(sizeof(kiln_tensor_map) == 128 && alignof(kiln_tensor_map) == 64,
-              "a tensor map is CUtensorMap's 128 bytes, aligned to 64");
+static_assert(sizeof(kiln_tensor_map) == 128 && alignof(kiln_tensor_map) == 128,
+              "a tensor map is CUtensorMap's 128 bytes, aligned to 128");
 
 namespace kiln_host_tma {
 

@@ -59,7 +59,8 @@ typedef struct kiln_host_thread {
 /* A TMA tensor map as the host backend's cp.async.bulk.tensor reads it. On
  * the GPU a tensor map (CUtensorMap) is 128 opaque bytes that
  * cuTensorMapEncodeTiled writes; here it holds what that call is given, in
- * a struct of the same size and alignment, which a kernel takes by value
+ * a struct of the same size and alignment (128 bytes each, as CUDA 13
+ * declares it), which a kernel takes by value
  * (its argument slot points to it, as a `long long`'s does); the runtime
  * fills it (runtime/lib/TensorMaps.cpp). */
 typedef struct kiln_host_tensor_map {
@@ -76,7 +77,7 @@ typedef struct kiln_host_tensor_map {
   unsigned elementBytes;
   /* 0 (no swizzle), 32, 64 or 128: the swizzle span in bytes. */
   unsigned swizzleBytes;
-} __attribute__((aligned(64))) kiln_host_tensor_map;
+} __attribute__((aligned(128))) kiln_host_tensor_map;
 
 /* Entry points of a kernel module, as the launcher resolves them. */
 typedef unsigned (*kiln_host_abi_version_fn)(void);

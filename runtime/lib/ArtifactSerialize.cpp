@@ -95,9 +95,10 @@ std::string kiln::rt::serializeArtifactPrefix(const Artifact &a,
       w.u64(m.kernels.size());
       for (const GemmCandidate &g : m.kernels) {
         w.str(g.name);
-        for (uint32_t v :
-             {g.kernel, g.reduce, g.tileM, g.tileN, g.threads, g.splitK})
+        for (uint32_t v : {g.kernel, g.reduce, g.tileM, g.tileN, g.threads,
+                           g.splitK, g.sharedBytes})
           w.u32(v);
+        w.u8(g.tensorMaps ? 1 : 0);
       }
       break;
     }
@@ -290,18 +291,26 @@ bool kiln::rt::deserializeArtifact(const char *data, size_t size, Artifact &out,
           !r.u32(m.normKernel, "matmul norm kernel"))
         return fail();
       uint64_t kernels = 0;
-      // A name's length, then six u32.
-      if (!r.count(kernels, 8 + 6 * 4, "matmul GEMM kernels"))
+      // A name's length, then seven u32 and a flag.
+      if (!r.count(kernels, 8 + 7 * 4 + 1, "matmul GEMM kernels"))
         return fail();
       m.kernels.resize(kernels);
-      for (GemmCandidate &g : m.kernels)
+      for (GemmCandidate &g : m.kernels) {
+        uint8_t tensorMaps = 0;
         if (!r.str(g.name, "GEMM kernel name") ||
             !r.u32(g.kernel, "GEMM kernel") ||
             !r.u32(g.reduce, "GEMM reduce kernel") ||
             !r.u32(g.tileM, "GEMM tile rows") ||
             !r.u32(g.tileN, "GEMM tile columns") ||
-            !r.u32(g.threads, "GEMM threads") || !r.u32(g.splitK, "GEMM split"))
+            !r.u32(g.threads, "GEMM threads") ||
+            !r.u32(g.splitK, "GEMM split") ||
+            !r.u32(g.sharedBytes, "GEMM shared memory") ||
+            !r.u8(tensorMaps, "GEMM tensor maps"))
           return fail();
+        if (tensorMaps > 1)
+          return r.fail("invalid GEMM tensor maps flag"), fail();
+        g.tensorMaps = tensorMaps != 0;
+      }
       break;
     }
     case Step::Kind::Copy:

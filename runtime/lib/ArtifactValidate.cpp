@@ -87,6 +87,9 @@ static std::string checkNorm(const Artifact &a, const MatmulStep &m) {
 /// float16 or bfloat16, alpha 1 and beta 1 exactly with a residual, kernels
 /// of the artifact, a reduce kernel exactly when K is split, tiles of whole
 /// 16-byte chunks of columns, whole warps).
+/// Dynamic shared memory an sm_90 block may opt in to.
+constexpr uint32_t kMostGemmSharedBytes = 227 * 1024;
+
 static std::string checkGemmCandidates(const MatmulStep &m, size_t kernels) {
   if (m.kernels.empty())
     return "";
@@ -114,6 +117,12 @@ static std::string checkGemmCandidates(const MatmulStep &m, size_t kernels) {
       return what + "threads must be whole warps up to 1024";
     if (g.splitK < 1 || g.splitK > 64)
       return what + "split must be 1 to 64";
+    if (g.sharedBytes > kMostGemmSharedBytes)
+      return what + "asks for " + std::to_string(g.sharedBytes) +
+             " bytes of shared memory, more than a block's 227 KiB";
+    if (g.tensorMaps && (g.tileM % 64 || g.tileN % 64 || m.transA))
+      return what + "takes tensor maps, which need tiles of whole 64 rows "
+                    "and columns and A not transposed";
   }
   return "";
 }

@@ -63,6 +63,10 @@ static bool resolveAll(void *handle, DriverApi &api, std::string &missing) {
   get(api.getErrorName, "cuGetErrorName");
   get(api.getErrorString, "cuGetErrorString");
   missing = resolver.firstMissing();
+  // Optional: only the kernels that take tensor maps need it.
+  api.tensorMapEncodeTiled =
+      reinterpret_cast<decltype(api.tensorMapEncodeTiled)>(
+          dlsym(handle, "cuTensorMapEncodeTiled"));
   return resolver.ok();
 }
 

@@ -14,6 +14,7 @@
 #include "kiln/runtime/Status.h"
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 namespace kiln {
@@ -76,6 +77,17 @@ struct LaunchConfig {
 /// start before the one ahead of it in the stream has finished, and waits
 /// for it itself (griddepcontrol.wait).
 constexpr int kLaunchAttributeProgrammaticStreamSerialization = 6;
+
+/// `CUtensorMap`: 128 opaque bytes, aligned to 128 (CUDA 13).
+struct alignas(128) TensorMap {
+  unsigned long long opaque[16];
+};
+/// `CU_TENSOR_MAP_DATA_TYPE_FLOAT16` and `_BFLOAT16`.
+constexpr int kTensorMapFloat16 = 6;
+constexpr int kTensorMapBfloat16 = 9;
+/// `CU_TENSOR_MAP_SWIZZLE_NONE`, `_32B`, `_64B`, `_128B` are 0 to 3.
+/// `CU_TENSOR_MAP_L2_PROMOTION_L2_128B`.
+constexpr int kTensorMapL2Promotion128B = 2;
 
 /// `CUDA_SUCCESS`.
 constexpr Result kSuccess = 0;
@@ -191,6 +203,13 @@ struct DriverApi {
   /// cuLaunchKernelEx: a launch with attributes.
   Result (*launchKernelEx)(const LaunchConfig *config, Function function,
                            void **params, void **extra);
+  /// cuTensorMapEncodeTiled (CUDA 12 and later); null where the driver
+  /// lacks it, and then no GEMM kernel that takes tensor maps runs.
+  Result (*tensorMapEncodeTiled)(TensorMap *map, int dataType, unsigned rank,
+                                 void *global, const uint64_t *dims,
+                                 const uint64_t *strides, const unsigned *box,
+                                 const unsigned *elementStrides, int interleave,
+                                 int swizzle, int l2Promotion, int oobFill);
   /// cuGetErrorName.
   Result (*getErrorName)(Result error, const char **name);
   /// cuGetErrorString.

@@ -22,6 +22,7 @@
 #include "GemmCandidates.h"
 
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -259,6 +260,11 @@ private:
                           const std::vector<cu::DevicePtr> &in,
                           const std::vector<cu::DevicePtr> &out,
                           cu::Stream target);
+  /// Encodes the tensor maps of A (at `a`) and B (at `b`) that candidate
+  /// `g` of `m` takes, through the driver (TensorMaps.h).
+  Status encodeTensorMaps(const MatmulStep &m, const GemmCandidate &g,
+                          cu::DevicePtr a, cu::DevicePtr b,
+                          std::array<cu::TensorMap, 2> &maps);
   /// Launches the LayerNorm kernel of matmul step `index` (`m`), which
   /// finishes the step from the fp32 sums at `partials` in `splits` splits,
   /// or (null partials) normalizes C's rows as cuBLASLt left them.

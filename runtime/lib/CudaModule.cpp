@@ -48,10 +48,15 @@ Status CudaExecutor::loadKernels() {
                              errors + ")");
   functions.resize(artifact.kernelNames.size());
   std::vector<uint32_t> sharedNeeded(functions.size(), 0);
-  for (const Step &step : artifact.steps)
+  for (const Step &step : artifact.steps) {
     if (step.kind == Step::Kind::Launch)
       sharedNeeded[step.launch.kernel] =
           std::max(sharedNeeded[step.launch.kernel], step.launch.sharedBytes);
+    if (step.kind == Step::Kind::Matmul)
+      for (const GemmCandidate &g : step.matmul.kernels)
+        sharedNeeded[g.kernel] =
+            std::max(sharedNeeded[g.kernel], g.sharedBytes);
+  }
   for (size_t i = 0; i < functions.size(); ++i) {
     const std::string &name = artifact.kernelNames[i];
     if (cu::Result r =

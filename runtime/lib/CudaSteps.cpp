@@ -9,6 +9,7 @@
 
 #include "CudaExecutorImpl.h"
 #include "GemmCandidates.h"
+#include "TensorMaps.h"
 
 #include <algorithm>
 #include <array>
@@ -308,26 +309,36 @@ Status CudaExecutor::launchGemmKernel(size_t index, const MatmulStep &m,
       m.residual == kNoBuffer ? 0 : address(m.residual, in, out);
   cu::DevicePtr partials = g->splitK > 1 || m.hasNorm() ? gemmPartials : 0;
   std::array<long long, 13> integers = gemmIntegerArguments(m, *g);
+  std::array<cu::TensorMap, 2> maps;
+  if (g->tensorMaps)
+    if (Status s = encodeTensorMaps(m, *g, a, b, maps); !s.isOk())
+      return Status::error(s.code, where + s.message);
   // cuLaunchKernel takes a pointer to each argument's value.
   auto launch = [&](uint32_t kernel, std::array<cu::DevicePtr, 6> pointers,
                     size_t count, std::array<uint32_t, 3> grid,
-                    uint32_t threads) -> Status {
+                    uint32_t threads, uint32_t sharedBytes,
+                    bool withMaps) -> Status {
     std::vector<void *> args;
     for (size_t j = 0; j < count; ++j)
       args.push_back(&pointers[j]);
     for (long long &v : integers)
       args.push_back(&v);
+    if (withMaps)
+      for (cu::TensorMap &map : maps)
+        args.push_back(&map);
     const unsigned block[3] = {threads, 1, 1};
-    if (cu::Result r = cu::launch(*api, functions[kernel], grid.data(), block,
-                                  0, target, args.data(), options.pdl);
+    if (cu::Result r =
+            cu::launch(*api, functions[kernel], grid.data(), block, sharedBytes,
+                       target, args.data(), options.pdl);
         r != cu::kSuccess)
       return cu::cudaError(*api, r,
                            where + "launching kernel '" +
                                artifact.kernelNames[kernel] + "'");
     return Status::ok();
   };
-  if (Status s = launch(g->kernel, {a, b, c, bias, residual, partials}, 6,
-                        gemmGrid(m, *g), g->threads);
+  if (Status s =
+          launch(g->kernel, {a, b, c, bias, residual, partials}, 6,
+                 gemmGrid(m, *g), g->threads, g->sharedBytes, g->tensorMaps);
       !s.isOk())
     return s;
   if (m.hasNorm())
@@ -335,5 +346,42 @@ Status CudaExecutor::launchGemmKernel(size_t index, const MatmulStep &m,
   if (g->reduce == kNoKernel)
     return Status::ok();
   return launch(g->reduce, {partials, c, bias, residual}, 4,
-                {gemmReduceBlocks(m), 1, 1}, kGemmReduceThreads);
+                {gemmReduceBlocks(m), 1, 1}, kGemmReduceThreads, 0, false);
+}
+
+Status CudaExecutor::encodeTensorMaps(const MatmulStep &m,
+                                      const GemmCandidate &g, cu::DevicePtr a,
+                                      cu::DevicePtr b,
+                                      std::array<cu::TensorMap, 2> &maps) {
+  if (!api->tensorMapEncodeTiled)
+    return Status::error(StatusCode::Unsupported,
+                         "GEMM kernel " + g.name +
+                             " takes tensor maps, and this CUDA driver has "
+                             "no cuTensorMapEncodeTiled");
+  std::array<TensorMapSpec, 2> specs =
+      gemmTensorMaps(m, g, reinterpret_cast<const void *>(a),
+                     reinterpret_cast<const void *>(b));
+  for (size_t i = 0; i < maps.size(); ++i) {
+    const TensorMapSpec &s = specs[i];
+    const unsigned elementStrides[5] = {1, 1, 1, 1, 1};
+    // The swizzle's enum counts 32, 64 and 128 bytes from 1.
+    int swizzle = s.swizzleBytes == 0    ? 0
+                  : s.swizzleBytes == 32 ? 1
+                  : s.swizzleBytes == 64 ? 2
+                                         : 3;
+    if (cu::Result r = api->tensorMapEncodeTiled(
+            &maps[i],
+            s.dtype == DType::BF16 ? cu::kTensorMapBfloat16
+                                   : cu::kTensorMapFloat16,
+            s.rank, const_cast<void *>(s.global), s.dims.data(),
+            s.strides.data() + 1, s.box.data(), elementStrides,
+            /*interleave=*/0, swizzle, cu::kTensorMapL2Promotion128B,
+            /*oobFill=*/0);
+        r != cu::kSuccess)
+      return cu::cudaError(*api, r,
+                           std::string("encoding the tensor map of ") +
+                               (i == 0 ? "A" : "B") + " for GEMM kernel " +
+                               g.name);
+  }
+  return Status::ok();
 }

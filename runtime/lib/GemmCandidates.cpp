@@ -1,6 +1,7 @@
 //===- GemmCandidates.cpp - running Kiln's own GEMM kernels ---------------===//
 
 #include "GemmCandidates.h"
+#include "TensorMaps.h"
 
 #include <algorithm>
 #include <cstring>
@@ -64,6 +65,13 @@ std::string kiln::rt::gemmCandidateMisfit(const MatmulStep &step,
       static_cast<uint64_t>(step.batch) * step.outerBatch * g.splitK;
   if (rowTiles > kMostGridYZ || layers > kMostGridYZ || grid[0] == 0)
     return "its grid would exceed CUDA's limits";
+  if (g.tensorMaps) {
+    if (step.batch * step.outerBatch != 1 || step.transA)
+      return "its tensor maps take one matrix, A not transposed";
+    for (const TensorMapSpec &map : gemmTensorMaps(step, g, a, b))
+      if (std::string misfit = tensorMapMisfit(map); !misfit.empty())
+        return misfit;
+  }
   return "";
 }
 

@@ -27,6 +27,8 @@ constexpr const char *kTimedGemmKernels = "timed";
 /// Parameters of the main kernel (six pointers, then the integers) and of
 /// the reduce kernel (four pointers, then the integers).
 constexpr unsigned kGemmKernelArity = 6 + 13;
+/// A main kernel that takes tensor maps: the same, then A's and B's maps.
+constexpr unsigned kGemmTensorMapKernelArity = kGemmKernelArity + 2;
 constexpr unsigned kGemmReduceArity = 4 + 13;
 /// Parameters of a step's LayerNorm kernel: six pointers, the integers,
 /// epsilon's bits.
@@ -47,7 +49,8 @@ const GemmCandidate *findGemmCandidate(const MatmulStep &step,
 
 /// Why `g` cannot run `step` (its extents at this run) over operands at
 /// `a` and `b`, or "": rows, batch strides and addresses in whole 16-byte
-/// chunks, and a grid within CUDA's limits.
+/// chunks, and a grid within CUDA's limits; for a kernel that takes tensor
+/// maps, one matrix and maps both backends encode (TensorMaps.h).
 std::string gemmCandidateMisfit(const MatmulStep &step, const GemmCandidate &g,
                                 const void *a, const void *b);
 

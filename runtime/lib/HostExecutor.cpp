@@ -28,6 +28,7 @@
 #include "HostGemm.h"
 #include "HostLauncher.h"
 #include "HostModule.h"
+#include "TensorMaps.h"
 #include "kiln/runtime/SplatStorage.h"
 
 #include <algorithm>
@@ -214,7 +215,8 @@ Status HostShared::load() {
     const Step &step = artifact.steps[i];
     if (step.kind == Step::Kind::Matmul) {
       for (const GemmCandidate &g : step.matmul.kernels)
-        if (module->arity(g.kernel) != kGemmKernelArity ||
+        if (module->arity(g.kernel) !=
+                (g.tensorMaps ? kGemmTensorMapKernelArity : kGemmKernelArity) ||
             (g.reduce != kNoKernel &&
              module->arity(g.reduce) != kGemmReduceArity))
           return Status::error(StatusCode::CorruptArtifact,
@@ -490,10 +492,19 @@ Status HostExecutor::runGemmKernel(const MatmulStep &m, size_t index) {
   partials.assign(gemmPartialFloats(m, *g), 0.0f);
   void *scratch = partials.empty() ? nullptr : partials.data();
   std::array<long long, 13> integers = gemmIntegerArguments(m, *g);
-  // Pointers by value, integers by address, as cuLaunchKernel takes them.
+  // Pointers by value, integers and tensor maps by address, as
+  // cuLaunchKernel takes them.
   std::vector<void *> args = {a, b, address[m.c], bias, residual, scratch};
   for (long long &v : integers)
     args.push_back(&v);
+  std::array<kiln_host_tensor_map, 2> maps;
+  if (g->tensorMaps) {
+    std::array<TensorMapSpec, 2> specs = gemmTensorMaps(m, *g, a, b);
+    for (size_t i = 0; i < maps.size(); ++i) {
+      maps[i] = hostTensorMap(specs[i]);
+      args.push_back(&maps[i]);
+    }
+  }
   const KernelModule *module = shared->kernels();
   Launch launch;
   launch.entry = module->entry(g->kernel);

@@ -115,7 +115,7 @@ inline int64_t fewestAttentionQueryRows() {
 /// The name of `form` as the plan and the report print it.
 const char *attentionFormName(AttentionForm form);
 
-/// The two forms of Kiln's own GEMM kernels.
+/// The forms of Kiln's own GEMM kernels.
 enum class GemmForm : uint8_t {
   /// Tensor-core tiles (GemmEmitter.cpp): a block computes a tileM x tileN
   /// tile of C over its share of K in steps of tileK, its warps laid out
@@ -128,6 +128,13 @@ enum class GemmForm : uint8_t {
   /// straight from global memory, multiplying each by the block's tileM
   /// rows of A in fp32 on the CUDA cores; tileK is the chunk (8 elements).
   Gemv,
+  /// Hopper's tensor cores (GemmWgmmaEmitter.cpp): a block of tileM / 64
+  /// warpgroups (warpsM = 4 of them each, warpsN = 1) computes a tileM x
+  /// tileN tile of C; tensor copies (TMA) bring tiles of tileK = 64 columns
+  /// of K into `stages` buffers of shared memory in the 128-byte swizzle,
+  /// and wgmma multiplies them from there. The run passes the kernel tensor
+  /// maps of A and B (rt::GemmCandidate::tensorMaps).
+  Wgmma,
 };
 
 /// How one of Kiln's own GEMM kernels is laid out, as chooseGemmConfigs
@@ -143,6 +150,8 @@ struct GemmConfig {
   int64_t warpsM = 2;
   int64_t warpsN = 2;
   int64_t splitK = 1;
+  /// Shared-memory buffers of K tiles in flight (the wgmma form).
+  int64_t stages = 2;
 
   int64_t threads() const { return 32 * warpsM * warpsN; }
   /// Rows and columns of C one warp computes (the mma form).
@@ -150,7 +159,8 @@ struct GemmConfig {
   int64_t warpColumns() const { return tileN / warpsN; }
 
   /// The name of the candidate (`mma_64x64x32_w2x2_split4`,
-  /// `gemv_8x128_w4_split8`): what the plan and the report print, and what
+  /// `gemv_8x128_w4_split8`, `wgmma_128x128x64_s4_split1`): what the plan
+  /// and the report print, and what
   /// a run asks for by name (kiln-run --gemm).
   std::string name() const;
   /// The name of the kernel that runs every split count of this layout:

@@ -41,6 +41,12 @@ constexpr GemmConfig kMedium = {GemmForm::Mma, 64, 64, 32, 2, 2, 1};
 /// tile would multiply zeros.
 constexpr GemmConfig kSmall = {GemmForm::Mma, 16, 64, 32, 1, 4, 1};
 
+/// Hopper's form: 128 x 128 tiles in two warpgroups where M reaches 128,
+/// 64 x 128 in one below; four stages of 64 columns of K in flight (128 or
+/// 96 KiB of shared memory), three ahead of the tile being multiplied.
+constexpr int64_t kWgmmaTileN = 128;
+constexpr int64_t kWgmmaStages = 4;
+
 /// The GEMV form is offered where the least M is this or fewer: a pass
 /// over B for every 8 rows still reads less than the mma form's staging
 /// of B for 16 rows of which most are zeros.
@@ -117,6 +123,22 @@ void offerGemv(const GemmShape &shape, std::vector<GemmConfig> &configs) {
   }
 }
 
+/// The wgmma form, whole and split like the mma form's layouts, for one
+/// matrix of A stored m x k whose M reaches a warpgroup's 64 rows.
+void offerWgmma(const GemmShape &shape, std::vector<GemmConfig> &configs) {
+  if (shape.transA || shape.batch != 1 || shape.upperM < 64)
+    return;
+  int64_t tileM = shape.upperM >= 128 ? 128 : 64;
+  GemmConfig layout = {GemmForm::Wgmma,  tileM, kWgmmaTileN, 64,
+                       4 * (tileM / 64), 1,     1,           kWgmmaStages};
+  configs.push_back(layout);
+  layout.splitK =
+      splitFor(layout, shape, kGemmTargetSMs,
+               ceilDiv(shape.k, layout.tileK) / kLeastTilesPerSplit);
+  if (layout.splitK > 1)
+    configs.push_back(layout);
+}
+
 } // namespace
 
 GemmChoice chooseGemmConfigs(const GemmShape &shape) {
@@ -144,6 +166,9 @@ GemmChoice chooseGemmConfigs(const GemmShape &shape) {
                  ceilDiv(shape.k, layout.tileK) / kLeastTilesPerSplit);
     if (split.splitK > 1)
       choice.configs.push_back(split);
+    // Hopper's form after the largest mma tiles, before the smaller ones.
+    if (&layout == &layouts.front())
+      offerWgmma(shape, choice.configs);
   }
   if (choice.configs.size() > kMostCandidates)
     choice.configs.resize(kMostCandidates);

@@ -360,6 +360,8 @@ void emitGemmKernel(const GemmConfig &config, const GemmKernelKind &kind,
                     llvm::raw_ostream &os) {
   if (config.form == GemmForm::Gemv)
     return emitGemvKernel(config, kind, os);
+  if (config.form == GemmForm::Wgmma)
+    return emitWgmmaGemmKernel(config, kind, os);
   assert(config.warpRows() % 16 == 0 && config.warpColumns() % 16 == 0 &&
          config.tileK % 16 == 0 && "whole m16n8k16 tiles, n-tiles in pairs");
   bool transA = kind.transA, transB = kind.transB;

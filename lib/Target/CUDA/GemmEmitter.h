@@ -1,8 +1,9 @@
 //===- GemmEmitter.h - Kiln's own GEMM kernels ------------------*- C++ -*-===//
 //
 // Internal to the CUDA target: the GEMM kernel family, which a matmul step
-// may run in place of cuBLASLt, in its two forms (tensor-core tiles,
-// GemmEmitter.cpp; decoding's GEMV, GemvEmitter.cpp), and the one function
+// may run in place of cuBLASLt, in its three forms (tensor-core tiles,
+// GemmEmitter.cpp; decoding's GEMV, GemvEmitter.cpp; Hopper's tensor
+// copies and wgmma, GemmWgmmaEmitter.cpp), and the one function
 // that chooses its layouts for a step (GemmConfig.cpp). The kernels take
 // the step's extents and strides as arguments, so one kernel serves every
 // step of its element type, transposes, epilogue and layout, and every
@@ -91,6 +92,12 @@ void emitGemmKernel(const GemmConfig &config, const GemmKernelKind &kind,
 /// The same for the GEMV form (GemvEmitter.cpp); `kind.transA` is false.
 void emitGemvKernel(const GemmConfig &config, const GemmKernelKind &kind,
                     llvm::raw_ostream &os);
+/// The same for the wgmma form (GemmWgmmaEmitter.cpp); `kind.transA` is
+/// false and the step has one matrix.
+void emitWgmmaGemmKernel(const GemmConfig &config, const GemmKernelKind &kind,
+                         llvm::raw_ostream &os);
+/// The dynamic shared memory a wgmma-form kernel of `config` takes.
+int64_t wgmmaGemmSharedBytes(const GemmConfig &config);
 /// A matmul step whose B is block-quantized weights, n x k as MatMulNBits
 /// packs them (a kiln.dequantize that kiln-fuse put in its GEMM kernel),
 /// as the packed GEMV (PackedGemvEmitter.cpp) sees it.

@@ -214,6 +214,11 @@ void PlanBuilder::addGemmCandidates(MatmulPlan &plan, Operation *op,
     candidate.tileN = config.tileN;
     candidate.threads = config.threads();
     candidate.splitK = config.splitK;
+    if (config.form == GemmForm::Wgmma) {
+      candidate.sharedBytes =
+          static_cast<uint32_t>(wgmmaGemmSharedBytes(config));
+      candidate.tensorMaps = true;
+    }
     step.kernels.push_back(std::move(candidate));
   }
   if (configs) {

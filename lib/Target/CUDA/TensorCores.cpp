@@ -113,7 +113,7 @@ __device__ __forceinline__ kiln_smem_desc kiln_wgmma_desc_swizzled(const void *s
 // Hopper's tensor copies and mbarriers (kiln_cuda_host_tma.h has their
 // semantics). A tensor map is the driver's 128 opaque bytes, taken as a
 // __grid_constant__ parameter; mbarriers are 8 bytes of shared memory.
-struct __align__(64) kiln_tensor_map {
+struct __align__(128) kiln_tensor_map {
   unsigned long long opaque[16];
 };
 #if __CUDA_ARCH__ >= 900

@@ -25,6 +25,22 @@ static_assert(cu::kLaunchAttributeProgrammaticStreamSerialization ==
                   CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION,
               "");
 static_assert(sizeof(cu::LaunchAttribute) == sizeof(CUlaunchAttribute), "");
+static_assert(sizeof(cu::TensorMap) == sizeof(CUtensorMap) &&
+                  alignof(cu::TensorMap) == alignof(CUtensorMap),
+              "");
+static_assert(cu::kTensorMapFloat16 == CU_TENSOR_MAP_DATA_TYPE_FLOAT16 &&
+                  cu::kTensorMapBfloat16 == CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
+              "");
+static_assert(cu::kTensorMapL2Promotion128B ==
+                      CU_TENSOR_MAP_L2_PROMOTION_L2_128B &&
+                  CU_TENSOR_MAP_SWIZZLE_32B == 1 &&
+                  CU_TENSOR_MAP_SWIZZLE_64B == 2 &&
+                  CU_TENSOR_MAP_SWIZZLE_128B == 3,
+              "");
+// cuTensorMapEncodeTiled's arrays, as DriverApi declares them.
+static_assert(std::is_same<cuuint64_t, uint64_t>::value &&
+                  std::is_same<cuuint32_t, unsigned>::value,
+              "");
 static_assert(offsetof(cu::LaunchAttribute, value) ==
                       offsetof(CUlaunchAttribute, value) &&
                   offsetof(cu::LaunchAttribute, value) ==

@@ -43,8 +43,9 @@ constexpr char kArtifactMagic[8] = {'K', 'I', 'L', 'N', 'P', 'L', 'A', 'N'};
 /// Version of the serialized layout; bumped on any change to the encoding,
 /// and to what the runtime may assume of the kernels: since 11 every kernel
 /// waits for the kernel before it first (kiln_pdl_enter), so that
-/// CudaOptions::pdl may launch it early; 12 added a matmul's LayerNorm.
-constexpr uint32_t kArtifactFormatVersion = 12;
+/// CudaOptions::pdl may launch it early; 12 added a matmul's LayerNorm; 13
+/// a GEMM kernel's shared memory and tensor maps.
+constexpr uint32_t kArtifactFormatVersion = 13;
 
 /// Most dimensions a buffer may have.
 constexpr uint32_t kMaxRank = 32;

@@ -85,6 +85,18 @@ struct GemmCandidate {
   uint32_t threads = 0;
   /// Blocks across K.
   uint32_t splitK = 1;
+  /// Dynamic shared memory of the main kernel in bytes (up to the 227 KiB
+  /// an sm_90 block may opt in to).
+  uint32_t sharedBytes = 0;
+  /// Whether the main kernel takes, after its integers, tensor maps of A
+  /// and B (`const __grid_constant__` 128-byte CUtensorMaps; the host
+  /// backend's kiln_host_tensor_map), which the run encodes for its
+  /// operands in the 128-byte swizzle: A stored m x k as dims {k, m} in
+  /// boxes of {64, tileM}; B stored n x k as {k, n} in boxes of {64,
+  /// tileN}, stored k x n as {n, k} in boxes of {64, 64}
+  /// (lib/Target/CUDA/GemmWgmmaEmitter.cpp). Such a kernel runs one matrix
+  /// (batch 1) with A not transposed.
+  bool tensorMaps = false;
 };
 
 /// A (batched) GEMM run by cuBLASLt: for each batch i, row-major
