@@ -1083,6 +1083,29 @@ def gemm_cases():
         lambda: narrow_gemm(F16, 7, 40, 72, batch=3, bias=True, relu=True, norm=True),
         tol=norm_tol)
 
+    # Hopper's form (GemmWgmmaEmitter.cpp: tensor copies, wgmma from shared
+    # memory), offered where M reaches 64 rows of one matrix with A not
+    # transposed: 128 x 128 tiles at M = 128 and 129 (gemm-wgmma.test runs
+    # M = 1 and 7 of a symbolic M), K = 520 split two ways (9 tiles of 64),
+    # B stored k x n and n x k, bf16, the epilogues in registers and
+    # through the reduce, and the LayerNorm kernel after its partials.
+    wgmma = "wgmma_128x128x64_s4"
+    for m in [128, 129]:
+        for split in ["_split1", "_split2"]:
+            add(f"f16_{m}x520x72", wgmma + split, lambda m=m: narrow_gemm(F16, m, 520, 72),
+                check=(m == 129))
+    add("f16_tA0_tB1_136x520x72", wgmma + "_split2",
+        lambda: narrow_gemm(F16, 136, 520, 72, trans_b=True), check=True)
+    add("bf16_129x520x72", wgmma + "_split1", lambda: narrow_gemm(BF16, 129, 520, 72),
+        dtype=BF16)
+    for split in ["_split1", "_split2"]:
+        add("f16_bias_residual_relu_129x520x72", wgmma + split,
+            lambda: narrow_gemm(F16, 129, 520, 72, bias=True, relu=True, residual=True),
+            tol=epilogue_tol)
+        add("f16_bias_residual_norm_129x520x72", wgmma + split,
+            lambda: narrow_gemm(F16, 129, 520, 72, bias=True, residual=True, norm=True),
+            tol=norm_tol)
+
     # The GEMV form (GemvEmitter.cpp), offered where M is 16 or fewer and A
     # is not transposed: one block row of 1 row at M = 1, of 8 rows at
     # M = 7 (a row past m) and 16 (two block rows). K = 1040 is 130 chunks

@@ -102,7 +102,7 @@ auto matmulFields(const MatmulStep &m) {
 /// The fields of a Kiln GEMM candidate, as one value.
 auto gemmFields(const GemmCandidate &g) {
   return std::tie(g.name, g.kernel, g.reduce, g.tileM, g.tileN, g.threads,
-                  g.splitK);
+                  g.splitK, g.sharedBytes, g.tensorMaps);
 }
 
 /// Expects the buffers `y` equal to `x`, one by one.
@@ -272,6 +272,10 @@ TEST(ArtifactFormat, Tf32MatmulsRoundTripAndAreFloat32Only) {
 
 TEST(ArtifactFormat, GemmCandidatesRoundTripAndAreChecked) {
   Artifact a = makeGemmKernelArtifact();
+  // A wgmma-form candidate's shared memory and tensor maps travel too.
+  a.steps[0].matmul.kernels[0].sharedBytes = 132096;
+  a.steps[0].matmul.kernels[0].tensorMaps = true;
+  a.steps[0].matmul.kernels[0].tileM = 64;
   Artifact b;
   std::string error;
   ASSERT_TRUE(roundTrip(a, b, error)) << error;
@@ -316,6 +320,15 @@ TEST(ArtifactFormat, GemmCandidatesRoundTripAndAreChecked) {
        [](Artifact &a) { a.steps[0].matmul.kernels[1].splitK = 65; }},
       {"names have 1 to 64 characters",
        [](Artifact &a) { a.steps[0].matmul.kernels[0].name.clear(); }},
+      {"more than a block's 227 KiB",
+       [](Artifact &a) {
+         a.steps[0].matmul.kernels[0].sharedBytes = 227 * 1024 + 16;
+       }},
+      {"takes tensor maps, which need tiles of whole 64 rows",
+       [](Artifact &a) {
+         a.steps[0].matmul.kernels[0].tensorMaps = true;
+         a.steps[0].matmul.kernels[0].tileM = 16;
+       }},
   };
   for (const Case &c : cases) {
     Artifact broken = makeGemmKernelArtifact();

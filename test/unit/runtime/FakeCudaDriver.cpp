@@ -68,6 +68,10 @@ extern "C" __attribute__((visibility("default")))
 DevicePtr fakeGemmArgs[2][19] = {};
 extern "C"
     __attribute__((visibility("default"))) unsigned fakeGemmThreads[2] = {};
+/// The tensor maps the last launch of kiln_fake_gemm_maps took, as the
+/// stand-in cuTensorMapEncodeTiled wrote them.
+extern "C" __attribute__((
+    visibility("default"))) unsigned long long fakeGemmMaps[2][16] = {};
 
 namespace {
 
@@ -82,6 +86,8 @@ struct FakeFunction {
   const char *name;
   HostKernel kernel;
   unsigned arity;
+  /// Trailing parameters of the arity that are 128-byte tensor maps.
+  unsigned maps = 0;
 };
 FakeFunction functions[] = {
     {"add_f32", addF32, 3},
@@ -89,7 +95,9 @@ FakeFunction functions[] = {
     {"double_first_f32", doubleFirstF32, 3},
     // Six pointers and four pointers, then the 13 integers.
     {"kiln_fake_gemm", recordGemm<0, 19>, 19},
-    {"kiln_fake_gemm_reduce", recordGemm<1, 17>, 17}};
+    {"kiln_fake_gemm_reduce", recordGemm<1, 17>, 17},
+    // The same, then the tensor maps of A and B (fakeGemmMaps).
+    {"kiln_fake_gemm_maps", recordGemm<0, 19>, 21, 2}};
 
 /// Work recorded by a capture.
 using Ops = std::vector<std::function<void()>>;
@@ -425,6 +433,36 @@ Result cuGraphExecDestroy(void *exec) {
 }
 Result cuStreamDestroy_v2(void *) { return 0; }
 Result cuStreamSynchronize(void *) { return 0; }
+/// cuTensorMapEncodeTiled: writes its arguments into the map's words, in
+/// order: the data type, rank, address, dims 0 and 1, stride 1, boxes 0
+/// and 1, element strides 0 and 1, interleave, swizzle, L2 promotion and
+/// out-of-bounds fill.
+Result cuTensorMapEncodeTiled(unsigned long long *map, int dataType,
+                              unsigned rank, void *global,
+                              const unsigned long long *dims,
+                              const unsigned long long *strides,
+                              const unsigned *box,
+                              const unsigned *elementStrides, int interleave,
+                              int swizzle, int l2Promotion, int oobFill) {
+  const unsigned long long words[16] = {(unsigned long long)dataType,
+                                        rank,
+                                        (unsigned long long)global,
+                                        dims[0],
+                                        dims[1],
+                                        strides[0],
+                                        box[0],
+                                        box[1],
+                                        elementStrides[0],
+                                        elementStrides[1],
+                                        (unsigned long long)interleave,
+                                        (unsigned long long)swizzle,
+                                        (unsigned long long)l2Promotion,
+                                        (unsigned long long)oobFill,
+                                        0,
+                                        0};
+  std::memcpy(map, words, sizeof(words));
+  return 0;
+}
 Result cuLaunchKernel(void *function, unsigned gx, unsigned gy, unsigned gz,
                       unsigned bx, unsigned by, unsigned bz, unsigned,
                       void *stream, void **params, void **) {
@@ -433,8 +471,11 @@ Result cuLaunchKernel(void *function, unsigned gx, unsigned gy, unsigned gz,
   unsigned threads = gx * gy * gz * bx * by * bz;
   const FakeFunction &f = *static_cast<FakeFunction *>(function);
   std::vector<DevicePtr> values;
-  for (unsigned i = 0; i < f.arity; ++i)
+  for (unsigned i = 0; i < f.arity - f.maps; ++i)
     values.push_back(*static_cast<DevicePtr *>(params[i]));
+  for (unsigned i = 0; i < f.maps; ++i)
+    std::memcpy(fakeGemmMaps[i], params[f.arity - f.maps + i],
+                sizeof(fakeGemmMaps[i]));
   if (!capturingStream || stream != capturingStream)
     ++counters.eagerKernels;
   HostKernel kernel = f.kernel;

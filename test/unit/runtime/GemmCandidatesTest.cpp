@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "GemmCandidates.h"
+#include "TensorMaps.h"
 
 #include "FakeCudaFixture.h"
 #include "TestArtifacts.h"
@@ -98,6 +99,107 @@ TEST(GemmCandidates, OperandsMustBeWholeChunks) {
             "its grid would exceed CUDA's limits");
 }
 
+TEST(GemmCandidates, TensorMapsDescribeTheWgmmaFormsBoxes) {
+  // A 129 x 520 A and a 520 x 72 B (stored k x n): A in boxes of 64
+  // columns by the tile's 128 rows, B in boxes of 64 columns by 64 rows of
+  // k; stored n x k, B's boxes are 64 k by the tile's 128 rows. Rows in
+  // bytes; the 128-byte swizzle.
+  MatmulStep s = stepOf(129, 72, 520);
+  s.kernels[0] = {"wgmma_128x128x64_s4_split1",
+                  0,
+                  kNoKernel,
+                  128,
+                  128,
+                  256,
+                  1,
+                  132096,
+                  true};
+  const GemmCandidate &g = s.kernels[0];
+  std::array<TensorMapSpec, 2> maps = gemmTensorMaps(s, g, operand, operand);
+  EXPECT_EQ(maps[0].dims[0], 520u);
+  EXPECT_EQ(maps[0].dims[1], 129u);
+  EXPECT_EQ(maps[0].strides[1], 1040u);
+  EXPECT_EQ(maps[0].box[0], 64u);
+  EXPECT_EQ(maps[0].box[1], 128u);
+  EXPECT_EQ(maps[1].dims[0], 72u);
+  EXPECT_EQ(maps[1].dims[1], 520u);
+  EXPECT_EQ(maps[1].strides[1], 144u);
+  EXPECT_EQ(maps[1].box[1], 64u);
+  EXPECT_EQ(maps[0].swizzleBytes, 128u);
+  s.transB = true;
+  maps = gemmTensorMaps(s, g, operand, operand);
+  EXPECT_EQ(maps[1].dims[0], 520u);
+  EXPECT_EQ(maps[1].dims[1], 72u);
+  EXPECT_EQ(maps[1].box[1], 128u);
+  EXPECT_EQ(gemmCandidateMisfit(s, g, operand, operand), "");
+  kiln_host_tensor_map host = hostTensorMap(maps[1]);
+  EXPECT_EQ(host.global, reinterpret_cast<const unsigned char *>(operand));
+  EXPECT_EQ(host.rank, 2u);
+  EXPECT_EQ(host.strides[1], 1040u);
+  EXPECT_EQ(host.box[1], 128u);
+  EXPECT_EQ(host.swizzleBytes, 128u);
+}
+
+TEST(GemmCandidates, TensorMapsRefuseWhatTheDriverOrEmulationWould) {
+  MatmulStep s = stepOf(129, 72, 520);
+  s.kernels[0] = {"wgmma_128x128x64_s4_split1",
+                  0,
+                  kNoKernel,
+                  128,
+                  128,
+                  256,
+                  1,
+                  132096,
+                  true};
+  const GemmCandidate &g = s.kernels[0];
+  // negative_: a batch, a transposed A, an unaligned operand.
+  MatmulStep batched = s;
+  batched.batch = 2;
+  EXPECT_EQ(gemmCandidateMisfit(batched, g, operand, operand),
+            "its tensor maps take one matrix, A not transposed");
+  MatmulStep transposed = stepOf(136, 72, 520);
+  transposed.transA = true;
+  EXPECT_EQ(gemmCandidateMisfit(transposed, g, operand, operand),
+            "its tensor maps take one matrix, A not transposed");
+  EXPECT_EQ(gemmCandidateMisfit(s, g, operand + 2, operand),
+            "an operand's address is not 16-byte aligned");
+  // Each limit of tensorMapMisfit, broken once.
+  TensorMapSpec fine = gemmTensorMaps(s, g, operand, operand)[0];
+  EXPECT_EQ(tensorMapMisfit(fine), "");
+  struct Case {
+    const char *why;
+    void (*breakIt)(TensorMapSpec &);
+  } cases[] = {
+      {"a tensor map has 1 to 5 dims", [](TensorMapSpec &m) { m.rank = 6; }},
+      {"tensor maps are of 16-bit elements",
+       [](TensorMapSpec &m) { m.dtype = DType::F32; }},
+      {"a tensor map's address is not 16-byte aligned",
+       [](TensorMapSpec &m) { m.global = operand + 8; }},
+      {"a tensor map's swizzle is 32, 64 or 128 bytes",
+       [](TensorMapSpec &m) { m.swizzleBytes = 16; }},
+      {"a tensor map's innermost dim is contiguous",
+       [](TensorMapSpec &m) { m.strides[0] = 4; }},
+      {"a tensor map's dims are 1 to 2^31 - 1 elements",
+       [](TensorMapSpec &m) { m.dims[1] = uint64_t(1) << 31; }},
+      {"a tensor map's box is 1 to 256 elements along each dim",
+       [](TensorMapSpec &m) { m.box[1] = 257; }},
+      {"a tensor map's strides are whole 16 bytes below 2^40",
+       [](TensorMapSpec &m) { m.strides[1] = 1000; }},
+      {"a tensor map's box rows are whole 16 bytes",
+       [](TensorMapSpec &m) {
+         m.swizzleBytes = 0;
+         m.box[0] = 12;
+       }},
+      {"a swizzled tensor map's box rows are its swizzle span",
+       [](TensorMapSpec &m) { m.box[0] = 32; }},
+  };
+  for (const Case &c : cases) {
+    TensorMapSpec broken = fine;
+    c.breakIt(broken);
+    EXPECT_EQ(tensorMapMisfit(broken), c.why);
+  }
+}
+
 namespace {
 
 using FakePtr = unsigned long long;
@@ -125,6 +227,40 @@ Status createAndRun(const Artifact &artifact, const CudaOptions &options,
 }
 
 } // namespace
+
+// A candidate that takes tensor maps gets them encoded by the driver for
+// its operands, after the family's arguments: A (2 x 8, rows of 16 bytes)
+// as dims {8, 2} in boxes of {64, tileM}, B stored n x k (4 x 8) as {8, 4}
+// in boxes of {64, tileN}; float16, the 128-byte swizzle, no interleave,
+// zeros outside.
+TEST_F(FakeCuda, AGemmKernelTakingTensorMapsGetsThemEncodedByTheDriver) {
+  Artifact artifact = makeGemmKernelArtifact();
+  artifact.kernelNames.push_back("kiln_fake_gemm_maps");
+  artifact.steps[0].matmul.kernels.push_back(
+      {"maps", 4, kNoKernel, 64, 64, 128, 1, 1024, true});
+  auto *args = fakeGemmArgs(fake);
+  auto *maps =
+      static_cast<unsigned long long(*)[16]>(dlsym(fake, "fakeGemmMaps"));
+  ASSERT_NE(args, nullptr);
+  ASSERT_NE(maps, nullptr);
+  CudaOptions options;
+  options.gemm = "maps";
+  std::unique_ptr<Model> model;
+  Status s = createAndRun(artifact, options, model);
+  ASSERT_TRUE(s.isOk()) << s.message;
+  const FakePtr *main = args[0];
+  // Type, rank, address, dims, stride, box, element strides, interleave,
+  // swizzle (3: 128 bytes), L2 promotion (2: 128 bytes), fill.
+  const unsigned long long wantA[14] = {6,  2, main[0], 8, 2, 16, 64,
+                                        64, 1, 1,       0, 3, 2,  0},
+                           wantB[14] = {6,  2, main[1], 8, 4, 16, 64,
+                                        64, 1, 1,       0, 3, 2,  0};
+  for (int i = 0; i < 14; ++i) {
+    EXPECT_EQ(maps[0][i], wantA[i]) << "A's word " << i;
+    EXPECT_EQ(maps[1][i], wantB[i]) << "B's word " << i;
+  }
+  EXPECT_NE(main[0], main[1]);
+}
 
 // The CUDA backend launches a Kiln GEMM kernel asked for by name in place
 // of cuBLASLt, with the arguments rt::GemmCandidate documents: the main
