@@ -82,12 +82,17 @@ def compile_kiln(args, case, folder, model_path, precision):
     return so, report["roofline"]["floor_us"]
 
 
-def time_kiln(args, case, folder, so, precision, round_index):
-    """One round of Kiln's timing; returns (times, outputs)."""
-    out_dir = os.path.join(folder, f"out-{precision}-{round_index}")
+def time_kiln(args, case, folder, so, precision, round_index, gemm=""):
+    """One round of Kiln's timing; returns (times, outputs). With `gemm`
+    ("timed"), Kiln's own GEMM kernels race cuBLASLt's choice for each
+    matmul at the first run (kiln-run --gemm)."""
+    out_dir = os.path.join(folder, f"out-{precision}-{gemm or 'cublaslt'}-"
+                                   f"{round_index}")
     run_cmd = [os.path.join(args.tools, "kiln-run"), so, "--backend",
                args.backend, "--bench", "--warmup", str(args.warmup),
                "--iters", str(args.iters), "--output-dir", out_dir]
+    if gemm:
+        run_cmd += ["--gemm", gemm]
     for name in case.inputs:
         run_cmd += ["--input",
                     f"{name}={os.path.join(folder, 'inputs', name + '.npy')}"]
@@ -104,6 +109,26 @@ def time_kiln(args, case, folder, so, precision, round_index):
     outputs = [np.load(os.path.join(out_dir, name + ".npy"))
                for name in case.output_names]
     return times, outputs
+
+
+class KilnGemmPeer:
+    """Kiln with its own GEMM kernels (GemmEmitter.cpp, GemvEmitter.cpp,
+    GemmWgmmaEmitter.cpp) racing cuBLASLt's choice for each matmul: the same
+    .so as Kiln's row, timed as a peer so the table shows the two side by
+    side and checks its outputs too."""
+
+    name = "kiln own GEMMs"
+    absent = ""
+
+    def __init__(self, args, case, folder, so, precision):
+        self.args, self.case, self.folder = args, case, folder
+        self.so, self.precision, self.round = so, precision, 0
+
+    def time(self, warmup, iters):
+        times, outputs = time_kiln(self.args, self.case, self.folder, self.so,
+                                   self.precision, self.round, gemm="timed")
+        self.round += 1
+        return times, outputs
 
 
 def over_rounds(rounds):
@@ -164,7 +189,11 @@ def main():
     parser.add_argument("--precisions", default="fp16,bf16",
                         help="fp16, bf16, fp32 and tf32 (kilnc --allow-tf32 "
                              "against PyTorch with allow_tf32)")
-    parser.add_argument("--peers", default=",".join(peers.TORCH_PEERS + ("ort",)))
+    parser.add_argument("--peers",
+                        default=",".join(peers.TORCH_PEERS + ("ort", "kiln-gemm")),
+                        help="the peers: PyTorch's, ort, and kiln-gemm (Kiln "
+                             "with its own GEMM kernels timed against "
+                             "cuBLASLt's, kiln-run --gemm timed)")
     parser.add_argument("--warmup", type=int, default=None)
     parser.add_argument("--iters", type=int, default=None,
                         help="timed calls a round (default 200; at least 100 "
@@ -188,7 +217,7 @@ def main():
     wanted = [p for p in args.peers.split(",") if p]
     if args.onnx:
         cases = [onnx_case(f) for f in args.onnx.split(",")]
-        wanted = [p for p in wanted if p == "ort"]
+        wanted = [p for p in wanted if p in ("ort", "kiln-gemm")]
     else:
         cases = models.cases(args.dry_run)
         if args.cases:
@@ -226,6 +255,8 @@ def main():
                 elif name == "ort":
                     peer = peers.ort_peer(model_path, case.inputs, device)
                     peer.name = "ort (fp32)"
+                elif name == "kiln-gemm":
+                    peer = KilnGemmPeer(args, case, folder, so, precision)
                 else:
                     continue
                 if peer.absent:
