@@ -195,6 +195,26 @@ extern "C" __global__ void phases(const float *x, float *y) {
               want);
 }
 
+TEST_F(TensorCopies, AWaitNobodyCompletesStopsWithAMessage) {
+  // negative_: phase 0 expects two arrivals and gets one. On the GPU the
+  // block hangs; the emulation's spin sees no mbarrier change and stops
+  // the process, naming the wait.
+  const char *source = R"cuda(
+extern "C" __global__ void hang(const float *x, float *y) {
+  __shared__ __align__(8) unsigned long long bar;
+  if (threadIdx.x == 0) kiln_mbarrier_init(&bar, 2);
+  __syncthreads();
+  if (threadIdx.x == 0) kiln_mbarrier_arrive(&bar);
+  kiln_mbarrier_wait(&bar, 0);
+  y[threadIdx.x] = x[threadIdx.x];
+}
+)cuda";
+  std::vector<float> x(32, 1.0f);
+  EXPECT_DEATH(
+      runOnHost(kernelArtifact(source, "hang", 32, 1, 32), x, HostOptions()),
+      "an mbarrier wait can never complete");
+}
+
 /// A (64 x 64, K-major) and B (64 x 64) in fp16 through 128-byte swizzled
 /// tensor copies; D = A * B by four k16 steps of wgmma with A from shared
 /// memory, B K-major (stored n x k) into y[0, 4096) and MN-major (stored
