@@ -37,6 +37,22 @@ MatmulStep stepOf(int64_t m, int64_t n, int64_t k) {
   return s;
 }
 
+/// The same step offering one wgmma-form candidate of 128 x 128 tiles,
+/// which takes tensor maps.
+MatmulStep wgmmaStepOf(int64_t m, int64_t n, int64_t k) {
+  MatmulStep s = stepOf(m, n, k);
+  s.kernels[0] = {"wgmma_128x128x64_s4_split1",
+                  0,
+                  kNoKernel,
+                  128,
+                  128,
+                  256,
+                  1,
+                  132096,
+                  true};
+  return s;
+}
+
 alignas(16) const char operand[16] = {};
 
 } // namespace
@@ -104,16 +120,7 @@ TEST(GemmCandidates, TensorMapsDescribeTheWgmmaFormsBoxes) {
   // columns by the tile's 128 rows, B in boxes of 64 columns by 64 rows of
   // k; stored n x k, B's boxes are 64 k by the tile's 128 rows. Rows in
   // bytes; the 128-byte swizzle.
-  MatmulStep s = stepOf(129, 72, 520);
-  s.kernels[0] = {"wgmma_128x128x64_s4_split1",
-                  0,
-                  kNoKernel,
-                  128,
-                  128,
-                  256,
-                  1,
-                  132096,
-                  true};
+  MatmulStep s = wgmmaStepOf(129, 72, 520);
   const GemmCandidate &g = s.kernels[0];
   std::array<TensorMapSpec, 2> maps = gemmTensorMaps(s, g, operand, operand);
   EXPECT_EQ(maps[0].dims[0], 520u);
@@ -141,16 +148,7 @@ TEST(GemmCandidates, TensorMapsDescribeTheWgmmaFormsBoxes) {
 }
 
 TEST(GemmCandidates, TensorMapsRefuseWhatTheDriverOrEmulationWould) {
-  MatmulStep s = stepOf(129, 72, 520);
-  s.kernels[0] = {"wgmma_128x128x64_s4_split1",
-                  0,
-                  kNoKernel,
-                  128,
-                  128,
-                  256,
-                  1,
-                  132096,
-                  true};
+  MatmulStep s = wgmmaStepOf(129, 72, 520);
   const GemmCandidate &g = s.kernels[0];
   // negative_: a batch, a transposed A, an unaligned operand.
   MatmulStep batched = s;
