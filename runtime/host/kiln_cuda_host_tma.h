@@ -47,6 +47,7 @@
 #ifndef KILN_CUDA_HOST_TMA_H
 #define KILN_CUDA_HOST_TMA_H
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -174,21 +175,20 @@ inline void land(const Copy &c) {
   store(c.bar, b);
 }
 
-/// Lands every copy in flight that completes on `bar`.
+/// Lands every copy in flight that completes on `bar`, in issue order.
 inline void landOn(unsigned long long *bar) {
   std::vector<Copy> &copies = inFlight();
-  std::vector<Copy> keep;
-  std::vector<Copy> now;
-  for (const Copy &c : copies)
-    (c.bar == bar ? now : keep).push_back(c);
-  copies.swap(keep);
-  for (const Copy &c : now)
-    land(c);
+  auto now = std::stable_partition(copies.begin(), copies.end(),
+                                   [&](const Copy &c) { return c.bar != bar; });
+  for (auto c = now; c != copies.end(); ++c)
+    land(*c);
+  copies.erase(now, copies.end());
 }
 
+/// Puts a tiled load of the box at `coords` in flight.
 template <unsigned R>
-inline void load(void *dst, const kiln_tensor_map &map, const int (&coords)[R],
-                 unsigned long long *bar) {
+inline void issue(void *dst, const kiln_tensor_map &map, const int (&coords)[R],
+                  unsigned long long *bar) {
   if (map.rank != R)
     fail("a tensor copy's coordinates are not as many as its map's dims");
   uintptr_t align = map.swizzleBytes ? 8u * map.swizzleBytes : 128u;
@@ -275,13 +275,13 @@ inline void kiln_mbarrier_wait(unsigned long long *bar, unsigned parity) {
 /// The box at (c0, c1) of a 2-d map to `dst`, completing on `bar`.
 inline void kiln_tma_load_2d(void *dst, const kiln_tensor_map &map, int c0,
                              int c1, unsigned long long *bar) {
-  kiln_host_tma::load<2>(dst, map, {c0, c1}, bar);
+  kiln_host_tma::issue<2>(dst, map, {c0, c1}, bar);
 }
 
 /// The box at (c0, c1, c2) of a 3-d map to `dst`, completing on `bar`.
 inline void kiln_tma_load_3d(void *dst, const kiln_tensor_map &map, int c0,
                              int c1, int c2, unsigned long long *bar) {
-  kiln_host_tma::load<3>(dst, map, {c0, c1, c2}, bar);
+  kiln_host_tma::issue<3>(dst, map, {c0, c1, c2}, bar);
 }
 
 #endif // KILN_CUDA_HOST_TMA_H
