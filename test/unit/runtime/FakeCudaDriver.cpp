@@ -436,7 +436,7 @@ Result cuStreamSynchronize(void *) { return 0; }
 /// cuTensorMapEncodeTiled: writes its arguments into the map's words, in
 /// order: the data type, rank, address, dims 0 and 1, stride 1, boxes 0
 /// and 1, element strides 0 and 1, interleave, swizzle, L2 promotion and
-/// out-of-bounds fill.
+/// out-of-bounds fill; fails while KILN_FAKE_TENSOR_MAP_FAILS is set.
 Result cuTensorMapEncodeTiled(unsigned long long *map, int dataType,
                               unsigned rank, void *global,
                               const unsigned long long *dims,
@@ -444,6 +444,9 @@ Result cuTensorMapEncodeTiled(unsigned long long *map, int dataType,
                               const unsigned *box,
                               const unsigned *elementStrides, int interleave,
                               int swizzle, int l2Promotion, int oobFill) {
+  // A test of the failure path sets this.
+  if (std::getenv("KILN_FAKE_TENSOR_MAP_FAILS"))
+    return 1; // CUDA_ERROR_INVALID_VALUE
   const unsigned long long words[16] = {(unsigned long long)dataType,
                                         rank,
                                         (unsigned long long)global,

@@ -15,6 +15,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
 
@@ -258,6 +259,17 @@ TEST_F(FakeCuda, AGemmKernelTakingTensorMapsGetsThemEncodedByTheDriver) {
     EXPECT_EQ(maps[1][i], wantB[i]) << "B's word " << i;
   }
   EXPECT_NE(main[0], main[1]);
+  model.reset();
+
+  // negative_: a map the driver refuses fails the run, naming the operand
+  // and the kernel.
+  setenv("KILN_FAKE_TENSOR_MAP_FAILS", "1", 1);
+  s = createAndRun(artifact, options, model);
+  unsetenv("KILN_FAKE_TENSOR_MAP_FAILS");
+  EXPECT_FALSE(s.isOk());
+  EXPECT_NE(s.message.find("encoding the tensor map of A for GEMM kernel maps"),
+            std::string::npos)
+      << s.message;
 }
 
 // The CUDA backend launches a Kiln GEMM kernel asked for by name in place
