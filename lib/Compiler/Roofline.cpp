@@ -135,7 +135,7 @@ std::vector<double> flopsOfKernels(const rt::Artifact &artifact,
     lastIndex = index;
     // A combine adds parts; an unpacking converts weights: neither is the
     // op's arithmetic, which its main kernel (or the step after) does.
-    flops.push_back(part == "combine" || part == "unpack" ||
+    flops.push_back(part.ends_with("combine") || part == "unpack" ||
                             op >= opFlops.size()
                         ? 0.0
                         : opFlops[op]);

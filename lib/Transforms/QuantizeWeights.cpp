@@ -155,8 +155,10 @@ struct KilnQuantizeWeightsPass
                         "kiln-quantize-weights: int4 blocks of ")
           << int64_t(blockSize)
           << " are less than the packed GEMV's 16-byte chunk (32 weights): "
-             "the products unpack their weights every run (block-size 32 or "
-             "more reads them packed)";
+             "decoding's products run on the packed GEMM, built for more "
+             "rows, or unpack their weights where its rows are not whole "
+             "16-byte chunks (block-size 32 or more reads them with the "
+             "GEMV)";
     SmallVector<MatmulOp> products;
     getOperation().walk([&](MatmulOp matmul) {
       if (isWeightProduct(matmul))

@@ -100,7 +100,8 @@ void emitWgmmaGemmKernel(const GemmConfig &config, const GemmKernelKind &kind,
 int64_t wgmmaGemmSharedBytes(const GemmConfig &config);
 /// A matmul step whose B is block-quantized weights, n x k as MatMulNBits
 /// packs them (a kiln.dequantize that kiln-fuse put in its GEMM kernel),
-/// as the packed GEMV (PackedGemvEmitter.cpp) sees it.
+/// as the packed GEMV (PackedGemvEmitter.cpp) and the packed GEMM
+/// (PackedGemmEmitter.cpp) see it.
 struct PackedGemvShape {
   rt::DType dtype = rt::DType::F16;
   /// Rows of C at the least and the top of the dims' ranges, its columns,
@@ -135,6 +136,25 @@ PackedGemvChoice choosePackedGemv(const PackedGemvShape &shape);
 /// [bias], [residual], C), each then `dims` (the model's dim parameters,
 /// ", long long kd_..."); `rows` is C's rows as C text over them.
 void emitPackedGemv(const PackedGemvShape &shape, const GemmConfig &config,
+                    const std::string &name, const std::string &rows,
+                    const std::string &dims, llvm::raw_ostream &os);
+
+/// The packed GEMM's layout (a GemmForm::Mma config: tileM x 64 x 64, one
+/// by four warps) for the runs of a step of `shape` with at least
+/// `fewestRows` rows (past the packed GEMV's), and the most rows it runs
+/// (the plan unpacks the weights for runs with more); or none, and why.
+struct PackedGemmChoice {
+  std::optional<GemmConfig> config;
+  int64_t mostRows = 0;
+  std::string refusal;
+};
+PackedGemmChoice choosePackedGemm(const PackedGemvShape &shape,
+                                  int64_t fewestRows);
+
+/// Appends the packed GEMM `name` of `config` for `shape` and, with a
+/// split, `name`_combine: launch steps that take what emitPackedGemv's
+/// kernels take, in the same order.
+void emitPackedGemm(const PackedGemvShape &shape, const GemmConfig &config,
                     const std::string &name, const std::string &rows,
                     const std::string &dims, llvm::raw_ostream &os);
 

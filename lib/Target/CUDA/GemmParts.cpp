@@ -68,6 +68,50 @@ $STORE
 }
 )cuda";
 
+const char *const kPackedCombineKernel = R"cuda(
+extern "C" __global__ void $NAME_combine(const float *__restrict__ partials$BIAS_PARAMETER$RESIDUAL_PARAMETER,
+    $ELEMENT *__restrict__ c$DIMS) {
+  kiln_pdl_enter();
+  const long long m = $EXTENT_M, n = $EXTENT_N;
+  const $ELEMENT *r_mat = $R_MAT;$BIAS_LOCAL
+  $ELEMENT *c_mat = c;
+  for (long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x; e < m * n;
+       e += (long long)gridDim.x * blockDim.x) {
+    const long long row = e / n, col = e % n;
+    float v = 0.0f;
+    #pragma unroll
+    for (int s = 0; s < $SPLIT; ++s)
+      v += partials[(s * m + row) * n + col];
+$FINISH
+  }
+}
+)cuda";
+
+std::pair<std::string, std::string>
+packedZeroPoint(const PackedGemvShape &shape) {
+  auto str = [](int64_t v) { return std::to_string(v); };
+  int64_t perByte = 8 / shape.bits;
+  switch (shape.zeroPoints) {
+  case PackedGemvShape::ZeroPoints::Middle:
+    return {"", shape.float8 ? "0.0f"
+                             : str(int64_t(1) << (shape.bits - 1)) + ".0f"};
+  case PackedGemvShape::ZeroPoints::Packed:
+    return {", const unsigned char *__restrict__ zero_points",
+            "live ? (float)((zero_points[col * " +
+                str((shape.blocks * shape.bits + 7) / 8) + " + blk / " +
+                str(perByte) + "] >> ((blk % " + str(perByte) + ") * " +
+                str(shape.bits) + ")) & " + str((1 << shape.bits) - 1) +
+                "u) : 0.0f"};
+  case PackedGemvShape::ZeroPoints::Float: {
+    HalfSpelling h = spellingOf(shape.dtype);
+    return {", const " + std::string(h.type) + " *__restrict__ zero_points",
+            "live ? " + std::string(h.toFloat) +
+                "(zero_points[col * blocks + blk]) : 0.0f"};
+  }
+  }
+  return {"", ""};
+}
+
 std::string finishOf(const GemmKernelKind &kind) {
   HalfSpelling h = spellingOf(kind.dtype);
   return substitute(std::string(kApply) + kStore,

@@ -5,7 +5,9 @@
 // write: the spelling of their element type, the integer parameters every
 // kernel of the family takes (rt::GemmCandidate's calling convention), the
 // epilogue of one element, and the placeholder substitution their
-// templates are written in.
+// templates are written in; and what both kernels over packed weights
+// (PackedGemvEmitter.cpp, PackedGemmEmitter.cpp) write: the zero points
+// and the combine of a split.
 //
 //===----------------------------------------------------------------------===//
 
@@ -66,6 +68,20 @@ std::string gemvExchangeText(int64_t rows, int64_t columns);
 /// ($COLUMNS_PER_LANE) stored by $STORE, after $DECLARATIONS (the
 /// declarations the store reads that the kernel has not made).
 extern const char *const kGemvColumnStores;
+
+/// The kernel `$NAME`_combine that ends a split kernel over packed weights
+/// (PackedGemvEmitter.cpp, PackedGemmEmitter.cpp): it adds the splits' sums
+/// (`partials`, split s's element (row, col) at (s * m + row) * n + col) in
+/// split order and applies the epilogue ($FINISH). A launch step: the
+/// buffers, then $DIMS.
+extern const char *const kPackedCombineKernel;
+
+/// The zero-point parameter of a kernel over packed weights of `shape`
+/// (", const ... zero_points", or "" without one) and the C expression of
+/// the zero point of column `col` in quantization block `blk` as a float,
+/// 0 where `live` is false.
+std::pair<std::string, std::string>
+packedZeroPoint(const PackedGemvShape &shape);
 
 /// `text` with each `$NAME` of `values` replaced, and again until none is
 /// left, so that a value may hold placeholders itself. No name is the

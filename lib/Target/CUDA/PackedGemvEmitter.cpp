@@ -175,26 +175,6 @@ $WEIGHTS
   }
 $COLUMN_STORES)cuda";
 
-/// Adds the splits' sums in split order and applies the epilogue.
-constexpr const char *kCombineKernel = R"cuda(
-extern "C" __global__ void $NAME_combine(const float *__restrict__ partials$BIAS_PARAMETER$RESIDUAL_PARAMETER,
-    $ELEMENT *__restrict__ c$DIMS) {
-  kiln_pdl_enter();
-  const long long m = $EXTENT_M, n = $EXTENT_N;
-  const $ELEMENT *r_mat = $R_MAT;$BIAS_LOCAL
-  $ELEMENT *c_mat = c;
-  for (long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x; e < m * n;
-       e += (long long)gridDim.x * blockDim.x) {
-    const long long row = e / n, col = e % n;
-    float v = 0.0f;
-    #pragma unroll
-    for (int s = 0; s < $SPLIT; ++s)
-      v += partials[(s * m + row) * n + col];
-$FINISH
-  }
-}
-)cuda";
-
 int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 /// The products of sub-chunk `s` (eight weights) of column `t` with the
@@ -295,28 +275,7 @@ void emitPackedGemv(const PackedGemvShape &shape, const GemmConfig &config,
   int64_t warps = config.warpsM * config.warpsN;
   int64_t warpColumns = config.tileN / warps;
   int64_t chunkValues = 128 / shape.bits;
-  int64_t perByte = 8 / shape.bits;
-  std::string zeroParameter, zeroPoint;
-  switch (shape.zeroPoints) {
-  case PackedGemvShape::ZeroPoints::Middle:
-    zeroPoint =
-        shape.float8 ? "0.0f" : str(int64_t(1) << (shape.bits - 1)) + ".0f";
-    break;
-  case PackedGemvShape::ZeroPoints::Packed:
-    zeroParameter = ", const unsigned char *__restrict__ zero_points";
-    zeroPoint = "live ? (float)((zero_points[col * " +
-                str(llvm::divideCeil(shape.blocks * shape.bits, 8)) +
-                " + blk / " + str(perByte) + "] >> ((blk % " + str(perByte) +
-                ") * " + str(shape.bits) + ")) & " +
-                str((1 << shape.bits) - 1) + "u) : 0.0f";
-    break;
-  case PackedGemvShape::ZeroPoints::Float:
-    zeroParameter =
-        ", const " + std::string(h.type) + " *__restrict__ zero_points";
-    zeroPoint = "live ? " + std::string(h.toFloat) +
-                "(zero_points[col * blocks + blk]) : 0.0f";
-    break;
-  }
+  auto [zeroParameter, zeroPoint] = gemm::packedZeroPoint(shape);
   GemmKernelKind kind;
   kind.dtype = shape.dtype;
   kind.transB = true;
@@ -373,7 +332,7 @@ void emitPackedGemv(const PackedGemvShape &shape, const GemmConfig &config,
       {"$FINISH", finish}};
   os << substitute(kMainKernel, values);
   if (config.splitK > 1)
-    os << substitute(kCombineKernel, values);
+    os << substitute(gemm::kPackedCombineKernel, values);
 }
 
 } // namespace kiln

@@ -188,7 +188,8 @@ private:
 
   /// The steps of a GEMM kernel whose weights are block-quantized (a
   /// kiln.dequantize feeding its matmul; PlanPackedMatmuls.cpp): the packed
-  /// GEMV's launches where the rows are few; where they are many, the
+  /// GEMV's launches where the rows are few, the packed GEMM's where they
+  /// are more (up to its most); where they are many, the
   /// dequantize's own kernel writing the weights to scratch, for the matmul
   /// step the caller appends after it. Each path is guarded by the run's
   /// rows where both exist. Nothing is returned where the GEMV covers

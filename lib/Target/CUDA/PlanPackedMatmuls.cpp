@@ -3,12 +3,15 @@
 // PlanBuilder's steps for a GEMM kernel whose weights are block-quantized
 // (kiln-fuse put their kiln.dequantize in it). A decoding step's few rows
 // run the packed GEMV (PackedGemvEmitter.cpp), which reads the weights as
-// they are stored; a prefill's many rows reuse each weight across the rows,
-// so the weights are unpacked once a run into scratch by the dequantize's
-// own kernel (the elementwise family's) and multiplied as floats by the
-// matmul step that follows (cuBLASLt, or Kiln's GEMMs). Where the dims'
-// ranges allow both, each path's steps are guarded by the run's rows, as a
-// split attention's are by its queries, so a run takes one or the other.
+// they are stored; up to a hundred or so rows, the packed GEMM
+// (PackedGemmEmitter.cpp) reads them as stored too and dequantizes them
+// for the tensor cores; a long prefill's many rows reuse each weight
+// enough that the weights are unpacked once a run into scratch by the
+// dequantize's own kernel (the elementwise family's) and multiplied as
+// floats by the matmul step that follows (cuBLASLt, or Kiln's GEMMs).
+// Where the dims' ranges allow several, each path's steps are guarded by
+// the run's rows, as a split attention's are by its queries, so a run
+// takes one.
 //
 //===----------------------------------------------------------------------===//
 
@@ -53,30 +56,58 @@ PlanBuilder::addPackedGemm(KernelOp kernel, MatmulOp matmul,
   shape.bias = epilogue.getBias() >= 0;
   shape.residual = epilogue.getResidual() >= 0;
   shape.activation = step.activation;
-  PackedGemvChoice choice = choosePackedGemv(shape);
-  // The GEMV reads A as m rows of k: one matrix (matmulPlan merges a batch
-  // of row-major A against one B into its rows).
-  if (choice.config && (step.batch != 1 || step.outerBatch != 1))
-    choice = {std::nullopt, 0, "its A is not one matrix of rows"};
-  // The GEMV loads the packed bytes 16 at a time: weights and arena
-  // buffers are aligned for it, a caller's input (seen through its
-  // reshapes) need not be.
+  PackedGemvChoice gemv = choosePackedGemv(shape);
+  int64_t gemvRows = gemv.config ? gemv.mostRows : 0;
+  PackedGemmChoice mma =
+      choosePackedGemm(shape, std::max(shape.leastM, gemvRows + 1));
+  if (mma.config && shape.upperM <= gemvRows)
+    mma = {std::nullopt, 0, "the packed GEMV runs every run"};
+  // Both read A as m rows of k: one matrix (matmulPlan merges a batch of
+  // row-major A against one B into its rows). Both load the packed bytes
+  // 16 at a time: weights and arena buffers are aligned for it, a caller's
+  // input (seen through its reshapes) need not be.
   Value packedSource =
       kernel.getInputs()[cast<BlockArgument>(dequantize.getPacked())
                              .getArgNumber()];
   while (auto view = packedSource.getDefiningOp<ReshapeOp>())
     packedSource = view.getInput();
-  if (choice.config && isa<BlockArgument>(packedSource))
-    choice = {std::nullopt, 0, "the packed weights are a graph input"};
-  bool unpackedRuns = !choice.config || shape.upperM > choice.mostRows;
-  // 1 where the run's rows are at most the GEMV's, else 0 (clamped), and
-  // the converse.
-  DimExpr most = DimExpr::constant(choice.mostRows);
-  std::optional<DimExpr> within =
-      DimExpr::sub(DimExpr::constant(choice.mostRows + 1), m.getExpr());
-  std::optional<DimExpr> past = DimExpr::sub(m.getExpr(), most);
-  bool guarded = choice.config && unpackedRuns;
-  if (guarded && (!within || !past))
+  if (step.batch != 1 || step.outerBatch != 1) {
+    gemv = {std::nullopt, 0, "its A is not one matrix of rows"};
+    mma = {std::nullopt, 0, "its A is not one matrix of rows"};
+  } else if (isa<BlockArgument>(packedSource)) {
+    gemv = {std::nullopt, 0, "the packed weights are a graph input"};
+    mma = {std::nullopt, 0, "the packed weights are a graph input"};
+  }
+  gemvRows = gemv.config ? gemv.mostRows : 0;
+  int64_t packedRows = mma.config ? mma.mostRows : gemvRows;
+  bool unpackedRuns = shape.upperM > packedRows;
+
+  // Each path runs at the rows of its range: the GEMV's up to gemvRows,
+  // the packed GEMM's up to packedRows, the unpacked one's past. A bound
+  // is 1 where it holds, else 0 (clamped); steps with several run where
+  // all hold.
+  auto atMost = [&](int64_t rows) {
+    return DimExpr::sub(DimExpr::constant(rows + 1), m.getExpr());
+  };
+  auto past = [&](int64_t rows) {
+    return DimExpr::sub(m.getExpr(), DimExpr::constant(rows));
+  };
+  SmallVector<DimExpr, 2> gemvWhen, mmaWhen, unpackedWhen;
+  bool fits = true;
+  auto bound = [&](SmallVector<DimExpr, 2> &when, std::optional<DimExpr> e) {
+    fits = fits && e.has_value();
+    if (e)
+      when.push_back(*e);
+  };
+  if (gemv.config && (mma.config || unpackedRuns))
+    bound(gemvWhen, atMost(gemvRows));
+  if (mma.config && gemv.config)
+    bound(mmaWhen, past(gemvRows));
+  if (mma.config && unpackedRuns)
+    bound(mmaWhen, atMost(mma.mostRows));
+  if (unpackedRuns && packedRows > 0)
+    bound(unpackedWhen, past(packedRows));
+  if (!fits)
     return kernel.emitOpError("has rows whose bound overflows");
 
   std::string dims;
@@ -89,13 +120,11 @@ PlanBuilder::addPackedGemm(KernelOp kernel, MatmulOp matmul,
   if (shape.residual)
     residual = bufferOf.at(kernel.getInputs()[epilogue.getResidual()]);
 
-  // The op's launches share one index (kiln_<family>_<index>_<part>, which
-  // the report's roofline reads).
-  std::string name =
-      "kiln_gemvq_" + std::to_string(artifact.kernelNames.size());
-  if (choice.config) {
-    const GemmConfig &config = *choice.config;
-    emitPackedGemv(shape, config, name, m.str(), dims, source);
+  // The launches of a packed kernel `name` of `config` for the runs of at
+  // most `mostRows` rows (under `when`): its main kernel and, split, the
+  // combine of its partial sums.
+  auto pushPacked = [&](const std::string &name, const GemmConfig &config,
+                        int64_t mostRows, ArrayRef<DimExpr> when) {
     SmallVector<uint32_t> args = {outside(matmul.getLhs()),
                                   outside(dequantize.getPacked()),
                                   outside(dequantize.getScales())};
@@ -108,11 +137,13 @@ PlanBuilder::addPackedGemm(KernelOp kernel, MatmulOp matmul,
     args.push_back(result);
     std::optional<uint32_t> partials;
     if (config.splitK > 1) {
-      partials = addScratch(config.splitK *
-                            std::min(shape.upperM, choice.mostRows) * shape.n);
+      partials = addScratch(config.splitK * mostRows * shape.n);
       args.push_back(*partials);
     }
-    int64_t mostRows = std::min(shape.upperM, choice.mostRows);
+    auto guard = [&] {
+      for (const DimExpr &condition : when)
+        guardStep(artifact.steps.size() - 1, condition);
+    };
     LaunchGeometry main;
     main.grid = {
         static_cast<uint32_t>((shape.n + config.tileN - 1) / config.tileN),
@@ -123,8 +154,7 @@ PlanBuilder::addPackedGemm(KernelOp kernel, MatmulOp matmul,
       main.symbolicGrid[1] =
           SymbolicGridDim{m.getExpr(), config.tileM, int64_t(main.grid[1])};
     pushLaunch(kernel, name, main, args);
-    if (guarded)
-      guardStep(artifact.steps.size() - 1, *within);
+    guard();
     if (partials) {
       SmallVector<uint32_t> combineArgs = {*partials};
       if (bias)
@@ -136,13 +166,12 @@ PlanBuilder::addPackedGemm(KernelOp kernel, MatmulOp matmul,
       std::optional<DimExpr> elements =
           DimExpr::mul(m.getExpr(), DimExpr::constant(shape.n));
       if (!elements)
-        return kernel.emitOpError("has a size that overflows");
+        return failure();
       setGridDim(combine, 0, Size(*elements, mostRows * shape.n), kBlockSize,
                  kMaxGrid);
       combine.block[0] = kBlockSize;
       pushLaunch(kernel, name + "_combine", combine, combineArgs);
-      if (guarded)
-        guardStep(artifact.steps.size() - 1, *within);
+      guard();
     }
     if (configs) {
       KernelConfig record;
@@ -151,6 +180,23 @@ PlanBuilder::addPackedGemm(KernelOp kernel, MatmulOp matmul,
       record.gemmCandidates = {config};
       configs->push_back(std::move(record));
     }
+    return success();
+  };
+
+  // The op's launches share one index (kiln_<family>_<index>_<part>, which
+  // the report's roofline reads).
+  std::string name =
+      "kiln_gemvq_" + std::to_string(artifact.kernelNames.size());
+  if (gemv.config) {
+    emitPackedGemv(shape, *gemv.config, name, m.str(), dims, source);
+    if (failed(pushPacked(name, *gemv.config, std::min(shape.upperM, gemvRows),
+                          gemvWhen)))
+      return kernel.emitOpError("has a size that overflows");
+  }
+  if (mma.config) {
+    emitPackedGemm(shape, *mma.config, name + "_mma", m.str(), dims, source);
+    if (failed(pushPacked(name + "_mma", *mma.config, mma.mostRows, mmaWhen)))
+      return kernel.emitOpError("has a size that overflows");
   }
   if (!unpackedRuns)
     return std::optional<UnpackedWeights>();
@@ -186,9 +232,9 @@ PlanBuilder::addPackedGemm(KernelOp kernel, MatmulOp matmul,
   args.push_back(unpacked);
   pushLaunch(kernel, name + "_unpack", *geometry, args);
   std::optional<DimExpr> when;
-  if (guarded) {
-    guardStep(artifact.steps.size() - 1, *past);
-    when = *past;
+  if (!unpackedWhen.empty()) {
+    guardStep(artifact.steps.size() - 1, unpackedWhen.front());
+    when = unpackedWhen.front();
   }
   return std::optional<UnpackedWeights>(UnpackedWeights{unpacked, when});
 }

@@ -1,0 +1,355 @@
+//===- PackedGemmEmitter.cpp - tensor-core GEMM over packed weights -------===//
+//
+// The product of a run whose rows are too many for the packed GEMV
+// (PackedGemvEmitter.cpp) but few enough that the weights' bytes still
+// bound its time: a prefill of a short prompt, or a batch of decoders. The
+// unpacked path moves each int4 weight's half byte, then two bytes written
+// and two read again as fp16 (4.5 bytes); this kernel reads the half byte
+// once for every tileM rows, dequantizing in its main loop.
+//
+// A block computes a tileM x 64 tile of C over its share of K, in steps of
+// 64 weights along K, with four warps side by side, each 16 columns. The
+// next step's tile of A (16-bit, cp.async in 16-byte chunks) and its tile of
+// packed weights (the packed rows' bytes as they are stored, one row a
+// column of C) stream into shared memory while the warps multiply the
+// current one (two buffers), with each column's scale and zero point of its
+// four 16-weight slices. A's fragments come from ldmatrix; B's fragment of
+// mma.sync.m16n8k16 is the pairs of weights (2t, 2t + 1) and (2t + 8,
+// 2t + 9) of column lane / 4, which a lane decodes from the packed bytes,
+// dequantizes as kiln.dequantize defines it (in fp32, each product rounded
+// on its own, then rounded to the activations' type, as the unpacked path's
+// kernel computes them) and packs into the fragment's registers. So the
+// weights the tensor cores multiply are the unpacked path's, bit for bit.
+//
+// Marlin goes further: it packs the weights at compile time in the
+// fragments' order, so that a lane loads its weights straight from global
+// memory and no shared memory holds them. This kernel keeps the packed
+// layout every other reader of the weights shares (the GEMV, the unpacking
+// kernel).
+//
+// The kernels are launch steps, as the GEMV's: the plan guards them to the
+// runs whose rows are between the GEMV's and kMostRows. A split's sums go
+// to scratch, and the packed kernels' combine adds them in split order
+// before the epilogue.
+//
+//===----------------------------------------------------------------------===//
+
+#include "GemmEmitter.h"
+#include "GemmParts.h"
+
+#include "llvm/Support/MathExtras.h"
+
+#include <algorithm>
+#include <cassert>
+
+namespace kiln {
+
+namespace {
+
+using gemm::substitute;
+
+/// The blocks a split aims for, two an SM.
+constexpr int64_t kBlocksWanted = 2 * kGemmTargetSMs;
+/// The fewest k tiles of 64 weights a split keeps.
+constexpr int64_t kLeastTilesPerSplit = 4;
+/// The rows past which the weights are unpacked instead. At 128 rows an
+/// int4 weight's half byte feeds 256 flops, which the tensor cores of an
+/// H200 consume faster than HBM delivers it; the unpacked path adds 4 bytes
+/// of fp16 traffic a weight before its GEMM starts. Past a few hundred rows
+/// the GEMM's arithmetic hides that, and cuBLASLt's Hopper kernels multiply
+/// faster than mma.sync. (A bandwidth argument, not yet a measurement.)
+constexpr int64_t kMostRows = 128;
+
+constexpr const char *kMainKernel = R"cuda(
+// Kiln packed GEMM: a $TILE_M x 64 tile of C a block against $BITS-bit weights in
+// blocks of $BLOCK_SIZE along K, dequantized in the main loop; four warps of 16
+// columns, K in steps of 64 staged by cp.async into two buffers; $SPLIT splits of K.
+__device__ __forceinline__ float $NAME_value(const unsigned char *row, int kb) {
+$VALUE
+}
+
+// Weight `q` dequantized as kiln.dequantize computes it: $MEANING.
+__device__ __forceinline__ float $NAME_dequantize(float q, float scale, float zero) {
+  return $DEQUANTIZED;
+}
+
+// The fragment register of weights kb and kb + 1 of a column, each
+// dequantized, then the pair rounded to $ELEMENT, the lower k in the low
+// half.
+__device__ __forceinline__ unsigned $NAME_pair(const unsigned char *row, int kb, float scale,
+                                               float zero) {
+  const float lo = $NAME_dequantize($NAME_value(row, kb), scale, zero);
+  const float hi = $NAME_dequantize($NAME_value(row, kb + 1), scale, zero);
+  const $PAIR_TYPE pair = $FLOATS_TO_PAIR(lo, hi);
+  return *reinterpret_cast<const unsigned *>(&pair);
+}
+
+extern "C" __global__ void __launch_bounds__(128) $NAME(
+    const $ELEMENT *__restrict__ a, const unsigned char *__restrict__ packed,
+    const $ELEMENT *__restrict__ scales$ZERO_PARAMETER$BIAS_PARAMETER$RESIDUAL_PARAMETER,
+    $ELEMENT *__restrict__ c$PARTIALS_PARAMETER$DIMS) {
+  kiln_pdl_enter();
+  const long long m = $EXTENT_M, n = $EXTENT_N, k = $EXTENT_K;
+  const long long blocks = $BLOCKS, row_bytes = $ROW_BYTES;
+  __shared__ __align__(16) $ELEMENT sa[2][$TILE_M][64 + 8];
+  // 16 bytes past each row shift the next row's banks.
+  __shared__ __align__(16) unsigned char sq[2][64][$TILE_BYTES + 16];
+  // Each column's scale and zero point ($ZERO_HELD) for the tile's four
+  // 16-weight slices (a quantization block holds whole slices).
+  __shared__ float s_scale[2][64][4], s_zero[2][64][4];
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const long long row0 = (long long)blockIdx.y * $TILE_M, col0 = (long long)blockIdx.x * 64;
+  const long long split = blockIdx.z;
+  // This block's k tiles; past K, A reads zeros, so the packed rows'
+  // padding is multiplied by zero.
+  const long long k_tiles = (k + 63) / 64;
+  const long long per_split = (k_tiles + $SPLIT - 1) / $SPLIT;
+  const long long kt_begin = split * per_split;
+  const long long kt_end = kt_begin + per_split < k_tiles ? kt_begin + per_split : k_tiles;
+  float acc[$M_TILES][2][4];
+  #pragma unroll
+  for (int mt = 0; mt < $M_TILES; ++mt)
+    #pragma unroll
+    for (int nt = 0; nt < 2; ++nt)
+      #pragma unroll
+      for (int i = 0; i < 4; ++i)
+        acc[mt][nt][i] = 0.0f;
+  if (kt_begin < kt_end) {
+    const int st = 0;
+    const long long kn = kt_begin;
+$STAGE_TILE
+    kiln_cp_async_commit();
+  }
+  for (long long kt = kt_begin; kt < kt_end; ++kt) {
+    const int s = (int)((kt - kt_begin) & 1);
+    // The next tile streams in while this one is multiplied; the barrier
+    // at the end of the last step freed its buffer.
+    if (kt + 1 < kt_end) {
+      const int st = s ^ 1;
+      const long long kn = kt + 1;
+$STAGE_TILE
+    }
+    kiln_cp_async_commit();
+    kiln_cp_async_wait<1>();
+    __syncthreads();
+    #pragma unroll
+    for (int kk = 0; kk < 4; ++kk) {
+      unsigned af[$M_TILES][4];
+      #pragma unroll
+      for (int mt = 0; mt < $M_TILES; ++mt)
+        kiln_ldmatrix_x4(af[mt], &sa[s][mt * 16 + (lane & 15)][kk * 16 + (lane >> 4) * 8]);
+      #pragma unroll
+      for (int nt = 0; nt < 2; ++nt) {
+        const int r = warp * 16 + nt * 8 + (lane >> 2), kb = kk * 16 + 2 * (lane & 3);
+        const float scale = s_scale[s][r][kk], zero = s_zero[s][r][kk];
+        const unsigned bf[2] = {$NAME_pair(sq[s][r], kb, scale, zero),
+                                $NAME_pair(sq[s][r], kb + 8, scale, zero)};
+        #pragma unroll
+        for (int mt = 0; mt < $M_TILES; ++mt)
+          $MMA(acc[mt][nt], af[mt], bf, acc[mt][nt]);
+      }
+    }
+    __syncthreads();
+  }
+  // Accumulator i of an m16n8 tile is row lane / 4 (+ 8 for i >= 2),
+  // column 2 (lane % 4) + i % 2.
+  const $ELEMENT *r_mat = $R_MAT;$BIAS_LOCAL
+  $ELEMENT *c_mat = c;
+  #pragma unroll
+  for (int mt = 0; mt < $M_TILES; ++mt)
+    #pragma unroll
+    for (int nt = 0; nt < 2; ++nt)
+      #pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const long long row = row0 + mt * 16 + (lane >> 2) + (i >> 1) * 8;
+        const long long col = col0 + warp * 16 + nt * 8 + (lane & 3) * 2 + (i & 1);
+        if (row >= m || col >= n)
+          continue;
+        float v = acc[mt][nt][i];
+$STORE
+      }
+}
+)cuda";
+
+/// The staging of k tile `kn` into buffer `st`: A's rows (16-byte chunks
+/// of 8 values, zeros past m and k), each column's packed bytes of the tile
+/// (16-byte chunks, none past the row; the rows are whole chunks), and each
+/// column's scales and zero points of the tile's 16-weight slices (written
+/// by plain stores: the barrier before the tile's multiplication publishes
+/// them). Unrolled, as the mma form's staging is (GemmEmitter.cpp says why).
+constexpr const char *kStageTile = R"cuda(    {
+      const long long k0 = kn * 64;
+      #pragma unroll
+      for (int i = 0; i < $TILE_M / 16; ++i) {
+        const int e = tid + i * 128;
+        const int r = e / 8, cc = e % 8 * 8;
+        const long long gr = row0 + r, gk = k0 + cc;
+        const unsigned bytes = gr < m && gk < k ? (unsigned)((k - gk < 8 ? k - gk : 8) * 2) : 0u;
+        kiln_cp_async_16(&sa[st][r][cc], bytes ? a + gr * k + gk : a, bytes);
+      }
+      #pragma unroll
+      for (int i = 0; i < ($TILE_CHUNKS + 127) / 128; ++i) {
+        const int e = tid + i * 128;
+        if ($TILE_CHUNKS % 128 != 0 && e >= $TILE_CHUNKS)
+          break;
+        const int r = e / ($TILE_BYTES / 16), cb = e % ($TILE_BYTES / 16) * 16;
+        const long long col = col0 + r, at = kn * $TILE_BYTES + cb;
+        const unsigned bytes = col < n && at < row_bytes ? 16u : 0u;
+        kiln_cp_async_16(&sq[st][r][cb], bytes ? packed + col * row_bytes + at : packed, bytes);
+      }
+      #pragma unroll
+      for (int i = 0; i < 2; ++i) {
+        const int e = tid + i * 128;
+        const int r = e / 4, slice = e % 4;
+        const long long col = col0 + r;
+        const bool live = col < n;
+        long long blk = (k0 + slice * 16) / $BLOCK_SIZE;
+        blk = blk < blocks ? blk : blocks - 1;
+        const float scale = live ? $TO_FLOAT(scales[col * blocks + blk]) : 0.0f;
+        const float zero_point = $ZERO_POINT;
+        s_scale[st][r][slice] = scale;
+        s_zero[st][r][slice] = $ZERO_STORED;
+      }
+    })cuda";
+
+/// The body of $NAME_value: weight `kb` of the tile's row as a float,
+/// before its scale and zero point.
+std::string valueText(const PackedGemvShape &shape) {
+  if (shape.float8)
+    // E4M3FN at the top of a word, moved to a float's fields (the GEMV's
+    // decoding): the value times 2^-120, then restored.
+    return "  const int top = (int)((unsigned)row[kb] << 24);\n"
+           "  return __uint_as_float((unsigned)(top >> 4) & 0x87f00000u) * "
+           "0x1p120f;";
+  if (shape.bits == 8)
+    return "  return (float)row[kb];";
+  int64_t perByte = 8 / shape.bits;
+  return "  return (float)((row[kb / " + std::to_string(perByte) +
+         "] >> ((kb % " + std::to_string(perByte) + ") * " +
+         std::to_string(shape.bits) + ")) & " +
+         std::to_string((1 << shape.bits) - 1) + "u);";
+}
+
+int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+} // namespace
+
+PackedGemmChoice choosePackedGemm(const PackedGemvShape &shape,
+                                  int64_t fewestRows) {
+  PackedGemmChoice choice;
+  int64_t rowBytes = shape.blocks * shape.blockSize * shape.bits / 8;
+  if (shape.dtype != rt::DType::F16 && shape.dtype != rt::DType::BF16)
+    choice.refusal = "the packed GEMM multiplies float16 and bfloat16";
+  else if (fewestRows > kMostRows)
+    choice.refusal =
+        "every run has more than " + std::to_string(kMostRows) + " rows";
+  else if (shape.blocks > 1 && shape.blockSize % 16 != 0)
+    choice.refusal = "blocks of " + std::to_string(shape.blockSize) +
+                     " weights split its 16-weight slices";
+  else if (rowBytes % 16 != 0)
+    choice.refusal = "a packed row of " + std::to_string(rowBytes) +
+                     " bytes is not whole 16-byte chunks";
+  else if (shape.k % 8 != 0)
+    choice.refusal =
+        "K = " + std::to_string(shape.k) + " is not whole 16-byte chunks of A";
+  if (!choice.refusal.empty())
+    return choice;
+  int64_t upper = std::min(shape.upperM, kMostRows);
+  int64_t least = std::max<int64_t>(1, fewestRows);
+  // Enough rows a block that the weights are read once for the most rows
+  // of the range, up to 64 (four m-tiles a warp).
+  int64_t tileM = std::clamp<int64_t>(llvm::PowerOf2Ceil(upper), 16, 64);
+  GemmConfig config = {GemmForm::Mma, tileM, 64, 64, 1, 4, 1};
+  int64_t tiles = ceilDiv(shape.k, 64);
+  int64_t blocks = ceilDiv(least, tileM) * ceilDiv(shape.n, 64);
+  while (blocks * config.splitK < kBlocksWanted &&
+         config.splitK * 2 <= kGemmMostSplits &&
+         tiles / (config.splitK * 2) >= kLeastTilesPerSplit)
+    config.splitK *= 2;
+  choice.config = config;
+  choice.mostRows = upper;
+  return choice;
+}
+
+void emitPackedGemm(const PackedGemvShape &shape, const GemmConfig &config,
+                    const std::string &name, const std::string &rows,
+                    const std::string &dims, llvm::raw_ostream &os) {
+  assert(config.form == GemmForm::Mma && config.tileN == 64 &&
+         config.tileK == 64 && config.warpsM == 1 && config.warpsN == 4 &&
+         config.tileM % 16 == 0 && config.tileM <= 64 &&
+         "the packed GEMM's layout");
+  gemm::HalfSpelling h = gemm::spellingOf(shape.dtype);
+  auto str = [](int64_t v) { return std::to_string(v); };
+  auto [zeroParameter, zeroPoint] = gemm::packedZeroPoint(shape);
+  // kiln.dequantize's arithmetic (BodyEmitter::getDequantizedAt), each
+  // product rounded on its own (the GPU would contract them into a fused
+  // multiply-add); a float zero point's product with the scale is held in
+  // its place.
+  bool floatZero = shape.zeroPoints == PackedGemvShape::ZeroPoints::Float;
+  std::string dequantized = shape.float8 ? "__fmul_rn(q, scale)"
+                            : floatZero ? "__fsub_rn(__fmul_rn(q, scale), zero)"
+                                        : "__fmul_rn(q - zero, scale)";
+  std::string dequantizedAs =
+      shape.float8 ? "its value times the scale"
+      : floatZero  ? "q times the scale less the zero point's product"
+                   : "q less the zero point, times the scale";
+  GemmKernelKind kind;
+  kind.dtype = shape.dtype;
+  kind.transB = true;
+  kind.bias = shape.bias;
+  kind.residual = shape.residual;
+  kind.activation = shape.activation;
+  std::string finish = gemm::finishOf(kind);
+  int64_t tileBytes = 64 * shape.bits / 8;
+  std::string element = h.type;
+  std::vector<std::pair<std::string, std::string>> values = {
+      {"$NAME", name},
+      {"$ELEMENT", element},
+      {"$PAIR_TYPE", h.pair},
+      {"$FLOATS_TO_PAIR", shape.dtype == rt::DType::BF16
+                              ? "__floats2bfloat162_rn"
+                              : "__floats2half2_rn"},
+      {"$TO_FLOAT", h.toFloat},
+      {"$MMA", h.mma},
+      {"$TILE_M", str(config.tileM)},
+      {"$M_TILES", str(config.tileM / 16)},
+      {"$SPLIT", str(config.splitK)},
+      {"$BITS", str(shape.bits)},
+      {"$BLOCK_SIZE", str(shape.blockSize)},
+      {"$BLOCKS", str(shape.blocks)},
+      {"$ROW_BYTES", str(shape.blocks * shape.blockSize * shape.bits / 8)},
+      {"$TILE_BYTES", str(tileBytes)},
+      {"$TILE_CHUNKS", str(64 * tileBytes / 16)},
+      {"$STAGE_TILE", kStageTile},
+      {"$VALUE", valueText(shape)},
+      {"$MEANING", dequantizedAs},
+      {"$DEQUANTIZED", dequantized},
+      {"$ZERO_HELD", floatZero ? "the zero point times the scale, rounded"
+                               : "the zero point"},
+      {"$ZERO_STORED",
+       floatZero ? "__fmul_rn(zero_point, scale)" : "zero_point"},
+      {"$EXTENT_M", rows},
+      {"$EXTENT_N", str(shape.n)},
+      {"$EXTENT_K", str(shape.k)},
+      {"$ZERO_PARAMETER", zeroParameter},
+      {"$ZERO_POINT", zeroPoint},
+      {"$BIAS_PARAMETER",
+       shape.bias ? ", const " + element + " *__restrict__ bias" : ""},
+      {"$RESIDUAL_PARAMETER",
+       shape.residual ? ", const " + element + " *__restrict__ residual" : ""},
+      {"$R_MAT", std::string(shape.residual ? "residual" : "nullptr")},
+      {"$BIAS_LOCAL",
+       shape.bias ? "" : "\n  const " + element + " *bias = nullptr;"},
+      {"$PARTIALS_PARAMETER",
+       std::string(config.splitK > 1 ? ", float *__restrict__ partials" : "")},
+      {"$DIMS", dims},
+      {"$STORE", config.splitK > 1
+                     ? "        partials[(split * m + row) * n + col] = v;"
+                     : finish},
+      {"$FINISH", finish}};
+  os << substitute(kMainKernel, values);
+  if (config.splitK > 1)
+    os << substitute(gemm::kPackedCombineKernel, values);
+}
+
+} // namespace kiln
