@@ -27,6 +27,8 @@
 #define KILN_CUDA_HOST_MMA_H
 
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -343,6 +345,14 @@ inline void kiln_ldmatrix_x4_trans(unsigned (&r)[4], const void *row) {
 /// cp.async.cg of 16 bytes to shared `dst` from global `src`: the first
 /// `srcBytes` (at most 16) copied, the rest zero-filled (a tile's edge).
 inline void kiln_cp_async_16(void *dst, const void *src, unsigned srcBytes) {
+  // The PTX ISA: both addresses aligned to the copy's 16 bytes.
+  if (((reinterpret_cast<unsigned long long>(dst) |
+        reinterpret_cast<unsigned long long>(src)) &
+       15) != 0) {
+    std::fprintf(stderr, "kiln host backend: cp.async of 16 bytes at an "
+                         "address not aligned to 16\n");
+    std::abort();
+  }
   kiln_host_mma::pendingOf<kiln_host_mma::AsyncCopy>().open.push_back(
       {dst, src, 16u, srcBytes > 16u ? 16u : srcBytes});
 }

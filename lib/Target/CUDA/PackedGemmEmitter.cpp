@@ -91,6 +91,7 @@ extern "C" __global__ void __launch_bounds__(128) $NAME(
   kiln_pdl_enter();
   const long long m = $EXTENT_M, n = $EXTENT_N, k = $EXTENT_K;
   const long long blocks = $BLOCKS, row_bytes = $ROW_BYTES;
+  const bool a_aligned = (reinterpret_cast<unsigned long long>(a) & 15) == 0;
   __shared__ __align__(16) $ELEMENT sa[2][$TILE_M][64 + 8];
   // 16 bytes past each row shift the next row's banks.
   __shared__ __align__(16) unsigned char sq[2][64][$TILE_BYTES + 16];
@@ -172,7 +173,8 @@ $STORE
 )cuda";
 
 /// The staging of k tile `kn` into buffer `st`: A's rows (16-byte chunks
-/// of 8 values, zeros past m and k), each column's packed bytes of the tile
+/// of 8 values, zeros past m and k; element by element from an A not
+/// aligned to 16 bytes), each column's packed bytes of the tile
 /// (16-byte chunks, none past the row; the rows are whole chunks), and each
 /// column's scales and zero points of the tile's 16-weight slices (written
 /// by plain stores: the barrier before the tile's multiplication publishes
@@ -185,7 +187,19 @@ constexpr const char *kStageTile = R"cuda(    {
         const int r = e / 8, cc = e % 8 * 8;
         const long long gr = row0 + r, gk = k0 + cc;
         const unsigned bytes = gr < m && gk < k ? (unsigned)((k - gk < 8 ? k - gk : 8) * 2) : 0u;
-        kiln_cp_async_16(&sa[st][r][cc], bytes ? a + gr * k + gk : a, bytes);
+        if (a_aligned) {
+          kiln_cp_async_16(&sa[st][r][cc], bytes ? a + gr * k + gk : a, bytes);
+        } else {
+          // A caller's pointer to A may be aligned to its elements only
+          // (the packed GEMV's case too): the chunk by its elements.
+          unsigned short h[8];
+          #pragma unroll
+          for (int j = 0; j < 8; ++j)
+            h[j] = 2 * j < (int)bytes ? reinterpret_cast<const unsigned short *>(a + gr * k + gk)[j] : 0;
+          *reinterpret_cast<uint4 *>(&sa[st][r][cc]) =
+              make_uint4(h[0] | (unsigned)h[1] << 16, h[2] | (unsigned)h[3] << 16,
+                         h[4] | (unsigned)h[5] << 16, h[6] | (unsigned)h[7] << 16);
+        }
       }
       #pragma unroll
       for (int i = 0; i < ($TILE_CHUNKS + 127) / 128; ++i) {

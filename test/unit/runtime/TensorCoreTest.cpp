@@ -525,4 +525,24 @@ extern "C" __global__ void copy(const float *x, float *y) {
       want);
 }
 
+TEST_F(TensorCores, CpAsyncFromAnUnalignedAddressStopsWithAMessage) {
+  // negative_: the PTX ISA asks both addresses of a 16-byte cp.async to be
+  // aligned to 16; on the GPU an unaligned source faults. The emulation
+  // stops the process, so that a kernel that copies from an address only
+  // aligned to its elements (a caller's A) fails on the host too.
+  const char *source = R"cuda(
+extern "C" __global__ void copy(const float *x, float *y) {
+  __shared__ __align__(16) float stage[4];
+  kiln_cp_async_16(stage, x + 1, 16);
+  kiln_cp_async_commit();
+  kiln_cp_async_wait<0>();
+  for (int i = 0; i < 4; ++i) y[i] = stage[i];
+}
+)cuda";
+  std::vector<float> x(8, 1.0f);
+  EXPECT_DEATH(
+      runOnHost(kernelArtifact(source, "copy", 8, 1, 1), x, HostOptions()),
+      "cp.async of 16 bytes at an address not aligned to 16");
+}
+
 } // namespace
