@@ -22,6 +22,33 @@ constexpr const char *kStore = R"cuda(
       c_mat[row * n + col] = $FROM_FLOAT(v);
 )cuda";
 
+/// The zero-point parameter of a kernel over packed weights of `shape`
+/// and its $ZERO_POINT (packedValues).
+std::pair<std::string, std::string>
+packedZeroPoint(const PackedGemvShape &shape) {
+  auto str = [](int64_t v) { return std::to_string(v); };
+  int64_t perByte = 8 / shape.bits;
+  switch (shape.zeroPoints) {
+  case PackedGemvShape::ZeroPoints::Middle:
+    return {"", shape.float8 ? "0.0f"
+                             : str(int64_t(1) << (shape.bits - 1)) + ".0f"};
+  case PackedGemvShape::ZeroPoints::Packed:
+    return {", const unsigned char *__restrict__ zero_points",
+            "live ? (float)((zero_points[col * " +
+                str((shape.blocks * shape.bits + 7) / 8) + " + blk / " +
+                str(perByte) + "] >> ((blk % " + str(perByte) + ") * " +
+                str(shape.bits) + ")) & " + str((1 << shape.bits) - 1) +
+                "u) : 0.0f"};
+  case PackedGemvShape::ZeroPoints::Float: {
+    HalfSpelling h = spellingOf(shape.dtype);
+    return {", const " + std::string(h.type) + " *__restrict__ zero_points",
+            "live ? " + std::string(h.toFloat) +
+                "(zero_points[col * blocks + blk]) : 0.0f"};
+  }
+  }
+  return {"", ""};
+}
+
 } // namespace
 
 HalfSpelling spellingOf(rt::DType dtype) {
@@ -87,31 +114,6 @@ $FINISH
 }
 )cuda";
 
-std::pair<std::string, std::string>
-packedZeroPoint(const PackedGemvShape &shape) {
-  auto str = [](int64_t v) { return std::to_string(v); };
-  int64_t perByte = 8 / shape.bits;
-  switch (shape.zeroPoints) {
-  case PackedGemvShape::ZeroPoints::Middle:
-    return {"", shape.float8 ? "0.0f"
-                             : str(int64_t(1) << (shape.bits - 1)) + ".0f"};
-  case PackedGemvShape::ZeroPoints::Packed:
-    return {", const unsigned char *__restrict__ zero_points",
-            "live ? (float)((zero_points[col * " +
-                str((shape.blocks * shape.bits + 7) / 8) + " + blk / " +
-                str(perByte) + "] >> ((blk % " + str(perByte) + ") * " +
-                str(shape.bits) + ")) & " + str((1 << shape.bits) - 1) +
-                "u) : 0.0f"};
-  case PackedGemvShape::ZeroPoints::Float: {
-    HalfSpelling h = spellingOf(shape.dtype);
-    return {", const " + std::string(h.type) + " *__restrict__ zero_points",
-            "live ? " + std::string(h.toFloat) +
-                "(zero_points[col * blocks + blk]) : 0.0f"};
-  }
-  }
-  return {"", ""};
-}
-
 std::string finishOf(const GemmKernelKind &kind) {
   HalfSpelling h = spellingOf(kind.dtype);
   return substitute(std::string(kApply) + kStore,
@@ -137,6 +139,47 @@ std::string finishIntoRegister(rt::DType dtype) {
                              {"$HAS_RESIDUAL", "r_mat"},
                              {"$HAS_BIAS", "bias"},
                              {"$ACTIVATION", "activation"}});
+}
+
+std::vector<std::pair<std::string, std::string>>
+packedValues(const PackedGemvShape &shape, int64_t splitK,
+             const std::string &name, const std::string &rows,
+             const std::string &dims) {
+  HalfSpelling h = spellingOf(shape.dtype);
+  auto str = [](int64_t v) { return std::to_string(v); };
+  auto [zeroParameter, zeroPoint] = packedZeroPoint(shape);
+  GemmKernelKind kind;
+  kind.dtype = shape.dtype;
+  kind.transB = true;
+  kind.bias = shape.bias;
+  kind.residual = shape.residual;
+  kind.activation = shape.activation;
+  std::string element = h.type;
+  return {
+      {"$NAME", name},
+      {"$ELEMENT", element},
+      {"$TO_FLOAT", h.toFloat},
+      {"$SPLIT", str(splitK)},
+      {"$BITS", str(shape.bits)},
+      {"$BLOCK_SIZE", str(shape.blockSize)},
+      {"$BLOCKS", str(shape.blocks)},
+      {"$ROW_BYTES", str(shape.blocks * shape.blockSize * shape.bits / 8)},
+      {"$EXTENT_M", rows},
+      {"$EXTENT_N", str(shape.n)},
+      {"$EXTENT_K", str(shape.k)},
+      {"$ZERO_PARAMETER", zeroParameter},
+      {"$ZERO_POINT", zeroPoint},
+      {"$BIAS_PARAMETER",
+       shape.bias ? ", const " + element + " *__restrict__ bias" : ""},
+      {"$RESIDUAL_PARAMETER",
+       shape.residual ? ", const " + element + " *__restrict__ residual" : ""},
+      {"$R_MAT", std::string(shape.residual ? "residual" : "nullptr")},
+      {"$BIAS_LOCAL",
+       shape.bias ? "" : "\n  const " + element + " *bias = nullptr;"},
+      {"$PARTIALS_PARAMETER",
+       std::string(splitK > 1 ? ", float *__restrict__ partials" : "")},
+      {"$DIMS", dims},
+      {"$FINISH", finishOf(kind)}};
 }
 
 std::string

@@ -76,12 +76,19 @@ extern const char *const kGemvColumnStores;
 /// buffers, then $DIMS.
 extern const char *const kPackedCombineKernel;
 
-/// The zero-point parameter of a kernel over packed weights of `shape`
-/// (", const ... zero_points", or "" without one) and the C expression of
-/// the zero point of column `col` in quantization block `blk` as a float,
-/// 0 where `live` is false.
-std::pair<std::string, std::string>
-packedZeroPoint(const PackedGemvShape &shape);
+/// The placeholders both kernels over packed weights of `shape` fill alike
+/// for kernel `name` split `splitK` ways: the element type ($ELEMENT,
+/// $TO_FLOAT), the weights' format ($BITS, $BLOCK_SIZE, $BLOCKS,
+/// $ROW_BYTES), the extents ($EXTENT_M is `rows`, C text over the dim
+/// parameters `dims`, $DIMS), the zero points ($ZERO_PARAMETER, and
+/// $ZERO_POINT: column `col`'s in quantization block `blk` as a float, 0
+/// where `live` is false), the epilogue's parameters and locals
+/// ($BIAS_PARAMETER, $RESIDUAL_PARAMETER, $R_MAT, $BIAS_LOCAL,
+/// $PARTIALS_PARAMETER) and the epilogue of `v` at (row, col) ($FINISH).
+std::vector<std::pair<std::string, std::string>>
+packedValues(const PackedGemvShape &shape, int64_t splitK,
+             const std::string &name, const std::string &rows,
+             const std::string &dims);
 
 /// `text` with each `$NAME` of `values` replaced, and again until none is
 /// left, so that a value may hold placeholders itself. No name is the

@@ -294,7 +294,6 @@ void emitPackedGemm(const PackedGemvShape &shape, const GemmConfig &config,
          "the packed GEMM's layout");
   gemm::HalfSpelling h = gemm::spellingOf(shape.dtype);
   auto str = [](int64_t v) { return std::to_string(v); };
-  auto [zeroParameter, zeroPoint] = gemm::packedZeroPoint(shape);
   // kiln.dequantize's arithmetic (BodyEmitter::getDequantizedAt), each
   // product rounded on its own (the GPU would contract them into a fused
   // multiply-add); a float zero point's product with the scale is held in
@@ -307,60 +306,31 @@ void emitPackedGemm(const PackedGemvShape &shape, const GemmConfig &config,
       shape.float8 ? "its value times the scale"
       : floatZero  ? "q times the scale less the zero point's product"
                    : "q less the zero point, times the scale";
-  GemmKernelKind kind;
-  kind.dtype = shape.dtype;
-  kind.transB = true;
-  kind.bias = shape.bias;
-  kind.residual = shape.residual;
-  kind.activation = shape.activation;
-  std::string finish = gemm::finishOf(kind);
   int64_t tileBytes = 64 * shape.bits / 8;
-  std::string element = h.type;
-  std::vector<std::pair<std::string, std::string>> values = {
-      {"$NAME", name},
-      {"$ELEMENT", element},
-      {"$PAIR_TYPE", h.pair},
-      {"$FLOATS_TO_PAIR", shape.dtype == rt::DType::BF16
-                              ? "__floats2bfloat162_rn"
-                              : "__floats2half2_rn"},
-      {"$TO_FLOAT", h.toFloat},
-      {"$MMA", h.mma},
-      {"$TILE_M", str(config.tileM)},
-      {"$M_TILES", str(config.tileM / 16)},
-      {"$SPLIT", str(config.splitK)},
-      {"$BITS", str(shape.bits)},
-      {"$BLOCK_SIZE", str(shape.blockSize)},
-      {"$BLOCKS", str(shape.blocks)},
-      {"$ROW_BYTES", str(shape.blocks * shape.blockSize * shape.bits / 8)},
-      {"$TILE_BYTES", str(tileBytes)},
-      {"$TILE_CHUNKS", str(64 * tileBytes / 16)},
-      {"$STAGE_TILE", kStageTile},
-      {"$VALUE", valueText(shape)},
-      {"$MEANING", dequantizedAs},
-      {"$DEQUANTIZED", dequantized},
-      {"$ZERO_HELD", floatZero ? "the zero point times the scale, rounded"
-                               : "the zero point"},
-      {"$ZERO_STORED",
-       floatZero ? "__fmul_rn(zero_point, scale)" : "zero_point"},
-      {"$EXTENT_M", rows},
-      {"$EXTENT_N", str(shape.n)},
-      {"$EXTENT_K", str(shape.k)},
-      {"$ZERO_PARAMETER", zeroParameter},
-      {"$ZERO_POINT", zeroPoint},
-      {"$BIAS_PARAMETER",
-       shape.bias ? ", const " + element + " *__restrict__ bias" : ""},
-      {"$RESIDUAL_PARAMETER",
-       shape.residual ? ", const " + element + " *__restrict__ residual" : ""},
-      {"$R_MAT", std::string(shape.residual ? "residual" : "nullptr")},
-      {"$BIAS_LOCAL",
-       shape.bias ? "" : "\n  const " + element + " *bias = nullptr;"},
-      {"$PARTIALS_PARAMETER",
-       std::string(config.splitK > 1 ? ", float *__restrict__ partials" : "")},
-      {"$DIMS", dims},
-      {"$STORE", config.splitK > 1
-                     ? "        partials[(split * m + row) * n + col] = v;"
-                     : finish},
-      {"$FINISH", finish}};
+  std::vector<std::pair<std::string, std::string>> values =
+      gemm::packedValues(shape, config.splitK, name, rows, dims);
+  values.insert(
+      values.end(),
+      {{"$PAIR_TYPE", h.pair},
+       {"$FLOATS_TO_PAIR", shape.dtype == rt::DType::BF16
+                               ? "__floats2bfloat162_rn"
+                               : "__floats2half2_rn"},
+       {"$MMA", h.mma},
+       {"$TILE_M", str(config.tileM)},
+       {"$M_TILES", str(config.tileM / 16)},
+       {"$TILE_BYTES", str(tileBytes)},
+       {"$TILE_CHUNKS", str(64 * tileBytes / 16)},
+       {"$STAGE_TILE", kStageTile},
+       {"$VALUE", valueText(shape)},
+       {"$MEANING", dequantizedAs},
+       {"$DEQUANTIZED", dequantized},
+       {"$ZERO_HELD", floatZero ? "the zero point times the scale, rounded"
+                                : "the zero point"},
+       {"$ZERO_STORED",
+        floatZero ? "__fmul_rn(zero_point, scale)" : "zero_point"},
+       {"$STORE", config.splitK > 1
+                      ? "        partials[(split * m + row) * n + col] = v;"
+                      : "$FINISH"}});
   os << substitute(kMainKernel, values);
   if (config.splitK > 1)
     os << substitute(gemm::kPackedCombineKernel, values);

@@ -275,61 +275,30 @@ void emitPackedGemv(const PackedGemvShape &shape, const GemmConfig &config,
   int64_t warps = config.warpsM * config.warpsN;
   int64_t warpColumns = config.tileN / warps;
   int64_t chunkValues = 128 / shape.bits;
-  auto [zeroParameter, zeroPoint] = gemm::packedZeroPoint(shape);
-  GemmKernelKind kind;
-  kind.dtype = shape.dtype;
-  kind.transB = true;
-  kind.bias = shape.bias;
-  kind.residual = shape.residual;
-  kind.activation = shape.activation;
-  std::string finish = gemm::finishOf(kind);
-  std::string store = config.splitK > 1
-                          ? "    partials[(split * m + row) * n + col] = v;\n"
-                          : finish;
-  std::string element = h.type;
-  std::vector<std::pair<std::string, std::string>> values = {
-      {"$NAME", name},
-      {"$ELEMENT", element},
-      {"$UNPACK_PAIR", h.pairToFloat2},
-      {"$PAIR_TYPE", h.pair},
-      {"$TO_FLOAT", h.toFloat},
-      {"$THREADS", str(config.threads())},
-      {"$WARPS", str(warps)},
-      {"$ROWS", str(config.tileM)},
-      {"$TILE_N", str(config.tileN)},
-      {"$WARP_COLUMNS", str(warpColumns)},
-      {"$COLUMNS_PER_LANE", str(warpColumns / 4)},
-      {"$EXCHANGE", gemm::gemvExchangeText(config.tileM, warpColumns / 4)},
-      {"$COLUMN_STORES", gemm::kGemvColumnStores},
-      {"$DECLARATIONS", "\n  const $ELEMENT *r_mat = $R_MAT;$BIAS_LOCAL\n  "
-                        "$ELEMENT *c_mat = c;"},
-      {"$SPLIT", str(config.splitK)},
-      {"$BITS", str(shape.bits)},
-      {"$WEIGHTS", weightsText(shape.bits, shape.float8)},
-      {"$DOT_SCALE", shape.bits == 8 ? "1.0f" : "256.0f"},
-      {"$DOT_OFFSET", shape.bits == 8 ? "0.0f" : "128.0f"},
-      {"$BLOCK_SIZE", str(shape.blockSize)},
-      {"$BLOCKS", str(shape.blocks)},
-      {"$ROW_BYTES", str(shape.blocks * shape.blockSize * shape.bits / 8)},
-      {"$CHUNKS", str(shape.blocks * shape.blockSize / chunkValues)},
-      {"$CHUNK_VALUES", str(chunkValues)},
-      {"$EXTENT_M", rows},
-      {"$EXTENT_N", str(shape.n)},
-      {"$EXTENT_K", str(shape.k)},
-      {"$ZERO_PARAMETER", zeroParameter},
-      {"$ZERO_POINT", zeroPoint},
-      {"$BIAS_PARAMETER",
-       shape.bias ? ", const " + element + " *__restrict__ bias" : ""},
-      {"$RESIDUAL_PARAMETER",
-       shape.residual ? ", const " + element + " *__restrict__ residual" : ""},
-      {"$R_MAT", std::string(shape.residual ? "residual" : "nullptr")},
-      {"$BIAS_LOCAL",
-       shape.bias ? "" : "\n  const " + element + " *bias = nullptr;"},
-      {"$PARTIALS_PARAMETER",
-       std::string(config.splitK > 1 ? ", float *__restrict__ partials" : "")},
-      {"$DIMS", dims},
-      {"$STORE", store},
-      {"$FINISH", finish}};
+  std::vector<std::pair<std::string, std::string>> values =
+      gemm::packedValues(shape, config.splitK, name, rows, dims);
+  values.insert(
+      values.end(),
+      {{"$UNPACK_PAIR", h.pairToFloat2},
+       {"$PAIR_TYPE", h.pair},
+       {"$THREADS", str(config.threads())},
+       {"$WARPS", str(warps)},
+       {"$ROWS", str(config.tileM)},
+       {"$TILE_N", str(config.tileN)},
+       {"$WARP_COLUMNS", str(warpColumns)},
+       {"$COLUMNS_PER_LANE", str(warpColumns / 4)},
+       {"$EXCHANGE", gemm::gemvExchangeText(config.tileM, warpColumns / 4)},
+       {"$COLUMN_STORES", gemm::kGemvColumnStores},
+       {"$DECLARATIONS", "\n  const $ELEMENT *r_mat = $R_MAT;$BIAS_LOCAL\n  "
+                         "$ELEMENT *c_mat = c;"},
+       {"$WEIGHTS", weightsText(shape.bits, shape.float8)},
+       {"$DOT_SCALE", shape.bits == 8 ? "1.0f" : "256.0f"},
+       {"$DOT_OFFSET", shape.bits == 8 ? "0.0f" : "128.0f"},
+       {"$CHUNKS", str(shape.blocks * shape.blockSize / chunkValues)},
+       {"$CHUNK_VALUES", str(chunkValues)},
+       {"$STORE", config.splitK > 1
+                      ? "    partials[(split * m + row) * n + col] = v;\n"
+                      : "$FINISH"}});
   os << substitute(kMainKernel, values);
   if (config.splitK > 1)
     os << substitute(gemm::kPackedCombineKernel, values);
