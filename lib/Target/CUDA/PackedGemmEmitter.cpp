@@ -244,8 +244,6 @@ std::string valueText(const PackedGemvShape &shape) {
          std::to_string((1 << shape.bits) - 1) + "u);";
 }
 
-int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
 } // namespace
 
 PackedGemmChoice choosePackedGemm(const PackedGemvShape &shape,
@@ -274,8 +272,9 @@ PackedGemmChoice choosePackedGemm(const PackedGemvShape &shape,
   // of the range, up to 64 (four m-tiles a warp).
   int64_t tileM = std::clamp<int64_t>(llvm::PowerOf2Ceil(upper), 16, 64);
   GemmConfig config = {GemmForm::Mma, tileM, 64, 64, 1, 4, 1};
-  int64_t tiles = ceilDiv(shape.k, 64);
-  int64_t blocks = ceilDiv(least, tileM) * ceilDiv(shape.n, 64);
+  int64_t tiles = llvm::divideCeil(shape.k, 64);
+  int64_t blocks =
+      llvm::divideCeil(least, tileM) * llvm::divideCeil(shape.n, 64);
   while (blocks * config.splitK < kBlocksWanted &&
          config.splitK * 2 <= kGemmMostSplits &&
          tiles / (config.splitK * 2) >= kLeastTilesPerSplit)

@@ -56,29 +56,29 @@ PlanBuilder::addPackedGemm(KernelOp kernel, MatmulOp matmul,
   shape.bias = epilogue.getBias() >= 0;
   shape.residual = epilogue.getResidual() >= 0;
   shape.activation = step.activation;
-  PackedGemvChoice gemv = choosePackedGemv(shape);
-  int64_t gemvRows = gemv.config ? gemv.mostRows : 0;
-  PackedGemmChoice mma =
-      choosePackedGemm(shape, std::max(shape.leastM, gemvRows + 1));
-  if (mma.config && shape.upperM <= gemvRows)
-    mma = {std::nullopt, 0, "the packed GEMV runs every run"};
-  // Both read A as m rows of k: one matrix (matmulPlan merges a batch of
-  // row-major A against one B into its rows). Both load the packed bytes
-  // 16 at a time: weights and arena buffers are aligned for it, a caller's
-  // input (seen through its reshapes) need not be.
+  // Both packed kernels read A as m rows of k: one matrix (matmulPlan
+  // merges a batch of row-major A against one B into its rows). Both load
+  // the packed bytes 16 at a time: weights and arena buffers are aligned
+  // for it, a caller's input (seen through its reshapes) need not be.
   Value packedSource =
       kernel.getInputs()[cast<BlockArgument>(dequantize.getPacked())
                              .getArgNumber()];
   while (auto view = packedSource.getDefiningOp<ReshapeOp>())
     packedSource = view.getInput();
-  if (step.batch != 1 || step.outerBatch != 1) {
-    gemv = {std::nullopt, 0, "its A is not one matrix of rows"};
-    mma = {std::nullopt, 0, "its A is not one matrix of rows"};
-  } else if (isa<BlockArgument>(packedSource)) {
-    gemv = {std::nullopt, 0, "the packed weights are a graph input"};
-    mma = {std::nullopt, 0, "the packed weights are a graph input"};
-  }
-  gemvRows = gemv.config ? gemv.mostRows : 0;
+  std::string refusal = step.batch != 1 || step.outerBatch != 1
+                            ? "its A is not one matrix of rows"
+                        : isa<BlockArgument>(packedSource)
+                            ? "the packed weights are a graph input"
+                            : "";
+  PackedGemvChoice gemv = refusal.empty()
+                              ? choosePackedGemv(shape)
+                              : PackedGemvChoice{std::nullopt, 0, refusal};
+  int64_t gemvRows = gemv.config ? gemv.mostRows : 0;
+  PackedGemmChoice mma =
+      !refusal.empty() ? PackedGemmChoice{std::nullopt, 0, refusal}
+      : shape.upperM <= gemvRows
+          ? PackedGemmChoice{std::nullopt, 0, "the packed GEMV runs every run"}
+          : choosePackedGemm(shape, std::max(shape.leastM, gemvRows + 1));
   int64_t packedRows = mma.config ? mma.mostRows : gemvRows;
   bool unpackedRuns = shape.upperM > packedRows;
 
