@@ -4,13 +4,15 @@
 // the lanes of kiln_cuda_host.h: `mma.sync.aligned.m16n8k16.row.col` with
 // f16 or bf16 A and B and f32 C and D, `mma.sync.aligned.m16n8k8.row.col`
 // with .tf32 A and B (and cvt.rna.tf32.f32 to make them),
+// `mma.sync.aligned.m16n8k32.row.col` with .s8 A and B and .s32 C and D,
 // `ldmatrix.sync.aligned.m8n8` (.x1, .x2, .x4, with and without .trans),
 // `cp.async` with its groups, and the softmax's ex2.approx.ftz.f32.
 // Generated code reaches them through kiln_mma_*, kiln_ldmatrix_* and
 // kiln_cp_async_* (Prelude.cpp has the same functions as inline PTX for the
 // GPU). Each lane holds exactly the fragment elements that the PTX ISA's
 // figures give it ("Matrix Fragments for mma.m16n8k16 with floating point
-// type", "Matrix Fragments for mma.m16n8k8", "Warp-level matrix load
+// type", "Matrix Fragments for mma.m16n8k8", "Matrix Fragments for
+// mma.m16n8k32", "Warp-level matrix load
 // instruction: ldmatrix"); the warp's
 // fragments are gathered through its slots, so a kernel whose lanes put
 // elements elsewhere computes wrong results here, as it would on the GPU.
@@ -142,6 +144,70 @@ inline void mma(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2],
           widen<BF16>(halfOf(unsigned(all[lane] >> (32 * (i / 2))), i % 2));
     }
   multiplyAtLane(d, A, B, c);
+}
+
+/// Where byte `i` (0..15) of lane `lane`'s A fragment sits in the 16x32 A
+/// of `mma.m16n8k32` with .s8 ("Matrix Fragments for mma.m16n8k32"): rows
+/// groupID (i = 0..3, 8..11) or groupID + 8; columns threadID_in_group * 4
+/// + (i & 3), plus 16 from i = 8. Register r holds bytes 4r..4r+3, the
+/// lowest-numbered in its low byte.
+inline void aElementS8(unsigned lane, unsigned i, unsigned &row,
+                       unsigned &col) {
+  row = groupOf(lane) + ((i & 4u) ? 8u : 0u);
+  col = threadInGroup(lane) * 4u + (i & 3u) + (i >= 8u ? 16u : 0u);
+}
+
+/// Where byte `i` (0..7) of an .s8 B fragment sits in the 32x8 B (k x n):
+/// row threadID_in_group * 4 + (i & 3), plus 16 from i = 4; column groupID.
+inline void bElementS8(unsigned lane, unsigned i, unsigned &row,
+                       unsigned &col) {
+  row = threadInGroup(lane) * 4u + (i & 3u) + (i >= 4u ? 16u : 0u);
+  col = groupOf(lane);
+}
+
+/// Byte `i` of a register holding four, as a signed 8-bit value.
+inline int signedByte(unsigned bits, unsigned i) {
+  return static_cast<signed char>(static_cast<unsigned char>(bits >> (8 * i)));
+}
+
+/// D = A * B + C for one m16n8k32 .s8 tile of the warp, in 32-bit two's
+/// complement: without .satfinite the sum wraps, as on the GPU (integer
+/// sums are exact in any order, so the two agree bit for bit). `d` may be
+/// `c`.
+inline void mmaS8(int (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2],
+                  const int (&c)[4]) {
+  int A[16][32], B[32][8];
+  unsigned long long all[32];
+  for (unsigned round = 0; round < 2; ++round) {
+    kiln_host_gather(
+        a[2 * round] | static_cast<unsigned long long>(a[2 * round + 1]) << 32,
+        all);
+    for (unsigned lane = 0; lane < 32; ++lane)
+      for (unsigned i = 0; i < 8; ++i) {
+        unsigned row, col;
+        aElementS8(lane, 8 * round + i, row, col);
+        A[row][col] = signedByte(unsigned(all[lane] >> (32 * (i / 4))), i % 4);
+      }
+  }
+  kiln_host_gather(b[0] | static_cast<unsigned long long>(b[1]) << 32, all);
+  for (unsigned lane = 0; lane < 32; ++lane)
+    for (unsigned i = 0; i < 8; ++i) {
+      unsigned row, col;
+      bElementS8(lane, i, row, col);
+      B[row][col] = signedByte(unsigned(all[lane] >> (32 * (i / 4))), i % 4);
+    }
+  unsigned lane = kiln_host_self->lane;
+  int result[4];
+  for (unsigned i = 0; i < 4; ++i) {
+    unsigned row, col;
+    cElement(lane, i, row, col);
+    unsigned sum = static_cast<unsigned>(c[i]);
+    for (unsigned k = 0; k < 32; ++k)
+      sum += static_cast<unsigned>(A[row][k] * B[k][col]);
+    result[i] = static_cast<int>(sum);
+  }
+  for (unsigned i = 0; i < 4; ++i)
+    d[i] = result[i];
 }
 
 /// Where element `i` (0..3) of lane `lane`'s A fragment sits in the 16x8 A
@@ -303,6 +369,10 @@ inline void kiln_mma_m16n8k16_bf16(float (&d)[4], const unsigned (&a)[4],
 inline void kiln_mma_m16n8k8_tf32(float (&d)[4], const unsigned (&a)[4],
                                   const unsigned (&b)[2], const float (&c)[4]) {
   kiln_host_mma::mmaTf32(d, a, b, c);
+}
+inline void kiln_mma_m16n8k32_s8(int (&d)[4], const unsigned (&a)[4],
+                                 const unsigned (&b)[2], const int (&c)[4]) {
+  kiln_host_mma::mmaS8(d, a, b, c);
 }
 /// cvt.rna.tf32.f32: `x` rounded to TF32's 10 mantissa bits, to nearest
 /// with ties away from zero, in a float's bits (the 13 low bits zero).

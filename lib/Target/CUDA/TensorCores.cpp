@@ -40,6 +40,16 @@ __device__ __forceinline__ void kiln_mma_m16n8k8_tf32(float (&d)[4], const unsig
                : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]),
                  "f"(c[0]), "f"(c[1]), "f"(c[2]), "f"(c[3]));
 }
+// 8-bit integers: a 32-bit sum that wraps (no .satfinite); each register
+// holds four of A's or B's bytes.
+__device__ __forceinline__ void kiln_mma_m16n8k32_s8(int (&d)[4], const unsigned (&a)[4],
+                                                     const unsigned (&b)[2], const int (&c)[4]) {
+  asm volatile("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 "
+               "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%10, %11, %12, %13};\n"
+               : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]),
+                 "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]));
+}
 __device__ __forceinline__ unsigned kiln_to_tf32(float x) {
   unsigned bits;
   asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(bits) : "f"(x));

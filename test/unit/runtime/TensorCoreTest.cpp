@@ -302,6 +302,124 @@ extern "C" __global__ void exp2_ftz(const float *x, float *y) {
   EXPECT_NEAR(y[7], 0.70710678f, 2 * 0x1p-24f);
 }
 
+// The PTX ISA's "Matrix Fragments for mma.m16n8k32", .s8 A (16x32, row:
+// bytes a0..a3 and a8..a11 in row groupID, the others in row groupID + 8;
+// columns threadID_in_group * 4 + (i & 3), plus 16 from a8) and B (32x8,
+// col: rows threadID_in_group * 4 + (i & 3), plus 16 from b4; column
+// groupID); C and D (.s32) as for m16n8k16.
+Place aPlaceS8(int lane, int i) {
+  int g = lane / 4, t = lane % 4;
+  return {(i & 4) ? g + 8 : g, t * 4 + (i & 3) + (i >= 8 ? 16 : 0)};
+}
+Place bPlaceS8(int lane, int i) {
+  int g = lane / 4, t = lane % 4;
+  return {t * 4 + (i & 3) + (i >= 4 ? 16 : 0), g};
+}
+
+TEST(TensorCoreTables, S8MatchesTheFiguresEntries) {
+  expectPlaces(aPlaceS8, 0,
+               {{0, 0},
+                {0, 1},
+                {0, 2},
+                {0, 3},
+                {8, 0},
+                {8, 1},
+                {8, 2},
+                {8, 3},
+                {0, 16},
+                {0, 17},
+                {0, 18},
+                {0, 19},
+                {8, 16},
+                {8, 17},
+                {8, 18},
+                {8, 19}},
+               "a");
+  expectPlaces(aPlaceS8, 31,
+               {{7, 12},
+                {7, 13},
+                {7, 14},
+                {7, 15},
+                {15, 12},
+                {15, 13},
+                {15, 14},
+                {15, 15},
+                {7, 28},
+                {7, 29},
+                {7, 30},
+                {7, 31},
+                {15, 28},
+                {15, 29},
+                {15, 30},
+                {15, 31}},
+               "a");
+  expectPlaces(
+      bPlaceS8, 6,
+      {{8, 1}, {9, 1}, {10, 1}, {11, 1}, {24, 1}, {25, 1}, {26, 1}, {27, 1}},
+      "b");
+}
+
+/// One warp: A (16x32), B (32x8) and C (16x8) row-major in x as floats
+/// holding integers, each lane packing its .s8 fragments by the tables
+/// (the lowest-numbered byte lowest), D row-major into y.
+std::string mmaS8Source(bool transposeA) {
+  return placeTable("kA", 16, aPlaceS8) + placeTable("kB", 8, bPlaceS8) +
+         placeTable("kC", 4, cPlace) +
+         std::string(transposeA ? "#define TRANSPOSE_A 1\n"
+                                : "#define TRANSPOSE_A 0\n") +
+         R"cuda(
+extern "C" __global__ void mma(const float *x, float *y) {
+  const float *A = x, *B = x + 512, *C = x + 768;
+  int lane = threadIdx.x;
+  unsigned a[4] = {0, 0, 0, 0}, b[2] = {0, 0};
+  int c[4], d[4];
+  for (int i = 0; i < 16; ++i) {
+    int row = kA[lane][i][0], col = kA[lane][i][1];
+    // Transposed: row and column swapped within the 16x16 left half.
+    if (TRANSPOSE_A && col < 16) { int r = row; row = col; col = r; }
+    a[i / 4] |= (unsigned)(unsigned char)(signed char)(int)A[row * 32 + col] << (8 * (i % 4));
+  }
+  for (int i = 0; i < 8; ++i)
+    b[i / 4] |= (unsigned)(unsigned char)(signed char)(int)B[kB[lane][i][0] * 8 + kB[lane][i][1]]
+                << (8 * (i % 4));
+  for (int i = 0; i < 4; ++i) c[i] = (int)C[kC[lane][i][0] * 8 + kC[lane][i][1]];
+  kiln_mma_m16n8k32_s8(d, a, b, c);
+  for (int i = 0; i < 4; ++i) y[kC[lane][i][0] * 8 + kC[lane][i][1]] = (float)d[i];
+  for (int k = 0; k < 28; ++k) y[128 + lane * 28 + k] = 0.0f;
+}
+)cuda";
+}
+
+TEST_F(TensorCores, S8MmaFragmentsFollowThePtxFigures) {
+  // Integers over the whole signed range, so that a byte read unsigned, or
+  // its sign lost, changes the sum; every sum is exact in float.
+  std::vector<float> x(1024, 0.0f);
+  float *A = x.data(), *B = A + 512, *C = B + 256;
+  for (int m = 0; m < 16; ++m)
+    for (int k = 0; k < 32; ++k)
+      A[m * 32 + k] = float((m * 37 + k * 11) % 256 - 128);
+  for (int k = 0; k < 32; ++k)
+    for (int n = 0; n < 8; ++n)
+      B[k * 8 + n] = float((k * 13 + n * 29) % 256 - 128);
+  for (int m = 0; m < 16; ++m)
+    for (int n = 0; n < 8; ++n)
+      C[m * 8 + n] = float(m * 1000 - n * 77);
+  std::vector<float> want(1024, 0.0f);
+  for (int m = 0; m < 16; ++m)
+    for (int n = 0; n < 8; ++n) {
+      int sum = int(C[m * 8 + n]);
+      for (int k = 0; k < 32; ++k)
+        sum += int(A[m * 32 + k]) * int(B[k * 8 + n]);
+      want[m * 8 + n] = float(sum);
+    }
+  EXPECT_EQ(runOnHost(kernelArtifact(mmaS8Source(false), "mma", 1024, 1, 32), x,
+                      HostOptions()),
+            want);
+  EXPECT_NE(runOnHost(kernelArtifact(mmaS8Source(true), "mma", 1024, 1, 32), x,
+                      HostOptions()),
+            want);
+}
+
 // ldmatrix (PTX ISA, "Warp-level matrix load instruction: ldmatrix"): for
 // .b16 8x8 matrices, lane 8j + r gives the address of row r of matrix j;
 // register j of a lane holds row groupID, columns threadID_in_group * 2 and

@@ -4,6 +4,7 @@
 // instructions: `kiln_mma_m16n8k16_f16` / `_bf16` (mma.sync.aligned
 // .m16n8k16.row.col, f32 accumulators), `kiln_mma_m16n8k8_tf32` (its
 // .tf32 m16n8k8 form) with `kiln_to_tf32` (cvt.rna.tf32.f32),
+// `kiln_mma_m16n8k32_s8` (.s8 m16n8k32, s32 accumulators),
 // `kiln_ldmatrix_x1|x2|x4[_trans]`
 // (ldmatrix.sync.aligned.m8n8 .b16 from shared memory) and
 // `kiln_cp_async_16`, `kiln_cp_async_commit`, `kiln_cp_async_wait<N>`
