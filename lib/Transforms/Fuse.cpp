@@ -10,7 +10,8 @@
 // any shape: the generated code reads through it at a remapped index instead of
 // writing it to memory; so does a reduction's prologue. A matmul takes the
 // bias, residual add and activation after it into a GEMM kernel (cuBLASLt's
-// epilogue), and the dequantize of its block-quantized weights. A cache update
+// epilogue), and the dequantize of its block-quantized weights (with 8-bit
+// weights, also the dequantization of 8-bit activations). A cache update
 // is a kernel that writes its new rows, computed through the ops that feed them
 // alone; two that write alike (a layer's key and value caches) are one kernel.
 //
@@ -19,6 +20,7 @@
 #include "kiln/Transforms/Passes.h"
 
 #include "kiln/Dialect/Kiln/KilnOps.h"
+#include "kiln/Dialect/Kiln/QuantizedActivations.h"
 #include "kiln/Dialect/Kiln/RowBias.h"
 #include "kiln/Dialect/Kiln/SymbolicShapes.h"
 #include "kiln/KernelConfig/KernelConfig.h"
@@ -354,6 +356,44 @@ LayerNormOp rowNormOf(Operation *end, MatmulOp matmul,
   return {};
 }
 
+/// A product of 8-bit integers: its weights' dequantize and its
+/// activations' dequantization (QuantizedActivations.h).
+struct Int8Operands {
+  DequantizeOp weights;
+  DequantizedActivations activations;
+};
+
+/// The operands of `matmul` where the CUDA target's integer GEMM multiplies
+/// them as the bytes they are: A's activations dequantized per tensor, a
+/// zero point that is a cast of an 8-bit integer (so whole); B the
+/// transposed dequantize of signed 8-bit weights with one scale a column
+/// of the product and no zero point (symmetric, as TensorRT and
+/// onnxruntime's quantize_static write them), K whole 16-byte chunks (both
+/// operands' rows are copied 16 bytes at a time). Or none.
+std::optional<Int8Operands> int8Operands(MatmulOp matmul) {
+  auto weights = matmul.getRhs().getDefiningOp<DequantizeOp>();
+  Type element = matmul.getType().getElementType();
+  if (!weights || !matmul.getTransposeRhs() || matmul.getTransposeLhs() ||
+      !(element.isF32() || element.isF16() || element.isBF16()) ||
+      weights.getBits() != 8 || weights.isFloat8() ||
+      weights.getBlockCount() != 1 || weights.getZeroPoints() ||
+      weights.getBlockBytes() % 16 != 0 || weights.getColumns() % 16 != 0)
+    return std::nullopt;
+  std::optional<DequantizedActivations> activations =
+      dequantizedActivations(matmul.getLhs());
+  if (!activations)
+    return std::nullopt;
+  if (Value zero = activations->zero) {
+    auto widen = zero.getDefiningOp<CastOp>();
+    auto integer = widen ? dyn_cast<IntegerType>(
+                               getElementTypeOrSelf(widen.getInput().getType()))
+                         : IntegerType();
+    if (!integer || integer.getWidth() != 8)
+      return std::nullopt;
+  }
+  return Int8Operands{weights, *activations};
+}
+
 /// Builds a GEMM group, what a cuBLASLt call computes with its epilogue: the
 /// matmul, then a bias over its columns, a residual of its shape and a ReLU
 /// or GELU (maybe after reshapes), each the only user of the one before;
@@ -450,6 +490,20 @@ std::optional<Group> buildGemmGroup(MatmulOp matmul,
       dequantize->hasOneUse() && !taken.contains(dequantize) &&
       dequantize->getBlock() == matmul->getBlock())
     group.members.insert(dequantize);
+  // 8-bit activations times 8-bit weights join at any product type, the
+  // activations' integers read where the dequantization was: the CUDA
+  // target multiplies the bytes on the tensor cores and scales the sums.
+  if (std::optional<Int8Operands> operands = int8Operands(matmul)) {
+    ArrayRef<Operation *> ops = operands->activations.ops;
+    auto joins = [&](Operation *op) {
+      return op->hasOneUse() && !taken.contains(op) &&
+             op->getBlock() == matmul->getBlock();
+    };
+    if (joins(operands->weights) && llvm::all_of(ops, joins)) {
+      group.members.insert(operands->weights);
+      group.members.insert(ops.begin(), ops.end());
+    }
+  }
   if (group.members.size() == 1)
     return std::nullopt;
   return group;
@@ -620,6 +674,29 @@ struct KilnFusePass : public kiln::impl::KilnFusePassBase<KilnFusePass> {
         OpBuilder b(use->getOwner());
         use->set(b.clone(*dequantize)->getResult(0));
       }
+    });
+
+    // Activations that 8-bit products read as integers (int8Operands): each
+    // product gets its own dequantization (a cast, a subtract, a multiply)
+    // to take into its GEMM, so that all read the bytes (a layer's Q, K and
+    // V projections read one); the original stays for other readers.
+    func.walk([](MatmulOp matmul) {
+      if (isa<KernelOp>(matmul->getParentOp()))
+        return;
+      std::optional<Int8Operands> operands = int8Operands(matmul);
+      if (!operands || !operands->weights->hasOneUse() ||
+          llvm::all_of(operands->activations.ops,
+                       [](Operation *op) { return op->hasOneUse(); }))
+        return;
+      OpBuilder b(matmul);
+      IRMapping mapping;
+      Operation *copy = nullptr;
+      for (Operation *op : operands->activations.ops)
+        copy = b.clone(*op, mapping);
+      matmul.getLhsMutable().assign(copy->getResult(0));
+      for (Operation *op : llvm::reverse(operands->activations.ops))
+        if (op->use_empty())
+          op->erase();
     });
 
     // Attention first: it claims the data movement around it, which would

@@ -77,9 +77,15 @@ LogicalResult PlanBuilder::build() {
   for (Type t : func.getArgumentTypes())
     needsHalfTypes |= cast<RankedTensorType>(t).getElementType().isF16() ||
                       cast<RankedTensorType>(t).getElementType().isBF16();
-  // 16-bit operands go to the tensor cores, and fp32 ones as TF32 where
-  // allowed.
-  source << cudaPrelude(needsHalfTypes, needsHalfTypes || allowTf32);
+  // 16-bit operands go to the tensor cores, fp32 ones as TF32 where
+  // allowed, and 8-bit activations times 8-bit weights (the integer GEMM)
+  // in any precision.
+  bool needsTensorCores = needsHalfTypes || allowTf32;
+  func.walk([&](MatmulOp matmul) {
+    needsTensorCores |= isa<KernelOp>(matmul->getParentOp()) &&
+                        dequantizedActivations(matmul.getLhs()).has_value();
+  });
+  source << cudaPrelude(needsHalfTypes, needsTensorCores);
   for (Operation &op : body) {
     size_t stepsBefore = artifact.steps.size();
     if (failed(addOp(op, source)))

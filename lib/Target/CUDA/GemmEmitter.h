@@ -158,6 +158,38 @@ void emitPackedGemm(const PackedGemvShape &shape, const GemmConfig &config,
                     const std::string &name, const std::string &rows,
                     const std::string &dims, llvm::raw_ostream &os);
 
+/// A matmul step of 8-bit activations (per tensor, a scale and maybe a
+/// zero point) and signed 8-bit weights (a scale a column, rows of
+/// `rowBytes` packed bytes, kiln.dequantize's q + 128), as the integer GEMM
+/// (Int8GemmEmitter.cpp) sees it. K is whole 16-byte chunks.
+struct Int8GemmShape {
+  /// The product's element type: F32, F16 or BF16.
+  rt::DType dtype = rt::DType::F32;
+  /// Rows of C at the least and the top of the dims' ranges, its columns,
+  /// the contracted extent, and the bytes of a packed row (K or more).
+  int64_t leastM = 1, upperM = 1, n = 1, k = 16, rowBytes = 16;
+  /// Whether the activations are unsigned, and have a zero point.
+  bool unsignedActivations = false, zeroPoint = false;
+  /// The epilogue.
+  bool bias = false, residual = false;
+  rt::MatmulActivation activation = rt::MatmulActivation::None;
+};
+
+/// The integer GEMM's layout for `shape`: a GemmForm::Mma config of
+/// tileM x 64 x 64 (K in bytes), one by four warps, split along K to fill
+/// the GPU.
+GemmConfig chooseInt8Gemm(const Int8GemmShape &shape);
+
+/// Appends the integer GEMM `name` of `config` for `shape` and, with a
+/// split, `name`_combine. They are launch steps: the main kernel takes
+/// (A's bytes, the packed weights, their scales, A's scale, [A's zero
+/// point], [bias], [residual], C, [the split's float partials]), the
+/// combine (partials, [bias], [residual], C), each then `dims`; `rows` is
+/// C's rows as C text over them.
+void emitInt8Gemm(const Int8GemmShape &shape, const GemmConfig &config,
+                  const std::string &name, const std::string &rows,
+                  const std::string &dims, llvm::raw_ostream &os);
+
 /// Appends the kernel that adds the splits' partial sums and applies the
 /// epilogue, named as gemmReduceName says.
 void emitGemmReduce(rt::DType dtype, llvm::raw_ostream &os);

@@ -52,8 +52,11 @@ packedZeroPoint(const PackedGemvShape &shape) {
 } // namespace
 
 HalfSpelling spellingOf(rt::DType dtype) {
+  // fp32: the integer GEMM's epilogue and combine (no pairs, no mma).
+  if (dtype == rt::DType::F32)
+    return {"float", "f32", "", "", "", "", ""};
   assert((dtype == rt::DType::F16 || dtype == rt::DType::BF16) &&
-         "Kiln's GEMMs are float16 or bfloat16");
+         "Kiln's GEMMs are float16 or bfloat16, their epilogues fp32 too");
   if (dtype == rt::DType::BF16)
     return {"__nv_bfloat16",         "bf16",           "__bfloat162float",
             "__float2bfloat16_rn",   "__nv_bfloat162", "__bfloat1622float2",

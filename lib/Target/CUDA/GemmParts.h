@@ -30,7 +30,8 @@ struct HalfSpelling {
   const char *type, *suffix, *toFloat, *fromFloat, *pair, *pairToFloat2, *mma;
 };
 
-/// The spelling of F16 or BF16.
+/// The spelling of F16 or BF16, or of F32 for an epilogue (its pair and
+/// mma empty).
 HalfSpelling spellingOf(rt::DType dtype);
 
 /// The parameters every kernel of the family takes after its pointers: the

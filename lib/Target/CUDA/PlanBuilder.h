@@ -14,6 +14,7 @@
 #include "KernelSizes.h"
 
 #include "kiln/Dialect/Kiln/KilnOps.h"
+#include "kiln/Dialect/Kiln/QuantizedActivations.h"
 #include "kiln/Target/CUDA/EmitPlan.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/ArrayRef.h"
@@ -197,6 +198,27 @@ private:
   mlir::FailureOr<std::optional<UnpackedWeights>>
   addPackedGemm(KernelOp kernel, MatmulOp matmul, DequantizeOp dequantize,
                 const MatmulPlan &plan, llvm::raw_ostream &source);
+
+  /// The launches of `kernel`'s step by a kernel over packed weights
+  /// `name` of `config` (a grid of n / tileN x rows / tileM x splitK) for
+  /// the runs of at most `mostRows` rows (`m`, under each of `when`): the
+  /// main kernel on `inputs`, then its epilogue's `bias` and `residual`,
+  /// the result and, split, scratch for the partial sums; then the combine
+  /// of the splits. Records the configuration.
+  mlir::LogicalResult pushPackedLaunches(
+      KernelOp kernel, const std::string &name, const GemmConfig &config,
+      const Size &m, int64_t n, int64_t mostRows, llvm::ArrayRef<DimExpr> when,
+      llvm::ArrayRef<uint32_t> inputs, std::optional<uint32_t> bias,
+      std::optional<uint32_t> residual);
+
+  /// The launches of a GEMM kernel of 8-bit activations and 8-bit weights
+  /// (kiln-fuse put the dequantizations of both in it;
+  /// PlanInt8Matmuls.cpp): the integer GEMM at every row count.
+  mlir::LogicalResult addInt8Gemm(KernelOp kernel, MatmulOp matmul,
+                                  DequantizeOp dequantize,
+                                  const DequantizedActivations &activations,
+                                  const MatmulPlan &plan,
+                                  llvm::raw_ostream &source);
 
   /// Offers Kiln's GEMM kernels for `plan`'s step (chooseGemmConfigs),
   /// appending each kernel to `source` the first time a step needs it, and

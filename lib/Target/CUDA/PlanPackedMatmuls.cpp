@@ -27,6 +27,65 @@ using namespace mlir;
 
 namespace kiln::detail {
 
+LogicalResult PlanBuilder::pushPackedLaunches(
+    KernelOp kernel, const std::string &name, const GemmConfig &config,
+    const Size &m, int64_t n, int64_t mostRows, ArrayRef<DimExpr> when,
+    ArrayRef<uint32_t> inputs, std::optional<uint32_t> bias,
+    std::optional<uint32_t> residual) {
+  SmallVector<uint32_t> args(inputs.begin(), inputs.end());
+  if (bias)
+    args.push_back(*bias);
+  if (residual)
+    args.push_back(*residual);
+  uint32_t result = bufferOf.at(kernel.getResult(0));
+  args.push_back(result);
+  std::optional<uint32_t> partials;
+  if (config.splitK > 1) {
+    partials = addScratch(config.splitK * mostRows * n);
+    args.push_back(*partials);
+  }
+  auto guard = [&] {
+    for (const DimExpr &condition : when)
+      guardStep(artifact.steps.size() - 1, condition);
+  };
+  LaunchGeometry main;
+  main.grid = {
+      static_cast<uint32_t>((n + config.tileN - 1) / config.tileN),
+      static_cast<uint32_t>((mostRows + config.tileM - 1) / config.tileM),
+      static_cast<uint32_t>(config.splitK)};
+  main.block = {static_cast<uint32_t>(config.threads()), 1, 1};
+  if (!m.getExpr().isConstant())
+    main.symbolicGrid[1] =
+        SymbolicGridDim{m.getExpr(), config.tileM, int64_t(main.grid[1])};
+  pushLaunch(kernel, name, main, args);
+  guard();
+  if (partials) {
+    SmallVector<uint32_t> combineArgs = {*partials};
+    if (bias)
+      combineArgs.push_back(*bias);
+    if (residual)
+      combineArgs.push_back(*residual);
+    combineArgs.push_back(result);
+    LaunchGeometry combine;
+    std::optional<DimExpr> elements =
+        DimExpr::mul(m.getExpr(), DimExpr::constant(n));
+    if (!elements)
+      return kernel.emitOpError("has a size that overflows");
+    setGridDim(combine, 0, Size(*elements, mostRows * n), kBlockSize, kMaxGrid);
+    combine.block[0] = kBlockSize;
+    pushLaunch(kernel, name + "_combine", combine, combineArgs);
+    guard();
+  }
+  if (configs) {
+    KernelConfig record;
+    record.kernel = name;
+    record.op = kernel;
+    record.gemmCandidates = {config};
+    configs->push_back(std::move(record));
+  }
+  return success();
+}
+
 FailureOr<std::optional<PlanBuilder::UnpackedWeights>>
 PlanBuilder::addPackedGemm(KernelOp kernel, MatmulOp matmul,
                            DequantizeOp dequantize, const MatmulPlan &plan,
@@ -113,90 +172,34 @@ PlanBuilder::addPackedGemm(KernelOp kernel, MatmulOp matmul,
   std::string dims;
   for (StringRef dim : dimNamesOf(func))
     dims += ", long long " + dimParameterName(dim);
-  uint32_t result = bufferOf.at(kernel.getResult(0));
   std::optional<uint32_t> bias, residual;
   if (shape.bias)
     bias = bufferOf.at(kernel.getInputs()[epilogue.getBias()]);
   if (shape.residual)
     residual = bufferOf.at(kernel.getInputs()[epilogue.getResidual()]);
 
-  // The launches of a packed kernel `name` of `config` for the runs of at
-  // most `mostRows` rows (under `when`): its main kernel and, split, the
-  // combine of its partial sums.
-  auto pushPacked = [&](const std::string &name, const GemmConfig &config,
-                        int64_t mostRows, ArrayRef<DimExpr> when) {
-    SmallVector<uint32_t> args = {outside(matmul.getLhs()),
-                                  outside(dequantize.getPacked()),
-                                  outside(dequantize.getScales())};
-    if (zeroPoints)
-      args.push_back(outside(zeroPoints));
-    if (bias)
-      args.push_back(*bias);
-    if (residual)
-      args.push_back(*residual);
-    args.push_back(result);
-    std::optional<uint32_t> partials;
-    if (config.splitK > 1) {
-      partials = addScratch(config.splitK * mostRows * shape.n);
-      args.push_back(*partials);
-    }
-    auto guard = [&] {
-      for (const DimExpr &condition : when)
-        guardStep(artifact.steps.size() - 1, condition);
-    };
-    LaunchGeometry main;
-    main.grid = {
-        static_cast<uint32_t>((shape.n + config.tileN - 1) / config.tileN),
-        static_cast<uint32_t>((mostRows + config.tileM - 1) / config.tileM),
-        static_cast<uint32_t>(config.splitK)};
-    main.block = {static_cast<uint32_t>(config.threads()), 1, 1};
-    if (!m.getExpr().isConstant())
-      main.symbolicGrid[1] =
-          SymbolicGridDim{m.getExpr(), config.tileM, int64_t(main.grid[1])};
-    pushLaunch(kernel, name, main, args);
-    guard();
-    if (partials) {
-      SmallVector<uint32_t> combineArgs = {*partials};
-      if (bias)
-        combineArgs.push_back(*bias);
-      if (residual)
-        combineArgs.push_back(*residual);
-      combineArgs.push_back(result);
-      LaunchGeometry combine;
-      std::optional<DimExpr> elements =
-          DimExpr::mul(m.getExpr(), DimExpr::constant(shape.n));
-      if (!elements)
-        return failure();
-      setGridDim(combine, 0, Size(*elements, mostRows * shape.n), kBlockSize,
-                 kMaxGrid);
-      combine.block[0] = kBlockSize;
-      pushLaunch(kernel, name + "_combine", combine, combineArgs);
-      guard();
-    }
-    if (configs) {
-      KernelConfig record;
-      record.kernel = name;
-      record.op = kernel;
-      record.gemmCandidates = {config};
-      configs->push_back(std::move(record));
-    }
-    return success();
-  };
-
   // The op's launches share one index (kiln_<family>_<index>_<part>, which
   // the report's roofline reads).
   std::string name =
       "kiln_gemvq_" + std::to_string(artifact.kernelNames.size());
+  SmallVector<uint32_t> packedInputs = {outside(matmul.getLhs()),
+                                        outside(dequantize.getPacked()),
+                                        outside(dequantize.getScales())};
+  if (zeroPoints)
+    packedInputs.push_back(outside(zeroPoints));
   if (gemv.config) {
     emitPackedGemv(shape, *gemv.config, name, m.str(), dims, source);
-    if (failed(pushPacked(name, *gemv.config, std::min(shape.upperM, gemvRows),
-                          gemvWhen)))
-      return kernel.emitOpError("has a size that overflows");
+    if (failed(pushPackedLaunches(kernel, name, *gemv.config, m, shape.n,
+                                  std::min(shape.upperM, gemvRows), gemvWhen,
+                                  packedInputs, bias, residual)))
+      return failure();
   }
   if (mma.config) {
     emitPackedGemm(shape, *mma.config, name + "_mma", m.str(), dims, source);
-    if (failed(pushPacked(name + "_mma", *mma.config, mma.mostRows, mmaWhen)))
-      return kernel.emitOpError("has a size that overflows");
+    if (failed(pushPackedLaunches(kernel, name + "_mma", *mma.config, m,
+                                  shape.n, mma.mostRows, mmaWhen, packedInputs,
+                                  bias, residual)))
+      return failure();
   }
   if (!unpackedRuns)
     return std::optional<UnpackedWeights>();

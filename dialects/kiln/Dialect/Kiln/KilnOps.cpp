@@ -3,6 +3,7 @@
 #include "kiln/Dialect/Kiln/KilnOps.h"
 
 #include "kiln/Dialect/Kiln/KilnDialect.h"
+#include "kiln/Dialect/Kiln/QuantizedActivations.h"
 #include "kiln/Dialect/Kiln/RowBias.h"
 #include "mlir/IR/OpImplementation.h"
 
@@ -251,21 +252,42 @@ static LogicalResult verifyGemmEpilogue(KernelOp kernel,
              << " inputs";
   auto ops = body.without_terminator();
   auto it = ops.begin();
-  // Block-quantized weights: a dequantize (the first op, so of the
-  // kernel's inputs), which the product reads as its transposed right
-  // operand.
-  auto dequantize =
-      it == ops.end() ? DequantizeOp() : dyn_cast<DequantizeOp>(*it);
-  if (dequantize)
-    ++it;
-  auto matmul = it == ops.end() ? MatmulOp() : dyn_cast<MatmulOp>(*it);
+  // Before the product, in either order: block-quantized weights'
+  // dequantize (of the kernel's inputs), which the product reads as its
+  // transposed right operand, and with 8-bit weights the dequantization of
+  // 8-bit activations that it reads as its left (QuantizedActivations.h).
+  SmallVector<Operation *> prologue;
+  while (it != ops.end() && !isa<MatmulOp>(*it))
+    prologue.push_back(&*it++);
+  auto matmul = it == ops.end() ? MatmulOp() : cast<MatmulOp>(*it);
+  std::optional<DequantizedActivations> activations =
+      matmul ? dequantizedActivations(matmul.getLhs()) : std::nullopt;
+  DequantizeOp dequantize;
+  bool readsActivations = false;
+  for (Operation *op : prologue) {
+    auto weights = dyn_cast<DequantizeOp>(op);
+    if (weights && !dequantize) {
+      dequantize = weights;
+      continue;
+    }
+    if (!activations || !llvm::is_contained(activations->ops, op))
+      return kernel.emitOpError(
+          "of kind gemm must start with kiln.matmul (after a dequantize of "
+          "its weights and of its 8-bit activations)");
+    readsActivations = true;
+  }
   if (!matmul)
     return kernel.emitOpError("of kind gemm must start with kiln.matmul "
-                              "(after a dequantize of its weights)");
+                              "(after a dequantize of its weights and of its "
+                              "8-bit activations)");
   if (dequantize && (matmul.getRhs() != dequantize.getResult() ||
                      !matmul.getTransposeRhs() || matmul.getTransposeLhs()))
     return kernel.emitOpError("of kind gemm must multiply by the transpose "
                               "of the weights it dequantizes");
+  if (readsActivations &&
+      (!dequantize || dequantize.getBits() != 8 || dequantize.isFloat8()))
+    return kernel.emitOpError("of kind gemm dequantizes 8-bit activations "
+                              "for 8-bit integer weights only");
   ++it;
   Value last = matmul.getResult();
   auto skipReshapes = [&]() {

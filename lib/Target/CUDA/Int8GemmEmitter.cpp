@@ -1,0 +1,268 @@
+//===- Int8GemmEmitter.cpp - 8-bit integers on the tensor cores -----------===//
+//
+// The product of a Q/DQ graph's 8-bit activations and 8-bit weights
+// (ONNX Runtime's quantize_static, quantization-aware training exports):
+// activations quantized per tensor (scale s_a, zero point z_a), weights
+// signed and symmetric with a scale s_w per column of the product. Each
+// element of the dequantized product is
+//
+//   sum_k (q_a - z_a) s_a * q_w s_w = s_a s_w (sum_k q_a q_w - z_a sum_k q_w)
+//
+// so the kernel multiplies the bytes themselves (mma.sync m16n8k32 .s8,
+// exact 32-bit sums) and scales each sum once: half the bytes of A that a
+// 16-bit GEMM reads, a quarter of an fp32 one, and twice the tensor cores'
+// 16-bit rate. The sums are exact where the float products' are rounded,
+// so the result is within the float product's own rounding of it.
+//
+// Unsigned activations are read as signed ones less 128 (their bytes with
+// the top bit flipped), and their zero point less 128 too, which keeps
+// q_a - z_a. A column's sum of its weights, which the zero point
+// multiplies, comes from the tensor cores as well: the product of a
+// fragment of ones (zeros past K) with the same B fragments.
+//
+// The layout is the packed GEMM's (PackedGemmEmitter.cpp): a tileM x 64
+// tile of C a block, four warps of 16 columns side by side, K in steps of
+// 64 bytes staged by cp.async into two buffers, the weights' packed rows as
+// they are stored (kiln.dequantize's bytes, q + 128); split K adds its
+// scaled partial sums in the packed kernels' combine.
+//
+//===----------------------------------------------------------------------===//
+
+#include "GemmEmitter.h"
+#include "GemmParts.h"
+
+#include "llvm/Support/MathExtras.h"
+
+#include <algorithm>
+#include <cassert>
+
+namespace kiln {
+
+namespace {
+
+using gemm::substitute;
+
+/// The blocks a split aims for, two an SM.
+constexpr int64_t kBlocksWanted = 2 * kGemmTargetSMs;
+/// The fewest k tiles of 64 bytes a split keeps.
+constexpr int64_t kLeastTilesPerSplit = 4;
+
+constexpr const char *kMainKernel = R"cuda(
+// Kiln integer GEMM: a $TILE_M x 64 tile of C a block, 8-bit activations times
+// signed 8-bit weights (mma.sync m16n8k32 .s8, 32-bit sums), each sum scaled by
+// the activations' scale and its column's; four warps of 16 columns, K in steps
+// of 64 bytes staged by cp.async into two buffers; $SPLIT splits of K.
+extern "C" __global__ void __launch_bounds__(128) $NAME(
+    const unsigned char *__restrict__ a, const unsigned char *__restrict__ packed,
+    const $ELEMENT *__restrict__ scales, const $ELEMENT *__restrict__ a_scale$A_ZERO_PARAMETER$BIAS_PARAMETER$RESIDUAL_PARAMETER,
+    $ELEMENT *__restrict__ c$PARTIALS_PARAMETER$DIMS) {
+  kiln_pdl_enter();
+  const long long m = $EXTENT_M, n = $EXTENT_N, k = $EXTENT_K;
+  const long long row_bytes = $ROW_BYTES;
+  // 16 bytes past each row shift the next row's banks.
+  __shared__ __align__(16) unsigned char sa[2][$TILE_M][64 + 16];
+  __shared__ __align__(16) unsigned char sq[2][64][64 + 16];
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const long long row0 = (long long)blockIdx.y * $TILE_M, col0 = (long long)blockIdx.x * 64;
+  const long long split = blockIdx.z;
+  // This block's k tiles; past K, A reads zeros.
+  const long long k_tiles = (k + 63) / 64;
+  const long long per_split = (k_tiles + $SPLIT - 1) / $SPLIT;
+  const long long kt_begin = split * per_split;
+  const long long kt_end = kt_begin + per_split < k_tiles ? kt_begin + per_split : k_tiles;
+  int acc[$M_TILES][2][4];
+  #pragma unroll
+  for (int mt = 0; mt < $M_TILES; ++mt)
+    #pragma unroll
+    for (int nt = 0; nt < 2; ++nt)
+      #pragma unroll
+      for (int i = 0; i < 4; ++i)
+        acc[mt][nt][i] = 0;$COLUMN_SUM_DECLARATION
+  if (kt_begin < kt_end) {
+    const int st = 0;
+    const long long kn = kt_begin;
+$STAGE_TILE
+    kiln_cp_async_commit();
+  }
+  for (long long kt = kt_begin; kt < kt_end; ++kt) {
+    const int s = (int)((kt - kt_begin) & 1);
+    // The next tile streams in while this one is multiplied; the barrier
+    // at the end of the last step freed its buffer.
+    if (kt + 1 < kt_end) {
+      const int st = s ^ 1;
+      const long long kn = kt + 1;
+$STAGE_TILE
+    }
+    kiln_cp_async_commit();
+    kiln_cp_async_wait<1>();
+    __syncthreads();
+    #pragma unroll
+    for (int kk = 0; kk < 2; ++kk) {
+      // A's fragment (bytes 4t..4t+3 and 16 on, of rows g and g + 8) is
+      // what ldmatrix gives of 8 x 16-byte matrices.
+      unsigned af[$M_TILES][4];$LIVE
+      #pragma unroll
+      for (int mt = 0; mt < $M_TILES; ++mt) {
+        kiln_ldmatrix_x4(af[mt], &sa[s][mt * 16 + (lane & 15)][kk * 32 + (lane >> 4) * 16]);$FLIP_A
+      }
+      #pragma unroll
+      for (int nt = 0; nt < 2; ++nt) {
+        // Column lane / 4's bytes 4t..4t+3 and 16 on, stored q + 128.
+        const unsigned char *q = &sq[s][warp * 16 + nt * 8 + (lane >> 2)][kk * 32 + 4 * (lane & 3)];
+        const unsigned bf[2] = {*reinterpret_cast<const unsigned *>(q) ^ 0x80808080u,
+                                *reinterpret_cast<const unsigned *>(q + 16) ^ 0x80808080u};
+        #pragma unroll
+        for (int mt = 0; mt < $M_TILES; ++mt)
+          kiln_mma_m16n8k32_s8(acc[mt][nt], af[mt], bf, acc[mt][nt]);$ONES$SUM_COLUMNS
+      }
+    }
+    __syncthreads();
+  }
+  // Accumulator i of an m16n8 tile is row lane / 4 (+ 8 for i >= 2),
+  // column 2 (lane % 4) + i % 2.
+  const float activation_scale = $TO_FLOAT(a_scale[0]);$ZERO_LOCAL
+  const $ELEMENT *r_mat = $R_MAT;$BIAS_LOCAL
+  $ELEMENT *c_mat = c;
+  #pragma unroll
+  for (int mt = 0; mt < $M_TILES; ++mt)
+    #pragma unroll
+    for (int nt = 0; nt < 2; ++nt)
+      #pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const long long row = row0 + mt * 16 + (lane >> 2) + (i >> 1) * 8;
+        const long long col = col0 + warp * 16 + nt * 8 + (lane & 3) * 2 + (i & 1);
+        if (row >= m || col >= n)
+          continue;
+        const int sum = acc[mt][nt][i]$LESS_ZERO;
+        float v = __fmul_rn(__fmul_rn((float)sum, activation_scale), $TO_FLOAT(scales[col]));
+$STORE
+      }
+}
+)cuda";
+
+/// The staging of k tile `kn` into buffer `st`: A's rows and each column's
+/// packed row, 16-byte chunks (K is whole chunks; zeros past m, k and n).
+/// Unrolled, as the mma form's staging is (GemmEmitter.cpp says why).
+constexpr const char *kStageTile = R"cuda(    {
+      const long long k0 = kn * 64;
+      #pragma unroll
+      for (int i = 0; i < ($TILE_M * 4 + 127) / 128; ++i) {
+        const int e = tid + i * 128;
+        if (($TILE_M * 4) % 128 != 0 && e >= $TILE_M * 4)
+          break;
+        const int r = e / 4, cb = e % 4 * 16;
+        const long long gr = row0 + r, gk = k0 + cb;
+        const unsigned bytes = gr < m && gk < k ? 16u : 0u;
+        kiln_cp_async_16(&sa[st][r][cb], bytes ? a + gr * k + gk : a, bytes);
+      }
+      #pragma unroll
+      for (int i = 0; i < 2; ++i) {
+        const int e = tid + i * 128;
+        const int r = e / 4, cb = e % 4 * 16;
+        const long long col = col0 + r, at = k0 + cb;
+        const unsigned bytes = col < n && at < row_bytes ? 16u : 0u;
+        kiln_cp_async_16(&sq[st][r][cb], bytes ? packed + col * row_bytes + at : packed, bytes);
+      }
+    })cuda";
+
+} // namespace
+
+GemmConfig chooseInt8Gemm(const Int8GemmShape &shape) {
+  assert(shape.k % 16 == 0 && "A's rows are whole 16-byte chunks");
+  // Enough rows a block that the weights are read once for the most rows
+  // of the range, up to 64 (four m-tiles a warp).
+  int64_t tileM = std::clamp<int64_t>(llvm::PowerOf2Ceil(shape.upperM), 16, 64);
+  GemmConfig config = {GemmForm::Mma, tileM, 64, 64, 1, 4, 1};
+  int64_t tiles = llvm::divideCeil(shape.k, 64);
+  int64_t blocks = llvm::divideCeil(std::max<int64_t>(1, shape.leastM), tileM) *
+                   llvm::divideCeil(shape.n, 64);
+  while (blocks * config.splitK < kBlocksWanted &&
+         config.splitK * 2 <= kGemmMostSplits &&
+         tiles / (config.splitK * 2) >= kLeastTilesPerSplit)
+    config.splitK *= 2;
+  return config;
+}
+
+void emitInt8Gemm(const Int8GemmShape &shape, const GemmConfig &config,
+                  const std::string &name, const std::string &rows,
+                  const std::string &dims, llvm::raw_ostream &os) {
+  assert(config.form == GemmForm::Mma && config.tileN == 64 &&
+         config.tileK == 64 && config.warpsM == 1 && config.warpsN == 4 &&
+         config.tileM % 16 == 0 && config.tileM <= 64 &&
+         "the integer GEMM's layout");
+  auto str = [](int64_t v) { return std::to_string(v); };
+  // The epilogue's placeholders are the packed kernels' (one block a row of
+  // signed bytes with no zero points, which the epilogue does not read).
+  PackedGemvShape packed;
+  packed.dtype = shape.dtype;
+  packed.n = shape.n;
+  packed.k = shape.k;
+  packed.bits = 8;
+  packed.blockSize = shape.rowBytes;
+  packed.blocks = 1;
+  packed.bias = shape.bias;
+  packed.residual = shape.residual;
+  packed.activation = shape.activation;
+  std::vector<std::pair<std::string, std::string>> values =
+      gemm::packedValues(packed, config.splitK, name, rows, dims);
+  std::string element = gemm::spellingOf(shape.dtype).type;
+  bool zero = shape.zeroPoint;
+  values.insert(
+      values.end(),
+      {{"$TILE_M", str(config.tileM)},
+       {"$M_TILES", str(config.tileM / 16)},
+       {"$STAGE_TILE", kStageTile},
+       {"$A_ZERO_PARAMETER",
+        zero ? ", const " + element + " *__restrict__ a_zero" : ""},
+       {"$LIVE",
+        shape.unsignedActivations || zero
+            ? "\n      // Which of the lane's bytes of A are before K (K is "
+              "whole 16-byte\n      // chunks: a lane's four are all in or "
+              "all out); past it A and B\n      // read zeros, which the "
+              "steps below must keep.\n"
+              "      unsigned live[4];\n"
+              "      #pragma unroll\n"
+              "      for (int i = 0; i < 4; ++i)\n"
+              "        live[i] = kt * 64 + kk * 32 + 4 * (lane & 3) + (i >> "
+              "1) * 16 < k ? 0xffffffffu : 0u;"
+            : ""},
+       {"$FLIP_A",
+        shape.unsignedActivations
+            ? "\n        // Unsigned bytes read as signed ones less 128.\n"
+              "        #pragma unroll\n"
+              "        for (int i = 0; i < 4; ++i)\n"
+              "          af[mt][i] ^= 0x80808080u & live[i];"
+            : ""},
+       {"$COLUMN_SUM_DECLARATION",
+        zero ? "\n  // Each column's sum of its weights over this split's K "
+               "(every row\n  // of an m16n8 tile holds it), for the zero "
+               "point.\n"
+               "  int col_sum[2][4] = {{0, 0, 0, 0}, {0, 0, 0, 0}};"
+             : ""},
+       {"$ONES", zero ? "\n        // A row of ones before K: the column's "
+                        "sum.\n"
+                        "        const unsigned ones[4] = {0x01010101u & "
+                        "live[0], 0x01010101u & live[1],\n"
+                        "                                  0x01010101u & "
+                        "live[2], 0x01010101u & live[3]};"
+                      : ""},
+       {"$SUM_COLUMNS",
+        zero ? "\n        kiln_mma_m16n8k32_s8(col_sum[nt], ones, bf, "
+               "col_sum[nt]);"
+             : ""},
+       {"$ZERO_LOCAL",
+        zero ? std::string("\n  // Whole: a cast of an 8-bit integer.\n"
+                           "  const int activation_zero = "
+                           "(int)$TO_FLOAT(a_zero[0])") +
+                   (shape.unsignedActivations ? " - 128" : "") + ";"
+             : ""},
+       {"$LESS_ZERO", zero ? " - activation_zero * col_sum[nt][i]" : ""},
+       {"$STORE", config.splitK > 1
+                      ? "        partials[(split * m + row) * n + col] = v;"
+                      : "$FINISH"}});
+  os << substitute(kMainKernel, values);
+  if (config.splitK > 1)
+    os << substitute(gemm::kPackedCombineKernel, values);
+}
+
+} // namespace kiln

@@ -1,0 +1,95 @@
+//===- PlanInt8Matmuls.cpp - the plan's steps of 8-bit products -----------===//
+//
+// PlanBuilder's steps for a GEMM kernel that multiplies 8-bit activations
+// by 8-bit weights: kiln-fuse put in it the activations' dequantization
+// (QuantizedActivations.h) and the weights' kiln.dequantize, so the kernel
+// reads both as the bytes they are. The integer GEMM
+// (Int8GemmEmitter.cpp) runs it at every row count, a launch step as the
+// packed kernels' are; its epilogue is the GEMM kernel's.
+//
+//===----------------------------------------------------------------------===//
+
+#include "PlanBuilder.h"
+
+#include "EmitterSupport.h"
+#include "GemmEmitter.h"
+#include "kiln/Dialect/Kiln/SymbolicShapes.h"
+
+using namespace mlir;
+
+namespace kiln::detail {
+
+LogicalResult
+PlanBuilder::addInt8Gemm(KernelOp kernel, MatmulOp matmul,
+                         DequantizeOp dequantize,
+                         const DequantizedActivations &activations,
+                         const MatmulPlan &plan, llvm::raw_ostream &source) {
+  // kiln-fuse took these ops whole, so each operand is a kernel input.
+  auto outside = [&](Value v) -> std::optional<uint32_t> {
+    auto arg = dyn_cast<BlockArgument>(v);
+    if (!arg || arg.getOwner() != &kernel.getBody().front())
+      return std::nullopt;
+    return bufferOf.at(kernel.getInputs()[arg.getArgNumber()]);
+  };
+  Type element = matmul.getType().getElementType();
+  auto ofProduct = [&](Value v) {
+    return v && getElementTypeOrSelf(v.getType()) == element;
+  };
+  std::optional<uint32_t> a = outside(activations.quantized),
+                          packed = outside(dequantize.getPacked()),
+                          scales = outside(dequantize.getScales()),
+                          scale = outside(activations.scale);
+  std::optional<uint32_t> zero;
+  if (activations.zero)
+    zero = outside(activations.zero);
+  if (!a || !packed || !scales || !scale ||
+      (activations.zero && (!zero || !ofProduct(activations.zero))) ||
+      !ofProduct(activations.scale) || !ofProduct(dequantize.getScales()))
+    return kernel.emitOpError("of kind gemm needs its 8-bit operands, their "
+                              "scales and zero point as its inputs, of the "
+                              "product's type");
+  const rt::MatmulStep &step = plan.step;
+  if (step.batch != 1 || step.outerBatch != 1)
+    return kernel.emitOpError("of kind gemm of 8-bit operands needs its A to "
+                              "be one matrix of rows on the CUDA target");
+  const Size &m = plan.sizes[1];
+  GemmEpilogueAttr epilogue = kernel.getEpilogueAttr();
+  Int8GemmShape shape;
+  shape.dtype = step.dtype;
+  shape.leastM = lowerBound(m.getExpr(), dimRangesOf(func)).value_or(1);
+  shape.upperM = m.upper();
+  shape.n = plan.sizes[2].upper();
+  shape.k = plan.sizes[3].upper();
+  shape.rowBytes = dequantize.getBlockBytes();
+  shape.unsignedActivations = isUnsignedActivation(activations.quantized);
+  shape.zeroPoint = activations.zero != nullptr;
+  shape.bias = epilogue.getBias() >= 0;
+  shape.residual = epilogue.getResidual() >= 0;
+  shape.activation = step.activation;
+  if (shape.k % 16 != 0 || shape.rowBytes % 16 != 0 ||
+      dequantize.getBlockCount() != 1)
+    return kernel.emitOpError("of kind gemm of 8-bit operands needs rows of "
+                              "whole 16-byte chunks and one scale a row");
+
+  std::string dims;
+  for (StringRef dim : dimNamesOf(func))
+    dims += ", long long " + dimParameterName(dim);
+  std::optional<uint32_t> bias, residual;
+  if (shape.bias)
+    bias = bufferOf.at(kernel.getInputs()[epilogue.getBias()]);
+  if (shape.residual)
+    residual = bufferOf.at(kernel.getInputs()[epilogue.getResidual()]);
+  SmallVector<uint32_t> inputs = {*a, *packed, *scales, *scale};
+  if (zero)
+    inputs.push_back(*zero);
+  // The op's launches share one index (kiln_<family>_<index>_<part>, which
+  // the report's roofline reads).
+  std::string name =
+      "kiln_gemmi8_" + std::to_string(artifact.kernelNames.size());
+  GemmConfig config = chooseInt8Gemm(shape);
+  emitInt8Gemm(shape, config, name, m.str(), dims, source);
+  return pushPackedLaunches(kernel, name, config, m, shape.n, shape.upperM, {},
+                            inputs, bias, residual);
+}
+
+} // namespace kiln::detail
