@@ -317,6 +317,35 @@ func.func @gemm_starts_elsewhere(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>) -> te
 
 // -----
 
+func.func @gemm_int8_activations_with_4bit_weights(%x: tensor<4x32xi8>, %q: tensor<8x1x16xui8>, %s: tensor<8x1xf32>, %sa: tensor<f32>) -> tensor<4x8xf32> {
+  // expected-error@+1 {{of kind gemm dequantizes 8-bit activations for 8-bit integer weights only}}
+  %0 = kiln.kernel gemm (%x, %q, %s, %sa) {epilogue = #kiln.gemm_epilogue<>} : (tensor<4x32xi8>, tensor<8x1x16xui8>, tensor<8x1xf32>, tensor<f32>) -> tensor<4x8xf32> {
+  ^bb0(%a: tensor<4x32xi8>, %bq: tensor<8x1x16xui8>, %bs: tensor<8x1xf32>, %as: tensor<f32>):
+    %af = kiln.cast %a : tensor<4x32xi8> -> tensor<4x32xf32>
+    %ad = kiln.mul %af, %as : (tensor<4x32xf32>, tensor<f32>) -> tensor<4x32xf32>
+    %w = kiln.dequantize %bq, %bs {bits = 4 : i64, block_size = 32 : i64} : (tensor<8x1x16xui8>, tensor<8x1xf32>) -> tensor<8x32xf32>
+    %p = kiln.matmul %ad, %w {transpose_rhs = true} : (tensor<4x32xf32>, tensor<8x32xf32>) -> tensor<4x8xf32>
+    kiln.yield %p : tensor<4x8xf32>
+  }
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @gemm_int8_activations_without_weights(%x: tensor<4x32xi8>, %w: tensor<32x8xf32>, %sa: tensor<f32>) -> tensor<4x8xf32> {
+  // expected-error@+1 {{of kind gemm dequantizes 8-bit activations for 8-bit integer weights only}}
+  %0 = kiln.kernel gemm (%x, %w, %sa) {epilogue = #kiln.gemm_epilogue<>} : (tensor<4x32xi8>, tensor<32x8xf32>, tensor<f32>) -> tensor<4x8xf32> {
+  ^bb0(%a: tensor<4x32xi8>, %b: tensor<32x8xf32>, %as: tensor<f32>):
+    %af = kiln.cast %a : tensor<4x32xi8> -> tensor<4x32xf32>
+    %ad = kiln.mul %af, %as : (tensor<4x32xf32>, tensor<f32>) -> tensor<4x32xf32>
+    %p = kiln.matmul %ad, %b : (tensor<4x32xf32>, tensor<32x8xf32>) -> tensor<4x8xf32>
+    kiln.yield %p : tensor<4x8xf32>
+  }
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
 func.func @gemm_dequantized_not_transposed(%x: tensor<4x8xf16>, %q: tensor<8x1x16xui8>, %s: tensor<8x1xf16>) -> tensor<4x32xf16> {
   // expected-error@+1 {{of kind gemm must multiply by the transpose of the weights it dequantizes}}
   %0 = kiln.kernel gemm (%x, %q, %s) {epilogue = #kiln.gemm_epilogue<>} : (tensor<4x8xf16>, tensor<8x1x16xui8>, tensor<8x1xf16>) -> tensor<4x32xf16> {

@@ -583,6 +583,88 @@ func.func @negative_gemm_dequantize_f32(%a: tensor<3x64xf32>, %q: tensor<8x2x16x
 
 // -----
 
+// 8-bit activations (a Q/DQ graph's DequantizeLinear per tensor, its zero
+// point a cast of int8) times symmetric int8 weights with a scale a column:
+// each product's GEMM kernel takes its own copy of the activations'
+// dequantization, so both read the int8 tensor itself.
+// CHECK-LABEL: func @gemm_int8_activations
+// CHECK: %[[ZERO:.*]] = kiln.kernel  elementwise(%arg3)
+// CHECK: kiln.kernel  gemm(%arg1, %arg2, %arg0, %[[ZERO]], %arg4) {epilogue = #kiln.gemm_epilogue<>}
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: kiln.dequantize
+// CHECK-NEXT: kiln.cast %{{.*}} : tensor<3x32xi8> -> tensor<3x32xf32>
+// CHECK-NEXT: kiln.sub
+// CHECK-NEXT: kiln.mul
+// CHECK-NEXT: kiln.matmul
+// CHECK: kiln.kernel  gemm(%arg0, %[[ZERO]], %arg4, %arg5, %arg2)
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: kiln.cast
+// CHECK-NEXT: kiln.sub
+// CHECK-NEXT: kiln.mul
+// CHECK-NEXT: kiln.dequantize
+// CHECK-NEXT: kiln.matmul
+func.func @gemm_int8_activations(%x: tensor<3x32xi8>, %q: tensor<8x1x32xui8>, %s: tensor<8x1xf32>, %z: tensor<i8>, %sa: tensor<f32>, %q2: tensor<8x1x32xui8>) -> (tensor<3x8xf32>, tensor<3x8xf32>) {
+  %zf = kiln.cast %z : tensor<i8> -> tensor<f32>
+  %xf = kiln.cast %x : tensor<3x32xi8> -> tensor<3x32xf32>
+  %d = kiln.sub %xf, %zf : (tensor<3x32xf32>, tensor<f32>) -> tensor<3x32xf32>
+  %a = kiln.mul %d, %sa : (tensor<3x32xf32>, tensor<f32>) -> tensor<3x32xf32>
+  %w = kiln.dequantize %q, %s {bits = 8 : i64, block_size = 32 : i64} : (tensor<8x1x32xui8>, tensor<8x1xf32>) -> tensor<8x32xf32>
+  %m = kiln.matmul %a, %w {transpose_rhs = true} : (tensor<3x32xf32>, tensor<8x32xf32>) -> tensor<3x8xf32>
+  %w2 = kiln.dequantize %q2, %s {bits = 8 : i64, block_size = 32 : i64} : (tensor<8x1x32xui8>, tensor<8x1xf32>) -> tensor<8x32xf32>
+  %n = kiln.matmul %a, %w2 {transpose_rhs = true} : (tensor<3x32xf32>, tensor<8x32xf32>) -> tensor<3x8xf32>
+  return %m, %n : tensor<3x8xf32>, tensor<3x8xf32>
+}
+
+// -----
+
+// negative_: int8 weights with zero points (asymmetric) keep the float
+// product: the activations' dequantization is an elementwise kernel of its
+// own, the fp32 product a plain step over unpacked weights.
+// CHECK-LABEL: func @negative_gemm_int8_weight_zero_points
+// CHECK-NOT: kiln.kernel  gemm
+// CHECK: kiln.kernel  elementwise
+// CHECK: kiln.matmul
+func.func @negative_gemm_int8_weight_zero_points(%x: tensor<3x32xi8>, %q: tensor<8x1x32xui8>, %s: tensor<8x1xf32>, %wz: tensor<8x1xui8>, %sa: tensor<f32>) -> tensor<3x8xf32> {
+  %xf = kiln.cast %x : tensor<3x32xi8> -> tensor<3x32xf32>
+  %a = kiln.mul %xf, %sa : (tensor<3x32xf32>, tensor<f32>) -> tensor<3x32xf32>
+  %w = kiln.dequantize %q, %s, %wz {bits = 8 : i64, block_size = 32 : i64} : (tensor<8x1x32xui8>, tensor<8x1xf32>, tensor<8x1xui8>) -> tensor<8x32xf32>
+  %m = kiln.matmul %a, %w {transpose_rhs = true} : (tensor<3x32xf32>, tensor<8x32xf32>) -> tensor<3x8xf32>
+  return %m : tensor<3x8xf32>
+}
+
+// -----
+
+// negative_: an activation zero point that is any float (not a cast of an
+// 8-bit integer, so perhaps not whole) keeps the float product.
+// CHECK-LABEL: func @negative_gemm_int8_float_zero
+// CHECK-NOT: kiln.kernel  gemm
+// CHECK: kiln.matmul
+func.func @negative_gemm_int8_float_zero(%x: tensor<3x32xi8>, %q: tensor<8x1x32xui8>, %s: tensor<8x1xf32>, %zf: tensor<f32>, %sa: tensor<f32>) -> tensor<3x8xf32> {
+  %xf = kiln.cast %x : tensor<3x32xi8> -> tensor<3x32xf32>
+  %d = kiln.sub %xf, %zf : (tensor<3x32xf32>, tensor<f32>) -> tensor<3x32xf32>
+  %a = kiln.mul %d, %sa : (tensor<3x32xf32>, tensor<f32>) -> tensor<3x32xf32>
+  %w = kiln.dequantize %q, %s {bits = 8 : i64, block_size = 32 : i64} : (tensor<8x1x32xui8>, tensor<8x1xf32>) -> tensor<8x32xf32>
+  %m = kiln.matmul %a, %w {transpose_rhs = true} : (tensor<3x32xf32>, tensor<8x32xf32>) -> tensor<3x8xf32>
+  return %m : tensor<3x8xf32>
+}
+
+// -----
+
+// negative_: K = 24, not whole 16-byte chunks of either operand's rows,
+// keeps the float product.
+// CHECK-LABEL: func @negative_gemm_int8_odd_k
+// CHECK-NOT: kiln.kernel  gemm
+// CHECK: kiln.matmul
+func.func @negative_gemm_int8_odd_k(%x: tensor<3x24xi8>, %q: tensor<8x1x24xui8>, %s: tensor<8x1xf32>, %sa: tensor<f32>) -> tensor<3x8xf32> {
+  %xf = kiln.cast %x : tensor<3x24xi8> -> tensor<3x24xf32>
+  %a = kiln.mul %xf, %sa : (tensor<3x24xf32>, tensor<f32>) -> tensor<3x24xf32>
+  %w = kiln.dequantize %q, %s {bits = 8 : i64, block_size = 24 : i64} : (tensor<8x1x24xui8>, tensor<8x1xf32>) -> tensor<8x24xf32>
+  %m = kiln.matmul %a, %w {transpose_rhs = true} : (tensor<3x24xf32>, tensor<8x24xf32>) -> tensor<3x8xf32>
+  return %m : tensor<3x8xf32>
+}
+
+// -----
+
 // Weights that two 16-bit products read: each product's GEMM kernel
 // reads the packed bytes itself (nothing unpacks them into memory).
 // CHECK-LABEL: func @gemm_dequantize_shared

@@ -13,7 +13,7 @@ then a bias:
   y_sym: int8 activations without a zero point (symmetric).
 
 --weights zero-point gives the weights an explicit zero point of 3 a column,
---weights blocked scales them in blocks of 32 along K: forms the integer
+--weights blocked scales them in blocks of 16 along K: forms the integer
 GEMM does not take.
 """
 import sys
@@ -49,8 +49,8 @@ def add(name, activation_type, zero_point):
     w = rng.integers(-127, 128, (K, N), dtype=np.int8)
     weights.append(numpy_helper.from_array(w, name + "_w"))
     if form == "blocked":
-        s = (rng.random((K // 32, N)) * 0.01 + 0.002).astype(np.float32)
-        attrs = {"axis": 0, "block_size": 32}
+        s = (rng.random((K // 16, N)) * 0.01 + 0.002).astype(np.float32)
+        attrs = {"axis": 0, "block_size": 16}
     else:
         s = (rng.random(N) * 0.01 + 0.002).astype(np.float32)
         attrs = {"axis": 1}
