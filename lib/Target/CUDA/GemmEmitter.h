@@ -163,8 +163,9 @@ void emitPackedGemm(const PackedGemvShape &shape, const GemmConfig &config,
 /// `rowBytes` packed bytes, kiln.dequantize's q + 128), as the integer GEMM
 /// (Int8GemmEmitter.cpp) sees it. K is whole 16-byte chunks.
 struct Int8GemmShape {
-  /// The product's element type: F32, F16 or BF16.
-  rt::DType dtype = rt::DType::F32;
+  /// The product's element type, and the activations' scale's and zero
+  /// point's: F32, F16 or BF16.
+  rt::DType dtype = rt::DType::F32, scaleDtype = rt::DType::F32;
   /// Rows of C at the least and the top of the dims' ranges, its columns,
   /// the contracted extent, and the bytes of a packed row (K or more).
   int64_t leastM = 1, upperM = 1, n = 1, k = 16, rowBytes = 16;

@@ -54,7 +54,7 @@ constexpr const char *kMainKernel = R"cuda(
 // of 64 bytes staged by cp.async into two buffers; $SPLIT splits of K.
 extern "C" __global__ void __launch_bounds__(128) $NAME(
     const unsigned char *__restrict__ a, const unsigned char *__restrict__ packed,
-    const $ELEMENT *__restrict__ scales, const $ELEMENT *__restrict__ a_scale$A_ZERO_PARAMETER$BIAS_PARAMETER$RESIDUAL_PARAMETER,
+    const $ELEMENT *__restrict__ scales, const $A_ELEMENT *__restrict__ a_scale$A_ZERO_PARAMETER$BIAS_PARAMETER$RESIDUAL_PARAMETER,
     $ELEMENT *__restrict__ c$PARTIALS_PARAMETER$DIMS) {
   kiln_pdl_enter();
   const long long m = $EXTENT_M, n = $EXTENT_N, k = $EXTENT_K;
@@ -120,7 +120,7 @@ $STAGE_TILE
   }
   // Accumulator i of an m16n8 tile is row lane / 4 (+ 8 for i >= 2),
   // column 2 (lane % 4) + i % 2.
-  const float activation_scale = $TO_FLOAT(a_scale[0]);$ZERO_LOCAL
+  const float activation_scale = $A_TO_FLOAT(a_scale[0]);$ZERO_LOCAL
   const $ELEMENT *r_mat = $R_MAT;$BIAS_LOCAL
   $ELEMENT *c_mat = c;
   #pragma unroll
@@ -205,7 +205,8 @@ void emitInt8Gemm(const Int8GemmShape &shape, const GemmConfig &config,
   packed.activation = shape.activation;
   std::vector<std::pair<std::string, std::string>> values =
       gemm::packedValues(packed, config.splitK, name, rows, dims);
-  std::string element = gemm::spellingOf(shape.dtype).type;
+  gemm::HalfSpelling scaleSpelling = gemm::spellingOf(shape.scaleDtype);
+  std::string scaleElement = scaleSpelling.type;
   bool zero = shape.zeroPoint;
   values.insert(
       values.end(),
@@ -213,7 +214,9 @@ void emitInt8Gemm(const Int8GemmShape &shape, const GemmConfig &config,
        {"$M_TILES", str(config.tileM / 16)},
        {"$STAGE_TILE", kStageTile},
        {"$A_ZERO_PARAMETER",
-        zero ? ", const " + element + " *__restrict__ a_zero" : ""},
+        zero ? ", const " + scaleElement + " *__restrict__ a_zero" : ""},
+       {"$A_ELEMENT", scaleElement},
+       {"$A_TO_FLOAT", scaleSpelling.toFloat},
        {"$LIVE",
         shape.unsignedActivations || zero
             ? "\n      // Which of the lane's bytes of A are before K (K is "
@@ -253,7 +256,7 @@ void emitInt8Gemm(const Int8GemmShape &shape, const GemmConfig &config,
        {"$ZERO_LOCAL",
         zero ? std::string("\n  // Whole: a cast of an 8-bit integer.\n"
                            "  const int activation_zero = "
-                           "(int)$TO_FLOAT(a_zero[0])") +
+                           "(int)$A_TO_FLOAT(a_zero[0])") +
                    (shape.unsignedActivations ? " - 128" : "") + ";"
              : ""},
        {"$LESS_ZERO", zero ? " - activation_zero * col_sum[nt][i]" : ""},

@@ -13,6 +13,7 @@
 
 #include "EmitterSupport.h"
 #include "GemmEmitter.h"
+#include "kiln/ConstantData/RuntimeDType.h"
 #include "kiln/Dialect/Kiln/SymbolicShapes.h"
 
 using namespace mlir;
@@ -42,12 +43,23 @@ PlanBuilder::addInt8Gemm(KernelOp kernel, MatmulOp matmul,
   std::optional<uint32_t> zero;
   if (activations.zero)
     zero = outside(activations.zero);
-  if (!a || !packed || !scales || !scale ||
-      (activations.zero && (!zero || !ofProduct(activations.zero))) ||
-      !ofProduct(activations.scale) || !ofProduct(dequantize.getScales()))
+  // The activations' scale and zero point are of the type the
+  // dequantization computes in (wider than a 16-bit product's, after mixed
+  // precision); the weights' scales of the product's.
+  Type computed = getElementTypeOrSelf(activations.scale.getType());
+  FailureOr<rt::DType> scaleDtype =
+      toRuntimeDType(computed, activations.scale.getLoc());
+  bool scaleTyped = succeeded(scaleDtype) && (*scaleDtype == rt::DType::F32 ||
+                                              *scaleDtype == rt::DType::F16 ||
+                                              *scaleDtype == rt::DType::BF16);
+  if (!a || !packed || !scales || !scale || !scaleTyped ||
+      (activations.zero &&
+       (!zero ||
+        getElementTypeOrSelf(activations.zero.getType()) != computed)) ||
+      !ofProduct(dequantize.getScales()))
     return kernel.emitOpError("of kind gemm needs its 8-bit operands, their "
-                              "scales and zero point as its inputs, of the "
-                              "product's type");
+                              "scales and zero point as its inputs, the "
+                              "weights' scales of the product's type");
   const rt::MatmulStep &step = plan.step;
   if (step.batch != 1 || step.outerBatch != 1)
     return kernel.emitOpError("of kind gemm of 8-bit operands needs its A to "
@@ -56,6 +68,7 @@ PlanBuilder::addInt8Gemm(KernelOp kernel, MatmulOp matmul,
   GemmEpilogueAttr epilogue = kernel.getEpilogueAttr();
   Int8GemmShape shape;
   shape.dtype = step.dtype;
+  shape.scaleDtype = *scaleDtype;
   shape.leastM = lowerBound(m.getExpr(), dimRangesOf(func)).value_or(1);
   shape.upperM = m.upper();
   shape.n = plan.sizes[2].upper();

@@ -22,10 +22,12 @@ namespace kiln {
 
 /// What `(float(quantized) - zero) * scale` is made of: the integers, the
 /// zero point (null where there is none) and the scale, each of the last
-/// two one value; and the ops, the cast first and the multiply last.
+/// two one value; and the ops, the cast first and the multiply last, then
+/// maybe a cast to a narrower float (mixed precision's, before a 16-bit
+/// product; the zero point and scale keep the wider type).
 struct DequantizedActivations {
   mlir::Value quantized, zero, scale;
-  llvm::SmallVector<mlir::Operation *, 3> ops;
+  llvm::SmallVector<mlir::Operation *, 4> ops;
 };
 
 /// Whether `v` is a tensor of one element (a per-tensor scale or zero).
@@ -38,6 +40,17 @@ inline bool holdsOneValue(mlir::Value v) {
 /// float type, per tensor; or none.
 inline std::optional<DequantizedActivations>
 dequantizedActivations(mlir::Value v) {
+  // A narrowing cast last: the dequantization computed in the wider type.
+  auto narrow = v.getDefiningOp<CastOp>();
+  if (narrow) {
+    auto from = llvm::dyn_cast<mlir::FloatType>(
+        mlir::getElementTypeOrSelf(narrow.getInput().getType()));
+    auto to = llvm::dyn_cast<mlir::FloatType>(
+        mlir::getElementTypeOrSelf(v.getType()));
+    if (!from || !to || from.getWidth() <= to.getWidth())
+      return std::nullopt;
+    v = narrow.getInput();
+  }
   auto mul = v.getDefiningOp<MulOp>();
   if (!mul)
     return std::nullopt;
@@ -68,6 +81,8 @@ dequantizedActivations(mlir::Value v) {
     if (sub)
       result.ops.push_back(sub);
     result.ops.push_back(mul);
+    if (narrow)
+      result.ops.push_back(narrow);
     return result;
   }
   return std::nullopt;
