@@ -369,7 +369,8 @@ struct Int8Operands {
 /// transposed dequantize of signed 8-bit weights with one scale a column
 /// of the product and no zero point (symmetric, as TensorRT and
 /// onnxruntime's quantize_static write them), K whole 16-byte chunks (both
-/// operands' rows are copied 16 bytes at a time). Or none.
+/// operands' rows are copied 16 bytes at a time), neither operand's bytes a
+/// graph input. Or none.
 std::optional<Int8Operands> int8Operands(MatmulOp matmul) {
   auto weights = matmul.getRhs().getDefiningOp<DequantizeOp>();
   Type element = matmul.getType().getElementType();
@@ -382,6 +383,16 @@ std::optional<Int8Operands> int8Operands(MatmulOp matmul) {
   std::optional<DequantizedActivations> activations =
       dequantizedActivations(matmul.getLhs());
   if (!activations)
+    return std::nullopt;
+  // The kernel copies both operands 16 bytes at a time (cp.async): a
+  // caller's buffer (a graph input, seen through its views) need not be
+  // aligned for it, as the arena's and the weights' are.
+  auto isGraphInput = [](Value v) {
+    while (auto view = v.getDefiningOp<ReshapeOp>())
+      v = view.getInput();
+    return isa<BlockArgument>(v);
+  };
+  if (isGraphInput(activations->quantized) || isGraphInput(weights.getPacked()))
     return std::nullopt;
   if (Value zero = activations->zero) {
     auto widen = zero.getDefiningOp<CastOp>();

@@ -586,26 +586,31 @@ func.func @negative_gemm_dequantize_f32(%a: tensor<3x64xf32>, %q: tensor<8x2x16x
 // 8-bit activations (a Q/DQ graph's DequantizeLinear per tensor, its zero
 // point a cast of int8) times symmetric int8 weights with a scale a column:
 // each product's GEMM kernel takes its own copy of the activations'
-// dequantization, so both read the int8 tensor itself.
+// dequantization, so both read the int8 tensor itself (which a kernel
+// before them writes: a graph input's bytes are not taken).
 // CHECK-LABEL: func @gemm_int8_activations
-// CHECK: %[[ZERO:.*]] = kiln.kernel  elementwise(%arg3)
-// CHECK: kiln.kernel  gemm(%arg1, %arg2, %arg0, %[[ZERO]], %arg4) {epilogue = #kiln.gemm_epilogue<>}
+// CHECK: %[[ZERO:.*]] = kiln.kernel  elementwise(%arg2)
+// CHECK: %[[Q:.*]] = kiln.kernel  elementwise(%arg0)
+// CHECK: kiln.kernel  gemm(%{{.*}}, %arg1, %[[Q]], %[[ZERO]], %arg3) {epilogue = #kiln.gemm_epilogue<>}
 // CHECK-NEXT: ^bb0
 // CHECK-NEXT: kiln.dequantize
 // CHECK-NEXT: kiln.cast %{{.*}} : tensor<3x32xi8> -> tensor<3x32xf32>
 // CHECK-NEXT: kiln.sub
 // CHECK-NEXT: kiln.mul
 // CHECK-NEXT: kiln.matmul
-// CHECK: kiln.kernel  gemm(%arg0, %[[ZERO]], %arg4, %arg5, %arg2)
+// CHECK: kiln.kernel  gemm(%[[Q]], %[[ZERO]], %arg3, %{{.*}}, %arg1)
 // CHECK-NEXT: ^bb0
 // CHECK-NEXT: kiln.cast
 // CHECK-NEXT: kiln.sub
 // CHECK-NEXT: kiln.mul
 // CHECK-NEXT: kiln.dequantize
 // CHECK-NEXT: kiln.matmul
-func.func @gemm_int8_activations(%x: tensor<3x32xi8>, %q: tensor<8x1x32xui8>, %s: tensor<8x1xf32>, %z: tensor<i8>, %sa: tensor<f32>, %q2: tensor<8x1x32xui8>) -> (tensor<3x8xf32>, tensor<3x8xf32>) {
+func.func @gemm_int8_activations(%x: tensor<3x32xf32>, %s: tensor<8x1xf32>, %z: tensor<i8>, %sa: tensor<f32>) -> (tensor<3x8xf32>, tensor<3x8xf32>) {
+  %q = kiln.constant dense<131> : tensor<8x1x32xui8>
+  %q2 = kiln.constant dense<120> : tensor<8x1x32xui8>
   %zf = kiln.cast %z : tensor<i8> -> tensor<f32>
-  %xf = kiln.cast %x : tensor<3x32xi8> -> tensor<3x32xf32>
+  %xq = kiln.cast %x : tensor<3x32xf32> -> tensor<3x32xi8>
+  %xf = kiln.cast %xq : tensor<3x32xi8> -> tensor<3x32xf32>
   %d = kiln.sub %xf, %zf : (tensor<3x32xf32>, tensor<f32>) -> tensor<3x32xf32>
   %a = kiln.mul %d, %sa : (tensor<3x32xf32>, tensor<f32>) -> tensor<3x32xf32>
   %w = kiln.dequantize %q, %s {bits = 8 : i64, block_size = 32 : i64} : (tensor<8x1x32xui8>, tensor<8x1xf32>) -> tensor<8x32xf32>
@@ -617,6 +622,23 @@ func.func @gemm_int8_activations(%x: tensor<3x32xi8>, %q: tensor<8x1x32xui8>, %s
 
 // -----
 
+// negative_: int8 activations that are a graph input (a caller's buffer
+// need not be aligned for the kernel's 16-byte copies) keep the float
+// product.
+// CHECK-LABEL: func @negative_gemm_int8_input
+// CHECK-NOT: kiln.kernel  gemm
+// CHECK: kiln.matmul
+func.func @negative_gemm_int8_input(%x: tensor<3x32xi8>, %s: tensor<8x1xf32>, %sa: tensor<f32>) -> tensor<3x8xf32> {
+  %q = kiln.constant dense<131> : tensor<8x1x32xui8>
+  %xf = kiln.cast %x : tensor<3x32xi8> -> tensor<3x32xf32>
+  %a = kiln.mul %xf, %sa : (tensor<3x32xf32>, tensor<f32>) -> tensor<3x32xf32>
+  %w = kiln.dequantize %q, %s {bits = 8 : i64, block_size = 32 : i64} : (tensor<8x1x32xui8>, tensor<8x1xf32>) -> tensor<8x32xf32>
+  %m = kiln.matmul %a, %w {transpose_rhs = true} : (tensor<3x32xf32>, tensor<8x32xf32>) -> tensor<3x8xf32>
+  return %m : tensor<3x8xf32>
+}
+
+// -----
+
 // negative_: int8 weights with zero points (asymmetric) keep the float
 // product: the activations' dequantization is an elementwise kernel of its
 // own, the fp32 product a plain step over unpacked weights.
@@ -624,7 +646,9 @@ func.func @gemm_int8_activations(%x: tensor<3x32xi8>, %q: tensor<8x1x32xui8>, %s
 // CHECK-NOT: kiln.kernel  gemm
 // CHECK: kiln.kernel  elementwise
 // CHECK: kiln.matmul
-func.func @negative_gemm_int8_weight_zero_points(%x: tensor<3x32xi8>, %q: tensor<8x1x32xui8>, %s: tensor<8x1xf32>, %wz: tensor<8x1xui8>, %sa: tensor<f32>) -> tensor<3x8xf32> {
+func.func @negative_gemm_int8_weight_zero_points(%x0: tensor<3x32xf32>, %s: tensor<8x1xf32>, %wz: tensor<8x1xui8>, %sa: tensor<f32>) -> tensor<3x8xf32> {
+  %q = kiln.constant dense<131> : tensor<8x1x32xui8>
+  %x = kiln.cast %x0 : tensor<3x32xf32> -> tensor<3x32xi8>
   %xf = kiln.cast %x : tensor<3x32xi8> -> tensor<3x32xf32>
   %a = kiln.mul %xf, %sa : (tensor<3x32xf32>, tensor<f32>) -> tensor<3x32xf32>
   %w = kiln.dequantize %q, %s, %wz {bits = 8 : i64, block_size = 32 : i64} : (tensor<8x1x32xui8>, tensor<8x1xf32>, tensor<8x1xui8>) -> tensor<8x32xf32>
@@ -639,7 +663,9 @@ func.func @negative_gemm_int8_weight_zero_points(%x: tensor<3x32xi8>, %q: tensor
 // CHECK-LABEL: func @negative_gemm_int8_float_zero
 // CHECK-NOT: kiln.kernel  gemm
 // CHECK: kiln.matmul
-func.func @negative_gemm_int8_float_zero(%x: tensor<3x32xi8>, %q: tensor<8x1x32xui8>, %s: tensor<8x1xf32>, %zf: tensor<f32>, %sa: tensor<f32>) -> tensor<3x8xf32> {
+func.func @negative_gemm_int8_float_zero(%x0: tensor<3x32xf32>, %s: tensor<8x1xf32>, %zf: tensor<f32>, %sa: tensor<f32>) -> tensor<3x8xf32> {
+  %q = kiln.constant dense<131> : tensor<8x1x32xui8>
+  %x = kiln.cast %x0 : tensor<3x32xf32> -> tensor<3x32xi8>
   %xf = kiln.cast %x : tensor<3x32xi8> -> tensor<3x32xf32>
   %d = kiln.sub %xf, %zf : (tensor<3x32xf32>, tensor<f32>) -> tensor<3x32xf32>
   %a = kiln.mul %d, %sa : (tensor<3x32xf32>, tensor<f32>) -> tensor<3x32xf32>
@@ -655,7 +681,9 @@ func.func @negative_gemm_int8_float_zero(%x: tensor<3x32xi8>, %q: tensor<8x1x32x
 // CHECK-LABEL: func @negative_gemm_int8_odd_k
 // CHECK-NOT: kiln.kernel  gemm
 // CHECK: kiln.matmul
-func.func @negative_gemm_int8_odd_k(%x: tensor<3x24xi8>, %q: tensor<8x1x24xui8>, %s: tensor<8x1xf32>, %sa: tensor<f32>) -> tensor<3x8xf32> {
+func.func @negative_gemm_int8_odd_k(%x0: tensor<3x24xf32>, %s: tensor<8x1xf32>, %sa: tensor<f32>) -> tensor<3x8xf32> {
+  %q = kiln.constant dense<131> : tensor<8x1x24xui8>
+  %x = kiln.cast %x0 : tensor<3x24xf32> -> tensor<3x24xi8>
   %xf = kiln.cast %x : tensor<3x24xi8> -> tensor<3x24xf32>
   %a = kiln.mul %xf, %sa : (tensor<3x24xf32>, tensor<f32>) -> tensor<3x24xf32>
   %w = kiln.dequantize %q, %s {bits = 8 : i64, block_size = 24 : i64} : (tensor<8x1x24xui8>, tensor<8x1xf32>) -> tensor<8x24xf32>

@@ -202,14 +202,18 @@ private:
   /// The launches of `kernel`'s step by a kernel over packed weights
   /// `name` of `config` (a grid of n / tileN x rows / tileM x splitK) for
   /// the runs of at most `mostRows` rows (`m`, under each of `when`): the
-  /// main kernel on `inputs`, then its epilogue's `bias` and `residual`,
-  /// the result and, split, scratch for the partial sums; then the combine
-  /// of the splits. Records the configuration.
-  mlir::LogicalResult pushPackedLaunches(
-      KernelOp kernel, const std::string &name, const GemmConfig &config,
-      const Size &m, int64_t n, int64_t mostRows, llvm::ArrayRef<DimExpr> when,
-      llvm::ArrayRef<uint32_t> inputs, std::optional<uint32_t> bias,
-      std::optional<uint32_t> residual);
+  /// main kernel on `inputs`, then the kernel's epilogue's bias and
+  /// residual, the result and, split, scratch for the partial sums; then
+  /// the combine of the splits. Records the configuration.
+  mlir::LogicalResult
+  pushPackedLaunches(KernelOp kernel, const std::string &name,
+                     const GemmConfig &config, const Size &m, int64_t n,
+                     int64_t mostRows, llvm::ArrayRef<DimExpr> when,
+                     llvm::ArrayRef<uint32_t> inputs);
+
+  /// The model's dim parameters as a launch step's kernel takes them after
+  /// its buffers (", long long kd_...").
+  std::string dimParameters();
 
   /// The launches of a GEMM kernel of 8-bit activations and 8-bit weights
   /// (kiln-fuse put the dequantizations of both in it;

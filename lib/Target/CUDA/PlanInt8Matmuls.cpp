@@ -84,14 +84,6 @@ PlanBuilder::addInt8Gemm(KernelOp kernel, MatmulOp matmul,
     return kernel.emitOpError("of kind gemm of 8-bit operands needs rows of "
                               "whole 16-byte chunks and one scale a row");
 
-  std::string dims;
-  for (StringRef dim : dimNamesOf(func))
-    dims += ", long long " + dimParameterName(dim);
-  std::optional<uint32_t> bias, residual;
-  if (shape.bias)
-    bias = bufferOf.at(kernel.getInputs()[epilogue.getBias()]);
-  if (shape.residual)
-    residual = bufferOf.at(kernel.getInputs()[epilogue.getResidual()]);
   SmallVector<uint32_t> inputs = {*a, *packed, *scales, *scale};
   if (zero)
     inputs.push_back(*zero);
@@ -100,9 +92,9 @@ PlanBuilder::addInt8Gemm(KernelOp kernel, MatmulOp matmul,
   std::string name =
       "kiln_gemmi8_" + std::to_string(artifact.kernelNames.size());
   GemmConfig config = chooseInt8Gemm(shape);
-  emitInt8Gemm(shape, config, name, m.str(), dims, source);
+  emitInt8Gemm(shape, config, name, m.str(), dimParameters(), source);
   return pushPackedLaunches(kernel, name, config, m, shape.n, shape.upperM, {},
-                            inputs, bias, residual);
+                            inputs);
 }
 
 } // namespace kiln::detail

@@ -27,11 +27,23 @@ using namespace mlir;
 
 namespace kiln::detail {
 
+std::string PlanBuilder::dimParameters() {
+  std::string dims;
+  for (StringRef dim : dimNamesOf(func))
+    dims += ", long long " + dimParameterName(dim);
+  return dims;
+}
+
 LogicalResult PlanBuilder::pushPackedLaunches(
     KernelOp kernel, const std::string &name, const GemmConfig &config,
     const Size &m, int64_t n, int64_t mostRows, ArrayRef<DimExpr> when,
-    ArrayRef<uint32_t> inputs, std::optional<uint32_t> bias,
-    std::optional<uint32_t> residual) {
+    ArrayRef<uint32_t> inputs) {
+  GemmEpilogueAttr epilogue = kernel.getEpilogueAttr();
+  std::optional<uint32_t> bias, residual;
+  if (epilogue.getBias() >= 0)
+    bias = bufferOf.at(kernel.getInputs()[epilogue.getBias()]);
+  if (epilogue.getResidual() >= 0)
+    residual = bufferOf.at(kernel.getInputs()[epilogue.getResidual()]);
   SmallVector<uint32_t> args(inputs.begin(), inputs.end());
   if (bias)
     args.push_back(*bias);
@@ -169,14 +181,7 @@ PlanBuilder::addPackedGemm(KernelOp kernel, MatmulOp matmul,
   if (!fits)
     return kernel.emitOpError("has rows whose bound overflows");
 
-  std::string dims;
-  for (StringRef dim : dimNamesOf(func))
-    dims += ", long long " + dimParameterName(dim);
-  std::optional<uint32_t> bias, residual;
-  if (shape.bias)
-    bias = bufferOf.at(kernel.getInputs()[epilogue.getBias()]);
-  if (shape.residual)
-    residual = bufferOf.at(kernel.getInputs()[epilogue.getResidual()]);
+  std::string dims = dimParameters();
 
   // The op's launches share one index (kiln_<family>_<index>_<part>, which
   // the report's roofline reads).
@@ -191,14 +196,14 @@ PlanBuilder::addPackedGemm(KernelOp kernel, MatmulOp matmul,
     emitPackedGemv(shape, *gemv.config, name, m.str(), dims, source);
     if (failed(pushPackedLaunches(kernel, name, *gemv.config, m, shape.n,
                                   std::min(shape.upperM, gemvRows), gemvWhen,
-                                  packedInputs, bias, residual)))
+                                  packedInputs)))
       return failure();
   }
   if (mma.config) {
     emitPackedGemm(shape, *mma.config, name + "_mma", m.str(), dims, source);
     if (failed(pushPackedLaunches(kernel, name + "_mma", *mma.config, m,
-                                  shape.n, mma.mostRows, mmaWhen, packedInputs,
-                                  bias, residual)))
+                                  shape.n, mma.mostRows, mmaWhen,
+                                  packedInputs)))
       return failure();
   }
   if (!unpackedRuns)

@@ -1,6 +1,7 @@
 """Q/DQ products of 8-bit activations and weights, as quantize_static writes them.
 
   qdq_matmul_model.py OUT.onnx K [--n N] [--weights symmetric|zero-point|blocked]
+                      [--quantized-input]
 
 Three products of a [batch, seq, K] fp32 input `a` by N (default 72) columns,
 each the QDQ format of onnxruntime's quantize_static: the input quantized
@@ -14,7 +15,8 @@ then a bias:
 
 --weights zero-point gives the weights an explicit zero point of 3 a column,
 --weights blocked scales them in blocks of 16 along K: forms the integer
-GEMM does not take.
+GEMM does not take; --quantized-input makes the model's input the int8
+tensor itself (`a_q`, which y_sym dequantizes; the others read `a`).
 """
 import sys
 import numpy as np
@@ -27,6 +29,7 @@ form = sys.argv[sys.argv.index("--weights") + 1] if "--weights" in sys.argv else
 rng = np.random.default_rng(11)
 nodes, weights, outputs = [], [], []
 dims = ["batch", "seq"]
+graph_inputs = [helper.make_tensor_value_info("a", TensorProto.FLOAT, dims + [K])]
 
 
 def add(name, activation_type, zero_point):
@@ -44,7 +47,11 @@ def add(name, activation_type, zero_point):
         # of its output type (opset 21).
         pass
     q_attrs = {} if zero_point is not None else {"output_dtype": TensorProto.INT8}
-    nodes.append(helper.make_node("QuantizeLinear", ["a"] + qdq, [name + "_aq"], **q_attrs))
+    if name == "y_sym" and "--quantized-input" in sys.argv:
+        graph_inputs.append(helper.make_tensor_value_info(
+            name + "_aq", TensorProto.INT8, dims + [K]))
+    else:
+        nodes.append(helper.make_node("QuantizeLinear", ["a"] + qdq, [name + "_aq"], **q_attrs))
     nodes.append(helper.make_node("DequantizeLinear", [name + "_aq"] + qdq, [name + "_ad"]))
     w = rng.integers(-127, 128, (K, N), dtype=np.int8)
     weights.append(numpy_helper.from_array(w, name + "_w"))
@@ -72,9 +79,7 @@ add("y_s8", np.int8, 7)
 add("y_u8", np.uint8, 131)
 add("y_sym", np.int8, None)
 graph = helper.make_graph(
-    nodes, "qdq_matmul",
-    [helper.make_tensor_value_info("a", TensorProto.FLOAT, dims + [K])],
-    outputs, weights)
+    nodes, "qdq_matmul", graph_inputs, outputs, weights)
 model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
 model.ir_version = 10
 onnx.checker.check_model(model)
