@@ -69,24 +69,7 @@ $SIGNATURE
       #pragma unroll
       for (int i = 0; i < 4; ++i)
         acc[mt][nt][i] = 0.0f;
-  if (kt_begin < kt_end) {
-    const int st = 0;
-    const long long kn = kt_begin;
-$STAGE_TILE
-    kiln_cp_async_commit();
-  }
-  for (long long kt = kt_begin; kt < kt_end; ++kt) {
-    const int s = (int)((kt - kt_begin) & 1);
-    // The next tile streams in while this one is multiplied; the barrier
-    // at the end of the last step freed its buffer.
-    if (kt + 1 < kt_end) {
-      const int st = s ^ 1;
-      const long long kn = kt + 1;
-$STAGE_TILE
-    }
-    kiln_cp_async_commit();
-    kiln_cp_async_wait<1>();
-    __syncthreads();
+$STAGED_LOOP
     #pragma unroll
     for (int kk = 0; kk < $TILE_K / 16; ++kk) {
       unsigned af[$M_TILES][4];
@@ -388,6 +371,7 @@ void emitGemmKernel(const GemmConfig &config, const GemmKernelKind &kind,
                     {"$A_COLS", str(transA ? config.tileM : config.tileK)},
                     {"$B_ROWS", str(transB ? config.tileN : config.tileK)},
                     {"$B_COLS", str(transB ? config.tileK : config.tileN)},
+                    {"$STAGED_LOOP", gemm::kStagedLoop},
                     {"$STAGE_TILE", stageTile(transA, transB)},
                     {"$LOAD_A", loadA(transA)},
                     {"$LOAD_B", loadB(transB)},

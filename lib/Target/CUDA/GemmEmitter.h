@@ -151,6 +151,15 @@ struct PackedGemmChoice {
 PackedGemmChoice choosePackedGemm(const PackedGemvShape &shape,
                                   int64_t fewestRows);
 
+/// The layout of both GEMMs over packed bytes (the packed GEMM and the
+/// integer GEMM) for runs of `leastRows` to `upperRows` rows of `n`
+/// columns over `k` (weights or bytes): tileM x 64 x 64 with one by four
+/// warps, tileM the top of the range as a power of two from 16 to 64 (so
+/// the weights are read once for the most rows), K split until there are
+/// about two blocks an SM while a split keeps at least 4 tiles of 64.
+GemmConfig packedTileConfig(int64_t leastRows, int64_t upperRows, int64_t n,
+                            int64_t k);
+
 /// Appends the packed GEMM `name` of `config` for `shape` and, with a
 /// split, `name`_combine: launch steps that take what emitPackedGemv's
 /// kernels take, in the same order.
@@ -175,11 +184,6 @@ struct Int8GemmShape {
   bool bias = false, residual = false;
   rt::MatmulActivation activation = rt::MatmulActivation::None;
 };
-
-/// The integer GEMM's layout for `shape`: a GemmForm::Mma config of
-/// tileM x 64 x 64 (K in bytes), one by four warps, split along K to fill
-/// the GPU.
-GemmConfig chooseInt8Gemm(const Int8GemmShape &shape);
 
 /// Appends the integer GEMM `name` of `config` for `shape` and, with a
 /// split, `name`_combine. They are launch steps: the main kernel takes

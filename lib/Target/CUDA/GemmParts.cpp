@@ -83,6 +83,25 @@ const char *const kMainSignature =
     const $ELEMENT *residual, float *__restrict__ partials, $INTEGERS) {
   kiln_pdl_enter();)cuda";
 
+const char *const kStagedLoop = R"cuda(  if (kt_begin < kt_end) {
+    const int st = 0;
+    const long long kn = kt_begin;
+$STAGE_TILE
+    kiln_cp_async_commit();
+  }
+  for (long long kt = kt_begin; kt < kt_end; ++kt) {
+    const int s = (int)((kt - kt_begin) & 1);
+    // The next tile streams in while this one is multiplied; the barrier
+    // at the end of the last step freed its buffer.
+    if (kt + 1 < kt_end) {
+      const int st = s ^ 1;
+      const long long kn = kt + 1;
+$STAGE_TILE
+    }
+    kiln_cp_async_commit();
+    kiln_cp_async_wait<1>();
+    __syncthreads();)cuda";
+
 const char *const kGemvColumnStores = R"cuda($EXCHANGE
   const long long row = row0 + held_row;
   if ((part & copies) != 0 || row >= m)

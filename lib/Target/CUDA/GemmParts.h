@@ -57,6 +57,15 @@ std::string finishAtRunTime(rt::DType dtype);
 /// (the LayerNorm kernel's row values).
 std::string finishIntoRegister(rt::DType dtype);
 
+/// The opening of a split's loop over its k tiles, two buffers deep, in
+/// the three mma.sync GEMMs (GemmEmitter.cpp, PackedGemmEmitter.cpp,
+/// Int8GemmEmitter.cpp): tile kt_begin staged into buffer 0 by
+/// $STAGE_TILE (which reads `st` and `kn`), then each step `kt` stages the
+/// next tile into the other buffer and waits for its own. The body that
+/// follows multiplies buffer `s` and ends with a barrier and the loop's
+/// brace.
+extern const char *const kStagedLoop;
+
 /// The exchanges of the n x k GEMV's sums (GemvEmitter.cpp) for `rows`
 /// rows and `columns` columns a lane, straight-line: defines held_row (the
 /// row the lane's acc[0] sums belong to after them) and copies (the mask

@@ -31,9 +31,6 @@
 #include "GemmEmitter.h"
 #include "GemmParts.h"
 
-#include "llvm/Support/MathExtras.h"
-
-#include <algorithm>
 #include <cassert>
 
 namespace kiln {
@@ -41,11 +38,6 @@ namespace kiln {
 namespace {
 
 using gemm::substitute;
-
-/// The blocks a split aims for, two an SM.
-constexpr int64_t kBlocksWanted = 2 * kGemmTargetSMs;
-/// The fewest k tiles of 64 bytes a split keeps.
-constexpr int64_t kLeastTilesPerSplit = 4;
 
 constexpr const char *kMainKernel = R"cuda(
 // Kiln integer GEMM: a $TILE_M x 64 tile of C a block, 8-bit activations times
@@ -78,24 +70,7 @@ extern "C" __global__ void __launch_bounds__(128) $NAME(
       #pragma unroll
       for (int i = 0; i < 4; ++i)
         acc[mt][nt][i] = 0;$COLUMN_SUM_DECLARATION
-  if (kt_begin < kt_end) {
-    const int st = 0;
-    const long long kn = kt_begin;
-$STAGE_TILE
-    kiln_cp_async_commit();
-  }
-  for (long long kt = kt_begin; kt < kt_end; ++kt) {
-    const int s = (int)((kt - kt_begin) & 1);
-    // The next tile streams in while this one is multiplied; the barrier
-    // at the end of the last step freed its buffer.
-    if (kt + 1 < kt_end) {
-      const int st = s ^ 1;
-      const long long kn = kt + 1;
-$STAGE_TILE
-    }
-    kiln_cp_async_commit();
-    kiln_cp_async_wait<1>();
-    __syncthreads();
+$STAGED_LOOP
     #pragma unroll
     for (int kk = 0; kk < 2; ++kk) {
       // A's fragment (bytes 4t..4t+3 and 16 on, of rows g and g + 8) is
@@ -167,22 +142,6 @@ constexpr const char *kStageTile = R"cuda(    {
 
 } // namespace
 
-GemmConfig chooseInt8Gemm(const Int8GemmShape &shape) {
-  assert(shape.k % 16 == 0 && "A's rows are whole 16-byte chunks");
-  // Enough rows a block that the weights are read once for the most rows
-  // of the range, up to 64 (four m-tiles a warp).
-  int64_t tileM = std::clamp<int64_t>(llvm::PowerOf2Ceil(shape.upperM), 16, 64);
-  GemmConfig config = {GemmForm::Mma, tileM, 64, 64, 1, 4, 1};
-  int64_t tiles = llvm::divideCeil(shape.k, 64);
-  int64_t blocks = llvm::divideCeil(std::max<int64_t>(1, shape.leastM), tileM) *
-                   llvm::divideCeil(shape.n, 64);
-  while (blocks * config.splitK < kBlocksWanted &&
-         config.splitK * 2 <= kGemmMostSplits &&
-         tiles / (config.splitK * 2) >= kLeastTilesPerSplit)
-    config.splitK *= 2;
-  return config;
-}
-
 void emitInt8Gemm(const Int8GemmShape &shape, const GemmConfig &config,
                   const std::string &name, const std::string &rows,
                   const std::string &dims, llvm::raw_ostream &os) {
@@ -212,6 +171,7 @@ void emitInt8Gemm(const Int8GemmShape &shape, const GemmConfig &config,
       values.end(),
       {{"$TILE_M", str(config.tileM)},
        {"$M_TILES", str(config.tileM / 16)},
+       {"$STAGED_LOOP", gemm::kStagedLoop},
        {"$STAGE_TILE", kStageTile},
        {"$A_ZERO_PARAMETER",
         zero ? ", const " + scaleElement + " *__restrict__ a_zero" : ""},

@@ -50,7 +50,7 @@ using gemm::substitute;
 
 /// The blocks a split aims for, two an SM.
 constexpr int64_t kBlocksWanted = 2 * kGemmTargetSMs;
-/// The fewest k tiles of 64 weights a split keeps.
+/// The fewest k tiles of 64 weights (or bytes) a split keeps.
 constexpr int64_t kLeastTilesPerSplit = 4;
 /// The rows past which the weights are unpacked instead. At 128 rows an
 /// int4 weight's half byte feeds 256 flops, which the tensor cores of an
@@ -115,24 +115,7 @@ extern "C" __global__ void __launch_bounds__(128) $NAME(
       #pragma unroll
       for (int i = 0; i < 4; ++i)
         acc[mt][nt][i] = 0.0f;
-  if (kt_begin < kt_end) {
-    const int st = 0;
-    const long long kn = kt_begin;
-$STAGE_TILE
-    kiln_cp_async_commit();
-  }
-  for (long long kt = kt_begin; kt < kt_end; ++kt) {
-    const int s = (int)((kt - kt_begin) & 1);
-    // The next tile streams in while this one is multiplied; the barrier
-    // at the end of the last step freed its buffer.
-    if (kt + 1 < kt_end) {
-      const int st = s ^ 1;
-      const long long kn = kt + 1;
-$STAGE_TILE
-    }
-    kiln_cp_async_commit();
-    kiln_cp_async_wait<1>();
-    __syncthreads();
+$STAGED_LOOP
     #pragma unroll
     for (int kk = 0; kk < 4; ++kk) {
       unsigned af[$M_TILES][4];
@@ -267,21 +250,25 @@ PackedGemmChoice choosePackedGemm(const PackedGemvShape &shape,
   if (!choice.refusal.empty())
     return choice;
   int64_t upper = std::min(shape.upperM, kMostRows);
-  int64_t least = std::max<int64_t>(1, fewestRows);
+  choice.config = packedTileConfig(fewestRows, upper, shape.n, shape.k);
+  choice.mostRows = upper;
+  return choice;
+}
+
+GemmConfig packedTileConfig(int64_t leastRows, int64_t upperRows, int64_t n,
+                            int64_t k) {
   // Enough rows a block that the weights are read once for the most rows
   // of the range, up to 64 (four m-tiles a warp).
-  int64_t tileM = std::clamp<int64_t>(llvm::PowerOf2Ceil(upper), 16, 64);
+  int64_t tileM = std::clamp<int64_t>(llvm::PowerOf2Ceil(upperRows), 16, 64);
   GemmConfig config = {GemmForm::Mma, tileM, 64, 64, 1, 4, 1};
-  int64_t tiles = llvm::divideCeil(shape.k, 64);
-  int64_t blocks =
-      llvm::divideCeil(least, tileM) * llvm::divideCeil(shape.n, 64);
+  int64_t tiles = llvm::divideCeil(k, 64);
+  int64_t blocks = llvm::divideCeil(std::max<int64_t>(1, leastRows), tileM) *
+                   llvm::divideCeil(n, 64);
   while (blocks * config.splitK < kBlocksWanted &&
          config.splitK * 2 <= kGemmMostSplits &&
          tiles / (config.splitK * 2) >= kLeastTilesPerSplit)
     config.splitK *= 2;
-  choice.config = config;
-  choice.mostRows = upper;
-  return choice;
+  return config;
 }
 
 void emitPackedGemm(const PackedGemvShape &shape, const GemmConfig &config,
@@ -319,6 +306,7 @@ void emitPackedGemm(const PackedGemvShape &shape, const GemmConfig &config,
        {"$M_TILES", str(config.tileM / 16)},
        {"$TILE_BYTES", str(tileBytes)},
        {"$TILE_CHUNKS", str(64 * tileBytes / 16)},
+       {"$STAGED_LOOP", gemm::kStagedLoop},
        {"$STAGE_TILE", kStageTile},
        {"$VALUE", valueText(shape)},
        {"$MEANING", dequantizedAs},

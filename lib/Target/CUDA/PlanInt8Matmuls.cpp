@@ -91,7 +91,8 @@ PlanBuilder::addInt8Gemm(KernelOp kernel, MatmulOp matmul,
   // the report's roofline reads).
   std::string name =
       "kiln_gemmi8_" + std::to_string(artifact.kernelNames.size());
-  GemmConfig config = chooseInt8Gemm(shape);
+  GemmConfig config =
+      packedTileConfig(shape.leastM, shape.upperM, shape.n, shape.k);
   emitInt8Gemm(shape, config, name, m.str(), dimParameters(), source);
   return pushPackedLaunches(kernel, name, config, m, shape.n, shape.upperM, {},
                             inputs);
