@@ -5,6 +5,7 @@
 // f16 or bf16 A and B and f32 C and D, `mma.sync.aligned.m16n8k8.row.col`
 // with .tf32 A and B (and cvt.rna.tf32.f32 to make them),
 // `mma.sync.aligned.m16n8k32.row.col` with .s8 A and B and .s32 C and D,
+// and with .e4m3 A and B and .f32 C and D,
 // `ldmatrix.sync.aligned.m8n8` (.x1, .x2, .x4, with and without .trans),
 // `cp.async` with its groups, and the softmax's ex2.approx.ftz.f32.
 // Generated code reaches them through kiln_mma_*, kiln_ldmatrix_* and
@@ -170,13 +171,23 @@ inline int signedByte(unsigned bits, unsigned i) {
   return static_cast<signed char>(static_cast<unsigned char>(bits >> (8 * i)));
 }
 
-/// D = A * B + C for one m16n8k32 .s8 tile of the warp, in 32-bit two's
-/// complement: without .satfinite the sum wraps, as on the GPU (integer
-/// sums are exact in any order, so the two agree bit for bit). `d` may be
-/// `c`.
-inline void mmaS8(int (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2],
-                  const int (&c)[4]) {
-  int A[16][32], B[32][8];
+/// Byte `i` of a register holding four, as a float8 E4M3FN value (3
+/// mantissa bits, bias 7, NaN S.1111.111, no infinity): exact in float.
+inline float e4m3Byte(unsigned bits, unsigned i) {
+  unsigned byte = (bits >> (8 * i)) & 0xffu, mag = byte & 0x7fu;
+  unsigned e = mag >> 3, m = mag & 7u;
+  float v = mag == 0x7fu ? NAN
+            : e == 0     ? std::ldexp(float(m), -9)
+                         : std::ldexp(float(8u | m), int(e) - 10);
+  return byte & 0x80u ? -v : v;
+}
+
+/// The warp's 16x32 A and 32x8 B of an m16n8k32 tile of 8-bit elements
+/// (aElementS8, bElementS8: every 8-bit type's layout), each byte read by
+/// `value`.
+template <class T, class Value>
+inline void gatherBytes(T (&A)[16][32], T (&B)[32][8], const unsigned (&a)[4],
+                        const unsigned (&b)[2], Value value) {
   unsigned long long all[32];
   for (unsigned round = 0; round < 2; ++round) {
     kiln_host_gather(
@@ -186,7 +197,7 @@ inline void mmaS8(int (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2],
       for (unsigned i = 0; i < 8; ++i) {
         unsigned row, col;
         aElementS8(lane, 8 * round + i, row, col);
-        A[row][col] = signedByte(unsigned(all[lane] >> (32 * (i / 4))), i % 4);
+        A[row][col] = value(unsigned(all[lane] >> (32 * (i / 4))), i % 4);
       }
   }
   kiln_host_gather(b[0] | static_cast<unsigned long long>(b[1]) << 32, all);
@@ -194,8 +205,29 @@ inline void mmaS8(int (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2],
     for (unsigned i = 0; i < 8; ++i) {
       unsigned row, col;
       bElementS8(lane, i, row, col);
-      B[row][col] = signedByte(unsigned(all[lane] >> (32 * (i / 4))), i % 4);
+      B[row][col] = value(unsigned(all[lane] >> (32 * (i / 4))), i % 4);
     }
+}
+
+/// D = A * B + C for one m16n8k32 .e4m3 tile of the warp with .f32 C and
+/// D: the products exact, the sum rounded once (multiplyAtLane). The GPU's
+/// sum need not be rounded so (its accumulation is narrower than fp32's;
+/// a kernel that needs fp32's adds each tile's sums into its own).
+inline void mmaE4M3(float (&d)[4], const unsigned (&a)[4],
+                    const unsigned (&b)[2], const float (&c)[4]) {
+  float A[16][32], B[32][8];
+  gatherBytes(A, B, a, b, e4m3Byte);
+  multiplyAtLane(d, A, B, c);
+}
+
+/// D = A * B + C for one m16n8k32 .s8 tile of the warp, in 32-bit two's
+/// complement: without .satfinite the sum wraps, as on the GPU (integer
+/// sums are exact in any order, so the two agree bit for bit). `d` may be
+/// `c`.
+inline void mmaS8(int (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2],
+                  const int (&c)[4]) {
+  int A[16][32], B[32][8];
+  gatherBytes(A, B, a, b, signedByte);
   unsigned lane = kiln_host_self->lane;
   int result[4];
   for (unsigned i = 0; i < 4; ++i) {
@@ -373,6 +405,11 @@ inline void kiln_mma_m16n8k8_tf32(float (&d)[4], const unsigned (&a)[4],
 inline void kiln_mma_m16n8k32_s8(int (&d)[4], const unsigned (&a)[4],
                                  const unsigned (&b)[2], const int (&c)[4]) {
   kiln_host_mma::mmaS8(d, a, b, c);
+}
+inline void kiln_mma_m16n8k32_e4m3(float (&d)[4], const unsigned (&a)[4],
+                                   const unsigned (&b)[2],
+                                   const float (&c)[4]) {
+  kiln_host_mma::mmaE4M3(d, a, b, c);
 }
 /// cvt.rna.tf32.f32: `x` rounded to TF32's 10 mantissa bits, to nearest
 /// with ties away from zero, in a float's bits (the 13 low bits zero).

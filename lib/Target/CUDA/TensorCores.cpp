@@ -50,6 +50,15 @@ __device__ __forceinline__ void kiln_mma_m16n8k32_s8(int (&d)[4], const unsigned
                : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]),
                  "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]));
 }
+// float8 E4M3FN: products exact, sums in f32 registers (sm_89 on).
+__device__ __forceinline__ void kiln_mma_m16n8k32_e4m3(float (&d)[4], const unsigned (&a)[4],
+                                                       const unsigned (&b)[2], const float (&c)[4]) {
+  asm volatile("mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 "
+               "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%10, %11, %12, %13};\n"
+               : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]),
+                 "f"(c[0]), "f"(c[1]), "f"(c[2]), "f"(c[3]));
+}
 __device__ __forceinline__ unsigned kiln_to_tf32(float x) {
   unsigned bits;
   asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(bits) : "f"(x));

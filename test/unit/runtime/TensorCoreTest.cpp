@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "TestArtifacts.h"
+#include "kiln/runtime/Float8.h"
 
 #include <gtest/gtest.h>
 
@@ -359,20 +360,24 @@ TEST(TensorCoreTables, S8MatchesTheFiguresEntries) {
       "b");
 }
 
-/// One warp: A (16x32), B (32x8) and C (16x8) row-major in x as floats
-/// holding integers, each lane packing its .s8 fragments by the tables
-/// (the lowest-numbered byte lowest), D row-major into y.
-std::string mmaS8Source(bool transposeA) {
+/// One warp: A (16x32), B (32x8) and C (16x8) row-major in x as floats,
+/// A's and B's holding bytes (integers, or float8 codes 0..255), each lane
+/// packing its fragments of 8-bit elements by the tables (the
+/// lowest-numbered byte lowest), then `mma` of `accumulator` C and D; D
+/// row-major into y.
+std::string mmaBytesSource(bool transposeA, const std::string &mma,
+                           const std::string &accumulator) {
   return placeTable("kA", 16, aPlaceS8) + placeTable("kB", 8, bPlaceS8) +
          placeTable("kC", 4, cPlace) +
          std::string(transposeA ? "#define TRANSPOSE_A 1\n"
                                 : "#define TRANSPOSE_A 0\n") +
+         "#define MMA " + mma + "\ntypedef " + accumulator + " acc_t;\n" +
          R"cuda(
 extern "C" __global__ void mma(const float *x, float *y) {
   const float *A = x, *B = x + 512, *C = x + 768;
   int lane = threadIdx.x;
   unsigned a[4] = {0, 0, 0, 0}, b[2] = {0, 0};
-  int c[4], d[4];
+  acc_t c[4], d[4];
   for (int i = 0; i < 16; ++i) {
     int row = kA[lane][i][0], col = kA[lane][i][1];
     // Transposed: row and column swapped within the 16x16 left half.
@@ -382,8 +387,8 @@ extern "C" __global__ void mma(const float *x, float *y) {
   for (int i = 0; i < 8; ++i)
     b[i / 4] |= (unsigned)(unsigned char)(signed char)(int)B[kB[lane][i][0] * 8 + kB[lane][i][1]]
                 << (8 * (i % 4));
-  for (int i = 0; i < 4; ++i) c[i] = (int)C[kC[lane][i][0] * 8 + kC[lane][i][1]];
-  kiln_mma_m16n8k32_s8(d, a, b, c);
+  for (int i = 0; i < 4; ++i) c[i] = (acc_t)C[kC[lane][i][0] * 8 + kC[lane][i][1]];
+  MMA(d, a, b, c);
   for (int i = 0; i < 4; ++i) y[kC[lane][i][0] * 8 + kC[lane][i][1]] = (float)d[i];
   for (int k = 0; k < 28; ++k) y[128 + lane * 28 + k] = 0.0f;
 }
@@ -412,10 +417,54 @@ TEST_F(TensorCores, S8MmaFragmentsFollowThePtxFigures) {
         sum += int(A[m * 32 + k]) * int(B[k * 8 + n]);
       want[m * 8 + n] = float(sum);
     }
-  EXPECT_EQ(runOnHost(kernelArtifact(mmaS8Source(false), "mma", 1024, 1, 32), x,
+  auto source = [](bool transposeA) {
+    return mmaBytesSource(transposeA, "kiln_mma_m16n8k32_s8", "int");
+  };
+  EXPECT_EQ(runOnHost(kernelArtifact(source(false), "mma", 1024, 1, 32), x,
                       HostOptions()),
             want);
-  EXPECT_NE(runOnHost(kernelArtifact(mmaS8Source(true), "mma", 1024, 1, 32), x,
+  EXPECT_NE(runOnHost(kernelArtifact(source(true), "mma", 1024, 1, 32), x,
+                      HostOptions()),
+            want);
+}
+
+/// A float8 E4M3FN code's value (kiln/runtime/Float8.h's decoding).
+double e4m3Value(int code) {
+  return double(kiln::rt::floatOfFloat8Bits(uint8_t(code), /*e5m2=*/false));
+}
+
+TEST_F(TensorCores, E4M3MmaFragmentsFollowThePtxFigures) {
+  // float8 codes over both signs, subnormals (exponent field 0) and the
+  // largest value (0x7e, 448), NaN (0x7f, 0xff) left out. The products and
+  // their sum are exact in double; the mma rounds the sum once to float,
+  // as the reference below does.
+  std::vector<float> x(1024, 0.0f);
+  float *A = x.data(), *B = A + 512, *C = B + 256;
+  auto code = [](int v) { return (v & 0x7f) == 0x7f ? v - 1 : v; };
+  for (int m = 0; m < 16; ++m)
+    for (int k = 0; k < 32; ++k)
+      A[m * 32 + k] = float(code((m * 37 + k * 11) % 256));
+  for (int k = 0; k < 32; ++k)
+    for (int n = 0; n < 8; ++n)
+      B[k * 8 + n] = float(code((k * 13 + n * 29 + 5) % 256));
+  for (int m = 0; m < 16; ++m)
+    for (int n = 0; n < 8; ++n)
+      C[m * 8 + n] = float(m * 1000 - n * 77) + 0.25f;
+  std::vector<float> want(1024, 0.0f);
+  for (int m = 0; m < 16; ++m)
+    for (int n = 0; n < 8; ++n) {
+      double sum = C[m * 8 + n];
+      for (int k = 0; k < 32; ++k)
+        sum += e4m3Value(int(A[m * 32 + k])) * e4m3Value(int(B[k * 8 + n]));
+      want[m * 8 + n] = float(sum);
+    }
+  auto source = [](bool transposeA) {
+    return mmaBytesSource(transposeA, "kiln_mma_m16n8k32_e4m3", "float");
+  };
+  EXPECT_EQ(runOnHost(kernelArtifact(source(false), "mma", 1024, 1, 32), x,
+                      HostOptions()),
+            want);
+  EXPECT_NE(runOnHost(kernelArtifact(source(true), "mma", 1024, 1, 32), x,
                       HostOptions()),
             want);
 }
