@@ -26,6 +26,7 @@
 #include "kiln/KernelConfig/KernelConfig.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/IR/Matchers.h"
 #include "llvm/ADT/SetVector.h"
 
 namespace kiln {
@@ -356,33 +357,56 @@ LayerNormOp rowNormOf(Operation *end, MatmulOp matmul,
   return {};
 }
 
-/// A product of 8-bit integers: its weights' dequantize and its
+/// A Q/DQ product of 8-bit values: its weights' dequantize and its
 /// activations' dequantization (QuantizedActivations.h).
-struct Int8Operands {
+struct QdqOperands {
   DequantizeOp weights;
   DequantizedActivations activations;
 };
 
-/// The operands of `matmul` where the CUDA target's integer GEMM multiplies
-/// them as the bytes they are: A's activations dequantized per tensor, a
-/// zero point that is a cast of an 8-bit integer (so whole); B the
-/// transposed dequantize of signed 8-bit weights with one scale a column
-/// of the product and no zero point (symmetric, as TensorRT and
-/// onnxruntime's quantize_static write them), K whole 16-byte chunks (both
-/// operands' rows are copied 16 bytes at a time), neither operand's bytes a
-/// graph input. Or none.
-std::optional<Int8Operands> int8Operands(MatmulOp matmul) {
+/// Whether `v` is a cast of a constant of zeros (a float8 zero point).
+bool isZeroConstant(Value v) {
+  if (auto widen = v.getDefiningOp<CastOp>())
+    v = widen.getInput();
+  DenseElementsAttr values;
+  if (!matchPattern(v, m_Constant(&values)) || !values.isSplat())
+    return false;
+  if (isa<FloatType>(values.getElementType()))
+    return values.getSplatValue<APFloat>().isZero();
+  return false;
+}
+
+/// The operands of `matmul` where the CUDA target's 8-bit GEMM multiplies
+/// them as the bytes they are: A's activations dequantized per tensor; B
+/// the transposed dequantize of 8-bit weights of the same kind with one
+/// scale a column of the product and no zero point, K whole 16-byte chunks
+/// (both operands' rows are copied 16 bytes at a time), neither operand's
+/// bytes a graph input. Two kinds:
+///
+/// - integers: the activations' zero point a cast of an 8-bit integer (so
+///   whole), the weights signed and symmetric (as TensorRT and
+///   onnxruntime's quantize_static write them);
+/// - float8 E4M3FN both (NVIDIA ModelOpt's FP8): the activations' zero
+///   point absent or a constant 0, as ModelOpt writes it.
+///
+/// Or none.
+std::optional<QdqOperands> qdqOperands(MatmulOp matmul) {
   auto weights = matmul.getRhs().getDefiningOp<DequantizeOp>();
   Type element = matmul.getType().getElementType();
   if (!weights || !matmul.getTransposeRhs() || matmul.getTransposeLhs() ||
       !(element.isF32() || element.isF16() || element.isBF16()) ||
-      weights.getBits() != 8 || weights.isFloat8() ||
-      weights.getBlockCount() != 1 || weights.getZeroPoints() ||
-      weights.getBlockBytes() % 16 != 0 || weights.getColumns() % 16 != 0)
+      weights.getBits() != 8 || weights.getBlockCount() != 1 ||
+      weights.getZeroPoints() || weights.getBlockBytes() % 16 != 0 ||
+      weights.getColumns() % 16 != 0)
     return std::nullopt;
   std::optional<DequantizedActivations> activations =
       dequantizedActivations(matmul.getLhs());
-  if (!activations)
+  if (!activations ||
+      isFloat8Activation(activations->quantized) != weights.isFloat8())
+    return std::nullopt;
+  // Past K, A reads zeros; a float8 byte padding a row could be NaN, whose
+  // product with zero is not.
+  if (weights.isFloat8() && weights.getBlockBytes() != weights.getColumns())
     return std::nullopt;
   // The kernel copies both operands 16 bytes at a time (cp.async): a
   // caller's buffer (a graph input, seen through its views) need not be
@@ -395,6 +419,10 @@ std::optional<Int8Operands> int8Operands(MatmulOp matmul) {
   if (isGraphInput(activations->quantized) || isGraphInput(weights.getPacked()))
     return std::nullopt;
   if (Value zero = activations->zero) {
+    if (weights.isFloat8())
+      return isZeroConstant(zero)
+                 ? std::optional(QdqOperands{weights, *activations})
+                 : std::nullopt;
     auto widen = zero.getDefiningOp<CastOp>();
     auto integer = widen ? dyn_cast<IntegerType>(
                                getElementTypeOrSelf(widen.getInput().getType()))
@@ -402,7 +430,7 @@ std::optional<Int8Operands> int8Operands(MatmulOp matmul) {
     if (!integer || integer.getWidth() != 8)
       return std::nullopt;
   }
-  return Int8Operands{weights, *activations};
+  return QdqOperands{weights, *activations};
 }
 
 /// Builds a GEMM group, what a cuBLASLt call computes with its epilogue: the
@@ -504,7 +532,7 @@ std::optional<Group> buildGemmGroup(MatmulOp matmul,
   // 8-bit activations times 8-bit weights join at any product type, the
   // activations' integers read where the dequantization was: the CUDA
   // target multiplies the bytes on the tensor cores and scales the sums.
-  if (std::optional<Int8Operands> operands = int8Operands(matmul)) {
+  if (std::optional<QdqOperands> operands = qdqOperands(matmul)) {
     ArrayRef<Operation *> ops = operands->activations.ops;
     auto joins = [&](Operation *op) {
       return op->hasOneUse() && !taken.contains(op) &&
@@ -687,14 +715,14 @@ struct KilnFusePass : public kiln::impl::KilnFusePassBase<KilnFusePass> {
       }
     });
 
-    // Activations that 8-bit products read as integers (int8Operands): each
+    // Activations that 8-bit products read as bytes (qdqOperands): each
     // product gets its own dequantization (a cast, a subtract, a multiply)
     // to take into its GEMM, so that all read the bytes (a layer's Q, K and
     // V projections read one); the original stays for other readers.
     func.walk([](MatmulOp matmul) {
       if (isa<KernelOp>(matmul->getParentOp()))
         return;
-      std::optional<Int8Operands> operands = int8Operands(matmul);
+      std::optional<QdqOperands> operands = qdqOperands(matmul);
       if (!operands || !operands->weights->hasOneUse() ||
           llvm::all_of(operands->activations.ops,
                        [](Operation *op) { return op->hasOneUse(); }))

@@ -186,8 +186,11 @@ Decision Assigner::decide(Operation *op) {
   if (!isa_and_present<KilnDialect>(op->getDialect()) ||
       op->getNumRegions() != 0)
     return {f32, "unconverted", /*opaque=*/true};
+  // float8 values are stored bytes, not a type the model computes in: a
+  // dequantize of float8 weights converts as one of integers does.
   auto isOtherFloat = [&](Value v) {
-    return isa<FloatType>(elementTypeOf(v)) && !wasF32.contains(v);
+    auto type = dyn_cast<FloatType>(elementTypeOf(v));
+    return type && type.getWidth() > 8 && !wasF32.contains(v);
   };
   // A model's own 16-bit ops stay as they are; only a cast may take another
   // float type in.

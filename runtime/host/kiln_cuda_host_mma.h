@@ -5,7 +5,8 @@
 // f16 or bf16 A and B and f32 C and D, `mma.sync.aligned.m16n8k8.row.col`
 // with .tf32 A and B (and cvt.rna.tf32.f32 to make them),
 // `mma.sync.aligned.m16n8k32.row.col` with .s8 A and B and .s32 C and D,
-// and with .e4m3 A and B and .f32 C and D,
+// and with .e4m3 A and B and .f32 C and D (as two f16 products: sm_90 has
+// no float8 mma.sync),
 // `ldmatrix.sync.aligned.m8n8` (.x1, .x2, .x4, with and without .trans),
 // `cp.async` with its groups, and the softmax's ex2.approx.ftz.f32.
 // Generated code reaches them through kiln_mma_*, kiln_ldmatrix_* and
@@ -210,14 +211,25 @@ inline void gatherBytes(T (&A)[16][32], T (&B)[32][8], const unsigned (&a)[4],
 }
 
 /// D = A * B + C for one m16n8k32 .e4m3 tile of the warp with .f32 C and
-/// D: the products exact, the sum rounded once (multiplyAtLane). The GPU's
-/// sum need not be rounded so (its accumulation is narrower than fp32's;
-/// a kernel that needs fp32's adds each tile's sums into its own).
+/// D, as Prelude's kiln_mma_m16n8k32_e4m3 computes it on sm_90: the bytes
+/// widened exactly and multiplied as two m16n8k16 products chained in f32,
+/// the first of the k with k % 4 < 2 (each register's low two bytes), the
+/// second of the rest; each sum of exact products rounded once
+/// (multiplyAtLane). `d` may be `c`.
 inline void mmaE4M3(float (&d)[4], const unsigned (&a)[4],
                     const unsigned (&b)[2], const float (&c)[4]) {
   float A[16][32], B[32][8];
   gatherBytes(A, B, a, b, e4m3Byte);
-  multiplyAtLane(d, A, B, c);
+  float halves[2][16][16], bHalves[2][16][8];
+  for (unsigned k = 0; k < 32; ++k) {
+    unsigned half = (k & 2u) ? 1u : 0u, at = k / 4 * 2 + (k & 1u);
+    for (unsigned row = 0; row < 16; ++row)
+      halves[half][row][at] = A[row][k];
+    for (unsigned col = 0; col < 8; ++col)
+      bHalves[half][at][col] = B[k][col];
+  }
+  multiplyAtLane(d, halves[0], bHalves[0], c);
+  multiplyAtLane(d, halves[1], bHalves[1], d);
 }
 
 /// D = A * B + C for one m16n8k32 .s8 tile of the warp, in 32-bit two's

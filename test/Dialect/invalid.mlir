@@ -318,7 +318,7 @@ func.func @gemm_starts_elsewhere(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>) -> te
 // -----
 
 func.func @gemm_int8_activations_with_4bit_weights(%x: tensor<4x32xi8>, %q: tensor<8x1x16xui8>, %s: tensor<8x1xf32>, %sa: tensor<f32>) -> tensor<4x8xf32> {
-  // expected-error@+1 {{of kind gemm dequantizes 8-bit activations for 8-bit integer weights only}}
+  // expected-error@+1 {{of kind gemm dequantizes 8-bit activations for 8-bit weights of their kind only (integers or float8 E4M3FN)}}
   %0 = kiln.kernel gemm (%x, %q, %s, %sa) {epilogue = #kiln.gemm_epilogue<>} : (tensor<4x32xi8>, tensor<8x1x16xui8>, tensor<8x1xf32>, tensor<f32>) -> tensor<4x8xf32> {
   ^bb0(%a: tensor<4x32xi8>, %bq: tensor<8x1x16xui8>, %bs: tensor<8x1xf32>, %as: tensor<f32>):
     %af = kiln.cast %a : tensor<4x32xi8> -> tensor<4x32xf32>
@@ -332,8 +332,23 @@ func.func @gemm_int8_activations_with_4bit_weights(%x: tensor<4x32xi8>, %q: tens
 
 // -----
 
+func.func @gemm_float8_activations_with_int8_weights(%x: tensor<4x32xf8E4M3FN>, %q: tensor<8x1x32xui8>, %s: tensor<8x1xf32>, %sa: tensor<f32>) -> tensor<4x8xf32> {
+  // expected-error@+1 {{of kind gemm dequantizes 8-bit activations for 8-bit weights of their kind only (integers or float8 E4M3FN)}}
+  %0 = kiln.kernel gemm (%x, %q, %s, %sa) {epilogue = #kiln.gemm_epilogue<>} : (tensor<4x32xf8E4M3FN>, tensor<8x1x32xui8>, tensor<8x1xf32>, tensor<f32>) -> tensor<4x8xf32> {
+  ^bb0(%a: tensor<4x32xf8E4M3FN>, %bq: tensor<8x1x32xui8>, %bs: tensor<8x1xf32>, %as: tensor<f32>):
+    %af = kiln.cast %a : tensor<4x32xf8E4M3FN> -> tensor<4x32xf32>
+    %ad = kiln.mul %af, %as : (tensor<4x32xf32>, tensor<f32>) -> tensor<4x32xf32>
+    %w = kiln.dequantize %bq, %bs {bits = 8 : i64, block_size = 32 : i64} : (tensor<8x1x32xui8>, tensor<8x1xf32>) -> tensor<8x32xf32>
+    %p = kiln.matmul %ad, %w {transpose_rhs = true} : (tensor<4x32xf32>, tensor<8x32xf32>) -> tensor<4x8xf32>
+    kiln.yield %p : tensor<4x8xf32>
+  }
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
 func.func @gemm_int8_activations_without_weights(%x: tensor<4x32xi8>, %w: tensor<32x8xf32>, %sa: tensor<f32>) -> tensor<4x8xf32> {
-  // expected-error@+1 {{of kind gemm dequantizes 8-bit activations for 8-bit integer weights only}}
+  // expected-error@+1 {{of kind gemm dequantizes 8-bit activations for 8-bit weights of their kind only (integers or float8 E4M3FN)}}
   %0 = kiln.kernel gemm (%x, %w, %sa) {epilogue = #kiln.gemm_epilogue<>} : (tensor<4x32xi8>, tensor<32x8xf32>, tensor<f32>) -> tensor<4x8xf32> {
   ^bb0(%a: tensor<4x32xi8>, %b: tensor<32x8xf32>, %as: tensor<f32>):
     %af = kiln.cast %a : tensor<4x32xi8> -> tensor<4x32xf32>

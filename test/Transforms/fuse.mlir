@@ -622,6 +622,71 @@ func.func @gemm_int8_activations(%x: tensor<3x32xf32>, %s: tensor<8x1xf32>, %z: 
 
 // -----
 
+// float8 E4M3FN activations (NVIDIA ModelOpt's Q/DQ: the zero point a
+// float8 0) times float8 weights with a scale a column: the GEMM kernel
+// takes the activations' dequantization as it does integers'.
+// CHECK-LABEL: func @gemm_float8_activations
+// CHECK: %[[Q:.*]] = kiln.kernel  elementwise(%arg0)
+// CHECK: kiln.kernel  gemm(
+// CHECK-SAME: %[[Q]]
+// CHECK-NEXT: ^bb0
+// CHECK: kiln.cast %{{.*}} : tensor<3x32xf8E4M3FN> -> tensor<3x32xf32>
+// CHECK-NEXT: kiln.sub
+// CHECK-NEXT: kiln.mul
+// CHECK: kiln.dequantize {{.*}} : (tensor<8x1x32xf8E4M3FN>, tensor<8x1xf32>) -> tensor<8x32xf32>
+// CHECK-NEXT: kiln.matmul
+func.func @gemm_float8_activations(%x: tensor<3x32xf32>, %s: tensor<8x1xf32>, %sa: tensor<f32>) -> tensor<3x8xf32> {
+  %q = kiln.constant dense<1.5> : tensor<8x1x32xf8E4M3FN>
+  %z = kiln.constant dense<0.0> : tensor<f8E4M3FN>
+  %zf = kiln.cast %z : tensor<f8E4M3FN> -> tensor<f32>
+  %xq = kiln.cast %x : tensor<3x32xf32> -> tensor<3x32xf8E4M3FN>
+  %xf = kiln.cast %xq : tensor<3x32xf8E4M3FN> -> tensor<3x32xf32>
+  %d = kiln.sub %xf, %zf : (tensor<3x32xf32>, tensor<f32>) -> tensor<3x32xf32>
+  %a = kiln.mul %d, %sa : (tensor<3x32xf32>, tensor<f32>) -> tensor<3x32xf32>
+  %w = kiln.dequantize %q, %s {bits = 8 : i64, block_size = 32 : i64} : (tensor<8x1x32xf8E4M3FN>, tensor<8x1xf32>) -> tensor<8x32xf32>
+  %m = kiln.matmul %a, %w {transpose_rhs = true} : (tensor<3x32xf32>, tensor<8x32xf32>) -> tensor<3x8xf32>
+  return %m : tensor<3x8xf32>
+}
+
+// -----
+
+// negative_: a float8 zero point other than 0 keeps the float product (the
+// FP8 GEMM does not subtract one).
+// CHECK-LABEL: func @negative_gemm_float8_nonzero_zero
+// CHECK-NOT: kiln.kernel  gemm
+// CHECK: kiln.matmul
+func.func @negative_gemm_float8_nonzero_zero(%x: tensor<3x32xf32>, %s: tensor<8x1xf32>, %sa: tensor<f32>) -> tensor<3x8xf32> {
+  %q = kiln.constant dense<1.5> : tensor<8x1x32xf8E4M3FN>
+  %z = kiln.constant dense<1.0> : tensor<f8E4M3FN>
+  %zf = kiln.cast %z : tensor<f8E4M3FN> -> tensor<f32>
+  %xq = kiln.cast %x : tensor<3x32xf32> -> tensor<3x32xf8E4M3FN>
+  %xf = kiln.cast %xq : tensor<3x32xf8E4M3FN> -> tensor<3x32xf32>
+  %d = kiln.sub %xf, %zf : (tensor<3x32xf32>, tensor<f32>) -> tensor<3x32xf32>
+  %a = kiln.mul %d, %sa : (tensor<3x32xf32>, tensor<f32>) -> tensor<3x32xf32>
+  %w = kiln.dequantize %q, %s {bits = 8 : i64, block_size = 32 : i64} : (tensor<8x1x32xf8E4M3FN>, tensor<8x1xf32>) -> tensor<8x32xf32>
+  %m = kiln.matmul %a, %w {transpose_rhs = true} : (tensor<3x32xf32>, tensor<8x32xf32>) -> tensor<3x8xf32>
+  return %m : tensor<3x8xf32>
+}
+
+// -----
+
+// negative_: float8 activations times int8 weights, kinds the 8-bit GEMM
+// does not mix, keep the float product.
+// CHECK-LABEL: func @negative_gemm_float8_activations_int8_weights
+// CHECK-NOT: kiln.kernel  gemm
+// CHECK: kiln.matmul
+func.func @negative_gemm_float8_activations_int8_weights(%x: tensor<3x32xf32>, %s: tensor<8x1xf32>, %sa: tensor<f32>) -> tensor<3x8xf32> {
+  %q = kiln.constant dense<131> : tensor<8x1x32xui8>
+  %xq = kiln.cast %x : tensor<3x32xf32> -> tensor<3x32xf8E4M3FN>
+  %xf = kiln.cast %xq : tensor<3x32xf8E4M3FN> -> tensor<3x32xf32>
+  %a = kiln.mul %xf, %sa : (tensor<3x32xf32>, tensor<f32>) -> tensor<3x32xf32>
+  %w = kiln.dequantize %q, %s {bits = 8 : i64, block_size = 32 : i64} : (tensor<8x1x32xui8>, tensor<8x1xf32>) -> tensor<8x32xf32>
+  %m = kiln.matmul %a, %w {transpose_rhs = true} : (tensor<3x32xf32>, tensor<8x32xf32>) -> tensor<3x8xf32>
+  return %m : tensor<3x8xf32>
+}
+
+// -----
+
 // negative_: int8 activations that are a graph input (a caller's buffer
 // need not be aligned for the kernel's 16-byte copies) keep the float
 // product.

@@ -397,6 +397,23 @@ func.func @negative_integers(%ids: tensor<2x4xi64>, %table: tensor<16x4xi64>) ->
 
 // -----
 
+// A dequantize of float8 weights converts as one of integers does: its
+// scales with it, so that the 16-bit product reads its result (float8
+// bytes are storage, not the model's own 16-bit computation).
+// CHECK-LABEL: func @dequantize_float8
+// CHECK-SAME: %[[X:[^:]*]]: tensor<2x32xf32> {kiln.fp32 = "keep-io-types"}, %[[Q:[^:]*]]: tensor<8x1x32xf8E4M3FN>, %[[S:[^:]*]]: tensor<8x1xf32>
+// CHECK: %[[X16:.*]] = kiln.cast %[[X]] : tensor<2x32xf32> -> tensor<2x32xf16>
+// CHECK: %[[S16:.*]] = kiln.cast %[[S]] : tensor<8x1xf32> -> tensor<8x1xf16>
+// CHECK: %[[W:.*]] = kiln.dequantize %[[Q]], %[[S16]] {bits = 8 : i64, block_size = 32 : i64} : (tensor<8x1x32xf8E4M3FN>, tensor<8x1xf16>) -> tensor<8x32xf16>
+// CHECK: kiln.matmul %[[X16]], %[[W]] {transpose_rhs = true} : (tensor<2x32xf16>, tensor<8x32xf16>) -> tensor<2x8xf16>
+func.func @dequantize_float8(%x: tensor<2x32xf32>, %q: tensor<8x1x32xf8E4M3FN>, %s: tensor<8x1xf32>) -> tensor<2x8xf32> {
+  %w = kiln.dequantize %q, %s {bits = 8 : i64, block_size = 32 : i64} : (tensor<8x1x32xf8E4M3FN>, tensor<8x1xf32>) -> tensor<8x32xf32>
+  %h = kiln.matmul %x, %w {transpose_rhs = true} : (tensor<2x32xf32>, tensor<8x32xf32>) -> tensor<2x8xf32>
+  return %h : tensor<2x8xf32>
+}
+
+// -----
+
 /// A model's own f16 ops are its choice: nothing changes, not even its
 /// f16 softmax.
 // CHECK-LABEL: func @negative_own_fp16

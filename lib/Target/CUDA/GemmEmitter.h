@@ -168,32 +168,34 @@ void emitPackedGemm(const PackedGemvShape &shape, const GemmConfig &config,
                     const std::string &dims, llvm::raw_ostream &os);
 
 /// A matmul step of 8-bit activations (per tensor, a scale and maybe a
-/// zero point) and signed 8-bit weights (a scale a column, rows of
-/// `rowBytes` packed bytes, kiln.dequantize's q + 128), as the integer GEMM
-/// (Int8GemmEmitter.cpp) sees it. K is whole 16-byte chunks.
-struct Int8GemmShape {
+/// zero point) and 8-bit weights (a scale a column, rows of `rowBytes`
+/// packed bytes: kiln.dequantize's signed integers q + 128, or float8
+/// values), as the Q/DQ GEMM (QdqGemmEmitter.cpp) sees it. K is whole
+/// 16-byte chunks.
+struct QdqGemmShape {
   /// The product's element type, and the activations' scale's and zero
   /// point's: F32, F16 or BF16.
   rt::DType dtype = rt::DType::F32, scaleDtype = rt::DType::F32;
   /// Rows of C at the least and the top of the dims' ranges, its columns,
   /// the contracted extent, and the bytes of a packed row (K or more).
   int64_t leastM = 1, upperM = 1, n = 1, k = 16, rowBytes = 16;
-  /// Whether the activations are unsigned, and have a zero point.
-  bool unsignedActivations = false, zeroPoint = false;
+  /// Whether both operands are float8 E4M3FN (else integers); whether
+  /// the (integer) activations are unsigned, and have a zero point.
+  bool float8 = false, unsignedActivations = false, zeroPoint = false;
   /// The epilogue.
   bool bias = false, residual = false;
   rt::MatmulActivation activation = rt::MatmulActivation::None;
 };
 
-/// Appends the integer GEMM `name` of `config` for `shape` and, with a
+/// Appends the Q/DQ GEMM `name` of `config` for `shape` and, with a
 /// split, `name`_combine. They are launch steps: the main kernel takes
 /// (A's bytes, the packed weights, their scales, A's scale, [A's zero
 /// point], [bias], [residual], C, [the split's float partials]), the
 /// combine (partials, [bias], [residual], C), each then `dims`; `rows` is
 /// C's rows as C text over them.
-void emitInt8Gemm(const Int8GemmShape &shape, const GemmConfig &config,
-                  const std::string &name, const std::string &rows,
-                  const std::string &dims, llvm::raw_ostream &os);
+void emitQdqGemm(const QdqGemmShape &shape, const GemmConfig &config,
+                 const std::string &name, const std::string &rows,
+                 const std::string &dims, llvm::raw_ostream &os);
 
 /// Appends the kernel that adds the splits' partial sums and applies the
 /// epilogue, named as gemmReduceName says.

@@ -59,7 +59,7 @@ std::string finishIntoRegister(rt::DType dtype);
 
 /// The opening of a split's loop over its k tiles, two buffers deep, in
 /// the three mma.sync GEMMs (GemmEmitter.cpp, PackedGemmEmitter.cpp,
-/// Int8GemmEmitter.cpp): tile kt_begin staged into buffer 0 by
+/// QdqGemmEmitter.cpp): tile kt_begin staged into buffer 0 by
 /// $STAGE_TILE (which reads `st` and `kn`), then each step `kt` stages the
 /// next tile into the other buffer and waits for its own. The body that
 /// follows multiplies buffer `s` and ends with a barrier and the loop's

@@ -216,13 +216,13 @@ private:
   std::string dimParameters();
 
   /// The launches of a GEMM kernel of 8-bit activations and 8-bit weights
-  /// (kiln-fuse put the dequantizations of both in it;
-  /// PlanInt8Matmuls.cpp): the integer GEMM at every row count.
-  mlir::LogicalResult addInt8Gemm(KernelOp kernel, MatmulOp matmul,
-                                  DequantizeOp dequantize,
-                                  const DequantizedActivations &activations,
-                                  const MatmulPlan &plan,
-                                  llvm::raw_ostream &source);
+  /// of one kind, integers or float8 (kiln-fuse put the dequantizations
+  /// of both in it; PlanQdqMatmuls.cpp): the Q/DQ GEMM at every row count.
+  mlir::LogicalResult addQdqGemm(KernelOp kernel, MatmulOp matmul,
+                                 DequantizeOp dequantize,
+                                 const DequantizedActivations &activations,
+                                 const MatmulPlan &plan,
+                                 llvm::raw_ostream &source);
 
   /// Offers Kiln's GEMM kernels for `plan`'s step (chooseGemmConfigs),
   /// appending each kernel to `source` the first time a step needs it, and

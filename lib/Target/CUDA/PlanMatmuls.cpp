@@ -107,12 +107,12 @@ LogicalResult PlanBuilder::addGemm(KernelOp kernel, llvm::raw_ostream &source) {
     return bufferOf.at(kernel.getInputs()[arg.getArgNumber()]);
   };
   auto plan = matmulPlan(matmul);
-  // 8-bit activations times 8-bit weights: the integer GEMM.
+  // 8-bit activations times 8-bit weights: the Q/DQ GEMM.
   if (std::optional<DequantizedActivations> activations =
           dequantize ? dequantizedActivations(matmul.getLhs()) : std::nullopt) {
     if (failed(plan) || failed(addResults(kernel)))
       return failure();
-    return addInt8Gemm(kernel, matmul, dequantize, *activations, *plan, source);
+    return addQdqGemm(kernel, matmul, dequantize, *activations, *plan, source);
   }
   auto a = inputOf(matmul.getLhs());
   FailureOr<uint32_t> b =

@@ -50,14 +50,31 @@ __device__ __forceinline__ void kiln_mma_m16n8k32_s8(int (&d)[4], const unsigned
                : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]),
                  "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]));
 }
-// float8 E4M3FN: products exact, sums in f32 registers (sm_89 on).
+// float8 E4M3FN, the 8-bit layout of .s8. sm_90 has no float8 mma.sync
+// (ptxas widens its operands to f16 and adds each product's sums to C
+// outside the tensor cores): widened here, exactly (every E4M3FN value is
+// an f16), into two m16n8k16 f16 products chained in the f32 accumulators.
+// Each register's low two bytes (k 4t, 4t + 1 of the 8-bit fragment) go to
+// the first, its high two (4t + 2, 4t + 3) to the second, in A and B alike.
+// Four E4M3FN bytes to f16 pairs: bytes 0 and 1 into `lo`, 2 and 3 into `hi`
+// (the halves split in registers: a shift would cost an instruction each).
+__device__ __forceinline__ void kiln_e4m3x4_to_f16x2(unsigned four, unsigned &lo, unsigned &hi) {
+  asm("{\n  .reg .b16 l, h;\n  mov.b32 {l, h}, %2;\n"
+      "  cvt.rn.f16x2.e4m3x2 %0, l;\n  cvt.rn.f16x2.e4m3x2 %1, h;\n}\n"
+      : "=r"(lo), "=r"(hi)
+      : "r"(four));
+}
 __device__ __forceinline__ void kiln_mma_m16n8k32_e4m3(float (&d)[4], const unsigned (&a)[4],
                                                        const unsigned (&b)[2], const float (&c)[4]) {
-  asm volatile("mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 "
-               "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%10, %11, %12, %13};\n"
-               : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]),
-                 "f"(c[0]), "f"(c[1]), "f"(c[2]), "f"(c[3]));
+  unsigned alo[4], ahi[4], blo[2], bhi[2];
+  #pragma unroll
+  for (int i = 0; i < 4; ++i)
+    kiln_e4m3x4_to_f16x2(a[i], alo[i], ahi[i]);
+  #pragma unroll
+  for (int i = 0; i < 2; ++i)
+    kiln_e4m3x4_to_f16x2(b[i], blo[i], bhi[i]);
+  kiln_mma_m16n8k16_f16(d, alo, blo, c);
+  kiln_mma_m16n8k16_f16(d, ahi, bhi, d);
 }
 __device__ __forceinline__ unsigned kiln_to_tf32(float x) {
   unsigned bits;

@@ -435,9 +435,10 @@ double e4m3Value(int code) {
 
 TEST_F(TensorCores, E4M3MmaFragmentsFollowThePtxFigures) {
   // float8 codes over both signs, subnormals (exponent field 0) and the
-  // largest value (0x7e, 448), NaN (0x7f, 0xff) left out. The products and
-  // their sum are exact in double; the mma rounds the sum once to float,
-  // as the reference below does.
+  // largest value (0x7e, 448), NaN (0x7f, 0xff) left out. sm_90 computes
+  // the tile as two f16 products chained in f32 (TensorCores.cpp), the
+  // first over the k with k % 4 < 2: each sum of exact products (exact in
+  // double) rounded once to float, as the reference below does.
   std::vector<float> x(1024, 0.0f);
   float *A = x.data(), *B = A + 512, *C = B + 256;
   auto code = [](int v) { return (v & 0x7f) == 0x7f ? v - 1 : v; };
@@ -453,10 +454,15 @@ TEST_F(TensorCores, E4M3MmaFragmentsFollowThePtxFigures) {
   std::vector<float> want(1024, 0.0f);
   for (int m = 0; m < 16; ++m)
     for (int n = 0; n < 8; ++n) {
-      double sum = C[m * 8 + n];
-      for (int k = 0; k < 32; ++k)
-        sum += e4m3Value(int(A[m * 32 + k])) * e4m3Value(int(B[k * 8 + n]));
-      want[m * 8 + n] = float(sum);
+      float d = C[m * 8 + n];
+      for (int half = 0; half < 2; ++half) {
+        double sum = d;
+        for (int k = 0; k < 32; ++k)
+          if ((k % 4 >= 2) == (half == 1))
+            sum += e4m3Value(int(A[m * 32 + k])) * e4m3Value(int(B[k * 8 + n]));
+        d = float(sum);
+      }
+      want[m * 8 + n] = d;
     }
   auto source = [](bool transposeA) {
     return mmaBytesSource(transposeA, "kiln_mma_m16n8k32_e4m3", "float");

@@ -255,7 +255,8 @@ static LogicalResult verifyGemmEpilogue(KernelOp kernel,
   // Before the product, in either order: block-quantized weights'
   // dequantize (of the kernel's inputs), which the product reads as its
   // transposed right operand, and with 8-bit weights the dequantization of
-  // 8-bit activations that it reads as its left (QuantizedActivations.h).
+  // 8-bit activations of their kind (integers, or float8 E4M3FN) that it
+  // reads as its left (QuantizedActivations.h).
   SmallVector<Operation *> prologue;
   while (it != ops.end() && !isa<MatmulOp>(*it))
     prologue.push_back(&*it++);
@@ -285,9 +286,11 @@ static LogicalResult verifyGemmEpilogue(KernelOp kernel,
     return kernel.emitOpError("of kind gemm must multiply by the transpose "
                               "of the weights it dequantizes");
   if (readsActivations &&
-      (!dequantize || dequantize.getBits() != 8 || dequantize.isFloat8()))
+      (!dequantize || dequantize.getBits() != 8 ||
+       dequantize.isFloat8() != isFloat8Activation(activations->quantized)))
     return kernel.emitOpError("of kind gemm dequantizes 8-bit activations "
-                              "for 8-bit integer weights only");
+                              "for 8-bit weights of their kind only (integers "
+                              "or float8 E4M3FN)");
   ++it;
   Value last = matmul.getResult();
   auto skipReshapes = [&]() {

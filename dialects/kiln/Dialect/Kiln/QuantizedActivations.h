@@ -1,12 +1,13 @@
 //===- QuantizedActivations.h - 8-bit activations a product reads -*- C++
 //-*-===//
 //
-// The one definition of the activations an 8-bit integer GEMM reads: a Q/DQ
-// graph's DequantizeLinear of 8-bit integers per tensor, as the importer
-// writes it, `(float(q) - zero) * scale` (or `float(q) * scale` without a
-// zero point). kiln-fuse takes these ops into a GEMM kernel whose weights
-// are 8-bit too, and the CUDA target reads them back out of that kernel to
-// multiply the integers themselves.
+// The one definition of the activations an 8-bit GEMM reads: a Q/DQ
+// graph's DequantizeLinear of 8-bit integers or float8 E4M3FN values per
+// tensor, as the importer writes it, `(float(q) - zero) * scale` (or
+// `float(q) * scale` without a zero point). kiln-fuse takes these ops into
+// a GEMM kernel whose weights are 8-bit values of the same kind, and the
+// CUDA target reads them back out of that kernel to multiply the bytes
+// themselves.
 //
 //===----------------------------------------------------------------------===//
 
@@ -20,7 +21,7 @@
 
 namespace kiln {
 
-/// What `(float(quantized) - zero) * scale` is made of: the integers, the
+/// What `(float(quantized) - zero) * scale` is made of: the 8-bit values, the
 /// zero point (null where there is none) and the scale, each of the last
 /// two one value; and the ops, the cast first and the multiply last, then
 /// maybe a cast to a narrower float (mixed precision's, before a 16-bit
@@ -36,8 +37,16 @@ inline bool holdsOneValue(mlir::Value v) {
   return type && type.hasStaticShape() && type.getNumElements() == 1;
 }
 
-/// `v` as the dequantization of 8-bit integers (signed or not) into its
-/// float type, per tensor; or none.
+/// Whether `t` is an 8-bit element type an 8-bit GEMM reads: an integer
+/// (signed or not) or float8 E4M3FN.
+inline bool isEightBitActivationType(mlir::Type t) {
+  auto integer = llvm::dyn_cast<mlir::IntegerType>(t);
+  return (integer && integer.getWidth() == 8) ||
+         llvm::isa<mlir::Float8E4M3FNType>(t);
+}
+
+/// `v` as the dequantization of 8-bit integers (signed or not) or float8
+/// E4M3FN values into its float type, per tensor; or none.
 inline std::optional<DequantizedActivations>
 dequantizedActivations(mlir::Value v) {
   // A narrowing cast last: the dequantization computed in the wider type.
@@ -73,9 +82,9 @@ dequantizedActivations(mlir::Value v) {
     if (!widen)
       continue;
     result.quantized = widen.getInput();
-    auto element = llvm::dyn_cast<mlir::IntegerType>(
-        mlir::getElementTypeOrSelf(result.quantized.getType()));
-    if (!element || element.getWidth() != 8 || widened.getType() != v.getType())
+    if (!isEightBitActivationType(
+            mlir::getElementTypeOrSelf(result.quantized.getType())) ||
+        widened.getType() != v.getType())
       continue;
     result.ops.push_back(widen);
     if (sub)
@@ -92,6 +101,13 @@ dequantizedActivations(mlir::Value v) {
 /// signed bytes reads them less 128, and their zero point too).
 inline bool isUnsignedActivation(mlir::Value quantized) {
   return mlir::getElementTypeOrSelf(quantized.getType()).isUnsignedInteger();
+}
+
+/// Whether the 8-bit activations `quantized` are float8 E4M3FN values
+/// rather than integers.
+inline bool isFloat8Activation(mlir::Value quantized) {
+  return llvm::isa<mlir::Float8E4M3FNType>(
+      mlir::getElementTypeOrSelf(quantized.getType()));
 }
 
 } // namespace kiln

@@ -1,11 +1,12 @@
-//===- PlanInt8Matmuls.cpp - the plan's steps of 8-bit products -----------===//
+//===- PlanQdqMatmuls.cpp - the plan's steps of 8-bit Q/DQ products -------===//
 //
 // PlanBuilder's steps for a GEMM kernel that multiplies 8-bit activations
-// by 8-bit weights: kiln-fuse put in it the activations' dequantization
-// (QuantizedActivations.h) and the weights' kiln.dequantize, so the kernel
-// reads both as the bytes they are. The integer GEMM
-// (Int8GemmEmitter.cpp) runs it at every row count, a launch step as the
-// packed kernels' are; its epilogue is the GEMM kernel's.
+// by 8-bit weights of their kind (integers, or float8 E4M3FN): kiln-fuse put
+// in it the activations' dequantization (QuantizedActivations.h) and the
+// weights' kiln.dequantize, so the kernel reads both as the bytes they
+// are. The Q/DQ GEMM (QdqGemmEmitter.cpp) runs it at every row count, a
+// launch step as the packed kernels' are; its epilogue is the GEMM
+// kernel's.
 //
 //===----------------------------------------------------------------------===//
 
@@ -20,11 +21,11 @@ using namespace mlir;
 
 namespace kiln::detail {
 
-LogicalResult
-PlanBuilder::addInt8Gemm(KernelOp kernel, MatmulOp matmul,
-                         DequantizeOp dequantize,
-                         const DequantizedActivations &activations,
-                         const MatmulPlan &plan, llvm::raw_ostream &source) {
+LogicalResult PlanBuilder::addQdqGemm(KernelOp kernel, MatmulOp matmul,
+                                      DequantizeOp dequantize,
+                                      const DequantizedActivations &activations,
+                                      const MatmulPlan &plan,
+                                      llvm::raw_ostream &source) {
   // kiln-fuse took these ops whole, so each operand is a kernel input.
   auto outside = [&](Value v) -> std::optional<uint32_t> {
     auto arg = dyn_cast<BlockArgument>(v);
@@ -66,7 +67,7 @@ PlanBuilder::addInt8Gemm(KernelOp kernel, MatmulOp matmul,
                               "be one matrix of rows on the CUDA target");
   const Size &m = plan.sizes[1];
   GemmEpilogueAttr epilogue = kernel.getEpilogueAttr();
-  Int8GemmShape shape;
+  QdqGemmShape shape;
   shape.dtype = step.dtype;
   shape.scaleDtype = *scaleDtype;
   shape.leastM = lowerBound(m.getExpr(), dimRangesOf(func)).value_or(1);
@@ -74,8 +75,10 @@ PlanBuilder::addInt8Gemm(KernelOp kernel, MatmulOp matmul,
   shape.n = plan.sizes[2].upper();
   shape.k = plan.sizes[3].upper();
   shape.rowBytes = dequantize.getBlockBytes();
+  // A float8 zero point is 0 (kiln-fuse took no other): not read.
+  shape.float8 = isFloat8Activation(activations.quantized);
   shape.unsignedActivations = isUnsignedActivation(activations.quantized);
-  shape.zeroPoint = activations.zero != nullptr;
+  shape.zeroPoint = activations.zero && !shape.float8;
   shape.bias = epilogue.getBias() >= 0;
   shape.residual = epilogue.getResidual() >= 0;
   shape.activation = step.activation;
@@ -85,15 +88,15 @@ PlanBuilder::addInt8Gemm(KernelOp kernel, MatmulOp matmul,
                               "whole 16-byte chunks and one scale a row");
 
   SmallVector<uint32_t> inputs = {*a, *packed, *scales, *scale};
-  if (zero)
+  if (shape.zeroPoint)
     inputs.push_back(*zero);
   // The op's launches share one index (kiln_<family>_<index>_<part>, which
   // the report's roofline reads).
-  std::string name =
-      "kiln_gemmi8_" + std::to_string(artifact.kernelNames.size());
+  std::string name = (shape.float8 ? "kiln_gemmf8_" : "kiln_gemmi8_") +
+                     std::to_string(artifact.kernelNames.size());
   GemmConfig config =
       packedTileConfig(shape.leastM, shape.upperM, shape.n, shape.k);
-  emitInt8Gemm(shape, config, name, m.str(), dimParameters(), source);
+  emitQdqGemm(shape, config, name, m.str(), dimParameters(), source);
   return pushPackedLaunches(kernel, name, config, m, shape.n, shape.upperM, {},
                             inputs);
 }

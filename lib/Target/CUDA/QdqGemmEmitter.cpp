@@ -1,30 +1,40 @@
-//===- Int8GemmEmitter.cpp - 8-bit integers on the tensor cores -----------===//
+//===- QdqGemmEmitter.cpp - 8-bit Q/DQ products on the tensor cores -------===//
 //
-// The product of a Q/DQ graph's 8-bit activations and 8-bit weights
-// (ONNX Runtime's quantize_static, quantization-aware training exports):
+// The product of a Q/DQ graph's 8-bit activations and 8-bit weights:
 // activations quantized per tensor (scale s_a, zero point z_a), weights
-// signed and symmetric with a scale s_w per column of the product. Each
-// element of the dequantized product is
+// symmetric with a scale s_w per column of the product. Two kinds:
 //
-//   sum_k (q_a - z_a) s_a * q_w s_w = s_a s_w (sum_k q_a q_w - z_a sum_k q_w)
+// - integers (ONNX Runtime's quantize_static, quantization-aware training
+//   exports), weights signed. Each element of the dequantized product is
 //
-// so the kernel multiplies the bytes themselves (mma.sync m16n8k32 .s8,
-// exact 32-bit sums) and scales each sum once: half the bytes of A that a
-// 16-bit GEMM reads, a quarter of an fp32 one, and twice the tensor cores'
-// 16-bit rate. The sums are exact where the float products' are rounded,
-// so the result is within the float product's own rounding of it.
+//     sum_k (q_a - z_a) s_a * q_w s_w = s_a s_w (sum_k q_a q_w - z_a sum_k q_w)
 //
-// Unsigned activations are read as signed ones less 128 (their bytes with
-// the top bit flipped), and their zero point less 128 too, which keeps
-// q_a - z_a. A column's sum of its weights, which the zero point
-// multiplies, comes from the tensor cores as well: the product of a
-// fragment of ones (zeros past K) with the same B fragments.
+//   so the kernel multiplies the bytes themselves (mma.sync m16n8k32 .s8,
+//   exact 32-bit sums) and scales each sum once. The sums are exact where
+//   the float products' are rounded, so the result is within the float
+//   product's own rounding of it.
+//
+//   Unsigned activations are read as signed ones less 128 (their bytes
+//   with the top bit flipped), and their zero point less 128 too, which
+//   keeps q_a - z_a. A column's sum of its weights, which the zero point
+//   multiplies, comes from the tensor cores as well: the product of a
+//   fragment of ones (zeros past K) with the same B fragments.
+//
+// - float8 E4M3FN both (NVIDIA ModelOpt's FP8), z_a 0: s_a s_w sum_k q_a
+//   q_w, the fragments of the 8-bit layout widened exactly to f16 and
+//   multiplied with f32 sums (kiln_mma_m16n8k32_e4m3: sm_90 has no float8
+//   mma.sync, only wgmma).
+//
+// Either reads half the bytes of A that a 16-bit GEMM reads and a quarter
+// of an fp32 one; the integers run at twice the tensor cores' 16-bit
+// rate, float8 at it.
 //
 // The layout is the packed GEMM's (PackedGemmEmitter.cpp): a tileM x 64
 // tile of C a block, four warps of 16 columns side by side, K in steps of
 // 64 bytes staged by cp.async into two buffers, the weights' packed rows as
-// they are stored (kiln.dequantize's bytes, q + 128); split K adds its
-// scaled partial sums in the packed kernels' combine.
+// they are stored (kiln.dequantize's bytes: integers q + 128, float8
+// values as they are); split K adds its scaled partial sums in the packed
+// kernels' combine.
 //
 //===----------------------------------------------------------------------===//
 
@@ -40,10 +50,10 @@ namespace {
 using gemm::substitute;
 
 constexpr const char *kMainKernel = R"cuda(
-// Kiln integer GEMM: a $TILE_M x 64 tile of C a block, 8-bit activations times
-// signed 8-bit weights (mma.sync m16n8k32 .s8, 32-bit sums), each sum scaled by
-// the activations' scale and its column's; four warps of 16 columns, K in steps
-// of 64 bytes staged by cp.async into two buffers; $SPLIT splits of K.
+// Kiln $KIND GEMM: a $TILE_M x 64 tile of C a block, $OPERANDS
+// ($INSTRUCTION, $SUMMING), each sum scaled by the activations' scale and its
+// column's; four warps of 16 columns, K in steps of 64 bytes staged by cp.async
+// into two buffers; $SPLIT splits of K.
 extern "C" __global__ void __launch_bounds__(128) $NAME(
     const unsigned char *__restrict__ a, const unsigned char *__restrict__ packed,
     const $ELEMENT *__restrict__ scales, const $A_ELEMENT *__restrict__ a_scale$A_ZERO_PARAMETER$BIAS_PARAMETER$RESIDUAL_PARAMETER,
@@ -62,7 +72,7 @@ extern "C" __global__ void __launch_bounds__(128) $NAME(
   const long long per_split = (k_tiles + $SPLIT - 1) / $SPLIT;
   const long long kt_begin = split * per_split;
   const long long kt_end = kt_begin + per_split < k_tiles ? kt_begin + per_split : k_tiles;
-  int acc[$M_TILES][2][4];
+  $ACCUMULATOR acc[$M_TILES][2][4];
   #pragma unroll
   for (int mt = 0; mt < $M_TILES; ++mt)
     #pragma unroll
@@ -82,13 +92,13 @@ $STAGED_LOOP
       }
       #pragma unroll
       for (int nt = 0; nt < 2; ++nt) {
-        // Column lane / 4's bytes 4t..4t+3 and 16 on, stored q + 128.
+        // Column lane / 4's bytes 4t..4t+3 and 16 on$B_STORED.
         const unsigned char *q = &sq[s][warp * 16 + nt * 8 + (lane >> 2)][kk * 32 + 4 * (lane & 3)];
-        const unsigned bf[2] = {*reinterpret_cast<const unsigned *>(q) ^ 0x80808080u,
-                                *reinterpret_cast<const unsigned *>(q + 16) ^ 0x80808080u};
+        const unsigned bf[2] = {*reinterpret_cast<const unsigned *>(q)$B_FLIP,
+                                *reinterpret_cast<const unsigned *>(q + 16)$B_FLIP};
         #pragma unroll
         for (int mt = 0; mt < $M_TILES; ++mt)
-          kiln_mma_m16n8k32_s8(acc[mt][nt], af[mt], bf, acc[mt][nt]);$ONES$SUM_COLUMNS
+          $MULTIPLY(acc[mt][nt], af[mt], bf, acc[mt][nt]);$ONES$SUM_COLUMNS
       }
     }
     __syncthreads();
@@ -108,7 +118,7 @@ $STAGED_LOOP
         const long long col = col0 + warp * 16 + nt * 8 + (lane & 3) * 2 + (i & 1);
         if (row >= m || col >= n)
           continue;
-        const int sum = acc[mt][nt][i]$LESS_ZERO;
+        const $ACCUMULATOR sum = acc[mt][nt][i]$LESS_ZERO;
         float v = __fmul_rn(__fmul_rn((float)sum, activation_scale), $TO_FLOAT(scales[col]));
 $STORE
       }
@@ -142,13 +152,13 @@ constexpr const char *kStageTile = R"cuda(    {
 
 } // namespace
 
-void emitInt8Gemm(const Int8GemmShape &shape, const GemmConfig &config,
-                  const std::string &name, const std::string &rows,
-                  const std::string &dims, llvm::raw_ostream &os) {
+void emitQdqGemm(const QdqGemmShape &shape, const GemmConfig &config,
+                 const std::string &name, const std::string &rows,
+                 const std::string &dims, llvm::raw_ostream &os) {
   assert(config.form == GemmForm::Mma && config.tileN == 64 &&
          config.tileK == 64 && config.warpsM == 1 && config.warpsN == 4 &&
          config.tileM % 16 == 0 && config.tileM <= 64 &&
-         "the integer GEMM's layout");
+         "the Q/DQ GEMM's layout");
   auto str = [](int64_t v) { return std::to_string(v); };
   // The epilogue's placeholders are the packed kernels' (one block a row of
   // signed bytes with no zero points, which the epilogue does not read).
@@ -167,9 +177,22 @@ void emitInt8Gemm(const Int8GemmShape &shape, const GemmConfig &config,
   gemm::HalfSpelling scaleSpelling = gemm::spellingOf(shape.scaleDtype);
   std::string scaleElement = scaleSpelling.type;
   bool zero = shape.zeroPoint;
+  bool float8 = shape.float8;
   values.insert(
       values.end(),
-      {{"$TILE_M", str(config.tileM)},
+      {{"$KIND", float8 ? "FP8" : "integer"},
+       {"$OPERANDS", float8 ? "float8 E4M3FN activations times float8 weights"
+                            : "8-bit activations times signed 8-bit weights"},
+       {"$INSTRUCTION",
+        float8 ? "mma.sync m16n8k32 .e4m3" : "mma.sync m16n8k32 .s8"},
+       {"$SUMMING", float8 ? "widened to f16, f32 sums" : "32-bit sums"},
+       {"$ACCUMULATOR", float8 ? "float" : "int"},
+       {"$MULTIPLY",
+        float8 ? "kiln_mma_m16n8k32_e4m3" : "kiln_mma_m16n8k32_s8"},
+       {"$B_STORED", float8 ? ", float8 values as stored"
+                            : ", stored q + 128 (read signed)"},
+       {"$B_FLIP", float8 ? "" : " ^ 0x80808080u"},
+       {"$TILE_M", str(config.tileM)},
        {"$M_TILES", str(config.tileM / 16)},
        {"$STAGED_LOOP", gemm::kStagedLoop},
        {"$STAGE_TILE", kStageTile},
