@@ -52,7 +52,7 @@ struct PrecisionCLOptions {
       llvm::cl::desc("with --precision fp16|bf16: fp32 islands to turn off, "
                      "to measure what they buy (results may overflow): all, "
                      "softmax, norm-statistics, reduction, mask, "
-                     "from-integer, angle"),
+                     "from-integer, angle, quantize"),
       llvm::cl::CommaSeparated, llvm::cl::value_desc("island,...")};
   enum class Weights { Float, Int4, Int8, Fp8 };
   llvm::cl::opt<Weights> weights{

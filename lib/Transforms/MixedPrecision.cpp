@@ -62,8 +62,8 @@ struct KilnMixedPrecisionPass
     for (const std::string &name : keepNodeNames)
       keepNodes.insert(name);
     static constexpr llvm::StringLiteral rules[] = {
-        "softmax", "norm-statistics", "reduction",
-        "mask",    "from-integer",    "angle"};
+        "softmax",      "norm-statistics", "reduction", "mask",
+        "from-integer", "angle",           "quantize"};
     for (const std::string &rule : disableIslands) {
       if (rule == "all") {
         for (StringRef each : rules)
@@ -76,7 +76,8 @@ struct KilnMixedPrecisionPass
                << "' in disable-islands; "
                   "expected "
                   "all, softmax, "
-                  "norm-statistics, reduction, mask, from-integer or angle";
+                  "norm-statistics, reduction, mask, from-integer, angle or "
+                  "quantize";
       }
     }
     return success();

@@ -127,6 +127,7 @@ llvm::StringSet<> Assigner::run() {
   collectStatistics();
   collectMasks();
   collectAngles();
+  collectQuantizers();
 
   auto keepIoRule = StringAttr::get(context, "keep-io-types");
   // A KV cache kept in place (kiln-cache-in-place) is one storage for its

@@ -156,6 +156,54 @@ void Assigner::collectAngles() {
   }
 }
 
+/// The elementwise ops that compute what a cast to an integer or float8
+/// type reads (QuantizeLinear's x / scale, its rounding, zero point and
+/// clamp), each feeding nothing else: a 16-bit x / scale moves values
+/// across the quantized grid's rounding boundaries, which a quantized
+/// step (8-bit integers' 1/127 of the range, float8's 1/8 of a value)
+/// turns into errors the size of the step. In f32 the quantized values are
+/// the fp32 model's wherever x itself is (a graph input's, or the
+/// 16-bit rounding of the op before).
+void Assigner::collectQuantizers() {
+  // One island for all the casts (products quantizing one x / scale share
+  // it, each adding its own zero point). An op joins when every user has:
+  // a predicate (QuantizeLinear's isnan) may join after the value it
+  // tests, so the walk repeats until nothing joins.
+  llvm::SetVector<Operation *> island;
+  for (Operation &op : block) {
+    auto cast = dyn_cast<CastOp>(op);
+    if (!cast || !wasF32.contains(cast.getInput()))
+      continue;
+    Type to = elementTypeOf(cast.getResult());
+    auto integer = dyn_cast<IntegerType>(to);
+    if ((integer && integer.getWidth() > 1) ||
+        isa<Float8E4M3FNType, Float8E5M2Type>(to))
+      island.insert(&op);
+  }
+  auto joins = [&](Operation *op) {
+    if (!isElementwise(op) || isa<CastOp>(op) || op->getNumResults() != 1)
+      return false;
+    Value result = op->getResult(0);
+    return (wasF32.contains(result) || elementTypeOf(result).isInteger(1)) &&
+           llvm::all_of(op->getUsers(),
+                        [&](Operation *user) { return island.contains(user); });
+  };
+  for (bool grew = true; grew;) {
+    grew = false;
+    for (size_t i = 0; i < island.size(); ++i)
+      for (Value operand : island[i]->getOperands()) {
+        Operation *producer = operand.getDefiningOp();
+        if (producer && !island.contains(producer) && joins(producer)) {
+          island.insert(producer);
+          grew = true;
+        }
+      }
+  }
+  for (Operation *member : island)
+    if (!isa<CastOp>(member) && wasF32.contains(member->getResult(0)))
+      islandRules.try_emplace(member, "quantize");
+}
+
 /// f32 when an operand computed by an op before this one arrives in f32;
 /// constants and graph inputs take the type their user computes in.
 Type Assigner::arrivalType(Operation *op) {

@@ -89,6 +89,8 @@ private:
   void collectMasks();
   /// Finds the ops that compute sin and cos angles.
   void collectAngles();
+  /// Finds the ops that compute the values a cast quantizes.
+  void collectQuantizers();
   /// The type `op` computes in and the rule that keeps it f32, if one does.
   Decision decide(mlir::Operation *op);
   /// f32 when an operand computed by an op before `op` arrives in f32, the

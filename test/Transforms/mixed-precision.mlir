@@ -15,7 +15,7 @@
 // WARN-NOT: note
 // BADPREC: error: kiln-mixed-precision: unknown precision 'fp8'; expected fp16 or bf16
 // BADOP: error: kiln-mixed-precision: unknown op type 'Convolution' in keep-op-types; expected a kiln op name
-// BADISLAND: error: kiln-mixed-precision: unknown island 'layer_norm' in disable-islands; expected all, softmax, norm-statistics, reduction, mask, from-integer or angle
+// BADISLAND: error: kiln-mixed-precision: unknown island 'layer_norm' in disable-islands; expected all, softmax, norm-statistics, reduction, mask, from-integer, angle or quantize
 
 // Cast insertion: the matmul computes in f16 on its input converted at run
 // time and its weights converted at compile time (saturating to f16's range);
@@ -393,6 +393,67 @@ func.func @negative_integers(%ids: tensor<2x4xi64>, %table: tensor<16x4xi64>) ->
   %one = kiln.constant dense<1> : tensor<i64>
   %a = kiln.add %g, %one : (tensor<2x4x4xi64>, tensor<i64>) -> tensor<2x4x4xi64>
   return %a : tensor<2x4x4xi64>
+}
+
+// -----
+
+// Quantization (QuantizeLinear: x / scale, rounded for integers, cast) is
+// an fp32 island: an f16 x / scale moves values across the quantized
+// grid's boundaries. x arrives in f16 (the matmul's) and is widened; the
+// scale stays the f32 constant it is.
+// CHECK-LABEL: func @quantize
+// CHECK: %[[S:.*]] = kiln.constant dense<0.00999{{[0-9]*}}> : tensor<f32>
+// CHECK: %[[H:.*]] = kiln.matmul {{.*}} -> tensor<2x8xf16>
+// CHECK: %[[H32:.*]] = kiln.cast %[[H]] : tensor<2x8xf16> -> tensor<2x8xf32>
+// CHECK: %[[R:.*]] = kiln.div %[[H32]], %[[S]] {kiln.fp32 = "quantize"} : (tensor<2x8xf32>, tensor<f32>) -> tensor<2x8xf32>
+// CHECK: kiln.cast %[[R]] : tensor<2x8xf32> -> tensor<2x8xf8E4M3FN>
+// The integers' rounding is shared by two casts, each adding its own zero
+// point, one through QuantizeLinear's NaN guard (whose predicate joins
+// too).
+// CHECK: %[[R2:.*]] = kiln.div %{{.*}}, %[[S]] {kiln.fp32 = "quantize"}
+// CHECK: %[[N:.*]] = kiln.round %[[R2]] {kiln.fp32 = "quantize"} : tensor<2x8xf32>
+// CHECK: %[[Z:.*]] = kiln.add %[[N]], %{{.*}} {kiln.fp32 = "quantize"}
+// CHECK: kiln.is_nan %[[Z]] : tensor<2x8xf32> -> tensor<2x8xi1>
+// CHECK: %[[G:.*]] = kiln.where %{{.*}}, %{{.*}}, %[[Z]] {kiln.fp32 = "quantize"}
+// CHECK: kiln.cast %[[G]] : tensor<2x8xf32> -> tensor<2x8xi8>
+// CHECK: %[[Z2:.*]] = kiln.add %[[N]], %{{.*}} {kiln.fp32 = "quantize"}
+// CHECK: kiln.cast %[[Z2]] : tensor<2x8xf32> -> tensor<2x8xui8>
+// OFF-LABEL: func @quantize
+// OFF: kiln.div %{{.*}}, %{{.*}} : (tensor<2x8xf16>, tensor<f16>) -> tensor<2x8xf16>
+func.func @quantize(%x: tensor<2x8xf32>, %w: tensor<8x8xf32>) -> (tensor<2x8xf8E4M3FN>, tensor<2x8xi8>, tensor<2x8xui8>) {
+  %h = kiln.matmul %x, %w : (tensor<2x8xf32>, tensor<8x8xf32>) -> tensor<2x8xf32>
+  %s = kiln.constant dense<0.01> : tensor<f32>
+  %r = kiln.div %h, %s : (tensor<2x8xf32>, tensor<f32>) -> tensor<2x8xf32>
+  %q = kiln.cast %r : tensor<2x8xf32> -> tensor<2x8xf8E4M3FN>
+  %r2 = kiln.div %h, %s : (tensor<2x8xf32>, tensor<f32>) -> tensor<2x8xf32>
+  %n = kiln.round %r2 : tensor<2x8xf32>
+  %c7 = kiln.constant dense<7.0> : tensor<f32>
+  %z = kiln.add %n, %c7 : (tensor<2x8xf32>, tensor<f32>) -> tensor<2x8xf32>
+  %nan = kiln.is_nan %z : tensor<2x8xf32> -> tensor<2x8xi1>
+  %low = kiln.constant dense<-128.0> : tensor<f32>
+  %g = kiln.where %nan, %low, %z : (tensor<2x8xi1>, tensor<f32>, tensor<2x8xf32>) -> tensor<2x8xf32>
+  %i = kiln.cast %g : tensor<2x8xf32> -> tensor<2x8xi8>
+  %c131 = kiln.constant dense<131.0> : tensor<f32>
+  %z2 = kiln.add %n, %c131 : (tensor<2x8xf32>, tensor<f32>) -> tensor<2x8xf32>
+  %u = kiln.cast %z2 : tensor<2x8xf32> -> tensor<2x8xui8>
+  return %q, %i, %u : tensor<2x8xf8E4M3FN>, tensor<2x8xi8>, tensor<2x8xui8>
+}
+
+// -----
+
+// negative_: a value that also feeds something other than the quantizing
+// cast is not an island: it computes in the low type as its other user
+// does.
+// CHECK-LABEL: func @negative_shared_quantize
+// CHECK: %[[R:.*]] = kiln.div %{{.*}}, %{{.*}} : (tensor<2x8xf16>, tensor<f16>) -> tensor<2x8xf16>
+// CHECK-NOT: "quantize"
+func.func @negative_shared_quantize(%x: tensor<2x8xf32>, %w: tensor<8x8xf32>) -> (tensor<2x8xf8E4M3FN>, tensor<2x8xf32>) {
+  %h = kiln.matmul %x, %w : (tensor<2x8xf32>, tensor<8x8xf32>) -> tensor<2x8xf32>
+  %s = kiln.constant dense<0.01> : tensor<f32>
+  %r = kiln.div %h, %s : (tensor<2x8xf32>, tensor<f32>) -> tensor<2x8xf32>
+  %q = kiln.cast %r : tensor<2x8xf32> -> tensor<2x8xf8E4M3FN>
+  %e = kiln.exp %r : tensor<2x8xf32>
+  return %q, %e : tensor<2x8xf8E4M3FN>, tensor<2x8xf32>
 }
 
 // -----

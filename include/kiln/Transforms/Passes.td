@@ -140,8 +140,12 @@ def KilnMixedPrecisionPass : Pass<"kiln-mixed-precision", "mlir::func::FuncOp"> 
       from integers: positions and masks, which bf16 holds exactly only up
       to 256), `angle` (sin and cos with the ops that compute their
       arguments alone, a matmul included: rotary angles reach thousands of
-      radians, where fp16's spacing is 1 and bf16's 16); a model's own casts
-      from 16 bits to f32 stay (`explicit-cast`);
+      radians, where fp16's spacing is 1 and bf16's 16), `quantize` (the
+      elementwise ops that compute what a cast to an integer or float8
+      reads alone: QuantizeLinear's `x / scale`, rounding, zero point and
+      clamp, whose 16-bit rounding would move values across the quantized
+      grid's boundaries); a model's own casts from 16 bits to f32 stay
+      (`explicit-cast`);
     - `kiln.layer_norm` and `kiln.rms_norm` compute in the type their input
       arrives in: their kernels keep the statistics in fp32 either way;
     - every other op computes in the type its float inputs arrive in (f32
@@ -199,7 +203,7 @@ def KilnMixedPrecisionPass : Pass<"kiln-mixed-precision", "mlir::func::FuncOp"> 
                "ONNX node names whose ops are kept in f32">,
     ListOption<"disableIslands", "disable-islands", "std::string",
                "fp32 islands turned off: all, softmax, norm-statistics, "
-               "reduction, mask, from-integer, angle">,
+               "reduction, mask, from-integer, angle, quantize">,
   ];
   let dependentDialects = ["kiln::KilnDialect"];
 }
