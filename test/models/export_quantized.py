@@ -10,6 +10,8 @@ script does the same over export_fresh.py's models (no torch needed):
       per-channel int8 weights, calibrated on four batches of random token
       ids (QuantizeLinear/DequantizeLinear pairs around every MatMul, what
       TensorRT and onnxruntime's int8 paths consume);
+  bert-qdq-fp8: the same with float8 E4M3FN activations and weights (per
+      tensor; onnxruntime's form of the FP8 Q/DQ pairs ModelOpt writes);
   llama-matmulnbits-int4: MatMulNBitsQuantizer, 4-bit blocks of 32 with zero
       points (com.microsoft MatMulNBits, what Olive writes);
   llama-qdq-uint4, llama-qdq-int4: the same quantizer in the QDQ format,
@@ -65,6 +67,17 @@ def qdq_int8(source, target, inputs):
                       weight_type=q.QuantType.QInt8)
 
 
+def qdq_fp8(source, target, inputs):
+    q.quantize_static(source, target, RandomTokens(inputs),
+                      quant_format=q.QuantFormat.QDQ,
+                      # Its float8 calibration is histograms, which the
+                      # attention mask's -inf breaks: only the products.
+                      calibrate_method=q.CalibrationMethod.Distribution,
+                      op_types_to_quantize=["MatMul", "Gemm"],
+                      activation_type=q.QuantType.QFLOAT8E4M3FN,
+                      weight_type=q.QuantType.QFLOAT8E4M3FN)
+
+
 def weight_only(block_size, is_symmetric, quant_format):
     def quantize(source, target, inputs):
         # Needs onnx_ir (pip install onnx-ir).
@@ -86,6 +99,7 @@ def exact_session(path):
 
 
 MODELS = [("bert-qdq-int8", "bert-torchscript", qdq_int8),
+          ("bert-qdq-fp8", "bert-torchscript", qdq_fp8),
           ("llama-matmulnbits-int4", "llama-torchscript",
            weight_only(32, False, q.QuantFormat.QOperator)),
           ("llama-qdq-uint4", "llama-dynamo",
