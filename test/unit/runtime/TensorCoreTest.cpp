@@ -395,6 +395,25 @@ extern "C" __global__ void mma(const float *x, float *y) {
 )cuda";
 }
 
+/// That `mma` over x (mmaBytesSource's layout) gives `want` on the host
+/// when the lanes pack their fragments by the tables, and something else
+/// when A's are transposed: the test checks the layout, not only the
+/// arithmetic.
+void expectBytesMma(const std::string &mma, const std::string &accumulator,
+                    const std::vector<float> &x,
+                    const std::vector<float> &want) {
+  for (bool transposeA : {false, true}) {
+    std::vector<float> got =
+        runOnHost(kernelArtifact(mmaBytesSource(transposeA, mma, accumulator),
+                                 "mma", 1024, 1, 32),
+                  x, HostOptions());
+    if (transposeA)
+      EXPECT_NE(got, want) << mma << " with A transposed";
+    else
+      EXPECT_EQ(got, want) << mma;
+  }
+}
+
 TEST_F(TensorCores, S8MmaFragmentsFollowThePtxFigures) {
   // Integers over the whole signed range, so that a byte read unsigned, or
   // its sign lost, changes the sum; every sum is exact in float.
@@ -417,15 +436,7 @@ TEST_F(TensorCores, S8MmaFragmentsFollowThePtxFigures) {
         sum += int(A[m * 32 + k]) * int(B[k * 8 + n]);
       want[m * 8 + n] = float(sum);
     }
-  auto source = [](bool transposeA) {
-    return mmaBytesSource(transposeA, "kiln_mma_m16n8k32_s8", "int");
-  };
-  EXPECT_EQ(runOnHost(kernelArtifact(source(false), "mma", 1024, 1, 32), x,
-                      HostOptions()),
-            want);
-  EXPECT_NE(runOnHost(kernelArtifact(source(true), "mma", 1024, 1, 32), x,
-                      HostOptions()),
-            want);
+  expectBytesMma("kiln_mma_m16n8k32_s8", "int", x, want);
 }
 
 /// A float8 E4M3FN code's value (kiln/runtime/Float8.h's decoding).
@@ -464,15 +475,7 @@ TEST_F(TensorCores, E4M3MmaFragmentsFollowThePtxFigures) {
       }
       want[m * 8 + n] = d;
     }
-  auto source = [](bool transposeA) {
-    return mmaBytesSource(transposeA, "kiln_mma_m16n8k32_e4m3", "float");
-  };
-  EXPECT_EQ(runOnHost(kernelArtifact(source(false), "mma", 1024, 1, 32), x,
-                      HostOptions()),
-            want);
-  EXPECT_NE(runOnHost(kernelArtifact(source(true), "mma", 1024, 1, 32), x,
-                      HostOptions()),
-            want);
+  expectBytesMma("kiln_mma_m16n8k32_e4m3", "float", x, want);
 }
 
 // ldmatrix (PTX ISA, "Warp-level matrix load instruction: ldmatrix"): for
