@@ -29,6 +29,8 @@
 #include "mlir/IR/Matchers.h"
 #include "llvm/ADT/SetVector.h"
 
+#include <cmath>
+
 namespace kiln {
 #define GEN_PASS_DEF_KILNFUSEPASS
 #include "kiln/Transforms/Passes.h.inc"
@@ -364,16 +366,33 @@ struct QdqOperands {
   DequantizedActivations activations;
 };
 
-/// Whether `v` is a cast of a constant of zeros (a float8 zero point).
-bool isZeroConstant(Value v) {
+/// The one value of a constant splat `v` (maybe through a cast), as a
+/// double; or none.
+std::optional<double> splatValue(Value v) {
   if (auto widen = v.getDefiningOp<CastOp>())
     v = widen.getInput();
   DenseElementsAttr values;
-  if (!matchPattern(v, m_Constant(&values)) || !values.isSplat())
-    return false;
-  if (isa<FloatType>(values.getElementType()))
-    return values.getSplatValue<APFloat>().isZero();
-  return false;
+  if (!matchPattern(v, m_Constant(&values)) || !values.isSplat() ||
+      !isa<FloatType>(values.getElementType()))
+    return std::nullopt;
+  return values.getSplatValue<APFloat>().convertToDouble();
+}
+
+/// Whether `zero` is an 8-bit integer zero point of `quantized`'s type: a
+/// cast of an 8-bit integer, or (the importer folds that cast when the
+/// zero point is an initializer) a whole constant in the type's range.
+bool isEightBitZeroPoint(Value zero, Value quantized) {
+  if (auto widen = zero.getDefiningOp<CastOp>()) {
+    auto integer =
+        dyn_cast<IntegerType>(getElementTypeOrSelf(widen.getInput().getType()));
+    if (integer && integer.getWidth() == 8)
+      return true;
+  }
+  std::optional<double> value = splatValue(zero);
+  bool isUnsigned = isUnsignedActivation(quantized);
+  return value && *value == std::trunc(*value) &&
+         *value >= (isUnsigned ? 0 : -128) &&
+         *value <= (isUnsigned ? 255 : 127);
 }
 
 /// The operands of `matmul` where the CUDA target's 8-bit GEMM multiplies
@@ -383,9 +402,9 @@ bool isZeroConstant(Value v) {
 /// (both operands' rows are copied 16 bytes at a time), neither operand's
 /// bytes a graph input. Two kinds:
 ///
-/// - integers: the activations' zero point a cast of an 8-bit integer (so
-///   whole), the weights signed and symmetric (as TensorRT and
-///   onnxruntime's quantize_static write them);
+/// - integers: the activations' zero point an 8-bit integer
+///   (isEightBitZeroPoint), the weights signed and symmetric (as TensorRT
+///   and onnxruntime's quantize_static write them);
 /// - float8 E4M3FN both (NVIDIA ModelOpt's FP8): the activations' zero
 ///   point absent or a constant 0, as ModelOpt writes it.
 ///
@@ -419,15 +438,10 @@ std::optional<QdqOperands> qdqOperands(MatmulOp matmul) {
   if (isGraphInput(activations->quantized) || isGraphInput(weights.getPacked()))
     return std::nullopt;
   if (Value zero = activations->zero) {
-    if (weights.isFloat8())
-      return isZeroConstant(zero)
-                 ? std::optional(QdqOperands{weights, *activations})
-                 : std::nullopt;
-    auto widen = zero.getDefiningOp<CastOp>();
-    auto integer = widen ? dyn_cast<IntegerType>(
-                               getElementTypeOrSelf(widen.getInput().getType()))
-                         : IntegerType();
-    if (!integer || integer.getWidth() != 8)
+    bool taken = weights.isFloat8()
+                     ? splatValue(zero) == 0.0
+                     : isEightBitZeroPoint(zero, activations->quantized);
+    if (!taken)
       return std::nullopt;
   }
   return QdqOperands{weights, *activations};

@@ -687,6 +687,54 @@ func.func @negative_gemm_float8_activations_int8_weights(%x: tensor<3x32xf32>, %
 
 // -----
 
+// The importer folds a constant zero point's cast: a whole constant in the
+// activations' range is an 8-bit zero point too (131 for uint8).
+// CHECK-LABEL: func @gemm_uint8_constant_zero
+// CHECK: kiln.kernel  gemm(
+// CHECK-NEXT: ^bb0
+// CHECK: kiln.cast %{{.*}} : tensor<3x32xui8> -> tensor<3x32xf32>
+// CHECK-NEXT: kiln.sub
+// CHECK-NEXT: kiln.mul
+// CHECK: kiln.matmul
+func.func @gemm_uint8_constant_zero(%x: tensor<3x32xf32>, %s: tensor<8x1xf32>, %sa: tensor<f32>) -> tensor<3x8xf32> {
+  %q = kiln.constant dense<131> : tensor<8x1x32xui8>
+  %zf = kiln.constant dense<131.0> : tensor<f32>
+  %xq = kiln.cast %x : tensor<3x32xf32> -> tensor<3x32xui8>
+  %xf = kiln.cast %xq : tensor<3x32xui8> -> tensor<3x32xf32>
+  %d = kiln.sub %xf, %zf : (tensor<3x32xf32>, tensor<f32>) -> tensor<3x32xf32>
+  %a = kiln.mul %d, %sa : (tensor<3x32xf32>, tensor<f32>) -> tensor<3x32xf32>
+  %w = kiln.dequantize %q, %s {bits = 8 : i64, block_size = 32 : i64} : (tensor<8x1x32xui8>, tensor<8x1xf32>) -> tensor<8x32xf32>
+  %m = kiln.matmul %a, %w {transpose_rhs = true} : (tensor<3x32xf32>, tensor<8x32xf32>) -> tensor<3x8xf32>
+  return %m : tensor<3x8xf32>
+}
+
+// -----
+
+// negative_: constant zero points that are not 8-bit integers of the
+// activations' type (7.5; 131 for int8) keep the float product.
+// CHECK-LABEL: func @negative_gemm_int8_constant_zero
+// CHECK-NOT: kiln.kernel  gemm
+// CHECK: kiln.matmul
+// CHECK-NOT: kiln.kernel  gemm
+// CHECK: kiln.matmul
+func.func @negative_gemm_int8_constant_zero(%x: tensor<3x32xf32>, %s: tensor<8x1xf32>, %sa: tensor<f32>) -> (tensor<3x8xf32>, tensor<3x8xf32>) {
+  %q = kiln.constant dense<131> : tensor<8x1x32xui8>
+  %xq = kiln.cast %x : tensor<3x32xf32> -> tensor<3x32xi8>
+  %xf = kiln.cast %xq : tensor<3x32xi8> -> tensor<3x32xf32>
+  %w = kiln.dequantize %q, %s {bits = 8 : i64, block_size = 32 : i64} : (tensor<8x1x32xui8>, tensor<8x1xf32>) -> tensor<8x32xf32>
+  %half = kiln.constant dense<7.5> : tensor<f32>
+  %d = kiln.sub %xf, %half : (tensor<3x32xf32>, tensor<f32>) -> tensor<3x32xf32>
+  %a = kiln.mul %d, %sa : (tensor<3x32xf32>, tensor<f32>) -> tensor<3x32xf32>
+  %m = kiln.matmul %a, %w {transpose_rhs = true} : (tensor<3x32xf32>, tensor<8x32xf32>) -> tensor<3x8xf32>
+  %high = kiln.constant dense<131.0> : tensor<f32>
+  %d2 = kiln.sub %xf, %high : (tensor<3x32xf32>, tensor<f32>) -> tensor<3x32xf32>
+  %a2 = kiln.mul %d2, %sa : (tensor<3x32xf32>, tensor<f32>) -> tensor<3x32xf32>
+  %n = kiln.matmul %a2, %w {transpose_rhs = true} : (tensor<3x32xf32>, tensor<8x32xf32>) -> tensor<3x8xf32>
+  return %m, %n : tensor<3x8xf32>, tensor<3x8xf32>
+}
+
+// -----
+
 // negative_: int8 activations that are a graph input (a caller's buffer
 // need not be aligned for the kernel's 16-byte copies) keep the float
 // product.

@@ -330,7 +330,9 @@ struct QuantizedConverter : NodeConverterBase {
       auto z = perElement(zero, xType, ax, block, "x_zero_point");
       if (failed(z))
         return failure();
-      auto diff = broadcast<SubOp>(centred, castTo(*z, f32));
+      // A constant zero point's float is a constant, not a kernel a run.
+      auto diff =
+          broadcast<SubOp>(centred, importer.foldConstant(castTo(*z, f32)));
       if (failed(diff))
         return failure();
       centred = *diff;
@@ -386,7 +388,8 @@ struct QuantizedConverter : NodeConverterBase {
       auto z = perElement(zero, xType, ax, block, "y_zero_point");
       if (failed(z))
         return failure();
-      auto shifted = broadcast<AddOp>(q, castTo(*z, f32));
+      auto shifted =
+          broadcast<AddOp>(q, importer.foldConstant(castTo(*z, f32)));
       if (failed(shifted))
         return failure();
       q = *shifted;

@@ -78,8 +78,14 @@ public:
   /// How the caller names the import options, for messages about them.
   const ImportOptionNames &optionNames() const { return options.names; }
 
-private:
+  /// `value` as a constant when the op defining it computes from
+  /// constants (within the caps FoldConstants.cpp sets), else `value`. Each
+  /// node's outputs fold so; a converter folds a value in the middle of its
+  /// node with it (a node's output that keeps a graph input stops at that
+  /// operand, before folding the ones after it).
   mlir::Value foldConstant(mlir::Value value, int depth = 0);
+
+private:
   /// Folds the op defining `value` over its `operands`' sizes (some from
   /// `kiln.sizes`); returns `value` when it does not fold.
   mlir::Value foldSymbolicSizes(mlir::Value value,
