@@ -84,6 +84,19 @@ LogicalResult PlanBuilder::addMatmul(MatmulOp op, llvm::raw_ostream &source) {
   return success();
 }
 
+/// The runtime's form of a GEMM kernel's epilogue activation.
+static rt::MatmulActivation matmulActivationOf(GemmActivation activation) {
+  switch (activation) {
+  case GemmActivation::none:
+    return rt::MatmulActivation::None;
+  case GemmActivation::relu:
+    return rt::MatmulActivation::Relu;
+  case GemmActivation::gelu:
+    return rt::MatmulActivation::Gelu;
+  }
+  llvm_unreachable("a GemmActivation the runtime lacks");
+}
+
 LogicalResult PlanBuilder::addGemm(KernelOp kernel, llvm::raw_ostream &source) {
   Block &body = kernel.getBody().front();
   // After the dequantize of block-quantized weights, where there is one.
@@ -107,6 +120,11 @@ LogicalResult PlanBuilder::addGemm(KernelOp kernel, llvm::raw_ostream &source) {
     return bufferOf.at(kernel.getInputs()[arg.getArgNumber()]);
   };
   auto plan = matmulPlan(matmul);
+  // The activation first: the Q/DQ and packed kernels below read it from
+  // the step as cuBLASLt's does.
+  if (succeeded(plan))
+    plan->step.activation =
+        matmulActivationOf(kernel.getEpilogueAttr().getActivation());
   // 8-bit activations times 8-bit weights: the Q/DQ GEMM.
   if (std::optional<DequantizedActivations> activations =
           dequantize ? dequantizedActivations(matmul.getLhs()) : std::nullopt) {
@@ -142,16 +160,6 @@ LogicalResult PlanBuilder::addGemm(KernelOp kernel, llvm::raw_ostream &source) {
   if (int64_t residual = epilogue.getResidual(); residual >= 0) {
     step->residual = bufferOf.at(kernel.getInputs()[residual]);
     step->beta = 1.0f;
-  }
-  switch (epilogue.getActivation()) {
-  case GemmActivation::none:
-    break;
-  case GemmActivation::relu:
-    step->activation = rt::MatmulActivation::Relu;
-    break;
-  case GemmActivation::gelu:
-    step->activation = rt::MatmulActivation::Gelu;
-    break;
   }
   if (int64_t scale = epilogue.getNormScale(); scale >= 0) {
     auto norm = *body.getOps<LayerNormOp>().begin();

@@ -10,7 +10,8 @@ E4M3FN weights B [K, N], then a bias:
 
   y_z: the activations' zero point given, float8 0 (ModelOpt's form),
        weights with a scale a column (axis 1);
-  y_t: no zero point (output_dtype), weights with one scale.
+  y_t: no zero point (output_dtype), weights with one scale, then a
+       residual (the input `r`, [batch, seq, N]) and a ReLU.
 
 Forms the FP8 GEMM does not take: --weights blocked scales y_z's weights
 in blocks of 16 along K; --activations e5m2 quantizes both products'
@@ -31,7 +32,8 @@ kind = {"e4m3": TensorProto.FLOAT8E4M3FN, "e5m2": TensorProto.FLOAT8E5M2}[
 rng = np.random.default_rng(13)
 nodes, weights, outputs = [], [], []
 dims = ["batch", "seq"]
-graph_inputs = [helper.make_tensor_value_info("a", TensorProto.FLOAT, dims + [K])]
+graph_inputs = [helper.make_tensor_value_info("a", TensorProto.FLOAT, dims + [K]),
+                helper.make_tensor_value_info("r", TensorProto.FLOAT, dims + [N])]
 
 
 def float8(name, values, element):
@@ -73,7 +75,12 @@ def add(name, zero_point, weight_scales):
     nodes.append(helper.make_node("MatMul", [name + "_ad", name + "_wd"], [name + "_p"]))
     weights.append(numpy_helper.from_array(
         rng.standard_normal(N).astype(np.float32), name + "_b"))
-    nodes.append(helper.make_node("Add", [name + "_p", name + "_b"], [name]))
+    if name == "y_t":
+        nodes.append(helper.make_node("Add", [name + "_p", name + "_b"], [name + "_pb"]))
+        nodes.append(helper.make_node("Add", [name + "_pb", "r"], [name + "_pr"]))
+        nodes.append(helper.make_node("Relu", [name + "_pr"], [name]))
+    else:
+        nodes.append(helper.make_node("Add", [name + "_p", name + "_b"], [name]))
     outputs.append(helper.make_tensor_value_info(name, TensorProto.FLOAT, dims + [N]))
 
 

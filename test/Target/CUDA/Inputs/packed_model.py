@@ -1,13 +1,14 @@
 """MatMulNBits over random packed weights, as onnxruntime-genai writes them.
 
   packed_model.py OUT.onnx K [--block4 B] [--float32] [--static]
-                  [--packed-input] [--n N]
+                  [--packed-input] [--n N] [--relu]
 
 Four products of a [batch, seq, K] input by 72 (or N) columns: int4 in blocks of
 32 (or B) with packed zero points and a bias, int8 in blocks of 16 with the
 default zero point, int2 in blocks of 64, int4 in blocks of 64 with float
 zero points; fp16 activations unless --float32; one row with --static;
-the int8 weights' packed bytes a graph input with --packed-input.
+the int8 weights' packed bytes a graph input with --packed-input; a ReLU
+after the first product's bias with --relu (the GEMM kernel's epilogue).
 """
 import sys
 import numpy as np
@@ -48,8 +49,12 @@ def add(name, bits, block, zero_points=None, bias=False):
     if bias:
         inputs += [""] * (5 - len(inputs)) + [name + "_b"]
         weights.append(numpy_helper.from_array(rng.standard_normal(N).astype(dtype), name + "_b"))
-    nodes.append(helper.make_node("MatMulNBits", inputs, [name], domain="com.microsoft",
-                                  K=K, N=N, bits=bits, block_size=block))
+    relu = bias and "--relu" in sys.argv
+    nodes.append(helper.make_node("MatMulNBits", inputs, [name + "_p" if relu else name],
+                                  domain="com.microsoft", K=K, N=N, bits=bits,
+                                  block_size=block))
+    if relu:
+        nodes.append(helper.make_node("Relu", [name + "_p"], [name]))
     outputs.append(helper.make_tensor_value_info(name, onnx_type, dims + [N]))
 
 
