@@ -57,6 +57,54 @@ ConstantOp packableWeights(MatmulOp matmul) {
   return weights;
 }
 
+/// The quantized weights of a packable projection: a kiln.dequantize of
+/// constants (MatMulNBits' and DequantizeLinear's weights, rows of K) that
+/// only `matmul` reads, transposed; or null.
+DequantizeOp packableDequantize(MatmulOp matmul) {
+  auto dequantize = matmul.getRhs().getDefiningOp<DequantizeOp>();
+  if (!dequantize || !dequantize->hasOneUse() || matmul.getTransposeLhs() ||
+      !matmul.getTransposeRhs() ||
+      llvm::any_of(dequantize->getOperands(),
+                   [](Value v) { return !v.getDefiningOp<ConstantOp>(); }) ||
+      !(feedsAttention(matmul.getResult()) ||
+        readByFusedOps(matmul.getResult())))
+    return {};
+  return dequantize;
+}
+
+/// What projections must share to be packed: their input and K; for
+/// quantized weights also the dequantize's form (bits, block size and
+/// count, the packed, scale, zero point and result element types), which
+/// the packed rows then share.
+using PackKey = std::tuple<Value, int64_t, int64_t, int64_t, int64_t, Type,
+                           Type, Type, Type>;
+
+std::optional<PackKey> packKeyOf(MatmulOp matmul) {
+  if (ConstantOp weights = packableWeights(matmul))
+    return PackKey{matmul.getLhs(),
+                   cast<RankedTensorType>(weights.getType()).getDimSize(0),
+                   0,
+                   0,
+                   0,
+                   Type(),
+                   Type(),
+                   Type(),
+                   matmul.getType().getElementType()};
+  if (DequantizeOp weights = packableDequantize(matmul)) {
+    Value zeros = weights.getZeroPoints();
+    return PackKey{matmul.getLhs(),
+                   weights.getColumns(),
+                   static_cast<int64_t>(weights.getBits()),
+                   static_cast<int64_t>(weights.getBlockSize()),
+                   weights.getBlockCount(),
+                   weights.getPacked().getType().getElementType(),
+                   getElementTypeOrSelf(weights.getScales().getType()),
+                   zeros ? getElementTypeOrSelf(zeros.getType()) : Type(),
+                   matmul.getType().getElementType()};
+  }
+  return std::nullopt;
+}
+
 /// The add of a constant bias row (isRowBias) that is `matmul`'s only use,
 /// or null.
 AddOp rowBiasAdd(MatmulOp matmul) {
@@ -92,22 +140,60 @@ FailureOr<HostTensor> biasRow(AddOp add) {
 /// the slices replace the adds: kiln-fuse then takes the one add into the
 /// GEMM as its bias epilogue, and the attention reads plain slices of the
 /// GEMM's output (rows it can copy whole) instead of computing the sums.
-LogicalResult pack(ArrayRef<MatmulOp> group) {
-  SmallVector<HostTensor> weights;
-  SmallVector<const HostTensor *> pointers;
+/// The constants `values`, concatenated along `axis`.
+FailureOr<HostTensor> concatenated(ArrayRef<Value> values, int64_t axis,
+                                   Location loc) {
+  SmallVector<HostTensor> parts;
   SmallVector<RankedTensorType> types;
-  for (MatmulOp matmul : group) {
-    auto constant = matmul.getRhs().getDefiningOp<ConstantOp>();
-    auto tensor = HostTensor::fromElementsAttr(constant.getValue(),
-                                               constant.getLoc());
+  for (Value v : values) {
+    auto constant = v.getDefiningOp<ConstantOp>();
+    auto tensor =
+        HostTensor::fromElementsAttr(constant.getValue(), constant.getLoc());
     if (failed(tensor))
       return failure();
-    weights.push_back(std::move(*tensor));
+    parts.push_back(std::move(*tensor));
     types.push_back(cast<RankedTensorType>(constant.getType()));
   }
-  for (const HostTensor &t : weights)
+  SmallVector<const HostTensor *> pointers;
+  for (const HostTensor &t : parts)
     pointers.push_back(&t);
+  auto type = inferConcatType(loc, types, axis);
+  if (failed(type))
+    return failure();
+  auto joined =
+      HostTensor::allocate(type->getElementType(), type->getShape(), loc);
+  if (failed(joined) || failed(concatenateInto(*joined, pointers, axis, loc)))
+    return failure();
+  return joined;
+}
+
+/// A constant of `tensor`'s values.
+Value constantOf(OpBuilder &b, Location loc, const HostTensor &tensor) {
+  return ConstantOp::create(b, loc,
+                            cast<ElementsAttr>(tensor.toDenseElementsAttr()));
+}
+
+LogicalResult pack(ArrayRef<MatmulOp> group) {
   MatmulOp first = group.front();
+  // The weights, concatenated before any op is made (a failure leaves the
+  // function as it was): float [K, N] weights along N; a dequantize's
+  // operands (packed bytes, scales, zero points) along its rows, which
+  // are N.
+  auto dequantize = first.getRhs().getDefiningOp<DequantizeOp>();
+  SmallVector<HostTensor> weights;
+  unsigned operands = dequantize ? dequantize->getNumOperands() : 1;
+  for (unsigned operand = 0; operand < operands; ++operand) {
+    SmallVector<Value> parts;
+    for (MatmulOp matmul : group)
+      parts.push_back(dequantize
+                          ? matmul.getRhs().getDefiningOp()->getOperand(operand)
+                          : matmul.getRhs());
+    FailureOr<HostTensor> joined =
+        concatenated(parts, dequantize ? 0 : 1, first.getLoc());
+    if (failed(joined))
+      return failure();
+    weights.push_back(std::move(*joined));
+  }
   // The biases, when every projection adds one, concatenated before any op
   // is made (a failure leaves the function as it was).
   SmallVector<AddOp> adds;
@@ -139,27 +225,33 @@ LogicalResult pack(ArrayRef<MatmulOp> group) {
     biases = std::move(*joined);
   }
   OpBuilder b(first);
-  // The packed weights are computed once, here.
-  auto concatType = inferConcatType(first.getLoc(), types, 1);
-  if (failed(concatType))
-    return failure();
-  auto packed = HostTensor::allocate(concatType->getElementType(),
-                                     concatType->getShape(), first.getLoc());
-  if (failed(packed) ||
-      failed(concatenateInto(*packed, pointers, 1, first.getLoc())))
-    return failure();
   SmallVector<Location> locs;
   for (MatmulOp matmul : group)
     locs.push_back(matmul.getLoc());
   Location loc = b.getFusedLoc(locs);
-  Value packedWeights = ConstantOp::create(
-      b, loc, cast<ElementsAttr>(packed->toDenseElementsAttr()));
-  auto resultType = inferMatmulType(loc, first.getLhs().getType(),
-                                    *concatType, false, false);
+  SmallVector<Value> constants;
+  for (const HostTensor &t : weights)
+    constants.push_back(constantOf(b, loc, t));
+  Value packedWeights = constants.front();
+  if (dequantize) {
+    // One dequantize of every projection's rows, read transposed.
+    int64_t rows = weights.front().shape.front();
+    auto type = RankedTensorType::get({rows, dequantize.getColumns()},
+                                      dequantize.getType().getElementType());
+    packedWeights =
+        DequantizeOp::create(b, loc, type, constants[0], constants[1],
+                             constants.size() > 2 ? constants[2] : Value(),
+                             dequantize.getBits(), dequantize.getBlockSize());
+  }
+  auto resultType =
+      inferMatmulType(loc, first.getLhs().getType(),
+                      cast<RankedTensorType>(packedWeights.getType()), false,
+                      /*transposeRhs=*/dequantize != nullptr);
   if (failed(resultType))
     return failure();
-  Value product = MatmulOp::create(b, loc, *resultType, first.getLhs(),
-                                   packedWeights, false, false);
+  Value product =
+      MatmulOp::create(b, loc, *resultType, first.getLhs(), packedWeights,
+                       false, /*transposeRhs=*/dequantize != nullptr);
   if (biases) {
     Location biasLoc = b.getFusedLoc(biasLocs);
     Value packedBiases = ConstantOp::create(
@@ -184,28 +276,27 @@ LogicalResult pack(ArrayRef<MatmulOp> group) {
     } else {
       copyTensorNames(matmul, part.getDefiningOp());
     }
+    Operation *weightsOp = matmul.getRhs().getDefiningOp();
     matmul.getResult().replaceAllUsesWith(part);
     matmul->erase();
+    // A dequantize read by this projection alone (packableDequantize).
+    if (isa<DequantizeOp>(weightsOp))
+      weightsOp->erase();
   }
   return success();
 }
 
 struct KilnLayoutPass : public kiln::impl::KilnLayoutPassBase<KilnLayoutPass> {
   void runOnOperation() override {
-    // Projections by input and weight depth, in program order.
-    llvm::MapVector<std::pair<Value, int64_t>, SmallVector<MatmulOp>> groups;
+    // Projections by input, weight depth and form (packKeyOf), in program
+    // order.
+    llvm::MapVector<PackKey, SmallVector<MatmulOp>> groups;
     getOperation().walk([&](MatmulOp matmul) {
-      if (ConstantOp weights = packableWeights(matmul))
-        groups[{matmul.getLhs(),
-                cast<RankedTensorType>(weights.getType()).getDimSize(0)}]
-            .push_back(matmul);
+      if (std::optional<PackKey> key = packKeyOf(matmul))
+        groups[*key].push_back(matmul);
     });
     for (auto &[key, group] : groups) {
-      Type elementType = group.front().getType().getElementType();
-      if (group.size() < 2 ||
-          llvm::any_of(group, [&](MatmulOp m) {
-            return m.getType().getElementType() != elementType;
-          }))
+      if (group.size() < 2)
         continue;
       if (failed(pack(group)))
         return signalPassFailure();

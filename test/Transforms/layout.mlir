@@ -4,6 +4,8 @@
 // RUN: kiln-run %t/packed_biases.mlir --compare-pipeline --seed 5 | FileCheck %s --check-prefix=SEMANTICS
 // RUN: kiln-run %t/negative_one_projection_without_bias.mlir --compare-pipeline --seed 5 | FileCheck %s --check-prefix=SEMANTICS
 // RUN: kiln-run %t/packed_swiglu.mlir --compare-pipeline --seed 5 | FileCheck %s --check-prefix=SEMANTICS
+// RUN: kiln-run %t/packed_quantized_swiglu.mlir --compare-pipeline --seed 5 | FileCheck %s --check-prefix=SEMANTICS
+// RUN: kiln-run %t/negative_quantized_forms_differ.mlir --compare-pipeline --seed 5 | FileCheck %s --check-prefix=SEMANTICS
 // SEMANTICS: pipeline keeps semantics
 // After kiln-fuse, the SwiGLU is one GEMM and one elementwise kernel that
 // reads both halves of its product through the slices (no copy kernel).
@@ -203,4 +205,65 @@ func.func @packed_swiglu(%x: tensor<2x4xf32>) -> tensor<2x3xf32> {
   %silu = kiln.mul %g, %s : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
   %y = kiln.mul %silu, %u : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
   return %y : tensor<2x3xf32>
+}
+
+// -----
+
+// Quantized weights (MatMulNBits' kiln.dequantize, read transposed) pack
+// too: the packed bytes, scales and zero points concatenated along the
+// rows (the product's columns) into one dequantize, whose GEMM kernel then
+// reads the packed bytes of both projections.
+// CHECK-LABEL: func @packed_quantized_swiglu
+// CHECK-DAG: %[[Q:.*]] = kiln.constant dense<{{.*}}> : tensor<6x1x16xui8>
+// CHECK-DAG: %[[S:.*]] = kiln.constant dense<{{.*}}> : tensor<6x1xf16>
+// CHECK-DAG: %[[Z:.*]] = kiln.constant dense<{{.*}}> : tensor<6x1xui8>
+// CHECK: %[[W:.*]] = kiln.dequantize %[[Q]], %[[S]], %[[Z]] {bits = 4 : i64, block_size = 32 : i64} : (tensor<6x1x16xui8>, tensor<6x1xf16>, tensor<6x1xui8>) -> tensor<6x32xf16>
+// CHECK: %[[P:.*]] = kiln.matmul %arg0, %[[W]] {transpose_rhs = true} : (tensor<2x32xf16>, tensor<6x32xf16>) -> tensor<2x6xf16>
+// CHECK: %[[G:.*]] = kiln.slice %[[P]] {starts = array<i64: 0, 0>, strides = array<i64: 1, 1>} : tensor<2x6xf16> -> tensor<2x3xf16>
+// CHECK: %[[U:.*]] = kiln.slice %[[P]] {starts = array<i64: 0, 3>, strides = array<i64: 1, 1>} : tensor<2x6xf16> -> tensor<2x3xf16>
+// CHECK-NOT: kiln.dequantize
+// CHECK-NOT: kiln.matmul
+// CHECK: kiln.sigmoid %[[G]]
+
+//--- packed_quantized_swiglu.mlir
+func.func @packed_quantized_swiglu(%x: tensor<2x32xf16>) -> tensor<2x3xf16> {
+  %qg = kiln.constant dense<[[[1, 35, 69, 103, 137, 171, 205, 239, 18, 52, 86, 120, 154, 188, 222, 0]], [[17, 51, 85, 119, 153, 187, 221, 255, 34, 68, 102, 136, 170, 204, 238, 16]], [[2, 36, 70, 104, 138, 172, 206, 240, 19, 53, 87, 121, 155, 189, 223, 1]]]> : tensor<3x1x16xui8>
+  %qu = kiln.constant dense<[[[9, 43, 77, 111, 145, 179, 213, 247, 26, 60, 94, 128, 162, 196, 230, 8]], [[25, 59, 93, 127, 161, 195, 229, 7, 42, 76, 110, 144, 178, 212, 246, 24]], [[3, 37, 71, 105, 139, 173, 207, 241, 20, 54, 88, 122, 156, 190, 224, 2]]]> : tensor<3x1x16xui8>
+  %sg = kiln.constant dense<[[0.05], [0.03], [0.02]]> : tensor<3x1xf16>
+  %su = kiln.constant dense<[[0.04], [0.01], [0.06]]> : tensor<3x1xf16>
+  %zg = kiln.constant dense<[[8], [7], [9]]> : tensor<3x1xui8>
+  %zu = kiln.constant dense<[[6], [8], [10]]> : tensor<3x1xui8>
+  %wg = kiln.dequantize %qg, %sg, %zg {bits = 4 : i64, block_size = 32 : i64} : (tensor<3x1x16xui8>, tensor<3x1xf16>, tensor<3x1xui8>) -> tensor<3x32xf16>
+  %wu = kiln.dequantize %qu, %su, %zu {bits = 4 : i64, block_size = 32 : i64} : (tensor<3x1x16xui8>, tensor<3x1xf16>, tensor<3x1xui8>) -> tensor<3x32xf16>
+  %g = kiln.matmul %x, %wg {transpose_rhs = true} : (tensor<2x32xf16>, tensor<3x32xf16>) -> tensor<2x3xf16>
+  %u = kiln.matmul %x, %wu {transpose_rhs = true} : (tensor<2x32xf16>, tensor<3x32xf16>) -> tensor<2x3xf16>
+  %s = kiln.sigmoid %g : tensor<2x3xf16>
+  %silu = kiln.mul %g, %s : (tensor<2x3xf16>, tensor<2x3xf16>) -> tensor<2x3xf16>
+  %y = kiln.mul %silu, %u : (tensor<2x3xf16>, tensor<2x3xf16>) -> tensor<2x3xf16>
+  return %y : tensor<2x3xf16>
+}
+
+// -----
+
+// negative_: quantized projections of different forms (4-bit and 8-bit
+// weights) do not share a dequantize, so each stays a matmul of its own.
+// CHECK-LABEL: func @negative_quantized_forms_differ
+// CHECK-COUNT-2: kiln.dequantize
+// CHECK-COUNT-2: kiln.matmul
+// CHECK-NOT: kiln.slice
+
+//--- negative_quantized_forms_differ.mlir
+func.func @negative_quantized_forms_differ(%x: tensor<2x32xf16>) -> tensor<2x3xf16> {
+  %qg = kiln.constant dense<[[[1, 35, 69, 103, 137, 171, 205, 239, 18, 52, 86, 120, 154, 188, 222, 0]], [[17, 51, 85, 119, 153, 187, 221, 255, 34, 68, 102, 136, 170, 204, 238, 16]], [[2, 36, 70, 104, 138, 172, 206, 240, 19, 53, 87, 121, 155, 189, 223, 1]]]> : tensor<3x1x16xui8>
+  %qu = kiln.constant dense<7> : tensor<3x1x32xui8>
+  %sg = kiln.constant dense<[[0.05], [0.03], [0.02]]> : tensor<3x1xf16>
+  %su = kiln.constant dense<[[0.04], [0.01], [0.06]]> : tensor<3x1xf16>
+  %wg = kiln.dequantize %qg, %sg {bits = 4 : i64, block_size = 32 : i64} : (tensor<3x1x16xui8>, tensor<3x1xf16>) -> tensor<3x32xf16>
+  %wu = kiln.dequantize %qu, %su {bits = 8 : i64, block_size = 32 : i64} : (tensor<3x1x32xui8>, tensor<3x1xf16>) -> tensor<3x32xf16>
+  %g = kiln.matmul %x, %wg {transpose_rhs = true} : (tensor<2x32xf16>, tensor<3x32xf16>) -> tensor<2x3xf16>
+  %u = kiln.matmul %x, %wu {transpose_rhs = true} : (tensor<2x32xf16>, tensor<3x32xf16>) -> tensor<2x3xf16>
+  %s = kiln.sigmoid %g : tensor<2x3xf16>
+  %silu = kiln.mul %g, %s : (tensor<2x3xf16>, tensor<2x3xf16>) -> tensor<2x3xf16>
+  %y = kiln.mul %silu, %u : (tensor<2x3xf16>, tensor<2x3xf16>) -> tensor<2x3xf16>
+  return %y : tensor<2x3xf16>
 }

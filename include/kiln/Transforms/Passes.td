@@ -96,7 +96,13 @@ def KilnLayoutPass : Pass<"kiln-layout", "mlir::func::FuncOp"> {
     kiln-fuse makes that add the GEMM's bias epilogue, and the attention
     kernel reads plain slices of the GEMM's output, rows it copies whole.
     Transpose pairs cancel by canonicalization (a transpose of a transpose
-    composes).
+    composes). Quantized weights pack too: matmuls reading the transpose of
+    a `kiln.dequantize` of constants (MatMulNBits' and DequantizeLinear's
+    weights) that only they read, of one form (bits, block size and count,
+    the packed, scale and zero point types), become one dequantize of the
+    packed bytes, scales and zero points concatenated along its rows, so a
+    decoder's gate and up projections (and a Q/DQ BERT's query, key and
+    value) read their bytes in one GEMM.
 
     Before:
     ```mlir

@@ -2,8 +2,10 @@
 
   epilogue_model.py OUT.onnx --weights nbits|int8|fp8
 
-Five products of one [batch, seq, K] input `a` (K = 256) by N = 72
-columns, each followed by one form of the GEMM kernel's epilogue:
+Five products, each of its own [batch, seq, K] input `a_<output>` (K =
+256; kiln-layout would pack products of one input, their epilogues then
+left to kernels on slices) by N = 72 columns, each followed by one form of
+the GEMM kernel's epilogue:
 
   y_bias: + bias;
   y_res: + bias + the residual input `r` ([batch, seq, N]);
@@ -31,8 +33,7 @@ dtype = np.float16 if half else np.float32
 onnx_type = TensorProto.FLOAT16 if half else TensorProto.FLOAT
 rng = np.random.default_rng(23)
 dims = ["batch", "seq"]
-inputs = [helper.make_tensor_value_info("a", onnx_type, dims + [K]),
-          helper.make_tensor_value_info("r", onnx_type, dims + [N])]
+inputs = [helper.make_tensor_value_info("r", onnx_type, dims + [N])]
 nodes, weights, outputs = [], [], []
 
 
@@ -49,12 +50,14 @@ def float8(name, values):
 
 
 def product(name):
-    """The product of `a` and this output's own weights, by kind."""
+    """The product of a_<name> and this output's own weights, by kind."""
+    a = "a_" + name
+    inputs.append(helper.make_tensor_value_info(a, onnx_type, dims + [K]))
     if kind == "nbits":
         blocks = K // 32
         packed = constant(name + "_q", rng.integers(0, 256, (N, blocks, 16), dtype=np.uint8))
         scales = constant(name + "_s", (rng.random((N, blocks)) * 0.02 + 0.005).astype(dtype))
-        nodes.append(helper.make_node("MatMulNBits", ["a", packed, scales], [name + "_p"],
+        nodes.append(helper.make_node("MatMulNBits", [a, packed, scales], [name + "_p"],
                                       domain="com.microsoft", K=K, N=N, bits=4,
                                       block_size=32))
         return name + "_p"
@@ -67,7 +70,7 @@ def product(name):
                float8(name + "_az", np.zeros(()))]
         w = float8(name + "_w", rng.standard_normal((K, N)) * 100)
     ws = constant(name + "_ws", (rng.random(N) * 0.002 + 0.0005).astype(np.float32))
-    nodes.append(helper.make_node("QuantizeLinear", ["a"] + qdq, [name + "_aq"]))
+    nodes.append(helper.make_node("QuantizeLinear", [a] + qdq, [name + "_aq"]))
     nodes.append(helper.make_node("DequantizeLinear", [name + "_aq"] + qdq, [name + "_ad"]))
     nodes.append(helper.make_node("DequantizeLinear", [w, ws], [name + "_wd"], axis=1))
     nodes.append(helper.make_node("MatMul", [name + "_ad", name + "_wd"], [name + "_p"]))
