@@ -4,10 +4,12 @@
 
 #include "kiln/ConstantData/Concatenate.h"
 #include "kiln/Dialect/Kiln/KilnOps.h"
+#include "kiln/Dialect/Kiln/MappedWeights.h"
 #include "kiln/Dialect/Kiln/RowBias.h"
 #include "kiln/Dialect/Kiln/TensorNames.h"
 #include "llvm/ADT/MapVector.h"
 
+#include <cstring>
 #include <optional>
 
 namespace kiln {
@@ -167,10 +169,19 @@ FailureOr<HostTensor> concatenated(ArrayRef<Value> values, int64_t axis,
   return joined;
 }
 
-/// A constant of `tensor`'s values.
-Value constantOf(OpBuilder &b, Location loc, const HostTensor &tensor) {
-  return ConstantOp::create(b, loc,
-                            cast<ElementsAttr>(tensor.toDenseElementsAttr()));
+/// A constant of `tensor`'s values: past a few elements a blob named
+/// `name`, spilled to a mapped file when large, as converted weights are
+/// (MappedWeights.h), not an attribute the context keeps for good.
+Value constantOf(OpBuilder &b, Location loc, const HostTensor &tensor,
+                 StringRef name) {
+  return ConstantOp::create(
+      b, loc,
+      filledConstantValue(
+          tensor.getType(), tensor.bytes.size(),
+          [&](char *chunk, size_t offset, size_t size) {
+            std::memcpy(chunk, tensor.bytes.data() + offset, size);
+          },
+          name));
 }
 
 LogicalResult pack(ArrayRef<MatmulOp> group) {
@@ -231,7 +242,7 @@ LogicalResult pack(ArrayRef<MatmulOp> group) {
   Location loc = b.getFusedLoc(locs);
   SmallVector<Value> constants;
   for (const HostTensor &t : weights)
-    constants.push_back(constantOf(b, loc, t));
+    constants.push_back(constantOf(b, loc, t, "packed_projection"));
   Value packedWeights = constants.front();
   if (dequantize) {
     // One dequantize of every projection's rows, read transposed.
@@ -254,8 +265,7 @@ LogicalResult pack(ArrayRef<MatmulOp> group) {
                        false, /*transposeRhs=*/dequantize != nullptr);
   if (biases) {
     Location biasLoc = b.getFusedLoc(biasLocs);
-    Value packedBiases = ConstantOp::create(
-        b, biasLoc, cast<ElementsAttr>(biases->toDenseElementsAttr()));
+    Value packedBiases = constantOf(b, biasLoc, *biases, "packed_bias");
     product = AddOp::create(b, biasLoc, product, packedBiases);
   }
   int64_t offset = 0, rank = resultType->getRank();

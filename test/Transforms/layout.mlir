@@ -19,7 +19,7 @@
 // Three projections of one input, each feeding an attention operand through
 // a head split: one matmul by the weights concatenated at compile time.
 // CHECK-LABEL: func @packed
-// CHECK: %[[W:.*]] = kiln.constant dense<{{.*}}> : tensor<4x6xf32>
+// CHECK: %[[W:.*]] = kiln.constant dense_resource<packed_projection{{.*}}> : tensor<4x6xf32>
 // CHECK: %[[P:.*]] = kiln.matmul %arg0, %[[W]] : (tensor<1x2x4xf32>, tensor<4x6xf32>) -> tensor<1x2x6xf32>
 // CHECK: kiln.slice %[[P]] {starts = array<i64: 0, 0, 0>, strides = array<i64: 1, 1, 1>} : tensor<1x2x6xf32> -> tensor<1x2x2xf32>
 // CHECK: kiln.slice %[[P]] {starts = array<i64: 0, 0, 2>, strides = array<i64: 1, 1, 1>} : tensor<1x2x6xf32> -> tensor<1x2x2xf32>
@@ -34,7 +34,7 @@
 // added once, and the slices replace the adds. kiln-fuse makes that add
 // the GEMM's bias epilogue.
 // CHECK-LABEL: func @packed_biases
-// CHECK: %[[W:.*]] = kiln.constant dense<{{.*}}> : tensor<4x6xf32>
+// CHECK: %[[W:.*]] = kiln.constant dense_resource<packed_projection{{.*}}> : tensor<4x6xf32>
 // CHECK: %[[P:.*]] = kiln.matmul %arg0, %[[W]] : (tensor<1x2x4xf32>, tensor<4x6xf32>) -> tensor<1x2x6xf32>
 // CHECK: %[[B:.*]] = kiln.constant dense<[5.000000e-01, -5.000000e-01, 1.000000e+00, 2.000000e+00, -1.000000e+00, 2.500000e-01]> : tensor<6xf32>
 // CHECK: %[[S:.*]] = kiln.add %[[P]], %[[B]] : (tensor<1x2x6xf32>, tensor<6xf32>) -> tensor<1x2x6xf32>
@@ -83,7 +83,7 @@
 // A LLaMA MLP's gate and up projections (SwiGLU: silu(gate) * up): both
 // read only by elementwise ops, so they pack too.
 // CHECK-LABEL: func @packed_swiglu
-// CHECK: %[[W:.*]] = kiln.constant dense<{{.*}}> : tensor<4x6xf32>
+// CHECK: %[[W:.*]] = kiln.constant dense_resource<packed_projection{{.*}}> : tensor<4x6xf32>
 // CHECK: %[[P:.*]] = kiln.matmul %arg0, %[[W]] : (tensor<2x4xf32>, tensor<4x6xf32>) -> tensor<2x6xf32>
 // CHECK: %[[G:.*]] = kiln.slice %[[P]] {starts = array<i64: 0, 0>, strides = array<i64: 1, 1>} : tensor<2x6xf32> -> tensor<2x3xf32>
 // CHECK: %[[U:.*]] = kiln.slice %[[P]] {starts = array<i64: 0, 3>, strides = array<i64: 1, 1>} : tensor<2x6xf32> -> tensor<2x3xf32>
@@ -214,7 +214,7 @@ func.func @packed_swiglu(%x: tensor<2x4xf32>) -> tensor<2x3xf32> {
 // rows (the product's columns) into one dequantize, whose GEMM kernel then
 // reads the packed bytes of both projections.
 // CHECK-LABEL: func @packed_quantized_swiglu
-// CHECK-DAG: %[[Q:.*]] = kiln.constant dense<{{.*}}> : tensor<6x1x16xui8>
+// CHECK-DAG: %[[Q:.*]] = kiln.constant dense_resource<packed_projection{{.*}}> : tensor<6x1x16xui8>
 // CHECK-DAG: %[[S:.*]] = kiln.constant dense<{{.*}}> : tensor<6x1xf16>
 // CHECK-DAG: %[[Z:.*]] = kiln.constant dense<{{.*}}> : tensor<6x1xui8>
 // CHECK: %[[W:.*]] = kiln.dequantize %[[Q]], %[[S]], %[[Z]] {bits = 4 : i64, block_size = 32 : i64} : (tensor<6x1x16xui8>, tensor<6x1xf16>, tensor<6x1xui8>) -> tensor<6x32xf16>
