@@ -135,13 +135,6 @@ FailureOr<HostTensor> biasRow(AddOp add) {
   return row;
 }
 
-/// Replaces `group` (matmuls of one input) by one matmul of the concatenated
-/// weights and a slice per original result. When each projection's only
-/// use adds a constant bias row (BERT's and ViT's Linear layers), the
-/// biases are concatenated too and added once to the packed product, and
-/// the slices replace the adds: kiln-fuse then takes the one add into the
-/// GEMM as its bias epilogue, and the attention reads plain slices of the
-/// GEMM's output (rows it can copy whole) instead of computing the sums.
 /// The constants `values`, concatenated along `axis`.
 FailureOr<HostTensor> concatenated(ArrayRef<Value> values, int64_t axis,
                                    Location loc) {
@@ -184,6 +177,14 @@ Value constantOf(OpBuilder &b, Location loc, const HostTensor &tensor,
           name));
 }
 
+/// Replaces `group` (matmuls of one input) by one matmul of the concatenated
+/// weights (float ones, or quantized ones' dequantize rows) and a slice
+/// per original result. When each projection's only
+/// use adds a constant bias row (BERT's and ViT's Linear layers), the
+/// biases are concatenated too and added once to the packed product, and
+/// the slices replace the adds: kiln-fuse then takes the one add into the
+/// GEMM as its bias epilogue, and the attention reads plain slices of the
+/// GEMM's output (rows it can copy whole) instead of computing the sums.
 LogicalResult pack(ArrayRef<MatmulOp> group) {
   MatmulOp first = group.front();
   // The weights, concatenated before any op is made (a failure leaves the
