@@ -102,6 +102,26 @@ $STAGE_TILE
     kiln_cp_async_wait<1>();
     __syncthreads();)cuda";
 
+const char *const kFourWarpTileStore =
+    R"cuda(  // Accumulator i of an m16n8 tile is row lane / 4 (+ 8 for i >= 2),
+  // column 2 (lane % 4) + i % 2.$TILE_LOCALS
+  const $ELEMENT *r_mat = $R_MAT;$BIAS_LOCAL
+  $ELEMENT *c_mat = c;
+  #pragma unroll
+  for (int mt = 0; mt < $M_TILES; ++mt)
+    #pragma unroll
+    for (int nt = 0; nt < 2; ++nt)
+      #pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const long long row = row0 + mt * 16 + (lane >> 2) + (i >> 1) * 8;
+        const long long col = col0 + warp * 16 + nt * 8 + (lane & 3) * 2 + (i & 1);
+        if (row >= m || col >= n)
+          continue;
+$TILE_VALUE
+$STORE
+      }
+})cuda";
+
 const char *const kGemvColumnStores = R"cuda($EXCHANGE
   const long long row = row0 + held_row;
   if ((part & copies) != 0 || row >= m)

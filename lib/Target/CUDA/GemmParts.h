@@ -66,6 +66,13 @@ std::string finishIntoRegister(rt::DType dtype);
 /// brace.
 extern const char *const kStagedLoop;
 
+/// The epilogue of the GEMMs over 8-bit or packed weights
+/// (PackedGemmEmitter.cpp, QdqGemmEmitter.cpp), a tileM x 64 tile of four
+/// warps of 16 columns: each accumulator in C's bounds becomes `v` by
+/// $TILE_VALUE (after the kernel's own $TILE_LOCALS) and is stored by
+/// $STORE, with packedValues' $R_MAT and $BIAS_LOCAL; it closes the kernel.
+extern const char *const kFourWarpTileStore;
+
 /// The exchanges of the n x k GEMV's sums (GemvEmitter.cpp) for `rows`
 /// rows and `columns` columns a lane, straight-line: defines held_row (the
 /// row the lane's acc[0] sums belong to after them) and copies (the mask

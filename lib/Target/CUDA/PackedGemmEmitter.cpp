@@ -135,24 +135,7 @@ $STAGED_LOOP
     }
     __syncthreads();
   }
-  // Accumulator i of an m16n8 tile is row lane / 4 (+ 8 for i >= 2),
-  // column 2 (lane % 4) + i % 2.
-  const $ELEMENT *r_mat = $R_MAT;$BIAS_LOCAL
-  $ELEMENT *c_mat = c;
-  #pragma unroll
-  for (int mt = 0; mt < $M_TILES; ++mt)
-    #pragma unroll
-    for (int nt = 0; nt < 2; ++nt)
-      #pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        const long long row = row0 + mt * 16 + (lane >> 2) + (i >> 1) * 8;
-        const long long col = col0 + warp * 16 + nt * 8 + (lane & 3) * 2 + (i & 1);
-        if (row >= m || col >= n)
-          continue;
-        float v = acc[mt][nt][i];
-$STORE
-      }
-}
+$TILE_STORE
 )cuda";
 
 /// The staging of k tile `kn` into buffer `st`: A's rows (16-byte chunks
@@ -307,6 +290,9 @@ void emitPackedGemm(const PackedGemvShape &shape, const GemmConfig &config,
        {"$TILE_BYTES", str(tileBytes)},
        {"$TILE_CHUNKS", str(64 * tileBytes / 16)},
        {"$STAGED_LOOP", gemm::kStagedLoop},
+       {"$TILE_STORE", gemm::kFourWarpTileStore},
+       {"$TILE_LOCALS", ""},
+       {"$TILE_VALUE", "        float v = acc[mt][nt][i];"},
        {"$STAGE_TILE", kStageTile},
        {"$VALUE", valueText(shape)},
        {"$MEANING", dequantizedAs},

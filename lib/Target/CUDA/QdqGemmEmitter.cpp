@@ -103,26 +103,7 @@ $STAGED_LOOP
     }
     __syncthreads();
   }
-  // Accumulator i of an m16n8 tile is row lane / 4 (+ 8 for i >= 2),
-  // column 2 (lane % 4) + i % 2.
-  const float activation_scale = $A_TO_FLOAT(a_scale[0]);$ZERO_LOCAL
-  const $ELEMENT *r_mat = $R_MAT;$BIAS_LOCAL
-  $ELEMENT *c_mat = c;
-  #pragma unroll
-  for (int mt = 0; mt < $M_TILES; ++mt)
-    #pragma unroll
-    for (int nt = 0; nt < 2; ++nt)
-      #pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        const long long row = row0 + mt * 16 + (lane >> 2) + (i >> 1) * 8;
-        const long long col = col0 + warp * 16 + nt * 8 + (lane & 3) * 2 + (i & 1);
-        if (row >= m || col >= n)
-          continue;
-        const $ACCUMULATOR sum = acc[mt][nt][i]$LESS_ZERO;
-        float v = __fmul_rn(__fmul_rn((float)sum, activation_scale), $TO_FLOAT(scales[col]));
-$STORE
-      }
-}
+$TILE_STORE
 )cuda";
 
 /// The staging of k tile `kn` into buffer `st`: A's rows and each column's
@@ -195,6 +176,13 @@ void emitQdqGemm(const QdqGemmShape &shape, const GemmConfig &config,
        {"$TILE_M", str(config.tileM)},
        {"$M_TILES", str(config.tileM / 16)},
        {"$STAGED_LOOP", gemm::kStagedLoop},
+       {"$TILE_STORE", gemm::kFourWarpTileStore},
+       {"$TILE_LOCALS", "\n  const float activation_scale = "
+                        "$A_TO_FLOAT(a_scale[0]);$ZERO_LOCAL"},
+       {"$TILE_VALUE",
+        "        const $ACCUMULATOR sum = acc[mt][nt][i]$LESS_ZERO;\n"
+        "        float v = __fmul_rn(__fmul_rn((float)sum, activation_scale), "
+        "$TO_FLOAT(scales[col]));"},
        {"$STAGE_TILE", kStageTile},
        {"$A_ZERO_PARAMETER",
         zero ? ", const " + scaleElement + " *__restrict__ a_zero" : ""},
