@@ -3,7 +3,8 @@
 // One generic matcher per pattern, on canonicalized IR; the ONNX importer
 // writes its own Attention nodes in the same form, so they are matched too.
 //
-// Attention and GELU are here; the norms are in RecomposeNorms.cpp. Why one
+// Attention and GELU are here; the norms are in RecomposeNorms.cpp and
+// dynamically quantized products in RecomposeQuantized.cpp. Why one
 // file of this length: each matcher is a few dozen lines with its exporter
 // forms written above it, and attention's helpers serve only attention.
 //
@@ -506,6 +507,7 @@ struct KilnRecomposePass
     RewritePatternSet patterns(&getContext());
     patterns.add<RecomposeAttention, RecomposeGelu>(&getContext());
     populateRecomposeNormPatterns(patterns);
+    populateRecomposeQuantizedPatterns(patterns);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();
   }

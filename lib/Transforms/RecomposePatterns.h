@@ -20,6 +20,10 @@ std::optional<double> splatValue(mlir::Value v);
 /// LayerNorm and RMSNorm from their spelled-out forms (RecomposeNorms.cpp).
 void populateRecomposeNormPatterns(mlir::RewritePatternSet &patterns);
 
+/// onnxruntime's dynamically quantized products as products of dequantized
+/// operands (RecomposeQuantized.cpp).
+void populateRecomposeQuantizedPatterns(mlir::RewritePatternSet &patterns);
+
 } // namespace kiln
 
 #endif // KILN_LIB_TRANSFORMS_RECOMPOSEPATTERNS_H

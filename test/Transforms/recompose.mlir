@@ -800,3 +800,157 @@ func.func @negative_rms_norm_narrow_f64(%x32: tensor<3x32xf32>, %g32: tensor<32x
   %y = kiln.cast %n : tensor<3x32xf64> -> tensor<3x32xf32>
   return %y : tensor<3x32xf32>
 }
+
+// -----
+
+// onnxruntime's quantize_dynamic form, as the importer writes
+// MatMulInteger and its Cast and Mul: the scales move into the operands
+// (the activations' one value onto A, the weights' column scales into the
+// dequantize in place of its ones) and the casts through int32 go.
+// CHECK-LABEL: func @integer_product_form
+// CHECK: %[[S:.*]] = kiln.constant dense<{{\[}}[5.000000e-01], [2.500000e-01], [2.000000e+00]]> : tensor<3x1xf32>
+// CHECK: %[[A:.*]] = kiln.sub
+// CHECK: %[[SA:.*]] = kiln.mul %[[A]], %arg1 : (tensor<4x6xf32>, tensor<f32>) -> tensor<4x6xf32>
+// CHECK: %[[W:.*]] = kiln.dequantize %{{.*}}, %[[S]] {bits = 8 : i64, block_size = 6 : i64}
+// CHECK: %[[Y:.*]] = kiln.matmul %[[SA]], %[[W]] {transpose_rhs = true}
+// CHECK-NOT: xi32
+// CHECK: return %[[Y]]
+func.func @integer_product_form(%q: tensor<4x6xui8>, %sa: tensor<f32>, %za: tensor<ui8>) -> tensor<4x3xf32> {
+  %qf = kiln.cast %q : tensor<4x6xui8> -> tensor<4x6xf32>
+  %zf = kiln.cast %za : tensor<ui8> -> tensor<f32>
+  %a = kiln.sub %qf, %zf : (tensor<4x6xf32>, tensor<f32>) -> tensor<4x6xf32>
+  %p = kiln.constant dense<[[[130, 183, 14, 238, 127, 26]], [[80, 57, 190, 240, 126, 194]], [[52, 127, 6, 110, 208, 143]]]> : tensor<3x1x6xui8>
+  %one = kiln.constant dense<1.000000e+00> : tensor<3x1xf32>
+  %w = kiln.dequantize %p, %one {bits = 8 : i64, block_size = 6 : i64} : (tensor<3x1x6xui8>, tensor<3x1xf32>) -> tensor<3x6xf32>
+  %m = kiln.matmul %a, %w {transpose_rhs = true} : (tensor<4x6xf32>, tensor<3x6xf32>) -> tensor<4x3xf32>
+  %i = kiln.cast %m : tensor<4x3xf32> -> tensor<4x3xi32>
+  %f = kiln.cast %i : tensor<4x3xi32> -> tensor<4x3xf32>
+  %sw = kiln.constant dense<[5.000000e-01, 2.500000e-01, 2.000000e+00]> : tensor<3xf32>
+  %s = kiln.mul %sa, %sw : (tensor<f32>, tensor<3xf32>) -> tensor<3xf32>
+  %y = kiln.mul %f, %s : (tensor<4x3xf32>, tensor<3xf32>) -> tensor<4x3xf32>
+  return %y : tensor<4x3xf32>
+}
+
+// -----
+
+// negative_: the weights' scales are not 1 (the product is not MatMulInteger's).
+// CHECK-LABEL: func @negative_weight_scales_not_one
+// CHECK: kiln.cast %{{.*}} : tensor<4x3xf32> -> tensor<4x3xi32>
+func.func @negative_weight_scales_not_one(%q: tensor<4x6xui8>, %sa: tensor<f32>, %za: tensor<ui8>) -> tensor<4x3xf32> {
+  %qf = kiln.cast %q : tensor<4x6xui8> -> tensor<4x6xf32>
+  %zf = kiln.cast %za : tensor<ui8> -> tensor<f32>
+  %a = kiln.sub %qf, %zf : (tensor<4x6xf32>, tensor<f32>) -> tensor<4x6xf32>
+  %p = kiln.constant dense<[[[130, 183, 14, 238, 127, 26]], [[80, 57, 190, 240, 126, 194]], [[52, 127, 6, 110, 208, 143]]]> : tensor<3x1x6xui8>
+  %one = kiln.constant dense<2.000000e+00> : tensor<3x1xf32>
+  %w = kiln.dequantize %p, %one {bits = 8 : i64, block_size = 6 : i64} : (tensor<3x1x6xui8>, tensor<3x1xf32>) -> tensor<3x6xf32>
+  %m = kiln.matmul %a, %w {transpose_rhs = true} : (tensor<4x6xf32>, tensor<3x6xf32>) -> tensor<4x3xf32>
+  %i = kiln.cast %m : tensor<4x3xf32> -> tensor<4x3xi32>
+  %f = kiln.cast %i : tensor<4x3xi32> -> tensor<4x3xf32>
+  %sw = kiln.constant dense<[5.000000e-01, 2.500000e-01, 2.000000e+00]> : tensor<3xf32>
+  %s = kiln.mul %sa, %sw : (tensor<f32>, tensor<3xf32>) -> tensor<3xf32>
+  %y = kiln.mul %f, %s : (tensor<4x3xf32>, tensor<3xf32>) -> tensor<4x3xf32>
+  return %y : tensor<4x3xf32>
+}
+
+// -----
+
+// negative_: A is floats, not whole numbers: its product's cast to int32 rounds.
+// CHECK-LABEL: func @negative_float_activations
+// CHECK: kiln.cast %{{.*}} : tensor<4x3xf32> -> tensor<4x3xi32>
+func.func @negative_float_activations(%x: tensor<4x6xf32>, %q: tensor<4x6xui8>, %sa: tensor<f32>, %za: tensor<ui8>) -> tensor<4x3xf32> {
+  %qf = kiln.cast %q : tensor<4x6xui8> -> tensor<4x6xf32>
+  %zf = kiln.cast %za : tensor<ui8> -> tensor<f32>
+  %a = kiln.sub %x, %zf : (tensor<4x6xf32>, tensor<f32>) -> tensor<4x6xf32>
+  %p = kiln.constant dense<[[[130, 183, 14, 238, 127, 26]], [[80, 57, 190, 240, 126, 194]], [[52, 127, 6, 110, 208, 143]]]> : tensor<3x1x6xui8>
+  %one = kiln.constant dense<1.000000e+00> : tensor<3x1xf32>
+  %w = kiln.dequantize %p, %one {bits = 8 : i64, block_size = 6 : i64} : (tensor<3x1x6xui8>, tensor<3x1xf32>) -> tensor<3x6xf32>
+  %m = kiln.matmul %a, %w {transpose_rhs = true} : (tensor<4x6xf32>, tensor<3x6xf32>) -> tensor<4x3xf32>
+  %i = kiln.cast %m : tensor<4x3xf32> -> tensor<4x3xi32>
+  %f = kiln.cast %i : tensor<4x3xi32> -> tensor<4x3xf32>
+  %sw = kiln.constant dense<[5.000000e-01, 2.500000e-01, 2.000000e+00]> : tensor<3xf32>
+  %s = kiln.mul %sa, %sw : (tensor<f32>, tensor<3xf32>) -> tensor<3xf32>
+  %y = kiln.mul %f, %s : (tensor<4x3xf32>, tensor<3xf32>) -> tensor<4x3xf32>
+  return %y : tensor<4x3xf32>
+}
+
+// -----
+
+// negative_: the int32 product is also a result.
+// CHECK-LABEL: func @negative_integer_product_returned
+// CHECK: kiln.cast %{{.*}} : tensor<4x3xf32> -> tensor<4x3xi32>
+func.func @negative_integer_product_returned(%q: tensor<4x6xui8>, %sa: tensor<f32>, %za: tensor<ui8>) -> (tensor<4x3xf32>, tensor<4x3xi32>) {
+  %qf = kiln.cast %q : tensor<4x6xui8> -> tensor<4x6xf32>
+  %zf = kiln.cast %za : tensor<ui8> -> tensor<f32>
+  %a = kiln.sub %qf, %zf : (tensor<4x6xf32>, tensor<f32>) -> tensor<4x6xf32>
+  %p = kiln.constant dense<[[[130, 183, 14, 238, 127, 26]], [[80, 57, 190, 240, 126, 194]], [[52, 127, 6, 110, 208, 143]]]> : tensor<3x1x6xui8>
+  %one = kiln.constant dense<1.000000e+00> : tensor<3x1xf32>
+  %w = kiln.dequantize %p, %one {bits = 8 : i64, block_size = 6 : i64} : (tensor<3x1x6xui8>, tensor<3x1xf32>) -> tensor<3x6xf32>
+  %m = kiln.matmul %a, %w {transpose_rhs = true} : (tensor<4x6xf32>, tensor<3x6xf32>) -> tensor<4x3xf32>
+  %i = kiln.cast %m : tensor<4x3xf32> -> tensor<4x3xi32>
+  %f = kiln.cast %i : tensor<4x3xi32> -> tensor<4x3xf32>
+  %sw = kiln.constant dense<[5.000000e-01, 2.500000e-01, 2.000000e+00]> : tensor<3xf32>
+  %s = kiln.mul %sa, %sw : (tensor<f32>, tensor<3xf32>) -> tensor<3xf32>
+  %y = kiln.mul %f, %s : (tensor<4x3xf32>, tensor<3xf32>) -> tensor<4x3xf32>
+  return %y, %i : tensor<4x3xf32>, tensor<4x3xi32>
+}
+
+// -----
+
+// negative_: the weights' scales are an input, not constants.
+// CHECK-LABEL: func @negative_weight_scales_input
+// CHECK: kiln.cast %{{.*}} : tensor<4x3xf32> -> tensor<4x3xi32>
+func.func @negative_weight_scales_input(%q: tensor<4x6xui8>, %sa: tensor<f32>, %za: tensor<ui8>, %sw: tensor<3xf32>) -> tensor<4x3xf32> {
+  %qf = kiln.cast %q : tensor<4x6xui8> -> tensor<4x6xf32>
+  %zf = kiln.cast %za : tensor<ui8> -> tensor<f32>
+  %a = kiln.sub %qf, %zf : (tensor<4x6xf32>, tensor<f32>) -> tensor<4x6xf32>
+  %p = kiln.constant dense<[[[130, 183, 14, 238, 127, 26]], [[80, 57, 190, 240, 126, 194]], [[52, 127, 6, 110, 208, 143]]]> : tensor<3x1x6xui8>
+  %one = kiln.constant dense<1.000000e+00> : tensor<3x1xf32>
+  %w = kiln.dequantize %p, %one {bits = 8 : i64, block_size = 6 : i64} : (tensor<3x1x6xui8>, tensor<3x1xf32>) -> tensor<3x6xf32>
+  %m = kiln.matmul %a, %w {transpose_rhs = true} : (tensor<4x6xf32>, tensor<3x6xf32>) -> tensor<4x3xf32>
+  %i = kiln.cast %m : tensor<4x3xf32> -> tensor<4x3xi32>
+  %f = kiln.cast %i : tensor<4x3xi32> -> tensor<4x3xf32>
+    %s = kiln.mul %sa, %sw : (tensor<f32>, tensor<3xf32>) -> tensor<3xf32>
+  %y = kiln.mul %f, %s : (tensor<4x3xf32>, tensor<3xf32>) -> tensor<4x3xf32>
+  return %y : tensor<4x3xf32>
+}
+
+// -----
+
+// negative_: the activations' scale is one a row, not one value.
+// CHECK-LABEL: func @negative_activation_scale_per_row
+// CHECK: kiln.cast %{{.*}} : tensor<4x3xf32> -> tensor<4x3xi32>
+func.func @negative_activation_scale_per_row(%q: tensor<4x6xui8>, %sa: tensor<4x1xf32>, %za: tensor<ui8>) -> tensor<4x3xf32> {
+  %qf = kiln.cast %q : tensor<4x6xui8> -> tensor<4x6xf32>
+  %zf = kiln.cast %za : tensor<ui8> -> tensor<f32>
+  %a = kiln.sub %qf, %zf : (tensor<4x6xf32>, tensor<f32>) -> tensor<4x6xf32>
+  %p = kiln.constant dense<[[[130, 183, 14, 238, 127, 26]], [[80, 57, 190, 240, 126, 194]], [[52, 127, 6, 110, 208, 143]]]> : tensor<3x1x6xui8>
+  %one = kiln.constant dense<1.000000e+00> : tensor<3x1xf32>
+  %w = kiln.dequantize %p, %one {bits = 8 : i64, block_size = 6 : i64} : (tensor<3x1x6xui8>, tensor<3x1xf32>) -> tensor<3x6xf32>
+  %m = kiln.matmul %a, %w {transpose_rhs = true} : (tensor<4x6xf32>, tensor<3x6xf32>) -> tensor<4x3xf32>
+  %i = kiln.cast %m : tensor<4x3xf32> -> tensor<4x3xi32>
+  %f = kiln.cast %i : tensor<4x3xi32> -> tensor<4x3xf32>
+  %sw = kiln.constant dense<[5.000000e-01, 2.500000e-01, 2.000000e+00]> : tensor<3xf32>
+  %s = kiln.mul %sa, %sw : (tensor<4x1xf32>, tensor<3xf32>) -> tensor<4x3xf32>
+  %y = kiln.mul %f, %s : (tensor<4x3xf32>, tensor<4x3xf32>) -> tensor<4x3xf32>
+  return %y : tensor<4x3xf32>
+}
+
+// -----
+
+// negative_: K = 33026 (a scale of one value, which the pattern takes too), where 255 * 255 * K passes 2^31 and the cast to
+// int32 may wrap.
+// CHECK-LABEL: func @negative_sums_past_int32
+// CHECK: kiln.cast %{{.*}} : tensor<2x3xf32> -> tensor<2x3xi32>
+func.func @negative_sums_past_int32(%q: tensor<2x33026xui8>, %sa: tensor<f32>) -> tensor<2x3xf32> {
+  %a = kiln.cast %q : tensor<2x33026xui8> -> tensor<2x33026xf32>
+  %p = kiln.constant dense<7> : tensor<3x1x33026xui8>
+  %one = kiln.constant dense<1.000000e+00> : tensor<3x1xf32>
+  %w = kiln.dequantize %p, %one {bits = 8 : i64, block_size = 33026 : i64} : (tensor<3x1x33026xui8>, tensor<3x1xf32>) -> tensor<3x33026xf32>
+  %m = kiln.matmul %a, %w {transpose_rhs = true} : (tensor<2x33026xf32>, tensor<3x33026xf32>) -> tensor<2x3xf32>
+  %i = kiln.cast %m : tensor<2x3xf32> -> tensor<2x3xi32>
+  %f = kiln.cast %i : tensor<2x3xi32> -> tensor<2x3xf32>
+  %sw = kiln.constant dense<5.000000e-01> : tensor<f32>
+  %s = kiln.mul %sa, %sw : (tensor<f32>, tensor<f32>) -> tensor<f32>
+  %y = kiln.mul %f, %s : (tensor<2x3xf32>, tensor<f32>) -> tensor<2x3xf32>
+  return %y : tensor<2x3xf32>
+}

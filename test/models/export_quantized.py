@@ -12,6 +12,11 @@ script does the same over export_fresh.py's models (no torch needed):
       TensorRT and onnxruntime's int8 paths consume);
   bert-qdq-fp8: the same with float8 E4M3FN activations and weights (per
       tensor; onnxruntime's form of the FP8 Q/DQ pairs ModelOpt writes);
+  bert-dynamic-int8, bert-dynamic-uint8: quantize_dynamic, the form
+      onnxruntime recommends for Transformers (DynamicQuantizeLinear of
+      each activation, MatMulInteger, the scales multiplied after): int8
+      weights per channel over the dynamo export, and uint8 weights with
+      zero points over the TorchScript one;
   llama-matmulnbits-int4: MatMulNBitsQuantizer, 4-bit blocks of 32 with zero
       points (com.microsoft MatMulNBits, what Olive writes);
   llama-qdq-uint4, llama-qdq-int4: the same quantizer in the QDQ format,
@@ -78,6 +83,15 @@ def qdq_fp8(source, target, inputs):
                       weight_type=q.QuantType.QFLOAT8E4M3FN)
 
 
+def dynamic_int8(source, target, inputs):
+    q.quantize_dynamic(source, target, per_channel=True,
+                       weight_type=q.QuantType.QInt8)
+
+
+def dynamic_uint8(source, target, inputs):
+    q.quantize_dynamic(source, target, weight_type=q.QuantType.QUInt8)
+
+
 def weight_only(block_size, is_symmetric, quant_format):
     def quantize(source, target, inputs):
         # Needs onnx_ir (pip install onnx-ir).
@@ -100,6 +114,8 @@ def exact_session(path):
 
 MODELS = [("bert-qdq-int8", "bert-torchscript", qdq_int8),
           ("bert-qdq-fp8", "bert-torchscript", qdq_fp8),
+          ("bert-dynamic-int8", "bert-dynamo", dynamic_int8),
+          ("bert-dynamic-uint8", "bert-torchscript", dynamic_uint8),
           ("llama-matmulnbits-int4", "llama-torchscript",
            weight_only(32, False, q.QuantFormat.QOperator)),
           ("llama-qdq-uint4", "llama-dynamo",

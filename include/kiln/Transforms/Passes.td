@@ -60,6 +60,15 @@ def KilnRecomposePass : Pass<"kiln-recompose", "mlir::func::FuncOp"> {
     multiplied or divided (to 1e-3 relative, as exporters round them), the
     cube as `pow(x, 3)` or `x * x * x`; every intermediate of one use.
 
+    onnxruntime's dynamically quantized product, the importer's
+    MatMulInteger (the fp32 product of 8-bit differences, B a
+    `kiln.dequantize` with scales of 1) cast to i32 and back and multiplied
+    by the activations' scale (one value) times the weights' (a constant,
+    one value or one a column), becomes the product of the scaled
+    operands: A times the activations' scale, and the dequantize with the
+    weights' scales. The casts are exact for whole-number sums within int32
+    (K at most 33,025); only where the scales multiply moves.
+
     Before:
     ```mlir
     %kt = kiln.transpose %k {permutation = array<i64: 0, 1, 3, 2>} ...

@@ -19,6 +19,11 @@
 // them, int8 as quantize_static does), which becomes a kiln.dequantize of
 // the weight packed again (PackedDequantize.cpp).
 //
+// DynamicQuantizeLinear and MatMulInteger (onnxruntime's quantize_dynamic,
+// the int8 form it recommends for Transformers) are their arithmetic too;
+// kiln-recompose turns the product and its scales back into a matmul of
+// dequantized operands, the form the integer GEMM takes.
+//
 //===----------------------------------------------------------------------===//
 
 #include "GraphImporter.h"
@@ -383,19 +388,33 @@ struct QuantizedConverter : NodeConverterBase {
     if (isFloat8(out))
       return output(castToFloat8(*ratio, out, intAttr("saturate", 1)));
     // Integers: round(x / scale) + zero, halves to even, saturated.
-    Value q = RoundOp::create(b, loc, *ratio);
+    Value z;
     if (zero) {
-      auto z = perElement(zero, xType, ax, block, "y_zero_point");
-      if (failed(z))
+      auto perZero = perElement(zero, xType, ax, block, "y_zero_point");
+      if (failed(perZero))
         return failure();
-      auto shifted =
-          broadcast<AddOp>(q, importer.foldConstant(castTo(*z, f32)));
+      z = importer.foldConstant(castTo(*perZero, f32));
+    }
+    auto q = roundToInteger(*ratio, z, integer);
+    if (failed(q))
+      return failure();
+    return output(*q);
+  }
+
+  /// `round(ratio) + zero` (halves to even; no zero where it is null),
+  /// saturated to the integer type `out` and cast to it, as QuantizeLinear
+  /// writes integers.
+  FailureOr<Value> roundToInteger(Value ratio, Value zero, IntegerType out) {
+    Type f32 = b.getF32Type();
+    Value q = RoundOp::create(b, loc, ratio);
+    if (zero) {
+      auto shifted = broadcast<AddOp>(q, zero);
       if (failed(shifted))
         return failure();
       q = *shifted;
     }
-    unsigned width = integer.getWidth();
-    bool isSigned = !integer.isUnsigned();
+    unsigned width = out.getWidth();
+    bool isSigned = !out.isUnsigned();
     double low = isSigned ? -std::ldexp(1.0, width - 1) : 0.0;
     double high =
         isSigned ? std::ldexp(1.0, width - 1) - 1 : std::ldexp(1.0, width) - 1;
@@ -411,7 +430,161 @@ struct QuantizedConverter : NodeConverterBase {
     auto within = broadcast<MinOp>(*above, importer.scalar(loc, f32, high));
     if (failed(within))
       return failure();
-    return output(castTo(*within, out));
+    return castTo(*within, out);
+  }
+
+  //===--------------------------------------------------------------------===//
+  // Dynamic quantization: DynamicQuantizeLinear and MatMulInteger
+  //===--------------------------------------------------------------------===//
+
+  /// DynamicQuantizeLinear (what onnxruntime's quantize_dynamic writes
+  /// before every quantized MatMul): x's range widened to hold 0, [low,
+  /// high] = [min(min(x), 0), max(max(x), 0)], mapped onto uint8's: scale =
+  /// (high - low) / 255, zero point = round(-low / scale) within [0, 255],
+  /// and x quantized with them as QuantizeLinear does. An all-zero x has
+  /// scale 1, as onnxruntime's CPU kernel gives (ONNX's reference divides
+  /// by zero there).
+  LogicalResult convertDynamicQuantizeLinear() {
+    auto x = required(0);
+    if (failed(x))
+      return failure();
+    RankedTensorType xType = typeOf(*x);
+    if (!xType.getElementType().isF32())
+      return error() << "expected f32 input, got " << xType.getElementType();
+    Type f32 = b.getF32Type();
+    auto one = RankedTensorType::get({}, f32);
+    auto every = llvm::to_vector(llvm::seq<int64_t>(0, xType.getRank()));
+    Value zero = importer.scalar(loc, f32, 0.0);
+    Value low = MinOp::create(
+        b, loc, ReduceMinOp::create(b, loc, one, *x, every, false), zero);
+    Value high = MaxOp::create(
+        b, loc, ReduceMaxOp::create(b, loc, one, *x, every, false), zero);
+    Value range = SubOp::create(b, loc, high, low);
+    Value empty = EqualOp::create(b, loc, one.clone(b.getI1Type()), high, low);
+    Value scale = WhereOp::create(
+        b, loc, one, empty, importer.scalar(loc, f32, 1.0),
+        DivOp::create(b, loc, range, importer.scalar(loc, f32, 255.0)));
+    Value lowest = NegOp::create(b, loc, DivOp::create(b, loc, low, scale));
+    Value clamped = MinOp::create(b, loc, MaxOp::create(b, loc, lowest, zero),
+                                  importer.scalar(loc, f32, 255.0));
+    Value zeroPoint = RoundOp::create(b, loc, clamped);
+    auto u8 = b.getIntegerType(8, /*isSigned=*/false);
+    auto ratio = broadcast<DivOp>(*x, scale);
+    if (failed(ratio))
+      return failure();
+    auto y = roundToInteger(*ratio, zeroPoint, u8);
+    if (failed(y) || failed(output(*y, 0)) || failed(output(scale, 1)))
+      return failure();
+    return output(castTo(zeroPoint, u8), 2);
+  }
+
+  /// MatMulInteger: `(A - a_zero_point) . (B - b_zero_point)` of 8-bit
+  /// integers, as int32. Kiln computes it as the fp32 product of the
+  /// differences, whose sums are exact while they stay within fp32's 24
+  /// bits (K up to 258 always; past that, the value of an fp32 GEMM's sum)
+  /// and whole numbers past it, so that the cast to int32 is exact.
+  /// onnxruntime's quantize_dynamic casts the product back to float and
+  /// scales it; kiln-recompose folds those scales into the operands, where
+  /// the integer GEMM reads them. A constant 2-D B with a constant zero
+  /// point per tensor or per column (quantize_dynamic's weights) stays
+  /// packed: a kiln.dequantize with scales of 1.
+  LogicalResult convertMatMulInteger() {
+    auto a = required(0), bIn = required(1);
+    if (failed(a) || failed(bIn))
+      return failure();
+    auto isByte = [](Value v) {
+      auto integer = dyn_cast<IntegerType>(typeOf(v).getElementType());
+      return integer && integer.getWidth() == 8;
+    };
+    if (!isByte(*a) || !isByte(*bIn))
+      return error() << "expected 8-bit integer A and B, got "
+                     << typeOf(*a).getElementType() << " and "
+                     << typeOf(*bIn).getElementType();
+    Value aZero = importer.input(node, 2), bZero = importer.input(node, 3);
+    for (auto [zero, x, name] : {std::tuple{aZero, *a, "a_zero_point"},
+                                 std::tuple{bZero, *bIn, "b_zero_point"}})
+      if (zero && typeOf(zero).getElementType() != typeOf(x).getElementType())
+        return error() << name << " must have its input's type "
+                       << typeOf(x).getElementType() << ", got "
+                       << typeOf(zero).getElementType();
+    Type f32 = b.getF32Type();
+    RankedTensorType aType = typeOf(*a);
+    Value lhs = castTo(*a, f32);
+    if (aZero) {
+      // Per tensor; or per row: [M] for a 2-D A, [..., M, 1] of A's rank.
+      Value z = importer.foldConstant(castTo(aZero, f32));
+      RankedTensorType zType = typeOf(z);
+      int64_t rank = aType.getRank();
+      bool perTensor = zType.hasStaticShape() && zType.getNumElements() == 1;
+      if (perTensor)
+        z = reshape(z, ArrayRef<int64_t>{});
+      else if (rank == 2 && zType.getRank() == 1)
+        z = reshape(z, {zType.getDimSize(0), int64_t(1)});
+      bool perRow =
+          perTensor || (rank == 2 && zType.getRank() == 1) ||
+          (zType.getRank() == rank && zType.getDimSize(rank - 1) == 1);
+      auto fits = perRow
+                      ? inferBroadcastType(std::nullopt, typeOf(lhs), typeOf(z))
+                      : FailureOr<RankedTensorType>(failure());
+      if (failed(fits) || fits->getShape() != aType.getShape())
+        return error() << "a_zero_point of shape " << shapeText(zType)
+                       << " fits A " << shapeText(aType)
+                       << " neither per tensor nor per row";
+      lhs = SubOp::create(b, loc, typeOf(lhs), lhs, z);
+    }
+    auto rhs = matmulIntegerWeights(*bIn, bZero);
+    if (failed(rhs))
+      return failure();
+    auto type = inferMatmulType(loc, typeOf(lhs), typeOf(*rhs), false, false);
+    if (failed(type))
+      return failure();
+    Value product = MatmulOp::create(b, loc, *type, lhs, *rhs, false, false);
+    return output(castTo(product, b.getI32Type()));
+  }
+
+  /// MatMulInteger's B less its zero point, in fp32: packed where it is a
+  /// constant 2-D weight with a constant zero point per tensor or per
+  /// column (a kiln.dequantize with scales of 1), else the arithmetic.
+  FailureOr<Value> matmulIntegerWeights(Value weights, Value zero) {
+    Type f32 = b.getF32Type();
+    RankedTensorType wType = typeOf(weights);
+    if (wType.getRank() == 2 && wType.hasStaticShape()) {
+      int64_t n = wType.getDimSize(1);
+      RankedTensorType zType =
+          zero ? typeOf(zero) : RankedTensorType::get({}, f32);
+      bool perColumn = zType.getRank() == 1 && zType.getDimSize(0) == n;
+      if (zType.hasStaticShape() &&
+          (zType.getNumElements() == 1 || perColumn)) {
+        auto onesType = RankedTensorType::get(
+            perColumn ? ArrayRef<int64_t>{n} : ArrayRef<int64_t>{}, f32);
+        Value ones = ConstantOp::create(
+            b, loc, cast<ElementsAttr>(DenseElementsAttr::get(onesType, 1.0f)));
+        if (Value packed = packDequantizeLinear(b, loc, weights, ones, zero,
+                                                /*axis=*/1, /*block=*/0))
+          return packed;
+      }
+    }
+    Value rhs = castTo(weights, f32);
+    if (!zero)
+      return rhs;
+    // Per tensor; or per column: [N], or [..., 1, N] of B's rank. Each
+    // broadcasts as it is.
+    RankedTensorType zType = typeOf(zero);
+    int64_t rank = wType.getRank(), zRank = zType.getRank();
+    bool perColumn =
+        (zType.hasStaticShape() && zType.getNumElements() == 1) ||
+        (rank >= 2 && zRank >= 1 &&
+         zType.getDimSize(zRank - 1) == wType.getDimSize(rank - 1) &&
+         (zRank == 1 || (zRank == rank && zType.getDimSize(zRank - 2) == 1)));
+    Value z = importer.foldConstant(castTo(zero, f32));
+    auto fits = perColumn
+                    ? inferBroadcastType(std::nullopt, typeOf(rhs), typeOf(z))
+                    : FailureOr<RankedTensorType>(failure());
+    if (failed(fits) || fits->getShape() != wType.getShape())
+      return error() << "b_zero_point of shape " << shapeText(zType)
+                     << " fits B " << shapeText(wType)
+                     << " neither per tensor nor per column";
+    return SubOp::create(b, loc, typeOf(rhs), rhs, z).getResult();
   }
 };
 
@@ -425,6 +598,9 @@ ArrayRef<OpConversion> getQuantizedConversions() {
        convertWith<C, &C::convertGatherBlockQuantized>},
       {"", "DequantizeLinear", convertWith<C, &C::convertDequantizeLinear>},
       {"", "QuantizeLinear", convertWith<C, &C::convertQuantizeLinear>},
+      {"", "DynamicQuantizeLinear",
+       convertWith<C, &C::convertDynamicQuantizeLinear>},
+      {"", "MatMulInteger", convertWith<C, &C::convertMatMulInteger>},
   };
   return table;
 }

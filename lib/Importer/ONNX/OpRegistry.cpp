@@ -82,7 +82,8 @@ static bool takesSymbolicDims(const onnx::NodeProto &node) {
       // (opset 23).
       "SimplifiedLayerNormalization", "RotaryEmbedding",
       // Per-tensor Q/DQ (per axis and in blocks refuse symbolic dims).
-      "QuantizeLinear", "DequantizeLinear"};
+      "QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear",
+      "MatMulInteger"};
   static const llvm::StringSet<> readyMicrosoft = {
       "SkipLayerNormalization",
       "SkipSimplifiedLayerNormalization",

@@ -1,0 +1,225 @@
+//===- RecomposeQuantized.cpp - dynamic quantization's scaled products ----===//
+//
+// onnxruntime's quantize_dynamic writes each quantized MatMul as
+//
+//   q, s_a, z_a = DynamicQuantizeLinear(x)
+//   y = Mul(Cast<float>(MatMulInteger(q, W, z_a, z_w)), Mul(s_a, s_w))
+//
+// which the importer spells as the fp32 product of the two differences
+// (W's a kiln.dequantize with scales of 1), cast to int32 and back to
+// float, times the scales. kiln-recompose turns it into the product of the
+// two dequantizations, `((q - z_a) * s_a) . dequantize(W, s_w, z_w)`, the
+// form of a Q/DQ graph, which kiln-fuse gives to the integer GEMM.
+//
+//===----------------------------------------------------------------------===//
+
+#include "RecomposePatterns.h"
+
+#include "kiln/ConstantData/HostTensor.h"
+#include "kiln/Dialect/Kiln/KilnOps.h"
+#include "kiln/Dialect/Kiln/QuantizedActivations.h"
+#include "kiln/Dialect/Kiln/TensorNames.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace kiln;
+
+namespace {
+
+/// The values of constant `v`, or none.
+std::optional<HostTensor> constantValues(Value v) {
+  auto constant = v.getDefiningOp<ConstantOp>();
+  if (!constant)
+    return std::nullopt;
+  FailureOr<HostTensor> values =
+      HostTensor::fromElementsAttr(constant.getValue());
+  if (failed(values))
+    return std::nullopt;
+  return std::move(*values);
+}
+
+/// Whether `v` holds whole numbers: a cast from integers, or a constant of
+/// whole values.
+bool isWhole(Value v) {
+  if (auto widen = v.getDefiningOp<CastOp>())
+    return isa<IntegerType>(getElementTypeOrSelf(widen.getInput().getType()));
+  std::optional<HostTensor> values = constantValues(v);
+  if (!values)
+    return false;
+  for (int64_t i = 0, e = values->numElements(); i < e; ++i)
+    if (double x = values->getAsDouble(i); x != std::trunc(x))
+      return false;
+  return true;
+}
+
+/// Whether `v` is MatMulInteger's A less its zero point as the importer
+/// writes it: 8-bit integers cast to float, maybe less whole numbers.
+bool isCentredBytes(Value v) {
+  if (auto centred = v.getDefiningOp<SubOp>()) {
+    if (!isWhole(centred.getRhs()))
+      return false;
+    v = centred.getLhs();
+  }
+  auto widen = v.getDefiningOp<CastOp>();
+  auto integer = widen ? dyn_cast<IntegerType>(
+                             getElementTypeOrSelf(widen.getInput().getType()))
+                       : IntegerType();
+  return integer && integer.getWidth() == 8;
+}
+
+/// Whether the dequantize `w` is MatMulInteger's B as the importer packs
+/// it: 8-bit integers, one block a row, every scale 1.
+bool hasUnitScales(DequantizeOp w) {
+  if (w.isFloat8() || w.getBits() != 8 || w.getBlockCount() != 1 ||
+      !w.hasIntegerZeroPoints())
+    return false;
+  std::optional<HostTensor> scales = constantValues(w.getScales());
+  if (!scales)
+    return false;
+  for (int64_t i = 0, e = scales->numElements(); i < e; ++i)
+    if (scales->getAsDouble(i) != 1.0)
+      return false;
+  return true;
+}
+
+/// `mul(cast<f32>(cast<i32>(matmul(A, dequantize(W, 1, z_w)))), s_a * s_w)`
+/// with A whole numbers from 8-bit integers (isCentredBytes), s_a one
+/// value and s_w a constant of one value or one a column, into
+/// `matmul(A * s_a, dequantize(W, s_w, z_w))`.
+///
+/// The products of 8-bit differences are below 2^16 and K is bounded so
+/// that their sums stay within int32; an fp32 sum of whole numbers is a
+/// whole number, so the casts to int32 and back change nothing and go.
+/// What changes is where the scales multiply: into each operand rather
+/// than the sum, a difference of fp32 rounding only (the integer GEMM
+/// multiplies the exact integer sum by s_a * s_w, as onnxruntime does).
+struct RecomposeIntegerMatmul : OpRewritePattern<MulOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(MulOp root,
+                                PatternRewriter &rewriter) const override {
+    for (auto [product, scales] : {std::pair{root.getLhs(), root.getRhs()},
+                                   std::pair{root.getRhs(), root.getLhs()}}) {
+      MatmulOp matmul = integerProduct(product);
+      if (!matmul || matmul.getType() != root.getType())
+        continue;
+      auto w = matmul.getRhs().getDefiningOp<DequantizeOp>();
+      if (!w || !matmul.getTransposeRhs() || matmul.getTransposeLhs() ||
+          !hasUnitScales(w) || !isCentredBytes(matmul.getLhs()) ||
+          !w.getResult().hasOneUse())
+        continue;
+      // |q - z| <= 255 for both operands: K * 255^2 must stay below 2^31.
+      if (w.getColumns() > 33025)
+        continue;
+      auto both = scales.getDefiningOp<MulOp>();
+      if (!both)
+        continue;
+      for (auto [activation, weight] :
+           {std::pair{both.getLhs(), both.getRhs()},
+            std::pair{both.getRhs(), both.getLhs()}}) {
+        std::optional<HostTensor> columnScales =
+            perColumnScales(weight, w.getScales().getType());
+        if (!holdsOneValue(activation) || !columnScales ||
+            !getElementTypeOrSelf(activation.getType()).isF32() ||
+            !inBlockOf(root, activation) || !inBlockOf(root, matmul.getLhs()))
+          continue;
+        rewrite(root, matmul, w, activation, *columnScales, rewriter);
+        return success();
+      }
+    }
+    return rewriter.notifyMatchFailure(root, "not a scaled integer product");
+  }
+
+  /// The matmul under `cast<f32>(cast<i32>(...))`, each of one use; or null.
+  static MatmulOp integerProduct(Value v) {
+    auto widen = v.getDefiningOp<CastOp>();
+    auto narrow = widen ? widen.getInput().getDefiningOp<CastOp>() : CastOp();
+    if (!narrow || !widen->hasOneUse() || !narrow->hasOneUse() ||
+        !getElementTypeOrSelf(widen.getType()).isF32() ||
+        !getElementTypeOrSelf(narrow.getType()).isInteger(32))
+      return {};
+    auto matmul = narrow.getInput().getDefiningOp<MatmulOp>();
+    if (!matmul || !matmul->hasOneUse() ||
+        !matmul.getType().getElementType().isF32())
+      return {};
+    return matmul;
+  }
+
+  /// Whether `v` is a block argument or defined in `op`'s block.
+  static bool inBlockOf(Operation *op, Value v) {
+    return v.getParentBlock() == op->getBlock();
+  }
+
+  /// The f32 constant `v` as the scales of a dequantize of `scalesType`
+  /// ([columns, 1]): one value, or one a column along its last dim (every
+  /// other dim 1); or none.
+  static std::optional<HostTensor>
+  perColumnScales(Value v, RankedTensorType scalesType) {
+    auto type = cast<RankedTensorType>(v.getType());
+    int64_t columns = scalesType.getDimSize(0);
+    if (!type.getElementType().isF32() || !type.hasStaticShape() ||
+        scalesType.getElementType() != type.getElementType())
+      return std::nullopt;
+    int64_t count = type.getNumElements();
+    if (count != 1 && (count != columns || type.getShape().back() != columns))
+      return std::nullopt;
+    std::optional<HostTensor> values = constantValues(v);
+    if (!values)
+      return std::nullopt;
+    FailureOr<HostTensor> each = HostTensor::allocate(
+        scalesType.getElementType(), scalesType.getShape());
+    if (failed(each))
+      return std::nullopt;
+    for (int64_t c = 0; c < columns; ++c)
+      each->setFromDouble(c, values->getAsDouble(count == 1 ? 0 : c));
+    return std::move(*each);
+  }
+
+  static void rewrite(MulOp root, MatmulOp matmul, DequantizeOp w,
+                      Value activationScale, const HostTensor &columnScales,
+                      PatternRewriter &rewriter) {
+    Value lhs = matmul.getLhs();
+    Location loc = root.getLoc();
+    // One scaled A for every product that reads it, so that kiln-layout
+    // still sees projections of one input.
+    MulOp scaled;
+    for (Operation *user : lhs.getUsers())
+      if (auto mul = dyn_cast<MulOp>(user);
+          mul && mul.getLhs() == lhs && mul.getRhs() == activationScale &&
+          mul.getType() == lhs.getType() && mul->isBeforeInBlock(root))
+        scaled = mul;
+    if (!scaled) {
+      OpBuilder::InsertionGuard guard(rewriter);
+      Operation *lhsDef = lhs.getDefiningOp();
+      Operation *scaleDef = activationScale.getDefiningOp();
+      Operation *after =
+          !scaleDef || (lhsDef && scaleDef->isBeforeInBlock(lhsDef)) ? lhsDef
+                                                                     : scaleDef;
+      if (after)
+        rewriter.setInsertionPointAfter(after);
+      else
+        rewriter.setInsertionPointToStart(lhs.getParentBlock());
+      scaled =
+          MulOp::create(rewriter, loc, lhs.getType(), lhs, activationScale);
+    }
+    rewriter.setInsertionPoint(root);
+    Value scales = ConstantOp::create(
+        rewriter, w.getLoc(),
+        cast<ElementsAttr>(columnScales.toDenseElementsAttr()));
+    Value weights = DequantizeOp::create(
+        rewriter, w.getLoc(), w.getType(), w.getPacked(), scales,
+        w.getZeroPoints(), w.getBits(), w.getBlockSize());
+    auto product =
+        MatmulOp::create(rewriter, rewriter.getFusedLoc({matmul.getLoc(), loc}),
+                         root.getType(), scaled, weights, false, true);
+    copyTensorNames(root, product);
+    rewriter.replaceOp(root, product.getResult());
+  }
+};
+
+} // namespace
+
+void kiln::populateRecomposeQuantizedPatterns(RewritePatternSet &patterns) {
+  patterns.add<RecomposeIntegerMatmul>(patterns.getContext());
+}
