@@ -17,6 +17,8 @@ script does the same over export_fresh.py's models (no torch needed):
       each activation, MatMulInteger, the scales multiplied after): int8
       weights per channel over the dynamo export, and uint8 weights with
       zero points over the TorchScript one;
+  vit-dynamic-int8: quantize_dynamic over the ViT dynamo export, whose
+      patch embedding becomes a ConvInteger;
   llama-matmulnbits-int4: MatMulNBitsQuantizer, 4-bit blocks of 32 with zero
       points (com.microsoft MatMulNBits, what Olive writes);
   llama-qdq-uint4, llama-qdq-int4: the same quantizer in the QDQ format,
@@ -116,6 +118,7 @@ MODELS = [("bert-qdq-int8", "bert-torchscript", qdq_int8),
           ("bert-qdq-fp8", "bert-torchscript", qdq_fp8),
           ("bert-dynamic-int8", "bert-dynamo", dynamic_int8),
           ("bert-dynamic-uint8", "bert-torchscript", dynamic_uint8),
+          ("vit-dynamic-int8", "vit-dynamo", dynamic_int8),
           ("llama-matmulnbits-int4", "llama-torchscript",
            weight_only(32, False, q.QuantFormat.QOperator)),
           ("llama-qdq-uint4", "llama-dynamo",

@@ -51,23 +51,86 @@ struct ConvConverter : NodeConverterBase {
     auto x = required(0), w = required(1);
     if (failed(x) || failed(w))
       return failure();
-    Value bias = importer.input(node, 2);
-    ArrayRef<int64_t> xShape = typeOf(*x).getShape();
-    ArrayRef<int64_t> wShape = typeOf(*w).getShape();
+    auto y = convolve(*x, *w, importer.input(node, 2));
+    if (failed(y))
+      return failure();
+    return output(*y);
+  }
+
+  /// ConvInteger (onnxruntime's quantize_dynamic writes it for a vision
+  /// model's patch embedding): the convolution of `x - x_zero_point` by `w
+  /// - w_zero_point` (8-bit integers; x's zero point one value, w's one
+  /// value or one a filter), as int32. Computed as the fp32 convolution of
+  /// the differences, padded with zeros as they are, exact while its sums
+  /// stay within fp32's 24 bits, as MatMulInteger's product is.
+  LogicalResult convertInteger() {
+    auto x = required(0), w = required(1);
+    if (failed(x) || failed(w))
+      return failure();
+    auto isByte = [](Value v) {
+      auto integer = dyn_cast<IntegerType>(typeOf(v).getElementType());
+      return integer && integer.getWidth() == 8;
+    };
+    if (!isByte(*x) || !isByte(*w))
+      return error() << "expected 8-bit integer x and w, got "
+                     << typeOf(*x).getElementType() << " and "
+                     << typeOf(*w).getElementType();
+    Type f32 = b.getF32Type();
+    Value xd = castTo(*x, f32), wd = castTo(*w, f32);
+    RankedTensorType wType = typeOf(*w);
+    for (auto [zero, input, name] :
+         {std::tuple{importer.input(node, 2), *x, "x_zero_point"},
+          std::tuple{importer.input(node, 3), *w, "w_zero_point"}}) {
+      if (!zero)
+        continue;
+      RankedTensorType zType = typeOf(zero);
+      if (zType.getElementType() != typeOf(input).getElementType())
+        return error() << name << " must have its input's type "
+                       << typeOf(input).getElementType() << ", got "
+                       << zType.getElementType();
+      bool one = zType.hasStaticShape() && zType.getNumElements() == 1;
+      bool perFilter = input == *w && zType.getRank() == 1 &&
+                       wType.getRank() >= 1 &&
+                       zType.getDimSize(0) == wType.getDimSize(0);
+      if (!one && !perFilter)
+        return error() << name << " of shape " << shapeText(zType)
+                       << " must be one value"
+                       << (input == *w ? " or one per filter" : "");
+      Value z = importer.foldConstant(castTo(zero, f32));
+      if (one) {
+        z = reshape(z, ArrayRef<int64_t>{});
+      } else {
+        SmallVector<int64_t> shape(wType.getRank(), 1);
+        shape[0] = wType.getDimSize(0);
+        z = reshape(z, shape);
+      }
+      Value &centred = input == *w ? wd : xd;
+      centred = SubOp::create(b, loc, typeOf(centred), centred, z);
+    }
+    auto y = convolve(xd, wd, Value());
+    if (failed(y))
+      return failure();
+    return output(castTo(*y, b.getI32Type()));
+  }
+
+  /// The convolution of `x` by `w` plus `bias` (null for none), or a
+  /// failure reported at the node.
+  FailureOr<Value> convolve(Value x, Value w, Value bias) {
+    ArrayRef<int64_t> xShape = typeOf(x).getShape();
+    ArrayRef<int64_t> wShape = typeOf(w).getShape();
     int64_t rank = xShape.size(), spatial = rank - 2;
     if (rank < 3 || static_cast<int64_t>(wShape.size()) != rank)
       return error() << "expected input and weights of the same rank >= 3";
     // The batch may be symbolic: the patch table depends on the other dims
     // only.
-    if (!typeOf(*w).hasStaticShape() ||
+    if (!typeOf(w).hasStaticShape() ||
         llvm::any_of(xShape.drop_front(), ShapedType::isDynamic))
       return error() << "the input's channels and spatial dims and the "
                         "weights must be static, got "
-                     << shapeText(typeOf(*x)) << " and "
-                     << shapeText(typeOf(*w));
-    DimExpr batch = dimsOf(*x)[0];
-    Type elementType = typeOf(*x).getElementType();
-    if (typeOf(*w).getElementType() != elementType ||
+                     << shapeText(typeOf(x)) << " and " << shapeText(typeOf(w));
+    DimExpr batch = dimsOf(x)[0];
+    Type elementType = typeOf(x).getElementType();
+    if (typeOf(w).getElementType() != elementType ||
         (bias && typeOf(bias).getElementType() != elementType))
       return error() << "input, weights and bias must have one element type";
     int64_t channels = xShape[1], filters = wShape[0];
@@ -130,7 +193,7 @@ struct ConvConverter : NodeConverterBase {
     }
 
     // Zero padding as concatenations with zero blocks, dim by dim.
-    Value input = *x;
+    Value input = x;
     Type et = typeOf(input).getElementType();
     auto zeros = [&](int64_t d, int64_t count) -> Value {
       SymbolicShape shape = dimsOf(input);
@@ -206,7 +269,7 @@ struct ConvConverter : NodeConverterBase {
     // the weights are.
     int64_t perGroup = channels / group, filtersPerGroup = filters / group;
     Value columns = reshape(patches, sizes({channels * taps, positions}));
-    Value weights = reshape(*w, {filters, perGroup * taps});
+    Value weights = reshape(w, {filters, perGroup * taps});
     SmallVector<Value> outputs;
     for (int64_t g = 0; g < group; ++g) {
       Value cols = sliceChannels(columns, 1, g * perGroup * taps, perGroup * taps);
@@ -235,7 +298,7 @@ struct ConvConverter : NodeConverterBase {
     SymbolicShape resultShape = sizes({filters});
     for (int64_t size : outShape)
       resultShape.push_back(DimExpr::constant(size));
-    return output(reshape(y, resultShape));
+    return reshape(y, resultShape);
   }
 };
 
@@ -244,6 +307,8 @@ struct ConvConverter : NodeConverterBase {
 ArrayRef<OpConversion> getConvConversions() {
   static const OpConversion table[] = {
       {"", "Conv", convertWith<ConvConverter, &ConvConverter::convert>},
+      {"", "ConvInteger",
+       convertWith<ConvConverter, &ConvConverter::convertInteger>},
   };
   return table;
 }

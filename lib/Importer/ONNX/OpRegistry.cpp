@@ -77,7 +77,7 @@ static bool takesSymbolicDims(const onnx::NodeProto &node) {
       "Shape", "Size", "Reshape", "Transpose", "Unsqueeze", "Squeeze",
       "Flatten", "Concat", "Slice", "Split", "Gather", "GatherElements",
       "GatherND", "ScatterND", "Expand", "ConstantOfShape", "Range", "Trilu",
-      "Tile", "Conv",
+      "Tile", "Conv", "ConvInteger",
       // onnxruntime's fused forms, in the default domain; RotaryEmbedding
       // (opset 23).
       "SimplifiedLayerNormalization", "RotaryEmbedding",
