@@ -443,7 +443,8 @@ struct QuantizedConverter : NodeConverterBase {
   /// (high - low) / 255, zero point = round(-low / scale) within [0, 255],
   /// and x quantized with them as QuantizeLinear does. An all-zero x has
   /// scale 1, as onnxruntime's CPU kernel gives (ONNX's reference divides
-  /// by zero there).
+  /// by zero there). The extremes are reduced in two steps
+  /// (wholeReduction).
   LogicalResult convertDynamicQuantizeLinear() {
     auto x = required(0);
     if (failed(x))
@@ -453,12 +454,13 @@ struct QuantizedConverter : NodeConverterBase {
       return error() << "expected f32 input, got " << xType.getElementType();
     Type f32 = b.getF32Type();
     auto one = RankedTensorType::get({}, f32);
-    auto every = llvm::to_vector(llvm::seq<int64_t>(0, xType.getRank()));
     Value zero = importer.scalar(loc, f32, 0.0);
-    Value low = MinOp::create(
-        b, loc, ReduceMinOp::create(b, loc, one, *x, every, false), zero);
-    Value high = MaxOp::create(
-        b, loc, ReduceMaxOp::create(b, loc, one, *x, every, false), zero);
+    auto least = wholeReduction<ReduceMinOp>(*x);
+    auto most = wholeReduction<ReduceMaxOp>(*x);
+    if (failed(least) || failed(most))
+      return failure();
+    Value low = MinOp::create(b, loc, *least, zero);
+    Value high = MaxOp::create(b, loc, *most, zero);
     Value range = SubOp::create(b, loc, high, low);
     Value empty = EqualOp::create(b, loc, one.clone(b.getI1Type()), high, low);
     Value scale = WhereOp::create(
@@ -476,6 +478,25 @@ struct QuantizedConverter : NodeConverterBase {
     if (failed(y) || failed(output(*y, 0)) || failed(output(scale, 1)))
       return failure();
     return output(castTo(zeroPoint, u8), 2);
+  }
+
+  /// The minimum or maximum (OpTy) of all of `x`, in two steps where it
+  /// has more than one dim: over the last dim, a row kernel of many blocks,
+  /// then over the rows' results. One reduction of the whole tensor would
+  /// be one block's work. Exact either way: the extremes do not round.
+  template <typename OpTy> FailureOr<Value> wholeReduction(Value x) {
+    int64_t rank = typeOf(x).getRank();
+    if (rank >= 2) {
+      int64_t last[] = {rank - 1};
+      auto rowType = inferReduceType(loc, typeOf(x), last, false);
+      if (failed(rowType))
+        return failure();
+      x = OpTy::create(b, loc, *rowType, x, last, false);
+    }
+    auto every = llvm::to_vector(llvm::seq<int64_t>(0, typeOf(x).getRank()));
+    return OpTy::create(b, loc, RankedTensorType::get({}, b.getF32Type()), x,
+                        every, false)
+        .getResult();
   }
 
   /// MatMulInteger: `(A - a_zero_point) . (B - b_zero_point)` of 8-bit
