@@ -398,13 +398,14 @@ bool isEightBitZeroPoint(Value zero, Value quantized) {
 /// The operands of `matmul` where the CUDA target's 8-bit GEMM multiplies
 /// them as the bytes they are: A's activations dequantized per tensor; B
 /// the transposed dequantize of 8-bit weights of the same kind with one
-/// scale a column of the product and no zero point, K whole 16-byte chunks
+/// scale a column of the product, K whole 16-byte chunks
 /// (both operands' rows are copied 16 bytes at a time), neither operand's
 /// bytes a graph input. Two kinds:
 ///
 /// - integers: the activations' zero point an 8-bit integer
 ///   (isEightBitZeroPoint), the weights signed and symmetric (as TensorRT
-///   and onnxruntime's quantize_static write them);
+///   and onnxruntime's quantize_static write them) or with an integer zero
+///   point a column (uint8 weights, asymmetric);
 /// - float8 E4M3FN both (NVIDIA ModelOpt's FP8): the activations' zero
 ///   point absent or a constant 0, as ModelOpt writes it.
 ///
@@ -415,8 +416,9 @@ std::optional<QdqOperands> qdqOperands(MatmulOp matmul) {
   if (!weights || !matmul.getTransposeRhs() || matmul.getTransposeLhs() ||
       !(element.isF32() || element.isF16() || element.isBF16()) ||
       weights.getBits() != 8 || weights.getBlockCount() != 1 ||
-      weights.getZeroPoints() || weights.getBlockBytes() % 16 != 0 ||
-      weights.getColumns() % 16 != 0)
+      !weights.hasIntegerZeroPoints() ||
+      (weights.getZeroPoints() && weights.isFloat8()) ||
+      weights.getBlockBytes() % 16 != 0 || weights.getColumns() % 16 != 0)
     return std::nullopt;
   std::optional<DequantizedActivations> activations =
       dequantizedActivations(matmul.getLhs());
@@ -563,9 +565,10 @@ std::optional<Group> buildGemmGroup(MatmulOp matmul,
 }
 
 /// Whether cache updates `a` and `b` write rows of one shape at one place:
-/// their updates' and destinations' shapes (symbolic sizes included), axis
-/// and offset equal, neither with per-row starts. A decoder's key and value
-/// caches, updated from one projection.
+/// their updates' and destinations' shapes (symbolic sizes included), axis,
+/// offset and per-batch starts (one value, or neither has them) equal. A
+/// decoder's key and value caches, updated from one projection (at the
+/// positions of onnxruntime-genai's seqlens_k, in its buffer form).
 bool writeAlike(UpdateSliceOp a, UpdateSliceOp b) {
   auto shapeOf = [](Value v) {
     auto type = cast<RankedTensorType>(v.getType());
@@ -574,7 +577,7 @@ bool writeAlike(UpdateSliceOp a, UpdateSliceOp b) {
   return shapeOf(a.getUpdate()) == shapeOf(b.getUpdate()) &&
          shapeOf(a.getDest()) == shapeOf(b.getDest()) &&
          a.getAxis() == b.getAxis() && a.getOffset() == b.getOffset() &&
-         !a.getStarts() && !b.getStarts();
+         a.getStarts() == b.getStarts();
 }
 
 /// Merges each pair of cache-update groups that write alike (writeAlike)

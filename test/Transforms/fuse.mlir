@@ -752,19 +752,39 @@ func.func @negative_gemm_int8_input(%x: tensor<3x32xi8>, %s: tensor<8x1xf32>, %s
 
 // -----
 
-// negative_: int8 weights with zero points (asymmetric) keep the float
-// product: the activations' dequantization is an elementwise kernel of its
-// own, the fp32 product a plain step over unpacked weights.
-// CHECK-LABEL: func @negative_gemm_int8_weight_zero_points
-// CHECK-NOT: kiln.kernel  gemm
+// Weights with integer zero points (asymmetric), which the integer GEMM
+// takes too (a zero point a column, from a graph input here): the gemm
+// kernel reads them with the packed bytes.
+// CHECK-LABEL: func @gemm_int8_weight_zero_points
 // CHECK: kiln.kernel  elementwise
-// CHECK: kiln.matmul
-func.func @negative_gemm_int8_weight_zero_points(%x0: tensor<3x32xf32>, %s: tensor<8x1xf32>, %wz: tensor<8x1xui8>, %sa: tensor<f32>) -> tensor<3x8xf32> {
+// CHECK: kiln.kernel  gemm(%{{.*}}, %arg3, %{{.*}}, %arg1, %arg2)
+// CHECK: kiln.cast
+// CHECK-NEXT: kiln.mul
+// CHECK-NEXT: kiln.dequantize %{{.*}}, %{{.*}}, %{{.*}} {bits = 8 : i64, block_size = 32 : i64}
+// CHECK-NEXT: kiln.matmul
+func.func @gemm_int8_weight_zero_points(%x0: tensor<3x32xf32>, %s: tensor<8x1xf32>, %wz: tensor<8x1xui8>, %sa: tensor<f32>) -> tensor<3x8xf32> {
   %q = kiln.constant dense<131> : tensor<8x1x32xui8>
   %x = kiln.cast %x0 : tensor<3x32xf32> -> tensor<3x32xi8>
   %xf = kiln.cast %x : tensor<3x32xi8> -> tensor<3x32xf32>
   %a = kiln.mul %xf, %sa : (tensor<3x32xf32>, tensor<f32>) -> tensor<3x32xf32>
   %w = kiln.dequantize %q, %s, %wz {bits = 8 : i64, block_size = 32 : i64} : (tensor<8x1x32xui8>, tensor<8x1xf32>, tensor<8x1xui8>) -> tensor<8x32xf32>
+  %m = kiln.matmul %a, %w {transpose_rhs = true} : (tensor<3x32xf32>, tensor<8x32xf32>) -> tensor<3x8xf32>
+  return %m : tensor<3x8xf32>
+}
+
+// -----
+
+// negative_: float zero points (MatMulNBits' form of the scales' type) keep
+// the float product: the integer GEMM subtracts whole zero points.
+// CHECK-LABEL: func @negative_gemm_int8_float_weight_zero_points
+// CHECK-NOT: kiln.kernel  gemm
+// CHECK: return
+func.func @negative_gemm_int8_float_weight_zero_points(%x0: tensor<3x32xf32>, %s: tensor<8x1xf32>, %wz: tensor<8x1xf32>, %sa: tensor<f32>) -> tensor<3x8xf32> {
+  %q = kiln.constant dense<131> : tensor<8x1x32xui8>
+  %x = kiln.cast %x0 : tensor<3x32xf32> -> tensor<3x32xi8>
+  %xf = kiln.cast %x : tensor<3x32xi8> -> tensor<3x32xf32>
+  %a = kiln.mul %xf, %sa : (tensor<3x32xf32>, tensor<f32>) -> tensor<3x32xf32>
+  %w = kiln.dequantize %q, %s, %wz {bits = 8 : i64, block_size = 32 : i64} : (tensor<8x1x32xui8>, tensor<8x1xf32>, tensor<8x1xf32>) -> tensor<8x32xf32>
   %m = kiln.matmul %a, %w {transpose_rhs = true} : (tensor<3x32xf32>, tensor<8x32xf32>) -> tensor<3x8xf32>
   return %m : tensor<3x8xf32>
 }
@@ -1131,6 +1151,37 @@ func.func @cache_updates_paired(%kc: tensor<1x2x8x4xf32>, %vc: tensor<1x2x8x4xf3
   %ku = kiln.update_slice %kc, %kn {axis = 2 : i64, offset = "5"} : (tensor<1x2x8x4xf32>, tensor<1x2x1x4xf32>) -> tensor<1x2x8x4xf32>
   %vu = kiln.update_slice %vc, %v {axis = 2 : i64, offset = "5"} : (tensor<1x2x8x4xf32>, tensor<1x2x1x4xf32>) -> tensor<1x2x8x4xf32>
   return %ku, %vu : tensor<1x2x8x4xf32>, tensor<1x2x8x4xf32>
+}
+
+// -----
+
+// With per-batch starts (onnxruntime-genai's buffer form writes each
+// sequence's new rows at its seqlens_k), one starts value for both: paired
+// too, the kernel's one row index serving both.
+// CHECK-LABEL: func @cache_updates_paired_with_starts
+// CHECK: %[[K:.*]]:2 = kiln.kernel elementwise
+// CHECK: %[[KU:.*]] = kiln.update_slice %{{.*}}, %{{.*}}, %[[S:.*]] {axis = 2 : i64, offset = "0"}
+// CHECK: %[[VU:.*]] = kiln.update_slice %{{.*}}, %{{.*}}, %[[S]] {axis = 2 : i64, offset = "0"}
+// CHECK-NEXT: kiln.yield %[[VU]], %[[KU]]
+// CHECK-NOT: kiln.update_slice
+// CHECK: return %[[K]]#1, %[[K]]#0
+func.func @cache_updates_paired_with_starts(%kc: tensor<2x2x8x4xf32>, %vc: tensor<2x2x8x4xf32>, %k: tensor<2x2x1x4xf32>, %v: tensor<2x2x1x4xf32>, %at: tensor<2x1x1x1xi64>) -> (tensor<2x2x8x4xf32>, tensor<2x2x8x4xf32>) {
+  %kn = kiln.neg %k : tensor<2x2x1x4xf32>
+  %ku = kiln.update_slice %kc, %kn, %at {axis = 2 : i64, offset = "0"} : (tensor<2x2x8x4xf32>, tensor<2x2x1x4xf32>, tensor<2x1x1x1xi64>) -> tensor<2x2x8x4xf32>
+  %vu = kiln.update_slice %vc, %v, %at {axis = 2 : i64, offset = "0"} : (tensor<2x2x8x4xf32>, tensor<2x2x1x4xf32>, tensor<2x1x1x1xi64>) -> tensor<2x2x8x4xf32>
+  return %ku, %vu : tensor<2x2x8x4xf32>, tensor<2x2x8x4xf32>
+}
+
+// -----
+
+/// negative_: per-batch starts of two values write at other rows.
+// CHECK-LABEL: func @negative_cache_updates_other_starts
+// CHECK: kiln.kernel elementwise
+// CHECK: kiln.kernel elementwise
+func.func @negative_cache_updates_other_starts(%kc: tensor<2x2x8x4xf32>, %vc: tensor<2x2x8x4xf32>, %k: tensor<2x2x1x4xf32>, %v: tensor<2x2x1x4xf32>, %at: tensor<2x1x1x1xi64>, %other: tensor<2x1x1x1xi64>) -> (tensor<2x2x8x4xf32>, tensor<2x2x8x4xf32>) {
+  %ku = kiln.update_slice %kc, %k, %at {axis = 2 : i64, offset = "0"} : (tensor<2x2x8x4xf32>, tensor<2x2x1x4xf32>, tensor<2x1x1x1xi64>) -> tensor<2x2x8x4xf32>
+  %vu = kiln.update_slice %vc, %v, %other {axis = 2 : i64, offset = "0"} : (tensor<2x2x8x4xf32>, tensor<2x2x1x4xf32>, tensor<2x1x1x1xi64>) -> tensor<2x2x8x4xf32>
+  return %ku, %vu : tensor<2x2x8x4xf32>, tensor<2x2x8x4xf32>
 }
 
 // -----

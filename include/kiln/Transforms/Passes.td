@@ -380,7 +380,7 @@ def KilnFusePass : Pass<"kiln-fuse", "mlir::func::FuncOp"> {
     - a `kiln.update_slice` (kiln-cache-in-place) roots an `elementwise`
       kernel with the producers of its update that feed it alone: the
       kernel writes the update's rows into the destination's storage. Two
-      updates that write alike (one shape, axis and offset, no starts: a
+      updates that write alike (one shape, axis, offset and starts: a
       decoder layer's key and value caches) share one kernel with two
       results, placed at the later one, where the earlier is read only
       after it;

@@ -180,8 +180,11 @@ struct QdqGemmShape {
   /// the contracted extent, and the bytes of a packed row (K or more).
   int64_t leastM = 1, upperM = 1, n = 1, k = 16, rowBytes = 16;
   /// Whether both operands are float8 E4M3FN (else integers); whether
-  /// the (integer) activations are unsigned, and have a zero point.
-  bool float8 = false, unsignedActivations = false, zeroPoint = false;
+  /// the (integer) activations are unsigned, and have a zero point; whether
+  /// the (integer) weights have one a column (stored unsigned, a byte a
+  /// packed row).
+  bool float8 = false, unsignedActivations = false, zeroPoint = false,
+       weightZeroPoints = false;
   /// The epilogue.
   bool bias = false, residual = false;
   rt::MatmulActivation activation = rt::MatmulActivation::None;
@@ -190,7 +193,8 @@ struct QdqGemmShape {
 /// Appends the Q/DQ GEMM `name` of `config` for `shape` and, with a
 /// split, `name`_combine. They are launch steps: the main kernel takes
 /// (A's bytes, the packed weights, their scales, A's scale, [A's zero
-/// point], [bias], [residual], C, [the split's float partials]), the
+/// point], [the weights' zero points], [bias], [residual], C, [the split's
+/// float partials]), the
 /// combine (partials, [bias], [residual], C), each then `dims`; `rows` is
 /// C's rows as C text over them.
 void emitQdqGemm(const QdqGemmShape &shape, const GemmConfig &config,

@@ -167,8 +167,8 @@ static LogicalResult emitVectorLoop(KernelOp kernel, const VectorAccess &access,
 /// its place past the offset (and its start). The destination's other rows
 /// are not touched: its storage is the result's (the C ABI's output alias).
 /// Two updates that write alike (kiln-fuse's pairCacheUpdates: a layer's
-/// key and value caches) share the loop, each element of each stored in
-/// its own result.
+/// key and value caches, with one offset and one starts value) share the
+/// loop and its row, each element of each stored in its own result.
 static FailureOr<LaunchGeometry> emitUpdateSlice(KernelOp kernel,
                                                  UpdateSliceOp update,
                                                  StringRef name,
@@ -179,12 +179,12 @@ static FailureOr<LaunchGeometry> emitUpdateSlice(KernelOp kernel,
     bool alike = other == update ||
                  (other && other.getAxis() == update.getAxis() &&
                   other.getOffset() == update.getOffset() &&
-                  !other.getStarts() && !update.getStarts() &&
+                  other.getStarts() == update.getStarts() &&
                   sizesOf(other.getUpdate()) == sizesOf(update.getUpdate()) &&
                   sizesOf(other.getDest()) == sizesOf(update.getDest()));
     if (!alike)
       return kernel.emitOpError("yields cache updates that do not write "
-                                "alike (one shape, axis and offset, no "
+                                "alike (one shape, axis, offset and "
                                 "starts)");
     updates.push_back(other);
   }

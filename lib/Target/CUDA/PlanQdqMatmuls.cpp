@@ -41,9 +41,11 @@ LogicalResult PlanBuilder::addQdqGemm(KernelOp kernel, MatmulOp matmul,
                           packed = outside(dequantize.getPacked()),
                           scales = outside(dequantize.getScales()),
                           scale = outside(activations.scale);
-  std::optional<uint32_t> zero;
+  std::optional<uint32_t> zero, weightZero;
   if (activations.zero)
     zero = outside(activations.zero);
+  if (Value points = dequantize.getZeroPoints())
+    weightZero = outside(points);
   // The activations' scale and zero point are of the type the
   // dequantization computes in (wider than a 16-bit product's, after mixed
   // precision); the weights' scales of the product's.
@@ -57,10 +59,13 @@ LogicalResult PlanBuilder::addQdqGemm(KernelOp kernel, MatmulOp matmul,
       (activations.zero &&
        (!zero ||
         getElementTypeOrSelf(activations.zero.getType()) != computed)) ||
+      (dequantize.getZeroPoints() &&
+       (!weightZero || !dequantize.hasIntegerZeroPoints())) ||
       !ofProduct(dequantize.getScales()))
     return kernel.emitOpError("of kind gemm needs its 8-bit operands, their "
-                              "scales and zero point as its inputs, the "
-                              "weights' scales of the product's type");
+                              "scales and zero points as its inputs (the "
+                              "weights' of integers), the weights' scales of "
+                              "the product's type");
   const rt::MatmulStep &step = plan.step;
   if (step.batch != 1 || step.outerBatch != 1)
     return kernel.emitOpError("of kind gemm of 8-bit operands needs its A to "
@@ -79,6 +84,7 @@ LogicalResult PlanBuilder::addQdqGemm(KernelOp kernel, MatmulOp matmul,
   shape.float8 = isFloat8Activation(activations.quantized);
   shape.unsignedActivations = isUnsignedActivation(activations.quantized);
   shape.zeroPoint = activations.zero && !shape.float8;
+  shape.weightZeroPoints = weightZero.has_value();
   shape.bias = epilogue.getBias() >= 0;
   shape.residual = epilogue.getResidual() >= 0;
   shape.activation = step.activation;
@@ -90,6 +96,8 @@ LogicalResult PlanBuilder::addQdqGemm(KernelOp kernel, MatmulOp matmul,
   SmallVector<uint32_t> inputs = {*a, *packed, *scales, *scale};
   if (shape.zeroPoint)
     inputs.push_back(*zero);
+  if (shape.weightZeroPoints)
+    inputs.push_back(*weightZero);
   // The op's launches share one index (kiln_<family>_<index>_<part>, which
   // the report's roofline reads).
   std::string name = (shape.float8 ? "kiln_gemmf8_" : "kiln_gemmi8_") +

@@ -2,10 +2,11 @@
 //
 // The product of a Q/DQ graph's 8-bit activations and 8-bit weights:
 // activations quantized per tensor (scale s_a, zero point z_a), weights
-// symmetric with a scale s_w per column of the product. Two kinds:
+// with a scale s_w per column of the product. Two kinds:
 //
-// - integers (ONNX Runtime's quantize_static, quantization-aware training
-//   exports), weights signed. Each element of the dequantized product is
+// - integers (ONNX Runtime's quantize_static and quantize_dynamic,
+//   quantization-aware training exports). With signed symmetric weights
+//   each element of the dequantized product is
 //
 //     sum_k (q_a - z_a) s_a * q_w s_w = s_a s_w (sum_k q_a q_w - z_a sum_k q_w)
 //
@@ -15,10 +16,20 @@
 //   product's own rounding of it.
 //
 //   Unsigned activations are read as signed ones less 128 (their bytes
-//   with the top bit flipped), and their zero point less 128 too, which
-//   keeps q_a - z_a. A column's sum of its weights, which the zero point
-//   multiplies, comes from the tensor cores as well: the product of a
-//   fragment of ones (zeros past K) with the same B fragments.
+//   with the top bit flipped), and their zero point (0 where there is
+//   none) less 128 too, which keeps q_a - z_a. A column's sum of its
+//   weights, which the zero point multiplies, comes from the tensor cores
+//   as well: the product of a fragment of ones (zeros past K) with the
+//   same B fragments.
+//
+//   Weights with a zero point z_w a column (uint8 weights, asymmetric) are
+//   read the same way, and
+//
+//     sum_k (q_a - z_a)(q_w - z_w) = sum_k q_a q_w - z_a sum_k q_w
+//                                    - z_w sum_k q_a + K z_a z_w
+//
+//   takes A's row sums too: the product of A's fragments with a B of
+//   ones.
 //
 // - float8 E4M3FN both (NVIDIA ModelOpt's FP8), z_a 0: s_a s_w sum_k q_a
 //   q_w, the fragments of the 8-bit layout widened exactly to f16 and
@@ -56,7 +67,7 @@ constexpr const char *kMainKernel = R"cuda(
 // into two buffers; $SPLIT splits of K.
 extern "C" __global__ void __launch_bounds__(128) $NAME(
     const unsigned char *__restrict__ a, const unsigned char *__restrict__ packed,
-    const $ELEMENT *__restrict__ scales, const $A_ELEMENT *__restrict__ a_scale$A_ZERO_PARAMETER$BIAS_PARAMETER$RESIDUAL_PARAMETER,
+    const $ELEMENT *__restrict__ scales, const $A_ELEMENT *__restrict__ a_scale$A_ZERO_PARAMETER$W_ZERO_PARAMETER$BIAS_PARAMETER$RESIDUAL_PARAMETER,
     $ELEMENT *__restrict__ c$PARTIALS_PARAMETER$DIMS) {
   kiln_pdl_enter();
   const long long m = $EXTENT_M, n = $EXTENT_N, k = $EXTENT_K;
@@ -99,7 +110,7 @@ $STAGED_LOOP
         #pragma unroll
         for (int mt = 0; mt < $M_TILES; ++mt)
           $MULTIPLY(acc[mt][nt], af[mt], bf, acc[mt][nt]);$ONES$SUM_COLUMNS
-      }
+      }$SUM_ROWS
     }
     __syncthreads();
   }
@@ -157,21 +168,28 @@ void emitQdqGemm(const QdqGemmShape &shape, const GemmConfig &config,
       gemm::packedValues(packed, config.splitK, name, rows, dims);
   gemm::HalfSpelling scaleSpelling = gemm::spellingOf(shape.scaleDtype);
   std::string scaleElement = scaleSpelling.type;
-  bool zero = shape.zeroPoint;
+  // A zero point to take out of the activations' sums: theirs, or 128
+  // where unsigned bytes are read as signed ones (0 where there is none).
+  bool zero = shape.zeroPoint || shape.unsignedActivations;
+  bool weightZero = shape.weightZeroPoints;
   bool float8 = shape.float8;
+  assert(!(float8 && (zero || weightZero)) && "float8 has no zero points");
   values.insert(
       values.end(),
       {{"$KIND", float8 ? "FP8" : "integer"},
-       {"$OPERANDS", float8 ? "float8 E4M3FN activations times float8 weights"
-                            : "8-bit activations times signed 8-bit weights"},
+       {"$OPERANDS",
+        float8       ? "float8 E4M3FN activations times float8 weights"
+        : weightZero ? "8-bit activations times 8-bit weights with zero points"
+                     : "8-bit activations times signed 8-bit weights"},
        {"$INSTRUCTION",
         float8 ? "mma.sync m16n8k32 .e4m3" : "mma.sync m16n8k32 .s8"},
        {"$SUMMING", float8 ? "widened to f16, f32 sums" : "32-bit sums"},
        {"$ACCUMULATOR", float8 ? "float" : "int"},
        {"$MULTIPLY",
         float8 ? "kiln_mma_m16n8k32_e4m3" : "kiln_mma_m16n8k32_s8"},
-       {"$B_STORED", float8 ? ", float8 values as stored"
-                            : ", stored q + 128 (read signed)"},
+       {"$B_STORED", float8       ? ", float8 values as stored"
+                     : weightZero ? ", stored unsigned (read less 128)"
+                                  : ", stored q + 128 (read signed)"},
        {"$B_FLIP", float8 ? "" : " ^ 0x80808080u"},
        {"$TILE_M", str(config.tileM)},
        {"$M_TILES", str(config.tileM / 16)},
@@ -180,12 +198,16 @@ void emitQdqGemm(const QdqGemmShape &shape, const GemmConfig &config,
        {"$TILE_LOCALS", "\n  const float activation_scale = "
                         "$A_TO_FLOAT(a_scale[0]);$ZERO_LOCAL"},
        {"$TILE_VALUE",
-        "        const $ACCUMULATOR sum = acc[mt][nt][i]$LESS_ZERO;\n"
+        "$WEIGHT_ZERO_LOCAL        const $ACCUMULATOR sum = "
+        "acc[mt][nt][i]$LESS_ZERO$LESS_WEIGHT_ZERO;\n"
         "        float v = __fmul_rn(__fmul_rn((float)sum, activation_scale), "
         "$TO_FLOAT(scales[col]));"},
        {"$STAGE_TILE", kStageTile},
        {"$A_ZERO_PARAMETER",
-        zero ? ", const " + scaleElement + " *__restrict__ a_zero" : ""},
+        shape.zeroPoint ? ", const " + scaleElement + " *__restrict__ a_zero"
+                        : ""},
+       {"$W_ZERO_PARAMETER",
+        weightZero ? ", const unsigned char *__restrict__ w_zero" : ""},
        {"$A_ELEMENT", scaleElement},
        {"$A_TO_FLOAT", scaleSpelling.toFloat},
        {"$LIVE",
@@ -208,11 +230,27 @@ void emitQdqGemm(const QdqGemmShape &shape, const GemmConfig &config,
               "          af[mt][i] ^= 0x80808080u & live[i];"
             : ""},
        {"$COLUMN_SUM_DECLARATION",
-        zero ? "\n  // Each column's sum of its weights over this split's K "
-               "(every row\n  // of an m16n8 tile holds it), for the zero "
-               "point.\n"
-               "  int col_sum[2][4] = {{0, 0, 0, 0}, {0, 0, 0, 0}};"
-             : ""},
+        std::string(zero ? "\n  // Each column's sum of its weights over "
+                           "this split's K (every row\n  // of an m16n8 tile "
+                           "holds it), for the activations' zero point.\n"
+                           "  int col_sum[2][4] = {{0, 0, 0, 0}, {0, 0, 0, "
+                           "0}};"
+                         : "") +
+            (weightZero
+                 ? "\n  // Each row's sum of A over this split's K, for the "
+                   "weights' zero\n  // points; and the split's share of "
+                   "K.\n"
+                   "  int row_sum[$M_TILES][4];\n"
+                   "  #pragma unroll\n"
+                   "  for (int mt = 0; mt < $M_TILES; ++mt)\n"
+                   "    #pragma unroll\n"
+                   "    for (int i = 0; i < 4; ++i)\n"
+                   "      row_sum[mt][i] = 0;\n"
+                   "  const long long k_begin = kt_begin * 64, k_end = "
+                   "kt_end * 64 < k ? kt_end * 64 : k;\n"
+                   "  const long long k_split = k_end > k_begin ? k_end - "
+                   "k_begin : 0;"
+                 : "")},
        {"$ONES", zero ? "\n        // A row of ones before K: the column's "
                         "sum.\n"
                         "        const unsigned ones[4] = {0x01010101u & "
@@ -226,11 +264,33 @@ void emitQdqGemm(const QdqGemmShape &shape, const GemmConfig &config,
              : ""},
        {"$ZERO_LOCAL",
         zero ? std::string("\n  // Whole: a cast of an 8-bit integer.\n"
-                           "  const int activation_zero = "
-                           "(int)$A_TO_FLOAT(a_zero[0])") +
+                           "  const int activation_zero = ") +
+                   (shape.zeroPoint ? "(int)$A_TO_FLOAT(a_zero[0])" : "0") +
                    (shape.unsignedActivations ? " - 128" : "") + ";"
              : ""},
        {"$LESS_ZERO", zero ? " - activation_zero * col_sum[nt][i]" : ""},
+       {"$SUM_ROWS",
+        weightZero
+            ? "\n      // A's row sums (A's fragments times a B of ones; A "
+              "is zeros past K),\n      // for the weights' zero points.\n"
+              "      const unsigned ones_b[2] = {0x01010101u, 0x01010101u};\n"
+              "      #pragma unroll\n"
+              "      for (int mt = 0; mt < $M_TILES; ++mt)\n"
+              "        kiln_mma_m16n8k32_s8(row_sum[mt], af[mt], ones_b, "
+              "row_sum[mt]);"
+            : ""},
+       {"$WEIGHT_ZERO_LOCAL",
+        weightZero ? "        // The column's zero point, read signed as "
+                     "its weights are.\n"
+                     "        const int weight_zero = (int)w_zero[col] - "
+                     "128;\n"
+                   : ""},
+       {"$LESS_WEIGHT_ZERO",
+        weightZero ? std::string(" - weight_zero * row_sum[mt][i]") +
+                         (zero ? " + (int)k_split * activation_zero * "
+                                 "weight_zero"
+                               : "")
+                   : ""},
        {"$STORE", config.splitK > 1
                       ? "        partials[(split * m + row) * n + col] = v;"
                       : "$FINISH"}});

@@ -86,7 +86,7 @@ func.func @negative_two_elementwise_results(%x: tensor<4xf32>) -> (tensor<4xf32>
 
 // Two cache updates share a kernel only where they write alike
 // (kiln-fuse's pairCacheUpdates): here at other offsets.
-// ERRORS: error: 'kiln.kernel' op yields cache updates that do not write alike (one shape, axis and offset, no starts)
+// ERRORS: error: 'kiln.kernel' op yields cache updates that do not write alike (one shape, axis, offset and starts)
 func.func @negative_cache_updates_unalike(%kc: tensor<1x2x8x4xf32>, %vc: tensor<1x2x8x4xf32>, %k: tensor<1x2x1x4xf32>, %v: tensor<1x2x1x4xf32>) -> (tensor<1x2x8x4xf32>, tensor<1x2x8x4xf32>) attributes {kiln.arena_bytes = 0 : i64, kiln.live_lower_bound_bytes = 0 : i64} {
   %0:2 = kiln.kernel elementwise(%kc, %vc, %k, %v) {kiln.offsets = array<i64: -1, -2>} : (tensor<1x2x8x4xf32>, tensor<1x2x8x4xf32>, tensor<1x2x1x4xf32>, tensor<1x2x1x4xf32>) -> (tensor<1x2x8x4xf32>, tensor<1x2x8x4xf32>) {
   ^bb0(%a: tensor<1x2x8x4xf32>, %b: tensor<1x2x8x4xf32>, %c: tensor<1x2x1x4xf32>, %d: tensor<1x2x1x4xf32>):

@@ -1,7 +1,7 @@
 """Q/DQ products of 8-bit activations and weights, as quantize_static writes them.
 
   qdq_matmul_model.py OUT.onnx K [--n N] [--weights symmetric|zero-point|blocked]
-                      [--quantized-input]
+                      [--quantized-input] [--plain-uint8]
 
 Three products of a [batch, seq, K] fp32 input `a` by N (default 72) columns,
 each the QDQ format of onnxruntime's quantize_static: the input quantized
@@ -13,10 +13,14 @@ then a bias:
   y_u8: uint8 activations with zero point 131;
   y_sym: int8 activations without a zero point (symmetric).
 
---weights zero-point gives the weights an explicit zero point of 3 a column,
---weights blocked scales them in blocks of 16 along K: forms the integer
-GEMM does not take; --quantized-input makes the model's input the int8
-tensor itself (`a_q`, which y_sym dequantizes; the others read `a`).
+--plain-uint8 adds a fourth product, y_u8_plain: uint8 activations without a
+zero point (QuantizeLinear's default type; the zero point is 0).
+
+--weights zero-point gives the weights an explicit zero point of 3 a column
+(which the integer GEMM takes), --weights blocked scales them in blocks of
+16 along K (which it does not); --quantized-input makes the model's input
+the int8 tensor itself (`a_q`, which y_sym dequantizes; the others read
+`a`).
 """
 import sys
 import numpy as np
@@ -32,7 +36,7 @@ dims = ["batch", "seq"]
 graph_inputs = [helper.make_tensor_value_info("a", TensorProto.FLOAT, dims + [K])]
 
 
-def add(name, activation_type, zero_point):
+def add(name, activation_type, zero_point, output_type=TensorProto.INT8):
     # Activations of about unit size over the 8-bit range.
     scale = np.array(4.0 / 127, np.float32)
     weights.append(numpy_helper.from_array(scale, name + "_as"))
@@ -46,7 +50,7 @@ def add(name, activation_type, zero_point):
         # for its type, so the symmetric form says 0 through the attribute
         # of its output type (opset 21).
         pass
-    q_attrs = {} if zero_point is not None else {"output_dtype": TensorProto.INT8}
+    q_attrs = {} if zero_point is not None else {"output_dtype": output_type}
     if name == "y_sym" and "--quantized-input" in sys.argv:
         graph_inputs.append(helper.make_tensor_value_info(
             name + "_aq", TensorProto.INT8, dims + [K]))
@@ -78,6 +82,8 @@ def add(name, activation_type, zero_point):
 add("y_s8", np.int8, 7)
 add("y_u8", np.uint8, 131)
 add("y_sym", np.int8, None)
+if "--plain-uint8" in sys.argv:
+    add("y_u8_plain", np.uint8, None, TensorProto.UINT8)
 graph = helper.make_graph(
     nodes, "qdq_matmul", graph_inputs, outputs, weights)
 model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
