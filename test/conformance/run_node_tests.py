@@ -90,8 +90,8 @@ SKELETON_OPS = [
     # (float8 E4M3FN and E5M2 and the 4-bit integers run; float4 and the
     # 2-bit types are reported as unsupported).
     "scatternd", "quantizelinear", "dequantizelinear",
-    # onnxruntime's quantize_dynamic form.
-    "dynamicquantizelinear", "matmulinteger",
+    # onnxruntime's quantize_dynamic form; QLinearMatMul.
+    "dynamicquantizelinear", "matmulinteger", "qlinearmatmul",
 ]
 # Known gaps, each failing for the reason given; they are reported, and a
 # test that starts passing is reported too so the entry can go.

@@ -513,54 +513,156 @@ struct QuantizedConverter : NodeConverterBase {
     auto a = required(0), bIn = required(1);
     if (failed(a) || failed(bIn))
       return failure();
+    auto product = integerProduct(*a, importer.input(node, 2), *bIn,
+                                  importer.input(node, 3));
+    if (failed(product))
+      return failure();
+    return output(castTo(*product, b.getI32Type()));
+  }
+
+  /// QLinearMatMul (tf2onnx's quantized TFLite models, onnxruntime's
+  /// QOperator format): MatMulInteger's product requantized,
+  /// `saturate(round(P * (a_scale * b_scale / y_scale)) + y_zero_point)`,
+  /// the multiplier computed in the scales' type as ONNX's reference
+  /// computes it, the product in fp32. a's scale and zero point one value
+  /// or one a row, b's one value or one a column, y's one value.
+  LogicalResult convertQLinearMatMul() {
+    SmallVector<Value, 8> in;
+    for (int i = 0; i < 8; ++i) {
+      auto value = required(i);
+      if (failed(value))
+        return failure();
+      in.push_back(*value);
+    }
+    Value a = in[0], aScale = in[1], aZero = in[2], bIn = in[3], bScale = in[4],
+          bZero = in[5], yScale = in[6], yZero = in[7];
+    auto product = integerProduct(a, aZero, bIn, bZero);
+    if (failed(product))
+      return failure();
+    Type st = typeOf(aScale).getElementType();
+    if (!isa<FloatType>(st) || st.isF64() ||
+        typeOf(bScale).getElementType() != st ||
+        typeOf(yScale).getElementType() != st)
+      return error() << "scales must be of one type, f32, f16 or bf16, got "
+                     << st << ", " << typeOf(bScale).getElementType() << " and "
+                     << typeOf(yScale).getElementType();
+    auto out = dyn_cast<IntegerType>(typeOf(yZero).getElementType());
+    if (!out || out.getWidth() != 8 || !holdsOneValue(yZero) ||
+        !holdsOneValue(yScale))
+      return error() << "y_scale and y_zero_point must be one value each, "
+                        "the zero point an 8-bit integer";
+    auto sa = perRow(aScale, typeOf(a), "a_scale");
+    auto sb = perColumn(bScale, typeOf(bIn), "b_scale");
+    if (failed(sa) || failed(sb))
+      return failure();
+    auto scales = broadcast<MulOp>(*sa, *sb);
+    if (failed(scales))
+      return failure();
+    Value multiplier =
+        DivOp::create(b, loc, *scales, reshape(yScale, ArrayRef<int64_t>{}));
+    auto requantized =
+        broadcast<MulOp>(*product, castTo(multiplier, b.getF32Type()));
+    if (failed(requantized))
+      return failure();
+    Value zero = importer.foldConstant(
+        castTo(reshape(yZero, ArrayRef<int64_t>{}), b.getF32Type()));
+    auto y = roundToInteger(*requantized, zero, out);
+    if (failed(y))
+      return failure();
+    return output(*y);
+  }
+
+  /// `(a - aZero) . (b - bZero)` of 8-bit integers (each zero point
+  /// optional) as the fp32 product of the differences (MatMulInteger's
+  /// arithmetic, which QLinearMatMul shares).
+  FailureOr<Value> integerProduct(Value a, Value aZero, Value bIn,
+                                  Value bZero) {
     auto isByte = [](Value v) {
       auto integer = dyn_cast<IntegerType>(typeOf(v).getElementType());
       return integer && integer.getWidth() == 8;
     };
-    if (!isByte(*a) || !isByte(*bIn))
+    if (!isByte(a) || !isByte(bIn))
       return error() << "expected 8-bit integer A and B, got "
-                     << typeOf(*a).getElementType() << " and "
-                     << typeOf(*bIn).getElementType();
-    Value aZero = importer.input(node, 2), bZero = importer.input(node, 3);
-    for (auto [zero, x, name] : {std::tuple{aZero, *a, "a_zero_point"},
-                                 std::tuple{bZero, *bIn, "b_zero_point"}})
+                     << typeOf(a).getElementType() << " and "
+                     << typeOf(bIn).getElementType();
+    for (auto [zero, x, name] : {std::tuple{aZero, a, "a_zero_point"},
+                                 std::tuple{bZero, bIn, "b_zero_point"}})
       if (zero && typeOf(zero).getElementType() != typeOf(x).getElementType())
         return error() << name << " must have its input's type "
                        << typeOf(x).getElementType() << ", got "
                        << typeOf(zero).getElementType();
     Type f32 = b.getF32Type();
-    RankedTensorType aType = typeOf(*a);
-    Value lhs = castTo(*a, f32);
+    Value lhs = castTo(a, f32);
     if (aZero) {
-      // Per tensor; or per row: [M] for a 2-D A, [..., M, 1] of A's rank.
-      Value z = importer.foldConstant(castTo(aZero, f32));
-      RankedTensorType zType = typeOf(z);
-      int64_t rank = aType.getRank();
-      bool perTensor = zType.hasStaticShape() && zType.getNumElements() == 1;
-      if (perTensor)
-        z = reshape(z, ArrayRef<int64_t>{});
-      else if (rank == 2 && zType.getRank() == 1)
-        z = reshape(z, {zType.getDimSize(0), int64_t(1)});
-      bool perRow =
-          perTensor || (rank == 2 && zType.getRank() == 1) ||
-          (zType.getRank() == rank && zType.getDimSize(rank - 1) == 1);
-      auto fits = perRow
-                      ? inferBroadcastType(std::nullopt, typeOf(lhs), typeOf(z))
-                      : FailureOr<RankedTensorType>(failure());
-      if (failed(fits) || fits->getShape() != aType.getShape())
-        return error() << "a_zero_point of shape " << shapeText(zType)
-                       << " fits A " << shapeText(aType)
-                       << " neither per tensor nor per row";
-      lhs = SubOp::create(b, loc, typeOf(lhs), lhs, z);
+      auto z = perRow(importer.foldConstant(castTo(aZero, f32)), typeOf(a),
+                      "a_zero_point");
+      if (failed(z))
+        return failure();
+      lhs = SubOp::create(b, loc, typeOf(lhs), lhs, *z);
     }
-    auto rhs = matmulIntegerWeights(*bIn, bZero);
+    auto rhs = matmulIntegerWeights(bIn, bZero);
     if (failed(rhs))
       return failure();
     auto type = inferMatmulType(loc, typeOf(lhs), typeOf(*rhs), false, false);
     if (failed(type))
       return failure();
-    Value product = MatmulOp::create(b, loc, *type, lhs, *rhs, false, false);
-    return output(castTo(product, b.getI32Type()));
+    return MatmulOp::create(b, loc, *type, lhs, *rhs, false, false).getResult();
+  }
+
+  static bool holdsOneValue(Value v) {
+    RankedTensorType type = typeOf(v);
+    return type.hasStaticShape() && type.getNumElements() == 1;
+  }
+
+  /// `param` (a zero point or scale of A) viewed to broadcast over A [...,
+  /// M, K] per tensor or per row: one value, [M] for a 2-D A, or [..., M, 1]
+  /// of A's rank.
+  FailureOr<Value> perRow(Value param, RankedTensorType aType, StringRef what) {
+    RankedTensorType type = typeOf(param);
+    int64_t rank = aType.getRank();
+    Value viewed = param;
+    bool fits = holdsOneValue(param);
+    if (fits)
+      viewed = reshape(param, ArrayRef<int64_t>{});
+    else if (rank == 2 && type.getRank() == 1 && type.hasStaticShape()) {
+      viewed = reshape(param, {type.getDimSize(0), int64_t(1)});
+      fits = true;
+    } else {
+      fits = type.getRank() == rank && type.getDimSize(rank - 1) == 1;
+    }
+    auto shape =
+        fits ? inferBroadcastType(std::nullopt,
+                                  aType.clone(typeOf(viewed).getElementType()),
+                                  typeOf(viewed))
+             : FailureOr<RankedTensorType>(failure());
+    if (failed(shape) || shape->getShape() != aType.getShape())
+      return error() << what << " of shape " << shapeText(type) << " fits A "
+                     << shapeText(aType) << " neither per tensor nor per row";
+    return viewed;
+  }
+
+  /// `param` (a zero point or scale of B) viewed to broadcast over B [...,
+  /// K, N] per tensor or per column: one value, [N], or [..., 1, N] of B's
+  /// rank (each broadcasts as it is).
+  FailureOr<Value> perColumn(Value param, RankedTensorType bType,
+                             StringRef what) {
+    RankedTensorType type = typeOf(param);
+    int64_t rank = bType.getRank(), pRank = type.getRank();
+    if (holdsOneValue(param))
+      return reshape(param, ArrayRef<int64_t>{});
+    bool fits =
+        rank >= 2 && pRank >= 1 &&
+        type.getDimSize(pRank - 1) == bType.getDimSize(rank - 1) &&
+        (pRank == 1 || (pRank == rank && type.getDimSize(pRank - 2) == 1));
+    auto shape =
+        fits ? inferBroadcastType(std::nullopt,
+                                  bType.clone(type.getElementType()), type)
+             : FailureOr<RankedTensorType>(failure());
+    if (failed(shape) || shape->getShape() != bType.getShape())
+      return error() << what << " of shape " << shapeText(type) << " fits B "
+                     << shapeText(bType)
+                     << " neither per tensor nor per column";
+    return param;
   }
 
   /// MatMulInteger's B less its zero point, in fp32: packed where it is a
@@ -588,24 +690,11 @@ struct QuantizedConverter : NodeConverterBase {
     Value rhs = castTo(weights, f32);
     if (!zero)
       return rhs;
-    // Per tensor; or per column: [N], or [..., 1, N] of B's rank. Each
-    // broadcasts as it is.
-    RankedTensorType zType = typeOf(zero);
-    int64_t rank = wType.getRank(), zRank = zType.getRank();
-    bool perColumn =
-        (zType.hasStaticShape() && zType.getNumElements() == 1) ||
-        (rank >= 2 && zRank >= 1 &&
-         zType.getDimSize(zRank - 1) == wType.getDimSize(rank - 1) &&
-         (zRank == 1 || (zRank == rank && zType.getDimSize(zRank - 2) == 1)));
-    Value z = importer.foldConstant(castTo(zero, f32));
-    auto fits = perColumn
-                    ? inferBroadcastType(std::nullopt, typeOf(rhs), typeOf(z))
-                    : FailureOr<RankedTensorType>(failure());
-    if (failed(fits) || fits->getShape() != wType.getShape())
-      return error() << "b_zero_point of shape " << shapeText(zType)
-                     << " fits B " << shapeText(wType)
-                     << " neither per tensor nor per column";
-    return SubOp::create(b, loc, typeOf(rhs), rhs, z).getResult();
+    auto z = perColumn(importer.foldConstant(castTo(zero, f32)), wType,
+                       "b_zero_point");
+    if (failed(z))
+      return failure();
+    return SubOp::create(b, loc, typeOf(rhs), rhs, *z).getResult();
   }
 };
 
@@ -622,6 +711,7 @@ ArrayRef<OpConversion> getQuantizedConversions() {
       {"", "DynamicQuantizeLinear",
        convertWith<C, &C::convertDynamicQuantizeLinear>},
       {"", "MatMulInteger", convertWith<C, &C::convertMatMulInteger>},
+      {"", "QLinearMatMul", convertWith<C, &C::convertQLinearMatMul>},
   };
   return table;
 }

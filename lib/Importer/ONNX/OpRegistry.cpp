@@ -83,7 +83,7 @@ static bool takesSymbolicDims(const onnx::NodeProto &node) {
       "SimplifiedLayerNormalization", "RotaryEmbedding",
       // Per-tensor Q/DQ (per axis and in blocks refuse symbolic dims).
       "QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear",
-      "MatMulInteger"};
+      "MatMulInteger", "QLinearMatMul"};
   static const llvm::StringSet<> readyMicrosoft = {
       "SkipLayerNormalization",
       "SkipSimplifiedLayerNormalization",
