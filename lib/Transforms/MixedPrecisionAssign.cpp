@@ -128,6 +128,7 @@ llvm::StringSet<> Assigner::run() {
   collectMasks();
   collectAngles();
   collectQuantizers();
+  collectIntegerProducts();
 
   auto keepIoRule = StringAttr::get(context, "keep-io-types");
   // A KV cache kept in place (kiln-cache-in-place) is one storage for its

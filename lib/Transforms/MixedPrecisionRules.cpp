@@ -204,6 +204,42 @@ void Assigner::collectQuantizers() {
       islandRules.try_emplace(member, "quantize");
 }
 
+/// The `integer-product` island: a matmul whose result goes only into
+/// casts to integers, maybe through views (MatMulInteger's and
+/// ConvInteger's product, the fp32 sum of whole numbers cast to int32).
+/// In 16 bits the sums lose whole numbers past 2048 and overflow past
+/// 65504 (an 8-bit patch embedding's sums reach hundreds of thousands), so
+/// the product stays f32. Its 8-bit differences are exact in any float
+/// type. Not a precision choice, so --disable-fp32-islands has no name for
+/// it.
+void Assigner::collectIntegerProducts() {
+  std::function<bool(Value)> castToIntegers = [&](Value v) {
+    return !v.use_empty() && llvm::all_of(v.getUsers(), [&](Operation *user) {
+      if (auto view = dyn_cast<ReshapeOp>(user))
+        return castToIntegers(view.getResult());
+      auto cast = dyn_cast<CastOp>(user);
+      auto integer =
+          cast ? dyn_cast<IntegerType>(elementTypeOf(cast.getResult()))
+               : IntegerType();
+      return integer && integer.getWidth() > 1;
+    });
+  };
+  for (Operation &op : block) {
+    auto matmul = dyn_cast<MatmulOp>(op);
+    if (!matmul || !wasF32.contains(matmul.getResult()) ||
+        !castToIntegers(matmul.getResult()))
+      continue;
+    islandRules.try_emplace(matmul, "integer-product");
+    SmallVector<Value> views{matmul.getResult()};
+    while (!views.empty())
+      for (Operation *user : views.pop_back_val().getUsers())
+        if (auto view = dyn_cast<ReshapeOp>(user)) {
+          islandRules.try_emplace(view, "integer-product");
+          views.push_back(view.getResult());
+        }
+  }
+}
+
 /// f32 when an operand computed by an op before this one arrives in f32;
 /// constants and graph inputs take the type their user computes in.
 Type Assigner::arrivalType(Operation *op) {

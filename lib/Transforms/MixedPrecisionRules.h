@@ -91,6 +91,8 @@ private:
   void collectAngles();
   /// Finds the ops that compute the values a cast quantizes.
   void collectQuantizers();
+  /// Finds the products cast to integers (MatMulInteger's, ConvInteger's).
+  void collectIntegerProducts();
   /// The type `op` computes in and the rule that keeps it f32, if one does.
   Decision decide(mlir::Operation *op);
   /// f32 when an operand computed by an op before `op` arrives in f32, the

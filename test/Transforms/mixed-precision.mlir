@@ -441,6 +441,45 @@ func.func @quantize(%x: tensor<2x8xf32>, %w: tensor<8x8xf32>) -> (tensor<2x8xf8E
 
 // -----
 
+// MatMulInteger's and ConvInteger's product (the fp32 sum of 8-bit
+// differences, cast to int32, here through a view) is the integer-product
+// island: in f16 the sums round past 2048 and overflow past 65504. No
+// --disable-fp32-islands name turns it off (OFF keeps it too).
+// CHECK-LABEL: func @integer_product
+// CHECK: %[[P:.*]] = kiln.matmul %{{.*}}, %{{.*}} {kiln.fp32 = "integer-product"} : (tensor<2x8xf32>, tensor<8x4xf32>) -> tensor<2x4xf32>
+// CHECK: %[[V:.*]] = kiln.reshape %[[P]] {kiln.fp32 = "integer-product"} : tensor<2x4xf32> -> tensor<8xf32>
+// CHECK: kiln.cast %[[V]] : tensor<8xf32> -> tensor<8xi32>
+// OFF-LABEL: func @integer_product
+// OFF: kiln.matmul %{{.*}}, %{{.*}} {kiln.fp32 = "integer-product"}
+func.func @integer_product(%a: tensor<2x8xui8>, %z: tensor<ui8>, %b: tensor<8x4xi8>) -> tensor<8xi32> {
+  %af = kiln.cast %a : tensor<2x8xui8> -> tensor<2x8xf32>
+  %zf = kiln.cast %z : tensor<ui8> -> tensor<f32>
+  %d = kiln.sub %af, %zf : (tensor<2x8xf32>, tensor<f32>) -> tensor<2x8xf32>
+  %bf = kiln.cast %b : tensor<8x4xi8> -> tensor<8x4xf32>
+  %p = kiln.matmul %d, %bf : (tensor<2x8xf32>, tensor<8x4xf32>) -> tensor<2x4xf32>
+  %v = kiln.reshape %p : tensor<2x4xf32> -> tensor<8xf32>
+  %i = kiln.cast %v : tensor<8xf32> -> tensor<8xi32>
+  return %i : tensor<8xi32>
+}
+
+// -----
+
+// negative_: a product that also feeds a float op is not an integer
+// product; it computes in f16.
+// CHECK-LABEL: func @negative_integer_product_also_float
+// CHECK: %[[P:.*]] = kiln.matmul %{{.*}}, %{{.*}} : (tensor<2x8xf16>, tensor<8x4xf16>) -> tensor<2x4xf16>
+// CHECK-NEXT: kiln.cast %[[P]] : tensor<2x4xf16> -> tensor<2x4xi32>
+func.func @negative_integer_product_also_float(%a: tensor<2x8xui8>, %b: tensor<8x4xi8>) -> (tensor<2x4xi32>, tensor<2x4xf32>) {
+  %af = kiln.cast %a : tensor<2x8xui8> -> tensor<2x8xf32>
+  %bf = kiln.cast %b : tensor<8x4xi8> -> tensor<8x4xf32>
+  %p = kiln.matmul %af, %bf : (tensor<2x8xf32>, tensor<8x4xf32>) -> tensor<2x4xf32>
+  %i = kiln.cast %p : tensor<2x4xf32> -> tensor<2x4xi32>
+  %e = kiln.exp %p : tensor<2x4xf32>
+  return %i, %e : tensor<2x4xi32>, tensor<2x4xf32>
+}
+
+// -----
+
 // negative_: a value that also feeds something other than the quantizing
 // cast is not an island: it computes in the low type as its other user
 // does.
