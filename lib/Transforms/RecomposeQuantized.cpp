@@ -176,6 +176,8 @@ struct RecomposeIntegerMatmul : OpRewritePattern<MulOp> {
     return std::move(*each);
   }
 
+  /// Replaces `root` by `matmul(A * s_a, dequantize(W, s_w, z_w))`, A being
+  /// `matmul`'s and W and z_w `w`'s.
   static void rewrite(MulOp root, MatmulOp matmul, DequantizeOp w,
                       Value activationScale, const HostTensor &columnScales,
                       PatternRewriter &rewriter) {
