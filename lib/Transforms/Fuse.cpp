@@ -416,9 +416,8 @@ std::optional<QdqOperands> qdqOperands(MatmulOp matmul) {
   if (!weights || !matmul.getTransposeRhs() || matmul.getTransposeLhs() ||
       !(element.isF32() || element.isF16() || element.isBF16()) ||
       weights.getBits() != 8 || weights.getBlockCount() != 1 ||
-      !weights.hasIntegerZeroPoints() ||
-      (weights.getZeroPoints() && weights.isFloat8()) ||
-      weights.getBlockBytes() % 16 != 0 || weights.getColumns() % 16 != 0)
+      !weights.hasIntegerZeroPoints() || weights.getBlockBytes() % 16 != 0 ||
+      weights.getColumns() % 16 != 0)
     return std::nullopt;
   std::optional<DequantizedActivations> activations =
       dequantizedActivations(matmul.getLhs());

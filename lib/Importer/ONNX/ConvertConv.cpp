@@ -13,6 +13,8 @@
 #include "NodeConverter.h"
 #include "OpRegistry.h"
 
+#include "kiln/Dialect/Kiln/QuantizedActivations.h"
+
 #include "llvm/ADT/STLExtras.h"
 
 using namespace mlir;
@@ -67,11 +69,7 @@ struct ConvConverter : NodeConverterBase {
     auto x = required(0), w = required(1);
     if (failed(x) || failed(w))
       return failure();
-    auto isByte = [](Value v) {
-      auto integer = dyn_cast<IntegerType>(typeOf(v).getElementType());
-      return integer && integer.getWidth() == 8;
-    };
-    if (!isByte(*x) || !isByte(*w))
+    if (!holdsBytes(*x) || !holdsBytes(*w))
       return error() << "expected 8-bit integer x and w, got "
                      << typeOf(*x).getElementType() << " and "
                      << typeOf(*w).getElementType();
@@ -88,7 +86,7 @@ struct ConvConverter : NodeConverterBase {
         return error() << name << " must have its input's type "
                        << typeOf(input).getElementType() << ", got "
                        << zType.getElementType();
-      bool one = zType.hasStaticShape() && zType.getNumElements() == 1;
+      bool one = holdsOneValue(zero);
       bool perFilter = input == *w && zType.getRank() == 1 &&
                        wType.getRank() >= 1 &&
                        zType.getDimSize(0) == wType.getDimSize(0);

@@ -22,7 +22,8 @@
 // DynamicQuantizeLinear and MatMulInteger (onnxruntime's quantize_dynamic,
 // the int8 form it recommends for Transformers) are their arithmetic too;
 // kiln-recompose turns the product and its scales back into a matmul of
-// dequantized operands, the form the integer GEMM takes.
+// dequantized operands, the form the integer GEMM takes. QLinearMatMul is
+// MatMulInteger's arithmetic requantized.
 //
 //===----------------------------------------------------------------------===//
 
@@ -31,6 +32,7 @@
 #include "OpRegistry.h"
 #include "PackedDequantize.h"
 
+#include "kiln/Dialect/Kiln/QuantizedActivations.h"
 #include "kiln/Dialect/Kiln/ShapeInference.h"
 #include "kiln/Importer/ONNX/TensorProto.h"
 
@@ -577,11 +579,7 @@ struct QuantizedConverter : NodeConverterBase {
   /// arithmetic, which QLinearMatMul shares).
   FailureOr<Value> integerProduct(Value a, Value aZero, Value bIn,
                                   Value bZero) {
-    auto isByte = [](Value v) {
-      auto integer = dyn_cast<IntegerType>(typeOf(v).getElementType());
-      return integer && integer.getWidth() == 8;
-    };
-    if (!isByte(a) || !isByte(bIn))
+    if (!holdsBytes(a) || !holdsBytes(bIn))
       return error() << "expected 8-bit integer A and B, got "
                      << typeOf(a).getElementType() << " and "
                      << typeOf(bIn).getElementType();
@@ -607,11 +605,6 @@ struct QuantizedConverter : NodeConverterBase {
     if (failed(type))
       return failure();
     return MatmulOp::create(b, loc, *type, lhs, *rhs, false, false).getResult();
-  }
-
-  static bool holdsOneValue(Value v) {
-    RankedTensorType type = typeOf(v);
-    return type.hasStaticShape() && type.getNumElements() == 1;
   }
 
   /// `param` (a zero point or scale of A) viewed to broadcast over A [...,
@@ -675,11 +668,11 @@ struct QuantizedConverter : NodeConverterBase {
       int64_t n = wType.getDimSize(1);
       RankedTensorType zType =
           zero ? typeOf(zero) : RankedTensorType::get({}, f32);
-      bool perColumn = zType.getRank() == 1 && zType.getDimSize(0) == n;
+      bool oneAColumn = zType.getRank() == 1 && zType.getDimSize(0) == n;
       if (zType.hasStaticShape() &&
-          (zType.getNumElements() == 1 || perColumn)) {
+          (zType.getNumElements() == 1 || oneAColumn)) {
         auto onesType = RankedTensorType::get(
-            perColumn ? ArrayRef<int64_t>{n} : ArrayRef<int64_t>{}, f32);
+            oneAColumn ? ArrayRef<int64_t>{n} : ArrayRef<int64_t>{}, f32);
         Value ones = ConstantOp::create(
             b, loc, cast<ElementsAttr>(DenseElementsAttr::get(onesType, 1.0f)));
         if (Value packed = packDequantizeLinear(b, loc, weights, ones, zero,

@@ -57,6 +57,14 @@ struct NodeConverterBase {
     return llvm::cast<mlir::RankedTensorType>(v.getType());
   }
 
+  /// Whether `v` holds 8-bit integers (signed or not): the operands of
+  /// MatMulInteger, ConvInteger and QLinearMatMul.
+  static bool holdsBytes(mlir::Value v) {
+    auto integer =
+        llvm::dyn_cast<mlir::IntegerType>(typeOf(v).getElementType());
+    return integer && integer.getWidth() == 8;
+  }
+
   /// Resolves a possibly negative axis against `rank`.
   mlir::FailureOr<int64_t> axis(int64_t axis, int64_t rank) {
     // A scalar has no axis: every caller indexes the shape with the result.
