@@ -76,9 +76,12 @@ std::string detailOf(const rt::Step &step) {
       detail += " +relu";
     else if (m.activation == rt::MatmulActivation::Gelu)
       detail += " +gelu";
-    // The LayerNorm's kernel follows the product in the same step.
+    // The norm's kernel follows the product in the same step; with a sum,
+    // it writes the residual sum too.
     if (m.hasNorm())
-      detail += " +layer_norm";
+      detail += m.normRms ? " +rms_norm" : " +layer_norm";
+    if (m.normSum != rt::kNoBuffer)
+      detail += " +sum";
     if (m.tf32)
       detail += " tf32";
     // Kiln's own kernels the run may choose instead (MatmulChoice.cpp).
@@ -522,9 +525,12 @@ void printReportJson(const rt::Artifact &artifact, const CompileReport &report,
                                {"threads", static_cast<int64_t>(g.threads)},
                                {"split_k", static_cast<int64_t>(g.splitK)}});
       launch["gemm_kernels"] = std::move(kernels);
-      // The kernel that finishes a step with a LayerNorm, whichever runs it.
-      if (m.hasNorm())
+      // The kernel that finishes a step with a norm, whichever runs it.
+      if (m.hasNorm()) {
         launch["norm_kernel"] = artifact.kernelNames[m.normKernel];
+        launch["norm"] = m.normRms ? "rms_norm" : "layer_norm";
+        launch["writes_sum"] = m.normSum != rt::kNoBuffer;
+      }
     } else {
       launch["bytes"] = static_cast<int64_t>(step.copy.bytes);
     }

@@ -70,11 +70,13 @@ struct Group {
   /// replaced by its kernel's before this group is outlined.
   Operation *gemmBiasAdd = nullptr, *gemmResidualAdd = nullptr;
   GemmActivation gemmActivation = GemmActivation::none;
-  /// The layer_norm of the product's rows that ends the epilogue, or null.
-  LayerNormOp gemmNorm;
+  /// The layer_norm or rms_norm of the product's rows that ends the
+  /// epilogue, or null.
+  Operation *gemmNorm = nullptr;
   /// A member whose value the kernel also yields, after the root's: a row
-  /// norm's input that later ops read too (buildReductionGroup), the
-  /// earlier of two cache updates (pairCacheUpdates), or null.
+  /// norm's input that later ops read too (buildReductionGroup, and a GEMM
+  /// group's norm), the earlier of two cache updates (pairCacheUpdates), or
+  /// null.
   Operation *alsoYielded = nullptr;
 
   bool allUsesInside(Operation *op) const {
@@ -306,18 +308,31 @@ bool isResidualAdd(Operation *op, Value product) {
          add.getType() == product.getType();
 }
 
-/// The most columns a GEMM's LayerNorm epilogue normalizes: the CUDA
-/// target's norm kernel keeps a row of floats in shared memory, beside its
-/// own few bytes within the 48 KiB a launch takes without opting in
+/// The most columns a GEMM's norm epilogue normalizes: the CUDA target's
+/// norm kernel keeps a row of floats in shared memory, beside its own few
+/// bytes within the 48 KiB a launch takes without opting in
 /// (kGemmNormMostColumns).
 constexpr int64_t kMostNormColumns = 12160;
 
-/// The layer_norm that ends `matmul`'s GEMM group after `end` (through
-/// reshapes, each the only user of the one before), or null: of the last
-/// axis only, whose length is the product's static columns, at most
-/// kMostNormColumns; a 16-bit product; scale and shift one row each; not
-/// read by one elementwise op alone.
-LayerNormOp rowNormOf(Operation *end, MatmulOp matmul,
+/// The row norm that ends a GEMM group, and what else its kernel yields.
+struct GemmRowNorm {
+  /// The kiln.layer_norm or kiln.rms_norm; null where none ends the group.
+  Operation *norm = nullptr;
+  /// The reshapes between the group's end and the norm.
+  SmallVector<Operation *> reshapes;
+  /// The op whose result the norm reads where later ops read it too (a
+  /// pre-norm block's residual sum, which the next block adds to), else
+  /// null.
+  Operation *shared = nullptr;
+};
+
+/// The row norm that ends `matmul`'s GEMM group after `end` (through
+/// reshapes, each the only user of the one before): of the last axis only,
+/// whose length is the product's static columns, at most kMostNormColumns;
+/// a 16-bit product; scale and shift one row each; not read by one
+/// elementwise op alone. What it normalizes may have other readers, all
+/// after the norm (where the kernel is placed): the kernel yields it too.
+GemmRowNorm rowNormOf(Operation *end, MatmulOp matmul,
                       const llvm::DenseSet<Operation *> &taken) {
   auto product = cast<RankedTensorType>(matmul.getType());
   Type element = product.getElementType();
@@ -325,38 +340,53 @@ LayerNormOp rowNormOf(Operation *end, MatmulOp matmul,
   if (!(element.isF16() || element.isBF16()) ||
       ShapedType::isDynamic(columns) || columns > kMostNormColumns)
     return {};
+  auto joins = [&](Operation *op) {
+    return !taken.contains(op) && op->getBlock() == matmul->getBlock();
+  };
+  GemmRowNorm found;
   Operation *cursor = end;
-  while (cursor->getResult(0).hasOneUse()) {
-    Operation *user = *cursor->getUsers().begin();
-    if (taken.contains(user) || user->getBlock() != matmul->getBlock())
-      return {};
-    if (isa<ReshapeOp>(user)) {
+  for (;;) {
+    Value value = cursor->getResult(0);
+    Operation *norm = nullptr;
+    for (Operation *user : value.getUsers())
+      if (isRowNorm(user) && user->getOperand(0) == value && joins(user))
+        norm = user;
+    if (!norm) {
+      Operation *user = value.hasOneUse() ? *value.getUsers().begin() : nullptr;
+      if (!user || !isa<ReshapeOp>(user) || !joins(user))
+        return {};
+      found.reshapes.push_back(user);
       cursor = user;
       continue;
     }
-    auto norm = dyn_cast<LayerNormOp>(user);
-    if (!norm || norm.getInput() != cursor->getResult(0))
-      return {};
-    auto type = cast<RankedTensorType>(norm.getType());
+    if (!value.hasOneUse()) {
+      if (!llvm::all_of(value.getUsers(), [&](Operation *user) {
+            return user == norm || comesAfter(user, norm);
+          }))
+        return {};
+      found.shared = cursor;
+    }
+    auto type = cast<RankedTensorType>(norm->getResult(0).getType());
     auto isRow = [&](Value v) {
       auto t = cast<RankedTensorType>(v.getType());
       return t.getRank() == 1 && t.getShape()[0] == columns &&
              t.getElementType() == element;
     };
-    if (static_cast<int64_t>(norm.getAxis()) != type.getRank() - 1 ||
-        type.getShape().back() != columns || !isRow(norm.getScale()) ||
-        (norm.getBias() && !isRow(norm.getBias())))
+    Value shift = rowNormShift(norm);
+    if (rowNormAxis(norm) != type.getRank() - 1 ||
+        type.getShape().back() != columns || !isRow(rowNormScale(norm)) ||
+        (shift && !isRow(shift)))
       return {};
     // A norm whose only reader is elementwise (a model's last norm and its
     // cast to the fp32 output) keeps its row kernel, which takes that
     // reader as its epilogue: joined to the GEMM, the reader would need a
     // kernel of its own, and after cuBLASLt the norm one too.
-    Value normed = norm.getResult();
+    Value normed = norm->getResult(0);
     if (normed.hasOneUse() && isElementwise(*normed.getUsers().begin()))
       return {};
-    return norm;
+    found.norm = norm;
+    return found;
   }
-  return {};
 }
 
 /// A Q/DQ product of 8-bit values: its weights' dequantize and its
@@ -517,22 +547,23 @@ std::optional<Group> buildGemmGroup(MatmulOp matmul,
     }
     break;
   }
-  // A LayerNorm of each row last: BERT's post-norm blocks, where it is the
-  // residual sum's only reader. Its kernel then adds the epilogue and
-  // normalizes (the CUDA target's norm kernel), saving the sum's round trip
-  // and a launch. Not over quantized weights (their GEMV has no norm).
+  // A LayerNorm or RMSNorm of each row last: BERT's post-norm blocks,
+  // where it is the residual sum's only reader, and pre-norm decoders'
+  // (GPT-2, LLaMA), where the next block adds to the sum too: the kernel
+  // then yields both. It adds the epilogue and normalizes (the CUDA
+  // target's norm kernel), saving the sum's round trip and a launch. Not
+  // over quantized weights (their GEMV has no norm).
   auto dequantizes = [&] {
     auto dequantize = matmul.getRhs().getDefiningOp<DequantizeOp>();
     return dequantize && dequantize->hasOneUse();
   };
   if (!dequantizes())
-    if (LayerNormOp norm = rowNormOf(group.root, matmul, taken)) {
-      for (Operation *cursor = group.root; cursor != norm;) {
-        cursor = *cursor->getUsers().begin();
-        group.members.insert(cursor);
-      }
-      group.root = norm;
-      group.gemmNorm = norm;
+    if (GemmRowNorm norm = rowNormOf(group.root, matmul, taken); norm.norm) {
+      group.members.insert(norm.reshapes.begin(), norm.reshapes.end());
+      group.members.insert(norm.norm);
+      group.root = norm.norm;
+      group.gemmNorm = norm.norm;
+      group.alsoYielded = norm.shared;
     }
   // Block-quantized weights join a 16-bit product (kiln.dequantize, which
   // only this product reads): the kernel reads the packed bytes itself
@@ -663,12 +694,12 @@ void outlineGroup(Group &group) {
     auto numberOf = [&](Value v) -> int64_t {
       return v ? llvm::find(inputs, v) - inputs.begin() : -1;
     };
-    LayerNormOp norm = group.gemmNorm;
+    Operation *norm = group.gemmNorm;
     epilogue = GemmEpilogueAttr::get(
         builder.getContext(), inputNumber(group.gemmBiasAdd),
         inputNumber(group.gemmResidualAdd), group.gemmActivation,
-        norm ? numberOf(norm.getScale()) : -1,
-        norm ? numberOf(norm.getBias()) : -1);
+        norm ? numberOf(rowNormScale(norm)) : -1,
+        norm ? numberOf(rowNormShift(norm)) : -1);
   }
   SmallVector<Value> results{result};
   if (group.alsoYielded)
@@ -777,7 +808,7 @@ struct KilnFusePass : public kiln::impl::KilnFusePassBase<KilnFusePass> {
     // Reductions next, so that they claim their epilogues before the
     // elementwise groups below see them.
     func.walk([&](Operation *op) {
-      // A GEMM group may have taken a layer_norm as its epilogue.
+      // A GEMM group may have taken a row norm as its epilogue.
       if (!isReduction(op) || isa<KernelOp>(op->getParentOp()) ||
           taken.contains(op))
         return;

@@ -92,6 +92,8 @@ std::string kiln::rt::serializeArtifactPrefix(const Artifact &a,
       w.u32(m.normShift);
       w.f32(m.normEpsilon);
       w.u32(m.normKernel);
+      w.u8(m.normRms ? 1 : 0);
+      w.u32(m.normSum);
       w.u64(m.kernels.size());
       for (const GemmCandidate &g : m.kernels) {
         w.str(g.name);
@@ -290,6 +292,13 @@ bool kiln::rt::deserializeArtifact(const char *data, size_t size, Artifact &out,
           !r.f32(m.normEpsilon, "matmul norm epsilon") ||
           !r.u32(m.normKernel, "matmul norm kernel"))
         return fail();
+      uint8_t rms = 0;
+      if (!r.u8(rms, "matmul norm kind") ||
+          !r.u32(m.normSum, "matmul norm sum"))
+        return fail();
+      if (rms > 1)
+        return r.fail("invalid matmul norm kind"), fail();
+      m.normRms = rms != 0;
       uint64_t kernels = 0;
       // A name's length, then seven u32 and a flag.
       if (!r.count(kernels, 8 + 7 * 4 + 1, "matmul GEMM kernels"))

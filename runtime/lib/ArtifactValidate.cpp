@@ -35,31 +35,36 @@ static bool sameStorageOverlap(const Buffer &x, const Buffer &y) {
   return xBegin < yBegin + y.bytes && yBegin < xBegin + x.bytes;
 }
 
-/// The most columns a LayerNorm step normalizes: its kernel keeps a row in
+/// The most columns a norm step normalizes: its kernel keeps a row in
 /// shared memory beside a few bytes of its own (48 KiB in all without
 /// opting in).
 constexpr int64_t kMostNormColumns = 12160;
 
-/// Why the LayerNorm of `m` is malformed, or "" (ArtifactSteps.h: float16
-/// or bfloat16, scale and shift of n elements outside C's storage, a norm
-/// kernel of the artifact, alpha 1, rows that fit the kernel's shared
-/// memory); none of those fields without a norm.
+/// Why the LayerNorm or RMSNorm of `m` is malformed, or "" (ArtifactSteps.h:
+/// float16 or bfloat16, scale and shift of n elements outside C's storage,
+/// no shift for an RMSNorm, a norm kernel of the artifact, alpha 1, rows
+/// that fit the kernel's shared memory); none of those fields without a
+/// norm. The matmul step's checks see to the sum.
 static std::string checkNorm(const Artifact &a, const MatmulStep &m) {
   if (!m.hasNorm())
-    return m.normShift == kNoBuffer && m.normKernel == kNoKernel
+    return m.normShift == kNoBuffer && m.normKernel == kNoKernel &&
+                   !m.normRms && m.normSum == kNoBuffer
                ? ""
-               : "a matmul without a norm scale names a norm shift or kernel";
+               : "a matmul without a norm scale names a norm shift, kind, "
+                 "kernel or sum";
+  if (m.normRms && m.normShift != kNoBuffer)
+    return "a matmul's RMSNorm has no shift";
   if (m.dtype != DType::F16 && m.dtype != DType::BF16)
-    return "a matmul's LayerNorm is float16 or bfloat16, the matmul is " +
+    return "a matmul's norm is float16 or bfloat16, the matmul is " +
            std::string(dtypeName(m.dtype));
   if (m.alpha != 1.0f || m.beta != (m.residual != kNoBuffer ? 1.0f : 0.0f))
-    return "a matmul with a LayerNorm scales by alpha 1 and beta 1 with a "
+    return "a matmul with a norm scales by alpha 1 and beta 1 with a "
            "residual, 0 without";
   if (m.normKernel >= a.kernelNames.size())
     return "the matmul's norm kernel is not one of the artifact's " +
            std::to_string(a.kernelNames.size()) + " kernels";
   if (m.n > kMostNormColumns)
-    return "a matmul's LayerNorm takes rows of at most " +
+    return "a matmul's norm takes rows of at most " +
            std::to_string(kMostNormColumns) + " columns, not " +
            std::to_string(m.n);
   if (!(m.normEpsilon >= 0.0f) || std::isinf(m.normEpsilon))
@@ -366,6 +371,31 @@ bool kiln::rt::validatePlan(const Artifact &a, std::string &error,
         return fail(where + bad);
       if (std::string bad = checkNorm(a, m); !bad.empty())
         return fail(where + bad);
+      if (m.normSum != kNoBuffer) {
+        if (!checkId(m.normSum, "matmul norm sum") ||
+            !checkWritable(m.normSum, "matmul norm sum"))
+          return false;
+        const Buffer &sum = a.buffers[m.normSum];
+        if (sum.dtype != m.dtype)
+          return fail(where + "matmul norm sum " + bufName(m.normSum) +
+                      " must be " + dtypeName(m.dtype));
+        if (!matmulOperandFits(sum, m.outerBatch, m.outerStrideC, m.batch,
+                               m.strideC, m.m, m.n))
+          return fail(where + "matmul norm sum does not fit in " +
+                      bufName(m.normSum));
+        // Written beside C and read back by the norm: apart from C and
+        // from everything the step reads but its residual, which it may
+        // update in place.
+        for (uint32_t id : {m.c, m.a, m.b, m.bias, m.normScale, m.normShift})
+          if (id != kNoBuffer && sameStorageOverlap(sum, a.buffers[id]))
+            return fail(where + "matmul norm sum overlaps " + bufName(id));
+        if (m.residual != kNoBuffer) {
+          const Buffer &residual = a.buffers[m.residual];
+          if (sameStorageOverlap(sum, residual) &&
+              (sum.offset != residual.offset || sum.kind != residual.kind))
+            return fail(where + "matmul norm sum partly overlaps its residual");
+        }
+      }
       break;
     }
     case Step::Kind::Copy: {

@@ -200,7 +200,7 @@ Status CudaExecutor::issueCublasMatmul(size_t i, MatmulPlan &plan,
   const int64_t outerStrides[3] = {m.outerStrideB, m.outerStrideA,
                                    m.outerStrideC};
   cu::DevicePtr base[3] = {address(m.b, in, out), address(m.a, in, out),
-                           address(m.c, in, out)};
+                           address(m.productBuffer(), in, out)};
   // What beta scales: the residual, laid out as C, or C itself.
   cu::DevicePtr residualBase =
       m.residual == kNoBuffer ? base[2] : address(m.residual, in, out);
@@ -251,7 +251,7 @@ Status CudaExecutor::issueCublasMatmul(size_t i, MatmulPlan &plan,
     if (lt::LtStatus st = call(*algo); st != lt::kSuccess)
       return lt::cublasError(*ltApi, st, where + ": cublasLtMatmul");
   }
-  // A norm kernel normalizes C's rows in place.
+  // A norm kernel normalizes the rows into C (in place, without a sum).
   if (m.hasNorm())
     return launchNormKernel(i, m, 0, 0, in, out, target);
   return Status::ok();
@@ -262,14 +262,15 @@ Status CudaExecutor::launchNormKernel(size_t index, const MatmulStep &m,
                                       const std::vector<cu::DevicePtr> &in,
                                       const std::vector<cu::DevicePtr> &out,
                                       cu::Stream target) {
-  cu::DevicePtr pointers[6] = {
+  cu::DevicePtr pointers[7] = {
       partials,
       address(m.c, in, out),
       m.bias == kNoBuffer ? 0 : address(m.bias, in, out),
       m.residual == kNoBuffer ? 0 : address(m.residual, in, out),
       address(m.normScale, in, out),
-      m.normShift == kNoBuffer ? 0 : address(m.normShift, in, out)};
-  std::array<long long, 14> integers = gemmNormIntegerArguments(m, splits);
+      m.normShift == kNoBuffer ? 0 : address(m.normShift, in, out),
+      m.normSum == kNoBuffer ? 0 : address(m.normSum, in, out)};
+  std::array<long long, 15> integers = gemmNormIntegerArguments(m, splits);
   std::vector<void *> args;
   for (cu::DevicePtr &p : pointers)
     args.push_back(&p);

@@ -92,16 +92,17 @@ kiln::rt::gemmIntegerArguments(const MatmulStep &step, const GemmCandidate &g) {
           g.splitK};
 }
 
-std::array<long long, 14>
+std::array<long long, 15>
 kiln::rt::gemmNormIntegerArguments(const MatmulStep &step, uint32_t splits) {
   GemmCandidate g;
   g.splitK = std::max<uint32_t>(splits, 1);
   std::array<long long, 13> integers = gemmIntegerArguments(step, g);
-  std::array<long long, 14> out;
+  std::array<long long, 15> out;
   std::copy(integers.begin(), integers.end(), out.begin());
   uint32_t bits = 0;
   std::memcpy(&bits, &step.normEpsilon, sizeof(bits));
   out[13] = bits;
+  out[14] = step.normRms ? 1 : 0;
   return out;
 }
 

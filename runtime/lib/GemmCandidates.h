@@ -30,9 +30,9 @@ constexpr unsigned kGemmKernelArity = 6 + 13;
 /// A main kernel that takes tensor maps: the same, then A's and B's maps.
 constexpr unsigned kGemmTensorMapKernelArity = kGemmKernelArity + 2;
 constexpr unsigned kGemmReduceArity = 4 + 13;
-/// Parameters of a step's LayerNorm kernel: six pointers, the integers,
-/// epsilon's bits.
-constexpr unsigned kGemmNormArity = 6 + 13 + 1;
+/// Parameters of a step's norm kernel: seven pointers, the integers,
+/// epsilon's bits and the norm's kind.
+constexpr unsigned kGemmNormArity = 7 + 13 + 2;
 
 /// The candidate of `step` named `name`, or null.
 const GemmCandidate *findGemmCandidate(const MatmulStep &step,
@@ -59,10 +59,11 @@ std::string gemmCandidateMisfit(const MatmulStep &step, const GemmCandidate &g,
 std::array<long long, 13> gemmIntegerArguments(const MatmulStep &step,
                                                const GemmCandidate &g);
 
-/// A step's LayerNorm kernel's integer arguments: gemmIntegerArguments'
-/// with `splits` splits (at least 1), then the norm's epsilon as its float
-/// bits (kernels of both backends take pointers and integers).
-std::array<long long, 14> gemmNormIntegerArguments(const MatmulStep &step,
+/// A step's norm kernel's integer arguments: gemmIntegerArguments' with
+/// `splits` splits (at least 1), then the norm's epsilon as its float bits
+/// (kernels of both backends take pointers and integers), then 1 for an
+/// RMSNorm, 0 for a LayerNorm.
+std::array<long long, 15> gemmNormIntegerArguments(const MatmulStep &step,
                                                    uint32_t splits);
 
 /// The main kernel's grid.
@@ -73,7 +74,7 @@ std::array<uint32_t, 3> gemmGrid(const MatmulStep &step,
 /// step has a norm: its kernel reads the one split's sums).
 uint64_t gemmPartialFloats(const MatmulStep &step, const GemmCandidate &g);
 
-/// Threads a block of a step's LayerNorm kernel (a row a block), its
+/// Threads a block of a step's norm kernel (a row a block), its
 /// blocks, and its dynamic shared memory (a row of floats).
 constexpr uint32_t kGemmNormThreads = 256;
 uint32_t gemmNormBlocks(const MatmulStep &step);

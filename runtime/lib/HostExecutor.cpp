@@ -456,10 +456,11 @@ Status HostExecutor::runSteps(const Artifact &plan,
           return s;
         break;
       }
-      runGemm(m, address[m.a], address[m.b], address[m.c],
+      uint32_t product = m.productBuffer();
+      runGemm(m, address[m.a], address[m.b], address[product],
               m.bias == kNoBuffer ? nullptr : address[m.bias],
-              address[m.residual == kNoBuffer ? m.c : m.residual]);
-      // The norm kernel normalizes C's rows as the stand-in left them.
+              address[m.residual == kNoBuffer ? product : m.residual]);
+      // The norm kernel normalizes the rows as the stand-in left them.
       if (m.hasNorm())
         if (Status s = runNormKernel(m, i, 0); !s.isOk())
           return s;
@@ -536,15 +537,16 @@ Status HostExecutor::runGemmKernel(const MatmulStep &m, size_t index) {
 
 Status HostExecutor::runNormKernel(const MatmulStep &m, size_t index,
                                    uint32_t splits) {
-  void *pointers[6] = {splits ? partials.data() : nullptr,
+  void *pointers[7] = {splits ? partials.data() : nullptr,
                        address[m.c],
                        m.bias == kNoBuffer ? nullptr : address[m.bias],
                        m.residual == kNoBuffer ? nullptr : address[m.residual],
                        address[m.normScale],
                        m.normShift == kNoBuffer ? nullptr
-                                                : address[m.normShift]};
-  std::array<long long, 14> integers = gemmNormIntegerArguments(m, splits);
-  std::vector<void *> args(pointers, pointers + 6);
+                                                : address[m.normShift],
+                       m.normSum == kNoBuffer ? nullptr : address[m.normSum]};
+  std::array<long long, 15> integers = gemmNormIntegerArguments(m, splits);
+  std::vector<void *> args(pointers, pointers + 7);
   for (long long &v : integers)
     args.push_back(&v);
   Launch launch;

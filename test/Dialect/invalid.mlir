@@ -469,7 +469,7 @@ func.func @check_range_bound_broadcasts_beyond(%x: tensor<4xi64>, %lo: tensor<i6
 // -----
 
 func.func @gemm_norm_missing(%x: tensor<4x8xf16>, %w: tensor<8x8xf16>, %g: tensor<8xf16>) -> tensor<4x8xf16> {
-  // expected-error@+1 {{of kind gemm has no layer_norm of its product by its norm inputs where its epilogue says}}
+  // expected-error@+1 {{of kind gemm has no layer_norm or rms_norm of its product by its norm inputs where its epilogue says}}
   %0 = kiln.kernel gemm (%x, %w, %g) {epilogue = #kiln.gemm_epilogue<norm_scale = 2>} : (tensor<4x8xf16>, tensor<8x8xf16>, tensor<8xf16>) -> tensor<4x8xf16> {
   ^bb0(%a: tensor<4x8xf16>, %bw: tensor<8x8xf16>, %s: tensor<8xf16>):
     %p = kiln.matmul %a, %bw : (tensor<4x8xf16>, tensor<8x8xf16>) -> tensor<4x8xf16>
@@ -500,6 +500,50 @@ func.func @gemm_norm_scale_out_of_range(%x: tensor<4x8xf16>, %w: tensor<8x8xf16>
     kiln.yield %p : tensor<4x8xf16>
   }
   return %0 : tensor<4x8xf16>
+}
+
+// -----
+
+// An RMSNorm has no shift to be the epilogue's norm_shift.
+func.func @gemm_rms_norm_with_shift(%x: tensor<4x8xf16>, %w: tensor<8x8xf16>, %g: tensor<8xf16>) -> tensor<4x8xf16> {
+  // expected-error@+1 {{of kind gemm has no layer_norm or rms_norm of its product by its norm inputs where its epilogue says}}
+  %0 = kiln.kernel gemm (%x, %w, %g) {epilogue = #kiln.gemm_epilogue<norm_scale = 2, norm_shift = 2>} : (tensor<4x8xf16>, tensor<8x8xf16>, tensor<8xf16>) -> tensor<4x8xf16> {
+  ^bb0(%a: tensor<4x8xf16>, %bw: tensor<8x8xf16>, %s: tensor<8xf16>):
+    %p = kiln.matmul %a, %bw : (tensor<4x8xf16>, tensor<8x8xf16>) -> tensor<4x8xf16>
+    %n = kiln.rms_norm %p, %s {axis = 1 : i64, epsilon = 1.0e-5 : f32} : (tensor<4x8xf16>, tensor<8xf16>) -> tensor<4x8xf16>
+    kiln.yield %n : tensor<4x8xf16>
+  }
+  return %0 : tensor<4x8xf16>
+}
+
+// -----
+
+// A norm's kernel may also yield what the norm reads, and nothing else:
+// here the product before its residual.
+func.func @gemm_norm_yields_other_than_its_sum(%x: tensor<4x8xf16>, %w: tensor<8x8xf16>, %r: tensor<4x8xf16>, %g: tensor<8xf16>) -> (tensor<4x8xf16>, tensor<4x8xf16>) {
+  // expected-error@+1 {{of kind gemm must yield the end of its epilogue (and with a norm, maybe what it normalizes)}}
+  %0:2 = kiln.kernel gemm (%x, %w, %r, %g) {epilogue = #kiln.gemm_epilogue<residual = 2, norm_scale = 3>} : (tensor<4x8xf16>, tensor<8x8xf16>, tensor<4x8xf16>, tensor<8xf16>) -> (tensor<4x8xf16>, tensor<4x8xf16>) {
+  ^bb0(%a: tensor<4x8xf16>, %bw: tensor<8x8xf16>, %res: tensor<4x8xf16>, %s: tensor<8xf16>):
+    %p = kiln.matmul %a, %bw : (tensor<4x8xf16>, tensor<8x8xf16>) -> tensor<4x8xf16>
+    %y = kiln.add %p, %res : (tensor<4x8xf16>, tensor<4x8xf16>) -> tensor<4x8xf16>
+    %n = kiln.rms_norm %y, %s {axis = 1 : i64, epsilon = 1.0e-5 : f32} : (tensor<4x8xf16>, tensor<8xf16>) -> tensor<4x8xf16>
+    kiln.yield %n, %p : tensor<4x8xf16>, tensor<4x8xf16>
+  }
+  return %0#0, %0#1 : tensor<4x8xf16>, tensor<4x8xf16>
+}
+
+// -----
+
+// Without a norm a GEMM kernel yields its epilogue's end alone.
+func.func @gemm_yields_two_without_a_norm(%x: tensor<4x8xf16>, %w: tensor<8x8xf16>, %r: tensor<4x8xf16>) -> (tensor<4x8xf16>, tensor<4x8xf16>) {
+  // expected-error@+1 {{of kind gemm must yield the end of its epilogue}}
+  %0:2 = kiln.kernel gemm (%x, %w, %r) {epilogue = #kiln.gemm_epilogue<residual = 2>} : (tensor<4x8xf16>, tensor<8x8xf16>, tensor<4x8xf16>) -> (tensor<4x8xf16>, tensor<4x8xf16>) {
+  ^bb0(%a: tensor<4x8xf16>, %bw: tensor<8x8xf16>, %res: tensor<4x8xf16>):
+    %p = kiln.matmul %a, %bw : (tensor<4x8xf16>, tensor<8x8xf16>) -> tensor<4x8xf16>
+    %y = kiln.add %p, %res : (tensor<4x8xf16>, tensor<4x8xf16>) -> tensor<4x8xf16>
+    kiln.yield %y, %y : tensor<4x8xf16>, tensor<4x8xf16>
+  }
+  return %0#0, %0#1 : tensor<4x8xf16>, tensor<4x8xf16>
 }
 
 // -----

@@ -947,16 +947,60 @@ func.func @negative_gemm_layer_norm_f32(%a: tensor<4x8xf32>, %w: tensor<8x16xf32
 
 // -----
 
-// negative_: the sum read again (a pre-norm block's residual stream): the
-// GEMM kernel writes it, the norm reads it.
-// CHECK-LABEL: func @negative_gemm_layer_norm_sum_reused
-// CHECK: %[[K:.*]] = kiln.kernel gemm({{.*}}) {epilogue = #kiln.gemm_epilogue<residual = 2>}
-// CHECK: kiln.layer_norm
-func.func @negative_gemm_layer_norm_sum_reused(%a: tensor<4x8xf16>, %w: tensor<8x16xf16>, %x: tensor<4x16xf16>, %g: tensor<16xf16>) -> (tensor<4x16xf16>, tensor<4x16xf16>) {
+// A pre-norm block's sum, read by the norm and again after it (here the
+// function's result): the GEMM kernel yields the norm and the sum.
+// CHECK-LABEL: func @gemm_layer_norm_sum_also_read
+// CHECK: %[[K:.*]]:2 = kiln.kernel gemm(%arg0, %arg1, %arg2, %arg3) {epilogue = #kiln.gemm_epilogue<residual = 2, norm_scale = 3>}
+// CHECK: %[[Y:.*]] = kiln.add
+// CHECK-NEXT: %[[N:.*]] = kiln.layer_norm %[[Y]]
+// CHECK-NEXT: kiln.yield %[[N]], %[[Y]]
+// CHECK: return %[[K]]#0, %[[K]]#1
+func.func @gemm_layer_norm_sum_also_read(%a: tensor<4x8xf16>, %w: tensor<8x16xf16>, %x: tensor<4x16xf16>, %g: tensor<16xf16>) -> (tensor<4x16xf16>, tensor<4x16xf16>) {
   %p = kiln.matmul %a, %w : (tensor<4x8xf16>, tensor<8x16xf16>) -> tensor<4x16xf16>
   %y = kiln.add %x, %p : (tensor<4x16xf16>, tensor<4x16xf16>) -> tensor<4x16xf16>
   %n = kiln.layer_norm %y, %g {axis = 1 : i64, epsilon = 1.0e-5 : f32} : (tensor<4x16xf16>, tensor<16xf16>) -> tensor<4x16xf16>
   return %n, %y : tensor<4x16xf16>, tensor<4x16xf16>
+}
+
+// -----
+
+// LLaMA's pre-norm residual stream: the attention output's projection adds
+// to the stream, RMSNorm feeds the MLP, and the MLP's projection adds to
+// the same sum. The first GEMM kernel yields the norm and the sum; the
+// second reads the sum as its residual.
+// CHECK-LABEL: func @gemm_residual_rms_norm_prenorm
+// CHECK: %[[K:.*]]:2 = kiln.kernel gemm(%arg0, %arg1, %arg2, %arg3) {epilogue = #kiln.gemm_epilogue<residual = 2, norm_scale = 3>}
+// CHECK: kiln.matmul
+// CHECK-NEXT: %[[Y:.*]] = kiln.add
+// CHECK-NEXT: %[[N:.*]] = kiln.rms_norm %[[Y]]
+// CHECK-NEXT: kiln.yield %[[N]], %[[Y]]
+// CHECK: kiln.kernel gemm(%[[K]]#0, %arg4, %[[K]]#1) {epilogue = #kiln.gemm_epilogue<residual = 2>}
+func.func @gemm_residual_rms_norm_prenorm(%a: tensor<2x4x8xf16>, %wo: tensor<8x8xf16>, %x: tensor<2x4x8xf16>, %g: tensor<8xf16>, %wd: tensor<8x8xf16>) -> tensor<2x4x8xf16> {
+  %p = kiln.matmul %a, %wo : (tensor<2x4x8xf16>, tensor<8x8xf16>) -> tensor<2x4x8xf16>
+  %y = kiln.add %x, %p : (tensor<2x4x8xf16>, tensor<2x4x8xf16>) -> tensor<2x4x8xf16>
+  %n = kiln.rms_norm %y, %g {axis = 2 : i64, epsilon = 1.0e-6 : f32} : (tensor<2x4x8xf16>, tensor<8xf16>) -> tensor<2x4x8xf16>
+  %q = kiln.matmul %n, %wd : (tensor<2x4x8xf16>, tensor<8x8xf16>) -> tensor<2x4x8xf16>
+  %z = kiln.add %y, %q : (tensor<2x4x8xf16>, tensor<2x4x8xf16>) -> tensor<2x4x8xf16>
+  return %z : tensor<2x4x8xf16>
+}
+
+// -----
+
+// negative_: a sum read before the norm (where the kernel would be placed)
+// cannot be the kernel's second result: the GEMM writes it, the norm is a
+// row kernel of its own.
+// CHECK-LABEL: func @negative_gemm_norm_sum_read_before
+// CHECK: kiln.kernel gemm({{.*}}) {epilogue = #kiln.gemm_epilogue<residual = 2>}
+// CHECK: kiln.kernel elementwise
+// CHECK: kiln.kernel reduction
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: kiln.rms_norm
+func.func @negative_gemm_norm_sum_read_before(%a: tensor<4x8xf16>, %w: tensor<8x16xf16>, %x: tensor<4x16xf16>, %g: tensor<16xf16>) -> (tensor<4x16xf16>, tensor<4x16xf16>) {
+  %p = kiln.matmul %a, %w : (tensor<4x8xf16>, tensor<8x16xf16>) -> tensor<4x16xf16>
+  %y = kiln.add %x, %p : (tensor<4x16xf16>, tensor<4x16xf16>) -> tensor<4x16xf16>
+  %e = kiln.relu %y : tensor<4x16xf16>
+  %n = kiln.rms_norm %y, %g {axis = 1 : i64, epsilon = 1.0e-5 : f32} : (tensor<4x16xf16>, tensor<16xf16>) -> tensor<4x16xf16>
+  return %n, %e : tensor<4x16xf16>, tensor<4x16xf16>
 }
 
 // -----
@@ -1107,16 +1151,17 @@ func.func @negative_norm_scale_computed(%a: tensor<4x16xf32>, %g: tensor<16xf32>
 // -----
 
 /// negative_: a residual sum a GEMM takes as its epilogue (cuBLASLt's C) is
-/// the GEMM kernel's result: the norm reads it, with one result of its own.
+/// the GEMM kernel's result: where the GEMM cannot take the norm too (an
+/// fp32 product), the norm reads it, with one result of its own.
 // CHECK-LABEL: func @negative_norm_input_in_gemm
 // CHECK: %[[P:.*]] = kiln.kernel gemm
-// CHECK: kiln.kernel reduction(%[[P]], %arg3) : {{.*}} -> tensor<4x16xf16> {
+// CHECK: kiln.kernel reduction(%[[P]], %arg3) : {{.*}} -> tensor<4x16xf32> {
 // CHECK: return
-func.func @negative_norm_input_in_gemm(%a: tensor<4x8xf16>, %w: tensor<8x16xf16>, %x: tensor<4x16xf16>, %g: tensor<16xf16>) -> (tensor<4x16xf16>, tensor<4x16xf16>) {
-  %p = kiln.matmul %a, %w : (tensor<4x8xf16>, tensor<8x16xf16>) -> tensor<4x16xf16>
-  %h = kiln.add %x, %p : (tensor<4x16xf16>, tensor<4x16xf16>) -> tensor<4x16xf16>
-  %n = kiln.rms_norm %h, %g {axis = 1 : i64, epsilon = 1.0e-6 : f32} : (tensor<4x16xf16>, tensor<16xf16>) -> tensor<4x16xf16>
-  return %n, %h : tensor<4x16xf16>, tensor<4x16xf16>
+func.func @negative_norm_input_in_gemm(%a: tensor<4x8xf32>, %w: tensor<8x16xf32>, %x: tensor<4x16xf32>, %g: tensor<16xf32>) -> (tensor<4x16xf32>, tensor<4x16xf32>) {
+  %p = kiln.matmul %a, %w : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x16xf32>
+  %h = kiln.add %x, %p : (tensor<4x16xf32>, tensor<4x16xf32>) -> tensor<4x16xf32>
+  %n = kiln.rms_norm %h, %g {axis = 1 : i64, epsilon = 1.0e-6 : f32} : (tensor<4x16xf32>, tensor<16xf32>) -> tensor<4x16xf32>
+  return %n, %h : tensor<4x16xf32>, tensor<4x16xf32>
 }
 
 // -----

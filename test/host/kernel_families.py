@@ -961,7 +961,10 @@ def gemm_cases():
     large, medium, small = "mma_128x128x32_w2x2", "mma_64x64x32_w2x2", "mma_16x64x32_w1x4"
 
     def narrow_gemm(dtype, m, k, n, trans_a=False, trans_b=False, batch=None,
-                    bias=False, relu=False, residual=False, norm=False):
+                    bias=False, relu=False, residual=False, norm=False, sum_out=False):
+        # norm: False, True (LayerNorm) or "rms" (RMSNorm); sum_out: the sum
+        # the norm reads is an output too (a pre-norm block's residual
+        # stream), which the norm kernel writes beside the norm.
         lead = [batch] if batch else []
         a_shape = lead + ([k, m] if trans_a else [m, k])
         b_shape = lead + ([n, k] if trans_b else [k, n])
@@ -997,12 +1000,19 @@ def gemm_cases():
         if norm:
             # The 16-bit norm is the output: a cast to fp32 as its only
             # reader would keep it in a row kernel of its own (kiln-fuse).
+            outputs = ["y", last] if sum_out else ["y"]
+            if norm == "rms":
+                inits.append(weight("gamma", [n]))
+                nodes += [node("Cast", ["gamma"], "gammah", to=dtype),
+                          node("RMSNormalization", [last, "gammah"], "y", axis=-1,
+                               epsilon=1e-6)]
+                return model(nodes, inputs, outputs, inits, opset=23)
             inits += [weight("gamma", [n]), weight("beta", [n])]
             nodes += [node("Cast", ["gamma"], "gammah", to=dtype),
                       node("Cast", ["beta"], "betah", to=dtype),
                       node("LayerNormalization", [last, "gammah", "betah"], "y",
                            axis=-1, epsilon=1e-5)]
-            return model(nodes, inputs, ["y"], inits)
+            return model(nodes, inputs, outputs, inits)
         nodes.append(node("Cast", [last], "y", to=F32))
         return model(nodes, inputs, ["y"], inits)
 
@@ -1083,6 +1093,35 @@ def gemm_cases():
         lambda: narrow_gemm(F16, 7, 40, 72, batch=3, bias=True, relu=True, norm=True),
         tol=norm_tol)
 
+    # A pre-norm decoder's block (LLaMA's RMSNorm after the residual, GPT-2's
+    # LayerNorm after bias and residual): the sum is an output too, which
+    # the norm kernel writes, rounded to 16 bits, and normalizes as written,
+    # as the reference does; after cuBLASLt's stand-in it reads the sum
+    # back. Both outputs are compared. A norm of the wrong kind (LayerNorm's
+    # centering where RMSNorm has none) is off by the rows' mean over their
+    # spread, ~0.1; a sum left unwritten is whatever the arena held.
+    prenorm_tol = (5e-3, 3e-2, "the sum as epilogue_tol (the reference rounds "
+                   "the product first); the norm as norm_tol")
+    for m, variants in [(1, [None, "gemv_1x128_w4_split1", small + "_split4"]),
+                        (7, [None, small + "_split1", small + "_split4"]),
+                        (128, [large + "_split1", medium + "_split4"]),
+                        (129, [None, medium + "_split1", large + "_split4"])]:
+        for variant in variants:
+            add(f"f16_residual_rms_norm_sum_{m}x520x72", variant or "cublaslt",
+                lambda m=m: narrow_gemm(F16, m, 520, 72, residual=True, norm="rms",
+                                        sum_out=True),
+                check=(m == 7), tol=prenorm_tol)
+    for variant in [None, small + "_split4"]:
+        add("f16_bias_residual_norm_sum_7x520x72", variant or "cublaslt",
+            lambda: narrow_gemm(F16, 7, 520, 72, bias=True, residual=True, norm=True,
+                                sum_out=True),
+            check=variant is None, tol=prenorm_tol)
+    add("bf16_rms_norm_sum_7x520x72", small + "_split4",
+        lambda: narrow_gemm(BF16, 7, 520, 72, residual=True, norm="rms", sum_out=True),
+        dtype=BF16,
+        tol=(2e-2, 6.3e-2, "bf16: one bf16 ulp of the sum (to ~30: 0.125 half "
+             "ulp 0.0625) and of outputs up to ~4"))
+
     # Hopper's form (GemmWgmmaEmitter.cpp: tensor copies, wgmma from shared
     # memory), offered where M reaches 64 rows of one matrix with A not
     # transposed: 128 x 128 tiles at M = 128 and 129 (gemm-wgmma.test runs
@@ -1105,6 +1144,10 @@ def gemm_cases():
         add("f16_bias_residual_norm_129x520x72", wgmma + split,
             lambda: narrow_gemm(F16, 129, 520, 72, bias=True, residual=True, norm=True),
             tol=norm_tol)
+        add("f16_residual_rms_norm_sum_129x520x72", wgmma + split,
+            lambda: narrow_gemm(F16, 129, 520, 72, residual=True, norm="rms",
+                                sum_out=True),
+            tol=prenorm_tol)
 
     # The GEMV form (GemvEmitter.cpp), offered where M is 16 or fewer and A
     # is not transposed: one block row of 1 row at M = 1, of 8 rows at

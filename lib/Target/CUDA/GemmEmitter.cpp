@@ -138,16 +138,20 @@ $FINISH
 )cuda";
 
 constexpr const char *kNormKernel = R"cuda(
-// Kiln GEMM with a LayerNorm epilogue: a block a row of C adds the splits'
+// Kiln GEMM with a norm epilogue: a block a row of C adds the splits'
 // partial products in split order and applies the epilogue, or (no
-// partials) reads the row cuBLASLt finished in C; keeps it in shared
-// memory (n floats) and normalizes it as kiln.layer_norm does: the mean
-// shifted by the row's first element, the centered variance, one rsqrt,
-// then the scale and the shift, written over C.
+// partials) reads the row cuBLASLt finished in the sum or in C; keeps it in
+// shared memory (n floats) and normalizes it as kiln.layer_norm does (the
+// mean shifted by the row's first element, the centered variance, one
+// rsqrt, then the scale and the shift) or, with `rms`, as kiln.rms_norm
+// does (the mean square, one rsqrt, the scale), written over C. Where
+// later steps read the sum too (a pre-norm block's residual stream), it is
+// written to `sum` and normalized as written, rounded to the element type,
+// so that the norm and its later readers see one value.
 extern "C" __global__ void $NAME(const float *__restrict__ partials, $ELEMENT *c,
     const $ELEMENT *__restrict__ bias, const $ELEMENT *residual,
     const $ELEMENT *__restrict__ norm_scale, const $ELEMENT *__restrict__ norm_bias,
-    $INTEGERS, long long epsilon_bits) {
+    $ELEMENT *sum, $INTEGERS, long long epsilon_bits, long long rms) {
   kiln_pdl_enter();
   // Epsilon's float bits: kernels of both backends take pointers and
   // integers.
@@ -177,28 +181,38 @@ extern "C" __global__ void $NAME(const float *__restrict__ partials, $ELEMENT *c
     const long long row = r % m, matrix = r / m;
     const long long inner = matrix % batch, outer = matrix / batch;
     const float *p = partials ? partials + matrix * split_k * m * n + row * n : nullptr;
-    $ELEMENT *c_mat = c + outer * outer_stride_c + inner * stride_c;
-    const $ELEMENT *r_mat = residual ? residual + outer * outer_stride_c + inner * stride_c : nullptr;
+    const long long at = outer * outer_stride_c + inner * stride_c;
+    $ELEMENT *c_mat = c + at;
+    $ELEMENT *sum_mat = sum ? sum + at : nullptr;
+    const $ELEMENT *r_mat = residual ? residual + at : nullptr;
     for (long long col = threadIdx.x; col < n; col += blockDim.x) {
       float v = 0.0f;
       if (partials) {
         for (long long s = 0; s < split_k; ++s)
           v += p[s * m * n + col];
 $FINISH
+        if (sum_mat) {
+          const $ELEMENT written = $FROM_FLOAT(v);
+          sum_mat[row * n + col] = written;
+          v = $TO_FLOAT(written);
+        }
       } else {
-        v = $TO_FLOAT(c_mat[row * n + col]);
+        v = $TO_FLOAT((sum_mat ? sum_mat : c_mat)[row * n + col]);
       }
       row_values[col] = v;
     }
     __syncthreads();
-    if (threadIdx.x == 0)
-      row_shift = row_values[0];
-    __syncthreads();
-    const float shift = row_shift;
-    float sum = 0.0f;
-    for (long long col = threadIdx.x; col < n; col += blockDim.x)
-      sum += row_values[col] - shift;
-    const float mean = shift + block_sum(sum) / (float)n;
+    float mean = 0.0f;
+    if (!rms) {
+      if (threadIdx.x == 0)
+        row_shift = row_values[0];
+      __syncthreads();
+      const float shift = row_shift;
+      float shifted = 0.0f;
+      for (long long col = threadIdx.x; col < n; col += blockDim.x)
+        shifted += row_values[col] - shift;
+      mean = shift + block_sum(shifted) / (float)n;
+    }
     float squares = 0.0f;
     for (long long col = threadIdx.x; col < n; col += blockDim.x) {
       const float centered = row_values[col] - mean;

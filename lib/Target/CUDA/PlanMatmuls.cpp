@@ -102,13 +102,16 @@ LogicalResult PlanBuilder::addGemm(KernelOp kernel, llvm::raw_ostream &source) {
   // After the dequantize of block-quantized weights, where there is one.
   auto matmul = *body.getOps<MatmulOp>().begin();
   auto dequantize = matmul.getRhs().getDefiningOp<DequantizeOp>();
-  if (kernel.getNumResults() != 1)
+  // A row norm's kernel may also yield what it normalizes (the verifier
+  // checks which value).
+  bool normed = kernel.getEpilogueAttr().getNormScale() >= 0;
+  if (kernel.getNumResults() != 1 && !(normed && kernel.getNumResults() == 2))
     return kernel.emitOpError("has ")
            << kernel.getNumResults() << " results; the CUDA target needs one";
   // kiln-fuse keeps the two apart: the packed GEMV has no norm.
-  if (dequantize && kernel.getEpilogueAttr().getNormScale() >= 0)
+  if (dequantize && normed)
     return kernel.emitOpError("of kind gemm over quantized weights takes "
-                              "no layer_norm epilogue on the CUDA target");
+                              "no norm epilogue on the CUDA target");
   for (Value v : matmul->getOperands())
     if (!symbolicShapeOf(tensorType(v)))
       return kernel.emitOpError("has a dynamic shape without its sizes");
@@ -162,11 +165,13 @@ LogicalResult PlanBuilder::addGemm(KernelOp kernel, llvm::raw_ostream &source) {
     step->beta = 1.0f;
   }
   if (int64_t scale = epilogue.getNormScale(); scale >= 0) {
-    auto norm = *body.getOps<LayerNormOp>().begin();
+    Operation *norm =
+        &*llvm::find_if(body, [](Operation &op) { return isRowNorm(&op); });
     step->normScale = bufferOf.at(kernel.getInputs()[scale]);
     if (int64_t shift = epilogue.getNormShift(); shift >= 0)
       step->normShift = bufferOf.at(kernel.getInputs()[shift]);
-    step->normEpsilon = norm.getEpsilon().convertToFloat();
+    step->normEpsilon = rowNormEpsilon(norm).convertToFloat();
+    step->normRms = isa<RmsNormOp>(norm);
     rt::DType dtype = step->dtype;
     step->normKernel = gemmKernelIndex(gemmNormName(dtype),
                                        [&] { emitGemmNorm(dtype, source); });
@@ -174,6 +179,8 @@ LogicalResult PlanBuilder::addGemm(KernelOp kernel, llvm::raw_ostream &source) {
   if (!dequantize && failed(addResults(kernel)))
     return failure();
   step->c = bufferOf.at(kernel.getResult(0));
+  if (kernel.getNumResults() == 2)
+    step->normSum = bufferOf.at(kernel.getResult(1));
   addGemmCandidates(*plan, kernel, source);
   pushMatmul(*plan);
   if (unpackedWhen)

@@ -69,11 +69,14 @@ void kiln::printPlan(const rt::Artifact &a, uint64_t weightBytes,
       else if (s.matmul.activation == rt::MatmulActivation::Gelu)
         os << " gelu";
       if (s.matmul.hasNorm()) {
-        os << " norm " << s.matmul.normScale;
+        os << (s.matmul.normRms ? " rms_norm " : " norm ")
+           << s.matmul.normScale;
         if (s.matmul.normShift != rt::kNoBuffer)
           os << " " << s.matmul.normShift;
         os << " eps " << s.matmul.normEpsilon << " "
            << a.kernelNames[s.matmul.normKernel];
+        if (s.matmul.normSum != rt::kNoBuffer)
+          os << " sum " << s.matmul.normSum;
       }
       if (s.matmul.tf32)
         os << " tf32";

@@ -370,7 +370,7 @@ TEST(ArtifactFormat, NormMatmulsRoundTripAndAreChecked) {
     const char *needle;
     void (*breakIt)(Artifact &);
   } cases[] = {
-      {"names a norm shift or kernel",
+      {"names a norm shift, kind, kernel or sum",
        [](Artifact &a) {
          a.steps[0].matmul.kernels.clear();
          a.steps[0].matmul.normScale = kNoBuffer;
@@ -389,7 +389,7 @@ TEST(ArtifactFormat, NormMatmulsRoundTripAndAreChecked) {
        }},
       {"matmul output c overlaps its norm scale",
        [](Artifact &a) { a.steps[0].matmul.normScale = 4; }},
-      {"with a LayerNorm scales by alpha 1",
+      {"with a norm scales by alpha 1",
        [](Artifact &a) {
          a.steps[0].matmul.kernels.clear();
          a.steps[0].matmul.alpha = 2;
@@ -400,6 +400,71 @@ TEST(ArtifactFormat, NormMatmulsRoundTripAndAreChecked) {
   };
   for (const Case &c : cases) {
     Artifact broken = makeNormArtifact();
+    c.breakIt(broken);
+    SCOPED_TRACE(c.needle);
+    expectRejected(broken, c.needle);
+  }
+}
+
+/// makeNormArtifact's matmul as a pre-norm block's: an RMSNorm (no shift)
+/// that also writes the sum to arena buffer "s" (2x4 f16 at 128, apart from
+/// C at 0).
+static Artifact makeRmsSumArtifact() {
+  Artifact a = makeNormArtifact();
+  a.buffers.push_back(
+      makeBuffer(BufferKind::Arena, "s", {2, 4}, 128, DType::F16));
+  MatmulStep &m = a.steps[0].matmul;
+  m.normShift = kNoBuffer;
+  m.normRms = true;
+  m.normSum = static_cast<uint32_t>(a.buffers.size() - 1);
+  return a;
+}
+
+TEST(ArtifactFormat, RmsNormSumMatmulsRoundTripAndAreChecked) {
+  Artifact a = makeRmsSumArtifact(), b;
+  std::string error;
+  ASSERT_TRUE(roundTrip(a, b, error)) << error;
+  const MatmulStep &x = a.steps[0].matmul, &y = b.steps[0].matmul;
+  EXPECT_TRUE(y.normRms);
+  EXPECT_EQ(y.normSum, x.normSum);
+  EXPECT_EQ(y.productBuffer(), x.normSum);
+  EXPECT_EQ(y.normShift, kNoBuffer);
+
+  // Each rule of the norm's kind and sum, broken once.
+  struct Case {
+    const char *needle;
+    void (*breakIt)(Artifact &);
+  } cases[] = {
+      {"a matmul's RMSNorm has no shift",
+       [](Artifact &a) {
+         a.steps[0].matmul.normShift = a.steps[0].matmul.normScale;
+       }},
+      {"names a norm shift, kind, kernel or sum",
+       [](Artifact &a) {
+         MatmulStep &m = a.steps[0].matmul;
+         m.kernels.clear();
+         m.normScale = kNoBuffer;
+         m.normKernel = kNoKernel;
+         m.normRms = false;
+       }},
+      {"matmul norm sum buffer id 99 out of range",
+       [](Artifact &a) { a.steps[0].matmul.normSum = 99; }},
+      {"matmul norm sum buffer 2 ('w') is not writable",
+       [](Artifact &a) { a.steps[0].matmul.normSum = 2; }},
+      {"matmul norm sum buffer 9 ('s') must be float16",
+       [](Artifact &a) {
+         a.buffers.back() =
+             makeBuffer(BufferKind::Arena, "s", {2, 4}, 128, DType::F32);
+       }},
+      {"matmul norm sum does not fit in buffer 9 ('s')",
+       [](Artifact &a) {
+         a.buffers.back().shape = {2, 2}, a.buffers.back().bytes = 8;
+       }},
+      {"matmul norm sum overlaps buffer 4 ('t')",
+       [](Artifact &a) { a.buffers.back().offset = 8; }},
+  };
+  for (const Case &c : cases) {
+    Artifact broken = makeRmsSumArtifact();
     c.breakIt(broken);
     SCOPED_TRACE(c.needle);
     expectRejected(broken, c.needle);

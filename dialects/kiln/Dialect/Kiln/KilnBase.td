@@ -92,9 +92,13 @@ def Kiln_GemmEpilogueAttr : AttrDef<Kiln_Dialect, "GemmEpilogue"> {
     order: the matmul, the add of `bias` (the kernel input, by number, added
     to every row), the add of `residual` (a kernel input of the result's
     shape: cuBLASLt's C with beta = 1), then `activation`, with reshapes
-    (views) between them, and last a `kiln.layer_norm` of each row whose
-    scale is input `norm_scale` and whose shift is input `norm_shift`
-    (BERT's post-norm residual blocks). An absent input is -1.
+    (views) between them, and last a `kiln.layer_norm` or `kiln.rms_norm` of
+    each row whose scale is input `norm_scale` and whose shift is input
+    `norm_shift` (none for `kiln.rms_norm`). An absent input is -1. The
+    kernel yields the end of that chain; with a norm it may also yield, as
+    its second result, the value the norm reads: BERT's post-norm residual
+    blocks yield the norm alone, a pre-norm decoder's (GPT-2's LayerNorm,
+    LLaMA's RMSNorm) also the residual sum that later layers add to.
 
     ```mlir
     %y = kiln.kernel gemm(%x, %w, %b) {epilogue = #kiln.gemm_epilogue<bias = 2, activation = gelu>} ...

@@ -339,12 +339,14 @@ static LogicalResult verifyGemmEpilogue(KernelOp kernel,
   if (epilogue.getNormShift() >= 0 && epilogue.getNormScale() < 0)
     return kernel.emitOpError("of kind gemm has a norm shift without a norm "
                               "scale");
+  // The value a row norm reads, which the kernel may also yield.
+  Value normed;
   if (int64_t scale = epilogue.getNormScale(); scale >= 0) {
-    // A LayerNorm of each row of the product: over the last axis only, of
-    // the product's columns (reshapes before it keep them), its scale and
-    // shift kernel inputs of one row.
+    // A LayerNorm or RMSNorm of each row of the product: over the last axis
+    // only, of the product's columns (reshapes before it keep them), its
+    // scale and shift kernel inputs of one row.
     skipReshapes();
-    auto norm = it == ops.end() ? LayerNormOp() : dyn_cast<LayerNormOp>(*it);
+    Operation *norm = it != ops.end() && isRowNorm(&*it) ? &*it : nullptr;
     int64_t shift = epilogue.getNormShift();
     auto type = cast<RankedTensorType>(last.getType());
     int64_t columns =
@@ -354,29 +356,35 @@ static LogicalResult verifyGemmEpilogue(KernelOp kernel,
       return t.getRank() == 1 && t.getShape()[0] == columns &&
              t.getElementType() == type.getElementType();
     };
-    if (!norm || norm.getInput() != last ||
-        norm.getScale() != body.getArgument(scale) ||
-        (shift >= 0 ? norm.getBias() != body.getArgument(shift)
-                    : bool(norm.getBias())))
-      return kernel.emitOpError("of kind gemm has no layer_norm of its "
-                                "product by its norm inputs where its "
+    if (!norm || norm->getOperand(0) != last ||
+        rowNormScale(norm) != body.getArgument(scale) ||
+        (shift >= 0 ? rowNormShift(norm) != body.getArgument(shift)
+                    : bool(rowNormShift(norm))))
+      return kernel.emitOpError("of kind gemm has no layer_norm or rms_norm "
+                                "of its product by its norm inputs where its "
                                 "epilogue says");
-    if (static_cast<int64_t>(norm.getAxis()) != type.getRank() - 1 ||
-        type.getShape().back() != columns || !isRow(norm.getScale()) ||
-        (norm.getBias() && !isRow(norm.getBias())))
+    if (rowNormAxis(norm) != type.getRank() - 1 ||
+        type.getShape().back() != columns || !isRow(rowNormScale(norm)) ||
+        (rowNormShift(norm) && !isRow(rowNormShift(norm))))
       return kernel.emitOpError("of kind gemm normalizes other than the "
                                 "product's rows by scale and shift of one "
                                 "row each");
+    normed = last;
     last = (it++)->getResult(0);
   }
   if (it != ops.end())
     return kernel.emitOpError("of kind gemm has an op its epilogue does not "
                               "name: ")
            << it->getName();
+  // The end of the epilogue; with a norm, maybe also what it normalizes
+  // (a pre-norm block's residual sum, which later layers read).
   OperandRange yielded = cast<YieldOp>(body.getTerminator()).getValues();
-  if (yielded.size() != 1 || yielded.front() != last)
+  bool alsoNormed = yielded.size() == 2 && normed && yielded[1] == normed;
+  if (yielded.empty() || yielded.front() != last ||
+      (yielded.size() != 1 && !alsoNormed))
     return kernel.emitOpError("of kind gemm must yield the end of its "
-                              "epilogue");
+                              "epilogue (and with a norm, maybe what it "
+                              "normalizes)");
   return success();
 }
 

@@ -75,6 +75,18 @@ inline llvm::APFloat rowNormEpsilon(mlir::Operation *op) {
     return norm.getEpsilon();
   return mlir::cast<RmsNormOp>(op).getEpsilon();
 }
+/// What row norm `op` multiplies by.
+inline mlir::Value rowNormScale(mlir::Operation *op) {
+  if (auto norm = mlir::dyn_cast<LayerNormOp>(op))
+    return norm.getScale();
+  return mlir::cast<RmsNormOp>(op).getScale();
+}
+/// What row norm `op` adds last: a LayerNorm's bias, or null.
+inline mlir::Value rowNormShift(mlir::Operation *op) {
+  if (auto norm = mlir::dyn_cast<LayerNormOp>(op))
+    return norm.getBias();
+  return nullptr;
+}
 } // namespace kiln
 
 #endif // KILN_DIALECT_KILN_KILNOPS_H

@@ -44,8 +44,9 @@ constexpr char kArtifactMagic[8] = {'K', 'I', 'L', 'N', 'P', 'L', 'A', 'N'};
 /// and to what the runtime may assume of the kernels: since 11 every kernel
 /// waits for the kernel before it first (kiln_pdl_enter), so that
 /// CudaOptions::pdl may launch it early; 12 added a matmul's LayerNorm; 13
-/// a GEMM kernel's shared memory and tensor maps.
-constexpr uint32_t kArtifactFormatVersion = 13;
+/// a GEMM kernel's shared memory and tensor maps; 14 a matmul's RMSNorm and
+/// the sum its norm also writes.
+constexpr uint32_t kArtifactFormatVersion = 14;
 
 /// Most dimensions a buffer may have.
 constexpr uint32_t kMaxRank = 32;

@@ -159,25 +159,35 @@ struct MatmulStep {
   uint32_t bias = kNoBuffer;
   /// Applied to every element last.
   MatmulActivation activation = MatmulActivation::None;
-  /// A LayerNorm of every row of the result, applied last (kiln-fuse's
-  /// GEMM kernel with a norm epilogue; float16 and bfloat16): the buffer ids
-  /// of its scale and its shift (n elements of `dtype` each; the shift may
-  /// be kNoBuffer), or kNoBuffer without one. The step then runs in two,
-  /// the second `normKernel`, which normalizes each row into C: after
-  /// cuBLASLt (its epilogue as without a norm) it reads C's rows, null
-  /// partials; after one of `kernels` it reads that kernel's fp32 partials,
-  /// whatever its split, and adds the splits, the residual, the bias and
-  /// the activation first. It takes (partials, C, bias, residual, scale,
-  /// shift) as pointers, the
+  /// A LayerNorm, or with `normRms` an RMSNorm, of every row of the
+  /// result, applied last (kiln-fuse's GEMM kernel with a norm epilogue;
+  /// float16 and bfloat16): the buffer ids of its scale and its shift (n
+  /// elements of `dtype` each; the shift may be kNoBuffer, and is for an
+  /// RMSNorm), or kNoBuffer without one. The step then runs in two, the
+  /// second `normKernel`, which normalizes each row into C: after cuBLASLt
+  /// (its epilogue as without a norm, its result written to
+  /// productBuffer()) it reads that buffer's rows, null partials; after one
+  /// of `kernels` it reads that kernel's fp32 partials, whatever its split,
+  /// and adds the splits, the residual, the bias and the activation first,
+  /// and writes the sum to `normSum` where there is one. It takes
+  /// (partials, C, bias, residual, scale, shift, sum) as pointers, the
   /// integers a GemmCandidate's kernels take, then `normEpsilon`'s float
-  /// bits as a `long long`; blocks of any one-dimensional grid with n floats of
-  /// dynamic shared memory.
+  /// bits and `normRms` as `long long`s; blocks of any one-dimensional grid
+  /// with n floats of dynamic shared memory.
   uint32_t normScale = kNoBuffer;
   uint32_t normShift = kNoBuffer;
   float normEpsilon = 0.0f;
   uint32_t normKernel = kNoKernel;
-  /// Whether the step ends in a LayerNorm.
+  bool normRms = false;
+  /// Buffer id of the sum the norm normalizes, laid out as C, where later
+  /// steps read it too (a pre-norm block's residual stream), or kNoBuffer.
+  /// The norm then normalizes the sum as written, rounded to `dtype`.
+  uint32_t normSum = kNoBuffer;
+  /// Whether the step ends in a LayerNorm or an RMSNorm.
   bool hasNorm() const { return normScale != kNoBuffer; }
+  /// Where the product with its epilogue up to the norm lands: the sum a
+  /// norm also writes, else C.
+  uint32_t productBuffer() const { return normSum != kNoBuffer ? normSum : c; }
   /// F32 only: A and B enter the tensor cores as TF32 (8-bit exponent,
   /// 10-bit mantissa, rounded to nearest with ties away from zero), the
   /// products accumulating in fp32 (cuBLASLt's
