@@ -12,6 +12,10 @@ script does the same over export_fresh.py's models (no torch needed):
       TensorRT and onnxruntime's int8 paths consume);
   bert-qdq-fp8: the same with float8 E4M3FN activations and weights (per
       tensor; onnxruntime's form of the FP8 Q/DQ pairs ModelOpt writes);
+  bert-qop-int8: quantize_static in the QOperator format (int8, weights
+      per channel): QLinearMatMul, and com.microsoft QLinearAdd, QLinearMul
+      and QLinearSoftmax between them, with QuantizeLinear and
+      DequantizeLinear only at the edges;
   bert-dynamic-int8, bert-dynamic-uint8: quantize_dynamic, the form
       onnxruntime recommends for Transformers (DynamicQuantizeLinear of
       each activation, MatMulInteger, the scales multiplied after): int8
@@ -85,6 +89,13 @@ def qdq_fp8(source, target, inputs):
                       weight_type=q.QuantType.QFLOAT8E4M3FN)
 
 
+def qop_int8(source, target, inputs):
+    q.quantize_static(source, target, RandomTokens(inputs),
+                      quant_format=q.QuantFormat.QOperator, per_channel=True,
+                      activation_type=q.QuantType.QInt8,
+                      weight_type=q.QuantType.QInt8)
+
+
 def dynamic_int8(source, target, inputs):
     q.quantize_dynamic(source, target, per_channel=True,
                        weight_type=q.QuantType.QInt8)
@@ -116,6 +127,7 @@ def exact_session(path):
 
 MODELS = [("bert-qdq-int8", "bert-torchscript", qdq_int8),
           ("bert-qdq-fp8", "bert-torchscript", qdq_fp8),
+          ("bert-qop-int8", "bert-torchscript", qop_int8),
           ("bert-dynamic-int8", "bert-dynamo", dynamic_int8),
           ("bert-dynamic-uint8", "bert-torchscript", dynamic_uint8),
           ("vit-dynamic-int8", "vit-dynamo", dynamic_int8),

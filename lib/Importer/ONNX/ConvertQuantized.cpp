@@ -403,38 +403,6 @@ struct QuantizedConverter : NodeConverterBase {
     return output(*q);
   }
 
-  /// `round(ratio) + zero` (halves to even; no zero where it is null),
-  /// saturated to the integer type `out` and cast to it, as QuantizeLinear
-  /// writes integers.
-  FailureOr<Value> roundToInteger(Value ratio, Value zero, IntegerType out) {
-    Type f32 = b.getF32Type();
-    Value q = RoundOp::create(b, loc, ratio);
-    if (zero) {
-      auto shifted = broadcast<AddOp>(q, zero);
-      if (failed(shifted))
-        return failure();
-      q = *shifted;
-    }
-    unsigned width = out.getWidth();
-    bool isSigned = !out.isUnsigned();
-    double low = isSigned ? -std::ldexp(1.0, width - 1) : 0.0;
-    double high =
-        isSigned ? std::ldexp(1.0, width - 1) - 1 : std::ldexp(1.0, width) - 1;
-    // NaN (an infinite input over an infinite scale, as a calibration that
-    // saw a -inf mask writes) saturates low, as onnxruntime's CPU kernel
-    // does (its vector max returns the bound).
-    Value floor = importer.scalar(loc, f32, low);
-    Value nan = IsNaNOp::create(b, loc, typeOf(q).clone(b.getI1Type()), q);
-    q = WhereOp::create(b, loc, typeOf(q), nan, floor, q);
-    auto above = broadcast<MaxOp>(q, floor);
-    if (failed(above))
-      return failure();
-    auto within = broadcast<MinOp>(*above, importer.scalar(loc, f32, high));
-    if (failed(within))
-      return failure();
-    return castTo(*within, out);
-  }
-
   //===--------------------------------------------------------------------===//
   // Dynamic quantization: DynamicQuantizeLinear and MatMulInteger
   //===--------------------------------------------------------------------===//

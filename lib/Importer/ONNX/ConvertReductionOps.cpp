@@ -201,25 +201,14 @@ struct ReductionConverter : NodeConverterBase {
     auto x = required(0);
     if (failed(x))
       return failure();
-    int64_t rank = typeOf(*x).getRank();
     bool legacy = importer.opset() < 13;
-    auto ax = axis(intAttr("axis", legacy ? 1 : -1), rank);
+    auto ax = axis(intAttr("axis", legacy ? 1 : -1), typeOf(*x).getRank());
     if (failed(ax))
       return failure();
-    if (!legacy || *ax == rank - 1)
-      return output(OpTy::create(b, loc, *x, *ax));
-    auto shape = sizesOfValue(*x);
-    if (failed(shape))
+    auto y = softmaxAt<OpTy>(*x, *ax, legacy);
+    if (failed(y))
       return failure();
-    std::optional<DimExpr> outer =
-        productOf(ArrayRef<DimExpr>(*shape).take_front(*ax));
-    std::optional<DimExpr> inner =
-        productOf(ArrayRef<DimExpr>(*shape).drop_front(*ax));
-    if (!outer || !inner)
-      return error() << "the element count overflows";
-    Value flat = reshape(*x, SymbolicShape{*outer, *inner});
-    Value y = OpTy::create(b, loc, flat, 1);
-    return output(reshape(y, *shape));
+    return output(*y);
   }
 
   /// A constant integer input holding one value (CumSum's axis, TopK's K).

@@ -16,6 +16,36 @@ using namespace mlir;
 
 namespace kiln {
 
+FailureOr<Value> NodeConverterBase::roundToInteger(Value ratio, Value zero,
+                                                   IntegerType out) {
+  Type f32 = b.getF32Type();
+  Value q = RoundOp::create(b, loc, ratio);
+  if (zero) {
+    auto shifted = broadcast<AddOp>(q, zero);
+    if (failed(shifted))
+      return failure();
+    q = *shifted;
+  }
+  unsigned width = out.getWidth();
+  bool isSigned = !out.isUnsigned();
+  double low = isSigned ? -std::ldexp(1.0, width - 1) : 0.0;
+  double high =
+      isSigned ? std::ldexp(1.0, width - 1) - 1 : std::ldexp(1.0, width) - 1;
+  // NaN (an infinite input over an infinite scale, as a calibration that
+  // saw a -inf mask writes) saturates low, as onnxruntime's CPU kernel
+  // does (its vector max returns the bound).
+  Value floor = importer.scalar(loc, f32, low);
+  Value nan = IsNaNOp::create(b, loc, typeOf(q).clone(b.getI1Type()), q);
+  q = WhereOp::create(b, loc, typeOf(q), nan, floor, q);
+  auto above = broadcast<MaxOp>(q, floor);
+  if (failed(above))
+    return failure();
+  auto within = broadcast<MinOp>(*above, importer.scalar(loc, f32, high));
+  if (failed(within))
+    return failure();
+  return castTo(*within, out);
+}
+
 FailureOr<Value> NodeConverterBase::concat(ArrayRef<Value> parts,
                                            int64_t axis) {
   SmallVector<Value> present;

@@ -137,6 +137,34 @@ struct NodeConverterBase {
   /// largest.
   mlir::Value castToFloat8(mlir::Value x, mlir::Type to, bool saturate);
 
+  /// `round(ratio) + zero` (halves to even; no zero where it is null),
+  /// saturated to the integer type `out` and cast to it, as QuantizeLinear
+  /// writes integers (NaN saturates low).
+  mlir::FailureOr<mlir::Value>
+  roundToInteger(mlir::Value ratio, mlir::Value zero, mlir::IntegerType out);
+
+  /// Softmax or LogSoftmax (`OpTy`) of `x` at `axis` (in range); `legacy`
+  /// (before opset 13) normalizes `x` flattened to 2-D at `axis`.
+  template <typename OpTy>
+  mlir::FailureOr<mlir::Value> softmaxAt(mlir::Value x, int64_t axis,
+                                         bool legacy) {
+    int64_t rank = typeOf(x).getRank();
+    if (!legacy || axis == rank - 1)
+      return OpTy::create(b, loc, x, axis).getResult();
+    auto shape = sizesOfValue(x);
+    if (mlir::failed(shape))
+      return mlir::failure();
+    std::optional<DimExpr> outer =
+        productOf(llvm::ArrayRef<DimExpr>(*shape).take_front(axis));
+    std::optional<DimExpr> inner =
+        productOf(llvm::ArrayRef<DimExpr>(*shape).drop_front(axis));
+    if (!outer || !inner)
+      return error() << "the element count overflows";
+    mlir::Value flat = reshape(x, SymbolicShape{*outer, *inner});
+    mlir::Value y = OpTy::create(b, loc, flat, 1);
+    return reshape(y, *shape);
+  }
+
   /// `OpTy(lhs, rhs)` with numpy broadcasting; the shape function reports a
   /// mismatch at the node.
   template <typename OpTy>

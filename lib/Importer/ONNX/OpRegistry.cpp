@@ -29,7 +29,7 @@ static const llvm::StringMap<ConvertNodeFn> &registry() {
           getLoopConversions, getAttentionConversions,
           getGroupQueryAttentionConversions, getMicrosoftAttentionConversions,
           getFusedConversions, getRotaryEmbeddingConversions,
-          getQuantizedConversions})
+          getQuantizedConversions, getQLinearConversions})
       for (const OpConversion &op : family()) {
         bool added = all.try_emplace(opKey(op.domain, op.opType), op.convert)
                          .second;
@@ -97,7 +97,12 @@ static bool takesSymbolicDims(const onnx::NodeProto &node) {
       "Attention",
       "MultiHeadAttention",
       "MatMulNBits",
-      "GatherBlockQuantized"};
+      "GatherBlockQuantized",
+      "QLinearAdd",
+      "QLinearMul",
+      "QLinearSigmoid",
+      "QLinearLeakyRelu",
+      "QLinearSoftmax"};
   if (node.domain() == kMicrosoftDomain)
     return readyMicrosoft.contains(node.op_type());
   return isDefaultDomain(node.domain()) && ready.contains(node.op_type());

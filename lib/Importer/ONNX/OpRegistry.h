@@ -45,6 +45,7 @@ llvm::ArrayRef<OpConversion> getReductionConversions();
 llvm::ArrayRef<OpConversion> getDataMovementConversions();
 llvm::ArrayRef<OpConversion> getScatterConversions();
 llvm::ArrayRef<OpConversion> getQuantizedConversions();
+llvm::ArrayRef<OpConversion> getQLinearConversions();
 llvm::ArrayRef<OpConversion> getConvConversions();
 llvm::ArrayRef<OpConversion> getEinsumConversions();
 llvm::ArrayRef<OpConversion> getLoopConversions();

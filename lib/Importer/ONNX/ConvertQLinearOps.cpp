@@ -1,0 +1,248 @@
+//===- ConvertQLinearOps.cpp - onnxruntime's QOperator elementwise ops ----===//
+//
+// onnxruntime's quantize_static with QuantFormat.QOperator writes quantized
+// operators of 8-bit tensors, each taking the scale and zero point (one
+// value each) of its inputs and of its output: QLinearMatMul
+// (ConvertQuantized.cpp) and, in the com.microsoft domain, QLinearAdd and
+// QLinearMul (a BERT's bias and residual adds, its attention scale and
+// GELU's products), QLinearSoftmax, QLinearSigmoid and QLinearLeakyRelu.
+//
+// Each imports as its arithmetic in fp32: the inputs less their zero points,
+// the float op, then the result rounded (halves to even), shifted by the
+// output's zero point and saturated, as QuantizeLinear writes integers.
+// QLinearAdd and QLinearMul scale as onnxruntime's CPU kernels do: by the
+// ratios of the input scales to the output's (A_scale / C_scale and
+// B_scale / C_scale; A_scale * B_scale / C_scale), computed once. The
+// unary ops dequantize, apply the float op and quantize, which is what
+// the lookup tables onnxruntime builds for them hold.
+//
+//===----------------------------------------------------------------------===//
+
+#include "GraphImporter.h"
+#include "NodeConverter.h"
+#include "OpRegistry.h"
+
+#include "kiln/Dialect/Kiln/QuantizedActivations.h"
+
+using namespace mlir;
+
+namespace kiln {
+
+namespace {
+
+struct QLinearConverter : NodeConverterBase {
+  using NodeConverterBase::NodeConverterBase;
+
+  /// An 8-bit tensor's quantization: its scale and, where given, its zero
+  /// point (of its type), each one value, as fp32 scalars.
+  struct Quantization {
+    Value scale, zero;
+  };
+
+  /// Input `x`'s 8-bit integer type, or an error naming `what`.
+  FailureOr<IntegerType> byteType(Value x, StringRef what) {
+    if (!holdsBytes(x))
+      return error() << what << " must be an 8-bit integer tensor, got "
+                     << typeOf(x).getElementType();
+    return cast<IntegerType>(typeOf(x).getElementType());
+  }
+
+  /// The scale (input `scale`, required) and zero point (input `zero`,
+  /// optional) of a tensor of `type`, named `what` in errors.
+  FailureOr<Quantization> quantizationOf(int scale, int zero, Type type,
+                                         StringRef what) {
+    auto s = required(scale);
+    if (failed(s))
+      return failure();
+    if (!typeOf(*s).getElementType().isF32() || !holdsOneValue(*s))
+      return error() << what << "'s scale must be one float, got "
+                     << typeOf(*s);
+    Quantization q{reshape(*s, ArrayRef<int64_t>{}), Value()};
+    if (Value z = importer.input(node, zero)) {
+      if (typeOf(z).getElementType() != type || !holdsOneValue(z))
+        return error() << what << "'s zero point must be one " << type
+                       << ", got " << typeOf(z);
+      q.zero = importer.foldConstant(
+          castTo(reshape(z, ArrayRef<int64_t>{}), b.getF32Type()));
+    }
+    return q;
+  }
+
+  /// `x` less its zero point, in fp32.
+  Value centred(Value x, const Quantization &q) {
+    Value f = castTo(x, b.getF32Type());
+    if (!q.zero)
+      return f;
+    return SubOp::create(b, loc, typeOf(f), f, q.zero);
+  }
+
+  /// QLinearAdd: `(A - A_zero) * (A_scale / C_scale) + (B - B_zero) *
+  /// (B_scale / C_scale)`, quantized with C's zero point.
+  LogicalResult convertQLinearAdd() {
+    auto operands = binaryOperands();
+    if (failed(operands))
+      return failure();
+    auto [a, qa, bIn, qb, qc, type] = *operands;
+    auto ratioA = ratio(qa.scale, qc.scale);
+    auto ratioB = ratio(qb.scale, qc.scale);
+    Value lhs = MulOp::create(b, loc, typeOf(a).clone(b.getF32Type()),
+                              centred(a, qa), ratioA);
+    Value rhs = MulOp::create(b, loc, typeOf(bIn).clone(b.getF32Type()),
+                              centred(bIn, qb), ratioB);
+    auto sum = broadcast<AddOp>(lhs, rhs);
+    if (failed(sum))
+      return failure();
+    return quantized(*sum, qc.zero, type);
+  }
+
+  /// QLinearMul: `(A - A_zero) * (B - B_zero) * (A_scale * B_scale /
+  /// C_scale)`, quantized with C's zero point. The product of two 8-bit
+  /// differences is exact in fp32.
+  LogicalResult convertQLinearMul() {
+    auto operands = binaryOperands();
+    if (failed(operands))
+      return failure();
+    auto [a, qa, bIn, qb, qc, type] = *operands;
+    Value scales = MulOp::create(b, loc, typeOf(qa.scale), qa.scale, qb.scale);
+    Value multiplier = ratio(scales, qc.scale);
+    auto product = broadcast<MulOp>(centred(a, qa), centred(bIn, qb));
+    if (failed(product))
+      return failure();
+    Value scaled =
+        MulOp::create(b, loc, typeOf(*product), *product, multiplier);
+    return quantized(scaled, qc.zero, type);
+  }
+
+  /// QLinearSigmoid: the sigmoid of X dequantized, quantized as Y.
+  LogicalResult convertQLinearSigmoid() {
+    return convertUnary([&](Value x) -> FailureOr<Value> {
+      return SigmoidOp::create(b, loc, x).getResult();
+    });
+  }
+
+  /// QLinearLeakyRelu: `x` where X dequantized is at least 0, else `alpha *
+  /// x`, quantized as Y.
+  LogicalResult convertQLinearLeakyRelu() {
+    float alpha = floatAttr("alpha", 0.01f);
+    return convertUnary([&](Value x) -> FailureOr<Value> {
+      Type f32 = b.getF32Type();
+      Value below = LessOp::create(b, loc, typeOf(x).clone(b.getI1Type()), x,
+                                   importer.scalar(loc, f32, 0.0));
+      Value leaked =
+          MulOp::create(b, loc, typeOf(x), x, importer.scalar(loc, f32, alpha));
+      return WhereOp::create(b, loc, typeOf(x), below, leaked, x).getResult();
+    });
+  }
+
+  /// QLinearSoftmax: Softmax of X dequantized at `axis`, with the
+  /// semantics of Softmax at opset `opset` (before 13, of the input
+  /// flattened to 2-D at `axis`, which defaults to 1), quantized as Y. A
+  /// NaN probability is the integer 0, as onnxruntime's kernel writes it
+  /// (where QuantizeLinear saturates NaN low): a BERT's scores quantized
+  /// after a calibration that saw the -inf mask have an infinite X_scale,
+  /// and every probability is NaN.
+  LogicalResult convertQLinearSoftmax() {
+    int64_t opset = intAttr("opset", 0);
+    if (opset < 1)
+      return error() << "needs its opset attribute (Softmax's opset)";
+    bool legacy = opset < 13;
+    return convertUnary(
+        [&](Value x) -> FailureOr<Value> {
+          auto ax = axis(intAttr("axis", legacy ? 1 : -1), typeOf(x).getRank());
+          if (failed(ax))
+            return failure();
+          return softmaxAt<SoftmaxOp>(x, *ax, legacy);
+        },
+        /*nanIsZero=*/true);
+  }
+
+private:
+  /// The operands of QLinearAdd and QLinearMul: A, its quantization, B,
+  /// its quantization, C's quantization, and their 8-bit type.
+  struct BinaryOperands {
+    Value a;
+    Quantization qa;
+    Value bIn;
+    Quantization qb, qc;
+    IntegerType type;
+  };
+
+  FailureOr<BinaryOperands> binaryOperands() {
+    auto a = required(0), bIn = required(3);
+    if (failed(a) || failed(bIn))
+      return failure();
+    auto type = byteType(*a, "A");
+    if (failed(type))
+      return failure();
+    if (typeOf(*bIn).getElementType() != *type)
+      return error() << "B must have A's type " << *type << ", got "
+                     << typeOf(*bIn).getElementType();
+    auto qa = quantizationOf(1, 2, *type, "A");
+    auto qb = quantizationOf(4, 5, *type, "B");
+    auto qc = quantizationOf(6, 7, *type, "C");
+    if (failed(qa) || failed(qb) || failed(qc))
+      return failure();
+    return BinaryOperands{*a, *qa, *bIn, *qb, *qc, *type};
+  }
+
+  /// `numerator / denominator` of two fp32 scalars.
+  Value ratio(Value numerator, Value denominator) {
+    return DivOp::create(b, loc, typeOf(numerator), numerator, denominator);
+  }
+
+  /// `value` rounded, shifted by `zero` and saturated to `type`; with
+  /// `nanIsZero`, a NaN value is the integer 0.
+  LogicalResult quantized(Value value, Value zero, IntegerType type,
+                          bool nanIsZero = false) {
+    auto q = roundToInteger(value, zero, type);
+    if (failed(q))
+      return failure();
+    if (!nanIsZero)
+      return output(*q);
+    Value nan =
+        IsNaNOp::create(b, loc, typeOf(value).clone(b.getI1Type()), value);
+    Value none = importer.scalar(loc, type, 0.0);
+    return output(WhereOp::create(b, loc, typeOf(*q), nan, none, *q));
+  }
+
+  /// X (input 0, quantized by inputs 1 and 2) dequantized, `op` applied,
+  /// and quantized by inputs 3 and 4 (Y's scale and zero point).
+  template <typename Op>
+  LogicalResult convertUnary(Op op, bool nanIsZero = false) {
+    auto x = required(0);
+    if (failed(x))
+      return failure();
+    auto type = byteType(*x, "X");
+    if (failed(type))
+      return failure();
+    auto qx = quantizationOf(1, 2, *type, "X");
+    auto qy = quantizationOf(3, 4, *type, "Y");
+    if (failed(qx) || failed(qy))
+      return failure();
+    Value dequantized = MulOp::create(b, loc, typeOf(*x).clone(b.getF32Type()),
+                                      centred(*x, *qx), qx->scale);
+    auto y = op(dequantized);
+    if (failed(y))
+      return failure();
+    return quantized(ratio(*y, qy->scale), qy->zero, *type, nanIsZero);
+  }
+};
+
+} // namespace
+
+ArrayRef<OpConversion> getQLinearConversions() {
+  using C = QLinearConverter;
+  static const OpConversion table[] = {
+      {kMicrosoftDomain, "QLinearAdd", convertWith<C, &C::convertQLinearAdd>},
+      {kMicrosoftDomain, "QLinearMul", convertWith<C, &C::convertQLinearMul>},
+      {kMicrosoftDomain, "QLinearSigmoid",
+       convertWith<C, &C::convertQLinearSigmoid>},
+      {kMicrosoftDomain, "QLinearLeakyRelu",
+       convertWith<C, &C::convertQLinearLeakyRelu>},
+      {kMicrosoftDomain, "QLinearSoftmax",
+       convertWith<C, &C::convertQLinearSoftmax>},
+  };
+  return table;
+}
+
+} // namespace kiln
