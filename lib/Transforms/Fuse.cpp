@@ -58,6 +58,18 @@ bool movesData(Operation *op) {
   return isDataMovement(op) || isa<SizesOp, DequantizeOp>(op);
 }
 
+/// Whether `op` computes one value, cheaply enough that each kernel that
+/// reads it may compute it again where it reads it: an elementwise op or
+/// data movement with one element (a dynamic quantization's scale and zero
+/// point, a slice of its extremes).
+bool isCheapScalar(Operation *op) {
+  if (op->getNumResults() != 1 ||
+      !(isElementwise(op) || (isDataMovement(op) && !isa<GatherOp>(op))))
+    return false;
+  auto type = dyn_cast<RankedTensorType>(op->getResult(0).getType());
+  return type && type.hasStaticShape() && type.getNumElements() == 1;
+}
+
 /// One fused group being built.
 struct Group {
   KernelKind kind;
@@ -97,7 +109,9 @@ struct Group {
           !(isElementwise(producer) || movesData(producer)) ||
           !allUsesInside(producer))
         continue;
-      if (isElementwise(producer) &&
+      // A cheap scalar is computed again at every element that reads it
+      // (duplicateCheapScalars): a few flops, for a kernel of its own.
+      if (isElementwise(producer) && !isCheapScalar(producer) &&
           llvm::any_of(producer->getUsers(), [&](Operation *user) {
             return isElementwise(user) && !sameResultShape(user, producer);
           }))
@@ -663,6 +677,41 @@ void pairCacheUpdates(SmallVectorImpl<Group> &groups) {
   }
 }
 
+/// Gives every elementwise or data-movement reader of a cheap scalar
+/// (isCheapScalar) that no group has taken a copy of its own, consumers
+/// first, so that the copy joins the reader's kernel (a producer joins only
+/// a group that holds all its readers), and erases the original where
+/// nothing else reads it: a dynamic quantization's scale and zero point are
+/// then computed inside the kernel that quantizes, not each by a
+/// one-element kernel of its own. Readers in groups already built (a GEMM
+/// that takes a scale or zero point as its operand) keep reading the
+/// original.
+void duplicateCheapScalars(func::FuncOp func,
+                           const llvm::DenseSet<Operation *> &taken) {
+  SmallVector<Operation *> scalars;
+  func.walk([&](Operation *op) {
+    if (op->getParentOp() == func && isCheapScalar(op) && !taken.contains(op))
+      scalars.push_back(op);
+  });
+  for (Operation *op : llvm::reverse(scalars)) {
+    SmallVector<OpOperand *> copied;
+    for (OpOperand &use : op->getUses()) {
+      Operation *user = use.getOwner();
+      if ((isElementwise(user) || isDataMovement(user)) &&
+          !taken.contains(user))
+        copied.push_back(&use);
+    }
+    if (copied.size() < 2 && op->hasOneUse())
+      continue;
+    for (OpOperand *use : copied) {
+      OpBuilder b(use->getOwner());
+      use->set(b.clone(*op)->getResult(0));
+    }
+    if (op->use_empty())
+      op->erase();
+  }
+}
+
 /// Replaces the group's ops by one kiln.kernel placed at the root.
 void outlineGroup(Group &group) {
   SmallVector<Operation *> ops = group.members.takeVector();
@@ -804,6 +853,9 @@ struct KilnFusePass : public kiln::impl::KilnFusePassBase<KilnFusePass> {
         groups.push_back(std::move(*group));
       }
     });
+
+    // The readers left make copies of the scalars they read.
+    duplicateCheapScalars(func, taken);
 
     // Reductions next, so that they claim their epilogues before the
     // elementwise groups below see them.

@@ -1256,3 +1256,66 @@ func.func @negative_cache_update_read_between(%kc: tensor<1x2x8x4xf32>, %vc: ten
   %vu = kiln.update_slice %vc, %v {axis = 2 : i64, offset = "5"} : (tensor<1x2x8x4xf32>, tensor<1x2x1x4xf32>) -> tensor<1x2x8x4xf32>
   return %ku, %vu, %e : tensor<1x2x8x4xf32>, tensor<1x2x8x4xf32>, tensor<1x2x8x4xf32>
 }
+
+// -----
+
+// A cheap scalar (one element: a dynamic quantization's scale and zero
+// point, from the extremes one reduction wrote) read by several
+// elementwise kernels: each computes it again where it reads it, through
+// the slices of the extremes, rather than a one-element kernel writing it.
+// Here both the quantize and a second elementwise reader take the chain in;
+// no kernel computes the scalar alone.
+// CHECK-LABEL: func @cheap_scalars_duplicated
+// CHECK: %[[R:.*]] = kiln.kernel reduction(%arg0)
+// CHECK: kiln.kernel elementwise(%[[R]], %{{.*}}, %arg0)
+// CHECK: kiln.slice
+// CHECK: kiln.div
+// CHECK: kiln.round
+// CHECK: kiln.kernel elementwise(%[[R]], %{{.*}}, %arg1)
+// CHECK: kiln.slice
+// CHECK: kiln.mul
+// CHECK-NOT: kiln.kernel
+func.func @cheap_scalars_duplicated(%x: tensor<4x8xf32>, %y: tensor<3xf32>) -> (tensor<4x8xf32>, tensor<3xf32>) {
+  %m = kiln.reduce_max %x {axes = array<i64: 1>, keepdims = false} : tensor<4x8xf32> -> tensor<4xf32>
+  %s = kiln.slice %m {starts = array<i64: 1>, strides = array<i64: 1>} : tensor<4xf32> -> tensor<1xf32>
+  %r = kiln.reshape %s : tensor<1xf32> -> tensor<f32>
+  %c = kiln.constant dense<2.550000e+02> : tensor<f32>
+  %scale = kiln.div %r, %c : (tensor<f32>, tensor<f32>) -> tensor<f32>
+  %q = kiln.div %x, %scale : (tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+  %qr = kiln.round %q : tensor<4x8xf32>
+  %w = kiln.mul %y, %scale : (tensor<3xf32>, tensor<f32>) -> tensor<3xf32>
+  return %qr, %w : tensor<4x8xf32>, tensor<3xf32>
+}
+
+// -----
+
+// negative_: a scalar the function returns (DynamicQuantizeLinear's scale
+// output) stays a kernel of its own for that reader, while an elementwise
+// reader computes its own copy; and a two-element value is not a scalar:
+// one kernel writes it, two read it.
+// CHECK-LABEL: func @negative_scalars_kept
+// CHECK: %[[S:.*]] = kiln.kernel elementwise(%arg1)
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: kiln.exp
+// CHECK-NEXT: kiln.yield
+// CHECK: kiln.kernel elementwise(%arg1, %arg0)
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: kiln.exp
+// CHECK-NEXT: kiln.add
+// CHECK: %[[P:.*]] = kiln.kernel elementwise(%arg2)
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: kiln.exp
+// CHECK-NEXT: kiln.yield
+// CHECK: %[[V:.*]] = kiln.reshape %[[P]]
+// CHECK: kiln.kernel elementwise(%arg3, %[[V]])
+// CHECK: kiln.kernel elementwise(%arg3, %[[V]])
+// CHECK: return {{.*}}, %[[S]]
+func.func @negative_scalars_kept(%a: tensor<4x8xf32>, %t: tensor<f32>, %u: tensor<2xf32>, %v: tensor<2x5xf32>) -> (tensor<4x8xf32>, tensor<2x5xf32>, tensor<2x5xf32>, tensor<f32>) {
+  %s = kiln.exp %t : tensor<f32>
+  %e = kiln.add %a, %s : (tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+  %pair = kiln.exp %u : tensor<2xf32>
+  %pr = kiln.reshape %pair : tensor<2xf32> -> tensor<2x1xf32>
+  %one = kiln.mul %v, %pr : (tensor<2x5xf32>, tensor<2x1xf32>) -> tensor<2x5xf32>
+  %two = kiln.sub %v, %pr : (tensor<2x5xf32>, tensor<2x1xf32>) -> tensor<2x5xf32>
+  return %e, %one, %two, %s : tensor<4x8xf32>, tensor<2x5xf32>, tensor<2x5xf32>, tensor<f32>
+}

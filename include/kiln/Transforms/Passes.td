@@ -348,7 +348,10 @@ def KilnFusePass : Pass<"kiln-fuse", "mlir::func::FuncOp"> {
       the product's columns (shape [n] or [1, ..., 1, n]), then an add of a
       residual of the product's own shape (read as cuBLASLt's C, beta = 1),
       then a `kiln.relu` or a `kiln.gelu`, each the only user of the one
-      before (reshapes between them included). cuBLASLt's
+      before (reshapes between them included), and for a 16-bit product a
+      `kiln.layer_norm` or `kiln.rms_norm` of each row last, the kernel
+      also yielding the sum it normalizes where later ops read that too
+      (a pre-norm block's residual stream). cuBLASLt's
       GELU is the tanh form: the erf form joins only a 16-bit product, whose
       own rounding exceeds the two forms' difference (4.7e-4 at most). A
       16-bit product by the transpose of block-quantized weights
@@ -373,7 +376,11 @@ def KilnFusePass : Pass<"kiln-fuse", "mlir::func::FuncOp"> {
       and the `kiln.dequantize` that feed it alone, at any shape: the kernel
       reads through them at a remapped index. An elementwise producer joins only where its users
       read it at its own shape (not broadcast, which would compute it again
-      per element read);
+      per element read), except one of one element: such one-element
+      arithmetic and data movement (a dynamic quantization's scale and zero
+      point) is copied into each elementwise kernel that reads it, a few
+      flops an element for a launch, and kept as a kernel of its own only
+      for readers already in other kernels (a GEMM's scale operand);
     - a data-movement op left over roots such a group too (an `elementwise`
       kernel with its producers), or alone a `copy` kernel; top_k is a
       `sort` kernel;

@@ -413,8 +413,8 @@ struct QuantizedConverter : NodeConverterBase {
   /// (high - low) / 255, zero point = round(-low / scale) within [0, 255],
   /// and x quantized with them as QuantizeLinear does. An all-zero x has
   /// scale 1, as onnxruntime's CPU kernel gives (ONNX's reference divides
-  /// by zero there). The extremes are reduced in two steps
-  /// (wholeReduction).
+  /// by zero there). Both extremes come from one reduction, in two steps
+  /// (extremesOf).
   LogicalResult convertDynamicQuantizeLinear() {
     auto x = required(0);
     if (failed(x))
@@ -425,18 +425,24 @@ struct QuantizedConverter : NodeConverterBase {
     Type f32 = b.getF32Type();
     auto one = RankedTensorType::get({}, f32);
     Value zero = importer.scalar(loc, f32, 0.0);
-    auto least = wholeReduction<ReduceMinOp>(*x);
-    auto most = wholeReduction<ReduceMaxOp>(*x);
-    if (failed(least) || failed(most))
+    auto extremes = extremesOf(*x);
+    if (failed(extremes))
       return failure();
-    Value low = MinOp::create(b, loc, *least, zero);
-    Value high = MaxOp::create(b, loc, *most, zero);
-    Value range = SubOp::create(b, loc, high, low);
-    Value empty = EqualOp::create(b, loc, one.clone(b.getI1Type()), high, low);
+    // high = max(max(x), 0) and -low = max(-min(x), 0), both at least 0:
+    // the range is empty (high == low) exactly where their sum is 0.
+    auto widened = broadcast<MaxOp>(*extremes, zero);
+    if (failed(widened))
+      return failure();
+    Value high = reshape(slice(*widened, 0, 0, 1), ArrayRef<int64_t>{});
+    Value negLow = reshape(slice(*widened, 0, 1, 1), ArrayRef<int64_t>{});
+    Value range = AddOp::create(b, loc, high, negLow);
+    Value empty =
+        EqualOp::create(b, loc, one.clone(b.getI1Type()), range, zero);
     Value scale = WhereOp::create(
         b, loc, one, empty, importer.scalar(loc, f32, 1.0),
         DivOp::create(b, loc, range, importer.scalar(loc, f32, 255.0)));
-    Value lowest = NegOp::create(b, loc, DivOp::create(b, loc, low, scale));
+    // -low / scale, rounded within [0, 255].
+    Value lowest = DivOp::create(b, loc, negLow, scale);
     Value clamped = MinOp::create(b, loc, MaxOp::create(b, loc, lowest, zero),
                                   importer.scalar(loc, f32, 255.0));
     Value zeroPoint = RoundOp::create(b, loc, clamped);
@@ -450,23 +456,37 @@ struct QuantizedConverter : NodeConverterBase {
     return output(castTo(zeroPoint, u8), 2);
   }
 
-  /// The minimum or maximum (OpTy) of all of `x`, in two steps where it
-  /// has more than one dim: over the last dim, a row kernel of many blocks,
-  /// then over the rows' results. One reduction of the whole tensor would
-  /// be one block's work. Exact either way: the extremes do not round.
-  template <typename OpTy> FailureOr<Value> wholeReduction(Value x) {
-    int64_t rank = typeOf(x).getRank();
-    if (rank >= 2) {
+  /// `[max(x), max(-x)]` over all of `x`: one reduction of x and -x
+  /// stacked (its kernel reads x once a block for both), in two steps
+  /// where x has more than one dim: over the last dim, a row kernel of
+  /// many blocks, then over the rows' results. One reduction of the whole
+  /// tensor would be one block's work. Exact: the extremes and the
+  /// negation do not round.
+  FailureOr<Value> extremesOf(Value x) {
+    RankedTensorType xType = typeOf(x);
+    SmallVector<int64_t> unit{1};
+    llvm::append_range(unit, xType.getShape());
+    auto oneMore = xType.clone(unit);
+    Value stacked[] = {
+        ReshapeOp::create(b, loc, oneMore, x),
+        ReshapeOp::create(b, loc, oneMore, NegOp::create(b, loc, x))};
+    auto both = concat(stacked, 0);
+    if (failed(both))
+      return failure();
+    Value v = *both;
+    int64_t rank = typeOf(v).getRank();
+    if (rank >= 3) {
       int64_t last[] = {rank - 1};
-      auto rowType = inferReduceType(loc, typeOf(x), last, false);
+      auto rowType = inferReduceType(loc, typeOf(v), last, false);
       if (failed(rowType))
         return failure();
-      x = OpTy::create(b, loc, *rowType, x, last, false);
+      v = ReduceMaxOp::create(b, loc, *rowType, v, last, false);
     }
-    auto every = llvm::to_vector(llvm::seq<int64_t>(0, typeOf(x).getRank()));
-    return OpTy::create(b, loc, RankedTensorType::get({}, b.getF32Type()), x,
-                        every, false)
-        .getResult();
+    auto rest = llvm::to_vector(llvm::seq<int64_t>(1, typeOf(v).getRank()));
+    if (rest.empty()) // x was one value
+      return v;
+    auto pair = RankedTensorType::get({2}, xType.getElementType());
+    return ReduceMaxOp::create(b, loc, pair, v, rest, false).getResult();
   }
 
   /// MatMulInteger: `(A - a_zero_point) . (B - b_zero_point)` of 8-bit
