@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "MixedPrecisionRules.h"
+#include "RecomposePatterns.h"
 
 #include "kiln/Dialect/Kiln/KilnOps.h"
 #include "kiln/Dialect/Kiln/TensorNames.h"
@@ -204,14 +205,36 @@ void Assigner::collectQuantizers() {
       islandRules.try_emplace(member, "quantize");
 }
 
-/// The `integer-product` island: a matmul whose result goes only into
-/// casts to integers, maybe through views (MatMulInteger's and
-/// ConvInteger's product, the fp32 sum of whole numbers cast to int32).
-/// In 16 bits the sums lose whole numbers past 2048 and overflow past
-/// 65504 (an 8-bit patch embedding's sums reach hundreds of thousands), so
-/// the product stays f32. Its 8-bit differences are exact in any float
-/// type. Not a precision choice, so --disable-fp32-islands has no name for
-/// it.
+/// Whether `v` holds whole numbers of 8 bits or so, exactly: an 8-bit (or
+/// narrower) integer cast to float, less a constant or another such value
+/// (a zero point), through views; or weights dequantized with scales of 1
+/// (MatMulInteger's and QLinearMatMul's packed B).
+static bool holdsByteDifferences(Value v) {
+  Operation *def = v.getDefiningOp();
+  if (auto view = dyn_cast_or_null<ReshapeOp>(def))
+    return holdsByteDifferences(view.getInput());
+  if (auto cast = dyn_cast_or_null<CastOp>(def)) {
+    auto integer = dyn_cast<IntegerType>(elementTypeOf(cast.getInput()));
+    return integer && integer.getWidth() > 1 && integer.getWidth() <= 8;
+  }
+  if (auto sub = dyn_cast_or_null<SubOp>(def))
+    return holdsByteDifferences(sub.getLhs()) &&
+           (sub.getRhs().getDefiningOp<ConstantOp>() ||
+            holdsByteDifferences(sub.getRhs()));
+  if (auto dequantize = dyn_cast_or_null<DequantizeOp>(def))
+    return splatValue(dequantize.getScales()) == 1.0;
+  return false;
+}
+
+/// The `integer-product` island: a matmul of 8-bit differences
+/// (holdsByteDifferences: MatMulInteger's, ConvInteger's and
+/// QLinearMatMul's product), or one whose result goes only into casts to
+/// integers, maybe through views: the fp32 sum of whole numbers, cast to
+/// int32 or requantized. In 16 bits the sums lose whole numbers past 2048
+/// and overflow past 65504 (an 8-bit patch embedding's sums reach hundreds
+/// of thousands), so the product stays f32. Its 8-bit differences are
+/// exact in any float type. Not a precision choice, so
+/// --disable-fp32-islands has no name for it.
 void Assigner::collectIntegerProducts() {
   std::function<bool(Value)> castToIntegers = [&](Value v) {
     return !v.use_empty() && llvm::all_of(v.getUsers(), [&](Operation *user) {
@@ -227,7 +250,9 @@ void Assigner::collectIntegerProducts() {
   for (Operation &op : block) {
     auto matmul = dyn_cast<MatmulOp>(op);
     if (!matmul || !wasF32.contains(matmul.getResult()) ||
-        !castToIntegers(matmul.getResult()))
+        !(castToIntegers(matmul.getResult()) ||
+          (holdsByteDifferences(matmul.getLhs()) &&
+           holdsByteDifferences(matmul.getRhs()))))
       continue;
     islandRules.try_emplace(matmul, "integer-product");
     SmallVector<Value> views{matmul.getResult()};

@@ -350,22 +350,36 @@ bool kiln::rt::validatePlan(const Artifact &a, std::string &error,
         if (sameStorageOverlap(bc, bias))
           return fail(where + "matmul output c overlaps its bias");
       }
-      if (m.residual != kNoBuffer) {
-        if (!checkId(m.residual, "matmul residual"))
-          return false;
-        const Buffer &residual = a.buffers[m.residual];
-        if (residual.dtype != m.dtype)
-          return fail(where + "matmul residual " + bufName(m.residual) +
-                      " must be " + dtypeName(m.dtype));
-        if (!matmulOperandFits(residual, m.outerBatch, m.outerStrideC, m.batch,
+      // A buffer laid out as C (the residual, a norm's sum): of the step's
+      // type, holding every batch's m x n at C's strides.
+      auto laidOutAsC = [&](uint32_t id, const std::string &what) {
+        const Buffer &buffer = a.buffers[id];
+        if (buffer.dtype != m.dtype)
+          return fail(where + what + " " + bufName(id) + " must be " +
+                      dtypeName(m.dtype));
+        if (!matmulOperandFits(buffer, m.outerBatch, m.outerStrideC, m.batch,
                                m.strideC, m.m, m.n))
-          return fail(where + "matmul residual does not fit in " +
-                      bufName(m.residual));
-        // Read while C is written: the same storage, or none of it.
-        if (sameStorageOverlap(bc, residual) &&
-            (bc.offset != residual.offset || bc.kind != residual.kind))
-          return fail(where + "matmul output c partly overlaps its residual");
-      }
+          return fail(where + what + " does not fit in " + bufName(id));
+        return true;
+      };
+      // The residual is read where `written` is written, element by
+      // element: the same storage, or none of it.
+      auto apartFromResidual = [&](const Buffer &written,
+                                   const std::string &what) {
+        if (m.residual == kNoBuffer)
+          return true;
+        const Buffer &residual = a.buffers[m.residual];
+        if (sameStorageOverlap(written, residual) &&
+            (written.offset != residual.offset ||
+             written.kind != residual.kind))
+          return fail(where + what + " partly overlaps its residual");
+        return true;
+      };
+      if (m.residual != kNoBuffer &&
+          (!checkId(m.residual, "matmul residual") ||
+           !laidOutAsC(m.residual, "matmul residual") ||
+           !apartFromResidual(bc, "matmul output c")))
+        return false;
       if (std::string bad = checkGemmCandidates(m, a.kernelNames.size());
           !bad.empty())
         return fail(where + bad);
@@ -375,26 +389,17 @@ bool kiln::rt::validatePlan(const Artifact &a, std::string &error,
         if (!checkId(m.normSum, "matmul norm sum") ||
             !checkWritable(m.normSum, "matmul norm sum"))
           return false;
-        const Buffer &sum = a.buffers[m.normSum];
-        if (sum.dtype != m.dtype)
-          return fail(where + "matmul norm sum " + bufName(m.normSum) +
-                      " must be " + dtypeName(m.dtype));
-        if (!matmulOperandFits(sum, m.outerBatch, m.outerStrideC, m.batch,
-                               m.strideC, m.m, m.n))
-          return fail(where + "matmul norm sum does not fit in " +
-                      bufName(m.normSum));
+        if (!laidOutAsC(m.normSum, "matmul norm sum"))
+          return false;
         // Written beside C and read back by the norm: apart from C and
         // from everything the step reads but its residual, which it may
         // update in place.
+        const Buffer &sum = a.buffers[m.normSum];
         for (uint32_t id : {m.c, m.a, m.b, m.bias, m.normScale, m.normShift})
           if (id != kNoBuffer && sameStorageOverlap(sum, a.buffers[id]))
             return fail(where + "matmul norm sum overlaps " + bufName(id));
-        if (m.residual != kNoBuffer) {
-          const Buffer &residual = a.buffers[m.residual];
-          if (sameStorageOverlap(sum, residual) &&
-              (sum.offset != residual.offset || sum.kind != residual.kind))
-            return fail(where + "matmul norm sum partly overlaps its residual");
-        }
+        if (!apartFromResidual(sum, "matmul norm sum"))
+          return false;
       }
       break;
     }

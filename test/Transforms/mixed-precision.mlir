@@ -464,12 +464,66 @@ func.func @integer_product(%a: tensor<2x8xui8>, %z: tensor<ui8>, %b: tensor<8x4x
 
 // -----
 
-// negative_: a product that also feeds a float op is not an integer
-// product; it computes in f16.
+// QLinearMatMul's product: 8-bit differences (an activation less its zero
+// point, packed weights dequantized with scales of 1) requantized, not cast
+// to int32. The operands make it an integer product: in f16 a BERT's sums
+// of 8-bit products past 2048 lose their whole numbers and the
+// requantized bytes flip.
+// CHECK-LABEL: func @integer_product_requantized
+// CHECK: kiln.matmul %{{.*}}, %{{.*}} {kiln.fp32 = "integer-product", transpose_rhs = true} : (tensor<2x8xf32>, tensor<4x8xf32>) -> tensor<2x4xf32>
+func.func @integer_product_requantized(%a: tensor<2x8xui8>, %q: tensor<4x1x8xui8>) -> tensor<2x4xi8> {
+  %af = kiln.cast %a : tensor<2x8xui8> -> tensor<2x8xf32>
+  %za = kiln.constant dense<128.0> : tensor<f32>
+  %d = kiln.sub %af, %za : (tensor<2x8xf32>, tensor<f32>) -> tensor<2x8xf32>
+  %ones = kiln.constant dense<1.0> : tensor<4x1xf32>
+  %w = kiln.dequantize %q, %ones {bits = 8 : i64, block_size = 8 : i64} : (tensor<4x1x8xui8>, tensor<4x1xf32>) -> tensor<4x8xf32>
+  %p = kiln.matmul %d, %w {transpose_rhs = true} : (tensor<2x8xf32>, tensor<4x8xf32>) -> tensor<2x4xf32>
+  %m = kiln.constant dense<0.002> : tensor<f32>
+  %r = kiln.mul %p, %m : (tensor<2x4xf32>, tensor<f32>) -> tensor<2x4xf32>
+  %n = kiln.round %r : tensor<2x4xf32>
+  %i = kiln.cast %n : tensor<2x4xf32> -> tensor<2x4xi8>
+  return %i : tensor<2x4xi8>
+}
+
+// -----
+
+// negative_: a product of 8-bit differences scaled first (a Q/DQ graph's
+// dequantized activations) holds no whole numbers: it computes in f16.
+// CHECK-LABEL: func @negative_integer_product_scaled
+// CHECK: kiln.matmul %{{.*}}, %{{.*}} {transpose_rhs = true} : (tensor<2x8xf16>, tensor<4x8xf16>) -> tensor<2x4xf16>
+func.func @negative_integer_product_scaled(%a: tensor<2x8xui8>, %q: tensor<4x1x8xui8>, %s: tensor<4x1xf32>) -> tensor<2x4xf32> {
+  %af = kiln.cast %a : tensor<2x8xui8> -> tensor<2x8xf32>
+  %za = kiln.constant dense<128.0> : tensor<f32>
+  %d = kiln.sub %af, %za : (tensor<2x8xf32>, tensor<f32>) -> tensor<2x8xf32>
+  %sa = kiln.constant dense<0.05> : tensor<f32>
+  %x = kiln.mul %d, %sa : (tensor<2x8xf32>, tensor<f32>) -> tensor<2x8xf32>
+  %w = kiln.dequantize %q, %s {bits = 8 : i64, block_size = 8 : i64} : (tensor<4x1x8xui8>, tensor<4x1xf32>) -> tensor<4x8xf32>
+  %p = kiln.matmul %x, %w {transpose_rhs = true} : (tensor<2x8xf32>, tensor<4x8xf32>) -> tensor<2x4xf32>
+  return %p : tensor<2x4xf32>
+}
+
+// -----
+
+// negative_: a float product (not of 8-bit values) that also feeds a float
+// op is not an integer product, though it is cast to int32 too; it computes
+// in f16.
 // CHECK-LABEL: func @negative_integer_product_also_float
 // CHECK: %[[P:.*]] = kiln.matmul %{{.*}}, %{{.*}} : (tensor<2x8xf16>, tensor<8x4xf16>) -> tensor<2x4xf16>
 // CHECK-NEXT: kiln.cast %[[P]] : tensor<2x4xf16> -> tensor<2x4xi32>
-func.func @negative_integer_product_also_float(%a: tensor<2x8xui8>, %b: tensor<8x4xi8>) -> (tensor<2x4xi32>, tensor<2x4xf32>) {
+func.func @negative_integer_product_also_float(%a: tensor<2x8xf32>, %b: tensor<8x4xf32>) -> (tensor<2x4xi32>, tensor<2x4xf32>) {
+  %p = kiln.matmul %a, %b : (tensor<2x8xf32>, tensor<8x4xf32>) -> tensor<2x4xf32>
+  %i = kiln.cast %p : tensor<2x4xf32> -> tensor<2x4xi32>
+  %e = kiln.exp %p : tensor<2x4xf32>
+  return %i, %e : tensor<2x4xi32>, tensor<2x4xf32>
+}
+
+// -----
+
+// A product of 8-bit values stays f32 whatever else reads it: its sums
+// are whole numbers that overflow f16 past 65504.
+// CHECK-LABEL: func @integer_product_also_float
+// CHECK: kiln.matmul %{{.*}}, %{{.*}} {kiln.fp32 = "integer-product"} : (tensor<2x8xf32>, tensor<8x4xf32>) -> tensor<2x4xf32>
+func.func @integer_product_also_float(%a: tensor<2x8xui8>, %b: tensor<8x4xi8>) -> (tensor<2x4xi32>, tensor<2x4xf32>) {
   %af = kiln.cast %a : tensor<2x8xui8> -> tensor<2x8xf32>
   %bf = kiln.cast %b : tensor<8x4xi8> -> tensor<8x4xf32>
   %p = kiln.matmul %af, %bf : (tensor<2x8xf32>, tensor<8x4xf32>) -> tensor<2x4xf32>
