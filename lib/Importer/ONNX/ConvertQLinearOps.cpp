@@ -57,6 +57,7 @@ struct QLinearConverter : NodeConverterBase {
     if (!typeOf(*s).getElementType().isF32() || !holdsOneValue(*s))
       return error() << what << "'s scale must be one float, got "
                      << typeOf(*s);
+    warnOnNonFiniteScale(*s, (what + "'s scale").str());
     Quantization q{reshape(*s, ArrayRef<int64_t>{}), Value()};
     if (Value z = importer.input(node, zero)) {
       if (typeOf(z).getElementType() != type || !holdsOneValue(z))

@@ -378,6 +378,7 @@ struct QuantizedConverter : NodeConverterBase {
                         "or float8 output, got "
                      << xType.getElementType() << " and " << out;
     Type f32 = b.getF32Type();
+    warnOnNonFiniteScale(*scale, "y_scale");
     auto s = perElement(*scale, xType, ax, block, "y_scale");
     if (failed(s))
       return failure();

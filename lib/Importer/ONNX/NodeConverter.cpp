@@ -9,12 +9,30 @@
 #include "kiln/Importer/ONNX/TensorProto.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Matchers.h"
 
 #include <cmath>
 
 using namespace mlir;
 
 namespace kiln {
+
+void NodeConverterBase::warnOnNonFiniteScale(Value scale, StringRef what) {
+  DenseElementsAttr values;
+  if (!matchPattern(scale, m_Constant(&values)) ||
+      !isa<FloatType>(values.getElementType()))
+    return;
+  for (const APFloat &v : values.getValues<APFloat>())
+    if (!v.isFinite()) {
+      emitWarning(loc) << node.op_type() << ": " << what << " is "
+                       << (v.isNaN() ? "NaN" : "infinite")
+                       << " (a calibration that saw an infinite value, such "
+                          "as an attention mask's -inf, writes that): every "
+                          "value it quantizes or dequantizes is NaN or "
+                          "infinite, here as in onnxruntime";
+      return;
+    }
+}
 
 FailureOr<Value> NodeConverterBase::roundToInteger(Value ratio, Value zero,
                                                    IntegerType out) {

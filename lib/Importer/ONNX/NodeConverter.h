@@ -143,6 +143,14 @@ struct NodeConverterBase {
   mlir::FailureOr<mlir::Value>
   roundToInteger(mlir::Value ratio, mlir::Value zero, mlir::IntegerType out);
 
+  /// Warns where `scale` (a quantization scale named `what`) is a
+  /// constant holding an infinite or NaN value: onnxruntime's calibration
+  /// writes one where it saw an infinite value (a BERT's -inf attention
+  /// mask), and every value quantized or dequantized with it is NaN or
+  /// infinite. The node is still computed as defined (and as onnxruntime
+  /// computes it).
+  void warnOnNonFiniteScale(mlir::Value scale, llvm::StringRef what);
+
   /// Softmax or LogSoftmax (`OpTy`) of `x` at `axis` (in range); `legacy`
   /// (before opset 13) normalizes `x` flattened to 2-D at `axis`.
   template <typename OpTy>
