@@ -559,3 +559,18 @@ func.func @gemm_norm_over_two_axes(%x: tensor<4x8xf16>, %w: tensor<8x8xf16>, %g:
   }
   return %0 : tensor<4x8xf16>
 }
+
+// -----
+
+// A malformed op in a GEMM kernel's body (here a norm without its axis) is
+// reported as itself, before the epilogue is read from it.
+func.func @gemm_norm_malformed(%x: tensor<4x8xf16>, %w: tensor<8x8xf16>, %g: tensor<8xf16>) -> tensor<4x8xf16> {
+  %0 = kiln.kernel gemm (%x, %w, %g) {epilogue = #kiln.gemm_epilogue<norm_scale = 2>} : (tensor<4x8xf16>, tensor<8x8xf16>, tensor<8xf16>) -> tensor<4x8xf16> {
+  ^bb0(%a: tensor<4x8xf16>, %bw: tensor<8x8xf16>, %s: tensor<8xf16>):
+    %p = kiln.matmul %a, %bw : (tensor<4x8xf16>, tensor<8x8xf16>) -> tensor<4x8xf16>
+    // expected-error@+1 {{'kiln.layer_norm' op requires attribute 'axis'}}
+    %n = kiln.layer_norm %p, %s {epsilon = 1.0e-5 : f32} : (tensor<4x8xf16>, tensor<8xf16>) -> tensor<4x8xf16>
+    kiln.yield %n : tensor<4x8xf16>
+  }
+  return %0 : tensor<4x8xf16>
+}

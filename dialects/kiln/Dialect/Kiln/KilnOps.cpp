@@ -240,6 +240,12 @@ YieldOp KernelOp::getYield() {
 static LogicalResult verifyGemmEpilogue(KernelOp kernel,
                                         GemmEpilogueAttr epilogue) {
   Block &body = kernel.getBody().front();
+  // The body's ops are verified after the kernel; what is read of them
+  // below (a norm's axis, a matmul's operands) must exist first.
+  for (Operation &op : body.without_terminator())
+    if (std::optional<RegisteredOperationName> info = op.getRegisteredInfo();
+        info && failed(info->verifyInvariants(&op)))
+      return failure();
   int64_t numInputs = kernel.getInputs().size();
   for (auto [name, index] :
        {std::pair<const char *, int64_t>{"bias", epilogue.getBias()},
