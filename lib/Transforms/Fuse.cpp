@@ -61,7 +61,8 @@ bool movesData(Operation *op) {
 /// Whether `op` computes one value, cheaply enough that each kernel that
 /// reads it may compute it again where it reads it: an elementwise op or
 /// data movement with one element (a dynamic quantization's scale and zero
-/// point, a slice of its extremes).
+/// point, a slice of its extremes). Not a gather: each copy would be an
+/// index check of its own (a site the run reports).
 bool isCheapScalar(Operation *op) {
   if (op->getNumResults() != 1 ||
       !(isElementwise(op) || (isDataMovement(op) && !isa<GatherOp>(op))))
@@ -680,9 +681,8 @@ void pairCacheUpdates(SmallVectorImpl<Group> &groups) {
 /// Gives every elementwise or data-movement reader of a cheap scalar
 /// (isCheapScalar) that no group has taken a copy of its own, consumers
 /// first, so that the copy joins the reader's kernel (a producer joins only
-/// a group that holds all its readers), and erases the original where
-/// nothing else reads it: a dynamic quantization's scale and zero point are
-/// then computed inside the kernel that quantizes, not each by a
+/// a group that holds all its readers): a dynamic quantization's scale and zero
+/// point are then computed inside the kernel that quantizes, not each by a
 /// one-element kernel of its own. Readers in groups already built (a GEMM
 /// that takes a scale or zero point as its operand) keep reading the
 /// original.
@@ -701,14 +701,15 @@ void duplicateCheapScalars(func::FuncOp func,
           !taken.contains(user))
         copied.push_back(&use);
     }
-    if (copied.size() < 2 && op->hasOneUse())
-      continue;
+    // The original stays with the last copying reader where no other
+    // reads it.
+    if (!copied.empty() &&
+        copied.size() == static_cast<size_t>(llvm::range_size(op->getUses())))
+      copied.pop_back();
     for (OpOperand *use : copied) {
       OpBuilder b(use->getOwner());
       use->set(b.clone(*op)->getResult(0));
     }
-    if (op->use_empty())
-      op->erase();
   }
 }
 
