@@ -487,6 +487,60 @@ func.func @integer_product_requantized(%a: tensor<2x8xui8>, %q: tensor<4x1x8xui8
 
 // -----
 
+// The same with the packed weights' scales of 1 a blob (one a column, as the
+// importer stores a QLinearMatMul's per-column weights past 16 columns), not
+// a splat: in f16 a full-width product's sums overflowed (rel-L2 3.5,
+// mixed-precision-semantics.test).
+// CHECK-LABEL: func @integer_product_ones_in_a_blob
+// CHECK: kiln.matmul %{{.*}}, %{{.*}} {kiln.fp32 = "integer-product", transpose_rhs = true} : (tensor<2x8xf32>, tensor<4x8xf32>) -> tensor<2x4xf32>
+func.func @integer_product_ones_in_a_blob(%a: tensor<2x8xui8>, %q: tensor<4x1x8xui8>) -> tensor<2x4xi8> {
+  %af = kiln.cast %a : tensor<2x8xui8> -> tensor<2x8xf32>
+  %za = kiln.constant dense<128.0> : tensor<f32>
+  %d = kiln.sub %af, %za : (tensor<2x8xf32>, tensor<f32>) -> tensor<2x8xf32>
+  %ones = kiln.constant dense_resource<ones> : tensor<4x1xf32>
+  %w = kiln.dequantize %q, %ones {bits = 8 : i64, block_size = 8 : i64} : (tensor<4x1x8xui8>, tensor<4x1xf32>) -> tensor<4x8xf32>
+  %p = kiln.matmul %d, %w {transpose_rhs = true} : (tensor<2x8xf32>, tensor<4x8xf32>) -> tensor<2x4xf32>
+  %m = kiln.constant dense<0.002> : tensor<f32>
+  %r = kiln.mul %p, %m : (tensor<2x4xf32>, tensor<f32>) -> tensor<2x4xf32>
+  %n = kiln.round %r : tensor<2x4xf32>
+  %i = kiln.cast %n : tensor<2x4xf32> -> tensor<2x4xi8>
+  return %i : tensor<2x4xi8>
+}
+
+{-#
+  dialect_resources: {
+    builtin: {
+      ones: "0x040000000000803F0000803F0000803F0000803F"
+    }
+  }
+#-}
+
+// -----
+
+// negative_: a blob of scales with one that is not 1 (2.0, the last) scales
+// the weights: no whole numbers, the product computes in f16.
+// CHECK-LABEL: func @negative_integer_product_scales_in_a_blob
+// CHECK: kiln.matmul %{{.*}}, %{{.*}} {transpose_rhs = true} : (tensor<2x8xf16>, tensor<4x8xf16>) -> tensor<2x4xf16>
+func.func @negative_integer_product_scales_in_a_blob(%a: tensor<2x8xui8>, %q: tensor<4x1x8xui8>) -> tensor<2x4xf32> {
+  %af = kiln.cast %a : tensor<2x8xui8> -> tensor<2x8xf32>
+  %za = kiln.constant dense<128.0> : tensor<f32>
+  %d = kiln.sub %af, %za : (tensor<2x8xf32>, tensor<f32>) -> tensor<2x8xf32>
+  %scales = kiln.constant dense_resource<scales> : tensor<4x1xf32>
+  %w = kiln.dequantize %q, %scales {bits = 8 : i64, block_size = 8 : i64} : (tensor<4x1x8xui8>, tensor<4x1xf32>) -> tensor<4x8xf32>
+  %p = kiln.matmul %d, %w {transpose_rhs = true} : (tensor<2x8xf32>, tensor<4x8xf32>) -> tensor<2x4xf32>
+  return %p : tensor<2x4xf32>
+}
+
+{-#
+  dialect_resources: {
+    builtin: {
+      scales: "0x040000000000803F0000803F0000803F00000040"
+    }
+  }
+#-}
+
+// -----
+
 // negative_: a product of 8-bit differences scaled first (a Q/DQ graph's
 // dequantized activations) holds no whole numbers: it computes in f16.
 // CHECK-LABEL: func @negative_integer_product_scaled
