@@ -16,6 +16,11 @@ script does the same over export_fresh.py's models (no torch needed):
       per channel): QLinearMatMul, and com.microsoft QLinearAdd, QLinearMul
       and QLinearSoftmax between them, with QuantizeLinear and
       DequantizeLinear only at the edges;
+  vit-qop-int8, gpt2-qop-int8, llama-qop-int8: the same over the other
+      architectures' TorchScript exports: QLinearConv (ViT's patch
+      embedding), QLinearConcat (ViT's class token, LLaMA's rotary halves),
+      com.microsoft QGemm (GPT-2's Conv1D layers) and QLinearSigmoid
+      (LLaMA's SiLU);
   bert-dynamic-int8, bert-dynamic-uint8: quantize_dynamic, the form
       onnxruntime recommends for Transformers (DynamicQuantizeLinear of
       each activation, MatMulInteger, the scales multiplied after): int8
@@ -128,6 +133,9 @@ def exact_session(path):
 MODELS = [("bert-qdq-int8", "bert-torchscript", qdq_int8),
           ("bert-qdq-fp8", "bert-torchscript", qdq_fp8),
           ("bert-qop-int8", "bert-torchscript", qop_int8),
+          ("vit-qop-int8", "vit-torchscript", qop_int8),
+          ("gpt2-qop-int8", "gpt2-torchscript", qop_int8),
+          ("llama-qop-int8", "llama-torchscript", qop_int8),
           ("bert-dynamic-int8", "bert-dynamo", dynamic_int8),
           ("bert-dynamic-uint8", "bert-torchscript", dynamic_uint8),
           ("vit-dynamic-int8", "vit-dynamo", dynamic_int8),

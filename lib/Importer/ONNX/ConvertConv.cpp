@@ -69,16 +69,100 @@ struct ConvConverter : NodeConverterBase {
     auto x = required(0), w = required(1);
     if (failed(x) || failed(w))
       return failure();
-    if (!holdsBytes(*x) || !holdsBytes(*w))
+    auto y = integerConvolution(*x, importer.input(node, 2), *w,
+                                importer.input(node, 3));
+    if (failed(y))
+      return failure();
+    return output(castTo(*y, b.getI32Type()));
+  }
+
+  /// QLinearConv (onnxruntime's QOperator format writes it for a vision
+  /// model's patch embedding): ConvInteger's convolution plus the int32
+  /// bias B (one value a filter), requantized as QLinearMatMul's product
+  /// is: `saturate(round((P + B) * (x_scale * w_scale / y_scale)) +
+  /// y_zero_point)`. P + B is summed in int32 and the multiplier (one value
+  /// or one a filter) computed in fp32 in that order, as onnxruntime's
+  /// kernel computes them.
+  LogicalResult convertQLinear() {
+    SmallVector<Value, 8> in;
+    for (int i = 0; i < 8; ++i) {
+      auto value = required(i);
+      if (failed(value))
+        return failure();
+      in.push_back(*value);
+    }
+    Value x = in[0], xScale = in[1], w = in[3], wScale = in[4], yScale = in[6],
+          yZero = in[7];
+    auto product = integerConvolution(x, in[2], w, in[5]);
+    if (failed(product))
+      return failure();
+    int64_t filters = typeOf(w).getDimSize(0);
+    for (auto [scale, name] :
+         {std::pair{xScale, "x_scale"}, std::pair{wScale, "w_scale"},
+          std::pair{yScale, "y_scale"}}) {
+      RankedTensorType type = typeOf(scale);
+      bool perFilter = scale == wScale && type.getRank() == 1 &&
+                       type.getDimSize(0) == filters;
+      if (!type.getElementType().isF32() ||
+          (!holdsOneValue(scale) && !perFilter))
+        return error() << name << " must be one float"
+                       << (scale == wScale ? " or one a filter" : "")
+                       << ", got " << type;
+      warnOnNonFiniteScale(scale, name);
+    }
+    auto out = dyn_cast<IntegerType>(typeOf(yZero).getElementType());
+    if (!out || out.getWidth() != 8 || !holdsOneValue(yZero))
+      return error() << "y_zero_point must be one 8-bit integer, got "
+                     << typeOf(yZero);
+    // One value a filter, over [N, M, spatial...].
+    SmallVector<int64_t> perFilter(typeOf(*product).getRank() - 1, 1);
+    perFilter[0] = filters;
+    auto viewed = [&](Value v) {
+      return holdsOneValue(v) ? reshape(v, ArrayRef<int64_t>{})
+                              : reshape(v, perFilter);
+    };
+    Value sum = castTo(*product, b.getI32Type());
+    if (Value bias = importer.input(node, 8)) {
+      RankedTensorType type = typeOf(bias);
+      if (!type.getElementType().isInteger(32) || type.getRank() != 1 ||
+          type.getDimSize(0) != filters)
+        return error() << "B must be one int32 a filter (" << filters
+                       << "), got " << type;
+      sum = AddOp::create(b, loc, typeOf(sum), sum, viewed(bias));
+    }
+    Value scales =
+        MulOp::create(b, loc, viewed(xScale), viewed(wScale)).getResult();
+    Value multiplier = importer.foldConstant(
+        DivOp::create(b, loc, scales, viewed(yScale)).getResult());
+    auto requantized =
+        broadcast<MulOp>(castTo(sum, b.getF32Type()), multiplier);
+    if (failed(requantized))
+      return failure();
+    Value zero = importer.foldConstant(
+        castTo(reshape(yZero, ArrayRef<int64_t>{}), b.getF32Type()));
+    auto y = roundToInteger(*requantized, zero, out);
+    if (failed(y))
+      return failure();
+    return output(*y);
+  }
+
+  /// The convolution of `x - xZero` by `w - wZero` (8-bit integers; each
+  /// zero point optional, x's one value, w's one value or one a filter) as
+  /// the fp32 convolution of the differences, padded with zeros as they
+  /// are: exact while its sums stay within fp32's 24 bits, as
+  /// MatMulInteger's product is (ConvInteger's and QLinearConv's
+  /// arithmetic).
+  FailureOr<Value> integerConvolution(Value x, Value xZero, Value w,
+                                      Value wZero) {
+    if (!holdsBytes(x) || !holdsBytes(w))
       return error() << "expected 8-bit integer x and w, got "
-                     << typeOf(*x).getElementType() << " and "
-                     << typeOf(*w).getElementType();
+                     << typeOf(x).getElementType() << " and "
+                     << typeOf(w).getElementType();
     Type f32 = b.getF32Type();
-    Value xd = castTo(*x, f32), wd = castTo(*w, f32);
-    RankedTensorType wType = typeOf(*w);
-    for (auto [zero, input, name] :
-         {std::tuple{importer.input(node, 2), *x, "x_zero_point"},
-          std::tuple{importer.input(node, 3), *w, "w_zero_point"}}) {
+    Value xd = castTo(x, f32), wd = castTo(w, f32);
+    RankedTensorType wType = typeOf(w);
+    for (auto [zero, input, name] : {std::tuple{xZero, x, "x_zero_point"},
+                                     std::tuple{wZero, w, "w_zero_point"}}) {
       if (!zero)
         continue;
       RankedTensorType zType = typeOf(zero);
@@ -87,13 +171,13 @@ struct ConvConverter : NodeConverterBase {
                        << typeOf(input).getElementType() << ", got "
                        << zType.getElementType();
       bool one = holdsOneValue(zero);
-      bool perFilter = input == *w && zType.getRank() == 1 &&
+      bool perFilter = input == w && zType.getRank() == 1 &&
                        wType.getRank() >= 1 &&
                        zType.getDimSize(0) == wType.getDimSize(0);
       if (!one && !perFilter)
         return error() << name << " of shape " << shapeText(zType)
                        << " must be one value"
-                       << (input == *w ? " or one per filter" : "");
+                       << (input == w ? " or one per filter" : "");
       Value z = importer.foldConstant(castTo(zero, f32));
       if (one) {
         z = reshape(z, ArrayRef<int64_t>{});
@@ -102,13 +186,10 @@ struct ConvConverter : NodeConverterBase {
         shape[0] = wType.getDimSize(0);
         z = reshape(z, shape);
       }
-      Value &centred = input == *w ? wd : xd;
+      Value &centred = input == w ? wd : xd;
       centred = SubOp::create(b, loc, typeOf(centred), centred, z);
     }
-    auto y = convolve(xd, wd, Value());
-    if (failed(y))
-      return failure();
-    return output(castTo(*y, b.getI32Type()));
+    return convolve(xd, wd, Value());
   }
 
   /// The convolution of `x` by `w` plus `bias` (null for none), or a
@@ -307,6 +388,8 @@ ArrayRef<OpConversion> getConvConversions() {
       {"", "Conv", convertWith<ConvConverter, &ConvConverter::convert>},
       {"", "ConvInteger",
        convertWith<ConvConverter, &ConvConverter::convertInteger>},
+      {"", "QLinearConv",
+       convertWith<ConvConverter, &ConvConverter::convertQLinear>},
   };
   return table;
 }

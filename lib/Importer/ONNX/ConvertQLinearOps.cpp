@@ -5,7 +5,9 @@
 // value each) of its inputs and of its output: QLinearMatMul
 // (ConvertQuantized.cpp) and, in the com.microsoft domain, QLinearAdd and
 // QLinearMul (a BERT's bias and residual adds, its attention scale and
-// GELU's products), QLinearSoftmax, QLinearSigmoid and QLinearLeakyRelu.
+// GELU's products), QLinearSoftmax, QLinearSigmoid, QLinearLeakyRelu and
+// QLinearConcat (a ViT's class token, a decoder's rotary halves). QGemm is
+// in ConvertQuantized.cpp, QLinearConv in ConvertConv.cpp.
 //
 // Each imports as its arithmetic in fp32: the inputs less their zero points,
 // the float op, then the result rounded (halves to even), shifted by the
@@ -157,6 +159,54 @@ struct QLinearConverter : NodeConverterBase {
         /*nanIsZero=*/true);
   }
 
+  /// QLinearConcat: its inputs from 2 on, in threes (X, its scale, its
+  /// zero point), each requantized to Y (inputs 0 and 1) as onnxruntime's
+  /// kernel does (dequantized, then quantized: its lookup table, which is
+  /// the identity for an input quantized as Y), joined along `axis`.
+  LogicalResult convertQLinearConcat() {
+    int given = node.input_size() - 2;
+    if (given < 3 || given % 3 != 0)
+      return error() << "expects Y_scale, Y_zero_point and then (X, "
+                        "X_scale, X_zero_point) for each input, got "
+                     << node.input_size() << " inputs";
+    auto yZero = required(1);
+    if (failed(yZero))
+      return failure();
+    auto type = byteType(*yZero, "Y_zero_point");
+    if (failed(type))
+      return failure();
+    auto qy = quantizationOf(0, 1, *type, "Y");
+    if (failed(qy))
+      return failure();
+    SmallVector<Value> parts;
+    for (int first = 2; first < node.input_size(); first += 3) {
+      auto x = required(first);
+      if (failed(x))
+        return failure();
+      std::string name = "input " + std::to_string(first);
+      if (typeOf(*x).getElementType() != *type)
+        return error() << name << " must have Y's type " << *type << ", got "
+                       << typeOf(*x).getElementType();
+      auto qx = quantizationOf(first + 1, first + 2, *type, name);
+      if (failed(qx))
+        return failure();
+      auto part = throughFloat(*x, *qx, *qy, *type,
+                               [](Value v) -> FailureOr<Value> { return v; });
+      if (failed(part))
+        return failure();
+      parts.push_back(*part);
+    }
+    if (!findAttribute(node, "axis"))
+      return error() << "needs its axis attribute";
+    auto ax = axis(intAttr("axis", 0), typeOf(parts.front()).getRank());
+    if (failed(ax))
+      return failure();
+    auto y = concat(parts, *ax);
+    if (failed(y))
+      return failure();
+    return output(*y);
+  }
+
 private:
   /// The operands of QLinearAdd and QLinearMul: A, its quantization, B,
   /// its quantization, C's quantization, and their 8-bit type.
@@ -195,15 +245,36 @@ private:
   /// `nanIsZero`, a NaN value is the integer 0.
   LogicalResult quantized(Value value, Value zero, IntegerType type,
                           bool nanIsZero = false) {
-    auto q = roundToInteger(value, zero, type);
+    auto q = quantizedValue(value, zero, type, nanIsZero);
     if (failed(q))
       return failure();
-    if (!nanIsZero)
-      return output(*q);
+    return output(*q);
+  }
+
+  FailureOr<Value> quantizedValue(Value value, Value zero, IntegerType type,
+                                  bool nanIsZero) {
+    auto q = roundToInteger(value, zero, type);
+    if (failed(q) || !nanIsZero)
+      return q;
     Value nan =
         IsNaNOp::create(b, loc, typeOf(value).clone(b.getI1Type()), value);
     Value none = importer.scalar(loc, type, 0.0);
-    return output(WhereOp::create(b, loc, typeOf(*q), nan, none, *q));
+    return WhereOp::create(b, loc, typeOf(*q), nan, none, *q).getResult();
+  }
+
+  /// `x` (quantized by `qx`) dequantized, `op` applied, and quantized by
+  /// `qy` as `type`: what the lookup tables onnxruntime builds for its
+  /// unary QOperator ops hold.
+  template <typename Op>
+  FailureOr<Value> throughFloat(Value x, const Quantization &qx,
+                                const Quantization &qy, IntegerType type, Op op,
+                                bool nanIsZero = false) {
+    Value dequantized = MulOp::create(b, loc, typeOf(x).clone(b.getF32Type()),
+                                      centred(x, qx), qx.scale);
+    auto y = op(dequantized);
+    if (failed(y))
+      return failure();
+    return quantizedValue(ratio(*y, qy.scale), qy.zero, type, nanIsZero);
   }
 
   /// X (input 0, quantized by inputs 1 and 2) dequantized, `op` applied,
@@ -220,12 +291,10 @@ private:
     auto qy = quantizationOf(3, 4, *type, "Y");
     if (failed(qx) || failed(qy))
       return failure();
-    Value dequantized = MulOp::create(b, loc, typeOf(*x).clone(b.getF32Type()),
-                                      centred(*x, *qx), qx->scale);
-    auto y = op(dequantized);
+    auto y = throughFloat(*x, *qx, *qy, *type, op, nanIsZero);
     if (failed(y))
       return failure();
-    return quantized(ratio(*y, qy->scale), qy->zero, *type, nanIsZero);
+    return output(*y);
   }
 };
 
@@ -242,6 +311,8 @@ ArrayRef<OpConversion> getQLinearConversions() {
        convertWith<C, &C::convertQLinearLeakyRelu>},
       {kMicrosoftDomain, "QLinearSoftmax",
        convertWith<C, &C::convertQLinearSoftmax>},
+      {kMicrosoftDomain, "QLinearConcat",
+       convertWith<C, &C::convertQLinearConcat>},
   };
   return table;
 }

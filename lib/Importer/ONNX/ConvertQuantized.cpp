@@ -563,6 +563,102 @@ struct QuantizedConverter : NodeConverterBase {
     return output(*y);
   }
 
+  /// QGemm (com.microsoft; onnxruntime's QOperator format for Gemm, a
+  /// GPT-2's Conv1D layers): `(A - a_zero_point) . (B - b_zero_point)`
+  /// (each transposed where transA, transB say) plus the int32 C, summed in
+  /// int32, times `alpha * a_scale * b_scale`, then, where y_scale and
+  /// y_zero_point are given, divided by y_scale and quantized with
+  /// y_zero_point's type, else the float result. The multiplier (one value
+  /// or one a column) is computed in fp32 in that order, as onnxruntime's
+  /// kernel computes it. a's scale and zero point are one value each, b's
+  /// one value or one a column.
+  LogicalResult convertQGemm() {
+    SmallVector<Value, 6> in;
+    for (int i = 0; i < 6; ++i) {
+      auto value = required(i);
+      if (failed(value))
+        return failure();
+      in.push_back(*value);
+    }
+    Value a = in[0], aScale = in[1], aZero = in[2], bIn = in[3], bScale = in[4],
+          bZero = in[5];
+    Value c = importer.input(node, 6), yScale = importer.input(node, 7),
+          yZero = importer.input(node, 8);
+    if (typeOf(a).getRank() != 2 || typeOf(bIn).getRank() != 2)
+      return error() << "expected 2-D A and B, got " << typeOf(a) << " and "
+                     << typeOf(bIn);
+    if (!yScale != !yZero)
+      return error() << "y_scale and y_zero_point must be given together";
+    for (Value scale : {aScale, bScale, yScale})
+      if (scale && !typeOf(scale).getElementType().isF32())
+        return error() << "scales must be f32, got " << typeOf(scale);
+    if (!holdsOneValue(aScale) || !holdsOneValue(aZero))
+      return error() << "a_scale and a_zero_point must be one value each";
+    auto transposed = [&](Value x, StringRef attr) -> Value {
+      if (!intAttr(attr, 0))
+        return x;
+      int64_t perm[] = {1, 0};
+      auto type = inferTransposeType(loc, typeOf(x), perm);
+      return importer.foldConstant(TransposeOp::create(b, loc, *type, x, perm));
+    };
+    a = transposed(a, "transA");
+    bIn = transposed(bIn, "transB");
+    int64_t n = typeOf(bIn).getDimSize(1);
+    for (auto [param, name] :
+         {std::pair{bScale, "b_scale"}, std::pair{bZero, "b_zero_point"}}) {
+      RankedTensorType type = typeOf(param);
+      if (!holdsOneValue(param) &&
+          (type.getRank() != 1 || type.getDimSize(0) != n))
+        return error() << name << " must be one value or one a column (" << n
+                       << "), got " << type;
+    }
+    warnOnNonFiniteScale(aScale, "a_scale");
+    warnOnNonFiniteScale(bScale, "b_scale");
+    auto product = integerProduct(a, aZero, bIn, bZero);
+    if (failed(product))
+      return failure();
+    Value sum = *product;
+    if (c) {
+      if (!typeOf(c).getElementType().isInteger(32))
+        return error() << "C must be int32, got " << typeOf(c);
+      auto total = broadcast<AddOp>(castTo(sum, b.getI32Type()), c);
+      if (failed(total))
+        return failure();
+      if (typeOf(*total).getShape() != typeOf(sum).getShape())
+        return error() << "C does not broadcast to the result shape";
+      sum = castTo(*total, b.getF32Type());
+    }
+    Type f32 = b.getF32Type();
+    Value multiplier = MulOp::create(
+        b, loc, importer.scalar(loc, f32, floatAttr("alpha", 1.0f)),
+        reshape(aScale, ArrayRef<int64_t>{}));
+    Value viewedB =
+        holdsOneValue(bScale) ? reshape(bScale, ArrayRef<int64_t>{}) : bScale;
+    multiplier = MulOp::create(b, loc, typeOf(viewedB), multiplier, viewedB);
+    if (yScale) {
+      if (!holdsOneValue(yScale))
+        return error() << "y_scale must be one value, got " << typeOf(yScale);
+      warnOnNonFiniteScale(yScale, "y_scale");
+      multiplier = DivOp::create(b, loc, multiplier,
+                                 reshape(yScale, ArrayRef<int64_t>{}));
+    }
+    auto scaled = broadcast<MulOp>(sum, importer.foldConstant(multiplier));
+    if (failed(scaled))
+      return failure();
+    if (!yZero)
+      return output(*scaled);
+    auto out = dyn_cast<IntegerType>(typeOf(yZero).getElementType());
+    if (!out || out.getWidth() != 8 || !holdsOneValue(yZero))
+      return error() << "y_zero_point must be one 8-bit integer, got "
+                     << typeOf(yZero);
+    Value zero =
+        importer.foldConstant(castTo(reshape(yZero, ArrayRef<int64_t>{}), f32));
+    auto y = roundToInteger(*scaled, zero, out);
+    if (failed(y))
+      return failure();
+    return output(*y);
+  }
+
   /// `(a - aZero) . (b - bZero)` of 8-bit integers (each zero point
   /// optional) as the fp32 product of the differences (MatMulInteger's
   /// arithmetic, which QLinearMatMul shares).
@@ -694,6 +790,7 @@ ArrayRef<OpConversion> getQuantizedConversions() {
        convertWith<C, &C::convertDynamicQuantizeLinear>},
       {"", "MatMulInteger", convertWith<C, &C::convertMatMulInteger>},
       {"", "QLinearMatMul", convertWith<C, &C::convertQLinearMatMul>},
+      {kMicrosoftDomain, "QGemm", convertWith<C, &C::convertQGemm>},
   };
   return table;
 }

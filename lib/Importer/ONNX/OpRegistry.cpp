@@ -77,7 +77,7 @@ static bool takesSymbolicDims(const onnx::NodeProto &node) {
       "Shape", "Size", "Reshape", "Transpose", "Unsqueeze", "Squeeze",
       "Flatten", "Concat", "Slice", "Split", "Gather", "GatherElements",
       "GatherND", "ScatterND", "Expand", "ConstantOfShape", "Range", "Trilu",
-      "Tile", "Conv", "ConvInteger",
+      "Tile", "Conv", "ConvInteger", "QLinearConv",
       // onnxruntime's fused forms, in the default domain; RotaryEmbedding
       // (opset 23).
       "SimplifiedLayerNormalization", "RotaryEmbedding",
@@ -102,7 +102,9 @@ static bool takesSymbolicDims(const onnx::NodeProto &node) {
       "QLinearMul",
       "QLinearSigmoid",
       "QLinearLeakyRelu",
-      "QLinearSoftmax"};
+      "QLinearSoftmax",
+      "QLinearConcat",
+      "QGemm"};
   if (node.domain() == kMicrosoftDomain)
     return readyMicrosoft.contains(node.op_type());
   return isDefaultDomain(node.domain()) && ready.contains(node.op_type());
