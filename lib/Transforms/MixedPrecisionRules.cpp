@@ -11,6 +11,7 @@
 
 #include "kiln/Dialect/Kiln/KilnOps.h"
 #include "kiln/Dialect/Kiln/MappedWeights.h"
+#include "kiln/Dialect/Kiln/QuantizedActivations.h"
 #include "kiln/Dialect/Kiln/TensorNames.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/ADT/SetVector.h"
@@ -268,14 +269,42 @@ void Assigner::collectIntegerProducts() {
       return integer && integer.getWidth() > 1;
     });
   };
+  // A product of 8-bit activations and weights, each dequantized, whose
+  // result is only requantized (QLinearMatMul, which kiln-recompose gives
+  // the integer GEMM's form): in f32 the integer GEMM scales its exact
+  // sums by onnxruntime's multiplier, where a 16-bit multiplier and result
+  // would move values across the requantized grid's rounding boundaries.
+  // Through data movement (the slices of Q, K and V packed into one
+  // product).
+  std::function<bool(Value)> onlyRequantized = [&](Value v) {
+    return !v.use_empty() && llvm::all_of(v.getUsers(), [&](Operation *user) {
+      if (isDataMovement(user) && user->getNumResults() == 1)
+        return onlyRequantized(user->getResult(0));
+      return islandRules.lookup(user) == "quantize";
+    });
+  };
+  auto requantizedBytes = [&](MatmulOp matmul) {
+    auto weights = matmul.getRhs().getDefiningOp<DequantizeOp>();
+    std::optional<DequantizedActivations> activations =
+        dequantizedActivations(matmul.getLhs());
+    return weights && activations && !weights.isFloat8() &&
+           weights.getBits() == 8 &&
+           isa<IntegerType>(elementTypeOf(activations->quantized)) &&
+           onlyRequantized(matmul.getResult());
+  };
   for (Operation &op : block) {
     auto matmul = dyn_cast<MatmulOp>(op);
     if (!matmul || !wasF32.contains(matmul.getResult()) ||
         !(castToIntegers(matmul.getResult()) ||
           (holdsByteDifferences(matmul.getLhs()) &&
-           holdsByteDifferences(matmul.getRhs()))))
+           holdsByteDifferences(matmul.getRhs())) ||
+          requantizedBytes(matmul)))
       continue;
     islandRules.try_emplace(matmul, "integer-product");
+    // Its weights' scales (the multiplier, requantized) stay f32 too.
+    if (requantizedBytes(matmul))
+      islandRules.try_emplace(matmul.getRhs().getDefiningOp(),
+                              "integer-product");
     SmallVector<Value> views{matmul.getResult()};
     while (!views.empty())
       for (Operation *user : views.pop_back_val().getUsers())
@@ -329,8 +358,9 @@ Decision Assigner::decide(Operation *op) {
     return {f32, "unconverted", /*opaque=*/true};
   if (std::optional<std::string> rule = overrideRule(op))
     return {f32, *rule};
-  if (auto it = islandRules.find(op);
-      isa<MatmulOp>(op) && it != islandRules.end() && isOn(it->second))
+  if (auto it = islandRules.find(op); isa<MatmulOp, DequantizeOp>(op) &&
+                                      it != islandRules.end() &&
+                                      isOn(it->second))
     return {f32, it->second.str()};
   // A dequantize computes in fp32 whatever its types: its scales (and float
   // zero points) convert with it, so that a 16-bit product reads its

@@ -11,6 +11,10 @@
 // two dequantizations, `((q - z_a) * s_a) . dequantize(W, s_w, z_w)`, the
 // form of a Q/DQ graph, which kiln-fuse gives to the integer GEMM.
 //
+// Its QOperator format's QLinearMatMul is the same product of differences
+// times one multiplier a column, `a_scale * b_scale / y_scale`, then
+// requantized; kiln-recompose makes that the integer GEMM's form too.
+//
 //===----------------------------------------------------------------------===//
 
 #include "RecomposePatterns.h"
@@ -21,6 +25,7 @@
 #include "kiln/Dialect/Kiln/TensorNames.h"
 
 #include <cmath>
+#include <limits>
 
 using namespace mlir;
 using namespace kiln;
@@ -83,6 +88,78 @@ bool hasUnitScales(DequantizeOp w) {
   return true;
 }
 
+/// Whether `v` is a block argument or defined in `op`'s block.
+bool inBlockOf(Operation *op, Value v) {
+  return v.getParentBlock() == op->getBlock();
+}
+
+/// The f32 constant `v` as the scales of a dequantize of `scalesType`
+/// ([columns, 1]): one value, or one a column along its last dim (every
+/// other dim 1); or none.
+std::optional<HostTensor> perColumnScales(Value v,
+                                          RankedTensorType scalesType) {
+  auto type = cast<RankedTensorType>(v.getType());
+  int64_t columns = scalesType.getDimSize(0);
+  if (!type.getElementType().isF32() || !type.hasStaticShape() ||
+      scalesType.getElementType() != type.getElementType())
+    return std::nullopt;
+  int64_t count = type.getNumElements();
+  if (count != 1 && (count != columns || type.getShape().back() != columns))
+    return std::nullopt;
+  std::optional<HostTensor> values = constantValues(v);
+  if (!values)
+    return std::nullopt;
+  FailureOr<HostTensor> each =
+      HostTensor::allocate(scalesType.getElementType(), scalesType.getShape());
+  if (failed(each))
+    return std::nullopt;
+  for (int64_t c = 0; c < columns; ++c)
+    each->setFromDouble(c, values->getAsDouble(count == 1 ? 0 : c));
+  return std::move(*each);
+}
+
+/// Replaces `root` by `matmul(A * s_a, dequantize(W, s_w, z_w))`, A being
+/// `matmul`'s and W and z_w `w`'s.
+void rewriteScaled(MulOp root, MatmulOp matmul, DequantizeOp w,
+                   Value activationScale, const HostTensor &columnScales,
+                   PatternRewriter &rewriter) {
+  Value lhs = matmul.getLhs();
+  Location loc = root.getLoc();
+  // One scaled A for every product that reads it, so that kiln-layout
+  // still sees projections of one input.
+  MulOp scaled;
+  for (Operation *user : lhs.getUsers())
+    if (auto mul = dyn_cast<MulOp>(user);
+        mul && mul.getLhs() == lhs && mul.getRhs() == activationScale &&
+        mul.getType() == lhs.getType() && mul->isBeforeInBlock(root))
+      scaled = mul;
+  if (!scaled) {
+    OpBuilder::InsertionGuard guard(rewriter);
+    Operation *lhsDef = lhs.getDefiningOp();
+    Operation *scaleDef = activationScale.getDefiningOp();
+    Operation *after =
+        !scaleDef || (lhsDef && scaleDef->isBeforeInBlock(lhsDef)) ? lhsDef
+                                                                   : scaleDef;
+    if (after)
+      rewriter.setInsertionPointAfter(after);
+    else
+      rewriter.setInsertionPointToStart(lhs.getParentBlock());
+    scaled = MulOp::create(rewriter, loc, lhs.getType(), lhs, activationScale);
+  }
+  rewriter.setInsertionPoint(root);
+  Value scales = ConstantOp::create(
+      rewriter, w.getLoc(),
+      cast<ElementsAttr>(columnScales.toDenseElementsAttr()));
+  Value weights = DequantizeOp::create(rewriter, w.getLoc(), w.getType(),
+                                       w.getPacked(), scales, w.getZeroPoints(),
+                                       w.getBits(), w.getBlockSize());
+  auto product =
+      MatmulOp::create(rewriter, rewriter.getFusedLoc({matmul.getLoc(), loc}),
+                       root.getType(), scaled, weights, false, true);
+  copyTensorNames(root, product);
+  rewriter.replaceOp(root, product.getResult());
+}
+
 /// `mul(cast<f32>(cast<i32>(matmul(A, dequantize(W, 1, z_w)))), s_a * s_w)`
 /// with A whole numbers from 8-bit integers (isCentredBytes), s_a one
 /// value and s_w a constant of one value or one a column, into
@@ -124,7 +201,7 @@ struct RecomposeIntegerMatmul : OpRewritePattern<MulOp> {
             !getElementTypeOrSelf(activation.getType()).isF32() ||
             !inBlockOf(root, activation) || !inBlockOf(root, matmul.getLhs()))
           continue;
-        rewrite(root, matmul, w, activation, *columnScales, rewriter);
+        rewriteScaled(root, matmul, w, activation, *columnScales, rewriter);
         return success();
       }
     }
@@ -145,83 +222,93 @@ struct RecomposeIntegerMatmul : OpRewritePattern<MulOp> {
       return {};
     return matmul;
   }
+};
 
-  /// Whether `v` is a block argument or defined in `op`'s block.
-  static bool inBlockOf(Operation *op, Value v) {
-    return v.getParentBlock() == op->getBlock();
+/// QLinearMatMul's `mul(matmul(A, dequantize(W, 1, z_w)), m)`, m a
+/// constant of one value or one a column (`a_scale * b_scale / y_scale`)
+/// and A whole numbers from 8-bit integers, into `matmul(A * 2,
+/// dequantize(W, m / 2, z_w))`.
+///
+/// The scale of A is a power of two so that the integer GEMM's
+/// `(float(sum) * 2) * (m / 2)` is exactly onnxruntime's `float(sum) * m`:
+/// both multiplications by powers of two are exact (m / 2 stays a normal
+/// number: the rewrite refuses smaller multipliers), and one rounding is
+/// left. A scale of 1 would do the same, but `A * 1` folds away, and the
+/// integer GEMM reads its activations as `(q - z) * scale`.
+struct RecomposeRequantizedMatmul : OpRewritePattern<MulOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(MulOp root,
+                                PatternRewriter &rewriter) const override {
+    for (auto [product, multiplier] :
+         {std::pair{root.getLhs(), root.getRhs()},
+          std::pair{root.getRhs(), root.getLhs()}}) {
+      auto matmul = product.getDefiningOp<MatmulOp>();
+      if (!matmul || !matmul->hasOneUse() ||
+          matmul.getType() != root.getType() ||
+          !matmul.getType().getElementType().isF32())
+        continue;
+      auto w = matmul.getRhs().getDefiningOp<DequantizeOp>();
+      if (!w || !matmul.getTransposeRhs() || matmul.getTransposeLhs() ||
+          !hasUnitScales(w) || !isCentredBytes(matmul.getLhs()) ||
+          !w.getResult().hasOneUse() || !inBlockOf(root, matmul.getLhs()))
+        continue;
+      // |q - z| <= 255 for both operands: K * 255^2 must stay below 2^31.
+      if (w.getColumns() > 33025)
+        continue;
+      std::optional<HostTensor> columnScales =
+          perColumnScales(multiplier, w.getScales().getType());
+      if (!columnScales || !halvedExactly(*columnScales))
+        continue;
+      rewriteScaled(root, matmul, w,
+                    activationScaleOfTwo(root, matmul, rewriter), *columnScales,
+                    rewriter);
+      return success();
+    }
+    return rewriter.notifyMatchFailure(root,
+                                       "not a requantized integer product");
   }
 
-  /// The f32 constant `v` as the scales of a dequantize of `scalesType`
-  /// ([columns, 1]): one value, or one a column along its last dim (every
-  /// other dim 1); or none.
-  static std::optional<HostTensor>
-  perColumnScales(Value v, RankedTensorType scalesType) {
-    auto type = cast<RankedTensorType>(v.getType());
-    int64_t columns = scalesType.getDimSize(0);
-    if (!type.getElementType().isF32() || !type.hasStaticShape() ||
-        scalesType.getElementType() != type.getElementType())
-      return std::nullopt;
-    int64_t count = type.getNumElements();
-    if (count != 1 && (count != columns || type.getShape().back() != columns))
-      return std::nullopt;
-    std::optional<HostTensor> values = constantValues(v);
-    if (!values)
-      return std::nullopt;
-    FailureOr<HostTensor> each = HostTensor::allocate(
-        scalesType.getElementType(), scalesType.getShape());
-    if (failed(each))
-      return std::nullopt;
-    for (int64_t c = 0; c < columns; ++c)
-      each->setFromDouble(c, values->getAsDouble(count == 1 ? 0 : c));
-    return std::move(*each);
+  /// Halves every multiplier in `scales`, or fails where one is not finite
+  /// or its half would not be a normal number (so not exact).
+  static bool halvedExactly(HostTensor &scales) {
+    for (int64_t i = 0, e = scales.numElements(); i < e; ++i) {
+      double m = scales.getAsDouble(i);
+      if (!std::isfinite(m) ||
+          (m != 0 &&
+           std::abs(m) < 2 * double(std::numeric_limits<float>::min())))
+        return false;
+      scales.setFromDouble(i, m / 2);
+    }
+    return true;
   }
 
-  /// Replaces `root` by `matmul(A * s_a, dequantize(W, s_w, z_w))`, A being
-  /// `matmul`'s and W and z_w `w`'s.
-  static void rewrite(MulOp root, MatmulOp matmul, DequantizeOp w,
-                      Value activationScale, const HostTensor &columnScales,
-                      PatternRewriter &rewriter) {
+  /// A one-value f32 constant 2, the one another product of the same A
+  /// already scales it by where there is one (so that kiln-layout still
+  /// sees projections of one input), else a new one at the block's start
+  /// (so that the scaled A goes right after A, before every product of it,
+  /// whichever the rewriter takes first).
+  static Value activationScaleOfTwo(MulOp root, MatmulOp matmul,
+                                    PatternRewriter &rewriter) {
     Value lhs = matmul.getLhs();
-    Location loc = root.getLoc();
-    // One scaled A for every product that reads it, so that kiln-layout
-    // still sees projections of one input.
-    MulOp scaled;
     for (Operation *user : lhs.getUsers())
       if (auto mul = dyn_cast<MulOp>(user);
-          mul && mul.getLhs() == lhs && mul.getRhs() == activationScale &&
-          mul.getType() == lhs.getType() && mul->isBeforeInBlock(root))
-        scaled = mul;
-    if (!scaled) {
-      OpBuilder::InsertionGuard guard(rewriter);
-      Operation *lhsDef = lhs.getDefiningOp();
-      Operation *scaleDef = activationScale.getDefiningOp();
-      Operation *after =
-          !scaleDef || (lhsDef && scaleDef->isBeforeInBlock(lhsDef)) ? lhsDef
-                                                                     : scaleDef;
-      if (after)
-        rewriter.setInsertionPointAfter(after);
-      else
-        rewriter.setInsertionPointToStart(lhs.getParentBlock());
-      scaled =
-          MulOp::create(rewriter, loc, lhs.getType(), lhs, activationScale);
-    }
-    rewriter.setInsertionPoint(root);
-    Value scales = ConstantOp::create(
-        rewriter, w.getLoc(),
-        cast<ElementsAttr>(columnScales.toDenseElementsAttr()));
-    Value weights = DequantizeOp::create(
-        rewriter, w.getLoc(), w.getType(), w.getPacked(), scales,
-        w.getZeroPoints(), w.getBits(), w.getBlockSize());
-    auto product =
-        MatmulOp::create(rewriter, rewriter.getFusedLoc({matmul.getLoc(), loc}),
-                         root.getType(), scaled, weights, false, true);
-    copyTensorNames(root, product);
-    rewriter.replaceOp(root, product.getResult());
+          mul && mul.getLhs() == lhs && mul.getType() == lhs.getType() &&
+          holdsOneValue(mul.getRhs()) && splatValue(mul.getRhs()) == 2.0 &&
+          mul->isBeforeInBlock(root))
+        return mul.getRhs();
+    OpBuilder::InsertionGuard guard(rewriter);
+    rewriter.setInsertionPointToStart(root->getBlock());
+    auto type = RankedTensorType::get({}, rewriter.getF32Type());
+    return ConstantOp::create(
+        rewriter, root.getLoc(),
+        cast<ElementsAttr>(DenseElementsAttr::get(type, 2.0f)));
   }
 };
 
 } // namespace
 
 void kiln::populateRecomposeQuantizedPatterns(RewritePatternSet &patterns) {
-  patterns.add<RecomposeIntegerMatmul>(patterns.getContext());
+  patterns.add<RecomposeIntegerMatmul, RecomposeRequantizedMatmul>(
+      patterns.getContext());
 }

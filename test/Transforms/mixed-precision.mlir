@@ -541,6 +541,53 @@ func.func @negative_integer_product_scales_in_a_blob(%a: tensor<2x8xui8>, %q: te
 
 // -----
 
+// QLinearMatMul as kiln-recompose leaves it for the integer GEMM: dequantized
+// 8-bit activations (scale 2) by 8-bit weights whose scales are the
+// requantizing multipliers, the result only requantized (here through a
+// slice, as Q, K and V packed into one product are). The product and the
+// weights' dequantize stay f32, so that the integer GEMM scales its exact
+// sums by the f32 multipliers and the requantized bytes are onnxruntime's.
+// CHECK-LABEL: func @integer_product_requantized_qdq
+// CHECK: kiln.dequantize %{{.*}}, %{{.*}} {bits = 8 : i64, block_size = 8 : i64, kiln.fp32 = "integer-product"} : (tensor<4x1x8xui8>, tensor<4x1xf32>) -> tensor<4x8xf32>
+// CHECK: kiln.matmul %{{.*}}, %{{.*}} {kiln.fp32 = "integer-product", transpose_rhs = true} : (tensor<2x8xf32>, tensor<4x8xf32>) -> tensor<2x4xf32>
+func.func @integer_product_requantized_qdq(%a: tensor<2x8xui8>, %q: tensor<4x1x8xui8>) -> tensor<2x2xi8> {
+  %af = kiln.cast %a : tensor<2x8xui8> -> tensor<2x8xf32>
+  %za = kiln.constant dense<128.0> : tensor<f32>
+  %d = kiln.sub %af, %za : (tensor<2x8xf32>, tensor<f32>) -> tensor<2x8xf32>
+  %two = kiln.constant dense<2.0> : tensor<f32>
+  %x = kiln.mul %d, %two : (tensor<2x8xf32>, tensor<f32>) -> tensor<2x8xf32>
+  %s = kiln.constant dense<[[0.00125], [0.0025], [0.001], [0.003]]> : tensor<4x1xf32>
+  %w = kiln.dequantize %q, %s {bits = 8 : i64, block_size = 8 : i64} : (tensor<4x1x8xui8>, tensor<4x1xf32>) -> tensor<4x8xf32>
+  %p = kiln.matmul %x, %w {transpose_rhs = true} : (tensor<2x8xf32>, tensor<4x8xf32>) -> tensor<2x4xf32>
+  %h = kiln.slice %p {starts = array<i64: 0, 2>, strides = array<i64: 1, 1>} : tensor<2x4xf32> -> tensor<2x2xf32>
+  %n = kiln.round %h : tensor<2x2xf32>
+  %i = kiln.cast %n : tensor<2x2xf32> -> tensor<2x2xi8>
+  return %i : tensor<2x2xi8>
+}
+
+// -----
+
+// negative_: the same product also read as floats (a Q/DQ graph's product
+// going on to a float op) is the low type's.
+// CHECK-LABEL: func @negative_integer_product_requantized_and_float
+// CHECK: kiln.matmul %{{.*}}, %{{.*}} {transpose_rhs = true} : (tensor<2x8xf16>, tensor<4x8xf16>) -> tensor<2x4xf16>
+func.func @negative_integer_product_requantized_and_float(%a: tensor<2x8xui8>, %q: tensor<4x1x8xui8>) -> (tensor<2x4xi8>, tensor<2x4xf32>) {
+  %af = kiln.cast %a : tensor<2x8xui8> -> tensor<2x8xf32>
+  %za = kiln.constant dense<128.0> : tensor<f32>
+  %d = kiln.sub %af, %za : (tensor<2x8xf32>, tensor<f32>) -> tensor<2x8xf32>
+  %two = kiln.constant dense<2.0> : tensor<f32>
+  %x = kiln.mul %d, %two : (tensor<2x8xf32>, tensor<f32>) -> tensor<2x8xf32>
+  %s = kiln.constant dense<[[0.00125], [0.0025], [0.001], [0.003]]> : tensor<4x1xf32>
+  %w = kiln.dequantize %q, %s {bits = 8 : i64, block_size = 8 : i64} : (tensor<4x1x8xui8>, tensor<4x1xf32>) -> tensor<4x8xf32>
+  %p = kiln.matmul %x, %w {transpose_rhs = true} : (tensor<2x8xf32>, tensor<4x8xf32>) -> tensor<2x4xf32>
+  %n = kiln.round %p : tensor<2x4xf32>
+  %i = kiln.cast %n : tensor<2x4xf32> -> tensor<2x4xi8>
+  %e = kiln.exp %p : tensor<2x4xf32>
+  return %i, %e : tensor<2x4xi8>, tensor<2x4xf32>
+}
+
+// -----
+
 // negative_: a product of 8-bit differences scaled first (a Q/DQ graph's
 // dequantized activations) holds no whole numbers: it computes in f16.
 // CHECK-LABEL: func @negative_integer_product_scaled

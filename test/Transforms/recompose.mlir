@@ -954,3 +954,114 @@ func.func @negative_sums_past_int32(%q: tensor<2x33026xui8>, %sa: tensor<f32>) -
   %y = kiln.mul %f, %s : (tensor<2x3xf32>, tensor<f32>) -> tensor<2x3xf32>
   return %y : tensor<2x3xf32>
 }
+
+// -----
+
+// onnxruntime's QOperator QLinearMatMul as the importer writes it: the
+// product of differences times one multiplier a column (a_scale * b_scale
+// / y_scale, folded), then requantized. The multiplier goes into the
+// weights' dequantize, halved, and A is scaled by 2: the integer GEMM's
+// (float(sum) * 2) * (m / 2) is exactly onnxruntime's float(sum) * m.
+// CHECK-LABEL: func @requantized_product_form
+// CHECK-DAG: %[[TWO:.*]] = kiln.constant dense<2.000000e+00> : tensor<f32>
+// CHECK-DAG: %[[S:.*]] = kiln.constant dense<{{\[}}[2.500000e-03], [1.250000e-03], [5.000000e-03]]> : tensor<3x1xf32>
+// CHECK: %[[A:.*]] = kiln.sub
+// CHECK: %[[SA:.*]] = kiln.mul %[[A]], %[[TWO]] : (tensor<4x6xf32>, tensor<f32>) -> tensor<4x6xf32>
+// CHECK: %[[W:.*]] = kiln.dequantize %{{.*}}, %[[S]] {bits = 8 : i64, block_size = 6 : i64}
+// CHECK: %[[Y:.*]] = kiln.matmul %[[SA]], %[[W]] {transpose_rhs = true}
+// CHECK-NEXT: kiln.round %[[Y]]
+func.func @requantized_product_form(%q: tensor<4x6xui8>) -> tensor<4x3xf32> {
+  %qf = kiln.cast %q : tensor<4x6xui8> -> tensor<4x6xf32>
+  %zf = kiln.constant dense<1.280000e+02> : tensor<f32>
+  %a = kiln.sub %qf, %zf : (tensor<4x6xf32>, tensor<f32>) -> tensor<4x6xf32>
+  %p = kiln.constant dense<[[[130, 183, 14, 238, 127, 26]], [[80, 57, 190, 240, 126, 194]], [[52, 127, 6, 110, 208, 143]]]> : tensor<3x1x6xui8>
+  %one = kiln.constant dense<1.000000e+00> : tensor<3x1xf32>
+  %w = kiln.dequantize %p, %one {bits = 8 : i64, block_size = 6 : i64} : (tensor<3x1x6xui8>, tensor<3x1xf32>) -> tensor<3x6xf32>
+  %m = kiln.matmul %a, %w {transpose_rhs = true} : (tensor<4x6xf32>, tensor<3x6xf32>) -> tensor<4x3xf32>
+  %mult = kiln.constant dense<[5.000000e-03, 2.500000e-03, 1.000000e-02]> : tensor<3xf32>
+  %y = kiln.mul %m, %mult : (tensor<4x3xf32>, tensor<3xf32>) -> tensor<4x3xf32>
+  %r = kiln.round %y : tensor<4x3xf32>
+  return %r : tensor<4x3xf32>
+}
+
+// -----
+
+// Two products of one A (a layer's query and key) share its scaled A, so
+// that kiln-layout still packs them.
+// CHECK-LABEL: func @requantized_products_share_a
+// CHECK-COUNT-1: kiln.mul %{{.*}}, %{{.*}} : (tensor<4x6xf32>, tensor<f32>)
+// CHECK-NOT: kiln.mul %{{.*}}, %{{.*}} : (tensor<4x6xf32>, tensor<f32>)
+func.func @requantized_products_share_a(%q: tensor<4x6xui8>) -> (tensor<4x3xf32>, tensor<4x3xf32>) {
+  %qf = kiln.cast %q : tensor<4x6xui8> -> tensor<4x6xf32>
+  %zf = kiln.constant dense<1.280000e+02> : tensor<f32>
+  %a = kiln.sub %qf, %zf : (tensor<4x6xf32>, tensor<f32>) -> tensor<4x6xf32>
+  %p = kiln.constant dense<[[[130, 183, 14, 238, 127, 26]], [[80, 57, 190, 240, 126, 194]], [[52, 127, 6, 110, 208, 143]]]> : tensor<3x1x6xui8>
+  %one = kiln.constant dense<1.000000e+00> : tensor<3x1xf32>
+  %w = kiln.dequantize %p, %one {bits = 8 : i64, block_size = 6 : i64} : (tensor<3x1x6xui8>, tensor<3x1xf32>) -> tensor<3x6xf32>
+  %m = kiln.matmul %a, %w {transpose_rhs = true} : (tensor<4x6xf32>, tensor<3x6xf32>) -> tensor<4x3xf32>
+  %w2 = kiln.dequantize %p, %one {bits = 8 : i64, block_size = 6 : i64} : (tensor<3x1x6xui8>, tensor<3x1xf32>) -> tensor<3x6xf32>
+  %m2 = kiln.matmul %a, %w2 {transpose_rhs = true} : (tensor<4x6xf32>, tensor<3x6xf32>) -> tensor<4x3xf32>
+  %mult = kiln.constant dense<[5.000000e-03, 2.500000e-03, 1.000000e-02]> : tensor<3xf32>
+  %y = kiln.mul %m, %mult : (tensor<4x3xf32>, tensor<3xf32>) -> tensor<4x3xf32>
+  %y2 = kiln.mul %m2, %mult : (tensor<4x3xf32>, tensor<3xf32>) -> tensor<4x3xf32>
+  return %y, %y2 : tensor<4x3xf32>, tensor<4x3xf32>
+}
+
+// -----
+
+// negative_: a multiplier whose half is not a normal float (1e-38 < 2^-125)
+// would not be halved exactly: the product stays as it is.
+// CHECK-LABEL: func @negative_requantized_multiplier_tiny
+// CHECK: kiln.dequantize %{{.*}}, %{{.*}} {bits = 8 : i64, block_size = 6 : i64} : (tensor<3x1x6xui8>, tensor<3x1xf32>)
+// CHECK: %[[M:.*]] = kiln.matmul
+// CHECK: kiln.mul %[[M]]
+func.func @negative_requantized_multiplier_tiny(%q: tensor<4x6xui8>) -> tensor<4x3xf32> {
+  %qf = kiln.cast %q : tensor<4x6xui8> -> tensor<4x6xf32>
+  %zf = kiln.constant dense<1.280000e+02> : tensor<f32>
+  %a = kiln.sub %qf, %zf : (tensor<4x6xf32>, tensor<f32>) -> tensor<4x6xf32>
+  %p = kiln.constant dense<[[[130, 183, 14, 238, 127, 26]], [[80, 57, 190, 240, 126, 194]], [[52, 127, 6, 110, 208, 143]]]> : tensor<3x1x6xui8>
+  %one = kiln.constant dense<1.000000e+00> : tensor<3x1xf32>
+  %w = kiln.dequantize %p, %one {bits = 8 : i64, block_size = 6 : i64} : (tensor<3x1x6xui8>, tensor<3x1xf32>) -> tensor<3x6xf32>
+  %m = kiln.matmul %a, %w {transpose_rhs = true} : (tensor<4x6xf32>, tensor<3x6xf32>) -> tensor<4x3xf32>
+  %mult = kiln.constant dense<[5.000000e-03, 1.000000e-38, 1.000000e-02]> : tensor<3xf32>
+  %y = kiln.mul %m, %mult : (tensor<4x3xf32>, tensor<3xf32>) -> tensor<4x3xf32>
+  return %y : tensor<4x3xf32>
+}
+
+// -----
+
+// negative_: a multiplier a row (a's scale per row) fits no column scales.
+// CHECK-LABEL: func @negative_requantized_multiplier_per_row
+// CHECK: %[[M:.*]] = kiln.matmul
+// CHECK: kiln.mul %[[M]]
+func.func @negative_requantized_multiplier_per_row(%q: tensor<4x6xui8>) -> tensor<4x3xf32> {
+  %qf = kiln.cast %q : tensor<4x6xui8> -> tensor<4x6xf32>
+  %zf = kiln.constant dense<1.280000e+02> : tensor<f32>
+  %a = kiln.sub %qf, %zf : (tensor<4x6xf32>, tensor<f32>) -> tensor<4x6xf32>
+  %p = kiln.constant dense<[[[130, 183, 14, 238, 127, 26]], [[80, 57, 190, 240, 126, 194]], [[52, 127, 6, 110, 208, 143]]]> : tensor<3x1x6xui8>
+  %one = kiln.constant dense<1.000000e+00> : tensor<3x1xf32>
+  %w = kiln.dequantize %p, %one {bits = 8 : i64, block_size = 6 : i64} : (tensor<3x1x6xui8>, tensor<3x1xf32>) -> tensor<3x6xf32>
+  %m = kiln.matmul %a, %w {transpose_rhs = true} : (tensor<4x6xf32>, tensor<3x6xf32>) -> tensor<4x3xf32>
+  %mult = kiln.constant dense<[[5.000000e-03], [2.500000e-03], [1.000000e-02], [2.000000e-02]]> : tensor<4x1xf32>
+  %y = kiln.mul %m, %mult : (tensor<4x3xf32>, tensor<4x1xf32>) -> tensor<4x3xf32>
+  return %y : tensor<4x3xf32>
+}
+
+// -----
+
+// negative_: the unscaled product is also a result.
+// CHECK-LABEL: func @negative_requantized_product_returned
+// CHECK: %[[M:.*]] = kiln.matmul
+// CHECK: kiln.mul %[[M]]
+func.func @negative_requantized_product_returned(%q: tensor<4x6xui8>) -> (tensor<4x3xf32>, tensor<4x3xf32>) {
+  %qf = kiln.cast %q : tensor<4x6xui8> -> tensor<4x6xf32>
+  %zf = kiln.constant dense<1.280000e+02> : tensor<f32>
+  %a = kiln.sub %qf, %zf : (tensor<4x6xf32>, tensor<f32>) -> tensor<4x6xf32>
+  %p = kiln.constant dense<[[[130, 183, 14, 238, 127, 26]], [[80, 57, 190, 240, 126, 194]], [[52, 127, 6, 110, 208, 143]]]> : tensor<3x1x6xui8>
+  %one = kiln.constant dense<1.000000e+00> : tensor<3x1xf32>
+  %w = kiln.dequantize %p, %one {bits = 8 : i64, block_size = 6 : i64} : (tensor<3x1x6xui8>, tensor<3x1xf32>) -> tensor<3x6xf32>
+  %m = kiln.matmul %a, %w {transpose_rhs = true} : (tensor<4x6xf32>, tensor<3x6xf32>) -> tensor<4x3xf32>
+  %mult = kiln.constant dense<[5.000000e-03, 2.500000e-03, 1.000000e-02]> : tensor<3xf32>
+  %y = kiln.mul %m, %mult : (tensor<4x3xf32>, tensor<3xf32>) -> tensor<4x3xf32>
+  return %y, %m : tensor<4x3xf32>, tensor<4x3xf32>
+}

@@ -88,10 +88,11 @@ struct QLinearConverter : NodeConverterBase {
     auto [a, qa, bIn, qb, qc, type] = *operands;
     auto ratioA = ratio(qa.scale, qc.scale);
     auto ratioB = ratio(qb.scale, qc.scale);
-    Value lhs = MulOp::create(b, loc, typeOf(a).clone(b.getF32Type()),
-                              centred(a, qa), ratioA);
-    Value rhs = MulOp::create(b, loc, typeOf(bIn).clone(b.getF32Type()),
-                              centred(bIn, qb), ratioB);
+    // A constant operand (a bias) folds, not computed at every run.
+    Value lhs = importer.foldConstant(MulOp::create(
+        b, loc, typeOf(a).clone(b.getF32Type()), centred(a, qa), ratioA));
+    Value rhs = importer.foldConstant(MulOp::create(
+        b, loc, typeOf(bIn).clone(b.getF32Type()), centred(bIn, qb), ratioB));
     auto sum = broadcast<AddOp>(lhs, rhs);
     if (failed(sum))
       return failure();
@@ -108,7 +109,8 @@ struct QLinearConverter : NodeConverterBase {
     auto [a, qa, bIn, qb, qc, type] = *operands;
     Value scales = MulOp::create(b, loc, typeOf(qa.scale), qa.scale, qb.scale);
     Value multiplier = ratio(scales, qc.scale);
-    auto product = broadcast<MulOp>(centred(a, qa), centred(bIn, qb));
+    auto product = broadcast<MulOp>(importer.foldConstant(centred(a, qa)),
+                                    importer.foldConstant(centred(bIn, qb)));
     if (failed(product))
       return failure();
     Value scaled =

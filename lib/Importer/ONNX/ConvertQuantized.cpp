@@ -551,8 +551,10 @@ struct QuantizedConverter : NodeConverterBase {
       return failure();
     Value multiplier =
         DivOp::create(b, loc, *scales, reshape(yScale, ArrayRef<int64_t>{}));
-    auto requantized =
-        broadcast<MulOp>(*product, castTo(multiplier, b.getF32Type()));
+    // A constant (the QOperator format's scales are initializers), which
+    // kiln-recompose folds into the weights' scales.
+    auto requantized = broadcast<MulOp>(
+        *product, importer.foldConstant(castTo(multiplier, b.getF32Type())));
     if (failed(requantized))
       return failure();
     Value zero = importer.foldConstant(
