@@ -84,13 +84,10 @@ struct ConvConverter : NodeConverterBase {
   /// or one a filter) computed in fp32 in that order, as onnxruntime's
   /// kernel computes them.
   LogicalResult convertQLinear() {
-    SmallVector<Value, 8> in;
-    for (int i = 0; i < 8; ++i) {
-      auto value = required(i);
-      if (failed(value))
-        return failure();
-      in.push_back(*value);
-    }
+    auto inputs = requiredInputs(8);
+    if (failed(inputs))
+      return failure();
+    ArrayRef<Value> in = *inputs;
     Value x = in[0], xScale = in[1], w = in[3], wScale = in[4], yScale = in[6],
           yZero = in[7];
     auto product = integerConvolution(x, in[2], w, in[5]);

@@ -518,13 +518,10 @@ struct QuantizedConverter : NodeConverterBase {
   /// computes it, the product in fp32. a's scale and zero point one value
   /// or one a row, b's one value or one a column, y's one value.
   LogicalResult convertQLinearMatMul() {
-    SmallVector<Value, 8> in;
-    for (int i = 0; i < 8; ++i) {
-      auto value = required(i);
-      if (failed(value))
-        return failure();
-      in.push_back(*value);
-    }
+    auto inputs = requiredInputs(8);
+    if (failed(inputs))
+      return failure();
+    ArrayRef<Value> in = *inputs;
     Value a = in[0], aScale = in[1], aZero = in[2], bIn = in[3], bScale = in[4],
           bZero = in[5], yScale = in[6], yZero = in[7];
     auto product = integerProduct(a, aZero, bIn, bZero);
@@ -575,13 +572,10 @@ struct QuantizedConverter : NodeConverterBase {
   /// kernel computes it. a's scale and zero point are one value each, b's
   /// one value or one a column.
   LogicalResult convertQGemm() {
-    SmallVector<Value, 6> in;
-    for (int i = 0; i < 6; ++i) {
-      auto value = required(i);
-      if (failed(value))
-        return failure();
-      in.push_back(*value);
-    }
+    auto inputs = requiredInputs(6);
+    if (failed(inputs))
+      return failure();
+    ArrayRef<Value> in = *inputs;
     Value a = in[0], aScale = in[1], aZero = in[2], bIn = in[3], bScale = in[4],
           bZero = in[5];
     Value c = importer.input(node, 6), yScale = importer.input(node, 7),

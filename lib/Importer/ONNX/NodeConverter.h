@@ -53,6 +53,18 @@ struct NodeConverterBase {
     return value;
   }
 
+  /// Inputs 0 to `count` - 1, each of which must be present.
+  mlir::FailureOr<llvm::SmallVector<mlir::Value, 8>> requiredInputs(int count) {
+    llvm::SmallVector<mlir::Value, 8> inputs;
+    for (int i = 0; i < count; ++i) {
+      auto value = required(i);
+      if (mlir::failed(value))
+        return mlir::failure();
+      inputs.push_back(*value);
+    }
+    return inputs;
+  }
+
   static mlir::RankedTensorType typeOf(mlir::Value v) {
     return llvm::cast<mlir::RankedTensorType>(v.getType());
   }
