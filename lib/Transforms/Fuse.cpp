@@ -625,6 +625,55 @@ bool writeAlike(UpdateSliceOp a, UpdateSliceOp b) {
          a.getStarts() == b.getStarts();
 }
 
+/// Where each op will be: the root of the group that holds it, or itself.
+class Placement {
+public:
+  explicit Placement(ArrayRef<Group> groups) {
+    for (const Group &g : groups)
+      for (Operation *op : g.members)
+        placeOf[op] = g.root;
+  }
+  Operation *operator()(Operation *op) const {
+    Operation *place = placeOf.lookup(op);
+    return place ? place : op;
+  }
+  /// Whether every reader of `early`'s root outside `late` will be placed
+  /// after `late`'s root, where the kernel of the two merged is.
+  bool readAfter(const Group &early, const Group &late) const {
+    return llvm::all_of(early.root->getUsers(), [&](Operation *user) {
+      return late.members.contains(user) ||
+             comesAfter((*this)(user), late.root);
+    });
+  }
+  /// Whether one kernel (or op) will read both groups' roots.
+  bool readTogether(const Group &a, const Group &b) const {
+    llvm::SmallPtrSet<Operation *, 4> places;
+    for (Operation *user : a.root->getUsers())
+      places.insert((*this)(user));
+    return llvm::any_of(b.root->getUsers(), [&](Operation *user) {
+      return places.contains((*this)(user));
+    });
+  }
+  /// `early` merged into `late` (which yields its root too), and erased.
+  void merge(Group &early, Group &late, SmallVectorImpl<Group> &groups) {
+    late.members.insert(early.members.begin(), early.members.end());
+    late.alsoYielded = early.root;
+    for (Operation *op : early.members)
+      placeOf[op] = late.root;
+    groups.erase(groups.begin() + (&early - groups.data()));
+  }
+
+private:
+  llvm::DenseMap<Operation *, Operation *> placeOf;
+};
+
+/// Whether a member of `reader` reads `writer`'s root.
+bool readsRootOf(const Group &reader, const Group &writer) {
+  return llvm::any_of(reader.members, [&](Operation *op) {
+    return llvm::is_contained(op->getOperands(), writer.root->getResult(0));
+  });
+}
+
 /// Merges each pair of cache-update groups that write alike (writeAlike)
 /// into one kernel with two results, placed at the later update: one
 /// launch for a decoder layer's key and value caches. The earlier update
@@ -632,14 +681,7 @@ bool writeAlike(UpdateSliceOp a, UpdateSliceOp b) {
 /// be placed: a slice of the valid rows joins the attention that reads
 /// it), and neither group may read the other's result.
 void pairCacheUpdates(SmallVectorImpl<Group> &groups) {
-  llvm::DenseMap<Operation *, Operation *> placeOf;
-  for (const Group &g : groups)
-    for (Operation *op : g.members)
-      placeOf[op] = g.root;
-  auto placed = [&](Operation *op) {
-    Operation *place = placeOf.lookup(op);
-    return place ? place : op;
-  };
+  Placement placement(groups);
   auto updateOf = [](const Group &g) {
     return g.kind == KernelKind::elementwise && !g.alsoYielded
                ? dyn_cast<UpdateSliceOp>(g.root)
@@ -656,25 +698,43 @@ void pairCacheUpdates(SmallVectorImpl<Group> &groups) {
         continue;
       Group &early = first->isBeforeInBlock(second) ? groups[i] : groups[j];
       Group &late = &early == &groups[i] ? groups[j] : groups[i];
-      auto readsRootOf = [](const Group &reader, const Group &writer) {
-        return llvm::any_of(reader.members, [&](Operation *op) {
-          return llvm::is_contained(op->getOperands(),
-                                    writer.root->getResult(0));
-        });
-      };
-      bool readLater = llvm::all_of(early.root->getUsers(), [&](Operation *u) {
-        return comesAfter(placed(u), late.root);
-      });
-      if (!readLater || readsRootOf(late, early) || readsRootOf(early, late))
+      if (!placement.readAfter(early, late) || readsRootOf(late, early) ||
+          readsRootOf(early, late))
         continue;
-      late.members.insert(early.members.begin(), early.members.end());
-      late.alsoYielded = early.root;
-      for (Operation *op : early.members)
-        placeOf[op] = late.root;
-      groups.erase(groups.begin() + (&early - groups.data()));
+      placement.merge(early, late, groups);
       // The merged group sits at i or i - 1 now; look for no third.
       break;
     }
+  }
+}
+
+/// Merges two one-element elementwise kernels whose results one kernel
+/// reads into one kernel that yields both: a dynamic quantization's scale
+/// and zero point, the integer GEMM's operands, in one launch instead of
+/// two. The earlier result's readers must be placed after the later
+/// kernel.
+void pairScalarKernels(SmallVectorImpl<Group> &groups) {
+  Placement placement(groups);
+  auto scalar = [](const Group &g) {
+    return g.kind == KernelKind::elementwise && !g.alsoYielded &&
+           isCheapScalar(g.root) && isElementwise(g.root);
+  };
+  for (size_t i = 0; i < groups.size();) {
+    bool merged = false;
+    for (size_t j = 0; scalar(groups[i]) && j < groups.size(); ++j) {
+      if (j == i || !scalar(groups[j]) ||
+          groups[j].root->getBlock() != groups[i].root->getBlock() ||
+          !placement.readTogether(groups[i], groups[j]) ||
+          !groups[i].root->isBeforeInBlock(groups[j].root) ||
+          !placement.readAfter(groups[i], groups[j]))
+        continue;
+      placement.merge(groups[i], groups[j], groups);
+      merged = true;
+      break;
+    }
+    // Group i is gone where it merged: what moved into its place is next.
+    if (!merged)
+      ++i;
   }
 }
 
@@ -911,6 +971,7 @@ struct KilnFusePass : public kiln::impl::KilnFusePassBase<KilnFusePass> {
     }
 
     pairCacheUpdates(groups);
+    pairScalarKernels(groups);
     for (Group &group : groups)
       outlineGroup(group);
   }

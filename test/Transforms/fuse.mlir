@@ -1319,3 +1319,40 @@ func.func @negative_scalars_kept(%a: tensor<4x8xf32>, %t: tensor<f32>, %u: tenso
   %two = kiln.sub %v, %pr : (tensor<2x5xf32>, tensor<2x1xf32>) -> tensor<2x5xf32>
   return %e, %one, %two, %s : tensor<4x8xf32>, tensor<2x5xf32>, tensor<2x5xf32>, tensor<f32>
 }
+
+// -----
+
+// Two one-element kernels whose results one op reads are one kernel that
+// yields both (a dynamic quantization's scale and zero point, both read by
+// the integer GEMM; here by the return): one launch where there were two.
+// The zero point's kernel computes the scale itself (duplicateCheapScalars),
+// so the body computes it twice.
+// CHECK-LABEL: func @scalar_kernels_paired
+// CHECK: %[[K:.*]]:2 = kiln.kernel  elementwise(%arg0, %arg1)
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: kiln.exp
+// CHECK-NEXT: kiln.exp
+// CHECK-NEXT: kiln.div
+// CHECK-NEXT: kiln.round
+// CHECK-NEXT: kiln.yield %{{.*}}, %{{.*}} : tensor<f32>, tensor<f32>
+// CHECK-NOT: kiln.kernel
+// CHECK: return %[[K]]#1, %[[K]]#0
+func.func @scalar_kernels_paired(%t: tensor<f32>, %r: tensor<f32>) -> (tensor<f32>, tensor<f32>) {
+  %s = kiln.exp %t : tensor<f32>
+  %d = kiln.div %r, %s : (tensor<f32>, tensor<f32>) -> tensor<f32>
+  %z = kiln.round %d : tensor<f32>
+  return %s, %z : tensor<f32>, tensor<f32>
+}
+
+// -----
+
+// negative_: kernels of two elements are not paired, though one op reads
+// both.
+// CHECK-LABEL: func @negative_scalar_kernels_of_two
+// CHECK: kiln.kernel  elementwise(%arg0)
+// CHECK: kiln.kernel  elementwise(%arg1)
+func.func @negative_scalar_kernels_of_two(%t: tensor<2xf32>, %r: tensor<2xf32>) -> (tensor<2xf32>, tensor<2xf32>) {
+  %s = kiln.exp %t : tensor<2xf32>
+  %z = kiln.round %r : tensor<2xf32>
+  return %s, %z : tensor<2xf32>, tensor<2xf32>
+}

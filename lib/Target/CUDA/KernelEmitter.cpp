@@ -271,31 +271,36 @@ FailureOr<LaunchGeometry> emitElementwise(KernelOp kernel, StringRef name,
      << "  const " << index << " stride = (" << index
      << ")gridDim.x * blockDim.x;\n"
      << "  " << index << " vectorEnd = 0;\n";
-  // Every op at the result's index: vector accesses where they are aligned.
-  VectorAccess access =
-      atResultIndex ? planVectorAccess(kernel) : VectorAccess();
+  // Every op at the result's index: vector accesses where they are aligned
+  // (one result; a second is stored element by element).
+  VectorAccess access = atResultIndex && kernel.getNumResults() == 1
+                            ? planVectorAccess(kernel)
+                            : VectorAccess();
   if (access.lanes > 1 && failed(emitVectorLoop(kernel, access, os)))
     return failure();
   os << "  for (" << index << " i = vectorEnd + first; i < " << indexText(n)
      << "; i += stride) {\n";
   BodyEmitter body(kernel, os);
-  Value yielded = kernel.getYield().getValues()[0];
-  FailureOr<std::string> value;
-  if (atResultIndex) {
+  if (atResultIndex)
     // Every op at the result's index, in order.
     for (Operation &op : ops)
       if (failed(body.emit(&op, "i", shape, "    ")))
         return failure();
-    value = body.get(yielded, "i", shape, "    ");
-  } else {
-    // Data movement inside: each value at the index it is read at, from
-    // the result back to the kernel's inputs.
-    value = body.getAt(yielded, "i", "    ");
+  // Each result (of one shape) stored at the index; with data movement
+  // inside, each value at the index it is read at, from the result back to
+  // the kernel's inputs.
+  for (auto [number, yielded] :
+       llvm::enumerate(kernel.getYield().getValues())) {
+    FailureOr<std::string> value = atResultIndex
+                                       ? body.get(yielded, "i", shape, "    ")
+                                       : body.getAt(yielded, "i", "    ");
+    if (failed(value))
+      return failure();
+    os << "    out" << number
+       << "[i] = " << storeExpr(tensorType(yielded).getElementType(), *value)
+       << ";\n";
   }
-  if (failed(value))
-    return failure();
-  os << "    out0[i] = " << storeExpr(resultType.getElementType(), *value)
-     << ";\n  }\n}\n";
+  os << "  }\n}\n";
   LaunchGeometry geometry;
   setGridDim(geometry, 0, n, access.lanes * kBlockSize, kMaxGrid);
   geometry.block[0] = kBlockSize;
@@ -319,12 +324,17 @@ FailureOr<LaunchGeometry> emitKernel(KernelOp kernel, StringRef name,
                                      llvm::raw_ostream &os,
                                      const CudaEmitOptions &options) {
   // A row norm's kernel may also write its input (kiln-fuse's
-  // sharedNormInput), a cache update's the other cache (pairCacheUpdates);
+  // sharedNormInput), a cache update's the other cache (pairCacheUpdates),
+  // an elementwise kernel a second result of its shape (pairScalarKernels);
   // every other kernel writes one result.
+  bool elementwise = kernel.getKind() == KernelKind::elementwise;
   bool updates =
-      kernel.getKind() == KernelKind::elementwise &&
+      elementwise &&
       kernel.getYield().getValues()[0].getDefiningOp<UpdateSliceOp>();
-  unsigned most = kernel.getKind() == KernelKind::reduction || updates ? 2 : 1;
+  bool alike = elementwise && kernel.getNumResults() == 2 &&
+               sizesOf(kernel.getResult(0)) == sizesOf(kernel.getResult(1));
+  unsigned most =
+      kernel.getKind() == KernelKind::reduction || updates || alike ? 2 : 1;
   if (kernel.getNumResults() < 1 || kernel.getNumResults() > most)
     return kernel.emitOpError("has ")
            << kernel.getNumResults() << " results; the CUDA target needs "
