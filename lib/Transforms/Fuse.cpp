@@ -719,10 +719,16 @@ void pairScalarKernels(SmallVectorImpl<Group> &groups) {
     return g.kind == KernelKind::elementwise && !g.alsoYielded &&
            isCheapScalar(g.root) && isElementwise(g.root);
   };
+  // One shape (the CUDA target's elementwise kernel stores each result at
+  // one index): tensor<f32> and tensor<1xf32> are not paired.
+  auto shapeOf = [](const Group &g) {
+    return cast<RankedTensorType>(g.root->getResult(0).getType()).getShape();
+  };
   for (size_t i = 0; i < groups.size();) {
     bool merged = false;
     for (size_t j = 0; scalar(groups[i]) && j < groups.size(); ++j) {
       if (j == i || !scalar(groups[j]) ||
+          shapeOf(groups[j]) != shapeOf(groups[i]) ||
           groups[j].root->getBlock() != groups[i].root->getBlock() ||
           !placement.readTogether(groups[i], groups[j]) ||
           !groups[i].root->isBeforeInBlock(groups[j].root) ||

@@ -1356,3 +1356,18 @@ func.func @negative_scalar_kernels_of_two(%t: tensor<2xf32>, %r: tensor<2xf32>) 
   %z = kiln.round %r : tensor<2xf32>
   return %s, %z : tensor<2xf32>, tensor<2xf32>
 }
+
+// -----
+
+// negative_: one-element kernels of two shapes (tensor<f32> and
+// tensor<1xf32>, both read by the return) are not paired: the CUDA
+// target's elementwise kernel stores its results at one index (the
+// differential fuzzer's finding, test/fuzz/regressions/differential).
+// CHECK-LABEL: func @negative_scalar_kernels_of_two_shapes
+// CHECK: kiln.kernel  elementwise(%arg0)
+// CHECK: kiln.kernel  elementwise(%arg1)
+func.func @negative_scalar_kernels_of_two_shapes(%t: tensor<f32>, %r: tensor<1xf32>) -> (tensor<f32>, tensor<1xf32>) {
+  %s = kiln.exp %t : tensor<f32>
+  %z = kiln.round %r : tensor<1xf32>
+  return %s, %z : tensor<f32>, tensor<1xf32>
+}
