@@ -10,14 +10,11 @@
 #include "RecomposePatterns.h"
 
 #include "kiln/Dialect/Kiln/KilnOps.h"
-#include "kiln/Dialect/Kiln/MappedWeights.h"
 #include "kiln/Dialect/Kiln/QuantizedActivations.h"
 #include "kiln/Dialect/Kiln/TensorNames.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/StringExtras.h"
-
-#include <cstring>
 
 using namespace mlir;
 using namespace kiln;
@@ -209,24 +206,6 @@ void Assigner::collectQuantizers() {
       islandRules.try_emplace(member, "quantize");
 }
 
-/// Whether `v` is a constant of fp32 ones, a splat or a blob (the packed
-/// B's scales of 1 are a blob of one value a column).
-static bool holdsOnes(Value v) {
-  if (std::optional<double> splat = splatValue(v))
-    return *splat == 1.0;
-  auto constant = v.getDefiningOp<ConstantOp>();
-  if (!constant || !elementTypeOf(v).isF32())
-    return false;
-  ArrayRef<char> bytes = storedBytesInPlace(constant.getValue());
-  for (size_t at = 0; at + sizeof(float) <= bytes.size(); at += sizeof(float)) {
-    float value;
-    std::memcpy(&value, bytes.data() + at, sizeof(float));
-    if (value != 1.0f)
-      return false;
-  }
-  return !bytes.empty();
-}
-
 /// Whether `v` holds whole numbers of 8 bits or so, exactly: an 8-bit (or
 /// narrower) integer cast to float, less a constant or another such value
 /// (a zero point), through views; or weights dequantized with scales of 1
@@ -244,7 +223,7 @@ static bool holdsByteDifferences(Value v) {
            (sub.getRhs().getDefiningOp<ConstantOp>() ||
             holdsByteDifferences(sub.getRhs()));
   if (auto dequantize = dyn_cast_or_null<DequantizeOp>(def))
-    return holdsOnes(dequantize.getScales());
+    return holdsOnlyOnes(dequantize.getScales());
   return false;
 }
 

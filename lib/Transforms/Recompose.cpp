@@ -41,6 +41,20 @@ std::optional<double> kiln::splatValue(Value v) {
   return splat.getSplatValue<APFloat>().convertToDouble();
 }
 
+bool kiln::holdsOnlyOnes(Value v) {
+  auto constant = v.getDefiningOp<ConstantOp>();
+  if (!constant || !isa<FloatType>(getElementTypeOrSelf(v.getType())))
+    return false;
+  FailureOr<HostTensor> values =
+      HostTensor::fromElementsAttr(constant.getValue());
+  if (failed(values))
+    return false;
+  for (int64_t i = 0, e = values->numElements(); i < e; ++i)
+    if (values->getAsDouble(i) != 1.0)
+      return false;
+  return true;
+}
+
 namespace {
 
 /// Peels `x * c`, `c * x` and `x / c` by one-element constants that do not

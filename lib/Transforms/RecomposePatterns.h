@@ -17,6 +17,10 @@ namespace kiln {
 /// The value of a splat float constant, if `v` is one.
 std::optional<double> splatValue(mlir::Value v);
 
+/// Whether `v` is a float constant whose every value is 1, inline or a
+/// `dense_resource` blob (a packed weight's scales of 1 a column).
+bool holdsOnlyOnes(mlir::Value v);
+
 /// LayerNorm and RMSNorm from their spelled-out forms (RecomposeNorms.cpp).
 void populateRecomposeNormPatterns(mlir::RewritePatternSet &patterns);
 

@@ -76,16 +76,23 @@ bool isCentredBytes(Value v) {
 /// Whether the dequantize `w` is MatMulInteger's B as the importer packs
 /// it: 8-bit integers, one block a row, every scale 1.
 bool hasUnitScales(DequantizeOp w) {
-  if (w.isFloat8() || w.getBits() != 8 || w.getBlockCount() != 1 ||
-      !w.hasIntegerZeroPoints())
-    return false;
-  std::optional<HostTensor> scales = constantValues(w.getScales());
-  if (!scales)
-    return false;
-  for (int64_t i = 0, e = scales->numElements(); i < e; ++i)
-    if (scales->getAsDouble(i) != 1.0)
-      return false;
-  return true;
+  return !w.isFloat8() && w.getBits() == 8 && w.getBlockCount() == 1 &&
+         w.hasIntegerZeroPoints() && holdsOnlyOnes(w.getScales());
+}
+
+/// The dequantize of `matmul`'s B where the product is MatMulInteger's as
+/// the importer writes it: A whole numbers from 8-bit integers
+/// (isCentredBytes), B packed 8-bit weights with scales of 1 read
+/// transposed, each of one use, and K small enough that the sums of 8-bit
+/// products stay within int32 (|q - z| <= 255 for both operands: K * 255^2
+/// below 2^31); else null.
+DequantizeOp integerProductWeights(MatmulOp matmul) {
+  auto w = matmul.getRhs().getDefiningOp<DequantizeOp>();
+  if (!w || !matmul.getTransposeRhs() || matmul.getTransposeLhs() ||
+      !hasUnitScales(w) || !isCentredBytes(matmul.getLhs()) ||
+      !w.getResult().hasOneUse() || w.getColumns() > 33025)
+    return {};
+  return w;
 }
 
 /// Whether `v` is a block argument or defined in `op`'s block.
@@ -181,13 +188,8 @@ struct RecomposeIntegerMatmul : OpRewritePattern<MulOp> {
       MatmulOp matmul = integerProduct(product);
       if (!matmul || matmul.getType() != root.getType())
         continue;
-      auto w = matmul.getRhs().getDefiningOp<DequantizeOp>();
-      if (!w || !matmul.getTransposeRhs() || matmul.getTransposeLhs() ||
-          !hasUnitScales(w) || !isCentredBytes(matmul.getLhs()) ||
-          !w.getResult().hasOneUse())
-        continue;
-      // |q - z| <= 255 for both operands: K * 255^2 must stay below 2^31.
-      if (w.getColumns() > 33025)
+      DequantizeOp w = integerProductWeights(matmul);
+      if (!w)
         continue;
       auto both = scales.getDefiningOp<MulOp>();
       if (!both)
@@ -248,13 +250,8 @@ struct RecomposeRequantizedMatmul : OpRewritePattern<MulOp> {
           matmul.getType() != root.getType() ||
           !matmul.getType().getElementType().isF32())
         continue;
-      auto w = matmul.getRhs().getDefiningOp<DequantizeOp>();
-      if (!w || !matmul.getTransposeRhs() || matmul.getTransposeLhs() ||
-          !hasUnitScales(w) || !isCentredBytes(matmul.getLhs()) ||
-          !w.getResult().hasOneUse() || !inBlockOf(root, matmul.getLhs()))
-        continue;
-      // |q - z| <= 255 for both operands: K * 255^2 must stay below 2^31.
-      if (w.getColumns() > 33025)
+      DequantizeOp w = integerProductWeights(matmul);
+      if (!w || !inBlockOf(root, matmul.getLhs()))
         continue;
       std::optional<HostTensor> columnScales =
           perColumnScales(multiplier, w.getScales().getType());

@@ -107,10 +107,6 @@ struct ConvConverter : NodeConverterBase {
                        << ", got " << type;
       warnOnNonFiniteScale(scale, name);
     }
-    auto out = dyn_cast<IntegerType>(typeOf(yZero).getElementType());
-    if (!out || out.getWidth() != 8 || !holdsOneValue(yZero))
-      return error() << "y_zero_point must be one 8-bit integer, got "
-                     << typeOf(yZero);
     // One value a filter, over [N, M, spatial...].
     SmallVector<int64_t> perFilter(typeOf(*product).getRank() - 1, 1);
     perFilter[0] = filters;
@@ -135,12 +131,7 @@ struct ConvConverter : NodeConverterBase {
         broadcast<MulOp>(castTo(sum, b.getF32Type()), multiplier);
     if (failed(requantized))
       return failure();
-    Value zero = importer.foldConstant(
-        castTo(reshape(yZero, ArrayRef<int64_t>{}), b.getF32Type()));
-    auto y = roundToInteger(*requantized, zero, out);
-    if (failed(y))
-      return failure();
-    return output(*y);
+    return outputRequantized(*requantized, yZero);
   }
 
   /// The convolution of `x - xZero` by `w - wZero` (8-bit integers; each

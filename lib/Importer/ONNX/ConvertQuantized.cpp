@@ -535,6 +535,7 @@ struct QuantizedConverter : NodeConverterBase {
                      << st << ", " << typeOf(bScale).getElementType() << " and "
                      << typeOf(yScale).getElementType();
     auto out = dyn_cast<IntegerType>(typeOf(yZero).getElementType());
+    // Checked here to keep QLinearMatMul's error, which names both.
     if (!out || out.getWidth() != 8 || !holdsOneValue(yZero) ||
         !holdsOneValue(yScale))
       return error() << "y_scale and y_zero_point must be one value each, "
@@ -554,12 +555,7 @@ struct QuantizedConverter : NodeConverterBase {
         *product, importer.foldConstant(castTo(multiplier, b.getF32Type())));
     if (failed(requantized))
       return failure();
-    Value zero = importer.foldConstant(
-        castTo(reshape(yZero, ArrayRef<int64_t>{}), b.getF32Type()));
-    auto y = roundToInteger(*requantized, zero, out);
-    if (failed(y))
-      return failure();
-    return output(*y);
+    return outputRequantized(*requantized, yZero);
   }
 
   /// QGemm (com.microsoft; onnxruntime's QOperator format for Gemm, a
@@ -643,16 +639,7 @@ struct QuantizedConverter : NodeConverterBase {
       return failure();
     if (!yZero)
       return output(*scaled);
-    auto out = dyn_cast<IntegerType>(typeOf(yZero).getElementType());
-    if (!out || out.getWidth() != 8 || !holdsOneValue(yZero))
-      return error() << "y_zero_point must be one 8-bit integer, got "
-                     << typeOf(yZero);
-    Value zero =
-        importer.foldConstant(castTo(reshape(yZero, ArrayRef<int64_t>{}), f32));
-    auto y = roundToInteger(*scaled, zero, out);
-    if (failed(y))
-      return failure();
-    return output(*y);
+    return outputRequantized(*scaled, yZero);
   }
 
   /// `(a - aZero) . (b - bZero)` of 8-bit integers (each zero point

@@ -6,6 +6,8 @@
 
 #include "NodeConverter.h"
 
+#include "kiln/Dialect/Kiln/QuantizedActivations.h"
+
 #include "kiln/Importer/ONNX/TensorProto.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
@@ -32,6 +34,19 @@ void NodeConverterBase::warnOnNonFiniteScale(Value scale, StringRef what) {
                           "infinite, here as in onnxruntime";
       return;
     }
+}
+
+LogicalResult NodeConverterBase::outputRequantized(Value value, Value zero) {
+  auto out = dyn_cast<IntegerType>(typeOf(zero).getElementType());
+  if (!out || out.getWidth() != 8 || !holdsOneValue(zero))
+    return error() << "y_zero_point must be one 8-bit integer, got "
+                   << typeOf(zero);
+  Value shift = importer.foldConstant(
+      castTo(reshape(zero, ArrayRef<int64_t>{}), b.getF32Type()));
+  auto y = roundToInteger(value, shift, out);
+  if (failed(y))
+    return failure();
+  return output(*y);
 }
 
 FailureOr<Value> NodeConverterBase::roundToInteger(Value ratio, Value zero,

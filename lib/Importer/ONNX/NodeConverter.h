@@ -155,6 +155,11 @@ struct NodeConverterBase {
   mlir::FailureOr<mlir::Value>
   roundToInteger(mlir::Value ratio, mlir::Value zero, mlir::IntegerType out);
 
+  /// The node's output: `value` requantized with `zero` (y_zero_point: one
+  /// 8-bit integer, whose type the output takes, else an error naming it),
+  /// as roundToInteger writes it (QLinearMatMul, QLinearConv, QGemm).
+  mlir::LogicalResult outputRequantized(mlir::Value value, mlir::Value zero);
+
   /// Warns where `scale` (a quantization scale named `what`) is a
   /// constant holding an infinite or NaN value: onnxruntime's calibration
   /// writes one where it saw an infinite value (a BERT's -inf attention
