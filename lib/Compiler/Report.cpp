@@ -76,6 +76,8 @@ std::string detailOf(const rt::Step &step) {
       detail += " +relu";
     else if (m.activation == rt::MatmulActivation::Gelu)
       detail += " +gelu";
+    else if (m.activation == rt::MatmulActivation::GeluErf)
+      detail += " +gelu_erf";
     // The norm's kernel follows the product in the same step; with a sum,
     // it writes the residual sum too.
     if (m.hasNorm())

@@ -31,8 +31,9 @@ std::string GemmConfig::layoutName() const {
     return llvm::formatv("gemv_{0}x{1}_w{2}", tileM, tileN, warpsM * warpsN);
   if (form == GemmForm::Wgmma)
     return llvm::formatv("wgmma_{0}x{1}x{2}_s{3}", tileM, tileN, tileK, stages);
-  return llvm::formatv("mma_{0}x{1}x{2}_w{3}x{4}", tileM, tileN, tileK, warpsM,
-                       warpsN);
+  return llvm::formatv("{0}_{1}x{2}x{3}_w{4}x{5}",
+                       form == GemmForm::Fma ? "fma" : "mma", tileM, tileN,
+                       tileK, warpsM, warpsN);
 }
 
 std::string GemmConfig::name() const {

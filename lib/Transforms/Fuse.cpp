@@ -293,17 +293,19 @@ Group buildAttentionGroup(AttentionOp attention,
   return group;
 }
 
-/// Whether cuBLASLt's epilogue computes `op`, an activation of a product of
-/// element type `element`: ReLU, and GELU. Its GELU is the tanh
-/// approximation, so the erf form joins only a 16-bit product, whose own
-/// rounding (2^-11 relative at fp16) is larger than the two forms'
-/// difference (at most 4.7e-4, at |x| = 2.7: under 2e-4 relative).
+/// Whether a GEMM step's epilogue computes `op`, an activation of a product
+/// of element type `element`: ReLU, and GELU. cuBLASLt's GELU is the tanh
+/// approximation, which a 16-bit product takes for the erf form too: its
+/// own rounding (2^-11 relative at fp16) is larger than the two forms'
+/// difference (at most 4.7e-4, at |x| = 2.7: under 2e-4 relative). An fp32
+/// product computes the erf form exactly: in Kiln's GEMM kernels' epilogue,
+/// or after cuBLASLt in a kernel of its own (rt::MatmulActivation::GeluErf).
 bool isEpilogueActivation(Operation *op, Type element) {
   if (isa<ReluOp>(op))
     return true;
   auto gelu = dyn_cast<GeluOp>(op);
   return gelu && (gelu.getApproximate() == GeluApproximation::tanh ||
-                  element.isF16() || element.isBF16());
+                  element.isF16() || element.isBF16() || element.isF32());
 }
 
 /// Whether `op` adds to `product` a residual of its shape (neither
@@ -344,7 +346,8 @@ struct GemmRowNorm {
 /// The row norm that ends `matmul`'s GEMM group after `end` (through
 /// reshapes, each the only user of the one before): of the last axis only,
 /// whose length is the product's static columns, at most kMostNormColumns;
-/// a 16-bit product; scale and shift one row each; not read by one
+/// a product of fp32 or a 16-bit type (Kiln's GEMM kernels'); scale and
+/// shift one row each; not read by one
 /// elementwise op alone. What it normalizes may have other readers, all
 /// after the norm (where the kernel is placed): the kernel yields it too.
 GemmRowNorm rowNormOf(Operation *end, MatmulOp matmul,
@@ -352,7 +355,7 @@ GemmRowNorm rowNormOf(Operation *end, MatmulOp matmul,
   auto product = cast<RankedTensorType>(matmul.getType());
   Type element = product.getElementType();
   int64_t columns = product.getShape().back();
-  if (!(element.isF16() || element.isBF16()) ||
+  if (!(element.isF32() || element.isF16() || element.isBF16()) ||
       ShapedType::isDynamic(columns) || columns > kMostNormColumns)
     return {};
   auto joins = [&](Operation *op) {

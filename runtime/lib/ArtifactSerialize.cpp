@@ -87,6 +87,7 @@ std::string kiln::rt::serializeArtifactPrefix(const Artifact &a,
       w.u32(m.bias);
       w.u32(m.residual);
       w.u8(static_cast<uint8_t>(m.activation));
+      w.u32(m.activationKernel);
       w.u8(m.tf32 ? 1 : 0);
       w.u32(m.normScale);
       w.u32(m.normShift);
@@ -281,6 +282,8 @@ bool kiln::rt::deserializeArtifact(const char *data, size_t size, Artifact &out,
       if (activation > static_cast<uint8_t>(kLastMatmulActivation))
         return r.fail("invalid matmul activation"), fail();
       m.activation = static_cast<MatmulActivation>(activation);
+      if (!r.u32(m.activationKernel, "matmul activation kernel"))
+        return fail();
       uint8_t tf32 = 0;
       if (!r.u8(tf32, "matmul tf32"))
         return fail();

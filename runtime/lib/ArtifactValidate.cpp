@@ -41,9 +41,9 @@ static bool sameStorageOverlap(const Buffer &x, const Buffer &y) {
 constexpr int64_t kMostNormColumns = 12160;
 
 /// Why the LayerNorm or RMSNorm of `m` is malformed, or "" (ArtifactSteps.h:
-/// float16 or bfloat16, scale and shift of n elements outside C's storage,
-/// no shift for an RMSNorm, a norm kernel of the artifact, alpha 1, rows
-/// that fit the kernel's shared memory); none of those fields without a
+/// float32, float16 or bfloat16, scale and shift of n elements outside C's
+/// storage, no shift for an RMSNorm, a norm kernel of the artifact, alpha 1,
+/// rows that fit the kernel's shared memory); none of those fields without a
 /// norm. The matmul step's checks see to the sum.
 static std::string checkNorm(const Artifact &a, const MatmulStep &m) {
   if (!m.hasNorm())
@@ -54,8 +54,8 @@ static std::string checkNorm(const Artifact &a, const MatmulStep &m) {
                  "kernel or sum";
   if (m.normRms && m.normShift != kNoBuffer)
     return "a matmul's RMSNorm has no shift";
-  if (m.dtype != DType::F16 && m.dtype != DType::BF16)
-    return "a matmul's norm is float16 or bfloat16, the matmul is " +
+  if (m.dtype != DType::F32 && m.dtype != DType::F16 && m.dtype != DType::BF16)
+    return "a matmul's norm is float32, float16 or bfloat16, the matmul is " +
            std::string(dtypeName(m.dtype));
   if (m.alpha != 1.0f || m.beta != (m.residual != kNoBuffer ? 1.0f : 0.0f))
     return "a matmul with a norm scales by alpha 1 and beta 1 with a "
@@ -88,18 +88,37 @@ static std::string checkNorm(const Artifact &a, const MatmulStep &m) {
   return "";
 }
 
+/// Why the activation of `m` is malformed, or "" (ArtifactSteps.h: the
+/// exact GELU is float32's and names a kernel of the artifact to apply it
+/// after cuBLASLt; no other activation names one).
+static std::string checkActivation(const MatmulStep &m, size_t kernels) {
+  if (m.activation != MatmulActivation::GeluErf)
+    return m.activationKernel == kNoKernel
+               ? ""
+               : "only a matmul with the exact GELU names an activation "
+                 "kernel";
+  if (m.dtype != DType::F32)
+    return "a matmul's exact GELU is float32, the matmul is " +
+           std::string(dtypeName(m.dtype));
+  if (m.activationKernel >= kernels)
+    return "the matmul's activation kernel is not one of the artifact's " +
+           std::to_string(kernels) + " kernels";
+  return "";
+}
+
 /// Why Kiln GEMM candidates of `m` are malformed, or "" (ArtifactSteps.h:
-/// float16 or bfloat16, alpha 1 and beta 1 exactly with a residual, kernels
-/// of the artifact, a reduce kernel exactly when K is split, tiles of whole
-/// 16-byte chunks of columns, whole warps).
-/// Dynamic shared memory an sm_90 block may opt in to.
+/// float32, float16 or bfloat16, alpha 1 and beta 1 exactly with a residual,
+/// kernels of the artifact, a reduce kernel exactly when K is split, tiles of
+/// whole 16-byte chunks of columns, whole warps). Dynamic shared memory an
+/// sm_90 block may opt in to.
 constexpr uint32_t kMostGemmSharedBytes = 227 * 1024;
 
 static std::string checkGemmCandidates(const MatmulStep &m, size_t kernels) {
   if (m.kernels.empty())
     return "";
-  if (m.dtype != DType::F16 && m.dtype != DType::BF16)
-    return "Kiln GEMM kernels are float16 or bfloat16, the matmul is " +
+  if (m.dtype != DType::F32 && m.dtype != DType::F16 && m.dtype != DType::BF16)
+    return "Kiln GEMM kernels are float32, float16 or bfloat16, the matmul "
+           "is " +
            std::string(dtypeName(m.dtype));
   if (m.alpha != 1.0f || m.beta != (m.residual != kNoBuffer ? 1.0f : 0.0f))
     return "Kiln GEMM kernels scale by alpha 1 and beta 1 with a residual, "
@@ -381,6 +400,9 @@ bool kiln::rt::validatePlan(const Artifact &a, std::string &error,
            !apartFromResidual(bc, "matmul output c")))
         return false;
       if (std::string bad = checkGemmCandidates(m, a.kernelNames.size());
+          !bad.empty())
+        return fail(where + bad);
+      if (std::string bad = checkActivation(m, a.kernelNames.size());
           !bad.empty())
         return fail(where + bad);
       if (std::string bad = checkNorm(a, m); !bad.empty())

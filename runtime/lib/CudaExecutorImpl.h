@@ -265,6 +265,12 @@ private:
   Status encodeTensorMaps(const MatmulStep &m, const GemmCandidate &g,
                           cu::DevicePtr a, cu::DevicePtr b,
                           std::array<cu::TensorMap, 2> &maps);
+  /// Launches the activation kernel of matmul step `index` (`m`), which
+  /// applies GELU's exact form to the product cuBLASLt left.
+  Status launchActivationKernel(size_t index, const MatmulStep &m,
+                                const std::vector<cu::DevicePtr> &in,
+                                const std::vector<cu::DevicePtr> &out,
+                                cu::Stream target);
   /// Launches the LayerNorm kernel of matmul step `index` (`m`), which
   /// finishes the step from the fp32 sums at `partials` in `splits` splits,
   /// or (null partials) normalizes C's rows as cuBLASLt left them.

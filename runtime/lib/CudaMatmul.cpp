@@ -70,8 +70,10 @@ Status CudaExecutor::prepareMatmul(size_t stepIndex, MatmulPlan &plan) {
       !s.isOk())
     return s;
   // The epilogue: bias (a vector over D's rows, which are our columns),
-  // then the activation. The bias pointer is set per call; a stand-in with
-  // the largest alignment guides the first choice of algorithm.
+  // then the activation (none for the exact GELU, which the step's
+  // activation kernel applies after the call). The bias pointer is set per
+  // call; a stand-in with the largest alignment guides the first choice of
+  // algorithm.
   uint32_t epilogue = lt::kEpilogueDefault;
   if (m.activation == MatmulActivation::Relu)
     epilogue = lt::kEpilogueRelu;

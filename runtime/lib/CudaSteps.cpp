@@ -251,9 +251,33 @@ Status CudaExecutor::issueCublasMatmul(size_t i, MatmulPlan &plan,
     if (lt::LtStatus st = call(*algo); st != lt::kSuccess)
       return lt::cublasError(*ltApi, st, where + ": cublasLtMatmul");
   }
+  // cuBLASLt has no exact GELU: a kernel of Kiln's applies it in place.
+  if (m.activationKernel != kNoKernel)
+    if (Status s = launchActivationKernel(i, m, in, out, target); !s.isOk())
+      return s;
   // A norm kernel normalizes the rows into C (in place, without a sum).
   if (m.hasNorm())
     return launchNormKernel(i, m, 0, 0, in, out, target);
+  return Status::ok();
+}
+
+Status CudaExecutor::launchActivationKernel(
+    size_t index, const MatmulStep &m, const std::vector<cu::DevicePtr> &in,
+    const std::vector<cu::DevicePtr> &out, cu::Stream target) {
+  cu::DevicePtr c = address(m.productBuffer(), in, out);
+  std::array<long long, 13> integers = gemmActivationIntegerArguments(m);
+  std::vector<void *> args = {&c};
+  for (long long &v : integers)
+    args.push_back(&v);
+  const unsigned grid[3] = {gemmReduceBlocks(m), 1, 1};
+  const unsigned block[3] = {kGemmReduceThreads, 1, 1};
+  if (cu::Result r = cu::launch(*api, functions[m.activationKernel], grid,
+                                block, 0, target, args.data(), options.pdl);
+      r != cu::kSuccess)
+    return cu::cudaError(*api, r,
+                         "step " + std::to_string(index) +
+                             ": launching kernel '" +
+                             artifact.kernelNames[m.activationKernel] + "'");
   return Status::ok();
 }
 

@@ -39,8 +39,9 @@ const GemmCandidate *kiln::rt::findGemmCandidate(const MatmulStep &step,
 std::string kiln::rt::gemmCandidateMisfit(const MatmulStep &step,
                                           const GemmCandidate &g, const void *a,
                                           const void *b) {
-  // 16-byte chunks of 2-byte elements.
+  // Chunks of 8 elements: 16 bytes of a 16-bit type, 32 of fp32.
   const int64_t chunk = 8;
+  const std::string chunkBytes = std::to_string(chunk * dtypeSize(step.dtype));
   struct Chunked {
     const char *what;
     int64_t elements;
@@ -55,7 +56,7 @@ std::string kiln::rt::gemmCandidateMisfit(const MatmulStep &step,
   for (const Chunked &s : sizes)
     if (s.elements % chunk != 0)
       return std::string(s.what) + " " + std::to_string(s.elements) +
-             " elements, not whole 16-byte chunks";
+             " elements, not whole " + chunkBytes + "-byte chunks";
   if (reinterpret_cast<uintptr_t>(a) % 16 ||
       reinterpret_cast<uintptr_t>(b) % 16)
     return "an operand's address is not 16-byte aligned";
@@ -90,6 +91,13 @@ kiln::rt::gemmIntegerArguments(const MatmulStep &step, const GemmCandidate &g) {
           step.outerStrideC,
           static_cast<long long>(step.activation),
           g.splitK};
+}
+
+std::array<long long, 13>
+kiln::rt::gemmActivationIntegerArguments(const MatmulStep &step) {
+  GemmCandidate whole;
+  whole.splitK = 1;
+  return gemmIntegerArguments(step, whole);
 }
 
 std::array<long long, 15>

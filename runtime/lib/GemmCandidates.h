@@ -33,6 +33,12 @@ constexpr unsigned kGemmReduceArity = 4 + 13;
 /// Parameters of a step's norm kernel: seven pointers, the integers,
 /// epsilon's bits and the norm's kind.
 constexpr unsigned kGemmNormArity = 7 + 13 + 2;
+/// Parameters of a step's activation kernel: C, then the integers.
+constexpr unsigned kGemmActivationArity = 1 + 13;
+/// The integers of a step's activation kernel: gemmIntegerArguments' for a
+/// split of 1.
+std::array<long long, 13>
+gemmActivationIntegerArguments(const MatmulStep &step);
 
 /// The candidate of `step` named `name`, or null.
 const GemmCandidate *findGemmCandidate(const MatmulStep &step,

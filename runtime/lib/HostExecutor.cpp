@@ -158,6 +158,7 @@ private:
   /// splits of fp32 sums in `partials`, or (0 splits) over C's rows as the
   /// stand-in for cuBLASLt left them.
   Status runNormKernel(const MatmulStep &m, size_t index, uint32_t splits);
+  Status runActivationKernel(const MatmulStep &m, size_t index);
 
   const Artifact &artifact;
   HostOptions options;
@@ -223,6 +224,12 @@ Status HostShared::load() {
                                "step " + std::to_string(i) + ": GEMM kernel " +
                                    g.name +
                                    " does not take the family's arguments");
+      if (step.matmul.activationKernel != kNoKernel &&
+          module->arity(step.matmul.activationKernel) != kGemmActivationArity)
+        return Status::error(StatusCode::CorruptArtifact,
+                             "step " + std::to_string(i) +
+                                 ": the activation kernel does not take the "
+                                 "family's arguments");
       if (step.matmul.hasNorm() &&
           module->arity(step.matmul.normKernel) != kGemmNormArity)
         return Status::error(StatusCode::CorruptArtifact,
@@ -460,7 +467,11 @@ Status HostExecutor::runSteps(const Artifact &plan,
       runGemm(m, address[m.a], address[m.b], address[product],
               m.bias == kNoBuffer ? nullptr : address[m.bias],
               address[m.residual == kNoBuffer ? product : m.residual]);
-      // The norm kernel normalizes the rows as the stand-in left them.
+      // As after cuBLASLt: the exact GELU, which the stand-in (as
+      // cuBLASLt) lacks, then the norm of the rows as they are left.
+      if (m.activationKernel != kNoKernel)
+        if (Status s = runActivationKernel(m, i); !s.isOk())
+          return s;
       if (m.hasNorm())
         if (Status s = runNormKernel(m, i, 0); !s.isOk())
           return s;
@@ -532,6 +543,24 @@ Status HostExecutor::runGemmKernel(const MatmulStep &m, size_t index) {
   launch.block[0] = kGemmReduceThreads;
   if (Status s = launcher.run(launch); !s.isOk())
     return Status::error(s.code, where + s.message);
+  return Status::ok();
+}
+
+Status HostExecutor::runActivationKernel(const MatmulStep &m, size_t index) {
+  std::array<long long, 13> integers = gemmActivationIntegerArguments(m);
+  std::vector<void *> args = {address[m.productBuffer()]};
+  for (long long &v : integers)
+    args.push_back(&v);
+  Launch launch;
+  launch.entry = shared->kernels()->entry(m.activationKernel);
+  launch.name = artifact.kernelNames[m.activationKernel];
+  launch.args = args.data();
+  launch.grid[0] = gemmReduceBlocks(m);
+  launch.block[0] = kGemmReduceThreads;
+  launch.seed = options.seed * 0x9e3779b97f4a7c15ull + index;
+  if (Status s = launcher.run(launch); !s.isOk())
+    return Status::error(s.code,
+                         "step " + std::to_string(index) + ": " + s.message);
   return Status::ok();
 }
 

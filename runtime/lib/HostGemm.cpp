@@ -92,7 +92,8 @@ inline float roundToTf32(float x) {
 }
 
 /// The epilogue's activation of `x`, as cuBLASLt computes it (its GELU is the
-/// tanh approximation).
+/// tanh approximation; it has no exact GELU, which the step's activation
+/// kernel applies after it).
 template <class Acc> Acc activate(MatmulActivation activation, Acc x) {
   switch (activation) {
   case MatmulActivation::Relu:

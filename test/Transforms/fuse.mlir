@@ -363,19 +363,37 @@ func.func @gemm_bias_gelu_erf_f16(%a: tensor<4x8xf16>, %w: tensor<8x16xf16>, %b:
 
 // -----
 
-/// The erf GELU of an fp32 GEMM stays out of the epilogue (cuBLASLt's tanh
-/// form is beyond the fp32 contract): the bias joins, the GELU is a kernel.
-// CHECK-LABEL: func @negative_gemm_gelu_erf_f32
-// CHECK: %[[G:.*]] = kiln.kernel gemm({{.*}}) {epilogue = #kiln.gemm_epilogue<bias = 2>}
-// CHECK-NOT: kiln.gelu
-// CHECK: kiln.yield
-// CHECK: kiln.kernel elementwise(%[[G]])
+/// The erf GELU joins an fp32 GEMM too: Kiln's fp32 kernels compute it in
+/// their epilogue, and after cuBLASLt (whose GELU is the tanh form) a
+/// kernel of the step applies it (rt::MatmulActivation::GeluErf).
+// CHECK-LABEL: func @gemm_bias_gelu_erf_f32
+// CHECK: kiln.kernel gemm({{.*}}) {epilogue = #kiln.gemm_epilogue<bias = 2, activation = gelu>}
 // CHECK: kiln.gelu
-func.func @negative_gemm_gelu_erf_f32(%a: tensor<4x8xf32>, %w: tensor<8x16xf32>, %b: tensor<16xf32>) -> tensor<4x16xf32> {
+// CHECK-NOT: approximate
+// CHECK: kiln.yield
+// CHECK-NOT: kiln.kernel
+func.func @gemm_bias_gelu_erf_f32(%a: tensor<4x8xf32>, %w: tensor<8x16xf32>, %b: tensor<16xf32>) -> tensor<4x16xf32> {
   %p = kiln.matmul %a, %w : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x16xf32>
   %s = kiln.add %p, %b : (tensor<4x16xf32>, tensor<16xf32>) -> tensor<4x16xf32>
   %g = kiln.gelu %s : tensor<4x16xf32>
   return %g : tensor<4x16xf32>
+}
+
+// -----
+
+/// negative_: the erf GELU of an f64 product stays out of any GEMM kernel
+/// (no kernel of Kiln's multiplies f64, and cuBLASLt's tanh form is not
+/// it): an elementwise kernel adds the bias and computes it.
+// CHECK-LABEL: func @negative_gemm_gelu_erf_f64
+// CHECK-NOT: kiln.kernel gemm
+// CHECK: %[[P:.*]] = kiln.matmul
+// CHECK: kiln.kernel elementwise(%[[P]], %arg2)
+// CHECK: kiln.gelu
+func.func @negative_gemm_gelu_erf_f64(%a: tensor<4x8xf64>, %w: tensor<8x16xf64>, %b: tensor<16xf64>) -> tensor<4x16xf64> {
+  %p = kiln.matmul %a, %w : (tensor<4x8xf64>, tensor<8x16xf64>) -> tensor<4x16xf64>
+  %s = kiln.add %p, %b : (tensor<4x16xf64>, tensor<16xf64>) -> tensor<4x16xf64>
+  %g = kiln.gelu %s : tensor<4x16xf64>
+  return %g : tensor<4x16xf64>
 }
 
 // -----
@@ -931,18 +949,35 @@ func.func @gemm_layer_norm_no_shift(%a: tensor<4x8xbf16>, %w: tensor<8x16xbf16>,
 
 // -----
 
-// negative_: an fp32 product's norm stays a row kernel (Kiln's norm kernel
-// finishes 16-bit GEMMs only).
-// CHECK-LABEL: func @negative_gemm_layer_norm_f32
-// CHECK: kiln.kernel gemm({{.*}}) {epilogue = #kiln.gemm_epilogue<residual = 2>}
-// CHECK: kiln.kernel reduction
-// CHECK-NEXT: ^bb0
-// CHECK-NEXT: kiln.layer_norm
-func.func @negative_gemm_layer_norm_f32(%a: tensor<4x8xf32>, %w: tensor<8x16xf32>, %x: tensor<4x16xf32>, %g: tensor<16xf32>) -> tensor<4x16xf32> {
+// An fp32 product's norm joins its GEMM (Kiln's norm kernel finishes fp32
+// GEMMs too).
+// CHECK-LABEL: func @gemm_layer_norm_f32
+// CHECK: kiln.kernel gemm({{.*}}) {epilogue = #kiln.gemm_epilogue<residual = 2, norm_scale = 3>}
+// CHECK: kiln.layer_norm
+// CHECK: kiln.yield
+// CHECK-NOT: kiln.kernel
+func.func @gemm_layer_norm_f32(%a: tensor<4x8xf32>, %w: tensor<8x16xf32>, %x: tensor<4x16xf32>, %g: tensor<16xf32>) -> tensor<4x16xf32> {
   %p = kiln.matmul %a, %w : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x16xf32>
   %y = kiln.add %x, %p : (tensor<4x16xf32>, tensor<4x16xf32>) -> tensor<4x16xf32>
   %n = kiln.layer_norm %y, %g {axis = 1 : i64, epsilon = 1.0e-5 : f32} : (tensor<4x16xf32>, tensor<16xf32>) -> tensor<4x16xf32>
   return %n : tensor<4x16xf32>
+}
+
+// -----
+
+// negative_: an f64 product's norm stays a row kernel (Kiln's norm kernel
+// finishes fp32 and 16-bit GEMMs only).
+// CHECK-LABEL: func @negative_gemm_layer_norm_f64
+// CHECK-NOT: kiln.kernel gemm
+// CHECK: kiln.kernel reduction
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: kiln.add
+// CHECK-NEXT: kiln.layer_norm
+func.func @negative_gemm_layer_norm_f64(%a: tensor<4x8xf64>, %w: tensor<8x16xf64>, %x: tensor<4x16xf64>, %g: tensor<16xf64>) -> tensor<4x16xf64> {
+  %p = kiln.matmul %a, %w : (tensor<4x8xf64>, tensor<8x16xf64>) -> tensor<4x16xf64>
+  %y = kiln.add %x, %p : (tensor<4x16xf64>, tensor<4x16xf64>) -> tensor<4x16xf64>
+  %n = kiln.layer_norm %y, %g {axis = 1 : i64, epsilon = 1.0e-5 : f32} : (tensor<4x16xf64>, tensor<16xf64>) -> tensor<4x16xf64>
+  return %n : tensor<4x16xf64>
 }
 
 // -----
@@ -1151,17 +1186,18 @@ func.func @negative_norm_scale_computed(%a: tensor<4x16xf32>, %g: tensor<16xf32>
 // -----
 
 /// negative_: a residual sum a GEMM takes as its epilogue (cuBLASLt's C) is
-/// the GEMM kernel's result: where the GEMM cannot take the norm too (an
-/// fp32 product), the norm reads it, with one result of its own.
+/// the GEMM kernel's result: where the GEMM cannot take the norm too (rows
+/// of 12168 columns, past the 12160 the norm kernel's shared memory holds),
+/// the norm reads it, with one result of its own.
 // CHECK-LABEL: func @negative_norm_input_in_gemm
 // CHECK: %[[P:.*]] = kiln.kernel gemm
-// CHECK: kiln.kernel reduction(%[[P]], %arg3) : {{.*}} -> tensor<4x16xf32> {
+// CHECK: kiln.kernel reduction(%[[P]], %arg3) : {{.*}} -> tensor<2x12168xf32> {
 // CHECK: return
-func.func @negative_norm_input_in_gemm(%a: tensor<4x8xf32>, %w: tensor<8x16xf32>, %x: tensor<4x16xf32>, %g: tensor<16xf32>) -> (tensor<4x16xf32>, tensor<4x16xf32>) {
-  %p = kiln.matmul %a, %w : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x16xf32>
-  %h = kiln.add %x, %p : (tensor<4x16xf32>, tensor<4x16xf32>) -> tensor<4x16xf32>
-  %n = kiln.rms_norm %h, %g {axis = 1 : i64, epsilon = 1.0e-6 : f32} : (tensor<4x16xf32>, tensor<16xf32>) -> tensor<4x16xf32>
-  return %n, %h : tensor<4x16xf32>, tensor<4x16xf32>
+func.func @negative_norm_input_in_gemm(%a: tensor<2x8xf32>, %w: tensor<8x12168xf32>, %x: tensor<2x12168xf32>, %g: tensor<12168xf32>) -> (tensor<2x12168xf32>, tensor<2x12168xf32>) {
+  %p = kiln.matmul %a, %w : (tensor<2x8xf32>, tensor<8x12168xf32>) -> tensor<2x12168xf32>
+  %h = kiln.add %x, %p : (tensor<2x12168xf32>, tensor<2x12168xf32>) -> tensor<2x12168xf32>
+  %n = kiln.rms_norm %h, %g {axis = 1 : i64, epsilon = 1.0e-6 : f32} : (tensor<2x12168xf32>, tensor<12168xf32>) -> tensor<2x12168xf32>
+  return %n, %h : tensor<2x12168xf32>, tensor<2x12168xf32>
 }
 
 // -----

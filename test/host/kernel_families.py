@@ -961,7 +961,8 @@ def gemm_cases():
     large, medium, small = "mma_128x128x32_w2x2", "mma_64x64x32_w2x2", "mma_16x64x32_w1x4"
 
     def narrow_gemm(dtype, m, k, n, trans_a=False, trans_b=False, batch=None,
-                    bias=False, relu=False, residual=False, norm=False, sum_out=False):
+                    bias=False, relu=False, residual=False, norm=False, sum_out=False,
+                    gelu=False):
         # norm: False, True (LayerNorm) or "rms" (RMSNorm); sum_out: the sum
         # the norm reads is an output too (a pre-norm block's residual
         # stream), which the norm kernel writes beside the norm.
@@ -985,6 +986,10 @@ def gemm_cases():
             last = "y1"
         if relu:
             nodes.append(node("Relu", [last], "y2"))
+            last = "y2"
+        if gelu:
+            # ONNX's Gelu (opset 20), its exact (erf) form.
+            nodes.append(node("Gelu", [last], "y2"))
             last = "y2"
         if residual and norm:
             # A 16-bit input: a residual cast for this add alone stays the
@@ -1014,13 +1019,14 @@ def gemm_cases():
                            axis=-1, epsilon=1e-5)]
             return model(nodes, inputs, outputs, inits)
         nodes.append(node("Cast", [last], "y", to=F32))
-        return model(nodes, inputs, ["y"], inits)
+        return model(nodes, inputs, ["y"], inits, opset=20 if gelu else OPSET)
 
     def add(label, variant, build, dtype=F16, check=False, tol=None):
         # "cublaslt": the step as the run chooses without --gemm (on the
         # host, its stand-in for cuBLASLt).
+        # fp32 is held to the numerics contract (tol None).
         cases.append(Case("gemm", f"{label}_{variant}", build, check=check,
-                          tol=tol or (F16_TOL if dtype == F16 else BF16_TOL),
+                          tol=tol or {F16: F16_TOL, BF16: BF16_TOL}.get(dtype),
                           gemm=None if variant == "cublaslt" else variant))
 
     # The reference rounds the product to f16 before it adds the bias and
@@ -1173,6 +1179,70 @@ def gemm_cases():
                 lambda k=k, tb=tb: narrow_gemm(F16, 7, k, 72, trans_b=tb, bias=True,
                                                relu=True, residual=True),
                 check=(split == 1), tol=epilogue_tol)
+
+    # fp32 on the CUDA cores (the fma form: the mma form's tiles, staging and
+    # epilogue, 16 columns of K a step, so K = 520 is 33 k-tiles split 8
+    # ways as 5 x 6 and 3) and the GEMV form's fp32 chunks (two 16-byte
+    # words of 8 elements), at the tails of M, each transpose, a batch and
+    # the epilogues, within the fp32 contract: no rounding to 16 bits on
+    # either side, so a misplaced element or a lost split is far outside it.
+    fma_large, fma_medium, fma_small = ("fma_128x128x16_w2x2", "fma_64x64x16_w2x2",
+                                        "fma_16x64x16_w1x4")
+    for m, variants in [(1, [fma_medium + "_split1", fma_small + "_split1",
+                             fma_small + "_split8"]),
+                        (7, [fma_small + "_split8"]),
+                        (128, [fma_large + "_split1", fma_medium + "_split8"]),
+                        (129, [fma_large + "_split8", fma_medium + "_split1"])]:
+        for variant in variants:
+            add(f"f32_{m}x520x72", variant, lambda m=m: narrow_gemm(F32, m, 520, 72),
+                dtype=F32, check=(m == 7))
+    for ta, tb in [(True, False), (False, True), (True, True)]:
+        add(f"f32_tA{int(ta)}_tB{int(tb)}_136x520x72", fma_medium + "_split8",
+            lambda ta=ta, tb=tb: narrow_gemm(F32, 136, 520, 72, ta, tb), dtype=F32,
+            check=(ta and tb))
+        add(f"f32_tA{int(ta)}_tB{int(tb)}_136x40x72", fma_large + "_split1",
+            lambda ta=ta, tb=tb: narrow_gemm(F32, 136, 40, 72, ta, tb), dtype=F32)
+    add("f32_batch3_7x40x72", fma_medium + "_split1",
+        lambda: narrow_gemm(F32, 7, 40, 72, batch=3), dtype=F32)
+    for variant in [fma_small + "_split1", fma_small + "_split8"]:
+        add("f32_bias_residual_relu_7x520x72", variant,
+            lambda: narrow_gemm(F32, 7, 520, 72, bias=True, relu=True, residual=True),
+            dtype=F32, check=True)
+    for tb in [False, True]:
+        cols = 64 if tb else 128
+        for m, rows in [(1, 1), (7, 8), (16, 8)]:
+            add(f"f32_tB{int(tb)}_{m}x1040x72", f"gemv_{rows}x{cols}_w4_split2",
+                lambda m=m, tb=tb: narrow_gemm(F32, m, 1040, 72, trans_b=tb), dtype=F32,
+                check=(m == 7))
+        add(f"f32_tB{int(tb)}_bias_residual_relu_7x520x72", f"gemv_8x{cols}_w4_split1",
+            lambda tb=tb: narrow_gemm(F32, 7, 520, 72, trans_b=tb, bias=True, relu=True,
+                                      residual=True),
+            dtype=F32, check=True)
+    # fp32's exact GELU (rt::MatmulActivation::GeluErf): in the epilogue of
+    # the fma and GEMV forms, unsplit and through the reduce, and after
+    # cuBLASLt's stand-in (which, as cuBLASLt, has no such form) by the
+    # step's activation kernel. The tanh form cuBLASLt has differs from it
+    # by up to 4.7e-4, far outside the fp32 contract.
+    for variant in [None, fma_small + "_split1", fma_small + "_split8",
+                    fma_medium + "_split1", "gemv_8x128_w4_split1"]:
+        add("f32_bias_gelu_erf_7x520x72", variant or "cublaslt",
+            lambda: narrow_gemm(F32, 7, 520, 72, bias=True, gelu=True), dtype=F32,
+            check=variant in (None, fma_small + "_split8"))
+    # fp32's norm epilogue: BERT's post-norm block (bias, residual, LayerNorm)
+    # and a pre-norm block's RMSNorm with its sum, after cuBLASLt's stand-in
+    # and after each form's partials, at the tails of M.
+    for m, variants in [(1, [None, "gemv_1x128_w4_split1", fma_small + "_split8"]),
+                        (7, [None, fma_small + "_split1"]),
+                        (129, [None, fma_large + "_split8", fma_medium + "_split1"])]:
+        for variant in variants:
+            add(f"f32_bias_residual_norm_{m}x520x72", variant or "cublaslt",
+                lambda m=m: narrow_gemm(F32, m, 520, 72, bias=True, residual=True,
+                                        norm=True),
+                dtype=F32, check=(m == 7))
+    for variant in [None, fma_small + "_split8", "gemv_8x128_w4_split1"]:
+        add("f32_residual_rms_norm_sum_7x520x72", variant or "cublaslt",
+            lambda: narrow_gemm(F32, 7, 520, 72, residual=True, norm="rms", sum_out=True),
+            dtype=F32, check=variant is None)
     return cases
 
 

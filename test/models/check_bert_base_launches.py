@@ -2,7 +2,7 @@
 """Counts the launches per encoder layer of a BERT-base-shaped model.
 
   check_bert_base_launches.py --kilnc build/bin/kilnc [--max-per-layer 8]
-      [--precision fp16 --gelu-in-gemm --norm-in-gemm]
+      [--precision fp16] [--gelu-in-gemm --norm-in-gemm]
 
 Builds a 12-layer encoder with hidden size 768, 12 heads and FFN size 3072
 (BERT-base) node for node as the PyTorch TorchScript exporter writes BERT

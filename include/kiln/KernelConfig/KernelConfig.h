@@ -135,6 +135,12 @@ enum class GemmForm : uint8_t {
   /// and wgmma multiplies them from there. The run passes the kernel tensor
   /// maps of A and B (rt::GemmCandidate::tensorMaps).
   Wgmma,
+  /// fp32's tiles on the CUDA cores (GemmEmitter.cpp): the mma form's
+  /// tiles, warps, staging and epilogue, each thread computing the
+  /// elements an m16n8 accumulator fragment would give it by fp32 fused
+  /// multiply-adds from shared memory, so an fp32 product keeps fp32's
+  /// accuracy (no TF32 rounding of its operands).
+  Fma,
 };
 
 /// How one of Kiln's own GEMM kernels is laid out, as chooseGemmConfigs
@@ -154,12 +160,13 @@ struct GemmConfig {
   int64_t stages = 2;
 
   int64_t threads() const { return 32 * warpsM * warpsN; }
-  /// Rows and columns of C one warp computes (the mma form).
+  /// Rows and columns of C one warp computes (the mma and fma forms).
   int64_t warpRows() const { return tileM / warpsM; }
   int64_t warpColumns() const { return tileN / warpsN; }
 
   /// The name of the candidate (`mma_64x64x32_w2x2_split4`,
-  /// `gemv_8x128_w4_split8`, `wgmma_128x128x64_s4_split1`): what the plan
+  /// `gemv_8x128_w4_split8`, `wgmma_128x128x64_s4_split1`,
+  /// `fma_64x64x16_w2x2_split1`): what the plan
   /// and the report print, and what
   /// a run asks for by name (kiln-run --gemm).
   std::string name() const;

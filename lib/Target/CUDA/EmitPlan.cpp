@@ -79,11 +79,13 @@ LogicalResult PlanBuilder::build() {
                       cast<RankedTensorType>(t).getElementType().isBF16();
   // 16-bit operands go to the tensor cores, fp32 ones as TF32 where
   // allowed, and 8-bit activations times 8-bit weights (the integer GEMM)
-  // in any precision.
+  // in any precision. fp32 GEMMs on the CUDA cores stage their tiles with
+  // the same cp.async helpers.
   bool needsTensorCores = needsHalfTypes || allowTf32;
   func.walk([&](MatmulOp matmul) {
-    needsTensorCores |= isa<KernelOp>(matmul->getParentOp()) &&
-                        dequantizedActivations(matmul.getLhs()).has_value();
+    needsTensorCores |= matmul.getType().getElementType().isF32() ||
+                        (isa<KernelOp>(matmul->getParentOp()) &&
+                         dequantizedActivations(matmul.getLhs()).has_value());
   });
   source << cudaPrelude(needsHalfTypes, needsTensorCores);
   for (Operation &op : body) {

@@ -41,6 +41,13 @@ constexpr GemmConfig kMedium = {GemmForm::Mma, 64, 64, 32, 2, 2, 1};
 /// tile would multiply zeros.
 constexpr GemmConfig kSmall = {GemmForm::Mma, 16, 64, 32, 1, 4, 1};
 
+/// fp32's tiles on the CUDA cores: the mma form's, with 16 columns of K a
+/// step, so that two buffers of 128 x 128 tiles stay within the 48 KiB of
+/// static shared memory (41 KiB).
+constexpr GemmConfig kLargeFma = {GemmForm::Fma, 128, 128, 16, 2, 2, 1};
+constexpr GemmConfig kMediumFma = {GemmForm::Fma, 64, 64, 16, 2, 2, 1};
+constexpr GemmConfig kSmallFma = {GemmForm::Fma, 16, 64, 16, 1, 4, 1};
+
 /// Hopper's form: 128 x 128 tiles in two warpgroups where M reaches 128,
 /// 64 x 128 in one below; four stages of 64 columns of K in flight (128 or
 /// 96 KiB of shared memory), three ahead of the tile being multiplied.
@@ -52,7 +59,9 @@ constexpr int64_t kWgmmaStages = 4;
 /// of B for 16 rows of which most are zeros.
 constexpr int64_t kMostGemvLeastRows = 16;
 /// The most rows a GEMV block owns: 8 rows x 8 columns of fp32 sums a
-/// thread, beside the 16-byte chunks in flight, fit its registers.
+/// thread, beside the chunks in flight, fit its registers (fp32's chunks
+/// are twice the words, so one is in flight where a 16-bit type has two:
+/// GemvEmitter.cpp).
 constexpr int64_t kMostGemvRows = 8;
 /// Blocks a GEMV aims for: two of 128 threads an SM keep 32 KiB of loads
 /// in flight there, about what HBM's latency times its bandwidth asks.
@@ -78,13 +87,15 @@ GemmConfig gemvLayout(int64_t rows, const GemmShape &shape) {
   return {GemmForm::Gemv, rows, shape.transB ? 64 : 128, 8, 1, 4, 1};
 }
 
-/// Why the sizes read in 16-byte chunks are not all multiples of eight
-/// 16-bit elements, or "". A symbolic size is checked at run time.
+/// Why the sizes read in chunks of eight elements (16 bytes of a 16-bit
+/// type, 32 of fp32) are not all multiples of eight, or "". A symbolic size
+/// is checked at run time.
 std::string chunkRefusal(const GemmShape &shape) {
+  int64_t chunkBytes = 8 * rt::dtypeSize(shape.dtype);
   for (const auto &[what, size] : shape.chunked)
     if (std::optional<int64_t> v = size.getConstant(); v && *v % 8 != 0)
-      return what + " is " + std::to_string(*v) +
-             " elements, not whole 16-byte chunks";
+      return what + " is " + std::to_string(*v) + " elements, not whole " +
+             std::to_string(chunkBytes) + "-byte chunks";
   return "";
 }
 
@@ -143,21 +154,27 @@ void offerWgmma(const GemmShape &shape, std::vector<GemmConfig> &configs) {
 
 GemmChoice chooseGemmConfigs(const GemmShape &shape) {
   GemmChoice choice;
-  if (shape.dtype != rt::DType::F16 && shape.dtype != rt::DType::BF16) {
-    choice.refusal = std::string("Kiln's GEMMs are float16 and bfloat16; ") +
-                     rt::dtypeName(shape.dtype) + " runs on cuBLASLt";
+  bool fp32 = shape.dtype == rt::DType::F32;
+  if (!fp32 && shape.dtype != rt::DType::F16 &&
+      shape.dtype != rt::DType::BF16) {
+    choice.refusal =
+        std::string("Kiln's GEMMs are float32, float16 and bfloat16; ") +
+        rt::dtypeName(shape.dtype) + " runs on cuBLASLt";
     return choice;
   }
   choice.refusal = chunkRefusal(shape);
   if (!choice.refusal.empty())
     return choice;
   offerGemv(shape, choice.configs);
+  const GemmConfig &large = fp32 ? kLargeFma : kLarge;
+  const GemmConfig &medium = fp32 ? kMediumFma : kMedium;
+  const GemmConfig &small = fp32 ? kSmallFma : kSmall;
   std::vector<GemmConfig> layouts;
-  if (shape.upperM >= kLarge.tileM)
-    layouts.push_back(kLarge);
-  layouts.push_back(kMedium);
-  if (shape.leastM <= 2 * kSmall.tileM)
-    layouts.push_back(kSmall);
+  if (shape.upperM >= large.tileM)
+    layouts.push_back(large);
+  layouts.push_back(medium);
+  if (shape.leastM <= 2 * small.tileM)
+    layouts.push_back(small);
   for (const GemmConfig &layout : layouts) {
     choice.configs.push_back(layout);
     GemmConfig split = layout;
@@ -166,8 +183,9 @@ GemmChoice chooseGemmConfigs(const GemmShape &shape) {
                  ceilDiv(shape.k, layout.tileK) / kLeastTilesPerSplit);
     if (split.splitK > 1)
       choice.configs.push_back(split);
-    // Hopper's form after the largest mma tiles, before the smaller ones.
-    if (&layout == &layouts.front())
+    // Hopper's form (16-bit) after the largest tiles, before the smaller
+    // ones.
+    if (&layout == &layouts.front() && !fp32)
       offerWgmma(shape, choice.configs);
   }
   if (choice.configs.size() > kMostCandidates)

@@ -10,7 +10,14 @@
 // split, it stores its fp32 partial tile and the reduce kernel adds the
 // splits in a fixed order, so a result never depends on which block ran
 // first. Tile edges read zeros (cp.async's source size) and store nothing
-// past m or n, so any m, n and k run; rows must be whole 16-byte chunks.
+// past m or n, so any m, n and k run; rows must be whole chunks of 8
+// elements.
+//
+// fp32 matrices take the fma form: the same tiles, staging and epilogue,
+// each thread computing the elements an m16n8 accumulator fragment would
+// hand it by fused multiply-adds from shared memory (no TF32 rounding: the
+// fp32 contract holds), its A and B elements read from the staged tiles as
+// they are stored.
 //
 // The kernels are written once as text with the layout's constants
 // substituted, in the manner of CUTLASS's templates instantiated per tile
@@ -46,8 +53,10 @@ constexpr const char *kMainKernel = R"cuda(
 // Kiln GEMM $LAYOUT: a $TILE_M x $TILE_N tile of C a block, $WARPS_M x $WARPS_N warps
 // of $WARP_M x $WARP_N, K in steps of $TILE_K staged by cp.async into two buffers.
 $SIGNATURE
-  __shared__ __align__(16) $ELEMENT sa[2][$A_ROWS][$A_COLS + 8];
-  __shared__ __align__(16) $ELEMENT sb[2][$B_ROWS][$B_COLS + 8];
+  // 16 bytes past each row shift the next row's banks (fp32: a row of 20
+  // or 132 floats puts the 8 rows a warp reads at once on 8 banks apart).
+  __shared__ __align__(16) $ELEMENT sa[2][$A_ROWS][$A_COLS + $PAD];
+  __shared__ __align__(16) $ELEMENT sb[2][$B_ROWS][$B_COLS + $PAD];
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int warp_m = (warp / $WARPS_N) * $WARP_M, warp_n = (warp % $WARPS_N) * $WARP_N;
   const long long row0 = (long long)blockIdx.y * $TILE_M, col0 = (long long)blockIdx.x * $TILE_N;
@@ -70,23 +79,7 @@ $SIGNATURE
       for (int i = 0; i < 4; ++i)
         acc[mt][nt][i] = 0.0f;
 $STAGED_LOOP
-    #pragma unroll
-    for (int kk = 0; kk < $TILE_K / 16; ++kk) {
-      unsigned af[$M_TILES][4];
-      #pragma unroll
-      for (int mt = 0; mt < $M_TILES; ++mt)
-$LOAD_A
-      #pragma unroll
-      for (int nt = 0; nt < $N_TILES; nt += 2) {
-        unsigned bf[4];
-$LOAD_B
-        #pragma unroll
-        for (int mt = 0; mt < $M_TILES; ++mt) {
-          $MMA(acc[mt][nt], af[mt], {bf[0], bf[1]}, acc[mt][nt]);
-          $MMA(acc[mt][nt + 1], af[mt], {bf[2], bf[3]}, acc[mt][nt + 1]);
-        }
-      }
-    }
+$MULTIPLY
     __syncthreads();
   }
   // Accumulator i of an m16n8 tile is row lane / 4 (+ 8 for i >= 2),
@@ -115,6 +108,59 @@ $FINISH
 }
 )cuda";
 
+/// The mma form's multiplication of buffer `s`: per k-step of 16, A's
+/// fragments of every m-tile, then B's of each pair of n-tiles and their
+/// mma.sync.
+constexpr const char *kMmaMultiply = R"cuda(    #pragma unroll
+    for (int kk = 0; kk < $TILE_K / 16; ++kk) {
+      unsigned af[$M_TILES][4];
+      #pragma unroll
+      for (int mt = 0; mt < $M_TILES; ++mt)
+$LOAD_A
+      #pragma unroll
+      for (int nt = 0; nt < $N_TILES; nt += 2) {
+        unsigned bf[4];
+$LOAD_B
+        #pragma unroll
+        for (int mt = 0; mt < $M_TILES; ++mt) {
+          $MMA(acc[mt][nt], af[mt], {bf[0], bf[1]}, acc[mt][nt]);
+          $MMA(acc[mt][nt + 1], af[mt], {bf[2], bf[3]}, acc[mt][nt + 1]);
+        }
+      }
+    })cuda";
+
+/// The fma form's multiplication of buffer `s`: for each k of the tile,
+/// the thread's two rows of each m-tile (lane / 4 and 8 below it) and its
+/// two columns of each n-tile (2 (lane % 4) and the next), the elements an
+/// m16n8 accumulator fragment holds, so the epilogue below serves both
+/// forms. Each sum adds its products in k order, one fused multiply-add
+/// each.
+constexpr const char *kFmaMultiply = R"cuda(    #pragma unroll
+    for (int kk = 0; kk < $TILE_K; ++kk) {
+      float av[$M_TILES][2], bv[$N_TILES][2];
+      #pragma unroll
+      for (int mt = 0; mt < $M_TILES; ++mt)
+        #pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int r = warp_m + mt * 16 + (lane >> 2) + h * 8;
+          av[mt][h] = $A_AT;
+        }
+      #pragma unroll
+      for (int nt = 0; nt < $N_TILES; ++nt)
+        #pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int cn = warp_n + nt * 8 + (lane & 3) * 2 + h;
+          bv[nt][h] = $B_AT;
+        }
+      #pragma unroll
+      for (int mt = 0; mt < $M_TILES; ++mt)
+        #pragma unroll
+        for (int nt = 0; nt < $N_TILES; ++nt)
+          #pragma unroll
+          for (int i = 0; i < 4; ++i)
+            acc[mt][nt][i] = fmaf(av[mt][i >> 1], bv[nt][i & 1], acc[mt][nt][i]);
+    })cuda";
+
 constexpr const char *kReduceKernel = R"cuda(
 // Kiln GEMM split-K: adds the splits' partial products in split order and
 // applies the epilogue, one element a thread.
@@ -132,6 +178,25 @@ extern "C" __global__ void $NAME(const float *__restrict__ partials, $ELEMENT *c
       v += p[s * m * n];
     $ELEMENT *c_mat = c + outer * outer_stride_c + inner * stride_c;
     const $ELEMENT *r_mat = residual ? residual + outer * outer_stride_c + inner * stride_c : nullptr;
+$FINISH
+  }
+}
+)cuda";
+
+constexpr const char *kActivateKernel = R"cuda(
+// Kiln GEMM activation: GELU's exact form over C in place after cuBLASLt,
+// whose epilogue has only the tanh form, one element a thread.
+extern "C" __global__ void $NAME($ELEMENT *c, $INTEGERS) {
+  kiln_pdl_enter();
+  const long long total = batch * outer_batch * m * n;
+  for (long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x; e < total;
+       e += (long long)gridDim.x * blockDim.x) {
+    const long long col = e % n, row = e / n % m, matrix = e / n / m;
+    const long long inner = matrix % batch, outer = matrix / batch;
+    $ELEMENT *c_mat = c + outer * outer_stride_c + inner * stride_c;
+    // cuBLASLt added them: the epilogue below skips them.
+    const $ELEMENT *r_mat = nullptr, *bias = nullptr;
+    float v = c_mat[row * n + col];
 $FINISH
   }
 }
@@ -232,7 +297,8 @@ $FINISH
 )cuda";
 
 /// The staging of k tile `kn` into buffer `st`, one operand's tile (A's or
-/// B's) in 16-byte chunks; past the matrix's edge a chunk reads fewer bytes (or
+/// B's) in chunks of 8 elements (one 16-byte cp.async of a 16-bit type,
+/// two of fp32); past the matrix's edge a chunk reads fewer bytes (or
 /// none) and is zeroed. Written out at both places it runs: as a lambda,
 /// ptxas gave the 16 x 64 layout a stack frame and spilled 8 bytes. The
 /// chunks a thread copies are a count known at compile time, so the loops
@@ -245,11 +311,25 @@ constexpr const char *kStageOperand = R"cuda(      #pragma unroll
           break;
         const int r = e / ($COLS / 8), cc = e % ($COLS / 8) * 8;
 $STAGE_CHUNK
-        kiln_cp_async_16(&$SMEM[st][r][cc], bytes ? src : $MATRIX, bytes);
+$COPY_CHUNK
       }
 )cuda";
 
-/// The staging of one chunk of A: `src` and its `bytes` (of 16). Tile
+/// The copy of one chunk: one cp.async of a 16-bit type's 8 elements;
+/// fp32's in two halves, the second reading what is left past the first.
+std::string copyChunk(bool fp32) {
+  if (!fp32)
+    return "        kiln_cp_async_16(&$SMEM[st][r][cc], bytes ? src : "
+           "$MATRIX, bytes);";
+  return "        kiln_cp_async_16(&$SMEM[st][r][cc], bytes ? src : $MATRIX, "
+         "bytes < 16u ? bytes : 16u);\n"
+         "        kiln_cp_async_16(&$SMEM[st][r][cc + 4], bytes > 16u ? src + "
+         "4 "
+         ": $MATRIX, bytes > 16u ? bytes - 16u : 0u);";
+}
+
+/// The staging of one chunk of A: `src` and its `bytes` (of 16, or 32 for
+/// fp32). Tile
 /// row r, columns cc.. of a row-major A are (row0 + r, k0 + cc..); of a
 /// transposed A (stored k x m), (k0 + r, row0 + cc..).
 std::string stageA(bool transA) {
@@ -257,12 +337,12 @@ std::string stageA(bool transA) {
     return "        const long long gr = row0 + r, gk = k0 + cc;\n"
            "        const unsigned bytes = gr < m && gk < k ? (unsigned)((k - "
            "gk "
-           "< 8 ? k - gk : 8) * 2) : 0u;\n"
+           "< 8 ? k - gk : 8) * $BYTES_EACH) : 0u;\n"
            "        const auto *src = a_mat + gr * k + gk;";
   return "        const long long gk = k0 + r, gr = row0 + cc;\n"
          "        const unsigned bytes = gk < k && gr < m ? (unsigned)((m - gr "
          "< "
-         "8 ? m - gr : 8) * 2) : 0u;\n"
+         "8 ? m - gr : 8) * $BYTES_EACH) : 0u;\n"
          "        const auto *src = a_mat + gk * m + gr;";
 }
 
@@ -273,12 +353,12 @@ std::string stageB(bool transB) {
     return "        const long long gk = k0 + r, gc = col0 + cc;\n"
            "        const unsigned bytes = gk < k && gc < n ? (unsigned)((n - "
            "gc "
-           "< 8 ? n - gc : 8) * 2) : 0u;\n"
+           "< 8 ? n - gc : 8) * $BYTES_EACH) : 0u;\n"
            "        const auto *src = b_mat + gk * n + gc;";
   return "        const long long gc = col0 + r, gk = k0 + cc;\n"
          "        const unsigned bytes = gc < n && gk < k ? (unsigned)((k - gk "
          "< "
-         "8 ? k - gk : 8) * 2) : 0u;\n"
+         "8 ? k - gk : 8) * $BYTES_EACH) : 0u;\n"
          "        const auto *src = b_mat + gc * k + gk;";
 }
 
@@ -308,17 +388,27 @@ std::string loadB(bool transB) {
          "((lane >> 3) & 1) * 8][warp_n + (nt + (lane >> 4)) * 8]);";
 }
 
+/// The fma form's element of A at the thread's tile row `r` and k `kk`,
+/// and of B at k `kk` and tile column `cn`, as each is staged.
+std::string fmaA(bool transA) {
+  return transA ? "sa[s][kk][r]" : "sa[s][r][kk]";
+}
+std::string fmaB(bool transB) {
+  return transB ? "sb[s][cn][kk]" : "sb[s][kk][cn]";
+}
+
 /// The staging of k tile `kn` into buffer `st`: kStageOperand for A, then
 /// for B, in a block of their own.
-std::string stageTile(bool transA, bool transB) {
-  auto operand = [](const char *rows, const char *cols, const char *smem,
-                    const char *matrix, const std::string &chunk) {
+std::string stageTile(bool transA, bool transB, bool fp32) {
+  auto operand = [&](const char *rows, const char *cols, const char *smem,
+                     const char *matrix, const std::string &chunk) {
     return substitute(kStageOperand,
                       {{"$ROWS", rows},
                        {"$COLS", cols},
+                       {"$STAGE_CHUNK", chunk},
+                       {"$COPY_CHUNK", copyChunk(fp32)},
                        {"$SMEM", smem},
-                       {"$MATRIX", matrix},
-                       {"$STAGE_CHUNK", chunk}},
+                       {"$MATRIX", matrix}},
                       /*complete=*/false);
   };
   return "    {\n      const long long k0 = kn * $TILE_K;\n" +
@@ -342,8 +432,12 @@ std::string gemmKernelName(const GemmConfig &config,
     name += "_relu";
   else if (kind.activation == rt::MatmulActivation::Gelu)
     name += "_gelu";
+  else if (kind.activation == rt::MatmulActivation::GeluErf)
+    name += "_gelu_erf";
   return name;
 }
+
+std::string gemmGeluErfName() { return "kiln_gemm_gelu_erf_f32"; }
 
 std::string gemmReduceName(rt::DType dtype) {
   return std::string("kiln_gemm_reduce_") + spellingOf(dtype).suffix;
@@ -359,8 +453,12 @@ void emitGemmKernel(const GemmConfig &config, const GemmKernelKind &kind,
     return emitGemvKernel(config, kind, os);
   if (config.form == GemmForm::Wgmma)
     return emitWgmmaGemmKernel(config, kind, os);
+  bool fma = config.form == GemmForm::Fma;
   assert(config.warpRows() % 16 == 0 && config.warpColumns() % 16 == 0 &&
-         config.tileK % 16 == 0 && "whole m16n8k16 tiles, n-tiles in pairs");
+         config.tileK % (fma ? 8 : 16) == 0 &&
+         "whole m16n8k16 tiles (fma: whole chunks of K), n-tiles in pairs");
+  assert(fma == (kind.dtype == rt::DType::F32) &&
+         "the fma form multiplies fp32, the mma form 16-bit types");
   bool transA = kind.transA, transB = kind.transB;
   HalfSpelling h = spellingOf(kind.dtype);
   auto str = [](int64_t v) { return std::to_string(v); };
@@ -386,9 +484,14 @@ void emitGemmKernel(const GemmConfig &config, const GemmKernelKind &kind,
                     {"$B_ROWS", str(transB ? config.tileN : config.tileK)},
                     {"$B_COLS", str(transB ? config.tileK : config.tileN)},
                     {"$STAGED_LOOP", gemm::kStagedLoop},
-                    {"$STAGE_TILE", stageTile(transA, transB)},
+                    {"$STAGE_TILE", stageTile(transA, transB, fma)},
+                    {"$BYTES_EACH", str(rt::dtypeSize(kind.dtype))},
+                    {"$PAD", str(16 / rt::dtypeSize(kind.dtype))},
+                    {"$MULTIPLY", fma ? kFmaMultiply : kMmaMultiply},
                     {"$LOAD_A", loadA(transA)},
                     {"$LOAD_B", loadB(transB)},
+                    {"$A_AT", fmaA(transA)},
+                    {"$B_AT", fmaB(transB)},
                     {"$MMA", h.mma},
                     {"$FINISH", finish}});
 }
@@ -400,6 +503,16 @@ void emitGemmReduce(rt::DType dtype, llvm::raw_ostream &os) {
                                    {"$ELEMENT", h.type},
                                    {"$INTEGERS", kIntegerParameters},
                                    {"$FINISH", finish}});
+}
+
+void emitGemmGeluErf(llvm::raw_ostream &os) {
+  GemmKernelKind kind;
+  kind.dtype = rt::DType::F32;
+  kind.activation = rt::MatmulActivation::GeluErf;
+  os << substitute(kActivateKernel, {{"$NAME", gemmGeluErfName()},
+                                     {"$ELEMENT", "float"},
+                                     {"$INTEGERS", kIntegerParameters},
+                                     {"$FINISH", gemm::finishOf(kind)}});
 }
 
 void emitGemmNorm(rt::DType dtype, llvm::raw_ostream &os) {

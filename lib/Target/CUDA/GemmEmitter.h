@@ -1,9 +1,10 @@
 //===- GemmEmitter.h - Kiln's own GEMM kernels ------------------*- C++ -*-===//
 //
 // Internal to the CUDA target: the GEMM kernel family, which a matmul step
-// may run in place of cuBLASLt, in its three forms (tensor-core tiles,
-// GemmEmitter.cpp; decoding's GEMV, GemvEmitter.cpp; Hopper's tensor
-// copies and wgmma, GemmWgmmaEmitter.cpp), and the one function
+// may run in place of cuBLASLt, in its four forms (tensor-core tiles and
+// fp32's CUDA-core tiles, GemmEmitter.cpp; decoding's GEMV,
+// GemvEmitter.cpp; Hopper's tensor copies and wgmma,
+// GemmWgmmaEmitter.cpp), and the one function
 // that chooses its layouts for a step (GemmConfig.cpp). The kernels take
 // the step's extents and strides as arguments, so one kernel serves every
 // step of its element type, transposes, epilogue and layout, and every
@@ -81,12 +82,16 @@ std::string gemmKernelName(const GemmConfig &config,
                            const GemmKernelKind &kind);
 /// The name of the kernel that adds the splits of `dtype` GEMMs.
 std::string gemmReduceName(rt::DType dtype);
+/// The name of the kernel that applies fp32's exact GELU to C in place
+/// after cuBLASLt (emitGemmGeluErf; rt::MatmulStep::activationKernel).
+std::string gemmGeluErfName();
 /// The name of the kernel that finishes `dtype` GEMMs with a LayerNorm
 /// epilogue (emitGemmNorm).
 std::string gemmNormName(rt::DType dtype);
 
 /// Appends the main kernel of `config`'s layout for `kind` to `os`, named
-/// as gemmKernelName says, in either form. `kind.dtype` is F16 or BF16.
+/// as gemmKernelName says, in any form. `kind.dtype` is F16 or BF16 for
+/// the mma and wgmma forms, F32 for the fma form, any of them for the GEMV.
 void emitGemmKernel(const GemmConfig &config, const GemmKernelKind &kind,
                     llvm::raw_ostream &os);
 /// The same for the GEMV form (GemvEmitter.cpp); `kind.transA` is false.
@@ -204,6 +209,11 @@ void emitQdqGemm(const QdqGemmShape &shape, const GemmConfig &config,
 /// Appends the kernel that adds the splits' partial sums and applies the
 /// epilogue, named as gemmReduceName says.
 void emitGemmReduce(rt::DType dtype, llvm::raw_ostream &os);
+
+/// Appends the kernel that applies fp32's exact GELU to C in place after
+/// cuBLASLt, named as gemmGeluErfName says: it takes (C) and the
+/// integers of a split of 1; any grid of one-dimensional blocks.
+void emitGemmGeluErf(llvm::raw_ostream &os);
 
 /// Appends the kernel that finishes a step with a LayerNorm epilogue,
 /// named as gemmNormName says: a block a row, it adds the splits' partial

@@ -11,13 +11,15 @@ namespace {
 
 /// The epilogue in cuBLASLt's order: the residual, the bias, then the
 /// activation (GELU's tanh form, as cuBLASLt's GELU epilogue and the host
-/// backend's stand-in compute it), then the store.
+/// backend's stand-in compute it; fp32's exact GELU as kiln.gelu's kernels
+/// compute it), then the store.
 constexpr const char *kApply = R"cuda(
       if ($HAS_RESIDUAL) v += $TO_FLOAT(r_mat[row * n + col]);
       if ($HAS_BIAS) v += $TO_FLOAT(bias[col]);
       if ($ACTIVATION == 1) v = fmaxf(v, 0.0f);
       else if ($ACTIVATION == 2)
-        v = 0.5f * v * (1.0f + tanhf(0.7978845608028654f * (v + 0.044715f * v * v * v)));)cuda";
+        v = 0.5f * v * (1.0f + tanhf(0.7978845608028654f * (v + 0.044715f * v * v * v)));
+      else if ($ACTIVATION == 3) v = 0.5f * v * (1.0f + erff(v * 0.7071067811865476f));)cuda";
 constexpr const char *kStore = R"cuda(
       c_mat[row * n + col] = $FROM_FLOAT(v);
 )cuda";

@@ -4,26 +4,26 @@
 // + bias) for the few rows of a decoding step, where the tensor cores would
 // multiply mostly zeros and the time is the one pass over B's bytes. A
 // block owns `tileM` rows of A and a `tileN`-column slab of B over its
-// split's share of K; every thread streams B in 16-byte chunks straight
-// from global memory (no staging: each byte of B is read once by one
-// thread), converts to fp32 and accumulates each of its columns for each
-// row on the CUDA cores. A's rows are a few KiB that every block reads,
-// so they come through L1. The sums are combined in a fixed order (warp
-// shuffles, then shared memory in warp order), so a result never depends
-// on scheduling, and the epilogue or the split's partial store is the
-// GEMM form's (GemmParts.cpp): same arguments, same partials, same reduce
+// split's share of K; every thread streams B in chunks of 8 elements (16
+// bytes of a 16-bit type, 32 of fp32) straight from global memory (no staging:
+// each byte of B is read once by one thread), converts to fp32 and accumulates
+// each of its columns for each row on the CUDA cores. A's rows are a few KiB
+// that every block reads, so they come through L1. The sums are combined in a
+// fixed order (warp shuffles, then shared memory in warp order), so a result
+// never depends on scheduling, and the epilogue or the split's partial store is
+// the GEMM form's (GemmParts.cpp): same arguments, same partials, same reduce
 // kernel, so the runtime runs both forms alike (rt::GemmCandidate).
 //
 // Two layouts of B, one kernel each:
 // - B stored k x n (a row-major weight): a thread owns 8 adjacent columns
 //   and walks K in chunks of 8 rows, `tileN / 8` threads side by side
-//   covering the slab (whole 16-byte rows of it per warp, coalesced), the
+//   covering the slab (whole rows of it per warp, coalesced), the
 //   rest of the block's threads taking other chunks of K;
 // - B stored n x k (transB, torch's Linear layout): 8 lanes share a column,
 //   each reading 8 consecutive k (128 contiguous bytes a column per step),
 //   and each lane owns several columns (tileN / 4 / warps), so one chunk
 //   of A feeds them all.
-// The operands' rows must be whole 16-byte chunks, as for the mma form
+// The operands' rows must be whole chunks, as for the mma form
 // (rt::gemmCandidateMisfit checks it at run time); A is not transposed
 // (chooseGemmConfigs offers no GEMV otherwise).
 //
@@ -45,7 +45,11 @@ using gemm::substitute;
 /// accumulators.
 constexpr const char *kPrologue = R"cuda(
 // Kiln GEMV $LAYOUT: $ROWS rows of A a block against a $TILE_N-column slab
-// of B ($B_LAYOUT), $WARPS warps streaming B in 16-byte chunks.
+// of B ($B_LAYOUT), $WARPS warps streaming B in chunks of 8 elements.
+// The 8 elements of a chunk ($WORDS 16-byte words) as floats.
+__device__ __forceinline__ void $NAME_floats(const uint4 *words, float *f) {
+$CHUNK_FLOATS
+}
 $SIGNATURE
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const long long row0 = (long long)blockIdx.y * $ROWS, col0 = (long long)blockIdx.x * $TILE_N;
@@ -91,32 +95,31 @@ constexpr const char *kRowMajorB = R"cuda(
     #pragma unroll
     for (int j = 0; j < 8; ++j)
       acc[r][j] = 0.0f;
-  // Two chunks' loads in flight a thread (256 bytes of B).
-  #pragma unroll 2
+  // 256 bytes of B in flight a thread: two chunks' loads of a 16-bit type,
+  // one of fp32 (two unrolled spilled).
+  #pragma unroll $CHUNKS_IN_FLIGHT
   for (long long ck = ck_begin + slot; ck < ck_end; ck += $SLOTS) {
     const long long k0 = ck * 8;
     // Eight rows of B's 8 columns, then each row's 8 elements of A: all
     // loads issued before the arithmetic that waits on them.
-    uint4 bw[8], aw[$ROWS];
+    uint4 bw[8][$WORDS], aw[$ROWS][$WORDS];
     #pragma unroll
     for (int i = 0; i < 8; ++i)
-      bw[i] = col_live ? __ldg(reinterpret_cast<const uint4 *>(b_mat + (k0 + i) * n + col)) : zero;
+      #pragma unroll
+      for (int w = 0; w < $WORDS; ++w)
+        bw[i][w] = col_live ? __ldg(reinterpret_cast<const uint4 *>(b_mat + (k0 + i) * n + col) + w) : zero;
     #pragma unroll
     for (int r = 0; r < $ROWS; ++r)
-      aw[r] = row_live[r] ? __ldg(reinterpret_cast<const uint4 *>(a_mat + (row0 + r) * k + k0)) : zero;
+      #pragma unroll
+      for (int w = 0; w < $WORDS; ++w)
+        aw[r][w] = row_live[r] ? __ldg(reinterpret_cast<const uint4 *>(a_mat + (row0 + r) * k + k0) + w) : zero;
     #pragma unroll
     for (int i = 0; i < 8; ++i) {
       float bf[8];
-      const $PAIR_TYPE *bp = reinterpret_cast<const $PAIR_TYPE *>(&bw[i]);
-      #pragma unroll
-      for (int h = 0; h < 4; ++h) {
-        const float2 f = $UNPACK_PAIR(bp[h]);
-        bf[2 * h] = f.x;
-        bf[2 * h + 1] = f.y;
-      }
+      $NAME_floats(bw[i], bf);
       #pragma unroll
       for (int r = 0; r < $ROWS; ++r) {
-        const $ELEMENT *ap = reinterpret_cast<const $ELEMENT *>(&aw[r]);
+        const $ELEMENT *ap = reinterpret_cast<const $ELEMENT *>(aw[r]);
         const float av = $TO_FLOAT(ap[i]);
         #pragma unroll
         for (int j = 0; j < 8; ++j)
@@ -165,34 +168,30 @@ constexpr const char *kColumnMajorB = R"cuda(
       acc[r][t] = 0.0f;
   for (long long ck = ck_begin + part; ck < ck_end; ck += 8) {
     const long long k0 = ck * 8;
-    uint4 bw[$COLUMNS_PER_LANE], aw[$ROWS];
+    uint4 bw[$COLUMNS_PER_LANE][$WORDS], aw[$ROWS][$WORDS];
     #pragma unroll
     for (int t = 0; t < $COLUMNS_PER_LANE; ++t) {
       const long long col = warp_col0 + 4 * t;
-      bw[t] = col < n ? __ldg(reinterpret_cast<const uint4 *>(b_mat + col * k + k0)) : zero;
+      #pragma unroll
+      for (int w = 0; w < $WORDS; ++w)
+        bw[t][w] = col < n ? __ldg(reinterpret_cast<const uint4 *>(b_mat + col * k + k0) + w) : zero;
     }
     #pragma unroll
     for (int r = 0; r < $ROWS; ++r)
-      aw[r] = row_live[r] ? __ldg(reinterpret_cast<const uint4 *>(a_mat + (row0 + r) * k + k0)) : zero;
+      #pragma unroll
+      for (int w = 0; w < $WORDS; ++w)
+        aw[r][w] = row_live[r] ? __ldg(reinterpret_cast<const uint4 *>(a_mat + (row0 + r) * k + k0) + w) : zero;
     #pragma unroll
     for (int r = 0; r < $ROWS; ++r) {
       float af[8];
-      const $PAIR_TYPE *ap = reinterpret_cast<const $PAIR_TYPE *>(&aw[r]);
-      #pragma unroll
-      for (int h = 0; h < 4; ++h) {
-        const float2 f = $UNPACK_PAIR(ap[h]);
-        af[2 * h] = f.x;
-        af[2 * h + 1] = f.y;
-      }
+      $NAME_floats(aw[r], af);
       #pragma unroll
       for (int t = 0; t < $COLUMNS_PER_LANE; ++t) {
-        const $PAIR_TYPE *bp = reinterpret_cast<const $PAIR_TYPE *>(&bw[t]);
+        float bf[8];
+        $NAME_floats(bw[t], bf);
         #pragma unroll
-        for (int h = 0; h < 4; ++h) {
-          const float2 f = $UNPACK_PAIR(bp[h]);
-          acc[r][t] += af[2 * h] * f.x;
-          acc[r][t] += af[2 * h + 1] * f.y;
-        }
+        for (int j = 0; j < 8; ++j)
+          acc[r][t] += af[j] * bf[j];
       }
     }
   }
@@ -250,7 +249,24 @@ void emitGemvKernel(const GemmConfig &config, const GemmKernelKind &kind,
   auto str = [](int64_t v) { return std::to_string(v); };
   int64_t warps = config.warpsM * config.warpsN;
   std::string name = gemmKernelName(config, kind);
+  bool fp32 = kind.dtype == rt::DType::F32;
+  // A chunk's floats: fp32's two words as they are, a 16-bit type's one
+  // word as four pairs.
+  std::string chunkFloats =
+      fp32 ? "  const float *e = reinterpret_cast<const float *>(words);\n"
+             "  #pragma unroll\n"
+             "  for (int j = 0; j < 8; ++j)\n"
+             "    f[j] = e[j];"
+           : "  const $PAIR_TYPE *pairs = reinterpret_cast<const $PAIR_TYPE "
+             "*>(words);\n"
+             "  #pragma unroll\n"
+             "  for (int h = 0; h < 4; ++h) {\n"
+             "    const float2 v = $UNPACK_PAIR(pairs[h]);\n"
+             "    f[2 * h] = v.x;\n"
+             "    f[2 * h + 1] = v.y;\n"
+             "  }";
   std::vector<std::pair<std::string, std::string>> values = {
+      {"$CHUNK_FLOATS", chunkFloats},
       {"$NAME", name},
       {"$LAYOUT", name},
       {"$B_LAYOUT", kind.transB ? "stored n x k" : "stored k x n"},
@@ -258,6 +274,8 @@ void emitGemvKernel(const GemmConfig &config, const GemmKernelKind &kind,
       {"$UNPACK_PAIR", h.pairToFloat2},
       {"$PAIR_TYPE", h.pair},
       {"$TO_FLOAT", h.toFloat},
+      {"$WORDS", fp32 ? "2" : "1"},
+      {"$CHUNKS_IN_FLIGHT", fp32 ? "1" : "2"},
       {"$SIGNATURE", gemm::kMainSignature},
       {"$COLUMN_STORES", gemm::kGemvColumnStores},
       {"$DECLARATIONS", ""},

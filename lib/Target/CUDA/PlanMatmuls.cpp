@@ -124,10 +124,19 @@ LogicalResult PlanBuilder::addGemm(KernelOp kernel, llvm::raw_ostream &source) {
   };
   auto plan = matmulPlan(matmul);
   // The activation first: the Q/DQ and packed kernels below read it from
-  // the step as cuBLASLt's does.
-  if (succeeded(plan))
-    plan->step.activation =
+  // the step as cuBLASLt's does. GELU's exact form is fp32's own; a 16-bit
+  // product takes cuBLASLt's tanh form (kiln-fuse's isEpilogueActivation
+  // says why).
+  if (succeeded(plan)) {
+    rt::MatmulStep &step = plan->step;
+    step.activation =
         matmulActivationOf(kernel.getEpilogueAttr().getActivation());
+    auto gelus = body.getOps<GeluOp>();
+    if (step.activation == rt::MatmulActivation::Gelu &&
+        step.dtype == rt::DType::F32 && !gelus.empty() &&
+        (*gelus.begin()).getApproximate() == GeluApproximation::none)
+      step.activation = rt::MatmulActivation::GeluErf;
+  }
   // 8-bit activations times 8-bit weights: the Q/DQ GEMM.
   if (std::optional<DequantizedActivations> activations =
           dequantize ? dequantizedActivations(matmul.getLhs()) : std::nullopt) {
@@ -178,6 +187,11 @@ LogicalResult PlanBuilder::addGemm(KernelOp kernel, llvm::raw_ostream &source) {
   }
   if (!dequantize && failed(addResults(kernel)))
     return failure();
+  // cuBLASLt has no exact GELU: a kernel applies it after cuBLASLt's
+  // product.
+  if (step->activation == rt::MatmulActivation::GeluErf)
+    step->activationKernel =
+        gemmKernelIndex(gemmGeluErfName(), [&] { emitGemmGeluErf(source); });
   step->c = bufferOf.at(kernel.getResult(0));
   if (kernel.getNumResults() == 2)
     step->normSum = bufferOf.at(kernel.getResult(1));

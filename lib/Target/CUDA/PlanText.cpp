@@ -68,6 +68,8 @@ void kiln::printPlan(const rt::Artifact &a, uint64_t weightBytes,
         os << " relu";
       else if (s.matmul.activation == rt::MatmulActivation::Gelu)
         os << " gelu";
+      else if (s.matmul.activation == rt::MatmulActivation::GeluErf)
+        os << " gelu_erf " << a.kernelNames[s.matmul.activationKernel];
       if (s.matmul.hasNorm()) {
         os << (s.matmul.normRms ? " rms_norm " : " norm ")
            << s.matmul.normScale;

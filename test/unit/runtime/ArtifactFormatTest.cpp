@@ -290,15 +290,15 @@ TEST(ArtifactFormat, GemmCandidatesRoundTripAndAreChecked) {
     const char *needle;
     void (*breakIt)(Artifact &);
   } cases[] = {
-      {"Kiln GEMM kernels are float16 or bfloat16",
+      {"Kiln GEMM kernels are float32, float16 or bfloat16",
        [](Artifact &a) {
          for (uint32_t id : {0u, 1u, 2u, 4u}) {
            Buffer &b = a.buffers[id];
-           b.dtype = DType::F32;
-           b.bytes *= 2;
+           b.dtype = DType::F64;
+           b.bytes *= 4;
          }
-         a.steps[0].matmul.dtype = DType::F32;
-         a.weights.resize(256);
+         a.steps[0].matmul.dtype = DType::F64;
+         a.weights.resize(512);
        }},
       {"scale by alpha 1", [](Artifact &a) { a.steps[0].matmul.alpha = 2; }},
       {"scale by alpha 1", [](Artifact &a) { a.steps[0].matmul.beta = 1; }},
@@ -469,6 +469,61 @@ TEST(ArtifactFormat, RmsNormSumMatmulsRoundTripAndAreChecked) {
     SCOPED_TRACE(c.needle);
     expectRejected(broken, c.needle);
   }
+}
+
+/// The rich artifact with its fp32 matmul's exact GELU, which kernel 1
+/// applies after cuBLASLt.
+static Artifact makeGeluErfArtifact() {
+  Artifact a = makeRichArtifact();
+  for (Step &s : a.steps)
+    if (s.kind == Step::Kind::Matmul) {
+      s.matmul.activation = MatmulActivation::GeluErf;
+      s.matmul.activationKernel = 1;
+    }
+  return a;
+}
+
+static MatmulStep &firstMatmul(Artifact &a) {
+  for (Step &s : a.steps)
+    if (s.kind == Step::Kind::Matmul)
+      return s.matmul;
+  ADD_FAILURE() << "no matmul step";
+  return a.steps[0].matmul;
+}
+
+TEST(ArtifactFormat, ExactGeluMatmulsRoundTripAndAreChecked) {
+  Artifact a = makeGeluErfArtifact(), b;
+  std::string error;
+  ASSERT_TRUE(roundTrip(a, b, error)) << error;
+  EXPECT_EQ(firstMatmul(b).activation, MatmulActivation::GeluErf);
+  EXPECT_EQ(firstMatmul(b).activationKernel, 1u);
+
+  // Each rule of the activation's kernel, broken once.
+  struct Case {
+    const char *needle;
+    void (*breakIt)(Artifact &);
+  } cases[] = {
+      {"only a matmul with the exact GELU names an activation kernel",
+       [](Artifact &a) { firstMatmul(a).activation = MatmulActivation::Gelu; }},
+      {"the matmul's activation kernel is not one of the artifact's 2 "
+       "kernels",
+       [](Artifact &a) { firstMatmul(a).activationKernel = 2; }},
+      {"the matmul's activation kernel is not one of the artifact's 2 "
+       "kernels",
+       [](Artifact &a) { firstMatmul(a).activationKernel = kNoKernel; }},
+  };
+  for (const Case &c : cases) {
+    Artifact broken = makeGeluErfArtifact();
+    c.breakIt(broken);
+    SCOPED_TRACE(c.needle);
+    expectRejected(broken, c.needle);
+  }
+  // A 16-bit product takes cuBLASLt's tanh form; the exact one is fp32's.
+  Artifact half = makeGemmKernelArtifact();
+  half.steps[0].matmul.activation = MatmulActivation::GeluErf;
+  half.steps[0].matmul.activationKernel = 0;
+  expectRejected(half, "a matmul's exact GELU is float32, the matmul is "
+                       "float16");
 }
 
 TEST(ArtifactFormat, EmptyArtifactRoundTrips) {

@@ -40,10 +40,15 @@ enum class MatmulActivation : uint8_t {
   /// The tanh approximation 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))),
   /// which cuBLASLt's GELU epilogue computes.
   Gelu,
+  /// GELU's exact form 0.5 x (1 + erf(x / sqrt(2))), float32 steps only:
+  /// cuBLASLt has no such epilogue, so after cuBLASLt (its epilogue then
+  /// the bias and the residual alone) the step's `activationKernel` applies
+  /// it; Kiln's kernels apply it in their epilogue.
+  GeluErf,
 };
 
 /// The last valid `MatmulActivation`, for range checks of decoded values.
-constexpr MatmulActivation kLastMatmulActivation = MatmulActivation::Gelu;
+constexpr MatmulActivation kLastMatmulActivation = MatmulActivation::GeluErf;
 
 /// A buffer id that names no buffer (a matmul without a bias).
 constexpr uint32_t kNoBuffer = UINT32_MAX;
@@ -53,7 +58,8 @@ constexpr uint32_t kNoBuffer = UINT32_MAX;
 constexpr uint32_t kNoKernel = UINT32_MAX;
 
 /// One of Kiln's own GEMM kernels that may run a matmul step in place of
-/// cuBLASLt (lib/Target/CUDA/GemmEmitter.cpp, for float16 and bfloat16).
+/// cuBLASLt (lib/Target/CUDA/GemmEmitter.cpp, for float32, float16 and
+/// bfloat16).
 /// The main kernel takes (A, B, C, bias, residual, partials) as pointers
 /// (bias and residual null when the step has none; partials the split's
 /// float scratch, null without a split unless the step has a norm), then as
@@ -66,9 +72,9 @@ constexpr uint32_t kNoKernel = UINT32_MAX;
 /// applies the epilogue: it takes (partials, C, bias, residual) and the
 /// same integers, any grid of one-dimensional blocks. A step with a norm
 /// (MatmulStep::hasNorm) has no reduce: its partials go to the step's
-/// normKernel, split or not. Operands are read in
-/// 16-byte chunks: A's and B's rows, batch strides and addresses must be
-/// multiples of 16 bytes. alpha is 1, and beta 1 with a residual, else 0.
+/// normKernel, split or not. Operands are read in chunks of 8 elements:
+/// A's and B's rows and batch strides must be multiples of 8 elements, and
+/// addresses of 16 bytes. alpha is 1, and beta 1 with a residual, else 0.
 struct GemmCandidate {
   /// The configuration's name (`mma_64x64x32_w2x2_split4`), by which a run
   /// asks for it.
@@ -159,10 +165,16 @@ struct MatmulStep {
   uint32_t bias = kNoBuffer;
   /// Applied to every element last.
   MatmulActivation activation = MatmulActivation::None;
+  /// With GeluErf, the kernel that applies it after cuBLASLt, before a
+  /// norm: the float32 GEMM reduce kernel (a GemmCandidate's `reduce`),
+  /// called with C as both its partials and its C, no bias, no residual and
+  /// a split of 1, so each element is read and rewritten by one thread.
+  /// kNoKernel for every other activation.
+  uint32_t activationKernel = kNoKernel;
   /// A LayerNorm, or with `normRms` an RMSNorm, of every row of the
   /// result, applied last (kiln-fuse's GEMM kernel with a norm epilogue;
-  /// float16 and bfloat16): the buffer ids of its scale and its shift (n
-  /// elements of `dtype` each; the shift may be kNoBuffer, and is for an
+  /// float32, float16 and bfloat16): the buffer ids of its scale and its shift
+  /// (n elements of `dtype` each; the shift may be kNoBuffer, and is for an
   /// RMSNorm), or kNoBuffer without one. The step then runs in two, the
   /// second `normKernel`, which normalizes each row into C: after cuBLASLt
   /// (its epilogue as without a norm, its result written to
