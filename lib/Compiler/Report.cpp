@@ -84,6 +84,8 @@ std::string detailOf(const rt::Step &step) {
       detail += m.normRms ? " +rms_norm" : " +layer_norm";
     if (m.normSum != rt::kNoBuffer)
       detail += " +sum";
+    if (m.widen)
+      detail += " +to_f32";
     if (m.tf32)
       detail += " tf32";
     // Kiln's own kernels the run may choose instead (MatmulChoice.cpp).

@@ -395,13 +395,19 @@ GemmRowNorm rowNormOf(Operation *end, MatmulOp matmul,
         type.getShape().back() != columns || !isRow(rowNormScale(norm)) ||
         (shift && !isRow(shift)))
       return {};
-    // A norm whose only reader is elementwise (a model's last norm and its
-    // cast to the fp32 output) keeps its row kernel, which takes that
-    // reader as its epilogue: joined to the GEMM, the reader would need a
-    // kernel of its own, and after cuBLASLt the norm one too.
+    // A norm whose only reader is elementwise keeps its row kernel, which
+    // takes that reader as its epilogue: joined to the GEMM, the reader
+    // would need a kernel of its own, and after cuBLASLt the norm one too.
+    // The cast to an fp32 output (a model's last norm) is the exception:
+    // it joins the GEMM step after the norm (buildGemmGroup).
     Value normed = norm->getResult(0);
-    if (normed.hasOneUse() && isElementwise(*normed.getUsers().begin()))
-      return {};
+    if (normed.hasOneUse()) {
+      Operation *reader = *normed.getUsers().begin();
+      auto widen = dyn_cast<CastOp>(reader);
+      if (isElementwise(reader) &&
+          !(widen && widen.getType().getElementType().isF32()))
+        return {};
+    }
     found.norm = norm;
     return found;
   }
@@ -607,6 +613,24 @@ std::optional<Group> buildGemmGroup(MatmulOp matmul,
       group.members.insert(ops.begin(), ops.end());
     }
   }
+  // Last, the cast of a 16-bit result to fp32 where it is the result's only
+  // reader (a model's fp32 output: the logits of an LM head, an encoder's
+  // last LayerNorm): the step stores the 16-bit value widened, which saves
+  // the cast's launch and the 16-bit round trip. Not over quantized
+  // weights, whose kernels store their own element type.
+  bool quantized = group.members.size() > 1 &&
+                   llvm::any_of(group.members, [](Operation *op) {
+                     return isa<DequantizeOp>(op);
+                   });
+  if (Value result = group.root->getResult(0);
+      !quantized && result.hasOneUse() &&
+      (element.isF16() || element.isBF16()) &&
+      cast<RankedTensorType>(result.getType()).getElementType() == element)
+    if (auto widen = dyn_cast<CastOp>(*result.getUsers().begin());
+        widen && !taken.contains(widen) &&
+        widen->getBlock() == matmul->getBlock() &&
+        widen.getType().getElementType().isF32())
+      group.members.insert(widen), group.root = widen;
   if (group.members.size() == 1)
     return std::nullopt;
   return group;

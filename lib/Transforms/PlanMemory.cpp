@@ -7,7 +7,8 @@
 // elementwise kernel writes in place over an input of its own shape that dies
 // at it and that it reads only at the written index (not through data
 // movement fused into it): element i is read before element i is written, by
-// the same thread.
+// the same thread. So does a GEMM kernel's residual sum over its dying
+// residual.
 //
 //===----------------------------------------------------------------------===//
 
@@ -172,8 +173,49 @@ struct KilnPlanMemoryPass
     SmallVector<size_t> storageOf(values.size());
     for (size_t i = 0; i < values.size(); ++i)
       storageOf[i] = i;
+    // Whether result `i` may take over the storage of `input`, which `kernel`
+    // reads at the written index only: the storage dies at the kernel and
+    // has the result's size.
+    auto takeOver = [&](size_t i, KernelOp kernel, Value input) {
+      auto it = slot.find(storageRoot(input));
+      if (it == slot.end())
+        return false;
+      size_t donor = storageOf[it->second];
+      if (intervals[donor].end != index[kernel] ||
+          intervals[donor].bytes != intervals[i].bytes)
+        return false;
+      intervals[donor].end = intervals[i].end;
+      storageOf[i] = donor;
+      return true;
+    };
     for (auto [i, result] : llvm::enumerate(values)) {
       auto kernel = result.getDefiningOp<KernelOp>();
+      // A GEMM kernel's residual sum over its residual: every kernel of the
+      // step reads element (row, col) of the residual before it writes
+      // that element of the sum (cuBLASLt's C and D; the norm kernel reads
+      // a row before it writes the row), and reads the residual nowhere
+      // else. The sum is the kernel's second result where it yields one,
+      // else its result (the epilogue's end, or the norm over the sum).
+      if (kernel && kernel.getKind() == KernelKind::gemm) {
+        int64_t residual = kernel.getEpilogueAttr().getResidual();
+        if (residual < 0 ||
+            result != kernel.getResult(kernel.getNumResults() - 1))
+          continue;
+        // Read by the residual add alone: not also as the product's operand
+        // (one kernel input when it is the same value), nor through another
+        // input viewing its storage.
+        Value input = kernel.getInputs()[residual];
+        Value root = storageRoot(input);
+        bool readElsewhere =
+            !kernel.getBody().front().getArgument(residual).hasOneUse() ||
+            llvm::any_of(llvm::enumerate(kernel.getInputs()), [&](auto other) {
+              return static_cast<int64_t>(other.index()) != residual &&
+                     storageRoot(other.value()) == root;
+            });
+        if (!readElsewhere && sameLayout(input, result))
+          takeOver(i, kernel, input);
+        continue;
+      }
       if (!kernel || kernel.getKind() != KernelKind::elementwise)
         continue;
       for (Value input : kernel.getInputs()) {
@@ -187,13 +229,8 @@ struct KilnPlanMemoryPass
               return storageRoot(other) == root && !sameLayout(other, result);
             }))
           continue;
-        size_t donor = storageOf[it->second];
-        if (intervals[donor].end != index[kernel] ||
-            intervals[donor].bytes != intervals[i].bytes)
-          continue;
-        intervals[donor].end = intervals[i].end;
-        storageOf[i] = donor;
-        break;
+        if (takeOver(i, kernel, input))
+          break;
       }
     }
     SmallVector<BufferInterval> owned;

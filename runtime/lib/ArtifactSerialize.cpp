@@ -87,7 +87,8 @@ std::string kiln::rt::serializeArtifactPrefix(const Artifact &a,
       w.u32(m.bias);
       w.u32(m.residual);
       w.u8(static_cast<uint8_t>(m.activation));
-      w.u32(m.activationKernel);
+      w.u32(m.finishKernel);
+      w.u8(m.widen ? 1 : 0);
       w.u8(m.tf32 ? 1 : 0);
       w.u32(m.normScale);
       w.u32(m.normShift);
@@ -282,8 +283,13 @@ bool kiln::rt::deserializeArtifact(const char *data, size_t size, Artifact &out,
       if (activation > static_cast<uint8_t>(kLastMatmulActivation))
         return r.fail("invalid matmul activation"), fail();
       m.activation = static_cast<MatmulActivation>(activation);
-      if (!r.u32(m.activationKernel, "matmul activation kernel"))
+      uint8_t widen = 0;
+      if (!r.u32(m.finishKernel, "matmul finish kernel") ||
+          !r.u8(widen, "matmul widen"))
         return fail();
+      if (widen > 1)
+        return r.fail("invalid matmul widen flag"), fail();
+      m.widen = widen != 0;
       uint8_t tf32 = 0;
       if (!r.u8(tf32, "matmul tf32"))
         return fail();

@@ -88,20 +88,26 @@ static std::string checkNorm(const Artifact &a, const MatmulStep &m) {
   return "";
 }
 
-/// Why the activation of `m` is malformed, or "" (ArtifactSteps.h: the
-/// exact GELU is float32's and names a kernel of the artifact to apply it
-/// after cuBLASLt; no other activation names one).
-static std::string checkActivation(const MatmulStep &m, size_t kernels) {
-  if (m.activation != MatmulActivation::GeluErf)
-    return m.activationKernel == kNoKernel
-               ? ""
-               : "only a matmul with the exact GELU names an activation "
-                 "kernel";
-  if (m.dtype != DType::F32)
+/// Why the finish of `m` after cuBLASLt is malformed, or "" (ArtifactSteps.h:
+/// the exact GELU is float32's, widening a 16-bit product's; a finish kernel
+/// of the artifact exactly where either needs one, the exact GELU always,
+/// widening without a norm).
+static std::string checkFinish(const MatmulStep &m, size_t kernels) {
+  bool geluErf = m.activation == MatmulActivation::GeluErf;
+  if (geluErf && m.dtype != DType::F32)
     return "a matmul's exact GELU is float32, the matmul is " +
            std::string(dtypeName(m.dtype));
-  if (m.activationKernel >= kernels)
-    return "the matmul's activation kernel is not one of the artifact's " +
+  if (m.widen && m.dtype != DType::F16 && m.dtype != DType::BF16)
+    return "a matmul widens a float16 or bfloat16 product, the matmul is " +
+           std::string(dtypeName(m.dtype));
+  bool needed = geluErf || (m.widen && !m.hasNorm());
+  if (!needed)
+    return m.finishKernel == kNoKernel
+               ? ""
+               : "only a matmul with the exact GELU, or widened without a "
+                 "norm, names a finish kernel";
+  if (m.finishKernel >= kernels)
+    return "the matmul's finish kernel is not one of the artifact's " +
            std::to_string(kernels) + " kernels";
   return "";
 }
@@ -343,9 +349,12 @@ bool kiln::rt::validatePlan(const Artifact &a, std::string &error,
         return false;
       const Buffer &ba = a.buffers[m.a], &bb = a.buffers[m.b],
                    &bc = a.buffers[m.c];
-      if (ba.dtype != m.dtype || bb.dtype != m.dtype || bc.dtype != m.dtype)
-        return fail(where + "matmul operands must all be " +
+      DType cDtype = m.widen ? DType::F32 : m.dtype;
+      if (ba.dtype != m.dtype || bb.dtype != m.dtype)
+        return fail(where + "matmul operands must both be " +
                     dtypeName(m.dtype));
+      if (bc.dtype != cDtype)
+        return fail(where + "matmul output c must be " + dtypeName(cDtype));
       if (!matmulOperandFits(ba, m.outerBatch, m.outerStrideA, m.batch,
                              m.strideA, m.m, m.k))
         return fail(where + "matmul a does not fit in " + bufName(m.a));
@@ -402,8 +411,7 @@ bool kiln::rt::validatePlan(const Artifact &a, std::string &error,
       if (std::string bad = checkGemmCandidates(m, a.kernelNames.size());
           !bad.empty())
         return fail(where + bad);
-      if (std::string bad = checkActivation(m, a.kernelNames.size());
-          !bad.empty())
+      if (std::string bad = checkFinish(m, a.kernelNames.size()); !bad.empty())
         return fail(where + bad);
       if (std::string bad = checkNorm(a, m); !bad.empty())
         return fail(where + bad);

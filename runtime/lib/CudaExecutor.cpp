@@ -106,6 +106,16 @@ Status CudaExecutor::initializeInContext() {
         r != cu::kSuccess)
       return cu::cudaError(*api, r,
                            "allocating the GEMM kernels' partial sums");
+  // The 16-bit products of widened steps after cuBLASLt, likewise.
+  uint64_t widenBytes = 0;
+  for (const Step &step : artifact.steps)
+    if (step.kind == Step::Kind::Matmul)
+      widenBytes = std::max(widenBytes, widenedProductElements(step.matmul) *
+                                            dtypeSize(step.matmul.dtype));
+  if (widenBytes)
+    if (cu::Result r = api->memAlloc(&widenScratch, widenBytes);
+        r != cu::kSuccess)
+      return cu::cudaError(*api, r, "allocating the widened products' scratch");
   // A static plan's matmuls now, so that a shape cuBLASLt cannot run fails
   // at the first run; a symbolic plan's per set of dims, at its first run.
   if (artifact.symbolic.empty())
@@ -394,7 +404,8 @@ void CudaExecutor::release() {
     tunedKernels.clear();
     issuedBuckets.clear();
     graphsFailed = false;
-    for (cu::DevicePtr *p : {&arena, &workspace, &gemmPartials}) {
+    for (cu::DevicePtr *p :
+         {&arena, &workspace, &gemmPartials, &widenScratch}) {
       if (*p)
         api->memFree(*p);
       *p = 0;

@@ -265,12 +265,13 @@ private:
   Status encodeTensorMaps(const MatmulStep &m, const GemmCandidate &g,
                           cu::DevicePtr a, cu::DevicePtr b,
                           std::array<cu::TensorMap, 2> &maps);
-  /// Launches the activation kernel of matmul step `index` (`m`), which
-  /// applies GELU's exact form to the product cuBLASLt left.
-  Status launchActivationKernel(size_t index, const MatmulStep &m,
-                                const std::vector<cu::DevicePtr> &in,
-                                const std::vector<cu::DevicePtr> &out,
-                                cu::Stream target);
+  /// Launches the finish kernel of matmul step `index` (`m`), which
+  /// applies GELU's exact form to the product cuBLASLt left, or widens it
+  /// into C.
+  Status launchFinishKernel(size_t index, const MatmulStep &m,
+                            const std::vector<cu::DevicePtr> &in,
+                            const std::vector<cu::DevicePtr> &out,
+                            cu::Stream target);
   /// Launches the LayerNorm kernel of matmul step `index` (`m`), which
   /// finishes the step from the fp32 sums at `partials` in `splits` splits,
   /// or (null partials) normalizes C's rows as cuBLASLt left them.
@@ -301,6 +302,11 @@ private:
   /// outputs `out`.
   cu::DevicePtr address(uint32_t id, const std::vector<cu::DevicePtr> &in,
                         const std::vector<cu::DevicePtr> &out) const;
+  /// Where cuBLASLt leaves matmul step `m`'s product with its epilogue: the
+  /// sum a norm also writes, the widened product's scratch, else C.
+  cu::DevicePtr productAddress(const MatmulStep &m,
+                               const std::vector<cu::DevicePtr> &in,
+                               const std::vector<cu::DevicePtr> &out) const;
   /// Frees everything this context holds and releases the primary context.
   void release();
 
@@ -338,6 +344,9 @@ private:
   /// sized for its largest step at the top of the dims' ranges; 0 when no
   /// step splits.
   cu::DevicePtr gemmPartials = 0;
+  /// The 16-bit products that widened steps leave after cuBLASLt
+  /// (widenedProductElements), sized for the largest; 0 when none does.
+  cu::DevicePtr widenScratch = 0;
   /// The cuBLASLt handle.
   lt::Handle ltHandle = nullptr;
   /// The matmul plans per set of dims values (the one empty set of a static

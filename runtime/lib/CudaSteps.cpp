@@ -44,6 +44,14 @@ CudaExecutor::address(uint32_t id, const std::vector<cu::DevicePtr> &in,
   return 0;
 }
 
+cu::DevicePtr
+CudaExecutor::productAddress(const MatmulStep &m,
+                             const std::vector<cu::DevicePtr> &in,
+                             const std::vector<cu::DevicePtr> &out) const {
+  return widenedProductElements(m) ? widenScratch
+                                   : address(m.productBuffer(), in, out);
+}
+
 Status CudaExecutor::issueSteps(const std::vector<cu::DevicePtr> &in,
                                 const std::vector<cu::DevicePtr> &out,
                                 cu::Stream target) {
@@ -200,7 +208,7 @@ Status CudaExecutor::issueCublasMatmul(size_t i, MatmulPlan &plan,
   const int64_t outerStrides[3] = {m.outerStrideB, m.outerStrideA,
                                    m.outerStrideC};
   cu::DevicePtr base[3] = {address(m.b, in, out), address(m.a, in, out),
-                           address(m.productBuffer(), in, out)};
+                           productAddress(m, in, out)};
   // What beta scales: the residual, laid out as C, or C itself.
   cu::DevicePtr residualBase =
       m.residual == kNoBuffer ? base[2] : address(m.residual, in, out);
@@ -251,9 +259,10 @@ Status CudaExecutor::issueCublasMatmul(size_t i, MatmulPlan &plan,
     if (lt::LtStatus st = call(*algo); st != lt::kSuccess)
       return lt::cublasError(*ltApi, st, where + ": cublasLtMatmul");
   }
-  // cuBLASLt has no exact GELU: a kernel of Kiln's applies it in place.
-  if (m.activationKernel != kNoKernel)
-    if (Status s = launchActivationKernel(i, m, in, out, target); !s.isOk())
+  // cuBLASLt has no exact GELU, nor a C of another type than its product:
+  // a kernel of Kiln's applies the GELU in place or widens the product.
+  if (m.finishKernel != kNoKernel)
+    if (Status s = launchFinishKernel(i, m, in, out, target); !s.isOk())
       return s;
   // A norm kernel normalizes the rows into C (in place, without a sum).
   if (m.hasNorm())
@@ -261,23 +270,25 @@ Status CudaExecutor::issueCublasMatmul(size_t i, MatmulPlan &plan,
   return Status::ok();
 }
 
-Status CudaExecutor::launchActivationKernel(
-    size_t index, const MatmulStep &m, const std::vector<cu::DevicePtr> &in,
-    const std::vector<cu::DevicePtr> &out, cu::Stream target) {
-  cu::DevicePtr c = address(m.productBuffer(), in, out);
-  std::array<long long, 13> integers = gemmActivationIntegerArguments(m);
-  std::vector<void *> args = {&c};
+Status CudaExecutor::launchFinishKernel(size_t index, const MatmulStep &m,
+                                        const std::vector<cu::DevicePtr> &in,
+                                        const std::vector<cu::DevicePtr> &out,
+                                        cu::Stream target) {
+  // The exact GELU in place: the product is C.
+  cu::DevicePtr product = productAddress(m, in, out), c = address(m.c, in, out);
+  std::array<long long, 13> integers = gemmFinishIntegerArguments(m);
+  std::vector<void *> args = {&product, &c};
   for (long long &v : integers)
     args.push_back(&v);
   const unsigned grid[3] = {gemmReduceBlocks(m), 1, 1};
   const unsigned block[3] = {kGemmReduceThreads, 1, 1};
-  if (cu::Result r = cu::launch(*api, functions[m.activationKernel], grid,
-                                block, 0, target, args.data(), options.pdl);
+  if (cu::Result r = cu::launch(*api, functions[m.finishKernel], grid, block, 0,
+                                target, args.data(), options.pdl);
       r != cu::kSuccess)
     return cu::cudaError(*api, r,
                          "step " + std::to_string(index) +
                              ": launching kernel '" +
-                             artifact.kernelNames[m.activationKernel] + "'");
+                             artifact.kernelNames[m.finishKernel] + "'");
   return Status::ok();
 }
 
@@ -287,13 +298,16 @@ Status CudaExecutor::launchNormKernel(size_t index, const MatmulStep &m,
                                       const std::vector<cu::DevicePtr> &out,
                                       cu::Stream target) {
   cu::DevicePtr pointers[7] = {
-      partials,
-      address(m.c, in, out),
+      partials, address(m.c, in, out),
       m.bias == kNoBuffer ? 0 : address(m.bias, in, out),
       m.residual == kNoBuffer ? 0 : address(m.residual, in, out),
       address(m.normScale, in, out),
       m.normShift == kNoBuffer ? 0 : address(m.normShift, in, out),
-      m.normSum == kNoBuffer ? 0 : address(m.normSum, in, out)};
+      // After cuBLASLt (no partials) a widened step's norm reads the
+      // 16-bit product where cuBLASLt left it, as it reads a sum.
+      m.normSum != kNoBuffer ? address(m.normSum, in, out)
+      : !partials && m.widen ? productAddress(m, in, out)
+                             : 0};
   std::array<long long, 15> integers = gemmNormIntegerArguments(m, splits);
   std::vector<void *> args;
   for (cu::DevicePtr &p : pointers)

@@ -94,10 +94,22 @@ kiln::rt::gemmIntegerArguments(const MatmulStep &step, const GemmCandidate &g) {
 }
 
 std::array<long long, 13>
-kiln::rt::gemmActivationIntegerArguments(const MatmulStep &step) {
+kiln::rt::gemmFinishIntegerArguments(const MatmulStep &step) {
   GemmCandidate whole;
   whole.splitK = 1;
   return gemmIntegerArguments(step, whole);
+}
+
+uint64_t kiln::rt::widenedProductElements(const MatmulStep &step) {
+  if (!step.widen || step.normSum != kNoBuffer)
+    return 0;
+  // The last matrix's start plus its m x n (validation bounded C's span).
+  uint64_t span = static_cast<uint64_t>(step.m) * step.n;
+  if (step.batch > 1)
+    span += static_cast<uint64_t>(step.batch - 1) * step.strideC;
+  if (step.outerBatch > 1)
+    span += static_cast<uint64_t>(step.outerBatch - 1) * step.outerStrideC;
+  return span;
 }
 
 std::array<long long, 15>

@@ -33,12 +33,15 @@ constexpr unsigned kGemmReduceArity = 4 + 13;
 /// Parameters of a step's norm kernel: seven pointers, the integers,
 /// epsilon's bits and the norm's kind.
 constexpr unsigned kGemmNormArity = 7 + 13 + 2;
-/// Parameters of a step's activation kernel: C, then the integers.
-constexpr unsigned kGemmActivationArity = 1 + 13;
-/// The integers of a step's activation kernel: gemmIntegerArguments' for a
+/// Parameters of a step's finish kernel: the product, C, then the integers.
+constexpr unsigned kGemmFinishArity = 2 + 13;
+/// The integers of a step's finish kernel: gemmIntegerArguments' for a
 /// split of 1.
-std::array<long long, 13>
-gemmActivationIntegerArguments(const MatmulStep &step);
+std::array<long long, 13> gemmFinishIntegerArguments(const MatmulStep &step);
+/// The elements of the runtime's scratch that a widened step's product
+/// takes after cuBLASLt (MatmulStep::widen, without a sum to land in), laid
+/// out as C at the step's extents: 0 for any other step.
+uint64_t widenedProductElements(const MatmulStep &step);
 
 /// The candidate of `step` named `name`, or null.
 const GemmCandidate *findGemmCandidate(const MatmulStep &step,

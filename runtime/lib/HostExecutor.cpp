@@ -158,7 +158,13 @@ private:
   /// splits of fp32 sums in `partials`, or (0 splits) over C's rows as the
   /// stand-in for cuBLASLt left them.
   Status runNormKernel(const MatmulStep &m, size_t index, uint32_t splits);
-  Status runActivationKernel(const MatmulStep &m, size_t index);
+  /// Runs the finish kernel of matmul step `index` (`m`) over the product
+  /// the stand-in for cuBLASLt left (productAddress).
+  Status runFinishKernel(const MatmulStep &m, size_t index);
+  /// Where the stand-in for cuBLASLt leaves step `m`'s product with its
+  /// epilogue: the sum a norm also writes, the widened product's scratch
+  /// (sized for `m` first), else C.
+  void *productAddress(const MatmulStep &m);
 
   const Artifact &artifact;
   HostOptions options;
@@ -180,6 +186,8 @@ private:
   /// The partial sums of a split GEMM kernel (or of any on a step with a
   /// norm, whose kernel finishes them).
   std::vector<float> partials;
+  /// A widened step's 16-bit product after the stand-in for cuBLASLt.
+  std::vector<unsigned char> widenProduct;
 };
 
 } // namespace
@@ -224,11 +232,11 @@ Status HostShared::load() {
                                "step " + std::to_string(i) + ": GEMM kernel " +
                                    g.name +
                                    " does not take the family's arguments");
-      if (step.matmul.activationKernel != kNoKernel &&
-          module->arity(step.matmul.activationKernel) != kGemmActivationArity)
+      if (step.matmul.finishKernel != kNoKernel &&
+          module->arity(step.matmul.finishKernel) != kGemmFinishArity)
         return Status::error(StatusCode::CorruptArtifact,
                              "step " + std::to_string(i) +
-                                 ": the activation kernel does not take the "
+                                 ": the finish kernel does not take the "
                                  "family's arguments");
       if (step.matmul.hasNorm() &&
           module->arity(step.matmul.normKernel) != kGemmNormArity)
@@ -463,14 +471,15 @@ Status HostExecutor::runSteps(const Artifact &plan,
           return s;
         break;
       }
-      uint32_t product = m.productBuffer();
-      runGemm(m, address[m.a], address[m.b], address[product],
+      void *product = productAddress(m);
+      runGemm(m, address[m.a], address[m.b], product,
               m.bias == kNoBuffer ? nullptr : address[m.bias],
-              address[m.residual == kNoBuffer ? product : m.residual]);
+              m.residual == kNoBuffer ? product : address[m.residual]);
       // As after cuBLASLt: the exact GELU, which the stand-in (as
-      // cuBLASLt) lacks, then the norm of the rows as they are left.
-      if (m.activationKernel != kNoKernel)
-        if (Status s = runActivationKernel(m, i); !s.isOk())
+      // cuBLASLt) lacks, or the product widened into C; then the norm of
+      // the rows as they are left.
+      if (m.finishKernel != kNoKernel)
+        if (Status s = runFinishKernel(m, i); !s.isOk())
           return s;
       if (m.hasNorm())
         if (Status s = runNormKernel(m, i, 0); !s.isOk())
@@ -546,14 +555,26 @@ Status HostExecutor::runGemmKernel(const MatmulStep &m, size_t index) {
   return Status::ok();
 }
 
-Status HostExecutor::runActivationKernel(const MatmulStep &m, size_t index) {
-  std::array<long long, 13> integers = gemmActivationIntegerArguments(m);
-  std::vector<void *> args = {address[m.productBuffer()]};
+void *HostExecutor::productAddress(const MatmulStep &m) {
+  if (uint64_t elements = widenedProductElements(m)) {
+    widenProduct.assign(elements * dtypeSize(m.dtype), 0);
+    return widenProduct.data();
+  }
+  return address[m.productBuffer()];
+}
+
+Status HostExecutor::runFinishKernel(const MatmulStep &m, size_t index) {
+  std::array<long long, 13> integers = gemmFinishIntegerArguments(m);
+  // The exact GELU in place: the product is C.
+  void *product = widenedProductElements(m)
+                      ? static_cast<void *>(widenProduct.data())
+                      : static_cast<void *>(address[m.productBuffer()]);
+  std::vector<void *> args = {product, address[m.c]};
   for (long long &v : integers)
     args.push_back(&v);
   Launch launch;
-  launch.entry = shared->kernels()->entry(m.activationKernel);
-  launch.name = artifact.kernelNames[m.activationKernel];
+  launch.entry = shared->kernels()->entry(m.finishKernel);
+  launch.name = artifact.kernelNames[m.finishKernel];
   launch.args = args.data();
   launch.grid[0] = gemmReduceBlocks(m);
   launch.block[0] = kGemmReduceThreads;
@@ -566,14 +587,18 @@ Status HostExecutor::runActivationKernel(const MatmulStep &m, size_t index) {
 
 Status HostExecutor::runNormKernel(const MatmulStep &m, size_t index,
                                    uint32_t splits) {
-  void *pointers[7] = {splits ? partials.data() : nullptr,
-                       address[m.c],
+  void *pointers[7] = {splits ? partials.data() : nullptr, address[m.c],
                        m.bias == kNoBuffer ? nullptr : address[m.bias],
                        m.residual == kNoBuffer ? nullptr : address[m.residual],
                        address[m.normScale],
                        m.normShift == kNoBuffer ? nullptr
                                                 : address[m.normShift],
-                       m.normSum == kNoBuffer ? nullptr : address[m.normSum]};
+                       // After the stand-in (no splits) a widened step's
+                       // norm reads the 16-bit product where it was left.
+                       m.normSum != kNoBuffer ? address[m.normSum]
+                       : !splits && widenedProductElements(m)
+                           ? static_cast<void *>(widenProduct.data())
+                           : nullptr};
   std::array<long long, 15> integers = gemmNormIntegerArguments(m, splits);
   std::vector<void *> args(pointers, pointers + 7);
   for (long long &v : integers)

@@ -211,7 +211,7 @@ Status CudaExecutor::chooseGemmKernel(size_t index, MatmulPlan &plan,
     return Status::ok();
   // C is where the product lands (a norm's sum, where it writes one).
   cu::DevicePtr a = address(m.a, in, out), b = address(m.b, in, out),
-                c = address(m.productBuffer(), in, out);
+                c = productAddress(m, in, out);
   cu::DevicePtr residual =
       m.residual == kNoBuffer ? c : address(m.residual, in, out);
   cu::DevicePtr bias =

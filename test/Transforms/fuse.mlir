@@ -1061,21 +1061,55 @@ func.func @negative_gemm_layer_norm_other_axes(%a: tensor<16x32xf16>, %w: tensor
 
 // -----
 
-// negative_: a norm read by one elementwise op alone (a model's last norm
-// and its cast to the fp32 output) keeps its row kernel, which takes the
-// cast as its epilogue; in the GEMM the cast would need a kernel of its own.
-// CHECK-LABEL: func @negative_gemm_layer_norm_read_by_cast
-// CHECK: kiln.kernel gemm({{.*}}) {epilogue = #kiln.gemm_epilogue<residual = 2>}
-// CHECK: kiln.kernel reduction
-// CHECK-NEXT: ^bb0
-// CHECK-NEXT: kiln.layer_norm
+// A model's last norm and its cast to the fp32 output join the GEMM: the
+// step stores the 16-bit norm widened (rt::MatmulStep::widen).
+// CHECK-LABEL: func @gemm_layer_norm_cast_to_output
+// CHECK: kiln.kernel gemm({{.*}}) {epilogue = #kiln.gemm_epilogue<residual = 2, norm_scale = 3>} : {{.*}} -> tensor<4x16xf32>
+// CHECK: kiln.layer_norm
 // CHECK-NEXT: kiln.cast
-func.func @negative_gemm_layer_norm_read_by_cast(%a: tensor<4x8xf16>, %w: tensor<8x16xf16>, %x: tensor<4x16xf16>, %g: tensor<16xf16>) -> tensor<4x16xf32> {
+// CHECK-NEXT: kiln.yield
+// CHECK-NOT: kiln.kernel
+func.func @gemm_layer_norm_cast_to_output(%a: tensor<4x8xf16>, %w: tensor<8x16xf16>, %x: tensor<4x16xf16>, %g: tensor<16xf16>) -> tensor<4x16xf32> {
   %p = kiln.matmul %a, %w : (tensor<4x8xf16>, tensor<8x16xf16>) -> tensor<4x16xf16>
   %y = kiln.add %x, %p : (tensor<4x16xf16>, tensor<4x16xf16>) -> tensor<4x16xf16>
   %n = kiln.layer_norm %y, %g {axis = 1 : i64, epsilon = 1.0e-5 : f32} : (tensor<4x16xf16>, tensor<16xf16>) -> tensor<4x16xf16>
   %c = kiln.cast %n : tensor<4x16xf16> -> tensor<4x16xf32>
   return %c : tensor<4x16xf32>
+}
+
+// -----
+
+// An LM head's logits (bf16) and their cast to the fp32 output: one step.
+// CHECK-LABEL: func @gemm_cast_to_output
+// CHECK: kiln.kernel gemm({{.*}}) {epilogue = #kiln.gemm_epilogue<>} : {{.*}} -> tensor<4x16xf32>
+// CHECK: kiln.matmul
+// CHECK-NEXT: kiln.cast
+// CHECK-NEXT: kiln.yield
+func.func @gemm_cast_to_output(%a: tensor<4x8xbf16>, %w: tensor<8x16xbf16>) -> tensor<4x16xf32> {
+  %p = kiln.matmul %a, %w : (tensor<4x8xbf16>, tensor<8x16xbf16>) -> tensor<4x16xbf16>
+  %c = kiln.cast %p : tensor<4x16xbf16> -> tensor<4x16xf32>
+  return %c : tensor<4x16xf32>
+}
+
+// -----
+
+// negative_: a product read by its cast and by another op keeps the cast
+// out (the GEMM writes the 16-bit product the other reads); a cast to
+// another type than f32 stays out too.
+// CHECK-LABEL: func @negative_gemm_cast_shared_or_narrowing
+// CHECK: %[[P:.*]] = kiln.matmul
+// CHECK: kiln.kernel elementwise(%[[P]])
+// CHECK: kiln.cast
+// CHECK: %[[Q:.*]] = kiln.matmul
+// CHECK: kiln.kernel elementwise(%[[Q]])
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: kiln.cast {{.*}} -> tensor<4x16xi32>
+func.func @negative_gemm_cast_shared_or_narrowing(%a: tensor<4x8xf16>, %w: tensor<8x16xf16>) -> (tensor<4x16xf32>, tensor<4x16xf16>, tensor<4x16xi32>) {
+  %p = kiln.matmul %a, %w : (tensor<4x8xf16>, tensor<8x16xf16>) -> tensor<4x16xf16>
+  %c = kiln.cast %p : tensor<4x16xf16> -> tensor<4x16xf32>
+  %q = kiln.matmul %a, %w : (tensor<4x8xf16>, tensor<8x16xf16>) -> tensor<4x16xf16>
+  %i = kiln.cast %q : tensor<4x16xf16> -> tensor<4x16xi32>
+  return %c, %p, %i : tensor<4x16xf32>, tensor<4x16xf16>, tensor<4x16xi32>
 }
 
 // -----

@@ -67,6 +67,57 @@ func.func @in_place_elementwise(%x: tensor<32x32xf32>) -> tensor<32x32xf32> {
 
 // -----
 
+/// In place: a GEMM kernel's residual sum takes its residual's slot where
+/// the residual dies at it (every kernel of the step reads an element of
+/// the residual before it writes that element of the sum): 1 slot, not 2.
+// CHECK-LABEL: func @in_place_gemm_residual
+// CHECK-SAME: kiln.arena_bytes = 4096
+// CHECK: kiln.matmul {{.*}}kiln.offsets = array<i64: [[A:[0-9]+]]>
+// CHECK: kiln.kernel gemm{{.*}}residual = {{[0-9]}}>, kiln.offsets = array<i64: [[A]]>
+func.func @in_place_gemm_residual(%x: tensor<32x32xf32>, %w: tensor<32x32xf32>) -> tensor<32x32xf32> {
+  %r = kiln.matmul %x, %x : (tensor<32x32xf32>, tensor<32x32xf32>) -> tensor<32x32xf32>
+  %p = kiln.matmul %x, %w : (tensor<32x32xf32>, tensor<32x32xf32>) -> tensor<32x32xf32>
+  %s = kiln.add %r, %p : (tensor<32x32xf32>, tensor<32x32xf32>) -> tensor<32x32xf32>
+  %t = kiln.matmul %s, %w : (tensor<32x32xf32>, tensor<32x32xf32>) -> tensor<32x32xf32>
+  return %t : tensor<32x32xf32>
+}
+
+// -----
+
+/// negative_: the residual read as the GEMM's own A too (one kernel input,
+/// read at other elements than the one written) keeps its slot.
+// CHECK-LABEL: func @negative_in_place_gemm_residual_is_a
+// CHECK-SAME: kiln.arena_bytes = 8192
+// CHECK: kiln.matmul {{.*}}kiln.offsets = array<i64: [[A:[0-9]+]]>
+// CHECK-NOT: kiln.offsets = array<i64: [[A]]>
+// CHECK: kiln.kernel gemm(%0, %arg1) {epilogue = #kiln.gemm_epilogue<residual = 0>, kiln.offsets = array<i64: {{[0-9]+}}>}
+func.func @negative_in_place_gemm_residual_is_a(%x: tensor<32x32xf32>, %w: tensor<32x32xf32>) -> tensor<32x32xf32> {
+  %r = kiln.matmul %x, %x : (tensor<32x32xf32>, tensor<32x32xf32>) -> tensor<32x32xf32>
+  %p = kiln.matmul %r, %w : (tensor<32x32xf32>, tensor<32x32xf32>) -> tensor<32x32xf32>
+  %s = kiln.add %r, %p : (tensor<32x32xf32>, tensor<32x32xf32>) -> tensor<32x32xf32>
+  %t = kiln.matmul %s, %w : (tensor<32x32xf32>, tensor<32x32xf32>) -> tensor<32x32xf32>
+  return %t : tensor<32x32xf32>
+}
+
+// -----
+
+/// negative_: a residual read again after the GEMM keeps its slot.
+// CHECK-LABEL: func @negative_in_place_gemm_residual_lives_on
+// CHECK-SAME: kiln.arena_bytes = 12288
+// CHECK: kiln.matmul {{.*}}kiln.offsets = array<i64: [[A:[0-9]+]]>
+// CHECK-NOT: kiln.offsets = array<i64: [[A]]>
+// CHECK: kiln.kernel gemm{{.*}}residual = {{[0-9]}}>, kiln.offsets = array<i64: {{[0-9]+}}>
+func.func @negative_in_place_gemm_residual_lives_on(%x: tensor<32x32xf32>, %w: tensor<32x32xf32>) -> tensor<32x32xf32> {
+  %r = kiln.matmul %x, %x : (tensor<32x32xf32>, tensor<32x32xf32>) -> tensor<32x32xf32>
+  %p = kiln.matmul %x, %w : (tensor<32x32xf32>, tensor<32x32xf32>) -> tensor<32x32xf32>
+  %s = kiln.add %r, %p : (tensor<32x32xf32>, tensor<32x32xf32>) -> tensor<32x32xf32>
+  %t = kiln.matmul %s, %r : (tensor<32x32xf32>, tensor<32x32xf32>) -> tensor<32x32xf32>
+  %u = kiln.matmul %t, %s : (tensor<32x32xf32>, tensor<32x32xf32>) -> tensor<32x32xf32>
+  return %u : tensor<32x32xf32>
+}
+
+// -----
+
 /// negative_: the input is read again later, so the result needs a slot of
 /// its own.
 // CHECK-LABEL: func @negative_in_place_input_lives_on

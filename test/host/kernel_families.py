@@ -962,7 +962,7 @@ def gemm_cases():
 
     def narrow_gemm(dtype, m, k, n, trans_a=False, trans_b=False, batch=None,
                     bias=False, relu=False, residual=False, norm=False, sum_out=False,
-                    gelu=False):
+                    gelu=False, norm_cast=False):
         # norm: False, True (LayerNorm) or "rms" (RMSNorm); sum_out: the sum
         # the norm reads is an output too (a pre-norm block's residual
         # stream), which the norm kernel writes beside the norm.
@@ -1003,20 +1003,22 @@ def gemm_cases():
             nodes += [node("Cast", ["r"], "rh", to=dtype), node("Add", [last, "rh"], "y3")]
             last = "y3"
         if norm:
-            # The 16-bit norm is the output: a cast to fp32 as its only
-            # reader would keep it in a row kernel of its own (kiln-fuse).
+            # The 16-bit norm is the output, or (norm_cast) its cast to an
+            # fp32 output, which joins the step (rt::MatmulStep::widen).
             outputs = ["y", last] if sum_out else ["y"]
+            normed = "yn" if norm_cast else "y"
+            tail = [node("Cast", ["yn"], "y", to=F32)] if norm_cast else []
             if norm == "rms":
                 inits.append(weight("gamma", [n]))
                 nodes += [node("Cast", ["gamma"], "gammah", to=dtype),
-                          node("RMSNormalization", [last, "gammah"], "y", axis=-1,
-                               epsilon=1e-6)]
+                          node("RMSNormalization", [last, "gammah"], normed, axis=-1,
+                               epsilon=1e-6)] + tail
                 return model(nodes, inputs, outputs, inits, opset=23)
             inits += [weight("gamma", [n]), weight("beta", [n])]
             nodes += [node("Cast", ["gamma"], "gammah", to=dtype),
                       node("Cast", ["beta"], "betah", to=dtype),
-                      node("LayerNormalization", [last, "gammah", "betah"], "y",
-                           axis=-1, epsilon=1e-5)]
+                      node("LayerNormalization", [last, "gammah", "betah"], normed,
+                           axis=-1, epsilon=1e-5)] + tail
             return model(nodes, inputs, outputs, inits)
         nodes.append(node("Cast", [last], "y", to=F32))
         return model(nodes, inputs, ["y"], inits, opset=20 if gelu else OPSET)
@@ -1179,6 +1181,31 @@ def gemm_cases():
                 lambda k=k, tb=tb: narrow_gemm(F16, 7, k, 72, trans_b=tb, bias=True,
                                                relu=True, residual=True),
                 check=(split == 1), tol=epilogue_tol)
+
+    # A 16-bit result cast to an fp32 output is stored widened
+    # (rt::MatmulStep::widen): every 16-bit case above ends in that cast,
+    # so each form's main, reduce and GEMV kernels store floats, and after
+    # cuBLASLt's stand-in the widen kernel does. Here the norm's cast: the
+    # norm kernel widens after the stand-in (the product read from the
+    # runtime's scratch), after each form's partials, and with the sum.
+    for variant in [None, small + "_split1", small + "_split4", "gemv_8x128_w4_split1"]:
+        add("f16_bias_residual_norm_cast_7x520x72", variant or "cublaslt",
+            lambda: narrow_gemm(F16, 7, 520, 72, bias=True, residual=True, norm=True,
+                                norm_cast=True),
+            check=variant in (None, small + "_split4"), tol=norm_tol)
+    for variant in [None, small + "_split4"]:
+        add("bf16_residual_rms_norm_sum_cast_7x520x72", variant or "cublaslt",
+            lambda: narrow_gemm(BF16, 7, 520, 72, residual=True, norm="rms",
+                                sum_out=True, norm_cast=True),
+            dtype=BF16, check=variant is None,
+            tol=(2e-2, 6.3e-2, "bf16: one bf16 ulp of the sum and of the norm"))
+    add("f16_bias_residual_norm_cast_129x520x72", wgmma + "_split2",
+        lambda: narrow_gemm(F16, 129, 520, 72, bias=True, residual=True, norm=True,
+                            norm_cast=True),
+        tol=norm_tol)
+    for variant in [None, "gemv_8x128_w4_split1"]:
+        add("f16_cast_7x520x72", variant or "cublaslt",
+            lambda: narrow_gemm(F16, 7, 520, 72), check=True)
 
     # fp32 on the CUDA cores (the fma form: the mma form's tiles, staging and
     # epilogue, 16 columns of K a step, so K = 520 is 33 k-tiles split 8

@@ -84,7 +84,7 @@ $MULTIPLY
   }
   // Accumulator i of an m16n8 tile is row lane / 4 (+ 8 for i >= 2),
   // column 2 (lane % 4) + i % 2.
-  $ELEMENT *c_mat = c + outer * outer_stride_c + inner * stride_c;
+  $C_ELEMENT *c_mat = c + outer * outer_stride_c + inner * stride_c;
   const $ELEMENT *r_mat = residual ? residual + outer * outer_stride_c + inner * stride_c : nullptr;
   float *p_mat = partials ? partials + (matrix * split_k + split) * m * n : nullptr;
   #pragma unroll
@@ -164,7 +164,7 @@ constexpr const char *kFmaMultiply = R"cuda(    #pragma unroll
 constexpr const char *kReduceKernel = R"cuda(
 // Kiln GEMM split-K: adds the splits' partial products in split order and
 // applies the epilogue, one element a thread.
-extern "C" __global__ void $NAME(const float *__restrict__ partials, $ELEMENT *c,
+extern "C" __global__ void $NAME(const float *__restrict__ partials, $C_ELEMENT *c,
     const $ELEMENT *__restrict__ bias, const $ELEMENT *residual, $INTEGERS) {
   kiln_pdl_enter();
   const long long total = batch * outer_batch * m * n;
@@ -176,27 +176,27 @@ extern "C" __global__ void $NAME(const float *__restrict__ partials, $ELEMENT *c
     float v = 0.0f;
     for (long long s = 0; s < split_k; ++s)
       v += p[s * m * n];
-    $ELEMENT *c_mat = c + outer * outer_stride_c + inner * stride_c;
+    $C_ELEMENT *c_mat = c + outer * outer_stride_c + inner * stride_c;
     const $ELEMENT *r_mat = residual ? residual + outer * outer_stride_c + inner * stride_c : nullptr;
 $FINISH
   }
 }
 )cuda";
 
-constexpr const char *kActivateKernel = R"cuda(
-// Kiln GEMM activation: GELU's exact form over C in place after cuBLASLt,
-// whose epilogue has only the tanh form, one element a thread.
-extern "C" __global__ void $NAME($ELEMENT *c, $INTEGERS) {
+constexpr const char *kFinishKernel = R"cuda(
+// Kiln GEMM finish after cuBLASLt: $WHAT, one element a thread.
+extern "C" __global__ void $NAME(const $ELEMENT *product, $C_ELEMENT *c, $INTEGERS) {
   kiln_pdl_enter();
   const long long total = batch * outer_batch * m * n;
   for (long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x; e < total;
        e += (long long)gridDim.x * blockDim.x) {
     const long long col = e % n, row = e / n % m, matrix = e / n / m;
     const long long inner = matrix % batch, outer = matrix / batch;
-    $ELEMENT *c_mat = c + outer * outer_stride_c + inner * stride_c;
+    const long long at = outer * outer_stride_c + inner * stride_c;
+    $C_ELEMENT *c_mat = c + at;
     // cuBLASLt added them: the epilogue below skips them.
     const $ELEMENT *r_mat = nullptr, *bias = nullptr;
-    float v = c_mat[row * n + col];
+    float v = $TO_FLOAT(product[at + row * n + col]);
 $FINISH
   }
 }
@@ -213,7 +213,7 @@ constexpr const char *kNormKernel = R"cuda(
 // later steps read the sum too (a pre-norm block's residual stream), it is
 // written to `sum` and normalized as written, rounded to the element type,
 // so that the norm and its later readers see one value.
-extern "C" __global__ void $NAME(const float *__restrict__ partials, $ELEMENT *c,
+extern "C" __global__ void $NAME(const float *__restrict__ partials, $C_ELEMENT *c,
     const $ELEMENT *__restrict__ bias, const $ELEMENT *residual,
     const $ELEMENT *__restrict__ norm_scale, const $ELEMENT *__restrict__ norm_bias,
     $ELEMENT *sum, $INTEGERS, long long epsilon_bits, long long rms) {
@@ -247,7 +247,7 @@ extern "C" __global__ void $NAME(const float *__restrict__ partials, $ELEMENT *c
     const long long inner = matrix % batch, outer = matrix / batch;
     const float *p = partials ? partials + matrix * split_k * m * n + row * n : nullptr;
     const long long at = outer * outer_stride_c + inner * stride_c;
-    $ELEMENT *c_mat = c + at;
+    $C_ELEMENT *c_mat = c + at;
     $ELEMENT *sum_mat = sum ? sum + at : nullptr;
     const $ELEMENT *r_mat = residual ? residual + at : nullptr;
     for (long long col = threadIdx.x; col < n; col += blockDim.x) {
@@ -262,7 +262,7 @@ $FINISH
           v = $TO_FLOAT(written);
         }
       } else {
-        v = $TO_FLOAT((sum_mat ? sum_mat : c_mat)[row * n + col]);
+        v = sum_mat ? $TO_FLOAT(sum_mat[row * n + col]) : $C_TO_FLOAT(c_mat[row * n + col]);
       }
       row_values[col] = v;
     }
@@ -288,7 +288,7 @@ $FINISH
       float y = (row_values[col] - mean) * inv_std * $TO_FLOAT(norm_scale[col]);
       if (norm_bias)
         y += $TO_FLOAT(norm_bias[col]);
-      c_mat[row * n + col] = $FROM_FLOAT(y);
+      c_mat[row * n + col] = $STORED(y);
     }
     // The next row reuses the row's values.
     __syncthreads();
@@ -434,17 +434,25 @@ std::string gemmKernelName(const GemmConfig &config,
     name += "_gelu";
   else if (kind.activation == rt::MatmulActivation::GeluErf)
     name += "_gelu_erf";
+  if (kind.widen)
+    name += "_to_f32";
   return name;
 }
 
 std::string gemmGeluErfName() { return "kiln_gemm_gelu_erf_f32"; }
 
-std::string gemmReduceName(rt::DType dtype) {
-  return std::string("kiln_gemm_reduce_") + spellingOf(dtype).suffix;
+std::string gemmWidenName(rt::DType dtype) {
+  return std::string("kiln_gemm_widen_") + spellingOf(dtype).suffix;
 }
 
-std::string gemmNormName(rt::DType dtype) {
-  return std::string("kiln_gemm_norm_") + spellingOf(dtype).suffix;
+std::string gemmReduceName(rt::DType dtype, bool widen) {
+  return std::string("kiln_gemm_reduce_") + spellingOf(dtype).suffix +
+         (widen ? "_to_f32" : "");
+}
+
+std::string gemmNormName(rt::DType dtype, bool widen) {
+  return std::string("kiln_gemm_norm_") + spellingOf(dtype).suffix +
+         (widen ? "_to_f32" : "");
 }
 
 void emitGemmKernel(const GemmConfig &config, const GemmKernelKind &kind,
@@ -466,6 +474,7 @@ void emitGemmKernel(const GemmConfig &config, const GemmKernelKind &kind,
   os << substitute(kMainKernel,
                    {{"$NAME", gemmKernelName(config, kind)},
                     {"$LAYOUT", gemmKernelName(config, kind)},
+                    {"$C_ELEMENT", kind.widen ? "float" : h.type},
                     {"$ELEMENT", h.type},
                     {"$SIGNATURE", gemm::kMainSignature},
                     {"$INTEGERS", kIntegerParameters},
@@ -496,10 +505,11 @@ void emitGemmKernel(const GemmConfig &config, const GemmKernelKind &kind,
                     {"$FINISH", finish}});
 }
 
-void emitGemmReduce(rt::DType dtype, llvm::raw_ostream &os) {
+void emitGemmReduce(rt::DType dtype, bool widen, llvm::raw_ostream &os) {
   HalfSpelling h = spellingOf(dtype);
-  std::string finish = gemm::finishAtRunTime(dtype);
-  os << substitute(kReduceKernel, {{"$NAME", gemmReduceName(dtype)},
+  std::string finish = gemm::finishAtRunTime(dtype, widen);
+  os << substitute(kReduceKernel, {{"$NAME", gemmReduceName(dtype, widen)},
+                                   {"$C_ELEMENT", widen ? "float" : h.type},
                                    {"$ELEMENT", h.type},
                                    {"$INTEGERS", kIntegerParameters},
                                    {"$FINISH", finish}});
@@ -509,16 +519,40 @@ void emitGemmGeluErf(llvm::raw_ostream &os) {
   GemmKernelKind kind;
   kind.dtype = rt::DType::F32;
   kind.activation = rt::MatmulActivation::GeluErf;
-  os << substitute(kActivateKernel, {{"$NAME", gemmGeluErfName()},
-                                     {"$ELEMENT", "float"},
-                                     {"$INTEGERS", kIntegerParameters},
-                                     {"$FINISH", gemm::finishOf(kind)}});
+  os << substitute(kFinishKernel,
+                   {{"$NAME", gemmGeluErfName()},
+                    {"$WHAT", "GELU's exact form over C in place, which "
+                              "cuBLASLt's epilogue lacks"},
+                    {"$C_ELEMENT", "float"},
+                    {"$ELEMENT", "float"},
+                    {"$TO_FLOAT", ""},
+                    {"$INTEGERS", kIntegerParameters},
+                    {"$FINISH", gemm::finishOf(kind)}});
 }
 
-void emitGemmNorm(rt::DType dtype, llvm::raw_ostream &os) {
+void emitGemmWiden(rt::DType dtype, llvm::raw_ostream &os) {
+  GemmKernelKind kind;
+  kind.dtype = dtype;
+  kind.widen = true;
+  HalfSpelling h = spellingOf(dtype);
+  os << substitute(kFinishKernel,
+                   {{"$NAME", gemmWidenName(dtype)},
+                    {"$WHAT", "the product, with its epilogue, widened into "
+                              "an fp32 C"},
+                    {"$C_ELEMENT", "float"},
+                    {"$ELEMENT", h.type},
+                    {"$TO_FLOAT", h.toFloat},
+                    {"$INTEGERS", kIntegerParameters},
+                    {"$FINISH", gemm::finishOf(kind)}});
+}
+
+void emitGemmNorm(rt::DType dtype, bool widen, llvm::raw_ostream &os) {
   HalfSpelling h = spellingOf(dtype);
   os << substitute(kNormKernel,
-                   {{"$NAME", gemmNormName(dtype)},
+                   {{"$NAME", gemmNormName(dtype, widen)},
+                    {"$C_ELEMENT", widen ? "float" : h.type},
+                    {"$C_TO_FLOAT", widen ? "" : h.toFloat},
+                    {"$STORED", gemm::storedAs(dtype, widen)},
                     {"$ELEMENT", h.type},
                     {"$INTEGERS", kIntegerParameters},
                     {"$FINISH", gemm::finishIntoRegister(dtype)},

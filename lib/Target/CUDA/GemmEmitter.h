@@ -74,20 +74,27 @@ struct GemmKernelKind {
   bool transA = false, transB = false;
   bool bias = false, residual = false;
   rt::MatmulActivation activation = rt::MatmulActivation::None;
+  /// Whether C is float32, each value rounded to `dtype` first
+  /// (rt::MatmulStep::widen).
+  bool widen = false;
 };
 
 /// The main kernel's name for `config`'s layout (any split) and `kind`:
 /// `kiln_gemm_f16_nt_mma_64x64x32_w2x2_bias_gelu`.
 std::string gemmKernelName(const GemmConfig &config,
                            const GemmKernelKind &kind);
-/// The name of the kernel that adds the splits of `dtype` GEMMs.
-std::string gemmReduceName(rt::DType dtype);
-/// The name of the kernel that applies fp32's exact GELU to C in place
-/// after cuBLASLt (emitGemmGeluErf; rt::MatmulStep::activationKernel).
+/// The name of the kernel that adds the splits of `dtype` GEMMs (into an
+/// fp32 C with `widen`).
+std::string gemmReduceName(rt::DType dtype, bool widen = false);
+/// The names of the kernels that finish a step after cuBLASLt
+/// (rt::MatmulStep::finishKernel): fp32's exact GELU over C in place
+/// (emitGemmGeluErf), and a `dtype` product widened into an fp32 C
+/// (emitGemmWiden).
 std::string gemmGeluErfName();
+std::string gemmWidenName(rt::DType dtype);
 /// The name of the kernel that finishes `dtype` GEMMs with a LayerNorm
 /// epilogue (emitGemmNorm).
-std::string gemmNormName(rt::DType dtype);
+std::string gemmNormName(rt::DType dtype, bool widen = false);
 
 /// Appends the main kernel of `config`'s layout for `kind` to `os`, named
 /// as gemmKernelName says, in any form. `kind.dtype` is F16 or BF16 for
@@ -208,12 +215,13 @@ void emitQdqGemm(const QdqGemmShape &shape, const GemmConfig &config,
 
 /// Appends the kernel that adds the splits' partial sums and applies the
 /// epilogue, named as gemmReduceName says.
-void emitGemmReduce(rt::DType dtype, llvm::raw_ostream &os);
+void emitGemmReduce(rt::DType dtype, bool widen, llvm::raw_ostream &os);
 
-/// Appends the kernel that applies fp32's exact GELU to C in place after
-/// cuBLASLt, named as gemmGeluErfName says: it takes (C) and the
-/// integers of a split of 1; any grid of one-dimensional blocks.
+/// Appends the kernels that finish a step after cuBLASLt, named as
+/// gemmGeluErfName and gemmWidenName say: each takes (the product, C) and
+/// the integers of a split of 1; any grid of one-dimensional blocks.
 void emitGemmGeluErf(llvm::raw_ostream &os);
+void emitGemmWiden(rt::DType dtype, llvm::raw_ostream &os);
 
 /// Appends the kernel that finishes a step with a LayerNorm epilogue,
 /// named as gemmNormName says: a block a row, it adds the splits' partial
@@ -223,7 +231,7 @@ void emitGemmGeluErf(llvm::raw_ostream &os);
 /// shift or null) and the integers, then epsilon's float bits as a
 /// `long long`;
 /// dynamic shared memory of n floats; any grid of one-dimensional blocks.
-void emitGemmNorm(rt::DType dtype, llvm::raw_ostream &os);
+void emitGemmNorm(rt::DType dtype, bool widen, llvm::raw_ostream &os);
 
 } // namespace kiln
 

@@ -21,7 +21,7 @@ constexpr const char *kApply = R"cuda(
         v = 0.5f * v * (1.0f + tanhf(0.7978845608028654f * (v + 0.044715f * v * v * v)));
       else if ($ACTIVATION == 3) v = 0.5f * v * (1.0f + erff(v * 0.7071067811865476f));)cuda";
 constexpr const char *kStore = R"cuda(
-      c_mat[row * n + col] = $FROM_FLOAT(v);
+      c_mat[row * n + col] = $STORED(v);
 )cuda";
 
 /// The zero-point parameter of a kernel over packed weights of `shape`
@@ -81,7 +81,7 @@ const char *const kIntegerParameters =
 
 const char *const kMainSignature =
     R"cuda(extern "C" __global__ void __launch_bounds__($THREADS) $NAME(
-    const $ELEMENT *__restrict__ a, const $ELEMENT *__restrict__ b, $ELEMENT *c, const $ELEMENT *__restrict__ bias,
+    const $ELEMENT *__restrict__ a, const $ELEMENT *__restrict__ b, $C_ELEMENT *c, const $ELEMENT *__restrict__ bias,
     const $ELEMENT *residual, float *__restrict__ partials, $INTEGERS) {
   kiln_pdl_enter();)cuda";
 
@@ -158,21 +158,27 @@ $FINISH
 }
 )cuda";
 
+std::string storedAs(rt::DType dtype, bool widen) {
+  if (!widen)
+    return spellingOf(dtype).fromFloat;
+  return dtype == rt::DType::BF16 ? "kiln_rounded_bf16" : "kiln_rounded_f16";
+}
+
 std::string finishOf(const GemmKernelKind &kind) {
   HalfSpelling h = spellingOf(kind.dtype);
   return substitute(std::string(kApply) + kStore,
                     {{"$TO_FLOAT", h.toFloat},
-                     {"$FROM_FLOAT", h.fromFloat},
+                     {"$STORED", storedAs(kind.dtype, kind.widen)},
                      {"$HAS_RESIDUAL", kind.residual ? "true" : "false"},
                      {"$HAS_BIAS", kind.bias ? "true" : "false"},
                      {"$ACTIVATION", std::to_string(int(kind.activation))}});
 }
 
-std::string finishAtRunTime(rt::DType dtype) {
+std::string finishAtRunTime(rt::DType dtype, bool widen) {
   HalfSpelling h = spellingOf(dtype);
   return substitute(std::string(kApply) + kStore,
                     {{"$TO_FLOAT", h.toFloat},
-                     {"$FROM_FLOAT", h.fromFloat},
+                     {"$STORED", storedAs(dtype, widen)},
                      {"$HAS_RESIDUAL", "r_mat"},
                      {"$HAS_BIAS", "bias"},
                      {"$ACTIVATION", "activation"}});

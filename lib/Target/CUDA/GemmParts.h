@@ -43,7 +43,7 @@ extern const char *const kIntegerParameters;
 /// convention: A, B, C, the bias, the residual, the split's partial sums,
 /// then kIntegerParameters), and its first statement, the wait for the
 /// kernel before (the prelude's kiln_pdl_enter). Reads $THREADS, $NAME,
-/// $ELEMENT and $INTEGERS.
+/// $ELEMENT, $C_ELEMENT (C's: float where widened) and $INTEGERS.
 extern const char *const kMainSignature;
 
 /// The epilogue of element (row, col) of the matrix at `c_mat` (and `r_mat`,
@@ -52,7 +52,11 @@ extern const char *const kMainSignature;
 std::string finishOf(const GemmKernelKind &kind);
 /// The same epilogue reading its choices at run time (`r_mat`, `bias`,
 /// `activation`), for the reduce kernel, which loops over elements.
-std::string finishAtRunTime(rt::DType dtype);
+std::string finishAtRunTime(rt::DType dtype, bool widen);
+/// How a value `v` of a `dtype` product is stored into C: converted to
+/// `dtype`, or with `widen` rounded to it and kept a float (a function's
+/// name, called on the value).
+std::string storedAs(rt::DType dtype, bool widen);
 /// finishAtRunTime's epilogue without the store: `v` holds the element
 /// (the LayerNorm kernel's row values).
 std::string finishIntoRegister(rt::DType dtype);

@@ -50,7 +50,7 @@ constexpr const char *kWgmmaKernel = R"cuda(
 // Kiln GEMM $NAME: a $TILE_M x $TILE_N tile of C a block, $WARPGROUPS warpgroup(s) of
 // 64 rows; K in tiles of 64 brought by tensor copies into $STAGES stages.
 extern "C" __global__ void __launch_bounds__($THREADS) $NAME(
-    const $ELEMENT *__restrict__ a, const $ELEMENT *__restrict__ b, $ELEMENT *c, const $ELEMENT *__restrict__ bias,
+    const $ELEMENT *__restrict__ a, const $ELEMENT *__restrict__ b, $C_ELEMENT *c, const $ELEMENT *__restrict__ bias,
     const $ELEMENT *residual, float *__restrict__ partials, $INTEGERS,
     const __grid_constant__ kiln_tensor_map a_map, const __grid_constant__ kiln_tensor_map b_map) {
   kiln_pdl_enter();
@@ -112,7 +112,7 @@ $ISSUE
   kiln_wgmma_hold(d);
   // Accumulator r of columns 8 j.. is row lane / 4 (+ 8 for r >= 2) of the
   // warp's 16, column 2 (lane % 4) + r % 2.
-  $ELEMENT *c_mat = c;
+  $C_ELEMENT *c_mat = c;
   const $ELEMENT *r_mat = residual;
   float *p_mat = partials ? partials + split * m * n : nullptr;
   #pragma unroll
@@ -183,6 +183,7 @@ void emitWgmmaGemmKernel(const GemmConfig &config, const GemmKernelKind &kind,
   os << substitute(
       kWgmmaKernel,
       {{"$NAME", gemmKernelName(config, kind)},
+       {"$C_ELEMENT", kind.widen ? "float" : h.type},
        {"$ELEMENT", h.type},
        {"$INTEGERS", kIntegerParameters},
        {"$THREADS", str(config.threads())},

@@ -66,7 +66,7 @@ $SIGNATURE
   #pragma unroll
   for (int r = 0; r < $ROWS; ++r)
     row_live[r] = row0 + r < m;
-  $ELEMENT *c_mat = c + outer * outer_stride_c + inner * stride_c;
+  $C_ELEMENT *c_mat = c + outer * outer_stride_c + inner * stride_c;
   const $ELEMENT *r_mat = residual ? residual + outer * outer_stride_c + inner * stride_c : nullptr;
   float *p_mat = partials ? partials + (matrix * split_k + split) * m * n : nullptr;
 )cuda";
@@ -270,6 +270,7 @@ void emitGemvKernel(const GemmConfig &config, const GemmKernelKind &kind,
       {"$NAME", name},
       {"$LAYOUT", name},
       {"$B_LAYOUT", kind.transB ? "stored n x k" : "stored k x n"},
+      {"$C_ELEMENT", kind.widen ? "float" : h.type},
       {"$ELEMENT", h.type},
       {"$UNPACK_PAIR", h.pairToFloat2},
       {"$PAIR_TYPE", h.pair},

@@ -136,6 +136,12 @@ LogicalResult PlanBuilder::addGemm(KernelOp kernel, llvm::raw_ostream &source) {
         step.dtype == rt::DType::F32 && !gelus.empty() &&
         (*gelus.begin()).getApproximate() == GeluApproximation::none)
       step.activation = rt::MatmulActivation::GeluErf;
+    // A 16-bit result cast to an fp32 output, stored widened.
+    step.widen = tensorType(kernel.getResult(0)).getElementType().isF32() &&
+                 step.dtype != rt::DType::F32;
+    if (step.widen && dequantize)
+      return kernel.emitOpError("of kind gemm over quantized weights stores "
+                                "its own element type on the CUDA target");
   }
   // 8-bit activations times 8-bit weights: the Q/DQ GEMM.
   if (std::optional<DequantizedActivations> activations =
@@ -182,16 +188,23 @@ LogicalResult PlanBuilder::addGemm(KernelOp kernel, llvm::raw_ostream &source) {
     step->normEpsilon = rowNormEpsilon(norm).convertToFloat();
     step->normRms = isa<RmsNormOp>(norm);
     rt::DType dtype = step->dtype;
-    step->normKernel = gemmKernelIndex(gemmNormName(dtype),
-                                       [&] { emitGemmNorm(dtype, source); });
+    bool widen = step->widen;
+    step->normKernel = gemmKernelIndex(gemmNormName(dtype, widen), [&] {
+      emitGemmNorm(dtype, widen, source);
+    });
   }
   if (!dequantize && failed(addResults(kernel)))
     return failure();
-  // cuBLASLt has no exact GELU: a kernel applies it after cuBLASLt's
-  // product.
+  // cuBLASLt has no exact GELU, nor a C of another type than its product:
+  // after cuBLASLt's product a kernel applies the GELU, or (without a norm
+  // kernel to) widens the product into C.
+  rt::DType dtype = step->dtype;
   if (step->activation == rt::MatmulActivation::GeluErf)
-    step->activationKernel =
+    step->finishKernel =
         gemmKernelIndex(gemmGeluErfName(), [&] { emitGemmGeluErf(source); });
+  else if (step->widen && !step->hasNorm())
+    step->finishKernel = gemmKernelIndex(gemmWidenName(dtype),
+                                         [&] { emitGemmWiden(dtype, source); });
   step->c = bufferOf.at(kernel.getResult(0));
   if (kernel.getNumResults() == 2)
     step->normSum = bufferOf.at(kernel.getResult(1));
@@ -235,6 +248,7 @@ void PlanBuilder::addGemmCandidates(MatmulPlan &plan, Operation *op,
   kind.bias = step.bias != rt::kNoBuffer;
   kind.residual = step.residual != rt::kNoBuffer;
   kind.activation = step.activation;
+  kind.widen = step.widen;
   for (const GemmConfig &config : choice.configs) {
     rt::GemmCandidate candidate;
     candidate.name = config.name();
@@ -243,9 +257,10 @@ void PlanBuilder::addGemmCandidates(MatmulPlan &plan, Operation *op,
     });
     // A step with a norm adds its splits in its norm kernel.
     if (config.splitK > 1 && !step.hasNorm())
-      candidate.reduce = gemmKernelIndex(gemmReduceName(step.dtype), [&] {
-        emitGemmReduce(step.dtype, source);
-      });
+      candidate.reduce =
+          gemmKernelIndex(gemmReduceName(step.dtype, kind.widen), [&] {
+            emitGemmReduce(step.dtype, kind.widen, source);
+          });
     candidate.tileM = config.tileM;
     candidate.tileN = config.tileN;
     candidate.threads = config.threads();

@@ -69,7 +69,13 @@ void kiln::printPlan(const rt::Artifact &a, uint64_t weightBytes,
       else if (s.matmul.activation == rt::MatmulActivation::Gelu)
         os << " gelu";
       else if (s.matmul.activation == rt::MatmulActivation::GeluErf)
-        os << " gelu_erf " << a.kernelNames[s.matmul.activationKernel];
+        os << " gelu_erf " << a.kernelNames[s.matmul.finishKernel];
+      // Widened into an fp32 C; without a norm, by its finish kernel.
+      if (s.matmul.widen) {
+        os << " widen";
+        if (!s.matmul.hasNorm())
+          os << " " << a.kernelNames[s.matmul.finishKernel];
+      }
       if (s.matmul.hasNorm()) {
         os << (s.matmul.normRms ? " rms_norm " : " norm ")
            << s.matmul.normScale;

@@ -478,8 +478,21 @@ static Artifact makeGeluErfArtifact() {
   for (Step &s : a.steps)
     if (s.kind == Step::Kind::Matmul) {
       s.matmul.activation = MatmulActivation::GeluErf;
-      s.matmul.activationKernel = 1;
+      s.matmul.finishKernel = 1;
     }
+  return a;
+}
+
+/// The GEMM-kernel artifact's float16 matmul widened into a float32 C,
+/// which kernel 3 does after cuBLASLt.
+static Artifact makeWidenArtifact() {
+  Artifact a = makeGemmKernelArtifact();
+  MatmulStep &m = a.steps[0].matmul;
+  Buffer &c = a.buffers[m.c];
+  c.dtype = DType::F32;
+  c.bytes *= 2;
+  m.widen = true;
+  m.finishKernel = 3;
   return a;
 }
 
@@ -491,39 +504,64 @@ static MatmulStep &firstMatmul(Artifact &a) {
   return a.steps[0].matmul;
 }
 
-TEST(ArtifactFormat, ExactGeluMatmulsRoundTripAndAreChecked) {
+TEST(ArtifactFormat, FinishedMatmulsRoundTripAndAreChecked) {
   Artifact a = makeGeluErfArtifact(), b;
   std::string error;
   ASSERT_TRUE(roundTrip(a, b, error)) << error;
   EXPECT_EQ(firstMatmul(b).activation, MatmulActivation::GeluErf);
-  EXPECT_EQ(firstMatmul(b).activationKernel, 1u);
+  EXPECT_EQ(firstMatmul(b).finishKernel, 1u);
+  EXPECT_FALSE(firstMatmul(b).widen);
+  Artifact w = makeWidenArtifact(), v;
+  ASSERT_TRUE(roundTrip(w, v, error)) << error;
+  EXPECT_TRUE(firstMatmul(v).widen);
+  EXPECT_EQ(firstMatmul(v).finishKernel, 3u);
 
-  // Each rule of the activation's kernel, broken once.
+  // Each rule of the finish, broken once.
   struct Case {
     const char *needle;
+    Artifact (*make)();
     void (*breakIt)(Artifact &);
   } cases[] = {
-      {"only a matmul with the exact GELU names an activation kernel",
+      {"only a matmul with the exact GELU, or widened without a norm, names "
+       "a finish kernel",
+       makeGeluErfArtifact,
        [](Artifact &a) { firstMatmul(a).activation = MatmulActivation::Gelu; }},
-      {"the matmul's activation kernel is not one of the artifact's 2 "
-       "kernels",
-       [](Artifact &a) { firstMatmul(a).activationKernel = 2; }},
-      {"the matmul's activation kernel is not one of the artifact's 2 "
-       "kernels",
-       [](Artifact &a) { firstMatmul(a).activationKernel = kNoKernel; }},
+      {"the matmul's finish kernel is not one of the artifact's 2 kernels",
+       makeGeluErfArtifact,
+       [](Artifact &a) { firstMatmul(a).finishKernel = 2; }},
+      {"the matmul's finish kernel is not one of the artifact's 2 kernels",
+       makeGeluErfArtifact,
+       [](Artifact &a) { firstMatmul(a).finishKernel = kNoKernel; }},
+      // A 16-bit product takes cuBLASLt's tanh form; the exact one is
+      // fp32's.
+      {"a matmul's exact GELU is float32, the matmul is float16",
+       makeGemmKernelArtifact,
+       [](Artifact &a) {
+         firstMatmul(a).activation = MatmulActivation::GeluErf;
+         firstMatmul(a).finishKernel = 0;
+       }},
+      {"a matmul widens a float16 or bfloat16 product, the matmul is float32",
+       makeGeluErfArtifact, [](Artifact &a) { firstMatmul(a).widen = true; }},
+      {"matmul output c must be float32", makeGemmKernelArtifact,
+       [](Artifact &a) {
+         firstMatmul(a).widen = true;
+         firstMatmul(a).finishKernel = 3;
+       }},
+      {"matmul output c must be float16", makeWidenArtifact,
+       [](Artifact &a) {
+         firstMatmul(a).widen = false;
+         firstMatmul(a).finishKernel = kNoKernel;
+       }},
+      {"the matmul's finish kernel is not one of the artifact's 4 kernels",
+       makeWidenArtifact,
+       [](Artifact &a) { firstMatmul(a).finishKernel = kNoKernel; }},
   };
   for (const Case &c : cases) {
-    Artifact broken = makeGeluErfArtifact();
+    Artifact broken = c.make();
     c.breakIt(broken);
     SCOPED_TRACE(c.needle);
     expectRejected(broken, c.needle);
   }
-  // A 16-bit product takes cuBLASLt's tanh form; the exact one is fp32's.
-  Artifact half = makeGemmKernelArtifact();
-  half.steps[0].matmul.activation = MatmulActivation::GeluErf;
-  half.steps[0].matmul.activationKernel = 0;
-  expectRejected(half, "a matmul's exact GELU is float32, the matmul is "
-                       "float16");
 }
 
 TEST(ArtifactFormat, EmptyArtifactRoundTrips) {
@@ -880,7 +918,7 @@ TEST(ArtifactFormat, RejectsBadSteps) {
   {
     Artifact a = makeRichArtifact();
     a.steps[0].matmul.dtype = DType::F16;
-    expectRejected(a, "must all be float16");
+    expectRejected(a, "matmul operands must both be float16");
   }
   {
     Artifact a = makeRichArtifact();

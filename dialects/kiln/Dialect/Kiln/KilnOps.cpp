@@ -378,6 +378,17 @@ static LogicalResult verifyGemmEpilogue(KernelOp kernel,
     normed = last;
     last = (it++)->getResult(0);
   }
+  // Last, maybe the cast of a 16-bit result to the model's fp32 output
+  // (the kernel stores the 16-bit value widened).
+  if (it != ops.end() && isa<CastOp>(*it) && it->getOperand(0) == last) {
+    auto from = cast<RankedTensorType>(last.getType());
+    auto to = cast<RankedTensorType>(it->getResult(0).getType());
+    if (!(from.getElementType().isF16() || from.getElementType().isBF16()) ||
+        !to.getElementType().isF32() || from.getShape() != to.getShape())
+      return kernel.emitOpError("of kind gemm casts its result other than "
+                                "from 16 bits to f32");
+    last = (it++)->getResult(0);
+  }
   if (it != ops.end())
     return kernel.emitOpError("of kind gemm has an op its epilogue does not "
                               "name: ")

@@ -45,8 +45,9 @@ constexpr char kArtifactMagic[8] = {'K', 'I', 'L', 'N', 'P', 'L', 'A', 'N'};
 /// waits for the kernel before it first (kiln_pdl_enter), so that
 /// CudaOptions::pdl may launch it early; 12 added a matmul's LayerNorm; 13
 /// a GEMM kernel's shared memory and tensor maps; 14 a matmul's RMSNorm and
-/// the sum its norm also writes; 15 a matmul's exact GELU and the kernel
-/// that applies it after cuBLASLt.
+/// the sum its norm also writes; 15 a matmul's exact GELU, its widening of
+/// a 16-bit result into an fp32 C, and the kernel that finishes either
+/// after cuBLASLt.
 constexpr uint32_t kArtifactFormatVersion = 15;
 
 /// Most dimensions a buffer may have.

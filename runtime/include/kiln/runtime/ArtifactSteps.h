@@ -42,7 +42,7 @@ enum class MatmulActivation : uint8_t {
   Gelu,
   /// GELU's exact form 0.5 x (1 + erf(x / sqrt(2))), float32 steps only:
   /// cuBLASLt has no such epilogue, so after cuBLASLt (its epilogue then
-  /// the bias and the residual alone) the step's `activationKernel` applies
+  /// the bias and the residual alone) the step's `finishKernel` applies
   /// it; Kiln's kernels apply it in their epilogue.
   GeluErf,
 };
@@ -165,12 +165,21 @@ struct MatmulStep {
   uint32_t bias = kNoBuffer;
   /// Applied to every element last.
   MatmulActivation activation = MatmulActivation::None;
-  /// With GeluErf, the kernel that applies it after cuBLASLt, before a
-  /// norm: the float32 GEMM reduce kernel (a GemmCandidate's `reduce`),
-  /// called with C as both its partials and its C, no bias, no residual and
-  /// a split of 1, so each element is read and rewritten by one thread.
-  /// kNoKernel for every other activation.
-  uint32_t activationKernel = kNoKernel;
+  /// Whether C is float32 where the product is 16-bit: the epilogue ends
+  /// in the cast of the 16-bit result to the model's fp32 output, and C
+  /// holds each 16-bit value widened. After cuBLASLt the product (its
+  /// epilogue applied) lands in 16 bits in the sum where the step has one
+  /// (normSum), else in the runtime's scratch, laid out as C
+  /// (widenedProductElements), and the norm kernel, else `finishKernel`,
+  /// widens it into C.
+  bool widen = false;
+  /// The kernel that finishes the step after cuBLASLt where neither
+  /// cuBLASLt nor a norm kernel does, else kNoKernel: with GeluErf it
+  /// applies the GELU (before a norm); with `widen` and no norm it widens
+  /// the product into C. It takes (the product cuBLASLt left, C) as
+  /// pointers (the same for GeluErf: in place) and the integers of a split
+  /// of 1; any grid of one-dimensional blocks.
+  uint32_t finishKernel = kNoKernel;
   /// A LayerNorm, or with `normRms` an RMSNorm, of every row of the
   /// result, applied last (kiln-fuse's GEMM kernel with a norm epilogue;
   /// float32, float16 and bfloat16): the buffer ids of its scale and its shift
