@@ -615,9 +615,10 @@ std::optional<Group> buildGemmGroup(MatmulOp matmul,
   }
   // Last, the cast of a 16-bit result to fp32 where it is the result's only
   // reader (a model's fp32 output: the logits of an LM head, an encoder's
-  // last LayerNorm): the step stores the 16-bit value widened, which saves
-  // the cast's launch and the 16-bit round trip. Not over quantized
-  // weights, whose kernels store their own element type.
+  // last LayerNorm; an fp32 island's input): the step stores the 16-bit
+  // value widened, which saves the cast's launch and the 16-bit round
+  // trip. Not over quantized weights, whose kernels store their own
+  // element type.
   bool quantized = group.members.size() > 1 &&
                    llvm::any_of(group.members, [](Operation *op) {
                      return isa<DequantizeOp>(op);

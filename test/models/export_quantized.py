@@ -28,6 +28,10 @@ script does the same over export_fresh.py's models (no torch needed):
       zero points over the TorchScript one;
   vit-dynamic-int8: quantize_dynamic over the ViT dynamo export, whose
       patch embedding becomes a ConvInteger;
+  bert-ortopt-dynamic-int8: quantize_dynamic over the BERT that
+      onnxruntime's transformer optimizer fused (the flow onnxruntime
+      documents for BERT int8): com.microsoft QAttention,
+      QEmbedLayerNormalization and MatMulInteger;
   llama-matmulnbits-int4: MatMulNBitsQuantizer, 4-bit blocks of 32 with zero
       points (com.microsoft MatMulNBits, what Olive writes);
   llama-qdq-uint4, llama-qdq-int4: the same quantizer in the QDQ format,
@@ -35,7 +39,8 @@ script does the same over export_fresh.py's models (no torch needed):
       (a blocked DequantizeLinear of each 4-bit weight into its MatMul,
       Olive's default encoding and ModelOpt's INT4-AWQ form).
 
-Each folder gets model.onnx (one file), inputs/ (the fresh export's) and
+Each folder gets model.onnx (one file), inputs/ (the fresh export's), its
+dims file where the export has symbolic dims, and
 expected/ (onnxruntime's outputs, its quantized paths made exact:
 session.disable_quant_qdq=1 so that QDQ pairs are not fused into integer
 kernels, accuracy_level 0 for MatMulNBits), the layout check_models.py
@@ -110,6 +115,13 @@ def dynamic_uint8(source, target, inputs):
     q.quantize_dynamic(source, target, weight_type=q.QuantType.QUInt8)
 
 
+def dynamic_int8_fused(source, target, inputs):
+    # The fused contrib ops have no ONNX shape inference: their outputs'
+    # type is given.
+    q.quantize_dynamic(source, target, weight_type=q.QuantType.QInt8,
+                       extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})
+
+
 def weight_only(block_size, is_symmetric, quant_format):
     def quantize(source, target, inputs):
         # Needs onnx_ir (pip install onnx-ir).
@@ -139,6 +151,8 @@ MODELS = [("bert-qdq-int8", "bert-torchscript", qdq_int8),
           ("bert-dynamic-int8", "bert-dynamo", dynamic_int8),
           ("bert-dynamic-uint8", "bert-torchscript", dynamic_uint8),
           ("vit-dynamic-int8", "vit-dynamo", dynamic_int8),
+          ("bert-ortopt-dynamic-int8", "bert-torchscript-ortopt-dynamic",
+           dynamic_int8_fused),
           ("llama-matmulnbits-int4", "llama-torchscript",
            weight_only(32, False, q.QuantFormat.QOperator)),
           ("llama-qdq-uint4", "llama-dynamo",
@@ -171,6 +185,10 @@ def main():
         session = exact_session(os.path.join(folder, "model.onnx"))
         for n, v in inputs.items():
             np.save(os.path.join(folder, "inputs", n + ".npy"), v)
+        # An export with symbolic dims keeps them (check_models.py's dims).
+        dims = os.path.join(args.fresh, source, "dims")
+        if os.path.exists(dims):
+            shutil.copy(dims, os.path.join(folder, "dims"))
         for info, v in zip(session.get_outputs(), session.run(None, inputs)):
             np.save(os.path.join(folder, "expected", info.name + ".npy"), v)
         ops = sorted({n.op_type for n in onnx.load(

@@ -15,6 +15,8 @@
 #include "OpRegistry.h"
 #include "NormalizationBuilder.h"
 
+#include "kiln/Dialect/Kiln/QuantizedActivations.h"
+
 #include "mlir/IR/BuiltinAttributes.h"
 
 using namespace mlir;
@@ -264,22 +266,67 @@ struct FusedNodeConverter : FusedOpConverter {
     return ids;
   }
 
+  /// Whether the tables, gamma and beta are 8-bit values, each with a
+  /// scale and a zero point (QEmbedLayerNormalization).
+  bool quantizedTables = false;
+
+  /// Table input `i` (an embedding table, gamma or beta): floats of `et`,
+  /// or with quantizedTables 8-bit integers, which dequantizedAt reads.
+  FailureOr<Value> table(int i, StringRef name, Type et,
+                         ArrayRef<int64_t> shape) {
+    auto given = quantizedTables ? required(i) : requiredFloat(i, name);
+    if (failed(given))
+      return failure();
+    if (quantizedTables && !holdsBytes(*given))
+      return error() << name << " must be 8-bit integers, got "
+                     << given->getType();
+    if (failed(expectType(
+            *given, name,
+            quantizedTables ? typeOf(*given).getElementType() : et, shape)))
+      return failure();
+    return given;
+  }
+
+  /// `x`, values read from table input `i`: as they are, or with
+  /// quantizedTables `(x - zero_point) * scale` in fp32 (inputs i + 6 and
+  /// i + 11, one value each), as onnxruntime's QEmbedLayerNorm kernel
+  /// dequantizes them.
+  FailureOr<Value> dequantizedAt(int i, StringRef name, Value x) {
+    if (!quantizedTables)
+      return x;
+    auto scale = required(i + 6), zero = required(i + 11);
+    if (failed(scale) || failed(zero))
+      return failure();
+    Type f32 = b.getF32Type();
+    if (typeOf(*scale).getElementType() != f32 || !holdsOneValue(*scale) ||
+        typeOf(*zero).getElementType() != typeOf(x).getElementType() ||
+        !holdsOneValue(*zero))
+      return error() << name
+                     << "'s scale and zero point must be one float32 value "
+                        "and one value of its type, got "
+                     << scale->getType() << " and " << zero->getType();
+    Value scalarZero = castTo(reshape(*zero, ArrayRef<int64_t>{}), f32);
+    auto centered = broadcast<SubOp>(castTo(x, f32), scalarZero);
+    if (failed(centered))
+      return failure();
+    return broadcast<MulOp>(*centered, reshape(*scale, ArrayRef<int64_t>{}));
+  }
+
   /// Rows `ids` of the 2-D table input `i` (hidden size `hidden`).
   FailureOr<Value> lookup(int i, StringRef name, Value ids, Type et,
                           int64_t hidden) {
-    auto table = requiredFloat(i, name);
-    if (failed(table))
-      return failure();
-    if (typeOf(*table).getRank() != 2)
+    Value given = importer.input(node, i);
+    if (given && typeOf(given).getRank() != 2)
       return error() << name << " must be 2-D";
-    if (failed(expectType(
-            *table, name, et,
-            ArrayRef<int64_t>{typeOf(*table).getDimSize(0), hidden})))
+    int64_t rows = given ? typeOf(given).getDimSize(0) : 0;
+    auto table = this->table(i, name, et, ArrayRef<int64_t>{rows, hidden});
+    if (failed(table))
       return failure();
     auto type = inferGatherType(loc, typeOf(*table), typeOf(ids), 0);
     if (failed(type))
       return failure();
-    return GatherOp::create(b, loc, *type, *table, ids, 0).getResult();
+    return dequantizedAt(
+        i, name, GatherOp::create(b, loc, *type, *table, ids, 0).getResult());
   }
 
   /// The per-batch count of mask entries equal to 1, as int32 (onnxruntime's
@@ -301,6 +348,16 @@ struct FusedNodeConverter : FusedOpConverter {
   /// (optional) segment embeddings, summed in fp32 like the statistics;
   /// mask_index counts the mask's ones per batch (zeros without a mask);
   /// embedding_sum is the sum itself.
+  /// QEmbedLayerNormalization (onnxruntime's quantize_dynamic over its
+  /// fused embedding): EmbedLayerNormalization over 8-bit tables, gamma and
+  /// beta, each dequantized with its one scale and zero point (inputs 8 to
+  /// 17) where it is read; positions 0 .. sequence - 1; outputs the norm
+  /// and mask_index.
+  LogicalResult convertQEmbedLayerNorm() {
+    quantizedTables = true;
+    return convertEmbedLayerNorm();
+  }
+
   LogicalResult convertEmbedLayerNorm() {
     Value ids = importer.input(node, 0);
     if (!ids)
@@ -311,20 +368,26 @@ struct FusedNodeConverter : FusedOpConverter {
     if (failed(tokenSizes) || failed(expectType(ids, "input_ids", b.getI32Type())))
       return failure();
     SymbolicShape tokens = *tokenSizes;
-    auto word = requiredFloat(2, "word_embedding");
-    auto gamma = requiredFloat(5, "gamma"), beta = requiredFloat(6, "beta");
+    auto word =
+        quantizedTables ? required(2) : requiredFloat(2, "word_embedding");
     auto segmentIds = optionalIds(1, "segment_ids", tokens);
     auto mask = optionalIds(7, "mask", tokens);
     auto epsilon = epsilonAttr(kContribEpsilon);
-    if (failed(word) || failed(gamma) || failed(beta) || failed(segmentIds) ||
-        failed(mask) || failed(epsilon))
+    if (failed(word) || failed(segmentIds) || failed(mask) || failed(epsilon))
       return failure();
     if (typeOf(*word).getRank() != 2)
       return error() << "word_embedding must be 2-D";
-    Type et = typeOf(*word).getElementType(), wide = wideType();
+    // The quantized kernel computes in float32.
+    Type et = quantizedTables ? b.getF32Type() : typeOf(*word).getElementType(),
+         wide = wideType();
     int64_t hidden = typeOf(*word).getDimSize(1);
-    if (failed(expectType(*gamma, "gamma", et, ArrayRef(hidden))) ||
-        failed(expectType(*beta, "beta", et, ArrayRef(hidden))))
+    auto gammaTable = table(5, "gamma", et, ArrayRef(hidden));
+    auto betaTable = table(6, "beta", et, ArrayRef(hidden));
+    if (failed(gammaTable) || failed(betaTable))
+      return failure();
+    auto gamma = dequantizedAt(5, "gamma", *gammaTable);
+    auto beta = dequantizedAt(6, "beta", *betaTable);
+    if (failed(gamma) || failed(beta))
       return failure();
     if (bool(*segmentIds) != bool(importer.input(node, 4)))
       return error() << "segment_ids and segment_embedding must be given "
@@ -354,7 +417,7 @@ struct FusedNodeConverter : FusedOpConverter {
     (void)output(castTo(normalized, et));
     if (wantsOutput(1))
       (void)output(*mask ? maskIndex(*mask) : zeroCounts(tokens[0]), 1);
-    if (wantsOutput(2))
+    if (wantsOutput(2) && !quantizedTables)
       (void)output(castTo(*sum, et), 2);
     return success();
   }
@@ -377,7 +440,9 @@ struct FusedNodeConverter : FusedOpConverter {
   /// (1 or batch, sequence)) of the table, else rows 0 .. sequence - 1.
   FailureOr<Value> positionEmbeddings(ArrayRef<DimExpr> tokens, Type et,
                                       int64_t hidden) {
-    if (Value ids = importer.input(node, 8)) {
+    // QEmbedLayerNormalization has no position_ids (its input 8 is a
+    // scale).
+    if (Value ids = quantizedTables ? Value() : importer.input(node, 8)) {
       auto sizes = sizesOfValue(ids);
       if (failed(sizes))
         return failure();
@@ -391,15 +456,13 @@ struct FusedNodeConverter : FusedOpConverter {
         return failure();
       return lookup(3, "position_embedding", ids, et, hidden);
     }
-    auto table = requiredFloat(3, "position_embedding");
-    if (failed(table))
-      return failure();
-    RankedTensorType tableType = typeOf(*table);
-    if (tableType.getRank() != 2)
+    Value given = importer.input(node, 3);
+    if (given && typeOf(given).getRank() != 2)
       return error() << "position_embedding must be 2-D";
-    int64_t rows = tableType.getDimSize(0);
-    if (failed(expectType(*table, "position_embedding", et,
-                          ArrayRef<int64_t>{rows, hidden})))
+    int64_t rows = given ? typeOf(given).getDimSize(0) : 0;
+    auto table = this->table(3, "position_embedding", et,
+                             ArrayRef<int64_t>{rows, hidden});
+    if (failed(table))
       return failure();
     auto lengths = tokens[1].bounds(importer.dimRanges());
     if (!lengths)
@@ -413,12 +476,17 @@ struct FusedNodeConverter : FusedOpConverter {
                                    std::to_string(lengths->second))
                      << " exceeds the " << rows
                      << " rows of position_embedding";
-    if (std::optional<int64_t> fixed = tokens[1].getConstant())
-      return sliceAlong(*table, 0, 0, *fixed);
-    return SliceOp::create(
-               b, loc, symbolicTensorType({tokens[1], DimExpr::constant(hidden)}, et),
-               *table, ArrayRef<int64_t>{0, 0}, ArrayRef<int64_t>{1, 1})
-        .getResult();
+    Type stored = typeOf(*table).getElementType();
+    Value rowsRead =
+        tokens[1].getConstant()
+            ? sliceAlong(*table, 0, 0, *tokens[1].getConstant())
+            : SliceOp::create(
+                  b, loc,
+                  symbolicTensorType({tokens[1], DimExpr::constant(hidden)},
+                                     stored),
+                  *table, ArrayRef<int64_t>{0, 0}, ArrayRef<int64_t>{1, 1})
+                  .getResult();
+    return dequantizedAt(3, "position_embedding", rowsRead);
   }
 };
 
@@ -442,6 +510,8 @@ ArrayRef<OpConversion> getFusedConversions() {
       {kMicrosoftDomain, "QuickGelu", convertWith<C, &C::convertQuickGelu>},
       {kMicrosoftDomain, "EmbedLayerNormalization",
        convertWith<C, &C::convertEmbedLayerNorm>},
+      {kMicrosoftDomain, "QEmbedLayerNormalization",
+       convertWith<C, &C::convertQEmbedLayerNorm>},
   };
   return table;
 }

@@ -5,6 +5,10 @@
 //
 // - Attention: one packed Q/K/V projection (weights [in, q + k + v], bias),
 //   self-attention over it, an optional past [2, batch, heads, past, size].
+// - QAttention: Attention whose projection is of 8-bit input and weights
+//   (onnxruntime's quantize_dynamic over the fused Attention), computed as
+//   onnxruntime's CPU kernel does: the integer product scaled, plus the
+//   bias (IntegerProduct.cpp).
 // - MultiHeadAttention: separate 3-D Q, K and V (the projections' outputs)
 //   with their packed bias, or K and V already head-major (4-D; the bias
 //   then applies to Q only), optional past_key and past_value.
@@ -29,6 +33,7 @@
 #include "GraphImporter.h"
 #include "OpRegistry.h"
 
+#include "kiln/Dialect/Kiln/QuantizedActivations.h"
 #include "llvm/ADT/APFloat.h"
 
 #include <cmath>
@@ -194,12 +199,31 @@ struct MicrosoftAttentionConverter : AttentionBuilder {
     return output(mergeHeads(sdpa->output), 0);
   }
 
-  LogicalResult convertAttention() {
+  /// Attention's checks shared by QAttention: the attributes Kiln does not
+  /// run, and `packed` columns of the projection split into Q, K and V
+  /// (qkv_hidden_sizes, else thirds) into `sizes`.
+  LogicalResult checkPackedAttention(int64_t packed,
+                                     SmallVectorImpl<int64_t> &sizes) {
     if (intAttr("do_rotary", 0) != 0)
       return error() << "do_rotary (rotary embedding inside Attention) is "
                         "not supported";
     if (intAttr("past_present_share_buffer", 0) != 0)
       return error() << "past_present_share_buffer is not supported";
+    sizes.assign(3, packed / 3);
+    if (auto given = intsAttr("qkv_hidden_sizes"))
+      sizes.assign(given->begin(), given->end());
+    // Each size is checked against the total before the sum, which then
+    // cannot overflow.
+    auto fits = [&](int64_t size) { return size > 0 && size <= packed; };
+    if (sizes.size() != 3 || sizes[0] != sizes[1] ||
+        !llvm::all_of(sizes, fits) || sizes[0] + sizes[1] + sizes[2] != packed)
+      return error() << "weights of " << packed
+                     << " columns do not split into Q, K and V of "
+                        "qkv_hidden_sizes (Q and K equal)";
+    return success();
+  }
+
+  LogicalResult convertAttention() {
     if (failed(rejectInput(6, "past_sequence_length")))
       return failure();
     auto x = required(0), weights = required(1);
@@ -211,18 +235,9 @@ struct MicrosoftAttentionConverter : AttentionBuilder {
     if (typeOf(*weights).getDimSize(0) != typeOf(*x).getDimSize(2))
       return error() << "weights of type " << weights->getType()
                      << " do not fit the input " << x->getType();
-    int64_t packed = typeOf(*weights).getDimSize(1);
-    SmallVector<int64_t> sizes(3, packed / 3);
-    if (auto given = intsAttr("qkv_hidden_sizes"))
-      sizes = *given;
-    // Each size is checked against the total before the sum, which then
-    // cannot overflow.
-    auto fits = [&](int64_t size) { return size > 0 && size <= packed; };
-    if (sizes.size() != 3 || sizes[0] != sizes[1] ||
-        !llvm::all_of(sizes, fits) || sizes[0] + sizes[1] + sizes[2] != packed)
-      return error() << "weights of " << packed
-                     << " columns do not split into Q, K and V of "
-                        "qkv_hidden_sizes (Q and K equal)";
+    SmallVector<int64_t> sizes;
+    if (failed(checkPackedAttention(typeOf(*weights).getDimSize(1), sizes)))
+      return failure();
     auto qkv = matmul(*x, *weights, /*transposeRhs=*/false);
     if (failed(qkv))
       return failure();
@@ -233,15 +248,92 @@ struct MicrosoftAttentionConverter : AttentionBuilder {
       if (failed(qkv))
         return failure();
     }
-    auto query = splitHeads(slice(*qkv, 2, 0, sizes[0]), *heads, "Q");
-    auto key = splitHeads(slice(*qkv, 2, sizes[0], sizes[1]), *heads, "K");
+    return attendPacked(*qkv, sizes, *heads, /*maskInput=*/3, /*pastInput=*/4,
+                        /*attentionBiasInput=*/5);
+  }
+
+  /// QAttention (onnxruntime's quantize_dynamic over its fused Attention):
+  /// the projection is MatMulInteger's product of the 8-bit input and
+  /// weights less their zero points, times input_scale * weight_scale
+  /// (computed in fp32 in that order; weight_scale one value or one a
+  /// column), plus the bias, as onnxruntime's CPU kernel computes it; then
+  /// Attention over it.
+  LogicalResult convertQAttention() {
+    auto x = required(0), weights = required(1), bias = required(2),
+         xScale = required(3), wScale = required(4);
+    auto heads = this->heads();
+    if (failed(x) || failed(weights) || failed(bias) || failed(xScale) ||
+        failed(wScale) || failed(heads))
+      return failure();
+    if (typeOf(*x).getRank() != 3 || typeOf(*weights).getRank() != 2 ||
+        typeOf(*weights).getDimSize(0) != typeOf(*x).getDimSize(2))
+      return error() << "expected a 3-D input and 2-D weights of its "
+                        "columns, got "
+                     << x->getType() << " and " << weights->getType();
+    int64_t packed = typeOf(*weights).getDimSize(1);
+    SmallVector<int64_t> sizes;
+    if (failed(checkPackedAttention(packed, sizes)))
+      return failure();
+    Type f32 = b.getF32Type();
+    auto isFloats = [&](Value v, ArrayRef<int64_t> counts) {
+      RankedTensorType t = typeOf(v);
+      return t.getElementType() == f32 && t.hasStaticShape() &&
+             llvm::is_contained(counts, t.getNumElements());
+    };
+    if (!isFloats(*bias, {packed}) || typeOf(*bias).getRank() != 1)
+      return error() << "bias must be " << packed << " float32 values, got "
+                     << bias->getType();
+    if (!isFloats(*xScale, {1}))
+      return error() << "input_scale must be one float32 value, got "
+                     << xScale->getType();
+    if (!isFloats(*wScale, {1, packed}))
+      return error() << "weight_scale must be one float32 value or one a "
+                        "column ("
+                     << packed << "), got " << wScale->getType();
+    Value xZero = importer.input(node, 6), wZero = importer.input(node, 7);
+    if (xZero && !holdsOneValue(xZero))
+      return error() << "input_zero_point must be one value, got "
+                     << xZero.getType();
+    auto product = integerProduct(*x, xZero, *weights, wZero,
+                                  "input_zero_point", "weight_zero_point");
+    auto columnScale = perColumn(*wScale, typeOf(*weights), "weight_scale");
+    if (failed(product) || failed(columnScale))
+      return failure();
+    // Spelled as MatMulInteger's product cast to int32 and back, times the
+    // scales, as quantize_dynamic writes a MatMul: the form kiln-recompose
+    // gives to the integer GEMM (a float product of whole numbers, so the
+    // casts change no value).
+    auto scales =
+        broadcast<MulOp>(reshape(*xScale, ArrayRef<int64_t>{}), *columnScale);
+    if (failed(scales))
+      return failure();
+    Value whole = castTo(castTo(*product, b.getI32Type()), f32);
+    auto qkv = broadcast<MulOp>(whole, importer.foldConstant(*scales));
+    if (failed(qkv))
+      return failure();
+    qkv = broadcast<AddOp>(*qkv, *bias);
+    if (failed(qkv))
+      return failure();
+    return attendPacked(*qkv, sizes, *heads, /*maskInput=*/5, /*pastInput=*/8,
+                        /*attentionBiasInput=*/-1);
+  }
+
+  /// Attention over the packed projection `qkv` [batch, sequence, q + k +
+  /// v] of `sizes` columns each: the past and mask_index (int32), the
+  /// additive attention_bias (-1: none) at those node inputs, and the
+  /// present output.
+  LogicalResult attendPacked(Value qkv, ArrayRef<int64_t> sizes, int64_t heads,
+                             int maskInput, int pastInput,
+                             int attentionBiasInput) {
+    auto query = splitHeads(slice(qkv, 2, 0, sizes[0]), heads, "Q");
+    auto key = splitHeads(slice(qkv, 2, sizes[0], sizes[1]), heads, "K");
     auto value =
-        splitHeads(slice(*qkv, 2, sizes[0] + sizes[1], sizes[2]), *heads, "V");
+        splitHeads(slice(qkv, 2, sizes[0] + sizes[1], sizes[2]), heads, "V");
     if (failed(query) || failed(key) || failed(value))
       return failure();
-    SymbolicShape xDims = dimsOf(*x);
+    SymbolicShape xDims = dimsOf(qkv);
     DimExpr batch = xDims[0], qLen = xDims[1], past = DimExpr::constant(0);
-    if (Value state = importer.input(node, 4)) {
+    if (Value state = importer.input(node, pastInput)) {
       // past: [2, batch, heads, past_len, head_size], keys then values.
       if (failed(checkFloatTensor(state, 5, "past", true)))
         return failure();
@@ -268,8 +360,11 @@ struct MicrosoftAttentionConverter : AttentionBuilder {
         return failure();
       (void)output(ConcatOp::create(b, loc, *type, present, 0), 1);
     }
-    auto bias = this->bias(importer.input(node, 3), importer.input(node, 5),
-                           typeOf(*x).getElementType(), batch, *heads, qLen,
+    Value attentionBias = attentionBiasInput >= 0
+                              ? importer.input(node, attentionBiasInput)
+                              : Value();
+    auto bias = this->bias(importer.input(node, maskInput), attentionBias,
+                           typeOf(qkv).getElementType(), batch, heads, qLen,
                            qLen, past);
     if (failed(bias))
       return failure();
@@ -278,7 +373,7 @@ struct MicrosoftAttentionConverter : AttentionBuilder {
     operands.key = *key;
     operands.value = *value;
     operands.bias = *bias;
-    operands.scale = scale(sizes[0] / *heads);
+    operands.scale = scale(sizes[0] / heads);
     return attend(operands);
   }
 
@@ -357,6 +452,7 @@ ArrayRef<OpConversion> getMicrosoftAttentionConversions() {
   using C = MicrosoftAttentionConverter;
   static const OpConversion table[] = {
       {kMicrosoftDomain, "Attention", convertWith<C, &C::convertAttention>},
+      {kMicrosoftDomain, "QAttention", convertWith<C, &C::convertQAttention>},
       {kMicrosoftDomain, "MultiHeadAttention",
        convertWith<C, &C::convertMultiHeadAttention>},
   };

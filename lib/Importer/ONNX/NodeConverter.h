@@ -77,6 +77,32 @@ struct NodeConverterBase {
     return integer && integer.getWidth() == 8;
   }
 
+  /// `(a - aZero) . (b - bZero)` of 8-bit integers (each zero point
+  /// optional, A's one value or one a row, B's one value or one a column)
+  /// as the fp32 product of the differences: MatMulInteger's arithmetic,
+  /// which QLinearMatMul, QGemm and QAttention share (IntegerProduct.cpp);
+  /// errors name the zero points as the node does.
+  mlir::FailureOr<mlir::Value>
+  integerProduct(mlir::Value a, mlir::Value aZero, mlir::Value bIn,
+                 mlir::Value bZero, llvm::StringRef aZeroName = "a_zero_point",
+                 llvm::StringRef bZeroName = "b_zero_point");
+  /// `param` (a zero point or scale of A) viewed to broadcast over A [...,
+  /// M, K] per tensor or per row: one value, [M] for a 2-D A, or [..., M, 1]
+  /// of A's rank; else an error naming `what`.
+  mlir::FailureOr<mlir::Value>
+  perRow(mlir::Value param, mlir::RankedTensorType aType, llvm::StringRef what);
+  /// `param` (a zero point or scale of B) viewed to broadcast over B [...,
+  /// K, N] per tensor or per column: one value, [N], or [..., 1, N] of B's
+  /// rank (each broadcasts as it is); else an error naming `what`.
+  mlir::FailureOr<mlir::Value> perColumn(mlir::Value param,
+                                         mlir::RankedTensorType bType,
+                                         llvm::StringRef what);
+  /// MatMulInteger's B less its zero point, in fp32: packed where it is a
+  /// constant 2-D weight with a constant zero point per tensor or per
+  /// column (a kiln.dequantize with scales of 1), else the arithmetic.
+  mlir::FailureOr<mlir::Value> matmulIntegerWeights(mlir::Value weights,
+                                                    mlir::Value zero);
+
   /// Resolves a possibly negative axis against `rank`.
   mlir::FailureOr<int64_t> axis(int64_t axis, int64_t rank) {
     // A scalar has no axis: every caller indexes the shape with the result.

@@ -104,7 +104,9 @@ static bool takesSymbolicDims(const onnx::NodeProto &node) {
       "QLinearLeakyRelu",
       "QLinearSoftmax",
       "QLinearConcat",
-      "QGemm"};
+      "QGemm",
+      "QAttention",
+      "QEmbedLayerNormalization"};
   if (node.domain() == kMicrosoftDomain)
     return readyMicrosoft.contains(node.op_type());
   return isDefaultDomain(node.domain()) && ready.contains(node.op_type());
