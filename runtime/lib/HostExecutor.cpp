@@ -161,6 +161,11 @@ private:
   /// Runs the finish kernel of matmul step `index` (`m`) over the product
   /// the stand-in for cuBLASLt left (productAddress).
   Status runFinishKernel(const MatmulStep &m, size_t index);
+  /// Runs `kernel` of step `index` on `blocks` one-dimensional blocks of
+  /// `threads` with `args` (its launch arguments), under the fiber
+  /// launcher.
+  Status runStepKernel(uint32_t kernel, std::vector<void *> &args,
+                       uint32_t blocks, uint32_t threads, size_t index);
   /// Where the stand-in for cuBLASLt leaves step `m`'s product with its
   /// epilogue: the sum a norm also writes, the widened product's scratch
   /// (sized for `m` first), else C.
@@ -572,12 +577,19 @@ Status HostExecutor::runFinishKernel(const MatmulStep &m, size_t index) {
   std::vector<void *> args = {product, address[m.c]};
   for (long long &v : integers)
     args.push_back(&v);
+  return runStepKernel(m.finishKernel, args, gemmReduceBlocks(m),
+                       kGemmReduceThreads, index);
+}
+
+Status HostExecutor::runStepKernel(uint32_t kernel, std::vector<void *> &args,
+                                   uint32_t blocks, uint32_t threads,
+                                   size_t index) {
   Launch launch;
-  launch.entry = shared->kernels()->entry(m.finishKernel);
-  launch.name = artifact.kernelNames[m.finishKernel];
+  launch.entry = shared->kernels()->entry(kernel);
+  launch.name = artifact.kernelNames[kernel];
   launch.args = args.data();
-  launch.grid[0] = gemmReduceBlocks(m);
-  launch.block[0] = kGemmReduceThreads;
+  launch.grid[0] = blocks;
+  launch.block[0] = threads;
   launch.seed = options.seed * 0x9e3779b97f4a7c15ull + index;
   if (Status s = launcher.run(launch); !s.isOk())
     return Status::error(s.code,
@@ -603,15 +615,6 @@ Status HostExecutor::runNormKernel(const MatmulStep &m, size_t index,
   std::vector<void *> args(pointers, pointers + 7);
   for (long long &v : integers)
     args.push_back(&v);
-  Launch launch;
-  launch.entry = shared->kernels()->entry(m.normKernel);
-  launch.name = artifact.kernelNames[m.normKernel];
-  launch.args = args.data();
-  launch.grid[0] = gemmNormBlocks(m);
-  launch.block[0] = kGemmNormThreads;
-  launch.seed = options.seed * 0x9e3779b97f4a7c15ull + index;
-  if (Status s = launcher.run(launch); !s.isOk())
-    return Status::error(s.code,
-                         "step " + std::to_string(index) + ": " + s.message);
-  return Status::ok();
+  return runStepKernel(m.normKernel, args, gemmNormBlocks(m), kGemmNormThreads,
+                       index);
 }

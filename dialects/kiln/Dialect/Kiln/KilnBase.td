@@ -92,9 +92,11 @@ def Kiln_GemmEpilogueAttr : AttrDef<Kiln_Dialect, "GemmEpilogue"> {
     order: the matmul, the add of `bias` (the kernel input, by number, added
     to every row), the add of `residual` (a kernel input of the result's
     shape: cuBLASLt's C with beta = 1), then `activation`, with reshapes
-    (views) between them, and last a `kiln.layer_norm` or `kiln.rms_norm` of
+    (views) between them, then a `kiln.layer_norm` or `kiln.rms_norm` of
     each row whose scale is input `norm_scale` and whose shift is input
-    `norm_shift` (none for `kiln.rms_norm`). An absent input is -1. The
+    `norm_shift` (none for `kiln.rms_norm`), and last maybe a `kiln.cast` of
+    a 16-bit result to f32 (the step stores it widened). An absent input is
+    -1. The
     kernel yields the end of that chain; with a norm it may also yield, as
     its second result, the value the norm reads: BERT's post-norm residual
     blocks yield the norm alone, a pre-norm decoder's (GPT-2's LayerNorm,
