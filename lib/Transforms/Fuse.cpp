@@ -405,7 +405,7 @@ GemmRowNorm rowNormOf(Operation *end, MatmulOp matmul,
       Operation *reader = *normed.getUsers().begin();
       auto widen = dyn_cast<CastOp>(reader);
       if (isElementwise(reader) &&
-          !(widen && widen.getType().getElementType().isF32()))
+          !(widen && widen.getType().getElementType().isF32() && joins(widen)))
         return {};
     }
     found.norm = norm;
@@ -630,8 +630,10 @@ std::optional<Group> buildGemmGroup(MatmulOp matmul,
     if (auto widen = dyn_cast<CastOp>(*result.getUsers().begin());
         widen && !taken.contains(widen) &&
         widen->getBlock() == matmul->getBlock() &&
-        widen.getType().getElementType().isF32())
-      group.members.insert(widen), group.root = widen;
+        widen.getType().getElementType().isF32()) {
+      group.members.insert(widen);
+      group.root = widen;
+    }
   if (group.members.size() == 1)
     return std::nullopt;
   return group;
