@@ -272,6 +272,13 @@ private:
                             const std::vector<cu::DevicePtr> &in,
                             const std::vector<cu::DevicePtr> &out,
                             cu::Stream target);
+  /// Launches `kernel` of step `index` on `blocks` one-dimensional blocks of
+  /// `threads` with `sharedBytes` of dynamic shared memory and `args` (its
+  /// launch arguments), on `target`.
+  Status launchStepKernel(size_t index, uint32_t kernel,
+                          std::vector<void *> &args, uint32_t blocks,
+                          uint32_t threads, uint32_t sharedBytes,
+                          cu::Stream target);
   /// Launches the LayerNorm kernel of matmul step `index` (`m`), which
   /// finishes the step from the fp32 sums at `partials` in `splits` splits,
   /// or (null partials) normalizes C's rows as cuBLASLt left them.

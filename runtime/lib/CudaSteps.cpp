@@ -280,15 +280,23 @@ Status CudaExecutor::launchFinishKernel(size_t index, const MatmulStep &m,
   std::vector<void *> args = {&product, &c};
   for (long long &v : integers)
     args.push_back(&v);
-  const unsigned grid[3] = {gemmReduceBlocks(m), 1, 1};
-  const unsigned block[3] = {kGemmReduceThreads, 1, 1};
-  if (cu::Result r = cu::launch(*api, functions[m.finishKernel], grid, block, 0,
-                                target, args.data(), options.pdl);
+  return launchStepKernel(index, m.finishKernel, args, gemmReduceBlocks(m),
+                          kGemmReduceThreads, 0, target);
+}
+
+Status CudaExecutor::launchStepKernel(size_t index, uint32_t kernel,
+                                      std::vector<void *> &args,
+                                      uint32_t blocks, uint32_t threads,
+                                      uint32_t sharedBytes, cu::Stream target) {
+  const unsigned grid[3] = {blocks, 1, 1};
+  const unsigned block[3] = {threads, 1, 1};
+  if (cu::Result r = cu::launch(*api, functions[kernel], grid, block,
+                                sharedBytes, target, args.data(), options.pdl);
       r != cu::kSuccess)
     return cu::cudaError(*api, r,
                          "step " + std::to_string(index) +
                              ": launching kernel '" +
-                             artifact.kernelNames[m.finishKernel] + "'");
+                             artifact.kernelNames[kernel] + "'");
   return Status::ok();
 }
 
@@ -314,17 +322,8 @@ Status CudaExecutor::launchNormKernel(size_t index, const MatmulStep &m,
     args.push_back(&p);
   for (long long &v : integers)
     args.push_back(&v);
-  const unsigned grid[3] = {gemmNormBlocks(m), 1, 1};
-  const unsigned block[3] = {kGemmNormThreads, 1, 1};
-  if (cu::Result r =
-          cu::launch(*api, functions[m.normKernel], grid, block,
-                     gemmNormSharedBytes(m), target, args.data(), options.pdl);
-      r != cu::kSuccess)
-    return cu::cudaError(*api, r,
-                         "step " + std::to_string(index) +
-                             ": launching kernel '" +
-                             artifact.kernelNames[m.normKernel] + "'");
-  return Status::ok();
+  return launchStepKernel(index, m.normKernel, args, gemmNormBlocks(m),
+                          kGemmNormThreads, gemmNormSharedBytes(m), target);
 }
 
 Status CudaExecutor::launchGemmKernel(size_t index, const MatmulStep &m,

@@ -562,7 +562,8 @@ Status HostExecutor::runGemmKernel(const MatmulStep &m, size_t index) {
 
 void *HostExecutor::productAddress(const MatmulStep &m) {
   if (uint64_t elements = widenedProductElements(m)) {
-    widenProduct.assign(elements * dtypeSize(m.dtype), 0);
+    // The stand-in writes every element: no fill.
+    widenProduct.resize(elements * dtypeSize(m.dtype));
     return widenProduct.data();
   }
   return address[m.productBuffer()];

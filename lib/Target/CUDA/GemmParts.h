@@ -30,8 +30,8 @@ struct HalfSpelling {
   const char *type, *suffix, *toFloat, *fromFloat, *pair, *pairToFloat2, *mma;
 };
 
-/// The spelling of F16 or BF16, or of F32 for an epilogue (its pair and
-/// mma empty).
+/// The spelling of F16 or BF16, or of F32 (the fma and GEMV forms, and the
+/// integer GEMM's epilogue; its pair and mma empty).
 HalfSpelling spellingOf(rt::DType dtype);
 
 /// The parameters every kernel of the family takes after its pointers: the
