@@ -5,9 +5,12 @@
 // value each) of its inputs and of its output: QLinearMatMul
 // (ConvertQuantized.cpp) and, in the com.microsoft domain, QLinearAdd and
 // QLinearMul (a BERT's bias and residual adds, its attention scale and
-// GELU's products), QLinearSoftmax, QLinearSigmoid, QLinearLeakyRelu and
-// QLinearConcat (a ViT's class token, a decoder's rotary halves). QGemm is
-// in ConvertQuantized.cpp, QLinearConv in ConvertConv.cpp.
+// GELU's products), QLinearSoftmax, QLinearSigmoid, QLinearLeakyRelu,
+// QLinearConcat (a ViT's class token, a decoder's rotary halves),
+// QLinearWhere, QLinearGlobalAveragePool and QLinearAveragePool (a
+// convolutional head's pooling). QGemm is in ConvertQuantized.cpp,
+// QLinearConv in ConvertConv.cpp. QLinearReduceMean has a schema but no
+// kernel in onnxruntime and no writer in its quantizer: it stays refused.
 //
 // Each imports as its arithmetic in fp32: the inputs less their zero points,
 // the float op, then the result rounded (halves to even), shifted by the
@@ -15,8 +18,10 @@
 // QLinearAdd and QLinearMul scale as onnxruntime's CPU kernels do: by the
 // ratios of the input scales to the output's (A_scale / C_scale and
 // B_scale / C_scale; A_scale * B_scale / C_scale), computed once. The
-// unary ops dequantize, apply the float op and quantize, which is what
-// the lookup tables onnxruntime builds for them hold.
+// unary ops (and QLinearWhere's operands) dequantize, apply the float op
+// and quantize, which is what the lookup tables onnxruntime builds for
+// them hold. The average pools sum integers, exactly, as its MLAS kernel
+// does.
 //
 //===----------------------------------------------------------------------===//
 
@@ -209,6 +214,60 @@ struct QLinearConverter : NodeConverterBase {
     return output(*y);
   }
 
+  /// QLinearGlobalAveragePool: the mean of X over its spatial dims
+  /// (channels_last: X is [N, D1, ..., C]).
+  LogicalResult convertQLinearGlobalAveragePool() {
+    return convertAveragePool(/*wholeImageOnly=*/false);
+  }
+
+  /// QLinearAveragePool over a window that covers the whole image without
+  /// padding, which onnxruntime's kernel computes as
+  /// QLinearGlobalAveragePool. Kiln has no AveragePool: other windows are
+  /// refused by name.
+  LogicalResult convertQLinearAveragePool() {
+    return convertAveragePool(/*wholeImageOnly=*/true);
+  }
+
+  /// QLinearWhere: X where the condition holds, else Y, each requantized to
+  /// Z's scale and zero point as onnxruntime's lookup tables do
+  /// (dequantized, then quantized as Z), broadcast together.
+  LogicalResult convertQLinearWhere() {
+    if (node.input_size() != 9)
+      return error() << "expects 9 inputs (condition, X, x_scale, "
+                        "x_zero_point, Y, y_scale, y_zero_point, z_scale, "
+                        "z_zero_point), got "
+                     << node.input_size();
+    auto condition = required(0), x = required(1), y = required(4),
+         zZero = required(8);
+    if (failed(condition) || failed(x) || failed(y) || failed(zZero))
+      return failure();
+    if (!typeOf(*condition).getElementType().isInteger(1))
+      return error() << "condition must be a bool tensor, got "
+                     << typeOf(*condition).getElementType();
+    auto type = byteType(*zZero, "z_zero_point");
+    if (failed(type))
+      return failure();
+    for (auto [value, name] : {std::pair(*x, "X"), std::pair(*y, "Y")})
+      if (typeOf(value).getElementType() != *type)
+        return error() << name << " must have Z's type " << *type << ", got "
+                       << typeOf(value).getElementType();
+    auto qx = quantizationOf(2, 3, *type, "X");
+    auto qy = quantizationOf(5, 6, *type, "Y");
+    auto qz = quantizationOf(7, 8, *type, "Z");
+    if (failed(qx) || failed(qy) || failed(qz))
+      return failure();
+    auto asIs = [](Value v) -> FailureOr<Value> { return v; };
+    auto xz = throughFloat(*x, *qx, *qz, *type, asIs);
+    auto yz = throughFloat(*y, *qy, *qz, *type, asIs);
+    if (failed(xz) || failed(yz))
+      return failure();
+    auto resultType =
+        inferWhereType(loc, typeOf(*condition), typeOf(*xz), typeOf(*yz));
+    if (failed(resultType))
+      return failure();
+    return output(WhereOp::create(b, loc, *resultType, *condition, *xz, *yz));
+  }
+
 private:
   /// The operands of QLinearAdd and QLinearMul: A, its quantization, B,
   /// its quantization, C's quantization, and their 8-bit type.
@@ -279,6 +338,83 @@ private:
     return quantizedValue(ratio(*y, qy.scale), qy.zero, type, nanIsZero);
   }
 
+  /// QLinearGlobalAveragePool, or QLinearAveragePool where its window is
+  /// the whole image (`wholeImageOnly`): X (inputs 0 to 2) averaged over its
+  /// spatial dims and quantized by inputs 3 and 4, as onnxruntime's kernel
+  /// (MLAS) computes it: the sum of X less its zero point, an exact
+  /// integer, times `x_scale / (y_scale * size)` (fp32, in that order),
+  /// rounded and shifted by Y's zero point.
+  LogicalResult convertAveragePool(bool wholeImageOnly) {
+    auto x = required(0);
+    if (failed(x))
+      return failure();
+    auto type = byteType(*x, "X");
+    if (failed(type))
+      return failure();
+    auto qx = quantizationOf(1, 2, *type, "X");
+    auto qy = quantizationOf(3, 4, *type, "Y");
+    if (failed(qx) || failed(qy))
+      return failure();
+    RankedTensorType xType = typeOf(*x);
+    int64_t rank = xType.getRank();
+    bool channelsLast = intAttr("channels_last", 0) != 0;
+    if (rank < 3)
+      return error() << "X must be "
+                     << (channelsLast ? "[N, D1, ..., C]" : "[N, C, D1, ...]")
+                     << ", got rank " << rank;
+    SmallVector<int64_t> spatial, image;
+    for (int64_t d = channelsLast ? 1 : 2; d < (channelsLast ? rank - 1 : rank);
+         ++d) {
+      if (xType.isDynamicDim(d))
+        return error() << "needs X's spatial dims known at compile time, got "
+                       << shapeText(xType);
+      spatial.push_back(d);
+      image.push_back(xType.getDimSize(d));
+    }
+    if (wholeImageOnly && failed(requireWholeImageWindow(image)))
+      return failure();
+    int64_t size = 1;
+    for (int64_t extent : image)
+      size *= extent;
+    auto sumType = inferReduceType(loc, typeOf(centred(*x, *qx)), spatial,
+                                   /*keepdims=*/true);
+    if (failed(sumType))
+      return failure();
+    Value sum = ReduceSumOp::create(b, loc, *sumType, centred(*x, *qx), spatial,
+                                    /*keepdims=*/true);
+    Type f32 = b.getF32Type();
+    Value pixels = importer.scalar(loc, f32, static_cast<double>(size));
+    Value scale = importer.foldConstant(
+        ratio(qx->scale,
+              MulOp::create(b, loc, typeOf(qy->scale), qy->scale, pixels)));
+    return quantized(MulOp::create(b, loc, *sumType, sum, scale), qy->zero,
+                     *type);
+  }
+
+  /// QLinearAveragePool's window (kernel_shape, pads, auto_pad, dilations)
+  /// must be the whole image without padding, the form onnxruntime's
+  /// kernel computes as a global average.
+  LogicalResult requireWholeImageWindow(ArrayRef<int64_t> image) {
+    auto kernel = intsAttr("kernel_shape");
+    if (!kernel)
+      return error() << "needs its kernel_shape attribute";
+    auto allAre = [](std::optional<SmallVector<int64_t>> values, int64_t v) {
+      return !values ||
+             llvm::all_of(*values, [&](int64_t x) { return x == v; });
+    };
+    const onnx::AttributeProto *autoPadAttr = findAttribute(node, "auto_pad");
+    std::string autoPad = autoPadAttr ? autoPadAttr->s() : "NOTSET";
+    if (ArrayRef<int64_t>(*kernel) != image || !allAre(intsAttr("pads"), 0) ||
+        !allAre(intsAttr("dilations"), 1) ||
+        (autoPad != "NOTSET" && autoPad != "VALID"))
+      return error() << "only a window over the whole image without padding "
+                        "(a global average) is supported, as Kiln has no "
+                        "AveragePool; got kernel_shape ["
+                     << ArrayRef<int64_t>(*kernel) << "] over an image of ["
+                     << image << "]";
+    return success();
+  }
+
   /// X (input 0, quantized by inputs 1 and 2) dequantized, `op` applied,
   /// and quantized by inputs 3 and 4 (Y's scale and zero point).
   template <typename Op>
@@ -315,6 +451,12 @@ ArrayRef<OpConversion> getQLinearConversions() {
        convertWith<C, &C::convertQLinearSoftmax>},
       {kMicrosoftDomain, "QLinearConcat",
        convertWith<C, &C::convertQLinearConcat>},
+      {kMicrosoftDomain, "QLinearGlobalAveragePool",
+       convertWith<C, &C::convertQLinearGlobalAveragePool>},
+      {kMicrosoftDomain, "QLinearAveragePool",
+       convertWith<C, &C::convertQLinearAveragePool>},
+      {kMicrosoftDomain, "QLinearWhere",
+       convertWith<C, &C::convertQLinearWhere>},
   };
   return table;
 }

@@ -104,6 +104,9 @@ static bool takesSymbolicDims(const onnx::NodeProto &node) {
       "QLinearLeakyRelu",
       "QLinearSoftmax",
       "QLinearConcat",
+      "QLinearWhere",
+      "QLinearGlobalAveragePool",
+      "QLinearAveragePool",
       "QGemm",
       "QAttention",
       "QEmbedLayerNormalization"};
