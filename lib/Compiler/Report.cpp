@@ -176,6 +176,9 @@ Roofline rooflineOf(const rt::Artifact &artifact, const CompileReport &report) {
 
 struct Counts {
   int64_t kernels = 0, libraryCalls = 0, copies = 0, nodes = 0;
+  /// Kernels that run after a cuBLASLt matmul in its step (its norm or
+  /// finish kernel): launches of their own, where cuBLASLt wins the step.
+  int64_t finishing = 0;
 };
 
 Counts countsOf(const rt::Artifact &artifact, const CompileReport &report) {
@@ -184,6 +187,9 @@ Counts countsOf(const rt::Artifact &artifact, const CompileReport &report) {
     counts.kernels += step.kind == rt::Step::Kind::Launch;
     counts.libraryCalls += step.kind == rt::Step::Kind::Matmul;
     counts.copies += step.kind == rt::Step::Kind::Copy;
+    if (step.kind == rt::Step::Kind::Matmul)
+      counts.finishing += (step.matmul.finishKernel != rt::kNoKernel) +
+                          (step.matmul.normKernel != rt::kNoKernel);
   }
   llvm::StringSet<> nodes;
   for (const auto &names : report.origins)
@@ -333,9 +339,12 @@ void printReportText(const rt::Artifact &artifact, const CompileReport &report,
                      llvm::raw_ostream &os) {
   Counts counts = countsOf(artifact, report);
   os << "kiln report: " << report.model << "\n"
-     << "launches: " << artifact.steps.size() << " (" << counts.kernels
-     << " kernels, " << counts.libraryCalls << " cuBLASLt matmuls, "
-     << counts.copies << " copies) covering " << counts.nodes
+     << "launches: " << artifact.steps.size() + counts.finishing << " ("
+     << counts.kernels << " kernels, " << counts.libraryCalls
+     << " cuBLASLt matmuls, ";
+  if (counts.finishing)
+    os << counts.finishing << " kernels after cuBLASLt in their steps, ";
+  os << counts.copies << " copies) covering " << counts.nodes
      << " ONNX nodes\n";
   Roofline roofline = rooflineOf(artifact, report);
   for (auto [i, step] : llvm::enumerate(artifact.steps)) {
@@ -545,6 +554,7 @@ void printReportJson(const rt::Artifact &artifact, const CompileReport &report,
       {"launches", std::move(launches)},
       {"kernel_count", counts.kernels},
       {"library_call_count", counts.libraryCalls},
+      {"after_library_call_count", counts.finishing},
       {"copy_count", counts.copies},
       {"onnx_node_count", counts.nodes},
       {"peak_arena_bytes", static_cast<int64_t>(artifact.arenaBytes)},

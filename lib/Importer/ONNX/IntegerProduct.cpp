@@ -40,7 +40,7 @@ FailureOr<Value> NodeConverterBase::integerProduct(Value a, Value aZero,
       return failure();
     lhs = SubOp::create(b, loc, typeOf(lhs), lhs, *z);
   }
-  auto rhs = matmulIntegerWeights(bIn, bZero);
+  auto rhs = matmulIntegerWeights(bIn, bZero, bZeroName);
   if (failed(rhs))
     return failure();
   auto type = inferMatmulType(loc, typeOf(lhs), typeOf(*rhs), false, false);
@@ -96,7 +96,8 @@ FailureOr<Value> NodeConverterBase::perColumn(Value param,
 }
 
 FailureOr<Value> NodeConverterBase::matmulIntegerWeights(Value weights,
-                                                         Value zero) {
+                                                         Value zero,
+                                                         StringRef zeroName) {
   Type f32 = b.getF32Type();
   RankedTensorType wType = typeOf(weights);
   if (wType.getRank() == 2 && wType.hasStaticShape()) {
@@ -117,8 +118,7 @@ FailureOr<Value> NodeConverterBase::matmulIntegerWeights(Value weights,
   Value rhs = castTo(weights, f32);
   if (!zero)
     return rhs;
-  auto z = perColumn(importer.foldConstant(castTo(zero, f32)), wType,
-                     "b_zero_point");
+  auto z = perColumn(importer.foldConstant(castTo(zero, f32)), wType, zeroName);
   if (failed(z))
     return failure();
   return SubOp::create(b, loc, typeOf(rhs), rhs, *z).getResult();

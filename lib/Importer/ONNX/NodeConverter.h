@@ -99,9 +99,11 @@ struct NodeConverterBase {
                                          llvm::StringRef what);
   /// MatMulInteger's B less its zero point, in fp32: packed where it is a
   /// constant 2-D weight with a constant zero point per tensor or per
-  /// column (a kiln.dequantize with scales of 1), else the arithmetic.
-  mlir::FailureOr<mlir::Value> matmulIntegerWeights(mlir::Value weights,
-                                                    mlir::Value zero);
+  /// column (a kiln.dequantize with scales of 1), else the arithmetic;
+  /// errors name the zero point `zeroName`.
+  mlir::FailureOr<mlir::Value>
+  matmulIntegerWeights(mlir::Value weights, mlir::Value zero,
+                       llvm::StringRef zeroName = "b_zero_point");
 
   /// Resolves a possibly negative axis against `rank`.
   mlir::FailureOr<int64_t> axis(int64_t axis, int64_t rank) {
