@@ -205,9 +205,16 @@ StepCost costOf(const rt::Artifact &artifact, const rt::Step &step,
     cost.flops += elements * ((m.bias != rt::kNoBuffer) + (m.beta != 0) +
                               (m.activation != rt::MatmulActivation::None));
     const rt::Buffer &c = artifact.buffers[m.c];
-    // C is written, and read where beta scales it (or its residual).
+    // C is written, and its residual read where beta scales one (C's own
+    // contents without a residual buffer). A widened step's residual is
+    // 16-bit where C is fp32.
+    double residualBytes = 0;
+    if (m.beta != 0)
+      residualBytes = m.residual != rt::kNoBuffer
+                          ? artifact.buffers[m.residual].bytes
+                          : c.bytes;
     cost.bytes = artifact.buffers[m.a].bytes + artifact.buffers[m.b].bytes +
-                 c.bytes * (m.beta != 0 ? 2 : 1);
+                 c.bytes + residualBytes;
     // The epilogue's bias is read once; its activation costs no memory.
     if (m.bias != rt::kNoBuffer)
       cost.bytes += double(m.n) * rt::dtypeSize(m.dtype);
