@@ -154,12 +154,12 @@ def main():
                                 for a, b in ranges)
                     counts = collections.Counter(
                         opcode(t) for t in instructions[first:last + 1])
-                    shown = ([(w, sum(v for k, v in counts.items()
-                                      if k.startswith(w))) for w in wanted]
-                             if wanted else counts.most_common(args.top))
+                    listed = ([(w, sum(v for k, v in counts.items()
+                                       if k.startswith(w))) for w in wanted]
+                              if wanted else counts.most_common(args.top))
                     print(f"  {'  ' * depth}loop {first}-{last}: "
                           f"{last - first + 1} instructions: " +
-                          ", ".join(f"{k} {v}" for k, v in shown))
+                          ", ".join(f"{k} {v}" for k, v in listed))
                 if args.sass:
                     for i, text in enumerate(instructions):
                         print(f"  {i:5d}  {text}")

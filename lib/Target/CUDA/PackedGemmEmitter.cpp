@@ -15,17 +15,22 @@
 // current one (two buffers), with each column's scale and zero point of its
 // four 16-weight slices. A's fragments come from ldmatrix; B's fragment of
 // mma.sync.m16n8k16 is the pairs of weights (2t, 2t + 1) and (2t + 8,
-// 2t + 9) of column lane / 4, which a lane decodes from the packed bytes,
-// dequantizes as kiln.dequantize defines it (in fp32, each product rounded
-// on its own, then rounded to the activations' type, as the unpacked path's
-// kernel computes them) and packs into the fragment's registers. So the
-// weights the tensor cores multiply are the unpacked path's, bit for bit.
+// 2t + 9) of column lane / 4, which a lane decodes from the packed bytes
+// and dequantizes as kiln.dequantize defines it (each product rounded once,
+// to the activations' type, as the unpacked path's kernel computes them).
+// Integer weights with integer zero points (int4; int8 in float16) decode
+// in 16-bit pairs, as Marlin does: a byte permute puts the weights in the
+// mantissas of a pair of 16-bit floats, one fma or subtraction takes off
+// that float's bias and the zero point (exactly) and one multiply applies
+// the scale (kPairHelpers); float zero points, int2 and float8 weights go
+// one weight at a time through fp32. So the weights the tensor cores
+// multiply are the unpacked path's, bit for bit.
 //
-// Marlin goes further: it packs the weights at compile time in the
-// fragments' order, so that a lane loads its weights straight from global
-// memory and no shared memory holds them. This kernel keeps the packed
-// layout every other reader of the weights shares (the GEMV, the unpacking
-// kernel).
+// Marlin also packs the weights at compile time in the fragments' order,
+// so that a lane loads its weights straight from global memory and no
+// shared memory holds them. This kernel keeps the packed layout every other
+// reader of the weights shares (the GEMV, the unpacking kernel): a lane's
+// pair of bytes is one 8-byte shared load and one permute away.
 //
 // The kernels are launch steps, as the GEMV's: the plan guards them to the
 // runs whose rows are between the GEMV's and kMostRows. A split's sums go
@@ -64,26 +69,7 @@ constexpr const char *kMainKernel = R"cuda(
 // Kiln packed GEMM: a $TILE_M x 64 tile of C a block against $BITS-bit weights in
 // blocks of $BLOCK_SIZE along K, dequantized in the main loop; four warps of 16
 // columns, K in steps of 64 staged by cp.async into two buffers; $SPLIT splits of K.
-__device__ __forceinline__ float $NAME_value(const unsigned char *row, int kb) {
-$VALUE
-}
-
-// Weight `q` dequantized as kiln.dequantize computes it: $MEANING.
-__device__ __forceinline__ float $NAME_dequantize(float q, float scale, float zero) {
-  return $DEQUANTIZED;
-}
-
-// The fragment register of weights kb and kb + 1 of a column, each
-// dequantized, then the pair rounded to $ELEMENT, the lower k in the low
-// half.
-__device__ __forceinline__ unsigned $NAME_pair(const unsigned char *row, int kb, float scale,
-                                               float zero) {
-  const float lo = $NAME_dequantize($NAME_value(row, kb), scale, zero);
-  const float hi = $NAME_dequantize($NAME_value(row, kb + 1), scale, zero);
-  const $PAIR_TYPE pair = $FLOATS_TO_PAIR(lo, hi);
-  return *reinterpret_cast<const unsigned *>(&pair);
-}
-
+$FRAGMENT_HELPERS
 extern "C" __global__ void __launch_bounds__(128) $NAME(
     const $ELEMENT *__restrict__ a, const unsigned char *__restrict__ packed,
     const $ELEMENT *__restrict__ scales$ZERO_PARAMETER$BIAS_PARAMETER$RESIDUAL_PARAMETER,
@@ -97,7 +83,7 @@ extern "C" __global__ void __launch_bounds__(128) $NAME(
   __shared__ __align__(16) unsigned char sq[2][64][$TILE_BYTES + 16];
   // Each column's scale and zero point ($ZERO_HELD) for the tile's four
   // 16-weight slices (a quantization block holds whole slices).
-  __shared__ float s_scale[2][64][4], s_zero[2][64][4];
+  __shared__ $SLICE_TYPE s_scale[2][64][4], s_zero[2][64][4];
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const long long row0 = (long long)blockIdx.y * $TILE_M, col0 = (long long)blockIdx.x * 64;
   const long long split = blockIdx.z;
@@ -124,11 +110,8 @@ $STAGED_LOOP
         kiln_ldmatrix_x4(af[mt], &sa[s][mt * 16 + (lane & 15)][kk * 16 + (lane >> 4) * 8]);
       #pragma unroll
       for (int nt = 0; nt < 2; ++nt) {
-        const int r = warp * 16 + nt * 8 + (lane >> 2), kb = kk * 16 + 2 * (lane & 3);
-        const float scale = s_scale[s][r][kk], zero = s_zero[s][r][kk];
-        const unsigned bf[2] = {$NAME_pair(sq[s][r], kb, scale, zero),
-                                $NAME_pair(sq[s][r], kb + 8, scale, zero)};
-        #pragma unroll
+        const int r = warp * 16 + nt * 8 + (lane >> 2);
+$B_FRAGMENTS        #pragma unroll
         for (int mt = 0; mt < $M_TILES; ++mt)
           $MMA(acc[mt][nt], af[mt], bf, acc[mt][nt]);
       }
@@ -187,10 +170,121 @@ constexpr const char *kStageTile = R"cuda(    {
         blk = blk < blocks ? blk : blocks - 1;
         const float scale = live ? $TO_FLOAT(scales[col * blocks + blk]) : 0.0f;
         const float zero_point = $ZERO_POINT;
-        s_scale[st][r][slice] = scale;
+        s_scale[st][r][slice] = $SCALE_STORED;
         s_zero[st][r][slice] = $ZERO_STORED;
       }
     })cuda";
+
+/// The B fragment of a lane, decoded one weight at a time: each weight's
+/// value as a float (its bits shifted and masked, then converted), less its
+/// zero point and times its scale in fp32, the pair then rounded.
+constexpr const char *kFloatHelpers =
+    R"cuda(__device__ __forceinline__ float $NAME_value(const unsigned char *row, int kb) {
+$VALUE
+}
+
+// Weight `q` dequantized as kiln.dequantize computes it: $MEANING.
+__device__ __forceinline__ float $NAME_dequantize(float q, float scale, float zero) {
+  return $DEQUANTIZED;
+}
+
+// The fragment register of weights kb and kb + 1 of a column, each
+// dequantized, then the pair rounded to $ELEMENT, the lower k in the low
+// half.
+__device__ __forceinline__ unsigned $NAME_pair(const unsigned char *row, int kb, float scale,
+                                               float zero) {
+  const float lo = $NAME_dequantize($NAME_value(row, kb), scale, zero);
+  const float hi = $NAME_dequantize($NAME_value(row, kb + 1), scale, zero);
+  const $PAIR_TYPE pair = $FLOATS_TO_PAIR(lo, hi);
+  return *reinterpret_cast<const unsigned *>(&pair);
+}
+)cuda";
+
+constexpr const char *kFloatFragments =
+    R"cuda(        const int kb = kk * 16 + 2 * (lane & 3);
+        const float scale = s_scale[s][r][kk], zero = s_zero[s][r][kk];
+        const unsigned bf[2] = {$NAME_pair(sq[s][r], kb, scale, zero),
+                                $NAME_pair(sq[s][r], kb + 8, scale, zero)};
+)cuda";
+
+/// The B fragment of a lane, decoded a pair of weights at a time in 16-bit
+/// arithmetic (integer weights with integer zero points, as Marlin decodes
+/// them): a weight q put in the low mantissa bits of the 16-bit float M
+/// (1024 in float16, 128 in bfloat16) is the float M + q, exactly, with no
+/// conversion instruction; less M + z it is q - z, exactly; times the
+/// scale, one rounding, the rounding of the fp32 path (q - z and the scale
+/// are 16-bit values, whose product fp32 holds exactly). So the tensor
+/// cores multiply the same weights, bit for bit. The stage holds each
+/// slice's scale and M + z as pairs.
+constexpr const char *kPairHelpers =
+    R"cuda(// `x` twice, as the bits of a pair of $ELEMENT (x is one already: a scale,
+// or $MAGIC_VALUE plus a zero point).
+__device__ __forceinline__ unsigned $NAME_bits(float x) {
+  const $PAIR_TYPE pair = $FLOATS_TO_PAIR(x, x);
+  return *reinterpret_cast<const unsigned *>(&pair);
+}
+
+// The offsets of float16's int4 pairs for zero point `z`: -(1024 + z) in
+// the low half, -(64 + z) in the high.
+__device__ __forceinline__ unsigned $NAME_offsets(float z) {
+  const $PAIR_TYPE pair = $FLOATS_TO_PAIR(-(1024.0f + z), -(64.0f + z));
+  return *reinterpret_cast<const unsigned *>(&pair);
+}
+
+// The pair of 16-bit floats of the bits `v` less their bias and zero
+// point ($OFFSET_MEANING), times `scale`, as the fragment register.
+__device__ __forceinline__ $PAIR_TYPE $NAME_pair_of(unsigned bits) {
+  return *reinterpret_cast<const $PAIR_TYPE *>(&bits);
+}
+
+__device__ __forceinline__ unsigned $NAME_scaled(unsigned v, unsigned offset, unsigned scale) {
+  const $PAIR_TYPE q = $NAME_pair_of(v), o = $NAME_pair_of(offset);
+  const $PAIR_TYPE p = __hmul2($UNBIASED, $NAME_pair_of(scale));
+  return *reinterpret_cast<const unsigned *>(&p);
+}
+)cuda";
+
+/// int4: the lane's bytes kk * 8 + t (weights kb, kb + 1) and kk * 8 + t + 4
+/// (kb + 8, kb + 9), t = lane % 4, each repeated in a word by one byte
+/// permute; its low nibble goes to the low half's mantissa and its high
+/// nibble to the high half's ($NIBBLES: in float16 where it stands, 16 q,
+/// which the unbiasing's multiply by 1/16 undoes exactly; in bfloat16,
+/// whose bit 7 is the exponent's, shifted down 4).
+constexpr const char *kInt4Fragments =
+    R"cuda(        const uint2 w = *reinterpret_cast<const uint2 *>(&sq[s][r][kk * 8]);
+        const unsigned t = lane & 3, scale = s_scale[s][r][kk], offset = s_zero[s][r][kk];
+        unsigned bf[2];
+        #pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const unsigned x = __byte_perm(w.x, w.y, (t + 4 * h) * 0x1111u);
+          bf[h] = $NAME_scaled($NIBBLES, offset, scale);
+        }
+)cuda";
+
+/// int8 (float16 only: bfloat16's 7 mantissa bits hold no byte): the
+/// lane's bytes kk * 16 + 2t, + 1 (weights kb, kb + 1) and 8 further
+/// (kb + 8, kb + 9), each pair put under the top byte of 1024's float16
+/// by one byte permute.
+constexpr const char *kInt8Fragments =
+    R"cuda(        const unsigned t = lane & 3, scale = s_scale[s][r][kk], offset = s_zero[s][r][kk];
+        const unsigned select = (t & 1) ? 0x4342u : 0x4140u;
+        unsigned bf[2];
+        #pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const unsigned w =
+              *reinterpret_cast<const unsigned *>(&sq[s][r][kk * 16 + 8 * h + (t >> 1) * 4]);
+          bf[h] = $NAME_scaled(__byte_perm(w, $MAGIC_BITS, select), offset, scale);
+        }
+)cuda";
+
+/// Whether the lanes decode their fragments in 16-bit pairs (kPairHelpers):
+/// integer weights of 4 bits, or of 8 in float16, with integer zero points.
+bool decodesPairs(const PackedGemvShape &shape) {
+  return !shape.float8 &&
+         shape.zeroPoints != PackedGemvShape::ZeroPoints::Float &&
+         (shape.bits == 4 ||
+          (shape.bits == 8 && shape.dtype == rt::DType::F16));
+}
 
 /// The body of $NAME_value: weight `kb` of the tile's row as a float,
 /// before its scale and zero point.
@@ -263,6 +357,8 @@ void emitPackedGemm(const PackedGemvShape &shape, const GemmConfig &config,
          "the packed GEMM's layout");
   gemm::HalfSpelling h = gemm::spellingOf(shape.dtype);
   auto str = [](int64_t v) { return std::to_string(v); };
+  bool pairs = decodesPairs(shape), bf16 = shape.dtype == rt::DType::BF16;
+  bool halfNibbles = pairs && !bf16 && shape.bits == 4;
   // kiln.dequantize's arithmetic (BodyEmitter::getDequantizedAt), each
   // product rounded on its own (the GPU would contract them into a fused
   // multiply-add); a float zero point's product with the scale is held in
@@ -294,13 +390,41 @@ void emitPackedGemm(const PackedGemvShape &shape, const GemmConfig &config,
        {"$TILE_LOCALS", ""},
        {"$TILE_VALUE", "        float v = acc[mt][nt][i];"},
        {"$STAGE_TILE", kStageTile},
+       {"$FRAGMENT_HELPERS", pairs ? kPairHelpers : kFloatHelpers},
+       {"$B_FRAGMENTS", !pairs            ? kFloatFragments
+                        : shape.bits == 4 ? kInt4Fragments
+                                          : kInt8Fragments},
+       // The 16-bit float whose low mantissa bits take a weight: 1024 in
+       // float16 (10 mantissa bits), 128 in bfloat16 (7), both halves,
+       // and, for int8's byte permute, its top byte in every byte.
+       {"$MAGIC_BITS", shape.bits == 8 ? "0x64646464u"
+                       : bf16          ? "0x43004300u"
+                                       : "0x64006400u"},
+       {"$MAGIC_VALUE", bf16 ? "128" : "1024"},
+       // float16's int4 pair is (M + q, M + 16 q'): one fma with (1, 1/16)
+       // and the offsets -(M + z), -(M / 16 + z) takes both to q - z.
+       {"$NIBBLES", halfNibbles ? "(x & 0x00f0000fu) | $MAGIC_BITS"
+                                : "(x & 0xfu) | ((x >> 4) & 0xf0000u) | "
+                                  "$MAGIC_BITS"},
+       {"$UNBIASED", halfNibbles ? "__hfma2(q, $NAME_pair_of(0x2c003c00u), o)"
+                                 : "__hsub2(q, o)"},
+       {"$OFFSET_MEANING",
+        halfNibbles ? "the low half times 1 and the high times 1/16, "
+                      "plus the offsets -(1024 + z) and -(64 + z)"
+                    : "less the offset $MAGIC_VALUE + z"},
+       {"$SLICE_TYPE", pairs ? "unsigned" : "float"},
+       {"$SCALE_STORED", pairs ? "$NAME_bits(scale)" : "scale"},
        {"$VALUE", valueText(shape)},
        {"$MEANING", dequantizedAs},
        {"$DEQUANTIZED", dequantized},
-       {"$ZERO_HELD", floatZero ? "the zero point times the scale, rounded"
-                                : "the zero point"},
-       {"$ZERO_STORED",
-        floatZero ? "__fmul_rn(zero_point, scale)" : "zero_point"},
+       {"$ZERO_HELD", pairs       ? "as pairs of $ELEMENT: the scale, and "
+                                    "$MAGIC_VALUE plus the zero point"
+                      : floatZero ? "the zero point times the scale, rounded"
+                                  : "the zero point"},
+       {"$ZERO_STORED", halfNibbles ? "$NAME_offsets(zero_point)"
+                        : pairs     ? "$NAME_bits($MAGIC_VALUE.0f + zero_point)"
+                        : floatZero ? "__fmul_rn(zero_point, scale)"
+                                    : "zero_point"},
        {"$STORE", config.splitK > 1
                       ? "        partials[(split * m + row) * n + col] = v;"
                       : "$FINISH"}});
