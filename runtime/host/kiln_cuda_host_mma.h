@@ -418,6 +418,13 @@ inline void kiln_mma_m16n8k32_s8(int (&d)[4], const unsigned (&a)[4],
                                  const unsigned (&b)[2], const int (&c)[4]) {
   kiln_host_mma::mmaS8(d, a, b, c);
 }
+/// cvt.rn.f16x2.e4m3x2 of the low two bytes of `two`: each E4M3FN value
+/// (exact in f16) into a half of the pair, the low byte into the low half.
+inline unsigned kiln_e4m3x2_to_f16x2(unsigned two) {
+  const __half lo(kiln_host_mma::e4m3Byte(two, 0));
+  const __half hi(kiln_host_mma::e4m3Byte(two, 1));
+  return unsigned(lo.__x) | unsigned(hi.__x) << 16;
+}
 inline void kiln_mma_m16n8k32_e4m3(float (&d)[4], const unsigned (&a)[4],
                                    const unsigned (&b)[2],
                                    const float (&c)[4]) {

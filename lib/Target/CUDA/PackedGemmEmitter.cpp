@@ -22,8 +22,10 @@
 // in 16-bit pairs, as Marlin does: a byte permute puts the weights in the
 // mantissas of a pair of 16-bit floats, one fma or subtraction takes off
 // that float's bias and the zero point (exactly) and one multiply applies
-// the scale (kPairHelpers); float zero points, int2 and float8 weights go
-// one weight at a time through fp32. So the weights the tensor cores
+// the scale (kPairHelpers), and float8 weights in float16 convert a pair
+// at a time (cvt.rn.f16x2.e4m3x2) before the scale's multiply; float zero
+// points, int2, and float8 or int8 weights in bfloat16 go one weight at a
+// time through fp32. So the weights the tensor cores
 // multiply are the unpacked path's, bit for bit.
 //
 // Marlin also packs the weights at compile time in the fragments' order,
@@ -238,7 +240,7 @@ __device__ __forceinline__ $PAIR_TYPE $NAME_pair_of(unsigned bits) {
 }
 
 __device__ __forceinline__ unsigned $NAME_scaled(unsigned v, unsigned offset, unsigned scale) {
-  const $PAIR_TYPE q = $NAME_pair_of(v), o = $NAME_pair_of(offset);
+  const $PAIR_TYPE q = $NAME_pair_of(v);
   const $PAIR_TYPE p = __hmul2($UNBIASED, $NAME_pair_of(scale));
   return *reinterpret_cast<const unsigned *>(&p);
 }
@@ -277,11 +279,28 @@ constexpr const char *kInt8Fragments =
         }
 )cuda";
 
+/// float8 E4M3FN weights in float16: the lane's bytes kk * 16 + 2t, + 1 and
+/// 8 further, each pair converted to a float16 pair by one instruction
+/// (cvt.rn.f16x2.e4m3x2: every E4M3FN value is a float16), with no zero
+/// point to take off.
+constexpr const char *kFloat8Fragments =
+    R"cuda(        const unsigned t = lane & 3, scale = s_scale[s][r][kk];
+        unsigned bf[2];
+        #pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const unsigned w =
+              *reinterpret_cast<const unsigned *>(&sq[s][r][kk * 16 + 8 * h + (t >> 1) * 4]);
+          bf[h] = $NAME_scaled(kiln_e4m3x2_to_f16x2(w >> ((t & 1) * 16)), 0u, scale);
+        }
+)cuda";
+
 /// Whether the lanes decode their fragments in 16-bit pairs (kPairHelpers):
-/// integer weights of 4 bits, or of 8 in float16, with integer zero points.
+/// integer weights of 4 bits, or of 8 in float16, with integer zero points;
+/// float8 weights in float16.
 bool decodesPairs(const PackedGemvShape &shape) {
-  return !shape.float8 &&
-         shape.zeroPoints != PackedGemvShape::ZeroPoints::Float &&
+  if (shape.float8)
+    return shape.dtype == rt::DType::F16;
+  return shape.zeroPoints != PackedGemvShape::ZeroPoints::Float &&
          (shape.bits == 4 ||
           (shape.bits == 8 && shape.dtype == rt::DType::F16));
 }
@@ -392,6 +411,7 @@ void emitPackedGemm(const PackedGemvShape &shape, const GemmConfig &config,
        {"$STAGE_TILE", kStageTile},
        {"$FRAGMENT_HELPERS", pairs ? kPairHelpers : kFloatHelpers},
        {"$B_FRAGMENTS", !pairs            ? kFloatFragments
+                        : shape.float8    ? kFloat8Fragments
                         : shape.bits == 4 ? kInt4Fragments
                                           : kInt8Fragments},
        // The 16-bit float whose low mantissa bits take a weight: 1024 in
@@ -406,12 +426,15 @@ void emitPackedGemm(const PackedGemvShape &shape, const GemmConfig &config,
        {"$NIBBLES", halfNibbles ? "(x & 0x00f0000fu) | $MAGIC_BITS"
                                 : "(x & 0xfu) | ((x >> 4) & 0xf0000u) | "
                                   "$MAGIC_BITS"},
-       {"$UNBIASED", halfNibbles ? "__hfma2(q, $NAME_pair_of(0x2c003c00u), o)"
-                                 : "__hsub2(q, o)"},
+       {"$UNBIASED", shape.float8  ? "q"
+                     : halfNibbles ? "__hfma2(q, $NAME_pair_of(0x2c003c00u), "
+                                     "$NAME_pair_of(offset))"
+                                   : "__hsub2(q, $NAME_pair_of(offset))"},
        {"$OFFSET_MEANING",
-        halfNibbles ? "the low half times 1 and the high times 1/16, "
-                      "plus the offsets -(1024 + z) and -(64 + z)"
-                    : "less the offset $MAGIC_VALUE + z"},
+        shape.float8  ? "none: float8 values in float16 have neither"
+        : halfNibbles ? "the low half times 1 and the high times 1/16, "
+                        "plus the offsets -(1024 + z) and -(64 + z)"
+                      : "less the offset $MAGIC_VALUE + z"},
        {"$SLICE_TYPE", pairs ? "unsigned" : "float"},
        {"$SCALE_STORED", pairs ? "$NAME_bits(scale)" : "scale"},
        {"$VALUE", valueText(shape)},
@@ -421,7 +444,8 @@ void emitPackedGemm(const PackedGemvShape &shape, const GemmConfig &config,
                                     "$MAGIC_VALUE plus the zero point"
                       : floatZero ? "the zero point times the scale, rounded"
                                   : "the zero point"},
-       {"$ZERO_STORED", halfNibbles ? "$NAME_offsets(zero_point)"
+       {"$ZERO_STORED", pairs && shape.float8 ? "0u"
+                        : halfNibbles         ? "$NAME_offsets(zero_point)"
                         : pairs     ? "$NAME_bits($MAGIC_VALUE.0f + zero_point)"
                         : floatZero ? "__fmul_rn(zero_point, scale)"
                                     : "zero_point"},

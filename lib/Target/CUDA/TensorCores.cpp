@@ -64,6 +64,15 @@ __device__ __forceinline__ void kiln_e4m3x4_to_f16x2(unsigned four, unsigned &lo
       : "=r"(lo), "=r"(hi)
       : "r"(four));
 }
+// Two E4M3FN bytes (the low two of `two`) to an f16 pair, exactly: the low
+// byte into the low half.
+__device__ __forceinline__ unsigned kiln_e4m3x2_to_f16x2(unsigned two) {
+  unsigned pair;
+  asm("{\n  .reg .b16 l, h;\n  mov.b32 {l, h}, %1;\n  cvt.rn.f16x2.e4m3x2 %0, l;\n}\n"
+      : "=r"(pair)
+      : "r"(two));
+  return pair;
+}
 __device__ __forceinline__ void kiln_mma_m16n8k32_e4m3(float (&d)[4], const unsigned (&a)[4],
                                                        const unsigned (&b)[2], const float (&c)[4]) {
   unsigned alo[4], ahi[4], blo[2], bhi[2];
