@@ -345,17 +345,11 @@ private:
   /// integer, times `x_scale / (y_scale * size)` (fp32, in that order),
   /// rounded and shifted by Y's zero point.
   LogicalResult convertAveragePool(bool wholeImageOnly) {
-    auto x = required(0);
-    if (failed(x))
+    auto operands = unaryOperands();
+    if (failed(operands))
       return failure();
-    auto type = byteType(*x, "X");
-    if (failed(type))
-      return failure();
-    auto qx = quantizationOf(1, 2, *type, "X");
-    auto qy = quantizationOf(3, 4, *type, "Y");
-    if (failed(qx) || failed(qy))
-      return failure();
-    RankedTensorType xType = typeOf(*x);
+    auto [x, qx, qy, type] = *operands;
+    RankedTensorType xType = typeOf(x);
     int64_t rank = xType.getRank();
     bool channelsLast = intAttr("channels_last", 0) != 0;
     if (rank < 3)
@@ -376,19 +370,19 @@ private:
     int64_t size = 1;
     for (int64_t extent : image)
       size *= extent;
-    auto sumType = inferReduceType(loc, typeOf(centred(*x, *qx)), spatial,
+    Value centredX = centred(x, qx);
+    auto sumType = inferReduceType(loc, typeOf(centredX), spatial,
                                    /*keepdims=*/true);
     if (failed(sumType))
       return failure();
-    Value sum = ReduceSumOp::create(b, loc, *sumType, centred(*x, *qx), spatial,
+    Value sum = ReduceSumOp::create(b, loc, *sumType, centredX, spatial,
                                     /*keepdims=*/true);
     Type f32 = b.getF32Type();
     Value pixels = importer.scalar(loc, f32, static_cast<double>(size));
-    Value scale = importer.foldConstant(
-        ratio(qx->scale,
-              MulOp::create(b, loc, typeOf(qy->scale), qy->scale, pixels)));
-    return quantized(MulOp::create(b, loc, *sumType, sum, scale), qy->zero,
-                     *type);
+    Value scale = importer.foldConstant(ratio(
+        qx.scale, MulOp::create(b, loc, typeOf(qy.scale), qy.scale, pixels)));
+    return quantized(MulOp::create(b, loc, *sumType, sum, scale), qy.zero,
+                     type);
   }
 
   /// QLinearAveragePool's window (kernel_shape, pads, auto_pad, dilations)
@@ -415,10 +409,15 @@ private:
     return success();
   }
 
-  /// X (input 0, quantized by inputs 1 and 2) dequantized, `op` applied,
-  /// and quantized by inputs 3 and 4 (Y's scale and zero point).
-  template <typename Op>
-  LogicalResult convertUnary(Op op, bool nanIsZero = false) {
+  /// The operands of a unary op: X (input 0), its quantization (inputs 1
+  /// and 2), Y's (inputs 3 and 4), and their 8-bit type.
+  struct UnaryOperands {
+    Value x;
+    Quantization qx, qy;
+    IntegerType type;
+  };
+
+  FailureOr<UnaryOperands> unaryOperands() {
     auto x = required(0);
     if (failed(x))
       return failure();
@@ -429,7 +428,18 @@ private:
     auto qy = quantizationOf(3, 4, *type, "Y");
     if (failed(qx) || failed(qy))
       return failure();
-    auto y = throughFloat(*x, *qx, *qy, *type, op, nanIsZero);
+    return UnaryOperands{*x, *qx, *qy, *type};
+  }
+
+  /// X (input 0, quantized by inputs 1 and 2) dequantized, `op` applied,
+  /// and quantized by inputs 3 and 4 (Y's scale and zero point).
+  template <typename Op>
+  LogicalResult convertUnary(Op op, bool nanIsZero = false) {
+    auto operands = unaryOperands();
+    if (failed(operands))
+      return failure();
+    auto [x, qx, qy, type] = *operands;
+    auto y = throughFloat(x, qx, qy, type, op, nanIsZero);
     if (failed(y))
       return failure();
     return output(*y);
