@@ -4,6 +4,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 scripts/build.sh
+# One cache of compiled kernels (NVRTC's and the host compiler's) for the
+# whole run, the lit suite's: the tests compile many of the same sources (an
+# export at one precision in several checks, the same small graphs), and an
+# entry is keyed by its source, options and compiler, so a second compile
+# only reads the first one's result. Tests of the cache itself choose their
+# own folder.
+export KILN_CACHE_DIR="$PWD/build/test/cache"
 # Unit tests (gtest) and the corpus conformance run, through ctest; the lit
 # suite through its own target.
 (cd build && ctest --output-on-failure -j"$(nproc)")
