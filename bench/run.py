@@ -68,11 +68,15 @@ def onnx_case(folder):
     return case
 
 
-def compile_kiln(args, case, folder, model_path, precision):
-    """Compiles one precision; returns (the .so, the roofline floor in µs)."""
+def compile_kiln(args, case, folder, model_path, precision, gemm_kernels):
+    """Compiles one precision; returns (the .so, the roofline floor in µs).
+    With `gemm_kernels` the artifact also offers Kiln's GEMM kernels (for
+    the kiln-gemm peer); without --gemm a run still takes cuBLASLt's."""
     so = os.path.join(folder, f"model-{precision}.so")
     flags = (["--allow-tf32"] if precision == "tf32" else
              ["--precision", precision])
+    if gemm_kernels:
+        flags.append("--gemm-kernels")
     compile_cmd = [os.path.join(args.tools, "kilnc"), model_path, "-o", so,
                    *flags, "--report=json", "-q",
                    "--roofline-gpu", args.roofline_gpu]
@@ -247,7 +251,7 @@ def main():
         clocks.append((case.name, "start", gpu_clocks(args.backend)))
         for precision in args.precisions.split(","):
             so, floor_us = compile_kiln(args, case, folder, model_path,
-                                        precision)
+                                        precision, "kiln-gemm" in wanted)
             prepared = []
             for name in wanted:
                 if name in peers.TORCH_PEERS:

@@ -146,6 +146,12 @@ namespace {
 /// benchmarks that time the forms side by side; created when a tool
 /// registers them.
 struct KernelCLOptions {
+  llvm::cl::opt<bool> gemmKernels{
+      "gemm-kernels",
+      llvm::cl::desc("each float matmul also offers Kiln's GEMM kernels, for "
+                     "kiln-run --gemm (off by default until a GPU validates "
+                     "them: they are most of a small model's compile time)"),
+      llvm::cl::init(false)};
   llvm::cl::opt<int64_t> attentionWarps{
       "attention-warps",
       llvm::cl::desc("tensor-core attention: warps a block, 4 or 8 (default: "
@@ -193,6 +199,7 @@ void registerKernelCLOptions() { *kernelCLOptions; }
 std::string applyKernelCLOptions(CompileOptions &options) {
   if (!kernelCLOptions.isConstructed())
     return "";
+  options.gemmKernels = kernelCLOptions->gemmKernels;
   AttentionOverrides &attention = options.attention;
   attention.warps = kernelCLOptions->attentionWarps;
   attention.rowsPerWarp = kernelCLOptions->attentionRowsPerWarp;
@@ -268,6 +275,7 @@ std::vector<std::string> givenCompileOnlyFlags() {
   }
   if (kernelCLOptions.isConstructed()) {
     const KernelCLOptions &o = *kernelCLOptions;
+    note(o.gemmKernels);
     note(o.attentionWarps);
     note(o.attentionRowsPerWarp);
     note(o.attentionWgmma);

@@ -120,6 +120,7 @@ LogicalResult lowerToArtifact(ModuleOp module, const CompileOptions &options,
   KilnToCudaPassOptions cudaOptions;
   cudaOptions.checkIndices = !options.uncheckedIndices;
   cudaOptions.allowTf32 = options.allowTf32;
+  cudaOptions.gemmKernels = options.gemmKernels;
   const AttentionOverrides &attention = options.attention;
   cudaOptions.attentionWarps = attention.warps;
   cudaOptions.attentionRowsPerWarp = attention.rowsPerWarp;

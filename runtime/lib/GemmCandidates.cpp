@@ -31,8 +31,12 @@ const GemmCandidate *kiln::rt::findGemmCandidate(const MatmulStep &step,
                                                  std::string &missing) {
   const GemmCandidate *g = findGemmCandidate(step, name);
   if (!g)
-    missing = "the matmul has no GEMM kernel '" + name +
-              "' (it has: " + gemmCandidateNames(step) + ")";
+    missing = "the matmul has no GEMM kernel '" + name + "' (" +
+              (step.kernels.empty()
+                   ? std::string("it has none: kilnc --gemm-kernels offers "
+                                 "them, where its shape suits one")
+                   : "it has: " + gemmCandidateNames(step)) +
+              ")";
   return g;
 }
 

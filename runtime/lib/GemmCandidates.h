@@ -51,7 +51,8 @@ const GemmCandidate *findGemmCandidate(const MatmulStep &step,
 std::string gemmCandidateNames(const MatmulStep &step);
 
 /// The candidate of `step` named `name` (a run's option), or why there is
-/// none: "the matmul has no GEMM kernel 'NAME' (it has: ...)".
+/// none: "the matmul has no GEMM kernel 'NAME' (it has: ...)", or for a
+/// step without any, where they come from.
 const GemmCandidate *findGemmCandidate(const MatmulStep &step,
                                        const std::string &name,
                                        std::string &missing);

@@ -35,6 +35,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (!module || mlir::failed(mlir::verify(*module)))
     return 0;
   kiln::CompileOptions options;
+  // Kiln's GEMM kernels are emitted too (only emitted: nothing compiles).
+  options.gemmKernels = true;
   if (mlir::failed(kiln::runPipeline(*module, options)))
     return 0;
   kiln::rt::Artifact artifact;

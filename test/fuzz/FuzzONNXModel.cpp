@@ -34,6 +34,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   // Dims without values go symbolic (a range that includes empty tensors),
   // so that shape subgraphs over named dims are fuzzed too.
   options.import.unboundDimRange = std::make_pair(int64_t(0), int64_t(8));
+  // Kiln's GEMM kernels are emitted too (only emitted: nothing compiles).
+  options.gemmKernels = true;
   llvm::StringRef bytes(reinterpret_cast<const char *>(data), size);
   mlir::OwningOpRef<mlir::ModuleOp> module =
       kiln::importONNX(&context, bytes, "fuzz.onnx", options.import);

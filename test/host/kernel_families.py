@@ -1401,6 +1401,9 @@ def run_case(tools, work, case, seed, host_seed, check):
     outputs = [o.name for o in m.graph.output]
 
     compile_cmd = [tools.kilnc, onnx_path, "-o", so_path]
+    if case.gemm:
+        # Kiln's GEMM kernels are in an artifact only when asked for.
+        compile_cmd.append("--gemm-kernels")
     proc, compile_s = run(compile_cmd)
     if proc.returncode != 0:
         return False, "kilnc failed", f"$ {quote(compile_cmd)}\n{proc.stdout}{proc.stderr}"

@@ -57,7 +57,8 @@ void registerInputCLOptions();
 std::string applyInputCLOptions(CompileOptions &options);
 
 /// Registers the kernel configuration flags that kilnc and kiln-run share
-/// (--attention-warps, --attention-rows-per-warp, --attention-wgmma,
+/// (--gemm-kernels, --attention-warps, --attention-rows-per-warp,
+/// --attention-wgmma,
 /// --attention-tile-keys, --attention-kv-stages, --attention-barriers,
 /// --attention-lazy-rescale: kiln-to-cuda's overrides). Call before parsing
 /// the command line.

@@ -40,6 +40,12 @@ struct CompileOptions {
   /// fp32 matmuls and attention on the tensor cores with TF32 inputs
   /// (`--allow-tf32`): faster, outside the fp32 contract (docs/precision.md).
   bool allowTf32 = false;
+  /// Each float matmul offers Kiln's GEMM kernels beside cuBLASLt
+  /// (`--gemm-kernels`), for the runtime's `gemm` option to run. Off until
+  /// a GPU has validated them: up to six kernels a matmul, each built by
+  /// NVRTC and, on the host backend, by the host compiler, are most of a
+  /// small model's compile time.
+  bool gemmKernels = false;
   /// Overrides of the tensor-core attention kernel's configuration
   /// (`--attention-*`, kiln-to-cuda's options): for benchmarks.
   AttentionOverrides attention;

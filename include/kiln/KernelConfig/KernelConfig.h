@@ -61,6 +61,9 @@ struct CudaEmitOptions {
   bool checkIndices = true;
   /// fp32 matmuls and attention on the tensor cores with TF32 inputs.
   bool allowTf32 = false;
+  /// Each float matmul step offers Kiln's GEMM kernels beside cuBLASLt
+  /// (rt::MatmulStep::kernels), which the runtime runs only when asked.
+  bool gemmKernels = false;
   AttentionOverrides attention;
 };
 

@@ -92,6 +92,7 @@ struct KilnToCudaPass
     CudaEmitOptions options;
     options.checkIndices = checkIndices;
     options.allowTf32 = allowTf32;
+    options.gemmKernels = gemmKernels;
     AttentionOverrides &attention = options.attention;
     attention.warps = attentionWarps;
     attention.rowsPerWarp = attentionRowsPerWarp;

@@ -218,6 +218,8 @@ LogicalResult PlanBuilder::addGemm(KernelOp kernel, llvm::raw_ostream &source) {
 
 void PlanBuilder::addGemmCandidates(MatmulPlan &plan, Operation *op,
                                     llvm::raw_ostream &source) {
+  if (!options.gemmKernels)
+    return;
   rt::MatmulStep &step = plan.step;
   auto &[batch, m, n, k, strideA, strideB, strideC, outerBatch, outerStrideA,
          outerStrideB, outerStrideC] = plan.sizes;

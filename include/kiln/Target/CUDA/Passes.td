@@ -35,6 +35,9 @@ def KilnToCudaPass : Pass<"kiln-to-cuda", "mlir::ModuleOp"> {
     Option<"allowTf32", "allow-tf32", "bool", /*default=*/"false",
            "fp32 matmuls (CUBLAS_COMPUTE_32F_FAST_TF32) and attention "
            "(mma.sync.m16n8k8.tf32) on the tensor cores with TF32 inputs">,
+    Option<"gemmKernels", "gemm-kernels", "bool", /*default=*/"false",
+           "each float matmul offers Kiln's GEMM kernels beside cuBLASLt "
+           "(the runtime's `gemm` option runs them)">,
     // Overrides of the tensor-core attention kernel's configuration
     // (chooseAttentionConfig), for benchmarks that time the forms; 0 leaves
     // the choice to the compiler. The plan and --report print the result.
