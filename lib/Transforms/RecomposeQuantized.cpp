@@ -125,13 +125,13 @@ std::optional<HostTensor> perColumnScales(Value v,
   return std::move(*each);
 }
 
-/// Replaces `root` by `matmul(A * s_a, dequantize(W, s_w, z_w))`, A being
-/// `matmul`'s and W and z_w `w`'s.
-void rewriteScaled(MulOp root, MatmulOp matmul, DequantizeOp w,
-                   Value activationScale, const HostTensor &columnScales,
-                   PatternRewriter &rewriter) {
+/// Builds `matmul(A * s_a, dequantize(W, s_w, z_w))` of `matmul`'s type
+/// before `root`, A being `matmul`'s and W and z_w `w`'s.
+MatmulOp scaledProduct(Operation *root, MatmulOp matmul, DequantizeOp w,
+                       Value activationScale, const HostTensor &columnScales,
+                       PatternRewriter &rewriter) {
   Value lhs = matmul.getLhs();
-  Location loc = root.getLoc();
+  Location loc = root->getLoc();
   // One scaled A for every product that reads it, so that kiln-layout
   // still sees projections of one input.
   MulOp scaled;
@@ -160,9 +160,18 @@ void rewriteScaled(MulOp root, MatmulOp matmul, DequantizeOp w,
   Value weights = DequantizeOp::create(rewriter, w.getLoc(), w.getType(),
                                        w.getPacked(), scales, w.getZeroPoints(),
                                        w.getBits(), w.getBlockSize());
-  auto product =
-      MatmulOp::create(rewriter, rewriter.getFusedLoc({matmul.getLoc(), loc}),
-                       root.getType(), scaled, weights, false, true);
+  return MatmulOp::create(rewriter,
+                          rewriter.getFusedLoc({matmul.getLoc(), loc}),
+                          matmul.getType(), scaled, weights, false, true);
+}
+
+/// Replaces `root` by `matmul(A * s_a, dequantize(W, s_w, z_w))`, A being
+/// `matmul`'s and W and z_w `w`'s.
+void rewriteScaled(MulOp root, MatmulOp matmul, DequantizeOp w,
+                   Value activationScale, const HostTensor &columnScales,
+                   PatternRewriter &rewriter) {
+  MatmulOp product =
+      scaledProduct(root, matmul, w, activationScale, columnScales, rewriter);
   copyTensorNames(root, product);
   rewriter.replaceOp(root, product.getResult());
 }
@@ -226,6 +235,28 @@ struct RecomposeIntegerMatmul : OpRewritePattern<MulOp> {
   }
 };
 
+/// A one-value f32 constant 2, the one another product of the same A
+/// already scales it by where there is one (so that kiln-layout still
+/// sees projections of one input), else a new one at the block's start
+/// (so that the scaled A goes right after A, before every product of it,
+/// whichever the rewriter takes first).
+Value activationScaleOfTwo(Operation *root, MatmulOp matmul,
+                           PatternRewriter &rewriter) {
+  Value lhs = matmul.getLhs();
+  for (Operation *user : lhs.getUsers())
+    if (auto mul = dyn_cast<MulOp>(user);
+        mul && mul.getLhs() == lhs && mul.getType() == lhs.getType() &&
+        holdsOneValue(mul.getRhs()) && splatValue(mul.getRhs()) == 2.0 &&
+        mul->isBeforeInBlock(root))
+      return mul.getRhs();
+  OpBuilder::InsertionGuard guard(rewriter);
+  rewriter.setInsertionPointToStart(root->getBlock());
+  auto type = RankedTensorType::get({}, rewriter.getF32Type());
+  return ConstantOp::create(
+      rewriter, root->getLoc(),
+      cast<ElementsAttr>(DenseElementsAttr::get(type, 2.0f)));
+}
+
 /// QLinearMatMul's `mul(matmul(A, dequantize(W, 1, z_w)), m)`, m a
 /// constant of one value or one a column (`a_scale * b_scale / y_scale`)
 /// and A whole numbers from 8-bit integers, into `matmul(A * 2,
@@ -279,33 +310,109 @@ struct RecomposeRequantizedMatmul : OpRewritePattern<MulOp> {
     }
     return true;
   }
+};
 
-  /// A one-value f32 constant 2, the one another product of the same A
-  /// already scales it by where there is one (so that kiln-layout still
-  /// sees projections of one input), else a new one at the block's start
-  /// (so that the scaled A goes right after A, before every product of it,
-  /// whichever the rewriter takes first).
-  static Value activationScaleOfTwo(MulOp root, MatmulOp matmul,
-                                    PatternRewriter &rewriter) {
-    Value lhs = matmul.getLhs();
-    for (Operation *user : lhs.getUsers())
-      if (auto mul = dyn_cast<MulOp>(user);
-          mul && mul.getLhs() == lhs && mul.getType() == lhs.getType() &&
-          holdsOneValue(mul.getRhs()) && splatValue(mul.getRhs()) == 2.0 &&
-          mul->isBeforeInBlock(root))
-        return mul.getRhs();
-    OpBuilder::InsertionGuard guard(rewriter);
-    rewriter.setInsertionPointToStart(root->getBlock());
-    auto type = RankedTensorType::get({}, rewriter.getF32Type());
-    return ConstantOp::create(
-        rewriter, root.getLoc(),
-        cast<ElementsAttr>(DenseElementsAttr::get(type, 2.0f)));
+/// QGemm's `mul(cast<f32>(add(cast<i32>(matmul(A, dequantize(W, 1,
+/// z_w))), C)), m)` (its int32 C added to the integer sum before the
+/// multiplier scales it), C a constant of one value or one a column below
+/// 2^24 in magnitude and A whole numbers from 8-bit integers, into
+/// `mul(add(matmul(A * 2, dequantize(W, 1/2, z_w)), float(C)), m)`: the
+/// integer GEMM's form with C as its bias, and the multiplier after it.
+///
+/// The integer GEMM's `(float(sum) * 2) * (1/2)` is float(sum), exact, and
+/// float(C) is exact below 2^24, so their fp32 sum is float(sum + C)
+/// rounded once, as onnxruntime computes it, while the sum is below 2^24;
+/// beyond, float(sum) is rounded before C is added (one rounding more in
+/// the sum of products, as the float product's own rounding of such sums).
+struct RecomposeBiasedIntegerMatmul : OpRewritePattern<MulOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  /// The least magnitude an fp32 does not hold every integer below.
+  static constexpr double kExactIntegers = 16777216.0;
+
+  LogicalResult matchAndRewrite(MulOp root,
+                                PatternRewriter &rewriter) const override {
+    for (auto [sum, multiplier] : {std::pair{root.getLhs(), root.getRhs()},
+                                   std::pair{root.getRhs(), root.getLhs()}}) {
+      auto widen = sum.getDefiningOp<CastOp>();
+      auto add = widen ? widen.getInput().getDefiningOp<AddOp>() : AddOp();
+      if (!add || !widen->hasOneUse() || !add->hasOneUse() ||
+          widen.getType() != root.getType() ||
+          !getElementTypeOrSelf(widen.getType()).isF32())
+        continue;
+      for (auto [integers, bias] : {std::pair{add.getLhs(), add.getRhs()},
+                                    std::pair{add.getRhs(), add.getLhs()}}) {
+        auto narrow = integers.getDefiningOp<CastOp>();
+        auto matmul =
+            narrow ? narrow.getInput().getDefiningOp<MatmulOp>() : MatmulOp();
+        if (!matmul || !narrow->hasOneUse() || !matmul->hasOneUse() ||
+            narrow.getType() != add.getType() ||
+            !getElementTypeOrSelf(narrow.getType()).isInteger(32) ||
+            !matmul.getType().getElementType().isF32() ||
+            matmul.getType().getShape() != add.getType().getShape())
+          continue;
+        DequantizeOp w = integerProductWeights(matmul);
+        std::optional<HostTensor> floatBias = exactColumnBias(bias, matmul);
+        if (!w || !floatBias || !inBlockOf(root, matmul.getLhs()))
+          continue;
+        auto halves =
+            HostTensor::allocate(w.getScales().getType().getElementType(),
+                                 w.getScales().getType().getShape());
+        if (failed(halves))
+          continue;
+        for (int64_t i = 0, e = halves->numElements(); i < e; ++i)
+          halves->setFromDouble(i, 0.5);
+        MatmulOp product = scaledProduct(
+            root, matmul, w, activationScaleOfTwo(root, matmul, rewriter),
+            *halves, rewriter);
+        Value biasValue = ConstantOp::create(
+            rewriter, add.getLoc(),
+            cast<ElementsAttr>(floatBias->toDenseElementsAttr()));
+        auto biased = AddOp::create(rewriter, add.getLoc(), product.getType(),
+                                    product, biasValue);
+        auto scaled = MulOp::create(rewriter, root.getLoc(), root.getType(),
+                                    biased, multiplier);
+        copyTensorNames(root, scaled);
+        rewriter.replaceOp(root, scaled.getResult());
+        return success();
+      }
+    }
+    return rewriter.notifyMatchFailure(root, "not a biased integer product");
+  }
+
+  /// The int32 constant `bias` as an fp32 bias of `matmul`'s columns (one
+  /// value, or one a column along its last dim, every other dim 1), where
+  /// every value is below 2^24 in magnitude; or none.
+  static std::optional<HostTensor> exactColumnBias(Value bias,
+                                                   MatmulOp matmul) {
+    auto type = cast<RankedTensorType>(bias.getType());
+    int64_t columns = matmul.getType().getShape().back();
+    if (!type.getElementType().isInteger(32) || !type.hasStaticShape() ||
+        type.getRank() > matmul.getType().getRank() ||
+        llvm::any_of(type.getShape().drop_back(),
+                     [](int64_t d) { return d != 1; }) ||
+        (type.getNumElements() != 1 && type.getShape().back() != columns))
+      return std::nullopt;
+    std::optional<HostTensor> values = constantValues(bias);
+    if (!values)
+      return std::nullopt;
+    auto floats = HostTensor::allocate(Float32Type::get(bias.getContext()),
+                                       type.getShape());
+    if (failed(floats))
+      return std::nullopt;
+    for (int64_t i = 0, e = values->numElements(); i < e; ++i) {
+      double v = values->getAsDouble(i);
+      if (std::abs(v) >= kExactIntegers)
+        return std::nullopt;
+      floats->setFromDouble(i, v);
+    }
+    return std::move(*floats);
   }
 };
 
 } // namespace
 
 void kiln::populateRecomposeQuantizedPatterns(RewritePatternSet &patterns) {
-  patterns.add<RecomposeIntegerMatmul, RecomposeRequantizedMatmul>(
-      patterns.getContext());
+  patterns.add<RecomposeIntegerMatmul, RecomposeRequantizedMatmul,
+               RecomposeBiasedIntegerMatmul>(patterns.getContext());
 }

@@ -1065,3 +1065,108 @@ func.func @negative_requantized_product_returned(%q: tensor<4x6xui8>) -> (tensor
   %y = kiln.mul %m, %mult : (tensor<4x3xf32>, tensor<3xf32>) -> tensor<4x3xf32>
   return %y, %m : tensor<4x3xf32>, tensor<4x3xf32>
 }
+
+// -----
+
+// onnxruntime's QOperator QGemm with its int32 C, as the importer writes
+// it: the integer sum plus C in int32, then the multiplier (alpha *
+// a_scale * b_scale / y_scale, one a column). The integer GEMM's form with
+// C as its fp32 bias (exact below 2^24): A scaled by 2, the weights' scales
+// 1/2, so that the GEMM's float(sum) + float(C) is onnxruntime's
+// float(sum + C); the multiplier after it.
+// CHECK-LABEL: func @biased_product_form
+// CHECK-DAG: %[[TWO:.*]] = kiln.constant dense<2.000000e+00> : tensor<f32>
+// CHECK-DAG: %[[HALF:.*]] = kiln.constant dense<5.000000e-01> : tensor<3x1xf32>
+// CHECK-DAG: %[[C:.*]] = kiln.constant dense<[-3.000000e+03, 0x4B7FFFFF, 4.200000e+01]> : tensor<3xf32>
+// CHECK-DAG: %[[MULT:.*]] = kiln.constant dense<[5.000000e-03, 2.500000e-03, 0.00999999977]> : tensor<3xf32>
+// CHECK: %[[A:.*]] = kiln.sub
+// CHECK: %[[SA:.*]] = kiln.mul %[[A]], %[[TWO]] : (tensor<4x6xf32>, tensor<f32>) -> tensor<4x6xf32>
+// CHECK: %[[W:.*]] = kiln.dequantize %{{.*}}, %[[HALF]] {bits = 8 : i64, block_size = 6 : i64}
+// CHECK: %[[P:.*]] = kiln.matmul %[[SA]], %[[W]] {transpose_rhs = true}
+// CHECK-NEXT: %[[B:.*]] = kiln.add %[[P]], %[[C]] : (tensor<4x3xf32>, tensor<3xf32>) -> tensor<4x3xf32>
+// CHECK-NEXT: %[[Y:.*]] = kiln.mul %[[B]], %[[MULT]]
+// CHECK-NEXT: kiln.round %[[Y]]
+// CHECK-NOT: kiln.cast
+func.func @biased_product_form(%q: tensor<4x6xui8>) -> tensor<4x3xf32> {
+  %qf = kiln.cast %q : tensor<4x6xui8> -> tensor<4x6xf32>
+  %zf = kiln.constant dense<1.280000e+02> : tensor<f32>
+  %a = kiln.sub %qf, %zf : (tensor<4x6xf32>, tensor<f32>) -> tensor<4x6xf32>
+  %p = kiln.constant dense<[[[130, 183, 14, 238, 127, 26]], [[80, 57, 190, 240, 126, 194]], [[52, 127, 6, 110, 208, 143]]]> : tensor<3x1x6xui8>
+  %one = kiln.constant dense<1.000000e+00> : tensor<3x1xf32>
+  %w = kiln.dequantize %p, %one {bits = 8 : i64, block_size = 6 : i64} : (tensor<3x1x6xui8>, tensor<3x1xf32>) -> tensor<3x6xf32>
+  %m = kiln.matmul %a, %w {transpose_rhs = true} : (tensor<4x6xf32>, tensor<3x6xf32>) -> tensor<4x3xf32>
+  %i = kiln.cast %m : tensor<4x3xf32> -> tensor<4x3xi32>
+  %c = kiln.constant dense<[-3000, 16777215, 42]> : tensor<3xi32>
+  %s = kiln.add %i, %c : (tensor<4x3xi32>, tensor<3xi32>) -> tensor<4x3xi32>
+  %f = kiln.cast %s : tensor<4x3xi32> -> tensor<4x3xf32>
+  %mult = kiln.constant dense<[5.000000e-03, 2.500000e-03, 1.000000e-02]> : tensor<3xf32>
+  %y = kiln.mul %f, %mult : (tensor<4x3xf32>, tensor<3xf32>) -> tensor<4x3xf32>
+  %r = kiln.round %y : tensor<4x3xf32>
+  return %r : tensor<4x3xf32>
+}
+
+// -----
+
+// negative_: a C of 2^24 has no exact fp32: the sum stays in int32.
+// CHECK-LABEL: func @negative_biased_c_not_exact
+// CHECK: %[[M:.*]] = kiln.matmul
+// CHECK: kiln.cast %[[M]] : tensor<4x3xf32> -> tensor<4x3xi32>
+// CHECK: kiln.add %{{.*}}, %{{.*}} : (tensor<4x3xi32>, tensor<3xi32>)
+func.func @negative_biased_c_not_exact(%q: tensor<4x6xui8>) -> tensor<4x3xf32> {
+  %qf = kiln.cast %q : tensor<4x6xui8> -> tensor<4x6xf32>
+  %zf = kiln.constant dense<1.280000e+02> : tensor<f32>
+  %a = kiln.sub %qf, %zf : (tensor<4x6xf32>, tensor<f32>) -> tensor<4x6xf32>
+  %p = kiln.constant dense<[[[130, 183, 14, 238, 127, 26]], [[80, 57, 190, 240, 126, 194]], [[52, 127, 6, 110, 208, 143]]]> : tensor<3x1x6xui8>
+  %one = kiln.constant dense<1.000000e+00> : tensor<3x1xf32>
+  %w = kiln.dequantize %p, %one {bits = 8 : i64, block_size = 6 : i64} : (tensor<3x1x6xui8>, tensor<3x1xf32>) -> tensor<3x6xf32>
+  %m = kiln.matmul %a, %w {transpose_rhs = true} : (tensor<4x6xf32>, tensor<3x6xf32>) -> tensor<4x3xf32>
+  %i = kiln.cast %m : tensor<4x3xf32> -> tensor<4x3xi32>
+  %c = kiln.constant dense<[-3000, 16777216, 42]> : tensor<3xi32>
+  %s = kiln.add %i, %c : (tensor<4x3xi32>, tensor<3xi32>) -> tensor<4x3xi32>
+  %f = kiln.cast %s : tensor<4x3xi32> -> tensor<4x3xf32>
+  %mult = kiln.constant dense<[5.000000e-03, 2.500000e-03, 1.000000e-02]> : tensor<3xf32>
+  %y = kiln.mul %f, %mult : (tensor<4x3xf32>, tensor<3xf32>) -> tensor<4x3xf32>
+  return %y : tensor<4x3xf32>
+}
+
+// -----
+
+// negative_: a C of the result's shape (one a row and column) is no bias
+// of the columns; nor is one that is not a constant.
+// CHECK-LABEL: func @negative_biased_c_per_element
+// CHECK: %[[M:.*]] = kiln.matmul
+// CHECK: kiln.cast %[[M]] : tensor<4x3xf32> -> tensor<4x3xi32>
+// CHECK-LABEL: func @negative_biased_c_input
+// CHECK: %[[M:.*]] = kiln.matmul
+// CHECK: kiln.cast %[[M]] : tensor<4x3xf32> -> tensor<4x3xi32>
+func.func @negative_biased_c_per_element(%q: tensor<4x6xui8>) -> tensor<4x3xf32> {
+  %qf = kiln.cast %q : tensor<4x6xui8> -> tensor<4x6xf32>
+  %zf = kiln.constant dense<1.280000e+02> : tensor<f32>
+  %a = kiln.sub %qf, %zf : (tensor<4x6xf32>, tensor<f32>) -> tensor<4x6xf32>
+  %p = kiln.constant dense<[[[130, 183, 14, 238, 127, 26]], [[80, 57, 190, 240, 126, 194]], [[52, 127, 6, 110, 208, 143]]]> : tensor<3x1x6xui8>
+  %one = kiln.constant dense<1.000000e+00> : tensor<3x1xf32>
+  %w = kiln.dequantize %p, %one {bits = 8 : i64, block_size = 6 : i64} : (tensor<3x1x6xui8>, tensor<3x1xf32>) -> tensor<3x6xf32>
+  %m = kiln.matmul %a, %w {transpose_rhs = true} : (tensor<4x6xf32>, tensor<3x6xf32>) -> tensor<4x3xf32>
+  %i = kiln.cast %m : tensor<4x3xf32> -> tensor<4x3xi32>
+  %c = kiln.constant dense<[[1, 2, 3], [4, 5, 6], [7, 8, 9], [10, 11, 12]]> : tensor<4x3xi32>
+  %s = kiln.add %i, %c : (tensor<4x3xi32>, tensor<4x3xi32>) -> tensor<4x3xi32>
+  %f = kiln.cast %s : tensor<4x3xi32> -> tensor<4x3xf32>
+  %mult = kiln.constant dense<[5.000000e-03, 2.500000e-03, 1.000000e-02]> : tensor<3xf32>
+  %y = kiln.mul %f, %mult : (tensor<4x3xf32>, tensor<3xf32>) -> tensor<4x3xf32>
+  return %y : tensor<4x3xf32>
+}
+func.func @negative_biased_c_input(%q: tensor<4x6xui8>, %c: tensor<3xi32>) -> tensor<4x3xf32> {
+  %qf = kiln.cast %q : tensor<4x6xui8> -> tensor<4x6xf32>
+  %zf = kiln.constant dense<1.280000e+02> : tensor<f32>
+  %a = kiln.sub %qf, %zf : (tensor<4x6xf32>, tensor<f32>) -> tensor<4x6xf32>
+  %p = kiln.constant dense<[[[130, 183, 14, 238, 127, 26]], [[80, 57, 190, 240, 126, 194]], [[52, 127, 6, 110, 208, 143]]]> : tensor<3x1x6xui8>
+  %one = kiln.constant dense<1.000000e+00> : tensor<3x1xf32>
+  %w = kiln.dequantize %p, %one {bits = 8 : i64, block_size = 6 : i64} : (tensor<3x1x6xui8>, tensor<3x1xf32>) -> tensor<3x6xf32>
+  %m = kiln.matmul %a, %w {transpose_rhs = true} : (tensor<4x6xf32>, tensor<3x6xf32>) -> tensor<4x3xf32>
+  %i = kiln.cast %m : tensor<4x3xf32> -> tensor<4x3xi32>
+  %s = kiln.add %i, %c : (tensor<4x3xi32>, tensor<3xi32>) -> tensor<4x3xi32>
+  %f = kiln.cast %s : tensor<4x3xi32> -> tensor<4x3xf32>
+  %mult = kiln.constant dense<[5.000000e-03, 2.500000e-03, 1.000000e-02]> : tensor<3xf32>
+  %y = kiln.mul %f, %mult : (tensor<4x3xf32>, tensor<3xf32>) -> tensor<4x3xf32>
+  return %y : tensor<4x3xf32>
+}

@@ -13,6 +13,9 @@ Outputs:
       alpha 0.5, requantized to uint8;
   gemm_float: int8 A stored [K, M] (transA) by int8 B with a scale and a
       zero point a column, no C, no y_scale: the float result;
+  gemm_u8_k48: A four times side by side (K = 48, whole 16-byte rows: the
+      integer GEMM's) by int8 B stored [N, K] with a scale a column, int32
+      C a column (up to 10^6), requantized to uint8;
   concat_u8: uint8 A three times, each read with another scale and zero
       point, along axis 0;
   concat_s8: int8 A twice along the last axis, once quantized as Y.
@@ -78,6 +81,21 @@ nodes = [
         ["gemm_float"], domain="com.microsoft", transA=1),
     helper.make_node(
         "QLinearConcat",
+        [const("a4_s", f32(0.05)), const("a4_z", np.uint8(128)),
+         "a", "a4_s", "a4_z", "a", "a4_s", "a4_z",
+         "a", "a4_s", "a4_z", "a", "a4_s", "a4_z"],
+        ["a4"], domain="com.microsoft", axis=1),
+    helper.make_node(
+        "QGemm",
+        ["a4", "a4_s", "a4_z",
+         ints("gb3", -127, 128, (16, 48), np.int8),
+         const("gb3_s", rng.uniform(0.01, 0.03, 16).astype(np.float32)),
+         const("gb3_z", np.zeros(16, np.int8)),
+         ints("gc3", -10**6, 10**6, (16,), np.int32),
+         const("gy3_s", f32(40.0)), const("gy3_z", np.uint8(120))],
+        ["gemm_u8_k48"], domain="com.microsoft", transB=1),
+    helper.make_node(
+        "QLinearConcat",
         [const("cy_s", f32(0.06)), const("cy_z", np.uint8(125)),
          "a", const("c1_s", f32(0.02)), const("c1_z", np.uint8(128)),
          "a", const("c2_s", f32(0.1)), const("c2_z", np.uint8(90)),
@@ -103,6 +121,7 @@ graph = helper.make_graph(
      value("a", U8, [5, 12]), value("sa", S8, [5, 5])],
     [value("conv_u8", U8, [2, 4, 4, 4]), value("conv_s8", S8, [2, 4, 5, 5]),
      value("gemm_u8", U8, [5, 6]), value("gemm_float", F32, [5, 6]),
+     value("gemm_u8_k48", U8, [5, 16]),
      value("concat_u8", U8, [15, 12]), value("concat_s8", S8, [5, 10])],
     inits)
 model = helper.make_model(graph, opset_imports=[
