@@ -352,8 +352,10 @@ struct RecomposeBiasedIntegerMatmul : OpRewritePattern<MulOp> {
             matmul.getType().getShape() != add.getType().getShape())
           continue;
         DequantizeOp w = integerProductWeights(matmul);
+        if (!w || !inBlockOf(root, matmul.getLhs()))
+          continue;
         std::optional<HostTensor> floatBias = exactColumnBias(bias, matmul);
-        if (!w || !floatBias || !inBlockOf(root, matmul.getLhs()))
+        if (!floatBias)
           continue;
         auto halves =
             HostTensor::allocate(w.getScales().getType().getElementType(),

@@ -191,6 +191,10 @@ int main(int argc, char **argv) {
     return fail(error);
   if (std::string error = kiln::applyKernelCLOptions(options); !error.empty())
     return fail(error);
+  // A run that asks for Kiln's GEMM kernels (--gemm, KILN_GEMM_KERNEL) of a
+  // model it compiles compiles them in (kilnc asks --gemm-kernels).
+  if (!hostOptions().gemm.empty() || !cudaOptions().gemm.empty())
+    options.gemmKernels = true;
   unsigned usedSeed = seed ? seed : std::random_device{}();
   llvm::outs() << "seed " << usedSeed << "\n";
   std::mt19937 rng(usedSeed);
