@@ -12,8 +12,9 @@ script does the same over export_fresh.py's models (no torch needed):
       TensorRT and onnxruntime's int8 paths consume);
   bert-qdq-fp8: the same with float8 E4M3FN activations and weights (per
       tensor; onnxruntime's form of the FP8 Q/DQ pairs ModelOpt writes);
-  gpt2-qdq-int8, vit-qdq-int8: the same over GPT-2's and ViT's
-      TorchScript exports (not LLaMA's: see exact_session);
+  gpt2-qdq-int8, vit-qdq-int8, llama-qdq-int8: the same over the other
+      architectures' TorchScript exports (LLaMA's rotary halves quantized
+      and dequantized on either side of their slices and concat);
   bert-qop-int8: quantize_static in the QOperator format (int8, weights
       per channel): QLinearMatMul, and com.microsoft QLinearAdd, QLinearMul
       and QLinearSoftmax between them, with QuantizeLinear and
@@ -147,8 +148,6 @@ def exact_session(path):
     # export they moved one quantized value, 0.043 in the logits; with them
     # off (or every tensor a graph output, which stops them) onnxruntime
     # equals Kiln's reference interpreter and host backend bit for bit.
-    # (That model is not in the tree: its rotary halves fuse into kernels
-    # of 116,000 instructions, minutes to compile.)
     options.graph_optimization_level = (
         ort.GraphOptimizationLevel.ORT_DISABLE_ALL)
     return ort.InferenceSession(path, options,
@@ -162,6 +161,7 @@ MODELS = [("bert-qdq-int8", "bert-torchscript", qdq_int8),
           ("gpt2-qop-int8", "gpt2-torchscript", qop_int8),
           ("llama-qop-int8", "llama-torchscript", qop_int8),
           ("gpt2-qdq-int8", "gpt2-torchscript", qdq_int8),
+          ("llama-qdq-int8", "llama-torchscript", qdq_int8),
           ("vit-qdq-int8", "vit-torchscript", qdq_int8),
           ("bert-dynamic-int8", "bert-dynamo", dynamic_int8),
           ("bert-dynamic-uint8", "bert-torchscript", dynamic_uint8),

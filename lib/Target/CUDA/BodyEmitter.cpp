@@ -172,7 +172,14 @@ FailureOr<std::string> BodyEmitter::getAt(Value value, const std::string &idx,
                                           const std::string &indent) {
   // Keyed by index too: one value may be read at several indices (two
   // slices of one input, say) while computing one element.
-  std::pair<void *, std::string> key{value.getAsOpaquePointer(), idx};
+  // An index alias (the names below) is keyed as the expression it stands
+  // for, so that the readers of one value at one element share its
+  // computation though each reaches it through an alias of its own. Else
+  // each diamond of the body (a quantization's is_nan and where both read
+  // its rounded value) doubles the kernel: 100,000 lines of source for an
+  // int8 Q/DQ LLaMA's rotary halves (emit-shared-values.mlir).
+  std::pair<void *, std::string> key{value.getAsOpaquePointer(),
+                                     indexAliased(idx)};
   auto cached = computedAt.find(key);
   if (cached != computedAt.end())
     return cached->second;
@@ -200,6 +207,7 @@ FailureOr<std::string> BodyEmitter::getAt(Value value, const std::string &idx,
   std::string index = "i" + fresh();
   os << indent << (narrow ? "unsigned " : "long long ") << index << " = "
      << (narrow ? "(unsigned)(" + idx + ")" : idx) << ";\n";
+  aliases[index] = key.second;
   Sizes strides = stridesOf(shape);
   auto coordinate = [&](int64_t d) {
     return llvm::formatv("(({0} / {1}) % {2})", index, text(narrow, strides[d]),

@@ -102,6 +102,7 @@ public:
   void reset() {
     names.clear();
     computedAt.clear();
+    aliases.clear();
   }
 
   /// Binds `value` to the C expression `name`.
@@ -146,6 +147,12 @@ private:
                                              llvm::ArrayRef<std::string> in);
   static std::string castExpr(mlir::Type from, mlir::Type to,
                               const std::string &v);
+  /// The index expression `idx` names, where it is one of getAt's index
+  /// aliases (the same value, maybe narrowed to 32 bits); else `idx`.
+  std::string indexAliased(const std::string &idx) const {
+    auto it = aliases.find(idx);
+    return it == aliases.end() ? idx : it->second;
+  }
 
   KernelOp kernel;
   llvm::raw_ostream &os;
@@ -153,6 +160,8 @@ private:
   /// getAt's values by (value, index expression).
   std::map<std::pair<void *, std::string>, std::string> computedAt;
   llvm::DenseMap<mlir::Value, unsigned> argIndex;
+  /// getAt's index aliases, by name: the expression each stands for.
+  std::map<std::string, std::string> aliases;
   int counter = 0;
 };
 
