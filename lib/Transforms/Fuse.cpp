@@ -86,6 +86,9 @@ struct Group {
   /// The layer_norm or rms_norm of the product's rows that ends the
   /// epilogue, or null.
   Operation *gemmNorm = nullptr;
+  /// Whether an 8-bit GEMM's epilogue ends in a tail of elementwise ops
+  /// (growQdqTail).
+  bool gemmTail = false;
   /// A member whose value the kernel also yields, after the root's: a row
   /// norm's input that later ops read too (buildReductionGroup, and a GEMM
   /// group's norm), the earlier of two cache updates (pairCacheUpdates), or
@@ -502,13 +505,99 @@ std::optional<QdqOperands> qdqOperands(MatmulOp matmul) {
   return QdqOperands{weights, *activations};
 }
 
+/// How many ops past an 8-bit GEMM's product growQdqTail looks for its
+/// readers: a requantization and a quantized residual add are some 30.
+constexpr unsigned kTailWindow = 64;
+
+/// Grows an 8-bit GEMM's group (its product and bias, at `group.root`) by
+/// the elementwise ops and reshapes that follow it and read it at their own
+/// element (#kiln.gemm_epilogue's tail): the requantization of its sums to
+/// 8 bits, and the dequantize and quantized add that may follow, which the
+/// CUDA target computes where it stores each element, in place of a launch
+/// that reads the product back. Each op's other operands are defined before
+/// the product (a kernel input cannot depend on the kernel) and stored
+/// anyway (fromOutside). The tail ends at its last op whose earlier values
+/// no op outside reads; there is none where no such op has an elementwise
+/// op in it. It takes none of `reserved`: the dequantizations of another
+/// 8-bit product's activations, which that product reads as bytes.
+void growQdqTail(Group &group, const llvm::DenseSet<Operation *> &taken,
+                 const llvm::DenseSet<Operation *> &reserved) {
+  Operation *start = group.root;
+  llvm::SmallVector<Operation *> tail;
+  llvm::SmallPtrSet<Value, 16> chain = {start->getResult(0)};
+  auto sameElements = [](Value a, Value b) {
+    auto from = cast<RankedTensorType>(a.getType());
+    auto to = cast<RankedTensorType>(b.getType());
+    return from.getShape() == to.getShape() &&
+           from.getEncoding() == to.getEncoding();
+  };
+  // An operand from outside: defined before the product, and stored
+  // anyway (an input, a constant, another kernel's result, or a value
+  // that other ops read too): one that only the tail reads would be a
+  // launch of its own, where the elementwise kernel that the tail replaces
+  // computes it from its producers.
+  auto fromOutside = [&](Value v, Operation *reader) {
+    Operation *def = v.getDefiningOp();
+    if (!def)
+      return true;
+    if (def->getBlock() != start->getBlock() || !def->isBeforeInBlock(start))
+      return false;
+    return def->getNumOperands() == 0 || taken.contains(def) ||
+           llvm::any_of(v.getUsers(), [&](Operation *user) {
+             return user != reader && !llvm::is_contained(tail, user);
+           });
+  };
+  // Whether no op outside the tail reads its values but `end`'s.
+  auto closed = [&](Operation *end) {
+    return llvm::all_of(chain, [&](Value v) {
+      return v == end->getResult(0) ||
+             llvm::all_of(v.getUsers(), [&](Operation *user) {
+               return llvm::is_contained(tail, user);
+             });
+    });
+  };
+  size_t taking = 0;
+  bool computes = false, computed = false;
+  Operation *op = start->getNextNode();
+  for (unsigned looked = 0; op && looked < kTailWindow;
+       op = op->getNextNode(), ++looked) {
+    bool readsChain = llvm::any_of(op->getOperands(),
+                                   [&](Value v) { return chain.contains(v); });
+    if (!readsChain)
+      continue;
+    bool reshape = isa<ReshapeOp>(op);
+    if (taken.contains(op) || reserved.contains(op) ||
+        !(reshape || isElementwise(op)) || op->getNumResults() != 1)
+      break;
+    bool fits = llvm::all_of(op->getOperands(), [&](Value v) {
+      return chain.contains(v) ? reshape || sameElements(v, op->getResult(0))
+                               : fromOutside(v, op);
+    });
+    if (!fits)
+      break;
+    tail.push_back(op);
+    chain.insert(op->getResult(0));
+    computes |= !reshape;
+    if (computes && closed(op)) {
+      taking = tail.size();
+      computed = true;
+    }
+  }
+  if (!computed)
+    return;
+  group.members.insert(tail.begin(), tail.begin() + taking);
+  group.root = tail[taking - 1];
+  group.gemmTail = true;
+}
+
 /// Builds a GEMM group, what a cuBLASLt call computes with its epilogue: the
 /// matmul, then a bias over its columns, a residual of its shape and a ReLU
 /// or GELU (maybe after reshapes), each the only user of the one before;
 /// and the dequantize of its quantized weights. Returns nothing when the
 /// matmul has neither (it stays a plain matmul step).
-std::optional<Group> buildGemmGroup(MatmulOp matmul,
-                                    const llvm::DenseSet<Operation *> &taken) {
+std::optional<Group>
+buildGemmGroup(MatmulOp matmul, const llvm::DenseSet<Operation *> &taken,
+               const llvm::DenseSet<Operation *> &reserved) {
   if (!takesEpilogue(matmul))
     return std::nullopt;
   Type element = matmul.getType().getElementType();
@@ -611,6 +700,10 @@ std::optional<Group> buildGemmGroup(MatmulOp matmul,
     if (joins(operands->weights) && llvm::all_of(ops, joins)) {
       group.members.insert(operands->weights);
       group.members.insert(ops.begin(), ops.end());
+      // Its tail after the product and bias alone.
+      if (!group.gemmResidualAdd &&
+          group.gemmActivation == GemmActivation::none)
+        growQdqTail(group, taken, reserved);
     }
   }
   // Last, the cast of a 16-bit result to fp32 where it is the result's only
@@ -845,7 +938,7 @@ void outlineGroup(Group &group) {
         builder.getContext(), inputNumber(group.gemmBiasAdd),
         inputNumber(group.gemmResidualAdd), group.gemmActivation,
         norm ? numberOf(rowNormScale(norm)) : -1,
-        norm ? numberOf(rowNormShift(norm)) : -1);
+        norm ? numberOf(rowNormShift(norm)) : -1, group.gemmTail);
   }
   SmallVector<Value> results{result};
   if (group.alsoYielded)
@@ -941,11 +1034,19 @@ struct KilnFusePass : public kiln::impl::KilnFusePassBase<KilnFusePass> {
     });
 
     // Matmuls with a bias or activation after them next: cuBLASLt applies
-    // those in its epilogue, without a trip through memory.
+    // those in its epilogue, without a trip through memory. An 8-bit
+    // product's tail leaves the 8-bit products' activations to them.
+    llvm::DenseSet<Operation *> activations;
+    func.walk([&](MatmulOp matmul) {
+      if (std::optional<QdqOperands> operands = qdqOperands(matmul))
+        activations.insert(operands->activations.ops.begin(),
+                           operands->activations.ops.end());
+    });
     func.walk([&](MatmulOp matmul) {
       if (isa<KernelOp>(matmul->getParentOp()) || taken.contains(matmul))
         return;
-      if (std::optional<Group> group = buildGemmGroup(matmul, taken)) {
+      if (std::optional<Group> group =
+              buildGemmGroup(matmul, taken, activations)) {
         taken.insert(group->members.begin(), group->members.end());
         groups.push_back(std::move(*group));
       }

@@ -574,3 +574,66 @@ func.func @gemm_norm_malformed(%x: tensor<4x8xf16>, %w: tensor<8x8xf16>, %g: ten
   }
   return %0 : tensor<4x8xf16>
 }
+
+// -----
+
+func.func @gemm_tail_without_8bit_activations(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>) -> tensor<4x8xf32> {
+  // expected-error@+1 {{of kind gemm has a tail only over 8-bit activations, after its product and bias alone}}
+  %0 = kiln.kernel gemm (%x, %w) {epilogue = #kiln.gemm_epilogue<tail = true>} : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32> {
+  ^bb0(%a: tensor<4x8xf32>, %b: tensor<8x8xf32>):
+    %p = kiln.matmul %a, %b : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+    %r = kiln.round %p : tensor<4x8xf32>
+    kiln.yield %r : tensor<4x8xf32>
+  }
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @gemm_tail_moves_data(%x: tensor<4x32xi8>, %q: tensor<8x1x32xui8>, %s: tensor<8x1xf32>, %sa: tensor<f32>) -> tensor<8x4xf32> {
+  // expected-error@+1 {{of kind gemm has a tail op that is neither elementwise nor a reshape: kiln.transpose}}
+  %0 = kiln.kernel gemm (%x, %q, %s, %sa) {epilogue = #kiln.gemm_epilogue<tail = true>} : (tensor<4x32xi8>, tensor<8x1x32xui8>, tensor<8x1xf32>, tensor<f32>) -> tensor<8x4xf32> {
+  ^bb0(%a: tensor<4x32xi8>, %bq: tensor<8x1x32xui8>, %bs: tensor<8x1xf32>, %as: tensor<f32>):
+    %af = kiln.cast %a : tensor<4x32xi8> -> tensor<4x32xf32>
+    %ad = kiln.mul %af, %as : (tensor<4x32xf32>, tensor<f32>) -> tensor<4x32xf32>
+    %w = kiln.dequantize %bq, %bs {bits = 8 : i64, block_size = 32 : i64} : (tensor<8x1x32xui8>, tensor<8x1xf32>) -> tensor<8x32xf32>
+    %p = kiln.matmul %ad, %w {transpose_rhs = true} : (tensor<4x32xf32>, tensor<8x32xf32>) -> tensor<4x8xf32>
+    %t = kiln.transpose %p {permutation = array<i64: 1, 0>} : tensor<4x8xf32> -> tensor<8x4xf32>
+    kiln.yield %t : tensor<8x4xf32>
+  }
+  return %0 : tensor<8x4xf32>
+}
+
+// -----
+
+func.func @gemm_tail_broadcasts_product(%x: tensor<4x32xi8>, %q: tensor<8x1x32xui8>, %s: tensor<8x1xf32>, %sa: tensor<f32>, %e: tensor<3x32xf32>) -> tensor<3x32xf32> {
+  // expected-error@+1 {{of kind gemm has a tail op that reads its product at another element: kiln.add}}
+  %0 = kiln.kernel gemm (%x, %q, %s, %sa, %e) {epilogue = #kiln.gemm_epilogue<tail = true>} : (tensor<4x32xi8>, tensor<8x1x32xui8>, tensor<8x1xf32>, tensor<f32>, tensor<3x32xf32>) -> tensor<3x32xf32> {
+  ^bb0(%a: tensor<4x32xi8>, %bq: tensor<8x1x32xui8>, %bs: tensor<8x1xf32>, %as: tensor<f32>, %ee: tensor<3x32xf32>):
+    %af = kiln.cast %a : tensor<4x32xi8> -> tensor<4x32xf32>
+    %ad = kiln.mul %af, %as : (tensor<4x32xf32>, tensor<f32>) -> tensor<4x32xf32>
+    %w = kiln.dequantize %bq, %bs {bits = 8 : i64, block_size = 32 : i64} : (tensor<8x1x32xui8>, tensor<8x1xf32>) -> tensor<8x32xf32>
+    %p = kiln.matmul %ad, %w {transpose_rhs = true} : (tensor<4x32xf32>, tensor<8x32xf32>) -> tensor<4x8xf32>
+    %r = kiln.reshape %p : tensor<4x8xf32> -> tensor<1x32xf32>
+    %y = kiln.add %r, %ee : (tensor<1x32xf32>, tensor<3x32xf32>) -> tensor<3x32xf32>
+    kiln.yield %y : tensor<3x32xf32>
+  }
+  return %0 : tensor<3x32xf32>
+}
+
+// -----
+
+func.func @gemm_tail_reads_the_prologue(%x: tensor<4x32xi8>, %q: tensor<8x1x32xui8>, %s: tensor<8x1xf32>, %sa: tensor<f32>) -> tensor<4x8xf32> {
+  // expected-error@+1 {{of kind gemm has a tail op that reads other than its product, its inputs and values of them: kiln.reshape}}
+  %0 = kiln.kernel gemm (%x, %q, %s, %sa) {epilogue = #kiln.gemm_epilogue<tail = true>} : (tensor<4x32xi8>, tensor<8x1x32xui8>, tensor<8x1xf32>, tensor<f32>) -> tensor<4x8xf32> {
+  ^bb0(%a: tensor<4x32xi8>, %bq: tensor<8x1x32xui8>, %bs: tensor<8x1xf32>, %as: tensor<f32>):
+    %af = kiln.cast %a : tensor<4x32xi8> -> tensor<4x32xf32>
+    %ad = kiln.mul %af, %as : (tensor<4x32xf32>, tensor<f32>) -> tensor<4x32xf32>
+    %w = kiln.dequantize %bq, %bs {bits = 8 : i64, block_size = 32 : i64} : (tensor<8x1x32xui8>, tensor<8x1xf32>) -> tensor<8x32xf32>
+    %p = kiln.matmul %ad, %w {transpose_rhs = true} : (tensor<4x32xf32>, tensor<8x32xf32>) -> tensor<4x8xf32>
+    %r = kiln.reshape %ad : tensor<4x32xf32> -> tensor<4x8x4xf32>
+    %y = kiln.add %p, %p : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+    kiln.yield %y : tensor<4x8xf32>
+  }
+  return %0 : tensor<4x8xf32>
+}

@@ -1441,3 +1441,106 @@ func.func @negative_scalar_kernels_of_two_shapes(%t: tensor<f32>, %r: tensor<1xf
   %z = kiln.round %r : tensor<1xf32>
   return %s, %z : tensor<f32>, tensor<1xf32>
 }
+
+// -----
+
+// An 8-bit GEMM's tail: the requantization of its sums with their bias
+// (onnxruntime's QLinearMatMul and QGemm: a multiplier a column, rounding,
+// the zero point, saturation) is computed where the kernel stores each
+// element, which it stores as int8; no elementwise kernel reads the product
+// back.
+// CHECK-LABEL: func @gemm_int8_tail
+// CHECK: kiln.kernel  gemm({{.*}}) {epilogue = #kiln.gemm_epilogue<bias = {{[0-9]+}}, tail = true>} : {{.*}} -> tensor<3x8xi8>
+// CHECK: kiln.matmul
+// CHECK-NEXT: kiln.add
+// CHECK-NEXT: kiln.mul
+// CHECK-NEXT: kiln.round
+// CHECK-NEXT: kiln.add
+// CHECK-NEXT: kiln.is_nan
+// CHECK-NEXT: kiln.where
+// CHECK-NEXT: kiln.max
+// CHECK-NEXT: kiln.min
+// CHECK-NEXT: kiln.cast %{{.*}} : tensor<3x8xf32> -> tensor<3x8xi8>
+// CHECK-NEXT: kiln.yield
+// CHECK-NOT: kiln.kernel
+// CHECK: return
+func.func @gemm_int8_tail(%x0: tensor<3x32xf32>, %s: tensor<8x1xf32>, %sa: tensor<f32>, %b: tensor<8xf32>, %mul: tensor<8xf32>) -> tensor<3x8xi8> {
+  %q = kiln.constant dense<131> : tensor<8x1x32xui8>
+  %lo = kiln.constant dense<-128.0> : tensor<f32>
+  %hi = kiln.constant dense<127.0> : tensor<f32>
+  %zp = kiln.constant dense<3.0> : tensor<f32>
+  %x = kiln.cast %x0 : tensor<3x32xf32> -> tensor<3x32xi8>
+  %xf = kiln.cast %x : tensor<3x32xi8> -> tensor<3x32xf32>
+  %a = kiln.mul %xf, %sa : (tensor<3x32xf32>, tensor<f32>) -> tensor<3x32xf32>
+  %w = kiln.dequantize %q, %s {bits = 8 : i64, block_size = 32 : i64} : (tensor<8x1x32xui8>, tensor<8x1xf32>) -> tensor<8x32xf32>
+  %m = kiln.matmul %a, %w {transpose_rhs = true} : (tensor<3x32xf32>, tensor<8x32xf32>) -> tensor<3x8xf32>
+  %c = kiln.add %m, %b : (tensor<3x8xf32>, tensor<8xf32>) -> tensor<3x8xf32>
+  %r = kiln.mul %c, %mul : (tensor<3x8xf32>, tensor<8xf32>) -> tensor<3x8xf32>
+  %n = kiln.round %r : tensor<3x8xf32>
+  %z = kiln.add %n, %zp : (tensor<3x8xf32>, tensor<f32>) -> tensor<3x8xf32>
+  %nan = kiln.is_nan %z : tensor<3x8xf32> -> tensor<3x8xi1>
+  %v = kiln.where %nan, %lo, %z : (tensor<3x8xi1>, tensor<f32>, tensor<3x8xf32>) -> tensor<3x8xf32>
+  %u = kiln.max %v, %lo : (tensor<3x8xf32>, tensor<f32>) -> tensor<3x8xf32>
+  %t = kiln.min %u, %hi : (tensor<3x8xf32>, tensor<f32>) -> tensor<3x8xf32>
+  %y = kiln.cast %t : tensor<3x8xf32> -> tensor<3x8xi8>
+  return %y : tensor<3x8xi8>
+}
+
+// -----
+
+// The tail stops before the next 8-bit product's dequantization of its
+// activations, which that product reads as the bytes the tail stores.
+// CHECK-LABEL: func @gemm_int8_tail_into_gemm
+// CHECK: %[[FIRST:.*]] = kiln.kernel  gemm({{.*}}) {epilogue = #kiln.gemm_epilogue<tail = true>} : {{.*}} -> tensor<3x32xi8>
+// CHECK: kiln.matmul
+// CHECK-NEXT: kiln.mul
+// CHECK-NEXT: kiln.cast %{{.*}} : tensor<3x32xf32> -> tensor<3x32xi8>
+// CHECK-NEXT: kiln.yield
+// CHECK: kiln.kernel  gemm(%[[FIRST]], {{.*}}) {epilogue = #kiln.gemm_epilogue<>}
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: kiln.cast %{{.*}} : tensor<3x32xi8> -> tensor<3x32xf32>
+func.func @gemm_int8_tail_into_gemm(%x0: tensor<3x32xf32>, %s: tensor<32x1xf32>, %s2: tensor<8x1xf32>, %sa: tensor<f32>, %inv: tensor<f32>) -> tensor<3x8xf32> {
+  %q = kiln.constant dense<131> : tensor<32x1x32xui8>
+  %q2 = kiln.constant dense<120> : tensor<8x1x32xui8>
+  %x = kiln.cast %x0 : tensor<3x32xf32> -> tensor<3x32xi8>
+  %xf = kiln.cast %x : tensor<3x32xi8> -> tensor<3x32xf32>
+  %a = kiln.mul %xf, %sa : (tensor<3x32xf32>, tensor<f32>) -> tensor<3x32xf32>
+  %w = kiln.dequantize %q, %s {bits = 8 : i64, block_size = 32 : i64} : (tensor<32x1x32xui8>, tensor<32x1xf32>) -> tensor<32x32xf32>
+  %m = kiln.matmul %a, %w {transpose_rhs = true} : (tensor<3x32xf32>, tensor<32x32xf32>) -> tensor<3x32xf32>
+  %r = kiln.mul %m, %inv : (tensor<3x32xf32>, tensor<f32>) -> tensor<3x32xf32>
+  %y = kiln.cast %r : tensor<3x32xf32> -> tensor<3x32xi8>
+  %yf = kiln.cast %y : tensor<3x32xi8> -> tensor<3x32xf32>
+  %a2 = kiln.mul %yf, %sa : (tensor<3x32xf32>, tensor<f32>) -> tensor<3x32xf32>
+  %w2 = kiln.dequantize %q2, %s2 {bits = 8 : i64, block_size = 32 : i64} : (tensor<8x1x32xui8>, tensor<8x1xf32>) -> tensor<8x32xf32>
+  %n = kiln.matmul %a2, %w2 {transpose_rhs = true} : (tensor<3x32xf32>, tensor<8x32xf32>) -> tensor<3x8xf32>
+  return %n : tensor<3x8xf32>
+}
+
+// -----
+
+// negative_: no tail where the product is read at another element (a
+// transpose), read outside it too, or added to a value that only the tail
+// would read (computed from its producers where it is read, it would
+// otherwise be a launch of its own).
+// CHECK-LABEL: func @negative_gemm_int8_tail
+// CHECK-COUNT-3: kiln.kernel  gemm({{.*}}) {epilogue = #kiln.gemm_epilogue<>}
+// CHECK-NOT: tail = true
+// CHECK: return
+func.func @negative_gemm_int8_tail(%x0: tensor<3x32xf32>, %s: tensor<8x1xf32>, %sa: tensor<f32>, %e: tensor<3x8xf32>) -> (tensor<8x3xf32>, tensor<3x8xf32>, tensor<3x8xf32>, tensor<3x8xf32>) {
+  %q = kiln.constant dense<131> : tensor<8x1x32xui8>
+  %x = kiln.cast %x0 : tensor<3x32xf32> -> tensor<3x32xi8>
+  %xf = kiln.cast %x : tensor<3x32xi8> -> tensor<3x32xf32>
+  %a = kiln.mul %xf, %sa : (tensor<3x32xf32>, tensor<f32>) -> tensor<3x32xf32>
+  %w = kiln.dequantize %q, %s {bits = 8 : i64, block_size = 32 : i64} : (tensor<8x1x32xui8>, tensor<8x1xf32>) -> tensor<8x32xf32>
+  %m = kiln.matmul %a, %w {transpose_rhs = true} : (tensor<3x32xf32>, tensor<8x32xf32>) -> tensor<3x8xf32>
+  %t = kiln.transpose %m {permutation = array<i64: 1, 0>} : tensor<3x8xf32> -> tensor<8x3xf32>
+  %tr = kiln.relu %t : tensor<8x3xf32>
+  %w2 = kiln.dequantize %q, %s {bits = 8 : i64, block_size = 32 : i64} : (tensor<8x1x32xui8>, tensor<8x1xf32>) -> tensor<8x32xf32>
+  %m2 = kiln.matmul %a, %w2 {transpose_rhs = true} : (tensor<3x32xf32>, tensor<8x32xf32>) -> tensor<3x8xf32>
+  %r2 = kiln.mul %m2, %sa : (tensor<3x8xf32>, tensor<f32>) -> tensor<3x8xf32>
+  %ex = kiln.exp %e : tensor<3x8xf32>
+  %w3 = kiln.dequantize %q, %s {bits = 8 : i64, block_size = 32 : i64} : (tensor<8x1x32xui8>, tensor<8x1xf32>) -> tensor<8x32xf32>
+  %m3 = kiln.matmul %a, %w3 {transpose_rhs = true} : (tensor<3x32xf32>, tensor<8x32xf32>) -> tensor<3x8xf32>
+  %r3 = kiln.add %m3, %ex : (tensor<3x8xf32>, tensor<3x8xf32>) -> tensor<3x8xf32>
+  return %tr, %m2, %r2, %r3 : tensor<8x3xf32>, tensor<3x8xf32>, tensor<3x8xf32>, tensor<3x8xf32>
+}

@@ -170,6 +170,8 @@ FailureOr<std::string> BodyEmitter::get(Value value, const std::string &idx,
 
 FailureOr<std::string> BodyEmitter::getAt(Value value, const std::string &idx,
                                           const std::string &indent) {
+  if (auto bound = everywhere.find(value); bound != everywhere.end())
+    return bound->second;
   // Keyed by index too: one value may be read at several indices (two
   // slices of one input, say) while computing one element.
   // An index alias (the names below) is keyed as the expression it stands

@@ -103,10 +103,18 @@ public:
     names.clear();
     computedAt.clear();
     aliases.clear();
+    everywhere.clear();
   }
 
   /// Binds `value` to the C expression `name`.
   void bind(mlir::Value value, const std::string &name) { names[value] = name; }
+
+  /// Binds `value` to `name` at every index getAt reads it at: the value of
+  /// the one element this scope computes (a GEMM's product where its tail
+  /// stores it), which its readers read at that element only.
+  void bindAtEveryIndex(mlir::Value value, const std::string &name) {
+    everywhere[value] = name;
+  }
 
   /// The C name of `value` computed at flat index `idx` of `shape`: the
   /// name emit() bound in this scope, else a block argument loaded or a
@@ -160,6 +168,8 @@ private:
   /// getAt's values by (value, index expression).
   std::map<std::pair<void *, std::string>, std::string> computedAt;
   llvm::DenseMap<mlir::Value, unsigned> argIndex;
+  /// bindAtEveryIndex's values.
+  llvm::DenseMap<mlir::Value, std::string> everywhere;
   /// getAt's index aliases, by name: the expression each stands for.
   std::map<std::string, std::string> aliases;
   int counter = 0;

@@ -202,16 +202,29 @@ struct QdqGemmShape {
   rt::MatmulActivation activation = rt::MatmulActivation::None;
 };
 
+/// The tail of a Q/DQ GEMM's epilogue (#kiln.gemm_epilogue's tail: its
+/// requantization and what else follows of each element), as C text: the
+/// statements that compute the stored value from `product` (the element
+/// of the product with its bias, rounded to the product's type, a float)
+/// at `row`, `col` of the n columns; the value; its C storage type; and
+/// the pointer parameters of the kernel inputs they read (in<k>, k the
+/// kernel input's number), which both kernels take after the residual.
+struct QdqGemmTail {
+  std::string statements, value, storage, parameters;
+};
+
 /// Appends the Q/DQ GEMM `name` of `config` for `shape` and, with a
 /// split, `name`_combine. They are launch steps: the main kernel takes
 /// (A's bytes, the packed weights, their scales, A's scale, [A's zero
-/// point], [the weights' zero points], [bias], [residual], C, [the split's
-/// float partials]), the
-/// combine (partials, [bias], [residual], C), each then `dims`; `rows` is
-/// C's rows as C text over them.
+/// point], [the weights' zero points], [bias], [residual], [the tail's
+/// inputs], C, [the split's float partials]), the
+/// combine (partials, [bias], [residual], [the tail's inputs], C), each
+/// then `dims`; `rows` is C's rows as C text over them. C holds the tail's
+/// values where there is one.
 void emitQdqGemm(const QdqGemmShape &shape, const GemmConfig &config,
                  const std::string &name, const std::string &rows,
-                 const std::string &dims, llvm::raw_ostream &os);
+                 const std::string &dims, const QdqGemmTail *tail,
+                 llvm::raw_ostream &os);
 
 /// Appends the kernel that adds the splits' partial sums and applies the
 /// epilogue, named as gemmReduceName says.

@@ -108,7 +108,7 @@ const char *const kFourWarpTileStore =
     R"cuda(  // Accumulator i of an m16n8 tile is row lane / 4 (+ 8 for i >= 2),
   // column 2 (lane % 4) + i % 2.$TILE_LOCALS
   const $ELEMENT *r_mat = $R_MAT;$BIAS_LOCAL
-  $ELEMENT *c_mat = c;
+  $C_TYPE *c_mat = c;
   #pragma unroll
   for (int mt = 0; mt < $M_TILES; ++mt)
     #pragma unroll
@@ -140,12 +140,12 @@ $STORE
 )cuda";
 
 const char *const kPackedCombineKernel = R"cuda(
-extern "C" __global__ void $NAME_combine(const float *__restrict__ partials$BIAS_PARAMETER$RESIDUAL_PARAMETER,
-    $ELEMENT *__restrict__ c$DIMS) {
+extern "C" __global__ void $NAME_combine(const float *__restrict__ partials$BIAS_PARAMETER$RESIDUAL_PARAMETER$TAIL_PARAMETERS,
+    $C_TYPE *__restrict__ c$DIMS) {
   kiln_pdl_enter();
   const long long m = $EXTENT_M, n = $EXTENT_N;
   const $ELEMENT *r_mat = $R_MAT;$BIAS_LOCAL
-  $ELEMENT *c_mat = c;
+  $C_TYPE *c_mat = c;
   for (long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x; e < m * n;
        e += (long long)gridDim.x * blockDim.x) {
     const long long row = e / n, col = e % n;
@@ -172,6 +172,22 @@ std::string finishOf(const GemmKernelKind &kind) {
                      {"$HAS_RESIDUAL", kind.residual ? "true" : "false"},
                      {"$HAS_BIAS", kind.bias ? "true" : "false"},
                      {"$ACTIVATION", std::to_string(int(kind.activation))}});
+}
+
+std::string finishThroughTail(const GemmKernelKind &kind,
+                              const QdqGemmTail &tail) {
+  HalfSpelling h = spellingOf(kind.dtype);
+  std::string rounded =
+      kind.dtype == rt::DType::F32 ? "v" : storedAs(kind.dtype, true) + "(v)";
+  return substitute(kApply,
+                    {{"$TO_FLOAT", h.toFloat},
+                     {"$HAS_RESIDUAL", kind.residual ? "true" : "false"},
+                     {"$HAS_BIAS", kind.bias ? "true" : "false"},
+                     {"$ACTIVATION", std::to_string(int(kind.activation))}}) +
+         "\n      // The element as the product's type holds it, then the "
+         "tail.\n      const float product = " +
+         rounded + ";\n" + tail.statements +
+         "      c_mat[row * n + col] = " + tail.value + ";\n";
 }
 
 std::string finishAtRunTime(rt::DType dtype, bool widen) {
@@ -207,6 +223,7 @@ packedValues(const PackedGemvShape &shape, int64_t splitK,
   std::string element = h.type;
   return {
       {"$NAME", name},
+      {"$C_TYPE", element},
       {"$ELEMENT", element},
       {"$TO_FLOAT", h.toFloat},
       {"$SPLIT", str(splitK)},
@@ -228,6 +245,7 @@ packedValues(const PackedGemvShape &shape, int64_t splitK,
        shape.bias ? "" : "\n  const " + element + " *bias = nullptr;"},
       {"$PARTIALS_PARAMETER",
        std::string(splitK > 1 ? ", float *__restrict__ partials" : "")},
+      {"$TAIL_PARAMETERS", ""},
       {"$DIMS", dims},
       {"$FINISH", finishOf(kind)}};
 }

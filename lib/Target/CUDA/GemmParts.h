@@ -50,6 +50,11 @@ extern const char *const kMainSignature;
 /// laid out alike) from its fp32 sum `v`, for a kernel of `kind`: its
 /// choices are constants of the kernel (GemmEmitter.cpp says why).
 std::string finishOf(const GemmKernelKind &kind);
+/// The epilogue of a Q/DQ GEMM with a tail: `kind`'s epilogue, the value
+/// rounded to the product's type as `product`, then the tail's statements
+/// and the store of its value.
+std::string finishThroughTail(const GemmKernelKind &kind,
+                              const QdqGemmTail &tail);
 /// The same epilogue reading its choices at run time (`r_mat`, `bias`,
 /// `activation`), for the reduce kernel, which loops over elements.
 std::string finishAtRunTime(rt::DType dtype, bool widen);

@@ -10,6 +10,7 @@
 #ifndef KILN_LIB_TARGET_CUDA_PLANBUILDER_H
 #define KILN_LIB_TARGET_CUDA_PLANBUILDER_H
 
+#include "GemmEmitter.h"
 #include "KernelEmitter.h"
 #include "KernelSizes.h"
 
@@ -203,13 +204,15 @@ private:
   /// `name` of `config` (a grid of n / tileN x rows / tileM x splitK) for
   /// the runs of at most `mostRows` rows (`m`, under each of `when`): the
   /// main kernel on `inputs`, then the kernel's epilogue's bias and
-  /// residual, the result and, split, scratch for the partial sums; then
-  /// the combine of the splits. Records the configuration.
+  /// residual, the inputs its tail reads (`tailInputs`), the result and,
+  /// split, scratch for the partial sums; then the combine of the splits.
+  /// Records the configuration.
   mlir::LogicalResult
   pushPackedLaunches(KernelOp kernel, const std::string &name,
                      const GemmConfig &config, const Size &m, int64_t n,
                      int64_t mostRows, llvm::ArrayRef<DimExpr> when,
-                     llvm::ArrayRef<uint32_t> inputs);
+                     llvm::ArrayRef<uint32_t> inputs,
+                     llvm::ArrayRef<uint32_t> tailInputs = {});
 
   /// The model's dim parameters as a launch step's kernel takes them after
   /// its buffers (", long long kd_...").
@@ -223,6 +226,11 @@ private:
                                  const DequantizedActivations &activations,
                                  const MatmulPlan &plan,
                                  llvm::raw_ostream &source);
+  /// The tail of the Q/DQ GEMM `kernel`'s epilogue as C text, and the
+  /// buffers of the kernel inputs it reads, in its parameters' order.
+  mlir::FailureOr<QdqGemmTail>
+  qdqGemmTail(KernelOp kernel, MatmulOp matmul,
+              llvm::SmallVectorImpl<uint32_t> &buffers);
 
   /// Offers Kiln's GEMM kernels for `plan`'s step (chooseGemmConfigs),
   /// appending each kernel to `source` the first time a step needs it, and

@@ -137,7 +137,9 @@ LogicalResult PlanBuilder::addGemm(KernelOp kernel, llvm::raw_ostream &source) {
         (*gelus.begin()).getApproximate() == GeluApproximation::none)
       step.activation = rt::MatmulActivation::GeluErf;
     // A 16-bit result cast to an fp32 output, stored widened.
+    // (A tail stores its own value, of its own type.)
     step.widen =
+        !kernel.getEpilogueAttr().getTail() &&
         tensorType(kernel.getResult(0)).getElementType().isF32() &&
         (step.dtype == rt::DType::F16 || step.dtype == rt::DType::BF16);
     if (step.widen && dequantize)

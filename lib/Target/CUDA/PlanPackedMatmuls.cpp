@@ -37,7 +37,7 @@ std::string PlanBuilder::dimParameters() {
 LogicalResult PlanBuilder::pushPackedLaunches(
     KernelOp kernel, const std::string &name, const GemmConfig &config,
     const Size &m, int64_t n, int64_t mostRows, ArrayRef<DimExpr> when,
-    ArrayRef<uint32_t> inputs) {
+    ArrayRef<uint32_t> inputs, ArrayRef<uint32_t> tailInputs) {
   GemmEpilogueAttr epilogue = kernel.getEpilogueAttr();
   std::optional<uint32_t> bias, residual;
   if (epilogue.getBias() >= 0)
@@ -49,6 +49,7 @@ LogicalResult PlanBuilder::pushPackedLaunches(
     args.push_back(*bias);
   if (residual)
     args.push_back(*residual);
+  args.append(tailInputs.begin(), tailInputs.end());
   uint32_t result = bufferOf.at(kernel.getResult(0));
   args.push_back(result);
   std::optional<uint32_t> partials;
@@ -77,6 +78,7 @@ LogicalResult PlanBuilder::pushPackedLaunches(
       combineArgs.push_back(*bias);
     if (residual)
       combineArgs.push_back(*residual);
+    combineArgs.append(tailInputs.begin(), tailInputs.end());
     combineArgs.push_back(result);
     LaunchGeometry combine;
     std::optional<DimExpr> elements =

@@ -17,6 +17,8 @@
 #include "kiln/ConstantData/RuntimeDType.h"
 #include "kiln/Dialect/Kiln/SymbolicShapes.h"
 
+#include <set>
+
 using namespace mlir;
 
 namespace kiln::detail {
@@ -104,9 +106,58 @@ LogicalResult PlanBuilder::addQdqGemm(KernelOp kernel, MatmulOp matmul,
                      std::to_string(artifact.kernelNames.size());
   GemmConfig config =
       packedTileConfig(shape.leastM, shape.upperM, shape.n, shape.k);
-  emitQdqGemm(shape, config, name, m.str(), dimParameters(), source);
+  std::optional<QdqGemmTail> tail;
+  SmallVector<uint32_t> tailInputs;
+  if (epilogue.getTail()) {
+    FailureOr<QdqGemmTail> made = qdqGemmTail(kernel, matmul, tailInputs);
+    if (failed(made))
+      return failure();
+    tail = std::move(*made);
+  }
+  emitQdqGemm(shape, config, name, m.str(), dimParameters(),
+              tail ? &*tail : nullptr, source);
   return pushPackedLaunches(kernel, name, config, m, shape.n, shape.upperM, {},
-                            inputs);
+                            inputs, tailInputs);
+}
+
+FailureOr<QdqGemmTail>
+PlanBuilder::qdqGemmTail(KernelOp kernel, MatmulOp matmul,
+                         SmallVectorImpl<uint32_t> &buffers) {
+  Block &body = kernel.getBody().front();
+  // What the epilogue's `v` holds: the product, or its sum with the bias
+  // (the add that reads it; the verifier checked the chain).
+  Value product = matmul.getResult();
+  if (kernel.getEpilogueAttr().getBias() >= 0)
+    product = (*product.getUsers().begin())->getResult(0);
+  // The tail reads the product at its own element only (the verifier's
+  // verifyGemmTail): the element in hand, whatever its index.
+  std::string statements;
+  llvm::raw_string_ostream os(statements);
+  BodyEmitter values(kernel, os);
+  values.bindAtEveryIndex(product, "product");
+  Value end = kernel.getYield().getValues().front();
+  FailureOr<std::string> value = values.getAt(end, "row * n + col", "      ");
+  if (failed(value))
+    return failure();
+  // Its inputs, in<k> as the body emitter names them.
+  std::set<unsigned> read;
+  for (Operation *op = product.getDefiningOp()->getNextNode();
+       op != body.getTerminator(); op = op->getNextNode())
+    for (Value operand : op->getOperands())
+      if (auto arg = dyn_cast<BlockArgument>(operand))
+        read.insert(arg.getArgNumber());
+  QdqGemmTail tail;
+  for (unsigned k : read) {
+    Type et = getElementTypeOrSelf(body.getArgument(k).getType());
+    tail.parameters +=
+        ", const " + storageType(et) + " *__restrict__ in" + std::to_string(k);
+    buffers.push_back(bufferOf.at(kernel.getInputs()[k]));
+  }
+  Type et = getElementTypeOrSelf(end.getType());
+  tail.statements = std::move(statements);
+  tail.value = storeExpr(et, *value);
+  tail.storage = storageType(et);
+  return tail;
 }
 
 } // namespace kiln::detail

@@ -67,8 +67,8 @@ constexpr const char *kMainKernel = R"cuda(
 // into two buffers; $SPLIT splits of K.
 extern "C" __global__ void __launch_bounds__(128) $NAME(
     const unsigned char *__restrict__ a, const unsigned char *__restrict__ packed,
-    const $ELEMENT *__restrict__ scales, const $A_ELEMENT *__restrict__ a_scale$A_ZERO_PARAMETER$W_ZERO_PARAMETER$BIAS_PARAMETER$RESIDUAL_PARAMETER,
-    $ELEMENT *__restrict__ c$PARTIALS_PARAMETER$DIMS) {
+    const $ELEMENT *__restrict__ scales, const $A_ELEMENT *__restrict__ a_scale$A_ZERO_PARAMETER$W_ZERO_PARAMETER$BIAS_PARAMETER$RESIDUAL_PARAMETER$TAIL_PARAMETERS,
+    $C_TYPE *__restrict__ c$PARTIALS_PARAMETER$DIMS) {
   kiln_pdl_enter();
   const long long m = $EXTENT_M, n = $EXTENT_N, k = $EXTENT_K;
   const long long row_bytes = $ROW_BYTES;
@@ -146,7 +146,8 @@ constexpr const char *kStageTile = R"cuda(    {
 
 void emitQdqGemm(const QdqGemmShape &shape, const GemmConfig &config,
                  const std::string &name, const std::string &rows,
-                 const std::string &dims, llvm::raw_ostream &os) {
+                 const std::string &dims, const QdqGemmTail *tail,
+                 llvm::raw_ostream &os) {
   assert(config.form == GemmForm::Mma && config.tileN == 64 &&
          config.tileK == 64 && config.warpsM == 1 && config.warpsN == 4 &&
          config.tileM % 16 == 0 && config.tileM <= 64 &&
@@ -166,6 +167,22 @@ void emitQdqGemm(const QdqGemmShape &shape, const GemmConfig &config,
   packed.activation = shape.activation;
   std::vector<std::pair<std::string, std::string>> values =
       gemm::packedValues(packed, config.splitK, name, rows, dims);
+  // A tail computes and stores the element's value of its own type.
+  if (tail) {
+    GemmKernelKind kind;
+    kind.dtype = shape.dtype;
+    kind.bias = shape.bias;
+    kind.residual = shape.residual;
+    kind.activation = shape.activation;
+    for (auto &[placeholder, value] : values) {
+      if (placeholder == "$C_TYPE")
+        value = tail->storage;
+      else if (placeholder == "$TAIL_PARAMETERS")
+        value = tail->parameters;
+      else if (placeholder == "$FINISH")
+        value = gemm::finishThroughTail(kind, *tail);
+    }
+  }
   gemm::HalfSpelling scaleSpelling = gemm::spellingOf(shape.scaleDtype);
   std::string scaleElement = scaleSpelling.type;
   // A zero point to take out of the activations' sums: theirs, or 128

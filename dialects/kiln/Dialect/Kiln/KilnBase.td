@@ -96,7 +96,11 @@ def Kiln_GemmEpilogueAttr : AttrDef<Kiln_Dialect, "GemmEpilogue"> {
     each row whose scale is input `norm_scale` and whose shift is input
     `norm_shift` (none for `kiln.rms_norm`), and last maybe a `kiln.cast` of
     a 16-bit result to f32 (the step stores it widened). An absent input is
-    -1. The
+    -1. With `tail` (a GEMM of 8-bit activations only), elementwise ops and
+    reshapes follow that each read the chain at their own element (an
+    operand of the chain has the op's shape) and the kernel's inputs: the
+    requantization of the 8-bit GEMM's result and what else of each element
+    follows it, computed where the element is stored. The
     kernel yields the end of that chain; with a norm it may also yield, as
     its second result, the value the norm reads: BERT's post-norm residual
     blocks yield the norm alone, a pre-norm decoder's (GPT-2's LayerNorm,
@@ -112,7 +116,8 @@ def Kiln_GemmEpilogueAttr : AttrDef<Kiln_Dialect, "GemmEpilogue"> {
     DefaultValuedParameter<"::kiln::GemmActivation",
                            "::kiln::GemmActivation::none">:$activation,
     DefaultValuedParameter<"int64_t", "-1">:$norm_scale,
-    DefaultValuedParameter<"int64_t", "-1">:$norm_shift);
+    DefaultValuedParameter<"int64_t", "-1">:$norm_shift,
+    DefaultValuedParameter<"bool", "false">:$tail);
   let assemblyFormat = "`<` struct(params) `>`";
 }
 

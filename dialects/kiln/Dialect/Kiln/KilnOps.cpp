@@ -229,12 +229,69 @@ YieldOp KernelOp::getYield() {
   return cast<YieldOp>(getBody().front().getTerminator());
 }
 
+/// A GEMM kernel's tail (#kiln.gemm_epilogue's `tail`): from `it` on, the
+/// ops that follow the epilogue's chain (which ends at `last`, moved to the
+/// tail's end), each an elementwise op or a reshape. An op that reads the
+/// chain reads it at its own element (that operand of its own shape: the
+/// CUDA target computes the tail where it stores the element); its other
+/// operands are kernel inputs or values of earlier tail ops that do not
+/// read the chain (scalars computed from inputs). Over 8-bit activations
+/// only (the Q/DQ GEMM, which takes it on the CUDA target), after the
+/// product and its bias alone.
+static LogicalResult verifyGemmTail(KernelOp kernel, bool readsActivations,
+                                    Block::iterator &it, Block::iterator end,
+                                    Value &last) {
+  GemmEpilogueAttr epilogue = kernel.getEpilogueAttr();
+  if (!readsActivations || epilogue.getResidual() >= 0 ||
+      epilogue.getActivation() != GemmActivation::none ||
+      epilogue.getNormScale() >= 0)
+    return kernel.emitOpError("of kind gemm has a tail only over 8-bit "
+                              "activations, after its product and bias "
+                              "alone");
+  Block &body = kernel.getBody().front();
+  llvm::SmallPtrSet<Value, 16> chain = {last}, side;
+  for (; it != end; ++it) {
+    Operation &op = *it;
+    bool reshape = isa<ReshapeOp>(op);
+    if (!reshape && !isElementwise(&op))
+      return kernel.emitOpError("of kind gemm has a tail op that is neither "
+                                "elementwise nor a reshape: ")
+             << op.getName();
+    bool readsChain = false;
+    for (Value operand : op.getOperands()) {
+      if (chain.contains(operand)) {
+        readsChain = true;
+        // Symbolic dims compare by their sizes too (the encoding).
+        auto from = cast<RankedTensorType>(operand.getType());
+        auto to = cast<RankedTensorType>(op.getResult(0).getType());
+        if (!reshape && (from.getShape() != to.getShape() ||
+                         from.getEncoding() != to.getEncoding()))
+          return kernel.emitOpError("of kind gemm has a tail op that reads "
+                                    "its product at another element: ")
+                 << op.getName();
+        continue;
+      }
+      auto arg = dyn_cast<BlockArgument>(operand);
+      if (!(arg && arg.getOwner() == &body) && !side.contains(operand))
+        return kernel.emitOpError("of kind gemm has a tail op that reads "
+                                  "other than its product, its inputs and "
+                                  "values of them: ")
+               << op.getName();
+    }
+    (readsChain ? chain : side).insert(op.getResult(0));
+    if (readsChain)
+      last = op.getResult(0);
+  }
+  return success();
+}
+
 /// A GEMM kernel's body holds what its epilogue says, as one chain: the
 /// matmul, the add of the bias input (one row, straight on the product), the
 /// add of the residual input (the result's shape), then the activation,
 /// then a layer_norm of each row by the norm inputs, with reshapes (views)
-/// between all but the first two, and the kernel yields the chain's end.
-/// kiln-fuse matched the epilogue; this checks that the body and the record
+/// between all but the first two, then with `tail` the ops verifyGemmTail
+/// takes, and the kernel yields the chain's end. kiln-fuse matched the
+/// epilogue; this checks that the body and the record
 /// agree, so that the CUDA target (which reads the record) computes what the
 /// body says.
 static LogicalResult verifyGemmEpilogue(KernelOp kernel,
@@ -389,6 +446,9 @@ static LogicalResult verifyGemmEpilogue(KernelOp kernel,
                                 "from 16 bits to f32");
     last = (it++)->getResult(0);
   }
+  if (epilogue.getTail() &&
+      failed(verifyGemmTail(kernel, readsActivations, it, ops.end(), last)))
+    return failure();
   if (it != ops.end())
     return kernel.emitOpError("of kind gemm has an op its epilogue does not "
                               "name: ")

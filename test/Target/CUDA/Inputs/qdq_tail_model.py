@@ -1,0 +1,88 @@
+#!/usr/bin/env python3
+"""Writes a kiln IR function of two 8-bit GEMMs whose requantization
+follows them (the Q/DQ GEMM's tail), with power-of-two scales so that every
+float the reference interpreter computes is exact, as the GEMM's integer
+sums are: the host backend must equal it bit for bit.
+
+  qdq_tail_model.py OUT.mlir
+
+  y_i8 = requantize(dequantize(q(x)) . W1^T + b1)   M 129, K 1040, N 72
+  y_f32 = dequantize(requantize(dequantize(q(x2)) . W2^T + b2))
+                                                    M 7, K 48, N 32
+
+requantize(v) = cast_i8(clamp(round(v * m) + zp)), m a power of two a
+column; x quantized with scale 1/16 (inputs are drawn from a normal
+distribution, so clamping to the int8 range is rare), W int8 stored q + 128
+with scales 2^-5 or 2^-6 a column; |sum| stays below 2^24.
+"""
+import sys
+
+import numpy as np
+
+
+def dense(values, type_text):
+    return f"kiln.constant dense<{np.asarray(values).tolist()}> : {type_text}"
+
+
+def product(rng, name, m, k, n, out_float):
+    """The ops of one product, its result named %{name}_y."""
+    w = rng.integers(1, 256, (n, 1, k))
+    scales = rng.choice([2.0 ** -5, 2.0 ** -6], (n, 1))
+    bias = rng.integers(-64, 64, n) * 2.0 ** -10
+    mult = rng.choice([2.0, 4.0, 8.0], n)
+    lines = [
+        f"  %{name}_w = {dense(w, f'tensor<{n}x1x{k}xui8>')}",
+        f"  %{name}_s = {dense(scales, f'tensor<{n}x1xf32>')}",
+        f"  %{name}_b = {dense(bias, f'tensor<{n}xf32>')}",
+        f"  %{name}_m = {dense(mult, f'tensor<{n}xf32>')}",
+        f"  %{name}_xs = kiln.mul %{name}_x, %sixteen : (tensor<{m}x{k}xf32>, tensor<f32>) -> tensor<{m}x{k}xf32>",
+        f"  %{name}_xr = kiln.round %{name}_xs : tensor<{m}x{k}xf32>",
+        f"  %{name}_xl = kiln.max %{name}_xr, %lo : (tensor<{m}x{k}xf32>, tensor<f32>) -> tensor<{m}x{k}xf32>",
+        f"  %{name}_xh = kiln.min %{name}_xl, %hi : (tensor<{m}x{k}xf32>, tensor<f32>) -> tensor<{m}x{k}xf32>",
+        f"  %{name}_q = kiln.cast %{name}_xh : tensor<{m}x{k}xf32> -> tensor<{m}x{k}xi8>",
+        f"  %{name}_qf = kiln.cast %{name}_q : tensor<{m}x{k}xi8> -> tensor<{m}x{k}xf32>",
+        f"  %{name}_a = kiln.mul %{name}_qf, %sixteenth : (tensor<{m}x{k}xf32>, tensor<f32>) -> tensor<{m}x{k}xf32>",
+        f"  %{name}_dw = kiln.dequantize %{name}_w, %{name}_s {{bits = 8 : i64, block_size = {k} : i64}} : (tensor<{n}x1x{k}xui8>, tensor<{n}x1xf32>) -> tensor<{n}x{k}xf32>",
+        f"  %{name}_p = kiln.matmul %{name}_a, %{name}_dw {{transpose_rhs = true}} : (tensor<{m}x{k}xf32>, tensor<{n}x{k}xf32>) -> tensor<{m}x{n}xf32>",
+        f"  %{name}_c = kiln.add %{name}_p, %{name}_b : (tensor<{m}x{n}xf32>, tensor<{n}xf32>) -> tensor<{m}x{n}xf32>",
+        f"  %{name}_r = kiln.mul %{name}_c, %{name}_m : (tensor<{m}x{n}xf32>, tensor<{n}xf32>) -> tensor<{m}x{n}xf32>",
+        f"  %{name}_n = kiln.round %{name}_r : tensor<{m}x{n}xf32>",
+        f"  %{name}_z = kiln.add %{name}_n, %zp : (tensor<{m}x{n}xf32>, tensor<f32>) -> tensor<{m}x{n}xf32>",
+        f"  %{name}_nan = kiln.is_nan %{name}_z : tensor<{m}x{n}xf32> -> tensor<{m}x{n}xi1>",
+        f"  %{name}_v = kiln.where %{name}_nan, %lo, %{name}_z : (tensor<{m}x{n}xi1>, tensor<f32>, tensor<{m}x{n}xf32>) -> tensor<{m}x{n}xf32>",
+        f"  %{name}_l = kiln.max %{name}_v, %lo : (tensor<{m}x{n}xf32>, tensor<f32>) -> tensor<{m}x{n}xf32>",
+        f"  %{name}_h = kiln.min %{name}_l, %hi : (tensor<{m}x{n}xf32>, tensor<f32>) -> tensor<{m}x{n}xf32>",
+        f"  %{name}_i = kiln.cast %{name}_h : tensor<{m}x{n}xf32> -> tensor<{m}x{n}xi8>",
+    ]
+    if out_float:
+        lines += [
+            f"  %{name}_if = kiln.cast %{name}_i : tensor<{m}x{n}xi8> -> tensor<{m}x{n}xf32>",
+            f"  %{name}_iz = kiln.sub %{name}_if, %zp : (tensor<{m}x{n}xf32>, tensor<f32>) -> tensor<{m}x{n}xf32>",
+            f"  %{name}_y = kiln.mul %{name}_iz, %sixteenth : (tensor<{m}x{n}xf32>, tensor<f32>) -> tensor<{m}x{n}xf32>",
+        ]
+    return lines
+
+
+def main():
+    rng = np.random.default_rng(5)
+    body = [
+        "  %sixteen = kiln.constant dense<16.0> : tensor<f32>",
+        "  %sixteenth = kiln.constant dense<0.0625> : tensor<f32>",
+        "  %lo = kiln.constant dense<-128.0> : tensor<f32>",
+        "  %hi = kiln.constant dense<127.0> : tensor<f32>",
+        "  %zp = kiln.constant dense<3.0> : tensor<f32>",
+    ]
+    body += product(rng, "one", 129, 1040, 72, False)
+    body += product(rng, "two", 7, 48, 32, True)
+    with open(sys.argv[1], "w") as f:
+        f.write("func.func @main(%one_x: tensor<129x1040xf32>, "
+                "%two_x: tensor<7x48xf32>) -> (tensor<129x72xi8> "
+                "{kiln.name = \"y_i8\"}, tensor<7x32xf32> "
+                "{kiln.name = \"y_f32\"}) {\n")
+        f.write("\n".join(body) + "\n")
+        f.write("  return %one_i, %two_y : tensor<129x72xi8>, "
+                "tensor<7x32xf32>\n}\n")
+
+
+if __name__ == "__main__":
+    main()
