@@ -30,6 +30,7 @@
 #include "llvm/ADT/SetVector.h"
 
 #include <cmath>
+#include <functional>
 
 namespace kiln {
 #define GEN_PASS_DEF_KILNFUSEPASS
@@ -508,6 +509,8 @@ std::optional<QdqOperands> qdqOperands(MatmulOp matmul) {
 /// How many ops past an 8-bit GEMM's product growQdqTail looks for its
 /// readers: a requantization and a quantized residual add are some 30.
 constexpr unsigned kTailWindow = 64;
+/// The most ops growQdqTail computes again for one operand of a tail op.
+constexpr size_t kRecomputedOps = 16;
 
 /// Grows an 8-bit GEMM's group (its product and bias, at `group.root`) by
 /// the elementwise ops and reshapes that follow it and read it at their own
@@ -516,10 +519,12 @@ constexpr unsigned kTailWindow = 64;
 /// CUDA target computes where it stores each element, in place of a launch
 /// that reads the product back. Each op's other operands are defined before
 /// the product (a kernel input cannot depend on the kernel) and stored
-/// anyway (fromOutside). The tail ends at its last op whose earlier values
-/// no op outside reads; there is none where no such op has an elementwise
-/// op in it. It takes none of `reserved`: the dequantizations of another
-/// 8-bit product's activations, which that product reads as bytes.
+/// anyway (fromOutside), or computed again in the tail from such operands
+/// by elementwise ops and reshapes that nothing else reads (recomputable).
+/// The tail ends at its last op whose earlier values no op outside reads;
+/// there is none where no such op has an elementwise op in it. It takes
+/// none of `reserved`: the dequantizations of another 8-bit product's
+/// activations, which that product reads as bytes.
 void growQdqTail(Group &group, const llvm::DenseSet<Operation *> &taken,
                  const llvm::DenseSet<Operation *> &reserved) {
   Operation *start = group.root;
@@ -532,10 +537,9 @@ void growQdqTail(Group &group, const llvm::DenseSet<Operation *> &taken,
            from.getEncoding() == to.getEncoding();
   };
   // An operand from outside: defined before the product, and stored
-  // anyway (an input, a constant, another kernel's result, or a value
-  // that other ops read too): one that only the tail reads would be a
-  // launch of its own, where the elementwise kernel that the tail replaces
-  // computes it from its producers.
+  // anyway (an input, a constant, another kernel's result, a value that
+  // other ops read too, or one that only a kernel of its own computes: a
+  // reduction, a product).
   auto fromOutside = [&](Value v, Operation *reader) {
     Operation *def = v.getDefiningOp();
     if (!def)
@@ -543,10 +547,31 @@ void growQdqTail(Group &group, const llvm::DenseSet<Operation *> &taken,
     if (def->getBlock() != start->getBlock() || !def->isBeforeInBlock(start))
       return false;
     return def->getNumOperands() == 0 || taken.contains(def) ||
+           !(isElementwise(def) || isDataMovement(def)) ||
            llvm::any_of(v.getUsers(), [&](Operation *user) {
              return user != reader && !llvm::is_contained(tail, user);
            });
   };
+  // An operand that only its reader reads, computed by elementwise ops and
+  // reshapes from operands from outside: the tail computes it again where
+  // it reads it, as the elementwise kernel it replaces did (a QLinearAdd's
+  // other operand less its zero point, times its ratio of scales). Its ops
+  // (`ops`, each operand's producers first), at most kRecomputedOps.
+  std::function<bool(Value, SmallVectorImpl<Operation *> &)> recomputable =
+      [&](Value v, SmallVectorImpl<Operation *> &ops) {
+        Operation *def = v.getDefiningOp();
+        if (!def || chain.contains(v) || !v.hasOneUse() ||
+            def->getBlock() != start->getBlock() || taken.contains(def) ||
+            reserved.contains(def) ||
+            !(isElementwise(def) || isa<ReshapeOp>(def)) ||
+            def->getNumResults() != 1 || ops.size() >= kRecomputedOps)
+          return false;
+        for (Value operand : def->getOperands())
+          if (!fromOutside(operand, def) && !recomputable(operand, ops))
+            return false;
+        ops.push_back(def);
+        return true;
+      };
   // Whether no op outside the tail reads its values but `end`'s.
   auto closed = [&](Operation *end) {
     return llvm::all_of(chain, [&](Value v) {
@@ -556,6 +581,8 @@ void growQdqTail(Group &group, const llvm::DenseSet<Operation *> &taken,
              });
     });
   };
+  // Per tail op, the producers of its operands it computes again.
+  SmallVector<std::pair<Operation *, SmallVector<Operation *>>> recomputed;
   size_t taking = 0;
   bool computes = false, computed = false;
   Operation *op = start->getNextNode();
@@ -569,12 +596,15 @@ void growQdqTail(Group &group, const llvm::DenseSet<Operation *> &taken,
     if (taken.contains(op) || reserved.contains(op) ||
         !(reshape || isElementwise(op)) || op->getNumResults() != 1)
       break;
+    SmallVector<Operation *> producers;
     bool fits = llvm::all_of(op->getOperands(), [&](Value v) {
-      return chain.contains(v) ? reshape || sameElements(v, op->getResult(0))
-                               : fromOutside(v, op);
+      if (chain.contains(v))
+        return reshape || sameElements(v, op->getResult(0));
+      return fromOutside(v, op) || recomputable(v, producers);
     });
     if (!fits)
       break;
+    recomputed.push_back({op, producers});
     tail.push_back(op);
     chain.insert(op->getResult(0));
     computes |= !reshape;
@@ -585,6 +615,14 @@ void growQdqTail(Group &group, const llvm::DenseSet<Operation *> &taken,
   }
   if (!computed)
     return;
+  // The recomputed producers move to just before their reader, after the
+  // product, where the kernel's body computes them (the verifier's side
+  // values of the tail); nothing else read them.
+  for (auto &[reader, producers] : ArrayRef(recomputed).take_front(taking))
+    for (Operation *producer : producers) {
+      producer->moveBefore(reader);
+      group.members.insert(producer);
+    }
   group.members.insert(tail.begin(), tail.begin() + taking);
   group.root = tail[taking - 1];
   group.gemmTail = true;

@@ -1519,14 +1519,16 @@ func.func @gemm_int8_tail_into_gemm(%x0: tensor<3x32xf32>, %s: tensor<32x1xf32>,
 // -----
 
 // negative_: no tail where the product is read at another element (a
-// transpose), read outside it too, or added to a value that only the tail
-// would read (computed from its producers where it is read, it would
-// otherwise be a launch of its own).
+// transpose), read outside it too, or multiplied by a value that only the
+// tail would read and that only data movement computes (a transpose, which the
+// elementwise kernel the tail replaces reads through, would be a launch of
+// its own).
 // CHECK-LABEL: func @negative_gemm_int8_tail
+// CHECK-NOT: tail = true
 // CHECK-COUNT-3: kiln.kernel  gemm({{.*}}) {epilogue = #kiln.gemm_epilogue<>}
 // CHECK-NOT: tail = true
 // CHECK: return
-func.func @negative_gemm_int8_tail(%x0: tensor<3x32xf32>, %s: tensor<8x1xf32>, %sa: tensor<f32>, %e: tensor<3x8xf32>) -> (tensor<8x3xf32>, tensor<3x8xf32>, tensor<3x8xf32>, tensor<3x8xf32>) {
+func.func @negative_gemm_int8_tail(%x0: tensor<3x32xf32>, %s: tensor<8x1xf32>, %sa: tensor<f32>, %e: tensor<8x3xf32>) -> (tensor<8x3xf32>, tensor<3x8xf32>, tensor<3x8xf32>, tensor<3x8xf32>) {
   %q = kiln.constant dense<131> : tensor<8x1x32xui8>
   %x = kiln.cast %x0 : tensor<3x32xf32> -> tensor<3x32xi8>
   %xf = kiln.cast %x : tensor<3x32xi8> -> tensor<3x32xf32>
@@ -1538,9 +1540,48 @@ func.func @negative_gemm_int8_tail(%x0: tensor<3x32xf32>, %s: tensor<8x1xf32>, %
   %w2 = kiln.dequantize %q, %s {bits = 8 : i64, block_size = 32 : i64} : (tensor<8x1x32xui8>, tensor<8x1xf32>) -> tensor<8x32xf32>
   %m2 = kiln.matmul %a, %w2 {transpose_rhs = true} : (tensor<3x32xf32>, tensor<8x32xf32>) -> tensor<3x8xf32>
   %r2 = kiln.mul %m2, %sa : (tensor<3x8xf32>, tensor<f32>) -> tensor<3x8xf32>
-  %ex = kiln.exp %e : tensor<3x8xf32>
+  %ex = kiln.transpose %e {permutation = array<i64: 1, 0>} : tensor<8x3xf32> -> tensor<3x8xf32>
   %w3 = kiln.dequantize %q, %s {bits = 8 : i64, block_size = 32 : i64} : (tensor<8x1x32xui8>, tensor<8x1xf32>) -> tensor<8x32xf32>
   %m3 = kiln.matmul %a, %w3 {transpose_rhs = true} : (tensor<3x32xf32>, tensor<8x32xf32>) -> tensor<3x8xf32>
-  %r3 = kiln.add %m3, %ex : (tensor<3x8xf32>, tensor<3x8xf32>) -> tensor<3x8xf32>
+  %r3 = kiln.mul %m3, %ex : (tensor<3x8xf32>, tensor<3x8xf32>) -> tensor<3x8xf32>
   return %tr, %m2, %r2, %r3 : tensor<8x3xf32>, tensor<3x8xf32>, tensor<3x8xf32>, tensor<3x8xf32>
+}
+
+// -----
+
+// A quantized add in the tail: its other operand, less its zero point and
+// times a ratio of scales that only it reads, is computed where the tail
+// reads it (as the elementwise kernel the tail replaces computed it), its
+// ops moved after the product.
+// CHECK-LABEL: func @gemm_int8_tail_quantized_add
+// CHECK: kiln.kernel  gemm({{.*}}) {epilogue = #kiln.gemm_epilogue<tail = true>} : {{.*}} -> tensor<3x8xi8>
+// CHECK: kiln.matmul
+// CHECK-NEXT: kiln.mul
+// CHECK-NEXT: kiln.cast %{{.*}} : tensor<3x8xi8> -> tensor<3x8xf32>
+// CHECK-NEXT: kiln.sub
+// CHECK-NEXT: kiln.div
+// CHECK-NEXT: kiln.mul
+// CHECK-NEXT: kiln.add
+// CHECK-NEXT: kiln.round
+// CHECK-NEXT: kiln.cast %{{.*}} : tensor<3x8xf32> -> tensor<3x8xi8>
+// CHECK-NEXT: kiln.yield
+// CHECK-NOT: kiln.kernel
+// CHECK: return
+func.func @gemm_int8_tail_quantized_add(%x0: tensor<3x32xf32>, %s: tensor<8x1xf32>, %sa: tensor<f32>, %r: tensor<3x8xi8>, %rs: tensor<f32>, %ys: tensor<f32>) -> tensor<3x8xi8> {
+  %q = kiln.constant dense<131> : tensor<8x1x32xui8>
+  %rz = kiln.constant dense<5.0> : tensor<f32>
+  %x = kiln.cast %x0 : tensor<3x32xf32> -> tensor<3x32xi8>
+  %xf = kiln.cast %x : tensor<3x32xi8> -> tensor<3x32xf32>
+  %a = kiln.mul %xf, %sa : (tensor<3x32xf32>, tensor<f32>) -> tensor<3x32xf32>
+  %ratio = kiln.div %rs, %ys : (tensor<f32>, tensor<f32>) -> tensor<f32>
+  %rf = kiln.cast %r : tensor<3x8xi8> -> tensor<3x8xf32>
+  %rd = kiln.sub %rf, %rz : (tensor<3x8xf32>, tensor<f32>) -> tensor<3x8xf32>
+  %w = kiln.dequantize %q, %s {bits = 8 : i64, block_size = 32 : i64} : (tensor<8x1x32xui8>, tensor<8x1xf32>) -> tensor<8x32xf32>
+  %m = kiln.matmul %a, %w {transpose_rhs = true} : (tensor<3x32xf32>, tensor<8x32xf32>) -> tensor<3x8xf32>
+  %mp = kiln.mul %m, %ys : (tensor<3x8xf32>, tensor<f32>) -> tensor<3x8xf32>
+  %rr = kiln.mul %rd, %ratio : (tensor<3x8xf32>, tensor<f32>) -> tensor<3x8xf32>
+  %sum = kiln.add %mp, %rr : (tensor<3x8xf32>, tensor<3x8xf32>) -> tensor<3x8xf32>
+  %n = kiln.round %sum : tensor<3x8xf32>
+  %y = kiln.cast %n : tensor<3x8xf32> -> tensor<3x8xi8>
+  return %y : tensor<3x8xi8>
 }
