@@ -1080,15 +1080,19 @@ struct KilnFusePass : public kiln::impl::KilnFusePassBase<KilnFusePass> {
         activations.insert(operands->activations.ops.begin(),
                            operands->activations.ops.end());
     });
-    func.walk([&](MatmulOp matmul) {
+    // (Collected first: a tail moves the producers it computes again, which
+    // a walk in progress would skip past.)
+    SmallVector<MatmulOp> matmuls;
+    func.walk([&](MatmulOp matmul) { matmuls.push_back(matmul); });
+    for (MatmulOp matmul : matmuls) {
       if (isa<KernelOp>(matmul->getParentOp()) || taken.contains(matmul))
-        return;
+        continue;
       if (std::optional<Group> group =
               buildGemmGroup(matmul, taken, activations)) {
         taken.insert(group->members.begin(), group->members.end());
         groups.push_back(std::move(*group));
       }
-    });
+    }
 
     // The readers left make copies of the scalars they read.
     duplicateCheapScalars(func, taken);

@@ -142,6 +142,28 @@ func.func @gemm_kernel_relu(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>) -> tensor<
   return %0 : tensor<4x8xf32>
 }
 
+// An 8-bit GEMM's tail: its first ops may be a reshape and a cast of the
+// product (the tail takes them, not the epilogue's widening cast), and two
+// of its ops may read the product.
+// CHECK-LABEL: func @gemm_kernel_tail
+// CHECK: {epilogue = #kiln.gemm_epilogue<tail = true>}
+func.func @gemm_kernel_tail(%x: tensor<4x32xi8>, %q: tensor<8x1x32xui8>, %s: tensor<8x1xf32>, %sa: tensor<f32>) -> tensor<32xf16> {
+  %0 = kiln.kernel gemm (%x, %q, %s, %sa) {epilogue = #kiln.gemm_epilogue<tail = true>} : (tensor<4x32xi8>, tensor<8x1x32xui8>, tensor<8x1xf32>, tensor<f32>) -> tensor<32xf16> {
+  ^bb0(%a: tensor<4x32xi8>, %bq: tensor<8x1x32xui8>, %bs: tensor<8x1xf32>, %as: tensor<f32>):
+    %af = kiln.cast %a : tensor<4x32xi8> -> tensor<4x32xf32>
+    %ad = kiln.mul %af, %as : (tensor<4x32xf32>, tensor<f32>) -> tensor<4x32xf32>
+    %w = kiln.dequantize %bq, %bs {bits = 8 : i64, block_size = 32 : i64} : (tensor<8x1x32xui8>, tensor<8x1xf32>) -> tensor<8x32xf32>
+    %p = kiln.matmul %ad, %w {transpose_rhs = true} : (tensor<4x32xf32>, tensor<8x32xf32>) -> tensor<4x8xf32>
+    %r = kiln.reshape %p : tensor<4x8xf32> -> tensor<32xf32>
+    %n = kiln.mul %p, %as : (tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+    %rn = kiln.reshape %n : tensor<4x8xf32> -> tensor<32xf32>
+    %y = kiln.add %r, %rn : (tensor<32xf32>, tensor<32xf32>) -> tensor<32xf32>
+    %h = kiln.cast %y : tensor<32xf32> -> tensor<32xf16>
+    kiln.yield %h : tensor<32xf16>
+  }
+  return %0 : tensor<32xf16>
+}
+
 // A length from the data checked against bounds at run time: the bounds
 // broadcast to it (a constant and a size of the run's dims).
 // CHECK-LABEL: func @check_range

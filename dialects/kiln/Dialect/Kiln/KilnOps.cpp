@@ -356,8 +356,12 @@ static LogicalResult verifyGemmEpilogue(KernelOp kernel,
                               "or float8 E4M3FN)");
   ++it;
   Value last = matmul.getResult();
+  // A tail takes the reshapes and casts after the product itself (its
+  // chain starts at the product and its bias).
+  bool tail = epilogue.getTail();
   auto skipReshapes = [&]() {
-    while (it != ops.end() && isa<ReshapeOp>(*it) && it->getOperand(0) == last)
+    while (!tail && it != ops.end() && isa<ReshapeOp>(*it) &&
+           it->getOperand(0) == last)
       last = (it++)->getResult(0);
   };
   // The add of block argument `input` to the chain so far, at its shape: a
@@ -437,7 +441,8 @@ static LogicalResult verifyGemmEpilogue(KernelOp kernel,
   }
   // Last, maybe the cast of a 16-bit result to the model's fp32 output
   // (the kernel stores the 16-bit value widened).
-  if (it != ops.end() && isa<CastOp>(*it) && it->getOperand(0) == last) {
+  if (!tail && it != ops.end() && isa<CastOp>(*it) &&
+      it->getOperand(0) == last) {
     auto from = cast<RankedTensorType>(last.getType());
     auto to = cast<RankedTensorType>(it->getResult(0).getType());
     if (!(from.getElementType().isF16() || from.getElementType().isBF16()) ||
@@ -446,7 +451,7 @@ static LogicalResult verifyGemmEpilogue(KernelOp kernel,
                                 "from 16 bits to f32");
     last = (it++)->getResult(0);
   }
-  if (epilogue.getTail() &&
+  if (tail &&
       failed(verifyGemmTail(kernel, readsActivations, it, ops.end(), last)))
     return failure();
   if (it != ops.end())
