@@ -42,12 +42,17 @@ using namespace kiln;
 
 namespace {
 
-/// Whether `a` and `b` compute at one shape: equal dims, symbolic ones of
+/// Whether `a` and `b` are of one shape: equal dims, symbolic ones of
 /// equal size (the `#kiln.dims` encoding), whatever their element types.
-bool sameResultShape(Operation *a, Operation *b) {
-  auto x = cast<RankedTensorType>(a->getResult(0).getType());
-  auto y = cast<RankedTensorType>(b->getResult(0).getType());
+bool sameShape(Value a, Value b) {
+  auto x = cast<RankedTensorType>(a.getType());
+  auto y = cast<RankedTensorType>(b.getType());
   return x.getShape() == y.getShape() && x.getEncoding() == y.getEncoding();
+}
+
+/// Whether ops `a` and `b` compute at one shape (sameShape).
+bool sameResultShape(Operation *a, Operation *b) {
+  return sameShape(a->getResult(0), b->getResult(0));
 }
 
 /// Ops a kernel reads through an index remap: data movement (the ODS
@@ -530,12 +535,6 @@ void growQdqTail(Group &group, const llvm::DenseSet<Operation *> &taken,
   Operation *start = group.root;
   llvm::SmallVector<Operation *> tail;
   llvm::SmallPtrSet<Value, 16> chain = {start->getResult(0)};
-  auto sameElements = [](Value a, Value b) {
-    auto from = cast<RankedTensorType>(a.getType());
-    auto to = cast<RankedTensorType>(b.getType());
-    return from.getShape() == to.getShape() &&
-           from.getEncoding() == to.getEncoding();
-  };
   // An operand from outside: defined before the product, and stored
   // anyway (an input, a constant, another kernel's result, a value that
   // other ops read too, or one that only a kernel of its own computes: a
@@ -599,7 +598,7 @@ void growQdqTail(Group &group, const llvm::DenseSet<Operation *> &taken,
     SmallVector<Operation *> producers;
     bool fits = llvm::all_of(op->getOperands(), [&](Value v) {
       if (chain.contains(v))
-        return reshape || sameElements(v, op->getResult(0));
+        return reshape || sameShape(v, op->getResult(0));
       return fromOutside(v, op) || recomputable(v, producers);
     });
     if (!fits)
