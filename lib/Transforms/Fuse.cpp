@@ -166,24 +166,57 @@ Operation *sharedNormInput(Operation *norm, Operation *root,
   return llvm::all_of(others, afterRoot) ? input : nullptr;
 }
 
-/// Builds a reduction group: the reduction, its single-use elementwise
-/// epilogue chain, then its prologue: the elementwise ops and data movement
-/// (embedding gathers before a LayerNorm) that feed its input alone, and the
-/// casts and data movement that feed a norm's scale and shift alone (a
-/// 16-bit weight widened for an fp32 norm). A norm's input that later ops
-/// read too, or its cast, joins as a second result (sharedNormInput).
+/// How many ops past a reduction buildReductionGroup looks for the readers
+/// of its epilogue: a QuantizeLinear after a LayerNorm is some 8.
+constexpr unsigned kEpilogueWindow = 128;
+
+/// Builds a reduction group: the reduction, its elementwise epilogue, then
+/// its prologue: the elementwise ops and data movement (embedding gathers
+/// before a LayerNorm) that feed its input alone, and the casts and data
+/// movement that feed a norm's scale and shift alone (a 16-bit weight
+/// widened for an fp32 norm). A norm's input that later ops read too, or
+/// its cast, joins as a second result (sharedNormInput).
+///
+/// The epilogue is the elementwise ops at the reduction's result shape that
+/// read it or each other, up to the last op whose earlier values nothing
+/// outside reads: a chain, or ops that read one value twice, such as a
+/// QuantizeLinear's NaN test and select (both read the rounded value), so
+/// that a quantized LayerNorm writes its 8-bit bytes, not the rounded
+/// floats for a kernel of its own to clamp and cast. The ops' other
+/// operands are kernel inputs.
 Group buildReductionGroup(Operation *reduction,
                           const llvm::DenseSet<Operation *> &taken) {
   Group group{KernelKind::reduction, reduction, {}};
   group.members.insert(reduction);
-  while (group.root->getResult(0).hasOneUse()) {
-    Operation *user = *group.root->getUsers().begin();
-    if (!isElementwise(user) || taken.contains(user) ||
-        user->getBlock() != reduction->getBlock() ||
-        !sameResultShape(user, reduction))
+  SmallVector<Operation *> epilogue;
+  llvm::SmallPtrSet<Value, 16> chain = {reduction->getResult(0)};
+  // Whether no op outside the epilogue reads its values but `end`'s.
+  auto closed = [&](Operation *end) {
+    return llvm::all_of(chain, [&](Value v) {
+      return v == end->getResult(0) ||
+             llvm::all_of(v.getUsers(), [&](Operation *user) {
+               return llvm::is_contained(epilogue, user);
+             });
+    });
+  };
+  size_t taking = 0;
+  Operation *op = reduction->getNextNode();
+  for (unsigned looked = 0; op && looked < kEpilogueWindow;
+       op = op->getNextNode(), ++looked) {
+    if (llvm::none_of(op->getOperands(),
+                      [&](Value v) { return chain.contains(v); }))
+      continue;
+    if (!isElementwise(op) || taken.contains(op) || op->getNumResults() != 1 ||
+        !sameResultShape(op, reduction))
       break;
-    group.members.insert(user);
-    group.root = user;
+    epilogue.push_back(op);
+    chain.insert(op->getResult(0));
+    if (closed(op))
+      taking = epilogue.size();
+  }
+  if (taking) {
+    group.members.insert(epilogue.begin(), epilogue.begin() + taking);
+    group.root = epilogue[taking - 1];
   }
   SmallVector<Value> inputs{reduction->getOperand(0)};
   if (Operation *shared = sharedNormInput(reduction, group.root, taken)) {
@@ -512,8 +545,9 @@ std::optional<QdqOperands> qdqOperands(MatmulOp matmul) {
 }
 
 /// How many ops past an 8-bit GEMM's product growQdqTail looks for its
-/// readers: a requantization and a quantized residual add are some 30.
-constexpr unsigned kTailWindow = 64;
+/// readers: a requantization and a quantized residual add are some 30, and
+/// BERT's GELU with its every step quantized some 70.
+constexpr unsigned kTailWindow = 128;
 /// The most ops growQdqTail computes again for one operand of a tail op.
 constexpr size_t kRecomputedOps = 16;
 

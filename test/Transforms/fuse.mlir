@@ -47,6 +47,82 @@ func.func @softmax_then_scale(%x: tensor<2x3x5xf32>, %c: tensor<f32>) -> tensor<
 
 // -----
 
+/// A reduction's epilogue takes ops that read one value twice (a
+/// QuantizeLinear's NaN test and select both read the rounded value): the
+/// norm's kernel writes the 8-bit bytes, and no kernel of its own clamps and
+/// casts them.
+// CHECK-LABEL: func @reduction_epilogue_quantizes
+// CHECK: %[[K:.*]] = kiln.kernel reduction({{.*}}) : {{.*}} -> tensor<4x8xi8>
+// CHECK: kiln.layer_norm
+// CHECK: kiln.round
+// CHECK-NEXT: kiln.is_nan
+// CHECK-NEXT: kiln.where
+// CHECK-NEXT: kiln.max
+// CHECK-NEXT: kiln.min
+// CHECK-NEXT: kiln.cast %{{.*}} : tensor<4x8xf32> -> tensor<4x8xi8>
+// CHECK-NEXT: kiln.yield
+// CHECK-NOT: kiln.kernel
+// CHECK: return %[[K]]
+func.func @reduction_epilogue_quantizes(%x: tensor<4x8xf32>, %g: tensor<8xf32>, %s: tensor<f32>, %lo: tensor<f32>, %hi: tensor<f32>) -> tensor<4x8xi8> {
+  %n = kiln.layer_norm %x, %g {axis = 1 : i64, epsilon = 1.0e-5 : f32} : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+  %d = kiln.div %n, %s : (tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+  %r = kiln.round %d : tensor<4x8xf32>
+  %nan = kiln.is_nan %r : tensor<4x8xf32> -> tensor<4x8xi1>
+  %v = kiln.where %nan, %lo, %r : (tensor<4x8xi1>, tensor<f32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %l = kiln.max %v, %lo : (tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+  %h = kiln.min %l, %hi : (tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+  %i = kiln.cast %h : tensor<4x8xf32> -> tensor<4x8xi8>
+  return %i : tensor<4x8xi8>
+}
+
+// -----
+
+/// negative_: the epilogue ends at its last value that nothing outside reads
+/// but that value: the rounded value also returned, the NaN test and what
+/// follows it are a kernel of their own that reads it.
+// CHECK-LABEL: func @negative_reduction_epilogue_read_outside
+// CHECK: %[[K:.*]] = kiln.kernel reduction({{.*}}) : {{.*}} -> tensor<4x8xf32>
+// CHECK: kiln.layer_norm
+// CHECK-NEXT: kiln.div
+// CHECK-NEXT: kiln.round
+// CHECK-NEXT: kiln.yield
+// CHECK: %[[E:.*]] = kiln.kernel elementwise(%[[K]]
+// CHECK: kiln.is_nan
+// CHECK: return %[[E]], %[[K]]
+func.func @negative_reduction_epilogue_read_outside(%x: tensor<4x8xf32>, %g: tensor<8xf32>, %s: tensor<f32>, %lo: tensor<f32>, %hi: tensor<f32>) -> (tensor<4x8xi8>, tensor<4x8xf32>) {
+  %n = kiln.layer_norm %x, %g {axis = 1 : i64, epsilon = 1.0e-5 : f32} : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+  %d = kiln.div %n, %s : (tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+  %r = kiln.round %d : tensor<4x8xf32>
+  %nan = kiln.is_nan %r : tensor<4x8xf32> -> tensor<4x8xi1>
+  %v = kiln.where %nan, %lo, %r : (tensor<4x8xi1>, tensor<f32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %l = kiln.max %v, %lo : (tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+  %h = kiln.min %l, %hi : (tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+  %i = kiln.cast %h : tensor<4x8xf32> -> tensor<4x8xi8>
+  return %i, %r : tensor<4x8xi8>, tensor<4x8xf32>
+}
+
+// -----
+
+/// negative_: an op that reads the softmax at another shape (a broadcast
+/// add) cannot join its kernel, so the exp that reads the softmax beside it
+/// cannot either: the softmax is stored for both.
+// CHECK-LABEL: func @negative_reduction_epilogue_other_shape
+// CHECK: %[[K:.*]] = kiln.kernel reduction
+// CHECK: kiln.softmax
+// CHECK-NEXT: kiln.yield
+// CHECK: kiln.kernel elementwise(%[[K]])
+// CHECK: kiln.exp
+// CHECK: kiln.kernel elementwise(%[[K]]
+// CHECK: kiln.add
+func.func @negative_reduction_epilogue_other_shape(%x: tensor<2x3x5xf32>, %y: tensor<4x2x3x5xf32>) -> (tensor<2x3x5xf32>, tensor<4x2x3x5xf32>) {
+  %p = kiln.softmax %x {axis = 2 : i64} : tensor<2x3x5xf32>
+  %e = kiln.exp %p : tensor<2x3x5xf32>
+  %b = kiln.add %p, %y : (tensor<2x3x5xf32>, tensor<4x2x3x5xf32>) -> tensor<4x2x3x5xf32>
+  return %e, %b : tensor<2x3x5xf32>, tensor<4x2x3x5xf32>
+}
+
+// -----
+
 /// A value with a use outside the chain is computed once, in its own kernel,
 /// and read by the other: fusing it twice would duplicate work.
 // CHECK-LABEL: func @negative_shared_producer
