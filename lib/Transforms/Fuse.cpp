@@ -100,6 +100,10 @@ struct Group {
   /// group's norm), the earlier of two cache updates (pairCacheUpdates), or
   /// null.
   Operation *alsoYielded = nullptr;
+  /// One-element values the kernel also yields, after those: a one-element
+  /// kernel's, merged into an elementwise kernel that reads all it reads
+  /// (mergeScalarKernels), which its first thread writes.
+  SmallVector<Operation *, 2> sideScalars;
 
   bool allUsesInside(Operation *op) const {
     return llvm::all_of(op->getUsers(), [&](Operation *user) {
@@ -852,9 +856,13 @@ public:
   void merge(Group &early, Group &late, SmallVectorImpl<Group> &groups) {
     late.members.insert(early.members.begin(), early.members.end());
     late.alsoYielded = early.root;
+    moveInto(early, late);
+    groups.erase(groups.begin() + (&early - groups.data()));
+  }
+  /// `early`'s ops placed where `late`'s kernel is.
+  void moveInto(const Group &early, const Group &late) {
     for (Operation *op : early.members)
       placeOf[op] = late.root;
-    groups.erase(groups.begin() + (&early - groups.data()));
   }
 
 private:
@@ -938,6 +946,72 @@ void pairScalarKernels(SmallVectorImpl<Group> &groups) {
   }
 }
 
+/// The values from outside `group` that its ops read.
+llvm::SetVector<Value> groupInputs(const Group &group) {
+  llvm::SetVector<Value> inputs;
+  for (Operation *op : group.members)
+    for (Value operand : op->getOperands())
+      if (!group.members.contains(operand.getDefiningOp()))
+        inputs.insert(operand);
+  return inputs;
+}
+
+/// Merges each one-element kernel (after pairScalarKernels, maybe two
+/// results) into an elementwise kernel of more elements that reads every
+/// value it reads, whose first thread then writes its results: a dynamic
+/// quantization's scale and zero point for its GEMM, computed from the
+/// extremes that the kernel quantizing the activations reads too, cost that
+/// kernel a few flops, not a launch. Its readers must come after the other
+/// kernel, which cannot read them; reading nothing new, it can move there.
+void mergeScalarKernels(SmallVectorImpl<Group> &groups) {
+  Placement placement(groups);
+  auto scalar = [](const Group &g) {
+    return g.kind == KernelKind::elementwise && g.sideScalars.empty() &&
+           isCheapScalar(g.root) && isElementwise(g.root);
+  };
+  // The CUDA target's elementwise kernel loops over its first result; a
+  // cache update's kernel over the new rows.
+  auto loops = [](const Group &g) {
+    return g.kind == KernelKind::elementwise && !isCheapScalar(g.root) &&
+           !isa<UpdateSliceOp>(g.root);
+  };
+  auto readAfter = [&](Operation *op, const Group &late) {
+    return !op || llvm::all_of(op->getUsers(), [&](Operation *user) {
+      return comesAfter(placement(user), late.root);
+    });
+  };
+  for (size_t i = 0; i < groups.size();) {
+    bool merged = false;
+    if (scalar(groups[i])) {
+      llvm::SetVector<Value> inputs = groupInputs(groups[i]);
+      for (size_t j = 0; j < groups.size(); ++j) {
+        Group &late = groups[j];
+        if (j == i || !loops(late) ||
+            late.root->getBlock() != groups[i].root->getBlock() ||
+            !readAfter(groups[i].root, late) ||
+            !readAfter(groups[i].alsoYielded, late))
+          continue;
+        llvm::SetVector<Value> lateInputs = groupInputs(late);
+        if (!llvm::all_of(inputs,
+                          [&](Value v) { return lateInputs.contains(v); }))
+          continue;
+        Group &early = groups[i];
+        late.members.insert(early.members.begin(), early.members.end());
+        if (early.alsoYielded)
+          late.sideScalars.push_back(early.alsoYielded);
+        late.sideScalars.push_back(early.root);
+        placement.moveInto(early, late);
+        groups.erase(groups.begin() + i);
+        merged = true;
+        break;
+      }
+    }
+    // Group i is gone where it merged: what moved into its place is next.
+    if (!merged)
+      ++i;
+  }
+}
+
 /// Gives every elementwise or data-movement reader of a cheap scalar
 /// (isCheapScalar) that no group has taken a copy of its own, consumers
 /// first, so that the copy joins the reader's kernel (a producer joins only
@@ -1014,6 +1088,8 @@ void outlineGroup(Group &group) {
   SmallVector<Value> results{result};
   if (group.alsoYielded)
     results.push_back(group.alsoYielded->getResult(0));
+  for (Operation *op : group.sideScalars)
+    results.push_back(op->getResult(0));
   auto kernel = KernelOp::create(
       builder, group.root->getLoc(), ValueRange(results).getTypes(),
       KernelKindAttr::get(builder.getContext(), group.kind),
@@ -1184,6 +1260,7 @@ struct KilnFusePass : public kiln::impl::KilnFusePassBase<KilnFusePass> {
 
     pairCacheUpdates(groups);
     pairScalarKernels(groups);
+    mergeScalarKernels(groups);
     for (Group &group : groups)
       outlineGroup(group);
   }

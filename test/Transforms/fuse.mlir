@@ -1436,16 +1436,14 @@ func.func @cheap_scalars_duplicated(%x: tensor<4x8xf32>, %y: tensor<3xf32>) -> (
 // -----
 
 // negative_: a scalar the function returns (DynamicQuantizeLinear's scale
-// output) stays a kernel of its own for that reader, while an elementwise
-// reader computes its own copy; and a two-element value is not a scalar:
-// one kernel writes it, two read it.
+// output) is still written for that reader, while an elementwise reader
+// computes its own copy (the reader's kernel writes the scalar too, from
+// its first thread: mergeScalarKernels); and a two-element value is not a
+// scalar: one kernel writes it, two read it.
 // CHECK-LABEL: func @negative_scalars_kept
-// CHECK: %[[S:.*]] = kiln.kernel elementwise(%arg1)
+// CHECK: %[[S:.*]]:2 = kiln.kernel elementwise(%arg1, %arg0) {{.*}} -> (tensor<4x8xf32>, tensor<f32>)
 // CHECK-NEXT: ^bb0
 // CHECK-NEXT: kiln.exp
-// CHECK-NEXT: kiln.yield
-// CHECK: kiln.kernel elementwise(%arg1, %arg0)
-// CHECK-NEXT: ^bb0
 // CHECK-NEXT: kiln.exp
 // CHECK-NEXT: kiln.add
 // CHECK: %[[P:.*]] = kiln.kernel elementwise(%arg2)
@@ -1455,7 +1453,7 @@ func.func @cheap_scalars_duplicated(%x: tensor<4x8xf32>, %y: tensor<3xf32>) -> (
 // CHECK: %[[V:.*]] = kiln.reshape %[[P]]
 // CHECK: kiln.kernel elementwise(%arg3, %[[V]])
 // CHECK: kiln.kernel elementwise(%arg3, %[[V]])
-// CHECK: return {{.*}}, %[[S]]
+// CHECK: return %[[S]]#0, {{.*}}, %[[S]]#1
 func.func @negative_scalars_kept(%a: tensor<4x8xf32>, %t: tensor<f32>, %u: tensor<2xf32>, %v: tensor<2x5xf32>) -> (tensor<4x8xf32>, tensor<2x5xf32>, tensor<2x5xf32>, tensor<f32>) {
   %s = kiln.exp %t : tensor<f32>
   %e = kiln.add %a, %s : (tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
@@ -1516,6 +1514,67 @@ func.func @negative_scalar_kernels_of_two_shapes(%t: tensor<f32>, %r: tensor<1xf
   %s = kiln.exp %t : tensor<f32>
   %z = kiln.round %r : tensor<1xf32>
   return %s, %z : tensor<f32>, tensor<1xf32>
+}
+
+// -----
+
+/// A one-element kernel whose every input an elementwise kernel of more
+/// elements reads too joins it, written by its first thread (a dynamic
+/// quantization's scale for its GEMM, beside the kernel that quantizes
+/// with it).
+// CHECK-LABEL: func @scalar_kernel_merged_into_reader
+// CHECK: %[[K:.*]]:2 = kiln.kernel  elementwise(%arg1, %arg2, %arg0) {{.*}} -> (tensor<4x8xf32>, tensor<f32>)
+// CHECK: kiln.round
+// CHECK: kiln.yield %{{.*}}, %{{.*}} : tensor<4x8xf32>, tensor<f32>
+// CHECK-NOT: kiln.kernel
+// CHECK: return %[[K]]#0, %[[K]]#1
+func.func @scalar_kernel_merged_into_reader(%x: tensor<4x8xf32>, %e: tensor<2xf32>, %c: tensor<f32>) -> (tensor<4x8xf32>, tensor<f32>) {
+  %h = kiln.slice %e {starts = array<i64: 1>, strides = array<i64: 1>} : tensor<2xf32> -> tensor<1xf32>
+  %hs = kiln.reshape %h : tensor<1xf32> -> tensor<f32>
+  %sc = kiln.div %hs, %c : (tensor<f32>, tensor<f32>) -> tensor<f32>
+  %q = kiln.div %x, %sc : (tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+  %r = kiln.round %q : tensor<4x8xf32>
+  return %r, %sc : tensor<4x8xf32>, tensor<f32>
+}
+
+// -----
+
+/// negative_: a one-element kernel that reads a value the other kernel does
+/// not (%c) keeps its own launch.
+// CHECK-LABEL: func @negative_scalar_kernel_reads_more
+// CHECK: kiln.kernel  elementwise(%arg1, %arg2) {{.*}} -> tensor<f32>
+// CHECK: kiln.kernel  elementwise(%arg1, %arg0) {{.*}} -> tensor<4x8xf32>
+func.func @negative_scalar_kernel_reads_more(%x: tensor<4x8xf32>, %e: tensor<2xf32>, %c: tensor<f32>) -> (tensor<4x8xf32>, tensor<f32>) {
+  %h = kiln.slice %e {starts = array<i64: 1>, strides = array<i64: 1>} : tensor<2xf32> -> tensor<1xf32>
+  %hs = kiln.reshape %h : tensor<1xf32> -> tensor<f32>
+  %sc = kiln.div %hs, %c : (tensor<f32>, tensor<f32>) -> tensor<f32>
+  %q = kiln.div %x, %hs : (tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+  %r = kiln.round %q : tensor<4x8xf32>
+  return %r, %sc : tensor<4x8xf32>, tensor<f32>
+}
+
+// -----
+
+/// negative_: a one-element kernel read before the other kernel (the 8-bit
+/// GEMM's activation scale, whose product the other kernel reads through a
+/// transpose) cannot move into it.
+// CHECK-LABEL: func @negative_scalar_kernel_read_before
+// CHECK: %[[S:.*]] = kiln.kernel  elementwise(%arg2) {{.*}} -> tensor<f32>
+// CHECK: %[[G:.*]] = kiln.kernel  gemm({{.*}}%[[S]]
+// CHECK: kiln.kernel  elementwise(%[[G]], %arg2) {{.*}} -> tensor<8x3xf32>
+func.func @negative_scalar_kernel_read_before(%x: tensor<3x32xf32>, %s: tensor<8x1xf32>, %e: tensor<2xf32>) -> tensor<8x3xf32> {
+  %q = kiln.constant dense<131> : tensor<8x1x32xui8>
+  %h = kiln.slice %e {starts = array<i64: 1>, strides = array<i64: 1>} : tensor<2xf32> -> tensor<1xf32>
+  %hs = kiln.reshape %h : tensor<1xf32> -> tensor<f32>
+  %sa = kiln.exp %hs : tensor<f32>
+  %xq = kiln.cast %x : tensor<3x32xf32> -> tensor<3x32xi8>
+  %xf = kiln.cast %xq : tensor<3x32xi8> -> tensor<3x32xf32>
+  %a = kiln.mul %xf, %sa : (tensor<3x32xf32>, tensor<f32>) -> tensor<3x32xf32>
+  %w = kiln.dequantize %q, %s {bits = 8 : i64, block_size = 32 : i64} : (tensor<8x1x32xui8>, tensor<8x1xf32>) -> tensor<8x32xf32>
+  %m = kiln.matmul %a, %w {transpose_rhs = true} : (tensor<3x32xf32>, tensor<8x32xf32>) -> tensor<3x8xf32>
+  %t = kiln.transpose %m {permutation = array<i64: 1, 0>} : tensor<3x8xf32> -> tensor<8x3xf32>
+  %y = kiln.mul %t, %sa : (tensor<8x3xf32>, tensor<f32>) -> tensor<8x3xf32>
+  return %y : tensor<8x3xf32>
 }
 
 // -----

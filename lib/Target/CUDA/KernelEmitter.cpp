@@ -252,6 +252,16 @@ static FailureOr<LaunchGeometry> emitUpdateSlice(KernelOp kernel,
   return geometry;
 }
 
+/// Whether `result` is a one-element result of an elementwise kernel that
+/// loops over `shape`, more than one element: written once, apart from the
+/// loop.
+static bool isSideScalar(Value result, const Sizes &shape) {
+  Sizes sizes = sizesOf(result);
+  return sizes != shape && llvm::all_of(sizes, [](const Size &s) {
+           return s.isConstant() && *s.getConstant() == 1;
+         });
+}
+
 FailureOr<LaunchGeometry> emitElementwise(KernelOp kernel, StringRef name,
                                           llvm::raw_ostream &os) {
   if (auto update =
@@ -273,9 +283,13 @@ FailureOr<LaunchGeometry> emitElementwise(KernelOp kernel, StringRef name,
      << "  " << index << " vectorEnd = 0;\n";
   // Every op at the result's index: vector accesses where they are aligned
   // (one result; a second is stored element by element).
-  VectorAccess access = atResultIndex && kernel.getNumResults() == 1
-                            ? planVectorAccess(kernel)
-                            : VectorAccess();
+  ValueRange yields = kernel.getYield().getValues();
+  auto sideScalars =
+      llvm::count_if(yields, [&](Value v) { return isSideScalar(v, shape); });
+  VectorAccess access =
+      atResultIndex && kernel.getNumResults() == 1 + sideScalars
+          ? planVectorAccess(kernel)
+          : VectorAccess();
   if (access.lanes > 1 && failed(emitVectorLoop(kernel, access, os)))
     return failure();
   os << "  for (" << index << " i = vectorEnd + first; i < " << indexText(n)
@@ -289,8 +303,9 @@ FailureOr<LaunchGeometry> emitElementwise(KernelOp kernel, StringRef name,
   // Each result (of one shape) stored at the index; with data movement
   // inside, each value at the index it is read at, from the result back to
   // the kernel's inputs.
-  for (auto [number, yielded] :
-       llvm::enumerate(kernel.getYield().getValues())) {
+  for (auto [number, yielded] : llvm::enumerate(yields)) {
+    if (isSideScalar(yielded, shape))
+      continue;
     FailureOr<std::string> value = atResultIndex
                                        ? body.get(yielded, "i", shape, "    ")
                                        : body.getAt(yielded, "i", "    ");
@@ -300,7 +315,25 @@ FailureOr<LaunchGeometry> emitElementwise(KernelOp kernel, StringRef name,
        << "[i] = " << storeExpr(tensorType(yielded).getElementType(), *value)
        << ";\n";
   }
-  os << "  }\n}\n";
+  os << "  }\n";
+  // One-element results (kiln-fuse's mergeScalarKernels): computed and
+  // written once, by the grid's first thread, from the kernel's inputs.
+  if (sideScalars) {
+    os << "  if (first == 0) {\n";
+    BodyEmitter scalars(kernel, os);
+    for (auto [number, yielded] : llvm::enumerate(yields)) {
+      if (!isSideScalar(yielded, shape))
+        continue;
+      FailureOr<std::string> value = scalars.getAt(yielded, "0", "    ");
+      if (failed(value))
+        return failure();
+      os << "    out" << number
+         << "[0] = " << storeExpr(tensorType(yielded).getElementType(), *value)
+         << ";\n";
+    }
+    os << "  }\n";
+  }
+  os << "}\n";
   LaunchGeometry geometry;
   setGridDim(geometry, 0, n, access.lanes * kBlockSize, kMaxGrid);
   geometry.block[0] = kBlockSize;
@@ -325,16 +358,29 @@ FailureOr<LaunchGeometry> emitKernel(KernelOp kernel, StringRef name,
                                      const CudaEmitOptions &options) {
   // A row norm's kernel may also write its input (kiln-fuse's
   // sharedNormInput), a cache update's the other cache (pairCacheUpdates),
-  // an elementwise kernel a second result of its shape (pairScalarKernels);
-  // every other kernel writes one result.
+  // an elementwise kernel a second result of its shape (pairScalarKernels)
+  // and one-element results (mergeScalarKernels); every other kernel writes
+  // one result.
   bool elementwise = kernel.getKind() == KernelKind::elementwise;
   bool updates =
       elementwise &&
       kernel.getYield().getValues()[0].getDefiningOp<UpdateSliceOp>();
-  bool alike = elementwise && kernel.getNumResults() == 2 &&
+  // An elementwise kernel's one-element results after its first, where
+  // that has more elements (mergeScalarKernels), are written apart.
+  unsigned sideScalars =
+      elementwise && !updates
+          ? llvm::count_if(kernel.getYield().getValues(),
+                           [&](Value v) {
+                             return isSideScalar(v,
+                                                 sizesOf(kernel.getResult(0)));
+                           })
+          : 0;
+  unsigned loopResults = kernel.getNumResults() - sideScalars;
+  bool alike = elementwise && loopResults == 2 &&
                sizesOf(kernel.getResult(0)) == sizesOf(kernel.getResult(1));
   unsigned most =
-      kernel.getKind() == KernelKind::reduction || updates || alike ? 2 : 1;
+      (kernel.getKind() == KernelKind::reduction || updates || alike ? 2 : 1) +
+      sideScalars;
   if (kernel.getNumResults() < 1 || kernel.getNumResults() > most)
     return kernel.emitOpError("has ")
            << kernel.getNumResults() << " results; the CUDA target needs "
