@@ -104,6 +104,10 @@ struct Group {
   /// kernel's, merged into an elementwise kernel that reads all it reads
   /// (mergeScalarKernels), which its first thread writes.
   SmallVector<Operation *, 2> sideScalars;
+  /// Roots of elementwise kernels of the root's shape that read a value
+  /// this one reads, merged into it (mergeSiblingKernels) and yielded
+  /// after the root and alsoYielded.
+  SmallVector<Operation *, 2> siblings;
 
   bool allUsesInside(Operation *op) const {
     return llvm::all_of(op->getUsers(), [&](Operation *user) {
@@ -854,15 +858,16 @@ public:
   }
   /// `early` merged into `late` (which yields its root too), and erased.
   void merge(Group &early, Group &late, SmallVectorImpl<Group> &groups) {
-    late.members.insert(early.members.begin(), early.members.end());
     late.alsoYielded = early.root;
-    moveInto(early, late);
-    groups.erase(groups.begin() + (&early - groups.data()));
+    absorb(early, late, groups);
   }
-  /// `early`'s ops placed where `late`'s kernel is.
-  void moveInto(const Group &early, const Group &late) {
+  /// `early`'s ops joined to `late`, placed where its kernel is, and
+  /// `early` erased.
+  void absorb(Group &early, Group &late, SmallVectorImpl<Group> &groups) {
+    late.members.insert(early.members.begin(), early.members.end());
     for (Operation *op : early.members)
       placeOf[op] = late.root;
+    groups.erase(groups.begin() + (&early - groups.data()));
   }
 
 private:
@@ -910,6 +915,30 @@ void pairCacheUpdates(SmallVectorImpl<Group> &groups) {
   }
 }
 
+/// For each group that `merges`, the first other group that `into` accepts
+/// takes its ops, placed where its kernel is, and `yields` records what the
+/// joined kernel then also yields.
+void mergeEach(
+    SmallVectorImpl<Group> &groups, Placement &placement,
+    llvm::function_ref<bool(const Group &)> merges,
+    llvm::function_ref<bool(const Group &early, const Group &late)> into,
+    llvm::function_ref<void(const Group &early, Group &late)> yields) {
+  for (size_t i = 0; i < groups.size();) {
+    Group *late = nullptr;
+    if (merges(groups[i]))
+      for (size_t j = 0; j < groups.size() && !late; ++j)
+        if (j != i && into(groups[i], groups[j]))
+          late = &groups[j];
+    if (!late) {
+      ++i;
+      continue;
+    }
+    yields(groups[i], *late);
+    // Group i is gone: what moved into its place is next.
+    placement.absorb(groups[i], *late, groups);
+  }
+}
+
 /// Merges two one-element elementwise kernels whose results one kernel
 /// reads into one kernel that yields both: a dynamic quantization's scale
 /// and zero point, the integer GEMM's operands, in one launch instead of
@@ -926,24 +955,16 @@ void pairScalarKernels(SmallVectorImpl<Group> &groups) {
   auto shapeOf = [](const Group &g) {
     return cast<RankedTensorType>(g.root->getResult(0).getType()).getShape();
   };
-  for (size_t i = 0; i < groups.size();) {
-    bool merged = false;
-    for (size_t j = 0; scalar(groups[i]) && j < groups.size(); ++j) {
-      if (j == i || !scalar(groups[j]) ||
-          shapeOf(groups[j]) != shapeOf(groups[i]) ||
-          groups[j].root->getBlock() != groups[i].root->getBlock() ||
-          !placement.readTogether(groups[i], groups[j]) ||
-          !groups[i].root->isBeforeInBlock(groups[j].root) ||
-          !placement.readAfter(groups[i], groups[j]))
-        continue;
-      placement.merge(groups[i], groups[j], groups);
-      merged = true;
-      break;
-    }
-    // Group i is gone where it merged: what moved into its place is next.
-    if (!merged)
-      ++i;
-  }
+  mergeEach(
+      groups, placement, scalar,
+      [&](const Group &early, const Group &late) {
+        return scalar(late) && shapeOf(late) == shapeOf(early) &&
+               late.root->getBlock() == early.root->getBlock() &&
+               placement.readTogether(early, late) &&
+               early.root->isBeforeInBlock(late.root) &&
+               placement.readAfter(early, late);
+      },
+      [](const Group &early, Group &late) { late.alsoYielded = early.root; });
 }
 
 /// The values from outside `group` that its ops read.
@@ -980,36 +1001,68 @@ void mergeScalarKernels(SmallVectorImpl<Group> &groups) {
       return comesAfter(placement(user), late.root);
     });
   };
-  for (size_t i = 0; i < groups.size();) {
-    bool merged = false;
-    if (scalar(groups[i])) {
-      llvm::SetVector<Value> inputs = groupInputs(groups[i]);
-      for (size_t j = 0; j < groups.size(); ++j) {
-        Group &late = groups[j];
-        if (j == i || !loops(late) ||
-            late.root->getBlock() != groups[i].root->getBlock() ||
-            !readAfter(groups[i].root, late) ||
-            !readAfter(groups[i].alsoYielded, late))
-          continue;
+  mergeEach(
+      groups, placement, scalar,
+      [&](const Group &early, const Group &late) {
+        if (!loops(late) || late.root->getBlock() != early.root->getBlock() ||
+            !readAfter(early.root, late) || !readAfter(early.alsoYielded, late))
+          return false;
         llvm::SetVector<Value> lateInputs = groupInputs(late);
-        if (!llvm::all_of(inputs,
-                          [&](Value v) { return lateInputs.contains(v); }))
-          continue;
-        Group &early = groups[i];
-        late.members.insert(early.members.begin(), early.members.end());
+        return llvm::all_of(groupInputs(early),
+                            [&](Value v) { return lateInputs.contains(v); });
+      },
+      [](const Group &early, Group &late) {
         if (early.alsoYielded)
           late.sideScalars.push_back(early.alsoYielded);
         late.sideScalars.push_back(early.root);
-        placement.moveInto(early, late);
-        groups.erase(groups.begin() + i);
-        merged = true;
-        break;
-      }
-    }
-    // Group i is gone where it merged: what moved into its place is next.
-    if (!merged)
-      ++i;
-  }
+      });
+}
+
+/// The most results a kernel of mergeSiblingKernels yields.
+constexpr size_t kMostSiblings = 4;
+
+/// Merges elementwise kernels of one shape that read a value in common,
+/// each through data movement, into one kernel that yields each one's
+/// result: a quantized attention's query, key and value heads, each
+/// sliced from one packed projection, biased, quantized and transposed on
+/// its own (a Q/DQ graph's head split, which attention does not take),
+/// one launch where they were three. Only kernels that read through data
+/// movement, which the CUDA target loops over element by element anyway
+/// (a kernel of several results is not vectorized). Each merged kernel's
+/// readers come after the kernel it joins, which cannot read it, and what
+/// it reads is computed before that kernel.
+void mergeSiblingKernels(SmallVectorImpl<Group> &groups) {
+  Placement placement(groups);
+  auto movesThrough = [](const Group &g) {
+    return g.kind == KernelKind::elementwise && !g.alsoYielded &&
+           g.sideScalars.empty() && !isCheapScalar(g.root) &&
+           !isa<UpdateSliceOp>(g.root) &&
+           llvm::any_of(g.members,
+                        [](Operation *op) { return isDataMovement(op); });
+  };
+  mergeEach(
+      groups, placement,
+      [&](const Group &g) { return movesThrough(g) && g.siblings.empty(); },
+      [&](const Group &early, const Group &late) {
+        if (!movesThrough(late) || late.siblings.size() + 2 > kMostSiblings ||
+            late.root->getBlock() != early.root->getBlock() ||
+            !sameResultShape(late.root, early.root) ||
+            !llvm::all_of(early.root->getUsers(), [&](Operation *user) {
+              return comesAfter(placement(user), late.root);
+            }))
+          return false;
+        llvm::SetVector<Value> inputs = groupInputs(early),
+                               lateInputs = groupInputs(late);
+        return llvm::any_of(inputs,
+                            [&](Value v) { return lateInputs.contains(v); }) &&
+               llvm::all_of(inputs, [&](Value v) {
+                 Operation *def = v.getDefiningOp();
+                 return !def || comesAfter(late.root, placement(def));
+               });
+      },
+      [](const Group &early, Group &late) {
+        late.siblings.push_back(early.root);
+      });
 }
 
 /// Gives every elementwise or data-movement reader of a cheap scalar
@@ -1088,6 +1141,8 @@ void outlineGroup(Group &group) {
   SmallVector<Value> results{result};
   if (group.alsoYielded)
     results.push_back(group.alsoYielded->getResult(0));
+  for (Operation *op : group.siblings)
+    results.push_back(op->getResult(0));
   for (Operation *op : group.sideScalars)
     results.push_back(op->getResult(0));
   auto kernel = KernelOp::create(
@@ -1261,6 +1316,7 @@ struct KilnFusePass : public kiln::impl::KilnFusePassBase<KilnFusePass> {
     pairCacheUpdates(groups);
     pairScalarKernels(groups);
     mergeScalarKernels(groups);
+    mergeSiblingKernels(groups);
     for (Group &group : groups)
       outlineGroup(group);
   }

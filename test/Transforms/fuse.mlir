@@ -1579,6 +1579,52 @@ func.func @negative_scalar_kernel_read_before(%x: tensor<3x32xf32>, %s: tensor<8
 
 // -----
 
+/// Kernels of one shape that read a value in common through data movement
+/// (a Q/DQ graph's query, key and value heads, each sliced from one packed
+/// projection and transposed) are one kernel with a result each.
+// CHECK-LABEL: func @sibling_kernels_merged
+// CHECK: %[[K:.*]]:3 = kiln.kernel  elementwise(%arg0) {{.*}} -> (tensor<2x3x4xf32>, tensor<2x3x4xf32>, tensor<2x3x4xf32>)
+// CHECK-COUNT-3: kiln.transpose
+// CHECK: kiln.yield
+// CHECK-NOT: kiln.kernel
+// CHECK: return %[[K]]#2, %[[K]]#0, %[[K]]#1
+func.func @sibling_kernels_merged(%p: tensor<2x4x9xf32>) -> (tensor<2x3x4xf32>, tensor<2x3x4xf32>, tensor<2x3x4xf32>) {
+  %q0 = kiln.slice %p {starts = array<i64: 0, 0, 0>, strides = array<i64: 1, 1, 1>} : tensor<2x4x9xf32> -> tensor<2x4x3xf32>
+  %q1 = kiln.transpose %q0 {permutation = array<i64: 0, 2, 1>} : tensor<2x4x3xf32> -> tensor<2x3x4xf32>
+  %q = kiln.exp %q1 : tensor<2x3x4xf32>
+  %k0 = kiln.slice %p {starts = array<i64: 0, 0, 3>, strides = array<i64: 1, 1, 1>} : tensor<2x4x9xf32> -> tensor<2x4x3xf32>
+  %k1 = kiln.transpose %k0 {permutation = array<i64: 0, 2, 1>} : tensor<2x4x3xf32> -> tensor<2x3x4xf32>
+  %k = kiln.neg %k1 : tensor<2x3x4xf32>
+  %v0 = kiln.slice %p {starts = array<i64: 0, 0, 6>, strides = array<i64: 1, 1, 1>} : tensor<2x4x9xf32> -> tensor<2x4x3xf32>
+  %v1 = kiln.transpose %v0 {permutation = array<i64: 0, 2, 1>} : tensor<2x4x3xf32> -> tensor<2x3x4xf32>
+  %v = kiln.relu %v1 : tensor<2x3x4xf32>
+  return %q, %k, %v : tensor<2x3x4xf32>, tensor<2x3x4xf32>, tensor<2x3x4xf32>
+}
+
+// -----
+
+/// negative_: kernels that read their inputs at their own element stay
+/// apart (each is vectorized; a kernel of several results is not), and so
+/// does one whose result the other reads.
+// CHECK-LABEL: func @negative_sibling_kernels
+// CHECK: kiln.kernel  elementwise(%arg0) {{.*}} -> tensor<2x3x4xf32>
+// CHECK: kiln.kernel  elementwise(%arg0) {{.*}} -> tensor<2x3x4xf32>
+// CHECK: %[[Q:.*]] = kiln.kernel  elementwise(%arg1) {{.*}} -> tensor<2x3x4xf32>
+// CHECK: kiln.kernel  elementwise(%arg1, %[[Q]]) {{.*}} -> tensor<2x3x4xf32>
+func.func @negative_sibling_kernels(%x: tensor<2x3x4xf32>, %p: tensor<2x4x6xf32>) -> (tensor<2x3x4xf32>, tensor<2x3x4xf32>, tensor<2x3x4xf32>, tensor<2x3x4xf32>) {
+  %a = kiln.exp %x : tensor<2x3x4xf32>
+  %b = kiln.neg %x : tensor<2x3x4xf32>
+  %q0 = kiln.slice %p {starts = array<i64: 0, 0, 0>, strides = array<i64: 1, 1, 1>} : tensor<2x4x6xf32> -> tensor<2x4x3xf32>
+  %q1 = kiln.transpose %q0 {permutation = array<i64: 0, 2, 1>} : tensor<2x4x3xf32> -> tensor<2x3x4xf32>
+  %q = kiln.exp %q1 : tensor<2x3x4xf32>
+  %k0 = kiln.slice %p {starts = array<i64: 0, 0, 3>, strides = array<i64: 1, 1, 1>} : tensor<2x4x6xf32> -> tensor<2x4x3xf32>
+  %k1 = kiln.transpose %k0 {permutation = array<i64: 0, 2, 1>} : tensor<2x4x3xf32> -> tensor<2x3x4xf32>
+  %k = kiln.add %k1, %q : (tensor<2x3x4xf32>, tensor<2x3x4xf32>) -> tensor<2x3x4xf32>
+  return %a, %b, %q, %k : tensor<2x3x4xf32>, tensor<2x3x4xf32>, tensor<2x3x4xf32>, tensor<2x3x4xf32>
+}
+
+// -----
+
 // An 8-bit GEMM's tail: the requantization of its sums with their bias
 // (onnxruntime's QLinearMatMul and QGemm: a multiplier a column, rounding,
 // the zero point, saturation) is computed where the kernel stores each

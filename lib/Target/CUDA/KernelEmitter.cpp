@@ -358,9 +358,9 @@ FailureOr<LaunchGeometry> emitKernel(KernelOp kernel, StringRef name,
                                      const CudaEmitOptions &options) {
   // A row norm's kernel may also write its input (kiln-fuse's
   // sharedNormInput), a cache update's the other cache (pairCacheUpdates),
-  // an elementwise kernel a second result of its shape (pairScalarKernels)
-  // and one-element results (mergeScalarKernels); every other kernel writes
-  // one result.
+  // an elementwise kernel more results of its shape (pairScalarKernels,
+  // mergeSiblingKernels) and one-element results (mergeScalarKernels);
+  // every other kernel writes one result.
   bool elementwise = kernel.getKind() == KernelKind::elementwise;
   bool updates =
       elementwise &&
@@ -376,11 +376,15 @@ FailureOr<LaunchGeometry> emitKernel(KernelOp kernel, StringRef name,
                            })
           : 0;
   unsigned loopResults = kernel.getNumResults() - sideScalars;
-  bool alike = elementwise && loopResults == 2 &&
-               sizesOf(kernel.getResult(0)) == sizesOf(kernel.getResult(1));
-  unsigned most =
-      (kernel.getKind() == KernelKind::reduction || updates || alike ? 2 : 1) +
-      sideScalars;
+  bool alike =
+      elementwise && !updates && loopResults >= 2 &&
+      llvm::all_of(kernel.getResults().take_front(loopResults), [&](Value v) {
+        return sizesOf(v) == sizesOf(kernel.getResult(0));
+      });
+  unsigned most = (alike ? loopResults
+                   : kernel.getKind() == KernelKind::reduction || updates ? 2
+                                                                          : 1) +
+                  sideScalars;
   if (kernel.getNumResults() < 1 || kernel.getNumResults() > most)
     return kernel.emitOpError("has ")
            << kernel.getNumResults() << " results; the CUDA target needs "
