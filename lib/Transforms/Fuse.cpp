@@ -174,6 +174,18 @@ Operation *sharedNormInput(Operation *norm, Operation *root,
   return llvm::all_of(others, afterRoot) ? input : nullptr;
 }
 
+/// Whether no op outside `ops` reads a value of `chain` other than `end`'s
+/// result: where a kernel's epilogue or tail may end.
+bool onlyReadWithin(const llvm::SmallPtrSetImpl<Value> &chain,
+                    ArrayRef<Operation *> ops, Operation *end) {
+  return llvm::all_of(chain, [&](Value v) {
+    return v == end->getResult(0) ||
+           llvm::all_of(v.getUsers(), [&](Operation *user) {
+             return llvm::is_contained(ops, user);
+           });
+  });
+}
+
 /// How many ops past a reduction buildReductionGroup looks for the readers
 /// of its epilogue: a QuantizeLinear after a LayerNorm is some 8.
 constexpr unsigned kEpilogueWindow = 128;
@@ -200,12 +212,7 @@ Group buildReductionGroup(Operation *reduction,
   llvm::SmallPtrSet<Value, 16> chain = {reduction->getResult(0)};
   // Whether no op outside the epilogue reads its values but `end`'s.
   auto closed = [&](Operation *end) {
-    return llvm::all_of(chain, [&](Value v) {
-      return v == end->getResult(0) ||
-             llvm::all_of(v.getUsers(), [&](Operation *user) {
-               return llvm::is_contained(epilogue, user);
-             });
-    });
+    return onlyReadWithin(chain, epilogue, end);
   };
   size_t taking = 0;
   Operation *op = reduction->getNextNode();
@@ -615,12 +622,7 @@ void growQdqTail(Group &group, const llvm::DenseSet<Operation *> &taken,
       };
   // Whether no op outside the tail reads its values but `end`'s.
   auto closed = [&](Operation *end) {
-    return llvm::all_of(chain, [&](Value v) {
-      return v == end->getResult(0) ||
-             llvm::all_of(v.getUsers(), [&](Operation *user) {
-               return llvm::is_contained(tail, user);
-             });
-    });
+    return onlyReadWithin(chain, tail, end);
   };
   // Per tail op, the producers of its operands it computes again.
   SmallVector<std::pair<Operation *, SmallVector<Operation *>>> recomputed;
@@ -847,6 +849,13 @@ public:
              comesAfter((*this)(user), late.root);
     });
   }
+  /// Whether every reader of `op` (none where it is null) will be placed
+  /// after `late`'s root, and none inside it.
+  bool readOnlyAfter(Operation *op, const Group &late) const {
+    return !op || llvm::all_of(op->getUsers(), [&](Operation *user) {
+      return comesAfter((*this)(user), late.root);
+    });
+  }
   /// Whether one kernel (or op) will read both groups' roots.
   bool readTogether(const Group &a, const Group &b) const {
     llvm::SmallPtrSet<Operation *, 4> places;
@@ -996,16 +1005,12 @@ void mergeScalarKernels(SmallVectorImpl<Group> &groups) {
     return g.kind == KernelKind::elementwise && !isCheapScalar(g.root) &&
            !isa<UpdateSliceOp>(g.root);
   };
-  auto readAfter = [&](Operation *op, const Group &late) {
-    return !op || llvm::all_of(op->getUsers(), [&](Operation *user) {
-      return comesAfter(placement(user), late.root);
-    });
-  };
   mergeEach(
       groups, placement, scalar,
       [&](const Group &early, const Group &late) {
         if (!loops(late) || late.root->getBlock() != early.root->getBlock() ||
-            !readAfter(early.root, late) || !readAfter(early.alsoYielded, late))
+            !placement.readOnlyAfter(early.root, late) ||
+            !placement.readOnlyAfter(early.alsoYielded, late))
           return false;
         llvm::SetVector<Value> lateInputs = groupInputs(late);
         return llvm::all_of(groupInputs(early),
@@ -1047,9 +1052,7 @@ void mergeSiblingKernels(SmallVectorImpl<Group> &groups) {
         if (!movesThrough(late) || late.siblings.size() + 2 > kMostSiblings ||
             late.root->getBlock() != early.root->getBlock() ||
             !sameResultShape(late.root, early.root) ||
-            !llvm::all_of(early.root->getUsers(), [&](Operation *user) {
-              return comesAfter(placement(user), late.root);
-            }))
+            !placement.readOnlyAfter(early.root, late))
           return false;
         llvm::SetVector<Value> inputs = groupInputs(early),
                                lateInputs = groupInputs(late);

@@ -267,7 +267,6 @@ FailureOr<LaunchGeometry> emitElementwise(KernelOp kernel, StringRef name,
   if (auto update =
           kernel.getYield().getValues()[0].getDefiningOp<UpdateSliceOp>())
     return emitUpdateSlice(kernel, update, name, os);
-  RankedTensorType resultType = tensorType(kernel.getResult(0));
   Sizes shape = sizesOf(kernel.getResult(0));
   Size n = productOf(shape);
   const char *index = indexType(n);
@@ -294,43 +293,41 @@ FailureOr<LaunchGeometry> emitElementwise(KernelOp kernel, StringRef name,
     return failure();
   os << "  for (" << index << " i = vectorEnd + first; i < " << indexText(n)
      << "; i += stride) {\n";
+  // Stores the results `side` picks (the one-element ones, or the others)
+  // at `index`, each computed by `body`; with data movement inside, each
+  // value at the index it is read at, from the result back to the inputs.
+  auto store = [&](BodyEmitter &body, bool side,
+                   const std::string &index) -> LogicalResult {
+    for (auto [number, yielded] : llvm::enumerate(yields)) {
+      if (isSideScalar(yielded, shape) != side)
+        continue;
+      FailureOr<std::string> value =
+          atResultIndex && !side ? body.get(yielded, index, shape, "    ")
+                                 : body.getAt(yielded, index, "    ");
+      if (failed(value))
+        return failure();
+      os << "    out" << number << "[" << index
+         << "] = " << storeExpr(tensorType(yielded).getElementType(), *value)
+         << ";\n";
+    }
+    return success();
+  };
   BodyEmitter body(kernel, os);
   if (atResultIndex)
     // Every op at the result's index, in order.
     for (Operation &op : ops)
       if (failed(body.emit(&op, "i", shape, "    ")))
         return failure();
-  // Each result (of one shape) stored at the index; with data movement
-  // inside, each value at the index it is read at, from the result back to
-  // the kernel's inputs.
-  for (auto [number, yielded] : llvm::enumerate(yields)) {
-    if (isSideScalar(yielded, shape))
-      continue;
-    FailureOr<std::string> value = atResultIndex
-                                       ? body.get(yielded, "i", shape, "    ")
-                                       : body.getAt(yielded, "i", "    ");
-    if (failed(value))
-      return failure();
-    os << "    out" << number
-       << "[i] = " << storeExpr(tensorType(yielded).getElementType(), *value)
-       << ";\n";
-  }
+  if (failed(store(body, /*side=*/false, "i")))
+    return failure();
   os << "  }\n";
   // One-element results (kiln-fuse's mergeScalarKernels): computed and
   // written once, by the grid's first thread, from the kernel's inputs.
   if (sideScalars) {
     os << "  if (first == 0) {\n";
     BodyEmitter scalars(kernel, os);
-    for (auto [number, yielded] : llvm::enumerate(yields)) {
-      if (!isSideScalar(yielded, shape))
-        continue;
-      FailureOr<std::string> value = scalars.getAt(yielded, "0", "    ");
-      if (failed(value))
-        return failure();
-      os << "    out" << number
-         << "[0] = " << storeExpr(tensorType(yielded).getElementType(), *value)
-         << ";\n";
-    }
+    if (failed(store(scalars, /*side=*/true, "0")))
+      return failure();
     os << "  }\n";
   }
   os << "}\n";
