@@ -477,8 +477,13 @@ FailureOr<LaunchGeometry> emitReduction(KernelOp kernel, StringRef name,
     // The row in chunks of blockDim.x: a block-wide inclusive scan of each
     // chunk plus the carry of the chunks before it. Scan position p reads
     // row position p (p - 1 when exclusive), mirrored when reversed.
+    // Floats sum in double: every prefix is an output, and a long row's
+    // prefixes cancel (the sum of thousands of terms of either sign), so a
+    // float carry's rounding would be most of a small prefix's value. The
+    // kernel is bound by its memory traffic, and Hopper's double rate is
+    // half its float rate.
     Type et = tensorType(input).getElementType();
-    std::string type = accumulatorType(et);
+    std::string type = isa<FloatType>(et) ? "double" : accumulatorType(et);
     Size length = layout.length;
     auto position = [&](const std::string &p) {
       return cumsum.getReverse()

@@ -6,11 +6,12 @@
 
 // A 300-long row takes two chunks of the 256-thread block, with a carry;
 // exclusive reads the position before, reverse mirrors both positions.
+// Floats sum in double (a long row's prefixes cancel).
 // CHECK: extern "C" __global__ void kiln_reduction_0(
 // CHECK: for (long long chunk = 0; chunk < 300LL; chunk += blockDim.x)
 // CHECK: long long source = p - 1;
 // CHECK: long long j = (300LL - 1 - source);
-// CHECK: float scanned = kiln_add(carry, kiln_block_inclusive_scan(term, scratch, &total));
+// CHECK: double scanned = kiln_add(carry, kiln_block_inclusive_scan(term, scratch, &total));
 // CHECK: carry = kiln_add(carry, total);
 // CHECK: long long j = (300LL - 1 - p);
 // CHECK: out0[x_idx] =
