@@ -15,7 +15,9 @@
 // whole row padded to whole 16-byte chunks, which the packed GEMV reads.
 //
 // Each block's scale is its largest magnitude over the largest positive
-// value (7 for int4, 127 for int8), rounded to the weights' element type,
+// value (7 for int4, 127 for int8), rounded to the type the products
+// compute in (compute-type, which the pipeline gives it: it runs before
+// kiln-mixed-precision, reading the weights as the model stores them),
 // and the weights are divided by that rounded scale, so that the stored
 // scale is the one the values were rounded against. The error is measured
 // as the kernels will see it: one random row (a seeded normal vector)
@@ -38,6 +40,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <optional>
 #include <random>
 #include <vector>
 
@@ -106,7 +109,7 @@ private:
   std::vector<float> decoded;
 };
 
-/// `value` rounded to the weights' type, as a float.
+/// `value` rounded to the type `kind`, as a float.
 float roundTo(FloatKind kind, float value) {
   if (kind == FloatKind::F16)
     return floatOfHalfBits(halfBitsOf(value));
@@ -150,6 +153,17 @@ struct KilnQuantizeWeightsPass
           << int64_t(blockSize);
       return signalPassFailure();
     }
+    if (computeType == "f16")
+      computeKind = FloatKind::F16;
+    else if (computeType == "bf16")
+      computeKind = FloatKind::BF16;
+    else if (!computeType.empty()) {
+      mlir::emitError(getOperation().getLoc(),
+                      "kiln-quantize-weights: compute-type must be f16 or "
+                      "bf16, got ")
+          << computeType;
+      return signalPassFailure();
+    }
     if (bits == 4 && blockSize < 32 && !float8)
       mlir::emitWarning(getOperation().getLoc(),
                         "kiln-quantize-weights: int4 blocks of ")
@@ -188,7 +202,8 @@ struct KilnQuantizeWeightsPass
     auto constant = matmul.getRhs().getDefiningOp<ConstantOp>();
     auto type = cast<RankedTensorType>(constant.getType());
     Type et = type.getElementType();
-    FloatKind kind = kindOf(et);
+    // The type the scales and the dequantized weights are rounded to.
+    FloatKind kind = computeKind.value_or(kindOf(et));
     bool transposed = matmul.getTransposeRhs();
     int64_t k = type.getDimSize(transposed ? 1 : 0);
     int64_t n = type.getDimSize(transposed ? 0 : 1);
@@ -320,6 +335,9 @@ struct KilnQuantizeWeightsPass
       constant.erase();
     return success();
   }
+
+  /// compute-type's kind, where it is given.
+  std::optional<FloatKind> computeKind;
 };
 
 } // namespace

@@ -42,6 +42,25 @@
 // 64 up to 448, all E4M3FN values.
 // RUN: kiln-run %t/exact.mlir --weights fp8 --compare-pipeline --seed 3 | FileCheck %s --check-prefix=EXACT
 
+// compute-type: the scales rounded to the type kiln-mixed-precision will
+// give the products (the pipeline runs this pass before it). 0.3 / 7 is
+// 0.042857144 in f32 (the weights come back exactly) and 0.0428466797 in
+// f16 (7 of them are 0.29993, an error the report shows), and the f32
+// weights are rounded against the f16 scale. The conversion after keeps
+// it exactly.
+// RUN: kiln-opt %t/scales.mlir -kiln-quantize-weights | FileCheck %s --check-prefix=OWN
+// OWN: kiln.constant dense<0.042857144> : tensor<6x2xf32>
+// OWN: kiln.quantization_error = 0.000000e+00
+// RUN: kiln-opt %t/scales.mlir -kiln-quantize-weights="compute-type=f16" | FileCheck %s --check-prefix=HALF
+// HALF: kiln.constant dense<0.0428466797> : tensor<6x2xf32>
+// RUN: kiln-opt %t/scales.mlir -kiln-quantize-weights="compute-type=f16" -kiln-mixed-precision="precision=fp16" | FileCheck %s --check-prefix=CONVERTED
+// CONVERTED: kiln.constant dense<4.284670e-02> : tensor<6x2xf16>
+// CONVERTED: kiln.dequantize {{.*}} : (tensor<6x2x16xui8>, tensor<6x2xf16>) -> tensor<6x40xf16>
+// RUN: kiln-opt %t/scales.mlir -kiln-quantize-weights="compute-type=bf16" | FileCheck %s --check-prefix=BRAIN
+// BRAIN: kiln.constant dense<0.04296875> : tensor<6x2xf32>
+// RUN: not kiln-opt %t/scales.mlir -kiln-quantize-weights="compute-type=f64" 2>&1 | FileCheck %s --check-prefix=TYPE
+// TYPE: error: kiln-quantize-weights: compute-type must be f16 or bf16, got f64
+
 // RUN: not kiln-opt %t/products.mlir -kiln-quantize-weights="bits=3" 2>&1 | FileCheck %s --check-prefix=BITS
 // BITS: error: kiln-quantize-weights: bits must be 4 or 8, got 3
 // RUN: not kiln-opt %t/products.mlir -kiln-quantize-weights="block-size=24" 2>&1 | FileCheck %s --check-prefix=BLOCK
@@ -63,6 +82,13 @@ func.func @negative_not_weights(%a: tensor<3x40xf32>, %b: tensor<40x6xf32>, %c: 
   %s = kiln.constant dense<0.5> : tensor<8x6xf32>
   %u = kiln.matmul %c, %s : (tensor<3x8xf32>, tensor<8x6xf32>) -> tensor<3x6xf32>
   return %y, %t, %u : tensor<3x6xf32>, tensor<40x6xf32>, tensor<3x6xf32>
+}
+
+//--- scales.mlir
+func.func @scales(%a: tensor<3x40xf32>) -> tensor<3x6xf32> {
+  %w = kiln.constant dense<0.3> : tensor<40x6xf32>
+  %y = kiln.matmul %a, %w : (tensor<3x40xf32>, tensor<40x6xf32>) -> tensor<3x6xf32>
+  return %y : tensor<3x6xf32>
 }
 
 //--- exact.mlir

@@ -297,10 +297,15 @@ def KilnQuantizeWeightsPass
 
     Each dequantize records `kiln.quantization_error`: the relative L2
     distance between a seeded random row times the weights and times their
-    dequantized values (in the weights' type, as the kernels compute them),
-    which `kilnc --report` lists. Runs after kiln-mixed-precision, so that
-    a model's weights are quantized in the type the products compute in
-    (and the dequantize fuses into a 16-bit GEMM, kiln-fuse).
+    dequantized values (in the type the products compute in, as the kernels
+    compute them), which `kilnc --report` lists.
+
+    `compute-type` (f16 or bf16) names the type kiln-mixed-precision will
+    give the products when this pass runs before it, as the pipeline runs
+    it: scales are rounded to that type and the error measured in it, so
+    that the conversion after changes no value, and the weights are read
+    once, as the model stores them, rather than converted to 16 bits and
+    spilled first. Empty, the weights' own type.
 
     Before:
     ```mlir
@@ -326,6 +331,9 @@ def KilnQuantizeWeightsPass
     Option<"float8", "float8", "bool", /*default=*/"false",
            "E4M3FN float8 weights (bits 8) with one scale an output column; "
            "block-size is unused">,
+    Option<"computeType", "compute-type", "std::string", /*default=*/"\"\"",
+           "f16 or bf16: the type the products will compute in, which the "
+           "scales are rounded to (empty: the weights' own type)">,
   ];
   let dependentDialects = ["kiln::KilnDialect"];
 }
