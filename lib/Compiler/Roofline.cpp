@@ -8,6 +8,7 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
 
 #include <algorithm>
 #include <set>
@@ -118,6 +119,7 @@ std::vector<double> flopsOfKernels(const rt::Artifact &artifact,
                                    llvm::ArrayRef<double> opFlops) {
   std::vector<double> flops;
   llvm::StringRef lastIndex;
+  llvm::StringSet<> opNames;
   size_t op = 0;
   for (llvm::StringRef name : artifact.kernelNames) {
     // kiln_<family>_<index>[_<part>]: the launches of one op share its
@@ -130,8 +132,14 @@ std::vector<double> flopsOfKernels(const rt::Artifact &artifact,
       flops.push_back(0.0);
       continue;
     }
-    if (!flops.empty() && !lastIndex.empty() && index != lastIndex)
+    // An op that shares an earlier op's kernels (PlanSharedKernels.cpp)
+    // takes their names: the next op starts where a name repeats too.
+    if (!flops.empty() && !lastIndex.empty() &&
+        (index != lastIndex || opNames.contains(name))) {
       ++op;
+      opNames.clear();
+    }
+    opNames.insert(name);
     lastIndex = index;
     // A combine adds parts; an unpacking converts weights: neither is the
     // op's arithmetic, which its main kernel (or the step after) does.
@@ -147,9 +155,10 @@ std::vector<MmaUse> kernelsIssuingMmaSync(const rt::Artifact &artifact,
                                           const KernelConfigs &configs) {
   std::vector<MmaUse> issues(artifact.kernelNames.size(), MmaUse::None);
   // One pass over the PTX: each entry's body runs to the next entry.
-  llvm::StringMap<size_t> index;
+  // Ops that share a kernel share its name (PlanSharedKernels.cpp).
+  llvm::StringMap<llvm::SmallVector<size_t, 1>> index;
   for (auto [i, name] : llvm::enumerate(artifact.kernelNames))
-    index[name] = i;
+    index[name].push_back(i);
   llvm::StringRef ptx = artifact.ptx;
   for (size_t entry = ptx.find(".entry "); entry != llvm::StringRef::npos;) {
     size_t next = ptx.find(".entry ", entry + 1);
@@ -157,18 +166,21 @@ std::vector<MmaUse> kernelsIssuingMmaSync(const rt::Artifact &artifact,
     llvm::StringRef name = body.drop_front(7).take_until(
         [](char c) { return c == '(' || c == ' ' || c == '\n'; });
     auto it = index.find(name);
-    if (it != index.end())
-      issues[it->second] = body.contains("mma.sync.aligned.m16n8k8.row.col."
-                                         "f32.tf32")
-                               ? MmaUse::Tf32
-                           : body.contains("mma.sync") ? MmaUse::Sixteen
-                                                       : MmaUse::None;
+    if (it != index.end()) {
+      MmaUse use = body.contains("mma.sync.aligned.m16n8k8.row.col.f32.tf32")
+                       ? MmaUse::Tf32
+                   : body.contains("mma.sync") ? MmaUse::Sixteen
+                                               : MmaUse::None;
+      for (size_t i : it->second)
+        issues[i] = use;
+    }
     entry = next;
   }
   for (const KernelConfig &config : configs) {
     auto it = index.find(config.kernel);
     if (it != index.end() && config.attention.form == AttentionForm::Wgmma)
-      issues[it->second] = MmaUse::Wgmma;
+      for (size_t i : it->second)
+        issues[i] = MmaUse::Wgmma;
   }
   return issues;
 }

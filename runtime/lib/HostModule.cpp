@@ -20,6 +20,7 @@
 #include <dlfcn.h>
 
 #include <cctype>
+#include <set>
 
 using namespace kiln::rt;
 using namespace kiln::rt::host;
@@ -45,8 +46,11 @@ std::string moduleSource(const Artifact &artifact) {
                      "\"\n"
                      "#include \"kernels.cu\"\n"
                      "KILN_HOST_MODULE()\n";
+  // Once each: ops of the same code share a kernel, and its name.
+  std::set<std::string> entries;
   for (const std::string &name : artifact.kernelNames)
-    text += "KILN_HOST_KERNEL(" + name + ")\n";
+    if (entries.insert(name).second)
+      text += "KILN_HOST_KERNEL(" + name + ")\n";
   // The run-time index checks' flag, which the kernels' prelude defines.
   if (!artifact.indexSites.empty())
     text += "extern \"C\" __attribute__((visibility(\"default\"))) unsigned "

@@ -90,8 +90,13 @@ LogicalResult PlanBuilder::build() {
   source << cudaPrelude(needsHalfTypes, needsTensorCores);
   for (Operation &op : body) {
     size_t stepsBefore = artifact.steps.size();
-    if (failed(addOp(op, source)))
+    size_t namesBefore = artifact.kernelNames.size();
+    size_t configsBefore = configs ? configs->size() : 0;
+    std::string unit;
+    llvm::raw_string_ostream unitSource(unit);
+    if (failed(addOp(op, unitSource)))
       return failure();
+    shareKernels(unit, namesBefore, configsBefore, source);
     if (origins)
       for (size_t i = stepsBefore; i < artifact.steps.size(); ++i)
         origins->push_back(onnxNodesOf(op));

@@ -28,6 +28,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace kiln::detail {
 
@@ -58,6 +59,14 @@ private:
 
   /// Appends what top-level `op` becomes, its kernels' code to `source`.
   mlir::LogicalResult addOp(mlir::Operation &op, llvm::raw_ostream &source);
+
+  /// Appends `unit`, the code of the kernels one op created (the entries of
+  /// artifact.kernelNames from `namesBefore`), to `source`, unless an
+  /// earlier op's kernels have the same code under their own names: then
+  /// the entries (and the configurations from `configsBefore`) take those
+  /// names, and the op's launches run those kernels (PlanSharedKernels.cpp).
+  void shareKernels(std::string &unit, size_t namesBefore, size_t configsBefore,
+                    llvm::raw_ostream &source);
 
   //===--------------------------------------------------------------------===//
   // Dims, bindings, buffers and weights (PlanBuffers.cpp)
@@ -274,6 +283,9 @@ private:
   KernelConfigs *configs;
   /// Kiln's GEMM kernels emitted so far, by name: their kernel index.
   llvm::StringMap<uint32_t> gemmKernels;
+  /// Each op's kernel code emitted so far, its names numbered
+  /// (PlanSharedKernels.cpp): the names of the kernels it defines.
+  llvm::StringMap<std::vector<std::string>> kernelTexts;
   /// Constants seen so far, to name the next "weightN".
   int weightCount = 0;
   /// Where kernels' scratch memory starts (past the planned arena), and the

@@ -43,10 +43,14 @@ void kiln::printPlan(const rt::Artifact &a, uint64_t weightBytes,
         os << " " << arg;
       if (std::string runsIf = runsIfText(a, index); !runsIf.empty())
         os << " " << runsIf;
+      // The first: ops that share a kernel (PlanSharedKernels.cpp) each
+      // record its configuration.
       if (configs)
         for (const KernelConfig &config : *configs)
-          if (config.kernel == a.kernelNames[s.launch.kernel])
+          if (config.kernel == a.kernelNames[s.launch.kernel]) {
             os << " config " << config.text();
+            break;
+          }
       os << "\n";
       break;
     case rt::Step::Kind::Matmul:
