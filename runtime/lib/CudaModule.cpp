@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -57,6 +58,15 @@ Status CudaExecutor::loadKernels() {
         sharedNeeded[g.kernel] =
             std::max(sharedNeeded[g.kernel], g.sharedBytes);
   }
+  // Ops of the same code share a kernel and its name: the function's
+  // opt-in is the most any of its entries' launches takes.
+  std::map<std::string, uint32_t> mostByName;
+  for (size_t i = 0; i < functions.size(); ++i) {
+    uint32_t &most = mostByName[artifact.kernelNames[i]];
+    most = std::max(most, sharedNeeded[i]);
+  }
+  for (size_t i = 0; i < functions.size(); ++i)
+    sharedNeeded[i] = mostByName[artifact.kernelNames[i]];
   for (size_t i = 0; i < functions.size(); ++i) {
     const std::string &name = artifact.kernelNames[i];
     if (cu::Result r =

@@ -88,6 +88,10 @@ struct FakeFunction {
   unsigned arity;
   /// Trailing parameters of the arity that are 128-byte tensor maps.
   unsigned maps = 0;
+  /// The dynamic shared memory the function opted in to
+  /// (cuFuncSetAttribute); a launch that asks for more past the default
+  /// 48 KiB fails, as on the GPU.
+  int sharedOptIn = 0;
 };
 FakeFunction functions[] = {
     {"add_f32", addF32, 3},
@@ -300,7 +304,11 @@ Result cuModuleGetGlobal_v2(DevicePtr *ptr, size_t *bytes, void *,
   *bytes = sizeof(kiln_fake_index_error);
   return 0;
 }
-Result cuFuncSetAttribute(void *, int, int) { return 0; }
+Result cuFuncSetAttribute(void *function, int attribute, int value) {
+  if (attribute == 8) // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+    static_cast<FakeFunction *>(function)->sharedOptIn = value;
+  return 0;
+}
 Result cuMemAlloc_v2(DevicePtr *ptr, size_t bytes) {
   void *p = std::aligned_alloc(256, (bytes + 255) / 256 * 256);
   if (!p)
@@ -467,12 +475,14 @@ Result cuTensorMapEncodeTiled(unsigned long long *map, int dataType,
   return 0;
 }
 Result cuLaunchKernel(void *function, unsigned gx, unsigned gy, unsigned gz,
-                      unsigned bx, unsigned by, unsigned bz, unsigned,
+                      unsigned bx, unsigned by, unsigned bz, unsigned shared,
                       void *stream, void **params, void **) {
   // As the driver, the argument values are copied at the launch: a graph
   // replays the values it was captured with.
   unsigned threads = gx * gy * gz * bx * by * bz;
   const FakeFunction &f = *static_cast<FakeFunction *>(function);
+  if (shared > 48 * 1024 && int(shared) > f.sharedOptIn)
+    return 1; // CUDA_ERROR_INVALID_VALUE
   std::vector<DevicePtr> values;
   for (unsigned i = 0; i < f.arity - f.maps; ++i)
     values.push_back(*static_cast<DevicePtr *>(params[i]));

@@ -291,6 +291,24 @@ TEST_F(FakeCuda, RunsLaunchMatmulAndCopySteps) {
   EXPECT_EQ(out, richReference(a, kRichInput));
 }
 
+// Ops of the same code share a kernel: artifact.kernelNames names it once
+// for each (PlanSharedKernels.cpp). The function opts in to the most
+// dynamic shared memory any of its launches takes, whichever entry comes
+// last (the stand-in driver fails a launch past its function's opt-in).
+TEST_F(FakeCuda, ASharedKernelOptsInToItsLargestLaunch) {
+  Artifact a = makeRichArtifact();
+  a.kernelNames.push_back("add_f32");
+  a.steps[1].launch.sharedBytes = 100 * 1024;
+  // u = t + r again, through the second entry of the same kernel.
+  Step again = a.steps[1];
+  again.launch.kernel = 2;
+  again.launch.sharedBytes = 64 * 1024;
+  a.steps.insert(a.steps.begin() + 2, again);
+  std::unique_ptr<Model> model;
+  ASSERT_TRUE(Model::create(a, Backend::Cuda, model).isOk());
+  ASSERT_NO_FATAL_FAILURE(expectRichOutput(*model, a, kRichInput));
+}
+
 TEST_F(FakeCuda, ContextsShareTheWeightsAndOwnTheirRunState) {
   Artifact a = makeRichArtifact();
   std::vector<float> expected = richReference(a, kRichInput);
