@@ -280,9 +280,10 @@ def KilnQuantizeWeightsPass
     layout: `bits`-bit values (4 or 8) packed along K for each output
     column, one scale for each block of `block-size` along K, and the
     middle of the range (8, 128) as the zero point. Each scale is the
-    block's largest magnitude over 7 (int4) or 127 (int8), rounded to the
-    weights' type; each weight is round(w / scale) + middle, clamped to the
-    range, and the padding past K is the middle (weights of 0). This is
+    block's largest magnitude over 7 (int4) or 127 (int8), rounded to
+    `compute-type` (else the weights' type); each weight is
+    round(w / scale) + middle, clamped to the range, and the padding past
+    K is the middle (weights of 0). This is
     symmetric round-to-nearest, what onnxruntime's default MatMulNBits
     quantizer writes. The weights are never held twice as floats: they are
     read where they are stored and their pages dropped, and the packed
@@ -290,10 +291,10 @@ def KilnQuantizeWeightsPass
 
     With `float8`, the weights are E4M3FN values instead, kept as their
     bytes (ModelOpt's FP8 weights, read by the same GEMV): one scale an
-    output column, its largest magnitude over 448 rounded to the weights'
-    type, each weight w / scale rounded to the nearest float8 (ties to
-    even), and one block of the whole row padded with zeros to whole
-    16-byte chunks.
+    output column, its largest magnitude over 448 rounded as the integer
+    forms' scales are, each weight w / scale rounded to the nearest float8
+    (ties to even), and one block of the whole row padded with zeros to
+    whole 16-byte chunks.
 
     Each dequantize records `kiln.quantization_error`: the relative L2
     distance between a seeded random row times the weights and times their
