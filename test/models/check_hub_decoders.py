@@ -5,7 +5,8 @@
                         [--only NAME] [--backend host|cuda]
 
 For each model export_hub.py made (onnxruntime-genai's builder in fp32 and
-fp16, Optimum's text-generation-with-past; LLaMA, Qwen2, Phi-3, GPT-2), as
+fp16, Optimum's text-generation-with-past; LLaMA, Qwen2, Qwen3, Gemma,
+Phi-3, GPT-2), as
 a user would take it:
 
 - kilnc compiles it once with the ranges of its `dims` file (batch, new

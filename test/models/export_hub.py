@@ -11,7 +11,7 @@ whose head size is a named dim) or one that Hugging Face Optimum made
 (`optimum-cli export onnx --task text-generation-with-past`: plain ONNX ops,
 positions computed from the past length, dims named by expressions such as
 `past_sequence_length + sequence_length`). This script makes both, as a user
-would, over tiny random-weight LLaMA, Qwen2, Phi-3 and GPT-2 checkpoints
+would, over tiny random-weight LLaMA, Qwen2, Qwen3, Gemma, Phi-3 and GPT-2 checkpoints
 saved with save_pretrained (a word-level tokenizer made with `tokenizers`
 beside each, which the builder needs); nothing is downloaded.
 
@@ -25,6 +25,11 @@ beside each, which the builder needs); nothing is downloaded.
       tied to its LM head, which the builder writes as one packed table
       that a GatherBlockQuantized reads too); onnxruntime, the oracle, runs
       their matmuls exactly (exact_session);
+  Qwen3's CUDA forms (genai-int4-fp16) fold its per-head Q/K norms into
+      GroupQueryAttention (q_norm_weight, k_norm_weight), which
+      onnxruntime's CPU kernel refuses: their oracle is the builder's
+      unfused form of the same checkpoint (--extra_options
+      fuse_qk_norm_gqa=false: the norms as SimplifiedLayerNormalization);
   optimum: optimum-cli in its own virtual environment (optimum-onnx needs
       transformers below 4.58; --optimum-python names its interpreter) for
       all four.
@@ -79,8 +84,14 @@ def config(arch):
         # The builder takes a context longer than the original one for
         # Phi-3's LongRoPE form, which needs its scaling factors.
         ids["original_max_position_embeddings"] = CONTEXT
+    if arch in ("qwen3", "gemma"):
+        # Qwen3 normalizes each head's queries and keys (an RMSNorm of
+        # head_dim features); Gemma scales the embedding, adds 1 to its
+        # RMSNorm weights and uses GELU (tanh).
+        ids["head_dim"] = HEAD_SIZE
     cls = {"llama": tf.LlamaConfig, "qwen2": tf.Qwen2Config,
-           "phi3": tf.Phi3Config}[arch]
+           "phi3": tf.Phi3Config, "qwen3": tf.Qwen3Config,
+           "gemma": tf.GemmaConfig}[arch]
     return cls(vocab_size=VOCAB, hidden_size=HIDDEN, intermediate_size=FFN,
                num_hidden_layers=LAYERS, num_attention_heads=HEADS,
                num_key_value_heads=KV_HEADS,
@@ -117,10 +128,30 @@ GENAI_FORMS = {
 }
 
 
-def build_genai(checkpoint, out, form):
+# For the CUDA forms of a model with per-head Q/K norms (Qwen3), the
+# builder folds the norms into GroupQueryAttention (q_norm_weight,
+# k_norm_weight), which onnxruntime's CPU kernel refuses. The oracle then
+# runs the builder's unfused form of the same checkpoint (the norms as
+# SimplifiedLayerNormalization nodes), the same arithmetic.
+QK_NORM_ARCHS = ("qwen3",)
+
+
+def build_genai(checkpoint, out, form, unfused=False):
+    args = list(GENAI_FORMS[form])
+    if unfused:
+        options = args.pop(args.index("--extra_options") + 1) \
+            if "--extra_options" in args else ""
+        if "--extra_options" in args:
+            args.remove("--extra_options")
+        args += ["--extra_options",
+                 " ".join(o for o in (options, "fuse_qk_norm_gqa=false") if o)]
     subprocess.run([sys.executable, "-m", "onnxruntime_genai.models.builder",
-                    "-i", checkpoint, "-o", out] + GENAI_FORMS[form],
+                    "-i", checkpoint, "-o", out] + args,
                    check=True, capture_output=True)
+
+
+def needs_unfused_oracle(arch, form):
+    return arch in QK_NORM_ARCHS and "cuda" in GENAI_FORMS.get(form, [])
 
 
 def build_optimum(checkpoint, out, python):
@@ -218,8 +249,10 @@ def save(folder, arrays):
         np.save(os.path.join(folder, name + ".npy"), value)
 
 
-def write_oracle(model_dir, form):
-    session = Session(os.path.join(model_dir, "model.onnx"))
+def write_oracle(model_dir, form, oracle_model=None):
+    """onnxruntime's outputs over the model of `model_dir`, or over
+    `oracle_model`, another form of the same arithmetic."""
+    session = Session(oracle_model or os.path.join(model_dir, "model.onnx"))
     rng = np.random.default_rng(SEED)
     for batch, past, sequence in POINTS:
         ids = rng.integers(3, VOCAB, (batch, sequence)).astype(np.int64)
@@ -264,6 +297,8 @@ def main():
              ("llama", "genai-int4"), ("llama", "genai-int8"),
              ("llama", "genai-int4-fp16"), ("phi3", "genai-int4-asym"),
              ("qwen2-tied", "genai-int4-fp16"),
+             ("qwen3", "genai-fp32"), ("qwen3", "genai-int4-fp16"),
+             ("gemma", "genai-fp32"),
              ("llama", "optimum"), ("qwen2", "optimum"),
              ("phi3", "optimum"), ("gpt2", "optimum")]
     failed = 0
@@ -285,10 +320,15 @@ def main():
                 print(f"FAIL {name}: {e.stderr.decode()[-2000:]}")
                 failed += 1
                 continue
+            oracle = None
+            if needs_unfused_oracle(arch, form):
+                twin = built + "-unfused"
+                build_genai(checkpoint, twin, form, unfused=True)
+                oracle = os.path.join(twin, "model.onnx")
             model_dir = os.path.join(args.out, name)
             shutil.rmtree(model_dir, ignore_errors=True)
             keep_model_files(built, model_dir)
-            write_oracle(model_dir, form)
+            write_oracle(model_dir, form, oracle)
             print(f"wrote {model_dir}")
     return 1 if failed else 0
 

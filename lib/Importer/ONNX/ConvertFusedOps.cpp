@@ -23,22 +23,43 @@ using namespace mlir;
 
 namespace kiln {
 
+FailureOr<RMSNormalized> FusedOpConverter::rmsNormalize(Value x, Value scale,
+                                                        int64_t axis,
+                                                        float epsilon,
+                                                        bool wantsInv) {
+  RankedTensorType type = typeOf(x);
+  SmallVector<int64_t> axes;
+  for (int64_t d = axis; d < type.getRank(); ++d)
+    axes.push_back(d);
+  auto statType = inferReduceType(loc, type, axes, true);
+  if (failed(statType))
+    return failure();
+  Type et = type.getElementType();
+  Value squared = MulOp::create(b, loc, type, x, x);
+  Value meanSquare =
+      ReduceMeanOp::create(b, loc, *statType, squared, axes, true);
+  Value shifted = AddOp::create(b, loc, *statType, meanSquare,
+                                importer.scalar(loc, et, epsilon));
+  Value rms = SqrtOp::create(b, loc, shifted);
+  Value normalized = DivOp::create(b, loc, type, x, rms);
+  auto scaled = broadcast<MulOp>(normalized, scale);
+  if (failed(scaled))
+    return failure();
+  if (typeOf(*scaled) != type)
+    return error() << "scale does not broadcast to the normalized dims";
+  Value inv;
+  if (wantsInv)
+    inv = DivOp::create(b, loc, *statType, importer.scalar(loc, et, 1.0), rms);
+  return RMSNormalized{*scaled, inv};
+}
+
 namespace {
 
 /// The default epsilon of onnxruntime's Skip*, Embed* normalizations.
 constexpr float kContribEpsilon = 1e-12f;
 
-/// An RMS-normalized tensor and the statistic it was divided by.
-struct RMSNormalized {
-  Value y;
-  Value invStdDev;
-};
-
 struct FusedNodeConverter : FusedOpConverter {
   using FusedOpConverter::FusedOpConverter;
-
-  /// The element type of normalization sums and statistics.
-  Type wideType() { return b.getF32Type(); }
 
   /// The epsilon attribute (`fallback` when absent), which must not be
   /// negative.
@@ -47,37 +68,6 @@ struct FusedNodeConverter : FusedOpConverter {
     if (!(epsilon >= 0))
       return error() << "epsilon must be >= 0, got " << epsilon;
     return epsilon;
-  }
-
-  /// `x / sqrt(mean(x^2) + epsilon) * scale` over the dims from `axis` on,
-  /// with x and scale already wide; also `1 / sqrt(...)` when `wantsInv`.
-  FailureOr<RMSNormalized> rmsNormalize(Value x, Value scale, int64_t axis,
-                                        float epsilon, bool wantsInv) {
-    RankedTensorType type = typeOf(x);
-    SmallVector<int64_t> axes;
-    for (int64_t d = axis; d < type.getRank(); ++d)
-      axes.push_back(d);
-    auto statType = inferReduceType(loc, type, axes, true);
-    if (failed(statType))
-      return failure();
-    Type et = type.getElementType();
-    Value squared = MulOp::create(b, loc, type, x, x);
-    Value meanSquare =
-        ReduceMeanOp::create(b, loc, *statType, squared, axes, true);
-    Value shifted = AddOp::create(b, loc, *statType, meanSquare,
-                                  importer.scalar(loc, et, epsilon));
-    Value rms = SqrtOp::create(b, loc, shifted);
-    Value normalized = DivOp::create(b, loc, type, x, rms);
-    auto scaled = broadcast<MulOp>(normalized, scale);
-    if (failed(scaled))
-      return failure();
-    if (typeOf(*scaled) != type)
-      return error() << "scale does not broadcast to the normalized dims";
-    Value inv;
-    if (wantsInv)
-      inv =
-          DivOp::create(b, loc, *statType, importer.scalar(loc, et, 1.0), rms);
-    return RMSNormalized{*scaled, inv};
   }
 
   /// SimplifiedLayerNormalization (onnxruntime, default domain): RMSNorm

@@ -59,9 +59,10 @@
 // Forms ONNX Runtime's CPU kernel does not run, or that need state Kiln does
 // not keep, are rejected with an error naming them: a window-sized cache
 // (sliding_window_cache), a quantized cache (k_scale, v_scale, the quant
-// type attributes), the per-head Q/K RMS norm (q_norm_weight,
-// k_norm_weight), and a total_sequence_length that is data rather than a
-// size (an input's values).
+// type attributes), and a total_sequence_length that is data rather than a
+// size (an input's values). The per-head Q/K RMS norm (q_norm_weight,
+// k_norm_weight), which the CPU kernel refuses, is the builder's unfused
+// form's arithmetic, before the rotation (normalizeHeads).
 //
 //===----------------------------------------------------------------------===//
 
@@ -160,10 +161,10 @@ struct GroupQueryAttentionConverter : AttentionBuilder {
       return error() << "a quantized KV cache (k_scale, v_scale, "
                         "k_quant_type, v_quant_type, kv_cache_bit_width) is "
                         "not supported";
-    if (importer.input(node, kQNormWeight) ||
-        importer.input(node, kKNormWeight))
-      return error() << "q_norm_weight and k_norm_weight (RMS norm of Q and K "
-                        "per head) are not supported";
+    if (!importer.input(node, kQNormWeight) !=
+        !importer.input(node, kKNormWeight))
+      return error() << "q_norm_weight and k_norm_weight must be given "
+                        "together";
     int64_t qk = intAttr("qk_output", 0);
     if (qk < 0 || qk > 2)
       return error() << "qk_output must be 0, 1 or 2, got " << qk;
@@ -459,6 +460,38 @@ struct GroupQueryAttentionConverter : AttentionBuilder {
     return where(*firstPrompt, *positions, ids);
   }
 
+  /// The per-head RMS norm of the new queries and keys (q_norm_weight and
+  /// k_norm_weight, [head size] each, shared by the heads: the model
+  /// builder's fused form of Qwen3's and Gemma 3's Q/K norms for CUDA),
+  /// before the rotation, as the builder's unfused form computes it: a
+  /// SimplifiedLayerNormalization over each head's features with fp32
+  /// statistics, epsilon qk_norm_epsilon (1e-6 by default, above 0), the
+  /// result in the query's type.
+  LogicalResult normalizeHeads(Value &query, Value &key) {
+    float epsilon = floatAttr("qk_norm_epsilon", 1e-6f);
+    if (!(epsilon > 0) || std::isinf(epsilon))
+      return error() << "qk_norm_epsilon must be finite and above 0, got "
+                     << epsilon;
+    FusedOpConverter norm(importer, node);
+    Type et = typeOf(query).getElementType();
+    for (auto [x, input, name] : {std::tuple<Value &, int, StringRef>{
+                                      query, kQNormWeight, "q_norm_weight"},
+                                  {key, kKNormWeight, "k_norm_weight"}}) {
+      Value weight = importer.input(node, input);
+      if (failed(norm.expectType(weight, name, et, ArrayRef(shape.headSize))))
+        return failure();
+      int64_t rank = typeOf(x).getRank();
+      Value wideX = norm.castTo(x, norm.wideType());
+      Value wideWeight = norm.castTo(weight, norm.wideType());
+      auto normalized =
+          norm.rmsNormalize(wideX, wideWeight, rank - 1, epsilon, false);
+      if (failed(normalized))
+        return failure();
+      x = norm.castTo(normalized->y, et);
+    }
+    return success();
+  }
+
   /// Rotates the new queries and keys by their positions (do_rotary).
   LogicalResult rotate(Value &query, Value &key) {
     Value cos = importer.input(node, kCosCache);
@@ -717,6 +750,9 @@ struct GroupQueryAttentionConverter : AttentionBuilder {
     Value pastKey = importer.input(node, kPastKey);
     Value pastValue = importer.input(node, kPastValue);
     if (failed(readLengths(pastKey, pastValue)) || failed(readKeyLengths()))
+      return failure();
+    if (importer.input(node, kQNormWeight) &&
+        failed(normalizeHeads(query, key)))
       return failure();
     if (intAttr("do_rotary", 0) != 0 && failed(rotate(query, key)))
       return failure();

@@ -23,9 +23,26 @@ struct RotaryLayout {
   bool interleaved;
 };
 
+/// An RMS-normalized tensor and the statistic it was divided by.
+struct RMSNormalized {
+  mlir::Value y;
+  mlir::Value invStdDev;
+};
+
 /// A NodeConverterBase with the helpers that the fused-form converters use.
 struct FusedOpConverter : NodeConverterBase {
   using NodeConverterBase::NodeConverterBase;
+
+  /// The element type of normalization sums and statistics.
+  mlir::Type wideType() { return b.getF32Type(); }
+
+  /// `x / sqrt(mean(x^2) + epsilon) * scale` over the dims from `axis` on,
+  /// with x and scale already wide; also `1 / sqrt(...)` when `wantsInv`
+  /// (ConvertFusedOps.cpp). GroupQueryAttention's per-head Q/K norm uses
+  /// it too.
+  mlir::FailureOr<RMSNormalized> rmsNormalize(mlir::Value x, mlir::Value scale,
+                                              int64_t axis, float epsilon,
+                                              bool wantsInv);
 
   /// `x`, [B, N, S, D] or [B, S, N * D], with its first `rotaryDim` features
   /// of each head rotated by the angles `cos` and `sin`, [1 or B, S,
