@@ -10,9 +10,10 @@ exporters write their scaled_dot_product_attention forms (boolean masks, the
 scale applied to both Q and K, IsNaN/Where guards after the softmax), and the
 weights stay ONNX external data (model.onnx + model.onnx.data), which is what
 torch.onnx.export writes by default. BERT, RoBERTa (position ids computed
-from the token ids; the padded row holds padding tokens), GPT-2 and LLaMA
-(grouped-query attention) take input_ids and an attention_mask with one
-padded row; ViT takes pixel_values. Tiny configs, seeded random weights, nothing downloaded.
+from the token ids; the padded row holds padding tokens), GPT-2, LLaMA
+(grouped-query attention), Qwen3 (per-head Q/K norms) and Gemma 2 (score
+and logit caps, a sliding window) take input_ids and an attention_mask with
+one padded row; ViT takes pixel_values. Tiny configs, seeded random weights, nothing downloaded.
 
 Each architecture is exported with the TorchScript exporter (opset 17) and the
 dynamo exporter (its default opset), and BERT once more with the TorchScript
@@ -21,7 +22,7 @@ where every initializer is also a graph input; one self-contained file; eager
 attention, since that exporter has no sdpa before opset 14), and the text
 architectures once more per exporter with batch and sequence left symbolic
 (-dynamic: named dims, an oracle at another shape, a `dims` file), and
-GPT-2 and LLaMA as one decoding step with a KV cache (-kv: past and present
+the decoders as one decoding step with a KV cache (-kv: past and present
 keys and values, every length symbolic, the oracle at batch 2, 3 new
 tokens, 5 past ones). For
 each export it writes DIR/<arch>-<exporter>[-VARIANT]/ with model.onnx,
@@ -84,7 +85,10 @@ DYNAMIC_SHAPE = (3, 5)
 # (past and new positions), past_key_values.L.key/value in; logits and
 # present.L.key/value out; every length symbolic. The oracle is a step of
 # KV_STEP = (batch, new tokens, past length).
-DECODERS = {"gpt2", "llama"}
+# Not Gemma 2: its sliding layers' cache keeps the last window - 1 past
+# keys (a Slice from -3), a length of min(past, 3) that symbolic dims
+# cannot state; kilnc refuses it by name.
+DECODERS = {"gpt2", "llama", "qwen3"}
 KV_STEP = (2, 3, 5)
 
 VARIANTS = [
@@ -144,6 +148,23 @@ def perturb(model, seed):
     return model
 
 
+def tiny_decoder(arch):
+    """A tiny Qwen3 or Gemma 2 decoder of 64 positions, its weights
+    seeded (a window of 4 keys for Gemma 2's sliding layers, shorter than
+    SEQ, so that the window masks)."""
+    torch.manual_seed(SEED + {"qwen3": 6, "gemma2": 7}[arch])
+    common = dict(vocab_size=VOCAB, hidden_size=32, intermediate_size=64,
+                  num_hidden_layers=2, num_attention_heads=4,
+                  num_key_value_heads=2, head_dim=8,
+                  max_position_embeddings=64, rms_norm_eps=1e-6,
+                  use_cache=False, tie_word_embeddings=False)
+    if arch == "qwen3":
+        return transformers.Qwen3ForCausalLM(transformers.Qwen3Config(
+            **common))
+    return transformers.Gemma2ForCausalLM(transformers.Gemma2Config(
+        sliding_window=4, query_pre_attn_scalar=8, **common))
+
+
 def architectures():
     """(name, model, inputs, output key) for each architecture. No
     _attn_implementation is set: the default is the point."""
@@ -166,6 +187,15 @@ def architectures():
     # after a 4-token prompt.
     yield "gpt2", perturb(tiny_gpt2(64), SEED + 2), text_inputs(), "logits"
     yield "llama", perturb(tiny_llama(64), SEED + 4), text_inputs(), "logits"
+    # Qwen3 normalizes each head's queries and keys (an RMSNorm of its
+    # head_dim features, before the rotary embedding); Gemma 2 caps its
+    # attention scores and logits (c * tanh(s / c)), alternates a sliding
+    # window with full attention, normalizes before and after each block
+    # and scales the embedding.
+    yield "qwen3", perturb(tiny_decoder("qwen3"), SEED + 6), text_inputs(), \
+        "logits"
+    yield "gemma2", perturb(tiny_decoder("gemma2"), SEED + 7), \
+        text_inputs(), "logits"
 
     vit, pixels = tiny_vit()
     yield "vit", perturb(vit, SEED + 3), pixels, "last_hidden_state"
