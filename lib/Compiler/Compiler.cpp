@@ -14,6 +14,7 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MathExtras.h"
 #include "llvm/Support/Path.h"
@@ -148,10 +149,14 @@ LogicalResult lowerToArtifact(ModuleOp module, const CompileOptions &options,
     return failure();
   if (!compile)
     return success();
-  if (options.progress)
-    options.progress->stage("NVRTC, " +
-                            llvm::Twine(artifact.kernelNames.size()) +
+  if (options.progress) {
+    // Distinct: ops of the same code share a kernel.
+    llvm::StringSet<> kernels;
+    for (const std::string &name : artifact.kernelNames)
+      kernels.insert(name);
+    options.progress->stage("NVRTC, " + llvm::Twine(kernels.size()) +
                             " kernels for " + options.arch);
+  }
   auto compiled = compileCuda(func.getLoc(), artifact.cudaSource, options.arch);
   if (failed(compiled))
     return failure();

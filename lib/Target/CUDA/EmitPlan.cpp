@@ -88,6 +88,7 @@ LogicalResult PlanBuilder::build() {
                          dequantizedActivations(matmul.getLhs()).has_value());
   });
   source << cudaPrelude(needsHalfTypes, needsTensorCores);
+  familySource = &source;
   for (Operation &op : body) {
     size_t stepsBefore = artifact.steps.size();
     size_t namesBefore = artifact.kernelNames.size();
@@ -143,8 +144,14 @@ std::string modelHashOf(const rt::Artifact &artifact,
   for (const rt::Buffer &b : artifact.buffers)
     if (b.kind == rt::BufferKind::Splat)
       splats += std::to_string(b.offset) + ":" + std::to_string(b.bytes) + ";";
+  // Ops of the same code share a kernel (PlanSharedKernels.cpp): the source
+  // no longer says how often each runs, the kernels' entries do.
+  std::string entries;
+  for (const std::string &name : artifact.kernelNames)
+    entries += name + ";";
   uint64_t hash = llvm::xxh3_64bits(artifact.cudaSource) ^
-                  llvm::xxh3_64bits(splats) * 17 ^ weightsChecksum * 31;
+                  llvm::xxh3_64bits(splats) * 17 ^ weightsChecksum * 31 ^
+                  llvm::xxh3_64bits(entries) * 61;
   return llvm::utohexstr(hash, /*LowerCase=*/true);
 }
 

@@ -248,10 +248,11 @@ private:
                          llvm::raw_ostream &source);
 
   /// The index of Kiln's GEMM-family kernel `name` in artifact.kernelNames,
-  /// calling `emit` (which appends it to the source) the first time a step
-  /// needs it: one kernel whichever steps share it.
+  /// calling `emit` on the module's source (not the op's: the op's code is
+  /// then that of every later op of its shapes, PlanSharedKernels.cpp) the
+  /// first time a step needs it: one kernel whichever steps share it.
   uint32_t gemmKernelIndex(const std::string &name,
-                           llvm::function_ref<void()> emit);
+                           llvm::function_ref<void(llvm::raw_ostream &)> emit);
 
   /// The cuBLASLt step of `op`'s shapes (operand buffers left to the
   /// caller).
@@ -283,6 +284,8 @@ private:
   KernelConfigs *configs;
   /// Kiln's GEMM kernels emitted so far, by name: their kernel index.
   llvm::StringMap<uint32_t> gemmKernels;
+  /// The module's CUDA source, where the GEMM family's kernels go.
+  llvm::raw_ostream *familySource = nullptr;
   /// Each op's kernel code emitted so far, its names numbered
   /// (PlanSharedKernels.cpp): the names of the kernels it defines.
   llvm::StringMap<std::vector<std::string>> kernelTexts;

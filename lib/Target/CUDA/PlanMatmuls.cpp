@@ -192,9 +192,10 @@ LogicalResult PlanBuilder::addGemm(KernelOp kernel, llvm::raw_ostream &source) {
     step->normRms = isa<RmsNormOp>(norm);
     rt::DType dtype = step->dtype;
     bool widen = step->widen;
-    step->normKernel = gemmKernelIndex(gemmNormName(dtype, widen), [&] {
-      emitGemmNorm(dtype, widen, source);
-    });
+    step->normKernel =
+        gemmKernelIndex(gemmNormName(dtype, widen), [&](llvm::raw_ostream &os) {
+          emitGemmNorm(dtype, widen, os);
+        });
   }
   if (!dequantize && failed(addResults(kernel)))
     return failure();
@@ -203,11 +204,13 @@ LogicalResult PlanBuilder::addGemm(KernelOp kernel, llvm::raw_ostream &source) {
   // kernel to) widens the product into C.
   rt::DType dtype = step->dtype;
   if (step->activation == rt::MatmulActivation::GeluErf)
-    step->finishKernel =
-        gemmKernelIndex(gemmGeluErfName(), [&] { emitGemmGeluErf(source); });
+    step->finishKernel = gemmKernelIndex(
+        gemmGeluErfName(), [&](llvm::raw_ostream &os) { emitGemmGeluErf(os); });
   else if (step->widen && !step->hasNorm())
-    step->finishKernel = gemmKernelIndex(gemmWidenName(dtype),
-                                         [&] { emitGemmWiden(dtype, source); });
+    step->finishKernel =
+        gemmKernelIndex(gemmWidenName(dtype), [&](llvm::raw_ostream &os) {
+          emitGemmWiden(dtype, os);
+        });
   step->c = bufferOf.at(kernel.getResult(0));
   if (kernel.getNumResults() == 2)
     step->normSum = bufferOf.at(kernel.getResult(1));
@@ -257,14 +260,14 @@ void PlanBuilder::addGemmCandidates(MatmulPlan &plan, Operation *op,
   for (const GemmConfig &config : choice.configs) {
     rt::GemmCandidate candidate;
     candidate.name = config.name();
-    candidate.kernel = gemmKernelIndex(gemmKernelName(config, kind), [&] {
-      emitGemmKernel(config, kind, source);
-    });
+    candidate.kernel = gemmKernelIndex(
+        gemmKernelName(config, kind),
+        [&](llvm::raw_ostream &os) { emitGemmKernel(config, kind, os); });
     // A step with a norm adds its splits in its norm kernel.
     if (config.splitK > 1 && !step.hasNorm())
-      candidate.reduce =
-          gemmKernelIndex(gemmReduceName(step.dtype, kind.widen), [&] {
-            emitGemmReduce(step.dtype, kind.widen, source);
+      candidate.reduce = gemmKernelIndex(
+          gemmReduceName(step.dtype, kind.widen), [&](llvm::raw_ostream &os) {
+            emitGemmReduce(step.dtype, kind.widen, os);
           });
     candidate.tileM = config.tileM;
     candidate.tileN = config.tileN;
@@ -286,11 +289,12 @@ void PlanBuilder::addGemmCandidates(MatmulPlan &plan, Operation *op,
   }
 }
 
-uint32_t PlanBuilder::gemmKernelIndex(const std::string &name,
-                                      llvm::function_ref<void()> emit) {
+uint32_t PlanBuilder::gemmKernelIndex(
+    const std::string &name,
+    llvm::function_ref<void(llvm::raw_ostream &)> emit) {
   auto [it, inserted] = gemmKernels.try_emplace(name, 0);
   if (inserted) {
-    emit();
+    emit(*familySource);
     it->second = artifact.kernelNames.size();
     artifact.kernelNames.push_back(name);
   }

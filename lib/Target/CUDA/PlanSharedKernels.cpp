@@ -69,13 +69,22 @@ std::string numberNames(llvm::StringRef text,
 void PlanBuilder::shareKernels(std::string &unit, size_t namesBefore,
                                size_t configsBefore,
                                llvm::raw_ostream &source) {
-  std::vector<std::string> created(artifact.kernelNames.begin() + namesBefore,
-                                   artifact.kernelNames.end());
-  // Launches that name one kernel twice (none today) would number it twice.
+  // The op's own kernels: the GEMM family's, shared by name, went to the
+  // module's source (gemmKernelIndex).
+  std::vector<std::string> created;
+  for (size_t i = namesBefore; i < artifact.kernelNames.size(); ++i)
+    if (!gemmKernels.contains(artifact.kernelNames[i]))
+      created.push_back(artifact.kernelNames[i]);
+  // Each defined in the text once (a name launched twice, or one whose
+  // code went elsewhere, none today, would number wrongly): else the text
+  // is kept as it is.
   llvm::StringSet<> distinct;
   for (const std::string &name : created)
     distinct.insert(name);
-  if (created.empty() || distinct.size() != created.size()) {
+  bool defined = llvm::all_of(created, [&](const std::string &name) {
+    return llvm::StringRef(unit).contains(name);
+  });
+  if (created.empty() || distinct.size() != created.size() || !defined) {
     source << unit;
     return;
   }
@@ -90,7 +99,9 @@ void PlanBuilder::shareKernels(std::string &unit, size_t namesBefore,
   for (auto [name, shared] : llvm::zip_equal(created, earlier))
     renamed[name] = shared;
   for (size_t i = namesBefore; i < artifact.kernelNames.size(); ++i)
-    artifact.kernelNames[i] = renamed.lookup(artifact.kernelNames[i]);
+    if (auto found = renamed.find(artifact.kernelNames[i]);
+        found != renamed.end())
+      artifact.kernelNames[i] = found->second;
   if (configs)
     for (size_t i = configsBefore; i < configs->size(); ++i)
       if (auto found = renamed.find((*configs)[i].kernel);

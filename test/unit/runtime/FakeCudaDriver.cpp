@@ -282,6 +282,10 @@ Result cuModuleLoadData(void **module, const void *image) {
   if (std::strncmp(text, "FAKECUBIN", 9) != 0 &&
       std::strncmp(text, "FAKEPTX", 7) != 0)
     return 209; // CUDA_ERROR_NO_BINARY_FOR_GPU
+  // A module's functions start without opt-ins, whatever an earlier
+  // model's asked for.
+  for (FakeFunction &f : functions)
+    f.sharedOptIn = 0;
   *module = &moduleMarker;
   return 0;
 }
