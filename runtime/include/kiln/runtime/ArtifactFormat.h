@@ -47,8 +47,9 @@ constexpr char kArtifactMagic[8] = {'K', 'I', 'L', 'N', 'P', 'L', 'A', 'N'};
 /// a GEMM kernel's shared memory and tensor maps; 14 a matmul's RMSNorm and
 /// the sum its norm also writes; 15 a matmul's exact GELU, its widening of
 /// a 16-bit result into an fp32 C, and the kernel that finishes either
-/// after cuBLASLt.
-constexpr uint32_t kArtifactFormatVersion = 15;
+/// after cuBLASLt; 16 kernel names that repeat (ops of the same code share
+/// one kernel, which a runtime before it would define twice).
+constexpr uint32_t kArtifactFormatVersion = 16;
 
 /// Most dimensions a buffer may have.
 constexpr uint32_t kMaxRank = 32;
