@@ -138,13 +138,10 @@ QK_NORM_ARCHS = ("qwen3",)
 
 def build_genai(checkpoint, out, form, unfused=False):
     args = list(GENAI_FORMS[form])
-    if unfused:
-        options = args.pop(args.index("--extra_options") + 1) \
-            if "--extra_options" in args else ""
-        if "--extra_options" in args:
-            args.remove("--extra_options")
-        args += ["--extra_options",
-                 " ".join(o for o in (options, "fuse_qk_norm_gqa=false") if o)]
+    if unfused and "--extra_options" in args:
+        args[args.index("--extra_options") + 1] += " fuse_qk_norm_gqa=false"
+    elif unfused:
+        args += ["--extra_options", "fuse_qk_norm_gqa=false"]
     subprocess.run([sys.executable, "-m", "onnxruntime_genai.models.builder",
                     "-i", checkpoint, "-o", out] + args,
                    check=True, capture_output=True)

@@ -65,8 +65,8 @@ private:
   /// earlier op's kernels have the same code under their own names: then
   /// the entries (and the configurations from `configsBefore`) take those
   /// names, and the op's launches run those kernels (PlanSharedKernels.cpp).
-  void shareKernels(std::string &unit, size_t namesBefore, size_t configsBefore,
-                    llvm::raw_ostream &source);
+  void shareKernels(llvm::StringRef unit, size_t namesBefore,
+                    size_t configsBefore, llvm::raw_ostream &source);
 
   //===--------------------------------------------------------------------===//
   // Dims, bindings, buffers and weights (PlanBuffers.cpp)

@@ -66,7 +66,7 @@ std::string numberNames(llvm::StringRef text,
 
 } // namespace
 
-void PlanBuilder::shareKernels(std::string &unit, size_t namesBefore,
+void PlanBuilder::shareKernels(llvm::StringRef unit, size_t namesBefore,
                                size_t configsBefore,
                                llvm::raw_ostream &source) {
   // The op's own kernels: the GEMM family's, shared by name, went to the
@@ -81,9 +81,8 @@ void PlanBuilder::shareKernels(std::string &unit, size_t namesBefore,
   llvm::StringSet<> distinct;
   for (const std::string &name : created)
     distinct.insert(name);
-  bool defined = llvm::all_of(created, [&](const std::string &name) {
-    return llvm::StringRef(unit).contains(name);
-  });
+  bool defined = llvm::all_of(
+      created, [&](const std::string &name) { return unit.contains(name); });
   if (created.empty() || distinct.size() != created.size() || !defined) {
     source << unit;
     return;
