@@ -95,6 +95,9 @@ struct Group {
   /// Whether an 8-bit GEMM's epilogue ends in a tail of elementwise ops
   /// (growQdqTail).
   bool gemmTail = false;
+  /// Whether a GEMM of block-quantized weights computes its left operand
+  /// (absorbOperandPrologue).
+  bool gemmPrologue = false;
   /// A member whose value the kernel also yields, after the root's: a row
   /// norm's input that later ops read too (buildReductionGroup, and a GEMM
   /// group's norm), the earlier of two cache updates (pairCacheUpdates), or
@@ -671,6 +674,44 @@ void growQdqTail(Group &group, const llvm::DenseSet<Operation *> &taken,
   group.gemmTail = true;
 }
 
+/// Grows the group of a product of block-quantized weights (its packed
+/// GEMV's) by the ops that compute its left operand, where only the product
+/// reads them: elementwise ops and data movement other than gathers (whose
+/// index checks are sites of their own), not what a reduction's kernel would
+/// take as its epilogue. A decoding step's GEMV reads every
+/// value of its rows in each block anyway, so it computes them where it
+/// reads them, for each block's share of K, and the launch that wrote them
+/// is saved (a decoder's SwiGLU before its down projection). Runs with more
+/// rows compute them once, in a kernel of their own (PlanPackedMatmuls).
+void absorbOperandPrologue(Group &group, MatmulOp matmul,
+                           const llvm::DenseSet<Operation *> &taken) {
+  Operation *producer = matmul.getLhs().getDefiningOp();
+  if (!producer || !isElementwise(producer) || !producer->hasOneUse() ||
+      producer->getBlock() != matmul->getBlock())
+    return;
+  Group trial = group;
+  trial.absorbProducersThroughMoves({matmul.getLhs()}, taken);
+  // Not where a reduction's kernel would compute them as its epilogue
+  // anyway (a norm's cast to the product's type): no launch to save, and
+  // each block would read the wider values.
+  auto readsReduction = [&](Operation *op) {
+    return llvm::any_of(op->getOperands(), [&](Value v) {
+      Operation *def = v.getDefiningOp();
+      return def && !trial.members.contains(def) && isReduction(def);
+    });
+  };
+  bool computable = llvm::all_of(trial.members, [&](Operation *op) {
+    return group.members.contains(op) ||
+           ((isElementwise(op) ||
+             (isDataMovement(op) && !isa<GatherOp, GatherElementsOp>(op))) &&
+            !readsReduction(op));
+  });
+  if (!computable || !trial.members.contains(producer))
+    return;
+  group.members = std::move(trial.members);
+  group.gemmPrologue = true;
+}
+
 /// Builds a GEMM group, what a cuBLASLt call computes with its epilogue: the
 /// matmul, then a bias over its columns, a residual of its shape and a ReLU
 /// or GELU (maybe after reshapes), each the only user of the one before;
@@ -767,8 +808,11 @@ buildGemmGroup(MatmulOp matmul, const llvm::DenseSet<Operation *> &taken,
       dequantize && (element.isF16() || element.isBF16()) &&
       matmul.getTransposeRhs() && !matmul.getTransposeLhs() &&
       dequantize->hasOneUse() && !taken.contains(dequantize) &&
-      dequantize->getBlock() == matmul->getBlock())
+      dequantize->getBlock() == matmul->getBlock()) {
     group.members.insert(dequantize);
+    if (!qdqOperands(matmul))
+      absorbOperandPrologue(group, matmul, taken);
+  }
   // 8-bit activations times 8-bit weights join at any product type, the
   // activations' integers read where the dequantization was: the CUDA
   // target multiplies the bytes on the tensor cores and scales the sums.
@@ -1139,7 +1183,8 @@ void outlineGroup(Group &group) {
         builder.getContext(), inputNumber(group.gemmBiasAdd),
         inputNumber(group.gemmResidualAdd), group.gemmActivation,
         norm ? numberOf(rowNormScale(norm)) : -1,
-        norm ? numberOf(rowNormShift(norm)) : -1, group.gemmTail);
+        norm ? numberOf(rowNormShift(norm)) : -1, group.gemmTail,
+        group.gemmPrologue);
   }
   SmallVector<Value> results{result};
   if (group.alsoYielded)

@@ -637,3 +637,60 @@ func.func @gemm_tail_reads_the_prologue(%x: tensor<4x32xi8>, %q: tensor<8x1x32xu
   }
   return %0 : tensor<4x8xf32>
 }
+
+// -----
+
+// A GEMM's prologue (its left operand computed in the kernel) is for
+// products of block-quantized weights only.
+func.func @gemm_prologue_unquantized(%x: tensor<3x64xf16>, %w: tensor<64x8xf16>) -> tensor<3x8xf16> {
+  // expected-error@+1 {{of kind gemm computes its left operand only for a product of block-quantized weights}}
+  %0 = kiln.kernel gemm (%x, %w) {epilogue = #kiln.gemm_epilogue<prologue = true>} : (tensor<3x64xf16>, tensor<64x8xf16>) -> tensor<3x8xf16> {
+  ^bb0(%a: tensor<3x64xf16>, %b: tensor<64x8xf16>):
+    %s = kiln.sigmoid %a : tensor<3x64xf16>
+    %p = kiln.matmul %s, %b : (tensor<3x64xf16>, tensor<64x8xf16>) -> tensor<3x8xf16>
+    kiln.yield %p : tensor<3x8xf16>
+  }
+  return %0 : tensor<3x8xf16>
+}
+
+// -----
+
+func.func @gemm_prologue_gather(%t: tensor<10x64xf16>, %ids: tensor<3xi64>, %q: tensor<8x2x16xui8>, %s: tensor<8x2xf16>) -> tensor<3x8xf16> {
+  // expected-error@+1 {{of kind gemm computes its left operand with an op other than elementwise ops and data movement: kiln.gather}}
+  %0 = kiln.kernel gemm (%t, %ids, %q, %s) {epilogue = #kiln.gemm_epilogue<prologue = true>} : (tensor<10x64xf16>, tensor<3xi64>, tensor<8x2x16xui8>, tensor<8x2xf16>) -> tensor<3x8xf16> {
+  ^bb0(%at: tensor<10x64xf16>, %ai: tensor<3xi64>, %aq: tensor<8x2x16xui8>, %as: tensor<8x2xf16>):
+    %g = kiln.gather %at, %ai {axis = 0 : i64} : (tensor<10x64xf16>, tensor<3xi64>) -> tensor<3x64xf16>
+    %w = kiln.dequantize %aq, %as {bits = 4 : i64, block_size = 32 : i64} : (tensor<8x2x16xui8>, tensor<8x2xf16>) -> tensor<8x64xf16>
+    %p = kiln.matmul %g, %w {transpose_rhs = true} : (tensor<3x64xf16>, tensor<8x64xf16>) -> tensor<3x8xf16>
+    kiln.yield %p : tensor<3x8xf16>
+  }
+  return %0 : tensor<3x8xf16>
+}
+
+// -----
+
+func.func @gemm_prologue_read_past(%x: tensor<3x8xf16>, %q: tensor<8x1x4xui8>, %s: tensor<8x1xf16>) -> tensor<3x8xf16> {
+  // expected-error@+1 {{of kind gemm has a prologue value read past its product: kiln.sigmoid}}
+  %0 = kiln.kernel gemm (%x, %q, %s) {epilogue = #kiln.gemm_epilogue<prologue = true>} : (tensor<3x8xf16>, tensor<8x1x4xui8>, tensor<8x1xf16>) -> tensor<3x8xf16> {
+  ^bb0(%a: tensor<3x8xf16>, %aq: tensor<8x1x4xui8>, %as: tensor<8x1xf16>):
+    %g = kiln.sigmoid %a : tensor<3x8xf16>
+    %w = kiln.dequantize %aq, %as {bits = 4 : i64, block_size = 8 : i64} : (tensor<8x1x4xui8>, tensor<8x1xf16>) -> tensor<8x8xf16>
+    %p = kiln.matmul %g, %w {transpose_rhs = true} : (tensor<3x8xf16>, tensor<8x8xf16>) -> tensor<3x8xf16>
+    %r = kiln.add %p, %g : (tensor<3x8xf16>, tensor<3x8xf16>) -> tensor<3x8xf16>
+    kiln.yield %r : tensor<3x8xf16>
+  }
+  return %0 : tensor<3x8xf16>
+}
+
+// -----
+
+func.func @gemm_prologue_elsewhere(%x: tensor<3x64xf16>, %q: tensor<8x2x16xui8>, %s: tensor<8x2xf16>) -> tensor<3x8xf16> {
+  // expected-error@+1 {{of kind gemm has a prologue that does not compute its product's left operand}}
+  %0 = kiln.kernel gemm (%x, %q, %s) {epilogue = #kiln.gemm_epilogue<prologue = true>} : (tensor<3x64xf16>, tensor<8x2x16xui8>, tensor<8x2xf16>) -> tensor<3x8xf16> {
+  ^bb0(%a: tensor<3x64xf16>, %aq: tensor<8x2x16xui8>, %as: tensor<8x2xf16>):
+    %w = kiln.dequantize %aq, %as {bits = 4 : i64, block_size = 32 : i64} : (tensor<8x2x16xui8>, tensor<8x2xf16>) -> tensor<8x64xf16>
+    %p = kiln.matmul %a, %w {transpose_rhs = true} : (tensor<3x64xf16>, tensor<8x64xf16>) -> tensor<3x8xf16>
+    kiln.yield %p : tensor<3x8xf16>
+  }
+  return %0 : tensor<3x8xf16>
+}

@@ -662,6 +662,77 @@ func.func @gemm_dequantize_f16(%a: tensor<3x64xf16>, %q: tensor<8x2x16xui8>, %s:
 
 // -----
 
+// The left operand of a product of block-quantized weights, computed by
+// elementwise ops and data movement that only the product reads (a
+// decoder's SwiGLU over the slices of its packed gate and up projection),
+// joins its GEMM kernel as the prologue: the packed GEMV computes it where
+// each block reads it, and its kernel's launch is saved.
+// CHECK-LABEL: func @gemm_operand_prologue
+// CHECK: kiln.kernel  gemm(%arg0, %arg1, %arg2) {epilogue = #kiln.gemm_epilogue<prologue = true>}
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: kiln.slice
+// CHECK-NEXT: kiln.sigmoid
+// CHECK-NEXT: kiln.mul
+// CHECK-NEXT: kiln.slice
+// CHECK-NEXT: kiln.mul
+// CHECK-NEXT: kiln.dequantize
+// CHECK-NEXT: kiln.matmul
+// CHECK-NOT: kiln.kernel
+func.func @gemm_operand_prologue(%gu: tensor<3x128xf16>, %q: tensor<8x2x16xui8>, %s: tensor<8x2xf16>) -> tensor<3x8xf16> {
+  %g = kiln.slice %gu {starts = array<i64: 0, 0>, strides = array<i64: 1, 1>} : tensor<3x128xf16> -> tensor<3x64xf16>
+  %sig = kiln.sigmoid %g : tensor<3x64xf16>
+  %silu = kiln.mul %g, %sig : (tensor<3x64xf16>, tensor<3x64xf16>) -> tensor<3x64xf16>
+  %u = kiln.slice %gu {starts = array<i64: 0, 64>, strides = array<i64: 1, 1>} : tensor<3x128xf16> -> tensor<3x64xf16>
+  %a = kiln.mul %silu, %u : (tensor<3x64xf16>, tensor<3x64xf16>) -> tensor<3x64xf16>
+  %w = kiln.dequantize %q, %s {bits = 4 : i64, block_size = 32 : i64} : (tensor<8x2x16xui8>, tensor<8x2xf16>) -> tensor<8x64xf16>
+  %m = kiln.matmul %a, %w {transpose_rhs = true} : (tensor<3x64xf16>, tensor<8x64xf16>) -> tensor<3x8xf16>
+  return %m : tensor<3x8xf16>
+}
+
+// -----
+
+// negative_: the operand stays a kernel of its own where something else
+// reads it too (it would be computed twice), where a reduction's kernel
+// takes it as its epilogue anyway (a softmax then a scale: no launch to
+// save), where a gather computes it (an index check of its own), and over
+// weights that are not block-quantized (cuBLASLt reads A from memory).
+// CHECK-LABEL: func @negative_gemm_operand_prologue
+// CHECK: %[[A:.*]] = kiln.kernel  elementwise
+// CHECK: kiln.kernel  gemm(%arg1, %arg2, %[[A]]) {epilogue = #kiln.gemm_epilogue<>}
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: kiln.dequantize
+// CHECK: kiln.kernel  reduction
+// CHECK: kiln.softmax
+// CHECK-NEXT: kiln.mul
+// CHECK: kiln.kernel  gemm({{.*}}) {epilogue = #kiln.gemm_epilogue<>}
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: kiln.dequantize
+// CHECK: kiln.kernel  elementwise
+// CHECK: kiln.gather
+// CHECK: kiln.kernel  gemm({{.*}}) {epilogue = #kiln.gemm_epilogue<>}
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: kiln.dequantize
+// CHECK: %[[F:.*]] = kiln.kernel  elementwise
+// CHECK: kiln.matmul %[[F]], %arg3
+func.func @negative_gemm_operand_prologue(%x: tensor<3x64xf16>, %q: tensor<8x2x16xui8>, %s: tensor<8x2xf16>, %w16: tensor<64x8xf16>, %table: tensor<10x64xf16>, %ids: tensor<3xi64>) -> (tensor<3x8xf16>, tensor<3x64xf16>, tensor<3x8xf16>, tensor<3x8xf16>, tensor<3x8xf16>) {
+  %a = kiln.sigmoid %x : tensor<3x64xf16>
+  %w = kiln.dequantize %q, %s {bits = 4 : i64, block_size = 32 : i64} : (tensor<8x2x16xui8>, tensor<8x2xf16>) -> tensor<8x64xf16>
+  %m = kiln.matmul %a, %w {transpose_rhs = true} : (tensor<3x64xf16>, tensor<8x64xf16>) -> tensor<3x8xf16>
+  %p = kiln.softmax %x {axis = 1 : i64} : tensor<3x64xf16>
+  %ps = kiln.mul %p, %x : (tensor<3x64xf16>, tensor<3x64xf16>) -> tensor<3x64xf16>
+  %w2 = kiln.dequantize %q, %s {bits = 4 : i64, block_size = 32 : i64} : (tensor<8x2x16xui8>, tensor<8x2xf16>) -> tensor<8x64xf16>
+  %m2 = kiln.matmul %ps, %w2 {transpose_rhs = true} : (tensor<3x64xf16>, tensor<8x64xf16>) -> tensor<3x8xf16>
+  %e = kiln.gather %table, %ids {axis = 0 : i64} : (tensor<10x64xf16>, tensor<3xi64>) -> tensor<3x64xf16>
+  %es = kiln.sigmoid %e : tensor<3x64xf16>
+  %w3 = kiln.dequantize %q, %s {bits = 4 : i64, block_size = 32 : i64} : (tensor<8x2x16xui8>, tensor<8x2xf16>) -> tensor<8x64xf16>
+  %m3 = kiln.matmul %es, %w3 {transpose_rhs = true} : (tensor<3x64xf16>, tensor<8x64xf16>) -> tensor<3x8xf16>
+  %f = kiln.neg %x : tensor<3x64xf16>
+  %m4 = kiln.matmul %f, %w16 : (tensor<3x64xf16>, tensor<64x8xf16>) -> tensor<3x8xf16>
+  return %m, %a, %m2, %m3, %m4 : tensor<3x8xf16>, tensor<3x64xf16>, tensor<3x8xf16>, tensor<3x8xf16>, tensor<3x8xf16>
+}
+
+// -----
+
 // negative_: an fp32 product (Kiln's GEMMs are 16-bit) leaves the
 // dequantize to a kernel of its own, the matmul a plain step.
 // CHECK-LABEL: func @negative_gemm_dequantize_f32

@@ -141,15 +141,32 @@ struct PackedGemvChoice {
 };
 PackedGemvChoice choosePackedGemv(const PackedGemvShape &shape);
 
+/// A left operand that a packed GEMV computes where it reads it (a GEMM
+/// kernel's prologue, PlanPackedMatmuls.cpp): the kernel's parameters for
+/// the inputs it reads (`const T *__restrict__ in<k>, ...`, as the body
+/// emitter names them), and the statements and expression of its element
+/// at flat index `a_index`, as A's type stores it.
+struct ComputedOperand {
+  std::string parameters, statements, value;
+};
+
+/// Whether the packed GEMV of `config` for `shape` may compute its A (a
+/// block's rows over its share of K, in at most 16 KiB of shared memory).
+bool packedGemvComputesOperand(const PackedGemvShape &shape,
+                               const GemmConfig &config);
+
 /// Appends the packed GEMV `name` of `config` for `shape` and, with a
 /// split, `name`_combine, which adds the splits. They are launch steps:
 /// the main kernel takes (A, packed B, scales, [zero points], [bias],
 /// [residual], C, [the split's float partials]), the combine (partials,
 /// [bias], [residual], C), each then `dims` (the model's dim parameters,
-/// ", long long kd_..."); `rows` is C's rows as C text over them.
+/// ", long long kd_..."); `rows` is C's rows as C text over them. With
+/// `lhs` (where packedGemvComputesOperand), the block computes A, and its
+/// inputs take A's place.
 void emitPackedGemv(const PackedGemvShape &shape, const GemmConfig &config,
                     const std::string &name, const std::string &rows,
-                    const std::string &dims, llvm::raw_ostream &os);
+                    const std::string &dims, llvm::raw_ostream &os,
+                    const ComputedOperand *lhs = nullptr);
 
 /// The packed GEMM's layout (a GemmForm::Mma config: tileM x 64 x 64, one
 /// by four warps) for the runs of a step of `shape` with at least

@@ -95,7 +95,7 @@ __device__ __forceinline__ uint4 $NAME_load_a(const $ELEMENT *p, bool aligned) {
 }
 
 extern "C" __global__ void __launch_bounds__($THREADS) $NAME(
-    const $ELEMENT *__restrict__ a, const unsigned char *__restrict__ packed,
+    $A_PARAMETERS, const unsigned char *__restrict__ packed,
     const $ELEMENT *__restrict__ scales$ZERO_PARAMETER$BIAS_PARAMETER$RESIDUAL_PARAMETER,
     $ELEMENT *__restrict__ c$PARTIALS_PARAMETER$DIMS) {
   kiln_pdl_enter();
@@ -110,7 +110,7 @@ extern "C" __global__ void __launch_bounds__($THREADS) $NAME(
   const long long ck_begin = split * per_split;
   const long long ck_end = ck_begin + per_split < chunks ? ck_begin + per_split : chunks;
   const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
-  const bool a_aligned = (reinterpret_cast<unsigned long long>(a) & 15) == 0;
+$A_SETUP
   bool row_live[$ROWS];
   #pragma unroll
   for (int r = 0; r < $ROWS; ++r)
@@ -149,7 +149,7 @@ extern "C" __global__ void __launch_bounds__($THREADS) $NAME(
       const long long kk = k0 + 8 * s;
       #pragma unroll
       for (int r = 0; r < $ROWS; ++r) {
-        const uint4 aw = row_live[r] && kk < k ? $NAME_load_a(a + (row0 + r) * k + kk, a_aligned) : zero;
+        const uint4 aw = row_live[r] && kk < k ? $A_CHUNK : zero;
         float af[8];
         const $PAIR_TYPE *ap = reinterpret_cast<const $PAIR_TYPE *>(&aw);
         #pragma unroll
@@ -176,6 +176,39 @@ $WEIGHTS
 $COLUMN_STORES)cuda";
 
 int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+/// A computed by the block (a GEMM kernel's prologue): `a_value`, the
+/// element at flat index `a_index` (the prologue's statements), for each
+/// of the block's rows over its split's share of K, once, into shared
+/// memory, from which the chunk steps read it as they read A from global
+/// memory. Computed where each lane reads it instead, every value would be
+/// computed by the 16 lanes of a block that read it (four column groups of
+/// four warps), over three times the instructions a byte of weights
+/// allows.
+constexpr const char *kComputedOperand = R"cuda(
+  // A's values, rounded to A's type as the kernel that wrote them did.
+  auto a_value = [&](long long a_index) -> $ELEMENT {
+$A_STATEMENTS    return $A_VALUE;
+  };
+  __shared__ __align__(16) $ELEMENT a_slab[$ROWS][$SLAB];
+  const long long slab_k0 = ck_begin * $CHUNK_VALUES;
+  for (int e = tid; e < $ROWS * $SLAB; e += $THREADS) {
+    const int r = e / $SLAB, j = e % $SLAB;
+    const long long kk = slab_k0 + j;
+    a_slab[r][j] = row0 + r < m && kk < k ? a_value((row0 + r) * k + kk) : $ELEMENT(0.0f);
+  }
+  __syncthreads();)cuda";
+
+/// The most bytes of shared memory a packed GEMV's computed A takes.
+constexpr int64_t kMostOperandBytes = 16 * 1024;
+
+/// The values of A a block of `config` computes for each of its rows: its
+/// split's share of K.
+int64_t operandSlab(const PackedGemvShape &shape, const GemmConfig &config) {
+  int64_t chunkValues = 128 / shape.bits;
+  int64_t chunks = shape.blocks * shape.blockSize / chunkValues;
+  return ceilDiv(chunks, config.splitK) * chunkValues;
+}
 
 /// The products of sub-chunk `s` (eight weights) of column `t` with the
 /// row's eight values of A (`af`), added to dot[r][t]. 2- and 4-bit values
@@ -265,9 +298,15 @@ PackedGemvChoice choosePackedGemv(const PackedGemvShape &shape) {
   return choice;
 }
 
+bool packedGemvComputesOperand(const PackedGemvShape &shape,
+                               const GemmConfig &config) {
+  return config.tileM * operandSlab(shape, config) * 2 <= kMostOperandBytes;
+}
+
 void emitPackedGemv(const PackedGemvShape &shape, const GemmConfig &config,
                     const std::string &name, const std::string &rows,
-                    const std::string &dims, llvm::raw_ostream &os) {
+                    const std::string &dims, llvm::raw_ostream &os,
+                    const ComputedOperand *lhs) {
   assert(config.form == GemmForm::Gemv && config.tileM <= 8 &&
          "a power of two rows, at most one for each lane of a column");
   gemm::HalfSpelling h = gemm::spellingOf(shape.dtype);
@@ -299,6 +338,25 @@ void emitPackedGemv(const PackedGemvShape &shape, const GemmConfig &config,
        {"$STORE", config.splitK > 1
                       ? "    partials[(split * m + row) * n + col] = v;\n"
                       : "$FINISH"}});
+  assert((!lhs || packedGemvComputesOperand(shape, config)) &&
+         "a computed A within the shared memory it may take");
+  if (lhs)
+    values.insert(
+        values.end(),
+        {{"$A_PARAMETERS", lhs->parameters},
+         {"$A_SETUP", kComputedOperand},
+         {"$A_STATEMENTS", lhs->statements},
+         {"$A_VALUE", lhs->value},
+         {"$SLAB", str(operandSlab(shape, config))},
+         {"$A_CHUNK", "*reinterpret_cast<const uint4 *>(&a_slab[r][kk - "
+                      "slab_k0])"}});
+  else
+    values.insert(
+        values.end(),
+        {{"$A_PARAMETERS", "const $ELEMENT *__restrict__ a"},
+         {"$A_SETUP", "  const bool a_aligned = (reinterpret_cast<unsigned "
+                      "long long>(a) & 15) == 0;"},
+         {"$A_CHUNK", "$NAME_load_a(a + (row0 + r) * k + kk, a_aligned)"}});
   os << substitute(kMainKernel, values);
   if (config.splitK > 1)
     os << substitute(gemm::kPackedCombineKernel, values);

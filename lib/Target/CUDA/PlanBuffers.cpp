@@ -200,15 +200,16 @@ LogicalResult PlanBuilder::addAlias(KernelOp kernel) {
   return success();
 }
 
-uint32_t PlanBuilder::addScratch(int64_t elements, rt::DType dtype) {
+uint32_t PlanBuilder::addScratch(int64_t elements, rt::DType dtype,
+                                 uint64_t after) {
   rt::Buffer buffer;
   buffer.kind = rt::BufferKind::Arena;
   buffer.dtype = dtype;
   buffer.name = "scratch" + std::to_string(artifact.buffers.size());
   buffer.shape = {elements};
-  buffer.offset = scratchOffset;
+  buffer.offset = scratchOffset + after;
   buffer.bytes = elements * rt::dtypeSize(dtype);
-  scratchBytes = std::max<uint64_t>(scratchBytes, buffer.bytes);
+  scratchBytes = std::max<uint64_t>(scratchBytes, after + buffer.bytes);
   artifact.buffers.push_back(std::move(buffer));
   return artifact.buffers.size() - 1;
 }

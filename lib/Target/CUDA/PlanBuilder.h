@@ -126,8 +126,10 @@ private:
   /// A buffer of `elements` elements of `dtype` of scratch memory, past the
   /// planned arena: the scratch of every kernel starts there (each is read
   /// only by the steps of the op that writes it, which run one after the
-  /// other), and the arena grows by the largest.
-  uint32_t addScratch(int64_t elements, rt::DType dtype = rt::DType::F32);
+  /// other), and the arena grows by the largest. A buffer that another of
+  /// the same op's is live with starts `after` bytes past the start.
+  uint32_t addScratch(int64_t elements, rt::DType dtype = rt::DType::F32,
+                      uint64_t after = 0);
 
   /// Outputs that memory planning could not write in place (graph inputs,
   /// weights, or a buffer returned twice) are copied at the end.
@@ -195,6 +197,9 @@ private:
   struct UnpackedWeights {
     uint32_t buffer;
     std::optional<DimExpr> when;
+    /// Where the kernel computes its left operand (its prologue), the
+    /// scratch those runs read it from.
+    std::optional<uint32_t> lhs;
   };
 
   /// The steps of a GEMM kernel whose weights are block-quantized (a
@@ -208,6 +213,20 @@ private:
   mlir::FailureOr<std::optional<UnpackedWeights>>
   addPackedGemm(KernelOp kernel, MatmulOp matmul, DequantizeOp dequantize,
                 const MatmulPlan &plan, llvm::raw_ostream &source);
+  /// The packed GEMV's computed left operand of `kernel` (its prologue,
+  /// which computes `matmul`'s left operand), and in `buffers` the inputs
+  /// it reads.
+  mlir::FailureOr<ComputedOperand>
+  computedOperand(KernelOp kernel, MatmulOp matmul,
+                  llvm::SmallVectorImpl<uint32_t> &buffers);
+  /// A kernel of its own that computes `kernel`'s left operand into
+  /// scratch (`after` bytes past the scratch's start) for the runs the
+  /// GEMV does not serve (under `when`, where given); the scratch buffer.
+  mlir::FailureOr<uint32_t> addOperandKernel(KernelOp kernel, MatmulOp matmul,
+                                             const std::string &name,
+                                             int64_t elements, uint64_t after,
+                                             std::optional<DimExpr> when,
+                                             llvm::raw_ostream &source);
 
   /// The launches of `kernel`'s step by a kernel over packed weights
   /// `name` of `config` (a grid of n / tileN x rows / tileM x splitK) for

@@ -147,13 +147,17 @@ LogicalResult PlanBuilder::addGemm(KernelOp kernel, llvm::raw_ostream &source) {
                                 "its own element type on the CUDA target");
   }
   // 8-bit activations times 8-bit weights: the Q/DQ GEMM.
+  bool computedLhs = kernel.getEpilogueAttr().getPrologue();
   if (std::optional<DequantizedActivations> activations =
-          dequantize ? dequantizedActivations(matmul.getLhs()) : std::nullopt) {
+          dequantize && !computedLhs ? dequantizedActivations(matmul.getLhs())
+                                     : std::nullopt) {
     if (failed(plan) || failed(addResults(kernel)))
       return failure();
     return addQdqGemm(kernel, matmul, dequantize, *activations, *plan, source);
   }
-  auto a = inputOf(matmul.getLhs());
+  // A left operand the kernel computes (its prologue) is the packed
+  // paths' (addPackedGemm).
+  auto a = computedLhs ? FailureOr<uint32_t>(0) : inputOf(matmul.getLhs());
   FailureOr<uint32_t> b =
       dequantize ? FailureOr<uint32_t>(0) : inputOf(matmul.getRhs());
   if (failed(plan) || failed(a) || failed(b))
@@ -170,6 +174,8 @@ LogicalResult PlanBuilder::addGemm(KernelOp kernel, llvm::raw_ostream &source) {
       return success();
     b = (*unpacked)->buffer;
     unpackedWhen = (*unpacked)->when;
+    if ((*unpacked)->lhs)
+      a = *(*unpacked)->lhs;
   }
   step->a = *a;
   step->b = *b;

@@ -23,6 +23,8 @@
 #include "kiln/Dialect/Kiln/SymbolicShapes.h"
 #include "mlir/IR/IRMapping.h"
 
+#include <set>
+
 using namespace mlir;
 
 namespace kiln::detail {
@@ -189,16 +191,63 @@ PlanBuilder::addPackedGemm(KernelOp kernel, MatmulOp matmul,
   // the report's roofline reads).
   std::string name =
       "kiln_gemvq_" + std::to_string(artifact.kernelNames.size());
-  SmallVector<uint32_t> packedInputs = {outside(matmul.getLhs()),
-                                        outside(dequantize.getPacked()),
-                                        outside(dequantize.getScales())};
+  // A left operand the kernel computes (its prologue): the GEMV's blocks
+  // compute it where they fit it in shared memory; the other paths (and a
+  // GEMV that does not fit it) read it from scratch, written by a kernel of
+  // its own before them.
+  bool computedLhs = epilogue.getPrologue();
+  bool gemvComputes = computedLhs && gemv.config &&
+                      packedGemvComputesOperand(shape, *gemv.config);
+  SmallVector<uint32_t> packedInputs = {
+      computedLhs ? 0u : outside(matmul.getLhs()),
+      outside(dequantize.getPacked()), outside(dequantize.getScales())};
   if (zeroPoints)
     packedInputs.push_back(outside(zeroPoints));
+  std::optional<uint32_t> lhsScratch;
+  if (computedLhs && !(gemvComputes && shape.upperM <= gemvRows)) {
+    // Past the scratch of the steps that read it (their partials, the
+    // unpacked weights), each aligned to 256 bytes.
+    auto aligned = [](uint64_t bytes) { return (bytes + 255) / 256 * 256; };
+    uint64_t after = 0;
+    if (gemv.config && !gemvComputes && gemv.config->splitK > 1)
+      after = aligned(gemv.config->splitK * std::min(shape.upperM, gemvRows) *
+                      shape.n * 4);
+    if (mma.config && mma.config->splitK > 1)
+      after = std::max(
+          after, aligned(mma.config->splitK * mma.mostRows * shape.n * 4));
+    if (unpackedRuns)
+      after = std::max(after, aligned(dequantize.getType().getNumElements() *
+                                      rt::dtypeSize(step.dtype)));
+    int64_t elements = 1;
+    for (const Size &size : sizesOf(matmul.getLhs()))
+      elements *= size.upper();
+    std::optional<DimExpr> when;
+    if (gemvComputes)
+      when = past(gemvRows);
+    FailureOr<uint32_t> scratch = addOperandKernel(
+        kernel, matmul, name + "_lhs", elements, after, when, source);
+    if (failed(scratch))
+      return failure();
+    lhsScratch = *scratch;
+    packedInputs.front() = *scratch;
+  }
   if (gemv.config) {
-    emitPackedGemv(shape, *gemv.config, name, m.str(), dims, source);
+    SmallVector<uint32_t> gemvInputs = packedInputs;
+    std::optional<ComputedOperand> lhs;
+    if (gemvComputes) {
+      SmallVector<uint32_t> read;
+      FailureOr<ComputedOperand> made = computedOperand(kernel, matmul, read);
+      if (failed(made))
+        return failure();
+      lhs = std::move(*made);
+      gemvInputs.erase(gemvInputs.begin());
+      gemvInputs.insert(gemvInputs.begin(), read.begin(), read.end());
+    }
+    emitPackedGemv(shape, *gemv.config, name, m.str(), dims, source,
+                   lhs ? &*lhs : nullptr);
     if (failed(pushPackedLaunches(kernel, name, *gemv.config, m, shape.n,
                                   std::min(shape.upperM, gemvRows), gemvWhen,
-                                  packedInputs)))
+                                  gemvInputs)))
       return failure();
   }
   if (mma.config) {
@@ -246,7 +295,98 @@ PlanBuilder::addPackedGemm(KernelOp kernel, MatmulOp matmul,
     guardStep(artifact.steps.size() - 1, unpackedWhen.front());
     when = unpackedWhen.front();
   }
-  return std::optional<UnpackedWeights>(UnpackedWeights{unpacked, when});
+  return std::optional<UnpackedWeights>(
+      UnpackedWeights{unpacked, when, lhsScratch});
+}
+
+FailureOr<ComputedOperand>
+PlanBuilder::computedOperand(KernelOp kernel, MatmulOp matmul,
+                             SmallVectorImpl<uint32_t> &buffers) {
+  Block &body = kernel.getBody().front();
+  ComputedOperand a;
+  llvm::raw_string_ostream os(a.statements);
+  BodyEmitter values(kernel, os);
+  Value lhs = matmul.getLhs();
+  FailureOr<std::string> value = values.getAt(lhs, "a_index", "    ");
+  if (failed(value))
+    return failure();
+  // The inputs the prologue reads, in<k> as the body emitter names them.
+  std::set<unsigned> read;
+  for (Operation &op : body) {
+    if (&op == matmul.getOperation())
+      break;
+    if (isa<DequantizeOp>(op))
+      continue;
+    for (Value operand : op.getOperands())
+      if (auto arg = dyn_cast<BlockArgument>(operand))
+        read.insert(arg.getArgNumber());
+  }
+  if (read.empty())
+    return kernel.emitOpError("computes its product's left operand from no "
+                              "input");
+  for (unsigned k : read) {
+    Type et = getElementTypeOrSelf(body.getArgument(k).getType());
+    a.parameters += std::string(a.parameters.empty() ? "" : ", ") + "const " +
+                    storageType(et) + " *__restrict__ in" + std::to_string(k);
+    buffers.push_back(bufferOf.at(kernel.getInputs()[k]));
+  }
+  a.value = storeExpr(getElementTypeOrSelf(lhs.getType()), *value);
+  return a;
+}
+
+FailureOr<uint32_t> PlanBuilder::addOperandKernel(
+    KernelOp kernel, MatmulOp matmul, const std::string &name, int64_t elements,
+    uint64_t after, std::optional<DimExpr> when, llvm::raw_ostream &source) {
+  Block &body = kernel.getBody().front();
+  Value lhs = matmul.getLhs();
+  // The prologue's ops, in order, and the kernel inputs they read.
+  SmallVector<Operation *> ops;
+  SmallVector<unsigned> read;
+  for (Operation &op : body) {
+    if (&op == matmul.getOperation())
+      break;
+    if (isa<DequantizeOp>(op))
+      continue;
+    ops.push_back(&op);
+    for (Value operand : op.getOperands())
+      if (auto arg = dyn_cast<BlockArgument>(operand);
+          arg && !llvm::is_contained(read, arg.getArgNumber()))
+        read.push_back(arg.getArgNumber());
+  }
+  SmallVector<Value> inputs;
+  for (unsigned k : read)
+    inputs.push_back(kernel.getInputs()[k]);
+  OpBuilder builder(kernel);
+  auto operand = KernelOp::create(
+      builder, lhs.getLoc(), TypeRange{lhs.getType()},
+      KernelKindAttr::get(builder.getContext(), KernelKind::elementwise),
+      inputs, GemmEpilogueAttr());
+  Block *operandBody = builder.createBlock(&operand.getBody());
+  IRMapping mapping;
+  for (auto [k, input] : llvm::zip(read, inputs))
+    mapping.map(body.getArgument(k),
+                operandBody->addArgument(input.getType(), input.getLoc()));
+  for (Operation *op : ops)
+    builder.clone(*op, mapping);
+  YieldOp::create(builder, lhs.getLoc(), mapping.lookup(lhs));
+  FailureOr<LaunchGeometry> geometry =
+      emitKernel(operand, name, source, options);
+  operand.erase();
+  if (failed(geometry))
+    return failure();
+  FailureOr<rt::DType> dtype =
+      toRuntimeDType(getElementTypeOrSelf(lhs.getType()), lhs.getLoc());
+  if (failed(dtype))
+    return failure();
+  uint32_t scratch = addScratch(elements, *dtype, after);
+  SmallVector<uint32_t> args;
+  for (Value input : inputs)
+    args.push_back(bufferOf.at(input));
+  args.push_back(scratch);
+  pushLaunch(kernel, name, *geometry, args);
+  if (when)
+    guardStep(artifact.steps.size() - 1, *when);
+  return scratch;
 }
 
 } // namespace kiln::detail

@@ -100,7 +100,12 @@ def Kiln_GemmEpilogueAttr : AttrDef<Kiln_Dialect, "GemmEpilogue"> {
     reshapes follow that each read the chain at their own element (an
     operand of the chain has the op's shape) and the kernel's inputs: the
     requantization of the 8-bit GEMM's result and what else of each element
-    follows it, computed where the element is stored. The
+    follows it, computed where the element is stored. With `prologue` (a
+    product of block-quantized weights only), the matmul's left operand is
+    computed in the kernel, before the matmul: elementwise ops and data
+    movement other than gathers, of the kernel's inputs, which nothing but
+    the product reads (a decoder's SwiGLU before its down projection, which
+    the packed GEMV computes where each block reads it). The
     kernel yields the end of that chain; with a norm it may also yield, as
     its second result, the value the norm reads: BERT's post-norm residual
     blocks yield the norm alone, a pre-norm decoder's (GPT-2's LayerNorm,
@@ -117,7 +122,8 @@ def Kiln_GemmEpilogueAttr : AttrDef<Kiln_Dialect, "GemmEpilogue"> {
                            "::kiln::GemmActivation::none">:$activation,
     DefaultValuedParameter<"int64_t", "-1">:$norm_scale,
     DefaultValuedParameter<"int64_t", "-1">:$norm_shift,
-    DefaultValuedParameter<"bool", "false">:$tail);
+    DefaultValuedParameter<"bool", "false">:$tail,
+    DefaultValuedParameter<"bool", "false">:$prologue);
   let assemblyFormat = "`<` struct(params) `>`";
 }
 

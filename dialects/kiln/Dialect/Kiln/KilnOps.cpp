@@ -285,6 +285,36 @@ static LogicalResult verifyGemmTail(KernelOp kernel, bool readsActivations,
   return success();
 }
 
+/// A GEMM kernel's `prologue`: `ops` compute the left operand of `matmul`,
+/// a product of the weights `dequantize` unpacks, from the kernel's inputs:
+/// elementwise ops and data movement other than gathers, whose values
+/// nothing but these ops and the product reads.
+static LogicalResult verifyGemmPrologue(KernelOp kernel, MatmulOp matmul,
+                                        DequantizeOp dequantize,
+                                        ArrayRef<Operation *> ops) {
+  if (!dequantize)
+    return kernel.emitOpError("of kind gemm computes its left operand only "
+                              "for a product of block-quantized weights");
+  Operation *lhs = matmul.getLhs().getDefiningOp();
+  if (!lhs || !llvm::is_contained(ops, lhs))
+    return kernel.emitOpError("of kind gemm has a prologue that does not "
+                              "compute its product's left operand");
+  for (Operation *op : ops) {
+    if (!isElementwise(op) &&
+        !(isDataMovement(op) && !isa<GatherOp, GatherElementsOp>(op)))
+      return kernel.emitOpError("of kind gemm computes its left operand "
+                                "with an op other than elementwise ops and "
+                                "data movement: ")
+             << op->getName();
+    for (Operation *user : op->getUsers())
+      if (user != matmul.getOperation() && !llvm::is_contained(ops, user))
+        return kernel.emitOpError("of kind gemm has a prologue value read "
+                                  "past its product: ")
+               << op->getName();
+  }
+  return success();
+}
+
 /// A GEMM kernel's body holds what its epilogue says, as one chain: the
 /// matmul, the add of the bias input (one row, straight on the product), the
 /// add of the residual input (the result's shape), then the activation,
@@ -328,10 +358,15 @@ static LogicalResult verifyGemmEpilogue(KernelOp kernel,
       matmul ? dequantizedActivations(matmul.getLhs()) : std::nullopt;
   DequantizeOp dequantize;
   bool readsActivations = false;
+  SmallVector<Operation *> computesLhs;
   for (Operation *op : prologue) {
     auto weights = dyn_cast<DequantizeOp>(op);
     if (weights && !dequantize) {
       dequantize = weights;
+      continue;
+    }
+    if (epilogue.getPrologue()) {
+      computesLhs.push_back(op);
       continue;
     }
     if (!activations || !llvm::is_contained(activations->ops, op))
@@ -344,6 +379,9 @@ static LogicalResult verifyGemmEpilogue(KernelOp kernel,
     return kernel.emitOpError("of kind gemm must start with kiln.matmul "
                               "(after a dequantize of its weights and of its "
                               "8-bit activations)");
+  if (epilogue.getPrologue() &&
+      failed(verifyGemmPrologue(kernel, matmul, dequantize, computesLhs)))
+    return failure();
   if (dequantize && (matmul.getRhs() != dequantize.getResult() ||
                      !matmul.getTransposeRhs() || matmul.getTransposeLhs()))
     return kernel.emitOpError("of kind gemm must multiply by the transpose "
