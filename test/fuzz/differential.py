@@ -231,6 +231,9 @@ def onnxruntime_outputs(model, feeds):
         import onnxruntime
         options = onnxruntime.SessionOptions()
         options.log_severity_level = 3
+        # MatMulNBits exactly (its default quantizes A to 8 bits).
+        options.add_session_config_entry(
+            "session.qdq_matmulnbits_accuracy_level", "1")
         session = onnxruntime.InferenceSession(
             model.SerializeToString(), options,
             providers=["CPUExecutionProvider"])

@@ -704,6 +704,39 @@ class Graph:
             return None
         return self.node("MatMul", [x, w], x.dtype, x.shape[:-1] + (n,), mag)
 
+    def matmul_nbits(self):
+        """com.microsoft.MatMulNBits over random packed weights (int4 in
+        blocks of 32, or int8 in blocks of 16 or 32; zero points packed, or
+        the middle): the packed GEMV and GEMM where the product is 16-bit,
+        which compute a left operand that only they read (a chain of
+        elementwise ops and data movement) themselves."""
+        x = self.pick_float(lambda v: len(v.shape) >= 2 and v.size > 0 and
+                            v.shape[-1] % 8 == 0 and v.shape[-1] <= 256 and
+                            v.dtype in ("float32", "float16"))
+        if x is None:
+            return None
+        k = x.shape[-1]
+        n = int(self.choice([8, 16, 72]))
+        bits = int(self.choice([4, 8]))
+        block = 32 if bits == 4 else int(self.choice([16, 32]))
+        blocks = -(-k // block)
+        packed = self.rng.integers(0, 256, (n, blocks, block * bits // 8),
+                                   dtype=np.uint8)
+        # Weights within about 0.6: scales of a step of 1.2 / 2^bits.
+        scales = (self.rng.uniform(0.5, 1.0, (n, blocks)) * 1.2 /
+                  (1 << bits)).astype(x.dtype)
+        operands = [x, self.const(packed), self.const(scales)]
+        if self.rng.random() < 0.5:
+            per_byte = 8 // bits
+            operands.append(self.const(self.rng.integers(
+                0, 256, (n, -(-blocks // per_byte)), dtype=np.uint8)))
+        mag = x.mag * k * 0.6
+        if not self.tame(mag):
+            return None
+        return self.node("MatMulNBits", operands, x.dtype,
+                         x.shape[:-1] + (n,), mag, domain="com.microsoft",
+                         K=k, N=n, bits=bits, block_size=block)
+
     def attention(self):
         """softmax(Q Kᵀ · scale [+ mask]) V over [B, H, S, D] inputs, with
         Q computed here: what kiln-recompose turns into kiln.attention."""
@@ -739,7 +772,8 @@ class Graph:
         ("layer_norm_decomposed", 1), ("rms_norm_decomposed", 1),
         ("transpose", 2), ("reshape", 2), ("slice", 3), ("gather", 3),
         ("gather_elements", 1), ("expand", 1), ("concat", 2),
-        ("squeeze_unsqueeze", 1), ("matmul", 2), ("attention", 1),
+        ("squeeze_unsqueeze", 1), ("matmul", 2), ("matmul_nbits", 2),
+        ("attention", 1),
     ]
 
     def build(self, steps):
@@ -791,7 +825,7 @@ def make_model(graphs, flags=""):
                 v.name, ONNX_TYPE[v.dtype], v.shape))
     graph = helper.make_graph(nodes, "differential", inputs, outputs, inits)
     model = helper.make_model(graph, opset_imports=[
-        helper.make_opsetid("", OPSET)])
+        helper.make_opsetid("", OPSET), helper.make_opsetid("com.microsoft", 1)])
     model.ir_version = 9
     helper.set_model_props(model, {"kiln.differential.flags": flags})
     return model, feeds

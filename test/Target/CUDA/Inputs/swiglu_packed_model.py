@@ -3,10 +3,11 @@ writes it: SwiGLU (x * sigmoid(x) times the up half) over the halves of a
 [batch, seq, 2K] input (the packed gate and up projection), then
 MatMulNBits (int4 in blocks of 32 with packed zero points) to 72 columns.
 
-  swiglu_packed_model.py OUT.onnx K [--also-output]
+  swiglu_packed_model.py OUT.onnx K [--also-output] [--float32]
 
 With --also-output the SwiGLU is a graph output too (read past the
-product, so it stays a kernel of its own).
+product, so it stays a kernel of its own); with --float32 the activations
+and scales are fp32 (for kilnc --precision fp16|bf16).
 """
 import sys
 import numpy as np
@@ -16,10 +17,12 @@ from onnx import TensorProto, helper, numpy_helper
 path, K = sys.argv[1], int(sys.argv[2])
 N, BLOCK = 72, 32
 rng = np.random.default_rng(11)
+dtype = np.float32 if "--float32" in sys.argv else np.float16
+onnx_type = TensorProto.FLOAT if dtype == np.float32 else TensorProto.FLOAT16
 blocks = -(-K // BLOCK)
 weights = [
     numpy_helper.from_array(rng.integers(0, 256, (N, blocks, BLOCK // 2), dtype=np.uint8), "q"),
-    numpy_helper.from_array((rng.random((N, blocks)) * 0.1 + 0.01).astype(np.float16), "s"),
+    numpy_helper.from_array((rng.random((N, blocks)) * 0.1 + 0.01).astype(dtype), "s"),
     numpy_helper.from_array(rng.integers(0, 256, (N, -(-blocks // 2)), dtype=np.uint8), "z"),
     numpy_helper.from_array(np.array([0], np.int64), "zero"),
     numpy_helper.from_array(np.array([K], np.int64), "half"),
@@ -36,11 +39,11 @@ nodes = [
                      K=K, N=N, bits=4, block_size=BLOCK),
 ]
 dims = ["batch", "seq"]
-outputs = [helper.make_tensor_value_info("y", TensorProto.FLOAT16, dims + [N])]
+outputs = [helper.make_tensor_value_info("y", onnx_type, dims + [N])]
 if "--also-output" in sys.argv:
-    outputs.append(helper.make_tensor_value_info("act", TensorProto.FLOAT16, dims + [K]))
+    outputs.append(helper.make_tensor_value_info("act", onnx_type, dims + [K]))
 graph = helper.make_graph(
-    nodes, "g", [helper.make_tensor_value_info("gu", TensorProto.FLOAT16, dims + [2 * K])],
+    nodes, "g", [helper.make_tensor_value_info("gu", onnx_type, dims + [2 * K])],
     outputs, weights)
 onnx.save(helper.make_model(graph, ir_version=8, opset_imports=[
     helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)]), path)
