@@ -11,9 +11,11 @@
 // writing it to memory; so does a reduction's prologue. A matmul takes the
 // bias, residual add and activation after it into a GEMM kernel (cuBLASLt's
 // epilogue), and the dequantize of its block-quantized weights (with 8-bit
-// weights, also the dequantization of 8-bit activations). A cache update
-// is a kernel that writes its new rows, computed through the ops that feed them
-// alone; two that write alike (a layer's key and value caches) are one kernel.
+// weights, also the dequantization of 8-bit activations; with others, the
+// elementwise ops that compute its left operand and nothing else reads). A
+// cache update is a kernel that writes its new rows, computed through the ops
+// that feed them alone; two that write alike (a layer's key and value caches)
+// are one kernel.
 //
 //===----------------------------------------------------------------------===//
 
@@ -678,11 +680,11 @@ void growQdqTail(Group &group, const llvm::DenseSet<Operation *> &taken,
 /// GEMV's) by the ops that compute its left operand, where only the product
 /// reads them: elementwise ops and data movement other than gathers (whose
 /// index checks are sites of their own), not what a reduction's kernel would
-/// take as its epilogue. A decoding step's GEMV reads every
-/// value of its rows in each block anyway, so it computes them where it
-/// reads them, for each block's share of K, and the launch that wrote them
-/// is saved (a decoder's SwiGLU before its down projection). Runs with more
-/// rows compute them once, in a kernel of their own (PlanPackedMatmuls).
+/// take as its epilogue. A decoding step's GEMV reads every value of its
+/// rows in each block anyway, so each block computes its rows over its
+/// share of K, and the launch that wrote them is saved (a decoder's SwiGLU
+/// before its down projection). Runs with more rows compute them once, in a
+/// kernel of their own (PlanPackedMatmuls.cpp).
 void absorbOperandPrologue(Group &group, MatmulOp matmul,
                            const llvm::DenseSet<Operation *> &taken) {
   Operation *producer = matmul.getLhs().getDefiningOp();

@@ -23,6 +23,10 @@
 // then a matmul step) does not run. The sums of a split go to scratch and
 // a combine kernel adds them in split order before the epilogue.
 //
+// Where the GEMM kernel computes A (its prologue: a decoder's SwiGLU), each
+// block first computes its rows over its split's share of K into shared
+// memory (kComputedOperand), and the chunk steps read A there.
+//
 //===----------------------------------------------------------------------===//
 
 #include "GemmEmitter.h"

@@ -11,7 +11,10 @@
 // floats by the matmul step that follows (cuBLASLt, or Kiln's GEMMs).
 // Where the dims' ranges allow several, each path's steps are guarded by
 // the run's rows, as a split attention's are by its queries, so a run
-// takes one.
+// takes one. A kernel that computes its product's left operand (its
+// prologue, a decoder's SwiGLU) has the GEMV's blocks compute it, and the
+// other paths read it from scratch, written by a kernel of the prologue's
+// ops before them.
 //
 //===----------------------------------------------------------------------===//
 
