@@ -141,10 +141,12 @@ std::vector<double> flopsOfKernels(const rt::Artifact &artifact,
     }
     opNames.insert(name);
     lastIndex = index;
-    // A combine adds parts; an unpacking converts weights: neither is the
-    // op's arithmetic, which its main kernel (or the step after) does.
+    // A combine adds parts; an unpacking converts weights; a left operand's
+    // kernel computes a prologue's few flops for the paths after it (each
+    // path's kernel counts them with the product): none is the op's
+    // arithmetic, which its main kernel (or the step after) does.
     flops.push_back(part.ends_with("combine") || part == "unpack" ||
-                            op >= opFlops.size()
+                            part == "lhs" || op >= opFlops.size()
                         ? 0.0
                         : opFlops[op]);
   }

@@ -691,8 +691,15 @@ void absorbOperandPrologue(Group &group, MatmulOp matmul,
   if (!producer || !isElementwise(producer) || !producer->hasOneUse() ||
       producer->getBlock() != matmul->getBlock())
     return;
+  // What the epilogue reads (a residual) stays outside, as an input.
+  llvm::DenseSet<Operation *> outside(taken.begin(), taken.end());
+  for (Operation *member : group.members)
+    if (member != matmul.getOperation())
+      for (Value operand : member->getOperands())
+        if (Operation *def = operand.getDefiningOp())
+          outside.insert(def);
   Group trial = group;
-  trial.absorbProducersThroughMoves({matmul.getLhs()}, taken);
+  trial.absorbProducersThroughMoves({matmul.getLhs()}, outside);
   // Not where a reduction's kernel would compute them as its epilogue
   // anyway (a norm's cast to the product's type): no launch to save, and
   // each block would read the wider values.
@@ -702,11 +709,19 @@ void absorbOperandPrologue(Group &group, MatmulOp matmul,
       return def && !trial.members.contains(def) && isReduction(def);
     });
   };
+  // Each value the prologue computes is read by the prologue or the product
+  // alone, not by the epilogue (a residual add that reads it too).
+  auto readsOnlyPrologue = [&](Operation *op) {
+    return llvm::all_of(op->getUsers(), [&](Operation *user) {
+      return user == matmul.getOperation() ||
+             (trial.members.contains(user) && !group.members.contains(user));
+    });
+  };
   bool computable = llvm::all_of(trial.members, [&](Operation *op) {
     return group.members.contains(op) ||
            ((isElementwise(op) ||
              (isDataMovement(op) && !isa<GatherOp, GatherElementsOp>(op))) &&
-            !readsReduction(op));
+            !readsReduction(op) && readsOnlyPrologue(op));
   });
   if (!computable || !trial.members.contains(producer))
     return;

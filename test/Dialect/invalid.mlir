@@ -694,3 +694,18 @@ func.func @gemm_prologue_elsewhere(%x: tensor<3x64xf16>, %q: tensor<8x2x16xui8>,
   }
   return %0 : tensor<3x8xf16>
 }
+
+// -----
+
+func.func @gemm_prologue_reads_weights(%x: tensor<3x8xf16>, %q: tensor<8x1x4xui8>, %s: tensor<8x1xf16>) -> tensor<3x8xf16> {
+  // expected-error@+1 {{of kind gemm has a prologue that reads the weights it dequantizes}}
+  %0 = kiln.kernel gemm (%x, %q, %s) {epilogue = #kiln.gemm_epilogue<prologue = true>} : (tensor<3x8xf16>, tensor<8x1x4xui8>, tensor<8x1xf16>) -> tensor<3x8xf16> {
+  ^bb0(%a: tensor<3x8xf16>, %aq: tensor<8x1x4xui8>, %as: tensor<8x1xf16>):
+    %w = kiln.dequantize %aq, %as {bits = 4 : i64, block_size = 8 : i64} : (tensor<8x1x4xui8>, tensor<8x1xf16>) -> tensor<8x8xf16>
+    %r = kiln.slice %w {starts = array<i64: 0, 0>, strides = array<i64: 1, 1>} : tensor<8x8xf16> -> tensor<3x8xf16>
+    %g = kiln.mul %a, %r : (tensor<3x8xf16>, tensor<3x8xf16>) -> tensor<3x8xf16>
+    %p = kiln.matmul %g, %w {transpose_rhs = true} : (tensor<3x8xf16>, tensor<8x8xf16>) -> tensor<3x8xf16>
+    kiln.yield %p : tensor<3x8xf16>
+  }
+  return %0 : tensor<3x8xf16>
+}

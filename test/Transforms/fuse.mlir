@@ -733,6 +733,30 @@ func.func @negative_gemm_operand_prologue(%x: tensor<3x64xf16>, %q: tensor<8x2x1
 
 // -----
 
+// A value the epilogue reads too (the residual added to the product) is
+// not the prologue's: it stays a kernel of its own, which the prologue
+// reads as an input, and the product keeps its residual.
+// CHECK-LABEL: func @gemm_operand_prologue_residual
+// CHECK: %[[S:.*]] = kiln.kernel  elementwise(%arg0)
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: kiln.sigmoid
+// CHECK: kiln.kernel  gemm(%[[S]], %arg1, %arg2) {epilogue = #kiln.gemm_epilogue<residual = 0, prologue = true>}
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: kiln.neg
+// CHECK-NEXT: kiln.dequantize
+// CHECK-NEXT: kiln.matmul
+// CHECK-NEXT: kiln.add
+func.func @gemm_operand_prologue_residual(%x: tensor<3x64xf16>, %q: tensor<64x2x16xui8>, %s: tensor<64x2xf16>) -> tensor<3x64xf16> {
+  %sig = kiln.sigmoid %x : tensor<3x64xf16>
+  %a = kiln.neg %sig : tensor<3x64xf16>
+  %w = kiln.dequantize %q, %s {bits = 4 : i64, block_size = 32 : i64} : (tensor<64x2x16xui8>, tensor<64x2xf16>) -> tensor<64x64xf16>
+  %m = kiln.matmul %a, %w {transpose_rhs = true} : (tensor<3x64xf16>, tensor<64x64xf16>) -> tensor<3x64xf16>
+  %y = kiln.add %m, %sig : (tensor<3x64xf16>, tensor<3x64xf16>) -> tensor<3x64xf16>
+  return %y : tensor<3x64xf16>
+}
+
+// -----
+
 // negative_: an fp32 product (Kiln's GEMMs are 16-bit) leaves the
 // dequantize to a kernel of its own, the matmul a plain step.
 // CHECK-LABEL: func @negative_gemm_dequantize_f32

@@ -183,10 +183,41 @@ def retype(model, feeds, types, dtype):
         for a in node.attribute:
             if node.op_type == "Cast" and a.name == "to":
                 a.i = types.get(a.i, a.i)
+    if TensorProto.DOUBLE in types.values():
+        keep_float32_products(g)
     feeds = {k: (v.astype(dtype) if v.dtype in (np.float32, np.float16)
                  and helper.np_dtype_to_tensor_dtype(v.dtype) in types else v)
              for k, v in feeds.items()}
     return wide, feeds
+
+
+def keep_float32_products(g):
+    """MatMulNBits takes no float64: in a widened graph `g`, each runs in
+    float32 between casts, its float initializers (scales, zero points,
+    bias) back in float32 (exact: they were float32 or float16)."""
+    at = {init.name: i for i, init in enumerate(g.initializer)}
+    nodes = []
+    for original in g.node:
+        node = onnx.NodeProto()
+        node.CopyFrom(original)
+        if node.op_type != "MatMulNBits":
+            nodes.append(node)
+            continue
+        for name in node.input[1:]:
+            init = g.initializer[at[name]] if name in at else None
+            if init is not None and init.data_type == TensorProto.DOUBLE:
+                narrow = numpy_helper.to_array(init).astype(np.float32)
+                init.CopyFrom(numpy_helper.from_array(narrow, name))
+        a, out = node.input[0], node.output[0]
+        nodes.append(helper.make_node("Cast", [a], [a + "_as_f32_" + node.name],
+                                      to=TensorProto.FLOAT))
+        node.input[0] = a + "_as_f32_" + node.name
+        node.output[0] = out + "_f32"
+        nodes.append(node)
+        nodes.append(helper.make_node("Cast", [out + "_f32"], [out],
+                                      to=TensorProto.DOUBLE))
+    del g.node[:]
+    g.node.extend(nodes)
 
 
 # -- judging ----------------------------------------------------------------
@@ -231,7 +262,9 @@ def onnxruntime_outputs(model, feeds):
         import onnxruntime
         options = onnxruntime.SessionOptions()
         options.log_severity_level = 3
-        # MatMulNBits exactly (its default quantizes A to 8 bits).
+        # MatMulNBits as written (accuracy_level 0: A is not quantized),
+        # none of onnxruntime's fused quantized forms (as test/models'
+        # exact sessions).
         options.add_session_config_entry(
             "session.qdq_matmulnbits_accuracy_level", "1")
         session = onnxruntime.InferenceSession(

@@ -722,7 +722,8 @@ class Graph:
         blocks = -(-k // block)
         packed = self.rng.integers(0, 256, (n, blocks, block * bits // 8),
                                    dtype=np.uint8)
-        # Weights within about 0.6: scales of a step of 1.2 / 2^bits.
+        # Weights within about 1.2: steps of at most 1.2 / 2^bits, the
+        # zero point anywhere in the range.
         scales = (self.rng.uniform(0.5, 1.0, (n, blocks)) * 1.2 /
                   (1 << bits)).astype(x.dtype)
         operands = [x, self.const(packed), self.const(scales)]
@@ -730,7 +731,7 @@ class Graph:
             per_byte = 8 // bits
             operands.append(self.const(self.rng.integers(
                 0, 256, (n, -(-blocks // per_byte)), dtype=np.uint8)))
-        mag = x.mag * k * 0.6
+        mag = x.mag * k * 1.2
         if not self.tame(mag):
             return None
         return self.node("MatMulNBits", operands, x.dtype,

@@ -286,15 +286,19 @@ static LogicalResult verifyGemmTail(KernelOp kernel, bool readsActivations,
 }
 
 /// A GEMM kernel's `prologue`: `ops` compute the left operand of `matmul`,
-/// a product of the weights `dequantize` unpacks, from the kernel's inputs:
-/// elementwise ops and data movement other than gathers, whose values
-/// nothing but these ops and the product reads.
+/// a product of the weights `dequantize` unpacks (which only the product
+/// reads), from the kernel's inputs: elementwise ops and data movement
+/// other than gathers, whose values nothing but these ops and the product
+/// reads.
 static LogicalResult verifyGemmPrologue(KernelOp kernel, MatmulOp matmul,
                                         DequantizeOp dequantize,
                                         ArrayRef<Operation *> ops) {
   if (!dequantize)
     return kernel.emitOpError("of kind gemm computes its left operand only "
                               "for a product of block-quantized weights");
+  if (!dequantize->hasOneUse())
+    return kernel.emitOpError("of kind gemm has a prologue that reads the "
+                              "weights it dequantizes");
   Operation *lhs = matmul.getLhs().getDefiningOp();
   if (!lhs || !llvm::is_contained(ops, lhs))
     return kernel.emitOpError("of kind gemm has a prologue that does not "

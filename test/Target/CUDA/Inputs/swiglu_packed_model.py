@@ -3,11 +3,12 @@ writes it: SwiGLU (x * sigmoid(x) times the up half) over the halves of a
 [batch, seq, 2K] input (the packed gate and up projection), then
 MatMulNBits (int4 in blocks of 32 with packed zero points) to 72 columns.
 
-  swiglu_packed_model.py OUT.onnx K [--also-output] [--float32]
+  swiglu_packed_model.py OUT.onnx K [--also-output] [--float32] [--residual]
 
 With --also-output the SwiGLU is a graph output too (read past the
 product, so it stays a kernel of its own); with --float32 the activations
-and scales are fp32 (for kilnc --precision fp16|bf16).
+and scales are fp32 (for kilnc --precision fp16|bf16); with --residual
+the product adds a [batch, seq, 72] input `r` (the GEMM's residual).
 """
 import sys
 import numpy as np
@@ -35,15 +36,20 @@ nodes = [
     helper.make_node("Sigmoid", ["gate"], ["sig"]),
     helper.make_node("Mul", ["gate", "sig"], ["silu"]),
     helper.make_node("Mul", ["silu", "up"], ["act"]),
-    helper.make_node("MatMulNBits", ["act", "q", "s", "z"], ["y"], domain="com.microsoft",
+    helper.make_node("MatMulNBits", ["act", "q", "s", "z"],
+                     ["p" if "--residual" in sys.argv else "y"], domain="com.microsoft",
                      K=K, N=N, bits=4, block_size=BLOCK),
 ]
 dims = ["batch", "seq"]
+inputs = [helper.make_tensor_value_info("gu", onnx_type, dims + [2 * K])]
+if "--residual" in sys.argv:
+    nodes.append(helper.make_node("Add", ["p", "r"], ["y"]))
+    inputs.append(helper.make_tensor_value_info("r", onnx_type, dims + [N]))
 outputs = [helper.make_tensor_value_info("y", onnx_type, dims + [N])]
 if "--also-output" in sys.argv:
     outputs.append(helper.make_tensor_value_info("act", onnx_type, dims + [K]))
 graph = helper.make_graph(
-    nodes, "g", [helper.make_tensor_value_info("gu", onnx_type, dims + [2 * K])],
+    nodes, "g", inputs,
     outputs, weights)
 onnx.save(helper.make_model(graph, ir_version=8, opset_imports=[
     helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)]), path)
