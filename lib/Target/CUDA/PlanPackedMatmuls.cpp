@@ -26,11 +26,68 @@
 #include "kiln/Dialect/Kiln/SymbolicShapes.h"
 #include "mlir/IR/IRMapping.h"
 
-#include <set>
-
 using namespace mlir;
 
 namespace kiln::detail {
+
+namespace {
+
+/// A GEMM kernel's prologue: the ops before `matmul` that compute its left
+/// operand (all but the weights' dequantize), in order, and the numbers of
+/// the block arguments (kernel inputs) they read, ascending.
+struct Prologue {
+  SmallVector<Operation *> ops;
+  SmallVector<unsigned> args;
+};
+
+Prologue prologueOf(KernelOp kernel, MatmulOp matmul) {
+  Prologue prologue;
+  for (Operation &op : kernel.getBody().front()) {
+    if (&op == matmul.getOperation())
+      break;
+    if (isa<DequantizeOp>(op))
+      continue;
+    prologue.ops.push_back(&op);
+    for (Value operand : op.getOperands())
+      if (auto arg = dyn_cast<BlockArgument>(operand))
+        prologue.args.push_back(arg.getArgNumber());
+  }
+  llvm::sort(prologue.args);
+  prologue.args.erase(llvm::unique(prologue.args), prologue.args.end());
+  return prologue;
+}
+
+/// Emits `ops` of `kernel`, which read its block arguments `args` and
+/// compute `result`, as a `kind` kernel of their own named `name` (the
+/// dequantize that unpacks the weights; a prologue's left operand); the
+/// kernel inputs it reads are `inputs`.
+FailureOr<LaunchGeometry>
+emitOwnKernel(KernelOp kernel, ArrayRef<Operation *> ops,
+              ArrayRef<unsigned> args, Value result, KernelKind kind,
+              const std::string &name, llvm::raw_ostream &source,
+              const CudaEmitOptions &options, SmallVectorImpl<Value> &inputs) {
+  Block &body = kernel.getBody().front();
+  for (unsigned k : args)
+    inputs.push_back(kernel.getInputs()[k]);
+  OpBuilder builder(kernel);
+  auto own =
+      KernelOp::create(builder, result.getLoc(), TypeRange{result.getType()},
+                       KernelKindAttr::get(builder.getContext(), kind), inputs,
+                       GemmEpilogueAttr());
+  Block *ownBody = builder.createBlock(&own.getBody());
+  IRMapping mapping;
+  for (auto [k, input] : llvm::zip(args, inputs))
+    mapping.map(body.getArgument(k),
+                ownBody->addArgument(input.getType(), input.getLoc()));
+  for (Operation *op : ops)
+    builder.clone(*op, mapping);
+  YieldOp::create(builder, result.getLoc(), mapping.lookup(result));
+  FailureOr<LaunchGeometry> geometry = emitKernel(own, name, source, options);
+  own.erase();
+  return geometry;
+}
+
+} // namespace
 
 std::string PlanBuilder::dimParameters() {
   std::string dims;
@@ -267,25 +324,13 @@ PlanBuilder::addPackedGemm(KernelOp kernel, MatmulOp matmul,
   // emitted as the elementwise family emits it.
   RankedTensorType weights = dequantize.getType();
   uint32_t unpacked = addScratch(weights.getNumElements(), step.dtype);
-  OpBuilder builder(kernel);
-  SmallVector<Value> inputs;
+  SmallVector<unsigned> dequantized;
   for (Value operand : dequantize->getOperands())
-    inputs.push_back(
-        kernel.getInputs()[cast<BlockArgument>(operand).getArgNumber()]);
-  auto unpack = KernelOp::create(
-      builder, dequantize.getLoc(), TypeRange{weights},
-      KernelKindAttr::get(builder.getContext(), KernelKind::copy), inputs,
-      GemmEpilogueAttr());
-  Block *unpackBody = builder.createBlock(&unpack.getBody());
-  IRMapping mapping;
-  for (auto [operand, input] : llvm::zip(dequantize->getOperands(), inputs))
-    mapping.map(operand,
-                unpackBody->addArgument(input.getType(), input.getLoc()));
-  Operation *copied = builder.clone(*dequantize, mapping);
-  YieldOp::create(builder, dequantize.getLoc(), copied->getResult(0));
-  FailureOr<LaunchGeometry> geometry =
-      emitKernel(unpack, name + "_unpack", source, options);
-  unpack.erase();
+    dequantized.push_back(cast<BlockArgument>(operand).getArgNumber());
+  SmallVector<Value> inputs;
+  FailureOr<LaunchGeometry> geometry = emitOwnKernel(
+      kernel, {dequantize.getOperation()}, dequantized, dequantize.getResult(),
+      KernelKind::copy, name + "_unpack", source, options, inputs);
   if (failed(geometry))
     return failure();
   SmallVector<uint32_t> args;
@@ -314,16 +359,7 @@ PlanBuilder::computedOperand(KernelOp kernel, MatmulOp matmul,
   if (failed(value))
     return failure();
   // The inputs the prologue reads, in<k> as the body emitter names them.
-  std::set<unsigned> read;
-  for (Operation &op : body) {
-    if (&op == matmul.getOperation())
-      break;
-    if (isa<DequantizeOp>(op))
-      continue;
-    for (Value operand : op.getOperands())
-      if (auto arg = dyn_cast<BlockArgument>(operand))
-        read.insert(arg.getArgNumber());
-  }
+  SmallVector<unsigned> read = prologueOf(kernel, matmul).args;
   if (read.empty())
     return kernel.emitOpError("computes its product's left operand from no "
                               "input");
@@ -340,41 +376,12 @@ PlanBuilder::computedOperand(KernelOp kernel, MatmulOp matmul,
 FailureOr<uint32_t> PlanBuilder::addOperandKernel(
     KernelOp kernel, MatmulOp matmul, const std::string &name, int64_t elements,
     uint64_t after, std::optional<DimExpr> when, llvm::raw_ostream &source) {
-  Block &body = kernel.getBody().front();
   Value lhs = matmul.getLhs();
-  // The prologue's ops, in order, and the kernel inputs they read.
-  SmallVector<Operation *> ops;
-  SmallVector<unsigned> read;
-  for (Operation &op : body) {
-    if (&op == matmul.getOperation())
-      break;
-    if (isa<DequantizeOp>(op))
-      continue;
-    ops.push_back(&op);
-    for (Value operand : op.getOperands())
-      if (auto arg = dyn_cast<BlockArgument>(operand);
-          arg && !llvm::is_contained(read, arg.getArgNumber()))
-        read.push_back(arg.getArgNumber());
-  }
+  Prologue prologue = prologueOf(kernel, matmul);
   SmallVector<Value> inputs;
-  for (unsigned k : read)
-    inputs.push_back(kernel.getInputs()[k]);
-  OpBuilder builder(kernel);
-  auto operand = KernelOp::create(
-      builder, lhs.getLoc(), TypeRange{lhs.getType()},
-      KernelKindAttr::get(builder.getContext(), KernelKind::elementwise),
-      inputs, GemmEpilogueAttr());
-  Block *operandBody = builder.createBlock(&operand.getBody());
-  IRMapping mapping;
-  for (auto [k, input] : llvm::zip(read, inputs))
-    mapping.map(body.getArgument(k),
-                operandBody->addArgument(input.getType(), input.getLoc()));
-  for (Operation *op : ops)
-    builder.clone(*op, mapping);
-  YieldOp::create(builder, lhs.getLoc(), mapping.lookup(lhs));
   FailureOr<LaunchGeometry> geometry =
-      emitKernel(operand, name, source, options);
-  operand.erase();
+      emitOwnKernel(kernel, prologue.ops, prologue.args, lhs,
+                    KernelKind::elementwise, name, source, options, inputs);
   if (failed(geometry))
     return failure();
   FailureOr<rt::DType> dtype =
