@@ -63,6 +63,13 @@ static bool resolveAll(void *handle, DriverApi &api, std::string &missing) {
   get(api.getErrorName, "cuGetErrorName");
   get(api.getErrorString, "cuGetErrorString");
   missing = resolver.firstMissing();
+  // Optional: graphs updated in place need these two (CUDA 12.3 and later).
+  api.streamGetCaptureInfo =
+      reinterpret_cast<decltype(api.streamGetCaptureInfo)>(
+          dlsym(handle, "cuStreamGetCaptureInfo_v3"));
+  api.graphExecKernelNodeSetParams =
+      reinterpret_cast<decltype(api.graphExecKernelNodeSetParams)>(
+          dlsym(handle, "cuGraphExecKernelNodeSetParams_v2"));
   // Optional: only the kernels that take tensor maps need it.
   api.tensorMapEncodeTiled =
       reinterpret_cast<decltype(api.tensorMapEncodeTiled)>(

@@ -42,6 +42,22 @@ using Graph = struct CUgraph_st *;
 /// `CUgraphExec`: an instantiated graph, ready to launch.
 using GraphExec = struct CUgraphExec_st *;
 
+/// `CUgraphNode`: one node of a graph.
+using GraphNode = struct CUgraphNode_st *;
+/// `CUDA_KERNEL_NODE_PARAMS` (its v2 layout): a kernel node's launch.
+struct KernelNodeParams {
+  Function function;
+  unsigned gridX, gridY, gridZ;
+  unsigned blockX, blockY, blockZ;
+  unsigned sharedBytes;
+  void **params;
+  void **extra;
+  /// `CUkernel` and `CUcontext`: unused (null) where `function` is set.
+  void *kernel;
+  Context context;
+};
+/// `CU_STREAM_CAPTURE_STATUS_ACTIVE`.
+constexpr int kStreamCaptureStatusActive = 1;
 /// `CUgraphExecUpdateResultInfo`: why `cuGraphExecUpdate` failed.
 struct GraphExecUpdateResultInfo {
   /// `CUgraphExecUpdateResult`.
@@ -191,6 +207,18 @@ struct DriverApi {
                             GraphExecUpdateResultInfo *info);
   /// cuGraphLaunch.
   Result (*graphLaunch)(GraphExec exec, Stream stream);
+  /// cuStreamGetCaptureInfo_v3: the nodes the next captured work will
+  /// depend on (after a launch, its own node). Optional: null where the
+  /// driver lacks it, and then graphs are not updated in place.
+  Result (*streamGetCaptureInfo)(Stream stream, int *status,
+                                 unsigned long long *id, Graph *graph,
+                                 const GraphNode **dependencies,
+                                 const void **edgeData, size_t *count);
+  /// cuGraphExecKernelNodeSetParams_v2: new grid and arguments for one
+  /// kernel node of an executable graph, for its later launches. Optional,
+  /// as streamGetCaptureInfo.
+  Result (*graphExecKernelNodeSetParams)(GraphExec exec, GraphNode node,
+                                         const KernelNodeParams *params);
   /// cuGraphDestroy.
   Result (*graphDestroy)(Graph graph);
   /// cuGraphExecDestroy.

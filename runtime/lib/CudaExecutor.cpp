@@ -123,14 +123,35 @@ Status CudaExecutor::initializeInContext() {
   return Status::ok();
 }
 
-/// Most sets of dims whose cuBLASLt objects a context keeps; past it the
+/// Most matmul shapes whose cuBLASLt objects a context keeps; past it the
 /// oldest is destroyed.
 constexpr size_t kMaxMatmulSets = 64;
+
+/// What `steps` issue (MatmulSet::issues): each step's kind, each launch's
+/// kernel, each matmul's every extent and stride.
+static std::vector<cu::DevicePtr> issuesOf(const std::vector<Step> &steps) {
+  std::vector<cu::DevicePtr> issues;
+  for (const Step &step : steps) {
+    issues.push_back(static_cast<cu::DevicePtr>(step.kind));
+    if (step.kind == Step::Kind::Launch)
+      issues.push_back(step.launch.kernel);
+    if (step.kind != Step::Kind::Matmul)
+      continue;
+    MatmulStep m = step.matmul;
+    for (int64_t *field : matmulFields(m))
+      issues.push_back(static_cast<cu::DevicePtr>(*field));
+  }
+  return issues;
+}
 
 Status CudaExecutor::bindRun(const RunShape &shape) {
   runPlan = shape.plan;
   runDims = shape.dims ? *shape.dims : std::vector<int64_t>();
-  auto it = matmulSets.find(runDims);
+  // Keyed by what the steps issue, not by the dims: a decoding loop's dims
+  // change every token while its matmuls keep their shapes, and its steps
+  // reuse one set of cuBLASLt objects.
+  std::vector<cu::DevicePtr> issues = issuesOf(plan().steps);
+  auto it = matmulSets.find(issues);
   if (it != matmulSets.end()) {
     matmuls = &it->second;
     return Status::ok();
@@ -142,24 +163,20 @@ Status CudaExecutor::bindRun(const RunShape &shape) {
     destroyMatmuls(matmulSets.begin()->second);
     matmulSets.erase(matmulSets.begin());
   }
-  MatmulSet &set = matmulSets[runDims];
+  auto slot = matmulSets.emplace(issues, MatmulSet()).first;
+  MatmulSet &set = slot->second;
   matmuls = &set;
+  set.issues = std::move(issues);
   const std::vector<Step> &steps = plan().steps;
   set.ofStep.assign(steps.size(), SIZE_MAX);
   for (size_t i = 0; i < steps.size(); ++i) {
-    set.issues.push_back(static_cast<cu::DevicePtr>(steps[i].kind));
-    if (steps[i].kind == Step::Kind::Launch)
-      set.issues.push_back(steps[i].launch.kernel);
     if (steps[i].kind != Step::Kind::Matmul)
       continue;
-    const MatmulStep &m = steps[i].matmul;
-    for (int64_t size : {m.m, m.n, m.k, m.batch, m.outerBatch})
-      set.issues.push_back(static_cast<cu::DevicePtr>(size));
     set.ofStep[i] = set.plans.size();
     set.plans.emplace_back();
     if (Status s = prepareMatmul(i, set.plans.back()); !s.isOk()) {
       destroyMatmuls(set);
-      matmulSets.erase(runDims);
+      matmulSets.erase(slot);
       matmuls = nullptr;
       return s;
     }

@@ -89,11 +89,12 @@ struct MatmulSet {
   std::vector<MatmulPlan> plans;
   /// The index in `plans` of each step; SIZE_MAX for other steps.
   std::vector<size_t> ofStep;
-  /// What the plan's steps issue at these dims (each launch's kernel, each
-  /// matmul's problem shape, each copy), but not the grids or the dims the
-  /// kernels take: with the I/O addresses, the run's shape bucket.
+  /// What the plan's steps issue (each step's kind, each launch's kernel,
+  /// each matmul's extents and strides), but not the grids or the dims the
+  /// kernels take: the set's key and, with the I/O addresses and the
+  /// copies' sizes, the run's shape bucket.
   std::vector<cu::DevicePtr> issues;
-  /// Whether a run at these dims has issued the steps one by one.
+  /// Whether a run of this shape has issued the steps one by one.
   bool issued = false;
 };
 
@@ -239,13 +240,29 @@ private:
   /// Issues the plan's steps on `target`: one by one, or as a CUDA graph.
   Status launchPlan(const std::vector<cu::DevicePtr> &in,
                     const std::vector<cu::DevicePtr> &out, cu::Stream target);
-  /// The run's shape bucket: its I/O addresses and what its steps issue
-  /// (MatmulSet::issues).
+  /// The run's shape bucket: its I/O addresses, what its steps issue
+  /// (MatmulSet::issues) and the sizes of its copies.
   GraphCache::Key bucketOf(const std::vector<cu::DevicePtr> &in,
                            const std::vector<cu::DevicePtr> &out) const;
-  /// Issues the plan's steps on `target` one by one.
+  /// Issues the plan's steps on `target` one by one; while a graph
+  /// captures them, with `nodes`, records the node of each launch step
+  /// (GraphCache::IssueFn).
   Status issueSteps(const std::vector<cu::DevicePtr> &in,
-                    const std::vector<cu::DevicePtr> &out, cu::Stream target);
+                    const std::vector<cu::DevicePtr> &out, cu::Stream target,
+                    std::vector<cu::GraphNode> *nodes = nullptr);
+  /// The argument values of launch step `l` (its buffers' addresses, then
+  /// the run's dims) and the pointers to them that cuLaunchKernel takes.
+  void launchArguments(const LaunchStep &l,
+                       const std::vector<cu::DevicePtr> &in,
+                       const std::vector<cu::DevicePtr> &out,
+                       std::vector<cu::DevicePtr> &values,
+                       std::vector<void *> &pointers) const;
+  /// Gives the launch nodes of `exec` (captured in this run's bucket) this
+  /// run's grids and arguments (GraphCache::UpdateFn).
+  Status updateLaunchNodes(cu::GraphExec exec,
+                           const std::vector<cu::GraphNode> &nodes,
+                           const std::vector<cu::DevicePtr> &in,
+                           const std::vector<cu::DevicePtr> &out);
   /// Issues matmul step `index` (`plan`'s) as cuBLASLt calls, one per
   /// repetition of its inner batch, each with the algorithm chooseAlgo
   /// gives for its operands' alignment.
@@ -356,9 +373,9 @@ private:
   cu::DevicePtr widenScratch = 0;
   /// The cuBLASLt handle.
   lt::Handle ltHandle = nullptr;
-  /// The matmul plans per set of dims values (the one empty set of a static
-  /// model).
-  std::map<std::vector<int64_t>, MatmulSet> matmulSets;
+  /// The matmul plans per shape of the steps (MatmulSet::issues): one for
+  /// a static model, one for every token of a decoding loop.
+  std::map<std::vector<cu::DevicePtr>, MatmulSet> matmulSets;
   /// The timed winners by matmul shape and alignment (tunedKey), shared by
   /// the plans of every set of dims: a decoding loop, whose dims change
   /// every token while its matmuls keep their shapes, times each once.

@@ -6,23 +6,49 @@
 
 using namespace kiln::rt;
 
-cu::GraphExec GraphCache::find(const Key &key) {
+cu::GraphExec GraphCache::find(const Key &bucket, const Key &dims) {
   for (Entry &e : entries)
-    if (e.key == key) {
+    if (e.bucket == bucket && e.dims == dims) {
       e.lastUse = ++clock;
       return e.exec;
     }
   return nullptr;
 }
 
+cu::GraphExec GraphCache::updateInPlace(const Key &bucket, const Key &dims,
+                                        const UpdateFn &update) {
+  Entry *best = nullptr;
+  for (Entry &e : entries)
+    if (e.bucket == bucket && !e.nodes.empty() &&
+        (!best || e.lastUse > best->lastUse))
+      best = &e;
+  if (!best)
+    return nullptr;
+  if (!update(best->exec, best->nodes).isOk()) {
+    // Its nodes may now hold some of the new dims: it no longer holds the
+    // old ones either.
+    api->graphExecDestroy(best->exec);
+    api->graphDestroy(best->graph);
+    if (best != &entries.back())
+      *best = std::move(entries.back());
+    entries.pop_back();
+    return nullptr;
+  }
+  ++updatesInPlace;
+  best->dims = dims;
+  best->lastUse = ++clock;
+  return best->exec;
+}
+
 Status GraphCache::record(cu::Stream stream, const IssueFn &issue,
-                          cu::Graph &graph) {
+                          cu::Graph &graph, std::vector<cu::GraphNode> &nodes) {
   graph = nullptr;
+  nodes.clear();
   if (cu::Result r =
           api->streamBeginCapture(stream, cu::kStreamCaptureModeThreadLocal);
       r != cu::kSuccess)
     return cu::cudaError(*api, r, "cuStreamBeginCapture");
-  Status issued = issue(stream);
+  Status issued = issue(stream, nodes);
   // The capture ends whatever happened, so that the stream is usable again.
   cu::Result ended = api->streamEndCapture(stream, &graph);
   if (issued.isOk() && ended != cu::kSuccess)
@@ -34,50 +60,76 @@ Status GraphCache::record(cu::Stream stream, const IssueFn &issue,
   return issued;
 }
 
-Status GraphCache::store(const Key &key, cu::Graph graph, cu::GraphExec &out) {
-  if (entries.size() < kCapacity) {
-    cu::GraphExec exec = nullptr;
-    if (cu::Result r = api->graphInstantiate(&exec, graph, 0);
-        r != cu::kSuccess)
-      return cu::cudaError(*api, r, "cuGraphInstantiate");
-    entries.push_back(Entry{key, exec, ++clock});
-    out = exec;
-    return Status::ok();
-  }
-  Entry &victim = *std::min_element(
-      entries.begin(), entries.end(),
-      [](const Entry &a, const Entry &b) { return a.lastUse < b.lastUse; });
+void GraphCache::dropNodes(Entry &e) {
+  if (e.graph)
+    api->graphDestroy(e.graph);
+  e.graph = nullptr;
+  e.nodes.clear();
+}
+
+Status GraphCache::store(const Key &bucket, const Key &dims, cu::Graph graph,
+                         std::vector<cu::GraphNode> nodes, cu::GraphExec &out) {
+  // A graph whose launch nodes are known is instantiated, and kept: an
+  // instance's nodes are named by the graph it was instantiated from, so
+  // one updated from another capture could not be updated in place.
+  bool keep = !nodes.empty();
+  Entry *victim = nullptr;
+  if (entries.size() >= kCapacity)
+    victim = &*std::min_element(
+        entries.begin(), entries.end(),
+        [](const Entry &a, const Entry &b) { return a.lastUse < b.lastUse; });
   cu::GraphExecUpdateResultInfo info{};
-  if (api->graphExecUpdate(victim.exec, graph, &info) != cu::kSuccess) {
+  if (victim && !keep &&
+      api->graphExecUpdate(victim->exec, graph, &info) == cu::kSuccess) {
+    dropNodes(*victim);
+    api->graphDestroy(graph);
+  } else {
     // Refused (a different topology, say a cuBLASLt algorithm that now
-    // splits K): a fresh instance replaces the old one.
+    // splits K), or a graph to keep: a fresh instance.
     cu::GraphExec exec = nullptr;
     if (cu::Result r = api->graphInstantiate(&exec, graph, 0);
-        r != cu::kSuccess)
+        r != cu::kSuccess) {
+      api->graphDestroy(graph);
       return cu::cudaError(*api, r, "cuGraphInstantiate");
-    api->graphExecDestroy(victim.exec);
-    victim.exec = exec;
+    }
+    if (!victim) {
+      entries.emplace_back();
+      victim = &entries.back();
+    } else {
+      api->graphExecDestroy(victim->exec);
+      dropNodes(*victim);
+    }
+    victim->exec = exec;
+    if (keep) {
+      victim->graph = graph;
+      victim->nodes = std::move(nodes);
+    } else {
+      api->graphDestroy(graph);
+    }
   }
-  victim.key = key;
-  victim.lastUse = ++clock;
-  out = victim.exec;
+  victim->bucket = bucket;
+  victim->dims = dims;
+  victim->lastUse = ++clock;
+  out = victim->exec;
   return Status::ok();
 }
 
-Status GraphCache::capture(const Key &key, cu::Stream stream,
-                           const IssueFn &issue, cu::GraphExec &out) {
+Status GraphCache::capture(const Key &bucket, const Key &dims,
+                           cu::Stream stream, const IssueFn &issue,
+                           cu::GraphExec &out) {
   out = nullptr;
   cu::Graph graph = nullptr;
-  if (Status s = record(stream, issue, graph); !s.isOk())
+  std::vector<cu::GraphNode> nodes;
+  if (Status s = record(stream, issue, graph, nodes); !s.isOk())
     return s;
-  Status s = store(key, graph, out);
-  // An executable graph does not need the graph it was made from.
-  api->graphDestroy(graph);
-  return s;
+  // store takes the graph: it keeps it with the nodes or destroys it.
+  return store(bucket, dims, graph, std::move(nodes), out);
 }
 
 void GraphCache::clear() {
-  for (Entry &e : entries)
+  for (Entry &e : entries) {
     api->graphExecDestroy(e.exec);
+    dropNodes(e);
+  }
   entries.clear();
 }

@@ -52,11 +52,36 @@ CudaExecutor::productAddress(const MatmulStep &m,
                                    : address(m.productBuffer(), in, out);
 }
 
+void CudaExecutor::launchArguments(const LaunchStep &l,
+                                   const std::vector<cu::DevicePtr> &in,
+                                   const std::vector<cu::DevicePtr> &out,
+                                   std::vector<cu::DevicePtr> &values,
+                                   std::vector<void *> &pointers) const {
+  values.clear();
+  for (uint32_t id : l.args)
+    values.push_back(address(id, in, out));
+  // cuLaunchKernel takes a pointer to each argument's value.
+  pointers.clear();
+  for (cu::DevicePtr &v : values)
+    pointers.push_back(&v);
+  // Then the dims, by value (`long long` parameters).
+  for (const int64_t &dim : runDims)
+    pointers.push_back(const_cast<int64_t *>(&dim));
+}
+
 Status CudaExecutor::issueSteps(const std::vector<cu::DevicePtr> &in,
                                 const std::vector<cu::DevicePtr> &out,
-                                cu::Stream target) {
+                                cu::Stream target,
+                                std::vector<cu::GraphNode> *nodes) {
   std::vector<cu::DevicePtr> argValues;
   std::vector<void *> argPointers;
+  // While capturing: the node of each launch step, which later runs at
+  // other dims update in place (CudaGraphs.h). The driver may lack the
+  // query; the capture then has no nodes.
+  bool recording =
+      nodes && api->streamGetCaptureInfo && api->graphExecKernelNodeSetParams;
+  if (nodes)
+    nodes->clear();
   // An output kept in an input's storage (OutputAlias) starts as that input:
   // the steps write only its new rows. The caller's one buffer for both
   // costs nothing; two buffers (or host memory, staged) a copy.
@@ -79,16 +104,7 @@ Status CudaExecutor::issueSteps(const std::vector<cu::DevicePtr> &in,
     switch (step.kind) {
     case Step::Kind::Launch: {
       const LaunchStep &l = step.launch;
-      argValues.clear();
-      for (uint32_t id : l.args)
-        argValues.push_back(address(id, in, out));
-      // cuLaunchKernel takes a pointer to each argument's value.
-      argPointers.clear();
-      for (cu::DevicePtr &v : argValues)
-        argPointers.push_back(&v);
-      // Then the dims, by value (`long long` parameters).
-      for (const int64_t &dim : runDims)
-        argPointers.push_back(const_cast<int64_t *>(&dim));
+      launchArguments(l, in, out, argValues, argPointers);
       if (cu::Result r = cu::launch(
               *api, functions[l.kernel], l.grid, l.block, l.sharedBytes, target,
               argPointers.empty() ? nullptr : argPointers.data(), options.pdl);
@@ -96,9 +112,22 @@ Status CudaExecutor::issueSteps(const std::vector<cu::DevicePtr> &in,
         return cu::cudaError(*api, r,
                              where + ": launching kernel '" +
                                  artifact.kernelNames[l.kernel] + "'");
+      if (recording) {
+        int status = 0;
+        const cu::GraphNode *last = nullptr;
+        size_t count = 0;
+        recording =
+            api->streamGetCaptureInfo(target, &status, nullptr, nullptr, &last,
+                                      nullptr, &count) == cu::kSuccess &&
+            status == cu::kStreamCaptureStatusActive && count == 1;
+        if (recording)
+          nodes->push_back(last[0]);
+      }
       break;
     }
     case Step::Kind::Matmul: {
+      if (recording)
+        nodes->push_back(nullptr);
       const MatmulStep &m = step.matmul;
       MatmulPlan &plan = matmuls->plans[matmuls->ofStep[i]];
       // Kiln's own kernel where one is asked for or won the timing
@@ -114,6 +143,8 @@ Status CudaExecutor::issueSteps(const std::vector<cu::DevicePtr> &in,
       break;
     }
     case Step::Kind::Copy: {
+      if (recording)
+        nodes->push_back(nullptr);
       const CopyStep &c = step.copy;
       if (c.bytes == 0)
         break;
@@ -126,6 +157,44 @@ Status CudaExecutor::issueSteps(const std::vector<cu::DevicePtr> &in,
     }
     }
   }
+  if (nodes && !recording)
+    nodes->clear();
+  return Status::ok();
+}
+
+Status CudaExecutor::updateLaunchNodes(cu::GraphExec exec,
+                                       const std::vector<cu::GraphNode> &nodes,
+                                       const std::vector<cu::DevicePtr> &in,
+                                       const std::vector<cu::DevicePtr> &out) {
+  const std::vector<Step> &steps = plan().steps;
+  if (nodes.size() != steps.size())
+    return Status::error(StatusCode::Internal,
+                         "a graph's nodes do not match the plan's steps");
+  std::vector<cu::DevicePtr> argValues;
+  std::vector<void *> argPointers;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    if (steps[i].kind != Step::Kind::Launch)
+      continue;
+    const LaunchStep &l = steps[i].launch;
+    launchArguments(l, in, out, argValues, argPointers);
+    cu::KernelNodeParams params{};
+    params.function = functions[l.kernel];
+    params.gridX = l.grid[0];
+    params.gridY = l.grid[1];
+    params.gridZ = l.grid[2];
+    params.blockX = l.block[0];
+    params.blockY = l.block[1];
+    params.blockZ = l.block[2];
+    params.sharedBytes = l.sharedBytes;
+    params.params = argPointers.empty() ? nullptr : argPointers.data();
+    if (cu::Result r =
+            api->graphExecKernelNodeSetParams(exec, nodes[i], &params);
+        r != cu::kSuccess)
+      return cu::cudaError(*api, r,
+                           "step " + std::to_string(i) +
+                               ": updating the graph's launch of '" +
+                               artifact.kernelNames[l.kernel] + "'");
+  }
   return Status::ok();
 }
 
@@ -135,6 +204,14 @@ CudaExecutor::bucketOf(const std::vector<cu::DevicePtr> &in,
   GraphCache::Key key(in);
   key.insert(key.end(), out.begin(), out.end());
   key.insert(key.end(), matmuls->issues.begin(), matmuls->issues.end());
+  // The copies' sizes: a graph updated in place keeps its copies as they
+  // were captured.
+  for (const OutputAlias &alias : plan().aliases)
+    if (in[alias.input] != out[alias.output])
+      key.push_back(plan().buffers[plan().inputs[alias.input]].bytes);
+  for (const Step &step : plan().steps)
+    if (step.kind == Step::Kind::Copy)
+      key.push_back(step.copy.bytes);
   return key;
 }
 
@@ -163,19 +240,24 @@ Status CudaExecutor::launchPlan(const std::vector<cu::DevicePtr> &in,
     return s;
   }
   // A graph holds the grids and kernel arguments of its dims: they key it
-  // within the bucket.
-  GraphCache::Key key = std::move(bucket);
-  for (int64_t dim : runDims)
-    key.push_back(static_cast<cu::DevicePtr>(dim));
-  cu::GraphExec exec = graphs.find(key);
+  // within the bucket. A graph of the bucket at other dims takes them in
+  // place where its launch nodes are known; else the run is captured.
+  GraphCache::Key dims(runDims.begin(), runDims.end());
+  cu::GraphExec exec = graphs.find(bucket, dims);
+  if (!exec)
+    exec = graphs.updateInPlace(
+        bucket, dims,
+        [&](cu::GraphExec e, const std::vector<cu::GraphNode> &nodes) {
+          return updateLaunchNodes(e, nodes, in, out);
+        });
   if (!exec) {
     // The capture records on the context's own stream; the graph is then
     // launched on the target, which may be the caller's.
     Status s = graphs.capture(
-        key, stream,
-        [&](cu::Stream target) {
+        bucket, dims, stream,
+        [&](cu::Stream target, std::vector<cu::GraphNode> &nodes) {
           capturing = true;
-          Status issued = issueSteps(in, out, target);
+          Status issued = issueSteps(in, out, target, &nodes);
           capturing = false;
           return issued;
         },

@@ -99,6 +99,30 @@ static_assert(cu::kStreamCaptureModeThreadLocal ==
 static_assert(sizeof(cu::GraphExecUpdateResultInfo) ==
                   sizeof(CUgraphExecUpdateResultInfo),
               "");
+static_assert(cu::kStreamCaptureStatusActive == CU_STREAM_CAPTURE_STATUS_ACTIVE,
+              "");
+static_assert(sizeof(cu::KernelNodeParams) == sizeof(CUDA_KERNEL_NODE_PARAMS) &&
+                  offsetof(cu::KernelNodeParams, sharedBytes) ==
+                      offsetof(CUDA_KERNEL_NODE_PARAMS, sharedMemBytes) &&
+                  offsetof(cu::KernelNodeParams, params) ==
+                      offsetof(CUDA_KERNEL_NODE_PARAMS, kernelParams) &&
+                  offsetof(cu::KernelNodeParams, kernel) ==
+                      offsetof(CUDA_KERNEL_NODE_PARAMS, kern) &&
+                  offsetof(cu::KernelNodeParams, context) ==
+                      offsetof(CUDA_KERNEL_NODE_PARAMS, ctx),
+              "");
+// The entry points resolved by version, as cuda.h maps their names.
+static_assert(
+    std::is_same<decltype(&cuStreamGetCaptureInfo_v3),
+                 CUresult (*)(CUstream, CUstreamCaptureStatus *, cuuint64_t *,
+                              CUgraph *, const CUgraphNode **,
+                              const CUgraphEdgeData **, size_t *)>::value,
+    "");
+static_assert(
+    std::is_same<decltype(&cuGraphExecKernelNodeSetParams_v2),
+                 CUresult (*)(CUgraphExec, CUgraphNode,
+                              const CUDA_KERNEL_NODE_PARAMS *)>::value,
+    "");
 static_assert(lt::kLayoutBatchCount == CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, "");
 static_assert(lt::kLayoutStridedBatchOffset ==
                   CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,

@@ -18,6 +18,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -103,8 +104,33 @@ FakeFunction functions[] = {
     // The same, then the tensor maps of A and B (fakeGemmMaps).
     {"kiln_fake_gemm_maps", recordGemm<0, 19>, 21, 2}};
 
-/// Work recorded by a capture.
-using Ops = std::vector<std::function<void()>>;
+/// A kernel launch: the function's host kernel, the threads launched and
+/// the argument values, copied at the launch as the driver copies them.
+struct KernelCall {
+  HostKernel kernel;
+  unsigned threads;
+  std::vector<DevicePtr> values;
+};
+void runCall(KernelCall call) {
+  std::vector<void *> pointers;
+  for (DevicePtr &v : call.values)
+    pointers.push_back(&v);
+  call.kernel(call.threads, pointers.data());
+}
+/// Work recorded by a capture: a kernel launch (`call`, whose node handle
+/// is the captured graph's call) or other work.
+struct Op {
+  std::function<void()> work;
+  std::shared_ptr<KernelCall> call;
+  const void *node = nullptr;
+  void operator()() const {
+    if (call)
+      runCall(*call);
+    else
+      work();
+  }
+};
+using Ops = std::vector<Op>;
 struct FakeGraph {
   Ops ops;
 };
@@ -123,6 +149,7 @@ struct Counters {
   int instantiations = 0; ///< cuGraphInstantiateWithFlags calls.
   int updates = 0;        ///< Successful cuGraphExecUpdate calls.
   int graphLaunches = 0;  ///< cuGraphLaunch calls.
+  int nodeUpdates = 0;    ///< cuGraphExecKernelNodeSetParams calls.
   int eagerKernels = 0;   ///< Kernels run outside a graph.
   int streamWaits = 0;    ///< cuStreamWaitEvent calls.
   int pinned = 0;         ///< Live page-locked allocations.
@@ -143,15 +170,21 @@ double clockMs = 0;
 void *lastStream = nullptr;
 /// Set by tests: cuStreamBeginCapture fails.
 int failCapture = 0;
+/// Set by tests: cuStreamGetCaptureInfo fails, as a driver that cannot
+/// tell a capture's nodes.
+int hideCaptureNodes = 0;
 
 /// Does `op` now, or records it when `stream` is being captured.
-void enqueue(void *stream, std::function<void()> op) {
+void enqueueOp(void *stream, Op op) {
   if (capturingStream && stream == capturingStream) {
     captured.push_back(std::move(op));
     return;
   }
   lastStream = stream;
   op();
+}
+void enqueue(void *stream, std::function<void()> work) {
+  enqueueOp(stream, Op{std::move(work), nullptr, nullptr});
 }
 
 /// Counts live allocations so that tests can check that models free memory.
@@ -181,9 +214,9 @@ __attribute__((visibility("default"))) void fakeCudaMatmulRan(int algo,
 }
 
 /// Returns the counter `name` ("captures", "instantiations", "updates",
-/// "graphLaunches", "eagerKernels", "streamWaits", "pinned", "graphs",
-/// "deviceCopies", "matmulAlgo42" .. "matmulAlgo44"), or -1 for an unknown
-/// name.
+/// "graphLaunches", "nodeUpdates", "eagerKernels", "streamWaits", "pinned",
+/// "graphs", "deviceCopies", "matmulAlgo42" .. "matmulAlgo44"), or -1 for an
+/// unknown name.
 __attribute__((visibility("default"))) int fakeCudaCounter(const char *name) {
   struct {
     const char *name;
@@ -192,6 +225,7 @@ __attribute__((visibility("default"))) int fakeCudaCounter(const char *name) {
                {"instantiations", counters.instantiations},
                {"updates", counters.updates},
                {"graphLaunches", counters.graphLaunches},
+               {"nodeUpdates", counters.nodeUpdates},
                {"eagerKernels", counters.eagerKernels},
                {"streamWaits", counters.streamWaits},
                {"pinned", counters.pinned},
@@ -215,7 +249,13 @@ __attribute__((visibility("default"))) void fakeCudaResetCounters() {
   counters.pinned = pinned;
   counters.graphs = graphs;
   failCapture = 0;
+  hideCaptureNodes = 0;
   lastStream = nullptr;
+}
+
+/// Makes every later cuStreamGetCaptureInfo fail (until reset).
+__attribute__((visibility("default"))) void fakeCudaHideCaptureNodes() {
+  hideCaptureNodes = 1;
 }
 
 /// Makes every later cuStreamBeginCapture fail (until reset).
@@ -409,9 +449,37 @@ Result cuStreamEndCapture(void *stream, void **graph) {
   ++counters.graphs;
   return 0;
 }
+/// The node the next captured work depends on: the last one captured.
+Result cuStreamGetCaptureInfo_v3(void *stream, int *status,
+                                 unsigned long long *id, void **graph,
+                                 const void *const **dependencies,
+                                 const void **edgeData, size_t *count) {
+  static const void *last = nullptr;
+  if (hideCaptureNodes)
+    return 1; // CUDA_ERROR_INVALID_VALUE
+  bool active = capturingStream && stream == capturingStream;
+  *status = active ? 1 : 0;
+  if (id)
+    *id = 0;
+  if (graph)
+    *graph = nullptr;
+  last = active && !captured.empty() ? captured.back().node : nullptr;
+  if (dependencies)
+    *dependencies = &last;
+  if (edgeData)
+    *edgeData = nullptr;
+  if (count)
+    *count = last ? 1 : 0;
+  return 0;
+}
 Result cuGraphInstantiateWithFlags(void **exec, void *graph,
                                    unsigned long long) {
-  *exec = new FakeGraphExec{static_cast<FakeGraph *>(graph)->ops};
+  // The instance's own copies of the launches, named by the graph's.
+  Ops ops = static_cast<FakeGraph *>(graph)->ops;
+  for (Op &op : ops)
+    if (op.call)
+      op.call = std::make_shared<KernelCall>(*op.call);
+  *exec = new FakeGraphExec{std::move(ops)};
   ++counters.instantiations;
   ++counters.graphs;
   return 0;
@@ -425,6 +493,31 @@ Result cuGraphExecUpdate_v2(void *exec, void *graph, void *) {
   target = source;
   ++counters.updates;
   return 0;
+}
+struct FakeKernelNodeParams {
+  void *function;
+  unsigned gx, gy, gz, bx, by, bz, shared;
+  void **params;
+  void **extra;
+  void *kernel;
+  void *context;
+};
+Result cuGraphExecKernelNodeSetParams_v2(void *exec, const void *node,
+                                         const FakeKernelNodeParams *p) {
+  for (Op &op : static_cast<FakeGraphExec *>(exec)->ops) {
+    if (!op.call || op.node != node)
+      continue;
+    const FakeFunction &f = *static_cast<FakeFunction *>(p->function);
+    if (f.kernel != op.call->kernel)
+      return 1; // CUDA_ERROR_INVALID_VALUE: another function
+    op.call->threads = p->gx * p->gy * p->gz * p->bx * p->by * p->bz;
+    op.call->values.clear();
+    for (unsigned i = 0; i < f.arity - f.maps; ++i)
+      op.call->values.push_back(*static_cast<DevicePtr *>(p->params[i]));
+    ++counters.nodeUpdates;
+    return 0;
+  }
+  return 1; // CUDA_ERROR_INVALID_VALUE: not a node of the instance
 }
 Result cuGraphLaunch(void *exec, void *stream) {
   ++counters.graphLaunches;
@@ -495,13 +588,10 @@ Result cuLaunchKernel(void *function, unsigned gx, unsigned gy, unsigned gz,
                 sizeof(fakeGemmMaps[i]));
   if (!capturingStream || stream != capturingStream)
     ++counters.eagerKernels;
-  HostKernel kernel = f.kernel;
-  enqueue(stream, [=]() mutable {
-    std::vector<void *> pointers;
-    for (DevicePtr &v : values)
-      pointers.push_back(&v);
-    kernel(threads, pointers.data());
-  });
+  auto call =
+      std::make_shared<KernelCall>(KernelCall{f.kernel, threads, values});
+  const void *node = call.get();
+  enqueueOp(stream, Op{nullptr, std::move(call), node});
   return 0;
 }
 /// cuLaunchKernelEx: counted, then run as cuLaunchKernel runs it (the

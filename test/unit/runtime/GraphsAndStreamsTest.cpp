@@ -62,6 +62,9 @@ protected:
     EXPECT_EQ(counter("graphLaunches"), graphLaunches);
   }
 
+  /// Runs the model on six sets of device buffers (see its definition).
+  void runAddressSets(bool nodesKnown);
+
   Artifact source;
   std::unique_ptr<Model> model;
 };
@@ -81,9 +84,15 @@ TEST_F(Graphs, ReplaysAGraphAfterTheFirstRun) {
   model.reset();
 }
 
-TEST_F(Graphs, NewDeviceAddressesGetTheirOwnGraphOrUpdateTheOldest) {
+// Device memory: every set of I/O addresses is a graph of its own. Past
+// four graphs, where the driver cannot tell a capture's nodes (so none is
+// updated in place), the fifth and sixth sets take over the least recently
+// used graphs through cuGraphExecUpdate, not a new instance; where it can,
+// each capture is instantiated afresh and kept with its nodes.
+void Graphs::runAddressSets(bool nodesKnown) {
+  if (!nodesKnown)
+    reinterpret_cast<void (*)()>(dlsym(fake, "fakeCudaHideCaptureNodes"))();
   create();
-  // Device memory: every set of I/O addresses is a graph of its own.
   constexpr int kSets = 6;
   std::vector<std::vector<float>> inputs(kSets), outputs(kSets);
   for (int set = 0; set < kSets; ++set) {
@@ -106,11 +115,9 @@ TEST_F(Graphs, NewDeviceAddressesGetTheirOwnGraphOrUpdateTheOldest) {
   runOn(0, run++); // warm-up, not captured
   for (int set = 0; set < kSets; ++set)
     runOn(set, run++);
-  // Four graphs are kept; the fifth and sixth sets take over the least
-  // recently used ones through an update, not a new instance.
   EXPECT_EQ(counter("captures"), kSets);
-  EXPECT_EQ(counter("instantiations"), 4);
-  EXPECT_EQ(counter("updates"), kSets - 4);
+  EXPECT_EQ(counter("instantiations"), nodesKnown ? kSets : 4);
+  EXPECT_EQ(counter("updates"), nodesKnown ? 0 : kSets - 4);
   // Sets 2..5 are kept now: replays, no capture.
   for (int set = 2; set < kSets; ++set)
     runOn(set, run++);
@@ -118,11 +125,25 @@ TEST_F(Graphs, NewDeviceAddressesGetTheirOwnGraphOrUpdateTheOldest) {
   // Set 0 again: captured anew, and its outputs land in its own buffer.
   runOn(0, run++);
   EXPECT_EQ(counter("captures"), kSets + 1);
-  EXPECT_EQ(counter("updates"), kSets - 3);
+  EXPECT_EQ(counter("instantiations"), nodesKnown ? kSets + 1 : 4);
+  EXPECT_EQ(counter("updates"), nodesKnown ? 0 : kSets - 3);
   EXPECT_EQ(counter("graphLaunches"), run - 1);
+  // New addresses are a new bucket: nothing was updated in place.
+  EXPECT_EQ(counter("nodeUpdates"), 0);
   // Each synchronous device-memory run waited for the default stream.
   EXPECT_GE(counter("streamWaits"), run);
+  // Four instances, and with known nodes the four graphs they came from.
+  EXPECT_EQ(counter("graphs"), nodesKnown ? 8 : 4);
   model.reset();
+  EXPECT_EQ(counter("graphs"), 0);
+}
+
+TEST_F(Graphs, NewDeviceAddressesGetTheirOwnGraphOrUpdateTheOldest) {
+  runAddressSets(/*nodesKnown=*/false);
+}
+
+TEST_F(Graphs, NewDeviceAddressesGetTheirOwnGraphKeptWithItsNodes) {
+  runAddressSets(/*nodesKnown=*/true);
 }
 
 TEST_F(Graphs, CanBeTurnedOff) {
@@ -359,18 +380,76 @@ TEST_F(Graphs, ASymbolicPlanRunsAtEachDimsWithAGraphPerDims) {
       x[i] = static_cast<float>(i + n);
     ASSERT_NO_FATAL_FAILURE(expectDoubled(*symbolic, x));
   }
-  // Every n is one shape bucket (the same kernel and copy): the first run
-  // issues the steps one by one, each later run at new dims (5, 3, 8) is
-  // captured, and n = 5 again replays its graph.
+  // Every n has the same steps (kernel and copy), so only the first run
+  // issues them one by one; the copy's size follows n, so each n is a
+  // bucket of its own: each later run at new dims (5, 3, 8) is captured,
+  // and n = 5 again replays its graph.
   expectGraphWork(1, 3, 3, 4);
   symbolic.reset();
 }
 
+/// `symbolicDoubling` without its copy: the kernel writes y [n] itself, so
+/// every n is one shape bucket.
+static Artifact symbolicDoublingIntoOutput() {
+  Artifact a = symbolicDoubling();
+  a.steps.pop_back();
+  a.steps[0].launch.args = {0, 2};
+  auto &bindings = a.symbolic.bindings;
+  bindings.erase(std::remove_if(bindings.begin(), bindings.end(),
+                                [](const SizeBinding &b) {
+                                  return b.field == SizeField::CopyBytes;
+                                }),
+                 bindings.end());
+  return a;
+}
+
 // A decoding loop: new dims every step, one bucket. After the first step
-// every step replays a graph; once the context holds its four, each new
-// step's capture updates the least recently used one instead of
-// instantiating another.
-TEST_F(Graphs, ADecodingLoopReplaysAGraphEveryStepAfterTheFirst) {
+// (one by one) the second is captured, and every later step gives that
+// graph's launch its new grid and n in place, then launches it: no capture,
+// no instantiation, no update of the whole graph. A stale grid or n would
+// double too few elements, or too many.
+TEST_F(Graphs, ADecodingLoopUpdatesOneGraphInPlaceEveryStep) {
+  std::unique_ptr<Model> symbolic;
+  ASSERT_TRUE(
+      Model::create(symbolicDoublingIntoOutput(), Backend::Cuda, symbolic)
+          .isOk());
+  for (int64_t n : {1, 2, 3, 4, 5, 6, 7, 8, 3}) {
+    std::vector<float> x(n);
+    for (int64_t i = 0; i < n; ++i)
+      x[i] = static_cast<float>(3 * i - n);
+    ASSERT_NO_FATAL_FAILURE(expectDoubled(*symbolic, x));
+  }
+  expectGraphWork(1, 1, 1, 8);
+  EXPECT_EQ(counter("nodeUpdates"), 7);
+  EXPECT_EQ(counter("updates"), 0);
+  symbolic.reset();
+  EXPECT_EQ(counter("graphs"), 0);
+}
+
+// negative_: a driver that cannot tell a capture's nodes: each new n is
+// captured, and past four graphs updates the least recently used one.
+TEST_F(Graphs, negative_WithoutCaptureNodesEachNewDimsIsCaptured) {
+  reinterpret_cast<void (*)()>(dlsym(fake, "fakeCudaHideCaptureNodes"))();
+  std::unique_ptr<Model> symbolic;
+  ASSERT_TRUE(
+      Model::create(symbolicDoublingIntoOutput(), Backend::Cuda, symbolic)
+          .isOk());
+  for (int64_t n = 1; n <= 8; ++n) {
+    std::vector<float> x(n);
+    for (int64_t i = 0; i < n; ++i)
+      x[i] = static_cast<float>(3 * i - n);
+    ASSERT_NO_FATAL_FAILURE(expectDoubled(*symbolic, x));
+  }
+  expectGraphWork(1, 7, 4, 7);
+  EXPECT_EQ(counter("updates"), 3);
+  EXPECT_EQ(counter("nodeUpdates"), 0);
+  symbolic.reset();
+}
+
+// negative_: a copy whose size follows the dims is the graph's as captured
+// (a graph is updated in place only within its bucket, which holds the
+// copies' sizes): each new n is captured, and kept with its nodes.
+TEST_F(Graphs, negative_ACopySizedByTheDimsIsCapturedAtEachDims) {
   std::unique_ptr<Model> symbolic;
   ASSERT_TRUE(
       Model::create(symbolicDoubling(), Backend::Cuda, symbolic).isOk());
@@ -380,8 +459,8 @@ TEST_F(Graphs, ADecodingLoopReplaysAGraphEveryStepAfterTheFirst) {
       x[i] = static_cast<float>(3 * i - n);
     ASSERT_NO_FATAL_FAILURE(expectDoubled(*symbolic, x));
   }
-  expectGraphWork(1, 7, 4, 7);
-  EXPECT_EQ(counter("updates"), 3);
+  expectGraphWork(1, 7, 7, 7);
+  EXPECT_EQ(counter("nodeUpdates"), 0);
   symbolic.reset();
 }
 
