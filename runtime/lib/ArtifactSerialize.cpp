@@ -69,6 +69,7 @@ std::string kiln::rt::serializeArtifactPrefix(const Artifact &a,
       w.u64(s.launch.args.size());
       for (uint32_t id : s.launch.args)
         w.u32(id);
+      w.u64(s.launch.dimsRead);
       break;
     case Step::Kind::Matmul: {
       const MatmulStep &m = s.matmul;
@@ -254,6 +255,8 @@ bool kiln::rt::deserializeArtifact(const char *data, size_t size, Artifact &out,
       for (uint32_t &id : l.args)
         if (!r.u32(id, "kernel argument"))
           return fail();
+      if (!r.u64(l.dimsRead, "dims read"))
+        return fail();
       break;
     }
     case Step::Kind::Matmul: {

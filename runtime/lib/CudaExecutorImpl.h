@@ -257,10 +257,12 @@ private:
                        const std::vector<cu::DevicePtr> &out,
                        std::vector<cu::DevicePtr> &values,
                        std::vector<void *> &pointers) const;
-  /// Gives the launch nodes of `exec` (captured in this run's bucket) this
-  /// run's grids and arguments (GraphCache::UpdateFn).
+  /// Gives the launch nodes of `exec` (captured in this run's bucket, now
+  /// holding `heldDims`) that depend on a dim that changed this run's grids
+  /// and arguments (GraphCache::UpdateFn).
   Status updateLaunchNodes(cu::GraphExec exec,
                            const std::vector<cu::GraphNode> &nodes,
+                           const GraphCache::Key &heldDims,
                            const std::vector<cu::DevicePtr> &in,
                            const std::vector<cu::DevicePtr> &out);
   /// Issues matmul step `index` (`plan`'s) as cuBLASLt calls, one per

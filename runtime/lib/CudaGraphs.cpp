@@ -24,7 +24,7 @@ cu::GraphExec GraphCache::updateInPlace(const Key &bucket, const Key &dims,
       best = &e;
   if (!best)
     return nullptr;
-  if (!update(best->exec, best->nodes).isOk()) {
+  if (!update(best->exec, best->nodes, best->dims).isOk()) {
     // Its nodes may now hold some of the new dims: it no longer holds the
     // old ones either.
     api->graphExecDestroy(best->exec);

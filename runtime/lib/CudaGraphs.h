@@ -13,12 +13,13 @@
 // a capture records the node of each launch step, and a run at new dims in
 // a bucket that has a graph gives those nodes its grids and arguments in
 // place (cuGraphExecKernelNodeSetParams, for the graph's later launches
-// only) and launches it: a decoding step is one graph launch, with no
-// capture, no instantiation and no cuBLASLt call on the host. A run in a
-// new bucket is captured; past kCapacity graphs, the least recently used
-// one takes its parameters through cuGraphExecUpdate, which is far cheaper
-// than instantiating and succeeds where the topology is the same; only
-// when the driver refuses the update is it re-instantiated.
+// only; only the launches that depend on a dim that changed,
+// LaunchStep::dimsRead) and launches it: a decoding step is one graph launch,
+// with no capture, no instantiation and no cuBLASLt call on the host. A run in
+// a new bucket is captured; past kCapacity graphs, the least recently used one
+// takes its parameters through cuGraphExecUpdate, which is far cheaper than
+// instantiating and succeeds where the topology is the same; only when the
+// driver refuses the update is it re-instantiated.
 //
 //===----------------------------------------------------------------------===//
 
@@ -46,9 +47,10 @@ public:
   using IssueFn =
       std::function<Status(cu::Stream, std::vector<cu::GraphNode> &)>;
   /// Gives the launch nodes of a graph (one per step, null for the steps
-  /// that are not launches) the grids and arguments of the run at hand.
-  using UpdateFn =
-      std::function<Status(cu::GraphExec, const std::vector<cu::GraphNode> &)>;
+  /// that are not launches), which holds the dims given, the grids and
+  /// arguments of the run at hand.
+  using UpdateFn = std::function<Status(
+      cu::GraphExec, const std::vector<cu::GraphNode> &, const Key &)>;
 
   /// Graphs kept per context: enough for double or triple buffering of the
   /// I/O without an update per run.

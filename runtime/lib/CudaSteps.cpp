@@ -164,18 +164,28 @@ Status CudaExecutor::issueSteps(const std::vector<cu::DevicePtr> &in,
 
 Status CudaExecutor::updateLaunchNodes(cu::GraphExec exec,
                                        const std::vector<cu::GraphNode> &nodes,
+                                       const GraphCache::Key &heldDims,
                                        const std::vector<cu::DevicePtr> &in,
                                        const std::vector<cu::DevicePtr> &out) {
   const std::vector<Step> &steps = plan().steps;
   if (nodes.size() != steps.size())
     return Status::error(StatusCode::Internal,
                          "a graph's nodes do not match the plan's steps");
+  // The dims that changed; past 64 dims, launches depend on all of them.
+  uint64_t changed = heldDims.size() == runDims.size() ? 0 : ~uint64_t(0);
+  for (size_t d = 0; d < runDims.size() && d < heldDims.size(); ++d)
+    if (heldDims[d] != static_cast<cu::DevicePtr>(runDims[d]))
+      changed |= d < 64 ? uint64_t(1) << d : ~uint64_t(0);
   std::vector<cu::DevicePtr> argValues;
   std::vector<void *> argPointers;
   for (size_t i = 0; i < steps.size(); ++i) {
     if (steps[i].kind != Step::Kind::Launch)
       continue;
     const LaunchStep &l = steps[i].launch;
+    // Its grid and the dims it reads are as the graph holds them (its
+    // buffers are the bucket's).
+    if (!(l.dimsRead & changed))
+      continue;
     launchArguments(l, in, out, argValues, argPointers);
     cu::KernelNodeParams params{};
     params.function = functions[l.kernel];
@@ -247,8 +257,9 @@ Status CudaExecutor::launchPlan(const std::vector<cu::DevicePtr> &in,
   if (!exec)
     exec = graphs.updateInPlace(
         bucket, dims,
-        [&](cu::GraphExec e, const std::vector<cu::GraphNode> &nodes) {
-          return updateLaunchNodes(e, nodes, in, out);
+        [&](cu::GraphExec e, const std::vector<cu::GraphNode> &nodes,
+            const GraphCache::Key &held) {
+          return updateLaunchNodes(e, nodes, held, in, out);
         });
   if (!exec) {
     // The capture records on the context's own stream; the graph is then

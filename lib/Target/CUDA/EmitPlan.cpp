@@ -104,6 +104,7 @@ LogicalResult PlanBuilder::build() {
   }
   if (scratchBytes)
     artifact.arenaBytes = scratchOffset + scratchBytes;
+  recordDimsRead();
   return success();
 }
 

@@ -68,6 +68,11 @@ private:
   void shareKernels(llvm::StringRef unit, size_t namesBefore,
                     size_t configsBefore, llvm::raw_ostream &source);
 
+  /// Records on each launch step the dims its launch depends on
+  /// (LaunchStep::dimsRead), once every kernel's code is in the source
+  /// (PlanDimsRead.cpp).
+  void recordDimsRead();
+
   //===--------------------------------------------------------------------===//
   // Dims, bindings, buffers and weights (PlanBuffers.cpp)
   //===--------------------------------------------------------------------===//

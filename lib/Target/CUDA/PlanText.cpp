@@ -15,6 +15,16 @@ std::string kiln::runsIfText(const rt::Artifact &a, size_t step) {
   return text;
 }
 
+/// The dims in `read` (LaunchStep::dimsRead) by name, comma-separated; "-"
+/// for none.
+static std::string dimsReadText(const rt::Artifact &a, uint64_t read) {
+  std::string text;
+  for (auto [d, dim] : llvm::enumerate(a.symbolic.dims))
+    if (d >= 64 || (read >> d & 1))
+      text += (text.empty() ? "" : ",") + dim.name;
+  return text.empty() ? "-" : text;
+}
+
 void kiln::printPlan(const rt::Artifact &a, uint64_t weightBytes,
                      llvm::raw_ostream &os, const KernelConfigs *configs) {
   os << "arena_bytes " << a.arenaBytes << "\nweight_bytes " << weightBytes
@@ -51,6 +61,8 @@ void kiln::printPlan(const rt::Artifact &a, uint64_t weightBytes,
             os << " config " << config.text();
             break;
           }
+      if (!a.symbolic.empty())
+        os << " dims " << dimsReadText(a, s.launch.dimsRead);
       os << "\n";
       break;
     case rt::Step::Kind::Matmul:

@@ -124,6 +124,7 @@ void expectSameStep(const Step &x, const Step &y) {
     }
     EXPECT_EQ(x.launch.sharedBytes, y.launch.sharedBytes);
     EXPECT_EQ(x.launch.args, y.launch.args);
+    EXPECT_EQ(x.launch.dimsRead, y.launch.dimsRead);
     break;
   case Step::Kind::Matmul:
     EXPECT_EQ(matmulFields(x.matmul), matmulFields(y.matmul));
@@ -174,6 +175,7 @@ TEST(ArtifactFormat, RoundTrip) {
   a.steps[0].matmul.activation = MatmulActivation::Gelu;
   a.steps[1].launch.sharedBytes = 4096;
   a.steps[1].launch.grid[2] = 3;
+  a.steps[1].launch.dimsRead = 0x8000000000000005ull;
   Artifact b;
   std::string error;
   ASSERT_TRUE(roundTrip(a, b, error)) << error;

@@ -48,8 +48,9 @@ constexpr char kArtifactMagic[8] = {'K', 'I', 'L', 'N', 'P', 'L', 'A', 'N'};
 /// the sum its norm also writes; 15 a matmul's exact GELU, its widening of
 /// a 16-bit result into an fp32 C, and the kernel that finishes either
 /// after cuBLASLt; 16 kernel names that repeat (ops of the same code share
-/// one kernel, which a runtime before it would define twice).
-constexpr uint32_t kArtifactFormatVersion = 16;
+/// one kernel, which a runtime before it would define twice); 17 the dims
+/// each launch depends on (LaunchStep::dimsRead).
+constexpr uint32_t kArtifactFormatVersion = 17;
 
 /// Most dimensions a buffer may have.
 constexpr uint32_t kMaxRank = 32;

@@ -31,6 +31,12 @@ struct LaunchStep {
   uint32_t sharedBytes = 0;
   /// Buffer ids, each passed to the kernel as a device pointer, in order.
   std::vector<uint32_t> args;
+  /// The symbolic dims the launch depends on: bit d for dim d of
+  /// `SymbolicPlan::dims` where the kernel's code reads it or its grid
+  /// follows it (every kernel takes every dim). All bits where unknown. A
+  /// CUDA graph updated in place for new dims updates only the launches
+  /// that depend on one that changed.
+  uint64_t dimsRead = ~uint64_t(0);
 };
 
 /// The activation a matmul applies last (cuBLASLt's epilogue).
