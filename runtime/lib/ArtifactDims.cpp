@@ -210,55 +210,63 @@ bool kiln::rt::bindDims(const Artifact &a,
   return true;
 }
 
-bool kiln::rt::instantiatePlan(const Artifact &a,
-                               const std::vector<int64_t> &values,
-                               Artifact &shaped, std::string &error) {
-  shaped.abiVersion = a.abiVersion;
-  shaped.arenaBytes = a.arenaBytes;
-  shaped.kernelNames = a.kernelNames;
-  shaped.buffers = a.buffers;
-  shaped.inputs = a.inputs;
-  shaped.outputs = a.outputs;
-  shaped.steps = a.steps;
-  shaped.indexSites = a.indexSites;
-  shaped.aliases = a.aliases;
-  std::vector<bool> runs(shaped.steps.size(), true);
+/// Which of `a`'s steps run at the dims' `values` (StepRuns); false on
+/// overflow.
+static bool stepsThatRun(const Artifact &a, const std::vector<int64_t> &values,
+                         std::vector<bool> &runs, std::string &error) {
+  runs.assign(a.steps.size(), true);
   for (const SizeBinding &b : a.symbolic.bindings) {
+    if (b.field != SizeField::StepRuns)
+      continue;
     int64_t v = 0;
     if (!evaluateBinding(b, values, v)) {
       error = "dim sizes: a size of the plan overflows";
       return false;
     }
-    switch (b.field) {
-    case SizeField::BufferDim:
+    runs[b.target] = runs[b.target] && v != 0;
+  }
+  return true;
+}
+
+/// Writes every bound field of `shaped` (`a`'s plan with the steps that do
+/// not run left out: step s of `a` is step kept[s] of `shaped`, or absent
+/// where it is SIZE_MAX), then the buffers' bytes, each within the storage
+/// the executors allocate for the plan at the top of the ranges; validates.
+static bool writeBoundFields(const Artifact &a,
+                             const std::vector<int64_t> &values,
+                             const std::vector<size_t> &kept, Artifact &shaped,
+                             std::string &error) {
+  for (const SizeBinding &b : a.symbolic.bindings) {
+    if (b.field == SizeField::StepRuns)
+      continue;
+    int64_t v = 0;
+    if (!evaluateBinding(b, values, v)) {
+      error = "dim sizes: a size of the plan overflows";
+      return false;
+    }
+    if (b.field == SizeField::BufferDim) {
       shaped.buffers[b.target].shape[b.axis] = v;
-      break;
+      continue;
+    }
+    if (kept[b.target] == SIZE_MAX)
+      continue;
+    Step &step = shaped.steps[kept[b.target]];
+    switch (b.field) {
     case SizeField::LaunchGrid:
-      shaped.steps[b.target].launch.grid[b.axis] =
+      step.launch.grid[b.axis] =
           static_cast<uint32_t>(std::clamp<int64_t>(v, 0, UINT32_MAX));
       break;
     case SizeField::MatmulField:
-      *matmulFields(shaped.steps[b.target].matmul)[b.axis] = v;
+      *matmulFields(step.matmul)[b.axis] = v;
       break;
     case SizeField::CopyBytes:
-      shaped.steps[b.target].copy.bytes = static_cast<uint64_t>(v);
+      step.copy.bytes = static_cast<uint64_t>(v);
       break;
+    case SizeField::BufferDim:
     case SizeField::StepRuns:
-      runs[b.target] = runs[b.target] && v != 0;
       break;
     }
   }
-  // Bindings name steps by their index in `a`: the steps left out go last.
-  size_t kept = 0;
-  for (size_t s = 0; s < shaped.steps.size(); ++s)
-    if (runs[s]) {
-      if (kept != s)
-        shaped.steps[kept] = std::move(shaped.steps[s]);
-      ++kept;
-    }
-  shaped.steps.resize(kept);
-  // Bytes from the shapes; each buffer within the storage the executors
-  // allocate for the plan at the top of the ranges.
   for (size_t id = 0; id < shaped.buffers.size(); ++id) {
     Buffer &b = shaped.buffers[id];
     uint64_t elements = 1;
@@ -270,12 +278,65 @@ bool kiln::rt::instantiatePlan(const Artifact &a,
     fits =
         fits && !__builtin_mul_overflow(elements, dtypeSize(b.dtype), &b.bytes);
     if (!fits || b.bytes > a.buffers[id].bytes) {
-      error = "dim sizes: buffer '" + b.name +
+      error = "dim sizes: buffer '" + a.buffers[id].name +
               "' outgrows its planned storage at these dims";
       return false;
     }
   }
   return validatePlan(shaped, error, a.weightBytes());
+}
+
+/// Step s of `a` as an index of the plan that keeps the steps `runs` says
+/// (SIZE_MAX for those it leaves out).
+static std::vector<size_t> keptIndices(const std::vector<bool> &runs) {
+  std::vector<size_t> kept(runs.size(), SIZE_MAX);
+  size_t next = 0;
+  for (size_t s = 0; s < runs.size(); ++s)
+    if (runs[s])
+      kept[s] = next++;
+  return kept;
+}
+
+bool kiln::rt::instantiatePlan(const Artifact &a,
+                               const std::vector<int64_t> &values,
+                               Artifact &shaped, std::string &error) {
+  std::vector<bool> runs;
+  if (!stepsThatRun(a, values, runs, error))
+    return false;
+  shaped.abiVersion = a.abiVersion;
+  shaped.arenaBytes = a.arenaBytes;
+  shaped.kernelNames = a.kernelNames;
+  shaped.buffers = a.buffers;
+  shaped.inputs = a.inputs;
+  shaped.outputs = a.outputs;
+  shaped.indexSites = a.indexSites;
+  shaped.aliases = a.aliases;
+  shaped.steps.clear();
+  for (size_t s = 0; s < a.steps.size(); ++s)
+    if (runs[s])
+      shaped.steps.push_back(a.steps[s]);
+  return writeBoundFields(a, values, keptIndices(runs), shaped, error);
+}
+
+bool kiln::rt::reinstantiatePlan(const Artifact &a,
+                                 const std::vector<int64_t> &previous,
+                                 const std::vector<int64_t> &values,
+                                 Artifact &shaped, std::string &error) {
+  std::vector<bool> before, runs;
+  if (!stepsThatRun(a, previous, before, error) ||
+      !stepsThatRun(a, values, runs, error)) {
+    shaped = Artifact();
+    return false;
+  }
+  // The same steps: every field that differs between the two plans is a
+  // bound one. Other steps: from scratch.
+  bool written = before == runs ? writeBoundFields(a, values, keptIndices(runs),
+                                                   shaped, error)
+                                : instantiatePlan(a, values, shaped, error);
+  // Left as nothing valid: a later call starts from scratch.
+  if (!written)
+    shaped = Artifact();
+  return written;
 }
 
 bool kiln::rt::shapeAt(const Artifact &a, uint32_t id,

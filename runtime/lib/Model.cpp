@@ -165,9 +165,12 @@ Status Model::checkRunArguments(const void *const *inputs, void *const *outputs,
   return Status::ok();
 }
 
-/// Most plans a model keeps for the dims its runs used; past it the
-/// oldest set is written again when it comes back.
-constexpr size_t kMaxShapedPlans = 256;
+/// Most plans a model keeps for the dims its runs used. Past it the plan of
+/// the smallest dims (a decoding loop's oldest length) is written again for
+/// the new ones, in place where nothing holds it (reinstantiatePlan: only
+/// the fields that follow the dims, where the same steps run), so a loop
+/// that visits each length once pays no copy of the plan a step.
+constexpr size_t kMaxShapedPlans = 8;
 
 Status Model::bindDims(const std::vector<std::vector<int64_t>> &inputShapes,
                        std::vector<int64_t> &dims) const {
@@ -224,12 +227,25 @@ Status Model::prepareRun(const std::vector<int64_t> &dims,
     if (it != shapedPlans.end()) {
       shaped = it->second;
     } else {
-      auto written = std::make_shared<Artifact>();
+      std::shared_ptr<Artifact> written;
+      std::vector<int64_t> previous;
+      if (shapedPlans.size() >= kMaxShapedPlans) {
+        auto oldest = shapedPlans.begin();
+        // Held by no run: its storage becomes the new plan's.
+        if (oldest->second.use_count() == 1) {
+          written = std::const_pointer_cast<Artifact>(oldest->second);
+          previous = oldest->first;
+        }
+        shapedPlans.erase(oldest);
+      }
       std::string error;
-      if (!instantiatePlan(plan, dims, *written, error))
+      bool ok = written
+                    ? reinstantiatePlan(plan, previous, dims, *written, error)
+                    : instantiatePlan(plan, dims,
+                                      *(written = std::make_shared<Artifact>()),
+                                      error);
+      if (!ok)
         return Status::error(StatusCode::InvalidArgument, error);
-      if (shapedPlans.size() >= kMaxShapedPlans)
-        shapedPlans.erase(shapedPlans.begin());
       shaped = shapedPlans[dims] = std::move(written);
     }
   }

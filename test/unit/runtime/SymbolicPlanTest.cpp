@@ -11,6 +11,7 @@
 
 #include "TestArtifacts.h"
 #include "kiln/runtime/ArtifactDims.h"
+#include "kiln/runtime/ArtifactFormat.h"
 #include "kiln/runtime/Model.h"
 
 #include <gtest/gtest.h>
@@ -163,8 +164,9 @@ TEST(SymbolicPlan, WritesThePlanForTheValues) {
                    "these dims");
 }
 
-TEST(SymbolicPlan, LeavesOutTheStepsThatDoNotRunAtTheDims) {
-  // A second launch that runs only while n <= 2: clamp(3 - n, 0, 1).
+/// symbolicArtifact with a second launch that runs only while n <= 2:
+/// clamp(3 - n, 0, 1).
+static Artifact guardedArtifact() {
   Artifact a = symbolicArtifact();
   a.steps.push_back(a.steps[0]);
   a.steps[1].launch.block[0] = 8;
@@ -174,6 +176,11 @@ TEST(SymbolicPlan, LeavesOutTheStepsThatDoNotRunAtTheDims) {
   runs.lowest = 0;
   runs.highest = 1;
   a.symbolic.bindings.push_back(runs);
+  return a;
+}
+
+TEST(SymbolicPlan, LeavesOutTheStepsThatDoNotRunAtTheDims) {
+  Artifact a = guardedArtifact();
   std::string error;
   ASSERT_TRUE(validateArtifact(a, error)) << error;
   Artifact shaped;
@@ -197,6 +204,36 @@ TEST(SymbolicPlan, LeavesOutTheStepsThatDoNotRunAtTheDims) {
   EXPECT_NE(error.find("its field, target or axis is out of range"),
             std::string::npos)
       << error;
+}
+
+// A plan written again for new dims in place (a decoding loop's next
+// length) is the plan written afresh for them, byte for byte: where the
+// same steps run only the bound fields change, and where the guard flips
+// (n = 2 to 3 and back) it is written from scratch.
+TEST(SymbolicPlan, WritingAPlanAgainInPlaceEqualsWritingItAfresh) {
+  Artifact a = guardedArtifact();
+  std::string error;
+  ASSERT_TRUE(validateArtifact(a, error)) << error;
+  std::vector<std::vector<int64_t>> sequence = {{1, 0}, {2, 1}, {3, 0}, {5, 1},
+                                                {4, 1}, {2, 0}, {1, 1}};
+  Artifact reused;
+  ASSERT_TRUE(instantiatePlan(a, sequence[0], reused, error)) << error;
+  for (size_t i = 1; i < sequence.size(); ++i) {
+    SCOPED_TRACE("n " + std::to_string(sequence[i][0]));
+    ASSERT_TRUE(
+        reinstantiatePlan(a, sequence[i - 1], sequence[i], reused, error))
+        << error;
+    Artifact fresh;
+    ASSERT_TRUE(instantiatePlan(a, sequence[i], fresh, error)) << error;
+    EXPECT_EQ(serializeArtifact(reused), serializeArtifact(fresh));
+  }
+  // negative_: dims whose sizes outgrow the storage (a corrupt formula) are
+  // refused, and leave nothing that a later call could take for a plan.
+  a.symbolic.bindings[0].formula.terms[0].coefficient = 2;
+  EXPECT_FALSE(reinstantiatePlan(a, {1, 1}, {5, 1}, reused, error));
+  EXPECT_EQ(error, "dim sizes: buffer 'x' outgrows its planned storage at "
+                   "these dims");
+  EXPECT_TRUE(reused.steps.empty() && reused.buffers.empty());
 }
 
 /// Runs the plan on the host backend, which compiles its kernel.

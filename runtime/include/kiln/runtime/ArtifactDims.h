@@ -130,6 +130,15 @@ bool bindDims(const Artifact &a,
 bool instantiatePlan(const Artifact &a, const std::vector<int64_t> &values,
                      Artifact &shaped, std::string &error);
 
+/// instantiatePlan for `values` into `shaped`, a plan instantiatePlan (or
+/// this) wrote from `a` for the dims' `previous` values: where the same
+/// steps run at both, only the bound fields are written again (a decoding
+/// loop's next length copies nothing), else from scratch. Validated as
+/// instantiatePlan's; on failure `shaped` is left empty.
+bool reinstantiatePlan(const Artifact &a, const std::vector<int64_t> &previous,
+                       const std::vector<int64_t> &values, Artifact &shaped,
+                       std::string &error);
+
 /// The formula of dim `axis` of buffer `id`, or null for a static dim.
 const SizeFormula *dimFormula(const Artifact &a, uint32_t id, uint32_t axis);
 
