@@ -421,6 +421,7 @@ void CudaExecutor::release() {
     tunedKernels.clear();
     issuedBuckets.clear();
     graphsFailed = false;
+    warnedInPlace = false;
     for (cu::DevicePtr *p :
          {&arena, &workspace, &gemmPartials, &widenScratch}) {
       if (*p)

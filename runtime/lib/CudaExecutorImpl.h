@@ -416,6 +416,9 @@ private:
   bool capturing = false;
   /// Set when a capture failed: this context issues its steps one by one.
   bool graphsFailed = false;
+  /// Set once this context has said that its graphs are not updated in
+  /// place (CudaSteps.cpp).
+  bool warnedInPlace = false;
   /// The context's executable graphs.
   GraphCache graphs;
 };

@@ -259,7 +259,17 @@ Status CudaExecutor::launchPlan(const std::vector<cu::DevicePtr> &in,
         bucket, dims,
         [&](cu::GraphExec e, const std::vector<cu::GraphNode> &nodes,
             const GraphCache::Key &held) {
-          return updateLaunchNodes(e, nodes, held, in, out);
+          Status s = updateLaunchNodes(e, nodes, held, in, out);
+          // The run is captured instead: slower, not wrong. Said once, as
+          // a failed capture is.
+          if (!s.isOk() && !warnedInPlace) {
+            warnedInPlace = true;
+            std::fprintf(stderr,
+                         "kiln: updating a CUDA graph in place failed (%s); "
+                         "runs at new dims are captured again\n",
+                         s.message.c_str());
+          }
+          return s;
         });
   if (!exec) {
     // The capture records on the context's own stream; the graph is then
@@ -270,6 +280,16 @@ Status CudaExecutor::launchPlan(const std::vector<cu::DevicePtr> &in,
           capturing = true;
           Status issued = issueSteps(in, out, target, &nodes);
           capturing = false;
+          bool launches = std::any_of(
+              plan().steps.begin(), plan().steps.end(),
+              [](const Step &step) { return step.kind == Step::Kind::Launch; });
+          if (issued.isOk() && nodes.empty() && launches && !warnedInPlace &&
+              api->streamGetCaptureInfo && api->graphExecKernelNodeSetParams) {
+            warnedInPlace = true;
+            std::fprintf(stderr, "kiln: the CUDA driver did not tell the "
+                                 "nodes of a captured graph; runs at new dims "
+                                 "are captured again\n");
+          }
           return issued;
         },
         exec);
