@@ -7,11 +7,13 @@ symbolic and the cache kept in place (--kv-cache-in-place), and
 `kiln-run --generate` decodes --tokens tokens from a 4-token prompt. Its
 `timing:` line gives the median time between consecutive tokens: one
 decoding step as the user's loop sees it (the step's kernels and matmuls,
-the copies of the logits, the host's argmax). Each runs with
-KILN_CUDA_GRAPHS=0 (every step issued kernel by kernel) and =1 (the
-default: the first run of each shape bucket issued, later runs captured
-into a graph and replayed, the graph updated as the dims move), and the
-table gives the median over --repeats processes.
+the copies of the logits, the host's argmax). Each runs three ways:
+KILN_CUDA_GRAPHS=0 (every step issued kernel by kernel); graphs with
+KILN_CUDA_GRAPH_UPDATES=0 (each new length captured again and the whole
+graph updated, how every step ran until 2026-12-04); and the default
+(the second step captured, every later one that graph with its
+length-dependent launches updated in place). The table gives the median
+over --repeats processes.
 
 The exports are small (two layers, width 64): the step is launch-bound,
 which is where graphs matter. Correctness is not checked here:
@@ -36,9 +38,10 @@ import peers  # noqa: E402
 from oracle import decoding_dims  # noqa: E402
 
 
-def step_ms(tools, so, backend, tokens, graphs):
+def step_ms(tools, so, backend, tokens, graphs, updates):
     """The median milliseconds between consecutive tokens of one run."""
-    env = dict(os.environ, KILN_CUDA_GRAPHS=graphs)
+    env = dict(os.environ, KILN_CUDA_GRAPHS=graphs,
+               KILN_CUDA_GRAPH_UPDATES=updates)
     cmd = [os.path.join(tools, "kiln-run"), so, "--backend", backend,
            "--generate", str(tokens), "--prompt", PROMPT]
     out = subprocess.run(cmd, capture_output=True, text=True, env=env)
@@ -65,6 +68,9 @@ def main():
     window = 4 + args.tokens
     rows = ["| model | CUDA graphs | ms a step (median of %d runs) | each "
             "run's median (ms) |" % args.repeats, "|---|---|---|---|"]
+    # (label, KILN_CUDA_GRAPHS, KILN_CUDA_GRAPH_UPDATES)
+    modes = [("off", "0", "1"), ("captured each step", "1", "0"),
+             ("updated in place", "1", "1")]
     for name in args.models.split(","):
         folder = os.path.join(DATA, name)
         so = os.path.join(args.work, name + ".so")
@@ -72,10 +78,11 @@ def main():
                         os.path.join(folder, "model.onnx"), "-o", so,
                         "--dim", decoding_dims(folder, window),
                         "--kv-cache-in-place"], check=True)
-        for graphs in ("0", "1"):
-            steps = [step_ms(args.tools, so, args.backend, args.tokens, graphs)
+        for label, graphs, updates in modes:
+            steps = [step_ms(args.tools, so, args.backend, args.tokens, graphs,
+                             updates)
                      for _ in range(args.repeats)]
-            peers.add_row(rows, name, "on" if graphs == "1" else "off",
+            peers.add_row(rows, name, label,
                           f"{statistics.median(steps):.3f}",
                           ", ".join(f"{s:.3f}" for s in steps))
     peers.publish("\n".join(rows) + "\n", args.out)

@@ -237,7 +237,8 @@ if want models; then
 fi
 
 if want decode; then
-  # A decoding loop's step with CUDA graphs off and on (bench/decode.py).
+  # A decoding loop's step with CUDA graphs off, captured at each length,
+  # and updated in place (bench/decode.py).
   timeout 150 python3 bench/decode.py --tools build-gpu/bin \
     --work build-gpu/decode --out "$out/decode.md" >"$out/decode.log" 2>&1
   note "bench/decode.py: exit $?"

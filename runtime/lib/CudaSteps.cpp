@@ -254,7 +254,7 @@ Status CudaExecutor::launchPlan(const std::vector<cu::DevicePtr> &in,
   // place where its launch nodes are known; else the run is captured.
   GraphCache::Key dims(runDims.begin(), runDims.end());
   cu::GraphExec exec = graphs.find(bucket, dims);
-  if (!exec)
+  if (!exec && options.graphUpdates)
     exec = graphs.updateInPlace(
         bucket, dims,
         [&](cu::GraphExec e, const std::vector<cu::GraphNode> &nodes,
@@ -278,12 +278,14 @@ Status CudaExecutor::launchPlan(const std::vector<cu::DevicePtr> &in,
         bucket, dims, stream,
         [&](cu::Stream target, std::vector<cu::GraphNode> &nodes) {
           capturing = true;
-          Status issued = issueSteps(in, out, target, &nodes);
+          Status issued = issueSteps(in, out, target,
+                                     options.graphUpdates ? &nodes : nullptr);
           capturing = false;
           bool launches = std::any_of(
               plan().steps.begin(), plan().steps.end(),
               [](const Step &step) { return step.kind == Step::Kind::Launch; });
-          if (issued.isOk() && nodes.empty() && launches && !warnedInPlace &&
+          if (issued.isOk() && nodes.empty() && launches &&
+              options.graphUpdates && !warnedInPlace &&
               api->streamGetCaptureInfo && api->graphExecKernelNodeSetParams) {
             warnedInPlace = true;
             std::fprintf(stderr, "kiln: the CUDA driver did not tell the "

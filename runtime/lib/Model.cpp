@@ -49,6 +49,8 @@ CudaOptions CudaOptions::fromEnvironment() {
   CudaOptions options;
   if (const char *graphs = std::getenv("KILN_CUDA_GRAPHS"))
     options.graphs = std::strcmp(graphs, "0") != 0;
+  if (const char *updates = std::getenv("KILN_CUDA_GRAPH_UPDATES"))
+    options.graphUpdates = std::strcmp(updates, "0") != 0;
   if (const char *tune = std::getenv("KILN_TUNE_MATMULS"))
     options.tuneMatmuls = std::strcmp(tune, "0") != 0;
   if (const char *gemm = std::getenv("KILN_GEMM_KERNEL"))

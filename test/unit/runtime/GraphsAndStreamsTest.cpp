@@ -460,6 +460,30 @@ TEST_F(Graphs, negative_WithoutCaptureNodesEachNewDimsIsCaptured) {
   symbolic.reset();
 }
 
+// negative_: with graph updates off (KILN_CUDA_GRAPH_UPDATES=0, to compare
+// the two on a GPU) each new n is captured, as a driver without the nodes
+// makes it, and nothing is said.
+TEST_F(Graphs, negative_WithGraphUpdatesOffEachNewDimsIsCaptured) {
+  CudaOptions options;
+  options.graphUpdates = false;
+  std::unique_ptr<Model> symbolic;
+  ASSERT_TRUE(Model::create(symbolicDoublingIntoOutput(), Backend::Cuda,
+                            symbolic, HostOptions(), options)
+                  .isOk());
+  testing::internal::CaptureStderr();
+  for (int64_t n = 1; n <= 8; ++n) {
+    std::vector<float> x(n);
+    for (int64_t i = 0; i < n; ++i)
+      x[i] = static_cast<float>(3 * i - n);
+    ASSERT_NO_FATAL_FAILURE(expectDoubled(*symbolic, x));
+  }
+  EXPECT_EQ(testing::internal::GetCapturedStderr(), "");
+  expectGraphWork(1, 7, 4, 7);
+  EXPECT_EQ(counter("updates"), 3);
+  EXPECT_EQ(counter("nodeUpdates"), 0);
+  symbolic.reset();
+}
+
 // negative_: a copy whose size follows the dims is the graph's as captured
 // (a graph is updated in place only within its bucket, which holds the
 // copies' sizes): each new n is captured, and kept with its nodes.

@@ -56,11 +56,18 @@ struct HostOptions {
 /// Settings of the CUDA backend.
 struct CudaOptions {
   /// Replays each context's plan as a CUDA graph after the first run of
-  /// each shape bucket (the same I/O addresses, kernels and matmul shapes,
-  /// at any dims; a graph per bucket and dims, a few kept, updated in place
-  /// past that); off, every run issues its steps one by one, which
-  /// profilers and debuggers show more plainly.
+  /// each shape's steps (a few graphs kept, one per shape bucket: the same
+  /// I/O addresses, kernels, matmul shapes and copy sizes, at any dims);
+  /// off, every run issues its steps one by one, which profilers and
+  /// debuggers show more plainly.
   bool graphs = true;
+
+  /// With `graphs`: a run at new dims in a bucket that has a graph gives
+  /// that graph's launches the new grids and dims in place
+  /// (runtime/lib/CudaGraphs.h); off, it is captured again and updates the
+  /// least recently used graph whole (how every run at new dims went
+  /// before, kept to compare the two on a GPU).
+  bool graphUpdates = true;
 
   /// Times several cuBLASLt candidates for each matmul at its first run (per
   /// shape and operand alignment) and keeps the fastest; off, the
@@ -90,7 +97,8 @@ struct CudaOptions {
   /// C ABI's models run on device 0).
   int device = 0;
 
-  /// Reads KILN_CUDA_GRAPHS and KILN_TUNE_MATMULS (0 disables each),
+  /// Reads KILN_CUDA_GRAPHS, KILN_CUDA_GRAPH_UPDATES and KILN_TUNE_MATMULS
+  /// (0 disables each),
   /// KILN_GEMM_KERNEL and KILN_PDL (1 enables it), as the C ABI does; unset
   /// or other values leave the defaults.
   static CudaOptions fromEnvironment();
