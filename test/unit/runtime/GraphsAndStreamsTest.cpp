@@ -388,6 +388,17 @@ TEST_F(Graphs, ASymbolicPlanRunsAtEachDimsWithAGraphPerDims) {
   symbolic.reset();
 }
 
+/// A decoding loop's lengths: runs `symbolic` at each n of `lengths` over
+/// x = 3 i - n (`expectDoubled`).
+static void decode(Model &symbolic, const std::vector<int64_t> &lengths) {
+  for (int64_t n : lengths) {
+    std::vector<float> x(n);
+    for (int64_t i = 0; i < n; ++i)
+      x[i] = static_cast<float>(3 * i - n);
+    ASSERT_NO_FATAL_FAILURE(expectDoubled(symbolic, x));
+  }
+}
+
 /// `symbolicDoubling` without its copy: the kernel writes y [n] itself, so
 /// every n is one shape bucket.
 static Artifact symbolicDoublingIntoOutput() {
@@ -420,12 +431,7 @@ TEST_F(Graphs, ADecodingLoopUpdatesOneGraphInPlaceEveryStep) {
   std::unique_ptr<Model> symbolic;
   Status s = Model::create(a, Backend::Cuda, symbolic);
   ASSERT_TRUE(s.isOk()) << s.message;
-  for (int64_t n : {1, 2, 3, 4, 5, 6, 7, 8, 3}) {
-    std::vector<float> x(n);
-    for (int64_t i = 0; i < n; ++i)
-      x[i] = static_cast<float>(3 * i - n);
-    ASSERT_NO_FATAL_FAILURE(expectDoubled(*symbolic, x));
-  }
+  ASSERT_NO_FATAL_FAILURE(decode(*symbolic, {1, 2, 3, 4, 5, 6, 7, 8, 3}));
   // Two kernels eagerly at n = 1; n = 2 captured; 3 .. 8 and 3 again
   // updated in place, the doubling's launch only.
   expectGraphWork(2, 1, 1, 8);
@@ -445,12 +451,7 @@ TEST_F(Graphs, negative_WithoutCaptureNodesEachNewDimsIsCaptured) {
       Model::create(symbolicDoublingIntoOutput(), Backend::Cuda, symbolic)
           .isOk());
   testing::internal::CaptureStderr();
-  for (int64_t n = 1; n <= 8; ++n) {
-    std::vector<float> x(n);
-    for (int64_t i = 0; i < n; ++i)
-      x[i] = static_cast<float>(3 * i - n);
-    ASSERT_NO_FATAL_FAILURE(expectDoubled(*symbolic, x));
-  }
+  ASSERT_NO_FATAL_FAILURE(decode(*symbolic, {1, 2, 3, 4, 5, 6, 7, 8}));
   EXPECT_EQ(testing::internal::GetCapturedStderr(),
             "kiln: the CUDA driver did not tell the nodes of a captured "
             "graph; runs at new dims are captured again\n");
@@ -471,12 +472,7 @@ TEST_F(Graphs, negative_WithGraphUpdatesOffEachNewDimsIsCaptured) {
                             symbolic, HostOptions(), options)
                   .isOk());
   testing::internal::CaptureStderr();
-  for (int64_t n = 1; n <= 8; ++n) {
-    std::vector<float> x(n);
-    for (int64_t i = 0; i < n; ++i)
-      x[i] = static_cast<float>(3 * i - n);
-    ASSERT_NO_FATAL_FAILURE(expectDoubled(*symbolic, x));
-  }
+  ASSERT_NO_FATAL_FAILURE(decode(*symbolic, {1, 2, 3, 4, 5, 6, 7, 8}));
   EXPECT_EQ(testing::internal::GetCapturedStderr(), "");
   expectGraphWork(1, 7, 4, 7);
   EXPECT_EQ(counter("updates"), 3);
@@ -491,12 +487,7 @@ TEST_F(Graphs, negative_ACopySizedByTheDimsIsCapturedAtEachDims) {
   std::unique_ptr<Model> symbolic;
   ASSERT_TRUE(
       Model::create(symbolicDoubling(), Backend::Cuda, symbolic).isOk());
-  for (int64_t n = 1; n <= 8; ++n) {
-    std::vector<float> x(n);
-    for (int64_t i = 0; i < n; ++i)
-      x[i] = static_cast<float>(3 * i - n);
-    ASSERT_NO_FATAL_FAILURE(expectDoubled(*symbolic, x));
-  }
+  ASSERT_NO_FATAL_FAILURE(decode(*symbolic, {1, 2, 3, 4, 5, 6, 7, 8}));
   expectGraphWork(1, 7, 7, 7);
   EXPECT_EQ(counter("nodeUpdates"), 0);
   symbolic.reset();
