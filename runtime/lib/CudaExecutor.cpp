@@ -422,6 +422,7 @@ void CudaExecutor::release() {
     issuedBuckets.clear();
     graphsFailed = false;
     warnedInPlace = false;
+    updatesFailed = false;
     for (cu::DevicePtr *p :
          {&arena, &workspace, &gemmPartials, &widenScratch}) {
       if (*p)

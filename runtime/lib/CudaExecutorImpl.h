@@ -419,6 +419,9 @@ private:
   /// Set once this context has said that its graphs are not updated in
   /// place (CudaSteps.cpp).
   bool warnedInPlace = false;
+  /// Set when updating a graph in place failed: this context captures
+  /// runs at new dims instead.
+  bool updatesFailed = false;
   /// The context's executable graphs.
   GraphCache graphs;
 };

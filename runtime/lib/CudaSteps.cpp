@@ -115,10 +115,13 @@ Status CudaExecutor::issueSteps(const std::vector<cu::DevicePtr> &in,
       if (recording) {
         int status = 0;
         const cu::GraphNode *last = nullptr;
+        // Asked for, so that the edge of a programmatic launch makes no
+        // lossy query.
+        const void *edges = nullptr;
         size_t count = 0;
         recording =
             api->streamGetCaptureInfo(target, &status, nullptr, nullptr, &last,
-                                      nullptr, &count) == cu::kSuccess &&
+                                      &edges, &count) == cu::kSuccess &&
             status == cu::kStreamCaptureStatusActive && count == 1;
         if (recording)
           nodes->push_back(last[0]);
@@ -254,7 +257,9 @@ Status CudaExecutor::launchPlan(const std::vector<cu::DevicePtr> &in,
   // place where its launch nodes are known; else the run is captured.
   GraphCache::Key dims(runDims.begin(), runDims.end());
   cu::GraphExec exec = graphs.find(bucket, dims);
-  if (!exec && options.graphUpdates)
+  // A static plan's graphs never change dims: no nodes to keep.
+  bool updatable = options.graphUpdates && !runDims.empty() && !updatesFailed;
+  if (!exec && updatable)
     exec = graphs.updateInPlace(
         bucket, dims,
         [&](cu::GraphExec e, const std::vector<cu::GraphNode> &nodes,
@@ -262,6 +267,10 @@ Status CudaExecutor::launchPlan(const std::vector<cu::DevicePtr> &in,
           Status s = updateLaunchNodes(e, nodes, held, in, out);
           // The run is captured instead: slower, not wrong. Said once, as
           // a failed capture is.
+          // Not tried again by this context: each failure would cost a
+          // capture and an instantiation.
+          if (!s.isOk())
+            updatesFailed = true;
           if (!s.isOk() && !warnedInPlace) {
             warnedInPlace = true;
             std::fprintf(stderr,
@@ -278,15 +287,15 @@ Status CudaExecutor::launchPlan(const std::vector<cu::DevicePtr> &in,
         bucket, dims, stream,
         [&](cu::Stream target, std::vector<cu::GraphNode> &nodes) {
           capturing = true;
-          Status issued = issueSteps(in, out, target,
-                                     options.graphUpdates ? &nodes : nullptr);
+          Status issued =
+              issueSteps(in, out, target, updatable ? &nodes : nullptr);
           capturing = false;
           bool launches = std::any_of(
               plan().steps.begin(), plan().steps.end(),
               [](const Step &step) { return step.kind == Step::Kind::Launch; });
-          if (issued.isOk() && nodes.empty() && launches &&
-              options.graphUpdates && !warnedInPlace &&
-              api->streamGetCaptureInfo && api->graphExecKernelNodeSetParams) {
+          if (issued.isOk() && nodes.empty() && launches && updatable &&
+              !warnedInPlace && api->streamGetCaptureInfo &&
+              api->graphExecKernelNodeSetParams) {
             warnedInPlace = true;
             std::fprintf(stderr, "kiln: the CUDA driver did not tell the "
                                  "nodes of a captured graph; runs at new dims "

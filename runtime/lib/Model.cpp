@@ -5,6 +5,7 @@
 #include "CudaDriver.h"
 #include "Executor.h"
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -235,6 +236,8 @@ Status Model::prepareRun(const std::vector<int64_t> &dims,
         auto oldest = shapedPlans.begin();
         // Held by no run: its storage becomes the new plan's.
         if (oldest->second.use_count() == 1) {
+          // After the last reader's release of it (use_count is relaxed).
+          std::atomic_thread_fence(std::memory_order_acquire);
           written = std::const_pointer_cast<Artifact>(oldest->second);
           previous = oldest->first;
         }

@@ -85,10 +85,10 @@ TEST_F(Graphs, ReplaysAGraphAfterTheFirstRun) {
 }
 
 // Device memory: every set of I/O addresses is a graph of its own. Past
-// four graphs, where the driver cannot tell a capture's nodes (so none is
-// updated in place), the fifth and sixth sets take over the least recently
-// used graphs through cuGraphExecUpdate, not a new instance; where it can,
-// each capture is instantiated afresh and kept with its nodes.
+// four graphs, the fifth and sixth sets take over the least recently used
+// graphs through cuGraphExecUpdate, not a new instance: a static plan keeps
+// no nodes (its graphs never change dims), whether or not the driver can
+// tell them.
 void Graphs::runAddressSets(bool nodesKnown) {
   if (!nodesKnown)
     reinterpret_cast<void (*)()>(dlsym(fake, "fakeCudaHideCaptureNodes"))();
@@ -116,8 +116,8 @@ void Graphs::runAddressSets(bool nodesKnown) {
   for (int set = 0; set < kSets; ++set)
     runOn(set, run++);
   EXPECT_EQ(counter("captures"), kSets);
-  EXPECT_EQ(counter("instantiations"), nodesKnown ? kSets : 4);
-  EXPECT_EQ(counter("updates"), nodesKnown ? 0 : kSets - 4);
+  EXPECT_EQ(counter("instantiations"), 4);
+  EXPECT_EQ(counter("updates"), kSets - 4);
   // Sets 2..5 are kept now: replays, no capture.
   for (int set = 2; set < kSets; ++set)
     runOn(set, run++);
@@ -125,15 +125,15 @@ void Graphs::runAddressSets(bool nodesKnown) {
   // Set 0 again: captured anew, and its outputs land in its own buffer.
   runOn(0, run++);
   EXPECT_EQ(counter("captures"), kSets + 1);
-  EXPECT_EQ(counter("instantiations"), nodesKnown ? kSets + 1 : 4);
-  EXPECT_EQ(counter("updates"), nodesKnown ? 0 : kSets - 3);
+  EXPECT_EQ(counter("instantiations"), 4);
+  EXPECT_EQ(counter("updates"), kSets - 3);
   EXPECT_EQ(counter("graphLaunches"), run - 1);
   // New addresses are a new bucket: nothing was updated in place.
   EXPECT_EQ(counter("nodeUpdates"), 0);
   // Each synchronous device-memory run waited for the default stream.
   EXPECT_GE(counter("streamWaits"), run);
-  // Four instances, and with known nodes the four graphs they came from.
-  EXPECT_EQ(counter("graphs"), nodesKnown ? 8 : 4);
+  // Four instances, none kept with its graph.
+  EXPECT_EQ(counter("graphs"), 4);
   model.reset();
   EXPECT_EQ(counter("graphs"), 0);
 }
@@ -142,7 +142,7 @@ TEST_F(Graphs, NewDeviceAddressesGetTheirOwnGraphOrUpdateTheOldest) {
   runAddressSets(/*nodesKnown=*/false);
 }
 
-TEST_F(Graphs, NewDeviceAddressesGetTheirOwnGraphKeptWithItsNodes) {
+TEST_F(Graphs, AStaticPlanKeepsNoNodesWhereTheDriverTellsThem) {
   runAddressSets(/*nodesKnown=*/true);
 }
 
