@@ -101,6 +101,9 @@ Status CudaExecutor::issueSteps(const std::vector<cu::DevicePtr> &in,
   for (size_t i = 0; i < steps.size(); ++i) {
     const Step &step = steps[i];
     std::string where = "step " + std::to_string(i);
+    // Null but for a launch, whose node it becomes below.
+    if (recording)
+      nodes->push_back(nullptr);
     switch (step.kind) {
     case Step::Kind::Launch: {
       const LaunchStep &l = step.launch;
@@ -124,13 +127,11 @@ Status CudaExecutor::issueSteps(const std::vector<cu::DevicePtr> &in,
                                       &edges, &count) == cu::kSuccess &&
             status == cu::kStreamCaptureStatusActive && count == 1;
         if (recording)
-          nodes->push_back(last[0]);
+          nodes->back() = last[0];
       }
       break;
     }
     case Step::Kind::Matmul: {
-      if (recording)
-        nodes->push_back(nullptr);
       const MatmulStep &m = step.matmul;
       MatmulPlan &plan = matmuls->plans[matmuls->ofStep[i]];
       // Kiln's own kernel where one is asked for or won the timing
@@ -146,8 +147,6 @@ Status CudaExecutor::issueSteps(const std::vector<cu::DevicePtr> &in,
       break;
     }
     case Step::Kind::Copy: {
-      if (recording)
-        nodes->push_back(nullptr);
       const CopyStep &c = step.copy;
       if (c.bytes == 0)
         break;
@@ -265,10 +264,9 @@ Status CudaExecutor::launchPlan(const std::vector<cu::DevicePtr> &in,
         [&](cu::GraphExec e, const std::vector<cu::GraphNode> &nodes,
             const GraphCache::Key &held) {
           Status s = updateLaunchNodes(e, nodes, held, in, out);
-          // The run is captured instead: slower, not wrong. Said once, as
-          // a failed capture is.
-          // Not tried again by this context: each failure would cost a
-          // capture and an instantiation.
+          // The run is captured instead: slower, not wrong. Not tried again
+          // by this context (each failure would cost a capture and an
+          // instantiation), and said once, as a failed capture is.
           if (!s.isOk())
             updatesFailed = true;
           if (!s.isOk() && !warnedInPlace) {
