@@ -14,7 +14,9 @@
  *    be used from distinct threads concurrently, and so may the execution
  *    contexts of one model (`kiln_context_create`).
  *  - Environment: KILN_CUDA_GRAPHS=0 turns CUDA-graph replay off (each run
- *    then issues its steps one by one, as profilers show them plainly).
+ *    then issues its steps one by one, as profilers show them plainly);
+ *    KILN_CUDA_GRAPH_UPDATES=0 captures a run at new dims again instead of
+ *    updating its graph in place.
  *
  *===----------------------------------------------------------------------===*/
 
