@@ -542,10 +542,19 @@ static bool validateSymbolic(const Artifact &a, std::string &error) {
     for (const SizeTerm &term : b.formula.terms) {
       if (term.dims.size() > kMaxSizeTerms)
         return fail(where + "a term of too many factors");
-      for (uint32_t d : term.dims)
+      for (uint32_t d : term.dims) {
         if (d >= p.dims.size())
           return fail(where + "dim index " + std::to_string(d) +
                       " out of range");
+        // A CUDA graph updated in place for new dims updates only the
+        // launches whose dims read hold a dim that changed: a grid that
+        // follows a dim they omit would keep its old size.
+        if (b.field == SizeField::LaunchGrid && d < 64 &&
+            !(a.steps[b.target].launch.dimsRead & (uint64_t(1) << d)))
+          return fail(where + "the grid of step " + std::to_string(b.target) +
+                      " follows dim '" + p.dims[d].name +
+                      "', which the launch's dims read omit");
+      }
     }
   }
   return true;

@@ -71,8 +71,14 @@ Status GraphCache::store(const Key &bucket, const Key &dims, cu::Graph graph,
                          std::vector<cu::GraphNode> nodes, cu::GraphExec &out) {
   // A graph whose launch nodes are known is instantiated, and kept: an
   // instance's nodes are named by the graph it was instantiated from, so
-  // one updated from another capture could not be updated in place.
-  bool keep = !nodes.empty();
+  // one updated from another capture could not be updated in place. Once
+  // the cache is full, only for a bucket it holds already: a bucket seen
+  // once (a copy sized by the dims makes each dims one) updates the least
+  // recently used graph, as without nodes, not an instantiation a run.
+  bool keep = !nodes.empty() &&
+              (entries.size() < kCapacity ||
+               std::any_of(entries.begin(), entries.end(),
+                           [&](const Entry &e) { return e.bucket == bucket; }));
   Entry *victim = nullptr;
   if (entries.size() >= kCapacity)
     victim = &*std::min_element(

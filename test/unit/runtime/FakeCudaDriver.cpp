@@ -173,6 +173,8 @@ int failCapture = 0;
 /// Set by tests: cuStreamGetCaptureInfo fails, as a driver that cannot
 /// tell a capture's nodes.
 int hideCaptureNodes = 0;
+/// Set by tests: cuGraphExecKernelNodeSetParams fails.
+int failNodeUpdates = 0;
 
 /// Does `op` now, or records it when `stream` is being captured.
 void enqueueOp(void *stream, Op op) {
@@ -250,12 +252,18 @@ __attribute__((visibility("default"))) void fakeCudaResetCounters() {
   counters.graphs = graphs;
   failCapture = 0;
   hideCaptureNodes = 0;
+  failNodeUpdates = 0;
   lastStream = nullptr;
 }
 
 /// Makes every later cuStreamGetCaptureInfo fail (until reset).
 __attribute__((visibility("default"))) void fakeCudaHideCaptureNodes() {
   hideCaptureNodes = 1;
+}
+
+/// Makes every later cuGraphExecKernelNodeSetParams fail (until reset).
+__attribute__((visibility("default"))) void fakeCudaFailNodeUpdates() {
+  failNodeUpdates = 1;
 }
 
 /// Makes every later cuStreamBeginCapture fail (until reset).
@@ -504,6 +512,8 @@ struct FakeKernelNodeParams {
 };
 Result cuGraphExecKernelNodeSetParams_v2(void *exec, const void *node,
                                          const FakeKernelNodeParams *p) {
+  if (failNodeUpdates)
+    return 1; // CUDA_ERROR_INVALID_VALUE
   for (Op &op : static_cast<FakeGraphExec *>(exec)->ops) {
     if (!op.call || op.node != node)
       continue;

@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <dlfcn.h>
+#include <string>
 
 using namespace kiln::rt;
 using namespace kiln::rt::test;
@@ -461,6 +462,31 @@ TEST_F(Graphs, negative_WithoutCaptureNodesEachNewDimsIsCaptured) {
   symbolic.reset();
 }
 
+// negative_: a driver that refuses to update a node: the graph it was
+// updating is dropped (its nodes may hold some of the new dims), the run is
+// captured, the context says so once and captures every later new n, past
+// four graphs into the least recently used one. Every output is right.
+TEST_F(Graphs, negative_AFailedNodeUpdateFallsBackToCapturing) {
+  reinterpret_cast<void (*)()>(dlsym(fake, "fakeCudaFailNodeUpdates"))();
+  std::unique_ptr<Model> symbolic;
+  ASSERT_TRUE(
+      Model::create(symbolicDoublingIntoOutput(), Backend::Cuda, symbolic)
+          .isOk());
+  testing::internal::CaptureStderr();
+  ASSERT_NO_FATAL_FAILURE(decode(*symbolic, {1, 2, 3, 4, 5, 6, 7, 8}));
+  std::string said = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(said.rfind("kiln: updating a CUDA graph in place failed (", 0), 0u)
+      << said;
+  EXPECT_EQ(std::count(said.begin(), said.end(), '\n'), 1) << said;
+  // n = 2 .. 8 captured: 2 and 3 kept with nodes, then 4, 5 and 6 fresh
+  // instances (n = 2's was dropped), 7 and 8 into the oldest.
+  expectGraphWork(1, 7, 5, 7);
+  EXPECT_EQ(counter("updates"), 2);
+  EXPECT_EQ(counter("nodeUpdates"), 0);
+  symbolic.reset();
+  EXPECT_EQ(counter("graphs"), 0);
+}
+
 // negative_: with graph updates off (KILN_CUDA_GRAPH_UPDATES=0, to compare
 // the two on a GPU) each new n is captured, as a driver without the nodes
 // makes it, and nothing is said.
@@ -482,14 +508,20 @@ TEST_F(Graphs, negative_WithGraphUpdatesOffEachNewDimsIsCaptured) {
 
 // negative_: a copy whose size follows the dims is the graph's as captured
 // (a graph is updated in place only within its bucket, which holds the
-// copies' sizes): each new n is captured, and kept with its nodes.
+// copies' sizes): each new n is captured. The first four are kept with
+// their nodes; past that, a bucket seen for the first time updates the
+// least recently used graph (no instantiation a token), and n = 8 again
+// replays its graph.
 TEST_F(Graphs, negative_ACopySizedByTheDimsIsCapturedAtEachDims) {
   std::unique_ptr<Model> symbolic;
   ASSERT_TRUE(
       Model::create(symbolicDoubling(), Backend::Cuda, symbolic).isOk());
-  ASSERT_NO_FATAL_FAILURE(decode(*symbolic, {1, 2, 3, 4, 5, 6, 7, 8}));
-  expectGraphWork(1, 7, 7, 7);
+  ASSERT_NO_FATAL_FAILURE(decode(*symbolic, {1, 2, 3, 4, 5, 6, 7, 8, 8}));
+  expectGraphWork(1, 7, 4, 8);
+  EXPECT_EQ(counter("updates"), 3);
   EXPECT_EQ(counter("nodeUpdates"), 0);
+  // Four instances; n = 5's, never updated, still with its graph.
+  EXPECT_EQ(counter("graphs"), 5);
   symbolic.reset();
 }
 

@@ -103,6 +103,10 @@ TEST(SymbolicPlan, ValidationRefusesBadDimsAndBindings) {
   a = symbolicArtifact();
   a.symbolic.bindings[3].divisor = 0;
   expectInvalid(a, "size binding 3: divisor below 1");
+  a = symbolicArtifact();
+  a.steps[0].launch.dimsRead = 0b10; // past, not n
+  expectInvalid(a, "size binding 3: the grid of step 0 follows dim 'n', which "
+                   "the launch's dims read omit");
 }
 
 TEST(SymbolicPlan, LearnsDimsFromInputShapes) {
