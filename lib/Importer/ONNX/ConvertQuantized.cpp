@@ -48,12 +48,6 @@ namespace kiln {
 
 namespace {
 
-/// The most values of a DynamicQuantizeLinear input whose extremes one
-/// reduction step finds (extremesOf): 64 KiB of floats, which one block
-/// reads in about a microsecond of one SM's bandwidth, less than the
-/// launch of a second step. (A bandwidth argument, not a measurement.)
-constexpr int64_t kOneStepExtremes = 16384;
-
 struct QuantizedConverter : NodeConverterBase {
   using NodeConverterBase::NodeConverterBase;
 
@@ -421,8 +415,7 @@ struct QuantizedConverter : NodeConverterBase {
   /// (high - low) / 255, zero point = round(-low / scale) within [0, 255],
   /// and x quantized with them as QuantizeLinear does. An all-zero x has
   /// scale 1, as onnxruntime's CPU kernel gives (ONNX's reference divides
-  /// by zero there). Both extremes come from one reduction, in two steps
-  /// (extremesOf).
+  /// by zero there). Both extremes come from one reduction (extremesOf).
   LogicalResult convertDynamicQuantizeLinear() {
     auto x = required(0);
     if (failed(x))
@@ -465,12 +458,10 @@ struct QuantizedConverter : NodeConverterBase {
   }
 
   /// `[max(x), max(-x)]` over all of `x`: one reduction of x and -x
-  /// stacked (its kernel reads x once a block for both). Where x may hold
-  /// more than kOneStepExtremes values and has more than one dim, in two
-  /// steps: over the last dim, a row kernel of many blocks, then over the
-  /// rows' results (one reduction of the whole tensor would be one block's
-  /// work); where it may not (a decoding step's row), in one, a launch
-  /// fewer. Exact: the extremes and the negation do not round.
+  /// stacked (its kernel reads x once a block for both). Two rows of every
+  /// value: the CUDA target splits each over many blocks, the last of which
+  /// finishes it (ReductionEmitter.cpp), so a large x is one launch too.
+  /// Exact: the extremes and the negation do not round.
   FailureOr<Value> extremesOf(Value x) {
     RankedTensorType xType = typeOf(x);
     SmallVector<int64_t> unit{1};
@@ -483,32 +474,11 @@ struct QuantizedConverter : NodeConverterBase {
     if (failed(both))
       return failure();
     Value v = *both;
-    int64_t rank = typeOf(v).getRank();
-    if (rank >= 3 && !atMostValues(x, kOneStepExtremes)) {
-      int64_t last[] = {rank - 1};
-      auto rowType = inferReduceType(loc, typeOf(v), last, false);
-      if (failed(rowType))
-        return failure();
-      v = ReduceMaxOp::create(b, loc, *rowType, v, last, false);
-    }
     auto rest = llvm::to_vector(llvm::seq<int64_t>(1, typeOf(v).getRank()));
     if (rest.empty()) // x was one value
       return v;
     auto pair = RankedTensorType::get({2}, xType.getElementType());
     return ReduceMaxOp::create(b, loc, pair, v, rest, false).getResult();
-  }
-
-  /// Whether `x` holds at most `most` values at the top of its dims'
-  /// ranges.
-  bool atMostValues(Value x, int64_t most) {
-    int64_t values = 1;
-    for (const DimExpr &dim : dimsOf(x)) {
-      auto range = dim.bounds(importer.dimRanges());
-      if (!range || range->second > most / std::max<int64_t>(values, 1))
-        return false;
-      values *= range->second;
-    }
-    return values <= most;
   }
 
   /// MatMulInteger: `(A - a_zero_point) . (B - b_zero_point)` of 8-bit

@@ -32,6 +32,10 @@ struct LaunchGeometry {
   /// The layout a tensor-core attention kernel was emitted with, for the
   /// plan and the report.
   std::optional<AttentionConfig> attention;
+  /// A split reduction's partial results at the top of the dims' ranges,
+  /// in 8-byte elements of scratch memory, passed after the results; 0 for
+  /// other kernels.
+  int64_t splitPartials = 0;
 };
 
 /// The helpers every generated source starts with (block reductions), the

@@ -41,6 +41,8 @@ LogicalResult PlanBuilder::addLaunch(KernelOp kernel,
     SmallVector<uint32_t> withResults(args);
     for (Value v : kernel.getResults())
       withResults.push_back(bufferOf.at(v));
+    if (whole->splitPartials)
+      withResults.push_back(addScratch(whole->splitPartials, rt::DType::I64));
     pushLaunch(kernel, name, *whole, withResults);
   }
   if (!split)

@@ -67,6 +67,16 @@ thread_local unsigned int kiln_index_error;
 #else
 __device__ unsigned int kiln_index_error;
 #endif
+// Storage that no two launches running at once share, zero at first (a
+// split reduction's arrival counters, which each launch leaves zero
+// again): on the GPU a module global, and each execution context loads its
+// own module and serializes its runs; on the host backend one per OS
+// thread, which runs each launch to its end on the caller's thread.
+#ifdef KILN_HOST_EMULATION
+#define KILN_PER_CONTEXT thread_local
+#else
+#define KILN_PER_CONTEXT __device__
+#endif
 // A kernel's dynamic shared memory (the launch's sharedBytes; above 48
 // KiB, what static __shared__ arrays may not take). The host backend runs
 // a block's threads on one OS thread: a static array of the same size is

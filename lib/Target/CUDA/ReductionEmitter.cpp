@@ -187,6 +187,30 @@ Accumulator accumulatorFor(Operation *reduction) {
   return acc;
 }
 
+/// Rows of a plain reduction (reduce ops) split over blocks where there
+/// are at most kSplitRowsMost of them, each longer than kSplitLengthLeast
+/// (a dynamic quantization's extremes: two rows of every value): one block
+/// a row would leave most SMs idle while it walks the row.
+constexpr int64_t kSplitRowsMost = 16;
+constexpr int64_t kSplitLengthLeast = 16384;
+/// The elements one block of a split row reduces (16 KiB of floats), and
+/// the most blocks a row splits into.
+constexpr int64_t kSplitShare = 4096;
+constexpr int64_t kSplitPartsMost = 128;
+
+/// The blocks each row of `reduction` splits into, or 0 where its rows are
+/// not split. Decided at the top of the dims' ranges; a run at smaller dims
+/// gives each block a smaller share.
+int64_t splitRowParts(Operation *reduction, const RowLayout &layout) {
+  if (!isa<ReduceMaxOp, ReduceMinOp, ReduceSumOp, ReduceMeanOp, ReduceProdOp>(
+          reduction))
+    return 0;
+  int64_t rows = layout.rows.upper(), length = layout.length.upper();
+  if (rows < 1 || rows > kSplitRowsMost || length <= kSplitLengthLeast)
+    return 0;
+  return std::min((length + kSplitShare - 1) / kSplitShare, kSplitPartsMost);
+}
+
 } // namespace
 
 FailureOr<LaunchGeometry> emitReduction(KernelOp kernel, StringRef name,
@@ -354,7 +378,20 @@ FailureOr<LaunchGeometry> emitReduction(KernelOp kernel, StringRef name,
                : llvm::formatv("kiln_block_{0}({1}, scratch)", op, value).str();
   };
 
-  emitSignature(kernel, name, os);
+  // A plain reduction of few long rows splits each row over blocks.
+  int64_t splitParts = splitRowParts(reduction, layout);
+  if (splitParts) {
+    Accumulator acc = accumulatorFor(reduction);
+    os << "// The arrivals at each row of " << name << " (a split reduction).\n"
+       << "KILN_PER_CONTEXT unsigned int " << name << "_arrived["
+       << layout.rows.upper() << "];\n";
+    emitSignature(
+        kernel, name, os,
+        storageType(tensorType(kernel.getResult(0)).getElementType()) +
+            " *__restrict__ out0, " + acc.type + " *__restrict__ partials");
+  } else {
+    emitSignature(kernel, name, os);
+  }
   std::string valueName;
   auto fail = [&]() -> FailureOr<LaunchGeometry> { return failure(); };
   if (isa<SoftmaxOp, LogSoftmaxOp>(reduction)) {
@@ -564,6 +601,63 @@ FailureOr<LaunchGeometry> emitReduction(KernelOp kernel, StringRef name,
        << "      long long out_idx = row;\n";
     valueName = body.fresh();
     os << "      long long " << valueName << " = best_j;\n";
+  } else if (splitParts) {
+    // Few long rows: each row's blocks reduce a share of it each into
+    // `partials`, and the block that arrives last at the row's counter
+    // (a per-context global that the module's load zeroes, and atomicInc's
+    // wrap leaves zero again for the next launch) reduces the partials and
+    // runs the epilogue: one launch, where a kernel of the rows' results
+    // would be a second. The fence orders each block's partial before its
+    // arrival (CUDA's threadFenceReduction sample); the last block reads
+    // them through L2 (__ldcg).
+    Accumulator acc = accumulatorFor(reduction);
+    std::string identity = "(" + acc.type + ")" + acc.identity;
+    os << "  __shared__ " << acc.type << " scratch[32];\n"
+       << "  __shared__ bool last_block;\n"
+       << "  const long long share = (" << layout.length
+       << " + gridDim.x - 1) / gridDim.x;\n"
+       << "  const long long begin = (long long)blockIdx.x * share;\n"
+       << "  const long long end = begin + share < " << layout.length
+       << " ? begin + share : " << layout.length << ";\n"
+       << "  for (long long row = blockIdx.y; row < " << layout.rows
+       << "; row += gridDim.y) {\n"
+       << "    " << acc.type << " acc = " << acc.identity << ";\n"
+       << "    // this block's share of the row's reduction\n"
+       << "    for (long long j = begin + threadIdx.x; j < end; j += "
+          "blockDim.x) {\n"
+       << "      long long x_idx = " << layout.inputIndex << ";\n";
+    auto x = emitPrologue("      ");
+    if (failed(x))
+      return fail();
+    os << "      acc = " << acc.combine << "(acc, (" << acc.type << ")" << *x
+       << ");\n    }\n"
+       << "    acc = kiln_block_reduce(acc, " << identity << ", scratch, "
+       << acc.combine << ");\n"
+       << "    if (threadIdx.x == 0) {\n"
+       << "      partials[row * gridDim.x + blockIdx.x] = acc;\n"
+       << "      __threadfence();\n"
+       << "      last_block = atomicInc(&" << name
+       << "_arrived[row], gridDim.x - 1) == gridDim.x - 1;\n"
+       << "    }\n"
+       << "    __syncthreads();\n"
+       << "    if (last_block) {\n"
+       << "    __threadfence();\n"
+       << "    acc = " << acc.identity << ";\n"
+       << "    for (long long p = threadIdx.x; p < gridDim.x; p += "
+          "blockDim.x)\n"
+       << "      acc = " << acc.combine
+       << "(acc, __ldcg(&partials[row * gridDim.x + p]));\n"
+       << "    acc = kiln_block_reduce(acc, " << identity << ", scratch, "
+       << acc.combine << ");\n"
+       << "    if (threadIdx.x == 0) {\n"
+       << "      long long out_idx = row;\n";
+    valueName = body.fresh();
+    Type resultType = tensorType(reduction->getResult(0)).getElementType();
+    std::string value = "acc";
+    if (isa<ReduceMeanOp>(reduction))
+      value = "acc / " + floatOf(layout.length, f);
+    os << "      " << computeType(resultType) << " " << valueName << " = ("
+       << computeType(resultType) << ")" << value << ";\n";
   } else {
     Accumulator acc = accumulatorFor(reduction);
     os << "  __shared__ " << acc.type << " scratch[32];\n"
@@ -608,9 +702,17 @@ FailureOr<LaunchGeometry> emitReduction(KernelOp kernel, StringRef name,
     return fail();
   os << "      out0[" << outIdx
      << "] = " << storeExpr(tensorType(yielded).getElementType(), *result)
-     << ";\n    }\n  }\n}\n";
+     << ";\n    }\n"
+     << (splitParts ? "    }\n" : "") << "  }\n}\n";
 
   LaunchGeometry geometry;
+  if (splitParts) {
+    geometry.grid[0] = static_cast<uint32_t>(splitParts);
+    setGridDim(geometry, 1, layout.rows, 1, kMaxGrid);
+    geometry.block[0] = static_cast<uint32_t>(kBlockSize);
+    geometry.splitPartials = layout.rows.upper() * splitParts;
+    return geometry;
+  }
   if (warpPerRow) {
     setGridDim(geometry, 0, layout.rows, kWarpsPerBlock, kMaxGrid);
     geometry.block[0] = static_cast<uint32_t>(32 * kWarpsPerBlock);
