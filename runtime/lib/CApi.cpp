@@ -50,6 +50,8 @@ struct kiln_model {
 struct kiln_context {
   /// The context.
   std::unique_ptr<ExecutionContext> context;
+  /// Its model, which outlives it (for the number of dims a run gives).
+  const kiln_model *model = nullptr;
 };
 
 /// The message of the last failure on this thread.
@@ -386,6 +388,7 @@ KILN_API kiln_status kiln_context_create(kiln_model *model,
     auto context = std::make_unique<kiln_context>();
     if (Status s = model->model->createContext(context->context); !s.isOk())
       return fail(s);
+    context->model = model;
     *out = context.release();
     return KILN_OK;
   });
@@ -419,6 +422,34 @@ KILN_API kiln_status kiln_context_enqueue(kiln_context *context,
     if (!context)
       return fail(StatusCode::InvalidArgument, "context is null");
     Status s = context->context->enqueue(inputs, outputs, stream);
+    return s.isOk() ? KILN_OK : fail(s);
+  });
+}
+
+KILN_API kiln_status kiln_context_run_dims(kiln_context *context,
+                                           const int64_t *dims,
+                                           const void *const *inputs,
+                                           void *const *outputs,
+                                           kiln_memory memory) {
+  return guarded([&]() -> kiln_status {
+    if (!context)
+      return fail(StatusCode::InvalidArgument, "context is null");
+    Status s = context->context->run(dimValues(context->model, dims), inputs,
+                                     outputs, static_cast<Memory>(memory));
+    return s.isOk() ? KILN_OK : fail(s);
+  });
+}
+
+KILN_API kiln_status kiln_context_enqueue_dims(kiln_context *context,
+                                               const int64_t *dims,
+                                               const void *const *inputs,
+                                               void *const *outputs,
+                                               void *stream) {
+  return guarded([&]() -> kiln_status {
+    if (!context)
+      return fail(StatusCode::InvalidArgument, "context is null");
+    Status s = context->context->enqueue(dimValues(context->model, dims),
+                                         inputs, outputs, stream);
     return s.isOk() ? KILN_OK : fail(s);
   });
 }

@@ -224,8 +224,9 @@ KILN_API kiln_status kiln_model_run(kiln_model *model,
  *  any value of each dim in its range: its input and output descriptions
  *  give the shapes at the top of the ranges, `kiln_model_bind_dims` learns
  *  the dims' values from the shapes of a run's inputs, and
- *  `kiln_model_run_dims` runs at them. `kiln_model_run` refuses such a
- *  model. */
+ *  `kiln_model_run_dims` runs at them (`kiln_context_run_dims` and
+ *  `kiln_context_enqueue_dims` on a context). `kiln_model_run` and
+ *  `kiln_context_run` refuse such a model. */
 KILN_API int32_t kiln_model_num_dims(const kiln_model *model);
 
 /** Names dim `index` (0-based) and its range: `*name` is owned by the
@@ -322,9 +323,29 @@ KILN_API kiln_status kiln_context_enqueue(kiln_context *context,
                                           const void *const *inputs,
                                           void *const *outputs, void *stream);
 
-/** Waits until the runs queued on the context by `kiln_context_enqueue` are
- *  done, and reports a failure any of them had (an out-of-range gather index
- *  names its ONNX node, as `kiln_model_run` does).
+/** Runs the context's model once at the dims' values `dims` (a model with
+ *  symbolic dims: `kiln_model_num_dims` values, each in its range) and
+ *  waits for it; as `kiln_model_run_dims`, on the context. Runs of
+ *  different contexts at different dims may overlap.
+ *  @return as `kiln_model_run`. */
+KILN_API kiln_status kiln_context_run_dims(kiln_context *context,
+                                           const int64_t *dims,
+                                           const void *const *inputs,
+                                           void *const *outputs,
+                                           kiln_memory memory);
+
+/** Queues one run of the context's model at the dims' values `dims` on the
+ *  caller's CUDA stream; as `kiln_context_enqueue`. */
+KILN_API kiln_status kiln_context_enqueue_dims(kiln_context *context,
+                                               const int64_t *dims,
+                                               const void *const *inputs,
+                                               void *const *outputs,
+                                               void *stream);
+
+/** Waits until the runs queued on the context by `kiln_context_enqueue`
+ *  (or `kiln_context_enqueue_dims`) are done, and reports a failure any of them
+ * had (an out-of-range gather index names its ONNX node, as `kiln_model_run`
+ * does).
  *  @return KILN_OK, KILN_ERROR_INVALID_ARGUMENT or KILN_ERROR_CUDA. */
 KILN_API kiln_status kiln_context_synchronize(kiln_context *context);
 

@@ -407,6 +407,45 @@ TEST_F(CApi, NamesTheDimsOfASymbolicModelAndRunsAtThem) {
       << lib.lastError();
   EXPECT_EQ(y[0], 7);
   EXPECT_EQ(y[1], 8);
+
+  // A context runs at the dims too, synchronously or queued (on the host
+  // backend the queued run is over on return), and refuses as the model
+  // does.
+  auto contextRunDims = reinterpret_cast<decltype(&kiln_context_run_dims)>(
+      dlsym(lib.handle, "kiln_context_run_dims"));
+  auto contextEnqueueDims =
+      reinterpret_cast<decltype(&kiln_context_enqueue_dims)>(
+          dlsym(lib.handle, "kiln_context_enqueue_dims"));
+  ASSERT_TRUE(contextRunDims && contextEnqueueDims);
+  kiln_context *context = nullptr;
+  ASSERT_EQ(lib.contextCreate(model, &context), KILN_OK) << lib.lastError();
+  float z[4] = {-1, -1, -1, -1};
+  void *zs[] = {z};
+  ASSERT_EQ(contextRunDims(context, values, in, zs, KILN_MEMORY_HOST), KILN_OK)
+      << lib.lastError();
+  EXPECT_EQ(std::vector<float>(z, z + 4), (std::vector<float>{1, 2, 3, -1}));
+  ASSERT_EQ(contextEnqueueDims(context, two, in2, zs, nullptr), KILN_OK)
+      << lib.lastError();
+  ASSERT_EQ(lib.contextSynchronize(context), KILN_OK) << lib.lastError();
+  EXPECT_EQ(std::vector<float>(z, z + 4), (std::vector<float>{7, 8, 3, -1}));
+  EXPECT_EQ(lib.contextRun(context, in, zs, KILN_MEMORY_HOST),
+            KILN_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(lib.lastError()).find("the model has symbolic dims"),
+            std::string::npos)
+      << lib.lastError();
+  EXPECT_EQ(contextRunDims(context, five, in, zs, KILN_MEMORY_HOST),
+            KILN_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(lib.lastError(), "dim sizes: 'n' is 5, outside its range 1..4");
+  EXPECT_EQ(contextRunDims(context, nullptr, in, zs, KILN_MEMORY_HOST),
+            KILN_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(contextEnqueueDims(context, five, in, zs, nullptr),
+            KILN_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(contextRunDims(nullptr, values, in, zs, KILN_MEMORY_HOST),
+            KILN_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(lib.lastError(), "context is null");
+  EXPECT_EQ(contextEnqueueDims(nullptr, values, in, zs, nullptr),
+            KILN_ERROR_INVALID_ARGUMENT);
+  lib.contextDestroy(context);
   lib.destroy(model);
 }
 

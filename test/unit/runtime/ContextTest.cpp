@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -117,6 +118,90 @@ TEST_F(Contexts, ThreadsRunOneModelAtOnceOnTheHostBackend) {
   for (std::thread &thread : threads)
     thread.join();
   for (int t = 0; t < kThreads; ++t)
+    EXPECT_EQ(failures[t], "") << "thread " << t;
+}
+
+/// The top of the symbolic dim n of makeSymbolicArtifact.
+constexpr int64_t kTopN = 64;
+
+/// y[:n] = 2 x[:n] + n over one dim n (1..kTopN): the kernel reads n, and
+/// its grid follows it (a block of 32 threads per 32 elements).
+Artifact makeSymbolicArtifact() {
+  Artifact a;
+  a.kilnVersion = "0.1.0-test";
+  a.arch = "sm_90a";
+  a.modelHash = "5ca1e5";
+  a.buffers.push_back(makeBuffer(BufferKind::Input, "x", {kTopN}, 0));
+  a.buffers.push_back(makeBuffer(BufferKind::Output, "y", {kTopN}, 0));
+  a.inputs = {0};
+  a.outputs = {1};
+  a.cudaSource = R"cuda(
+extern "C" __global__ void twice_plus_n(const float *x, float *y,
+                                        long long kd_n) {
+  long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < kd_n) y[i] = 2.0f * x[i] + (float)kd_n;
+}
+)cuda";
+  a.kernelNames = {"twice_plus_n"};
+  a.steps.push_back(Step::ofLaunch(makeLaunch(0, 2, 32, {0, 1})));
+  a.symbolic.dims = {{"n", 1, kTopN}};
+  for (uint32_t id : {0u, 1u})
+    a.symbolic.bindings.push_back(
+        sizeBinding(SizeField::BufferDim, id, 0, dimFormula(0)));
+  SizeBinding grid = sizeBinding(SizeField::LaunchGrid, 0, 0, dimFormula(0));
+  grid.divisor = 32;
+  grid.lowest = 1;
+  grid.highest = 2;
+  a.symbolic.bindings.push_back(grid);
+  return a;
+}
+
+// Threads each run a symbolic model at lengths of their own, many more
+// than the plans a model keeps (8): the plans are written again in place
+// while other threads' runs hold theirs (Model::prepareRun's recycling),
+// and every run computes its own length's values.
+TEST_F(Contexts, ThreadsRunASymbolicModelAtManyDimsAtOnce) {
+  std::unique_ptr<Model> model;
+  ASSERT_TRUE(
+      Model::create(makeSymbolicArtifact(), Backend::Host, model).isOk());
+  constexpr int kThreads = 4, kRuns = 24;
+  std::vector<std::string> failures(kThreads + 1);
+  auto runAll = [&](int t, ExecutionContext *context) {
+    for (int r = 0; r < kRuns; ++r) {
+      int64_t n = 1 + (t * 13 + r * 5) % kTopN;
+      std::vector<float> x = inputFor(t, r), y(kTopN, -1.0f);
+      const void *in[] = {x.data()};
+      void *out[] = {y.data()};
+      Status s = context ? context->run({n}, in, out, Memory::Host)
+                         : model->run({n}, in, out, Memory::Host);
+      if (!s.isOk()) {
+        failures[t] = s.message;
+        return;
+      }
+      for (int64_t i = 0; i < kTopN; ++i)
+        if (y[i] != (i < n ? 2.0f * x[i] + static_cast<float>(n) : -1.0f)) {
+          failures[t] = "run " + std::to_string(r) +
+                        " at n = " + std::to_string(n) + ": element " +
+                        std::to_string(i);
+          return;
+        }
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      std::unique_ptr<ExecutionContext> context;
+      if (Status s = model->createContext(context); !s.isOk()) {
+        failures[t] = s.message;
+        return;
+      }
+      runAll(t, context.get());
+    });
+  // The model's own default context runs alongside.
+  runAll(kThreads, nullptr);
+  for (std::thread &thread : threads)
+    thread.join();
+  for (int t = 0; t <= kThreads; ++t)
     EXPECT_EQ(failures[t], "") << "thread " << t;
 }
 
