@@ -5,6 +5,7 @@
 #include "CudaDriver.h"
 #include "Executor.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -168,12 +169,18 @@ Status Model::checkRunArguments(const void *const *inputs, void *const *outputs,
   return Status::ok();
 }
 
-/// Most plans a model keeps for the dims its runs used. Past it the plan of
-/// the smallest dims (a decoding loop's oldest length) is written again for
-/// the new ones, in place where nothing holds it (reinstantiatePlan: only
-/// the fields that follow the dims, where the same steps run), so a loop
-/// that visits each length once pays no copy of the plan a step.
+/// Most plans a model keeps for the dims its runs used. Past it the plan
+/// least recently used (a decoding loop's oldest length; not a prompt
+/// length that interleaved requests keep using) is written again for the
+/// new dims, in place where nothing holds it (reinstantiatePlan: only the
+/// fields that follow the dims, where the same steps run), so a loop that
+/// visits each length once pays no copy of the plan a step.
 constexpr size_t kMaxShapedPlans = 8;
+
+bool Model::keepsPlanFor(const std::vector<int64_t> &dims) const {
+  std::lock_guard<std::mutex> lock(shapedPlansMutex);
+  return shapedPlans.count(dims) != 0;
+}
 
 Status Model::bindDims(const std::vector<std::vector<int64_t>> &inputShapes,
                        std::vector<int64_t> &dims) const {
@@ -228,17 +235,22 @@ Status Model::prepareRun(const std::vector<int64_t> &dims,
     std::lock_guard<std::mutex> lock(shapedPlansMutex);
     auto it = shapedPlans.find(dims);
     if (it != shapedPlans.end()) {
-      shaped = it->second;
+      it->second.lastUse = ++shapedPlanUses;
+      shaped = it->second.plan;
     } else {
       std::shared_ptr<Artifact> written;
       std::vector<int64_t> previous;
       if (shapedPlans.size() >= kMaxShapedPlans) {
-        auto oldest = shapedPlans.begin();
+        auto oldest =
+            std::min_element(shapedPlans.begin(), shapedPlans.end(),
+                             [](const auto &a, const auto &b) {
+                               return a.second.lastUse < b.second.lastUse;
+                             });
         // Held by no run: its storage becomes the new plan's.
-        if (oldest->second.use_count() == 1) {
+        if (oldest->second.plan.use_count() == 1) {
           // After the last reader's release of it (use_count is relaxed).
           std::atomic_thread_fence(std::memory_order_acquire);
-          written = std::const_pointer_cast<Artifact>(oldest->second);
+          written = std::const_pointer_cast<Artifact>(oldest->second.plan);
           previous = oldest->first;
         }
         shapedPlans.erase(oldest);
@@ -251,7 +263,8 @@ Status Model::prepareRun(const std::vector<int64_t> &dims,
                                       error);
       if (!ok)
         return Status::error(StatusCode::InvalidArgument, error);
-      shaped = shapedPlans[dims] = std::move(written);
+      shaped = written;
+      shapedPlans[dims] = {std::move(written), ++shapedPlanUses};
     }
   }
   return checkRunArguments(inputs, outputs, memory, shaped.get());

@@ -281,6 +281,47 @@ TEST_F(SymbolicHostRun, RunsAtEachValueAndStaysUsableAfterARefusal) {
   EXPECT_EQ(y[1], 2.0f);
 }
 
+// A model keeps the plans of the eight dims its runs used last: a ninth
+// dims' plan takes the place of the least recently used (n = 2 here), not
+// of the smallest dims (n = 1, which the run before used again: a prompt
+// length that interleaved requests keep coming back to). Every run's values
+// are its own dims'.
+TEST_F(SymbolicHostRun, KeepsThePlansOfTheDimsUsedLast) {
+  std::unique_ptr<Model> model;
+  Status s = Model::create(symbolicArtifact(), Backend::Host, model);
+  ASSERT_TRUE(s.isOk()) << s.message;
+  auto runAt = [&](int64_t n) {
+    std::vector<float> x(n), mask(n, 0.0f), y(8, -1.0f);
+    for (int64_t i = 0; i < n; ++i)
+      x[i] = static_cast<float>(i * n) - 3.0f;
+    const void *in[] = {x.data(), mask.data()};
+    void *out[] = {y.data()};
+    Status s = model->run({n, 0}, in, out, Memory::Host);
+    ASSERT_TRUE(s.isOk()) << s.message;
+    for (int64_t i = 0; i < 8; ++i)
+      EXPECT_EQ(y[i], i < n ? 2.0f * x[i] : -1.0f) << "n " << n << " i " << i;
+  };
+  for (int64_t n = 1; n <= 8; ++n)
+    ASSERT_NO_FATAL_FAILURE(runAt(n));
+  for (int64_t n = 1; n <= 8; ++n)
+    EXPECT_TRUE(model->keepsPlanFor({n, 0})) << n;
+  ASSERT_NO_FATAL_FAILURE(runAt(1));
+  // past = 1: a ninth dims.
+  std::vector<float> x(3, 1.0f), mask(4, 0.0f), y(8, -1.0f);
+  const void *in[] = {x.data(), mask.data()};
+  void *out[] = {y.data()};
+  s = model->run({3, 1}, in, out, Memory::Host);
+  ASSERT_TRUE(s.isOk()) << s.message;
+  EXPECT_EQ(y[2], 2.0f);
+  EXPECT_TRUE(model->keepsPlanFor({3, 1}));
+  EXPECT_TRUE(model->keepsPlanFor({1, 0}));
+  EXPECT_FALSE(model->keepsPlanFor({2, 0}));
+  // n = 2 again: written again (into n = 3's storage, the oldest now).
+  ASSERT_NO_FATAL_FAILURE(runAt(2));
+  EXPECT_FALSE(model->keepsPlanFor({3, 0}));
+  ASSERT_NO_FATAL_FAILURE(runAt(3));
+}
+
 TEST_F(SymbolicHostRun, AStaticModelTakesNoDims) {
   std::unique_ptr<Model> model;
   ASSERT_TRUE(

@@ -254,6 +254,10 @@ public:
   /// Returns the plan. The CUDA backend releases `weights` once they are on
   /// the device, so that host memory is not held twice.
   const Artifact &artifact() const { return plan; }
+
+  /// Whether the model keeps a plan written for `dims` (for tests: a model
+  /// keeps the plans of the eight dims its runs used last).
+  bool keepsPlanFor(const std::vector<int64_t> &dims) const;
   /// Returns the backend that runs the model: Cuda or Host (Auto resolved).
   Backend backend() const { return selectedBackend; }
   /// Returns the ordinal of the GPU the model runs on (CudaOptions::device;
@@ -298,10 +302,16 @@ private:
   std::unique_ptr<Executor> executor;
   /// Serializes runs: the arena and stream are shared by all of them.
   std::mutex runMutex;
-  /// The plans written for the dims runs used, and their lock (contexts
-  /// share them).
-  std::map<std::vector<int64_t>, std::shared_ptr<const Artifact>> shapedPlans;
-  std::mutex shapedPlansMutex;
+  /// A plan written for the dims a run used, and when a run last took it.
+  struct ShapedPlan {
+    std::shared_ptr<const Artifact> plan;
+    uint64_t lastUse = 0;
+  };
+  /// The plans written for the dims runs used, their clock of uses, and
+  /// their lock (contexts share them).
+  std::map<std::vector<int64_t>, ShapedPlan> shapedPlans;
+  uint64_t shapedPlanUses = 0;
+  mutable std::mutex shapedPlansMutex;
 };
 
 } // namespace rt
