@@ -575,6 +575,14 @@ def reduction_cases():
                     "reduction", f"{op.lower()}_{label}_{slabel}",
                     lambda o=op, d=dtype, s=shape, a=axes: reduce(o, d, s, a, 1),
                     check=(shape == [2, 7, 5, 3] and dtype == F32)))
+    # Few rows longer than 16384 split over blocks, the last to arrive
+    # finishing each row (ReductionEmitter.cpp, splitRowParts).
+    for op, dtype, label in [("ReduceMax", F32, "f32"), ("ReduceSum", I32, "i32"),
+                             ("ReduceMin", I64, "i64")]:
+        cases.append(Case(
+            "reduction", f"{op.lower()}_{label}_split_3x40001",
+            lambda o=op, d=dtype: reduce(o, d, [3, 40001], [-1], 0),
+            check=(dtype == F32)))
     cases.append(Case("reduction", "reducemax_bool_5x33",
                       lambda: reduce("ReduceMax", BOOL, [5, 33], [1], 0, opset=20)))
     cases.append(Case("reduction", "reducemin_f16_7x257",
@@ -639,7 +647,10 @@ def reduction_cases():
             (F32, "f32", [2, 257, 3], 1, 257, 0, False),
             (F32, "f32", [7, 33], 1, 10, 1, True),
             (F32, "f32", [33, 7], 0, 3, 0, True),
-            (I32, "i32", [5, 257], 1, 7, 1, False)]:
+            (I32, "i32", [5, 257], 1, 7, 1, False),
+            # Split over blocks (emitSplitTopK): rows longer than 16384.
+            (F32, "f32", [2, 40001], 1, 50, 1, True),
+            (I32, "i32", [1, 20000], 1, 9, 0, False)]:
         slabel = "x".join(map(str, shape)) + f"_axis{axis}_k{k}_l{largest}"
         cases.append(Case(
             "sort", f"topk_{label}{'_ties' if ties else ''}_{slabel}",

@@ -27,7 +27,7 @@ import onnxruntime as ort
 BACKENDS = {"cuda": 1, "host": 2}
 KILN_MEMORY_HOST, KILN_OK = 0, 0
 NUMPY = {onnx.TensorProto.FLOAT: np.float32, onnx.TensorProto.UINT8: np.uint8,
-         onnx.TensorProto.INT8: np.int8}
+         onnx.TensorProto.INT8: np.int8, onnx.TensorProto.INT64: np.int64}
 
 
 def main():
