@@ -14,7 +14,9 @@
 // index (BodyEmitter::get), never the kernel's raw input. Floats accumulate in
 // their compute type (fp64 for f64, fp32 for the others), integers and booleans
 // in 64 bits: unsigned long long for unsigned types, so that they order as
-// unsigned values, long long for the others.
+// unsigned values, long long for the others. A plain reduction of a few long
+// rows splits each row over blocks, the last block of the row to arrive at
+// its counter finishing it (splitRows, RowLayout.h).
 //
 // Why one file of this length: the passes over a row (cached, uncached,
 // warp-per-row) share one prologue/epilogue scoping, the rule the paragraph
@@ -23,6 +25,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "EmitterSupport.h"
+#include "RowLayout.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
@@ -32,19 +35,6 @@ using namespace mlir;
 
 namespace kiln {
 
-namespace {
-
-/// How a reduction walks its input: row `row` (row-major over the kept dims)
-/// and position `j` (row-major over the reduced dims) read the input element
-/// at flat index `inputIndex`.
-struct RowLayout {
-  Size rows = 1, length = 1;
-  std::string inputIndex;
-};
-
-/// The layout of an input of `shape` reduced over the dims marked in
-/// `reduced`. Adjacent dims of the same kind merge, so a reduction over
-/// trailing dims indexes as `row * length + j`.
 RowLayout rowLayout(ArrayRef<Size> shape, ArrayRef<bool> reduced) {
   struct Run {
     bool reduced;
@@ -95,6 +85,8 @@ RowLayout rowLayout(ArrayRef<Size> shape, ArrayRef<bool> reduced) {
   return layout;
 }
 
+namespace {
+
 /// The dims `reduction` reduces over its input.
 SmallVector<bool> reducedDims(Operation *reduction) {
   int64_t rank = tensorType(reduction->getOperand(0)).getRank();
@@ -122,11 +114,13 @@ constexpr int64_t kMaxCachedSlots = 16;
 constexpr int64_t kMaxWarpSlots = 32;
 constexpr int64_t kWarpsPerBlock = 4;
 
-/// The block of a row reduction over `length` elements: short rows get a
-/// short block; always whole warps (at least one) for the block reductions.
+} // namespace
+
 int64_t rowBlockSize(int64_t length) {
   return std::clamp<int64_t>((length + 31) / 32 * 32, 32, kBlockSize);
 }
+
+namespace {
 
 /// `size` as a float of `f`'s compute type: a literal (`768.0f`) for a
 /// static size.
@@ -136,13 +130,15 @@ std::string floatOf(const Size &size, const FloatSpelling &f) {
   return "((" + f.type() + ")" + size.str() + ")";
 }
 
-/// The C type a reduction, scan or sort over elements of `et` accumulates
-/// and compares in.
+} // namespace
+
 std::string accumulatorType(Type et) {
   if (isa<FloatType>(et))
     return FloatSpelling(et).type();
   return et.isUnsignedInteger() ? "unsigned long long" : "long long";
 }
+
+namespace {
 
 /// The C pieces of a reduce op: accumulator type, identity and combining
 /// functor (see the prelude).
@@ -187,31 +183,23 @@ Accumulator accumulatorFor(Operation *reduction) {
   return acc;
 }
 
-/// Rows of a plain reduction (reduce ops) split over blocks where there
-/// are at most kSplitRowsMost of them, each longer than kSplitLengthLeast
-/// (a dynamic quantization's extremes: two rows of every value): one block
-/// a row would leave most SMs idle while it walks the row.
-constexpr int64_t kSplitRowsMost = 16;
-constexpr int64_t kSplitLengthLeast = 16384;
-/// The elements one block of a split row reduces (16 KiB of floats), and
-/// the most blocks a row splits into.
-constexpr int64_t kSplitShare = 4096;
-constexpr int64_t kSplitPartsMost = 128;
-
-/// The blocks each row of `reduction` splits into, or 0 where its rows are
-/// not split. Decided at the top of the dims' ranges; a run at smaller dims
-/// gives each block a smaller share.
+/// The blocks each row of `reduction` splits into (splitRows) where it is
+/// a plain reduction (reduce ops); 0 for the others.
 int64_t splitRowParts(Operation *reduction, const RowLayout &layout) {
   if (!isa<ReduceMaxOp, ReduceMinOp, ReduceSumOp, ReduceMeanOp, ReduceProdOp>(
           reduction))
     return 0;
+  return splitRows(layout);
+}
+
+} // namespace
+
+int64_t splitRows(const RowLayout &layout) {
   int64_t rows = layout.rows.upper(), length = layout.length.upper();
   if (rows < 1 || rows > kSplitRowsMost || length <= kSplitLengthLeast)
     return 0;
   return std::min((length + kSplitShare - 1) / kSplitShare, kSplitPartsMost);
 }
-
-} // namespace
 
 FailureOr<LaunchGeometry> emitReduction(KernelOp kernel, StringRef name,
                                         llvm::raw_ostream &os) {
@@ -720,178 +708,6 @@ FailureOr<LaunchGeometry> emitReduction(KernelOp kernel, StringRef name,
   }
   setGridDim(geometry, 0, layout.rows, 1, kMaxGrid);
   geometry.block[0] = static_cast<uint32_t>(blockSize);
-  return geometry;
-}
-
-namespace {
-
-/// The most candidates a split top_k's last block ranks (the shares' k
-/// best each).
-constexpr int64_t kSplitTopKCandidatesMost = 65536;
-
-/// The blocks each row of a top_k of `k` over `in` splits into (as a plain
-/// reduction's rows split, splitRowParts), or 0 where its rows are not
-/// split.
-int64_t splitTopKParts(const RowLayout &in, int64_t k) {
-  int64_t rows = in.rows.upper(), length = in.length.upper();
-  if (rows < 1 || rows > kSplitRowsMost || length <= kSplitLengthLeast)
-    return 0;
-  int64_t parts =
-      std::min((length + kSplitShare - 1) / kSplitShare, kSplitPartsMost);
-  return parts * k <= kSplitTopKCandidatesMost ? parts : 0;
-}
-
-/// A top_k whose long rows split over `parts` blocks each: a candidate's
-/// rank counts the elements before it, and a top element's thread walks
-/// the whole row, so one block a row takes as long as one thread's walk of
-/// a vocabulary (a decoder's next token, kilnc --next-token). Each block
-/// ranks its share of the row within the share and writes the share's k
-/// best (index and value, at their ranks; index -1 where the share has
-/// fewer) to `partials`; the last block of the row to arrive at its
-/// counter (as a split reduction's, splitRowParts) ranks those parts x k
-/// candidates among themselves. The global k best are each among their
-/// share's, and ranks order by value, then position: the result is the
-/// unsplit kernel's.
-FailureOr<LaunchGeometry> emitSplitTopK(KernelOp kernel, StringRef name,
-                                        const RowLayout &in,
-                                        const RowLayout &out, Type et,
-                                        int64_t k, const std::string &better,
-                                        int64_t parts, llvm::raw_ostream &os) {
-  std::string type = accumulatorType(et);
-  int64_t slots = in.rows.upper() * parts * k;
-  std::string kk = std::to_string(k) + "LL";
-  os << "// The arrivals at each row of " << name << " (a split top_k).\n"
-     << "KILN_PER_CONTEXT unsigned int " << name << "_arrived["
-     << in.rows.upper() << "];\n";
-  emitSignature(kernel, name, os,
-                "long long *__restrict__ out0, long long *__restrict__ "
-                "partials");
-  os << "  __shared__ bool last_block;\n"
-     << "  // Indices, then values, a share's k at a time.\n"
-     << "  " << type << " *const values = reinterpret_cast<" << type
-     << " *>(partials + " << slots << "LL);\n"
-     << "  const long long share = (" << in.length
-     << " + gridDim.x - 1) / gridDim.x;\n"
-     << "  const long long begin = (long long)blockIdx.x * share;\n"
-     << "  const long long end = begin + share < " << in.length
-     << " ? begin + share : " << in.length << ";\n"
-     << "  for (long long row = blockIdx.y; row < " << in.rows
-     << "; row += gridDim.y) {\n"
-     << "    long long *const part_index = partials + (row * gridDim.x + "
-        "blockIdx.x) * "
-     << kk << ";\n"
-     << "    " << type
-     << " *const part_value = values + (row * gridDim.x + blockIdx.x) * " << kk
-     << ";\n"
-     << "    for (long long r = threadIdx.x; r < " << kk
-     << "; r += blockDim.x) part_index[r] = -1;\n"
-     << "    __syncthreads();\n"
-     << "    // this share's k best, ranked within it\n"
-     << "    for (long long candidate = begin + threadIdx.x; candidate < end; "
-        "candidate += blockDim.x) {\n"
-     << "      " << type << " x;\n"
-     << "      { long long j = candidate; x = (" << type << ")"
-     << loadExpr(et, "in0[" + in.inputIndex + "]") << "; }\n"
-     << "      long long rank = 0;\n"
-     << "      for (long long other = begin; other < end && rank < " << kk
-     << "; ++other) {\n"
-     << "        long long j = other;\n"
-     << "        " << type << " y = (" << type << ")"
-     << loadExpr(et, "in0[" + in.inputIndex + "]") << ";\n"
-     << "        rank += " << better << "(y, other, x, candidate);\n"
-     << "      }\n"
-     << "      if (rank < " << kk << ") {\n"
-     << "        part_index[rank] = candidate;\n"
-     << "        part_value[rank] = x;\n"
-     << "      }\n"
-     << "    }\n"
-     << "    __threadfence();\n"
-     << "    __syncthreads();\n"
-     << "    if (threadIdx.x == 0) {\n"
-     << "      __threadfence();\n"
-     << "      last_block = atomicInc(&" << name
-     << "_arrived[row], gridDim.x - 1) == gridDim.x - 1;\n"
-     << "    }\n"
-     << "    __syncthreads();\n"
-     << "    if (last_block) {\n"
-     << "      __threadfence();\n"
-     << "      // the row's k best among the shares' (index -1: none)\n"
-     << "      const long long count = (long long)gridDim.x * " << kk << ";\n"
-     << "      const long long *const row_index = partials + row * count;\n"
-     << "      const " << type << " *const row_value = values + row * count;\n"
-     << "      for (long long c = threadIdx.x; c < count; c += blockDim.x) {\n"
-     << "        const long long candidate = __ldcg(&row_index[c]);\n"
-     << "        if (candidate < 0) continue;\n"
-     << "        const " << type << " x = __ldcg(&row_value[c]);\n"
-     << "        long long rank = 0;\n"
-     << "        for (long long o = 0; o < count && rank < " << kk << "; ++o)\n"
-     << "          rank += " << better
-     << "(__ldcg(&row_value[o]), __ldcg(&row_index[o]), x, candidate);\n"
-     << "        if (rank < " << kk << ") {\n"
-     << "          long long j = rank;\n"
-     << "          out0[" << out.inputIndex << "] = candidate;\n"
-     << "        }\n"
-     << "      }\n"
-     << "    }\n"
-     << "    __syncthreads();\n"
-     << "  }\n}\n";
-  LaunchGeometry geometry;
-  geometry.grid[0] = static_cast<uint32_t>(parts);
-  setGridDim(geometry, 1, in.rows, 1, kMaxGrid);
-  geometry.block[0] = static_cast<uint32_t>(kBlockSize);
-  geometry.splitPartials = 2 * slots;
-  return geometry;
-}
-
-} // namespace
-
-FailureOr<LaunchGeometry> emitSort(KernelOp kernel, StringRef name,
-                                   llvm::raw_ostream &os) {
-  auto ops = kernel.getBody().front().without_terminator();
-  auto topK = dyn_cast<TopKOp>(*ops.begin());
-  if (!topK || std::next(ops.begin()) != ops.end() ||
-      !isa<BlockArgument>(topK.getInput()))
-    return kernel.emitOpError("sort kernels hold exactly one top_k of an input");
-  Sizes inShape = sizesOf(topK.getInput());
-  int64_t axis = topK.getAxis(), k = topK.getK();
-  SmallVector<bool> reduced(inShape.size(), false);
-  reduced[axis] = true;
-  RowLayout in = rowLayout(inShape, reduced);
-  RowLayout out = rowLayout(sizesOf(topK->getResult(0)), reduced);
-  Type et = topK.getInput().getType().getElementType();
-  std::string type = accumulatorType(et);
-  std::string better = std::string("kiln_arg_better<") +
-                       (topK.getLargest() ? "true" : "false") + ", false>";
-  if (int64_t parts = splitTopKParts(in, k))
-    return emitSplitTopK(kernel, name, in, out, et, k, better, parts, os);
-  // Each element's rank is the number of elements that come before it; the
-  // first k ranks are the result. Quadratic in the row, but with no
-  // synchronization and the same order as the reference's stable sort.
-  emitSignature(kernel, name, os);
-  os << "  for (long long row = blockIdx.x; row < " << in.rows
-     << "; row += gridDim.x) {\n"
-     << "    for (long long candidate = threadIdx.x; candidate < " << in.length
-     << "; candidate += blockDim.x) {\n"
-     << "      " << type << " x;\n"
-     << "      { long long j = candidate; x = (" << type << ")"
-     << loadExpr(et, "in0[" + in.inputIndex + "]") << "; }\n"
-     << "      long long rank = 0;\n"
-     << "      for (long long other = 0; other < " << in.length << " && rank < "
-     << k << "LL; ++other) {\n"
-     << "        long long j = other;\n"
-     << "        " << type << " y = (" << type << ")"
-     << loadExpr(et, "in0[" + in.inputIndex + "]") << ";\n"
-     << "        rank += kiln_arg_better<"
-     << (topK.getLargest() ? "true" : "false")
-     << ", false>(y, other, x, candidate);\n"
-     << "      }\n"
-     << "      if (rank < " << k << "LL) {\n"
-     << "        long long j = rank;\n"
-     << "        out0[" << out.inputIndex << "] = candidate;\n"
-     << "      }\n    }\n  }\n}\n";
-  LaunchGeometry geometry;
-  setGridDim(geometry, 0, in.rows, 1, kMaxGrid);
-  geometry.block[0] = static_cast<uint32_t>(rowBlockSize(in.length.upper()));
   return geometry;
 }
 
