@@ -240,20 +240,22 @@ Status Model::prepareRun(const std::vector<int64_t> &dims,
     } else {
       std::shared_ptr<Artifact> written;
       std::vector<int64_t> previous;
+      auto oldest = shapedPlans.end();
       if (shapedPlans.size() >= kMaxShapedPlans) {
-        auto oldest =
-            std::min_element(shapedPlans.begin(), shapedPlans.end(),
-                             [](const auto &a, const auto &b) {
-                               return a.second.lastUse < b.second.lastUse;
-                             });
-        // Held by no run: its storage becomes the new plan's.
+        oldest = std::min_element(shapedPlans.begin(), shapedPlans.end(),
+                                  [](const auto &a, const auto &b) {
+                                    return a.second.lastUse < b.second.lastUse;
+                                  });
+        // Held by no run: its storage becomes the new plan's (and is no
+        // longer the old dims' plan, whether or not the writing succeeds).
         if (oldest->second.plan.use_count() == 1) {
           // After the last reader's release of it (use_count is relaxed).
           std::atomic_thread_fence(std::memory_order_acquire);
           written = std::const_pointer_cast<Artifact>(oldest->second.plan);
           previous = oldest->first;
+          shapedPlans.erase(oldest);
+          oldest = shapedPlans.end();
         }
-        shapedPlans.erase(oldest);
       }
       std::string error;
       bool ok = written
@@ -263,6 +265,9 @@ Status Model::prepareRun(const std::vector<int64_t> &dims,
                                       error);
       if (!ok)
         return Status::error(StatusCode::InvalidArgument, error);
+      // A held plan makes room only once the new one is written.
+      if (oldest != shapedPlans.end())
+        shapedPlans.erase(oldest);
       shaped = written;
       shapedPlans[dims] = {std::move(written), ++shapedPlanUses};
     }

@@ -626,6 +626,7 @@ FailureOr<LaunchGeometry> emitReduction(KernelOp kernel, StringRef name,
        << "      __threadfence();\n"
        << "      last_block = atomicInc(&" << name
        << "_arrived[row], gridDim.x - 1) == gridDim.x - 1;\n"
+       << "      __threadfence();\n"
        << "    }\n"
        << "    __syncthreads();\n"
        << "    if (last_block) {\n"

@@ -17,15 +17,19 @@ namespace kiln {
 
 namespace {
 
-/// The most candidates a split top_k's last block ranks (the shares' k
-/// best each).
-constexpr int64_t kSplitTopKCandidatesMost = 65536;
-
 /// The blocks each row of a top_k of `k` over `in` splits into (splitRows),
-/// or 0 where its rows are not split.
+/// or 0 where its rows are not split. The last block ranks c = parts x k
+/// candidates, each of its kBlockSize threads c / kBlockSize of them over
+/// up to c others, where the unsplit kernel's longest walk is the row: a
+/// split pays while c^2 / kBlockSize stays within the row's length (a
+/// next token's k of 50 over 32,000 logits: 400 candidates; over 16,385
+/// elements, k up to 409).
 int64_t splitTopKParts(const RowLayout &in, int64_t k) {
   int64_t parts = splitRows(in);
-  return parts * k <= kSplitTopKCandidatesMost ? parts : 0;
+  if (!parts || k > in.length.upper() / parts)
+    return 0;
+  int64_t candidates = parts * k;
+  return candidates * candidates <= in.length.upper() * kBlockSize ? parts : 0;
 }
 
 /// A top_k whose long rows split over `parts` blocks each: a candidate's
@@ -98,6 +102,7 @@ FailureOr<LaunchGeometry> emitSplitTopK(KernelOp kernel, StringRef name,
      << "      __threadfence();\n"
      << "      last_block = atomicInc(&" << name
      << "_arrived[row], gridDim.x - 1) == gridDim.x - 1;\n"
+     << "      __threadfence();\n"
      << "    }\n"
      << "    __syncthreads();\n"
      << "    if (last_block) {\n"
