@@ -15,11 +15,18 @@ graph updated, how every step ran until 2026-12-04); and the default
 length-dependent launches updated in place). The table gives the median
 over --repeats processes.
 
+With --next-token K each model is also compiled with kilnc --next-token K
+(the greedy choice of the next token in the graph: its TopK over the
+vocabulary, whose kernel splits a long row over blocks since 2026-12-04),
+and timed updated in place: the loop reads one token id a step instead of
+the logits and its host's argmax.
+
 The exports are small (two layers, width 64): the step is launch-bound,
 which is where graphs matter. Correctness is not checked here:
 test/models/check_generate.py compares the same loop with onnxruntime.
 
-  bench/decode.py --tools build-gpu/bin [--backend cuda] [--out table.md]
+  bench/decode.py --tools build-gpu/bin [--backend cuda] [--next-token K]
+                  [--out table.md]
 """
 import argparse
 import os
@@ -62,6 +69,9 @@ def main():
     parser.add_argument("--models", default="gpt2-dynamo-kv,llama-dynamo-kv")
     parser.add_argument("--tokens", type=int, default=56)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--next-token", type=int, default=0,
+                        help="also time the model choosing its next token "
+                             "(kilnc --next-token K)")
     parser.add_argument("--out", default="")
     args = parser.parse_args()
     os.makedirs(args.work, exist_ok=True)
@@ -71,20 +81,28 @@ def main():
     # (label, KILN_CUDA_GRAPHS, KILN_CUDA_GRAPH_UPDATES)
     modes = [("off", "0", "1"), ("captured each step", "1", "0"),
              ("updated in place", "1", "1")]
+    # (artifact suffix, kilnc flags, the modes it is timed in)
+    builds = [("", [], modes)]
+    if args.next_token:
+        builds.append((f"-next{args.next_token}",
+                       ["--next-token", str(args.next_token)],
+                       [(f"updated in place, next token chosen on the GPU "
+                         f"(--next-token {args.next_token})", "1", "1")]))
     for name in args.models.split(","):
         folder = os.path.join(DATA, name)
-        so = os.path.join(args.work, name + ".so")
-        subprocess.run([os.path.join(args.tools, "kilnc"),
-                        os.path.join(folder, "model.onnx"), "-o", so,
-                        "--dim", decoding_dims(folder, window),
-                        "--kv-cache-in-place"], check=True)
-        for label, graphs, updates in modes:
-            steps = [step_ms(args.tools, so, args.backend, args.tokens, graphs,
-                             updates)
-                     for _ in range(args.repeats)]
-            peers.add_row(rows, name, label,
-                          f"{statistics.median(steps):.3f}",
-                          ", ".join(f"{s:.3f}" for s in steps))
+        for suffix, flags, timed in builds:
+            so = os.path.join(args.work, name + suffix + ".so")
+            subprocess.run([os.path.join(args.tools, "kilnc"),
+                            os.path.join(folder, "model.onnx"), "-o", so,
+                            "--dim", decoding_dims(folder, window),
+                            "--kv-cache-in-place"] + flags, check=True)
+            for label, graphs, updates in timed:
+                steps = [step_ms(args.tools, so, args.backend, args.tokens,
+                                 graphs, updates)
+                         for _ in range(args.repeats)]
+                peers.add_row(rows, name, label,
+                              f"{statistics.median(steps):.3f}",
+                              ", ".join(f"{s:.3f}" for s in steps))
     peers.publish("\n".join(rows) + "\n", args.out)
 
 

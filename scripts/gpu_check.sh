@@ -240,8 +240,9 @@ fi
 
 if want decode; then
   # A decoding loop's step with CUDA graphs off, captured at each length,
-  # and updated in place (bench/decode.py).
-  timeout 150 python3 bench/decode.py --tools build-gpu/bin \
+  # and updated in place, and with the model choosing its next token
+  # (bench/decode.py).
+  timeout 150 python3 bench/decode.py --tools build-gpu/bin --next-token 8 \
     --work build-gpu/decode --out "$out/decode.md" >"$out/decode.log" 2>&1
   note "bench/decode.py: exit $?"
   cat "$out/decode.md" >>"$summary" 2>/dev/null
