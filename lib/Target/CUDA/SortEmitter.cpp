@@ -17,6 +17,33 @@ namespace kiln {
 
 namespace {
 
+/// Positions a rank loop reads at a time: its exit test (rank reached k)
+/// waits for each load, so one position a step would wait a memory
+/// latency a step; a group's loads are issued together.
+constexpr int64_t kRankGroup = 8;
+
+/// Appends, at `indent`, the rank of candidate (x, candidate): the number
+/// of positions `other` in [first, end) whose element beats it (`load`
+/// defines `y`, the element, and `position`, its place in the row), counted
+/// until it reaches `k` (past which the candidate is not among the k best,
+/// and the count may overshoot).
+void emitRankLoop(llvm::raw_ostream &os, const std::string &indent,
+                  const std::string &first, const std::string &end,
+                  const std::string &k, const std::string &better,
+                  const std::string &load) {
+  os << indent << "long long rank = 0;\n"
+     << indent << "for (long long group = " << first << "; group < " << end
+     << " && rank < " << k << "; group += " << kRankGroup << ") {\n"
+     << "#pragma unroll\n"
+     << indent << "  for (int u = 0; u < " << kRankGroup << "; ++u) {\n"
+     << indent << "    const long long other = group + u;\n"
+     << indent << "    if (other >= " << end << ") break;\n"
+     << load << indent << "    rank += " << better
+     << "(y, position, x, candidate);\n"
+     << indent << "  }\n"
+     << indent << "}\n";
+}
+
 /// The blocks each row of a top_k of `k` over `in` splits into (splitRows),
 /// or 0 where its rows are not split. The last block ranks c = parts x k
 /// candidates, each of its kBlockSize threads c / kBlockSize of them over
@@ -82,16 +109,14 @@ FailureOr<LaunchGeometry> emitSplitTopK(KernelOp kernel, StringRef name,
         "candidate += blockDim.x) {\n"
      << "      " << type << " x;\n"
      << "      { long long j = candidate; x = (" << type << ")"
-     << loadExpr(et, "in0[" + in.inputIndex + "]") << "; }\n"
-     << "      long long rank = 0;\n"
-     << "      for (long long other = begin; other < end && rank < " << kk
-     << "; ++other) {\n"
-     << "        long long j = other;\n"
-     << "        " << type << " y = (" << type << ")"
-     << loadExpr(et, "in0[" + in.inputIndex + "]") << ";\n"
-     << "        rank += " << better << "(y, other, x, candidate);\n"
-     << "      }\n"
-     << "      if (rank < " << kk << ") {\n"
+     << loadExpr(et, "in0[" + in.inputIndex + "]") << "; }\n";
+  std::string loadInput = "          long long j = other;\n"
+                          "          const long long position = other;\n"
+                          "          const " +
+                          type + " y = (" + type + ")" +
+                          loadExpr(et, "in0[" + in.inputIndex + "]") + ";\n";
+  emitRankLoop(os, "      ", "begin", "end", kk, better, loadInput);
+  os << "      if (rank < " << kk << ") {\n"
      << "        part_index[rank] = candidate;\n"
      << "        part_value[rank] = x;\n"
      << "      }\n"
@@ -114,12 +139,13 @@ FailureOr<LaunchGeometry> emitSplitTopK(KernelOp kernel, StringRef name,
      << "      for (long long c = threadIdx.x; c < count; c += blockDim.x) {\n"
      << "        const long long candidate = __ldcg(&row_index[c]);\n"
      << "        if (candidate < 0) continue;\n"
-     << "        const " << type << " x = __ldcg(&row_value[c]);\n"
-     << "        long long rank = 0;\n"
-     << "        for (long long o = 0; o < count && rank < " << kk << "; ++o)\n"
-     << "          rank += " << better
-     << "(__ldcg(&row_value[o]), __ldcg(&row_index[o]), x, candidate);\n"
-     << "        if (rank < " << kk << ") {\n"
+     << "        const " << type << " x = __ldcg(&row_value[c]);\n";
+  emitRankLoop(os, "        ", "0", "count", kk, better,
+               "            const long long position = "
+               "__ldcg(&row_index[other]);\n"
+               "            const " +
+                   type + " y = __ldcg(&row_value[other]);\n");
+  os << "        if (rank < " << kk << ") {\n"
      << "          long long j = rank;\n"
      << "          out0[" << out.inputIndex << "] = candidate;\n"
      << "        }\n"
@@ -167,18 +193,16 @@ FailureOr<LaunchGeometry> emitSort(KernelOp kernel, StringRef name,
      << "; candidate += blockDim.x) {\n"
      << "      " << type << " x;\n"
      << "      { long long j = candidate; x = (" << type << ")"
-     << loadExpr(et, "in0[" + in.inputIndex + "]") << "; }\n"
-     << "      long long rank = 0;\n"
-     << "      for (long long other = 0; other < " << in.length << " && rank < "
-     << k << "LL; ++other) {\n"
-     << "        long long j = other;\n"
-     << "        " << type << " y = (" << type << ")"
-     << loadExpr(et, "in0[" + in.inputIndex + "]") << ";\n"
-     << "        rank += kiln_arg_better<"
-     << (topK.getLargest() ? "true" : "false")
-     << ", false>(y, other, x, candidate);\n"
-     << "      }\n"
-     << "      if (rank < " << k << "LL) {\n"
+     << loadExpr(et, "in0[" + in.inputIndex + "]") << "; }\n";
+  std::string length;
+  llvm::raw_string_ostream(length) << in.length;
+  emitRankLoop(os, "      ", "0", length, std::to_string(k) + "LL", better,
+               "          long long j = other;\n"
+               "          const long long position = other;\n"
+               "          const " +
+                   type + " y = (" + type + ")" +
+                   loadExpr(et, "in0[" + in.inputIndex + "]") + ";\n");
+  os << "      if (rank < " << k << "LL) {\n"
      << "        long long j = rank;\n"
      << "        out0[" << out.inputIndex << "] = candidate;\n"
      << "      }\n    }\n  }\n}\n";
