@@ -605,7 +605,9 @@ def reduction_cases():
 
     for op in ["ArgMax", "ArgMin"]:
         for last in [0, 1]:
-            for shape, axis in [([3, 1000], 1), ([2, 257, 3], 1), ([33, 7], 0)]:
+            # [2, 40001]: rows split over blocks (splitRowParts).
+            for shape, axis in [([3, 1000], 1), ([2, 257, 3], 1), ([33, 7], 0),
+                                ([2, 40001], 1)]:
                 slabel = "x".join(map(str, shape)) + f"_axis{axis}"
                 cases.append(Case(
                     "reduction", f"{op.lower()}_ties_last{last}_{slabel}",

@@ -263,8 +263,10 @@ __device__ T kiln_block_inclusive_scan(T v, T *scratch, T *total) {
   *total = scratch[warps - 1];
   return v;
 }
+// The block's best (value, position) pair: returns the position, and
+// leaves the value in v (a split arg op stores both).
 template <bool Max, bool Last, class T>
-__device__ long long kiln_block_arg(T v, long long i, T *values,
+__device__ long long kiln_block_arg(T &v, long long i, T *values,
                                     long long *positions) {
   for (int pass = 0; pass < 2; ++pass) {
     for (int o = 16; o > 0; o >>= 1) {

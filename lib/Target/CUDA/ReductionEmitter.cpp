@@ -14,7 +14,7 @@
 // index (BodyEmitter::get), never the kernel's raw input. Floats accumulate in
 // their compute type (fp64 for f64, fp32 for the others), integers and booleans
 // in 64 bits: unsigned long long for unsigned types, so that they order as
-// unsigned values, long long for the others. A plain reduction of a few long
+// unsigned values, long long for the others. A reduce or arg op of a few long
 // rows splits each row over blocks, the last block of the row to arrive at
 // its counter finishing it (splitRows, RowLayout.h).
 //
@@ -184,10 +184,10 @@ Accumulator accumulatorFor(Operation *reduction) {
 }
 
 /// The blocks each row of `reduction` splits into (splitRows) where it is
-/// a plain reduction (reduce ops); 0 for the others.
+/// a reduce or arg op; 0 for softmax, the norms and cumsum.
 int64_t splitRowParts(Operation *reduction, const RowLayout &layout) {
-  if (!isa<ReduceMaxOp, ReduceMinOp, ReduceSumOp, ReduceMeanOp, ReduceProdOp>(
-          reduction))
+  if (!isa<ReduceMaxOp, ReduceMinOp, ReduceSumOp, ReduceMeanOp, ReduceProdOp,
+           ArgMaxOp, ArgMinOp>(reduction))
     return 0;
   return splitRows(layout);
 }
@@ -366,17 +366,21 @@ FailureOr<LaunchGeometry> emitReduction(KernelOp kernel, StringRef name,
                : llvm::formatv("kiln_block_{0}({1}, scratch)", op, value).str();
   };
 
-  // A plain reduction of few long rows splits each row over blocks.
+  // A reduce or arg op of few long rows splits each row over blocks: the
+  // blocks' partial results (an arg op's positions, then its values) go to
+  // scratch.
   int64_t splitParts = splitRowParts(reduction, layout);
   if (splitParts) {
-    Accumulator acc = accumulatorFor(reduction);
+    std::string partialType = isa<ArgMaxOp, ArgMinOp>(reduction)
+                                  ? "long long"
+                                  : accumulatorFor(reduction).type;
     os << "// The arrivals at each row of " << name << " (a split reduction).\n"
        << "KILN_PER_CONTEXT unsigned int " << name << "_arrived["
        << layout.rows.upper() << "];\n";
     emitSignature(
         kernel, name, os,
         storageType(tensorType(kernel.getResult(0)).getElementType()) +
-            " *__restrict__ out0, " + acc.type + " *__restrict__ partials");
+            " *__restrict__ out0, " + partialType + " *__restrict__ partials");
   } else {
     emitSignature(kernel, name, os);
   }
@@ -563,6 +567,67 @@ FailureOr<LaunchGeometry> emitReduction(KernelOp kernel, StringRef name,
     setGridDim(geometry, 0, layout.rows, 1, kMaxGrid);
     geometry.block[0] = static_cast<uint32_t>(rowBlockSize(length.upper()));
     return geometry;
+  } else if (isa<ArgMaxOp, ArgMinOp>(reduction) && splitParts) {
+    // As a split reduction (below), each block's best and its position:
+    // positions first, then the values.
+    std::string type = accumulatorType(tensorType(input).getElementType());
+    std::string params = llvm::formatv(
+        "<{0}, {1}>", isa<ArgMaxOp>(reduction) ? "true" : "false",
+        reduction->getAttrOfType<BoolAttr>("select_last_index").getValue()
+            ? "true"
+            : "false");
+    std::string slot = "row * gridDim.x + ";
+    os << "  __shared__ " << type << " scratch_value[32];\n"
+       << "  __shared__ long long scratch_index[32];\n"
+       << "  __shared__ bool last_block;\n"
+       << "  " << type << " *const values = reinterpret_cast<" << type
+       << " *>(partials + " << layout.rows.upper() * splitParts << "LL);\n"
+       << "  const long long share = (" << layout.length
+       << " + gridDim.x - 1) / gridDim.x;\n"
+       << "  const long long begin = (long long)blockIdx.x * share;\n"
+       << "  const long long end = begin + share < " << layout.length
+       << " ? begin + share : " << layout.length << ";\n"
+       << "  for (long long row = blockIdx.y; row < " << layout.rows
+       << "; row += gridDim.y) {\n"
+       << "    " << type << " best = 0;\n"
+       << "    long long best_j = -1;\n"
+       << "    // the best element of this block's share and its position\n"
+       << "    for (long long j = begin + threadIdx.x; j < end; j += "
+          "blockDim.x) {\n"
+       << "      long long x_idx = " << layout.inputIndex << ";\n";
+    auto x = emitPrologue("      ");
+    if (failed(x))
+      return fail();
+    os << "      if (kiln_arg_better" << params << "((" << type << ")" << *x
+       << ", j, best, best_j)) {\n"
+       << "        best = " << *x << ";\n        best_j = j;\n      }\n    }\n"
+       << "    best_j = kiln_block_arg" << params
+       << "(best, best_j, scratch_value, scratch_index);\n"
+       << "    if (threadIdx.x == 0) {\n"
+       << "      partials[" << slot << "blockIdx.x] = best_j;\n"
+       << "      values[" << slot << "blockIdx.x] = best;\n"
+       << "      __threadfence();\n"
+       << "      last_block = atomicInc(&" << name
+       << "_arrived[row], gridDim.x - 1) == gridDim.x - 1;\n"
+       << "      __threadfence();\n"
+       << "    }\n"
+       << "    __syncthreads();\n"
+       << "    if (last_block) {\n"
+       << "    __threadfence();\n"
+       << "    best = 0;\n"
+       << "    best_j = -1;\n"
+       << "    for (long long p = threadIdx.x; p < gridDim.x; p += blockDim.x) "
+          "{\n"
+       << "      const long long i = __ldcg(&partials[" << slot << "p]);\n"
+       << "      const " << type << " v = __ldcg(&values[" << slot << "p]);\n"
+       << "      if (kiln_arg_better" << params << "(v, i, best, best_j)) {\n"
+       << "        best = v;\n        best_j = i;\n      }\n    }\n"
+       << "    best_j = kiln_block_arg" << params
+       << "(best, best_j, scratch_value, scratch_index);\n"
+       << "    if (threadIdx.x == 0) {\n"
+       << "      long long out_idx = row;\n";
+    valueName = body.fresh();
+    os << "      long long " << valueName << " = best_j;\n";
   } else if (isa<ArgMaxOp, ArgMinOp>(reduction)) {
     std::string type = accumulatorType(tensorType(input).getElementType());
     std::string params = llvm::formatv(
@@ -699,7 +764,9 @@ FailureOr<LaunchGeometry> emitReduction(KernelOp kernel, StringRef name,
     geometry.grid[0] = static_cast<uint32_t>(splitParts);
     setGridDim(geometry, 1, layout.rows, 1, kMaxGrid);
     geometry.block[0] = static_cast<uint32_t>(kBlockSize);
-    geometry.splitPartials = layout.rows.upper() * splitParts;
+    // Arg ops keep a position and a value a block.
+    geometry.splitPartials = layout.rows.upper() * splitParts *
+                             (isa<ArgMaxOp, ArgMinOp>(reduction) ? 2 : 1);
     return geometry;
   }
   if (warpPerRow) {
