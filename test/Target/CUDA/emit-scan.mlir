@@ -15,9 +15,13 @@
 // CHECK: carry = kiln_add(carry, total);
 // CHECK: long long j = (300LL - 1 - p);
 // CHECK: out0[x_idx] =
-// Each candidate's rank counts the elements before it; ranks below k land.
+// Each candidate's rank counts the elements before it, eight positions a
+// step, until it reaches k; ranks below k land.
 // CHECK: extern "C" __global__ void kiln_sort_1(const int *__restrict__ in0, long long *__restrict__ out0)
-// CHECK: rank += kiln_arg_better<true, false>(y, other, x, candidate);
+// CHECK: for (long long group = 0; group < 9LL && rank < 3LL; group += 8) {
+// CHECK: const long long other = group + u;
+// CHECK-NEXT: if (other >= 9LL) break;
+// CHECK: rank += kiln_arg_better<true, false>(y, position, x, candidate);
 // CHECK: out0[row * 3LL + j] = candidate;
 
 // PLAN: launch kiln_reduction_0 grid 2 block 256
