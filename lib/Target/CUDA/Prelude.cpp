@@ -61,7 +61,8 @@ __device__ __forceinline__ long long kiln_gather_index(long long index,
 // site (1-based, the artifact's indexSites) here and is clamped; the runtime
 // reads the flag once after each run and fails it naming the ONNX node. Any
 // one of several racing sites may win: each names a real fault. On the host
-// backend, execution contexts run on their own OS threads: one flag each.
+// backend a run's kernels run on its caller's thread, which then reads the
+// flag: one flag a thread.
 #ifdef KILN_HOST_EMULATION
 thread_local unsigned int kiln_index_error;
 #else
