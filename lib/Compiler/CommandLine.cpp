@@ -152,6 +152,12 @@ struct KernelCLOptions {
                      "kiln-run --gemm (off by default until a GPU validates "
                      "them: they are most of a small model's compile time)"),
       llvm::cl::init(false)};
+  llvm::cl::opt<int64_t> fp8WgmmaRows{
+      "fp8-wgmma-rows",
+      llvm::cl::desc("an FP8 Q/DQ GEMM of a 16-bit product runs on Hopper's "
+                     "float8 wgmma from N rows (default 0: from where its "
+                     "128x128 tiles fill the GPU; -1 never)"),
+      llvm::cl::value_desc("N"), llvm::cl::init(0)};
   llvm::cl::opt<int64_t> attentionWarps{
       "attention-warps",
       llvm::cl::desc("tensor-core attention: warps a block, 4 or 8 (default: "
@@ -200,6 +206,11 @@ std::string applyKernelCLOptions(CompileOptions &options) {
   if (!kernelCLOptions.isConstructed())
     return "";
   options.gemmKernels = kernelCLOptions->gemmKernels;
+  options.fp8WgmmaRows = kernelCLOptions->fp8WgmmaRows;
+  if (options.fp8WgmmaRows < -1)
+    return "--fp8-wgmma-rows: " + std::to_string(options.fp8WgmmaRows) +
+           " is neither a count of rows, 0 (the compiler's choice) nor -1 "
+           "(never)";
   AttentionOverrides &attention = options.attention;
   attention.warps = kernelCLOptions->attentionWarps;
   attention.rowsPerWarp = kernelCLOptions->attentionRowsPerWarp;
@@ -276,6 +287,7 @@ std::vector<std::string> givenCompileOnlyFlags() {
   if (kernelCLOptions.isConstructed()) {
     const KernelCLOptions &o = *kernelCLOptions;
     note(o.gemmKernels);
+    note(o.fp8WgmmaRows);
     note(o.attentionWarps);
     note(o.attentionRowsPerWarp);
     note(o.attentionWgmma);

@@ -122,6 +122,7 @@ LogicalResult lowerToArtifact(ModuleOp module, const CompileOptions &options,
   cudaOptions.checkIndices = !options.uncheckedIndices;
   cudaOptions.allowTf32 = options.allowTf32;
   cudaOptions.gemmKernels = options.gemmKernels;
+  cudaOptions.fp8WgmmaRows = options.fp8WgmmaRows;
   const AttentionOverrides &attention = options.attention;
   cudaOptions.attentionWarps = attention.warps;
   cudaOptions.attentionRowsPerWarp = attention.rowsPerWarp;

@@ -2,7 +2,9 @@
 //
 // `wgmma.mma_async.sync.aligned.m64nNk16.f32.f16.f16` (and .bf16) with A
 // from registers or from shared memory and B from shared memory through
-// matrix descriptors, with wgmma.fence, commit_group and wait_group,
+// matrix descriptors, `.m64nNk32.f32.e4m3.e4m3` with both from shared
+// memory (K-major: the ISA allows no other layout for 8-bit operands),
+// with wgmma.fence, commit_group and wait_group,
 // emulated over the lanes of kiln_cuda_host.h. Generated code reaches them
 // through kiln_wgmma_desc, kiln_wgmma_desc_swizzled, kiln_wgmma_fence,
 // kiln_wgmma_commit, kiln_wgmma_wait<N> and the per-shape functions
@@ -36,6 +38,10 @@
 //   writes (kiln_cuda_host_tma.h). So a K-major tile written by such a copy
 //   as rows of S bytes is read with SBO = 8 * S, and the descriptor of its
 //   k-th 16 columns starts 32 * k bytes in.
+//   An 8-bit operand (K-major only) has the same core matrices of 8 rows of
+//   16 bytes, each k a byte: (mn / 8) * SBO + (mn % 8) * 16 + (k / 16) * LBO
+//   + k % 16 with no swizzle, (mn / 8) * SBO + (mn % 8) * S + k % 32 with
+//   one; an instruction's K (32) is 32 bytes, as for 16 bits.
 // - The descriptor (64 bits): start address >> 4 in bits 0-13, LBO >> 4 in
 //   16-29, SBO >> 4 in 32-45, base offset in 49-51, layout in 62-63 (0 no
 //   swizzle, 1 128 bytes, 2 64, 3 32). Host shared memory has no 18-bit
@@ -91,6 +97,8 @@ struct Product {
   unsigned warp;
   kiln_smem_desc b;
   bool transB, bf16, accumulate;
+  /// Both operands float8 E4M3FN, K-major in shared memory (k32).
+  bool e4m3 = false;
 };
 
 [[noreturn]] inline void fail(const char *what) {
@@ -130,9 +138,51 @@ inline float operandAt(kiln_smem_desc desc, bool mnMajor, bool bf16,
               : kiln_host_mma::widen<false>(bits);
 }
 
+/// Element (mn, k) of the K-major 8-bit operand `desc` describes, as a
+/// float8 E4M3FN value (exact in float).
+inline float e4m3At(kiln_smem_desc desc, unsigned mn, unsigned k) {
+  size_t lbo = size_t(desc.bits >> 16 & 0x3fffu) << 4,
+         sbo = size_t(desc.bits >> 32 & 0x3fffu) << 4;
+  unsigned span = swizzleOf(desc);
+  size_t offset = span == 0
+                      ? (mn / 8) * sbo + (mn % 8) * 16 + (k / 16) * lbo + k % 16
+                      : (mn / 8) * sbo + (mn % 8) * span + k % 32;
+  uintptr_t start = uintptr_t(desc.start) & ~uintptr_t(15);
+  const unsigned char *at = reinterpret_cast<const unsigned char *>(
+      kiln_host_tma::swizzled(start + offset, span));
+  return kiln_host_mma::e4m3Byte(*at, 0);
+}
+
+/// D = A * B (+ D) for an .e4m3 product: 64x32 by 32xN, the products exact
+/// in double, each sum rounded once to float. The GPU's float8 tensor cores
+/// keep fewer bits while they sum (DeepSeek-V3's report measured about 14
+/// on Hopper); a kernel bounds that by adding each few products' sums into
+/// its own fp32 registers (QdqGemmEmitter.cpp), which no emulation of the
+/// ISA's words can model.
+inline void landE4M3(const Product &p) {
+  unsigned lane = kiln_host_self->lane;
+  unsigned g = kiln_host_mma::groupOf(lane),
+           t = kiln_host_mma::threadInGroup(lane);
+  float a[16][32];
+  for (unsigned r = 0; r < 16; ++r)
+    for (unsigned k = 0; k < 32; ++k)
+      a[r][k] = e4m3At(p.aDesc, 16 * p.warp + r, k);
+  for (unsigned i = 0; i < p.n / 2; ++i) {
+    unsigned row = g + 8 * ((i / 2) % 2), col = 8 * (i / 4) + 2 * t + i % 2;
+    double sum = p.accumulate ? p.d[i] : 0.0;
+    for (unsigned k = 0; k < 32; ++k)
+      sum += double(a[row][k]) * double(e4m3At(p.b, col, k));
+    p.d[i] = float(sum);
+  }
+}
+
 /// D = A * B (+ D) for this lane's accumulators: products of 16-bit values
 /// exact in double, the sum rounded once to float.
 inline void land(const Product &p) {
+  if (p.e4m3) {
+    landE4M3(p);
+    return;
+  }
   unsigned lane = kiln_host_self->lane;
   unsigned g = kiln_host_mma::groupOf(lane),
            t = kiln_host_mma::threadInGroup(lane);
@@ -194,6 +244,20 @@ inline void issueShared(float *d, kiln_smem_desc a, kiln_smem_desc b,
     fail("the emulation reads only descriptors of base offset 0");
   p.aShared = true;
   p.aDesc = a;
+  kiln_host_mma::pendingOf<Product>().open.push_back(p);
+}
+
+/// The .e4m3 form (64x32 A and 32xN B, K-major in shared memory), both
+/// read when it lands.
+template <unsigned N>
+inline void issueSharedE4M3(float *d, kiln_smem_desc a, kiln_smem_desc b,
+                            int scaleD) {
+  Product p = product<N, false, false>(d, b, scaleD);
+  if ((a.bits >> 49 & 7u) != 0)
+    fail("the emulation reads only descriptors of base offset 0");
+  p.aShared = true;
+  p.aDesc = a;
+  p.e4m3 = true;
   kiln_host_mma::pendingOf<Product>().open.push_back(p);
 }
 

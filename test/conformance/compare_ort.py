@@ -2,10 +2,13 @@
 """Checks Kiln's outputs against onnxruntime (CPU) on the same inputs.
 
   compare_ort.py MODEL.onnx|MODEL.onnxtxt DIR [--exact-quantized]
+                 [--rel-l2 BOUND]
 
 DIR is a `kiln-run --output-dir`: it holds inputs/NAME.npy (the inputs Kiln
 ran on) and NAME.npy per output. Passes within the fp32 numerics contract
-(rtol 1e-4, atol 1e-5; no NaN where the reference is finite).
+(rtol 1e-4, atol 1e-5; no NaN where the reference is finite); with
+--rel-l2, within the 16-bit contract's relative L2 error instead (a model
+built at --precision fp16|bf16 against the fp32 model).
 --exact-quantized keeps onnxruntime from fusing Q/DQ pairs and dequantized
 weights into its integer kernels (session.disable_quant_qdq, accuracy level
 1), which are less exact than the definitions, and runs the graph as
@@ -44,6 +47,8 @@ def main():
     feeds = {i.name: np.load(os.path.join(folder, "inputs", i.name + ".npy"))
              for i in session.get_inputs()}
     expected = session.run(None, feeds)
+    rel_l2_bound = (float(sys.argv[sys.argv.index("--rel-l2") + 1])
+                    if "--rel-l2" in sys.argv else None)
     ok = True
     for info, want in zip(session.get_outputs(), expected):
         got = np.load(os.path.join(folder, info.name + ".npy"))
@@ -53,10 +58,20 @@ def main():
             want = want.view(FLOAT8[info.type]).astype(np.float32)
         diff = np.abs(got.astype(np.float64) - want.astype(np.float64))
         worst = float(diff.max()) if diff.size else 0.0
-        close = np.allclose(got, want, rtol=1e-4, atol=1e-5, equal_nan=True)
         finite = not np.any(np.isfinite(want) & ~np.isfinite(got))
-        print(f"onnxruntime vs kiln: {info.name} max_abs {worst:.3e} "
-              f"{'ok' if close and finite else 'MISMATCH'}")
+        if rel_l2_bound is None:
+            close = np.allclose(got, want, rtol=1e-4, atol=1e-5,
+                                equal_nan=True)
+            measured = ""
+        else:
+            want64 = want.astype(np.float64)
+            norm = float(np.linalg.norm(want64))
+            rel_l2 = float(np.linalg.norm(got.astype(np.float64) - want64)) / (
+                norm if norm > 0 else 1.0)
+            close = rel_l2 <= rel_l2_bound
+            measured = f" rel_l2 {rel_l2:.3e}"
+        print(f"onnxruntime vs kiln: {info.name} max_abs {worst:.3e}"
+              f"{measured} {'ok' if close and finite else 'MISMATCH'}")
         ok &= close and finite
     return 0 if ok else 1
 

@@ -64,6 +64,10 @@ struct CudaEmitOptions {
   /// Each float matmul step offers Kiln's GEMM kernels beside cuBLASLt
   /// (rt::MatmulStep::kernels), which the runtime runs only when asked.
   bool gemmKernels = false;
+  /// The fewest rows at which an FP8 Q/DQ GEMM of a 16-bit product runs on
+  /// Hopper's float8 wgmma (kilnc --fp8-wgmma-rows); 0 leaves it to
+  /// chooseQdqWgmma (where its 128 x 128 tiles fill the GPU), -1 never.
+  int64_t fp8WgmmaRows = 0;
   AttentionOverrides attention;
 };
 
@@ -136,7 +140,9 @@ enum class GemmForm : uint8_t {
   /// tileN tile of C; tensor copies (TMA) bring tiles of tileK = 64 columns
   /// of K into `stages` buffers of shared memory in the 128-byte swizzle,
   /// and wgmma multiplies them from there. The run passes the kernel tensor
-  /// maps of A and B (rt::GemmCandidate::tensorMaps).
+  /// maps of A and B (rt::GemmCandidate::tensorMaps). The FP8 Q/DQ GEMM's
+  /// Hopper form (QdqWgmmaEmitter.cpp) is this form over float8 bytes:
+  /// tileK = 128 bytes, staged by cp.async instead, no tensor maps.
   Wgmma,
   /// fp32's tiles on the CUDA cores (GemmEmitter.cpp): the mma form's
   /// tiles, warps, staging and epilogue, each thread computing the

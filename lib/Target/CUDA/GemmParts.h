@@ -55,6 +55,16 @@ std::string finishOf(const GemmKernelKind &kind);
 /// and the store of its value.
 std::string finishThroughTail(const GemmKernelKind &kind,
                               const QdqGemmTail &tail);
+/// The placeholders both forms of the Q/DQ GEMM (QdqGemmEmitter.cpp,
+/// QdqWgmmaEmitter.cpp) and their combine share: packedValues' for a row of
+/// `shape.rowBytes` bytes, with the tail's storage, parameters and finish
+/// where there is one; the activations' scale's $A_ELEMENT and $A_TO_FLOAT;
+/// and $STORE of an element's scaled sum `v` (the split's partial, or the
+/// finish).
+std::vector<std::pair<std::string, std::string>>
+qdqValues(const QdqGemmShape &shape, int64_t splitK, const std::string &name,
+          const std::string &rows, const std::string &dims,
+          const QdqGemmTail *tail);
 /// The same epilogue reading its choices at run time (`r_mat`, `bias`,
 /// `activation`), for the reduce kernel, which loops over elements.
 std::string finishAtRunTime(rt::DType dtype, bool widen);

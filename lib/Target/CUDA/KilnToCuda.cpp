@@ -93,6 +93,7 @@ struct KilnToCudaPass
     options.checkIndices = checkIndices;
     options.allowTf32 = allowTf32;
     options.gemmKernels = gemmKernels;
+    options.fp8WgmmaRows = fp8WgmmaRows;
     AttentionOverrides &attention = options.attention;
     attention.warps = attentionWarps;
     attention.rowsPerWarp = attentionRowsPerWarp;

@@ -239,13 +239,13 @@ private:
   /// main kernel on `inputs`, then the kernel's epilogue's bias and
   /// residual, the inputs its tail reads (`tailInputs`), the result and,
   /// split, scratch for the partial sums; then the combine of the splits.
-  /// Records the configuration.
-  mlir::LogicalResult
-  pushPackedLaunches(KernelOp kernel, const std::string &name,
-                     const GemmConfig &config, const Size &m, int64_t n,
-                     int64_t mostRows, llvm::ArrayRef<DimExpr> when,
-                     llvm::ArrayRef<uint32_t> inputs,
-                     llvm::ArrayRef<uint32_t> tailInputs = {});
+  /// The main kernel takes `sharedBytes` of dynamic shared memory. Records
+  /// the configuration.
+  mlir::LogicalResult pushPackedLaunches(
+      KernelOp kernel, const std::string &name, const GemmConfig &config,
+      const Size &m, int64_t n, int64_t mostRows, llvm::ArrayRef<DimExpr> when,
+      llvm::ArrayRef<uint32_t> inputs, llvm::ArrayRef<uint32_t> tailInputs = {},
+      uint32_t sharedBytes = 0);
 
   /// The model's dim parameters as a launch step's kernel takes them after
   /// its buffers (", long long kd_...").

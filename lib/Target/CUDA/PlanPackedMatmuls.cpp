@@ -99,7 +99,8 @@ std::string PlanBuilder::dimParameters() {
 LogicalResult PlanBuilder::pushPackedLaunches(
     KernelOp kernel, const std::string &name, const GemmConfig &config,
     const Size &m, int64_t n, int64_t mostRows, ArrayRef<DimExpr> when,
-    ArrayRef<uint32_t> inputs, ArrayRef<uint32_t> tailInputs) {
+    ArrayRef<uint32_t> inputs, ArrayRef<uint32_t> tailInputs,
+    uint32_t sharedBytes) {
   GemmEpilogueAttr epilogue = kernel.getEpilogueAttr();
   std::optional<uint32_t> bias, residual;
   if (epilogue.getBias() >= 0)
@@ -129,6 +130,7 @@ LogicalResult PlanBuilder::pushPackedLaunches(
       static_cast<uint32_t>((mostRows + config.tileM - 1) / config.tileM),
       static_cast<uint32_t>(config.splitK)};
   main.block = {static_cast<uint32_t>(config.threads()), 1, 1};
+  main.sharedBytes = sharedBytes;
   if (!m.getExpr().isConstant())
     main.symbolicGrid[1] =
         SymbolicGridDim{m.getExpr(), config.tileM, int64_t(main.grid[1])};

@@ -5,8 +5,9 @@
 // in it the activations' dequantization (QuantizedActivations.h) and the
 // weights' kiln.dequantize, so the kernel reads both as the bytes they
 // are. The Q/DQ GEMM (QdqGemmEmitter.cpp) runs it at every row count, a
-// launch step as the packed kernels' are; its epilogue is the GEMM
-// kernel's.
+// launch step as the packed kernels' are, except float8 runs of enough
+// rows, which take its Hopper form (QdqWgmmaEmitter.cpp); its epilogue is
+// the GEMM kernel's.
 //
 //===----------------------------------------------------------------------===//
 
@@ -104,8 +105,6 @@ LogicalResult PlanBuilder::addQdqGemm(KernelOp kernel, MatmulOp matmul,
   // the report's roofline reads).
   std::string name = (shape.float8 ? "kiln_gemmf8_" : "kiln_gemmi8_") +
                      std::to_string(artifact.kernelNames.size());
-  GemmConfig config =
-      packedTileConfig(shape.leastM, shape.upperM, shape.n, shape.k);
   std::optional<QdqGemmTail> tail;
   SmallVector<uint32_t> tailInputs;
   if (epilogue.getTail()) {
@@ -114,10 +113,46 @@ LogicalResult PlanBuilder::addQdqGemm(KernelOp kernel, MatmulOp matmul,
       return failure();
     tail = std::move(*made);
   }
-  emitQdqGemm(shape, config, name, m.str(), dimParameters(),
-              tail ? &*tail : nullptr, source);
-  return pushPackedLaunches(kernel, name, config, m, shape.n, shape.upperM, {},
-                            inputs, tailInputs);
+  // Float8 runs of enough rows take Hopper's float8 wgmma; the mma.sync
+  // form runs the others. Each path's launches run at the rows of its range
+  // (a guard is 1 where it holds, else 0).
+  QdqWgmmaChoice hopper = chooseQdqWgmma(shape, options.fp8WgmmaRows);
+  int64_t mmaRows = hopper.config ? hopper.fewestRows - 1 : shape.upperM;
+  std::string dims = dimParameters();
+  if (mmaRows >= shape.leastM) {
+    SmallVector<DimExpr, 1> when;
+    if (hopper.config) {
+      std::optional<DimExpr> atMost =
+          DimExpr::sub(DimExpr::constant(mmaRows + 1), m.getExpr());
+      if (!atMost)
+        return kernel.emitOpError("has rows whose bound overflows");
+      when.push_back(*atMost);
+    }
+    GemmConfig config =
+        packedTileConfig(shape.leastM, mmaRows, shape.n, shape.k);
+    emitQdqGemm(shape, config, name, m.str(), dims, tail ? &*tail : nullptr,
+                source);
+    if (failed(pushPackedLaunches(kernel, name, config, m, shape.n, mmaRows,
+                                  when, inputs, tailInputs)))
+      return failure();
+  }
+  if (!hopper.config)
+    return success();
+  SmallVector<DimExpr, 1> when;
+  if (mmaRows >= shape.leastM) {
+    std::optional<DimExpr> past =
+        DimExpr::sub(m.getExpr(), DimExpr::constant(mmaRows));
+    if (!past)
+      return kernel.emitOpError("has rows whose bound overflows");
+    when.push_back(*past);
+  }
+  std::string hopperName = name + "_wgmma";
+  emitQdqWgmmaGemm(shape, *hopper.config, hopperName, m.str(), dims,
+                   tail ? &*tail : nullptr, source);
+  return pushPackedLaunches(
+      kernel, hopperName, *hopper.config, m, shape.n, shape.upperM, when,
+      inputs, tailInputs,
+      static_cast<uint32_t>(qdqWgmmaSharedBytes(*hopper.config)));
 }
 
 FailureOr<QdqGemmTail>

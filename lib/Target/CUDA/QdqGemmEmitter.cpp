@@ -144,15 +144,12 @@ constexpr const char *kStageTile = R"cuda(    {
 
 } // namespace
 
-void emitQdqGemm(const QdqGemmShape &shape, const GemmConfig &config,
-                 const std::string &name, const std::string &rows,
-                 const std::string &dims, const QdqGemmTail *tail,
-                 llvm::raw_ostream &os) {
-  assert(config.form == GemmForm::Mma && config.tileN == 64 &&
-         config.tileK == 64 && config.warpsM == 1 && config.warpsN == 4 &&
-         config.tileM % 16 == 0 && config.tileM <= 64 &&
-         "the Q/DQ GEMM's layout");
-  auto str = [](int64_t v) { return std::to_string(v); };
+namespace gemm {
+
+std::vector<std::pair<std::string, std::string>>
+qdqValues(const QdqGemmShape &shape, int64_t splitK, const std::string &name,
+          const std::string &rows, const std::string &dims,
+          const QdqGemmTail *tail) {
   // The epilogue's placeholders are the packed kernels' (one block a row of
   // signed bytes with no zero points, which the epilogue does not read).
   PackedGemvShape packed;
@@ -166,7 +163,7 @@ void emitQdqGemm(const QdqGemmShape &shape, const GemmConfig &config,
   packed.residual = shape.residual;
   packed.activation = shape.activation;
   std::vector<std::pair<std::string, std::string>> values =
-      gemm::packedValues(packed, config.splitK, name, rows, dims);
+      packedValues(packed, splitK, name, rows, dims);
   // A tail computes and stores the element's value of its own type.
   if (tail) {
     GemmKernelKind kind;
@@ -180,11 +177,34 @@ void emitQdqGemm(const QdqGemmShape &shape, const GemmConfig &config,
       else if (placeholder == "$TAIL_PARAMETERS")
         value = tail->parameters;
       else if (placeholder == "$FINISH")
-        value = gemm::finishThroughTail(kind, *tail);
+        value = finishThroughTail(kind, *tail);
     }
   }
-  gemm::HalfSpelling scaleSpelling = gemm::spellingOf(shape.scaleDtype);
-  std::string scaleElement = scaleSpelling.type;
+  HalfSpelling scaleSpelling = spellingOf(shape.scaleDtype);
+  values.insert(
+      values.end(),
+      {{"$A_ELEMENT", scaleSpelling.type},
+       {"$A_TO_FLOAT", scaleSpelling.toFloat},
+       {"$STORE", splitK > 1
+                      ? "        partials[(split * m + row) * n + col] = v;"
+                      : "$FINISH"}});
+  return values;
+}
+
+} // namespace gemm
+
+void emitQdqGemm(const QdqGemmShape &shape, const GemmConfig &config,
+                 const std::string &name, const std::string &rows,
+                 const std::string &dims, const QdqGemmTail *tail,
+                 llvm::raw_ostream &os) {
+  assert(config.form == GemmForm::Mma && config.tileN == 64 &&
+         config.tileK == 64 && config.warpsM == 1 && config.warpsN == 4 &&
+         config.tileM % 16 == 0 && config.tileM <= 64 &&
+         "the Q/DQ GEMM's layout");
+  auto str = [](int64_t v) { return std::to_string(v); };
+  std::vector<std::pair<std::string, std::string>> values =
+      gemm::qdqValues(shape, config.splitK, name, rows, dims, tail);
+  std::string scaleElement = gemm::spellingOf(shape.scaleDtype).type;
   // A zero point to take out of the activations' sums: theirs, or 128
   // where unsigned bytes are read as signed ones (0 where there is none).
   bool zero = shape.zeroPoint || shape.unsignedActivations;
@@ -225,8 +245,6 @@ void emitQdqGemm(const QdqGemmShape &shape, const GemmConfig &config,
                         : ""},
        {"$W_ZERO_PARAMETER",
         weightZero ? ", const unsigned char *__restrict__ w_zero" : ""},
-       {"$A_ELEMENT", scaleElement},
-       {"$A_TO_FLOAT", scaleSpelling.toFloat},
        {"$LIVE",
         shape.unsignedActivations || zero
             ? "\n      // Which of the lane's bytes of A are before K (K is "
@@ -307,10 +325,7 @@ void emitQdqGemm(const QdqGemmShape &shape, const GemmConfig &config,
                          (zero ? " + (int)k_split * activation_zero * "
                                  "weight_zero"
                                : "")
-                   : ""},
-       {"$STORE", config.splitK > 1
-                      ? "        partials[(split * m + row) * n + col] = v;"
-                      : "$FINISH"}});
+                   : ""}});
   os << substitute(kMainKernel, values);
   if (config.splitK > 1)
     os << substitute(gemm::kPackedCombineKernel, values);

@@ -299,6 +299,39 @@ __device__ __forceinline__ void kiln_wgmma_ss_by_mma(float (&d)[N / 8][4], kiln_
   }
   kiln_wgmma_by_mma<N, TRANS_B, BF16>(d, aa, b, scale_d);
 }
+// Four consecutive bytes (k to k + 3, k a multiple of 4) of row mn of the
+// K-major 8-bit operand a descriptor describes.
+__device__ __forceinline__ unsigned kiln_smem_desc_word_at(kiln_smem_desc desc, unsigned mn,
+                                                           unsigned k) {
+  const unsigned lbo = (unsigned)(desc >> 16 & 0x3fff) << 4,
+                 sbo = (unsigned)(desc >> 32 & 0x3fff) << 4;
+  const unsigned layout = (unsigned)(desc >> 62), span = layout == 0 ? 0 : 256u >> layout;
+  unsigned address = (unsigned)((desc & 0x3fff) << 4) + (mn >> 3) * sbo;
+  address += span == 0 ? (mn & 7) * 16 + (k >> 4) * lbo + (k & 15) : (mn & 7) * span + (k & 31);
+  if (span)
+    address ^= (address >> 7 & (span / 16 - 1)) << 4;
+  return *(const unsigned *)__cvta_shared_to_generic((size_t)address);
+}
+// The .e4m3 k32 form: each warp's 16 rows of A as mma.m16n8k32's 8-bit A
+// (bytes 4t.. and 16 + 4t.. of rows g and g + 8), B's column g likewise.
+template <int N>
+__device__ __forceinline__ void kiln_wgmma_e4m3_ss_by_mma(float (&d)[N / 8][4], kiln_smem_desc a,
+                                                          kiln_smem_desc b, int scale_d) {
+  const unsigned lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+  const unsigned row = (threadIdx.x >> 5 & 3) * 16 + g;
+  unsigned aa[4];
+  #pragma unroll
+  for (int r = 0; r < 4; ++r)
+    aa[r] = kiln_smem_desc_word_at(a, row + (r & 1) * 8, 4 * t + (r >> 1) * 16);
+  #pragma unroll
+  for (int n8 = 0; n8 < N / 8; ++n8) {
+    const unsigned bb[2] = {kiln_smem_desc_word_at(b, n8 * 8 + g, 4 * t),
+                            kiln_smem_desc_word_at(b, n8 * 8 + g, 4 * t + 16)};
+    if (!scale_d)
+      d[n8][0] = d[n8][1] = d[n8][2] = d[n8][3] = 0.0f;
+    kiln_mma_m16n8k32_e4m3(d[n8], aa, bb, d[n8]);
+  }
+}
 #endif
 // Keeps the compiler from moving in-flight accumulators (CUTLASS's
 // warpgroup_fence_operand).
@@ -371,6 +404,53 @@ std::string cudaWgmmaFunction(int64_t n, bool bf16, bool transB, bool aShared) {
   text += "#else\n";
   text += std::string("  ") +
           (aShared ? "kiln_wgmma_ss_by_mma<" : "kiln_wgmma_by_mma<") + args +
+          ">(d, a, b, scale_d);\n";
+  text += "#endif\n}\n#endif\n";
+  return text;
+}
+
+std::string wgmmaE4M3FunctionName(int64_t n) {
+  return "kiln_wgmma_m64n" + std::to_string(n) + "k32_e4m3_ss";
+}
+
+std::string cudaWgmmaE4M3Function(int64_t n) {
+  std::string name = wgmmaE4M3FunctionName(n);
+  std::string guard = "KILN_" + name;
+  for (char &c : guard)
+    c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  // Operands: the n / 2 accumulators, A's and B's descriptors, scale-d as a
+  // predicate, then the scale-a and scale-b immediates (8-bit operands
+  // take no transposes).
+  int64_t accumulators = n / 2;
+  std::string dList, constraints;
+  for (int64_t i = 0; i < accumulators; ++i) {
+    dList += (i ? ", %" : "%") + std::to_string(i);
+    constraints += std::string(i ? ", " : "") + "\"+f\"(d[" +
+                   std::to_string(i / 4) + "][" + std::to_string(i % 4) + "])";
+  }
+  auto operand = [&](int64_t k) {
+    return "%" + std::to_string(accumulators + k);
+  };
+  std::string instruction = "wgmma.mma_async.sync.aligned.m64n" +
+                            std::to_string(n) + "k32.f32.e4m3.e4m3 {" + dList +
+                            "}, " + operand(0) + ", " + operand(1) +
+                            ", p, 1, 1;";
+  std::string n8 = std::to_string(n / 8);
+  std::string text;
+  text += "#ifndef " + guard + "\n#define " + guard + "\n";
+  text += "__device__ __forceinline__ void " + name + "(float (&d)[" + n8 +
+          "][4], kiln_smem_desc a, kiln_smem_desc b, int scale_d) {\n";
+  text += "#if defined(KILN_HOST_EMULATION)\n";
+  text += "  kiln_host_wgmma::issueSharedE4M3<" + std::to_string(n) +
+          ">(&d[0][0], a, b, scale_d);\n";
+  text += "#elif defined(__CUDA_ARCH_FEAT_SM90_ALL)\n";
+  text += "  asm volatile(\"{\\n.reg .pred p;\\nsetp.ne.b32 p, " + operand(2) +
+          ", 0;\\n\"\n";
+  text += "               \"" + instruction + "\\n}\\n\"\n";
+  text += "               : " + constraints + "\n";
+  text += "               : \"l\"(a), \"l\"(b), \"r\"(scale_d));\n";
+  text += "#else\n";
+  text += "  kiln_wgmma_e4m3_ss_by_mma<" + std::to_string(n) +
           ">(d, a, b, scale_d);\n";
   text += "#endif\n}\n#endif\n";
   return text;

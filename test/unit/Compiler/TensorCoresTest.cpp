@@ -184,4 +184,48 @@ extern "C" __global__ void copies(const __grid_constant__ kiln_tensor_map a,
             std::string::npos);
 }
 
+TEST(TensorCores, Float8WgmmaCompilesForHopperAndFallsBackToWidenedMma) {
+  // The .e4m3 form takes both operands from shared memory and no
+  // transposes (the ISA has none for 8-bit operands): the sm_90a cubin
+  // builds (ptxas accepts it), and the portable PTX widens the bytes to f16
+  // for mma.sync.
+  std::string f8 = cudaWgmmaE4M3Function(128);
+  EXPECT_NE(f8.find("wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 "),
+            std::string::npos);
+  EXPECT_NE(f8.find("%64, %65, p, 1, 1;"), std::string::npos) << f8;
+  EXPECT_NE(f8.find("kiln_host_wgmma::issueSharedE4M3<128>"),
+            std::string::npos);
+  EXPECT_EQ(wgmmaE4M3FunctionName(128), "kiln_wgmma_m64n128k32_e4m3_ss");
+  char dir[] = "/tmp/kiln-wgmma-f8-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  setenv("KILN_CACHE_DIR", dir, 1);
+  mlir::MLIRContext context;
+  std::string source = cudaTensorCorePrelude() + f8 + f8 + R"cuda(
+extern "C" __global__ void products(const float *in, float *out) {
+  __shared__ __align__(1024) unsigned char tile_a[64 * 128], tile_b[128 * 128];
+  for (int i = threadIdx.x; i < 64 * 128; i += blockDim.x) tile_a[i] = (unsigned char)i;
+  for (int i = threadIdx.x; i < 128 * 128; i += blockDim.x) tile_b[i] = (unsigned char)(3 * i);
+  kiln_fence_proxy_async();
+  __syncthreads();
+  float d[16][4];
+  kiln_wgmma_fence();
+  for (int kk = 0; kk < 4; ++kk)
+    kiln_wgmma_m64n128k32_e4m3_ss(d, kiln_wgmma_desc_swizzled(tile_a + 32 * kk, 16, 1024, 128),
+                                  kiln_wgmma_desc_swizzled(tile_b + 32 * kk, 16, 1024, 128), kk);
+  kiln_wgmma_commit();
+  kiln_wgmma_wait<0>();
+  kiln_wgmma_hold(d);
+  for (int i = 0; i < 64; ++i) out[threadIdx.x * 64 + i] = d[i / 4][i % 4];
+}
+)cuda";
+  auto compiled =
+      compileCuda(mlir::UnknownLoc::get(&context), source, "sm_90a");
+  ASSERT_TRUE(succeeded(compiled));
+  EXPECT_FALSE(compiled->cubin.empty());
+  EXPECT_EQ(compiled->ptx.find("wgmma"), std::string::npos);
+  EXPECT_NE(compiled->ptx.find("cvt.rn.f16x2.e4m3x2"), std::string::npos);
+  EXPECT_NE(compiled->ptx.find("mma.sync.aligned.m16n8k16.row.col.f32.f16"),
+            std::string::npos);
+}
+
 } // namespace

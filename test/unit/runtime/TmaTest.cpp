@@ -15,7 +15,9 @@
 //   phase of parity p has completed;
 // - "Shared Memory Matrix Layout": a K-major operand of 128-byte rows
 //   swizzled that way, and an MN-major one of 64-column rows, are read with
-//   the descriptor fields CUTLASS's make_gmma_desc writes for them.
+//   the descriptor fields CUTLASS's make_gmma_desc writes for them; 8-bit
+//   operands (float8 E4M3FN, whose values the OCP FP8 specification
+//   defines) are K-major, an instruction's k32 the same 32 bytes.
 // The kernels build their tensor maps themselves (host C++); how a run
 // passes one to a kernel is tested with the GEMM family that takes them.
 //
@@ -26,6 +28,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 
 using namespace kiln::rt;
@@ -301,6 +304,103 @@ TEST_F(TensorCopies, WgmmaReadsSwizzledTilesAsTheCopiesWroteThem) {
       runOnHost(kernelArtifact(swizzledWgmmaSource(0), "product", 8192, 1, 128),
                 x, HostOptions()),
       want);
+}
+
+/// A (64 x 128 bytes) and B (64 columns of 128 bytes, stored n x k), both
+/// float8 E4M3FN and K-major, through 128-byte swizzled tensor copies of
+/// one-byte elements; D = A * B by four k32 steps of the .e4m3 wgmma, each
+/// descriptor 32 bytes further. x holds the bytes as floats: A's, then B's.
+/// `bSwizzle` is the swizzle B's descriptor claims.
+std::string float8WgmmaSource(int bSwizzle) {
+  return std::string(kMapHelper) + "#define B_SWIZZLE " +
+         std::to_string(bSwizzle) + "\n" + R"cuda(
+static unsigned char ga[64 * 128], gb[64 * 128];
+extern "C" __global__ void product(const float *x, float *y) {
+  __shared__ __align__(1024) unsigned char tile_a[64 * 128], tile_b[64 * 128];
+  __shared__ __align__(8) unsigned long long bar;
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+  for (int i = tid; i < 64 * 128; i += 128) {
+    ga[i] = (unsigned char)x[i];
+    gb[i] = (unsigned char)x[64 * 128 + i];
+  }
+  if (tid == 0) {
+    kiln_mbarrier_init(&bar, 1);
+    kiln_fence_mbarrier_init();
+  }
+  __syncthreads();
+  const kiln_tensor_map a = map2d(ga, 1, 128, 64, 128, 128, 64, 128),
+                        b = map2d(gb, 1, 128, 64, 128, 128, 64, 128);
+  if (tid == 0) {
+    kiln_mbarrier_arrive_expect_tx(&bar, 2 * 8192);
+    kiln_tma_load_2d(tile_a, a, 0, 0, &bar);
+    kiln_tma_load_2d(tile_b, b, 0, 0, &bar);
+  }
+  kiln_mbarrier_wait(&bar, 0);
+  float d[8][4];
+  kiln_wgmma_fence();
+  for (int ks = 0; ks < 4; ++ks) {
+    // The k-th 32 bytes start 32 bytes further; 8 rows of 128 bytes a
+    // pattern (SBO).
+    kiln_smem_desc db = B_SWIZZLE ? kiln_wgmma_desc_swizzled(tile_b + 32 * ks, 16, 1024, B_SWIZZLE)
+                                  : kiln_wgmma_desc(tile_b + 32 * ks, 16, 1024);
+    kiln_host_wgmma::issueSharedE4M3<64>(
+        &d[0][0], kiln_wgmma_desc_swizzled(tile_a + 32 * ks, 16, 1024, 128), db, ks);
+  }
+  kiln_wgmma_commit();
+  kiln_wgmma_wait<0>();
+  const int g = lane / 4, t = lane % 4;
+  for (int i = 0; i < 32; ++i) {
+    const int row = 16 * warp + g + 8 * ((i / 2) % 2), col = 8 * (i / 4) + 2 * t + i % 2;
+    y[row * 64 + col] = d[i / 4][i % 4];
+  }
+}
+)cuda";
+}
+
+/// An E4M3FN byte's value as the OCP FP8 specification defines it: bias
+/// 7, three mantissa bits, subnormals m 2^-9 (the bytes below are normal).
+float e4m3Value(int byte) {
+  int e = byte >> 3 & 15, m = byte & 7;
+  float v =
+      e == 0 ? std::ldexp(float(m), -9) : std::ldexp(1.0f + m / 8.0f, e - 7);
+  return byte & 0x80 ? -v : v;
+}
+
+TEST_F(TensorCopies, Float8WgmmaReadsKMajorBytesAsTheCopiesWroteThem) {
+  // Exponent fields 6 to 8 (0.5 to 3.75) of either sign: every product has
+  // a few bits, so every sum of them is exact in float.
+  std::vector<float> x(2 * 64 * 128);
+  auto byteOf = [](int i, int j, int salt) {
+    int e = 6 + (i * 5 + j * 3 + salt) % 3, m = (i * 3 + j * 7 + salt) % 8;
+    int sign = (i + 2 * j + salt) % 5 == 0 ? 0x80 : 0;
+    return sign | e << 3 | m;
+  };
+  for (int r = 0; r < 64; ++r)
+    for (int k = 0; k < 128; ++k) {
+      x[r * 128 + k] = float(byteOf(r, k, 0));
+      x[64 * 128 + r * 128 + k] = float(byteOf(r, k, 1));
+    }
+  std::vector<float> want(64 * 64);
+  for (int m = 0; m < 64; ++m)
+    for (int n = 0; n < 64; ++n) {
+      double sum = 0;
+      for (int k = 0; k < 128; ++k)
+        sum += double(e4m3Value(int(x[m * 128 + k]))) *
+               e4m3Value(int(x[64 * 128 + n * 128 + k]));
+      want[m * 64 + n] = float(sum);
+    }
+  // x and y are both 2 x 64 x 128 floats: D is y's first 4096.
+  auto run = [&](int bSwizzle) {
+    std::vector<float> y =
+        runOnHost(kernelArtifact(float8WgmmaSource(bSwizzle), "product",
+                                 int64_t(x.size()), 1, 128),
+                  x, HostOptions());
+    y.resize(want.size());
+    return y;
+  };
+  EXPECT_EQ(run(128), want);
+  // negative_: B's descriptor without its swizzle reads other bytes.
+  EXPECT_NE(run(0), want);
 }
 
 } // namespace

@@ -55,6 +55,18 @@ std::string wgmmaFunctionName(int64_t n, bool bf16, bool transB,
 std::string cudaWgmmaFunction(int64_t n, bool bf16, bool transB,
                               bool aShared = false);
 
+/// The name of the function issuing one `wgmma.mma_async.sync.aligned
+/// .m64n<n>k32.f32.e4m3.e4m3`, A and B float8 E4M3FN from shared memory,
+/// both K-major (the only layout of 8-bit operands):
+/// `kiln_wgmma_m64n<n>k32_e4m3_ss(float (&d)[n / 8][4], kiln_smem_desc a,
+/// kiln_smem_desc b, int scale_d)`.
+std::string wgmmaE4M3FunctionName(int64_t n);
+
+/// Its definition, guarded as cudaWgmmaFunction's: inline PTX on sm_90a,
+/// the host backend's emulation, mma.sync (widened to f16) for other
+/// targets.
+std::string cudaWgmmaE4M3Function(int64_t n);
+
 } // namespace kiln
 
 #endif // KILN_TARGET_CUDA_TENSORCORES_H
