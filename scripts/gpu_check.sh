@@ -5,7 +5,7 @@
 # then, there, from the repository root with build-gpu/ carried:
 #   scripts/gpu_check.sh [OUTDIR] [SECTIONS]
 # SECTIONS (default all but bench-untuned and bench-variants): gtest, lit,
-# gemm, packed, fp8, attention, profile, sanitizer, models, decode, bench,
+# gemm, packed, qdq, attention, profile, sanitizer, models, decode, bench,
 # bench-llama, bench-untuned, bench-variants. KILN_SANITIZE: comma-separated patterns of the sanitizer runs to do
 # (default all); KILN_BENCH_PRECISIONS: the bench's (default fp16,bf16);
 # KILN_ATTENTION_PRECISIONS: the attention bench's (default fp16,tf32: bf16
@@ -22,7 +22,7 @@ ROOT=$(pwd)
 export ROOT
 dest=${1:-${OUT:-}}
 out=${KILN_GPU_OUT:-build-gpu/out}
-sections=${2:-gtest,lit,gemm,packed,fp8,attention,profile,sanitizer,models,decode,bench,bench-llama}
+sections=${2:-gtest,lit,gemm,packed,qdq,attention,profile,sanitizer,models,decode,bench,bench-llama}
 rm -rf "$out" && mkdir -p "$out/lit"
 summary="$out/summary.txt"
 : >"$summary"
@@ -104,33 +104,39 @@ print(sum(t.raw_data.__len__() for t in m.graph.initializer))" build-gpu/packed/
     grep -oE 'median [0-9.]+' | cut -d' ' -f2)
   [ -n "$median" ] && note "packed GEMV, 1 row: $bytes bytes in $median ms: $(python3 -c "print(round($bytes / ($median * 1e-3) / 1e9, 1))") GB/s"
 fi
-if want fp8; then
-  # The FP8 GEMM's two forms (issue 39), at fp16 by BERT-base's FFN shapes
-  # (K 3072 x N 768, K 768 x N 3072; two products each): Hopper's float8
-  # wgmma (--fp8-wgmma-rows=1) against mma.sync widening to f16 (-1), each
-  # first checked against the reference at 128 rows, then timed at 4096
-  # (b32 s128): the device median over 200 runs, and TFLOP/s.
-  mkdir -p build-gpu/fp8
-  : >"$out/fp8.log"
-  for shape in "3072 768" "768 3072"; do
-    set -- $shape
-    model=build-gpu/fp8/k$1_n$2.onnx
-    python3 test/Target/CUDA/Inputs/fp8_qdq_matmul_model.py "$model" "$1" --n "$2" >>"$out/fp8.log" 2>&1
-    for rows in 1 -1; do
-      # --bench times static shapes: one build at each row count.
-      for batch in 1 32; do
-        kilnc "$model" --dim batch=$batch,seq=128 --precision fp16 --fp8-wgmma-rows=$rows -q \
-          -o build-gpu/fp8/k$1_n$2_rows${rows}_b$batch.so >>"$out/fp8.log" 2>&1
+if want qdq; then
+  # The Q/DQ GEMMs' two forms (issue 39), float8 and int8, at fp16 by
+  # BERT-base's FFN shapes (K 3072 x N 768, K 768 x N 3072; two products
+  # each for float8, three for int8): Hopper's wgmma (--qdq-wgmma-rows=1)
+  # against mma.sync (-1), each first checked against the reference at 128
+  # rows, then timed at 4096 (b32 s128): the device median over 200 runs,
+  # and TFLOP/s over the products.
+  mkdir -p build-gpu/qdq
+  : >"$out/qdq.log"
+  for kind in fp8 int8; do
+    script=fp8_qdq_matmul_model.py products=2
+    [ "$kind" = int8 ] && script=qdq_matmul_model.py products=3
+    for shape in "3072 768" "768 3072"; do
+      set -- $shape
+      model=build-gpu/qdq/${kind}_k$1_n$2.onnx
+      python3 test/Target/CUDA/Inputs/$script "$model" "$1" --n "$2" >>"$out/qdq.log" 2>&1
+      for rows in 1 -1; do
+        # --bench times static shapes: one build at each row count.
+        for batch in 1 32; do
+          kilnc "$model" --dim batch=$batch,seq=128 --precision fp16 --qdq-wgmma-rows=$rows -q \
+            -o build-gpu/qdq/${kind}_k$1_n$2_rows${rows}_b$batch.so >>"$out/qdq.log" 2>&1
+        done
+        timeout 300 kiln-run build-gpu/qdq/${kind}_k$1_n$2_rows${rows}_b1.so --backend cuda \
+          --reference-model "$model" --dim batch=1,seq=128 --compare-reference --rel-l2 1e-2 \
+          >>"$out/qdq.log" 2>&1
+        note "$kind K $1 N $2 --qdq-wgmma-rows=$rows at 128 rows against the reference: exit $?"
+        timeout 120 kiln-run build-gpu/qdq/${kind}_k$1_n$2_rows${rows}_b32.so --backend cuda --bench \
+          --warmup 20 --iters 200 >"$out/qdq-bench.log" 2>&1
+        cat "$out/qdq-bench.log" >>"$out/qdq.log"
+        median=$(grep -oE 'bench: device: .*median [0-9.]+ ms' "$out/qdq-bench.log" |
+          grep -oE 'median [0-9.]+' | cut -d' ' -f2)
+        [ -n "$median" ] && note "$kind K $1 N $2 --qdq-wgmma-rows=$rows, 4096 rows: $median ms for the step (its quantizing kernels and $products products): $(python3 -c "print(round($products * 2 * 4096 * $1 * $2 / ($median * 1e-3) / 1e12, 1))") TFLOP/s"
       done
-      timeout 300 kiln-run build-gpu/fp8/k$1_n$2_rows${rows}_b1.so --backend cuda --reference-model "$model" \
-        --dim batch=1,seq=128 --compare-reference --rel-l2 1e-2 >>"$out/fp8.log" 2>&1
-      note "fp8 K $1 N $2 --fp8-wgmma-rows=$rows at 128 rows against the reference: exit $?"
-      timeout 120 kiln-run build-gpu/fp8/k$1_n$2_rows${rows}_b32.so --backend cuda --bench \
-        --warmup 20 --iters 200 >"$out/fp8-bench.log" 2>&1
-      cat "$out/fp8-bench.log" >>"$out/fp8.log"
-      median=$(grep -oE 'bench: device: .*median [0-9.]+ ms' "$out/fp8-bench.log" |
-        grep -oE 'median [0-9.]+' | cut -d' ' -f2)
-      [ -n "$median" ] && note "fp8 K $1 N $2 --fp8-wgmma-rows=$rows, 4096 rows: $median ms for the step (its quantizing kernel and two products): $(python3 -c "print(round(2 * 2 * 4096 * $1 * $2 / ($median * 1e-3) / 1e12, 1))") TFLOP/s"
     done
   done
 fi

@@ -152,11 +152,12 @@ struct KernelCLOptions {
                      "kiln-run --gemm (off by default until a GPU validates "
                      "them: they are most of a small model's compile time)"),
       llvm::cl::init(false)};
-  llvm::cl::opt<int64_t> fp8WgmmaRows{
-      "fp8-wgmma-rows",
-      llvm::cl::desc("an FP8 Q/DQ GEMM of a 16-bit product runs on Hopper's "
-                     "float8 wgmma from N rows (default 0: from where its "
-                     "128x128 tiles fill the GPU; -1 never)"),
+  llvm::cl::opt<int64_t> qdqWgmmaRows{
+      "qdq-wgmma-rows",
+      llvm::cl::desc("an 8-bit Q/DQ GEMM (integer, or float8 of a 16-bit "
+                     "product) runs on Hopper's wgmma from N rows (default "
+                     "0: from where its 128x128 tiles fill the GPU; -1 "
+                     "never)"),
       llvm::cl::value_desc("N"), llvm::cl::init(0)};
   llvm::cl::opt<int64_t> attentionWarps{
       "attention-warps",
@@ -206,9 +207,9 @@ std::string applyKernelCLOptions(CompileOptions &options) {
   if (!kernelCLOptions.isConstructed())
     return "";
   options.gemmKernels = kernelCLOptions->gemmKernels;
-  options.fp8WgmmaRows = kernelCLOptions->fp8WgmmaRows;
-  if (options.fp8WgmmaRows < -1)
-    return "--fp8-wgmma-rows: " + std::to_string(options.fp8WgmmaRows) +
+  options.qdqWgmmaRows = kernelCLOptions->qdqWgmmaRows;
+  if (options.qdqWgmmaRows < -1)
+    return "--qdq-wgmma-rows: " + std::to_string(options.qdqWgmmaRows) +
            " is neither a count of rows, 0 (the compiler's choice) nor -1 "
            "(never)";
   AttentionOverrides &attention = options.attention;
@@ -287,7 +288,7 @@ std::vector<std::string> givenCompileOnlyFlags() {
   if (kernelCLOptions.isConstructed()) {
     const KernelCLOptions &o = *kernelCLOptions;
     note(o.gemmKernels);
-    note(o.fp8WgmmaRows);
+    note(o.qdqWgmmaRows);
     note(o.attentionWarps);
     note(o.attentionRowsPerWarp);
     note(o.attentionWgmma);

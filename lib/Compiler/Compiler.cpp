@@ -122,7 +122,8 @@ LogicalResult lowerToArtifact(ModuleOp module, const CompileOptions &options,
   cudaOptions.checkIndices = !options.uncheckedIndices;
   cudaOptions.allowTf32 = options.allowTf32;
   cudaOptions.gemmKernels = options.gemmKernels;
-  cudaOptions.fp8WgmmaRows = options.fp8WgmmaRows;
+  cudaOptions.qdqWgmmaRows = options.qdqWgmmaRows;
+  cudaOptions.arch = options.arch;
   const AttentionOverrides &attention = options.attention;
   cudaOptions.attentionWarps = attention.warps;
   cudaOptions.attentionRowsPerWarp = attention.rowsPerWarp;

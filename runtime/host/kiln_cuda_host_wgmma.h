@@ -2,14 +2,15 @@
 //
 // `wgmma.mma_async.sync.aligned.m64nNk16.f32.f16.f16` (and .bf16) with A
 // from registers or from shared memory and B from shared memory through
-// matrix descriptors, `.m64nNk32.f32.e4m3.e4m3` with both from shared
-// memory (K-major: the ISA allows no other layout for 8-bit operands),
-// with wgmma.fence, commit_group and wait_group,
-// emulated over the lanes of kiln_cuda_host.h. Generated code reaches them
-// through kiln_wgmma_desc, kiln_wgmma_desc_swizzled, kiln_wgmma_fence,
-// kiln_wgmma_commit, kiln_wgmma_wait<N> and the per-shape functions
-// TensorCores.cpp emits (kiln_wgmma_m64n<N>k16_<f16|bf16>[_ss]_<k|t>),
-// which call kiln_host_wgmma::issue.
+// matrix descriptors, and `.m64nNk32.f32.e4m3.e4m3` and `.m64nNk32.s32`
+// of .u8 and .s8 with both from shared memory (K-major: the ISA allows no
+// other layout for 8-bit operands), with wgmma.fence, commit_group and
+// wait_group, emulated over the lanes of kiln_cuda_host.h. Generated code
+// reaches them through kiln_wgmma_desc, kiln_wgmma_desc_swizzled,
+// kiln_wgmma_fence, kiln_wgmma_commit, kiln_wgmma_wait<N> and the per-shape
+// functions TensorCores.cpp emits (kiln_wgmma_m64n<N>k16_<f16|bf16>[_ss]_
+// <k|t>, kiln_wgmma_m64n<N>k32_e4m3_ss, kiln_wgmma_m64n<N>k32_<u8|s8><u8|s8>
+// _ss), which call kiln_host_wgmma's issue functions.
 //
 // The layouts, from the PTX ISA ("Asynchronous Warpgroup Level Matrix
 // Multiply-Accumulate", its register fragments, "Shared Memory Matrix
@@ -99,6 +100,10 @@ struct Product {
   bool transB, bf16, accumulate;
   /// Both operands float8 E4M3FN, K-major in shared memory (k32).
   bool e4m3 = false;
+  /// Both operands 8-bit integers (each unsigned or signed), K-major in
+  /// shared memory (k32), into the 32-bit integer accumulators at `di`.
+  bool integer = false, aUnsigned = false, bUnsigned = false;
+  int *di = nullptr;
 };
 
 [[noreturn]] inline void fail(const char *what) {
@@ -138,9 +143,8 @@ inline float operandAt(kiln_smem_desc desc, bool mnMajor, bool bf16,
               : kiln_host_mma::widen<false>(bits);
 }
 
-/// Element (mn, k) of the K-major 8-bit operand `desc` describes, as a
-/// float8 E4M3FN value (exact in float).
-inline float e4m3At(kiln_smem_desc desc, unsigned mn, unsigned k) {
+/// Byte (mn, k) of the K-major 8-bit operand `desc` describes.
+inline unsigned byteAt(kiln_smem_desc desc, unsigned mn, unsigned k) {
   size_t lbo = size_t(desc.bits >> 16 & 0x3fffu) << 4,
          sbo = size_t(desc.bits >> 32 & 0x3fffu) << 4;
   unsigned span = swizzleOf(desc);
@@ -148,16 +152,47 @@ inline float e4m3At(kiln_smem_desc desc, unsigned mn, unsigned k) {
                       ? (mn / 8) * sbo + (mn % 8) * 16 + (k / 16) * lbo + k % 16
                       : (mn / 8) * sbo + (mn % 8) * span + k % 32;
   uintptr_t start = uintptr_t(desc.start) & ~uintptr_t(15);
-  const unsigned char *at = reinterpret_cast<const unsigned char *>(
+  return *reinterpret_cast<const unsigned char *>(
       kiln_host_tma::swizzled(start + offset, span));
-  return kiln_host_mma::e4m3Byte(*at, 0);
+}
+
+/// The same byte as a float8 E4M3FN value (exact in float).
+inline float e4m3At(kiln_smem_desc desc, unsigned mn, unsigned k) {
+  return kiln_host_mma::e4m3Byte(byteAt(desc, mn, k), 0);
+}
+
+/// The same byte as an 8-bit integer, unsigned or signed.
+inline int integerAt(kiln_smem_desc desc, bool isUnsigned, unsigned mn,
+                     unsigned k) {
+  unsigned byte = byteAt(desc, mn, k);
+  return isUnsigned ? int(byte) : int(static_cast<signed char>(byte));
+}
+
+/// D = A * B (+ D) for an .s32 product of 8-bit integers (.u8 or .s8
+/// each), 64x32 by 32xN: exact, kept to 32 bits in two's complement as the
+/// GPU's accumulators are.
+inline void landInteger(const Product &p) {
+  unsigned lane = kiln_host_self->lane;
+  unsigned g = kiln_host_mma::groupOf(lane),
+           t = kiln_host_mma::threadInGroup(lane);
+  int a[16][32];
+  for (unsigned r = 0; r < 16; ++r)
+    for (unsigned k = 0; k < 32; ++k)
+      a[r][k] = integerAt(p.aDesc, p.aUnsigned, 16 * p.warp + r, k);
+  for (unsigned i = 0; i < p.n / 2; ++i) {
+    unsigned row = g + 8 * ((i / 2) % 2), col = 8 * (i / 4) + 2 * t + i % 2;
+    long long sum = p.accumulate ? p.di[i] : 0;
+    for (unsigned k = 0; k < 32; ++k)
+      sum += (long long)a[row][k] * integerAt(p.b, p.bUnsigned, col, k);
+    p.di[i] = static_cast<int>(static_cast<unsigned>(sum));
+  }
 }
 
 /// D = A * B (+ D) for an .e4m3 product: 64x32 by 32xN, the products exact
 /// in double, each sum rounded once to float. The GPU's float8 tensor cores
 /// keep fewer bits while they sum (DeepSeek-V3's report measured about 14
 /// on Hopper); a kernel bounds that by adding each few products' sums into
-/// its own fp32 registers (QdqGemmEmitter.cpp), which no emulation of the
+/// its own fp32 registers (QdqWgmmaEmitter.cpp), which no emulation of the
 /// ISA's words can model.
 inline void landE4M3(const Product &p) {
   unsigned lane = kiln_host_self->lane;
@@ -181,6 +216,10 @@ inline void landE4M3(const Product &p) {
 inline void land(const Product &p) {
   if (p.e4m3) {
     landE4M3(p);
+    return;
+  }
+  if (p.integer) {
+    landInteger(p);
     return;
   }
   unsigned lane = kiln_host_self->lane;
@@ -258,6 +297,23 @@ inline void issueSharedE4M3(float *d, kiln_smem_desc a, kiln_smem_desc b,
   p.aShared = true;
   p.aDesc = a;
   p.e4m3 = true;
+  kiln_host_mma::pendingOf<Product>().open.push_back(p);
+}
+
+/// The .s32 form of 8-bit integers (64x32 A and 32xN B, K-major in shared
+/// memory, .u8 or .s8 each), both read when it lands.
+template <unsigned N, bool A_UNSIGNED, bool B_UNSIGNED>
+inline void issueSharedInteger(int *d, kiln_smem_desc a, kiln_smem_desc b,
+                               int scaleD) {
+  Product p = product<N, false, false>(nullptr, b, scaleD);
+  if ((a.bits >> 49 & 7u) != 0)
+    fail("the emulation reads only descriptors of base offset 0");
+  p.aShared = true;
+  p.aDesc = a;
+  p.integer = true;
+  p.aUnsigned = A_UNSIGNED;
+  p.bUnsigned = B_UNSIGNED;
+  p.di = d;
   kiln_host_mma::pendingOf<Product>().open.push_back(p);
 }
 

@@ -46,10 +46,10 @@ struct CompileOptions {
   /// NVRTC and, on the host backend, by the host compiler, are most of a
   /// small model's compile time.
   bool gemmKernels = false;
-  /// The fewest rows at which an FP8 Q/DQ GEMM of a 16-bit product runs on
-  /// Hopper's float8 wgmma (`--fp8-wgmma-rows`; 0 the compiler's choice,
-  /// -1 never).
-  int64_t fp8WgmmaRows = 0;
+  /// The fewest rows at which an 8-bit Q/DQ GEMM (integer, or float8 of a
+  /// 16-bit product) runs on Hopper's wgmma (`--qdq-wgmma-rows`; 0 the
+  /// compiler's choice, -1 never).
+  int64_t qdqWgmmaRows = 0;
   /// Overrides of the tensor-core attention kernel's configuration
   /// (`--attention-*`, kiln-to-cuda's options): for benchmarks.
   AttentionOverrides attention;

@@ -64,10 +64,15 @@ struct CudaEmitOptions {
   /// Each float matmul step offers Kiln's GEMM kernels beside cuBLASLt
   /// (rt::MatmulStep::kernels), which the runtime runs only when asked.
   bool gemmKernels = false;
-  /// The fewest rows at which an FP8 Q/DQ GEMM of a 16-bit product runs on
-  /// Hopper's float8 wgmma (kilnc --fp8-wgmma-rows); 0 leaves it to
-  /// chooseQdqWgmma (where its 128 x 128 tiles fill the GPU), -1 never.
-  int64_t fp8WgmmaRows = 0;
+  /// The fewest rows at which an 8-bit Q/DQ GEMM (integer, or float8 of a
+  /// 16-bit product) runs on Hopper's wgmma (kilnc --qdq-wgmma-rows); 0
+  /// leaves it to chooseQdqWgmma (where its 128 x 128 tiles fill the GPU),
+  /// -1 never.
+  int64_t qdqWgmmaRows = 0;
+  /// The GPU architecture the kernels are built for (NVRTC's, kilnc
+  /// --arch): forms of one architecture only (Hopper's wgmma, sm_90a) are
+  /// chosen at compile time only for it.
+  std::string arch = "sm_90a";
   AttentionOverrides attention;
 };
 

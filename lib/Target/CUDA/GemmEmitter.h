@@ -243,8 +243,8 @@ void emitQdqGemm(const QdqGemmShape &shape, const GemmConfig &config,
                  const std::string &dims, const QdqGemmTail *tail,
                  llvm::raw_ostream &os);
 
-/// Where the FP8 GEMM runs on Hopper's float8 wgmma (QdqWgmmaEmitter.cpp):
-/// its layout and the fewest rows a run takes it at (the mma.sync form runs
+/// Where the Q/DQ GEMM runs on Hopper's wgmma (QdqWgmmaEmitter.cpp): its
+/// layout and the fewest rows a run takes it at (the mma.sync form runs
 /// fewer), or why it does not run.
 struct QdqWgmmaChoice {
   std::optional<GemmConfig> config;
@@ -252,21 +252,21 @@ struct QdqWgmmaChoice {
   std::string refusal;
 };
 
-/// The Hopper form for `shape`: float8 operands of a 16-bit product, from
-/// `fewestRows` rows (kilnc --fp8-wgmma-rows; 0: from where 128 x 128 tiles
+/// The Hopper form for `shape`: integers with K up to 32768, or float8
+/// operands of a 16-bit product, from
+/// `fewestRows` rows (kilnc --qdq-wgmma-rows; 0: from where 128 x 128 tiles
 /// split as far as K allows fill the GPU; -1: never) when a run reaches
-/// them; tiles of 128 (64 where no run has 128) rows by 128 columns, K
-/// split until the fewest rows' blocks fill the GPU.
-QdqWgmmaChoice chooseQdqWgmma(const QdqGemmShape &shape, int64_t fewestRows);
+/// them, for `arch` sm_90a (wgmma's) alone; tiles of 128 (64 where no run has
+/// 128) rows by 128 columns, K split until the fewest rows' blocks fill the
+/// GPU.
+QdqWgmmaChoice chooseQdqWgmma(const QdqGemmShape &shape, int64_t fewestRows,
+                              llvm::StringRef arch);
 
 /// The dynamic shared memory the Hopper form of `config` takes.
 int64_t qdqWgmmaSharedBytes(const GemmConfig &config);
 
-/// Appends the FP8 GEMM's Hopper form `name` of `config` (and, with a
-/// split, `name`_combine): launch steps taking what emitQdqGemm's take for
-/// float8 operands (A's bytes, the packed weights, their scales, A's
-/// scale, [bias], [residual], [the tail's inputs], C, [partials], then
-/// `dims`).
+/// Appends the Q/DQ GEMM's Hopper form `name` of `config` (and, with a
+/// split, `name`_combine): launch steps taking what emitQdqGemm's take.
 void emitQdqWgmmaGemm(const QdqGemmShape &shape, const GemmConfig &config,
                       const std::string &name, const std::string &rows,
                       const std::string &dims, const QdqGemmTail *tail,

@@ -93,7 +93,8 @@ struct KilnToCudaPass
     options.checkIndices = checkIndices;
     options.allowTf32 = allowTf32;
     options.gemmKernels = gemmKernels;
-    options.fp8WgmmaRows = fp8WgmmaRows;
+    options.qdqWgmmaRows = qdqWgmmaRows;
+    options.arch = arch;
     AttentionOverrides &attention = options.attention;
     attention.warps = attentionWarps;
     attention.rowsPerWarp = attentionRowsPerWarp;

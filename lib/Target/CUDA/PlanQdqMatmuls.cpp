@@ -5,9 +5,9 @@
 // in it the activations' dequantization (QuantizedActivations.h) and the
 // weights' kiln.dequantize, so the kernel reads both as the bytes they
 // are. The Q/DQ GEMM (QdqGemmEmitter.cpp) runs it at every row count, a
-// launch step as the packed kernels' are, except float8 runs of enough
-// rows, which take its Hopper form (QdqWgmmaEmitter.cpp); its epilogue is
-// the GEMM kernel's.
+// launch step as the packed kernels' are, except runs of enough rows,
+// which take its Hopper form (QdqWgmmaEmitter.cpp); its epilogue is the
+// GEMM kernel's.
 //
 //===----------------------------------------------------------------------===//
 
@@ -113,10 +113,11 @@ LogicalResult PlanBuilder::addQdqGemm(KernelOp kernel, MatmulOp matmul,
       return failure();
     tail = std::move(*made);
   }
-  // Float8 runs of enough rows take Hopper's float8 wgmma; the mma.sync
-  // form runs the others. Each path's launches run at the rows of its range
+  // Runs of enough rows take Hopper's wgmma; the mma.sync form runs the
+  // others. Each path's launches run at the rows of its range
   // (a guard is 1 where it holds, else 0).
-  QdqWgmmaChoice hopper = chooseQdqWgmma(shape, options.fp8WgmmaRows);
+  QdqWgmmaChoice hopper =
+      chooseQdqWgmma(shape, options.qdqWgmmaRows, options.arch);
   int64_t mmaRows = hopper.config ? hopper.fewestRows - 1 : shape.upperM;
   std::string dims = dimParameters();
   if (mmaRows >= shape.leastM) {

@@ -1,27 +1,36 @@
-//===- QdqWgmmaEmitter.cpp - the FP8 GEMM on Hopper's float8 wgmma --------===//
+//===- QdqWgmmaEmitter.cpp - 8-bit Q/DQ products on Hopper's wgmma --------===//
 //
-// The Q/DQ GEMM's Hopper form, for float8 E4M3FN activations times float8
-// E4M3FN weights (NVIDIA ModelOpt's FP8): Hopper's float8 tensor-core rate
-// is wgmma's (`.m64nNk32.f32.e4m3.e4m3`, twice the 16-bit rate), which
-// the mma.sync form (QdqGemmEmitter.cpp) cannot reach: sm_90 has no float8
-// mma.sync, so that form widens every byte to f16.
+// The Q/DQ GEMM's Hopper form: 8-bit activations times 8-bit weights on
+// wgmma's k32 forms, which run at twice the 16-bit rate, as the mma.sync
+// form (QdqGemmEmitter.cpp) cannot for float8 (sm_90 has no float8
+// mma.sync, so that form widens every byte to f16) and does through the
+// older instruction for integers. Two kinds:
+//
+// - float8 E4M3FN both (NVIDIA ModelOpt's FP8), `.f32.e4m3.e4m3`: each
+//   tile's four products go to `part`, are waited for and added into the
+//   fp32 accumulators. The float8 tensor cores keep fewer bits than fp32
+//   while they sum (DeepSeek-V3 measured about 14 on Hopper and adds into
+//   fp32 registers every 128 values: the interval taken here), so this kind
+//   runs only 16-bit products, whose contract is rel-L2 1e-2
+//   (chooseQdqWgmma); fp32 products keep the mma.sync form's exact ones;
+// - integers (onnxruntime's quantize_static), `.s32` of .u8 or .s8
+//   activations (read as they are: no flip) and the weights' bytes as .u8
+//   (kiln.dequantize's q + 128 for signed weights), exact 32-bit sums for K
+//   up to 32768; the zero points come out through each row's sum of A (A
+//   times a tile of ones, n8) and each column's sum of the weights (the
+//   weights' rows as an A times the ones), as integerValues says.
 //
 // A block of tileM / 64 warpgroups owns a tileM x tileN tile of C over its
-// split's share of K, in k tiles of 128 bytes (128 float8 values):
+// split's share of K, in k tiles of 128 bytes:
 // - every thread copies 16-byte chunks of A's rows and of the weights'
-//   packed rows (kiln.dequantize's bytes: n rows of K, K-major as the ISA
-//   requires of 8-bit operands) by cp.async into `stages` buffers, each
-//   row 128 bytes with its chunks in the 128-byte swizzle (chunk c of row r
-//   at c ^ r % 8), zeros past m, n and k. The copies need no tensor maps,
-//   so the kernel is a plain launch step of the plan like the mma form;
+//   packed rows (n rows of K, K-major as the ISA requires of 8-bit
+//   operands) by cp.async into `stages` buffers, each row 128 bytes with
+//   its chunks in the 128-byte swizzle (chunk c of row r at c ^ r % 8),
+//   zeros past m, n and k. The copies need no tensor maps, so the kernel is
+//   a plain launch step of the plan like the mma form;
 // - each warpgroup issues four wgmma k32 a tile on swizzled descriptors
-//   into `part` and waits for them; `part` is then added into the fp32
-//   accumulators. The float8 tensor cores keep fewer bits than fp32 while
-//   they sum (DeepSeek-V3 measured about 14 on Hopper and adds into fp32
-//   registers every 128 values: the interval taken here), so this form
-//   runs only 16-bit products, whose contract is rel-L2 1e-2
-//   (chooseQdqWgmma); fp32 products keep the mma.sync form's exact
-//   products;
+//   and waits for them before the next tile's barrier, which frees the
+//   stage for the tile `stages - 1` ahead;
 // - each sum is scaled by the activations' and its column's scales; the
 //   epilogue (bias, residual, activation, the tail), a split's partials
 //   and its combine are the mma form's (gemm::qdqValues).
@@ -49,19 +58,20 @@ using gemm::substitute;
 constexpr int64_t kTileN = 128;
 /// Shared-memory buffers of k tiles: three in flight while one is read.
 constexpr int64_t kStages = 4;
-/// Blocks of 128 x 128 that fill the GPU: one an SM (a block takes 129
-/// KiB of shared memory).
-constexpr int64_t kBlocksWanted = kGemmTargetSMs;
 /// k tiles a split keeps at least (the packed kernels' rule).
 constexpr int64_t kLeastTilesPerSplit = 4;
+/// The most K of the integer form: a sum of that many products of unsigned
+/// bytes (up to 255 x 255 each) still fits 32 bits.
+constexpr int64_t kMostIntegerK = 32768;
 
 constexpr const char *kWgmmaKernel = R"cuda(
-// Kiln FP8 GEMM $NAME on Hopper's float8 tensor cores: a $TILE_M x $TILE_N tile of C
-// a block, $WARPGROUPS warpgroup(s) of 64 rows; K in tiles of 128 bytes staged
-// by cp.async into $STAGES buffers in the 128-byte swizzle; $SPLIT splits of K.
+// Kiln $KIND GEMM $NAME on Hopper's 8-bit tensor cores ($INSTRUCTION): a
+// $TILE_M x $TILE_N tile of C a block, $WARPGROUPS warpgroup(s) of 64 rows; K in tiles
+// of 128 bytes staged by cp.async into $STAGES buffers in the 128-byte swizzle;
+// $SPLIT splits of K.
 extern "C" __global__ void __launch_bounds__($THREADS) $NAME(
     const unsigned char *__restrict__ a, const unsigned char *__restrict__ packed,
-    const $ELEMENT *__restrict__ scales, const $A_ELEMENT *__restrict__ a_scale$BIAS_PARAMETER$RESIDUAL_PARAMETER$TAIL_PARAMETERS,
+    const $ELEMENT *__restrict__ scales, const $A_ELEMENT *__restrict__ a_scale$A_ZERO_PARAMETER$W_ZERO_PARAMETER$BIAS_PARAMETER$RESIDUAL_PARAMETER$TAIL_PARAMETERS,
     $C_TYPE *__restrict__ c$PARTIALS_PARAMETER$DIMS) {
   kiln_pdl_enter();
   const long long m = $EXTENT_M, n = $EXTENT_N, k = $EXTENT_K;
@@ -77,7 +87,7 @@ extern "C" __global__ void __launch_bounds__($THREADS) $NAME(
   const long long per_split = (k_tiles + $SPLIT - 1) / $SPLIT;
   const long long kt_begin = split * per_split;
   const long long kt_end = kt_begin + per_split < k_tiles ? kt_begin + per_split : k_tiles;
-  const int tiles = kt_begin < kt_end ? (int)(kt_end - kt_begin) : 0;
+  const int tiles = kt_begin < kt_end ? (int)(kt_end - kt_begin) : 0;$ONES_FILL
   // The first $STAGES - 1 tiles start streaming, a group each (empty past
   // the split's tiles, so that every wait below counts the same groups).
   for (int i = 0; i < $STAGES - 1; ++i) {
@@ -88,12 +98,12 @@ $STAGE_TILE
     }
     kiln_cp_async_commit();
   }
-  float acc[$N8][4], part[$N8][4];
+  $ACCUMULATOR acc[$N8][4]$PART;
   #pragma unroll
   for (int j = 0; j < $N8; ++j)
     #pragma unroll
     for (int r = 0; r < 4; ++r)
-      acc[j][r] = part[j][r] = 0.0f;
+      acc[j][r] = $ZEROS;$SUMS_DECLARATION
   for (int t = 0; t < tiles; ++t) {
     const int s = t % $STAGES;
     // Tile t has landed (only the $STAGES - 2 groups after it may still be
@@ -112,7 +122,31 @@ $STAGE_TILE
     kiln_cp_async_commit();
     const unsigned char *a_tile = smem + s * $STAGE_BYTES + group * 64 * 128;
     const unsigned char *b_tile = smem + s * $STAGE_BYTES + $A_BYTES;
-    kiln_wgmma_hold(part);
+$PRODUCTS
+  }
+$AFTER_LOOP
+  // Accumulator i of columns 8 j.. is row lane / 4 (+ 8 for i >= 2) of the
+  // warp's 16, column 2 (lane % 4) + i % 2.
+  const float activation_scale = $A_TO_FLOAT(a_scale[0]);$TILE_LOCALS
+  const $ELEMENT *r_mat = $R_MAT;$BIAS_LOCAL
+  $C_TYPE *c_mat = c;
+  #pragma unroll
+  for (int j = 0; j < $N8; ++j)
+    #pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const long long row = row0 + group * 64 + (warp & 3) * 16 + (lane >> 2) + (i >> 1) * 8;
+      const long long col = col0 + j * 8 + (lane & 3) * 2 + (i & 1);
+      if (row >= m || col >= n)
+        continue;
+$TILE_VALUE
+$STORE
+    }
+}
+)cuda";
+
+/// Float8: each tile's four products into `part`, waited for and added
+/// into the fp32 accumulators.
+constexpr const char *kFloat8Products = R"cuda(    kiln_wgmma_hold(part);
     kiln_wgmma_fence();
     // Four k32 steps of 32 bytes; the first starts the tile's sums afresh.
     #pragma unroll
@@ -127,26 +161,25 @@ $STAGE_TILE
     for (int j = 0; j < $N8; ++j)
       #pragma unroll
       for (int r = 0; r < 4; ++r)
-        acc[j][r] += part[j][r];
-  }
-  // Accumulator i of columns 8 j.. is row lane / 4 (+ 8 for i >= 2) of the
-  // warp's 16, column 2 (lane % 4) + i % 2.
-  const float activation_scale = $A_TO_FLOAT(a_scale[0]);
-  const $ELEMENT *r_mat = $R_MAT;$BIAS_LOCAL
-  $C_TYPE *c_mat = c;
-  #pragma unroll
-  for (int j = 0; j < $N8; ++j)
+        acc[j][r] += part[j][r];)cuda";
+
+/// Integers: exact 32-bit sums straight into the accumulators, with each
+/// row's sum of A (A times a B of ones) and, for the activations' zero
+/// point, each column's sum of the weights (the weights' rows as an A
+/// times the ones).
+constexpr const char *kIntegerProducts = R"cuda(    kiln_wgmma_hold(acc);
+    kiln_wgmma_hold(row_sum);$HOLD_COLUMN_SUMS
+    kiln_wgmma_fence();
     #pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const long long row = row0 + group * 64 + (warp & 3) * 16 + (lane >> 2) + (i >> 1) * 8;
-      const long long col = col0 + j * 8 + (lane & 3) * 2 + (i & 1);
-      if (row >= m || col >= n)
-        continue;
-      float v = __fmul_rn(__fmul_rn(acc[j][i], activation_scale), $TO_FLOAT(scales[col]));
-$STORE
+    for (int kk = 0; kk < 4; ++kk) {
+      const kiln_smem_desc a_desc = kiln_wgmma_desc_swizzled(a_tile + kk * 32, 16, 1024, 128);
+      $WGMMA(acc, a_desc, kiln_wgmma_desc_swizzled(b_tile + kk * 32, 16, 1024, 128), 1);
+      $ROW_SUM_WGMMA(row_sum, a_desc, ones_desc, 1);$COLUMN_SUM_WGMMA
     }
-}
-)cuda";
+    kiln_wgmma_commit();
+    kiln_wgmma_wait<0>();
+    kiln_wgmma_hold(acc);
+    kiln_wgmma_hold(row_sum);$HOLD_COLUMN_SUMS)cuda";
 
 /// The copies of k tile `kn` into buffer `st`: A's rows, then the weights'
 /// packed rows, 16-byte chunks in the 128-byte swizzle (K is whole chunks;
@@ -172,15 +205,23 @@ constexpr const char *kStageTile =
 
 } // namespace
 
-QdqWgmmaChoice chooseQdqWgmma(const QdqGemmShape &shape, int64_t fewestRows) {
+QdqWgmmaChoice chooseQdqWgmma(const QdqGemmShape &shape, int64_t fewestRows,
+                              llvm::StringRef arch) {
   QdqWgmmaChoice choice;
-  if (!shape.float8)
-    choice.refusal = "Hopper's form multiplies float8 operands";
-  else if (shape.dtype != rt::DType::F16 && shape.dtype != rt::DType::BF16)
+  // Off Hopper the form would run its mma.sync fallback in 129 KiB of
+  // shared memory, which smaller GPUs refuse at load.
+  if (arch != "sm_90a")
+    choice.refusal = "wgmma is sm_90a's, the target " + arch.str() + "'s not";
+  else if (shape.float8 && shape.dtype != rt::DType::F16 &&
+           shape.dtype != rt::DType::BF16)
     choice.refusal = "the float8 tensor cores sum with fewer bits than an "
                      "fp32 product's contract allows";
+  else if (!shape.float8 && shape.k > kMostIntegerK)
+    choice.refusal = "K = " + std::to_string(shape.k) + ": sums of more than " +
+                     std::to_string(kMostIntegerK) +
+                     " products of unsigned bytes could leave 32 bits";
   else if (fewestRows < 0)
-    choice.refusal = "--fp8-wgmma-rows=-1";
+    choice.refusal = "--qdq-wgmma-rows=-1";
   if (!choice.refusal.empty())
     return choice;
   int64_t columnTiles = llvm::divideCeil(shape.n, kTileN);
@@ -189,10 +230,11 @@ QdqWgmmaChoice chooseQdqWgmma(const QdqGemmShape &shape, int64_t fewestRows) {
       1, int64_t(llvm::bit_floor(uint64_t(
              std::min(kGemmMostSplits, kTiles / kLeastTilesPerSplit)))));
   // By default from the rows whose 128 x 128 tiles, split as far as K
-  // allows, fill the GPU: below, the mma form's smaller tiles do better.
+  // allows, fill the GPU, a block an SM (a block takes 129 KiB of shared
+  // memory): below, the mma form's smaller tiles do better.
   if (fewestRows == 0)
     fewestRows =
-        128 * llvm::divideCeil(kBlocksWanted, columnTiles * mostSplits);
+        128 * llvm::divideCeil(kGemmTargetSMs, columnTiles * mostSplits);
   fewestRows = std::max(fewestRows, shape.leastM);
   if (shape.upperM < fewestRows) {
     choice.refusal = "no run has " + std::to_string(fewestRows) + " rows";
@@ -202,7 +244,7 @@ QdqWgmmaChoice chooseQdqWgmma(const QdqGemmShape &shape, int64_t fewestRows) {
   GemmConfig config = {GemmForm::Wgmma,  tileM, kTileN, 128,
                        4 * (tileM / 64), 1,     1,      kStages};
   int64_t blocks = llvm::divideCeil(fewestRows, tileM) * columnTiles;
-  while (blocks * config.splitK < kBlocksWanted &&
+  while (blocks * config.splitK < kGemmTargetSMs &&
          config.splitK * 2 <= mostSplits)
     config.splitK *= 2;
   choice.config = config;
@@ -216,17 +258,147 @@ int64_t qdqWgmmaSharedBytes(const GemmConfig &config) {
   return config.stages * (config.tileM + config.tileN) * 128 + 1024;
 }
 
+namespace {
+
+/// The placeholders of the float8 form: products promoted to fp32 each
+/// tile, each sum scaled.
+std::vector<std::pair<std::string, std::string>>
+float8Values(const GemmConfig &config) {
+  return {{"$KIND", "FP8"},
+          {"$INSTRUCTION", "wgmma .e4m3, each tile's sums added in fp32"},
+          {"$ONES_FILL", ""},
+          {"$ACCUMULATOR", "float"},
+          {"$PART", ", part[$N8][4]"},
+          {"$ZEROS", "part[j][r] = 0.0f"},
+          {"$SUMS_DECLARATION", ""},
+          {"$PRODUCTS", kFloat8Products},
+          {"$WGMMA", wgmmaE4M3FunctionName(config.tileN)},
+          {"$AFTER_LOOP", ""},
+          {"$TILE_LOCALS", ""},
+          {"$A_ZERO_PARAMETER", ""},
+          {"$W_ZERO_PARAMETER", ""},
+          {"$TILE_VALUE", "      float v = __fmul_rn(__fmul_rn(acc[j][i], "
+                          "activation_scale), $TO_FLOAT(scales[col]));"}};
+}
+
+/// The placeholders of the integer form: A .u8 or .s8, the weights' bytes
+/// .u8 (kiln.dequantize's q + 128 for signed weights, whose zero point is
+/// then 128; their own zero points otherwise), and
+///   sum_k (q_a - z_a)(b - z_b) = sum_k q_a b - z_b sum_k q_a - z_a sum_k b
+///                                + K z_a z_b
+/// from the products, the rows' sums of A and (where z_a is not known to
+/// be 0) the columns' sums of the weights.
+std::vector<std::pair<std::string, std::string>>
+integerValues(const QdqGemmShape &shape, const GemmConfig &config) {
+  bool columnSums = shape.zeroPoint;
+  std::string scaleElement = gemm::spellingOf(shape.scaleDtype).type;
+  return {
+      {"$KIND", "integer"},
+      {"$INSTRUCTION", std::string("wgmma .s32 of ") +
+                           (shape.unsignedActivations ? ".u8" : ".s8") +
+                           " A and .u8 B, exact"},
+      {"$ONES_FILL",
+       "\n  // Ones (8 rows of 32 bytes, no swizzle: core matrices of 16 "
+       "bytes, 128\n  // apart along K) for the sums of rows and "
+       "columns.\n"
+       "  __shared__ __align__(128) unsigned char ones[256];\n"
+       "  for (int i = tid; i < 256; i += $THREADS)\n"
+       "    ones[i] = 1;\n"
+       "  const kiln_smem_desc ones_desc = kiln_wgmma_desc(ones, 128, 128);"},
+      {"$ACCUMULATOR", "int"},
+      {"$PART", ""},
+      {"$ZEROS", "0"},
+      {"$SUMS_DECLARATION",
+       std::string("\n  // Each row's sum of A over this split's K (every "
+                   "column of the n8\n  // product holds it).\n"
+                   "  int row_sum[1][4] = {{0, 0, 0, 0}};") +
+           (columnSums ? "\n  // Each column's sum of the weights: the "
+                         "tile's rows of B as two A of\n  // 64 rows times "
+                         "the ones (every warpgroup: a branch around them\n"
+                         "  // would make ptxas serialize all the "
+                         "products).\n"
+                         "  int col_sum_lo[1][4] = {{0, 0, 0, 0}}, "
+                         "col_sum_hi[1][4] = {{0, 0, 0, 0}};"
+                       : "")},
+      {"$PRODUCTS", kIntegerProducts},
+      {"$HOLD_COLUMN_SUMS", columnSums ? "\n    kiln_wgmma_hold(col_sum_lo);\n"
+                                         "    kiln_wgmma_hold(col_sum_hi);"
+                                       : ""},
+      {"$COLUMN_SUM_WGMMA",
+       columnSums
+           ? "\n      $COLUMN_WGMMA(col_sum_lo, kiln_wgmma_desc_swizzled("
+             "b_tile + kk * 32, 16, 1024, 128), ones_desc, 1);\n"
+             "      $COLUMN_WGMMA(col_sum_hi, kiln_wgmma_desc_swizzled("
+             "b_tile + 64 * 128 + kk * 32, 16, 1024, 128),\n"
+             "                    ones_desc, 1);"
+           : ""},
+      {"$WGMMA",
+       wgmmaInt8FunctionName(config.tileN, shape.unsignedActivations, true)},
+      {"$ROW_SUM_WGMMA",
+       wgmmaInt8FunctionName(8, shape.unsignedActivations, true)},
+      {"$COLUMN_WGMMA", wgmmaInt8FunctionName(8, true, true)},
+      {"$AFTER_LOOP",
+       columnSums
+           ? "  // The first warpgroup's column sums (rows lane / 4 (+ 8) of "
+             "warp w's 16\n  // of each n8 product) to every thread.\n"
+             "  __shared__ int col_sums[$TILE_N];\n"
+             "  if (group == 0 && (lane & 3) == 0) {\n"
+             "    const int cn = (warp & 3) * 16 + (lane >> 2);\n"
+             "    col_sums[cn] = col_sum_lo[0][0];\n"
+             "    col_sums[cn + 8] = col_sum_lo[0][2];\n"
+             "    col_sums[64 + cn] = col_sum_hi[0][0];\n"
+             "    col_sums[64 + cn + 8] = col_sum_hi[0][2];\n"
+             "  }\n"
+             "  __syncthreads();"
+           : ""},
+      {"$TILE_LOCALS",
+       std::string("\n  // Whole: a cast of an 8-bit integer.\n"
+                   "  const unsigned activation_zero = ") +
+           (shape.zeroPoint ? "(unsigned)(int)$A_TO_FLOAT(a_zero[0])" : "0u") +
+           ";\n  // This split's share of K (A is zeros past it).\n"
+           "  const long long k_begin = kt_begin * 128, k_end = kt_end * "
+           "128 < k ? kt_end * 128 : k;\n"
+           "  const unsigned k_split = k_end > k_begin ? (unsigned)(k_end - "
+           "k_begin) : 0u;"},
+      {"$A_ZERO_PARAMETER",
+       shape.zeroPoint ? ", const " + scaleElement + " *__restrict__ a_zero"
+                       : ""},
+      {"$W_ZERO_PARAMETER", shape.weightZeroPoints
+                                ? ", const unsigned char *__restrict__ w_zero"
+                                : ""},
+      {"$TILE_VALUE",
+       std::string("      // In unsigned arithmetic: two's complement, as "
+                   "the accumulators.\n"
+                   "      const unsigned weight_zero = ") +
+           (shape.weightZeroPoints ? "w_zero[col]" : "128u") +
+           ";\n      const int sum = (int)((unsigned)acc[j][i] - weight_zero "
+           "* (unsigned)row_sum[0][i & 2]" +
+           (columnSums ? " -\n                            activation_zero * "
+                         "(unsigned)col_sums[col - col0] +\n"
+                         "                            k_split * "
+                         "activation_zero * weight_zero"
+                       : "") +
+           ");\n      float v = __fmul_rn(__fmul_rn((float)sum, "
+           "activation_scale), $TO_FLOAT(scales[col]));"}};
+}
+
+} // namespace
+
 void emitQdqWgmmaGemm(const QdqGemmShape &shape, const GemmConfig &config,
                       const std::string &name, const std::string &rows,
                       const std::string &dims, const QdqGemmTail *tail,
                       llvm::raw_ostream &os) {
-  assert(shape.float8 && config.form == GemmForm::Wgmma &&
-         config.tileN == kTileN && config.tileK == 128 &&
-         config.tileM % 64 == 0 && config.tileM <= 128 && config.stages >= 2 &&
-         "the FP8 GEMM's Hopper layout");
+  assert(config.form == GemmForm::Wgmma && config.tileN == kTileN &&
+         config.tileK == 128 && config.tileM % 64 == 0 && config.tileM <= 128 &&
+         config.stages >= 2 && "the Q/DQ GEMM's Hopper layout");
+  assert(!(shape.float8 && (shape.zeroPoint || shape.weightZeroPoints)) &&
+         "float8 has no zero points");
   auto str = [](int64_t v) { return std::to_string(v); };
   std::vector<std::pair<std::string, std::string>> values =
       gemm::qdqValues(shape, config.splitK, name, rows, dims, tail);
+  std::vector<std::pair<std::string, std::string>> kind =
+      shape.float8 ? float8Values(config) : integerValues(shape, config);
+  values.insert(values.end(), kind.begin(), kind.end());
   int64_t threads = config.threads();
   values.insert(values.end(),
                 {{"$STAGE_TILE", kStageTile},
@@ -241,9 +413,15 @@ void emitQdqWgmmaGemm(const QdqGemmShape &shape, const GemmConfig &config,
                  {"$A_CHUNKS", str(config.tileM * 8 / threads)},
                  {"$B_CHUNKS", str(config.tileN * 8 / threads)},
                  {"$SHARED_BYTES", str(qdqWgmmaSharedBytes(config))},
-                 {"$N8", str(config.tileN / 8)},
-                 {"$WGMMA", wgmmaE4M3FunctionName(config.tileN)}});
-  os << cudaWgmmaE4M3Function(config.tileN);
+                 {"$N8", str(config.tileN / 8)}});
+  if (shape.float8) {
+    os << cudaWgmmaE4M3Function(config.tileN);
+  } else {
+    os << cudaWgmmaInt8Function(config.tileN, shape.unsignedActivations, true);
+    os << cudaWgmmaInt8Function(8, shape.unsignedActivations, true);
+    if (shape.zeroPoint)
+      os << cudaWgmmaInt8Function(8, true, true);
+  }
   os << substitute(kWgmmaKernel, values);
   if (config.splitK > 1)
     os << substitute(gemm::kPackedCombineKernel, values);

@@ -332,6 +332,44 @@ __device__ __forceinline__ void kiln_wgmma_e4m3_ss_by_mma(float (&d)[N / 8][4], 
     kiln_mma_m16n8k32_e4m3(d[n8], aa, bb, d[n8]);
   }
 }
+// The .s32 form of 8-bit integers, .u8 or .s8 each: mma.sync's m16n8k32 of
+// the same types, fragments as the .e4m3 form's.
+template <bool A_UNSIGNED, bool B_UNSIGNED>
+__device__ __forceinline__ void kiln_mma_m16n8k32_int8(int (&d)[4], const unsigned (&a)[4],
+                                                       const unsigned (&b)[2]) {
+#define KILN_MMA_INT8(TYPES)                                                              \
+  asm volatile("mma.sync.aligned.m16n8k32.row.col.s32." TYPES ".s32 {%0, %1, %2, %3}, " \
+               "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"                          \
+               : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])                           \
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]))
+  if (A_UNSIGNED && B_UNSIGNED)
+    KILN_MMA_INT8("u8.u8");
+  else if (A_UNSIGNED)
+    KILN_MMA_INT8("u8.s8");
+  else if (B_UNSIGNED)
+    KILN_MMA_INT8("s8.u8");
+  else
+    KILN_MMA_INT8("s8.s8");
+#undef KILN_MMA_INT8
+}
+template <int N, bool A_UNSIGNED, bool B_UNSIGNED>
+__device__ __forceinline__ void kiln_wgmma_int8_ss_by_mma(int (&d)[N / 8][4], kiln_smem_desc a,
+                                                          kiln_smem_desc b, int scale_d) {
+  const unsigned lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+  const unsigned row = (threadIdx.x >> 5 & 3) * 16 + g;
+  unsigned aa[4];
+  #pragma unroll
+  for (int r = 0; r < 4; ++r)
+    aa[r] = kiln_smem_desc_word_at(a, row + (r & 1) * 8, 4 * t + (r >> 1) * 16);
+  #pragma unroll
+  for (int n8 = 0; n8 < N / 8; ++n8) {
+    const unsigned bb[2] = {kiln_smem_desc_word_at(b, n8 * 8 + g, 4 * t),
+                            kiln_smem_desc_word_at(b, n8 * 8 + g, 4 * t + 16)};
+    if (!scale_d)
+      d[n8][0] = d[n8][1] = d[n8][2] = d[n8][3] = 0;
+    kiln_mma_m16n8k32_int8<A_UNSIGNED, B_UNSIGNED>(d[n8], aa, bb);
+  }
+}
 #endif
 // Keeps the compiler from moving in-flight accumulators (CUTLASS's
 // warpgroup_fence_operand).
@@ -341,6 +379,13 @@ template <int M> __device__ __forceinline__ void kiln_wgmma_hold(float (&d)[M][4
     #pragma unroll
     for (int j = 0; j < 4; ++j)
       asm volatile("" : "+f"(d[i][j]) :: "memory");
+}
+template <int M> __device__ __forceinline__ void kiln_wgmma_hold(int (&d)[M][4]) {
+  #pragma unroll
+  for (int i = 0; i < M; ++i)
+    #pragma unroll
+    for (int j = 0; j < 4; ++j)
+      asm volatile("" : "+r"(d[i][j]) :: "memory");
 }
 #endif
 )cuda";
@@ -452,6 +497,55 @@ std::string cudaWgmmaE4M3Function(int64_t n) {
   text += "#else\n";
   text += "  kiln_wgmma_e4m3_ss_by_mma<" + std::to_string(n) +
           ">(d, a, b, scale_d);\n";
+  text += "#endif\n}\n#endif\n";
+  return text;
+}
+
+std::string wgmmaInt8FunctionName(int64_t n, bool aUnsigned, bool bUnsigned) {
+  return "kiln_wgmma_m64n" + std::to_string(n) + "k32_" +
+         (aUnsigned ? "u8" : "s8") + (bUnsigned ? "u8" : "s8") + "_ss";
+}
+
+std::string cudaWgmmaInt8Function(int64_t n, bool aUnsigned, bool bUnsigned) {
+  std::string name = wgmmaInt8FunctionName(n, aUnsigned, bUnsigned);
+  std::string guard = "KILN_" + name;
+  for (char &c : guard)
+    c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  // Operands: the n / 2 accumulators, A's and B's descriptors, then
+  // scale-d as a predicate (integer products take no scale immediates).
+  int64_t accumulators = n / 2;
+  std::string dList, constraints;
+  for (int64_t i = 0; i < accumulators; ++i) {
+    dList += (i ? ", %" : "%") + std::to_string(i);
+    constraints += std::string(i ? ", " : "") + "\"+r\"(d[" +
+                   std::to_string(i / 4) + "][" + std::to_string(i % 4) + "])";
+  }
+  auto operand = [&](int64_t k) {
+    return "%" + std::to_string(accumulators + k);
+  };
+  std::string types =
+      std::string(aUnsigned ? ".u8" : ".s8") + (bUnsigned ? ".u8" : ".s8");
+  std::string instruction =
+      "wgmma.mma_async.sync.aligned.m64n" + std::to_string(n) + "k32.s32" +
+      types + " {" + dList + "}, " + operand(0) + ", " + operand(1) + ", p;";
+  std::string args = std::to_string(n) + ", " + (aUnsigned ? "true" : "false") +
+                     ", " + (bUnsigned ? "true" : "false");
+  std::string text;
+  text += "#ifndef " + guard + "\n#define " + guard + "\n";
+  text += "__device__ __forceinline__ void " + name + "(int (&d)[" +
+          std::to_string(n / 8) +
+          "][4], kiln_smem_desc a, kiln_smem_desc b, int scale_d) {\n";
+  text += "#if defined(KILN_HOST_EMULATION)\n";
+  text += "  kiln_host_wgmma::issueSharedInteger<" + args +
+          ">(&d[0][0], a, b, scale_d);\n";
+  text += "#elif defined(__CUDA_ARCH_FEAT_SM90_ALL)\n";
+  text += "  asm volatile(\"{\\n.reg .pred p;\\nsetp.ne.b32 p, " + operand(2) +
+          ", 0;\\n\"\n";
+  text += "               \"" + instruction + "\\n}\\n\"\n";
+  text += "               : " + constraints + "\n";
+  text += "               : \"l\"(a), \"l\"(b), \"r\"(scale_d));\n";
+  text += "#else\n";
+  text += "  kiln_wgmma_int8_ss_by_mma<" + args + ">(d, a, b, scale_d);\n";
   text += "#endif\n}\n#endif\n";
   return text;
 }

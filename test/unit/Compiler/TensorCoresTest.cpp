@@ -228,4 +228,57 @@ extern "C" __global__ void products(const float *in, float *out) {
             std::string::npos);
 }
 
+TEST(TensorCores, IntegerWgmmaCompilesForHopperAndFallsBackToMma) {
+  // The .s32 forms of .u8 and .s8 take scale-d alone (no scale
+  // immediates): the sm_90a cubin builds, and the portable PTX issues
+  // mma.sync of the same types.
+  std::string uu = cudaWgmmaInt8Function(128, true, true),
+              su = cudaWgmmaInt8Function(8, false, true);
+  EXPECT_NE(uu.find("wgmma.mma_async.sync.aligned.m64n128k32.s32.u8.u8 "),
+            std::string::npos);
+  EXPECT_NE(uu.find("%64, %65, p;"), std::string::npos) << uu;
+  EXPECT_NE(su.find("wgmma.mma_async.sync.aligned.m64n8k32.s32.s8.u8 "),
+            std::string::npos);
+  EXPECT_NE(su.find("%4, %5, p;"), std::string::npos) << su;
+  EXPECT_EQ(wgmmaInt8FunctionName(8, false, true),
+            "kiln_wgmma_m64n8k32_s8u8_ss");
+  char dir[] = "/tmp/kiln-wgmma-int8-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  setenv("KILN_CACHE_DIR", dir, 1);
+  mlir::MLIRContext context;
+  std::string source = cudaTensorCorePrelude() + uu + su + R"cuda(
+extern "C" __global__ void products(const float *in, float *out) {
+  __shared__ __align__(1024) unsigned char tile_a[64 * 128], tile_b[128 * 128];
+  for (int i = threadIdx.x; i < 64 * 128; i += blockDim.x) tile_a[i] = (unsigned char)i;
+  for (int i = threadIdx.x; i < 128 * 128; i += blockDim.x) tile_b[i] = (unsigned char)(3 * i);
+  kiln_fence_proxy_async();
+  __syncthreads();
+  int d[16][4], e[1][4];
+  kiln_wgmma_fence();
+  for (int kk = 0; kk < 4; ++kk) {
+    const kiln_smem_desc a = kiln_wgmma_desc_swizzled(tile_a + 32 * kk, 16, 1024, 128);
+    kiln_wgmma_m64n128k32_u8u8_ss(d, a, kiln_wgmma_desc_swizzled(tile_b + 32 * kk, 16, 1024, 128), kk);
+    kiln_wgmma_m64n8k32_s8u8_ss(e, a, kiln_wgmma_desc(tile_b, 128, 128), kk);
+  }
+  kiln_wgmma_commit();
+  kiln_wgmma_wait<0>();
+  kiln_wgmma_hold(d);
+  kiln_wgmma_hold(e);
+  for (int i = 0; i < 64; ++i) out[threadIdx.x * 68 + i] = (float)d[i / 4][i % 4];
+  for (int i = 0; i < 4; ++i) out[threadIdx.x * 68 + 64 + i] = (float)e[0][i];
+}
+)cuda";
+  auto compiled =
+      compileCuda(mlir::UnknownLoc::get(&context), source, "sm_90a");
+  ASSERT_TRUE(succeeded(compiled));
+  EXPECT_FALSE(compiled->cubin.empty());
+  EXPECT_EQ(compiled->ptx.find("wgmma"), std::string::npos);
+  EXPECT_NE(
+      compiled->ptx.find("mma.sync.aligned.m16n8k32.row.col.s32.u8.u8.s32"),
+      std::string::npos);
+  EXPECT_NE(
+      compiled->ptx.find("mma.sync.aligned.m16n8k32.row.col.s32.s8.u8.s32"),
+      std::string::npos);
+}
+
 } // namespace

@@ -403,4 +403,79 @@ TEST_F(TensorCopies, Float8WgmmaReadsKMajorBytesAsTheCopiesWroteThem) {
   EXPECT_NE(run(0), want);
 }
 
+/// The integer form: the same tiles' bytes as .u8 A times .u8 B into d,
+/// and as .s8 A times .u8 B into e (the products written to y as floats,
+/// exact below 2^24), both through the swizzled descriptors.
+std::string integerWgmmaSource() {
+  return std::string(kMapHelper) + R"cuda(
+static unsigned char ga[64 * 128], gb[64 * 128];
+extern "C" __global__ void product(const float *x, float *y) {
+  __shared__ __align__(1024) unsigned char tile_a[64 * 128], tile_b[64 * 128];
+  __shared__ __align__(8) unsigned long long bar;
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+  for (int i = tid; i < 64 * 128; i += 128) {
+    ga[i] = (unsigned char)x[i];
+    gb[i] = (unsigned char)x[64 * 128 + i];
+  }
+  if (tid == 0) {
+    kiln_mbarrier_init(&bar, 1);
+    kiln_fence_mbarrier_init();
+  }
+  __syncthreads();
+  const kiln_tensor_map a = map2d(ga, 1, 128, 64, 128, 128, 64, 128),
+                        b = map2d(gb, 1, 128, 64, 128, 128, 64, 128);
+  if (tid == 0) {
+    kiln_mbarrier_arrive_expect_tx(&bar, 2 * 8192);
+    kiln_tma_load_2d(tile_a, a, 0, 0, &bar);
+    kiln_tma_load_2d(tile_b, b, 0, 0, &bar);
+  }
+  kiln_mbarrier_wait(&bar, 0);
+  int d[8][4], e[8][4];
+  kiln_wgmma_fence();
+  for (int ks = 0; ks < 4; ++ks) {
+    const kiln_smem_desc da = kiln_wgmma_desc_swizzled(tile_a + 32 * ks, 16, 1024, 128),
+                         db = kiln_wgmma_desc_swizzled(tile_b + 32 * ks, 16, 1024, 128);
+    kiln_host_wgmma::issueSharedInteger<64, true, true>(&d[0][0], da, db, ks);
+    kiln_host_wgmma::issueSharedInteger<64, false, true>(&e[0][0], da, db, ks);
+  }
+  kiln_wgmma_commit();
+  kiln_wgmma_wait<0>();
+  const int g = lane / 4, t = lane % 4;
+  for (int i = 0; i < 32; ++i) {
+    const int row = 16 * warp + g + 8 * ((i / 2) % 2), col = 8 * (i / 4) + 2 * t + i % 2;
+    y[row * 64 + col] = (float)d[i / 4][i % 4];
+    y[4096 + row * 64 + col] = (float)e[i / 4][i % 4];
+  }
+}
+)cuda";
+}
+
+TEST_F(TensorCopies, IntegerWgmmaReadsUnsignedAndSignedBytes) {
+  // Every byte value, the tiles' rows read as the ISA's .u8 and .s8.
+  std::vector<float> x(2 * 64 * 128);
+  for (int r = 0; r < 64; ++r)
+    for (int k = 0; k < 128; ++k) {
+      x[r * 128 + k] = float((r * 37 + k * 11) % 256);
+      x[64 * 128 + r * 128 + k] = float((r * 13 + k * 29 + 7) % 256);
+    }
+  std::vector<float> want(2 * 4096);
+  for (int m = 0; m < 64; ++m)
+    for (int n = 0; n < 64; ++n) {
+      long long u = 0, s = 0;
+      for (int k = 0; k < 128; ++k) {
+        int a = int(x[m * 128 + k]), b = int(x[64 * 128 + n * 128 + k]);
+        u += (long long)a * b;
+        s += (long long)(a < 128 ? a : a - 256) * b;
+      }
+      want[m * 64 + n] = float(u);
+      want[4096 + m * 64 + n] = float(s);
+    }
+  std::vector<float> y =
+      runOnHost(kernelArtifact(integerWgmmaSource(), "product",
+                               int64_t(x.size()), 1, 128),
+                x, HostOptions());
+  y.resize(want.size());
+  EXPECT_EQ(y, want);
+}
+
 } // namespace

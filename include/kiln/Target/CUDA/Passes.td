@@ -38,10 +38,13 @@ def KilnToCudaPass : Pass<"kiln-to-cuda", "mlir::ModuleOp"> {
     Option<"gemmKernels", "gemm-kernels", "bool", /*default=*/"false",
            "each float matmul offers Kiln's GEMM kernels beside cuBLASLt "
            "(the runtime's `gemm` option runs them)">,
-    Option<"fp8WgmmaRows", "fp8-wgmma-rows", "int64_t", /*default=*/"0",
-           "the fewest rows at which an FP8 Q/DQ GEMM of a 16-bit product "
-           "runs on Hopper's float8 wgmma (0 chooses: where its tiles fill "
-           "the GPU; -1 never)">,
+    Option<"arch", "arch", "std::string", /*default=*/"\"sm_90a\"",
+           "the GPU architecture the kernels are built for (NVRTC's): "
+           "Hopper's forms chosen at compile time need sm_90a">,
+    Option<"qdqWgmmaRows", "qdq-wgmma-rows", "int64_t", /*default=*/"0",
+           "the fewest rows at which an 8-bit Q/DQ GEMM (integer, or float8 "
+           "of a 16-bit product) runs on Hopper's wgmma (0 chooses: where "
+           "its tiles fill the GPU; -1 never)">,
     // Overrides of the tensor-core attention kernel's configuration
     // (chooseAttentionConfig), for benchmarks that time the forms; 0 leaves
     // the choice to the compiler. The plan and --report print the result.

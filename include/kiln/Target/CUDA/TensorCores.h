@@ -67,6 +67,19 @@ std::string wgmmaE4M3FunctionName(int64_t n);
 /// targets.
 std::string cudaWgmmaE4M3Function(int64_t n);
 
+/// The name of the function issuing one `wgmma.mma_async.sync.aligned
+/// .m64n<n>k32.s32` of 8-bit integers (A .u8 where `aUnsigned`, else .s8;
+/// B likewise), both from shared memory, K-major:
+/// `kiln_wgmma_m64n<n>k32_<u8|s8><u8|s8>_ss(int (&d)[n / 8][4],
+/// kiln_smem_desc a, kiln_smem_desc b, int scale_d)`. `n` is one of the
+/// integer form's: 8 to 32 by 8, then 48 to 256 by 16.
+std::string wgmmaInt8FunctionName(int64_t n, bool aUnsigned, bool bUnsigned);
+
+/// Its definition, guarded as cudaWgmmaFunction's: inline PTX on sm_90a,
+/// the host backend's emulation, mma.sync of the same types for other
+/// targets.
+std::string cudaWgmmaInt8Function(int64_t n, bool aUnsigned, bool bUnsigned);
+
 } // namespace kiln
 
 #endif // KILN_TARGET_CUDA_TENSORCORES_H
