@@ -98,7 +98,7 @@ $STAGE_TILE
     }
     kiln_cp_async_commit();
   }
-  $ACCUMULATOR acc[$N8][4]$PART;
+  $ACCUMULATOR acc[$N8][4]$SECOND_ACCUMULATORS;
   #pragma unroll
   for (int j = 0; j < $N8; ++j)
     #pragma unroll
@@ -268,7 +268,7 @@ float8Values(const GemmConfig &config) {
           {"$INSTRUCTION", "wgmma .e4m3, each tile's sums added in fp32"},
           {"$ONES_FILL", ""},
           {"$ACCUMULATOR", "float"},
-          {"$PART", ", part[$N8][4]"},
+          {"$SECOND_ACCUMULATORS", ", part[$N8][4]"},
           {"$ZEROS", "part[j][r] = 0.0f"},
           {"$SUMS_DECLARATION", ""},
           {"$PRODUCTS", kFloat8Products},
@@ -306,7 +306,7 @@ integerValues(const QdqGemmShape &shape, const GemmConfig &config) {
        "    ones[i] = 1;\n"
        "  const kiln_smem_desc ones_desc = kiln_wgmma_desc(ones, 128, 128);"},
       {"$ACCUMULATOR", "int"},
-      {"$PART", ""},
+      {"$SECOND_ACCUMULATORS", ""},
       {"$ZEROS", "0"},
       {"$SUMS_DECLARATION",
        std::string("\n  // Each row's sum of A over this split's K (every "
@@ -352,14 +352,16 @@ integerValues(const QdqGemmShape &shape, const GemmConfig &config) {
              "  __syncthreads();"
            : ""},
       {"$TILE_LOCALS",
-       std::string("\n  // Whole: a cast of an 8-bit integer.\n"
-                   "  const unsigned activation_zero = ") +
-           (shape.zeroPoint ? "(unsigned)(int)$A_TO_FLOAT(a_zero[0])" : "0u") +
-           ";\n  // This split's share of K (A is zeros past it).\n"
-           "  const long long k_begin = kt_begin * 128, k_end = kt_end * "
-           "128 < k ? kt_end * 128 : k;\n"
-           "  const unsigned k_split = k_end > k_begin ? (unsigned)(k_end - "
-           "k_begin) : 0u;"},
+       columnSums
+           ? "\n  // Whole: a cast of an 8-bit integer.\n"
+             "  const unsigned activation_zero = "
+             "(unsigned)(int)$A_TO_FLOAT(a_zero[0]);\n"
+             "  // This split's share of K (A is zeros past it).\n"
+             "  const long long k_begin = kt_begin * 128, k_end = kt_end * "
+             "128 < k ? kt_end * 128 : k;\n"
+             "  const unsigned k_split = k_end > k_begin ? (unsigned)(k_end "
+             "- k_begin) : 0u;"
+           : ""},
       {"$A_ZERO_PARAMETER",
        shape.zeroPoint ? ", const " + scaleElement + " *__restrict__ a_zero"
                        : ""},

@@ -8,6 +8,7 @@
 
 #include "kiln/Target/CUDA/TensorCores.h"
 
+#include <cassert>
 #include <cctype>
 
 namespace kiln {
@@ -507,6 +508,9 @@ std::string wgmmaInt8FunctionName(int64_t n, bool aUnsigned, bool bUnsigned) {
 }
 
 std::string cudaWgmmaInt8Function(int64_t n, bool aUnsigned, bool bUnsigned) {
+  assert(
+      (n == 8 || n == 16 || n == 24 || (n % 16 == 0 && n >= 32 && n <= 256)) &&
+      "the integer form's N");
   std::string name = wgmmaInt8FunctionName(n, aUnsigned, bUnsigned);
   std::string guard = "KILN_" + name;
   for (char &c : guard)

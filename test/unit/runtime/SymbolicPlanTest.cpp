@@ -322,6 +322,55 @@ TEST_F(SymbolicHostRun, KeepsThePlansOfTheDimsUsedLast) {
   ASSERT_NO_FATAL_FAILURE(runAt(3));
 }
 
+TEST_F(SymbolicHostRun, APlanThatCannotBeWrittenLeavesTheOthersRunning) {
+  // The mask's size, n + past, with two more terms of a corrupt artifact
+  // that cancel until their product overflows: at past = 1 from n = 7.
+  // Validation does not evaluate formulas, so only that run's plan fails.
+  Artifact a = symbolicArtifact();
+  const int64_t c = INT64_MAX / 6;
+  SizeFormula &mask = a.symbolic.bindings[1].formula;
+  mask.terms.push_back(SizeTerm{-c, {1, 0}});
+  mask.terms.push_back(SizeTerm{c, {1, 0}});
+  std::string error;
+  ASSERT_TRUE(validateArtifact(a, error)) << error;
+  std::unique_ptr<Model> model;
+  Status s = Model::create(std::move(a), Backend::Host, model);
+  ASSERT_TRUE(s.isOk()) << s.message;
+  auto runAt = [&](int64_t n, int64_t past) {
+    std::vector<float> x(n), maskIn(n + past, 0.0f), y(8, -1.0f);
+    for (int64_t i = 0; i < n; ++i)
+      x[i] = static_cast<float>(i * n) + 1.0f;
+    const void *in[] = {x.data(), maskIn.data()};
+    void *out[] = {y.data()};
+    Status s = model->run({n, past}, in, out, Memory::Host);
+    ASSERT_TRUE(s.isOk()) << s.message;
+    for (int64_t i = 0; i < 8; ++i)
+      EXPECT_EQ(y[i], i < n ? 2.0f * x[i] : -1.0f) << "n " << n << " i " << i;
+  };
+  for (int64_t n = 1; n <= 8; ++n)
+    ASSERT_NO_FATAL_FAILURE(runAt(n, 0));
+  // A ninth dims whose plan overflows: refused by name. The least recently
+  // used plan (n = 1, held by no run) gave its storage to the attempt and
+  // is gone; nothing is kept for the refused dims.
+  std::vector<float> x(7, 1.0f), maskIn(8, 0.0f), y(8, -1.0f);
+  const void *in[] = {x.data(), maskIn.data()};
+  void *out[] = {y.data()};
+  s = model->run({7, 1}, in, out, Memory::Host);
+  EXPECT_FALSE(s.isOk());
+  EXPECT_EQ(s.message, "dim sizes: a size of the plan overflows");
+  EXPECT_FALSE(model->keepsPlanFor({7, 1}));
+  EXPECT_FALSE(model->keepsPlanFor({1, 0}));
+  for (int64_t n = 2; n <= 8; ++n)
+    EXPECT_TRUE(model->keepsPlanFor({n, 0})) << n;
+  // The others still run right; n = 1 is written again, and so is a past
+  // of 1 where the product fits.
+  ASSERT_NO_FATAL_FAILURE(runAt(2, 0));
+  ASSERT_NO_FATAL_FAILURE(runAt(8, 0));
+  ASSERT_NO_FATAL_FAILURE(runAt(1, 0));
+  ASSERT_NO_FATAL_FAILURE(runAt(6, 1));
+  EXPECT_TRUE(model->keepsPlanFor({6, 1}));
+}
+
 TEST_F(SymbolicHostRun, AStaticModelTakesNoDims) {
   std::unique_ptr<Model> model;
   ASSERT_TRUE(

@@ -1,6 +1,7 @@
 """Q/DQ products of 8-bit activations and weights, as quantize_static writes them.
 
-  qdq_matmul_model.py OUT.onnx K [--n N] [--weights symmetric|zero-point|blocked]
+  qdq_matmul_model.py OUT.onnx K [--n N]
+                      [--weights symmetric|zero-point|varying-zero-points|uint8|uint8-plain|blocked]
                       [--quantized-input] [--plain-uint8]
 
 Three products of a [batch, seq, K] fp32 input `a` by N (default 72) columns,
@@ -17,8 +18,10 @@ then a bias:
 zero point (QuantizeLinear's default type; the zero point is 0).
 
 --weights zero-point gives the weights an explicit zero point of 3 a column
-(which the integer GEMM takes), --weights blocked scales them in blocks of
-16 along K (which it does not); --quantized-input makes the model's input
+(which the integer GEMM takes), varying-zero-points one from -5 to 5 a
+column, uint8 makes them uint8 with one from 120 to 136 a column, and
+uint8-plain uint8 without zero points (0); --weights blocked scales them in
+blocks of 16 along K (which it does not); --quantized-input makes the model's input
 the int8 tensor itself (`a_q`, which y_sym dequantizes; the others read
 `a`).
 """
@@ -57,7 +60,9 @@ def add(name, activation_type, zero_point, output_type=TensorProto.INT8):
     else:
         nodes.append(helper.make_node("QuantizeLinear", ["a"] + qdq, [name + "_aq"], **q_attrs))
     nodes.append(helper.make_node("DequantizeLinear", [name + "_aq"] + qdq, [name + "_ad"]))
-    w = rng.integers(-127, 128, (K, N), dtype=np.int8)
+    unsigned = form in ("uint8", "uint8-plain")
+    w = (rng.integers(0, 256, (K, N), dtype=np.uint8) if unsigned
+         else rng.integers(-127, 128, (K, N), dtype=np.int8))
     weights.append(numpy_helper.from_array(w, name + "_w"))
     if form == "blocked":
         s = (rng.random((K // 16, N)) * 0.01 + 0.002).astype(np.float32)
@@ -67,8 +72,10 @@ def add(name, activation_type, zero_point, output_type=TensorProto.INT8):
         attrs = {"axis": 1}
     weights.append(numpy_helper.from_array(s, name + "_ws"))
     w_inputs = [name + "_w", name + "_ws"]
-    if form == "zero-point":
-        zp = np.full(s.shape, 3, np.int8)
+    if form in ("zero-point", "varying-zero-points", "uint8"):
+        zp = (np.full(s.shape, 3, np.int8) if form == "zero-point"
+              else rng.integers(-5, 6, s.shape, dtype=np.int8) if form == "varying-zero-points"
+              else rng.integers(120, 137, s.shape, dtype=np.uint8))
         weights.append(numpy_helper.from_array(zp, name + "_wz"))
         w_inputs.append(name + "_wz")
     nodes.append(helper.make_node("DequantizeLinear", w_inputs, [name + "_wd"], **attrs))
