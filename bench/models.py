@@ -68,7 +68,11 @@ def cases(dry_run):
         Case("llama-22l-decode-b8-p1024", "llama-decode", 8, 1, past=1024,
              layers=22, section="llama"),
         Case("llama-22l-prefill-s2048", "llama", 1, 2048, layers=22,
-             section="llama-prefill")]
+             section="llama-prefill"),
+        # Two of its layers: a prefill that fits one device call beside the
+        # others (scripts/gpu_check.sh's bench-llama).
+        Case("llama-2l-prefill-s2048", "llama", 1, 2048, layers=2,
+             section="llama-prefill-2l")]
 
 
 def _config(case, dry_run):

@@ -32,6 +32,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import models  # noqa: E402
 import peers  # noqa: E402
+import quantized  # noqa: E402
 
 # The largest output difference, relative to the reference's largest
 # magnitude, that counts as agreeing with the fp32 reference.
@@ -68,13 +69,16 @@ def onnx_case(folder):
     return case
 
 
-def compile_kiln(args, case, folder, model_path, precision, gemm_kernels):
+def compile_kiln(args, case, folder, model_path, precision, gemm_kernels,
+                 variant="", extra=()):
     """Compiles one precision; returns (the .so, the roofline floor in µs).
     With `gemm_kernels` the artifact also offers Kiln's GEMM kernels (for
-    the kiln-gemm peer); without --gemm a run still takes cuBLASLt's."""
-    so = os.path.join(folder, f"model-{precision}.so")
+    the kiln-gemm peer); without --gemm a run still takes cuBLASLt's.
+    `variant` names a quantized build (bench/quantized.py), which `extra`
+    flags make."""
+    so = os.path.join(folder, f"model-{precision}{'-' + variant if variant else ''}.so")
     flags = (["--allow-tf32"] if precision == "tf32" else
-             ["--precision", precision])
+             ["--precision", precision]) + list(extra)
     if gemm_kernels:
         flags.append("--gemm-kernels")
     compile_cmd = [os.path.join(args.tools, "kilnc"), model_path, "-o", so,
@@ -86,12 +90,13 @@ def compile_kiln(args, case, folder, model_path, precision, gemm_kernels):
     return so, report["roofline"]["floor_us"]
 
 
-def time_kiln(args, case, folder, so, precision, round_index, gemm=""):
+def time_kiln(args, case, folder, so, precision, round_index, gemm="",
+              variant=""):
     """One round of Kiln's timing; returns (times, outputs). With `gemm`
     ("timed"), Kiln's own GEMM kernels race cuBLASLt's choice for each
     matmul at the first run (kiln-run --gemm)."""
-    out_dir = os.path.join(folder, f"out-{precision}-{gemm or 'cublaslt'}-"
-                                   f"{round_index}")
+    out_dir = os.path.join(folder, f"out-{precision}-{variant or 'float'}-"
+                                   f"{gemm or 'cublaslt'}-{round_index}")
     run_cmd = [os.path.join(args.tools, "kiln-run"), so, "--backend",
                args.backend, "--bench", "--warmup", str(args.warmup),
                "--iters", str(args.iters), "--output-dir", out_dir]
@@ -184,7 +189,8 @@ def main():
                         help="small models, few runs: exercises the harness")
     parser.add_argument("--cases", default="",
                         help="comma-separated case or section names (bert, "
-                             "vit, gpt2, llama, llama-prefill; default: all)")
+                             "vit, gpt2, llama, llama-prefill, "
+                             "llama-prefill-2l; default: all)")
     parser.add_argument("--onnx", default="",
                         help="comma-separated export folders to use instead "
                              "of exporting with torch")
@@ -198,6 +204,10 @@ def main():
                         help="the peers: PyTorch's, ort, and kiln-gemm (Kiln "
                              "with its own GEMM kernels timed against "
                              "cuBLASLt's, kiln-run --gemm timed)")
+    parser.add_argument("--quantize", default="",
+                        help="comma-separated quantized builds timed beside "
+                             "each precision's row, Kiln alone (bench/"
+                             "quantized.py): " + ", ".join(quantized.KINDS))
     parser.add_argument("--warmup", type=int, default=None)
     parser.add_argument("--iters", type=int, default=None,
                         help="timed calls a round (default 200; at least 100 "
@@ -219,6 +229,11 @@ def main():
         parser.error("a measurement takes at least 100 timed calls in each of "
                      "3 rounds (--dry-run for fewer)")
     wanted = [p for p in args.peers.split(",") if p]
+    kinds = [k for k in args.quantize.split(",") if k]
+    for kind in kinds:
+        if kind not in quantized.KINDS:
+            parser.error(f"--quantize: {kind} is not one of "
+                         + ", ".join(quantized.KINDS))
     if args.onnx:
         cases = [onnx_case(f) for f in args.onnx.split(",")]
         wanted = [p for p in wanted if p in ("ort", "kiln-gemm")]
@@ -293,6 +308,34 @@ def main():
             rows.append(row)
             print(f"{case.name} {precision}: kiln median "
                   f"{row['kiln']['median'] * 1e3:.1f} µs", file=sys.stderr)
+        # The quantized builds, Kiln alone: beside the rows above in the
+        # same call, against their own references.
+        for kind in kinds:
+            q_path, extra, q_reference = quantized.prepare(
+                kind, model_path, case.inputs, folder)
+            for precision in args.precisions.split(","):
+                so, floor_us = compile_kiln(args, case, folder, q_path,
+                                            precision, False, kind, extra)
+                kiln_rounds, worst = [], 0.0
+                for index in range(args.rounds):
+                    times, ours = time_kiln(args, case, folder, so, precision,
+                                            index, variant=kind)
+                    kiln_rounds.append(times)
+                    worst = max(worst, peers.agreement(
+                        ours, q_reference if q_reference is not None
+                        else reference))
+                tolerance = quantized.tolerance(kind, precision,
+                                                TOLERANCE[precision])
+                row = {"case": case.name, "precision": precision,
+                       "variant": kind, "kiln": over_rounds(kiln_rounds),
+                       "floor_us": floor_us, "diff": worst, "peers": {},
+                       "peer_diffs": {}}
+                if worst > tolerance:
+                    failures.append(f"{case.name} {precision} {kind}: differs "
+                                    f"from its reference by {worst:.2e}")
+                rows.append(row)
+                print(f"{case.name} {precision} {kind}: kiln median "
+                      f"{row['kiln']['median'] * 1e3:.1f} µs", file=sys.stderr)
         clocks.append((case.name, "end", gpu_clocks(args.backend)))
 
     peers.publish(render(rows, args, absent, clocks), args.out)
@@ -330,7 +373,13 @@ def render(rows, args, absent, clocks):
               + f" Roofline floor: `kilnc --report`, {args.roofline_gpu} "
               "datasheet peaks. diff: the largest output difference of any "
               "timed round from the fp32 reference, relative to its largest "
-              "magnitude (each peer's too, at the same precision).", ""]
+              "magnitude (each peer's too, at the same precision)."
+              + (" Quantized rows (Kiln alone): weights quantized by kilnc "
+                 "are judged against the fp32 model's reference, so their "
+                 "diff holds the quantization's error (tolerances in "
+                 "bench/quantized.py); Q/DQ models against onnxruntime made "
+                 "exact on the quantized model." if any(
+                     r.get("variant") for r in rows) else ""), ""]
     for name, why in sorted(absent.items()):
         lines.append(f"- {name}: absent: {why}.")
     if absent:
@@ -350,7 +399,10 @@ def render(rows, args, absent, clocks):
 
     for r in rows:
         k = r["kiln"]["median"]
-        cells = [r["case"], PRECISION_LABEL[r["precision"]],
+        label = PRECISION_LABEL[r["precision"]]
+        if r.get("variant"):
+            label += ", " + quantized.LABEL[r["variant"]]
+        cells = [r["case"], label,
                  f"{cell(r['kiln'])} ({r['kiln']['p99'] * 1e3:.1f})"]
         cells += [cell(r["peers"][p]) if p in r["peers"] else "-"
                   for p in peer_names]

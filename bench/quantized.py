@@ -1,0 +1,96 @@
+"""Quantized builds of a bench case, timed beside its 16-bit rows (issue 39:
+int4 weights against Kiln's own fp16 build; an FP8 Q/DQ model against its
+fp16 build).
+
+Two kinds:
+- Kiln's compile-time weight quantization (`kilnc --weights int4|int8|fp8`:
+  block-wise round-to-nearest, per-channel scales for fp8). The reference
+  is the fp32 model's, so a row's diff holds the quantization's own error;
+  the tolerance is the kind's (TOLERANCE), well above the 16-bit one.
+- onnxruntime's quantize_static in the QDQ format (`qdq-int8`, `qdq-fp8`:
+  what onnxruntime's users and TensorRT pipelines feed Kiln), calibrated on
+  four batches shaped like the case's inputs (token ids drawn afresh,
+  other inputs as they are). The reference is onnxruntime on the CPU made
+  exact (docs/quantization.md) on that quantized model, at the precision's
+  own tolerance.
+"""
+import os
+
+import numpy as np
+
+KINDS = ("int4", "int8", "fp8", "qdq-int8", "qdq-fp8")
+
+# The largest output difference from the fp32 model's reference, relative
+# to its largest magnitude, that a weight-quantized build may show: random
+# weights lose about 10% rms to int4 in blocks of 32, 2.5% to fp8 and 0.5%
+# to int8 (docs/quantization.md), and a layer's norm spreads it.
+TOLERANCE = {"int4": 0.5, "int8": 0.1, "fp8": 0.2}
+
+LABEL = {"int4": "int4 weights (kilnc --weights int4)",
+         "int8": "int8 weights (kilnc --weights int8)",
+         "fp8": "fp8 weights (kilnc --weights fp8)",
+         "qdq-int8": "int8 Q/DQ (onnxruntime quantize_static)",
+         "qdq-fp8": "fp8 Q/DQ (onnxruntime quantize_static)"}
+
+
+class _Batches:
+    """onnxruntime's calibration reader: four batches like `inputs`."""
+
+    def __init__(self, inputs, vocab):
+        rng = np.random.default_rng(3)
+        self.batches = iter([
+            {k: rng.integers(0, vocab, v.shape).astype(v.dtype)
+             if k == "input_ids" else v for k, v in inputs.items()}
+            for _ in range(4)])
+
+    def get_next(self):
+        return next(self.batches, None)
+
+
+def _exact_outputs(path, inputs):
+    """onnxruntime on the CPU made exact: no fused Q/DQ kernels, the graph
+    as written (test/models/export_quantized.py says why)."""
+    import onnxruntime as ort
+    options = ort.SessionOptions()
+    options.add_session_config_entry("session.disable_quant_qdq", "1")
+    options.graph_optimization_level = (
+        ort.GraphOptimizationLevel.ORT_DISABLE_ALL)
+    session = ort.InferenceSession(path, options,
+                                   providers=["CPUExecutionProvider"])
+    return session.run(None, inputs)
+
+
+def tolerance(kind, precision, precision_tolerance):
+    """The largest relative output difference a `kind` row at `precision`
+    may show from its reference. A float8 Q/DQ model built at 16 bits rounds
+    each activation to 16 bits before its quantizer, which moves some values
+    across a float8 step (an eighth of the value; docs/quantization.md):
+    its outputs, dequantized float8 values, may differ by a step."""
+    if kind in TOLERANCE:
+        return TOLERANCE[kind]
+    if kind == "qdq-fp8" and precision in ("fp16", "bf16"):
+        return max(precision_tolerance, 0.125)
+    return precision_tolerance
+
+
+def prepare(kind, model_path, inputs, folder, vocab=96):
+    """What a `kind` row compiles: (the model, kilnc's extra flags, its
+    reference outputs or None for the fp32 model's)."""
+    if kind in ("int4", "int8", "fp8"):
+        return model_path, ["--weights", kind], None
+    from onnxruntime import quantization as q
+    target = os.path.join(folder, f"model-{kind}.onnx")
+    # Float8's calibration is histograms, which an attention mask's -inf
+    # breaks: only the products are quantized (as export_quantized.py does).
+    float8 = kind == "qdq-fp8"
+    q.quantize_static(
+        model_path, target, _Batches(inputs, vocab),
+        quant_format=q.QuantFormat.QDQ, per_channel=not float8,
+        calibrate_method=(q.CalibrationMethod.Distribution if float8
+                          else q.CalibrationMethod.MinMax),
+        op_types_to_quantize=["MatMul", "Gemm"] if float8 else None,
+        activation_type=(q.QuantType.QFLOAT8E4M3FN if float8
+                         else q.QuantType.QInt8),
+        weight_type=(q.QuantType.QFLOAT8E4M3FN if float8
+                     else q.QuantType.QInt8))
+    return target, [], _exact_outputs(target, inputs)
