@@ -286,30 +286,33 @@ inline void issueShared(float *d, kiln_smem_desc a, kiln_smem_desc b,
   kiln_host_mma::pendingOf<Product>().open.push_back(p);
 }
 
-/// The .e4m3 form (64x32 A and 32xN B, K-major in shared memory), both
-/// read when it lands.
+/// An 8-bit form's product (64x32 A and 32xN B, K-major in shared memory),
+/// both read when it lands.
 template <unsigned N>
-inline void issueSharedE4M3(float *d, kiln_smem_desc a, kiln_smem_desc b,
-                            int scaleD) {
-  Product p = product<N, false, false>(d, b, scaleD);
-  if ((a.bits >> 49 & 7u) != 0)
-    fail("the emulation reads only descriptors of base offset 0");
-  p.aShared = true;
-  p.aDesc = a;
-  p.e4m3 = true;
-  kiln_host_mma::pendingOf<Product>().open.push_back(p);
-}
-
-/// The .s32 form of 8-bit integers (64x32 A and 32xN B, K-major in shared
-/// memory, .u8 or .s8 each), both read when it lands.
-template <unsigned N, bool A_UNSIGNED, bool B_UNSIGNED>
-inline void issueSharedInteger(int *d, kiln_smem_desc a, kiln_smem_desc b,
-                               int scaleD) {
+inline Product eightBitProduct(kiln_smem_desc a, kiln_smem_desc b, int scaleD) {
   Product p = product<N, false, false>(nullptr, b, scaleD);
   if ((a.bits >> 49 & 7u) != 0)
     fail("the emulation reads only descriptors of base offset 0");
   p.aShared = true;
   p.aDesc = a;
+  return p;
+}
+
+/// The .e4m3 form.
+template <unsigned N>
+inline void issueSharedE4M3(float *d, kiln_smem_desc a, kiln_smem_desc b,
+                            int scaleD) {
+  Product p = eightBitProduct<N>(a, b, scaleD);
+  p.d = d;
+  p.e4m3 = true;
+  kiln_host_mma::pendingOf<Product>().open.push_back(p);
+}
+
+/// The .s32 form of 8-bit integers (.u8 or .s8 each).
+template <unsigned N, bool A_UNSIGNED, bool B_UNSIGNED>
+inline void issueSharedInteger(int *d, kiln_smem_desc a, kiln_smem_desc b,
+                               int scaleD) {
+  Product p = eightBitProduct<N>(a, b, scaleD);
   p.integer = true;
   p.aUnsigned = A_UNSIGNED;
   p.bUnsigned = B_UNSIGNED;

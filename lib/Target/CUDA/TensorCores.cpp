@@ -455,40 +455,47 @@ std::string cudaWgmmaFunction(int64_t n, bool bf16, bool transB, bool aShared) {
   return text;
 }
 
-std::string wgmmaE4M3FunctionName(int64_t n) {
-  return "kiln_wgmma_m64n" + std::to_string(n) + "k32_e4m3_ss";
-}
+namespace {
 
-std::string cudaWgmmaE4M3Function(int64_t n) {
-  std::string name = wgmmaE4M3FunctionName(n);
+/// The guarded definition of `name`, one k32 wgmma of 8-bit operands with
+/// A and B from shared memory (K-major): `accumulator` ("float" or "int")
+/// d[n / 8][4]; PTX `shape` (m64n<n>k32) `types` (".f32.e4m3.e4m3") with
+/// `immediates` after scale-d (float8's scale-a and scale-b; none for
+/// integers); the host backend's `emulation` and the other targets'
+/// `fallback`, each called with (&d[0][0] or d, a, b, scale_d).
+std::string eightBitWgmmaFunction(const std::string &name, int64_t n,
+                                  const std::string &accumulator,
+                                  const std::string &types,
+                                  const std::string &immediates,
+                                  const std::string &emulation,
+                                  const std::string &fallback) {
   std::string guard = "KILN_" + name;
   for (char &c : guard)
     c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  // Operands: the n / 2 accumulators, A's and B's descriptors, scale-d as a
-  // predicate, then the scale-a and scale-b immediates (8-bit operands
-  // take no transposes).
+  // Operands: the n / 2 accumulators, A's and B's descriptors, then scale-d
+  // as a predicate (8-bit operands take no transposes).
   int64_t accumulators = n / 2;
+  std::string constraint = accumulator == "float" ? "\"+f\"" : "\"+r\"";
   std::string dList, constraints;
   for (int64_t i = 0; i < accumulators; ++i) {
     dList += (i ? ", %" : "%") + std::to_string(i);
-    constraints += std::string(i ? ", " : "") + "\"+f\"(d[" +
+    constraints += std::string(i ? ", " : "") + constraint + "(d[" +
                    std::to_string(i / 4) + "][" + std::to_string(i % 4) + "])";
   }
   auto operand = [&](int64_t k) {
     return "%" + std::to_string(accumulators + k);
   };
   std::string instruction = "wgmma.mma_async.sync.aligned.m64n" +
-                            std::to_string(n) + "k32.f32.e4m3.e4m3 {" + dList +
-                            "}, " + operand(0) + ", " + operand(1) +
-                            ", p, 1, 1;";
-  std::string n8 = std::to_string(n / 8);
+                            std::to_string(n) + "k32" + types + " {" + dList +
+                            "}, " + operand(0) + ", " + operand(1) + ", p" +
+                            immediates + ";";
   std::string text;
   text += "#ifndef " + guard + "\n#define " + guard + "\n";
-  text += "__device__ __forceinline__ void " + name + "(float (&d)[" + n8 +
+  text += "__device__ __forceinline__ void " + name + "(" + accumulator +
+          " (&d)[" + std::to_string(n / 8) +
           "][4], kiln_smem_desc a, kiln_smem_desc b, int scale_d) {\n";
   text += "#if defined(KILN_HOST_EMULATION)\n";
-  text += "  kiln_host_wgmma::issueSharedE4M3<" + std::to_string(n) +
-          ">(&d[0][0], a, b, scale_d);\n";
+  text += "  " + emulation + "(&d[0][0], a, b, scale_d);\n";
   text += "#elif defined(__CUDA_ARCH_FEAT_SM90_ALL)\n";
   text += "  asm volatile(\"{\\n.reg .pred p;\\nsetp.ne.b32 p, " + operand(2) +
           ", 0;\\n\"\n";
@@ -496,10 +503,23 @@ std::string cudaWgmmaE4M3Function(int64_t n) {
   text += "               : " + constraints + "\n";
   text += "               : \"l\"(a), \"l\"(b), \"r\"(scale_d));\n";
   text += "#else\n";
-  text += "  kiln_wgmma_e4m3_ss_by_mma<" + std::to_string(n) +
-          ">(d, a, b, scale_d);\n";
+  text += "  " + fallback + "(d, a, b, scale_d);\n";
   text += "#endif\n}\n#endif\n";
   return text;
+}
+
+} // namespace
+
+std::string wgmmaE4M3FunctionName(int64_t n) {
+  return "kiln_wgmma_m64n" + std::to_string(n) + "k32_e4m3_ss";
+}
+
+std::string cudaWgmmaE4M3Function(int64_t n) {
+  std::string size = std::to_string(n);
+  return eightBitWgmmaFunction(wgmmaE4M3FunctionName(n), n, "float",
+                               ".f32.e4m3.e4m3", ", 1, 1",
+                               "kiln_host_wgmma::issueSharedE4M3<" + size + ">",
+                               "kiln_wgmma_e4m3_ss_by_mma<" + size + ">");
 }
 
 std::string wgmmaInt8FunctionName(int64_t n, bool aUnsigned, bool bUnsigned) {
@@ -511,47 +531,14 @@ std::string cudaWgmmaInt8Function(int64_t n, bool aUnsigned, bool bUnsigned) {
   assert(
       (n == 8 || n == 16 || n == 24 || (n % 16 == 0 && n >= 32 && n <= 256)) &&
       "the integer form's N");
-  std::string name = wgmmaInt8FunctionName(n, aUnsigned, bUnsigned);
-  std::string guard = "KILN_" + name;
-  for (char &c : guard)
-    c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  // Operands: the n / 2 accumulators, A's and B's descriptors, then
-  // scale-d as a predicate (integer products take no scale immediates).
-  int64_t accumulators = n / 2;
-  std::string dList, constraints;
-  for (int64_t i = 0; i < accumulators; ++i) {
-    dList += (i ? ", %" : "%") + std::to_string(i);
-    constraints += std::string(i ? ", " : "") + "\"+r\"(d[" +
-                   std::to_string(i / 4) + "][" + std::to_string(i % 4) + "])";
-  }
-  auto operand = [&](int64_t k) {
-    return "%" + std::to_string(accumulators + k);
-  };
-  std::string types =
-      std::string(aUnsigned ? ".u8" : ".s8") + (bUnsigned ? ".u8" : ".s8");
-  std::string instruction =
-      "wgmma.mma_async.sync.aligned.m64n" + std::to_string(n) + "k32.s32" +
-      types + " {" + dList + "}, " + operand(0) + ", " + operand(1) + ", p;";
+  std::string types = std::string(".s32") + (aUnsigned ? ".u8" : ".s8") +
+                      (bUnsigned ? ".u8" : ".s8");
   std::string args = std::to_string(n) + ", " + (aUnsigned ? "true" : "false") +
                      ", " + (bUnsigned ? "true" : "false");
-  std::string text;
-  text += "#ifndef " + guard + "\n#define " + guard + "\n";
-  text += "__device__ __forceinline__ void " + name + "(int (&d)[" +
-          std::to_string(n / 8) +
-          "][4], kiln_smem_desc a, kiln_smem_desc b, int scale_d) {\n";
-  text += "#if defined(KILN_HOST_EMULATION)\n";
-  text += "  kiln_host_wgmma::issueSharedInteger<" + args +
-          ">(&d[0][0], a, b, scale_d);\n";
-  text += "#elif defined(__CUDA_ARCH_FEAT_SM90_ALL)\n";
-  text += "  asm volatile(\"{\\n.reg .pred p;\\nsetp.ne.b32 p, " + operand(2) +
-          ", 0;\\n\"\n";
-  text += "               \"" + instruction + "\\n}\\n\"\n";
-  text += "               : " + constraints + "\n";
-  text += "               : \"l\"(a), \"l\"(b), \"r\"(scale_d));\n";
-  text += "#else\n";
-  text += "  kiln_wgmma_int8_ss_by_mma<" + args + ">(d, a, b, scale_d);\n";
-  text += "#endif\n}\n#endif\n";
-  return text;
+  return eightBitWgmmaFunction(
+      wgmmaInt8FunctionName(n, aUnsigned, bUnsigned), n, "int", types, "",
+      "kiln_host_wgmma::issueSharedInteger<" + args + ">",
+      "kiln_wgmma_int8_ss_by_mma<" + args + ">");
 }
 
 } // namespace kiln
