@@ -168,47 +168,56 @@ inline int integerAt(kiln_smem_desc desc, bool isUnsigned, unsigned mn,
   return isUnsigned ? int(byte) : int(static_cast<signed char>(byte));
 }
 
-/// D = A * B (+ D) for an .s32 product of 8-bit integers (.u8 or .s8
-/// each), 64x32 by 32xN: exact, kept to 32 bits in two's complement as the
-/// GPU's accumulators are.
-inline void landInteger(const Product &p) {
+/// D = A * B (+ D) for an 8-bit form, 64x32 by 32xN: each element read by
+/// `read(desc, isA, mn, k)`, the products summed from `start(i)` in `Sum`
+/// and the lane's accumulator i written by `store(i, sum)`.
+template <class Sum, class Read, class Start, class Store>
+inline void landEightBit(const Product &p, Read read, Start start,
+                         Store store) {
   unsigned lane = kiln_host_self->lane;
   unsigned g = kiln_host_mma::groupOf(lane),
            t = kiln_host_mma::threadInGroup(lane);
-  int a[16][32];
+  Sum a[16][32];
   for (unsigned r = 0; r < 16; ++r)
     for (unsigned k = 0; k < 32; ++k)
-      a[r][k] = integerAt(p.aDesc, p.aUnsigned, 16 * p.warp + r, k);
+      a[r][k] = read(p.aDesc, true, 16 * p.warp + r, k);
   for (unsigned i = 0; i < p.n / 2; ++i) {
     unsigned row = g + 8 * ((i / 2) % 2), col = 8 * (i / 4) + 2 * t + i % 2;
-    long long sum = p.accumulate ? p.di[i] : 0;
+    Sum sum = p.accumulate ? start(i) : Sum(0);
     for (unsigned k = 0; k < 32; ++k)
-      sum += (long long)a[row][k] * integerAt(p.b, p.bUnsigned, col, k);
-    p.di[i] = static_cast<int>(static_cast<unsigned>(sum));
+      sum += a[row][k] * read(p.b, false, col, k);
+    store(i, sum);
   }
 }
 
-/// D = A * B (+ D) for an .e4m3 product: 64x32 by 32xN, the products exact
-/// in double, each sum rounded once to float. The GPU's float8 tensor cores
-/// keep fewer bits while they sum (DeepSeek-V3's report measured about 14
-/// on Hopper); a kernel bounds that by adding each few products' sums into
-/// its own fp32 registers (QdqWgmmaEmitter.cpp), which no emulation of the
-/// ISA's words can model.
+/// The .s32 form of 8-bit integers (.u8 or .s8 each): exact, kept to 32
+/// bits in two's complement as the GPU's accumulators are.
+inline void landInteger(const Product &p) {
+  landEightBit<long long>(
+      p,
+      [&](kiln_smem_desc desc, bool isA, unsigned mn, unsigned k) {
+        return (long long)integerAt(desc, isA ? p.aUnsigned : p.bUnsigned, mn,
+                                    k);
+      },
+      [&](unsigned i) { return (long long)p.di[i]; },
+      [&](unsigned i, long long sum) {
+        p.di[i] = static_cast<int>(static_cast<unsigned>(sum));
+      });
+}
+
+/// The .e4m3 form: the products exact in double, each sum rounded once to
+/// float. The GPU's float8 tensor cores keep fewer bits while they sum
+/// (DeepSeek-V3's report measured about 14 on Hopper); a kernel bounds that
+/// by adding each few products' sums into its own fp32 registers
+/// (QdqWgmmaEmitter.cpp), which no emulation of the ISA's words can model.
 inline void landE4M3(const Product &p) {
-  unsigned lane = kiln_host_self->lane;
-  unsigned g = kiln_host_mma::groupOf(lane),
-           t = kiln_host_mma::threadInGroup(lane);
-  float a[16][32];
-  for (unsigned r = 0; r < 16; ++r)
-    for (unsigned k = 0; k < 32; ++k)
-      a[r][k] = e4m3At(p.aDesc, 16 * p.warp + r, k);
-  for (unsigned i = 0; i < p.n / 2; ++i) {
-    unsigned row = g + 8 * ((i / 2) % 2), col = 8 * (i / 4) + 2 * t + i % 2;
-    double sum = p.accumulate ? p.d[i] : 0.0;
-    for (unsigned k = 0; k < 32; ++k)
-      sum += double(a[row][k]) * double(e4m3At(p.b, col, k));
-    p.d[i] = float(sum);
-  }
+  landEightBit<double>(
+      p,
+      [](kiln_smem_desc desc, bool, unsigned mn, unsigned k) {
+        return double(e4m3At(desc, mn, k));
+      },
+      [&](unsigned i) { return double(p.d[i]); },
+      [&](unsigned i, double sum) { p.d[i] = float(sum); });
 }
 
 /// D = A * B (+ D) for this lane's accumulators: products of 16-bit values

@@ -313,28 +313,8 @@ __device__ __forceinline__ unsigned kiln_smem_desc_word_at(kiln_smem_desc desc, 
     address ^= (address >> 7 & (span / 16 - 1)) << 4;
   return *(const unsigned *)__cvta_shared_to_generic((size_t)address);
 }
-// The .e4m3 k32 form: each warp's 16 rows of A as mma.m16n8k32's 8-bit A
-// (bytes 4t.. and 16 + 4t.. of rows g and g + 8), B's column g likewise.
-template <int N>
-__device__ __forceinline__ void kiln_wgmma_e4m3_ss_by_mma(float (&d)[N / 8][4], kiln_smem_desc a,
-                                                          kiln_smem_desc b, int scale_d) {
-  const unsigned lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-  const unsigned row = (threadIdx.x >> 5 & 3) * 16 + g;
-  unsigned aa[4];
-  #pragma unroll
-  for (int r = 0; r < 4; ++r)
-    aa[r] = kiln_smem_desc_word_at(a, row + (r & 1) * 8, 4 * t + (r >> 1) * 16);
-  #pragma unroll
-  for (int n8 = 0; n8 < N / 8; ++n8) {
-    const unsigned bb[2] = {kiln_smem_desc_word_at(b, n8 * 8 + g, 4 * t),
-                            kiln_smem_desc_word_at(b, n8 * 8 + g, 4 * t + 16)};
-    if (!scale_d)
-      d[n8][0] = d[n8][1] = d[n8][2] = d[n8][3] = 0.0f;
-    kiln_mma_m16n8k32_e4m3(d[n8], aa, bb, d[n8]);
-  }
-}
 // The .s32 form of 8-bit integers, .u8 or .s8 each: mma.sync's m16n8k32 of
-// the same types, fragments as the .e4m3 form's.
+// the same types.
 template <bool A_UNSIGNED, bool B_UNSIGNED>
 __device__ __forceinline__ void kiln_mma_m16n8k32_int8(int (&d)[4], const unsigned (&a)[4],
                                                        const unsigned (&b)[2]) {
@@ -353,8 +333,24 @@ __device__ __forceinline__ void kiln_mma_m16n8k32_int8(int (&d)[4], const unsign
     KILN_MMA_INT8("s8.s8");
 #undef KILN_MMA_INT8
 }
-template <int N, bool A_UNSIGNED, bool B_UNSIGNED>
-__device__ __forceinline__ void kiln_wgmma_int8_ss_by_mma(int (&d)[N / 8][4], kiln_smem_desc a,
+// The m16n8k32 products the 8-bit forms fall back to.
+struct kiln_mma_e4m3_op {
+  __device__ __forceinline__ void operator()(float (&d)[4], const unsigned (&a)[4],
+                                             const unsigned (&b)[2]) const {
+    kiln_mma_m16n8k32_e4m3(d, a, b, d);
+  }
+};
+template <bool A_UNSIGNED, bool B_UNSIGNED> struct kiln_mma_int8_op {
+  __device__ __forceinline__ void operator()(int (&d)[4], const unsigned (&a)[4],
+                                             const unsigned (&b)[2]) const {
+    kiln_mma_m16n8k32_int8<A_UNSIGNED, B_UNSIGNED>(d, a, b);
+  }
+};
+// An 8-bit k32 form by MMA: each warp's 16 rows of A as mma.m16n8k32's
+// 8-bit A (bytes 4t.. and 16 + 4t.. of rows g and g + 8), B's column g
+// likewise.
+template <int N, class T, class MMA>
+__device__ __forceinline__ void kiln_wgmma_8bit_ss_by_mma(T (&d)[N / 8][4], kiln_smem_desc a,
                                                           kiln_smem_desc b, int scale_d) {
   const unsigned lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
   const unsigned row = (threadIdx.x >> 5 & 3) * 16 + g;
@@ -367,8 +363,8 @@ __device__ __forceinline__ void kiln_wgmma_int8_ss_by_mma(int (&d)[N / 8][4], ki
     const unsigned bb[2] = {kiln_smem_desc_word_at(b, n8 * 8 + g, 4 * t),
                             kiln_smem_desc_word_at(b, n8 * 8 + g, 4 * t + 16)};
     if (!scale_d)
-      d[n8][0] = d[n8][1] = d[n8][2] = d[n8][3] = 0;
-    kiln_mma_m16n8k32_int8<A_UNSIGNED, B_UNSIGNED>(d[n8], aa, bb);
+      d[n8][0] = d[n8][1] = d[n8][2] = d[n8][3] = T(0);
+    MMA()(d[n8], aa, bb);
   }
 }
 #endif
@@ -516,10 +512,10 @@ std::string wgmmaE4M3FunctionName(int64_t n) {
 
 std::string cudaWgmmaE4M3Function(int64_t n) {
   std::string size = std::to_string(n);
-  return eightBitWgmmaFunction(wgmmaE4M3FunctionName(n), n, "float",
-                               ".f32.e4m3.e4m3", ", 1, 1",
-                               "kiln_host_wgmma::issueSharedE4M3<" + size + ">",
-                               "kiln_wgmma_e4m3_ss_by_mma<" + size + ">");
+  return eightBitWgmmaFunction(
+      wgmmaE4M3FunctionName(n), n, "float", ".f32.e4m3.e4m3", ", 1, 1",
+      "kiln_host_wgmma::issueSharedE4M3<" + size + ">",
+      "kiln_wgmma_8bit_ss_by_mma<" + size + ", float, kiln_mma_e4m3_op>");
 }
 
 std::string wgmmaInt8FunctionName(int64_t n, bool aUnsigned, bool bUnsigned) {
@@ -533,12 +529,14 @@ std::string cudaWgmmaInt8Function(int64_t n, bool aUnsigned, bool bUnsigned) {
       "the integer form's N");
   std::string types = std::string(".s32") + (aUnsigned ? ".u8" : ".s8") +
                       (bUnsigned ? ".u8" : ".s8");
-  std::string args = std::to_string(n) + ", " + (aUnsigned ? "true" : "false") +
-                     ", " + (bUnsigned ? "true" : "false");
+  std::string flags = std::string(aUnsigned ? "true" : "false") + ", " +
+                      (bUnsigned ? "true" : "false");
+  std::string args = std::to_string(n) + ", " + flags;
   return eightBitWgmmaFunction(
       wgmmaInt8FunctionName(n, aUnsigned, bUnsigned), n, "int", types, "",
       "kiln_host_wgmma::issueSharedInteger<" + args + ">",
-      "kiln_wgmma_int8_ss_by_mma<" + args + ">");
+      "kiln_wgmma_8bit_ss_by_mma<" + std::to_string(n) +
+          ", int, kiln_mma_int8_op<" + flags + ">>");
 }
 
 } // namespace kiln
