@@ -306,8 +306,13 @@ def main():
                 failures.append(f"{case.name} {precision}: differs from the "
                                 f"fp32 reference by {row['diff']:.2e}")
             rows.append(row)
+            # Every peer's median too: a call cut off before the table is
+            # written still has the row.
+            medians = "".join(f", {p} {r['median'] * 1e3:.1f} µs"
+                              for p, r in row["peers"].items())
             print(f"{case.name} {precision}: kiln median "
-                  f"{row['kiln']['median'] * 1e3:.1f} µs", file=sys.stderr)
+                  f"{row['kiln']['median'] * 1e3:.1f} µs{medians}",
+                  file=sys.stderr)
         # The quantized builds, Kiln alone: beside the rows above in the
         # same call, against their own references.
         for kind in kinds:

@@ -11,6 +11,8 @@
 # the sanitizer runs to do (default all); KILN_BENCH_PRECISIONS: the bench's
 # (default fp16,bf16); KILN_BENCH_QUANTIZE: its quantized builds (default
 # qdq-int8,qdq-fp8);
+# KILN_BENCH_PEERS: the bench's PyTorch peers (default eager; bench/peers.py
+# names the torch.compile modes) and KILN_BENCH_TIMEOUT its seconds (240);
 # KILN_ATTENTION_PRECISIONS: the attention bench's (default fp16,tf32: bf16
 # has timed within 1% of fp16 on every card so far); KILN_ATTENTION_ARGS:
 # more of bench/attention.py's options (--shapes, --decode-shapes=,
@@ -294,8 +296,8 @@ fi
 if want bench; then
   # Beside the 16-bit rows, BERT-base's int8 and fp8 Q/DQ builds
   # (onnxruntime's quantize_static; issue 39), Kiln alone.
-  timeout 240 python3 bench/run.py --tools build-gpu/bin \
-    --cases bert-base-b1-s128,bert-base-b32-s128 --peers eager \
+  timeout "${KILN_BENCH_TIMEOUT:-240}" python3 bench/run.py --tools build-gpu/bin \
+    --cases bert-base-b1-s128,bert-base-b32-s128 --peers "${KILN_BENCH_PEERS:-eager}" \
     --precisions "${KILN_BENCH_PRECISIONS:-fp16,bf16}" \
     --quantize "${KILN_BENCH_QUANTIZE:-qdq-int8,qdq-fp8}" \
     --warmup 10 --iters 100 --roofline-gpu "$gpu" --work build-gpu/bench --out "$out/bench.md" \
