@@ -138,11 +138,15 @@ def main():
                     subprocess.run([SPLIT_FILE, test, tmp], check=True)
                 continue
             rel_tmp = os.path.relpath(tmp, ROOT)
-            gpu = (gpu.replace("%python", "python3").replace("%t", f"$ROOT/{rel_tmp}")
+            # lit's `%%` is a literal `%`, never the start of a substitution
+            # (`'%%d' %% s` in a python3 -c line).
+            gpu = (gpu.replace("%%", "\0").replace("%python", "python3")
+                   .replace("%t", f"$ROOT/{rel_tmp}")
                    .replace("%s", f"$ROOT/{rel}")
                    .replace("%S", f"$ROOT/{os.path.dirname(rel)}")
                    .replace("%kiln_src", "$ROOT")
-                   .replace("%kiln_obj", "$ROOT/build-gpu"))
+                   .replace("%kiln_obj", "$ROOT/build-gpu")
+                   .replace("\0", "%"))
             body.append(gpu)
         if not any("kiln-run" in l or "example" in l for l in body):
             shutil.rmtree(case)

@@ -190,7 +190,7 @@ def symbolic_artifact_seed(out, tmp, kilnc):
          helper.make_node("Softmax", ["twice"], ["y"], axis=-1)],
         "symbolic", [x], [y])
     model = tmp / "symbolic.onnx"
-    save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]),
+    save(helper.make_model(graph, ir_version=10, opset_imports=[helper.make_opsetid("", 17)]),
          str(model))
     library = tmp / "symbolic.so"
     result = subprocess.run([kilnc, str(model), "--dim",

@@ -56,7 +56,7 @@ def build(equation, shapes):
     output = helper.make_tensor_value_info("y", TensorProto.FLOAT, list(want.shape))
     graph = helper.make_graph([helper.make_node("Einsum", names, ["y"], equation=equation)],
                               "einsum", inputs, [output])
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 12)])
+    return helper.make_model(graph, ir_version=10, opset_imports=[helper.make_opsetid("", 12)])
 
 
 def check(tools, equation, shapes, work, rng):

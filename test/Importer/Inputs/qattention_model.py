@@ -82,7 +82,7 @@ graph = helper.make_graph(
     [value("attn_column", F32, [2, 5, HIDDEN]), value("attn_tensor", F32, [2, 5, HIDDEN]),
      value("embed", F32, [2, 5, HIDDEN]), value("embed_mask", I32, [2])],
     inits)
-model = helper.make_model(graph, opset_imports=[
+model = helper.make_model(graph, ir_version=10, opset_imports=[
     helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)])
 onnx.save(model, sys.argv[1])
 out = sys.argv[2]

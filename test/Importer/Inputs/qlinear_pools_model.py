@@ -45,7 +45,7 @@ graph = helper.make_graph(
      helper.make_tensor_value_info("cond", TensorProto.BOOL, COND_SHAPE)],
     [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 8, 1, 1])],
     [weight("w", 8, 3, 3, 3), weight("bias", 8), weight("w2", 8, 8, 1, 1)])
-model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+model = helper.make_model(graph, ir_version=10, opset_imports=[helper.make_opsetid("", 17)])
 onnx.save(model, os.path.join(out, "float.onnx"))
 
 

@@ -124,7 +124,7 @@ graph = helper.make_graph(
      value("gemm_u8_k48", U8, [5, 16]),
      value("concat_u8", U8, [15, 12]), value("concat_s8", S8, [5, 10])],
     inits)
-model = helper.make_model(graph, opset_imports=[
+model = helper.make_model(graph, ir_version=10, opset_imports=[
     helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)])
 onnx.save(model, sys.argv[1])
 for info in graph.input:

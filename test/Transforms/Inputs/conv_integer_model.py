@@ -33,5 +33,5 @@ graph = helper.make_graph(
     [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 32, 32])],
     [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 64, 2, 2])],
     inits)
-onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)]),
+onnx.save(helper.make_model(graph, ir_version=10, opset_imports=[helper.make_opsetid("", 20)]),
           sys.argv[1])

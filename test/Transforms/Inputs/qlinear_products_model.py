@@ -52,5 +52,5 @@ graph = helper.make_graph(
     [helper.make_tensor_value_info("x", TensorProto.FLOAT, x_shape)],
     [helper.make_tensor_value_info("y", TensorProto.FLOAT, y_shape)],
     [i for i in inits if i.name != "bias" or extra])
-onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)]),
+onnx.save(helper.make_model(graph, ir_version=10, opset_imports=[helper.make_opsetid("", 20)]),
           out)

@@ -41,7 +41,7 @@ graph = helper.make_graph(
     [helper.make_tensor_value_info("a", TensorProto.FLOAT, dims + [K])],
     [helper.make_tensor_value_info(n, TensorProto.FLOAT, dims + [N])
      for n in ("y_bias", "y_relu")], inits)
-model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+model = helper.make_model(graph, ir_version=10, opset_imports=[helper.make_opsetid("", 17)])
 with tempfile.TemporaryDirectory() as work:
     plain = os.path.join(work, "float.onnx")
     onnx.save(model, plain)
