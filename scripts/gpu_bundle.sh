@@ -3,8 +3,14 @@
 # kilnc and kiln-run relinked with LLVM static (that machine has no LLVM or
 # MLIR; Debian's MLIR links the 150 MB libLLVM.so), the ONNX and Protobuf
 # libraries beside them (found through the rpath $ORIGIN/../lib), and the
-# runtime's GPU tests with the artifact template they read. NVRTC, the driver
-# and cuBLASLt come from that machine's CUDA. scripts/gpu_check.sh runs there.
+# runtime's GPU tests with the artifact template they read, and the lit
+# tests' replays (scripts/gpu_lit_cases.py). NVRTC, the driver and cuBLASLt
+# come from that machine's CUDA. scripts/gpu_check.sh runs there.
+#
+# The device tool carries at most 64 MiB with the working tree, which the
+# bundle (51 MiB on 2026-12-04) and the tree (17 MiB) together pass: it
+# travels xz-compressed (10 MiB) as build-carry/build-gpu.tar.xz, which
+# gpu_check.sh unpacks. Carry ["build-carry"].
 #
 # Usage: scripts/gpu_bundle.sh   (after scripts/build.sh)
 set -euo pipefail
@@ -40,4 +46,9 @@ done
 cp build/bin/KilnRuntimeGpuTests "$out/bin/"
 cp build/lib/libkiln_model_template.so "$out/lib/"
 strip "$out"/bin/* "$out"/lib/*.so*
+python3 scripts/gpu_lit_cases.py --out "$out/lit"
 du -sh "$out"
+mkdir -p build-carry
+tar cJf build-carry/build-gpu.tar.xz --exclude "$out/out*" --exclude "$out/cache" \
+  --exclude "$out/bench" "$out"
+du -sh build-carry/build-gpu.tar.xz

@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
 # The GPU checks, in one call on a lent GPU machine (DESIGN.md, "Performance
 # method"; the device tool's README). Prepare here, where LLVM is:
-#   scripts/build.sh && scripts/gpu_bundle.sh && scripts/gpu_lit_cases.py
-# then, there, from the repository root with build-gpu/ carried:
+#   scripts/build.sh && scripts/gpu_bundle.sh
+# then, there, from the repository root with build-carry/ carried (the
+# bundle, compressed; unpacked here into build-gpu/ where that has no bin/):
 #   scripts/gpu_check.sh [OUTDIR] [SECTIONS]
 # SECTIONS (default all but bench-llama-int4, bench-untuned and
 # bench-variants): gtest, lit, gemm, packed, qdq, attention, profile,
-# sanitizer, models, decode, bench, bench-llama, bench-llama-int4,
-# bench-untuned, bench-variants. KILN_SANITIZE: comma-separated patterns of
-# the sanitizer runs to do (default all); KILN_BENCH_PRECISIONS: the bench's
-# (default fp16,bf16); KILN_BENCH_QUANTIZE: its quantized builds (default
-# qdq-int8,qdq-fp8);
+# sanitizer, models, decode, bench, bench-profile, bench-llama,
+# bench-llama-int4, bench-untuned, bench-variants. KILN_SANITIZE:
+# comma-separated patterns of the sanitizer runs to do (default all);
+# KILN_BENCH_PRECISIONS: the bench's (default fp16,bf16);
+# KILN_BENCH_QUANTIZE: its quantized builds (default qdq-int8,qdq-fp8);
 # KILN_BENCH_PEERS: the bench's PyTorch peers (default eager; bench/peers.py
 # names the torch.compile modes) and KILN_BENCH_TIMEOUT its seconds (240);
 # KILN_ATTENTION_PRECISIONS: the attention bench's (default fp16,tf32: bf16
@@ -25,9 +26,12 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 export ROOT
+if [ ! -x build-gpu/bin/kilnc ] && [ -s build-carry/build-gpu.tar.xz ]; then
+  tar xJf build-carry/build-gpu.tar.xz || exit 1
+fi
 dest=${1:-${OUT:-}}
 out=${KILN_GPU_OUT:-build-gpu/out}
-sections=${2:-gtest,lit,gemm,packed,qdq,attention,profile,sanitizer,models,decode,bench,bench-llama}
+sections=${2:-gtest,lit,gemm,packed,qdq,attention,profile,sanitizer,models,decode,bench,bench-profile,bench-llama}
 rm -rf "$out" && mkdir -p "$out/lit"
 summary="$out/summary.txt"
 : >"$summary"
@@ -304,6 +308,31 @@ if want bench; then
     >"$out/bench.log" 2>&1
   note "bench/run.py BERT-base: exit $?"
   cat "$out/bench.md" >>"$summary" 2>/dev/null
+fi
+
+if want bench-profile; then
+  # Where a bench build's time goes (after a bench section in the same
+  # call, which leaves the builds under build-gpu/bench): one run with CUDA
+  # graphs off under Nsight Compute, each kernel's duration only, summed by
+  # name (bench/kernel_times.py). cuBLASLt's heuristic choice
+  # (KILN_TUNE_MATMULS=0): the timing of candidates would be profiled too.
+  # KILN_PROFILE_BUILDS: the .so files (default BERT-base b32's fp16 and
+  # int8 Q/DQ builds, the second 6.7x slower than the first on 2026-12-04).
+  ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+  b32=build-gpu/bench/bert-base-b32-s128
+  for so in ${KILN_PROFILE_BUILDS:-$b32/model-fp16.so $b32/model-fp16-qdq-int8.so}; do
+    name=$(basename "$(dirname "$so")")-$(basename "$so" .so)
+    inputs=()
+    for f in "$(dirname "$so")"/inputs/*.npy; do
+      inputs+=(--input "$(basename "$f" .npy)=$f")
+    done
+    KILN_TUNE_MATMULS=0 timeout 240 "$ncu" --clock-control none \
+      --metrics gpu__time_duration.sum --csv \
+      kiln-run "$so" --backend cuda --cuda-graphs=false "${inputs[@]}" \
+      >"$out/profile-$name.csv" 2>"$out/profile-$name.log"
+    note "ncu kernel times of $name: exit $?"
+    python3 bench/kernel_times.py "$out/profile-$name.csv" --top 15 >>"$summary" 2>&1
+  done
 fi
 
 if want bench-llama; then

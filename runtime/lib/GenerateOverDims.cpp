@@ -233,6 +233,15 @@ std::vector<int64_t> emptyCacheShape(const Artifact &a, uint32_t id,
   return shape;
 }
 
+/// `s`, its message prefixed with what the loop was doing: a device
+/// error alone (CUDA_ERROR_INVALID_VALUE) does not say which of a step's
+/// copies failed.
+Status doing(Status s, const std::string &what) {
+  if (!s.isOk())
+    s.message = what + ": " + s.message;
+  return s;
+}
+
 } // namespace
 
 Status kiln::rt::generateOverDims(Model &model, const GenerateOptions &options,
@@ -300,14 +309,16 @@ Status kiln::rt::generateOverDims(Model &model, const GenerateOptions &options,
       if (!inPlace[i])
         bytes = present = std::max(bytes, present);
     }
-    if (Status s = inputSlots[i].allocate(memory, bytes, model.device());
+    if (Status s = doing(inputSlots[i].allocate(memory, bytes, model.device()),
+                         "allocating input '" + model.input(i).name + "'");
         !s.isOk())
       return s;
   }
   for (size_t o = 0; o < model.numOutputs(); ++o)
     if (aliasOf[o] < 0)
-      if (Status s =
-              outputSlots[o].allocate(memory, outputBytes[o], model.device());
+      if (Status s = doing(
+              outputSlots[o].allocate(memory, outputBytes[o], model.device()),
+              "allocating output '" + model.output(o).name + "'");
           !s.isOk())
         return s;
 
@@ -373,8 +384,10 @@ Status kiln::rt::generateOverDims(Model &model, const GenerateOptions &options,
         // position; the earlier ones are in place from the steps before.
         void *last =
             static_cast<char *>(inputSlots[i].data()) + (length - 1) * idBytes;
-        if (Status s = queue.copy(last, outputSlots[modelChoice.token].data(),
-                                  memory, idBytes);
+        if (Status s = doing(
+                queue.copy(last, outputSlots[modelChoice.token].data(), memory,
+                           idBytes),
+                "copying the chosen token into '" + model.input(i).name + "'");
             !s.isOk())
           return s;
         continue;
@@ -382,7 +395,9 @@ Status kiln::rt::generateOverDims(Model &model, const GenerateOptions &options,
       int64_t count = roles[i].feed >= Feed::Temperature ? 1 : shapes[i][1];
       std::vector<char> values =
           feed.values(model.input(i), roles[i].feed, count);
-      if (Status s = inputSlots[i].update(values, queue); !s.isOk())
+      if (Status s = doing(inputSlots[i].update(values, queue),
+                           "feeding input '" + model.input(i).name + "'");
+          !s.isOk())
         return s;
     }
     std::vector<const void *> in;
@@ -398,8 +413,10 @@ Status kiln::rt::generateOverDims(Model &model, const GenerateOptions &options,
       return s;
     unsigned slot = static_cast<unsigned>(step) % DeviceQueue::kReadSlots;
     if (modelChoice.usable)
-      if (Status s = queue.queueRead(
-              slot, outputSlots[modelChoice.token].data(), sizeof(int64_t));
+      if (Status s =
+              doing(queue.queueRead(slot, outputSlots[modelChoice.token].data(),
+                                    sizeof(int64_t)),
+                    "reading the chosen token");
           !s.isOk())
         return s;
     if (cached) {
