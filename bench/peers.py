@@ -122,6 +122,12 @@ def torch_peer(case, peer, precision, device):
             graph.replay()
             return captured
 
+        # The graph reads the module's weights and the inputs at the
+        # addresses they had at capture, and holds no reference to them:
+        # once this function returned nothing did, and their memory went
+        # to the next peer's tensors (its outputs were 1.4 off on
+        # 2026-12-04). The replay keeps them.
+        replay.keep_alive = (module, args)
         return Peer(peer, replay, cuda=True)
     return Peer(peer, call, cuda=cuda)
 
