@@ -318,26 +318,41 @@ def main():
         for kind in kinds:
             q_path, extra, q_reference = quantized.prepare(
                 kind, model_path, case.inputs, folder)
+            interpreter = (quantized.interpreter_outputs(
+                args.tools, q_path, case.inputs, folder)
+                if q_reference is not None else None)
             for precision in args.precisions.split(","):
                 so, floor_us = compile_kiln(args, case, folder, q_path,
                                             precision, False, kind, extra)
-                kiln_rounds, worst = [], 0.0
+                tolerance = quantized.tolerance(kind, precision,
+                                                TOLERANCE[precision])
+                kiln_rounds, worst, notes = [], 0.0, []
                 for index in range(args.rounds):
                     times, ours = time_kiln(args, case, folder, so, precision,
                                             index, variant=kind)
                     kiln_rounds.append(times)
-                    worst = max(worst, peers.agreement(
-                        ours, q_reference if q_reference is not None
-                        else reference))
-                tolerance = quantized.tolerance(kind, precision,
-                                                TOLERANCE[precision])
+                    if q_reference is None:
+                        worst = max(worst, peers.agreement(ours, reference))
+                        if worst > tolerance:
+                            notes.append(f"differs from the fp32 model's "
+                                         f"reference by {worst:.2e}")
+                        continue
+                    worst = max(worst, peers.agreement(ours, q_reference))
+                    passed, note = quantized.judge(
+                        kind, ours, q_reference, interpreter, peers.agreement,
+                        tolerance)
+                    if not passed:
+                        notes.append(note)
+                    elif note:
+                        print(f"{case.name} {precision} {kind}: {note}",
+                              file=sys.stderr)
                 row = {"case": case.name, "precision": precision,
                        "variant": kind, "kiln": over_rounds(kiln_rounds),
                        "floor_us": floor_us, "diff": worst, "peers": {},
                        "peer_diffs": {}}
-                if worst > tolerance:
-                    failures.append(f"{case.name} {precision} {kind}: differs "
-                                    f"from its reference by {worst:.2e}")
+                if notes:
+                    failures.append(f"{case.name} {precision} {kind}: "
+                                    f"{notes[-1]}")
                 rows.append(row)
                 print(f"{case.name} {precision} {kind}: kiln median "
                       f"{row['kiln']['median'] * 1e3:.1f} µs", file=sys.stderr)
