@@ -89,13 +89,25 @@ DeviceBuffer &DeviceBuffer::operator=(DeviceBuffer &&other) noexcept {
 
 Status DeviceBuffer::allocate(size_t size, int device) {
   release();
+  // The memory lives in the primary context, which the driver resets, and
+  // so frees, when its last reference goes: the buffer holds one for as
+  // long as it holds the memory. Before a model's first run nothing else
+  // may (its context is set up then), and a decoding loop's buffers came
+  // back freed at their first copy (CUDA_ERROR_INVALID_VALUE on an H200).
+  const cu::DriverApi *api = nullptr;
+  cu::Device handle = 0;
+  cu::Context context = nullptr;
+  if (Status s = retainPrimaryContext(device, api, handle, context); !s.isOk())
+    return s;
   cu::DevicePtr allocated = 0;
   Status s =
       inPrimaryContext(device, "cuMemAlloc", [&](const cu::DriverApi &api) {
         return api.memAlloc(&allocated, size ? size : 1);
       });
-  if (!s.isOk())
+  if (!s.isOk()) {
+    api->primaryCtxRelease(handle);
     return s;
+  }
   pointer = reinterpret_cast<void *>(allocated);
   bytes = size;
   ordinal = device;
@@ -110,6 +122,12 @@ void DeviceBuffer::release() {
   (void)inPrimaryContext(ordinal, "cuMemFree", [&](const cu::DriverApi &api) {
     return api.memFree(allocated);
   });
+  // The reference `allocate` took.
+  const cu::DriverApi *api = nullptr;
+  cu::Device handle = 0;
+  if (cu::loadCudaDriver(api).isOk() &&
+      api->deviceGet(&handle, ordinal) == cu::kSuccess)
+    api->primaryCtxRelease(handle);
   pointer = nullptr;
   bytes = 0;
 }

@@ -18,6 +18,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -191,6 +192,23 @@ void enqueue(void *stream, std::function<void()> work) {
 
 /// Counts live allocations so that tests can check that models free memory.
 int liveAllocations = 0;
+/// The primary context's references: cuDevicePrimaryCtxRetain's less
+/// Release's. The driver resets the context when the last one goes, which
+/// frees every allocation made in it.
+int primaryReferences = 0;
+/// Device allocations by address (their bytes): live ones, and those a
+/// reset freed, which a copy to or from fails with CUDA_ERROR_INVALID_VALUE
+/// as on the GPU.
+std::map<DevicePtr, size_t> allocations, lostAllocations;
+
+/// Whether [p, p + bytes) touches an allocation a reset freed.
+bool lost(DevicePtr p, size_t bytes) {
+  auto after = lostAllocations.upper_bound(p + (bytes ? bytes - 1 : 0));
+  if (after == lostAllocations.begin())
+    return false;
+  auto it = std::prev(after);
+  return it->first + it->second > p;
+}
 int contextDepth = 0;
 int moduleMarker = 0;
 int streamMarker = 0;
@@ -281,6 +299,11 @@ __attribute__((visibility("default"))) int fakeCudaLiveAllocations() {
   return liveAllocations;
 }
 
+/// Returns the primary context's references (for tests: none may remain).
+__attribute__((visibility("default"))) int fakeCudaPrimaryReferences() {
+  return primaryReferences;
+}
+
 /// Returns how many contexts are pushed (for tests).
 __attribute__((visibility("default"))) int fakeCudaContextDepth() {
   return contextDepth;
@@ -302,10 +325,24 @@ Result cuDeviceGetAttribute(int *value, int, int) {
   return 0;
 }
 Result cuDevicePrimaryCtxRetain(void **ctx, int) {
+  ++primaryReferences;
   *ctx = &contextMarker;
   return 0;
 }
-Result cuDevicePrimaryCtxRelease_v2(int) { return 0; }
+Result cuDevicePrimaryCtxRelease_v2(int) {
+  if (primaryReferences == 0)
+    return 201; // CUDA_ERROR_INVALID_CONTEXT
+  if (--primaryReferences == 0) {
+    // The reset: the memory is gone, though its addresses stay recorded.
+    for (auto &[p, bytes] : allocations) {
+      lostAllocations[p] = bytes;
+      std::free(reinterpret_cast<void *>(p));
+      --liveAllocations;
+    }
+    allocations.clear();
+  }
+  return 0;
+}
 Result cuCtxPushCurrent_v2(void *) {
   ++contextDepth;
   return 0;
@@ -318,10 +355,14 @@ Result cuCtxPopCurrent_v2(void **ctx) {
 }
 Result cuCtxSetCurrent(void *) { return 0; }
 Result cuMemcpyHtoD_v2(DevicePtr dst, const void *src, size_t bytes) {
+  if (lost(dst, bytes))
+    return 1; // CUDA_ERROR_INVALID_VALUE
   std::memcpy(reinterpret_cast<void *>(dst), src, bytes);
   return 0;
 }
 Result cuMemcpyDtoH_v2(void *dst, DevicePtr src, size_t bytes) {
+  if (lost(src, bytes))
+    return 1; // CUDA_ERROR_INVALID_VALUE
   std::memcpy(dst, reinterpret_cast<const void *>(src), bytes);
   return 0;
 }
@@ -369,9 +410,14 @@ Result cuMemAlloc_v2(DevicePtr *ptr, size_t bytes) {
   std::memset(p, 0x7f, bytes);
   ++liveAllocations;
   *ptr = reinterpret_cast<DevicePtr>(p);
+  // The address may be one a reset freed: it is live again.
+  lostAllocations.erase(*ptr);
+  allocations[*ptr] = bytes;
   return 0;
 }
 Result cuMemFree_v2(DevicePtr ptr) {
+  if (!allocations.erase(ptr))
+    return 1; // CUDA_ERROR_INVALID_VALUE: freed already, or by a reset
   --liveAllocations;
   std::free(reinterpret_cast<void *>(ptr));
   return 0;
@@ -390,12 +436,16 @@ Result cuMemFreeHost(void *ptr) {
 }
 Result cuMemcpyHtoDAsync_v2(DevicePtr dst, const void *src, size_t bytes,
                             void *stream) {
+  if (lost(dst, bytes))
+    return 1; // CUDA_ERROR_INVALID_VALUE
   enqueue(stream,
           [=] { std::memcpy(reinterpret_cast<void *>(dst), src, bytes); });
   return 0;
 }
 Result cuMemcpyDtoHAsync_v2(void *dst, DevicePtr src, size_t bytes,
                             void *stream) {
+  if (lost(src, bytes))
+    return 1; // CUDA_ERROR_INVALID_VALUE
   enqueue(stream, [=] {
     std::memcpy(dst, reinterpret_cast<const void *>(src), bytes);
   });
@@ -403,6 +453,8 @@ Result cuMemcpyDtoHAsync_v2(void *dst, DevicePtr src, size_t bytes,
 }
 Result cuMemcpyDtoDAsync_v2(DevicePtr dst, DevicePtr src, size_t bytes,
                             void *stream) {
+  if (lost(dst, bytes) || lost(src, bytes))
+    return 1; // CUDA_ERROR_INVALID_VALUE
   ++counters.deviceCopies;
   enqueue(stream, [=] {
     std::memcpy(reinterpret_cast<void *>(dst),

@@ -29,6 +29,8 @@ protected:
         reinterpret_cast<int (*)()>(dlsym(fake, "fakeCudaLiveAllocations"));
     contextDepth =
         reinterpret_cast<int (*)()>(dlsym(fake, "fakeCudaContextDepth"));
+    primaryReferences =
+        reinterpret_cast<int (*)()>(dlsym(fake, "fakeCudaPrimaryReferences"));
     counterOf =
         reinterpret_cast<int (*)(const char *)>(dlsym(fake, "fakeCudaCounter"));
     lastStreamOf =
@@ -56,6 +58,11 @@ protected:
     if (contextDepth) {
       EXPECT_EQ(contextDepth(), 0);
     }
+    // The driver resets the primary context when its last reference goes:
+    // a reference left is a context kept for nothing.
+    if (primaryReferences) {
+      EXPECT_EQ(primaryReferences(), 0);
+    }
     unsetenv("KILN_CUDA_DRIVER");
     unsetenv("KILN_CUBLASLT");
     if (fake)
@@ -77,6 +84,7 @@ protected:
   void *fake = nullptr;
   int (*liveAllocations)() = nullptr;
   int (*contextDepth)() = nullptr;
+  int (*primaryReferences)() = nullptr;
   int (*counterOf)(const char *) = nullptr;
   void *(*lastStreamOf)() = nullptr;
 };

@@ -28,8 +28,9 @@ namespace rt {
 Status copyMemory(void *dst, Memory dstMemory, const void *src,
                   Memory srcMemory, size_t bytes, int ordinal);
 
-/// Memory of device `ordinal` (in its primary context, where models run),
-/// freed with the object.
+/// Memory of device `ordinal` (in its primary context, where models run,
+/// which it keeps from being reset while it holds the memory), freed with
+/// the object.
 class DeviceBuffer {
 public:
   DeviceBuffer() = default;
