@@ -1,6 +1,7 @@
 """Where a run's GPU time goes, kernel by kernel, from Nsight Compute.
 
-  ncu --metrics gpu__time_duration.sum --csv kiln-run MODEL.so ... > run.csv
+  ncu --metrics gpu__time_duration.sum --csv --print-units base \
+      kiln-run MODEL.so ... > run.csv
   python3 bench/kernel_times.py run.csv [--top N]
 
 Sums each kernel name's durations over the run and prints the names by
@@ -35,6 +36,9 @@ def kernel_times(lines):
         value = float(row["Metric Value"].replace(",", "")) * UNITS[unit]
         launches, total = totals.get(row["Kernel Name"], (0, 0.0))
         totals[row["Kernel Name"]] = (launches + 1, total + value)
+    if not totals:
+        raise ValueError("no gpu__time_duration.sum rows (were the run's "
+                         "kernels profiled at all?)")
     return totals
 
 

@@ -3,7 +3,7 @@
 # method"; the device tool's README). Prepare here, where LLVM is:
 #   scripts/build.sh && scripts/gpu_bundle.sh
 # then, there, from the repository root with build-carry/ carried (the
-# bundle, compressed; unpacked here into build-gpu/ where that has no bin/):
+# bundle, compressed; unpacked here into build-gpu/, replacing its tools):
 #   scripts/gpu_check.sh [OUTDIR] [SECTIONS]
 # SECTIONS (default all but bench-llama-int4, bench-untuned and
 # bench-variants): gtest, lit, gemm, packed, qdq, attention, profile,
@@ -26,7 +26,9 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 export ROOT
-if [ ! -x build-gpu/bin/kilnc ] && [ -s build-carry/build-gpu.tar.xz ]; then
+# The carried pack replaces what an earlier call on a warm machine left.
+if [ -s build-carry/build-gpu.tar.xz ]; then
+  rm -rf build-gpu/bin build-gpu/lib build-gpu/lit
   tar xJf build-carry/build-gpu.tar.xz || exit 1
 fi
 dest=${1:-${OUT:-}}
@@ -319,15 +321,20 @@ if want bench-profile; then
   # KILN_PROFILE_BUILDS: the .so files (default BERT-base b32's fp16 and
   # int8 Q/DQ builds, the second 6.7x slower than the first on 2026-12-04).
   ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+  [ -n "$ncu" ] || note "bench-profile: no ncu on this machine"
   b32=build-gpu/bench/bert-base-b32-s128
   for so in ${KILN_PROFILE_BUILDS:-$b32/model-fp16.so $b32/model-fp16-qdq-int8.so}; do
     name=$(basename "$(dirname "$so")")-$(basename "$so" .so)
+    if [ -z "$ncu" ] || [ ! -s "$so" ]; then
+      note "ncu kernel times of $name: not run (${ncu:+no build at $so}${ncu:-no ncu})"
+      continue
+    fi
     inputs=()
     for f in "$(dirname "$so")"/inputs/*.npy; do
       inputs+=(--input "$(basename "$f" .npy)=$f")
     done
     KILN_TUNE_MATMULS=0 timeout 240 "$ncu" --clock-control none \
-      --metrics gpu__time_duration.sum --csv \
+      --metrics gpu__time_duration.sum --csv --print-units base \
       kiln-run "$so" --backend cuda --cuda-graphs=false "${inputs[@]}" \
       >"$out/profile-$name.csv" 2>"$out/profile-$name.log"
     note "ncu kernel times of $name: exit $?"

@@ -101,11 +101,14 @@ def main():
                                                 info.name + ".npy")))
         print(f"onnxruntime vs kiln: {info.name} max_abs {worst:.3e}"
               f"{measured} {'ok' if close and finite else 'MISMATCH'}")
-        if not (close and finite) and diff.size:
+        if not (close and finite) and diff.size and got.shape == want.shape:
             # Where: the largest difference's element, for a replay whose
-            # folders are gone by the time its log is read.
-            at = np.unravel_index(int(np.nanargmax(
-                np.where(np.isnan(diff), np.inf, diff))), diff.shape)
+            # folders are gone by the time its log is read. A NaN on one
+            # side only is the largest; NaN on both is no difference.
+            both = np.isnan(got) & np.isnan(want)
+            at = np.unravel_index(int(np.argmax(np.where(
+                both, 0.0, np.where(np.isnan(diff), np.inf, diff)))),
+                diff.shape)
             print(f"  largest at {tuple(int(i) for i in at)}: kiln "
                   f"{got[at].item()!r}, onnxruntime {want[at].item()!r}")
         ok &= close and finite

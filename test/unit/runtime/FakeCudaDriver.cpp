@@ -201,9 +201,14 @@ int primaryReferences = 0;
 /// as on the GPU.
 std::map<DevicePtr, size_t> allocations, lostAllocations;
 
-/// Whether [p, p + bytes) touches an allocation a reset freed.
+/// Whether [p, p + bytes) touches an allocation a reset freed. The freed
+/// ranges never overlap (an allocation removes those it overlaps), so the
+/// last one starting before the end is the only candidate. A copy of no
+/// bytes touches nothing.
 bool lost(DevicePtr p, size_t bytes) {
-  auto after = lostAllocations.upper_bound(p + (bytes ? bytes - 1 : 0));
+  if (bytes == 0)
+    return false;
+  auto after = lostAllocations.upper_bound(p + bytes - 1);
   if (after == lostAllocations.begin())
     return false;
   auto it = std::prev(after);
@@ -272,6 +277,10 @@ __attribute__((visibility("default"))) void fakeCudaResetCounters() {
   hideCaptureNodes = 0;
   failNodeUpdates = 0;
   lastStream = nullptr;
+  // A test that left a reference (its teardown says so) leaves none to the
+  // next.
+  primaryReferences = 0;
+  lostAllocations.clear();
 }
 
 /// Makes every later cuStreamGetCaptureInfo fail (until reset).
@@ -334,10 +343,11 @@ Result cuDevicePrimaryCtxRelease_v2(int) {
     return 201; // CUDA_ERROR_INVALID_CONTEXT
   if (--primaryReferences == 0) {
     // The reset: the memory is gone, though its addresses stay recorded.
+    // It still counts as live: the program never freed it, which a test
+    // must see, and a cuMemFree after the reset fails.
     for (auto &[p, bytes] : allocations) {
       lostAllocations[p] = bytes;
       std::free(reinterpret_cast<void *>(p));
-      --liveAllocations;
     }
     allocations.clear();
   }
@@ -410,8 +420,12 @@ Result cuMemAlloc_v2(DevicePtr *ptr, size_t bytes) {
   std::memset(p, 0x7f, bytes);
   ++liveAllocations;
   *ptr = reinterpret_cast<DevicePtr>(p);
-  // The address may be one a reset freed: it is live again.
-  lostAllocations.erase(*ptr);
+  // The memory may overlap ranges a reset freed: they are live again.
+  auto first = lostAllocations.lower_bound(*ptr);
+  if (first != lostAllocations.begin() &&
+      std::prev(first)->first + std::prev(first)->second > *ptr)
+    --first;
+  lostAllocations.erase(first, lostAllocations.lower_bound(*ptr + bytes));
   allocations[*ptr] = bytes;
   return 0;
 }

@@ -39,6 +39,7 @@ protected:
         reinterpret_cast<void (*)()>(dlsym(fake, "fakeCudaResetCounters"));
     ASSERT_NE(liveAllocations, nullptr);
     ASSERT_NE(contextDepth, nullptr);
+    ASSERT_NE(primaryReferences, nullptr);
     ASSERT_NE(counterOf, nullptr);
     ASSERT_NE(lastStreamOf, nullptr);
     ASSERT_NE(reset, nullptr);
