@@ -124,19 +124,32 @@ if want qdq; then
   # and TFLOP/s over the products.
   mkdir -p build-gpu/qdq
   : >"$out/qdq.log"
+  # The models, then their 16 builds eight at a time (one after another,
+  # they took most of the section's 100 s on 2026-12-04): --bench times
+  # static shapes, so one build at each row count.
   for kind in fp8 int8; do
-    script=fp8_qdq_matmul_model.py products=2
-    [ "$kind" = int8 ] && script=qdq_matmul_model.py products=3
+    script=fp8_qdq_matmul_model.py
+    [ "$kind" = int8 ] && script=qdq_matmul_model.py
     for shape in "3072 768" "768 3072"; do
       set -- $shape
       model=build-gpu/qdq/${kind}_k$1_n$2.onnx
       python3 test/Target/CUDA/Inputs/$script "$model" "$1" --n "$2" >>"$out/qdq.log" 2>&1
       for rows in 1 -1; do
-        # --bench times static shapes: one build at each row count.
         for batch in 1 32; do
-          kilnc "$model" --dim batch=$batch,seq=128 --precision fp16 --qdq-wgmma-rows=$rows -q \
-            -o build-gpu/qdq/${kind}_k$1_n$2_rows${rows}_b$batch.so >>"$out/qdq.log" 2>&1
+          echo "$model $batch $rows build-gpu/qdq/${kind}_k$1_n$2_rows${rows}_b$batch.so"
         done
+      done
+    done
+  done >build-gpu/qdq/builds.txt
+  xargs -P 8 -L 1 sh -c 'kilnc "$0" --dim batch=$1,seq=128 --precision fp16 \
+    --qdq-wgmma-rows=$2 -q -o "$3"' <build-gpu/qdq/builds.txt >>"$out/qdq.log" 2>&1
+  for kind in fp8 int8; do
+    products=2
+    [ "$kind" = int8 ] && products=3
+    for shape in "3072 768" "768 3072"; do
+      set -- $shape
+      model=build-gpu/qdq/${kind}_k$1_n$2.onnx
+      for rows in 1 -1; do
         timeout 300 kiln-run build-gpu/qdq/${kind}_k$1_n$2_rows${rows}_b1.so --backend cuda \
           --reference-model "$model" --dim batch=1,seq=128 --compare-reference --rel-l2 1e-2 \
           >>"$out/qdq.log" 2>&1
