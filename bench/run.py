@@ -78,7 +78,7 @@ def compile_kiln(args, case, folder, model_path, precision, gemm_kernels,
     flags make."""
     so = os.path.join(folder, f"model-{precision}{'-' + variant if variant else ''}.so")
     flags = (["--allow-tf32"] if precision == "tf32" else
-             ["--precision", precision]) + list(extra)
+             ["--precision", precision]) + list(extra) + args.kilnc_flag
     if gemm_kernels:
         flags.append("--gemm-kernels")
     compile_cmd = [os.path.join(args.tools, "kilnc"), model_path, "-o", so,
@@ -215,6 +215,9 @@ def main():
                              "its tolerance by DESIGN.md's float64 rule "
                              "(default 0: never; BERT-base at 128 tokens "
                              "takes it a minute or more of CPU time)")
+    parser.add_argument("--kilnc-flag", action="append", default=[],
+                        help="a kilnc flag for every Kiln build, such as "
+                             "--gemm-norm-epilogue=false (repeatable)")
     parser.add_argument("--warmup", type=int, default=None)
     parser.add_argument("--iters", type=int, default=None,
                         help="timed calls a round (default 200; at least 100 "

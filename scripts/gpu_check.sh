@@ -5,9 +5,9 @@
 # then, there, from the repository root with build-carry/ carried (the
 # bundle, compressed; unpacked here into build-gpu/, replacing its tools):
 #   scripts/gpu_check.sh [OUTDIR] [SECTIONS]
-# SECTIONS (default all but bench-llama-int4, bench-untuned and
-# bench-variants): gtest, lit, gemm, packed, qdq, attention, profile,
-# sanitizer, models, decode, bench, bench-profile, bench-llama,
+# SECTIONS (default all but bench-norm, bench-llama-int4, bench-untuned
+# and bench-variants): gtest, lit, gemm, packed, qdq, attention, profile,
+# sanitizer, models, decode, bench, bench-profile, bench-norm, bench-llama,
 # bench-llama-int4, bench-untuned, bench-variants. KILN_SANITIZE:
 # comma-separated patterns of the sanitizer runs to do (default all);
 # KILN_BENCH_PRECISIONS: the bench's (default fp16,bf16);
@@ -352,6 +352,23 @@ if want bench-profile; then
       >"$out/profile-$name.csv" 2>"$out/profile-$name.log"
     note "ncu kernel times of $name: exit $?"
     python3 bench/kernel_times.py "$out/profile-$name.csv" --top 15 >>"$summary" 2>&1
+  done
+fi
+
+if want bench-norm; then
+  # BERT-base fp16 with a LayerNorm after each of its GEMMs as the GEMM's
+  # epilogue (the default since 2026-12-01) and as a row kernel of its own
+  # (kilnc --gemm-norm-epilogue=false), Kiln alone, one after the other: b32
+  # timed 15% slower on 2026-12-04 than before the epilogue came.
+  for form in epilogue row-kernel; do
+    flag=()
+    [ "$form" = row-kernel ] && flag=(--kilnc-flag=--gemm-norm-epilogue=false)
+    timeout 200 python3 bench/run.py --tools build-gpu/bin \
+      --cases bert-base-b1-s128,bert-base-b32-s128 --peers "" --precisions fp16 \
+      "${flag[@]}" --warmup 10 --iters 100 --roofline-gpu "$gpu" --work build-gpu/bench \
+      --out "$out/bench-norm-$form.md" >"$out/bench-norm-$form.log" 2>&1
+    note "bench/run.py BERT-base fp16, the norm as $form: exit $?"
+    grep -E "kiln median" "$out/bench-norm-$form.log" >>"$summary"
   done
 fi
 

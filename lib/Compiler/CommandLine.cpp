@@ -194,6 +194,12 @@ struct KernelCLOptions {
       llvm::cl::desc("tensor-core attention: move the running maximum only "
                      "when a row passes it by 2^8 (default true)"),
       llvm::cl::init(true)};
+  llvm::cl::opt<bool> gemmNormEpilogue{
+      "gemm-norm-epilogue",
+      llvm::cl::desc("a 16-bit GEMM ends its epilogue with the LayerNorm or "
+                     "RMSNorm of each row after it (default true; false "
+                     "keeps the norm's row kernel, to time the two)"),
+      llvm::cl::init(true)};
 };
 } // namespace
 
@@ -220,6 +226,7 @@ std::string applyKernelCLOptions(CompileOptions &options) {
   attention.kvStages = kernelCLOptions->attentionKvStages;
   attention.barriers = kernelCLOptions->attentionBarriers;
   attention.lazyRescale = kernelCLOptions->attentionLazyRescale;
+  options.pipeline.fuse.gemmNorm = kernelCLOptions->gemmNormEpilogue;
   if (std::string error = checkAttentionOverrides(attention); !error.empty())
     return "--" + error;
   return "";
@@ -296,6 +303,7 @@ std::vector<std::string> givenCompileOnlyFlags() {
     note(o.attentionKvStages);
     note(o.attentionBarriers);
     note(o.attentionLazyRescale);
+    note(o.gemmNormEpilogue);
   }
   return given;
 }

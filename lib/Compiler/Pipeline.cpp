@@ -39,7 +39,7 @@ void buildKilnPipeline(OpPassManager &pm, const PipelineOptions &options) {
   // fp32 leaves the pipeline as it was.
   if (options.precision() != "fp32")
     fpm.addPass(createKilnMixedPrecisionPass(options.mixedPrecision));
-  fpm.addPass(createKilnFusePass());
+  fpm.addPass(createKilnFusePass(options.fuse));
   // After fusion, so that the kernels are those of a normal build.
   if (options.exposeTensors)
     fpm.addPass(createKilnExposeTensorsPass());

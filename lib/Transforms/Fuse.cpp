@@ -734,9 +734,10 @@ void absorbOperandPrologue(Group &group, MatmulOp matmul,
 /// or GELU (maybe after reshapes), each the only user of the one before;
 /// and the dequantize of its quantized weights. Returns nothing when the
 /// matmul has neither (it stays a plain matmul step).
-std::optional<Group>
-buildGemmGroup(MatmulOp matmul, const llvm::DenseSet<Operation *> &taken,
-               const llvm::DenseSet<Operation *> &reserved) {
+std::optional<Group> buildGemmGroup(MatmulOp matmul,
+                                    const llvm::DenseSet<Operation *> &taken,
+                                    const llvm::DenseSet<Operation *> &reserved,
+                                    bool takeNorm) {
   if (!takesEpilogue(matmul))
     return std::nullopt;
   Type element = matmul.getType().getElementType();
@@ -809,7 +810,7 @@ buildGemmGroup(MatmulOp matmul, const llvm::DenseSet<Operation *> &taken,
     auto dequantize = matmul.getRhs().getDefiningOp<DequantizeOp>();
     return dequantize && dequantize->hasOneUse();
   };
-  if (!dequantizes())
+  if (takeNorm && !dequantizes())
     if (GemmRowNorm norm = rowNormOf(group.root, matmul, taken); norm.norm) {
       group.members.insert(norm.reshapes.begin(), norm.reshapes.end());
       group.members.insert(norm.norm);
@@ -1235,6 +1236,8 @@ void outlineGroup(Group &group) {
 }
 
 struct KilnFusePass : public kiln::impl::KilnFusePassBase<KilnFusePass> {
+  using KilnFusePassBase::KilnFusePassBase;
+
   void runOnOperation() override {
     func::FuncOp func = getOperation();
     llvm::DenseSet<Operation *> taken;
@@ -1317,7 +1320,7 @@ struct KilnFusePass : public kiln::impl::KilnFusePassBase<KilnFusePass> {
       if (isa<KernelOp>(matmul->getParentOp()) || taken.contains(matmul))
         continue;
       if (std::optional<Group> group =
-              buildGemmGroup(matmul, taken, activations)) {
+              buildGemmGroup(matmul, taken, activations, gemmNorm)) {
         taken.insert(group->members.begin(), group->members.end());
         groups.push_back(std::move(*group));
       }

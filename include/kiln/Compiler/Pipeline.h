@@ -29,6 +29,8 @@ struct PipelineOptions {
   /// `quantizeWeights` is set (kilnc --weights): its bits and block size.
   bool quantizeWeights = false;
   KilnQuantizeWeightsPassOptions weights;
+  /// kiln-fuse's options (whether a GEMM takes a row norm as its epilogue).
+  KilnFusePassOptions fuse;
   /// kiln-plan-memory's options (the arena buffer alignment).
   KilnPlanMemoryPassOptions planMemory;
   /// Debugging: every named tensor in memory becomes an extra graph output

@@ -360,7 +360,8 @@ def KilnFusePass : Pass<"kiln-fuse", "mlir::func::FuncOp"> {
       before (reshapes between them included), and for a 16-bit product a
       `kiln.layer_norm` or `kiln.rms_norm` of each row last, the kernel
       also yielding the sum it normalizes where later ops read that too
-      (a pre-norm block's residual stream). cuBLASLt's
+      (a pre-norm block's residual stream; `gemm-norm=false` leaves the
+      norm to its row kernel). cuBLASLt's
       GELU is the tanh form: the erf form joins only a 16-bit product, whose
       own rounding exceeds the two forms' difference (4.7e-4 at most). A
       16-bit product by the transpose of block-quantized weights
@@ -419,6 +420,12 @@ def KilnFusePass : Pass<"kiln-fuse", "mlir::func::FuncOp"> {
     }
     ```
   }];
+  let options = [
+    Option<"gemmNorm", "gemm-norm", "bool", /*default=*/"true",
+           "end a 16-bit GEMM kernel's epilogue with the LayerNorm or "
+           "RMSNorm of each row (false: the norm keeps its row kernel, to "
+           "time the two against each other)">
+  ];
   let dependentDialects = ["kiln::KilnDialect"];
 }
 
