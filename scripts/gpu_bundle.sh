@@ -10,7 +10,8 @@
 # The device tool carries at most 64 MiB with the working tree, which the
 # bundle (51 MiB on 2026-12-04) and the tree (17 MiB) together pass: it
 # travels xz-compressed (10 MiB) as build-carry/build-gpu.tar.xz, which
-# gpu_check.sh unpacks. Carry ["build-carry"].
+# gpu_check.sh unpacks, beside an onnxruntime wheel (below). Carry
+# ["build-carry"].
 #
 # Usage: scripts/gpu_bundle.sh   (after scripts/build.sh)
 set -euo pipefail
@@ -49,6 +50,16 @@ strip "$out"/bin/* "$out"/lib/*.so*
 python3 scripts/gpu_lit_cases.py --out "$out/lit"
 du -sh "$out"
 mkdir -p build-carry
+# The oracle at this machine's version: that machine's onnxruntime was older
+# (1.30 against 1.32 on 2026-12-04, which differ on QLinearSoftmax's NaN), so
+# the same version travels as a wheel for its Python 3.12 (28 MiB), which
+# gpu_check.sh puts first on PYTHONPATH. Without one, its own is used.
+ort=$(python3 -c "import onnxruntime; print(onnxruntime.__version__)")
+rm -rf build-carry/wheels
+python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 \
+  --implementation cp --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 \
+  --platform manylinux_2_17_x86_64 -d build-carry/wheels "onnxruntime==$ort" ||
+  echo "gpu_bundle: no onnxruntime $ort wheel; that machine's own will judge" >&2
 tar cJf build-carry/build-gpu.tar.xz --exclude "$out/out*" --exclude "$out/cache" \
   --exclude "$out/bench" "$out"
-du -sh build-carry/build-gpu.tar.xz
+du -sh build-carry

@@ -31,6 +31,20 @@ if [ -s build-carry/build-gpu.tar.xz ]; then
   rm -rf build-gpu/bin build-gpu/lib build-gpu/lit
   tar xJf build-carry/build-gpu.tar.xz || exit 1
 fi
+# The development machine's onnxruntime, where gpu_bundle.sh carried it:
+# the tests' oracle at the version CI runs.
+ort_source="the machine's own"
+if ls build-carry/wheels/*.whl >/dev/null 2>&1; then
+  rm -rf build-gpu/site
+  if python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir \
+    --target build-gpu/site build-carry/wheels/*.whl >/dev/null 2>&1 &&
+    PYTHONPATH="$ROOT/build-gpu/site" python3 -c "import onnxruntime" >/dev/null 2>&1; then
+    export PYTHONPATH="$ROOT/build-gpu/site${PYTHONPATH:+:$PYTHONPATH}"
+    ort_source="carried"
+  else
+    ort_source="the machine's own (the carried wheel did not install or import)"
+  fi
+fi
 dest=${1:-${OUT:-}}
 out=${KILN_GPU_OUT:-build-gpu/out}
 sections=${2:-gtest,lit,gemm,packed,qdq,attention,profile,sanitizer,models,decode,bench,bench-profile,bench-llama}
@@ -60,6 +74,7 @@ export KILN_CACHE_DIR="$ROOT/build-gpu/cache"
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm \
   --format=csv,noheader | tee "$out/gpu.txt"
 note "libraries: $libdirs"
+note "onnxruntime $(python3 -c 'import onnxruntime; print(onnxruntime.__version__)' 2>&1), $ort_source"
 gpu=h100
 grep -q H200 "$out/gpu.txt" && gpu=h200
 
