@@ -233,12 +233,15 @@ std::vector<int64_t> emptyCacheShape(const Artifact &a, uint32_t id,
   return shape;
 }
 
-/// `s`, its message prefixed with what the loop was doing: a device
-/// error alone (CUDA_ERROR_INVALID_VALUE) does not say which of a step's
-/// copies failed.
-Status doing(Status s, const std::string &what) {
+/// `s`, its message prefixed with what the loop was doing (`what`, of the
+/// tensor `name` where one is given): a device error alone
+/// (CUDA_ERROR_INVALID_VALUE) does not say which of a step's copies failed.
+/// The message is built only for a failure: every copy of every step
+/// passes through here.
+Status doing(Status s, const char *what, const std::string &name = {}) {
   if (!s.isOk())
-    s.message = what + ": " + s.message;
+    s.message = std::string(what) + (name.empty() ? "" : " '" + name + "'") +
+                ": " + s.message;
   return s;
 }
 
@@ -310,7 +313,7 @@ Status kiln::rt::generateOverDims(Model &model, const GenerateOptions &options,
         bytes = present = std::max(bytes, present);
     }
     if (Status s = doing(inputSlots[i].allocate(memory, bytes, model.device()),
-                         "allocating input '" + model.input(i).name + "'");
+                         "allocating input", model.input(i).name);
         !s.isOk())
       return s;
   }
@@ -318,7 +321,7 @@ Status kiln::rt::generateOverDims(Model &model, const GenerateOptions &options,
     if (aliasOf[o] < 0)
       if (Status s = doing(
               outputSlots[o].allocate(memory, outputBytes[o], model.device()),
-              "allocating output '" + model.output(o).name + "'");
+              "allocating output", model.output(o).name);
           !s.isOk())
         return s;
 
@@ -384,10 +387,10 @@ Status kiln::rt::generateOverDims(Model &model, const GenerateOptions &options,
         // position; the earlier ones are in place from the steps before.
         void *last =
             static_cast<char *>(inputSlots[i].data()) + (length - 1) * idBytes;
-        if (Status s = doing(
-                queue.copy(last, outputSlots[modelChoice.token].data(), memory,
-                           idBytes),
-                "copying the chosen token into '" + model.input(i).name + "'");
+        if (Status s =
+                doing(queue.copy(last, outputSlots[modelChoice.token].data(),
+                                 memory, idBytes),
+                      "copying the chosen token into", model.input(i).name);
             !s.isOk())
           return s;
         continue;
@@ -395,8 +398,8 @@ Status kiln::rt::generateOverDims(Model &model, const GenerateOptions &options,
       int64_t count = roles[i].feed >= Feed::Temperature ? 1 : shapes[i][1];
       std::vector<char> values =
           feed.values(model.input(i), roles[i].feed, count);
-      if (Status s = doing(inputSlots[i].update(values, queue),
-                           "feeding input '" + model.input(i).name + "'");
+      if (Status s = doing(inputSlots[i].update(values, queue), "feeding input",
+                           model.input(i).name);
           !s.isOk())
         return s;
     }

@@ -30,6 +30,10 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "models"))
+import oracle  # noqa: E402
+
 FLOAT8 = {"tensor(float8e4m3fn)": ml_dtypes.float8_e4m3fn,
           "tensor(float8e5m2)": ml_dtypes.float8_e5m2}
 
@@ -38,13 +42,12 @@ def float64_rule(got, want, exact):
     """(whether `got` passes DESIGN.md's float64 rule against `exact`, what
     the line adds), used only where onnxruntime's `want` is itself beyond
     the fp32 contract of `exact`."""
-    exact = exact.astype(np.float64)
-    if np.allclose(want, exact, rtol=1e-4, atol=1e-5, equal_nan=True):
+    ours, theirs, applies = oracle.float64_distances(got, want, exact)
+    if not applies:
         return False, " (onnxruntime within rtol 1e-4 of the reference: " \
                       "no float64 rule)"
-    ours = float(np.abs(got.astype(np.float64) - exact).max())
-    theirs = float(np.abs(want.astype(np.float64) - exact).max())
-    return ours <= 2 * theirs + 1e-6, (
+    return ours <= (oracle.FLOAT64_RULE_FACTOR * theirs +
+                    oracle.FLOAT64_RULE_ATOL), (
         f" float64 rule: kiln {ours:.3e}, onnxruntime {theirs:.3e} from the "
         "reference interpreter")
 

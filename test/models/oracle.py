@@ -217,6 +217,18 @@ def to_float64(model):
     return m
 
 
+def float64_distances(got, ort_out, exact):
+    """(Kiln's max-abs distance from the float64 result `exact`,
+    onnxruntime's, whether the float64 rule applies: onnxruntime is itself
+    beyond rtol / atol of `exact`). What every check that judges by the rule
+    shares (float64_rule below, compare_ort.py, bench/quantized.py)."""
+    exact = exact.astype(np.float64)
+    ort_err = float(np.abs(ort_out.astype(np.float64) - exact).max())
+    kiln_err = float(np.abs(got.astype(np.float64) - exact).max())
+    return kiln_err, ort_err, not np.allclose(ort_out, exact, rtol=RTOL,
+                                              atol=ATOL)
+
+
 def float64_rule(name, got, ort_out, exact):
     """Judges Kiln's fp32 output `got` by the float64 rule against the float64
     result `exact`. Returns (summary, why): `summary` says how far
@@ -224,13 +236,11 @@ def float64_rule(name, got, ort_out, exact):
     else the reason. The rule does not apply (a failure) where onnxruntime is
     itself within rtol 1e-4 of `exact`: it is only for computations where no
     fp32 implementation can meet the per-element contract."""
-    exact = exact.astype(np.float64)
-    ort_err = np.abs(ort_out.astype(np.float64) - exact).max()
-    kiln_err = np.abs(got.astype(np.float64) - exact).max()
+    kiln_err, ort_err, applies = float64_distances(got, ort_out, exact)
     bound = FLOAT64_RULE_FACTOR * ort_err + FLOAT64_RULE_ATOL
     summary = (f"{name}: onnxruntime max_abs {ort_err:.3e} from float64, "
                f"Kiln {kiln_err:.3e} (bound {bound:.3e})")
-    if np.allclose(ort_out, exact, rtol=RTOL, atol=ATOL):
+    if not applies:
         return summary, (f"{name}: onnxruntime is within rtol {RTOL:g} of the "
                          "float64 result, so the float64 rule does not apply")
     if (np.isfinite(exact) & ~np.isfinite(got)).any():
