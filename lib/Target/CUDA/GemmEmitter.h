@@ -155,17 +155,18 @@ struct ComputedOperand {
 bool packedGemvComputesOperand(const PackedGemvShape &shape,
                                const GemmConfig &config);
 
-/// Appends the packed GEMV `name` of `config` for `shape` and, with a
-/// split, `name`_combine, which adds the splits. They are launch steps:
-/// the main kernel takes (A, packed B, scales, [zero points], [bias],
-/// [residual], C, [the split's float partials]), the combine (partials,
-/// [bias], [residual], C), each then `dims` (the model's dim parameters,
-/// ", long long kd_..."); `rows` is C's rows as C text over them. With
-/// `lhs` (where packedGemvComputesOperand), the block computes A, and its
+/// Appends the packed GEMV `name` of `config` for `shape`, a launch step
+/// over runs of up to `mostRows` rows: it takes (A, packed B, scales,
+/// [zero points], [bias], [residual], C, [the split's float partials]),
+/// then `dims` (the model's dim parameters, ", long long kd_..."); `rows`
+/// is C's rows as C text over them. With a split, the last block of a
+/// tile to arrive adds the splits (gemm::splitFinishValues). With `lhs`
+/// (where packedGemvComputesOperand), the block computes A, and its
 /// inputs take A's place.
 void emitPackedGemv(const PackedGemvShape &shape, const GemmConfig &config,
                     const std::string &name, const std::string &rows,
-                    const std::string &dims, llvm::raw_ostream &os,
+                    int64_t mostRows, const std::string &dims,
+                    llvm::raw_ostream &os,
                     const ComputedOperand *lhs = nullptr);
 
 /// The packed GEMM's layout (a GemmForm::Mma config: tileM x 64 x 64, one
@@ -189,12 +190,12 @@ PackedGemmChoice choosePackedGemm(const PackedGemvShape &shape,
 GemmConfig packedTileConfig(int64_t leastRows, int64_t upperRows, int64_t n,
                             int64_t k);
 
-/// Appends the packed GEMM `name` of `config` for `shape` and, with a
-/// split, `name`_combine: launch steps that take what emitPackedGemv's
-/// kernels take, in the same order.
+/// Appends the packed GEMM `name` of `config` for `shape`: a launch step
+/// that takes what emitPackedGemv's takes, in the same order.
 void emitPackedGemm(const PackedGemvShape &shape, const GemmConfig &config,
                     const std::string &name, const std::string &rows,
-                    const std::string &dims, llvm::raw_ostream &os);
+                    int64_t mostRows, const std::string &dims,
+                    llvm::raw_ostream &os);
 
 /// A matmul step of 8-bit activations (per tensor, a scale and maybe a
 /// zero point) and 8-bit weights (a scale a column, rows of `rowBytes`
@@ -230,18 +231,17 @@ struct QdqGemmTail {
   std::string statements, value, storage, parameters;
 };
 
-/// Appends the Q/DQ GEMM `name` of `config` for `shape` and, with a
-/// split, `name`_combine. They are launch steps: the main kernel takes
-/// (A's bytes, the packed weights, their scales, A's scale, [A's zero
-/// point], [the weights' zero points], [bias], [residual], [the tail's
-/// inputs], C, [the split's float partials]), the
-/// combine (partials, [bias], [residual], [the tail's inputs], C), each
-/// then `dims`; `rows` is C's rows as C text over them. C holds the tail's
-/// values where there is one.
+/// Appends the Q/DQ GEMM `name` of `config` for `shape`, a launch step
+/// over runs of up to `mostRows` rows: it takes (A's bytes, the packed
+/// weights, their scales, A's scale, [A's zero point], [the weights' zero
+/// points], [bias], [residual], [the tail's inputs], C, [the split's float
+/// partials]), then `dims`; `rows` is C's rows as C text over them. C
+/// holds the tail's values where there is one. With a split, the last
+/// block of a tile to arrive adds the splits (gemm::splitFinishValues).
 void emitQdqGemm(const QdqGemmShape &shape, const GemmConfig &config,
                  const std::string &name, const std::string &rows,
-                 const std::string &dims, const QdqGemmTail *tail,
-                 llvm::raw_ostream &os);
+                 int64_t mostRows, const std::string &dims,
+                 const QdqGemmTail *tail, llvm::raw_ostream &os);
 
 /// Where the Q/DQ GEMM runs on Hopper's wgmma (QdqWgmmaEmitter.cpp): its
 /// layout and the fewest rows a run takes it at (the mma.sync form runs
@@ -265,12 +265,12 @@ QdqWgmmaChoice chooseQdqWgmma(const QdqGemmShape &shape, int64_t fewestRows,
 /// The dynamic shared memory the Hopper form of `config` takes.
 int64_t qdqWgmmaSharedBytes(const GemmConfig &config);
 
-/// Appends the Q/DQ GEMM's Hopper form `name` of `config` (and, with a
-/// split, `name`_combine): launch steps taking what emitQdqGemm's take.
+/// Appends the Q/DQ GEMM's Hopper form `name` of `config`: a launch step
+/// taking what emitQdqGemm's takes.
 void emitQdqWgmmaGemm(const QdqGemmShape &shape, const GemmConfig &config,
                       const std::string &name, const std::string &rows,
-                      const std::string &dims, const QdqGemmTail *tail,
-                      llvm::raw_ostream &os);
+                      int64_t mostRows, const std::string &dims,
+                      const QdqGemmTail *tail, llvm::raw_ostream &os);
 
 /// Appends the kernel that adds the splits' partial sums and applies the
 /// epilogue, named as gemmReduceName says.

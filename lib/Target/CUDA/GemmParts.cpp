@@ -54,7 +54,7 @@ packedZeroPoint(const PackedGemvShape &shape) {
 } // namespace
 
 HalfSpelling spellingOf(rt::DType dtype) {
-  // fp32: the integer GEMM's epilogue and combine (no pairs, no mma).
+  // fp32: the integer GEMM's epilogue and split finish (no pairs, no mma).
   if (dtype == rt::DType::F32)
     return {"float", "f32", "", "", "", "", ""};
   assert((dtype == rt::DType::F16 || dtype == rt::DType::BF16) &&
@@ -121,42 +121,77 @@ const char *const kFourWarpTileStore =
           continue;
 $TILE_VALUE
 $STORE
-      }
+      }$ARRIVALS
 })cuda";
 
 const char *const kGemvColumnStores = R"cuda($EXCHANGE
   const long long row = row0 + held_row;
-  if ((part & copies) != 0 || row >= m)
-    return;$DECLARATIONS
-  #pragma unroll
-  for (int t = 0; t < $COLUMNS_PER_LANE; ++t) {
-    const long long col = warp_col0 + 4 * t;
-    if (col >= n)
-      continue;
-    float v = acc[0][t];
+  // A lane holding a copy of another's sums, or a row past m, stores none
+  // (and stays for a split's finish).
+  if ((part & copies) == 0 && row < m) {$DECLARATIONS
+    #pragma unroll
+    for (int t = 0; t < $COLUMNS_PER_LANE; ++t) {
+      const long long col = warp_col0 + 4 * t;
+      if (col >= n)
+        continue;
+      float v = acc[0][t];
 $STORE
-  }
+    }
+  }$ARRIVALS
 }
 )cuda";
 
-const char *const kPackedCombineKernel = R"cuda(
-extern "C" __global__ void $NAME_combine(const float *__restrict__ partials$BIAS_PARAMETER$RESIDUAL_PARAMETER$TAIL_PARAMETERS,
-    $C_TYPE *__restrict__ c$DIMS) {
-  kiln_pdl_enter();
-  const long long m = $EXTENT_M, n = $EXTENT_N;
-  const $ELEMENT *r_mat = $R_MAT;$BIAS_LOCAL
-  $C_TYPE *c_mat = c;
-  for (long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x; e < m * n;
-       e += (long long)gridDim.x * blockDim.x) {
-    const long long row = e / n, col = e % n;
-    float v = 0.0f;
-    #pragma unroll
-    for (int s = 0; s < $SPLIT; ++s)
-      v += partials[(s * m + row) * n + col];
+/// The end of a kernel split over K (splitFinishValues).
+constexpr const char *kSplitFinish = R"cuda(
+  // The split's last block to arrive at this tile of C adds the splits'
+  // sums in split order and applies the epilogue, which a kernel of its own
+  // did before: one launch fewer. Each thread's fence orders its partial
+  // sums before the block's arrival (CUDA's threadFenceReduction sample);
+  // the counter is a per-context global that the module's load zeroes and
+  // atomicInc's wrap leaves zero again for the next launch; the last block
+  // reads the other blocks' sums through L2 (__ldcg).
+  {
+    __shared__ bool last_split;
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      __threadfence();
+      last_split = atomicInc(&$NAME_arrived[blockIdx.y * gridDim.x + blockIdx.x], $SPLIT - 1) == $SPLIT - 1;
+    }
+    __syncthreads();
+    if (!last_split)
+      return;
+    __threadfence();
+    const $ELEMENT *r_mat = $R_MAT;$BIAS_LOCAL
+    $C_TYPE *c_mat = c;
+    for (int e = threadIdx.x; e < $ARRIVAL_ROWS * $ARRIVAL_COLUMNS; e += blockDim.x) {
+      const long long row = (long long)blockIdx.y * $ARRIVAL_ROWS + e / $ARRIVAL_COLUMNS;
+      const long long col = (long long)blockIdx.x * $ARRIVAL_COLUMNS + e % $ARRIVAL_COLUMNS;
+      if (row >= m || col >= n)
+        continue;
+      float v = 0.0f;
+      #pragma unroll
+      for (int s = 0; s < $SPLIT; ++s)
+        v += __ldcg(&partials[(s * m + row) * n + col]);
 $FINISH
+    }
   }
-}
 )cuda";
+
+std::vector<std::pair<std::string, std::string>>
+splitFinishValues(const std::string &name, int64_t splitK, int64_t tileM,
+                  int64_t tileN, int64_t mostRows, int64_t n,
+                  std::string &counters) {
+  if (splitK <= 1)
+    return {{"$ARRIVALS", ""}};
+  int64_t tiles = (n + tileN - 1) / tileN * ((mostRows + tileM - 1) / tileM);
+  counters = "// The arrivals of " + name +
+             "'s splits at each tile of C.\nKILN_PER_CONTEXT unsigned int " +
+             name + "_arrived[" + std::to_string(tiles) + "];\n";
+  return {{"$ARRIVALS", kSplitFinish},
+          {"$ARRIVAL_ROWS", std::to_string(tileM)},
+          {"$ARRIVAL_COLUMNS", std::to_string(tileN)}};
+}
 
 std::string storedAs(rt::DType dtype, bool widen) {
   if (!widen)

@@ -7,7 +7,7 @@
 // epilogue of one element, and the placeholder substitution their
 // templates are written in; and what both kernels over packed weights
 // (PackedGemvEmitter.cpp, PackedGemmEmitter.cpp) write: the zero points
-// and the combine of a split.
+// and the finish of a split.
 //
 //===----------------------------------------------------------------------===//
 
@@ -56,8 +56,8 @@ std::string finishOf(const GemmKernelKind &kind);
 std::string finishThroughTail(const GemmKernelKind &kind,
                               const QdqGemmTail &tail);
 /// The placeholders both forms of the Q/DQ GEMM (QdqGemmEmitter.cpp,
-/// QdqWgmmaEmitter.cpp) and their combine share: packedValues' for a row of
-/// `shape.rowBytes` bytes, with the tail's storage, parameters and finish
+/// QdqWgmmaEmitter.cpp) and their split finish share: packedValues' for a row
+/// of `shape.rowBytes` bytes, with the tail's storage, parameters and finish
 /// where there is one; the activations' scale's $A_ELEMENT and $A_TO_FLOAT;
 /// and $STORE of an element's scaled sum `v` (the split's partial, or the
 /// finish).
@@ -105,12 +105,21 @@ std::string gemvExchangeText(int64_t rows, int64_t columns);
 /// declarations the store reads that the kernel has not made).
 extern const char *const kGemvColumnStores;
 
-/// The kernel `$NAME`_combine that ends a split kernel over packed weights
-/// (PackedGemvEmitter.cpp, PackedGemmEmitter.cpp): it adds the splits' sums
-/// (`partials`, split s's element (row, col) at (s * m + row) * n + col) in
-/// split order and applies the epilogue ($FINISH). A launch step: the
-/// buffers, then $DIMS.
-extern const char *const kPackedCombineKernel;
+/// The end of a kernel over packed or 8-bit weights (PackedGemvEmitter.cpp,
+/// PackedGemmEmitter.cpp, QdqGemmEmitter.cpp, QdqWgmmaEmitter.cpp) whose
+/// blocks own `tileM` x `tileN` tiles of C, split `splitK` ways over K: the
+/// value of $ARRIVALS, which ends the kernel's text with every thread
+/// of the block. Without a split it is empty. With one, each block has
+/// stored its sums (`partials`, split s's element (row, col) at
+/// (s * m + row) * n + col), and the last block of a tile to arrive adds
+/// them in split order and applies the epilogue ($FINISH). `counters` gets
+/// the declaration of the arrival counters, one a tile of the grid for
+/// runs of up to `mostRows` rows of `n` columns, which the kernel's text
+/// must follow.
+std::vector<std::pair<std::string, std::string>>
+splitFinishValues(const std::string &name, int64_t splitK, int64_t tileM,
+                  int64_t tileN, int64_t mostRows, int64_t n,
+                  std::string &counters);
 
 /// The placeholders both kernels over packed weights of `shape` fill alike
 /// for kernel `name` split `splitK` ways: the element type ($ELEMENT,

@@ -279,6 +279,8 @@ void emitGemvKernel(const GemmConfig &config, const GemmKernelKind &kind,
       {"$CHUNKS_IN_FLIGHT", fp32 ? "1" : "2"},
       {"$SIGNATURE", gemm::kMainSignature},
       {"$COLUMN_STORES", gemm::kGemvColumnStores},
+      // A split's sums are added by the GEMM family's reduce kernel.
+      {"$ARRIVALS", ""},
       {"$DECLARATIONS", ""},
       {"$INTEGERS", gemm::kIntegerParameters},
       {"$THREADS", str(config.threads())},

@@ -36,8 +36,8 @@
 //
 // The kernels are launch steps, as the GEMV's: the plan guards them to the
 // runs whose rows are between the GEMV's and kMostRows. A split's sums go
-// to scratch, and the packed kernels' combine adds them in split order
-// before the epilogue.
+// to scratch, and the last block of a tile to arrive adds them in split
+// order before the epilogue (gemm::splitFinishValues).
 //
 //===----------------------------------------------------------------------===//
 
@@ -369,7 +369,8 @@ GemmConfig packedTileConfig(int64_t leastRows, int64_t upperRows, int64_t n,
 
 void emitPackedGemm(const PackedGemvShape &shape, const GemmConfig &config,
                     const std::string &name, const std::string &rows,
-                    const std::string &dims, llvm::raw_ostream &os) {
+                    int64_t mostRows, const std::string &dims,
+                    llvm::raw_ostream &os) {
   assert(config.form == GemmForm::Mma && config.tileN == 64 &&
          config.tileK == 64 && config.warpsM == 1 && config.warpsN == 4 &&
          config.tileM % 16 == 0 && config.tileM <= 64 &&
@@ -452,9 +453,12 @@ void emitPackedGemm(const PackedGemvShape &shape, const GemmConfig &config,
        {"$STORE", config.splitK > 1
                       ? "        partials[(split * m + row) * n + col] = v;"
                       : "$FINISH"}});
-  os << substitute(kMainKernel, values);
-  if (config.splitK > 1)
-    os << substitute(gemm::kPackedCombineKernel, values);
+  std::string counters;
+  std::vector<std::pair<std::string, std::string>> finish =
+      gemm::splitFinishValues(name, config.splitK, config.tileM, config.tileN,
+                              mostRows, shape.n, counters);
+  values.insert(values.end(), finish.begin(), finish.end());
+  os << counters << substitute(kMainKernel, values);
 }
 
 } // namespace kiln

@@ -21,7 +21,8 @@
 // buffers, then every dim of the model): the plan guards them to the runs
 // whose rows are few, where the unpacked path (the dequantize's own kernel,
 // then a matmul step) does not run. The sums of a split go to scratch and
-// a combine kernel adds them in split order before the epilogue.
+// the last block of a tile to arrive adds them in split order before the
+// epilogue.
 //
 // Where the GEMM kernel computes A (its prologue: a decoder's SwiGLU), each
 // block first computes its rows over its split's share of K into shared
@@ -309,8 +310,8 @@ bool packedGemvComputesOperand(const PackedGemvShape &shape,
 
 void emitPackedGemv(const PackedGemvShape &shape, const GemmConfig &config,
                     const std::string &name, const std::string &rows,
-                    const std::string &dims, llvm::raw_ostream &os,
-                    const ComputedOperand *lhs) {
+                    int64_t mostRows, const std::string &dims,
+                    llvm::raw_ostream &os, const ComputedOperand *lhs) {
   assert(config.form == GemmForm::Gemv && config.tileM <= 8 &&
          "a power of two rows, at most one for each lane of a column");
   gemm::HalfSpelling h = gemm::spellingOf(shape.dtype);
@@ -332,15 +333,16 @@ void emitPackedGemv(const PackedGemvShape &shape, const GemmConfig &config,
        {"$COLUMNS_PER_LANE", str(warpColumns / 4)},
        {"$EXCHANGE", gemm::gemvExchangeText(config.tileM, warpColumns / 4)},
        {"$COLUMN_STORES", gemm::kGemvColumnStores},
-       {"$DECLARATIONS", "\n  const $ELEMENT *r_mat = $R_MAT;$BIAS_LOCAL\n  "
-                         "$ELEMENT *c_mat = c;"},
+       {"$DECLARATIONS",
+        "\n    const $ELEMENT *r_mat = $R_MAT;$BIAS_LOCAL\n    "
+        "$ELEMENT *c_mat = c;"},
        {"$WEIGHTS", weightsText(shape.bits, shape.float8)},
        {"$DOT_SCALE", shape.bits == 8 ? "1.0f" : "256.0f"},
        {"$DOT_OFFSET", shape.bits == 8 ? "0.0f" : "128.0f"},
        {"$CHUNKS", str(shape.blocks * shape.blockSize / chunkValues)},
        {"$CHUNK_VALUES", str(chunkValues)},
        {"$STORE", config.splitK > 1
-                      ? "    partials[(split * m + row) * n + col] = v;\n"
+                      ? "      partials[(split * m + row) * n + col] = v;\n"
                       : "$FINISH"}});
   assert((!lhs || packedGemvComputesOperand(shape, config)) &&
          "a computed A within the shared memory it may take");
@@ -361,9 +363,12 @@ void emitPackedGemv(const PackedGemvShape &shape, const GemmConfig &config,
          {"$A_SETUP", "  const bool a_aligned = (reinterpret_cast<unsigned "
                       "long long>(a) & 15) == 0;"},
          {"$A_CHUNK", "$NAME_load_a(a + (row0 + r) * k + kk, a_aligned)"}});
-  os << substitute(kMainKernel, values);
-  if (config.splitK > 1)
-    os << substitute(gemm::kPackedCombineKernel, values);
+  std::string counters;
+  std::vector<std::pair<std::string, std::string>> finish =
+      gemm::splitFinishValues(name, config.splitK, config.tileM, config.tileN,
+                              mostRows, shape.n, counters);
+  values.insert(values.end(), finish.begin(), finish.end());
+  os << counters << substitute(kMainKernel, values);
 }
 
 } // namespace kiln

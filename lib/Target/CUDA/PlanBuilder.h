@@ -238,9 +238,9 @@ private:
   /// the runs of at most `mostRows` rows (`m`, under each of `when`): the
   /// main kernel on `inputs`, then the kernel's epilogue's bias and
   /// residual, the inputs its tail reads (`tailInputs`), the result and,
-  /// split, scratch for the partial sums; then the combine of the splits.
-  /// The main kernel takes `sharedBytes` of dynamic shared memory. Records
-  /// the configuration.
+  /// split, scratch for the partial sums, which the kernel's last block of
+  /// a tile to arrive adds (gemm::splitFinishValues). It takes
+  /// `sharedBytes` of dynamic shared memory. Records the configuration.
   mlir::LogicalResult pushPackedLaunches(
       KernelOp kernel, const std::string &name, const GemmConfig &config,
       const Size &m, int64_t n, int64_t mostRows, llvm::ArrayRef<DimExpr> when,

@@ -120,10 +120,6 @@ LogicalResult PlanBuilder::pushPackedLaunches(
     partials = addScratch(config.splitK * mostRows * n);
     args.push_back(*partials);
   }
-  auto guard = [&] {
-    for (const DimExpr &condition : when)
-      guardStep(artifact.steps.size() - 1, condition);
-  };
   LaunchGeometry main;
   main.grid = {
       static_cast<uint32_t>((n + config.tileN - 1) / config.tileN),
@@ -135,25 +131,8 @@ LogicalResult PlanBuilder::pushPackedLaunches(
     main.symbolicGrid[1] =
         SymbolicGridDim{m.getExpr(), config.tileM, int64_t(main.grid[1])};
   pushLaunch(kernel, name, main, args);
-  guard();
-  if (partials) {
-    SmallVector<uint32_t> combineArgs = {*partials};
-    if (bias)
-      combineArgs.push_back(*bias);
-    if (residual)
-      combineArgs.push_back(*residual);
-    combineArgs.append(tailInputs.begin(), tailInputs.end());
-    combineArgs.push_back(result);
-    LaunchGeometry combine;
-    std::optional<DimExpr> elements =
-        DimExpr::mul(m.getExpr(), DimExpr::constant(n));
-    if (!elements)
-      return kernel.emitOpError("has a size that overflows");
-    setGridDim(combine, 0, Size(*elements, mostRows * n), kBlockSize, kMaxGrid);
-    combine.block[0] = kBlockSize;
-    pushLaunch(kernel, name + "_combine", combine, combineArgs);
-    guard();
-  }
+  for (const DimExpr &condition : when)
+    guardStep(artifact.steps.size() - 1, condition);
   if (configs) {
     KernelConfig record;
     record.kernel = name;
@@ -305,15 +284,16 @@ PlanBuilder::addPackedGemm(KernelOp kernel, MatmulOp matmul,
       gemvInputs.erase(gemvInputs.begin());
       gemvInputs.insert(gemvInputs.begin(), read.begin(), read.end());
     }
-    emitPackedGemv(shape, *gemv.config, name, m.str(), dims, source,
+    int64_t mostRows = std::min(shape.upperM, gemvRows);
+    emitPackedGemv(shape, *gemv.config, name, m.str(), mostRows, dims, source,
                    lhs ? &*lhs : nullptr);
     if (failed(pushPackedLaunches(kernel, name, *gemv.config, m, shape.n,
-                                  std::min(shape.upperM, gemvRows), gemvWhen,
-                                  gemvInputs)))
+                                  mostRows, gemvWhen, gemvInputs)))
       return failure();
   }
   if (mma.config) {
-    emitPackedGemm(shape, *mma.config, name + "_mma", m.str(), dims, source);
+    emitPackedGemm(shape, *mma.config, name + "_mma", m.str(), mma.mostRows,
+                   dims, source);
     if (failed(pushPackedLaunches(kernel, name + "_mma", *mma.config, m,
                                   shape.n, mma.mostRows, mmaWhen,
                                   packedInputs)))

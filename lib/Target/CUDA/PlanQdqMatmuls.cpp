@@ -131,8 +131,8 @@ LogicalResult PlanBuilder::addQdqGemm(KernelOp kernel, MatmulOp matmul,
     }
     GemmConfig config =
         packedTileConfig(shape.leastM, mmaRows, shape.n, shape.k);
-    emitQdqGemm(shape, config, name, m.str(), dims, tail ? &*tail : nullptr,
-                source);
+    emitQdqGemm(shape, config, name, m.str(), mmaRows, dims,
+                tail ? &*tail : nullptr, source);
     if (failed(pushPackedLaunches(kernel, name, config, m, shape.n, mmaRows,
                                   when, inputs, tailInputs)))
       return failure();
@@ -148,8 +148,8 @@ LogicalResult PlanBuilder::addQdqGemm(KernelOp kernel, MatmulOp matmul,
     when.push_back(*past);
   }
   std::string hopperName = name + "_wgmma";
-  emitQdqWgmmaGemm(shape, *hopper.config, hopperName, m.str(), dims,
-                   tail ? &*tail : nullptr, source);
+  emitQdqWgmmaGemm(shape, *hopper.config, hopperName, m.str(), shape.upperM,
+                   dims, tail ? &*tail : nullptr, source);
   return pushPackedLaunches(
       kernel, hopperName, *hopper.config, m, shape.n, shape.upperM, when,
       inputs, tailInputs,

@@ -44,8 +44,8 @@
 // tile of C a block, four warps of 16 columns side by side, K in steps of
 // 64 bytes staged by cp.async into two buffers, the weights' packed rows as
 // they are stored (kiln.dequantize's bytes: integers q + 128, float8
-// values as they are); split K adds its scaled partial sums in the packed
-// kernels' combine.
+// values as they are); split K adds its scaled partial sums as the packed
+// kernels do, in the last block of a tile to arrive.
 //
 //===----------------------------------------------------------------------===//
 
@@ -195,8 +195,8 @@ qdqValues(const QdqGemmShape &shape, int64_t splitK, const std::string &name,
 
 void emitQdqGemm(const QdqGemmShape &shape, const GemmConfig &config,
                  const std::string &name, const std::string &rows,
-                 const std::string &dims, const QdqGemmTail *tail,
-                 llvm::raw_ostream &os) {
+                 int64_t mostRows, const std::string &dims,
+                 const QdqGemmTail *tail, llvm::raw_ostream &os) {
   assert(config.form == GemmForm::Mma && config.tileN == 64 &&
          config.tileK == 64 && config.warpsM == 1 && config.warpsN == 4 &&
          config.tileM % 16 == 0 && config.tileM <= 64 &&
@@ -326,9 +326,12 @@ void emitQdqGemm(const QdqGemmShape &shape, const GemmConfig &config,
                                  "weight_zero"
                                : "")
                    : ""}});
-  os << substitute(kMainKernel, values);
-  if (config.splitK > 1)
-    os << substitute(gemm::kPackedCombineKernel, values);
+  std::string counters;
+  std::vector<std::pair<std::string, std::string>> finish =
+      gemm::splitFinishValues(name, config.splitK, config.tileM, config.tileN,
+                              mostRows, shape.n, counters);
+  values.insert(values.end(), finish.begin(), finish.end());
+  os << counters << substitute(kMainKernel, values);
 }
 
 } // namespace kiln

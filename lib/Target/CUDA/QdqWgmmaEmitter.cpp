@@ -33,7 +33,7 @@
 //   stage for the tile `stages - 1` ahead;
 // - each sum is scaled by the activations' and its column's scales; the
 //   epilogue (bias, residual, activation, the tail), a split's partials
-//   and its combine are the mma form's (gemm::qdqValues).
+//   and their finish are the mma form's (gemm::qdqValues).
 //
 //===----------------------------------------------------------------------===//
 
@@ -140,7 +140,7 @@ $AFTER_LOOP
         continue;
 $TILE_VALUE
 $STORE
-    }
+    }$ARRIVALS
 }
 )cuda";
 
@@ -388,8 +388,8 @@ integerValues(const QdqGemmShape &shape, const GemmConfig &config) {
 
 void emitQdqWgmmaGemm(const QdqGemmShape &shape, const GemmConfig &config,
                       const std::string &name, const std::string &rows,
-                      const std::string &dims, const QdqGemmTail *tail,
-                      llvm::raw_ostream &os) {
+                      int64_t mostRows, const std::string &dims,
+                      const QdqGemmTail *tail, llvm::raw_ostream &os) {
   assert(config.form == GemmForm::Wgmma && config.tileN == kTileN &&
          config.tileK == 128 && config.tileM % 64 == 0 && config.tileM <= 128 &&
          config.stages >= 2 && "the Q/DQ GEMM's Hopper layout");
@@ -424,9 +424,12 @@ void emitQdqWgmmaGemm(const QdqGemmShape &shape, const GemmConfig &config,
     if (shape.zeroPoint)
       os << cudaWgmmaInt8Function(8, true, true);
   }
-  os << substitute(kWgmmaKernel, values);
-  if (config.splitK > 1)
-    os << substitute(gemm::kPackedCombineKernel, values);
+  std::string counters;
+  std::vector<std::pair<std::string, std::string>> finish =
+      gemm::splitFinishValues(name, config.splitK, config.tileM, config.tileN,
+                              mostRows, shape.n, counters);
+  values.insert(values.end(), finish.begin(), finish.end());
+  os << counters << substitute(kWgmmaKernel, values);
 }
 
 } // namespace kiln

@@ -1,14 +1,17 @@
 """MatMulNBits over random packed weights, as onnxruntime-genai writes them.
 
   packed_model.py OUT.onnx K [--block4 B] [--float32] [--static]
-                  [--packed-input] [--n N] [--relu]
+                  [--packed-input] [--n N] [--relu] [--second-input]
 
 Four products of a [batch, seq, K] input by 72 (or N) columns: int4 in blocks of
 32 (or B) with packed zero points and a bias, int8 in blocks of 16 with the
 default zero point, int2 in blocks of 64, int4 in blocks of 64 with float
 zero points; fp16 activations unless --float32; one row with --static;
 the int8 weights' packed bytes a graph input with --packed-input; a ReLU
-after the first product's bias with --relu (the GEMM kernel's epilogue).
+after the first product's bias with --relu (the GEMM kernel's epilogue);
+with --second-input, a fifth product of the first one's form (other
+weights) over a second input of the first one's shape, so that one kernel
+runs twice a run.
 """
 import sys
 import numpy as np
@@ -27,9 +30,9 @@ nodes, weights, outputs = [], [], []
 graph_inputs = [helper.make_tensor_value_info("a", onnx_type, dims + [K])]
 
 
-def add(name, bits, block, zero_points=None, bias=False):
+def add(name, bits, block, zero_points=None, bias=False, source="a"):
     blocks = -(-K // block)
-    inputs = ["a", name + "_q", name + "_s"]
+    inputs = [source, name + "_q", name + "_s"]
     packed = rng.integers(0, 256, (N, blocks, block * bits // 8), dtype=np.uint8)
     if bits == 8 and "--packed-input" in sys.argv:
         graph_inputs.append(helper.make_tensor_value_info(
@@ -62,6 +65,9 @@ add("y4", 4, block4, "packed", bias=True)
 add("y8", 8, 16)
 add("y2", 2, 64)
 add("yf", 4, 64, "float")
+if "--second-input" in sys.argv:
+    graph_inputs.append(helper.make_tensor_value_info("a2", onnx_type, dims + [K]))
+    add("y4b", 4, block4, "packed", bias=True, source="a2")
 graph = helper.make_graph(
     nodes, "g", graph_inputs, outputs, weights)
 onnx.save(helper.make_model(graph, ir_version=8, opset_imports=[
