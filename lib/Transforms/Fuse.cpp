@@ -31,6 +31,7 @@
 #include "mlir/IR/Matchers.h"
 #include "llvm/ADT/SetVector.h"
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 
@@ -100,6 +101,11 @@ struct Group {
   /// Whether a GEMM of block-quantized weights computes its left operand
   /// (absorbOperandPrologue).
   bool gemmPrologue = false;
+  /// Whether the GEMM's residual add and norm are f32 (wideRowNormOf), and
+  /// their ops, which the kernel orders after all others (a cast of the
+  /// residual may come before the product in the function).
+  bool gemmWideNorm = false;
+  SmallVector<Operation *> gemmWideOps;
   /// A member whose value the kernel also yields, after the root's: a row
   /// norm's input that later ops read too (buildReductionGroup, and a GEMM
   /// group's norm), the earlier of two cache updates (pairCacheUpdates), or
@@ -475,6 +481,103 @@ GemmRowNorm rowNormOf(Operation *end, MatmulOp matmul,
   }
 }
 
+/// The f32 residual add and row norm after a 16-bit GEMM group's end `end`
+/// as the importer writes onnxruntime's SkipLayerNormalization and
+/// SkipSimplifiedLayerNormalization (a pre-norm decoder's, from
+/// onnxruntime-genai's builder): `end` cast to f32, the cast of a residual
+/// of its type added, the norm of that sum by the casts of one row each of
+/// scale and shift, over the last axis, cast back to `end`'s type, and
+/// maybe the sum cast back too, read only after the norm's cast (where the
+/// kernel is placed). Each op joins only the group. Empty where the ops
+/// are otherwise.
+struct WideRowNorm {
+  SmallVector<Operation *> ops;
+  Operation *add = nullptr, *norm = nullptr, *narrow = nullptr, *sum = nullptr;
+};
+std::optional<WideRowNorm>
+wideRowNormOf(Operation *end, MatmulOp matmul,
+              const llvm::DenseSet<Operation *> &taken) {
+  auto narrowType = cast<RankedTensorType>(end->getResult(0).getType());
+  int64_t columns = narrowType.getShape().back();
+  if (!(narrowType.getElementType().isF16() ||
+        narrowType.getElementType().isBF16()) ||
+      ShapedType::isDynamic(columns) || columns > kMostNormColumns)
+    return std::nullopt;
+  auto joins = [&](Operation *op) {
+    return op && !taken.contains(op) && op->getBlock() == matmul->getBlock();
+  };
+  // The cast to f32 at its shape that computes `v`, where only `reader`
+  // reads it.
+  auto widenOf = [&](Value v, Operation *reader) -> CastOp {
+    auto widen = v.getDefiningOp<CastOp>();
+    if (!widen || !joins(widen) || !widen->hasOneUse() ||
+        *widen->getUsers().begin() != reader)
+      return CastOp();
+    auto to = cast<RankedTensorType>(widen.getType());
+    return to.getElementType().isF32() &&
+                   to.getShape() ==
+                       cast<RankedTensorType>(widen.getOperand().getType())
+                           .getShape()
+               ? widen
+               : CastOp();
+  };
+  Value product = end->getResult(0);
+  if (!product.hasOneUse())
+    return std::nullopt;
+  auto first = dyn_cast<CastOp>(*product.getUsers().begin());
+  if (!first || !first->hasOneUse())
+    return std::nullopt;
+  auto add = dyn_cast<AddOp>(*first->getUsers().begin());
+  if (!add || !joins(add) || widenOf(first.getResult(), add) != first)
+    return std::nullopt;
+  Value other = add.getLhs() == first.getResult() ? add.getRhs() : add.getLhs();
+  CastOp residual = widenOf(other, add);
+  if (!residual || residual.getOperand().getType() != narrowType)
+    return std::nullopt;
+  WideRowNorm found;
+  found.add = add;
+  for (Operation *user : add->getUsers()) {
+    if (isRowNorm(user) && user->getOperand(0) == add.getResult() &&
+        !found.norm && joins(user))
+      found.norm = user;
+    else if (auto back = dyn_cast<CastOp>(user);
+             back && back.getType() == narrowType && !found.sum && joins(back))
+      found.sum = back;
+    else
+      return std::nullopt;
+  }
+  Operation *norm = found.norm;
+  if (!norm || rowNormAxis(norm) != narrowType.getRank() - 1 ||
+      !norm->getResult(0).hasOneUse())
+    return std::nullopt;
+  auto back = dyn_cast<CastOp>(*norm->getResult(0).getUsers().begin());
+  if (!back || back.getType() != narrowType || !joins(back))
+    return std::nullopt;
+  found.narrow = back;
+  auto isRow = [&](Value v) {
+    auto t = cast<RankedTensorType>(v.getType());
+    return t.getRank() == 1 && t.getShape()[0] == columns &&
+           t.getElementType() == narrowType.getElementType();
+  };
+  CastOp scale = widenOf(rowNormScale(norm), norm);
+  Value shiftValue = rowNormShift(norm);
+  CastOp shift = shiftValue ? widenOf(shiftValue, norm) : CastOp();
+  if (!scale || !isRow(scale.getOperand()) ||
+      (shiftValue && (!shift || !isRow(shift.getOperand()))))
+    return std::nullopt;
+  // The sum's cast is yielded too: every reader after the kernel's place.
+  if (found.sum && !llvm::all_of(found.sum->getUsers(), [&](Operation *user) {
+        return comesAfter(user, back);
+      }))
+    return std::nullopt;
+  found.ops = {first, residual, add, scale, norm, back};
+  if (shift)
+    found.ops.push_back(shift);
+  if (found.sum)
+    found.ops.push_back(found.sum);
+  return found;
+}
+
 /// A Q/DQ product of 8-bit values: its weights' dequantize and its
 /// activations' dequantization (QuantizedActivations.h).
 struct QdqOperands {
@@ -804,29 +907,45 @@ std::optional<Group> buildGemmGroup(MatmulOp matmul,
   // where it is the residual sum's only reader, and pre-norm decoders'
   // (GPT-2, LLaMA), where the next block adds to the sum too: the kernel
   // then yields both. It adds the epilogue and normalizes (the CUDA
-  // target's norm kernel), saving the sum's round trip and a launch. Not
-  // over quantized weights (their GEMV has no norm).
-  auto dequantizes = [&] {
-    auto dequantize = matmul.getRhs().getDefiningOp<DequantizeOp>();
-    return dequantize && dequantize->hasOneUse();
-  };
-  if (takeNorm && !dequantizes())
+  // target's norm kernel), saving the sum's round trip and a launch. Over
+  // block-quantized weights, where the packed kernels finish it (a
+  // quantized decoder's norms after its output and down projections); not
+  // over 8-bit activations (the Q/DQ GEMM has no norm).
+  auto dequantize = matmul.getRhs().getDefiningOp<DequantizeOp>();
+  bool packs = dequantize && (element.isF16() || element.isBF16()) &&
+               matmul.getTransposeRhs() && !matmul.getTransposeLhs() &&
+               dequantize->hasOneUse() && !taken.contains(dequantize) &&
+               dequantize->getBlock() == matmul->getBlock();
+  bool normable = !dequantize || !dequantize->hasOneUse() ||
+                  (packs && !qdqOperands(matmul));
+  if (takeNorm && normable) {
     if (GemmRowNorm norm = rowNormOf(group.root, matmul, taken); norm.norm) {
       group.members.insert(norm.reshapes.begin(), norm.reshapes.end());
       group.members.insert(norm.norm);
       group.root = norm.norm;
       group.gemmNorm = norm.norm;
       group.alsoYielded = norm.shared;
+    } else if (std::optional<WideRowNorm> wide;
+               packs && !group.gemmResidualAdd &&
+               group.gemmActivation == GemmActivation::none &&
+               (wide = wideRowNormOf(group.root, matmul, taken))) {
+      // onnxruntime's skip norms, f32 as the importer writes them (a
+      // quantized genai decoder's): the packed kernels keep the sum a
+      // float for the norm, as onnxruntime does.
+      group.members.insert(wide->ops.begin(), wide->ops.end());
+      group.root = wide->narrow;
+      group.gemmNorm = wide->norm;
+      group.gemmResidualAdd = wide->add;
+      group.alsoYielded = wide->sum;
+      group.gemmWideNorm = true;
+      group.gemmWideOps = wide->ops;
     }
+  }
   // Block-quantized weights join a 16-bit product (kiln.dequantize, which
   // only this product reads): the kernel reads the packed bytes itself
   // where the rows are few, and unpacks them once a run where they are
   // many (PlanMatmuls.cpp).
-  if (auto dequantize = matmul.getRhs().getDefiningOp<DequantizeOp>();
-      dequantize && (element.isF16() || element.isBF16()) &&
-      matmul.getTransposeRhs() && !matmul.getTransposeLhs() &&
-      dequantize->hasOneUse() && !taken.contains(dequantize) &&
-      dequantize->getBlock() == matmul->getBlock()) {
+  if (packs) {
     group.members.insert(dequantize);
     if (!qdqOperands(matmul))
       absorbOperandPrologue(group, matmul, taken);
@@ -1170,6 +1289,11 @@ void outlineGroup(Group &group) {
   SmallVector<Operation *> ops = group.members.takeVector();
   llvm::sort(ops,
              [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
+  // A wide norm's ops last, in their order: they read the product and the
+  // kernel's inputs, and only each other reads them.
+  std::stable_partition(ops.begin(), ops.end(), [&](Operation *op) {
+    return !llvm::is_contained(group.gemmWideOps, op);
+  });
   llvm::DenseSet<Operation *> inside(ops.begin(), ops.end());
 
   llvm::SetVector<Value> inputs;
@@ -1193,16 +1317,28 @@ void outlineGroup(Group &group) {
             return llvm::find(inputs, operand) - inputs.begin();
       return -1;
     };
+    // A wide norm's f32 operands are casts in the kernel of its inputs.
+    auto outside = [&](Value v) {
+      if (auto widen = v ? v.getDefiningOp<CastOp>() : CastOp();
+          widen && group.gemmWideNorm && inside.contains(widen))
+        return widen.getOperand();
+      return v;
+    };
     auto numberOf = [&](Value v) -> int64_t {
+      v = outside(v);
       return v ? llvm::find(inputs, v) - inputs.begin() : -1;
     };
     Operation *norm = group.gemmNorm;
+    int64_t residual = inputNumber(group.gemmResidualAdd);
+    if (group.gemmWideNorm)
+      for (Value operand : group.gemmResidualAdd->getOperands())
+        if (Value input = outside(operand); llvm::is_contained(inputs, input))
+          residual = numberOf(input);
     epilogue = GemmEpilogueAttr::get(
-        builder.getContext(), inputNumber(group.gemmBiasAdd),
-        inputNumber(group.gemmResidualAdd), group.gemmActivation,
-        norm ? numberOf(rowNormScale(norm)) : -1,
+        builder.getContext(), inputNumber(group.gemmBiasAdd), residual,
+        group.gemmActivation, norm ? numberOf(rowNormScale(norm)) : -1,
         norm ? numberOf(rowNormShift(norm)) : -1, group.gemmTail,
-        group.gemmPrologue);
+        group.gemmPrologue, group.gemmWideNorm);
   }
   SmallVector<Value> results{result};
   if (group.alsoYielded)

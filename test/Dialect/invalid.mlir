@@ -709,3 +709,71 @@ func.func @gemm_prologue_reads_weights(%x: tensor<3x8xf16>, %q: tensor<8x1x4xui8
   }
   return %0 : tensor<3x8xf16>
 }
+
+// -----
+
+func.func @gemm_wide_norm_unquantized(%x: tensor<3x8xf16>, %w: tensor<8x8xf16>, %r: tensor<3x8xf16>, %g: tensor<8xf16>) -> tensor<3x8xf16> {
+  // expected-error@+1 {{of kind gemm has a wide norm only over block-quantized weights of a 16-bit product, after its product and bias, with a norm scale}}
+  %0 = kiln.kernel gemm (%x, %w, %r, %g) {epilogue = #kiln.gemm_epilogue<residual = 2, norm_scale = 3, wide_norm = true>} : (tensor<3x8xf16>, tensor<8x8xf16>, tensor<3x8xf16>, tensor<8xf16>) -> tensor<3x8xf16> {
+  ^bb0(%a: tensor<3x8xf16>, %b: tensor<8x8xf16>, %ar: tensor<3x8xf16>, %ag: tensor<8xf16>):
+    %p = kiln.matmul %a, %b : (tensor<3x8xf16>, tensor<8x8xf16>) -> tensor<3x8xf16>
+    %pw = kiln.cast %p : tensor<3x8xf16> -> tensor<3x8xf32>
+    %rw = kiln.cast %ar : tensor<3x8xf16> -> tensor<3x8xf32>
+    %y = kiln.add %pw, %rw : (tensor<3x8xf32>, tensor<3x8xf32>) -> tensor<3x8xf32>
+    %gw = kiln.cast %ag : tensor<8xf16> -> tensor<8xf32>
+    %n = kiln.rms_norm %y, %gw {axis = 1 : i64, epsilon = 1.0e-6 : f32} : (tensor<3x8xf32>, tensor<8xf32>) -> tensor<3x8xf32>
+    %o = kiln.cast %n : tensor<3x8xf32> -> tensor<3x8xf16>
+    kiln.yield %o : tensor<3x8xf16>
+  }
+  return %0 : tensor<3x8xf16>
+}
+
+// -----
+
+func.func @gemm_wide_norm_stray_cast(%x: tensor<3x64xf16>, %q: tensor<8x2x16xui8>, %s: tensor<8x2xf16>, %r: tensor<3x8xf16>, %g: tensor<8xf16>) -> tensor<3x8xf16> {
+  // expected-error@+1 {{of kind gemm has a wide norm whose cast is not one of its product, residual, scale or shift to f32}}
+  %0 = kiln.kernel gemm (%x, %q, %s, %r, %g) {epilogue = #kiln.gemm_epilogue<residual = 3, norm_scale = 4, wide_norm = true>} : (tensor<3x64xf16>, tensor<8x2x16xui8>, tensor<8x2xf16>, tensor<3x8xf16>, tensor<8xf16>) -> tensor<3x8xf16> {
+  ^bb0(%a: tensor<3x64xf16>, %aq: tensor<8x2x16xui8>, %as: tensor<8x2xf16>, %ar: tensor<3x8xf16>, %ag: tensor<8xf16>):
+    %w = kiln.dequantize %aq, %as {bits = 4 : i64, block_size = 32 : i64} : (tensor<8x2x16xui8>, tensor<8x2xf16>) -> tensor<8x64xf16>
+    %p = kiln.matmul %a, %w {transpose_rhs = true} : (tensor<3x64xf16>, tensor<8x64xf16>) -> tensor<3x8xf16>
+    %pw = kiln.cast %p : tensor<3x8xf16> -> tensor<3x8xf32>
+    %sw = kiln.cast %as : tensor<8x2xf16> -> tensor<8x2xf32>
+    kiln.yield %p : tensor<3x8xf16>
+  }
+  return %0 : tensor<3x8xf16>
+}
+
+// -----
+
+func.func @gemm_wide_norm_of_product_alone(%x: tensor<3x64xf16>, %q: tensor<8x2x16xui8>, %s: tensor<8x2xf16>, %r: tensor<3x8xf16>, %g: tensor<8xf16>) -> tensor<3x8xf16> {
+  // expected-error@+1 {{of kind gemm has no f32 norm of its product and residual by its scale and shift, over the last axis, where its wide norm says}}
+  %0 = kiln.kernel gemm (%x, %q, %s, %r, %g) {epilogue = #kiln.gemm_epilogue<residual = 3, norm_scale = 4, wide_norm = true>} : (tensor<3x64xf16>, tensor<8x2x16xui8>, tensor<8x2xf16>, tensor<3x8xf16>, tensor<8xf16>) -> tensor<3x8xf16> {
+  ^bb0(%a: tensor<3x64xf16>, %aq: tensor<8x2x16xui8>, %as: tensor<8x2xf16>, %ar: tensor<3x8xf16>, %ag: tensor<8xf16>):
+    %w = kiln.dequantize %aq, %as {bits = 4 : i64, block_size = 32 : i64} : (tensor<8x2x16xui8>, tensor<8x2xf16>) -> tensor<8x64xf16>
+    %p = kiln.matmul %a, %w {transpose_rhs = true} : (tensor<3x64xf16>, tensor<8x64xf16>) -> tensor<3x8xf16>
+    %pw = kiln.cast %p : tensor<3x8xf16> -> tensor<3x8xf32>
+    %gw = kiln.cast %ag : tensor<8xf16> -> tensor<8xf32>
+    %n = kiln.rms_norm %pw, %gw {axis = 1 : i64, epsilon = 1.0e-6 : f32} : (tensor<3x8xf32>, tensor<8xf32>) -> tensor<3x8xf32>
+    %o = kiln.cast %n : tensor<3x8xf32> -> tensor<3x8xf16>
+    kiln.yield %o : tensor<3x8xf16>
+  }
+  return %0 : tensor<3x8xf16>
+}
+
+// -----
+
+func.func @gemm_wide_norm_not_narrowed(%x: tensor<3x64xf16>, %q: tensor<8x2x16xui8>, %s: tensor<8x2xf16>, %r: tensor<3x8xf16>, %g: tensor<8xf16>) -> tensor<3x8xf32> {
+  // expected-error@+1 {{of kind gemm has no cast of its wide norm back to its product's type}}
+  %0 = kiln.kernel gemm (%x, %q, %s, %r, %g) {epilogue = #kiln.gemm_epilogue<residual = 3, norm_scale = 4, wide_norm = true>} : (tensor<3x64xf16>, tensor<8x2x16xui8>, tensor<8x2xf16>, tensor<3x8xf16>, tensor<8xf16>) -> tensor<3x8xf32> {
+  ^bb0(%a: tensor<3x64xf16>, %aq: tensor<8x2x16xui8>, %as: tensor<8x2xf16>, %ar: tensor<3x8xf16>, %ag: tensor<8xf16>):
+    %w = kiln.dequantize %aq, %as {bits = 4 : i64, block_size = 32 : i64} : (tensor<8x2x16xui8>, tensor<8x2xf16>) -> tensor<8x64xf16>
+    %p = kiln.matmul %a, %w {transpose_rhs = true} : (tensor<3x64xf16>, tensor<8x64xf16>) -> tensor<3x8xf16>
+    %pw = kiln.cast %p : tensor<3x8xf16> -> tensor<3x8xf32>
+    %rw = kiln.cast %ar : tensor<3x8xf16> -> tensor<3x8xf32>
+    %y = kiln.add %rw, %pw : (tensor<3x8xf32>, tensor<3x8xf32>) -> tensor<3x8xf32>
+    %gw = kiln.cast %ag : tensor<8xf16> -> tensor<8xf32>
+    %n = kiln.rms_norm %y, %gw {axis = 1 : i64, epsilon = 1.0e-6 : f32} : (tensor<3x8xf32>, tensor<8xf32>) -> tensor<3x8xf32>
+    kiln.yield %n : tensor<3x8xf32>
+  }
+  return %0 : tensor<3x8xf32>
+}

@@ -772,6 +772,109 @@ func.func @negative_gemm_dequantize_f32(%a: tensor<3x64xf32>, %q: tensor<8x2x16x
 
 // -----
 
+// Block-quantized weights with a residual and an RMSNorm after them (a
+// quantized decoder's output projection): the norm joins the GEMM kernel,
+// which yields the norm and the sum the next block adds to.
+// CHECK-LABEL: func @gemm_dequantize_rms_norm_sum
+// CHECK: %[[K:.*]]:2 = kiln.kernel  gemm(%arg1, %arg2, %arg0, %arg3, %arg4) {epilogue = #kiln.gemm_epilogue<residual = 3, norm_scale = 4>}
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: kiln.dequantize
+// CHECK-NEXT: kiln.matmul
+// CHECK-NEXT: %[[Y:.*]] = kiln.add
+// CHECK-NEXT: %[[N:.*]] = kiln.rms_norm %[[Y]]
+// CHECK-NEXT: kiln.yield %[[N]], %[[Y]]
+// CHECK: return %[[K]]#0, %[[K]]#1
+func.func @gemm_dequantize_rms_norm_sum(%a: tensor<3x64xf16>, %q: tensor<8x2x16xui8>, %s: tensor<8x2xf16>, %x: tensor<3x8xf16>, %g: tensor<8xf16>) -> (tensor<3x8xf16>, tensor<3x8xf16>) {
+  %w = kiln.dequantize %q, %s {bits = 4 : i64, block_size = 32 : i64} : (tensor<8x2x16xui8>, tensor<8x2xf16>) -> tensor<8x64xf16>
+  %m = kiln.matmul %a, %w {transpose_rhs = true} : (tensor<3x64xf16>, tensor<8x64xf16>) -> tensor<3x8xf16>
+  %y = kiln.add %m, %x : (tensor<3x8xf16>, tensor<3x8xf16>) -> tensor<3x8xf16>
+  %n = kiln.rms_norm %y, %g {axis = 1 : i64, epsilon = 1.0e-6 : f32} : (tensor<3x8xf16>, tensor<8xf16>) -> tensor<3x8xf16>
+  return %n, %y : tensor<3x8xf16>, tensor<3x8xf16>
+}
+
+// -----
+
+// onnxruntime-genai's SkipSimplifiedLayerNormalization after an int4
+// output projection, as the importer writes it (the sum and the norm in
+// f32, cast back): the GEMM kernel takes it as a wide norm and yields the
+// norm's cast and the sum's.
+// CHECK-LABEL: func @gemm_dequantize_wide_rms_norm
+// CHECK: %[[K:.*]]:2 = kiln.kernel  gemm(%arg1, %arg2, %arg0, %arg3, %arg4) {epilogue = #kiln.gemm_epilogue<residual = 3, norm_scale = 4, wide_norm = true>}
+// CHECK: kiln.matmul
+// CHECK: %[[S:.*]] = kiln.add
+// CHECK: %[[N:.*]] = kiln.rms_norm %[[S]]
+// CHECK: %[[Y:.*]] = kiln.cast %[[N]]
+// CHECK-NEXT: %[[T:.*]] = kiln.cast %[[S]]
+// CHECK-NEXT: kiln.yield %[[Y]], %[[T]]
+// CHECK: return %[[K]]#0, %[[K]]#1
+func.func @gemm_dequantize_wide_rms_norm(%a: tensor<3x64xf16>, %q: tensor<8x2x16xui8>, %s: tensor<8x2xf16>, %x: tensor<3x8xf16>, %g: tensor<8xf16>) -> (tensor<3x8xf16>, tensor<3x8xf16>) {
+  %w = kiln.dequantize %q, %s {bits = 4 : i64, block_size = 32 : i64} : (tensor<8x2x16xui8>, tensor<8x2xf16>) -> tensor<8x64xf16>
+  %m = kiln.matmul %a, %w {transpose_rhs = true} : (tensor<3x64xf16>, tensor<8x64xf16>) -> tensor<3x8xf16>
+  %xw = kiln.cast %x : tensor<3x8xf16> -> tensor<3x8xf32>
+  %mw = kiln.cast %m : tensor<3x8xf16> -> tensor<3x8xf32>
+  %y = kiln.add %xw, %mw : (tensor<3x8xf32>, tensor<3x8xf32>) -> tensor<3x8xf32>
+  %gw = kiln.cast %g : tensor<8xf16> -> tensor<8xf32>
+  %n = kiln.rms_norm %y, %gw {axis = 1 : i64, epsilon = 1.0e-6 : f32} : (tensor<3x8xf32>, tensor<8xf32>) -> tensor<3x8xf32>
+  %o = kiln.cast %n : tensor<3x8xf32> -> tensor<3x8xf16>
+  %t = kiln.cast %y : tensor<3x8xf32> -> tensor<3x8xf16>
+  return %o, %t : tensor<3x8xf16>, tensor<3x8xf16>
+}
+
+// -----
+
+// negative_: the same over unquantized weights (cuBLASLt's step, whose
+// norm kernel reads the sum as stored) keeps the norm a row kernel of its
+// own; so does a quantized product whose f32 sum is read by an op other
+// than the norm and its cast back.
+// CHECK-LABEL: func @negative_gemm_wide_norm
+// CHECK: kiln.kernel  gemm(%arg0, %arg5) {epilogue = #kiln.gemm_epilogue<>}
+// CHECK: kiln.kernel  reduction(
+// CHECK: kiln.kernel  gemm({{.*}}) {epilogue = #kiln.gemm_epilogue<>}
+// CHECK: kiln.kernel  reduction(
+// CHECK-NOT: wide_norm
+func.func @negative_gemm_wide_norm(%a: tensor<3x64xf16>, %q: tensor<8x2x16xui8>, %s: tensor<8x2xf16>, %x: tensor<3x8xf16>, %g: tensor<8xf16>, %b: tensor<64x8xf16>) -> (tensor<3x8xf16>, tensor<3x8xf16>, tensor<3x8xf32>) {
+  %m = kiln.matmul %a, %b : (tensor<3x64xf16>, tensor<64x8xf16>) -> tensor<3x8xf16>
+  %xw = kiln.cast %x : tensor<3x8xf16> -> tensor<3x8xf32>
+  %mw = kiln.cast %m : tensor<3x8xf16> -> tensor<3x8xf32>
+  %y = kiln.add %xw, %mw : (tensor<3x8xf32>, tensor<3x8xf32>) -> tensor<3x8xf32>
+  %gw = kiln.cast %g : tensor<8xf16> -> tensor<8xf32>
+  %n = kiln.rms_norm %y, %gw {axis = 1 : i64, epsilon = 1.0e-6 : f32} : (tensor<3x8xf32>, tensor<8xf32>) -> tensor<3x8xf32>
+  %o = kiln.cast %n : tensor<3x8xf32> -> tensor<3x8xf16>
+  %w = kiln.dequantize %q, %s {bits = 4 : i64, block_size = 32 : i64} : (tensor<8x2x16xui8>, tensor<8x2xf16>) -> tensor<8x64xf16>
+  %m2 = kiln.matmul %a, %w {transpose_rhs = true} : (tensor<3x64xf16>, tensor<8x64xf16>) -> tensor<3x8xf16>
+  %xw2 = kiln.cast %x : tensor<3x8xf16> -> tensor<3x8xf32>
+  %mw2 = kiln.cast %m2 : tensor<3x8xf16> -> tensor<3x8xf32>
+  %y2 = kiln.add %xw2, %mw2 : (tensor<3x8xf32>, tensor<3x8xf32>) -> tensor<3x8xf32>
+  %gw2 = kiln.cast %g : tensor<8xf16> -> tensor<8xf32>
+  %n2 = kiln.rms_norm %y2, %gw2 {axis = 1 : i64, epsilon = 1.0e-6 : f32} : (tensor<3x8xf32>, tensor<8xf32>) -> tensor<3x8xf32>
+  %o2 = kiln.cast %n2 : tensor<3x8xf32> -> tensor<3x8xf16>
+  return %o, %o2, %y2 : tensor<3x8xf16>, tensor<3x8xf16>, tensor<3x8xf32>
+}
+
+// -----
+
+// negative_: an 8-bit product of a 16-bit type (the Q/DQ GEMM, which has
+// no norm) keeps its LayerNorm in a row kernel of its own.
+// CHECK-LABEL: func @negative_gemm_int8_activations_norm
+// CHECK: kiln.kernel  gemm({{.*}}) {epilogue = #kiln.gemm_epilogue<residual = {{[0-9]+}}>}
+// CHECK-NOT: kiln.layer_norm
+// CHECK: kiln.kernel  reduction(
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: kiln.layer_norm
+func.func @negative_gemm_int8_activations_norm(%x: tensor<3x32xf16>, %s: tensor<8x1xf16>, %sa: tensor<f16>, %r: tensor<3x8xf16>, %g: tensor<8xf16>) -> tensor<3x8xf16> {
+  %q = kiln.constant dense<131> : tensor<8x1x32xui8>
+  %xq = kiln.cast %x : tensor<3x32xf16> -> tensor<3x32xi8>
+  %xf = kiln.cast %xq : tensor<3x32xi8> -> tensor<3x32xf16>
+  %a = kiln.mul %xf, %sa : (tensor<3x32xf16>, tensor<f16>) -> tensor<3x32xf16>
+  %w = kiln.dequantize %q, %s {bits = 8 : i64, block_size = 32 : i64} : (tensor<8x1x32xui8>, tensor<8x1xf16>) -> tensor<8x32xf16>
+  %m = kiln.matmul %a, %w {transpose_rhs = true} : (tensor<3x32xf16>, tensor<8x32xf16>) -> tensor<3x8xf16>
+  %y = kiln.add %m, %r : (tensor<3x8xf16>, tensor<3x8xf16>) -> tensor<3x8xf16>
+  %n = kiln.layer_norm %y, %g {axis = 1 : i64, epsilon = 1.0e-5 : f32} : (tensor<3x8xf16>, tensor<8xf16>) -> tensor<3x8xf16>
+  return %n : tensor<3x8xf16>
+}
+
+// -----
+
 // 8-bit activations (a Q/DQ graph's DequantizeLinear per tensor, its zero
 // point a cast of int8) times symmetric int8 weights with a scale a column:
 // each product's GEMM kernel takes its own copy of the activations'

@@ -361,7 +361,10 @@ def KilnFusePass : Pass<"kiln-fuse", "mlir::func::FuncOp"> {
       `kiln.layer_norm` or `kiln.rms_norm` of each row last, the kernel
       also yielding the sum it normalizes where later ops read that too
       (a pre-norm block's residual stream; `gemm-norm=false` leaves the
-      norm to its row kernel). cuBLASLt's
+      norm to its row kernel); over block-quantized weights too (the packed
+      kernels finish it), there also onnxruntime's skip norms as the
+      importer writes them, the add and the norm in f32 between casts
+      (`wide_norm`), but not over 8-bit activations. cuBLASLt's
       GELU is the tanh form: the erf form joins only a 16-bit product, whose
       own rounding exceeds the two forms' difference (4.7e-4 at most). A
       16-bit product by the transpose of block-quantized weights

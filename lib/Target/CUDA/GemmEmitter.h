@@ -129,6 +129,16 @@ struct PackedGemvShape {
   /// The epilogue.
   bool bias = false, residual = false;
   rt::MatmulActivation activation = rt::MatmulActivation::None;
+  /// The row norm that ends the epilogue (kiln.layer_norm or kiln.rms_norm
+  /// of each row of C, at most kGemmNormMostColumns), whether it has a
+  /// shift, whether the kernel also stores what it normalizes (a pre-norm
+  /// block's residual sum, its second result), whether the norm reads
+  /// that sum as a float (`wide_norm`: onnxruntime's skip norms) rather
+  /// than as stored, and its epsilon.
+  enum class Norm { None, Layer, Rms };
+  Norm norm = Norm::None;
+  bool normShift = false, normSum = false, normWide = false;
+  float normEpsilon = 0.0f;
 };
 
 /// The packed GEMV's layout for a step of `shape`, and the most rows it

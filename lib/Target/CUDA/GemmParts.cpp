@@ -2,6 +2,8 @@
 
 #include "GemmParts.h"
 
+#include "llvm/ADT/bit.h"
+
 #include <cassert>
 
 namespace kiln {
@@ -178,6 +180,139 @@ $FINISH
   }
 )cuda";
 
+/// The end of a kernel whose epilogue ends in a row norm
+/// (normFinishValues): every block stores its sums, split or not.
+constexpr const char *kNormFinish = R"cuda(
+  // The last of the tile's $SPLIT blocks to arrive at its counter adds their
+  // sums in split order, applies the epilogue and stores what the norm
+  // reads (below), then each of the tile's rows' mean and squared
+  // deviations over the tile's columns (a warp a row). The last of the row
+  // tile's column tiles to arrive at its counter combines those in column
+  // order (Chan's formula) and normalizes its rows: one launch, where a
+  // norm kernel would be a second. Each thread's fence orders its stores
+  // before its block's arrival; the counters are per-context globals that
+  // atomicInc's wrap leaves zero; other blocks' values are read through L2.
+  {
+    __shared__ bool last_block;
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      __threadfence();
+      last_block = atomicInc(&$NAME_arrived[blockIdx.y * gridDim.x + blockIdx.x], $SPLIT - 1) == $SPLIT - 1;
+    }
+    __syncthreads();
+    if (!last_block)
+      return;
+    __threadfence();
+    const $ELEMENT *r_mat = $R_MAT;$BIAS_LOCAL
+    for (int e = threadIdx.x; e < $ARRIVAL_ROWS * $ARRIVAL_COLUMNS; e += blockDim.x) {
+      const long long row = (long long)blockIdx.y * $ARRIVAL_ROWS + e / $ARRIVAL_COLUMNS;
+      const long long col = (long long)blockIdx.x * $ARRIVAL_COLUMNS + e % $ARRIVAL_COLUMNS;
+      if (row >= m || col >= n)
+        continue;
+      float v = 0.0f;
+      #pragma unroll
+      for (int s = 0; s < $SPLIT; ++s)
+        v += __ldcg(&partials[(s * m + row) * n + col]);
+$APPLY_EPILOGUE
+$KEEP_VALUE
+    }
+    // What the norm reads at (row, col), as stored above.
+    auto norm_input = [&](long long row, long long col) -> float {
+      return $READ_VALUE;
+    };
+    // (mean, squared deviations) of each row over each column tile, past
+    // the splits' sums.
+    float *stats = partials + $SPLIT * m * n;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int warps = (int)(blockDim.x >> 5);
+    const long long col0 = (long long)blockIdx.x * $ARRIVAL_COLUMNS;
+    const long long count = n - col0 < $ARRIVAL_COLUMNS ? n - col0 : $ARRIVAL_COLUMNS;
+    __threadfence();
+    __syncthreads();
+    for (int r = warp; r < $ARRIVAL_ROWS; r += warps) {
+      const long long row = (long long)blockIdx.y * $ARRIVAL_ROWS + r;
+      if (row >= m)
+        break;
+      float mean = 0.0f;$TILE_MEAN
+      float deviations = 0.0f;
+      for (long long j = lane; j < count; j += 32) {
+        const float x = norm_input(row, col0 + j) - mean;
+        deviations += x * x;
+      }
+      deviations = $NAME_warp_sum(deviations);
+      if (lane == 0) {
+        stats[(row * gridDim.x + blockIdx.x) * 2] = mean;
+        stats[(row * gridDim.x + blockIdx.x) * 2 + 1] = deviations;
+      }
+    }
+    __shared__ bool last_tile;
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      __threadfence();
+      last_tile = atomicInc(&$NAME_rows_arrived[blockIdx.y], gridDim.x - 1) == gridDim.x - 1;
+    }
+    __syncthreads();
+    if (!last_tile)
+      return;
+    __threadfence();
+    $ELEMENT *c_mat = c;
+    for (int r = warp; r < $ARRIVAL_ROWS; r += warps) {
+      const long long row = (long long)blockIdx.y * $ARRIVAL_ROWS + r;
+      if (row >= m)
+        break;
+      // Each lane combines its tiles in order, then the lanes combine down
+      // to lane 0 (the same order in every lane's reading of the result).
+      float tally = 0.0f, mean = 0.0f, deviations = 0.0f;
+      for (long long t = lane; t < gridDim.x; t += 32) {
+        const long long columns = n - t * $ARRIVAL_COLUMNS;
+        $NAME_chan((float)(columns < $ARRIVAL_COLUMNS ? columns : $ARRIVAL_COLUMNS),
+                      __ldcg(&stats[(row * gridDim.x + t) * 2]),
+                      __ldcg(&stats[(row * gridDim.x + t) * 2 + 1]), tally, mean, deviations);
+      }
+      #pragma unroll
+      for (int offset = 16; offset > 0; offset >>= 1) {
+        const float other_tally = __shfl_down_sync(0xffffffffu, tally, offset);
+        const float other_mean = __shfl_down_sync(0xffffffffu, mean, offset);
+        const float other_deviations = __shfl_down_sync(0xffffffffu, deviations, offset);
+        $NAME_chan(other_tally, other_mean, other_deviations, tally, mean, deviations);
+      }
+      mean = __shfl_sync(0xffffffffu, mean, 0);
+      deviations = __shfl_sync(0xffffffffu, deviations, 0);
+      const float inv_std = rsqrtf(deviations / (float)n + $EPSILON_VALUE);
+      for (long long col = lane; col < n; col += 32) {
+        float y = (norm_input(row, col) - mean) * inv_std * $TO_FLOAT(norm_scale[col]);$SHIFT_ADD
+        c_mat[row * n + col] = $FROM_FLOAT(y);
+      }
+    }
+  }
+)cuda";
+
+/// The helpers kNormFinish calls, defined before the kernel.
+constexpr const char *kNormHelpers = R"cuda(
+// The sum of `v` over the warp; every lane gets it.
+__device__ __forceinline__ float $NAME_warp_sum(float v) {
+  #pragma unroll
+  for (int offset = 16; offset > 0; offset >>= 1)
+    v += __shfl_xor_sync(0xffffffffu, v, offset);
+  return v;
+}
+
+// Chan's combination of a part's statistics (its count, mean and squared
+// deviations) into the running ones; a part of no elements changes nothing.
+__device__ __forceinline__ void $NAME_chan(float count, float mean, float deviations,
+                                              float &tally, float &running_mean,
+                                              float &running_deviations) {
+  if (count == 0.0f)
+    return;
+  const float total = tally + count, delta = mean - running_mean;
+  running_mean += delta * (count / total);
+  running_deviations += deviations + delta * delta * (tally * count / total);
+  tally = total;
+}
+)cuda";
+
 std::vector<std::pair<std::string, std::string>>
 splitFinishValues(const std::string &name, int64_t splitK, int64_t tileM,
                   int64_t tileN, int64_t mostRows, int64_t n,
@@ -193,6 +328,59 @@ splitFinishValues(const std::string &name, int64_t splitK, int64_t tileM,
           {"$ARRIVAL_COLUMNS", std::to_string(tileN)}};
 }
 
+std::vector<std::pair<std::string, std::string>>
+normFinishValues(const PackedGemvShape &shape, const std::string &name,
+                 int64_t splitK, int64_t tileM, int64_t tileN, int64_t mostRows,
+                 std::string &preamble) {
+  assert(shape.norm != PackedGemvShape::Norm::None && "a norm to finish");
+  HalfSpelling h = spellingOf(shape.dtype);
+  int64_t columnTiles = (shape.n + tileN - 1) / tileN;
+  int64_t rowTiles = (mostRows + tileM - 1) / tileM;
+  preamble = "// The arrivals of " + name +
+             "'s splits at each tile of C, and of its column tiles at each "
+             "row tile.\nKILN_PER_CONTEXT unsigned int " +
+             name + "_arrived[" + std::to_string(columnTiles * rowTiles) +
+             "];\nKILN_PER_CONTEXT unsigned int " + name + "_rows_arrived[" +
+             std::to_string(rowTiles) + "];\n" +
+             substitute(kNormHelpers, {{"$NAME", name}});
+  GemmKernelKind kind;
+  kind.dtype = shape.dtype;
+  kind.bias = shape.bias;
+  kind.residual = shape.residual;
+  kind.activation = shape.activation;
+  std::string element = h.type;
+  bool layer = shape.norm == PackedGemvShape::Norm::Layer;
+  // The norm reads the sum as stored (rounded: what later steps read), or
+  // as a float, kept over split 0's sum of that element (this thread's
+  // alone) where it is stored rounded too (onnxruntime's skip norms) or
+  // not at all.
+  bool readsSum = shape.normSum && !shape.normWide;
+  std::string keep;
+  if (shape.normSum)
+    keep += "      sum[row * n + col] = $FROM_FLOAT(v);\n";
+  if (!readsSum)
+    keep += "      partials[row * n + col] = v;\n";
+  return {{"$ARRIVALS", kNormFinish},
+          {"$ARRIVAL_ROWS", std::to_string(tileM)},
+          {"$ARRIVAL_COLUMNS", std::to_string(tileN)},
+          {"$APPLY_EPILOGUE", applyOf(kind)},
+          {"$KEEP_VALUE", keep},
+          {"$READ_VALUE", readsSum ? "$TO_FLOAT(__ldcg(&sum[row * n + col]))"
+                                   : "__ldcg(&partials[row * n + col])"},
+          {"$TILE_MEAN",
+           layer ? "\n      for (long long j = lane; j < count; j += 32)\n"
+                   "        mean += norm_input(row, col0 + j);\n"
+                   "      mean = $NAME_warp_sum(mean) / (float)count;"
+                 : "\n      // RMSNorm: the squares about zero."},
+          {"$SHIFT_ADD",
+           shape.normShift ? "\n        y += $TO_FLOAT(norm_shift[col]);" : ""},
+          {"$EPSILON_VALUE",
+           "__int_as_float(" +
+               std::to_string(llvm::bit_cast<int32_t>(shape.normEpsilon)) +
+               ")"},
+          {"$FROM_FLOAT", h.fromFloat}};
+}
+
 std::string storedAs(rt::DType dtype, bool widen) {
   if (!widen)
     return spellingOf(dtype).fromFloat;
@@ -204,6 +392,14 @@ std::string finishOf(const GemmKernelKind &kind) {
   return substitute(std::string(kApply) + kStore,
                     {{"$TO_FLOAT", h.toFloat},
                      {"$STORED", storedAs(kind.dtype, kind.widen)},
+                     {"$HAS_RESIDUAL", kind.residual ? "true" : "false"},
+                     {"$HAS_BIAS", kind.bias ? "true" : "false"},
+                     {"$ACTIVATION", std::to_string(int(kind.activation))}});
+}
+
+std::string applyOf(const GemmKernelKind &kind) {
+  return substitute(kApply,
+                    {{"$TO_FLOAT", spellingOf(kind.dtype).toFloat},
                      {"$HAS_RESIDUAL", kind.residual ? "true" : "false"},
                      {"$HAS_BIAS", kind.bias ? "true" : "false"},
                      {"$ACTIVATION", std::to_string(int(kind.activation))}});
@@ -256,6 +452,7 @@ packedValues(const PackedGemvShape &shape, int64_t splitK,
   kind.residual = shape.residual;
   kind.activation = shape.activation;
   std::string element = h.type;
+  bool normed = shape.norm != PackedGemvShape::Norm::None;
   return {
       {"$NAME", name},
       {"$C_TYPE", element},
@@ -279,7 +476,16 @@ packedValues(const PackedGemvShape &shape, int64_t splitK,
       {"$BIAS_LOCAL",
        shape.bias ? "" : "\n  const " + element + " *bias = nullptr;"},
       {"$PARTIALS_PARAMETER",
-       std::string(splitK > 1 ? ", float *__restrict__ partials" : "")},
+       std::string(splitK > 1 || normed ? ", float *__restrict__ partials"
+                                        : "")},
+      {"$NORM_PARAMETERS",
+       !normed ? ""
+               : ", const " + element + " *__restrict__ norm_scale" +
+                     (shape.normShift
+                          ? ", const " + element + " *__restrict__ norm_shift"
+                          : "")},
+      {"$NORMED_OUTPUT",
+       shape.normSum ? ", " + element + " *__restrict__ sum" : ""},
       {"$TAIL_PARAMETERS", ""},
       {"$DIMS", dims},
       {"$FINISH", finishOf(kind)}};

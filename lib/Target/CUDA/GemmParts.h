@@ -50,6 +50,9 @@ extern const char *const kMainSignature;
 /// laid out alike) from its fp32 sum `v`, for a kernel of `kind`: its
 /// choices are constants of the kernel (GemmEmitter.cpp says why).
 std::string finishOf(const GemmKernelKind &kind);
+/// The epilogue of `v` at (row, col) without its store: `kind`'s residual,
+/// bias and activation, constants of the kernel.
+std::string applyOf(const GemmKernelKind &kind);
 /// The epilogue of a Q/DQ GEMM with a tail: `kind`'s epilogue, the value
 /// rounded to the product's type as `product`, then the tail's statements
 /// and the store of its value.
@@ -120,6 +123,21 @@ std::vector<std::pair<std::string, std::string>>
 splitFinishValues(const std::string &name, int64_t splitK, int64_t tileM,
                   int64_t tileN, int64_t mostRows, int64_t n,
                   std::string &counters);
+/// The same end for a kernel over packed weights of `shape` whose epilogue
+/// ends in a row norm (shape.norm): every block stores its sums
+/// (`partials`, split or not, with room past the splits' sums for each
+/// row's statistics over each column tile: 2 floats a row and column
+/// tile). The last block of a tile to arrive adds them, applies the
+/// epilogue, stores what the norm reads (the `sum` result where the kernel
+/// has one, else the floats over split 0's sums) and the tile's
+/// statistics of each row; the last column tile of a row tile to arrive
+/// combines them and normalizes the rows into C. `preamble` gets the
+/// counters' declarations and the helpers, which the kernel's text must
+/// follow.
+std::vector<std::pair<std::string, std::string>>
+normFinishValues(const PackedGemvShape &shape, const std::string &name,
+                 int64_t splitK, int64_t tileM, int64_t tileN, int64_t mostRows,
+                 std::string &preamble);
 
 /// The placeholders both kernels over packed weights of `shape` fill alike
 /// for kernel `name` split `splitK` ways: the element type ($ELEMENT,

@@ -74,8 +74,8 @@ constexpr const char *kMainKernel = R"cuda(
 $FRAGMENT_HELPERS
 extern "C" __global__ void __launch_bounds__(128) $NAME(
     const $ELEMENT *__restrict__ a, const unsigned char *__restrict__ packed,
-    const $ELEMENT *__restrict__ scales$ZERO_PARAMETER$BIAS_PARAMETER$RESIDUAL_PARAMETER,
-    $ELEMENT *__restrict__ c$PARTIALS_PARAMETER$DIMS) {
+    const $ELEMENT *__restrict__ scales$ZERO_PARAMETER$BIAS_PARAMETER$RESIDUAL_PARAMETER$NORM_PARAMETERS,
+    $ELEMENT *__restrict__ c$NORMED_OUTPUT$PARTIALS_PARAMETER$DIMS) {
   kiln_pdl_enter();
   const long long m = $EXTENT_M, n = $EXTENT_N, k = $EXTENT_K;
   const long long blocks = $BLOCKS, row_bytes = $ROW_BYTES;
@@ -450,13 +450,16 @@ void emitPackedGemm(const PackedGemvShape &shape, const GemmConfig &config,
                         : pairs     ? "$NAME_bits($MAGIC_VALUE.0f + zero_point)"
                         : floatZero ? "__fmul_rn(zero_point, scale)"
                                     : "zero_point"},
-       {"$STORE", config.splitK > 1
+       {"$STORE", config.splitK > 1 || shape.norm != PackedGemvShape::Norm::None
                       ? "        partials[(split * m + row) * n + col] = v;"
                       : "$FINISH"}});
   std::string counters;
   std::vector<std::pair<std::string, std::string>> finish =
-      gemm::splitFinishValues(name, config.splitK, config.tileM, config.tileN,
-                              mostRows, shape.n, counters);
+      shape.norm != PackedGemvShape::Norm::None
+          ? gemm::normFinishValues(shape, name, config.splitK, config.tileM,
+                                   config.tileN, mostRows, counters)
+          : gemm::splitFinishValues(name, config.splitK, config.tileM,
+                                    config.tileN, mostRows, shape.n, counters);
   values.insert(values.end(), finish.begin(), finish.end());
   os << counters << substitute(kMainKernel, values);
 }

@@ -101,8 +101,8 @@ __device__ __forceinline__ uint4 $NAME_load_a(const $ELEMENT *p, bool aligned) {
 
 extern "C" __global__ void __launch_bounds__($THREADS) $NAME(
     $A_PARAMETERS, const unsigned char *__restrict__ packed,
-    const $ELEMENT *__restrict__ scales$ZERO_PARAMETER$BIAS_PARAMETER$RESIDUAL_PARAMETER,
-    $ELEMENT *__restrict__ c$PARTIALS_PARAMETER$DIMS) {
+    const $ELEMENT *__restrict__ scales$ZERO_PARAMETER$BIAS_PARAMETER$RESIDUAL_PARAMETER$NORM_PARAMETERS,
+    $ELEMENT *__restrict__ c$NORMED_OUTPUT$PARTIALS_PARAMETER$DIMS) {
   kiln_pdl_enter();
   const long long m = $EXTENT_M, n = $EXTENT_N, k = $EXTENT_K;
   const long long blocks = $BLOCKS, row_bytes = $ROW_BYTES;
@@ -341,7 +341,7 @@ void emitPackedGemv(const PackedGemvShape &shape, const GemmConfig &config,
        {"$DOT_OFFSET", shape.bits == 8 ? "0.0f" : "128.0f"},
        {"$CHUNKS", str(shape.blocks * shape.blockSize / chunkValues)},
        {"$CHUNK_VALUES", str(chunkValues)},
-       {"$STORE", config.splitK > 1
+       {"$STORE", config.splitK > 1 || shape.norm != PackedGemvShape::Norm::None
                       ? "      partials[(split * m + row) * n + col] = v;\n"
                       : "$FINISH"}});
   assert((!lhs || packedGemvComputesOperand(shape, config)) &&
@@ -365,8 +365,11 @@ void emitPackedGemv(const PackedGemvShape &shape, const GemmConfig &config,
          {"$A_CHUNK", "$NAME_load_a(a + (row0 + r) * k + kk, a_aligned)"}});
   std::string counters;
   std::vector<std::pair<std::string, std::string>> finish =
-      gemm::splitFinishValues(name, config.splitK, config.tileM, config.tileN,
-                              mostRows, shape.n, counters);
+      shape.norm != PackedGemvShape::Norm::None
+          ? gemm::normFinishValues(shape, name, config.splitK, config.tileM,
+                                   config.tileN, mostRows, counters)
+          : gemm::splitFinishValues(name, config.splitK, config.tileM,
+                                    config.tileN, mostRows, shape.n, counters);
   values.insert(values.end(), finish.begin(), finish.end());
   os << counters << substitute(kMainKernel, values);
 }

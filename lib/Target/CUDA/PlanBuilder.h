@@ -237,9 +237,10 @@ private:
   /// `name` of `config` (a grid of n / tileN x rows / tileM x splitK) for
   /// the runs of at most `mostRows` rows (`m`, under each of `when`): the
   /// main kernel on `inputs`, then the kernel's epilogue's bias and
-  /// residual, the inputs its tail reads (`tailInputs`), the result and,
-  /// split, scratch for the partial sums, which the kernel's last block of
-  /// a tile to arrive adds (gemm::splitFinishValues). It takes
+  /// residual, the inputs its tail reads (`tailInputs`), its norm's scale
+  /// and shift, the result, the sum its norm normalizes where the kernel
+  /// yields that too, and, split or normed, scratch for the partial sums
+  /// (gemm::splitFinishValues, gemm::normFinishValues). It takes
   /// `sharedBytes` of dynamic shared memory. Records the configuration.
   mlir::LogicalResult pushPackedLaunches(
       KernelOp kernel, const std::string &name, const GemmConfig &config,

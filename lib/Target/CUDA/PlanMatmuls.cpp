@@ -108,10 +108,6 @@ LogicalResult PlanBuilder::addGemm(KernelOp kernel, llvm::raw_ostream &source) {
   if (kernel.getNumResults() != 1 && !(normed && kernel.getNumResults() == 2))
     return kernel.emitOpError("has ")
            << kernel.getNumResults() << " results; the CUDA target needs one";
-  // kiln-fuse keeps the two apart: the packed GEMV has no norm.
-  if (dequantize && normed)
-    return kernel.emitOpError("of kind gemm over quantized weights takes "
-                              "no norm epilogue on the CUDA target");
   for (Value v : matmul->getOperands())
     if (!symbolicShapeOf(tensorType(v)))
       return kernel.emitOpError("has a dynamic shape without its sizes");
@@ -151,6 +147,10 @@ LogicalResult PlanBuilder::addGemm(KernelOp kernel, llvm::raw_ostream &source) {
   if (std::optional<DequantizedActivations> activations =
           dequantize && !computedLhs ? dequantizedActivations(matmul.getLhs())
                                      : std::nullopt) {
+    // kiln-fuse keeps the two apart: the Q/DQ GEMM has no norm.
+    if (normed)
+      return kernel.emitOpError("of kind gemm over 8-bit activations takes "
+                                "no norm epilogue on the CUDA target");
     if (failed(plan) || failed(addResults(kernel)))
       return failure();
     return addQdqGemm(kernel, matmul, dequantize, *activations, *plan, source);

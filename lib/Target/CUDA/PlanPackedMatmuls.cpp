@@ -87,6 +87,20 @@ emitOwnKernel(KernelOp kernel, ArrayRef<Operation *> ops,
   return geometry;
 }
 
+/// The floats of scratch a kernel over packed weights of `config` stores
+/// for runs of up to `mostRows` rows of `n` columns: each split's sums where
+/// it splits or ends in a row norm (`normed`), and then each row's
+/// statistics over each column tile (gemm::normFinishValues); else none.
+int64_t partialFloats(const GemmConfig &config, int64_t mostRows, int64_t n,
+                      bool normed) {
+  if (config.splitK <= 1 && !normed)
+    return 0;
+  int64_t floats = config.splitK * mostRows * n;
+  if (normed)
+    floats += mostRows * ((n + config.tileN - 1) / config.tileN) * 2;
+  return floats;
+}
+
 } // namespace
 
 std::string PlanBuilder::dimParameters() {
@@ -113,13 +127,18 @@ LogicalResult PlanBuilder::pushPackedLaunches(
   if (residual)
     args.push_back(*residual);
   args.append(tailInputs.begin(), tailInputs.end());
-  uint32_t result = bufferOf.at(kernel.getResult(0));
-  args.push_back(result);
-  std::optional<uint32_t> partials;
-  if (config.splitK > 1) {
-    partials = addScratch(config.splitK * mostRows * n);
-    args.push_back(*partials);
-  }
+  // A row norm's scale and shift, and the sum it normalizes where the
+  // kernel yields that too.
+  bool normed = epilogue.getNormScale() >= 0;
+  if (normed)
+    args.push_back(bufferOf.at(kernel.getInputs()[epilogue.getNormScale()]));
+  if (epilogue.getNormShift() >= 0)
+    args.push_back(bufferOf.at(kernel.getInputs()[epilogue.getNormShift()]));
+  args.push_back(bufferOf.at(kernel.getResult(0)));
+  if (kernel.getNumResults() == 2)
+    args.push_back(bufferOf.at(kernel.getResult(1)));
+  if (int64_t floats = partialFloats(config, mostRows, n, normed))
+    args.push_back(addScratch(floats));
   LaunchGeometry main;
   main.grid = {
       static_cast<uint32_t>((n + config.tileN - 1) / config.tileN),
@@ -172,6 +191,17 @@ PlanBuilder::addPackedGemm(KernelOp kernel, MatmulOp matmul,
   shape.bias = epilogue.getBias() >= 0;
   shape.residual = epilogue.getResidual() >= 0;
   shape.activation = step.activation;
+  if (epilogue.getNormScale() >= 0) {
+    Block &body = kernel.getBody().front();
+    Operation *norm =
+        &*llvm::find_if(body, [](Operation &op) { return isRowNorm(&op); });
+    shape.norm = isa<RmsNormOp>(norm) ? PackedGemvShape::Norm::Rms
+                                      : PackedGemvShape::Norm::Layer;
+    shape.normShift = epilogue.getNormShift() >= 0;
+    shape.normSum = kernel.getNumResults() == 2;
+    shape.normWide = epilogue.getWideNorm();
+    shape.normEpsilon = rowNormEpsilon(norm).convertToFloat();
+  }
   // Both packed kernels read A as m rows of k: one matrix (matmulPlan
   // merges a batch of row-major A against one B into its rows). Both load
   // the packed bytes 16 at a time: weights and arena buffers are aligned
@@ -249,13 +279,17 @@ PlanBuilder::addPackedGemm(KernelOp kernel, MatmulOp matmul,
     // Past the scratch of the steps that read it (their partials, the
     // unpacked weights), each aligned to 256 bytes.
     auto aligned = [](uint64_t bytes) { return (bytes + 255) / 256 * 256; };
+    bool normed = shape.norm != PackedGemvShape::Norm::None;
     uint64_t after = 0;
-    if (gemv.config && !gemvComputes && gemv.config->splitK > 1)
-      after = aligned(gemv.config->splitK * std::min(shape.upperM, gemvRows) *
-                      shape.n * 4);
-    if (mma.config && mma.config->splitK > 1)
-      after = std::max(
-          after, aligned(mma.config->splitK * mma.mostRows * shape.n * 4));
+    if (gemv.config && !gemvComputes)
+      after =
+          aligned(partialFloats(*gemv.config, std::min(shape.upperM, gemvRows),
+                                shape.n, normed) *
+                  4);
+    if (mma.config)
+      after = std::max(after, aligned(partialFloats(*mma.config, mma.mostRows,
+                                                    shape.n, normed) *
+                                      4));
     if (unpackedRuns)
       after = std::max(after, aligned(dequantize.getType().getNumElements() *
                                       rt::dtypeSize(step.dtype)));

@@ -109,7 +109,14 @@ def Kiln_GemmEpilogueAttr : AttrDef<Kiln_Dialect, "GemmEpilogue"> {
     kernel yields the end of that chain; with a norm it may also yield, as
     its second result, the value the norm reads: BERT's post-norm residual
     blocks yield the norm alone, a pre-norm decoder's (GPT-2's LayerNorm,
-    LLaMA's RMSNorm) also the residual sum that later layers add to.
+    LLaMA's RMSNorm) also the residual sum that later layers add to. With
+    `wide_norm` (a 16-bit product of block-quantized weights), the residual
+    add and the norm are f32, as onnxruntime's SkipLayerNormalization and
+    SkipSimplifiedLayerNormalization compute them: after the product (and
+    its bias) come its cast to f32, the cast of `residual` to f32 and their
+    add, the casts of `norm_scale` and `norm_shift` to f32, the norm of the
+    sum, and the norm's cast back to the product's type; the second result,
+    where there is one, is the sum's cast to that type.
 
     ```mlir
     %y = kiln.kernel gemm(%x, %w, %b) {epilogue = #kiln.gemm_epilogue<bias = 2, activation = gelu>} ...
@@ -123,7 +130,8 @@ def Kiln_GemmEpilogueAttr : AttrDef<Kiln_Dialect, "GemmEpilogue"> {
     DefaultValuedParameter<"int64_t", "-1">:$norm_scale,
     DefaultValuedParameter<"int64_t", "-1">:$norm_shift,
     DefaultValuedParameter<"bool", "false">:$tail,
-    DefaultValuedParameter<"bool", "false">:$prologue);
+    DefaultValuedParameter<"bool", "false">:$prologue,
+    DefaultValuedParameter<"bool", "false">:$wide_norm);
   let assemblyFormat = "`<` struct(params) `>`";
 }
 

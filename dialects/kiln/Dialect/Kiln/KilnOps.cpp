@@ -319,6 +319,107 @@ static LogicalResult verifyGemmPrologue(KernelOp kernel, MatmulOp matmul,
   return success();
 }
 
+/// The epilogue of a `wide_norm` GEMM kernel from `it`, after its product
+/// and bias `last`: the casts of `last`, of the residual and of the norm's
+/// scale and shift to f32 and the add of the first two (in an order their
+/// operands allow), the norm of that sum, then the norm's cast back to the
+/// product's type and maybe the sum's. Leaves `last` at the norm's cast
+/// and `normed` at the sum's cast (null where there is none).
+static LogicalResult verifyWideNorm(KernelOp kernel, DequantizeOp dequantize,
+                                    bool readsActivations, Block::iterator &it,
+                                    Block::iterator end, Value &last,
+                                    Value &normed) {
+  GemmEpilogueAttr epilogue = kernel.getEpilogueAttr();
+  Block &body = kernel.getBody().front();
+  auto narrow = cast<RankedTensorType>(last.getType());
+  if (!dequantize || readsActivations || epilogue.getTail() ||
+      epilogue.getActivation() != GemmActivation::none ||
+      epilogue.getNormScale() < 0 ||
+      !(narrow.getElementType().isF16() || narrow.getElementType().isBF16()))
+    return kernel.emitOpError(
+        "of kind gemm has a wide norm only over block-quantized weights of a "
+        "16-bit product, after its product and bias, with a norm scale");
+  auto argOf = [&](int64_t input) {
+    return input >= 0 ? body.getArgument(input) : Value();
+  };
+  Value residual = argOf(epilogue.getResidual());
+  Value scale = argOf(epilogue.getNormScale());
+  Value shift = argOf(epilogue.getNormShift());
+  auto isRow = [&](Value v) {
+    auto t = cast<RankedTensorType>(v.getType());
+    return t.getRank() == 1 && t.getShape()[0] == narrow.getShape().back() &&
+           t.getElementType() == narrow.getElementType();
+  };
+  if ((residual && residual.getType() != narrow) || !isRow(scale) ||
+      (shift && !isRow(shift)))
+    return kernel.emitOpError("of kind gemm has a wide norm whose residual "
+                              "is not of its product's type, or whose scale "
+                              "or shift is not one row of it");
+  // The f32 casts of the product, the residual, the scale and the shift.
+  Value wide[4];
+  Value from[4] = {last, residual, scale, shift};
+  Value sum;
+  Operation *norm = nullptr;
+  for (; it != end && !norm; ++it) {
+    Operation &op = *it;
+    if (auto widen = dyn_cast<CastOp>(op)) {
+      auto to = cast<RankedTensorType>(widen.getType());
+      auto source = cast<RankedTensorType>(widen.getOperand().getType());
+      const Value *match = llvm::find(from, widen.getOperand());
+      size_t k = match - from;
+      if (k == 4 || !*match || wide[k] || !to.getElementType().isF32() ||
+          to.getShape() != source.getShape())
+        return kernel.emitOpError("of kind gemm has a wide norm whose cast ")
+               << "is not one of its product, residual, scale or shift to f32";
+      wide[k] = widen.getResult();
+      continue;
+    }
+    if (auto add = dyn_cast<AddOp>(op);
+        add && !sum && wide[0] && wide[1] &&
+        ((add.getLhs() == wide[0] && add.getRhs() == wide[1]) ||
+         (add.getLhs() == wide[1] && add.getRhs() == wide[0]))) {
+      sum = add.getResult();
+      continue;
+    }
+    if (isRowNorm(&op)) {
+      norm = &op;
+      continue;
+    }
+    return kernel.emitOpError("of kind gemm has a wide norm with an op other "
+                              "than its casts, the residual's add and the "
+                              "norm: ")
+           << op.getName();
+  }
+  bool residualAdded = residual ? bool(sum) : true;
+  if (!norm || !wide[0] || !residualAdded || !wide[2] ||
+      bool(shift) != bool(wide[3]) ||
+      norm->getOperand(0) != (residual ? sum : wide[0]) ||
+      rowNormScale(norm) != wide[2] || rowNormShift(norm) != wide[3] ||
+      rowNormAxis(norm) != narrow.getRank() - 1)
+    return kernel.emitOpError("of kind gemm has no f32 norm of its product "
+                              "and residual by its scale and shift, over the "
+                              "last axis, where its wide norm says");
+  Value normedWide = norm->getOperand(0);
+  // The norm's cast back, and the sum's, in either order.
+  Value narrowed;
+  for (; it != end; ++it) {
+    auto back = dyn_cast<CastOp>(*it);
+    if (!back || back.getType() != narrow)
+      break;
+    if (back.getOperand() == norm->getResult(0) && !narrowed)
+      narrowed = back.getResult();
+    else if (back.getOperand() == normedWide && !normed)
+      normed = back.getResult();
+    else
+      break;
+  }
+  if (!narrowed)
+    return kernel.emitOpError("of kind gemm has no cast of its wide norm "
+                              "back to its product's type");
+  last = narrowed;
+  return success();
+}
+
 /// A GEMM kernel's body holds what its epilogue says, as one chain: the
 /// matmul, the add of the bias input (one row, straight on the product), the
 /// add of the residual input (the result's shape), then the activation,
@@ -430,68 +531,74 @@ static LogicalResult verifyGemmEpilogue(KernelOp kernel,
   if (failed(takeAdd("bias", epilogue.getBias())))
     return failure();
   skipReshapes();
-  if (failed(takeAdd("residual", epilogue.getResidual())))
-    return failure();
-  skipReshapes();
-  GemmActivation activation = epilogue.getActivation();
-  if (activation != GemmActivation::none) {
-    bool matches = it != ops.end() && it->getNumOperands() == 1 &&
-                   it->getOperand(0) == last &&
-                   (activation == GemmActivation::relu ? isa<ReluOp>(*it)
-                                                       : isa<GeluOp>(*it));
-    if (!matches)
-      return kernel.emitOpError("of kind gemm has no ")
-             << stringifyGemmActivation(activation)
-             << " of its product where its epilogue says";
-    last = (it++)->getResult(0);
-  }
-  if (epilogue.getNormShift() >= 0 && epilogue.getNormScale() < 0)
-    return kernel.emitOpError("of kind gemm has a norm shift without a norm "
-                              "scale");
   // The value a row norm reads, which the kernel may also yield.
   Value normed;
-  if (int64_t scale = epilogue.getNormScale(); scale >= 0) {
-    // A LayerNorm or RMSNorm of each row of the product: over the last axis
-    // only, of the product's columns (reshapes before it keep them), its
-    // scale and shift kernel inputs of one row.
+  if (epilogue.getWideNorm()) {
+    if (failed(verifyWideNorm(kernel, dequantize, readsActivations, it,
+                              ops.end(), last, normed)))
+      return failure();
+  } else {
+    if (failed(takeAdd("residual", epilogue.getResidual())))
+      return failure();
     skipReshapes();
-    Operation *norm = it != ops.end() && isRowNorm(&*it) ? &*it : nullptr;
-    int64_t shift = epilogue.getNormShift();
-    auto type = cast<RankedTensorType>(last.getType());
-    int64_t columns =
-        cast<RankedTensorType>(matmul.getType()).getShape().back();
-    auto isRow = [&](Value v) {
-      auto t = cast<RankedTensorType>(v.getType());
-      return t.getRank() == 1 && t.getShape()[0] == columns &&
-             t.getElementType() == type.getElementType();
-    };
-    if (!norm || norm->getOperand(0) != last ||
-        rowNormScale(norm) != body.getArgument(scale) ||
-        (shift >= 0 ? rowNormShift(norm) != body.getArgument(shift)
-                    : bool(rowNormShift(norm))))
-      return kernel.emitOpError("of kind gemm has no layer_norm or rms_norm "
-                                "of its product by its norm inputs where its "
-                                "epilogue says");
-    if (rowNormAxis(norm) != type.getRank() - 1 ||
-        type.getShape().back() != columns || !isRow(rowNormScale(norm)) ||
-        (rowNormShift(norm) && !isRow(rowNormShift(norm))))
-      return kernel.emitOpError("of kind gemm normalizes other than the "
-                                "product's rows by scale and shift of one "
-                                "row each");
-    normed = last;
-    last = (it++)->getResult(0);
-  }
-  // Last, maybe the cast of a 16-bit result to the model's fp32 output
-  // (the kernel stores the 16-bit value widened).
-  if (!tail && it != ops.end() && isa<CastOp>(*it) &&
-      it->getOperand(0) == last) {
-    auto from = cast<RankedTensorType>(last.getType());
-    auto to = cast<RankedTensorType>(it->getResult(0).getType());
-    if (!(from.getElementType().isF16() || from.getElementType().isBF16()) ||
-        !to.getElementType().isF32() || from.getShape() != to.getShape())
-      return kernel.emitOpError("of kind gemm casts its result other than "
-                                "from 16 bits to f32");
-    last = (it++)->getResult(0);
+    GemmActivation activation = epilogue.getActivation();
+    if (activation != GemmActivation::none) {
+      bool matches = it != ops.end() && it->getNumOperands() == 1 &&
+                     it->getOperand(0) == last &&
+                     (activation == GemmActivation::relu ? isa<ReluOp>(*it)
+                                                         : isa<GeluOp>(*it));
+      if (!matches)
+        return kernel.emitOpError("of kind gemm has no ")
+               << stringifyGemmActivation(activation)
+               << " of its product where its epilogue says";
+      last = (it++)->getResult(0);
+    }
+    if (epilogue.getNormShift() >= 0 && epilogue.getNormScale() < 0)
+      return kernel.emitOpError("of kind gemm has a norm shift without a norm "
+                                "scale");
+    if (int64_t scale = epilogue.getNormScale(); scale >= 0) {
+      // A LayerNorm or RMSNorm of each row of the product: over the last axis
+      // only, of the product's columns (reshapes before it keep them), its
+      // scale and shift kernel inputs of one row.
+      skipReshapes();
+      Operation *norm = it != ops.end() && isRowNorm(&*it) ? &*it : nullptr;
+      int64_t shift = epilogue.getNormShift();
+      auto type = cast<RankedTensorType>(last.getType());
+      int64_t columns =
+          cast<RankedTensorType>(matmul.getType()).getShape().back();
+      auto isRow = [&](Value v) {
+        auto t = cast<RankedTensorType>(v.getType());
+        return t.getRank() == 1 && t.getShape()[0] == columns &&
+               t.getElementType() == type.getElementType();
+      };
+      if (!norm || norm->getOperand(0) != last ||
+          rowNormScale(norm) != body.getArgument(scale) ||
+          (shift >= 0 ? rowNormShift(norm) != body.getArgument(shift)
+                      : bool(rowNormShift(norm))))
+        return kernel.emitOpError("of kind gemm has no layer_norm or rms_norm "
+                                  "of its product by its norm inputs where its "
+                                  "epilogue says");
+      if (rowNormAxis(norm) != type.getRank() - 1 ||
+          type.getShape().back() != columns || !isRow(rowNormScale(norm)) ||
+          (rowNormShift(norm) && !isRow(rowNormShift(norm))))
+        return kernel.emitOpError("of kind gemm normalizes other than the "
+                                  "product's rows by scale and shift of one "
+                                  "row each");
+      normed = last;
+      last = (it++)->getResult(0);
+    }
+    // Last, maybe the cast of a 16-bit result to the model's fp32 output
+    // (the kernel stores the 16-bit value widened).
+    if (!tail && it != ops.end() && isa<CastOp>(*it) &&
+        it->getOperand(0) == last) {
+      auto from = cast<RankedTensorType>(last.getType());
+      auto to = cast<RankedTensorType>(it->getResult(0).getType());
+      if (!(from.getElementType().isF16() || from.getElementType().isBF16()) ||
+          !to.getElementType().isF32() || from.getShape() != to.getShape())
+        return kernel.emitOpError("of kind gemm casts its result other than "
+                                  "from 16 bits to f32");
+      last = (it++)->getResult(0);
+    }
   }
   if (tail &&
       failed(verifyGemmTail(kernel, readsActivations, it, ops.end(), last)))
