@@ -217,6 +217,7 @@ if want sanitizer; then
   tf32=build-gpu/lit/test__Target__CUDA__attention-tf32.test/t
   wg=build-gpu/lit/test__Target__CUDA__attention-wgmma.test/t
   pq=build-gpu/lit/test__Target__CUDA__packed-gemv.test/t
+  pn=build-gpu/lit/test__Target__CUDA__packed-gemm-norm.test/t
   sr=build-gpu/lit/test__Target__CUDA__split-reduction.test/t
   qf=build-gpu/lit/test__Target__CUDA__fp8-wgmma-gemm.test/t
   qi=build-gpu/lit/test__Target__CUDA__int8-wgmma-gemm.test/t
@@ -267,8 +268,12 @@ if want sanitizer; then
     "qdq-wgmma-fp8|$qf/all.so --reference-model $qf/fp8.onnx --dim batch=1:4,seq=1:130 --run-dim batch=1,seq=129 --compare-reference --rel-l2 1e-3 --seed 4"
     "qdq-wgmma-int8|$qi/zero.so --reference-model $qi/zero.onnx --dim batch=1:4,seq=1:130 --run-dim batch=1,seq=129 --compare-reference --seed 7"
     "packed-unpacked-rows9|$pq/packed.so --reference-model $pq/packed.onnx --dim batch=1:4,seq=1:8 --run-dim batch=3,seq=3 --compare-reference --rel-l2 1e-3 --seed 4"
+    "packed-split-twice|$pq/twice.so --reference-model $pq/twice.onnx --dim batch=1:4,seq=1:64 --run-dim batch=1,seq=7 --compare-reference --rel-l2 1e-3 --seed 12"
+    "packed-norm-gemv|$pn/norm.so --reference-model $pn/norm.onnx --dim batch=1:4,seq=1:64 --run-dim batch=1,seq=1 --compare-reference --rel-l2 1e-3 --seed 1"
+    "packed-norm-gemm|$pn/norm.so --reference-model $pn/norm.onnx --dim batch=1:4,seq=1:64 --run-dim batch=3,seq=11 --compare-reference --rel-l2 1e-3 --seed 5"
+    "packed-norm-four-tiles|$pn/wide.so --reference-model $pn/wide.onnx --dim batch=1:4,seq=1:16 --run-dim batch=1,seq=5 --compare-reference --rel-l2 1e-3 --seed 9"
   )
-  racy=" tc-attention-fp16 tc-attention-decode tc-attention-bf16-tails tc-attention-cp-async tc-attention-cp-async-tails tc-attention-two-mtiles tc-attention-two-mtiles-tails tc-attention-two-mtiles-wide tc-attention-two-mtiles-one-stage tc-attention-two-mtiles-one-stage-tails tc-attention-two-mtiles-one-stage-wide tc-attention-two-barriers-tails tc-attention-two-mtiles-two-barriers-wide tc-attention-8-warps tc-attention-head-views-packed tc-attention-head-views-split tc-attention-head-views-decode tc-attention-wgmma-tails tc-attention-wgmma-keys64-tails tc-attention-wgmma-gqa tc-attention-wgmma-symbolic tc-attention-wgmma-elements tc-attention-tf32 tc-attention-tf32-tails tc-attention-tf32-split split-reduction qdq-wgmma-fp8 qdq-wgmma-int8 bert-fp32 llama-bf16 "
+  racy=" tc-attention-fp16 tc-attention-decode tc-attention-bf16-tails tc-attention-cp-async tc-attention-cp-async-tails tc-attention-two-mtiles tc-attention-two-mtiles-tails tc-attention-two-mtiles-wide tc-attention-two-mtiles-one-stage tc-attention-two-mtiles-one-stage-tails tc-attention-two-mtiles-one-stage-wide tc-attention-two-barriers-tails tc-attention-two-mtiles-two-barriers-wide tc-attention-8-warps tc-attention-head-views-packed tc-attention-head-views-split tc-attention-head-views-decode tc-attention-wgmma-tails tc-attention-wgmma-keys64-tails tc-attention-wgmma-gqa tc-attention-wgmma-symbolic tc-attention-wgmma-elements tc-attention-tf32 tc-attention-tf32-tails tc-attention-tf32-split split-reduction qdq-wgmma-fp8 qdq-wgmma-int8 bert-fp32 llama-bf16 packed-split-twice packed-norm-gemv packed-norm-gemm packed-norm-four-tiles "
   deadline=$((SECONDS + 180))
   for tool in memcheck racecheck; do
     for r in "${runs[@]}"; do

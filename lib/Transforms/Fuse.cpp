@@ -102,8 +102,9 @@ struct Group {
   /// (absorbOperandPrologue).
   bool gemmPrologue = false;
   /// Whether the GEMM's residual add and norm are f32 (wideRowNormOf), and
-  /// their ops, which the kernel orders after all others (a cast of the
-  /// residual may come before the product in the function).
+  /// their ops, which the kernel orders after all others, in this order (a
+  /// cast of the residual may come before the product in the function, the
+  /// sum's cast before the norm).
   bool gemmWideNorm = false;
   SmallVector<Operation *> gemmWideOps;
   /// A member whose value the kernel also yields, after the root's: a row
@@ -570,9 +571,12 @@ wideRowNormOf(Operation *end, MatmulOp matmul,
         return comesAfter(user, back);
       }))
     return std::nullopt;
-  found.ops = {first, residual, add, scale, norm, back};
+  // In an order their operands allow, the sum's cast after the norm's (the
+  // kernel's verifier reads them so).
+  found.ops = {first, residual, add, scale};
   if (shift)
     found.ops.push_back(shift);
+  found.ops.append({norm, back});
   if (found.sum)
     found.ops.push_back(found.sum);
   return found;
@@ -1289,11 +1293,15 @@ void outlineGroup(Group &group) {
   SmallVector<Operation *> ops = group.members.takeVector();
   llvm::sort(ops,
              [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
-  // A wide norm's ops last, in their order: they read the product and the
-  // kernel's inputs, and only each other reads them.
-  std::stable_partition(ops.begin(), ops.end(), [&](Operation *op) {
-    return !llvm::is_contained(group.gemmWideOps, op);
-  });
+  // A wide norm's ops last, in wideRowNormOf's order: they read the
+  // product and the kernel's inputs, and only each other reads them.
+  if (!group.gemmWideOps.empty()) {
+    auto wide =
+        std::stable_partition(ops.begin(), ops.end(), [&](Operation *op) {
+          return !llvm::is_contained(group.gemmWideOps, op);
+        });
+    std::copy(group.gemmWideOps.begin(), group.gemmWideOps.end(), wide);
+  }
   llvm::DenseSet<Operation *> inside(ops.begin(), ops.end());
 
   llvm::SetVector<Value> inputs;

@@ -822,6 +822,33 @@ func.func @gemm_dequantize_wide_rms_norm(%a: tensor<3x64xf16>, %q: tensor<8x2x16
 
 // -----
 
+// The same with the sum's cast before the norm and the residual's cast
+// before the product in the function: the kernel orders them as its
+// verifier reads them (the product's casts, the add, the norm, its cast,
+// then the sum's).
+// CHECK-LABEL: func @gemm_dequantize_wide_norm_order
+// CHECK: kiln.kernel  gemm({{.*}}) {epilogue = #kiln.gemm_epilogue<residual = {{[0-9]+}}, norm_scale = {{[0-9]+}}, wide_norm = true>}
+// CHECK: kiln.matmul
+// CHECK: %[[S:.*]] = kiln.add
+// CHECK: %[[N:.*]] = kiln.rms_norm %[[S]]
+// CHECK-NEXT: %[[Y:.*]] = kiln.cast %[[N]]
+// CHECK-NEXT: %[[T:.*]] = kiln.cast %[[S]]
+// CHECK-NEXT: kiln.yield %[[Y]], %[[T]]
+func.func @gemm_dequantize_wide_norm_order(%a: tensor<3x64xf16>, %q: tensor<8x2x16xui8>, %s: tensor<8x2xf16>, %x: tensor<3x8xf16>, %g: tensor<8xf16>) -> (tensor<3x8xf16>, tensor<3x8xf16>) {
+  %xw = kiln.cast %x : tensor<3x8xf16> -> tensor<3x8xf32>
+  %w = kiln.dequantize %q, %s {bits = 4 : i64, block_size = 32 : i64} : (tensor<8x2x16xui8>, tensor<8x2xf16>) -> tensor<8x64xf16>
+  %m = kiln.matmul %a, %w {transpose_rhs = true} : (tensor<3x64xf16>, tensor<8x64xf16>) -> tensor<3x8xf16>
+  %mw = kiln.cast %m : tensor<3x8xf16> -> tensor<3x8xf32>
+  %y = kiln.add %mw, %xw : (tensor<3x8xf32>, tensor<3x8xf32>) -> tensor<3x8xf32>
+  %t = kiln.cast %y : tensor<3x8xf32> -> tensor<3x8xf16>
+  %gw = kiln.cast %g : tensor<8xf16> -> tensor<8xf32>
+  %n = kiln.rms_norm %y, %gw {axis = 1 : i64, epsilon = 1.0e-6 : f32} : (tensor<3x8xf32>, tensor<8xf32>) -> tensor<3x8xf32>
+  %o = kiln.cast %n : tensor<3x8xf32> -> tensor<3x8xf16>
+  return %o, %t : tensor<3x8xf16>, tensor<3x8xf16>
+}
+
+// -----
+
 // negative_: the same over unquantized weights (cuBLASLt's step, whose
 // norm kernel reads the sum as stored) keeps the norm a row kernel of its
 // own; so does a quantized product whose f32 sum is read by an op other

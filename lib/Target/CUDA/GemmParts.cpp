@@ -234,7 +234,7 @@ $KEEP_VALUE
       const long long row = (long long)blockIdx.y * $ARRIVAL_ROWS + r;
       if (row >= m)
         break;
-      float mean = 0.0f;$TILE_MEAN
+      float mean = 0.0f;$ROW_MEAN
       float deviations = 0.0f;
       for (long long j = lane; j < count; j += 32) {
         const float x = norm_input(row, col0 + j) - mean;
@@ -367,7 +367,7 @@ normFinishValues(const PackedGemvShape &shape, const std::string &name,
           {"$KEEP_VALUE", keep},
           {"$READ_VALUE", readsSum ? "$TO_FLOAT(__ldcg(&sum[row * n + col]))"
                                    : "__ldcg(&partials[row * n + col])"},
-          {"$TILE_MEAN",
+          {"$ROW_MEAN",
            layer ? "\n      for (long long j = lane; j < count; j += 32)\n"
                    "        mean += norm_input(row, col0 + j);\n"
                    "      mean = $NAME_warp_sum(mean) / (float)count;"
