@@ -355,6 +355,17 @@ normFinishValues(const PackedGemvShape &shape, const std::string &name,
   // alone) where it is stored rounded too (onnxruntime's skip norms) or
   // not at all.
   bool readsSum = shape.normSum && !shape.normWide;
+  // A wide norm's product (and bias) is a 16-bit value the residual is
+  // added to in f32, as onnxruntime computes its skip norm after a
+  // MatMulNBits; else the 16-bit chain rounds once, at its end.
+  std::string apply = applyOf(kind);
+  if (shape.normWide) {
+    GemmKernelKind product = kind;
+    product.residual = false;
+    apply =
+        applyOf(product) + "\n      v = $TO_FLOAT($FROM_FLOAT(v));" +
+        (shape.residual ? "\n      v += $TO_FLOAT(r_mat[row * n + col]);" : "");
+  }
   std::string keep;
   if (shape.normSum)
     keep += "      sum[row * n + col] = $FROM_FLOAT(v);\n";
@@ -363,7 +374,7 @@ normFinishValues(const PackedGemvShape &shape, const std::string &name,
   return {{"$ARRIVALS", kNormFinish},
           {"$ARRIVAL_ROWS", std::to_string(tileM)},
           {"$ARRIVAL_COLUMNS", std::to_string(tileN)},
-          {"$APPLY_EPILOGUE", applyOf(kind)},
+          {"$APPLY_EPILOGUE", apply},
           {"$KEEP_VALUE", keep},
           {"$READ_VALUE", readsSum ? "$TO_FLOAT(__ldcg(&sum[row * n + col]))"
                                    : "__ldcg(&partials[row * n + col])"},
