@@ -143,17 +143,16 @@ $STORE
 }
 )cuda";
 
-/// The end of a kernel split over K (splitFinishValues).
-constexpr const char *kSplitFinish = R"cuda(
-  // The split's last block to arrive at this tile of C adds the splits'
-  // sums in split order and applies the epilogue, which a kernel of its own
-  // did before: one launch fewer. Each thread's fence orders its partial
-  // sums before the block's arrival (CUDA's threadFenceReduction sample);
-  // the counter is a per-context global that the module's load zeroes and
-  // atomicInc's wrap leaves zero again for the next launch; the last block
-  // reads the other blocks' sums through L2 (__ldcg).
-  {
-    __shared__ bool last_split;
+/// What both ends of a split kernel start with (kSplitFinish,
+/// kNormFinish): the arrival at the tile's counter, which every block but
+/// the last to arrive leaves by, and the loop over the tile's elements in
+/// C that adds the splits' sums into `v` in split order, then
+/// $EACH_ELEMENT. Each thread's fence orders its stores before its block's
+/// arrival (CUDA's threadFenceReduction sample); the counters are
+/// per-context globals that the module's load zeroes and atomicInc's wrap
+/// leaves zero again for the next launch; the last block reads the other
+/// blocks' sums through L2 (__ldcg).
+constexpr const char *kLastOfSplits = R"cuda(    __shared__ bool last_split;
     __threadfence();
     __syncthreads();
     if (threadIdx.x == 0) {
@@ -175,8 +174,16 @@ constexpr const char *kSplitFinish = R"cuda(
       #pragma unroll
       for (int s = 0; s < $SPLIT; ++s)
         v += __ldcg(&partials[(s * m + row) * n + col]);
-$FINISH
-    }
+$EACH_ELEMENT
+    })cuda";
+
+/// The end of a kernel split over K (splitFinishValues).
+constexpr const char *kSplitFinish = R"cuda(
+  // The split's last block to arrive at this tile of C adds the splits'
+  // sums and applies the epilogue, which a kernel of its own did before:
+  // one launch fewer.
+  {
+$LAST_OF_SPLITS
   }
 )cuda";
 
@@ -184,39 +191,14 @@ $FINISH
 /// (normFinishValues): every block stores its sums, split or not.
 constexpr const char *kNormFinish = R"cuda(
   // The last of the tile's $SPLIT blocks to arrive at its counter adds their
-  // sums in split order, applies the epilogue and stores what the norm
-  // reads (below), then each of the tile's rows' mean and squared
-  // deviations over the tile's columns (a warp a row). The last of the row
-  // tile's column tiles to arrive at its counter combines those in column
-  // order (Chan's formula) and normalizes its rows: one launch, where a
-  // norm kernel would be a second. Each thread's fence orders its stores
-  // before its block's arrival; the counters are per-context globals that
-  // atomicInc's wrap leaves zero; other blocks' values are read through L2.
+  // sums, applies the epilogue and stores what the norm reads (below), then
+  // each of the tile's rows' mean and squared deviations over the tile's
+  // columns (a warp a row). The last of the row tile's column tiles to
+  // arrive at its counter combines those in column order (Chan's formula)
+  // and normalizes its rows: one launch, where a norm kernel would be a
+  // second.
   {
-    __shared__ bool last_block;
-    __threadfence();
-    __syncthreads();
-    if (threadIdx.x == 0) {
-      __threadfence();
-      last_block = atomicInc(&$NAME_arrived[blockIdx.y * gridDim.x + blockIdx.x], $SPLIT - 1) == $SPLIT - 1;
-    }
-    __syncthreads();
-    if (!last_block)
-      return;
-    __threadfence();
-    const $ELEMENT *r_mat = $R_MAT;$BIAS_LOCAL
-    for (int e = threadIdx.x; e < $ARRIVAL_ROWS * $ARRIVAL_COLUMNS; e += blockDim.x) {
-      const long long row = (long long)blockIdx.y * $ARRIVAL_ROWS + e / $ARRIVAL_COLUMNS;
-      const long long col = (long long)blockIdx.x * $ARRIVAL_COLUMNS + e % $ARRIVAL_COLUMNS;
-      if (row >= m || col >= n)
-        continue;
-      float v = 0.0f;
-      #pragma unroll
-      for (int s = 0; s < $SPLIT; ++s)
-        v += __ldcg(&partials[(s * m + row) * n + col]);
-$APPLY_EPILOGUE
-$KEEP_VALUE
-    }
+$LAST_OF_SPLITS
     // What the norm reads at (row, col), as stored above.
     auto norm_input = [&](long long row, long long col) -> float {
       return $READ_VALUE;
@@ -257,7 +239,6 @@ $KEEP_VALUE
     if (!last_tile)
       return;
     __threadfence();
-    $ELEMENT *c_mat = c;
     for (int r = warp; r < $ARRIVAL_ROWS; r += warps) {
       const long long row = (long long)blockIdx.y * $ARRIVAL_ROWS + r;
       if (row >= m)
@@ -324,6 +305,8 @@ splitFinishValues(const std::string &name, int64_t splitK, int64_t tileM,
              "'s splits at each tile of C.\nKILN_PER_CONTEXT unsigned int " +
              name + "_arrived[" + std::to_string(tiles) + "];\n";
   return {{"$ARRIVALS", kSplitFinish},
+          {"$LAST_OF_SPLITS", kLastOfSplits},
+          {"$EACH_ELEMENT", "$FINISH"},
           {"$ARRIVAL_ROWS", std::to_string(tileM)},
           {"$ARRIVAL_COLUMNS", std::to_string(tileN)}};
 }
@@ -372,6 +355,8 @@ normFinishValues(const PackedGemvShape &shape, const std::string &name,
   if (!readsSum)
     keep += "      partials[row * n + col] = v;\n";
   return {{"$ARRIVALS", kNormFinish},
+          {"$LAST_OF_SPLITS", kLastOfSplits},
+          {"$EACH_ELEMENT", "$APPLY_EPILOGUE\n$KEEP_VALUE"},
           {"$ARRIVAL_ROWS", std::to_string(tileM)},
           {"$ARRIVAL_COLUMNS", std::to_string(tileN)},
           {"$APPLY_EPILOGUE", apply},
@@ -390,6 +375,17 @@ normFinishValues(const PackedGemvShape &shape, const std::string &name,
                std::to_string(llvm::bit_cast<int32_t>(shape.normEpsilon)) +
                ")"},
           {"$FROM_FLOAT", h.fromFloat}};
+}
+
+std::vector<std::pair<std::string, std::string>>
+packedFinishValues(const PackedGemvShape &shape, const std::string &name,
+                   const GemmConfig &config, int64_t mostRows,
+                   std::string &preamble) {
+  if (shape.norm != PackedGemvShape::Norm::None)
+    return normFinishValues(shape, name, config.splitK, config.tileM,
+                            config.tileN, mostRows, preamble);
+  return splitFinishValues(name, config.splitK, config.tileM, config.tileN,
+                           mostRows, shape.n, preamble);
 }
 
 std::string storedAs(rt::DType dtype, bool widen) {

@@ -138,6 +138,13 @@ std::vector<std::pair<std::string, std::string>>
 normFinishValues(const PackedGemvShape &shape, const std::string &name,
                  int64_t splitK, int64_t tileM, int64_t tileN, int64_t mostRows,
                  std::string &preamble);
+/// The end of the kernel over packed weights of `shape` and `config`:
+/// normFinishValues' where the epilogue ends in a norm, else
+/// splitFinishValues'.
+std::vector<std::pair<std::string, std::string>>
+packedFinishValues(const PackedGemvShape &shape, const std::string &name,
+                   const GemmConfig &config, int64_t mostRows,
+                   std::string &preamble);
 
 /// The placeholders both kernels over packed weights of `shape` fill alike
 /// for kernel `name` split `splitK` ways: the element type ($ELEMENT,

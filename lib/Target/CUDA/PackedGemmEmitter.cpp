@@ -455,11 +455,7 @@ void emitPackedGemm(const PackedGemvShape &shape, const GemmConfig &config,
                       : "$FINISH"}});
   std::string counters;
   std::vector<std::pair<std::string, std::string>> finish =
-      shape.norm != PackedGemvShape::Norm::None
-          ? gemm::normFinishValues(shape, name, config.splitK, config.tileM,
-                                   config.tileN, mostRows, counters)
-          : gemm::splitFinishValues(name, config.splitK, config.tileM,
-                                    config.tileN, mostRows, shape.n, counters);
+      gemm::packedFinishValues(shape, name, config, mostRows, counters);
   values.insert(values.end(), finish.begin(), finish.end());
   os << counters << substitute(kMainKernel, values);
 }

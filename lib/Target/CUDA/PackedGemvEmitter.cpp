@@ -365,11 +365,7 @@ void emitPackedGemv(const PackedGemvShape &shape, const GemmConfig &config,
          {"$A_CHUNK", "$NAME_load_a(a + (row0 + r) * k + kk, a_aligned)"}});
   std::string counters;
   std::vector<std::pair<std::string, std::string>> finish =
-      shape.norm != PackedGemvShape::Norm::None
-          ? gemm::normFinishValues(shape, name, config.splitK, config.tileM,
-                                   config.tileN, mostRows, counters)
-          : gemm::splitFinishValues(name, config.splitK, config.tileM,
-                                    config.tileN, mostRows, shape.n, counters);
+      gemm::packedFinishValues(shape, name, config, mostRows, counters);
   values.insert(values.end(), finish.begin(), finish.end());
   os << counters << substitute(kMainKernel, values);
 }
