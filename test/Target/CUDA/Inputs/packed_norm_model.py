@@ -2,7 +2,7 @@
 ending in a residual add and a row norm, as a quantized decoder's output
 and down projections do, fp16.
 
-  packed_norm_model.py OUT.onnx K [--n N]
+  packed_norm_model.py OUT.onnx K [--n N] [--float32]
 
 Three products to N columns (72 by default), each of its own [batch, seq,
 K] input (one input would make kiln-layout pack them into one product),
@@ -15,6 +15,8 @@ each adding the [batch, seq, N] input `r`:
   skip  com.microsoft SkipSimplifiedLayerNormalization of a3's product and
         r, as onnxruntime-genai writes a pre-norm block, with its sum
         output `skip_sum`.
+With --float32 the activations, scales and rows are fp32 (for kilnc
+--precision fp16|bf16).
 """
 import sys
 
@@ -26,27 +28,29 @@ path, K = sys.argv[1], int(sys.argv[2])
 N = int(sys.argv[sys.argv.index("--n") + 1]) if "--n" in sys.argv else 72
 BLOCK = 32
 rng = np.random.default_rng(5)
+DTYPE = np.float32 if "--float32" in sys.argv else np.float16
+ONNX_TYPE = TensorProto.FLOAT if DTYPE == np.float32 else TensorProto.FLOAT16
 dims = ["batch", "seq"]
 nodes, weights = [], []
-inputs = [helper.make_tensor_value_info("r", TensorProto.FLOAT16, dims + [N])]
+inputs = [helper.make_tensor_value_info("r", ONNX_TYPE, dims + [N])]
 outputs = []
 
 
 def product(name, source, bias=False):
     """MatMulNBits of `source` to N columns; returns its output's name."""
     blocks = -(-K // BLOCK)
-    inputs.append(helper.make_tensor_value_info(source, TensorProto.FLOAT16, dims + [K]))
+    inputs.append(helper.make_tensor_value_info(source, ONNX_TYPE, dims + [K]))
     weights.extend([
         numpy_helper.from_array(
             rng.integers(0, 256, (N, blocks, BLOCK // 2), dtype=np.uint8), name + "_q"),
         numpy_helper.from_array(
-            (rng.random((N, blocks)) * 0.02 + 0.002).astype(np.float16), name + "_s"),
+            (rng.random((N, blocks)) * 0.02 + 0.002).astype(DTYPE), name + "_s"),
         numpy_helper.from_array(
             rng.integers(0, 256, (N, -(-blocks // 2)), dtype=np.uint8), name + "_z")])
     operands = [source, name + "_q", name + "_s", name + "_z"]
     if bias:
         weights.append(numpy_helper.from_array(
-            rng.standard_normal(N).astype(np.float16), name + "_b"))
+            rng.standard_normal(N).astype(DTYPE), name + "_b"))
         operands += ["", name + "_b"]
     nodes.append(helper.make_node("MatMulNBits", operands, [name + "_p"],
                                   domain="com.microsoft", K=K, N=N, bits=4,
@@ -56,7 +60,7 @@ def product(name, source, bias=False):
 
 def row(name):
     weights.append(numpy_helper.from_array(
-        (rng.random(N) + 0.5).astype(np.float16), name))
+        (rng.random(N) + 0.5).astype(DTYPE), name))
     return name
 
 
@@ -73,7 +77,7 @@ nodes.append(helper.make_node("SkipSimplifiedLayerNormalization", [p, "r", row("
                               ["skip", "", "", "skip_sum"], domain="com.microsoft",
                               epsilon=1e-6))
 for name in ("ln", "ln_sum", "rms", "skip", "skip_sum"):
-    outputs.append(helper.make_tensor_value_info(name, TensorProto.FLOAT16, dims + [N]))
+    outputs.append(helper.make_tensor_value_info(name, ONNX_TYPE, dims + [N]))
 graph = helper.make_graph(nodes, "g", inputs, outputs, weights)
 onnx.save(helper.make_model(graph, ir_version=8, opset_imports=[
     helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)]), path)
