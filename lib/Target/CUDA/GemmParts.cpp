@@ -145,24 +145,29 @@ $STORE
 
 /// What both ends of a split kernel start with (kSplitFinish,
 /// kNormFinish): the arrival at the tile's counter, which every block but
-/// the last to arrive leaves by, and the loop over the tile's elements in
-/// C that adds the splits' sums into `v` in split order, then
-/// $EACH_ELEMENT. Each thread's fence orders its stores before its block's
-/// arrival (CUDA's threadFenceReduction sample); the counters are
-/// per-context globals that the module's load zeroes and atomicInc's wrap
-/// leaves zero again for the next launch; the last block reads the other
-/// blocks' sums through L2 (__ldcg).
-constexpr const char *kLastOfSplits = R"cuda(    __shared__ bool last_split;
-    __threadfence();
-    __syncthreads();
-    if (threadIdx.x == 0) {
+/// the last to arrive leaves by (none where K is not split: a norm's
+/// kernel stores its sums unsplit too), and the loop over the tile's elements
+/// in C that adds the splits' sums into `v` in split order, then $EACH_ELEMENT.
+/// Each thread's fence orders its stores before its block's arrival (CUDA's
+/// threadFenceReduction sample); the counters are per-context globals that the
+/// module's load zeroes and atomicInc's wrap leaves zero again for the next
+/// launch; the last block reads the other blocks' sums through L2 (__ldcg).
+constexpr const char *kLastOfSplits = R"cuda(    if ($SPLIT > 1) {
+      __shared__ bool last_split;
       __threadfence();
-      last_split = atomicInc(&$NAME_arrived[blockIdx.y * gridDim.x + blockIdx.x], $SPLIT - 1) == $SPLIT - 1;
+      __syncthreads();
+      if (threadIdx.x == 0) {
+        __threadfence();
+        last_split = atomicInc(&$NAME_arrived[blockIdx.y * gridDim.x + blockIdx.x], $SPLIT - 1) == $SPLIT - 1;
+      }
+      __syncthreads();
+      if (!last_split)
+        return;
+      __threadfence();
+    } else {
+      // A block that owns its tile reads back its own sums.
+      __syncthreads();
     }
-    __syncthreads();
-    if (!last_split)
-      return;
-    __threadfence();
     const $ELEMENT *r_mat = $R_MAT;$BIAS_LOCAL
     $C_TYPE *c_mat = c;
     for (int e = threadIdx.x; e < $ARRIVAL_ROWS * $ARRIVAL_COLUMNS; e += blockDim.x) {
