@@ -227,7 +227,7 @@ $LAST_OF_SPLITS
         const float x = norm_input(row, col0 + j) - mean;
         deviations += x * x;
       }
-      deviations = $NAME_warp_sum(deviations);
+      deviations = kiln_warp_sum(deviations);
       if (lane == 0) {
         stats[(row * gridDim.x + blockIdx.x) * 2] = mean;
         stats[(row * gridDim.x + blockIdx.x) * 2 + 1] = deviations;
@@ -275,16 +275,9 @@ $LAST_OF_SPLITS
   }
 )cuda";
 
-/// The helpers kNormFinish calls, defined before the kernel.
+/// The helper kNormFinish calls (beside the prelude's kiln_warp_sum),
+/// defined before the kernel.
 constexpr const char *kNormHelpers = R"cuda(
-// The sum of `v` over the warp; every lane gets it.
-__device__ __forceinline__ float $NAME_warp_sum(float v) {
-  #pragma unroll
-  for (int offset = 16; offset > 0; offset >>= 1)
-    v += __shfl_xor_sync(0xffffffffu, v, offset);
-  return v;
-}
-
 // Chan's combination of a part's statistics (its count, mean and squared
 // deviations) into the running ones; a part of no elements changes nothing.
 __device__ __forceinline__ void $NAME_chan(float count, float mean, float deviations,
@@ -371,7 +364,7 @@ normFinishValues(const PackedGemvShape &shape, const std::string &name,
           {"$ROW_MEAN",
            layer ? "\n      for (long long j = lane; j < count; j += 32)\n"
                    "        mean += norm_input(row, col0 + j);\n"
-                   "      mean = $NAME_warp_sum(mean) / (float)count;"
+                   "      mean = kiln_warp_sum(mean) / (float)count;"
                  : "\n      // RMSNorm: the squares about zero."},
           {"$SHIFT_ADD",
            shape.normShift ? "\n        y += $TO_FLOAT(norm_shift[col]);" : ""},
