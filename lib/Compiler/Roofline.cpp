@@ -123,7 +123,7 @@ std::vector<double> flopsOfKernels(const rt::Artifact &artifact,
   size_t op = 0;
   for (llvm::StringRef name : artifact.kernelNames) {
     // kiln_<family>_<index>[_<part>]: the launches of one op share its
-    // index. Kiln's GEMM kernels (kiln_gemm_f16_nt_..., kiln_gemm_reduce_...)
+    // index. Kiln's GEMM kernels (kiln_gemm_f16_nt_..., kiln_gemm_norm_...)
     // are no op's launches: a matmul step runs them, and costOf counts the
     // step.
     auto [family, rest] = name.drop_front(5).split('_');

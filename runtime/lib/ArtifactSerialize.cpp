@@ -100,7 +100,7 @@ std::string kiln::rt::serializeArtifactPrefix(const Artifact &a,
       w.u64(m.kernels.size());
       for (const GemmCandidate &g : m.kernels) {
         w.str(g.name);
-        for (uint32_t v : {g.kernel, g.reduce, g.tileM, g.tileN, g.threads,
+        for (uint32_t v : {g.kernel, g.arrivals, g.tileM, g.tileN, g.threads,
                            g.splitK, g.sharedBytes})
           w.u32(v);
         w.u8(g.tensorMaps ? 1 : 0);
@@ -320,7 +320,7 @@ bool kiln::rt::deserializeArtifact(const char *data, size_t size, Artifact &out,
         uint8_t tensorMaps = 0;
         if (!r.str(g.name, "GEMM kernel name") ||
             !r.u32(g.kernel, "GEMM kernel") ||
-            !r.u32(g.reduce, "GEMM reduce kernel") ||
+            !r.u32(g.arrivals, "GEMM arrival counters") ||
             !r.u32(g.tileM, "GEMM tile rows") ||
             !r.u32(g.tileN, "GEMM tile columns") ||
             !r.u32(g.threads, "GEMM threads") ||

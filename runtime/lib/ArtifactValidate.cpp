@@ -8,6 +8,7 @@
 #include "kiln/runtime/ArtifactFormat.h"
 
 #include "ArtifactBytes.h"
+#include "GemmCandidates.h"
 
 #include <cmath>
 #include <string>
@@ -114,8 +115,9 @@ static std::string checkFinish(const MatmulStep &m, size_t kernels) {
 
 /// Why Kiln GEMM candidates of `m` are malformed, or "" (ArtifactSteps.h:
 /// float32, float16 or bfloat16, alpha 1 and beta 1 exactly with a residual,
-/// kernels of the artifact, a reduce kernel exactly when K is split, tiles of
-/// whole 16-byte chunks of columns, whole warps). Dynamic shared memory an
+/// kernels of the artifact, arrival counters for every tile exactly when K
+/// is split, tiles of whole 16-byte chunks of columns, whole warps). Dynamic
+/// shared memory an
 /// sm_90 block may opt in to.
 constexpr uint32_t kMostGemmSharedBytes = 227 * 1024;
 
@@ -133,16 +135,18 @@ static std::string checkGemmCandidates(const MatmulStep &m, size_t kernels) {
     std::string what = "GEMM kernel '" + g.name + "' ";
     if (g.name.empty() || g.name.size() > 64)
       return "GEMM kernel names have 1 to 64 characters";
-    // A step with a norm adds its splits in its norm kernel.
-    bool reduces = g.splitK > 1 && !m.hasNorm();
-    if (g.kernel >= kernels ||
-        (reduces ? g.reduce >= kernels : g.reduce != kNoKernel))
-      return what + "names kernels the artifact does not have (" +
+    if (g.kernel >= kernels)
+      return what + "names a kernel the artifact does not have (" +
              std::to_string(kernels) + " kernels)";
     if (g.tileM == 0 || g.tileM > 256 || g.tileN == 0 || g.tileN % 8 ||
         g.tileN > 256)
       return what + "tiles must be 1 to 256 rows and 8 to 256 columns in "
                     "whole 16-byte chunks";
+    // A step with a norm adds its splits in its norm kernel.
+    bool arrives = g.splitK > 1 && !m.hasNorm();
+    if (arrives ? g.arrivals < gemmTiles(m, g) : g.arrivals != 0)
+      return what + (arrives ? "has fewer arrival counters than tiles"
+                             : "has arrival counters but no split to count");
     if (g.threads == 0 || g.threads % 32 || g.threads > 1024)
       return what + "threads must be whole warps up to 1024";
     if (g.splitK < 1 || g.splitK > 64)

@@ -402,8 +402,8 @@ Status CudaExecutor::launchFinishKernel(size_t index, const MatmulStep &m,
   std::vector<void *> args = {&product, &c};
   for (long long &v : integers)
     args.push_back(&v);
-  return launchStepKernel(index, m.finishKernel, args, gemmReduceBlocks(m),
-                          kGemmReduceThreads, 0, target);
+  return launchStepKernel(index, m.finishKernel, args, gemmFinishBlocks(m),
+                          kGemmFinishThreads, 0, target);
 }
 
 Status CudaExecutor::launchStepKernel(size_t index, uint32_t kernel,
@@ -473,40 +473,29 @@ Status CudaExecutor::launchGemmKernel(size_t index, const MatmulStep &m,
   if (g->tensorMaps)
     if (Status s = encodeTensorMaps(m, *g, a, b, maps); !s.isOk())
       return Status::error(s.code, where + s.message);
-  // cuLaunchKernel takes a pointer to each argument's value.
-  auto launch = [&](uint32_t kernel, std::array<cu::DevicePtr, 6> pointers,
-                    size_t count, std::array<uint32_t, 3> grid,
-                    uint32_t threads, uint32_t sharedBytes,
-                    bool withMaps) -> Status {
-    std::vector<void *> args;
-    for (size_t j = 0; j < count; ++j)
-      args.push_back(&pointers[j]);
-    for (long long &v : integers)
-      args.push_back(&v);
-    if (withMaps)
-      for (cu::TensorMap &map : maps)
-        args.push_back(&map);
-    const unsigned block[3] = {threads, 1, 1};
-    if (cu::Result r =
-            cu::launch(*api, functions[kernel], grid.data(), block, sharedBytes,
-                       target, args.data(), options.pdl);
-        r != cu::kSuccess)
-      return cu::cudaError(*api, r,
-                           where + "launching kernel '" +
-                               artifact.kernelNames[kernel] + "'");
-    return Status::ok();
-  };
-  if (Status s =
-          launch(g->kernel, {a, b, c, bias, residual, partials}, 6,
-                 gemmGrid(m, *g), g->threads, g->sharedBytes, g->tensorMaps);
-      !s.isOk())
-    return s;
+  // cuLaunchKernel takes a pointer to each argument's value. A split's
+  // last block finishes its tile in the kernel.
+  cu::DevicePtr pointers[6] = {a, b, c, bias, residual, partials};
+  std::vector<void *> args;
+  for (cu::DevicePtr &p : pointers)
+    args.push_back(&p);
+  for (long long &v : integers)
+    args.push_back(&v);
+  if (g->tensorMaps)
+    for (cu::TensorMap &map : maps)
+      args.push_back(&map);
+  std::array<uint32_t, 3> grid = gemmGrid(m, *g);
+  const unsigned block[3] = {g->threads, 1, 1};
+  if (cu::Result r =
+          cu::launch(*api, functions[g->kernel], grid.data(), block,
+                     g->sharedBytes, target, args.data(), options.pdl);
+      r != cu::kSuccess)
+    return cu::cudaError(*api, r,
+                         where + "launching kernel '" +
+                             artifact.kernelNames[g->kernel] + "'");
   if (m.hasNorm())
     return launchNormKernel(index, m, g->splitK, partials, in, out, target);
-  if (g->reduce == kNoKernel)
-    return Status::ok();
-  return launch(g->reduce, {partials, c, bias, residual}, 4,
-                {gemmReduceBlocks(m), 1, 1}, kGemmReduceThreads, 0, false);
+  return Status::ok();
 }
 
 Status CudaExecutor::encodeTensorMaps(const MatmulStep &m,

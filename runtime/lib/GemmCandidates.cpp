@@ -70,6 +70,10 @@ std::string kiln::rt::gemmCandidateMisfit(const MatmulStep &step,
       static_cast<uint64_t>(step.batch) * step.outerBatch * g.splitK;
   if (rowTiles > kMostGridYZ || layers > kMostGridYZ || grid[0] == 0)
     return "its grid would exceed CUDA's limits";
+  if (g.arrivals != 0 && gemmTiles(step, g) > g.arrivals)
+    return "its " + std::to_string(gemmTiles(step, g)) +
+           " tiles outnumber its " + std::to_string(g.arrivals) +
+           " arrival counters";
   if (g.tensorMaps) {
     if (step.batch * step.outerBatch != 1 || step.transA)
       return "its tensor maps take one matrix, A not transposed";
@@ -149,11 +153,24 @@ uint64_t kiln::rt::gemmPartialFloats(const MatmulStep &step,
          step.m * step.n;
 }
 
-uint32_t kiln::rt::gemmReduceBlocks(const MatmulStep &step) {
+uint64_t kiln::rt::gemmTiles(const MatmulStep &step, const GemmCandidate &g) {
+  // Saturating: a malformed artifact's extents need not multiply in 64 bits.
+  const uint64_t factors[] = {
+      (static_cast<uint64_t>(step.m) + g.tileM - 1) / g.tileM,
+      (static_cast<uint64_t>(step.n) + g.tileN - 1) / g.tileN,
+      static_cast<uint64_t>(step.batch),
+      static_cast<uint64_t>(step.outerBatch)};
+  uint64_t tiles = 1;
+  for (uint64_t f : factors)
+    tiles = f != 0 && tiles > UINT64_MAX / f ? UINT64_MAX : tiles * f;
+  return tiles;
+}
+
+uint32_t kiln::rt::gemmFinishBlocks(const MatmulStep &step) {
   uint64_t total =
       static_cast<uint64_t>(step.batch) * step.outerBatch * step.m * step.n;
   return static_cast<uint32_t>(std::clamp<uint64_t>(
-      (total + kGemmReduceThreads - 1) / kGemmReduceThreads, 1, kMostGridYZ));
+      (total + kGemmFinishThreads - 1) / kGemmFinishThreads, 1, kMostGridYZ));
 }
 
 uint32_t kiln::rt::gemmNormBlocks(const MatmulStep &step) {

@@ -24,12 +24,10 @@ namespace rt {
 /// for by name.
 constexpr const char *kTimedGemmKernels = "timed";
 
-/// Parameters of the main kernel (six pointers, then the integers) and of
-/// the reduce kernel (four pointers, then the integers).
+/// Parameters of the main kernel (six pointers, then the integers).
 constexpr unsigned kGemmKernelArity = 6 + 13;
 /// A main kernel that takes tensor maps: the same, then A's and B's maps.
 constexpr unsigned kGemmTensorMapKernelArity = kGemmKernelArity + 2;
-constexpr unsigned kGemmReduceArity = 4 + 13;
 /// Parameters of a step's norm kernel: seven pointers, the integers,
 /// epsilon's bits and the norm's kind.
 constexpr unsigned kGemmNormArity = 7 + 13 + 2;
@@ -59,8 +57,9 @@ const GemmCandidate *findGemmCandidate(const MatmulStep &step,
 
 /// Why `g` cannot run `step` (its extents at this run) over operands at
 /// `a` and `b`, or "": rows, batch strides and addresses in whole 16-byte
-/// chunks, and a grid within CUDA's limits; for a kernel that takes tensor
-/// maps, one matrix and maps both backends encode (TensorMaps.h).
+/// chunks, a grid within CUDA's limits and a split's tiles within its
+/// arrival counters; for a kernel that takes tensor maps, one matrix and
+/// maps both backends encode (TensorMaps.h).
 std::string gemmCandidateMisfit(const MatmulStep &step, const GemmCandidate &g,
                                 const void *a, const void *b);
 
@@ -90,9 +89,14 @@ constexpr uint32_t kGemmNormThreads = 256;
 uint32_t gemmNormBlocks(const MatmulStep &step);
 uint32_t gemmNormSharedBytes(const MatmulStep &step);
 
-/// Threads a block of the reduce kernel, and its blocks for `step`.
-constexpr uint32_t kGemmReduceThreads = 256;
-uint32_t gemmReduceBlocks(const MatmulStep &step);
+/// Tiles of C that `g` computes for `step`, over every matrix of the
+/// batch (what its arrival counters count), saturating at UINT64_MAX.
+uint64_t gemmTiles(const MatmulStep &step, const GemmCandidate &g);
+
+/// Threads a block of a step's finish kernel after cuBLASLt (one element a
+/// thread, any grid), and its blocks for `step`.
+constexpr uint32_t kGemmFinishThreads = 256;
+uint32_t gemmFinishBlocks(const MatmulStep &step);
 
 } // namespace rt
 } // namespace kiln

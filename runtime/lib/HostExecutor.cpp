@@ -230,9 +230,7 @@ Status HostShared::load() {
     if (step.kind == Step::Kind::Matmul) {
       for (const GemmCandidate &g : step.matmul.kernels)
         if (module->arity(g.kernel) !=
-                (g.tensorMaps ? kGemmTensorMapKernelArity : kGemmKernelArity) ||
-            (g.reduce != kNoKernel &&
-             module->arity(g.reduce) != kGemmReduceArity))
+            (g.tensorMaps ? kGemmTensorMapKernelArity : kGemmKernelArity))
           return Status::error(StatusCode::CorruptArtifact,
                                "step " + std::to_string(i) + ": GEMM kernel " +
                                    g.name +
@@ -544,19 +542,6 @@ Status HostExecutor::runGemmKernel(const MatmulStep &m, size_t index) {
     return Status::error(s.code, where + s.message);
   if (m.hasNorm())
     return runNormKernel(m, index, g->splitK);
-  if (g->reduce == kNoKernel)
-    return Status::ok();
-  args = {scratch, address[m.c], bias, residual};
-  for (long long &v : integers)
-    args.push_back(&v);
-  launch.entry = module->entry(g->reduce);
-  launch.name = artifact.kernelNames[g->reduce];
-  launch.args = args.data();
-  launch.grid[0] = gemmReduceBlocks(m);
-  launch.grid[1] = launch.grid[2] = 1;
-  launch.block[0] = kGemmReduceThreads;
-  if (Status s = launcher.run(launch); !s.isOk())
-    return Status::error(s.code, where + s.message);
   return Status::ok();
 }
 
@@ -578,8 +563,8 @@ Status HostExecutor::runFinishKernel(const MatmulStep &m, size_t index) {
   std::vector<void *> args = {product, address[m.c]};
   for (long long &v : integers)
     args.push_back(&v);
-  return runStepKernel(m.finishKernel, args, gemmReduceBlocks(m),
-                       kGemmReduceThreads, index);
+  return runStepKernel(m.finishKernel, args, gemmFinishBlocks(m),
+                       kGemmFinishThreads, index);
 }
 
 Status HostExecutor::runStepKernel(uint32_t kernel, std::vector<void *> &args,

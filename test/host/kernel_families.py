@@ -1073,10 +1073,13 @@ def gemm_cases():
             lambda ta=ta, tb=tb: narrow_gemm(F16, 136, 520, 72, ta, tb), check=(ta and tb))
         add(f"f16_tA{int(ta)}_tB{int(tb)}_136x40x72", large + "_split1",
             lambda ta=ta, tb=tb: narrow_gemm(F16, 136, 40, 72, ta, tb))
-    # A batch of three, and the epilogues in registers and through the
-    # split's reduce.
+    # A batch of three, whole and split (each matrix's tiles finished by
+    # their own last blocks), and the epilogues in registers and through
+    # the split's finish.
     add("f16_batch3_7x40x72", medium + "_split1",
         lambda: narrow_gemm(F16, 7, 40, 72, batch=3))
+    add("f16_batch3_7x520x72", small + "_split4",
+        lambda: narrow_gemm(F16, 7, 520, 72, batch=3), check=True)
     for variant in [small + "_split1", small + "_split4"]:
         add("f16_bias_relu_7x520x72", variant,
             lambda: narrow_gemm(F16, 7, 520, 72, bias=True, relu=True), check=True,
@@ -1187,7 +1190,7 @@ def gemm_cases():
         add(f"f16_tB{int(tb)}_batch3_7x1040x72", f"gemv_8x{cols}_w4_split2",
             lambda tb=tb: narrow_gemm(F16, 7, 1040, 72, trans_b=tb, batch=3))
         # The epilogues: in registers (K = 520 is not split) and through the
-        # reduce.
+        # split's finish.
         for k, split in [(520, 1), (1040, 2)]:
             add(f"f16_tB{int(tb)}_bias_residual_relu_7x{k}x72",
                 f"gemv_8x{cols}_w4_split{split}",
@@ -1197,7 +1200,7 @@ def gemm_cases():
 
     # A 16-bit result cast to an fp32 output is stored widened
     # (rt::MatmulStep::widen): every 16-bit case above ends in that cast,
-    # so each form's main, reduce and GEMV kernels store floats, and after
+    # so each form's main (a split's finish too) and GEMV kernels store floats, and after
     # cuBLASLt's stand-in the widen kernel does. Here the norm's cast: the
     # norm kernel widens after the stand-in (the product read from the
     # runtime's scratch), after each form's partials, and with the sum.

@@ -88,6 +88,7 @@ LogicalResult PlanBuilder::build() {
                          dequantizedActivations(matmul.getLhs()).has_value());
   });
   source << cudaPrelude(needsHalfTypes, needsTensorCores);
+  preludeEnd = artifact.cudaSource.size();
   familySource = &source;
   for (Operation &op : body) {
     size_t stepsBefore = artifact.steps.size();
@@ -104,6 +105,12 @@ LogicalResult PlanBuilder::build() {
   }
   if (scratchBytes)
     artifact.arenaBytes = scratchOffset + scratchBytes;
+  // The GEMM kernels' counters, sized for every step that runs them (a
+  // kernel's text is emitted at its first step), before any kernel.
+  std::string counters;
+  for (const auto &[name, tiles] : familyArrivals)
+    counters += familyArrivalCounters(name, tiles);
+  artifact.cudaSource.insert(preludeEnd, counters);
   recordDimsRead();
   return success();
 }

@@ -7,11 +7,11 @@
 // ldmatrix reads the fragments in mma.sync.m16n8k16's layouts (.trans where
 // the stored operand runs the other way), and the products accumulate in
 // fp32 registers. Unsplit, the block applies the epilogue and stores C;
-// split, it stores its fp32 partial tile and the reduce kernel adds the
-// splits in a fixed order, so a result never depends on which block ran
-// first. Tile edges read zeros (cp.async's source size) and store nothing
-// past m or n, so any m, n and k run; rows must be whole chunks of 8
-// elements.
+// split, it stores its fp32 partial tile and the tile's last block to
+// arrive adds the splits in a fixed order (GemmParts.cpp), so a result
+// never depends on which block ran first. Tile edges read zeros (cp.async's
+// source size) and store nothing past m or n, so any m, n and k run; rows must
+// be whole chunks of 8 elements.
 //
 // fp32 matrices take the fma form: the same tiles, staging and epilogue,
 // each thread computing the elements an m16n8 accumulator fragment would
@@ -30,6 +30,7 @@
 #include "GemmEmitter.h"
 #include "GemmParts.h"
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
 
 #include <cassert>
@@ -46,8 +47,7 @@ using gemm::substitute;
 // The epilogue (GemmParts.cpp) runs once for each of the main kernel's
 // accumulators, unrolled, so there its choices are constants of the kernel:
 // with them read at run time, ptxas took 19 s instead of 2 for a 128 x 128
-// layout (128 branching copies). The reduce loops over elements and reads
-// them.
+// layout (128 branching copies).
 
 constexpr const char *kMainKernel = R"cuda(
 // Kiln GEMM $LAYOUT: a $TILE_M x $TILE_N tile of C a block, $WARPS_M x $WARPS_N warps
@@ -104,7 +104,7 @@ $MULTIPLY
           continue;
         }
 $FINISH
-      }
+      }$ARRIVALS
 }
 )cuda";
 
@@ -160,28 +160,6 @@ constexpr const char *kFmaMultiply = R"cuda(    #pragma unroll
           for (int i = 0; i < 4; ++i)
             acc[mt][nt][i] = fmaf(av[mt][i >> 1], bv[nt][i & 1], acc[mt][nt][i]);
     })cuda";
-
-constexpr const char *kReduceKernel = R"cuda(
-// Kiln GEMM split-K: adds the splits' partial products in split order and
-// applies the epilogue, one element a thread.
-extern "C" __global__ void $NAME(const float *__restrict__ partials, $C_ELEMENT *c,
-    const $ELEMENT *__restrict__ bias, const $ELEMENT *residual, $INTEGERS) {
-  kiln_pdl_enter();
-  const long long total = batch * outer_batch * m * n;
-  for (long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x; e < total;
-       e += (long long)gridDim.x * blockDim.x) {
-    const long long col = e % n, row = e / n % m, matrix = e / n / m;
-    const long long inner = matrix % batch, outer = matrix / batch;
-    const float *p = partials + matrix * split_k * m * n + row * n + col;
-    float v = 0.0f;
-    for (long long s = 0; s < split_k; ++s)
-      v += p[s * m * n];
-    $C_ELEMENT *c_mat = c + outer * outer_stride_c + inner * stride_c;
-    const $ELEMENT *r_mat = residual ? residual + outer * outer_stride_c + inner * stride_c : nullptr;
-$FINISH
-  }
-}
-)cuda";
 
 constexpr const char *kFinishKernel = R"cuda(
 // Kiln GEMM finish after cuBLASLt: $WHAT, one element a thread.
@@ -436,6 +414,8 @@ std::string gemmKernelName(const GemmConfig &config,
     name += "_gelu_erf";
   if (kind.widen)
     name += "_to_f32";
+  if (kind.normPartials)
+    name += "_norm_partials";
   return name;
 }
 
@@ -445,9 +425,11 @@ std::string gemmWidenName(rt::DType dtype) {
   return std::string("kiln_gemm_widen_") + spellingOf(dtype).suffix;
 }
 
-std::string gemmReduceName(rt::DType dtype, bool widen) {
-  return std::string("kiln_gemm_reduce_") + spellingOf(dtype).suffix +
-         (widen ? "_to_f32" : "");
+std::string familyArrivalCounters(const std::string &name, uint64_t tiles) {
+  return "// The arrivals of " + name +
+         "'s splits at each tile of C (at the top of its steps' "
+         "ranges).\nKILN_PER_CONTEXT unsigned int " +
+         name + "_arrived[" + std::to_string(tiles) + "];\n";
 }
 
 std::string gemmNormName(rt::DType dtype, bool widen) {
@@ -471,48 +453,42 @@ void emitGemmKernel(const GemmConfig &config, const GemmKernelKind &kind,
   HalfSpelling h = spellingOf(kind.dtype);
   auto str = [](int64_t v) { return std::to_string(v); };
   std::string finish = gemm::finishOf(kind);
-  os << substitute(kMainKernel,
-                   {{"$NAME", gemmKernelName(config, kind)},
-                    {"$LAYOUT", gemmKernelName(config, kind)},
-                    {"$C_ELEMENT", kind.widen ? "float" : h.type},
-                    {"$ELEMENT", h.type},
-                    {"$SIGNATURE", gemm::kMainSignature},
-                    {"$INTEGERS", kIntegerParameters},
-                    {"$THREADS", str(config.threads())},
-                    {"$TILE_M", str(config.tileM)},
-                    {"$TILE_N", str(config.tileN)},
-                    {"$TILE_K", str(config.tileK)},
-                    {"$WARPS_M", str(config.warpsM)},
-                    {"$WARPS_N", str(config.warpsN)},
-                    {"$WARP_M", str(config.warpRows())},
-                    {"$WARP_N", str(config.warpColumns())},
-                    {"$M_TILES", str(config.warpRows() / 16)},
-                    {"$N_TILES", str(config.warpColumns() / 8)},
-                    {"$A_ROWS", str(transA ? config.tileK : config.tileM)},
-                    {"$A_COLS", str(transA ? config.tileM : config.tileK)},
-                    {"$B_ROWS", str(transB ? config.tileN : config.tileK)},
-                    {"$B_COLS", str(transB ? config.tileK : config.tileN)},
-                    {"$STAGED_LOOP", gemm::kStagedLoop},
-                    {"$STAGE_TILE", stageTile(transA, transB, fma)},
-                    {"$BYTES_EACH", str(rt::dtypeSize(kind.dtype))},
-                    {"$PAD", str(16 / rt::dtypeSize(kind.dtype))},
-                    {"$MULTIPLY", fma ? kFmaMultiply : kMmaMultiply},
-                    {"$LOAD_A", loadA(transA)},
-                    {"$LOAD_B", loadB(transB)},
-                    {"$A_AT", fmaA(transA)},
-                    {"$B_AT", fmaB(transB)},
-                    {"$MMA", h.mma},
-                    {"$FINISH", finish}});
-}
-
-void emitGemmReduce(rt::DType dtype, bool widen, llvm::raw_ostream &os) {
-  HalfSpelling h = spellingOf(dtype);
-  std::string finish = gemm::finishAtRunTime(dtype, widen);
-  os << substitute(kReduceKernel, {{"$NAME", gemmReduceName(dtype, widen)},
-                                   {"$C_ELEMENT", widen ? "float" : h.type},
-                                   {"$ELEMENT", h.type},
-                                   {"$INTEGERS", kIntegerParameters},
-                                   {"$FINISH", finish}});
+  std::vector<std::pair<std::string, std::string>> values =
+      gemm::familySplitFinishValues(kind, config);
+  llvm::append_range(values,
+                     std::vector<std::pair<std::string, std::string>>{
+                         {"$NAME", gemmKernelName(config, kind)},
+                         {"$LAYOUT", gemmKernelName(config, kind)},
+                         {"$C_ELEMENT", kind.widen ? "float" : h.type},
+                         {"$ELEMENT", h.type},
+                         {"$SIGNATURE", gemm::kMainSignature},
+                         {"$INTEGERS", kIntegerParameters},
+                         {"$THREADS", str(config.threads())},
+                         {"$TILE_M", str(config.tileM)},
+                         {"$TILE_N", str(config.tileN)},
+                         {"$TILE_K", str(config.tileK)},
+                         {"$WARPS_M", str(config.warpsM)},
+                         {"$WARPS_N", str(config.warpsN)},
+                         {"$WARP_M", str(config.warpRows())},
+                         {"$WARP_N", str(config.warpColumns())},
+                         {"$M_TILES", str(config.warpRows() / 16)},
+                         {"$N_TILES", str(config.warpColumns() / 8)},
+                         {"$A_ROWS", str(transA ? config.tileK : config.tileM)},
+                         {"$A_COLS", str(transA ? config.tileM : config.tileK)},
+                         {"$B_ROWS", str(transB ? config.tileN : config.tileK)},
+                         {"$B_COLS", str(transB ? config.tileK : config.tileN)},
+                         {"$STAGED_LOOP", gemm::kStagedLoop},
+                         {"$STAGE_TILE", stageTile(transA, transB, fma)},
+                         {"$BYTES_EACH", str(rt::dtypeSize(kind.dtype))},
+                         {"$PAD", str(16 / rt::dtypeSize(kind.dtype))},
+                         {"$MULTIPLY", fma ? kFmaMultiply : kMmaMultiply},
+                         {"$LOAD_A", loadA(transA)},
+                         {"$LOAD_B", loadB(transB)},
+                         {"$A_AT", fmaA(transA)},
+                         {"$B_AT", fmaB(transB)},
+                         {"$MMA", h.mma},
+                         {"$FINISH", finish}});
+  os << substitute(kMainKernel, values);
 }
 
 void emitGemmGeluErf(llvm::raw_ostream &os) {

@@ -8,7 +8,8 @@
 // that chooses its layouts for a step (GemmConfig.cpp). The kernels take
 // the step's extents and strides as arguments, so one kernel serves every
 // step of its element type, transposes, epilogue and layout, and every
-// split count (rt::GemmCandidate says how they are called).
+// split count (rt::GemmCandidate says how they are called); a split's last
+// block to arrive finishes its tile.
 //
 //===----------------------------------------------------------------------===//
 
@@ -77,15 +78,16 @@ struct GemmKernelKind {
   /// Whether C is float32, each value rounded to `dtype` first
   /// (rt::MatmulStep::widen).
   bool widen = false;
+  /// Whether the kernel stores its sums, split or not, for the step's norm
+  /// kernel to add and finish (rt::MatmulStep::normKernel); else a split's
+  /// last block to arrive finishes its tile.
+  bool normPartials = false;
 };
 
 /// The main kernel's name for `config`'s layout (any split) and `kind`:
 /// `kiln_gemm_f16_nt_mma_64x64x32_w2x2_bias_gelu`.
 std::string gemmKernelName(const GemmConfig &config,
                            const GemmKernelKind &kind);
-/// The name of the kernel that adds the splits of `dtype` GEMMs (into an
-/// fp32 C with `widen`).
-std::string gemmReduceName(rt::DType dtype, bool widen = false);
 /// The names of the kernels that finish a step after cuBLASLt
 /// (rt::MatmulStep::finishKernel): fp32's exact GELU over C in place
 /// (emitGemmGeluErf), and a `dtype` product widened into an fp32 C
@@ -282,9 +284,11 @@ void emitQdqWgmmaGemm(const QdqGemmShape &shape, const GemmConfig &config,
                       int64_t mostRows, const std::string &dims,
                       const QdqGemmTail *tail, llvm::raw_ostream &os);
 
-/// Appends the kernel that adds the splits' partial sums and applies the
-/// epilogue, named as gemmReduceName says.
-void emitGemmReduce(rt::DType dtype, bool widen, llvm::raw_ostream &os);
+/// The declaration of the arrival counters of the GEMM family's main
+/// kernel `name`, `tiles` of them (one a tile of C of every matrix of the
+/// steps it runs split; rt::GemmCandidate::arrivals), which the module's
+/// text must have before the kernel's.
+std::string familyArrivalCounters(const std::string &name, uint64_t tiles);
 
 /// Appends the kernels that finish a step after cuBLASLt, named as
 /// gemmGeluErfName and gemmWidenName say: each takes (the product, C) and

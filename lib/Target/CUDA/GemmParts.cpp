@@ -2,6 +2,7 @@
 
 #include "GemmParts.h"
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/bit.h"
 
 #include <cassert>
@@ -143,11 +144,15 @@ $STORE
 }
 )cuda";
 
-/// What both ends of a split kernel start with (kSplitFinish,
-/// kNormFinish): the arrival at the tile's counter, which every block but
-/// the last to arrive leaves by (none where K is not split: a norm's
-/// kernel stores its sums unsplit too), and the loop over the tile's elements
-/// in C that adds the splits' sums into `v` in split order, then $EACH_ELEMENT.
+/// What every end of a split kernel starts with (kSplitFinish,
+/// kNormFinish): the arrival at the tile's counter
+/// ($ARRIVAL_TILE: the tile's index in the grid, over every matrix of a
+/// batch), which every block but the last to arrive leaves by (none where K
+/// is not split: a norm's kernel stores its sums unsplit too; $UNSPLIT_TILE
+/// says what such a block does), and the loop
+/// over the tile's elements in C ($C_MAT: the matrix's) that adds the
+/// splits' sums ($PARTIAL_SUMS: the matrix's first split's) into `v` in
+/// split order, then $EACH_ELEMENT.
 /// Each thread's fence orders its stores before its block's arrival (CUDA's
 /// threadFenceReduction sample); the counters are per-context globals that the
 /// module's load zeroes and atomicInc's wrap leaves zero again for the next
@@ -158,18 +163,18 @@ constexpr const char *kLastOfSplits = R"cuda(    if ($SPLIT > 1) {
       __syncthreads();
       if (threadIdx.x == 0) {
         __threadfence();
-        last_split = atomicInc(&$NAME_arrived[blockIdx.y * gridDim.x + blockIdx.x], $SPLIT - 1) == $SPLIT - 1;
+        last_split = atomicInc(&$NAME_arrived[$ARRIVAL_TILE], $SPLIT - 1) == $SPLIT - 1;
       }
       __syncthreads();
       if (!last_split)
         return;
       __threadfence();
     } else {
-      // A block that owns its tile reads back its own sums.
-      __syncthreads();
+$UNSPLIT_TILE
     }
     const $ELEMENT *r_mat = $R_MAT;$BIAS_LOCAL
-    $C_TYPE *c_mat = c;
+    $C_TYPE *c_mat = $C_MAT;
+    const float *split_sums = $PARTIAL_SUMS;
     for (int e = threadIdx.x; e < $ARRIVAL_ROWS * $ARRIVAL_COLUMNS; e += blockDim.x) {
       const long long row = (long long)blockIdx.y * $ARRIVAL_ROWS + e / $ARRIVAL_COLUMNS;
       const long long col = (long long)blockIdx.x * $ARRIVAL_COLUMNS + e % $ARRIVAL_COLUMNS;
@@ -178,7 +183,7 @@ constexpr const char *kLastOfSplits = R"cuda(    if ($SPLIT > 1) {
       float v = 0.0f;
       #pragma unroll
       for (int s = 0; s < $SPLIT; ++s)
-        v += __ldcg(&partials[(s * m + row) * n + col]);
+        v += __ldcg(&split_sums[(s * m + row) * n + col]);
 $EACH_ELEMENT
     })cuda";
 
@@ -292,6 +297,17 @@ __device__ __forceinline__ void $NAME_chan(float count, float mean, float deviat
 }
 )cuda";
 
+/// kLastOfSplits' placeholders in a kernel over packed or 8-bit weights:
+/// one matrix, its blocks' z the split.
+static std::vector<std::pair<std::string, std::string>> oneMatrixArrivals() {
+  return {{"$LAST_OF_SPLITS", kLastOfSplits},
+          {"$UNSPLIT_TILE", "      // A block that owns its tile reads back "
+                            "its own sums.\n      __syncthreads();"},
+          {"$ARRIVAL_TILE", "blockIdx.y * gridDim.x + blockIdx.x"},
+          {"$C_MAT", "c"},
+          {"$PARTIAL_SUMS", "partials"}};
+}
+
 std::vector<std::pair<std::string, std::string>>
 splitFinishValues(const std::string &name, int64_t splitK, int64_t tileM,
                   int64_t tileN, int64_t mostRows, int64_t n,
@@ -302,11 +318,35 @@ splitFinishValues(const std::string &name, int64_t splitK, int64_t tileM,
   counters = "// The arrivals of " + name +
              "'s splits at each tile of C.\nKILN_PER_CONTEXT unsigned int " +
              name + "_arrived[" + std::to_string(tiles) + "];\n";
+  std::vector<std::pair<std::string, std::string>> values = {
+      {"$ARRIVALS", kSplitFinish},
+      {"$EACH_ELEMENT", "$FINISH"},
+      {"$ARRIVAL_ROWS", std::to_string(tileM)},
+      {"$ARRIVAL_COLUMNS", std::to_string(tileN)}};
+  llvm::append_range(values, oneMatrixArrivals());
+  return values;
+}
+
+std::vector<std::pair<std::string, std::string>>
+familySplitFinishValues(const GemmKernelKind &kind, const GemmConfig &config) {
+  if (kind.normPartials)
+    return {{"$ARRIVALS", ""}};
   return {{"$ARRIVALS", kSplitFinish},
           {"$LAST_OF_SPLITS", kLastOfSplits},
-          {"$EACH_ELEMENT", "$FINISH"},
-          {"$ARRIVAL_ROWS", std::to_string(tileM)},
-          {"$ARRIVAL_COLUMNS", std::to_string(tileN)}};
+          {"$UNSPLIT_TILE", "      // The block stored its tile of C itself.\n"
+                            "      return;"},
+          {"$SPLIT", "split_k"},
+          {"$ARRIVAL_TILE",
+           "(matrix * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x"},
+          {"$ARRIVAL_ROWS", std::to_string(config.tileM)},
+          {"$ARRIVAL_COLUMNS", std::to_string(config.tileN)},
+          {"$R_MAT", "residual ? residual + outer * outer_stride_c + inner * "
+                     "stride_c : nullptr"},
+          {"$BIAS_LOCAL", ""},
+          {"$C_TYPE", "$C_ELEMENT"},
+          {"$C_MAT", "c + outer * outer_stride_c + inner * stride_c"},
+          {"$PARTIAL_SUMS", "partials + matrix * split_k * m * n"},
+          {"$EACH_ELEMENT", finishOf(kind)}};
 }
 
 std::vector<std::pair<std::string, std::string>>
@@ -352,27 +392,28 @@ normFinishValues(const PackedGemvShape &shape, const std::string &name,
     keep += "      sum[row * n + col] = $FROM_FLOAT(v);\n";
   if (!readsSum)
     keep += "      partials[row * n + col] = v;\n";
-  return {{"$ARRIVALS", kNormFinish},
-          {"$LAST_OF_SPLITS", kLastOfSplits},
-          {"$EACH_ELEMENT", "$APPLY_EPILOGUE\n$KEEP_VALUE"},
-          {"$ARRIVAL_ROWS", std::to_string(tileM)},
-          {"$ARRIVAL_COLUMNS", std::to_string(tileN)},
-          {"$APPLY_EPILOGUE", apply},
-          {"$KEEP_VALUE", keep},
-          {"$READ_VALUE", readsSum ? "$TO_FLOAT(__ldcg(&sum[row * n + col]))"
-                                   : "__ldcg(&partials[row * n + col])"},
-          {"$ROW_MEAN",
-           layer ? "\n      for (long long j = lane; j < count; j += 32)\n"
-                   "        mean += norm_input(row, col0 + j);\n"
-                   "      mean = kiln_warp_sum(mean) / (float)count;"
-                 : "\n      // RMSNorm: the squares about zero."},
-          {"$SHIFT_ADD",
-           shape.normShift ? "\n        y += $TO_FLOAT(norm_shift[col]);" : ""},
-          {"$EPSILON_VALUE",
-           "__int_as_float(" +
-               std::to_string(llvm::bit_cast<int32_t>(shape.normEpsilon)) +
-               ")"},
-          {"$FROM_FLOAT", h.fromFloat}};
+  std::vector<std::pair<std::string, std::string>> values = {
+      {"$ARRIVALS", kNormFinish},
+      {"$EACH_ELEMENT", "$APPLY_EPILOGUE\n$KEEP_VALUE"},
+      {"$ARRIVAL_ROWS", std::to_string(tileM)},
+      {"$ARRIVAL_COLUMNS", std::to_string(tileN)},
+      {"$APPLY_EPILOGUE", apply},
+      {"$KEEP_VALUE", keep},
+      {"$READ_VALUE", readsSum ? "$TO_FLOAT(__ldcg(&sum[row * n + col]))"
+                               : "__ldcg(&partials[row * n + col])"},
+      {"$ROW_MEAN",
+       layer ? "\n      for (long long j = lane; j < count; j += 32)\n"
+               "        mean += norm_input(row, col0 + j);\n"
+               "      mean = kiln_warp_sum(mean) / (float)count;"
+             : "\n      // RMSNorm: the squares about zero."},
+      {"$SHIFT_ADD",
+       shape.normShift ? "\n        y += $TO_FLOAT(norm_shift[col]);" : ""},
+      {"$EPSILON_VALUE",
+       "__int_as_float(" +
+           std::to_string(llvm::bit_cast<int32_t>(shape.normEpsilon)) + ")"},
+      {"$FROM_FLOAT", h.fromFloat}};
+  llvm::append_range(values, oneMatrixArrivals());
+  return values;
 }
 
 std::vector<std::pair<std::string, std::string>>
@@ -424,16 +465,6 @@ std::string finishThroughTail(const GemmKernelKind &kind,
          "tail.\n      const float product = " +
          rounded + ";\n" + tail.statements +
          "      c_mat[row * n + col] = " + tail.value + ";\n";
-}
-
-std::string finishAtRunTime(rt::DType dtype, bool widen) {
-  HalfSpelling h = spellingOf(dtype);
-  return substitute(std::string(kApply) + kStore,
-                    {{"$TO_FLOAT", h.toFloat},
-                     {"$STORED", storedAs(dtype, widen)},
-                     {"$HAS_RESIDUAL", "r_mat"},
-                     {"$HAS_BIAS", "bias"},
-                     {"$ACTIVATION", "activation"}});
 }
 
 std::string finishIntoRegister(rt::DType dtype) {

@@ -68,15 +68,13 @@ std::vector<std::pair<std::string, std::string>>
 qdqValues(const QdqGemmShape &shape, int64_t splitK, const std::string &name,
           const std::string &rows, const std::string &dims,
           const QdqGemmTail *tail);
-/// The same epilogue reading its choices at run time (`r_mat`, `bias`,
-/// `activation`), for the reduce kernel, which loops over elements.
-std::string finishAtRunTime(rt::DType dtype, bool widen);
 /// How a value `v` of a `dtype` product is stored into C: converted to
 /// `dtype`, or with `widen` rounded to it and kept a float (a function's
 /// name, called on the value).
 std::string storedAs(rt::DType dtype, bool widen);
-/// finishAtRunTime's epilogue without the store: `v` holds the element
-/// (the LayerNorm kernel's row values).
+/// The epilogue without the store, reading its choices at run time
+/// (`r_mat`, `bias`, `activation`): `v` holds the element (the LayerNorm
+/// kernel's row values).
 std::string finishIntoRegister(rt::DType dtype);
 
 /// The opening of a split's loop over its k tiles, two buffers deep, in
@@ -123,6 +121,15 @@ std::vector<std::pair<std::string, std::string>>
 splitFinishValues(const std::string &name, int64_t splitK, int64_t tileM,
                   int64_t tileN, int64_t mostRows, int64_t n,
                   std::string &counters);
+/// The end of a GEMM family kernel of `kind` and `config`'s tiles, split
+/// `split_k` ways at run time: after each block stored its sums (as above,
+/// past the matrix's first split's `matrix * split_k * m * n` floats), the
+/// last block of a tile to arrive adds them in split order and applies the
+/// epilogue, bit for bit the reduce kernel this replaced. None for a
+/// kernel whose sums a norm kernel adds (kind.normPartials). Its counters
+/// are `NAME_arrived`, which familyArrivalCounters (GemmEmitter.h) declares.
+std::vector<std::pair<std::string, std::string>>
+familySplitFinishValues(const GemmKernelKind &kind, const GemmConfig &config);
 /// The same end for a kernel over packed weights of `shape` whose epilogue
 /// ends in a row norm (shape.norm): every block stores its sums
 /// (`partials`, split or not, with room past the splits' sums for each

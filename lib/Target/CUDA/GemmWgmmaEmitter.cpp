@@ -34,6 +34,7 @@
 #include "GemmParts.h"
 
 #include "kiln/Target/CUDA/TensorCores.h"
+#include "llvm/ADT/STLExtras.h"
 
 #include <cassert>
 
@@ -61,7 +62,8 @@ extern "C" __global__ void __launch_bounds__($THREADS) $NAME(
   __shared__ __align__(8) unsigned long long full[$STAGES];
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, group = warp >> 2;
   const long long row0 = (long long)blockIdx.y * $TILE_M, col0 = (long long)blockIdx.x * $TILE_N;
-  const long long split = blockIdx.z;
+  // One matrix (rt::GemmCandidate::tensorMaps): the z of a block is its split.
+  const long long split = blockIdx.z, matrix = 0, inner = 0, outer = 0;
   const long long k_tiles = (k + 63) / 64;
   const long long per_split = (k_tiles + split_k - 1) / split_k;
   const long long kt_begin = split * per_split;
@@ -130,7 +132,7 @@ $ISSUE
         continue;
       }
 $FINISH
-    }
+    }$ARRIVALS
 }
 )cuda";
 
@@ -180,26 +182,29 @@ void emitWgmmaGemmKernel(const GemmConfig &config, const GemmKernelKind &kind,
             "128)";
   os << cudaWgmmaFunction(config.tileN, bf16, /*transB=*/!kind.transB,
                           /*aShared=*/true);
-  os << substitute(
-      kWgmmaKernel,
-      {{"$NAME", gemmKernelName(config, kind)},
-       {"$C_ELEMENT", kind.widen ? "float" : h.type},
-       {"$ELEMENT", h.type},
-       {"$INTEGERS", kIntegerParameters},
-       {"$THREADS", str(config.threads())},
-       {"$WARPGROUPS", str(config.tileM / 64)},
-       {"$TILE_M", str(config.tileM)},
-       {"$TILE_N", str(config.tileN)},
-       {"$STAGES", str(config.stages)},
-       {"$STAGE_BYTES", str((config.tileM + config.tileN) * 64 * 2)},
-       {"$A_BYTES", str(config.tileM * 64 * 2)},
-       {"$SHARED_BYTES", str(wgmmaGemmSharedBytes(config))},
-       {"$N8", str(config.tileN / 8)},
-       {"$ISSUE", issueText(kind.transB, config.tileN)},
-       {"$WGMMA", wgmmaFunctionName(config.tileN, bf16, !kind.transB,
-                                    /*aShared=*/true)},
-       {"$B_DESC", bDesc},
-       {"$FINISH", gemm::finishOf(kind)}});
+  std::vector<std::pair<std::string, std::string>> values =
+      gemm::familySplitFinishValues(kind, config);
+  llvm::append_range(
+      values, std::vector<std::pair<std::string, std::string>>{
+                  {"$NAME", gemmKernelName(config, kind)},
+                  {"$C_ELEMENT", kind.widen ? "float" : h.type},
+                  {"$ELEMENT", h.type},
+                  {"$INTEGERS", kIntegerParameters},
+                  {"$THREADS", str(config.threads())},
+                  {"$WARPGROUPS", str(config.tileM / 64)},
+                  {"$TILE_M", str(config.tileM)},
+                  {"$TILE_N", str(config.tileN)},
+                  {"$STAGES", str(config.stages)},
+                  {"$STAGE_BYTES", str((config.tileM + config.tileN) * 64 * 2)},
+                  {"$A_BYTES", str(config.tileM * 64 * 2)},
+                  {"$SHARED_BYTES", str(wgmmaGemmSharedBytes(config))},
+                  {"$N8", str(config.tileN / 8)},
+                  {"$ISSUE", issueText(kind.transB, config.tileN)},
+                  {"$WGMMA", wgmmaFunctionName(config.tileN, bf16, !kind.transB,
+                                               /*aShared=*/true)},
+                  {"$B_DESC", bDesc},
+                  {"$FINISH", gemm::finishOf(kind)}});
+  os << substitute(kWgmmaKernel, values);
 }
 
 } // namespace kiln

@@ -11,8 +11,9 @@
 // that every block reads, so they come through L1. The sums are combined in a
 // fixed order (warp shuffles, then shared memory in warp order), so a result
 // never depends on scheduling, and the epilogue or the split's partial store is
-// the GEMM form's (GemmParts.cpp): same arguments, same partials, same reduce
-// kernel, so the runtime runs both forms alike (rt::GemmCandidate).
+// the GEMM form's (GemmParts.cpp): same arguments, same partials, same
+// finish of a split in its last block, so the runtime runs both forms alike
+// (rt::GemmCandidate).
 //
 // Two layouts of B, one kernel each:
 // - B stored k x n (a row-major weight): a thread owns 8 adjacent columns
@@ -31,6 +32,8 @@
 
 #include "GemmEmitter.h"
 #include "GemmParts.h"
+
+#include "llvm/ADT/STLExtras.h"
 
 #include <cassert>
 
@@ -150,7 +153,7 @@ constexpr const char *kRowMajorB = R"cuda(
     for (int w = 0; w < $WARPS; ++w)
       v += sums[w][r][e % $TILE_N];
 $STORE
-  }
+  }$ARRIVALS
 }
 )cuda";
 
@@ -265,30 +268,32 @@ void emitGemvKernel(const GemmConfig &config, const GemmKernelKind &kind,
              "    f[2 * h] = v.x;\n"
              "    f[2 * h + 1] = v.y;\n"
              "  }";
-  std::vector<std::pair<std::string, std::string>> values = {
-      {"$CHUNK_FLOATS", chunkFloats},
-      {"$NAME", name},
-      {"$LAYOUT", name},
-      {"$B_LAYOUT", kind.transB ? "stored n x k" : "stored k x n"},
-      {"$C_ELEMENT", kind.widen ? "float" : h.type},
-      {"$ELEMENT", h.type},
-      {"$UNPACK_PAIR", h.pairToFloat2},
-      {"$PAIR_TYPE", h.pair},
-      {"$TO_FLOAT", h.toFloat},
-      {"$WORDS", fp32 ? "2" : "1"},
-      {"$CHUNKS_IN_FLIGHT", fp32 ? "1" : "2"},
-      {"$SIGNATURE", gemm::kMainSignature},
-      {"$COLUMN_STORES", gemm::kGemvColumnStores},
-      // A split's sums are added by the GEMM family's reduce kernel.
-      {"$ARRIVALS", ""},
-      {"$DECLARATIONS", ""},
-      {"$INTEGERS", gemm::kIntegerParameters},
-      {"$THREADS", str(config.threads())},
-      {"$WARPS", str(warps)},
-      {"$ROWS", str(config.tileM)},
-      {"$TILE_N", str(config.tileN)},
-      {"$STORE", substitute(kStore, {{"$FINISH", gemm::finishOf(kind)}},
-                            /*complete=*/false)}};
+  std::vector<std::pair<std::string, std::string>> values =
+      gemm::familySplitFinishValues(kind, config);
+  llvm::append_range(
+      values,
+      std::vector<std::pair<std::string, std::string>>{
+          {"$CHUNK_FLOATS", chunkFloats},
+          {"$NAME", name},
+          {"$LAYOUT", name},
+          {"$B_LAYOUT", kind.transB ? "stored n x k" : "stored k x n"},
+          {"$C_ELEMENT", kind.widen ? "float" : h.type},
+          {"$ELEMENT", h.type},
+          {"$UNPACK_PAIR", h.pairToFloat2},
+          {"$PAIR_TYPE", h.pair},
+          {"$TO_FLOAT", h.toFloat},
+          {"$WORDS", fp32 ? "2" : "1"},
+          {"$CHUNKS_IN_FLIGHT", fp32 ? "1" : "2"},
+          {"$SIGNATURE", gemm::kMainSignature},
+          {"$COLUMN_STORES", gemm::kGemvColumnStores},
+          {"$DECLARATIONS", ""},
+          {"$INTEGERS", gemm::kIntegerParameters},
+          {"$THREADS", str(config.threads())},
+          {"$WARPS", str(warps)},
+          {"$ROWS", str(config.tileM)},
+          {"$TILE_N", str(config.tileN)},
+          {"$STORE", substitute(kStore, {{"$FINISH", gemm::finishOf(kind)}},
+                                /*complete=*/false)}});
   if (kind.transB) {
     // Four columns a warp at a time (8 lanes each), several times.
     int64_t warpColumns = config.tileN / warps;

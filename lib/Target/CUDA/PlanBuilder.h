@@ -26,6 +26,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -311,6 +312,12 @@ private:
   llvm::StringMap<uint32_t> gemmKernels;
   /// The module's CUDA source, where the GEMM family's kernels go.
   llvm::raw_ostream *familySource = nullptr;
+  /// The arrival counters each GEMM family kernel that finishes its splits
+  /// needs (the most tiles of any step's split candidate, at least one), by
+  /// name, declared after the prelude once every step is planned; and
+  /// where the prelude ends in the source.
+  std::map<std::string, uint64_t> familyArrivals;
+  size_t preludeEnd = 0;
   /// Each op's kernel code emitted so far, its names numbered
   /// (PlanSharedKernels.cpp): the names of the kernels it defines.
   llvm::StringMap<std::vector<std::string>> kernelTexts;

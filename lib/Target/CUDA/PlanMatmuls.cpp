@@ -253,8 +253,8 @@ void PlanBuilder::addGemmCandidates(MatmulPlan &plan, Operation *op,
   GemmChoice choice = chooseGemmConfigs(shape);
   if (choice.configs.empty())
     return;
-  // One kernel per element type, transposes, epilogue and layout, and one
-  // reduce per element type, whichever steps share them.
+  // One kernel per element type, transposes, epilogue and layout,
+  // whichever steps share them.
   GemmKernelKind kind;
   kind.dtype = step.dtype;
   kind.transA = step.transA;
@@ -263,18 +263,30 @@ void PlanBuilder::addGemmCandidates(MatmulPlan &plan, Operation *op,
   kind.residual = step.residual != rt::kNoBuffer;
   kind.activation = step.activation;
   kind.widen = step.widen;
+  // A step with a norm adds its splits in its norm kernel.
+  kind.normPartials = step.hasNorm();
   for (const GemmConfig &config : choice.configs) {
     rt::GemmCandidate candidate;
     candidate.name = config.name();
+    std::string name = gemmKernelName(config, kind);
+    // A split's last blocks count their arrivals at each tile of C, at the
+    // top of the dims' ranges.
+    uint64_t tiles = 0;
+    if (config.splitK > 1 && !kind.normPartials) {
+      auto tilesOf = [](const Size &extent, int64_t tile) {
+        return static_cast<uint64_t>((extent.upper() + tile - 1) / tile);
+      };
+      tiles = tilesOf(m, config.tileM) * tilesOf(n, config.tileN) *
+              batch.upper() * outerBatch.upper();
+      if (tiles > UINT32_MAX)
+        continue;
+    }
+    if (!kind.normPartials)
+      familyArrivals[name] =
+          std::max({familyArrivals[name], tiles, uint64_t(1)});
     candidate.kernel = gemmKernelIndex(
-        gemmKernelName(config, kind),
-        [&](llvm::raw_ostream &os) { emitGemmKernel(config, kind, os); });
-    // A step with a norm adds its splits in its norm kernel.
-    if (config.splitK > 1 && !step.hasNorm())
-      candidate.reduce = gemmKernelIndex(
-          gemmReduceName(step.dtype, kind.widen), [&](llvm::raw_ostream &os) {
-            emitGemmReduce(step.dtype, kind.widen, os);
-          });
+        name, [&](llvm::raw_ostream &os) { emitGemmKernel(config, kind, os); });
+    candidate.arrivals = static_cast<uint32_t>(tiles);
     candidate.tileM = config.tileM;
     candidate.tileN = config.tileN;
     candidate.threads = config.threads();

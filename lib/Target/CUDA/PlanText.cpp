@@ -104,12 +104,12 @@ void kiln::printPlan(const rt::Artifact &a, uint64_t weightBytes,
       }
       if (s.matmul.tf32)
         os << " tf32";
-      // Kiln's GEMM kernels the step may run on: name, then the main and
-      // reduce kernels.
+      // Kiln's GEMM kernels the step may run on: name, kernel, and a
+      // split's arrival counters.
       for (const rt::GemmCandidate &g : s.matmul.kernels) {
         os << " gemm " << g.name << " " << a.kernelNames[g.kernel];
-        if (g.reduce != rt::kNoKernel)
-          os << "+" << a.kernelNames[g.reduce];
+        if (g.arrivals)
+          os << " arrivals " << g.arrivals;
       }
       if (std::string runsIf = runsIfText(a, index); !runsIf.empty())
         os << " " << runsIf;

@@ -101,7 +101,7 @@ auto matmulFields(const MatmulStep &m) {
 
 /// The fields of a Kiln GEMM candidate, as one value.
 auto gemmFields(const GemmCandidate &g) {
-  return std::tie(g.name, g.kernel, g.reduce, g.tileM, g.tileN, g.threads,
+  return std::tie(g.name, g.kernel, g.arrivals, g.tileM, g.tileN, g.threads,
                   g.splitK, g.sharedBytes, g.tensorMaps);
 }
 
@@ -304,12 +304,17 @@ TEST(ArtifactFormat, GemmCandidatesRoundTripAndAreChecked) {
        }},
       {"scale by alpha 1", [](Artifact &a) { a.steps[0].matmul.alpha = 2; }},
       {"scale by alpha 1", [](Artifact &a) { a.steps[0].matmul.beta = 1; }},
-      {"names kernels the artifact does not have",
-       [](Artifact &a) { a.steps[0].matmul.kernels[0].kernel = 4; }},
-      {"names kernels the artifact does not have",
-       [](Artifact &a) { a.steps[0].matmul.kernels[0].reduce = 3; }},
-      {"names kernels the artifact does not have",
-       [](Artifact &a) { a.steps[0].matmul.kernels[1].reduce = kNoKernel; }},
+      {"names a kernel the artifact does not have",
+       [](Artifact &a) { a.steps[0].matmul.kernels[0].kernel = 3; }},
+      {"has arrival counters but no split to count",
+       [](Artifact &a) { a.steps[0].matmul.kernels[0].arrivals = 1; }},
+      {"has fewer arrival counters than tiles",
+       [](Artifact &a) { a.steps[0].matmul.kernels[1].arrivals = 0; }},
+      {"has fewer arrival counters than tiles",
+       [](Artifact &a) {
+         // A row a tile: two tiles of C's 2 rows.
+         a.steps[0].matmul.kernels[1].tileM = 1;
+       }},
       {"tiles must be 1 to 256 rows",
        [](Artifact &a) { a.steps[0].matmul.kernels[0].tileM = 0; }},
       {"tiles must be 1 to 256 rows",
@@ -342,7 +347,7 @@ TEST(ArtifactFormat, GemmCandidatesRoundTripAndAreChecked) {
 
 /// makeGemmKernelArtifact's matmul with a LayerNorm: scale and shift one
 /// f16 weight of its 4 columns, the norm kernel a new one, so its split
-/// candidate has no reduce.
+/// candidate counts no arrivals.
 static Artifact makeNormArtifact() {
   Artifact a = makeGemmKernelArtifact();
   a.buffers.push_back(
@@ -352,7 +357,7 @@ static Artifact makeNormArtifact() {
   m.normScale = m.normShift = static_cast<uint32_t>(a.buffers.size() - 1);
   m.normEpsilon = 1e-5f;
   m.normKernel = static_cast<uint32_t>(a.kernelNames.size() - 1);
-  m.kernels[1].reduce = kNoKernel;
+  m.kernels[1].arrivals = 0;
   return a;
 }
 
@@ -396,9 +401,9 @@ TEST(ArtifactFormat, NormMatmulsRoundTripAndAreChecked) {
          a.steps[0].matmul.kernels.clear();
          a.steps[0].matmul.alpha = 2;
        }},
-      // A split adds its partials in the norm kernel, not a reduce.
-      {"names kernels the artifact does not have",
-       [](Artifact &a) { a.steps[0].matmul.kernels[1].reduce = 3; }},
+      // A split adds its partials in the norm kernel, not by arrivals.
+      {"has arrival counters but no split to count",
+       [](Artifact &a) { a.steps[0].matmul.kernels[1].arrivals = 1; }},
   };
   for (const Case &c : cases) {
     Artifact broken = makeNormArtifact();
@@ -494,7 +499,7 @@ static Artifact makeWidenArtifact() {
   c.dtype = DType::F32;
   c.bytes *= 2;
   m.widen = true;
-  m.finishKernel = 3;
+  m.finishKernel = 2;
   return a;
 }
 
@@ -516,7 +521,7 @@ TEST(ArtifactFormat, FinishedMatmulsRoundTripAndAreChecked) {
   Artifact w = makeWidenArtifact(), v;
   ASSERT_TRUE(roundTrip(w, v, error)) << error;
   EXPECT_TRUE(firstMatmul(v).widen);
-  EXPECT_EQ(firstMatmul(v).finishKernel, 3u);
+  EXPECT_EQ(firstMatmul(v).finishKernel, 2u);
 
   // Each rule of the finish, broken once.
   struct Case {
@@ -554,7 +559,7 @@ TEST(ArtifactFormat, FinishedMatmulsRoundTripAndAreChecked) {
          firstMatmul(a).widen = false;
          firstMatmul(a).finishKernel = kNoKernel;
        }},
-      {"the matmul's finish kernel is not one of the artifact's 4 kernels",
+      {"the matmul's finish kernel is not one of the artifact's 3 kernels",
        makeWidenArtifact,
        [](Artifact &a) { firstMatmul(a).finishKernel = kNoKernel; }},
   };

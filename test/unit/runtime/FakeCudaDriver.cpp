@@ -64,12 +64,11 @@ void doubleFirstF32(unsigned threads, void **params) {
 } // namespace
 
 /// The argument values and threads of the last launch of the stand-in Kiln
-/// GEMM kernels ([0] kiln_fake_gemm, [1] kiln_fake_gemm_reduce), which the
-/// tests of the CUDA backend's GEMM launches read: they compute nothing.
+/// GEMM kernels (kiln_fake_gemm, kiln_fake_gemm_maps), which the tests of
+/// the CUDA backend's GEMM launches read: they compute nothing.
 extern "C" __attribute__((visibility("default")))
-DevicePtr fakeGemmArgs[2][19] = {};
-extern "C"
-    __attribute__((visibility("default"))) unsigned fakeGemmThreads[2] = {};
+DevicePtr fakeGemmArgs[19] = {};
+extern "C" __attribute__((visibility("default"))) unsigned fakeGemmThreads = 0;
 /// The tensor maps the last launch of kiln_fake_gemm_maps took, as the
 /// stand-in cuTensorMapEncodeTiled wrote them.
 extern "C" __attribute__((
@@ -77,11 +76,10 @@ extern "C" __attribute__((
 
 namespace {
 
-template <int Which, unsigned Arity>
 void recordGemm(unsigned threads, void **params) {
-  for (unsigned i = 0; i < Arity; ++i)
-    fakeGemmArgs[Which][i] = *static_cast<DevicePtr *>(params[i]);
-  fakeGemmThreads[Which] = threads;
+  for (unsigned i = 0; i < 19; ++i)
+    fakeGemmArgs[i] = *static_cast<DevicePtr *>(params[i]);
+  fakeGemmThreads = threads;
 }
 
 struct FakeFunction {
@@ -99,11 +97,10 @@ FakeFunction functions[] = {
     {"add_f32", addF32, 3},
     {"double_f32", doubleF32, 2},
     {"double_first_f32", doubleFirstF32, 3},
-    // Six pointers and four pointers, then the 13 integers.
-    {"kiln_fake_gemm", recordGemm<0, 19>, 19},
-    {"kiln_fake_gemm_reduce", recordGemm<1, 17>, 17},
+    // Six pointers, then the 13 integers.
+    {"kiln_fake_gemm", recordGemm, 19},
     // The same, then the tensor maps of A and B (fakeGemmMaps).
-    {"kiln_fake_gemm_maps", recordGemm<0, 19>, 21, 2}};
+    {"kiln_fake_gemm_maps", recordGemm, 21, 2}};
 
 /// A kernel launch: the function's host kernel, the threads launched and
 /// the argument values, copied at the launch as the driver copies them.

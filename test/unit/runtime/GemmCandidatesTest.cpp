@@ -34,7 +34,7 @@ MatmulStep stepOf(int64_t m, int64_t n, int64_t k) {
   s.k = k;
   s.strideC = m * n;
   s.activation = MatmulActivation::Gelu;
-  s.kernels.push_back({"mma_64x64x32_w2x2_split4", 0, 1, 64, 64, 128, 4});
+  s.kernels.push_back({"mma_64x64x32_w2x2_split4", 0, 64, 64, 64, 128, 4});
   return s;
 }
 
@@ -42,15 +42,8 @@ MatmulStep stepOf(int64_t m, int64_t n, int64_t k) {
 /// which takes tensor maps.
 MatmulStep wgmmaStepOf(int64_t m, int64_t n, int64_t k) {
   MatmulStep s = stepOf(m, n, k);
-  s.kernels[0] = {"wgmma_128x128x64_s4_split1",
-                  0,
-                  kNoKernel,
-                  128,
-                  128,
-                  256,
-                  1,
-                  132096,
-                  true};
+  s.kernels[0] = {
+      "wgmma_128x128x64_s4_split1", 0, 0, 128, 128, 256, 1, 132096, true};
   return s;
 }
 
@@ -81,7 +74,9 @@ TEST(GemmCandidates, GridArgumentsAndPartials) {
   EXPECT_EQ(args[11], 2); // GELU
   EXPECT_EQ(args[12], 4); // the split
   EXPECT_EQ(gemmPartialFloats(s, g), 3u * 4 * 129 * 72);
-  EXPECT_EQ(gemmReduceBlocks(s), (3u * 129 * 72 + 255) / 256);
+  EXPECT_EQ(gemmFinishBlocks(s), (3u * 129 * 72 + 255) / 256);
+  // 2 x 3 tiles of each of the 3 matrices: what the split's arrivals count.
+  EXPECT_EQ(gemmTiles(s, g), 2u * 3 * 3);
   GemmCandidate whole = g;
   whole.splitK = 1;
   EXPECT_EQ(gemmPartialFloats(s, whole), 0u);
@@ -114,6 +109,12 @@ TEST(GemmCandidates, OperandsMustBeWholeChunks) {
   huge.batch = 20000;
   EXPECT_EQ(gemmCandidateMisfit(huge, huge.kernels[0], operand, operand),
             "its grid would exceed CUDA's limits");
+  // A split's tiles past its counters (the artifact's extents bound a
+  // run's): ceil(72 / 64) column tiles of 7 rows.
+  MatmulStep crowded = stepOf(7, 72, 520);
+  crowded.kernels[0].arrivals = 1;
+  EXPECT_EQ(gemmCandidateMisfit(crowded, crowded.kernels[0], operand, operand),
+            "its 2 tiles outnumber its 1 arrival counters");
 }
 
 TEST(GemmCandidates, TensorMapsDescribeTheWgmmaFormsBoxes) {
@@ -205,8 +206,8 @@ using FakePtr = unsigned long long;
 
 /// The stand-in driver's record of its GEMM kernels' last launches
 /// (fakeGemmArgs in FakeCudaDriver.cpp).
-FakePtr (*fakeGemmArgs(void *fake))[19] {
-  return static_cast<FakePtr(*)[19]>(dlsym(fake, "fakeGemmArgs"));
+FakePtr *fakeGemmArgs(void *fake) {
+  return static_cast<FakePtr *>(dlsym(fake, "fakeGemmArgs"));
 }
 
 /// Creates `model` of `artifact` (makeGemmKernelArtifact's) on the stand-in
@@ -236,7 +237,7 @@ TEST_F(FakeCuda, AGemmKernelTakingTensorMapsGetsThemEncodedByTheDriver) {
   Artifact artifact = makeGemmKernelArtifact();
   artifact.kernelNames.push_back("kiln_fake_gemm_maps");
   artifact.steps[0].matmul.kernels.push_back(
-      {"maps", 4, kNoKernel, 64, 64, 128, 1, 1024, true});
+      {"maps", 3, 0, 64, 64, 128, 1, 1024, true});
   auto *args = fakeGemmArgs(fake);
   auto *maps =
       static_cast<unsigned long long(*)[16]>(dlsym(fake, "fakeGemmMaps"));
@@ -247,7 +248,7 @@ TEST_F(FakeCuda, AGemmKernelTakingTensorMapsGetsThemEncodedByTheDriver) {
   std::unique_ptr<Model> model;
   Status s = createAndRun(artifact, options, model);
   ASSERT_TRUE(s.isOk()) << s.message;
-  const FakePtr *main = args[0];
+  const FakePtr *main = args;
   // Type, rank, address, dims, stride, box, element strides, interleave,
   // swizzle (3: 128 bytes), L2 promotion (2: 128 bytes), fill.
   const unsigned long long wantA[14] = {6,  2, main[0], 8, 2, 16, 64,
@@ -275,7 +276,7 @@ TEST_F(FakeCuda, AGemmKernelTakingTensorMapsGetsThemEncodedByTheDriver) {
 // The CUDA backend launches a Kiln GEMM kernel asked for by name in place
 // of cuBLASLt, with the arguments rt::GemmCandidate documents: the main
 // kernel on (ceil(n / 64), ceil(m / 64), splits) blocks over the partial
-// sums, then the reduce over them.
+// sums, and nothing after it (its last block finishes the split).
 TEST_F(FakeCuda, AGemmKernelAskedForByNameRunsInPlaceOfCublasLt) {
   Artifact artifact = makeGemmKernelArtifact();
   auto *args = fakeGemmArgs(fake);
@@ -288,8 +289,8 @@ TEST_F(FakeCuda, AGemmKernelAskedForByNameRunsInPlaceOfCublasLt) {
   Status s = createAndRun(artifact, options, model);
   ASSERT_TRUE(s.isOk()) << s.message;
   // One block of 128 threads for each of the two splits.
-  EXPECT_EQ(threads[0], 2u * 128);
-  const FakePtr *main = args[0], *reduce = args[1];
+  EXPECT_EQ(*threads, 2u * 128);
+  const FakePtr *main = args;
   EXPECT_NE(main[0], 0u); // A
   EXPECT_NE(main[1], 0u); // B
   EXPECT_NE(main[2], 0u); // C
@@ -301,12 +302,8 @@ TEST_F(FakeCuda, AGemmKernelAskedForByNameRunsInPlaceOfCublasLt) {
   for (int i = 0; i < 13; ++i)
     EXPECT_EQ(static_cast<long long>(main[6 + i]), expected[i])
         << "integer " << i;
-  // The reduce reads the partial sums into C.
-  EXPECT_EQ(threads[1], gemmReduceBlocks(m) * kGemmReduceThreads);
-  EXPECT_EQ(reduce[0], main[5]);
-  EXPECT_EQ(reduce[1], main[2]);
-  for (int i = 0; i < 13; ++i)
-    EXPECT_EQ(static_cast<long long>(reduce[4 + i]), expected[i]);
+  // Two kernels ran: the GEMM's (no reduce after it) and the plan's add.
+  EXPECT_EQ(counter("eagerKernels"), 2);
   // cuBLASLt ran nothing.
   expectMatmulAlgoCalls(0, 0, 0);
   model.reset();
@@ -340,16 +337,16 @@ TEST_F(FakeCuda, TimedGemmKernelsRaceCublasLtsChoice) {
     ASSERT_TRUE(s.isOk()) << s.message;
     // The last launch of the main kernel is the step's own: unsplit, no
     // partial sums.
-    EXPECT_EQ(args[0][5], 0u);
-    EXPECT_EQ(args[0][18], 1u);
+    EXPECT_EQ(args[5], 0u);
+    EXPECT_EQ(args[18], 1u);
   }
   EXPECT_EQ(counter("captures"), 1);
 
   // negative_: without tuning nothing is timed, and cuBLASLt runs.
   model.reset();
-  std::memset(args, 0, sizeof(FakePtr) * 2 * 19);
+  std::memset(args, 0, sizeof(FakePtr) * 19);
   options.tuneMatmuls = false;
   Status s = createAndRun(artifact, options, model);
   ASSERT_TRUE(s.isOk()) << s.message;
-  EXPECT_EQ(args[0][0], 0u) << "a Kiln GEMM kernel ran";
+  EXPECT_EQ(args[0], 0u) << "a Kiln GEMM kernel ran";
 }

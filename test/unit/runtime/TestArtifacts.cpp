@@ -156,13 +156,12 @@ Artifact test::makeGemmKernelArtifact() {
   a.buffers[2] = makeBuffer(BufferKind::Weight, "w", {4, 8}, 0, DType::F16);
   a.buffers[4] = makeBuffer(BufferKind::Arena, "t", {2, 4}, 0, DType::F16);
   a.kernelNames.push_back("kiln_fake_gemm");
-  a.kernelNames.push_back("kiln_fake_gemm_reduce");
   MatmulStep &m = a.steps[0].matmul;
   m.dtype = DType::F16;
   m.k = 8;
   m.transB = true;
-  m.kernels.push_back({"whole", 2, kNoKernel, 64, 64, 128, 1});
-  m.kernels.push_back({"split", 2, 3, 64, 64, 128, 2});
+  m.kernels.push_back({"whole", 2, 0, 64, 64, 128, 1});
+  m.kernels.push_back({"split", 2, 1, 64, 64, 128, 2});
   return a;
 }
 

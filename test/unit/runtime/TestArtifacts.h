@@ -25,9 +25,9 @@ Buffer makeBuffer(BufferKind kind, const std::string &name,
 
 /// `makeRichArtifact` with its matmul in float16, t (2 x 4) = x (2 x 8) times
 /// w^T (w stored 4 x 8, so that its rows, like x's, are whole 16-byte
-/// chunks), offering two Kiln GEMM kernels, which the stand-in driver has
-/// (kiln_fake_gemm and kiln_fake_gemm_reduce, kernels 2 and 3): "whole",
-/// and "split" in two.
+/// chunks), offering two Kiln GEMM candidates of the kernel the stand-in
+/// driver has (kiln_fake_gemm, kernel 2): "whole", and "split" in two (its
+/// one tile's arrivals counted).
 Artifact makeGemmKernelArtifact();
 
 /// Returns a float32 matmul step, one batch: buffer c (m x n) = buffer a

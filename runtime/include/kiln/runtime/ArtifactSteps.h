@@ -74,22 +74,24 @@ constexpr uint32_t kNoKernel = UINT32_MAX;
 /// (ceil(n / tileN), ceil(m / tileM), batch * outerBatch * splitK) blocks
 /// of `threads`. With splitK > 1 it writes splitK partial products of
 /// batch * outerBatch * m * n floats each (matrix-major: matrix j's split s
-/// at (j * splitK + s) * m * n), and `reduce` adds them in split order and
-/// applies the epilogue: it takes (partials, C, bias, residual) and the
-/// same integers, any grid of one-dimensional blocks. A step with a norm
-/// (MatmulStep::hasNorm) has no reduce: its partials go to the step's
-/// normKernel, split or not. Operands are read in chunks of 8 elements:
-/// A's and B's rows and batch strides must be multiples of 8 elements, and
-/// addresses of 16 bytes. alpha is 1, and beta 1 with a residual, else 0.
+/// at (j * splitK + s) * m * n), and the last block to arrive at a tile of
+/// C adds them in split order and applies the epilogue, counting arrivals
+/// in counters of its module (`arrivals` of them, one a tile of every
+/// matrix). A step with a norm (MatmulStep::hasNorm) has no arrivals: its
+/// partials go to the step's normKernel, split or not. Operands are read in
+/// chunks of 8 elements: A's and B's rows and batch strides must be multiples
+/// of 8 elements, and addresses of 16 bytes. alpha is 1, and beta 1 with a
+/// residual, else 0.
 struct GemmCandidate {
   /// The configuration's name (`mma_64x64x32_w2x2_split4`), by which a run
   /// asks for it.
   std::string name;
   /// Index into `Artifact::kernelNames` of the main kernel.
   uint32_t kernel = 0;
-  /// The kernel that adds the splits' partial sums; kNoKernel when splitK
-  /// is 1.
-  uint32_t reduce = kNoKernel;
+  /// The main kernel's arrival counters: at least its tiles of C at the
+  /// step's extents (ceil(m / tileM) * ceil(n / tileN) * batch *
+  /// outerBatch); 0 when splitK is 1 or the step has a norm.
+  uint32_t arrivals = 0;
   /// Rows and columns of C a block computes.
   uint32_t tileM = 0;
   uint32_t tileN = 0;
