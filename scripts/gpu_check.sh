@@ -218,6 +218,8 @@ if want sanitizer; then
   wg=build-gpu/lit/test__Target__CUDA__attention-wgmma.test/t
   pq=build-gpu/lit/test__Target__CUDA__packed-gemv.test/t
   pn=build-gpu/lit/test__Target__CUDA__packed-gemm-norm.test/t
+  gk=build-gpu/lit/test__Target__CUDA__gemm-kernels.test/t
+  gl=build-gpu/lit/test__Target__CUDA__gemm-layer-norm.test/t
   sr=build-gpu/lit/test__Target__CUDA__split-reduction.test/t
   qf=build-gpu/lit/test__Target__CUDA__fp8-wgmma-gemm.test/t
   qi=build-gpu/lit/test__Target__CUDA__int8-wgmma-gemm.test/t
@@ -272,8 +274,11 @@ if want sanitizer; then
     "packed-norm-gemv|$pn/norm.so --reference-model $pn/norm.onnx --dim batch=1:4,seq=1:64 --run-dim batch=1,seq=1 --compare-reference --rel-l2 1e-3 --seed 1"
     "packed-norm-gemm|$pn/norm.so --reference-model $pn/norm.onnx --dim batch=1:4,seq=1:64 --run-dim batch=3,seq=11 --compare-reference --rel-l2 1e-3 --seed 5"
     "packed-norm-four-tiles|$pn/wide.so --reference-model $pn/wide.onnx --dim batch=1:4,seq=1:16 --run-dim batch=1,seq=5 --compare-reference --rel-l2 1e-3 --seed 9"
+    "family-split|$gk/decode.so --gemm mma_16x64x32_w1x4_split4 --reference-model $gk/decode.onnxtxt --compare-reference --rtol 2e-3 --atol 5e-4"
+    "family-norm-split|$gl/norm.so --gemm mma_16x64x32_w1x4_split4 --reference-model $gl/norm.onnxtxt --compare-reference --rtol 5e-3 --atol 4e-3"
+    "family-norm-gemv|$gl/norm.so --gemm gemv_8x128_w4_split1 --reference-model $gl/norm.onnxtxt --compare-reference --rtol 5e-3 --atol 4e-3"
   )
-  racy=" tc-attention-fp16 tc-attention-decode tc-attention-bf16-tails tc-attention-cp-async tc-attention-cp-async-tails tc-attention-two-mtiles tc-attention-two-mtiles-tails tc-attention-two-mtiles-wide tc-attention-two-mtiles-one-stage tc-attention-two-mtiles-one-stage-tails tc-attention-two-mtiles-one-stage-wide tc-attention-two-barriers-tails tc-attention-two-mtiles-two-barriers-wide tc-attention-8-warps tc-attention-head-views-packed tc-attention-head-views-split tc-attention-head-views-decode tc-attention-wgmma-tails tc-attention-wgmma-keys64-tails tc-attention-wgmma-gqa tc-attention-wgmma-symbolic tc-attention-wgmma-elements tc-attention-tf32 tc-attention-tf32-tails tc-attention-tf32-split split-reduction qdq-wgmma-fp8 qdq-wgmma-int8 bert-fp32 llama-bf16 packed-split-twice packed-norm-gemv packed-norm-gemm packed-norm-four-tiles "
+  racy=" tc-attention-fp16 tc-attention-decode tc-attention-bf16-tails tc-attention-cp-async tc-attention-cp-async-tails tc-attention-two-mtiles tc-attention-two-mtiles-tails tc-attention-two-mtiles-wide tc-attention-two-mtiles-one-stage tc-attention-two-mtiles-one-stage-tails tc-attention-two-mtiles-one-stage-wide tc-attention-two-barriers-tails tc-attention-two-mtiles-two-barriers-wide tc-attention-8-warps tc-attention-head-views-packed tc-attention-head-views-split tc-attention-head-views-decode tc-attention-wgmma-tails tc-attention-wgmma-keys64-tails tc-attention-wgmma-gqa tc-attention-wgmma-symbolic tc-attention-wgmma-elements tc-attention-tf32 tc-attention-tf32-tails tc-attention-tf32-split split-reduction qdq-wgmma-fp8 qdq-wgmma-int8 bert-fp32 llama-bf16 packed-split-twice packed-norm-gemv packed-norm-gemm packed-norm-four-tiles family-split family-norm-split family-norm-gemv "
   deadline=$((SECONDS + 180))
   for tool in memcheck racecheck; do
     for r in "${runs[@]}"; do

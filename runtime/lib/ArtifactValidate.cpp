@@ -142,11 +142,13 @@ static std::string checkGemmCandidates(const MatmulStep &m, size_t kernels) {
         g.tileN > 256)
       return what + "tiles must be 1 to 256 rows and 8 to 256 columns in "
                     "whole 16-byte chunks";
-    // A step with a norm adds its splits in its norm kernel.
-    bool arrives = g.splitK > 1 && !m.hasNorm();
+    // A split's blocks arrive at their tile, a norm's column tiles at their
+    // row tile.
+    bool arrives = g.splitK > 1 || m.hasNorm();
     if (arrives ? g.arrivals < gemmTiles(m, g) : g.arrivals != 0)
       return what + (arrives ? "has fewer arrival counters than tiles"
-                             : "has arrival counters but no split to count");
+                             : "has arrival counters but no split or norm "
+                               "to count");
     if (g.threads == 0 || g.threads % 32 || g.threads > 1024)
       return what + "threads must be whole warps up to 1024";
     if (g.splitK < 1 || g.splitK > 64)

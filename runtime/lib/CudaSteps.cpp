@@ -468,17 +468,28 @@ Status CudaExecutor::launchGemmKernel(size_t index, const MatmulStep &m,
   cu::DevicePtr residual =
       m.residual == kNoBuffer ? 0 : address(m.residual, in, out);
   cu::DevicePtr partials = g->splitK > 1 || m.hasNorm() ? gemmPartials : 0;
-  std::array<long long, 13> integers = gemmIntegerArguments(m, *g);
+  // A norm's arguments, where the kernel finishes one.
+  cu::DevicePtr normScale = 0, normShift = 0, normSum = 0;
+  if (m.hasNorm()) {
+    normScale = address(m.normScale, in, out);
+    if (m.normShift != kNoBuffer)
+      normShift = address(m.normShift, in, out);
+    if (m.normSum != kNoBuffer)
+      normSum = address(m.normSum, in, out);
+  }
+  std::vector<long long> integers = gemmKernelIntegers(m, *g);
   std::array<cu::TensorMap, 2> maps;
   if (g->tensorMaps)
     if (Status s = encodeTensorMaps(m, *g, a, b, maps); !s.isOk())
       return Status::error(s.code, where + s.message);
   // cuLaunchKernel takes a pointer to each argument's value. A split's
-  // last block finishes its tile in the kernel.
-  cu::DevicePtr pointers[6] = {a, b, c, bias, residual, partials};
+  // last block finishes its tile in the kernel, and a norm's last column
+  // tile its rows.
+  cu::DevicePtr pointers[9] = {a,        b,         c,         bias,   residual,
+                               partials, normScale, normShift, normSum};
   std::vector<void *> args;
-  for (cu::DevicePtr &p : pointers)
-    args.push_back(&p);
+  for (size_t j = 0; j < (m.hasNorm() ? 9u : 6u); ++j)
+    args.push_back(&pointers[j]);
   for (long long &v : integers)
     args.push_back(&v);
   if (g->tensorMaps)
@@ -493,8 +504,6 @@ Status CudaExecutor::launchGemmKernel(size_t index, const MatmulStep &m,
     return cu::cudaError(*api, r,
                          where + "launching kernel '" +
                              artifact.kernelNames[g->kernel] + "'");
-  if (m.hasNorm())
-    return launchNormKernel(index, m, g->splitK, partials, in, out, target);
   return Status::ok();
 }
 

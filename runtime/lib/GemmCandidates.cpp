@@ -101,6 +101,17 @@ kiln::rt::gemmIntegerArguments(const MatmulStep &step, const GemmCandidate &g) {
           g.splitK};
 }
 
+std::vector<long long> kiln::rt::gemmKernelIntegers(const MatmulStep &step,
+                                                    const GemmCandidate &g) {
+  if (step.hasNorm()) {
+    std::array<long long, 15> integers =
+        gemmNormIntegerArguments(step, g.splitK);
+    return {integers.begin(), integers.end()};
+  }
+  std::array<long long, 13> integers = gemmIntegerArguments(step, g);
+  return {integers.begin(), integers.end()};
+}
+
 std::array<long long, 13>
 kiln::rt::gemmFinishIntegerArguments(const MatmulStep &step) {
   GemmCandidate whole;
@@ -145,12 +156,23 @@ std::array<uint32_t, 3> kiln::rt::gemmGrid(const MatmulStep &step,
       clamp(static_cast<uint64_t>(step.batch) * step.outerBatch * g.splitK)};
 }
 
+unsigned kiln::rt::gemmKernelArity(const MatmulStep &step,
+                                   const GemmCandidate &g) {
+  return (step.hasNorm() ? kGemmNormedKernelArity : kGemmKernelArity) +
+         (g.tensorMaps ? 2 : 0);
+}
+
 uint64_t kiln::rt::gemmPartialFloats(const MatmulStep &step,
                                      const GemmCandidate &g) {
   if (g.splitK <= 1 && !step.hasNorm())
     return 0;
-  return static_cast<uint64_t>(step.batch) * step.outerBatch * g.splitK *
-         step.m * step.n;
+  uint64_t rows = static_cast<uint64_t>(step.batch) * step.outerBatch * step.m;
+  uint64_t floats = rows * g.splitK * step.n;
+  // A norm's mean and squared deviations of each row over each column tile.
+  if (step.hasNorm())
+    floats +=
+        rows * ((static_cast<uint64_t>(step.n) + g.tileN - 1) / g.tileN) * 2;
+  return floats;
 }
 
 uint64_t kiln::rt::gemmTiles(const MatmulStep &step, const GemmCandidate &g) {

@@ -15,6 +15,7 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace kiln {
 namespace rt {
@@ -24,10 +25,14 @@ namespace rt {
 /// for by name.
 constexpr const char *kTimedGemmKernels = "timed";
 
-/// Parameters of the main kernel (six pointers, then the integers).
+/// Parameters of the main kernel (six pointers, then the integers), and
+/// of one that finishes a norm (nine pointers, the integers, epsilon and
+/// the norm's kind).
 constexpr unsigned kGemmKernelArity = 6 + 13;
-/// A main kernel that takes tensor maps: the same, then A's and B's maps.
-constexpr unsigned kGemmTensorMapKernelArity = kGemmKernelArity + 2;
+constexpr unsigned kGemmNormedKernelArity = 9 + 13 + 2;
+/// The parameters `g`'s main kernel takes for `step`: the above, then A's
+/// and B's tensor maps where it takes them.
+unsigned gemmKernelArity(const MatmulStep &step, const GemmCandidate &g);
 /// Parameters of a step's norm kernel: seven pointers, the integers,
 /// epsilon's bits and the norm's kind.
 constexpr unsigned kGemmNormArity = 7 + 13 + 2;
@@ -67,6 +72,10 @@ std::string gemmCandidateMisfit(const MatmulStep &step, const GemmCandidate &g,
 /// MatmulField order, the activation and the split.
 std::array<long long, 13> gemmIntegerArguments(const MatmulStep &step,
                                                const GemmCandidate &g);
+/// The integers `g`'s main kernel takes for `step`: gemmIntegerArguments',
+/// then with a norm epsilon's float bits and 1 for RMSNorm.
+std::vector<long long> gemmKernelIntegers(const MatmulStep &step,
+                                          const GemmCandidate &g);
 
 /// A step's norm kernel's integer arguments: gemmIntegerArguments' with
 /// `splits` splits (at least 1), then the norm's epsilon as its float bits
@@ -80,7 +89,8 @@ std::array<uint32_t, 3> gemmGrid(const MatmulStep &step,
                                  const GemmCandidate &g);
 
 /// Floats of partial sums a split writes (0 without a split, unless the
-/// step has a norm: its kernel reads the one split's sums).
+/// step has a norm: its finish reads the one split's sums), and a norm's
+/// statistics after them.
 uint64_t gemmPartialFloats(const MatmulStep &step, const GemmCandidate &g);
 
 /// Threads a block of a step's norm kernel (a row a block), its

@@ -189,7 +189,7 @@ private:
   /// for the top of the ranges once.
   std::vector<int64_t> storageDims;
   /// The partial sums of a split GEMM kernel (or of any on a step with a
-  /// norm, whose kernel finishes them).
+  /// norm, with the norm's statistics).
   std::vector<float> partials;
   /// A widened step's 16-bit product after the stand-in for cuBLASLt.
   std::vector<unsigned char> widenProduct;
@@ -229,8 +229,7 @@ Status HostShared::load() {
     const Step &step = artifact.steps[i];
     if (step.kind == Step::Kind::Matmul) {
       for (const GemmCandidate &g : step.matmul.kernels)
-        if (module->arity(g.kernel) !=
-            (g.tensorMaps ? kGemmTensorMapKernelArity : kGemmKernelArity))
+        if (module->arity(g.kernel) != gemmKernelArity(step.matmul, g))
           return Status::error(StatusCode::CorruptArtifact,
                                "step " + std::to_string(i) + ": GEMM kernel " +
                                    g.name +
@@ -515,10 +514,15 @@ Status HostExecutor::runGemmKernel(const MatmulStep &m, size_t index) {
   void *residual = m.residual == kNoBuffer ? nullptr : address[m.residual];
   partials.assign(gemmPartialFloats(m, *g), 0.0f);
   void *scratch = partials.empty() ? nullptr : partials.data();
-  std::array<long long, 13> integers = gemmIntegerArguments(m, *g);
+  std::vector<long long> integers = gemmKernelIntegers(m, *g);
   // Pointers by value, integers and tensor maps by address, as
-  // cuLaunchKernel takes them.
+  // cuLaunchKernel takes them; a norm's pointers after the partials.
   std::vector<void *> args = {a, b, address[m.c], bias, residual, scratch};
+  if (m.hasNorm()) {
+    args.push_back(address[m.normScale]);
+    args.push_back(m.normShift == kNoBuffer ? nullptr : address[m.normShift]);
+    args.push_back(m.normSum == kNoBuffer ? nullptr : address[m.normSum]);
+  }
   for (long long &v : integers)
     args.push_back(&v);
   std::array<kiln_host_tensor_map, 2> maps;
@@ -540,8 +544,6 @@ Status HostExecutor::runGemmKernel(const MatmulStep &m, size_t index) {
   launch.seed = options.seed * 0x9e3779b97f4a7c15ull + index;
   if (Status s = launcher.run(launch); !s.isOk())
     return Status::error(s.code, where + s.message);
-  if (m.hasNorm())
-    return runNormKernel(m, index, g->splitK);
   return Status::ok();
 }
 

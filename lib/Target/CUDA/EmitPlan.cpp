@@ -108,8 +108,8 @@ LogicalResult PlanBuilder::build() {
   // The GEMM kernels' counters, sized for every step that runs them (a
   // kernel's text is emitted at its first step), before any kernel.
   std::string counters;
-  for (const auto &[name, tiles] : familyArrivals)
-    counters += familyArrivalCounters(name, tiles);
+  for (const auto &[name, arrivals] : familyArrivals)
+    counters += familyArrivalCounters(name, arrivals.tiles, arrivals.norm);
   artifact.cudaSource.insert(preludeEnd, counters);
   recordDimsRead();
   return success();

@@ -414,8 +414,8 @@ std::string gemmKernelName(const GemmConfig &config,
     name += "_gelu_erf";
   if (kind.widen)
     name += "_to_f32";
-  if (kind.normPartials)
-    name += "_norm_partials";
+  if (kind.norm)
+    name += "_norm";
   return name;
 }
 
@@ -425,11 +425,19 @@ std::string gemmWidenName(rt::DType dtype) {
   return std::string("kiln_gemm_widen_") + spellingOf(dtype).suffix;
 }
 
-std::string familyArrivalCounters(const std::string &name, uint64_t tiles) {
-  return "// The arrivals of " + name +
-         "'s splits at each tile of C (at the top of its steps' "
-         "ranges).\nKILN_PER_CONTEXT unsigned int " +
-         name + "_arrived[" + std::to_string(tiles) + "];\n";
+std::string familyArrivalCounters(const std::string &name, uint64_t tiles,
+                                  bool norm) {
+  std::string count = std::to_string(tiles);
+  std::string text =
+      "// The arrivals of " + name +
+      "'s splits at each tile of C (at the top of its steps' "
+      "ranges)" +
+      (norm ? ", and of its column tiles at each row tile" : "") +
+      ".\nKILN_PER_CONTEXT unsigned int " + name + "_arrived[" + count + "];\n";
+  if (norm)
+    text += "KILN_PER_CONTEXT unsigned int " + name + "_rows_arrived[" + count +
+            "];\n";
+  return text;
 }
 
 std::string gemmNormName(rt::DType dtype, bool widen) {
@@ -454,7 +462,7 @@ void emitGemmKernel(const GemmConfig &config, const GemmKernelKind &kind,
   auto str = [](int64_t v) { return std::to_string(v); };
   std::string finish = gemm::finishOf(kind);
   std::vector<std::pair<std::string, std::string>> values =
-      gemm::familySplitFinishValues(kind, config);
+      gemm::familyFinishValues(kind, config);
   llvm::append_range(values,
                      std::vector<std::pair<std::string, std::string>>{
                          {"$NAME", gemmKernelName(config, kind)},
@@ -488,7 +496,8 @@ void emitGemmKernel(const GemmConfig &config, const GemmKernelKind &kind,
                          {"$B_AT", fmaB(transB)},
                          {"$MMA", h.mma},
                          {"$FINISH", finish}});
-  os << substitute(kMainKernel, values);
+  os << gemm::familyFinishPreamble(kind, gemmKernelName(config, kind))
+     << substitute(kMainKernel, values);
 }
 
 void emitGemmGeluErf(llvm::raw_ostream &os) {

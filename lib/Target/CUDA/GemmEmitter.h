@@ -78,10 +78,9 @@ struct GemmKernelKind {
   /// Whether C is float32, each value rounded to `dtype` first
   /// (rt::MatmulStep::widen).
   bool widen = false;
-  /// Whether the kernel stores its sums, split or not, for the step's norm
-  /// kernel to add and finish (rt::MatmulStep::normKernel); else a split's
-  /// last block to arrive finishes its tile.
-  bool normPartials = false;
+  /// Whether the kernel ends in the step's row norm (rt::MatmulStep's
+  /// normScale), taking the norm's arguments (gemm::familyFinishValues).
+  bool norm = false;
 };
 
 /// The main kernel's name for `config`'s layout (any split) and `kind`:
@@ -286,9 +285,11 @@ void emitQdqWgmmaGemm(const QdqGemmShape &shape, const GemmConfig &config,
 
 /// The declaration of the arrival counters of the GEMM family's main
 /// kernel `name`, `tiles` of them (one a tile of C of every matrix of the
-/// steps it runs split; rt::GemmCandidate::arrivals), which the module's
-/// text must have before the kernel's.
-std::string familyArrivalCounters(const std::string &name, uint64_t tiles);
+/// steps it runs split, or with a `norm`; rt::GemmCandidate::arrivals) and
+/// with a norm as many for its row tiles, which the module's text must
+/// have before the kernel's.
+std::string familyArrivalCounters(const std::string &name, uint64_t tiles,
+                                  bool norm);
 
 /// Appends the kernels that finish a step after cuBLASLt, named as
 /// gemmGeluErfName and gemmWidenName say: each takes (the product, C) and

@@ -85,7 +85,7 @@ const char *const kIntegerParameters =
 const char *const kMainSignature =
     R"cuda(extern "C" __global__ void __launch_bounds__($THREADS) $NAME(
     const $ELEMENT *__restrict__ a, const $ELEMENT *__restrict__ b, $C_ELEMENT *c, const $ELEMENT *__restrict__ bias,
-    const $ELEMENT *residual, float *__restrict__ partials, $INTEGERS) {
+    const $ELEMENT *residual, float *__restrict__ partials$NORM_PARAMETERS, $INTEGERS$NORM_INTEGERS) {
   kiln_pdl_enter();)cuda";
 
 const char *const kStagedLoop = R"cuda(  if (kt_begin < kt_end) {
@@ -174,7 +174,7 @@ $UNSPLIT_TILE
     }
     const $ELEMENT *r_mat = $R_MAT;$BIAS_LOCAL
     $C_TYPE *c_mat = $C_MAT;
-    const float *split_sums = $PARTIAL_SUMS;
+    float *split_sums = $PARTIAL_SUMS;
     for (int e = threadIdx.x; e < $ARRIVAL_ROWS * $ARRIVAL_COLUMNS; e += blockDim.x) {
       const long long row = (long long)blockIdx.y * $ARRIVAL_ROWS + e / $ARRIVAL_COLUMNS;
       const long long col = (long long)blockIdx.x * $ARRIVAL_COLUMNS + e % $ARRIVAL_COLUMNS;
@@ -215,7 +215,7 @@ $LAST_OF_SPLITS
     };
     // (mean, squared deviations) of each row over each column tile, past
     // the splits' sums.
-    float *stats = partials + $SPLIT * m * n;
+    float *stats = $STATS;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int warps = (int)(blockDim.x >> 5);
     const long long col0 = (long long)blockIdx.x * $ARRIVAL_COLUMNS;
@@ -243,7 +243,7 @@ $LAST_OF_SPLITS
     __syncthreads();
     if (threadIdx.x == 0) {
       __threadfence();
-      last_tile = atomicInc(&$NAME_rows_arrived[blockIdx.y], gridDim.x - 1) == gridDim.x - 1;
+      last_tile = atomicInc(&$NAME_rows_arrived[$ROW_TILE], gridDim.x - 1) == gridDim.x - 1;
     }
     __syncthreads();
     if (!last_tile)
@@ -274,7 +274,7 @@ $LAST_OF_SPLITS
       const float inv_std = rsqrtf(deviations / (float)n + $EPSILON_VALUE);
       for (long long col = lane; col < n; col += 32) {
         float y = (norm_input(row, col) - mean) * inv_std * $TO_FLOAT(norm_scale[col]);$SHIFT_ADD
-        c_mat[row * n + col] = $FROM_FLOAT(y);
+        c_mat[row * n + col] = $NORMED_VALUE;
       }
     }
   }
@@ -328,25 +328,80 @@ splitFinishValues(const std::string &name, int64_t splitK, int64_t tileM,
 }
 
 std::vector<std::pair<std::string, std::string>>
-familySplitFinishValues(const GemmKernelKind &kind, const GemmConfig &config) {
-  if (kind.normPartials)
-    return {{"$ARRIVALS", ""}};
-  return {{"$ARRIVALS", kSplitFinish},
-          {"$LAST_OF_SPLITS", kLastOfSplits},
-          {"$UNSPLIT_TILE", "      // The block stored its tile of C itself.\n"
+familyFinishValues(const GemmKernelKind &kind, const GemmConfig &config) {
+  HalfSpelling h = spellingOf(kind.dtype);
+  std::string matrixAt = "outer * outer_stride_c + inner * stride_c";
+  std::vector<std::pair<std::string, std::string>> values = {
+      {"$LAST_OF_SPLITS", kLastOfSplits},
+      {"$SPLIT", "split_k"},
+      {"$ARRIVAL_TILE",
+       "(matrix * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x"},
+      {"$ARRIVAL_ROWS", std::to_string(config.tileM)},
+      {"$ARRIVAL_COLUMNS", std::to_string(config.tileN)},
+      {"$R_MAT", "residual ? residual + " + matrixAt + " : nullptr"},
+      {"$BIAS_LOCAL", ""},
+      {"$C_TYPE", "$C_ELEMENT"},
+      {"$C_MAT", "c + " + matrixAt},
+      {"$PARTIAL_SUMS", "partials + matrix * split_k * m * n"}};
+  if (!kind.norm) {
+    llvm::append_range(values,
+                       std::vector<std::pair<std::string, std::string>>{
+                           {"$ARRIVALS", kSplitFinish},
+                           {"$UNSPLIT_TILE",
+                            "      // The block stored its tile of C itself.\n"
                             "      return;"},
-          {"$SPLIT", "split_k"},
-          {"$ARRIVAL_TILE",
-           "(matrix * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x"},
-          {"$ARRIVAL_ROWS", std::to_string(config.tileM)},
-          {"$ARRIVAL_COLUMNS", std::to_string(config.tileN)},
-          {"$R_MAT", "residual ? residual + outer * outer_stride_c + inner * "
-                     "stride_c : nullptr"},
-          {"$BIAS_LOCAL", ""},
-          {"$C_TYPE", "$C_ELEMENT"},
-          {"$C_MAT", "c + outer * outer_stride_c + inner * stride_c"},
-          {"$PARTIAL_SUMS", "partials + matrix * split_k * m * n"},
-          {"$EACH_ELEMENT", finishOf(kind)}};
+                           {"$EACH_ELEMENT", finishOf(kind)},
+                           {"$NORM_PARAMETERS", ""},
+                           {"$NORM_INTEGERS", ""}});
+    return values;
+  }
+  // The norm's choices are run-time arguments, as the norm kernel's are:
+  // one kernel serves LayerNorm and RMSNorm, any epsilon, with or without
+  // a shift and a sum. Where the sum is stored, the norm reads it as
+  // stored (rounded: what later steps read), else the float; either kept
+  // over split 0's sum of the element, which only this thread reads.
+  llvm::append_range(
+      values,
+      std::vector<std::pair<std::string, std::string>>{
+          {"$ARRIVALS", kNormFinish},
+          {"$UNSPLIT_TILE", "      // A block that owns its tile reads back "
+                            "its own sums.\n      __syncthreads();"},
+          {"$EACH_ELEMENT", "$APPLY_EPILOGUE\n$KEEP_VALUE"},
+          {"$APPLY_EPILOGUE", applyOf(kind)},
+          {"$KEEP_VALUE", "      if (sum) {\n"
+                          "        const $ELEMENT written = $FROM_FLOAT(v);\n"
+                          "        sum[" +
+                              matrixAt +
+                              " + row * n + col] = written;\n"
+                              "        v = $TO_FLOAT(written);\n"
+                              "      }\n"
+                              "      split_sums[row * n + col] = v;"},
+          {"$READ_VALUE", "__ldcg(&split_sums[row * n + col])"},
+          {"$ROW_MEAN", "\n      if (!rms) {\n"
+                        "        for (long long j = lane; j < count; j += 32)\n"
+                        "          mean += norm_input(row, col0 + j);\n"
+                        "        mean = kiln_warp_sum(mean) / (float)count;\n"
+                        "      }"},
+          {"$SHIFT_ADD",
+           "\n        if (norm_shift) y += $TO_FLOAT(norm_shift[col]);"},
+          {"$EPSILON_VALUE", "__int_as_float((int)epsilon_bits)"},
+          // Past every matrix's splits, each matrix's rows' statistics.
+          {"$STATS", "partials + batch * outer_batch * split_k * m * n + "
+                     "matrix * m * gridDim.x * 2"},
+          {"$ROW_TILE", "matrix * gridDim.y + blockIdx.y"},
+          {"$NORMED_VALUE", storedAs(kind.dtype, kind.widen) + "(y)"},
+          {"$TO_FLOAT", h.toFloat},
+          {"$FROM_FLOAT", h.fromFloat},
+          {"$NORM_PARAMETERS",
+           ", const $ELEMENT *__restrict__ norm_scale, const $ELEMENT "
+           "*__restrict__ norm_shift, $ELEMENT *sum"},
+          {"$NORM_INTEGERS", ", long long epsilon_bits, long long rms"}});
+  return values;
+}
+
+std::string familyFinishPreamble(const GemmKernelKind &kind,
+                                 const std::string &name) {
+  return kind.norm ? substitute(kNormHelpers, {{"$NAME", name}}) : "";
 }
 
 std::vector<std::pair<std::string, std::string>>
@@ -411,7 +466,10 @@ normFinishValues(const PackedGemvShape &shape, const std::string &name,
       {"$EPSILON_VALUE",
        "__int_as_float(" +
            std::to_string(llvm::bit_cast<int32_t>(shape.normEpsilon)) + ")"},
-      {"$FROM_FLOAT", h.fromFloat}};
+      {"$FROM_FLOAT", h.fromFloat},
+      {"$STATS", "partials + $SPLIT * m * n"},
+      {"$ROW_TILE", "blockIdx.y"},
+      {"$NORMED_VALUE", "$FROM_FLOAT(y)"}};
   llvm::append_range(values, oneMatrixArrivals());
   return values;
 }

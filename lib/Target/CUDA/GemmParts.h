@@ -41,7 +41,8 @@ extern const char *const kIntegerParameters;
 
 /// The main kernel's signature, both forms (rt::GemmCandidate's calling
 /// convention: A, B, C, the bias, the residual, the split's partial sums,
-/// then kIntegerParameters), and its first statement, the wait for the
+/// $NORM_PARAMETERS, then kIntegerParameters and $NORM_INTEGERS), and its
+/// first statement, the wait for the
 /// kernel before (the prelude's kiln_pdl_enter). Reads $THREADS, $NAME,
 /// $ELEMENT, $C_ELEMENT (C's: float where widened) and $INTEGERS.
 extern const char *const kMainSignature;
@@ -122,14 +123,25 @@ splitFinishValues(const std::string &name, int64_t splitK, int64_t tileM,
                   int64_t tileN, int64_t mostRows, int64_t n,
                   std::string &counters);
 /// The end of a GEMM family kernel of `kind` and `config`'s tiles, split
-/// `split_k` ways at run time: after each block stored its sums (as above,
-/// past the matrix's first split's `matrix * split_k * m * n` floats), the
-/// last block of a tile to arrive adds them in split order and applies the
-/// epilogue, bit for bit the reduce kernel this replaced. None for a
-/// kernel whose sums a norm kernel adds (kind.normPartials). Its counters
-/// are `NAME_arrived`, which familyArrivalCounters (GemmEmitter.h) declares.
+/// `split_k` ways at run time, and the parameters it adds to the family's
+/// ($NORM_PARAMETERS, $NORM_INTEGERS). After each block stored its sums (as
+/// above, past the matrix's first split's `matrix * split_k * m * n`
+/// floats; unsplit, a block without a norm stores C itself), the last
+/// block of a tile to arrive adds them in split order and applies the
+/// epilogue, bit for bit the reduce kernel this replaced. With a norm
+/// (kind.norm), normFinishValues' two arrivals, its choices (LayerNorm or
+/// RMSNorm, epsilon, the shift and the sum) read at run time as the norm
+/// kernel reads them: the kernel also takes (norm_scale, norm_shift, sum)
+/// after the partials and (epsilon_bits, rms) after the integers, and its
+/// partials hold each matrix's rows' statistics past every split's sums.
+/// Its counters are `NAME_arrived` (and with a norm `NAME_rows_arrived`),
+/// which familyArrivalCounters (GemmEmitter.h) declares.
 std::vector<std::pair<std::string, std::string>>
-familySplitFinishValues(const GemmKernelKind &kind, const GemmConfig &config);
+familyFinishValues(const GemmKernelKind &kind, const GemmConfig &config);
+/// What the module's text must have before such a kernel `name` of `kind`
+/// besides its counters: the norm finish's helper.
+std::string familyFinishPreamble(const GemmKernelKind &kind,
+                                 const std::string &name);
 /// The same end for a kernel over packed weights of `shape` whose epilogue
 /// ends in a row norm (shape.norm): every block stores its sums
 /// (`partials`, split or not, with room past the splits' sums for each

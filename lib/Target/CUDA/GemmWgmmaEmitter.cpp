@@ -52,7 +52,7 @@ constexpr const char *kWgmmaKernel = R"cuda(
 // 64 rows; K in tiles of 64 brought by tensor copies into $STAGES stages.
 extern "C" __global__ void __launch_bounds__($THREADS) $NAME(
     const $ELEMENT *__restrict__ a, const $ELEMENT *__restrict__ b, $C_ELEMENT *c, const $ELEMENT *__restrict__ bias,
-    const $ELEMENT *residual, float *__restrict__ partials, $INTEGERS,
+    const $ELEMENT *residual, float *__restrict__ partials$NORM_PARAMETERS, $INTEGERS$NORM_INTEGERS,
     const __grid_constant__ kiln_tensor_map a_map, const __grid_constant__ kiln_tensor_map b_map) {
   kiln_pdl_enter();
   // Stage s: A's tile ($TILE_M rows of 64), then B's; each starts on the
@@ -183,7 +183,7 @@ void emitWgmmaGemmKernel(const GemmConfig &config, const GemmKernelKind &kind,
   os << cudaWgmmaFunction(config.tileN, bf16, /*transB=*/!kind.transB,
                           /*aShared=*/true);
   std::vector<std::pair<std::string, std::string>> values =
-      gemm::familySplitFinishValues(kind, config);
+      gemm::familyFinishValues(kind, config);
   llvm::append_range(
       values, std::vector<std::pair<std::string, std::string>>{
                   {"$NAME", gemmKernelName(config, kind)},
@@ -204,7 +204,8 @@ void emitWgmmaGemmKernel(const GemmConfig &config, const GemmKernelKind &kind,
                                                /*aShared=*/true)},
                   {"$B_DESC", bDesc},
                   {"$FINISH", gemm::finishOf(kind)}});
-  os << substitute(kWgmmaKernel, values);
+  os << gemm::familyFinishPreamble(kind, gemmKernelName(config, kind))
+     << substitute(kWgmmaKernel, values);
 }
 
 } // namespace kiln

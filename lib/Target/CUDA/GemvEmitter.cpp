@@ -269,7 +269,7 @@ void emitGemvKernel(const GemmConfig &config, const GemmKernelKind &kind,
              "    f[2 * h + 1] = v.y;\n"
              "  }";
   std::vector<std::pair<std::string, std::string>> values =
-      gemm::familySplitFinishValues(kind, config);
+      gemm::familyFinishValues(kind, config);
   llvm::append_range(
       values,
       std::vector<std::pair<std::string, std::string>>{
@@ -308,6 +308,7 @@ void emitGemvKernel(const GemmConfig &config, const GemmKernelKind &kind,
     values.push_back({"$LANES_N", str(lanesN)});
     values.push_back({"$SLOTS", str(config.threads() / lanesN)});
   }
+  os << gemm::familyFinishPreamble(kind, name);
   os << substitute(std::string(kPrologue) +
                        (kind.transB ? kColumnMajorB : kRowMajorB),
                    values);

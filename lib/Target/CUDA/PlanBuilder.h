@@ -312,11 +312,16 @@ private:
   llvm::StringMap<uint32_t> gemmKernels;
   /// The module's CUDA source, where the GEMM family's kernels go.
   llvm::raw_ostream *familySource = nullptr;
-  /// The arrival counters each GEMM family kernel that finishes its splits
-  /// needs (the most tiles of any step's split candidate, at least one), by
-  /// name, declared after the prelude once every step is planned; and
-  /// where the prelude ends in the source.
-  std::map<std::string, uint64_t> familyArrivals;
+  /// The arrival counters each GEMM family kernel needs (the most tiles of
+  /// any step's candidate that splits or ends in a norm, at least one; with
+  /// a norm, the row tiles' counters too), by name, declared after the
+  /// prelude once every step is planned; and where the prelude ends in the
+  /// source.
+  struct FamilyArrivals {
+    uint64_t tiles = 1;
+    bool norm = false;
+  };
+  std::map<std::string, FamilyArrivals> familyArrivals;
   size_t preludeEnd = 0;
   /// Each op's kernel code emitted so far, its names numbered
   /// (PlanSharedKernels.cpp): the names of the kernels it defines.

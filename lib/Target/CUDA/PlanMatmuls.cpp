@@ -263,16 +263,15 @@ void PlanBuilder::addGemmCandidates(MatmulPlan &plan, Operation *op,
   kind.residual = step.residual != rt::kNoBuffer;
   kind.activation = step.activation;
   kind.widen = step.widen;
-  // A step with a norm adds its splits in its norm kernel.
-  kind.normPartials = step.hasNorm();
+  kind.norm = step.hasNorm();
   for (const GemmConfig &config : choice.configs) {
     rt::GemmCandidate candidate;
     candidate.name = config.name();
     std::string name = gemmKernelName(config, kind);
-    // A split's last blocks count their arrivals at each tile of C, at the
-    // top of the dims' ranges.
+    // A split's last blocks count their arrivals at each tile of C, and a
+    // norm's at each row tile too, at the top of the dims' ranges.
     uint64_t tiles = 0;
-    if (config.splitK > 1 && !kind.normPartials) {
+    if (config.splitK > 1 || kind.norm) {
       auto tilesOf = [](const Size &extent, int64_t tile) {
         return static_cast<uint64_t>((extent.upper() + tile - 1) / tile);
       };
@@ -281,9 +280,9 @@ void PlanBuilder::addGemmCandidates(MatmulPlan &plan, Operation *op,
       if (tiles > UINT32_MAX)
         continue;
     }
-    if (!kind.normPartials)
-      familyArrivals[name] =
-          std::max({familyArrivals[name], tiles, uint64_t(1)});
+    FamilyArrivals &arrivals = familyArrivals[name];
+    arrivals.tiles = std::max(arrivals.tiles, tiles);
+    arrivals.norm = kind.norm;
     candidate.kernel = gemmKernelIndex(
         name, [&](llvm::raw_ostream &os) { emitGemmKernel(config, kind, os); });
     candidate.arrivals = static_cast<uint32_t>(tiles);

@@ -306,7 +306,7 @@ TEST(ArtifactFormat, GemmCandidatesRoundTripAndAreChecked) {
       {"scale by alpha 1", [](Artifact &a) { a.steps[0].matmul.beta = 1; }},
       {"names a kernel the artifact does not have",
        [](Artifact &a) { a.steps[0].matmul.kernels[0].kernel = 3; }},
-      {"has arrival counters but no split to count",
+      {"has arrival counters but no split or norm to count",
        [](Artifact &a) { a.steps[0].matmul.kernels[0].arrivals = 1; }},
       {"has fewer arrival counters than tiles",
        [](Artifact &a) { a.steps[0].matmul.kernels[1].arrivals = 0; }},
@@ -346,8 +346,8 @@ TEST(ArtifactFormat, GemmCandidatesRoundTripAndAreChecked) {
 }
 
 /// makeGemmKernelArtifact's matmul with a LayerNorm: scale and shift one
-/// f16 weight of its 4 columns, the norm kernel a new one, so its split
-/// candidate counts no arrivals.
+/// f16 weight of its 4 columns, the norm kernel a new one, so both
+/// candidates count arrivals.
 static Artifact makeNormArtifact() {
   Artifact a = makeGemmKernelArtifact();
   a.buffers.push_back(
@@ -357,7 +357,8 @@ static Artifact makeNormArtifact() {
   m.normScale = m.normShift = static_cast<uint32_t>(a.buffers.size() - 1);
   m.normEpsilon = 1e-5f;
   m.normKernel = static_cast<uint32_t>(a.kernelNames.size() - 1);
-  m.kernels[1].arrivals = 0;
+  // A norm's column tiles arrive at their row tile, split or not.
+  m.kernels[0].arrivals = 1;
   return a;
 }
 
@@ -401,9 +402,9 @@ TEST(ArtifactFormat, NormMatmulsRoundTripAndAreChecked) {
          a.steps[0].matmul.kernels.clear();
          a.steps[0].matmul.alpha = 2;
        }},
-      // A split adds its partials in the norm kernel, not by arrivals.
-      {"has arrival counters but no split to count",
-       [](Artifact &a) { a.steps[0].matmul.kernels[1].arrivals = 1; }},
+      // An unsplit kernel counts its norm's arrivals too.
+      {"has fewer arrival counters than tiles",
+       [](Artifact &a) { a.steps[0].matmul.kernels[0].arrivals = 0; }},
   };
   for (const Case &c : cases) {
     Artifact broken = makeNormArtifact();

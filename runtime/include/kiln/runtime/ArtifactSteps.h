@@ -77,11 +77,16 @@ constexpr uint32_t kNoKernel = UINT32_MAX;
 /// at (j * splitK + s) * m * n), and the last block to arrive at a tile of
 /// C adds them in split order and applies the epilogue, counting arrivals
 /// in counters of its module (`arrivals` of them, one a tile of every
-/// matrix). A step with a norm (MatmulStep::hasNorm) has no arrivals: its
-/// partials go to the step's normKernel, split or not. Operands are read in
-/// chunks of 8 elements: A's and B's rows and batch strides must be multiples
-/// of 8 elements, and addresses of 16 bytes. alpha is 1, and beta 1 with a
-/// residual, else 0.
+/// matrix). For a step with a norm (MatmulStep::hasNorm) the kernel also
+/// takes (normScale, normShift or null, normSum or null) after the partials
+/// and (epsilon's float bits, 1 for RMSNorm) after the integers, stores its
+/// sums split or not, and finishes the norm itself: past the splits'
+/// partials, 2 floats for each row of each matrix and column tile hold
+/// its statistics, and the last column tile of a row tile to arrive
+/// normalizes it; the step's normKernel then runs only after cuBLASLt.
+/// Operands are read in chunks of 8 elements: A's and B's rows and batch
+/// strides must be multiples of 8 elements, and addresses of 16 bytes. alpha is
+/// 1, and beta 1 with a residual, else 0.
 struct GemmCandidate {
   /// The configuration's name (`mma_64x64x32_w2x2_split4`), by which a run
   /// asks for it.
@@ -90,7 +95,7 @@ struct GemmCandidate {
   uint32_t kernel = 0;
   /// The main kernel's arrival counters: at least its tiles of C at the
   /// step's extents (ceil(m / tileM) * ceil(n / tileN) * batch *
-  /// outerBatch); 0 when splitK is 1 or the step has a norm.
+  /// outerBatch); 0 when splitK is 1 and the step has no norm.
   uint32_t arrivals = 0;
   /// Rows and columns of C a block computes.
   uint32_t tileM = 0;
