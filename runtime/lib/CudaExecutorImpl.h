@@ -298,11 +298,9 @@ private:
                           std::vector<void *> &args, uint32_t blocks,
                           uint32_t threads, uint32_t sharedBytes,
                           cu::Stream target);
-  /// Launches the LayerNorm kernel of matmul step `index` (`m`), which
-  /// finishes the step from the fp32 sums at `partials` in `splits` splits,
-  /// or (null partials) normalizes C's rows as cuBLASLt left them.
-  Status launchNormKernel(size_t index, const MatmulStep &m, uint32_t splits,
-                          cu::DevicePtr partials,
+  /// Launches the norm kernel of matmul step `index` (`m`), which
+  /// normalizes the rows as cuBLASLt left them.
+  Status launchNormKernel(size_t index, const MatmulStep &m,
                           const std::vector<cu::DevicePtr> &in,
                           const std::vector<cu::DevicePtr> &out,
                           cu::Stream target);

@@ -388,7 +388,7 @@ Status CudaExecutor::issueCublasMatmul(size_t i, MatmulPlan &plan,
       return s;
   // A norm kernel normalizes the rows into C (in place, without a sum).
   if (m.hasNorm())
-    return launchNormKernel(i, m, 0, 0, in, out, target);
+    return launchNormKernel(i, m, in, out, target);
   return Status::ok();
 }
 
@@ -423,22 +423,18 @@ Status CudaExecutor::launchStepKernel(size_t index, uint32_t kernel,
 }
 
 Status CudaExecutor::launchNormKernel(size_t index, const MatmulStep &m,
-                                      uint32_t splits, cu::DevicePtr partials,
                                       const std::vector<cu::DevicePtr> &in,
                                       const std::vector<cu::DevicePtr> &out,
                                       cu::Stream target) {
-  cu::DevicePtr pointers[7] = {
-      partials, address(m.c, in, out),
-      m.bias == kNoBuffer ? 0 : address(m.bias, in, out),
-      m.residual == kNoBuffer ? 0 : address(m.residual, in, out),
-      address(m.normScale, in, out),
+  cu::DevicePtr pointers[4] = {
+      address(m.c, in, out), address(m.normScale, in, out),
       m.normShift == kNoBuffer ? 0 : address(m.normShift, in, out),
-      // After cuBLASLt (no partials) a widened step's norm reads the
-      // 16-bit product where cuBLASLt left it, as it reads a sum.
+      // A widened step's norm reads the 16-bit product where cuBLASLt
+      // left it, as it reads a sum.
       m.normSum != kNoBuffer ? address(m.normSum, in, out)
-      : !partials && m.widen ? productAddress(m, in, out)
+      : m.widen              ? productAddress(m, in, out)
                              : 0};
-  std::array<long long, 15> integers = gemmNormIntegerArguments(m, splits);
+  std::array<long long, 15> integers = gemmNormIntegerArguments(m, 1);
   std::vector<void *> args;
   for (cu::DevicePtr &p : pointers)
     args.push_back(&p);

@@ -33,9 +33,9 @@ constexpr unsigned kGemmNormedKernelArity = 9 + 13 + 2;
 /// The parameters `g`'s main kernel takes for `step`: the above, then A's
 /// and B's tensor maps where it takes them.
 unsigned gemmKernelArity(const MatmulStep &step, const GemmCandidate &g);
-/// Parameters of a step's norm kernel: seven pointers, the integers,
+/// Parameters of a step's norm kernel: four pointers, the integers,
 /// epsilon's bits and the norm's kind.
-constexpr unsigned kGemmNormArity = 7 + 13 + 2;
+constexpr unsigned kGemmNormArity = 4 + 13 + 2;
 /// Parameters of a step's finish kernel: the product, C, then the integers.
 constexpr unsigned kGemmFinishArity = 2 + 13;
 /// The integers of a step's finish kernel: gemmIntegerArguments' for a

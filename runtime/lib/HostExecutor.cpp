@@ -154,10 +154,9 @@ private:
   /// Runs matmul step `index` (`m`, at this run's extents) on the Kiln GEMM
   /// kernel `options.gemm` names, under the fiber launcher.
   Status runGemmKernel(const MatmulStep &m, size_t index);
-  /// Runs the norm kernel of matmul step `index` (`m`) over the `splits`
-  /// splits of fp32 sums in `partials`, or (0 splits) over C's rows as the
-  /// stand-in for cuBLASLt left them.
-  Status runNormKernel(const MatmulStep &m, size_t index, uint32_t splits);
+  /// Runs the norm kernel of matmul step `index` (`m`) over C's rows as
+  /// the stand-in for cuBLASLt left them.
+  Status runNormKernel(const MatmulStep &m, size_t index);
   /// Runs the finish kernel of matmul step `index` (`m`) over the product
   /// the stand-in for cuBLASLt left (productAddress).
   Status runFinishKernel(const MatmulStep &m, size_t index);
@@ -484,7 +483,7 @@ Status HostExecutor::runSteps(const Artifact &plan,
         if (Status s = runFinishKernel(m, i); !s.isOk())
           return s;
       if (m.hasNorm())
-        if (Status s = runNormKernel(m, i, 0); !s.isOk())
+        if (Status s = runNormKernel(m, i); !s.isOk())
           return s;
       break;
     }
@@ -585,22 +584,17 @@ Status HostExecutor::runStepKernel(uint32_t kernel, std::vector<void *> &args,
   return Status::ok();
 }
 
-Status HostExecutor::runNormKernel(const MatmulStep &m, size_t index,
-                                   uint32_t splits) {
-  void *pointers[7] = {splits ? partials.data() : nullptr, address[m.c],
-                       m.bias == kNoBuffer ? nullptr : address[m.bias],
-                       m.residual == kNoBuffer ? nullptr : address[m.residual],
-                       address[m.normScale],
-                       m.normShift == kNoBuffer ? nullptr
-                                                : address[m.normShift],
-                       // After the stand-in (no splits) a widened step's
-                       // norm reads the 16-bit product where it was left.
-                       m.normSum != kNoBuffer ? address[m.normSum]
-                       : !splits && widenedProductElements(m)
-                           ? static_cast<void *>(widenProduct.data())
-                           : nullptr};
-  std::array<long long, 15> integers = gemmNormIntegerArguments(m, splits);
-  std::vector<void *> args(pointers, pointers + 7);
+Status HostExecutor::runNormKernel(const MatmulStep &m, size_t index) {
+  void *pointers[4] = {
+      address[m.c], address[m.normScale],
+      m.normShift == kNoBuffer ? nullptr : address[m.normShift],
+      // A widened step's norm reads the 16-bit product
+      // where the stand-in left it.
+      m.normSum != kNoBuffer      ? address[m.normSum]
+      : widenedProductElements(m) ? static_cast<void *>(widenProduct.data())
+                                  : nullptr};
+  std::array<long long, 15> integers = gemmNormIntegerArguments(m, 1);
+  std::vector<void *> args(pointers, pointers + 4);
   for (long long &v : integers)
     args.push_back(&v);
   return runStepKernel(m.normKernel, args, gemmNormBlocks(m), kGemmNormThreads,

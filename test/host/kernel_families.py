@@ -1116,6 +1116,19 @@ def gemm_cases():
     add("f16_batch3_relu_norm_7x40x72", medium + "_split1",
         lambda: narrow_gemm(F16, 7, 40, 72, batch=3, bias=True, relu=True, norm=True),
         tol=norm_tol)
+    # The kernels finish the norm themselves: split over a batch (each
+    # matrix's row tiles counted apart), 33 column tiles of 64 (more than a
+    # warp's lanes combine at once), and the GEMV over an n x k weight.
+    add("f16_batch3_relu_norm_7x520x72", small + "_split4",
+        lambda: narrow_gemm(F16, 7, 520, 72, batch=3, bias=True, relu=True, norm=True),
+        check=True, tol=norm_tol)
+    add("f16_bias_residual_norm_7x520x2112", small + "_split4",
+        lambda: narrow_gemm(F16, 7, 520, 2112, bias=True, residual=True, norm=True),
+        check=True, tol=norm_tol)
+    add("f16_tB1_bias_residual_norm_7x1040x72", "gemv_8x64_w4_split2",
+        lambda: narrow_gemm(F16, 7, 1040, 72, trans_b=True, bias=True, residual=True,
+                            norm=True),
+        check=True, tol=norm_tol)
 
     # A pre-norm decoder's block (LLaMA's RMSNorm after the residual, GPT-2's
     # LayerNorm after bias and residual): the sum is an output too, which

@@ -98,7 +98,7 @@ $MULTIPLY
         if (row >= m || col >= n)
           continue;
         float v = acc[mt][nt][i];
-        // A split's partial, or the sum a LayerNorm kernel finishes.
+        // A split's partial, or the sum the norm finish reads.
         if (p_mat) {
           p_mat[row * n + col] = v;
           continue;
@@ -181,20 +181,18 @@ $FINISH
 )cuda";
 
 constexpr const char *kNormKernel = R"cuda(
-// Kiln GEMM with a norm epilogue: a block a row of C adds the splits'
-// partial products in split order and applies the epilogue, or (no
-// partials) reads the row cuBLASLt finished in the sum or in C; keeps it in
-// shared memory (n floats) and normalizes it as kiln.layer_norm does (the
-// mean shifted by the row's first element, the centered variance, one
-// rsqrt, then the scale and the shift) or, with `rms`, as kiln.rms_norm
-// does (the mean square, one rsqrt, the scale), written over C. Where
-// later steps read the sum too (a pre-norm block's residual stream), it is
-// written to `sum` and normalized as written, rounded to the element type,
-// so that the norm and its later readers see one value.
-extern "C" __global__ void $NAME(const float *__restrict__ partials, $C_ELEMENT *c,
-    const $ELEMENT *__restrict__ bias, const $ELEMENT *residual,
+// Kiln GEMM's norm after cuBLASLt: a block a row of C reads the row
+// cuBLASLt finished with its epilogue, from `sum` where the step stores
+// the sum (a pre-norm block's residual stream, as its later readers see
+// it) or keeps its 16-bit product apart (a widened step), else from C;
+// keeps it in shared memory (n floats) and normalizes it as
+// kiln.layer_norm does (the mean shifted by the row's first element, the
+// centered variance, one rsqrt, then the scale and the shift) or, with
+// `rms`, as kiln.rms_norm does (the mean square, one rsqrt, the scale),
+// written over C. (Kiln's own GEMM kernels finish their norms themselves.)
+extern "C" __global__ void $NAME($C_ELEMENT *c,
     const $ELEMENT *__restrict__ norm_scale, const $ELEMENT *__restrict__ norm_bias,
-    $ELEMENT *sum, $INTEGERS, long long epsilon_bits, long long rms) {
+    const $ELEMENT *sum, $INTEGERS, long long epsilon_bits, long long rms) {
   kiln_pdl_enter();
   // Epsilon's float bits: kernels of both backends take pointers and
   // integers.
@@ -223,27 +221,11 @@ extern "C" __global__ void $NAME(const float *__restrict__ partials, $C_ELEMENT 
   for (long long r = blockIdx.x; r < rows; r += gridDim.x) {
     const long long row = r % m, matrix = r / m;
     const long long inner = matrix % batch, outer = matrix / batch;
-    const float *p = partials ? partials + matrix * split_k * m * n + row * n : nullptr;
     const long long at = outer * outer_stride_c + inner * stride_c;
     $C_ELEMENT *c_mat = c + at;
-    $ELEMENT *sum_mat = sum ? sum + at : nullptr;
-    const $ELEMENT *r_mat = residual ? residual + at : nullptr;
-    for (long long col = threadIdx.x; col < n; col += blockDim.x) {
-      float v = 0.0f;
-      if (partials) {
-        for (long long s = 0; s < split_k; ++s)
-          v += p[s * m * n + col];
-$FINISH
-        if (sum_mat) {
-          const $ELEMENT written = $FROM_FLOAT(v);
-          sum_mat[row * n + col] = written;
-          v = $TO_FLOAT(written);
-        }
-      } else {
-        v = sum_mat ? $TO_FLOAT(sum_mat[row * n + col]) : $C_TO_FLOAT(c_mat[row * n + col]);
-      }
-      row_values[col] = v;
-    }
+    const $ELEMENT *sum_mat = sum ? sum + at : nullptr;
+    for (long long col = threadIdx.x; col < n; col += blockDim.x)
+      row_values[col] = sum_mat ? $TO_FLOAT(sum_mat[row * n + col]) : $C_TO_FLOAT(c_mat[row * n + col]);
     __syncthreads();
     float mean = 0.0f;
     if (!rms) {
@@ -266,7 +248,7 @@ $FINISH
       float y = (row_values[col] - mean) * inv_std * $TO_FLOAT(norm_scale[col]);
       if (norm_bias)
         y += $TO_FLOAT(norm_bias[col]);
-      c_mat[row * n + col] = $STORED(y);
+      c_mat[row * n + col] = $AS_STORED(y);
     }
     // The next row reuses the row's values.
     __syncthreads();
@@ -537,12 +519,10 @@ void emitGemmNorm(rt::DType dtype, bool widen, llvm::raw_ostream &os) {
                    {{"$NAME", gemmNormName(dtype, widen)},
                     {"$C_ELEMENT", widen ? "float" : h.type},
                     {"$C_TO_FLOAT", widen ? "" : h.toFloat},
-                    {"$STORED", gemm::storedAs(dtype, widen)},
+                    {"$AS_STORED", gemm::storedAs(dtype, widen)},
                     {"$ELEMENT", h.type},
                     {"$INTEGERS", kIntegerParameters},
-                    {"$FINISH", gemm::finishIntoRegister(dtype)},
                     {"$TO_FLOAT", h.toFloat},
-                    {"$FROM_FLOAT", h.fromFloat},
                     {"$MOST_BYTES", std::to_string(kGemmNormMostColumns * 4)}});
 }
 

@@ -93,8 +93,8 @@ std::string gemmKernelName(const GemmConfig &config,
 /// (emitGemmWiden).
 std::string gemmGeluErfName();
 std::string gemmWidenName(rt::DType dtype);
-/// The name of the kernel that finishes `dtype` GEMMs with a LayerNorm
-/// epilogue (emitGemmNorm).
+/// The name of the kernel that finishes a `dtype` GEMM step's norm after
+/// cuBLASLt (emitGemmNorm).
 std::string gemmNormName(rt::DType dtype, bool widen = false);
 
 /// Appends the main kernel of `config`'s layout for `kind` to `os`, named
@@ -297,14 +297,13 @@ std::string familyArrivalCounters(const std::string &name, uint64_t tiles,
 void emitGemmGeluErf(llvm::raw_ostream &os);
 void emitGemmWiden(rt::DType dtype, llvm::raw_ostream &os);
 
-/// Appends the kernel that finishes a step with a LayerNorm epilogue,
-/// named as gemmNormName says: a block a row, it adds the splits' partial
-/// sums of a Kiln GEMM kernel and applies the epilogue, or with null
-/// partials takes the row cuBLASLt finished in C, and normalizes the row
-/// into C. It takes (partials, C, bias, residual, the norm's scale, its
-/// shift or null) and the integers, then epsilon's float bits as a
-/// `long long`;
-/// dynamic shared memory of n floats; any grid of one-dimensional blocks.
+/// Appends the kernel that finishes a step's LayerNorm or RMSNorm after
+/// cuBLASLt, named as gemmNormName says: a block a row, it takes the row
+/// cuBLASLt finished (from the sum, or the widened step's 16-bit product,
+/// else from C) and normalizes it into C. It takes (C, the norm's scale,
+/// its shift or null, the sum or null) and the integers, then epsilon's
+/// float bits and 1 for RMSNorm as `long long`s; dynamic shared memory of
+/// n floats; any grid of one-dimensional blocks.
 void emitGemmNorm(rt::DType dtype, bool widen, llvm::raw_ostream &os);
 
 } // namespace kiln

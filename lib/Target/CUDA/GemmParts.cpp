@@ -24,7 +24,7 @@ constexpr const char *kApply = R"cuda(
         v = 0.5f * v * (1.0f + tanhf(0.7978845608028654f * (v + 0.044715f * v * v * v)));
       else if ($ACTIVATION == 3) v = 0.5f * v * (1.0f + erff(v * 0.7071067811865476f));)cuda";
 constexpr const char *kStore = R"cuda(
-      c_mat[row * n + col] = $STORED(v);
+      c_mat[row * n + col] = $AS_STORED(v);
 )cuda";
 
 /// The zero-point parameter of a kernel over packed weights of `shape`
@@ -495,7 +495,7 @@ std::string finishOf(const GemmKernelKind &kind) {
   HalfSpelling h = spellingOf(kind.dtype);
   return substitute(std::string(kApply) + kStore,
                     {{"$TO_FLOAT", h.toFloat},
-                     {"$STORED", storedAs(kind.dtype, kind.widen)},
+                     {"$AS_STORED", storedAs(kind.dtype, kind.widen)},
                      {"$HAS_RESIDUAL", kind.residual ? "true" : "false"},
                      {"$HAS_BIAS", kind.bias ? "true" : "false"},
                      {"$ACTIVATION", std::to_string(int(kind.activation))}});
@@ -523,13 +523,6 @@ std::string finishThroughTail(const GemmKernelKind &kind,
          "tail.\n      const float product = " +
          rounded + ";\n" + tail.statements +
          "      c_mat[row * n + col] = " + tail.value + ";\n";
-}
-
-std::string finishIntoRegister(rt::DType dtype) {
-  return substitute(kApply, {{"$TO_FLOAT", spellingOf(dtype).toFloat},
-                             {"$HAS_RESIDUAL", "r_mat"},
-                             {"$HAS_BIAS", "bias"},
-                             {"$ACTIVATION", "activation"}});
 }
 
 std::vector<std::pair<std::string, std::string>>

@@ -73,10 +73,6 @@ qdqValues(const QdqGemmShape &shape, int64_t splitK, const std::string &name,
 /// `dtype`, or with `widen` rounded to it and kept a float (a function's
 /// name, called on the value).
 std::string storedAs(rt::DType dtype, bool widen);
-/// The epilogue without the store, reading its choices at run time
-/// (`r_mat`, `bias`, `activation`): `v` holds the element (the LayerNorm
-/// kernel's row values).
-std::string finishIntoRegister(rt::DType dtype);
 
 /// The opening of a split's loop over its k tiles, two buffers deep, in
 /// the three mma.sync GEMMs (GemmEmitter.cpp, PackedGemmEmitter.cpp,

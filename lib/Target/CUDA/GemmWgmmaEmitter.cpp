@@ -126,7 +126,7 @@ $ISSUE
       if (row >= m || col >= n)
         continue;
       float v = d[j][i];
-      // A split's partial, or the sum a LayerNorm kernel finishes.
+      // A split's partial, or the sum the norm finish reads.
       if (p_mat) {
         p_mat[row * n + col] = v;
         continue;

@@ -75,7 +75,7 @@ $SIGNATURE
 )cuda";
 
 /// Stores element (row, col) from its sum `v`: the partial (of a split,
-/// or of a step the LayerNorm kernel finishes), or the epilogue.
+/// or of a step whose norm the kernel finishes), or the epilogue.
 constexpr const char *kStore = R"cuda(
           if (p_mat)
             p_mat[row * n + col] = v;

@@ -80,6 +80,28 @@ TEST(GemmCandidates, GridArgumentsAndPartials) {
   GemmCandidate whole = g;
   whole.splitK = 1;
   EXPECT_EQ(gemmPartialFloats(s, whole), 0u);
+  EXPECT_EQ(gemmKernelArity(s, g), kGemmKernelArity);
+  EXPECT_EQ(gemmKernelIntegers(s, g).size(), 13u);
+
+  // A norm's kernel: its sums split or not, then each matrix's rows'
+  // statistics over the 2 column tiles, and the norm's arguments.
+  s.normScale = 0;
+  s.normEpsilon = 1e-5f;
+  s.normRms = true;
+  EXPECT_EQ(gemmPartialFloats(s, g), 3u * 4 * 129 * 72 + 3u * 129 * 2 * 2);
+  EXPECT_EQ(gemmPartialFloats(s, whole), 3u * 129 * 72 + 3u * 129 * 2 * 2);
+  EXPECT_EQ(gemmKernelArity(s, g), kGemmNormedKernelArity);
+  std::vector<long long> integers = gemmKernelIntegers(s, g);
+  ASSERT_EQ(integers.size(), 15u);
+  EXPECT_EQ(integers[12], 4); // the split
+  float epsilon = 0;
+  uint32_t bits = static_cast<uint32_t>(integers[13]);
+  std::memcpy(&epsilon, &bits, sizeof(epsilon));
+  EXPECT_EQ(epsilon, 1e-5f);
+  EXPECT_EQ(integers[14], 1); // RMSNorm
+  GemmCandidate mapped = g;
+  mapped.tensorMaps = true;
+  EXPECT_EQ(gemmKernelArity(s, mapped), kGemmNormedKernelArity + 2);
 }
 
 TEST(GemmCandidates, OperandsMustBeWholeChunks) {

@@ -49,8 +49,11 @@ constexpr char kArtifactMagic[8] = {'K', 'I', 'L', 'N', 'P', 'L', 'A', 'N'};
 /// a 16-bit result into an fp32 C, and the kernel that finishes either
 /// after cuBLASLt; 16 kernel names that repeat (ops of the same code share
 /// one kernel, which a runtime before it would define twice); 17 the dims
-/// each launch depends on (LaunchStep::dimsRead); 18 a split GEMM kernel's
-/// arrival counters in place of its reduce kernel (GemmCandidate::arrivals).
+/// each launch depends on (LaunchStep::dimsRead); 18 Kiln's GEMM kernels
+/// finish a split and a step's norm themselves, counting arrivals
+/// (GemmCandidate::arrivals) in place of a reduce kernel, a norm's kernels
+/// taking its arguments, and the norm kernel after cuBLASLt reads C or the
+/// sum alone (four pointers).
 constexpr uint32_t kArtifactFormatVersion = 18;
 
 /// Most dimensions a buffer may have.
