@@ -264,6 +264,7 @@ void PlanBuilder::addGemmCandidates(MatmulPlan &plan, Operation *op,
   kind.activation = step.activation;
   kind.widen = step.widen;
   kind.norm = step.hasNorm();
+  std::vector<GemmConfig> offered;
   for (const GemmConfig &config : choice.configs) {
     rt::GemmCandidate candidate;
     candidate.name = config.name();
@@ -277,9 +278,11 @@ void PlanBuilder::addGemmCandidates(MatmulPlan &plan, Operation *op,
       };
       tiles = tilesOf(m, config.tileM) * tilesOf(n, config.tileN) *
               batch.upper() * outerBatch.upper();
+      // More tiles than a candidate's counters can say: not offered.
       if (tiles > UINT32_MAX)
         continue;
     }
+    offered.push_back(config);
     FamilyArrivals &arrivals = familyArrivals[name];
     arrivals.tiles = std::max(arrivals.tiles, tiles);
     arrivals.norm = kind.norm;
@@ -297,11 +300,11 @@ void PlanBuilder::addGemmCandidates(MatmulPlan &plan, Operation *op,
     }
     step.kernels.push_back(std::move(candidate));
   }
-  if (configs) {
+  if (configs && !offered.empty()) {
     KernelConfig record;
     record.kernel = "matmul step " + std::to_string(artifact.steps.size());
     record.op = op;
-    record.gemmCandidates = std::move(choice.configs);
+    record.gemmCandidates = std::move(offered);
     configs->push_back(std::move(record));
   }
 }
