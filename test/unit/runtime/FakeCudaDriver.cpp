@@ -64,10 +64,11 @@ void doubleFirstF32(unsigned threads, void **params) {
 } // namespace
 
 /// The argument values and threads of the last launch of the stand-in Kiln
-/// GEMM kernels (kiln_fake_gemm, kiln_fake_gemm_maps), which the tests of
-/// the CUDA backend's GEMM launches read: they compute nothing.
+/// GEMM kernels (kiln_fake_gemm, kiln_fake_gemm_normed,
+/// kiln_fake_gemm_maps), which the tests of the CUDA backend's GEMM
+/// launches read: they compute nothing.
 extern "C" __attribute__((visibility("default")))
-DevicePtr fakeGemmArgs[19] = {};
+DevicePtr fakeGemmArgs[24] = {};
 extern "C" __attribute__((visibility("default"))) unsigned fakeGemmThreads = 0;
 /// The tensor maps the last launch of kiln_fake_gemm_maps took, as the
 /// stand-in cuTensorMapEncodeTiled wrote them.
@@ -76,11 +77,21 @@ extern "C" __attribute__((
 
 namespace {
 
-void recordGemm(unsigned threads, void **params) {
-  for (unsigned i = 0; i < 19; ++i)
+template <unsigned Values> void recordGemm(unsigned threads, void **params) {
+  for (unsigned i = 0; i < Values; ++i)
     fakeGemmArgs[i] = *static_cast<DevicePtr *>(params[i]);
   fakeGemmThreads = threads;
 }
+
+} // namespace
+
+/// The launches of the stand-in norm kernel after cuBLASLt, which
+/// computes nothing.
+extern "C" __attribute__((visibility("default"))) unsigned fakeNormLaunches = 0;
+
+namespace {
+
+void countNormLaunch(unsigned, void **) { ++fakeNormLaunches; }
 
 struct FakeFunction {
   const char *name;
@@ -98,9 +109,13 @@ FakeFunction functions[] = {
     {"double_f32", doubleF32, 2},
     {"double_first_f32", doubleFirstF32, 3},
     // Six pointers, then the 13 integers.
-    {"kiln_fake_gemm", recordGemm, 19},
+    {"kiln_fake_gemm", recordGemm<19>, 19},
     // The same, then the tensor maps of A and B (fakeGemmMaps).
-    {"kiln_fake_gemm_maps", recordGemm, 21, 2}};
+    {"kiln_fake_gemm_maps", recordGemm<19>, 21, 2},
+    // A norm step's: nine pointers, the integers, epsilon and the kind.
+    {"kiln_fake_gemm_normed", recordGemm<24>, 24},
+    // The norm kernel after cuBLASLt: four pointers, then 15 integers.
+    {"kiln_fake_gemm_norm", countNormLaunch, 19}};
 
 /// A kernel launch: the function's host kernel, the threads launched and
 /// the argument values, copied at the launch as the driver copies them.

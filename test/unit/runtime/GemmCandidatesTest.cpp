@@ -341,6 +341,58 @@ TEST_F(FakeCuda, AGemmKernelAskedForByNameRunsInPlaceOfCublasLt) {
       << s.message;
 }
 
+// A step whose epilogue ends in a norm runs on Kiln's kernel alone: the
+// kernel takes the norm's scale, shift and sum (null: neither) after the
+// partials and epsilon's bits and the norm's kind after the integers, and
+// finishes the norm itself, so no norm kernel follows it.
+TEST_F(FakeCuda, ANormStepOnAGemmKernelRunsItAlone) {
+  Artifact artifact = makeGemmKernelArtifact();
+  artifact.buffers.push_back(
+      makeBuffer(BufferKind::Weight, "gamma", {4}, 0, DType::F16));
+  artifact.kernelNames.push_back("kiln_fake_gemm_norm");
+  artifact.kernelNames.push_back("kiln_fake_gemm_normed");
+  MatmulStep &m = artifact.steps[0].matmul;
+  m.normScale = static_cast<uint32_t>(artifact.buffers.size() - 1);
+  m.normEpsilon = 1e-5f;
+  m.normRms = true;
+  m.normKernel = 3;
+  // Both candidates count their column tiles' arrivals.
+  for (GemmCandidate &g : m.kernels) {
+    g.kernel = 4;
+    g.arrivals = 1;
+  }
+  auto *args = fakeGemmArgs(fake);
+  auto *normLaunches = static_cast<unsigned *>(dlsym(fake, "fakeNormLaunches"));
+  ASSERT_NE(args, nullptr);
+  ASSERT_NE(normLaunches, nullptr);
+  *normLaunches = 0;
+  CudaOptions options;
+  options.gemm = "split";
+  std::unique_ptr<Model> model;
+  Status s = createAndRun(artifact, options, model);
+  ASSERT_TRUE(s.isOk()) << s.message;
+  // The GEMM's kernel and the plan's add: no norm kernel.
+  EXPECT_EQ(counter("eagerKernels"), 2);
+  EXPECT_EQ(*normLaunches, 0u);
+  EXPECT_NE(args[5], 0u); // the partial sums
+  EXPECT_NE(args[6], 0u); // the norm's scale
+  EXPECT_EQ(args[7], 0u); // no shift
+  EXPECT_EQ(args[8], 0u); // no sum
+  std::vector<long long> expected = gemmKernelIntegers(m, m.kernels[1]);
+  ASSERT_EQ(expected.size(), 15u);
+  for (int i = 0; i < 15; ++i)
+    EXPECT_EQ(static_cast<long long>(args[9 + i]), expected[i])
+        << "integer " << i;
+  EXPECT_EQ(args[23], 1u); // RMSNorm
+  model.reset();
+
+  // negative_: after cuBLASLt the norm kernel runs in the step.
+  options.gemm.clear();
+  s = createAndRun(artifact, options, model);
+  ASSERT_TRUE(s.isOk()) << s.message;
+  EXPECT_EQ(*normLaunches, 1u);
+}
+
 // With "timed", the first run times cuBLASLt's choice against each of
 // Kiln's kernels on the run's operands and keeps the fastest: the stand-in's
 // kernels take no device time and cuBLASLt's algorithms some, so the first
@@ -366,7 +418,7 @@ TEST_F(FakeCuda, TimedGemmKernelsRaceCublasLtsChoice) {
 
   // negative_: without tuning nothing is timed, and cuBLASLt runs.
   model.reset();
-  std::memset(args, 0, sizeof(FakePtr) * 19);
+  std::memset(args, 0, sizeof(FakePtr) * 24);
   options.tuneMatmuls = false;
   Status s = createAndRun(artifact, options, model);
   ASSERT_TRUE(s.isOk()) << s.message;
