@@ -441,7 +441,7 @@ Status CudaExecutor::launchNormKernel(size_t index, const MatmulStep &m,
   for (long long &v : integers)
     args.push_back(&v);
   return launchStepKernel(index, m.normKernel, args, gemmNormBlocks(m),
-                          kGemmNormThreads, gemmNormSharedBytes(m), target);
+                          kGemmNormThreads, 0, target);
 }
 
 Status CudaExecutor::launchGemmKernel(size_t index, const MatmulStep &m,

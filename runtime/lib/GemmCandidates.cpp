@@ -197,9 +197,7 @@ uint32_t kiln::rt::gemmFinishBlocks(const MatmulStep &step) {
 
 uint32_t kiln::rt::gemmNormBlocks(const MatmulStep &step) {
   uint64_t rows = static_cast<uint64_t>(step.batch) * step.outerBatch * step.m;
-  return static_cast<uint32_t>(std::clamp<uint64_t>(rows, 1, kMostGridYZ));
-}
-
-uint32_t kiln::rt::gemmNormSharedBytes(const MatmulStep &step) {
-  return static_cast<uint32_t>(step.n * sizeof(float));
+  uint64_t warps = kGemmNormThreads / 32;
+  return static_cast<uint32_t>(
+      std::clamp<uint64_t>((rows + warps - 1) / warps, 1, kMostGridYZ));
 }

@@ -93,11 +93,10 @@ std::array<uint32_t, 3> gemmGrid(const MatmulStep &step,
 /// statistics after them.
 uint64_t gemmPartialFloats(const MatmulStep &step, const GemmCandidate &g);
 
-/// Threads a block of a step's norm kernel (a row a block), its
-/// blocks, and its dynamic shared memory (a row of floats).
+/// Threads a block of a step's norm kernel (a warp a row), and its
+/// blocks.
 constexpr uint32_t kGemmNormThreads = 256;
 uint32_t gemmNormBlocks(const MatmulStep &step);
-uint32_t gemmNormSharedBytes(const MatmulStep &step);
 
 /// Tiles of C that `g` computes for `step`, over every matrix of the
 /// batch (what its arrival counters count), saturating at UINT64_MAX.

@@ -181,15 +181,18 @@ $FINISH
 )cuda";
 
 constexpr const char *kNormKernel = R"cuda(
-// Kiln GEMM's norm after cuBLASLt: a block a row of C reads the row
-// cuBLASLt finished with its epilogue, from `sum` where the step stores
-// the sum (a pre-norm block's residual stream, as its later readers see
-// it) or keeps its 16-bit product apart (a widened step), else from C;
-// keeps it in shared memory (n floats) and normalizes it as
-// kiln.layer_norm does (the mean shifted by the row's first element, the
-// centered variance, one rsqrt, then the scale and the shift) or, with
-// `rms`, as kiln.rms_norm does (the mean square, one rsqrt, the scale),
-// written over C. (Kiln's own GEMM kernels finish their norms themselves.)
+// Kiln GEMM's norm after cuBLASLt: a warp a row of C (the block's 8 rows at
+// a time) reads the row cuBLASLt finished with its epilogue, from `sum`
+// where the step stores the sum (a pre-norm block's residual stream, as
+// its later readers see it) or keeps its 16-bit product apart (a widened
+// step), else from C, and normalizes it as kiln.layer_norm does (the mean
+// shifted by the row's first element, the centered variance, one rsqrt,
+// then the scale and the shift) or, with `rms`, as kiln.rms_norm does (the
+// mean square, one rsqrt, the scale), written over C. A lane keeps its
+// first 32 elements (rows up to 1024 columns whole) in registers and reads
+// the rest again in each pass; the sums are shuffles, with no barrier: a
+// block a row with block-wide sums took three barriers a row. (Kiln's own
+// GEMM kernels finish their norms themselves.)
 extern "C" __global__ void $NAME($C_ELEMENT *c,
     const $ELEMENT *__restrict__ norm_scale, const $ELEMENT *__restrict__ norm_bias,
     const $ELEMENT *sum, $INTEGERS, long long epsilon_bits, long long rms) {
@@ -197,61 +200,62 @@ extern "C" __global__ void $NAME($C_ELEMENT *c,
   // Epsilon's float bits: kernels of both backends take pointers and
   // integers.
   const float epsilon = __int_as_float((int)epsilon_bits);
-  // The launch's n floats; the host backend's static array holds the most
-  // columns a norm takes.
-  KILN_DYNAMIC_SHARED(row_bytes, $MOST_BYTES);
-  float *row_values = reinterpret_cast<float *>(row_bytes);
-  __shared__ float warp_sums[32];
-  __shared__ float row_shift;
-  // The sum of `v` over the block; every thread gets it.
-  auto block_sum = [&](float v) {
-    #pragma unroll
-    for (int offset = 16; offset > 0; offset >>= 1)
-      v += __shfl_xor_sync(0xffffffffu, v, offset);
-    if ((threadIdx.x & 31) == 0)
-      warp_sums[threadIdx.x >> 5] = v;
-    __syncthreads();
-    float total = 0.0f;
-    for (int w = 0; w < (int)(blockDim.x >> 5); ++w)
-      total += warp_sums[w];
-    __syncthreads();
-    return total;
-  };
+  const int lane = threadIdx.x & 31, warps = (int)(blockDim.x >> 5);
   const long long rows = batch * outer_batch * m;
-  for (long long r = blockIdx.x; r < rows; r += gridDim.x) {
+  for (long long r = (long long)blockIdx.x * warps + (threadIdx.x >> 5); r < rows;
+       r += (long long)gridDim.x * warps) {
     const long long row = r % m, matrix = r / m;
     const long long inner = matrix % batch, outer = matrix / batch;
     const long long at = outer * outer_stride_c + inner * stride_c;
-    $C_ELEMENT *c_mat = c + at;
-    const $ELEMENT *sum_mat = sum ? sum + at : nullptr;
-    for (long long col = threadIdx.x; col < n; col += blockDim.x)
-      row_values[col] = sum_mat ? $TO_FLOAT(sum_mat[row * n + col]) : $C_TO_FLOAT(c_mat[row * n + col]);
-    __syncthreads();
+    $C_ELEMENT *c_row = c + at + row * n;
+    const $ELEMENT *sum_row = sum ? sum + at + row * n : nullptr;
+    auto load = [&](long long col) -> float {
+      return sum_row ? $TO_FLOAT(sum_row[col]) : $C_TO_FLOAT(c_row[col]);
+    };
+    float cached[32];
+    #pragma unroll
+    for (int t = 0; t < 32; ++t) {
+      const long long col = lane + 32ll * t;
+      cached[t] = col < n ? load(col) : 0.0f;
+    }
     float mean = 0.0f;
     if (!rms) {
-      if (threadIdx.x == 0)
-        row_shift = row_values[0];
-      __syncthreads();
-      const float shift = row_shift;
+      const float shift = load(0);
       float shifted = 0.0f;
-      for (long long col = threadIdx.x; col < n; col += blockDim.x)
-        shifted += row_values[col] - shift;
-      mean = shift + block_sum(shifted) / (float)n;
+      #pragma unroll
+      for (int t = 0; t < 32; ++t)
+        if (lane + 32ll * t < n)
+          shifted += cached[t] - shift;
+      for (long long col = lane + 1024; col < n; col += 32)
+        shifted += load(col) - shift;
+      mean = shift + kiln_warp_sum(shifted) / (float)n;
     }
     float squares = 0.0f;
-    for (long long col = threadIdx.x; col < n; col += blockDim.x) {
-      const float centered = row_values[col] - mean;
+    #pragma unroll
+    for (int t = 0; t < 32; ++t)
+      if (lane + 32ll * t < n) {
+        const float centered = cached[t] - mean;
+        squares += centered * centered;
+      }
+    for (long long col = lane + 1024; col < n; col += 32) {
+      const float centered = load(col) - mean;
       squares += centered * centered;
     }
-    const float inv_std = rsqrtf(block_sum(squares) / (float)n + epsilon);
-    for (long long col = threadIdx.x; col < n; col += blockDim.x) {
-      float y = (row_values[col] - mean) * inv_std * $TO_FLOAT(norm_scale[col]);
+    const float inv_std = rsqrtf(kiln_warp_sum(squares) / (float)n + epsilon);
+    auto store = [&](long long col, float v) {
+      float y = (v - mean) * inv_std * $TO_FLOAT(norm_scale[col]);
       if (norm_bias)
         y += $TO_FLOAT(norm_bias[col]);
-      c_mat[row * n + col] = $AS_STORED(y);
-    }
-    // The next row reuses the row's values.
-    __syncthreads();
+      c_row[col] = $AS_STORED(y);
+    };
+    // Past the cached columns each element is read before it is written,
+    // by the same lane.
+    for (long long col = lane + 1024; col < n; col += 32)
+      store(col, load(col));
+    #pragma unroll
+    for (int t = 0; t < 32; ++t)
+      if (lane + 32ll * t < n)
+        store(lane + 32ll * t, cached[t]);
   }
 }
 )cuda";
@@ -515,15 +519,13 @@ void emitGemmWiden(rt::DType dtype, llvm::raw_ostream &os) {
 
 void emitGemmNorm(rt::DType dtype, bool widen, llvm::raw_ostream &os) {
   HalfSpelling h = spellingOf(dtype);
-  os << substitute(kNormKernel,
-                   {{"$NAME", gemmNormName(dtype, widen)},
-                    {"$C_ELEMENT", widen ? "float" : h.type},
-                    {"$C_TO_FLOAT", widen ? "" : h.toFloat},
-                    {"$AS_STORED", gemm::storedAs(dtype, widen)},
-                    {"$ELEMENT", h.type},
-                    {"$INTEGERS", kIntegerParameters},
-                    {"$TO_FLOAT", h.toFloat},
-                    {"$MOST_BYTES", std::to_string(kGemmNormMostColumns * 4)}});
+  os << substitute(kNormKernel, {{"$NAME", gemmNormName(dtype, widen)},
+                                 {"$C_ELEMENT", widen ? "float" : h.type},
+                                 {"$C_TO_FLOAT", widen ? "" : h.toFloat},
+                                 {"$AS_STORED", gemm::storedAs(dtype, widen)},
+                                 {"$ELEMENT", h.type},
+                                 {"$INTEGERS", kIntegerParameters},
+                                 {"$TO_FLOAT", h.toFloat}});
 }
 
 } // namespace kiln
