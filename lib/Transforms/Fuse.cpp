@@ -395,9 +395,8 @@ bool isResidualAdd(Operation *op, Value product) {
 }
 
 /// The most columns a GEMM's norm epilogue normalizes: the CUDA target's
-/// norm kernel keeps a row of floats in shared memory, beside its own few
-/// bytes within the 48 KiB a launch takes without opting in
-/// (kGemmNormMostColumns).
+/// bound (kGemmNormMostColumns), which its norm kernel's row in shared
+/// memory once set and which is kept until rows past it are tested.
 constexpr int64_t kMostNormColumns = 12160;
 
 /// The row norm that ends a GEMM group, and what else its kernel yields.

@@ -36,15 +36,15 @@ static bool sameStorageOverlap(const Buffer &x, const Buffer &y) {
   return xBegin < yBegin + y.bytes && yBegin < xBegin + x.bytes;
 }
 
-/// The most columns a norm step normalizes: its kernel keeps a row in
-/// shared memory beside a few bytes of its own (48 KiB in all without
-/// opting in).
+/// The most columns a norm step normalizes: the compiler's bound
+/// (kGemmNormMostColumns in lib/Target/CUDA/GemmEmitter.h), which its norm
+/// kernel's row in shared memory once set.
 constexpr int64_t kMostNormColumns = 12160;
 
 /// Why the LayerNorm or RMSNorm of `m` is malformed, or "" (ArtifactSteps.h:
 /// float32, float16 or bfloat16, scale and shift of n elements outside C's
 /// storage, no shift for an RMSNorm, a norm kernel of the artifact, alpha 1,
-/// rows that fit the kernel's shared memory); none of those fields without a
+/// rows within the compiler's bound); none of those fields without a
 /// norm. The matmul step's checks see to the sum.
 static std::string checkNorm(const Artifact &a, const MatmulStep &m) {
   if (!m.hasNorm())

@@ -1522,7 +1522,7 @@ func.func @negative_norm_scale_computed(%a: tensor<4x16xf32>, %g: tensor<16xf32>
 
 /// negative_: a residual sum a GEMM takes as its epilogue (cuBLASLt's C) is
 /// the GEMM kernel's result: where the GEMM cannot take the norm too (rows
-/// of 12168 columns, past the 12160 the norm kernel's shared memory holds),
+/// of 12168 columns, past the 12160 the CUDA target's bound),
 /// the norm reads it, with one result of its own.
 // CHECK-LABEL: func @negative_norm_input_in_gemm
 // CHECK: %[[P:.*]] = kiln.kernel gemm

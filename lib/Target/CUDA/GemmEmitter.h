@@ -35,10 +35,11 @@ namespace kiln {
 constexpr int64_t kGemmTargetSMs = 132;
 /// The most blocks either form splits K across.
 constexpr int64_t kGemmMostSplits = 16;
-/// The most columns a GEMM's LayerNorm epilogue normalizes: its kernel
-/// keeps a row of floats in shared memory, beside its 132 static bytes
-/// within the 48 KiB a launch may take without opting in (the runtime's
-/// validation holds the same bound).
+/// The most columns a GEMM's norm epilogue normalizes (kiln-fuse and the
+/// runtime's validation hold the same bound): the row the norm kernel once
+/// kept in shared memory. No kernel needs it since the norm kernel takes a
+/// row a warp and the GEMMs finish their own norms by column tiles; kept
+/// until rows past it are tested.
 constexpr int64_t kGemmNormMostColumns = 12160;
 
 /// A matmul step as chooseGemmConfigs sees it.
@@ -298,12 +299,12 @@ void emitGemmGeluErf(llvm::raw_ostream &os);
 void emitGemmWiden(rt::DType dtype, llvm::raw_ostream &os);
 
 /// Appends the kernel that finishes a step's LayerNorm or RMSNorm after
-/// cuBLASLt, named as gemmNormName says: a block a row, it takes the row
+/// cuBLASLt, named as gemmNormName says: a warp a row, it takes the row
 /// cuBLASLt finished (from the sum, or the widened step's 16-bit product,
 /// else from C) and normalizes it into C. It takes (C, the norm's scale,
 /// its shift or null, the sum or null) and the integers, then epsilon's
-/// float bits and 1 for RMSNorm as `long long`s; dynamic shared memory of
-/// n floats; any grid of one-dimensional blocks.
+/// float bits and 1 for RMSNorm as `long long`s; no dynamic shared memory;
+/// any grid of blocks of whole warps.
 void emitGemmNorm(rt::DType dtype, bool widen, llvm::raw_ostream &os);
 
 } // namespace kiln
