@@ -394,11 +394,6 @@ bool isResidualAdd(Operation *op, Value product) {
          add.getType() == product.getType();
 }
 
-/// The most columns a GEMM's norm epilogue normalizes: the CUDA target's
-/// bound (kGemmNormMostColumns), which its norm kernel's row in shared
-/// memory once set and which is kept until rows past it are tested.
-constexpr int64_t kMostNormColumns = 12160;
-
 /// The row norm that ends a GEMM group, and what else its kernel yields.
 struct GemmRowNorm {
   /// The kiln.layer_norm or kiln.rms_norm; null where none ends the group.
@@ -413,7 +408,7 @@ struct GemmRowNorm {
 
 /// The row norm that ends `matmul`'s GEMM group after `end` (through
 /// reshapes, each the only user of the one before): of the last axis only,
-/// whose length is the product's static columns, at most kMostNormColumns;
+/// whose length is the product's static columns;
 /// a product of fp32 or a 16-bit type (Kiln's GEMM kernels'); scale and
 /// shift one row each; not read by one
 /// elementwise op alone. What it normalizes may have other readers, all
@@ -424,7 +419,7 @@ GemmRowNorm rowNormOf(Operation *end, MatmulOp matmul,
   Type element = product.getElementType();
   int64_t columns = product.getShape().back();
   if (!(element.isF32() || element.isF16() || element.isBF16()) ||
-      ShapedType::isDynamic(columns) || columns > kMostNormColumns)
+      ShapedType::isDynamic(columns))
     return {};
   auto joins = [&](Operation *op) {
     return !taken.contains(op) && op->getBlock() == matmul->getBlock();
@@ -501,7 +496,7 @@ wideRowNormOf(Operation *end, MatmulOp matmul,
   int64_t columns = narrowType.getShape().back();
   if (!(narrowType.getElementType().isF16() ||
         narrowType.getElementType().isBF16()) ||
-      ShapedType::isDynamic(columns) || columns > kMostNormColumns)
+      ShapedType::isDynamic(columns))
     return std::nullopt;
   auto joins = [&](Operation *op) {
     return op && !taken.contains(op) && op->getBlock() == matmul->getBlock();

@@ -36,15 +36,10 @@ static bool sameStorageOverlap(const Buffer &x, const Buffer &y) {
   return xBegin < yBegin + y.bytes && yBegin < xBegin + x.bytes;
 }
 
-/// The most columns a norm step normalizes: the compiler's bound
-/// (kGemmNormMostColumns in lib/Target/CUDA/GemmEmitter.h), which its norm
-/// kernel's row in shared memory once set.
-constexpr int64_t kMostNormColumns = 12160;
-
 /// Why the LayerNorm or RMSNorm of `m` is malformed, or "" (ArtifactSteps.h:
 /// float32, float16 or bfloat16, scale and shift of n elements outside C's
-/// storage, no shift for an RMSNorm, a norm kernel of the artifact, alpha 1,
-/// rows within the compiler's bound); none of those fields without a
+/// storage, no shift for an RMSNorm, a norm kernel of the artifact, alpha
+/// 1); none of those fields without a
 /// norm. The matmul step's checks see to the sum.
 static std::string checkNorm(const Artifact &a, const MatmulStep &m) {
   if (!m.hasNorm())
@@ -64,10 +59,6 @@ static std::string checkNorm(const Artifact &a, const MatmulStep &m) {
   if (m.normKernel >= a.kernelNames.size())
     return "the matmul's norm kernel is not one of the artifact's " +
            std::to_string(a.kernelNames.size()) + " kernels";
-  if (m.n > kMostNormColumns)
-    return "a matmul's norm takes rows of at most " +
-           std::to_string(kMostNormColumns) + " columns, not " +
-           std::to_string(m.n);
   if (!(m.normEpsilon >= 0.0f) || std::isinf(m.normEpsilon))
     return "the matmul's norm epsilon must be finite and not negative";
   const Buffer &c = a.buffers[m.c];

@@ -35,13 +35,6 @@ namespace kiln {
 constexpr int64_t kGemmTargetSMs = 132;
 /// The most blocks either form splits K across.
 constexpr int64_t kGemmMostSplits = 16;
-/// The most columns a GEMM's norm epilogue normalizes (kiln-fuse and the
-/// runtime's validation hold the same bound): the row the norm kernel once
-/// kept in shared memory. No kernel needs it since the norm kernel takes a
-/// row a warp and the GEMMs finish their own norms by column tiles; kept
-/// until rows past it are tested.
-constexpr int64_t kGemmNormMostColumns = 12160;
-
 /// A matmul step as chooseGemmConfigs sees it.
 struct GemmShape {
   rt::DType dtype = rt::DType::F32;
@@ -132,7 +125,7 @@ struct PackedGemvShape {
   bool bias = false, residual = false;
   rt::MatmulActivation activation = rt::MatmulActivation::None;
   /// The row norm that ends the epilogue (kiln.layer_norm or kiln.rms_norm
-  /// of each row of C, at most kGemmNormMostColumns), whether it has a
+  /// of each row of C), whether it has a
   /// shift, whether the kernel also stores what it normalizes (a pre-norm
   /// block's residual sum, its second result), whether the norm reads
   /// that sum as a float (`wide_norm`: onnxruntime's skip norms) rather
