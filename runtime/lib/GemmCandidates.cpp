@@ -197,7 +197,9 @@ uint32_t kiln::rt::gemmFinishBlocks(const MatmulStep &step) {
 
 uint32_t kiln::rt::gemmNormBlocks(const MatmulStep &step) {
   uint64_t rows = static_cast<uint64_t>(step.batch) * step.outerBatch * step.m;
-  uint64_t warps = kGemmNormThreads / 32;
-  return static_cast<uint32_t>(
-      std::clamp<uint64_t>((rows + warps - 1) / warps, 1, kMostGridYZ));
+  // Rows of up to 1,024 columns take a warp each, wider ones the block, as
+  // the kernel reads n (GemmEmitter.cpp's kNormKernel).
+  uint64_t rowsPerBlock = step.n <= 1024 ? kGemmNormThreads / 32 : 1;
+  return static_cast<uint32_t>(std::clamp<uint64_t>(
+      (rows + rowsPerBlock - 1) / rowsPerBlock, 1, kMostGridYZ));
 }

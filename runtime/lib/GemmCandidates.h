@@ -93,8 +93,8 @@ std::array<uint32_t, 3> gemmGrid(const MatmulStep &step,
 /// statistics after them.
 uint64_t gemmPartialFloats(const MatmulStep &step, const GemmCandidate &g);
 
-/// Threads a block of a step's norm kernel (a warp a row), and its
-/// blocks.
+/// Threads a block of a step's norm kernel, and its blocks: a warp a row
+/// of up to 1,024 columns, else the block a row.
 constexpr uint32_t kGemmNormThreads = 256;
 uint32_t gemmNormBlocks(const MatmulStep &step);
 

@@ -1122,13 +1122,16 @@ def gemm_cases():
     add("f16_batch3_relu_norm_7x520x72", small + "_split4",
         lambda: narrow_gemm(F16, 7, 520, 72, batch=3, bias=True, relu=True, norm=True),
         check=True, tol=norm_tol)
-    # (After cuBLASLt too: the norm kernel's warp keeps 1,024 columns in
-    # registers and reads the rest again.)
+    # (After cuBLASLt too: past 1,024 columns the norm kernel's block takes
+    # a row, its threads keeping 32 columns each in registers.)
     for variant in [None, small + "_split4"]:
         add("f16_bias_residual_norm_7x520x2112", variant or "cublaslt",
             lambda: narrow_gemm(F16, 7, 520, 2112, bias=True, residual=True,
                                 norm=True),
             check=True, tol=norm_tol)
+    add("f16_bias_residual_norm_1x520x2112", "cublaslt",
+        lambda: narrow_gemm(F16, 1, 520, 2112, bias=True, residual=True, norm=True),
+        tol=norm_tol)
     add("f16_tB1_bias_residual_norm_7x1040x72", "gemv_8x64_w4_split2",
         lambda: narrow_gemm(F16, 7, 1040, 72, trans_b=True, bias=True, residual=True,
                             norm=True),
@@ -1157,7 +1160,7 @@ def gemm_cases():
             lambda: narrow_gemm(F16, 7, 520, 72, bias=True, residual=True, norm=True,
                                 sum_out=True),
             check=variant is None, tol=prenorm_tol)
-    # Past the 1,024 columns the norm kernel's warp keeps in registers.
+    # Past 1,024 columns: the norm kernel's block a row.
     add("f16_residual_rms_norm_sum_3x520x2112", "cublaslt",
         lambda: narrow_gemm(F16, 3, 520, 2112, residual=True, norm="rms",
                             sum_out=True),

@@ -181,17 +181,18 @@ $FINISH
 )cuda";
 
 constexpr const char *kNormKernel = R"cuda(
-// Kiln GEMM's norm after cuBLASLt: a warp a row of C (the block's 8 rows at
-// a time) reads the row cuBLASLt finished with its epilogue, from `sum`
-// where the step stores the sum (a pre-norm block's residual stream, as
-// its later readers see it) or keeps its 16-bit product apart (a widened
-// step), else from C, and normalizes it as kiln.layer_norm does (the mean
-// shifted by the row's first element, the centered variance, one rsqrt,
-// then the scale and the shift) or, with `rms`, as kiln.rms_norm does (the
-// mean square, one rsqrt, the scale), written over C. A lane keeps its
-// first 32 elements (rows up to 1024 columns whole) in registers and reads
-// the rest again in each pass; the sums are shuffles, with no barrier: a
-// block a row with block-wide sums took three barriers a row. (Kiln's own
+// Kiln GEMM's norm after cuBLASLt: a group of threads a row of C reads the
+// row cuBLASLt finished with its epilogue, from `sum` where the step stores
+// the sum (a pre-norm block's residual stream, as its later readers see
+// it) or keeps its 16-bit product apart (a widened step), else from C, and
+// normalizes it as kiln.layer_norm does (the mean shifted by the row's
+// first element, the centered variance, one rsqrt, then the scale and the
+// shift) or, with `rms`, as kiln.rms_norm does (the mean square, one rsqrt,
+// the scale), written over C. Rows of up to 1,024 columns take a warp
+// each, eight a block, their sums shuffles with no barrier (a block a row
+// took three barriers a row); wider rows take the block, so that a row of
+// a decoding step is not one warp's walk. Each thread keeps its first 32
+// elements in registers and reads the rest again in each pass. (Kiln's own
 // GEMM kernels finish their norms themselves.)
 extern "C" __global__ void $NAME($C_ELEMENT *c,
     const $ELEMENT *__restrict__ norm_scale, const $ELEMENT *__restrict__ norm_bias,
@@ -200,10 +201,31 @@ extern "C" __global__ void $NAME($C_ELEMENT *c,
   // Epsilon's float bits: kernels of both backends take pointers and
   // integers.
   const float epsilon = __int_as_float((int)epsilon_bits);
-  const int lane = threadIdx.x & 31, warps = (int)(blockDim.x >> 5);
+  // The row's group: a warp, or the block (gemmNormBlocks launches as
+  // many blocks as the choice needs).
+  const bool warp_rows = n <= 1024;
+  const int lanes = warp_rows ? 32 : (int)blockDim.x;
+  const int lane = warp_rows ? (int)(threadIdx.x & 31) : (int)threadIdx.x;
+  const int groups = warp_rows ? (int)(blockDim.x >> 5) : 1;
+  const int group = warp_rows ? (int)(threadIdx.x >> 5) : 0;
+  __shared__ float warp_sums[32];
+  // The sum of `v` over the group; every thread of it gets it.
+  auto group_sum = [&](float v) {
+    v = kiln_warp_sum(v);
+    if (warp_rows)
+      return v;
+    if ((threadIdx.x & 31) == 0)
+      warp_sums[threadIdx.x >> 5] = v;
+    __syncthreads();
+    float total = 0.0f;
+    for (int w = 0; w < (int)(blockDim.x >> 5); ++w)
+      total += warp_sums[w];
+    __syncthreads();
+    return total;
+  };
   const long long rows = batch * outer_batch * m;
-  for (long long r = (long long)blockIdx.x * warps + (threadIdx.x >> 5); r < rows;
-       r += (long long)gridDim.x * warps) {
+  for (long long r = (long long)blockIdx.x * groups + group; r < rows;
+       r += (long long)gridDim.x * groups) {
     const long long row = r % m, matrix = r / m;
     const long long inner = matrix % batch, outer = matrix / batch;
     const long long at = outer * outer_stride_c + inner * stride_c;
@@ -212,10 +234,11 @@ extern "C" __global__ void $NAME($C_ELEMENT *c,
     auto load = [&](long long col) -> float {
       return sum_row ? $TO_FLOAT(sum_row[col]) : $C_TO_FLOAT(c_row[col]);
     };
+    const long long cached_columns = 32ll * lanes;
     float cached[32];
     #pragma unroll
     for (int t = 0; t < 32; ++t) {
-      const long long col = lane + 32ll * t;
+      const long long col = lane + (long long)t * lanes;
       cached[t] = col < n ? load(col) : 0.0f;
     }
     float mean = 0.0f;
@@ -224,24 +247,24 @@ extern "C" __global__ void $NAME($C_ELEMENT *c,
       float shifted = 0.0f;
       #pragma unroll
       for (int t = 0; t < 32; ++t)
-        if (lane + 32ll * t < n)
+        if (lane + (long long)t * lanes < n)
           shifted += cached[t] - shift;
-      for (long long col = lane + 1024; col < n; col += 32)
+      for (long long col = lane + cached_columns; col < n; col += lanes)
         shifted += load(col) - shift;
-      mean = shift + kiln_warp_sum(shifted) / (float)n;
+      mean = shift + group_sum(shifted) / (float)n;
     }
     float squares = 0.0f;
     #pragma unroll
     for (int t = 0; t < 32; ++t)
-      if (lane + 32ll * t < n) {
+      if (lane + (long long)t * lanes < n) {
         const float centered = cached[t] - mean;
         squares += centered * centered;
       }
-    for (long long col = lane + 1024; col < n; col += 32) {
+    for (long long col = lane + cached_columns; col < n; col += lanes) {
       const float centered = load(col) - mean;
       squares += centered * centered;
     }
-    const float inv_std = rsqrtf(kiln_warp_sum(squares) / (float)n + epsilon);
+    const float inv_std = rsqrtf(group_sum(squares) / (float)n + epsilon);
     auto store = [&](long long col, float v) {
       float y = (v - mean) * inv_std * $TO_FLOAT(norm_scale[col]);
       if (norm_bias)
@@ -249,13 +272,13 @@ extern "C" __global__ void $NAME($C_ELEMENT *c,
       c_row[col] = $AS_STORED(y);
     };
     // Past the cached columns each element is read before it is written,
-    // by the same lane.
-    for (long long col = lane + 1024; col < n; col += 32)
+    // by the same thread.
+    for (long long col = lane + cached_columns; col < n; col += lanes)
       store(col, load(col));
     #pragma unroll
     for (int t = 0; t < 32; ++t)
-      if (lane + 32ll * t < n)
-        store(lane + 32ll * t, cached[t]);
+      if (lane + (long long)t * lanes < n)
+        store(lane + (long long)t * lanes, cached[t]);
   }
 }
 )cuda";

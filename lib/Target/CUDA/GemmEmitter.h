@@ -292,7 +292,8 @@ void emitGemmGeluErf(llvm::raw_ostream &os);
 void emitGemmWiden(rt::DType dtype, llvm::raw_ostream &os);
 
 /// Appends the kernel that finishes a step's LayerNorm or RMSNorm after
-/// cuBLASLt, named as gemmNormName says: a warp a row, it takes the row
+/// cuBLASLt, named as gemmNormName says: a warp a row (the block a row
+/// past 1,024 columns; rt::gemmNormBlocks launches as many), it takes the row
 /// cuBLASLt finished (from the sum, or the widened step's 16-bit product,
 /// else from C) and normalizes it into C. It takes (C, the norm's scale,
 /// its shift or null, the sum or null) and the integers, then epsilon's

@@ -75,6 +75,12 @@ TEST(GemmCandidates, GridArgumentsAndPartials) {
   EXPECT_EQ(args[12], 4); // the split
   EXPECT_EQ(gemmPartialFloats(s, g), 3u * 4 * 129 * 72);
   EXPECT_EQ(gemmFinishBlocks(s), (3u * 129 * 72 + 255) / 256);
+  // The norm kernel: a warp a row of 72 columns, eight a block; the block
+  // a row past 1,024 columns.
+  EXPECT_EQ(gemmNormBlocks(s), (3u * 129 + 7) / 8);
+  MatmulStep wide = s;
+  wide.n = 1025;
+  EXPECT_EQ(gemmNormBlocks(wide), 3u * 129);
   // 2 x 3 tiles of each of the 3 matrices: what the split's arrivals count.
   EXPECT_EQ(gemmTiles(s, g), 2u * 3 * 3);
   GemmCandidate whole = g;

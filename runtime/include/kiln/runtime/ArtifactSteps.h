@@ -197,17 +197,18 @@ struct MatmulStep {
   /// result, applied last (kiln-fuse's GEMM kernel with a norm epilogue;
   /// float32, float16 and bfloat16): the buffer ids of its scale and its shift
   /// (n elements of `dtype` each; the shift may be kNoBuffer, and is for an
-  /// RMSNorm), or kNoBuffer without one. The step then runs in two, the
-  /// second `normKernel`, which normalizes each row into C: after cuBLASLt
-  /// (its epilogue as without a norm, its result written to
-  /// productBuffer()) it reads that buffer's rows, null partials; after one
-  /// of `kernels` it reads that kernel's fp32 partials, whatever its split,
-  /// and adds the splits, the residual, the bias and the activation first,
-  /// and writes the sum to `normSum` where there is one. It takes
-  /// (partials, C, bias, residual, scale, shift, sum) as pointers, the
-  /// integers a GemmCandidate's kernels take, then `normEpsilon`'s float
-  /// bits and `normRms` as `long long`s; blocks of any one-dimensional grid
-  /// with n floats of dynamic shared memory.
+  /// RMSNorm), or kNoBuffer without one. On cuBLASLt the step then runs in
+  /// two, the second `normKernel`, which normalizes each row into C: cuBLASLt
+  /// applies the epilogue as without a norm and writes its result to
+  /// productBuffer() (`normSum` where there is one, which later steps
+  /// read), and the norm kernel reads that buffer's rows (a widened step's
+  /// 16-bit product from the runtime's scratch). It takes (C, scale, shift,
+  /// sum or the product's scratch or null) as pointers, the integers a
+  /// GemmCandidate's kernels take, then `normEpsilon`'s float bits and
+  /// `normRms` as `long long`s; blocks of 256 threads, gemmNormBlocks' grid
+  /// (a warp a row of up to 1,024 columns, else the block), no dynamic
+  /// shared memory. On one of `kernels` the kernel finishes the norm
+  /// itself (GemmCandidate).
   uint32_t normScale = kNoBuffer;
   uint32_t normShift = kNoBuffer;
   float normEpsilon = 0.0f;
