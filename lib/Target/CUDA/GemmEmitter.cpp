@@ -436,17 +436,8 @@ std::string gemmWidenName(rt::DType dtype) {
 
 std::string familyArrivalCounters(const std::string &name, uint64_t tiles,
                                   bool norm) {
-  std::string count = std::to_string(tiles);
-  std::string text =
-      "// The arrivals of " + name +
-      "'s splits at each tile of C (at the top of its steps' "
-      "ranges)" +
-      (norm ? ", and of its column tiles at each row tile" : "") +
-      ".\nKILN_PER_CONTEXT unsigned int " + name + "_arrived[" + count + "];\n";
-  if (norm)
-    text += "KILN_PER_CONTEXT unsigned int " + name + "_rows_arrived[" + count +
-            "];\n";
-  return text;
+  // The row tiles are fewer than the tiles: as many serve.
+  return gemm::arrivalCounters(name, tiles, norm ? tiles : 0);
 }
 
 std::string gemmNormName(rt::DType dtype, bool widen) {

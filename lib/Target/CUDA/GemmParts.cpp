@@ -297,12 +297,37 @@ __device__ __forceinline__ void $NAME_chan(float count, float mean, float deviat
 }
 )cuda";
 
+/// kLastOfSplits' $UNSPLIT_TILE where the block stored its sums unsplit
+/// (a norm's kernel): it reads them back.
+constexpr const char *kReadOwnSums =
+    "      // A block that owns its tile reads back its own sums.\n"
+    "      __syncthreads();";
+
+/// kNormFinish's $ROW_MEAN of a LayerNorm: the mean of the row's values
+/// over the tile's columns, a warp's sum.
+constexpr const char *kTileRowMean =
+    "\n      for (long long j = lane; j < count; j += 32)\n"
+    "        mean += norm_input(row, col0 + j);\n"
+    "      mean = kiln_warp_sum(mean) / (float)count;";
+
+std::string arrivalCounters(const std::string &name, uint64_t tiles,
+                            uint64_t rowTiles) {
+  std::string text =
+      "// The arrivals of " + name + "'s splits at each tile of C" +
+      (rowTiles ? ", and of its column tiles at each row tile" : "") +
+      ".\nKILN_PER_CONTEXT unsigned int " + name + "_arrived[" +
+      std::to_string(tiles) + "];\n";
+  if (rowTiles)
+    text += "KILN_PER_CONTEXT unsigned int " + name + "_rows_arrived[" +
+            std::to_string(rowTiles) + "];\n";
+  return text;
+}
+
 /// kLastOfSplits' placeholders in a kernel over packed or 8-bit weights:
 /// one matrix, its blocks' z the split.
 static std::vector<std::pair<std::string, std::string>> oneMatrixArrivals() {
   return {{"$LAST_OF_SPLITS", kLastOfSplits},
-          {"$UNSPLIT_TILE", "      // A block that owns its tile reads back "
-                            "its own sums.\n      __syncthreads();"},
+          {"$UNSPLIT_TILE", kReadOwnSums},
           {"$ARRIVAL_TILE", "blockIdx.y * gridDim.x + blockIdx.x"},
           {"$C_MAT", "c"},
           {"$PARTIAL_SUMS", "partials"}};
@@ -315,9 +340,7 @@ splitFinishValues(const std::string &name, int64_t splitK, int64_t tileM,
   if (splitK <= 1)
     return {{"$ARRIVALS", ""}};
   int64_t tiles = (n + tileN - 1) / tileN * ((mostRows + tileM - 1) / tileM);
-  counters = "// The arrivals of " + name +
-             "'s splits at each tile of C.\nKILN_PER_CONTEXT unsigned int " +
-             name + "_arrived[" + std::to_string(tiles) + "];\n";
+  counters = arrivalCounters(name, tiles, 0);
   std::vector<std::pair<std::string, std::string>> values = {
       {"$ARRIVALS", kSplitFinish},
       {"$EACH_ELEMENT", "$FINISH"},
@@ -364,8 +387,7 @@ familyFinishValues(const GemmKernelKind &kind, const GemmConfig &config) {
       values,
       std::vector<std::pair<std::string, std::string>>{
           {"$ARRIVALS", kNormFinish},
-          {"$UNSPLIT_TILE", "      // A block that owns its tile reads back "
-                            "its own sums.\n      __syncthreads();"},
+          {"$UNSPLIT_TILE", kReadOwnSums},
           {"$EACH_ELEMENT", "$APPLY_EPILOGUE\n$KEEP_VALUE"},
           {"$APPLY_EPILOGUE", applyOf(kind)},
           {"$KEEP_VALUE", "      if (sum) {\n"
@@ -377,11 +399,8 @@ familyFinishValues(const GemmKernelKind &kind, const GemmConfig &config) {
                               "      }\n"
                               "      split_sums[row * n + col] = v;"},
           {"$READ_VALUE", "__ldcg(&split_sums[row * n + col])"},
-          {"$ROW_MEAN", "\n      if (!rms) {\n"
-                        "        for (long long j = lane; j < count; j += 32)\n"
-                        "          mean += norm_input(row, col0 + j);\n"
-                        "        mean = kiln_warp_sum(mean) / (float)count;\n"
-                        "      }"},
+          {"$ROW_MEAN",
+           "\n      if (!rms) {" + std::string(kTileRowMean) + "\n      }"},
           {"$SHIFT_ADD",
            "\n        if (norm_shift) y += $TO_FLOAT(norm_shift[col]);"},
           {"$EPSILON_VALUE", "__int_as_float((int)epsilon_bits)"},
@@ -412,12 +431,7 @@ normFinishValues(const PackedGemvShape &shape, const std::string &name,
   HalfSpelling h = spellingOf(shape.dtype);
   int64_t columnTiles = (shape.n + tileN - 1) / tileN;
   int64_t rowTiles = (mostRows + tileM - 1) / tileM;
-  preamble = "// The arrivals of " + name +
-             "'s splits at each tile of C, and of its column tiles at each "
-             "row tile.\nKILN_PER_CONTEXT unsigned int " +
-             name + "_arrived[" + std::to_string(columnTiles * rowTiles) +
-             "];\nKILN_PER_CONTEXT unsigned int " + name + "_rows_arrived[" +
-             std::to_string(rowTiles) + "];\n" +
+  preamble = arrivalCounters(name, columnTiles * rowTiles, rowTiles) +
              substitute(kNormHelpers, {{"$NAME", name}});
   GemmKernelKind kind;
   kind.dtype = shape.dtype;
@@ -457,10 +471,7 @@ normFinishValues(const PackedGemvShape &shape, const std::string &name,
       {"$READ_VALUE", readsSum ? "$TO_FLOAT(__ldcg(&sum[row * n + col]))"
                                : "__ldcg(&partials[row * n + col])"},
       {"$ROW_MEAN",
-       layer ? "\n      for (long long j = lane; j < count; j += 32)\n"
-               "        mean += norm_input(row, col0 + j);\n"
-               "      mean = kiln_warp_sum(mean) / (float)count;"
-             : "\n      // RMSNorm: the squares about zero."},
+       layer ? kTileRowMean : "\n      // RMSNorm: the squares about zero."},
       {"$SHIFT_ADD",
        shape.normShift ? "\n        y += $TO_FLOAT(norm_shift[col]);" : ""},
       {"$EPSILON_VALUE",

@@ -103,6 +103,12 @@ std::string gemvExchangeText(int64_t rows, int64_t columns);
 /// declarations the store reads that the kernel has not made).
 extern const char *const kGemvColumnStores;
 
+/// The declarations of kernel `name`'s arrival counters: `tiles` for its
+/// splits' tiles of C (`NAME_arrived`) and, where `rowTiles` is not 0,
+/// `rowTiles` for its column tiles' row tiles (`NAME_rows_arrived`).
+std::string arrivalCounters(const std::string &name, uint64_t tiles,
+                            uint64_t rowTiles);
+
 /// The end of a kernel over packed or 8-bit weights (PackedGemvEmitter.cpp,
 /// PackedGemmEmitter.cpp, QdqGemmEmitter.cpp, QdqWgmmaEmitter.cpp) whose
 /// blocks own `tileM` x `tileN` tiles of C, split `splitK` ways over K: the
