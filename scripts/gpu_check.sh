@@ -223,6 +223,10 @@ if want sanitizer; then
   sr=build-gpu/lit/test__Target__CUDA__split-reduction.test/t
   qf=build-gpu/lit/test__Target__CUDA__fp8-wgmma-gemm.test/t
   qi=build-gpu/lit/test__Target__CUDA__int8-wgmma-gemm.test/t
+  pc=build-gpu/lit/test__Target__CUDA__packed-gemv-cache-update.test/t
+  qn=build-gpu/lit/test__Target__CUDA__qdq-gemm-tail-norm.test/t
+  hub=test/models/hub/llama-genai-int4-fp16/model.onnx
+  hubdims=batch_size=1:8,sequence_length=1:64,past_sequence_length=64,total_sequence_length=1:64,kv_cache_dim=16
   # An export with its committed inputs and pinned dims.
   export_args() {
     local d=test/models/fresh/$1
@@ -277,8 +281,11 @@ if want sanitizer; then
     "family-split|$gk/decode.so --gemm mma_16x64x32_w1x4_split4 --reference-model $gk/decode.onnxtxt --compare-reference --rtol 2e-3 --atol 5e-4"
     "family-norm-split|$gl/norm.so --gemm mma_16x64x32_w1x4_split4 --reference-model $gl/norm.onnxtxt --compare-reference --rtol 5e-3 --atol 4e-3"
     "family-norm-gemv|$gl/norm.so --gemm gemv_8x128_w4_split1 --reference-model $gl/norm.onnxtxt --compare-reference --rtol 5e-3 --atol 4e-3"
+    "packed-cache-update-gemv|$pc/decoder.so --reference-model $hub --dim $hubdims --run-dim batch_size=1,sequence_length=7,total_sequence_length=20 --compare-reference --rel-l2 1e-2 --seed 2"
+    "qdq-tail-norm|$qn/floats.so --reference-model $qn/floats.mlir --compare-reference --seed 4"
+    "packed-cache-update-mma|$pc/decoder.so --reference-model $hub --dim $hubdims --run-dim batch_size=2,sequence_length=12,total_sequence_length=20 --compare-reference --rel-l2 1e-2 --seed 3"
   )
-  racy=" tc-attention-fp16 tc-attention-decode tc-attention-bf16-tails tc-attention-cp-async tc-attention-cp-async-tails tc-attention-two-mtiles tc-attention-two-mtiles-tails tc-attention-two-mtiles-wide tc-attention-two-mtiles-one-stage tc-attention-two-mtiles-one-stage-tails tc-attention-two-mtiles-one-stage-wide tc-attention-two-barriers-tails tc-attention-two-mtiles-two-barriers-wide tc-attention-8-warps tc-attention-head-views-packed tc-attention-head-views-split tc-attention-head-views-decode tc-attention-wgmma-tails tc-attention-wgmma-keys64-tails tc-attention-wgmma-gqa tc-attention-wgmma-symbolic tc-attention-wgmma-elements tc-attention-tf32 tc-attention-tf32-tails tc-attention-tf32-split split-reduction qdq-wgmma-fp8 qdq-wgmma-int8 bert-fp32 llama-bf16 packed-split-twice packed-norm-gemv packed-norm-gemm packed-norm-four-tiles family-split family-norm-split family-norm-gemv "
+  racy=" tc-attention-fp16 tc-attention-decode tc-attention-bf16-tails tc-attention-cp-async tc-attention-cp-async-tails tc-attention-two-mtiles tc-attention-two-mtiles-tails tc-attention-two-mtiles-wide tc-attention-two-mtiles-one-stage tc-attention-two-mtiles-one-stage-tails tc-attention-two-mtiles-one-stage-wide tc-attention-two-barriers-tails tc-attention-two-mtiles-two-barriers-wide tc-attention-8-warps tc-attention-head-views-packed tc-attention-head-views-split tc-attention-head-views-decode tc-attention-wgmma-tails tc-attention-wgmma-keys64-tails tc-attention-wgmma-gqa tc-attention-wgmma-symbolic tc-attention-wgmma-elements tc-attention-tf32 tc-attention-tf32-tails tc-attention-tf32-split split-reduction qdq-wgmma-fp8 qdq-wgmma-int8 bert-fp32 llama-bf16 packed-split-twice packed-norm-gemv packed-norm-gemm packed-norm-four-tiles family-split family-norm-split family-norm-gemv packed-cache-update-gemv packed-cache-update-mma qdq-tail-norm "
   deadline=$((SECONDS + 180))
   for tool in memcheck racecheck; do
     for r in "${runs[@]}"; do

@@ -200,6 +200,13 @@ struct KernelCLOptions {
                      "RMSNorm of each row after it (default true; false "
                      "keeps the norm's row kernel, to time the two)"),
       llvm::cl::init(true)};
+  llvm::cl::opt<bool> gemmCacheUpdate{
+      "gemm-cache-update",
+      llvm::cl::desc("a decoder's QKV projection over block-quantized "
+                     "weights writes its new keys and values into their "
+                     "caches in its GEMV's last block (default true; false "
+                     "keeps the update's own kernel, to time the two)"),
+      llvm::cl::init(true)};
 };
 } // namespace
 
@@ -227,6 +234,7 @@ std::string applyKernelCLOptions(CompileOptions &options) {
   attention.barriers = kernelCLOptions->attentionBarriers;
   attention.lazyRescale = kernelCLOptions->attentionLazyRescale;
   options.pipeline.fuse.gemmNorm = kernelCLOptions->gemmNormEpilogue;
+  options.pipeline.fuse.gemmCacheUpdate = kernelCLOptions->gemmCacheUpdate;
   if (std::string error = checkAttentionOverrides(attention); !error.empty())
     return "--" + error;
   return "";
@@ -304,6 +312,7 @@ std::vector<std::string> givenCompileOnlyFlags() {
     note(o.attentionBarriers);
     note(o.attentionLazyRescale);
     note(o.gemmNormEpilogue);
+    note(o.gemmCacheUpdate);
   }
   return given;
 }

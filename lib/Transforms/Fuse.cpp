@@ -120,6 +120,11 @@ struct Group {
   /// this one reads, merged into it (mergeSiblingKernels) and yielded
   /// after the root and alsoYielded.
   SmallVector<Operation *, 2> siblings;
+  /// A GEMM group's cache updates (mergeCacheUpdatesIntoGemms), yielded
+  /// after the root, the later first; and where the kernel is then placed
+  /// (the later update), else null: at the root.
+  SmallVector<Operation *, 2> cacheUpdates;
+  Operation *placeAt = nullptr;
 
   bool allUsesInside(Operation *op) const {
     return llvm::all_of(op->getUsers(), [&](Operation *user) {
@@ -777,6 +782,77 @@ void growQdqTail(Group &group, const llvm::DenseSet<Operation *> &taken,
   group.gemmTail = true;
 }
 
+/// Grows an 8-bit GEMM's tail (growQdqTail) by the LayerNorm or RMSNorm of
+/// each row that is its end's only reader, and by the elementwise ops after
+/// the norm that read it at their own element, up to the last whose earlier
+/// values nothing else reads: a Q/DQ BERT's post-norm residual blocks,
+/// whose norm's output the next products read requantized. The CUDA
+/// target's Q/DQ GEMM keeps the tail's values for the norm and normalizes
+/// and requantizes in the last column tile of a row tile to arrive (the
+/// packed kernels' norm finish), so the norm's row kernel, a launch a norm,
+/// is saved. An fp32 tail's end, of the product's rows and columns, only;
+/// the norm's scale and shift and the later ops' other operands are values
+/// from before the product, as the tail's are.
+void growQdqTailNorm(Group &group, MatmulOp matmul,
+                     const llvm::DenseSet<Operation *> &taken) {
+  Value end = group.root->getResult(0);
+  auto type = cast<RankedTensorType>(end.getType());
+  auto product = cast<RankedTensorType>(matmul.getType());
+  int64_t columns = product.getShape().back();
+  if (!end.hasOneUse() || !type.getElementType().isF32() ||
+      !type.hasStaticShape() || !product.hasStaticShape() ||
+      type.getNumElements() != product.getNumElements() ||
+      type.getShape().back() != columns)
+    return;
+  Operation *norm = *end.getUsers().begin();
+  Block *block = matmul->getBlock();
+  auto before = [&](Value v) {
+    Operation *def = v.getDefiningOp();
+    if (!def)
+      return true;
+    return def->getBlock() == block && def->isBeforeInBlock(matmul) &&
+           (def->getNumOperands() == 0 || taken.contains(def) ||
+            !(isElementwise(def) || isDataMovement(def)));
+  };
+  auto isRow = [&](Value v) {
+    auto t = cast<RankedTensorType>(v.getType());
+    return t.getRank() == 1 && t.getShape()[0] == columns &&
+           t.getElementType().isF32() && before(v);
+  };
+  if (!isRowNorm(norm))
+    return;
+  Value shift = rowNormShift(norm);
+  if (taken.contains(norm) || norm->getBlock() != block ||
+      rowNormAxis(norm) != type.getRank() - 1 || !isRow(rowNormScale(norm)) ||
+      (shift && !isRow(shift)))
+    return;
+  // The ops after the norm, each reading the chain at its own element.
+  SmallVector<Operation *> after;
+  llvm::SmallPtrSet<Value, 16> chain = {norm->getResult(0)};
+  size_t taking = 0;
+  Operation *op = norm->getNextNode();
+  for (unsigned looked = 0; op && looked < kTailWindow;
+       op = op->getNextNode(), ++looked) {
+    if (llvm::none_of(op->getOperands(),
+                      [&](Value v) { return chain.contains(v); }))
+      continue;
+    if (taken.contains(op) || !isElementwise(op) || op->getNumResults() != 1 ||
+        !llvm::all_of(op->getOperands(), [&](Value v) {
+          return chain.contains(v) ? sameShape(v, op->getResult(0)) : before(v);
+        }))
+      break;
+    after.push_back(op);
+    chain.insert(op->getResult(0));
+    if (onlyReadWithin(chain, after, op))
+      taking = after.size();
+  }
+  // (Without a closed chain after it, the kernel yields the norm's result.)
+  group.members.insert(norm);
+  group.members.insert(after.begin(), after.begin() + taking);
+  group.root = taking ? after[taking - 1] : norm;
+  group.gemmNorm = norm;
+}
+
 /// Grows the group of a product of block-quantized weights (its packed
 /// GEMV's) by the ops that compute its left operand, where only the product
 /// reads them: elementwise ops and data movement other than gathers (whose
@@ -907,8 +983,8 @@ std::optional<Group> buildGemmGroup(MatmulOp matmul,
   // then yields both. It adds the epilogue and normalizes (the CUDA
   // target's norm kernel), saving the sum's round trip and a launch. Over
   // block-quantized weights, where the packed kernels finish it (a
-  // quantized decoder's norms after its output and down projections); not
-  // over 8-bit activations (the Q/DQ GEMM has no norm).
+  // quantized decoder's norms after its output and down projections); over
+  // 8-bit activations only after the tail (growQdqTailNorm).
   auto dequantize = matmul.getRhs().getDefiningOp<DequantizeOp>();
   bool packs = dequantize && (element.isF16() || element.isBF16()) &&
                matmul.getTransposeRhs() && !matmul.getTransposeLhs() &&
@@ -960,10 +1036,12 @@ std::optional<Group> buildGemmGroup(MatmulOp matmul,
     if (joins(operands->weights) && llvm::all_of(ops, joins)) {
       group.members.insert(operands->weights);
       group.members.insert(ops.begin(), ops.end());
-      // Its tail after the product and bias alone.
+      // Its tail after the product and bias alone, and a norm after it.
       if (!group.gemmResidualAdd &&
           group.gemmActivation == GemmActivation::none)
         growQdqTail(group, taken, reserved);
+      if (group.gemmTail && takeNorm)
+        growQdqTailNorm(group, matmul, taken);
     }
   }
   // Last, the cast of a 16-bit result to fp32 where it is the result's only
@@ -1014,7 +1092,7 @@ public:
   explicit Placement(ArrayRef<Group> groups) {
     for (const Group &g : groups)
       for (Operation *op : g.members)
-        placeOf[op] = g.root;
+        placeOf[op] = g.placeAt ? g.placeAt : g.root;
   }
   Operation *operator()(Operation *op) const {
     Operation *place = placeOf.lookup(op);
@@ -1247,6 +1325,68 @@ void mergeSiblingKernels(SmallVectorImpl<Group> &groups) {
       });
 }
 
+/// Whether `group` is a GEMM over block-quantized weights of a 16-bit
+/// product whose epilogue ends in neither norm nor tail: what the packed
+/// GEMV finishes with a cache update.
+bool isPackedGemmGroup(const Group &group) {
+  if (group.kind != KernelKind::gemm || group.gemmNorm || group.gemmTail ||
+      group.gemmWideNorm || group.alsoYielded || !group.cacheUpdates.empty())
+    return false;
+  auto matmul = llvm::find_if(group.members,
+                              [](Operation *op) { return isa<MatmulOp>(op); });
+  if (matmul == group.members.end())
+    return false;
+  auto product = cast<MatmulOp>(*matmul);
+  Type element = getElementTypeOrSelf(product.getType());
+  auto weights = product.getRhs().getDefiningOp<DequantizeOp>();
+  return (element.isF16() || element.isBF16()) && weights &&
+         group.members.contains(weights) && !qdqOperands(product);
+}
+
+/// Merges each cache update's kernel (a layer's key and value updates,
+/// paired) that reads a packed GEMM group's result into that group, placed
+/// at the update: a decoder's QKV projection then writes the new keys
+/// (rotated) and values into their caches in its GEMV's last block, one
+/// launch fewer at every decoding step. The update's other inputs (the
+/// rotary tables, the positions) may be computed after the projection:
+/// the kernel's place, the update's, comes after them. Every other reader
+/// of the product must be placed after the update.
+void mergeCacheUpdatesIntoGemms(SmallVectorImpl<Group> &groups) {
+  auto isUpdate = [](const Group &g) {
+    return g.kind == KernelKind::elementwise && isa<UpdateSliceOp>(g.root) &&
+           g.siblings.empty() && g.sideScalars.empty() &&
+           (!g.alsoYielded || isa<UpdateSliceOp>(g.alsoYielded));
+  };
+  for (size_t i = 0; i < groups.size();) {
+    Placement placement(groups);
+    Group *update = nullptr;
+    if (isPackedGemmGroup(groups[i]))
+      for (Group &g : groups)
+        if (isUpdate(g) && g.root->getBlock() == groups[i].root->getBlock() &&
+            readsRootOf(g, groups[i]) && placement.readAfter(groups[i], g)) {
+          update = &g;
+          break;
+        }
+    if (!update) {
+      ++i;
+      continue;
+    }
+    // The GEMM's group takes the update's ops and its place; the update's
+    // group goes.
+    Group &gemm = groups[i];
+    gemm.placeAt = update->root;
+    gemm.cacheUpdates.push_back(update->root);
+    if (update->alsoYielded)
+      gemm.cacheUpdates.push_back(update->alsoYielded);
+    gemm.members.insert(update->members.begin(), update->members.end());
+    groups.erase(groups.begin() + (update - groups.data()));
+    // Group i may have moved down by one; either way, it is done.
+    if (update < &gemm)
+      --i;
+    ++i;
+  }
+}
+
 /// Gives every elementwise or data-movement reader of a cheap scalar
 /// (isCheapScalar) that no group has taken a copy of its own, consumers
 /// first, so that the copy joins the reader's kernel (a producer joins only
@@ -1304,7 +1444,7 @@ void outlineGroup(Group &group) {
       if (!inside.contains(operand.getDefiningOp()))
         inputs.insert(operand);
 
-  OpBuilder builder(group.root);
+  OpBuilder builder(group.placeAt ? group.placeAt : group.root);
   Value result = group.root->getResult(0);
   // A GEMM's epilogue as matched, by kernel input: what the CUDA target
   // reads.
@@ -1340,11 +1480,13 @@ void outlineGroup(Group &group) {
         builder.getContext(), inputNumber(group.gemmBiasAdd), residual,
         group.gemmActivation, norm ? numberOf(rowNormScale(norm)) : -1,
         norm ? numberOf(rowNormShift(norm)) : -1, group.gemmTail,
-        group.gemmPrologue, group.gemmWideNorm);
+        group.gemmPrologue, group.gemmWideNorm, !group.cacheUpdates.empty());
   }
   SmallVector<Value> results{result};
   if (group.alsoYielded)
     results.push_back(group.alsoYielded->getResult(0));
+  for (Operation *op : group.cacheUpdates)
+    results.push_back(op->getResult(0));
   for (Operation *op : group.siblings)
     results.push_back(op->getResult(0));
   for (Operation *op : group.sideScalars)
@@ -1379,7 +1521,7 @@ struct KilnFusePass : public kiln::impl::KilnFusePassBase<KilnFusePass> {
   void runOnOperation() override {
     func::FuncOp func = getOperation();
     llvm::DenseSet<Operation *> taken;
-    SmallVector<Group> groups;
+    SmallVector<Group, 0> groups;
 
     // Weights two readers share (an LM head and the tied embedding's
     // gather, which CSE gave one dequantize): each reader that computes
@@ -1523,6 +1665,8 @@ struct KilnFusePass : public kiln::impl::KilnFusePassBase<KilnFusePass> {
     pairScalarKernels(groups);
     mergeScalarKernels(groups);
     mergeSiblingKernels(groups);
+    if (gemmCacheUpdate)
+      mergeCacheUpdatesIntoGemms(groups);
     for (Group &group : groups)
       outlineGroup(group);
   }

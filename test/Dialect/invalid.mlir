@@ -777,3 +777,115 @@ func.func @gemm_wide_norm_not_narrowed(%x: tensor<3x64xf16>, %q: tensor<8x2x16xu
   }
   return %0 : tensor<3x8xf32>
 }
+
+// -----
+
+// A cache update after a product of block-quantized weights only.
+func.func @gemm_cache_update_unquantized(%x: tensor<1x32xf16>, %w: tensor<32x8xf16>, %kc: tensor<6x8xf16>) -> (tensor<1x8xf16>, tensor<6x8xf16>) {
+  // expected-error@+1 {{of kind gemm updates a cache only after a product of block-quantized weights with neither norm nor tail}}
+  %0:2 = kiln.kernel gemm (%x, %w, %kc) {epilogue = #kiln.gemm_epilogue<cache_update = true>} : (tensor<1x32xf16>, tensor<32x8xf16>, tensor<6x8xf16>) -> (tensor<1x8xf16>, tensor<6x8xf16>) {
+  ^bb0(%a: tensor<1x32xf16>, %b: tensor<32x8xf16>, %k: tensor<6x8xf16>):
+    %p = kiln.matmul %a, %b : (tensor<1x32xf16>, tensor<32x8xf16>) -> tensor<1x8xf16>
+    %u = kiln.update_slice %k, %p {axis = 0 : i64, offset = "2"} : (tensor<6x8xf16>, tensor<1x8xf16>) -> tensor<6x8xf16>
+    kiln.yield %p, %u : tensor<1x8xf16>, tensor<6x8xf16>
+  }
+  return %0#0, %0#1 : tensor<1x8xf16>, tensor<6x8xf16>
+}
+
+// -----
+
+func.func @gemm_cache_update_reduction(%x: tensor<1x32xf16>, %q: tensor<8x1x16xui8>, %s: tensor<8x1xf16>, %kc: tensor<6x8xf16>) -> (tensor<1x8xf16>, tensor<6x8xf16>) {
+  // expected-error@+1 {{of kind gemm computes its cache update with an op other than elementwise ops and data movement: kiln.softmax}}
+  %0:2 = kiln.kernel gemm (%x, %q, %s, %kc) {epilogue = #kiln.gemm_epilogue<cache_update = true>} : (tensor<1x32xf16>, tensor<8x1x16xui8>, tensor<8x1xf16>, tensor<6x8xf16>) -> (tensor<1x8xf16>, tensor<6x8xf16>) {
+  ^bb0(%a: tensor<1x32xf16>, %bq: tensor<8x1x16xui8>, %bs: tensor<8x1xf16>, %k: tensor<6x8xf16>):
+    %w = kiln.dequantize %bq, %bs {bits = 4 : i64, block_size = 32 : i64} : (tensor<8x1x16xui8>, tensor<8x1xf16>) -> tensor<8x32xf16>
+    %p = kiln.matmul %a, %w {transpose_rhs = true} : (tensor<1x32xf16>, tensor<8x32xf16>) -> tensor<1x8xf16>
+    %m = kiln.softmax %p {axis = 1 : i64} : tensor<1x8xf16>
+    %u = kiln.update_slice %k, %m {axis = 0 : i64, offset = "2"} : (tensor<6x8xf16>, tensor<1x8xf16>) -> tensor<6x8xf16>
+    kiln.yield %p, %u : tensor<1x8xf16>, tensor<6x8xf16>
+  }
+  return %0#0, %0#1 : tensor<1x8xf16>, tensor<6x8xf16>
+}
+
+// -----
+
+func.func @gemm_cache_update_order(%x: tensor<1x32xf16>, %q: tensor<16x1x16xui8>, %s: tensor<16x1xf16>, %kc: tensor<6x8xf16>, %vc: tensor<6x8xf16>) -> (tensor<1x16xf16>, tensor<6x8xf16>, tensor<6x8xf16>) {
+  // expected-error@+1 {{of kind gemm must yield the end of its epilogue, then its cache updates, the later first}}
+  %0:3 = kiln.kernel gemm (%x, %q, %s, %kc, %vc) {epilogue = #kiln.gemm_epilogue<cache_update = true>} : (tensor<1x32xf16>, tensor<16x1x16xui8>, tensor<16x1xf16>, tensor<6x8xf16>, tensor<6x8xf16>) -> (tensor<1x16xf16>, tensor<6x8xf16>, tensor<6x8xf16>) {
+  ^bb0(%a: tensor<1x32xf16>, %bq: tensor<16x1x16xui8>, %bs: tensor<16x1xf16>, %k: tensor<6x8xf16>, %v: tensor<6x8xf16>):
+    %w = kiln.dequantize %bq, %bs {bits = 4 : i64, block_size = 32 : i64} : (tensor<16x1x16xui8>, tensor<16x1xf16>) -> tensor<16x32xf16>
+    %p = kiln.matmul %a, %w {transpose_rhs = true} : (tensor<1x32xf16>, tensor<16x32xf16>) -> tensor<1x16xf16>
+    %kn = kiln.slice %p {starts = array<i64: 0, 0>, strides = array<i64: 1, 1>} : tensor<1x16xf16> -> tensor<1x8xf16>
+    %vn = kiln.slice %p {starts = array<i64: 0, 8>, strides = array<i64: 1, 1>} : tensor<1x16xf16> -> tensor<1x8xf16>
+    %ku = kiln.update_slice %k, %kn {axis = 0 : i64, offset = "2"} : (tensor<6x8xf16>, tensor<1x8xf16>) -> tensor<6x8xf16>
+    %vu = kiln.update_slice %v, %vn {axis = 0 : i64, offset = "2"} : (tensor<6x8xf16>, tensor<1x8xf16>) -> tensor<6x8xf16>
+    kiln.yield %p, %ku, %vu : tensor<1x16xf16>, tensor<6x8xf16>, tensor<6x8xf16>
+  }
+  return %0#0, %0#1, %0#2 : tensor<1x16xf16>, tensor<6x8xf16>, tensor<6x8xf16>
+}
+
+// -----
+
+func.func @gemm_cache_update_other_offsets(%x: tensor<1x32xf16>, %q: tensor<16x1x16xui8>, %s: tensor<16x1xf16>, %kc: tensor<6x8xf16>, %vc: tensor<6x8xf16>) -> (tensor<1x16xf16>, tensor<6x8xf16>, tensor<6x8xf16>) {
+  // expected-error@+1 {{of kind gemm updates one or two caches that write alike (one shape, axis, offset and starts)}}
+  %0:3 = kiln.kernel gemm (%x, %q, %s, %kc, %vc) {epilogue = #kiln.gemm_epilogue<cache_update = true>} : (tensor<1x32xf16>, tensor<16x1x16xui8>, tensor<16x1xf16>, tensor<6x8xf16>, tensor<6x8xf16>) -> (tensor<1x16xf16>, tensor<6x8xf16>, tensor<6x8xf16>) {
+  ^bb0(%a: tensor<1x32xf16>, %bq: tensor<16x1x16xui8>, %bs: tensor<16x1xf16>, %k: tensor<6x8xf16>, %v: tensor<6x8xf16>):
+    %w = kiln.dequantize %bq, %bs {bits = 4 : i64, block_size = 32 : i64} : (tensor<16x1x16xui8>, tensor<16x1xf16>) -> tensor<16x32xf16>
+    %p = kiln.matmul %a, %w {transpose_rhs = true} : (tensor<1x32xf16>, tensor<16x32xf16>) -> tensor<1x16xf16>
+    %kn = kiln.slice %p {starts = array<i64: 0, 0>, strides = array<i64: 1, 1>} : tensor<1x16xf16> -> tensor<1x8xf16>
+    %vn = kiln.slice %p {starts = array<i64: 0, 8>, strides = array<i64: 1, 1>} : tensor<1x16xf16> -> tensor<1x8xf16>
+    %ku = kiln.update_slice %k, %kn {axis = 0 : i64, offset = "2"} : (tensor<6x8xf16>, tensor<1x8xf16>) -> tensor<6x8xf16>
+    %vu = kiln.update_slice %v, %vn {axis = 0 : i64, offset = "3"} : (tensor<6x8xf16>, tensor<1x8xf16>) -> tensor<6x8xf16>
+    kiln.yield %p, %vu, %ku : tensor<1x16xf16>, tensor<6x8xf16>, tensor<6x8xf16>
+  }
+  return %0#0, %0#2, %0#1 : tensor<1x16xf16>, tensor<6x8xf16>, tensor<6x8xf16>
+}
+
+// -----
+
+func.func @gemm_cache_update_computed_cache(%x: tensor<1x32xf16>, %q: tensor<8x1x16xui8>, %s: tensor<8x1xf16>, %kc: tensor<6x8xf16>) -> (tensor<1x8xf16>, tensor<6x8xf16>) {
+  // expected-error@+1 {{of kind gemm updates a cache that is not one of its inputs}}
+  %0:2 = kiln.kernel gemm (%x, %q, %s, %kc) {epilogue = #kiln.gemm_epilogue<cache_update = true>} : (tensor<1x32xf16>, tensor<8x1x16xui8>, tensor<8x1xf16>, tensor<6x8xf16>) -> (tensor<1x8xf16>, tensor<6x8xf16>) {
+  ^bb0(%a: tensor<1x32xf16>, %bq: tensor<8x1x16xui8>, %bs: tensor<8x1xf16>, %k: tensor<6x8xf16>):
+    %w = kiln.dequantize %bq, %bs {bits = 4 : i64, block_size = 32 : i64} : (tensor<8x1x16xui8>, tensor<8x1xf16>) -> tensor<8x32xf16>
+    %p = kiln.matmul %a, %w {transpose_rhs = true} : (tensor<1x32xf16>, tensor<8x32xf16>) -> tensor<1x8xf16>
+    %kk = kiln.neg %k : tensor<6x8xf16>
+    %u = kiln.update_slice %kk, %p {axis = 0 : i64, offset = "2"} : (tensor<6x8xf16>, tensor<1x8xf16>) -> tensor<6x8xf16>
+    kiln.yield %p, %u : tensor<1x8xf16>, tensor<6x8xf16>
+  }
+  return %0#0, %0#1 : tensor<1x8xf16>, tensor<6x8xf16>
+}
+
+// -----
+
+// A Q/DQ GEMM's tail ends in the norm its epilogue names.
+func.func @gemm_tail_norm_missing(%x: tensor<3x32xi8>, %q: tensor<8x1x32xui8>, %s: tensor<8x1xf32>, %sa: tensor<f32>, %g: tensor<8xf32>) -> tensor<3x8xf32> {
+  // expected-error@+1 {{of kind gemm has no layer_norm or rms_norm of its tail's end where its epilogue says}}
+  %0 = kiln.kernel gemm (%x, %q, %s, %sa, %g) {epilogue = #kiln.gemm_epilogue<norm_scale = 4, tail = true>} : (tensor<3x32xi8>, tensor<8x1x32xui8>, tensor<8x1xf32>, tensor<f32>, tensor<8xf32>) -> tensor<3x8xf32> {
+  ^bb0(%a: tensor<3x32xi8>, %bq: tensor<8x1x32xui8>, %bs: tensor<8x1xf32>, %as: tensor<f32>, %ag: tensor<8xf32>):
+    %af = kiln.cast %a : tensor<3x32xi8> -> tensor<3x32xf32>
+    %ad = kiln.mul %af, %as : (tensor<3x32xf32>, tensor<f32>) -> tensor<3x32xf32>
+    %w = kiln.dequantize %bq, %bs {bits = 8 : i64, block_size = 32 : i64} : (tensor<8x1x32xui8>, tensor<8x1xf32>) -> tensor<8x32xf32>
+    %p = kiln.matmul %ad, %w {transpose_rhs = true} : (tensor<3x32xf32>, tensor<8x32xf32>) -> tensor<3x8xf32>
+    %r = kiln.mul %p, %as : (tensor<3x8xf32>, tensor<f32>) -> tensor<3x8xf32>
+    kiln.yield %r : tensor<3x8xf32>
+  }
+  return %0 : tensor<3x8xf32>
+}
+
+// -----
+
+func.func @gemm_tail_norm_other_scale(%x: tensor<3x32xi8>, %q: tensor<8x1x32xui8>, %s: tensor<8x1xf32>, %sa: tensor<f32>, %g: tensor<8xf32>, %g2: tensor<8xf32>) -> tensor<3x8xf32> {
+  // expected-error@+1 {{of kind gemm has a norm that is not of its tail's end's rows by its norm inputs}}
+  %0 = kiln.kernel gemm (%x, %q, %s, %sa, %g, %g2) {epilogue = #kiln.gemm_epilogue<norm_scale = 4, tail = true>} : (tensor<3x32xi8>, tensor<8x1x32xui8>, tensor<8x1xf32>, tensor<f32>, tensor<8xf32>, tensor<8xf32>) -> tensor<3x8xf32> {
+  ^bb0(%a: tensor<3x32xi8>, %bq: tensor<8x1x32xui8>, %bs: tensor<8x1xf32>, %as: tensor<f32>, %ag: tensor<8xf32>, %ag2: tensor<8xf32>):
+    %af = kiln.cast %a : tensor<3x32xi8> -> tensor<3x32xf32>
+    %ad = kiln.mul %af, %as : (tensor<3x32xf32>, tensor<f32>) -> tensor<3x32xf32>
+    %w = kiln.dequantize %bq, %bs {bits = 8 : i64, block_size = 32 : i64} : (tensor<8x1x32xui8>, tensor<8x1xf32>) -> tensor<8x32xf32>
+    %p = kiln.matmul %ad, %w {transpose_rhs = true} : (tensor<3x32xf32>, tensor<8x32xf32>) -> tensor<3x8xf32>
+    %r = kiln.mul %p, %as : (tensor<3x8xf32>, tensor<f32>) -> tensor<3x8xf32>
+    %n = kiln.rms_norm %r, %ag2 {axis = 1 : i64, epsilon = 1.0e-6 : f32} : (tensor<3x8xf32>, tensor<8xf32>) -> tensor<3x8xf32>
+    kiln.yield %n : tensor<3x8xf32>
+  }
+  return %0 : tensor<3x8xf32>
+}

@@ -164,6 +164,27 @@ func.func @gemm_kernel_tail(%x: tensor<4x32xi8>, %q: tensor<8x1x32xui8>, %s: ten
   return %0 : tensor<32xf16>
 }
 
+// A cache update after a product of block-quantized weights: its ops may
+// start with a reshape of the product (the chain ends at the product the
+// kernel yields), and the kernel yields the later update, then the earlier.
+// CHECK-LABEL: func @gemm_kernel_cache_update
+// CHECK: {epilogue = #kiln.gemm_epilogue<cache_update = true>}
+func.func @gemm_kernel_cache_update(%x: tensor<1x32xf16>, %q: tensor<8x1x16xui8>, %s: tensor<8x1xf16>, %kc: tensor<6x4xf16>, %vc: tensor<6x4xf16>) -> (tensor<1x8xf16>, tensor<6x4xf16>, tensor<6x4xf16>) {
+  %0:3 = kiln.kernel gemm (%x, %q, %s, %kc, %vc) {epilogue = #kiln.gemm_epilogue<cache_update = true>} : (tensor<1x32xf16>, tensor<8x1x16xui8>, tensor<8x1xf16>, tensor<6x4xf16>, tensor<6x4xf16>) -> (tensor<1x8xf16>, tensor<6x4xf16>, tensor<6x4xf16>) {
+  ^bb0(%a: tensor<1x32xf16>, %bq: tensor<8x1x16xui8>, %bs: tensor<8x1xf16>, %k: tensor<6x4xf16>, %v: tensor<6x4xf16>):
+    %w = kiln.dequantize %bq, %bs {bits = 4 : i64, block_size = 32 : i64} : (tensor<8x1x16xui8>, tensor<8x1xf16>) -> tensor<8x32xf16>
+    %p = kiln.matmul %a, %w {transpose_rhs = true} : (tensor<1x32xf16>, tensor<8x32xf16>) -> tensor<1x8xf16>
+    %r = kiln.reshape %p : tensor<1x8xf16> -> tensor<2x4xf16>
+    %kn = kiln.slice %r {starts = array<i64: 0, 0>, strides = array<i64: 1, 1>} : tensor<2x4xf16> -> tensor<1x4xf16>
+    %kr = kiln.neg %kn : tensor<1x4xf16>
+    %vn = kiln.slice %r {starts = array<i64: 1, 0>, strides = array<i64: 1, 1>} : tensor<2x4xf16> -> tensor<1x4xf16>
+    %ku = kiln.update_slice %k, %kr {axis = 0 : i64, offset = "2"} : (tensor<6x4xf16>, tensor<1x4xf16>) -> tensor<6x4xf16>
+    %vu = kiln.update_slice %v, %vn {axis = 0 : i64, offset = "2"} : (tensor<6x4xf16>, tensor<1x4xf16>) -> tensor<6x4xf16>
+    kiln.yield %p, %vu, %ku : tensor<1x8xf16>, tensor<6x4xf16>, tensor<6x4xf16>
+  }
+  return %0#0, %0#2, %0#1 : tensor<1x8xf16>, tensor<6x4xf16>, tensor<6x4xf16>
+}
+
 // A length from the data checked against bounds at run time: the bounds
 // broadcast to it (a constant and a size of the run's dims).
 // CHECK-LABEL: func @check_range

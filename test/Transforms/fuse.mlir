@@ -2006,3 +2006,144 @@ func.func @gemm_int8_tail_quantized_add(%x0: tensor<3x32xf32>, %s: tensor<8x1xf3
   %y = kiln.cast %n : tensor<3x8xf32> -> tensor<3x8xi8>
   return %y : tensor<3x8xi8>
 }
+
+// -----
+
+// A decoder's QKV projection over block-quantized weights (fp16), its key
+// rotated (cos and sin computed after the product, as the importer orders a
+// GroupQueryAttention's rotary tables) and written with its value into the
+// caches at each sequence's start: the paired update's kernel joins the
+// projection's GEMM, which yields the product, then the value's and the
+// key's caches, and is placed at the update; the query's reader (an exp
+// here, attention in a model) reads the product after it.
+// CHECK-LABEL: func @gemm_cache_update
+// CHECK: %[[COS:.*]] = kiln.kernel  elementwise(%arg4)
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: kiln.cos
+// CHECK: %[[K:.*]]:3 = kiln.kernel  gemm(%arg1, %arg2, %arg0, %arg4, %[[COS]], %arg3, %arg6, %arg5) {epilogue = #kiln.gemm_epilogue<cache_update = true>}
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: kiln.dequantize
+// CHECK-NEXT: %[[P:.*]] = kiln.matmul
+// CHECK-NEXT: kiln.sin
+// CHECK: %[[KU:.*]] = kiln.update_slice
+// CHECK: %[[VU:.*]] = kiln.update_slice
+// CHECK-NEXT: kiln.yield %[[P]], %[[VU]], %[[KU]]
+// CHECK: kiln.kernel  elementwise(%[[K]]#0)
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: kiln.slice
+// CHECK-NEXT: kiln.exp
+// CHECK: return %{{.*}}, %[[K]]#2, %[[K]]#1, %[[COS]]
+func.func @gemm_cache_update(%x: tensor<1x32xf16>, %q: tensor<24x1x16xui8>, %s: tensor<24x1xf16>, %kc: tensor<1x8x8xf16>, %angle: tensor<1x4xf16>, %vc: tensor<1x8x8xf16>, %at: tensor<1x1x1xi64>) -> (tensor<1x8xf16>, tensor<1x8x8xf16>, tensor<1x8x8xf16>, tensor<1x4xf16>) {
+  %w = kiln.dequantize %q, %s {bits = 4 : i64, block_size = 32 : i64} : (tensor<24x1x16xui8>, tensor<24x1xf16>) -> tensor<24x32xf16>
+  %p = kiln.matmul %x, %w {transpose_rhs = true} : (tensor<1x32xf16>, tensor<24x32xf16>) -> tensor<1x24xf16>
+  %cos = kiln.cos %angle : tensor<1x4xf16>
+  %sin = kiln.sin %angle : tensor<1x4xf16>
+  %k = kiln.slice %p {starts = array<i64: 0, 8>, strides = array<i64: 1, 1>} : tensor<1x24xf16> -> tensor<1x8xf16>
+  %k1 = kiln.slice %k {starts = array<i64: 0, 0>, strides = array<i64: 1, 1>} : tensor<1x8xf16> -> tensor<1x4xf16>
+  %k2 = kiln.slice %k {starts = array<i64: 0, 4>, strides = array<i64: 1, 1>} : tensor<1x8xf16> -> tensor<1x4xf16>
+  %a = kiln.mul %k1, %cos : (tensor<1x4xf16>, tensor<1x4xf16>) -> tensor<1x4xf16>
+  %b = kiln.mul %k2, %sin : (tensor<1x4xf16>, tensor<1x4xf16>) -> tensor<1x4xf16>
+  %r1 = kiln.sub %a, %b : (tensor<1x4xf16>, tensor<1x4xf16>) -> tensor<1x4xf16>
+  %c = kiln.mul %k1, %sin : (tensor<1x4xf16>, tensor<1x4xf16>) -> tensor<1x4xf16>
+  %d = kiln.mul %k2, %cos : (tensor<1x4xf16>, tensor<1x4xf16>) -> tensor<1x4xf16>
+  %r2 = kiln.add %c, %d : (tensor<1x4xf16>, tensor<1x4xf16>) -> tensor<1x4xf16>
+  %kr = kiln.concat %r1, %r2 {axis = 1 : i64} : (tensor<1x4xf16>, tensor<1x4xf16>) -> tensor<1x8xf16>
+  %k3 = kiln.reshape %kr : tensor<1x8xf16> -> tensor<1x1x8xf16>
+  %ku = kiln.update_slice %kc, %k3, %at {axis = 1 : i64, offset = "0"} : (tensor<1x8x8xf16>, tensor<1x1x8xf16>, tensor<1x1x1xi64>) -> tensor<1x8x8xf16>
+  %v = kiln.slice %p {starts = array<i64: 0, 16>, strides = array<i64: 1, 1>} : tensor<1x24xf16> -> tensor<1x8xf16>
+  %v3 = kiln.reshape %v : tensor<1x8xf16> -> tensor<1x1x8xf16>
+  %vu = kiln.update_slice %vc, %v3, %at {axis = 1 : i64, offset = "0"} : (tensor<1x8x8xf16>, tensor<1x1x8xf16>, tensor<1x1x1xi64>) -> tensor<1x8x8xf16>
+  %qs = kiln.slice %p {starts = array<i64: 0, 0>, strides = array<i64: 1, 1>} : tensor<1x24xf16> -> tensor<1x8xf16>
+  %e = kiln.exp %qs : tensor<1x8xf16>
+  return %e, %ku, %vu, %cos : tensor<1x8xf16>, tensor<1x8x8xf16>, tensor<1x8x8xf16>, tensor<1x4xf16>
+}
+
+// -----
+
+// negative_: the update stays a kernel of its own where its product is a
+// matmul of weights that are not block-quantized (cuBLASLt computes it),
+// and where a reader of the product comes before the update (the GEMM,
+// placed at the update, would come too late for it).
+// CHECK-LABEL: func @negative_gemm_cache_update
+// CHECK: kiln.matmul
+// CHECK: kiln.kernel  elementwise
+// CHECK: kiln.update_slice
+// CHECK: kiln.kernel  gemm(%arg3, %arg4, %arg2) {epilogue = #kiln.gemm_epilogue<>}
+// CHECK: kiln.kernel  elementwise
+// CHECK: kiln.kernel  elementwise
+// CHECK: kiln.update_slice
+// CHECK-NOT: cache_update
+func.func @negative_gemm_cache_update(%x: tensor<1x32xf16>, %w: tensor<32x8xf16>, %y: tensor<1x32xf16>, %q: tensor<8x1x16xui8>, %s: tensor<8x1xf16>, %kc: tensor<8x8xf16>, %kc2: tensor<8x8xf16>) -> (tensor<8x8xf16>, tensor<1x8xf16>, tensor<8x8xf16>) {
+  %p = kiln.matmul %x, %w : (tensor<1x32xf16>, tensor<32x8xf16>) -> tensor<1x8xf16>
+  %n = kiln.neg %p : tensor<1x8xf16>
+  %u = kiln.update_slice %kc, %n {axis = 0 : i64, offset = "3"} : (tensor<8x8xf16>, tensor<1x8xf16>) -> tensor<8x8xf16>
+  %dq = kiln.dequantize %q, %s {bits = 4 : i64, block_size = 32 : i64} : (tensor<8x1x16xui8>, tensor<8x1xf16>) -> tensor<8x32xf16>
+  %p2 = kiln.matmul %y, %dq {transpose_rhs = true} : (tensor<1x32xf16>, tensor<8x32xf16>) -> tensor<1x8xf16>
+  %e = kiln.exp %p2 : tensor<1x8xf16>
+  %u2 = kiln.update_slice %kc2, %p2 {axis = 0 : i64, offset = "4"} : (tensor<8x8xf16>, tensor<1x8xf16>) -> tensor<8x8xf16>
+  return %u, %e, %u2 : tensor<8x8xf16>, tensor<1x8xf16>, tensor<8x8xf16>
+}
+
+// -----
+
+// An 8-bit GEMM's tail whose end only a LayerNorm of each row reads, then
+// the norm's requantization (a Q/DQ BERT's post-norm block): the norm and
+// the ops after it join the kernel (norm_scale and norm_shift with the
+// tail), which yields the requantized bytes; no reduction kernel is left.
+// CHECK-LABEL: func @gemm_int8_tail_norm
+// CHECK: kiln.kernel  gemm({{.*}}) {epilogue = #kiln.gemm_epilogue<norm_scale = {{[0-9]+}}, norm_shift = {{[0-9]+}}, tail = true>} : {{.*}} -> tensor<3x8xi8>
+// CHECK: kiln.matmul
+// CHECK: kiln.add
+// CHECK-NEXT: kiln.layer_norm
+// CHECK-NEXT: kiln.mul
+// CHECK-NEXT: kiln.round
+// CHECK-NEXT: kiln.cast %{{.*}} : tensor<3x8xf32> -> tensor<3x8xi8>
+// CHECK-NEXT: kiln.yield
+// CHECK-NOT: kiln.kernel
+// CHECK: return
+func.func @gemm_int8_tail_norm(%x0: tensor<3x32xf32>, %s: tensor<8x1xf32>, %sa: tensor<f32>, %res: tensor<3x8xf32>, %g: tensor<8xf32>, %bt: tensor<8xf32>) -> tensor<3x8xi8> {
+  %q = kiln.constant dense<131> : tensor<8x1x32xui8>
+  %sixteen = kiln.constant dense<16.0> : tensor<f32>
+  %x = kiln.cast %x0 : tensor<3x32xf32> -> tensor<3x32xi8>
+  %xf = kiln.cast %x : tensor<3x32xi8> -> tensor<3x32xf32>
+  %a = kiln.mul %xf, %sa : (tensor<3x32xf32>, tensor<f32>) -> tensor<3x32xf32>
+  %w = kiln.dequantize %q, %s {bits = 8 : i64, block_size = 32 : i64} : (tensor<8x1x32xui8>, tensor<8x1xf32>) -> tensor<8x32xf32>
+  %m = kiln.matmul %a, %w {transpose_rhs = true} : (tensor<3x32xf32>, tensor<8x32xf32>) -> tensor<3x8xf32>
+  %r = kiln.mul %m, %sa : (tensor<3x8xf32>, tensor<f32>) -> tensor<3x8xf32>
+  %sum = kiln.add %r, %res : (tensor<3x8xf32>, tensor<3x8xf32>) -> tensor<3x8xf32>
+  %ln = kiln.layer_norm %sum, %g, %bt {axis = 1 : i64, epsilon = 1.0e-12 : f32} : (tensor<3x8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<3x8xf32>
+  %ls = kiln.mul %ln, %sixteen : (tensor<3x8xf32>, tensor<f32>) -> tensor<3x8xf32>
+  %lr = kiln.round %ls : tensor<3x8xf32>
+  %y = kiln.cast %lr : tensor<3x8xf32> -> tensor<3x8xi8>
+  return %y : tensor<3x8xi8>
+}
+
+// -----
+
+// negative_: the norm stays a kernel of its own where the tail's end is
+// read past it too (the sum), and where the norm is over another axis than
+// the product's columns.
+// CHECK-LABEL: func @negative_gemm_int8_tail_norm
+// CHECK-NOT: norm_scale
+// CHECK: kiln.kernel  reduction
+// CHECK: kiln.layer_norm
+// CHECK-NOT: norm_scale
+// CHECK: kiln.kernel  reduction
+// CHECK: kiln.layer_norm
+func.func @negative_gemm_int8_tail_norm(%x0: tensor<3x32xf32>, %s: tensor<8x1xf32>, %sa: tensor<f32>, %g: tensor<8xf32>, %g3: tensor<3xf32>) -> (tensor<3x8xf32>, tensor<3x8xf32>, tensor<3x8xf32>) {
+  %q = kiln.constant dense<131> : tensor<8x1x32xui8>
+  %x = kiln.cast %x0 : tensor<3x32xf32> -> tensor<3x32xi8>
+  %xf = kiln.cast %x : tensor<3x32xi8> -> tensor<3x32xf32>
+  %a = kiln.mul %xf, %sa : (tensor<3x32xf32>, tensor<f32>) -> tensor<3x32xf32>
+  %w = kiln.dequantize %q, %s {bits = 8 : i64, block_size = 32 : i64} : (tensor<8x1x32xui8>, tensor<8x1xf32>) -> tensor<8x32xf32>
+  %m = kiln.matmul %a, %w {transpose_rhs = true} : (tensor<3x32xf32>, tensor<8x32xf32>) -> tensor<3x8xf32>
+  %r = kiln.mul %m, %sa : (tensor<3x8xf32>, tensor<f32>) -> tensor<3x8xf32>
+  %ln = kiln.layer_norm %r, %g {axis = 1 : i64, epsilon = 1.0e-12 : f32} : (tensor<3x8xf32>, tensor<8xf32>) -> tensor<3x8xf32>
+  %w2 = kiln.dequantize %q, %s {bits = 8 : i64, block_size = 32 : i64} : (tensor<8x1x32xui8>, tensor<8x1xf32>) -> tensor<8x32xf32>
+  %m2 = kiln.matmul %a, %w2 {transpose_rhs = true} : (tensor<3x32xf32>, tensor<8x32xf32>) -> tensor<3x8xf32>
+  %r2 = kiln.mul %m2, %sa : (tensor<3x8xf32>, tensor<f32>) -> tensor<3x8xf32>
+  %t2 = kiln.transpose %r2 {permutation = array<i64: 1, 0>} : tensor<3x8xf32> -> tensor<8x3xf32>
+  %ln2 = kiln.layer_norm %t2, %g3 {axis = 1 : i64, epsilon = 1.0e-12 : f32} : (tensor<8x3xf32>, tensor<3xf32>) -> tensor<8x3xf32>
+  %b2 = kiln.transpose %ln2 {permutation = array<i64: 1, 0>} : tensor<8x3xf32> -> tensor<3x8xf32>
+  return %ln, %r, %b2 : tensor<3x8xf32>, tensor<3x8xf32>, tensor<3x8xf32>
+}

@@ -364,7 +364,9 @@ def KilnFusePass : Pass<"kiln-fuse", "mlir::func::FuncOp"> {
       norm to its row kernel); over block-quantized weights too (the packed
       kernels finish it), there also onnxruntime's skip norms as the
       importer writes them, the add and the norm in f32 between casts
-      (`wide_norm`), but not over 8-bit activations. cuBLASLt's
+      (`wide_norm`); over 8-bit activations only after the Q/DQ GEMM's
+      tail, the norm the fp32 tail's end's only reader, with the
+      elementwise ops after it (a Q/DQ BERT's requantized LayerNorms). cuBLASLt's
       GELU is the tanh form: the erf form joins only a 16-bit product, whose
       own rounding exceeds the two forms' difference (4.7e-4 at most). A
       16-bit product by the transpose of block-quantized weights
@@ -403,7 +405,13 @@ def KilnFusePass : Pass<"kiln-fuse", "mlir::func::FuncOp"> {
       updates that write alike (one shape, axis, offset and starts: a
       decoder layer's key and value caches) share one kernel with two
       results, placed at the later one, where the earlier is read only
-      after it;
+      after it. Such a kernel that reads a 16-bit product of
+      block-quantized weights (a decoder's QKV projection, its key rotated
+      on the way) joins that product's `gemm` kernel, which yields the
+      updates after the product (`cache_update`) and is placed at the
+      update, where the product's other readers come after it: the packed
+      GEMV writes the update in its last block (`gemm-cache-update=false`
+      keeps the update's kernel);
     Reshapes outside any group and constants stay outside: they are views
     and weights.
 
@@ -427,7 +435,12 @@ def KilnFusePass : Pass<"kiln-fuse", "mlir::func::FuncOp"> {
     Option<"gemmNorm", "gemm-norm", "bool", /*default=*/"true",
            "end a 16-bit GEMM kernel's epilogue with the LayerNorm or "
            "RMSNorm of each row (false: the norm keeps its row kernel, to "
-           "time the two against each other)">
+           "time the two against each other)">,
+    Option<"gemmCacheUpdate", "gemm-cache-update", "bool", /*default=*/"true",
+           "merge a cache update that reads a 16-bit product of "
+           "block-quantized weights into the product's GEMM kernel (false: "
+           "the update keeps its kernel, to time the two against each "
+           "other)">
   ];
   let dependentDialects = ["kiln::KilnDialect"];
 }

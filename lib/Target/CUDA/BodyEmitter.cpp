@@ -162,8 +162,7 @@ FailureOr<std::string> BodyEmitter::get(Value value, const std::string &idx,
   Type et = tensorType(arg).getElementType();
   std::string name = fresh();
   os << indent << computeType(et) << " " << name << " = "
-     << loadExpr(et, llvm::formatv("in{0}[{1}]", argIndex.lookup(arg), offset))
-     << ";\n";
+     << loadExpr(et, inputElement(argIndex.lookup(arg), offset)) << ";\n";
   names[value] = name;
   return name;
 }
@@ -192,8 +191,7 @@ FailureOr<std::string> BodyEmitter::getAt(Value value, const std::string &idx,
     Type et = tensorType(arg).getElementType();
     std::string name = fresh();
     os << indent << computeType(et) << " " << name << " = "
-       << loadExpr(et, llvm::formatv("in{0}[{1}]", argIndex[arg], idx))
-       << ";\n";
+       << loadExpr(et, inputElement(argIndex[arg], idx)) << ";\n";
     return computedAt[key] = name;
   }
   // The index is named once: the remaps below use it several times. It is

@@ -13,6 +13,7 @@
 #include "KernelSizes.h"
 
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <map>
@@ -109,6 +110,11 @@ public:
   /// Binds `value` to the C expression `name`.
   void bind(mlir::Value value, const std::string &name) { names[value] = name; }
 
+  /// Loads input `argNumber` through L2 (__ldcg): a value other blocks of
+  /// the same launch wrote (a GEMM's product, read by its last block's
+  /// cache update), which the non-coherent path may not see.
+  void loadThroughL2(unsigned argNumber) { throughL2.insert(argNumber); }
+
   /// Binds `value` to `name` at every index getAt reads it at: the value of
   /// the one element this scope computes (a GEMM's product where its tail
   /// stores it), which its readers read at that element only.
@@ -170,6 +176,13 @@ private:
   llvm::DenseMap<mlir::Value, unsigned> argIndex;
   /// bindAtEveryIndex's values.
   llvm::DenseMap<mlir::Value, std::string> everywhere;
+  /// loadThroughL2's inputs.
+  llvm::SmallDenseSet<unsigned, 2> throughL2;
+  /// The element of input `arg` at `offset`, as loadThroughL2 says.
+  std::string inputElement(unsigned arg, const std::string &offset) const {
+    std::string element = "in" + std::to_string(arg) + "[" + offset + "]";
+    return throughL2.contains(arg) ? "__ldcg(&" + element + ")" : element;
+  }
   /// getAt's index aliases, by name: the expression each stands for.
   std::map<std::string, std::string> aliases;
   int counter = 0;

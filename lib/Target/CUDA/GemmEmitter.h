@@ -155,6 +155,17 @@ struct ComputedOperand {
   std::string parameters, statements, value;
 };
 
+/// A cache update that a packed GEMV's last block runs after the product
+/// (a GEMM kernel's cache_update, PlanCacheUpdates.cpp): the kernel's
+/// parameters for the update's inputs and results (`, const T
+/// *__restrict__ update_in1, ...`, after its partials), the statement that
+/// calls the update's device function, and the buffers the parameters take,
+/// in order.
+struct CacheUpdateTail {
+  std::string parameters, call;
+  std::vector<uint32_t> buffers;
+};
+
 /// Whether the packed GEMV of `config` for `shape` may compute its A (a
 /// block's rows over its share of K, in at most 16 KiB of shared memory).
 bool packedGemvComputesOperand(const PackedGemvShape &shape,
@@ -167,12 +178,13 @@ bool packedGemvComputesOperand(const PackedGemvShape &shape,
 /// is C's rows as C text over them. With a split, the last block of a
 /// tile to arrive adds the splits (gemm::splitFinishValues). With `lhs`
 /// (where packedGemvComputesOperand), the block computes A, and its
-/// inputs take A's place.
+/// inputs take A's place. With `update`, the last of the grid's tiles to
+/// arrive runs the cache update, whose parameters follow the partials.
 void emitPackedGemv(const PackedGemvShape &shape, const GemmConfig &config,
                     const std::string &name, const std::string &rows,
                     int64_t mostRows, const std::string &dims,
-                    llvm::raw_ostream &os,
-                    const ComputedOperand *lhs = nullptr);
+                    llvm::raw_ostream &os, const ComputedOperand *lhs = nullptr,
+                    const CacheUpdateTail *update = nullptr);
 
 /// The packed GEMM's layout (a GemmForm::Mma config: tileM x 64 x 64, one
 /// by four warps) for the runs of a step of `shape` with at least
@@ -223,6 +235,11 @@ struct QdqGemmShape {
   /// The epilogue.
   bool bias = false, residual = false;
   rt::MatmulActivation activation = rt::MatmulActivation::None;
+  /// The LayerNorm or RMSNorm of each row after the tail, where there is
+  /// one (of an fp32 product's fp32 tail), as PackedGemvShape's.
+  PackedGemvShape::Norm norm = PackedGemvShape::Norm::None;
+  bool normShift = false;
+  float normEpsilon = 0.0f;
 };
 
 /// The tail of a Q/DQ GEMM's epilogue (#kiln.gemm_epilogue's tail: its
@@ -232,8 +249,12 @@ struct QdqGemmShape {
 /// at `row`, `col` of the n columns; the value; its C storage type; and
 /// the pointer parameters of the kernel inputs they read (in<k>, k the
 /// kernel input's number), which both kernels take after the residual.
+/// Where the tail ends in a row norm (QdqGemmShape::norm), `value` is the
+/// norm's input (a float), and `normStatements` and `normValue` compute
+/// the stored value from the normalized element `y` (a float).
 struct QdqGemmTail {
   std::string statements, value, storage, parameters;
+  std::string normStatements, normValue;
 };
 
 /// Appends the Q/DQ GEMM `name` of `config` for `shape`, a launch step
@@ -242,7 +263,10 @@ struct QdqGemmTail {
 /// points], [bias], [residual], [the tail's inputs], C, [the split's float
 /// partials]), then `dims`; `rows` is C's rows as C text over them. C
 /// holds the tail's values where there is one. With a split, the last
-/// block of a tile to arrive adds the splits (gemm::splitFinishValues).
+/// block of a tile to arrive adds the splits (gemm::splitFinishValues);
+/// with a norm, every block stores its sums and the norm finishes as the
+/// packed kernels' does (gemm::qdqFinishValues), the kernel taking the
+/// norm's scale and shift after the tail's inputs.
 void emitQdqGemm(const QdqGemmShape &shape, const GemmConfig &config,
                  const std::string &name, const std::string &rows,
                  int64_t mostRows, const std::string &dims,

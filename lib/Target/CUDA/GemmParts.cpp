@@ -274,7 +274,7 @@ $LAST_OF_SPLITS
       const float inv_std = rsqrtf(deviations / (float)n + $EPSILON_VALUE);
       for (long long col = lane; col < n; col += 32) {
         float y = (norm_input(row, col) - mean) * inv_std * $TO_FLOAT(norm_scale[col]);$SHIFT_ADD
-        c_mat[row * n + col] = $NORMED_VALUE;
+$NORMED_STATEMENTS        c_mat[row * n + col] = $NORMED_VALUE;
       }
     }
   }
@@ -409,6 +409,7 @@ familyFinishValues(const GemmKernelKind &kind, const GemmConfig &config) {
                      "matrix * m * gridDim.x * 2"},
           {"$ROW_TILE", "matrix * gridDim.y + blockIdx.y"},
           {"$NORMED_VALUE", storedAs(kind.dtype, kind.widen) + "(y)"},
+          {"$NORMED_STATEMENTS", ""},
           {"$TO_FLOAT", h.toFloat},
           {"$FROM_FLOAT", h.fromFloat},
           {"$NORM_PARAMETERS",
@@ -480,7 +481,8 @@ normFinishValues(const PackedGemvShape &shape, const std::string &name,
       {"$FROM_FLOAT", h.fromFloat},
       {"$STATS", "partials + $SPLIT * m * n"},
       {"$ROW_TILE", "blockIdx.y"},
-      {"$NORMED_VALUE", "$FROM_FLOAT(y)"}};
+      {"$NORMED_VALUE", "$FROM_FLOAT(y)"},
+      {"$NORMED_STATEMENTS", ""}};
   llvm::append_range(values, oneMatrixArrivals());
   return values;
 }
@@ -520,8 +522,11 @@ std::string applyOf(const GemmKernelKind &kind) {
                      {"$ACTIVATION", std::to_string(int(kind.activation))}});
 }
 
-std::string finishThroughTail(const GemmKernelKind &kind,
-                              const QdqGemmTail &tail) {
+/// `kind`'s epilogue, the value rounded to the product's type as
+/// `product`, then the tail's statements (finishThroughTail without the
+/// store).
+static std::string applyThroughTail(const GemmKernelKind &kind,
+                                    const QdqGemmTail &tail) {
   HalfSpelling h = spellingOf(kind.dtype);
   std::string rounded =
       kind.dtype == rt::DType::F32 ? "v" : storedAs(kind.dtype, true) + "(v)";
@@ -532,8 +537,59 @@ std::string finishThroughTail(const GemmKernelKind &kind,
                      {"$ACTIVATION", std::to_string(int(kind.activation))}}) +
          "\n      // The element as the product's type holds it, then the "
          "tail.\n      const float product = " +
-         rounded + ";\n" + tail.statements +
+         rounded + ";\n" + tail.statements;
+}
+
+std::string finishThroughTail(const GemmKernelKind &kind,
+                              const QdqGemmTail &tail) {
+  return applyThroughTail(kind, tail) +
          "      c_mat[row * n + col] = " + tail.value + ";\n";
+}
+
+PackedGemvShape qdqPackedShape(const QdqGemmShape &shape) {
+  PackedGemvShape packed;
+  packed.dtype = shape.dtype;
+  packed.n = shape.n;
+  packed.k = shape.k;
+  packed.bits = 8;
+  packed.blockSize = shape.rowBytes;
+  packed.blocks = 1;
+  packed.bias = shape.bias;
+  packed.residual = shape.residual;
+  packed.activation = shape.activation;
+  packed.norm = shape.norm;
+  packed.normShift = shape.normShift;
+  packed.normEpsilon = shape.normEpsilon;
+  return packed;
+}
+
+std::vector<std::pair<std::string, std::string>>
+qdqFinishValues(const QdqGemmShape &shape, const std::string &name,
+                int64_t splitK, int64_t tileM, int64_t tileN, int64_t mostRows,
+                const QdqGemmTail *tail, std::string &counters) {
+  if (shape.norm == PackedGemvShape::Norm::None)
+    return splitFinishValues(name, splitK, tileM, tileN, mostRows, shape.n,
+                             counters);
+  assert(tail && shape.dtype == rt::DType::F32 &&
+         "a Q/DQ GEMM's norm follows its fp32 tail");
+  std::vector<std::pair<std::string, std::string>> values = normFinishValues(
+      qdqPackedShape(shape), name, splitK, tileM, tileN, mostRows, counters);
+  GemmKernelKind kind;
+  kind.dtype = shape.dtype;
+  kind.bias = shape.bias;
+  kind.residual = shape.residual;
+  kind.activation = shape.activation;
+  // The element's value is the tail's, which the norm reads; the
+  // normalized value goes through the tail's ops after the norm.
+  for (auto &[placeholder, value] : values) {
+    if (placeholder == "$APPLY_EPILOGUE")
+      value = applyThroughTail(kind, *tail) + "      v = " + tail->value + ";";
+    else if (placeholder == "$NORMED_STATEMENTS")
+      value = tail->normStatements;
+    else if (placeholder == "$NORMED_VALUE")
+      value = tail->normValue;
+  }
+  return values;
 }
 
 std::vector<std::pair<std::string, std::string>>

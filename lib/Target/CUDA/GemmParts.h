@@ -69,6 +69,18 @@ std::vector<std::pair<std::string, std::string>>
 qdqValues(const QdqGemmShape &shape, int64_t splitK, const std::string &name,
           const std::string &rows, const std::string &dims,
           const QdqGemmTail *tail);
+/// The packed kernels' shape that a Q/DQ GEMM of `shape` fills their
+/// placeholders from (one block a row of bytes with no zero points, which
+/// the epilogue does not read), its norm included.
+PackedGemvShape qdqPackedShape(const QdqGemmShape &shape);
+/// The end of both forms of the Q/DQ GEMM: splitFinishValues', or where
+/// the tail ends in a norm (shape.norm), normFinishValues' with each
+/// element's value the tail's (the norm's input) and each normalized
+/// element `y` stored through the tail's ops after the norm.
+std::vector<std::pair<std::string, std::string>>
+qdqFinishValues(const QdqGemmShape &shape, const std::string &name,
+                int64_t splitK, int64_t tileM, int64_t tileN, int64_t mostRows,
+                const QdqGemmTail *tail, std::string &counters);
 /// How a value `v` of a `dtype` product is stored into C: converted to
 /// `dtype`, or with `widen` rounded to it and kept a float (a function's
 /// name, called on the value).

@@ -162,6 +162,25 @@ static LogicalResult emitVectorLoop(KernelOp kernel, const VectorAccess &access,
   return success();
 }
 
+/// The signature of a cache update's loop as a device function
+/// (emitUpdateSlice's `rowsDims`): emitSignature's parameters, input 0
+/// not `__restrict__` (its caller writes it), with only the dims its loop
+/// reads, then the first thread and the threads that share the loop.
+static void emitRowsSignature(KernelOp kernel, StringRef name,
+                              ArrayRef<std::string> dims,
+                              llvm::raw_ostream &os) {
+  os << "\n__device__ __forceinline__ void " << name << "(";
+  for (auto [i, input] : llvm::enumerate(kernel.getInputs()))
+    os << "const " << storageType(tensorType(input).getElementType())
+       << (i ? " *__restrict__ in" : " *in") << i << ", ";
+  for (auto [i, result] : llvm::enumerate(kernel.getResults()))
+    os << (i ? ", " : "") << storageType(tensorType(result).getElementType())
+       << " *__restrict__ out" << i;
+  for (const std::string &dim : dims)
+    os << ", long long " << dim;
+  os << ", long long first_thread, long long threads) {\n";
+}
+
 /// A cache update (kiln.update_slice): a grid-stride loop over the new
 /// rows, each element computed through the fused producers and stored at
 /// its place past the offset (and its start). The destination's other rows
@@ -169,10 +188,13 @@ static LogicalResult emitVectorLoop(KernelOp kernel, const VectorAccess &access,
 /// Two updates that write alike (kiln-fuse's pairCacheUpdates: a layer's
 /// key and value caches, with one offset and one starts value) share the
 /// loop and its row, each element of each stored in its own result.
-static FailureOr<LaunchGeometry> emitUpdateSlice(KernelOp kernel,
-                                                 UpdateSliceOp update,
-                                                 StringRef name,
-                                                 llvm::raw_ostream &os) {
+/// As a device function (`rowsFunction`), the loop is a function of the
+/// kernel's parameters (input 0 read through L2) and of its first thread
+/// and stride, which a GEMM's last block calls (emitCacheUpdateRows).
+static FailureOr<LaunchGeometry>
+emitUpdateSlice(KernelOp kernel, UpdateSliceOp update, StringRef name,
+                llvm::raw_ostream &os,
+                SmallVectorImpl<std::string> *rowsDims = nullptr) {
   SmallVector<UpdateSliceOp> updates;
   for (Value yielded : kernel.getYield().getValues()) {
     auto other = yielded.getDefiningOp<UpdateSliceOp>();
@@ -205,14 +227,22 @@ static FailureOr<LaunchGeometry> emitUpdateSlice(KernelOp kernel,
   Size inner = productOf(ArrayRef<Size>(rows).drop_front(axis + 1));
   // Every index is below the destination's size, the largest formed here.
   const char *index = indexType(productOf(dest));
-  emitSignature(kernel, name, os);
-  os << "  const " << index << " first = (" << index
-     << ")blockIdx.x * blockDim.x + threadIdx.x;\n"
-     << "  const " << index << " stride = (" << index
-     << ")gridDim.x * blockDim.x;\n";
-  os << "  for (" << index << " i = first; i < " << indexText(n)
-     << "; i += stride) {\n";
-  BodyEmitter body(kernel, os);
+  // The loop first: a device function takes the dims it reads alone.
+  std::string loop;
+  llvm::raw_string_ostream code(loop);
+  BodyEmitter body(kernel, code);
+  if (rowsDims) {
+    body.loadThroughL2(0);
+    code << "  const " << index << " first = (" << index << ")first_thread;\n"
+         << "  const " << index << " stride = (" << index << ")threads;\n";
+  } else {
+    code << "  const " << index << " first = (" << index
+         << ")blockIdx.x * blockDim.x + threadIdx.x;\n"
+         << "  const " << index << " stride = (" << index
+         << ")gridDim.x * blockDim.x;\n";
+  }
+  code << "  for (" << index << " i = first; i < " << indexText(n)
+       << "; i += stride) {\n";
   // The row written: the offset plus, with starts, the element's start,
   // which comes from the data: a row outside dest is not written.
   std::string row;
@@ -221,11 +251,11 @@ static FailureOr<LaunchGeometry> emitUpdateSlice(KernelOp kernel,
         body.getAt(starts, broadcastOffset(sizesOf(starts), rows, "i"), "    ");
     if (failed(start))
       return failure();
-    os << "    const long long row = (long long)" << offset << " + (long long)"
-       << *start << " + (long long)((i / " << inner << ") % " << rows[axis]
-       << ");\n";
-    os << "    if (row < 0 || row >= (long long)" << dest[axis]
-       << ") continue;\n";
+    code << "    const long long row = (long long)" << offset
+         << " + (long long)" << *start << " + (long long)((i / " << inner
+         << ") % " << rows[axis] << ");\n";
+    code << "    if (row < 0 || row >= (long long)" << dest[axis]
+         << ") continue;\n";
     row = "(" + std::string(index) + ")row";
   } else {
     llvm::raw_string_ostream(row)
@@ -238,18 +268,36 @@ static FailureOr<LaunchGeometry> emitUpdateSlice(KernelOp kernel,
       return failure();
     values.push_back(*value);
   }
-  os << "    const " << index << " at = (i / " << rows[axis] * inner << ") * "
-     << dest[axis] * inner << " + " << row << " * " << inner << " + i % "
-     << inner << ";\n";
+  code << "    const " << index << " at = (i / " << rows[axis] * inner << ") * "
+       << dest[axis] * inner << " + " << row << " * " << inner << " + i % "
+       << inner << ";\n";
   for (auto [n, each] : llvm::enumerate(updates))
-    os << "    out" << n << "[at] = "
-       << storeExpr(tensorType(each.getResult()).getElementType(), values[n])
-       << ";\n";
-  os << "  }\n}\n";
+    code << "    out" << n << "[at] = "
+         << storeExpr(tensorType(each.getResult()).getElementType(), values[n])
+         << ";\n";
+  code << "  }\n}\n";
+  if (rowsDims) {
+    for (StringRef dim : dimNamesOf(func))
+      if (namesIdentifier(loop, dimParameterName(dim)))
+        rowsDims->push_back(dimParameterName(dim));
+    emitRowsSignature(kernel, name, *rowsDims, os);
+  } else {
+    emitSignature(kernel, name, os);
+  }
+  os << loop;
   LaunchGeometry geometry;
   setGridDim(geometry, 0, n, kBlockSize, kMaxGrid);
   geometry.block[0] = kBlockSize;
   return geometry;
+}
+
+LogicalResult emitCacheUpdateRows(KernelOp kernel, StringRef name,
+                                  llvm::raw_ostream &os,
+                                  SmallVectorImpl<std::string> &dims) {
+  auto update = kernel.getYield().getValues()[0].getDefiningOp<UpdateSliceOp>();
+  if (!update)
+    return kernel.emitOpError("yields no cache update first");
+  return emitUpdateSlice(kernel, update, name, os, &dims);
 }
 
 /// Whether `result` is a one-element result of an elementwise kernel that

@@ -54,6 +54,18 @@ mlir::FailureOr<LaunchGeometry> emitKernel(KernelOp kernel,
                                            llvm::raw_ostream &os,
                                            const CudaEmitOptions &options);
 
+/// Appends `kernel`'s cache update (an elementwise kernel yielding
+/// kiln.update_slice results that write alike) as a device function `name`
+/// of the kernel's parameters, the dim parameters it reads (`dims`, in the
+/// model's order), then its first thread and its threads (`long long
+/// first_thread, long long threads`): the loop a GEMM's last block runs
+/// after its product (#kiln.gemm_epilogue's cache_update), input 0 that
+/// product, read through L2.
+mlir::LogicalResult
+emitCacheUpdateRows(KernelOp kernel, llvm::StringRef name,
+                    llvm::raw_ostream &os,
+                    llvm::SmallVectorImpl<std::string> &dims);
+
 /// Flash-decoding of an attention kernel (AttentionSplitEmitter.cpp): a
 /// kernel whose blocks split the keys, storing partial results in scratch
 /// memory, and a kernel that combines them into the result.

@@ -79,6 +79,18 @@ llvm::raw_ostream &operator<<(llvm::raw_ostream &os, const Size &size) {
   return os << size.str();
 }
 
+bool namesIdentifier(StringRef code, StringRef word) {
+  auto identifierChar = [](char c) { return llvm::isAlnum(c) || c == '_'; };
+  for (size_t at = code.find(word); at != StringRef::npos;
+       at = code.find(word, at + 1)) {
+    size_t end = at + word.size();
+    if ((at == 0 || !identifierChar(code[at - 1])) &&
+        (end == code.size() || !identifierChar(code[end])))
+      return true;
+  }
+  return false;
+}
+
 std::string dimParameterName(StringRef name) {
   std::string out = "kd_";
   for (char c : name) {

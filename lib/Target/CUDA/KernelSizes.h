@@ -71,6 +71,10 @@ using Sizes = llvm::SmallVector<Size, 4>;
 /// so that two names never meet in one identifier.
 std::string dimParameterName(llvm::StringRef name);
 
+/// Whether C text `code` names identifier `word` (not as part of a longer
+/// one): which dim parameters a kernel's code reads.
+bool namesIdentifier(llvm::StringRef code, llvm::StringRef word);
+
 /// The symbolic dims of `func` in the order its kernels take them (and the
 /// artifact lists them): its `kiln.dim_ranges`, sorted by name.
 llvm::SmallVector<llvm::StringRef> dimNamesOf(mlir::Operation *func);

@@ -33,6 +33,7 @@
 #include "GemmEmitter.h"
 #include "GemmParts.h"
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/MathExtras.h"
 
 #include <algorithm>
@@ -102,7 +103,7 @@ __device__ __forceinline__ uint4 $NAME_load_a(const $ELEMENT *p, bool aligned) {
 extern "C" __global__ void __launch_bounds__($THREADS) $NAME(
     $A_PARAMETERS, const unsigned char *__restrict__ packed,
     const $ELEMENT *__restrict__ scales$ZERO_PARAMETER$BIAS_PARAMETER$RESIDUAL_PARAMETER$NORM_PARAMETERS,
-    $ELEMENT *__restrict__ c$NORMED_OUTPUT$PARTIALS_PARAMETER$DIMS) {
+    $ELEMENT *__restrict__ c$NORMED_OUTPUT$PARTIALS_PARAMETER$UPDATE_PARAMETERS$DIMS) {
   kiln_pdl_enter();
   const long long m = $EXTENT_M, n = $EXTENT_N, k = $EXTENT_K;
   const long long blocks = $BLOCKS, row_bytes = $ROW_BYTES;
@@ -203,6 +204,33 @@ $A_STATEMENTS    return $A_VALUE;
     a_slab[r][j] = row0 + r < m && kk < k ? a_value((row0 + r) * k + kk) : $ELEMENT(0.0f);
   }
   __syncthreads();)cuda";
+
+/// A cache update after the product (CacheUpdateTail), past the split's
+/// finish: each of the grid's tiles arrives once its product is stored
+/// (the last block of a split tile alone), as a split's blocks arrive at
+/// their tile, and the last to arrive runs the update's loop over its
+/// threads. The update rotates a key from two columns of the product that
+/// other blocks may have stored: it cannot run before all have. A decoding
+/// step's update is a few hundred elements, which one block's loop covers
+/// in a few steps where its own launch would cost more.
+constexpr const char *kCacheUpdateTail = R"cuda(
+  // The last of the grid's tiles to arrive writes the cache update.
+  {
+    __shared__ bool last_tile_of_grid;
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      __threadfence();
+      const unsigned tiles = gridDim.x * gridDim.y;
+      last_tile_of_grid = atomicInc(&$NAME_grid_arrived[0], tiles - 1) == tiles - 1;
+    }
+    __syncthreads();
+    if (!last_tile_of_grid)
+      return;
+    __threadfence();
+    $UPDATE_CALL
+  }
+)cuda";
 
 /// The most bytes of shared memory a packed GEMV's computed A takes.
 constexpr int64_t kMostOperandBytes = 16 * 1024;
@@ -311,7 +339,8 @@ bool packedGemvComputesOperand(const PackedGemvShape &shape,
 void emitPackedGemv(const PackedGemvShape &shape, const GemmConfig &config,
                     const std::string &name, const std::string &rows,
                     int64_t mostRows, const std::string &dims,
-                    llvm::raw_ostream &os, const ComputedOperand *lhs) {
+                    llvm::raw_ostream &os, const ComputedOperand *lhs,
+                    const CacheUpdateTail *update) {
   assert(config.form == GemmForm::Gemv && config.tileM <= 8 &&
          "a power of two rows, at most one for each lane of a column");
   gemm::HalfSpelling h = gemm::spellingOf(shape.dtype);
@@ -367,6 +396,21 @@ void emitPackedGemv(const PackedGemvShape &shape, const GemmConfig &config,
   std::vector<std::pair<std::string, std::string>> finish =
       gemm::packedFinishValues(shape, name, config, mostRows, counters);
   values.insert(values.end(), finish.begin(), finish.end());
+  if (update) {
+    assert(shape.norm == PackedGemvShape::Norm::None &&
+           "a cache update after a product without a norm's finish");
+    auto arrivals = llvm::find_if(
+        values, [](const auto &value) { return value.first == "$ARRIVALS"; });
+    arrivals->second += kCacheUpdateTail;
+    counters += "// The arrivals of " + name +
+                "'s tiles before its cache update.\n"
+                "KILN_PER_CONTEXT unsigned int " +
+                name + "_grid_arrived[1];\n";
+    values.insert(values.end(), {{"$UPDATE_PARAMETERS", update->parameters},
+                                 {"$UPDATE_CALL", update->call}});
+  } else {
+    values.push_back({"$UPDATE_PARAMETERS", ""});
+  }
   os << counters << substitute(kMainKernel, values);
 }
 

@@ -206,6 +206,14 @@ private:
     /// Where the kernel computes its left operand (its prologue), the
     /// scratch those runs read it from.
     std::optional<uint32_t> lhs;
+    /// Where the kernel ends in a cache update that the GEMV does not
+    /// write every run, the update's own kernel and its runs, for the
+    /// caller to launch after the matmul step.
+    struct CacheUpdate {
+      std::string name;
+      std::optional<DimExpr> when;
+    };
+    std::optional<CacheUpdate> cacheUpdate;
   };
 
   /// The steps of a GEMM kernel whose weights are block-quantized (a
@@ -243,11 +251,25 @@ private:
   /// yields that too, and, split or normed, scratch for the partial sums
   /// (gemm::splitFinishValues, gemm::normFinishValues). It takes
   /// `sharedBytes` of dynamic shared memory. Records the configuration.
+  /// `updateBuffers` follow the scratch: a cache update's (CacheUpdateTail).
   mlir::LogicalResult pushPackedLaunches(
       KernelOp kernel, const std::string &name, const GemmConfig &config,
       const Size &m, int64_t n, int64_t mostRows, llvm::ArrayRef<DimExpr> when,
       llvm::ArrayRef<uint32_t> inputs, llvm::ArrayRef<uint32_t> tailInputs = {},
-      uint32_t sharedBytes = 0);
+      uint32_t sharedBytes = 0, llvm::ArrayRef<uint32_t> updateBuffers = {});
+
+  /// A GEMM kernel's cache update (#kiln.gemm_epilogue's cache_update;
+  /// PlanCacheUpdates.cpp) as the packed GEMV `name`'s last block runs it:
+  /// its device function, emitted to `source`, and what the GEMV passes it.
+  mlir::FailureOr<CacheUpdateTail> cacheUpdateTail(KernelOp kernel,
+                                                   const std::string &name,
+                                                   llvm::raw_ostream &source);
+  /// The launch of a GEMM kernel's cache update as a kernel `name` of its
+  /// own, after the product, for the runs under `when` (every run without).
+  mlir::LogicalResult addCacheUpdateKernel(KernelOp kernel,
+                                           const std::string &name,
+                                           std::optional<DimExpr> when,
+                                           llvm::raw_ostream &source);
 
   /// The model's dim parameters as a launch step's kernel takes them after
   /// its buffers (", long long kd_...").

@@ -24,8 +24,9 @@ namespace {
 bool isIdentifierChar(char c) { return llvm::isAlnum(c) || c == '_'; }
 
 /// The body of kernel `name` in `source`: from the end of its parameter
-/// list up to the next kernel's definition (the helpers in between read no
-/// dim: dims reach code only as a kernel's parameters). Empty when there is
+/// list up to the next kernel's or device function's definition (the
+/// helpers in between read no dim: dims reach code only as parameters, and
+/// a kernel passes a device function those it reads). Empty when there is
 /// no definition of that name.
 StringRef kernelBody(StringRef source, StringRef name) {
   std::string call = (name + "(").str();
@@ -42,21 +43,10 @@ StringRef kernelBody(StringRef source, StringRef name) {
     size_t params = source.find(')', at);
     if (params == StringRef::npos)
       return {};
-    return source.slice(params, source.find("__global__", params));
+    return source.slice(params, std::min(source.find("__global__", params),
+                                         source.find("__device__", params)));
   }
   return {};
-}
-
-/// Whether `code` names identifier `word`.
-bool names(StringRef code, StringRef word) {
-  for (size_t at = code.find(word); at != StringRef::npos;
-       at = code.find(word, at + 1)) {
-    size_t end = at + word.size();
-    if ((at == 0 || !isIdentifierChar(code[at - 1])) &&
-        (end == code.size() || !isIdentifierChar(code[end])))
-      return true;
-  }
-  return false;
 }
 
 } // namespace
@@ -77,7 +67,7 @@ void PlanBuilder::recordDimsRead() {
       continue; // not found: all bits
     uint64_t read = 0;
     for (auto [d, parameter] : llvm::enumerate(parameters))
-      if (names(body, parameter))
+      if (namesIdentifier(body, parameter))
         read |= uint64_t(1) << d;
     step.launch.dimsRead = read;
   }

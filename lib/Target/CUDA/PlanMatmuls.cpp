@@ -104,10 +104,16 @@ LogicalResult PlanBuilder::addGemm(KernelOp kernel, llvm::raw_ostream &source) {
   auto dequantize = matmul.getRhs().getDefiningOp<DequantizeOp>();
   // A row norm's kernel may also yield what it normalizes (the verifier
   // checks which value).
+  // A cache update's kernel yields the updated caches too.
   bool normed = kernel.getEpilogueAttr().getNormScale() >= 0;
-  if (kernel.getNumResults() != 1 && !(normed && kernel.getNumResults() == 2))
+  bool updates = kernel.getEpilogueAttr().getCacheUpdate();
+  if (kernel.getNumResults() != 1 && !updates &&
+      !(normed && kernel.getNumResults() == 2))
     return kernel.emitOpError("has ")
            << kernel.getNumResults() << " results; the CUDA target needs one";
+  if (updates && !dequantize)
+    return kernel.emitOpError("of kind gemm updates a cache only after "
+                              "block-quantized weights on the CUDA target");
   for (Value v : matmul->getOperands())
     if (!symbolicShapeOf(tensorType(v)))
       return kernel.emitOpError("has a dynamic shape without its sizes");
@@ -147,10 +153,11 @@ LogicalResult PlanBuilder::addGemm(KernelOp kernel, llvm::raw_ostream &source) {
   if (std::optional<DequantizedActivations> activations =
           dequantize && !computedLhs ? dequantizedActivations(matmul.getLhs())
                                      : std::nullopt) {
-    // kiln-fuse keeps the two apart: the Q/DQ GEMM has no norm.
-    if (normed)
+    // kiln-fuse puts a norm only after its tail (growQdqTailNorm).
+    if (normed && !kernel.getEpilogueAttr().getTail())
       return kernel.emitOpError("of kind gemm over 8-bit activations takes "
-                                "no norm epilogue on the CUDA target");
+                                "a norm only after its tail on the CUDA "
+                                "target");
     if (failed(plan) || failed(addResults(kernel)))
       return failure();
     return addQdqGemm(kernel, matmul, dequantize, *activations, *plan, source);
@@ -164,8 +171,9 @@ LogicalResult PlanBuilder::addGemm(KernelOp kernel, llvm::raw_ostream &source) {
     return kernel.emitOpError("of kind gemm needs a matmul of its inputs");
   rt::MatmulStep *step = &plan->step;
   std::optional<DimExpr> unpackedWhen;
+  std::optional<UnpackedWeights::CacheUpdate> cacheUpdate;
   if (dequantize) {
-    if (failed(addResults(kernel)))
+    if (failed(addResults(kernel)) || failed(addAlias(kernel)))
       return failure();
     auto unpacked = addPackedGemm(kernel, matmul, dequantize, *plan, source);
     if (failed(unpacked))
@@ -174,6 +182,7 @@ LogicalResult PlanBuilder::addGemm(KernelOp kernel, llvm::raw_ostream &source) {
       return success();
     b = (*unpacked)->buffer;
     unpackedWhen = (*unpacked)->when;
+    cacheUpdate = (*unpacked)->cacheUpdate;
     if ((*unpacked)->lhs)
       a = *(*unpacked)->lhs;
   }
@@ -218,12 +227,15 @@ LogicalResult PlanBuilder::addGemm(KernelOp kernel, llvm::raw_ostream &source) {
           emitGemmWiden(dtype, os);
         });
   step->c = bufferOf.at(kernel.getResult(0));
-  if (kernel.getNumResults() == 2)
+  if (normed && kernel.getNumResults() == 2)
     step->normSum = bufferOf.at(kernel.getResult(1));
   addGemmCandidates(*plan, kernel, source);
   pushMatmul(*plan);
   if (unpackedWhen)
     guardStep(artifact.steps.size() - 1, *unpackedWhen);
+  if (cacheUpdate)
+    return addCacheUpdateKernel(kernel, cacheUpdate->name, cacheUpdate->when,
+                                source);
   return success();
 }
 

@@ -114,7 +114,7 @@ LogicalResult PlanBuilder::pushPackedLaunches(
     KernelOp kernel, const std::string &name, const GemmConfig &config,
     const Size &m, int64_t n, int64_t mostRows, ArrayRef<DimExpr> when,
     ArrayRef<uint32_t> inputs, ArrayRef<uint32_t> tailInputs,
-    uint32_t sharedBytes) {
+    uint32_t sharedBytes, ArrayRef<uint32_t> updateBuffers) {
   GemmEpilogueAttr epilogue = kernel.getEpilogueAttr();
   std::optional<uint32_t> bias, residual;
   if (epilogue.getBias() >= 0)
@@ -135,10 +135,11 @@ LogicalResult PlanBuilder::pushPackedLaunches(
   if (epilogue.getNormShift() >= 0)
     args.push_back(bufferOf.at(kernel.getInputs()[epilogue.getNormShift()]));
   args.push_back(bufferOf.at(kernel.getResult(0)));
-  if (kernel.getNumResults() == 2)
+  if (normed && kernel.getNumResults() == 2)
     args.push_back(bufferOf.at(kernel.getResult(1)));
   if (int64_t floats = partialFloats(config, mostRows, n, normed))
     args.push_back(addScratch(floats));
+  args.append(updateBuffers.begin(), updateBuffers.end());
   LaunchGeometry main;
   main.grid = {
       static_cast<uint32_t>((n + config.tileN - 1) / config.tileN),
@@ -318,11 +319,21 @@ PlanBuilder::addPackedGemm(KernelOp kernel, MatmulOp matmul,
       gemvInputs.erase(gemvInputs.begin());
       gemvInputs.insert(gemvInputs.begin(), read.begin(), read.end());
     }
+    // A cache update after the product: the GEMV's last block writes it.
+    std::optional<CacheUpdateTail> update;
+    if (epilogue.getCacheUpdate()) {
+      FailureOr<CacheUpdateTail> tail = cacheUpdateTail(kernel, name, source);
+      if (failed(tail))
+        return failure();
+      update = std::move(*tail);
+    }
     int64_t mostRows = std::min(shape.upperM, gemvRows);
     emitPackedGemv(shape, *gemv.config, name, m.str(), mostRows, dims, source,
-                   lhs ? &*lhs : nullptr);
+                   lhs ? &*lhs : nullptr, update ? &*update : nullptr);
     if (failed(pushPackedLaunches(kernel, name, *gemv.config, m, shape.n,
-                                  mostRows, gemvWhen, gemvInputs)))
+                                  mostRows, gemvWhen, gemvInputs, {}, 0,
+                                  update ? ArrayRef<uint32_t>(update->buffers)
+                                         : ArrayRef<uint32_t>())))
       return failure();
   }
   if (mma.config) {
@@ -333,8 +344,20 @@ PlanBuilder::addPackedGemm(KernelOp kernel, MatmulOp matmul,
                                   packedInputs)))
       return failure();
   }
-  if (!unpackedRuns)
+  // The runs the GEMV does not serve write the cache update in a kernel of
+  // its own after their product: the packed GEMM's here, the matmul step's
+  // after the caller appends that.
+  std::optional<UnpackedWeights::CacheUpdate> update;
+  if (epilogue.getCacheUpdate() && (!gemv.config || mma.config || unpackedRuns))
+    update = UnpackedWeights::CacheUpdate{
+        name + "_update",
+        gemv.config ? past(gemvRows) : std::optional<DimExpr>()};
+  if (!unpackedRuns) {
+    if (update && failed(addCacheUpdateKernel(kernel, update->name,
+                                              update->when, source)))
+      return failure();
     return std::optional<UnpackedWeights>();
+  }
 
   // The weights as floats, by the dequantize alone in a kernel of its own,
   // emitted as the elementwise family emits it.
@@ -360,7 +383,7 @@ PlanBuilder::addPackedGemm(KernelOp kernel, MatmulOp matmul,
     when = unpackedWhen.front();
   }
   return std::optional<UnpackedWeights>(
-      UnpackedWeights{unpacked, when, lhsScratch});
+      UnpackedWeights{unpacked, when, lhsScratch, update});
 }
 
 FailureOr<ComputedOperand>

@@ -91,6 +91,23 @@ LogicalResult PlanBuilder::addQdqGemm(KernelOp kernel, MatmulOp matmul,
   shape.bias = epilogue.getBias() >= 0;
   shape.residual = epilogue.getResidual() >= 0;
   shape.activation = step.activation;
+  // A row norm after the tail (kiln-fuse's growQdqTailNorm): an fp32
+  // product's fp32 tail's, the norm's scale and shift of the product's type.
+  Block &body = kernel.getBody().front();
+  auto norm = llvm::find_if(body, [](Operation &op) { return isRowNorm(&op); });
+  if (epilogue.getNormScale() >= 0 && norm != body.end()) {
+    if (shape.dtype != rt::DType::F32 ||
+        !getElementTypeOrSelf(norm->getOperand(0).getType()).isF32() ||
+        !ofProduct(rowNormScale(&*norm)) ||
+        (rowNormShift(&*norm) && !ofProduct(rowNormShift(&*norm))))
+      return kernel.emitOpError("of kind gemm over 8-bit activations "
+                                "normalizes an fp32 product's fp32 tail only "
+                                "on the CUDA target");
+    shape.norm = isa<RmsNormOp>(*norm) ? PackedGemvShape::Norm::Rms
+                                       : PackedGemvShape::Norm::Layer;
+    shape.normShift = epilogue.getNormShift() >= 0;
+    shape.normEpsilon = rowNormEpsilon(&*norm).convertToFloat();
+  }
   if (shape.k % 16 != 0 || shape.rowBytes % 16 != 0 ||
       dequantize.getBlockCount() != 1)
     return kernel.emitOpError("of kind gemm of 8-bit operands needs rows of "
@@ -166,23 +183,47 @@ PlanBuilder::qdqGemmTail(KernelOp kernel, MatmulOp matmul,
   if (kernel.getEpilogueAttr().getBias() >= 0)
     product = (*product.getUsers().begin())->getResult(0);
   // The tail reads the product at its own element only (the verifier's
-  // verifyGemmTail): the element in hand, whatever its index.
-  std::string statements;
-  llvm::raw_string_ostream os(statements);
-  BodyEmitter values(kernel, os);
-  values.bindAtEveryIndex(product, "product");
+  // verifyGemmTail): the element in hand, whatever its index. Where it
+  // ends in a row norm, it computes the norm's input, and the ops after
+  // the norm read the normalized element `y` alone.
+  Operation *norm = nullptr;
+  for (Operation &op : body)
+    if (isRowNorm(&op) && !norm)
+      norm = &op;
   Value end = kernel.getYield().getValues().front();
-  FailureOr<std::string> value = values.getAt(end, "row * n + col", "      ");
+  QdqGemmTail tail;
+  // `v`'s statements at `indent` into `statements`, `bound` the element
+  // in hand as `name`.
+  auto emit = [&](Value bound, const std::string &name, Value v,
+                  const char *indent,
+                  std::string &statements) -> FailureOr<std::string> {
+    llvm::raw_string_ostream os(statements);
+    BodyEmitter values(kernel, os);
+    values.bindAtEveryIndex(bound, name);
+    return values.getAt(v, "row * n + col", indent);
+  };
+  bool normed = norm != nullptr;
+  FailureOr<std::string> value =
+      emit(product, "product", normed ? norm->getOperand(0) : end, "      ",
+           tail.statements);
   if (failed(value))
     return failure();
-  // Its inputs, in<k> as the body emitter names them.
+  if (normed) {
+    FailureOr<std::string> stored =
+        emit(norm->getResult(0), "y", end, "        ", tail.normStatements);
+    if (failed(stored))
+      return failure();
+    tail.normValue = storeExpr(getElementTypeOrSelf(end.getType()), *stored);
+  }
+  // Its inputs, in<k> as the body emitter names them (the norm's scale and
+  // shift are the kernel's norm parameters).
   std::set<unsigned> read;
   for (Operation *op = product.getDefiningOp()->getNextNode();
        op != body.getTerminator(); op = op->getNextNode())
     for (Value operand : op->getOperands())
-      if (auto arg = dyn_cast<BlockArgument>(operand))
+      if (auto arg = dyn_cast<BlockArgument>(operand);
+          arg && !(op == norm && operand != op->getOperand(0)))
         read.insert(arg.getArgNumber());
-  QdqGemmTail tail;
   for (unsigned k : read) {
     Type et = getElementTypeOrSelf(body.getArgument(k).getType());
     tail.parameters +=
@@ -190,8 +231,7 @@ PlanBuilder::qdqGemmTail(KernelOp kernel, MatmulOp matmul,
     buffers.push_back(bufferOf.at(kernel.getInputs()[k]));
   }
   Type et = getElementTypeOrSelf(end.getType());
-  tail.statements = std::move(statements);
-  tail.value = storeExpr(et, *value);
+  tail.value = normed ? *value : storeExpr(et, *value);
   tail.storage = storageType(et);
   return tail;
 }

@@ -67,7 +67,7 @@ constexpr const char *kMainKernel = R"cuda(
 // into two buffers; $SPLIT splits of K.
 extern "C" __global__ void __launch_bounds__(128) $NAME(
     const unsigned char *__restrict__ a, const unsigned char *__restrict__ packed,
-    const $ELEMENT *__restrict__ scales, const $A_ELEMENT *__restrict__ a_scale$A_ZERO_PARAMETER$W_ZERO_PARAMETER$BIAS_PARAMETER$RESIDUAL_PARAMETER$TAIL_PARAMETERS,
+    const $ELEMENT *__restrict__ scales, const $A_ELEMENT *__restrict__ a_scale$A_ZERO_PARAMETER$W_ZERO_PARAMETER$BIAS_PARAMETER$RESIDUAL_PARAMETER$TAIL_PARAMETERS$NORM_PARAMETERS,
     $C_TYPE *__restrict__ c$PARTIALS_PARAMETER$DIMS) {
   kiln_pdl_enter();
   const long long m = $EXTENT_M, n = $EXTENT_N, k = $EXTENT_K;
@@ -150,20 +150,8 @@ std::vector<std::pair<std::string, std::string>>
 qdqValues(const QdqGemmShape &shape, int64_t splitK, const std::string &name,
           const std::string &rows, const std::string &dims,
           const QdqGemmTail *tail) {
-  // The epilogue's placeholders are the packed kernels' (one block a row of
-  // signed bytes with no zero points, which the epilogue does not read).
-  PackedGemvShape packed;
-  packed.dtype = shape.dtype;
-  packed.n = shape.n;
-  packed.k = shape.k;
-  packed.bits = 8;
-  packed.blockSize = shape.rowBytes;
-  packed.blocks = 1;
-  packed.bias = shape.bias;
-  packed.residual = shape.residual;
-  packed.activation = shape.activation;
   std::vector<std::pair<std::string, std::string>> values =
-      packedValues(packed, splitK, name, rows, dims);
+      packedValues(qdqPackedShape(shape), splitK, name, rows, dims);
   // A tail computes and stores the element's value of its own type.
   if (tail) {
     GemmKernelKind kind;
@@ -185,7 +173,7 @@ qdqValues(const QdqGemmShape &shape, int64_t splitK, const std::string &name,
       values.end(),
       {{"$A_ELEMENT", scaleSpelling.type},
        {"$A_TO_FLOAT", scaleSpelling.toFloat},
-       {"$STORE", splitK > 1
+       {"$STORE", splitK > 1 || shape.norm != PackedGemvShape::Norm::None
                       ? "        partials[(split * m + row) * n + col] = v;"
                       : "$FINISH"}});
   return values;
@@ -328,8 +316,8 @@ void emitQdqGemm(const QdqGemmShape &shape, const GemmConfig &config,
                    : ""}});
   std::string counters;
   std::vector<std::pair<std::string, std::string>> finish =
-      gemm::splitFinishValues(name, config.splitK, config.tileM, config.tileN,
-                              mostRows, shape.n, counters);
+      gemm::qdqFinishValues(shape, name, config.splitK, config.tileM,
+                            config.tileN, mostRows, tail, counters);
   values.insert(values.end(), finish.begin(), finish.end());
   os << counters << substitute(kMainKernel, values);
 }

@@ -71,7 +71,7 @@ constexpr const char *kWgmmaKernel = R"cuda(
 // $SPLIT splits of K.
 extern "C" __global__ void __launch_bounds__($THREADS) $NAME(
     const unsigned char *__restrict__ a, const unsigned char *__restrict__ packed,
-    const $ELEMENT *__restrict__ scales, const $A_ELEMENT *__restrict__ a_scale$A_ZERO_PARAMETER$W_ZERO_PARAMETER$BIAS_PARAMETER$RESIDUAL_PARAMETER$TAIL_PARAMETERS,
+    const $ELEMENT *__restrict__ scales, const $A_ELEMENT *__restrict__ a_scale$A_ZERO_PARAMETER$W_ZERO_PARAMETER$BIAS_PARAMETER$RESIDUAL_PARAMETER$TAIL_PARAMETERS$NORM_PARAMETERS,
     $C_TYPE *__restrict__ c$PARTIALS_PARAMETER$DIMS) {
   kiln_pdl_enter();
   const long long m = $EXTENT_M, n = $EXTENT_N, k = $EXTENT_K;
@@ -426,8 +426,8 @@ void emitQdqWgmmaGemm(const QdqGemmShape &shape, const GemmConfig &config,
   }
   std::string counters;
   std::vector<std::pair<std::string, std::string>> finish =
-      gemm::splitFinishValues(name, config.splitK, config.tileM, config.tileN,
-                              mostRows, shape.n, counters);
+      gemm::qdqFinishValues(shape, name, config.splitK, config.tileM,
+                            config.tileN, mostRows, tail, counters);
   values.insert(values.end(), finish.begin(), finish.end());
   os << counters << substitute(kWgmmaKernel, values);
 }

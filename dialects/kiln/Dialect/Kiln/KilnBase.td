@@ -100,7 +100,11 @@ def Kiln_GemmEpilogueAttr : AttrDef<Kiln_Dialect, "GemmEpilogue"> {
     reshapes follow that each read the chain at their own element (an
     operand of the chain has the op's shape) and the kernel's inputs: the
     requantization of the 8-bit GEMM's result and what else of each element
-    follows it, computed where the element is stored. With `prologue` (a
+    follows it, computed where the element is stored; with a norm too, the
+    tail's end is followed by its `kiln.layer_norm` or `kiln.rms_norm` of
+    each row (by `norm_scale` and `norm_shift`) and elementwise ops that
+    read the norm's result at their own element (a Q/DQ BERT's LayerNorm
+    and its requantization). With `prologue` (a
     product of block-quantized weights only), the matmul's left operand is
     computed in the kernel, before the matmul: elementwise ops and data
     movement other than gathers, of the kernel's inputs, which nothing but
@@ -116,7 +120,14 @@ def Kiln_GemmEpilogueAttr : AttrDef<Kiln_Dialect, "GemmEpilogue"> {
     its bias) come its cast to f32, the cast of `residual` to f32 and their
     add, the casts of `norm_scale` and `norm_shift` to f32, the norm of the
     sum, and the norm's cast back to the product's type; the second result,
-    where there is one, is the sum's cast to that type.
+    where there is one, is the sum's cast to that type. With
+    `cache_update` (a product of block-quantized weights with neither norm
+    nor tail), elementwise ops and data movement after the chain's end, of
+    it and the kernel's inputs, compute one or two `kiln.update_slice` that
+    write alike (a decoder's rotary embedding of its new keys and the writes
+    of its keys and values into their caches, from its QKV projection); the
+    kernel yields them after the chain's end, and the packed GEMV's last
+    block writes them.
 
     ```mlir
     %y = kiln.kernel gemm(%x, %w, %b) {epilogue = #kiln.gemm_epilogue<bias = 2, activation = gelu>} ...
@@ -131,7 +142,8 @@ def Kiln_GemmEpilogueAttr : AttrDef<Kiln_Dialect, "GemmEpilogue"> {
     DefaultValuedParameter<"int64_t", "-1">:$norm_shift,
     DefaultValuedParameter<"bool", "false">:$tail,
     DefaultValuedParameter<"bool", "false">:$prologue,
-    DefaultValuedParameter<"bool", "false">:$wide_norm);
+    DefaultValuedParameter<"bool", "false">:$wide_norm,
+    DefaultValuedParameter<"bool", "false">:$cache_update);
   let assemblyFormat = "`<` struct(params) `>`";
 }
 

@@ -237,21 +237,41 @@ YieldOp KernelOp::getYield() {
 /// operands are kernel inputs or values of earlier tail ops that do not
 /// read the chain (scalars computed from inputs). Over 8-bit activations
 /// only (the Q/DQ GEMM, which takes it on the CUDA target), after the
-/// product and its bias alone.
+/// product and its bias alone. With a norm (its scale and shift inputs),
+/// the tail's end is followed by its layer_norm or rms_norm of each row,
+/// of the product's columns, and the ops after the norm read it as the
+/// chain (nothing before it).
 static LogicalResult verifyGemmTail(KernelOp kernel, bool readsActivations,
                                     Block::iterator &it, Block::iterator end,
                                     Value &last) {
   GemmEpilogueAttr epilogue = kernel.getEpilogueAttr();
   if (!readsActivations || epilogue.getResidual() >= 0 ||
-      epilogue.getActivation() != GemmActivation::none ||
-      epilogue.getNormScale() >= 0)
+      epilogue.getActivation() != GemmActivation::none)
     return kernel.emitOpError("of kind gemm has a tail only over 8-bit "
                               "activations, after its product and bias "
                               "alone");
   Block &body = kernel.getBody().front();
+  int64_t columns = cast<RankedTensorType>(last.getType()).getShape().back();
+  auto argOf = [&](int64_t input) {
+    return input >= 0 ? body.getArgument(input) : Value();
+  };
+  bool normed = false;
   llvm::SmallPtrSet<Value, 16> chain = {last}, side;
   for (; it != end; ++it) {
     Operation &op = *it;
+    if (isRowNorm(&op) && epilogue.getNormScale() >= 0 && !normed) {
+      auto type = cast<RankedTensorType>(op.getResult(0).getType());
+      if (op.getOperand(0) != last || rowNormAxis(&op) != type.getRank() - 1 ||
+          type.getShape().back() != columns ||
+          rowNormScale(&op) != argOf(epilogue.getNormScale()) ||
+          rowNormShift(&op) != argOf(epilogue.getNormShift()))
+        return kernel.emitOpError("of kind gemm has a norm that is not of its "
+                                  "tail's end's rows by its norm inputs");
+      normed = true;
+      last = op.getResult(0);
+      chain = {last};
+      continue;
+    }
     bool reshape = isa<ReshapeOp>(op);
     if (!reshape && !isElementwise(&op))
       return kernel.emitOpError("of kind gemm has a tail op that is neither "
@@ -282,6 +302,9 @@ static LogicalResult verifyGemmTail(KernelOp kernel, bool readsActivations,
     if (readsChain)
       last = op.getResult(0);
   }
+  if (epilogue.getNormScale() >= 0 && !normed)
+    return kernel.emitOpError("of kind gemm has no layer_norm or rms_norm of "
+                              "its tail's end where its epilogue says");
   return success();
 }
 
@@ -316,6 +339,74 @@ static LogicalResult verifyGemmPrologue(KernelOp kernel, MatmulOp matmul,
                                   "past its product: ")
                << op->getName();
   }
+  return success();
+}
+
+/// A GEMM kernel's `cache_update`: from `it` on, after the chain's end
+/// `last` (the product of block-quantized weights, maybe with a bias,
+/// residual or activation, never a norm or tail), elementwise ops, data
+/// movement and one or two kiln.update_slice that write alike (one shape,
+/// axis, offset and starts), which read `last`, the kernel's inputs and
+/// each other's values; each update's destination is a kernel input, and
+/// the kernel yields `last` and then the updates, the later first (as a
+/// paired update kernel does).
+static LogicalResult verifyGemmCacheUpdate(KernelOp kernel,
+                                           DequantizeOp dequantize,
+                                           bool readsActivations,
+                                           Block::iterator it,
+                                           Block::iterator end, Value last) {
+  GemmEpilogueAttr epilogue = kernel.getEpilogueAttr();
+  if (!dequantize || readsActivations || epilogue.getTail() ||
+      epilogue.getNormScale() >= 0)
+    return kernel.emitOpError("of kind gemm updates a cache only after a "
+                              "product of block-quantized weights with "
+                              "neither norm nor tail");
+  Block &body = kernel.getBody().front();
+  llvm::SmallPtrSet<Value, 16> computed = {last};
+  SmallVector<UpdateSliceOp, 2> updates;
+  for (; it != end; ++it) {
+    Operation &op = *it;
+    auto update = dyn_cast<UpdateSliceOp>(op);
+    if (!update && !isElementwise(&op) && !isDataMovement(&op))
+      return kernel.emitOpError("of kind gemm computes its cache update with "
+                                "an op other than elementwise ops and data "
+                                "movement: ")
+             << op.getName();
+    for (Value operand : op.getOperands()) {
+      auto arg = dyn_cast<BlockArgument>(operand);
+      if (!computed.contains(operand) && !(arg && arg.getOwner() == &body))
+        return kernel.emitOpError("of kind gemm has a cache update op that "
+                                  "reads other than the end of its "
+                                  "epilogue, its inputs and values of them: ")
+               << op.getName();
+    }
+    if (update) {
+      if (!isa<BlockArgument>(update.getDest()))
+        return kernel.emitOpError("of kind gemm updates a cache that is not "
+                                  "one of its inputs");
+      updates.push_back(update);
+    } else {
+      computed.insert(op.getResult(0));
+    }
+  }
+  OperandRange yielded = cast<YieldOp>(body.getTerminator()).getValues();
+  auto writesAlike = [&](UpdateSliceOp a, UpdateSliceOp b) {
+    return a.getUpdate().getType() == b.getUpdate().getType() &&
+           a.getDest().getType() == b.getDest().getType() &&
+           a.getAxis() == b.getAxis() && a.getOffset() == b.getOffset() &&
+           a.getStarts() == b.getStarts();
+  };
+  if (updates.empty() || updates.size() > 2 ||
+      (updates.size() == 2 && !writesAlike(updates[0], updates[1])))
+    return kernel.emitOpError("of kind gemm updates one or two caches that "
+                              "write alike (one shape, axis, offset and "
+                              "starts)");
+  if (yielded.size() != 1 + updates.size() || yielded.front() != last ||
+      yielded.back() != updates.front().getResult() ||
+      yielded[1] != updates.back().getResult())
+    return kernel.emitOpError("of kind gemm must yield the end of its "
+                              "epilogue, then its cache updates, the later "
+                              "first");
   return success();
 }
 
@@ -502,9 +593,15 @@ static LogicalResult verifyGemmEpilogue(KernelOp kernel,
   // A tail takes the reshapes and casts after the product itself (its
   // chain starts at the product and its bias).
   bool tail = epilogue.getTail();
+  // A cache update's ops may start with a reshape of the product it
+  // yields: the chain ends there.
+  Value yieldedFirst = body.getTerminator()->getNumOperands()
+                           ? body.getTerminator()->getOperand(0)
+                           : Value();
   auto skipReshapes = [&]() {
     while (!tail && it != ops.end() && isa<ReshapeOp>(*it) &&
-           it->getOperand(0) == last)
+           it->getOperand(0) == last &&
+           !(epilogue.getCacheUpdate() && last == yieldedFirst))
       last = (it++)->getResult(0);
   };
   // The add of block argument `input` to the chain so far, at its shape: a
@@ -556,7 +653,8 @@ static LogicalResult verifyGemmEpilogue(KernelOp kernel,
     if (epilogue.getNormShift() >= 0 && epilogue.getNormScale() < 0)
       return kernel.emitOpError("of kind gemm has a norm shift without a norm "
                                 "scale");
-    if (int64_t scale = epilogue.getNormScale(); scale >= 0) {
+    // (A tail's norm follows the tail: verifyGemmTail.)
+    if (int64_t scale = epilogue.getNormScale(); scale >= 0 && !tail) {
       // A LayerNorm or RMSNorm of each row of the product: over the last axis
       // only, of the product's columns (reshapes before it keep them), its
       // scale and shift kernel inputs of one row.
@@ -588,9 +686,10 @@ static LogicalResult verifyGemmEpilogue(KernelOp kernel,
       last = (it++)->getResult(0);
     }
     // Last, maybe the cast of a 16-bit result to the model's fp32 output
-    // (the kernel stores the 16-bit value widened).
-    if (!tail && it != ops.end() && isa<CastOp>(*it) &&
-        it->getOperand(0) == last) {
+    // (the kernel stores the 16-bit value widened); a cache update's cast
+    // of the product is its own.
+    if (!tail && !epilogue.getCacheUpdate() && it != ops.end() &&
+        isa<CastOp>(*it) && it->getOperand(0) == last) {
       auto from = cast<RankedTensorType>(last.getType());
       auto to = cast<RankedTensorType>(it->getResult(0).getType());
       if (!(from.getElementType().isF16() || from.getElementType().isBF16()) ||
@@ -603,6 +702,9 @@ static LogicalResult verifyGemmEpilogue(KernelOp kernel,
   if (tail &&
       failed(verifyGemmTail(kernel, readsActivations, it, ops.end(), last)))
     return failure();
+  if (epilogue.getCacheUpdate())
+    return verifyGemmCacheUpdate(kernel, dequantize, readsActivations, it,
+                                 ops.end(), last);
   if (it != ops.end())
     return kernel.emitOpError("of kind gemm has an op its epilogue does not "
                               "name: ")

@@ -5,7 +5,7 @@ follows it (a reduction's epilogue), with power-of-two scales so that every
 float the reference interpreter computes is exact, as the GEMM's integer
 sums are: the host backend must equal it bit for bit.
 
-  qdq_tail_model.py OUT.mlir
+  qdq_tail_model.py OUT.mlir [--norm-floats | --norm-bytes]
 
   y_i8 = requantize(dequantize(q(x)) . W1^T + b1)   M 129, K 1040, N 72
   y_f32 = dequantize(requantize(dequantize(q(x2)) . W2^T + b2))
@@ -14,6 +14,11 @@ sums are: the host backend must equal it bit for bit.
            times over (some 80 ops, as BERT's GELU with its every step
            quantized)                               M 5, K 32, N 16
   y_mean = requantize(mean(q(x4)) over rows of 64)  M 33
+
+With --norm-floats (--norm-bytes), three products whose tail adds a
+residual input and ends in a LayerNorm or RMSNorm of each row (then
+requantized to int8): a Q/DQ BERT's post-norm blocks, whose norms are not
+exact in floats.
 
 requantize(v) = cast_i8(clamp(round(v * m) + zp)), m a power of two a
 column; x quantized with scale 1/16 (inputs are drawn from a normal
@@ -101,7 +106,67 @@ def product(rng, name, m, k, n, out_float, steps=1):
     return lines
 
 
+def normed(rng, name, m, k, n, rms, requantized):
+    """A product whose tail (requantized, dequantized, plus the residual
+    input %{name}_res) ends in a LayerNorm (or RMSNorm) of each row, then
+    maybe requantized to int8 (%{name}_i): a Q/DQ BERT's post-norm block.
+    The result is %{name}_i or the norm's %{name}_ln."""
+    lines = product(rng, name, m, k, n, True)
+    gamma = rng.uniform(0.5, 1.5, n)
+    beta = rng.uniform(-0.5, 0.5, n)
+    lines += [
+        f"  %{name}_g = {dense(gamma, f'tensor<{n}xf32>')}",
+        f"  %{name}_bt = {dense(beta, f'tensor<{n}xf32>')}",
+        f"  %{name}_sum = kiln.add %{name}_y, %{name}_res : (tensor<{m}x{n}xf32>, tensor<{m}x{n}xf32>) -> tensor<{m}x{n}xf32>",
+    ]
+    if rms:
+        lines.append(f"  %{name}_ln = kiln.rms_norm %{name}_sum, %{name}_g {{axis = 1 : i64, epsilon = 1.0e-6 : f32}} : (tensor<{m}x{n}xf32>, tensor<{n}xf32>) -> tensor<{m}x{n}xf32>")
+    else:
+        lines.append(f"  %{name}_ln = kiln.layer_norm %{name}_sum, %{name}_g, %{name}_bt {{axis = 1 : i64, epsilon = 1.0e-12 : f32}} : (tensor<{m}x{n}xf32>, tensor<{n}xf32>, tensor<{n}xf32>) -> tensor<{m}x{n}xf32>")
+    if requantized:
+        lines += requantize(f"{name}q", f"{name}_ln", m, n, "sixteens")
+    return lines
+
+
+def main_norm(path, requantized):
+    """The normed products: into fp32 (the norm's result) or int8."""
+    rng = np.random.default_rng(7)
+    body = [
+        "  %sixteen = kiln.constant dense<16.0> : tensor<f32>",
+        "  %sixteenth = kiln.constant dense<0.0625> : tensor<f32>",
+        "  %lo = kiln.constant dense<-128.0> : tensor<f32>",
+        "  %hi = kiln.constant dense<127.0> : tensor<f32>",
+        "  %zp = kiln.constant dense<3.0> : tensor<f32>",
+    ]
+    # M 129, K 1040 (split), N 72: two column tiles; M 7, K 48, N 200 (an
+    # RMSNorm): four; M 33, K 64, N 136: three.
+    shapes = [("one", 129, 1040, 72, False), ("two", 7, 48, 200, True),
+              ("three", 33, 64, 136, False)]
+    for name, m, k, n, rms in shapes:
+        body.append(f"  %sixteens = kiln.constant dense<16.0> : tensor<{n}xf32>"
+                    .replace("%sixteens", f"%{name}_sixteens"))
+        lines = normed(rng, name, m, k, n, rms, requantized)
+        body += [l.replace("%sixteens", f"%{name}_sixteens") for l in lines]
+    args = ", ".join(f"%{name}_x: tensor<{m}x{k}xf32>, "
+                     f"%{name}_res: tensor<{m}x{n}xf32>"
+                     for name, m, k, n, _ in shapes)
+    element = "i8" if requantized else "f32"
+    results = [(f"%{name}q_i" if requantized else f"%{name}_ln",
+                f"tensor<{m}x{n}x{element}>", f"y_{name}")
+               for name, m, k, n, _ in shapes]
+    with open(path, "w") as f:
+        f.write(f"func.func @main({args}) -> (" + ", ".join(
+            f'{t} {{kiln.name = "{label}"}}' for _, t, label in results)
+            + ") {\n")
+        f.write("\n".join(body) + "\n")
+        f.write("  return " + ", ".join(v for v, _, _ in results) + " : "
+                + ", ".join(t for _, t, _ in results) + "\n}\n")
+
+
 def main():
+    if len(sys.argv) > 2:
+        main_norm(sys.argv[1], sys.argv[2] == "--norm-bytes")
+        return
     rng = np.random.default_rng(5)
     body = [
         "  %sixteen = kiln.constant dense<16.0> : tensor<f32>",
