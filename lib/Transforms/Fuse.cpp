@@ -125,6 +125,9 @@ struct Group {
   /// (the later update), else null: at the root.
   SmallVector<Operation *, 2> cacheUpdates;
   Operation *placeAt = nullptr;
+  /// The cache update's ops, which the kernel's body orders after the
+  /// GEMM's (an update's producer may come before the product).
+  llvm::SmallPtrSet<Operation *, 16> cacheUpdateOps;
 
   bool allUsesInside(Operation *op) const {
     return llvm::all_of(op->getUsers(), [&](Operation *user) {
@@ -790,17 +793,20 @@ void growQdqTail(Group &group, const llvm::DenseSet<Operation *> &taken,
 /// target's Q/DQ GEMM keeps the tail's values for the norm and normalizes
 /// and requantizes in the last column tile of a row tile to arrive (the
 /// packed kernels' norm finish), so the norm's row kernel, a launch a norm,
-/// is saved. An fp32 tail's end, of the product's rows and columns, only;
-/// the norm's scale and shift and the later ops' other operands are values
-/// from before the product, as the tail's are.
+/// is saved. An fp32 product's fp32 tail's end, of its rows and columns,
+/// only (the Q/DQ GEMM normalizes fp32); the norm's scale and shift and the
+/// later ops' other operands are values from before the product, as the
+/// tail's are, and no later op is another product's (`reserved`).
 void growQdqTailNorm(Group &group, MatmulOp matmul,
-                     const llvm::DenseSet<Operation *> &taken) {
+                     const llvm::DenseSet<Operation *> &taken,
+                     const llvm::DenseSet<Operation *> &reserved) {
   Value end = group.root->getResult(0);
   auto type = cast<RankedTensorType>(end.getType());
   auto product = cast<RankedTensorType>(matmul.getType());
   int64_t columns = product.getShape().back();
   if (!end.hasOneUse() || !type.getElementType().isF32() ||
-      !type.hasStaticShape() || !product.hasStaticShape() ||
+      !product.getElementType().isF32() || !type.hasStaticShape() ||
+      !product.hasStaticShape() ||
       type.getNumElements() != product.getNumElements() ||
       type.getShape().back() != columns)
     return;
@@ -836,7 +842,8 @@ void growQdqTailNorm(Group &group, MatmulOp matmul,
     if (llvm::none_of(op->getOperands(),
                       [&](Value v) { return chain.contains(v); }))
       continue;
-    if (taken.contains(op) || !isElementwise(op) || op->getNumResults() != 1 ||
+    if (taken.contains(op) || reserved.contains(op) || !isElementwise(op) ||
+        op->getNumResults() != 1 ||
         !llvm::all_of(op->getOperands(), [&](Value v) {
           return chain.contains(v) ? sameShape(v, op->getResult(0)) : before(v);
         }))
@@ -1041,7 +1048,7 @@ std::optional<Group> buildGemmGroup(MatmulOp matmul,
           group.gemmActivation == GemmActivation::none)
         growQdqTail(group, taken, reserved);
       if (group.gemmTail && takeNorm)
-        growQdqTailNorm(group, matmul, taken);
+        growQdqTailNorm(group, matmul, taken, reserved);
     }
   }
   // Last, the cast of a 16-bit result to fp32 where it is the result's only
@@ -1086,7 +1093,8 @@ bool writeAlike(UpdateSliceOp a, UpdateSliceOp b) {
          a.getStarts() == b.getStarts();
 }
 
-/// Where each op will be: the root of the group that holds it, or itself.
+/// Where each op will be: where the group that holds it places its kernel
+/// (its root, or a cache update's GEMM its placeAt), or itself.
 class Placement {
 public:
   explicit Placement(ArrayRef<Group> groups) {
@@ -1379,6 +1387,7 @@ void mergeCacheUpdatesIntoGemms(SmallVectorImpl<Group> &groups) {
     if (update->alsoYielded)
       gemm.cacheUpdates.push_back(update->alsoYielded);
     gemm.members.insert(update->members.begin(), update->members.end());
+    gemm.cacheUpdateOps.insert(update->members.begin(), update->members.end());
     groups.erase(groups.begin() + (update - groups.data()));
     // Group i may have moved down by one; either way, it is done.
     if (update < &gemm)
@@ -1422,7 +1431,8 @@ void duplicateCheapScalars(func::FuncOp func,
   }
 }
 
-/// Replaces the group's ops by one kiln.kernel placed at the root.
+/// Replaces the group's ops by one kiln.kernel placed at the root (or the
+/// group's placeAt).
 void outlineGroup(Group &group) {
   SmallVector<Operation *> ops = group.members.takeVector();
   llvm::sort(ops,
@@ -1436,6 +1446,11 @@ void outlineGroup(Group &group) {
         });
     std::copy(group.gemmWideOps.begin(), group.gemmWideOps.end(), wide);
   }
+  // A cache update's ops after the GEMM's, in their order: they read the
+  // product, the kernel's inputs and each other.
+  std::stable_partition(ops.begin(), ops.end(), [&](Operation *op) {
+    return !group.cacheUpdateOps.contains(op);
+  });
   llvm::DenseSet<Operation *> inside(ops.begin(), ops.end());
 
   llvm::SetVector<Value> inputs;

@@ -195,11 +195,14 @@ struct KilnPlanMemoryPass
       // that element of the sum (cuBLASLt's C and D; the norm kernel reads
       // a row before it writes the row), and reads the residual nowhere
       // else. The sum is the kernel's second result where it yields one,
-      // else its result (the epilogue's end, or the norm over the sum).
+      // else its result (the epilogue's end, or the norm over the sum); a
+      // cache update's kernel yields its caches after the sum.
       if (kernel && kernel.getKind() == KernelKind::gemm) {
         int64_t residual = kernel.getEpilogueAttr().getResidual();
-        if (residual < 0 ||
-            result != kernel.getResult(kernel.getNumResults() - 1))
+        Value sum = kernel.getEpilogueAttr().getCacheUpdate()
+                        ? kernel.getResult(0)
+                        : kernel.getResult(kernel.getNumResults() - 1);
+        if (residual < 0 || result != sum)
           continue;
         // Read by the residual add alone: not also as the product's operand
         // (one kernel input when it is the same value), nor through another

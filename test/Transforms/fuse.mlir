@@ -2147,3 +2147,49 @@ func.func @negative_gemm_int8_tail_norm(%x0: tensor<3x32xf32>, %s: tensor<8x1xf3
   %b2 = kiln.transpose %ln2 {permutation = array<i64: 1, 0>} : tensor<8x3xf32> -> tensor<3x8xf32>
   return %ln, %r, %b2 : tensor<3x8xf32>, tensor<3x8xf32>, tensor<3x8xf32>
 }
+
+// -----
+
+// An update's producer that comes before the product in the function (a
+// rotary table computed first) joins too: the kernel's body computes it
+// after the product, where the update's ops are.
+// CHECK-LABEL: func @gemm_cache_update_producer_first
+// CHECK: kiln.kernel  gemm({{.*}}) {epilogue = #kiln.gemm_epilogue<cache_update = true>}
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: kiln.dequantize
+// CHECK-NEXT: kiln.matmul
+// CHECK-NEXT: kiln.neg
+// CHECK: kiln.update_slice
+// CHECK-NEXT: kiln.yield
+func.func @gemm_cache_update_producer_first(%x: tensor<1x32xf16>, %q: tensor<8x1x16xui8>, %s: tensor<8x1xf16>, %kc: tensor<6x8xf16>, %t: tensor<1x8xf16>) -> (tensor<1x8xf16>, tensor<6x8xf16>) {
+  %n = kiln.neg %t : tensor<1x8xf16>
+  %w = kiln.dequantize %q, %s {bits = 4 : i64, block_size = 32 : i64} : (tensor<8x1x16xui8>, tensor<8x1xf16>) -> tensor<8x32xf16>
+  %p = kiln.matmul %x, %w {transpose_rhs = true} : (tensor<1x32xf16>, tensor<8x32xf16>) -> tensor<1x8xf16>
+  %r = kiln.mul %p, %n : (tensor<1x8xf16>, tensor<1x8xf16>) -> tensor<1x8xf16>
+  %u = kiln.update_slice %kc, %r {axis = 0 : i64, offset = "2"} : (tensor<6x8xf16>, tensor<1x8xf16>) -> tensor<6x8xf16>
+  %e = kiln.exp %p : tensor<1x8xf16>
+  return %e, %u : tensor<1x8xf16>, tensor<6x8xf16>
+}
+
+// -----
+
+// negative_: a 16-bit product's fp32 tail (an fp16 build's Q/DQ GEMM, its
+// requantization widened) keeps its norm's kernel: the Q/DQ GEMM
+// normalizes an fp32 product's tail only.
+// CHECK-LABEL: func @negative_gemm_f16_tail_norm
+// CHECK: kiln.kernel  gemm({{.*}}) {epilogue = #kiln.gemm_epilogue<tail = true>}
+// CHECK: kiln.kernel  reduction
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: kiln.layer_norm
+func.func @negative_gemm_f16_tail_norm(%x0: tensor<3x32xf16>, %s: tensor<8x1xf16>, %sa: tensor<f16>, %res: tensor<3x8xf32>, %g: tensor<8xf32>, %bt: tensor<8xf32>) -> tensor<3x8xf32> {
+  %q = kiln.constant dense<131> : tensor<8x1x32xui8>
+  %x = kiln.cast %x0 : tensor<3x32xf16> -> tensor<3x32xi8>
+  %xf = kiln.cast %x : tensor<3x32xi8> -> tensor<3x32xf16>
+  %a = kiln.mul %xf, %sa : (tensor<3x32xf16>, tensor<f16>) -> tensor<3x32xf16>
+  %w = kiln.dequantize %q, %s {bits = 8 : i64, block_size = 32 : i64} : (tensor<8x1x32xui8>, tensor<8x1xf16>) -> tensor<8x32xf16>
+  %m = kiln.matmul %a, %w {transpose_rhs = true} : (tensor<3x32xf16>, tensor<8x32xf16>) -> tensor<3x8xf16>
+  %mw = kiln.cast %m : tensor<3x8xf16> -> tensor<3x8xf32>
+  %sum = kiln.add %mw, %res : (tensor<3x8xf32>, tensor<3x8xf32>) -> tensor<3x8xf32>
+  %ln = kiln.layer_norm %sum, %g, %bt {axis = 1 : i64, epsilon = 1.0e-12 : f32} : (tensor<3x8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<3x8xf32>
+  return %ln : tensor<3x8xf32>
+}

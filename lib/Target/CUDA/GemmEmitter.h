@@ -260,13 +260,13 @@ struct QdqGemmTail {
 /// Appends the Q/DQ GEMM `name` of `config` for `shape`, a launch step
 /// over runs of up to `mostRows` rows: it takes (A's bytes, the packed
 /// weights, their scales, A's scale, [A's zero point], [the weights' zero
-/// points], [bias], [residual], [the tail's inputs], C, [the split's float
-/// partials]), then `dims`; `rows` is C's rows as C text over them. C
-/// holds the tail's values where there is one. With a split, the last
-/// block of a tile to arrive adds the splits (gemm::splitFinishValues);
-/// with a norm, every block stores its sums and the norm finishes as the
-/// packed kernels' does (gemm::qdqFinishValues), the kernel taking the
-/// norm's scale and shift after the tail's inputs.
+/// points], [bias], [residual], [the tail's inputs], [the norm's scale and
+/// shift], C, [the float partials of a split or a norm]), then `dims`; `rows`
+/// is C's rows as C text over them. C holds the tail's values where there is
+/// one. With a split, the last block of a tile to arrive adds the splits
+/// (gemm::splitFinishValues); with a norm, every block stores its sums and the
+/// norm finishes as the packed kernels' does (gemm::qdqFinishValues), the
+/// kernel taking the norm's scale and shift after the tail's inputs.
 void emitQdqGemm(const QdqGemmShape &shape, const GemmConfig &config,
                  const std::string &name, const std::string &rows,
                  int64_t mostRows, const std::string &dims,

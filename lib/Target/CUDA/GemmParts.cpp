@@ -563,6 +563,15 @@ PackedGemvShape qdqPackedShape(const QdqGemmShape &shape) {
   return packed;
 }
 
+GemmKernelKind qdqEpilogueKind(const QdqGemmShape &shape) {
+  GemmKernelKind kind;
+  kind.dtype = shape.dtype;
+  kind.bias = shape.bias;
+  kind.residual = shape.residual;
+  kind.activation = shape.activation;
+  return kind;
+}
+
 std::vector<std::pair<std::string, std::string>>
 qdqFinishValues(const QdqGemmShape &shape, const std::string &name,
                 int64_t splitK, int64_t tileM, int64_t tileN, int64_t mostRows,
@@ -574,11 +583,7 @@ qdqFinishValues(const QdqGemmShape &shape, const std::string &name,
          "a Q/DQ GEMM's norm follows its fp32 tail");
   std::vector<std::pair<std::string, std::string>> values = normFinishValues(
       qdqPackedShape(shape), name, splitK, tileM, tileN, mostRows, counters);
-  GemmKernelKind kind;
-  kind.dtype = shape.dtype;
-  kind.bias = shape.bias;
-  kind.residual = shape.residual;
-  kind.activation = shape.activation;
+  GemmKernelKind kind = qdqEpilogueKind(shape);
   // The element's value is the tail's, which the norm reads; the
   // normalized value goes through the tail's ops after the norm.
   for (auto &[placeholder, value] : values) {

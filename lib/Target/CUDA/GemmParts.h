@@ -73,6 +73,9 @@ qdqValues(const QdqGemmShape &shape, int64_t splitK, const std::string &name,
 /// placeholders from (one block a row of bytes with no zero points, which
 /// the epilogue does not read), its norm included.
 PackedGemvShape qdqPackedShape(const QdqGemmShape &shape);
+/// The epilogue (bias, residual, activation) of a Q/DQ GEMM of `shape`
+/// before its tail.
+GemmKernelKind qdqEpilogueKind(const QdqGemmShape &shape);
 /// The end of both forms of the Q/DQ GEMM: splitFinishValues', or where
 /// the tail ends in a norm (shape.norm), normFinishValues' with each
 /// element's value the tail's (the norm's input) and each normalized

@@ -188,9 +188,10 @@ static void emitRowsSignature(KernelOp kernel, StringRef name,
 /// Two updates that write alike (kiln-fuse's pairCacheUpdates: a layer's
 /// key and value caches, with one offset and one starts value) share the
 /// loop and its row, each element of each stored in its own result.
-/// As a device function (`rowsFunction`), the loop is a function of the
-/// kernel's parameters (input 0 read through L2) and of its first thread
-/// and stride, which a GEMM's last block calls (emitCacheUpdateRows).
+/// As a device function (with `rowsDims`, which it fills with the dim
+/// parameters its loop reads), the loop is a function of the kernel's
+/// parameters (input 0 read through L2) and of its first thread and stride,
+/// which a GEMM's last block calls (emitCacheUpdateRows).
 static FailureOr<LaunchGeometry>
 emitUpdateSlice(KernelOp kernel, UpdateSliceOp update, StringRef name,
                 llvm::raw_ostream &os,

@@ -154,11 +154,7 @@ qdqValues(const QdqGemmShape &shape, int64_t splitK, const std::string &name,
       packedValues(qdqPackedShape(shape), splitK, name, rows, dims);
   // A tail computes and stores the element's value of its own type.
   if (tail) {
-    GemmKernelKind kind;
-    kind.dtype = shape.dtype;
-    kind.bias = shape.bias;
-    kind.residual = shape.residual;
-    kind.activation = shape.activation;
+    GemmKernelKind kind = gemm::qdqEpilogueKind(shape);
     for (auto &[placeholder, value] : values) {
       if (placeholder == "$C_TYPE")
         value = tail->storage;

@@ -390,9 +390,14 @@ static LogicalResult verifyGemmCacheUpdate(KernelOp kernel,
     }
   }
   OperandRange yielded = cast<YieldOp>(body.getTerminator()).getValues();
+  // kiln-fuse's writeAlike: shapes, symbolic sizes included, not types.
+  auto shapeOf = [](Value v) {
+    auto type = cast<RankedTensorType>(v.getType());
+    return std::make_pair(type.getShape(), type.getEncoding());
+  };
   auto writesAlike = [&](UpdateSliceOp a, UpdateSliceOp b) {
-    return a.getUpdate().getType() == b.getUpdate().getType() &&
-           a.getDest().getType() == b.getDest().getType() &&
+    return shapeOf(a.getUpdate()) == shapeOf(b.getUpdate()) &&
+           shapeOf(a.getDest()) == shapeOf(b.getDest()) &&
            a.getAxis() == b.getAxis() && a.getOffset() == b.getOffset() &&
            a.getStarts() == b.getStarts();
   };

@@ -30,6 +30,16 @@ import sys
 import numpy as np
 
 
+# The quantization's scalars every function reads.
+SCALARS = [
+    "  %sixteen = kiln.constant dense<16.0> : tensor<f32>",
+    "  %sixteenth = kiln.constant dense<0.0625> : tensor<f32>",
+    "  %lo = kiln.constant dense<-128.0> : tensor<f32>",
+    "  %hi = kiln.constant dense<127.0> : tensor<f32>",
+    "  %zp = kiln.constant dense<3.0> : tensor<f32>",
+]
+
+
 def dense(values, type_text):
     return f"kiln.constant dense<{np.asarray(values).tolist()}> : {type_text}"
 
@@ -124,29 +134,22 @@ def normed(rng, name, m, k, n, rms, requantized):
     else:
         lines.append(f"  %{name}_ln = kiln.layer_norm %{name}_sum, %{name}_g, %{name}_bt {{axis = 1 : i64, epsilon = 1.0e-12 : f32}} : (tensor<{m}x{n}xf32>, tensor<{n}xf32>, tensor<{n}xf32>) -> tensor<{m}x{n}xf32>")
     if requantized:
-        lines += requantize(f"{name}q", f"{name}_ln", m, n, "sixteens")
+        # Scale 1/16 a column.
+        lines.append(f"  %{name}_sixteens = {dense([16.0] * n, f'tensor<{n}xf32>')}")
+        lines += requantize(f"{name}q", f"{name}_ln", m, n, f"{name}_sixteens")
     return lines
 
 
 def main_norm(path, requantized):
     """The normed products: into fp32 (the norm's result) or int8."""
     rng = np.random.default_rng(7)
-    body = [
-        "  %sixteen = kiln.constant dense<16.0> : tensor<f32>",
-        "  %sixteenth = kiln.constant dense<0.0625> : tensor<f32>",
-        "  %lo = kiln.constant dense<-128.0> : tensor<f32>",
-        "  %hi = kiln.constant dense<127.0> : tensor<f32>",
-        "  %zp = kiln.constant dense<3.0> : tensor<f32>",
-    ]
+    body = list(SCALARS)
     # M 129, K 1040 (split), N 72: two column tiles; M 7, K 48, N 200 (an
     # RMSNorm): four; M 33, K 64, N 136: three.
     shapes = [("one", 129, 1040, 72, False), ("two", 7, 48, 200, True),
               ("three", 33, 64, 136, False)]
     for name, m, k, n, rms in shapes:
-        body.append(f"  %sixteens = kiln.constant dense<16.0> : tensor<{n}xf32>"
-                    .replace("%sixteens", f"%{name}_sixteens"))
-        lines = normed(rng, name, m, k, n, rms, requantized)
-        body += [l.replace("%sixteens", f"%{name}_sixteens") for l in lines]
+        body += normed(rng, name, m, k, n, rms, requantized)
     args = ", ".join(f"%{name}_x: tensor<{m}x{k}xf32>, "
                      f"%{name}_res: tensor<{m}x{n}xf32>"
                      for name, m, k, n, _ in shapes)
@@ -168,14 +171,7 @@ def main():
         main_norm(sys.argv[1], sys.argv[2] == "--norm-bytes")
         return
     rng = np.random.default_rng(5)
-    body = [
-        "  %sixteen = kiln.constant dense<16.0> : tensor<f32>",
-        "  %sixteenth = kiln.constant dense<0.0625> : tensor<f32>",
-        "  %lo = kiln.constant dense<-128.0> : tensor<f32>",
-        "  %hi = kiln.constant dense<127.0> : tensor<f32>",
-        "  %zp = kiln.constant dense<3.0> : tensor<f32>",
-        "  %ones = kiln.constant dense<1.0> : tensor<16xf32>",
-    ]
+    body = SCALARS + ["  %ones = kiln.constant dense<1.0> : tensor<16xf32>"]
     body += product(rng, "one", 129, 1040, 72, False)
     body += product(rng, "two", 7, 48, 32, True)
     body += product(rng, "long", 5, 32, 16, True, steps=7)
