@@ -793,9 +793,10 @@ void growQdqTail(Group &group, const llvm::DenseSet<Operation *> &taken,
 /// target's Q/DQ GEMM keeps the tail's values for the norm and normalizes
 /// and requantizes in the last column tile of a row tile to arrive (the
 /// packed kernels' norm finish), so the norm's row kernel, a launch a norm,
-/// is saved. An fp32 product's fp32 tail's end, of its rows and columns,
-/// only (the Q/DQ GEMM normalizes fp32); the norm's scale and shift and the
-/// later ops' other operands are values from before the product, as the
+/// is saved. An fp32 tail's end (also an fp16 build's, whose Q/DQ
+/// arithmetic stays fp32), of the product's rows and columns, only, by fp32
+/// scale and shift (the Q/DQ GEMM normalizes fp32); the norm's scale and shift
+/// and the later ops' other operands are values from before the product, as the
 /// tail's are, and no later op is another product's (`reserved`).
 void growQdqTailNorm(Group &group, MatmulOp matmul,
                      const llvm::DenseSet<Operation *> &taken,
@@ -805,8 +806,7 @@ void growQdqTailNorm(Group &group, MatmulOp matmul,
   auto product = cast<RankedTensorType>(matmul.getType());
   int64_t columns = product.getShape().back();
   if (!end.hasOneUse() || !type.getElementType().isF32() ||
-      !product.getElementType().isF32() || !type.hasStaticShape() ||
-      !product.hasStaticShape() ||
+      !type.hasStaticShape() || !product.hasStaticShape() ||
       type.getNumElements() != product.getNumElements() ||
       type.getShape().back() != columns)
     return;

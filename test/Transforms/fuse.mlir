@@ -2173,15 +2173,17 @@ func.func @gemm_cache_update_producer_first(%x: tensor<1x32xf16>, %q: tensor<8x1
 
 // -----
 
-// negative_: a 16-bit product's fp32 tail (an fp16 build's Q/DQ GEMM, its
-// requantization widened) keeps its norm's kernel: the Q/DQ GEMM
-// normalizes an fp32 product's tail only.
-// CHECK-LABEL: func @negative_gemm_f16_tail_norm
-// CHECK: kiln.kernel  gemm({{.*}}) {epilogue = #kiln.gemm_epilogue<tail = true>}
-// CHECK: kiln.kernel  reduction
-// CHECK-NEXT: ^bb0
+// A 16-bit product whose tail widens it (an fp16 build's Q/DQ GEMM keeps
+// its quantization arithmetic fp32): the fp32 tail's norm joins too.
+// CHECK-LABEL: func @gemm_f16_tail_norm
+// CHECK: kiln.kernel  gemm({{.*}}) {epilogue = #kiln.gemm_epilogue<norm_scale = {{[0-9]+}}, norm_shift = {{[0-9]+}}, tail = true>} : {{.*}} -> tensor<3x8xf32>
+// CHECK: kiln.matmul {{.*}} -> tensor<3x8xf16>
+// CHECK-NEXT: kiln.cast
+// CHECK-NEXT: kiln.add
 // CHECK-NEXT: kiln.layer_norm
-func.func @negative_gemm_f16_tail_norm(%x0: tensor<3x32xf16>, %s: tensor<8x1xf16>, %sa: tensor<f16>, %res: tensor<3x8xf32>, %g: tensor<8xf32>, %bt: tensor<8xf32>) -> tensor<3x8xf32> {
+// CHECK-NEXT: kiln.yield
+// CHECK-NOT: kiln.kernel
+func.func @gemm_f16_tail_norm(%x0: tensor<3x32xf16>, %s: tensor<8x1xf16>, %sa: tensor<f16>, %res: tensor<3x8xf32>, %g: tensor<8xf32>, %bt: tensor<8xf32>) -> tensor<3x8xf32> {
   %q = kiln.constant dense<131> : tensor<8x1x32xui8>
   %x = kiln.cast %x0 : tensor<3x32xf16> -> tensor<3x32xi8>
   %xf = kiln.cast %x : tensor<3x32xi8> -> tensor<3x32xf16>

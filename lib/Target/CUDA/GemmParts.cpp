@@ -273,7 +273,7 @@ $LAST_OF_SPLITS
       deviations = __shfl_sync(0xffffffffu, deviations, 0);
       const float inv_std = rsqrtf(deviations / (float)n + $EPSILON_VALUE);
       for (long long col = lane; col < n; col += 32) {
-        float y = (norm_input(row, col) - mean) * inv_std * $TO_FLOAT(norm_scale[col]);$SHIFT_ADD
+        float y = (norm_input(row, col) - mean) * inv_std * $NORM_TO_FLOAT(norm_scale[col]);$SHIFT_ADD
 $NORMED_STATEMENTS        c_mat[row * n + col] = $NORMED_VALUE;
       }
     }
@@ -402,7 +402,8 @@ familyFinishValues(const GemmKernelKind &kind, const GemmConfig &config) {
           {"$ROW_MEAN",
            "\n      if (!rms) {" + std::string(kTileRowMean) + "\n      }"},
           {"$SHIFT_ADD",
-           "\n        if (norm_shift) y += $TO_FLOAT(norm_shift[col]);"},
+           "\n        if (norm_shift) y += $NORM_TO_FLOAT(norm_shift[col]);"},
+          {"$NORM_TO_FLOAT", h.toFloat},
           {"$EPSILON_VALUE", "__int_as_float((int)epsilon_bits)"},
           // Past every matrix's splits, each matrix's rows' statistics.
           {"$STATS", "partials + batch * outer_batch * split_k * m * n + "
@@ -473,8 +474,10 @@ normFinishValues(const PackedGemvShape &shape, const std::string &name,
                                : "__ldcg(&partials[row * n + col])"},
       {"$ROW_MEAN",
        layer ? kTileRowMean : "\n      // RMSNorm: the squares about zero."},
-      {"$SHIFT_ADD",
-       shape.normShift ? "\n        y += $TO_FLOAT(norm_shift[col]);" : ""},
+      {"$SHIFT_ADD", shape.normShift
+                         ? "\n        y += $NORM_TO_FLOAT(norm_shift[col]);"
+                         : ""},
+      {"$NORM_TO_FLOAT", "$TO_FLOAT"},
       {"$EPSILON_VALUE",
        "__int_as_float(" +
            std::to_string(llvm::bit_cast<int32_t>(shape.normEpsilon)) + ")"},
@@ -579,15 +582,18 @@ qdqFinishValues(const QdqGemmShape &shape, const std::string &name,
   if (shape.norm == PackedGemvShape::Norm::None)
     return splitFinishValues(name, splitK, tileM, tileN, mostRows, shape.n,
                              counters);
-  assert(tail && shape.dtype == rt::DType::F32 &&
-         "a Q/DQ GEMM's norm follows its fp32 tail");
+  assert(tail && "a Q/DQ GEMM's norm follows its tail");
   std::vector<std::pair<std::string, std::string>> values = normFinishValues(
       qdqPackedShape(shape), name, splitK, tileM, tileN, mostRows, counters);
   GemmKernelKind kind = qdqEpilogueKind(shape);
-  // The element's value is the tail's, which the norm reads; the
-  // normalized value goes through the tail's ops after the norm.
+  // The element's value is the tail's (fp32), which the norm reads; the
+  // normalized value goes through the tail's ops after the norm. The norm's
+  // scale and shift are fp32 too, whatever the product's type (qdqValues'
+  // $NORM_PARAMETERS).
   for (auto &[placeholder, value] : values) {
-    if (placeholder == "$APPLY_EPILOGUE")
+    if (placeholder == "$NORM_TO_FLOAT")
+      value = "";
+    else if (placeholder == "$APPLY_EPILOGUE")
       value = applyThroughTail(kind, *tail) + "      v = " + tail->value + ";";
     else if (placeholder == "$NORMED_STATEMENTS")
       value = tail->normStatements;

@@ -91,18 +91,20 @@ LogicalResult PlanBuilder::addQdqGemm(KernelOp kernel, MatmulOp matmul,
   shape.bias = epilogue.getBias() >= 0;
   shape.residual = epilogue.getResidual() >= 0;
   shape.activation = step.activation;
-  // A row norm after the tail (kiln-fuse's growQdqTailNorm): an fp32
-  // product's fp32 tail's, the norm's scale and shift of the product's type.
+  // A row norm after the tail (kiln-fuse's growQdqTailNorm): of the
+  // tail's fp32 value by fp32 scale and shift, whatever the product's type
+  // (an fp16 build's Q/DQ arithmetic stays fp32).
   Block &body = kernel.getBody().front();
   auto norm = llvm::find_if(body, [](Operation &op) { return isRowNorm(&op); });
+  auto isF32 = [](Value v) {
+    return getElementTypeOrSelf(v.getType()).isF32();
+  };
   if (epilogue.getNormScale() >= 0 && norm != body.end()) {
-    if (shape.dtype != rt::DType::F32 ||
-        !getElementTypeOrSelf(norm->getOperand(0).getType()).isF32() ||
-        !ofProduct(rowNormScale(&*norm)) ||
-        (rowNormShift(&*norm) && !ofProduct(rowNormShift(&*norm))))
+    if (!isF32(norm->getOperand(0)) || !isF32(rowNormScale(&*norm)) ||
+        (rowNormShift(&*norm) && !isF32(rowNormShift(&*norm))))
       return kernel.emitOpError("of kind gemm over 8-bit activations "
-                                "normalizes an fp32 product's fp32 tail only "
-                                "on the CUDA target");
+                                "normalizes an fp32 tail by fp32 scale and "
+                                "shift only on the CUDA target");
     shape.norm = isa<RmsNormOp>(*norm) ? PackedGemvShape::Norm::Rms
                                        : PackedGemvShape::Norm::Layer;
     shape.normShift = epilogue.getNormShift() >= 0;

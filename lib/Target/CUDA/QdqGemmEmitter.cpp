@@ -162,6 +162,12 @@ qdqValues(const QdqGemmShape &shape, int64_t splitK, const std::string &name,
         value = tail->parameters;
       else if (placeholder == "$FINISH")
         value = finishThroughTail(kind, *tail);
+      else if (placeholder == "$NORM_PARAMETERS" &&
+               shape.norm != PackedGemvShape::Norm::None)
+        // The norm of the tail's fp32 value, by fp32 scale and shift.
+        value =
+            std::string(", const float *__restrict__ norm_scale") +
+            (shape.normShift ? ", const float *__restrict__ norm_shift" : "");
     }
   }
   HalfSpelling scaleSpelling = spellingOf(shape.scaleDtype);
