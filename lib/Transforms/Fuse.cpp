@@ -680,6 +680,21 @@ constexpr unsigned kTailWindow = 128;
 /// The most ops growQdqTail computes again for one operand of a tail op.
 constexpr size_t kRecomputedOps = 16;
 
+/// Whether `v` is stored before `anchor`, in its block, where a kernel placed
+/// after `anchor` may read it: a block argument, or the result of an op
+/// before `anchor` that is a constant, that a group has taken, or that is
+/// neither elementwise nor data movement (so no reader computes it again).
+bool storedBefore(Value v, Operation *anchor,
+                  const llvm::DenseSet<Operation *> &taken) {
+  Operation *def = v.getDefiningOp();
+  if (!def)
+    return true;
+  return def->getBlock() == anchor->getBlock() &&
+         def->isBeforeInBlock(anchor) &&
+         (def->getNumOperands() == 0 || taken.contains(def) ||
+          !(isElementwise(def) || isDataMovement(def)));
+}
+
 /// Grows an 8-bit GEMM's group (its product and bias, at `group.root`) by
 /// the elementwise ops and reshapes that follow it and read it at their own
 /// element (#kiln.gemm_epilogue's tail): the requantization of its sums to
@@ -703,13 +718,11 @@ void growQdqTail(Group &group, const llvm::DenseSet<Operation *> &taken,
   // other ops read too, or one that only a kernel of its own computes: a
   // reduction, a product).
   auto fromOutside = [&](Value v, Operation *reader) {
-    Operation *def = v.getDefiningOp();
-    if (!def)
+    if (storedBefore(v, start, taken))
       return true;
-    if (def->getBlock() != start->getBlock() || !def->isBeforeInBlock(start))
-      return false;
-    return def->getNumOperands() == 0 || taken.contains(def) ||
-           !(isElementwise(def) || isDataMovement(def)) ||
+    Operation *def = v.getDefiningOp();
+    return def->getBlock() == start->getBlock() &&
+           def->isBeforeInBlock(start) &&
            llvm::any_of(v.getUsers(), [&](Operation *user) {
              return user != reader && !llvm::is_contained(tail, user);
            });
@@ -812,14 +825,7 @@ void growQdqTailNorm(Group &group, MatmulOp matmul,
     return;
   Operation *norm = *end.getUsers().begin();
   Block *block = matmul->getBlock();
-  auto before = [&](Value v) {
-    Operation *def = v.getDefiningOp();
-    if (!def)
-      return true;
-    return def->getBlock() == block && def->isBeforeInBlock(matmul) &&
-           (def->getNumOperands() == 0 || taken.contains(def) ||
-            !(isElementwise(def) || isDataMovement(def)));
-  };
+  auto before = [&](Value v) { return storedBefore(v, matmul, taken); };
   auto isRow = [&](Value v) {
     auto t = cast<RankedTensorType>(v.getType());
     return t.getRank() == 1 && t.getShape()[0] == columns &&

@@ -741,18 +741,28 @@ std::string BodyEmitter::castExpr(Type from, Type to, const std::string &v) {
 
 /// `extern "C" __global__ void name(const T *in0, ..., T *out0) {` and the
 /// wait for the kernel before (kPdlEnter).
+std::string inputParameters(KernelOp kernel, bool firstWritten) {
+  std::string text;
+  for (auto [i, input] : llvm::enumerate(kernel.getInputs()))
+    text += "const " + storageType(tensorType(input).getElementType()) +
+            (i == 0 && firstWritten ? " *in" : " *__restrict__ in") +
+            std::to_string(i) + ", ";
+  return text;
+}
+
+std::string resultParameters(KernelOp kernel) {
+  std::string text;
+  for (auto [i, result] : llvm::enumerate(kernel.getResults()))
+    text += (i ? ", " : "") + storageType(tensorType(result).getElementType()) +
+            " *__restrict__ out" + std::to_string(i);
+  return text;
+}
+
 void emitSignature(KernelOp kernel, StringRef name, llvm::raw_ostream &os,
                    StringRef output) {
-  os << "\nextern \"C\" __global__ void " << name << "(";
-  for (auto [i, input] : llvm::enumerate(kernel.getInputs()))
-    os << "const " << storageType(tensorType(input).getElementType())
-       << " *__restrict__ in" << i << ", ";
-  if (output.empty())
-    for (auto [i, result] : llvm::enumerate(kernel.getResults()))
-      os << (i ? ", " : "") << storageType(tensorType(result).getElementType())
-         << " *__restrict__ out" << i;
-  else
-    os << output;
+  os << "\nextern \"C\" __global__ void " << name << "("
+     << inputParameters(kernel)
+     << (output.empty() ? resultParameters(kernel) : output.str());
   for (StringRef dim : dimNamesOf(kernel->getParentOfType<func::FuncOp>()))
     os << ", long long " << dimParameterName(dim);
   os << ") {\n" << kPdlEnter;

@@ -188,6 +188,14 @@ private:
   int counter = 0;
 };
 
+/// A kernel's pointer parameters as emitSignature spells them: `const T
+/// *__restrict__ in<i>, ` for each input (input 0 without `__restrict__`
+/// where `firstWritten`: the caller writes it in the same launch, a GEMM's
+/// product that its cache update reads), and `T *__restrict__ out<i>` for
+/// each result, comma-separated.
+std::string inputParameters(KernelOp kernel, bool firstWritten = false);
+std::string resultParameters(KernelOp kernel);
+
 /// `extern "C" __global__ void name(const T *in0, ..., T *out0, ...) {`,
 /// one `out` a result, then `long long kd_NAME` for each symbolic dim of
 /// the function (dimNamesOf).

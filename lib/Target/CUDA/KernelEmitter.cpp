@@ -169,13 +169,9 @@ static LogicalResult emitVectorLoop(KernelOp kernel, const VectorAccess &access,
 static void emitRowsSignature(KernelOp kernel, StringRef name,
                               ArrayRef<std::string> dims,
                               llvm::raw_ostream &os) {
-  os << "\n__device__ __forceinline__ void " << name << "(";
-  for (auto [i, input] : llvm::enumerate(kernel.getInputs()))
-    os << "const " << storageType(tensorType(input).getElementType())
-       << (i ? " *__restrict__ in" : " *in") << i << ", ";
-  for (auto [i, result] : llvm::enumerate(kernel.getResults()))
-    os << (i ? ", " : "") << storageType(tensorType(result).getElementType())
-       << " *__restrict__ out" << i;
+  os << "\n__device__ __forceinline__ void " << name << "("
+     << inputParameters(kernel, /*firstWritten=*/true)
+     << resultParameters(kernel);
   for (const std::string &dim : dims)
     os << ", long long " << dim;
   os << ", long long first_thread, long long threads) {\n";

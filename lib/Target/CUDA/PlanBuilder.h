@@ -356,6 +356,24 @@ private:
   uint64_t scratchBytes = 0;
 };
 
+/// The numbers of the block arguments (kernel inputs) that `ops` read,
+/// ascending, each once.
+llvm::SmallVector<unsigned>
+blockArgumentsRead(llvm::ArrayRef<mlir::Operation *> ops);
+
+/// A kernel of `kind` of part of `kernel`'s body, created before `kernel`
+/// for the caller to emit and erase (a step's own kernel of its dequantize,
+/// its prologue, its cache update): `ops` cloned, yielding `results`
+/// (values of the body). Its inputs are first each `leading` body value,
+/// read as the outside value it is paired with (a product, from the
+/// kernel's result), then the block arguments `args`; `inputs` gets them
+/// all as values outside.
+KernelOp
+kernelOfOps(KernelOp kernel, llvm::ArrayRef<mlir::Operation *> ops,
+            llvm::ArrayRef<std::pair<mlir::Value, mlir::Value>> leading,
+            llvm::ArrayRef<unsigned> args, mlir::ValueRange results,
+            KernelKind kind, llvm::SmallVectorImpl<mlir::Value> &inputs);
+
 } // namespace kiln::detail
 
 #endif // KILN_LIB_TARGET_CUDA_PLANBUILDER_H

@@ -16,7 +16,6 @@
 
 #include "EmitterSupport.h"
 #include "kiln/Dialect/Kiln/SymbolicShapes.h"
-#include "mlir/IR/IRMapping.h"
 
 using namespace mlir;
 
@@ -34,39 +33,12 @@ KernelOp updateKernelOf(KernelOp kernel, SmallVectorImpl<Value> &inputs) {
   Value product = yielded.front();
   // The verifier holds the update's ops to those after the product's.
   SmallVector<Operation *> ops;
-  SmallVector<unsigned> read;
   for (Operation *op = product.getDefiningOp()->getNextNode();
-       op != body.getTerminator(); op = op->getNextNode()) {
+       op != body.getTerminator(); op = op->getNextNode())
     ops.push_back(op);
-    for (Value operand : op->getOperands())
-      if (auto arg = dyn_cast<BlockArgument>(operand))
-        read.push_back(arg.getArgNumber());
-  }
-  llvm::sort(read);
-  read.erase(llvm::unique(read), read.end());
-  inputs.push_back(kernel.getResult(0));
-  for (unsigned k : read)
-    inputs.push_back(kernel.getInputs()[k]);
-  OpBuilder builder(kernel);
-  auto own = KernelOp::create(
-      builder, kernel.getLoc(), TypeRange(kernel.getResultTypes()).drop_front(),
-      KernelKindAttr::get(builder.getContext(), KernelKind::elementwise),
-      inputs, GemmEpilogueAttr());
-  Block *ownBody = builder.createBlock(&own.getBody());
-  IRMapping mapping;
-  mapping.map(product,
-              ownBody->addArgument(product.getType(), product.getLoc()));
-  for (unsigned k : read)
-    mapping.map(body.getArgument(k),
-                ownBody->addArgument(body.getArgument(k).getType(),
-                                     body.getArgument(k).getLoc()));
-  for (Operation *op : ops)
-    builder.clone(*op, mapping);
-  SmallVector<Value> updates;
-  for (Value v : yielded.drop_front())
-    updates.push_back(mapping.lookup(v));
-  YieldOp::create(builder, kernel.getLoc(), updates);
-  return own;
+  return kernelOfOps(kernel, ops, {{product, kernel.getResult(0)}},
+                     blockArgumentsRead(ops), yielded.drop_front(),
+                     KernelKind::elementwise, inputs);
 }
 
 } // namespace

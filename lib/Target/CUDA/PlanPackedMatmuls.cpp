@@ -45,15 +45,10 @@ Prologue prologueOf(KernelOp kernel, MatmulOp matmul) {
   for (Operation &op : kernel.getBody().front()) {
     if (&op == matmul.getOperation())
       break;
-    if (isa<DequantizeOp>(op))
-      continue;
-    prologue.ops.push_back(&op);
-    for (Value operand : op.getOperands())
-      if (auto arg = dyn_cast<BlockArgument>(operand))
-        prologue.args.push_back(arg.getArgNumber());
+    if (!isa<DequantizeOp>(op))
+      prologue.ops.push_back(&op);
   }
-  llvm::sort(prologue.args);
-  prologue.args.erase(llvm::unique(prologue.args), prologue.args.end());
+  prologue.args = blockArgumentsRead(prologue.ops);
   return prologue;
 }
 
@@ -66,22 +61,7 @@ emitOwnKernel(KernelOp kernel, ArrayRef<Operation *> ops,
               ArrayRef<unsigned> args, Value result, KernelKind kind,
               const std::string &name, llvm::raw_ostream &source,
               const CudaEmitOptions &options, SmallVectorImpl<Value> &inputs) {
-  Block &body = kernel.getBody().front();
-  for (unsigned k : args)
-    inputs.push_back(kernel.getInputs()[k]);
-  OpBuilder builder(kernel);
-  auto own =
-      KernelOp::create(builder, result.getLoc(), TypeRange{result.getType()},
-                       KernelKindAttr::get(builder.getContext(), kind), inputs,
-                       GemmEpilogueAttr());
-  Block *ownBody = builder.createBlock(&own.getBody());
-  IRMapping mapping;
-  for (auto [k, input] : llvm::zip(args, inputs))
-    mapping.map(body.getArgument(k),
-                ownBody->addArgument(input.getType(), input.getLoc()));
-  for (Operation *op : ops)
-    builder.clone(*op, mapping);
-  YieldOp::create(builder, result.getLoc(), mapping.lookup(result));
+  KernelOp own = kernelOfOps(kernel, ops, {}, args, result, kind, inputs);
   FailureOr<LaunchGeometry> geometry = emitKernel(own, name, source, options);
   own.erase();
   return geometry;
@@ -102,6 +82,48 @@ int64_t partialFloats(const GemmConfig &config, int64_t mostRows, int64_t n,
 }
 
 } // namespace
+
+SmallVector<unsigned> blockArgumentsRead(ArrayRef<Operation *> ops) {
+  SmallVector<unsigned> args;
+  for (Operation *op : ops)
+    for (Value operand : op->getOperands())
+      if (auto arg = dyn_cast<BlockArgument>(operand))
+        args.push_back(arg.getArgNumber());
+  llvm::sort(args);
+  args.erase(llvm::unique(args), args.end());
+  return args;
+}
+
+KernelOp kernelOfOps(KernelOp kernel, ArrayRef<Operation *> ops,
+                     ArrayRef<std::pair<Value, Value>> leading,
+                     ArrayRef<unsigned> args, ValueRange results,
+                     KernelKind kind, SmallVectorImpl<Value> &inputs) {
+  Block &body = kernel.getBody().front();
+  for (auto [inside, outside] : leading)
+    inputs.push_back(outside);
+  for (unsigned k : args)
+    inputs.push_back(kernel.getInputs()[k]);
+  OpBuilder builder(kernel);
+  auto own = KernelOp::create(builder, kernel.getLoc(), results.getTypes(),
+                              KernelKindAttr::get(builder.getContext(), kind),
+                              inputs, GemmEpilogueAttr());
+  Block *ownBody = builder.createBlock(&own.getBody());
+  IRMapping mapping;
+  for (auto [inside, outside] : leading)
+    mapping.map(inside,
+                ownBody->addArgument(inside.getType(), inside.getLoc()));
+  for (unsigned k : args)
+    mapping.map(body.getArgument(k),
+                ownBody->addArgument(body.getArgument(k).getType(),
+                                     body.getArgument(k).getLoc()));
+  for (Operation *op : ops)
+    builder.clone(*op, mapping);
+  SmallVector<Value> yielded;
+  for (Value v : results)
+    yielded.push_back(mapping.lookup(v));
+  YieldOp::create(builder, kernel.getLoc(), yielded);
+  return own;
+}
 
 std::string PlanBuilder::dimParameters() {
   std::string dims;
