@@ -104,16 +104,14 @@ LogicalResult PlanBuilder::addGemm(KernelOp kernel, llvm::raw_ostream &source) {
   auto dequantize = matmul.getRhs().getDefiningOp<DequantizeOp>();
   // A row norm's kernel may also yield what it normalizes (the verifier
   // checks which value).
-  // A cache update's kernel yields the updated caches too.
+  // A cache update's kernel yields the updated caches too (after
+  // block-quantized weights: the verifier's verifyGemmCacheUpdate).
   bool normed = kernel.getEpilogueAttr().getNormScale() >= 0;
   bool updates = kernel.getEpilogueAttr().getCacheUpdate();
   if (kernel.getNumResults() != 1 && !updates &&
       !(normed && kernel.getNumResults() == 2))
     return kernel.emitOpError("has ")
            << kernel.getNumResults() << " results; the CUDA target needs one";
-  if (updates && !dequantize)
-    return kernel.emitOpError("of kind gemm updates a cache only after "
-                              "block-quantized weights on the CUDA target");
   for (Value v : matmul->getOperands())
     if (!symbolicShapeOf(tensorType(v)))
       return kernel.emitOpError("has a dynamic shape without its sizes");

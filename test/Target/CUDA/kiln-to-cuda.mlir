@@ -100,6 +100,43 @@ func.func @negative_cache_updates_unalike(%kc: tensor<1x2x8x4xf32>, %vc: tensor<
   return %0#0, %0#1 : tensor<1x2x8x4xf32>, tensor<1x2x8x4xf32>
 }
 
+// -----
+
+// A Q/DQ GEMM normalizes only after its tail (kiln-fuse's growQdqTailNorm):
+// a norm straight after the product is refused.
+// ERRORS: error: 'kiln.kernel' op of kind gemm over 8-bit activations takes a norm only after its tail on the CUDA target
+func.func @negative_qdq_norm_without_tail(%x: tensor<3x32xi8>, %q: tensor<8x1x32xui8>, %s: tensor<8x1xf32>, %sa: tensor<f32>, %g: tensor<8xf32>) -> tensor<3x8xf32> attributes {kiln.arena_bytes = 0 : i64, kiln.live_lower_bound_bytes = 0 : i64} {
+  %0 = kiln.kernel gemm(%x, %q, %s, %sa, %g) {epilogue = #kiln.gemm_epilogue<norm_scale = 4>, kiln.offsets = array<i64: -1>} : (tensor<3x32xi8>, tensor<8x1x32xui8>, tensor<8x1xf32>, tensor<f32>, tensor<8xf32>) -> tensor<3x8xf32> {
+  ^bb0(%a: tensor<3x32xi8>, %bq: tensor<8x1x32xui8>, %bs: tensor<8x1xf32>, %as: tensor<f32>, %ag: tensor<8xf32>):
+    %af = kiln.cast %a : tensor<3x32xi8> -> tensor<3x32xf32>
+    %ad = kiln.mul %af, %as : (tensor<3x32xf32>, tensor<f32>) -> tensor<3x32xf32>
+    %w = kiln.dequantize %bq, %bs {bits = 8 : i64, block_size = 32 : i64} : (tensor<8x1x32xui8>, tensor<8x1xf32>) -> tensor<8x32xf32>
+    %p = kiln.matmul %ad, %w {transpose_rhs = true} : (tensor<3x32xf32>, tensor<8x32xf32>) -> tensor<3x8xf32>
+    %n = kiln.rms_norm %p, %ag {axis = 1 : i64, epsilon = 1.0e-6 : f32} : (tensor<3x8xf32>, tensor<8xf32>) -> tensor<3x8xf32>
+    kiln.yield %n : tensor<3x8xf32>
+  }
+  return %0 : tensor<3x8xf32>
+}
+
+// -----
+
+// The Q/DQ GEMM's norm finish is fp32: a tail that ends in 16 bits keeps
+// its norm's kernel (kiln-fuse takes an fp32 tail's norm only).
+// ERRORS: error: 'kiln.kernel' op of kind gemm over 8-bit activations normalizes an fp32 tail by fp32 scale and shift only on the CUDA target
+func.func @negative_qdq_norm_of_16_bit_tail(%x: tensor<3x32xi8>, %q: tensor<8x1x32xui8>, %s: tensor<8x1xf32>, %sa: tensor<f32>, %g: tensor<8xf16>) -> tensor<3x8xf16> attributes {kiln.arena_bytes = 0 : i64, kiln.live_lower_bound_bytes = 0 : i64} {
+  %0 = kiln.kernel gemm(%x, %q, %s, %sa, %g) {epilogue = #kiln.gemm_epilogue<norm_scale = 4, tail = true>, kiln.offsets = array<i64: -1>} : (tensor<3x32xi8>, tensor<8x1x32xui8>, tensor<8x1xf32>, tensor<f32>, tensor<8xf16>) -> tensor<3x8xf16> {
+  ^bb0(%a: tensor<3x32xi8>, %bq: tensor<8x1x32xui8>, %bs: tensor<8x1xf32>, %as: tensor<f32>, %ag: tensor<8xf16>):
+    %af = kiln.cast %a : tensor<3x32xi8> -> tensor<3x32xf32>
+    %ad = kiln.mul %af, %as : (tensor<3x32xf32>, tensor<f32>) -> tensor<3x32xf32>
+    %w = kiln.dequantize %bq, %bs {bits = 8 : i64, block_size = 32 : i64} : (tensor<8x1x32xui8>, tensor<8x1xf32>) -> tensor<8x32xf32>
+    %p = kiln.matmul %ad, %w {transpose_rhs = true} : (tensor<3x32xf32>, tensor<8x32xf32>) -> tensor<3x8xf32>
+    %h = kiln.cast %p : tensor<3x8xf32> -> tensor<3x8xf16>
+    %n = kiln.rms_norm %h, %ag {axis = 1 : i64, epsilon = 1.0e-6 : f32} : (tensor<3x8xf16>, tensor<8xf16>) -> tensor<3x8xf16>
+    kiln.yield %n : tensor<3x8xf16>
+  }
+  return %0 : tensor<3x8xf16>
+}
+
 //--- add.mlir
 func.func @main(%x: tensor<4xf32>, %y: tensor<4xf32>) -> tensor<4xf32> {
   %0 = kiln.add %x, %y : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
