@@ -37,6 +37,8 @@ class Case:
     # An existing export's folder (run.py --onnx) and its dims' values.
     source: str = ""
     dims: str = ""
+    # A decoding step compiled with its KV cache in place (in_place_cache).
+    cache_in_place: bool = False
     # Filled by build(): the torch module, its inputs and their names.
     module: object = None
     inputs: dict = None
@@ -190,34 +192,107 @@ def _pick_output(model, name):
     return Pick().eval()
 
 
-def save_inputs(case, folder):
-    """Writes case's inputs to FOLDER/inputs/NAME.npy, where kiln-run reads
-    them."""
-    os.makedirs(os.path.join(folder, "inputs"), exist_ok=True)
+def in_place_cache(case, model_path):
+    """Makes a decoding step's Kiln build the form a decoding loop runs: its
+    KV cache kept in place (kilnc --kv-cache-in-place), one buffer for each
+    past and its present, into which the step writes only its new rows,
+    where the concat form copies the whole cache into a new present every
+    step. Applies to an export whose past inputs (named past...) have a
+    named length (dim 2) and whose attention_mask's length is named: sets
+    case.dims to that length as a range up to the case's past (the cache's
+    capacity is then past + new tokens: the present the peers return), the
+    mask's length as past + new, and every other named dim pinned to its
+    value in the case's inputs. Returns whether it applies."""
+    import onnx
+    model = onnx.load(model_path, load_external_data=False)
+    named = {}
+    for info in model.graph.input:
+        for axis, d in enumerate(info.type.tensor_type.shape.dim):
+            if d.dim_param:
+                named.setdefault(d.dim_param, (info.name, axis))
+    past = next((n for n, (i, a) in named.items()
+                 if i.startswith("past") and a == 2), None)
+    total = next((n for n, (i, a) in named.items()
+                  if i == "attention_mask" and a == 1), None)
+    if not past or not total or "input_ids" not in case.inputs:
+        return False
+    past_len = case.inputs[named[past][0]].shape[2]
+    new = case.inputs["input_ids"].shape[1]
+    dims = [f"{past}=0:{past_len}", f"{total}={past}+{new}"]
+    dims += [f"{n}={case.inputs[i].shape[a]}" for n, (i, a) in named.items()
+             if n not in (past, total)]
+    case.dims = ",".join(dims)
+    case.cache_in_place = True
+    return True
+
+
+def kiln_inputs(case):
+    """case's inputs as its Kiln build takes them: with the cache in place
+    (in_place_cache), each past padded with zeros to its capacity, the rows
+    the step writes; the same arrays otherwise."""
+    if not case.cache_in_place:
+        return case.inputs
+    new = case.inputs["input_ids"].shape[1]
+    padded = {}
     for name, value in case.inputs.items():
+        if name.startswith("past"):
+            pad = [(0, 0)] * value.ndim
+            pad[2] = (0, new)
+            value = np.pad(value, pad)
+        padded[name] = value
+    return padded
+
+
+def save_inputs(case, folder):
+    """Writes case's inputs as Kiln takes them (kiln_inputs) to
+    FOLDER/inputs/NAME.npy, where kiln-run reads them."""
+    os.makedirs(os.path.join(folder, "inputs"), exist_ok=True)
+    for name, value in kiln_inputs(case).items():
         np.save(os.path.join(folder, "inputs", name + ".npy"), value)
 
 
 def export(case, folder, exporter):
-    """Writes case's model with static shapes to FOLDER/model.onnx (weights
-    as external data) and its inputs to FOLDER/inputs/NAME.npy."""
+    """Writes case's model to FOLDER/model.onnx (weights as external data)
+    and its inputs to FOLDER/inputs/NAME.npy. Shapes are static but for a
+    decoding step's cache length (its past's and the mask's), which its
+    build keeps in place (in_place_cache)."""
     import torch
-    save_inputs(case, folder)
     path = os.path.join(folder, "model.onnx")
     args = tuple(torch.from_numpy(v) for v in case.inputs.values())
+    names = list(case.inputs)
+    decode = case.family.endswith("-decode")
     with torch.no_grad():
         if exporter == "dynamo":
+            shapes = None
+            if decode:
+                # The mask's length is past + new, which torch.export cannot
+                # be told; it names that dim itself.
+                past = torch.export.Dim("past_sequence",
+                                        max=max(case.past, 2) * 2)
+                shapes = ({}, {1: torch.export.Dim.DYNAMIC},
+                          tuple({2: past} for _ in args[2:]))
             program = torch.onnx.export(case.module, args, dynamo=True,
-                                        input_names=list(case.inputs),
-                                        output_names=case.output_names)
+                                        input_names=names,
+                                        output_names=case.output_names,
+                                        dynamic_shapes=shapes)
             program.save(path, external_data=True)
         else:
+            axes = None
+            if decode:
+                axes = {"attention_mask": {1: "total_sequence"}}
+                axes.update({n: {2: "past_sequence"} for n in names[2:]})
+                axes.update({n: {2: "total_sequence"}
+                             for n in case.output_names[1:]})
             torch.onnx.export(case.module, args, path, dynamo=False,
-                              input_names=list(case.inputs),
+                              input_names=names,
                               output_names=case.output_names,
-                              opset_version=17)
+                              dynamic_axes=axes, opset_version=17)
             import onnx
             model = onnx.load(path)
             onnx.save(model, path, save_as_external_data=True,
                       location="model.onnx.data")
+    if decode and not in_place_cache(case, path):
+        sys.exit(f"{case.name}: the export names no cache length to keep "
+                 "in place")
+    save_inputs(case, folder)
     return path

@@ -66,6 +66,8 @@ def onnx_case(folder):
     case.output_names = [o.name for o in model.graph.output]
     dims = os.path.join(folder, "dims")
     case.dims = open(dims).read().strip() if os.path.exists(dims) else ""
+    # A KV-cache export runs as a decoding loop would run it.
+    models.in_place_cache(case, os.path.join(folder, "model.onnx"))
     return case
 
 
@@ -79,6 +81,8 @@ def compile_kiln(args, case, folder, model_path, precision, gemm_kernels,
     so = os.path.join(folder, f"model-{precision}{'-' + variant if variant else ''}.so")
     flags = (["--allow-tf32"] if precision == "tf32" else
              ["--precision", precision]) + list(extra) + args.kilnc_flag
+    if case.cache_in_place:
+        flags.append("--kv-cache-in-place")
     if gemm_kernels:
         flags.append("--gemm-kernels")
     compile_cmd = [os.path.join(args.tools, "kilnc"), model_path, "-o", so,
@@ -194,8 +198,12 @@ def main():
     parser.add_argument("--onnx", default="",
                         help="comma-separated export folders to use instead "
                              "of exporting with torch")
-    parser.add_argument("--exporter", default="torchscript",
-                        choices=["torchscript", "dynamo"])
+    parser.add_argument("--exporter", default="auto",
+                        choices=["auto", "torchscript", "dynamo"],
+                        help="auto: dynamo for the LLaMA and decoding cases "
+                             "(the TorchScript exporter cannot trace "
+                             "transformers' causal masks there), torchscript "
+                             "for the others")
     parser.add_argument("--precisions", default="fp16,bf16",
                         help="fp16, bf16, fp32 and tf32 (kilnc --allow-tf32 "
                              "against PyTorch with allow_tf32)")
@@ -264,7 +272,11 @@ def main():
             models.save_inputs(case, folder)
         else:
             models.build(case, args.dry_run)
-            model_path = models.export(case, folder, args.exporter)
+            exporter = args.exporter
+            if exporter == "auto":
+                exporter = ("dynamo" if case.family.startswith("llama") or
+                            case.family.endswith("-decode") else "torchscript")
+            model_path = models.export(case, folder, exporter)
         print(f"{case.name}: {model_path}", file=sys.stderr)
         # The fp32 reference every output is judged against: onnxruntime on
         # the CPU on the fp32 export, or PyTorch eager in fp32.
@@ -309,7 +321,7 @@ def main():
                                            peers.agreement(theirs, reference))
             row = {"case": case.name, "precision": precision,
                    "kiln": over_rounds(kiln_rounds), "floor_us": floor_us,
-                   "diff": worst,
+                   "diff": worst, "cache_in_place": case.cache_in_place,
                    "peers": {p: over_rounds(r) for p, r in peer_rounds.items()},
                    "peer_diffs": diffs}
             if row["diff"] > TOLERANCE[precision]:
@@ -415,7 +427,15 @@ def render(rows, args, absent, clocks):
                      r.get("variant") for r in rows) else ""), ""]
     for name, why in sorted(absent.items()):
         lines.append(f"- {name}: absent: {why}.")
-    if absent:
+    in_place = sorted({r["case"] for r in rows if r.get("cache_in_place")})
+    if in_place:
+        lines.append(f"- {', '.join(in_place)}: Kiln's build keeps the KV "
+                     "cache in place (`kilnc --kv-cache-in-place`, the "
+                     "cache's length symbolic up to the case's past), as a "
+                     "decoding loop runs it: each past and its present are "
+                     "one buffer, into which the step writes its new rows; "
+                     "the peers return a new present.")
+    if absent or in_place:
         lines.append("")
     header = ["case", "precision", "Kiln µs (p99)"]
     header += [f"{p} µs" for p in peer_names]

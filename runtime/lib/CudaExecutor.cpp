@@ -262,7 +262,7 @@ Status CudaExecutor::run(const void *const *inputs, void *const *outputs,
   if (status.isOk())
     status = launchPlan(in, out, stream);
   if (status.isOk() && memory == Memory::Host)
-    status = queueOutputCopies();
+    status = queueOutputCopies(out);
   // The index checks' flag: one load per run, read with the outputs.
   if (status.isOk() && indexError)
     status = queueIndexFlagRead();
@@ -334,29 +334,35 @@ Status CudaExecutor::synchronize() {
 Status CudaExecutor::timeDeviceRuns(const void *const *hostInputs,
                                     unsigned warmup, unsigned iters,
                                     std::vector<double> &ms,
-                                    void *const *hostOutputs) {
+                                    void *const *hostOutputs,
+                                    const RunShape &shape) {
   if (Status s = ensureReady(); !s.isOk())
     return s;
   ContextScope scope(*api, context);
   if (scope.result != cu::kSuccess)
     return cu::cudaError(*api, scope.result, "cuCtxPushCurrent");
-  // A static plan (Model refuses to time a symbolic one).
-  if (Status s = bindRun(RunShape()); !s.isOk())
+  if (Status s = bindRun(shape); !s.isOk())
     return s;
   // The staging buffers are the device-memory I/O: the same addresses on
-  // every run, as a server's preallocated tensors would be.
+  // every run, as a server's preallocated tensors would be (sized for the
+  // top of the dims' ranges, so any dims fit).
   if (Status s = ensureStaging(inputStaging, artifact.inputs); !s.isOk())
     return s;
   if (Status s = ensureStaging(outputStaging, artifact.outputs); !s.isOk())
     return s;
+  const std::vector<cu::DevicePtr> &in = inputStaging.device;
+  // An output kept in an input's storage (a KV cache in place) is that
+  // input's buffer, as a decoding loop passes its cache: each run writes
+  // the same new rows, and no run copies the whole cache.
+  std::vector<cu::DevicePtr> out = outputStaging.device;
+  for (const OutputAlias &alias : plan().aliases)
+    out[alias.output] = in[alias.input];
   TimingEvents events(*api);
   if (cu::Result r = events.create(); r != cu::kSuccess)
     return cu::cudaError(*api, r, "cuEventCreate");
   Status status = waitForLastRun(stream);
   if (status.isOk())
     status = stageInputs(hostInputs);
-  const std::vector<cu::DevicePtr> &in = inputStaging.device;
-  const std::vector<cu::DevicePtr> &out = outputStaging.device;
   for (unsigned i = 0; i < warmup && status.isOk(); ++i)
     status = launchPlan(in, out, stream);
   ms.clear();
@@ -378,7 +384,7 @@ Status CudaExecutor::timeDeviceRuns(const void *const *hostInputs,
     status = queueIndexFlagRead();
   // The last timed run's outputs, for the caller to check.
   if (status.isOk() && hostOutputs)
-    status = queueOutputCopies();
+    status = queueOutputCopies(out);
   cu::Result r = api->streamSynchronize(stream);
   if (status.isOk() && r != cu::kSuccess)
     status = cu::cudaError(*api, r, "running the model");

@@ -170,7 +170,8 @@ public:
   /// Times runs on the device; see `Executor::timeDeviceRuns`.
   Status timeDeviceRuns(const void *const *hostInputs, unsigned warmup,
                         unsigned iters, std::vector<double> &ms,
-                        void *const *hostOutputs) override;
+                        void *const *hostOutputs,
+                        const RunShape &shape) override;
   /// A new context sharing this one's constants; see
   /// `Executor::createContext`.
   std::unique_ptr<Executor> createContext() override {
@@ -231,8 +232,9 @@ private:
   void freeStaging(Staging &staging);
   /// Copies the host inputs into the input staging and queues their upload.
   Status stageInputs(const void *const *inputs);
-  /// Queues the copies of the outputs into the output staging's mirrors.
-  Status queueOutputCopies();
+  /// Queues the copies of the outputs (`out`, one device pointer each)
+  /// into the output staging's mirrors.
+  Status queueOutputCopies(const std::vector<cu::DevicePtr> &out);
   /// Sets the context up at its first run (or after a failed one).
   Status ensureReady();
   /// Makes `target` wait for the previous run of this context.

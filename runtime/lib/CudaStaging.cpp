@@ -71,13 +71,13 @@ Status CudaExecutor::stageInputs(const void *const *inputs) {
   return Status::ok();
 }
 
-Status CudaExecutor::queueOutputCopies() {
+Status CudaExecutor::queueOutputCopies(const std::vector<cu::DevicePtr> &out) {
   for (size_t i = 0; i < artifact.outputs.size(); ++i) {
     uint64_t bytes = plan().buffers[plan().outputs[i]].bytes;
     if (!bytes)
       continue;
-    if (cu::Result r = api->memcpyDtoHAsync(
-            outputStaging.pinned[i], outputStaging.device[i], bytes, stream);
+    if (cu::Result r = api->memcpyDtoHAsync(outputStaging.pinned[i], out[i],
+                                            bytes, stream);
         r != cu::kSuccess)
       return cu::cudaError(
           *api, r, "copying output " + std::to_string(i) + " to the host");

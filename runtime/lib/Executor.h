@@ -53,7 +53,8 @@ public:
   /// inputs uploaded once from `hostInputs`; see `Model::timeDeviceRuns`.
   virtual Status timeDeviceRuns(const void *const *hostInputs, unsigned warmup,
                                 unsigned iters, std::vector<double> &ms,
-                                void *const *hostOutputs) = 0;
+                                void *const *hostOutputs,
+                                const RunShape &shape) = 0;
 
   /// A new executor of the same model: it shares this one's read-only state
   /// (loaded once, by whichever of them runs first) and owns its run state,

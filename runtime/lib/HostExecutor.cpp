@@ -137,7 +137,8 @@ public:
   /// Nothing is ever pending; `enqueue` reported each run's status.
   Status synchronize() override { return Status::ok(); }
   Status timeDeviceRuns(const void *const *, unsigned, unsigned,
-                        std::vector<double> &, void *const *) override {
+                        std::vector<double> &, void *const *,
+                        const RunShape &) override {
     return Status::error(StatusCode::Unsupported,
                          "timing with CUDA events needs the CUDA backend; "
                          "the host backend has no GPU clock");

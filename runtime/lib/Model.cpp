@@ -208,6 +208,13 @@ Status Model::prepareRun(const std::vector<int64_t> &dims,
                          const void *const *inputs, void *const *outputs,
                          Memory memory,
                          std::shared_ptr<const Artifact> &shaped) {
+  if (Status s = shapedPlan(dims, shaped); !s.isOk())
+    return s;
+  return checkRunArguments(inputs, outputs, memory, shaped.get());
+}
+
+Status Model::shapedPlan(const std::vector<int64_t> &dims,
+                         std::shared_ptr<const Artifact> &shaped) {
   const std::vector<DimRange> &names = plan.symbolic.dims;
   if (dims.size() != names.size()) {
     std::string list;
@@ -223,7 +230,7 @@ Status Model::prepareRun(const std::vector<int64_t> &dims,
                             std::to_string(dims.size()) + " given)");
   }
   if (names.empty())
-    return checkRunArguments(inputs, outputs, memory);
+    return Status::ok();
   for (size_t d = 0; d < dims.size(); ++d)
     if (dims[d] < names[d].min || dims[d] > names[d].max)
       return Status::error(
@@ -272,7 +279,7 @@ Status Model::prepareRun(const std::vector<int64_t> &dims,
       shapedPlans[dims] = {std::move(written), ++shapedPlanUses};
     }
   }
-  return checkRunArguments(inputs, outputs, memory, shaped.get());
+  return Status::ok();
 }
 
 Status Model::run(const void *const *inputs, void *const *outputs,
@@ -318,14 +325,22 @@ Status Model::synchronize() {
 Status Model::timeDeviceRuns(const void *const *hostInputs, unsigned warmup,
                              unsigned iters, std::vector<double> &ms,
                              void *const *hostOutputs) {
-  if (Status s = checkInputs(hostInputs); !s.isOk())
+  return timeDeviceRuns({}, hostInputs, warmup, iters, ms, hostOutputs);
+}
+
+Status Model::timeDeviceRuns(const std::vector<int64_t> &dims,
+                             const void *const *hostInputs, unsigned warmup,
+                             unsigned iters, std::vector<double> &ms,
+                             void *const *hostOutputs) {
+  std::shared_ptr<const Artifact> shaped;
+  if (Status s = shapedPlan(dims, shaped); !s.isOk())
     return s;
-  if (!plan.symbolic.empty())
-    return Status::error(StatusCode::Unsupported,
-                         "timing runs of a model with symbolic dims is not "
-                         "supported yet; compile it with each dim pinned");
+  if (Status s = checkInputs(hostInputs, shaped.get()); !s.isOk())
+    return s;
   std::lock_guard<std::mutex> lock(runMutex);
-  return executor->timeDeviceRuns(hostInputs, warmup, iters, ms, hostOutputs);
+  return executor->timeDeviceRuns(
+      hostInputs, warmup, iters, ms, hostOutputs,
+      RunShape{shaped.get(), shaped ? &dims : nullptr});
 }
 
 Status Model::createContext(std::unique_ptr<ExecutionContext> &out) {

@@ -889,3 +889,27 @@ func.func @gemm_tail_norm_other_scale(%x: tensor<3x32xi8>, %q: tensor<8x1x32xui8
   }
   return %0 : tensor<3x8xf32>
 }
+
+// -----
+
+func.func @sizes_dynamic_shape() -> tensor<?xi64, #kiln.dims<["n"]>> {
+  // expected-error@+1 {{expected a static shape, got}}
+  %0 = kiln.sizes ["n"] : tensor<?xi64, #kiln.dims<["n"]>>
+  return %0 : tensor<?xi64, #kiln.dims<["n"]>>
+}
+
+// -----
+
+func.func @sizes_count() -> tensor<2x1xi64> {
+  // expected-error@+1 {{has 1 sizes for 2 elements}}
+  %0 = kiln.sizes ["n"] : tensor<2x1xi64>
+  return %0 : tensor<2x1xi64>
+}
+
+// -----
+
+func.func @sizes_not_canonical() -> tensor<1xi64> {
+  // expected-error@+1 {{size 'sequence + past' is not in canonical form ('past + sequence')}}
+  %0 = kiln.sizes ["sequence + past"] : tensor<1xi64>
+  return %0 : tensor<1xi64>
+}

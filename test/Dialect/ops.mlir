@@ -185,6 +185,14 @@ func.func @gemm_kernel_cache_update(%x: tensor<1x32xf16>, %q: tensor<8x1x16xui8>
   return %0#0, %0#2, %0#1 : tensor<1x8xf16>, tensor<6x4xf16>, tensor<6x4xf16>
 }
 
+// Sizes of any static shape, in row-major order (a size unsqueezed).
+// CHECK-LABEL: func @sizes_of_a_shape
+func.func @sizes_of_a_shape() -> tensor<2x1xi64> {
+  // CHECK: kiln.sizes ["0", "past + sequence"] : tensor<2x1xi64>
+  %0 = kiln.sizes ["0", "past + sequence"] : tensor<2x1xi64>
+  return %0 : tensor<2x1xi64>
+}
+
 // A length from the data checked against bounds at run time: the bounds
 // broadcast to it (a constant and a size of the run's dims).
 // CHECK-LABEL: func @check_range

@@ -55,9 +55,14 @@ static bool benchRuns(const SmallVector<HostTensor> &outputs,
 }
 
 bool benchLibrary(void *lib, kiln_model *model,
+                  const std::vector<int64_t> &dims,
                   const SmallVector<const void *> &in,
                   const SmallVector<HostTensor> &outputs) {
   auto run = (decltype(&kiln_model_run))dlsym(lib, "kiln_model_run");
+  auto runDims =
+      (decltype(&kiln_model_run_dims))dlsym(lib, "kiln_model_run_dims");
+  auto runContextDims =
+      (decltype(&kiln_context_run_dims))dlsym(lib, "kiln_context_run_dims");
   auto lastError = (decltype(&kiln_last_error))dlsym(lib, "kiln_last_error");
   auto createContext =
       (decltype(&kiln_context_create))dlsym(lib, "kiln_context_create");
@@ -65,7 +70,8 @@ bool benchLibrary(void *lib, kiln_model *model,
       (decltype(&kiln_context_destroy))dlsym(lib, "kiln_context_destroy");
   auto runContext = (decltype(&kiln_context_run))dlsym(lib, "kiln_context_run");
   bool threaded = benchThreads() > 1;
-  if (threaded && (!createContext || !destroyContext || !runContext)) {
+  if (threaded && (!createContext || !destroyContext || !runContext ||
+                   (!dims.empty() && !runContextDims))) {
     fail("--threads needs an artifact with execution contexts (compile it "
          "again with this kilnc)");
     return false;
@@ -82,10 +88,16 @@ bool benchLibrary(void *lib, kiln_model *model,
           }
           contexts.push_back(context);
         }
-        return [=, &in](void *const *out) {
-          kiln_status s =
-              context ? runContext(context, in.data(), out, KILN_MEMORY_HOST)
-                      : run(model, in.data(), out, KILN_MEMORY_HOST);
+        return [=, &in, &dims](void *const *out) {
+          kiln_status s;
+          if (dims.empty())
+            s = context ? runContext(context, in.data(), out, KILN_MEMORY_HOST)
+                        : run(model, in.data(), out, KILN_MEMORY_HOST);
+          else
+            s = context ? runContextDims(context, dims.data(), in.data(), out,
+                                         KILN_MEMORY_HOST)
+                        : runDims(model, dims.data(), in.data(), out,
+                                  KILN_MEMORY_HOST);
           if (s != KILN_OK)
             fail(lastError());
           return s == KILN_OK;
@@ -97,7 +109,8 @@ bool benchLibrary(void *lib, kiln_model *model,
   return ok;
 }
 
-bool benchModel(kiln::rt::Model &model, const SmallVector<const void *> &in,
+bool benchModel(kiln::rt::Model &model, const std::vector<int64_t> &dims,
+                const SmallVector<const void *> &in,
                 const SmallVector<HostTensor> &outputs) {
   std::vector<std::unique_ptr<kiln::rt::ExecutionContext>> contexts;
   return benchRuns(
@@ -113,10 +126,11 @@ bool benchModel(kiln::rt::Model &model, const SmallVector<const void *> &in,
           }
           context = contexts.back().get();
         }
-        return [=, &model, &in](void *const *out) {
+        return [=, &model, &in, &dims](void *const *out) {
           kiln::rt::Status s =
-              context ? context->run(in.data(), out, kiln::rt::Memory::Host)
-                      : model.run(in.data(), out, kiln::rt::Memory::Host);
+              context
+                  ? context->run(dims, in.data(), out, kiln::rt::Memory::Host)
+                  : model.run(dims, in.data(), out, kiln::rt::Memory::Host);
           if (!s.isOk())
             fail(s.message);
           return s.isOk();
@@ -125,7 +139,8 @@ bool benchModel(kiln::rt::Model &model, const SmallVector<const void *> &in,
       benchWhat(model.backend()));
 }
 
-bool benchDevice(kiln::rt::Model &model, const SmallVector<const void *> &in,
+bool benchDevice(kiln::rt::Model &model, const std::vector<int64_t> &dims,
+                 const SmallVector<const void *> &in,
                  SmallVector<HostTensor> &outputs) {
   if (model.backend() != kiln::rt::Backend::Cuda || benchThreads() > 1)
     return true;
@@ -133,7 +148,7 @@ bool benchDevice(kiln::rt::Model &model, const SmallVector<const void *> &in,
   SmallVector<void *> out;
   for (HostTensor &t : outputs)
     out.push_back(t.bytes.data());
-  if (kiln::rt::Status s = model.timeDeviceRuns(in.data(), benchWarmup(),
+  if (kiln::rt::Status s = model.timeDeviceRuns(dims, in.data(), benchWarmup(),
                                                 benchIters(), ms, out.data());
       !s.isOk()) {
     fail(s.message);
@@ -148,7 +163,8 @@ bool benchDevice(kiln::rt::Model &model, const SmallVector<const void *> &in,
   return true;
 }
 
-bool benchLibraryDevice(const SmallVector<const void *> &in,
+bool benchLibraryDevice(const std::vector<int64_t> &dims,
+                        const SmallVector<const void *> &in,
                         SmallVector<HostTensor> &outputs) {
   kiln::rt::Artifact artifact;
   std::unique_ptr<kiln::rt::Model> model;
@@ -160,15 +176,7 @@ bool benchLibraryDevice(const SmallVector<const void *> &in,
     fail(s.message);
     return false;
   }
-  return benchDevice(*model, in, outputs);
-}
-
-LogicalResult refuseSymbolicBench() {
-  if (!benchRequested())
-    return success();
-  fail("--bench times models compiled with static shapes so far; compile "
-       "with each dim pinned (--dim NAME=N)");
-  return failure();
+  return benchDevice(*model, dims, in, outputs);
 }
 
 } // namespace kilnrun

@@ -194,8 +194,7 @@ runLibrary(MLIRContext *ctx, Signature &signature,
   // A model with symbolic dims runs at the dims its inputs say.
   SymbolicLibrary symbolic(lib, model);
   if (symbolic.numDims > 0 &&
-      (failed(refuseSymbolicBench()) ||
-       failed(symbolic.chooseDims(signature.inputs, given)))) {
+      failed(symbolic.chooseDims(signature.inputs, given))) {
     destroy(model);
     return failure();
   }
@@ -228,14 +227,14 @@ runLibrary(MLIRContext *ctx, Signature &signature,
   if (status != KILN_OK)
     fail(lastError());
   if (status == KILN_OK && benchRequested() &&
-      !benchLibrary(lib, model, in, outputs))
+      !benchLibrary(lib, model, symbolic.values, in, outputs))
     status = KILN_ERROR_INTERNAL;
   // Which backend Auto chose, as the model describes itself.
   auto info = (decltype(&kiln_model_info))dlsym(lib, "kiln_model_info");
   bool onCuda = info && StringRef(info(model)).contains("backend cuda");
   destroy(model);
   if (status == KILN_OK && benchRequested() && onCuda &&
-      !benchLibraryDevice(in, outputs))
+      !benchLibraryDevice(symbolic.values, in, outputs))
     status = KILN_ERROR_INTERNAL;
   if (status != KILN_OK)
     return failure();

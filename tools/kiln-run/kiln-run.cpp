@@ -87,8 +87,6 @@ static LogicalResult runCompiled(MLIRContext &context, ModuleOp module,
   // Symbolic dims: the values the inputs' shapes give.
   std::vector<int64_t> dims;
   if (!model->dims().empty()) {
-    if (failed(refuseSymbolicBench()))
-      return failure();
     std::vector<std::vector<int64_t>> shapes;
     for (HostTensor &t : taken)
       shapes.emplace_back(t.shape.begin(), t.shape.end());
@@ -109,8 +107,8 @@ static LogicalResult runCompiled(MLIRContext &context, ModuleOp module,
   status = model->run(dims, in.data(), out.data(), kiln::rt::Memory::Host);
   if (!status.isOk())
     return fail(status.message), failure();
-  if (benchRequested() &&
-      (!benchModel(*model, in, outputs) || !benchDevice(*model, in, outputs)))
+  if (benchRequested() && (!benchModel(*model, dims, in, outputs) ||
+                           !benchDevice(*model, dims, in, outputs)))
     return failure();
   // --per-layer: the tensors kept after the model's own outputs.
   for (size_t i = numOutputs; i < outputs.size(); ++i)

@@ -598,3 +598,66 @@ TEST_F(Graphs, AnAliasedOutputIsCopiedOnlyFromAnotherBuffer) {
   EXPECT_EQ(y, x);
   model.reset();
 }
+
+// A KV cache kept in place, timed: the output is the input's device buffer,
+// as a decoding loop passes its cache, so no run copies the whole cache
+// into a second one. Here the one step doubles y from x: with one buffer
+// each of the three runs doubles it again (8 x), where two buffers would
+// give 2 x after a copy.
+TEST_F(Graphs, TimingRunsAnAliasedOutputInItsInputsBuffer) {
+  source = makeIdentityShell({4});
+  source.cubin = "FAKECUBIN";
+  source.kernelNames = {"double_f32"};
+  source.steps.push_back(Step::ofLaunch(makeLaunch(0, 1, 4, {0, 1})));
+  source.aliases.push_back(OutputAlias{0, 0, 0});
+  ASSERT_TRUE(Model::create(source, Backend::Cuda, model).isOk());
+  std::vector<float> x = {1, 2, 3, -4}, y(4, -1.0f);
+  const void *in[] = {x.data()};
+  void *out[] = {y.data()};
+  std::vector<double> ms;
+  Status s = model->timeDeviceRuns(in, 1, 2, ms, out);
+  ASSERT_TRUE(s.isOk()) << s.message;
+  EXPECT_EQ(ms.size(), 2u);
+  EXPECT_EQ(counter("deviceCopies"), 0);
+  EXPECT_EQ(y, (std::vector<float>{8, 16, 24, -32}));
+  // The caller's own input is untouched; a run on host memory starts from
+  // it again (its staging uploaded anew).
+  EXPECT_EQ(x, (std::vector<float>{1, 2, 3, -4}));
+  ASSERT_TRUE(model->run(in, out, Memory::Host).isOk());
+  EXPECT_EQ(y, (std::vector<float>{2, 4, 6, -8}));
+  model.reset();
+}
+
+// A model with symbolic dims is timed at the dims a run gives: its plan
+// for them, the outputs of that size.
+TEST_F(Graphs, TimesDeviceRunsAtTheGivenDims) {
+  ASSERT_TRUE(Model::create(symbolicDoubling(), Backend::Cuda, model).isOk());
+  std::vector<float> x = {1, -2, 3}, y(8, -1.0f);
+  const void *in[] = {x.data()};
+  void *out[] = {y.data()};
+  std::vector<double> ms;
+  Status s = model->timeDeviceRuns({3}, in, 0, 2, ms, out);
+  ASSERT_TRUE(s.isOk()) << s.message;
+  EXPECT_EQ(ms.size(), 2u);
+  EXPECT_EQ(y, (std::vector<float>{2, -4, 6, -1, -1, -1, -1, -1}));
+  model.reset();
+}
+
+TEST_F(Graphs, negative_TimingASymbolicModelNeedsItsDims) {
+  ASSERT_TRUE(Model::create(symbolicDoubling(), Backend::Cuda, model).isOk());
+  std::vector<float> x = {1, 2, 3};
+  const void *in[] = {x.data()};
+  std::vector<double> ms;
+  Status s = model->timeDeviceRuns(in, 0, 1, ms);
+  EXPECT_EQ(s.code, StatusCode::InvalidArgument);
+  EXPECT_NE(s.message.find("a run gives their values (0 given)"),
+            std::string::npos)
+      << s.message;
+  s = model->timeDeviceRuns({9}, in, 0, 1, ms);
+  EXPECT_EQ(s.code, StatusCode::InvalidArgument);
+  EXPECT_NE(s.message.find("'n' is 9, outside its range 1..8"),
+            std::string::npos)
+      << s.message;
+  EXPECT_TRUE(ms.empty());
+  model.reset();
+}

@@ -59,7 +59,8 @@ def Kiln_SizesOp : Kiln_Op<"sizes", [Pure]> {
   let description = [{
     The value of a shape computation over a model's named dims (ONNX
     Shape, and integer arithmetic on it) when some of its elements are not
-    constants: element `i` is the size `sizes[i]`, a polynomial over the
+    constants: element `i` (in row-major order, of any static shape) is the
+    size `sizes[i]`, a polynomial over the
     names in the canonical text of DimExpr.h, evaluated when the names'
     values are known (at run time). A shape subgraph whose result only
     shapes another op (Reshape, Expand) folds into that op's type and leaves

@@ -175,8 +175,10 @@ namespace kiln {
 
 LogicalResult SizesOp::verify() {
   RankedTensorType type = getType();
-  if (!type.hasStaticShape() || type.getRank() > 1)
-    return emitOpError("expected a static scalar or 1-d result, got ") << type;
+  // Any static shape: a size folded through Unsqueeze or a broadcast keeps
+  // the shape it has in the model (its elements in row-major order).
+  if (!type.hasStaticShape())
+    return emitOpError("expected a static shape, got ") << type;
   if (type.getNumElements() != static_cast<int64_t>(getSizes().size()))
     return emitOpError("has ") << getSizes().size() << " sizes for "
                                << type.getNumElements() << " elements";

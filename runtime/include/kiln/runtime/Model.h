@@ -228,9 +228,17 @@ public:
   /// milliseconds. With `hostOutputs` (one host pointer per output), the
   /// outputs of the last timed run are copied there after the timing, so
   /// that what was timed is what is checked; without, they stay on the
-  /// device. CUDA backend only (`Unsupported` on the host backend, which
-  /// has no GPU clock).
+  /// device. An output kept in an input's storage (`output_alias`) is
+  /// that input's device buffer, as a decoding loop passes its cache: every
+  /// run writes the same new rows into it. CUDA backend only (`Unsupported`
+  /// on the host backend, which has no GPU clock).
   Status timeDeviceRuns(const void *const *hostInputs, unsigned warmup,
+                        unsigned iters, std::vector<double> &ms,
+                        void *const *hostOutputs = nullptr);
+  /// Times runs at the dims' `dims` (a model with symbolic dims; see
+  /// `run`).
+  Status timeDeviceRuns(const std::vector<int64_t> &dims,
+                        const void *const *hostInputs, unsigned warmup,
                         unsigned iters, std::vector<double> &ms,
                         void *const *hostOutputs = nullptr);
 
@@ -277,13 +285,16 @@ private:
   Status checkRunArguments(const void *const *inputs, void *const *outputs,
                            Memory memory,
                            const Artifact *shaped = nullptr) const;
-  /// The plan of a run at `dims` (none for a static model), written and
-  /// validated on first use, and the arguments checked against it.
   /// Queues one run on `executor` (the model's or a context's, whose runs
   /// `mutex` serializes) on the caller's `stream`; see `enqueue`.
   Status enqueueOn(Executor &executor, std::mutex &mutex,
                    const std::vector<int64_t> &dims, const void *const *inputs,
                    void *const *outputs, void *stream);
+  /// The plan of a run at `dims` (none for a static model, which takes no
+  /// dims), written and validated on first use.
+  Status shapedPlan(const std::vector<int64_t> &dims,
+                    std::shared_ptr<const Artifact> &plan);
+  /// shapedPlan, and the arguments checked against it.
   Status prepareRun(const std::vector<int64_t> &dims, const void *const *inputs,
                     void *const *outputs, Memory memory,
                     std::shared_ptr<const Artifact> &plan);
