@@ -605,7 +605,19 @@ def main():
     p.add_argument("--replay", nargs="*")
     p.add_argument("--keep-work", action="store_true")
     p.add_argument("--verbose", "-v", action="store_true")
+    p.add_argument("--weight", action="append", default=[],
+                   metavar="STEP=W",
+                   help="the weight of one of random_graphs' steps (e.g. "
+                   "qdq_matmul=20), to aim a campaign at it (repeatable)")
     args = p.parse_args()
+    steps = dict(random_graphs.Graph.STEPS)
+    for item in args.weight:
+        name, _, weight = item.partition("=")
+        if name not in steps or not weight.replace(".", "", 1).isdigit():
+            p.error(f"--weight {item}: expected STEP=W with STEP one of "
+                    + ", ".join(steps))
+        steps[name] = float(weight)
+    random_graphs.Graph.STEPS = list(steps.items())
     campaign = Campaign(args)
     try:
         if args.replay is not None:

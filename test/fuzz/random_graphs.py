@@ -31,7 +31,7 @@ import math
 import numpy as np
 from onnx import TensorProto, helper, numpy_helper
 
-OPSET = 18
+OPSET = 19
 
 FLOAT_TYPES = ["float32", "float16", "bfloat16", "float64"]
 INT_TYPES = ["int8", "uint8", "int16", "uint16", "int32", "uint32", "int64",
@@ -44,7 +44,7 @@ ONNX_TYPE = {
     "int16": TensorProto.INT16, "uint16": TensorProto.UINT16,
     "int32": TensorProto.INT32, "uint32": TensorProto.UINT32,
     "int64": TensorProto.INT64, "uint64": TensorProto.UINT64,
-    "bool": TensorProto.BOOL,
+    "bool": TensorProto.BOOL, "float8e4m3fn": TensorProto.FLOAT8E4M3FN,
 }
 # The integer types ONNX's CumSum and ReduceSum/Prod take.
 SCAN_INTS = ["int32", "int64", "uint32", "uint64"]
@@ -738,6 +738,107 @@ class Graph:
                          x.shape[:-1] + (n,), mag, domain="com.microsoft",
                          K=k, N=n, bits=bits, block_size=block)
 
+    def quantize_dequantize(self, x, scale, qtype):
+        """DequantizeLinear(QuantizeLinear(x)) at a power-of-two `scale`: an
+        activation as quantize_static writes it (uint8 with a zero point,
+        int8 or float8 e4m3 without). x / scale is then exact, so the
+        quantized value is the same however x's producer was fused."""
+        if qtype == "uint8":
+            z = self.const(np.array(int(self.rng.integers(96, 160)), np.uint8))
+        elif qtype == "int8":
+            z = self.const(np.array(0, np.int8))
+        else:
+            z = self.float8_const(np.zeros(()))
+        s = self.const(np.array(scale, np.float32))
+        bound = {"uint8": 256 * scale, "int8": 128 * scale,
+                 "float8e4m3fn": 448 * scale}[qtype]
+        q = self.node("QuantizeLinear", [x, s, z], qtype, x.shape)
+        # Read by its dequantization only (never picked, never an output).
+        self.values.remove(q)
+        return self.node("DequantizeLinear", [q, s, z], "float32", x.shape,
+                         min(x.mag, bound))
+
+    def float8_const(self, array):
+        """A float8 e4m3 initializer of `array` (values it holds exactly)."""
+        name = self.fresh("c")
+        array = np.asarray(array, np.float32)
+        self.initializers.append(helper.make_tensor(
+            name, TensorProto.FLOAT8E4M3FN, array.shape,
+            array.flatten().tolist()))
+        return name
+
+    def qdq_matmul(self):
+        """A product as onnxruntime's quantize_static writes it in its QDQ
+        format: the activation quantized and dequantized, int8 weights
+        dequantized (per tensor or per column), an int32 bias dequantized
+        at the product's scale and added, the sum requantized; now and then
+        a residual (quantized too) added and requantized; often a
+        LayerNormalization over the columns after it, and an elementwise op
+        after that: the Q/DQ GEMM with its tail and its norm
+        (growQdqTailNorm). Every scale is a power of two and every operand
+        on its grid, so each value up to the norm is exact in fp32 in any
+        order of summation (a requantization that rounds a value within
+        fp32 rounding of a half step would differ by a whole step between
+        a fused and an unfused order). fp32 graphs only."""
+        if self.mode != "fp32":
+            return None
+        # Whole 16-byte rows of 8-bit values (the integer GEMM) and not.
+        k = int(self.choice([16, 32, 48, 64, 128, 24, 40, 136]))
+        n = int(self.choice([8, 16, 24, 72, 136]))
+        rows = tuple(int(self.choice(DIMS)) for _ in range(
+            int(self.rng.integers(1, 3))))
+        qtype = self.choice(["uint8", "uint8", "int8", "float8e4m3fn"])
+        fp8 = qtype == "float8e4m3fn"
+        sx = 2.0 ** -int(self.rng.integers(4, 7))
+        x = self.add_input("float32", rows + (k,))
+        if fp8:
+            # On the grid of integers to 16, which e4m3 holds exactly: the
+            # products' sums then stay exact too (e4m3's own grid spans
+            # more than fp32's 24 bits over a row).
+            self.inputs[-1] = (x, (self.rng.integers(
+                -16, 17, x.shape) * sx).astype(np.float32))
+        a = self.quantize_dequantize(x, sx, qtype)
+        sw_exp = int(self.rng.integers(6, 9))
+        if self.rng.random() < 0.5 or fp8:
+            sw = np.full((), 2.0 ** -sw_exp, np.float32)
+        else:
+            sw = (2.0 ** -self.rng.integers(sw_exp - 1, sw_exp + 2, n)).astype(
+                np.float32)
+        if fp8:
+            wq = self.float8_const(self.rng.integers(-16, 17, (k, n)))
+        else:
+            wq = self.const(self.rng.integers(-127, 128, (k, n),
+                                              dtype=np.int8))
+        w_attrs = {} if sw.ndim == 0 else {"axis": 1}
+        w = self.node("DequantizeLinear", [wq, self.const(sw)],
+                      "float32", (k, n), 1.0, **w_attrs)
+        mag = a.mag * k * 2.0
+        p = self.node("MatMul", [a, w], "float32", rows + (n,), mag)
+        # The bias at the product's scale: sx * sw, per column.
+        bias_scale = (sx * np.broadcast_to(sw, (n,))).astype(np.float32)
+        bq = self.rng.integers(-4096, 4097, n, dtype=np.int32)
+        b = self.node("DequantizeLinear", [self.const(bq),
+                                           self.const(bias_scale)],
+                      "float32", (n,), 4096 * float(bias_scale.max()), axis=0)
+        y = self.node("Add", [p, b], "float32", p.shape, mag + b.mag)
+        sy = 2.0 ** -int(self.rng.integers(-1, 3))
+        y = self.quantize_dequantize(y, sy, qtype)
+        if self.rng.random() < 0.5:
+            r = self.quantize_dequantize(
+                self.add_input("float32", rows + (n,)), sx, qtype)
+            y = self.node("Add", [y, r], "float32", y.shape, y.mag + r.mag)
+            y = self.quantize_dequantize(y, sy, qtype)
+        if self.rng.random() < 0.7:
+            scale, shift = (self.float_const((n,), "float32")
+                            for _ in range(2))
+            y = self.node("LayerNormalization", [y, scale, shift], "float32",
+                          y.shape, 2.0 * math.sqrt(n) + 2, axis=-1,
+                          epsilon=1e-5)
+            if self.rng.random() < 0.5:
+                y = self.node(self.choice(["Tanh", "Relu", "Neg"]), [y],
+                              "float32", y.shape, y.mag)
+        return y
+
     def attention(self):
         """softmax(Q Kᵀ · scale [+ mask]) V over [B, H, S, D] inputs, with
         Q computed here: what kiln-recompose turns into kiln.attention."""
@@ -774,7 +875,7 @@ class Graph:
         ("transpose", 2), ("reshape", 2), ("slice", 3), ("gather", 3),
         ("gather_elements", 1), ("expand", 1), ("concat", 2),
         ("squeeze_unsqueeze", 1), ("matmul", 2), ("matmul_nbits", 2),
-        ("attention", 1),
+        ("qdq_matmul", 2), ("attention", 1),
     ]
 
     def build(self, steps):
