@@ -138,7 +138,7 @@ FailureOr<LaunchGeometry> emitScalarAttention(KernelOp kernel,
   bool hasSink = parts.hasSink;
 
   if (split)
-    emitSignature(kernel, name, os, "float *__restrict__ partials");
+    emitSignature(kernel, name, os, splitOutputParameters(parts));
   else
     emitSignature(kernel, name, os);
   if (!split)
@@ -236,7 +236,9 @@ FailureOr<LaunchGeometry> emitScalarAttention(KernelOp kernel,
        << "    if (threadIdx.x == 0) {\n"
        << "      partial[" << valueSize << "] = running_max;\n"
        << "      partial[" << valueSize + 1 << "] = running_sum;\n"
-       << "    }\n  }\n}\n";
+       << "    }\n"
+       << splitFinishText(kernel, name, "row", "row", "row + 1", "    ")
+       << "  }\n}\n";
     LaunchGeometry geometry;
     setGridDim(geometry, 0, rows, 1, kMaxGrid);
     setGridDim(geometry, 1, keys, split->chunk, split->maxSplits);

@@ -42,8 +42,9 @@ struct AttentionParts {
 /// one) takes keys [s * chunk, min(keys, (s + 1) * chunk)) of its query
 /// rows and, instead of storing their outputs, stores for each row its
 /// unnormalized output, running maximum and running sum (a sink left out)
-/// to `partials`, (valueSize + 2) floats at (row * splits + s); the combine
-/// kernel (AttentionSplitEmitter.cpp) merges the splits.
+/// to `partials`, (valueSize + 2) floats at (row * splits + s); the last
+/// split of a tile of rows to arrive merges the splits of its rows
+/// (splitFinishText, AttentionSplitEmitter.cpp).
 struct KeySplit {
   /// Keys one block takes: a multiple of the tensor-core kernel's tile.
   int64_t chunk = 0;
@@ -54,6 +55,19 @@ struct KeySplit {
 /// C text of the splits for the run's keys: ceil(keys / chunk) clamped to
 /// [1, maxSplits] (the split kernel's grid binding computes the same).
 std::string splitCountText(const KeySplit &split, const Size &keys);
+
+/// The split kernel's parameters after the inputs: the partial results
+/// (scratch), then the result the merge writes (`out0`).
+std::string splitOutputParameters(const AttentionParts &parts);
+
+/// The end of a split kernel's work on a tile of query rows, whose partial
+/// rows are [rowBegin, rowEnd) (C expressions), each line after `indent`:
+/// the block arrives at the tile's counter (`name`_arrived[`tile`]), and
+/// the last of the tile's splits to arrive merges their partials into the
+/// result (`name`_combine_rows). Every thread of the block runs it.
+std::string splitFinishText(KernelOp kernel, llvm::StringRef name,
+                            llvm::StringRef tile, llvm::StringRef rowBegin,
+                            llvm::StringRef rowEnd, llvm::StringRef indent);
 
 /// The declarations of a block's keys [key_begin, key_end): all of them, or
 /// with `split` those of the split at blockIdx.`axis` (and `splits`).

@@ -211,7 +211,14 @@ void TensorCoreAttentionEmitter::emitPartialStore() {
      << "        partial[" << dv << "] = m[mt][r];\n"
      << "        partial[" << dv + 1 << "] = l[mt][r];\n"
      << "      }\n"
-     << "    }\n  }\n}\n";
+     << "    }\n";
+  // The tile's partial rows: its query rows of head bh.
+  os << "    const long long tile_end = min(" << queries << ", first + " << rows
+     << "LL);\n"
+     << splitFinishText(kernel, kernelName, "bh * query_tiles + tile_row",
+                        "bh * (" + queries.str() + ") + first",
+                        "bh * (" + queries.str() + ") + tile_end", "    ")
+     << "  }\n}\n";
 }
 
 void TensorCoreAttentionEmitter::emitOutputStore() {

@@ -5,10 +5,11 @@
 // of 132 SMs, each walking the whole cache. Here the keys are split too:
 // the kernel of either generator takes a chunk of the keys per block
 // (KeySplit) and stores each row's unnormalized output with its running
-// maximum and sum, and a combine kernel merges the splits of a row as the
-// online softmax merges tiles (each split's output and sum rescaled by
-// exp(its maximum - the largest)). The sink logit, when there is one,
-// enters the combine once.
+// maximum and sum, and the last split of a tile of query rows to arrive
+// merges the splits of its rows as the online softmax merges tiles (each
+// split's output and sum rescaled by exp(its maximum - the largest)): the
+// combine, which was a kernel of its own until 2026-12-05. The sink logit,
+// when there is one, enters the merge once.
 //
 // The choice is made per kernel here and, for a symbolic query length, at
 // run time: the plan holds both forms, each step guarded by the query
@@ -17,8 +18,10 @@
 //===----------------------------------------------------------------------===//
 
 #include "AttentionParts.h"
+#include "GemmParts.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 
 using namespace mlir;
@@ -93,34 +96,39 @@ static std::optional<KeySplit> planKeySplit(const AttentionParts &parts) {
   return split;
 }
 
-/// The combine kernel: one block per query row merges its splits into the
-/// result (at the output's index, so a transpose merging heads back holds).
-/// `log2Units`: the partial maxima are in log2 units (the tensor-core
-/// kernel's), else natural ones.
-static LaunchGeometry emitCombine(const AttentionParts &parts,
-                                  const KeySplit &split, bool log2Units,
-                                  StringRef name, llvm::raw_ostream &os) {
+/// The merge of the splits of partial rows [row_begin, row_end) into the
+/// result (at the output's index, so a transpose merging heads back holds),
+/// which the last split of a tile to arrive runs over the block's threads:
+/// `__device__ void NAME(partials, out0, row_begin, row_end, dims...)`.
+/// The other splits' partials are read through L2 (`__ldcg`). `log2Units`:
+/// the partial maxima are in log2 units (the tensor-core kernel's), else
+/// natural ones.
+static void emitCombineRows(const AttentionParts &parts, const KeySplit &split,
+                            bool log2Units, StringRef name,
+                            llvm::raw_ostream &os) {
   AttentionOp attention = parts.attention;
   Type et = attention.getType().getElementType();
   int64_t dv = parts.valueSize, width = dv + 2;
-  Size rows = parts.batch * parts.heads * parts.queries;
   const char *exp = log2Units ? "exp2f" : "expf";
   std::string sink = parts.sinkValue + (log2Units ? " * log2e" : "");
-  int64_t block = std::clamp<int64_t>((dv + 31) / 32 * 32, 32, 128);
-  os << "\nextern \"C\" __global__ void " << name
-     << "(const float *__restrict__ partials, " << storageType(et)
-     << " *__restrict__ out0";
+  auto partialAt = [&](StringRef element) {
+    return llvm::formatv("__ldcg(&partial[s * {0}LL + {1}])", width, element)
+        .str();
+  };
+  std::string maximum = partialAt(std::to_string(dv));
+  os << "\nstatic __device__ void " << name << "(const float *partials, "
+     << storageType(et)
+     << " *__restrict__ out0, long long row_begin, long long row_end";
   for (StringRef dim : dimNamesOf(attention->getParentOfType<func::FuncOp>()))
     os << ", long long " << dimParameterName(dim);
   os << ") {\n"
-     << kPdlEnter << parts.sinkTable
+     << parts.sinkTable
      << "  const float neg_inf = __int_as_float(0xff800000);\n"
      << "  const float log2e = 1.4426950408889634f;\n"
      << "  (void)log2e;\n"
      << "  const long long splits = " << splitCountText(split, parts.keys)
      << ";\n"
-     << "  for (long long row = blockIdx.x; row < " << rows
-     << "; row += gridDim.x) {\n"
+     << "  for (long long row = row_begin; row < row_end; ++row) {\n"
      << "    const long long i = row % " << parts.queries << ";\n"
      << "    const long long h = (row / " << parts.queries << ") % "
      << parts.heads << "LL;\n"
@@ -131,29 +139,67 @@ static LaunchGeometry emitCombine(const AttentionParts &parts,
      << "    // split's weight relative to it; splits masked to -inf weigh 0.\n"
      << "    float top = " << sink << ";\n"
      << "    for (long long s = 0; s < splits; ++s)\n"
-     << "      top = fmaxf(top, partial[s * " << width << "LL + " << dv
-     << "]);\n"
+     << "      top = fmaxf(top, " << maximum << ");\n"
      << "    auto weight = [&](float m) {\n"
      << "      return m == neg_inf ? 0.0f : " << exp << "(m - top);\n"
      << "    };\n"
      << "    float sum = " << (parts.hasSink ? "weight(" + sink + ")" : "0.0f")
      << ";\n"
      << "    for (long long s = 0; s < splits; ++s)\n"
-     << "      sum += weight(partial[s * " << width << "LL + " << dv
-     << "]) * partial[s * " << width << "LL + " << dv + 1 << "];\n"
+     << "      sum += weight(" << maximum << ") * "
+     << partialAt(std::to_string(dv + 1)) << ";\n"
      << "    for (long long d = threadIdx.x; d < " << dv
      << "LL; d += blockDim.x) {\n"
      << "      float acc = 0.0f;\n"
      << "      for (long long s = 0; s < splits; ++s)\n"
-     << "        acc += weight(partial[s * " << width << "LL + " << dv
-     << "]) * partial[s * " << width << "LL + d];\n"
+     << "        acc += weight(" << maximum << ") * " << partialAt("d") << ";\n"
      << "      out0[" << parts.outIndex
      << "] = " << normalizedOutput(attention, "acc", "sum") << ";\n"
      << "    }\n  }\n}\n";
-  LaunchGeometry geometry;
-  setGridDim(geometry, 0, rows, 1, kMaxGrid);
-  geometry.block[0] = static_cast<uint32_t>(block);
-  return geometry;
+}
+
+std::string splitOutputParameters(const AttentionParts &parts) {
+  AttentionOp attention = parts.attention;
+  return "float *__restrict__ partials, " +
+         storageType(attention.getType().getElementType()) +
+         " *__restrict__ out0";
+}
+
+std::string splitFinishText(KernelOp kernel, StringRef name, StringRef tile,
+                            StringRef rowBegin, StringRef rowEnd,
+                            StringRef indent) {
+  std::string call =
+      (name + "_combine_rows(partials, out0, " + rowBegin + ", " + rowEnd)
+          .str();
+  for (StringRef dim : dimNamesOf(kernel->getParentOfType<func::FuncOp>()))
+    call += ", " + dimParameterName(dim);
+  call += ");";
+  std::string text = R"cuda({
+  // The last of the tile's splits to arrive merges them into the result:
+  // no combine kernel of its own, one launch fewer.
+  __shared__ bool last_split;
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    __threadfence();
+    last_split = atomicInc(&$NAME_arrived[$TILE], (unsigned)splits - 1u) == (unsigned)splits - 1u;
+  }
+  __syncthreads();
+  if (last_split) {
+    __threadfence();
+    $CALL
+  }
+  // Every thread has read last_split before the next tile's arrival.
+  __syncthreads();
+}
+)cuda";
+  text = gemm::substitute(
+      text, {{"$NAME", name.str()}, {"$TILE", tile.str()}, {"$CALL", call}});
+  std::string indented;
+  for (StringRef line : llvm::split(StringRef(text), '\n'))
+    if (!line.empty())
+      indented += (indent + line + "\n").str();
+  return indented;
 }
 
 std::optional<FailureOr<SplitAttention>>
@@ -169,20 +215,33 @@ emitSplitAttention(KernelOp kernel, StringRef name, llvm::raw_ostream &os,
     return std::nullopt;
   SplitAttention result;
   result.splitName = (name + "_split").str();
-  result.combineName = (name + "_combine").str();
+  // The split kernel first, into a buffer: which generator takes it says
+  // the units of its partial maxima, which the merge its blocks call
+  // (declared before it) reads.
+  std::string kernelText;
+  llvm::raw_string_ostream kernelSource(kernelText);
   bool log2Units = true;
-  auto geometry = emitTensorCoreAttention(kernel, *parts, &*split,
-                                          result.splitName, os, options);
+  auto geometry = emitTensorCoreAttention(
+      kernel, *parts, &*split, result.splitName, kernelSource, options);
   if (!geometry) {
     log2Units = false;
-    geometry =
-        emitScalarAttention(kernel, *parts, &*split, result.splitName, os);
+    geometry = emitScalarAttention(kernel, *parts, &*split, result.splitName,
+                                   kernelSource);
   }
   if (failed(*geometry))
     return FailureOr<SplitAttention>(failure());
   result.split = **geometry;
-  result.combine =
-      emitCombine(*parts, *split, log2Units, result.combineName, os);
+  // A counter for each tile of query rows: at most one a row (at most
+  // kMostSplitQueries a head, where the split runs).
+  int64_t tiles = parts->batch.upper() * parts->heads *
+                  std::min(parts->queries.upper(), kMostSplitQueries);
+  os << "\n// The arrivals of " << result.splitName
+     << "'s splits at each tile of query rows.\nKILN_PER_CONTEXT unsigned int "
+     << result.splitName << "_arrived[" << std::max<int64_t>(tiles, 1)
+     << "];\n";
+  emitCombineRows(*parts, *split, log2Units, result.splitName + "_combine_rows",
+                  os);
+  os << kernelText;
   result.scratchElements = parts->batch.upper() * parts->heads *
                            std::min(parts->queries.upper(), kMostSplitQueries) *
                            split->maxSplits * (parts->valueSize + 2);

@@ -121,8 +121,9 @@ TensorCoreAttentionEmitter::emitKernel(StringRef name) {
   if (wgmma)
     os << cudaWgmmaFunction(tileKeys, bf16, /*transB=*/false)
        << cudaWgmmaFunction(dv, bf16, /*transB=*/true);
+  kernelName = name.str();
   if (split) {
-    emitSignature(kernel, name, os, "float *__restrict__ partials");
+    emitSignature(kernel, name, os, splitOutputParameters(parts));
   } else {
     emitSignature(kernel, name, os);
     os << parts.sinkTable;

@@ -255,8 +255,8 @@ private:
   void emitRowSums();
   /// Opens the loop over this warp's output rows.
   void emitOutputRows();
-  /// Stores a split's unnormalized output, maximum and sum; closes the
-  /// kernel.
+  /// Stores a split's unnormalized output, maximum and sum, and merges the
+  /// tile's splits where it is the last to arrive; closes the kernel.
   void emitPartialStore();
   /// Stores the normalized output; closes the kernel.
   void emitOutputStore();
@@ -275,6 +275,8 @@ private:
   std::optional<RowSource> keyRows, valueRows, queryRows;
   /// The kernel, for its signature.
   KernelOp kernel;
+  /// The kernel's name (its split's counters and merge are named after it).
+  std::string kernelName;
 };
 
 } // namespace kiln

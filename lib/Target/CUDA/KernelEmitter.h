@@ -68,12 +68,13 @@ emitCacheUpdateRows(KernelOp kernel, llvm::StringRef name,
 
 /// Flash-decoding of an attention kernel (AttentionSplitEmitter.cpp): a
 /// kernel whose blocks split the keys, storing partial results in scratch
-/// memory, and a kernel that combines them into the result.
+/// memory, the last split of each tile of query rows merging them into the
+/// result.
 struct SplitAttention {
   /// The split kernel takes the attention kernel's inputs, then the
-  /// scratch; the combine kernel takes the scratch, then the result.
-  std::string splitName, combineName;
-  LaunchGeometry split, combine;
+  /// scratch, then the result.
+  std::string splitName;
+  LaunchGeometry split;
   /// f32 elements of scratch at the top of the dims' ranges.
   int64_t scratchElements = 0;
   /// Set when the query length decides at run time: the split runs while

@@ -2,8 +2,9 @@
 //
 // PlanBuilder's launch steps: each kiln.kernel emitted as CUDA and launched
 // over its buffers, with its symbolic grid; an attention kernel whose keys
-// split is launched as split and combine kernels over scratch memory, with
-// the whole kernel beside them where the query length decides at run time.
+// split is launched as its split kernel over scratch memory (whose last
+// blocks merge the splits into the result), with the whole kernel beside it
+// where the query length decides at run time.
 //
 //===----------------------------------------------------------------------===//
 
@@ -51,18 +52,16 @@ LogicalResult PlanBuilder::addLaunch(KernelOp kernel,
   // the split while it is at most mostQueries (clamp(most + 1 - queries,
   // 0, 1)), the whole kernel past it.
   const SplitAttention &keys = **split;
-  uint32_t scratch = addScratch(keys.scratchElements);
-  args.push_back(scratch);
+  args.push_back(addScratch(keys.scratchElements));
+  args.push_back(result);
   pushLaunch(kernel, keys.splitName, keys.split, args);
-  pushLaunch(kernel, keys.combineName, keys.combine, {scratch, result});
   if (keys.queries) {
     DimExpr most = DimExpr::constant(keys.mostQueries);
     DimExpr past = *DimExpr::sub(*keys.queries, most);
     DimExpr within =
         *DimExpr::sub(DimExpr::constant(keys.mostQueries + 1), *keys.queries);
     size_t last = artifact.steps.size() - 1;
-    guardStep(last - 2, past);
-    guardStep(last - 1, within);
+    guardStep(last - 1, past);
     guardStep(last, within);
   }
   return success();
