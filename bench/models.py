@@ -16,6 +16,7 @@ seconds.
 """
 import dataclasses
 import os
+import re
 import sys
 
 import numpy as np
@@ -218,7 +219,11 @@ def in_place_cache(case, model_path):
         return False
     past_len = case.inputs[named[past][0]].shape[2]
     new = case.inputs["input_ids"].shape[1]
-    dims = [f"{past}=0:{past_len}", f"{total}={past}+{new}"]
+    dims = [f"{past}=0:{past_len}"]
+    # The mask's length as past + new, where the exporter named it apart
+    # (an expression of the past's name needs no statement).
+    if re.fullmatch(r"[A-Za-z_]\w*", total) and total != past:
+        dims.append(f"{total}={past}+{new}")
     dims += [f"{n}={case.inputs[i].shape[a]}" for n, (i, a) in named.items()
              if n not in (past, total)]
     case.dims = ",".join(dims)

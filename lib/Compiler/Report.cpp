@@ -27,7 +27,7 @@ std::string kindOf(const rt::Artifact &artifact, const rt::Step &step) {
   switch (step.kind) {
   case rt::Step::Kind::Launch: {
     // Kernel names are kiln_<family>_<index>, then _<part> for a kernel
-    // generated as several (attention's _split and _combine).
+    // generated as several (attention's _split beside its whole kernel).
     llvm::StringRef name = artifact.kernelNames[step.launch.kernel];
     return name.drop_front(5).split('_').first.str();
   }

@@ -141,13 +141,12 @@ std::vector<double> flopsOfKernels(const rt::Artifact &artifact,
     }
     opNames.insert(name);
     lastIndex = index;
-    // A combine adds parts; an unpacking converts weights; a left operand's
-    // kernel computes a prologue's few flops for the paths after it, a
-    // cache update's kernel an epilogue's after them (each path's kernel
-    // counts them with the product): none is the op's arithmetic, which
-    // its main kernel (or the step after) does.
-    flops.push_back(part.ends_with("combine") || part == "unpack" ||
-                            part == "lhs" || part == "update" ||
+    // An unpacking converts weights; a left operand's kernel computes a
+    // prologue's few flops for the paths after it, a cache update's kernel
+    // an epilogue's after them (each path's kernel counts them with the
+    // product): none is the op's arithmetic, which its main kernel (or the
+    // step after) does.
+    flops.push_back(part == "unpack" || part == "lhs" || part == "update" ||
                             op >= opFlops.size()
                         ? 0.0
                         : opFlops[op]);

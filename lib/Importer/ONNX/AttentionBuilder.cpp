@@ -147,7 +147,7 @@ Value AttentionBuilder::sizeValue(const DimExpr &size, Type elementType,
     return importer.materializeSizes(
         loc, RankedTensorType::get(ones, elementType), tensor);
   }
-  // A kiln.sizes is a scalar or 1-d: a scalar, viewed with `rank` unit dims.
+  // A scalar kiln.sizes, viewed with `rank` unit dims.
   Value scalar = importer.materializeSizes(
       loc, RankedTensorType::get({}, elementType), tensor);
   return reshape(scalar, ones);

@@ -237,7 +237,7 @@ FailureOr<LaunchGeometry> emitScalarAttention(KernelOp kernel,
        << "      partial[" << valueSize << "] = running_max;\n"
        << "      partial[" << valueSize + 1 << "] = running_sum;\n"
        << "    }\n"
-       << splitFinishText(kernel, name, "row", "row", "row + 1", "    ")
+       << splitFinishText(*split, name, "row", "row", "row + 1", "    ")
        << "  }\n}\n";
     LaunchGeometry geometry;
     setGridDim(geometry, 0, rows, 1, kMaxGrid);

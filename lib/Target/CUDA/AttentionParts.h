@@ -50,6 +50,8 @@ struct KeySplit {
   int64_t chunk = 0;
   /// The most splits, at the top of the key length's range.
   int64_t maxSplits = 1;
+  /// The dim parameters the merge of a tile's splits reads (and takes).
+  std::vector<std::string> mergeDims;
 };
 
 /// C text of the splits for the run's keys: ceil(keys / chunk) clamped to
@@ -65,7 +67,7 @@ std::string splitOutputParameters(const AttentionParts &parts);
 /// the block arrives at the tile's counter (`name`_arrived[`tile`]), and
 /// the last of the tile's splits to arrive merges their partials into the
 /// result (`name`_combine_rows). Every thread of the block runs it.
-std::string splitFinishText(KernelOp kernel, llvm::StringRef name,
+std::string splitFinishText(const KeySplit &split, llvm::StringRef name,
                             llvm::StringRef tile, llvm::StringRef rowBegin,
                             llvm::StringRef rowEnd, llvm::StringRef indent);
 

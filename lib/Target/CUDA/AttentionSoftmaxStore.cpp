@@ -215,7 +215,7 @@ void TensorCoreAttentionEmitter::emitPartialStore() {
   // The tile's partial rows: its query rows of head bh.
   os << "    const long long tile_end = min(" << queries << ", first + " << rows
      << "LL);\n"
-     << splitFinishText(kernel, kernelName, "bh * query_tiles + tile_row",
+     << splitFinishText(*split, kernelName, "bh * query_tiles + tile_row",
                         "bh * (" + queries.str() + ") + first",
                         "bh * (" + queries.str() + ") + tile_end", "    ")
      << "  }\n}\n";

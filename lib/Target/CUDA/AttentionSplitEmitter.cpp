@@ -19,6 +19,7 @@
 
 #include "AttentionParts.h"
 #include "GemmParts.h"
+#include "KernelSizes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/StringExtras.h"
@@ -99,13 +100,14 @@ static std::optional<KeySplit> planKeySplit(const AttentionParts &parts) {
 /// The merge of the splits of partial rows [row_begin, row_end) into the
 /// result (at the output's index, so a transpose merging heads back holds),
 /// which the last split of a tile to arrive runs over the block's threads:
-/// `__device__ void NAME(partials, out0, row_begin, row_end, dims...)`.
+/// `__device__ void NAME(partials, out0, row_begin, row_end, dims...)`,
+/// with `dims` the dim parameters it takes.
 /// The other splits' partials are read through L2 (`__ldcg`). `log2Units`:
 /// the partial maxima are in log2 units (the tensor-core kernel's), else
 /// natural ones.
 static void emitCombineRows(const AttentionParts &parts, const KeySplit &split,
                             bool log2Units, StringRef name,
-                            llvm::raw_ostream &os) {
+                            ArrayRef<std::string> dims, llvm::raw_ostream &os) {
   AttentionOp attention = parts.attention;
   Type et = attention.getType().getElementType();
   int64_t dv = parts.valueSize, width = dv + 2;
@@ -119,8 +121,8 @@ static void emitCombineRows(const AttentionParts &parts, const KeySplit &split,
   os << "\nstatic __device__ void " << name << "(const float *partials, "
      << storageType(et)
      << " *__restrict__ out0, long long row_begin, long long row_end";
-  for (StringRef dim : dimNamesOf(attention->getParentOfType<func::FuncOp>()))
-    os << ", long long " << dimParameterName(dim);
+  for (const std::string &dim : dims)
+    os << ", long long " << dim;
   os << ") {\n"
      << parts.sinkTable
      << "  const float neg_inf = __int_as_float(0xff800000);\n"
@@ -165,14 +167,14 @@ std::string splitOutputParameters(const AttentionParts &parts) {
          " *__restrict__ out0";
 }
 
-std::string splitFinishText(KernelOp kernel, StringRef name, StringRef tile,
-                            StringRef rowBegin, StringRef rowEnd,
-                            StringRef indent) {
+std::string splitFinishText(const KeySplit &split, StringRef name,
+                            StringRef tile, StringRef rowBegin,
+                            StringRef rowEnd, StringRef indent) {
   std::string call =
       (name + "_combine_rows(partials, out0, " + rowBegin + ", " + rowEnd)
           .str();
-  for (StringRef dim : dimNamesOf(kernel->getParentOfType<func::FuncOp>()))
-    call += ", " + dimParameterName(dim);
+  for (const std::string &dim : split.mergeDims)
+    call += ", " + dim;
   call += ");";
   std::string text = R"cuda({
   // The last of the tile's splits to arrive merges them into the result:
@@ -215,6 +217,22 @@ emitSplitAttention(KernelOp kernel, StringRef name, llvm::raw_ostream &os,
     return std::nullopt;
   SplitAttention result;
   result.splitName = (name + "_split").str();
+  // The dims the merge reads, and only those, are its parameters: a
+  // launch is marked as reading the dims its kernel passes on
+  // (PlanDimsRead.cpp), and each one it reads is updated in a replayed
+  // graph at new dims.
+  {
+    SmallVector<std::string> all;
+    for (StringRef dim : dimNamesOf(kernel->getParentOfType<func::FuncOp>()))
+      all.push_back(dimParameterName(dim));
+    std::string text;
+    llvm::raw_string_ostream merge(text);
+    emitCombineRows(*parts, *split, true, "merge", all, merge);
+    StringRef body = StringRef(text).split(") {").second;
+    for (const std::string &dim : all)
+      if (namesIdentifier(body, dim))
+        split->mergeDims.push_back(dim);
+  }
   // The split kernel first, into a buffer: which generator takes it says
   // the units of its partial maxima, which the merge its blocks call
   // (declared before it) reads.
@@ -240,7 +258,7 @@ emitSplitAttention(KernelOp kernel, StringRef name, llvm::raw_ostream &os,
      << result.splitName << "_arrived[" << std::max<int64_t>(tiles, 1)
      << "];\n";
   emitCombineRows(*parts, *split, log2Units, result.splitName + "_combine_rows",
-                  os);
+                  split->mergeDims, os);
   os << kernelText;
   result.scratchElements = parts->batch.upper() * parts->heads *
                            std::min(parts->queries.upper(), kMostSplitQueries) *

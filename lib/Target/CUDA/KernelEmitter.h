@@ -84,10 +84,11 @@ struct SplitAttention {
   int64_t mostQueries = 0;
 };
 
-/// Appends the split and combine kernels of attention kernel `kernel` to
-/// `os`, named after `name`; nothing when `kernel` is not attention or its
-/// keys are not worth splitting (too few, or too many query rows). Emits an
-/// error at the kernel and returns failure for one it cannot generate.
+/// Appends the split kernel of attention kernel `kernel` (with its
+/// counters and the merge its last blocks run) to `os`, named after `name`;
+/// nothing when `kernel` is not attention or its keys are not worth splitting
+/// (too few, or too many query rows). Emits an error at the kernel and returns
+/// failure for one it cannot generate.
 std::optional<mlir::FailureOr<SplitAttention>>
 emitSplitAttention(KernelOp kernel, llvm::StringRef name, llvm::raw_ostream &os,
                    const CudaEmitOptions &options);
