@@ -841,9 +841,13 @@ class Graph:
 
     def attention(self):
         """softmax(Q Kᵀ · scale [+ mask]) V over [B, H, S, D] inputs, with
-        Q computed here: what kiln-recompose turns into kiln.attention."""
+        Q computed here: what kiln-recompose turns into kiln.attention (its
+        keys split across blocks at 300 keys and few query rows)."""
         b, h = int(self.choice([1, 2])), int(self.choice([1, 2]))
-        s, t = int(self.choice([1, 5, 17, 33])), int(self.choice([1, 7, 40]))
+        # 300 keys at 16 query rows or fewer split the keys across blocks
+        # (flash-decoding), whose last split merges them.
+        s = int(self.choice([1, 5, 17, 33]))
+        t = int(self.choice([1, 7, 40, 300]))
         d = int(self.choice([8, 16, 32]))
         q0 = self.add_input(self.float, (b, h, s, d))
         q = self.node(self.choice(["Tanh", "Neg", "Relu"]), [q0], self.float,
