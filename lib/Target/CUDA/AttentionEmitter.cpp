@@ -138,7 +138,7 @@ FailureOr<LaunchGeometry> emitScalarAttention(KernelOp kernel,
   bool hasSink = parts.hasSink;
 
   if (split)
-    emitSignature(kernel, name, os, splitOutputParameters(parts));
+    emitSignature(kernel, name, os, splitOutputParameters(kernel));
   else
     emitSignature(kernel, name, os);
   if (!split)

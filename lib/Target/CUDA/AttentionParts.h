@@ -60,7 +60,7 @@ std::string splitCountText(const KeySplit &split, const Size &keys);
 
 /// The split kernel's parameters after the inputs: the partial results
 /// (scratch), then the result the merge writes (`out0`).
-std::string splitOutputParameters(const AttentionParts &parts);
+std::string splitOutputParameters(KernelOp kernel);
 
 /// The end of a split kernel's work on a tile of query rows, whose partial
 /// rows are [rowBegin, rowEnd) (C expressions), each line after `indent`:

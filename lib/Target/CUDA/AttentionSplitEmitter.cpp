@@ -160,11 +160,8 @@ static void emitCombineRows(const AttentionParts &parts, const KeySplit &split,
      << "    }\n  }\n}\n";
 }
 
-std::string splitOutputParameters(const AttentionParts &parts) {
-  AttentionOp attention = parts.attention;
-  return "float *__restrict__ partials, " +
-         storageType(attention.getType().getElementType()) +
-         " *__restrict__ out0";
+std::string splitOutputParameters(KernelOp kernel) {
+  return "float *__restrict__ partials, " + resultParameters(kernel);
 }
 
 std::string splitFinishText(const KeySplit &split, StringRef name,

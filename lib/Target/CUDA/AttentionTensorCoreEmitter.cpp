@@ -123,7 +123,7 @@ TensorCoreAttentionEmitter::emitKernel(StringRef name) {
        << cudaWgmmaFunction(dv, bf16, /*transB=*/true);
   kernelName = name.str();
   if (split) {
-    emitSignature(kernel, name, os, splitOutputParameters(parts));
+    emitSignature(kernel, name, os, splitOutputParameters(kernel));
   } else {
     emitSignature(kernel, name, os);
     os << parts.sinkTable;
