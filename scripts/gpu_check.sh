@@ -59,6 +59,17 @@ note() {
   [ -z "$dest" ] || { mkdir -p "$dest" && cp "$summary" "$dest/"; }
 }
 want() { [[ ",$sections," == *",$1,"* ]]; }
+# The Q/DQ GEMM's forms a kind of product has, and the kilnc flags that
+# make every run of a build take one (each flag's default would move runs
+# of many rows to another form).
+qdq_forms() { if [ "$1" = fp8 ]; then echo wgmma mma cublaslt; else echo wgmma mma; fi; }
+qdq_flags() {
+  case $1 in
+  wgmma) echo "--qdq-wgmma-rows=1 --qdq-cublaslt-rows=-1" ;;
+  mma) echo "--qdq-wgmma-rows=-1 --qdq-cublaslt-rows=-1" ;;
+  cublaslt) echo "--qdq-wgmma-rows=-1 --qdq-cublaslt-rows=1" ;;
+  esac
+}
 
 # The bundle's tools; NVRTC and cuBLASLt from that machine's CUDA.
 export PATH="$ROOT/build-gpu/bin:$PATH:/usr/local/cuda/bin"
@@ -132,10 +143,12 @@ print(sum(t.raw_data.__len__() for t in m.graph.initializer))" build-gpu/packed/
   [ -n "$median" ] && note "packed GEMV, 1 row: $bytes bytes in $median ms: $(python3 -c "print(round($bytes / ($median * 1e-3) / 1e9, 1))") GB/s"
 fi
 if want qdq; then
-  # The Q/DQ GEMMs' two forms (issue 39), float8 and int8, at fp16 by
+  # The Q/DQ GEMMs' forms (issue 39), float8 and int8, at fp16 by
   # BERT-base's FFN shapes (K 3072 x N 768, K 768 x N 3072; two products
-  # each for float8, three for int8): Hopper's wgmma (--qdq-wgmma-rows=1)
-  # against mma.sync (-1), each first checked against the reference at 128
+  # each for float8, three for int8): Hopper's wgmma (wgmma:
+  # --qdq-wgmma-rows=1) against mma.sync (mma), and for float8 cuBLASLt's
+  # FP8 kernels with the finish kernel after them (cublaslt:
+  # --qdq-cublaslt-rows=1), each first checked against the reference at 128
   # rows, then timed at 4096 (b32 s128): the device median over 200 runs,
   # and TFLOP/s over the products.
   mkdir -p build-gpu/qdq
@@ -150,32 +163,32 @@ if want qdq; then
       set -- $shape
       model=build-gpu/qdq/${kind}_k$1_n$2.onnx
       python3 test/Target/CUDA/Inputs/$script "$model" "$1" --n "$2" >>"$out/qdq.log" 2>&1
-      for rows in 1 -1; do
+      for form in $(qdq_forms $kind); do
         for batch in 1 32; do
-          echo "$model $batch $rows build-gpu/qdq/${kind}_k$1_n$2_rows${rows}_b$batch.so"
+          echo "$model $batch $(qdq_flags $form) build-gpu/qdq/${kind}_k$1_n$2_${form}_b$batch.so"
         done
       done
     done
   done >build-gpu/qdq/builds.txt
   xargs -P 8 -L 1 sh -c 'kilnc "$0" --dim batch=$1,seq=128 --precision fp16 \
-    --qdq-wgmma-rows=$2 -q -o "$3"' <build-gpu/qdq/builds.txt >>"$out/qdq.log" 2>&1
+    $2 $3 -q -o "$4"' <build-gpu/qdq/builds.txt >>"$out/qdq.log" 2>&1
   for kind in fp8 int8; do
     products=2
     [ "$kind" = int8 ] && products=3
     for shape in "3072 768" "768 3072"; do
       set -- $shape
       model=build-gpu/qdq/${kind}_k$1_n$2.onnx
-      for rows in 1 -1; do
-        timeout 300 kiln-run build-gpu/qdq/${kind}_k$1_n$2_rows${rows}_b1.so --backend cuda \
+      for form in $(qdq_forms $kind); do
+        timeout 300 kiln-run build-gpu/qdq/${kind}_k$1_n$2_${form}_b1.so --backend cuda \
           --reference-model "$model" --dim batch=1,seq=128 --compare-reference --rel-l2 1e-2 \
           >>"$out/qdq.log" 2>&1
-        note "$kind K $1 N $2 --qdq-wgmma-rows=$rows at 128 rows against the reference: exit $?"
-        timeout 120 kiln-run build-gpu/qdq/${kind}_k$1_n$2_rows${rows}_b32.so --backend cuda --bench \
+        note "$kind K $1 N $2 $form at 128 rows against the reference: exit $?"
+        timeout 120 kiln-run build-gpu/qdq/${kind}_k$1_n$2_${form}_b32.so --backend cuda --bench \
           --warmup 20 --iters 200 >"$out/qdq-bench.log" 2>&1
         cat "$out/qdq-bench.log" >>"$out/qdq.log"
         median=$(grep -oE 'bench: device: .*median [0-9.]+ ms' "$out/qdq-bench.log" |
           grep -oE 'median [0-9.]+' | cut -d' ' -f2)
-        [ -n "$median" ] && note "$kind K $1 N $2 --qdq-wgmma-rows=$rows, 4096 rows: $median ms for the step (its quantizing kernels and $products products): $(python3 -c "print(round($products * 2 * 4096 * $1 * $2 / ($median * 1e-3) / 1e12, 1))") TFLOP/s"
+        [ -n "$median" ] && note "$kind K $1 N $2 $form, 4096 rows: $median ms for the step (its quantizing kernels and $products products): $(python3 -c "print(round($products * 2 * 4096 * $1 * $2 / ($median * 1e-3) / 1e12, 1))") TFLOP/s"
       done
     done
   done
@@ -224,6 +237,7 @@ if want sanitizer; then
   sr=build-gpu/lit/test__Target__CUDA__split-reduction.test/t
   qf=build-gpu/lit/test__Target__CUDA__fp8-wgmma-gemm.test/t
   qi=build-gpu/lit/test__Target__CUDA__int8-wgmma-gemm.test/t
+  qc=build-gpu/lit/test__Target__CUDA__fp8-cublaslt-gemm.test/t
   pc=build-gpu/lit/test__Target__CUDA__packed-gemv-cache-update.test/t
   qn=build-gpu/lit/test__Target__CUDA__qdq-gemm-tail-norm.test/t
   hub=test/models/hub/llama-genai-int4-fp16/model.onnx
@@ -274,6 +288,7 @@ if want sanitizer; then
     "split-reduction|$sr/split.so --reference-model $sr/split.onnxtxt --compare-reference --seed 3"
     "qdq-wgmma-fp8|$qf/all.so --reference-model $qf/fp8.onnx --dim batch=1:4,seq=1:130 --run-dim batch=1,seq=129 --compare-reference --rel-l2 1e-3 --seed 4"
     "qdq-wgmma-int8|$qi/zero.so --reference-model $qi/zero.onnx --dim batch=1:4,seq=1:130 --run-dim batch=1,seq=129 --compare-reference --seed 7"
+    "qdq-cublaslt-fp8|$qc/all.so --reference-model $qc/fp8.onnx --dim batch=1:4,seq=1:130 --run-dim batch=1,seq=129 --compare-reference --rel-l2 1e-3 --seed 3"
     "packed-unpacked-rows9|$pq/packed.so --reference-model $pq/packed.onnx --dim batch=1:4,seq=1:8 --run-dim batch=3,seq=3 --compare-reference --rel-l2 1e-3 --seed 4"
     "packed-split-twice|$pq/twice.so --reference-model $pq/twice.onnx --dim batch=1:4,seq=1:64 --run-dim batch=1,seq=7 --compare-reference --rel-l2 1e-3 --seed 12"
     "packed-norm-gemv|$pn/norm.so --reference-model $pn/norm.onnx --dim batch=1:4,seq=1:64 --run-dim batch=1,seq=1 --compare-reference --rel-l2 1e-3 --seed 1"
@@ -286,7 +301,7 @@ if want sanitizer; then
     "qdq-tail-norm|$qn/floats.so --reference-model $qn/floats.mlir --compare-reference --seed 4"
     "packed-cache-update-mma|$pc/decoder.so --reference-model $hub --dim $hubdims --run-dim batch_size=2,sequence_length=12,total_sequence_length=20 --compare-reference --rel-l2 1e-2 --seed 3"
   )
-  racy=" tc-attention-fp16 tc-attention-decode tc-attention-bf16-tails tc-attention-cp-async tc-attention-cp-async-tails tc-attention-two-mtiles tc-attention-two-mtiles-tails tc-attention-two-mtiles-wide tc-attention-two-mtiles-one-stage tc-attention-two-mtiles-one-stage-tails tc-attention-two-mtiles-one-stage-wide tc-attention-two-barriers-tails tc-attention-two-mtiles-two-barriers-wide tc-attention-8-warps tc-attention-head-views-packed tc-attention-head-views-split tc-attention-head-views-decode tc-attention-wgmma-tails tc-attention-wgmma-keys64-tails tc-attention-wgmma-gqa tc-attention-wgmma-symbolic tc-attention-wgmma-elements tc-attention-tf32 tc-attention-tf32-tails tc-attention-tf32-split split-reduction qdq-wgmma-fp8 qdq-wgmma-int8 bert-fp32 llama-bf16 packed-split-twice packed-norm-gemv packed-norm-gemm packed-norm-four-tiles family-split family-norm-split family-norm-gemv packed-cache-update-gemv packed-cache-update-mma qdq-tail-norm "
+  racy=" tc-attention-fp16 tc-attention-decode tc-attention-bf16-tails tc-attention-cp-async tc-attention-cp-async-tails tc-attention-two-mtiles tc-attention-two-mtiles-tails tc-attention-two-mtiles-wide tc-attention-two-mtiles-one-stage tc-attention-two-mtiles-one-stage-tails tc-attention-two-mtiles-one-stage-wide tc-attention-two-barriers-tails tc-attention-two-mtiles-two-barriers-wide tc-attention-8-warps tc-attention-head-views-packed tc-attention-head-views-split tc-attention-head-views-decode tc-attention-wgmma-tails tc-attention-wgmma-keys64-tails tc-attention-wgmma-gqa tc-attention-wgmma-symbolic tc-attention-wgmma-elements tc-attention-tf32 tc-attention-tf32-tails tc-attention-tf32-split split-reduction qdq-wgmma-fp8 qdq-wgmma-int8 qdq-cublaslt-fp8 bert-fp32 llama-bf16 packed-split-twice packed-norm-gemv packed-norm-gemm packed-norm-four-tiles family-split family-norm-split family-norm-gemv packed-cache-update-gemv packed-cache-update-mma qdq-tail-norm "
   deadline=$((SECONDS + 180))
   for tool in memcheck racecheck; do
     for r in "${runs[@]}"; do

@@ -159,6 +159,13 @@ struct KernelCLOptions {
                      "0: from where its 128x128 tiles fill the GPU; -1 "
                      "never)"),
       llvm::cl::value_desc("N"), llvm::cl::init(0)};
+  llvm::cl::opt<int64_t> qdqCublasLtRows{
+      "qdq-cublaslt-rows",
+      llvm::cl::desc("an FP8 Q/DQ GEMM of a 16-bit product runs on "
+                     "cuBLASLt's FP8 kernels, then a kernel of its "
+                     "epilogue, from N rows (default 0: where the Hopper "
+                     "form's default starts; -1 never)"),
+      llvm::cl::value_desc("N"), llvm::cl::init(0)};
   llvm::cl::opt<int64_t> attentionWarps{
       "attention-warps",
       llvm::cl::desc("tensor-core attention: warps a block, 4 or 8 (default: "
@@ -223,6 +230,11 @@ std::string applyKernelCLOptions(CompileOptions &options) {
   options.qdqWgmmaRows = kernelCLOptions->qdqWgmmaRows;
   if (options.qdqWgmmaRows < -1)
     return "--qdq-wgmma-rows: " + std::to_string(options.qdqWgmmaRows) +
+           " is neither a count of rows, 0 (the compiler's choice) nor -1 "
+           "(never)";
+  options.qdqCublasLtRows = kernelCLOptions->qdqCublasLtRows;
+  if (options.qdqCublasLtRows < -1)
+    return "--qdq-cublaslt-rows: " + std::to_string(options.qdqCublasLtRows) +
            " is neither a count of rows, 0 (the compiler's choice) nor -1 "
            "(never)";
   AttentionOverrides &attention = options.attention;
@@ -304,6 +316,7 @@ std::vector<std::string> givenCompileOnlyFlags() {
     const KernelCLOptions &o = *kernelCLOptions;
     note(o.gemmKernels);
     note(o.qdqWgmmaRows);
+    note(o.qdqCublasLtRows);
     note(o.attentionWarps);
     note(o.attentionRowsPerWarp);
     note(o.attentionWgmma);

@@ -123,6 +123,7 @@ LogicalResult lowerToArtifact(ModuleOp module, const CompileOptions &options,
   cudaOptions.allowTf32 = options.allowTf32;
   cudaOptions.gemmKernels = options.gemmKernels;
   cudaOptions.qdqWgmmaRows = options.qdqWgmmaRows;
+  cudaOptions.qdqCublasLtRows = options.qdqCublasLtRows;
   cudaOptions.arch = options.arch;
   const AttentionOverrides &attention = options.attention;
   cudaOptions.attentionWarps = attention.warps;

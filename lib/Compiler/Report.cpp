@@ -63,9 +63,9 @@ std::string detailOf(const rt::Step &step) {
   }
   case rt::Step::Kind::Matmul: {
     const rt::MatmulStep &m = step.matmul;
-    std::string detail =
-        llvm::formatv("{0} batch {1} m {2} n {3} k {4}", rt::dtypeName(m.dtype),
-                      m.batch * m.outerBatch, m.m, m.n, m.k);
+    std::string detail = llvm::formatv(
+        "{0}{1} batch {2} m {3} n {4} k {5}", m.float8 ? "float8 into " : "",
+        rt::dtypeName(m.dtype), m.batch * m.outerBatch, m.m, m.n, m.k);
     // The epilogue cuBLASLt applies inside the call (kiln-fuse's GEMM
     // kernels): no kernel of its own.
     if (m.bias != rt::kNoBuffer)

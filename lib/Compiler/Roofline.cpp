@@ -144,10 +144,11 @@ std::vector<double> flopsOfKernels(const rt::Artifact &artifact,
     // An unpacking converts weights; a left operand's kernel computes a
     // prologue's few flops for the paths after it, a cache update's kernel
     // an epilogue's after them (each path's kernel counts them with the
-    // product): none is the op's arithmetic, which its main kernel (or the
-    // step after) does.
+    // product), and an FP8 product's finish the epilogue after the matmul
+    // step that counts the product: none is the op's arithmetic, which its
+    // main kernel (or the step before or after) does.
     flops.push_back(part == "unpack" || part == "lhs" || part == "update" ||
-                            op >= opFlops.size()
+                            part == "finish" || op >= opFlops.size()
                         ? 0.0
                         : opFlops[op]);
   }
@@ -239,7 +240,10 @@ StepCost costOf(const rt::Artifact &artifact, const rt::Step &step,
       cost.flops += 8 * elements;
       cost.bytes += 2 * double(m.n) * rt::dtypeSize(m.dtype);
     }
-    cost.tensorCores = m.dtype == rt::DType::F16 || m.dtype == rt::DType::BF16;
+    // Float8 operands run at twice the 16-bit rate, which GpuPeaks does not
+    // list: their floor is the 16-bit one.
+    cost.tensorCores =
+        m.dtype == rt::DType::F16 || m.dtype == rt::DType::BF16 || m.float8;
     cost.tf32 = m.tf32;
     break;
   }

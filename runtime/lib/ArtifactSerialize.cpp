@@ -91,6 +91,7 @@ std::string kiln::rt::serializeArtifactPrefix(const Artifact &a,
       w.u32(m.finishKernel);
       w.u8(m.widen ? 1 : 0);
       w.u8(m.tf32 ? 1 : 0);
+      w.u8(m.float8 ? 1 : 0);
       w.u32(m.normScale);
       w.u32(m.normShift);
       w.f32(m.normEpsilon);
@@ -299,6 +300,12 @@ bool kiln::rt::deserializeArtifact(const char *data, size_t size, Artifact &out,
       if (tf32 > 1)
         return r.fail("invalid matmul tf32 flag"), fail();
       m.tf32 = tf32 != 0;
+      uint8_t float8 = 0;
+      if (!r.u8(float8, "matmul float8"))
+        return fail();
+      if (float8 > 1)
+        return r.fail("invalid matmul float8 flag"), fail();
+      m.float8 = float8 != 0;
       if (!r.u32(m.normScale, "matmul norm scale") ||
           !r.u32(m.normShift, "matmul norm shift") ||
           !r.f32(m.normEpsilon, "matmul norm epsilon") ||

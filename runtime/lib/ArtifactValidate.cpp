@@ -36,6 +36,17 @@ static bool sameStorageOverlap(const Buffer &x, const Buffer &y) {
   return xBegin < yBegin + y.bytes && yBegin < xBegin + x.bytes;
 }
 
+/// Whether a matmul of float8 operands keeps to their form (MatmulStep::
+/// float8): one matrix, A not transposed and B n x k, k whole 16-byte
+/// rows, the unscaled sums into float32 with nothing else applied.
+static bool float8MatmulFits(const MatmulStep &m) {
+  return m.dtype == DType::F32 && !m.transA && m.transB && m.batch == 1 &&
+         m.outerBatch == 1 && m.k % 16 == 0 && m.alpha == 1.0f &&
+         m.beta == 0.0f && m.bias == kNoBuffer && m.residual == kNoBuffer &&
+         m.activation == MatmulActivation::None && !m.hasNorm() && !m.widen &&
+         !m.tf32 && m.finishKernel == kNoKernel && m.kernels.empty();
+}
+
 /// Why the LayerNorm or RMSNorm of `m` is malformed, or "" (ArtifactSteps.h:
 /// float32, float16 or bfloat16, scale and shift of n elements outside C's
 /// storage, no shift for an RMSNorm, a norm kernel of the artifact, alpha
@@ -315,6 +326,13 @@ bool kiln::rt::validatePlan(const Artifact &a, std::string &error,
       if (m.tf32 && m.dtype != DType::F32)
         return fail(where + "a tf32 matmul must be float32, got " +
                     dtypeName(m.dtype));
+      if (m.float8 && !float8MatmulFits(m))
+        return fail(where +
+                    "a matmul of float8 operands sums one matrix, A m x k "
+                    "and B n x k with k a multiple of 16, into float32 "
+                    "unscaled: no transposed A, batch, alpha, beta, bias, "
+                    "residual, activation, norm, widening, tf32, finish "
+                    "kernel or GEMM kernels");
       if (m.batch < 1 || m.m < 1 || m.n < 1 || m.k < 1)
         return fail(where + "matmul extents must be at least 1 (batch " +
                     std::to_string(m.batch) + ", m " + std::to_string(m.m) +
@@ -347,9 +365,9 @@ bool kiln::rt::validatePlan(const Artifact &a, std::string &error,
       const Buffer &ba = a.buffers[m.a], &bb = a.buffers[m.b],
                    &bc = a.buffers[m.c];
       DType cDtype = m.widen ? DType::F32 : m.dtype;
-      if (ba.dtype != m.dtype || bb.dtype != m.dtype)
+      if (ba.dtype != m.operandDtype() || bb.dtype != m.operandDtype())
         return fail(where + "matmul operands must both be " +
-                    dtypeName(m.dtype));
+                    dtypeName(m.operandDtype()));
       if (bc.dtype != cDtype)
         return fail(where + "matmul output c must be " + dtypeName(cDtype));
       if (!matmulOperandFits(ba, m.outerBatch, m.outerStrideA, m.batch,

@@ -69,6 +69,8 @@ constexpr int kR64F = 1;
 constexpr int kR16F = 2;
 /// `CUDA_R_16BF`.
 constexpr int kR16BF = 14;
+/// `CUDA_R_8F_E4M3`.
+constexpr int kR8FE4M3 = 28;
 /// `CUBLAS_OP_N`.
 constexpr int32_t kOpN = 0;
 /// `CUBLAS_OP_T`.

@@ -23,6 +23,8 @@ static int ltType(DType dtype) {
     return lt::kR16BF;
   case DType::F64:
     return lt::kR64F;
+  case DType::F8E4M3FN:
+    return lt::kR8FE4M3;
   default:
     return lt::kR32F;
   }
@@ -91,8 +93,12 @@ Status CudaExecutor::prepareMatmul(size_t stepIndex, MatmulPlan &plan) {
       return s;
   if (Status s = setBiasPointer(plan, kMaxAlign); !s.isOk())
     return s;
-  int type = ltType(m.dtype);
-  uint64_t elem = dtypeSize(m.dtype);
+  // Float8 operands (an FP8 Q/DQ product's) sum into fp32: cuBLASLt's FP8
+  // kernels take A and B K-major, which the step's form holds (TN in
+  // cuBLAS's terms: its A, our B, transposed).
+  int operandType = ltType(m.operandDtype()), cType = ltType(m.dtype);
+  uint64_t operandElem = dtypeSize(m.operandDtype()),
+           cElem = dtypeSize(m.dtype);
   // Our B is stored row-major as (k x n), or (n x k) when transposed; its
   // column-major view swaps rows and columns.
   uint64_t bRows = m.transB ? m.n : m.k, bCols = m.transB ? m.k : m.n;
@@ -101,21 +107,23 @@ Status CudaExecutor::prepareMatmul(size_t stepIndex, MatmulPlan &plan) {
     lt::MatrixLayout *layout;
     uint64_t rows, cols;
     int64_t stride;
+    int type;
+    uint64_t elem;
   } specs[3] = {
-      {&plan.aLayout, bCols, bRows, m.strideB},
-      {&plan.bLayout, aCols, aRows, m.strideA},
+      {&plan.aLayout, bCols, bRows, m.strideB, operandType, operandElem},
+      {&plan.bLayout, aCols, aRows, m.strideA, operandType, operandElem},
       {&plan.cLayout, static_cast<uint64_t>(m.n), static_cast<uint64_t>(m.m),
-       m.strideC},
+       m.strideC, cType, cElem},
   };
   for (int i = 0; i < 3; ++i) {
     LayoutSpec &spec = specs[i];
-    if (Status s = check(
-            ltApi->matrixLayoutCreate(spec.layout, type, spec.rows, spec.cols,
-                                      static_cast<int64_t>(spec.rows)),
-            "cublasLtMatrixLayoutCreate");
+    if (Status s = check(ltApi->matrixLayoutCreate(
+                             spec.layout, spec.type, spec.rows, spec.cols,
+                             static_cast<int64_t>(spec.rows)),
+                         "cublasLtMatrixLayoutCreate");
         !s.isOk())
       return s;
-    plan.strideBytes[i] = static_cast<uint64_t>(spec.stride) * elem;
+    plan.strideBytes[i] = static_cast<uint64_t>(spec.stride) * spec.elem;
     if (m.batch == 1)
       continue;
     int32_t batch = static_cast<int32_t>(m.batch);

@@ -5,7 +5,7 @@
 // COMPUTE_64F) once, then accumulates a row of C at a time over k (i-k-j
 // order, so the inner loop streams through B and C contiguously and
 // vectorizes). A TF32 step rounds the operands to TF32 first, as the
-// tensor cores take them.
+// tensor cores take them; float8 operands widen exactly.
 //
 // The accumulation is that of a tuned BLAS, not one naive running sum: each
 // product is added with a single rounding (a fused multiply-add, as GPU and
@@ -21,6 +21,8 @@
 
 // The same fp16/bf16 conversions as the emulated kernels use.
 #include "kiln_cuda_host_math.h"
+
+#include "kiln/runtime/Float8.h"
 
 #include <algorithm>
 #include <cmath>
@@ -55,6 +57,9 @@ template <class Acc> Acc load(DType dtype, const void *base, int64_t index) {
     return __bfloat162float(static_cast<const __nv_bfloat16 *>(base)[index]);
   case DType::F64:
     return static_cast<Acc>(static_cast<const double *>(base)[index]);
+  case DType::F8E4M3FN:
+    return floatOfFloat8Bits(static_cast<const uint8_t *>(base)[index],
+                             /*e5m2=*/false);
   default:
     return static_cast<const float *>(base)[index];
   }
@@ -125,13 +130,13 @@ void runGemmIn(const MatmulStep &s, const void *a, const void *b, void *c,
     // lhs[i][p] = op(A)[i][p]; A is stored m x k, or k x m when transposed.
     for (int64_t i = 0; i < m; ++i)
       for (int64_t p = 0; p < k; ++p)
-        lhs[i * k + p] =
-            load<Acc>(s.dtype, a, aBase + (s.transA ? p * m + i : i * k + p));
+        lhs[i * k + p] = load<Acc>(s.operandDtype(), a,
+                                   aBase + (s.transA ? p * m + i : i * k + p));
     // rhs[p][j] = op(B)[p][j]; B is stored k x n, or n x k when transposed.
     for (int64_t p = 0; p < k; ++p)
       for (int64_t j = 0; j < n; ++j)
-        rhs[p * n + j] =
-            load<Acc>(s.dtype, b, bBase + (s.transB ? j * k + p : p * n + j));
+        rhs[p * n + j] = load<Acc>(s.operandDtype(), b,
+                                   bBase + (s.transB ? j * k + p : p * n + j));
     if (s.tf32) {
       for (Acc &x : lhs)
         x = roundToTf32(static_cast<float>(x));

@@ -44,6 +44,7 @@ static std::vector<int64_t> tunedKey(const MatmulStep &m,
           m.bias != kNoBuffer,
           static_cast<int64_t>(m.activation),
           m.tf32,
+          m.float8,
           m.residual != kNoBuffer || m.beta != 0.0f,
           align[0],
           align[1],
@@ -108,12 +109,13 @@ Status CudaExecutor::chooseAlgo(MatmulPlan &plan, const uint32_t align[4],
     const MatmulStep &m = this->plan().steps[plan.step].matmul;
     return Status::error(
         StatusCode::Unsupported,
-        where + ": cuBLASLt has no algorithm for " + dtypeName(m.dtype) +
-            " batch " + std::to_string(m.batch) + " m " + std::to_string(m.m) +
-            " n " + std::to_string(m.n) + " k " + std::to_string(m.k) +
-            " with operands aligned to " + std::to_string(align[0]) + "/" +
-            std::to_string(align[1]) + "/" + std::to_string(align[2]) +
-            " bytes");
+        where + ": cuBLASLt has no algorithm for " +
+            (m.float8 ? std::string("float8 into ") : std::string()) +
+            dtypeName(m.dtype) + " batch " + std::to_string(m.batch) + " m " +
+            std::to_string(m.m) + " n " + std::to_string(m.n) + " k " +
+            std::to_string(m.k) + " with operands aligned to " +
+            std::to_string(align[0]) + "/" + std::to_string(align[1]) + "/" +
+            std::to_string(align[2]) + " bytes");
   }
   choose(timing && candidates.size() > 1 ? fastestAlgo(candidates, *timing)
                                          : candidates.front(),

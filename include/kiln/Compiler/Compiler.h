@@ -50,6 +50,9 @@ struct CompileOptions {
   /// 16-bit product) runs on Hopper's wgmma (`--qdq-wgmma-rows`; 0 the
   /// compiler's choice, -1 never).
   int64_t qdqWgmmaRows = 0;
+  /// The fewest rows at which an FP8 Q/DQ GEMM of a 16-bit product runs on
+  /// cuBLASLt (`--qdq-cublaslt-rows`; 0 the compiler's choice, -1 never).
+  int64_t qdqCublasLtRows = 0;
   /// Overrides of the tensor-core attention kernel's configuration
   /// (`--attention-*`, kiln-to-cuda's options): for benchmarks.
   AttentionOverrides attention;

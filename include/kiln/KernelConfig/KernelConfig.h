@@ -69,6 +69,11 @@ struct CudaEmitOptions {
   /// leaves it to chooseQdqWgmma (where its 128 x 128 tiles fill the GPU),
   /// -1 never.
   int64_t qdqWgmmaRows = 0;
+  /// The fewest rows at which an FP8 Q/DQ GEMM of a 16-bit product runs on
+  /// cuBLASLt's FP8 kernels, then a kernel of the Q/DQ GEMM's epilogue
+  /// (kilnc --qdq-cublaslt-rows); 0 leaves it to chooseQdqCublasLt (where
+  /// chooseQdqWgmma's default would start), -1 never.
+  int64_t qdqCublasLtRows = 0;
   /// The GPU architecture the kernels are built for (NVRTC's, kilnc
   /// --arch): forms of one architecture only (Hopper's wgmma, sm_90a) are
   /// chosen at compile time only for it.

@@ -301,6 +301,39 @@ void emitQdqWgmmaGemm(const QdqGemmShape &shape, const GemmConfig &config,
                       int64_t mostRows, const std::string &dims,
                       const QdqGemmTail *tail, llvm::raw_ostream &os);
 
+/// Where an FP8 Q/DQ GEMM runs on cuBLASLt (QdqCublasLtFinish.cpp): the
+/// fewest rows a run takes it at (the Q/DQ GEMM's forms run fewer), or
+/// why it does not run.
+struct QdqCublasLtChoice {
+  int64_t fewestRows = 0;
+  std::string refusal;
+  bool runs() const { return refusal.empty(); }
+};
+
+/// cuBLASLt's FP8 kernels for `shape` (float8 operands of a 16-bit
+/// product, unpadded rows of whole 16-byte chunks, `arch` sm_90a) from
+/// `fewestRows` rows (kilnc --qdq-cublaslt-rows; 0: where chooseQdqWgmma's
+/// default would start; -1: never) when a run reaches them.
+QdqCublasLtChoice chooseQdqCublasLt(const QdqGemmShape &shape,
+                                    int64_t fewestRows, llvm::StringRef arch);
+
+/// The layout of the kernel that finishes an FP8 Q/DQ product after
+/// cuBLASLt (emitQdqFinish): its tile of C a block and its threads.
+GemmConfig qdqFinishConfig();
+
+/// The floats of scratch that product takes for runs of up to `mostRows`
+/// rows: the sums cuBLASLt writes, then with a norm the rows' statistics.
+int64_t qdqFinishFloats(const QdqGemmShape &shape, int64_t mostRows);
+
+/// Appends the kernel `name` that finishes an FP8 Q/DQ product of `shape`
+/// after cuBLASLt left its sums in `partials`: each scaled as the Q/DQ
+/// GEMM scales its sums, then that GEMM's epilogue and `tail`. It takes
+/// what emitQdqGemm's kernel takes, the partials always.
+void emitQdqFinish(const QdqGemmShape &shape, const std::string &name,
+                   const std::string &rows, int64_t mostRows,
+                   const std::string &dims, const QdqGemmTail *tail,
+                   llvm::raw_ostream &os);
+
 /// The declaration of the arrival counters of the GEMM family's main
 /// kernel `name`, `tiles` of them (one a tile of C of every matrix of the
 /// steps it runs split, or with a `norm`; rt::GemmCandidate::arrivals) and

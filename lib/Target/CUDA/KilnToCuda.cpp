@@ -94,6 +94,7 @@ struct KilnToCudaPass
     options.allowTf32 = allowTf32;
     options.gemmKernels = gemmKernels;
     options.qdqWgmmaRows = qdqWgmmaRows;
+    options.qdqCublasLtRows = qdqCublasLtRows;
     options.arch = arch;
     AttentionOverrides &attention = options.attention;
     attention.warps = attentionWarps;

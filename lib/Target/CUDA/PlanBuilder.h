@@ -242,6 +242,17 @@ private:
                                              std::optional<DimExpr> when,
                                              llvm::raw_ostream &source);
 
+  /// The arguments of a kernel over packed or 8-bit weights for `kernel`'s
+  /// step (pushPackedLaunches'): `inputs`, the epilogue's bias and
+  /// residual, `tailInputs`, the norm's scale and shift, the result (and
+  /// the sum a norm also yields), `partials` where there is scratch, then
+  /// `updateBuffers`.
+  llvm::SmallVector<uint32_t>
+  packedLaunchArgs(KernelOp kernel, llvm::ArrayRef<uint32_t> inputs,
+                   llvm::ArrayRef<uint32_t> tailInputs,
+                   std::optional<uint32_t> partials,
+                   llvm::ArrayRef<uint32_t> updateBuffers = {});
+
   /// The launches of `kernel`'s step by a kernel over packed weights
   /// `name` of `config` (a grid of n / tileN x rows / tileM x splitK) for
   /// the runs of at most `mostRows` rows (`m`, under each of `when`): the
@@ -277,12 +288,27 @@ private:
 
   /// The launches of a GEMM kernel of 8-bit activations and 8-bit weights
   /// of one kind, integers or float8 (kiln-fuse put the dequantizations
-  /// of both in it; PlanQdqMatmuls.cpp): the Q/DQ GEMM at every row count.
+  /// of both in it; PlanQdqMatmuls.cpp): the Q/DQ GEMM's mma.sync form
+  /// for few rows, its Hopper form for more, and for float8 the most on
+  /// cuBLASLt (addQdqCublasLt).
   mlir::LogicalResult addQdqGemm(KernelOp kernel, MatmulOp matmul,
                                  DequantizeOp dequantize,
                                  const DequantizedActivations &activations,
                                  const MatmulPlan &plan,
                                  llvm::raw_ostream &source);
+
+  /// The runs of an FP8 Q/DQ GEMM under each of `when` (addQdqGemm's
+  /// `plan` and `shape`, its launches `name`, its main kernel's `inputs`
+  /// and `tail`): a matmul step of float8 operands (cuBLASLt's FP8
+  /// kernels) into scratch, then the kernel that scales its sums and
+  /// applies the epilogue (emitQdqFinish).
+  void addQdqCublasLt(KernelOp kernel, const MatmulPlan &plan,
+                      const QdqGemmShape &shape, const std::string &name,
+                      llvm::ArrayRef<DimExpr> when,
+                      llvm::ArrayRef<uint32_t> inputs,
+                      llvm::ArrayRef<uint32_t> tailInputs,
+                      const QdqGemmTail *tail, llvm::raw_ostream &source);
+
   /// The tail of the Q/DQ GEMM `kernel`'s epilogue as C text, and the
   /// buffers of the kernel inputs it reads, in its parameters' order.
   mlir::FailureOr<QdqGemmTail>

@@ -132,11 +132,9 @@ std::string PlanBuilder::dimParameters() {
   return dims;
 }
 
-LogicalResult PlanBuilder::pushPackedLaunches(
-    KernelOp kernel, const std::string &name, const GemmConfig &config,
-    const Size &m, int64_t n, int64_t mostRows, ArrayRef<DimExpr> when,
-    ArrayRef<uint32_t> inputs, ArrayRef<uint32_t> tailInputs,
-    uint32_t sharedBytes, ArrayRef<uint32_t> updateBuffers) {
+SmallVector<uint32_t> PlanBuilder::packedLaunchArgs(
+    KernelOp kernel, ArrayRef<uint32_t> inputs, ArrayRef<uint32_t> tailInputs,
+    std::optional<uint32_t> partials, ArrayRef<uint32_t> updateBuffers) {
   GemmEpilogueAttr epilogue = kernel.getEpilogueAttr();
   std::optional<uint32_t> bias, residual;
   if (epilogue.getBias() >= 0)
@@ -159,9 +157,23 @@ LogicalResult PlanBuilder::pushPackedLaunches(
   args.push_back(bufferOf.at(kernel.getResult(0)));
   if (normed && kernel.getNumResults() == 2)
     args.push_back(bufferOf.at(kernel.getResult(1)));
-  if (int64_t floats = partialFloats(config, mostRows, n, normed))
-    args.push_back(addScratch(floats));
+  if (partials)
+    args.push_back(*partials);
   args.append(updateBuffers.begin(), updateBuffers.end());
+  return args;
+}
+
+LogicalResult PlanBuilder::pushPackedLaunches(
+    KernelOp kernel, const std::string &name, const GemmConfig &config,
+    const Size &m, int64_t n, int64_t mostRows, ArrayRef<DimExpr> when,
+    ArrayRef<uint32_t> inputs, ArrayRef<uint32_t> tailInputs,
+    uint32_t sharedBytes, ArrayRef<uint32_t> updateBuffers) {
+  bool normed = kernel.getEpilogueAttr().getNormScale() >= 0;
+  std::optional<uint32_t> partials;
+  if (int64_t floats = partialFloats(config, mostRows, n, normed))
+    partials = addScratch(floats);
+  SmallVector<uint32_t> args =
+      packedLaunchArgs(kernel, inputs, tailInputs, partials, updateBuffers);
   LaunchGeometry main;
   main.grid = {
       static_cast<uint32_t>((n + config.tileN - 1) / config.tileN),

@@ -17,7 +17,9 @@
 #include "GemmEmitter.h"
 #include "kiln/ConstantData/RuntimeDType.h"
 #include "kiln/Dialect/Kiln/SymbolicShapes.h"
+#include "llvm/Support/MathExtras.h"
 
+#include <algorithm>
 #include <set>
 
 using namespace mlir;
@@ -132,47 +134,115 @@ LogicalResult PlanBuilder::addQdqGemm(KernelOp kernel, MatmulOp matmul,
       return failure();
     tail = std::move(*made);
   }
-  // Runs of enough rows take Hopper's wgmma; the mma.sync form runs the
-  // others. Each path's launches run at the rows of its range
-  // (a guard is 1 where it holds, else 0).
+  // Three ranges of rows, each a path whose launches run at the rows of
+  // its range (a guard is 1 where it holds, else 0): the mma.sync form up
+  // to Hopper's wgmma form, which runs up to cuBLASLt's FP8 kernels. A
+  // path a choice refuses, or whose range no run reaches, is left out.
+  QdqCublasLtChoice cublas =
+      chooseQdqCublasLt(shape, options.qdqCublasLtRows, options.arch);
+  int64_t cublasFrom = cublas.runs() ? cublas.fewestRows : shape.upperM + 1;
   QdqWgmmaChoice hopper =
       chooseQdqWgmma(shape, options.qdqWgmmaRows, options.arch);
-  int64_t mmaRows = hopper.config ? hopper.fewestRows - 1 : shape.upperM;
-  std::string dims = dimParameters();
-  if (mmaRows >= shape.leastM) {
-    SmallVector<DimExpr, 1> when;
-    if (hopper.config) {
+  int64_t hopperFrom =
+      hopper.config ? std::min(hopper.fewestRows, cublasFrom) : cublasFrom;
+  // The guards of the runs from `from` rows up to `to`.
+  auto between = [&](int64_t from,
+                     int64_t to) -> FailureOr<SmallVector<DimExpr, 2>> {
+    SmallVector<DimExpr, 2> when;
+    if (from > shape.leastM) {
+      std::optional<DimExpr> atLeast =
+          DimExpr::sub(m.getExpr(), DimExpr::constant(from - 1));
+      if (!atLeast)
+        return kernel.emitOpError("has rows whose bound overflows");
+      when.push_back(*atLeast);
+    }
+    if (to < shape.upperM) {
       std::optional<DimExpr> atMost =
-          DimExpr::sub(DimExpr::constant(mmaRows + 1), m.getExpr());
+          DimExpr::sub(DimExpr::constant(to + 1), m.getExpr());
       if (!atMost)
         return kernel.emitOpError("has rows whose bound overflows");
       when.push_back(*atMost);
     }
+    return when;
+  };
+  std::string dims = dimParameters();
+  int64_t mmaRows = hopperFrom - 1;
+  if (mmaRows >= shape.leastM) {
+    FailureOr<SmallVector<DimExpr, 2>> when = between(shape.leastM, mmaRows);
+    if (failed(when))
+      return failure();
     GemmConfig config =
         packedTileConfig(shape.leastM, mmaRows, shape.n, shape.k);
     emitQdqGemm(shape, config, name, m.str(), mmaRows, dims,
                 tail ? &*tail : nullptr, source);
     if (failed(pushPackedLaunches(kernel, name, config, m, shape.n, mmaRows,
-                                  when, inputs, tailInputs)))
+                                  *when, inputs, tailInputs)))
       return failure();
   }
-  if (!hopper.config)
-    return success();
-  SmallVector<DimExpr, 1> when;
-  if (mmaRows >= shape.leastM) {
-    std::optional<DimExpr> past =
-        DimExpr::sub(m.getExpr(), DimExpr::constant(mmaRows));
-    if (!past)
-      return kernel.emitOpError("has rows whose bound overflows");
-    when.push_back(*past);
+  if (hopperFrom < cublasFrom) {
+    FailureOr<SmallVector<DimExpr, 2>> when =
+        between(hopperFrom, cublasFrom - 1);
+    if (failed(when))
+      return failure();
+    int64_t hopperRows = std::min(shape.upperM, cublasFrom - 1);
+    std::string hopperName = name + "_wgmma";
+    emitQdqWgmmaGemm(shape, *hopper.config, hopperName, m.str(), hopperRows,
+                     dims, tail ? &*tail : nullptr, source);
+    if (failed(pushPackedLaunches(
+            kernel, hopperName, *hopper.config, m, shape.n, hopperRows, *when,
+            inputs, tailInputs,
+            static_cast<uint32_t>(qdqWgmmaSharedBytes(*hopper.config)))))
+      return failure();
   }
-  std::string hopperName = name + "_wgmma";
-  emitQdqWgmmaGemm(shape, *hopper.config, hopperName, m.str(), shape.upperM,
-                   dims, tail ? &*tail : nullptr, source);
-  return pushPackedLaunches(
-      kernel, hopperName, *hopper.config, m, shape.n, shape.upperM, when,
-      inputs, tailInputs,
-      static_cast<uint32_t>(qdqWgmmaSharedBytes(*hopper.config)));
+  if (!cublas.runs())
+    return success();
+  FailureOr<SmallVector<DimExpr, 2>> when = between(cublasFrom, shape.upperM);
+  if (failed(when))
+    return failure();
+  addQdqCublasLt(kernel, plan, shape, name, *when, inputs, tailInputs,
+                 tail ? &*tail : nullptr, source);
+  return success();
+}
+
+void PlanBuilder::addQdqCublasLt(
+    KernelOp kernel, const MatmulPlan &plan, const QdqGemmShape &shape,
+    const std::string &name, ArrayRef<DimExpr> when, ArrayRef<uint32_t> inputs,
+    ArrayRef<uint32_t> tailInputs, const QdqGemmTail *tail,
+    llvm::raw_ostream &source) {
+  const Size &m = plan.sizes[1];
+  // cuBLASLt sums the float8 bytes as they are (A m x k, the packed
+  // weights n x k) into fp32 scratch, unscaled.
+  uint32_t sums = addScratch(qdqFinishFloats(shape, shape.upperM));
+  MatmulPlan product = plan;
+  rt::MatmulStep &step = product.step;
+  step = rt::MatmulStep();
+  step.dtype = rt::DType::F32;
+  step.float8 = true;
+  step.transB = true;
+  step.a = inputs[0];
+  step.b = inputs[1];
+  step.c = sums;
+  pushMatmul(product);
+  for (const DimExpr &condition : when)
+    guardStep(artifact.steps.size() - 1, condition);
+  // Then the kernel that scales each sum and applies the epilogue, with
+  // the Q/DQ GEMM's arguments.
+  std::string finishName = name + "_finish";
+  emitQdqFinish(shape, finishName, m.str(), shape.upperM, dimParameters(), tail,
+                source);
+  GemmConfig config = qdqFinishConfig();
+  LaunchGeometry geometry;
+  geometry.grid = {
+      static_cast<uint32_t>(llvm::divideCeil(shape.n, config.tileN)),
+      static_cast<uint32_t>(llvm::divideCeil(shape.upperM, config.tileM)), 1};
+  geometry.block = {static_cast<uint32_t>(config.threads()), 1, 1};
+  if (!m.getExpr().isConstant())
+    geometry.symbolicGrid[1] =
+        SymbolicGridDim{m.getExpr(), config.tileM, int64_t(geometry.grid[1])};
+  pushLaunch(kernel, finishName, geometry,
+             packedLaunchArgs(kernel, inputs, tailInputs, sums));
+  for (const DimExpr &condition : when)
+    guardStep(artifact.steps.size() - 1, condition);
 }
 
 FailureOr<QdqGemmTail>

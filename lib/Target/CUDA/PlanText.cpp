@@ -66,12 +66,15 @@ void kiln::printPlan(const rt::Artifact &a, uint64_t weightBytes,
       os << "\n";
       break;
     case rt::Step::Kind::Matmul:
-      os << "matmul " << rt::dtypeName(s.matmul.dtype) << " batch "
-         << s.matmul.batch << " m " << s.matmul.m << " n " << s.matmul.n
-         << " k " << s.matmul.k << " transA " << s.matmul.transA << " transB "
-         << s.matmul.transB << " a " << s.matmul.a << " b " << s.matmul.b
-         << " c " << s.matmul.c << " strides " << s.matmul.strideA << " "
-         << s.matmul.strideB << " " << s.matmul.strideC;
+      os << "matmul ";
+      if (s.matmul.float8)
+        os << "float8 into ";
+      os << rt::dtypeName(s.matmul.dtype) << " batch " << s.matmul.batch
+         << " m " << s.matmul.m << " n " << s.matmul.n << " k " << s.matmul.k
+         << " transA " << s.matmul.transA << " transB " << s.matmul.transB
+         << " a " << s.matmul.a << " b " << s.matmul.b << " c " << s.matmul.c
+         << " strides " << s.matmul.strideA << " " << s.matmul.strideB << " "
+         << s.matmul.strideC;
       if (s.matmul.outerBatch > 1)
         os << " outer " << s.matmul.outerBatch << " strides "
            << s.matmul.outerStrideA << " " << s.matmul.outerStrideB << " "

@@ -272,6 +272,40 @@ TEST(ArtifactFormat, Tf32MatmulsRoundTripAndAreFloat32Only) {
   expectRejected(a, "a tf32 matmul must be float32, got float16");
 }
 
+TEST(ArtifactFormat, Float8MatmulsRoundTripAndKeepToTheirForm) {
+  Artifact a = makeFloat8MatmulArtifact(7, 5, 32);
+  Artifact b;
+  std::string error;
+  ASSERT_TRUE(roundTrip(a, b, error)) << error;
+  EXPECT_TRUE(b.steps[0].matmul.float8);
+  // Each rule of the form, broken once.
+  const char *form = "a matmul of float8 operands sums one matrix";
+  struct Case {
+    const char *needle;
+    void (*breakIt)(MatmulStep &);
+  } cases[] = {
+      {form, [](MatmulStep &m) { m.transB = false; }},
+      {form, [](MatmulStep &m) { m.k = 24; }},
+      {form, [](MatmulStep &m) { m.alpha = 0.5f; }},
+      {form, [](MatmulStep &m) { m.activation = MatmulActivation::Relu; }},
+      {form, [](MatmulStep &m) { m.dtype = DType::F16; }},
+      {form, [](MatmulStep &m) { m.tf32 = true; }},
+  };
+  for (const Case &c : cases) {
+    Artifact bad = a;
+    c.breakIt(bad.steps[0].matmul);
+    SCOPED_TRACE(c.needle);
+    expectRejected(bad, c.needle);
+  }
+  // Its operands are float8 bytes, and only its operands are.
+  Artifact wide = a;
+  wide.buffers[1] = makeBuffer(BufferKind::Input, "b", {5, 32}, 1);
+  expectRejected(wide, "matmul operands must both be float8e4m3fn");
+  Artifact plain = a;
+  plain.steps[0].matmul.float8 = false;
+  expectRejected(plain, "matmul operands must both be float32");
+}
+
 TEST(ArtifactFormat, GemmCandidatesRoundTripAndAreChecked) {
   Artifact a = makeGemmKernelArtifact();
   // A wgmma-form candidate's shared memory and tensor maps travel too.

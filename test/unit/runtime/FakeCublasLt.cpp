@@ -48,8 +48,34 @@ int handleMarker = 0;
 int preferenceMarker = 0;
 
 /// cudaDataType's CUDA_R_32F and CUDA_R_16F, the types the stand-in
-/// multiplies.
-constexpr int kR32F = 0, kR16F = 2;
+/// multiplies, and CUDA_R_8F_E4M3, whose A and B it multiplies into a
+/// CUDA_R_32F D where cuBLAS's A is transposed and its B is not (the FP8
+/// kernels' TN form).
+constexpr int kR32F = 0, kR16F = 2, kR8FE4M3 = 28;
+
+/// The float of float8 E4M3FN `bits` (a sign, 4 exponent bits biased by
+/// 7, 3 mantissa bits; no infinities, S.1111.111 NaN).
+float floatOfE4M3(uint8_t bits) {
+  int exponent = (bits >> 3) & 15, mantissa = bits & 7;
+  float magnitude = exponent == 15 && mantissa == 7 ? NAN
+                    : exponent == 0
+                        ? std::ldexp(float(mantissa), -9)
+                        : std::ldexp(float(8 + mantissa), exponent - 10);
+  return bits & 0x80 ? -magnitude : magnitude;
+}
+
+/// The `elements` float8 E4M3FN values at `bytes` as floats.
+std::vector<float> floatsOfE4M3(const void *bytes, uint64_t elements) {
+  std::vector<float> floats(elements);
+  for (uint64_t i = 0; i < elements; ++i)
+    floats[i] = floatOfE4M3(static_cast<const uint8_t *>(bytes)[i]);
+  return floats;
+}
+
+/// The elements a batched layout spans.
+uint64_t spanOf(const Layout &l) {
+  return uint64_t(l.batch - 1) * uint64_t(l.stride) + uint64_t(l.ld) * l.cols;
+}
 
 template <class T>
 void matmul(const Desc &op, const Layout &la, const Layout &lb,
@@ -187,10 +213,12 @@ LtStatus cublasLtMatmulAlgoGetHeuristic(void *, void *desc, void *a, void *b,
   uint64_t ar, ac, br, bc;
   opShape(la, op.transA, ar, ac);
   opShape(lb, op.transB, br, bc);
+  bool float8 = la.type == kR8FE4M3 && lb.type == kR8FE4M3 &&
+                lc.type == kR32F && op.transA && !op.transB;
   if (requested < 1 || c != d || ac != br || lc.rows != ar || lc.cols != bc ||
       la.batch != lc.batch || lb.batch != lc.batch ||
-      (la.type != kR32F && la.type != kR16F) || lb.type != la.type ||
-      lc.type != la.type)
+      (!float8 && ((la.type != kR32F && la.type != kR16F) ||
+                   lb.type != la.type || lc.type != la.type)))
     return kInvalid;
   int count = requested < 3 ? requested : 3;
   for (int i = 0; i < count; ++i) {
@@ -227,6 +255,9 @@ LtStatus cublasLtMatmul(void *, void *desc, const void *alpha, const void *a,
   dispatch(stream, [=] {
     if (lc.type == kR16F)
       matmul<_Float16>(op, la, lb, lc, al, be, a, b, d);
+    else if (la.type == kR8FE4M3)
+      matmul<float>(op, la, lb, lc, al, be, floatsOfE4M3(a, spanOf(la)).data(),
+                    floatsOfE4M3(b, spanOf(lb)).data(), d);
     else
       matmul<float>(op, la, lb, lc, al, be, a, b, d);
     ran(id);

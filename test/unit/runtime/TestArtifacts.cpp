@@ -42,6 +42,21 @@ MatmulStep test::makeMatmul(int64_t m, int64_t n, int64_t k, uint32_t a,
   return mm;
 }
 
+Artifact test::makeFloat8MatmulArtifact(int64_t m, int64_t n, int64_t k) {
+  Artifact a;
+  a.kilnVersion = "test";
+  a.inputs = {0, 1};
+  a.outputs = {2};
+  a.buffers = {makeBuffer(BufferKind::Input, "a", {m, k}, 0, DType::F8E4M3FN),
+               makeBuffer(BufferKind::Input, "b", {n, k}, 1, DType::F8E4M3FN),
+               makeBuffer(BufferKind::Output, "y", {m, n}, 0)};
+  MatmulStep mm = makeMatmul(m, n, k, 0, 1, 2);
+  mm.float8 = true;
+  mm.transB = true;
+  a.steps.push_back(Step::ofMatmul(mm));
+  return a;
+}
+
 LaunchStep test::makeLaunch(uint32_t kernel, uint32_t blocks, uint32_t threads,
                             std::vector<uint32_t> args) {
   LaunchStep launch;

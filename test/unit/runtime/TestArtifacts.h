@@ -35,6 +35,11 @@ Artifact makeGemmKernelArtifact();
 MatmulStep makeMatmul(int64_t m, int64_t n, int64_t k, uint32_t a, uint32_t b,
                       uint32_t c);
 
+/// Returns the plan of one matmul step of float8 operands (MatmulStep::
+/// float8): inputs a (m x k) and b (n x k) of float8 E4M3FN, output y (m x
+/// n, float32) = a b^T.
+Artifact makeFloat8MatmulArtifact(int64_t m, int64_t n, int64_t k);
+
 /// Returns a launch of kernel `kernel` over `blocks` blocks of `threads`
 /// threads (along x) with the buffers `args`.
 LaunchStep makeLaunch(uint32_t kernel, uint32_t blocks, uint32_t threads,

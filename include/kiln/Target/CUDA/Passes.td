@@ -45,6 +45,11 @@ def KilnToCudaPass : Pass<"kiln-to-cuda", "mlir::ModuleOp"> {
            "the fewest rows at which an 8-bit Q/DQ GEMM (integer, or float8 "
            "of a 16-bit product) runs on Hopper's wgmma (0 chooses: where "
            "its tiles fill the GPU; -1 never)">,
+    Option<"qdqCublasLtRows", "qdq-cublaslt-rows", "int64_t",
+           /*default=*/"0",
+           "the fewest rows at which an FP8 Q/DQ GEMM of a 16-bit product "
+           "runs on cuBLASLt, then a kernel of its epilogue (0 chooses: "
+           "where the Hopper form's default starts; -1 never)">,
     // Overrides of the tensor-core attention kernel's configuration
     // (chooseAttentionConfig), for benchmarks that time the forms; 0 leaves
     // the choice to the compiler. The plan and --report print the result.

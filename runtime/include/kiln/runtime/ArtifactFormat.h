@@ -53,8 +53,9 @@ constexpr char kArtifactMagic[8] = {'K', 'I', 'L', 'N', 'P', 'L', 'A', 'N'};
 /// finish a split and a step's norm themselves, counting arrivals
 /// (GemmCandidate::arrivals) in place of a reduce kernel, a norm's kernels
 /// taking its arguments, and the norm kernel after cuBLASLt reads C or the
-/// sum alone (four pointers).
-constexpr uint32_t kArtifactFormatVersion = 18;
+/// sum alone (four pointers); 19 a matmul of float8 operands
+/// (MatmulStep::float8).
+constexpr uint32_t kArtifactFormatVersion = 19;
 
 /// Most dimensions a buffer may have.
 constexpr uint32_t kMaxRank = 32;

@@ -228,6 +228,18 @@ struct MatmulStep {
   /// products accumulating in fp32 (cuBLASLt's
   /// CUBLAS_COMPUTE_32F_FAST_TF32). Off unless compiled with --allow-tf32.
   bool tf32 = false;
+  /// A and B are float8 E4M3FN values, a byte each (an FP8 Q/DQ product's
+  /// activations and weights), whose products are summed in fp32 into C,
+  /// of `dtype` F32, unscaled: a kernel after the step applies the scales
+  /// and the rest of the epilogue (lib/Target/CUDA/PlanQdqMatmuls.cpp).
+  /// Such a step multiplies one matrix (batch and outerBatch 1), A stored
+  /// m x k and B n x k (`transB`: cuBLASLt's FP8 kernels take both
+  /// operands K-major), k a multiple of 16, alpha 1 and beta 0, without a
+  /// bias, residual, activation, norm, widening, finish kernel or GEMM
+  /// kernels.
+  bool float8 = false;
+  /// The element type of A and B.
+  DType operandDtype() const { return float8 ? DType::F8E4M3FN : dtype; }
   /// Kiln's own kernels that compute the same step, which a run may choose
   /// in place of cuBLASLt's (runtime/lib/MatmulChoice.cpp).
   std::vector<GemmCandidate> kernels;
