@@ -105,6 +105,7 @@ std::string kiln::rt::serializeArtifactPrefix(const Artifact &a,
                            g.splitK, g.sharedBytes})
           w.u32(v);
         w.u8(g.tensorMaps ? 1 : 0);
+        w.u8(g.withNextLaunch ? 1 : 0);
       }
       break;
     }
@@ -319,12 +320,12 @@ bool kiln::rt::deserializeArtifact(const char *data, size_t size, Artifact &out,
         return r.fail("invalid matmul norm kind"), fail();
       m.normRms = rms != 0;
       uint64_t kernels = 0;
-      // A name's length, then seven u32 and a flag.
-      if (!r.count(kernels, 8 + 7 * 4 + 1, "matmul GEMM kernels"))
+      // A name's length, then seven u32 and two flags.
+      if (!r.count(kernels, 8 + 7 * 4 + 2, "matmul GEMM kernels"))
         return fail();
       m.kernels.resize(kernels);
       for (GemmCandidate &g : m.kernels) {
-        uint8_t tensorMaps = 0;
+        uint8_t tensorMaps = 0, withNextLaunch = 0;
         if (!r.str(g.name, "GEMM kernel name") ||
             !r.u32(g.kernel, "GEMM kernel") ||
             !r.u32(g.arrivals, "GEMM arrival counters") ||
@@ -333,11 +334,13 @@ bool kiln::rt::deserializeArtifact(const char *data, size_t size, Artifact &out,
             !r.u32(g.threads, "GEMM threads") ||
             !r.u32(g.splitK, "GEMM split") ||
             !r.u32(g.sharedBytes, "GEMM shared memory") ||
-            !r.u8(tensorMaps, "GEMM tensor maps"))
+            !r.u8(tensorMaps, "GEMM tensor maps") ||
+            !r.u8(withNextLaunch, "GEMM next launch"))
           return fail();
-        if (tensorMaps > 1)
-          return r.fail("invalid GEMM tensor maps flag"), fail();
+        if (tensorMaps > 1 || withNextLaunch > 1)
+          return r.fail("invalid GEMM tensor maps or next launch flag"), fail();
         g.tensorMaps = tensorMaps != 0;
+        g.withNextLaunch = withNextLaunch != 0;
       }
       break;
     }

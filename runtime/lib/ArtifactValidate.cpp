@@ -10,6 +10,7 @@
 #include "ArtifactBytes.h"
 #include "GemmCandidates.h"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <utility>
@@ -38,13 +39,16 @@ static bool sameStorageOverlap(const Buffer &x, const Buffer &y) {
 
 /// Whether a matmul of float8 operands keeps to their form (MatmulStep::
 /// float8): one matrix, A not transposed and B n x k, k whole 16-byte
-/// rows, the unscaled sums into float32 with nothing else applied.
+/// rows, the unscaled sums into float32 with nothing else applied; Kiln's
+/// kernels only where they take the launch after it (its finish) too.
 static bool float8MatmulFits(const MatmulStep &m) {
   return m.dtype == DType::F32 && !m.transA && m.transB && m.batch == 1 &&
          m.outerBatch == 1 && m.k % 16 == 0 && m.alpha == 1.0f &&
          m.beta == 0.0f && m.bias == kNoBuffer && m.residual == kNoBuffer &&
          m.activation == MatmulActivation::None && !m.hasNorm() && !m.widen &&
-         !m.tf32 && m.finishKernel == kNoKernel && m.kernels.empty();
+         !m.tf32 && m.finishKernel == kNoKernel &&
+         std::all_of(m.kernels.begin(), m.kernels.end(),
+                     [](const GemmCandidate &g) { return g.withNextLaunch; });
 }
 
 /// Why the LayerNorm or RMSNorm of `m` is malformed, or "" (ArtifactSteps.h:
@@ -145,9 +149,12 @@ static std::string checkGemmCandidates(const MatmulStep &m, size_t kernels) {
       return what + "tiles must be 1 to 256 rows and 8 to 256 columns in "
                     "whole 16-byte chunks";
     // A split's blocks arrive at their tile, a norm's column tiles at their
-    // row tile.
+    // row tile; a kernel that finishes the next launch's epilogue (a norm
+    // among it) counts them where it has counters at all.
     bool arrives = g.splitK > 1 || m.hasNorm();
-    if (arrives ? g.arrivals < gemmTiles(m, g) : g.arrivals != 0)
+    if (g.withNextLaunch ? g.arrivals != 0 && g.arrivals < gemmTiles(m, g)
+        : arrives        ? g.arrivals < gemmTiles(m, g)
+                         : g.arrivals != 0)
       return what + (arrives ? "has fewer arrival counters than tiles"
                              : "has arrival counters but no split or norm "
                                "to count");
@@ -161,6 +168,11 @@ static std::string checkGemmCandidates(const MatmulStep &m, size_t kernels) {
     if (g.tensorMaps && (g.tileM % 64 || g.tileN % 64 || m.transA))
       return what + "takes tensor maps, which need tiles of whole 64 rows "
                     "and columns and A not transposed";
+    if (g.withNextLaunch &&
+        (g.tensorMaps || m.hasNorm() || m.finishKernel != kNoKernel))
+      return what + "takes the next launch's arguments: no tensor maps, and "
+                    "the step's finish is that launch alone (no norm or "
+                    "finish kernel)";
   }
   return "";
 }
@@ -331,8 +343,9 @@ bool kiln::rt::validatePlan(const Artifact &a, std::string &error,
                     "a matmul of float8 operands sums one matrix, A m x k "
                     "and B n x k with k a multiple of 16, into float32 "
                     "unscaled: no transposed A, batch, alpha, beta, bias, "
-                    "residual, activation, norm, widening, tf32, finish "
-                    "kernel or GEMM kernels");
+                    "residual, activation, norm, widening, tf32 or finish "
+                    "kernel, and GEMM kernels only those taking the next "
+                    "launch");
       if (m.batch < 1 || m.m < 1 || m.n < 1 || m.k < 1)
         return fail(where + "matmul extents must be at least 1 (batch " +
                     std::to_string(m.batch) + ", m " + std::to_string(m.m) +
@@ -426,6 +439,10 @@ bool kiln::rt::validatePlan(const Artifact &a, std::string &error,
       if (std::string bad = checkGemmCandidates(m, a.kernelNames.size());
           !bad.empty())
         return fail(where + bad);
+      if (m.takesNextLaunch() && (s + 1 >= a.steps.size() ||
+                                  a.steps[s + 1].kind != Step::Kind::Launch))
+        return fail(where + "a GEMM kernel that takes the next launch needs "
+                            "a launch step after its matmul");
       if (std::string bad = checkFinish(m, a.kernelNames.size()); !bad.empty())
         return fail(where + bad);
       if (std::string bad = checkNorm(a, m); !bad.empty())

@@ -98,7 +98,9 @@ Status CudaExecutor::initializeInContext() {
     for (const Step &step : artifact.steps)
       if (step.kind == Step::Kind::Matmul)
         for (const GemmCandidate &g : step.matmul.kernels)
-          if (options.gemm == kTimedGemmKernels || g.name == options.gemm)
+          // One that takes the next launch uses that launch's scratch.
+          if (!g.withNextLaunch &&
+              (options.gemm == kTimedGemmKernels || g.name == options.gemm))
             partialFloats =
                 std::max(partialFloats, gemmPartialFloats(step.matmul, g));
   if (partialFloats)

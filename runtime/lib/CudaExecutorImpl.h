@@ -80,6 +80,10 @@ struct MatmulPlan {
   };
   /// Algorithms chosen so far; usually one.
   std::vector<Choice> choices;
+  /// Whether cuBLASLt had no algorithm for the step when it was prepared,
+  /// which only a step whose kernels take the next launch survives
+  /// (MatmulStep::takesNextLaunch): one of them then runs it.
+  bool noAlgorithm = false;
 };
 
 /// The cuBLASLt objects of every matmul step of one plan; `ofStep` maps a
@@ -300,6 +304,11 @@ private:
                           std::vector<void *> &args, uint32_t blocks,
                           uint32_t threads, uint32_t sharedBytes,
                           cu::Stream target);
+  /// Launches launch step `index` of the plan on its arguments and the
+  /// run's dims, on `target`.
+  Status launchPlanStep(size_t index, const std::vector<cu::DevicePtr> &in,
+                        const std::vector<cu::DevicePtr> &out,
+                        cu::Stream target);
   /// Launches the norm kernel of matmul step `index` (`m`), which
   /// normalizes the rows as cuBLASLt left them.
   Status launchNormKernel(size_t index, const MatmulStep &m,

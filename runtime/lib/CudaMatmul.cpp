@@ -146,7 +146,13 @@ Status CudaExecutor::prepareMatmul(size_t stepIndex, MatmulPlan &plan) {
   // shape cuBLASLt cannot run fails at the first run, not later.
   uint32_t align[4] = {kMaxAlign, kMaxAlign, kMaxAlign, kMaxAlign};
   const lt::MatmulAlgo *algo = nullptr;
-  return chooseAlgo(plan, align, algo);
+  Status chosen = chooseAlgo(plan, align, algo);
+  // A kernel that takes the next launch runs such a step instead.
+  if (!chosen.isOk() && m.takesNextLaunch()) {
+    plan.noAlgorithm = true;
+    return Status::ok();
+  }
+  return chosen;
 }
 
 Status CudaExecutor::setBiasPointer(MatmulPlan &plan, cu::DevicePtr bias) {

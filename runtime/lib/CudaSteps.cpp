@@ -73,8 +73,6 @@ Status CudaExecutor::issueSteps(const std::vector<cu::DevicePtr> &in,
                                 const std::vector<cu::DevicePtr> &out,
                                 cu::Stream target,
                                 std::vector<cu::GraphNode> *nodes) {
-  std::vector<cu::DevicePtr> argValues;
-  std::vector<void *> argPointers;
   // While capturing: the node of each launch step, which later runs at
   // other dims update in place (CudaGraphs.h). The driver may lack the
   // query; the capture then has no nodes.
@@ -106,15 +104,8 @@ Status CudaExecutor::issueSteps(const std::vector<cu::DevicePtr> &in,
       nodes->push_back(nullptr);
     switch (step.kind) {
     case Step::Kind::Launch: {
-      const LaunchStep &l = step.launch;
-      launchArguments(l, in, out, argValues, argPointers);
-      if (cu::Result r = cu::launch(
-              *api, functions[l.kernel], l.grid, l.block, l.sharedBytes, target,
-              argPointers.empty() ? nullptr : argPointers.data(), options.pdl);
-          r != cu::kSuccess)
-        return cu::cudaError(*api, r,
-                             where + ": launching kernel '" +
-                                 artifact.kernelNames[l.kernel] + "'");
+      if (Status s = launchPlanStep(i, in, out, target); !s.isOk())
+        return s;
       if (recording) {
         int status = 0;
         const cu::GraphNode *last = nullptr;
@@ -144,6 +135,12 @@ Status CudaExecutor::issueSteps(const std::vector<cu::DevicePtr> &in,
                         : issueCublasMatmul(i, plan, in, out, target);
       if (!s.isOk())
         return s;
+      // A kernel that took the next launch's work leaves it out.
+      if (kernel && kernel->withNextLaunch) {
+        ++i;
+        if (recording)
+          nodes->push_back(nullptr);
+      }
       break;
     }
     case Step::Kind::Copy: {
@@ -188,6 +185,13 @@ Status CudaExecutor::updateLaunchNodes(cu::GraphExec exec,
     // buffers are the bucket's).
     if (!(l.dimsRead & changed))
       continue;
+    // A launch that a GEMM kernel took in its step (GemmCandidate::
+    // withNextLaunch) has no node of its own: the run is captured again.
+    if (!nodes[i])
+      return Status::error(StatusCode::Unsupported,
+                           "step " + std::to_string(i) +
+                               ": a launch the step before it ran has no "
+                               "node in the graph to update");
     launchArguments(l, in, out, argValues, argPointers);
     cu::KernelNodeParams params{};
     params.function = functions[l.kernel];
@@ -225,6 +229,25 @@ CudaExecutor::bucketOf(const std::vector<cu::DevicePtr> &in,
     if (step.kind == Step::Kind::Copy)
       key.push_back(step.copy.bytes);
   return key;
+}
+
+Status CudaExecutor::launchPlanStep(size_t index,
+                                    const std::vector<cu::DevicePtr> &in,
+                                    const std::vector<cu::DevicePtr> &out,
+                                    cu::Stream target) {
+  const LaunchStep &l = plan().steps[index].launch;
+  std::vector<cu::DevicePtr> values;
+  std::vector<void *> pointers;
+  launchArguments(l, in, out, values, pointers);
+  if (cu::Result r = cu::launch(
+          *api, functions[l.kernel], l.grid, l.block, l.sharedBytes, target,
+          pointers.empty() ? nullptr : pointers.data(), options.pdl);
+      r != cu::kSuccess)
+    return cu::cudaError(*api, r,
+                         "step " + std::to_string(index) +
+                             ": launching kernel '" +
+                             artifact.kernelNames[l.kernel] + "'");
+  return Status::ok();
 }
 
 Status CudaExecutor::launchPlan(const std::vector<cu::DevicePtr> &in,
@@ -459,6 +482,23 @@ Status CudaExecutor::launchGemmKernel(size_t index, const MatmulStep &m,
     return Status::error(StatusCode::Unsupported,
                          where + "GEMM kernel " + g->name +
                              " cannot run the matmul: " + misfit);
+  std::array<uint32_t, 3> grid = gemmGrid(m, *g);
+  const unsigned block[3] = {g->threads, 1, 1};
+  if (g->withNextLaunch) {
+    // The step and the launch after it, on that launch's arguments
+    // (validation put a launch there).
+    std::vector<cu::DevicePtr> values;
+    std::vector<void *> pointers;
+    launchArguments(plan().steps[index + 1].launch, in, out, values, pointers);
+    if (cu::Result r =
+            cu::launch(*api, functions[g->kernel], grid.data(), block,
+                       g->sharedBytes, target, pointers.data(), options.pdl);
+        r != cu::kSuccess)
+      return cu::cudaError(*api, r,
+                           where + "launching kernel '" +
+                               artifact.kernelNames[g->kernel] + "'");
+    return Status::ok();
+  }
   cu::DevicePtr c = address(m.c, in, out);
   cu::DevicePtr bias = m.bias == kNoBuffer ? 0 : address(m.bias, in, out);
   cu::DevicePtr residual =
@@ -491,8 +531,6 @@ Status CudaExecutor::launchGemmKernel(size_t index, const MatmulStep &m,
   if (g->tensorMaps)
     for (cu::TensorMap &map : maps)
       args.push_back(&map);
-  std::array<uint32_t, 3> grid = gemmGrid(m, *g);
-  const unsigned block[3] = {g->threads, 1, 1};
   if (cu::Result r =
           cu::launch(*api, functions[g->kernel], grid.data(), block,
                      g->sharedBytes, target, args.data(), options.pdl);

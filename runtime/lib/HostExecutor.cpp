@@ -152,9 +152,12 @@ private:
   /// Allocates the staging and arena storage of `plan`'s buffers.
   Status bindStorage(const Artifact &plan);
   Status runSteps(const Artifact &plan, const std::vector<int64_t> &dims);
-  /// Runs matmul step `index` (`m`, at this run's extents) on the Kiln GEMM
-  /// kernel `options.gemm` names, under the fiber launcher.
-  Status runGemmKernel(const MatmulStep &m, size_t index);
+  /// Runs matmul step `index` of `plan` (at this run's `dims`) on the Kiln
+  /// GEMM kernel `options.gemm` names, under the fiber launcher; `tookNext`
+  /// says whether it ran the launch step after it too (on that launch's
+  /// arguments: GemmCandidate::withNextLaunch).
+  Status runGemmKernel(const Artifact &plan, size_t index,
+                       const std::vector<int64_t> &dims, bool &tookNext);
   /// Runs the norm kernel of matmul step `index` (`m`) over C's rows as
   /// the stand-in for cuBLASLt left them.
   Status runNormKernel(const MatmulStep &m, size_t index);
@@ -228,12 +231,21 @@ Status HostShared::load() {
   for (size_t i = 0; i < artifact.steps.size(); ++i) {
     const Step &step = artifact.steps[i];
     if (step.kind == Step::Kind::Matmul) {
-      for (const GemmCandidate &g : step.matmul.kernels)
-        if (module->arity(g.kernel) != gemmKernelArity(step.matmul, g))
-          return Status::error(StatusCode::CorruptArtifact,
-                               "step " + std::to_string(i) + ": GEMM kernel " +
-                                   g.name +
-                                   " does not take the family's arguments");
+      for (const GemmCandidate &g : step.matmul.kernels) {
+        // One that takes the next launch takes that launch's arguments
+        // (validation put a launch there).
+        unsigned arity =
+            g.withNextLaunch
+                ? module->arity(artifact.steps[i + 1].launch.kernel)
+                : gemmKernelArity(step.matmul, g);
+        if (module->arity(g.kernel) != arity)
+          return Status::error(
+              StatusCode::CorruptArtifact,
+              "step " + std::to_string(i) + ": GEMM kernel " + g.name +
+                  " does not take the " +
+                  (g.withNextLaunch ? "next launch's" : "family's") +
+                  " arguments");
+      }
       if (step.matmul.finishKernel != kNoKernel &&
           module->arity(step.matmul.finishKernel) != kGemmFinishArity)
         return Status::error(StatusCode::CorruptArtifact,
@@ -469,8 +481,11 @@ Status HostExecutor::runSteps(const Artifact &plan,
       // "timed" asks the backend to choose by timing: the host has no
       // clock to time with, and runs its stand-in.
       if (!options.gemm.empty() && options.gemm != kTimedGemmKernels) {
-        if (Status s = runGemmKernel(m, i); !s.isOk())
+        bool tookNext = false;
+        if (Status s = runGemmKernel(plan, i, dims, tookNext); !s.isOk())
           return s;
+        if (tookNext)
+          ++i;
         break;
       }
       void *product = productAddress(m);
@@ -499,7 +514,10 @@ Status HostExecutor::runSteps(const Artifact &plan,
   return Status::ok();
 }
 
-Status HostExecutor::runGemmKernel(const MatmulStep &m, size_t index) {
+Status HostExecutor::runGemmKernel(const Artifact &plan, size_t index,
+                                   const std::vector<int64_t> &dims,
+                                   bool &tookNext) {
+  const MatmulStep &m = plan.steps[index].matmul;
   std::string where = "step " + std::to_string(index) + ": ";
   std::string missing;
   const GemmCandidate *g = findGemmCandidate(m, options.gemm, missing);
@@ -510,32 +528,44 @@ Status HostExecutor::runGemmKernel(const MatmulStep &m, size_t index) {
     return Status::error(StatusCode::Unsupported,
                          where + "GEMM kernel " + g->name +
                              " cannot run the matmul: " + misfit);
-  void *bias = m.bias == kNoBuffer ? nullptr : address[m.bias];
-  void *residual = m.residual == kNoBuffer ? nullptr : address[m.residual];
-  partials.assign(gemmPartialFloats(m, *g), 0.0f);
-  void *scratch = partials.empty() ? nullptr : partials.data();
-  std::vector<long long> integers = gemmKernelIntegers(m, *g);
+  tookNext = g->withNextLaunch;
   // Pointers by value, integers and tensor maps by address, as
-  // cuLaunchKernel takes them; a norm's pointers after the partials.
-  std::vector<void *> args = {a, b, address[m.c], bias, residual, scratch};
-  if (m.hasNorm()) {
-    args.push_back(address[m.normScale]);
-    args.push_back(m.normShift == kNoBuffer ? nullptr : address[m.normShift]);
-    args.push_back(m.normSum == kNoBuffer ? nullptr : address[m.normSum]);
-  }
-  for (long long &v : integers)
-    args.push_back(&v);
+  // cuLaunchKernel takes them.
+  std::vector<void *> args;
+  std::vector<long long> integers;
   std::array<kiln_host_tensor_map, 2> maps;
-  if (g->tensorMaps) {
-    std::array<TensorMapSpec, 2> specs = gemmTensorMaps(m, *g, a, b);
-    for (size_t i = 0; i < maps.size(); ++i) {
-      maps[i] = hostTensorMap(specs[i]);
-      args.push_back(&maps[i]);
+  if (g->withNextLaunch) {
+    // The next launch's arguments, then the dims (validation put a launch
+    // there).
+    for (uint32_t id : plan.steps[index + 1].launch.args)
+      args.push_back(address[id]);
+    for (const int64_t &dim : dims)
+      args.push_back(const_cast<int64_t *>(&dim));
+  } else {
+    void *bias = m.bias == kNoBuffer ? nullptr : address[m.bias];
+    void *residual = m.residual == kNoBuffer ? nullptr : address[m.residual];
+    partials.assign(gemmPartialFloats(m, *g), 0.0f);
+    void *scratch = partials.empty() ? nullptr : partials.data();
+    integers = gemmKernelIntegers(m, *g);
+    // A norm's pointers after the partials.
+    args = {a, b, address[m.c], bias, residual, scratch};
+    if (m.hasNorm()) {
+      args.push_back(address[m.normScale]);
+      args.push_back(m.normShift == kNoBuffer ? nullptr : address[m.normShift]);
+      args.push_back(m.normSum == kNoBuffer ? nullptr : address[m.normSum]);
+    }
+    for (long long &v : integers)
+      args.push_back(&v);
+    if (g->tensorMaps) {
+      std::array<TensorMapSpec, 2> specs = gemmTensorMaps(m, *g, a, b);
+      for (size_t i = 0; i < maps.size(); ++i) {
+        maps[i] = hostTensorMap(specs[i]);
+        args.push_back(&maps[i]);
+      }
     }
   }
-  const KernelModule *module = shared->kernels();
   Launch launch;
-  launch.entry = module->entry(g->kernel);
+  launch.entry = shared->kernels()->entry(g->kernel);
   launch.name = artifact.kernelNames[g->kernel];
   launch.args = args.data();
   std::array<uint32_t, 3> grid = gemmGrid(m, *g);

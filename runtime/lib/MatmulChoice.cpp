@@ -199,9 +199,13 @@ Status CudaExecutor::chooseGemmKernel(size_t index, MatmulPlan &plan,
                                       const GemmCandidate *&kernel) {
   kernel = nullptr;
   const MatmulStep &m = this->plan().steps[index].matmul;
-  if (options.gemm.empty())
+  // Kernels that take the launch after the step too (an FP8 product's
+  // fused epilogue) race cuBLASLt by default: that is how the plan offers
+  // the choice between them.
+  bool withNext = m.takesNextLaunch();
+  if (options.gemm.empty() && !withNext)
     return Status::ok();
-  if (options.gemm != kTimedGemmKernels) {
+  if (!options.gemm.empty() && options.gemm != kTimedGemmKernels) {
     std::string missing;
     kernel = findGemmCandidate(m, options.gemm, missing);
     if (!kernel)
@@ -214,6 +218,22 @@ Status CudaExecutor::chooseGemmKernel(size_t index, MatmulPlan &plan,
   // C is where the product lands (a norm's sum, where it writes one).
   cu::DevicePtr a = address(m.a, in, out), b = address(m.b, in, out),
                 c = productAddress(m, in, out);
+  if (plan.noAlgorithm) {
+    // cuBLASLt cannot run the step: the first kernel that takes the next
+    // launch too and fits the operands does.
+    for (const GemmCandidate &g : m.kernels)
+      if (g.withNextLaunch &&
+          gemmCandidateMisfit(m, g, reinterpret_cast<const void *>(a),
+                              reinterpret_cast<const void *>(b))
+              .empty()) {
+        kernel = &g;
+        return Status::ok();
+      }
+    return Status::error(StatusCode::Unsupported,
+                         "step " + std::to_string(index) +
+                             ": cuBLASLt has no algorithm for the matmul, "
+                             "and none of its GEMM kernels fits its operands");
+  }
   cu::DevicePtr residual =
       m.residual == kNoBuffer ? c : address(m.residual, in, out);
   cu::DevicePtr bias =
@@ -235,13 +255,22 @@ Status CudaExecutor::chooseGemmKernel(size_t index, MatmulPlan &plan,
       options.tuneMatmuls && !capturing && (m.beta == 0.0f || residual != c);
   if (!canTime)
     return Status::ok();
+  // cuBLASLt's call, and the launch after it where a kernel takes that
+  // too. Where cuBLASLt has no algorithm for the step, a kernel that takes
+  // the next launch still runs it; else that is the run's error.
   float best = 0;
-  if (Status s = timeCalls(
-          target,
-          [&] { return issueCublasMatmul(index, plan, in, out, target); },
-          kTimedCalls, best);
-      !s.isOk())
-    return s;
+  Status baseline = timeCalls(
+      target,
+      [&]() -> Status {
+        if (Status s = issueCublasMatmul(index, plan, in, out, target);
+            !s.isOk() || !withNext)
+          return s;
+        return launchPlanStep(index + 1, in, out, target);
+      },
+      kTimedCalls, best);
+  if (!baseline.isOk() && !withNext)
+    return baseline;
+  bool cublasRuns = baseline.isOk();
   int winner = -1;
   for (size_t j = 0; j < m.kernels.size(); ++j) {
     const GemmCandidate &g = m.kernels[j];
@@ -258,11 +287,13 @@ Status CudaExecutor::chooseGemmKernel(size_t index, MatmulPlan &plan,
              kTimedCalls, ms)
              .isOk())
       continue;
-    if (ms < best) {
+    if (ms < best || (!cublasRuns && winner < 0)) {
       best = ms;
       winner = static_cast<int>(j);
     }
   }
+  if (!cublasRuns && winner < 0)
+    return baseline;
   tunedKernels[key] = winner;
   kernel = winner >= 0 ? &m.kernels[winner] : nullptr;
   return Status::ok();

@@ -92,6 +92,9 @@ class Runner:
         self.timeout = args.timeout
         self.work = work
         self.runs = 0
+        # kiln-run's options for every run (a kernel path's bound, to aim a
+        # campaign at a form the small graphs do not reach by default).
+        self.kiln_flags = args.kiln_flags.split()
 
     def run(self, model, feeds, flags, tag, check=False, host_seed=0):
         """Returns (status, detail, host outputs, reference outputs):
@@ -105,7 +108,8 @@ class Runner:
         self.runs += 1
         cmd = [self.kiln_run, path, "--backend", self.backend,
                "--output-dir", os.path.join(folder, "host"),
-               "--host-seed", str(host_seed)] + inputs + flags.split()
+               "--host-seed", str(host_seed)] + inputs + flags.split() + \
+            self.kiln_flags
         if check and self.backend == "host":
             cmd.append("--check")
         rc, log = run_tool(cmd, self.timeout)
@@ -609,6 +613,11 @@ def main():
                    metavar="STEP=W",
                    help="the weight of one of random_graphs' steps (e.g. "
                    "qdq_matmul=20), to aim a campaign at it (repeatable)")
+    p.add_argument("--kiln-flags", default="",
+                   help="kiln-run options for every run, e.g. "
+                   "--kiln-flags=--qdq-wgmma-rows=1 (every Q/DQ product on "
+                   "its Hopper form, which the small graphs' rows do not "
+                   "reach by default)")
     args = p.parse_args()
     steps = dict(random_graphs.Graph.STEPS)
     for item in args.weight:

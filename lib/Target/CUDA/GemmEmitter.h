@@ -295,11 +295,15 @@ QdqWgmmaChoice chooseQdqWgmma(const QdqGemmShape &shape, int64_t fewestRows,
 int64_t qdqWgmmaSharedBytes(const GemmConfig &config);
 
 /// Appends the Q/DQ GEMM's Hopper form `name` of `config`: a launch step
-/// taking what emitQdqGemm's takes.
+/// taking what emitQdqGemm's takes; with `takesPartials` the partial sums'
+/// scratch even unsplit and without a norm, as the FP8 finish after
+/// cuBLASLt takes it, so that it can run in that finish's place
+/// (rt::GemmCandidate::withNextLaunch).
 void emitQdqWgmmaGemm(const QdqGemmShape &shape, const GemmConfig &config,
                       const std::string &name, const std::string &rows,
                       int64_t mostRows, const std::string &dims,
-                      const QdqGemmTail *tail, llvm::raw_ostream &os);
+                      const QdqGemmTail *tail, llvm::raw_ostream &os,
+                      bool takesPartials = false);
 
 /// Where an FP8 Q/DQ GEMM runs on cuBLASLt (QdqCublasLtFinish.cpp): the
 /// fewest rows a run takes it at (the Q/DQ GEMM's forms run fewer), or

@@ -33,6 +33,14 @@
 
 namespace kiln::detail {
 
+/// The floats of scratch a kernel over packed or 8-bit weights of `config`
+/// stores for runs of up to `mostRows` rows of `n` columns: each split's
+/// sums where it splits or ends in a row norm (`normed`), and then each
+/// row's statistics over each column tile (gemm::normFinishValues); else
+/// none.
+int64_t partialFloats(const GemmConfig &config, int64_t mostRows, int64_t n,
+                      bool normed);
+
 /// Weights are aligned like arena buffers, for vector loads and cuBLASLt.
 constexpr uint64_t kWeightAlign = 256;
 
@@ -263,11 +271,13 @@ private:
   /// (gemm::splitFinishValues, gemm::normFinishValues). It takes
   /// `sharedBytes` of dynamic shared memory. Records the configuration.
   /// `updateBuffers` follow the scratch: a cache update's (CacheUpdateTail).
+  /// `partials`, where given, is the scratch (which the caller sized).
   mlir::LogicalResult pushPackedLaunches(
       KernelOp kernel, const std::string &name, const GemmConfig &config,
       const Size &m, int64_t n, int64_t mostRows, llvm::ArrayRef<DimExpr> when,
       llvm::ArrayRef<uint32_t> inputs, llvm::ArrayRef<uint32_t> tailInputs = {},
-      uint32_t sharedBytes = 0, llvm::ArrayRef<uint32_t> updateBuffers = {});
+      uint32_t sharedBytes = 0, llvm::ArrayRef<uint32_t> updateBuffers = {},
+      std::optional<uint32_t> partials = std::nullopt);
 
   /// A GEMM kernel's cache update (#kiln.gemm_epilogue's cache_update;
   /// PlanCacheUpdates.cpp) as the packed GEMV `name`'s last block runs it:
@@ -300,13 +310,16 @@ private:
   /// The runs of an FP8 Q/DQ GEMM under each of `when` (addQdqGemm's
   /// `plan` and `shape`, its launches `name`, its main kernel's `inputs`
   /// and `tail`): a matmul step of float8 operands (cuBLASLt's FP8
-  /// kernels) into scratch, then the kernel that scales its sums and
-  /// applies the epilogue (emitQdqFinish).
+  /// kernels) into the scratch `sums`, offering `rival` (the Q/DQ GEMM's
+  /// Hopper form, which takes the finish's launch too) where there is one,
+  /// then the kernel that scales its sums and applies the epilogue
+  /// (emitQdqFinish).
   void addQdqCublasLt(KernelOp kernel, const MatmulPlan &plan,
                       const QdqGemmShape &shape, const std::string &name,
                       llvm::ArrayRef<DimExpr> when,
                       llvm::ArrayRef<uint32_t> inputs,
-                      llvm::ArrayRef<uint32_t> tailInputs,
+                      llvm::ArrayRef<uint32_t> tailInputs, uint32_t sums,
+                      const std::optional<rt::GemmCandidate> &rival,
                       const QdqGemmTail *tail, llvm::raw_ostream &source);
 
   /// The tail of the Q/DQ GEMM `kernel`'s epilogue as C text, and the

@@ -67,6 +67,8 @@ emitOwnKernel(KernelOp kernel, ArrayRef<Operation *> ops,
   return geometry;
 }
 
+} // namespace
+
 /// The floats of scratch a kernel over packed weights of `config` stores
 /// for runs of up to `mostRows` rows of `n` columns: each split's sums where
 /// it splits or ends in a row norm (`normed`), and then each row's
@@ -80,8 +82,6 @@ int64_t partialFloats(const GemmConfig &config, int64_t mostRows, int64_t n,
     floats += mostRows * ((n + config.tileN - 1) / config.tileN) * 2;
   return floats;
 }
-
-} // namespace
 
 SmallVector<unsigned> blockArgumentsRead(ArrayRef<Operation *> ops) {
   SmallVector<unsigned> args;
@@ -167,11 +167,12 @@ LogicalResult PlanBuilder::pushPackedLaunches(
     KernelOp kernel, const std::string &name, const GemmConfig &config,
     const Size &m, int64_t n, int64_t mostRows, ArrayRef<DimExpr> when,
     ArrayRef<uint32_t> inputs, ArrayRef<uint32_t> tailInputs,
-    uint32_t sharedBytes, ArrayRef<uint32_t> updateBuffers) {
+    uint32_t sharedBytes, ArrayRef<uint32_t> updateBuffers,
+    std::optional<uint32_t> partials) {
   bool normed = kernel.getEpilogueAttr().getNormScale() >= 0;
-  std::optional<uint32_t> partials;
-  if (int64_t floats = partialFloats(config, mostRows, n, normed))
-    partials = addScratch(floats);
+  if (!partials)
+    if (int64_t floats = partialFloats(config, mostRows, n, normed))
+      partials = addScratch(floats);
   SmallVector<uint32_t> args =
       packedLaunchArgs(kernel, inputs, tailInputs, partials, updateBuffers);
   LaunchGeometry main;

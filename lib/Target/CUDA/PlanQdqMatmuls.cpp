@@ -179,40 +179,83 @@ LogicalResult PlanBuilder::addQdqGemm(KernelOp kernel, MatmulOp matmul,
                                   *when, inputs, tailInputs)))
       return failure();
   }
+  // Where cuBLASLt runs, the Hopper form is its rival at the same rows
+  // too: the runtime times both at a run's first (a GEMM kernel of the
+  // float8 step that takes the finish's launch). One kernel serves its own
+  // range and the rivalry: arrival counters for every row, and the
+  // scratch of the cuBLASLt path's sums, which is big enough for its.
+  bool rival = cublas.runs() && hopper.config;
+  bool normed = epilogue.getNormScale() >= 0;
+  std::optional<uint32_t> sums;
+  if (cublas.runs())
+    sums = addScratch(std::max(
+        qdqFinishFloats(shape, shape.upperM),
+        rival ? partialFloats(*hopper.config, shape.upperM, shape.n, normed)
+              : int64_t(0)));
+  std::string hopperName = name + "_wgmma";
+  std::optional<uint32_t> hopperKernel;
+  if (hopperFrom < cublasFrom || rival) {
+    int64_t hopperRows =
+        rival ? shape.upperM : std::min(shape.upperM, cublasFrom - 1);
+    emitQdqWgmmaGemm(shape, *hopper.config, hopperName, m.str(), hopperRows,
+                     dims, tail ? &*tail : nullptr, source, rival);
+  }
   if (hopperFrom < cublasFrom) {
     FailureOr<SmallVector<DimExpr, 2>> when =
         between(hopperFrom, cublasFrom - 1);
     if (failed(when))
       return failure();
-    int64_t hopperRows = std::min(shape.upperM, cublasFrom - 1);
-    std::string hopperName = name + "_wgmma";
-    emitQdqWgmmaGemm(shape, *hopper.config, hopperName, m.str(), hopperRows,
-                     dims, tail ? &*tail : nullptr, source);
+    int64_t hopperRows = rival ? shape.upperM : cublasFrom - 1;
     if (failed(pushPackedLaunches(
-            kernel, hopperName, *hopper.config, m, shape.n, hopperRows, *when,
-            inputs, tailInputs,
-            static_cast<uint32_t>(qdqWgmmaSharedBytes(*hopper.config)))))
+            kernel, hopperName, *hopper.config, m, shape.n,
+            std::min(shape.upperM, hopperRows), *when, inputs, tailInputs,
+            static_cast<uint32_t>(qdqWgmmaSharedBytes(*hopper.config)), {},
+            rival ? sums : std::nullopt)))
       return failure();
+    hopperKernel = artifact.steps.back().launch.kernel;
   }
   if (!cublas.runs())
     return success();
   FailureOr<SmallVector<DimExpr, 2>> when = between(cublasFrom, shape.upperM);
   if (failed(when))
     return failure();
-  addQdqCublasLt(kernel, plan, shape, name, *when, inputs, tailInputs,
-                 tail ? &*tail : nullptr, source);
+  std::optional<rt::GemmCandidate> rivalCandidate;
+  if (rival) {
+    if (!hopperKernel) {
+      hopperKernel = artifact.kernelNames.size();
+      artifact.kernelNames.push_back(hopperName);
+    }
+    const GemmConfig &config = *hopper.config;
+    rt::GemmCandidate g;
+    g.name = config.name();
+    g.kernel = *hopperKernel;
+    // Its counters: a tile's splits, and with a norm a row tile's columns.
+    if (config.splitK > 1 || normed)
+      g.arrivals =
+          static_cast<uint32_t>(llvm::divideCeil(shape.n, config.tileN) *
+                                llvm::divideCeil(shape.upperM, config.tileM));
+    g.tileM = config.tileM;
+    g.tileN = config.tileN;
+    g.threads = config.threads();
+    g.splitK = config.splitK;
+    g.sharedBytes = qdqWgmmaSharedBytes(config);
+    g.withNextLaunch = true;
+    rivalCandidate = g;
+  }
+  addQdqCublasLt(kernel, plan, shape, name, *when, inputs, tailInputs, *sums,
+                 rivalCandidate, tail ? &*tail : nullptr, source);
   return success();
 }
 
 void PlanBuilder::addQdqCublasLt(
     KernelOp kernel, const MatmulPlan &plan, const QdqGemmShape &shape,
     const std::string &name, ArrayRef<DimExpr> when, ArrayRef<uint32_t> inputs,
-    ArrayRef<uint32_t> tailInputs, const QdqGemmTail *tail,
+    ArrayRef<uint32_t> tailInputs, uint32_t sums,
+    const std::optional<rt::GemmCandidate> &rival, const QdqGemmTail *tail,
     llvm::raw_ostream &source) {
   const Size &m = plan.sizes[1];
   // cuBLASLt sums the float8 bytes as they are (A m x k, the packed
   // weights n x k) into fp32 scratch, unscaled.
-  uint32_t sums = addScratch(qdqFinishFloats(shape, shape.upperM));
   MatmulPlan product = plan;
   rt::MatmulStep &step = product.step;
   step = rt::MatmulStep();
@@ -222,6 +265,8 @@ void PlanBuilder::addQdqCublasLt(
   step.a = inputs[0];
   step.b = inputs[1];
   step.c = sums;
+  if (rival)
+    step.kernels.push_back(*rival);
   pushMatmul(product);
   for (const DimExpr &condition : when)
     guardStep(artifact.steps.size() - 1, condition);

@@ -113,6 +113,8 @@ void kiln::printPlan(const rt::Artifact &a, uint64_t weightBytes,
         os << " gemm " << g.name << " " << a.kernelNames[g.kernel];
         if (g.arrivals)
           os << " arrivals " << g.arrivals;
+        if (g.withNextLaunch)
+          os << " with the next launch";
       }
       if (std::string runsIf = runsIfText(a, index); !runsIf.empty())
         os << " " << runsIf;

@@ -389,7 +389,8 @@ integerValues(const QdqGemmShape &shape, const GemmConfig &config) {
 void emitQdqWgmmaGemm(const QdqGemmShape &shape, const GemmConfig &config,
                       const std::string &name, const std::string &rows,
                       int64_t mostRows, const std::string &dims,
-                      const QdqGemmTail *tail, llvm::raw_ostream &os) {
+                      const QdqGemmTail *tail, llvm::raw_ostream &os,
+                      bool takesPartials) {
   assert(config.form == GemmForm::Wgmma && config.tileN == kTileN &&
          config.tileK == 128 && config.tileM % 64 == 0 && config.tileM <= 128 &&
          config.stages >= 2 && "the Q/DQ GEMM's Hopper layout");
@@ -398,6 +399,10 @@ void emitQdqWgmmaGemm(const QdqGemmShape &shape, const GemmConfig &config,
   auto str = [](int64_t v) { return std::to_string(v); };
   std::vector<std::pair<std::string, std::string>> values =
       gemm::qdqValues(shape, config.splitK, name, rows, dims, tail);
+  if (takesPartials)
+    for (auto &[placeholder, value] : values)
+      if (placeholder == "$PARTIALS_PARAMETER")
+        value = ", float *__restrict__ partials";
   std::vector<std::pair<std::string, std::string>> kind =
       shape.float8 ? float8Values(config) : integerValues(shape, config);
   values.insert(values.end(), kind.begin(), kind.end());

@@ -163,8 +163,9 @@ typedef struct kiln_model_options {
    *  and Kiln's GEMM kernels, timed at the first run (the host backend
    *  cannot time and runs its stand-in); else the name of one of Kiln's
    *  GEMM kernels that every matmul step offers (kilnc --report lists
-   *  them); a step without it fails the run. Copied by
-   *  kiln_model_create_with_options. */
+   *  them); a step without it fails the run. A step whose kernel takes
+   *  the launch after it too (an FP8 Q/DQ product's) is timed even when
+   *  NULL. Copied by kiln_model_create_with_options. */
   const char *gemm_kernel;
   /** CUDA backend: nonzero launches each kernel as a programmatic dependent
    *  launch, overlapping its launch with the end of the kernel before it

@@ -306,6 +306,29 @@ TEST(ArtifactFormat, Float8MatmulsRoundTripAndKeepToTheirForm) {
   expectRejected(plain, "matmul operands must both be float32");
 }
 
+TEST(ArtifactFormat, KernelsTakingTheNextLaunchRoundTripAndAreChecked) {
+  // A float8 step into scratch, finished by a launch; its kernel takes both.
+  Artifact a = makeNextLaunchArtifact();
+  Artifact b;
+  std::string error;
+  ASSERT_TRUE(roundTrip(a, b, error)) << error;
+  EXPECT_TRUE(b.steps[0].matmul.kernels[0].withNextLaunch);
+  // negative_: no launch after the step.
+  Artifact last = a;
+  last.steps.pop_back();
+  last.steps[0].matmul.c = 2;
+  expectRejected(last, "a GEMM kernel that takes the next launch needs a "
+                       "launch step after its matmul");
+  // negative_: the kernel takes the launch's arguments, not tensor maps.
+  Artifact mapped = a;
+  mapped.steps[0].matmul.kernels[0].tensorMaps = true;
+  expectRejected(mapped, "takes the next launch's arguments: no tensor maps");
+  // negative_: a float8 step offers only such kernels.
+  Artifact plain = a;
+  plain.steps[0].matmul.kernels[0].withNextLaunch = false;
+  expectRejected(plain, "a matmul of float8 operands sums one matrix");
+}
+
 TEST(ArtifactFormat, GemmCandidatesRoundTripAndAreChecked) {
   Artifact a = makeGemmKernelArtifact();
   // A wgmma-form candidate's shared memory and tensor maps travel too.

@@ -93,6 +93,16 @@ namespace {
 
 void countNormLaunch(unsigned, void **) { ++fakeNormLaunches; }
 
+/// The stand-in of a GEMM kernel that takes the launch after its step
+/// (GemmCandidate::withNextLaunch) on that launch's two pointers: it
+/// records them (fakeGemmArgs) and writes kFusedMark to the second's first
+/// float, which the launch it stands for would have written otherwise.
+constexpr float kFusedMark = 12345.0f;
+void markFused(unsigned threads, void **params) {
+  recordGemm<2>(threads, params);
+  *reinterpret_cast<float *>(*static_cast<DevicePtr *>(params[1])) = kFusedMark;
+}
+
 struct FakeFunction {
   const char *name;
   HostKernel kernel;
@@ -115,7 +125,9 @@ FakeFunction functions[] = {
     // A norm step's: nine pointers, the integers, epsilon and the kind.
     {"kiln_fake_gemm_normed", recordGemm<24>, 24},
     // The norm kernel after cuBLASLt: four pointers, then 15 integers.
-    {"kiln_fake_gemm_norm", countNormLaunch, 19}};
+    {"kiln_fake_gemm_norm", countNormLaunch, 19},
+    // A GEMM kernel that takes the next launch (double_f32's arguments).
+    {"kiln_fake_fused", markFused, 2}};
 
 /// A kernel launch: the function's host kernel, the threads launched and
 /// the argument values, copied at the launch as the driver copies them.

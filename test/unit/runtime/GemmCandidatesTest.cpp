@@ -430,3 +430,72 @@ TEST_F(FakeCuda, TimedGemmKernelsRaceCublasLtsChoice) {
   ASSERT_TRUE(s.isOk()) << s.message;
   EXPECT_EQ(args[0], 0u) << "a Kiln GEMM kernel ran";
 }
+
+namespace {
+
+/// Runs `model` of makeNextLaunchArtifact's plan `runs` times on float8
+/// ones; `y` the last run's output.
+Status runNextLaunch(const CudaOptions &options, std::unique_ptr<Model> &model,
+                     std::vector<float> &y, int runs = 1) {
+  Status s = Model::create(makeNextLaunchArtifact(), Backend::Cuda, model,
+                           HostOptions(), options);
+  std::vector<uint8_t> a(7 * 32, 0x38), b(5 * 32, 0x38); // 1.0 in E4M3FN
+  y.assign(35, -1.0f);
+  const void *in[] = {a.data(), b.data()};
+  void *out[] = {y.data()};
+  for (int run = 0; s.isOk() && run < runs; ++run)
+    s = model->run(in, out, Memory::Host);
+  return s;
+}
+
+} // namespace
+
+// A GEMM kernel that takes the launch after its step (an FP8 product's
+// fused epilogue) races cuBLASLt and that launch by default: the stand-in
+// kernel takes no device time, so it wins, runs on that launch's arguments
+// (its mark lands in y) over its grid (one 64 x 64 tile of 128 threads),
+// and the launch is left out (else it would overwrite the mark), also in
+// the graph the second run captures.
+TEST_F(FakeCuda, AKernelTakingTheNextLaunchRacesCublasLtAndThatLaunch) {
+  auto *args = fakeGemmArgs(fake);
+  auto *threads = static_cast<unsigned *>(dlsym(fake, "fakeGemmThreads"));
+  ASSERT_NE(args, nullptr);
+  ASSERT_NE(threads, nullptr);
+  std::unique_ptr<Model> model;
+  std::vector<float> y;
+  for (int runs : {1, 2}) {
+    SCOPED_TRACE(runs);
+    Status s = runNextLaunch(CudaOptions(), model, y, runs);
+    ASSERT_TRUE(s.isOk()) << s.message;
+    EXPECT_EQ(y[0], 12345.0f);
+    EXPECT_EQ(*threads, 128u);
+    EXPECT_NE(args[0], 0u); // the sums
+    EXPECT_NE(args[1], args[0]);
+    model.reset();
+  }
+  EXPECT_EQ(counter("captures"), 1);
+
+  // negative_: without tuning nothing is timed: cuBLASLt sums 32 ones and
+  // the launch doubles them.
+  *threads = 0;
+  CudaOptions untuned;
+  untuned.tuneMatmuls = false;
+  Status s = runNextLaunch(untuned, model, y);
+  ASSERT_TRUE(s.isOk()) << s.message;
+  EXPECT_EQ(y[0], 64.0f);
+  EXPECT_EQ(y[34], 64.0f);
+  EXPECT_EQ(*threads, 0u) << "the kernel ran";
+  model.reset();
+
+  // Where every cuBLASLt call fails, the kernel runs the step.
+  void *lt = dlopen(KILN_FAKE_CUBLASLT_PATH, RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(lt, nullptr) << dlerror();
+  auto *failing = static_cast<int *>(dlsym(lt, "kiln_fake_failing_matmuls"));
+  ASSERT_NE(failing, nullptr);
+  *failing = 1000;
+  s = runNextLaunch(CudaOptions(), model, y);
+  *failing = 0;
+  dlclose(lt);
+  ASSERT_TRUE(s.isOk()) << s.message;
+  EXPECT_EQ(y[0], 12345.0f);
+}

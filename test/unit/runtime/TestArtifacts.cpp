@@ -57,6 +57,21 @@ Artifact test::makeFloat8MatmulArtifact(int64_t m, int64_t n, int64_t k) {
   return a;
 }
 
+Artifact test::makeNextLaunchArtifact() {
+  Artifact a = makeFloat8MatmulArtifact(7, 5, 32);
+  a.buffers.push_back(makeBuffer(BufferKind::Arena, "sums", {7, 5}, 0));
+  a.arenaBytes = a.buffers.back().bytes;
+  a.cubin = "FAKECUBIN";
+  a.ptx = "FAKEPTX .version 8.0";
+  a.kernelNames = {"double_f32", "kiln_fake_fused"};
+  MatmulStep &m = a.steps[0].matmul;
+  m.c = 3;
+  m.kernels.push_back({"fused", 1, 0, 64, 64, 128, 1});
+  m.kernels.back().withNextLaunch = true;
+  a.steps.push_back(Step::ofLaunch(makeLaunch(0, 1, 35, {3, 2})));
+  return a;
+}
+
 LaunchStep test::makeLaunch(uint32_t kernel, uint32_t blocks, uint32_t threads,
                             std::vector<uint32_t> args) {
   LaunchStep launch;

@@ -40,6 +40,12 @@ MatmulStep makeMatmul(int64_t m, int64_t n, int64_t k, uint32_t a, uint32_t b,
 /// n, float32) = a b^T.
 Artifact makeFloat8MatmulArtifact(int64_t m, int64_t n, int64_t k);
 
+/// makeFloat8MatmulArtifact(7, 5, 32) with its sums in arena scratch, then
+/// double_f32 of the sums into y (35 threads): the step's finish. Its one
+/// GEMM kernel, "fused" (kiln_fake_fused), takes that launch too
+/// (GemmCandidate::withNextLaunch).
+Artifact makeNextLaunchArtifact();
+
 /// Returns a launch of kernel `kernel` over `blocks` blocks of `threads`
 /// threads (along x) with the buffers `args`.
 LaunchStep makeLaunch(uint32_t kernel, uint32_t blocks, uint32_t threads,

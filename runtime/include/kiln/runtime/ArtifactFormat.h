@@ -54,7 +54,8 @@ constexpr char kArtifactMagic[8] = {'K', 'I', 'L', 'N', 'P', 'L', 'A', 'N'};
 /// (GemmCandidate::arrivals) in place of a reduce kernel, a norm's kernels
 /// taking its arguments, and the norm kernel after cuBLASLt reads C or the
 /// sum alone (four pointers); 19 a matmul of float8 operands
-/// (MatmulStep::float8).
+/// (MatmulStep::float8) and GEMM kernels that take the launch after their
+/// step (GemmCandidate::withNextLaunch).
 constexpr uint32_t kArtifactFormatVersion = 19;
 
 /// Most dimensions a buffer may have.

@@ -116,6 +116,16 @@ struct GemmCandidate {
   /// (lib/Target/CUDA/GemmWgmmaEmitter.cpp). Such a kernel runs one matrix
   /// (batch 1) with A not transposed.
   bool tensorMaps = false;
+  /// Whether the kernel computes the step and the launch step after it,
+  /// which finishes the step after cuBLASLt (an FP8 Q/DQ product's epilogue
+  /// after its float8 sums; lib/Target/CUDA/PlanQdqMatmuls.cpp): it takes
+  /// that launch's arguments (its buffers, then the dims) in place of the
+  /// step's, over gemmGrid's blocks, and the run then skips that launch.
+  /// Such a candidate is timed against cuBLASLt and that launch by default
+  /// (the runtime's `gemm` option empty), and is the run's way when
+  /// cuBLASLt has no algorithm for the step. Its arrival counters, where
+  /// it has any, cover its tiles.
+  bool withNextLaunch = false;
 };
 
 /// A (batched) GEMM run by cuBLASLt: for each batch i, row-major
@@ -235,14 +245,22 @@ struct MatmulStep {
   /// Such a step multiplies one matrix (batch and outerBatch 1), A stored
   /// m x k and B n x k (`transB`: cuBLASLt's FP8 kernels take both
   /// operands K-major), k a multiple of 16, alpha 1 and beta 0, without a
-  /// bias, residual, activation, norm, widening, finish kernel or GEMM
-  /// kernels.
+  /// bias, residual, activation, norm, widening or finish kernel, and GEMM
+  /// kernels only of those that take the next launch (GemmCandidate::
+  /// withNextLaunch).
   bool float8 = false;
   /// The element type of A and B.
   DType operandDtype() const { return float8 ? DType::F8E4M3FN : dtype; }
   /// Kiln's own kernels that compute the same step, which a run may choose
   /// in place of cuBLASLt's (runtime/lib/MatmulChoice.cpp).
   std::vector<GemmCandidate> kernels;
+  /// Whether one of `kernels` takes the launch after the step too.
+  bool takesNextLaunch() const {
+    for (const GemmCandidate &g : kernels)
+      if (g.withNextLaunch)
+        return true;
+    return false;
+  }
 };
 
 /// A device-to-device copy of the first `bytes` bytes of `src` to `dst`.

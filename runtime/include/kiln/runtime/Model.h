@@ -82,7 +82,10 @@ struct CudaOptions {
   /// on them at the first run (with tuneMatmuls); else the name of one of
   /// Kiln's GEMM kernels, which every matmul step must offer. Empty by
   /// default until the family's GPU tests have passed on a GPU: Kiln's
-  /// kernels have run only on the host backend's emulation so far.
+  /// kernels have run only on the host backend's emulation so far. A step
+  /// whose kernels take the launch after it too (an FP8 Q/DQ product's,
+  /// GemmCandidate::withNextLaunch) times them against cuBLASLt and that
+  /// launch even when empty.
   std::string gemm;
 
   /// Launches each Kiln kernel as a programmatic dependent launch: it may
