@@ -51,6 +51,28 @@ static bool float8MatmulFits(const MatmulStep &m) {
                      [](const GemmCandidate &g) { return g.withNextLaunch; });
 }
 
+/// Whether steps `x` and `y` run under the same conditions on the dims
+/// (their StepRuns bindings, in order).
+static bool sameGuards(const SymbolicPlan &plan, size_t x, size_t y) {
+  std::vector<const SizeBinding *> of[2];
+  for (const SizeBinding &b : plan.bindings)
+    if (b.field == SizeField::StepRuns && (b.target == x || b.target == y))
+      of[b.target == x ? 0 : 1].push_back(&b);
+  auto same = [](const SizeBinding *p, const SizeBinding *q) {
+    if (p->divisor != q->divisor || p->lowest != q->lowest ||
+        p->highest != q->highest ||
+        p->formula.terms.size() != q->formula.terms.size())
+      return false;
+    for (size_t t = 0; t < p->formula.terms.size(); ++t)
+      if (p->formula.terms[t].coefficient != q->formula.terms[t].coefficient ||
+          p->formula.terms[t].dims != q->formula.terms[t].dims)
+        return false;
+    return true;
+  };
+  return std::equal(of[0].begin(), of[0].end(), of[1].begin(), of[1].end(),
+                    same);
+}
+
 /// Why the LayerNorm or RMSNorm of `m` is malformed, or "" (ArtifactSteps.h:
 /// float32, float16 or bfloat16, scale and shift of n elements outside C's
 /// storage, no shift for an RMSNorm, a norm kernel of the artifact, alpha
@@ -152,12 +174,11 @@ static std::string checkGemmCandidates(const MatmulStep &m, size_t kernels) {
     // row tile; a kernel that finishes the next launch's epilogue (a norm
     // among it) counts them where it has counters at all.
     bool arrives = g.splitK > 1 || m.hasNorm();
-    if (g.withNextLaunch ? g.arrivals != 0 && g.arrivals < gemmTiles(m, g)
-        : arrives        ? g.arrivals < gemmTiles(m, g)
-                         : g.arrivals != 0)
-      return what + (arrives ? "has fewer arrival counters than tiles"
-                             : "has arrival counters but no split or norm "
-                               "to count");
+    bool counts = arrives || (g.withNextLaunch && g.arrivals != 0);
+    if (counts ? g.arrivals < gemmTiles(m, g) : g.arrivals != 0)
+      return what + (counts ? "has fewer arrival counters than tiles"
+                            : "has arrival counters but no split or norm "
+                              "to count");
     if (g.threads == 0 || g.threads % 32 || g.threads > 1024)
       return what + "threads must be whole warps up to 1024";
     if (g.splitK < 1 || g.splitK > 64)
@@ -173,6 +194,10 @@ static std::string checkGemmCandidates(const MatmulStep &m, size_t kernels) {
       return what + "takes the next launch's arguments: no tensor maps, and "
                     "the step's finish is that launch alone (no norm or "
                     "finish kernel)";
+    // The runtime times such kernels by default and against cuBLASLt and
+    // that launch: no kernel of the family's arguments beside them.
+    if (g.withNextLaunch != m.kernels.front().withNextLaunch)
+      return "a step's GEMM kernels take the next launch all or none";
   }
   return "";
 }
@@ -443,6 +468,10 @@ bool kiln::rt::validatePlan(const Artifact &a, std::string &error,
                                   a.steps[s + 1].kind != Step::Kind::Launch))
         return fail(where + "a GEMM kernel that takes the next launch needs "
                             "a launch step after its matmul");
+      if (m.takesNextLaunch() && !sameGuards(a.symbolic, s, s + 1))
+        return fail(where + "a GEMM kernel that takes the next launch needs "
+                            "that launch to run at the same dims as its "
+                            "matmul");
       if (std::string bad = checkFinish(m, a.kernelNames.size()); !bad.empty())
         return fail(where + bad);
       if (std::string bad = checkNorm(a, m); !bad.empty())

@@ -31,25 +31,14 @@ constexpr int kTimedCalls = 5;
 /// buffers, nor alpha and beta beyond whether C is read).
 static std::vector<int64_t> tunedKey(const MatmulStep &m,
                                      const uint32_t align[4]) {
-  return {static_cast<int64_t>(m.dtype),
-          m.transA,
-          m.transB,
-          m.batch,
-          m.m,
-          m.n,
-          m.k,
-          m.strideA,
-          m.strideB,
-          m.strideC,
-          m.bias != kNoBuffer,
-          static_cast<int64_t>(m.activation),
-          m.tf32,
-          m.float8,
-          m.residual != kNoBuffer || m.beta != 0.0f,
-          align[0],
-          align[1],
-          align[2],
-          align[3]};
+  return {static_cast<int64_t>(m.dtype), m.transA, m.transB, m.batch, m.m, m.n,
+          m.k, m.strideA, m.strideB, m.strideC, m.bias != kNoBuffer,
+          static_cast<int64_t>(m.activation), m.tf32, m.float8,
+          m.residual != kNoBuffer || m.beta != 0.0f, align[0], align[1],
+          align[2], align[3],
+          // A kernel that takes the next launch races that launch too,
+          // which differs between steps of one shape.
+          m.takesNextLaunch() ? int64_t(m.kernels.front().kernel) : -1};
 }
 
 Status CudaExecutor::chooseAlgo(MatmulPlan &plan, const uint32_t align[4],

@@ -81,9 +81,10 @@ QdqCublasLtChoice chooseQdqCublasLt(const QdqGemmShape &shape,
   else if (shape.dtype != rt::DType::F16 && shape.dtype != rt::DType::BF16)
     choice.refusal = "the float8 tensor cores sum with fewer bits than an "
                      "fp32 product's contract allows";
-  else if (shape.rowBytes != shape.k || shape.k % 16 != 0)
+  else if (shape.rowBytes != shape.k || shape.k % 16 != 0 || shape.n % 4 != 0)
     choice.refusal = "cuBLASLt's FP8 kernels take rows of whole 16-byte "
-                     "chunks, unpadded";
+                     "chunks, unpadded (the operands' K bytes and the fp32 "
+                     "sums' N floats)";
   else if (fewestRows < 0)
     choice.refusal = "--qdq-cublaslt-rows=-1";
   if (!choice.refusal.empty())

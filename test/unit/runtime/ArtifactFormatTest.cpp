@@ -323,10 +323,27 @@ TEST(ArtifactFormat, KernelsTakingTheNextLaunchRoundTripAndAreChecked) {
   Artifact mapped = a;
   mapped.steps[0].matmul.kernels[0].tensorMaps = true;
   expectRejected(mapped, "takes the next launch's arguments: no tensor maps");
-  // negative_: a float8 step offers only such kernels.
+  // negative_: a float8 step offers only such kernels, and no step mixes
+  // them with the family's.
   Artifact plain = a;
   plain.steps[0].matmul.kernels[0].withNextLaunch = false;
   expectRejected(plain, "a matmul of float8 operands sums one matrix");
+  Artifact mixed = a;
+  mixed.steps[0].matmul.float8 = false;
+  mixed.buffers[0].dtype = mixed.buffers[1].dtype = DType::F32;
+  mixed.buffers[0].bytes *= 4;
+  mixed.buffers[1].bytes *= 4;
+  mixed.steps[0].matmul.kernels.push_back({"family", 1, 0, 64, 64, 128, 1});
+  expectRejected(mixed, "a step's GEMM kernels take the next launch all or "
+                        "none");
+  // negative_: the launch runs at other dims than the matmul.
+  Artifact guarded = a;
+  guarded.symbolic.dims = {DimRange{"rows", 1, 8}};
+  guarded.symbolic.bindings.push_back(
+      sizeBinding(SizeField::StepRuns, 0, 0, dimFormula(0)));
+  guarded.symbolic.bindings.back().highest = 1;
+  expectRejected(guarded, "needs that launch to run at the same dims as its "
+                          "matmul");
 }
 
 TEST(ArtifactFormat, GemmCandidatesRoundTripAndAreChecked) {
