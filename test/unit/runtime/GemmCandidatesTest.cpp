@@ -491,11 +491,31 @@ TEST_F(FakeCuda, AKernelTakingTheNextLaunchRacesCublasLtAndThatLaunch) {
   void *lt = dlopen(KILN_FAKE_CUBLASLT_PATH, RTLD_NOW | RTLD_LOCAL);
   ASSERT_NE(lt, nullptr) << dlerror();
   auto *failing = static_cast<int *>(dlsym(lt, "kiln_fake_failing_matmuls"));
+  auto *noFloat8 =
+      static_cast<int *>(dlsym(lt, "kiln_fake_no_float8_algorithms"));
   ASSERT_NE(failing, nullptr);
+  ASSERT_NE(noFloat8, nullptr);
   *failing = 1000;
   s = runNextLaunch(CudaOptions(), model, y);
   *failing = 0;
-  dlclose(lt);
   ASSERT_TRUE(s.isOk()) << s.message;
   EXPECT_EQ(y[0], 12345.0f);
+  model.reset();
+
+  // Where cuBLASLt has no algorithm for float8 operands at all, the model
+  // still loads and the kernel runs the step, untimed too, in every run.
+  *noFloat8 = 1;
+  for (bool tune : {true, false}) {
+    SCOPED_TRACE(tune);
+    CudaOptions options;
+    options.tuneMatmuls = tune;
+    *threads = 0;
+    s = runNextLaunch(options, model, y, 2);
+    ASSERT_TRUE(s.isOk()) << s.message;
+    EXPECT_EQ(y[0], 12345.0f);
+    EXPECT_EQ(*threads, 128u);
+    model.reset();
+  }
+  *noFloat8 = 0;
+  dlclose(lt);
 }
