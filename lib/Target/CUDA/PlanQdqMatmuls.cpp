@@ -7,7 +7,11 @@
 // are. The Q/DQ GEMM (QdqGemmEmitter.cpp) runs it at every row count, a
 // launch step as the packed kernels' are, except runs of enough rows,
 // which take its Hopper form (QdqWgmmaEmitter.cpp); its epilogue is the
-// GEMM kernel's.
+// GEMM kernel's. A float8 product of a 16-bit model runs its most rows on
+// cuBLASLt instead (a matmul step of float8 operands, then the finish of
+// QdqCublasLtFinish.cpp), with the Hopper form as the step's rival, which
+// the runtime times against the two at a run's first (rt::GemmCandidate::
+// withNextLaunch).
 //
 //===----------------------------------------------------------------------===//
 

@@ -21,6 +21,9 @@
 // fp32 in its own order, so the result is the Q/DQ GEMM's within the
 // sums' rounding. As for the Hopper form, only 16-bit products take it:
 // the float8 tensor cores sum with fewer bits than fp32's contract allows.
+// Where the Hopper form reaches the same rows, the plan offers it as the
+// float8 step's rival on this kernel's arguments (PlanQdqMatmuls.cpp), and
+// the runtime keeps whichever of the two ways its first run times faster.
 //
 //===----------------------------------------------------------------------===//
 
