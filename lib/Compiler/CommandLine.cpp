@@ -13,6 +13,8 @@
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/ManagedStatic.h"
 
+#include <tuple>
+
 namespace kiln {
 
 namespace {
@@ -227,16 +229,20 @@ std::string applyKernelCLOptions(CompileOptions &options) {
   if (!kernelCLOptions.isConstructed())
     return "";
   options.gemmKernels = kernelCLOptions->gemmKernels;
-  options.qdqWgmmaRows = kernelCLOptions->qdqWgmmaRows;
-  if (options.qdqWgmmaRows < -1)
-    return "--qdq-wgmma-rows: " + std::to_string(options.qdqWgmmaRows) +
-           " is neither a count of rows, 0 (the compiler's choice) nor -1 "
-           "(never)";
-  options.qdqCublasLtRows = kernelCLOptions->qdqCublasLtRows;
-  if (options.qdqCublasLtRows < -1)
-    return "--qdq-cublaslt-rows: " + std::to_string(options.qdqCublasLtRows) +
-           " is neither a count of rows, 0 (the compiler's choice) nor -1 "
-           "(never)";
+  // A path's fewest rows: a count, 0 for the compiler's choice, -1 never.
+  for (auto [flag, value, into] :
+       {std::make_tuple("--qdq-wgmma-rows",
+                        int64_t(kernelCLOptions->qdqWgmmaRows),
+                        &options.qdqWgmmaRows),
+        std::make_tuple("--qdq-cublaslt-rows",
+                        int64_t(kernelCLOptions->qdqCublasLtRows),
+                        &options.qdqCublasLtRows)}) {
+    if (value < -1)
+      return std::string(flag) + ": " + std::to_string(value) +
+             " is neither a count of rows, 0 (the compiler's choice) nor -1 "
+             "(never)";
+    *into = value;
+  }
   AttentionOverrides &attention = options.attention;
   attention.warps = kernelCLOptions->attentionWarps;
   attention.rowsPerWarp = kernelCLOptions->attentionRowsPerWarp;
