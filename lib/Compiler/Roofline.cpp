@@ -203,10 +203,17 @@ StepCost costOf(const rt::Artifact &artifact, const rt::Step &step,
     cost.tensorCores = mma != MmaUse::None;
     cost.tf32 = mma == MmaUse::Tf32;
     cost.wgmma = mma == MmaUse::Wgmma;
-    // Each distinct buffer once (a view and its source count once).
+    // Each distinct buffer once (a view and its source count once). An FP8
+    // product's finish after cuBLASLt takes the Q/DQ GEMM's operands (its
+    // rival's signature, QdqCublasLtFinish.cpp) and reads neither.
+    llvm::StringRef name =
+        step.launch.kernel < artifact.kernelNames.size()
+            ? llvm::StringRef(artifact.kernelNames[step.launch.kernel])
+            : llvm::StringRef();
+    bool finish = name.starts_with("kiln_gemmf8_") && name.ends_with("_finish");
     std::set<uint32_t> seen;
-    for (uint32_t id : step.launch.args)
-      if (seen.insert(id).second)
+    for (auto [i, id] : llvm::enumerate(step.launch.args))
+      if (!(finish && i < 2) && seen.insert(id).second)
         cost.bytes += artifact.buffers[id].bytes;
     break;
   }
