@@ -482,55 +482,50 @@ Status CudaExecutor::launchGemmKernel(size_t index, const MatmulStep &m,
     return Status::error(StatusCode::Unsupported,
                          where + "GEMM kernel " + g->name +
                              " cannot run the matmul: " + misfit);
-  std::array<uint32_t, 3> grid = gemmGrid(m, *g);
-  const unsigned block[3] = {g->threads, 1, 1};
+  // cuLaunchKernel takes a pointer to each argument's value.
+  std::vector<void *> args;
+  std::vector<cu::DevicePtr> values;
+  cu::DevicePtr pointers[9] = {};
+  std::vector<long long> integers;
+  std::array<cu::TensorMap, 2> maps;
   if (g->withNextLaunch) {
     // The step and the launch after it, on that launch's arguments
     // (validation put a launch there).
-    std::vector<cu::DevicePtr> values;
-    std::vector<void *> pointers;
-    launchArguments(plan().steps[index + 1].launch, in, out, values, pointers);
-    if (cu::Result r =
-            cu::launch(*api, functions[g->kernel], grid.data(), block,
-                       g->sharedBytes, target, pointers.data(), options.pdl);
-        r != cu::kSuccess)
-      return cu::cudaError(*api, r,
-                           where + "launching kernel '" +
-                               artifact.kernelNames[g->kernel] + "'");
-    return Status::ok();
+    launchArguments(plan().steps[index + 1].launch, in, out, values, args);
+  } else {
+    cu::DevicePtr c = address(m.c, in, out);
+    cu::DevicePtr bias = m.bias == kNoBuffer ? 0 : address(m.bias, in, out);
+    cu::DevicePtr residual =
+        m.residual == kNoBuffer ? 0 : address(m.residual, in, out);
+    cu::DevicePtr partials = g->splitK > 1 || m.hasNorm() ? gemmPartials : 0;
+    // A norm's arguments, where the kernel finishes one.
+    cu::DevicePtr normScale = 0, normShift = 0, normSum = 0;
+    if (m.hasNorm()) {
+      normScale = address(m.normScale, in, out);
+      if (m.normShift != kNoBuffer)
+        normShift = address(m.normShift, in, out);
+      if (m.normSum != kNoBuffer)
+        normSum = address(m.normSum, in, out);
+    }
+    integers = gemmKernelIntegers(m, *g);
+    if (g->tensorMaps)
+      if (Status s = encodeTensorMaps(m, *g, a, b, maps); !s.isOk())
+        return Status::error(s.code, where + s.message);
+    // A split's last block finishes its tile in the kernel, and a norm's
+    // last column tile its rows.
+    const cu::DevicePtr family[9] = {
+        a, b, c, bias, residual, partials, normScale, normShift, normSum};
+    std::copy(family, family + 9, pointers);
+    for (size_t j = 0; j < (m.hasNorm() ? 9u : 6u); ++j)
+      args.push_back(&pointers[j]);
+    for (long long &v : integers)
+      args.push_back(&v);
+    if (g->tensorMaps)
+      for (cu::TensorMap &map : maps)
+        args.push_back(&map);
   }
-  cu::DevicePtr c = address(m.c, in, out);
-  cu::DevicePtr bias = m.bias == kNoBuffer ? 0 : address(m.bias, in, out);
-  cu::DevicePtr residual =
-      m.residual == kNoBuffer ? 0 : address(m.residual, in, out);
-  cu::DevicePtr partials = g->splitK > 1 || m.hasNorm() ? gemmPartials : 0;
-  // A norm's arguments, where the kernel finishes one.
-  cu::DevicePtr normScale = 0, normShift = 0, normSum = 0;
-  if (m.hasNorm()) {
-    normScale = address(m.normScale, in, out);
-    if (m.normShift != kNoBuffer)
-      normShift = address(m.normShift, in, out);
-    if (m.normSum != kNoBuffer)
-      normSum = address(m.normSum, in, out);
-  }
-  std::vector<long long> integers = gemmKernelIntegers(m, *g);
-  std::array<cu::TensorMap, 2> maps;
-  if (g->tensorMaps)
-    if (Status s = encodeTensorMaps(m, *g, a, b, maps); !s.isOk())
-      return Status::error(s.code, where + s.message);
-  // cuLaunchKernel takes a pointer to each argument's value. A split's
-  // last block finishes its tile in the kernel, and a norm's last column
-  // tile its rows.
-  cu::DevicePtr pointers[9] = {a,        b,         c,         bias,   residual,
-                               partials, normScale, normShift, normSum};
-  std::vector<void *> args;
-  for (size_t j = 0; j < (m.hasNorm() ? 9u : 6u); ++j)
-    args.push_back(&pointers[j]);
-  for (long long &v : integers)
-    args.push_back(&v);
-  if (g->tensorMaps)
-    for (cu::TensorMap &map : maps)
-      args.push_back(&map);
+  std::array<uint32_t, 3> grid = gemmGrid(m, *g);
+  const unsigned block[3] = {g->threads, 1, 1};
   if (cu::Result r =
           cu::launch(*api, functions[g->kernel], grid.data(), block,
                      g->sharedBytes, target, args.data(), options.pdl);
